@@ -1,0 +1,60 @@
+"""Renderers: one module per output format, all fed the same sorted findings.
+
+`render()` is the only entry point the CLI needs. Every format is
+deterministic: findings are sorted the same way and nothing depends on the
+time, the machine, or the order the checks ran in.
+"""
+from __future__ import annotations
+
+import pathlib
+from typing import Callable
+
+from ..findings import Finding
+from ..rule import Rule
+from .concise import render_concise
+from .full import render_full
+from .github import render_github
+from .jsonfmt import render_json, render_json_lines
+from .junit import render_junit
+from .sarif import render_sarif
+
+FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+
+_RENDERERS: dict[str, Callable[..., str]] = {
+    "full": render_full,
+    "concise": render_concise,
+    "json": render_json,
+    "json-lines": render_json_lines,
+    "sarif": render_sarif,
+    "github": render_github,
+    "junit": render_junit,
+}
+
+
+def render(
+    findings: list[Finding],
+    fmt: str,
+    *,
+    rules: dict[str, Rule],
+    sources: dict[str, str],
+    files_checked: int,
+    color: bool = False,
+    root: pathlib.Path | None = None,
+    notes: list[str] | None = None,
+) -> str:
+    """The whole report as text. Unknown formats raise ValueError (a usage error)."""
+    renderer = _RENDERERS.get(fmt)
+    if renderer is None:
+        raise ValueError(f"unknown output format '{fmt}'; expected one of: {', '.join(FORMATS)}")
+    return renderer(
+        list(findings),
+        rules=rules,
+        sources=sources,
+        files_checked=files_checked,
+        color=color,
+        root=root,
+        notes=notes,
+    )
+
+
+__all__ = ["FORMATS", "render"]

@@ -1,0 +1,24 @@
+"""Helpers shared by rule files (kept tiny: rules are queries over the model)."""
+from __future__ import annotations
+
+from tkcheck.findings import Finding, Location, Related
+from tkcheck.model import expr as E
+
+
+def num(e: E.Expr | None) -> str:
+    """A number for messages: folded when constant, else the expression."""
+    if e is None:
+        return "?"
+    v = e.eval({})
+    return str(v) if v is not None and not isinstance(v, bool) else str(e)
+
+
+def related(op, note: str) -> Related:
+    return Related(op.location, note)
+
+
+def finding(code: str, message: str, location: Location, **kw) -> Finding:
+    return Finding(code=code, message=message, location=location, **kw)
+
+
+HEADER = '#include "kittens.cuh"\nusing namespace kittens;\n'

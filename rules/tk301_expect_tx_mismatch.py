@@ -1,0 +1,112 @@
+"""TK301: bytes expected per phase != bytes the TMA loads deliver per phase."""
+from tkcheck.checks import completion, solver
+from tkcheck.checks.threads import describe
+from tkcheck.rule import Rule
+
+from ._common import HEADER, finding, num, related
+
+
+def check(an):
+    out = []
+    for name, acc in sorted(completion.accounts(an).items()):
+        if not acc.ok():
+            continue
+        for group in sorted(set(acc.expects) | set(acc.loads)):
+            exps = acc.expects.get(group, [])
+            loads = acc.loads.get(group, [])
+            if not exps and not loads:
+                continue
+            expected = completion.total(exps)
+            delivered = completion.total(loads)
+            if expected.is_opaque() or delivered.is_opaque():
+                continue
+            if solver.differ_always(expected, delivered, an.solver_timeout_ms) is not True:
+                continue
+            anchor = exps[0].op if exps else loads[0].op
+            rel = []
+            for c in exps:
+                rel.append(related(c.op, f"expects {num(c.amount)} bytes, issued by {describe(c.issuers)}"
+                                   + (f", {num(c.times)} times per phase" if num(c.times) != "1" else "")))
+            for c in loads:
+                rel.append(related(c.op, f"loads {num(c.amount)} bytes ({c.op.detail.get('tile_type').short() if c.op.detail.get('tile_type') else 'tile'}),"
+                                   f" issued by {describe(c.issuers)}"
+                                   + (f", {num(c.times)} times per phase" if num(c.times) != "1" else "")))
+            for o in acc.inits:
+                rel.append(related(o, f"'{name}' initialised here"))
+            for o in acc.waits[:2]:
+                rel.append(related(o, "waited on here"))
+            e, d = num(expected), num(delivered)
+            if not exps:
+                msg = (f"the TMA loads completing on '{name}' deliver {d} bytes per phase but no expect_tx "
+                       f"announces them: the phase completes on arrivals alone and the bytes land in a later phase")
+            elif not loads:
+                msg = f"expect_tx of {e} bytes per phase on '{name}' but no TMA load completes on it: the phase never completes"
+            else:
+                msg = f"expect_tx of {e} bytes per phase on '{name}' but the TMA loads completing on it deliver {d}"
+            hint = ("fewer bytes than expected: the phase never completes (hang)" if not loads or (
+                    expected.eval({}) is not None and delivered.eval({}) is not None and expected.eval({}) > delivered.eval({}))
+                    else "more bytes than expected: the phase completes early and the rest lands in the next phase (stale data or a later hang)")
+            out.append(finding("TK301", msg, anchor.location, related=rel,
+                               witness={"barrier": name, "expected_bytes": e, "delivered_bytes": d, "phase": group},
+                               help=f"{hint}; expect exactly the bytes of every load on this barrier, e.g. "
+                                    f"tma::expect(bar, tiles...) with the same tiles the loads fill"))
+    return out
+
+
+_BAD = HEADER + """
+using tile = st_bf<64, 64>;
+using layout = gl<bf16, 1, 1, -1, -1, tile>;
+__global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout A, const __grid_constant__ layout B) {
+    __shared__ semaphore bar;
+    __shared__ tile a, b;
+    if (threadIdx.x == 0) init_semaphore(bar, 0, 1);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        tma::expect_bytes(bar, size_bytes<tile>);   // only one tile's bytes
+        tma::load_async(a, A, {0, 0, 0, 0}, bar);
+        tma::load_async(b, B, {0, 0, 0, 0}, bar);
+    }
+    wait(bar, 0);
+}
+"""
+
+_GOOD = _BAD.replace("tma::expect_bytes(bar, size_bytes<tile>);   // only one tile's bytes",
+                     "tma::expect(bar, a, b);")
+
+RULE = Rule(
+    code="TK301",
+    name="expect-tx-mismatch",
+    contract="completion",
+    severity="error",
+    precision="proved",
+    symptoms=("hang", "stripes"),
+    summary="Bytes expected on an mbarrier per phase differ from the bytes the TMA loads deliver",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+For every mbarrier, adds up per phase the transaction bytes announced by
+`tma::expect_bytes` / `tma::expect` (times the threads that issue them) and the
+bytes delivered by the TMA loads that complete on it (`size_bytes` of each
+destination tile, times issuers and inner-loop trips), symbolically over
+template parameters, and reports when they differ for every instantiation.
+
+## Why is this bad?
+A phase completes when both its arrival count and its pending tx bytes reach
+zero. Expecting fewer bytes than are loaded lets the phase complete early:
+consumers read a half-filled stage (row stripes) and the surplus bytes are
+charged to the next phase. Expecting more than arrive means the phase never
+completes: the kernel hangs, and compute-sanitizer only times out.
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

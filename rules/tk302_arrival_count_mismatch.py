@@ -1,0 +1,97 @@
+"""TK302: init count != arrivals per phase (scope-aware)."""
+from tkcheck.checks import completion, solver
+from tkcheck.checks.threads import describe
+from tkcheck.rule import Rule
+
+from ._common import HEADER, finding, num, related
+
+
+def check(an):
+    out = []
+    for name, acc in sorted(completion.accounts(an).items()):
+        if not acc.ok() or acc.init_count is None:
+            continue
+        for group, contribs in sorted(acc.arrivals.items()):
+            if not contribs:
+                continue
+            arrived = completion.total(contribs)
+            if arrived.is_opaque() or acc.init_count.is_opaque():
+                continue
+            if solver.differ_always(arrived, acc.init_count, an.solver_timeout_ms) is not True:
+                continue
+            rel = [related(o, f"'{name}' initialised for {num(o.count)} arrivals per phase") for o in acc.inits]
+            for c in contribs:
+                per = num(c.amount)
+                rel.append(related(c.op, f"{c.op.api} arrives {per} x {len(c.issuers)} issuing thread(s)"
+                                   f" ({describe(c.issuers)})"
+                                   + (f" x {num(c.times)} per phase" if num(c.times) != "1" else "")
+                                   + (f" [{c.op.scope} scope: one elected lane per group]" if c.op.issuers_per_group else "")))
+            for o in acc.waits[:2]:
+                rel.append(related(o, "waited on here"))
+            a, i = num(arrived), num(acc.init_count)
+            many = [c for c in contribs if len(c.issuers) > 1]
+            anchor = (many[0].op if many else contribs[0].op) if len(contribs) == 1 or many else acc.inits[0]
+            av, iv = arrived.eval({}), acc.init_count.eval({})
+            effect = ("too few arrivals: the phase never completes (hang)" if av is not None and iv is not None and av < iv
+                      else "too many arrivals: phases complete early, waiters see stale data and the counts drift")
+            out.append(finding(
+                "TK302",
+                f"'{name}' is initialised for {i} arrivals per phase but {a} arrive per phase",
+                anchor.location, related=rel,
+                witness={"barrier": name, "init_count": i, "arrivals_per_phase": a, "phase": group},
+                help=f"{effect}; a thread-scope arrive runs once per executing thread (a whole warp is 32 "
+                     f"arrivals): guard it with `laneid() == 0`, use `warp::arrive`, or change the init count"))
+    return out
+
+
+_BAD = HEADER + """
+__global__ __launch_bounds__(256, 1) void k(float *out) {
+    __shared__ semaphore done;
+    if (threadIdx.x == 0) init_semaphore(done, 1, 0);   // one arrival expected
+    __syncthreads();
+    if (warpid() == 1) {
+        arrive(done);               // but all 32 lanes of warp 1 arrive
+    }
+    if (warpid() == 0) wait(done, 0);
+}
+"""
+
+_GOOD = _BAD.replace("arrive(done);               // but all 32 lanes of warp 1 arrive",
+                     "if (laneid() == 0) arrive(done);")
+
+RULE = Rule(
+    code="TK302",
+    name="arrival-count-mismatch",
+    contract="completion",
+    severity="error",
+    precision="proved",
+    symptoms=("hang", "stripes"),
+    summary="An mbarrier's init count differs from the arrivals each phase receives",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+Compares the arrival count an mbarrier is initialised with
+(`init_semaphore(bar, threads, tx)` counts `threads + tx` arrivals) with the
+arrivals it receives per phase: every `arrive`, `arrive(bar, n)` and
+`tma::expect*` (one arrival each), counted per *issuing thread* — a
+thread-scope `arrive` reached by a whole warp is 32 arrivals, a `warp::` or
+`warpgroup::` arrive is one per group — times the inner-loop trips per phase.
+
+## Why is this bad?
+Too few arrivals and the phase never completes: a hang. Too many and phases
+complete early: waiters run ahead of the data (row stripes), and the surplus
+arrivals drift into later phases.
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

@@ -1,0 +1,147 @@
+"""TK403: a single-thread op (TMA issue, expect, init) run by several threads
+per intended issue, or guarded so that no thread of its role runs it."""
+from tkcheck.checks import scope
+from tkcheck.checks.threads import describe
+from tkcheck.model import ir
+from tkcheck.rule import Rule
+
+from ._common import HEADER, finding
+
+_WHAT = {ir.TMA_LOAD: "TMA load", ir.TMA_STORE: "TMA store", ir.MBAR_EXPECT: "expect_tx",
+         ir.MBAR_INIT: "mbarrier init"}
+
+
+def check(an):
+    out = []
+    n = an.threads.n
+    for op in an.model.ops_of(*scope.SINGLE_ISSUE_KINDS):
+        issuers = an.threads.issuers(op)
+        if issuers is None:
+            continue
+        what = _WHAT[op.kind]
+        if not issuers:
+            # nobody issues it: a role condition and an issuer condition that exclude each other
+            parts = scope.conjuncts(op.guard.thread)
+            sets = [an.threads.satisfying(p) for p in parts]
+            if len(parts) < 2 or any(s is None or not s for s in sets):
+                if op.issuers_per_group and an.threads.executing(op):
+                    ex = an.threads.executing(op)
+                    out.append(finding(
+                        "TK403",
+                        f"{op.api} is never issued: it runs on {describe(ex, n)} but the {op.scope}-scoped call "
+                        f"issues only from lane 0 of each {op.scope}, which does not reach it",
+                        op.location, witness={"executing": describe(ex, n), "issuers": "none"},
+                        help=f"call it from the whole {op.scope} (or use the thread-scope spelling in the one thread)"))
+                continue
+            rel = []
+            out.append(finding(
+                "TK403",
+                f"{op.api} is never issued: no thread satisfies its guard — "
+                + "; ".join(f"`{p}` holds for {describe(s, n)}" for p, s in zip(parts, sets)),
+                op.location, related=rel,
+                witness={"guard": str(op.guard.thread), "threads": 0},
+                help="the issuing thread must belong to the role that performs this operation "
+                     "(e.g. thread 0 of the producer warp, not thread 0 of the block)"))
+            continue
+        if scope.depends_on_thread(op):
+            continue
+        per_warp: dict[int, int] = {}
+        for t in issuers:
+            per_warp[t // 32] = per_warp.get(t // 32, 0) + 1
+        dup = {w: c for w, c in per_warp.items() if c > 1}
+        if not dup:
+            if op.kind == ir.MBAR_INIT and len(issuers) > 1:
+                out.append(finding(
+                    "TK403", f"{what} of '{op.barrier}' runs on {len(issuers)} threads ({describe(issuers, n)}): "
+                    "the barrier is re-initialised while other threads may already use it",
+                    op.location, witness={"issuers": len(issuers)},
+                    help="initialise each mbarrier from one thread, then synchronise before use"))
+            continue
+        w, c = sorted(dup.items())[0]
+        lane_hint = ("guard it with `laneid() == 0` (or `warpgroup::laneid() == 0`), or use the warp-scoped "
+                     "`warp::tma::...` spelling, which elects one lane")
+        semantics = ("" if op.scope != "thread" else
+                     f" (TK {an.model.tk_semantics} semantics: `{op.api}` runs once per calling thread)")
+        out.append(finding(
+            "TK403",
+            f"{what} `{op.api}` is issued by {len(issuers)} threads ({describe(issuers, n)}), "
+            f"{c} in warp {w}; it should be issued once{semantics}",
+            op.location,
+            witness={"issuers": len(issuers), "warp": w, "lanes_in_warp": c, "tk_semantics": an.model.tk_semantics},
+            help=lane_hint))
+    return out
+
+
+_BAD = HEADER + """
+using tile = st_bf<64, 64>;
+using layout = gl<bf16, 1, 1, -1, -1, tile>;
+__global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
+    __shared__ semaphore bar;
+    __shared__ tile a;
+    if (threadIdx.x == 0) init_semaphore(bar, 0, 32);
+    __syncthreads();
+    if (warpid() == 0) {                       // the whole producer warp
+        tma::expect(bar, a);
+        tma::load_async(a, A, {0, 0, 0, 0}, bar);
+    }
+    wait(bar, 0);
+}
+"""
+
+_GOOD = HEADER + """
+using tile = st_bf<64, 64>;
+using layout = gl<bf16, 1, 1, -1, -1, tile>;
+__global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
+    __shared__ semaphore bar;
+    __shared__ tile a;
+    if (threadIdx.x == 0) init_semaphore(bar, 0, 1);
+    __syncthreads();
+    if (warpid() == 0 && laneid() == 0) {      // one thread of the producer warp
+        tma::expect(bar, a);
+        tma::load_async(a, A, {0, 0, 0, 0}, bar);
+    }
+    wait(bar, 0);
+}
+"""
+
+RULE = Rule(
+    code="TK403",
+    name="single-thread-op-wrong-issuer",
+    contract="scope",
+    severity="error",
+    precision="proved",
+    symptoms=("hang", "wrong"),
+    summary="A TMA issue, expect_tx or mbarrier init runs on several threads per intended issue, or on none",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+Finds single-thread operations — `tma::load_async`, `tma::store_async`,
+`tma::expect*`, `init_semaphore` — whose guard lets several lanes of one warp
+run the same copy (each lane issues its own bulk copy and its own arrival +
+expect_tx), an `init_semaphore` run by several threads, and such operations
+whose guard no thread satisfies (an issuer condition such as
+`threadIdx.x == 0` inside a role that does not contain thread 0).
+
+Since late 2025 ThunderKittens' `tma::` operations are thread-scoped (no lane
+guard inside); code written for the older lane-guarded headers issues every
+copy 32 times. tkcheck says which semantics it assumed (detected from the
+headers given with `--tk-include`, or set with `tk-version`).
+
+## Why is this bad?
+32 copies of one load deliver 32x the bytes and 32 arrivals: the barrier's
+counts are off (a hang or early completion), and the copies race on the same
+shared memory. An operation no thread issues never completes its barrier.
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

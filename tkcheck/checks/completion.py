@@ -1,0 +1,178 @@
+"""Completion-signal accounting: arrivals and transaction bytes per phase.
+
+A phase of an mbarrier completes when its pending arrival count and its
+pending tx bytes both reach zero. For every barrier this module collects the
+sites that arrive on it, expect bytes on it, and deliver bytes to it (TMA
+loads), and computes how much each contributes *per round* — one visit of the
+barrier element by the loop that drives it (a ring slot's turn, one iteration
+for a scalar barrier, or the one-shot use outside loops).
+
+A contribution = issuing threads x amount per issue x times per round (the
+trip counts of inner loops that do not change which element is hit).
+
+Sums are compared only when the structure is recognised: every contributing
+site visits the elements in the same pattern, under the same uniform
+conditions, with known issuers. Otherwise the barrier is `unknown` and no
+finding is made from it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import expr as E
+from ..model import ir
+from .analysis import Analysis
+
+
+@dataclass
+class Contribution:
+    op: ir.Op
+    issuers: frozenset[int]
+    amount: E.Expr            # per issue: arrivals, or bytes
+    times: E.Expr             # per round
+    round_loop: int | None
+    pattern: tuple            # how the element index moves with the round counter
+
+    @property
+    def total(self) -> E.Expr:
+        return E.binop("*", E.binop("*", E.Const(len(self.issuers)), self.amount), self.times)
+
+
+@dataclass
+class BarrierAccount:
+    barrier: ir.Barrier
+    inits: list[ir.Op] = field(default_factory=list)
+    init_count: E.Expr | None = None
+    arrivals: dict[str, list[Contribution]] = field(default_factory=dict)   # group -> contributions
+    expects: dict[str, list[Contribution]] = field(default_factory=dict)
+    loads: dict[str, list[Contribution]] = field(default_factory=dict)
+    waits: list[ir.Op] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)   # reasons the account is not usable
+
+    def ok(self) -> bool:
+        return not self.unknown
+
+
+def _round_of(model: ir.KernelModel, op: ir.Op) -> tuple[int | None, E.Expr | None, tuple] | None:
+    """(round loop id, multiplicity of inner loops, index pattern) or None if unknown."""
+    index = op.barrier.index if op.barrier is not None else ()
+    index_vars = set()
+    for ix in index:
+        index_vars |= {v.name for v in ix.free_vars() if v.kind == E.LOOP}
+    round_loop = None
+    inner = []
+    for lid in reversed(op.loops):
+        loop = model.loops.get(lid)
+        if loop is None:
+            return None
+        if loop.counter.name in index_vars or (not index_vars and round_loop is None and not inner and False):
+            round_loop = lid
+            break
+        inner.append(loop)
+    if round_loop is None and not index_vars:
+        # scalar barrier (or constant index): the innermost loop is the round
+        # loop; a site outside loops is a one-shot use
+        if op.loops:
+            round_loop = op.loops[-1]
+            inner = []
+        else:
+            inner = []
+    elif round_loop is None:
+        return None  # index varies with something that is not an enclosing loop
+    times: E.Expr = E.Const(1)
+    for loop in inner:
+        if loop.trip is None or loop.trip.depends_on(E.THREAD) or loop.trip.is_opaque():
+            return None
+        times = E.binop("*", times, loop.trip)
+    # the index as a function of the round counter (renamed to 'r')
+    pattern: tuple = ()
+    if round_loop is not None:
+        rc = model.loops[round_loop].counter.name
+        pattern = tuple(str(E.substitute(ix, {rc: E.Var("r", E.LOOP)})) for ix in index)
+        if any(v.kind == E.LOOP and v.name != rc for ix in index for v in ix.free_vars()):
+            return None
+    else:
+        pattern = tuple(str(ix) for ix in index)
+    return round_loop, times, pattern
+
+
+def _group_key(round_loop) -> str:
+    return "one-shot" if round_loop is None else "steady"
+
+
+def _uniform_sig(op: ir.Op) -> tuple | None:
+    sig = []
+    for c in op.guard.uniform:
+        if c.depends_on(E.LOOP) or c.is_opaque():
+            return None
+        sig.append(str(c))
+    return tuple(sorted(sig))
+
+
+def accounts(an: Analysis) -> dict[str, BarrierAccount]:
+    return an.fact("barrier_accounts", _compute)
+
+
+def _compute(an: Analysis) -> dict[str, BarrierAccount]:
+    m = an.model
+    out: dict[str, BarrierAccount] = {name: BarrierAccount(b) for name, b in m.barriers.items()}
+    for op in m.ops:
+        if op.barrier is None or op.barrier.name not in out:
+            continue
+        acc = out[op.barrier.name]
+        if op.kind == ir.MBAR_INIT:
+            acc.inits.append(op)
+            continue
+        if op.kind == ir.MBAR_WAIT:
+            acc.waits.append(op)
+            continue
+        if op.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD):
+            continue
+        if op.detail.get("remote") or op.detail.get("multicast") or op.detail.get("cta") is not None:
+            acc.unknown.append(f"{op.api} at line {op.location.row} crosses CTAs")
+            continue
+        issuers = an.threads.issuers(op)
+        if issuers is None:
+            acc.unknown.append(f"threads of {op.api} at line {op.location.row} unknown")
+            continue
+        r = _round_of(m, op)
+        if r is None:
+            acc.unknown.append(f"rounds of {op.api} at line {op.location.row} not recognised")
+            continue
+        round_loop, times, pattern = r
+        key = _group_key(round_loop)
+        if op.kind == ir.MBAR_ARRIVE:
+            amount = op.count if op.count is not None else E.opaque("count")
+            acc.arrivals.setdefault(key, []).append(Contribution(op, issuers, amount, times, round_loop, pattern))
+        elif op.kind == ir.MBAR_EXPECT:
+            acc.arrivals.setdefault(key, []).append(
+                Contribution(op, issuers, E.Const(op.detail.get("arrives", 1)), times, round_loop, pattern))
+            acc.expects.setdefault(key, []).append(
+                Contribution(op, issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
+                             round_loop, pattern))
+        else:
+            acc.loads.setdefault(key, []).append(
+                Contribution(op, issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
+                             round_loop, pattern))
+    for acc in out.values():
+        counts = {str(o.count) for o in acc.inits if o.count is not None}
+        if len(acc.inits) >= 1 and len(counts) == 1 and all(
+                o.count is not None and not o.count.depends_on(E.LOOP) and not o.count.is_opaque()
+                for o in acc.inits):
+            acc.init_count = acc.inits[0].count
+        # the same visiting pattern and uniform conditions across a group
+        for groups in (acc.arrivals, acc.expects, acc.loads):
+            for key, contribs in groups.items():
+                pats = {c.pattern for c in contribs}
+                sigs = {_uniform_sig(c.op) for c in contribs}
+                if len(pats) > 1 or None in sigs or len(sigs) > 1:
+                    acc.unknown.append(f"{key} sites of '{acc.barrier.name}' visit it in different patterns "
+                                       "or under different conditions")
+    return out
+
+
+def total(contribs: list[Contribution]) -> E.Expr:
+    t: E.Expr = E.Const(0)
+    for c in contribs:
+        t = E.binop("+", t, c.total)
+    return t

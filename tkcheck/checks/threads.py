@@ -1,0 +1,111 @@
+"""Which threads run an op: the guard of every op enumerated over the block.
+
+A guard is a predicate over `tid`; with a known block size the set of threads
+that satisfy it is computed exactly by enumeration (at most 1024 threads).
+A guard that also depends on loop counters, runtime values or something the
+front end could not model gives None: unknown, never a guess.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..model import expr as E
+from ..model import ir
+
+
+class ThreadSets:
+    def __init__(self, model: ir.KernelModel):
+        self.model = model
+        self.n = model.num_threads()
+        self._cache: dict[int, frozenset[int] | None] = {}
+
+    def satisfying(self, pred: E.Expr) -> frozenset[int] | None:
+        if self.n is None:
+            return None
+        fv = pred.free_vars()
+        if any(v.kind != E.THREAD for v in fv):
+            return None
+        return _enumerate(pred, self.n)
+
+    def executing(self, op: ir.Op) -> frozenset[int] | None:
+        """Threads that reach `op` (per execution of its enclosing iteration)."""
+        key = id(op)
+        if key in self._cache:
+            return self._cache[key]
+        res = None
+        if op.guard.exact:
+            res = self.satisfying(op.guard.thread)
+        self._cache[key] = res
+        return res
+
+    def issuers(self, op: ir.Op) -> frozenset[int] | None:
+        """Threads that execute the underlying PTX: for group-scoped ops only the
+        elected lane (lane 0 of each group instance) issues."""
+        ex = self.executing(op)
+        if ex is None:
+            return None
+        if op.issuers_per_group and op.group_warps > 0:
+            size = 32 * op.group_warps
+            return frozenset(t for t in ex if t % size == 0)
+        return ex
+
+    def all_threads(self) -> frozenset[int] | None:
+        return None if self.n is None else frozenset(range(self.n))
+
+
+@lru_cache(maxsize=4096)
+def _enumerate(pred: E.Expr, n: int) -> frozenset[int] | None:
+    out = []
+    for t in range(n):
+        v = pred.eval({"tid": t, "tid_y": 0, "tid_z": 0})
+        if v is None:
+            return None
+        if v:
+            out.append(t)
+    return frozenset(out)
+
+
+def describe(threads: frozenset[int] | None, n: int | None = None) -> str:
+    """'thread 256', 'warp 8 (32 threads)', 'warpgroup 2 (threads 256-383)', ..."""
+    if threads is None:
+        return "unknown threads"
+    if not threads:
+        return "no thread"
+    ts = sorted(threads)
+    if len(ts) == 1:
+        return f"thread {ts[0]} (warp {ts[0] // 32}, lane {ts[0] % 32})"
+    lo, hi = ts[0], ts[-1]
+    contiguous = hi - lo + 1 == len(ts)
+    if n is not None and len(ts) == n:
+        return f"all {n} threads of the block"
+    if contiguous and lo % 32 == 0 and len(ts) % 32 == 0:
+        if len(ts) == 32:
+            return f"warp {lo // 32} (32 threads)"
+        if lo % 128 == 0 and len(ts) % 128 == 0:
+            g = lo // 128
+            if len(ts) == 128:
+                return f"warpgroup {g} (threads {lo}-{hi})"
+            return f"warpgroups {g}-{hi // 128} (threads {lo}-{hi})"
+        return f"warps {lo // 32}-{hi // 32} (threads {lo}-{hi})"
+    if all(t % 32 == ts[0] % 32 for t in ts):
+        warps = sorted({t // 32 for t in ts})
+        return f"lane {ts[0] % 32} of warps {_ranges(warps)} ({len(ts)} threads)"
+    if contiguous:
+        return f"threads {lo}-{hi}"
+    return f"{len(ts)} threads ({_ranges(ts)})"
+
+
+def _ranges(xs: list[int]) -> str:
+    out, start, prev = [], None, None
+    for x in xs:
+        if start is None:
+            start = prev = x
+        elif x == prev + 1:
+            prev = x
+        else:
+            out.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = x
+    if start is not None:
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+    s = ", ".join(out)
+    return s if len(s) < 60 else s[:57] + "..."

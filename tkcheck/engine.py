@@ -1,0 +1,204 @@
+"""Checking one file: parse -> KernelModels -> rules -> suppression.
+
+Everything a file's check needs travels in `CheckOptions` (picklable, so
+`-j N` can run files in worker processes: libclang and z3 are not
+thread-safe). Errors in tkcheck itself never escape as a traceback: a kernel
+that cannot be modelled is skipped with a note (re-raised with `--debug`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__, registry
+from .checks.analysis import Analysis
+from .findings import Finding, Location
+from .frontend.builder import ModelBuilder
+from .frontend.parse import InputError, ParseOptions, parse_source, read_source
+from .suppress import apply_suppressions, parse_suppressions
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    parse: ParseOptions = field(default_factory=ParseOptions)
+    enabled: frozenset[str] = frozenset()       # rule codes that run (after select/ignore)
+    per_file_disabled: tuple = ()               # ((glob, codes), ...) applied by the CLI's selector
+    show_unknown: bool = False
+    debug: bool = False
+    solver_timeout_ms: int = 2000
+    cache_dir: str | None = None
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)
+    timing: dict[str, float] = field(default_factory=dict)
+    input_error: str | None = None
+    source: str = ""
+    cached: bool = False
+
+
+def _fill(f: Finding, rules) -> Finding:
+    r = rules.get(f.code)
+    if r is not None:
+        f.name = f.name or r.name
+        f.contract = f.contract or r.contract
+        f.severity = r.severity if f.severity == "error" and r.severity != "error" else f.severity
+        f.symptom = f.symptom or r.symptom
+    return f
+
+
+def _cache_key(path: str, text: str, opts: CheckOptions) -> str:
+    h = hashlib.sha256()
+    h.update(__version__.encode())
+    h.update(repr((opts.parse, sorted(opts.enabled), opts.show_unknown)).encode())
+    h.update(path.encode())
+    h.update(text.encode("utf-8", errors="replace"))
+    # the rule catalog and engine sources: a new tkcheck build invalidates the cache
+    root = Path(__file__).resolve().parent
+    for p in sorted(root.rglob("*.py")):
+        try:
+            h.update(p.read_bytes())
+        except OSError:
+            pass
+    return h.hexdigest()
+
+
+def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileResult:
+    res = FileResult(path=path)
+    t0 = time.perf_counter()
+    rules = registry.by_code()
+    try:
+        if text is None:
+            text = read_source(path)
+        res.source = text
+    except InputError as e:
+        res.input_error = str(e)
+        res.findings.append(_fill(Finding("TK000", str(e), Location(path, 1, 1)), rules))
+        return res
+    key = None
+    if opts.cache_dir:
+        key = _cache_key(path, text, opts)
+        cached = _cache_load(opts.cache_dir, key)
+        if cached is not None:
+            cached.source = text
+            cached.cached = True
+            return cached
+    try:
+        _check_text(path, text, opts, res, rules)
+    except InputError as e:
+        res.input_error = str(e)
+        res.findings.append(_fill(Finding("TK000", str(e), Location(path, 1, 1)), rules))
+    except Exception as e:  # noqa: BLE001 - an internal error must not become a traceback
+        if opts.debug:
+            raise
+        res.notes.append(f"internal error while checking {path}: {type(e).__name__}: {e} "
+                         "(no findings reported for this file; rerun with --debug)")
+    res.timing["total"] = time.perf_counter() - t0
+    if key and res.input_error is None:
+        _cache_store(opts.cache_dir, key, res)
+    return res
+
+
+def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
+    t = time.perf_counter()
+    parsed = parse_source(path, text, opts.parse)
+    res.timing["parse"] = time.perf_counter() - t
+    res.notes.extend(parsed.notes)
+    errors = parsed.errors_in_main()
+    for d in errors[:5]:
+        res.findings.append(_fill(Finding("TK000", f"clang: {d.message}", d.location,
+                                          help="kernels containing parse errors are not analysed"), rules))
+    header_errors = [d for d in parsed.diagnostics if d.severity in ("error", "fatal") and d not in errors]
+    if header_errors and parsed.headers == "real":
+        res.notes.append(f"{len(header_errors)} clang errors inside included headers (first: "
+                         f"{header_errors[0].message}); analysis continues on the user's code")
+    t = time.perf_counter()
+    models = ModelBuilder(parsed).build()
+    res.timing["model"] = time.perf_counter() - t
+    err_rows = [d.location.row for d in errors]
+    checked = []
+    for m in models:
+        if any(m.location.row <= r <= (m.location.end_row or m.location.row) for r in err_rows):
+            res.notes.append(f"kernel '{m.name}' not analysed: it contains parse errors")
+            continue
+        checked.append(m)
+    res.kernels = [m.name for m in checked]
+    t = time.perf_counter()
+    for m in checked:
+        res.notes.extend(n for n in m.notes if n not in res.notes)
+        an = Analysis(m, arch=opts.parse.arch, solver_timeout_ms=opts.solver_timeout_ms)
+        for code in sorted(opts.enabled):
+            rule = rules.get(code)
+            if rule is None or rule.check is None or rule.engine_only:
+                continue
+            try:
+                for f in rule.check(an) or ():
+                    f.code = f.code or code
+                    f.kernel = m.name
+                    res.findings.append(_fill(f, rules))
+            except Exception as e:  # noqa: BLE001
+                if opts.debug:
+                    raise
+                res.notes.append(f"rule {code} failed on kernel '{m.name}': {type(e).__name__}: {e}")
+        for k, v in an.timings.items():
+            res.timing[f"check:{k}"] = res.timing.get(f"check:{k}", 0.0) + v
+        if opts.show_unknown:
+            for loc, why in m.unmodelled[:20]:
+                res.notes.append(f"{loc.filename}:{loc.row}:{loc.column}: unknown: {why}")
+    res.timing["rules"] = time.perf_counter() - t
+    # suppression comments
+    sup = parse_suppressions(path, text)
+    kept, new = apply_suppressions(res.findings, {path: sup}, set(opts.enabled), resolver=registry.expand)
+    res.findings = sorted([_fill(f, rules) for f in kept + new], key=Finding.sort_key)
+    res.findings = [f for f in res.findings if f.code in opts.enabled]
+
+
+# ------------------------------------------------------------------ cache ----
+
+def _cache_load(cache_dir: str, key: str) -> FileResult | None:
+    p = Path(cache_dir) / "results" / f"{key}.json"
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        return _result_from_json(data)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _cache_store(cache_dir: str, key: str, res: FileResult):
+    p = Path(cache_dir) / "results"
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        tmp = p / f".{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(_result_to_json(res)))
+        tmp.replace(p / f"{key}.json")
+    except OSError:
+        pass
+
+
+def _result_to_json(res: FileResult) -> dict:
+    from dataclasses import asdict
+    return {"path": res.path, "notes": res.notes, "kernels": res.kernels, "timing": res.timing,
+            "findings": [asdict(f) for f in res.findings]}
+
+
+def _result_from_json(d: dict) -> FileResult:
+    from .findings import Related, TraceStep
+    fs = []
+    for f in d["findings"]:
+        loc = Location(**f["location"])
+        rel = [Related(Location(**r["location"]), r["message"]) for r in f["related"]]
+        tr = [TraceStep(**{**s, "location": Location(**s["location"]) if s.get("location") else None})
+              for s in f["trace"]]
+        fs.append(Finding(**{**f, "location": loc, "related": rel, "trace": tr}))
+    return FileResult(path=d["path"], findings=fs, notes=d["notes"], kernels=d["kernels"], timing=d["timing"])

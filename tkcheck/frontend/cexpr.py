@@ -1,0 +1,438 @@
+"""A small C++ expression parser over token spellings.
+
+libclang gives the statement structure, but for dependent code (kernels that
+are templates, calls into a library whose headers are only declared) its
+expression trees are full of unexposed and unresolved nodes. The tokens as
+written are always there, so expressions are parsed from tokens into a tiny
+AST that the evaluator (`tkcheck.frontend.evaluate`) folds into model values.
+
+Nodes are tuples whose first element names the node:
+  ("num", int) ("float", str) ("str", s) ("bool", b) ("null",)
+  ("name", ((seg, targs|None), ...))     qualified name; targs is a tuple of nodes
+  ("call", callee, (args...))            ("member", obj, field, arrow)
+  ("index", obj, idx)                    ("bin", op, a, b) ("un", op, a)
+  ("post", op, a)                        ("assign", op, a, b)
+  ("cond", c, a, b)                      ("cast", type_node, a)
+  ("sizeof", node)                       ("init", (items...))   brace list
+  ("lambda",)                            ("unknown", text)
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Sequence
+
+Node = tuple
+
+_BIN_PREC = {
+    "||": 1, "&&": 2, "|": 3, "^": 4, "&": 5,
+    "==": 6, "!=": 6, "<": 7, ">": 7, "<=": 7, ">=": 7,
+    "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10,
+}
+_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "^=", "|=", "&=", "<<=", ">>="}
+_CASTS = {"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "bit_cast"}
+_TYPE_WORDS = {"int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "void",
+               "uint32_t", "int32_t", "uint64_t", "int64_t", "uint16_t", "int16_t", "uint8_t", "int8_t",
+               "size_t", "const", "volatile", "auto", "typename", "struct", "class", "constexpr", "static",
+               "__restrict__", "register", "inline"}
+_INT_RE = re.compile(r"^(0[xX][0-9a-fA-F']+|0[bB][01']+|[0-9][0-9']*)([uUlLzZ]*)$")
+
+
+class ParseError(Exception):
+    pass
+
+
+def parse_int(tok: str) -> int | None:
+    m = _INT_RE.match(tok)
+    if not m:
+        return None
+    body = m.group(1).replace("'", "")
+    if body[:2] in ("0x", "0X"):
+        return int(body, 16)
+    if body[:2] in ("0b", "0B"):
+        return int(body[2:], 2)
+    if len(body) > 1 and body[0] == "0":
+        return int(body, 8)
+    return int(body)
+
+
+class Parser:
+    def __init__(self, toks: Sequence[str], is_value: Callable[[str], bool] | None = None):
+        self.t = list(toks)
+        self.i = 0
+        self.is_value = is_value or (lambda name: False)
+
+    # -- helpers -----------------------------------------------------------
+    def peek(self, k: int = 0) -> str | None:
+        j = self.i + k
+        return self.t[j] if j < len(self.t) else None
+
+    def take(self, expect: str | None = None) -> str:
+        tok = self.peek()
+        if tok is None or (expect is not None and tok != expect):
+            raise ParseError(f"expected {expect!r}, got {tok!r}")
+        self.i += 1
+        return tok
+
+    def done(self) -> bool:
+        return self.i >= len(self.t)
+
+    # -- grammar -----------------------------------------------------------
+    def expression(self) -> Node:
+        """comma-free expression (assignment level)."""
+        lhs = self.conditional()
+        op = self.peek()
+        if op in _ASSIGN:
+            self.take()
+            rhs = self.expression()
+            return ("assign", op, lhs, rhs)
+        return lhs
+
+    def conditional(self) -> Node:
+        c = self.binary(1)
+        if self.peek() == "?":
+            self.take()
+            a = self.expression()
+            self.take(":")
+            b = self.conditional()
+            return ("cond", c, a, b)
+        return c
+
+    def binary(self, min_prec: int) -> Node:
+        lhs = self.unary()
+        while True:
+            op = self.peek()
+            # `>>` may be two closing template brackets; never a binary op here
+            # when we are inside template args (handled by the caller stopping at '>').
+            prec = _BIN_PREC.get(op or "")
+            if prec is None or prec < min_prec:
+                return lhs
+            if op in (">", ">>") and getattr(self, "_in_targs", 0):
+                return lhs
+            if op in ("*", "&", "&&") and self.peek(1) in (")", ",", ">", ">>", None):
+                return lhs  # a declarator (`T&`, `T*`) in a cast or template argument
+            self.take()
+            rhs = self.binary(prec + 1)
+            lhs = ("bin", op, lhs, rhs)
+
+    def unary(self) -> Node:
+        tok = self.peek()
+        if tok in ("-", "+", "!", "~", "*", "&"):
+            self.take()
+            inner = self.unary()
+            return inner if tok == "+" else ("un", tok, inner)
+        if tok in ("++", "--"):
+            self.take()
+            return ("assign", "+=" if tok == "++" else "-=", self.unary(), ("num", 1))
+        if tok == "sizeof":
+            self.take()
+            if self.peek() == "...":
+                self.take()
+            if self.peek() == "(":
+                self.take()
+                inner = self.type_or_expr()
+                self.take(")")
+                return ("sizeof", inner)
+            return ("sizeof", self.unary())
+        if tok == "(" and self._looks_like_cast():
+            self.take()
+            ty = self.type_or_expr()
+            self.take(")")
+            return ("cast", ty, self.unary())
+        return self.postfix(self.primary())
+
+    def _looks_like_cast(self) -> bool:
+        nxt = self.peek(1)
+        if nxt in _TYPE_WORDS:
+            # "(int)x", "(uint32_t)(...)" — but not "(int(x))"
+            j = self.i + 1
+            depth = 0
+            while j < len(self.t):
+                if self.t[j] == "(":
+                    depth += 1
+                elif self.t[j] == ")":
+                    if depth == 0:
+                        after = self.t[j + 1] if j + 1 < len(self.t) else None
+                        return after is not None and after not in _BIN_PREC and after not in (")", ",", ";", "]", "?", ":")
+                    depth -= 1
+                j += 1
+        return False
+
+    def type_or_expr(self) -> Node:
+        # a type: sequence of type words / names ending before ')' or ',' or '>'
+        start = self.i
+        words = []
+        while self.peek() in _TYPE_WORDS:
+            words.append(self.take())
+        if words and self.peek() in (")", ",", ">", "*", "&", None):
+            while self.peek() in ("*", "&"):
+                words.append(self.take())
+            return ("type", tuple(words))
+        self.i = start
+        node = self.expression()
+        while self.peek() in ("*", "&", "&&") and self.peek(1) in (")", ",", ">", None):
+            self.take()
+        return node
+
+    def primary(self) -> Node:
+        tok = self.peek()
+        if tok is None:
+            raise ParseError("unexpected end")
+        if tok == "(":
+            self.take()
+            e = self.comma_expr()
+            self.take(")")
+            return e
+        if tok == "{":
+            return self.brace()
+        if tok == "[":
+            return self.lambda_()
+        if tok in ("true", "false"):
+            self.take()
+            return ("bool", tok == "true")
+        if tok in ("nullptr", "NULL"):
+            self.take()
+            return ("null",)
+        if tok[0] == '"' or tok[0] == "'" or (len(tok) > 1 and tok[1] == '"'):
+            self.take()
+            return ("str", tok)
+        n = parse_int(tok)
+        if n is not None:
+            self.take()
+            return ("num", n)
+        if tok[0].isdigit() or (tok[0] == "." and len(tok) > 1 and tok[1].isdigit()):
+            self.take()
+            return ("float", tok)
+        if tok in _CASTS:
+            self.take()
+            self._targs_begin()
+            ty = self.type_or_expr()
+            self._targs_end()
+            self.take("(")
+            e = self.comma_expr()
+            self.take(")")
+            return ("cast", ty, e)
+        if tok in _TYPE_WORDS - {"const", "static", "constexpr", "typename", "struct", "class", "volatile",
+                                 "auto", "__restrict__", "register", "inline"}:
+            # functional cast: int(x), float(x)
+            self.take()
+            if self.peek() == "(":
+                self.take()
+                e = self.comma_expr() if self.peek() != ")" else ("num", 0)
+                self.take(")")
+                return ("cast", ("type", (tok,)), e)
+            return ("type", (tok,))
+        if tok in ("typename", "template", "struct", "class", "const"):
+            self.take()
+            return self.primary()
+        if tok == "::" or tok[0].isalpha() or tok[0] == "_":
+            return self.name()
+        raise ParseError(f"unexpected token {tok!r}")
+
+    def name(self) -> Node:
+        segs = []
+        if self.peek() == "::":
+            self.take()
+        while True:
+            if self.peek() == "template":
+                self.take()
+            ident = self.take()
+            if not (ident[0].isalpha() or ident[0] == "_" or ident == "~"):
+                raise ParseError(f"bad name {ident!r}")
+            targs = None
+            if self.peek() == "<" and self._template_follows(ident):
+                targs = self.template_args()
+            segs.append((ident, targs))
+            if self.peek() == "::" and self.peek(1) is not None:
+                self.take()
+                continue
+            break
+        return ("name", tuple(segs))
+
+    def _template_follows(self, ident: str) -> bool:
+        if self.is_value(ident):
+            return False
+        # find the matching '>' with bracket balance, then look at what follows
+        depth = 0
+        j = self.i
+        while j < len(self.t):
+            tk = self.t[j]
+            if tk in ("(", "[", "{"):
+                depth += 1
+            elif tk in (")", "]", "}"):
+                depth -= 1
+                if depth < 0:
+                    return False
+            elif tk in (";", "&&", "||") and depth == 0:
+                return False
+            elif tk == "<" and depth == 0:
+                pass
+            elif tk == ">" and depth == 0:
+                after = self.t[j + 1] if j + 1 < len(self.t) else None
+                return after in (None, "(", "::", "{", ",", ")", ">", ";", "&", "*", "]", ">>") or (
+                    after is not None and (after[0].isalpha() or after[0] == "_"))
+            elif tk == ">>" and depth == 0:
+                return True
+            j += 1
+        return False
+
+    def _targs_begin(self):
+        self.take("<")
+        self._in_targs = getattr(self, "_in_targs", 0) + 1
+
+    def _targs_end(self):
+        self._in_targs -= 1
+        tok = self.peek()
+        if tok == ">>":  # split '>>' into two closing brackets
+            self.t[self.i] = ">"
+            return
+        self.take(">")
+
+    def template_args(self) -> tuple:
+        self._targs_begin()
+        args = []
+        while self.peek() not in (">", ">>"):
+            args.append(self.type_or_expr())
+            if self.peek() == "...":
+                self.take()
+            if self.peek() == ",":
+                self.take()
+        self._targs_end()
+        return tuple(args)
+
+    def brace(self) -> Node:
+        self.take("{")
+        items = []
+        while self.peek() != "}":
+            if self.peek() == "." and self.peek(2) == "=":  # designated initializer
+                self.take()
+                self.take()
+                self.take("=")
+            items.append(self.expression())
+            if self.peek() == ",":
+                self.take()
+        self.take("}")
+        return ("init", tuple(items))
+
+    def lambda_(self) -> Node:
+        # skip a lambda body entirely: its effects are not modelled
+        depth = 0
+        while not self.done():
+            tok = self.take()
+            if tok == "{":
+                depth += 1
+            elif tok == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+        return ("lambda",)
+
+    def postfix(self, node: Node) -> Node:
+        while True:
+            tok = self.peek()
+            if tok == "(":
+                self.take()
+                args = []
+                while self.peek() != ")":
+                    args.append(self.expression())
+                    if self.peek() == "...":
+                        self.take()
+                    if self.peek() == ",":
+                        self.take()
+                self.take(")")
+                node = ("call", node, tuple(args))
+            elif tok == "{" and node[0] == "name":
+                node = ("call", node, self.brace()[1])
+            elif tok == "[":
+                self.take()
+                idx = self.comma_expr()
+                self.take("]")
+                node = ("index", node, idx)
+            elif tok in (".", "->"):
+                self.take()
+                if self.peek() == "template":
+                    self.take()
+                field = self.take()
+                if self.peek() == "<" and self._template_follows(field):
+                    targs = self.template_args()
+                    node = ("member", node, field, tok == "->", targs)
+                else:
+                    node = ("member", node, field, tok == "->")
+            elif tok in ("++", "--"):
+                self.take()
+                node = ("post", tok, node)
+            else:
+                return node
+
+    def comma_expr(self) -> Node:
+        e = self.expression()
+        while self.peek() == ",":
+            self.take()
+            e = ("comma", e, self.expression())
+        return e
+
+
+def parse_expression(toks: Sequence[str], is_value=None) -> Node:
+    """Parse a whole token list as one expression; ("unknown", text) when it fails."""
+    toks = [t for t in toks if t != ";"]
+    if not toks:
+        return ("unknown", "")
+    p = Parser(toks, is_value)
+    try:
+        node = p.comma_expr()
+        if not p.done():
+            return ("unknown", " ".join(toks))
+        return node
+    except (ParseError, IndexError, RecursionError):
+        return ("unknown", " ".join(toks))
+
+
+def name_of(node: Node) -> str | None:
+    """`kittens::tma::load_async` for a name node (template args dropped)."""
+    if node[0] != "name":
+        return None
+    return "::".join(seg for seg, _ in node[1])
+
+
+def render(node: Node) -> str:
+    """Source-like text for messages."""
+    kind = node[0]
+    if kind == "num":
+        return str(node[1])
+    if kind in ("float", "str"):
+        return node[1]
+    if kind == "bool":
+        return "true" if node[1] else "false"
+    if kind == "name":
+        out = []
+        for seg, targs in node[1]:
+            out.append(seg + (f"<{', '.join(render(a) for a in targs)}>" if targs is not None else ""))
+        return "::".join(out)
+    if kind == "call":
+        return f"{render(node[1])}({', '.join(render(a) for a in node[2])})"
+    if kind == "member":
+        return f"{render(node[1])}{'->' if node[3] else '.'}{node[2]}"
+    if kind == "index":
+        return f"{render(node[1])}[{render(node[2])}]"
+    if kind == "bin":
+        return f"{render(node[2])} {node[1]} {render(node[3])}"
+    if kind == "un":
+        return f"{node[1]}{render(node[2])}"
+    if kind == "post":
+        return f"{render(node[2])}{node[1]}"
+    if kind == "assign":
+        return f"{render(node[2])} {node[1]} {render(node[3])}"
+    if kind == "cond":
+        return f"{render(node[1])} ? {render(node[2])} : {render(node[3])}"
+    if kind == "cast":
+        return render(node[2])
+    if kind == "sizeof":
+        return f"sizeof({render(node[1])})"
+    if kind == "init":
+        return "{" + ", ".join(render(a) for a in node[1]) + "}"
+    if kind == "type":
+        return " ".join(node[1])
+    if kind == "comma":
+        return f"{render(node[1])}, {render(node[2])}"
+    if kind == "unknown":
+        return node[1]
+    return kind

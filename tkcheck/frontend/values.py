@@ -1,0 +1,67 @@
+"""Values the front end's evaluator binds names to while walking a kernel.
+
+Scalars are model expressions (`tkcheck.model.expr.Expr`). Everything else is
+one of the small classes below: a reference to a modelled object (barrier,
+shared buffer, register tile, global layout), a record of named fields (the
+`args` of a TK prototype callback, a user struct instance), a type, a user
+struct, a callable user function, or a group scope alias (`using consumers =
+group<8>`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.ir import Ref, TileType
+
+
+@dataclass(frozen=True)
+class Obj:
+    kind: str                     # barrier | buffer | regtile | gl | tmem | struct | semaphore_value
+    ref: Ref
+    type: TileType | None = None
+    reinterpreted_from: TileType | None = None
+
+    def sub(self, member: str, mtype: TileType | None, kind: str | None = None) -> "Obj":
+        return Obj(kind or self.kind, Ref(f"{self.ref.name}.{member}", self.ref.index), mtype)
+
+    def at(self, index, etype: TileType | None) -> "Obj":
+        return Obj(self.kind, Ref(self.ref.name, self.ref.index + (index,)), etype)
+
+
+@dataclass
+class Rec:
+    """A record of named values (lcf callback args, user struct instances)."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    type_name: str = ""
+
+
+@dataclass(frozen=True)
+class TypeVal:
+    type: TileType
+
+
+@dataclass
+class StructType:
+    """A user struct/class (possibly a template instantiated with its defaults)."""
+    name: str
+    cursor: Any                           # clang cursor of the declaration
+    env: Any                              # Env holding its template parameters and members
+    members: dict[str, Any] = field(default_factory=dict)  # name -> cursor (fields, types, functions)
+
+
+@dataclass
+class Func:
+    name: str
+    cursors: list                          # overload set (clang cursors with bodies)
+    owner: StructType | None = None
+
+
+@dataclass(frozen=True)
+class GroupScope:
+    warps: int
+
+
+@dataclass(frozen=True)
+class Allocator:
+    alignment: int

@@ -1,0 +1,2 @@
+// tkcheck stand-in for <assert.h>.
+#include "cassert"

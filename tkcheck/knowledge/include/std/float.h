@@ -1,0 +1,3 @@
+// tkcheck stand-in for <float.h>.
+#pragma once
+#include "cfloat"

@@ -1,0 +1,3 @@
+// tkcheck stand-in for <limits.h>.
+#pragma once
+#include "climits"

@@ -1,0 +1,4 @@
+// tkcheck stand-in for <math.h>.
+#pragma once
+#include "cmath"
+using std::abs;

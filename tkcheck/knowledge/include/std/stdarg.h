@@ -1,0 +1,3 @@
+// tkcheck stand-in for <stdarg.h>.
+#pragma once
+#include "cstdarg"

@@ -1,0 +1,3 @@
+// tkcheck stand-in for <stddef.h>.
+#pragma once
+#include "cstddef"

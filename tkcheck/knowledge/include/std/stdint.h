@@ -1,0 +1,3 @@
+// tkcheck stand-in for <stdint.h>.
+#pragma once
+#include "cstdint"

@@ -1,0 +1,3 @@
+// tkcheck stand-in for <stdio.h>.
+#pragma once
+#include "cstdio"

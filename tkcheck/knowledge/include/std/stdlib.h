@@ -1,0 +1,3 @@
+// tkcheck stand-in for <stdlib.h>.
+#pragma once
+#include "cstdlib"

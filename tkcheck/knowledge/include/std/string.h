@@ -1,0 +1,3 @@
+// tkcheck stand-in for <string.h>.
+#pragma once
+#include "cstring"

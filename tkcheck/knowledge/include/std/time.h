@@ -1,0 +1,3 @@
+// tkcheck stand-in for <time.h>.
+#pragma once
+#include "ctime"

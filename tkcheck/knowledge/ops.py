@@ -1,0 +1,153 @@
+"""What each ThunderKittens / CUDA operation means, in one table.
+
+Read from TK's public headers (include/ops/thread/util/{sync,tma}.cuh,
+include/ops/group/..., prototype/) and the PTX ISA; see CONTRACTS.md "Scope
+decides counts". A call is looked up by its *qualifier* (the scope part of the
+spelled name: '', 'tma', 'warp', 'warpgroup', 'group<N>', 'everyone', ...) and
+its *base name*. The entry says which model operation it is, what its
+arguments mean, and who executes the PTX:
+
+* thread scope: every thread that reaches the call executes it;
+* group scope (`warp::`, `warpgroup::`, `group<N>::`): the call is made by the
+  whole group and the PTX is issued by one elected lane (lane 0 of the group).
+
+TK changed the `tma::` ops to thread scope in late 2025; before, several of
+them guarded lane 0 themselves ("lane-guarded"). `tma_lane_guarded` marks the
+entries whose meaning depends on that.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model import ir
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    kind: str
+    # positional argument roles, in order. '*tiles' consumes the rest.
+    args: tuple[str, ...] = ()
+    detail: tuple[tuple[str, object], ...] = ()
+    group_elects: bool = True         # group-scoped spelling: one lane per group issues
+    tma_lane_guarded: bool = False    # old TK: the thread-scope spelling guarded lane 0 itself
+
+
+# Base names valid at thread scope ('' or 'kittens' qualifier, or 'tma').
+THREAD_OPS: dict[str, OpSpec] = {
+    "init_semaphore": OpSpec(ir.MBAR_INIT, ("barrier", "count", "tx")),
+    "invalidate_semaphore": OpSpec(ir.CALL, ("barrier",)),
+    "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "count")),
+    "wait": OpSpec(ir.MBAR_WAIT, ("barrier", "parity")),
+    "careful_wait": OpSpec(ir.MBAR_WAIT, ("barrier", "parity")),
+    "arrive_and_wait": OpSpec(ir.MBAR_ARRIVE, ("barrier", "parity"), (("and_wait", True),)),
+    "__syncthreads": OpSpec(ir.SYNC, (), (("sync_kind", "block"),)),
+    "__syncwarp": OpSpec(ir.SYNC, ("mask",), (("sync_kind", "warp"),)),
+    "tensor_commit": OpSpec(ir.MBAR_ARRIVE, ("barrier",), (("via", "tcgen05.commit"),)),
+    "tensor_before_thread_sync": OpSpec(ir.FENCE, (), (("fence_kind", "tcgen05_before"),)),
+    "tensor_after_thread_sync": OpSpec(ir.FENCE, (), (("fence_kind", "tcgen05_after"),)),
+    "tensor_load_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_ld"),)),
+    "tensor_store_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_st"),)),
+    "load_async_wait": OpSpec(ir.CP_ASYNC_WAIT, ()),
+}
+
+# Base names under `tma::` (and `tma::cluster::`).
+TMA_OPS: dict[str, OpSpec] = {
+    "expect_bytes": OpSpec(ir.MBAR_EXPECT, ("barrier", "bytes", "cta"), tma_lane_guarded=True),
+    "expect": OpSpec(ir.MBAR_EXPECT, ("barrier", "*tiles"), tma_lane_guarded=True),
+    "load_async": OpSpec(ir.TMA_LOAD, ("dst", "gl", "coord", "barrier", "mask"), tma_lane_guarded=True),
+    "prefetch": OpSpec(ir.CALL, ("dst", "gl", "coord")),
+    "store_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), tma_lane_guarded=True),
+    "store_add_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "add"),), tma_lane_guarded=True),
+    "store_min_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "min"),), tma_lane_guarded=True),
+    "store_max_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "max"),), tma_lane_guarded=True),
+    "store_commit_group": OpSpec(ir.TMA_STORE_COMMIT, ()),
+    "store_async_wait": OpSpec(ir.TMA_STORE_WAIT, (), (("read_only", False),)),
+    "store_async_read_wait": OpSpec(ir.TMA_STORE_WAIT, (), (("read_only", True),)),
+    "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "cta", "count"), (("remote", True),)),
+}
+
+# Cluster-wide barriers: `everyone::tma::cluster::sync()`, `tma::cluster::sync()`...
+CLUSTER_OPS: dict[str, OpSpec] = {
+    "sync": OpSpec(ir.SYNC, (), (("sync_kind", "cluster"),)),
+    "arrive": OpSpec(ir.SYNC, (), (("sync_kind", "cluster_arrive"),)),
+    "arrive_aligned": OpSpec(ir.SYNC, (), (("sync_kind", "cluster_arrive"),)),
+    "wait": OpSpec(ir.SYNC, (), (("sync_kind", "cluster_wait"),)),
+    "wait_aligned": OpSpec(ir.SYNC, (), (("sync_kind", "cluster_wait"),)),
+}
+
+# Base names under a group scope (`warp::`, `warpgroup::`, `group<N>::`).
+GROUP_OPS: dict[str, OpSpec] = {
+    "sync": OpSpec(ir.SYNC, ("id",), (("sync_kind", "group"),), group_elects=False),
+    "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "count")),           # semaphore: lane 0 of the group
+    "init_semaphore": OpSpec(ir.MBAR_INIT, ("barrier", "count", "tx")),
+    "increase_registers": OpSpec(ir.SETMAXNREG, (), (("inc", True),), group_elects=False),
+    "decrease_registers": OpSpec(ir.SETMAXNREG, (), (("inc", False),), group_elects=False),
+    "producer_registers": OpSpec(ir.SETMAXNREG, (), (("inc", False), ("n", 24)), group_elects=False),
+    "consumer_registers": OpSpec(ir.SETMAXNREG, (), (("inc", True),), group_elects=False),
+    "mma_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True),), group_elects=False),
+    "mma_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True),), group_elects=False),
+    "mma_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True),), group_elects=False),
+    "mma_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True),), group_elects=False),
+    "mm_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False),), group_elects=False),
+    "mm_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False),), group_elects=False),
+    "mm_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False),), group_elects=False),
+    "mm_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False),), group_elects=False),
+    "mma_async_wait": OpSpec(ir.MMA_WAIT, (), group_elects=False),
+    "mma_commit_group": OpSpec(ir.MMA_COMMIT, (), group_elects=False),
+    "mma_fence": OpSpec(ir.MMA_FENCE, ("acc",), group_elects=False),
+}
+
+# `group<N>::tma::...` — the group versions elect lane 0 of the group.
+GROUP_TMA_OPS: dict[str, OpSpec] = {
+    k: OpSpec(v.kind, v.args, v.detail, True, False) for k, v in TMA_OPS.items()
+}
+
+# Register / shared-tile operations that touch a register tile (accumulator).
+# Value: index of the written argument (others are read), or None (all read).
+REGISTER_OPS: dict[str, int | None] = {
+    "zero": 0, "one": 0, "neg_infty": 0, "pos_infty": 0, "copy": 0, "load": 0,
+    "add": 0, "sub": 0, "mul": 0, "div": 0, "exp": 0, "exp2": 0, "log": 0, "abs": 0,
+    "max": 0, "min": 0, "relu": 0, "row_max": 0, "row_sum": 0, "col_max": 0, "col_sum": 0,
+    "sub_row": 0, "mul_row": 0, "div_row": 0, "add_row": 0, "sub_col": 0, "mul_col": 0,
+    "div_col": 0, "add_col": 0, "swap_layout": 0, "transpose_sep": 0,
+    "store": None, "store_async": None,
+}
+
+GROUP_SCOPES_WARPS = {"warp": 1, "warpgroup": 4}
+
+# TK constants the evaluator folds.
+CONSTANTS = {
+    "WARP_THREADS": 32,
+    "WARPGROUP_WARPS": 4,
+    "WARPGROUP_THREADS": 128,
+    "MAX_SHARED_MEMORY": 227 * 1024,
+    "warpSize": 32,
+}
+
+# Byte widths of TK and CUDA element types.
+DTYPE_BYTES = {
+    "bf16": 2, "__nv_bfloat16": 2, "nv_bfloat16": 2, "half": 2, "__half": 2, "fp16": 2,
+    "float": 4, "fp32": 4, "int": 4, "uint32_t": 4, "int32_t": 4, "unsigned": 4,
+    "fp8e4m3": 1, "fp8e5m2": 1, "__nv_fp8_e4m3": 1, "__nv_fp8_e5m2": 1, "fp8e8m0": 1,
+    "bf16_2": 4, "half_2": 4, "float2": 8, "double": 8, "uint64_t": 8, "int64_t": 8,
+    "char": 1, "uint8_t": 1, "int8_t": 1, "short": 2, "uint16_t": 2, "int16_t": 2, "bool": 1,
+    "long": 8, "size_t": 8,
+}
+DTYPE_CANON = {
+    "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16", "__half": "half", "fp16": "half", "fp32": "float",
+    "__nv_fp8_e4m3": "fp8e4m3", "__nv_fp8_e5m2": "fp8e5m2",
+}
+
+# Tile aliases: alias -> (kind, dtype). st_bf<R, C> == st<bf16, R, C>.
+TILE_ALIASES = {
+    "st": ("st", None), "st_bf": ("st", "bf16"), "st_hf": ("st", "half"), "st_fl": ("st", "float"),
+    "st_fp8e4m3": ("st", "fp8e4m3"), "st_fp8e5m2": ("st", "fp8e5m2"),
+    "sv": ("sv", None), "sv_bf": ("sv", "bf16"), "sv_hf": ("sv", "half"), "sv_fl": ("sv", "float"),
+    "sv_fp8e4m3": ("sv", "fp8e4m3"), "sv_fp8e5m2": ("sv", "fp8e5m2"),
+    "rt": ("rt", None), "rt_bf": ("rt", "bf16"), "rt_hf": ("rt", "half"), "rt_fl": ("rt", "float"),
+    "rt_fp8e4m3": ("rt", "fp8e4m3"),
+    "rv": ("rv", None), "rv_bf": ("rv", "bf16"), "rv_hf": ("rv", "half"), "rv_fl": ("rv", "float"),
+    "tt": ("tt", None),
+    "gl": ("gl", None),
+    "semaphore": ("semaphore", None),
+}

@@ -1,0 +1,49 @@
+"""Protocols of TK's prototype templates, modelled once and reused.
+
+Each template (lcf, lcsf) is described by a small pseudo-CUDA file in this
+folder, written for tkcheck. The front end walks the file's protocol function
+with `lcft` bound to the user's template struct and inlines the user's
+callbacks, so the user's `producer::load` / `consumer::compute` code is checked
+against the barriers, counts and phases the template sets up.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+_tus: dict[str, object] = {}
+
+PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu"}
+
+
+def template_kind_for(text: str, struct_name: str) -> str:
+    """Which template the user's struct is launched with (default lcf)."""
+    m = re.search(r"\b(lcf|lcsf|lcsc)\s*::\s*kernel\s*<\s*" + re.escape(struct_name), text)
+    if m:
+        return m.group(1)
+    if re.search(r"using\s+namespace\s+(kittens::)?prototype::lcsf\b", text):
+        return "lcsf"
+    return "lcf"
+
+
+def protocol_function(kind: str):
+    """The cursor of the protocol function for `kind` (parsed once per process)."""
+    fname = PROTOCOL_FILES.get(kind)
+    if fname is None:
+        return None
+    tu = _tus.get(kind)
+    if tu is None:
+        import clang.cindex as ci
+        from ...frontend.parse import ParseOptions, build_args
+        path = HERE / fname
+        if not path.exists():
+            return None
+        args = build_args(ParseOptions(), str(HERE))
+        tu = ci.Index.create().parse(str(path), args=args, options=0x200)
+        _tus[kind] = tu
+    for c in tu.cursor.get_children():
+        if c.spelling == f"tkcheck_{kind}_protocol" and any(
+                ch.kind.name == "COMPOUND_STMT" for ch in c.get_children()):
+            return c
+    return None

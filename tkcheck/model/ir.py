@@ -1,0 +1,227 @@
+"""The KernelModel: what one kernel does, in terms the contract checks query.
+
+No rule logic lives here. The front end (`tkcheck.frontend.builder`) fills it
+from the source; the SASS front end may add facts later. Every operation
+records *where* it is (a Location), *who* runs it (a thread guard over `tid`
+plus uniform conditions), and *how often* (the loops around it), so that
+"which threads execute this, how many times per iteration" is computable.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from ..findings import Location
+from . import expr as E
+from .expr import Expr
+
+
+# ---------------------------------------------------------------- types ----
+
+@dataclass(frozen=True)
+class TileType:
+    """A ThunderKittens data type as the kernel spells it, folded to numbers.
+
+    kind: st (shared tile), sv (shared vector), rt (register tile), rv
+    (register vector), tt (TMEM tile), gl (global layout), semaphore,
+    struct (a user struct of tiles, e.g. lcf's input_block), array.
+    """
+    kind: str
+    spelling: str
+    dtype: str | None = None          # "bf16", "half", "float", "fp8e4m3", ...
+    dtype_bytes: int | None = None
+    rows: Expr | None = None
+    cols: Expr | None = None
+    swizzle_bytes: Expr | None = None  # shared tiles: chosen from the width unless explicit
+    layout: str | None = None          # rt: "row"/"col"
+    members: tuple[tuple[str, "TileType", Expr | None], ...] = ()   # struct: (name, type, array count)
+    element: "TileType | None" = None  # array element / gl registered tile types
+    count: Expr | None = None          # array length
+    registered: tuple["TileType", ...] = ()  # gl: tile types registered for TMA
+
+    def size_bytes(self) -> Expr | None:
+        """Bytes of one object of this type, as TK's size_bytes<T> computes them."""
+        if self.kind in ("st", "tt") and self.rows is not None and self.cols is not None and self.dtype_bytes:
+            return E.binop("*", E.binop("*", self.rows, self.cols), E.Const(self.dtype_bytes))
+        if self.kind == "sv" and self.cols is not None and self.dtype_bytes:
+            return E.binop("*", self.cols, E.Const(self.dtype_bytes))
+        if self.kind == "semaphore":
+            return E.Const(8)
+        if self.kind == "array" and self.element is not None and self.count is not None:
+            inner = self.element.size_bytes()
+            return None if inner is None else E.binop("*", inner, self.count)
+        if self.kind == "struct" and self.members:
+            total: Expr = E.Const(0)
+            for _, t, n in self.members:
+                s = t.size_bytes()
+                if s is None:
+                    return None
+                total = E.binop("+", total, s if n is None else E.binop("*", s, n))
+            return total
+        return None
+
+    def short(self) -> str:
+        return self.spelling
+
+
+# --------------------------------------------------------------- places ----
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to a named object, possibly indexed: `full[stage]`, `args.input.a[i]`."""
+    name: str
+    index: tuple[Expr, ...] = ()
+
+    def __str__(self):
+        return self.name + "".join(f"[{i}]" for i in self.index)
+
+
+@dataclass
+class SharedBuffer:
+    name: str
+    type: TileType
+    dims: tuple[Expr, ...]            # array dimensions (stages, ...)
+    location: Location
+    alignment: int | None = None      # proven base alignment in bytes
+    storage: str = "static"           # static (__shared__), allocator, extern, template
+    stage_dim: int | None = None      # which dim is the pipeline stage
+
+
+@dataclass
+class Barrier:
+    """An mbarrier (TK `semaphore`) or an array of them."""
+    name: str
+    dims: tuple[Expr, ...]
+    location: Location
+    storage: str = "static"           # static, template (lcf), allocator, global (MK counters)
+    # for template-owned barriers the protocol fixes init count and first phase
+    template_init_count: Expr | None = None
+
+
+@dataclass
+class Loop:
+    id: int
+    var: str | None                   # induction variable name
+    counter: E.Var                    # iteration counter k (0, 1, ...)
+    init: Expr | None
+    step: Expr | None
+    trip: Expr | None                 # number of iterations, when known/symbolic
+    location: Location
+    parent: int | None
+    infinite: bool = False            # for(;;) / while(true) with breaks
+    uniform: bool = True              # trip count the same for every thread of the block
+
+
+@dataclass
+class Guard:
+    """Who runs an op: a thread predicate over `tid` plus block-uniform conditions.
+
+    `thread` is a boolean Expr over thread variables (and possibly loop
+    counters / params); `uniform` lists conditions that are the same for the
+    whole block (kernel arguments, blockIdx, loop-carried uniform values).
+    `exact` is False when some condition could not be modelled at all.
+    """
+    thread: Expr = E.TRUE
+    uniform: tuple[Expr, ...] = ()
+    exact: bool = True
+
+    def with_thread(self, cond: Expr) -> "Guard":
+        return Guard(E.binop("&&", self.thread, cond), self.uniform, self.exact)
+
+    def with_uniform(self, cond: Expr) -> "Guard":
+        return Guard(self.thread, self.uniform + (cond,), self.exact)
+
+    def inexact(self) -> "Guard":
+        return Guard(self.thread, self.uniform, False)
+
+
+# ------------------------------------------------------------------ ops ----
+
+# Op kinds. Every kind's operands are documented where the front end creates it
+# (tkcheck/knowledge/ops.py holds the table from API spellings to kinds).
+MBAR_INIT = "mbar_init"         # barrier, count (arrivals), tx
+MBAR_ARRIVE = "mbar_arrive"     # barrier, count (arrivals per issuing thread), remote
+MBAR_EXPECT = "mbar_expect"     # barrier, bytes (tx per issuing thread), arrives (0/1)
+MBAR_WAIT = "mbar_wait"         # barrier, parity
+TMA_LOAD = "tma_load"           # dst buffer, src gl, bytes, barrier
+TMA_STORE = "tma_store"         # dst gl, src buffer, bytes
+TMA_STORE_COMMIT = "tma_store_commit"
+TMA_STORE_WAIT = "tma_store_wait"   # n, read_only
+CP_ASYNC = "cp_async"           # non-bulk async copy
+CP_ASYNC_WAIT = "cp_async_wait"
+MMA = "mma"                     # acc, a, b, api
+MMA_COMMIT = "mma_commit"
+MMA_WAIT = "mma_wait"           # n
+MMA_FENCE = "mma_fence"
+SYNC = "sync"                   # sync_kind: block | named | group | warp | cluster; id, count
+NAMED_ARRIVE = "named_arrive"   # bar.arrive id, count
+FENCE = "fence"                 # fence_kind: proxy_async | tcgen05_before | tcgen05_after | membar_* | cluster
+SETMAXNREG = "setmaxnreg"       # inc (bool), n
+REG_ACCESS = "reg_access"       # tile, access: read | write | zero
+SMEM_ACCESS = "smem_access"     # buffer, access: read | write, via (store/load/raw)
+GLOBAL_SIGNAL = "global_signal"  # atomic/red on global memory: sem (relaxed/release/acquire)
+TMEM_OP = "tmem_op"             # alloc/dealloc/load/store/commit
+EXIT = "exit"                   # return from the kernel (early exit)
+CALL = "call"                   # a call the front end recognised but does not model
+
+
+@dataclass
+class Op:
+    kind: str
+    api: str                          # the spelled callee: "tma::load_async", "warpgroup::arrive"
+    location: Location
+    guard: Guard
+    loops: tuple[int, ...]            # enclosing loop ids, outermost first
+    scope: str = "thread"             # thread | warp | warpgroup | group<N> | block | cluster
+    issuers_per_group: int = 0        # for group scopes: 1 elected lane per group instance
+    group_warps: int = 1              # group<N>::... ops: N warps per instance
+    barrier: Ref | None = None
+    buffer: Ref | None = None
+    operands: tuple[Ref, ...] = ()
+    count: Expr | None = None         # arrivals / init count / wait<N> / sync thread count
+    bytes: Expr | None = None         # tx bytes (expect) or bytes delivered (load/store)
+    parity: Expr | None = None
+    sync_id: Expr | None = None
+    detail: dict = field(default_factory=dict)
+    order: int = 0                    # program order within the kernel (source walk order)
+    callers: tuple[Location, ...] = ()  # inlining chain: user device functions / callbacks
+    role_hint: str | None = None      # lcf: producer / consumer (which template branch)
+
+    def describe(self) -> str:
+        what = self.barrier or self.buffer
+        return f"{self.api}({what})" if what else self.api
+
+
+@dataclass
+class KernelModel:
+    name: str
+    location: Location
+    kind: str                          # "global" | "lcf" | "lcsf" | "lcsc" | "interpreter"
+    block_threads: Expr | None         # threads per block (x), folded when possible
+    block_threads_source: str = ""     # where the number came from (launch_bounds, template flags)
+    min_blocks: Expr | None = None     # second __launch_bounds__ argument
+    cluster: Expr | None = None
+    template_params: dict[str, Expr | None] = field(default_factory=dict)
+    buffers: dict[str, SharedBuffer] = field(default_factory=dict)
+    barriers: dict[str, Barrier] = field(default_factory=dict)
+    reg_tiles: dict[str, TileType] = field(default_factory=dict)
+    globals: dict[str, TileType] = field(default_factory=dict)
+    loops: dict[int, Loop] = field(default_factory=dict)
+    ops: list[Op] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)       # assumptions stated to the user
+    unmodelled: list[tuple[Location, str]] = field(default_factory=list)  # for --show-unknown
+    tk_semantics: str = "thread-scope"                   # or "lane-guarded" (pre late-2025 TK)
+
+    # queries ----------------------------------------------------------------
+    def ops_of(self, *kinds: str) -> Iterator[Op]:
+        return (o for o in self.ops if o.kind in kinds)
+
+    def loop_chain(self, op: Op) -> list[Loop]:
+        return [self.loops[i] for i in op.loops]
+
+    def barrier_of(self, ref: Ref | None) -> Barrier | None:
+        return None if ref is None else self.barriers.get(ref.name)
+
+    def num_threads(self) -> int | None:
+        v = self.block_threads.eval({}) if self.block_threads is not None else None
+        return v if isinstance(v, int) and v > 0 else None

@@ -1,0 +1,100 @@
+"""Helpers every renderer shares: ordering, paths, source lines, value text.
+
+Kept here so that the formats agree on what "the same finding" looks like:
+the same order, the same path spelling, the same counterexample text.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+from typing import Any, Iterable
+
+from ..findings import Finding, Location
+
+# Clang counts "\r\n", "\n" and a lone "\r" as line ends; str.splitlines() would
+# also split on form feeds and U+2028 and so disagree with clang's row numbers.
+_LINE_END = re.compile(r"\r\n|\n|\r")
+
+
+def split_lines(text: str) -> list[str]:
+    return _LINE_END.split(text)
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Deterministic order: file, position, code, message, then the span end.
+
+    Renderers never rely on the order the checks produced findings in, so that
+    `-j N` and caches give byte-identical output.
+    """
+    def key(f: Finding):
+        loc = f.location
+        return (*f.sort_key(), loc.end_row or loc.row, loc.end_column or loc.column)
+
+    return sorted(findings, key=key)
+
+
+def display_path(filename: str, root: pathlib.Path | None) -> str:
+    """The path to print: relative to `root` when the file lies under it, with '/'."""
+    rel = relative_to_root(filename, root)
+    if rel is not None:
+        return rel
+    return filename.replace(os.sep, "/") if os.sep != "/" else filename
+
+
+def relative_to_root(filename: str, root: pathlib.Path | None) -> str | None:
+    """`filename` relative to `root` (forward slashes), or None when outside it.
+
+    Pure path arithmetic (no resolve()): a symlinked checkout must not turn a
+    repository path into a path somewhere else on the disk.
+    """
+    if root is None:
+        return None
+    path = pathlib.Path(filename)
+    if not path.is_absolute():
+        path = pathlib.Path.cwd() / path
+    base = pathlib.Path(os.path.normpath(pathlib.Path(root).absolute()))
+    try:
+        rel = pathlib.Path(os.path.normpath(path)).relative_to(base)
+    except ValueError:
+        return None
+    return rel.as_posix()
+
+
+def end_of(loc: Location) -> tuple[int, int]:
+    """(end_row, end_column) with the end column exclusive and the span non-empty.
+
+    A finding with no end, or an end not after its start, marks one character.
+    """
+    end_row = loc.end_row or loc.row
+    end_col = loc.end_column or 0
+    if end_row < loc.row or (end_row == loc.row and end_col <= loc.column):
+        return loc.row, loc.column + 1
+    return end_row, end_col
+
+
+def format_value(value: Any) -> str:
+    """One witness value as the text users type in C++ (true, 3, full[1])."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)) or value is None:
+        return json.dumps(value)
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def format_witness(witness: dict[str, Any] | None) -> str:
+    """`iteration=3, stage=1`: the checks' order is kept (it reads as a story)."""
+    if not witness:
+        return ""
+    return ", ".join(f"{k}={format_value(v)}" for k, v in witness.items())
+
+
+def position(loc: Location, root: pathlib.Path | None) -> str:
+    return f"{display_path(loc.filename, root)}:{loc.row}:{loc.column}"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

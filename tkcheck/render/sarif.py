@@ -1,0 +1,187 @@
+"""SARIF 2.1.0, for GitHub code scanning and IDE viewers.
+
+One run; the driver's rule table is the catalog (so a viewer can show a rule's
+documentation even for rules with no result), results point into it by
+`ruleIndex`. Evidence becomes `codeFlows`: a trace gives one threadFlow per
+warp role (the lanes of a deadlock), ordered globally by `executionOrder`;
+without a trace the related sites, then the finding itself, form one flow.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+from typing import Any
+from urllib.parse import quote
+
+from .. import __version__
+from ..findings import Finding, Location, TraceStep
+from ..rule import Rule
+from ._common import end_of, format_witness, relative_to_root, sort_findings
+
+SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+SRCROOT = "%SRCROOT%"
+
+_LEVELS = {"error": "error", "warning": "warning", "note": "note", "info": "note"}
+
+
+def level(severity: str) -> str:
+    return _LEVELS.get(severity, "warning")
+
+
+def _uri(filename: str, root: pathlib.Path | None) -> dict[str, str]:
+    rel = relative_to_root(filename, root)
+    if rel is not None:
+        return {"uri": quote(rel, safe="/"), "uriBaseId": SRCROOT}
+    path = pathlib.PurePath(filename)
+    if path.is_absolute():
+        return {"uri": pathlib.Path(filename).as_uri()}
+    return {"uri": quote(path.as_posix(), safe="/")}
+
+
+def _physical(loc: Location, root: pathlib.Path | None) -> dict[str, Any]:
+    end_row, end_col = end_of(loc)
+    # The schema wants lines and columns >= 1; a whole-file problem may carry 0.
+    start_line, start_col = max(loc.row, 1), max(loc.column, 1)
+    end_line = max(end_row, start_line)
+    end_col = max(end_col, start_col + 1) if end_line == start_line else max(end_col, 1)
+    return {
+        "artifactLocation": _uri(loc.filename, root),
+        "region": {
+            "startLine": start_line,
+            "startColumn": start_col,
+            "endLine": end_line,
+            "endColumn": end_col,
+        },
+    }
+
+
+def _section(doc: str, heading: str) -> str:
+    """The text under a markdown heading, up to the next heading."""
+    match = re.search(rf"^{re.escape(heading)}\s*$(.*?)(?=^#|\Z)", doc, re.M | re.S)
+    return " ".join(match.group(1).split()) if match else ""
+
+
+def _descriptor(rule: Rule) -> dict[str, Any]:
+    full = _section(rule.doc or "", "## What it does") or rule.summary
+    tags = ["tkcheck", rule.contract, *rule.tags]
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary or rule.name},
+        "fullDescription": {"text": full or rule.name},
+        "help": {"text": rule.doc or rule.summary, "markdown": rule.doc or rule.summary},
+        "defaultConfiguration": {"level": level(rule.severity)},
+        "properties": {
+            "precision": rule.precision,
+            "contract": rule.contract,
+            "symptom": rule.symptom,
+            "tags": sorted(set(t for t in tags if t)),
+        },
+    }
+
+
+def _stub_descriptor(f: Finding) -> dict[str, Any]:
+    """A finding whose rule is not in the table still needs a ruleIndex target."""
+    return {
+        "id": f.code,
+        "name": f.name or f.code,
+        "shortDescription": {"text": f.name or f.code},
+        "defaultConfiguration": {"level": level(f.severity)},
+        "properties": {"contract": f.contract, "symptom": f.symptom},
+    }
+
+
+def _flow_location(loc: Location | None, text: str, root, order: int, **extra) -> dict[str, Any]:
+    where: dict[str, Any] = {"message": {"text": text}}
+    if loc is not None:
+        where["physicalLocation"] = _physical(loc, root)
+    return {"location": where, "executionOrder": order, **extra}
+
+
+def _trace_step(step: TraceStep, order: int, root) -> dict[str, Any]:
+    extra: dict[str, Any] = {"importance": "essential" if step.blocked else "important"}
+    state = {}
+    if step.barrier is not None:
+        state["barrier"] = {"text": step.barrier}
+    if step.phase is not None:
+        state["phase"] = {"text": str(step.phase)}
+    if state:
+        extra["state"] = state
+    if step.blocked:
+        extra["kinds"] = ["danger"]
+        extra["properties"] = {"blocked": True}
+    return _flow_location(step.location, step.text, root, order, **extra)
+
+
+def _code_flows(f: Finding, root) -> list[dict[str, Any]]:
+    flows: dict[str, list[dict[str, Any]]] = {}
+    if f.trace:
+        for order, step in enumerate(f.trace, 1):
+            flows.setdefault(step.role or "kernel", []).append(_trace_step(step, order, root))
+    elif f.related:
+        steps = [_flow_location(r.location, r.message, root, i) for i, r in enumerate(f.related, 1)]
+        steps.append(_flow_location(f.location, f.message, root, len(steps) + 1, importance="essential"))
+        flows["kernel"] = steps
+    else:
+        return []
+    thread_flows = [
+        {"id": role, "message": {"text": role}, "locations": locs} for role, locs in flows.items()
+    ]
+    flow: dict[str, Any] = {"threadFlows": thread_flows}
+    if f.witness:
+        flow["message"] = {"text": f"counterexample: {format_witness(f.witness)}"}
+    return [flow]
+
+
+def _result(f: Finding, index: int, root) -> dict[str, Any]:
+    text = f.message if not f.help else f"{f.message}\nhelp: {f.help}"
+    result: dict[str, Any] = {
+        "ruleId": f.code,
+        "ruleIndex": index,
+        "level": level(f.severity),
+        "message": {"text": text},
+        "locations": [{"physicalLocation": _physical(f.location, root)}],
+    }
+    if f.related:
+        result["relatedLocations"] = [
+            {"id": i, "physicalLocation": _physical(r.location, root), "message": {"text": r.message}}
+            for i, r in enumerate(f.related, 1)
+        ]
+    flows = _code_flows(f, root)
+    if flows:
+        result["codeFlows"] = flows
+    props = {k: v for k, v in (("kernel", f.kernel), ("witness", f.witness), ("verdict", f.verdict)) if v}
+    if props:
+        # Round-trip through JSON text so that non-JSON witness values become strings.
+        result["properties"] = json.loads(json.dumps(props, default=str))
+    return result
+
+
+def sarif_log(
+    findings: list[Finding], *, rules: dict[str, Rule], root: pathlib.Path | None = None
+) -> dict[str, Any]:
+    descriptors = [_descriptor(rules[code]) for code in sorted(rules)]
+    index = {d["id"]: i for i, d in enumerate(descriptors)}
+    ordered = sort_findings(findings)
+    for f in ordered:
+        if f.code not in index:
+            index[f.code] = len(descriptors)
+            descriptors.append(_stub_descriptor(f))
+    driver = {"name": "tkcheck", "version": __version__, "rules": descriptors}
+    return {
+        "$schema": SCHEMA_URI,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {"driver": driver},
+                "columnKind": "unicodeCodePoints",
+                "results": [_result(f, index[f.code], root) for f in ordered],
+            }
+        ],
+    }
+
+
+def render_sarif(findings: list[Finding], *, rules: dict[str, Rule], root=None, **_) -> str:
+    return json.dumps(sarif_log(findings, rules=rules, root=root), indent=2) + "\n"

@@ -1,0 +1,312 @@
+"""Inline suppressions: `// tkcheck: ignore[TK301]` and friends.
+
+    x = f();  // tkcheck: ignore[TK301]          this line
+    // tkcheck: ignore[TK301,TK302] // reason    the next code line
+    // tkcheck: disable[TK3] ... // tkcheck: enable[TK3]   the lines between
+    // tkcheck: file-ignore[TK401]               the whole file
+
+Selectors are codes, prefixes or rule names, as on the command line. A
+suppression must name what it suppresses: a bare `ignore` (or `ALL`) would also
+hide every future finding on the line, so it is rejected with a TK000 problem,
+as are unknown directives and malformed lists. A suppression that suppressed
+nothing is reported as TK001, but only for selectors whose rules actually ran:
+an `ignore[TK301]` is not "unused" in a run that did not check TK301.
+
+Only `//` comments are read; a `tkcheck:` inside a string literal or a
+`/* */` comment is text, not a directive.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .findings import Finding, Location
+
+KINDS = ("ignore", "disable", "enable", "file-ignore")
+TOOL_CONTRACT = "tool"
+_EOF = 1 << 30  # "to the end of the file" for ranges
+
+_LINE_END = re.compile(r"\r\n|\n|\r")  # clang's line ends, so rows agree with findings
+# String and char literals (an unterminated one runs to the end of the line), comments.
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"?|\'(?:\\.|[^\'\\])*\'?|//|/\*')
+_DIRECTIVE = re.compile(
+    r"^\s*tkcheck\s*:\s*(?P<kind>[A-Za-z_-]*)\s*(?:\[(?P<codes>[^\]]*)\])?\s*(?P<rest>.*?)\s*$"
+)
+_SELECTOR = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+@dataclass
+class Entry:
+    """One selector of one directive, with the rows it covers."""
+    selector: str
+    first: int
+    last: int
+    used: bool = False
+
+
+@dataclass
+class Directive:
+    kind: str
+    location: Location                 # the comment
+    entries: list[Entry]
+    reason: str | None = None
+    target: int | None = None          # ignore: the row it applies to
+
+
+@dataclass
+class Suppressions:
+    filename: str
+    directives: list[Directive] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)   # TK000: malformed directives
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _scan_line(line: str, in_block: bool) -> tuple[bool, int | None, bool]:
+    """(has code, index of a `//` comment or None, still inside /* */ after the line)."""
+    pos, has_code, n = 0, False, len(line)
+    while pos < n:
+        if in_block:
+            end = line.find("*/", pos)
+            if end < 0:
+                return has_code, None, True
+            pos, in_block = end + 2, False
+            continue
+        m = _TOKEN.search(line, pos)
+        stop = m.start() if m else n
+        if line[pos:stop].strip():
+            has_code = True
+        if m is None:
+            break
+        token = m.group()
+        if token == "//":
+            return has_code, m.start(), False
+        if token == "/*":
+            in_block, pos = True, m.end()
+            continue
+        has_code = True
+        if token[0] == "'" and m.start() > 0 and line[m.start() - 1].isalnum():
+            pos = m.start() + 1  # a digit separator (1'000) or a u8'' prefix: not a literal start
+        else:
+            pos = m.end()
+    return has_code, None, in_block
+
+
+def _problem(filename: str, row: int, col: int, end_col: int, message: str) -> Finding:
+    return Finding(
+        code="TK000", message=message,
+        location=Location(filename, row, col, row, end_col),
+        contract=TOOL_CONTRACT, severity="error",
+        help="write `// tkcheck: ignore[TK301]`, optionally followed by `// reason`",
+    )
+
+
+def _parse_selectors(codes: str | None) -> tuple[list[str], str | None]:
+    """The selectors in `[...]`, or an error text."""
+    if codes is None or not codes.strip():
+        return [], "needs the codes it suppresses"
+    selectors = [c.strip() for c in codes.split(",") if c.strip()]
+    bad = [s for s in selectors if not _SELECTOR.match(s)]
+    if bad:
+        return [], f"has a malformed rule selector '{bad[0]}'"
+    if any(s.upper() == "ALL" for s in selectors):
+        return [], "may not use ALL: name the codes it suppresses"
+    return selectors, None
+
+
+def parse_suppressions(filename: str, text: str) -> Suppressions:
+    """Every `// tkcheck:` directive of one file, with the rows each one covers."""
+    result = Suppressions(filename)
+    if "tkcheck" not in text:  # the common case: no lexing at all
+        return result
+    lines = _LINE_END.split(text)
+    scanned = []
+    in_block = False
+    for line in lines:
+        has_code, comment, in_block = _scan_line(line, in_block)
+        scanned.append((has_code, comment))
+
+    def next_code_row(row: int) -> int | None:
+        for r in range(row + 1, len(lines) + 1):
+            has_code, _ = scanned[r - 1]
+            # `#pragma unroll` annotates the next statement, as the comment does.
+            if has_code and not lines[r - 1].lstrip().startswith("#pragma"):
+                return r
+        return None
+
+    open_ranges: dict[str, list[Entry]] = {}   # disable selector (upper) -> open entries
+    for row, (line, (has_code, comment)) in enumerate(zip(lines, scanned), 1):
+        if comment is None:
+            continue
+        body = line[comment + 2:].lstrip("/!")
+        m = _DIRECTIVE.match(body)
+        if m is None:
+            continue
+        col, end_col = comment + 1, len(line.rstrip()) + 1
+        loc = Location(filename, row, col, row, end_col)
+        kind = m.group("kind").lower()
+        if kind not in KINDS:
+            result.problems.append(_problem(filename, row, col, end_col,
+                f"unknown tkcheck directive '{m.group('kind')}': expected one of {', '.join(KINDS)}"))
+            continue
+        rest = m.group("rest")
+        if rest and not rest.startswith("//"):
+            result.problems.append(_problem(filename, row, col, end_col,
+                f"unexpected text after `tkcheck: {kind}[...]`: put a reason after a second `//`"))
+            continue
+        reason = (rest[2:].strip() or None) if rest else None
+        selectors, error = _parse_selectors(m.group("codes"))
+        if error:
+            result.problems.append(_problem(filename, row, col, end_col,
+                f"`tkcheck: {kind}` {error}, e.g. `// tkcheck: {kind}[TK301]`"))
+            continue
+
+        if kind == "enable":
+            for s in selectors:
+                stack = open_ranges.get(s.upper())
+                if not stack:
+                    result.problems.append(_problem(filename, row, col, end_col,
+                        f"`tkcheck: enable[{s}]` has no open `tkcheck: disable[{s}]` before it"))
+                    continue
+                stack.pop().last = row
+            continue
+        if kind == "ignore":
+            target = row if has_code else next_code_row(row)
+            first = last = target if target is not None else 0
+            directive = Directive(kind, loc, [Entry(s, first, last) for s in selectors], reason, target)
+        elif kind == "disable":
+            directive = Directive(kind, loc, [Entry(s, row, _EOF) for s in selectors], reason)
+            for entry in directive.entries:
+                open_ranges.setdefault(entry.selector.upper(), []).append(entry)
+        else:  # file-ignore
+            directive = Directive(kind, loc, [Entry(s, 1, _EOF) for s in selectors], reason)
+        result.directives.append(directive)
+    return result
+
+
+# ---------------------------------------------------------------- applying
+
+
+class _Matcher:
+    """Does a selector cover a code? By the resolver when given, else by prefix or name."""
+
+    def __init__(self, resolver: Callable[[str], set[str]] | None):
+        self.resolver = resolver
+        self.cache: dict[str, set[str] | None] = {}
+
+    def codes(self, selector: str) -> set[str] | None:
+        """The codes of `selector`; None without a resolver; empty when unknown."""
+        if self.resolver is None:
+            return None
+        if selector not in self.cache:
+            try:
+                self.cache[selector] = set(self.resolver(selector))
+            except (KeyError, LookupError, ValueError):
+                self.cache[selector] = set()
+        return self.cache[selector]
+
+    def covers(self, selector: str, code: str, name: str = "") -> bool:
+        codes = self.codes(selector)
+        if codes is not None:
+            return code in codes
+        return code.upper().startswith(selector.upper()) or (bool(name) and name == selector)
+
+    def live(self, selector: str, enabled_codes: set[str]) -> bool:
+        """Did any rule this selector names run? Only then can it be called unused."""
+        return any(self.covers(selector, code) for code in enabled_codes)
+
+
+def _covering(sup: Suppressions, f: Finding, matcher: _Matcher) -> list[Entry]:
+    row = f.location.row
+    return [
+        entry
+        for d in sup.directives
+        for entry in d.entries
+        if entry.first <= row <= entry.last and matcher.covers(entry.selector, f.code, f.name)
+    ]
+
+
+def _unused_message(d: Directive, unused: list[str]) -> str:
+    codes = ", ".join(unused)
+    if d.kind == "ignore":
+        where = f"on line {d.target}" if d.target else "after it (nothing follows the comment)"
+        return f"unused suppression: no {codes} finding {where}"
+    if d.kind == "disable":
+        last = max(e.last for e in d.entries)
+        span = "to the end of the file" if last >= _EOF else f"up to line {last}"
+        return f"unused suppression: no {codes} finding from line {d.location.row} {span}"
+    return f"unused suppression: no {codes} finding in this file"
+
+
+def apply_suppressions(
+    findings: Iterable[Finding],
+    by_file: dict[str, Suppressions],
+    enabled_codes: set[str],
+    *,
+    resolver: Callable[[str], set[str]] | None = None,
+) -> tuple[list[Finding], list[Finding]]:
+    """(findings kept, new findings): the new ones are the TK000 problems of the
+    directives and TK001 for unused suppressions, each only when its code is enabled.
+
+    `resolver` maps a selector to codes (the CLI passes `registry.expand`);
+    without it selectors match by code prefix or by the finding's rule name.
+    """
+    matcher = _Matcher(resolver)
+    for sup in by_file.values():  # a second call on the same Suppressions starts afresh
+        for d in sup.directives:
+            for entry in d.entries:
+                entry.used = False
+    kept: list[Finding] = []
+    for f in findings:
+        sup = by_file.get(f.location.filename)
+        entries = _covering(sup, f, matcher) if sup is not None else []
+        for entry in entries:
+            entry.used = True
+        if not entries:
+            kept.append(f)
+
+    new: list[Finding] = []
+    for filename in sorted(by_file):
+        sup = by_file[filename]
+        if "TK000" in enabled_codes:
+            new += sup.problems
+        if resolver is not None:
+            new += _unknown_selectors(sup, matcher, "TK000" in enabled_codes)
+        if "TK001" not in enabled_codes:
+            continue
+        unused_findings = []
+        for d in sup.directives:
+            unused = [
+                e.selector for e in d.entries
+                if not e.used and matcher.live(e.selector, enabled_codes)
+                # `ignore[TK001]` only guards against this very report; never "unused".
+                and not matcher.covers(e.selector, "TK001", "")
+            ]
+            if unused:
+                unused_findings.append(Finding(
+                    code="TK001", message=_unused_message(d, unused), location=d.location,
+                    contract=TOOL_CONTRACT, severity="warning",
+                    help="remove the stale codes (or the whole comment): what it suppressed is gone",
+                ))
+        # A TK001 can itself be suppressed (e.g. `file-ignore[TK001]`).
+        new += [f for f in unused_findings if not _covering(sup, f, matcher)]
+    new.sort(key=Finding.sort_key)
+    return kept, new
+
+
+def _unknown_selectors(sup: Suppressions, matcher: _Matcher, report: bool) -> list[Finding]:
+    if not report:
+        return []
+    out = []
+    for d in sup.directives:
+        for e in d.entries:
+            if not matcher.codes(e.selector):
+                loc = d.location
+                out.append(_problem(sup.filename, loc.row, loc.column, loc.end_column or loc.column + 1,
+                                    f"unknown rule selector '{e.selector}' in `tkcheck: {d.kind}`"))
+    return out
+
+
+__all__ = ["Suppressions", "Directive", "Entry", "parse_suppressions", "apply_suppressions"]
