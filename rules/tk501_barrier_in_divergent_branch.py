@@ -7,47 +7,70 @@ from tkcheck.rule import Rule
 from ._common import HEADER, finding, related
 
 
+def _block_barrier_id(op):
+    """0 for __syncthreads, the id of everyone::sync(id); None if not a block-wide barrier."""
+    kind = op.detail.get("sync_kind")
+    if kind == "block" and op.api == "__syncthreads":
+        return 0
+    if kind == "block" and op.api.startswith("everyone"):
+        v = op.sync_id.eval({}) if op.sync_id is not None else None
+        return v if isinstance(v, int) else None
+    return None
+
+
 def check(an):
     out = []
     n = an.threads.n
     if n is None:
         return out
-    exits = [o for o in an.model.ops_of(ir.EXIT)]
+    everyone = frozenset(range(n))
+    exits = list(an.model.ops_of(ir.EXIT))
+    # Block-wide barriers: a `bar.sync id` (no count) waits for every thread of
+    # the block. The same id may be reached from different role branches (TK's
+    # lcf template does this): what matters is that every thread reaches one of
+    # the sites of that id.
+    by_id: dict[int, list] = {}
     for op in an.model.ops_of(ir.SYNC):
-        kind = op.detail.get("sync_kind")
-        if kind == "block" or (kind == "named" and op.count is not None and op.count.eval({}) == n
-                               and op.api.startswith("everyone")):
-            ex = an.threads.executing(op)
-            if ex is None or ex == frozenset(range(n)):
-                continue
-            missing = frozenset(range(n)) - ex
-            rel = [related(e, "these threads leave the kernel here") for e in exits
-                   if an.threads.executing(e) and an.threads.executing(e) & missing]
-            out.append(finding(
-                "TK501",
-                f"`{op.api}` is a block-wide barrier but only {describe(ex, n)} reach it; "
-                f"{describe(missing, n)} never do",
-                op.location, related=rel,
-                witness={"reaching": describe(ex, n), "missing": describe(missing, n)},
-                help="move the barrier out of the role branch, or use a named barrier whose count is the "
-                     "threads of the roles that meet there (e.g. `group<N>::sync(id)`)"))
-        elif kind == "named" and op.api.split("::")[0] in ("warpgroup", "group", "warp") or (
-                kind == "named" and "::sync" in op.api and op.group_warps):
-            size = 32 * op.group_warps if op.group_warps else None
-            if not size:
-                continue
-            parts = scope.partial_groups(an, op, size)
-            if not parts:
-                continue
-            g, ts = parts[0]
-            out.append(finding(
-                "TK501",
-                f"`{op.api}` synchronises a group of {size} threads, but in group {g} only "
-                f"{describe(ts, n)} reach it",
-                op.location,
-                witness={"group": g, "reaching": len(ts), "group_threads": size},
-                help="every thread of the group must reach the group barrier; hoist it out of the lane/warp "
-                     "condition"))
+        bid = _block_barrier_id(op)
+        if bid is not None:
+            by_id.setdefault(bid, []).append(op)
+    for bid, sites in sorted(by_id.items()):
+        sets = [an.threads.executing(o) for o in sites]
+        if any(s is None for s in sets):
+            continue
+        reach = frozenset().union(*sets)
+        if reach == everyone:
+            continue
+        missing = everyone - reach
+        op = next(o for o, s in zip(sites, sets) if s != everyone)
+        rel = [related(e, "these threads leave the kernel here") for e in exits
+               if an.threads.executing(e) and an.threads.executing(e) & missing]
+        rel += [related(o, f"also reached here by {describe(s, n)}") for o, s in zip(sites, sets) if o is not op]
+        out.append(finding(
+            "TK501",
+            f"`{op.api}` is a block-wide barrier (bar.sync {bid}) but only {describe(reach, n)} reach it; "
+            f"{describe(missing, n)} never do",
+            op.location, related=rel,
+            witness={"barrier_id": bid, "reaching": describe(reach, n), "missing": describe(missing, n)},
+            help="move the barrier out of the role branch, or use a named barrier whose count is the "
+                 "threads of the roles that meet there (e.g. `group<N>::sync(id)`)"))
+    # Group barriers: `group<N>::sync(id)` waits for the 32*N threads of its group.
+    for op in an.model.ops_of(ir.SYNC):
+        if op.detail.get("sync_kind") != "named" or not op.group_warps or op.detail.get("asm"):
+            continue
+        size = 32 * op.group_warps
+        parts = scope.partial_groups(an, op, size)
+        if not parts:
+            continue
+        g, ts = parts[0]
+        out.append(finding(
+            "TK501",
+            f"`{op.api}` synchronises a group of {size} threads, but in group {g} only "
+            f"{describe(ts, n)} reach it",
+            op.location,
+            witness={"group": g, "reaching": len(ts), "group_threads": size},
+            help="every thread of the group must reach the group barrier; hoist it out of the lane/warp "
+                 "condition"))
     return out
 
 

@@ -490,12 +490,18 @@ class KernelWalker:
         return rec
 
     # ================================================================ types
-    def struct_type(self, cursor, targs: dict[str, Any]) -> StructType:
-        key = f"{cursor.hash}:{sorted((k, str(v)) for k, v in targs.items())}"
+    def struct_type(self, cursor, targs: dict[str, Any], parent_env: Env | None = None) -> StructType:
+        """A user struct with its template arguments bound. A nested struct
+        (lcf's `layout::input_block`) resolves names in its enclosing struct."""
+        sp = cursor.semantic_parent
+        nested = sp is not None and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE)
+        base_env = parent_env if (nested and parent_env is not None) else (
+            self._env_for_decl(cursor) if nested else self.mb.globals_env)
+        key = f"{cursor.hash}:{id(base_env)}:{sorted((k, str(v)) for k, v in targs.items())}"
         st = self._struct_cache.get(key)
         if st is not None:
             return st
-        env = self.mb.globals_env.child()
+        env = base_env.child()
         st = StructType(cursor.spelling, cursor, env)
         self._struct_cache[key] = st
         # template parameters: explicit args, else defaults
@@ -605,7 +611,7 @@ class KernelWalker:
                         v = self.ev(a, cctx)
                         if isinstance(v, Expr):
                             bound[p.spelling] = v
-            return self.struct_type(val[1], bound)
+            return self.struct_type(val[1], bound, parent_env=env)
         return None
 
     def _alias_target(self, alias_cursor):
@@ -928,8 +934,10 @@ class KernelWalker:
             if t in ("(", "[", "{", "<"):
                 depth += 1
             elif t in (")", "]", "}", ">"):
-                depth -= 1
-            if depth <= 0 and t in (",", ";") and depth == 0:
+                depth = max(depth - 1, 0)   # `(&name)` closes a paren opened before the name
+            elif t == ">>":
+                depth = max(depth - 2, 0)
+            if depth == 0 and t in (",", ";"):
                 end = j
                 break
         type_toks = stmt_toks[:idx]
@@ -953,7 +961,16 @@ class KernelWalker:
         return _arr(obj, dims) if dims else obj
 
     def struct_tile_type(self, st: StructType) -> ir.TileType | None:
+        """A user struct of tiles (lcf's input_block) as a TileType with members,
+        so `size_bytes` and member access work. `T a[M], b[N];` declares two
+        fields whose second declarator has no type tokens of its own."""
+        key = ("struct_tile", id(st))
+        if key in self._struct_cache:
+            return self._struct_cache[key]
+        self._struct_cache[key] = None
         members = []
+        prev_type = None
+        sctx = Ctx(env=st.env, guard=ir.Guard(), dry=True)
         for ch in st.cursor.get_children():
             if ch.kind != CK.FIELD_DECL:
                 continue
@@ -961,27 +978,27 @@ class KernelWalker:
             if ch.spelling not in toks:
                 continue
             i = toks.index(ch.spelling)
-            tnode = cexpr.parse_expression([t for t in toks[:i] if t not in ("const",)], lambda s: False)
+            type_toks = [t for t in toks[:i] if t not in ("const", ",")]
+            if not type_toks and prev_type:
+                type_toks = prev_type
+            prev_type = type_toks
+            tnode = cexpr.parse_expression(type_toks, lambda s: False)
             mt = self.resolve_type(tnode, st.env)
             count = None
             rest = toks[i + 1:]
-            if rest and rest[0] == "[":
+            while rest and rest[0] == "[":
                 j = rest.index("]")
-                cv = self.ev(cexpr.parse_expression(rest[1:j], st.env.has), Ctx(env=st.env, guard=ir.Guard(), dry=True))
-                count = cv if isinstance(cv, Expr) else E.opaque("count")
+                cv = self.ev(cexpr.parse_expression(rest[1:j], st.env.has), sctx)
+                cv = cv if isinstance(cv, Expr) else E.opaque("count")
+                count = cv if count is None else E.binop("*", count, cv)
                 rest = rest[j + 1:]
-                if rest and rest[0] == "[":  # 2-D member arrays: fold into one count
-                    j = rest.index("]")
-                    cv2 = self.ev(cexpr.parse_expression(rest[1:j], st.env.has),
-                                  Ctx(env=st.env, guard=ir.Guard(), dry=True))
-                    count = E.binop("*", count, cv2 if isinstance(cv2, Expr) else E.opaque("count"))
             if isinstance(mt, StructType):
                 mt = self.struct_tile_type(mt)
             if isinstance(mt, ir.TileType):
                 members.append((ch.spelling, mt, count))
-        if not members:
-            return None
-        return ir.TileType("struct", st.name, members=tuple(members))
+        t = ir.TileType("struct", st.name, members=tuple(members)) if members else None
+        self._struct_cache[key] = t
+        return t
 
     def _bind_allocation(self, name, v, t, dims, loc, alloc=None):
         """`st_bf<64,64> (&a)[N] = al.allocate<st_bf<64,64>, N>();`"""
@@ -1676,6 +1693,12 @@ class KernelWalker:
                     return E.binop("%", E.binop("+", r, d), E.Const(s))
                 return E.binop("%", E.binop("+", E.binop("-", r, d), E.Const(s)), E.Const(s))
             return E.opaque(base)
+        if base == "tkcheck_block_threads" and args:
+            v = self.ev(args[0], ctx)
+            if isinstance(v, Expr) and self.model is not None and not ctx.dry:
+                self.model.block_threads = v
+                self.model.block_threads_source = "template flags"
+            return None
         if base == "tkcheck_uniform":
             return E.Var(cexpr.render(args[0]) if args else "uniform", E.PARAM)
         if base == "tkcheck_flag" and len(args) == 3:

@@ -10,6 +10,9 @@
 // present, are empty stubs that only exist so that clang does not warn about used-but-undefined
 // internal functions. Nothing in this file may be used to build a kernel.
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #define __TKCHECK_DECL_MODEL__ 1
 
 #ifndef __CUDACC__

@@ -16,6 +16,7 @@ using namespace kittens;
 template<class... A> __device__ int tkcheck_flag(A...);
 template<class... A> __device__ void tkcheck_callback(A...);
 template<class... A> __device__ int tkcheck_uniform(A...);
+template<class... A> __device__ void tkcheck_block_threads(A...);
 
 template<typename lcft>
 __global__ void tkcheck_lcf_protocol(const typename lcft::layout::globals globals) {
@@ -24,6 +25,7 @@ __global__ void tkcheck_lcf_protocol(const typename lcft::layout::globals global
     constexpr int INPUT_PIPE_STAGES = tkcheck_flag(lcft, INPUT_PIPE_STAGES, 1);
     constexpr int PRODUCER_BARRIER_ARRIVALS = tkcheck_flag(lcft, PRODUCER_BARRIER_ARRIVALS, NUM_PRODUCER_WARPS);
     constexpr int CONSUMER_BARRIER_ARRIVALS = tkcheck_flag(lcft, CONSUMER_BARRIER_ARRIVALS, NUM_CONSUMER_WARPS);
+    tkcheck_block_threads((NUM_CONSUMER_WARPS + NUM_PRODUCER_WARPS) * 32);
     extern __shared__ int __shm[];
     shared_allocator alloc(&__shm[0]);
     typename lcft::layout::scratch_block (&scratch_smem) = alloc.allocate<typename lcft::layout::scratch_block>();

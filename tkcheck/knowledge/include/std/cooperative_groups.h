@@ -1,6 +1,9 @@
 // tkcheck stand-in for <cooperative_groups.h>: the groups raw kernels use for block, cluster and
 // grid synchronisation and distributed shared memory. Declaration-only, written for tkcheck.
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #include "../tkcheck_cuda_builtins.h"
 namespace cooperative_groups {
 class thread_group {

@@ -1,6 +1,9 @@
 // tkcheck stand-in for <cuda.h> (driver API): the tensor-map (TMA descriptor) types and the few
 // driver calls harnesses and TK's host side use. Declaration-only, written for tkcheck.
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #include "../tkcheck_cuda_builtins.h"
 
 #ifndef CUDA_VERSION

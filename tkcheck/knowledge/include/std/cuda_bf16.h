@@ -1,6 +1,9 @@
 // tkcheck stand-in for <cuda_bf16.h>: the __nv_bfloat16 / __nv_bfloat162 types and their
 // conversion and arithmetic intrinsics. Declaration-only, written for tkcheck.
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #include "../tkcheck_cuda_builtins.h"
 #include "cuda_fp16.h"
 

@@ -1,6 +1,9 @@
 // tkcheck stand-in for <cuda_fp16.h>: the __half / __half2 types and their conversion and
 // arithmetic intrinsics. Declaration-only, written for tkcheck.
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #include "../tkcheck_cuda_builtins.h"
 
 struct __attribute__((aligned(2))) __half {

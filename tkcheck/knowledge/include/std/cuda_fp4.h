@@ -1,5 +1,8 @@
 // tkcheck stand-in for <cuda_fp4.h>: the FP4 (e2m1) storage types. Declaration-only.
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #include "cuda_fp8.h"
 
 typedef unsigned char __nv_fp4_storage_t;

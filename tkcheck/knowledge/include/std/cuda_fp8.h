@@ -1,6 +1,9 @@
 // tkcheck stand-in for <cuda_fp8.h>: the FP8 storage types (e4m3, e5m2, e8m0) and their packed
 // x2/x4 forms. Declaration-only, written for tkcheck.
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #include "../tkcheck_cuda_builtins.h"
 #include "cuda_fp16.h"
 #include "cuda_bf16.h"

@@ -2,4 +2,7 @@
 // harnesses use (allocation, copies, launch configuration, events, streams, attributes).
 // Declaration-only; written for tkcheck from the CUDA runtime API reference.
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #include "cuda_runtime_api.h"

@@ -1,5 +1,8 @@
 // tkcheck stand-in for <cuda_runtime_api.h> (see cuda_runtime.h).
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #include "../tkcheck_cuda_builtins.h"
 
 #ifndef CUDART_VERSION

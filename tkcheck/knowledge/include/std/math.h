@@ -1,4 +1,7 @@
 // tkcheck stand-in for <math.h>.
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #include "cmath"
 using std::abs;

@@ -1,5 +1,8 @@
 // tkcheck stand-in for <unistd.h>. Declaration-only.
 #pragma once
+#ifndef TKCHECK_MODEL_SELFTEST
+#pragma clang system_header
+#endif
 #include "../tkcheck_cuda_builtins.h"
 typedef int pid_t;
 typedef unsigned int useconds_t;

@@ -1,0 +1,158 @@
+"""Fixtures with inline expectations (like clang -verify / mypy test data).
+
+A fixture is a `.cu` file; comments state what tkcheck must report:
+
+    // tkcheck-test: select=TK301,TK302 arch=sm_90a tk-version=thread-scope
+    tma::expect_bytes(bar, 4096);     // expect: TK301 {{deliver 16384}}
+    // expect@+1: TK303
+    wait(bar, toc);
+    wait(bar, tic);                   // expect-not: TK303
+    arrive(bar);                      // expect-todo: TK302   (a known miss)
+
+`expect` lines must be reported on that row (optionally with the text in
+`{{...}}` in the message); any other finding is unexpected. `expect-todo`
+records a known miss: it is counted, not failed. `update_expectations`
+rewrites the `expect:` comments from actual output.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import registry
+from .engine import CheckOptions, check_file
+from .frontend.parse import ParseOptions
+
+_EXPECT = re.compile(r"//\s*(expect(?:-not|-todo)?)(@[+-]\d+)?:\s*([A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*)"
+                     r"((?:\s*\{\{.*?\}\})*)")
+_HEADER = re.compile(r"//\s*tkcheck-test:\s*(.*)")
+
+
+@dataclass
+class Expectation:
+    kind: str          # expect | expect-not | expect-todo
+    code: str
+    row: int
+    texts: tuple[str, ...] = ()
+
+
+@dataclass
+class FixtureResult:
+    path: str
+    expected: list[Expectation]
+    actual: list = field(default_factory=list)           # findings
+    missing: list[Expectation] = field(default_factory=list)
+    unexpected: list = field(default_factory=list)
+    forbidden: list = field(default_factory=list)        # hit an expect-not
+    todo_missing: list[Expectation] = field(default_factory=list)
+    matched: list[Expectation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.unexpected or self.forbidden)
+
+
+def parse_fixture(text: str) -> tuple[dict[str, str], list[Expectation]]:
+    settings: dict[str, str] = {}
+    exps: list[Expectation] = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        h = _HEADER.search(line)
+        if h:
+            for part in h.group(1).split():
+                if "=" in part:
+                    k, v = part.split("=", 1)
+                    settings[k.strip()] = v.strip()
+        for m in _EXPECT.finditer(line):
+            kind, offset, codes, texts = m.group(1), m.group(2), m.group(3), m.group(4)
+            row = i + (int(offset[1:]) if offset else 0)
+            tx = tuple(re.findall(r"\{\{(.*?)\}\}", texts or ""))
+            for code in re.split(r"\s*,\s*", codes):
+                exps.append(Expectation(kind, code, row, tx))
+    return settings, exps
+
+
+def options_for(settings: dict[str, str]) -> CheckOptions:
+    codes = {r.code for r in registry.all_rules()}
+    if "select" in settings:
+        sel = set()
+        for s in settings["select"].split(","):
+            sel |= registry.expand(s)
+        codes = sel
+    parse = ParseOptions(arch=settings.get("arch", "sm_90a"), tk_version=settings.get("tk-version", "auto"))
+    return CheckOptions(parse=parse, enabled=frozenset(codes))
+
+
+def run_fixture(path: str | Path) -> FixtureResult:
+    path = str(path)
+    text = Path(path).read_text(errors="replace")
+    settings, exps = parse_fixture(text)
+    res = check_file(path, options_for(settings), text=text)
+    out = FixtureResult(path, exps, list(res.findings), notes=list(res.notes))
+    used = set()
+    for e in exps:
+        hits = [j for j, f in enumerate(res.findings)
+                if f.code == e.code and f.location.row == e.row and all(t in f.message for t in e.texts)]
+        if e.kind == "expect":
+            if hits:
+                used.update(hits)
+                out.matched.append(e)
+            else:
+                out.missing.append(e)
+        elif e.kind == "expect-todo":
+            if hits:
+                used.update(hits)
+                out.matched.append(e)
+            else:
+                out.todo_missing.append(e)
+        else:  # expect-not
+            for j in hits:
+                out.forbidden.append(res.findings[j])
+                used.add(j)
+    for j, f in enumerate(res.findings):
+        if j not in used:
+            out.unexpected.append(f)
+    return out
+
+
+def table(results: list[FixtureResult]) -> str:
+    """Per-rule TP / FP / FN (and known misses)."""
+    stats: dict[str, list[int]] = {}
+    for r in results:
+        for e in r.matched:
+            stats.setdefault(e.code, [0, 0, 0, 0])[0] += 1
+        for f in r.unexpected + r.forbidden:
+            stats.setdefault(f.code, [0, 0, 0, 0])[1] += 1
+        for e in r.missing:
+            stats.setdefault(e.code, [0, 0, 0, 0])[2] += 1
+        for e in r.todo_missing:
+            stats.setdefault(e.code, [0, 0, 0, 0])[3] += 1
+    lines = [f"{'rule':7} {'TP':>4} {'FP':>4} {'FN':>4} {'todo':>5}"]
+    for code in sorted(stats):
+        tp, fp, fn, todo = stats[code]
+        lines.append(f"{code:7} {tp:>4} {fp:>4} {fn:>4} {todo:>5}")
+    return "\n".join(lines)
+
+
+def update_expectations(path: str | Path) -> bool:
+    """Rewrite trailing `// expect:` comments from actual findings. Returns True if changed."""
+    path = Path(path)
+    text = path.read_text()
+    settings, _ = parse_fixture(text)
+    res = check_file(str(path), options_for(settings), text=text)
+    by_row: dict[int, list[str]] = {}
+    for f in res.findings:
+        by_row.setdefault(f.location.row, []).append(f.code)
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines, start=1):
+        base = re.sub(r"\s*//\s*expect(?!-not|-todo|@):.*$", "", line)
+        if i in by_row:
+            base = f"{base}  // expect: {', '.join(sorted(set(by_row[i])))}"
+        out.append(base)
+    new = "\n".join(out) + ("\n" if text.endswith("\n") else "")
+    if new != text:
+        path.write_text(new)
+        return True
+    return False
