@@ -11,6 +11,18 @@ def check(an):
     for name, acc in sorted(completion.accounts(an).items()):
         if not acc.ok() or acc.init_count is None:
             continue
+        if not acc.arrivals and acc.waits and acc.init_count.eval({}) not in (None, 0):
+            w = acc.waits[0]
+            out.append(finding(
+                "TK302",
+                f"'{name}' is initialised for {num(acc.init_count)} arrivals per phase but nothing arrives on it",
+                w.location,
+                related=[related(o, f"'{name}' initialised for {num(o.count)} arrivals") for o in acc.inits]
+                + [related(o, "waited on here") for o in acc.waits[1:3]],
+                witness={"barrier": name, "init_count": num(acc.init_count), "arrivals_per_phase": 0},
+                help="no arrive, expect or commit targets this barrier: its phase never completes (hang); "
+                     "add the missing arrive (e.g. `if (laneid() == 0) arrive(bar)` in every warp it counts)"))
+            continue
         for group, contribs in sorted(acc.arrivals.items()):
             if not contribs:
                 continue

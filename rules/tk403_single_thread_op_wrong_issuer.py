@@ -43,32 +43,42 @@ def check(an):
                 help="the issuing thread must belong to the role that performs this operation "
                      "(e.g. thread 0 of the producer warp, not thread 0 of the block)"))
             continue
-        if scope.depends_on_thread(op):
+        # several issuers doing the same copy: group them by what they issue
+        sigs: dict[str, list[int]] = {}
+        for t in sorted(issuers):
+            sig = scope.issue_signature(op, t)
+            if sig is None:
+                sigs = {}
+                break
+            sigs.setdefault(sig, []).append(t)
+        dups = [ts for ts in sigs.values() if len(ts) > 1]
+        if op.kind == ir.MBAR_EXPECT:
+            # several warps may each expect their own share; lanes of one warp may not
+            dups = [ts for ts in dups if len({t // 32 for t in ts}) < len(ts)]
+        if not dups:
             continue
-        per_warp: dict[int, int] = {}
-        for t in issuers:
+        ts = frozenset(dups[0])
+        per_warp = {}
+        for t in ts:
             per_warp[t // 32] = per_warp.get(t // 32, 0) + 1
-        dup = {w: c for w, c in per_warp.items() if c > 1}
-        if not dup:
-            if op.kind == ir.MBAR_INIT and len(issuers) > 1:
-                out.append(finding(
-                    "TK403", f"{what} of '{op.barrier}' runs on {len(issuers)} threads ({describe(issuers, n)}): "
-                    "the barrier is re-initialised while other threads may already use it",
-                    op.location, witness={"issuers": len(issuers)},
-                    help="initialise each mbarrier from one thread, then synchronise before use"))
-            continue
-        w, c = sorted(dup.items())[0]
-        lane_hint = ("guard it with `laneid() == 0` (or `warpgroup::laneid() == 0`), or use the warp-scoped "
-                     "`warp::tma::...` spelling, which elects one lane")
         semantics = ("" if op.scope != "thread" else
                      f" (TK {an.model.tk_semantics} semantics: `{op.api}` runs once per calling thread)")
+        if op.kind == ir.MBAR_INIT:
+            msg = (f"{what} of '{op.barrier}' runs on {len(ts)} threads ({describe(ts, n)}): the barrier is "
+                   "re-initialised while other threads may already use it")
+            hint = "initialise each mbarrier from one thread, then synchronise before use"
+        else:
+            where = (f", {max(per_warp.values())} lanes of warp {max(per_warp, key=per_warp.get)}"
+                     if max(per_warp.values()) > 1 else f", one lane in each of warps {sorted(per_warp)}")
+            msg = (f"{what} `{op.api}` issues the same copy from {len(ts)} threads ({describe(ts, n)}{where}); "
+                   f"it should be issued once{semantics}")
+            hint = ("guard it with one thread of the role (`laneid() == 0` within one warp, or "
+                    "`warpgroup::laneid() == 0`), or use the group-scoped `warp::tma::...` / "
+                    "`warpgroup::tma::...` spelling, which elects one lane")
         out.append(finding(
-            "TK403",
-            f"{what} `{op.api}` is issued by {len(issuers)} threads ({describe(issuers, n)}), "
-            f"{c} in warp {w}; it should be issued once{semantics}",
-            op.location,
-            witness={"issuers": len(issuers), "warp": w, "lanes_in_warp": c, "tk_semantics": an.model.tk_semantics},
-            help=lane_hint))
+            "TK403", msg, op.location,
+            witness={"issuers": len(ts), "threads": describe(ts, n), "tk_semantics": an.model.tk_semantics},
+            help=hint))
     return out
 
 

@@ -154,6 +154,13 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             acc.loads.setdefault(key, []).append(
                 Contribution(op, issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
                              round_loop, pattern))
+    # mbarrier operations the front end could not attribute (raw PTX, an
+    # unresolved barrier argument) may arrive on any barrier: no sums then
+    blind = [o for o in m.ops if o.detail.get("barrier_unknown") is not None
+             or (o.kind == ir.CALL and "mbarrier" in str(o.detail.get("ptx", "")))]
+    if blind:
+        for acc in out.values():
+            acc.unknown.append(f"unattributed mbarrier operation at line {blind[0].location.row}")
     for acc in out.values():
         counts = {str(o.count) for o in acc.inits if o.count is not None}
         if len(acc.inits) >= 1 and len(counts) == 1 and all(

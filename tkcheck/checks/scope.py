@@ -33,6 +33,29 @@ def depends_on_thread(op: ir.Op) -> bool:
     return False
 
 
+def issue_signature(op: ir.Op, t: int) -> str | None:
+    """What thread `t` issues at `op`: its operands with `tid` replaced by t.
+    Two issuers with the same signature issue the same copy twice. None when
+    an operand is not modelled."""
+    sub = {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)}
+    parts = []
+    refs = [r for r in (op.barrier, op.buffer) if r is not None] + list(op.operands)
+    for r in refs:
+        idx = [E.substitute(ix, sub) for ix in r.index]
+        if any(ix.is_opaque() for ix in idx):
+            return None
+        parts.append(f"{r.name}[{','.join(map(str, idx))}]")
+    for ix in op.detail.get("coord", ()):
+        v = E.substitute(ix, sub)
+        if v.is_opaque():
+            return None
+        parts.append(str(v))
+    for v in (op.bytes, op.count):
+        if isinstance(v, E.Expr):
+            parts.append(str(E.substitute(v, sub)))
+    return "|".join(parts)
+
+
 def group_instances(threads: frozenset[int], size: int) -> dict[int, frozenset[int]]:
     out: dict[int, set[int]] = {}
     for t in threads:

@@ -371,6 +371,9 @@ class KernelWalker:
         for name, val in st.env.vars.items():
             if isinstance(val, E.Const) and name.startswith("_"):
                 pass
+        for prm in proto_fn.get_children():
+            if prm.kind == CK.PARM_DECL:   # the kernel's `globals` argument
+                env.define(prm.spelling, self._param_value(prm, env))
         body = next((ch for ch in proto_fn.get_children() if ch.kind == CK.COMPOUND_STMT), None)
         ctx = Ctx(env=env, guard=ir.Guard())
         self._protocol = True
@@ -1447,6 +1450,11 @@ class KernelWalker:
         for p in parts:
             if isinstance(p, Expr):
                 kinds |= {v.kind for v in p.free_vars()}
+            elif isinstance(p, Obj):
+                for ix in p.ref.index:
+                    kinds |= {v.kind for v in ix.free_vars()}
+            elif isinstance(p, (Rec, StructType, TypeVal, Allocator, ir.TileType)):
+                pass   # uniform objects
             elif p is not None:
                 kinds.add(E.OPAQUE)
         if E.THREAD in kinds or E.OPAQUE in kinds:
@@ -1874,6 +1882,9 @@ class KernelWalker:
                     op.detail[f"{role}_kind"] = v.kind
                     if v.reinterpreted_from is not None:
                         op.detail[f"{role}_reinterpreted_from"] = v.reinterpreted_from
+            elif role == "coord":
+                items = v if isinstance(v, tuple) else (v,)
+                op.detail["coord"] = tuple(x if isinstance(x, Expr) else E.opaque("coord") for x in items)
             elif role == "gl":
                 if isinstance(v, Obj):
                     op.detail["gl"] = v.ref.name
@@ -1976,6 +1987,8 @@ class KernelWalker:
             return ("alloc", t, tuple(dims), obj.alignment)
         if isinstance(obj, tuple) and obj and obj[0] == "glmethod":
             return E.Var(f"{obj[1].ref}.{mname}()", E.PARAM)
+        if isinstance(obj, Obj) and obj.kind == "gl":   # g.A.rows(), g.C.cols(): uniform sizes
+            return E.Var(f"{obj.ref}.{mname}()", E.PARAM)
         if isinstance(obj, Obj) and mname in ("subtile",):
             return obj
         if isinstance(obj, StructType):

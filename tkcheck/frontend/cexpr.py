@@ -34,6 +34,17 @@ _TYPE_WORDS = {"int", "unsigned", "signed", "long", "short", "char", "float", "d
                "uint32_t", "int32_t", "uint64_t", "int64_t", "uint16_t", "int16_t", "uint8_t", "int8_t",
                "size_t", "const", "volatile", "auto", "typename", "struct", "class", "constexpr", "static",
                "__restrict__", "register", "inline"}
+# Names that are always templates when followed by '<' (TK's variable and
+# function templates, tile types): `2 * size_bytes<tile> + 8` must not parse as
+# a comparison.
+KNOWN_TEMPLATES = {
+    "size_bytes", "group", "get_phasebit", "update_phasebit", "ring_advance", "ring_retreat",
+    "mma_async_wait", "increase_registers", "decrease_registers", "store_async_wait",
+    "store_async_read_wait", "load_async_wait", "allocate", "tensor_commit", "consumer_registers",
+    "st", "st_bf", "st_hf", "st_fl", "st_fp8e4m3", "st_fp8e5m2", "sv", "sv_bf", "sv_hf", "sv_fl",
+    "rt", "rt_bf", "rt_hf", "rt_fl", "rv", "rv_bf", "rv_hf", "rv_fl", "tt", "gl", "coord",
+    "shared_allocator", "tma_swizzle_allocator", "barrier", "numeric_limits", "is_same_v",
+}
 _INT_RE = re.compile(r"^(0[xX][0-9a-fA-F']+|0[bB][01']+|[0-9][0-9']*)([uUlLzZ]*)$")
 
 
@@ -251,6 +262,7 @@ class Parser:
     def _template_follows(self, ident: str) -> bool:
         if self.is_value(ident):
             return False
+        known = ident in KNOWN_TEMPLATES
         # find the matching '>' with bracket balance, then look at what follows
         depth = 0
         j = self.i
@@ -268,7 +280,7 @@ class Parser:
                 pass
             elif tk == ">" and depth == 0:
                 after = self.t[j + 1] if j + 1 < len(self.t) else None
-                return after in (None, "(", "::", "{", ",", ")", ">", ";", "&", "*", "]", ">>") or (
+                return known or after in (None, "(", "::", "{", ",", ")", ">", ";", "&", "*", "]", ">>") or (
                     after is not None and (after[0].isalpha() or after[0] == "_"))
             elif tk == ">>" and depth == 0:
                 return True

@@ -85,6 +85,17 @@ class SharedBuffer:
     alignment: int | None = None      # proven base alignment in bytes
     storage: str = "static"           # static (__shared__), allocator, extern, template
     stage_dim: int | None = None      # which dim is the pipeline stage
+    base_offset: int = 0              # bytes from an `alignment`-aligned address to element [0...]
+
+
+@dataclass(frozen=True)
+class SmemAddress:
+    """`__cvta_generic_to_shared(&tile)`: the 32-bit shared address of a buffer element, as the
+    kernel computes it for its own address math (the Var standing for it in Exprs is `var`)."""
+    var: str
+    buffer: Ref
+    tile_type: TileType | None
+    location: Location
 
 
 @dataclass
@@ -208,6 +219,7 @@ class KernelModel:
     globals: dict[str, TileType] = field(default_factory=dict)
     loops: dict[int, Loop] = field(default_factory=dict)
     ops: list[Op] = field(default_factory=list)
+    smem_addresses: dict[str, SmemAddress] = field(default_factory=dict)  # Var name -> buffer
     notes: list[str] = field(default_factory=list)       # assumptions stated to the user
     unmodelled: list[tuple[Location, str]] = field(default_factory=list)  # for --show-unknown
     tk_semantics: str = "thread-scope"                   # or "lane-guarded" (pre late-2025 TK)

@@ -46,6 +46,15 @@
 #define __grid_constant__ __attribute__((annotate("tkcheck_grid_constant")))
 #define __cluster_dims__(...) __attribute__((annotate("tkcheck_cluster_dims", __VA_ARGS__)))
 #define __maxnreg__(n) __attribute__((annotate("tkcheck_maxnreg", n)))
+// nvcc accepts `__shared__ alignas(128) float buf[...]`; clang rejects a C++11 attribute after
+// the GNU attribute __shared__ expands to. Spell alignas as the GNU aligned attribute (accepted in
+// every position alignas is) -- with an argument that may be a type or a constant expression.
+template<int N> __host__ __device__ constexpr int __tkc_alignas() { return N; }
+template<typename T> __host__ __device__ constexpr int __tkc_alignas() { return alignof(T); }
+#define alignas(...) __attribute__((aligned(__tkc_alignas<__VA_ARGS__>())))
+// nvcc reports a narrowing conversion inside braces (`coord<> c = {blockIdx.x, 0};`) as a warning
+// and compiles the code; clang makes it an error. Follow nvcc.
+#pragma clang diagnostic ignored "-Wc++11-narrowing"
 
 // ---------------------------------------------------------------- fundamental typedefs
 typedef decltype(sizeof(0)) size_t;

@@ -109,7 +109,6 @@ template<kittens_layout T> struct uniform_args {
 #ifdef KITTENS_BLACKWELL
     prototype_tensor_allocator_t<T> &tt;
 #endif
-    __device__ uniform_args(uniform_args<T> &_args);
 };
 template<kittens_layout T> using common_setup_args = uniform_args<T>;
 template<kittens_layout T> struct producer_setup_args : uniform_args<T> {
@@ -171,7 +170,6 @@ template<kittens_layout T> struct uniform_args {
 #ifdef KITTENS_BLACKWELL
     prototype_tensor_allocator_t<T> &tt;
 #endif
-    __device__ uniform_args(uniform_args<T> &_args);
 };
 template<kittens_layout T> using common_setup_args = uniform_args<T>;
 template<kittens_layout T> struct producer_setup_args : uniform_args<T> {
@@ -284,7 +282,6 @@ template<kittens_layout T> struct uniform_args {
     uint64_t *timings;
 #endif
     int *instruction;
-    __device__ uniform_args(uniform_args<T> &_args);
 };
 template<kittens_layout T> using common_setup_args = uniform_args<T>;
 template<kittens_layout T> struct producer_setup_args : uniform_args<T> {

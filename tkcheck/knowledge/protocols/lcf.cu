@@ -47,42 +47,51 @@ __global__ void tkcheck_lcf_protocol(const typename lcft::layout::globals global
             init_semaphore(finish_finished, CONSUMER_BARRIER_ARRIVALS, 0);
         }
         everyone::sync(15);
-        int num_iters = tkcheck_uniform(num_iters);
-        tkcheck_callback(lcft::common_setup, "common", common, "task_iter", 0, "num_iters", num_iters,
-                         "globals", globals, "scratch", scratch_smem);
-        int input_ring = 0;
         tkcheck_callback(lcft::producer::setup, "state", p_state, "globals", globals, "common", common,
-                         "scratch", scratch_smem, "task_iter", 0, "num_iters", num_iters);
-        for (int load_iter = 0; load_iter < num_iters; load_iter++) {
-            wait(inputs_finished[input_ring], get_phasebit<1>(semaphore_bitfield, input_ring));
-            update_phasebit<1>(semaphore_bitfield, input_ring);
-            tkcheck_callback(lcft::producer::load, "state", p_state, "input", input_smem[input_ring],
-                             "inputs_arrived", inputs_arrived[input_ring], "iter", load_iter,
-                             "globals", globals, "common", common, "scratch", scratch_smem,
-                             "task_iter", 0, "num_iters", num_iters);
-            input_ring = ring_advance<INPUT_PIPE_STAGES>(input_ring);
+                         "scratch", scratch_smem, "task_iter", 0);
+        for (int task_iter = 0; true; task_iter++) {
+            int num_iters = tkcheck_uniform(num_iters);
+            tkcheck_callback(lcft::common_setup, "common", common, "task_iter", task_iter, "num_iters", num_iters,
+                             "globals", globals, "scratch", scratch_smem);
+            if (num_iters < 0) break;
+            int input_ring = 0;
+            for (int load_iter = 0; load_iter < num_iters; load_iter++) {
+                wait(inputs_finished[input_ring], get_phasebit<1>(semaphore_bitfield, input_ring));
+                update_phasebit<1>(semaphore_bitfield, input_ring);
+                tkcheck_callback(lcft::producer::load, "state", p_state, "input", input_smem[input_ring],
+                                 "inputs_arrived", inputs_arrived[input_ring], "iter", load_iter,
+                                 "globals", globals, "common", common, "scratch", scratch_smem,
+                                 "task_iter", task_iter, "num_iters", num_iters);
+                input_ring = ring_advance<INPUT_PIPE_STAGES>(input_ring);
+            }
+            // the finish block is reused by the next task: wait until the consumers released it
+            wait(finish_finished, (task_iter % 2) ^ 1);
+            group<NUM_PRODUCER_WARPS>::sync(13);
         }
     } else {
         everyone::sync(15);
-        int num_iters = tkcheck_uniform(num_iters);
-        tkcheck_callback(lcft::common_setup, "common", common, "task_iter", 0, "num_iters", num_iters,
-                         "globals", globals, "scratch", scratch_smem);
-        int input_ring = 0;
         tkcheck_callback(lcft::consumer::setup, "state", c_state, "globals", globals, "common", common,
-                         "scratch", scratch_smem, "task_iter", 0, "num_iters", num_iters);
-        for (int it = 0; it < num_iters; it++) {
-            wait(inputs_arrived[input_ring], get_phasebit<0>(semaphore_bitfield, input_ring));
-            update_phasebit<0>(semaphore_bitfield, input_ring);
-            tkcheck_callback(lcft::consumer::compute, "state", c_state, "input", input_smem[input_ring],
-                             "inputs_finished", inputs_finished[input_ring], "iter", it,
-                             "globals", globals, "common", common, "scratch", scratch_smem,
-                             "task_iter", 0, "num_iters", num_iters);
-            input_ring = ring_advance<INPUT_PIPE_STAGES>(input_ring);
+                         "scratch", scratch_smem, "task_iter", 0);
+        for (int task_iter = 0; true; task_iter++) {
+            int num_iters = tkcheck_uniform(num_iters);
+            tkcheck_callback(lcft::common_setup, "common", common, "task_iter", task_iter, "num_iters", num_iters,
+                             "globals", globals, "scratch", scratch_smem);
+            if (num_iters < 0) break;
+            int input_ring = 0;
+            for (int it = 0; it < num_iters; it++) {
+                wait(inputs_arrived[input_ring], get_phasebit<0>(semaphore_bitfield, input_ring));
+                update_phasebit<0>(semaphore_bitfield, input_ring);
+                tkcheck_callback(lcft::consumer::compute, "state", c_state, "input", input_smem[input_ring],
+                                 "inputs_finished", inputs_finished[input_ring], "iter", it,
+                                 "globals", globals, "common", common, "scratch", scratch_smem,
+                                 "task_iter", task_iter, "num_iters", num_iters);
+                input_ring = ring_advance<INPUT_PIPE_STAGES>(input_ring);
+            }
+            group<NUM_CONSUMER_WARPS>::sync(14);
+            tkcheck_callback(lcft::consumer::finish, "state", c_state, "finish", finish_smem,
+                             "finish_finished", finish_finished, "globals", globals, "common", common,
+                             "scratch", scratch_smem, "task_iter", task_iter, "num_iters", num_iters);
+            group<NUM_CONSUMER_WARPS>::sync(14);
         }
-        group<NUM_CONSUMER_WARPS>::sync(14);
-        tkcheck_callback(lcft::consumer::finish, "state", c_state, "finish", finish_smem,
-                         "finish_finished", finish_finished, "globals", globals, "common", common,
-                         "scratch", scratch_smem, "task_iter", 0, "num_iters", num_iters);
-        group<NUM_CONSUMER_WARPS>::sync(14);
     }
 }
