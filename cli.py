@@ -1,4 +1,798 @@
+"""The command line: `tkcheck [check] PATH...`, `tkcheck rule CODE`, `tkcheck eval`.
+
+Installed as `tkcheck.cli.cli` (entry point `tkcheck`). Exit codes: 0 clean,
+1 findings at or above the fail level, 2 usage, config, input or internal
+error. No exception leaves `main` as a traceback unless `--debug` is given.
+
+Other modules add commands to the `main` group: a module listed in
+`_COMMAND_MODULES` that defines `register_cli(group)` is imported when it
+exists (`tkcheck.triage`, `tkcheck.confirm`).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pathlib
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from typing import Iterable
+
 import click
-@click.command()
+
+from tkcheck import __version__
+
+Path = pathlib.Path
+
+SOURCE_SUFFIXES = (".cu", ".cuh")
+# Folders never entered while recursing (explicit file arguments are always checked).
+SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
+PROGRESS_MIN_FILES = 8
+CACHE_DIR_NAME = ".tkcheck_cache"
+SEVERITY_RANK = {"note": 0, "warning": 1, "error": 2}
+OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+_COMMAND_MODULES = ("tkcheck.triage", "tkcheck.confirm")
+
+# Set by a command that takes --debug: internal errors then show their traceback.
+_DEBUG = {"on": False}
+
+
+class UsageProblem(Exception):
+    """A mistake on the command line or in a config: message + exit 2."""
+
+
+# ---------------------------------------------------------------- the group
+
+class _DefaultGroup(click.Group):
+    """`tkcheck PATH...` means `tkcheck check PATH...`; `--explain X` means `rule X`."""
+
+    def parse_args(self, ctx, args):
+        args = list(args)
+        if args:
+            first = args[0]
+            if first == "--explain":
+                args = ["rule", *args[1:]]
+            elif first.startswith("--explain="):
+                args = ["rule", first.split("=", 1)[1], *args[1:]]
+            elif first not in self.commands and first not in ("-h", "--help", "--version"):
+                args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+    def format_usage(self, ctx, formatter):
+        formatter.write("Usage: tkcheck [check] [OPTIONS] PATH...\n"
+                        "       tkcheck rule CODE | --all\n"
+                        "       tkcheck COMMAND [ARGS]...\n")
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except UsageProblem as e:
+            click.echo(f"tkcheck: error: {e}", err=True)
+            ctx.exit(2)
+        except KeyboardInterrupt:
+            click.echo("tkcheck: interrupted", err=True)
+            ctx.exit(2)
+        except Exception as e:  # noqa: BLE001 - an internal error is a message, not a traceback
+            if _DEBUG["on"]:
+                raise
+            click.echo(f"tkcheck: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
+                       err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=_DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             invoke_without_command=False, no_args_is_help=True)
+@click.version_option(__version__, "--version", prog_name="tkcheck", message="%(prog)s %(version)s")
 def main():
-    print("hi")
+    """tkcheck: a static verifier for asynchronous ThunderKittens kernels (Hopper, Blackwell).
+
+    `tkcheck PATH...` checks files and folders (the `check` command is the
+    default); `tkcheck rule TK301` (or `--explain TK301`) explains a rule.
+
+    Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error.
+    """
+
+
+# ---------------------------------------------------------------- option helpers
+
+def _split_codes(values: Iterable[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values:
+        out += [p.strip() for p in v.split(",") if p.strip()]
+    return tuple(out)
+
+
+def _parse_per_file_ignores(values: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    pairs = []
+    for v in values:
+        glob, sep, codes = v.rpartition(":")
+        if not sep or not glob or not codes.strip():
+            raise UsageProblem(f"--per-file-ignores {v!r}: expected GLOB:CODES, e.g. 'tests/*.cu:TK301,TK5'")
+        pairs.append((glob, _split_codes([codes])))
+    return tuple(pairs)
+
+
+def _tk_include_dir(value: str | os.PathLike | None) -> str | None:
+    """The real TK include/ folder; a checkout root (with include/kittens.cuh) is accepted too."""
+    if value is None:
+        return None
+    p = Path(value)
+    if not p.is_dir():
+        raise UsageProblem(f"--tk-include {value}: not a folder")
+    if not (p / "kittens.cuh").is_file() and (p / "include" / "kittens.cuh").is_file():
+        p = p / "include"
+    return str(p)
+
+
+# ---------------------------------------------------------------- file discovery
+
+def collect_files(paths: Iterable[str]) -> list[tuple[str, str]]:
+    """(file, the argument it came from) for every file to check, in a stable order.
+
+    Files named on the command line are checked whatever their suffix; folders
+    contribute their *.cu / *.cuh files, skipping hidden and vendored folders.
+    A path that does not exist is a usage error.
+    """
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+
+    def add(f: str, arg: str):
+        key = os.path.normpath(os.path.abspath(f))
+        if key not in seen:
+            seen.add(key)
+            out.append((f, arg))
+
+    for arg in paths:
+        p = Path(arg)
+        if p.is_dir():
+            for dirpath, dirnames, filenames in os.walk(arg):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+                for name in sorted(filenames):
+                    if name.endswith(SOURCE_SUFFIXES):
+                        add(os.path.join(dirpath, name), arg)
+        elif p.exists():
+            add(arg, arg)
+        else:
+            raise UsageProblem(f"{arg}: no such file or directory")
+    return out
+
+
+# ---------------------------------------------------------------- compile_commands.json
+
+def load_compile_commands(location: str | os.PathLike) -> dict[str, dict]:
+    """file (absolute, normalised) -> {include_dirs, defines} from a compile_commands.json."""
+    p = Path(location)
+    if p.is_dir():
+        p = p / "compile_commands.json"
+    try:
+        entries = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UsageProblem(f"compile commands {p}: cannot read: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UsageProblem(f"compile commands {p}: not valid JSON: {e}") from None
+    if not isinstance(entries, list):
+        raise UsageProblem(f"compile commands {p}: expected a JSON array of entries")
+    table: dict[str, dict] = {}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "file" not in entry:
+            raise UsageProblem(f"compile commands {p}: entry {i} has no 'file'")
+        directory = Path(str(entry.get("directory") or p.parent))
+        if "arguments" in entry and isinstance(entry["arguments"], list):
+            argv = [str(a) for a in entry["arguments"]]
+        else:
+            try:
+                argv = shlex.split(str(entry.get("command", "")))
+            except ValueError as e:
+                raise UsageProblem(f"compile commands {p}: entry {i}: cannot split the command: {e}") from None
+        includes, defines = _flags_of(argv, directory)
+        f = Path(str(entry["file"]))
+        f = f if f.is_absolute() else directory / f
+        table[os.path.normpath(str(f))] = {"include_dirs": includes, "defines": defines}
+    return table
+
+
+def _flags_of(argv: list[str], directory: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """-I/-isystem/-iquote folders (absolute) and -D defines of one compile command."""
+    includes: list[str] = []
+    defines: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        value = None
+        for flag in ("-I", "-isystem", "-iquote", "--include-path"):
+            if a == flag and i + 1 < len(argv):
+                value = argv[i + 1]
+                i += 1
+                break
+            if a.startswith(flag + "=") or (flag == "-I" and a.startswith("-I") and len(a) > 2):
+                value = a.split("=", 1)[1] if a.startswith(flag + "=") else a[2:]
+                break
+        if value is not None:
+            d = Path(value)
+            includes.append(str(d if d.is_absolute() else directory / d))
+        elif a in ("-D", "--define-macro") and i + 1 < len(argv):
+            defines.append(argv[i + 1])
+            i += 1
+        elif a.startswith("-D") and len(a) > 2:
+            defines.append(a[2:])
+        elif a.startswith("--define-macro="):
+            defines.append(a.split("=", 1)[1])
+        i += 1
+    return tuple(includes), tuple(defines)
+
+
+# ---------------------------------------------------------------- running the checks
+
+@dataclass
+class _Job:
+    index: int
+    path: str
+    opts: object          # engine.CheckOptions
+    text: str | None = None
+
+
+def _check_job(job: _Job):
+    from tkcheck.engine import check_file
+    return job.index, check_file(job.path, job.opts, text=job.text)
+
+
+def _failed(job: _Job, why: str):
+    """The result of a file whose check could not finish: told, and exit status 2."""
+    from tkcheck.engine import FileResult
+    from tkcheck.render._common import display_path
+    res = FileResult(path=job.path, source=job.text or "")
+    shown = display_path(job.path, Path.cwd())
+    res.notes.append(f"internal error while checking {shown}: {why} (no findings reported for this file)")
+    res.internal_errors.append(res.notes[-1])
+    return res
+
+
+def _child_main(conn, job: _Job):
+    """In a forked child: check one file, send the pickled FileResult back."""
+    import pickle
+    try:
+        _, res = _check_job(job)
+        payload = pickle.dumps(res)
+    except BaseException as e:  # noqa: BLE001 - reported by the parent
+        payload = pickle.dumps(f"{type(e).__name__}: {e}")
+    conn.send_bytes(payload)
+    conn.close()
+
+
+def _can_fork() -> bool:
+    import multiprocessing as mp
+    return sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods()
+
+
+def run_jobs(jobs: list[_Job], workers: int, progress: bool, *, file_timeout: float | None = None,
+             isolate: bool = True) -> list:
+    """FileResults in job order.
+
+    Each file is checked in a forked child process (libclang and z3 are not
+    thread-safe, and a crash of libclang on hostile input, or a check that
+    runs past `file_timeout`, must cost that one file, not the whole run); up
+    to `workers` children run at once. Without fork (or with `isolate=False`,
+    as --debug does) files are checked in this process, one after the other.
+    """
+    results: list = [None] * len(jobs)
+    bar = None
+    if progress:
+        bar = click.progressbar(length=len(jobs), label="checking", file=sys.stderr, show_pos=True)
+        bar.__enter__()
+    try:
+        if not isolate or not _can_fork():
+            for job in jobs:
+                i, res = _check_job(job)
+                results[i] = res
+                if bar:
+                    bar.update(1)
+        else:
+            _run_forked(jobs, max(workers, 1), results, bar, file_timeout)
+    finally:
+        if bar:
+            bar.__exit__(None, None, None)
+    return results
+
+
+def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout: float | None):
+    import multiprocessing as mp
+    import pickle
+    from collections import deque
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context("fork")
+    pending = deque(jobs)
+    running: dict = {}            # reader -> (process, job, started)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        while pending or running:
+            while pending and len(running) < workers:
+                job = pending.popleft()
+                reader, writer = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child_main, args=(writer, job), daemon=True)
+                proc.start()
+                writer.close()    # the child holds the only writer: its death reads as EOF here
+                running[reader] = (proc, job, time.monotonic())
+            timeout = None
+            if file_timeout:
+                oldest = min(started for _, _, started in running.values())
+                timeout = max(0.0, oldest + file_timeout - time.monotonic())
+            for reader in wait(list(running), timeout=timeout):
+                proc, job, _ = running.pop(reader)
+                try:
+                    value = pickle.loads(reader.recv_bytes())
+                except (EOFError, OSError, pickle.UnpicklingError):
+                    value = None
+                reader.close()
+                proc.join()
+                if value is None:
+                    code = proc.exitcode
+                    why = (f"the checking process died with signal {-code}" if code and code < 0
+                           else f"the checking process exited with status {code}")
+                    value = _failed(job, why + " (libclang or z3 crashed on this input)")
+                elif isinstance(value, str):
+                    value = _failed(job, value)
+                results[job.index] = value
+                if bar:
+                    bar.update(1)
+            if file_timeout:
+                now = time.monotonic()
+                for reader, (proc, job, started) in list(running.items()):
+                    if now - started > file_timeout:
+                        proc.kill()
+                        proc.join()
+                        reader.close()
+                        del running[reader]
+                        results[job.index] = _failed(
+                            job, f"stopped after {file_timeout:g} s (raise the limit with --file-timeout)")
+                        if bar:
+                            bar.update(1)
+    finally:
+        for reader, (proc, _, _) in running.items():
+            proc.kill()
+            proc.join()
+            reader.close()
+
+
+# ---------------------------------------------------------------- the check command
+
+def _config_for(arg: str, config_file, overrides, cache: dict):
+    from tkcheck.config import ConfigError, find_config, load_config
+    try:
+        found = Path(config_file) if config_file else find_config(Path(arg))
+        key = str(found) if found else None
+        if key not in cache:
+            cache[key] = load_config(Path(arg), config_file=found, overrides=overrides)
+        return cache[key]
+    except ConfigError as e:
+        raise UsageProblem(str(e)) from None
+
+
+@dataclass
+class _Settings:
+    """What the command line says, before each file's config is applied."""
+    select: tuple[str, ...] | None
+    ignore: tuple[str, ...]
+    extend_select: tuple[str, ...]
+    per_file_ignores: tuple
+    arch: str | None
+    tk_include: str | None
+    tk_version: str | None
+    compile_commands: str | None
+    show_unknown: bool
+    debug: bool
+    no_cache: bool
+    solver_timeout_ms: int
+    _selectors: dict = field(default_factory=dict)
+    _compile_tables: dict = field(default_factory=dict)
+
+
+def _selector(config, s: _Settings):
+    from tkcheck.selection import RuleSelector
+    key = id(config)
+    if key not in s._selectors:
+        try:
+            s._selectors[key] = RuleSelector(
+                select=s.select if s.select is not None else config.select,
+                ignore=tuple(config.ignore) + s.ignore,
+                extend_select=tuple(config.extend_select) + s.extend_select,
+                per_file_ignores=tuple(config.per_file_ignores) + s.per_file_ignores,
+                root=config.root or Path.cwd(),
+            )
+        except ValueError as e:
+            raise UsageProblem(str(e)) from None
+    return s._selectors[key]
+
+
+def _compile_table(config, s: _Settings) -> dict:
+    where = s.compile_commands or (str(config.compile_commands) if config.compile_commands else None)
+    if where is None:
+        return {}
+    if where not in s._compile_tables:
+        s._compile_tables[where] = load_compile_commands(where)
+    return s._compile_tables[where]
+
+
+def _cache_dir(config, s: _Settings) -> str | None:
+    if s.no_cache:
+        return None
+    base = config.source.parent if config.source is not None else Path.cwd()
+    d = base / CACHE_DIR_NAME
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        ignore = d / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# written by tkcheck: the cache is never committed\n*\n")
+        tag = d / "CACHEDIR.TAG"
+        if not tag.exists():
+            tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# tkcheck result cache\n")
+    except OSError:
+        return None  # an unwritable folder means no cache, not an error
+    return str(d)
+
+
+def _options_for(path: str, config, s: _Settings):
+    from tkcheck.engine import CheckOptions
+    from tkcheck.frontend.parse import ParseOptions
+    table = _compile_table(config, s)
+    cc = table.get(os.path.normpath(os.path.abspath(path)), {})
+    tk_include = s.tk_include or _tk_include_dir(config.tk_include)
+    parse = ParseOptions(
+        arch=s.arch or config.arch or "sm_90a",
+        include_dirs=tuple(str(d) for d in config.include_dirs) + tuple(cc.get("include_dirs", ())),
+        defines=tuple(config.defines) + tuple(cc.get("defines", ())),
+        clang_args=tuple(config.clang_args),
+        tk_include=tk_include,
+        tk_version=s.tk_version or config.tk_version or "auto",
+    )
+    return CheckOptions(
+        parse=parse,
+        enabled=frozenset(_selector(config, s).enabled_codes(path)),
+        show_unknown=s.show_unknown,
+        debug=s.debug,
+        solver_timeout_ms=s.solver_timeout_ms,
+        cache_dir=_cache_dir(config, s),
+    )
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    if b"\x00" in data[:65536]:
+        raise UsageProblem("standard input is binary (contains NUL bytes), not CUDA source")
+    return data.decode("utf-8", errors="replace")
+
+
+def _merge_notes(results: list, root: Path) -> list[str]:
+    """Notes once each; a note only some files share names those files."""
+    from tkcheck.render._common import display_path
+    owners: dict[str, list[str]] = {}
+    for res in results:
+        for n in res.notes:
+            files = owners.setdefault(n, [])
+            shown = display_path(res.path, root)
+            if shown not in files:
+                files.append(shown)
+    out = []
+    for n, files in owners.items():
+        if len(results) > 1 and len(files) < len(results) and not n.startswith(tuple(files)):
+            out.append(f"{', '.join(files[:3])}{' and others' if len(files) > 3 else ''}: {n}")
+        else:
+            out.append(n)
+    return out
+
+
+def _statistics(findings: list, rules: dict, fmt: str) -> str:
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.code] = counts.get(f.code, 0) + 1
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    if fmt in ("json", "json-lines"):
+        recs = [{"code": c, "name": rules[c].name if c in rules else "", "count": n} for c, n in rows]
+        return json.dumps(recs, indent=2) + "\n"
+    width = max((len(str(n)) for _, n in rows), default=1)
+    lines = [f"{n:>{width}}  {c:<6} {rules[c].name if c in rules else ''}".rstrip() for c, n in rows]
+    lines.append(f"Found {sum(counts.values())} findings." if rows else "No findings.")
+    return "\n".join(lines) + "\n"
+
+
+def _timing_report(results: list, wall: float) -> str:
+    from tkcheck.render._common import display_path
+    total: dict[str, float] = {}
+    for res in results:
+        for k, v in res.timing.items():
+            total[k] = total.get(k, 0.0) + v
+    cached = sum(1 for r in results if r.cached)
+    lines = [f"timing: {len(results)} files ({cached} from cache), wall {wall:.3f} s"]
+
+    def row(label: str, key: str, indent: int = 2):
+        if key in total:
+            lines.append(f"{' ' * indent}{label:<34}{total[key] * 1000:>10.1f} ms")
+
+    row("front end (libclang parse)", "parse")
+    row("model (KernelModel build)", "model")
+    row("rules and contracts", "rules")
+    for k in sorted(k for k in total if k.startswith("check:")):
+        row(f"contract fact {k[6:]}", k, 4)
+    rule_keys = sorted((k for k in total if k.startswith("rule:") and total[k] >= 0.0001),
+                       key=lambda k: (-total[k], k))
+    for k in rule_keys:
+        row(f"rule {k[5:]}", k, 4)
+    row("solver (z3, inside the rules)", "solver")
+    row("total (sum over files)", "total")
+    slow = sorted(results, key=lambda r: -r.timing.get("total", 0.0))[:5]
+    if len(results) > 1:
+        lines.append("  slowest files:")
+        for r in slow:
+            lines.append(f"    {r.timing.get('total', 0.0) * 1000:>8.1f} ms  {display_path(r.path, Path.cwd())}")
+    return "\n".join(lines) + "\n"
+
+
+def _write_output(text: str, output: str | None):
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise UsageProblem(f"-o {output}: cannot write: {e.strerror or e}") from None
+        return
+    stream = sys.stdout
+    try:
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:
+            stream.buffer.write(text.encode(stream.encoding or "utf-8", errors="replace"))
+        stream.flush()
+    except BrokenPipeError:
+        # `tkcheck ... | head`: the reader left; the exit status still tells the result.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _use_color(output: str | None) -> bool:
+    if output or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty()
+
+
+CHECK_HELP = """Check CUDA/ThunderKittens kernels for broken async contracts.
+
+PATH is a file or a folder (searched for *.cu and *.cuh; hidden folders are
+skipped), or `-` to read standard input (name it with --stdin-filename).
+Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error.
+"""
+
+
+@main.command("check", help=CHECK_HELP)
+@click.argument("paths", nargs=-1, metavar="PATH...")
+@click.option("-p", "--compile-commands", "compile_commands", metavar="DIR|FILE",
+              help="Read -I/-D flags of each file from compile_commands.json (the file or its folder).")
+@click.option("--tk-include", metavar="DIR", help="Real ThunderKittens include/ folder (or checkout) to parse against.")
+@click.option("--arch", type=click.Choice(["sm_90a", "sm_100a"]), help="Target architecture [default: sm_90a].")
+@click.option("--tk-version", type=click.Choice(["auto", "thread-scope", "lane-guarded"]),
+              help="Which TK semantics of TMA issue to assume [default: auto].")
+@click.option("--select", multiple=True, metavar="CODES", help="Rules to run: codes, prefixes (TK3), names or ALL.")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Rules not to run.")
+@click.option("--extend-select", multiple=True, metavar="CODES", help="Rules to run in addition to the selection.")
+@click.option("--per-file-ignores", multiple=True, metavar="GLOB:CODES", help="Rules not to run on matching files.")
+@click.option("--output-format", type=click.Choice(list(OUTPUT_FORMATS)),
+              help="Report format [default: full on a terminal, concise otherwise].")
+@click.option("-o", "--output-file", "output", metavar="FILE", help="Write the report to FILE.")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
+@click.option("--timing", is_flag=True, help="Print where the time went (front end, model, rules, solver) on stderr.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only: no notes, no progress bar.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--fail-level", type=click.Choice(["note", "warning", "error"]), default="note", show_default=True,
+              help="Lowest severity that makes the exit status 1.")
+@click.option("--show-unknown", is_flag=True, help="Also report what could not be modelled (as notes).")
+@click.option("--no-cache", is_flag=True, help=f"Do not read or write the result cache ({CACHE_DIR_NAME}/).")
+@click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key (repeatable).")
+@click.option("--config-file", type=click.Path(dir_okay=False), help="Use this tkcheck.toml / pyproject.toml.")
+@click.option("--stdin-filename", metavar="PATH", help="The name of the file read from `-`.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Check files in N parallel processes (0: one per CPU).")
+@click.option("--solver-timeout", "solver_timeout_ms", type=click.IntRange(min=1), default=2000, show_default=True,
+              metavar="MS", help="z3 timeout per query; a timeout is never a finding.")
+@click.option("--file-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS",
+              help="Stop checking a file after this long (exit 2); 0: no limit.")
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors (checks files in this process).")
+@click.option("--update-expectations", is_flag=True,
+              help="Fixtures: rewrite the `// expect:` comments of the given files from actual findings.")
+def check_command(paths, compile_commands, tk_include, arch, tk_version, select, ignore, extend_select,
+                  per_file_ignores, output_format, output, statistics, timing, quiet, exit_zero, fail_level,
+                  show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_timeout_ms,
+                  file_timeout, debug, update_expectations):
+    _DEBUG["on"] = debug
+    t_start = time.perf_counter()
+    if not paths:
+        raise click.UsageError("no PATH given (a file, a folder, or - for standard input)")
+    if config_file and not Path(config_file).is_file():
+        raise UsageProblem(f"--config-file {config_file}: no such file")
+    from tkcheck import registry
+    from tkcheck.render import render
+
+    settings = _Settings(
+        select=_split_codes(select) if select else None,
+        ignore=_split_codes(ignore),
+        extend_select=_split_codes(extend_select),
+        per_file_ignores=_parse_per_file_ignores(per_file_ignores),
+        arch=arch, tk_include=_tk_include_dir(tk_include), tk_version=tk_version,
+        compile_commands=compile_commands, show_unknown=show_unknown, debug=debug,
+        no_cache=no_cache or update_expectations, solver_timeout_ms=solver_timeout_ms,
+    )
+    stdin_paths = [p for p in paths if p == "-"]
+    if len(stdin_paths) > 1:
+        raise UsageProblem("`-` (standard input) can be given only once")
+    if stdin_filename and not stdin_paths:
+        raise UsageProblem("--stdin-filename needs `-` among the paths")
+
+    if update_expectations:
+        if stdin_paths:
+            raise UsageProblem("--update-expectations rewrites files; it cannot read standard input")
+        from tkcheck.fixtures import update_expectations as rewrite
+        changed = 0
+        for f, _ in collect_files(paths):
+            if rewrite(f):
+                changed += 1
+                if not quiet:
+                    click.echo(f"updated {f}", err=True)
+        if not quiet:
+            click.echo(f"{changed} fixture(s) updated.", err=True)
+        return
+
+    configs: dict = {}
+    jobs_list: list[_Job] = []
+    files = collect_files([p for p in paths if p != "-"])
+    # Absolute paths inside, so a finding's file name and the source it came from
+    # always agree; the renderers print them relative to the current folder.
+    for f, arg in files:
+        config = _config_for(arg, config_file, overrides, configs)
+        f = os.path.abspath(f)
+        jobs_list.append(_Job(len(jobs_list), f, _options_for(f, config, settings)))
+    if stdin_paths:
+        name = os.path.abspath(stdin_filename) if stdin_filename else "<stdin>"
+        config = _config_for(stdin_filename or ".", config_file, overrides, configs)
+        opts = _options_for(name, config, settings)
+        jobs_list.append(_Job(len(jobs_list), name, replace(opts, cache_dir=None), text=_read_stdin()))
+    if not jobs_list:
+        click.echo("tkcheck: warning: no *.cu or *.cuh files found under the given paths", err=True)
+
+    first_config = next(iter(configs.values()), None)
+    fmt = output_format or (first_config.output_format if first_config else None)
+    if fmt is None:
+        fmt = "full" if (not output and sys.stdout.isatty()) else "concise"
+
+    workers = jobs if jobs > 0 else (os.cpu_count() or 1)
+    progress = (not quiet and sys.stderr.isatty() and len(jobs_list) >= PROGRESS_MIN_FILES
+                and os.environ.get("TERM") != "dumb")
+    results = run_jobs(jobs_list, workers, progress, file_timeout=file_timeout or None, isolate=not debug)
+
+    findings = [f for res in results for f in res.findings]
+    rules = registry.by_code()
+    root = Path.cwd()
+    notes = None if quiet else _merge_notes(results, root)
+    if statistics:
+        text = _statistics(findings, rules, fmt)
+    else:
+        sources = {res.path: res.source for res in results}
+        text = render(findings, fmt, rules=rules, sources=sources, files_checked=len(results),
+                      color=_use_color(output) and fmt == "full", root=root, notes=notes)
+    _write_output(text, output)
+    if timing:
+        click.echo(_timing_report(results, time.perf_counter() - t_start), err=True, nl=False)
+
+    input_errors = [res.input_error for res in results if res.input_error]
+    internal = [e for res in results for e in getattr(res, "internal_errors", [])]
+    tool_errors = [f for f in findings if f.code == "TK000"]
+    if input_errors or internal or tool_errors:
+        if quiet or fmt != "full" or statistics:   # otherwise the report's notes told them
+            for msg in internal:
+                click.echo(f"tkcheck: error: {msg}", err=True)
+        sys.exit(2)
+    level = SEVERITY_RANK[fail_level]
+    failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 2) >= level]
+    sys.exit(1 if failing and not exit_zero else 0)
+
+
+# ---------------------------------------------------------------- rule
+
+@main.command("rule")
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rule_command(code, show_all, output_format):
+    """Explain a rule (a code like TK301, or its name), or list them all with --all."""
+    from tkcheck import registry
+    if show_all == bool(code):
+        raise click.UsageError("give a rule code (tkcheck rule TK301) or --all")
+    if show_all:
+        rules = registry.all_rules()
+        if output_format == "json":
+            click.echo(json.dumps([r.to_json() for r in rules], indent=2))
+            return
+        width = max((len(r.name) for r in rules), default=4)
+        for r in rules:
+            click.echo(f"{r.code}  {r.name:<{width}}  {r.contract:<11} {r.severity:<7} {r.summary}")
+        return
+    r = registry.get(code)
+    if r is None:
+        import difflib
+        names = [x.code for x in registry.all_rules()] + [x.name for x in registry.all_rules()]
+        close = difflib.get_close_matches(code, names, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else "; `tkcheck rule --all` lists them"
+        raise UsageProblem(f"unknown rule '{code}'{hint}")
+    if output_format == "json":
+        click.echo(json.dumps(r.to_json(), indent=2))
+        return
+    click.echo(f"# {r.code} {r.name}\n")
+    facts = [f"contract: {r.contract}", f"severity: {r.severity}", f"precision: {r.precision}"]
+    if r.symptom:
+        facts.append(f"symptom: {r.symptom}")
+    facts.append("arch: " + ", ".join(r.arch))
+    click.echo(" · ".join(facts) + "\n")
+    click.echo(r.summary + "\n")
+    click.echo(r.doc.rstrip())
+
+
+# ---------------------------------------------------------------- eval
+
+@main.command("eval")
+@click.argument("corpus", required=False, default="corpus", metavar="[CORPUS_DIR]")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--tk-include", metavar="DIR", help="ThunderKittens checkout or include/ folder for the nvcc baseline.")
+@click.option("--no-nvcc", is_flag=True, help="Skip the nvcc compile-time baseline.")
+@click.option("--only", multiple=True, metavar="ID", help="Run only these mutation ids (prefixes allowed).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when a mutation is missed or a clean kernel has findings.")
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+def eval_command(corpus, as_json, tk_include, no_nvcc, only, exit_zero, debug):
+    """Measure recall and false findings on the corpus and its planted bugs.
+
+    Checks every clean kernel under CORPUS_DIR (any finding is a false finding)
+    and every `[[mutation]]` of CORPUS_DIR/mutations*.toml. Exit 1 when a
+    mutation of an implemented rule is missed or a clean kernel has findings.
+    """
+    _DEBUG["on"] = debug
+    from tkcheck import evaluate
+    if not Path(corpus).is_dir():
+        raise UsageProblem(f"{corpus}: not a folder")
+    try:
+        report = evaluate.run_eval(Path(corpus), tk_root=tk_include, nvcc=not no_nvcc, only=only, debug=debug,
+                                   progress=sys.stderr.isatty())
+    except evaluate.SpecError as e:
+        raise UsageProblem(str(e)) from None
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        click.echo(evaluate.format_report(report), nl=False)
+    sys.exit(0 if exit_zero or report.ok else 1)
+
+
+# ---------------------------------------------------------------- commands from other modules
+
+def _register_commands(group: click.Group):
+    for name in _COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name and name.startswith(e.name):
+                continue  # the module is not there (yet)
+            click.echo(f"tkcheck: warning: commands of {name} not loaded: {e}", err=True)
+            continue
+        except Exception as e:  # noqa: BLE001 - a broken plug-in must not break `tkcheck check`
+            click.echo(f"tkcheck: warning: commands of {name} not loaded: {type(e).__name__}: {e}", err=True)
+            continue
+        register = getattr(mod, "register_cli", None)
+        if callable(register):
+            register(group)
+
+
+_register_commands(main)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -706,6 +706,48 @@ __global__ void legacy(const __grid_constant__ tgl g) {
 }
 '''
 
+# 8. No TK: libcu++ cuda::barrier + TMA helpers, cooperative-groups cluster with distributed smem.
+LIBCUDACXX_CLUSTER = r'''
+#include <cuda/barrier>
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+namespace cg = cooperative_groups;
+using block_barrier = cuda::barrier<cuda::thread_scope_block>;
+namespace cde = cuda::device::experimental;
+
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256)
+tma_cluster_kernel(const __grid_constant__ CUtensorMap in_map, const __grid_constant__ CUtensorMap out_map) {
+    __shared__ alignas(128) __nv_bfloat16 tile[64 * 64];
+    __shared__ block_barrier bar;
+    cg::cluster_group cluster = cg::this_cluster();
+    const unsigned rank = cluster.block_rank();
+    if (threadIdx.x == 0) {
+        init(&bar, blockDim.x);
+        cde::fence_proxy_async_shared_cta();
+    }
+    cluster.sync();
+    block_barrier::arrival_token token;
+    if (threadIdx.x == 0) {
+        cde::cp_async_bulk_tensor_2d_global_to_shared(tile, &in_map, 0, 64 * (int)blockIdx.x, bar);
+        token = cuda::device::barrier_arrive_tx(bar, 1, sizeof(tile));
+    } else {
+        token = bar.arrive();
+    }
+    bar.wait(cuda::std::move(token));
+    __nv_bfloat16 *peer = cluster.map_shared_rank(tile, rank ^ 1);
+    float v = __bfloat162float(peer[threadIdx.x]) * 2.0f;
+    cluster.sync();
+    tile[threadIdx.x] = __float2bfloat16(v);
+    cde::fence_proxy_async_shared_cta();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        cde::cp_async_bulk_tensor_2d_shared_to_global(&out_map, 0, 64 * (int)blockIdx.x, tile);
+        cde::cp_async_bulk_commit_group();
+        cde::cp_async_bulk_wait_group_read<0>();
+    }
+}
+'''
+
 KERNELS = {
     "hopper_ring_gemm.cu": (HOPPER_RING_GEMM, "sm_90a", ("KITTENS_HOPPER",)),
     "lcf_gemm.cu": (LCF_GEMM, "sm_90a", ("KITTENS_HOPPER",)),
@@ -714,14 +756,16 @@ KERNELS = {
     "blackwell_tcgen05.cu": (BLACKWELL_TCGEN05, "sm_100a", ("KITTENS_BLACKWELL",)),
     "raw_ptx_mbarrier.cu": (RAW_PTX, "sm_90a", ()),
     "legacy_spellings.cu": (LEGACY_SPELLINGS, "sm_90a", ("KITTENS_HOPPER",)),
+    "libcudacxx_cluster.cu": (LIBCUDACXX_CLUSTER, "sm_90a", ()),
 }
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernel_parses_clean(name):
     source, arch, defines = KERNELS[name]
+    c0 = time.process_time()
     tu, elapsed = parse(source, name=name, arch=arch, defines=defines)
-    print(f"{name}: parsed in {elapsed * 1000:.0f} ms")
+    print(f"{name}: parsed in {elapsed * 1000:.0f} ms wall, {(time.process_time() - c0) * 1000:.0f} ms cpu")
     assert problems(tu) == []
 
 
@@ -775,15 +819,49 @@ def test_prototype_args_members_are_typed_through_the_layout():
 def test_header_set_parses_standalone_quickly():
     src = "\n".join([
         '#include "kittens.cuh"', '#include "prototype.cuh"',
-        *[f"#include <{p.name}>" for p in sorted(STD.iterdir()) if p.is_file()],
+        *[f"#include <{p.relative_to(STD)}>" for p in sorted(STD.rglob("*")) if p.is_file() and not p.name.startswith("__")],
         "int main() { return 0; }",
     ])
     parse(src, name="headers.cu")  # warm libclang up
-    best = min(parse(src, name="headers.cu")[1] for _ in range(3))
+    best_wall, best_cpu = float("inf"), float("inf")
+    for _ in range(3):
+        c0 = time.process_time()  # libclang parses in-process: CPU time is robust to a loaded machine
+        _, wall = parse(src, name="headers.cu")
+        best_cpu, best_wall = min(best_cpu, time.process_time() - c0), min(best_wall, wall)
     tu, _ = parse(src, name="headers.cu", selftest=True)
-    print(f"full header set: {best * 1000:.0f} ms")
+    print(f"full header set: {best_wall * 1000:.0f} ms wall, {best_cpu * 1000:.0f} ms cpu")
     assert problems(tu) == []
-    assert best < 1.0
+    assert best_cpu < 1.0
+
+
+def test_model_constants_match_the_documented_api():
+    """Values the checks may read through clang (or cross-check against tkcheck/knowledge)."""
+    src = r'''
+    #include "kittens.cuh"
+    #include "prototype.cuh"
+    using namespace kittens;
+    static_assert(st_bf<64, 64>::swizzle_bytes == 128 && st_bf<64, 32>::swizzle_bytes == 64 && st_bf<64, 16>::swizzle_bytes == 32);
+    static_assert(st_fl<64, 64>::swizzle_bytes == 128 && st_fl<64, 16>::swizzle_bytes == 64);
+    static_assert(st_fp8e4m3<64, 128>::swizzle_bytes == 128 && st_fp8e4m3<64, 64>::swizzle_bytes == 64);
+    static_assert(st_bf<64, 64, true, 64>::swizzle_bytes == 64);
+    static_assert(st_bf<128, 64>::rows == 128 && st_bf<128, 64>::cols == 64 && st_bf<128, 64>::num_elements == 8192);
+    static_assert(sizeof(st_bf<64, 64>) == 8192 && alignof(st_bf<64, 64>) == 128);
+    static_assert(size_bytes<st_bf<64, 64>> == 8192 && size_bytes<st_bf<64, 64>, sv_fl<64>> == 8192 + 256);
+    static_assert(sizeof(semaphore) == 8);
+    static_assert(rt_fl<16, 64>::col_vec::length == 16 && rt_fl<16, 64>::row_vec::length == 64);
+    static_assert(std::is_same_v<rt_fl<16, 64>::col_vec::layout, ducks::rv_layout::ortho>);
+    static_assert(std::is_same_v<rt_bf<16, 64, ducks::rt_layout::col>::col_vec::layout, ducks::rv_layout::align>);
+    static_assert(warpgroup::GROUP_THREADS == 128 && warp::GROUP_WARPS == 1 && group<3>::GROUP_THREADS == 96);
+    static_assert(MAX_SHARED_MEMORY == 227 * 1024 && WARPGROUP_WARPS == 4);
+    static_assert(tensor_allocator<1, 1>::cols == 512 && tensor_allocator<2, 1>::cols == 256);
+    struct lay { struct globals {}; struct input_block { st_bf<64, 64> a; }; };
+    struct tmpl { using layout = lay; static constexpr int NUM_CONSUMER_WARPS = 8, INPUT_PIPE_STAGES = 3; };
+    static_assert(prototype::detail::NUM_THREADS_v<tmpl> == 384 && prototype::detail::INPUT_PIPE_STAGES_v<tmpl> == 3);
+    static_assert(prototype::detail::CONSUMER_BARRIER_ARRIVALS_v<tmpl> == 8 && prototype::detail::PRODUCER_BARRIER_ARRIVALS_v<tmpl> == 4);
+    static_assert(std::is_same_v<prototype::complete_kittens_layout<lay>::finish_block_t, prototype::empty>);
+    '''
+    tu, _ = parse(src, name="constants.cu", defines=("KITTENS_HOPPER",), selftest=True)
+    assert problems(tu) == []
 
 
 def test_std_standins_work_for_a_host_harness():
@@ -802,12 +880,23 @@ def test_std_standins_work_for_a_host_harness():
     #include <memory>
     #include <thread>
     #include <fstream>
+    #include <bitset>
+    #include <variant>
+    #include <omp.h>
+    #include <curand_kernel.h>
+    __global__ void rng(float *out) {
+        curandState st;
+        curand_init(1234ull, threadIdx.x, 0, &st);
+        out[threadIdx.x] = curand_uniform(&st);
+    }
     int main() {
+        std::bitset<32> bits(0xF0u);
+        std::variant<int, float> var = 1.5f;
+        int nthreads = omp_get_max_threads() + (int)bits.count() + (int)var.index();
         std::vector<float> v(64);
         std::random_device rd;
         std::mt19937 gen(rd());
         std::normal_distribution<float> nd(0.f, 1.f);
-        std::generate_n_placeholder:;
         for (auto &x : v) x = nd(gen);
         std::sort(v.begin(), v.end());
         float s = std::accumulate(v.begin(), v.end(), 0.0f);
@@ -821,8 +910,8 @@ def test_std_standins_work_for_a_host_harness():
         f << tag << ' ' << s << '\n';
         std::cout << std::setw(8) << std::setprecision(4) << std::sqrt(std::abs(s)) << " " << ms << " " << a + b << std::endl;
         if (std::isnan(s)) std::exit(EXIT_FAILURE);
-        return std::max(0, std::min(1, (int)rand()));
+        return std::max(0, std::min(nthreads, (int)rand()));
     }
-    '''.replace("std::generate_n_placeholder:;", "")
+    '''
     tu, _ = parse(src, name="harness.cu", selftest=True)
     assert problems(tu) == []

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__, registry
+from .checks import sass_cross
 from .checks.analysis import Analysis
 from .findings import Finding, Location
 from .frontend.builder import ModelBuilder
@@ -31,6 +32,9 @@ class CheckOptions:
     debug: bool = False
     solver_timeout_ms: int = 2000
     cache_dir: str | None = None
+    sass: bool = False                          # compile + disassemble, run the SASS rules (tag "sass")
+    sass_cache_dir: str | None = None           # None: tkcheck.sass.DEFAULT_CACHE_DIR
+    sass_arch: str | None = None                # arch the SASS is built for; None: parse.arch
 
 
 @dataclass
@@ -43,6 +47,8 @@ class FileResult:
     input_error: str | None = None
     source: str = ""
     cached: bool = False
+    # errors of tkcheck itself (also told in `notes`); the CLI exits 2 on any
+    internal_errors: list[str] = field(default_factory=list)
 
 
 def _fill(f: Finding, rules) -> Finding:
@@ -58,7 +64,7 @@ def _fill(f: Finding, rules) -> Finding:
 def _cache_key(path: str, text: str, opts: CheckOptions) -> str:
     h = hashlib.sha256()
     h.update(__version__.encode())
-    h.update(repr((opts.parse, sorted(opts.enabled), opts.show_unknown)).encode())
+    h.update(repr((opts.parse, sorted(opts.enabled), opts.show_unknown, opts.sass, opts.sass_arch)).encode())
     h.update(path.encode())
     h.update(text.encode("utf-8", errors="replace"))
     # the rule catalog and engine sources: a new tkcheck build invalidates the cache
@@ -101,8 +107,9 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
             raise
         res.notes.append(f"internal error while checking {path}: {type(e).__name__}: {e} "
                          "(no findings reported for this file; rerun with --debug)")
+        res.internal_errors.append(res.notes[-1])
     res.timing["total"] = time.perf_counter() - t0
-    if key and res.input_error is None:
+    if key and res.input_error is None and not res.internal_errors:
         _cache_store(opts.cache_dir, key, res)
     return res
 
@@ -131,14 +138,19 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
             continue
         checked.append(m)
     res.kernels = [m.name for m in checked]
+    sass_result = _run_sass(path, text, opts, res) if opts.sass and checked else None
     t = time.perf_counter()
+    solver_before = solver_seconds()
     for m in checked:
         res.notes.extend(n for n in m.notes if n not in res.notes)
         an = Analysis(m, arch=opts.parse.arch, solver_timeout_ms=opts.solver_timeout_ms)
+        if opts.sass:
+            sass_cross.attach(an, sass_result, m)   # an.sass / an.sass_result (None when absent)
         for code in sorted(opts.enabled):
             rule = rules.get(code)
-            if rule is None or rule.check is None or rule.engine_only:
+            if rule is None or rule.check is None or (rule.engine_only and not (opts.sass and "sass" in rule.tags)):
                 continue
+            t_rule = time.perf_counter()
             try:
                 for f in rule.check(an) or ():
                     f.code = f.code or code
@@ -148,17 +160,68 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
                 if opts.debug:
                     raise
                 res.notes.append(f"rule {code} failed on kernel '{m.name}': {type(e).__name__}: {e}")
+                res.internal_errors.append(res.notes[-1])
+            res.timing[f"rule:{code}"] = res.timing.get(f"rule:{code}", 0.0) + time.perf_counter() - t_rule
         for k, v in an.timings.items():
             res.timing[f"check:{k}"] = res.timing.get(f"check:{k}", 0.0) + v
         if opts.show_unknown:
             for loc, why in m.unmodelled[:20]:
                 res.notes.append(f"{loc.filename}:{loc.row}:{loc.column}: unknown: {why}")
     res.timing["rules"] = time.perf_counter() - t
+    res.timing["solver"] = solver_seconds() - solver_before
     # suppression comments
     sup = parse_suppressions(path, text)
     kept, new = apply_suppressions(res.findings, {path: sup}, set(opts.enabled), resolver=registry.expand)
     res.findings = sorted([_fill(f, rules) for f in kept + new], key=Finding.sort_key)
     res.findings = [f for f in res.findings if f.code in opts.enabled]
+
+
+def _run_sass(path, text, opts: CheckOptions, res: FileResult):
+    """Compile + disassemble the file once (cached by tkcheck.sass); a pass that cannot
+    run (no compiler, no real TK headers, compile error) is one note, never an error."""
+    t = time.perf_counter()
+    result = sass_cross.run_sass(path, text, opts.parse, sass_arch=opts.sass_arch,
+                                 cache_dir=opts.sass_cache_dir)
+    res.timing["sass"] = time.perf_counter() - t
+    if not result:
+        res.notes.append(result.reason)
+        return None
+    res.timing["sass_cache_hit"] = 1.0 if result.cache_hit else 0.0
+    if not result.cache_hit:
+        res.timing["sass_compile"] = result.compile_seconds + result.disassemble_seconds
+    return result
+
+
+# ----------------------------------------------------------- solver time ----
+
+_SOLVER_SECONDS = [0.0]
+
+
+def solver_seconds() -> float:
+    """Seconds spent in z3's Solver.check in this process so far (for `--timing`).
+
+    Measured by wrapping z3.Solver.check once, so the checks need not time
+    their own queries.
+    """
+    _time_solver()
+    return _SOLVER_SECONDS[0]
+
+
+def _time_solver():
+    import z3
+    if getattr(z3.Solver.check, "_tkcheck_timed", False):
+        return
+    orig = z3.Solver.check
+
+    def check(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            _SOLVER_SECONDS[0] += time.perf_counter() - t0
+
+    check._tkcheck_timed = True
+    z3.Solver.check = check
 
 
 # ------------------------------------------------------------------ cache ----

@@ -867,14 +867,15 @@ class KernelWalker:
                 m.barriers[name] = ir.Barrier(name, tuple(dims), loc, "static")
                 value = Obj("barrier", ir.Ref(name), t)
             elif t.kind in ("st", "sv"):
-                m.buffers[name] = ir.SharedBuffer(name, t, tuple(dims), loc, alignment=align or 16, storage="static")
+                m.buffers[name] = ir.SharedBuffer(name, t, tuple(dims), loc, alignment=max(align or 0, _TK_TYPE_ALIGN),
+                                                  storage="static")
                 value = Obj("buffer", ir.Ref(name), t)
             else:
                 value = Obj("shared", ir.Ref(name), t)
             if dims:
                 value = _arr(value, dims)
         elif is_shared and isinstance(t, StructType):
-            value = self._register_struct_buffer(name, t, tuple(dims), loc, "static", align or 16)
+            value = self._register_struct_buffer(name, t, tuple(dims), loc, "static", max(align or 0, _TK_TYPE_ALIGN))
         elif init_node is not None:
             v = self.ev(init_node, ctx, cursor=d)
             if isinstance(v, Obj) and v.kind in ("buffer", "barrier") and isinstance(t, (ir.TileType, StructType)) \
@@ -888,6 +889,9 @@ class KernelWalker:
             elif v is None and isinstance(t, ir.TileType) and t.kind in ("rt", "rv"):
                 m.reg_tiles[name] = t
                 value = Obj("regtile", ir.Ref(name), t)
+            elif isinstance(t, ir.TileType) and t.kind == "tt" and not isinstance(v, Obj):
+                # `tt<float, 128, N> d = tm_alloc.allocate<...>(col)`: a TMEM tile
+                value = Obj("tmem", ir.Ref(name), t)
             else:
                 value = v
                 if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and \
@@ -903,7 +907,7 @@ class KernelWalker:
         elif isinstance(t, ir.TileType) and t.kind == "scalar":
             value = E.opaque(f"uninit {name}")
         elif isinstance(t, StructType):
-            value = Rec(type_name=t.name)
+            value = self._local_struct_record(t, name)
         if type_toks and type_toks[0] in ("shared_allocator", "tma_allocator", "tma_swizzle_allocator"):
             value = Allocator(1024)
         ctx.env.define(name, value)
@@ -950,14 +954,34 @@ class KernelWalker:
             type_toks = list(first_type)
         return type_toks + stmt_toks[idx:end]
 
+    def _local_struct_record(self, st: StructType, prefix: str) -> Rec:
+        """A local variable of user struct type (lcf's `consumer_state`): its register-tile
+        members become register tiles named `prefix.field`, so accumulators kept in a
+        state struct are tracked like local ones."""
+        rec = Rec(type_name=st.name)
+        for fname, cur in st.members.items():
+            if cur.kind != CK.FIELD_DECL:
+                continue
+            ft = self.resolve_type_spelling(cur.type.spelling, st.env)
+            if isinstance(ft, ir.TileType) and ft.kind in ("rt", "rv") and self.model is not None:
+                self.model.reg_tiles[f"{prefix}.{fname}"] = ft
+                rec.fields[fname] = Obj("regtile", ir.Ref(f"{prefix}.{fname}"), ft)
+        return rec
+
     def _register_struct_buffer(self, name, st: StructType, dims, loc, storage, align) -> Obj:
         t = self.struct_tile_type(st)
         m = self.model
+        offsets, ssize = _member_offsets(t) if t else ({}, None)
+        outer = _const_strides(dims, ssize)
         for mname, mtype, count in (t.members if t else ()):
             mdims = dims + ((count,) if count is not None else ())
             if mtype.kind in ("st", "sv"):
+                inner = (_sizeof_align(mtype) or (None,))[0] if count is not None else None
+                strides = outer + ((inner,) if count is not None else ()) if outer is not None else ()
                 m.buffers[f"{name}.{mname}"] = ir.SharedBuffer(f"{name}.{mname}", mtype, mdims, loc,
-                                                               alignment=align, storage=storage)
+                                                               alignment=align, storage=storage,
+                                                               base_offset=offsets.get(mname, 0),
+                                                               strides=strides)
             elif mtype.kind == "semaphore":
                 m.barriers[f"{name}.{mname}"] = ir.Barrier(f"{name}.{mname}", mdims, loc, storage)
         obj = Obj("struct", ir.Ref(name), t)
@@ -1310,6 +1334,15 @@ class KernelWalker:
         for n, v0 in scalars.items():
             end = denv.vars.get(n)
             out[n] = solve_recurrence(start[n], end, v0, n)
+        # phases that flip with the ring index (`if (++s == N) { s = 0; phase ^= 1; }`,
+        # TK's phase bitfield): solved once the ring index has a closed form
+        from .recurrence import _is_opaque_form, solve_dependent
+        solved = {n: f for n, f in out.items() if not _is_opaque_form(f)}
+        for n, v0 in scalars.items():
+            if n not in solved:
+                f = solve_dependent(n, start[n], denv.vars.get(n), v0, solved, start)
+                if f is not None:
+                    out[n] = f
         return out
 
     # -- asm ---------------------------------------------------------------
@@ -1327,15 +1360,88 @@ class KernelWalker:
             op(ir.NAMED_ARRIVE, "bar.arrive", detail={"asm": True})
         if "fence.proxy.async" in ptx:
             op(ir.FENCE, "fence.proxy.async", detail={"fence_kind": "proxy_async"})
+        mf = re.search(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)", ptx)
+        if mf:
+            scope_ = mf.group(2) or mf.group(4) or "cluster"
+            op(ir.FENCE, mf.group(1), detail={"fence_kind": "mbarrier_init" if "mbarrier_init" in mf.group(1)
+                                              else f"membar_{'gl' if scope_ in ('gl', 'gpu') else scope_}"})
         if "setmaxnreg" in ptx:
             op(ir.SETMAXNREG, "setmaxnreg", detail={"inc": ".inc" in ptx})
         if re.search(r"\b(red|atom)\.[a-z.]*global", ptx) or re.search(r"\b(red|atom)\.(release|relaxed|acq)", ptx):
             sem = "release" if ".release" in ptx else ("acq_rel" if ".acq_rel" in ptx else "relaxed")
             op(ir.GLOBAL_SIGNAL, "asm red/atom", detail={"sem": sem, "asm": True})
+        if re.search(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b", ptx):
+            self._asm_smem_access(c, ctx, ptx, loc)
         if "mbarrier" in ptx or "cp.async.bulk" in ptx or "wgmma" in ptx:
             # raw mbarrier / bulk-copy PTX: recorded, operands not tracked
             op(ir.CALL, "asm", detail={"ptx": ptx[:200]})
             self._note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
+
+    def _smem_address(self, node, ctx: Ctx, cursor):
+        """`__cvta_generic_to_shared(&tile)` / `(&tile.data[i])`: a Var standing for the tile's
+        shared address (plus i elements), recorded in `model.smem_addresses`."""
+        extra: Expr = E.Const(0)
+        while True:
+            if node[0] == "un" and node[1] == "&":
+                node = node[2]
+            elif node[0] == "cast":
+                node = node[2]
+            elif node[0] == "index" and node[1][0] == "member" and node[1][2] == "data":
+                i = self.ev(node[2], replace(ctx, dry=True), cursor)
+                extra = E.binop("+", extra, i if isinstance(i, Expr) else E.opaque("data index"))
+                node = node[1][1]
+            elif node[0] == "member" and node[2] == "data":
+                node = node[1]
+            else:
+                break
+        v = self.ev(node, replace(ctx, dry=True), cursor)
+        if not isinstance(v, Obj) or v.kind != "buffer" or self.model is None:
+            return None
+        name = f"smem_addr({v.ref})"
+        if name not in self.model.smem_addresses:
+            self.model.smem_addresses[name] = ir.SmemAddress(name, v.ref, v.type, loc_of(cursor, self.filename)
+                                                             if cursor is not None else self.model.location)
+        a: Expr = E.Var(name, E.PARAM)
+        if extra != E.Const(0):
+            db = v.type.dtype_bytes if v.type is not None and v.type.dtype_bytes else None
+            a = E.binop("+", a, E.binop("*", extra, E.Const(db)) if db else E.opaque("data offset"))
+        return a
+
+    def _asm_smem_access(self, c, ctx: Ctx, ptx: str, loc):
+        """Raw `st.shared` / `ld.shared` / `ldmatrix` / `stmatrix`: an SMEM_ACCESS op whose
+        detail['addr'] is the address operand (`[%N]`) as an Expr."""
+        toks = tokens_of(c)
+        colon = next((k for k, t in enumerate(toks) if t in (":", "::")), None)
+        if colon is None:
+            return
+        ops, i = [], colon
+        while i < len(toks):
+            t = toks[i]
+            if t.startswith('"') and i + 1 < len(toks) and toks[i + 1] == "(":
+                depth, j = 0, i + 1
+                while j < len(toks):
+                    depth += toks[j] == "("
+                    depth -= toks[j] == ")"
+                    if depth == 0:
+                        break
+                    j += 1
+                ops.append(toks[i + 2:j])
+                i = j
+            i += 1
+        mm = re.search(r"\[\s*%(\d+)\s*(?:\+\s*(\d+))?\s*\]", ptx)
+        if not mm or int(mm.group(1)) >= len(ops):
+            return
+        node = cexpr.parse_expression(ops[int(mm.group(1))], ctx.env.has)
+        addr = self.ev(node, replace(ctx, dry=True), c)
+        if not isinstance(addr, Expr):
+            return
+        if mm.group(2):
+            addr = E.binop("+", addr, E.Const(int(mm.group(2))))
+        kind = "ldmatrix" if "ldmatrix" in ptx else "stmatrix" if "stmatrix" in ptx else (
+            "st.shared" if re.search(r"\bst\.shared", ptx) else "ld.shared")
+        self.emit(ir.Op(ir.SMEM_ACCESS, kind, loc, ctx.guard, ctx.loops,
+                        detail={"via": "asm", "addr": addr, "ptx": ptx[:200],
+                                "access": "read" if kind.startswith("ld") else "write"}), ctx)
 
     # ================================================================ emit
     def emit(self, op: ir.Op, ctx: Ctx):
@@ -1683,6 +1789,10 @@ class KernelWalker:
             n = self._targ_int(btargs, ctx, 0)
             bf, ring = self.ev(args[0], ctx, cursor), self.ev(args[1], ctx, cursor)
             if isinstance(bf, Expr) and isinstance(ring, Expr) and n is not None:
+                from .recurrence import phase_bit
+                bit = phase_bit(bf, E.binop("+", ring, E.Const(16 * n)))
+                if bit is not None:
+                    return bit
                 return E.binop("&", E.binop(">>", bf, E.binop("+", ring, E.Const(16 * n))), E.Const(1))
             return E.opaque("phasebit")
         if base == "update_phasebit" and len(args) == 2:
@@ -1713,6 +1823,10 @@ class KernelWalker:
             return self._protocol_flag(args, ctx)
         if base == "tkcheck_callback":
             return self._protocol_callback(args, ctx, cursor)
+        if base == "__cvta_generic_to_shared" and len(args) == 1:
+            a = self._smem_address(args[0], ctx, cursor)
+            if a is not None:
+                return a
         # -- TK / CUDA operations --------------------------------------------
         spec, scope, gwarps = self._lookup_op(qual, base, scope_warps)
         if spec is not None:
@@ -2157,6 +2271,58 @@ class _ArrVal:
 
 def _arr(obj: Obj, dims):
     return _ArrVal(obj, list(dims)) if dims else obj
+
+
+#: KITTENS_DEFAULT_ALIGN (TK's common/util.cuh): st / sv are __align__(128) on Hopper and Blackwell.
+_TK_TYPE_ALIGN = 128
+
+
+def _sizeof_align(t: ir.TileType) -> tuple[int, int] | None:
+    """(sizeof, alignof) of a shared TK type or a struct of them, when constant."""
+    if t.kind in ("st", "sv"):
+        s = t.size_bytes()
+        v = s.eval({}) if s is not None else None
+        if not isinstance(v, int):
+            return None
+        return (v + _TK_TYPE_ALIGN - 1) // _TK_TYPE_ALIGN * _TK_TYPE_ALIGN, _TK_TYPE_ALIGN
+    if t.kind == "semaphore":
+        return 8, 8
+    if t.kind == "struct":
+        offs, size = _member_offsets(t)
+        if size is None:
+            return None
+        al = max([1] + [(_sizeof_align(mt) or (0, 1))[1] for _, mt, _ in t.members])
+        return size, al
+    return None
+
+
+def _member_offsets(t: ir.TileType) -> tuple[dict[str, int], int | None]:
+    """Byte offset of each member of a struct of TK types, and sizeof the struct."""
+    offs, pos, al = {}, 0, 1
+    for mname, mt, count in t.members:
+        sa = _sizeof_align(mt)
+        n = count.eval({}) if count is not None else 1
+        if sa is None or not isinstance(n, int):
+            return offs, None
+        pos = (pos + sa[1] - 1) // sa[1] * sa[1]
+        offs[mname] = pos
+        pos += sa[0] * n
+        al = max(al, sa[1])
+    return offs, (pos + al - 1) // al * al
+
+
+def _const_strides(dims, elem_size):
+    """Byte strides of array dims over elements of `elem_size` bytes (None when not constant)."""
+    if elem_size is None:
+        return None
+    vals = [d.eval({}) for d in dims]
+    if not all(isinstance(v, int) for v in vals):
+        return None
+    out, acc = [], elem_size
+    for v in reversed(vals):
+        out.append(acc)
+        acc *= v
+    return tuple(reversed(out))
 
 
 def _tile_attr(t: ir.TileType, name: str):

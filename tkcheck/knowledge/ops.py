@@ -48,6 +48,10 @@ THREAD_OPS: dict[str, OpSpec] = {
     "tensor_load_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_ld"),)),
     "tensor_store_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_st"),)),
     "load_async_wait": OpSpec(ir.CP_ASYNC_WAIT, ()),
+    # CUDA memory fences: __threadfence() is fence.sc.gpu (membar.gl), a release+acquire at gpu scope
+    "__threadfence": OpSpec(ir.FENCE, (), (("fence_kind", "membar_gl"),)),
+    "__threadfence_system": OpSpec(ir.FENCE, (), (("fence_kind", "membar_sys"),)),
+    "__threadfence_block": OpSpec(ir.FENCE, (), (("fence_kind", "membar_cta"),)),
 }
 
 # Base names under `tma::` (and `tma::cluster::`).
@@ -56,10 +60,15 @@ TMA_OPS: dict[str, OpSpec] = {
     "expect": OpSpec(ir.MBAR_EXPECT, ("barrier", "*tiles"), tma_lane_guarded=True),
     "load_async": OpSpec(ir.TMA_LOAD, ("dst", "gl", "coord", "barrier", "mask"), tma_lane_guarded=True),
     "prefetch": OpSpec(ir.CALL, ("dst", "gl", "coord")),
-    "store_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), tma_lane_guarded=True),
-    "store_add_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "add"),), tma_lane_guarded=True),
-    "store_min_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "min"),), tma_lane_guarded=True),
-    "store_max_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "max"),), tma_lane_guarded=True),
+    # TK's store_*async issue `fence.proxy.async.shared::cta` in the issuing thread right before
+    # the bulk copy (checked in the PTX of a TK build): detail proxy_fence
+    "store_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("proxy_fence", True),), tma_lane_guarded=True),
+    "store_add_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "add"), ("proxy_fence", True)),
+                              tma_lane_guarded=True),
+    "store_min_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "min"), ("proxy_fence", True)),
+                              tma_lane_guarded=True),
+    "store_max_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "max"), ("proxy_fence", True)),
+                              tma_lane_guarded=True),
     "store_commit_group": OpSpec(ir.TMA_STORE_COMMIT, ()),
     "store_async_wait": OpSpec(ir.TMA_STORE_WAIT, (), (("read_only", False),)),
     "store_async_read_wait": OpSpec(ir.TMA_STORE_WAIT, (), (("read_only", True),)),
@@ -84,14 +93,16 @@ GROUP_OPS: dict[str, OpSpec] = {
     "decrease_registers": OpSpec(ir.SETMAXNREG, (), (("inc", False),), group_elects=False),
     "producer_registers": OpSpec(ir.SETMAXNREG, (), (("inc", False), ("n", 24)), group_elects=False),
     "consumer_registers": OpSpec(ir.SETMAXNREG, (), (("inc", True),), group_elects=False),
-    "mma_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True),), group_elects=False),
-    "mma_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True),), group_elects=False),
-    "mma_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True),), group_elects=False),
-    "mma_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True),), group_elects=False),
-    "mm_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False),), group_elects=False),
-    "mm_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False),), group_elects=False),
-    "mm_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False),), group_elects=False),
-    "mm_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False),), group_elects=False),
+    # TK's warpgroup mma_*/mm_* call mma_fence() by default: wgmma.fence + fence.proxy.async.shared::cta
+    # in every thread of the warpgroup before the wgmma (detail proxy_fence)
+    "mma_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True), ("proxy_fence", True)), group_elects=False),
+    "mma_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True), ("proxy_fence", True)), group_elects=False),
+    "mma_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True), ("proxy_fence", True)), group_elects=False),
+    "mma_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True), ("proxy_fence", True)), group_elects=False),
+    "mm_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False), ("proxy_fence", True)), group_elects=False),
+    "mm_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False), ("proxy_fence", True)), group_elects=False),
+    "mm_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False), ("proxy_fence", True)), group_elects=False),
+    "mm_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False), ("proxy_fence", True)), group_elects=False),
     "mma_async_wait": OpSpec(ir.MMA_WAIT, (), group_elects=False),
     "mma_commit_group": OpSpec(ir.MMA_COMMIT, (), group_elects=False),
     "mma_fence": OpSpec(ir.MMA_FENCE, ("acc",), group_elects=False),

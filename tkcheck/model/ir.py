@@ -86,6 +86,7 @@ class SharedBuffer:
     storage: str = "static"           # static (__shared__), allocator, extern, template
     stage_dim: int | None = None      # which dim is the pipeline stage
     base_offset: int = 0              # bytes from an `alignment`-aligned address to element [0...]
+    strides: tuple[int | None, ...] = ()  # bytes per step of each dim (empty: from the type)
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,19 @@ __device__ void __brkpt();
 __device__ void __prof_trigger(int counter);
 __device__ long long clock64();
 __host__ __device__ long clock();
-__device__ unsigned long long __globaltimer();
+
+// thread-block clusters (sm_90+)
+__device__ unsigned int __clusterDimIsSpecified();
+__device__ dim3 __clusterDim();
+__device__ dim3 __clusterRelativeBlockIdx();
+__device__ dim3 __clusterGridDimInClusters();
+__device__ dim3 __clusterIdx();
+__device__ unsigned int __clusterRelativeBlockRank();
+__device__ unsigned int __clusterSizeInBlocks();
+__device__ void __cluster_barrier_arrive();
+__device__ void __cluster_barrier_arrive_relaxed();
+__device__ void __cluster_barrier_wait();
+__device__ void __threadfence_cluster();
 
 // warp vote / shuffle / match / reduce
 __device__ unsigned int __ballot_sync(unsigned int mask, int predicate);
@@ -203,8 +215,6 @@ template<typename T> __device__ void __stwb(T *ptr, T value);
 template<typename T> __device__ void __stcg(T *ptr, T value);
 template<typename T> __device__ void __stcs(T *ptr, T value);
 template<typename T> __device__ void __stwt(T *ptr, T value);
-__device__ void __prefetch_global_l1(const void *ptr);
-__device__ void __prefetch_global_l2(const void *ptr);
 
 // atomics (generic over the operand type; the _block/_system scopes have the same shape)
 #define __TKC_ATOMIC2(name) \
@@ -246,6 +256,10 @@ template<typename A, typename B> __host__ __device__ constexpr inline auto max(A
 __host__ __device__ int abs(int);
 __host__ __device__ long labs(long);
 __host__ __device__ long long llabs(long long);
+__host__ __device__ long abs(long);
+__host__ __device__ long long abs(long long);
+__host__ __device__ float abs(float);
+__host__ __device__ double abs(double);
 __device__ unsigned int umin(unsigned int, unsigned int);
 __device__ unsigned int umax(unsigned int, unsigned int);
 __device__ long long llmin(long long, long long);
@@ -271,8 +285,22 @@ __TKC_MATH1(atanh) __TKC_MATH1(erf) __TKC_MATH1(erfc) __TKC_MATH1(erfinv) __TKC_
 __TKC_MATH1(sinpi) __TKC_MATH1(cospi) __TKC_MATH1(normcdf) __TKC_MATH1(rcbrt)
 __TKC_MATH2(pow) __TKC_MATH2(fmax) __TKC_MATH2(fmin) __TKC_MATH2(fmod) __TKC_MATH2(atan2) __TKC_MATH2(hypot)
 __TKC_MATH2(copysign) __TKC_MATH2(remainder) __TKC_MATH2(fdim) __TKC_MATH2(nextafter)
+// Integer arguments and mixed argument types promote to double, as <cmath> arranges.
+#define __TKC_MATH1_INT(fn) \
+    template<typename T> requires __is_integral(T) __host__ __device__ inline double fn(T x) { return fn(double(x)); }
+#define __TKC_MATH2_MIX(fn) \
+    template<typename A, typename B> requires (__is_arithmetic(A) && __is_arithmetic(B) && !(__is_same(A, B) && __is_floating_point(A))) \
+    __host__ __device__ inline double fn(A a, B b) { return fn(double(a), double(b)); }
+__TKC_MATH1_INT(sqrt) __TKC_MATH1_INT(cbrt) __TKC_MATH1_INT(exp) __TKC_MATH1_INT(exp2) __TKC_MATH1_INT(expm1)
+__TKC_MATH1_INT(log) __TKC_MATH1_INT(log2) __TKC_MATH1_INT(log10) __TKC_MATH1_INT(log1p) __TKC_MATH1_INT(floor)
+__TKC_MATH1_INT(ceil) __TKC_MATH1_INT(round) __TKC_MATH1_INT(trunc) __TKC_MATH1_INT(sin) __TKC_MATH1_INT(cos)
+__TKC_MATH1_INT(tan) __TKC_MATH1_INT(tanh) __TKC_MATH1_INT(erf) __TKC_MATH1_INT(fabs)
+__TKC_MATH2_MIX(pow) __TKC_MATH2_MIX(fmax) __TKC_MATH2_MIX(fmin) __TKC_MATH2_MIX(fmod) __TKC_MATH2_MIX(atan2)
+__TKC_MATH2_MIX(hypot) __TKC_MATH2_MIX(copysign) __TKC_MATH2_MIX(remainder) __TKC_MATH2_MIX(fdim) __TKC_MATH2_MIX(nextafter)
 #undef __TKC_MATH1
 #undef __TKC_MATH2
+#undef __TKC_MATH1_INT
+#undef __TKC_MATH2_MIX
 __host__ __device__ float fabs(float);
 __host__ __device__ double fma(double, double, double);
 __host__ __device__ float fmaf(float, float, float);
@@ -289,10 +317,13 @@ __host__ __device__ long long llround(double);
 __host__ __device__ long long llroundf(float);
 __host__ __device__ bool isnan(float);
 __host__ __device__ bool isnan(double);
+template<typename T> requires __is_integral(T) __host__ __device__ inline bool isnan(T) { return false; }
 __host__ __device__ bool isinf(float);
 __host__ __device__ bool isinf(double);
+template<typename T> requires __is_integral(T) __host__ __device__ inline bool isinf(T) { return false; }
 __host__ __device__ bool isfinite(float);
 __host__ __device__ bool isfinite(double);
+template<typename T> requires __is_integral(T) __host__ __device__ inline bool isfinite(T) { return true; }
 __host__ __device__ bool signbit(float);
 __host__ __device__ bool signbit(double);
 __device__ int __isnanf(float);

@@ -44,6 +44,22 @@
 #include "std/string"
 #include "std/unistd.h"
 #include "std/vector"
+// Not included by TK itself, but reached transitively through the host standard library that
+// real builds use; TK kernels and their harnesses rely on that.
+#include "std/array"
+#include "std/chrono"
+#include "std/cmath"
+#include "std/cstring"
+#include "std/functional"
+#include "std/iomanip"
+#include "std/limits"
+#include "std/map"
+#include "std/memory"
+#include "std/numeric"
+#include "std/random"
+#include "std/sstream"
+#include "std/thread"
+#include "std/tuple"
 
 // ============================================================================ host-side macros
 #define CUCHECK(cmd) do { CUresult __tkc_err = (cmd); if (__tkc_err != CUDA_SUCCESS) { const char *__tkc_s; cuGetErrorString(__tkc_err, &__tkc_s); fprintf(stderr, "Failed: CUDA error %s:%d '%s'\n", __FILE__, __LINE__, __tkc_s); exit(EXIT_FAILURE); } } while (0)
@@ -769,7 +785,25 @@ struct pgl {
     __host__ __device__ inline int cols() const { return 0; }
 };
 template<int NUM_DEVICES> using barrier_t = pgl<gl<int, -1, -1, -1, -1>, NUM_DEVICES, true>;
-template<ducks::pgl::all PGL, bool safe = true, typename... A> __host__ inline PGL make_pgl(A &&...args);
+template<ducks::pgl::all PGL, bool safe = true, typename... A> __host__ PGL make_pgl(A &&...args);
+
+// Host-side multi-GPU plumbing (virtual memory / multicast objects, IPC handles).
+namespace detail {
+namespace vmm {
+typedef CUmemGenericAllocationHandle handle;
+#define __TKC_HOST_GENERIC(name) template<typename... A> __host__ void name(A &&...args);
+__TKC_HOST_GENERIC(vm_alloc) __TKC_HOST_GENERIC(vm_map) __TKC_HOST_GENERIC(vm_set_access) __TKC_HOST_GENERIC(vm_retrieve_handle)
+__TKC_HOST_GENERIC(vm_unmap) __TKC_HOST_GENERIC(vm_free) __TKC_HOST_GENERIC(vm_alloc_map_set_access) __TKC_HOST_GENERIC(multicast_check)
+__TKC_HOST_GENERIC(multicast_create_handle) __TKC_HOST_GENERIC(multicast_bind_device) __TKC_HOST_GENERIC(multicast_bind_memory)
+__TKC_HOST_GENERIC(multicast_bind_address) __TKC_HOST_GENERIC(multicast_unbind_device)
+}  // namespace vmm
+namespace ipc {
+enum flavor { LEGACY = 0, VMM = 1 };
+template<flavor _flavor> struct handle { using identifier = int; int fd; void *ptr; };
+__TKC_HOST_GENERIC(check_support) __TKC_HOST_GENERIC(export_handle) __TKC_HOST_GENERIC(import_handle) __TKC_HOST_GENERIC(free_handle)
+#undef __TKC_HOST_GENERIC
+}  // namespace ipc
+}  // namespace detail
 
 // ============================================================================ shared-memory allocation
 namespace detail {
@@ -910,12 +944,13 @@ template<typename T2, int R, int C, typename L> struct swapped_layout<rt<T2, R, 
     __device__ static inline void load(D &dst, const G &src, const C &idx) {} \
     template<int axis, bool assume_aligned, ducks::tk_data D, ducks::tk_global G, typename C = detail::group_coord_t<D, NW>> \
     __device__ static inline void load(D &dst, const G &src, const C &idx) {} \
-    template<ducks::tk_global G, ducks::tk_data S, typename C = detail::group_coord_t<S, NW>> \
-    __device__ static inline void store(G &dst, const S &src, const C &idx) {} \
-    template<int axis, ducks::tk_global G, ducks::tk_data S, typename C = detail::group_coord_t<S, NW>> \
-    __device__ static inline void store(G &dst, const S &src, const C &idx) {} \
-    template<int axis, bool assume_aligned, ducks::tk_global G, ducks::tk_data S, typename C = detail::group_coord_t<S, NW>> \
-    __device__ static inline void store(G &dst, const S &src, const C &idx) {} \
+    /* template parameters: source type first, then the global layout (TK's order) */ \
+    template<ducks::tk_data S, ducks::tk_global G, typename C = detail::group_coord_t<S, NW>> \
+    __device__ static inline void store(const G &dst, const S &src, const C &idx) {} \
+    template<int axis, ducks::tk_data S, ducks::tk_global G, typename C = detail::group_coord_t<S, NW>> \
+    __device__ static inline void store(const G &dst, const S &src, const C &idx) {} \
+    template<int axis, bool assume_aligned, ducks::tk_data S, ducks::tk_global G, typename C = detail::group_coord_t<S, NW>> \
+    __device__ static inline void store(const G &dst, const S &src, const C &idx) {} \
     /* cp.async global -> shared (completed by load_async_wait) */ \
     template<ducks::tk_data D, ducks::tk_global G, typename C = coord<D>> \
     __device__ static inline void load_async(D &dst, const G &src, const C &idx) {} \
@@ -1098,6 +1133,17 @@ template<int ncta = 1, ducks::tt::all TT, ducks::st::all ST> __device__ static i
 template<ducks::tt::all TT, ducks::st::all ST> __device__ static inline void load_mxnv_scale_async2(TT &dst, const ST &src) {}
 template<ducks::tt::all TT, ducks::st::all ST> __device__ static inline void load_mxnv_scale_async2(TT &dst, const ST &src, semaphore &sem) {}
 template<ducks::tk_data T> __device__ static inline void print(const T &x) {}
+// The legacy op names above would otherwise hide the global math functions of the same name from
+// unqualified lookup inside namespace kittens (e.g. `max(a, b)` on ints in user code that opens
+// namespace kittens); TK itself has no namespace-scope ops with these names.
+using ::max;
+using ::min;
+using ::abs;
+using ::exp;
+using ::exp2;
+using ::log;
+using ::log2;
+using ::div;
 
 namespace tma {
 __TKC_TMA_OPS

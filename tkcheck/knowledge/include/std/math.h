@@ -4,4 +4,3 @@
 #pragma clang system_header
 #endif
 #include "cmath"
-using std::abs;

@@ -1,0 +1,122 @@
+"""Deadlock classification and traces from the protocol exploration (TK502, TK503, TK504)."""
+from __future__ import annotations
+
+from tkcheck.checks import protocol as P
+from tkcheck.findings import TraceStep
+
+from ._common import finding, related
+
+MAX_STEPS = 24
+
+
+def _explained(an) -> bool:
+    """A completion-contract finding (bytes, counts, parity, wrong barrier) already explains
+    a hang of this kernel: the deadlock rules then stay silent instead of repeating it."""
+    def compute(an):
+        from . import (tk301_expect_tx_mismatch, tk302_arrival_count_mismatch, tk303_wait_parity_mismatch,
+                       tk304_phase_not_advanced, tk305_load_completes_on_wrong_barrier)
+        return any(list(mod.check(an)) for mod in (
+            tk303_wait_parity_mismatch, tk304_phase_not_advanced, tk305_load_completes_on_wrong_barrier,
+            tk301_expect_tx_mismatch, tk302_arrival_count_mismatch))
+    return an.fact("completion_explains_hang", compute)
+
+
+def classify(an):
+    """(code, blocked role index, blocked event, waiting-on role indices) or None."""
+    ex = P.explore(an)
+    if ex.deadlock is None or _explained(an):
+        return None
+    d = ex.deadlock
+    if d is None:
+        return None
+    if any(e.kind == "sync" for _, e in d.blocked):
+        return None        # a barrier nobody else reaches: TK501 / TK404 explain it
+    for ri, e in d.blocked:
+        if e.kind != "wait":
+            continue
+        left = P.signals_left(ex, ri, e.elem)
+        blocked_ids = {i for i, _ in d.blocked}
+        if not left:
+            signallers = [i for i, r in enumerate(ex.roles)
+                          if any(x.elem == e.elem and x.kind in ("arrive", "expect", "load") for x in r.events)]
+            if any(i in d.exited for i in signallers):
+                return "TK504", ri, e, [i for i in signallers if i in d.exited]
+            return "TK502", ri, e, []
+        if all(i in blocked_ids for i in left):
+            return "TK503", ri, e, left
+    return None
+
+
+def _phase_need(ex, e):
+    st = ex.deadlock.state["barriers"][e.elem]
+    done, pend, tx = st
+    need = []
+    if pend > 0:
+        need.append(f"{pend} more arrival(s)")
+    if tx > 0:
+        need.append(f"{tx} more bytes")
+    return done, " and ".join(need) or "nothing more"
+
+
+def build_trace(an, code, ri, e, others) -> list[TraceStep]:
+    ex = P.explore(an)
+    d = ex.deadlock
+    steps = []
+    for rj, ev, outcome in d.trace:
+        if ev.kind in ("wait", "sync", "exit") or outcome:
+            steps.append((rj, ev, outcome))
+        elif ev.kind in ("arrive", "expect"):
+            steps.append((rj, ev, ""))
+    out: list[TraceStep] = []
+    if len(steps) > MAX_STEPS:
+        skipped = len(steps) - MAX_STEPS + 4
+        head, tail = steps[:4], steps[-(MAX_STEPS - 4):]
+        steps = head + [None] + tail
+    else:
+        skipped = 0
+    for s in steps:
+        if s is None:
+            out.append(TraceStep("...", f"{skipped} more steps in which every role keeps its pace"))
+            continue
+        rj, ev, outcome = s
+        role = ex.roles[rj].name
+        it = ", ".join(f"{k}={v}" for k, v in ev.env)
+        text = P.event_text(ev) + (f" {outcome}" if outcome else "") + (f" [{it}]" if it else "")
+        out.append(TraceStep(role, text, ev.op.location, P.elem_str(ev.elem) if ev.elem else None,
+                             None))
+    for rj, ev in d.blocked:
+        if ev.kind != "wait":
+            continue
+        done, need = _phase_need(ex, ev)
+        who = P.signals_left(ex, rj, ev.elem)
+        if not who:
+            tail = "none will come"
+        else:
+            tail = "only " + ", ".join(ex.roles[i].name for i in who) + " could still signal it, and it is blocked"
+        it = ", ".join(f"{k}={v}" for k, v in ev.env)
+        want = done if ev.parity == done % 2 else done + 1
+        out.append(TraceStep(ex.roles[rj].name,
+                             f"{P.event_text(ev)} blocks forever{f' [{it}]' if it else ''}: phase {done} of "
+                             f"{P.elem_str(ev.elem)} needs {need}, {tail}",
+                             ev.op.location, P.elem_str(ev.elem), done, blocked=True))
+    for i in d.finished:
+        r = ex.roles[i]
+        last = r.events[-1]
+        out.append(TraceStep(r.name, "has exited" if i in d.exited else "has finished its program",
+                             last.op.location, None, None))
+    return out
+
+
+def deadlock_finding(an, code, ri, e, others, message, help_):
+    ex = P.explore(an)
+    trace = build_trace(an, code, ri, e, others)
+    done, need = _phase_need(ex, e)
+    rel = []
+    for i in others:
+        r = ex.roles[i]
+        rel.append(related(r.events[-1].op if i in ex.deadlock.finished else
+                           dict(ex.deadlock.blocked)[i].op, f"{r.name} {'exits here' if i in ex.deadlock.exited else 'is blocked here'}"))
+    wit = {"barrier": P.elem_str(e.elem), "parity_waited": e.parity, "phase": done, "needs": need,
+           "role": ex.roles[ri].name, "sizes": ex.params, "iteration": dict(e.env),
+           "states_explored": ex.states}
+    return finding(code, message, e.op.location, related=rel, witness=wit, trace=trace, help=help_)

@@ -1,0 +1,108 @@
+"""TK401: a cross-warp shared-memory dependency with no barrier covering both
+the writers and the reader."""
+from tkcheck.checks import syncscope as S
+from tkcheck.checks.threads import describe
+from tkcheck.rule import Rule
+
+from ._common import HEADER, finding, related
+
+
+def check(an):
+    out = []
+    n = an.threads.n
+    for d in S.dependencies(an):
+        if not d.uncovered:
+            continue
+        r, ws = sorted(d.uncovered.items())[0]
+        rel = [related(d.writer, f"{describe(ws, n)} write `{d.writer.buffer}` here")]
+        rel += [related(s, f"`{s.api}` orders only the threads of each warp" if s.detail.get("sync_kind") == "warp"
+                        else f"`{s.api}` does not include both sides") for s in d.narrow]
+        how = ("the only barrier between them is warp-scoped" if d.narrow and all(
+            s.detail.get("sync_kind") == "warp" for s in d.narrow) else
+            "no barrier between them includes both" if d.narrow else "there is no barrier between them")
+        out.append(finding(
+            "TK401",
+            f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
+            f"written by {describe(ws, n)} of other warps, and {how}",
+            d.reader.location, related=rel,
+            witness={"reader_thread": r, "unsynchronised_writers": describe(ws, n)},
+            help="synchronise every writer with the reader: `warpgroup::sync(id)` when the writers are one "
+                 "warpgroup (a distinct id per warpgroup), `__syncthreads()` for the whole block; "
+                 "`__syncwarp()` only orders threads of one warp"))
+    return out
+
+
+_BAD = HEADER + """
+using tile = st_bf<64, 64>;
+using layout = gl<bf16, 1, 1, -1, -1, tile>;
+__global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
+    __shared__ tile c;
+    rt_fl<16, 64> acc;
+    warp::zero(acc);
+    warpgroup::store(c, acc);          // all four warps write their rows
+    __syncwarp();                      // orders warp 0 only
+    if (warpgroup::laneid() == 0) {
+        tma::store_async(C, c, {0, 0, 0, 0});
+        tma::store_async_wait();
+    }
+}
+"""
+
+_GOOD = HEADER + """
+using tile = st_bf<64, 64>;
+using layout = gl<bf16, 1, 1, -1, -1, tile>;
+__global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
+    __shared__ tile c;
+    rt_fl<16, 64> acc;
+    warp::zero(acc);
+    warpgroup::store(c, acc);
+    warpgroup::sync(1);
+    if (warpgroup::laneid() == 0) {
+        tma::store_async(C, c, {0, 0, 0, 0});
+        tma::store_async_wait();
+    }
+}
+"""
+
+RULE = Rule(
+    code="TK401",
+    name="sync-scope-too-narrow",
+    contract="scope",
+    severity="error",
+    precision="proved",
+    symptoms=("wrong",),
+    summary="A shared-memory dependency across warps is synchronised by a barrier that does not cover both sides",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+For each generic write of a shared buffer (`warpgroup::store`, `warp::store`,
+...) and each later read of the same element by threads of the same role in
+the same iteration (a register load, the TMA store of a lane, a wgmma
+operand), computes per reader thread the writer threads of other warps and
+checks that some barrier between the two sites includes both: a block barrier,
+a named/group barrier both reach, or `__syncwarp` only when they share a warp.
+Buffer indices are evaluated per thread, so a per-warpgroup staging tile
+`c[warpgroup::groupid()]` is only a dependency inside its warpgroup.
+
+Dependencies across roles are ordered by mbarriers (the completion rules'
+business): when an mbarrier operation or unmodelled code lies between the two
+sites, nothing is reported.
+
+## Why is this bad?
+`__syncwarp()` orders only the lanes of one warp. The lane that issues the TMA
+store can run ahead of warps 1-3 of its warpgroup, and the copy reads rows
+they have not written yet: stale rows in the output, depending on timing.
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

@@ -1,0 +1,117 @@
+"""TK402: generic-proxy writes of shared memory read by the async proxy
+(TMA store, tensor-core operand) with no fence.proxy.async in between."""
+from tkcheck.checks import syncscope as S
+from tkcheck.checks.threads import describe
+from tkcheck.rule import Rule
+
+from ._common import HEADER, finding, related
+
+
+def check(an):
+    out = []
+    n = an.threads.n
+    for d in S.dependencies(an):
+        if not d.proxy_unfenced or d.uncovered:
+            continue
+        r, ws = sorted(d.proxy_unfenced.items())[0]
+        out.append(finding(
+            "TK402",
+            f"`{d.reader.api}` reads `{d.writer.buffer}` through the async proxy, but the generic-proxy "
+            f"writes of {describe(ws, n)} are not followed by `fence.proxy.async` (neither in the writers "
+            f"nor in the issuing thread after the barrier)",
+            d.reader.location,
+            related=[related(d.writer, "generic-proxy write of the operand here")],
+            witness={"reader_thread": r, "writers": describe(ws, n)},
+            help="issue `fence.proxy.async.shared::cta` after the stores and before the barrier (or in the "
+                 "issuing thread after it), e.g. `asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");`"))
+    return out
+
+
+_BAD = HEADER + """
+__global__ __launch_bounds__(128, 1) void k(int n) {
+    extern __shared__ alignment_dummy __shm[];
+    tensor_allocator<1, 1> tm_alloc{};
+    __shared__ st_bf<128, 64> p, v;
+    __shared__ semaphore done;
+    rt_bf<32, 64> p_reg;
+    tt<float, 128, 64> o = tm_alloc.allocate<tt<float, 128, 64>>(0);
+    if (threadIdx.x == 0) init_semaphore(done, 0, 1);
+    warpgroup::store(p, p_reg);        // generic-proxy writes
+    warpgroup::sync(1);
+    if (warpgroup::laneid() == 0) warpgroup::mma_AB(o, p, v, done);   // tcgen05 reads p via the async proxy
+}
+"""
+
+_GOOD = HEADER + """
+__global__ __launch_bounds__(128, 1) void k(int n) {
+    extern __shared__ alignment_dummy __shm[];
+    tensor_allocator<1, 1> tm_alloc{};
+    __shared__ st_bf<128, 64> p, v;
+    __shared__ semaphore done;
+    rt_bf<32, 64> p_reg;
+    tt<float, 128, 64> o = tm_alloc.allocate<tt<float, 128, 64>>(0);
+    if (threadIdx.x == 0) init_semaphore(done, 0, 1);
+    warpgroup::store(p, p_reg);
+    asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+    warpgroup::sync(1);
+    if (warpgroup::laneid() == 0) warpgroup::mma_AB(o, p, v, done);
+}
+"""
+
+RULE = Rule(
+    code="TK402",
+    name="missing-proxy-fence",
+    contract="scope",
+    severity="error",
+    precision="proved",
+    symptoms=("wrong",),
+    summary="Generic-proxy shared-memory writes read by a TMA store or tensor-core operand without fence.proxy.async",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+For each shared-memory dependency whose reader is an async-proxy operation — a
+TMA / bulk store, a wgmma or tcgen05 shared-memory operand — and whose writers
+use the generic proxy (`warpgroup::store`, `warp::store`, `st.shared`), checks
+that a `fence.proxy.async` lies on every writer→reader ordering: in the writer
+after its writes, or in the reader's issuing thread after a barrier that
+orders the writer before it.
+
+**TK's convention.** `tma::store_async` (all scopes) issues
+`fence.proxy.async.shared::cta` in the issuing thread right before the bulk
+copy — after the `warpgroup::sync` that orders the other writers — and
+`warpgroup::mma_*` does the same in every thread of the warpgroup (`mma_fence`,
+unless called with `fence = 0`). tkcheck treats this as **correct**: in the
+PTX memory model the writes of the other threads precede the barrier, the
+barrier synchronises them with the issuing thread (base causality order is
+transitive through it), and a proxy fence in the issuing thread then orders
+everything that precedes it in causality order with its subsequent
+async-proxy operations. A fence need not be executed by the writing thread;
+it must lie on the causality path between the generic write and the async
+read. So TK402 never fires on TK's own TMA stores or wgmma calls; it fires on
+tcgen05 MMAs (TK's tcgen05 `mma*` issue no proxy fence) and on async reads
+whose issuing path has no fence.
+
+mbarrier initialisation followed by TMA use is **not** reported here: TK's
+headers and templates issue no proxy fence after `init_semaphore` and rely on
+the CTA barrier that follows, and tkcheck has no proof that this is wrong for
+CTA-local barriers; cluster-wide visibility of an init is TK307 / TK505's
+question.
+
+## Why is this bad?
+The async proxy (TMA engine, tensor core) does not observe generic-proxy
+writes in order without a proxy fence: the MMA or bulk store can read stale
+shared memory even though a barrier was passed.
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

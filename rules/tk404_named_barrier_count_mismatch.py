@@ -1,0 +1,114 @@
+"""TK404: a named barrier whose thread count disagrees with the threads that
+reach it, or one id used with different counts."""
+from tkcheck.checks import syncscope as S
+from tkcheck.checks.threads import describe
+from tkcheck.rule import Rule
+
+from ._common import HEADER, finding, related
+
+
+def check(an):
+    out = []
+    n = an.threads.n
+    uses = S.named_barrier_uses(an)
+    if not uses:
+        return out
+    by_id: dict[int, list] = {}
+    for u in uses:
+        by_id.setdefault(u.bar_id, []).append(u)
+    for bid, us in sorted(by_id.items()):
+        counts = {u.count for u in us}
+        if None in counts:
+            continue
+        if len(counts) > 1:
+            us_sorted = sorted(us, key=lambda u: u.op.order)
+            a = us_sorted[0]
+            b = next(u for u in us_sorted if u.count != a.count)
+            out.append(finding(
+                "TK404",
+                f"named barrier {bid} is used with {b.count} threads here (`{b.op.api}`, {describe(b.threads, n)}) "
+                f"and with {a.count} threads elsewhere (`{a.op.api}`, {describe(a.threads, n)}): "
+                "one hardware barrier, two different expected counts",
+                b.op.location, related=[related(a.op, f"barrier {bid} used with count {a.count} here")],
+                witness={"barrier_id": bid, "counts": sorted(counts)},
+                help="give each group its own barrier id (TK's templates reserve some ids, e.g. lcf uses 14 "
+                     "and 15)"))
+            continue
+        (count,) = counts
+        reach = frozenset().union(*(u.threads for u in us))
+        if len(reach) > count:
+            u = max(us, key=lambda u: len(u.threads))
+            others = [x for x in us if x is not u]
+            out.append(finding(
+                "TK404",
+                f"named barrier {bid} expects {count} threads per use, but {len(reach)} threads reach it "
+                f"({describe(reach, n)}): groups that should synchronise separately pass it together "
+                "with each other's threads",
+                u.op.location, related=[related(x.op, f"also reached here by {describe(x.threads, n)}")
+                                        for x in others],
+                witness={"barrier_id": bid, "count": count, "reaching": len(reach)},
+                help="use a distinct barrier id per group, e.g. `warpgroup::sync(1 + warpgroup::groupid())`"))
+    return out
+
+
+_BAD = HEADER + """
+__global__ __launch_bounds__(256, 1) void k(float *out) {
+    __shared__ float buf[256];
+    buf[threadIdx.x] = threadIdx.x;
+    warpgroup::sync(1);                  // both warpgroups: 256 threads on a 128-thread barrier
+    out[threadIdx.x] = buf[threadIdx.x ^ 64];
+}
+"""
+
+_GOOD = HEADER + """
+__global__ __launch_bounds__(256, 1) void k(float *out) {
+    __shared__ float buf[256];
+    buf[threadIdx.x] = threadIdx.x;
+    warpgroup::sync(1 + warpgroup::groupid());   // one barrier id per warpgroup
+    out[threadIdx.x] = buf[threadIdx.x ^ 64];
+}
+"""
+
+RULE = Rule(
+    code="TK404",
+    name="named-barrier-count-mismatch",
+    contract="scope",
+    severity="error",
+    precision="proved",
+    symptoms=("hang", "wrong"),
+    summary="A named barrier's thread count differs from the threads that reach it, or an id is used with two counts",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+Evaluates the barrier id of every `bar.sync id, count` the kernel issues —
+`group<N>::sync(id)` / `warpgroup::sync(id)` (count 32*N), `everyone::sync(id)`
+(the block), `__syncthreads()` (id 0, the block) — per thread, and reports
+
+* an id used with different counts at different sites, and
+* an id reached, over all its sites, by more threads than its count: two
+  groups that should synchronise separately share one barrier.
+
+One id reached from several role branches is fine when the counts agree and
+the threads add up: TK's `lcf` template reaches `bar.sync 15` (the whole
+block) from both the producer and the consumer branch. Fewer threads than the
+count is TK501's question (a barrier some participants never reach).
+
+## Why is this bad?
+A hardware barrier completes when `count` threads have arrived. With two
+warpgroups on one 128-thread barrier, a warpgroup can leave with the other's
+warps, before its own writes are done (wrong results); mixed counts on one id
+are undefined and typically hang.
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

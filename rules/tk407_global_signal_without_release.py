@@ -1,0 +1,132 @@
+"""TK407: a global counter/flag raised with a relaxed reduction after bulk
+stores, without release ordering."""
+from tkcheck.checks import accumulator as A
+from tkcheck.checks.threads import describe
+from tkcheck.model import ir
+from tkcheck.rule import Rule
+
+from ._common import HEADER, finding, related
+
+_RELEASE_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
+
+
+def check(an):
+    out = []
+    fl = A.flow(an)
+    n = an.threads.n
+    for sig in fl.ops:
+        if sig.kind != ir.GLOBAL_SIGNAL or sig.detail.get("sem") != "relaxed" or not sig.guard.exact:
+            continue
+        ts = an.threads.executing(sig)
+        if not ts:
+            continue
+        for st in fl.ops:
+            if st.kind != ir.TMA_STORE or st.order >= sig.order or st.loops != sig.loops:
+                continue
+            si = an.threads.issuers(st)
+            if not si or not st.guard.exact:
+                continue
+            common = sorted(si & ts)
+            if not common:
+                continue
+            t = common[0]
+            between = fl.same_iteration_between(st, sig)
+            if any(fl.runs(o, t, sig.guard.uniform) is None for o in between
+                   if o.kind in (ir.FENCE, ir.TMA_STORE_WAIT, ir.GLOBAL_SIGNAL, ir.CALL, ir.EXIT)):
+                continue
+            mine = [o for o in between if fl.runs(o, t, sig.guard.uniform)]
+            if any(o.kind == ir.CALL for o in mine):
+                continue
+            released = any(o.kind == ir.FENCE and o.detail.get("fence_kind") in _RELEASE_FENCES for o in mine) or \
+                any(o.kind == ir.GLOBAL_SIGNAL and o.detail.get("sem") in ("release", "acq_rel") for o in mine)
+            waited = any(o.kind == ir.TMA_STORE_WAIT and not o.detail.get("read_only") for o in mine)
+            if released and waited:
+                continue
+            why = []
+            if not waited:
+                why.append("the bulk store is not waited for (`tma::store_async_wait()`), so its writes may "
+                           "not even be performed")
+            if not released:
+                why.append("the reduction is relaxed and no release fence (`__threadfence()`, "
+                           "`fence.acq_rel.gpu`) orders the stores before it")
+            out.append(finding(
+                "TK407",
+                f"{describe(frozenset([t]), n)} raises a global signal (`{sig.detail.get('ptx', sig.api)[:40]}`) "
+                f"after the TMA store `{st.api}({st.buffer})`, but " + "; and ".join(why)
+                + ": a consumer that sees the signal may read stale data",
+                sig.location, related=[related(st, "the stores the signal publishes")],
+                witness={"thread": t, "waited": waited, "released": released},
+                help="`tma::store_async_wait();` then a release: `red.release.gpu.global.add` "
+                     "(or `__threadfence()` before the relaxed reduction); readers poll with `ld.acquire.gpu`"))
+            break
+    return out
+
+
+_BAD = HEADER + """
+using tile = st_bf<64, 64>;
+using layout = gl<bf16, 1, 1, -1, -1, tile>;
+__global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C, unsigned *flag) {
+    __shared__ tile c;
+    if (threadIdx.x == 0) {
+        tma::store_async(C, c, {0, 0, 0, 0});
+        tma::store_async_wait();
+        asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" :: "l"(flag) : "memory");
+    }
+}
+"""
+
+_GOOD = HEADER + """
+using tile = st_bf<64, 64>;
+using layout = gl<bf16, 1, 1, -1, -1, tile>;
+__global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C, unsigned *flag) {
+    __shared__ tile c;
+    if (threadIdx.x == 0) {
+        tma::store_async(C, c, {0, 0, 0, 0});
+        tma::store_async_wait();
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" :: "l"(flag) : "memory");
+    }
+}
+"""
+
+RULE = Rule(
+    code="TK407",
+    name="global-signal-without-release",
+    contract="scope",
+    severity="error",
+    precision="proved",
+    symptoms=("wrong",),
+    summary="A global counter or flag is raised with a relaxed reduction after stores, without release ordering",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+Follows the thread that issues a global `red` / `atom` (inline PTX; relaxed by
+default or `.relaxed`) back to the TMA stores it issued earlier in the same
+iteration, and reports the signal when, on that thread's path, the stores are
+not waited for with `tma::store_async_wait()` or no release orders them before
+the signal (`.release` / `.acq_rel` on the reduction, `__threadfence()`,
+`fence.acq_rel.gpu`). This is the MegaKittens pattern of counters that tell
+other blocks an output tile is ready.
+
+Not decided here (no finding either way): whether a bulk (async-proxy) store
+needs an extra `fence.proxy.async.global` before a generic-proxy release — one
+of the open questions listed in the MegaKittens seed; and readers that poll
+without acquire (loads are not modelled yet).
+
+## Why is this bad?
+A relaxed reduction may become visible before the data it announces. The
+consumer block sees the counter, reads the tile and gets stale values — a
+race that shows up rarely and only under load.
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

@@ -1,0 +1,89 @@
+"""TK502: a wait whose phase no remaining role will ever complete."""
+from tkcheck.checks import protocol as P
+from tkcheck.rule import Rule
+
+from ._common import HEADER
+from ._deadlock_common import classify, deadlock_finding
+
+
+def check(an):
+    c = classify(an)
+    if c is None or c[0] != "TK502":
+        return []
+    code, ri, e, others = c
+    ex = P.explore(an)
+    sizes = ", ".join(f"{k} = {v}" for k, v in sorted(ex.params.items()))
+    msg = (f"{ex.roles[ri].name} waits on '{P.elem_str(e.elem)}' (parity {e.parity}) but no role will complete "
+           f"that phase: every role that signals it has finished" + (f" (with {sizes})" if sizes else ""))
+    return [deadlock_finding(an, code, ri, e, others, msg,
+                             "make the producing and consuming roles run the same number of iterations over "
+                             "the ring, and signal every phase that is waited on")]
+
+
+_BAD = HEADER + """
+using tile = st_bf<64, 64>;
+using layout = gl<bf16, 1, 1, -1, -1, tile>;
+__global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
+    const int n = A.cols() / 64;
+    __shared__ tile a[2];
+    __shared__ semaphore full[2], empty[2];
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < 2; s++) { init_semaphore(full[s], 0, 1); init_semaphore(empty[s], 4, 0); }
+    }
+    __syncthreads();
+    if (warpgroup::groupid() == 0) {
+        if (threadIdx.x == 0) {
+            for (int k = 0; k < n - 1; k++) {      // one load short
+                wait(empty[k % 2], ((k / 2) % 2) ^ 1);
+                tma::expect(full[k % 2], a[k % 2]);
+                tma::load_async(a[k % 2], A, {0, 0, 0, k}, full[k % 2]);
+            }
+        }
+    } else {
+        for (int k = 0; k < n; k++) {
+            wait(full[k % 2], (k / 2) % 2);
+            if (laneid() == 0) arrive(empty[k % 2]);
+        }
+    }
+}
+"""
+
+_GOOD = _BAD.replace("for (int k = 0; k < n - 1; k++) {      // one load short", "for (int k = 0; k < n; k++) {")
+
+RULE = Rule(
+    code="TK502",
+    name="wait-never-satisfied",
+    contract="deadlock",
+    severity="error",
+    precision="proved",
+    symptoms=("hang",),
+    summary="A role waits for a barrier phase that no remaining role will complete",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+Abstracts each warp role (the threads with the same guard pattern) into a
+program of waits, arrivals, expects, loads and barriers, unrolls its loops
+with small concrete sizes (every ring wraps at least twice) and explores the
+interleavings of the roles. A reachable state in which a role waits on a
+barrier phase while every role that could still signal that barrier has
+finished is reported with the interleaving that leads to it.
+
+## Why is this bad?
+The waiting warps spin forever: the kernel hangs, and compute-sanitizer only
+reports a timeout. Typical causes are roles disagreeing on the trip count
+(the producer loads one stage fewer than the consumers wait for) or a signal
+under a condition that is false for the last iteration.
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

@@ -1,0 +1,121 @@
+"""TK504: a role exits while async work it issued is pending, or while others still wait on it."""
+from tkcheck.checks import protocol as P
+from tkcheck.checks.threads import describe
+from tkcheck.model import ir
+from tkcheck.rule import Rule
+
+from ._common import HEADER, finding, related
+from ._deadlock_common import classify, deadlock_finding
+
+
+def _stores_in_flight(an):
+    m = an.model
+    out = []
+    for st in m.ops_of(ir.TMA_STORE):
+        if not st.guard.exact or st.guard.uniform:
+            continue
+        iss = an.threads.issuers(st)
+        if not iss:
+            continue
+        later = [o for o in m.ops if o.order > st.order]
+        if any(o.kind in (ir.CALL,) and "asm" in o.api for o in later):
+            continue
+        waited = False
+        for o in later:
+            if o.kind == ir.TMA_STORE_WAIT:
+                ex = an.threads.executing(o)
+                if ex is None or not o.guard.exact or (o.loops and o.loops != st.loops):
+                    waited = True      # unknown: no finding
+                    break
+                if iss <= ex:
+                    waited = True
+                    break
+            if o.kind == ir.EXIT and o.guard.exact:
+                ex = an.threads.executing(o)
+                if ex is None or iss & ex:
+                    waited = ex is None
+                    break
+        if waited:
+            continue
+        out.append(finding(
+            "TK504",
+            f"{describe(iss, an.threads.n)} finishes with the tma::store_async from '{st.buffer}' still in flight: "
+            "no store_async_wait / store_async_read_wait before the thread exits",
+            st.location,
+            related=[related(st, "bulk store issued here")],
+            witness={"buffer": str(st.buffer), "issuers": len(iss)},
+            help="end the storing thread's work with tma::store_async_wait() (or at least "
+                 "store_async_read_wait()) so the block does not retire while the copy reads its shared memory"))
+    return out
+
+
+def check(an):
+    out = _stores_in_flight(an)
+    c = classify(an)
+    if c is not None and c[0] == "TK504":
+        code, ri, e, others = c
+        ex = P.explore(an)
+        who = ", ".join(ex.roles[i].name for i in others)
+        out.append(deadlock_finding(
+            an, code, ri, e, others,
+            f"{ex.roles[ri].name} waits on '{P.elem_str(e.elem)}' but {who}, the only role that signals it, "
+            "has already returned",
+            "do not return early from a role that others wait on; skip the work but keep signalling"))
+    return out
+
+
+_BAD = HEADER + """
+using tile = st_bf<64, 64>;
+using layout = gl<bf16, 1, 1, -1, -1, tile>;
+__global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
+    __shared__ tile c;
+    rt_fl<16, 64> acc;
+    warp::zero(acc);
+    warpgroup::store(c, acc);
+    warpgroup::sync(1);
+    if (threadIdx.x == 0) {
+        tma::store_async(C, c, {0, 0, 0, 0});
+    }
+}
+"""
+
+_GOOD = _BAD.replace("""        tma::store_async(C, c, {0, 0, 0, 0});
+""", """        tma::store_async(C, c, {0, 0, 0, 0});
+        tma::store_async_wait();
+""")
+
+RULE = Rule(
+    code="TK504",
+    name="exit-with-work-in-flight",
+    contract="deadlock",
+    severity="error",
+    precision="proved",
+    symptoms=("hang", "wrong"),
+    summary="A role exits with async work pending, or while other roles still wait on it",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+Reports (1) a thread that issues `tma::store_async` and reaches the end of the
+kernel (or a `return`) without a `store_async_wait` / `store_async_read_wait`,
+and (2) from the protocol exploration (see TK502), a reachable state in which
+a role waits on a barrier that only a role which already returned early would
+have signalled, with the interleaving.
+
+## Why is this bad?
+A block may retire while the bulk copy still reads its shared memory, which
+the next block on the SM then overwrites (wrong output). A role that returns
+early leaves the others waiting for its arrivals forever (hang).
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

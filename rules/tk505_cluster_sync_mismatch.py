@@ -1,0 +1,104 @@
+"""TK505: a cluster barrier not reached by every CTA, or remote signals without a closing cluster barrier."""
+from tkcheck.checks import solver
+from tkcheck.model import expr as E
+from tkcheck.model import ir
+from tkcheck.rule import Rule
+
+from ._common import HEADER, finding, related
+
+CLUSTER_SYNCS = ("cluster", "cluster_arrive", "cluster_wait")
+
+
+def _rank_dependent(c: E.Expr) -> bool:
+    return any(v.name == "cta_rank" for v in c.free_vars())
+
+
+def check(an):
+    m = an.model
+    out = []
+    syncs = [o for o in m.ops_of(ir.SYNC) if o.detail.get("sync_kind") in CLUSTER_SYNCS]
+    for o in syncs:
+        conds = [c for c in o.guard.uniform if _rank_dependent(c)]
+        if not conds or not o.guard.exact or any(c.is_opaque() for c in conds):
+            continue
+        guard = E.conj(*conds)
+        rank = E.Var("cta_rank", E.PARAM)
+        size = m.cluster if m.cluster is not None else None
+        assume = (E.binop("<", rank, size),) if size is not None else ()
+        w = solver.witness(E.negate(guard), an.solver_timeout_ms, assume=assume)
+        if w is None or solver.witness(guard, an.solver_timeout_ms, assume=assume) is None:
+            continue
+        out.append(finding(
+            "TK505",
+            f"{o.api} is reached only when {guard}: CTA rank {w.get('cta_rank', '?')} of the cluster skips it, "
+            "the others wait for it forever",
+            o.location, witness={"cta_rank_skipping": w.get("cta_rank"), "condition": str(guard)},
+            help="every CTA of the cluster must execute the same cluster barriers: hoist the cluster sync out "
+                 "of the rank-dependent branch"))
+    remote = [o for o in m.ops if o.detail.get("remote") or o.detail.get("cta") is not None]
+    if remote and not out:
+        last = max(remote, key=lambda o: o.order)
+        after = [o for o in syncs if o.order > last.order and o.detail.get("sync_kind") in ("cluster", "cluster_wait")
+                 and not o.guard.uniform]
+        unknown = any(o.kind == ir.CALL and "asm" in o.api for o in m.ops)
+        if not after and not unknown and last.guard.exact:
+            out.append(finding(
+                "TK505",
+                f"{last.describe()} signals another CTA of the cluster, but no cluster barrier follows before "
+                "the kernel ends: this CTA may exit while its peer still uses the shared memory it targets",
+                last.location, related=[related(o, "remote cluster operation") for o in remote[:3] if o is not last],
+                witness={"remote_ops": len(remote)},
+                help="end the kernel (and every task that signals a peer) with a cluster barrier "
+                     "(everyone::tma::cluster::sync()) reached by every CTA"))
+    return out
+
+
+_BAD = HEADER + """
+__global__ __launch_bounds__(128, 1) void k(float *out) {
+    __shared__ float buf[128];
+    buf[threadIdx.x] = 1.0f;
+    if (cluster_ctarank() == 0) {
+        everyone::tma::cluster::sync();      // rank 1 never arrives
+    }
+    out[threadIdx.x] = buf[threadIdx.x];
+}
+"""
+
+_GOOD = _BAD.replace("""    if (cluster_ctarank() == 0) {
+        everyone::tma::cluster::sync();      // rank 1 never arrives
+    }""", """    everyone::tma::cluster::sync();""")
+
+RULE = Rule(
+    code="TK505",
+    name="cluster-sync-mismatch",
+    contract="deadlock",
+    severity="error",
+    precision="proved",
+    symptoms=("hang",),
+    summary="A cluster barrier is not reached by every CTA, or remote signals lack a closing cluster barrier",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+Reports a cluster barrier (`everyone::tma::cluster::sync()`, `cluster::arrive`
+/ `wait`) executed under a condition on the CTA's rank in the cluster that is
+false for some rank (z3 supplies the rank), and a kernel that signals a peer
+CTA (remote arrive, multicast) without any cluster barrier afterwards.
+
+## Why is this bad?
+`barrier.cluster` waits for every CTA of the cluster: a rank that skips it
+hangs the others. Without a final cluster barrier a CTA may exit while a peer
+still arrives on its barriers or reads its shared memory.
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

@@ -1,0 +1,78 @@
+"""TK602: a warp-specialized kernel whose SASS spills registers to local memory
+(SASS pass: runs only with `--sass`)."""
+from tkcheck.checks import sass_cross
+from tkcheck.rule import Rule
+
+_BAD = """\
+template <int N> __device__ __forceinline__ void grow() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N));
+}
+template <int N> __device__ __forceinline__ void shrink() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N));
+}
+#define WORK 224   // live floats per consumer thread: more than the 168-register cap
+__global__ void __launch_bounds__(384, 1) k(const float *__restrict__ in, float *__restrict__ out, int n) {
+    if (threadIdx.x / 128 == 0) {          // producer warpgroup
+        shrink<40>();
+        if (threadIdx.x == 0) out[0] = in[0];
+    } else {                               // consumer warpgroups
+        grow<232>();
+        float acc[WORK];
+#pragma unroll
+        for (int i = 0; i < WORK; ++i) acc[i] = in[threadIdx.x + i * 384];
+        for (int j = 0; j < n; ++j) {
+#pragma unroll
+            for (int i = 0; i < WORK; ++i) acc[i] = acc[i] * acc[(i + 7) % WORK] + in[j * WORK + i];
+        }
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < WORK; ++i) s += acc[i] * (float)(i + 1);
+        out[threadIdx.x] = s;
+    }
+}
+"""
+
+_GOOD = _BAD.replace("#define WORK 224   // live floats per consumer thread: more than the 168-register cap",
+                     "#define WORK 16    // a working set that fits in registers")
+
+RULE = Rule(
+    code="TK602",
+    name="register-spill-in-specialized-kernel",
+    contract="tool",
+    severity="warning",
+    precision="proved",
+    symptoms=("slow",),
+    summary="ptxas spills registers to local memory in a warp-specialized kernel",
+    check=sass_cross.check_spills,
+    engine_only=True,
+    tags=("sass",),
+    doc=f"""\
+## What it does
+With `--sass`, reads ptxas' resource report (`N bytes spill stores, M bytes spill loads`)
+and the kernel's `LDL`/`STL` instructions. Fires when ptxas reports spill bytes in a
+warp-specialized kernel: an lcf/lcsf template instantiation, a kernel that reallocates
+registers with `setmaxnreg` (`warpgroup::increase_registers` / `decrease_registers`), or
+one whose TMA loads and MMAs run on disjoint threads. The finding cites the first
+local-memory instruction (SASS address and source line), the register count and the
+`setmaxnreg` sites. Plain local arrays (LDL/STL without ptxas spill bytes) do not fire.
+
+## Why is this bad?
+A producer/consumer kernel is built to keep the tensor cores fed; local-memory traffic
+in the consumer's inner loop serialises it behind L1/L2 round trips. ptxas allocates
+registers for the whole kernel at the entry cap (65536 / threads per block, e.g. 168 at
+384 threads), so a consumer that needs more spills even if `setmaxnreg` would give it
+232 registers at run time.
+
+## Example
+The SASS rules need nvcc, so their examples are not run by the catalog test with the
+other rules (`engine_only`); `tests/test_sass_rules.py` compiles these exact files.
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

@@ -1,0 +1,90 @@
+"""Accumulator rules (TK201, TK202, TK206): planted bugs in the corpus are found with
+the two sites named, and the corpus kernels stay clean."""
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tkcheck import registry
+from tkcheck.engine import CheckOptions, check_file
+
+from conftest import ROOT
+
+ALL = frozenset(r.code for r in registry.all_rules())
+MINE = {"TK201", "TK202", "TK206"}
+SCOPE = {"TK401", "TK402", "TK404", "TK405", "TK406", "TK407"}
+
+
+def mutations(codes):
+    out = []
+    for name in ("mutations.toml", "mutations_accumulator_scope.toml"):
+        p = ROOT / "corpus" / name
+        if not p.exists():
+            continue
+        for m in tomllib.loads(p.read_text())["mutation"]:
+            if set(m["rules"]) & codes and (ROOT / "corpus" / m["kernel"]).exists():
+                out.append(m)
+    return out
+
+
+def run_mutation(m, tmp_path):
+    src = (ROOT / "corpus" / m["kernel"]).read_text()
+    assert src.count(m["find"]) == 1, m["id"]
+    p = tmp_path / Path(m["kernel"]).name
+    p.write_text(src.replace(m["find"], m["replace"]))
+    return check_file(str(p), CheckOptions(enabled=ALL))
+
+
+@pytest.mark.parametrize("m", mutations(MINE), ids=lambda m: m["id"])
+def test_planted_accumulator_bug_found(m, tmp_path):
+    res = run_mutation(m, tmp_path)
+    want = set(m["rules"]) & MINE
+    got = {f.code for f in res.findings}
+    assert want <= got, (m["id"], sorted(got), res.notes)
+    for f in res.findings:
+        if f.code in ("TK201", "TK206"):
+            assert f.related, f"{f.code} must name the MMA site: {f.message}"
+
+
+CORPUS = sorted(p for p in (ROOT / "corpus").rglob("*.cu") if not p.name.startswith("_"))
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT / "corpus")))
+def test_corpus_clean_for_accumulator_and_scope_rules(path):
+    res = check_file(str(path), CheckOptions(enabled=ALL))
+    bad = [(f.code, f.location.row, f.message) for f in res.findings if f.code in MINE | SCOPE]
+    assert not bad
+
+
+def _model(tmp_path, src, name):
+    from tkcheck.frontend.builder import ModelBuilder
+    from tkcheck.frontend.parse import ParseOptions, parse_source
+    p = tmp_path / "k.cu"
+    p.write_text(src)
+    return next(m for m in ModelBuilder(parse_source(str(p), src, ParseOptions())).build() if m.name == name)
+
+
+def test_wait_n_counts_commit_groups(tmp_path):
+    from tkcheck.checks import accumulator as A
+    from tkcheck.checks.analysis import Analysis
+    src = ('#include "kittens.cuh"\nusing namespace kittens;\n'
+           '__global__ __launch_bounds__(128, 1) void k(int n) {\n'
+           '    __shared__ st_bf<64, 64> a, b, c;\n    rt_fl<16, 64> x, y;\n'
+           '    warpgroup::mm_AB(x, a, b);\n    warpgroup::mma_commit_group();\n'
+           '    warpgroup::mma_async_wait<1>();\n    warpgroup::store(c, x);\n}\n')
+    an = Analysis(_model(tmp_path, src, "k"))
+    mma = next(o for o in an.model.ops if A.is_wgmma(o))
+    hits = A.in_flight_hits(an, mma, 0, lambda o: o.kind == "reg_access")
+    assert hits == []        # an explicit (empty) commit group after the MMA: wait<1> retires it
+
+
+def test_state_struct_accumulator_is_tracked(tmp_path):
+    src = ('#include "kittens.cuh"\nusing namespace kittens;\n'
+           'struct st_t { rt_fl<16, 64> acc; };\n'
+           '__global__ __launch_bounds__(128, 1) void k(int n) {\n'
+           '    __shared__ st_bf<64, 64> a, b;\n    st_t s;\n'
+           '    warpgroup::mma_AB(s.acc, a, b);\n    warpgroup::mma_async_wait();\n}\n')
+    m = _model(tmp_path, src, "k")
+    assert "s.acc" in m.reg_tiles
+    mma = next(o for o in m.ops if o.kind == "mma")
+    assert mma.operands[0].name == "s.acc" and mma.detail["acc_kind"] == "regtile"

@@ -1,0 +1,61 @@
+"""The corpus: clean kernels give no finding; each planted bug is found by its rule(s).
+
+Mutations whose rules are not all in the registry yet are skipped with the
+missing rule ids, so the suite grows by itself as rules land. The same
+functions compute `tkcheck eval`'s table (tkcheck/evaluate.py).
+"""
+from __future__ import annotations
+
+import pytest
+
+from tkcheck import evaluate
+
+from conftest import ROOT
+
+CORPUS = ROOT / "corpus"
+CLEAN = evaluate.clean_kernels(CORPUS)
+MUTATIONS = evaluate.load_mutations(CORPUS)
+KNOWN = evaluate.all_codes()
+
+
+def _param(m: evaluate.Mutation):
+    missing = [r for r in m.rules if r not in KNOWN]
+    marks = [pytest.mark.skip(reason=f"rule(s) not in the registry yet: {', '.join(missing)}")] if missing else []
+    return pytest.param(m, id=m.id, marks=marks)
+
+
+def test_corpus_is_there():
+    assert CLEAN, "no corpus kernels"
+    assert MUTATIONS, "no mutation specs"
+
+
+def test_specs_are_well_formed():
+    problems = [m.problem for m in MUTATIONS if m.problem]
+    for m in MUTATIONS:
+        if not m.problem:
+            try:
+                evaluate.mutated_text(CORPUS, m)
+            except ValueError as e:
+                problems.append(str(e))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("kernel", CLEAN, ids=[p.relative_to(CORPUS).as_posix() for p in CLEAN])
+def test_clean_kernel_has_no_findings(kernel):
+    res = evaluate.check_clean(kernel)
+    found = [f"{f.code} line {f.location.row}: {f.message}" for f in res.findings]
+    assert not found, "false findings on a correct kernel:\n" + "\n".join(found)
+    assert not res.internal_errors, res.internal_errors
+
+
+@pytest.mark.parametrize("mutation", [_param(m) for m in MUTATIONS if not m.problem])
+def test_planted_bug_is_found(mutation, tmp_path):
+    try:
+        res = evaluate.check_mutation(CORPUS, mutation, tmp_path)
+    except ValueError as e:
+        pytest.fail(str(e))
+    codes = {f.code for f in res.findings}
+    missed = [r for r in mutation.rules if r not in codes]
+    report = [f"{f.code} line {f.location.row}: {f.message}" for f in res.findings]
+    assert not missed, (f"{mutation.id}: {', '.join(missed)} did not fire ({mutation.description})\n"
+                        "findings: " + ("\n  ".join(report) or "none") + "\n" + "\n".join(res.notes[-3:]))

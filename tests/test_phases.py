@@ -1,0 +1,118 @@
+"""Phase reasoning (TK303-TK307): closed forms of phase idioms, proofs, counterexamples."""
+import tempfile
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tkcheck import registry
+from tkcheck.checks import phases
+from tkcheck.checks.analysis import Analysis
+from tkcheck.engine import CheckOptions, check_file
+from tkcheck.frontend.builder import ModelBuilder
+from tkcheck.frontend.parse import ParseOptions, parse_source
+from tkcheck.model import expr as E
+
+from conftest import ROOT
+
+ALL = frozenset(r.code for r in registry.all_rules())
+PHASE_RULES = {"TK303", "TK304", "TK305", "TK306", "TK307"}
+
+
+def _models(path: Path, text: str | None = None):
+    text = path.read_text() if text is None else text
+    return ModelBuilder(parse_source(str(path), text, ParseOptions())).build()
+
+
+def _phases(path: Path, text: str | None = None):
+    out = {}
+    for m in _models(path, text):
+        for wp in phases.phases(Analysis(m)):
+            out[(m.name, wp.op.location.row)] = wp
+    return out
+
+
+@pytest.mark.parametrize("name", ["good_ring_div_parity", "good_tic_toc", "good_stage_wrap_idiom",
+                                  "good_phase_xor_condition", "good_pre_arrived_tokens"])
+def test_correct_idioms_are_proved_not_just_unknown(name):
+    wps = _phases(ROOT / "fixtures" / "completion" / f"{name}.cu")
+    assert wps, "no wait sites found"
+    assert all(wp.status == "ok" for wp in wps.values()), {k: (w.status, w.reason) for k, w in wps.items()}
+
+
+def test_corpus_ring_and_attention_waits_proved():
+    for kernel in ("gemm_ring.cu", "attn_fwd.cu"):
+        wps = _phases(ROOT / "corpus" / "hopper" / kernel)
+        assert wps and all(w.status == "ok" for w in wps.values()), {k: (w.status, w.reason) for k, w in wps.items()}
+
+
+def test_producer_fresh_barrier_offset_and_pre_arrivals():
+    wps = _phases(ROOT / "fixtures" / "completion" / "good_pre_arrived_tokens.cu")
+    producer = [w for w in wps.values() if w.barrier == "empty"][0]
+    assert (producer.offset, producer.pre) == (-1, 1)
+    wps = _phases(ROOT / "fixtures" / "completion" / "good_ring_div_parity.cu")
+    producer = [w for w in wps.values() if w.barrier == "empty"][0]
+    assert (producer.offset, producer.pre) == (-1, 0)
+
+
+def test_smallest_counterexample():
+    wps = _phases(ROOT / "fixtures" / "completion" / "bad_iteration_parity.cu")
+    bad = [w for w in wps.values() if w.status == "mismatch"]
+    assert len(bad) == 1
+    assert bad[0].witness["iteration"] == 1 and bad[0].witness["stage"] == 1
+    assert (bad[0].witness["parity_waited"], bad[0].witness["parity_due"]) == (1, 0)
+
+
+def test_phase_flip_closed_forms():
+    # tic ^= 1; if (tic == 0) phase ^= 1  ->  phase(k) = (k / 2) % 2
+    wps = _phases(ROOT / "corpus" / "hopper" / "attn_fwd.cu")
+    w = [w for w in wps.values() if w.barrier == "kv_full"][0]
+    k = next(v for v in w.op.parity.free_vars() if v.kind == E.LOOP)
+    assert [w.op.parity.eval({k.name: i}) for i in range(6)] == [0, 0, 1, 1, 0, 0]
+
+
+def test_lcf_bitfield_closed_form():
+    from tkcheck.frontend.recurrence import phase_bit, solve_dependent
+    start = E.Var("bits@start", E.LOOP)
+    ring = E.Var("ring@start", E.LOOP)
+    end = E.binop("^", start, E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16))))
+    f = solve_dependent("bits", start, end, E.Const(0xFFFF0000),
+                        {"ring": lambda k: E.binop("%", k, E.Const(4))}, {"ring": ring, "bits": start})
+    assert f is not None
+    for k in range(12):
+        bits = f(E.Const(k))
+        bit = phase_bit(bits, E.Const(k % 4 + 16))
+        assert bit.eval({}) == (1 ^ (k // 4) % 2)          # starts at 1, flips once per round
+        assert bits.eval({}) == _simulate(k)
+
+
+def _simulate(k):
+    b = 0xFFFF0000
+    for j in range(k):
+        b ^= 1 << (j % 4 + 16)
+    return b
+
+
+def _mutations():
+    out = []
+    for f in ("mutations.toml", "mutations_completion.toml"):
+        for mu in tomllib.load(open(ROOT / "corpus" / f, "rb"))["mutation"]:
+            if set(mu["rules"]) & PHASE_RULES:
+                out.append(mu)
+    return out
+
+
+@pytest.mark.parametrize("mu", _mutations(), ids=lambda m: m["id"])
+def test_planted_phase_bugs_reported(mu):
+    src = (ROOT / "corpus" / mu["kernel"]).read_text()
+    assert src.count(mu["find"]) == 1
+    src = src.replace(mu["find"], mu["replace"])
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / Path(mu["kernel"]).name
+        p.write_text(src)
+        res = check_file(str(p), CheckOptions(enabled=ALL))
+    got = {f.code for f in res.findings}
+    for code in set(mu["rules"]) & PHASE_RULES:
+        assert code in got, (mu["id"], sorted(got))
+        f = next(f for f in res.findings if f.code == code)
+        assert f.witness, "a counterexample comes with every finding"

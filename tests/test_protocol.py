@@ -1,0 +1,116 @@
+"""Protocol exploration (TK502-TK505): roles, interleavings, traces, SVG."""
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tkcheck import registry
+from tkcheck.checks import protocol
+from tkcheck.checks.analysis import Analysis
+from tkcheck.engine import CheckOptions, check_file
+from tkcheck.frontend.builder import ModelBuilder
+from tkcheck.frontend.parse import ParseOptions, parse_source
+from tkcheck.render.trace_svg import write_trace_svgs
+
+from conftest import ROOT
+
+ALL = frozenset(r.code for r in registry.all_rules())
+DEADLOCK_RULES = {"TK502", "TK503", "TK504", "TK505"}
+
+
+def _explore(path: Path, text: str | None = None):
+    text = path.read_text() if text is None else text
+    ms = ModelBuilder(parse_source(str(path), text, ParseOptions())).build()
+    return {m.name: protocol.explore(Analysis(m)) for m in ms}
+
+
+@pytest.mark.parametrize("kernel", ["hopper/gemm_ring.cu", "hopper/attn_fwd.cu"])
+def test_correct_kernels_explore_without_deadlock(kernel):
+    ex = _explore(ROOT / "corpus" / kernel)
+    main = [e for e in ex.values() if e.roles]
+    assert main, {k: e.reason for k, e in ex.items()}
+    for e in main:
+        assert e.status == "explored" and e.deadlock is None
+        names = " ".join(r.name for r in e.roles)
+        assert "producer" in names and "consumer" in names
+
+
+def test_roles_are_warps_not_lanes():
+    ex = _explore(ROOT / "corpus" / "hopper" / "gemm_ring.cu")["gemm_ring_kernel"]
+    for r in ex.roles:
+        assert all(t // 32 * 32 + l in r.threads for t in r.threads for l in range(32))
+
+
+def _mutated(mu):
+    src = (ROOT / "corpus" / mu["kernel"]).read_text()
+    assert src.count(mu["find"]) == 1
+    return src.replace(mu["find"], mu["replace"])
+
+
+def _mutations():
+    out = []
+    for f in ("mutations.toml", "mutations_completion.toml"):
+        for mu in tomllib.load(open(ROOT / "corpus" / f, "rb"))["mutation"]:
+            if set(mu["rules"]) & DEADLOCK_RULES:
+                out.append(mu)
+    return out
+
+
+@pytest.mark.parametrize("mu", _mutations(), ids=lambda m: m["id"])
+def test_planted_deadlocks_reported_with_trace(mu):
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / Path(mu["kernel"]).name
+        p.write_text(_mutated(mu))
+        res = check_file(str(p), CheckOptions(enabled=ALL))
+        got = {f.code for f in res.findings}
+        for code in set(mu["rules"]) & DEADLOCK_RULES:
+            assert code in got, (mu["id"], sorted(got))
+            f = next(f for f in res.findings if f.code == code)
+            assert f.witness
+            if code in ("TK502", "TK503"):
+                assert f.trace and any(s.blocked for s in f.trace)
+                assert "blocks forever" in f.trace[-1].text or any("blocks forever" in s.text for s in f.trace)
+                paths = write_trace_svgs(res.findings, d + "/svg")
+                assert paths and Path(paths[0]).read_text().startswith("<svg")
+
+
+def test_trace_reads_as_numbered_story():
+    mu = next(m for m in _mutations() if m["id"] == "attn_fwd-q-after-kv-loop")
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "attn_fwd.cu"
+        p.write_text(_mutated(mu))
+        res = check_file(str(p), CheckOptions(enabled=ALL))
+    f = next(f for f in res.findings if f.code == "TK503")
+    texts = [s.text for s in f.trace]
+    assert any(t.startswith("wait(kv_empty[0], 1) passes (fresh barrier)") for t in texts)
+    blocked = [s for s in f.trace if s.blocked]
+    assert {s.barrier for s in blocked} >= {"kv_empty[0]", "q_full"}
+    assert any("needs 1 more arrival" in s.text for s in blocked)
+
+
+def test_svg_is_deterministic(tmp_path):
+    mu = next(m for m in _mutations() if m["id"] == "gemm_ring-producer-short-trip")
+    p = tmp_path / "gemm_ring.cu"
+    p.write_text(_mutated(mu))
+    res = check_file(str(p), CheckOptions(enabled=ALL))
+    a = [Path(x).read_text() for x in write_trace_svgs(res.findings, str(tmp_path / "a"))]
+    b = [Path(x).read_text() for x in write_trace_svgs(res.findings, str(tmp_path / "b"))]
+    assert a and a == b
+
+
+def test_exploration_is_bounded_and_cached():
+    path = ROOT / "corpus" / "hopper" / "attn_fwd.cu"
+    ms = ModelBuilder(parse_source(str(path), path.read_text(), ParseOptions())).build()
+    an = Analysis(ms[0])
+    t = time.perf_counter()
+    ex = protocol.explore(an)
+    assert time.perf_counter() - t < protocol.TIME_CAP_S + 0.5
+    assert protocol.explore(an) is ex
+    assert "protocol" in an.timings
+
+
+def test_committed_trace_svg_exists():
+    svgs = list((ROOT / "docs" / "traces").glob("*.svg"))
+    assert svgs and all("<svg" in s.read_text() for s in svgs)

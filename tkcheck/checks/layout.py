@@ -1,0 +1,536 @@
+"""The layout contract: every accessor of a shared buffer maps each logical element to the byte
+the buffer's writers put it at.  Queries over the KernelModel that call the decision procedures of
+``layout_proofs`` (z3 bit-vectors over all elements and all admissible bases).
+
+Accessors and the layout each one assumes (see CONTRACTS.md "Layouts"):
+
+* TMA load/store: the tensor map registered on the ``gl`` for the op's tile type
+  (``TmaBoxLayout``); the shared address must be 128-byte aligned.
+* wgmma operand: TK's ``st_descriptor`` of the tile type at the MMA call (``WgmmaOperandView``,
+  K- or MN-major from the API spelling).
+* ``reinterpret_cast<View&>(buf[i])``: the view's layout over the buffer's tiles laid back to back.
+* hand-written address math (``__cvta_generic_to_shared(&tile)`` plus an XOR swizzle, consumed
+  by raw ``st.shared`` / ``ld.shared`` / ``ldmatrix``): the kernel's own function.
+
+``layout_issues(an)`` computes everything once per kernel (``an.fact('layout', ...)``, so the
+proof time shows in the timings); rules TK101..TK104 select their code.  A finding only when a
+proof gives a counterexample; Unknown (unmodelled, symbolic, timeout) gives nothing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import z3
+
+from ..findings import Related
+from ..knowledge.layouts import (
+    ADDR_BITS,
+    SharedTileLayout,
+    TmaBoxLayout,
+    WgmmaOperandView,
+    swizzle_for,
+)
+from ..model import expr as E
+from ..model import ir
+from . import layout_proofs as _lp
+from .layout_proofs import Counterexample, Equivalent, check_alignment
+
+
+def _small_base_first(proc):
+    """Run ``proc`` with the base pinned to its smallest admissible values first (0, then the
+    alignment itself) so that a counterexample names a readable base; the unpinned proof decides
+    equivalence."""
+    def run(*args, **kw):
+        align = kw.get("base_alignment", 128)
+        for pin in (0, align):
+            res = proc(*args, **{**kw, "base_constraint": (lambda b, pin=pin: b == pin)})
+            if isinstance(res, Counterexample):
+                return res
+        return proc(*args, **kw)
+    return run
+
+
+prove_same_map = _small_base_first(_lp.prove_same_map)
+prove_reinterpret = _small_base_first(_lp.prove_reinterpret)
+prove_handwritten = _small_base_first(_lp.prove_handwritten)
+
+TMA_ALIGN = 128
+
+
+@dataclass
+class LayoutIssue:
+    code: str
+    op: ir.Op
+    message: str
+    witness: dict = field(default_factory=dict)
+    related: list = field(default_factory=list)
+    help: str = ""
+
+
+@dataclass
+class LayoutFacts:
+    issues: list[LayoutIssue] = field(default_factory=list)
+    proofs: int = 0
+    unknown: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ model -> layouts ----
+
+def _int(e) -> int | None:
+    if e is None:
+        return None
+    v = e.eval({}) if isinstance(e, E.Expr) else e
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def tile_layout(t: ir.TileType | None) -> SharedTileLayout | None:
+    """The TK layout of a shared tile type, or None when its shape/dtype is not constant."""
+    if t is None or t.kind != "st" or not t.dtype_bytes:
+        return None
+    rows, cols = _int(t.rows), _int(t.cols)
+    if rows is None or cols is None:
+        return None
+    swizzle, sb = True, 0
+    if t.swizzle_bytes is not None:
+        v = _int(t.swizzle_bytes)
+        if v is None:
+            return None
+        if v == 0:
+            swizzle = False
+        else:
+            sb = v
+    try:
+        swizzle_for(t.dtype_bytes, rows, cols, swizzle=swizzle, swizzle_bytes=sb)
+    except ValueError:
+        return None
+    lay = SharedTileLayout.tk(t.dtype_bytes, rows, cols, swizzle, sb)
+    return SharedTileLayout(lay.dtype_bytes, lay.rows, lay.cols, lay.swizzle_bytes, name=t.spelling)
+
+
+def _elem_type(buf: ir.SharedBuffer) -> ir.TileType:
+    t = buf.type
+    while t.kind == "array" and t.element is not None:
+        t = t.element
+    return t
+
+
+def _sizeof(t: ir.TileType) -> int | None:
+    s = _int(t.size_bytes())
+    if s is None:
+        return None
+    return (s + 127) // 128 * 128 if t.kind in ("st", "sv") else s
+
+
+def _strides(buf: ir.SharedBuffer) -> tuple[int | None, ...]:
+    if buf.strides and len(buf.strides) == len(buf.dims):
+        return buf.strides
+    es = _sizeof(_elem_type(buf))
+    out, acc = [], es
+    for d in reversed(buf.dims):
+        out.append(acc)
+        n = _int(d)
+        acc = acc * n if (acc is not None and n is not None) else None
+    return tuple(reversed(out))
+
+
+def element_alignment(buf: ir.SharedBuffer, ref: ir.Ref) -> tuple[int, int] | None:
+    """(g, o): the element ``ref`` of ``buf`` lives at ``k*g + o`` for some k (g a power of
+    two, 0 <= o < g); None when a stride is unknown."""
+    g = buf.alignment or 16
+    o = buf.base_offset
+    strides = _strides(buf)
+    for i, idx in enumerate(ref.index[:len(strides)]):
+        st = strides[i]
+        if st is None:
+            return None
+        v = _int(idx)
+        if v is not None:
+            o += v * st
+        elif st:
+            g = math.gcd(g, st)
+    g = g & -g if g else 1          # largest power of two dividing g
+    return g, o % g
+
+
+def _mn_major(api: str, role: str) -> bool | None:
+    base = api.split("::")[-1]
+    for p in ("mma_", "mm_"):
+        if base.startswith(p):
+            suf = base[len(p):]
+            break
+    else:
+        return None
+    flags = {"AB": (False, True), "ABt": (False, False), "AtB": (True, True), "AtBt": (True, False)}
+    f = flags.get(suf)
+    if f is None:
+        return None
+    return f[0] if role == "a" else f[1]
+
+
+def _same_geometry(a: SharedTileLayout, b: SharedTileLayout) -> bool:
+    return (a.dtype_bytes, a.rows, a.cols) == (b.dtype_bytes, b.rows, b.cols)
+
+
+def _sw(x) -> str:
+    return "none" if x is None else f"{x}B"
+
+
+def _witness(res: Counterexample, **kw) -> dict:
+    w = {"row": res.row, "col": res.col, "offset_a": res.offset_a, "offset_b": res.offset_b,
+         "base": res.base, "swizzle_a": _sw(res.swizzle_a), "swizzle_b": _sw(res.swizzle_b)}
+    w.update(kw)
+    return w
+
+
+def _cx_text(res: Counterexample, name_a: str, name_b: str, swizzle_b: str | None = None) -> str:
+    where_b = "outside the buffer" if res.offset_b is None else f"byte {res.offset_b:+d}"
+    return (f"element ({res.row}, {res.col}) is at byte {res.offset_a:+d} for {name_a} but at "
+            f"{where_b} for {name_b} (swizzle {_sw(res.swizzle_a)} vs {swizzle_b or _sw(res.swizzle_b)}; "
+            f"tile base {res.base:#x})")
+
+
+# ------------------------------------------------------------------ the check ----
+
+class _Checker:
+    def __init__(self, an):
+        self.an = an
+        self.m: ir.KernelModel = an.model
+        self.facts = LayoutFacts()
+        self.timeout = getattr(an, "solver_timeout_ms", 2000)
+        self._seen: set = set()
+
+    def add(self, code, op, msg, witness=None, related=None, help=""):
+        key = (code, op.location.row, op.location.column, msg)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.facts.issues.append(LayoutIssue(code, op, msg, witness or {}, related or [], help))
+
+    def note_unknown(self, res, what):
+        if not isinstance(res, (Equivalent, Counterexample)):
+            self.facts.unknown.append(f"{what}: {res}")
+
+    def run(self) -> LayoutFacts:
+        for op in self.m.ops:
+            try:
+                if op.kind in (ir.TMA_LOAD, ir.TMA_STORE):
+                    self.tma(op)
+                elif op.kind == ir.MMA:
+                    self.mma(op)
+                elif op.kind == ir.SMEM_ACCESS:
+                    if op.detail.get("via") == "asm" and isinstance(op.detail.get("addr"), E.Expr):
+                        self.handwritten(op)
+                    elif op.detail.get("reinterpreted_from") is not None and op.buffer is not None:
+                        v = tile_layout(op.detail.get("tile_type"))
+                        if v is not None:
+                            self.view(op, op.buffer, op.detail.get("tile_type"), v,
+                                      op.detail["reinterpreted_from"], f"{op.api} of {op.buffer}")
+            except (NotImplementedError, ValueError, z3.Z3Exception) as e:
+                self.facts.unknown.append(f"{op.api} at line {op.location.row}: {e}")
+        return self.facts
+
+    def _buffer(self, ref: ir.Ref | None) -> ir.SharedBuffer | None:
+        return None if ref is None else self.m.buffers.get(ref.name)
+
+    def _proof_alignment(self, buf, ref) -> int | None:
+        ea = element_alignment(buf, ref)
+        if ea is None:
+            return None
+        g, o = ea
+        a = g if o == 0 else (o & -o)
+        return max(a, 16) if a >= 16 else None
+
+    # -- TMA ----------------------------------------------------------------------------
+    def tma(self, op: ir.Op):
+        buf = self._buffer(op.buffer)
+        vt = op.detail.get("tile_type")
+        if buf is None or not isinstance(vt, ir.TileType):
+            return
+        # TK102: the shared address of a TMA copy must be 128-byte aligned
+        ea = element_alignment(buf, op.buffer)
+        if ea is not None and vt.kind in ("st", "sv"):
+            g, o = ea
+            rep = check_alignment(g, ["tma_tensor"], o)
+            if not rep.ok:
+                v = rep.violations[0]
+                self.add("TK102", op,
+                         f"the shared destination of {op.api} ('{op.buffer}') is only guaranteed "
+                         f"{v.guaranteed}-byte aligned (e.g. address {v.witness_base:#x}); TMA tensor "
+                         f"copies need a 128-byte-aligned shared address and fault otherwise",
+                         {"required": v.required, "guaranteed": v.guaranteed, "witness_base": v.witness_base},
+                         [Related(buf.location, f"'{buf.name}' declared here (alignment {buf.alignment}"
+                                                f"{f', +{buf.base_offset} bytes' if buf.base_offset else ''})")],
+                         "align the tile to 128 bytes (TK tiles are __align__(128); use TK's shared_allocator)")
+        view = tile_layout(vt)
+        if view is None:
+            return
+        align = self._proof_alignment(buf, op.buffer) or TMA_ALIGN
+        # TK101: the descriptor registered on the gl vs the tile type of the copy
+        glt = op.detail.get("gl_type")
+        regs = [r for r in (glt.registered if isinstance(glt, ir.TileType) else ()) if r.kind == "st"]
+        reg_layouts = [(r, tile_layout(r)) for r in regs]
+        reg_layouts = [(r, l) for r, l in reg_layouts if l is not None]
+        if reg_layouts and not any(l == view or (_same_geometry(l, view) and l.swizzle_bytes == view.swizzle_bytes)
+                                   for _, l in reg_layouts):
+            cand = [(r, l) for r, l in reg_layouts if _same_geometry(l, view)]
+            if cand:
+                r, l = cand[0]
+                desc = TmaBoxLayout(l)
+                res = prove_same_map(desc, view, base_alignment=align, timeout_ms=self.timeout)
+                self.facts.proofs += 1
+                self.note_unknown(res, op.api)
+                if isinstance(res, Counterexample):
+                    gl = op.detail.get("gl", "the global layout")
+                    self.add("TK101", op,
+                             f"{op.api} on '{gl}' uses the TMA descriptor built for {r.spelling} "
+                             f"({_sw(l.swizzle_bytes)} swizzle) but the shared tile '{op.buffer}' is "
+                             f"{vt.spelling} ({_sw(view.swizzle_bytes)} swizzle): "
+                             + _cx_text(res, "the TMA box", f"the tile's layout"),
+                             _witness(res, descriptor=r.spelling, tile=vt.spelling),
+                             [Related(buf.location, f"'{buf.name}' declared here as {_elem_type(buf).spelling}")],
+                             "register the destination's exact tile type on the gl (gl<..., tile_t>) so the "
+                             "descriptor and the tile agree on the swizzle mode")
+        rf = op.detail.get("reinterpreted_from")
+        if rf is not None:
+            self.view(op, op.buffer, vt, TmaBoxLayout(view), rf, f"{op.api} into '{op.buffer}'")
+
+    # -- MMA ----------------------------------------------------------------------------
+    def mma(self, op: ir.Op):
+        for i, role in enumerate(("a", "b")):
+            if op.detail.get(f"{role}_kind") != "buffer":
+                continue
+            vt = op.detail.get(f"{role}_type")
+            ref = None
+            refs = [r for r in op.operands if r.name in self.m.buffers]
+            # operands: (acc, a, b) or (a, b) -- pick by position among buffer refs
+            nbuf = sum(1 for rr in ("a", "b") if op.detail.get(f"{rr}_kind") == "buffer")
+            if nbuf == 2:
+                ref = refs[i] if len(refs) == 2 else None
+            elif refs:
+                ref = refs[0]
+            view = tile_layout(vt) if isinstance(vt, ir.TileType) else None
+            mn = _mn_major(op.api, role)
+            if ref is None or view is None or mn is None:
+                continue
+            buf = self._buffer(ref)
+            declared = op.detail.get(f"{role}_reinterpreted_from")
+            if declared is None and buf is not None:
+                et = _elem_type(buf)
+                dl = tile_layout(et)
+                if dl is not None and dl != view and not (_same_geometry(dl, view) and dl.swizzle_bytes == view.swizzle_bytes):
+                    declared = et
+            if declared is None:
+                continue
+            consumer = WgmmaOperandView(view, mn, arch=self.an.arch)
+            if consumer.supported:
+                consumer = view
+            self.view(op, ref, vt, consumer, declared,
+                      f"the {'MN' if mn else 'K'}-major wgmma descriptor of operand {role.upper()}")
+
+    # -- reinterpretations ----------------------------------------------------------------
+    def view(self, op, ref: ir.Ref, vt: ir.TileType, consumer, declared: ir.TileType, what: str):
+        buf = self._buffer(ref)
+        dl = tile_layout(declared)
+        vl = tile_layout(vt)
+        if buf is None or dl is None or vl is None or dl.dtype_bytes != vl.dtype_bytes:
+            return
+        align = self._proof_alignment(buf, ref) or TMA_ALIGN
+        if _same_geometry(dl, vl):
+            if dl.swizzle_bytes == vl.swizzle_bytes:
+                return
+            res = prove_same_map(consumer, dl, base_alignment=align, timeout_ms=self.timeout)
+            self.facts.proofs += 1
+            self.note_unknown(res, what)
+            if isinstance(res, Counterexample):
+                self.add("TK101", op,
+                         f"{what} reads '{ref}' as {vt.spelling} ({_sw(vl.swizzle_bytes)} swizzle) but the "
+                         f"buffer holds {declared.spelling} ({_sw(dl.swizzle_bytes)} swizzle): "
+                         + _cx_text(res, vt.spelling, declared.spelling),
+                         _witness(res, view=vt.spelling, buffer_type=declared.spelling),
+                         [Related(buf.location, f"'{buf.name}' declared here as {declared.spelling}")],
+                         "use the buffer's own tile type at every accessor (or declare the buffer with the "
+                         "swizzle mode the consumer expects)")
+            return
+        # a differently shaped view: tiles side by side (wider) or stacked (taller)
+        if vl.cols > dl.cols and vl.rows <= dl.rows:
+            k, grid_of = -(-vl.cols // dl.cols), (lambda n: (1, n))
+        elif vl.rows > dl.rows and vl.cols <= dl.cols:
+            k, grid_of = -(-vl.rows // dl.rows), (lambda n: (n, 1))
+        elif vl.rows <= dl.rows and vl.cols <= dl.cols:
+            k, grid_of = 1, (lambda n: (1, 1))
+        else:
+            return
+        strides = _strides(buf)
+        avail, stride = 1, _sizeof(declared)
+        if buf.dims and len(ref.index) == len(buf.dims):
+            last = _int(ref.index[-1])
+            n = _int(buf.dims[-1])
+            if k > 1 and (last is None or n is None):
+                self.facts.unknown.append(f"{what}: symbolic index {ref}")
+                return
+            avail = (n - last) if (n is not None and last is not None) else 1
+            stride = strides[-1] if strides and strides[-1] else stride
+        elif buf.dims:
+            return
+        n_t = min(k, avail)
+        res = prove_reinterpret([dl] * n_t, consumer, base_alignment=align, grid=grid_of(n_t), stride_bytes=stride,
+                                timeout_ms=self.timeout)
+        self.facts.proofs += 1
+        self.note_unknown(res, what)
+        if isinstance(res, Counterexample):
+            outside = res.offset_b is None
+            msg = (f"{what} views '{ref}' as {vt.spelling} ({_sw(vl.swizzle_bytes)} swizzle) over "
+                   f"{n_t} x {declared.spelling} ({_sw(dl.swizzle_bytes)} swizzle) "
+                   + ("laid side by side" if grid_of(2) == (1, 2) else "stacked") + ": ")
+            if outside:
+                msg += (f"element ({res.row}, {res.col}) of the view lies outside the {n_t} tile(s) the "
+                        f"buffer holds from '{ref}'")
+            else:
+                msg += _cx_text(res, "the view", f"the buffer's {declared.spelling} tiles")
+            self.add("TK104", op, msg, _witness(res, view=vt.spelling, buffer_type=declared.spelling, tiles=n_t),
+                     [Related(buf.location, f"'{buf.name}' declared here as {declared.spelling}"
+                                            + (f" [{', '.join(str(d) for d in buf.dims)}]" if buf.dims else ""))],
+                     "view a buffer only as a tile type whose layout equals its tiles' layout (e.g. 64-column "
+                     "128B-swizzled tiles side by side read as one wider 128B-swizzled tile)")
+
+    # -- hand-written address math ------------------------------------------------------
+    def handwritten(self, op: ir.Op):
+        addr: E.Expr = op.detail["addr"]
+        names = [v.name for v in addr.free_vars() if v.name in self.m.smem_addresses]
+        if len(set(names)) != 1:
+            return
+        sa = self.m.smem_addresses[names[0]]
+        X = E.Var(names[0], E.PARAM)
+        buf = self._buffer(sa.buffer)
+        tt = sa.tile_type if (sa.tile_type is not None and sa.tile_type.kind == "st") else (
+            _elem_type(buf) if buf is not None else None)
+        lay = tile_layout(tt)
+        if buf is None or lay is None:
+            return
+        parsed = _split_xor(addr, X)
+        if parsed is None:
+            self.facts.unknown.append(f"{op.api} at line {op.location.row}: address math not recognised")
+            return
+        relative, fn, xor_text = parsed
+        ea = element_alignment(buf, sa.buffer)
+        if ea is None:
+            return
+        g, o = ea
+        guaranteed = g if o == 0 else (o & -o)
+        guaranteed = max(guaranteed, 1)
+        text = f"the hand-written address ({'buffer-relative' if relative else 'absolute'} XOR {xor_text})"
+        res = prove_handwritten(fn, lay, base_alignment=guaranteed, relative=relative, text=text,
+                                timeout_ms=self.timeout)
+        self.facts.proofs += 1
+        self.note_unknown(res, text)
+        if not isinstance(res, Counterexample):
+            return
+        rel = [Related(buf.location, f"'{buf.name}' declared here as {tt.spelling}, base guaranteed "
+                                     f"{guaranteed}-byte aligned"),
+               Related(sa.location, "address taken here")]
+        rep = lay.swizzle_repeat
+        if rep and guaranteed < rep:
+            res2 = prove_handwritten(fn, lay, base_alignment=rep, relative=relative, text=text,
+                                     timeout_ms=self.timeout)
+            self.facts.proofs += 1
+            if isinstance(res2, Equivalent):
+                self.add("TK102", op,
+                         f"{text} on '{sa.buffer}' agrees with {tt.spelling} ({_sw(lay.swizzle_bytes)} swizzle) "
+                         f"only when the tile base is {rep}-byte aligned, but it is only guaranteed "
+                         f"{guaranteed}-byte aligned: " + _cx_text(res, tt.spelling + "'s layout", "the kernel's address", "hand-written"),
+                         _witness(res, required=rep, guaranteed=guaranteed, tile=tt.spelling, swizzle_b="hand-written"),
+                         rel, f"swizzle the absolute shared address (as TK's idx, TMA and wgmma do), or align "
+                              f"the tile to {rep} bytes (alignas({rep}) / TK's shared_allocator)")
+                return
+            if isinstance(res2, Counterexample):
+                res = res2
+        self.add("TK103", op,
+                 f"{text} on '{sa.buffer}' differs from {tt.spelling} ({_sw(lay.swizzle_bytes)} swizzle, "
+                 f"what TMA / wgmma / TK's idx use): " + _cx_text(res, tt.spelling + "'s layout", "the kernel's address", "hand-written")
+                 + " (assuming the offset before the XOR is the tile's column-panel offset of the element)",
+                 _witness(res, tile=tt.spelling, swizzle_b="hand-written"), rel,
+                 f"for a {_sw(lay.swizzle_bytes)}-swizzled tile the XOR is "
+                 + (f"a ^ (((a % {rep}) >> 7) << 4) on the absolute address" if rep else "absent (unswizzled)"))
+
+
+# ------------------------------------------------------------------ address math ----
+
+def _contains(e: E.Expr, sub: E.Expr) -> bool:
+    if e == sub:
+        return True
+    if isinstance(e, E.Bin):
+        return _contains(e.a, sub) or _contains(e.b, sub)
+    if isinstance(e, E.Un):
+        return _contains(e.a, sub)
+    if isinstance(e, E.Ite):
+        return _contains(e.c, sub) or _contains(e.t, sub) or _contains(e.e, sub)
+    return False
+
+
+def _bv(e: E.Expr, hole: E.Expr, x: z3.BitVecRef) -> z3.BitVecRef:
+    """``e`` as a 32-bit bit-vector function of ``x`` standing for the subterm ``hole``."""
+    if e == hole:
+        return x
+    if isinstance(e, E.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return z3.BitVecVal(e.value & 0xFFFFFFFF, ADDR_BITS)
+    if isinstance(e, E.Bin):
+        a, b = _bv(e.a, hole, x), _bv(e.b, hole, x)
+        f = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "&": lambda: a & b,
+             "|": lambda: a | b, "^": lambda: a ^ b, "<<": lambda: a << b, ">>": lambda: z3.LShR(a, b),
+             "/": lambda: z3.UDiv(a, b), "%": lambda: z3.URem(a, b)}.get(e.op)
+        if f is None:
+            raise ValueError(f"operator {e.op} in address math")
+        return f()
+    if isinstance(e, E.Un) and e.op == "~":
+        return ~_bv(e.a, hole, x)
+    raise ValueError(f"term {e} in address math")
+
+
+def _addends(e: E.Expr) -> list:
+    if isinstance(e, E.Bin) and e.op == "+":
+        return _addends(e.a) + _addends(e.b)
+    return [e]
+
+
+def _split_xor(addr: E.Expr, X: E.Var):
+    """Recognise ``F(X + off)`` (absolute swizzle) or ``X + F(off)`` (buffer-relative), F built
+    from its argument with constants and a XOR.  Returns (relative, fn, text) or None."""
+    def xor_fn(node):
+        # node = P ^ G(P) (either order); returns (P, fn)
+        if not (isinstance(node, E.Bin) and node.op == "^"):
+            return None
+        for p, g in ((node.a, node.b), (node.b, node.a)):
+            if _contains(g, p) and not _contains(p, g):
+                try:
+                    _bv(node, p, z3.BitVec("x", ADDR_BITS))
+                except ValueError:
+                    continue
+                return p, (lambda x, node=node, p=p: _bv(node, p, x)), "a ^ " + str(g).replace(str(p), "a")
+        return None
+
+    # absolute: the XOR applies to an argument containing X
+    r = xor_fn(addr)
+    if r is not None:
+        p, fn, text = r
+        terms = _addends(p)
+        if terms.count(X) == 1 and not any(_contains(t, X) for t in terms if t != X):
+            return False, fn, text
+        return None
+    # relative: X + F(off)
+    terms = _addends(addr)
+    if terms.count(X) == 1 and len(terms) == 2:
+        q = terms[0] if terms[1] == X else terms[1]
+        r = xor_fn(q)
+        if r is not None and not _contains(q, X):
+            return True, r[1], r[2]
+    return None
+
+
+def layout_facts(an) -> LayoutFacts:
+    """The layout contract for one kernel, computed once (timed as 'layout')."""
+    return an.fact("layout", lambda a: _Checker(a).run())
+
+
+def issues(an, code: str) -> list[LayoutIssue]:
+    return [i for i in layout_facts(an).issues if i.code == code]

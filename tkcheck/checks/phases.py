@@ -1,0 +1,419 @@
+"""Phase reasoning: which phase of which barrier every wait is due to observe.
+
+For a wait site W on barrier element B[e(k)] at iteration k of its round loop:
+
+* use(k)   -- how many times this site waited on the same element before:
+              k / P when e(k) is periodic with period P (a ring of P slots,
+              proved by z3: e(k+P) == e(k) and e(k+d) != e(k) for 0 < d < P),
+              k for a scalar barrier, the count of earlier one-shot waits
+              outside loops;
+* offset   -- -1 when W waits for the *previous* use's release: B carries no
+              data (no TMA bytes complete on it) and its signallers first wait
+              on a data barrier that W's own role fills after W (the producer
+              side of a full/empty handshake, fresh-barrier parity 1); else 0;
+* pre      -- phases completed before the loop (pre-arrived tokens: arrivals
+              on B outside the loop that complete a whole phase per element);
+* due(k)   = use(k) + offset + pre: the completion index W must observe.
+
+`mbarrier.try_wait.parity p` returns once the phase with parity p completed,
+so W is correct iff its parity equals due(k) mod 2 for every k in the trip
+range (and every template parameter value): proved or refuted by z3; a
+refutation comes with the smallest k. Anything not recognised is `unknown`
+(never a finding).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import z3
+
+from ..model import expr as E
+from ..model import ir
+from .analysis import Analysis
+from .threads import describe
+
+DATA_KINDS = (ir.TMA_LOAD,)
+
+
+@dataclass
+class WaitPhase:
+    op: ir.Op
+    barrier: str
+    status: str = "unknown"            # ok | mismatch | not-advanced | unknown
+    reason: str = ""
+    loop: int | None = None
+    period: E.Expr | None = None
+    use: E.Expr | None = None
+    offset: int = 0
+    pre: int = 0
+    due: E.Expr | None = None
+    witness: dict = field(default_factory=dict)
+    role: str = ""
+
+
+def phases(an: Analysis) -> list[WaitPhase]:
+    return an.fact("wait_phases", _compute)
+
+
+# ----------------------------------------------------------------- helpers --
+
+def _moduli(e: E.Expr, out: list):
+    if isinstance(e, E.Bin):
+        if e.op == "%" and e.b not in out:
+            out.append(e.b)
+        _moduli(e.a, out)
+        _moduli(e.b, out)
+    elif isinstance(e, E.Un):
+        _moduli(e.a, out)
+    elif isinstance(e, E.Ite):
+        for x in (e.c, e.t, e.e):
+            _moduli(x, out)
+    return out
+
+
+def _shift(e: E.Expr, k: E.Var, d: E.Expr) -> E.Expr:
+    return E.substitute(e, {k.name: E.binop("+", k, d)})
+
+
+def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int) -> E.Expr | None:
+    """Smallest proved period of the element index in k (1 for a constant index)."""
+    from . import solver
+    if not any(k in ix.free_vars() for ix in index):
+        return E.Const(1)
+    cands = []
+    for ix in index:
+        _moduli(ix, cands)
+    for p in cands:
+        if p.is_opaque() or k in p.free_vars():
+            continue
+        same = E.conj(*[E.binop("==", _shift(ix, k, p), ix) for ix in index])
+        if solver.always(E.binop("||", E.binop("<=", p, E.Const(0)), same), timeout) is not True:
+            continue
+        d = E.Var("d@gap", E.PARAM)
+        clash = E.conj(E.binop(">", d, E.Const(0)), E.binop("<", d, p),
+                       *[E.binop("==", _shift(ix, k, d), ix) for ix in index])
+        if solver.witness(clash, timeout) is None and _unsat(clash, timeout):
+            return p
+    return None
+
+
+def _unsat(pred: E.Expr, timeout: int) -> bool:
+    from . import solver
+    return solver.always(E.negate(pred), timeout) is True
+
+
+def _signals(m: ir.KernelModel, name: str) -> list[ir.Op]:
+    return [o for o in m.ops if o.barrier is not None and o.barrier.name == name
+            and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)]
+
+
+def _carries_data(m: ir.KernelModel, name: str) -> bool:
+    return any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
+               or (o.kind == ir.MBAR_ARRIVE and o.detail.get("via"))
+               for o in _signals(m, name))
+
+
+def _handshake(an: Analysis, w: ir.Op) -> bool | None:
+    """True when every signaller of w's barrier first waits on a barrier that w's
+    role signals after w in the same loop body; False when none does; None mixed."""
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    if mine is None:
+        return None
+    after = {o.barrier.name for o in m.ops
+             if o.order > w.order and o.loops == w.loops and o.barrier is not None
+             and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+             and (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
+    verdicts = set()
+    for s in _signals(m, w.barrier.name):
+        if s.kind == ir.TMA_LOAD:
+            continue
+        if w.loops and all(isinstance(m.loops[i].trip.eval({}) if m.loops[i].trip is not None else None, int)
+                           for i in s.loops):
+            continue            # a one-visit (pre-arrival) signal, not the steady-state handshake
+        iss = th.issuers(s)
+        if iss is None:
+            return None
+        hit = False
+        for o in m.ops:
+            if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops == s.loops and o.barrier is not None \
+                    and o.barrier.name in after and o.barrier.name != w.barrier.name:
+                ex = th.executing(o)
+                if ex is not None and iss <= ex:
+                    hit = _carries_data(m, o.barrier.name)
+                    break
+        verdicts.add(hit)
+    if len(verdicts) != 1:
+        return None if verdicts else False
+    return verdicts.pop()
+
+
+def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None) -> int | None:
+    """Phases completed per element by arrivals outside w's loops, before w."""
+    m, th = an.model, an.threads
+    total = 0
+    pre_ops = []
+    b = m.barriers.get(w.barrier.name)
+    elems = 1
+    for d in (b.dims if b else ()):
+        v = d.eval({})
+        if not isinstance(v, int):
+            return None
+        elems *= v
+    first = min((o.order for o in m.ops if round_loop is not None and round_loop in o.loops), default=w.order)
+    for s in _signals(m, w.barrier.name):
+        if round_loop is not None and round_loop in s.loops:
+            continue
+        if round_loop is None and s.loops == w.loops:
+            continue
+        trips = [m.loops[i].trip.eval({}) if m.loops[i].trip is not None else None for i in s.loops]
+        one_visit = all(isinstance(t, int) for t in trips) and _prod(trips) <= elems
+        if not one_visit:
+            continue            # the steady-state signals of another role's loop
+        iss = th.issuers(s) or frozenset()
+        steady = [o.order for o in _signals(m, w.barrier.name) if o is not s and o.loops
+                  and (th.issuers(o) or frozenset()) & iss and o.order > s.order]
+        if s.order > first and not steady:
+            return None         # arrivals after the wait's loop started: not a pre-arrival
+        pre_ops.append(s)
+    if not pre_ops:
+        return 0
+    init = [o for o in m.ops if o.kind == ir.MBAR_INIT and o.barrier is not None and o.barrier.name == w.barrier.name]
+    counts = {o.count.eval({}) for o in init if o.count is not None}
+    if len(counts) != 1 or None in counts:
+        return None
+    cnt = counts.pop()
+    for s in pre_ops:
+        if s.kind != ir.MBAR_ARRIVE:
+            return None
+        iss = th.issuers(s)
+        per = s.count.eval({}) if s.count is not None else None
+        if iss is None or not isinstance(per, int):
+            return None
+        visits = 1
+        for lid in s.loops:
+            t = m.loops[lid].trip
+            tv = t.eval({}) if t is not None else None
+            if not isinstance(tv, int):
+                return None
+            visits *= tv
+        if visits % elems and s.loops:
+            return None
+        total += len(iss) * per * (visits // elems if s.loops else 1)
+    if cnt <= 0 or total % cnt:
+        return None
+    return total // cnt
+
+
+def _prod(xs):
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def _mod2(e: E.Expr) -> E.Expr:
+    e = E.ite(e, E.Const(1), E.Const(0)) if _is_bool(e) else e
+    return E.binop("%", E.binop("+", E.binop("%", e, E.Const(2)), E.Const(2)), E.Const(2))
+
+
+def _bit(e: E.Expr) -> bool:
+    """e is provably 0 or 1: `x % 2` of a non-negative x, 0/1 constants, bits of bits."""
+    if isinstance(e, E.Const):
+        return e.value in (0, 1) and not isinstance(e.value, bool)
+    if isinstance(e, E.Bin) and e.op == "%" and e.b == E.Const(2):
+        return True
+    if isinstance(e, E.Bin) and e.op == "&" and (e.b == E.Const(1) or e.a == E.Const(1)):
+        return True
+    if isinstance(e, E.Bin) and e.op == "^":
+        return _bit(e.a) and _bit(e.b)
+    return False
+
+
+def linear(e: E.Expr) -> E.Expr:
+    """Rewrite XORs of 0/1 values as arithmetic mod 2, so that z3 stays in linear
+    integer arithmetic (div/mod by constants) instead of bit-blasting Int2BV terms."""
+    if isinstance(e, E.Bin):
+        a, b = linear(e.a), linear(e.b)
+        if e.op == "^":
+            if a == E.Const(0):
+                return b
+            if b == E.Const(0):
+                return a
+            if _bit(a) and _bit(b):
+                return E.binop("%", E.binop("+", a, b), E.Const(2))
+        return E.binop(e.op, a, b)
+    if isinstance(e, E.Un):
+        return E.unop(e.op, linear(e.a))
+    if isinstance(e, E.Ite):
+        return E.ite(linear(e.c), linear(e.t), linear(e.e))
+    return e
+
+
+def _is_bool(e: E.Expr) -> bool:
+    return (isinstance(e, E.Bin) and e.op in ("==", "!=", "<", "<=", ">", ">=", "&&", "||")) or \
+        (isinstance(e, E.Un) and e.op == "!") or (isinstance(e, E.Const) and isinstance(e.value, bool))
+
+
+def _smallest_counterexample(pred: E.Expr, k: E.Var | None, assume: list[E.Expr], timeout: int) -> dict | None:
+    zv = E.Z3Vars()
+    try:
+        zp = E.as_bool(pred.to_z3(zv))
+        za = [E.as_bool(a.to_z3(zv)) for a in assume]
+    except (z3.Z3Exception, TypeError):
+        return None
+    from .solver import _constraints
+    opt = z3.Optimize()
+    opt.set("timeout", timeout)
+    opt.add(*_constraints(zv, za))
+    opt.add(zp)
+    if k is not None:
+        opt.minimize(zv.get(k))
+    if opt.check() != z3.sat:
+        return None
+    mdl = opt.model()
+    out = {}
+    for name, v in zv.items():
+        val = mdl.eval(v, model_completion=True)
+        if z3.is_int_value(val):
+            out[name] = val.as_long()
+        elif z3.is_true(val) or z3.is_false(val):
+            out[name] = bool(z3.is_true(val))
+    return out
+
+
+# ------------------------------------------------------------------- check --
+
+def _compute(an: Analysis) -> list[WaitPhase]:
+    m = an.model
+    out = []
+    for w in m.ops_of(ir.MBAR_WAIT):
+        if w.barrier is None or w.barrier.name not in m.barriers:
+            continue
+        wp = WaitPhase(w, w.barrier.name)
+        ex = an.threads.executing(w)
+        wp.role = describe(ex, an.threads.n)
+        try:
+            _analyse(an, w, wp)
+        except (z3.Z3Exception, RecursionError, ZeroDivisionError) as exc:  # pragma: no cover
+            wp.status, wp.reason = "unknown", f"solver error: {exc}"
+        out.append(wp)
+    return out
+
+
+def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
+    m, to = an.model, an.solver_timeout_ms
+    if w.parity is None or w.parity.is_opaque() or any(ix.is_opaque() for ix in w.barrier.index):
+        wp.reason = "parity or barrier index not modelled"
+        return
+    if not w.guard.exact or any(c.is_opaque() for c in w.guard.uniform) or w.guard.thread.is_opaque():
+        wp.reason = "guard not modelled"
+        return
+    if an.threads.executing(w) is None and not w.guard.thread.depends_on(E.LOOP):
+        wp.reason = "threads unknown"
+        return
+    if w.detail.get("cta") is not None or w.detail.get("remote"):
+        wp.reason = "remote barrier"
+        return
+    index = tuple(linear(ix) for ix in w.barrier.index)
+    parity = linear(w.parity)
+    loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | \
+                {v.name for v in parity.free_vars() if v.kind == E.LOOP}
+    chain = [m.loops[i] for i in w.loops]
+    if any("@" in n for n in loop_vars):
+        wp.reason = "loop-carried value not solved"
+        return
+    # the round loop: the innermost loop; outer loops must not move the index or parity
+    assume: list[E.Expr] = list(w.guard.uniform)
+    if w.guard.thread.depends_on(E.LOOP):
+        assume.append(w.guard.thread)
+    if chain:
+        rl = chain[-1]
+        if len(chain) > 1:
+            wp.reason = "wait inside nested loops (uses across outer iterations not modelled)"
+            return
+        if rl.trip is None:
+            wp.reason = "trip count unknown"
+            return
+        k = rl.counter
+        wp.loop = rl.id
+        period = _period(index, k, to)
+        if period is None:
+            wp.reason = "ring period not recognised"
+            return
+        wp.period = period
+        use = E.binop("/", k, period) if period != E.Const(1) else k
+        assume.append(E.binop("<", k, rl.trip))
+    else:
+        k = None
+        earlier = [o for o in m.ops_of(ir.MBAR_WAIT) if o.order < w.order and o.barrier is not None
+                   and o.barrier.name == w.barrier.name]
+        if any(o.loops for o in earlier):
+            wp.reason = "barrier also waited in a loop before"
+            return
+        same = [o for o in earlier if o.barrier == w.barrier and an.threads.executing(o) == an.threads.executing(w)]
+        if len(same) != len(earlier):
+            wp.reason = "barrier waited before by other threads / elements"
+            return
+        if any(s.loops for s in _signals(m, w.barrier.name)):
+            wp.reason = "one-shot wait on a barrier signalled in loops"
+            return
+        use = E.Const(len(same))
+    hs = _handshake(an, w)
+    if hs is None:
+        wp.reason = "handshake direction not recognised"
+        return
+    wp.offset = -1 if (hs and not _carries_data(m, w.barrier.name)) else 0
+    if hs and _carries_data(m, w.barrier.name):
+        wp.reason = "both barriers of the handshake carry data"
+        return
+    pre = _pre_completions(an, w, wp.loop)
+    if pre is None:
+        wp.reason = "arrivals outside the loop not accounted"
+        return
+    wp.pre = pre
+    wp.use = use
+    due = E.binop("+", use, E.Const(wp.offset + pre))
+    wp.due = due
+    bad = E.binop("!=", _mod2(parity), _mod2(due))
+    from . import solver
+    ok = solver.always(E.negate(bad), to, assume=tuple(assume))
+    if ok is True:
+        wp.status = "ok"
+        return
+    if ok is None:
+        wp.reason = "solver: unknown"
+        return
+    cex = _smallest_counterexample(bad, k, assume, to)
+    if cex is None:
+        wp.reason = "no counterexample recovered"
+        return
+    env = dict(cex)
+    waited = _mod2(parity).eval(env)
+    want = _mod2(due).eval(env)
+    if waited is None or want is None or waited == want:
+        wp.reason = "counterexample did not evaluate"
+        return
+    stage = tuple(ix.eval(env) for ix in index)
+    it = env.get(k.name, 0) if k is not None else None
+    wp.witness = {
+        "iteration": it,
+        "stage": stage[0] if len(stage) == 1 else (list(stage) if stage else None),
+        "use": use.eval(env),
+        "due_phase": due.eval(env),
+        "parity_waited": waited,
+        "parity_due": want,
+        "role": wp.role,
+        "barrier": str(w.barrier),
+    }
+    params = {n: v for n, v in env.items() if not n.startswith("k") and not n.startswith("?") and n != "tid"}
+    if params:
+        wp.witness["params"] = params
+    # phase never advanced: the parity is the same on every iteration
+    invariant = k is not None and k not in parity.free_vars()
+    wp.status = "not-advanced" if invariant else "mismatch"
+
+
+def element(wp: WaitPhase) -> str:
+    st = wp.witness.get("stage")
+    return f"{wp.barrier}[{st}]" if st is not None else wp.barrier

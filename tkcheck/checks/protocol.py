@@ -1,0 +1,507 @@
+"""Protocol exploration: warp roles as abstract programs, interleavings searched explicitly.
+
+A *role* is a set of threads that execute the same completion-relevant ops on
+the same barrier elements (same guard pattern): the producer thread, the lane-0
+threads of the consumer warps, the other consumer lanes, ... Each role becomes
+an abstract program of events -- wait(bar[e], p), arrive(bar[e], n),
+expect(bar[e], bytes), load(bar[e], bytes), sync(id, count), exit -- unrolled
+with small concrete loop counts (runtime sizes are chosen so that every ring
+wraps at least twice). Roles run in lock step inside themselves.
+
+The search is an explicit-state DFS over interleavings (a role runs its local
+events atomically up to its next wait or barrier), memoised on the state,
+bounded in states and time. A state where no role can move and some role has
+not finished is a *deadlock*: it is reachable, so it is a proof, and the path
+to it is the trace. Unknown structure (guards over runtime values, unknown
+trip counts, unknown init counts, ...) means no exploration and no finding.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..model import expr as E
+from ..model import ir
+from .analysis import Analysis
+from .threads import describe
+
+MAX_STATES = 20000
+TIME_CAP_S = 1.0
+MAX_EVENTS = 4000
+EVENT_KINDS = (ir.MBAR_INIT, ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD, ir.SYNC, ir.EXIT)
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str                 # wait | arrive | expect | load | sync | exit
+    op: ir.Op
+    elem: tuple | None = None  # (barrier name, index...)
+    parity: int | None = None
+    arrivals: int = 0
+    bytes: int = 0
+    sync: tuple | None = None  # (id, count)
+    env: tuple = ()           # loop counters at this event
+
+
+@dataclass
+class Role:
+    name: str
+    threads: frozenset[int]
+    events: list[Event]
+
+
+@dataclass
+class Deadlock:
+    blocked: list[tuple[int, Event]]       # (role index, event it is blocked at)
+    finished: list[int]
+    exited: list[int]                      # roles that left through an early return
+    trace: list[tuple[int, Event, str]]    # (role index, event, outcome)
+    state: dict
+
+
+@dataclass
+class Exploration:
+    status: str = "unknown"               # explored | unknown
+    reason: str = ""
+    roles: list[Role] = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+    deadlock: Deadlock | None = None
+    states: int = 0
+    seconds: float = 0.0
+    counts: dict = field(default_factory=dict)   # element -> arrivals per phase (init count)
+
+
+def explore(an: Analysis) -> Exploration:
+    return an.fact("protocol", _explore)
+
+
+# ------------------------------------------------------------ role building --
+
+def _relevant(o: ir.Op) -> bool:
+    if o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD, ir.MBAR_INIT):
+        return o.barrier is not None
+    if o.kind == ir.SYNC:
+        return o.detail.get("sync_kind") in ("block", "named", "group")
+    return o.kind == ir.EXIT
+
+
+def _choose_params(m: ir.KernelModel, ops: list[ir.Op]) -> dict | None:
+    """Concrete values for the runtime sizes in trip counts: every ring wraps twice."""
+    loops = {lid for o in ops for lid in o.loops}
+    trips = []
+    for lid in loops:
+        t = m.loops[lid].trip
+        if t is None:
+            return None
+        trips.append(t)
+    names = sorted({v.name for t in trips for v in t.free_vars() if v.kind in (E.PARAM, E.OPAQUE)})
+    ring = 2
+    for b in m.barriers.values():
+        for d in b.dims:
+            v = d.eval({})
+            if isinstance(v, int) and v > ring:
+                ring = v
+    target = min(2 * ring + 1, 9)
+    if not names:
+        return {}
+    cands = sorted({c * (2 ** e) for c in range(1, 13) for e in range(0, 14)})
+    for x in cands:
+        env = {n: x for n in names}
+        vals = [t.eval(env) for t in trips]
+        if any(v is None for v in vals):
+            continue
+        if max(vals) >= target and max(vals) <= 3 * target and min(vals) >= 1:
+            return env
+    return None
+
+
+def _roles(an: Analysis, ops: list[ir.Op]) -> list[tuple[frozenset[int], tuple]] | None:
+    """Warps with the same participation in every op (a lane-0 arrive is its warp's op:
+    the lanes of a warp pass a wait together)."""
+    n = an.threads.n
+    if n is None or n % 32:
+        return None
+    sigs: dict[tuple, list[int]] = {}
+    for w in range(n // 32):
+        sig = []
+        for o in ops:
+            lanes = []
+            for t in range(32 * w, 32 * w + 32):
+                g = o.guard.thread.eval({"tid": t, "tid_y": 0, "tid_z": 0})
+                if g is None:
+                    if o.guard.thread.depends_on(E.LOOP) and not o.guard.thread.depends_on(E.THREAD):
+                        g = True
+                    else:
+                        return None
+                if g:
+                    lanes.append(t)
+            if not lanes:
+                sig.append(None)
+                continue
+            idx = {tuple(str(E.substitute(ix, {"tid": E.Const(t)})) for ix in (o.barrier.index if o.barrier else ()))
+                   for t in lanes}
+            sid = {str(E.substitute(o.sync_id, {"tid": E.Const(t)})) for t in lanes} if o.sync_id is not None else set()
+            if len(idx) > 1 or len(sid) > 1:
+                return None
+            sig.append((len(lanes), idx.pop(), tuple(sid)))
+        sigs.setdefault(tuple(sig), []).extend(range(32 * w, 32 * w + 32))
+    return [(frozenset(ts), s) for s, ts in sigs.items()]
+
+
+def _role_name(m: ir.KernelModel, threads: frozenset[int], n: int | None, hints: set) -> str:
+    d = describe(threads, n)
+    hint = "/".join(sorted(h for h in hints if h))
+    return f"{hint} ({d})" if hint else d
+
+
+def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dict) -> list[Event] | None:
+    m = an.model
+    rep = min(threads)
+    out: list[Event] = []
+
+    def walk(seq: list[ir.Op], depth: int, env: dict) -> bool:
+        i = 0
+        while i < len(seq):
+            o = seq[i]
+            if len(o.loops) > depth:
+                lid = o.loops[depth]
+                j = i
+                while j < len(seq) and len(seq[j].loops) > depth and seq[j].loops[depth] == lid:
+                    j += 1
+                trip = m.loops[lid].trip.eval(env) if m.loops[lid].trip is not None else None
+                if not isinstance(trip, int) or trip < 0:
+                    return False
+                for k in range(trip):
+                    env2 = dict(env)
+                    env2[m.loops[lid].counter.name] = k
+                    if not walk(seq[i:j], depth + 1, env2):
+                        return False
+                i = j
+                continue
+            if not emit(o, env):
+                return False
+            if len(out) > MAX_EVENTS:
+                return False
+            i += 1
+        return True
+
+    def emit(o: ir.Op, env: dict) -> bool:
+        full = dict(env, tid=rep, tid_y=0, tid_z=0)
+        for c in o.guard.uniform:
+            v = c.eval(full)
+            if v is None:
+                return False
+            if not v:
+                return True
+        if o.guard.thread.depends_on(E.LOOP):
+            lanes = set()
+            for t in threads:
+                g = o.guard.thread.eval(dict(env, tid=t, tid_y=0, tid_z=0))
+                if g is None:
+                    return False
+                if g:
+                    lanes.add(t)
+        else:
+            ex_ = an.threads.executing(o)
+            if ex_ is None:
+                return False
+            lanes = ex_ & threads
+        if not lanes:
+            return True
+        if not o.guard.exact:
+            return False
+        full = dict(env, tid=min(lanes), tid_y=0, tid_z=0)
+        ctr = tuple(sorted((k, v) for k, v in env.items() if k.startswith("k")))
+        if o.kind == ir.EXIT:
+            out.append(Event("exit", o, env=ctr))
+            return True
+        if o.kind == ir.SYNC:
+            kind = o.detail.get("sync_kind")
+            cnt = an.threads.n if kind == "block" else (o.count.eval(full) if o.count is not None else None)
+            sid = o.sync_id.eval(full) if o.sync_id is not None else (0 if kind == "block" else None)
+            if not isinstance(cnt, int) or not isinstance(sid, int):
+                return False
+            out.append(Event("sync", o, sync=(sid, cnt), env=ctr))
+            return True
+        if o.detail.get("remote") or o.detail.get("cta") is not None or o.detail.get("multicast"):
+            return False
+        idx = tuple(ix.eval(full) for ix in o.barrier.index)
+        if any(not isinstance(x, int) for x in idx):
+            return False
+        elem = (o.barrier.name,) + idx
+        if o.issuers_per_group and o.group_warps > 0:
+            k = len({t for t in lanes if t % (32 * o.group_warps) == 0})
+        else:
+            k = len(lanes)
+        if o.kind == ir.MBAR_INIT:
+            return True
+        if o.kind == ir.MBAR_WAIT:
+            p = o.parity.eval(full) if o.parity is not None else None
+            if p is None:
+                return False
+            out.append(Event("wait", o, elem, parity=int(p) & 1, env=ctr))
+        elif o.kind == ir.MBAR_ARRIVE:
+            c = o.count.eval(full) if o.count is not None else 1
+            if not isinstance(c, int) or k == 0:
+                return k == 0
+            out.append(Event("arrive", o, elem, arrivals=k * c, env=ctr))
+        elif o.kind == ir.MBAR_EXPECT:
+            b = o.bytes.eval(full) if o.bytes is not None else None
+            if not isinstance(b, int):
+                return False
+            if k:
+                out.append(Event("expect", o, elem, arrivals=k * int(o.detail.get("arrives", 1)), bytes=k * b, env=ctr))
+        elif o.kind == ir.TMA_LOAD:
+            b = o.bytes.eval(full) if o.bytes is not None else None
+            if not isinstance(b, int):
+                return False
+            if k:
+                out.append(Event("load", o, elem, bytes=k * b, env=ctr))
+        return True
+
+    if not walk(ops, 0, dict(params)):
+        return None
+    return out
+
+
+def _init_counts(an: Analysis, params: dict) -> dict | None:
+    m = an.model
+    counts = {}
+    for o in m.ops_of(ir.MBAR_INIT):
+        if o.barrier is None or o.count is None:
+            return None
+        c = o.count.eval(params)     # the model's count already includes the tx arrivals
+        t = 0
+        if not isinstance(c, int):
+            return None
+        trips = [m.loops[lid] for lid in o.loops]
+        envs = [dict(params)]
+        for lp in trips:
+            tv = lp.trip.eval(params) if lp.trip is not None else None
+            if not isinstance(tv, int):
+                return None
+            envs = [dict(e, **{lp.counter.name: k}) for e in envs for k in range(tv)]
+        for env in envs:
+            idx = tuple(ix.eval(env) for ix in o.barrier.index)
+            if any(not isinstance(x, int) for x in idx):
+                return None
+            counts[(o.barrier.name,) + idx] = c + t
+    return counts
+
+
+# --------------------------------------------------------------- the search --
+
+def _explore(an: Analysis) -> Exploration:
+    t0 = time.perf_counter()
+    ex = Exploration()
+    m = an.model
+    ops = [o for o in m.ops if _relevant(o)]
+    if not any(o.kind == ir.MBAR_WAIT for o in ops):
+        ex.reason = "no waits"
+        return ex
+    params = _choose_params(m, ops)
+    if params is None:
+        ex.reason = "trip counts not concretisable"
+        return ex
+    ex.params = params
+    counts = _init_counts(an, params)
+    if counts is None:
+        ex.reason = "init counts unknown"
+        return ex
+    ex.counts = counts
+    groups = _roles(an, ops)
+    if groups is None:
+        ex.reason = "roles not computable"
+        return ex
+    roles = []
+    for threads, _ in sorted(groups, key=lambda g: min(g[0])):
+        evs = _unroll(an, [o for o in ops if True], threads, params)
+        if evs is None:
+            ex.reason = "a role's program could not be unrolled"
+            return ex
+        if not evs:
+            continue
+        hints = {o.role_hint for o in m.ops if o.role_hint and an.threads.executing(o) is not None
+                 and threads <= an.threads.executing(o)}
+        if not hints:
+            kinds = {e.kind for e in evs}
+            hints = {"producer"} if kinds & {"expect", "load"} else ({"consumer"} if "wait" in kinds else set())
+        roles.append(Role(_role_name(m, threads, an.threads.n, hints), threads, evs))
+    for r in roles:
+        for e in r.events:
+            if e.elem is not None and e.elem not in counts:
+                ex.reason = f"barrier element {e.elem} used but never initialised"
+                return ex
+    ex.roles = roles
+    _search(ex, roles, counts, t0)
+    ex.seconds = time.perf_counter() - t0
+    return ex
+
+
+def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float):
+    elems = sorted(counts)
+    eidx = {e: i for i, e in enumerate(elems)}
+    sizes = [len(r.threads) for r in roles]
+    # state: (pcs, sync-arrival marks, barrier states, sync states)
+    # barrier state per element: (completed, pending arrivals, pending tx)
+    init_b = tuple((0, counts[e], 0) for e in elems)
+    start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
+    visited = set()
+    stack = [(start, [])]
+    exited: set[int] = set()
+    while stack:
+        if len(visited) > MAX_STATES or time.perf_counter() - t0 > TIME_CAP_S:
+            ex.status = "unknown"
+            ex.reason = "exploration bound reached"
+            ex.states = len(visited)
+            return
+        state, path = stack.pop()
+        if state in visited:
+            continue
+        visited.add(state)
+        pcs, marks, bars, syncs = state
+        moved = False
+        succ = []
+        for ri, r in enumerate(roles):
+            res = _run_role(ri, r, state, eidx, sizes, counts, elems)
+            if res is None:
+                continue
+            nstate, steps = res
+            moved = True
+            succ.append((nstate, path + steps))
+        if not moved:
+            if all(pcs[i] >= len(r.events) for i, r in enumerate(roles)):
+                continue
+            blocked = [(i, r.events[pcs[i]]) for i, r in enumerate(roles) if pcs[i] < len(r.events)]
+            finished = [i for i, r in enumerate(roles) if pcs[i] >= len(r.events)]
+            ex_roles = [i for i in finished if roles[i].events and roles[i].events[-1].kind == "exit"]
+            ex.deadlock = Deadlock(blocked, finished, ex_roles, path,
+                                   {"barriers": {elems[i]: b for i, b in enumerate(bars)}, "syncs": dict(syncs)})
+            ex.status = "explored"
+            ex.states = len(visited)
+            return
+        for s in reversed(succ):
+            if s[0] not in visited:
+                stack.append(s)
+    ex.status = "explored"
+    ex.states = len(visited)
+
+
+def _complete(b, count):
+    done, pend, tx = b
+    if pend <= 0 and tx == 0:
+        return (done + 1, count + pend, 0)
+    return b
+
+
+def _run_role(ri, r: Role, state, eidx, sizes, counts, elems):
+    """Run role ri from its pc through local events up to and including one wait/sync.
+    None when it cannot move."""
+    pcs, marks, bars, syncs = state
+    pc = pcs[ri]
+    if pc >= len(r.events):
+        return None
+    bars = list(bars)
+    syncs = dict(syncs)
+    marks = list(marks)
+    steps = []
+    first = True
+    while pc < len(r.events):
+        e = r.events[pc]
+        if e.kind == "wait":
+            i = eidx[e.elem]
+            done = bars[i][0]
+            if done % 2 == e.parity:
+                if first:
+                    return None
+                break
+            steps.append((ri, e, "passes" + (" (fresh barrier)" if done == 0 else f" (phase {done - 1} completed)")))
+            pc += 1
+            first = False
+            break
+        if e.kind == "sync":
+            sid, cnt = e.sync
+            arrived, gen = syncs.get(sid, (0, 0))
+            if marks[ri] < 0:
+                arrived += sizes[ri]
+                marks[ri] = gen
+                if arrived >= cnt:
+                    gen, arrived = gen + 1, 0
+                syncs[sid] = (arrived, gen)
+            if gen > marks[ri]:
+                marks[ri] = -1
+                steps.append((ri, e, "passes"))
+                pc += 1
+                first = False
+                continue
+            if first and (arrived, gen) == dict(state[3]).get(sid, (0, 0)):
+                return None
+            steps.append((ri, e, "arrives, waits for the others"))
+            break
+        if e.kind == "exit":
+            steps.append((ri, e, "exits"))
+            pc = len(r.events)
+            break
+        i = eidx[e.elem]
+        done, pend, tx = bars[i]
+        if e.kind == "arrive":
+            pend -= e.arrivals
+        elif e.kind == "expect":
+            pend -= e.arrivals
+            tx += e.bytes
+        elif e.kind == "load":
+            tx -= e.bytes
+        nb = _complete((done, pend, tx), counts[elems[i]])
+        bars[i] = nb
+        steps.append((ri, e, f"completes phase {done}" if nb[0] > done else ""))
+        pc += 1
+        first = False
+    npcs = list(pcs)
+    npcs[ri] = pc
+    nstate = (tuple(npcs), tuple(marks), tuple(bars), tuple(sorted(syncs.items())))
+    if nstate == state:
+        return None
+    return nstate, steps
+
+
+# ------------------------------------------------------------- explanations --
+
+def signals_left(ex: Exploration, ri_blocked: int, elem) -> list[int]:
+    """Roles that still have an arrive/expect/load on `elem` ahead of their pc."""
+    d = ex.deadlock
+    out = []
+    pcs = {}
+    for i, e in d.blocked:
+        pcs[i] = ex.roles[i].events.index(e) if e in ex.roles[i].events else None
+    for i, r in enumerate(ex.roles):
+        if i == ri_blocked or i in d.finished:
+            continue
+        start = _pc_of(ex, i)
+        if any(e.elem == elem and e.kind in ("arrive", "expect", "load") for e in r.events[start:]):
+            out.append(i)
+    return out
+
+
+def _pc_of(ex: Exploration, i: int) -> int:
+    for j, e in ex.deadlock.blocked:
+        if j == i:
+            return ex.roles[i].events.index(e)
+    return len(ex.roles[i].events)
+
+
+def elem_str(elem) -> str:
+    return elem[0] + "".join(f"[{x}]" for x in elem[1:])
+
+
+def event_text(e: Event) -> str:
+    if e.kind == "wait":
+        return f"wait({elem_str(e.elem)}, {e.parity})"
+    if e.kind == "arrive":
+        return f"arrive({elem_str(e.elem)}) x{e.arrivals}"
+    if e.kind == "expect":
+        return f"expect({elem_str(e.elem)}, {e.bytes} B) +{e.arrivals} arrival(s)"
+    if e.kind == "load":
+        return f"load -> {elem_str(e.elem)} ({e.bytes} B)"
+    if e.kind == "sync":
+        return f"{e.op.api}(id {e.sync[0]}, {e.sync[1]} threads)"
+    return e.op.api

@@ -1,0 +1,239 @@
+"""Sync-scope facts: shared-memory dependencies (writer set -> reader set)
+and the barriers and fences between them; named-barrier uses; warpgroup
+alignment.
+
+A dependency is a generic-proxy write of a shared buffer (`warpgroup::store`,
+`warp::store`, ...) followed in the same loop iteration by a read of the same
+buffer (a register load, a TMA store, an MMA operand) by threads of the same
+role (the readers are among the writers). Dependencies across roles are
+ordered by mbarriers, which the completion checks own; a dependency with an
+mbarrier operation or an unmodelled construct between its ends is left alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model import expr as E
+from ..model import ir
+from .analysis import Analysis
+from .accumulator import flow, smem_operands
+
+ORDER_UNKNOWN_KINDS = (ir.MBAR_ARRIVE, ir.MBAR_WAIT, ir.MBAR_EXPECT, ir.NAMED_ARRIVE, ir.CALL)
+
+
+def _index_key(ref: ir.Ref, t: int):
+    """The index of `ref` as thread t sees it: a tuple of ints / folded Exprs."""
+    out = []
+    for ix in ref.index:
+        v = E.substitute(ix, {"tid": E.Const(t)})
+        c = v.eval({})
+        out.append(c if c is not None else v)
+    return tuple(out)
+
+
+def _alias(kw, kr) -> bool | None:
+    if len(kw) != len(kr):
+        return None
+    for a, b in zip(kw, kr):
+        if isinstance(a, (int, bool)) and isinstance(b, (int, bool)):
+            if a != b:
+                return False
+        elif a != b:
+            return None
+    return True
+
+
+@dataclass
+class Dependency:
+    writer: ir.Op
+    reader: ir.Op
+    reader_threads: frozenset[int]
+    uncovered: dict[int, frozenset[int]]        # reader thread -> writer threads not synchronised with it
+    narrow: list[ir.Op]                          # syncs between that cover too little
+    proxy_unfenced: dict[int, frozenset[int]]    # async-proxy reader -> writers with no proxy fence
+
+
+def readers_of(op: ir.Op) -> list[tuple[ir.Ref, bool]]:
+    """(buffer, async proxy?) read by op."""
+    if op.kind == ir.SMEM_ACCESS and op.buffer is not None and op.detail.get("access") == "read":
+        return [(op.buffer, False)]
+    if op.kind == ir.TMA_STORE and op.buffer is not None:
+        return [(op.buffer, True)]
+    if op.kind == ir.MMA:
+        return [(r, True) for r in smem_operands(op)]
+    return []
+
+
+def _self_fenced(op: ir.Op) -> bool:
+    """TK's TMA stores and wgmma (`mma_*` with the default fence) issue
+    fence.proxy.async in the issuing threads right before the async read."""
+    if op.kind == ir.TMA_STORE:
+        return bool(op.detail.get("proxy_fence"))
+    if op.kind == ir.MMA:
+        # tcgen05 (TMEM accumulator): TK's mma* issue no proxy fence; anything unrecognised: assume fenced
+        return not (op.detail.get("acc_kind") == "tmem")
+    return False
+
+
+def dependencies(an: Analysis) -> list[Dependency]:
+    return an.fact("syncscope.dependencies", _dependencies)
+
+
+def _dependencies(an: Analysis) -> list[Dependency]:
+    fl = flow(an)
+    out = []
+    writers = [o for o in fl.ops if o.kind == ir.SMEM_ACCESS and o.buffer is not None
+               and o.detail.get("access") == "write" and o.guard.exact]
+    for w in writers:
+        tw = an.threads.executing(w)
+        if not tw:
+            continue
+        for r in fl.ops:
+            if r.order <= w.order or r.loops != w.loops or not r.guard.exact:
+                continue
+            reads = [(ref, asy) for ref, asy in readers_of(r) if ref.name == w.buffer.name]
+            if not reads:
+                continue
+            tr = an.threads.issuers(r) if r.kind == ir.TMA_STORE else an.threads.executing(r)
+            if not tr or not tr <= tw:
+                continue
+            if set(r.guard.uniform) != set(w.guard.uniform):
+                continue
+            between = fl.same_iteration_between(w, r)
+            if any(o.kind in ORDER_UNKNOWN_KINDS or not o.guard.exact for o in between
+                   if o.kind in (ir.SYNC, ir.FENCE) + ORDER_UNKNOWN_KINDS):
+                continue
+            syncs = [o for o in between if o.kind == ir.SYNC]
+            sync_sets = [(s, an.threads.executing(s)) for s in syncs]
+            if any(ss is None for _, ss in sync_sets):
+                continue
+            fences = [(f, an.threads.executing(f)) for f in between
+                      if f.kind == ir.FENCE and f.detail.get("fence_kind") == "proxy_async"]
+            if any(fs is None for _, fs in fences):
+                continue
+            # writer threads grouped by the element of the buffer they write
+            wkeys: dict = {}
+            for t in tw:
+                wkeys.setdefault(_index_key(w.buffer, t), set()).add(t)
+            uncovered, unfenced = {}, {}
+            unknown = False
+            for ref, asy in reads:
+                for t in sorted(tr):
+                    kr = _index_key(ref, t)
+                    ws = set()
+                    for kw, ts in wkeys.items():
+                        a = _alias(kw, kr)
+                        if a is None:
+                            unknown = True
+                        elif a:
+                            ws |= ts
+                    if unknown:
+                        break
+                    cross = frozenset(x for x in ws if x // 32 != t // 32)
+                    bad = frozenset(x for x in cross if not _covered(sync_sets, x, t))
+                    if bad:
+                        uncovered[t] = bad
+                    if asy and not _self_fenced(r):
+                        nof = frozenset(x for x in ws if not _fenced(fences, sync_sets, x, t))
+                        if nof:
+                            unfenced[t] = nof
+                if unknown:
+                    break
+            if unknown:
+                continue
+            narrow = [s for s, ss in sync_sets if uncovered and any(t in ss for t in uncovered)]
+            if uncovered or unfenced:
+                out.append(Dependency(w, r, tr, uncovered, narrow, unfenced))
+    return out
+
+
+def _covered(sync_sets, w: int, r: int) -> bool:
+    for s, ss in sync_sets:
+        if w in ss and r in ss:
+            kind = s.detail.get("sync_kind")
+            if kind == "warp":
+                if w // 32 == r // 32:
+                    return True
+                continue
+            return True
+    return False
+
+
+def _fenced(fences, sync_sets, w: int, r: int) -> bool:
+    """A fence.proxy.async in the writer (any point after the write) or in the
+    reader after a barrier that orders the writer before it."""
+    for f, fs in fences:
+        if w in fs:
+            return True
+        if r in fs and any(w in ss and r in ss and s.order < f.order for s, ss in sync_sets):
+            return True
+    return False
+
+
+# ------------------------------------------------------ named barriers ----
+
+@dataclass
+class BarrierUse:
+    bar_id: int
+    op: ir.Op
+    threads: frozenset[int]
+    count: int | None
+
+
+def named_barrier_uses(an: Analysis) -> list[BarrierUse] | None:
+    return an.fact("syncscope.named_uses", _named_uses)
+
+
+def _named_uses(an: Analysis):
+    out = []
+    n = an.threads.n
+    if n is None:
+        return None
+    for op in an.model.ops_of(ir.SYNC, ir.NAMED_ARRIVE):
+        kind = op.detail.get("sync_kind")
+        if op.detail.get("asm"):
+            continue
+        ex = an.threads.executing(op)
+        if ex is None or not op.guard.exact:
+            continue
+        if kind == "block" and op.api == "__syncthreads":
+            out.append(BarrierUse(0, op, ex, n))
+            continue
+        if kind not in ("named", "block") and op.kind != ir.NAMED_ARRIVE:
+            continue
+        cnt = op.count.eval({}) if op.count is not None else None
+        if op.sync_id is None:
+            continue
+        by_id: dict[int, set[int]] = {}
+        for t in ex:
+            v = E.substitute(op.sync_id, {"tid": E.Const(t)}).eval({})
+            if not isinstance(v, int) or isinstance(v, bool):
+                by_id = None
+                break
+            by_id.setdefault(v, set()).add(t)
+        if by_id is None:
+            continue
+        for bid, ts in by_id.items():
+            out.append(BarrierUse(bid, op, frozenset(ts), cnt if isinstance(cnt, int) else None))
+    return out
+
+
+# ----------------------------------------------------------- alignment ----
+
+WARPGROUP_KINDS = (ir.MMA, ir.MMA_WAIT, ir.MMA_COMMIT, ir.MMA_FENCE)
+
+
+def misaligned_groups(an: Analysis, op: ir.Op, size: int = 128):
+    """Warpgroup instances (aligned, `size` threads) that run op only partly;
+    None if unknown."""
+    ex = an.threads.executing(op)
+    n = an.threads.n
+    if ex is None or n is None or not op.guard.exact:
+        return None
+    out = []
+    for g in sorted({t // size for t in ex}):
+        full = frozenset(range(g * size, (g + 1) * size))
+        got = frozenset(t for t in ex if t // size == g)
+        if got != full:
+            out.append((g, got, full - got))
+    return out
