@@ -39,9 +39,8 @@ TP=${TP:-12}; TI=${TI:-20}; TS=${TS:-30}; TSC=${TSC:-90}
 { nvidia-smi; nvcc --version; compute-sanitizer --version; } > "$R/env.txt" 2>&1
 compute-sanitizer --help > "$R/cs_help.txt" 2>&1
 XML="--xml --save"
-if ! compute-sanitizer --xml --save /tmp/t.xml /bin/true >/dev/null 2>&1; then XML="--xml yes --save"; fi
 RC_OPTS=""; MC_OPTS=""; COMMON=""
-grep -q -- "--racecheck-deadlock-timeout" "$R/cs_help.txt" && RC_OPTS="--racecheck-deadlock-timeout 10"
+grep -q -- "--racecheck-deadlock-timeout" "$R/cs_help.txt" && RC_OPTS="--racecheck-deadlock-timeout 3000 --racecheck-continue-on-deadlock no"
 grep -q -- "--check-bulk-copy" "$R/cs_help.txt" && MC_OPTS="--check-bulk-copy yes"
 grep -q -- "--print-limit" "$R/cs_help.txt" && COMMON="--print-limit 50"
 echo "XML=$XML RC_OPTS=$RC_OPTS MC_OPTS=$MC_OPTS COMMON=$COMMON" >> "$R/env.txt"

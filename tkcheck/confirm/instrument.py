@@ -176,6 +176,7 @@ def _split_args(text: str, open_paren: int) -> tuple[list[str], int] | None:
     return None
 
 
+_SYNC_RE = re.compile(r"(?<![\w.>])(__syncthreads|(?:warpgroup|group\s*<\s*(\d+)\s*>)\s*::\s*sync)\s*\(")
 _CALL_RE = re.compile(
     r"(?<![\w.>])((?:(?:kittens|tma|warpgroup|warp|group<\s*\d+\s*>)\s*::\s*)*)"
     r"(wait|arrive|expect_bytes|expect|load_async|store_async)\s*\(")
@@ -309,6 +310,34 @@ static __device__ __noinline__ void tkcheck_wd_wait(const void* bar, int parity,
             __trap();
         }
     }
+}
+__device__ unsigned int tkcheck_bar_cnt[64 * 16][4096];
+static __device__ __noinline__ void tkcheck_bar(int site, int id, int warps) {
+    // a bounded pre-count in front of a block/named barrier: each warp takes a ticket; a warp
+    // whose use of the barrier is not completed by `warps` warps within the limit is reported
+    unsigned m = __activemask();
+    if ((threadIdx.x & 31) != (unsigned)(__ffs(m) - 1)) { __syncwarp(m); return; }
+    int b = tkcheck_block();
+    if (b >= 4096 || warps <= 0) { __syncwarp(m); return; }
+    unsigned* c = &tkcheck_bar_cnt[(site & 63) * 16 + (id & 15)][b];
+    unsigned t = atomicAdd(c, 1u);
+    unsigned target = (t / (unsigned)warps + 1u) * (unsigned)warps;
+    unsigned long long t0 = tkcheck_now();
+    const unsigned long long limit = (unsigned long long)TKCHECK_WD_MS * 1000000ull;
+    while ((int)(*(volatile unsigned*)c - target) < 0) {
+        if (tkcheck_now() - t0 > limit) {
+            unsigned i = atomicAdd(&tkcheck_wd_count, 1u);
+            if (i < 16u)
+                printf("TKCHECK_WATCHDOG site=%%d %%s barrier=bar.sync%%d parity=-1 stage=-1 phase=-1 block=%%d warp=%%d thread=%%d arrived_warps=%%d expected_warps=%%d\n",
+                       site, tkcheck_site_desc[site], id, b, tkcheck_tid() / 32, tkcheck_tid(),
+                       (int)(*(volatile unsigned*)c - (target - (unsigned)warps)), warps);
+            if (i == 0u) tkcheck_dump_log();
+            unsigned long long t1 = tkcheck_now();
+            while (tkcheck_now() - t1 < (unsigned long long)TKCHECK_GRACE_MS * 1000000ull) {}
+            __trap();
+        }
+    }
+    __syncwarp(m);
 }
 template <class T> static __device__ __forceinline__ void tkcheck_poison(T& t) {
     uint4* p = reinterpret_cast<uint4*>(&t);
@@ -452,6 +481,25 @@ def instrument(text: str, filename: str, plan: Plan | None = None,
             s = Site(len(sites), "store", name, c.row, c.args[1])
             sites.append(s)
             edits.append((c.start, c.start, f"::tkcheck_nan_rows({c.args[1]}, {s.id}, {_c_str(c.args[1])}), "))
+    if plan.watchdog:
+        mask = _code_mask(text)
+        for m in _SYNC_RE.finditer(text):
+            if not mask[m.start()]:
+                continue
+            sp = _split_args(text, m.end() - 1)
+            if sp is None:
+                continue
+            args, _ = sp
+            row = text.count("\n", 0, m.start()) + 1
+            if m.group(1) == "__syncthreads":
+                bid, warps = "0", "(int)((blockDim.x * blockDim.y * blockDim.z + 31) / 32)"
+            else:
+                if len(args) != 1:
+                    continue
+                bid, warps = args[0], ("4" if m.group(2) is None else m.group(2))
+            s = Site(len(sites), "sync", name, row, m.group(1).replace(" ", ""))
+            sites.append(s)
+            edits.append((m.start(), m.start(), f"::tkcheck_bar({s.id}, (int)({bid}), {warps}), "))
     # template waits get ids after the user's sites
     all_sites = list(sites)
     for ts in template_sites or ():

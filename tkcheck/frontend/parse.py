@@ -122,16 +122,22 @@ def detect_tk_semantics(tk_include: str | None, setting: str) -> tuple[str, str]
 
 
 def build_args(opts: ParseOptions, main_dir: str) -> list[str]:
+    # libclang 18 refuses --cuda-gpu-arch=sm_100a: Blackwell sources are parsed
+    # in sm_90a mode with __CUDA_ARCH__ set to 1000 and TK's Blackwell macro.
+    blackwell = opts.arch.startswith("sm_10") or opts.arch.startswith("sm_12")
     args = [
         "-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
-        "--cuda-path=/nonexistent-cuda", f"--cuda-gpu-arch={opts.arch}",
+        "--cuda-path=/nonexistent-cuda", "--cuda-gpu-arch=sm_90a",
         "-Wno-unknown-cuda-version", "-std=c++20", "-D__CUDACC__",
         "-ferror-limit=50", "-Wno-everything",
+        # only tkcheck's stand-in system headers: the machine's libstdc++ must
+        # not mix with them (and may not exist at all)
+        "-nostdinc", "-nostdinc++",
     ]
-    if opts.arch.startswith("sm_90"):
+    if blackwell:
+        args += ["-U__CUDA_ARCH__", "-D__CUDA_ARCH__=1000", "-DKITTENS_BLACKWELL"]
+    else:
         args += ["-DKITTENS_HOPPER"]
-    elif opts.arch.startswith("sm_10"):
-        args += ["-DKITTENS_HOPPER", "-DKITTENS_BLACKWELL"]
     args += ["-I", main_dir]
     for d in opts.include_dirs:
         args += ["-I", d]
