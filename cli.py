@@ -504,6 +504,8 @@ def _timing_report(results: list, wall: float) -> str:
     from tkcheck.render._common import display_path
     total: dict[str, float] = {}
     for res in results:
+        if res.cached:          # its timing is the run that filled the cache
+            continue
         for k, v in res.timing.items():
             total[k] = total.get(k, 0.0) + v
     cached = sum(1 for r in results if r.cached)

@@ -385,3 +385,53 @@ def test_entry_point_subprocess(kernels):
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == code, p.stdout + p.stderr
         assert "Traceback" not in p.stdout + p.stderr
+
+
+# ---------------------------------------------------------------- eval
+
+def test_eval_on_a_small_corpus(tmp_path):
+    corpus = tmp_path / "corpus"
+    (corpus / "hopper").mkdir(parents=True)
+    (corpus / "hopper" / "two_tiles.cu").write_text(GOOD)
+    find = "tma::expect_bytes(ready, 2 * size_bytes<smem_tile>);"
+    (corpus / "mutations.toml").write_text(textwrap.dedent(f"""\
+        [[mutation]]
+        id = "short-expect"
+        kernel = "hopper/two_tiles.cu"
+        rules = ["TK301"]
+        symptom = "hang"
+        description = "one tile's bytes expected, two delivered"
+        find = "{find}"
+        replace = "tma::expect_bytes(ready, size_bytes<smem_tile>);"
+
+        [[mutation]]
+        id = "future-rule"
+        kernel = "hopper/two_tiles.cu"
+        rules = ["TK999"]
+        find = "wait(ready, 0);"
+        replace = "wait(ready, 1);"
+
+        [[mutation]]
+        id = "stale-spec"
+        kernel = "hopper/two_tiles.cu"
+        rules = ["TK301"]
+        find = "no such text"
+        replace = ""
+        """))
+    r = run(["eval", "corpus", "--no-nvcc", "--json"], tmp_path)
+    assert r.exit_code == 1, r.output          # the stale spec makes the run fail
+    report = json.loads(r.stdout)
+    status = {m["id"]: m["status"] for m in report["mutations"]}
+    assert status == {"short-expect": "found", "future-rule": "not-implemented", "stale-spec": "invalid"}
+    assert report["clean_kernels"][0]["false_findings"] == []
+    rows = {row["rule"]: row for row in report["rules"]}
+    assert rows["TK301"]["planted"] == rows["TK301"]["found"] == 1
+    assert rows["TK999"]["implemented"] is False
+    assert report["total"]["ratio_to_nvcc"] is None
+    text = run(["eval", "corpus", "--no-nvcc"], tmp_path).stdout
+    assert "| rule | planted | found | missed | false findings on clean kernels" in text
+    assert "short-expect" in text and "n/a" in text
+
+
+def test_eval_missing_corpus_exits_2(tmp_path):
+    assert_clean_error(run(["eval", "nowhere"], tmp_path))

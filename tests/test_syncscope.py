@@ -7,7 +7,7 @@ from tkcheck.checks.analysis import Analysis
 from test_accumulator import SCOPE, _model, mutations, run_mutation
 
 
-@pytest.mark.parametrize("m", mutations(SCOPE), ids=lambda m: m["id"])
+@pytest.mark.parametrize("m", mutations(SCOPE))
 def test_planted_scope_bug_found(m, tmp_path):
     res = run_mutation(m, tmp_path)
     want = set(m["rules"]) & SCOPE

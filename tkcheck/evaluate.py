@@ -32,7 +32,6 @@ from . import registry
 from .engine import CheckOptions, FileResult, check_file
 from .frontend.parse import ParseOptions
 
-MUTATION_KEYS = {"id", "kernel", "rules", "symptom", "description", "find", "replace", "compiles"}
 REQUIRED_KEYS = ("id", "kernel", "rules", "find", "replace")
 NVCC_COMMON = ("-std=c++20", "-O3", "--expt-relaxed-constexpr", "--expt-extended-lambda")
 NVCC_ARCH = {
@@ -96,11 +95,8 @@ def _mutation(entry, i: int, spec_file: Path, seen: dict[str, str]) -> Mutation:
         compiles=entry.get("compiles", True) is not False, spec_file=spec_file.name,
     )
     missing = [k for k in REQUIRED_KEYS if k not in entry]
-    unknown = sorted(set(entry) - MUTATION_KEYS)
     if missing:
         m.problem = f"{where} ({mid}): missing key(s) {', '.join(missing)}"
-    elif unknown:
-        m.problem = f"{where} ({mid}): unknown key(s) {', '.join(unknown)}"
     elif not m.rules:
         m.problem = f"{where} ({mid}): `rules` must be a non-empty list of rule ids"
     elif not m.find:
