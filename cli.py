@@ -388,6 +388,8 @@ class _Settings:
     debug: bool
     no_cache: bool
     solver_timeout_ms: int
+    sass: bool | None = None
+    sass_arch: str | None = None
     _selectors: dict = field(default_factory=dict)
     _compile_tables: dict = field(default_factory=dict)
 
@@ -457,6 +459,10 @@ def _options_for(path: str, config, s: _Settings):
         debug=s.debug,
         solver_timeout_ms=s.solver_timeout_ms,
         cache_dir=_cache_dir(config, s),
+        # the SASS pass: --sass/--no-sass, else the `sass` config key (default off)
+        sass=bool(s.sass if s.sass is not None else (config.sass or False)),
+        sass_arch=s.sass_arch,
+        sass_cache_dir=(os.path.join(_cache_dir(config, s), "sass") if _cache_dir(config, s) else None),
     )
 
 
@@ -605,10 +611,16 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors (checks files in this process).")
 @click.option("--update-expectations", is_flag=True,
               help="Fixtures: rewrite the `// expect:` comments of the given files from actual findings.")
+@click.option("--trace-svg", "trace_svg", metavar="DIR",
+              help="Draw every counterexample trace (deadlocks, phase mismatches) as an SVG in DIR.")
+@click.option("--sass/--no-sass", "sass", default=None,
+              help="Compile with nvcc and cross-check the SASS (TK601-TK603); skipped with one note "
+                   "without nvcc or real TK headers [default: the `sass` config key, else off].")
+@click.option("--sass-arch", metavar="SM", help="Arch to build the SASS for (default: --arch), e.g. sm_90.")
 def check_command(paths, compile_commands, tk_include, arch, tk_version, select, ignore, extend_select,
                   per_file_ignores, output_format, output, statistics, timing, quiet, exit_zero, fail_level,
                   show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_timeout_ms,
-                  file_timeout, debug, update_expectations):
+                  file_timeout, debug, update_expectations, trace_svg, sass, sass_arch):
     _DEBUG["on"] = debug
     t_start = time.perf_counter()
     if not paths:
@@ -626,6 +638,7 @@ def check_command(paths, compile_commands, tk_include, arch, tk_version, select,
         arch=arch, tk_include=_tk_include_dir(tk_include), tk_version=tk_version,
         compile_commands=compile_commands, show_unknown=show_unknown, debug=debug,
         no_cache=no_cache or update_expectations, solver_timeout_ms=solver_timeout_ms,
+        sass=sass, sass_arch=sass_arch,
     )
     stdin_paths = [p for p in paths if p == "-"]
     if len(stdin_paths) > 1:
@@ -685,6 +698,11 @@ def check_command(paths, compile_commands, tk_include, arch, tk_version, select,
         text = render(findings, fmt, rules=rules, sources=sources, files_checked=len(results),
                       color=_use_color(output) and fmt == "full", root=root, notes=notes)
     _write_output(text, output)
+    if trace_svg:
+        from tkcheck.render.trace_svg import write_trace_svgs
+        written = write_trace_svgs(findings, trace_svg)
+        if not quiet:
+            click.echo(f"tkcheck: {len(written)} trace(s) drawn in {trace_svg}", err=True)
     if timing:
         click.echo(_timing_report(results, time.perf_counter() - t_start), err=True, nl=False)
 

@@ -60,3 +60,10 @@ def test_bad_example_fires_exactly_this_rule(rule):
 def test_good_example_is_clean(rule):
     res = _run(rule.good_example, "good")
     assert res.findings == [], [(f.code, f.location.row, f.message) for f in res.findings] + res.notes
+
+
+def test_rule_docs_page_lists_every_rule():
+    """docs/rules.md is generated from the catalog (scripts/gen_rule_docs.py)."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "rules.md").read_text()
+    missing = [r.code for r in RULES if f"## {r.code}" not in page]
+    assert not missing, f"docs/rules.md is stale: run scripts/gen_rule_docs.py (missing {missing})"

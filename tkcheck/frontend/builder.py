@@ -146,15 +146,10 @@ def loc_of(cursor, filename: str) -> Location:
     return Location(fname, max(s.line, 1), max(s.column, 1), max(e.line, 1), max(e.column, 1))
 
 
-_abs_cache: dict[str, str] = {}
-
-
 def _same_file(a: str, b: str) -> bool:
+    # no cache: a relative name's absolute path depends on the current folder
     import os
-    for x in (a, b):
-        if x not in _abs_cache:
-            _abs_cache[x] = os.path.abspath(x)
-    return _abs_cache[a] == _abs_cache[b]
+    return a == b or os.path.abspath(a) == os.path.abspath(b)
 
 
 _texts: dict[str, "SourceText | None"] = {}
