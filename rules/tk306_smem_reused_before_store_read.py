@@ -35,6 +35,7 @@ def check(an):
     m = an.model
     out = []
     ops = m.ops
+    handed = set()
     for st in m.ops_of(ir.TMA_STORE):
         if st.buffer is None or not st.guard.exact:
             continue
@@ -84,6 +85,115 @@ def check(an):
                 help="call tma::store_async_read_wait() on the storing thread after the store and before the "
                      "buffer is written again (then a barrier so the other writers see it)"))
             break
+        for f in _handed_over(an, st, iss):
+            if (f.location.row, f.location.column) not in handed:
+                handed.add((f.location.row, f.location.column))
+                out.append(f)
+    return out
+
+
+def _between(ops, a: ir.Op, b: ir.Op) -> list[ir.Op]:
+    return [o for o in ops if a.order < o.order < b.order and o.loops[:len(a.loops)] == a.loops]
+
+
+def _prefix(index: tuple, ref: ir.Ref) -> bool:
+    return 0 < len(index) <= len(ref.index) and tuple(ref.index[:len(index)]) == tuple(index) and \
+        not any(ix.is_opaque() or ix.depends_on(E.THREAD) for ix in index)
+
+
+def _rest_overlap(a: ir.Ref, b: ir.Ref, n: int, ta, tb) -> bool:
+    """Proved: past the slot prefix, some thread of b names an element some thread of a names."""
+    ra, rb = a.index[n:], b.index[n:]
+    if any(ix.is_opaque() or ix.depends_on(E.LOOP) for ix in ra + rb) or len(ra) != len(rb):
+        return False
+    ea = {tuple(ix.eval({"tid": t}) for ix in ra) for t in ta}
+    eb = {tuple(ix.eval({"tid": t}) for ix in rb) for t in tb}
+    return any(None not in e for e in ea & eb)
+
+
+def _handed_over(an, st: ir.Op, iss) -> list:
+    """Another role overwrites the stored slot after a barrier handoff that the storer
+    signals right after the store, with no store_async_read_wait in between.
+
+    The storer arrives on X[e] after storing slot e; the writer waits X[e], then writes slot e.
+    Every arrival on X comes from the storer, so any pass of the writer's wait other than the
+    fresh-barrier pass observes a phase the storer completed right after a store still reading
+    the slot. Proved when the writer's loop can revisit the slot (its element index has a period
+    P and the loop condition holds for P + 1 iterations)."""
+    from tkcheck.checks import phases as P
+    m, th = an.model, an.threads
+    out = []
+    if not st.loops or not st.guard.exact or st.guard.thread.is_opaque():
+        return out
+    for a in m.ops:
+        if a.kind != ir.MBAR_ARRIVE or a.order < st.order or a.loops != st.loops or a.barrier is None \
+                or not a.guard.exact or not _prefix(a.barrier.index, st.buffer) or th.issuers(a) != iss:
+            continue
+        name = a.barrier.name
+        gap = _between(m.ops, st, a)
+        if any(x.kind in (ir.TMA_STORE_WAIT, ir.EXIT, ir.MBAR_WAIT, ir.SYNC) or (x.kind == ir.CALL and "asm" in x.api)
+               for x in gap):
+            continue
+        signals = [o for o in m.ops if o.barrier is not None and o.barrier.name == name
+                   and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)]
+        if any(o.kind != ir.MBAR_ARRIVE or th.issuers(o) != iss or o.loops != st.loops for o in signals):
+            continue
+        for o in m.ops:
+            if not _writes(o) or o.buffer is None or o.buffer.name != st.buffer.name or not o.loops \
+                    or o.loops == st.loops or not o.guard.exact:
+                continue
+            wt = th.executing(o) if o.kind == ir.SMEM_ACCESS else th.issuers(o)
+            if not wt or wt & iss:
+                continue
+            waits = [w for w in m.ops if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == name
+                     and w.loops == o.loops and w.order < o.order and _prefix(w.barrier.index, o.buffer)
+                     and w.guard.exact and (th.executing(w) or frozenset()) >= wt]
+            if not waits:
+                continue
+            w = waits[-1]
+            n = len(w.barrier.index)
+            if tuple(w.barrier.index) != tuple(o.buffer.index[:n]) or not _rest_overlap(st.buffer, o.buffer, n, iss, wt):
+                continue
+            if any(x.kind in (ir.MBAR_WAIT, ir.EXIT) or (x.kind == ir.SYNC and x.detail.get("sync_kind") != "warp")
+                   or (x.kind == ir.CALL and "asm" in x.api) for x in _between(m.ops, w, o)):
+                continue
+            lp = m.loops[o.loops[-1]]
+            if len(o.loops) != 1 or not lp.uniform:
+                continue
+            period = P._period(tuple(w.barrier.index), lp.counter, an.solver_timeout_ms)
+            pv = period.eval({}) if period is not None else None
+            if not isinstance(pv, int) or pv < 1:
+                continue
+            # the loop runs at least P + 1 iterations for some launch: the slot is revisited
+            conds = []
+            for k in range(pv + 1):
+                env = {lp.counter.name: E.Const(k)}
+                conds += [E.substitute(c, env) for c in o.guard.uniform]
+                if lp.trip is not None:
+                    conds.append(E.binop("<", E.Const(k), lp.trip))
+            if any(c.is_opaque() for c in conds):
+                continue
+            wit = solver.witness(E.conj(*conds), an.solver_timeout_ms) if conds else {}
+            if wit is None:
+                continue
+            params = {k: v for k, v in wit.items() if not k.startswith("?") and k != "tid"}
+            out.append(finding(
+                "TK306",
+                f"'{o.buffer}' is overwritten by {o.api} after waiting '{w.barrier}', which the storer "
+                f"({describe(iss, an.threads.n)}) arrives on right after its tma::store_async from '{st.buffer}' "
+                f"with no store_async_read_wait in between: the bulk store may still be reading the slot "
+                f"(from iteration {pv} of the writer's loop, when slot {w.barrier.index[0].eval({lp.counter.name: pv})} "
+                f"is reused" + (f"; e.g. {', '.join(f'{k}={v}' for k, v in sorted(params.items()))}" if params else "")
+                + ")",
+                o.location,
+                related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here"),
+                         related(a, f"'{a.barrier}' released here without a read wait"),
+                         related(w, f"the writer waits '{w.barrier}' here")],
+                witness={"buffer": str(o.buffer), "store_line": st.location.row, "overwrite_line": o.location.row,
+                         "release_line": a.location.row, "iteration": pv, **({"params": params} if params else {})},
+                help="call tma::store_async_read_wait() after the store and before arriving on the barrier "
+                     "that hands the slot back"))
+            return out
     return out
 
 
@@ -132,6 +242,9 @@ Follows every `tma::store_async(global, tile, coord)` along program order and
 reports the first later write into the same shared tile (register-tile store,
 TMA load) when no `tma::store_async_read_wait()` (or `store_async_wait()`)
 executed by the storing thread lies in between.
+Across roles: when the storing thread arrives on a barrier right after the store
+(no read wait) and another role waits on that barrier before writing the same slot,
+the write is reported once the writer's loop can revisit the slot.
 
 ## Why is this bad?
 A bulk store reads shared memory asynchronously after the instruction issues.

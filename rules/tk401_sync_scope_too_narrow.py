@@ -10,9 +10,14 @@ from ._common import HEADER, finding, related
 def check(an):
     out = []
     n = an.threads.n
+    seen = set()
     for d in S.dependencies(an):
         if not d.uncovered:
             continue
+        key = (d.reader.location.row, d.reader.location.column, d.kind)
+        if key in seen:
+            continue            # one finding per reading site (`a[0].data[t] + a[1].data[t]`: one line)
+        seen.add(key)
         r, ws = sorted(d.uncovered.items())[0]
         rel = [related(d.writer, f"{describe(ws, n)} write `{d.writer.buffer}` here")]
         rel += [related(s, f"`{s.api}` orders only the threads of each warp" if s.detail.get("sync_kind") == "warp"
@@ -20,10 +25,14 @@ def check(an):
         how = ("the only barrier between them is warp-scoped" if d.narrow and all(
             s.detail.get("sync_kind") == "warp" for s in d.narrow) else
             "no barrier between them includes both" if d.narrow else "there is no barrier between them")
+        msg = (f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
+               f"written by {describe(ws, n)} of other warps, and {how}")
+        if d.kind == "war":
+            msg = (f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer}`, which "
+                   f"{describe(ws, n)} of other warps overwrite (`{d.writer.api}`) in the next iteration of the "
+                   f"loop, and {how.replace('between them', 'between the read and that write')}")
         out.append(finding(
-            "TK401",
-            f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
-            f"written by {describe(ws, n)} of other warps, and {how}",
+            "TK401", msg,
             d.reader.location, related=rel,
             witness={"reader_thread": r, "unsynchronised_writers": describe(ws, n)},
             help="synchronise every writer with the reader: `warpgroup::sync(id)` when the writers are one "

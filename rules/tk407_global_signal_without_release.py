@@ -59,6 +59,63 @@ def check(an):
                 help="`tma::store_async_wait();` then a release: `red.release.gpu.global.add` "
                      "(or `__threadfence()` before the relaxed reduction); readers poll with `ld.acquire.gpu`"))
             break
+    out.extend(_relaxed_polls(an, fl))
+    return out
+
+
+_ACQUIRE_FENCES = _RELEASE_FENCES + ("membar_sys",)
+
+
+def _relaxed_polls(an, fl) -> list:
+    """The acquire side: a global counter polled in a spin loop with a load that does not
+    acquire (`ld.relaxed` / `ld.volatile` / plain `ld.global`) while the kernel raises its
+    counters with a release reduction, followed by data loads of the same thread with no
+    acquire fence in between: the data loads are not ordered after the producer's release."""
+    m, n = an.model, an.threads.n
+    out, seen = [], set()
+    if not any(o.kind == ir.GLOBAL_SIGNAL and o.detail.get("sem") in ("release", "acq_rel") for o in m.ops):
+        return out
+    for ld in fl.ops:
+        if (ld.location.row, ld.location.column) in seen:
+            continue            # one finding per polling site (a helper inlined twice)
+        if ld.kind != ir.GLOBAL_LOAD or ld.detail.get("sem") == "acquire" or not ld.loops or not ld.guard.exact:
+            continue
+        spin = m.loops.get(ld.loops[-1])
+        if spin is None or not spin.infinite:
+            continue            # a poll: an unbounded loop left only when the loaded value allows it
+        ts = an.threads.executing(ld)
+        if not ts:
+            continue
+        for rd in fl.ops:
+            if rd.kind != ir.TMA_LOAD or rd.order <= ld.order or spin.id in rd.loops \
+                    or rd.loops != ld.loops[:-1] or not rd.guard.exact:
+                continue
+            common = sorted(ts & (an.threads.issuers(rd) or frozenset()))
+            if not common:
+                continue
+            t = common[0]
+            between = fl.same_iteration_between(ld, rd)
+            mine = [o for o in between if fl.runs(o, t) is not False]
+            if any(o.kind in (ir.CALL, ir.EXIT) for o in mine):
+                break
+            if any((o.kind == ir.FENCE and o.detail.get("fence_kind") in _ACQUIRE_FENCES)
+                   or (o.kind == ir.GLOBAL_SIGNAL and o.detail.get("sem") in ("acq_rel", "acquire")) for o in mine):
+                break
+            sem = ld.detail.get("sem")
+            seen.add((ld.location.row, ld.location.column))
+            ptx = str(ld.detail.get("ptx", ld.api)).split(";")[0]
+            out.append(finding(
+                "TK407",
+                f"{describe(frozenset([t]), n)} polls a global counter with a {sem} load "
+                f"(`{ptx[:60]}`) and then reads the data it guards (`{rd.api}` into "
+                f"{rd.buffer}) with no acquire ordering: the counter is raised with a release reduction, but a "
+                f"{sem} load does not synchronise with it, so the data loads may observe memory from before the "
+                "producer's stores",
+                ld.location, related=[related(rd, "the data load the counter should order")],
+                witness={"thread": t, "sem": sem},
+                help="poll with `ld.acquire.gpu.global` (or add `fence.acq_rel.gpu` / `__threadfence()` after "
+                     "the spin loop, before the data loads)"))
+            break
     return out
 
 
@@ -107,7 +164,10 @@ iteration, and reports the signal when, on that thread's path, the stores are
 not waited for with `tma::store_async_wait()` or no release orders them before
 the signal (`.release` / `.acq_rel` on the reduction, `__threadfence()`,
 `fence.acq_rel.gpu`). This is the MegaKittens pattern of counters that tell
-other blocks an output tile is ready.
+other blocks an output tile is ready. On the reading side, when the kernel raises
+its counters with a release reduction, it reports a counter polled in a spin loop
+with a load that does not acquire (`ld.relaxed` / `ld.volatile` / plain
+`ld.global`) followed by the thread's TMA loads with no acquire fence in between.
 
 Not decided here (no finding either way): whether a bulk (async-proxy) store
 needs an extra `fence.proxy.async.global` before a generic-proxy release — one

@@ -32,8 +32,8 @@ def _index_key(ref: ir.Ref, t: int):
 
 
 def _alias(kw, kr) -> bool | None:
-    if len(kw) != len(kr):
-        return None
+    """Same element? A shorter key names a whole tile (or array) containing the longer
+    key's elements, so the keys are compared over their common prefix."""
     for a, b in zip(kw, kr):
         if isinstance(a, (int, bool)) and isinstance(b, (int, bool)):
             if a != b:
@@ -51,6 +51,7 @@ class Dependency:
     uncovered: dict[int, frozenset[int]]        # reader thread -> writer threads not synchronised with it
     narrow: list[ir.Op]                          # syncs between that cover too little
     proxy_unfenced: dict[int, frozenset[int]]    # async-proxy reader -> writers with no proxy fence
+    kind: str = "raw"                            # raw: write then read; war: read, then the next iteration's write
 
 
 def readers_of(op: ir.Op) -> list[tuple[ir.Ref, bool]]:
@@ -144,6 +145,85 @@ def _dependencies(an: Analysis) -> list[Dependency]:
             narrow = [s for s, ss in sync_sets if uncovered and any(t in ss for t in uncovered)]
             if uncovered or unfenced:
                 out.append(Dependency(w, r, tr, uncovered, narrow, unfenced))
+    out.extend(_war_across_iterations(an, fl, writers))
+    return out
+
+
+def _repeats(an: Analysis, lid: int, guards) -> bool:
+    """Proved: some launch runs at least two iterations of loop lid (its trip count and the
+    uniform conditions of the ops in it hold for iterations 0 and 1)."""
+    from . import solver
+    loop = an.model.loops.get(lid)
+    if loop is None or not loop.uniform:
+        return False
+    conds = []
+    for k in (0, 1):
+        env = {loop.counter.name: E.Const(k)}
+        if loop.trip is not None:
+            conds.append(E.binop("<", E.Const(k), loop.trip))
+        conds += [E.substitute(c, env) for c in guards]
+    if loop.trip is None and not guards:
+        return False
+    if any(c.is_opaque() or c.depends_on(E.LOOP) for c in conds):
+        return False
+    return solver.witness(E.conj(*conds), an.solver_timeout_ms) is not None
+
+
+def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
+    """A generic read in iteration k, then a write of the same element by a thread of another
+    warp in iteration k + 1 of the same loop, with no barrier covering both in between (around
+    the back edge): the writer may overwrite the value before the reader has read it."""
+    out = []
+    for w in writers:
+        if not w.loops:
+            continue
+        lid = w.loops[-1]
+        tw = an.threads.executing(w)
+        if not tw:
+            continue
+        for r in fl.ops:
+            if r.loops != w.loops or not r.guard.exact or r.kind != ir.SMEM_ACCESS or r.buffer is None \
+                    or r.detail.get("access") != "read" or r.buffer.name != w.buffer.name:
+                continue
+            if set(r.guard.uniform) != set(w.guard.uniform):
+                continue
+            tr = an.threads.executing(r)
+            if not tr or not tr <= tw:
+                continue
+            body = [o for o in fl.ops if lid in o.loops]
+            between = [o for o in body if o.order > r.order] + [o for o in body if o.order < w.order]
+            if any(o.loops != w.loops for o in between if o.kind in (ir.SYNC, ir.FENCE, ir.EXIT) + ORDER_UNKNOWN_KINDS):
+                continue
+            if any(o.kind in ORDER_UNKNOWN_KINDS or o.kind == ir.EXIT or not o.guard.exact for o in between
+                   if o.kind in (ir.SYNC, ir.FENCE, ir.EXIT) + ORDER_UNKNOWN_KINDS):
+                continue
+            sync_sets = [(s, an.threads.executing(s)) for s in between if s.kind == ir.SYNC]
+            if any(ss is None for _, ss in sync_sets):
+                continue
+            wkeys: dict = {}
+            for t in tw:
+                wkeys.setdefault(_index_key(w.buffer, t), set()).add(t)
+            uncovered, unknown = {}, False
+            for t in sorted(tr):
+                kr = _index_key(r.buffer, t)
+                ws = set()
+                for kw, ts in wkeys.items():
+                    a = _alias(kw, kr)
+                    if a is None:
+                        unknown = True
+                        break
+                    if a:
+                        ws |= ts
+                if unknown:
+                    break
+                bad = frozenset(x for x in ws if x // 32 != t // 32 and not _covered(sync_sets, x, t))
+                if bad:
+                    uncovered[t] = bad
+            if unknown or not uncovered or not _repeats(an, lid, w.guard.uniform):
+                continue
+            narrow = [s for s, ss in sync_sets if any(t in ss for t in uncovered)]
+            out.append(Dependency(w, r, tr, uncovered, narrow, {}, kind="war"))
+            break
     return out
 
 

@@ -311,6 +311,7 @@ class KernelWalker:
         self._loop_ids = 0
         self.tk_lane_guarded = mb.parsed.tk_semantics == "lane-guarded"
         self._struct_cache: dict[str, StructType] = {}
+        self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:
@@ -764,6 +765,12 @@ class KernelWalker:
                 if kids:
                     self.walk(kids[-1], inner)
                 return None
+            if k == CK.UNEXPOSED_STMT:
+                # `#pragma unroll` before a loop: clang's AttributedStmt, unexposed in libclang
+                kids = [ch for ch in c.get_children() if ch.kind.is_statement()]
+                if len(kids) == 1 and kids[0].kind in (CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT,
+                                                       CK.CXX_FOR_RANGE_STMT, CK.COMPOUND_STMT):
+                    return self.walk(kids[0], ctx)
             if k.is_expression() or k == CK.UNEXPOSED_STMT:
                 self.exec_expr(c, ctx)
                 return None
@@ -878,6 +885,8 @@ class KernelWalker:
                 value = self._bind_allocation(name, v, t, dims, loc)
             elif isinstance(v, Allocator):
                 value = v
+            elif _is_tmem_init(v) and (t is None or (isinstance(t, ir.TileType) and t.kind == "tt")):
+                value = self._bind_tmem_tile(name, v, t, dims, loc)
             elif isinstance(v, tuple) and v and v[0] == "alloc":
                 value = self._bind_allocation(name, Obj("buffer", ir.Ref("@alloc"), None, None), t, dims, loc,
                                               alloc=v)
@@ -905,6 +914,9 @@ class KernelWalker:
             value = self._local_struct_record(t, name)
         if type_toks and type_toks[0] in ("shared_allocator", "tma_allocator", "tma_swizzle_allocator"):
             value = Allocator(1024)
+        tt0 = [x for x in type_toks if x not in ("kittens", "::")]
+        if tt0 and tt0[0] in ("tensor_allocator", "tm_allocator") and not is_ref and self.model is not None:
+            value = self._tmem_allocator(name, tt0, ctx, loc)
         ctx.env.define(name, value)
         return toks[:toks.index(name)] if name in toks else first_type
 
@@ -1365,6 +1377,11 @@ class KernelWalker:
         if re.search(r"\b(red|atom)\.[a-z.]*global", ptx) or re.search(r"\b(red|atom)\.(release|relaxed|acq)", ptx):
             sem = "release" if ".release" in ptx else ("acq_rel" if ".acq_rel" in ptx else "relaxed")
             op(ir.GLOBAL_SIGNAL, "asm red/atom", detail={"sem": sem, "asm": True})
+        ml = re.search(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b", ptx)
+        if ml:
+            quals = ml.group(1).split(".")
+            sem = next((q for q in ("acquire", "relaxed", "volatile", "weak") if q in quals), "weak")
+            op(ir.GLOBAL_LOAD, "asm ld.global", detail={"sem": sem, "asm": True, "ptx": ptx[:200]})
         if re.search(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b", ptx):
             self._asm_smem_access(c, ctx, ptx, loc)
         if "mbarrier" in ptx or "cp.async.bulk" in ptx or "wgmma" in ptx:
@@ -1474,9 +1491,15 @@ class KernelWalker:
                 return E.binop(op, a, b)
             return self._opaque_from(node, (a, b))
         if kind == "un":
-            a = self.ev(node[2], ctx, cursor)
             op = node[1]
+            a = self.ev(node[2], ctx, cursor) if not (op == "&" and node[2][0] == "index") else None
             if op == "&" or op == "*":
+                if op == "&" and node[2][0] == "index":
+                    self._no_elem_access += 1
+                    try:
+                        a = self.ev(node[2], ctx, cursor)
+                    finally:
+                        self._no_elem_access -= 1
                 return a  # address-of / dereference keep the object
             if isinstance(a, Expr):
                 return E.unop(op, _to_bool(a) if op == "!" else a)
@@ -1526,9 +1549,13 @@ class KernelWalker:
             idx = self.ev(node[2], ctx, cursor)
             if isinstance(base, Obj):
                 et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
-                return base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et)
+                res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et)
+                self._elem_access(res, "read", ctx, cursor)
+                return res
             if isinstance(base, _ArrVal):
-                return base.index(idx if isinstance(idx, Expr) else E.opaque("index"))
+                res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"))
+                self._elem_access(res, "read", ctx, cursor)
+                return res
             return self._opaque_from(node, (base, idx))
         if kind == "member":
             return self._ev_member(node, ctx, cursor)
@@ -1692,6 +1719,10 @@ class KernelWalker:
                         return sub
             if t is not None and t.kind == "gl":
                 return ("glmethod", obj, field_name)
+            if field_name == "data" and obj.kind == "buffer" and t is not None and t.kind in ("st", "sv") and t.dtype:
+                # the raw element array of a shared tile/vector: `colpart[w].data[i]`
+                return Obj("smem_data", obj.ref, ir.TileType("scalar", t.dtype, dtype=t.dtype,
+                                                             dtype_bytes=t.dtype_bytes))
             if t is not None:
                 a = _tile_attr(t, field_name)
                 if a is not None:
@@ -1722,6 +1753,17 @@ class KernelWalker:
             if not ctx.env.assign(name, new):
                 ctx.env.define(name, new)
             return new
+        if lhs[0] == "index":
+            # a store into a shared array element (`x[i] = v`, `tile.data[i] += v`)
+            self._no_elem_access += 1
+            try:
+                target = self.ev(lhs, replace(ctx, dry=True), cursor)
+            finally:
+                self._no_elem_access -= 1
+            if op != "=":
+                self._elem_access(target, "read", ctx, cursor)
+            self._elem_access(target, "write", ctx, cursor)
+            return val
         if lhs[0] == "member":
             # record fields written by callbacks: `args.num_iters = ...`
             obj = self.ev(lhs[1], replace(ctx, dry=True), cursor)
@@ -1732,6 +1774,19 @@ class KernelWalker:
                         else E.opaque(lhs[2])
                 obj.fields[lhs[2]] = self._guarded_update(obj.fields.get(lhs[2]), val, ctx)
         return val
+
+    def _elem_access(self, v, access: str, ctx: Ctx, cursor):
+        """A generic load/store of one element of shared memory: an element of a
+        `__shared__ T x[...]` array or of a tile's `.data[...]`, as an SMEM_ACCESS op
+        whose buffer Ref carries the per-thread index expressions."""
+        if self._no_elem_access and access == "read":
+            return
+        if not isinstance(v, Obj) or v.kind not in ("shared", "smem_data") or v.type is None \
+                or v.type.kind != "scalar" or not v.ref.index or cursor is None:
+            return
+        self.emit(ir.Op(ir.SMEM_ACCESS, "shared store" if access == "write" else "shared load",
+                        loc_of(cursor, self.filename), ctx.guard, ctx.loops, buffer=v.ref,
+                        detail={"access": access, "via": "element", "tile_type": v.type}), ctx)
 
     def _guarded_update(self, old, new, ctx: Ctx):
         # conditional writes are merged by _walk_if (BranchEnv); here the new
@@ -1822,8 +1877,17 @@ class KernelWalker:
             a = self._smem_address(args[0], ctx, cursor)
             if a is not None:
                 return a
+        # -- TMEM (Blackwell): tcgen05.ld/st of a tt, thread-scope tcgen05 MMAs --
+        if base in _TMEM_ACCESS_NAMES and len(args) == 2 and "tma" not in qual.split("::"):
+            probe = [self.ev(a, replace(ctx, dry=True), cursor) for a in args]
+            if any(isinstance(v, Obj) and v.kind == "tmem" for v in probe):
+                return self._emit_tmem_access(base, qual, scope_warps, args, ctx, cursor)
+        if _TCGEN05_MMA.fullmatch(base) and scope_warps is None and qual in ("", "kittens") and len(args) >= 3:
+            probe0 = self.ev(args[0], replace(ctx, dry=True), cursor)
+            if isinstance(probe0, Obj) and probe0.kind == "tmem":
+                return self._emit_tcgen05_mma(base, qual, btargs, args, ctx, cursor)
         # -- TK / CUDA operations --------------------------------------------
-        spec, scope, gwarps = self._lookup_op(qual, base, scope_warps)
+        spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
         if spec is not None:
             return self._emit_op(spec, scope, gwarps, qual, base, btargs, args, ctx, cursor, node)
         # register-tile operations (accumulator accesses)
@@ -1898,7 +1962,7 @@ class KernelWalker:
                 return GroupScope(K.GROUP_SCOPES_WARPS[body[0]])
         return None
 
-    def _lookup_op(self, qual: str, base: str, scope_warps):
+    def _lookup_op(self, qual: str, base: str, scope_warps, nargs: int = 0):
         parts = qual.split("::") if qual else []
         parts = [p for p in parts if p not in ("kittens",)]
         q = "::".join(parts)
@@ -1909,6 +1973,15 @@ class KernelWalker:
             spec = K.TMA_OPS.get(base)
             return spec, "thread", 0
         if q in ("tma::cluster", "everyone::tma::cluster") or (q.endswith("tma::cluster") and base in K.CLUSTER_OPS):
+            if base in ("arrive", "wait") and nargs >= 2:
+                # TK's tma::cluster::arrive(semaphore&, int dst_cta[, count]) (a remote mbarrier
+                # arrive, mapa + mbarrier.arrive.release.cluster) and tma::cluster::wait(semaphore&,
+                # int phase) (mbarrier.try_wait.parity.acquire.cluster); without arguments
+                # these names are the cluster barrier (barrier.cluster.arrive / wait)
+                spec = K.TMA_OPS.get("arrive") if base == "arrive" else K.THREAD_OPS.get("wait")
+                if spec is not None and scope_warps is not None:
+                    return spec, "group", scope_warps
+                return spec, "thread", 0
             if base in K.CLUSTER_OPS:
                 return K.CLUSTER_OPS[base], "cluster", 0
             spec = K.TMA_OPS.get(base)
@@ -2098,6 +2171,10 @@ class KernelWalker:
             return E.Var(f"{obj[1].ref}.{mname}()", E.PARAM)
         if isinstance(obj, Obj) and obj.kind == "gl":   # g.A.rows(), g.C.cols(): uniform sizes
             return E.Var(f"{obj.ref}.{mname}()", E.PARAM)
+        if isinstance(obj, Obj) and obj.kind == "tmem_allocator":
+            return self._tmem_allocator_method(obj, mname, targs, args, ctx, cursor)
+        if isinstance(obj, Obj) and obj.kind == "tmem" and mname == "subtile":
+            return self._tmem_subtile(obj, targs, args, ctx, cursor)
         if isinstance(obj, Obj) and mname in ("subtile",):
             return obj
         if isinstance(obj, StructType):
@@ -2106,6 +2183,178 @@ class KernelWalker:
                 return self._inline(f, args, ctx, cursor, targs)
         vals = [self.ev(a, ctx, cursor) for a in args]
         return self._opaque_from(callee, [obj] + vals)
+
+    # -- TMEM (Blackwell) ------------------------------------------------------
+    def _tmem_allocator(self, name, type_toks, ctx: Ctx, loc):
+        """`tensor_allocator<nblocks_per_sm, ncta, managed> tm;`: TK's types/tensor/tensor.cuh."""
+        targs: list = []
+        if "<" in type_toks:
+            inner = type_toks[type_toks.index("<") + 1:]
+            depth, cur = 0, []
+            for tk in inner:
+                if tk in ("<", "(", "{"):
+                    depth += 1
+                elif tk in (">", ")", "}"):
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif tk == ">>" and depth == 0:
+                    break
+                if tk == "," and depth == 0:
+                    targs.append(cur)
+                    cur = []
+                    continue
+                cur.append(tk)
+            if cur:
+                targs.append(cur)
+        vals: list = []
+        for ttoks in targs:
+            if ttoks in (["true"], ["false"]):
+                vals.append(ttoks == ["true"])
+                continue
+            v = self.ev(cexpr.parse_expression(ttoks, ctx.env.has), replace(ctx, dry=True))
+            c = v.const() if isinstance(v, Expr) else None
+            vals.append(c if isinstance(c, (int, bool)) else None)
+        nb = vals[0] if len(vals) > 0 else None
+        ncta = vals[1] if len(vals) > 1 else None
+        managed = vals[2] if len(vals) > 2 else True
+        if isinstance(managed, int) and not isinstance(managed, bool):
+            managed = bool(managed)
+        cols = ((512 // nb) // 32) * 32 if isinstance(nb, int) and not isinstance(nb, bool) and nb > 0 else None
+        if not ctx.dry:
+            self.model.tmem_allocators[name] = ir.TmemAllocator(name, nb, ncta, managed, cols, loc)
+            if managed is True:
+                # the managed constructor: warp 0 runs provision() (tcgen05.alloc)
+                op = ir.Op(ir.TMEM_OP, f"{name}.tensor_allocator()", loc,
+                           ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
+                           ctx.loops, scope="warp", group_warps=1,
+                           detail={"tmem": "alloc", "allocator": name, "cols": cols, "ncta": ncta,
+                                   "managed": True})
+                self.emit(op, ctx)
+        return Obj("tmem_allocator", ir.Ref(name), None)
+
+    def _tmem_allocator_method(self, obj, mname, targs, args, ctx: Ctx, cursor):
+        name = obj.ref.name
+        alloc = self.model.tmem_allocators.get(name) if self.model is not None else None
+        if mname == "allocate":
+            t = self.resolve_type(targs[0], ctx.env) if targs else None
+            vals = [self.ev(a, ctx, cursor) for a in args]
+            if not isinstance(t, ir.TileType) or t.kind != "tt" or not vals:
+                return E.opaque("tmem allocate")
+            col = vals[-1] if isinstance(vals[-1], Expr) else E.opaque("tmem col")
+            if len(vals) == 2:   # half tiles: get_addr(superlane, col) = addr + ((superlane*16) << 16) + col
+                lane = E.binop("*", vals[0], E.Const(16)) if isinstance(vals[0], Expr) else E.opaque("superlane")
+            else:
+                lane = E.Const(0)
+            return ("tmem_tile", name, t, lane, col)
+        if mname in ("provision", "deprovision"):
+            vals = [self.ev(a, ctx, cursor) for a in args]
+            loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+            op = ir.Op(ir.TMEM_OP, f"{name}.{mname}", loc, ctx.guard, ctx.loops, scope="warp", group_warps=1,
+                       detail={"tmem": "alloc" if mname == "provision" else "dealloc", "allocator": name,
+                               "cols": alloc.cols if alloc else None, "ncta": alloc.ncta if alloc else None,
+                               "managed": alloc.managed if alloc else None})
+            self.emit(op, ctx)
+            return None
+        for a in args:
+            self.ev(a, ctx, cursor)
+        if mname in ("get_addr",):
+            return E.opaque("tmem addr")
+        return None
+
+    def _bind_tmem_tile(self, name, v, t, dims, loc):
+        items = list(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else [v]
+        elems = []
+        alloc = None
+        ttype = t if isinstance(t, ir.TileType) else None
+        for it in items:
+            if isinstance(it, tuple) and it and it[0] == "tmem_tile":
+                alloc = alloc or it[1]
+                ttype = ttype or it[2]
+                elems.append((it[3], it[4]))
+            else:
+                elems.append(None)
+        if ttype is None:
+            return E.opaque("tmem tile")
+        if self.model is not None:
+            self.model.tmem_tiles[name] = ir.TmemTile(name, ttype, alloc, tuple(elems), tuple(dims), loc)
+        obj = Obj("tmem", ir.Ref(name), ttype)
+        return _arr(obj, dims) if dims else obj
+
+    def _tmem_subtile(self, obj, targs, args, ctx: Ctx, cursor):
+        """`t.subtile<TT>(row, col)` = TT(addr + (row << 16) + col / (4 / sizeof(T))) (tt.cuh)."""
+        t = self.resolve_type(targs[0], ctx.env) if targs else None
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        lane0, col0 = obj.tmem_offset or (E.Const(0), E.Const(0))
+        eb = obj.type.dtype_bytes if obj.type is not None else None
+        if len(vals) == 2:
+            row, col = vals
+        elif len(vals) == 1:
+            row, col = E.Const(0), vals[0]
+        else:
+            row = col = None
+        if not isinstance(row, Expr):
+            row = E.opaque("tmem row")
+        if not isinstance(col, Expr) or not eb:
+            col = E.opaque("tmem col")
+        elif eb < 4:
+            col = E.binop("/", col, E.Const(4 // eb))
+        if not isinstance(t, ir.TileType) or t.kind != "tt":
+            t = None
+        return Obj("tmem", obj.ref, t, tmem_offset=(E.binop("+", lane0, row), E.binop("+", col0, col)))
+
+    def _emit_tmem_access(self, base, qual, scope_warps, args, ctx: Ctx, cursor):
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        store = base.startswith("store")
+        tm = vals[0] if store else vals[1]
+        reg = vals[1] if store else vals[0]
+        if not (isinstance(tm, Obj) and tm.kind == "tmem"):
+            return None
+        warps = scope_warps if scope_warps is not None else 1   # unqualified: TK's legacy warp scope
+        op = ir.Op(ir.TMEM_OP, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
+                   operands=(tm.ref,))
+        op.scope = "warp" if warps == 1 else ("warpgroup" if warps == 4 else f"group<{warps}>")
+        op.group_warps = warps if warps and warps > 0 else 0
+        op.issuers_per_group = 0     # tcgen05.ld/st are .sync.aligned: every thread of each warp
+        lane, col = tm.tmem_offset or (E.Const(0), E.Const(0))
+        op.detail = {"tmem": "store" if store else "load", "tile_type": tm.type, "lane_off": lane,
+                     "col_off": col, "args_text": [cexpr.render(a) for a in args],
+                     "reg": reg.ref if isinstance(reg, Obj) else None}
+        self.emit(op, ctx)
+        return None
+
+    def _emit_tcgen05_mma(self, base, qual, btargs, args, ctx: Ctx, cursor):
+        """Thread-scope tcgen05 MMAs (TK ops/thread/mma/tcgen05.cuh): `mm[a][2]_{AB,ABt,AtB,AtBt}`
+        and `mm[a][2]<ta, tb>`; `mm*` overwrite the accumulator, `mma*` accumulate, `*2` are
+        cta_group::2; a trailing semaphore is committed (tcgen05.commit, multicast 0b11 for
+        cta_group::2) after the MMA."""
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        op = ir.Op(ir.MMA, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops, scope="thread")
+        ncta = 2 if "2" in base else 1
+        op.detail = {"family": "tcgen05", "accumulate": base.startswith("mma"), "ncta": ncta,
+                     "args_text": [cexpr.render(a) for a in args]}
+        for role, v in zip(("acc", "a", "b"), vals[:3]):
+            if isinstance(v, Obj):
+                op.operands = op.operands + (v.ref,)
+                op.detail[f"{role}_type"] = v.type
+                op.detail[f"{role}_kind"] = v.kind
+                if v.kind == "tmem":
+                    op.detail[f"{role}_tmem_offset"] = v.tmem_offset or (E.Const(0), E.Const(0))
+        last = vals[-1] if len(vals) >= 4 else None
+        commit = None
+        if isinstance(last, Obj) and last.kind == "barrier":
+            op.detail["commit_barrier"] = last.ref
+            # the overload with a semaphore runs detail::tcgen05::commit<ncta>(sem) after the MMA:
+            # one arrive (multicast to both CTAs of the pair for cta_group::2), like tensor_commit
+            commit = ir.Op(ir.MBAR_ARRIVE, op.api, loc, ctx.guard, ctx.loops, scope="thread", barrier=last.ref,
+                           count=E.Const(1), detail={"via": "tcgen05.commit", "ncta": ncta, "of_mma": True,
+                                                     "args_text": op.detail["args_text"]})
+        self.emit(op, ctx)
+        if commit is not None:
+            self.emit(commit, ctx)
+        return None
 
     def _resolve_callable(self, segs, ctx: Ctx):
         head = segs[0][0]
@@ -2377,7 +2626,19 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
+_TMEM_ACCESS_NAMES = ("load_async", "store_async")
+_TCGEN05_MMA = re.compile(r"mma?2?(_(AB|ABt|AtB|AtBt))?")
+
+
+def _is_tmem_init(v) -> bool:
+    if isinstance(v, tuple) and v and v[0] == "tmem_tile":
+        return True
+    return isinstance(v, tuple) and bool(v) and all(isinstance(x, tuple) and x and x[0] == "tmem_tile" for x in v)
+
+
 def _step_of(node, var, ev):
+    if node[0] == "comma":     # `for (...; ...; task += n, t++)`
+        return _step_of(node[1], var, ev) or _step_of(node[2], var, ev)
     if node[0] == "assign":
         op, lhs, rhs = node[1], node[2], node[3]
         if lhs == ("name", ((var, None),)):

@@ -21,6 +21,9 @@ class Obj:
     ref: Ref
     type: TileType | None = None
     reinterpreted_from: TileType | None = None
+    # tmem: (lane offset, column offset in 32-bit TMEM columns) from the tile element's base,
+    # accumulated through `.subtile<TT>(row, col)`; None: at the base
+    tmem_offset: tuple | None = None
 
     def sub(self, member: str, mtype: TileType | None, kind: str | None = None) -> "Obj":
         return Obj(kind or self.kind, Ref(f"{self.ref.name}.{member}", self.ref.index), mtype)

@@ -111,6 +111,33 @@ class Barrier:
 
 
 @dataclass
+class TmemAllocator:
+    """A TK `tensor_allocator<nblocks_per_sm, ncta, managed>` (alias `tm_allocator`): it owns
+    `cols` TMEM columns of this CTA (512 / nblocks_per_sm, rounded down to 32), allocated by
+    `provision()` (tcgen05.alloc by one whole warp; the constructor does it when managed) and
+    freed by `deprovision()` (tcgen05.dealloc; the destructor when managed)."""
+    name: str
+    nblocks_per_sm: int | None
+    ncta: int | None
+    managed: bool | None
+    cols: int | None
+    location: Location
+
+
+@dataclass
+class TmemTile:
+    """A `tt<T, R, C>` handed out by `allocator.allocate<TT>(col)` (or `(superlane, col)`).
+    `elements[i]` is (lane offset, column offset in 32-bit TMEM columns) of array element i
+    (one element for a scalar tile); None where the offset is not known."""
+    name: str
+    type: TileType
+    allocator: str | None
+    elements: tuple[tuple[Expr, Expr] | None, ...]
+    dims: tuple[Expr, ...]
+    location: Location
+
+
+@dataclass
 class Loop:
     id: int
     var: str | None                   # induction variable name
@@ -172,7 +199,11 @@ SETMAXNREG = "setmaxnreg"       # inc (bool), n
 REG_ACCESS = "reg_access"       # tile, access: read | write | zero
 SMEM_ACCESS = "smem_access"     # buffer, access: read | write, via (store/load/raw)
 GLOBAL_SIGNAL = "global_signal"  # atomic/red on global memory: sem (relaxed/release/acquire)
-TMEM_OP = "tmem_op"             # alloc/dealloc/load/store/commit
+GLOBAL_LOAD = "global_load"      # a load of global memory in inline PTX: sem (weak/volatile/relaxed/acquire)
+TMEM_OP = "tmem_op"             # detail tmem: alloc | dealloc | load | store | wait_ld | wait_st
+#                                 load/store: operands (tile Ref), detail tile_type (the accessed
+#                                 tt), lane_off / col_off (Exprs, 32-bit columns, from the tile's
+#                                 element base), group_warps; alloc/dealloc: detail allocator
 EXIT = "exit"                   # return from the kernel (early exit)
 CALL = "call"                   # a call the front end recognised but does not model
 
@@ -221,6 +252,8 @@ class KernelModel:
     loops: dict[int, Loop] = field(default_factory=dict)
     ops: list[Op] = field(default_factory=list)
     smem_addresses: dict[str, SmemAddress] = field(default_factory=dict)  # Var name -> buffer
+    tmem_allocators: dict[str, TmemAllocator] = field(default_factory=dict)
+    tmem_tiles: dict[str, TmemTile] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)       # assumptions stated to the user
     unmodelled: list[tuple[Location, str]] = field(default_factory=list)  # for --show-unknown
     tk_semantics: str = "thread-scope"                   # or "lane-guarded" (pre late-2025 TK)

@@ -92,6 +92,21 @@ def format_witness(witness: dict[str, Any] | None) -> str:
     return ", ".join(f"{k}={format_value(v)}" for k, v in witness.items())
 
 
+def format_verdict(verdict: dict[str, Any] | None, full: bool = True) -> str:
+    """`tkcheck confirm`'s verdict: "CONFIRMED: <evidence>", "NOT REPRODUCED (ran: ...)", ..."""
+    if not verdict:
+        return ""
+    status = str(verdict.get("status", ""))
+    if verdict.get("evidence"):
+        ev = list(verdict["evidence"])
+        return f"{status}: " + ("; ".join(ev) if full else ev[0])
+    if verdict.get("reason"):
+        return f"{status}: {verdict['reason']}"
+    if verdict.get("ran"):
+        return f"{status} (ran: " + "; ".join(verdict["ran"]) + ")"
+    return status
+
+
 def position(loc: Location, root: pathlib.Path | None) -> str:
     return f"{display_path(loc.filename, root)}:{loc.row}:{loc.column}"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pathlib
 
 from ..findings import Finding
-from ._common import position, sort_findings
+from ._common import format_verdict, position, sort_findings
 
 
 def one_line(message: str) -> str:
@@ -17,7 +17,10 @@ def one_line(message: str) -> str:
 
 
 def header_line(f: Finding, root: pathlib.Path | None) -> str:
-    return f"{position(f.location, root)}: {f.severity}: {one_line(f.message)} [{f.code}]"
+    line = f"{position(f.location, root)}: {f.severity}: {one_line(f.message)} [{f.code}]"
+    if f.verdict:
+        line += f" [{one_line(format_verdict(f.verdict, full=False))}]"
+    return line
 
 
 def render_concise(findings: list[Finding], *, root: pathlib.Path | None = None, **_) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pathlib
 
 from ..findings import Finding
-from ._common import display_path, end_of, sort_findings
+from ._common import format_verdict, display_path, end_of, sort_findings
 
 _COMMANDS = {"error": "error", "warning": "warning", "note": "notice", "info": "notice"}
 
@@ -33,6 +33,8 @@ def annotation(f: Finding, root: pathlib.Path | None) -> str:
         ("endColumn", str(end_col)),
     ]
     body = f.message if not f.help else f"{f.message}\nhelp: {f.help}"
+    if f.verdict:
+        body += f"\nconfirm: {format_verdict(f.verdict)}"
     command = _COMMANDS.get(f.severity, "warning")
     joined = ",".join(f"{k}={escape_property(v)}" for k, v in props)
     return f"::{command} {joined}::{escape_data(body)}"

@@ -11,7 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..findings import Finding
-from ._common import display_path, format_witness, plural, position, sort_findings
+from ._common import display_path, format_verdict, format_witness, plural, position, sort_findings
 
 # Characters XML 1.0 cannot carry at all, even escaped; a message quoting a
 # garbage source line must still give a document every parser accepts.
@@ -32,6 +32,8 @@ def _details(f: Finding, root) -> str:
         lines.append(f"  {i}. {who}{step.text}" + ("  <-- blocked" if step.blocked else ""))
     if f.help:
         lines.append(f"help: {f.help}")
+    if f.verdict:
+        lines.append(f"confirm: {format_verdict(f.verdict)}")
     return "\n".join(lines)
 
 

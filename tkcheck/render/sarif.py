@@ -17,7 +17,7 @@ from urllib.parse import quote
 from .. import __version__
 from ..findings import Finding, Location, TraceStep
 from ..rule import Rule
-from ._common import end_of, format_witness, relative_to_root, sort_findings
+from ._common import end_of, format_verdict, format_witness, relative_to_root, sort_findings
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -137,6 +137,8 @@ def _code_flows(f: Finding, root) -> list[dict[str, Any]]:
 
 def _result(f: Finding, index: int, root) -> dict[str, Any]:
     text = f.message if not f.help else f"{f.message}\nhelp: {f.help}"
+    if f.verdict:
+        text += f"\nconfirm: {format_verdict(f.verdict)}"
     result: dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": index,

@@ -1,0 +1,222 @@
+"""tkcheck confirm: instrumentation, compute-sanitizer XML, verdicts (recorded H200 runs, no GPU)."""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tkcheck import evaluate
+from tkcheck.confirm import instrument as I
+from tkcheck.confirm import runner as R
+from tkcheck.confirm import sanitizer as S
+from tkcheck.findings import Finding, Location, Related
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "confirm"
+CORPUS = ROOT / "corpus"
+
+
+def _finding(code="TK301", symptom="hang/stripes", contract="completion", row=78, msg="expect on 'full[s]'"):
+    f = Finding(code, msg, Location("gemm_ring.cu", row, 17))
+    f.symptom, f.contract, f.name = symptom, contract, "x"
+    return f
+
+
+# ---------------------------------------------------------------- instrumentation
+
+RING = (CORPUS / "hopper" / "gemm_ring.cu").read_text()
+
+
+def test_instrument_wraps_every_wait_and_keeps_lines():
+    out = I.instrument(RING, "gemm_ring.cu")
+    waits = [s for s in out.sites if s.kind == "wait"]
+    assert [(s.line, s.barrier) for s in waits] == [(77, "empty[s]"), (95, "full[s]")]
+    assert out.text.count("::tkcheck_wd_wait(") == 2
+    assert '#line 1 "gemm_ring.cu"' in out.text
+    # the user's line 95 is still line 95 after the #line directive
+    body = out.text.split('#line 1 "gemm_ring.cu"\n', 1)[1]
+    post_line = [ln for ln in body.split("\n") if ln.startswith("#line ")][0]
+    assert post_line.startswith("#line ")
+    assert "tkcheck_check(A_s[s][0]" in out.text            # consumer scans the stage after its wait
+    assert out.text.count("::tkcheck_poison(") == 4           # one per TMA load
+    assert out.poisoned == {"full": ["A_s[s][0]", "A_s[s][1]", "B_s[s][0]", "B_s[s][1]"]}
+    assert any(s.kind == "sync" and s.line == 69 for s in out.sites)
+    assert any(s.kind == "store" for s in out.sites)
+
+
+def test_instrument_skips_comments_and_strings():
+    text = ('// wait(full[0], 0) in a comment\nconst char* s = "arrive(x)";\n'
+            '__global__ void k() { /* wait(a, 1) */ kittens::wait(bar, 0); }\n')
+    calls = I.find_calls(text)
+    assert [(c.callee, c.row) for c in calls] == [("kittens::wait", 3)]
+
+
+def test_instrument_never_writes_the_user_file(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text(RING)
+    before = src.read_bytes()
+    out = I.instrument(src.read_text(), str(src))
+    assert src.read_bytes() == before and out.text != RING
+
+
+def test_template_waits_are_renumbered_after_user_sites():
+    text, sites = I.template_wait_sites("void f() { wait(inputs_arrived[r], p); }\n", "lcf/lcf.cuh", 200)
+    assert sites[0].id == 200 and "::tkcheck_wd_wait(&(inputs_arrived[r]), (int)(p), 200, (int)(r))" in text
+    with pytest.raises(ValueError):
+        I.instrument(RING, "gemm_ring.cu", template_sites=[I.Site(1, "twait", "lcf.cuh", 1, "x")])
+
+
+def test_uses_template():
+    assert I.uses_template((CORPUS / "hopper" / "gemm_lcf.cu").read_text())
+    assert not I.uses_template(RING)
+
+
+def test_parse_records_from_a_hung_run():
+    recs = I.parse_records((DATA / "gemm_ring-expect-short" / "instr.log").read_text())
+    wd = [r for r in recs if r.kind == "WATCHDOG"]
+    assert wd and wd[0].file == "gemm_ring.cu" and wd[0].line in (77, 95)
+    assert wd[0].fields["barrier"] in ("full[s]", "empty[s]") and wd[0].get_int("parity") in (0, 1)
+    assert any(r.kind == "PHASE" for r in recs)
+    assert any(r.kind == "POISON" for r in recs)     # the early phase let consumers read a poisoned stage
+
+
+# ---------------------------------------------------------------- compute-sanitizer XML
+
+def test_parse_racecheck_deadlock_xml():
+    recs = S.parse_file(DATA / "gemm_ring-expect-short" / "racecheck.xml")
+    dead = [r for r in recs if r.deadlock]
+    assert dead and dead[0].tool == "racecheck" and dead[0].block is not None
+    assert "barrier" in dead[0].extra
+
+
+def test_parse_race_hazard_and_empty():
+    recs = S.parse_file(DATA / "rowsum-syncwarp-before-colpart-read" / "racecheck.xml")
+    assert any(r.is_error and not r.deadlock for r in recs)
+    assert S.parse_file(DATA / "clean-gemm_ring" / "memcheck.xml") == []
+
+
+def test_synccheck_false_alarms_are_known():
+    recs = S.parse_file(DATA / "clean-gemm_lcf" / "synccheck.xml")
+    assert recs and all(S.known_false_alarm(r) for r in recs if r.is_error)
+
+
+def test_truncated_and_garbage_xml():
+    full = (DATA / "gemm_ring-expect-short" / "racecheck.xml").read_text()
+    cut = full[: full.find("</record>", full.find("</record>") + 1) + 20]
+    assert len(S.parse_xml(cut)) >= 2
+    with pytest.raises(S.SanitizerXMLError):
+        S.parse_xml("hello, not xml")
+    with pytest.raises(S.SanitizerXMLError):
+        S.parse_xml("<?xml version='1.0'?><other/>")
+
+
+def test_sanitizer_command():
+    argv = S.command("racecheck", ["./k"], "out.xml")
+    assert argv[:3] == ["compute-sanitizer", "--tool", "racecheck"]
+    assert "--racecheck-deadlock-timeout" in argv and argv[-4:] == ["--xml", "--save", "out.xml", "./k"]
+    assert "--check-bulk-copy" in S.command("memcheck", ["./k"], "m.xml")
+    with pytest.raises(ValueError):
+        S.command("nope", ["./k"], "x.xml")
+
+
+# ---------------------------------------------------------------- verdicts
+
+def test_hang_confirmed_by_watchdog():
+    f = _finding()
+    f.verdict = R.verdict(f, R.evidence_from_dir(DATA / "gemm_ring-expect-short"))
+    assert f.verdict["status"] == R.CONFIRMED
+    assert any("TKCHECK_WATCHDOG" in e for e in f.verdict["evidence"])
+
+
+def test_sanitizer_alone_only_times_out_or_deadlocks_on_the_byte_count_hang():
+    ev = R.evidence_from_dir(DATA / "gemm_ring-expect-short")
+    assert ev.plain.timed_out
+    rc = next(t for t in ev.tools if t.tool == "racecheck")
+    assert all(r.deadlock or not r.is_error for r in rc.records)   # no record names the expect
+
+
+def test_stale_read_confirmed_by_poison():
+    f = _finding("TK303", "stripes/hang", row=97, msg="wait on 'q_full' with parity 1")
+    f.verdict = R.verdict(f, R.evidence_from_dir(DATA / "attn_fwd-q-wait-wrong-parity"))
+    assert f.verdict["status"] == R.CONFIRMED
+    assert any("TKCHECK_POISON" in e for e in f.verdict["evidence"])
+
+
+def test_clean_kernel_gives_no_confirmation():
+    for name in ("clean-gemm_ring", "clean-gemm_lcf"):
+        ev = R.evidence_from_dir(DATA / name)
+        assert ev.records == [] and ev.plain.rc == 0
+        for f in (_finding(), _finding("TK401", "wrong", "scope"), _finding("TK101", "wrong/nan", "layout")):
+            assert R.verdict(f, ev)["status"] == R.NOT_REPRODUCED, name
+
+
+def test_unconfirmable():
+    f = _finding()
+    ev = R.Evidence(arch="sm_90", unconfirmable="no GPU here")
+    assert R.verdict(f, ev) == {"status": R.UNCONFIRMABLE, "reason": "no GPU here"}
+    tool = _finding("TK000", "", "tool")
+    assert R.verdict(tool, R.Evidence())["status"] == R.UNCONFIRMABLE
+    slow = _finding("TK406", "slow", "dispatch")
+    assert R.verdict(slow, R.evidence_from_dir(DATA / "clean-gemm_ring"))["status"] == R.UNCONFIRMABLE
+
+
+def test_blackwell_finding_on_hopper(monkeypatch):
+    monkeypatch.setattr(R, "_rule_arch", lambda code: ("sm_100a",))
+    v = R.verdict(_finding(), R.Evidence(arch="sm_90"))
+    assert v["status"] == R.UNCONFIRMABLE and "sm_100a" in v["reason"]
+
+
+def test_confirm_file_without_gpu(tmp_path):
+    f = _finding()
+    ev = R.confirm_file(str(tmp_path / "k.cu"), RING, [f], arch=None)
+    assert f.verdict["status"] == R.UNCONFIRMABLE and "no GPU" in f.verdict["reason"]
+    g = _finding()
+    R.confirm_file(str(tmp_path / "k.cu"), "__global__ void k() {}", [g], arch="sm_90")
+    assert "no run command" in g.verdict["reason"]
+
+
+@pytest.mark.parametrize("mid", ["gemm_ring-expect-short", "gemm_ring-producer-parity-fresh",
+                                 "gemm_ring-parity-iter-mod2", "attn_fwd-expect-k-only",
+                                 "attn_fwd-q-wait-wrong-parity", "gemm_lcf-expect-one-a-tile",
+                                 "attn_fwd-syncthreads-in-producer", "attn_fwd-store-reinterpret-unswizzled"])
+def test_planted_bug_confirmed_from_recorded_run(mid):
+    m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == mid)
+    with tempfile.TemporaryDirectory() as td:
+        res = evaluate.check_mutation(CORPUS, m, Path(td))
+    planted = [f for f in res.findings if f.code in m.rules]
+    if not planted:
+        pytest.skip(f"{mid}: rule {m.rules} does not fire in this build")
+    R.apply_verdicts(planted, R.evidence_from_dir(DATA / mid))
+    assert any(f.verdict["status"] == R.CONFIRMED for f in planted), [f.verdict for f in planted]
+
+
+# ---------------------------------------------------------------- rendering and CLI
+
+def test_verdict_shown_in_every_format():
+    from tkcheck import registry
+    from tkcheck.render import render
+    f = _finding()
+    f.verdict = R.verdict(f, R.evidence_from_dir(DATA / "gemm_ring-expect-short"))
+    for fmt in ("full", "concise", "json", "sarif", "github", "junit"):
+        out = render([f], fmt, rules=registry.by_code(), sources={}, files_checked=1)
+        assert "CONFIRMED" in out, fmt
+
+
+def test_cli_confirm_and_bad_input(tmp_path):
+    from tkcheck.cli import main
+    r = CliRunner().invoke(main, ["confirm", str(tmp_path / "missing.cu")])
+    assert r.exit_code == 2 and "no such file" in r.output
+    m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == "gemm_ring-expect-short")
+    k = tmp_path / "gemm_ring.cu"
+    k.write_text(evaluate.mutated_text(CORPUS, m))
+    r = CliRunner().invoke(main, ["confirm", str(k), "--output-format", "json", "--select", "TK301"])
+    if R.gpu_arch() is None:
+        assert r.exit_code == 0, r.output
+        data = json.loads(r.output)
+        items = data if isinstance(data, list) else data.get("findings", [])
+        assert items and all(i["verdict"]["status"] == R.UNCONFIRMABLE for i in items)
+    r = CliRunner().invoke(main, ["confirm", str(k), "--select", "TK999"])
+    assert r.exit_code == 2

@@ -1,0 +1,528 @@
+"""Tensor memory (Blackwell TMEM) facts for TK203 / TK204 / TK205.
+
+Everything here is read from the PTX ISA (tcgen05 chapter: lane access restrictions of
+tcgen05.ld/st, tcgen05.alloc/dealloc, tcgen05.wait::ld, tcgen05.fence::before_thread_sync /
+after_thread_sync and the memory-consistency rules of the tcgen05 operations) and from TK's
+headers (types/tensor/{tt,tensor}.cuh, ops/group/memory/tile/tensor_to_register.cuh,
+ops/thread/mma/tcgen05.cuh). Nothing was measured on a Blackwell GPU in this project.
+
+Each query returns plain records; a record is produced only when the fact is proved from
+constants and enumerated thread sets. Unknown thread sets, opaque offsets, loops whose structure
+is not recognised, or any synchronisation the analysis does not follow give no record.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import expr as E
+from ..model import ir
+from .analysis import Analysis
+
+TMEM_LANES = 128
+TMEM_COLS = 512          # 32-bit columns per CTA (PTX ISA: tensor memory is 128 lanes x 512 columns)
+
+_PROTECTIVE_SYNCS = ("block", "named", "cluster", "cluster_wait", "group")
+
+
+def _const(e) -> int | None:
+    if not isinstance(e, E.Expr):
+        return None
+    v = e.eval({})
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def phys_cols(t: ir.TileType | None) -> int | None:
+    """32-bit TMEM columns a tt<T, R, C> occupies: TK packs 4/sizeof(T) elements per column
+    (tt.cuh: `subtile` divides column offsets by 4 / sizeof(T))."""
+    if t is None or t.kind != "tt":
+        return None
+    c, b = _const(t.cols), t.dtype_bytes
+    if c is None or not b or b > 4:
+        return None
+    return -(-c * b // 4)
+
+
+def _rows(t: ir.TileType | None) -> int | None:
+    return _const(t.rows) if t is not None else None
+
+
+def tmem_ops(model: ir.KernelModel, what: str):
+    return [o for o in model.ops if o.kind == ir.TMEM_OP and o.detail.get("tmem") == what]
+
+
+def tc_mmas(model: ir.KernelModel):
+    return [o for o in model.ops if o.kind == ir.MMA and o.detail.get("acc_kind") == "tmem" and o.operands]
+
+
+def element_lane(model: ir.KernelModel, ref: ir.Ref) -> int | None:
+    """The lane base of the tile element a Ref names (all candidate elements agree, or the index
+    is constant)."""
+    tile = model.tmem_tiles.get(ref.name)
+    if tile is None or not tile.elements or any(el is None for el in tile.elements):
+        return None
+    lanes = [_const(el[0]) for el in tile.elements]
+    if ref.index:
+        i = _const(ref.index[0])
+        if i is not None and 0 <= i < len(lanes):
+            return lanes[i]
+    return lanes[0] if len(set(lanes)) == 1 else None
+
+
+def element_offset(model: ir.KernelModel, ref: ir.Ref) -> tuple[int, int] | None:
+    """(lane, column) of the tile element a Ref names, when all candidate elements agree or the
+    index is constant."""
+    tile = model.tmem_tiles.get(ref.name)
+    if tile is None or not tile.elements:
+        return None
+    consts = []
+    for el in tile.elements:
+        if el is None:
+            return None
+        lane, col = _const(el[0]), _const(el[1])
+        if lane is None or col is None:
+            return None
+        consts.append((lane, col))
+    if ref.index:
+        i = _const(ref.index[0])
+        if i is not None and 0 <= i < len(consts):
+            return consts[i]
+    if len(set(consts)) == 1:
+        return consts[0]
+    return None
+
+
+# ------------------------------------------------------------ TK203 ----
+
+@dataclass
+class LaneViolation:
+    op: ir.Op
+    warp: int
+    lanes: tuple[int, int]          # [lo, hi)
+    quarter: tuple[int, int]
+
+
+def lane_violations(an: Analysis) -> list[LaneViolation]:
+    """tcgen05.ld/st by a warp outside its lane quarter. PTX ISA (tcgen05 "Access restrictions"):
+    warp w of the CTA may access only TMEM lanes [32 (w % 4), 32 (w % 4) + 32)."""
+    m = an.model
+    out = []
+    for op in tmem_ops(m, "load") + tmem_ops(m, "store"):
+        ex = an.threads.executing(op)
+        if not ex or not op.guard.exact:
+            continue
+        ref = op.operands[0]
+        base = element_lane(m, ref)
+        t = op.detail.get("tile_type")
+        rows = _rows(t)
+        g = op.group_warps or 1
+        if base is None or rows is None or g not in (1, 4, 8) or rows % g:
+            continue
+        per_warp = rows // g
+        lane_off = op.detail.get("lane_off")
+        if not isinstance(lane_off, E.Expr):
+            continue
+        warps = sorted({x // 32 for x in ex})
+        for w in warps:
+            vals = {lane_off.eval({"tid": 32 * w + ln, "tid_y": 0, "tid_z": 0}) for ln in (0, 31)}
+            if len(vals) != 1:
+                continue
+            v = vals.pop()
+            if not isinstance(v, int) or isinstance(v, bool):
+                continue
+            i = w % g        # warp within the group (group<N>::warpid())
+            if g == 1:
+                inner = 0
+            elif g == 4:
+                inner = 32 * i
+            else:
+                inner = 32 * (i % 4) + 16 * (i // 4)
+            lo = base + v + inner
+            hi = lo + per_warp
+            q = (32 * (w % 4), 32 * (w % 4) + 32)
+            if lo < q[0] or hi > q[1]:
+                out.append(LaneViolation(op, w, (lo, hi), q))
+                break
+    return out
+
+
+# ------------------------------------------------------------ TK204 ----
+
+@dataclass
+class Overcommit:
+    tile: ir.TmemTile
+    index: int | None
+    cols: tuple[int, int]
+    budget: int
+    allocator: ir.TmemAllocator | None
+
+
+@dataclass
+class Overlap:
+    tile: ir.TmemTile
+    i: int
+    j: int
+    a: tuple[int, int]
+    b: tuple[int, int]
+    use: ir.Op                       # an access selecting the element by a runtime index
+
+
+@dataclass
+class Lifecycle:
+    kind: str                        # "no_dealloc" | "early_exit" | "over_budget"
+    op: ir.Op
+    other: ir.Op | None = None
+    detail: dict = field(default_factory=dict)
+
+
+def overcommits(an: Analysis) -> list[Overcommit]:
+    m = an.model
+    out = []
+    for tile in m.tmem_tiles.values():
+        alloc = m.tmem_allocators.get(tile.allocator) if tile.allocator else None
+        budget = alloc.cols if alloc is not None and alloc.cols is not None else None
+        if budget is None:
+            continue
+        pc = phys_cols(tile.type)
+        if pc is None:
+            continue
+        for i, el in enumerate(tile.elements):
+            col = _const(el[1]) if el is not None else None
+            if col is None:
+                continue
+            if col < 0 or col + pc > budget:
+                out.append(Overcommit(tile, i if tile.dims else None, (col, col + pc), budget, alloc))
+    return out
+
+
+def _runtime_indexed(m: ir.KernelModel, name: str) -> ir.Op | None:
+    for o in m.ops:
+        if o.kind in (ir.TMEM_OP, ir.MMA):
+            for r in o.operands:
+                if r.name == name and r.index and _const(r.index[0]) is None:
+                    return o
+    return None
+
+
+def overlaps(an: Analysis) -> list[Overlap]:
+    """Two elements of one array of TMEM tiles whose lanes x columns intersect, where the kernel
+    picks the element by a runtime index (a ring of accumulators: while one slot is read, the
+    next slot is written, so the slots are live at the same time by construction)."""
+    m = an.model
+    out = []
+    for tile in m.tmem_tiles.values():
+        if not tile.dims or len(tile.elements) < 2:
+            continue
+        pc, rows = phys_cols(tile.type), _rows(tile.type)
+        if pc is None or rows is None:
+            continue
+        use = _runtime_indexed(m, tile.name)
+        if use is None:
+            continue
+        boxes = []
+        for el in tile.elements:
+            if el is None or _const(el[0]) is None or _const(el[1]) is None:
+                boxes.append(None)
+            else:
+                boxes.append((_const(el[0]), _const(el[1])))
+        done = False
+        for i in range(len(boxes)):
+            for j in range(i + 1, len(boxes)):
+                a, b = boxes[i], boxes[j]
+                if a is None or b is None:
+                    continue
+                lanes = a[0] < b[0] + rows and b[0] < a[0] + rows
+                cols = a[1] < b[1] + pc and b[1] < a[1] + pc
+                if lanes and cols:
+                    out.append(Overlap(tile, i, j, (a[1], a[1] + pc), (b[1], b[1] + pc), use))
+                    done = True
+                    break
+            if done:
+                break
+    return out
+
+
+def lifecycle(an: Analysis) -> list[Lifecycle]:
+    """tcgen05.alloc / dealloc pairing for explicitly provisioned (non-managed) allocators, and
+    several allocators of one CTA asking for more than 512 columns in total."""
+    m = an.model
+    out = []
+    allocs = tmem_ops(m, "alloc")
+    deallocs = tmem_ops(m, "dealloc")
+    for a in allocs:
+        if a.detail.get("managed"):
+            continue      # the destructor deallocates on every exit from the scope
+        name = a.detail.get("allocator")
+        mine = [d for d in deallocs if d.detail.get("allocator") == name]
+        if a.loops:
+            continue
+        if not mine:
+            if an.threads.executing(a) and a.guard.exact:
+                out.append(Lifecycle("no_dealloc", a))
+            continue
+        ex_a = an.threads.executing(a)
+        if not ex_a or not a.guard.exact:
+            continue
+        first_d = min(mine, key=lambda o: o.order)
+        for x in m.ops:
+            if x.kind != ir.EXIT or not (a.order < x.order < first_d.order) or x.loops or x.callers:
+                continue
+            ex_x = an.threads.executing(x)
+            if ex_x is None or not x.guard.exact or x.guard.uniform:
+                continue
+            hit = ex_x & ex_a
+            if hit:
+                out.append(Lifecycle("early_exit", a, x, {"threads": hit}))
+                break
+    # more than 512 columns provisioned at once
+    live = []
+    for a in sorted(allocs, key=lambda o: o.order):
+        cols = a.detail.get("cols")
+        if not isinstance(cols, int) or a.loops:
+            continue
+        name = a.detail.get("allocator")
+        live = [(b, c) for b, c in live
+                if not any(d.detail.get("allocator") == b.detail.get("allocator") and b.order < d.order < a.order
+                           for d in deallocs)]
+        total = cols + sum(c for _, c in live)
+        if live and total > TMEM_COLS and all(b.detail.get("allocator") != name for b, _ in live):
+            ex_a, ex_b = an.threads.executing(a), an.threads.executing(live[0][0])
+            if ex_a and ex_b and a.guard.exact and live[0][0].guard.exact:
+                out.append(Lifecycle("over_budget", a, live[0][0], {"total": total}))
+        live.append((a, cols))
+    return out
+
+
+# ------------------------------------------------------------ TK205 ----
+
+@dataclass
+class DrainIssue:
+    kind: str          # no_token_wait | arrive_before_wait_ld | no_fence_before | no_sync_lanes
+    #                    | no_fence_after_token | no_fence_after_commit | token_count_short
+    op: ir.Op          # the site reported
+    other: ir.Op       # the related site (the reader's load, the MMA, the wait)
+    barrier: str | None = None
+    detail: dict = field(default_factory=dict)
+
+
+def _may_run(an: Analysis, op: ir.Op, threads: frozenset[int]) -> bool:
+    ex = an.threads.executing(op)
+    return ex is None or not op.guard.exact or bool(ex & threads)
+
+
+def _surely_threads(an: Analysis, op: ir.Op) -> frozenset[int] | None:
+    ex = an.threads.executing(op)
+    return ex if ex is not None and op.guard.exact else None
+
+
+def _arrivers(an: Analysis, op: ir.Op) -> frozenset[int] | None:
+    return an.threads.issuers(op) if op.guard.exact else None
+
+
+def _tainted(an: Analysis, readers: frozenset[int]) -> tuple[set[str], bool]:
+    """Barriers whose phases can complete only after some reader thread (or a thread that waited
+    for one) arrived: a wait on any other barrier orders nothing after the readers. Over-
+    approximated (barrier names, thread ids of both CTAs merged); unknown issuers taint."""
+    m = an.model
+    threads = set(readers)
+    bars: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for o in m.ops:
+            if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD) and o.barrier is not None:
+                if o.barrier.name in bars:
+                    continue
+                thr = _arrivers(an, o)
+                if thr is None or thr & threads:
+                    bars.add(o.barrier.name)
+                    changed = True
+            elif o.kind == ir.MBAR_WAIT and o.barrier is not None and o.barrier.name in bars:
+                thr = an.threads.executing(o)
+                if thr is None:
+                    return bars, False
+                if not thr <= threads:
+                    threads |= thr
+                    changed = True
+    return bars, True
+
+
+def _in_loop_body(op: ir.Op, outer: int) -> bool:
+    return bool(op.loops) and op.loops[0] == outer
+
+
+def _mentions_rank(guard: ir.Guard) -> bool:
+    return any(v.name == "cta_rank" for c in guard.uniform for v in c.free_vars()) or \
+        any(v.name == "cta_rank" for v in guard.thread.free_vars())
+
+
+def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
+    """A cta_group::2 MMA writes the TMEM of both CTAs of the pair: its token must count the
+    readers of both. Proved only for the shape: every arrive on the token is a remote arrive to
+    one constant CTA, run by both CTAs alike (no rank condition), and the init count is smaller
+    than the arrivals of both CTAs' readers in one iteration."""
+    m = an.model
+    for w in token_waits:
+        b = w.barrier.name
+        if b not in direct:
+            continue
+        inits = [o for o in m.ops if o.kind == ir.MBAR_INIT and o.barrier is not None and o.barrier.name == b]
+        arrs = [o for o in m.ops if o.kind == ir.MBAR_ARRIVE and o.barrier is not None and o.barrier.name == b]
+        if len(inits) != 1 or not arrs:
+            return
+        init_count = _const(inits[0].count)
+        if init_count is None:
+            return
+        per_cta = 0
+        for a in arrs:
+            thr = _arrivers(an, a)
+            cnt = _const(a.count)
+            if (not thr or cnt is None or not a.detail.get("remote") or _const(a.detail.get("cta")) is None
+                    or _mentions_rank(a.guard) or not thr <= readers):
+                return
+            lp = a.loops[-1] if a.loops else None
+            if lp is not None and any(o.loops and o.loops[-1] == lp and o is not a for o in arrs):
+                return
+            per_cta += len(thr) * cnt
+        total = 2 * per_cta
+        if init_count < total:
+            key = ("pair_count", b)
+            if key not in reported:
+                reported.add(key)
+                out.append(DrainIssue("token_count_short", inits[0], mm, b,
+                                      {"tile": name, "init": init_count, "per_cta": per_cta, "total": total,
+                                       "wait": w}))
+        return
+
+
+def drain_issues(an: Analysis) -> list[DrainIssue]:
+    m = an.model
+    out: list[DrainIssue] = []
+    mmas = tc_mmas(m)
+    loads = tmem_ops(m, "load")
+    if not mmas or not loads:
+        return out
+    by_tile: dict[str, tuple[list, list]] = {}
+    for mm in mmas:
+        by_tile.setdefault(mm.operands[0].name, ([], []))[0].append(mm)
+    for ld in loads:
+        if ld.operands[0].name in by_tile:
+            by_tile[ld.operands[0].name][1].append(ld)
+    commit_bars = {o.barrier.name for o in m.ops if o.kind == ir.MBAR_ARRIVE and o.barrier is not None
+                   and o.detail.get("via") == "tcgen05.commit"}
+    reported: set = set()
+    for name, (ms, ls) in by_tile.items():
+        if not ls:
+            continue
+        reader_sets = [_surely_threads(an, ld) for ld in ls]
+        if any(r is None for r in reader_sets):
+            continue
+        readers = frozenset().union(*reader_sets)
+        tainted, ok = _tainted(an, readers)
+        if not ok:
+            continue
+        # barriers a reader thread arrives on itself (the TMEM token)
+        direct = set()
+        for o in m.ops:
+            if o.kind == ir.MBAR_ARRIVE and o.barrier is not None:
+                thr = _arrivers(an, o)
+                if thr and thr & readers:
+                    direct.add(o.barrier.name)
+        token_bars: set[str] = set()
+        for mm in ms:
+            mthr = _surely_threads(an, mm)
+            if not mthr or not mm.loops or mthr & readers:
+                continue
+            outer = mm.loops[0]
+            body = [o for o in m.ops if _in_loop_body(o, outer)]
+            token_waits = [o for o in body if o.kind == ir.MBAR_WAIT and o.barrier is not None
+                           and o.barrier.name in tainted and _may_run(an, o, mthr)]
+            syncs = [o for o in body if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)
+                     and o.detail.get("sync_kind") in _PROTECTIVE_SYNCS and _may_run(an, o, mthr)]
+            token_bars |= {w.barrier.name for w in token_waits}
+            if not token_waits and not syncs:
+                key = ("no_token_wait", name, outer)
+                if key not in reported:
+                    reported.add(key)
+                    out.append(DrainIssue("no_token_wait", mm, ls[0], None,
+                                          {"mma_threads": mthr, "readers": readers, "tile": name}))
+                continue
+            if mm.detail.get("ncta") == 2:
+                _pair_count(an, mm, token_waits, direct, readers, out, reported, name)
+            before = [w for w in token_waits if w.order < mm.order and w.barrier.name in direct]
+            if before and not syncs:
+                w = max(before, key=lambda o: o.order)
+                fences = [o for o in body if o.kind == ir.FENCE and o.detail.get("fence_kind") == "tcgen05_after"
+                          and w.order < o.order < mm.order and _may_run(an, o, mthr)]
+                if not fences:
+                    key = ("no_fence_after_token", w.location.row, w.location.column)
+                    if key not in reported:
+                        reported.add(key)
+                        out.append(DrainIssue("no_fence_after_token", w, mm, w.barrier.name, {"tile": name}))
+        # readers: the token arrive after their loads
+        for ld, rthr in zip(ls, reader_sets):
+            if not ld.loops:
+                continue
+            outer = ld.loops[0]
+            body = [o for o in m.ops if _in_loop_body(o, outer)]
+            arrives = [o for o in body if o.kind == ir.MBAR_ARRIVE and o.barrier is not None
+                       and o.barrier.name in token_bars and o.order > ld.order and o.guard.exact]
+            for a in arrives:
+                athr = _arrivers(an, a)
+                if not athr or not athr & rthr:
+                    continue
+                mid = [o for o in body if ld.order < o.order < a.order]
+                wlds = [o for o in mid if o.kind == ir.TMEM_OP and o.detail.get("tmem") == "wait_ld"
+                        and _may_run(an, o, athr)]
+                if not wlds:
+                    key = ("arrive_before_wait_ld", a.location.row, a.location.column)
+                    if key not in reported:
+                        reported.add(key)
+                        out.append(DrainIssue("arrive_before_wait_ld", a, ld, a.barrier.name, {"tile": name}))
+                    continue
+                wl = max(wlds, key=lambda o: o.order)
+                fences = [o for o in mid if o.kind == ir.FENCE and o.detail.get("fence_kind") == "tcgen05_before"
+                          and o.order > wl.order and _may_run(an, o, athr)]
+                if not fences:
+                    key = ("no_fence_before", a.location.row, a.location.column)
+                    if key not in reported:
+                        reported.add(key)
+                        out.append(DrainIssue("no_fence_before", a, wl, a.barrier.name, {"tile": name}))
+                    continue
+                # the other lanes of the reading warps: their loads must be ordered before the
+                # single arriving lane by a sync after their fence
+                others = rthr - athr
+                if others:
+                    f = min(fences, key=lambda o: o.order)
+                    syncs = [o for o in mid if o.kind in (ir.SYNC, ir.NAMED_ARRIVE) and o.order > f.order]
+                    if not syncs:
+                        key = ("no_sync_lanes", a.location.row, a.location.column)
+                        if key not in reported:
+                            reported.add(key)
+                            out.append(DrainIssue("no_sync_lanes", a, ld, a.barrier.name,
+                                                  {"tile": name, "others": others}))
+        # readers: wait on the commit barrier, then fence::after_thread_sync, then tcgen05.ld
+        for ld, rthr in zip(ls, reader_sets):
+            if not ld.loops:
+                continue
+            outer = ld.loops[0]
+            body = [o for o in m.ops if _in_loop_body(o, outer)]
+            waits = [o for o in body if o.kind == ir.MBAR_WAIT and o.barrier is not None
+                     and o.barrier.name in commit_bars and o.order < ld.order and o.guard.exact
+                     and (an.threads.executing(o) or frozenset()) >= rthr]
+            if not waits:
+                continue
+            w = max(waits, key=lambda o: o.order)
+            fences = [o for o in body if o.kind == ir.FENCE and o.detail.get("fence_kind") == "tcgen05_after"
+                      and w.order < o.order < ld.order and _may_run(an, o, rthr)]
+            if not fences:
+                key = ("no_fence_after_commit", w.location.row, w.location.column)
+                if key not in reported:
+                    reported.add(key)
+                    out.append(DrainIssue("no_fence_after_commit", w, ld, w.barrier.name, {"tile": name}))
+    return out
+
+
+def facts(an: Analysis, name: str):
+    fn = {"lanes": lane_violations, "overcommit": overcommits, "overlap": overlaps,
+          "lifecycle": lifecycle, "drain": drain_issues}[name]
+    return an.fact(f"tmem.{name}", fn)
