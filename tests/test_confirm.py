@@ -206,7 +206,7 @@ def test_verdict_shown_in_every_format():
 
 
 def test_cli_confirm_and_bad_input(tmp_path):
-    from tkcheck.cli import main
+    from tkcheck.cli.cli import main
     r = CliRunner().invoke(main, ["confirm", str(tmp_path / "missing.cu")])
     assert r.exit_code == 2 and "no such file" in r.output
     m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == "gemm_ring-expect-short")

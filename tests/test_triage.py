@@ -84,7 +84,7 @@ def test_bad_evidence(tmp_path):
 
 
 def test_cli_triage(tmp_path):
-    from tkcheck.cli import main
+    from tkcheck.cli.cli import main
     m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == "gemm_ring-expect-short")
     k = tmp_path / "gemm_ring.cu"
     k.write_text(evaluate.mutated_text(CORPUS, m))

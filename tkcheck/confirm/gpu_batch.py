@@ -32,7 +32,7 @@ RUN_SH = r"""#!/bin/bash
 set -u
 B=$(cd "$(dirname "$0")" && pwd)
 TK=${TK:-$B/../third_party/ThunderKittens}
-R=${OUT:-/tmp/out}/r
+R=${OUT:-$B/out}/r
 mkdir -p "$R"
 F="%(flags)s -I $TK/include"
 TP=${TP:-12}; TI=${TI:-20}; TS=${TS:-30}; TSC=${TSC:-90}

@@ -328,7 +328,7 @@ static __device__ __noinline__ void tkcheck_bar(int site, int id, int warps) {
         if (tkcheck_now() - t0 > limit) {
             unsigned i = atomicAdd(&tkcheck_wd_count, 1u);
             if (i < 16u)
-                printf("TKCHECK_WATCHDOG site=%%d %%s barrier=bar.sync%%d parity=-1 stage=-1 phase=-1 block=%%d warp=%%d thread=%%d arrived_warps=%%d expected_warps=%%d\n",
+                printf("TKCHECK_WATCHDOG site=%%d %%s bar_id=%%d parity=-1 stage=-1 phase=-1 block=%%d warp=%%d thread=%%d arrived_warps=%%d expected_warps=%%d\n",
                        site, tkcheck_site_desc[site], id, b, tkcheck_tid() / 32, tkcheck_tid(),
                        (int)(*(volatile unsigned*)c - (target - (unsigned)warps)), warps);
             if (i == 0u) tkcheck_dump_log();

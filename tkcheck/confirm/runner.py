@@ -136,6 +136,9 @@ def verdict(f, ev: Evidence) -> dict:
                 if r.is_error and not r.deadlock and not S.known_false_alarm(r)]
         if errs:
             evidence.append(f"compute-sanitizer: {errs[0].short()} ({len(errs)} records)")
+        crash = next((ln for ln in (ev.plain.log if ev.plain else "").splitlines() if "CUDA error" in ln), "")
+        if ev.plain is not None and ev.plain.rc not in (0, None) and not ev.plain.timed_out and crash:
+            evidence.append(f"plain run crashed: {re.sub(r' at .*', '', crash.strip())[:120]} (the clean kernel passes)")
         for run in (ev.plain, ev.instrumented):
             if run is not None and not run.timed_out and _FAIL_RE.search(run.log):
                 line = next((ln for ln in run.log.splitlines() if "max_abs_err" in ln or "FAIL" in ln), "FAIL")
@@ -401,12 +404,17 @@ def batch_table(rows: list[dict]) -> str:
            "|---|---|---|---|---|"]
     for r in rows:
         cells = []
-        for f in r["findings"]:
+        order = {CONFIRMED: 0, UNCONFIRMABLE: 1, NOT_REPRODUCED: 2}
+        for f in sorted(r["findings"], key=lambda f: (f["code"] not in r["rules"],
+                                                     order.get((f["verdict"] or {}).get("status"), 3))):
             v = f["verdict"] or {}
             st = v.get("status", "")
             ev = (v.get("evidence") or [v.get("reason", "")])[0] if st != NOT_REPRODUCED else ""
-            ev = re.sub(r"\s+", " ", ev)[:150].replace("|", "/")
+            ev = re.sub(r"\s+", " ", ev)[:130].replace("|", "/")
             cells.append(f"{f['code']}:{f['line']} **{st}**" + (f" ({ev})" if ev else ""))
+        if len(cells) > 2:
+            rest = len(cells) - 2
+            cells = cells[:2] + [f"(+{rest} more)"]
         if not cells:
             cells = ["no finding" + (f" (rules {', '.join(r['rules'])} not implemented or missed)" if r["rules"] else "")]
         out.append(f"| `{r['id']}` | {r['symptom'] or '-'} | {r['plain']} | {r['sanitizer'].replace('|', '/')} | "
