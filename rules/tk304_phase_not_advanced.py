@@ -2,12 +2,29 @@
 from tkcheck.checks import phases
 from tkcheck.rule import Rule
 
-from ._common import HEADER
+from ._common import HEADER, finding, related
 from ._phase_common import phase_finding
 
 
 def check(an):
-    return [phase_finding(an, wp, "TK304") for wp in phases.phases(an) if wp.status == "not-advanced"]
+    out = [phase_finding(an, wp, "TK304") for wp in phases.phases(an) if wp.status == "not-advanced"]
+    for wp in phases.phases(an):
+        sm = phases.slot_mismatch(an, wp)
+        if sm is None:
+            continue
+        s = sm["signal"]
+        at = f"outer-loop iteration {sm['outer_iteration']}, iteration {sm['iteration']}"
+        msg = (f"the ring slot waited on '{wp.barrier}' and the slot its signaller fills at the same step are "
+               f"out of step: at {at} this role waits on slot {sm['slot_waited']} while the signalling role "
+               f"fills slot {sm['slot_filled']} (a ring index or its phase restarted in one role only)")
+        out.append(finding("TK304", msg, wp.op.location,
+                           related=[related(s, f"fills {s.barrier} (slot {sm['slot_filled']} at that step)")],
+                           witness={"outer_iteration": sm["outer_iteration"], "iteration": sm["iteration"],
+                                    "slot_waited": sm["slot_waited"], "slot_filled": sm["slot_filled"],
+                                    "params": sm["params"], "effect": "stale read"},
+                           help="advance (and reset) the ring index and its phase bits the same way in every "
+                                "role that walks the ring; carry both across the task loop"))
+    return out
 
 
 _BAD = HEADER + """

@@ -1,4 +1,6 @@
 """TK306: a shared buffer is overwritten while a tma::store_async may still be reading it."""
+from dataclasses import replace
+
 from tkcheck.checks import solver
 from tkcheck.checks.threads import describe
 from tkcheck.model import expr as E
@@ -17,11 +19,11 @@ def _writes(o: ir.Op) -> bool:
 
 
 def _same_element(a: ir.Ref, b: ir.Ref, threads_a, threads_b) -> bool:
-    """Proved: some thread of b writes the element some thread of a reads."""
+    """Proved: some thread of b writes the element some thread of a reads (same iteration)."""
     if a.name != b.name or len(a.index) != len(b.index):
         return False
     if a.index == b.index and not any(ix.depends_on(E.THREAD) or ix.is_opaque() for ix in a.index):
-        return all(not ix.depends_on(E.LOOP) for ix in a.index) or True
+        return True
     if any(ix.is_opaque() or ix.depends_on(E.LOOP) for ix in a.index + b.index):
         return False
     if threads_a is None or threads_b is None:
@@ -29,6 +31,49 @@ def _same_element(a: ir.Ref, b: ir.Ref, threads_a, threads_b) -> bool:
     ea = {tuple(ix.eval({"tid": t}) for ix in a.index) for t in threads_a}
     eb = {tuple(ix.eval({"tid": t}) for ix in b.index) for t in threads_b}
     return any(None not in e for e in ea & eb)
+
+
+def _per_thread(index: tuple, threads) -> list[tuple]:
+    """The distinct index tuples the given threads name (tid substituted)."""
+    seen, out = set(), []
+    for t in sorted(threads or ()):
+        sub = {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)}
+        ix = tuple(E.substitute(x, sub) for x in index)
+        key = tuple(map(str, ix))
+        if key not in seen:
+            seen.add(key)
+            out.append(ix)
+    return out
+
+
+def _same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int, ts, tw) -> bool:
+    """Proved: the write at iteration k+1 hits the element the store read at
+    iteration k, for some k with k+1 inside the trip count (z3)."""
+    a, b = store.buffer, write.buffer
+    if a.name != b.name or len(a.index) != len(b.index) or not store.loops:
+        return False
+    ixs = a.index + b.index
+    if any(ix.is_opaque() for ix in ixs):
+        return False
+    if any(ix.depends_on(E.THREAD) for ix in ixs):
+        pairs = [(x, y) for x in _per_thread(a.index, ts) for y in _per_thread(b.index, tw)]
+        if len(pairs) > 64:
+            return False
+        return any(_same_element_next_iteration(m, replace(store, buffer=ir.Ref(a.name, x)),
+                                                replace(write, buffer=ir.Ref(b.name, y)), timeout_ms, ts, tw)
+                   for x, y in pairs)
+    loop = m.loops.get(store.loops[-1])
+    if loop is None or (loop.trip is not None and loop.trip.is_opaque()):
+        return False
+    k = loop.counter
+    nxt = {k.name: E.binop("+", k, E.Const(1))}
+    same = E.TRUE
+    for ia, ib in zip(a.index, b.index):
+        same = E.binop("&&", same, E.binop("==", ia, E.substitute(ib, nxt)))
+    # a loop without a trip count (a persistent task loop ending on a
+    # data-dependent break) may run a second iteration: the finding says so
+    bound = E.TRUE if loop.trip is None else E.binop("<", E.binop("+", k, E.Const(1)), loop.trip)
+    return solver.witness(E.binop("&&", same, bound), timeout_ms) is not None
 
 
 def check(an):
@@ -54,7 +99,13 @@ def check(an):
             if not o.guard.exact or tuple(map(str, o.guard.uniform)) != tuple(map(str, st.guard.uniform)):
                 break
             wt = an.threads.executing(o) if o.kind == ir.SMEM_ACCESS else an.threads.issuers(o)
-            if not wt or not _same_element(st.buffer, o.buffer, iss, wt):
+            if not wt:
+                continue
+            wrapped = pos >= len(after)   # the write runs in the next iteration
+            if wrapped:
+                if not _same_element_next_iteration(m, st, o, an.solver_timeout_ms, iss, wt):
+                    continue
+            elif not _same_element(st.buffer, o.buffer, iss, wt):
                 continue
             between = path[:pos]
             waited = False

@@ -52,6 +52,11 @@ def check(an):
                 break
             sigs.setdefault(sig, []).append(t)
         dups = [ts for ts in sigs.values() if len(ts) > 1]
+        if op.kind == ir.MBAR_INIT:
+            # Several threads writing the same init before the barrier that
+            # precedes every use is benign (TK's own lcf template inits from a
+            # whole warp); an init racing with a use is TK307's question.
+            continue
         if op.kind == ir.MBAR_EXPECT:
             # several warps may each expect their own share; lanes of one warp may not
             dups = [ts for ts in dups if len({t // 32 for t in ts}) < len(ts)]
@@ -63,18 +68,13 @@ def check(an):
             per_warp[t // 32] = per_warp.get(t // 32, 0) + 1
         semantics = ("" if op.scope != "thread" else
                      f" (TK {an.model.tk_semantics} semantics: `{op.api}` runs once per calling thread)")
-        if op.kind == ir.MBAR_INIT:
-            msg = (f"{what} of '{op.barrier}' runs on {len(ts)} threads ({describe(ts, n)}): the barrier is "
-                   "re-initialised while other threads may already use it")
-            hint = "initialise each mbarrier from one thread, then synchronise before use"
-        else:
-            where = (f", {max(per_warp.values())} lanes of warp {max(per_warp, key=per_warp.get)}"
-                     if max(per_warp.values()) > 1 else f", one lane in each of warps {sorted(per_warp)}")
-            msg = (f"{what} `{op.api}` issues the same copy from {len(ts)} threads ({describe(ts, n)}{where}); "
-                   f"it should be issued once{semantics}")
-            hint = ("guard it with one thread of the role (`laneid() == 0` within one warp, or "
-                    "`warpgroup::laneid() == 0`), or use the group-scoped `warp::tma::...` / "
-                    "`warpgroup::tma::...` spelling, which elects one lane")
+        where = (f", {max(per_warp.values())} lanes of warp {max(per_warp, key=per_warp.get)}"
+                 if max(per_warp.values()) > 1 else f", one lane in each of warps {sorted(per_warp)}")
+        msg = (f"{what} `{op.api}` issues the same copy from {len(ts)} threads ({describe(ts, n)}{where}); "
+               f"it should be issued once{semantics}")
+        hint = ("guard it with one thread of the role (`laneid() == 0` within one warp, or "
+                "`warpgroup::laneid() == 0`), or use the group-scoped `warp::tma::...` / "
+                "`warpgroup::tma::...` spelling, which elects one lane")
         out.append(finding(
             "TK403", msg, op.location,
             witness={"issuers": len(ts), "threads": describe(ts, n), "tk_semantics": an.model.tk_semantics},
@@ -128,16 +128,20 @@ RULE = Rule(
     doc=f"""\
 ## What it does
 Finds single-thread operations — `tma::load_async`, `tma::store_async`,
-`tma::expect*`, `init_semaphore` — whose guard lets several lanes of one warp
-run the same copy (each lane issues its own bulk copy and its own arrival +
-expect_tx), an `init_semaphore` run by several threads, and such operations
-whose guard no thread satisfies (an issuer condition such as
+`tma::expect*`, `init_semaphore` — whose guard lets several threads issue the
+same copy (each issues its own bulk copy, or its own arrival + expect_tx;
+several warps may each expect their own share of a barrier, but not several
+lanes of one warp), and such operations whose guard no thread satisfies (an issuer condition such as
 `threadIdx.x == 0` inside a role that does not contain thread 0).
 
 Since late 2025 ThunderKittens' `tma::` operations are thread-scoped (no lane
 guard inside); code written for the older lane-guarded headers issues every
 copy 32 times. tkcheck says which semantics it assumed (detected from the
 headers given with `--tk-include`, or set with `tk-version`).
+
+Several threads writing the same `init_semaphore` before the block barrier
+that precedes every use is benign (TK's own `lcf` template initialises from a
+whole warp) and is not reported; an init that races with a use is TK307.
 
 ## Why is this bad?
 32 copies of one load deliver 32x the bytes and 32 arrivals: the barrier's

@@ -60,23 +60,49 @@ def check(an):
             witness={"barrier_id": bid, "reaching": describe(reach, n), "missing": describe(missing, n)},
             help="move the barrier out of the role branch, or use a named barrier whose count is the "
                  "threads of the roles that meet there (e.g. `group<N>::sync(id)`)"))
-    # Group barriers: `group<N>::sync(id)` waits for the 32*N threads of its group.
+    # Group barriers: `group<N>::sync(id)` is `bar.sync id, 32*N`: the 32*N
+    # threads of a group instance must meet at barrier `id`. As for block
+    # barriers, one id may be reached from several sites (a helper called from
+    # two role branches): the union over the sites of that id must cover the
+    # whole group.
+    meet: dict[tuple, set[int]] = {}
+    where: dict[tuple, list] = {}
+    usable = True
     for op in an.model.ops_of(ir.SYNC):
         if op.detail.get("sync_kind") != "named" or not op.group_warps or op.detail.get("asm"):
             continue
+        ex = an.threads.executing(op)
+        if ex is None or op.sync_id is None:
+            usable = False
+            break
         size = 32 * op.group_warps
-        parts = scope.partial_groups(an, op, size)
-        if not parts:
-            continue
-        g, ts = parts[0]
-        out.append(finding(
-            "TK501",
-            f"`{op.api}` synchronises a group of {size} threads, but in group {g} only "
-            f"{describe(ts, n)} reach it",
-            op.location,
-            witness={"group": g, "reaching": len(ts), "group_threads": size},
-            help="every thread of the group must reach the group barrier; hoist it out of the lane/warp "
-                 "condition"))
+        for t in ex:
+            bid = op.sync_id.eval({"tid": t, "tid_y": 0, "tid_z": 0})
+            if not isinstance(bid, int):
+                usable = False
+                break
+            key = (size, t // size, bid)
+            meet.setdefault(key, set()).add(t)
+            where.setdefault(key, [])
+            if op not in where[key]:
+                where[key].append(op)
+        if not usable:
+            break
+    if usable:
+        for (size, g, bid), ts in sorted(meet.items()):
+            full = set(range(g * size, min((g + 1) * size, n)))
+            if ts == full:
+                continue
+            op = where[(size, g, bid)][0]
+            out.append(finding(
+                "TK501",
+                f"`{op.api}` synchronises a group of {size} threads at barrier {bid}, but in group {g} only "
+                f"{describe(frozenset(ts), n)} reach it",
+                op.location,
+                related=[related(o, "also reached here") for o in where[(size, g, bid)][1:]],
+                witness={"group": g, "barrier_id": bid, "reaching": len(ts), "group_threads": size},
+                help="every thread of the group must reach the group barrier; hoist it out of the lane/warp "
+                     "condition"))
     return out
 
 

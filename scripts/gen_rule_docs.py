@@ -9,7 +9,8 @@ import re
 import sys
 from pathlib import Path
 
-from tkcheck import registry
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a source checkout
+from tkcheck import registry  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 

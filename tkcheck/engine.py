@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__, registry
-from .checks import sass_cross
 from .checks.analysis import Analysis
 from .findings import Finding, Location
 from .frontend.builder import ModelBuilder
@@ -145,6 +144,7 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
         res.notes.extend(n for n in m.notes if n not in res.notes)
         an = Analysis(m, arch=opts.parse.arch, solver_timeout_ms=opts.solver_timeout_ms)
         if opts.sass:
+            from .checks import sass_cross  # only with --sass: keeps start-up light
             sass_cross.attach(an, sass_result, m)   # an.sass / an.sass_result (None when absent)
         for code in sorted(opts.enabled):
             rule = rules.get(code)
@@ -180,6 +180,7 @@ def _run_sass(path, text, opts: CheckOptions, res: FileResult):
     """Compile + disassemble the file once (cached by tkcheck.sass); a pass that cannot
     run (no compiler, no real TK headers, compile error) is one note, never an error."""
     t = time.perf_counter()
+    from .checks import sass_cross
     result = sass_cross.run_sass(path, text, opts.parse, sass_arch=opts.sass_arch,
                                  cache_dir=opts.sass_cache_dir)
     res.timing["sass"] = time.perf_counter() - t

@@ -158,6 +158,10 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
     # unresolved barrier argument) may arrive on any barrier: no sums then
     blind = [o for o in m.ops if o.detail.get("barrier_unknown") is not None
              or (o.kind == ir.CALL and "mbarrier" in str(o.detail.get("ptx", "")))]
+    # a call tkcheck does not model received the barrier: its account is unknown
+    for o in m.ops:
+        if o.detail.get("unmodelled_barrier_use") and o.barrier is not None and o.barrier.name in out:
+            out[o.barrier.name].unknown.append(f"passed to {o.api} at line {o.location.row}, which is not modelled")
     if blind:
         for acc in out.values():
             acc.unknown.append(f"unattributed mbarrier operation at line {blind[0].location.row}")

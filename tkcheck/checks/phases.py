@@ -141,6 +141,10 @@ def _handshake(an: Analysis, w: ir.Op) -> bool | None:
                 ex = th.executing(o)
                 if ex is not None and iss <= ex:
                     hit = _carries_data(m, o.barrier.name)
+                    if not hit and not _carries_data(m, w.barrier.name):
+                        # a handshake of two data-less barriers: which side
+                        # releases and which acquires cannot be told apart
+                        return None
                     break
         verdicts.add(hit)
     if len(verdicts) != 1:
@@ -303,8 +307,19 @@ def _compute(an: Analysis) -> list[WaitPhase]:
 
 def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     m, to = an.model, an.solver_timeout_ms
-    if w.parity is None or w.parity.is_opaque() or any(ix.is_opaque() for ix in w.barrier.index):
+    pb = None
+    if w.parity is not None and "phasebit" in w.detail and w.loops and \
+            (w.parity.is_opaque() or len(w.loops) > 1) and not any(ix.is_opaque() for ix in w.barrier.index):
+        pb = _phasebit_counts(an, w)
+        if isinstance(pb, str):
+            wp.reason = pb
+            return
+    if w.parity is None or (w.parity.is_opaque() and pb is None) or any(ix.is_opaque() for ix in w.barrier.index):
         wp.reason = "parity or barrier index not modelled"
+        return
+    if any(o.detail.get("unmodelled_barrier_use") and o.barrier is not None and o.barrier.name == w.barrier.name
+           for o in m.ops):
+        wp.reason = "the barrier is passed to a call tkcheck does not model"
         return
     if not w.guard.exact or any(c.is_opaque() for c in w.guard.uniform) or w.guard.thread.is_opaque():
         wp.reason = "guard not modelled"
@@ -316,7 +331,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         wp.reason = "remote barrier"
         return
     index = tuple(linear(ix) for ix in w.barrier.index)
-    parity = linear(w.parity)
+    parity = linear(w.parity) if pb is None else pb[0]
     loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | \
                 {v.name for v in parity.free_vars() if v.kind == E.LOOP}
     chain = [m.loops[i] for i in w.loops]
@@ -327,9 +342,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     assume: list[E.Expr] = list(w.guard.uniform)
     if w.guard.thread.depends_on(E.LOOP):
         assume.append(w.guard.thread)
+    trip_assume: list[E.Expr] = []
     if chain:
         rl = chain[-1]
-        if len(chain) > 1:
+        if len(chain) > 1 and (pb is None or pb[1] is None):
             wp.reason = "wait inside nested loops (uses across outer iterations not modelled)"
             return
         if rl.trip is None:
@@ -343,7 +359,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         wp.period = period
         use = E.binop("/", k, period) if period != E.Const(1) else k
-        assume.append(E.binop("<", k, rl.trip))
+        trip_assume.append(E.binop("<", k, rl.trip))
+        if pb is not None:
+            trip_assume.extend(pb[2])
+            if pb[1] is not None:
+                use = pb[1]
     else:
         k = None
         earlier = [o for o in m.ops_of(ir.MBAR_WAIT) if o.order < w.order and o.barrier is not None
@@ -377,7 +397,14 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     wp.due = due
     bad = E.binop("!=", _mod2(parity), _mod2(due))
     from . import solver
+    # first without the trip bounds (often non-linear: grid-stride task loops); a proof
+    # for every iteration is a proof for the iterations that run
     ok = solver.always(E.negate(bad), to, assume=tuple(assume))
+    if ok is True:
+        wp.status = "ok"
+        return
+    assume.extend(trip_assume)
+    ok = solver.always(E.negate(bad), to, assume=tuple(assume)) if trip_assume else ok
     if ok is True:
         wp.status = "ok"
         return
@@ -385,6 +412,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         wp.reason = "solver: unknown"
         return
     cex = _smallest_counterexample(bad, k, assume, to)
+    if cex is None and trip_assume:
+        cex = solver.witness(bad, to, assume=tuple(assume))     # Optimize gave up (non-linear bounds)
     if cex is None:
         wp.reason = "no counterexample recovered"
         return
@@ -406,6 +435,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         "role": wp.role,
         "barrier": str(w.barrier),
     }
+    if len(chain) > 1 and chain[0].counter.name in env:
+        wp.witness["outer_iteration"] = env[chain[0].counter.name]
     params = {n: v for n, v in env.items() if not n.startswith("k") and not n.startswith("?") and n != "tid"}
     if params:
         wp.witness["params"] = params
@@ -417,3 +448,244 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
 def element(wp: WaitPhase) -> str:
     st = wp.witness.get("stage")
     return f"{wp.barrier}[{st}]" if st is not None else wp.barrier
+
+
+# ------------------------------------------- phase bitfields across loops --
+#
+# TK's phase bitfield (`get_phasebit<n>(bits, ring)` / `update_phasebit<n>(bits, ring)`)
+# inside a persistent task loop: the builder records where the bitfield was last set to
+# a constant (`phasebit_set`) and every flip site (`phasebit_flip`); the bit a wait reads
+# is then its initial value xor the number of flips of that bit before the wait, counted
+# over the outer (task) loop and the inner (k) loop. A ring index of the form
+# (R + k) % p + c counts flips in closed form: per outer iteration when R does not move,
+# or over the flat iteration number T * k_outer + k when R = (R0 + T * k_outer) % p (a
+# ring carried across tasks). Anything else stays unknown.
+
+def _ring_form(pos: E.Expr, k: E.Var):
+    """(R, p, c) when pos == (R + k) % p + c with R free of k, p, c constants."""
+    terms: list[E.Expr] = []
+
+    def flat(x):
+        if isinstance(x, E.Bin) and x.op == "+":
+            flat(x.a)
+            flat(x.b)
+        else:
+            terms.append(x)
+    flat(pos)
+    consts = [t for t in terms if isinstance(t, E.Const) and isinstance(t.value, int) and not isinstance(t.value, bool)]
+    rest = [t for t in terms if t not in consts or not isinstance(t, E.Const)]
+    if len(rest) != 1:
+        return None
+    c = sum(t.value for t in consts)
+    e = rest[0]
+    if not (isinstance(e, E.Bin) and e.op == "%" and isinstance(e.b, E.Const) and isinstance(e.b.value, int)
+            and e.b.value > 0):
+        return None
+    p, y = e.b.value, e.a
+    if y == k:
+        return E.Const(0), p, c
+    if isinstance(y, E.Bin) and y.op == "+":
+        if y.b == k and k not in y.a.free_vars():
+            return y.a, p, c
+        if y.a == k and k not in y.b.free_vars():
+            return y.b, p, c
+    return None
+
+
+def _cnt(n: E.Expr, R: E.Expr, p: int, c: int, b: E.Expr) -> E.Expr:
+    """#{j in [0, n) : (R + j) % p + c == b} for n >= 0."""
+    d = E.binop("-", b, E.Const(c))
+    r = E.binop("%", E.binop("+", E.binop("%", E.binop("-", d, R), E.Const(p)), E.Const(p)), E.Const(p))
+    inside = E.binop("&&", E.binop(">=", d, E.Const(0)), E.binop("<", d, E.Const(p)))
+    return E.ite(inside, E.binop("/", E.binop("-", E.binop("+", n, E.Const(p - 1)), r), E.Const(p)), E.Const(0))
+
+
+def _count_inner(form, kO: E.Var, T: E.Expr, n_in: E.Expr, b: E.Expr, carried: bool, to: int):
+    """Executions before the point of a site at ring position (R + k) % p + c in an inner
+    loop of T iterations (n_in of them in the current outer iteration) hitting b."""
+    from . import solver
+    R, p, c = form
+    if not carried:
+        return _cnt(n_in, R, p, c, b)
+    if kO not in R.free_vars():
+        return E.binop("+", E.binop("*", kO, _cnt(T, R, p, c, b)), _cnt(n_in, R, p, c, b))
+    R0 = E.substitute(R, {kO.name: E.Const(0)})
+    if R0.free_vars() & {kO}:
+        return None
+    flat = E.binop("%", E.binop("+", R0, E.binop("*", T, kO)), E.Const(p))
+    same = E.binop("==", E.binop("%", E.binop("+", R, E.Const(p)), E.Const(p)), flat)
+    if solver.always(same, to) is not True:
+        return None
+    return _cnt(E.binop("+", E.binop("*", T, kO), n_in), R0, p, c, b)
+
+
+def _bit_of(value: int, b: E.Expr, lo: int, hi: int) -> E.Expr:
+    out: E.Expr = E.Const(0)
+    for i in range(lo, hi):
+        out = E.ite(E.binop("==", b, E.Const(i)), E.Const((value >> i) & 1), out)
+    return out
+
+
+def _same_threads(an: Analysis, a: ir.Op, b: ir.Op) -> bool | None:
+    ea, eb = an.threads.executing(a), an.threads.executing(b)
+    if ea is None or eb is None:
+        return None
+    if ea == eb:
+        return True
+    return False if not (ea & eb) else None
+
+
+def _phasebit_counts(an: Analysis, w: ir.Op):
+    """(parity, use, assume) for a wait in a task loop (and optionally a k loop inside it)
+    whose parity is a phase bit, or a reason string."""
+    from . import solver
+    m, to = an.model, an.solver_timeout_ms
+    name, posw = w.detail["phasebit"]
+    posw = linear(posw)
+    chain = [m.loops[i] for i in w.loops]
+    if len(chain) not in (1, 2) or any(l.trip is None for l in chain):
+        return "phase bitfield: loop nest not recognised"
+    O = chain[0]
+    I = chain[1] if len(chain) == 2 else None
+    kO = O.counter
+    T = I.trip if I is not None else None
+    if I is not None and (T.depends_on(E.LOOP) or T.is_opaque()):
+        return "phase bitfield: inner trip count not invariant"
+    sets, flips = [], []
+    for o in m.ops:
+        if o.kind in ("phasebit_set", "phasebit_flip") and o.detail.get("bitfield") == name:
+            same = _same_threads(an, o, w)
+            if same is None:
+                return "phase bitfield: threads of a set/flip unknown"
+            if same:
+                (sets if o.kind == "phasebit_set" else flips).append(o)
+    before = [s for s in sets if s.order < w.order]
+    if not before:
+        return "phase bitfield: initial value unknown"
+    S = max(before, key=lambda o: o.order)
+    if not S.guard.exact or any(u not in w.guard.uniform for u in S.guard.uniform):
+        return "phase bitfield: conditional set"
+    if S.loops == ():
+        carried = True
+        if any(O.id in s.loops for s in sets):
+            return "phase bitfield: set inside the task loop after its start"
+    elif S.loops == (O.id,) and I is not None:
+        carried = False
+        first_inner = min(o.order for o in m.ops if I.id in o.loops)
+        if S.order > first_inner:
+            return "phase bitfield: set after the k loop started"
+    else:
+        return "phase bitfield: set inside the k loop"
+    # the bit position the wait reads: (R + k) % p + c in the innermost loop
+    kin = I.counter if I is not None else kO
+    fw = _ring_form(posw, kin)
+    if fw is None:
+        return "phase bitfield: bit position not a ring index"
+    lo, hi = fw[2], fw[2] + fw[1]
+    total: E.Expr = E.Const(0)
+    for F in flips:
+        if F.order < S.order or not F.guard.exact or F.guard.uniform != w.guard.uniform:
+            if F.order < S.order:
+                continue
+            return "phase bitfield: conditional flip"
+        posf = linear(F.detail["pos"])
+        if F.loops == w.loops:
+            ff = _ring_form(posf, kin)
+            if ff is None:
+                return "phase bitfield: flip position not a ring index"
+            n_in = E.binop("+", kin, E.Const(1)) if F.order < w.order else kin
+            if I is None:
+                R, p, c = ff
+                if kO in R.free_vars():
+                    return "phase bitfield: flip position not recognised"
+                cnt = _cnt(n_in, R, p, c, posw)
+            else:
+                cnt = _count_inner(ff, kO, T, n_in, posw, carried, to)
+            if cnt is None:
+                return "phase bitfield: ring not carried in a recognised way"
+            total = E.binop("+", total, cnt)
+            continue
+        # a flip elsewhere in the loop nest: fine when it never touches the bit the wait reads
+        if not F.loops or F.loops[0] != O.id or len(F.loops) > 2:
+            return "phase bitfield: flip outside the task loop"
+        ren = {v.name: E.Var(v.name + "@other", E.PARAM) for v in posf.free_vars() if v.kind == E.LOOP}
+        other = E.substitute(posf, ren)
+        if solver.always(E.binop("!=", other, posw), to) is True:
+            continue
+        if not carried and I is not None and F.loops == (O.id,) and not (S.order < F.order < w.order):
+            continue        # reset before the wait's next use
+        if not carried and I is not None and F.loops == (O.id,):
+            total = E.binop("+", total, E.ite(E.binop("==", posf, posw), E.Const(1), E.Const(0)))
+            continue
+        return "phase bitfield: another flip may touch the bit"
+    parity = E.binop("%", E.binop("+", _bit_of(S.detail["value"], posw, lo, hi), total), E.Const(2))
+    assume = [E.binop("<", kO, O.trip)]
+    use = None
+    if I is not None:
+        assume.append(E.binop("<", I.counter, T))
+        idx = tuple(linear(ix) for ix in w.barrier.index)
+        if len(idx) != 1:
+            return "phase bitfield: barrier index not a ring index"
+        fi = _ring_form(idx[0], kin)
+        if fi is None:
+            return "phase bitfield: barrier index not a ring index"
+        use = _count_inner(fi, kO, T, kin, idx[0], True, to)
+        if use is None:
+            return "phase bitfield: ring not carried in a recognised way"
+    return parity, use, assume
+
+
+def slot_mismatch(an: Analysis, wp: WaitPhase) -> dict | None:
+    """A wait on a data barrier in a (task, k) loop nest whose only signaller (one role)
+    walks the same loop nest (same trip counts) but fills a different ring slot at the same
+    step: the waiter's phase u of slot s then completes with a tile from another step.
+    Returns a witness {outer, inner, waited slot, filled slot, params} or None."""
+    from . import solver
+    m, w = an.model, wp.op
+    if wp.status != "ok" or len(w.loops) != 2 or len(w.barrier.index) != 1 or not _carries_data(m, wp.barrier):
+        return None
+    sigs = [s for s in _signals(m, wp.barrier) if s.kind in (ir.MBAR_EXPECT, ir.TMA_LOAD)]
+    if not sigs or len(_signals(m, wp.barrier)) != len(sigs):
+        return None
+    loops = {s.loops for s in sigs}
+    if len(loops) != 1:
+        return None
+    sl = loops.pop()
+    if len(sl) != 2 or set(sl) & set(w.loops):
+        return None
+    lo, li = m.loops[sl[0]], m.loops[sl[1]]
+    wo, wi = m.loops[w.loops[0]], m.loops[w.loops[1]]
+    if lo.trip is None or li.trip is None or wo.trip is None or wi.trip is None:
+        return None
+    ren = {lo.counter.name: wo.counter, li.counter.name: wi.counter}
+    if E.substitute(lo.trip, ren) != wo.trip or E.substitute(li.trip, ren) != wi.trip:
+        return None
+    if (lo.init, lo.step) != (wo.init, wo.step):
+        return None
+    idxs = set()
+    for s in sigs:
+        if not s.guard.exact or s.barrier is None or len(s.barrier.index) != 1 or s.barrier.index[0].is_opaque():
+            return None
+        if set(E.substitute(u, ren) for u in s.guard.uniform) != set(w.guard.uniform):
+            return None
+        idxs.add(linear(E.substitute(s.barrier.index[0], ren)))
+    iss = {an.threads.issuers(s) for s in sigs}
+    if len(iss) != 1 or None in iss:
+        return None
+    if len(idxs) != 1:
+        return None
+    filled = idxs.pop()
+    waited = linear(w.barrier.index[0])
+    if waited.is_opaque() or filled.is_opaque():
+        return None
+    pred = E.binop("!=", filled, waited)
+    assume = (E.binop("<", wo.counter, wo.trip), E.binop("<", wi.counter, wi.trip), *w.guard.uniform)
+    env = solver.witness(pred, an.solver_timeout_ms, assume=assume)
+    if env is None:
+        return None
+    a, b = waited.eval(env), filled.eval(env)
+    if a is None or b is None or a == b:
+        return None
+    params = {n: v for n, v in env.items() if not n.startswith("k") and not n.startswith("?") and n != "tid"}
+    return {"outer_iteration": env.get(wo.counter.name), "iteration": env.get(wi.counter.name),
+            "slot_waited": a, "slot_filled": b, "signal": sigs[0], "params": params}

@@ -299,6 +299,11 @@ def _explore(an: Analysis) -> Exploration:
     if not any(o.kind == ir.MBAR_WAIT for o in ops):
         ex.reason = "no waits"
         return ex
+    blind = [o for o in m.ops if o.detail.get("unmodelled_barrier_use")]
+    if blind:
+        # a call tkcheck does not model may signal any barrier it was given
+        ex.reason = f"mbarrier passed to {blind[0].api} (line {blind[0].location.row}), which is not modelled"
+        return ex
     params = _choose_params(m, ops)
     if params is None:
         ex.reason = "trip counts not concretisable"

@@ -7,13 +7,23 @@ import z3
 from ..model import expr as E
 
 
+_LAUNCH_DIMS = {f"{b}.{f}" for b in ("gridDim", "blockDim", "clusterDim") for f in "xyz"}
+
+
 def _constraints(zv: E.Z3Vars, extra=()):
     cs = list(extra)
-    for name, v in zv.items():
+    names = dict(zv.items())
+    for name, v in names.items():
         if name.startswith("k") and name[1:].isdigit():
             cs.append(v >= 0)           # loop iteration counters
+        elif name in _LAUNCH_DIMS and z3.is_int(v):
+            cs.append(v >= 1)           # launch dimensions are at least 1
         elif not name.startswith("?"):
             cs.append(v >= 0)           # sizes, counts and indices kernels use are non-negative
+    for f in "xyz":                     # blockIdx.x < gridDim.x
+        i, n = names.get(f"blockIdx.{f}"), names.get(f"gridDim.{f}")
+        if i is not None and n is not None and z3.is_int(i) and z3.is_int(n):
+            cs.append(i < n)
     return cs
 
 

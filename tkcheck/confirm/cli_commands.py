@@ -31,7 +31,7 @@ def _tk_root(value: str | None, config) -> str | None:
         p = p.parent
     if not (p / "include").is_dir():
         _fail(f"--tk-include {v}: not a ThunderKittens checkout (no include/ folder)")
-    return str(p)
+    return str(p.resolve())     # builds run in the temporary tree: a relative path would not resolve there
 
 
 def _check(path: str, tk_root: str | None, select: tuple[str, ...], config):

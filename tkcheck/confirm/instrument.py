@@ -72,6 +72,7 @@ class Plan:
     nan_rows: bool = True
     watchdog_ms: int = 2000
     grace_ms: int = 300
+    widening: object = None     # widen.Widening: race-widening delays / poison at release
 
 
 @dataclass
@@ -339,6 +340,11 @@ static __device__ __noinline__ void tkcheck_bar(int site, int id, int warps) {
     }
     __syncwarp(m);
 }
+static __device__ __noinline__ void tkcheck_delay(long long cycles) {
+    // race widening: a bounded spin (clock64 cycles of this SM)
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) { __nanosleep(32); }
+}
 template <class T> static __device__ __forceinline__ void tkcheck_poison(T& t) {
     uint4* p = reinterpret_cast<uint4*>(&t);
     const uint4 v = make_uint4(0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu);
@@ -440,6 +446,9 @@ def instrument(text: str, filename: str, plan: Plan | None = None,
     edits: list[tuple[int, int, str]] = []
     poisoned: dict[str, list[str]] = {}
     notes: list[str] = []
+    if plan.widening is not None:
+        # first in the list: at an offset shared with a load's poison prefix, the delay goes after it
+        edits += _widening_edits(text, plan.widening, notes)
     for c in calls:
         short = c.callee.split("::")[-1]
         if short == "wait" and len(c.args) == 2 and plan.watchdog:
@@ -518,6 +527,66 @@ def instrument(text: str, filename: str, plan: Plan | None = None,
     body = "\n".join(lines)
     pre = _prelude(plan, all_sites) + f'#line 1 "{name}"\n'
     return Instrumented(pre + body, all_sites, poisoned, notes)
+
+
+_BLOCK_START = re.compile(r"(if|for|while|do|return|switch|else)\b|[{}]")
+
+
+def _line_offsets(text: str) -> list[int]:
+    offs = [0]
+    for i, c in enumerate(text):
+        if c == "\n":
+            offs.append(i + 1)
+    return offs
+
+
+def _widening_edits(text: str, w, notes: list[str]) -> list[tuple[int, int, str]]:
+    """Edits for a widen.Widening: delays in front of statements, poison after release calls."""
+    mask = _code_mask(text)
+    offs = _line_offsets(text)
+    lines = text.split("\n")
+    out: list[tuple[int, int, str]] = []
+    for d in w.delays:
+        if not 0 < d.line <= len(lines):
+            continue
+        ln = lines[d.line - 1]
+        col = len(ln) - len(ln.lstrip())
+        at = offs[d.line - 1] + col
+        if col >= len(ln) or not mask[at]:
+            notes.append(f"line {d.line}: no statement to delay; not widened")
+            continue
+        prev = next((lines[r].split("//")[0].rstrip() for r in range(d.line - 2, -1, -1)
+                     if lines[r].split("//")[0].strip()), "")
+        if prev.endswith(")") or re.search(r"\b(else|do)$", prev):
+            notes.append(f"line {d.line}: the statement is a body without braces; not widened")
+            continue
+        cond = d.cond or "true"
+        if _BLOCK_START.match(ln[col:]):
+            rep = f"{{ if ({cond}) ::tkcheck_delay((long long)({d.cycles})); }} "
+        else:
+            rep = f"(({cond}) ? ::tkcheck_delay((long long)({d.cycles})) : (void)0), "
+        out.append((at, at, rep))
+    for p in w.poisons:
+        if not 0 < p.line <= len(lines):
+            continue
+        base = offs[p.line - 1]
+        ln = lines[p.line - 1]
+        m = None
+        for m0 in re.finditer(rf"(?<![\w.>])((?:[A-Za-z_]\w*\s*(?:<[^<>()]*>)?\s*::\s*)*)(\w*{re.escape(p.anchor)}\w*)"
+                              rf"\s*(?:<[^<>()]*>)?\s*\(", ln):
+            if mask[base + m0.start()]:
+                m = m0
+                break
+        if m is None:
+            notes.append(f"line {p.line}: no {p.anchor} call to poison after; not widened")
+            continue
+        sp = _split_args(text, base + m.end() - 1)
+        if sp is None:
+            continue
+        start, end = base + m.start(), sp[1]
+        out.append((start, start, "("))
+        out.append((end, end, f", ::tkcheck_poison({p.tile}), ::tkcheck_poison_fence())"))
+    return out
 
 
 def template_wait_sites(text: str, filename: str, first_id: int) -> tuple[str, list[Site]]:

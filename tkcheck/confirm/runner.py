@@ -74,6 +74,8 @@ class Evidence:
     tools: list[S.ToolRun] = field(default_factory=list)
     arch: str | None = None              # the GPU's, e.g. "sm_90"
     unconfirmable: str | None = None     # why nothing could be run
+    widening: list[str] = field(default_factory=list)   # race-widening edits in the instrumented copy
+    build_log: str = ""                  # the plain copy's build output (ptxas notes)
 
 
 # ------------------------------------------------------------------ verdicts
@@ -116,6 +118,8 @@ def verdict(f, ev: Evidence) -> dict:
     if syms <= {"slow"} and syms:
         return {"status": UNCONFIRMABLE, "reason": "a performance finding: nothing to observe as a failure"}
     ran = [r.describe() for r in (ev.plain, ev.instrumented) if r is not None] + [t.summary() for t in ev.tools]
+    widened = _widening_for(f, ev)
+    ran += widened
     lines, bars = _finding_lines(f), _finding_barriers(f)
     evidence: list[str] = []
     wd = sorted((r for r in ev.records if r.kind == "WATCHDOG"), key=lambda r: _rank(r, lines, bars))
@@ -145,8 +149,38 @@ def verdict(f, ev: Evidence) -> dict:
                 evidence.append(f"{run.what} run: the program's own check failed: {line.strip()[:120]}")
                 break
     if evidence:
+        if widened and not any(e.startswith(("compute-sanitizer", "plain run")) for e in evidence):
+            evidence.append("under " + "; ".join(w.removeprefix("widening: ") for w in widened))
         return {"status": CONFIRMED, "evidence": evidence, "ran": ran}
-    return {"status": NOT_REPRODUCED, "ran": ran}
+    out = {"status": NOT_REPRODUCED, "ran": ran}
+    why = _why_not(f, ev)
+    if why:
+        out["why"] = why
+    return out
+
+
+_PTXAS_SERIAL = re.compile(r"\((C75(?:14|15|17|18))\)\s*([^\n]*?)(?: in (?:the )?function|$)", re.M)
+
+
+def _why_not(f, ev: Evidence) -> str | None:
+    """What makes a race finding unobservable in this binary (ptxas's own wgmma serialization)."""
+    if f.code not in ("TK201", "TK206"):
+        return None
+    m = _PTXAS_SERIAL.search(ev.build_log or "")
+    if not m:
+        return None
+    return (f"ptxas {m.group(1)}: {m.group(2).strip()[:140]} - the compiled code waits for the wgmma "
+            f"itself, so this race cannot happen in this build (it can with another compiler or code shape)")
+
+
+def _widening_for(f, ev: Evidence) -> list[str]:
+    lines = {str(r) for r in _finding_lines(f)}
+    out = []
+    for w in ev.widening:
+        sites = set(re.findall(r"([\w.-]+\.(?:cu|cuh)):(\d+)", w))
+        if any(str((n, int(r))) in lines for n, r in sites):
+            out.append(w)
+    return out
 
 
 def _distinct(recs: list[Record]) -> list[Record]:
@@ -238,7 +272,8 @@ def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: s
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="tkcheck-confirm-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        _build_and_run(path, text, ev, work, build_cmd, run_cmd, tk_root, include_dirs, timeout, tools, confirm_cfg)
+        _build_and_run(path, text, ev, work, build_cmd, run_cmd, tk_root, include_dirs, timeout, tools, confirm_cfg,
+                       findings)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -257,7 +292,7 @@ def _subst(cmd, mapping: dict[str, str]):
 
 
 def _build_and_run(path, text, ev: Evidence, work: Path, build_cmd, run_cmd, tk_root, include_dirs, timeout,
-                   tools, cfg):
+                   tools, cfg, findings=()):
     name = Path(path).name
     plain_dir, inst_dir = work / "plain", work / "instr"
     plain_dir.mkdir(exist_ok=True)
@@ -268,7 +303,10 @@ def _build_and_run(path, text, ev: Evidence, work: Path, build_cmd, run_cmd, tk_
     if tk_root and uses_template(text) and (Path(tk_root) / "prototype").is_dir():
         proto = inst_dir / "proto"
         tsites = instrument_template_dir(Path(tk_root) / "prototype", proto, TEMPLATE_FIRST_ID)
-    inst = instrument(text, name, Plan(), template_sites=tsites)
+    from .widen import widening
+    wid = widening(findings, text, name)
+    ev.widening = wid.describe()
+    inst = instrument(text, name, Plan(widening=wid if wid else None), template_sites=tsites)
     (inst_dir / name).write_text(inst.text, encoding="utf-8")
     for d, which in ((plain_dir, "plain"), (inst_dir, "instrumented")):
         binary = d / "kernel.bin"
@@ -280,10 +318,12 @@ def _build_and_run(path, text, ev: Evidence, work: Path, build_cmd, run_cmd, tk_
                 inc += ["-I", str(Path(tk_root) / "include"), "-I", str(proto if proto and d == inst_dir
                                                                          else Path(tk_root) / "prototype")]
             for i in include_dirs:
-                inc += ["-I", i]
+                inc += ["-I", str(Path(i).resolve())]
             inc += ["-I", str(Path(path).resolve().parent)]
             cmd = ["nvcc", *NVCC_FLAGS, *inc, str(d / name), "-o", str(binary), "-lcuda"]
         b = _run(f"build ({which})", cmd, BUILD_TIMEOUT_S, d)
+        if which == "plain":
+            ev.build_log = b.log
         if b.rc != 0:
             ev.unconfirmable = f"the {which} copy did not build: " + _last(b.log)
             return
@@ -294,9 +334,15 @@ def _build_and_run(path, text, ev: Evidence, work: Path, build_cmd, run_cmd, tk_
     ev.plain = _run("plain", run_argv(plain_dir), timeout, plain_dir)
     ev.instrumented = _run("instrumented", run_argv(inst_dir), timeout, inst_dir)
     ev.records = parse_records(ev.instrumented.log)
+    # the run's record, in evidence_from_dir's layout (kept with --keep)
+    for fname, body in (("plain.log", ev.plain.log), ("plain.rc", f"{ev.plain.rc}\n"),
+                        ("instr.log", ev.instrumented.log), ("instr.rc", f"{ev.instrumented.rc}\n"),
+                        ("build_plain.log", ev.build_log), ("build_plain.rc", "0\n"),
+                        ("widening.txt", "".join(w + "\n" for w in ev.widening))):
+        (work / fname).write_text(body, encoding="utf-8")
     extra = tuple(cfg.sanitizer_args) if cfg is not None else ()
     for tool in tools:
-        xml = plain_dir / f"{tool}.xml"
+        xml = work / f"{tool}.xml"
         base = run_argv(plain_dir)
         if isinstance(base, str):
             argv = " ".join(shlex.quote(a) for a in S.command(tool, [], str(xml), extra)) + " " + base
@@ -308,6 +354,7 @@ def _build_and_run(path, text, ev: Evidence, work: Path, build_cmd, run_cmd, tk_
         except S.SanitizerXMLError:
             recs = []
         ev.tools.append(S.ToolRun(tool, r.rc, recs))
+        (work / f"{tool}.rc").write_text(f"{r.rc}\n", encoding="utf-8")
 
 
 def _last(log: str) -> str:
@@ -323,6 +370,9 @@ def evidence_from_dir(d: Path, arch: str = "sm_90") -> Evidence:
         p = d / name
         return p.read_text(encoding="utf-8", errors="replace") if p.exists() else None
     ev = Evidence(arch=arch)
+    ev.build_log = rd("build_plain.log") or ""
+    if rd("widening.txt"):
+        ev.widening = [ln for ln in rd("widening.txt").splitlines() if ln.strip()]
     if rd("build_plain.rc") not in (None,) and rd("build_plain.rc").strip() != "0":
         ev.unconfirmable = "does not build (nvcc rejects it)"
         return ev

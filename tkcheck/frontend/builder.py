@@ -43,11 +43,15 @@ class Env:
         self.vars: dict[str, Any] = {}
         self.parent = parent
 
+    # A BranchEnv on the way up keeps the writes of its branch aside: lookups
+    # and assignments from nested scopes must go through it, not around it.
     def lookup(self, name: str):
         e = self
         while e is not None:
             if name in e.vars:
                 return e.vars[name]
+            if isinstance(e, BranchEnv):
+                return e.lookup(name)
             e = e.parent
         return None
 
@@ -56,6 +60,8 @@ class Env:
         while e is not None:
             if name in e.vars:
                 return True
+            if isinstance(e, BranchEnv):
+                return e.has(name)
             e = e.parent
         return False
 
@@ -68,6 +74,8 @@ class Env:
             if name in e.vars:
                 e.vars[name] = value
                 return True
+            if isinstance(e, BranchEnv):
+                return e.assign(name, value)
             e = e.parent
         return False
 
@@ -311,7 +319,9 @@ class KernelWalker:
         self._loop_ids = 0
         self.tk_lane_guarded = mb.parsed.tk_semantics == "lane-guarded"
         self._struct_cache: dict[str, StructType] = {}
+        self._loop_breaks: list = []  # `break`s seen in the loop being walked (its trip is then unknown)
         self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
+        self._phasebit_reads: dict = {}  # parity expr -> (bitfield name, bit position) of get_phasebit
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:
@@ -353,7 +363,6 @@ class KernelWalker:
         from ..knowledge import protocols
 
         tmpl = self.cursor
-        text = " ".join(tokens_of(self.mb.tu.cursor)[:0])  # noqa: F841 - placeholder for future use
         kind = protocols.template_kind_for(self.mb.parsed.text, tmpl.spelling)
         proto_fn = protocols.protocol_function(kind)
         if proto_fn is None:
@@ -363,10 +372,6 @@ class KernelWalker:
         st = self.struct_type(tmpl, {})
         env.define("lcft", st)
         m.notes.append(f"'{tmpl.spelling}' analysed inside tkcheck's model of the TK {kind} template protocol")
-        # template defaults folded: say so
-        for name, val in st.env.vars.items():
-            if isinstance(val, E.Const) and name.startswith("_"):
-                pass
         for prm in proto_fn.get_children():
             if prm.kind == CK.PARM_DECL:   # the kernel's `globals` argument
                 env.define(prm.spelling, self._param_value(prm, env))
@@ -844,9 +849,7 @@ class KernelWalker:
             dims_nodes = []
         # the declared type, from the tokens before the name
         type_toks = toks[:toks.index(name)] if name in toks else []
-        type_toks = [t for t in type_toks if t not in ("__shared__", "static", "constexpr", "const", "extern",
-                                                         "__align__", "alignas", "volatile", "&", "*", "(",
-                                                         "inline", "__device__", "register", "auto")]
+        type_toks = _strip_declarator_words(type_toks)
         # drop `__align__(N)` / `alignas(N)` arguments
         align = None
         mm = re.search(r"(?:__align__|alignas)\s*\(\s*(\d+)\s*\)", " ".join(toks))
@@ -917,6 +920,7 @@ class KernelWalker:
         tt0 = [x for x in type_toks if x not in ("kittens", "::")]
         if tt0 and tt0[0] in ("tensor_allocator", "tm_allocator") and not is_ref and self.model is not None:
             value = self._tmem_allocator(name, tt0, ctx, loc)
+        self._note_phasebit_set(name, value, ctx, d)
         ctx.env.define(name, value)
         return toks[:toks.index(name)] if name in toks else first_type
 
@@ -1142,8 +1146,6 @@ class KernelWalker:
                 new = a if a is b else (E.opaque(f"{name}@branch") if isinstance(a, Expr) or isinstance(b, Expr) else a)
             ctx.env.assign(name, new)
 
-    _loop_breaks: list = []
-
     def _walk_return(self, c, ctx: Ctx):
         kids = list(c.get_children())
         if ctx.frame is not None:
@@ -1202,8 +1204,12 @@ class KernelWalker:
         counter = E.Var(f"k{lid}", E.LOOP)
         # induction variable: `for (int i = a; i < b; i += s)`
         var, init_v, step, trip, infinite = self._induction(init_s, cond_c, inc_c, lctx)
+        # the induction variable as a function of the counter, visible to the
+        # dry pass below (`const int stage = k % STAGES` in the body)
+        if var is not None and init_v is not None and step is not None:
+            env.define(var, E.binop("+", init_v, E.binop("*", step, counter)))
         # loop-carried variables: solve their per-iteration closed forms
-        carried = self._carried_variables(body, inc_c, lctx, exclude={var} if var else set())
+        carried = self._carried_variables(body, inc_c, lctx, exclude={var} if var else set(), counter=counter)
         loop = ir.Loop(lid, var, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None,
                        infinite=infinite)
         if trip is not None and trip.depends_on(E.THREAD):
@@ -1280,6 +1286,10 @@ class KernelWalker:
                         t = E.binop("/", E.binop("+", span, E.Const(s.value - 1)), s)
                         trip = E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t) if not isinstance(t, E.Const) \
                             else E.Const(max(t.value, 0))
+                    elif span is not None and op == "<" and _positive_uniform(s):
+                        # a grid-stride / block-stride loop: `task += gridDim.x` (the step is >= 1)
+                        t = E.binop("/", E.binop("-", E.binop("+", span, s), E.Const(1)), s)
+                        trip = E.ite(E.binop("<=", span, E.Const(0)), E.Const(0), t)
             elif node[0] == "bin" and node[1] == "&&":
                 trip = None
         if cond_c is not None:
@@ -1312,7 +1322,7 @@ class KernelWalker:
                 out.append(n)
         return out
 
-    def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str]):
+    def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None):
         """name -> function(counter) giving the value at the start of iteration k."""
         out = {}
         names = [n for n in self._assigned_names(body, inc_c) if n not in exclude]
@@ -1340,7 +1350,7 @@ class KernelWalker:
             self._loop_breaks = saved
         for n, v0 in scalars.items():
             end = denv.vars.get(n)
-            out[n] = solve_recurrence(start[n], end, v0, n)
+            out[n] = solve_recurrence(start[n], end, v0, n, counter)
         # phases that flip with the ring index (`if (++s == N) { s = 0; phase ^= 1; }`,
         # TK's phase bitfield): solved once the ring index has a closed form
         from .recurrence import _is_opaque_form, solve_dependent
@@ -1461,6 +1471,8 @@ class KernelWalker:
             return
         self._order += 1
         op.order = self._order
+        if op.kind == ir.MBAR_WAIT and op.parity is not None and op.parity in self._phasebit_reads:
+            op.detail.setdefault("phasebit", self._phasebit_reads[op.parity])
         op.callers = ctx.callers
         op.role_hint = ctx.role_hint
         self.model.ops.append(op)
@@ -1750,6 +1762,8 @@ class KernelWalker:
                     val = E.opaque(f"{name}{op}")
             old = ctx.env.lookup(name)
             new = self._guarded_update(old, val, ctx)
+            if op == "=":
+                self._note_phasebit_set(name, new, ctx, cursor)
             if not ctx.env.assign(name, new):
                 ctx.env.define(name, new)
             return new
@@ -1787,6 +1801,33 @@ class KernelWalker:
         self.emit(ir.Op(ir.SMEM_ACCESS, "shared store" if access == "write" else "shared load",
                         loc_of(cursor, self.filename), ctx.guard, ctx.loops, buffer=v.ref,
                         detail={"access": access, "via": "element", "tile_type": v.type}), ctx)
+
+    def _bitfield_names(self) -> frozenset:
+        """Names passed as TK phase bitfields (`update_phasebit<n>(NAME, ...)`) in the texts read."""
+        if getattr(self, "_bf_names", None) is None:
+            import re
+            pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
+            names = set(pat.findall(self.mb.parsed.text or ""))
+            from ..knowledge import protocols as _protocols
+            import os
+            pdir = os.path.dirname(_protocols.__file__)
+            for fn in sorted(os.listdir(pdir)):
+                if fn.endswith(".cu"):
+                    src = _text_for(os.path.join(pdir, fn))
+                    if src is not None:
+                        names |= set(pat.findall(src.data.decode("utf-8", errors="replace")))
+            self._bf_names = frozenset(names)
+        return self._bf_names
+
+    def _note_phasebit_set(self, name, value, ctx: Ctx, cursor):
+        """A phase bitfield (re)initialised to a constant: an op, so that phase
+        reasoning across nested loops can find where the bits were last set."""
+        if ctx.dry or self.model is None or cursor is None or name not in self._bitfield_names():
+            return
+        if not isinstance(value, E.Const) or not isinstance(value.value, int) or isinstance(value.value, bool):
+            return
+        self.emit(ir.Op("phasebit_set", "phasebit", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
+                        detail={"bitfield": name, "value": value.value}), ctx)
 
     def _guarded_update(self, old, new, ctx: Ctx):
         # conditional writes are merged by _walk_if (BranchEnv); here the new
@@ -1843,7 +1884,11 @@ class KernelWalker:
                 bit = phase_bit(bf, E.binop("+", ring, E.Const(16 * n)))
                 if bit is not None:
                     return bit
-                return E.binop("&", E.binop(">>", bf, E.binop("+", ring, E.Const(16 * n))), E.Const(1))
+                out = E.binop("&", E.binop(">>", bf, E.binop("+", ring, E.Const(16 * n))), E.Const(1))
+                if args[0][0] == "name" and len(args[0][1]) == 1:
+                    # which bitfield / bit a wait's parity reads (phase reasoning across nested loops)
+                    self._phasebit_reads[out] = (args[0][1][0][0], E.binop("+", ring, E.Const(16 * n)))
+                return out
             return E.opaque("phasebit")
         if base == "update_phasebit" and len(args) == 2:
             n = self._targ_int(btargs, ctx, 0)
@@ -1851,6 +1896,10 @@ class KernelWalker:
             if n is not None and isinstance(ring, Expr):
                 upd = ("assign", "^=", args[0], ("__expr", E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n)))))
                 self._assign_expr(upd, ctx, cursor)
+                if args[0][0] == "name" and len(args[0][1]) == 1 and cursor is not None:
+                    self.emit(ir.Op("phasebit_flip", "update_phasebit", loc_of(cursor, self.filename), ctx.guard,
+                                    ctx.loops, detail={"bitfield": args[0][1][0][0],
+                                                       "pos": E.binop("+", ring, E.Const(16 * n))}), ctx)
             return None
         if base in ("ring_advance", "ring_retreat") and args:
             s = self._targ_int(btargs, ctx, 0)
@@ -1905,7 +1954,20 @@ class KernelWalker:
             return self._inline(target, args, ctx, cursor, btargs)
         # unknown call: evaluate args (for side effects), result opaque
         vals = [self.ev(a, ctx, cursor) for a in args]
+        self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         return self._opaque_from(node, vals)
+
+    def _unmodelled_use(self, vals, ctx: Ctx, cursor, what: str):
+        """A call tkcheck does not model received an mbarrier: it may arrive on
+        it, wait on it or re-initialise it. Record that, so no count or phase
+        of that barrier is claimed (an unknown is never a finding)."""
+        for v in vals:
+            if isinstance(v, _ArrVal):
+                v = v.obj
+            if isinstance(v, Obj) and v.kind == "barrier":
+                loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+                self.emit(ir.Op(ir.CALL, what, loc, ctx.guard, ctx.loops, barrier=v.ref,
+                                detail={"unmodelled_barrier_use": True}), ctx)
 
     def _assign_expr(self, node, ctx, cursor):
         # like _assign, but the rhs is an already-evaluated Expr
@@ -2182,6 +2244,7 @@ class KernelWalker:
             if isinstance(f, Func):
                 return self._inline(f, args, ctx, cursor, targs)
         vals = [self.ev(a, ctx, cursor) for a in args]
+        self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         return self._opaque_from(callee, [obj] + vals)
 
     # -- TMEM (Blackwell) ------------------------------------------------------
@@ -2393,6 +2456,7 @@ class KernelWalker:
                 break
         if chosen is None:
             vals = [self.ev(a, ctx, cursor) for a in args]
+            self._unmodelled_use(vals, ctx, cursor, f.name)
             return self._opaque_from(("name", ((f.name, None),)), vals)
         vals = [self.ev(a, ctx, cursor) for a in args]
         parent_env = f.owner.env if f.owner is not None else self.mb.globals_env
@@ -2604,6 +2668,27 @@ def _is_ident(t: str) -> bool:
     return bool(t) and (t[0].isalpha() or t[0] == "_")
 
 
+_DECL_WORDS = {"__shared__", "static", "constexpr", "const", "extern", "__align__", "alignas", "volatile",
+               "inline", "__device__", "register", "auto"}
+
+
+def _strip_declarator_words(toks: list[str]) -> list[str]:
+    """Drop storage words anywhere and declarator punctuation (`&`, `*`, `(`)
+    outside template arguments: `rt_fl<1*16, 8*16> &x` keeps its `*`."""
+    out, depth = [], 0
+    for t in toks:
+        if t == "<":
+            depth += 1
+        elif t == ">":
+            depth = max(depth - 1, 0)
+        elif t == ">>":
+            depth = max(depth - 2, 0)
+        if t in _DECL_WORDS or (depth == 0 and t in ("&", "*", "(", "&&")):
+            continue
+        out.append(t)
+    return out
+
+
 def _split_comma(node):
     if node[0] == "comma":
         return _split_comma(node[1]) + [node[2]]
@@ -2636,6 +2721,20 @@ def _is_tmem_init(v) -> bool:
     return isinstance(v, tuple) and bool(v) and all(isinstance(x, tuple) and x and x[0] == "tmem_tile" for x in v)
 
 
+_LAUNCH_DIMS = frozenset(f"{b}.{f}" for b in ("gridDim", "blockDim", "clusterDim") for f in "xyz")
+
+
+def _positive_uniform(e) -> bool:
+    """A launch dimension (gridDim.x, blockDim.y, ...) or a product of them and positive constants."""
+    if isinstance(e, E.Var):
+        return e.kind == E.PARAM and e.name in _LAUNCH_DIMS
+    if isinstance(e, E.Const):
+        return isinstance(e.value, int) and not isinstance(e.value, bool) and e.value > 0
+    if isinstance(e, E.Bin) and e.op == "*":
+        return _positive_uniform(e.a) and _positive_uniform(e.b)
+    return False
+
+
 def _step_of(node, var, ev):
     if node[0] == "comma":     # `for (...; ...; task += n, t++)`
         return _step_of(node[1], var, ev) or _step_of(node[2], var, ev)
@@ -2656,7 +2755,29 @@ def _step_of(node, var, ev):
     return None
 
 
-def solve_recurrence(start: E.Var, end, v0: Expr, name: str):
+def _invariant_step(c: Expr) -> bool:
+    """A constant, or a value that is the same on every iteration: no carried start value,
+    no loop counter, no thread id, nothing opaque."""
+    if isinstance(c, E.Const):
+        return True
+    return not c.is_opaque() and not c.depends_on(E.THREAD) and not c.depends_on(E.LOOP)
+
+
+def _wrap_condition(c, counter: E.Var | None):
+    """(S, r) when `c` is `counter % S == r` with constants 0 <= r < S."""
+    if counter is None or not (isinstance(c, E.Bin) and c.op == "=="):
+        return None
+    a, b = c.a, c.b
+    if isinstance(a, E.Const):
+        a, b = b, a
+    if isinstance(a, E.Bin) and a.op == "%" and a.a == counter and isinstance(a.b, E.Const) \
+            and isinstance(b, E.Const) and isinstance(a.b.value, int) and a.b.value > 0 \
+            and isinstance(b.value, int) and 0 <= b.value < a.b.value:
+        return a.b.value, b.value
+    return None
+
+
+def solve_recurrence(start: E.Var, end, v0: Expr, name: str, counter: E.Var | None = None):
     """Closed form of a loop-carried variable from one symbolic iteration.
 
     `end` is the variable's value at the end of the body, as an expression of
@@ -2689,9 +2810,9 @@ def solve_recurrence(start: E.Var, end, v0: Expr, name: str):
         if end.op == "^":
             return lambda k: E.binop("^", v0, E.binop("%", k, E.Const(2)))
         return lambda k: E.ite(E.binop("==", E.binop("%", k, E.Const(2)), E.Const(0)), v0, E.binop("-", E.Const(1), v0))
-    # (x + c) % N
+    # (x + c) % N; c may be a loop-invariant value (a ring advanced by an inner loop's trip count)
     if isinstance(end, E.Bin) and end.op == "%" and isinstance(end.a, E.Bin) and end.a.op == "+" \
-            and end.a.a == start and isinstance(end.a.b, E.Const) and isinstance(end.b, E.Const):
+            and end.a.a == start and isinstance(end.b, E.Const) and _invariant_step(end.a.b):
         c, n = end.a.b, end.b
         return lambda k: E.binop("%", E.binop("+", v0, E.binop("*", c, k)), n)
     # x + 1 == N ? 0 : x + 1
@@ -2700,4 +2821,14 @@ def solve_recurrence(start: E.Var, end, v0: Expr, name: str):
             and end.e.b == E.Const(1) and isinstance(end.c.b, E.Const):
         n = end.c.b
         return lambda k: E.binop("%", E.binop("+", v0, k), n)
+    # `if (k % S == r) phase ^= 1` (also `1 - phase`): the phase flips once per
+    # S iterations; before iteration k it flipped (k + S - 1 - r) / S times
+    if isinstance(end, E.Ite) and end.e == start:
+        flip = (isinstance(end.t, E.Bin) and end.t.op == "^" and end.t.a == start and end.t.b == E.Const(1)) or \
+               (isinstance(end.t, E.Bin) and end.t.op == "-" and end.t.a == E.Const(1) and end.t.b == start)
+        wr = _wrap_condition(end.c, counter)
+        if flip and wr is not None:
+            period, r = wr
+            return lambda k: E.binop("^", v0, E.binop("%", E.binop("/", E.binop("+", k, E.Const(period - 1 - r)),
+                                                                   E.Const(period)), E.Const(2)))
     return opaque_k

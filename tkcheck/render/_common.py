@@ -103,7 +103,8 @@ def format_verdict(verdict: dict[str, Any] | None, full: bool = True) -> str:
     if verdict.get("reason"):
         return f"{status}: {verdict['reason']}"
     if verdict.get("ran"):
-        return f"{status} (ran: " + "; ".join(verdict["ran"]) + ")"
+        why = f"; why: {verdict['why']}" if verdict.get("why") else ""
+        return f"{status} (ran: " + "; ".join(verdict["ran"]) + ")" + why
     return status
 
 
