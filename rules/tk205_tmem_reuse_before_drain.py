@@ -76,14 +76,14 @@ __global__ __launch_bounds__(160, 1) void k(int n) {
             wait(full, t % 2);
             tensor_after_thread_sync();
             warp::load_async(r, acc.subtile<tt<float, 32, 64>>(32 * warpid(), 0));
+            if (laneid() == 0) arrive(empty);  // the TMEM token, returned before the load retired
             tensor_load_wait();
-            tensor_before_thread_sync();
-            __syncwarp();
-            if (laneid() == 0) arrive(empty);  // the TMEM token
         }
     } else if (laneid() == 0) {               // the MMA thread
         for (int t = 0; t < n; t++) {
-            mm_AB(acc, a, b, full);            // overwrites acc: nobody waited for the readers
+            wait(empty, (t % 2) ^ 1);
+            tensor_after_thread_sync();
+            mm_AB(acc, a, b, full);            // may overwrite acc while a reader's tcgen05.ld is in flight
         }
     }
 }

@@ -220,3 +220,128 @@ def test_cli_confirm_and_bad_input(tmp_path):
         assert items and all(i["verdict"]["status"] == R.UNCONFIRMABLE for i in items)
     r = CliRunner().invoke(main, ["confirm", str(k), "--select", "TK999"])
     assert r.exit_code == 2
+
+
+# ---------------------------------------------------------------- race widening (widen.py)
+
+from tkcheck.confirm import widen as WD  # noqa: E402
+
+WIDEN = DATA / "widen"
+
+
+def _wf(code, row, related=(), name="gemm_ring.cu", symptom="wrong", contract="scope"):
+    f = Finding(code, "x", Location(name, row, 9))
+    f.related = [Related(Location(name, r, 9), m) for r, m in related]
+    f.symptom, f.contract, f.name = symptom, contract, "x"
+    return f
+
+
+def _mutant(mid):
+    m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == mid)
+    return evaluate.mutated_text(CORPUS, m)
+
+
+def test_widen_tk401_delays_the_other_writers_at_the_write():
+    text = _mutant("gemm_ring-syncwarp-before-store")
+    f = _wf("TK401", 113, [(110, "warps 5-7 (threads 160-255) write `C_s` here"), (111, "`__syncwarp` orders ...")])
+    w = WD.widening([f], text, "gemm_ring.cu")
+    assert [d.line for d in w.delays] == [110] and not w.poisons
+    out = I.instrument(text, "gemm_ring.cu", I.Plan(widening=w)).text
+    line = next(ln for ln in out.split("\n") if "warpgroup::store(C_s[c], acc1)" in ln)
+    assert line.strip().startswith("((((threadIdx.x / 32) % 4) != 0) ? ::tkcheck_delay(")
+    assert "tkcheck_delay(long long cycles)" in out
+    # nothing else moves: the plain text minus the insertions is the mutant
+    assert out.count("::tkcheck_delay((long long)") == 1
+
+
+def test_widen_tk305_delays_the_misrouted_load_after_its_poison():
+    text = _mutant("gemm_ring-load-wrong-barrier")
+    w = WD.widening([_wf("TK305", 82, contract="completion", symptom="stripes")], text, "gemm_ring.cu")
+    out = I.instrument(text, "gemm_ring.cu", I.Plan(widening=w)).text
+    line = next(ln for ln in out.split("\n") if "full[(s + 1) % STAGES]" in ln and "load_async" in ln)
+    assert line.index("tkcheck_poison(B_s[s][1])") < line.index("tkcheck_delay(") < line.index("tma::load_async")
+
+
+def test_widen_tk206_one_delay_before_the_first_wgmma():
+    text = _mutant("gemm_ring-release-before-mma-wait")
+    fs = [_wf("TK206", 79, [(96, "the wgmma reading `A_s` is issued here"), (98, "`empty` is released here")]),
+          _wf("TK206", 82, [(97, "the wgmma reading `B_s` is issued here"), (98, "`empty` is released here")])]
+    w = WD.widening(fs, text, "gemm_ring.cu")
+    assert [d.line for d in w.delays] == [96]
+
+
+def test_widen_release_poisons_tk504_tk403_tk306():
+    text = _mutant("gemm_ring-final-store-not-waited")
+    w = WD.widening([_wf("TK504", 113, contract="deadlock")], text, "gemm_ring.cu")
+    out = I.instrument(text, "gemm_ring.cu", I.Plan(widening=w)).text
+    assert "{0, 0, row_blk + c, col_blk + 1}), ::tkcheck_poison(C_s[c]), ::tkcheck_poison_fence())" in out
+    text = _mutant("gemm_ring-store-per-warp")
+    w = WD.widening([_wf("TK403", 106)], text, "gemm_ring.cu")
+    out = I.instrument(text, "gemm_ring.cu", I.Plan(widening=w)).text
+    assert "(tma::store_async_read_wait(), ::tkcheck_poison(C_s[c]), ::tkcheck_poison_fence());" in out
+    text = _mutant("accpipe-staging-no-read-wait")
+    f = _wf("TK306", 129, [(101, "tma::store_async reads 'out_s[(k6 % 2)][0]' asynchronously here"),
+                           (103, "'out_empty[(k6 % 2)]' released here without a read wait")], name="gemm_accpipe.cu")
+    w = WD.widening([f], text, "gemm_accpipe.cu")
+    out = I.instrument(text, "gemm_accpipe.cu", I.Plan(widening=w)).text
+    assert "(arrive(out_empty[epi]), ::tkcheck_poison(out_s[epi][0]), ::tkcheck_poison_fence())" in out
+
+
+def test_widen_nothing_for_clean_or_unrelated_findings():
+    assert not WD.widening([], RING, "gemm_ring.cu")
+    assert not WD.widening([_wf("TK301", 78, contract="completion", symptom="hang")], RING, "gemm_ring.cu")
+
+
+TK_ROOT = ROOT / "third_party" / "ThunderKittens"
+
+
+@pytest.mark.skipif(not (TK_ROOT / "include").is_dir() or __import__("shutil").which("nvcc") is None,
+                    reason="needs nvcc and third_party/ThunderKittens")
+def test_widened_copy_compiles(tmp_path):
+    import subprocess
+    text = _mutant("gemm_ring-load-wrong-barrier")
+    fs = [_wf("TK305", 82, contract="completion", symptom="stripes"),
+          _wf("TK504", 113, contract="deadlock"),
+          _wf("TK401", 113, [(110, "warps 5-7 write `C_s` here")])]
+    w = WD.widening(fs, text, "gemm_ring.cu")
+    assert len(w.delays) == 2 and len(w.poisons) == 1
+    src = tmp_path / "gemm_ring.cu"
+    src.write_text(I.instrument(text, "gemm_ring.cu", I.Plan(widening=w)).text)
+    p = subprocess.run(["nvcc", *R.NVCC_FLAGS, "-I", str(TK_ROOT / "include"), "-I", str(TK_ROOT / "prototype"),
+                        "-c", str(src), "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- recorded H200 run of `tkcheck confirm`
+
+def _recorded(mid):
+    d = WIDEN / mid
+    rec = json.loads((d / "confirm.json").read_text())
+    fs = []
+    for r in rec:
+        f = Finding(r["code"], r["message"], Location(f"{mid}.cu", r["location"]["row"], 1))
+        f.related = [Related(Location(Path(x["filename"]).name, x["location"]["row"], 1), x["message"])
+                     for x in r["related"]]
+        f.location = Location(mid.split("-")[0] + ".cu", r["location"]["row"], 1)
+        f.symptom, f.contract, f.name = r["symptom"], r["contract"], "x"
+        fs.append((f, r["verdict"]))
+    return R.evidence_from_dir(d), fs
+
+
+@pytest.mark.parametrize("mid,status", [
+    ("attn_fwd-exit-with-store-in-flight", R.CONFIRMED),
+    ("gemm_ring-final-store-not-waited", R.CONFIRMED),
+    ("gemm_ring-store-per-warp", R.CONFIRMED),
+    ("gemm_ring-expect-short", R.CONFIRMED),
+    ("gemm_ring-release-before-mma-wait", R.NOT_REPRODUCED),
+    ("gemm_ring-syncwarp-before-store", R.NOT_REPRODUCED),
+])
+def test_recorded_confirm_run(mid, status):
+    ev, fs = _recorded(mid)
+    for f, recorded in fs:
+        v = R.verdict(f, ev)
+        assert v["status"] == status == recorded["status"], (f.code, v)
+        if status == R.CONFIRMED and ev.widening:
+            assert any(e.startswith("under ") for e in v["evidence"])
+        if f.code in ("TK201", "TK206"):
+            assert "ptxas C7517" in v.get("why", "")

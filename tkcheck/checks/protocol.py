@@ -28,7 +28,7 @@ from .threads import describe
 MAX_STATES = 20000
 TIME_CAP_S = 1.0
 MAX_EVENTS = 4000
-EVENT_KINDS = (ir.MBAR_INIT, ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD, ir.SYNC, ir.EXIT)
+EVENT_KINDS = (ir.MBAR_INIT, ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD, ir.SYNC, ir.MMA, ir.EXIT)
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,8 @@ def _relevant(o: ir.Op) -> bool:
         return o.barrier is not None
     if o.kind == ir.SYNC:
         return o.detail.get("sync_kind") in ("block", "named", "group")
+    if o.kind == ir.MMA and o.scope == "warpgroup":
+        return True   # wgmma is `.sync.aligned`: the four warps of a warpgroup meet there
     return o.kind == ir.EXIT
 
 
@@ -214,6 +216,11 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
         ctr = tuple(sorted((k, v) for k, v in env.items() if k.startswith("k")))
         if o.kind == ir.EXIT:
             out.append(Event("exit", o, env=ctr))
+            return True
+        if o.kind == ir.MMA:
+            # a warpgroup MMA: its 128 threads execute it together, like a
+            # barrier of their own (ids above the 16 hardware barrier ids)
+            out.append(Event("sync", o, sync=(1000 + min(lanes) // 128, 128), env=ctr))
             return True
         if o.kind == ir.SYNC:
             kind = o.detail.get("sync_kind")

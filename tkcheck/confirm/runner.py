@@ -174,11 +174,12 @@ def _why_not(f, ev: Evidence) -> str | None:
 
 
 def _widening_for(f, ev: Evidence) -> list[str]:
-    lines = {str(r) for r in _finding_lines(f)}
+    lines = _finding_lines(f)
     out = []
     for w in ev.widening:
         sites = set(re.findall(r"([\w.-]+\.(?:cu|cuh)):(\d+)", w))
-        if any(str((n, int(r))) in lines for n, r in sites):
+        # the edit's site, or a statement just after one of the finding's (a read wait after its store)
+        if any((n, int(r) - k) in lines for n, r in sites for k in range(4)):
             out.append(w)
     return out
 

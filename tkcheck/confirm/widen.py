@@ -191,7 +191,7 @@ def widening(findings, text: str, filename: str) -> Widening:
             rw = next((r for r in range(row, min(row + 4, len(lines)) + 1) if _READ_WAIT.search(lines[r - 1])), None)
             if tile is not None and rw is not None:
                 poison(rw, tile, "store_async",
-                       f"widening: {tile} is poisoned after each duplicate store's own read wait at {name}:{rw} "
+                       f"widening: {tile} is poisoned after each duplicate store's ({name}:{row}) own read wait at {name}:{rw} "
                        f"(the rewrite that follows, made immediate)")
     # one delay in front of the first wgmma of the loop body: a delay between two wgmmas of the
     # same stage would let the first finish reading before the release

@@ -474,9 +474,9 @@ class KernelWalker:
             return Obj("gl", ir.Ref(p.spelling), t)
         if isinstance(t, StructType):
             return self._struct_record(t, p.spelling, uniform=True)
-        if isinstance(t, ir.TileType):
+        if isinstance(t, ir.TileType) and t.kind != "scalar":
             return Obj(t.kind, ir.Ref(p.spelling), t)
-        return E.Var(p.spelling, E.PARAM)
+        return E.Var(p.spelling, E.PARAM)   # `int n`, pointers: uniform runtime values
 
     def _struct_record(self, st: StructType, prefix: str, uniform: bool) -> Rec:
         """A kernel parameter of user struct type (e.g. `globals g`): fields resolved lazily."""
