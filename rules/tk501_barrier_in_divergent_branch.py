@@ -82,18 +82,25 @@ def check(an):
                 usable = False
                 break
             key = (size, t // size, bid)
-            meet.setdefault(key, set()).add(t)
+            meet.setdefault((key, op.order), set()).add(t)
             where.setdefault(key, [])
             if op not in where[key]:
                 where[key].append(op)
         if not usable:
             break
     if usable:
-        for (size, g, bid), ts in sorted(meet.items()):
+        # per group instance and barrier id: sites the whole group reaches are
+        # complete uses on their own; the partial ones must complement each other
+        partial: dict[tuple, set[int]] = {}
+        for (key, order), ts in meet.items():
+            size, g, _ = key
+            if ts != set(range(g * size, min((g + 1) * size, n))):
+                partial.setdefault(key, set()).update(ts)
+        for (size, g, bid), ts in sorted(partial.items()):
             full = set(range(g * size, min((g + 1) * size, n)))
             if ts == full:
                 continue
-            op = where[(size, g, bid)][0]
+            op = next(o for o in where[(size, g, bid)] if meet.get(((size, g, bid), o.order)) != full)
             out.append(finding(
                 "TK501",
                 f"`{op.api}` synchronises a group of {size} threads at barrier {bid}, but in group {g} only "
