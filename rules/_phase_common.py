@@ -26,6 +26,8 @@ def phase_finding(an, wp: P.WaitPhase, code: str):
     if code == "TK304":
         msg = (f"the parity waited on '{wp.barrier}' never changes, but slot {stage} is reused: at {where} "
                f"the wait passes parity {wit['parity_waited']} while {due_txt} is due")
+    if wp.assumption:
+        msg += f" ({wp.assumption})"
     rel = []
     for o in m.ops:
         if o.barrier is not None and o.barrier.name == wp.barrier and o is not w and o.kind in (

@@ -46,11 +46,15 @@ def check(an):
             av, iv = arrived.eval({}), acc.init_count.eval({})
             effect = ("too few arrivals: the phase never completes (hang)" if av is not None and iv is not None and av < iv
                       else "too many arrivals: phases complete early, waiters see stale data and the counts drift")
+            assumed = f" ({'; '.join(acc.assumptions)})" if acc.assumptions else ""
+            wit = {"barrier": name, "init_count": i, "arrivals_per_phase": a, "phase": group}
+            if acc.assumptions:
+                wit["assumptions"] = list(acc.assumptions)
             out.append(finding(
                 "TK302",
-                f"'{name}' is initialised for {i} arrivals per phase but {a} arrive per phase",
+                f"'{name}' is initialised for {i} arrivals per phase but {a} arrive per phase{assumed}",
                 anchor.location, related=rel,
-                witness={"barrier": name, "init_count": i, "arrivals_per_phase": a, "phase": group},
+                witness=wit,
                 help=f"{effect}; a thread-scope arrive runs once per executing thread (a whole warp is 32 "
                      f"arrivals): guard it with `laneid() == 0`, use `warp::arrive`, or change the init count"))
     return out

@@ -48,6 +48,7 @@ class BarrierAccount:
     loads: dict[str, list[Contribution]] = field(default_factory=dict)
     waits: list[ir.Op] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)   # reasons the account is not usable
+    assumptions: list[str] = field(default_factory=list)  # stated with any finding made from it
 
     def ok(self) -> bool:
         return not self.unknown
@@ -100,9 +101,24 @@ def _group_key(round_loop) -> str:
     return "one-shot" if round_loop is None else "steady"
 
 
-def _uniform_sig(op: ir.Op) -> tuple | None:
+RUNNING = "<the instruction loop goes on>"
+ASSUMPTION = ("assuming the roles' loops that end on a data-dependent `break` (an instruction or task "
+              "stream) run the same rounds, at least one")
+
+
+def _running(model: ir.KernelModel, op: ir.Op, c: E.Expr) -> bool:
+    """c is what lets an iteration of an enclosing data-exit loop go on past its break
+    (`!(op == STOP)`): true in every round that runs, which is the round accounted."""
+    return any(c in model.loops[lid].continues for lid in op.loops
+               if lid in model.loops and model.loops[lid].trip is None)
+
+
+def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None) -> tuple | None:
     sig = []
     for c in op.guard.uniform:
+        if model is not None and _running(model, op, c):
+            sig.append(RUNNING)
+            continue
         if c.depends_on(E.LOOP) or c.is_opaque():
             return None
         sig.append(str(c))
@@ -175,10 +191,12 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         for groups in (acc.arrivals, acc.expects, acc.loads):
             for key, contribs in groups.items():
                 pats = {c.pattern for c in contribs}
-                sigs = {_uniform_sig(c.op) for c in contribs}
+                sigs = {_uniform_sig(c.op, m) for c in contribs}
                 if len(pats) > 1 or None in sigs or len(sigs) > 1:
                     acc.unknown.append(f"{key} sites of '{acc.barrier.name}' visit it in different patterns "
                                        "or under different conditions")
+                elif any(RUNNING in s for s in sigs) and ASSUMPTION not in acc.assumptions:
+                    acc.assumptions.append(ASSUMPTION)
     return out
 
 

@@ -49,6 +49,7 @@ class WaitPhase:
     due: E.Expr | None = None
     witness: dict = field(default_factory=dict)
     role: str = ""
+    assumption: str = ""               # stated with a finding (a data-exit loop's trip count)
 
 
 def phases(an: Analysis) -> list[WaitPhase]:
@@ -113,7 +114,7 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
                for o in _signals(m, name))
 
 
-def _handshake(an: Analysis, w: ir.Op) -> bool | None:
+def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     """True when every signaller of w's barrier first waits on a barrier that w's
     role signals after w in the same loop body; False when none does; None mixed."""
     m, th = an.model, an.threads
@@ -142,14 +143,63 @@ def _handshake(an: Analysis, w: ir.Op) -> bool | None:
                 if ex is not None and iss <= ex:
                     hit = _carries_data(m, o.barrier.name)
                     if not hit and not _carries_data(m, w.barrier.name):
-                        # a handshake of two data-less barriers: which side
-                        # releases and which acquires cannot be told apart
-                        return None
+                        # a handshake of two data-less barriers: the side whose wait skips
+                        # the first use of every slot (`if (k >= P) wait(...)`) waits for the
+                        # release of the previous use; the other side waits for this use's
+                        # signal. Neither or both: the direction cannot be told apart.
+                        mine_skip, theirs_skip = _skips_first_use(an, w), _skips_first_use(an, o)
+                        if mine_skip is None or theirs_skip is None or mine_skip == theirs_skip:
+                            return None
+                        hit = mine_skip
+                        if why is not None:
+                            why.append("skip")
                     break
         verdicts.add(hit)
     if len(verdicts) != 1:
         return None if verdicts else False
     return verdicts.pop()
+
+
+def _skips_first_use(an: Analysis, w: ir.Op) -> bool | None:
+    """True when the wait runs exactly from the second use of its slot on: a uniform guard
+    over the round counter k equivalent to k >= P, P the period of the barrier index (the
+    controller of a two-slot ring: `if (iter >= 2) wait(finished[iter % 2], ...)`); False
+    when no guard mentions k; None otherwise."""
+    from . import solver
+    m = an.model
+    if not w.loops or w.barrier is None:
+        return None
+    k = m.loops[w.loops[-1]].counter
+    conds = [c for c in w.guard.uniform if k in c.free_vars()]
+    if not conds and k not in w.guard.thread.free_vars():
+        return False
+    if len(conds) != 1 or k in w.guard.thread.free_vars():
+        return None
+    period = _period(tuple(linear(ix) for ix in w.barrier.index), k, an.solver_timeout_ms)
+    if period is None or period.depends_on(E.LOOP):
+        return None
+    same = E.binop("==", E.ite(conds[0], E.Const(1), E.Const(0)),
+                   E.ite(E.binop(">=", k, period), E.Const(1), E.Const(0)))
+    return True if solver.always(same, an.solver_timeout_ms) is True else None
+
+
+def _reinitialised(m: ir.KernelModel, name: str) -> bool:
+    """The barrier is (re-)initialised inside a loop whose trip count is not a constant (an
+    interpreter re-arms its per-instruction semaphores): its phase count restarts there."""
+    for o in m.ops:
+        if o.kind == ir.MBAR_INIT and o.barrier is not None and o.barrier.name == name:
+            for lid in o.loops:
+                t = m.loops[lid].trip
+                if t is None or not isinstance(t.eval({}), int):
+                    return True
+    return False
+
+
+def _data_exit_ok(loop: ir.Loop) -> bool:
+    """A `for (;;)` left only through `if (c) break;` on data (c over no loop counter): as far
+    as the model knows, any number of iterations may be entered."""
+    return loop.trip is None and loop.infinite and bool(loop.continues) and \
+        not any(c.depends_on(E.LOOP) or c.is_opaque() for c in loop.continues)
 
 
 def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None) -> int | None:
@@ -330,6 +380,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if w.detail.get("cta") is not None or w.detail.get("remote"):
         wp.reason = "remote barrier"
         return
+    if _reinitialised(m, w.barrier.name):
+        wp.reason = "barrier re-initialised inside a loop"
+        return
     index = tuple(linear(ix) for ix in w.barrier.index)
     parity = linear(w.parity) if pb is None else pb[0]
     loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | \
@@ -348,7 +401,14 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         if len(chain) > 1 and (pb is None or pb[1] is None):
             wp.reason = "wait inside nested loops (uses across outer iterations not modelled)"
             return
-        if rl.trip is None:
+        if any(o is not w and o.barrier is not None and o.barrier.name == w.barrier.name and rl.id in o.loops
+               for o in m.ops_of(ir.MBAR_WAIT)):
+            # two wait sites on one barrier in a loop (page tokens: 2 pages a round out of
+            # 3): one site's uses of an element are not its element's uses
+            wp.reason = "barrier waited at several sites in the loop"
+            return
+        data_exit = rl.trip is None and _data_exit_ok(rl) and len(chain) == 1
+        if rl.trip is None and not data_exit:
             wp.reason = "trip count unknown"
             return
         k = rl.counter
@@ -359,7 +419,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         wp.period = period
         use = E.binop("/", k, period) if period != E.Const(1) else k
-        trip_assume.append(E.binop("<", k, rl.trip))
+        if data_exit:
+            # the loop ends on data the model does not follow: every iteration k may be
+            # entered; a counterexample at k holds if the loop gets that far (stated)
+            wp.assumption = "data-exit"
+        else:
+            trip_assume.append(E.binop("<", k, rl.trip))
         if pb is not None:
             trip_assume.extend(pb[2])
             if pb[1] is not None:
@@ -379,9 +444,15 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             wp.reason = "one-shot wait on a barrier signalled in loops"
             return
         use = E.Const(len(same))
-    hs = _handshake(an, w)
+    why: list = []
+    hs = _handshake(an, w, why)
     if hs is None:
         wp.reason = "handshake direction not recognised"
+        return
+    if wp.assumption == "data-exit" and hs is False and "skip" not in why:
+        # `False` is also the answer when no handshake was found at all; in a loop whose
+        # trip the model does not know, only a direction proved from the guards is used
+        wp.reason = "handshake direction not established (data-exit loop)"
         return
     wp.offset = -1 if (hs and not _carries_data(m, w.barrier.name)) else 0
     if hs and _carries_data(m, w.barrier.name):
@@ -437,6 +508,14 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     }
     if len(chain) > 1 and chain[0].counter.name in env:
         wp.witness["outer_iteration"] = env[chain[0].counter.name]
+    if wp.assumption == "data-exit":
+        n = (it or 0) + 1
+        wp.assumption = (f"assuming the loop, which ends on a data-dependent `break`, enters iteration {it}: "
+                         f"at least {n} instruction(s) of the stream are read"
+                         + (f" and the first {it} are not the stop" if it else ""))
+        wp.witness["assumption"] = wp.assumption
+    else:
+        wp.assumption = ""
     params = {n: v for n, v in env.items() if not n.startswith("k") and not n.startswith("?") and n != "tid"}
     if params:
         wp.witness["params"] = params

@@ -1017,7 +1017,9 @@ class KernelWalker:
                 continue
             i = toks.index(ch.spelling)
             type_toks = [t for t in toks[:i] if t not in ("const", ",")]
-            if not type_toks and prev_type:
+            if (not type_toks or "," in toks[:i]) and prev_type:
+                # a later declarator of `T a, b;`: its tokens may start with the whole
+                # declaration (`T a , b`), so the type is the previous field's
                 type_toks = prev_type
             prev_type = type_toks
             tnode = cexpr.parse_expression(type_toks, lambda s: False)
@@ -1122,7 +1124,8 @@ class KernelWalker:
             if r is not None:
                 ctx.guard = self._branch_guard(ctx.guard, cls, cexp, not positive)
                 if r == "break":
-                    self._loop_breaks.append(True)
+                    # what lets an iteration go on past this break (None: not a uniform condition)
+                    self._loop_breaks.append(None if cls != "uniform" else E.negate(cexp) if positive else cexp)
         return None
 
     def _merge_envs(self, ctx: Ctx, envs: list, cond: Expr | None, results):
@@ -1241,6 +1244,8 @@ class KernelWalker:
             self.walk(body, bctx)
         if self._loop_breaks and trip is not None:
             loop.trip = None
+        if infinite and self._loop_breaks and all(b is not None for b in self._loop_breaks):
+            loop.continues = tuple(self._loop_breaks)
         self._loop_breaks = saved_breaks
         # after the loop: carried variables hold their value after `trip`
         # iterations when the trip count is known, else an unknown

@@ -149,6 +149,12 @@ class Loop:
     parent: int | None
     infinite: bool = False            # for(;;) / while(true) with breaks
     uniform: bool = True              # trip count the same for every thread of the block
+    # an infinite loop left only through `if (c) break;` on block-uniform conditions (an
+    # interpreter's `if (op == STOP) break;`): the conditions under which an iteration goes
+    # on past each break (`!c`, as they appear in the guards of the ops after it); empty
+    # when the loop has another kind of exit or none (a `return` inside is the kernel's
+    # exit, an EXIT op, not the loop's)
+    continues: tuple[Expr, ...] = ()
 
 
 @dataclass
