@@ -8,6 +8,14 @@ from tkcheck.rule import Rule
 from ._common import HEADER, finding, related
 
 
+def _sass_evidence(an):
+    """ptxas's verdict on this kernel's setmaxnreg when the SASS pass ran (`--sass`)."""
+    if getattr(an, "sass", None) is None:
+        return None
+    from tkcheck.checks import sass_cross
+    return sass_cross.setmaxnreg_sass_evidence(an)
+
+
 def check(an):
     out = []
     m = an.model
@@ -15,17 +23,33 @@ def check(an):
     sets = list(m.ops_of(ir.SETMAXNREG))
     if not sets:
         return out
-    if m.kind == "global" and m.block_threads_source != "__launch_bounds__":
-        first = sets[0]
+    ev = _sass_evidence(an)
+    first = sets[0]
+    if m.kind == "global" and m.launch_bounds is False and not (ev is not None and not ev.ignored):
+        # no register cap at entry (the compiled SASS, when there is one, must agree)
+        confirmed = f"; ptxas confirms: {ev.message}" if ev is not None and ev.message else (
+            "; the SASS has no USETMAXREG" if ev is not None else "")
         out.append(finding(
             "TK406",
             f"`{first.api}` needs a register count fixed at kernel entry, but kernel '{m.name}' has no "
             "`__launch_bounds__`: ptxas ignores setmaxnreg (warning C7508) and the role keeps its "
-            "entry registers",
+            f"entry registers{confirmed}",
             first.location,
             related=[related(o, "also ignored") for o in sets[1:]],
-            witness={"launch_bounds": None},
+            witness={"launch_bounds": None, "sass_confirmed": ev is not None},
             help="declare `__launch_bounds__(NUM_THREADS, 1)` on the kernel"))
+    elif ev is not None and ev.ignored:
+        # the source has a cap (or tkcheck cannot tell), but the compiled kernel proves
+        # ptxas dropped every setmaxnreg
+        out.append(finding(
+            "TK406",
+            f"ptxas ignored `{first.api}` in kernel '{m.name}': the PTX has setmaxnreg but the SASS has no "
+            f"USETMAXREG" + (f" ({ev.message})" if ev.message else ""),
+            first.location,
+            related=[related(o, "also ignored") for o in sets[1:]],
+            witness={"sass_kernel": ev.kernel, "registers": ev.registers, "maxntid": ev.maxntid},
+            help="give the kernel a register cap at entry: `__launch_bounds__(NUM_THREADS, 1)`, "
+                 "with a thread count ptxas can see"))
     for op in sets:
         parts = S.misaligned_groups(an, op)
         if not parts:
@@ -80,7 +104,13 @@ Reports `warpgroup::increase_registers` / `decrease_registers` (PTX
 register count at entry and ignores the instruction (warning C7508) — and
 setmaxnreg under a condition that runs it on only part of an aligned
 warpgroup. Kernels built from TK's prototype templates get their launch bounds
-from the template and are not checked for the first case.
+from the template and are not checked for the first case; an attribute tkcheck
+cannot identify leaves the first case unknown.
+
+With `--sass`, ptxas has the last word: a kernel whose SASS keeps its
+`USETMAXREG` is not reported, and one whose PTX has setmaxnreg but whose SASS
+has none (ptxas C7508) is reported with ptxas's message, even where the source
+seems to have a cap.
 
 ## Why is this bad?
 Warp-specialised kernels rely on shrinking the producer's registers to grow the

@@ -232,3 +232,21 @@ def test_match_kernel_by_name_and_lcf_instantiation():
     assert sass_cross.match_kernel(r, _M("gemm_template", "lcsf")) is None
     assert sass_cross.match_kernel(r, _M("tmpl", "global")) is None        # two instantiations
     assert sass_cross.match_kernel(r, _M("missing", "global")) is None
+
+
+def test_tk406_uses_ptxas_evidence(tmp_path):
+    """TK406 with --sass: the uncapped kernel is reported with ptxas's word, the capped one is clean."""
+    from tkcheck.sass import ToolchainNotFound, find_toolchain
+    try:
+        find_toolchain()
+    except ToolchainNotFound as e:
+        pytest.skip(f"no CUDA toolchain: {e}")
+    src = KERNELS / "setmaxnreg_nocap.cu"
+    for defines, want in (((), True), (("CAPPED",), False)):
+        opts = CheckOptions(parse=ParseOptions(defines=defines), enabled=frozenset({"TK406"}), sass=True,
+                            sass_cache_dir=str(tmp_path / "c"))
+        res = check_file(str(src), opts)
+        got = [f for f in res.findings if f.code == "TK406"]
+        assert bool(got) == want, (defines, [f.message for f in got], res.notes)
+        if want:
+            assert "ptxas" in got[0].message or "USETMAXREG" in got[0].message

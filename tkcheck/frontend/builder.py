@@ -336,6 +336,7 @@ class KernelWalker:
         env = self.mb.globals_env.child()
         self._bind_template_params(c, env, m)
         bounds = self._launch_bounds(c, env)
+        m.launch_bounds = self._has_launch_bounds(c)
         if bounds is not None:
             m.block_threads, m.min_blocks = bounds
             m.block_threads_source = "__launch_bounds__"
@@ -414,13 +415,30 @@ class KernelWalker:
         if folded and m is not None:
             m.notes.append(f"template defaults assumed for '{c.spelling}': {', '.join(folded)}")
 
+    def _attribute_text(self, c) -> str:
+        """The text before the kernel's name, object-like macros expanded
+        (`#define BOUNDS __launch_bounds__(256, 1)`)."""
+        lines = self.mb.parsed.text.splitlines()
+        lo = max(0, c.extent.start.line - 4)
+        chunk = "\n".join(lines[lo:c.location.line])
+        for _ in range(3):
+            chunk = re.sub(r"[A-Za-z_][A-Za-z_0-9]*",
+                           lambda mm: " ".join(self.mb.macros[mm.group()]) if mm.group() in self.mb.macros
+                           else mm.group(), chunk)
+        return chunk
+
+    def _has_launch_bounds(self, c) -> bool | None:
+        if re.search(r"__launch_bounds__\s*\(", self._attribute_text(c)):
+            return True
+        # an attribute libclang does not name may still be launch_bounds
+        if any(ch.kind == CK.UNEXPOSED_ATTR for ch in c.get_children()):
+            return None
+        return False
+
     def _launch_bounds(self, c, env) -> tuple[Expr, Expr | None] | None:
         """`__launch_bounds__(threads, blocks)` before the kernel's name. The
         cursor's extent may start after the attribute, so read the text."""
-        lines = self.mb.parsed.text.splitlines()
-        name_line = c.location.line
-        lo = max(0, c.extent.start.line - 4)
-        chunk = "\n".join(lines[lo:name_line])
+        chunk = self._attribute_text(c)
         m = None
         for m in re.finditer(r"__launch_bounds__\s*\(", chunk):
             pass

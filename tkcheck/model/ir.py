@@ -248,6 +248,9 @@ class KernelModel:
     kind: str                          # "global" | "lcf" | "lcsf" | "lcsc" | "interpreter"
     block_threads: Expr | None         # threads per block (x), folded when possible
     block_threads_source: str = ""     # where the number came from (launch_bounds, template flags)
+    # a register cap fixed at entry (`__launch_bounds__`): True / False / None (unknown,
+    # e.g. an attribute tkcheck cannot identify) -- setmaxnreg needs it
+    launch_bounds: bool | None = None
     min_blocks: Expr | None = None     # second __launch_bounds__ argument
     cluster: Expr | None = None
     template_params: dict[str, Expr | None] = field(default_factory=dict)
