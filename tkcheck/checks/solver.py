@@ -27,20 +27,29 @@ def _constraints(zv: E.Z3Vars, extra=()):
     return cs
 
 
-def always(pred: E.Expr, timeout_ms: int = 2000, assume: tuple = ()) -> bool | None:
-    """True if `pred` holds for every value of its free variables."""
-    if isinstance(pred, E.Const):
-        return bool(pred.value)
+def _solver(pred: E.Expr, timeout_ms: int, assume: tuple, negate: bool):
+    """A solver holding the kernel-value constraints, the assumptions and `pred`
+    (or its negation); None when the expression cannot be translated."""
     zv = E.Z3Vars()
     try:
         zp = E.as_bool(pred.to_z3(zv))
         za = [E.as_bool(a.to_z3(zv)) for a in assume]
     except (z3.Z3Exception, TypeError):
-        return None
+        return None, zv
     s = z3.Solver()
     s.set("timeout", timeout_ms)
     s.add(*_constraints(zv, za))
-    s.add(z3.Not(zp))
+    s.add(z3.Not(zp) if negate else zp)
+    return s, zv
+
+
+def always(pred: E.Expr, timeout_ms: int = 2000, assume: tuple = ()) -> bool | None:
+    """True if `pred` holds for every value of its free variables."""
+    if isinstance(pred, E.Const):
+        return bool(pred.value)
+    s, _ = _solver(pred, timeout_ms, assume, negate=True)
+    if s is None:
+        return None
     r = s.check()
     if r == z3.unsat:
         return True
@@ -51,17 +60,8 @@ def always(pred: E.Expr, timeout_ms: int = 2000, assume: tuple = ()) -> bool | N
 
 def witness(pred: E.Expr, timeout_ms: int = 2000, assume: tuple = ()) -> dict[str, int] | None:
     """Values of the free variables making `pred` true, or None."""
-    zv = E.Z3Vars()
-    try:
-        zp = E.as_bool(pred.to_z3(zv))
-        za = [E.as_bool(a.to_z3(zv)) for a in assume]
-    except (z3.Z3Exception, TypeError):
-        return None
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
-    s.add(*_constraints(zv, za))
-    s.add(zp)
-    if s.check() != z3.sat:
+    s, zv = _solver(pred, timeout_ms, assume, negate=False)
+    if s is None or s.check() != z3.sat:
         return None
     m = s.model()
     out = {}
