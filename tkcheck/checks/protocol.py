@@ -69,6 +69,8 @@ class Exploration:
     states: int = 0
     seconds: float = 0.0
     counts: dict = field(default_factory=dict)   # element -> arrivals per phase (init count)
+    rounds: int | None = None     # data-exit loops: rounds unrolled past their break (then the stop round)
+    assumption: str = ""          # what the exploration assumed (stated in findings)
 
 
 def explore(an: Analysis) -> Exploration:
@@ -87,15 +89,88 @@ def _relevant(o: ir.Op) -> bool:
     return o.kind == ir.EXIT
 
 
-def _choose_params(m: ir.KernelModel, ops: list[ir.Op]) -> dict | None:
-    """Concrete values for the runtime sizes in trip counts: every ring wraps twice."""
+DATA_EXIT_ROUNDS = (1, 2)
+
+
+def _data_exit(m: ir.KernelModel, lid: int) -> bool:
+    """A `for (;;)` left only through one `if (c) break;` on block-uniform conditions (an
+    interpreter's `if (op == STOP) break;`): unrolled a bounded number of rounds."""
+    lp = m.loops[lid]
+    return lp.trip is None and lp.infinite and len(lp.continues) == 1
+
+
+def _data_cond(c: E.Expr) -> bool:
+    """A condition on values read from memory (`op == OP_STOP`): not a function of the sizes."""
+    return any(v.kind == E.OPAQUE or (v.kind == E.PARAM and v.name.startswith("?")) for v in c.free_vars())
+
+
+def _stop_params(m: ir.KernelModel, lids: set, env: dict, rounds: int) -> dict | None:
+    """Values for the launch/argument sizes in the evaluable stop conditions of data-exit loops
+    such that each goes on in rounds 0..rounds-1 and stops in round `rounds`."""
+    import itertools
+    conds = []
+    for lid in sorted(lids):
+        lp = m.loops[lid]
+        c = lp.continues[0]
+        if _data_cond(c):
+            continue          # data: scheduled by the assumption
+        if any(v.kind == E.LOOP and v.name != lp.counter.name for v in c.free_vars()):
+            return None
+        conds.append((lp, c))
+    names = sorted({v.name for _, c in conds for v in c.free_vars()
+                    if v.kind != E.LOOP and v.name not in env})
+    if any(v.kind not in (E.PARAM, E.LOOP) for _, c in conds for v in c.free_vars()):
+        return None
+    if len(names) > 4:
+        return None
+    vals = range(0, 2 * rounds + 4)
+    for combo in itertools.product(vals, repeat=len(names)):
+        e2 = dict(env, **dict(zip(names, combo)))
+        bad = False
+        for n, v in zip(names, combo):
+            if (n.startswith("gridDim.") or n.startswith("blockDim.")) and v < 1:
+                bad = True
+            if n.startswith("blockIdx."):
+                g = e2.get("gridDim." + n.split(".", 1)[1])
+                if g is not None and v >= g:
+                    bad = True
+        if bad:
+            continue
+        ok = True
+        for lp, c in conds:
+            for k in range(rounds + 1):
+                r = c.eval(dict(e2, **{lp.counter.name: k}))
+                if r is None or bool(r) != (k < rounds):
+                    ok = False
+                    break
+            if not ok:
+                break
+        if ok:
+            return e2
+    return None
+
+
+def _choose_params(m: ir.KernelModel, ops: list[ir.Op], rounds: int | None = None) -> dict | None:
+    """Concrete values for the runtime sizes in trip counts: every ring wraps twice. With
+    `rounds`, data-exit loops run that many rounds past their break, then stop at it."""
     loops = {lid for o in ops for lid in o.loops}
     trips = []
+    exits = set()
     for lid in loops:
         t = m.loops[lid].trip
         if t is None:
+            if rounds is not None and _data_exit(m, lid):
+                exits.add(lid)
+                continue
             return None
         trips.append(t)
+    env = _trip_params(m, trips)
+    if env is None or not exits:
+        return env
+    return _stop_params(m, exits, env, rounds)
+
+
+def _trip_params(m: ir.KernelModel, trips: list) -> dict | None:
     names = sorted({v.name for t in trips for v in t.free_vars() if v.kind in (E.PARAM, E.OPAQUE)})
     ring = 2
     for b in m.barriers.values():
@@ -156,10 +231,44 @@ def _role_name(m: ir.KernelModel, threads: frozenset[int], n: int | None, hints:
     return f"{hint} ({d})" if hint else d
 
 
-def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dict) -> list[Event] | None:
+def _role_local_sync(an: Analysis, o: ir.Op, threads: frozenset[int], ops: list[ir.Op]) -> bool:
+    """A warpgroup MMA or a named/group barrier that only this role's threads take part in,
+    all of them at once (its count is the threads that execute it): the role passes it alone,
+    so whether it runs changes nothing for the other roles."""
+    ex_ = an.threads.executing(o)
+    if not ex_ or not ex_ <= threads:
+        return False
+    if o.kind == ir.MMA:
+        return o.scope == "warpgroup" and len(ex_) == 128 and len({t // 128 for t in ex_}) == 1
+    if o.kind != ir.SYNC or o.detail.get("sync_kind") not in ("named", "group"):
+        return False
+    full = {"tid": min(ex_), "tid_y": 0, "tid_z": 0}
+    cnt = o.count.eval(full) if o.count is not None else None
+    sid = o.sync_id.eval(full) if o.sync_id is not None else None
+    if cnt != len(ex_) or not isinstance(sid, int):
+        return False
+    for q in ops:
+        if q is o or q.kind != ir.SYNC:
+            continue
+        qe = an.threads.executing(q)
+        if qe is not None and qe <= threads:
+            continue
+        if q.detail.get("sync_kind") == "block":
+            continue     # barrier 0: a different id unless sid is 0
+        qs = None
+        if q.sync_id is not None and qe:
+            qs = q.sync_id.eval({"tid": min(qe), "tid_y": 0, "tid_z": 0})
+        if not isinstance(qs, int) or qs == sid:
+            return False
+    return sid != 0
+
+
+def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dict,
+            rounds: int | None = None) -> list[Event] | None:
     m = an.model
     rep = min(threads)
     out: list[Event] = []
+    sched: dict = {}      # continues condition of a data-exit loop -> its value in this round
 
     def walk(seq: list[ir.Op], depth: int, env: dict) -> bool:
         i = 0
@@ -170,12 +279,28 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
                 j = i
                 while j < len(seq) and len(seq[j].loops) > depth and seq[j].loops[depth] == lid:
                     j += 1
-                trip = m.loops[lid].trip.eval(env) if m.loops[lid].trip is not None else None
+                lp = m.loops[lid]
+                if rounds is not None and _data_exit(m, lid):
+                    c = lp.continues[0]
+                    for k in range(rounds + 1):
+                        env2 = dict(env)
+                        env2[lp.counter.name] = k
+                        v = c.eval(dict(env2, tid=rep, tid_y=0, tid_z=0))
+                        if v is not None and bool(v) != (k < rounds):
+                            return False     # its stop condition disagrees with the rounds assumed
+                        sched[c] = k < rounds
+                        ok = walk(seq[i:j], depth + 1, env2)
+                        del sched[c]
+                        if not ok:
+                            return False
+                    i = j
+                    continue
+                trip = lp.trip.eval(env) if lp.trip is not None else None
                 if not isinstance(trip, int) or trip < 0:
                     return False
                 for k in range(trip):
                     env2 = dict(env)
-                    env2[m.loops[lid].counter.name] = k
+                    env2[lp.counter.name] = k
                     if not walk(seq[i:j], depth + 1, env2):
                         return False
                 i = j
@@ -192,7 +317,10 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
         for c in o.guard.uniform:
             v = c.eval(full)
             if v is None:
-                return False
+                v = sched.get(c)
+            if v is None:
+                # a branch on data (`if (op == OP_ADD)`): fine for a barrier the role meets alone
+                return _role_local_sync(an, o, threads, ops)
             if not v:
                 return True
         if o.guard.thread.depends_on(E.LOOP):
@@ -241,6 +369,12 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
         else:
             k = len(lanes)
         if o.kind == ir.MBAR_INIT:
+            if rounds is not None and any(_data_exit(m, lid) for lid in o.loops):
+                # re-armed inside the instruction loop (invalidate + init): a reset
+                c = o.count.eval(full) if o.count is not None else None
+                if not isinstance(c, int):
+                    return False
+                out.append(Event("init", o, elem, arrivals=c, env=ctr))
             return True
         if o.kind == ir.MBAR_WAIT:
             p = o.parity.eval(full) if o.parity is not None else None
@@ -267,6 +401,8 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
         return True
 
     if not walk(ops, 0, dict(params)):
+        import os
+        if os.environ.get("TKDBG"): print("UNROLL FAIL", sorted(threads)[:2], len(out), out[-1:] and event_text(out[-1]))
         return None
     return out
 
@@ -277,6 +413,8 @@ def _init_counts(an: Analysis, params: dict) -> dict | None:
     for o in m.ops_of(ir.MBAR_INIT):
         if o.barrier is None or o.count is None:
             return None
+        if any(_data_exit(m, lid) for lid in o.loops):
+            continue      # a reset inside an instruction loop: an event of its role
         c = o.count.eval(params)     # the model's count already includes the tx arrivals
         t = 0
         if not isinstance(c, int):
@@ -311,26 +449,52 @@ def _explore(an: Analysis) -> Exploration:
         # a call tkcheck does not model may signal any barrier it was given
         ex.reason = f"mbarrier passed to {blind[0].api} (line {blind[0].location.row}), which is not modelled"
         return ex
-    params = _choose_params(m, ops)
+    if any(_data_exit(m, lid) for o in ops for lid in o.loops):
+        # an instruction / task stream: unroll each such loop a few rounds past its break and
+        # stop at the break in the next, every role alike (stated with every finding)
+        last = ex
+        for rounds in DATA_EXIT_ROUNDS:
+            ex_r = Exploration()
+            ex_r.rounds = rounds
+            ex_r.assumption = (f"assuming every role's instruction loop runs the same {rounds} round"
+                               f"{'s' if rounds > 1 else ''} and then stops at its break")
+            _explore_with(an, ops, ex_r, time.perf_counter(), rounds)
+            if ex_r.deadlock is not None:
+                ex_r.seconds = time.perf_counter() - t0
+                return ex_r
+            if ex_r.status != "explored":
+                ex_r.seconds = time.perf_counter() - t0
+                return ex_r
+            last = ex_r
+        last.seconds = time.perf_counter() - t0
+        return last
+    _explore_with(an, ops, ex, t0, None)
+    ex.seconds = time.perf_counter() - t0
+    return ex
+
+
+def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, rounds: int | None):
+    m = an.model
+    params = _choose_params(m, ops, rounds)
     if params is None:
         ex.reason = "trip counts not concretisable"
-        return ex
+        return
     ex.params = params
     counts = _init_counts(an, params)
     if counts is None:
         ex.reason = "init counts unknown"
-        return ex
+        return
     ex.counts = counts
     groups = _roles(an, ops)
     if groups is None:
         ex.reason = "roles not computable"
-        return ex
+        return
     roles = []
     for threads, _ in sorted(groups, key=lambda g: min(g[0])):
-        evs = _unroll(an, [o for o in ops if True], threads, params)
+        evs = _unroll(an, ops, threads, params, rounds)
         if evs is None:
             ex.reason = "a role's program could not be unrolled"
-            return ex
+            return
         if not evs:
             continue
         hints = {o.role_hint for o in m.ops if o.role_hint and an.threads.executing(o) is not None
@@ -343,11 +507,12 @@ def _explore(an: Analysis) -> Exploration:
         for e in r.events:
             if e.elem is not None and e.elem not in counts:
                 ex.reason = f"barrier element {e.elem} used but never initialised"
-                return ex
+                return
+            if e.kind == "init" and e.arrivals != counts[e.elem]:
+                ex.reason = f"barrier element {e.elem} re-initialised with another count"
+                return
     ex.roles = roles
     _search(ex, roles, counts, t0)
-    ex.seconds = time.perf_counter() - t0
-    return ex
 
 
 def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float):
@@ -455,6 +620,12 @@ def _run_role(ri, r: Role, state, eidx, sizes, counts, elems):
             pc = len(r.events)
             break
         i = eidx[e.elem]
+        if e.kind == "init":
+            bars[i] = (0, counts[elems[i]], 0)
+            steps.append((ri, e, "re-initialises it"))
+            pc += 1
+            first = False
+            continue
         done, pend, tx = bars[i]
         if e.kind == "arrive":
             pend -= e.arrivals
@@ -516,4 +687,6 @@ def event_text(e: Event) -> str:
         return f"load -> {elem_str(e.elem)} ({e.bytes} B)"
     if e.kind == "sync":
         return f"{e.op.api}(id {e.sync[0]}, {e.sync[1]} threads)"
+    if e.kind == "init":
+        return f"init({elem_str(e.elem)}, {e.arrivals})"
     return e.op.api
