@@ -41,6 +41,13 @@ def classify(an):
                           if any(x.elem == e.elem and x.kind in ("arrive", "expect", "load") for x in r.events)]
             if any(i in d.exited for i in signallers):
                 return "TK504", ri, e, [i for i in signallers if i in d.exited]
+            # a role that signals other elements of this barrier array and returned before it
+            # came to this one (an instruction loop left through a `return`)
+            kin = [i for i in d.exited
+                   if any(x.elem is not None and x.elem[0] == e.elem[0] and x.kind in ("arrive", "expect", "load")
+                          for x in ex.roles[i].events)]
+            if not signallers and kin:
+                return "TK504", ri, e, kin
             return "TK502", ri, e, []
         if all(i in blocked_ids for i in left):
             return "TK503", ri, e, left
@@ -119,4 +126,7 @@ def deadlock_finding(an, code, ri, e, others, message, help_):
     wit = {"barrier": P.elem_str(e.elem), "parity_waited": e.parity, "phase": done, "needs": need,
            "role": ex.roles[ri].name, "sizes": ex.params, "iteration": dict(e.env),
            "states_explored": ex.states}
+    if ex.assumption:
+        wit["assumption"] = ex.assumption
+        message = f"{message} ({ex.assumption})"
     return finding(code, message, e.op.location, related=rel, witness=wit, trace=trace, help=help_)

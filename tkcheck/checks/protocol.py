@@ -231,36 +231,55 @@ def _role_name(m: ir.KernelModel, threads: frozenset[int], n: int | None, hints:
     return f"{hint} ({d})" if hint else d
 
 
-def _role_local_sync(an: Analysis, o: ir.Op, threads: frozenset[int], ops: list[ir.Op]) -> bool:
-    """A warpgroup MMA or a named/group barrier that only this role's threads take part in,
-    all of them at once (its count is the threads that execute it): the role passes it alone,
-    so whether it runs changes nothing for the other roles."""
+def _sync_id_of(an: Analysis, q: ir.Op):
+    qe = an.threads.executing(q)
+    if not qe:
+        return None
+    if q.kind == ir.MMA:
+        return ("wg", min(qe) // 128)
+    if q.detail.get("sync_kind") == "block":
+        return ("bar", 0)
+    v = q.sync_id.eval({"tid": min(qe), "tid_y": 0, "tid_z": 0}) if q.sync_id is not None else None
+    return ("bar", v) if isinstance(v, int) else None
+
+
+def _data_branch_sync(an: Analysis, o: ir.Op, c: E.Expr, ops: list[ir.Op]) -> bool:
+    """`if (op == OP_MATMUL) { wgmma; warpgroup::sync(1); }`: a barrier under a branch on data
+    that every thread meeting there executes from this one op under the same condition, and
+    that guards nothing else the search sees. Taking the branch is then one consistent data
+    world for all of them (their barrier is met in full or not at all)."""
+    if o.kind not in (ir.MMA, ir.SYNC):
+        return False
     ex_ = an.threads.executing(o)
-    if not ex_ or not ex_ <= threads:
+    if not ex_:
         return False
     if o.kind == ir.MMA:
-        return o.scope == "warpgroup" and len(ex_) == 128 and len({t // 128 for t in ex_}) == 1
-    if o.kind != ir.SYNC or o.detail.get("sync_kind") not in ("named", "group"):
-        return False
-    full = {"tid": min(ex_), "tid_y": 0, "tid_z": 0}
-    cnt = o.count.eval(full) if o.count is not None else None
-    sid = o.sync_id.eval(full) if o.sync_id is not None else None
-    if cnt != len(ex_) or not isinstance(sid, int):
+        if o.scope != "warpgroup" or len(ex_) != 128 or len({t // 128 for t in ex_}) != 1:
+            return False
+    else:
+        if o.detail.get("sync_kind") not in ("named", "group"):
+            return False
+        full = {"tid": min(ex_), "tid_y": 0, "tid_z": 0}
+        cnt = o.count.eval(full) if o.count is not None else None
+        if cnt != len(ex_):
+            return False
+    sid = _sync_id_of(an, o)
+    if sid is None or sid == ("bar", 0):
         return False
     for q in ops:
-        if q is o or q.kind != ir.SYNC:
+        if q is o or c not in q.guard.uniform:
             continue
-        qe = an.threads.executing(q)
-        if qe is not None and qe <= threads:
+        if q.kind not in (ir.MMA, ir.SYNC):
+            return False          # the condition also steers barrier traffic
+    for q in ops:
+        if q is o or q.kind not in (ir.MMA, ir.SYNC):
             continue
-        if q.detail.get("sync_kind") == "block":
-            continue     # barrier 0: a different id unless sid is 0
-        qs = None
-        if q.sync_id is not None and qe:
-            qs = q.sync_id.eval({"tid": min(qe), "tid_y": 0, "tid_z": 0})
-        if not isinstance(qs, int) or qs == sid:
+        qs = _sync_id_of(an, q)
+        if qs is None and q.kind == ir.SYNC and q.detail.get("sync_kind") != "block":
             return False
-    return sid != 0
+        if qs == sid and c not in q.guard.uniform:
+            return False
+    return True
 
 
 def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dict,
@@ -318,9 +337,10 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
             v = c.eval(full)
             if v is None:
                 v = sched.get(c)
+            if v is None and _data_cond(c) and _data_branch_sync(an, o, c, ops):
+                v = True
             if v is None:
-                # a branch on data (`if (op == OP_ADD)`): fine for a barrier the role meets alone
-                return _role_local_sync(an, o, threads, ops)
+                return False
             if not v:
                 return True
         if o.guard.thread.depends_on(E.LOOP):
@@ -401,8 +421,6 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
         return True
 
     if not walk(ops, 0, dict(params)):
-        import os
-        if os.environ.get("TKDBG"): print("UNROLL FAIL", sorted(threads)[:2], len(out), out[-1:] and event_text(out[-1]))
         return None
     return out
 
