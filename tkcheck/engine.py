@@ -114,6 +114,8 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
 
 
 def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
+    from .model.expr import reset_unknowns
+    reset_unknowns()          # names of unknowns restart per file: output does not depend on order
     t = time.perf_counter()
     parsed = parse_source(path, text, opts.parse)
     res.timing["parse"] = time.perf_counter() - t

@@ -1622,7 +1622,9 @@ class KernelWalker:
                 kinds.add(E.OPAQUE)
         if E.THREAD in kinds or E.OPAQUE in kinds:
             return E.opaque(cexpr.render(node))
-        return E.Var(f"?{cexpr.render(node)[:40]}#{id(node) % 100000}", E.PARAM)
+        # numbered in walk order (not by object identity): the same input gives
+        # the same names, so output that mentions them is deterministic
+        return E.Var(f"?{cexpr.render(node)[:40]}#{E.fresh_number()}", E.PARAM)
 
     # -- names --------------------------------------------------------------
     def _ev_name(self, node, ctx: Ctx):

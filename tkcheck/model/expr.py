@@ -356,6 +356,17 @@ def negate(e: Expr) -> Expr:
 _opaque_counter = [0]
 
 
+def fresh_number() -> int:
+    """A number for a new unknown; restarted per file (`reset_unknowns`) so that
+    names do not depend on what else the process checked before."""
+    _opaque_counter[0] += 1
+    return _opaque_counter[0]
+
+
+def reset_unknowns() -> None:
+    _opaque_counter[0] = 0
+
+
 def opaque(text: str) -> Var:
     """A value the front end could not model. Every call is a distinct unknown."""
     _opaque_counter[0] += 1
