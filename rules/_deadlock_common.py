@@ -101,7 +101,6 @@ def build_trace(an, code, ri, e, others) -> list[TraceStep]:
         else:
             tail = "only " + ", ".join(ex.roles[i].name for i in who) + " could still signal it, and it is blocked"
         it = ", ".join(f"{k}={v}" for k, v in ev.env)
-        want = done if ev.parity == done % 2 else done + 1
         out.append(TraceStep(ex.roles[rj].name,
                              f"{P.event_text(ev)} blocks forever{f' [{it}]' if it else ''}: phase {done} of "
                              f"{P.elem_str(ev.elem)} needs {need}, {tail}",

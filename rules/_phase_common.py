@@ -38,8 +38,6 @@ def phase_finding(an, wp: P.WaitPhase, code: str):
             if len(rel) >= 4:
                 break
     waited, wanted = wit["parity_waited"], wit["parity_due"]
-    early = (due is not None and due >= 0 and waited != wanted and
-             (due % 2) != waited)
     trace = []
     if due is not None and due >= 0:
         trace.append(TraceStep(wp.role, f"at {where} this site has used {elem} {wit['use']} time(s) before"

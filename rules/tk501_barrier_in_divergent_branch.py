@@ -1,5 +1,4 @@
 """TK501: a block or group barrier reached by only part of its participants."""
-from tkcheck.checks import scope
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Rule

@@ -286,7 +286,7 @@ class _Checker:
                              f"{op.api} on '{gl}' uses the TMA descriptor built for {r.spelling} "
                              f"({_sw(l.swizzle_bytes)} swizzle) but the shared tile '{op.buffer}' is "
                              f"{vt.spelling} ({_sw(view.swizzle_bytes)} swizzle): "
-                             + _cx_text(res, "the TMA box", f"the tile's layout"),
+                             + _cx_text(res, "the TMA box", "the tile's layout"),
                              _witness(res, descriptor=r.spelling, tile=vt.spelling),
                              [Related(buf.location, f"'{buf.name}' declared here as {_elem_type(buf).spelling}")],
                              "register the destination's exact tile type on the gl (gl<..., tile_t>) so the "

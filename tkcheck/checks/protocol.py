@@ -543,7 +543,6 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float):
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
     stack = [(start, [])]
-    exited: set[int] = set()
     while stack:
         if len(visited) > MAX_STATES or time.perf_counter() - t0 > TIME_CAP_S:
             ex.status = "unknown"

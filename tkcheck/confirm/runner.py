@@ -13,7 +13,6 @@ has a timeout; the user's files are never written.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any
 
 import clang.cindex as ci
 
@@ -82,18 +82,6 @@ class Env:
     def child(self) -> "Env":
         return Env(self)
 
-    def snapshot_scalars(self) -> dict[str, Any]:
-        """name -> value of every visible variable (inner scopes shadow outer)."""
-        out: dict[str, Any] = {}
-        chain = []
-        e = self
-        while e is not None:
-            chain.append(e)
-            e = e.parent
-        for env in reversed(chain):
-            out.update(env.vars)
-        return out
-
 
 class BranchEnv(Env):
     """The scope of one branch of an `if`: writes to outer variables are kept
@@ -140,9 +128,6 @@ class Frame:
     """An inlined function call: collects its return value."""
     returns: list = field(default_factory=list)
 
-
-class Unsupported(Exception):
-    pass
 
 
 def loc_of(cursor, filename: str) -> Location:
@@ -199,12 +184,11 @@ def tokens_of(cursor) -> list[str]:
 class ModelBuilder:
     """Builds KernelModels for one parsed file."""
 
-    def __init__(self, parsed, protocol_tu=None):
+    def __init__(self, parsed):
         self.parsed = parsed
         self.tu = parsed.tu
         self.filename = parsed.path
         self.abs_path = parsed.abs_path
-        self.protocol_tu = protocol_tu
         register_text(parsed.abs_path, parsed.text)
         self.globals_env = Env()
         self.functions: dict[str, list] = {}      # user device functions by name (with bodies)
@@ -387,7 +371,6 @@ class KernelWalker:
         folded = []
         for ch in c.get_children():
             if ch.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
-                kids = list(ch.get_children())
                 default = None
                 toks = tokens_of(ch)
                 if "=" in toks:
@@ -403,7 +386,6 @@ class KernelWalker:
                     env.define(ch.spelling, v)
                     if m is not None:
                         m.template_params[ch.spelling] = None
-                del kids
             elif ch.kind == CK.TEMPLATE_TYPE_PARAMETER:
                 toks = tokens_of(ch)
                 if "=" in toks:
@@ -1786,7 +1768,7 @@ class KernelWalker:
                 else:
                     val = E.opaque(f"{name}{op}")
             old = ctx.env.lookup(name)
-            new = self._guarded_update(old, val, ctx)
+            new = val
             if op == "=":
                 self._note_phasebit_set(name, new, ctx, cursor)
             if not ctx.env.assign(name, new):
@@ -1811,7 +1793,7 @@ class KernelWalker:
                     old = obj.fields.get(lhs[2])
                     val = E.binop(op[:-1], old, val) if isinstance(old, Expr) and isinstance(val, Expr) \
                         else E.opaque(lhs[2])
-                obj.fields[lhs[2]] = self._guarded_update(obj.fields.get(lhs[2]), val, ctx)
+                obj.fields[lhs[2]] = val
         return val
 
     def _elem_access(self, v, access: str, ctx: Ctx, cursor):
@@ -1854,12 +1836,6 @@ class KernelWalker:
         self.emit(ir.Op("phasebit_set", "phasebit", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
                         detail={"bitfield": name, "value": value.value}), ctx)
 
-    def _guarded_update(self, old, new, ctx: Ctx):
-        # conditional writes are merged by _walk_if (BranchEnv); here the new
-        # value simply replaces the old one in the current scope
-        return new
-
-    # -- calls ---------------------------------------------------------------
     def _ev_call(self, node, ctx: Ctx, cursor):
         callee = node[1]
         args = node[2]
@@ -1871,7 +1847,6 @@ class KernelWalker:
         segs = list(callee[1])
         while len(segs) > 1 and segs[0][0] in _NAMESPACES:
             segs = segs[1:]
-        names = [s for s, _ in segs]
         base, btargs = segs[-1]
         quals = segs[:-1]
         # constructor-style declarations parsed as calls: `__ctor{...}`

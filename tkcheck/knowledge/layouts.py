@@ -572,20 +572,10 @@ class TiledBuffer:
 # Consumers: TMA, wgmma / tcgen05 descriptors, ldmatrix
 # ----------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class TmaBoxLayout:
-    """Where a TMA copy with the tensor map TK builds for ``tile`` (``create_tensor_map<ST>``,
-    tma.cuh) puts element (r, c) of the box.
+class _ViewOfTile:
+    """Shape and size of a consumer's view are those of the tile it reads."""
 
-    Swizzled ST: box ``{P, rows, cols/P}`` (P = swizzle_bytes/sizeof), swizzle mode from
-    ST::swizzle_bytes; the box is written densely, innermost dimension first, so
-    (r, c) -> ``((c/P)*rows + r)*P + c%P`` elements, then the hardware 16-byte-chunk XOR with
-    address bits 7.. (``hw_swizzle``).  Measured on H200 (CONTRACTS.md): the XOR uses absolute
-    shared address bits.  Unswizzled ST: box ``{cols, rows}``, SWIZZLE_NONE, row-major.
-    """
-
-    tile: SharedTileLayout
-    unmeasured: bool = field(default=False, compare=False)
+    tile: "SharedTileLayout"
 
     @property
     def rows(self) -> int:
@@ -606,6 +596,22 @@ class TmaBoxLayout:
     @property
     def num_bytes(self) -> int:
         return self.tile.num_bytes
+
+
+@dataclass(frozen=True)
+class TmaBoxLayout(_ViewOfTile):
+    """Where a TMA copy with the tensor map TK builds for ``tile`` (``create_tensor_map<ST>``,
+    tma.cuh) puts element (r, c) of the box.
+
+    Swizzled ST: box ``{P, rows, cols/P}`` (P = swizzle_bytes/sizeof), swizzle mode from
+    ST::swizzle_bytes; the box is written densely, innermost dimension first, so
+    (r, c) -> ``((c/P)*rows + r)*P + c%P`` elements, then the hardware 16-byte-chunk XOR with
+    address bits 7.. (``hw_swizzle``).  Measured on H200 (CONTRACTS.md): the XOR uses absolute
+    shared address bits.  Unswizzled ST: box ``{cols, rows}``, SWIZZLE_NONE, row-major.
+    """
+
+    tile: SharedTileLayout
+    unmeasured: bool = field(default=False, compare=False)
 
     @property
     def box_dims(self) -> tuple[int, ...]:
@@ -655,7 +661,7 @@ def _desc_field(x: z3.BitVecRef) -> z3.BitVecRef:
 
 
 @dataclass(frozen=True)
-class WgmmaOperandView:
+class WgmmaOperandView(_ViewOfTile):
     """The byte the Hopper wgmma unit reads for element (r, c) of shared tile ``tile`` when TK
     builds the descriptor (``st_descriptor<ST, MN_major>``) and walks K with
     ``chunk_descriptor(k)`` (include/ops/group/mma/warpgroup.cuh).
@@ -700,26 +706,6 @@ class WgmmaOperandView:
         if t.cols % t.panel_cols and not self.mn_major:
             return "tile width is not a whole number of swizzle panels"
         return None
-
-    @property
-    def rows(self) -> int:
-        return self.tile.rows
-
-    @property
-    def cols(self) -> int:
-        return self.tile.cols
-
-    @property
-    def dtype_bytes(self) -> int:
-        return self.tile.dtype_bytes
-
-    @property
-    def swizzle_bytes(self) -> int | None:
-        return self.tile.swizzle_bytes
-
-    @property
-    def num_bytes(self) -> int:
-        return self.tile.num_bytes
 
     @property
     def descriptor_fields(self) -> dict[str, int]:
@@ -811,7 +797,7 @@ def relative_xor_requirement(swizzle_bytes: int) -> tuple[str, int, str]:
 
 
 @dataclass(frozen=True)
-class HandwrittenLayout:
+class HandwrittenLayout(_ViewOfTile):
     """A kernel's own address math, ``addr_fn``, a z3 function of one 32-bit address.
 
     ``relative=False``: ``addr_fn(base + pre(r, c))`` (the XOR sees absolute address bits).
@@ -827,24 +813,8 @@ class HandwrittenLayout:
     unmeasured: bool = field(default=False, compare=False)
 
     @property
-    def rows(self) -> int:
-        return self.tile.rows
-
-    @property
-    def cols(self) -> int:
-        return self.tile.cols
-
-    @property
-    def dtype_bytes(self) -> int:
-        return self.tile.dtype_bytes
-
-    @property
     def swizzle_bytes(self) -> int | None:
-        return None
-
-    @property
-    def num_bytes(self) -> int:
-        return self.tile.num_bytes
+        return None  # the kernel's own math, not a swizzle mode
 
     def describe(self) -> str:
         return f"{self.text} ({'buffer-relative' if self.relative else 'absolute'})"
