@@ -452,17 +452,18 @@ def _options_for(path: str, config, s: _Settings):
         tk_include=tk_include,
         tk_version=s.tk_version or config.tk_version or "auto",
     )
+    cache_dir = _cache_dir(config, s)
     return CheckOptions(
         parse=parse,
         enabled=frozenset(_selector(config, s).enabled_codes(path)),
         show_unknown=s.show_unknown,
         debug=s.debug,
         solver_timeout_ms=s.solver_timeout_ms,
-        cache_dir=_cache_dir(config, s),
+        cache_dir=cache_dir,
         # the SASS pass: --sass/--no-sass, else the `sass` config key (default off)
         sass=bool(s.sass if s.sass is not None else (config.sass or False)),
         sass_arch=s.sass_arch,
-        sass_cache_dir=(os.path.join(_cache_dir(config, s), "sass") if _cache_dir(config, s) else None),
+        sass_cache_dir=os.path.join(cache_dir, "sass") if cache_dir else None,
     )
 
 

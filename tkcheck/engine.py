@@ -12,6 +12,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from . import __version__, registry
@@ -66,13 +67,23 @@ def _cache_key(path: str, text: str, opts: CheckOptions) -> str:
     h.update(repr((opts.parse, sorted(opts.enabled), opts.show_unknown, opts.sass, opts.sass_arch)).encode())
     h.update(path.encode())
     h.update(text.encode("utf-8", errors="replace"))
-    # the rule catalog and engine sources: a new tkcheck build invalidates the cache
-    root = Path(__file__).resolve().parent
-    for p in sorted(root.rglob("*.py")):
-        try:
-            h.update(p.read_bytes())
-        except OSError:
-            pass
+    h.update(_code_digest().encode())
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _code_digest() -> str:
+    """The engine's and the rule catalog's sources, hashed once per process:
+    a new tkcheck build invalidates the cache."""
+    h = hashlib.sha256()
+    from . import rules as catalog
+    roots = [Path(__file__).resolve().parent] + [Path(p) for p in catalog.__path__]
+    for root in roots:
+        for p in sorted(root.rglob("*.py")):
+            try:
+                h.update(p.read_bytes())
+            except OSError:
+                pass
     return h.hexdigest()
 
 
