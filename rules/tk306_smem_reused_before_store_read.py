@@ -129,7 +129,9 @@ def check(an):
             out.append(finding(
                 "TK306",
                 f"'{o.buffer}' is overwritten by {o.api} while the tma::store_async from it (issued by "
-                f"{describe(iss, an.threads.n)}) may still be reading it: no store_async_read_wait in between",
+                f"{describe(iss, an.threads.n)}) may still be reading it: no store_async_read_wait in between"
+                + (" (in the next iteration, assuming the loop runs at least twice)"
+                   if wrapped and m.loops[st.loops[-1]].trip is None else ""),
                 o.location,
                 related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here")],
                 witness={"buffer": str(o.buffer), "store_line": st.location.row, "overwrite_line": o.location.row},
