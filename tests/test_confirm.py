@@ -250,6 +250,8 @@ def test_widen_tk401_delays_the_other_writers_at_the_write():
     line = next(ln for ln in out.split("\n") if "warpgroup::store(C_s[c], acc1)" in ln)
     assert line.strip().startswith("((((threadIdx.x / 32) % 4) != 0) ? ::tkcheck_delay(")
     assert "tkcheck_delay(long long cycles)" in out
+    # the steps are far longer than the instrumented store issue's own work
+    assert f"* {WD.STAGGER_CYCLES}" in line and WD.STAGGER_CYCLES >= 40000
     # nothing else moves: the plain text minus the insertions is the mutant
     assert out.count("::tkcheck_delay((long long)") == 1
 
@@ -284,7 +286,68 @@ def test_widen_release_poisons_tk504_tk403_tk306():
                            (103, "'out_empty[(k6 % 2)]' released here without a read wait")], name="gemm_accpipe.cu")
     w = WD.widening([f], text, "gemm_accpipe.cu")
     out = I.instrument(text, "gemm_accpipe.cu", I.Plan(widening=w)).text
-    assert "(arrive(out_empty[epi]), ::tkcheck_poison(out_s[epi][0]), ::tkcheck_poison_fence())" in out
+    # both tiles stored without a read wait are poisoned at the release, the last issued first
+    assert ("((arrive(out_empty[epi]), ::tkcheck_poison(out_s[epi][1]), ::tkcheck_poison_fence()), "
+            "::tkcheck_poison(out_s[epi][0]), ::tkcheck_poison_fence())") in out
+    # back to front: the end of the tile, read last by the TMA store, is poisoned first
+    assert "for (int i = (int)(sizeof(T) / 16) - 1; i >= 0; i--) p[i] = v;" in out
+
+
+def test_widen_tk307_holds_the_first_init_and_probes_waits():
+    text = _mutant("gemm_ring-no-sync-after-init")
+    fs = [_wf("TK307", 94, [(65, "'full' is initialised here")], contract="completion", symptom="hang"),
+          _wf("TK307", 98, [(66, "'empty' is initialised here")], contract="completion", symptom="hang")]
+    w = WD.widening(fs, text, "gemm_ring.cu")
+    assert [d.line for d in w.delays] == [65] and w.init_probe
+    plan = WD.plan_for(w)
+    assert plan.init_probe and plan.watchdog and not plan.nan_rows
+    out = I.instrument(text, "gemm_ring.cu", plan).text
+    assert out.startswith("#define TKCHECK_INIT_PROBE 1\n")
+    line = next(ln for ln in out.split("\n") if "init_semaphore(full[s], 0, 1)" in ln and "//" not in ln)
+    # marked 1 before the hold, 2 right after the init statement
+    assert line.index("tkcheck_init_first()") < line.index("tkcheck_delay(") < line.index("init_semaphore(")
+    assert line.rstrip().endswith("init_semaphore(full[s], 0, 1), ::tkcheck_init_mark(2));")
+    # only probe edits are not shown as widening
+    assert all("probe:" not in d for d in w.describe())
+
+
+def test_plan_for_wgmma_race_keeps_calls_out_of_the_pipeline():
+    text = _mutant("attn_fwd-release-v-in-flight")
+    f = _wf("TK206", 81, [(117, "the wgmma reading `v_s` is issued here")], name="attn_fwd.cu")
+    w = WD.widening([f], text, "attn_fwd.cu")
+    plan = WD.plan_for(w)
+    assert w.wgmma_race and not plan.watchdog and not plan.phase_log and not plan.nan_rows and plan.poison
+    out = I.instrument(text, "attn_fwd.cu", plan).text
+    body = out[out.index("// ---- end of tkcheck prelude ----"):]
+    # no call into the instrumentation from the kernel: waits and arrives are the program's own
+    assert "tkcheck_wd_wait(" not in body and "tkcheck_event(" not in body and "tkcheck_check(" not in body
+    assert "::tkcheck_poison(v_s[" in body and "::tkcheck_delay((long long)" in body
+    # the delay and the poison are inlined (no call between a wgmma and its wait)
+    assert "__forceinline__ void tkcheck_delay" in out
+    assert "__forceinline__ void tkcheck_poison" in out
+    # scratch copies of the racy wgmma go first (not accumulating, same operands), after the delay
+    line = next(ln for ln in body.split("\n") if "warpgroup::mma_AB(o, att_bf, v_s[tic]);" in ln)
+    assert line.index("tkcheck_delay(") < line.index("warpgroup::mm_AB(tkcheck_busy, att_bf, v_s[tic]);") \
+        < line.index("warpgroup::mma_AB(o, att_bf, v_s[tic]);")
+    assert "decltype(o) tkcheck_busy;" in line
+    assert WD._busy_wgmmas("    warp::zero(acc);") == ""
+    # no widening: the default plan
+    assert WD.plan_for(WD.widening([], RING, "gemm_ring.cu")) == I.Plan()
+
+
+def test_order_record_confirms_tk307():
+    log = ("TKCHECK_ORDER site=2 gemm_ring.cu:95 barrier=full[s] kind=use-before-init block=7 warp=4 thread=128\n"
+           "gemm_ring M=N=K=2048 max_abs_err=0.06135 (max |ref| 19.071)\nPASS\n")
+    recs = I.parse_records(log)
+    assert [(r.kind, r.line, r.fields["kind"]) for r in recs] == [("ORDER", 95, "use-before-init")]
+    ev = R.Evidence(arch="sm_90", plain=R.Run("plain", "bin", 0, "PASS\n"), instrumented=R.Run("instrumented", "bin", 0, log),
+                    records=recs, widening=["widening: the initialising thread waits ~10us before the first init at gemm_ring.cu:65"])
+    f = _wf("TK307", 94, [(65, "'full' is initialised here")], contract="completion", symptom="hang")
+    v = R.verdict(f, ev)
+    assert v["status"] == R.CONFIRMED and v["evidence"][0].startswith("use before init: TKCHECK_ORDER")
+    # the record is about initialisation order: it does not confirm another rule
+    g = _wf("TK401", 113, [(110, "warps 5-7 write `C_s` here")])
+    assert R.verdict(g, ev)["status"] == R.NOT_REPRODUCED
 
 
 def test_widen_nothing_for_clean_or_unrelated_findings():

@@ -1,13 +1,16 @@
 """One batch on a GPU machine for the corpus's planted bugs (docs/BENCHMARKS.md).
 
-`prepare(corpus, out_dir, tk_root)` writes, for every Hopper mutation of
-`corpus/mutations*.toml` and every clean Hopper kernel, the plain variant and
-an instrumented copy (instrument.py; TK's prototype folder copied and watched
-for template kernels), plus `run.sh`: build everything in parallel with nvcc,
-then per variant run it plain (timeout), instrumented (timeout) and under
-compute-sanitizer (racecheck with a deadlock timeout, synccheck, memcheck with
-bulk-copy checks; initcheck on clean kernels; `--xml --save`, each with a
-timeout), saving logs, exit codes and XML under `$OUT/r/<variant>/`.
+`prepare(corpus, out_dir, tk_root)` writes, for every mutation of
+`corpus/mutations*.toml` on a kernel that runs on Hopper (`hopper/`, `mk/`) and
+every clean such kernel, the plain variant and an instrumented copy
+(instrument.py with the race widening of the variant's own findings, widen.py;
+TK's prototype folder copied and watched for template kernels), plus `run.sh`:
+build everything in parallel with nvcc, then per variant run it plain
+(timeout), instrumented (timeout) and under compute-sanitizer (racecheck with a
+deadlock timeout when the plain run hangs; otherwise the tools that fit the
+findings' contracts, initcheck too on clean kernels; `--xml --save`, each with
+a timeout; `SANI=0` skips them), saving logs, exit codes and XML under
+`$OUT/r/<variant>/`.
 
 `collect(results_dir, corpus)` turns such a folder into per-variant verdicts
 (runner.verdicts_from_run) and a markdown table.
@@ -22,7 +25,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .instrument import TEMPLATE_FIRST_ID, Plan, instrument, instrument_template_dir, uses_template
+from .instrument import TEMPLATE_FIRST_ID, instrument, instrument_template_dir, uses_template
 
 NVCC_FLAGS = ("-std=c++20 -O3 --use_fast_math --expt-relaxed-constexpr --expt-extended-lambda "
               "-DKITTENS_HOPPER -gencode arch=compute_90a,code=sm_90a")
@@ -65,14 +68,23 @@ sani() {  # tool, variant dir, out dir, timeout
 runv() {
   id=$1; d=$B/v/$id; o=$R/$id
   [ -x "$d/plain/bin" ] || { echo "not built" > "$o/skipped"; return; }
+  cp "$d/widening.txt" "$o/widening.txt" 2>/dev/null
   s=$(date +%%s.%%N); timeout -k 2 $TP "$d/plain/bin" > "$o/plain.log" 2>&1; echo $? > "$o/plain.rc"; echo "$s $(date +%%s.%%N)" > "$o/plain.time"
   if [ -x "$d/instr/bin" ]; then
-    s=$(date +%%s.%%N); timeout -k 2 $TI "$d/instr/bin" > "$o/instr.log" 2>&1; echo $? > "$o/instr.rc"; echo "$s $(date +%%s.%%N)" > "$o/instr.time"
+    # a widened race is run up to WR times, until the program's check fails or a record shows
+    tries=1; [ -s "$d/widening.txt" ] && tries=${WR:-3}
+    for i in $(seq 1 $tries); do
+      s=$(date +%%s.%%N); timeout -k 2 $TI "$d/instr/bin" > "$o/instr.log" 2>&1; echo $? > "$o/instr.rc"; echo "$s $(date +%%s.%%N)" > "$o/instr.time"
+      echo $i > "$o/instr.tries"
+      grep -qE "^FAIL|TKCHECK_(WATCHDOG|POISON|NAN|ORDER)" "$o/instr.log" && break
+    done
   fi
+  [ "${SANI:-1}" = 0 ] && return
+  [[ $id =~ ${SANI_RE:-.} ]] || return
   if [ "$(cat "$o/plain.rc")" = 124 ] || [ "$(cat "$o/plain.rc")" = 137 ]; then
-    sani racecheck "$d" "$o" $TS; sani memcheck "$d" "$o" $TS
+    sani racecheck "$d" "$o" $TS
   else
-    sani racecheck "$d" "$o" $TSC; sani synccheck "$d" "$o" $TSC; sani memcheck "$d" "$o" $TSC
+    for t in $(cat "$d/tools.txt"); do sani $t "$d" "$o" $TSC; done
     case $id in clean-*) sani initcheck "$d" "$o" $TSC;; esac
   fi
 }
@@ -85,38 +97,69 @@ t2=$(date +%%s); echo "run_s=$((t2-t1))" >> "$R/env.txt"
 """
 
 
+# Hopper kernels: the corpus folders whose kernels run on an H100/H200 (MK's interpreter is one)
+RUNNABLE = ("hopper", "mk")
+
+
+def _clean_id(kernel: str) -> str:
+    folder, stem = kernel.split("/")[0], Path(kernel).stem
+    return f"clean-{stem}" if folder == "hopper" else f"clean-{folder}-{stem}"
+
+
+def tools_for(findings) -> list[str]:
+    """The compute-sanitizer tools that fit a variant's findings (all three when there is none)."""
+    from .runner import _sanitizer_fit
+    fit = sorted({t for f in findings for t in _sanitizer_fit(f)}) or ["racecheck", "synccheck", "memcheck"]
+    return fit
+
+
 def prepare(corpus: Path, out: Path, tk_root: Path, only: tuple[str, ...] = ()) -> list[dict]:
-    from ..evaluate import load_mutations, mutated_text
+    """Write the variants, their instrumented copies (with the race widening of each variant's own
+    findings, computed here, so the GPU machine needs no solver) and run.sh."""
+    import tempfile
+
+    from ..evaluate import check_clean, check_mutation, load_mutations, mutated_text
+    from .widen import plan_for, widening
     corpus = Path(corpus)
     out = Path(out)
     if out.exists():
         shutil.rmtree(out)
     (out / "v").mkdir(parents=True)
     variants = []
-    for k in sorted((corpus / "hopper").glob("*.cu")):
-        variants.append({"id": f"clean-{k.stem}", "kernel": f"hopper/{k.name}", "text": k.read_text(encoding="utf-8"),
-                         "symptom": "", "rules": [], "compiles": True})
+    for folder in RUNNABLE:
+        for k in sorted((corpus / folder).glob("*.cu")):
+            kernel = f"{folder}/{k.name}"
+            variants.append({"id": _clean_id(kernel), "kernel": kernel, "text": k.read_text(encoding="utf-8"),
+                             "symptom": "", "rules": [], "compiles": True, "mutation": None})
     for m in load_mutations(corpus):
-        if not m.kernel.startswith("hopper/") or m.problem:
+        if m.kernel.split("/")[0] not in RUNNABLE or m.problem:
             continue
         variants.append({"id": m.id, "kernel": m.kernel, "text": mutated_text(corpus, m), "symptom": m.symptom,
-                         "rules": list(m.rules), "compiles": m.compiles})
+                         "rules": list(m.rules), "compiles": m.compiles, "mutation": m})
     if only:
         variants = [v for v in variants if any(v["id"].startswith(o) for o in only)]
     meta = []
-    for v in variants:
-        d = out / "v" / v["id"]
-        name = Path(v["kernel"]).name
-        (d / "plain").mkdir(parents=True)
-        (d / "instr").mkdir(parents=True)
-        (d / "plain" / name).write_text(v["text"], encoding="utf-8")
-        tsites = []
-        if uses_template(v["text"]):
-            tsites = instrument_template_dir(Path(tk_root) / "prototype", d / "instr" / "proto", TEMPLATE_FIRST_ID)
-        inst = instrument(v["text"], name, Plan(), template_sites=tsites)
-        (d / "instr" / name).write_text(inst.text, encoding="utf-8")
-        (d / "sites.json").write_text(json.dumps([s.__dict__ for s in inst.sites], indent=1))
-        meta.append({k: v[k] for k in ("id", "kernel", "symptom", "rules", "compiles")})
+    with tempfile.TemporaryDirectory() as td:
+        for v in variants:
+            d = out / "v" / v["id"]
+            name = Path(v["kernel"]).name
+            (d / "plain").mkdir(parents=True)
+            (d / "instr").mkdir(parents=True)
+            (d / "plain" / name).write_text(v["text"], encoding="utf-8")
+            res = (check_mutation(corpus, v["mutation"], Path(td)) if v["mutation"] is not None
+                   else check_clean(corpus / v["kernel"]))
+            findings = [f for f in res.findings if f.code != "TK000"]
+            wid = widening(findings, v["text"], name)
+            plan = plan_for(wid)
+            tsites = []
+            if uses_template(v["text"]) and plan.watchdog:   # a lean plan leaves the template's waits alone
+                tsites = instrument_template_dir(Path(tk_root) / "prototype", d / "instr" / "proto", TEMPLATE_FIRST_ID)
+            inst = instrument(v["text"], name, plan, template_sites=tsites)
+            (d / "instr" / name).write_text(inst.text, encoding="utf-8")
+            (d / "sites.json").write_text(json.dumps([s.__dict__ for s in inst.sites], indent=1))
+            (d / "widening.txt").write_text("".join(w + "\n" for w in wid.describe()))
+            (d / "tools.txt").write_text(" ".join(tools_for(findings)) + "\n")
+            meta.append({k: v[k] for k in ("id", "kernel", "symptom", "rules", "compiles")})
     (out / "list.txt").write_text("".join(f"{m['id']} {m['kernel']}\n" for m in meta))
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     (out / "run.sh").write_text(RUN_SH % {"flags": NVCC_FLAGS})

@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-RECORD_RE = re.compile(r"TKCHECK_(WATCHDOG|POISON|NAN|PHASE|WATCHDOG_LATE)\b(.*)")
+RECORD_RE = re.compile(r"TKCHECK_(WATCHDOG|POISON|NAN|PHASE|WATCHDOG_LATE|ORDER)\b(.*)")
 
 
 @dataclass
@@ -73,6 +73,7 @@ class Plan:
     watchdog_ms: int = 2000
     grace_ms: int = 300
     widening: object = None     # widen.Widening: race-widening delays / poison at release
+    init_probe: bool = False    # TK307: report waits that start before the (delayed) first init
 
 
 @dataclass
@@ -280,8 +281,38 @@ static __device__ void tkcheck_dump_log() {
                e.x, evs[(e.y & 15) & 3], e.y >> 4, tkcheck_site_desc[e.y >> 4], e.z, e.w & 1, (e.w >> 1) & 1, e.w >> 2);
     }
 }
+// use-before-init probe (TK307): per block, 1 while the initialising thread is held in front of
+// its (delayed) init, 2 once the init ran; a wait that starts while it reads 1 used an
+// uninitialised barrier. Blocks beyond the array are not probed.
+__device__ int tkcheck_init_state[4096];
+static __device__ __forceinline__ void tkcheck_init_mark(int v) {
+    int b = tkcheck_block();
+    if (b < 4096) { *(volatile int*)&tkcheck_init_state[b] = v; __threadfence(); }
+}
+static __device__ __forceinline__ void tkcheck_init_first() {
+    // only the first time: the probe claims "no init has run yet" while this reads 1
+    int b = tkcheck_block();
+    if (b < 4096 && *(volatile int*)&tkcheck_init_state[b] == 0) tkcheck_init_mark(1);
+}
+static __device__ __forceinline__ bool tkcheck_init_probe(int site) {
+#ifdef TKCHECK_INIT_PROBE
+    int b = tkcheck_block();
+    if (b < 4096 && *(volatile int*)&tkcheck_init_state[b] == 1) {
+        unsigned m = __activemask();
+        if ((threadIdx.x & 31) == (unsigned)(__ffs(m) - 1)) {
+            unsigned i = atomicAdd(&tkcheck_aux_count, 1u);
+            if (i < 16u)
+                printf("TKCHECK_ORDER site=%%d %%s kind=use-before-init block=%%d warp=%%d thread=%%d\n",
+                       site, tkcheck_site_desc[site], b, tkcheck_tid() / 32, tkcheck_tid());
+        }
+        return true;
+    }
+#endif
+    return false;
+}
 static __device__ __noinline__ void tkcheck_wd_wait(const void* bar, int parity, int site, int stage) {
     unsigned a = (unsigned)__cvta_generic_to_shared(bar);
+    bool probed = tkcheck_init_probe(site);
     tkcheck_event(0, site, bar, stage, parity);
     if (tkcheck_try(a, parity)) return;
     unsigned m = __activemask();
@@ -289,6 +320,7 @@ static __device__ __noinline__ void tkcheck_wd_wait(const void* bar, int parity,
     unsigned long long t0 = tkcheck_now();
     const unsigned long long limit = (unsigned long long)TKCHECK_WD_MS * 1000000ull;
     while (!tkcheck_try(a, parity)) {
+        if (!probed) probed = tkcheck_init_probe(site);
         unsigned long long now = tkcheck_now();
         if (now - t0 > limit) {
             if (leader) {
@@ -314,15 +346,19 @@ static __device__ __noinline__ void tkcheck_wd_wait(const void* bar, int parity,
 }
 __device__ unsigned int tkcheck_bar_cnt[64 * 16][4096];
 static __device__ __noinline__ void tkcheck_bar(int site, int id, int warps) {
-    // a bounded pre-count in front of a block/named barrier: each warp takes a ticket; a warp
-    // whose use of the barrier is not completed by `warps` warps within the limit is reported
+    // a bounded pre-count in front of a block/named barrier, in threads: the leader of each
+    // group of lanes that arrives together adds their number. A warp may reach this point
+    // split in pieces (lane 0 back from an init branch after the others): counting threads, not
+    // pieces, keeps a clean kernel's count exact. A use not completed by `warps` x 32 threads
+    // within the limit is reported.
     unsigned m = __activemask();
     if ((threadIdx.x & 31) != (unsigned)(__ffs(m) - 1)) { __syncwarp(m); return; }
     int b = tkcheck_block();
     if (b >= 4096 || warps <= 0) { __syncwarp(m); return; }
     unsigned* c = &tkcheck_bar_cnt[(site & 63) * 16 + (id & 15)][b];
-    unsigned t = atomicAdd(c, 1u);
-    unsigned target = (t / (unsigned)warps + 1u) * (unsigned)warps;
+    const unsigned need = (unsigned)warps * 32u;
+    unsigned t = atomicAdd(c, (unsigned)__popc(m));
+    unsigned target = (t / need + 1u) * need;
     unsigned long long t0 = tkcheck_now();
     const unsigned long long limit = (unsigned long long)TKCHECK_WD_MS * 1000000ull;
     while ((int)(*(volatile unsigned*)c - target) < 0) {
@@ -331,7 +367,7 @@ static __device__ __noinline__ void tkcheck_bar(int site, int id, int warps) {
             if (i < 16u)
                 printf("TKCHECK_WATCHDOG site=%%d %%s bar_id=%%d parity=-1 stage=-1 phase=-1 block=%%d warp=%%d thread=%%d arrived_warps=%%d expected_warps=%%d\n",
                        site, tkcheck_site_desc[site], id, b, tkcheck_tid() / 32, tkcheck_tid(),
-                       (int)(*(volatile unsigned*)c - (target - (unsigned)warps)), warps);
+                       (int)((*(volatile unsigned*)c - (target - need)) / 32u), warps);
             if (i == 0u) tkcheck_dump_log();
             unsigned long long t1 = tkcheck_now();
             while (tkcheck_now() - t1 < (unsigned long long)TKCHECK_GRACE_MS * 1000000ull) {}
@@ -340,15 +376,21 @@ static __device__ __noinline__ void tkcheck_bar(int site, int id, int warps) {
     }
     __syncwarp(m);
 }
-static __device__ __noinline__ void tkcheck_delay(long long cycles) {
-    // race widening: a bounded spin (clock64 cycles of this SM)
+static __device__ __forceinline__ void tkcheck_delay(long long cycles) {
+    // race widening: a bounded spin (clock64 cycles of this SM). Inlined: a call between a wgmma and
+    // its wait makes ptxas serialize the wgmma (C7510), which would hide the race being widened.
+    // The "memory" clobbers keep the compiler from moving the delayed accesses across the spin.
+    asm volatile("" ::: "memory");
     long long t0 = clock64();
     while (clock64() - t0 < cycles) { __nanosleep(32); }
+    asm volatile("" ::: "memory");
 }
 template <class T> static __device__ __forceinline__ void tkcheck_poison(T& t) {
+    // last word first: an engine reading the tile front to back (TMA store, wgmma over k) meets
+    // the poison soonest where it reads last
     uint4* p = reinterpret_cast<uint4*>(&t);
     const uint4 v = make_uint4(0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu);
-    for (int i = 0; i < (int)(sizeof(T) / 16); i++) p[i] = v;
+    for (int i = (int)(sizeof(T) / 16) - 1; i >= 0; i--) p[i] = v;
 }
 static __device__ __forceinline__ void tkcheck_poison_fence() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -401,7 +443,8 @@ def _prelude(plan: Plan, sites: list[Site]) -> str:
     n = max(by_id, default=-1) + 1
     descs = ", ".join(_c_str(f"{by_id[i].file}:{by_id[i].line} barrier={by_id[i].barrier}") if i in by_id
                       else '""' for i in range(n)) or '""'
-    return PRELUDE % {"wd_ms": plan.watchdog_ms, "grace_ms": plan.grace_ms, "sites": descs}
+    probe = "#define TKCHECK_INIT_PROBE 1\n" if plan.init_probe else ""
+    return probe + PRELUDE % {"wd_ms": plan.watchdog_ms, "grace_ms": plan.grace_ms, "sites": descs}
 
 
 # ------------------------------------------------------------------ rewriting
@@ -561,10 +604,15 @@ def _widening_edits(text: str, w, notes: list[str]) -> list[tuple[int, int, str]
             notes.append(f"line {d.line}: the statement is a body without braces; not widened")
             continue
         cond = d.cond or "true"
-        if _BLOCK_START.match(ln[col:]):
-            rep = f"{{ if ({cond}) ::tkcheck_delay((long long)({d.cycles})); }} "
+        act = f"::tkcheck_delay((long long)({d.cycles}))"
+        if d.before:
+            act = f"({d.before}, {act})"
+        if _BLOCK_START.match(ln[col:]) or d.stmt:
+            rep = f"{{ if ({cond}) {act}; }} "
         else:
-            rep = f"(({cond}) ? ::tkcheck_delay((long long)({d.cycles})) : (void)0), "
+            rep = f"(({cond}) ? {act} : (void)0), "
+        if d.stmt:
+            rep += f"{{ {d.stmt} }} "
         out.append((at, at, rep))
     for p in w.poisons:
         if not 0 < p.line <= len(lines):
@@ -585,7 +633,8 @@ def _widening_edits(text: str, w, notes: list[str]) -> list[tuple[int, int, str]
             continue
         start, end = base + m.start(), sp[1]
         out.append((start, start, "("))
-        out.append((end, end, f", ::tkcheck_poison({p.tile}), ::tkcheck_poison_fence())"))
+        after = p.code or f"::tkcheck_poison({p.tile}), ::tkcheck_poison_fence()"
+        out.append((end, end, f", {after})"))
     return out
 
 
@@ -644,7 +693,7 @@ def uses_template(text: str) -> bool:
 
 @dataclass
 class Record:
-    kind: str                 # WATCHDOG | POISON | NAN | PHASE | WATCHDOG_LATE
+    kind: str                 # WATCHDOG | POISON | NAN | PHASE | WATCHDOG_LATE | ORDER
     fields: dict[str, str]
     file: str | None
     line: int | None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sanitizer as S
-from .instrument import (TEMPLATE_FIRST_ID, Plan, Record, instrument, instrument_template_dir, parse_records,
+from .instrument import (TEMPLATE_FIRST_ID, Record, instrument, instrument_template_dir, parse_records,
                          uses_template)
 
 CONFIRMED = "CONFIRMED"
@@ -124,6 +124,10 @@ def verdict(f, ev: Evidence) -> dict:
     wd = sorted((r for r in ev.records if r.kind == "WATCHDOG"), key=lambda r: _rank(r, lines, bars))
     stale = sorted((r for r in ev.records if r.kind in ("POISON", "NAN")), key=lambda r: _rank(r, lines, bars))
     phase = [r for r in ev.records if r.kind == "PHASE"]
+    order = [r for r in ev.records if r.kind == "ORDER"]
+    if f.code == "TK307" and order:
+        # the probe saw a wait start while the initialising thread was still held before the init
+        evidence += [f"use before init: {r.raw}" for r in _distinct(order)[:3]]
     if "hang" in syms and wd:
         evidence += [f"watchdog: {r.raw}" for r in _distinct(wd)[:3]]
         evidence += [f"phase log: {r.raw}" for r in phase[-4:]]
@@ -298,15 +302,16 @@ def _build_and_run(path, text, ev: Evidence, work: Path, build_cmd, run_cmd, tk_
     plain_dir.mkdir(exist_ok=True)
     inst_dir.mkdir(exist_ok=True)
     (plain_dir / name).write_text(text, encoding="utf-8")
-    proto = None
-    tsites = []
-    if tk_root and uses_template(text) and (Path(tk_root) / "prototype").is_dir():
-        proto = inst_dir / "proto"
-        tsites = instrument_template_dir(Path(tk_root) / "prototype", proto, TEMPLATE_FIRST_ID)
-    from .widen import widening
+    from .widen import plan_for, widening
     wid = widening(findings, text, name)
     ev.widening = wid.describe()
-    inst = instrument(text, name, Plan(widening=wid if wid else None), template_sites=tsites)
+    plan = plan_for(wid)
+    proto = None
+    tsites = []
+    if tk_root and uses_template(text) and (Path(tk_root) / "prototype").is_dir() and plan.watchdog:
+        proto = inst_dir / "proto"
+        tsites = instrument_template_dir(Path(tk_root) / "prototype", proto, TEMPLATE_FIRST_ID)
+    inst = instrument(text, name, plan, template_sites=tsites)
     (inst_dir / name).write_text(inst.text, encoding="utf-8")
     for d, which in ((plain_dir, "plain"), (inst_dir, "instrumented")):
         binary = d / "kernel.bin"
@@ -405,7 +410,9 @@ def collect_batch(results: Path, corpus: Path) -> list[dict]:
         for d in sorted(p for p in Path(results).iterdir() if p.is_dir()):
             vid = d.name
             if vid.startswith("clean-"):
-                k = next(iter(sorted((Path(corpus) / "hopper").glob(vid[6:] + ".cu"))), None)
+                from .gpu_batch import RUNNABLE, _clean_id
+                k = next((p for folder in RUNNABLE for p in sorted((Path(corpus) / folder).glob("*.cu"))
+                          if _clean_id(f"{folder}/{p.name}") == vid), None)
                 if k is None:
                     continue
                 res = check_clean(k)

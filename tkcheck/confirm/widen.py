@@ -35,6 +35,9 @@ from pathlib import Path
 
 DELAY_CYCLES = 8000            # about 4 us at 1.98 GHz
 LONG_DELAY_CYCLES = 20000      # about 10 us
+# per-warp step for staggered writers: well above what the instrumented copy adds on the racing
+# path (an H200 run with 4 us steps passed because the store issue's own checks took longer)
+STAGGER_CYCLES = 60000         # about 30 us
 
 
 @dataclass
@@ -43,6 +46,8 @@ class Delay:
     cycles: str                 # C expression (may depend on the warp)
     cond: str = ""              # C condition, empty: every thread that reaches the line
     why: str = ""
+    before: str = ""            # C expression run (under `cond`) just before the delay
+    stmt: str = ""              # C statements put in front of the statement (after the delay)
 
 
 @dataclass
@@ -52,6 +57,7 @@ class ReleasePoison:
     after: str = "statement"    # "statement": after the statement holding `anchor` on `line`
     anchor: str = ""            # a callee (suffix) on `line` whose statement ends the insertion point
     why: str = ""
+    code: str = ""              # instead of the poison: this C expression after the call
 
 
 @dataclass
@@ -59,9 +65,11 @@ class Widening:
     delays: list[Delay] = field(default_factory=list)
     poisons: list[ReleasePoison] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    init_probe: bool = False     # TK307: the copy reports waits that start before the first init
+    wgmma_race: bool = False     # TK201/TK206: keep calls out of the consumer's wgmma pipeline
 
     def describe(self) -> list[str]:
-        return [d.why for d in self.delays] + [p.why for p in self.poisons]
+        return [d.why for d in self.delays] + [p.why for p in self.poisons if not p.why.startswith("probe:")]
 
     def __bool__(self) -> bool:
         return bool(self.delays or self.poisons)
@@ -114,6 +122,22 @@ def _prev_code_row(text: str, row: int) -> int | None:
     return None
 
 
+BUSY_WGMMAS = 8
+_WGMMA_STMT = re.compile(r"^\s*((?:kittens::)?warpgroup\s*::\s*)mma?_(A[Bt]?B?t?)\s*\(\s*([A-Za-z_]\w*)\s*,(.*)\)\s*;\s*(?://.*)?$")
+
+
+def _busy_wgmmas(line: str) -> str:
+    """Scratch copies of a wgmma statement (same operands, a scratch accumulator of the same type,
+    not accumulating): queued in front of it, they make the tensor core read its operands later,
+    while the program's release right after the issue stays where it is."""
+    m = _WGMMA_STMT.match(line)
+    if not m:
+        return ""
+    ns, form, acc, rest = m.groups()
+    return (f"decltype({acc}) tkcheck_busy; for (int tkcheck_i = 0; tkcheck_i < {BUSY_WGMMAS}; tkcheck_i++) "
+            f"{ns}mm_{form}(tkcheck_busy,{rest});")
+
+
 def widening(findings, text: str, filename: str) -> Widening:
     """The race-widening edits for `findings` of the user's file `filename` (text `text`)."""
     name = Path(filename).name
@@ -132,28 +156,37 @@ def widening(findings, text: str, filename: str) -> Widening:
         seen.add(("p", row, tile))
         w.poisons.append(ReleasePoison(row, tile, anchor=anchor, why=why))
 
+    init_rows: list[int] = []
     for f in findings:
         if not _same_file(f, f.location, name):
             continue
         code, row = f.code, f.location.row
+        if code in ("TK201", "TK206"):
+            w.wgmma_race = True
         if code == "TK206":
             mma = _rows(f, r"wgmma .*issued here")
             if mma:
-                delay(min(mma), str(DELAY_CYCLES), "",
-                      f"widening: the consumer waits ~4us before the wgmma issue at {name}:{min(mma)} so the "
-                      f"producer is parked on the release barrier and refills (poisons) the stage at once")
+                r = min(mma)
+                busy = _busy_wgmmas(_line(text, r))
+                delay(r, str(DELAY_CYCLES), "",
+                      f"widening: the consumer waits ~4us before the wgmma issue at {name}:{r} so the "
+                      f"producer is parked on the release barrier and refills (poisons) the stage at once"
+                      + (f"; {BUSY_WGMMAS} copies of that wgmma into a scratch accumulator go first, so the "
+                         f"tensor core reads the stage ~1us after the release" if busy else ""))
+                if busy:
+                    w.delays[-1].stmt = busy
         elif code == "TK401":
             writes = _rows(f, r"write .* here")
             if writes:
                 r = min(writes)
-                delay(r, f"{WARP_IN_GROUP} * {DELAY_CYCLES}", f"{WARP_IN_GROUP} != 0",
-                      f"widening: warps 1-3 of each warpgroup wait (w x ~4us) before their write at {name}:{r}")
+                delay(r, f"{WARP_IN_GROUP} * {STAGGER_CYCLES}", f"{WARP_IN_GROUP} != 0",
+                      f"widening: warps 1-3 of each warpgroup wait (w x ~30us) before their write at {name}:{r}")
         elif code == "TK404":
             r = _prev_code_row(text, row)
             if r is not None and _STORE_CALL.search(_line(text, r)):
-                delay(r, f"{WARP_IN_GROUP} * {DELAY_CYCLES}", f"{WARP_IN_GROUP} != 0",
+                delay(r, f"{WARP_IN_GROUP} * {STAGGER_CYCLES}", f"{WARP_IN_GROUP} != 0",
                       f"widening: the writers before the shared barrier at {name}:{row} are staggered by warp "
-                      f"(w x ~4us at {name}:{r}), so the barrier can complete with the other group's warps")
+                      f"(w x ~30us at {name}:{r}), so the barrier can complete with the other group's warps")
             else:
                 w.notes.append(f"TK404 at {name}:{row}: no write in front of the barrier; not widened")
         elif code == "TK305":
@@ -161,10 +194,7 @@ def widening(findings, text: str, filename: str) -> Widening:
                   f"widening: the misrouted load at {name}:{row} is issued ~10us late (after its stage is "
                   f"poisoned), so the stage's barrier completes without it")
         elif code == "TK307":
-            inits = _rows(f, r"initiali[sz]ed here")
-            for r in sorted(set(inits))[:1]:
-                delay(r, str(LONG_DELAY_CYCLES), "",
-                      f"widening: the initialising thread waits ~10us before the init at {name}:{r}")
+            init_rows += _rows(f, r"initiali[sz]ed here")
         elif code == "TK306":
             rel = _rows(f, r"released here")
             stores = _rows(f, r"store_async reads")
@@ -172,9 +202,14 @@ def widening(findings, text: str, filename: str) -> Widening:
             if tile is None:
                 w.notes.append(f"TK306 at {name}:{row}: the store's tile is not named; not widened")
             elif rel:
-                poison(min(rel), tile, "arrive",
-                       f"widening: {tile} is poisoned right after its release at {name}:{min(rel)} (the next "
-                       f"writer's overwrite, made immediate)")
+                # every tile stored between the named store and the release (none of them is waited
+                # for), the last issued first: the engine reads it last
+                tiles = [t for r in range(min(stores), min(rel)) if (t := _tma_store_tile(text, r))] or [tile]
+                tiles = list(dict.fromkeys(tiles))   # edits at one point apply inside out: the last tile is poisoned first
+                for t in tiles:
+                    poison(min(rel), t, "arrive",
+                           f"widening: {t} is poisoned right after its release at {name}:{min(rel)} (the next "
+                           f"writer's overwrite, made immediate)")
             else:
                 poison(min(stores), tile, "store_async",
                        f"widening: {tile} is poisoned right after the store issue at {name}:{min(stores)} "
@@ -193,8 +228,36 @@ def widening(findings, text: str, filename: str) -> Widening:
                 poison(rw, tile, "store_async",
                        f"widening: {tile} is poisoned after each duplicate store's ({name}:{row}) own read wait at {name}:{rw} "
                        f"(the rewrite that follows, made immediate)")
+    if init_rows:
+        # the first init the thread runs (straight-line init code: the smallest line) is held back;
+        # the probe's state is 1 from just before the hold until that init ran
+        r = min(init_rows)
+        w.delays.append(Delay(r, str(LONG_DELAY_CYCLES), "", before="::tkcheck_init_first()",
+                              why=f"widening: the initialising thread waits ~10us before the first init at "
+                                  f"{name}:{r}; waits that start meanwhile are reported (use before init)"))
+        w.poisons.append(ReleasePoison(r, "", anchor="init", code="::tkcheck_init_mark(2)",
+                                       why=f"probe: the init at {name}:{r} marks the block initialised"))
+        w.init_probe = True
     # one delay in front of the first wgmma of the loop body: a delay between two wgmmas of the
     # same stage would let the first finish reading before the release
     mma_rows = sorted(d.line for d in w.delays if "before the wgmma issue" in d.why)
     w.delays = [d for d in w.delays if "before the wgmma issue" not in d.why or d.line == mma_rows[0]]
     return w
+
+
+def plan_for(w: Widening | None):
+    """The instrumentation plan for a copy carrying widening `w`.
+
+    * wgmma races (TK201/TK206): no watchdog, phase log or stage checks - each is a call, and a
+      call inside the consumer's wgmma pipeline makes ptxas wait for the wgmma (C7510), which
+      removes the very race being confirmed; producer-side poisoning stays (inlined);
+    * delays: no NaN-row scan at the store issue - a one-thread scan of the tile takes longer
+      than the delays that open the window, so it would close it again;
+    * the TK307 probe needs the watchdog's waits.
+    """
+    from .instrument import Plan
+    if w is None or not w:
+        return Plan()
+    if w.wgmma_race and not w.init_probe:
+        return Plan(watchdog=False, phase_log=False, poison=True, nan_rows=False, widening=w)
+    return Plan(nan_rows=not w.delays, widening=w, init_probe=w.init_probe)
