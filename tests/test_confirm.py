@@ -408,3 +408,56 @@ def test_recorded_confirm_run(mid, status):
             assert any(e.startswith("under ") for e in v["evidence"])
         if f.code in ("TK201", "TK206"):
             assert "ptxas C7517" in v.get("why", "")
+
+
+# ---------------------------------------------------------------- second H200 batch (gpu_batch, with widening)
+
+BATCH2 = DATA / "batch2"
+
+
+@pytest.fixture(scope="module")
+def batch2_rows():
+    return {r["id"]: r for r in R.collect_batch(BATCH2, CORPUS)}
+
+
+def _planted(row):
+    return [f for f in row["findings"] if f["code"] in row["rules"]]
+
+
+@pytest.mark.parametrize("mid,code,evidence", [
+    ("gemm_ring-syncwarp-before-store", "TK401", "instrumented run: the program's own check failed"),
+    ("attn_fwd-shared-named-barrier-id", "TK404", "instrumented run: the program's own check failed"),
+    ("accpipe-staging-no-read-wait", "TK306", "instrumented run: the program's own check failed"),
+    ("gemm_lcf-finish-no-read-wait", "TK306", "instrumented run: the program's own check failed"),
+    ("gemm_ring-no-sync-after-init", "TK307", "use before init: TKCHECK_ORDER"),
+    ("interp-page-not-prearrived", "TK503", "watchdog: TKCHECK_WATCHDOG"),
+])
+def test_batch2_races_and_mk_hangs_confirmed(batch2_rows, mid, code, evidence):
+    row = batch2_rows[mid]
+    assert row["plain"] in ("PASS", "hang (killed at the timeout)")
+    f = next(f for f in _planted(row) if f["code"] == code)
+    v = f["verdict"]
+    assert v["status"] == R.CONFIRMED, v
+    assert v["evidence"][0].startswith(evidence), v["evidence"]
+    if row["plain"] == "PASS":
+        # a race: the plain run passed, the widened copy showed it; the verdict says how it was widened
+        assert any(e.startswith("under ") for e in v["evidence"]), v["evidence"]
+
+
+def test_batch2_clean_baseline_and_what_does_not_reproduce(batch2_rows):
+    clean = batch2_rows["clean-mk-interpreter"]
+    assert clean["plain"] == "PASS" and clean["findings"] == [] and not any(clean["records"].values())
+    # racecheck reports race records on the correct interpreter itself: they confirm nothing
+    assert "Race condition" in batch2_rows["clean-mk-interpreter"]["sanitizer"]
+    relaxed = _planted(batch2_rows["interp-counter-relaxed"])
+    assert relaxed and all(f["verdict"]["status"] == R.NOT_REPRODUCED for f in relaxed)
+    ring = _planted(batch2_rows["gemm_ring-wait1-releases-in-flight"])
+    assert ring and all(f["verdict"]["status"] == R.NOT_REPRODUCED and "ptxas C7517" in f["verdict"]["why"]
+                        for f in ring)
+
+
+def test_sanitizer_tools_fit_the_findings():
+    assert R.tools_for([_wf("TK401", 113)]) == ["racecheck", "synccheck"]
+    assert R.tools_for([_wf("TK101", 10, contract="layout")]) == ["memcheck"]
+    assert R.tools_for([_wf("TK301", 78, contract="completion", symptom="hang")]) == ["memcheck", "racecheck"]
+    assert R.tools_for([]) == ["racecheck", "synccheck", "memcheck"]

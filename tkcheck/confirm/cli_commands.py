@@ -78,7 +78,9 @@ def _render(findings, fmt: str, sources, notes=None) -> str:
 @click.option("--tk-include", metavar="DIR", help="ThunderKittens checkout (include/ and prototype/) to build with.")
 @click.option("--timeout", type=float, default=None, help="Seconds per run (default: config or 20).")
 @click.option("--tool", "tools", multiple=True, type=click.Choice(("racecheck", "synccheck", "memcheck", "initcheck")),
-              help="compute-sanitizer tools to run (default: racecheck, memcheck).")
+              help="compute-sanitizer tools to run (default: the tools that fit the findings' contracts: "
+                   "racecheck/synccheck for scope and deadlock, racecheck for accumulator, racecheck/memcheck "
+                   "for completion, memcheck for layout).")
 @click.option("--keep", metavar="DIR", help="Keep the instrumented tree in DIR (default: a temporary folder, removed).")
 @click.option("--config", "config_file", metavar="FILE", help="pyproject.toml / tkcheck.toml to read.")
 @click.option("--output-format", "fmt", type=click.Choice(_FORMATS), default="full", show_default=True)
@@ -99,7 +101,7 @@ def confirm_command(path, select, tk_include, timeout, tools, keep, config_file,
         sys.exit(0)
     try:
         ev = runner.confirm_file(path, res.source, findings, confirm_cfg=config.confirm if config else None,
-                                 tk_root=tk_root, timeout=timeout, tools=tuple(tools) or ("racecheck", "memcheck"),
+                                 tk_root=tk_root, timeout=timeout, tools=tuple(tools) or tuple(runner.tools_for(findings)),
                                  keep=keep)
     except runner.ConfirmError as e:
         _fail(str(e))

@@ -106,19 +106,13 @@ def _clean_id(kernel: str) -> str:
     return f"clean-{stem}" if folder == "hopper" else f"clean-{folder}-{stem}"
 
 
-def tools_for(findings) -> list[str]:
-    """The compute-sanitizer tools that fit a variant's findings (all three when there is none)."""
-    from .runner import _sanitizer_fit
-    fit = sorted({t for f in findings for t in _sanitizer_fit(f)}) or ["racecheck", "synccheck", "memcheck"]
-    return fit
-
-
 def prepare(corpus: Path, out: Path, tk_root: Path, only: tuple[str, ...] = ()) -> list[dict]:
     """Write the variants, their instrumented copies (with the race widening of each variant's own
     findings, computed here, so the GPU machine needs no solver) and run.sh."""
     import tempfile
 
     from ..evaluate import check_clean, check_mutation, load_mutations, mutated_text
+    from .runner import tools_for
     from .widen import plan_for, widening
     corpus = Path(corpus)
     out = Path(out)

@@ -75,6 +75,9 @@ class Evidence:
     unconfirmable: str | None = None     # why nothing could be run
     widening: list[str] = field(default_factory=list)   # race-widening edits in the instrumented copy
     build_log: str = ""                  # the plain copy's build output (ptxas notes)
+    # compute-sanitizer records (tool, kind, text) that the clean kernel's own run shows too: not
+    # evidence (racecheck reports 5 race records on the correct MK interpreter)
+    baseline: set = field(default_factory=set)
 
 
 # ------------------------------------------------------------------ verdicts
@@ -140,7 +143,8 @@ def verdict(f, ev: Evidence) -> dict:
     if syms & {"stripes", "nan", "wrong"} and not stale:
         fit = _sanitizer_fit(f)
         errs = [r for t in ev.tools if t.tool in fit for r in t.records
-                if r.is_error and not r.deadlock and not S.known_false_alarm(r)]
+                if r.is_error and not r.deadlock and not S.known_false_alarm(r)
+                and (t.tool, r.kind, r.text) not in ev.baseline]
         if errs:
             evidence.append(f"compute-sanitizer: {errs[0].short()} ({len(errs)} records)")
         crash = next((ln for ln in (ev.plain.log if ev.plain else "").splitlines() if "CUDA error" in ln), "")
@@ -195,6 +199,11 @@ def _distinct(recs: list[Record]) -> list[Record]:
             seen.add(key)
             out.append(r)
     return out
+
+
+def tools_for(findings) -> list[str]:
+    """The compute-sanitizer tools that fit the findings' contracts (all three when none fits)."""
+    return sorted({t for f in findings for t in _sanitizer_fit(f)}) or ["racecheck", "synccheck", "memcheck"]
 
 
 def _sanitizer_fit(f) -> set[str]:
@@ -404,13 +413,19 @@ def evidence_from_dir(d: Path, arch: str = "sm_90") -> Evidence:
 
 def collect_batch(results: Path, corpus: Path) -> list[dict]:
     from ..evaluate import check_clean, check_mutation, load_mutations
+    from .gpu_batch import RUNNABLE, _clean_id
     muts = {m.id: m for m in load_mutations(corpus)}
     rows = []
+
+    def baseline(kernel: str) -> set:
+        d = Path(results) / _clean_id(kernel)
+        if not d.is_dir():
+            return set()
+        return {(t.tool, r.kind, r.text) for t in evidence_from_dir(d).tools for r in t.records if r.is_error}
     with tempfile.TemporaryDirectory() as td:
         for d in sorted(p for p in Path(results).iterdir() if p.is_dir()):
             vid = d.name
             if vid.startswith("clean-"):
-                from .gpu_batch import RUNNABLE, _clean_id
                 k = next((p for folder in RUNNABLE for p in sorted((Path(corpus) / folder).glob("*.cu"))
                           if _clean_id(f"{folder}/{p.name}") == vid), None)
                 if k is None:
@@ -423,6 +438,8 @@ def collect_batch(results: Path, corpus: Path) -> list[dict]:
             else:
                 continue
             ev = evidence_from_dir(d)
+            if m is not None:
+                ev.baseline = baseline(m.kernel)
             findings = [f for f in res.findings if f.code != "TK000"]
             apply_verdicts(findings, ev)
             rows.append({

@@ -67,6 +67,7 @@ class Widening:
     notes: list[str] = field(default_factory=list)
     init_probe: bool = False     # TK307: the copy reports waits that start before the first init
     wgmma_race: bool = False     # TK201/TK206: keep calls out of the consumer's wgmma pipeline
+    hang: bool = False           # a finding predicts a hang: the watchdog's evidence comes first
 
     def describe(self) -> list[str]:
         return [d.why for d in self.delays] + [p.why for p in self.poisons if not p.why.startswith("probe:")]
@@ -163,6 +164,8 @@ def widening(findings, text: str, filename: str) -> Widening:
         code, row = f.code, f.location.row
         if code in ("TK201", "TK206"):
             w.wgmma_race = True
+        if "hang" in (f.symptom or ""):
+            w.hang = True
         if code == "TK206":
             mma = _rows(f, r"wgmma .*issued here")
             if mma:
@@ -253,11 +256,12 @@ def plan_for(w: Widening | None):
       removes the very race being confirmed; producer-side poisoning stays (inlined);
     * delays: no NaN-row scan at the store issue - a one-thread scan of the tile takes longer
       than the delays that open the window, so it would close it again;
-    * the TK307 probe needs the watchdog's waits.
+    * the TK307 probe needs the watchdog's waits, and so does a variant with a finding that
+      predicts a hang (a wgmma race there rides along; the hang is what shows).
     """
     from .instrument import Plan
     if w is None or not w:
         return Plan()
-    if w.wgmma_race and not w.init_probe:
+    if w.wgmma_race and not w.init_probe and not w.hang:
         return Plan(watchdog=False, phase_log=False, poison=True, nan_rows=False, widening=w)
     return Plan(nan_rows=not w.delays, widening=w, init_probe=w.init_probe)
