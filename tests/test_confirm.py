@@ -331,6 +331,8 @@ def test_plan_for_wgmma_race_keeps_calls_out_of_the_pipeline():
         < line.index("warpgroup::mma_AB(o, att_bf, v_s[tic]);")
     assert "decltype(o) tkcheck_busy;" in line
     assert WD._busy_wgmmas("    warp::zero(acc);") == ""
+    # the producer overwrites the refilled tile right after its wait on the release barrier
+    assert "(wait(kv_empty[s], ((kv / KV_STAGES) % 2) ^ 1), ::tkcheck_poison(v_s[s]), ::tkcheck_poison_fence());" in body
     # no widening: the default plan
     assert WD.plan_for(WD.widening([], RING, "gemm_ring.cu")) == I.Plan()
 

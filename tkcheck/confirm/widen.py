@@ -112,6 +112,33 @@ def _tma_store_tile(text: str, row: int) -> str | None:
     return sp[0][1]
 
 
+_LOAD = re.compile(r"(?<![\w.>])(?:kittens::)?tma\s*::\s*load_async\s*(?:<[^>]*>)?\s*\(")
+_WAIT = re.compile(r"(?<![\w.>:])(?:kittens::)?wait\s*\(")
+
+
+def _load_tile(text: str, row: int) -> str | None:
+    """The destination tile of the `tma::load_async` on `row`, as spelled."""
+    from .instrument import _split_args
+    lines = text.split("\n")
+    if not 0 < row <= len(lines):
+        return None
+    m = _LOAD.search(lines[row - 1])
+    if not m:
+        return None
+    off = sum(len(ln) + 1 for ln in lines[:row - 1])
+    sp = _split_args(text, off + m.end() - 1)
+    return sp[0][0] if sp and sp[0] else None
+
+
+def _wait_before(text: str, row: int, within: int = 4) -> int | None:
+    """The row of the mbarrier wait just before `row` (the producer's wait on the release)."""
+    lines = text.split("\n")
+    for r in range(row - 1, max(0, row - 1 - within), -1):
+        if _WAIT.search(lines[r - 1].split("//")[0]):
+            return r
+    return None
+
+
 def _prev_code_row(text: str, row: int) -> int | None:
     lines = text.split("\n")
     r = row - 1
@@ -123,7 +150,7 @@ def _prev_code_row(text: str, row: int) -> int | None:
     return None
 
 
-BUSY_WGMMAS = 8
+BUSY_WGMMAS = 32
 _WGMMA_STMT = re.compile(r"^\s*((?:kittens::)?warpgroup\s*::\s*)mma?_(A[Bt]?B?t?)\s*\(\s*([A-Za-z_]\w*)\s*,(.*)\)\s*;\s*(?://.*)?$")
 
 
@@ -175,9 +202,17 @@ def widening(findings, text: str, filename: str) -> Widening:
                       f"widening: the consumer waits ~4us before the wgmma issue at {name}:{r} so the "
                       f"producer is parked on the release barrier and refills (poisons) the stage at once"
                       + (f"; {BUSY_WGMMAS} copies of that wgmma into a scratch accumulator go first, so the "
-                         f"tensor core reads the stage ~1us after the release" if busy else ""))
+                         f"tensor core reads the stage well after the release" if busy else ""))
                 if busy:
                     w.delays[-1].stmt = busy
+            # the refill made immediate: the producer overwrites the refilled tile right after its wait
+            # on the release barrier, before its other loads
+            tile = _load_tile(text, row)
+            wr = _wait_before(text, row)
+            if tile is not None and wr is not None:
+                poison(wr, tile, "wait",
+                       f"widening: {tile} is poisoned right after the producer's wait at {name}:{wr} (the "
+                       f"refill at {name}:{row}, made immediate)")
         elif code == "TK401":
             writes = _rows(f, r"write .* here")
             if writes:
