@@ -463,3 +463,31 @@ def test_sanitizer_tools_fit_the_findings():
     assert R.tools_for([_wf("TK101", 10, contract="layout")]) == ["memcheck"]
     assert R.tools_for([_wf("TK301", 78, contract="completion", symptom="hang")]) == ["memcheck", "racecheck"]
     assert R.tools_for([]) == ["racecheck", "synccheck", "memcheck"]
+
+
+def test_confirm_with_relative_keep_and_tk_paths(tmp_path, monkeypatch):
+    """nvcc runs in the copy's folder: --keep and --tk-include given relative must still resolve."""
+    import os
+    import stat
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "nvcc"
+    # a stand-in nvcc: every -I folder and the source must exist from its working directory
+    fake.write_text("#!/bin/sh\nout=''\nwhile [ $# -gt 0 ]; do\n  case $1 in\n"
+                    "    -I) [ -d \"$2\" ] || { echo \"missing include $2\" >&2; exit 3; }; shift 2;;\n"
+                    "    -o) out=$2; shift 2;;\n    *.cu) [ -f \"$1\" ] || { echo \"missing $1\" >&2; exit 4; }; shift;;\n"
+                    "    *) shift;;\n  esac\ndone\nprintf '#!/bin/sh\\necho PASS\\n' > \"$out\"; chmod +x \"$out\"\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    (tmp_path / "tk" / "include").mkdir(parents=True)
+    (tmp_path / "tk" / "prototype").mkdir()
+    src = tmp_path / "k.cu"
+    text = "__global__ void k() {}\nint main() { return 0; }\n"
+    src.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    f = _wf("TK401", 1, name="k.cu")
+    ev = R.confirm_file("k.cu", text, [f], tk_root="tk", keep="kept", tools=(), arch="sm_90")
+    assert ev.unconfirmable is None, ev.unconfirmable
+    assert ev.plain is not None and ev.plain.rc == 0 and "PASS" in ev.plain.log
+    assert (tmp_path / "kept" / "plain" / "k.cu").read_text() == text
+    assert f.verdict["status"] == R.NOT_REPRODUCED

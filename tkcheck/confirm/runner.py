@@ -269,6 +269,7 @@ def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: s
     """Instrument a copy of `path`, build, run, and set `verdict` on each finding."""
     ev = Evidence()
     ev.arch = gpu_arch() if arch == "auto" else arch
+    tk_root = str(Path(tk_root).resolve()) if tk_root else None   # nvcc runs in the copy's folder
     timeout = timeout or (confirm_cfg.timeout if confirm_cfg is not None and confirm_cfg.timeout else RUN_TIMEOUT_S)
     build_cmd = confirm_cfg.build if confirm_cfg is not None else None
     run_cmd = confirm_cfg.run if confirm_cfg is not None else None
@@ -283,7 +284,8 @@ def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: s
     if ev.unconfirmable:
         apply_verdicts(findings, ev)
         return ev
-    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="tkcheck-confirm-"))
+    # absolute: builds and runs happen with the copy's folder as the working directory
+    work = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="tkcheck-confirm-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
         _build_and_run(path, text, ev, work, build_cmd, run_cmd, tk_root, include_dirs, timeout, tools, confirm_cfg,
