@@ -491,3 +491,53 @@ def test_confirm_with_relative_keep_and_tk_paths(tmp_path, monkeypatch):
     assert ev.plain is not None and ev.plain.rc == 0 and "PASS" in ev.plain.log
     assert (tmp_path / "kept" / "plain" / "k.cu").read_text() == text
     assert f.verdict["status"] == R.NOT_REPRODUCED
+
+
+# ---------------------------------------------------------------- `tkcheck confirm` itself on the H200
+
+CLI_RUNS = DATA / "cli"
+
+
+def _cli_recorded(mid):
+    d = CLI_RUNS / mid
+    fs = []
+    for r in json.loads((d / "confirm.json").read_text()):
+        name = Path(r["filename"]).name
+        f = Finding(r["code"], r["message"], Location(name, r["location"]["row"], 1))
+        f.related = [Related(Location(Path(x["filename"]).name, x["location"]["row"], 1), x["message"])
+                     for x in r["related"]]
+        f.symptom, f.contract, f.name = r["symptom"], r["contract"], "x"
+        fs.append((f, r["verdict"]))
+    return R.evidence_from_dir(d), fs
+
+
+@pytest.mark.parametrize("mid,status,evidence", [
+    ("interp-page-not-prearrived", R.CONFIRMED, "watchdog: TKCHECK_WATCHDOG"),
+    ("gemm_ring-no-sync-after-init", R.CONFIRMED, "use before init: TKCHECK_ORDER"),
+    ("accpipe-staging-no-read-wait", R.CONFIRMED, "instrumented run: the program's own check failed"),
+    ("gemm_ring-syncwarp-before-store", R.CONFIRMED, "instrumented run: the program's own check failed"),
+    ("attn_fwd-release-v-in-flight", R.NOT_REPRODUCED, None),
+    # racecheck reports "Race condition" records here, but on shared-memory accesses the clean
+    # interpreter has too; TK407 is about global-memory ordering, which racecheck does not check
+    ("interp-counter-relaxed", R.NOT_REPRODUCED, None),
+])
+def test_recorded_cli_confirm_run(mid, status, evidence):
+    ev, fs = _cli_recorded(mid)
+    assert fs
+    for f, _recorded_verdict in fs:
+        v = R.verdict(f, ev)
+        assert v["status"] == status, (f.code, v)
+        if evidence:
+            assert v["evidence"][0].startswith(evidence), v["evidence"]
+
+
+def test_racecheck_hazards_carry_their_places():
+    recs = __import__("tkcheck.confirm.sanitizer", fromlist=["x"]).parse_file(
+        CLI_RUNS / "interp-counter-relaxed" / "racecheck.xml", "racecheck")
+    assert recs and all(r.kind == "Analysis" and r.text == "Race condition" for r in recs)
+    places = set().union(*(r.places() for r in recs))
+    assert ("interpreter.cu", 189) in places and ("sync.cuh", 121) in places
+    # a hazard counts for a finding only where one of its accesses is on the finding's lines
+    ev = R.Evidence(arch="sm_90")
+    assert R._attributable(recs[0], {("interpreter.cu", 189)}, ev) == bool(recs[0].places() & {("interpreter.cu", 189)})
+    assert not any(R._attributable(r, {("interpreter.cu", 999)}, ev) for r in recs)

@@ -46,6 +46,14 @@ class SanitizerRecord:
     def is_error(self) -> bool:
         return self.level.lower() != "warning" and self.kind != "Sanitizer"
 
+    def places(self) -> set[tuple[str, int]]:
+        """(file name, line) of the record and of each racing access that names one."""
+        out = {(Path(self.file).name, self.line)} if self.file and self.line else set()
+        for _, _, path, line in self.extra.get("accesses", ()):
+            if path and line:
+                out.add((Path(path).name, line))
+        return out
+
     def short(self) -> str:
         where = f" at {Path(self.file).name}:{self.line}" if self.file and self.line else (
             f" in {self.func}+{self.pc}" if self.func else "")
@@ -116,11 +124,22 @@ def parse_xml(data: str | bytes, tool: str = "") -> list[SanitizerRecord]:
             thread=_xyz(r.find("who/threadIdx")), block=_xyz(r.find("who/blockIdx")),
             func=where.findtext("func") if where is not None else None,
             pc=where.findtext("pc") if where is not None else None,
-            file=where.findtext("file") if where is not None else None,
+            file=(where.findtext("file") or where.findtext("path")) if where is not None else None,
             line=int(line) if line and line.isdigit() else None,
             deadlock=(what is not None and what.findtext("deadlock", "").strip() == "true"),
         )
         if what is not None:
+            # racecheck: the two sides of a hazard, each with its place when built with -lineinfo
+            acc = []
+            for side in list(what.findall("source")) + list(what.findall("destination")):
+                w = side.find("where")
+                if w is None:
+                    continue
+                ln = w.findtext("line")
+                acc.append((side.findtext("direction", "").strip(), w.findtext("func"),
+                            w.findtext("path") or w.findtext("file"), int(ln) if ln and ln.isdigit() else None))
+            if acc:
+                rec.extra["accesses"] = acc
             for k in ("barrier", "activeMask", "size", "address", "accessType"):
                 v = what.findtext(k)
                 if v is not None:
