@@ -281,24 +281,6 @@ static __device__ void tkcheck_dump_log() {
                e.x, evs[(e.y & 15) & 3], e.y >> 4, tkcheck_site_desc[e.y >> 4], e.z, e.w & 1, (e.w >> 1) & 1, e.w >> 2);
     }
 }
-// busy-wgmma probe (TK206): the scratch wgmmas issued before the release read the same tile;
-// a NaN/Inf in their result (a bit test: fast math may fold x != x) means the refill's poison
-// reached a wgmma that was issued before the release. No printf here (a call in the wgmma
-// pipeline makes ptxas serialize it, C7510): the accumulator gets a NaN, which the program's
-// own check reports.
-template <class RT, class ACC> static __device__ __forceinline__ void tkcheck_busy_check(const RT& t, ACC& acc) {
-    unsigned bad = 0;
-    #pragma unroll
-    for (int i = 0; i < RT::height; i++)
-        #pragma unroll
-        for (int j = 0; j < RT::width; j++)
-            #pragma unroll
-            for (int k = 0; k < RT::packed_per_tile; k++) {
-                bad |= (__float_as_uint((float)t.tiles[i][j].data[k].x) & 0x7f800000u) == 0x7f800000u;
-                bad |= (__float_as_uint((float)t.tiles[i][j].data[k].y) & 0x7f800000u) == 0x7f800000u;
-            }
-    if (bad) acc.tiles[0][0].data[0].x = __uint_as_float(0x7fc00000u);
-}
 // use-before-init probe (TK307): per block, 1 while the initialising thread is held in front of
 // its (delayed) init, 2 once the init ran; a wait that starts while it reads 1 used an
 // uninitialised barrier. Blocks beyond the array are not probed.
@@ -625,12 +607,10 @@ def _widening_edits(text: str, w, notes: list[str]) -> list[tuple[int, int, str]
         act = f"::tkcheck_delay((long long)({d.cycles}))"
         if d.before:
             act = f"({d.before}, {act})"
-        if _BLOCK_START.match(ln[col:]) or d.stmt:
+        if _BLOCK_START.match(ln[col:]):
             rep = f"{{ if ({cond}) {act}; }} "
         else:
             rep = f"(({cond}) ? {act} : (void)0), "
-        if d.stmt:
-            rep += f"{d.stmt} "
         out.append((at, at, rep))
     for p in w.poisons:
         if not 0 < p.line <= len(lines):

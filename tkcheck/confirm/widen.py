@@ -47,7 +47,6 @@ class Delay:
     cond: str = ""              # C condition, empty: every thread that reaches the line
     why: str = ""
     before: str = ""            # C expression run (under `cond`) just before the delay
-    stmt: str = ""              # C statements put in front of the statement (after the delay)
 
 
 @dataclass
@@ -150,41 +149,6 @@ def _prev_code_row(text: str, row: int) -> int | None:
     return None
 
 
-BUSY_WGMMAS = 32
-_WGMMA_STMT = re.compile(r"^\s*((?:kittens::)?warpgroup\s*::\s*)mma?_(A[Bt]?B?t?)\s*\(\s*([A-Za-z_]\w*)\s*,(.*)\)\s*;\s*(?://.*)?$")
-
-
-def _busy_wgmmas(line: str) -> str:
-    """Scratch copies of a wgmma statement (same operands, a scratch accumulator of the same type):
-    queued in front of it, they make the tensor core read its operands later, while the program's
-    release right after the issue stays where it is."""
-    m = _WGMMA_STMT.match(line)
-    if not m:
-        return ""
-    ns, form, acc, rest = m.groups()
-    # no braces: the scratch tile stays in scope for the check after the wgmma wait
-    # accumulating into one scratch tile, so that ptxas keeps every copy (a copy whose result is
-    # overwritten by the next is shrunk to a dummy 64x8 wgmma)
-    return (f"decltype({acc}) tkcheck_busy; ::kittens::warp::zero(tkcheck_busy); "
-            f"for (int tkcheck_i = 0; tkcheck_i < {BUSY_WGMMAS}; tkcheck_i++) {ns}mma_{form}(tkcheck_busy,{rest});")
-
-
-def _stmt_acc(line: str) -> str:
-    m = _WGMMA_STMT.match(line)
-    return m.group(3) if m else ""
-
-
-_MMA_WAIT = re.compile(r"(?<![\w.>])(?:kittens::)?(?:warpgroup\s*::\s*)?mma_async_wait\s*(?:<[^>]*>)?\s*\(")
-
-
-def _next_row(text: str, row: int, pattern, within: int = 8) -> int | None:
-    lines = text.split("\n")
-    for r in range(row + 1, min(len(lines), row + within) + 1):
-        if pattern.search(lines[r - 1].split("//")[0]):
-            return r
-    return None
-
-
 def widening(findings, text: str, filename: str) -> Widening:
     """The race-widening edits for `findings` of the user's file `filename` (text `text`)."""
     name = Path(filename).name
@@ -216,23 +180,9 @@ def widening(findings, text: str, filename: str) -> Widening:
             mma = _rows(f, r"wgmma .*issued here")
             if mma:
                 r = min(mma)
-                busy = _busy_wgmmas(_line(text, r))
-                wait_row = _next_row(text, r, _MMA_WAIT)
-                if busy and wait_row is None:
-                    busy = ""          # the scratch result is checked after the wait; no wait, no check
                 delay(r, str(DELAY_CYCLES), "",
                       f"widening: the consumer waits ~4us before the wgmma issue at {name}:{r} so the "
-                      f"producer is parked on the release barrier and refills (poisons) the stage at once"
-                      + (f"; {BUSY_WGMMAS} copies of that wgmma into a scratch accumulator go first, so the "
-                         f"tensor core reads the stage well after the release" if busy else ""))
-                if busy and ("d", r, "busy") not in seen:
-                    seen.add(("d", r, "busy"))
-                    w.delays[-1].stmt = busy
-                    # read back after the wgmma wait: poison in the scratch result means a wgmma
-                    # issued before the release read the refilled tile
-                    w.poisons.append(ReleasePoison(wait_row, "", anchor="mma_async_wait",
-                                                   code=f"::tkcheck_busy_check(tkcheck_busy, {_stmt_acc(_line(text, r))})",
-                                                   why=f"probe: the scratch wgmmas' result is checked after {name}:{wait_row}"))
+                      f"producer is parked on the release barrier and refills (poisons) the stage at once")
             # the refill made immediate: the producer overwrites the refilled tile right after its wait
             # on the release barrier, before its other loads
             tile = _load_tile(text, row)
