@@ -5,26 +5,28 @@ findings whose class is a race, `widening(findings, text)` chooses a minimal, so
 tied to the sites the finding names (`Finding.location` / `related`), applied only to the
 instrumented copy; nothing is reordered:
 
-* delay (`::tkcheck_delay(cycles)`, a bounded clock64 spin) inserted in front of a statement:
+* delay (`::tkcheck_delay(cycles)`, an inlined clock64 spin behind compiler barriers) in front
+  of a statement:
   - TK206 (operand refilled while the MMA may read it): the consumer, in front of the wgmma
-    issue, so that the producer is already parked on the release barrier and refills (poisons,
-    then loads) the stage the moment it is released, while the wgmma still reads it;
+    issue, so that the producer is already parked on the release barrier;
   - TK401 / TK404 (store reads rows other warps write; barrier shared by two groups): the
-    writers, in front of the write, staggered by warp (warp w of its warpgroup waits w x D), so
-    the storing lane (or a barrier completed by the wrong warps) goes ahead of late writers;
+    writers, in front of the write, staggered by warp (warp w of its warpgroup waits w x ~30 us),
+    so the storing lane (or a barrier completed by the wrong warps) goes ahead of late writers;
   - TK305 (load completes on another stage's barrier): the misrouted load's issue, after its
-    stage is poisoned, so the stage's barrier completes without it and the consumer reads the
-    poison;
-  - TK307 (no barrier after mbarrier init): the initialising thread, in front of the init, so
-    the other warps use the barrier before it is initialised;
-* poison at release (`::tkcheck_poison(tile)` + `fence.proxy.async`, 0xFF = NaN) right after the
-  point where the program declares a TMA-store source free without a read wait:
-  - TK306: after the release (or, when the finding names none, after the store issue: nothing
-    between them waits for the store) - the next writer's overwrite, made immediate;
+    stage is poisoned, so the stage's barrier can complete without it;
+  - TK307 (no barrier after mbarrier init): the initialising thread, in front of its first init,
+    with a probe: a wait that starts while the init is held back is reported (TKCHECK_ORDER);
+* poison (`::tkcheck_poison(tile)`, written back to front, + `fence.proxy.async`; 0xFF = NaN)
+  right after the point where the program lets a tile be rewritten:
+  - TK206: the refilled tile, right after the producer's wait on the release barrier (the
+    refill made immediate);
+  - TK306: every tile stored without a read wait, after the release (or, when the finding names
+    none, after the store issue: nothing between them waits for the store);
   - TK504: after the store issue on the exiting path - what the next CTA on the SM may write into
     the freed shared memory;
   - TK403: after each duplicate store's own read wait - the tile rewrite that follows.
 
+`plan_for(w)` picks the rest of the instrumentation to go with a widening (see there).
 Findings of other classes get no widening. The descriptions are shown in the verdict ("ran").
 """
 from __future__ import annotations
