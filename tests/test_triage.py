@@ -17,7 +17,7 @@ DATA = Path(__file__).parent / "data" / "confirm"
 
 def _mutations():
     return [m for m in evaluate.load_mutations(CORPUS)
-            if m.kernel.startswith("hopper/") and m.symptom in T.SYMPTOMS and not m.problem]
+            if m.kernel.split("/")[0] in ("hopper", "mk") and m.symptom in T.SYMPTOMS and not m.problem]
 
 
 @pytest.fixture(scope="module")
