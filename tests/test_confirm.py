@@ -535,3 +535,21 @@ def test_racecheck_hazards_carry_their_places():
     ev = R.Evidence(arch="sm_90")
     assert R._attributable(recs[0], {("interpreter.cu", 189)}, ev) == bool(recs[0].places() & {("interpreter.cu", 189)})
     assert not any(R._attributable(r, {("interpreter.cu", 999)}, ev) for r in recs)
+
+
+def test_unobservable_planted_bugs_say_why(batch2_rows):
+    muts = {m.id: m for m in evaluate.load_mutations(CORPUS)}
+    assert {mid for mid, m in muts.items() if m.unobservable} == {
+        "gemm_ring-load-wrong-barrier", "attn_fwd-v-load-next-stage-barrier", "gemm_ring-epilogue-readback-wrong-mask"}
+
+def test_unobservable_reason_reaches_the_batch_table(tmp_path):
+    m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == "gemm_ring-epilogue-readback-wrong-mask")
+    d = tmp_path / m.id
+    d.mkdir()
+    for name, body in (("build_plain.rc", "0\n"), ("plain.rc", "0\n"), ("plain.log", "max_abs_err=0.06\nPASS\n"),
+                       ("instr.rc", "0\n"), ("instr.log", "max_abs_err=0.06\nPASS\n")):
+        (d / name).write_text(body)
+    (row,) = R.collect_batch(tmp_path, CORPUS)
+    f = next(f for f in row["findings"] if f["code"] == "TK103")
+    assert f["verdict"]["status"] == R.NOT_REPRODUCED and f["verdict"]["why"] == m.unobservable
+    assert "never used" in R.batch_table([row])

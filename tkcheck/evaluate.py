@@ -61,6 +61,9 @@ class Mutation:
     spec_file: str = ""
     problem: str | None = None     # why the spec cannot be applied (then it is reported, not run)
     known_miss: str = ""           # a planted bug tkcheck does not find yet, and why (still counted as missed)
+    # why this planted bug cannot show at run time in this program (still a bug by the rules; the
+    # GPU batch reports its NOT REPRODUCED verdict with this reason)
+    unobservable: str = ""
 
 
 def load_mutations(corpus: Path) -> list[Mutation]:
@@ -95,6 +98,7 @@ def _mutation(entry, i: int, spec_file: Path, seen: dict[str, str]) -> Mutation:
         symptom=str(entry.get("symptom", "")), description=str(entry.get("description", "")),
         compiles=entry.get("compiles", True) is not False, spec_file=spec_file.name,
         known_miss=str(entry.get("known_miss", "")),
+        unobservable=str(entry.get("unobservable", "")),
     )
     missing = [k for k in REQUIRED_KEYS if k not in entry]
     if missing:

@@ -476,6 +476,9 @@ def collect_batch(results: Path, corpus: Path) -> list[dict]:
                 ev.baseline = baseline(m.kernel)
             findings = [f for f in res.findings if f.code != "TK000"]
             apply_verdicts(findings, ev)
+            for f in findings:
+                if m is not None and m.unobservable and f.code in m.rules and f.verdict["status"] == NOT_REPRODUCED:
+                    f.verdict.setdefault("why", m.unobservable)
             rows.append({
                 "id": vid, "symptom": m.symptom if m else "", "rules": list(m.rules) if m else [],
                 "plain": _plain_result(ev), "sanitizer": _sanitizer_result(ev),
@@ -517,7 +520,7 @@ def batch_table(rows: list[dict]) -> str:
                                                      order.get((f["verdict"] or {}).get("status"), 3))):
             v = f["verdict"] or {}
             st = v.get("status", "")
-            ev = (v.get("evidence") or [v.get("reason", "")])[0] if st != NOT_REPRODUCED else ""
+            ev = (v.get("evidence") or [v.get("reason", "")])[0] if st != NOT_REPRODUCED else v.get("why", "")
             ev = re.sub(r"\s+", " ", ev)[:130].replace("|", "/")
             cells.append(f"{f['code']}:{f['line']} **{st}**" + (f" ({ev})" if ev else ""))
         if len(cells) > 2:
