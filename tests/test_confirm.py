@@ -457,6 +457,8 @@ def test_sanitizer_tools_fit_the_findings():
     assert R.tools_for([_wf("TK101", 10, contract="layout")]) == ["memcheck"]
     assert R.tools_for([_wf("TK301", 78, contract="completion", symptom="hang")]) == ["memcheck", "racecheck"]
     assert R.tools_for([]) == ["racecheck", "synccheck", "memcheck"]
+    # a memory-ordering finding has no fitting tool: nothing to run for it
+    assert R.tools_for([_wf("TK407", 74)]) == []
 
 
 def test_confirm_with_relative_keep_and_tk_paths(tmp_path, monkeypatch):

@@ -221,8 +221,11 @@ def _distinct(recs: list[Record]) -> list[Record]:
 
 
 def tools_for(findings) -> list[str]:
-    """The compute-sanitizer tools that fit the findings' contracts (all three when none fits)."""
-    return sorted({t for f in findings for t in _sanitizer_fit(f)}) or ["racecheck", "synccheck", "memcheck"]
+    """The compute-sanitizer tools that fit the findings' contracts (all three for no findings:
+    a clean kernel's baseline; none when no finding has a fitting tool)."""
+    if not findings:
+        return ["racecheck", "synccheck", "memcheck"]
+    return sorted({t for f in findings for t in _sanitizer_fit(f)})
 
 
 # rules no compute-sanitizer tool observes: TK407 is about the ordering of global-memory writes
