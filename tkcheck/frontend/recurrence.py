@@ -1,6 +1,6 @@
 """Closed forms of loop-carried variables that depend on *other* carried variables.
 
-`builder.solve_recurrence` solves a variable whose end-of-body value depends
+`walk_util.solve_recurrence` solves a variable whose end-of-body value depends
 only on its own start value (`tic ^= 1`, `s = (s + 1) % N`). Phase variables
 often depend on the ring index instead:
 

@@ -1,0 +1,120 @@
+"""Inline PTX: mbarrier/fence/shared-memory instructions written as asm statements."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ..model import expr as E
+from ..model import ir
+from ..model.expr import Expr
+from . import cexpr
+from .values import Obj
+from .walk_common import Ctx, loc_of, tokens_of
+
+
+class _AsmMixin:
+    """Part of `builder.KernelWalker`. Inline PTX: mbarrier/fence/shared-memory instructions written as asm statements."""
+
+    def _walk_asm(self, c, ctx: Ctx):
+        text = " ".join(tokens_of(c))
+        loc = loc_of(c, self.filename)
+        ptx = " ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', text))
+        if ctx.dry:
+            return
+        def op(kind, api, **kw):
+            self.emit(ir.Op(kind, api, loc, ctx.guard, ctx.loops, **kw), ctx)
+        if re.search(r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b", ptx):
+            op(ir.SYNC, "bar.sync", detail={"sync_kind": "named", "asm": True})
+        elif re.search(r"\bbar\.arrive\b", ptx):
+            op(ir.NAMED_ARRIVE, "bar.arrive", detail={"asm": True})
+        if "fence.proxy.async" in ptx:
+            op(ir.FENCE, "fence.proxy.async", detail={"fence_kind": "proxy_async"})
+        mf = re.search(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)", ptx)
+        if mf:
+            scope_ = mf.group(2) or mf.group(4) or "cluster"
+            op(ir.FENCE, mf.group(1), detail={"fence_kind": "mbarrier_init" if "mbarrier_init" in mf.group(1)
+                                              else f"membar_{'gl' if scope_ in ('gl', 'gpu') else scope_}"})
+        if "setmaxnreg" in ptx:
+            op(ir.SETMAXNREG, "setmaxnreg", detail={"inc": ".inc" in ptx})
+        if re.search(r"\b(red|atom)\.[a-z.]*global", ptx) or re.search(r"\b(red|atom)\.(release|relaxed|acq)", ptx):
+            sem = "release" if ".release" in ptx else ("acq_rel" if ".acq_rel" in ptx else "relaxed")
+            op(ir.GLOBAL_SIGNAL, "asm red/atom", detail={"sem": sem, "asm": True})
+        ml = re.search(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b", ptx)
+        if ml:
+            quals = ml.group(1).split(".")
+            sem = next((q for q in ("acquire", "relaxed", "volatile", "weak") if q in quals), "weak")
+            op(ir.GLOBAL_LOAD, "asm ld.global", detail={"sem": sem, "asm": True, "ptx": ptx[:200]})
+        if re.search(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b", ptx):
+            self._asm_smem_access(c, ctx, ptx, loc)
+        if "mbarrier" in ptx or "cp.async.bulk" in ptx or "wgmma" in ptx:
+            # raw mbarrier / bulk-copy PTX: recorded, operands not tracked
+            op(ir.CALL, "asm", detail={"ptx": ptx[:200]})
+            self._note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
+
+    def _smem_address(self, node, ctx: Ctx, cursor):
+        """`__cvta_generic_to_shared(&tile)` / `(&tile.data[i])`: a Var standing for the tile's
+        shared address (plus i elements), recorded in `model.smem_addresses`."""
+        extra: Expr = E.Const(0)
+        while True:
+            if node[0] == "un" and node[1] == "&":
+                node = node[2]
+            elif node[0] == "cast":
+                node = node[2]
+            elif node[0] == "index" and node[1][0] == "member" and node[1][2] == "data":
+                i = self.ev(node[2], replace(ctx, dry=True), cursor)
+                extra = E.binop("+", extra, i if isinstance(i, Expr) else E.opaque("data index"))
+                node = node[1][1]
+            elif node[0] == "member" and node[2] == "data":
+                node = node[1]
+            else:
+                break
+        v = self.ev(node, replace(ctx, dry=True), cursor)
+        if not isinstance(v, Obj) or v.kind != "buffer" or self.model is None:
+            return None
+        name = f"smem_addr({v.ref})"
+        if name not in self.model.smem_addresses:
+            self.model.smem_addresses[name] = ir.SmemAddress(name, v.ref, v.type, loc_of(cursor, self.filename)
+                                                             if cursor is not None else self.model.location)
+        a: Expr = E.Var(name, E.PARAM)
+        if extra != E.Const(0):
+            db = v.type.dtype_bytes if v.type is not None and v.type.dtype_bytes else None
+            a = E.binop("+", a, E.binop("*", extra, E.Const(db)) if db else E.opaque("data offset"))
+        return a
+
+    def _asm_smem_access(self, c, ctx: Ctx, ptx: str, loc):
+        """Raw `st.shared` / `ld.shared` / `ldmatrix` / `stmatrix`: an SMEM_ACCESS op whose
+        detail['addr'] is the address operand (`[%N]`) as an Expr."""
+        toks = tokens_of(c)
+        colon = next((k for k, t in enumerate(toks) if t in (":", "::")), None)
+        if colon is None:
+            return
+        ops, i = [], colon
+        while i < len(toks):
+            t = toks[i]
+            if t.startswith('"') and i + 1 < len(toks) and toks[i + 1] == "(":
+                depth, j = 0, i + 1
+                while j < len(toks):
+                    depth += toks[j] == "("
+                    depth -= toks[j] == ")"
+                    if depth == 0:
+                        break
+                    j += 1
+                ops.append(toks[i + 2:j])
+                i = j
+            i += 1
+        mm = re.search(r"\[\s*%(\d+)\s*(?:\+\s*(\d+))?\s*\]", ptx)
+        if not mm or int(mm.group(1)) >= len(ops):
+            return
+        node = cexpr.parse_expression(ops[int(mm.group(1))], ctx.env.has)
+        addr = self.ev(node, replace(ctx, dry=True), c)
+        if not isinstance(addr, Expr):
+            return
+        if mm.group(2):
+            addr = E.binop("+", addr, E.Const(int(mm.group(2))))
+        kind = "ldmatrix" if "ldmatrix" in ptx else "stmatrix" if "stmatrix" in ptx else (
+            "st.shared" if re.search(r"\bst\.shared", ptx) else "ld.shared")
+        self.emit(ir.Op(ir.SMEM_ACCESS, kind, loc, ctx.guard, ctx.loops,
+                        detail={"via": "asm", "addr": addr, "ptx": ptx[:200],
+                                "access": "read" if kind.startswith("ld") else "write"}), ctx)
+
+    # ================================================================ emit

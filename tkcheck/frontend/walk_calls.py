@@ -1,0 +1,430 @@
+"""Calls: the knowledge table's TK ops become model Ops; methods; register-tile accesses."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..knowledge import ops as K
+from ..model import expr as E
+from ..model import ir
+from ..model.expr import Expr
+from . import cexpr
+from .values import Allocator, Func, GroupScope, Obj, StructType
+from .walk_common import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP, _NAMESPACES
+from .walk_util import _ArrVal, _TCGEN05_MMA, _TMEM_ACCESS_NAMES, ir_spec_everyone_sync
+
+
+class _CallsMixin:
+    """Part of `builder.KernelWalker`. Calls: the knowledge table's TK ops become model Ops; methods; register-tile accesses."""
+
+    def _ev_call(self, node, ctx: Ctx, cursor):
+        callee = node[1]
+        args = node[2]
+        if callee[0] == "member":
+            return self._ev_method(callee, args, ctx, cursor)
+        if callee[0] != "name":
+            self.ev(callee, ctx, cursor)
+            return E.opaque("call")
+        segs = list(callee[1])
+        while len(segs) > 1 and segs[0][0] in _NAMESPACES:
+            segs = segs[1:]
+        base, btargs = segs[-1]
+        quals = segs[:-1]
+        # constructor-style declarations parsed as calls: `__ctor{...}`
+        if base == "__ctor":
+            vals = tuple(self.ev(a, ctx, cursor) for a in args)
+            return vals[0] if len(vals) == 1 else vals
+        # scope qualifier: '', 'tma', 'warp', 'warpgroup', 'group<N>', 'everyone', user alias
+        scope_warps, qual = self._qualifier(quals, ctx)
+        # -- thread identity -------------------------------------------------
+        if base in _THREAD_FUNCS_GROUP and not args:
+            if qual == "" or qual == "kittens":
+                return E.binop("/", E.TID, E.Const(32)) if base == "warpid" else (
+                    E.binop("%", E.TID, E.Const(32)) if base == "laneid" else E.opaque(base))
+            if scope_warps is not None:
+                n = 32 * scope_warps
+                if base == "laneid":
+                    return E.binop("%", E.TID, E.Const(n))
+                if base == "warpid":
+                    return E.binop("/", E.binop("%", E.TID, E.Const(n)), E.Const(32))
+                return E.binop("/", E.TID, E.Const(n))
+        if base in ("elect_one_sync", "elect_one", "elect_leader") and not quals:
+            return E.binop("==", E.binop("%", E.TID, E.Const(32)), E.Const(0))
+        if base in ("cluster_ctarank", "block_rank_in_cluster"):
+            return E.Var("cta_rank", E.PARAM)
+        if base in ("min", "max") and len(args) == 2 and not quals:
+            a, b = self.ev(args[0], ctx, cursor), self.ev(args[1], ctx, cursor)
+            if isinstance(a, Expr) and isinstance(b, Expr):
+                return E.ite(E.binop("<" if base == "min" else ">", a, b), a, b)
+            return E.opaque(base)
+        if base == "get_phasebit" and len(args) == 2:
+            n = self._targ_int(btargs, ctx, 0)
+            bf, ring = self.ev(args[0], ctx, cursor), self.ev(args[1], ctx, cursor)
+            if isinstance(bf, Expr) and isinstance(ring, Expr) and n is not None:
+                from .recurrence import phase_bit
+                bit = phase_bit(bf, E.binop("+", ring, E.Const(16 * n)))
+                if bit is not None:
+                    return bit
+                out = E.binop("&", E.binop(">>", bf, E.binop("+", ring, E.Const(16 * n))), E.Const(1))
+                if args[0][0] == "name" and len(args[0][1]) == 1:
+                    # which bitfield / bit a wait's parity reads (phase reasoning across nested loops)
+                    self._phasebit_reads[out] = (args[0][1][0][0], E.binop("+", ring, E.Const(16 * n)))
+                return out
+            return E.opaque("phasebit")
+        if base == "update_phasebit" and len(args) == 2:
+            n = self._targ_int(btargs, ctx, 0)
+            ring = self.ev(args[1], ctx, cursor)
+            if n is not None and isinstance(ring, Expr):
+                upd = ("assign", "^=", args[0], ("__expr", E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n)))))
+                self._assign_expr(upd, ctx, cursor)
+                if args[0][0] == "name" and len(args[0][1]) == 1 and cursor is not None:
+                    self.emit(ir.Op("phasebit_flip", "update_phasebit", loc_of(cursor, self.filename), ctx.guard,
+                                    ctx.loops, detail={"bitfield": args[0][1][0][0],
+                                                       "pos": E.binop("+", ring, E.Const(16 * n))}), ctx)
+            return None
+        if base in ("ring_advance", "ring_retreat") and args:
+            s = self._targ_int(btargs, ctx, 0)
+            r = self.ev(args[0], ctx, cursor)
+            d = self.ev(args[1], ctx, cursor) if len(args) > 1 else E.Const(1)
+            if s and isinstance(r, Expr) and isinstance(d, Expr):
+                if base == "ring_advance":
+                    return E.binop("%", E.binop("+", r, d), E.Const(s))
+                return E.binop("%", E.binop("+", E.binop("-", r, d), E.Const(s)), E.Const(s))
+            return E.opaque(base)
+        if base == "tkcheck_block_threads" and args:
+            v = self.ev(args[0], ctx)
+            if isinstance(v, Expr) and self.model is not None and not ctx.dry:
+                self.model.block_threads = v
+                self.model.block_threads_source = "template flags"
+            return None
+        if base == "tkcheck_uniform":
+            return E.Var(cexpr.render(args[0]) if args else "uniform", E.PARAM)
+        if base == "tkcheck_flag" and len(args) == 3:
+            return self._protocol_flag(args, ctx)
+        if base == "tkcheck_callback":
+            return self._protocol_callback(args, ctx, cursor)
+        if base == "__cvta_generic_to_shared" and len(args) == 1:
+            a = self._smem_address(args[0], ctx, cursor)
+            if a is not None:
+                return a
+        # -- TMEM (Blackwell): tcgen05.ld/st of a tt, thread-scope tcgen05 MMAs --
+        if base in _TMEM_ACCESS_NAMES and len(args) == 2 and "tma" not in qual.split("::"):
+            probe = [self.ev(a, replace(ctx, dry=True), cursor) for a in args]
+            if any(isinstance(v, Obj) and v.kind == "tmem" for v in probe):
+                return self._emit_tmem_access(base, qual, scope_warps, args, ctx, cursor)
+        if _TCGEN05_MMA.fullmatch(base) and scope_warps is None and qual in ("", "kittens") and len(args) >= 3:
+            probe0 = self.ev(args[0], replace(ctx, dry=True), cursor)
+            if isinstance(probe0, Obj) and probe0.kind == "tmem":
+                return self._emit_tcgen05_mma(base, qual, btargs, args, ctx, cursor)
+        # -- TK / CUDA operations --------------------------------------------
+        spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
+        if spec is not None:
+            return self._emit_op(spec, scope, gwarps, qual, base, btargs, args, ctx, cursor, node)
+        # register-tile operations (accumulator accesses)
+        if base in K.REGISTER_OPS:
+            vals = [self.ev(a, ctx, cursor) for a in args]
+            if any(isinstance(v, Obj) and v.kind == "regtile" for v in vals):
+                self._emit_reg_access(base, qual, vals, ctx, cursor, node)
+                return None
+            if base in ("store", "load") and any(isinstance(v, Obj) and v.kind == "buffer" for v in vals):
+                self._emit_reg_access(base, qual, vals, ctx, cursor, node)
+                return None
+        # -- the user's own functions: inline ---------------------------------
+        target = self._resolve_callable(segs, ctx)
+        if isinstance(target, Func):
+            return self._inline(target, args, ctx, cursor, btargs)
+        # unknown call: evaluate args (for side effects), result opaque
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+        return self._opaque_from(node, vals)
+
+    def _unmodelled_use(self, vals, ctx: Ctx, cursor, what: str):
+        """A call tkcheck does not model received an mbarrier: it may arrive on
+        it, wait on it or re-initialise it. Record that, so no count or phase
+        of that barrier is claimed (an unknown is never a finding)."""
+        for v in vals:
+            if isinstance(v, _ArrVal):
+                v = v.obj
+            if isinstance(v, Obj) and v.kind == "barrier":
+                loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+                self.emit(ir.Op(ir.CALL, what, loc, ctx.guard, ctx.loops, barrier=v.ref,
+                                detail={"unmodelled_barrier_use": True}), ctx)
+
+    def _assign_expr(self, node, ctx, cursor):
+        # like _assign, but the rhs is an already-evaluated Expr
+        op, lhs, rhs = node[1], node[2], node[3]
+        return self._assign(("assign", op, lhs, ("__value", rhs[1])), ctx, cursor)
+
+    def _targ_int(self, targs, ctx, i) -> int | None:
+        if not targs or len(targs) <= i:
+            return None
+        v = self.ev(targs[i], replace(ctx, dry=True))
+        c = v.const() if isinstance(v, Expr) else None
+        return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+    def _qualifier(self, quals, ctx: Ctx) -> tuple[int | None, str]:
+        """(warps of the group scope or None, normalised qualifier text)."""
+        if not quals:
+            return None, ""
+        names = []
+        warps = None
+        for seg, targs in quals:
+            if seg == "group" and targs:
+                v = self.ev(targs[0], replace(ctx, dry=True))
+                w = v.const() if isinstance(v, Expr) else None
+                warps = w if isinstance(w, int) else -1
+                names.append("group")
+                continue
+            if seg in K.GROUP_SCOPES_WARPS:
+                warps = K.GROUP_SCOPES_WARPS[seg]
+                names.append(seg)
+                continue
+            v = ctx.env.lookup(seg)
+            if isinstance(v, tuple) and v and v[0] == "alias_decl":
+                v = self._group_alias(v[1], ctx)
+            if isinstance(v, GroupScope):
+                warps = v.warps
+                names.append("group")
+                continue
+            names.append(seg)
+        return warps, "::".join(names)
+
+    def _group_alias(self, alias_cursor, ctx):
+        toks = tokens_of(alias_cursor)
+        if "=" in toks:
+            body = toks[toks.index("=") + 1:]
+            body = [t for t in body if t not in ("kittens", "::")] if body[:2] == ["kittens", "::"] else body
+            if body and body[0] == "group" and len(body) >= 4 and body[1] == "<":
+                node = cexpr.parse_expression(body[2:body.index(">")] if ">" in body else [], ctx.env.has)
+                v = self.ev(node, replace(ctx, dry=True, env=self._env_for_decl(alias_cursor)
+                                          if alias_cursor.semantic_parent.kind != CK.FUNCTION_DECL else ctx.env))
+                if isinstance(v, Expr) and isinstance(v.const(), int):
+                    return GroupScope(v.const())
+                return GroupScope(-1)
+            if body and body[0] in K.GROUP_SCOPES_WARPS:
+                return GroupScope(K.GROUP_SCOPES_WARPS[body[0]])
+        return None
+
+    def _lookup_op(self, qual: str, base: str, scope_warps, nargs: int = 0):
+        parts = qual.split("::") if qual else []
+        parts = [p for p in parts if p not in ("kittens",)]
+        q = "::".join(parts)
+        if q in ("", "kittens"):
+            spec = K.THREAD_OPS.get(base)
+            return spec, "thread", 0
+        if q == "tma":
+            spec = K.TMA_OPS.get(base)
+            return spec, "thread", 0
+        if q in ("tma::cluster", "everyone::tma::cluster") or (q.endswith("tma::cluster") and base in K.CLUSTER_OPS):
+            if base in ("arrive", "wait") and nargs >= 2:
+                # TK's tma::cluster::arrive(semaphore&, int dst_cta[, count]) (a remote mbarrier
+                # arrive, mapa + mbarrier.arrive.release.cluster) and tma::cluster::wait(semaphore&,
+                # int phase) (mbarrier.try_wait.parity.acquire.cluster); without arguments
+                # these names are the cluster barrier (barrier.cluster.arrive / wait)
+                spec = K.TMA_OPS.get("arrive") if base == "arrive" else K.THREAD_OPS.get("wait")
+                if spec is not None and scope_warps is not None:
+                    return spec, "group", scope_warps
+                return spec, "thread", 0
+            if base in K.CLUSTER_OPS:
+                return K.CLUSTER_OPS[base], "cluster", 0
+            spec = K.TMA_OPS.get(base)
+            if spec is not None and scope_warps is not None:
+                return spec, "group", scope_warps
+            return spec, "thread", 0
+        if q == "everyone" and base == "sync":
+            return ir_spec_everyone_sync, "block", 0
+        if scope_warps is not None:
+            if parts and parts[-1] == "tma" or "tma" in parts:
+                spec = K.GROUP_TMA_OPS.get(base)
+                return spec, "group", scope_warps
+            spec = K.GROUP_OPS.get(base)
+            if spec is not None:
+                return spec, "group", scope_warps
+            return None, "group", scope_warps
+        return None, "thread", 0
+
+    def _emit_op(self, spec: K.OpSpec, scope, gwarps, qual, base, btargs, args, ctx: Ctx, cursor, node):
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        api = f"{qual}::{base}" if qual else base
+        op = ir.Op(spec.kind, api, loc, ctx.guard, ctx.loops)
+        op.detail = dict(spec.detail)
+        op.detail["args_text"] = [cexpr.render(a) for a in args]
+        # scope: who issues the PTX
+        if scope == "group":
+            op.scope = "warp" if gwarps == 1 else ("warpgroup" if gwarps == 4 else f"group<{gwarps}>")
+            op.group_warps = gwarps if gwarps and gwarps > 0 else 0
+            op.issuers_per_group = 1 if spec.group_elects else 0
+        elif scope in ("block", "cluster"):
+            op.scope = scope
+        else:
+            op.scope = "thread"
+            if spec.tma_lane_guarded and self.tk_lane_guarded:
+                # old TK: the thread-scope spelling itself guarded lane 0
+                op.scope = "warp"
+                op.group_warps = 1
+                op.issuers_per_group = 1
+                op.detail["lane_guarded_semantics"] = True
+        roles = list(spec.args)
+        tiles = []
+        for i, v in enumerate(vals):
+            role = roles[i] if i < len(roles) else (roles[-1] if roles and roles[-1].startswith("*") else None)
+            if role is None:
+                continue
+            if role.startswith("*"):
+                tiles.append(v)
+                continue
+            if role == "barrier":
+                if isinstance(v, Obj) and v.kind in ("barrier", "struct", "buffer"):
+                    op.barrier = v.ref
+                else:
+                    op.detail["barrier_unknown"] = cexpr.render(args[i])
+            elif role in ("count", "tx", "bytes", "parity", "id", "mask", "cta"):
+                if isinstance(v, Expr):
+                    if role == "count":
+                        op.count = v
+                    elif role == "tx":
+                        op.detail["tx"] = v
+                    elif role == "bytes":
+                        op.bytes = v
+                    elif role == "parity":
+                        op.parity = v
+                    elif role == "id":
+                        op.sync_id = v
+                    elif role == "mask":
+                        op.detail["mask"] = v
+                    elif role == "cta":
+                        op.detail["cta"] = v
+            elif role in ("dst", "src", "acc", "a", "b"):
+                if isinstance(v, Obj):
+                    if role in ("dst", "src"):
+                        op.buffer = v.ref
+                        op.detail["tile_type"] = v.type
+                        if v.reinterpreted_from is not None:
+                            op.detail["reinterpreted_from"] = v.reinterpreted_from
+                    op.operands = op.operands + (v.ref,)
+                    op.detail[f"{role}_type"] = v.type
+                    op.detail[f"{role}_kind"] = v.kind
+                    if v.reinterpreted_from is not None:
+                        op.detail[f"{role}_reinterpreted_from"] = v.reinterpreted_from
+            elif role == "coord":
+                items = v if isinstance(v, tuple) else (v,)
+                op.detail["coord"] = tuple(x if isinstance(x, Expr) else E.opaque("coord") for x in items)
+            elif role == "gl":
+                if isinstance(v, Obj):
+                    op.detail["gl"] = v.ref.name
+                    op.detail["gl_type"] = v.type
+        # derived numbers
+        if spec.kind == ir.MBAR_INIT:
+            count = op.count if op.count is not None else E.opaque("count")
+            tx = op.detail.get("tx", E.Const(0))
+            op.count = E.binop("+", count, tx)  # TK sums thread_count + transaction_count
+        elif spec.kind == ir.MBAR_ARRIVE:
+            if op.count is None:
+                op.count = E.Const(1) if len(vals) <= (1 if not op.detail.get("remote") else 2) else E.opaque("count")
+            if op.detail.get("and_wait"):
+                op.parity = vals[1] if len(vals) > 1 and isinstance(vals[1], Expr) else None
+                op.count = E.Const(1)
+        elif spec.kind == ir.MBAR_EXPECT:
+            op.detail["arrives"] = 1
+            if base == "expect":
+                total: Expr = E.Const(0)
+                for t in tiles:
+                    s = t.type.size_bytes() if isinstance(t, Obj) and t.type is not None else None
+                    if s is None:
+                        total = E.opaque("expect bytes")
+                        break
+                    total = E.binop("+", total, s)
+                op.bytes = total
+                op.detail["tiles"] = [str(t.ref) for t in tiles if isinstance(t, Obj)]
+            elif op.bytes is None:
+                op.bytes = E.opaque("bytes")
+        elif spec.kind in (ir.TMA_LOAD, ir.TMA_STORE):
+            t = op.detail.get("tile_type")
+            op.bytes = t.size_bytes() if isinstance(t, ir.TileType) else None
+            if op.bytes is None:
+                op.bytes = E.opaque("tile bytes")
+            if spec.kind == ir.TMA_LOAD and "mask" in op.detail:
+                op.detail["multicast"] = True
+        elif spec.kind in (ir.MMA_WAIT, ir.TMA_STORE_WAIT, ir.CP_ASYNC_WAIT):
+            n = self._targ_int(btargs, ctx, 0)
+            op.count = E.Const(n if n is not None else 0)
+        elif spec.kind == ir.SETMAXNREG:
+            n = self._targ_int(btargs, ctx, 0)
+            if n is None and "n" in op.detail:
+                n = op.detail["n"]
+            op.count = E.Const(n) if n is not None else None
+        elif spec.kind == ir.SYNC:
+            sk = op.detail.get("sync_kind")
+            if sk == "group":
+                if base == "sync" and not args and gwarps == 1:
+                    op.detail["sync_kind"] = "warp"
+                else:
+                    op.detail["sync_kind"] = "named"
+                    op.count = E.Const(32 * gwarps) if gwarps and gwarps > 0 else None
+                    if op.sync_id is None and btargs:
+                        n = self._targ_int(btargs, ctx, 0)
+                        op.sync_id = E.Const(n) if n is not None else None
+            elif sk == "block_named":
+                op.detail["sync_kind"] = "block"
+                op.count = self.model.block_threads
+        if spec.kind == ir.MBAR_ARRIVE and op.barrier is None and base == "arrive" and scope == "group" and vals \
+                and isinstance(vals[0], Expr):
+            # group<N>::arrive(int id): a named-barrier arrive, not an mbarrier
+            op.kind = ir.NAMED_ARRIVE
+            op.sync_id = vals[0]
+            op.count = E.Const(32 * gwarps) if gwarps and gwarps > 0 else None
+        self.emit(op, ctx)
+        return None
+
+    def _emit_reg_access(self, base, qual, vals, ctx, cursor, node):
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        written = K.REGISTER_OPS.get(base)
+        for i, v in enumerate(vals):
+            if isinstance(v, Obj) and v.kind in ("regtile", "buffer"):
+                access = "write" if written == i else "read"
+                if base == "zero" or base in ("one", "neg_infty"):
+                    access = "zero" if i == 0 else access
+                if v.kind == "regtile":
+                    op = ir.Op(ir.REG_ACCESS, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
+                               buffer=v.ref, detail={"access": access, "tile_type": v.type, "args_text": [cexpr.render(a) for a in node[2]]})
+                else:
+                    op = ir.Op(ir.SMEM_ACCESS, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
+                               buffer=v.ref, detail={"access": "write" if base == "store" else "read",
+                                                     "tile_type": v.type,
+                                                     "reinterpreted_from": v.reinterpreted_from})
+                if qual:
+                    op.scope = qual.split("::")[-1]
+                self.emit(op, ctx)
+
+    def _ev_method(self, callee, args, ctx: Ctx, cursor):
+        obj = self.ev(callee[1], ctx, cursor)
+        mname = callee[2]
+        targs = callee[4] if len(callee) > 4 else None
+        if isinstance(obj, Allocator) and mname == "allocate":
+            t = None
+            dims = []
+            if targs:
+                t = self.resolve_type(targs[0], ctx.env)
+                for a in targs[1:]:
+                    v = self.ev(a, replace(ctx, dry=True))
+                    dims.append(v if isinstance(v, Expr) else E.opaque("dim"))
+            return ("alloc", t, tuple(dims), obj.alignment)
+        if isinstance(obj, tuple) and obj and obj[0] == "glmethod":
+            return E.Var(f"{obj[1].ref}.{mname}()", E.PARAM)
+        if isinstance(obj, Obj) and obj.kind == "gl":   # g.A.rows(), g.C.cols(): uniform sizes
+            return E.Var(f"{obj.ref}.{mname}()", E.PARAM)
+        if isinstance(obj, Obj) and obj.kind == "tmem_allocator":
+            return self._tmem_allocator_method(obj, mname, targs, args, ctx, cursor)
+        if isinstance(obj, Obj) and obj.kind == "tmem" and mname == "subtile":
+            return self._tmem_subtile(obj, targs, args, ctx, cursor)
+        if isinstance(obj, Obj) and mname in ("subtile",):
+            return obj
+        if isinstance(obj, StructType):
+            f = obj.env.vars.get(mname)
+            if isinstance(f, Func):
+                return self._inline(f, args, ctx, cursor, targs)
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+        return self._opaque_from(callee, [obj] + vals)
+
+    # -- TMEM (Blackwell) ------------------------------------------------------

@@ -1,0 +1,176 @@
+"""Shared state of the parse-tree walk: environments, contexts, locations, tokens."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import clang.cindex as ci
+
+from ..findings import Location
+from ..model import ir
+from .lexer import SourceText, lex
+
+
+CK = ci.CursorKind
+MAX_INLINE_DEPTH = 8
+
+
+# ------------------------------------------------------------------ env ----
+
+class Env:
+    def __init__(self, parent: "Env | None" = None):
+        self.vars: dict[str, Any] = {}
+        self.parent = parent
+
+    # A BranchEnv on the way up keeps the writes of its branch aside: lookups
+    # and assignments from nested scopes must go through it, not around it.
+    def lookup(self, name: str):
+        e = self
+        while e is not None:
+            if name in e.vars:
+                return e.vars[name]
+            if isinstance(e, BranchEnv):
+                return e.lookup(name)
+            e = e.parent
+        return None
+
+    def has(self, name: str) -> bool:
+        e = self
+        while e is not None:
+            if name in e.vars:
+                return True
+            if isinstance(e, BranchEnv):
+                return e.has(name)
+            e = e.parent
+        return False
+
+    def define(self, name: str, value) -> None:
+        self.vars[name] = value
+
+    def assign(self, name: str, value) -> bool:
+        e = self
+        while e is not None:
+            if name in e.vars:
+                e.vars[name] = value
+                return True
+            if isinstance(e, BranchEnv):
+                return e.assign(name, value)
+            e = e.parent
+        return False
+
+    def child(self) -> "Env":
+        return Env(self)
+
+
+class BranchEnv(Env):
+    """The scope of one branch of an `if`: writes to outer variables are kept
+    aside so that after the `if` each variable becomes `cond ? then : else`."""
+
+    def __init__(self, parent: Env):
+        super().__init__(parent)
+        self.writes: dict[str, Any] = {}
+
+    def lookup(self, name: str):
+        if name in self.vars:
+            return self.vars[name]
+        if name in self.writes:
+            return self.writes[name]
+        return self.parent.lookup(name) if self.parent else None
+
+    def has(self, name: str) -> bool:
+        return name in self.vars or name in self.writes or (self.parent is not None and self.parent.has(name))
+
+    def assign(self, name: str, value) -> bool:
+        if name in self.vars:
+            self.vars[name] = value
+            return True
+        if self.parent is not None and self.parent.has(name):
+            self.writes[name] = value
+            return True
+        return False
+
+
+@dataclass
+class Ctx:
+    env: Env
+    guard: ir.Guard
+    loops: tuple[int, ...] = ()
+    callers: tuple[Location, ...] = ()
+    depth: int = 0
+    dry: bool = False                 # evaluate effects on variables only, emit no ops
+    role_hint: str | None = None
+    frame: "Frame | None" = None
+
+
+@dataclass
+class Frame:
+    """An inlined function call: collects its return value."""
+    returns: list = field(default_factory=list)
+
+
+
+def loc_of(cursor, filename: str) -> Location:
+    ext = cursor.extent
+    s, e = ext.start, ext.end
+    fname = filename
+    if s.file is not None and not _same_file(s.file.name, filename):
+        fname = s.file.name
+    return Location(fname, max(s.line, 1), max(s.column, 1), max(e.line, 1), max(e.column, 1))
+
+
+def _same_file(a: str, b: str) -> bool:
+    # no cache: a relative name's absolute path depends on the current folder
+    import os
+    return a == b or os.path.abspath(a) == os.path.abspath(b)
+
+
+_texts: dict[str, "SourceText | None"] = {}
+_unsaved: dict[str, str] = {}
+
+
+def register_text(abs_path: str, text: str) -> None:
+    """The text a file was parsed from (the main file comes from memory)."""
+    import os
+    _texts[os.path.abspath(abs_path)] = SourceText(text)
+
+
+def _text_for(fname: str) -> "SourceText | None":
+    import os
+    key = os.path.abspath(fname)
+    if key not in _texts:
+        try:
+            with open(key, "rb") as fh:
+                _texts[key] = SourceText(fh.read().decode("utf-8", errors="replace"))
+        except OSError:
+            _texts[key] = None
+    return _texts[key]
+
+
+def tokens_of(cursor) -> list[str]:
+    """Tokens of a cursor's source range, lexed from the file text."""
+    ext = cursor.extent
+    s, e = ext.start, ext.end
+    if s.file is None or e.file is None or s.file.name != e.file.name:
+        return [t.spelling for t in cursor.get_tokens() if t.kind != ci.TokenKind.COMMENT]
+    src = _text_for(s.file.name)
+    if src is None:
+        return [t.spelling for t in cursor.get_tokens() if t.kind != ci.TokenKind.COMMENT]
+    return lex(src.slice(s.line, s.column, e.line, e.column))
+
+
+# ------------------------------------------------------------ the model ----
+
+
+def _adjacent(macro_cursor) -> bool:
+    """True when a macro is function-like: '(' directly after the name."""
+    toks = list(macro_cursor.get_tokens())
+    if len(toks) < 2:
+        return False
+    a, b = toks[0].extent.end, toks[1].extent.start
+    return a.line == b.line and a.column == b.column
+
+
+# ----------------------------------------------------------- the walker ----
+
+_THREAD_FUNCS_GROUP = {"laneid", "warpid", "groupid"}
+_NAMESPACES = {"kittens", "std", "prototype", "lcf", "lcsf", "lcsc", "interpreter", "ducks", "cute", "cuda"}

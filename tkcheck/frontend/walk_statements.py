@@ -1,0 +1,664 @@
+"""Statements: blocks, declarations, branches (guards), returns, loops and their carried variables."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from ..model import expr as E
+from ..model import ir
+from ..model.expr import Expr
+from . import cexpr
+from .values import Allocator, Obj, Rec, StructType
+from .walk_common import CK, BranchEnv, Ctx, loc_of, tokens_of
+from .walk_util import (_TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
+    _sizeof_align, _step_of, _strip_declarator_words, _to_bool, solve_recurrence)
+
+
+class _StatementsMixin:
+    """Part of `builder.KernelWalker`. Statements: blocks, declarations, branches (guards), returns, loops and their carried variables."""
+
+    def walk(self, c, ctx: Ctx) -> str | None:
+        """Walk a statement. Returns 'return'/'break'/'continue' when the
+        statement always leaves that way, else None."""
+        k = c.kind
+        try:
+            if k == CK.COMPOUND_STMT:
+                return self._walk_block(list(c.get_children()), ctx)
+            if k == CK.DECL_STMT:
+                stmt_toks = tokens_of(c)
+                first_type = None
+                for d in c.get_children():
+                    if d.kind == CK.VAR_DECL:
+                        first_type = self.declare(d, ctx, stmt_toks, first_type)
+                    elif d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
+                        ctx.env.define(d.spelling, ("alias_decl", d))
+                    elif d.kind in (CK.STRUCT_DECL, CK.CLASS_DECL):
+                        ctx.env.define(d.spelling, ("struct_decl", d))
+                return None
+            if k == CK.IF_STMT:
+                return self._walk_if(c, ctx)
+            if k in (CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT, CK.CXX_FOR_RANGE_STMT):
+                self._walk_loop(c, ctx)
+                return None
+            if k == CK.RETURN_STMT:
+                self._walk_return(c, ctx)
+                return "return"
+            if k == CK.BREAK_STMT:
+                return "break"
+            if k == CK.CONTINUE_STMT:
+                return "continue"
+            if k in (CK.ASM_STMT, CK.MS_ASM_STMT):
+                self._walk_asm(c, ctx)
+                return None
+            if k in (CK.NULL_STMT, CK.CASE_STMT, CK.DEFAULT_STMT, CK.LABEL_STMT, CK.GOTO_STMT):
+                if k == CK.GOTO_STMT:
+                    ctx.guard = ctx.guard.inexact()
+                for ch in c.get_children():
+                    if ch.kind.is_statement():
+                        self.walk(ch, ctx)
+                return None
+            if k == CK.SWITCH_STMT:
+                kids = list(c.get_children())
+                inner = replace(ctx, guard=ctx.guard.inexact(), env=ctx.env.child())
+                if kids:
+                    self.walk(kids[-1], inner)
+                return None
+            if k == CK.UNEXPOSED_STMT:
+                # `#pragma unroll` before a loop: clang's AttributedStmt, unexposed in libclang
+                kids = [ch for ch in c.get_children() if ch.kind.is_statement()]
+                if len(kids) == 1 and kids[0].kind in (CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT,
+                                                       CK.CXX_FOR_RANGE_STMT, CK.COMPOUND_STMT):
+                    return self.walk(kids[0], ctx)
+            if k.is_expression() or k == CK.UNEXPOSED_STMT:
+                self.exec_expr(c, ctx)
+                return None
+            for ch in c.get_children():
+                if ch.kind.is_statement() or ch.kind.is_expression():
+                    self.walk(ch, ctx)
+        except RecursionError:
+            ctx.guard = ctx.guard.inexact()
+        return None
+
+    def _walk_block(self, stmts, ctx: Ctx) -> str | None:
+        for s in stmts:
+            r = self.walk(s, ctx)
+            if r is not None:
+                return r
+        return None
+
+    def exec_expr(self, c, ctx: Ctx):
+        toks = tokens_of(c)
+        if not toks:
+            return None
+        node = cexpr.parse_expression(toks, ctx.env.has)
+        if node[0] == "unknown":
+            self._note_unmodelled(c, "expression not understood")
+            return None
+        return self.ev(node, ctx, cursor=c)
+
+    def _note_unmodelled(self, c, why: str):
+        if self.model is not None:
+            self.model.unmodelled.append((loc_of(c, self.filename), why))
+
+    # -- declarations -----------------------------------------------------
+    def declare(self, d, ctx: Ctx, stmt_toks=None, first_type=None):
+        """Declare one variable. Tokens come from the whole declaration
+        statement (a declarator's own extent can be empty when the statement
+        starts with a macro such as `__shared__`); later declarators of
+        `T a, b;` reuse the first one's type tokens. Returns the type tokens."""
+        name = d.spelling
+        toks = self._declarator_tokens(name, stmt_toks, first_type) if stmt_toks else tokens_of(d)
+        is_shared = any(ch.kind == CK.CUDASHARED_ATTR for ch in d.get_children()) or "__shared__" in toks
+        is_ref = "&" in d.type.spelling or (toks and "&" in toks[:toks.index(name)] if name in toks else False)
+        init_node = None
+        if name in toks:
+            i = toks.index(name)
+            rest = toks[i + 1:]
+            # skip array declarators: name[...][...]
+            dims_nodes = []
+            while rest and rest[0] == "[":
+                depth, j = 0, 0
+                while j < len(rest):
+                    if rest[j] == "[":
+                        depth += 1
+                    elif rest[j] == "]":
+                        depth -= 1
+                        if depth == 0:
+                            break
+                    j += 1
+                dims_nodes.append(cexpr.parse_expression(rest[1:j], ctx.env.has))
+                rest = rest[j + 1:]
+            if rest and rest[0] == ")":  # `T (&name)[N] = ...`
+                rest = rest[1:]
+                while rest and rest[0] == "[":
+                    j = rest.index("]")
+                    dims_nodes.append(cexpr.parse_expression(rest[1:j], ctx.env.has))
+                    rest = rest[j + 1:]
+            if rest and rest[0] == "=":
+                init_node = cexpr.parse_expression(rest[1:], ctx.env.has)
+            elif rest and rest[0] in ("{", "("):
+                init_node = cexpr.parse_expression(["__ctor"] + rest, ctx.env.has)
+        else:
+            dims_nodes = []
+        # the declared type, from the tokens before the name
+        type_toks = toks[:toks.index(name)] if name in toks else []
+        type_toks = _strip_declarator_words(type_toks)
+        # drop `__align__(N)` / `alignas(N)` arguments
+        align = None
+        mm = re.search(r"(?:__align__|alignas)\s*\(\s*(\d+)\s*\)", " ".join(toks))
+        if mm:
+            align = int(mm.group(1))
+            type_toks = [t for t in type_toks if t != mm.group(1)]
+            while type_toks and type_toks[0] == ")":
+                type_toks = type_toks[1:]
+        tnode = cexpr.parse_expression(type_toks, lambda s: False) if type_toks else None
+        t = self.resolve_type(tnode, ctx.env) if tnode is not None else None
+        dims = []
+        for dn in dims_nodes:
+            v = self.ev(dn, replace(ctx, dry=True)) if dn[0] != "unknown" else None
+            dims.append(v if isinstance(v, Expr) else E.opaque("dim"))
+        loc = loc_of(d, self.filename)
+        m = self.model
+        value: Any = None
+        if is_shared and isinstance(t, ir.TileType):
+            if t.kind == "semaphore":
+                m.barriers[name] = ir.Barrier(name, tuple(dims), loc, "static")
+                value = Obj("barrier", ir.Ref(name), t)
+            elif t.kind in ("st", "sv"):
+                m.buffers[name] = ir.SharedBuffer(name, t, tuple(dims), loc, alignment=max(align or 0, _TK_TYPE_ALIGN),
+                                                  storage="static")
+                value = Obj("buffer", ir.Ref(name), t)
+            else:
+                value = Obj("shared", ir.Ref(name), t)
+            if dims:
+                value = _arr(value, dims)
+        elif is_shared and isinstance(t, StructType):
+            value = self._register_struct_buffer(name, t, tuple(dims), loc, "static", max(align or 0, _TK_TYPE_ALIGN))
+        elif init_node is not None:
+            v = self.ev(init_node, ctx, cursor=d)
+            if isinstance(v, Obj) and v.kind in ("buffer", "barrier") and isinstance(t, (ir.TileType, StructType)) \
+                    and v.ref.name not in m.buffers and v.ref.name not in m.barriers and v.ref.name.startswith("@alloc"):
+                value = self._bind_allocation(name, v, t, dims, loc)
+            elif isinstance(v, Allocator):
+                value = v
+            elif _is_tmem_init(v) and (t is None or (isinstance(t, ir.TileType) and t.kind == "tt")):
+                value = self._bind_tmem_tile(name, v, t, dims, loc)
+            elif isinstance(v, tuple) and v and v[0] == "alloc":
+                value = self._bind_allocation(name, Obj("buffer", ir.Ref("@alloc"), None, None), t, dims, loc,
+                                              alloc=v)
+            elif v is None and isinstance(t, ir.TileType) and t.kind in ("rt", "rv"):
+                m.reg_tiles[name] = t
+                value = Obj("regtile", ir.Ref(name), t)
+            elif isinstance(t, ir.TileType) and t.kind == "tt" and not isinstance(v, Obj):
+                # `tt<float, 128, N> d = tm_alloc.allocate<...>(col)`: a TMEM tile
+                value = Obj("tmem", ir.Ref(name), t)
+            else:
+                value = v
+                if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and \
+                        t.dtype in ("bool",):
+                    value = v
+        elif isinstance(t, ir.TileType) and t.kind in ("rt", "rv"):
+            m.reg_tiles[name] = t
+            value = Obj("regtile", ir.Ref(name), t)
+            if dims:
+                value = _arr(value, dims)
+        elif isinstance(t, ir.TileType) and t.kind == "tt":
+            value = Obj("tmem", ir.Ref(name), t)
+        elif isinstance(t, ir.TileType) and t.kind == "scalar":
+            value = E.opaque(f"uninit {name}")
+        elif isinstance(t, StructType):
+            value = self._local_struct_record(t, name)
+        if type_toks and type_toks[0] in ("shared_allocator", "tma_allocator", "tma_swizzle_allocator"):
+            value = Allocator(1024)
+        tt0 = [x for x in type_toks if x not in ("kittens", "::")]
+        if tt0 and tt0[0] in ("tensor_allocator", "tm_allocator") and not is_ref and self.model is not None:
+            value = self._tmem_allocator(name, tt0, ctx, loc)
+        self._note_phasebit_set(name, value, ctx, d)
+        ctx.env.define(name, value)
+        return toks[:toks.index(name)] if name in toks else first_type
+
+    @staticmethod
+    def _declarator_tokens(name, stmt_toks, first_type):
+        """`<type tokens> name <declarator and initialiser>` for one variable."""
+        depth = 0
+        idx = None
+        for i, t in enumerate(stmt_toks):
+            if t in ("<", "(", "[", "{"):
+                depth += 1
+            elif t in (">", ")", "]", "}"):
+                depth -= 1
+            elif t == ">>":
+                depth -= 2
+            if t == name and (depth == 0 or (depth == 1 and i > 0 and stmt_toks[i - 1] in ("&", "*", "(")
+                                              and stmt_toks[i - 2:i - 1] == ["("])) or (
+                    t == name and i > 0 and stmt_toks[i - 1] in ("&", "*") and depth <= 1):
+                if i + 1 < len(stmt_toks) and stmt_toks[i + 1] == "::":
+                    continue
+                idx = i
+                break
+        if idx is None:
+            return [name]
+        # the declarator runs to the next top-level ',' or ';'
+        depth, end = 0, len(stmt_toks)
+        for j in range(idx, len(stmt_toks)):
+            t = stmt_toks[j]
+            if t in ("(", "[", "{", "<"):
+                depth += 1
+            elif t in (")", "]", "}", ">"):
+                depth = max(depth - 1, 0)   # `(&name)` closes a paren opened before the name
+            elif t == ">>":
+                depth = max(depth - 2, 0)
+            if depth == 0 and t in (",", ";"):
+                end = j
+                break
+        type_toks = stmt_toks[:idx]
+        if first_type is not None and (not type_toks or type_toks[-1] == ","):
+            type_toks = list(first_type)
+        elif first_type is not None and "," in type_toks:
+            type_toks = list(first_type)
+        return type_toks + stmt_toks[idx:end]
+
+    def _local_struct_record(self, st: StructType, prefix: str) -> Rec:
+        """A local variable of user struct type (lcf's `consumer_state`): its register-tile
+        members become register tiles named `prefix.field`, so accumulators kept in a
+        state struct are tracked like local ones."""
+        rec = Rec(type_name=st.name)
+        for fname, cur in st.members.items():
+            if cur.kind != CK.FIELD_DECL:
+                continue
+            ft = self.resolve_type_spelling(cur.type.spelling, st.env)
+            if isinstance(ft, ir.TileType) and ft.kind in ("rt", "rv") and self.model is not None:
+                self.model.reg_tiles[f"{prefix}.{fname}"] = ft
+                rec.fields[fname] = Obj("regtile", ir.Ref(f"{prefix}.{fname}"), ft)
+        return rec
+
+    def _register_struct_buffer(self, name, st: StructType, dims, loc, storage, align) -> Obj:
+        t = self.struct_tile_type(st)
+        m = self.model
+        offsets, ssize = _member_offsets(t) if t else ({}, None)
+        outer = _const_strides(dims, ssize)
+        for mname, mtype, count in (t.members if t else ()):
+            mdims = dims + ((count,) if count is not None else ())
+            if mtype.kind in ("st", "sv"):
+                inner = (_sizeof_align(mtype) or (None,))[0] if count is not None else None
+                strides = outer + ((inner,) if count is not None else ()) if outer is not None else ()
+                m.buffers[f"{name}.{mname}"] = ir.SharedBuffer(f"{name}.{mname}", mtype, mdims, loc,
+                                                               alignment=align, storage=storage,
+                                                               base_offset=offsets.get(mname, 0),
+                                                               strides=strides)
+            elif mtype.kind == "semaphore":
+                m.barriers[f"{name}.{mname}"] = ir.Barrier(f"{name}.{mname}", mdims, loc, storage)
+        obj = Obj("struct", ir.Ref(name), t)
+        return _arr(obj, dims) if dims else obj
+
+    def struct_tile_type(self, st: StructType) -> ir.TileType | None:
+        """A user struct of tiles (lcf's input_block) as a TileType with members,
+        so `size_bytes` and member access work. `T a[M], b[N];` declares two
+        fields whose second declarator has no type tokens of its own."""
+        key = ("struct_tile", id(st))
+        if key in self._struct_cache:
+            return self._struct_cache[key]
+        self._struct_cache[key] = None
+        members = []
+        prev_type = None
+        sctx = Ctx(env=st.env, guard=ir.Guard(), dry=True)
+        for ch in st.cursor.get_children():
+            if ch.kind != CK.FIELD_DECL:
+                continue
+            toks = tokens_of(ch)
+            if ch.spelling not in toks:
+                continue
+            i = toks.index(ch.spelling)
+            type_toks = [t for t in toks[:i] if t not in ("const", ",")]
+            if (not type_toks or "," in toks[:i]) and prev_type:
+                # a later declarator of `T a, b;`: its tokens may start with the whole
+                # declaration (`T a , b`), so the type is the previous field's
+                type_toks = prev_type
+            prev_type = type_toks
+            tnode = cexpr.parse_expression(type_toks, lambda s: False)
+            mt = self.resolve_type(tnode, st.env)
+            count = None
+            rest = toks[i + 1:]
+            while rest and rest[0] == "[":
+                j = rest.index("]")
+                cv = self.ev(cexpr.parse_expression(rest[1:j], st.env.has), sctx)
+                cv = cv if isinstance(cv, Expr) else E.opaque("count")
+                count = cv if count is None else E.binop("*", count, cv)
+                rest = rest[j + 1:]
+            if isinstance(mt, StructType):
+                mt = self.struct_tile_type(mt)
+            if isinstance(mt, ir.TileType):
+                members.append((ch.spelling, mt, count))
+        t = ir.TileType("struct", st.name, members=tuple(members)) if members else None
+        self._struct_cache[key] = t
+        return t
+
+    def _bind_allocation(self, name, v, t, dims, loc, alloc=None):
+        """`st_bf<64,64> (&a)[N] = al.allocate<st_bf<64,64>, N>();`"""
+        m = self.model
+        align = 1024
+        atype, adims = t, tuple(dims)
+        if alloc is not None:
+            _, atype2, adims2, align = alloc
+            atype = atype2 if atype2 is not None else t
+            adims = adims2 if adims2 else adims
+        if isinstance(atype, StructType):
+            return self._register_struct_buffer(name, atype, adims, loc, "allocator", align)
+        if isinstance(atype, ir.TileType):
+            if atype.kind == "semaphore":
+                m.barriers[name] = ir.Barrier(name, adims, loc, "allocator")
+                obj = Obj("barrier", ir.Ref(name), atype)
+            else:
+                m.buffers[name] = ir.SharedBuffer(name, atype, adims, loc, alignment=align, storage="allocator")
+                obj = Obj("buffer", ir.Ref(name), atype)
+            return _arr(obj, adims) if adims else obj
+        return None
+
+    # -- control flow -----------------------------------------------------
+    def _classify(self, cond: Expr | Any, ctx: Ctx) -> tuple[str, Expr | None]:
+        """('const', c) | ('thread', c) | ('uniform', c) | ('unknown', None)."""
+        if not isinstance(cond, Expr):
+            return "unknown", None
+        if isinstance(cond, E.Const):
+            return "const", cond
+        fv = cond.free_vars()
+        if any(v.kind == E.OPAQUE for v in fv):
+            return "unknown", cond
+        if any(v.kind == E.THREAD for v in fv):
+            return "thread", cond
+        return "uniform", cond
+
+    def _branch_guard(self, guard: ir.Guard, cls: str, cond: Expr | None, positive: bool) -> ir.Guard:
+        if cls == "thread":
+            return guard.with_thread(cond if positive else E.negate(cond))
+        if cls == "uniform":
+            return guard.with_uniform(cond if positive else E.negate(cond))
+        return guard.inexact()
+
+    def _walk_if(self, c, ctx: Ctx) -> str | None:
+        kids = list(c.get_children())
+        # children: [init-statement], condition, then, [else]
+        while kids and kids[0].kind in (CK.DECL_STMT, CK.VAR_DECL) and len(kids) > 2:
+            if kids[0].kind == CK.DECL_STMT:
+                self.walk(kids[0], ctx)
+            kids = kids[1:]
+        cond_cursor = kids[0] if kids else None
+        stmts = kids[1:]
+        toks = tokens_of(c)
+        is_constexpr = len(toks) > 1 and toks[1] == "constexpr"
+        cond = self.exec_expr(cond_cursor, replace(ctx, dry=True)) if cond_cursor is not None else None
+        if isinstance(cond, Expr) and not isinstance(cond, E.Const):
+            cond = _to_bool(cond)
+        then_s = stmts[0] if stmts else None
+        else_s = stmts[1] if len(stmts) > 1 else None
+        cls, cexp = self._classify(cond, ctx)
+        if cls == "const":
+            taken = then_s if cexp.value else else_s
+            return self.walk(taken, ctx) if taken is not None else None
+        if is_constexpr and cls != "const":
+            # unknown `if constexpr`: exactly one branch exists in the instantiation
+            cls = "unknown"
+        results = []
+        envs = []
+        guards = []
+        for stmt, positive in ((then_s, True), (else_s, False)):
+            g = self._branch_guard(ctx.guard, cls, cexp, positive)
+            sub = replace(ctx, guard=g, env=BranchEnv(ctx.env))
+            r = self.walk(stmt, sub) if stmt is not None else None
+            results.append(r)
+            envs.append(sub.env)
+            guards.append(sub.guard)
+        self._merge_envs(ctx, envs, cexp if cls in ("thread", "uniform") else None, results)
+        if results[0] is not None and results[1] is not None:
+            return results[0] if results[0] == results[1] else "return"
+        # one branch always leaves (return/break/continue): later code runs only
+        # under the other branch's condition
+        for r, positive in ((results[0], True), (results[1], False)):
+            if r is not None:
+                ctx.guard = self._branch_guard(ctx.guard, cls, cexp, not positive)
+                if r == "break":
+                    # what lets an iteration go on past this break (None: not a uniform condition)
+                    self._loop_breaks.append(None if cls != "uniform" else E.negate(cexp) if positive else cexp)
+        return None
+
+    def _merge_envs(self, ctx: Ctx, envs: list, cond: Expr | None, results):
+        """Variables assigned in a branch get `cond ? then : else` afterwards.
+        A branch that always leaves (return/break/continue) contributes nothing:
+        code after the `if` runs only on the other path."""
+        then_w = envs[0].writes if results[0] is None else None
+        else_w = envs[1].writes if results[1] is None else None
+        names = set(then_w or ()) | set(else_w or ())
+        for name in sorted(names):
+            old = ctx.env.lookup(name)
+            a = then_w.get(name, old) if then_w is not None else None
+            b = else_w.get(name, old) if else_w is not None else None
+            if then_w is None:
+                new = b
+            elif else_w is None:
+                new = a
+            elif isinstance(a, Expr) and isinstance(b, Expr):
+                new = E.ite(cond, a, b) if cond is not None else (a if a == b else E.opaque(f"{name}@branch"))
+            else:
+                new = a if a is b else (E.opaque(f"{name}@branch") if isinstance(a, Expr) or isinstance(b, Expr) else a)
+            ctx.env.assign(name, new)
+
+    def _walk_return(self, c, ctx: Ctx):
+        kids = list(c.get_children())
+        if ctx.frame is not None:
+            if kids:
+                v = self.exec_expr(kids[0], ctx)
+                ctx.frame.returns.append((ctx.guard, v))
+            else:
+                ctx.frame.returns.append((ctx.guard, None))
+            return
+        if not ctx.dry:
+            self.emit(ir.Op(ir.EXIT, "return", loc_of(c, self.filename), ctx.guard, ctx.loops), ctx)
+
+    def _walk_loop(self, c, ctx: Ctx):
+        kids = list(c.get_children())
+        toks = tokens_of(c)
+        loc = loc_of(c, self.filename)
+        env = ctx.env.child()
+        lctx = replace(ctx, env=env)
+        init_s = cond_c = inc_c = body = None
+        if c.kind == CK.FOR_STMT:
+            # which of init/cond/inc are present: look at the header tokens
+            depth, semis, j = 0, [], 0
+            for j, t in enumerate(toks):
+                if t == "(":
+                    depth += 1
+                elif t == ")":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif t == ";" and depth == 1:
+                    semis.append(j)
+            if len(semis) == 2:
+                has_init = semis[0] > 2
+                has_cond = semis[1] > semis[0] + 1
+                has_inc = j > semis[1] + 1
+                it = iter(kids)
+                init_s = next(it) if has_init else None
+                cond_c = next(it) if has_cond else None
+                inc_c = next(it) if has_inc else None
+                body = next(it, None)
+            else:
+                body = kids[-1] if kids else None
+        elif c.kind == CK.WHILE_STMT:
+            cond_c, body = (kids[0], kids[-1]) if len(kids) >= 2 else (None, kids[-1] if kids else None)
+        elif c.kind == CK.DO_STMT:
+            body, cond_c = (kids[0], kids[-1]) if len(kids) >= 2 else (kids[0] if kids else None, None)
+        else:  # range-for: opaque trip count
+            body = kids[-1] if kids else None
+        if init_s is not None:
+            if init_s.kind == CK.DECL_STMT:
+                self.walk(init_s, replace(lctx, dry=True))
+            else:
+                self.exec_expr(init_s, replace(lctx, dry=True))
+        self._loop_ids += 1
+        lid = self._loop_ids
+        counter = E.Var(f"k{lid}", E.LOOP)
+        # induction variable: `for (int i = a; i < b; i += s)`
+        var, init_v, step, trip, infinite = self._induction(init_s, cond_c, inc_c, lctx)
+        # the induction variable as a function of the counter, visible to the
+        # dry pass below (`const int stage = k % STAGES` in the body)
+        if var is not None and init_v is not None and step is not None:
+            env.define(var, E.binop("+", init_v, E.binop("*", step, counter)))
+        # loop-carried variables: solve their per-iteration closed forms
+        carried = self._carried_variables(body, inc_c, lctx, exclude={var} if var else set(), counter=counter)
+        loop = ir.Loop(lid, var, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None,
+                       infinite=infinite)
+        if trip is not None and trip.depends_on(E.THREAD):
+            loop.uniform = False
+        if self.model is not None and not ctx.dry:
+            self.model.loops[lid] = loop
+        bctx = replace(lctx, loops=ctx.loops + (lid,), env=env.child())
+        if var is not None and init_v is not None and step is not None:
+            env.define(var, E.binop("+", init_v, E.binop("*", step, counter)))
+        elif var is not None:
+            env.define(var, E.opaque(f"{var}@loop"))
+        before = {}
+        for name, closed in carried.items():
+            before[name] = env.lookup(name)
+            env.assign(name, closed(counter))
+        saved_breaks = self._loop_breaks
+        self._loop_breaks = []
+        if cond_c is not None and not (var and trip is not None):
+            cond = self.exec_expr(cond_c, replace(bctx, dry=True))
+            cls, cexp = self._classify(_to_bool(cond) if isinstance(cond, Expr) else cond, bctx)
+            if cls == "thread":
+                bctx.guard = bctx.guard.with_thread(cexp)
+                loop.uniform = False
+            elif cls == "uniform":
+                bctx.guard = bctx.guard.with_uniform(cexp)
+            elif cls == "unknown":
+                bctx.guard = bctx.guard.inexact()
+        if body is not None:
+            self.walk(body, bctx)
+        if self._loop_breaks and trip is not None:
+            loop.trip = None
+        if infinite and self._loop_breaks and all(b is not None for b in self._loop_breaks):
+            loop.continues = tuple(self._loop_breaks)
+        self._loop_breaks = saved_breaks
+        # after the loop: carried variables hold their value after `trip`
+        # iterations when the trip count is known, else an unknown
+        for name, closed in carried.items():
+            if loop.trip is not None:
+                ctx.env.assign(name, closed(loop.trip))
+            else:
+                ctx.env.assign(name, E.opaque(f"{name}@after-loop"))
+
+    def _induction(self, init_s, cond_c, inc_c, ctx: Ctx):
+        var = init_v = step = trip = None
+        infinite = cond_c is None
+        if init_s is not None:
+            toks = tokens_of(init_s)
+            mm = None
+            for i, t in enumerate(toks):
+                if t == "=" and i > 0:
+                    mm = (toks[i - 1], toks[i + 1:])
+                    break
+            if mm:
+                var = mm[0]
+                v = ctx.env.lookup(var)
+                init_v = v if isinstance(v, Expr) else None
+        if inc_c is not None and var is not None:
+            node = cexpr.parse_expression(tokens_of(inc_c), ctx.env.has)
+            step = _step_of(node, var, lambda n: self.ev(n, replace(ctx, dry=True)))
+        if cond_c is not None and var is not None and step is not None and init_v is not None:
+            node = cexpr.parse_expression(tokens_of(cond_c), ctx.env.has)
+            if node[0] == "bin" and node[2] == ("name", ((var, None),)):
+                bound = self.ev(node[3], replace(ctx, dry=True))
+                if isinstance(bound, Expr):
+                    op = node[1]
+                    s = step
+                    if op == "<":
+                        span = E.binop("-", bound, init_v)
+                    elif op == "<=":
+                        span = E.binop("+", E.binop("-", bound, init_v), E.Const(1))
+                    elif op == "!=":
+                        span = E.binop("-", bound, init_v)
+                    else:
+                        span = None
+                    if span is not None and isinstance(s, E.Const) and s.value > 0:
+                        t = E.binop("/", E.binop("+", span, E.Const(s.value - 1)), s)
+                        trip = E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t) if not isinstance(t, E.Const) \
+                            else E.Const(max(t.value, 0))
+                    elif span is not None and op == "<" and _positive_uniform(s):
+                        # a grid-stride / block-stride loop: `task += gridDim.x` (the step is >= 1)
+                        t = E.binop("/", E.binop("-", E.binop("+", span, s), E.Const(1)), s)
+                        trip = E.ite(E.binop("<=", span, E.Const(0)), E.Const(0), t)
+            elif node[0] == "bin" and node[1] == "&&":
+                trip = None
+        if cond_c is not None:
+            cv = self.exec_expr(cond_c, replace(ctx, dry=True))
+            if isinstance(cv, E.Const) and cv.value:
+                infinite = True
+        return var, init_v, step, trip, infinite
+
+    def _assigned_names(self, body, inc_c) -> list[str]:
+        names = []
+        for cur in (body, inc_c):
+            if cur is None:
+                continue
+            toks = tokens_of(cur)
+            for i, t in enumerate(toks):
+                if t in cexpr._ASSIGN and i > 0 and _is_ident(toks[i - 1]) and (i < 2 or toks[i - 2] not in (".", "->", "]")):
+                    names.append(toks[i - 1])
+                elif t in ("++", "--"):
+                    if i > 0 and _is_ident(toks[i - 1]):
+                        names.append(toks[i - 1])
+                    elif i + 1 < len(toks) and _is_ident(toks[i + 1]):
+                        names.append(toks[i + 1])
+                elif t == "update_phasebit" and i + 1 < len(toks):
+                    j = toks.index("(", i)
+                    if j + 1 < len(toks) and _is_ident(toks[j + 1]):
+                        names.append(toks[j + 1])
+        out = []
+        for n in names:
+            if n not in out:
+                out.append(n)
+        return out
+
+    def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None):
+        """name -> function(counter) giving the value at the start of iteration k."""
+        out = {}
+        names = [n for n in self._assigned_names(body, inc_c) if n not in exclude]
+        scalars = {}
+        for n in names:
+            v = ctx.env.lookup(n)
+            if isinstance(v, Expr) and ctx.env.has(n):
+                scalars[n] = v
+        if not scalars or body is None:
+            return out
+        # one dry pass with symbolic start values
+        start = {n: E.Var(f"{n}@start", E.LOOP) for n in scalars}
+        denv = ctx.env.child()
+        for n, sv in start.items():
+            denv.define(n, sv)
+        dctx = replace(ctx, env=denv, dry=True)
+        self._loop_ids += 0
+        saved = self._loop_breaks
+        self._loop_breaks = []
+        try:
+            self.walk(body, replace(dctx, env=denv.child()))
+            if inc_c is not None:
+                self.exec_expr(inc_c, dctx)
+        finally:
+            self._loop_breaks = saved
+        for n, v0 in scalars.items():
+            end = denv.vars.get(n)
+            out[n] = solve_recurrence(start[n], end, v0, n, counter)
+        # phases that flip with the ring index (`if (++s == N) { s = 0; phase ^= 1; }`,
+        # TK's phase bitfield): solved once the ring index has a closed form
+        from .recurrence import _is_opaque_form, solve_dependent
+        solved = {n: f for n, f in out.items() if not _is_opaque_form(f)}
+        for n, v0 in scalars.items():
+            if n not in solved:
+                f = solve_dependent(n, start[n], denv.vars.get(n), v0, solved, start)
+                if f is not None:
+                    out[n] = f
+        return out
+
+    # -- asm ---------------------------------------------------------------

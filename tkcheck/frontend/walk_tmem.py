@@ -1,0 +1,187 @@
+"""Blackwell tensor memory: allocators, TMEM tiles and subtiles, tcgen05 MMAs."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..model import expr as E
+from ..model import ir
+from ..model.expr import Expr
+from . import cexpr
+from .values import Obj
+from .walk_common import Ctx, loc_of
+from .walk_util import _arr
+
+
+class _TmemMixin:
+    """Part of `builder.KernelWalker`. Blackwell tensor memory: allocators, TMEM tiles and subtiles, tcgen05 MMAs."""
+
+    def _tmem_allocator(self, name, type_toks, ctx: Ctx, loc):
+        """`tensor_allocator<nblocks_per_sm, ncta, managed> tm;`: TK's types/tensor/tensor.cuh."""
+        targs: list = []
+        if "<" in type_toks:
+            inner = type_toks[type_toks.index("<") + 1:]
+            depth, cur = 0, []
+            for tk in inner:
+                if tk in ("<", "(", "{"):
+                    depth += 1
+                elif tk in (">", ")", "}"):
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif tk == ">>" and depth == 0:
+                    break
+                if tk == "," and depth == 0:
+                    targs.append(cur)
+                    cur = []
+                    continue
+                cur.append(tk)
+            if cur:
+                targs.append(cur)
+        vals: list = []
+        for ttoks in targs:
+            if ttoks in (["true"], ["false"]):
+                vals.append(ttoks == ["true"])
+                continue
+            v = self.ev(cexpr.parse_expression(ttoks, ctx.env.has), replace(ctx, dry=True))
+            c = v.const() if isinstance(v, Expr) else None
+            vals.append(c if isinstance(c, (int, bool)) else None)
+        nb = vals[0] if len(vals) > 0 else None
+        ncta = vals[1] if len(vals) > 1 else None
+        managed = vals[2] if len(vals) > 2 else True
+        if isinstance(managed, int) and not isinstance(managed, bool):
+            managed = bool(managed)
+        cols = ((512 // nb) // 32) * 32 if isinstance(nb, int) and not isinstance(nb, bool) and nb > 0 else None
+        if not ctx.dry:
+            self.model.tmem_allocators[name] = ir.TmemAllocator(name, nb, ncta, managed, cols, loc)
+            if managed is True:
+                # the managed constructor: warp 0 runs provision() (tcgen05.alloc)
+                op = ir.Op(ir.TMEM_OP, f"{name}.tensor_allocator()", loc,
+                           ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
+                           ctx.loops, scope="warp", group_warps=1,
+                           detail={"tmem": "alloc", "allocator": name, "cols": cols, "ncta": ncta,
+                                   "managed": True})
+                self.emit(op, ctx)
+        return Obj("tmem_allocator", ir.Ref(name), None)
+
+    def _tmem_allocator_method(self, obj, mname, targs, args, ctx: Ctx, cursor):
+        name = obj.ref.name
+        alloc = self.model.tmem_allocators.get(name) if self.model is not None else None
+        if mname == "allocate":
+            t = self.resolve_type(targs[0], ctx.env) if targs else None
+            vals = [self.ev(a, ctx, cursor) for a in args]
+            if not isinstance(t, ir.TileType) or t.kind != "tt" or not vals:
+                return E.opaque("tmem allocate")
+            col = vals[-1] if isinstance(vals[-1], Expr) else E.opaque("tmem col")
+            if len(vals) == 2:   # half tiles: get_addr(superlane, col) = addr + ((superlane*16) << 16) + col
+                lane = E.binop("*", vals[0], E.Const(16)) if isinstance(vals[0], Expr) else E.opaque("superlane")
+            else:
+                lane = E.Const(0)
+            return ("tmem_tile", name, t, lane, col)
+        if mname in ("provision", "deprovision"):
+            vals = [self.ev(a, ctx, cursor) for a in args]
+            loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+            op = ir.Op(ir.TMEM_OP, f"{name}.{mname}", loc, ctx.guard, ctx.loops, scope="warp", group_warps=1,
+                       detail={"tmem": "alloc" if mname == "provision" else "dealloc", "allocator": name,
+                               "cols": alloc.cols if alloc else None, "ncta": alloc.ncta if alloc else None,
+                               "managed": alloc.managed if alloc else None})
+            self.emit(op, ctx)
+            return None
+        for a in args:
+            self.ev(a, ctx, cursor)
+        if mname in ("get_addr",):
+            return E.opaque("tmem addr")
+        return None
+
+    def _bind_tmem_tile(self, name, v, t, dims, loc):
+        items = list(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else [v]
+        elems = []
+        alloc = None
+        ttype = t if isinstance(t, ir.TileType) else None
+        for it in items:
+            if isinstance(it, tuple) and it and it[0] == "tmem_tile":
+                alloc = alloc or it[1]
+                ttype = ttype or it[2]
+                elems.append((it[3], it[4]))
+            else:
+                elems.append(None)
+        if ttype is None:
+            return E.opaque("tmem tile")
+        if self.model is not None:
+            self.model.tmem_tiles[name] = ir.TmemTile(name, ttype, alloc, tuple(elems), tuple(dims), loc)
+        obj = Obj("tmem", ir.Ref(name), ttype)
+        return _arr(obj, dims) if dims else obj
+
+    def _tmem_subtile(self, obj, targs, args, ctx: Ctx, cursor):
+        """`t.subtile<TT>(row, col)` = TT(addr + (row << 16) + col / (4 / sizeof(T))) (tt.cuh)."""
+        t = self.resolve_type(targs[0], ctx.env) if targs else None
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        lane0, col0 = obj.tmem_offset or (E.Const(0), E.Const(0))
+        eb = obj.type.dtype_bytes if obj.type is not None else None
+        if len(vals) == 2:
+            row, col = vals
+        elif len(vals) == 1:
+            row, col = E.Const(0), vals[0]
+        else:
+            row = col = None
+        if not isinstance(row, Expr):
+            row = E.opaque("tmem row")
+        if not isinstance(col, Expr) or not eb:
+            col = E.opaque("tmem col")
+        elif eb < 4:
+            col = E.binop("/", col, E.Const(4 // eb))
+        if not isinstance(t, ir.TileType) or t.kind != "tt":
+            t = None
+        return Obj("tmem", obj.ref, t, tmem_offset=(E.binop("+", lane0, row), E.binop("+", col0, col)))
+
+    def _emit_tmem_access(self, base, qual, scope_warps, args, ctx: Ctx, cursor):
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        store = base.startswith("store")
+        tm = vals[0] if store else vals[1]
+        reg = vals[1] if store else vals[0]
+        if not (isinstance(tm, Obj) and tm.kind == "tmem"):
+            return None
+        warps = scope_warps if scope_warps is not None else 1   # unqualified: TK's legacy warp scope
+        op = ir.Op(ir.TMEM_OP, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
+                   operands=(tm.ref,))
+        op.scope = "warp" if warps == 1 else ("warpgroup" if warps == 4 else f"group<{warps}>")
+        op.group_warps = warps if warps and warps > 0 else 0
+        op.issuers_per_group = 0     # tcgen05.ld/st are .sync.aligned: every thread of each warp
+        lane, col = tm.tmem_offset or (E.Const(0), E.Const(0))
+        op.detail = {"tmem": "store" if store else "load", "tile_type": tm.type, "lane_off": lane,
+                     "col_off": col, "args_text": [cexpr.render(a) for a in args],
+                     "reg": reg.ref if isinstance(reg, Obj) else None}
+        self.emit(op, ctx)
+        return None
+
+    def _emit_tcgen05_mma(self, base, qual, btargs, args, ctx: Ctx, cursor):
+        """Thread-scope tcgen05 MMAs (TK ops/thread/mma/tcgen05.cuh): `mm[a][2]_{AB,ABt,AtB,AtBt}`
+        and `mm[a][2]<ta, tb>`; `mm*` overwrite the accumulator, `mma*` accumulate, `*2` are
+        cta_group::2; a trailing semaphore is committed (tcgen05.commit, multicast 0b11 for
+        cta_group::2) after the MMA."""
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        op = ir.Op(ir.MMA, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops, scope="thread")
+        ncta = 2 if "2" in base else 1
+        op.detail = {"family": "tcgen05", "accumulate": base.startswith("mma"), "ncta": ncta,
+                     "args_text": [cexpr.render(a) for a in args]}
+        for role, v in zip(("acc", "a", "b"), vals[:3]):
+            if isinstance(v, Obj):
+                op.operands = op.operands + (v.ref,)
+                op.detail[f"{role}_type"] = v.type
+                op.detail[f"{role}_kind"] = v.kind
+                if v.kind == "tmem":
+                    op.detail[f"{role}_tmem_offset"] = v.tmem_offset or (E.Const(0), E.Const(0))
+        last = vals[-1] if len(vals) >= 4 else None
+        commit = None
+        if isinstance(last, Obj) and last.kind == "barrier":
+            op.detail["commit_barrier"] = last.ref
+            # the overload with a semaphore runs detail::tcgen05::commit<ncta>(sem) after the MMA:
+            # one arrive (multicast to both CTAs of the pair for cta_group::2), like tensor_commit
+            commit = ir.Op(ir.MBAR_ARRIVE, op.api, loc, ctx.guard, ctx.loops, scope="thread", barrier=last.ref,
+                           count=E.Const(1), detail={"via": "tcgen05.commit", "ncta": ncta, "of_mma": True,
+                                                     "args_text": op.detail["args_text"]})
+        self.emit(op, ctx)
+        if commit is not None:
+            self.emit(commit, ctx)
+        return None

@@ -1,0 +1,376 @@
+"""Types and launch shape: template parameters, struct/tile types, aliases, launch bounds."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..knowledge import ops as K
+from ..model import expr as E
+from ..model import ir
+from ..model.expr import Expr
+from . import cexpr
+from .values import Func, Obj, Rec, StructType, TypeVal
+from .walk_common import CK, Env, Ctx, tokens_of, _NAMESPACES
+from .walk_util import _split_comma, _split_top
+
+
+class _TypesMixin:
+    """Part of `builder.KernelWalker`. Types and launch shape: template parameters, struct/tile types, aliases, launch bounds."""
+
+    def _bind_template_params(self, c, env: Env, m: ir.KernelModel | None):
+        folded = []
+        for ch in c.get_children():
+            if ch.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
+                default = None
+                toks = tokens_of(ch)
+                if "=" in toks:
+                    node = cexpr.parse_expression(toks[toks.index("=") + 1:], env.has)
+                    default = self.ev(node, Ctx(env=env, guard=ir.Guard(), dry=True))
+                if isinstance(default, Expr) and not default.is_opaque():
+                    env.define(ch.spelling, default)
+                    folded.append(f"{ch.spelling}={default}")
+                    if m is not None:
+                        m.template_params[ch.spelling] = default
+                else:
+                    v = E.Var(ch.spelling, E.PARAM)
+                    env.define(ch.spelling, v)
+                    if m is not None:
+                        m.template_params[ch.spelling] = None
+            elif ch.kind == CK.TEMPLATE_TYPE_PARAMETER:
+                toks = tokens_of(ch)
+                if "=" in toks:
+                    node = cexpr.parse_expression(toks[toks.index("=") + 1:], env.has)
+                    t = self.resolve_type(node, env)
+                    if t is not None:
+                        env.define(ch.spelling, t)
+                        folded.append(f"{ch.spelling}={cexpr.render(node)}")
+        if folded and m is not None:
+            m.notes.append(f"template defaults assumed for '{c.spelling}': {', '.join(folded)}")
+
+    def _attribute_text(self, c) -> str:
+        """The text before the kernel's name, object-like macros expanded
+        (`#define BOUNDS __launch_bounds__(256, 1)`)."""
+        lines = self.mb.parsed.text.splitlines()
+        lo = max(0, c.extent.start.line - 4)
+        chunk = "\n".join(lines[lo:c.location.line])
+        for _ in range(3):
+            chunk = re.sub(r"[A-Za-z_][A-Za-z_0-9]*",
+                           lambda mm: " ".join(self.mb.macros[mm.group()]) if mm.group() in self.mb.macros
+                           else mm.group(), chunk)
+        return chunk
+
+    def _has_launch_bounds(self, c) -> bool | None:
+        if re.search(r"__launch_bounds__\s*\(", self._attribute_text(c)):
+            return True
+        # an attribute libclang does not name may still be launch_bounds
+        if any(ch.kind == CK.UNEXPOSED_ATTR for ch in c.get_children()):
+            return None
+        return False
+
+    def _launch_bounds(self, c, env) -> tuple[Expr, Expr | None] | None:
+        """`__launch_bounds__(threads, blocks)` before the kernel's name. The
+        cursor's extent may start after the attribute, so read the text."""
+        chunk = self._attribute_text(c)
+        m = None
+        for m in re.finditer(r"__launch_bounds__\s*\(", chunk):
+            pass
+        if m is None:
+            return None
+        rest = chunk[m.end():]
+        depth, j = 1, 0
+        while j < len(rest) and depth:
+            depth += {"(": 1, ")": -1}.get(rest[j], 0)
+            j += 1
+        inner = rest[:j - 1]
+        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", inner)
+        node = cexpr.parse_expression(toks, env.has)
+        parts = _split_comma(node)
+        ctx = Ctx(env=env, guard=ir.Guard(), dry=True)
+        n = self.ev(parts[0], ctx)
+        mb = self.ev(parts[1], ctx) if len(parts) > 1 else None
+        if isinstance(n, Expr) and not n.is_opaque():
+            return n, mb if isinstance(mb, Expr) else None
+        return None
+
+    def _launch_config_threads(self, kernel) -> int | None:
+        """`kernel<<<grid, 384, smem>>>` in the same file: the block size, when constant."""
+        text = self.mb.parsed.text
+        name = re.escape(kernel.spelling)
+        vals = set()
+        for mm in re.finditer(name + r"\s*(?:<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?\s*<<<([^;]*?)>>>", text):
+            parts = _split_top(mm.group(1))
+            if len(parts) >= 2:
+                tok = parts[1].strip()
+                tok = re.sub(r"^dim3\s*\(\s*([^,()]+)\s*\)$", r"\1", tok)
+                v = self._fold_text(tok)
+                if v is None:
+                    return None
+                vals.add(v)
+        return vals.pop() if len(vals) == 1 else None
+
+    def _fold_text(self, text: str) -> int | None:
+        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|\d+|::|<<|>>|\S", text)
+        node = cexpr.parse_expression(toks, self.mb.globals_env.has)
+        v = self.ev(node, Ctx(env=self.mb.globals_env, guard=ir.Guard(), dry=True))
+        if isinstance(v, Expr):
+            c = v.eval({})
+            return c if isinstance(c, int) and not isinstance(c, bool) else None
+        return None
+
+    def _param_value(self, p, env):
+        t = self.resolve_type_spelling(p.type.spelling, env)
+        if isinstance(t, ir.TileType) and t.kind == "gl":
+            self.model.globals[p.spelling] = t
+            return Obj("gl", ir.Ref(p.spelling), t)
+        if isinstance(t, StructType):
+            return self._struct_record(t, p.spelling, uniform=True)
+        if isinstance(t, ir.TileType) and t.kind != "scalar":
+            return Obj(t.kind, ir.Ref(p.spelling), t)
+        return E.Var(p.spelling, E.PARAM)   # `int n`, pointers: uniform runtime values
+
+    def _struct_record(self, st: StructType, prefix: str, uniform: bool) -> Rec:
+        """A kernel parameter of user struct type (e.g. `globals g`): fields resolved lazily."""
+        rec = Rec(type_name=st.name)
+        for name, cur in st.members.items():
+            if cur.kind == CK.FIELD_DECL:
+                t = self.resolve_type_spelling(cur.type.spelling, st.env)
+                if isinstance(t, ir.TileType) and t.kind == "gl":
+                    self.model.globals[f"{prefix}.{name}"] = t
+                    rec.fields[name] = Obj("gl", ir.Ref(f"{prefix}.{name}"), t)
+                elif isinstance(t, StructType):
+                    rec.fields[name] = self._struct_record(t, f"{prefix}.{name}", uniform)
+                else:
+                    rec.fields[name] = E.Var(f"{prefix}.{name}", E.PARAM)
+        return rec
+
+    # ================================================================ types
+    def struct_type(self, cursor, targs: dict[str, Any], parent_env: Env | None = None) -> StructType:
+        """A user struct with its template arguments bound. A nested struct
+        (lcf's `layout::input_block`) resolves names in its enclosing struct."""
+        sp = cursor.semantic_parent
+        nested = sp is not None and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE)
+        base_env = parent_env if (nested and parent_env is not None) else (
+            self._env_for_decl(cursor) if nested else self.mb.globals_env)
+        key = f"{cursor.hash}:{id(base_env)}:{sorted((k, str(v)) for k, v in targs.items())}"
+        st = self._struct_cache.get(key)
+        if st is not None:
+            return st
+        env = base_env.child()
+        st = StructType(cursor.spelling, cursor, env)
+        self._struct_cache[key] = st
+        # template parameters: explicit args, else defaults
+        tparams = [ch for ch in cursor.get_children()
+                   if ch.kind in (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER)]
+        for p in tparams:
+            if p.spelling in targs:
+                env.define(p.spelling, targs[p.spelling])
+        rest = [p for p in tparams if p.spelling not in targs]
+        if rest:
+            self._bind_template_params_list(rest, env)
+        for ch in cursor.get_children():
+            if ch.spelling:
+                st.members.setdefault(ch.spelling, ch)
+            if ch.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
+                env.define(ch.spelling, ("struct_decl", ch))
+            elif ch.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
+                env.define(ch.spelling, ("alias_decl", ch))
+            elif ch.kind == CK.VAR_DECL:  # static constexpr members
+                env.define(ch.spelling, ("var_decl", ch))
+            elif ch.kind in (CK.CXX_METHOD, CK.FUNCTION_TEMPLATE):
+                f = env.vars.get(ch.spelling)
+                if isinstance(f, Func):
+                    f.cursors.append(ch)
+                else:
+                    env.define(ch.spelling, Func(ch.spelling, [ch], st))
+        return st
+
+    def _bind_template_params_list(self, params, env):
+        for ch in params:
+            toks = tokens_of(ch)
+            if "=" in toks:
+                node = cexpr.parse_expression(toks[toks.index("=") + 1:], env.has)
+                if ch.kind == CK.TEMPLATE_TYPE_PARAMETER:
+                    t = self.resolve_type(node, env)
+                    if t is not None:
+                        env.define(ch.spelling, t)
+                    continue
+                v = self.ev(node, Ctx(env=env, guard=ir.Guard(), dry=True))
+                if isinstance(v, Expr) and not v.is_opaque():
+                    env.define(ch.spelling, v)
+                    continue
+            if ch.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
+                env.define(ch.spelling, E.Var(ch.spelling, E.PARAM))
+
+    def resolve_type_spelling(self, spelling: str, env: Env):
+        s = re.sub(r"\b(const|volatile|__restrict__|struct|class|typename|__grid_constant__)\b", " ", spelling)
+        s = s.replace("&", " ").strip()
+        if s.endswith("*"):
+            return None
+        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", s)
+        if not toks:
+            return None
+        node = cexpr.parse_expression(toks, env.has)
+        return self.resolve_type(node, env)
+
+    def resolve_type(self, node, env: Env):
+        """A type node -> TileType | StructType | None."""
+        if node is None:
+            return None
+        if node[0] == "type":
+            words = [w for w in node[1] if w not in ("const", "volatile", "*", "&", "unsigned", "signed")]
+            w = words[-1] if words else "int"
+            return ir.TileType("scalar", w, dtype=w, dtype_bytes=K.DTYPE_BYTES.get(w, 4))
+        if node[0] != "name":
+            return None
+        segs = [s for s in node[1] if s[0] not in _NAMESPACES or s is node[1][-1]]
+        if not segs:
+            return None
+        head, targs = segs[0]
+        cur = None
+        if len(segs) == 1 or (head in K.TILE_ALIASES and targs is not None):
+            if head in K.TILE_ALIASES and (targs is not None or head == "semaphore"):
+                cur = self._tile_from_alias(head, targs or (), env)
+                rest = segs[1:]
+                return self._type_member_chain(cur, rest, env)
+        val = env.lookup(head)
+        if val is None and head in self.mb.structs:
+            val = ("struct_decl", self.mb.structs[head])
+        cur = self._type_of_value(val, targs, env)
+        if cur is None:
+            if head in K.DTYPE_BYTES:
+                return ir.TileType("scalar", head, dtype=K.DTYPE_CANON.get(head, head),
+                                   dtype_bytes=K.DTYPE_BYTES[head])
+            return None
+        return self._type_member_chain(cur, segs[1:], env)
+
+    def _type_of_value(self, val, targs, env):
+        if isinstance(val, ir.TileType) or isinstance(val, StructType):
+            return val
+        if isinstance(val, TypeVal):
+            return val.type
+        if isinstance(val, tuple) and val[0] == "alias_decl":
+            return self._alias_target(val[1])
+        if isinstance(val, tuple) and val[0] == "struct_decl":
+            bound = {}
+            if targs:
+                tparams = [ch for ch in val[1].get_children()
+                           if ch.kind in (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER)]
+                cctx = Ctx(env=env, guard=ir.Guard(), dry=True)
+                for p, a in zip(tparams, targs):
+                    if p.kind == CK.TEMPLATE_TYPE_PARAMETER:
+                        t = self.resolve_type(a, env)
+                        if t is not None:
+                            bound[p.spelling] = t
+                    else:
+                        v = self.ev(a, cctx)
+                        if isinstance(v, Expr):
+                            bound[p.spelling] = v
+            return self.struct_type(val[1], bound, parent_env=env)
+        return None
+
+    def _alias_target(self, alias_cursor):
+        # `using X = <type>;` / `typedef <type> X;` — parse the tokens after '='
+        toks = tokens_of(alias_cursor)
+        env = self._env_for_decl(alias_cursor)
+        if "=" in toks:
+            body = toks[toks.index("=") + 1:]
+        elif toks and toks[0] == "typedef":
+            body = toks[1:-1]
+        else:
+            return None
+        node = cexpr.parse_expression(body, env.has)
+        key = ("alias", alias_cursor.hash)
+        if key in self._struct_cache:
+            return self._struct_cache[key]
+        self._struct_cache[key] = None  # recursion guard
+        t = self.resolve_type(node, env)
+        if isinstance(t, StructType) and node[0] == "name":
+            pass
+        self._struct_cache[key] = t
+        return t
+
+    def _env_for_decl(self, cursor) -> Env:
+        """The environment a nested declaration's names resolve in."""
+        parent = cursor.semantic_parent
+        if parent is not None and parent.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
+            for st in list(self._struct_cache.values()):
+                if isinstance(st, StructType) and st.cursor == parent:
+                    return st.env
+            return self.struct_type(parent, {}).env
+        return self.mb.globals_env
+
+    def _type_member_chain(self, cur, rest, env):
+        for seg, targs in rest:
+            if cur is None:
+                return None
+            if isinstance(cur, StructType):
+                m = cur.env.vars.get(seg)
+                if m is None:
+                    return None
+                cur = self._type_of_value(m, targs, cur.env)
+            elif isinstance(cur, ir.TileType):
+                if seg in ("col_vec", "row_vec") and cur.kind == "rt":
+                    n = cur.rows if seg == "col_vec" else cur.cols
+                    cur = ir.TileType("rv", f"{cur.spelling}::{seg}", cur.dtype, cur.dtype_bytes, cols=n)
+                elif seg == "dtype":
+                    cur = ir.TileType("scalar", cur.dtype or "?", dtype=cur.dtype, dtype_bytes=cur.dtype_bytes)
+                else:
+                    return None
+        return cur
+
+    def _tile_from_alias(self, alias: str, targs, env: Env) -> ir.TileType | None:
+        kind, dtype = K.TILE_ALIASES[alias]
+        ctx = Ctx(env=env, guard=ir.Guard(), dry=True)
+        args = list(targs)
+        spelled = f"{alias}<{', '.join(cexpr.render(a) for a in args)}>" if args else alias
+        if kind == "semaphore":
+            return ir.TileType("semaphore", "semaphore")
+        if dtype is None and kind != "gl" and args:
+            dt = self._dtype_name(args.pop(0), env)
+            dtype = dt
+        if kind == "gl":
+            dt = self._dtype_name(args[0], env) if args else None
+            regs = []
+            for a in args[5:]:
+                t = self.resolve_type(a, env)
+                if isinstance(t, ir.TileType):
+                    regs.append(t)
+            return ir.TileType("gl", spelled, dt, K.DTYPE_BYTES.get(dt or "", None), registered=tuple(regs))
+        vals = [self.ev(a, ctx) for a in args]
+        vals = [v if isinstance(v, Expr) else None for v in vals]
+        nbytes = K.DTYPE_BYTES.get(dtype or "", None)
+        if kind in ("st", "rt", "tt"):
+            rows = vals[0] if len(vals) > 0 else None
+            cols = vals[1] if len(vals) > 1 else None
+            layout = None
+            if kind == "rt" and len(args) > 2:
+                layout = "col" if "col" in cexpr.render(args[2]) else "row"
+            swz = None
+            if kind == "st" and len(vals) > 2 and vals[2] is not None:
+                # st<T, R, C, swizzle=true, swizzle_bytes=...>: explicit swizzle flags
+                swz = vals[3] if len(vals) > 3 else None
+                if isinstance(vals[2], E.Const) and vals[2].value in (False, 0):
+                    swz = E.Const(0)
+            return ir.TileType(kind, spelled, dtype, nbytes, rows, cols, swz, layout)
+        if kind in ("sv", "rv"):
+            n = vals[0] if vals else None
+            return ir.TileType(kind, spelled, dtype, nbytes, cols=n)
+        return None
+
+    def _dtype_name(self, node, env) -> str | None:
+        if node[0] == "type":
+            w = [x for x in node[1] if x not in ("const",)]
+            return w[-1] if w else None
+        if node[0] == "name":
+            name = node[1][-1][0]
+            v = env.lookup(name)
+            if isinstance(v, ir.TileType) and v.kind == "scalar":
+                return v.dtype
+            if isinstance(v, tuple) and v[0] == "alias_decl":
+                t = self._alias_target(v[1])
+                if isinstance(t, ir.TileType) and t.kind == "scalar":
+                    return t.dtype
+            return K.DTYPE_CANON.get(name, name)
+        return None
+
+    # ========================================================== statements

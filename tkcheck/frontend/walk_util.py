@@ -1,0 +1,283 @@
+"""Helpers of the parse-tree walk that need no walker: array values, tile sizes and offsets,
+splitting, step and recurrence solving."""
+from __future__ import annotations
+
+import re
+
+from ..knowledge import ops as K
+from ..model import expr as E
+from ..model import ir
+from ..model.expr import Expr
+from .values import Obj
+
+ir_spec_everyone_sync = K.OpSpec(ir.SYNC, ("id",), (("sync_kind", "block_named"),), group_elects=False)
+
+# ---------------------------------------------------------------- helpers ----
+
+
+class _ArrVal:
+    """An array of objects (`semaphore full[STAGES]` before indexing)."""
+
+    def __init__(self, obj: Obj, dims):
+        self.obj = obj
+        self.dims = dims
+
+    def index(self, idx):
+        return self.obj.at(idx, self.obj.type) if len(self.dims) <= 1 else _ArrVal(self.obj.at(idx, self.obj.type), self.dims[1:])
+
+
+def _arr(obj: Obj, dims):
+    return _ArrVal(obj, list(dims)) if dims else obj
+
+
+#: KITTENS_DEFAULT_ALIGN (TK's common/util.cuh): st / sv are __align__(128) on Hopper and Blackwell.
+_TK_TYPE_ALIGN = 128
+
+
+def _sizeof_align(t: ir.TileType) -> tuple[int, int] | None:
+    """(sizeof, alignof) of a shared TK type or a struct of them, when constant."""
+    if t.kind in ("st", "sv"):
+        s = t.size_bytes()
+        v = s.eval({}) if s is not None else None
+        if not isinstance(v, int):
+            return None
+        return (v + _TK_TYPE_ALIGN - 1) // _TK_TYPE_ALIGN * _TK_TYPE_ALIGN, _TK_TYPE_ALIGN
+    if t.kind == "semaphore":
+        return 8, 8
+    if t.kind == "struct":
+        offs, size = _member_offsets(t)
+        if size is None:
+            return None
+        al = max([1] + [(_sizeof_align(mt) or (0, 1))[1] for _, mt, _ in t.members])
+        return size, al
+    return None
+
+
+def _member_offsets(t: ir.TileType) -> tuple[dict[str, int], int | None]:
+    """Byte offset of each member of a struct of TK types, and sizeof the struct."""
+    offs, pos, al = {}, 0, 1
+    for mname, mt, count in t.members:
+        sa = _sizeof_align(mt)
+        n = count.eval({}) if count is not None else 1
+        if sa is None or not isinstance(n, int):
+            return offs, None
+        pos = (pos + sa[1] - 1) // sa[1] * sa[1]
+        offs[mname] = pos
+        pos += sa[0] * n
+        al = max(al, sa[1])
+    return offs, (pos + al - 1) // al * al
+
+
+def _const_strides(dims, elem_size):
+    """Byte strides of array dims over elements of `elem_size` bytes (None when not constant)."""
+    if elem_size is None:
+        return None
+    vals = [d.eval({}) for d in dims]
+    if not all(isinstance(v, int) for v in vals):
+        return None
+    out, acc = [], elem_size
+    for v in reversed(vals):
+        out.append(acc)
+        acc *= v
+    return tuple(reversed(out))
+
+
+def _tile_attr(t: ir.TileType, name: str):
+    if name == "rows" and t.rows is not None:
+        return t.rows
+    if name == "cols" and t.cols is not None:
+        return t.cols
+    if name == "num_elements":
+        if t.kind in ("st", "rt", "tt") and t.rows is not None and t.cols is not None:
+            return E.binop("*", t.rows, t.cols)
+        if t.kind in ("sv", "rv") and t.cols is not None:
+            return t.cols
+    if name == "length" and t.cols is not None:
+        return t.cols
+    if name == "height" and t.rows is not None:
+        return E.binop("/", t.rows, E.Const(16))
+    if name == "width" and t.cols is not None:
+        return E.binop("/", t.cols, E.Const(16))
+    return None
+
+
+def _to_bool(e: Expr) -> Expr:
+    if isinstance(e, E.Bin) and (e.op in ("==", "!=", "<", "<=", ">", ">=", "&&", "||")):
+        return e
+    if isinstance(e, E.Un) and e.op == "!":
+        return e
+    if isinstance(e, E.Const):
+        return E.Const(bool(e.value))
+    if isinstance(e, E.Var) and e.is_bool:
+        return e
+    return E.binop("!=", e, E.Const(0))
+
+
+def _is_ident(t: str) -> bool:
+    return bool(t) and (t[0].isalpha() or t[0] == "_")
+
+
+_DECL_WORDS = {"__shared__", "static", "constexpr", "const", "extern", "__align__", "alignas", "volatile",
+               "inline", "__device__", "register", "auto"}
+
+
+def _strip_declarator_words(toks: list[str]) -> list[str]:
+    """Drop storage words anywhere and declarator punctuation (`&`, `*`, `(`)
+    outside template arguments: `rt_fl<1*16, 8*16> &x` keeps its `*`."""
+    out, depth = [], 0
+    for t in toks:
+        if t == "<":
+            depth += 1
+        elif t == ">":
+            depth = max(depth - 1, 0)
+        elif t == ">>":
+            depth = max(depth - 2, 0)
+        if t in _DECL_WORDS or (depth == 0 and t in ("&", "*", "(", "&&")):
+            continue
+        out.append(t)
+    return out
+
+
+def _split_comma(node):
+    if node[0] == "comma":
+        return _split_comma(node[1]) + [node[2]]
+    return [node]
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return parts
+
+
+_TMEM_ACCESS_NAMES = ("load_async", "store_async")
+_TCGEN05_MMA = re.compile(r"mma?2?(_(AB|ABt|AtB|AtBt))?")
+
+
+def _is_tmem_init(v) -> bool:
+    if isinstance(v, tuple) and v and v[0] == "tmem_tile":
+        return True
+    return isinstance(v, tuple) and bool(v) and all(isinstance(x, tuple) and x and x[0] == "tmem_tile" for x in v)
+
+
+_LAUNCH_DIMS = frozenset(f"{b}.{f}" for b in ("gridDim", "blockDim", "clusterDim") for f in "xyz")
+
+
+def _positive_uniform(e) -> bool:
+    """A launch dimension (gridDim.x, blockDim.y, ...) or a product of them and positive constants."""
+    if isinstance(e, E.Var):
+        return e.kind == E.PARAM and e.name in _LAUNCH_DIMS
+    if isinstance(e, E.Const):
+        return isinstance(e.value, int) and not isinstance(e.value, bool) and e.value > 0
+    if isinstance(e, E.Bin) and e.op == "*":
+        return _positive_uniform(e.a) and _positive_uniform(e.b)
+    return False
+
+
+def _step_of(node, var, ev):
+    if node[0] == "comma":     # `for (...; ...; task += n, t++)`
+        return _step_of(node[1], var, ev) or _step_of(node[2], var, ev)
+    if node[0] == "assign":
+        op, lhs, rhs = node[1], node[2], node[3]
+        if lhs == ("name", ((var, None),)):
+            if op == "+=":
+                s = ev(rhs)
+                return s if isinstance(s, Expr) else None
+            if op == "-=":
+                s = ev(rhs)
+                return E.unop("-", s) if isinstance(s, Expr) else None
+            if op == "=" and rhs[0] == "bin" and rhs[1] == "+" and rhs[2] == lhs:
+                s = ev(rhs[3])
+                return s if isinstance(s, Expr) else None
+    if node[0] == "post" and node[2] == ("name", ((var, None),)):
+        return E.Const(1 if node[1] == "++" else -1)
+    return None
+
+
+def _invariant_step(c: Expr) -> bool:
+    """A constant, or a value that is the same on every iteration: no carried start value,
+    no loop counter, no thread id, nothing opaque."""
+    if isinstance(c, E.Const):
+        return True
+    return not c.is_opaque() and not c.depends_on(E.THREAD) and not c.depends_on(E.LOOP)
+
+
+def _wrap_condition(c, counter: E.Var | None):
+    """(S, r) when `c` is `counter % S == r` with constants 0 <= r < S."""
+    if counter is None or not (isinstance(c, E.Bin) and c.op == "=="):
+        return None
+    a, b = c.a, c.b
+    if isinstance(a, E.Const):
+        a, b = b, a
+    if isinstance(a, E.Bin) and a.op == "%" and a.a == counter and isinstance(a.b, E.Const) \
+            and isinstance(b, E.Const) and isinstance(a.b.value, int) and a.b.value > 0 \
+            and isinstance(b.value, int) and 0 <= b.value < a.b.value:
+        return a.b.value, b.value
+    return None
+
+
+def solve_recurrence(start: E.Var, end, v0: Expr, name: str, counter: E.Var | None = None):
+    """Closed form of a loop-carried variable from one symbolic iteration.
+
+    `end` is the variable's value at the end of the body, as an expression of
+    its value at the start (`start`). Recognised: invariant, +c, ^1 / 1-x
+    (a phase bit), (x+c)%N and its `x+1==N ? 0 : x+1` spelling (a ring index),
+    and the TK phase bitfield `x ^ (1 << (ring + 16n))`. Anything else is an
+    unknown per iteration (never a guess).
+    """
+    def opaque_k(k):
+        return E.opaque(f"{name}@iter")
+    if not isinstance(end, Expr):
+        return opaque_k
+    if end == start:
+        return lambda k: v0
+    fv = end.free_vars()
+    if start not in fv:
+        # overwritten each iteration with something not depending on itself
+        if not any(v.kind == E.LOOP and v.name.endswith("@start") for v in fv):
+            first = v0
+            return lambda k: E.ite(E.binop("==", k, E.Const(0)), first, end) if not isinstance(k, E.Const) or k.value > 0 else first
+        return opaque_k
+    # x + c
+    if isinstance(end, E.Bin) and end.op in ("+", "-") and end.a == start and start not in end.b.free_vars() \
+            and not end.b.depends_on(E.THREAD):
+        c = end.b if end.op == "+" else E.unop("-", end.b)
+        return lambda k: E.binop("+", v0, E.binop("*", c, k))
+    # x ^ 1  /  1 - x
+    if (isinstance(end, E.Bin) and end.op == "^" and end.a == start and end.b == E.Const(1)) or \
+            (isinstance(end, E.Bin) and end.op == "-" and end.a == E.Const(1) and end.b == start):
+        if end.op == "^":
+            return lambda k: E.binop("^", v0, E.binop("%", k, E.Const(2)))
+        return lambda k: E.ite(E.binop("==", E.binop("%", k, E.Const(2)), E.Const(0)), v0, E.binop("-", E.Const(1), v0))
+    # (x + c) % N; c may be a loop-invariant value (a ring advanced by an inner loop's trip count)
+    if isinstance(end, E.Bin) and end.op == "%" and isinstance(end.a, E.Bin) and end.a.op == "+" \
+            and end.a.a == start and isinstance(end.b, E.Const) and _invariant_step(end.a.b):
+        c, n = end.a.b, end.b
+        return lambda k: E.binop("%", E.binop("+", v0, E.binop("*", c, k)), n)
+    # x + 1 == N ? 0 : x + 1
+    if isinstance(end, E.Ite) and isinstance(end.c, E.Bin) and end.c.op in ("==", ">=") and \
+            end.t == E.Const(0) and isinstance(end.e, E.Bin) and end.e.op == "+" and end.e.a == start \
+            and end.e.b == E.Const(1) and isinstance(end.c.b, E.Const):
+        n = end.c.b
+        return lambda k: E.binop("%", E.binop("+", v0, k), n)
+    # `if (k % S == r) phase ^= 1` (also `1 - phase`): the phase flips once per
+    # S iterations; before iteration k it flipped (k + S - 1 - r) / S times
+    if isinstance(end, E.Ite) and end.e == start:
+        flip = (isinstance(end.t, E.Bin) and end.t.op == "^" and end.t.a == start and end.t.b == E.Const(1)) or \
+               (isinstance(end.t, E.Bin) and end.t.op == "-" and end.t.a == E.Const(1) and end.t.b == start)
+        wr = _wrap_condition(end.c, counter)
+        if flip and wr is not None:
+            period, r = wr
+            return lambda k: E.binop("^", v0, E.binop("%", E.binop("/", E.binop("+", k, E.Const(period - 1 - r)),
+                                                                   E.Const(period)), E.Const(2)))
+    return opaque_k

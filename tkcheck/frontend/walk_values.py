@@ -1,0 +1,382 @@
+"""Expressions to model values: names, members, assignments, element access, phase bitfields."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..knowledge import ops as K
+from ..model import expr as E
+from ..model import ir
+from ..model.expr import Expr
+from . import cexpr
+from .values import Allocator, Func, GroupScope, Obj, Rec, StructType, TypeVal
+from .walk_common import Ctx, loc_of, _text_for, tokens_of, _NAMESPACES
+from .walk_util import _ArrVal, _tile_attr, _to_bool
+
+
+class _ValuesMixin:
+    """Part of `builder.KernelWalker`. Expressions to model values: names, members, assignments, element access, phase bitfields."""
+
+    def emit(self, op: ir.Op, ctx: Ctx):
+        if ctx.dry or self.model is None:
+            return
+        self._order += 1
+        op.order = self._order
+        if op.kind == ir.MBAR_WAIT and op.parity is not None and op.parity in self._phasebit_reads:
+            op.detail.setdefault("phasebit", self._phasebit_reads[op.parity])
+        op.callers = ctx.callers
+        op.role_hint = ctx.role_hint
+        self.model.ops.append(op)
+
+    # ========================================================== evaluation
+    def ev(self, node, ctx: Ctx, cursor=None):
+        try:
+            return self._ev(node, ctx, cursor)
+        except RecursionError:
+            return E.opaque("deep")
+
+    def _ev(self, node, ctx: Ctx, cursor):
+        kind = node[0]
+        if kind == "num":
+            return E.Const(node[1])
+        if kind == "bool":
+            return E.Const(node[1])
+        if kind in ("float", "str", "null", "lambda"):
+            return E.opaque(kind)
+        if kind == "name":
+            return self._ev_name(node, ctx)
+        if kind == "bin":
+            a, b = self.ev(node[2], ctx, cursor), self.ev(node[3], ctx, cursor)
+            if isinstance(a, Expr) and isinstance(b, Expr):
+                op = node[1]
+                if op in ("&&", "||"):
+                    a, b = _to_bool(a), _to_bool(b)
+                return E.binop(op, a, b)
+            return self._opaque_from(node, (a, b))
+        if kind == "un":
+            op = node[1]
+            a = self.ev(node[2], ctx, cursor) if not (op == "&" and node[2][0] == "index") else None
+            if op == "&" or op == "*":
+                if op == "&" and node[2][0] == "index":
+                    self._no_elem_access += 1
+                    try:
+                        a = self.ev(node[2], ctx, cursor)
+                    finally:
+                        self._no_elem_access -= 1
+                return a  # address-of / dereference keep the object
+            if isinstance(a, Expr):
+                return E.unop(op, _to_bool(a) if op == "!" else a)
+            return self._opaque_from(node, (a,))
+        if kind == "cond":
+            c = self.ev(node[1], ctx, cursor)
+            a, b = self.ev(node[2], ctx, cursor), self.ev(node[3], ctx, cursor)
+            if isinstance(c, Expr) and isinstance(a, Expr) and isinstance(b, Expr):
+                return E.ite(_to_bool(c), a, b)
+            if isinstance(c, E.Const):
+                return a if c.value else b
+            return self._opaque_from(node, (c, a, b))
+        if kind == "assign":
+            return self._assign(node, ctx, cursor)
+        if kind == "post":
+            old = self.ev(node[2], ctx, cursor)
+            self._assign(("assign", "+=" if node[1] == "++" else "-=", node[2], ("num", 1)), ctx, cursor)
+            return old
+        if kind == "cast":
+            inner = self.ev(node[2], ctx, cursor)
+            tnode = node[1]
+            if isinstance(inner, Obj):
+                t = self.resolve_type(tnode, ctx.env)
+                if isinstance(t, StructType):
+                    t = self.struct_tile_type(t)
+                if isinstance(t, ir.TileType) and t.kind in ("st", "sv", "struct") and inner.type != t:
+                    return Obj(inner.kind, inner.ref, t, reinterpreted_from=inner.type)
+            if tnode[0] == "type" and "bool" in tnode[1] and isinstance(inner, Expr):
+                return _to_bool(inner)
+            return inner
+        if kind == "sizeof":
+            t = self.resolve_type(node[1], ctx.env) if node[1][0] in ("name", "type") else None
+            if isinstance(t, StructType):
+                t = self.struct_tile_type(t)
+            if isinstance(t, ir.TileType):
+                s = t.size_bytes() if t.kind != "scalar" else E.Const(t.dtype_bytes or 4)
+                if s is not None:
+                    return s
+            v = self.ev(node[1], replace(ctx, dry=True))
+            if isinstance(v, Obj) and v.type is not None:
+                s = v.type.size_bytes()
+                if s is not None:
+                    return s
+            return E.opaque("sizeof")
+        if kind == "index":
+            base = self.ev(node[1], ctx, cursor)
+            idx = self.ev(node[2], ctx, cursor)
+            if isinstance(base, Obj):
+                et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
+                res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et)
+                self._elem_access(res, "read", ctx, cursor)
+                return res
+            if isinstance(base, _ArrVal):
+                res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"))
+                self._elem_access(res, "read", ctx, cursor)
+                return res
+            return self._opaque_from(node, (base, idx))
+        if kind == "member":
+            return self._ev_member(node, ctx, cursor)
+        if kind == "call":
+            return self._ev_call(node, ctx, cursor)
+        if kind == "init":
+            return tuple(self.ev(x, ctx, cursor) for x in node[1])
+        if kind == "comma":
+            self.ev(node[1], ctx, cursor)
+            return self.ev(node[2], ctx, cursor)
+        if kind == "type":
+            return self.resolve_type(node, ctx.env)
+        if kind in ("__expr", "__value"):
+            return node[1]
+        return E.opaque(kind)
+
+    def _opaque_from(self, node, parts) -> Expr:
+        """An unknown value; it is uniform when everything it is computed from is."""
+        kinds = set()
+        for p in parts:
+            if isinstance(p, Expr):
+                kinds |= {v.kind for v in p.free_vars()}
+            elif isinstance(p, Obj):
+                for ix in p.ref.index:
+                    kinds |= {v.kind for v in ix.free_vars()}
+            elif isinstance(p, (Rec, StructType, TypeVal, Allocator, ir.TileType)):
+                pass   # uniform objects
+            elif p is not None:
+                kinds.add(E.OPAQUE)
+        if E.THREAD in kinds or E.OPAQUE in kinds:
+            return E.opaque(cexpr.render(node))
+        # numbered in walk order (not by object identity): the same input gives
+        # the same names, so output that mentions them is deterministic
+        return E.Var(f"?{cexpr.render(node)[:40]}#{E.fresh_number()}", E.PARAM)
+
+    # -- names --------------------------------------------------------------
+    def _ev_name(self, node, ctx: Ctx):
+        segs = list(node[1])
+        while len(segs) > 1 and segs[0][0] in _NAMESPACES:
+            segs = segs[1:]
+        head, targs = segs[0]
+        if len(segs) == 1:
+            if head == "size_bytes" and targs is not None:
+                return self._size_bytes(targs, ctx)
+            v = ctx.env.lookup(head)
+            if v is not None:
+                return self._deref(v, head, ctx)
+            if head in self.mb.macros:
+                toks = self.mb.macros[head]
+                sub = cexpr.parse_expression(toks, ctx.env.has)
+                return self.ev(sub, ctx)
+            if head in K.CONSTANTS:
+                return E.Const(K.CONSTANTS[head])
+            if head in ("threadIdx", "blockIdx", "blockDim", "gridDim", "clusterIdx", "clusterDim"):
+                return ("builtin", head)
+            if head in K.TILE_ALIASES and targs is not None:
+                return self._tile_from_alias(head, targs, ctx.env)
+            if head in self.mb.functions:
+                return Func(head, self.mb.functions[head])
+            if head in self.mb.structs:
+                return self._type_of_value(("struct_decl", self.mb.structs[head]), targs, ctx.env)
+            if head in K.DTYPE_BYTES:
+                return ir.TileType("scalar", head, dtype=head, dtype_bytes=K.DTYPE_BYTES[head])
+            return E.opaque(head) if head[:1].islower() else E.Var(f"?{head}", E.PARAM)
+        # qualified: a struct's static member, a type's member, a group scope...
+        base = ctx.env.lookup(head)
+        if base is None and head in self.mb.structs:
+            base = ("struct_decl", self.mb.structs[head])
+        if head in K.TILE_ALIASES:
+            base = self._tile_from_alias(head, targs or (), ctx.env)
+        cur = self._deref(base, head, ctx, targs) if base is not None else None
+        if cur is None and head in K.CONSTANTS:
+            return E.Const(K.CONSTANTS[head])
+        for seg, sargs in segs[1:]:
+            cur = self._member_static(cur, seg, sargs, ctx)
+            if cur is None:
+                if seg in K.CONSTANTS:
+                    return E.Const(K.CONSTANTS[seg])
+                return E.Var(f"?{cexpr.render(node)}", E.PARAM)
+        return cur
+
+    def _deref(self, v, name, ctx: Ctx, targs=None):
+        if isinstance(v, tuple) and v and v[0] == "var_decl":
+            return self._global_var_value(v[1])
+        if isinstance(v, tuple) and v and v[0] in ("alias_decl", "struct_decl"):
+            t = self._type_of_value(v, targs, ctx.env)
+            return t
+        return v
+
+    def _global_var_value(self, cursor):
+        key = ("var", cursor.hash)
+        if key in self._struct_cache:
+            return self._struct_cache[key]
+        self._struct_cache[key] = E.Var(f"?{cursor.spelling}", E.PARAM)
+        toks = tokens_of(cursor)
+        env = self._env_for_decl(cursor)
+        val = None
+        if cursor.spelling in toks:
+            rest = toks[toks.index(cursor.spelling) + 1:]
+            if rest and rest[0] == "=":
+                node = cexpr.parse_expression(rest[1:], env.has)
+                val = self.ev(node, Ctx(env=env, guard=ir.Guard(), dry=True))
+            elif rest and rest[0] == "{":
+                node = cexpr.parse_expression(rest[1:-1], env.has)
+                val = self.ev(node, Ctx(env=env, guard=ir.Guard(), dry=True))
+        if not isinstance(val, Expr):
+            val = E.Var(f"?{cursor.spelling}", E.PARAM)
+        self._struct_cache[key] = val
+        return val
+
+    def _member_static(self, cur, seg, sargs, ctx: Ctx):
+        if isinstance(cur, StructType):
+            m = cur.env.vars.get(seg)
+            if m is None:
+                return None
+            if isinstance(m, Func):
+                return m
+            return self._deref(m, seg, Ctx(env=cur.env, guard=ctx.guard, dry=True), sargs)
+        if isinstance(cur, ir.TileType):
+            return _tile_attr(cur, seg)
+        if isinstance(cur, GroupScope):
+            return ("groupfn", cur.warps, seg, sargs)
+        return None
+
+    def _size_bytes(self, targs, ctx: Ctx) -> Expr:
+        total: Expr = E.Const(0)
+        for a in targs:
+            t = self.resolve_type(a, ctx.env)
+            if isinstance(t, StructType):
+                t = self.struct_tile_type(t)
+            s = t.size_bytes() if isinstance(t, ir.TileType) else None
+            if s is None:
+                return E.opaque("size_bytes")
+            total = E.binop("+", total, s)
+        return total
+
+    # -- members -------------------------------------------------------------
+    def _ev_member(self, node, ctx: Ctx, cursor):
+        obj = self.ev(node[1], ctx, cursor)
+        field_name = node[2]
+        if isinstance(obj, tuple) and obj and obj[0] == "builtin":
+            b = obj[1]
+            if b == "threadIdx":
+                return {"x": E.TID, "y": E.TID_Y, "z": E.TID_Z}.get(field_name, E.opaque("threadIdx"))
+            if b == "blockDim" and field_name == "x" and self.model is not None and self.model.block_threads is not None:
+                return self.model.block_threads
+            if b == "blockDim" and field_name in ("y", "z"):
+                return E.Const(1)
+            return E.Var(f"{b}.{field_name}", E.PARAM)
+        if isinstance(obj, Rec):
+            v = obj.fields.get(field_name)
+            return v if v is not None else E.Var(f"?{obj.type_name}.{field_name}", E.PARAM)
+        if isinstance(obj, Obj):
+            t = obj.type
+            if t is not None and t.kind == "struct":
+                for mname, mtype, count in t.members:
+                    if mname == field_name:
+                        kind = "barrier" if mtype.kind == "semaphore" else (
+                            "buffer" if mtype.kind in ("st", "sv") else obj.kind)
+                        sub = Obj(kind, ir.Ref(f"{obj.ref.name}.{mname}", obj.ref.index),
+                                  ir.TileType("array", mtype.spelling, element=mtype, count=count)
+                                  if count is not None else mtype)
+                        return sub
+            if t is not None and t.kind == "gl":
+                return ("glmethod", obj, field_name)
+            if field_name == "data" and obj.kind == "buffer" and t is not None and t.kind in ("st", "sv") and t.dtype:
+                # the raw element array of a shared tile/vector: `colpart[w].data[i]`
+                return Obj("smem_data", obj.ref, ir.TileType("scalar", t.dtype, dtype=t.dtype,
+                                                             dtype_bytes=t.dtype_bytes))
+            if t is not None:
+                a = _tile_attr(t, field_name)
+                if a is not None:
+                    return a
+            return E.Var(f"?{obj.ref}.{field_name}", E.PARAM)
+        if isinstance(obj, Allocator):
+            return ("allocmethod", obj, field_name, node[4] if len(node) > 4 else None)
+        if isinstance(obj, Expr):
+            return self._opaque_from(node, (obj,))
+        if isinstance(obj, _ArrVal):
+            return obj
+        return E.opaque(cexpr.render(node))
+
+    # -- assignment ----------------------------------------------------------
+    def _assign(self, node, ctx: Ctx, cursor):
+        op, lhs, rhs = node[1], node[2], node[3]
+        val = self.ev(rhs, ctx, cursor)
+        if lhs[0] == "name" and len(lhs[1]) == 1:
+            name = lhs[1][0][0]
+            if op != "=":
+                old = ctx.env.lookup(name)
+                if isinstance(old, Expr) and isinstance(val, Expr):
+                    val = E.binop(op[:-1], old, val)
+                else:
+                    val = E.opaque(f"{name}{op}")
+            old = ctx.env.lookup(name)
+            new = val
+            if op == "=":
+                self._note_phasebit_set(name, new, ctx, cursor)
+            if not ctx.env.assign(name, new):
+                ctx.env.define(name, new)
+            return new
+        if lhs[0] == "index":
+            # a store into a shared array element (`x[i] = v`, `tile.data[i] += v`)
+            self._no_elem_access += 1
+            try:
+                target = self.ev(lhs, replace(ctx, dry=True), cursor)
+            finally:
+                self._no_elem_access -= 1
+            if op != "=":
+                self._elem_access(target, "read", ctx, cursor)
+            self._elem_access(target, "write", ctx, cursor)
+            return val
+        if lhs[0] == "member":
+            # record fields written by callbacks: `args.num_iters = ...`
+            obj = self.ev(lhs[1], replace(ctx, dry=True), cursor)
+            if isinstance(obj, Rec):
+                if op != "=":
+                    old = obj.fields.get(lhs[2])
+                    val = E.binop(op[:-1], old, val) if isinstance(old, Expr) and isinstance(val, Expr) \
+                        else E.opaque(lhs[2])
+                obj.fields[lhs[2]] = val
+        return val
+
+    def _elem_access(self, v, access: str, ctx: Ctx, cursor):
+        """A generic load/store of one element of shared memory: an element of a
+        `__shared__ T x[...]` array or of a tile's `.data[...]`, as an SMEM_ACCESS op
+        whose buffer Ref carries the per-thread index expressions."""
+        if self._no_elem_access and access == "read":
+            return
+        if not isinstance(v, Obj) or v.kind not in ("shared", "smem_data") or v.type is None \
+                or v.type.kind != "scalar" or not v.ref.index or cursor is None:
+            return
+        self.emit(ir.Op(ir.SMEM_ACCESS, "shared store" if access == "write" else "shared load",
+                        loc_of(cursor, self.filename), ctx.guard, ctx.loops, buffer=v.ref,
+                        detail={"access": access, "via": "element", "tile_type": v.type}), ctx)
+
+    def _bitfield_names(self) -> frozenset:
+        """Names passed as TK phase bitfields (`update_phasebit<n>(NAME, ...)`) in the texts read."""
+        if getattr(self, "_bf_names", None) is None:
+            import re
+            pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
+            names = set(pat.findall(self.mb.parsed.text or ""))
+            from ..knowledge import protocols as _protocols
+            import os
+            pdir = os.path.dirname(_protocols.__file__)
+            for fn in sorted(os.listdir(pdir)):
+                if fn.endswith(".cu"):
+                    src = _text_for(os.path.join(pdir, fn))
+                    if src is not None:
+                        names |= set(pat.findall(src.data.decode("utf-8", errors="replace")))
+            self._bf_names = frozenset(names)
+        return self._bf_names
+
+    def _note_phasebit_set(self, name, value, ctx: Ctx, cursor):
+        """A phase bitfield (re)initialised to a constant: an op, so that phase
+        reasoning across nested loops can find where the bits were last set."""
+        if ctx.dry or self.model is None or cursor is None or name not in self._bitfield_names():
+            return
+        if not isinstance(value, E.Const) or not isinstance(value.value, int) or isinstance(value.value, bool):
+            return
+        self.emit(ir.Op("phasebit_set", "phasebit", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
+                        detail={"bitfield": name, "value": value.value}), ctx)
