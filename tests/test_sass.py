@@ -211,6 +211,40 @@ def test_tcgen05_on_sm100a(build):
     assert not has_tensor_core_ops(k90) and not k90.facts_of(FactKind.TCGEN05)
 
 
+def test_warm_hit_reuses_the_recorded_headers(toolchain, tmp_path):
+    """A warm hit does not run `nvcc -MM` again while the source, its headers and the folders a
+    header lookup reads are unchanged; a header added next to the source makes it ask again."""
+    import dataclasses
+    import os
+    import stat
+    log = tmp_path / "nvcc.log"
+    wrapper = tmp_path / "nvcc"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\nexec "{toolchain.nvcc}" "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    tc = dataclasses.replace(toolchain, nvcc=str(wrapper))
+    work = tmp_path / "k"
+    work.mkdir()
+    (work / "consts.cuh").write_text("#define SCALE 2.0f\n")
+    src = work / "k.cu"
+    src.write_text('#include "consts.cuh"\n__global__ void k(float *p) { p[threadIdx.x] *= SCALE; }\n')
+    cache = tmp_path / "cache"
+
+    def mm_runs():
+        return sum(1 for ln in log.read_text().splitlines() if ln.startswith("-MM")) if log.exists() else 0
+    first = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=tc)
+    assert isinstance(first, SassResult) and not first.cache_hit and mm_runs() == 1
+    second = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=tc)
+    assert isinstance(second, SassResult) and second.cache_hit and mm_runs() == 1
+    (work / "other.cuh").write_text("// a new header in the source's folder\n")
+    st = os.stat(work)
+    os.utime(work, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))   # coarse-mtime file systems
+    third = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=tc)
+    assert isinstance(third, SassResult) and third.cache_hit and mm_runs() == 2
+    (work / "consts.cuh").write_text("#define SCALE 3.0f\n")   # a header change must miss
+    fourth = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=tc)
+    assert isinstance(fourth, SassResult) and not fourth.cache_hit and mm_runs() == 3
+
+
 def test_cache_hit_and_invalidation(toolchain, tmp_path):
     work = tmp_path / "k"
     work.mkdir()

@@ -3,7 +3,11 @@
 `compile_and_disassemble` never raises on bad input or a missing/broken toolchain:
 it returns `Skipped` with a one-line reason.  Results are cached by a hash of
 everything that decides them (tool versions, arch, flags, the source bytes and the
-bytes of the non-system headers `nvcc -MM` lists).
+bytes of the non-system headers `nvcc -MM` lists). The header list is remembered per
+source and command and reused while the folders a header lookup reads keep their
+modification times (a header added or removed there makes `nvcc -MM` run again); a
+header that appears in another -I folder's subfolder and shadows a listed one is not
+noticed until the source or a listed header changes (`--no-cache` then).
 """
 
 from __future__ import annotations
@@ -88,9 +92,18 @@ def _run(src: Path, *, arch: str, include_dirs: list[str], defines: list[str],
 
     key = None
     if cache_dir is not None:
-        deps = _dependencies(toolchain, src, flags, timeout_s)
-        key = _cache_key(toolchain, src, arch, flags, deps)
-        cached = _cache_load(cache_dir, key, src, arch)
+        # the header list of the last build, while nothing it depends on has changed, saves the
+        # `nvcc -MM` run (most of a warm hit's time); otherwise ask nvcc again
+        deps = _recorded_dependencies(cache_dir, toolchain, src, arch, flags)
+        cached = None
+        if deps is not None:
+            key = _cache_key(toolchain, src, arch, flags, deps)
+            cached = _cache_load(cache_dir, key, src, arch)
+        if cached is None:
+            deps = _dependencies(toolchain, src, flags, timeout_s)
+            key = _cache_key(toolchain, src, arch, flags, deps)
+            cached = _cache_load(cache_dir, key, src, arch)
+            _record_dependencies(cache_dir, toolchain, src, arch, flags, deps)
         if cached is not None:
             return cached
 
@@ -232,6 +245,53 @@ def _cache_key(tc: Toolchain, src: Path, arch: str, flags: list[str], deps: list
         "deps": [(d, _digest(d)) for d in deps],
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def _dir_stamps(src: Path, flags: list[str], deps: list[str]) -> list[tuple[str, int]]:
+    """Modification times of the folders a header lookup reads: the source's, every -I folder and
+    every recorded header's. A header added to or removed from one of them changes its stamp."""
+    dirs = {str(src.parent)} | {f[2:] for f in flags if f.startswith("-I")} | {str(Path(d).parent) for d in deps}
+    out = []
+    for d in sorted(dirs):
+        try:
+            out.append((d, os.stat(d).st_mtime_ns))
+        except OSError:
+            out.append((d, -1))
+    return out
+
+
+def _index_path(cache_dir: Path, tc: Toolchain, src: Path, arch: str, flags: list[str]) -> Path:
+    material = {"schema": CACHE_SCHEMA, "tools": tc.version_id, "arch": arch, "flags": flags,
+                "source": str(src), "source_digest": _digest(src)}
+    key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+    return cache_dir / "deps" / f"{key}.json"
+
+
+def _recorded_dependencies(cache_dir: Path, tc: Toolchain, src: Path, arch: str,
+                           flags: list[str]) -> list[str] | None:
+    """The headers `nvcc -MM` listed for this exact source and command, while every folder a header
+    lookup reads is as it was then; None: unknown (ask nvcc)."""
+    try:
+        rec = json.loads(_index_path(cache_dir, tc, src, arch, flags).read_text())
+        deps = [str(d) for d in rec["deps"]]
+        if [tuple(x) for x in rec["dirs"]] != _dir_stamps(src, flags, deps):
+            return None
+        return deps
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def _record_dependencies(cache_dir: Path, tc: Toolchain, src: Path, arch: str, flags: list[str],
+                         deps: list[str]) -> None:
+    path = _index_path(cache_dir, tc, src, arch, flags)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"deps": deps, "dirs": _dir_stamps(src, flags, deps)}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache that cannot be written only costs time
 
 
 def _cache_path(cache_dir: Path, key: str) -> Path:
