@@ -243,6 +243,20 @@ def test_warm_hit_reuses_the_recorded_headers(toolchain, tmp_path):
     (work / "consts.cuh").write_text("#define SCALE 3.0f\n")   # a header change must miss
     fourth = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=tc)
     assert isinstance(fourth, SassResult) and not fourth.cache_hit and mm_runs() == 3
+    # -I roots: a header of the same relative name appearing under an earlier root shadows it
+    a, b = tmp_path / "a", tmp_path / "b"
+    (b / "sub").mkdir(parents=True)
+    a.mkdir()
+    (b / "sub" / "v.cuh").write_text("#define V 1.0f\n")
+    src2 = work / "k2.cu"
+    src2.write_text('#include "sub/v.cuh"\n__global__ void k2(float *p) { p[threadIdx.x] *= V; }\n')
+    kw = dict(arch="sm_90a", cache_dir=cache, toolchain=tc, include_dirs=[str(a), str(b)])
+    assert not compile_and_disassemble(src2, **kw).cache_hit and mm_runs() == 4
+    assert compile_and_disassemble(src2, **kw).cache_hit and mm_runs() == 4
+    (a / "sub").mkdir()
+    (a / "sub" / "v.cuh").write_text("#define V 2.0f\n")
+    shadowed = compile_and_disassemble(src2, **kw)
+    assert isinstance(shadowed, SassResult) and not shadowed.cache_hit and mm_runs() == 5
 
 
 def test_cache_hit_and_invalidation(toolchain, tmp_path):

@@ -5,9 +5,8 @@ it returns `Skipped` with a one-line reason.  Results are cached by a hash of
 everything that decides them (tool versions, arch, flags, the source bytes and the
 bytes of the non-system headers `nvcc -MM` lists). The header list is remembered per
 source and command and reused while the folders a header lookup reads keep their
-modification times (a header added or removed there makes `nvcc -MM` run again); a
-header that appears in another -I folder's subfolder and shadows a listed one is not
-noticed until the source or a listed header changes (`--no-cache` then).
+modification times (a header added or removed there, or in the same subfolder of
+another -I folder, makes `nvcc -MM` run again).
 """
 
 from __future__ import annotations
@@ -248,9 +247,19 @@ def _cache_key(tc: Toolchain, src: Path, arch: str, flags: list[str], deps: list
 
 
 def _dir_stamps(src: Path, flags: list[str], deps: list[str]) -> list[tuple[str, int]]:
-    """Modification times of the folders a header lookup reads: the source's, every -I folder and
-    every recorded header's. A header added to or removed from one of them changes its stamp."""
-    dirs = {str(src.parent)} | {f[2:] for f in flags if f.startswith("-I")} | {str(Path(d).parent) for d in deps}
+    """Modification times of the folders a header lookup reads: the source's, every -I folder,
+    every recorded header's, and, for a header found under one -I folder, the same subfolder under
+    every other -I folder (where a new header of that name would shadow it; -1 while it does not
+    exist). A header added to or removed from one of them changes its stamp."""
+    roots = [Path(f[2:]).resolve() for f in flags if f.startswith("-I")]
+    dirs = {str(src.parent)} | {str(r) for r in roots} | {str(Path(d).parent) for d in deps}
+    for d in deps:
+        for r in roots:
+            try:
+                rel = Path(d).parent.relative_to(r)
+            except ValueError:
+                continue
+            dirs |= {str(other / rel) for other in roots}
     out = []
     for d in sorted(dirs):
         try:
