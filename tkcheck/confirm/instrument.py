@@ -344,21 +344,32 @@ static __device__ __noinline__ void tkcheck_wd_wait(const void* bar, int parity,
         }
     }
 }
-__device__ unsigned int tkcheck_bar_cnt[64 * 16][4096];
+__device__ unsigned int tkcheck_bar_cnt[64 * 16][1024];
+__device__ unsigned long long tkcheck_bar_warp[64][1024][32];   // per site, block, warp: use << 32 | lanes
 static __device__ __noinline__ void tkcheck_bar(int site, int id, int warps) {
-    // a bounded pre-count in front of a block/named barrier, in threads: the leader of each
-    // group of lanes that arrives together adds their number. A warp may reach this point
-    // split in pieces (lane 0 back from an init branch after the others): counting threads, not
-    // pieces, keeps a clean kernel's count exact. A use not completed by `warps` x 32 threads
-    // within the limit is reported.
+    // a bounded pre-count in front of a block/named barrier, one ticket per warp and use. A warp
+    // may reach this point split in pieces (lane 0 back from an init branch after the others):
+    // each piece ORs its lanes into the warp's word; a piece whose lanes are already there starts
+    // the warp's next use. Only a use's first piece takes the ticket and watches; a use not
+    // completed by `warps` warps within the limit is reported. Blocks from 1024 on are not watched.
     unsigned m = __activemask();
     if ((threadIdx.x & 31) != (unsigned)(__ffs(m) - 1)) { __syncwarp(m); return; }
     int b = tkcheck_block();
-    if (b >= 4096 || warps <= 0) { __syncwarp(m); return; }
+    if (b >= 1024 || warps <= 0) { __syncwarp(m); return; }
+    unsigned long long* ws = &tkcheck_bar_warp[site & 63][b][(tkcheck_tid() / 32) & 31];
+    unsigned long long old = *(volatile unsigned long long*)ws, seen;
+    bool first;
+    do {
+        seen = old;
+        unsigned lanes = (unsigned)seen;
+        first = lanes == 0u || (lanes & m) != 0u;
+        unsigned long long nw = first ? ((((seen >> 32) + 1ull) << 32) | m) : (seen | m);
+        old = atomicCAS(ws, seen, nw);
+    } while (old != seen);
+    if (!first) { __syncwarp(m); return; }
     unsigned* c = &tkcheck_bar_cnt[(site & 63) * 16 + (id & 15)][b];
-    const unsigned need = (unsigned)warps * 32u;
-    unsigned t = atomicAdd(c, (unsigned)__popc(m));
-    unsigned target = (t / need + 1u) * need;
+    unsigned t = atomicAdd(c, 1u);
+    unsigned target = (t / (unsigned)warps + 1u) * (unsigned)warps;
     unsigned long long t0 = tkcheck_now();
     const unsigned long long limit = (unsigned long long)TKCHECK_WD_MS * 1000000ull;
     while ((int)(*(volatile unsigned*)c - target) < 0) {
@@ -367,7 +378,7 @@ static __device__ __noinline__ void tkcheck_bar(int site, int id, int warps) {
             if (i < 16u)
                 printf("TKCHECK_WATCHDOG site=%%d %%s bar_id=%%d parity=-1 stage=-1 phase=-1 block=%%d warp=%%d thread=%%d arrived_warps=%%d expected_warps=%%d\n",
                        site, tkcheck_site_desc[site], id, b, tkcheck_tid() / 32, tkcheck_tid(),
-                       (int)((*(volatile unsigned*)c - (target - need)) / 32u), warps);
+                       (int)(*(volatile unsigned*)c - (target - (unsigned)warps)), warps);
             if (i == 0u) tkcheck_dump_log();
             unsigned long long t1 = tkcheck_now();
             while (tkcheck_now() - t1 < (unsigned long long)TKCHECK_GRACE_MS * 1000000ull) {}
