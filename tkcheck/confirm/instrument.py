@@ -74,6 +74,7 @@ class Plan:
     grace_ms: int = 300
     widening: object = None     # widen.Widening: race-widening delays / poison at release
     init_probe: bool = False    # TK307: report waits that start before the (delayed) first init
+    init_probe_rows: tuple[int, ...] = ()   # ... at the waits on these lines of the user's file
 
 
 @dataclass
@@ -296,6 +297,9 @@ static __device__ __forceinline__ void tkcheck_init_first() {
 }
 static __device__ __forceinline__ bool tkcheck_init_probe(int site) {
 #ifdef TKCHECK_INIT_PROBE
+    // only at the uses the TK307 findings name: a wait on a barrier another thread initialised
+    // (and made visible) says nothing about this init
+    if (!tkcheck_probe_site[site]) return false;
     int b = tkcheck_block();
     if (b < 4096 && *(volatile int*)&tkcheck_init_state[b] == 1) {
         unsigned m = __activemask();
@@ -454,7 +458,13 @@ def _prelude(plan: Plan, sites: list[Site]) -> str:
     n = max(by_id, default=-1) + 1
     descs = ", ".join(_c_str(f"{by_id[i].file}:{by_id[i].line} barrier={by_id[i].barrier}") if i in by_id
                       else '""' for i in range(n)) or '""'
-    probe = "#define TKCHECK_INIT_PROBE 1\n" if plan.init_probe else ""
+    probe = ""
+    if plan.init_probe:
+        user = next((s.file for s in sites if s.id < TEMPLATE_FIRST_ID), None)
+        marks = ", ".join("1" if i in by_id and by_id[i].kind == "wait" and by_id[i].file == user
+                          and by_id[i].line in plan.init_probe_rows else "0" for i in range(max(n, 1)))
+        probe = ("#define TKCHECK_INIT_PROBE 1\n"
+                 f"__device__ const unsigned char tkcheck_probe_site[] = {{ {marks} }};\n")
     return probe + PRELUDE % {"wd_ms": plan.watchdog_ms, "grace_ms": plan.grace_ms, "sites": descs}
 
 

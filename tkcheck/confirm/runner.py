@@ -130,9 +130,10 @@ def verdict(f, ev: Evidence) -> dict:
     wd = sorted((r for r in ev.records if r.kind == "WATCHDOG"), key=lambda r: _rank(r, lines, bars))
     stale = sorted((r for r in ev.records if r.kind in ("POISON", "NAN")), key=lambda r: _rank(r, lines, bars))
     phase = [r for r in ev.records if r.kind == "PHASE"]
-    order = [r for r in ev.records if r.kind == "ORDER"]
+    # at this finding's own use site: the probe saw a wait there start while the initialising
+    # thread was still held before the init
+    order = [r for r in ev.records if r.kind == "ORDER" and _rank(r, lines, bars) == 0]
     if f.code == "TK307" and order:
-        # the probe saw a wait start while the initialising thread was still held before the init
         evidence += [f"use before init: {r.raw}" for r in _distinct(order)[:3]]
     if "hang" in syms and wd:
         evidence += [f"watchdog: {r.raw}" for r in _distinct(wd)[:3]]

@@ -67,6 +67,7 @@ class Widening:
     poisons: list[ReleasePoison] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     init_probe: bool = False     # TK307: the copy reports waits that start before the first init
+    init_probe_rows: set[int] = field(default_factory=set)   # ... at these use sites (the findings')
     wgmma_race: bool = False     # TK201/TK206: keep calls out of the consumer's wgmma pipeline
     hang: bool = False           # a finding predicts a hang: the watchdog's evidence comes first
 
@@ -213,6 +214,7 @@ def widening(findings, text: str, filename: str) -> Widening:
                   f"poisoned), so the stage's barrier completes without it")
         elif code == "TK307":
             init_rows += _rows(f, r"initiali[sz]ed here")
+            w.init_probe_rows.add(row)
         elif code == "TK306":
             rel = _rows(f, r"released here")
             stores = _rows(f, r"store_async reads")
@@ -279,4 +281,5 @@ def plan_for(w: Widening | None):
         return Plan()
     if w.wgmma_race and not w.init_probe and not w.hang:
         return Plan(watchdog=False, phase_log=False, poison=True, nan_rows=False, widening=w)
-    return Plan(nan_rows=not w.delays, widening=w, init_probe=w.init_probe)
+    return Plan(nan_rows=not w.delays, widening=w, init_probe=w.init_probe,
+                init_probe_rows=tuple(sorted(w.init_probe_rows)))
