@@ -410,6 +410,17 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
     commit_bars = {o.barrier.name for o in m.ops if o.kind == ir.MBAR_ARRIVE and o.barrier is not None
                    and o.detail.get("via") == "tcgen05.commit"}
     reported: set = set()
+
+    def report(key: tuple, kind: str, *fields) -> None:
+        # one issue per kind and site, however many paths lead to it
+        if key not in reported:
+            reported.add(key)
+            out.append(DrainIssue(kind, *fields))
+
+    def fences(body, fence_kind: str, lo: int, hi: int, thr) -> list:
+        return [o for o in body if o.kind == ir.FENCE and o.detail.get("fence_kind") == fence_kind
+                and lo < o.order < hi and _may_run(an, o, thr)]
+
     for name, (ms, ls) in by_tile.items():
         if not ls:
             continue
@@ -440,24 +451,17 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                      and o.detail.get("sync_kind") in _PROTECTIVE_SYNCS and _may_run(an, o, mthr)]
             token_bars |= {w.barrier.name for w in token_waits}
             if not token_waits and not syncs:
-                key = ("no_token_wait", name, outer)
-                if key not in reported:
-                    reported.add(key)
-                    out.append(DrainIssue("no_token_wait", mm, ls[0], None,
-                                          {"mma_threads": mthr, "readers": readers, "tile": name}))
+                report(("no_token_wait", name, outer), "no_token_wait", mm, ls[0], None,
+                       {"mma_threads": mthr, "readers": readers, "tile": name})
                 continue
             if mm.detail.get("ncta") == 2:
                 _pair_count(an, mm, token_waits, direct, readers, out, reported, name)
             before = [w for w in token_waits if w.order < mm.order and w.barrier.name in direct]
             if before and not syncs:
                 w = max(before, key=lambda o: o.order)
-                fences = [o for o in body if o.kind == ir.FENCE and o.detail.get("fence_kind") == "tcgen05_after"
-                          and w.order < o.order < mm.order and _may_run(an, o, mthr)]
-                if not fences:
-                    key = ("no_fence_after_token", w.location.row, w.location.column)
-                    if key not in reported:
-                        reported.add(key)
-                        out.append(DrainIssue("no_fence_after_token", w, mm, w.barrier.name, {"tile": name}))
+                if not fences(body, "tcgen05_after", w.order, mm.order, mthr):
+                    report(("no_fence_after_token", w.location.row, w.location.column), "no_fence_after_token",
+                           w, mm, w.barrier.name, {"tile": name})
         # readers: the token arrive after their loads
         for ld, rthr in zip(ls, reader_sets):
             if not ld.loops:
@@ -474,32 +478,24 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                 wlds = [o for o in mid if o.kind == ir.TMEM_OP and o.detail.get("tmem") == "wait_ld"
                         and _may_run(an, o, athr)]
                 if not wlds:
-                    key = ("arrive_before_wait_ld", a.location.row, a.location.column)
-                    if key not in reported:
-                        reported.add(key)
-                        out.append(DrainIssue("arrive_before_wait_ld", a, ld, a.barrier.name, {"tile": name}))
+                    report(("arrive_before_wait_ld", a.location.row, a.location.column), "arrive_before_wait_ld",
+                           a, ld, a.barrier.name, {"tile": name})
                     continue
                 wl = max(wlds, key=lambda o: o.order)
-                fences = [o for o in mid if o.kind == ir.FENCE and o.detail.get("fence_kind") == "tcgen05_before"
-                          and o.order > wl.order and _may_run(an, o, athr)]
-                if not fences:
-                    key = ("no_fence_before", a.location.row, a.location.column)
-                    if key not in reported:
-                        reported.add(key)
-                        out.append(DrainIssue("no_fence_before", a, wl, a.barrier.name, {"tile": name}))
+                before_fences = fences(mid, "tcgen05_before", wl.order, a.order, athr)
+                if not before_fences:
+                    report(("no_fence_before", a.location.row, a.location.column), "no_fence_before",
+                           a, wl, a.barrier.name, {"tile": name})
                     continue
                 # the other lanes of the reading warps: their loads must be ordered before the
                 # single arriving lane by a sync after their fence
                 others = rthr - athr
                 if others:
-                    f = min(fences, key=lambda o: o.order)
+                    f = min(before_fences, key=lambda o: o.order)
                     syncs = [o for o in mid if o.kind in (ir.SYNC, ir.NAMED_ARRIVE) and o.order > f.order]
                     if not syncs:
-                        key = ("no_sync_lanes", a.location.row, a.location.column)
-                        if key not in reported:
-                            reported.add(key)
-                            out.append(DrainIssue("no_sync_lanes", a, ld, a.barrier.name,
-                                                  {"tile": name, "others": others}))
+                        report(("no_sync_lanes", a.location.row, a.location.column), "no_sync_lanes",
+                               a, ld, a.barrier.name, {"tile": name, "others": others})
         # readers: wait on the commit barrier, then fence::after_thread_sync, then tcgen05.ld
         for ld, rthr in zip(ls, reader_sets):
             if not ld.loops:
@@ -512,13 +508,9 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
             if not waits:
                 continue
             w = max(waits, key=lambda o: o.order)
-            fences = [o for o in body if o.kind == ir.FENCE and o.detail.get("fence_kind") == "tcgen05_after"
-                      and w.order < o.order < ld.order and _may_run(an, o, rthr)]
-            if not fences:
-                key = ("no_fence_after_commit", w.location.row, w.location.column)
-                if key not in reported:
-                    reported.add(key)
-                    out.append(DrainIssue("no_fence_after_commit", w, ld, w.barrier.name, {"tile": name}))
+            if not fences(body, "tcgen05_after", w.order, ld.order, rthr):
+                report(("no_fence_after_commit", w.location.row, w.location.column), "no_fence_after_commit",
+                       w, ld, w.barrier.name, {"tile": name})
     return out
 
 

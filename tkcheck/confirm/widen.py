@@ -59,6 +59,7 @@ class ReleasePoison:
     anchor: str = ""            # a callee (suffix) on `line` whose statement ends the insertion point
     why: str = ""
     code: str = ""              # instead of the poison: this C expression after the call
+    probe: bool = False         # bookkeeping for a probe, not a widening: not shown in the verdict
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Widening:
     hang: bool = False           # a finding predicts a hang: the watchdog's evidence comes first
 
     def describe(self) -> list[str]:
-        return [d.why for d in self.delays] + [p.why for p in self.poisons if not p.why.startswith("probe:")]
+        return [d.why for d in self.delays] + [p.why for p in self.poisons if not p.probe]
 
     def __bool__(self) -> bool:
         return bool(self.delays or self.poisons)
@@ -255,8 +256,8 @@ def widening(findings, text: str, filename: str) -> Widening:
         w.delays.append(Delay(r, str(LONG_DELAY_CYCLES), "", before="::tkcheck_init_first()",
                               why=f"widening: the initialising thread waits ~10us before the first init at "
                                   f"{name}:{r}; waits that start meanwhile are reported (use before init)"))
-        w.poisons.append(ReleasePoison(r, "", anchor="init", code="::tkcheck_init_mark(2)",
-                                       why=f"probe: the init at {name}:{r} marks the block initialised"))
+        w.poisons.append(ReleasePoison(r, "", anchor="init", code="::tkcheck_init_mark(2)", probe=True,
+                                       why=f"the init at {name}:{r} marks the block initialised"))
         w.init_probe = True
     # one delay in front of the first wgmma of the loop body: a delay between two wgmmas of the
     # same stage would let the first finish reading before the release

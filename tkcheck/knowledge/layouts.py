@@ -370,17 +370,9 @@ class SharedVecLayout:
 
 
 @dataclass(frozen=True)
-class SubtileView:
-    """``st_subtile<ST, rows, cols>`` exactly as TK's ``st_subtile::idx`` computes it (st.cuh).
-
-    Swizzled parents: the parent's formula at (r + row_offset, c + col_offset) with the parent's
-    ``underlying_rows`` -- consistent with the parent by construction.
-    Unswizzled parents: TK computes ``ptr + sizeof(T)*((r+ro)*cols + (c+co))`` with the SUBTILE's
-    ``cols``, not ``underlying_cols``; that differs from the parent whenever the subtile is
-    narrower.  (``st::subtile<R,C>(int2)`` itself only compiles for default template flags, since
-    it constructs ``st_subtile<st<T,R,C>>`` from ``*this``; the unswizzled view is reachable by
-    constructing ``st_subtile`` directly.)  Offsets may be z3 terms (a loop index).
-    """
+class _WindowOfTile:
+    """A (rows x cols) window at (row_offset, col_offset) of a parent tile: dtype, swizzle and
+    size are the parent's. Offsets may be z3 terms (a loop index)."""
 
     parent: SharedTileLayout
     rows: int
@@ -400,6 +392,20 @@ class SubtileView:
     @property
     def num_bytes(self) -> int:
         return self.parent.num_bytes
+
+
+@dataclass(frozen=True)
+class SubtileView(_WindowOfTile):
+    """``st_subtile<ST, rows, cols>`` exactly as TK's ``st_subtile::idx`` computes it (st.cuh).
+
+    Swizzled parents: the parent's formula at (r + row_offset, c + col_offset) with the parent's
+    ``underlying_rows`` -- consistent with the parent by construction.
+    Unswizzled parents: TK computes ``ptr + sizeof(T)*((r+ro)*cols + (c+co))`` with the SUBTILE's
+    ``cols``, not ``underlying_cols``; that differs from the parent whenever the subtile is
+    narrower.  (``st::subtile<R,C>(int2)`` itself only compiles for default template flags, since
+    it constructs ``st_subtile<st<T,R,C>>`` from ``*this``; the unswizzled view is reachable by
+    constructing ``st_subtile`` directly.)
+    """
 
     def describe(self) -> str:
         return (f"st_subtile<{self.parent.describe()}, {self.rows}, {self.cols}> at "
@@ -419,27 +425,8 @@ class SubtileView:
 
 
 @dataclass(frozen=True)
-class TileWindow:
+class TileWindow(_WindowOfTile):
     """The parent tile's map on a (rows x cols) window at (row_offset, col_offset)."""
-
-    parent: SharedTileLayout
-    rows: int
-    cols: int
-    row_offset: Bits
-    col_offset: Bits
-    unmeasured: bool = field(default=False, compare=False)
-
-    @property
-    def dtype_bytes(self) -> int:
-        return self.parent.dtype_bytes
-
-    @property
-    def swizzle_bytes(self) -> int | None:
-        return self.parent.swizzle_bytes
-
-    @property
-    def num_bytes(self) -> int:
-        return self.parent.num_bytes
 
     def describe(self) -> str:
         return f"{self.parent.describe()} window {self.rows}x{self.cols} at ({self.row_offset}, {self.col_offset})"
