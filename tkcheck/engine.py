@@ -144,6 +144,8 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     checked = builder.build()
     res.timing["model"] = time.perf_counter() - t
     _report_errors(path, parsed, builder, res, rules)
+    for name, loc, why in builder.not_analysed:
+        res.notes.append(f"kernel '{name}' not analysed ({display_location(loc)}): {why}")
     res.kernels = [m.name for m in checked]
     sass_result = _run_sass(path, text, opts, res, parsed.arch) if opts.sass and checked else None
     t = time.perf_counter()
@@ -163,6 +165,8 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
                 for f in rule.check(an) or ():
                     f.code = f.code or code
                     f.kernel = m.name
+                    if m.instance_site is not None:
+                        _tell_instance(f, m)
                     res.findings.append(_fill(f, rules))
             except Exception as e:  # noqa: BLE001
                 if opts.debug:
@@ -182,6 +186,19 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     kept, new = apply_suppressions(res.findings, {path: sup}, set(opts.enabled), resolver=registry.expand)
     res.findings = sorted([_fill(f, rules) for f in kept + new], key=Finding.sort_key)
     res.findings = [f for f in res.findings if f.code in opts.enabled]
+
+
+def _tell_instance(f: Finding, m) -> None:
+    """A finding in one instantiation of a template kernel (or in a function a launcher runs)
+    says which one, and points at where the file names it."""
+    from .findings import Related
+    if "<" in m.name and f"in {m.name}" not in f.message:
+        f.message = f"{f.message} (in {m.name})"
+    what = {"launch": "launched here", "explicit": "instantiated here", "reference": "named here"}.get(
+        m.instance_how or "", f"launched here by {m.instance_how}")
+    f.related.append(Related(m.instance_site, f"{m.name} {what}"))
+    if f.witness is not None and "kernel" not in f.witness:
+        f.witness = {**f.witness, "kernel": m.name}
 
 
 def _report_errors(path, parsed, builder, res: FileResult, rules):

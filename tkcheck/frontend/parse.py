@@ -25,6 +25,8 @@ MAX_FILE_BYTES = 2_000_000
 TK_HEADER_MAP = {
     "kittens.cuh": "tkcheck_tk_model.cuh",
     "prototype.cuh": "tkcheck_tk_prototype_model.cuh",
+    "pyutils/pyutils.cuh": "tkcheck_tk_pyutils_model.cuh",
+    "pyutils/torchutils.cuh": "tkcheck_tk_pyutils_model.cuh",
 }
 
 
