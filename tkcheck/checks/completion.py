@@ -32,6 +32,7 @@ class Contribution:
     times: E.Expr             # per round
     round_loop: int | None
     pattern: tuple            # how the element index moves with the round counter
+    consumed: tuple = ()      # conditions over inner loop counters counted into `times`
 
     @property
     def total(self) -> E.Expr:
@@ -54,8 +55,9 @@ class BarrierAccount:
         return not self.unknown
 
 
-def _round_of(model: ir.KernelModel, op: ir.Op) -> tuple[int | None, E.Expr | None, tuple] | None:
-    """(round loop id, multiplicity of inner loops, index pattern) or None if unknown."""
+def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None):
+    """(round loop id, multiplicity of inner loops, index pattern, conditions over inner
+    loop counters that the multiplicity accounts for) or None if unknown."""
     index = op.barrier.index if op.barrier is not None else ()
     index_vars = set()
     for ix in index:
@@ -66,25 +68,27 @@ def _round_of(model: ir.KernelModel, op: ir.Op) -> tuple[int | None, E.Expr | No
         loop = model.loops.get(lid)
         if loop is None:
             return None
-        if loop.counter.name in index_vars or (not index_vars and round_loop is None and not inner and False):
+        if loop.counter.name in index_vars:
             round_loop = lid
             break
         inner.append(loop)
     if round_loop is None and not index_vars:
-        # scalar barrier (or constant index): the innermost loop is the round
-        # loop; a site outside loops is a one-shot use
+        # scalar barrier (or constant index): which enclosing loop drives its phases
         if op.loops:
-            round_loop = op.loops[-1]
-            inner = []
+            r = _scalar_round(model, op, an)
+            if r is _UNKNOWN:
+                return None
+            round_loop = r
+            inner = [model.loops[i] for i in (op.loops[op.loops.index(r) + 1:] if r is not None else op.loops)]
+            inner.reverse()
         else:
             inner = []
     elif round_loop is None:
         return None  # index varies with something that is not an enclosing loop
-    times: E.Expr = E.Const(1)
-    for loop in inner:
-        if loop.trip is None or loop.trip.depends_on(E.THREAD) or loop.trip.is_opaque():
-            return None
-        times = E.binop("*", times, loop.trip)
+    times = _multiplicity(model, op, inner)
+    if times is None:
+        return None
+    times, consumed = times
     # the index as a function of the round counter (renamed to 'r')
     pattern: tuple = ()
     if round_loop is not None:
@@ -94,7 +98,113 @@ def _round_of(model: ir.KernelModel, op: ir.Op) -> tuple[int | None, E.Expr | No
             return None
     else:
         pattern = tuple(str(ix) for ix in index)
-    return round_loop, times, pattern
+    return round_loop, times, pattern, consumed
+
+
+_UNKNOWN = object()
+_PACING_SYNCS = ("block", "named", "group", "cluster")
+MAX_ENUMERATED = 1 << 16
+
+
+def _paces(o: ir.Op) -> bool:
+    """An op that separates a thread's successive arrivals into different phases: it waits
+    for something (an mbarrier phase, a block/named barrier)."""
+    return o.kind == ir.MBAR_WAIT or (o.kind == ir.SYNC and o.detail.get("sync_kind") in _PACING_SYNCS)
+
+
+def _scalar_round(model: ir.KernelModel, op: ir.Op, an: Analysis | None):
+    """The loop whose iterations are the rounds of a scalar barrier at `op` (None: a one-shot
+    use outside every loop of op; _UNKNOWN: not recognised).
+
+    An arrival's round is the innermost enclosing loop whose body (at any depth) waits or
+    synchronises: arrivals repeated by a loop nested inside it with no wait in between
+    (`for (w ...) arrive(bar)`) belong to one phase. Without any such loop, the innermost
+    loop. A TMA load delivers its bytes to the phase of the arrival (expect) it is issued
+    with: the round of the arrival site that shares most of its loops."""
+    name = op.barrier.name
+    if op.kind == ir.TMA_LOAD:
+        arrivals = [o for o in model.ops if o.barrier is not None and o.barrier.name == name
+                    and not o.barrier.index and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)]
+        if not arrivals:
+            return op.loops[-1]
+        def shared(a):
+            n = 0
+            for x, y in zip(a.loops, op.loops):
+                if x != y:
+                    break
+                n += 1
+            return n
+        best = max(shared(a) for a in arrivals)
+        rounds = {_arrival_round(model, a, an) for a in arrivals if shared(a) == best}
+        if len(rounds) != 1:
+            return _UNKNOWN
+        r = rounds.pop()
+        if r is None:
+            # the arrival is a one-shot use: the loads around it are one-shot too when the
+            # arrival sits outside every loop
+            return None if best == 0 else _UNKNOWN
+        return r if r in op.loops else _UNKNOWN
+    return _arrival_round(model, op, an)
+
+
+def _arrival_round(model: ir.KernelModel, op: ir.Op, an: Analysis | None):
+    if not op.loops:
+        return None
+    mine = an.threads.executing(op) if an is not None else None
+
+    def overlaps(o):
+        if mine is None:
+            return True
+        theirs = an.threads.executing(o)
+        return theirs is None or bool(theirs & mine)
+    for lid in reversed(op.loops):
+        if any(lid in o.loops and _paces(o) and overlaps(o) for o in model.ops):
+            return lid
+    return op.loops[-1]
+
+
+def _multiplicity(model: ir.KernelModel, op: ir.Op, inner: list) -> tuple[E.Expr, tuple] | None:
+    """How many times op issues per round: the product of the inner loops' trip counts, or,
+    when some of op's uniform conditions test inner loop counters (`if (p == skip) continue;`),
+    the number of inner iterations that satisfy them (counted when the trips are constants)."""
+    if not inner:
+        return E.Const(1), ()
+    names = {l.counter.name for l in inner}
+    conds = tuple(c for c in op.guard.uniform if any(v.name in names for v in c.free_vars()))
+    if op.guard.thread.free_vars() & {l.counter for l in inner}:
+        return None
+    for loop in inner:
+        if loop.trip is None or loop.trip.depends_on(E.THREAD) or loop.trip.is_opaque():
+            return None
+    if not conds:
+        times: E.Expr = E.Const(1)
+        for loop in inner:
+            times = E.binop("*", times, loop.trip)
+        return times, ()
+    # count the satisfying iterations: constant trips, conditions over inner counters only
+    trips = []
+    for loop in inner:
+        t = loop.trip.eval({})
+        if not isinstance(t, int) or isinstance(t, bool):
+            return None
+        trips.append(max(t, 0))
+    if any(v.name not in names or v.kind != E.LOOP for c in conds for v in c.free_vars()):
+        return None
+    total = 1
+    for t in trips:
+        total *= t
+    if total > MAX_ENUMERATED:
+        return None
+    import itertools
+    count = 0
+    for combo in itertools.product(*(range(t) for t in trips)):
+        env = {l.counter.name: v for l, v in zip(inner, combo)}
+        vals = [c.eval(env) for c in conds]
+        if any(v is None for v in vals):
+            return None
+        if all(vals):
+            count += 1
+    return E.Const(count), conds
 
 
 def _group_key(round_loop) -> str:
@@ -113,9 +223,11 @@ def _running(model: ir.KernelModel, op: ir.Op, c: E.Expr) -> bool:
                if lid in model.loops and model.loops[lid].trip is None)
 
 
-def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None) -> tuple | None:
+def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None, consumed: tuple = ()) -> tuple | None:
     sig = []
     for c in op.guard.uniform:
+        if c in consumed:
+            continue
         if model is not None and _running(model, op, c):
             sig.append(RUNNING)
             continue
@@ -151,25 +263,26 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         if issuers is None:
             acc.unknown.append(f"threads of {op.api} at line {op.location.row} unknown")
             continue
-        r = _round_of(m, op)
+        r = _round_of(m, op, an)
         if r is None:
             acc.unknown.append(f"rounds of {op.api} at line {op.location.row} not recognised")
             continue
-        round_loop, times, pattern = r
+        round_loop, times, pattern, consumed = r
         key = _group_key(round_loop)
         if op.kind == ir.MBAR_ARRIVE:
             amount = op.count if op.count is not None else E.opaque("count")
-            acc.arrivals.setdefault(key, []).append(Contribution(op, issuers, amount, times, round_loop, pattern))
+            acc.arrivals.setdefault(key, []).append(Contribution(op, issuers, amount, times, round_loop, pattern,
+                                                                 consumed))
         elif op.kind == ir.MBAR_EXPECT:
             acc.arrivals.setdefault(key, []).append(
-                Contribution(op, issuers, E.Const(op.detail.get("arrives", 1)), times, round_loop, pattern))
+                Contribution(op, issuers, E.Const(op.detail.get("arrives", 1)), times, round_loop, pattern, consumed))
             acc.expects.setdefault(key, []).append(
                 Contribution(op, issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
-                             round_loop, pattern))
+                             round_loop, pattern, consumed))
         else:
             acc.loads.setdefault(key, []).append(
                 Contribution(op, issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
-                             round_loop, pattern))
+                             round_loop, pattern, consumed))
     # mbarrier operations the front end could not attribute (raw PTX, an
     # unresolved barrier argument) may arrive on any barrier: no sums then
     blind = [o for o in m.ops if o.detail.get("barrier_unknown") is not None
@@ -191,7 +304,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         for groups in (acc.arrivals, acc.expects, acc.loads):
             for key, contribs in groups.items():
                 pats = {c.pattern for c in contribs}
-                sigs = {_uniform_sig(c.op, m) for c in contribs}
+                sigs = {_uniform_sig(c.op, m, c.consumed) for c in contribs}
                 if len(pats) > 1 or None in sigs or len(sigs) > 1:
                     acc.unknown.append(f"{key} sites of '{acc.barrier.name}' visit it in different patterns "
                                        "or under different conditions")

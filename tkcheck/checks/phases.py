@@ -121,8 +121,11 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     mine = th.executing(w)
     if mine is None:
         return None
+    def within(inner, outer):
+        # inner's loops are outer's loops or loops nested in them (the same round body)
+        return inner[:len(outer)] == outer
     after = {o.barrier.name for o in m.ops
-             if o.order > w.order and o.loops == w.loops and o.barrier is not None
+             if o.order > w.order and within(o.loops, w.loops) and o.barrier is not None
              and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
              and (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
     verdicts = set()
@@ -137,7 +140,8 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
             return None
         hit = False
         for o in m.ops:
-            if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops == s.loops and o.barrier is not None \
+            if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops and within(s.loops, o.loops) \
+                    and o.barrier is not None \
                     and o.barrier.name in after and o.barrier.name != w.barrier.name:
                 ex = th.executing(o)
                 if ex is not None and iss <= ex:
