@@ -288,11 +288,40 @@ def _bit(e: E.Expr) -> bool:
     return False
 
 
+def _nonneg(e: E.Expr) -> bool:
+    """e >= 0 by construction: non-negative constants, loop counters, and +, *, /, %, >>, &
+    of such (the values ring indices and parities are computed from)."""
+    if isinstance(e, E.Const):
+        return isinstance(e.value, bool) or (isinstance(e.value, int) and e.value >= 0)
+    if isinstance(e, E.Var):
+        return e.kind == E.LOOP and e.name[:1] == "k" and e.name[1:].isdigit()
+    if isinstance(e, E.Bin) and e.op in ("+", "*", "/", "%", ">>", "&", "|", "^"):
+        return _nonneg(e.a) and _nonneg(e.b)
+    if isinstance(e, E.Ite):
+        return _nonneg(e.t) and _nonneg(e.e)
+    return False
+
+
+def _pow2(e: E.Expr) -> int | None:
+    v = e.value if isinstance(e, E.Const) and not isinstance(e.value, bool) else None
+    return v if isinstance(v, int) and v > 0 and v & (v - 1) == 0 else None
+
+
 def linear(e: E.Expr) -> E.Expr:
-    """Rewrite XORs of 0/1 values as arithmetic mod 2, so that z3 stays in linear
-    integer arithmetic (div/mod by constants) instead of bit-blasting Int2BV terms."""
+    """Rewrite XORs of 0/1 values as arithmetic mod 2, and masks and shifts of non-negative
+    values by constants as mod / div / mul by powers of two (`k & (S-1)` is `k % S`, `k >> 2`
+    is `k / 4`), so that z3 stays in linear integer arithmetic (div/mod by constants)
+    instead of bit-blasting Int2BV terms."""
     if isinstance(e, E.Bin):
         a, b = linear(e.a), linear(e.b)
+        if e.op == "&" and _nonneg(a):
+            if _pow2(E.binop("+", b, E.Const(1))) is not None:
+                return E.binop("%", a, E.binop("+", b, E.Const(1)))
+        if e.op == "&" and _nonneg(b) and _pow2(E.binop("+", a, E.Const(1))) is not None:
+            return E.binop("%", b, E.binop("+", a, E.Const(1)))
+        if e.op in (">>", "<<") and isinstance(b, E.Const) and isinstance(b.value, int) \
+                and not isinstance(b.value, bool) and 0 <= b.value < 63 and _nonneg(a):
+            return E.binop("/" if e.op == ">>" else "*", a, E.Const(1 << b.value))
         if e.op == "^":
             if a == E.Const(0):
                 return b

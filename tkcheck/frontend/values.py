@@ -37,6 +37,7 @@ class Rec:
     """A record of named values (lcf callback args, user struct instances)."""
     fields: dict[str, Any] = field(default_factory=dict)
     type_name: str = ""
+    stype: Any = None                     # the StructType of a user struct instance (functors)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,16 @@ class Func:
     name: str
     cursors: list                          # overload set (clang cursors with bodies)
     owner: StructType | None = None
+
+
+@dataclass
+class Lambda:
+    """A lambda expression: its clang cursor (parameters and body) and the scope it was
+    written in (captures by reference see and change that scope; by value, changes stay
+    inside the call)."""
+    cursor: Any
+    env: Any
+    by_value: bool = False
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from . import cexpr
 from .values import Allocator, Obj, Rec, StructType
 from .walk_common import CK, BranchEnv, Ctx, loc_of, tokens_of
 from .walk_util import (_TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
-    _sizeof_align, _step_of, _strip_declarator_words, _to_bool, solve_recurrence)
+    _sizeof_align, _step_of, _strip_declarator_words, _to_bool, convert_int, solve_recurrence)
 
 
 class _StatementsMixin:
@@ -214,6 +214,8 @@ class _StatementsMixin:
         tt0 = [x for x in type_toks if x not in ("kittens", "::")]
         if tt0 and tt0[0] in ("tensor_allocator", "tm_allocator") and not is_ref and self.model is not None:
             value = self._tmem_allocator(name, tt0, ctx, loc)
+        if isinstance(value, E.Const):
+            value = convert_int(value, d.type.spelling)
         self._note_phasebit_set(name, value, ctx, d)
         ctx.env.define(name, value)
         return toks[:toks.index(name)] if name in toks else first_type
@@ -263,7 +265,7 @@ class _StatementsMixin:
         """A local variable of user struct type (lcf's `consumer_state`): its register-tile
         members become register tiles named `prefix.field`, so accumulators kept in a
         state struct are tracked like local ones."""
-        rec = Rec(type_name=st.name)
+        rec = Rec(type_name=st.name, stype=st)
         for fname, cur in st.members.items():
             if cur.kind != CK.FIELD_DECL:
                 continue
@@ -393,6 +395,15 @@ class _StatementsMixin:
         then_s = stmts[0] if stmts else None
         else_s = stmts[1] if len(stmts) > 1 else None
         cls, cexp = self._classify(cond, ctx)
+        if cls in ("thread", "uniform") and not is_constexpr:
+            # a condition no thread satisfies (`if (warpgroup::warpid() < 0)`), proved from what
+            # is known of thread ids, loop counters and launch values: that branch never runs.
+            # (A condition that only contradicts the enclosing guard -- an issuer outside its
+            # role -- stays: its ops run on no thread, which TK403 reports.)
+            if self._never(ir.Guard(), cexp):
+                cls, cexp = "const", E.Const(False)
+            elif self._never(ir.Guard(), E.negate(cexp)):
+                cls, cexp = "const", E.Const(True)
         if cls == "const":
             taken = then_s if cexp.value else else_s
             return self.walk(taken, ctx) if taken is not None else None
@@ -421,6 +432,35 @@ class _StatementsMixin:
                     # what lets an iteration go on past this break (None: not a uniform condition)
                     self._loop_breaks.append(None if cls != "uniform" else E.negate(cexp) if positive else cexp)
         return None
+
+    def _never(self, guard: ir.Guard, cond: Expr) -> bool:
+        """True when no thread under `guard` satisfies `cond` (for any value of the loop
+        counters and launch values it mentions): enumerated over the block when
+        the condition is over thread ids only, else proved by z3 over thread ids, loop counters
+        and launch values (kernel arguments can be anything: a condition over them is never
+        decided here). Unknown is False: the branch is kept."""
+        if not guard.exact:
+            return False
+        pred = E.conj(guard.thread, *guard.uniform, cond)
+        fv = pred.free_vars()
+        if any(v.kind == E.OPAQUE for v in fv):
+            return False
+        n = self.model.num_threads() if self.model is not None else None
+        if n is not None and all(v.kind == E.THREAD for v in fv):
+            from ..checks.threads import _enumerate
+            sat = _enumerate(pred, n)
+            return sat is not None and not sat
+        known = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "gridDim.x", "gridDim.y", "gridDim.z",
+                 "clusterIdx.x", "clusterDim.x", "cta_rank"}
+        if not all(v.kind in (E.THREAD, E.LOOP) or v.name in known for v in fv):
+            return False
+        if any(v.kind == E.LOOP and not (v.name.startswith("k") and v.name[1:].isdigit()) for v in fv):
+            return False        # symbolic start values of carried variables: no sign known
+        from ..checks import solver
+        assume = []
+        if n is not None:
+            assume.append(E.binop("<", E.TID, E.Const(n)))
+        return solver.always(E.negate(pred), 500, assume=tuple(assume)) is True
 
     def _merge_envs(self, ctx: Ctx, envs: list, cond: Expr | None, results):
         """Variables assigned in a branch get `cond ? then : else` afterwards.
