@@ -416,8 +416,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if _reinitialised(m, w.barrier.name):
         wp.reason = "barrier re-initialised inside a loop"
         return
-    index = tuple(linear(ix) for ix in w.barrier.index)
-    parity = linear(w.parity) if pb is None else pb[0]
+    index = tuple(_tabulated(linear(ix), w, m) for ix in w.barrier.index)
+    parity = _tabulated(linear(w.parity), w, m) if pb is None else pb[0]
     loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | \
                 {v.name for v in parity.free_vars() if v.kind == E.LOOP}
     chain = [m.loops[i] for i in w.loops]
@@ -555,6 +555,17 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     # phase never advanced: the parity is the same on every iteration
     invariant = k is not None and k not in parity.free_vars()
     wp.status = "not-advanced" if invariant else "mismatch"
+
+
+def _tabulated(e: E.Expr, w: ir.Op, m: ir.KernelModel) -> E.Expr:
+    """A parity or index computed with bit operations from periodic values of the wait's
+    loop counter (`(bits >> s) & 1` of a table-form bitmask and ring) as its canonical
+    closed form: linear arithmetic for the solver."""
+    if not w.loops or not any(op in str(e) for op in (" & ", " >> ", " << ", " | ", " ^ ")):
+        return e
+    from ..frontend.recurrence import tabulate
+    t = tabulate(e, m.loops[w.loops[-1]].counter)
+    return t if t is not None else e
 
 
 def element(wp: WaitPhase) -> str:

@@ -15,6 +15,52 @@ from .walk_util import (_TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tme
     _sizeof_align, _step_of, _strip_declarator_words, _to_bool, convert_int, solve_recurrence)
 
 
+class _Slot:
+    """Where a loop-carried value lives: a variable of the scope (`name`), or a scalar field
+    of a record (`rec.fields[name]`, e.g. `regs.stage` of a struct passed by reference)."""
+    __slots__ = ("name", "rec", "field")
+
+    def __init__(self, name: str, rec: Rec | None = None):
+        self.name = name
+        self.rec = rec
+        self.field = name if rec is not None else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.rec.type_name or 'rec'}.{self.name}" if self.rec is not None else self.name
+
+    def __hash__(self):
+        return hash((self.name, id(self.rec)))
+
+    def __eq__(self, other):
+        return isinstance(other, _Slot) and other.name == self.name and other.rec is self.rec
+
+    def __repr__(self):
+        return f"_Slot({self.label})"
+
+    @staticmethod
+    def of(node, walker, ctx: Ctx) -> "_Slot | None":
+        """The slot of an lvalue node: a plain name, or `obj.field` of a record."""
+        if node[0] == "name" and len(node[1]) == 1:
+            return _Slot(node[1][0][0])
+        if node[0] == "member" and not node[3]:
+            obj = walker.ev(node[1], replace(ctx, dry=True))
+            if isinstance(obj, Rec):
+                return _Slot(node[2], obj)
+        return None
+
+    def get(self, env):
+        return self.rec.fields.get(self.name) if self.rec is not None else env.lookup(self.name)
+
+    def set(self, env, value, define: bool = False):
+        if self.rec is not None:
+            self.rec.fields[self.name] = value
+        elif define:
+            env.define(self.name, value)
+        else:
+            env.assign(self.name, value)
+
+
 class _StatementsMixin:
     """Part of `builder.KernelWalker`. Statements: blocks, declarations, branches (guards), returns, loops and their carried variables."""
 
@@ -539,32 +585,34 @@ class _StatementsMixin:
         self._loop_ids += 1
         lid = self._loop_ids
         counter = E.Var(f"k{lid}", E.LOOP)
-        # induction variable: `for (int i = a; i < b; i += s)`
+        # induction variable: `for (int i = a; i < b; i += s)`, also a struct field
+        # (`for (regs.task = regs.first; regs.task < regs.n; regs.task += regs.stride)`)
         var, init_v, step, trip, infinite = self._induction(init_s, cond_c, inc_c, lctx)
+        ivar = _Slot.of(var, self, lctx) if var is not None else None
+        var_name = var[1][0][0] if var is not None and var[0] == "name" else None
         # the induction variable as a function of the counter, visible to the
         # dry pass below (`const int stage = k % STAGES` in the body)
-        if var is not None and init_v is not None and step is not None:
-            env.define(var, E.binop("+", init_v, E.binop("*", step, counter)))
+        if ivar is not None and init_v is not None and step is not None:
+            ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
         # loop-carried variables: solve their per-iteration closed forms
-        carried = self._carried_variables(body, inc_c, lctx, exclude={var} if var else set(), counter=counter)
-        loop = ir.Loop(lid, var, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None,
+        carried = self._carried_variables(body, inc_c, lctx, exclude={var_name} if var_name else set(),
+                                          counter=counter, ivar=ivar)
+        loop = ir.Loop(lid, var_name, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None,
                        infinite=infinite)
         if trip is not None and trip.depends_on(E.THREAD):
             loop.uniform = False
         if self.model is not None and not ctx.dry:
             self.model.loops[lid] = loop
         bctx = replace(lctx, loops=ctx.loops + (lid,), env=env.child())
-        if var is not None and init_v is not None and step is not None:
-            env.define(var, E.binop("+", init_v, E.binop("*", step, counter)))
-        elif var is not None:
-            env.define(var, E.opaque(f"{var}@loop"))
-        before = {}
-        for name, closed in carried.items():
-            before[name] = env.lookup(name)
-            env.assign(name, closed(counter))
+        if ivar is not None and init_v is not None and step is not None:
+            ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
+        elif ivar is not None:
+            ivar.set(env, E.opaque(f"{cexpr.render(var)}@loop"), define=True)
+        for slot, closed in carried.items():
+            slot.set(env, closed(counter))
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
-        if cond_c is not None and not (var and trip is not None):
+        if cond_c is not None and not (var is not None and trip is not None):
             cond = self.exec_expr(cond_c, replace(bctx, dry=True))
             cls, cexp = self._classify(_to_bool(cond) if isinstance(cond, Expr) else cond, bctx)
             if cls == "thread":
@@ -583,32 +631,48 @@ class _StatementsMixin:
         self._loop_breaks = saved_breaks
         # after the loop: carried variables hold their value after `trip`
         # iterations when the trip count is known, else an unknown
-        for name, closed in carried.items():
+        for slot, closed in carried.items():
             if loop.trip is not None:
-                ctx.env.assign(name, closed(loop.trip))
+                slot.set(ctx.env, closed(loop.trip))
             else:
-                ctx.env.assign(name, E.opaque(f"{name}@after-loop"))
+                slot.set(ctx.env, E.opaque(f"{slot.label}@after-loop"))
+        if ivar is not None and ivar.field is not None:
+            # a field used as the induction variable keeps its last value
+            ivar.set(ctx.env, E.binop("+", init_v, E.binop("*", step, loop.trip))
+                     if loop.trip is not None and init_v is not None and step is not None
+                     else E.opaque(f"{ivar.label}@after-loop"))
 
     def _induction(self, init_s, cond_c, inc_c, ctx: Ctx):
+        """(induction lvalue node, start value, step, trip count, infinite)."""
         var = init_v = step = trip = None
         infinite = cond_c is None
         if init_s is not None:
             toks = tokens_of(init_s)
             mm = None
-            for i, t in enumerate(toks):
-                if t == "=" and i > 0:
-                    mm = (toks[i - 1], toks[i + 1:])
-                    break
+            if init_s.kind == CK.DECL_STMT:
+                for i, t in enumerate(toks):
+                    if t == "=" and i > 0:
+                        mm = (("name", ((toks[i - 1], None),)), toks[i + 1:])
+                        break
+            else:
+                node = cexpr.parse_expression(toks, ctx.env.has)
+                if node[0] == "comma":
+                    node = node[1]
+                if node[0] == "assign" and node[1] == "=" and node[2][0] in ("name", "member"):
+                    mm = (node[2], None)
             if mm:
                 var = mm[0]
-                v = ctx.env.lookup(var)
+                slot = _Slot.of(var, self, ctx)
+                v = slot.get(ctx.env) if slot is not None else None
                 init_v = v if isinstance(v, Expr) else None
+                if slot is None:
+                    var = None
         if inc_c is not None and var is not None:
             node = cexpr.parse_expression(tokens_of(inc_c), ctx.env.has)
             step = _step_of(node, var, lambda n: self.ev(n, replace(ctx, dry=True)))
         if cond_c is not None and var is not None and step is not None and init_v is not None:
             node = cexpr.parse_expression(tokens_of(cond_c), ctx.env.has)
-            if node[0] == "bin" and node[2] == ("name", ((var, None),)):
+            if node[0] == "bin" and node[2] == var:
                 bound = self.ev(node[3], replace(ctx, dry=True))
                 if isinstance(bound, Expr):
                     op = node[1]
@@ -661,24 +725,63 @@ class _StatementsMixin:
                 out.append(n)
         return out
 
-    def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None):
-        """name -> function(counter) giving the value at the start of iteration k."""
+    def _reachable_records(self, env) -> list:
+        """Records (struct instances, callback args) reachable from the scope: their scalar
+        fields may be carried by a loop (`regs.stage` advanced inside a called function)."""
+        out, seen = [], set()
+
+        def add(v):
+            if isinstance(v, Rec) and id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+                for f in v.fields.values():
+                    add(f)
+        e = env
+        while e is not None:
+            for v in e.vars.values():
+                add(v)
+            if isinstance(e, BranchEnv):
+                for v in e.writes.values():
+                    add(v)
+            e = e.parent
+        return out
+
+    def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None,
+                           ivar=None):
+        """slot -> function(counter) giving the value at the start of iteration k. Slots are
+        the scalar variables the loop body assigns and the scalar fields of records it
+        changes (also inside the functions it calls)."""
         out = {}
         names = [n for n in self._assigned_names(body, inc_c) if n not in exclude]
         scalars = {}
         for n in names:
             v = ctx.env.lookup(n)
             if isinstance(v, Expr) and ctx.env.has(n):
-                scalars[n] = v
-        if not scalars or body is None:
+                scalars[_Slot(n)] = v
+        if body is None:
+            return out
+        # record fields: every scalar field of a reachable record gets a symbolic start value;
+        # the ones the body changes are carried, the others are put back as they were
+        fields = {}
+        for rec in self._reachable_records(ctx.env):
+            for fname, v in rec.fields.items():
+                if isinstance(v, Expr) and not (ivar is not None and ivar.field == fname and ivar.rec is rec):
+                    fields[_Slot(fname, rec)] = v
+        if not scalars and not fields:
             return out
         # one dry pass with symbolic start values
-        start = {n: E.Var(f"{n}@start", E.LOOP) for n in scalars}
+        self._fresh_slots = getattr(self, "_fresh_slots", 0) + 1
+        start = {}
+        for sl in scalars:
+            start[sl] = E.Var(f"{sl.label}@start", E.LOOP)
+        for sl in fields:
+            start[sl] = E.Var(f"{sl.label}@start#{self._fresh_slots}", E.LOOP)
         denv = ctx.env.child()
-        for n, sv in start.items():
-            denv.define(n, sv)
+        for sl in scalars:
+            denv.define(sl.name, start[sl])
+        for sl in fields:
+            sl.rec.fields[sl.name] = start[sl]
         dctx = replace(ctx, env=denv, dry=True)
-        self._loop_ids += 0
         saved = self._loop_breaks
         self._loop_breaks = []
         try:
@@ -687,18 +790,37 @@ class _StatementsMixin:
                 self.exec_expr(inc_c, dctx)
         finally:
             self._loop_breaks = saved
-        for n, v0 in scalars.items():
-            end = denv.vars.get(n)
-            out[n] = solve_recurrence(start[n], end, v0, n, counter)
+            ends = {sl: denv.vars.get(sl.name) for sl in scalars}
+            for sl, v in fields.items():
+                ends[sl] = sl.rec.fields.get(sl.name)
+                sl.rec.fields[sl.name] = v
+        # fields left as they were: their start values stand for their values before the loop
+        unchanged = {start[sl].name: v for sl, v in fields.items() if ends[sl] == start[sl]}
+        slots = dict(scalars)
+        for sl, v in fields.items():
+            if ends[sl] != start[sl]:
+                slots[sl] = v
+                ends[sl] = E.substitute(ends[sl], unchanged) if isinstance(ends[sl], Expr) else ends[sl]
+        for sl in scalars:
+            if isinstance(ends[sl], Expr) and unchanged:
+                ends[sl] = E.substitute(ends[sl], unchanged)
+        for sl, v0 in slots.items():
+            out[sl] = solve_recurrence(start[sl], ends[sl], v0, sl.label, counter)
         # phases that flip with the ring index (`if (++s == N) { s = 0; phase ^= 1; }`,
         # TK's phase bitfield): solved once the ring index has a closed form
-        from .recurrence import _is_opaque_form, solve_dependent
-        solved = {n: f for n, f in out.items() if not _is_opaque_form(f)}
-        for n, v0 in scalars.items():
-            if n not in solved:
-                f = solve_dependent(n, start[n], denv.vars.get(n), v0, solved, start)
+        from .recurrence import _is_opaque_form, solve_dependent, solve_by_simulation
+        solved = {sl: f for sl, f in out.items() if not _is_opaque_form(f)}
+        for sl, v0 in slots.items():
+            if sl not in solved:
+                f = solve_dependent(sl, start[sl], ends[sl], v0, solved, start)
                 if f is not None:
-                    out[n] = f
+                    out[sl] = f
+        # the rest (masks, bitmasks, phases of such rings): run the update from constant start
+        # values and prove the periodic closed form
+        solved = {sl: f for sl, f in out.items() if not _is_opaque_form(f)}
+        rest = {sl: (start[sl], ends[sl], v0) for sl, v0 in slots.items() if sl not in solved}
+        if rest:
+            out.update(solve_by_simulation(rest, solved, start, counter))
         return out
 
     # -- asm ---------------------------------------------------------------

@@ -185,11 +185,14 @@ def _positive_uniform(e) -> bool:
 
 
 def _step_of(node, var, ev):
+    """The step of `var` (an lvalue node: a name or a member) in a for-loop increment."""
+    if isinstance(var, str):
+        var = ("name", ((var, None),))
     if node[0] == "comma":     # `for (...; ...; task += n, t++)`
         return _step_of(node[1], var, ev) or _step_of(node[2], var, ev)
     if node[0] == "assign":
         op, lhs, rhs = node[1], node[2], node[3]
-        if lhs == ("name", ((var, None),)):
+        if lhs == var:
             if op == "+=":
                 s = ev(rhs)
                 return s if isinstance(s, Expr) else None
@@ -199,7 +202,7 @@ def _step_of(node, var, ev):
             if op == "=" and rhs[0] == "bin" and rhs[1] == "+" and rhs[2] == lhs:
                 s = ev(rhs[3])
                 return s if isinstance(s, Expr) else None
-    if node[0] == "post" and node[2] == ("name", ((var, None),)):
+    if node[0] == "post" and node[2] == var:
         return E.Const(1 if node[1] == "++" else -1)
     return None
 
