@@ -93,8 +93,13 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None):
     pattern: tuple = ()
     if round_loop is not None:
         rc = model.loops[round_loop].counter.name
-        pattern = tuple(str(E.substitute(ix, {rc: E.Var("r", E.LOOP)})) for ix in index)
-        if any(v.kind == E.LOOP and v.name != rc for ix in index for v in ix.free_vars()):
+        # loops around the round loop may move the index too (a ring carried across the tasks
+        # of a persistent loop): their counters are named by position
+        ren = {rc: E.Var("r", E.LOOP)}
+        for depth, lid in enumerate(op.loops[:op.loops.index(round_loop)]):
+            ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
+        pattern = tuple(str(E.substitute(ix, ren)) for ix in index)
+        if any(v.kind == E.LOOP and v.name not in ren for ix in index for v in ix.free_vars()):
             return None
     else:
         pattern = tuple(str(ix) for ix in index)

@@ -132,8 +132,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     for s in _signals(m, w.barrier.name):
         if s.kind == ir.TMA_LOAD:
             continue
-        if w.loops and all(isinstance(m.loops[i].trip.eval({}) if m.loops[i].trip is not None else None, int)
-                           for i in s.loops):
+        if w.loops and _one_visit(m, s):
             continue            # a one-visit (pre-arrival) signal, not the steady-state handshake
         iss = th.issuers(s)
         if iss is None:
@@ -162,6 +161,22 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     if len(verdicts) != 1:
         return None if verdicts else False
     return verdicts.pop()
+
+
+def _one_visit(m: ir.KernelModel, s: ir.Op) -> bool:
+    """A signal whose loops have constant trips visiting each element of its barrier at most
+    once (a pre-arrival loop over the stages), not a steady-state signal."""
+    trips = [m.loops[i].trip.eval({}) if m.loops[i].trip is not None else None for i in s.loops]
+    if not all(isinstance(t, int) for t in trips):
+        return False
+    b = m.barriers.get(s.barrier.name) if s.barrier is not None else None
+    elems = 1
+    for d in (b.dims if b else ()):
+        v = d.eval({})
+        if not isinstance(v, int):
+            return False
+        elems *= v
+    return _prod(trips) <= elems
 
 
 def _skips_first_use(an: Analysis, w: ir.Op) -> bool | None:
@@ -416,8 +431,17 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if _reinitialised(m, w.barrier.name):
         wp.reason = "barrier re-initialised inside a loop"
         return
-    index = tuple(_tabulated(linear(ix), w, m) for ix in w.barrier.index)
-    parity = _tabulated(linear(w.parity), w, m) if pb is None else pb[0]
+    index = tuple(linear(ix) for ix in w.barrier.index)
+    parity = linear(w.parity) if pb is None else pb[0]
+    flat = _flatten(m, w, index, parity) if pb is None else None
+    if flat is not None:
+        # a ring carried across the tasks of a persistent loop: the uses are counted over the
+        # flat iteration F = T * task + k of the (task, k) nest
+        F, index, parity = flat
+    kk = F if flat is not None else (m.loops[w.loops[-1]].counter if w.loops else None)
+    index = tuple(_tabulated(ix, w, m, kk) for ix in index)
+    if pb is None:
+        parity = _tabulated(parity, w, m, kk)
     loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | \
                 {v.name for v in parity.free_vars() if v.kind == E.LOOP}
     chain = [m.loops[i] for i in w.loops]
@@ -429,7 +453,25 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if w.guard.thread.depends_on(E.LOOP):
         assume.append(w.guard.thread)
     trip_assume: list[E.Expr] = []
-    if chain:
+    if flat is not None:
+        O, I = chain
+        k = F
+        wp.loop = O.id
+        if any(o is not w and o.barrier is not None and o.barrier.name == w.barrier.name and I.id in o.loops
+               for o in m.ops_of(ir.MBAR_WAIT)):
+            wp.reason = "barrier waited at several sites in the loop"
+            return
+        period = _period(index, k, to)
+        if period is None:
+            wp.reason = "ring period not recognised"
+            return
+        wp.period = period
+        use = E.binop("/", k, period) if period != E.Const(1) else k
+        if O.trip is None:
+            wp.reason = "trip count unknown"
+            return
+        trip_assume.append(E.binop("<", k, E.binop("*", I.trip, O.trip)))
+    elif chain:
         rl = chain[-1]
         if len(chain) > 1 and (pb is None or pb[1] is None):
             wp.reason = "wait inside nested loops (uses across outer iterations not modelled)"
@@ -541,6 +583,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     }
     if len(chain) > 1 and chain[0].counter.name in env:
         wp.witness["outer_iteration"] = env[chain[0].counter.name]
+    if flat is not None and it is not None:
+        tv = chain[1].trip.eval(env)
+        if isinstance(tv, int) and tv > 0:
+            wp.witness["outer_iteration"], wp.witness["iteration"] = divmod(it, tv)
+            wp.witness["flat_iteration"] = it
     if wp.assumption == "data-exit":
         n = (it or 0) + 1
         wp.assumption = (f"assuming the loop, which ends on a data-dependent `break`, enters iteration {it}: "
@@ -557,15 +604,35 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     wp.status = "not-advanced" if invariant else "mismatch"
 
 
-def _tabulated(e: E.Expr, w: ir.Op, m: ir.KernelModel) -> E.Expr:
+def _tabulated(e: E.Expr, w: ir.Op, m: ir.KernelModel, k: E.Var | None) -> E.Expr:
     """A parity or index computed with bit operations from periodic values of the wait's
     loop counter (`(bits >> s) & 1` of a table-form bitmask and ring) as its canonical
     closed form: linear arithmetic for the solver."""
-    if not w.loops or not any(op in str(e) for op in (" & ", " >> ", " << ", " | ", " ^ ")):
+    if k is None or not any(op in str(e) for op in (" & ", " >> ", " << ", " | ", " ^ ", " ? ")):
         return e
     from ..frontend.recurrence import tabulate
-    t = tabulate(e, m.loops[w.loops[-1]].counter)
+    t = tabulate(e, k)
     return t if t is not None else e
+
+
+def _flatten(m: ir.KernelModel, w: ir.Op, index, parity):
+    """(F, index, parity) when the wait sits in a (task, k) nest and its index and parity are
+    functions of the flat iteration F = T * task + k alone (T the inner trip count, the
+    same in every task): the closed forms of values carried across the task loop."""
+    if len(w.loops) != 2:
+        return None
+    O, I = (m.loops[i] for i in w.loops)
+    T = I.trip
+    if T is None or T.depends_on(E.LOOP) or T.depends_on(E.THREAD) or T.is_opaque():
+        return None
+    base = E.binop("+", E.binop("*", T, O.counter), I.counter)
+    F = E.Var(f"f{I.counter.name[1:]}", E.LOOP)
+    idx = tuple(E.replace_sub(ix, base, F) for ix in index)
+    par = E.replace_sub(parity, base, F)
+    used = {v for x in idx + (par,) for v in x.free_vars()}
+    if O.counter in used or I.counter in used or F not in used:
+        return None
+    return F, idx, par
 
 
 def element(wp: WaitPhase) -> str:

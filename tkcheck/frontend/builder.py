@@ -213,6 +213,9 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         self.tk_lane_guarded = mb.parsed.tk_semantics == "lane-guarded"
         self._struct_cache: dict[str, StructType] = {}
         self._loop_breaks: list = []  # `break`s seen in the loop being walked (its trip is then unknown)
+        self._system_logs: list = []  # per loop being analysed: the updates of its nested loops
+        self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
+        self._last_system = None
         self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
         self._phasebit_reads: dict = {}  # parity expr -> (bitfield name, bit position) of get_phasebit
         self.unbound_args: list[str] = []   # template arguments of the instantiation not understood

@@ -61,6 +61,26 @@ class _Slot:
             env.assign(self.name, value)
 
 
+class _System:
+    """A loop's update of its carried slots, as seen by the enclosing loop's analysis."""
+    __slots__ = ("lid", "trip", "starts", "ends", "v0s", "after")
+
+    def __init__(self, lid, trip, starts, ends, v0s, after):
+        self.lid, self.trip, self.starts, self.ends, self.v0s, self.after = lid, trip, starts, ends, v0s, after
+
+
+def _signature(sysrec: _System, system) -> tuple:
+    """The update of `system` (slots) with its start values renamed by position: equal for
+    the same update seen from two walks."""
+    order = sorted(system, key=lambda sl: sl.label)
+    ren = {sysrec.starts[sl].name: E.Var(f"@s{i}", E.LOOP) for i, sl in enumerate(order)}
+    out = []
+    for sl in order:
+        e = sysrec.ends.get(sl)
+        out.append((sl.label, str(E.substitute(e, ren)) if isinstance(e, Expr) else None))
+    return tuple(out)
+
+
 class _StatementsMixin:
     """Part of `builder.KernelWalker`. Statements: blocks, declarations, branches (guards), returns, loops and their carried variables."""
 
@@ -459,14 +479,24 @@ class _StatementsMixin:
         results = []
         envs = []
         guards = []
+        # records (struct instances) are per thread too: each branch starts from the fields
+        # as they were, and they are merged after the `if` like variables
+        recs = self._reachable_records(ctx.env)
+        snap = [(r, dict(r.fields)) for r in recs]
+        branch_fields = []
         for stmt, positive in ((then_s, True), (else_s, False)):
+            for r, f in snap:
+                r.fields.clear()
+                r.fields.update(f)
             g = self._branch_guard(ctx.guard, cls, cexp, positive)
             sub = replace(ctx, guard=g, env=BranchEnv(ctx.env))
             r = self.walk(stmt, sub) if stmt is not None else None
             results.append(r)
             envs.append(sub.env)
             guards.append(sub.guard)
+            branch_fields.append([dict(rec.fields) for rec, _ in snap])
         self._merge_envs(ctx, envs, cexp if cls in ("thread", "uniform") else None, results)
+        self._merge_fields(snap, branch_fields, cexp if cls in ("thread", "uniform") else None, results)
         if results[0] is not None and results[1] is not None:
             return results[0] if results[0] == results[1] else "return"
         # one branch always leaves (return/break/continue): later code runs only
@@ -507,6 +537,30 @@ class _StatementsMixin:
         if n is not None:
             assume.append(E.binop("<", E.TID, E.Const(n)))
         return solver.always(E.negate(pred), 500, assume=tuple(assume)) is True
+
+    @staticmethod
+    def _merge_fields(snap, branch_fields, cond, results):
+        """Record fields after an `if`: `cond ? then : else` where the branches differ."""
+        for i, (rec, before) in enumerate(snap):
+            a = branch_fields[0][i] if results[0] is None else None
+            b = branch_fields[1][i] if results[1] is None else None
+            rec.fields.clear()
+            if a is None and b is None:
+                rec.fields.update(before)
+                continue
+            if a is None or b is None:
+                rec.fields.update(a if a is not None else b)
+                continue
+            for name in list(dict.fromkeys(list(a) + list(b))):
+                x, y = a.get(name, before.get(name)), b.get(name, before.get(name))
+                if x is y or x == y:
+                    rec.fields[name] = x
+                elif isinstance(x, Expr) and isinstance(y, Expr):
+                    rec.fields[name] = E.ite(cond, x, y) if cond is not None else E.opaque(f"{name}@branch")
+                elif x is None or y is None:
+                    rec.fields[name] = x if y is None else y
+                else:
+                    rec.fields[name] = E.opaque(f"{name}@branch") if isinstance(x, Expr) or isinstance(y, Expr) else x
 
     def _merge_envs(self, ctx: Ctx, envs: list, cond: Expr | None, results):
         """Variables assigned in a branch get `cond ? then : else` afterwards.
@@ -595,8 +649,11 @@ class _StatementsMixin:
         if ivar is not None and init_v is not None and step is not None:
             ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
         # loop-carried variables: solve their per-iteration closed forms
+        self._last_system = None
         carried = self._carried_variables(body, inc_c, lctx, exclude={var_name} if var_name else set(),
                                           counter=counter, ivar=ivar)
+        system = self._last_system
+        self._last_system = None
         loop = ir.Loop(lid, var_name, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None,
                        infinite=infinite)
         if trip is not None and trip.depends_on(E.THREAD):
@@ -631,11 +688,17 @@ class _StatementsMixin:
         self._loop_breaks = saved_breaks
         # after the loop: carried variables hold their value after `trip`
         # iterations when the trip count is known, else an unknown
+        after = {}
         for slot, closed in carried.items():
             if loop.trip is not None:
-                slot.set(ctx.env, closed(loop.trip))
+                after[slot] = closed(loop.trip)
             else:
-                slot.set(ctx.env, E.opaque(f"{slot.label}@after-loop"))
+                after[slot] = E.opaque(f"{slot.label}@after-loop")
+            slot.set(ctx.env, after[slot])
+        if self._system_logs and system is not None:
+            # what the enclosing loop's analysis may need: this loop's update of its carried
+            # values (a ring advanced here across the tasks of a persistent loop)
+            self._system_logs[-1].append(_System(lid, loop.trip, system[0], system[1], system[2], after))
         if ivar is not None and ivar.field is not None:
             # a field used as the induction variable keeps its last value
             ivar.set(ctx.env, E.binop("+", init_v, E.binop("*", step, loop.trip))
@@ -784,12 +847,14 @@ class _StatementsMixin:
         dctx = replace(ctx, env=denv, dry=True)
         saved = self._loop_breaks
         self._loop_breaks = []
+        self._system_logs.append([])
         try:
             self.walk(body, replace(dctx, env=denv.child()))
             if inc_c is not None:
                 self.exec_expr(inc_c, dctx)
         finally:
             self._loop_breaks = saved
+            nested = self._system_logs.pop()
             ends = {sl: denv.vars.get(sl.name) for sl in scalars}
             for sl, v in fields.items():
                 ends[sl] = sl.rec.fields.get(sl.name)
@@ -821,6 +886,103 @@ class _StatementsMixin:
         rest = {sl: (start[sl], ends[sl], v0) for sl, v0 in slots.items() if sl not in solved}
         if rest:
             out.update(solve_by_simulation(rest, solved, start, counter))
+        # values carried across an inner loop that advances them (a ring and its phase bits
+        # carried across the tasks of a persistent loop): one flat sequence of steps
+        self._flat_outer(out, slots, start, ends, nested, counter, unchanged)
+        self._flat_inner(out, slots, start, ends, counter)
+        self._last_system = (dict(start), dict(ends), dict(slots))
         return out
+
+    def _flat_outer(self, out, slots, start, ends, nested, counter, unchanged=None):
+        """Slots of this (outer) loop left unknown that only a directly nested loop of an
+        invariant trip count T changes, with an update that depends on nothing but the slots:
+        after kO outer iterations they have taken T*kO steps of that update from their
+        constant start values. Solved as one sequence over the flat step count F (simulation,
+        proved), so this loop's closed form is G(T*kO) and the inner loop's G(T*kO + k)."""
+        from .recurrence import _is_opaque_form, solve_by_simulation
+        if counter is None:
+            return
+        probe = E.Var("k@probe", E.LOOP)
+        todo = [sl for sl in slots if _is_opaque_form(out[sl]) or out[sl](probe).is_opaque()]
+
+        def fix(e):
+            return E.substitute(e, unchanged) if unchanged and isinstance(e, Expr) else e
+        for sysrec in nested:
+            sysrec = _System(sysrec.lid, fix(sysrec.trip), sysrec.starts,
+                             {sl: fix(e) for sl, e in sysrec.ends.items()},
+                             {sl: fix(e) for sl, e in sysrec.v0s.items()},
+                             {sl: fix(e) for sl, e in sysrec.after.items()})
+            group = [sl for sl in todo if sl in sysrec.ends and ends.get(sl) is not None
+                     and sysrec.after.get(sl) is not None and ends[sl] == sysrec.after[sl]
+                     and sysrec.v0s.get(sl) == start[sl]]
+            if not group:
+                continue
+            T = sysrec.trip
+            if T is None or T.depends_on(E.LOOP) or T.depends_on(E.THREAD) or T.is_opaque():
+                continue
+            # the closure of the group under the inner update's dependencies
+            inner_start_names = {sysrec.starts[sl].name: sl for sl in sysrec.ends}
+            system = list(group)
+            i = 0
+            ok = True
+            while i < len(system):
+                e = sysrec.ends[system[i]]
+                if not isinstance(e, Expr):
+                    ok = False
+                    break
+                for v in e.free_vars():
+                    dep = inner_start_names.get(v.name)
+                    if dep is None:
+                        ok = False
+                        break
+                    if dep not in system:
+                        if dep not in slots or sysrec.v0s.get(dep) != start.get(dep) or \
+                                ends.get(dep) != sysrec.after.get(dep):
+                            ok = False
+                            break
+                        system.append(dep)
+                if not ok:
+                    break
+                i += 1
+            if not ok:
+                continue
+            F = E.Var(f"f{counter.name[1:]}", E.LOOP)
+            unsolved = {sl: (sysrec.starts[sl], sysrec.ends[sl], slots[sl]) for sl in system}
+            flat = solve_by_simulation(unsolved, {}, sysrec.starts, F)
+            if len(flat) != len(system):
+                continue
+            signature = _signature(sysrec, system)
+            for sl in system:
+                g = flat[sl]
+
+                def closed(k, g=g, sl=sl):
+                    base = E.binop("*", T, k)
+                    v = g(base)
+                    self._flat_registry[v] = (signature, sl, g, base)
+                    return v
+                out[sl] = closed
+
+    def _flat_inner(self, out, slots, start, ends, counter):
+        """An inner loop whose carried values enter as G(base) of a flat sequence (see
+        _flat_outer) with the same update: G(base + k) at its iteration k."""
+        if counter is None or not self._flat_registry:
+            return
+        found = {}
+        for sl, v0 in slots.items():
+            info = self._flat_registry.get(v0) if isinstance(v0, Expr) else None
+            if info is not None:
+                found[sl] = info
+        if not found:
+            return
+        bases = {str(info[3]) for info in found.values()}
+        sigs = {info[0] for info in found.values()}
+        if len(bases) != 1 or len(sigs) != 1:
+            return
+        system = [sl for sl in found]
+        rec = _System(None, None, start, ends, slots, {})
+        if _signature(rec, [info[1] for info in found.values()]) != sigs.pop():
+            return
+        for sl, (_, _, g, base) in found.items():
+            out[sl] = (lambda k, g=g, base=base: g(E.binop("+", base, k)))
 
     # -- asm ---------------------------------------------------------------
