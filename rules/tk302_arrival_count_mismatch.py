@@ -23,8 +23,11 @@ def check(an):
                 help="no arrive, expect or commit targets this barrier: its phase never completes (hang); "
                      "add the missing arrive (e.g. `if (laneid() == 0) arrive(bar)` in every warp it counts)"))
             continue
+        reported = set()   # per-thread elements: one finding per round kind
         for group, contribs in sorted(acc.arrivals.items()):
             if not contribs:
+                continue
+            if acc.per_thread and group.split(" ")[0] in reported:
                 continue
             arrived = completion.total(contribs)
             if arrived.is_opaque() or acc.init_count.is_opaque():
@@ -50,6 +53,7 @@ def check(an):
             wit = {"barrier": name, "init_count": i, "arrivals_per_phase": a, "phase": group}
             if acc.assumptions:
                 wit["assumptions"] = list(acc.assumptions)
+            reported.add(group.split(" ")[0])
             out.append(finding(
                 "TK302",
                 f"'{name}' is initialised for {i} arrivals per phase but {a} arrive per phase{assumed}",

@@ -94,7 +94,7 @@ def check(an):
         wrap = [o for o in ops if o.order < st.order and o.loops[:len(body)] == body] if body else []
         path = after + wrap
         for pos, o in enumerate(path):
-            if o.loops != st.loops or not _writes(o) or o.buffer is None:
+            if o.loops != st.loops or not _writes(o) or o.buffer is None or o.buffer.name != st.buffer.name:
                 continue
             if not o.guard.exact or tuple(map(str, o.guard.uniform)) != tuple(map(str, st.guard.uniform)):
                 break
@@ -110,7 +110,8 @@ def check(an):
             between = path[:pos]
             waited = False
             unknown = False
-            for x in between:
+            wait_at = None
+            for i, x in enumerate(between):
                 if x.kind == ir.TMA_STORE_WAIT:
                     ex = an.threads.executing(x)
                     n = x.count.eval({}) if x.count is not None else 0
@@ -118,13 +119,34 @@ def check(an):
                         unknown = True
                     elif iss <= ex and n == 0 and x.loops == st.loops:
                         waited = True
+                        wait_at = i if wait_at is None else wait_at
                     elif n:
                         unknown = True
                 if x.kind in (ir.CALL,) and "asm" in x.api:
                     unknown = True
                 if x.kind == ir.EXIT:
                     unknown = True
-            if waited or unknown:
+            if unknown:
+                break
+            if waited:
+                # the read wait runs in the storing lane; other lanes that overwrite the tile
+                # must be ordered after it by a barrier (`__syncwarp()` within the warp)
+                others = wt - iss
+                if others and not _ordered_after(an, between[wait_at + 1:], iss, others):
+                    out.append(finding(
+                        "TK306",
+                        f"'{o.buffer}' is overwritten by {o.api} on {describe(others, an.threads.n)} while the "
+                        f"tma::store_async from it may still be reading it: the store_async_read_wait runs in the "
+                        f"storing thread(s) ({describe(iss, an.threads.n)}) and no barrier orders the other "
+                        f"writers after it",
+                        o.location,
+                        related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here"),
+                                 related(between[wait_at], "the read wait, in the storing thread")],
+                        witness={"buffer": str(o.buffer), "store_line": st.location.row,
+                                 "overwrite_line": o.location.row, "unordered_writers": describe(others, an.threads.n)},
+                        help="after store_async_read_wait(), synchronise the storing lane with the other writers "
+                             "(`__syncwarp()` within a warp, a group or block barrier across warps) before the "
+                             "tile is written again"))
                 break
             out.append(finding(
                 "TK306",
@@ -143,6 +165,27 @@ def check(an):
                 handed.add((f.location.row, f.location.column))
                 out.append(f)
     return out
+
+
+def _ordered_after(an, ops, issuers, writers) -> bool:
+    """Some barrier in `ops` orders every writer after the storing thread of its warp (a
+    `__syncwarp()` when they share a warp), or a wider barrier includes both."""
+    for x in ops:
+        if x.kind != ir.SYNC or not x.guard.exact:
+            continue
+        ss = an.threads.executing(x)
+        if ss is None:
+            continue
+        kind = x.detail.get("sync_kind")
+        ok = True
+        for w in writers:
+            mates = [i for i in issuers if kind != "warp" or i // 32 == w // 32]
+            if w not in ss or not mates or not all(i in ss for i in mates):
+                ok = False
+                break
+        if ok:
+            return True
+    return False
 
 
 def _between(ops, a: ir.Op, b: ir.Op) -> list[ir.Op]:

@@ -49,16 +49,64 @@ class BarrierAccount:
     loads: dict[str, list[Contribution]] = field(default_factory=dict)
     waits: list[ir.Op] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)   # reasons the account is not usable
+    per_thread: bool = False   # some site picks the element by thread: sums per element pattern
     assumptions: list[str] = field(default_factory=list)  # stated with any finding made from it
 
     def ok(self) -> bool:
         return not self.unknown
 
 
-def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None):
+def _element_parts(op: ir.Op, issuers: frozenset[int]):
+    """[(issuers, index)]: for a barrier index that depends on the thread (`bar[warpid()][s]`,
+    a per-warp pipeline) the issuers grouped by the element they hit, with the index for
+    them (thread ids substituted); else [(issuers, None)]: one element pattern for all."""
+    index = op.barrier.index if op.barrier is not None else ()
+    if not any(ix.depends_on(E.THREAD) for ix in index):
+        return [(issuers, None)]
+    groups: dict[tuple, list] = {}
+    for t in sorted(issuers):
+        idx = tuple(E.substitute(ix, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)}) for ix in index)
+        if any(ix.depends_on(E.THREAD) for ix in idx):
+            return [(issuers, index)]     # _round_of then finds thread variables: unknown
+        groups.setdefault(idx, []).append(t)
+    return [(frozenset(ts), idx) for idx, ts in groups.items()]
+
+
+def _split_by_element(acc: "BarrierAccount"):
+    """Accounts of a barrier array some of whose sites pick the element by thread (each warp
+    its own `bar[w][s]`): contributions are summed per element pattern, each compared with
+    the init count on its own. Two patterns that do not differ in some constant index (the
+    warp's element) might hit one element in one round: unknown then."""
+    for groups in (acc.arrivals, acc.expects, acc.loads):
+        regrouped: dict[str, list] = {}
+        for key, contribs in groups.items():
+            for c in contribs:
+                regrouped.setdefault(f"{key} {', '.join(c.pattern)}", []).append(c)
+        groups.clear()
+        groups.update(regrouped)
+    kinds: dict[str, set] = {}
+    for g in (acc.arrivals, acc.expects, acc.loads):
+        for key, cs in g.items():
+            for c in cs:
+                kinds.setdefault(key.split(" ")[0], set()).add(tuple(c.pattern))
+    for pats in kinds.values():
+        pats_l = sorted(pats)
+        for i, a in enumerate(pats_l):
+            for b in pats_l[i + 1:]:
+                if len(a) != len(b) or not any(x != y and x.lstrip("-").isdigit() and y.lstrip("-").isdigit()
+                                               for x, y in zip(a, b)):
+                    # patterns that might hit one element in one round: the per-element
+                    # sums are not the per-phase sums
+                    acc.unknown.append(f"sites of '{acc.barrier.name}' visit overlapping elements in "
+                                       "different patterns")
+                    return
+
+
+def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, index=None):
     """(round loop id, multiplicity of inner loops, index pattern, conditions over inner
     loop counters that the multiplicity accounts for) or None if unknown."""
-    index = op.barrier.index if op.barrier is not None else ()
+    if index is None:
+        index = op.barrier.index if op.barrier is not None else ()
     index_vars = set()
     for ix in index:
         index_vars |= {v.name for v in ix.free_vars() if v.kind == E.LOOP}
@@ -228,16 +276,32 @@ def _running(model: ir.KernelModel, op: ir.Op, c: E.Expr) -> bool:
                if lid in model.loops and model.loops[lid].trip is None)
 
 
-def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None, consumed: tuple = ()) -> tuple | None:
+def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None, consumed: tuple = (),
+                 round_loop: int | None = None) -> tuple | None:
+    """The uniform conditions of a contribution, as text. A condition over the round counter
+    (`if (k + 1 < n)`: no prefetch in the last round) is kept with the counter renamed, so
+    that sites under the same condition compare equal; other loop-dependent or opaque
+    conditions make it None (unknown)."""
     sig = []
+    ren = {}
+    if model is not None and round_loop is not None and round_loop in op.loops:
+        ren[model.loops[round_loop].counter.name] = E.Var("r", E.LOOP)
+        for depth, lid in enumerate(op.loops[:op.loops.index(round_loop)]):
+            ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
     for c in op.guard.uniform:
         if c in consumed:
             continue
         if model is not None and _running(model, op, c):
             sig.append(RUNNING)
             continue
-        if c.depends_on(E.LOOP) or c.is_opaque():
+        if c.is_opaque():
             return None
+        if c.depends_on(E.LOOP):
+            c = E.substitute(c, ren)
+            if any(v.kind == E.LOOP and v.name not in ("r",) and not v.name.startswith("o") for v in c.free_vars()) \
+                    or any(v.kind == E.LOOP and v.name.startswith("o") and v.name not in {x.name for x in ren.values()}
+                           for v in c.free_vars()):
+                return None
         sig.append(str(c))
     return tuple(sorted(sig))
 
@@ -268,26 +332,29 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         if issuers is None:
             acc.unknown.append(f"threads of {op.api} at line {op.location.row} unknown")
             continue
-        r = _round_of(m, op, an)
-        if r is None:
-            acc.unknown.append(f"rounds of {op.api} at line {op.location.row} not recognised")
-            continue
-        round_loop, times, pattern, consumed = r
-        key = _group_key(round_loop)
-        if op.kind == ir.MBAR_ARRIVE:
-            amount = op.count if op.count is not None else E.opaque("count")
-            acc.arrivals.setdefault(key, []).append(Contribution(op, issuers, amount, times, round_loop, pattern,
-                                                                 consumed))
-        elif op.kind == ir.MBAR_EXPECT:
-            acc.arrivals.setdefault(key, []).append(
-                Contribution(op, issuers, E.Const(op.detail.get("arrives", 1)), times, round_loop, pattern, consumed))
-            acc.expects.setdefault(key, []).append(
-                Contribution(op, issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
-                             round_loop, pattern, consumed))
-        else:
-            acc.loads.setdefault(key, []).append(
-                Contribution(op, issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
-                             round_loop, pattern, consumed))
+        for part_issuers, index in _element_parts(op, issuers):
+            r = _round_of(m, op, an, index)
+            if r is None:
+                acc.unknown.append(f"rounds of {op.api} at line {op.location.row} not recognised")
+                break
+            round_loop, times, pattern, consumed = r
+            key = _group_key(round_loop)
+            if index is not None:
+                acc.per_thread = True
+            c_args = (round_loop, pattern, consumed)
+            if op.kind == ir.MBAR_ARRIVE:
+                amount = op.count if op.count is not None else E.opaque("count")
+                acc.arrivals.setdefault(key, []).append(Contribution(op, part_issuers, amount, times, *c_args))
+            elif op.kind == ir.MBAR_EXPECT:
+                acc.arrivals.setdefault(key, []).append(
+                    Contribution(op, part_issuers, E.Const(op.detail.get("arrives", 1)), times, *c_args))
+                acc.expects.setdefault(key, []).append(
+                    Contribution(op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
+                                 *c_args))
+            else:
+                acc.loads.setdefault(key, []).append(
+                    Contribution(op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
+                                 *c_args))
     # mbarrier operations the front end could not attribute (raw PTX, an
     # unresolved barrier argument) may arrive on any barrier: no sums then
     blind = [o for o in m.ops if o.detail.get("barrier_unknown") is not None
@@ -300,6 +367,9 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         for acc in out.values():
             acc.unknown.append(f"unattributed mbarrier operation at line {blind[0].location.row}")
     for acc in out.values():
+        if acc.per_thread:
+            _split_by_element(acc)
+    for acc in out.values():
         counts = {str(o.count) for o in acc.inits if o.count is not None}
         if len(acc.inits) >= 1 and len(counts) == 1 and all(
                 o.count is not None and not o.count.depends_on(E.LOOP) and not o.count.is_opaque()
@@ -309,7 +379,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         for groups in (acc.arrivals, acc.expects, acc.loads):
             for key, contribs in groups.items():
                 pats = {c.pattern for c in contribs}
-                sigs = {_uniform_sig(c.op, m, c.consumed) for c in contribs}
+                sigs = {_uniform_sig(c.op, m, c.consumed, c.round_loop) for c in contribs}
                 if len(pats) > 1 or None in sigs or len(sigs) > 1:
                     acc.unknown.append(f"{key} sites of '{acc.barrier.name}' visit it in different patterns "
                                        "or under different conditions")

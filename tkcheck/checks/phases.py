@@ -163,6 +163,79 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     return verdicts.pop()
 
 
+def _self_paced(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr | None) -> E.Expr | None:
+    """due(k) - use(k) for a data barrier that the waiting threads fill themselves: every
+    arrival on it in the loop (an expect issued by a lane of the waiting warp) sits in the
+    wait's loop and fills the element the wait uses d iterations later (d >= 0, the
+    lookahead; `load(bar[(k + 1) % S])` before `wait(bar[k % S])` is d = 1), the other
+    arrivals come before the loop (the prologue fills), and every phase gets exactly its
+    init count of arrivals. Then the wait at k observes completion
+    use(k) + prologue(k) - #{i < d : element(i) == element(k)}. None when not this shape."""
+    from . import completion, solver
+    m, th, to = an.model, an.threads, an.solver_timeout_ms
+    name = w.barrier.name
+    if not _carries_data(m, name) or period is None or not isinstance(period.eval({}), int):
+        return None
+    P = period.eval({})
+    mine = th.executing(w)
+    if mine is None:
+        return None
+    arrivals = [s for s in _signals(m, name) if s.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)]
+    steady = [s for s in arrivals if s.loops == w.loops]
+    prologue = [s for s in arrivals if not s.loops]
+    if not steady or len(steady) + len(prologue) != len(arrivals):
+        return None
+    loop_start = min(o.order for o in m.ops if w.loops[-1] in o.loops)
+    if any(s.order > loop_start for s in prologue):
+        return None
+    acc = completion.accounts(an).get(name)
+    if acc is None or not acc.ok() or acc.init_count is None:
+        return None
+    for contribs in acc.arrivals.values():
+        if solver.always(E.binop("==", completion.total(contribs), acc.init_count), to) is not True:
+            return None
+    idx_w = tuple(linear(ix) for ix in w.barrier.index)
+    lookahead = None
+    for s in steady:
+        iss = th.issuers(s)
+        if iss is None or not iss <= mine or not s.guard.exact:
+            return None
+        idx_s = tuple(linear(ix) for ix in s.barrier.index)
+        if len(idx_s) != len(idx_w):
+            return None
+        found = None
+        for d in range(0 if s.order < w.order else 1, P + 1):
+            same = E.conj(*[E.binop("==", a, E.substitute(b, {k.name: E.binop("+", k, E.Const(d))}))
+                            for a, b in zip(idx_s, idx_w)])
+            if solver.always(same, to) is True:
+                found = d
+                break
+        if found is None or (lookahead is not None and lookahead != found):
+            return None
+        lookahead = found
+    pre: E.Expr = E.Const(0)
+    for s in prologue:
+        iss = th.issuers(s)
+        if iss is None or not s.guard.exact:
+            return None
+        idx_s = tuple(linear(ix) for ix in s.barrier.index)
+        # the prologue fill of the waiting thread's own element (per warp: the same for
+        # every lane of a warp)
+        for t in mine:
+            base = 32 * (t // 32)
+            envs = [{"tid": t}, {"tid": base}]
+            vals = [tuple(ix.eval(e) for ix in idx_s) for e in envs]
+            if vals[0] != vals[1] or None in vals[0]:
+                return None
+        hit = E.conj(*[E.binop("==", a, b) for a, b in zip(idx_s, idx_w)])
+        pre = E.binop("+", pre, E.ite(hit, E.Const(1), E.Const(0)))
+    before: E.Expr = E.Const(0)
+    for i in range(lookahead):
+        same = E.conj(*[E.binop("==", E.substitute(b, {k.name: E.Const(i)}), b) for b in idx_w])
+        before = E.binop("+", before, E.ite(same, E.Const(1), E.Const(0)))
+    return E.binop("-", pre, before)
+
+
 def _one_visit(m: ir.KernelModel, s: ir.Op) -> bool:
     """A signal whose loops have constant trips visiting each element of its barrier at most
     once (a pre-arrival loop over the stages), not a steady-state signal."""
@@ -519,8 +592,18 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             wp.reason = "one-shot wait on a barrier signalled in loops"
             return
         use = E.Const(len(same))
+    sp = _self_paced(an, w, index, k, wp.period) if k is not None and flat is None else None
+    if sp is not None:
+        # a pipeline its own threads fill (per-warp prefetch-ahead ring): the wait at k
+        # observes completion use(k) + prologue fills of its element - the uses the
+        # lookahead leaves to the prologue
+        wp.use = use
+        due = E.binop("+", use, sp)
+        wp.due = due
+    else:
+        due = None
     why: list = []
-    hs = _handshake(an, w, why)
+    hs = _handshake(an, w, why) if due is None else False
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
@@ -533,14 +616,15 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if hs and _carries_data(m, w.barrier.name):
         wp.reason = "both barriers of the handshake carry data"
         return
-    pre = _pre_completions(an, w, wp.loop)
-    if pre is None:
-        wp.reason = "arrivals outside the loop not accounted"
-        return
-    wp.pre = pre
-    wp.use = use
-    due = E.binop("+", use, E.Const(wp.offset + pre))
-    wp.due = due
+    if due is None:
+        pre = _pre_completions(an, w, wp.loop)
+        if pre is None:
+            wp.reason = "arrivals outside the loop not accounted"
+            return
+        wp.pre = pre
+        wp.use = use
+        due = E.binop("+", use, E.Const(wp.offset + pre))
+        wp.due = due
     bad = E.binop("!=", _mod2(parity), _mod2(due))
     from . import solver
     # first without the trip bounds (often non-linear: grid-stride task loops); a proof

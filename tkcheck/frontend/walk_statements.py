@@ -61,6 +61,12 @@ class _Slot:
             env.assign(self.name, value)
 
 
+def _conjuncts(e: Expr) -> list:
+    if isinstance(e, E.Bin) and e.op == "&&":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
+
+
 class _System:
     """A loop's update of its carried slots, as seen by the enclosing loop's analysis."""
     __slots__ = ("lid", "trip", "starts", "ends", "v0s", "after")
@@ -438,6 +444,14 @@ class _StatementsMixin:
         return "uniform", cond
 
     def _branch_guard(self, guard: ir.Guard, cls: str, cond: Expr | None, positive: bool) -> ir.Guard:
+        if cls == "thread" and positive:
+            # `if (i + 1 < n && laneid() == 0)`: the block-uniform conjuncts are uniform
+            # conditions, the rest the thread predicate
+            for part in _conjuncts(cond):
+                pcls, _ = self._classify(part, None)
+                guard = guard.with_uniform(part) if pcls == "uniform" else (
+                    guard if pcls == "const" and part.value else guard.with_thread(part))
+            return guard
         if cls == "thread":
             return guard.with_thread(cond if positive else E.negate(cond))
         if cls == "uniform":
