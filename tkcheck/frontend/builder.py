@@ -34,6 +34,16 @@ from .walk_tmem import _TmemMixin
 from .walk_inline import _InlineMixin
 
 
+def _extent_key(c):
+    e = c.extent
+    f = e.start.file.name if e.start.file is not None else ""
+    return (f, (e.start.line, e.start.column), (e.end.line, e.end.column))
+
+
+def _contains(outer, inner) -> bool:
+    return outer[0] == inner[0] and outer[1] <= inner[1] and inner[2] <= outer[2] and outer != inner
+
+
 def _namespaces_of(cursor) -> list[str]:
     out = []
     p = cursor.semantic_parent
@@ -79,6 +89,7 @@ class ModelBuilder:
         self._not_analysed_cursors: dict = {}
         self.model_cursors: dict[int, object] = {}   # id(model) -> the cursor of its code
         self._unbound: dict = {}                      # template kernels with an instantiation not understood
+        self._device_code_by_name: dict | None = None  # name -> device function cursors (coverage)
         self._collect()
 
     # -- collection of top-level declarations ------------------------------
@@ -226,8 +237,18 @@ class ModelBuilder:
         return models
 
     def reachable_code(self, root) -> list:
-        """`root` (a kernel, a template struct) and the user's device functions its code names,
-        transitively: the code a kernel runs, as the census of `tkcheck.coverage` reads it."""
+        """`root` (a kernel, a template struct) and the user's device code its code names,
+        transitively (free functions and struct members by name, so an interpreter's
+        `dispatcher<op>::run` reaches every op's `run`): the code a kernel may run, as the census
+        of `tkcheck.coverage` reads it."""
+        if self._device_code_by_name is None:
+            from .diagnostics import function_spans
+            index: dict[str, list] = {}
+            for f in function_spans(self.parsed):
+                if f.space in ("device", "global") and f.name:
+                    index.setdefault(f.name, []).append(f.cursor)
+            self._device_code_by_name = index
+        index = self._device_code_by_name
         out, seen, todo = [], set(), [root]
         while todo:
             cur = todo.pop()
@@ -236,11 +257,10 @@ class ModelBuilder:
             seen.add(cur.hash)
             out.append(cur)
             for t in set(tokens_of(cur)):
-                for f in self.functions.get(t, ()):
-                    if f.hash not in seen and any(ch.kind in (CK.CUDADEVICE_ATTR, CK.CUDAGLOBAL_ATTR)
-                                                  for ch in f.get_children()):
-                        todo.append(f)
-        return out
+                todo.extend(f for f in index.get(t, ()) if f.hash not in seen)
+        # a function nested in one already taken (a struct's method inside the struct) is counted once
+        spans = [(c, _extent_key(c)) for c in out]
+        return [c for c, k in spans if not any(o is not c and _contains(ko, k) for o, ko in spans)]
 
     def coverage(self, models) -> list:
         """One `coverage.KernelCoverage` per kernel found: the analysed ones (census against the
