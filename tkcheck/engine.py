@@ -130,7 +130,8 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     from .model.expr import reset_unknowns
     reset_unknowns()          # names of unknowns restart per file: output does not depend on order
     t = time.perf_counter()
-    parsed = parse_source(path, text, opts.parse)
+    parsed = parse_source(path, text, opts.parse,
+                          pch_dir=os.path.join(opts.cache_dir, "pch") if opts.cache_dir else None)
     res.timing["parse"] = time.perf_counter() - t
     res.notes.extend(parsed.notes)
     if parsed.stopped:
