@@ -78,10 +78,8 @@ EXIT_NOT_RUN = 3         # confirm could not run at all (no GPU, no nvcc, no bui
 
 
 def _visible_id(index: int) -> str:
-    """The CUDA_VISIBLE_DEVICES value for GPU `index` as this process sees it (its own
-    CUDA_VISIBLE_DEVICES, when set, renumbers the devices)."""
-    parent = [x.strip() for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
-    return parent[index] if 0 <= index < len(parent) else str(index)
+    from .device import visible_id
+    return visible_id(index)
 
 
 def _gpu_slots(info, jobs: int, gpus: str | None) -> list[int | None]:

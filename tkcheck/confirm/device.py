@@ -53,6 +53,14 @@ class DeviceInfo:
                 "via": self.via, "error": self.error}
 
 
+def visible_id(index: int) -> str:
+    """The CUDA_VISIBLE_DEVICES value for GPU `index` as this process sees it (its own
+    CUDA_VISIBLE_DEVICES, when set, renumbers the devices the probe reports)."""
+    import os
+    parent = [x.strip() for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    return parent[index] if 0 <= index < len(parent) else str(index)
+
+
 def _driver_module():
     """cuda-python's driver bindings (module names of cuda-python >= 12.6 and of older releases)."""
     try:

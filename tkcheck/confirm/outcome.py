@@ -31,7 +31,7 @@ _CUDA_ERROR = re.compile(
     r"|warp (?:out-of-range|misaligned) address|invalid address space|hardware stack error"
     r"|uncorrectable ECC|launch timed out|operation not supported on global/shared address space"
     r"|\bcuda(?:\s+runtime)?\s+(?:error|failure)\b|\bcuda call failed\b", re.I)
-_NO_ERROR = re.compile(r"\bno error\b|cudaSuccess|CUDA_SUCCESS|\b0 (?:cuda )?errors?\b", re.I)
+_NO_ERROR = re.compile(r"\bno (?:cuda )?errors?\b|cudaSuccess|CUDA_SUCCESS|\b0 (?:cuda )?errors?\b", re.I)
 
 DEFAULT_FAIL = (
     r"^\s*FAIL(?:ED|URE)?\b",

@@ -70,7 +70,7 @@ def _kill_group(pgid: int, sig: int) -> None:
 def end_session(sid: int, wait_s: float = REAP_S) -> int:
     """SIGKILL every process of session `sid` and wait until none is left; returns how many were
     found alive."""
-    found: set[int] = set()
+    found: set[int] = {p for p in _session_members(sid) if p != os.getpid()}
     _kill_group(sid, signal.SIGKILL)
     deadline = time.monotonic() + wait_s
     while True:

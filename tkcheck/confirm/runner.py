@@ -581,7 +581,8 @@ def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: s
         return ev
     env = None
     if gpu is not None:
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
+        from .device import visible_id
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=visible_id(gpu))
     # absolute: builds and runs happen with the copy's folder as the working directory
     work = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="tkcheck-confirm-"))
     work.mkdir(parents=True, exist_ok=True)
