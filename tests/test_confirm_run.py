@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -492,16 +491,10 @@ def test_e2e_a_sanitizer_that_hangs_leaves_nothing(fake):
     text = KERNEL + "// fake plain: sleep 300 & sleep 300\n"
     (fake / "k.cu").write_text(text)
     f = _f("TK301", 2, msg="expect on 'full[s]'")
-    t0 = time.monotonic()
-    old = R.SANITIZER_TIMEOUT_S
-    R.SANITIZER_TIMEOUT_S = 1
-    try:
-        ev = R.confirm_file(str(fake / "k.cu"), text, [f], arch="sm_90", timeout=1, tools=("racecheck", "memcheck"))
-    finally:
-        R.SANITIZER_TIMEOUT_S = old
+    ev = R.confirm_file(str(fake / "k.cu"), text, [f], arch="sm_90", timeout=1, tools=("racecheck", "memcheck"),
+                        sanitizer_timeout=1)
     assert [t.tool for t in ev.tools] == ["racecheck"]      # a hang runs under racecheck only
     assert ev.tools[0].timed_out
-    del t0
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout if shutil.which("ps") else ""
     assert str(fake) not in out
 
@@ -585,3 +578,59 @@ def test_visible_ids_follow_the_parents_own_numbering(monkeypatch):
     assert _visible_id(0) == "3" and _visible_id(1) == "5"
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert _visible_id(1) == "1"
+
+
+def _mutation_findings(mid):
+    import tempfile
+    m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == mid)
+    with tempfile.TemporaryDirectory() as td:
+        res = evaluate.check_mutation(CORPUS, m, Path(td))
+    return evaluate.mutated_text(CORPUS, m), [f for f in res.findings if f.code != "TK000"]
+
+
+def test_a_count_repair_initialises_the_barrier_for_the_arrivals_that_come():
+    text, fs = _mutation_findings("gemm_ring-arrive-whole-warp")
+    (f,) = [f for f in fs if f.code == "TK302"]
+    new, what = R.count_repair(text, f)
+    assert "init_semaphore(empty[s], (256) - (0), 0);" in new and new.count("\n") == text.count("\n")
+    assert "256 arrivals per phase" in what and "CONSUMER_WARPS" in what
+    assert R.count_repair(text, next(f for f in fs if f.code != "TK302")) is None
+
+
+def test_an_issuer_repair_restricts_the_duplicated_issue_to_one_thread():
+    text, fs = _mutation_findings("gemm_ring-producer-guard-dropped")
+    ((group, new, what),) = R.issuer_repairs(text, fs)
+    assert sorted(f.code for f in group).count("TK403") == 5 and any(f.code == "TK302" for f in group)
+    assert new.count("if ((int)threadIdx.x == 0) tma::") == 5 and "thread 0 only" in what
+    # an issuer set such as "lane 0 of warps 8-11": its first thread
+    assert R._first_issuer("lane 0 of warps 8-11 (4 threads)") == 256
+    assert R._first_issuer("warpgroup 0 (threads 0-127)") == 0
+    # a count finding alone (no duplicated issue): no issuer repair
+    text, fs = _mutation_findings("gemm_ring-arrive-whole-warp")
+    assert R.issuer_repairs(text, fs) == []
+
+
+def test_a_repair_that_passes_confirms_every_finding_it_repaired_and_no_other():
+    f = _f("TK403", 78, symptom="hang", contract="scope")
+    g = _f("TK302", 78, symptom="hang")
+    h = _f("TK206", 79, symptom="wrong", contract="accumulator")
+    ev = _ev(2, "CUDA error unspecified launch failure\n")
+    ev.copies = [R.Copy("repaired copy", "repair", (R.finding_key(f), R.finding_key(g)),
+                        ["the statements at k.cu:78 run by thread 0 only"], [R.Run("r", "bin", 0, "SELFCHECK PASS\n")])]
+    assert R.verdict(f, ev)["status"] == R.CONFIRMED and R.verdict(g, ev)["status"] == R.CONFIRMED
+    assert R.verdict(h, ev)["status"] == R.NOT_REPRODUCED
+
+
+@needs_proc
+def test_a_stopped_confirm_ends_the_programs_it_started(tmp_path):
+    import threading
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("p", P.run_clean(["sleep", "300"], timeout=600, cwd=tmp_path)))
+    t.start()
+    for _ in range(200):
+        if P._ACTIVE:
+            break
+        threading.Event().wait(0.05)
+    assert P.end_all() >= 1
+    t.join(60)
+    assert not t.is_alive() and box["p"].rc == -signal.SIGKILL and not P._ACTIVE

@@ -110,6 +110,8 @@ def _gpu_slots(info, jobs: int, gpus: str | None) -> list[int | None]:
                    "racecheck/synccheck for scope and deadlock, racecheck for accumulator, racecheck/memcheck "
                    "for completion, memcheck for layout).")
 @click.option("--no-sanitizer", is_flag=True, help="Run no compute-sanitizer tool.")
+@click.option("--sanitizer-timeout", type=float, default=None,
+              help="Seconds per compute-sanitizer run (default: 60, or 3 x --timeout when longer).")
 @click.option("--keep", metavar="DIR", help="Keep the builds, logs and evidence in DIR (default: a temporary "
                                            "folder, removed); with several files, one folder per file inside.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
@@ -117,7 +119,8 @@ def _gpu_slots(info, jobs: int, gpus: str | None) -> list[int | None]:
 @click.option("--gpus", metavar="LIST", help="GPU indices to spread the workers over (default: every GPU found).")
 @click.option("--config", "config_file", metavar="FILE", help="pyproject.toml / tkcheck.toml to read.")
 @click.option("--output-format", "fmt", type=click.Choice(_FORMATS), default="full", show_default=True)
-def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, keep, jobs, gpus, config_file, fmt):
+def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, sanitizer_timeout, keep, jobs, gpus,
+                    config_file, fmt):
     """Prove findings on a GPU: run PATHS plain, instrumented copies of them (watchdog on every
     wait, stage poisoning, NaN rows, a phase log; a widened copy per race finding, a repaired copy
     per layout finding) and compute-sanitizer, then label each finding CONFIRMED (with the
@@ -135,6 +138,10 @@ def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, kee
             _fail(f"{p}: no such file")
     if timeout is not None and timeout <= 0:
         _fail("--timeout must be positive")
+    if sanitizer_timeout is not None and sanitizer_timeout <= 0:
+        _fail("--sanitizer-timeout must be positive")
+    from .procs import install_signal_handlers
+    install_signal_handlers()
     # the static checks first, one after the other (the solver is not shared between threads)
     work = []
     for p in paths:
@@ -161,7 +168,8 @@ def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, kee
             return runner.confirm_file(
                 p, res.source, findings, confirm_cfg=config.confirm if config else None, tk_root=tk_root,
                 include_dirs=tuple(str(d) for d in (config.include_dirs if config is not None else ())),
-                timeout=timeout, tools=chosen, keep=where, device=info, gpu=gpu)
+                timeout=timeout, tools=chosen, keep=where, device=info, gpu=gpu,
+                sanitizer_timeout=sanitizer_timeout)
         finally:
             slots.put(gpu)
     try:

@@ -284,9 +284,9 @@ PRELUDE = r"""// ---- tkcheck confirm instrumentation (generated; this is a temp
 // producer wait, nor poison records the NaN rows at the store
 __device__ unsigned int tkcheck_wd_count = 0;
 __device__ unsigned int tkcheck_kind_count[4] = {0, 0, 0, 0};   // 0 watchdog 1 poison 2 nan 3 order
-__device__ unsigned int tkcheck_site_count[512];
+__device__ unsigned int tkcheck_site_count[4][512];
 static __device__ __forceinline__ bool tkcheck_take(int kind, int site) {
-    if (atomicAdd(&tkcheck_site_count[site & 511], 1u) >= (unsigned)TKCHECK_PER_SITE) return false;
+    if (atomicAdd(&tkcheck_site_count[kind & 3][site & 511], 1u) >= (unsigned)TKCHECK_PER_SITE) return false;
     return atomicAdd(&tkcheck_kind_count[kind & 3], 1u) < (unsigned)TKCHECK_PER_KIND;
 }
 __device__ unsigned int tkcheck_dumped = 0;

@@ -20,12 +20,35 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 GRACE_S = 5.0          # after SIGINT, before SIGKILL
 REAP_S = 10.0          # how long to wait for killed processes to go
+
+_ACTIVE: set[int] = set()   # sessions started and not yet ended (ended by end_all on SIGTERM)
+_LOCK = threading.Lock()
+
+
+def end_all() -> int:
+    """End every session run_clean has started and not yet ended (a confirm stopped by a signal)."""
+    with _LOCK:
+        sids = list(_ACTIVE)
+    return sum(end_session(s, wait_s=2.0) for s in sids)
+
+
+def install_signal_handlers() -> None:
+    """On SIGTERM / SIGHUP the programs confirm started go with it (the main thread only)."""
+    def handler(signum, frame):
+        end_all()
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError):   # not the main thread, or not supported here
+            pass
 
 
 @dataclass
@@ -99,6 +122,8 @@ def run_clean(argv: list[str] | str, timeout: float, cwd: str | Path | None = No
                                  stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as e:
             return Proc(None, "", 0.0, error=str(e))
+        with _LOCK:
+            _ACTIVE.add(p.pid)
         timed_out = False
         try:
             rc = p.wait(timeout=timeout)
@@ -114,6 +139,8 @@ def run_clean(argv: list[str] | str, timeout: float, cwd: str | Path | None = No
             rc = p.wait()
         # the leader is gone; whatever is left of its session goes too (the group's pgid = sid = pid)
         left = end_session(p.pid)
+        with _LOCK:
+            _ACTIVE.discard(p.pid)
         out.seek(0)
         log = out.read().decode("utf-8", errors="replace")
     return Proc(rc, log, time.perf_counter() - t0, timed_out=timed_out, left_behind=left)

@@ -536,12 +536,14 @@ class _Job:
     env: dict | None
     build_cmd: object
     run_cmd: object
+    sanitizer_timeout: float = SANITIZER_TIMEOUT_S
 
 
 def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: str | None = None,
                  include_dirs: tuple[str, ...] = (), timeout: float | None = None,
                  tools: tuple[str, ...] = ("racecheck", "memcheck"), keep: str | None = None,
-                 arch: str | None = "auto", device=None, gpu: int | None = None) -> Evidence:
+                 arch: str | None = "auto", device=None, gpu: int | None = None,
+                 sanitizer_timeout: float | None = None) -> Evidence:
     """Instrument copies of `path`, build, run, and set `verdict` on each finding.
 
     arch: "auto" asks the driver (confirm/device.py; or `device`, a DeviceInfo already probed);
@@ -587,7 +589,8 @@ def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: s
     work = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="tkcheck-confirm-"))
     work.mkdir(parents=True, exist_ok=True)
     job = _Job(path, text, Path(path).name, list(findings), work, tk_root, tuple(include_dirs), timeout,
-               tuple(tools), cfg, env, build_cmd, run_cmd)
+               tuple(tools), cfg, env, build_cmd, run_cmd,
+               sanitizer_timeout or max(SANITIZER_TIMEOUT_S, 3 * timeout))
     try:
         _build_and_run(job, ev)
         write_evidence(ev, work)
@@ -659,6 +662,11 @@ def _widen_groups(findings, text: str, name: str):
 
 
 _VIEW = re.compile(r"reinterpret_cast\s*<[^<>;]*(?:<[^<>;]*>[^<>;]*)*>\s*\(")
+_INIT = re.compile(r"(?<![\w.>])(?:kittens\s*::\s*)?init_semaphore\s*\(")
+
+
+def _line_offset(text: str, row: int) -> int:
+    return sum(len(ln) + 1 for ln in text.split("\n")[:row - 1])
 
 
 def repair_edit(text: str, f) -> tuple[str, str] | None:
@@ -673,7 +681,7 @@ def repair_edit(text: str, f) -> tuple[str, str] | None:
     for row in rows:
         if not 0 < row <= len(lines):
             continue
-        off = sum(len(ln) + 1 for ln in lines[:row - 1])
+        off = _line_offset(text, row)
         ms = list(_VIEW.finditer(lines[row - 1]))
         if len(ms) != 1:
             continue
@@ -686,6 +694,122 @@ def repair_edit(text: str, f) -> tuple[str, str] | None:
         view = re.sub(r"\s+", " ", text[off + m.start():sp[1]])
         return new, f"the view `{view}` at {Path(f.location.filename).name}:{row} replaced by `{inner}`"
     return None
+
+
+def count_repair(text: str, f) -> tuple[str, str] | None:
+    """TK302 (a barrier's arrival count differs from the arrivals per phase): the barrier initialised
+    for the arrivals that do come (`init_semaphore(bar, N - tx, tx)` at its init line)."""
+    if f.code != "TK302" or not f.witness:
+        return None
+    from .instrument import _split_args
+    try:
+        arrivals = int(str(f.witness.get("arrivals_per_phase")))
+    except (TypeError, ValueError):
+        return None
+    name = Path(f.location.filename).name
+    for r in getattr(f, "related", []):
+        if "initialised" not in r.message or Path(r.location.filename).name != name:
+            continue
+        row = r.location.row
+        lines = text.split("\n")
+        if not 0 < row <= len(lines):
+            continue
+        off = _line_offset(text, row)
+        ms = list(_INIT.finditer(lines[row - 1]))
+        if len(ms) != 1:
+            continue
+        sp = _split_args(text, off + ms[0].end() - 1)
+        if sp is None or len(sp[0]) not in (2, 3):
+            continue
+        args = sp[0]
+        tx = args[2] if len(args) == 3 else "0"
+        call = ms[0].group(0)
+        new_call = f"{call}{args[0]}, ({arrivals}) - ({tx}), {tx})"
+        new = text[:off + ms[0].start()] + new_call + text[sp[1]:]
+        was = re.sub(r"\s+", " ", text[off + ms[0].start():sp[1]])
+        return new, (f"`{args[0]}` initialised for the {arrivals} arrivals per phase that come "
+                     f"({name}:{row}: `{was}` -> `{new_call}`)")
+    return None
+
+
+_ISSUERS = re.compile(r"issuing thread\(s\) \((.*)\)\s*$")
+
+
+def _first_issuer(desc: str) -> int | None:
+    """The lowest thread id of an issuer set as the checks describe it ("warpgroup 0 (threads 0-127)",
+    "lane 0 of warps 8-11 (4 threads)", "thread 5")."""
+    m = re.search(r"lane (\d+) of warps? (\d+)", desc)
+    if m:
+        return 32 * int(m.group(2)) + int(m.group(1))
+    m = re.search(r"threads (\d+)-\d+", desc) or re.search(r"\bthreads? (\d+)\b", desc)
+    return int(m.group(1)) if m else None
+
+
+def _issuers_of(f) -> str | None:
+    if f.code == "TK403" and f.witness and f.witness.get("threads"):
+        return str(f.witness["threads"])
+    if f.code == "TK302":
+        for r in getattr(f, "related", []):
+            m = _ISSUERS.search(r.message)
+            if m:
+                return m.group(1)
+    return None
+
+
+def _site_row(f) -> int:
+    if f.code == "TK302":
+        return next((r.location.row for r in getattr(f, "related", []) if _ISSUERS.search(r.message)), f.location.row)
+    return f.location.row
+
+
+def issuer_repairs(text: str, findings) -> list[tuple[list, str, str]]:
+    """TK403 (an issue-once op run by several threads), with the TK302 count findings whose arrivals
+    come from the same issuers: each site's statement restricted to the first issuing thread, one
+    copy per issuer set (the sites share the one defect, e.g. a dropped lane guard)."""
+    groups: dict[str, list] = {}
+    for f in findings:
+        if f.code == "TK403" and _issuers_of(f):
+            groups.setdefault(_issuers_of(f), []).append(f)
+    for f in findings:
+        desc = _issuers_of(f)
+        if f.code == "TK302" and desc in groups:
+            groups[desc].append(f)
+    out = []
+    lines = text.split("\n")
+    for desc, fs in groups.items():
+        t0 = _first_issuer(desc)
+        if t0 is None:
+            continue
+        rows = sorted({_site_row(f) for f in fs if Path(f.location.filename).name == Path(fs[0].location.filename).name})
+        new_lines = list(lines)
+        ok = True
+        for row in rows:
+            if not 0 < row <= len(lines):
+                ok = False
+                break
+            ln = lines[row - 1]
+            col = len(ln) - len(ln.lstrip())
+            if not re.match(r"(?:kittens::)?(?:tma::|warp::|warpgroup::)?\w+\s*(?:<[^;]*>)?\s*\(", ln[col:]) or \
+                    re.match(r"(if|for|while|return|switch)\b", ln[col:]):
+                ok = False
+                break
+            new_lines[row - 1] = ln[:col] + f"if ((int)threadIdx.x == {t0}) " + ln[col:]
+        if ok and rows:
+            name = Path(fs[0].location.filename).name
+            out.append((fs, "\n".join(new_lines),
+                        f"the statements at {name}:{', '.join(map(str, rows))} run by thread {t0} only "
+                        f"(they were issued by {desc})"))
+    return out
+
+
+def _repairs(text: str, findings) -> list[tuple[list, str, str]]:
+    out = []
+    for f in findings:
+        for make in (repair_edit, count_repair):
+            r = make(text, f)
+            if r is not None:
+                out.append(([f], r[0], r[1]))
+    return out + issuer_repairs(text, findings)
 
 
 def _build_and_run(job: _Job, ev: Evidence) -> None:
@@ -750,7 +874,7 @@ def _build_and_run(job: _Job, ev: Evidence) -> None:
             argv = " ".join(shlex.quote(a) for a in S.command(tool, [], str(xml), extra)) + " " + base
         else:
             argv = S.command(tool, base, str(xml), extra)
-        r = _run(tool, argv, max(SANITIZER_TIMEOUT_S, 3 * job.timeout), plain_dir, job.env, interrupt=signal.SIGINT)
+        r = _run(tool, argv, job.sanitizer_timeout, plain_dir, job.env, interrupt=signal.SIGINT)
         try:
             recs = S.parse_file(xml, tool) if xml.exists() else []
         except S.SanitizerXMLError:
@@ -764,16 +888,14 @@ def _build_and_run(job: _Job, ev: Evidence) -> None:
     if note:
         ev.notes.append(note)
     map_records(ev, name)
-    # repairs, for a failing plain run
+    # repairs, for a failing plain run: the fix each finding names, applied at its site alone
     if ev.plain.outcome(ev.patterns).failed:
-        for k, f in enumerate(job.findings):
-            rep = repair_edit(job.text, f)
-            if rep is None:
-                continue
+        for k, (fs, rtext, what) in enumerate(_repairs(job.text, job.findings)):
             d = work / f"repair-{k}"
             d.mkdir(exist_ok=True)
-            (d / name).write_text(rep[0], encoding="utf-8")
-            c = Copy(f"repaired copy for {f.code} at {name}:{f.location.row}", "repair", (finding_key(f),), [rep[1]])
+            (d / name).write_text(rtext, encoding="utf-8")
+            label = ", ".join(f"{f.code} at {name}:{f.location.row}" for f in fs)
+            c = Copy(f"repaired copy for {label}", "repair", tuple(finding_key(f) for f in fs), [what])
             br = _build(job, d, c.name, None)
             if br.rc != 0:
                 c.build_error = _last(br.log)
