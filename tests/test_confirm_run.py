@@ -634,3 +634,49 @@ def test_a_stopped_confirm_ends_the_programs_it_started(tmp_path):
     assert P.end_all() >= 1
     t.join(60)
     assert not t.is_alive() and box["p"].rc == -signal.SIGKILL and not P._ACTIVE
+
+
+def test_read_wait_and_sync_repairs_put_back_what_the_finding_says_is_missing():
+    text, fs = _mutation_findings("gemm_ring-staging-no-read-wait")
+    (f,) = [f for f in fs if f.code == "TK306"]
+    new, what = R.read_wait_repair(text, f)
+    assert "col_blk + 0}); ::kittens::tma::store_async_read_wait();" in new and "after the store at gemm_ring.cu:" in what
+    text, fs = _mutation_findings("gemm_ring-no-sync-after-init")
+    t307 = [f for f in fs if f.code == "TK307"]
+    new, what = R.sync_repair(text, t307[0])
+    # after the whole `if (threadIdx.x == 0) { ... }` init block: a point every thread reaches
+    init_end = new.index("init_semaphore(empty[s], CONSUMER_WARPS, 0);")
+    assert new.index("} __syncthreads();", init_end) < new.index("if (wg == 0)")
+    # one repaired copy for the TK307 findings that share the init
+    (group,) = [g for g in R._repairs(text, fs) if "__syncthreads" in g[2]]
+    assert len(group[0]) == len(t307) == 2
+
+
+def test_gpu_slots_are_shared_by_threads_and_processes(tmp_path):
+    import threading
+    inside, most = [0], [0]
+    lock = threading.Lock()
+
+    def work():
+        with P.gpu_slot(f"test-{tmp_path.name}", 2):
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            threading.Event().wait(0.05)
+            with lock:
+                inside[0] -= 1
+    ts = [threading.Thread(target=work) for _ in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert most[0] <= 2 and inside[0] == 0
+
+
+def test_a_widened_copy_that_only_ran_out_of_time_is_no_evidence_for_a_race():
+    f = _f("TK206", 82, [(97, "the wgmma reading `B_s` is issued here")], symptom="wrong", contract="accumulator")
+    ev = _ev(0, "SELFCHECK PASS\n")
+    ev.copies = [R.Copy("widened copy", "widen", (R.finding_key(f),), ["widening: x"],
+                        [R.Run("w", "bin", -9, "", killed=True)])]
+    v = R.verdict(f, ev)
+    assert v["status"] == R.NOT_REPRODUCED and any("ran out of time" in n for n in v["notes"])

@@ -117,10 +117,13 @@ def _gpu_slots(info, jobs: int, gpus: str | None) -> list[int | None]:
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
               help="Files confirmed at once; each worker runs on one GPU (CUDA_VISIBLE_DEVICES), round robin.")
 @click.option("--gpus", metavar="LIST", help="GPU indices to spread the workers over (default: every GPU found).")
+@click.option("--gpu-slots", type=click.IntRange(0, 64), default=2, show_default=True,
+              help="Programs run at once on one GPU (and as many compute-sanitizer runs), over all workers and "
+                   "confirm processes of this machine: time-sliced programs slow each other down; 0: no limit.")
 @click.option("--config", "config_file", metavar="FILE", help="pyproject.toml / tkcheck.toml to read.")
 @click.option("--output-format", "fmt", type=click.Choice(_FORMATS), default="full", show_default=True)
 def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, sanitizer_timeout, keep, jobs, gpus,
-                    config_file, fmt):
+                    gpu_slots, config_file, fmt):
     """Prove findings on a GPU: run PATHS plain, instrumented copies of them (watchdog on every
     wait, stage poisoning, NaN rows, a phase log; a widened copy per race finding, a repaired copy
     per layout finding) and compute-sanitizer, then label each finding CONFIRMED (with the
@@ -169,7 +172,7 @@ def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, san
                 p, res.source, findings, confirm_cfg=config.confirm if config else None, tk_root=tk_root,
                 include_dirs=tuple(str(d) for d in (config.include_dirs if config is not None else ())),
                 timeout=timeout, tools=chosen, keep=where, device=info, gpu=gpu,
-                sanitizer_timeout=sanitizer_timeout)
+                sanitizer_timeout=sanitizer_timeout, gpu_slots=gpu_slots)
         finally:
             slots.put(gpu)
     try:

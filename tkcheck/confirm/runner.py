@@ -351,7 +351,11 @@ def verdict(f, ev: Evidence) -> dict:
                          f"failure and is discarded for this finding")
             continue
         used.append(c)
-        if o.failed and not plain_out.failed and ev.plain is not None:
+        if o.status == O.HANG and "hang" not in syms:
+            # a race shows as wrong values; a widened copy that only ran out of time says nothing
+            # about it (seen: a busy GPU slowing a run past its timeout)
+            notes.append(f"{c.name} ran out of time, which this finding does not predict: not taken as evidence")
+        elif o.failed and not plain_out.failed and ev.plain is not None:
             own.append(f"widened copy: {o.text()} (the plain run passes)")
             own.append("under " + "; ".join(e.removeprefix("widening: ") for e in c.edits))
     # records: the probe copy's and those of this finding's own copies, at this finding's site
@@ -503,9 +507,15 @@ def gpu_arch() -> str | None:
     return probe(toolkit=False).arch
 
 
-def _run(what: str, argv: list[str] | str, timeout: float, cwd: Path, env=None, interrupt=None) -> Run:
+def _run(what: str, argv: list[str] | str, timeout: float, cwd: Path, env=None, interrupt=None,
+         slot: tuple[str, int] | None = None) -> Run:
     shell = isinstance(argv, str)
-    p = run_clean(argv, timeout, cwd=cwd, env=env, interrupt=interrupt)
+    if slot is not None:
+        from .procs import gpu_slot
+        with gpu_slot(*slot):
+            p = run_clean(argv, timeout, cwd=cwd, env=env, interrupt=interrupt)
+    else:
+        p = run_clean(argv, timeout, cwd=cwd, env=env, interrupt=interrupt)
     log = p.log if not p.error else p.error
     rc = p.rc if not p.error else 127
     return Run(what, argv if shell else shlex.join(argv), rc, log, p.seconds, killed=p.timed_out,
@@ -537,13 +547,21 @@ class _Job:
     build_cmd: object
     run_cmd: object
     sanitizer_timeout: float = SANITIZER_TIMEOUT_S
+    gpu_key: str = "gpu"
+    gpu_slots: int = 2
+
+    def run_slot(self):
+        return (f"{self.gpu_key}-run", self.gpu_slots)
+
+    def tool_slot(self):
+        return (f"{self.gpu_key}-sanitizer", self.gpu_slots)
 
 
 def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: str | None = None,
                  include_dirs: tuple[str, ...] = (), timeout: float | None = None,
                  tools: tuple[str, ...] = ("racecheck", "memcheck"), keep: str | None = None,
                  arch: str | None = "auto", device=None, gpu: int | None = None,
-                 sanitizer_timeout: float | None = None) -> Evidence:
+                 sanitizer_timeout: float | None = None, gpu_slots: int = 2) -> Evidence:
     """Instrument copies of `path`, build, run, and set `verdict` on each finding.
 
     arch: "auto" asks the driver (confirm/device.py; or `device`, a DeviceInfo already probed);
@@ -590,7 +608,8 @@ def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: s
     work.mkdir(parents=True, exist_ok=True)
     job = _Job(path, text, Path(path).name, list(findings), work, tk_root, tuple(include_dirs), timeout,
                tuple(tools), cfg, env, build_cmd, run_cmd,
-               sanitizer_timeout or max(SANITIZER_TIMEOUT_S, 3 * timeout))
+               sanitizer_timeout or max(SANITIZER_TIMEOUT_S, 3 * timeout),
+               gpu_key=f"gpu{_visible(gpu)}", gpu_slots=gpu_slots)
     try:
         _build_and_run(job, ev)
         write_evidence(ev, work)
@@ -601,7 +620,12 @@ def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: s
     return ev
 
 
-def _build(job: _Job, d: Path, which: str, proto: Path | None) -> Run:
+def _visible(gpu: int | None) -> str:
+    from .device import visible_id
+    return visible_id(gpu if gpu is not None else 0)
+
+
+def _build(job: _Job, d: Path, which: str, proto: Path | None, extra: tuple[str, ...] = ()) -> Run:
     binary = d / "kernel.bin"
     src = d / job.name
     if job.build_cmd:
@@ -614,8 +638,31 @@ def _build(job: _Job, d: Path, which: str, proto: Path | None) -> Run:
         for i in job.include_dirs:
             inc += ["-I", str(Path(i).resolve())]
         inc += ["-I", str(Path(job.path).resolve().parent)]
-        cmd = ["nvcc", *NVCC_FLAGS, *inc, str(src), "-o", str(binary), "-lcuda"]
+        cmd = ["nvcc", *NVCC_FLAGS, *extra, *inc, str(src), "-o", str(binary), "-lcuda"]
     return _run(f"build ({which})", cmd, BUILD_TIMEOUT_S, d)
+
+
+_NO_RESOURCES = "too many resources requested for launch"
+# an instrumented copy needs more registers than the plain one; where the launch then fails
+# ("too many resources requested for launch": a block without __launch_bounds__), the copy is
+# rebuilt with fewer registers per thread (spills are fine for a probe run)
+REG_LADDER = (168, 128, 80, 64)
+
+
+def _run_copy(job: _Job, d: Path, what: str, proto: Path | None, ev: Evidence) -> Run:
+    r = _run(what, _run_argv(job, d), job.timeout, d, job.env, slot=job.run_slot())
+    if job.build_cmd or _NO_RESOURCES not in r.log:
+        return r
+    for regs in REG_LADDER:
+        b = _build(job, d, f"{what}, -maxrregcount={regs}", proto, (f"-maxrregcount={regs}",))
+        if b.rc != 0:
+            break
+        r = _run(what, _run_argv(job, d), job.timeout, d, job.env, slot=job.run_slot())
+        if _NO_RESOURCES not in r.log:
+            ev.notes.append(f"{what}: the launch needed fewer registers than the instrumented code takes; "
+                            f"rebuilt with -maxrregcount={regs}")
+            break
+    return r
 
 
 def _run_argv(job: _Job, d: Path):
@@ -802,13 +849,124 @@ def issuer_repairs(text: str, findings) -> list[tuple[list, str, str]]:
     return out
 
 
+_STORE = re.compile(r"(?<![\w.>])(?:kittens\s*::\s*)?tma\s*::\s*store_async\s*(?:<[^;]*?>)?\s*\(")
+
+
+def _after_statement(text: str, off: int) -> int | None:
+    """The offset just after the `;` that ends the statement containing `off` (code only)."""
+    mask = _code_mask(text)
+    depth = 0
+    for i in range(off, len(text)):
+        if not mask[i]:
+            continue
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif c == ";" and depth == 0:
+            return i + 1
+    return None
+
+
+def read_wait_repair(text: str, f) -> tuple[str, str] | None:
+    """TK306 / TK504 (a TMA store's shared tile rewritten or left while the store may still read
+    it): a `tma::store_async_read_wait()` right after the store, in the thread that issued it (with
+    no store in flight it returns at once)."""
+    if f.code not in ("TK306", "TK504"):
+        return None
+    name = Path(f.location.filename).name
+    rows = [r.location.row for r in getattr(f, "related", []) if "store_async" in r.message
+            and Path(r.location.filename).name == name] if f.code == "TK306" else [f.location.row]
+    lines = text.split("\n")
+    for row in rows:
+        if not 0 < row <= len(lines):
+            continue
+        ms = list(_STORE.finditer(lines[row - 1]))
+        if len(ms) != 1:
+            continue
+        end = _after_statement(text, _line_offset(text, row) + ms[0].start())
+        if end is None:
+            continue
+        new = text[:end] + " ::kittens::tma::store_async_read_wait();" + text[end:]
+        return new, f"a `tma::store_async_read_wait()` after the store at {name}:{row}"
+    return None
+
+
+def _function_body_blocks(text: str, off: int) -> list[int] | None:
+    """The offsets of the `{` of the blocks enclosing `off`, from the function body inward."""
+    mask = _code_mask(text)
+    stack: list[int] = []
+    for i in range(off):
+        if not mask[i]:
+            continue
+        if text[i] == "{":
+            stack.append(i)
+        elif text[i] == "}" and stack:
+            stack.pop()
+    for k, b in enumerate(stack):
+        before = text[:b].rstrip()
+        before = re.sub(r"(\bconst|\bnoexcept|__attribute__\s*\(\(.*?\)\))\s*$", "", before).rstrip()
+        if before.endswith(")"):
+            return stack[k:]
+    return None
+
+
+def _matching(text: str, open_at: int) -> int | None:
+    mask = _code_mask(text)
+    depth = 0
+    for i in range(open_at, len(text)):
+        if not mask[i]:
+            continue
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def sync_repair(text: str, f) -> tuple[str, str] | None:
+    """TK307 (barriers used before every thread sees them initialised): a `__syncthreads()` after
+    the kernel-level statement that holds the first init (the init block every thread then waits for)."""
+    if f.code != "TK307":
+        return None
+    name = Path(f.location.filename).name
+    rows = sorted(r.location.row for r in getattr(f, "related", []) if "initiali" in r.message
+                  and Path(r.location.filename).name == name)
+    if not rows:
+        return None
+    off = _line_offset(text, rows[0])
+    blocks = _function_body_blocks(text, off)
+    if not blocks:
+        return None
+    if len(blocks) == 1:
+        end = _after_statement(text, off)
+    else:
+        close = _matching(text, blocks[1])
+        end = close + 1 if close is not None else None
+    if end is None:
+        return None
+    row = text.count("\n", 0, end) + 1
+    return text[:end] + " __syncthreads();" + text[end:], f"a `__syncthreads()` after the init block ending at {name}:{row}"
+
+
 def _repairs(text: str, findings) -> list[tuple[list, str, str]]:
     out = []
+    seen = set()
     for f in findings:
-        for make in (repair_edit, count_repair):
+        for make in (repair_edit, count_repair, read_wait_repair, sync_repair):
             r = make(text, f)
-            if r is not None:
-                out.append(([f], r[0], r[1]))
+            if r is None:
+                continue
+            if r[0] in seen:      # the same edit for another finding (two TK307 uses of one init)
+                next(g for g in out if g[1] == r[0])[0].append(f)
+                continue
+            seen.add(r[0])
+            out.append(([f], r[0], r[1]))
     return out + issuer_repairs(text, findings)
 
 
@@ -846,16 +1004,15 @@ def _build_and_run(job: _Job, ev: Evidence) -> None:
         bc = _build(job, d, c.name, cproto)
         if bc.rc != 0:
             c.build_error = _last(bc.log)
-    ev.plain = _run("plain", _run_argv(job, plain_dir), job.timeout, plain_dir, job.env)
+    ev.plain = _run("plain", _run_argv(job, plain_dir), job.timeout, plain_dir, job.env, slot=job.run_slot())
     if bi.rc == 0:
-        ev.instrumented = _run("instrumented", _run_argv(job, inst_dir), job.timeout, inst_dir, job.env)
+        ev.instrumented = _run_copy(job, inst_dir, "instrumented", proto, ev)
         ev.records = parse_records(ev.instrumented.log)
-    for c, d, _ in copies:
+    for c, d, cproto in copies:
         if c.build_error:
             continue
         for attempt in range(WIDENED_TRIES):
-            r = _run(c.name if attempt == 0 else f"{c.name} (try {attempt + 1})", _run_argv(job, d), job.timeout,
-                     d, job.env)
+            r = _run_copy(job, d, c.name if attempt == 0 else f"{c.name} (try {attempt + 1})", cproto, ev)
             c.runs.append(r)
             c.records = parse_records(r.log)
             if any(x.kind != "PHASE" for x in c.records) or r.outcome(ev.patterns).failed:
@@ -874,7 +1031,7 @@ def _build_and_run(job: _Job, ev: Evidence) -> None:
             argv = " ".join(shlex.quote(a) for a in S.command(tool, [], str(xml), extra)) + " " + base
         else:
             argv = S.command(tool, base, str(xml), extra)
-        r = _run(tool, argv, job.sanitizer_timeout, plain_dir, job.env, interrupt=signal.SIGINT)
+        r = _run(tool, argv, job.sanitizer_timeout, plain_dir, job.env, interrupt=signal.SIGINT, slot=job.tool_slot())
         try:
             recs = S.parse_file(xml, tool) if xml.exists() else []
         except S.SanitizerXMLError:
@@ -900,7 +1057,7 @@ def _build_and_run(job: _Job, ev: Evidence) -> None:
             if br.rc != 0:
                 c.build_error = _last(br.log)
             else:
-                c.runs.append(_run(c.name, _run_argv(job, d), job.timeout, d, job.env))
+                c.runs.append(_run(c.name, _run_argv(job, d), job.timeout, d, job.env, slot=job.run_slot()))
             ev.copies.append(c)
 
 
