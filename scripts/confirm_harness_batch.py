@@ -347,6 +347,7 @@ set -u
 H=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$H/out}; R=$OUT/r; mkdir -p "$R"
 JR=${JR:-16}; T=${T:-8}; ST=${ST:-45}; LIMIT=${LIMIT:-420}; DEADLINE=${DEADLINE:-520}
+SLOTS=${SLOTS:-3}; SANI_RE=${SANI_RE:-.}   # GPU programs at once; the variants that get compute-sanitizer
 SITE=/tmp/tkh-site
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$H"/whl/*.whl > "$R/pip.log" 2>&1
 export PYTHONPATH=$H/pkg:$SITE PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1 NO_COLOR=1
@@ -356,8 +357,9 @@ nvidia-smi --query-gpu=memory.used --format=csv,noheader > "$R/gpu_mem_before.tx
 one() {
   id=$1; src=$2; planted=$3; o=$R/$id; mkdir -p "$o"
   s=$(date +%s.%N)
-  timeout -k 10 "$LIMIT" python3 -m tkcheck confirm "$H/$src" --tk-include "$H/tk" --timeout "$T" \
-      --sanitizer-timeout "$ST" --keep "$o/keep" --output-format json > "$o/confirm.json" 2> "$o/stderr.txt"
+  san=--no-sanitizer; [[ $id =~ $SANI_RE ]] && san=""
+  timeout -k 10 "$LIMIT" python3 -m tkcheck confirm "$H/$src" --tk-include "$H/tk" --timeout "$T" $san \
+      --sanitizer-timeout "$ST" --gpu-slots "$SLOTS" --keep "$o/keep" --output-format json > "$o/confirm.json" 2> "$o/stderr.txt"
   echo $? > "$o/rc"; echo "$s $(date +%s.%N)" > "$o/time"
   find "$o/keep" \( -name kernel.bin -o -name proto \) -prune -exec rm -rf {} + 2>/dev/null
   # a planted bug tkcheck found nothing in: its plain run, for the table (built and run here)
@@ -369,7 +371,7 @@ one() {
     rm -f "$p/bin"
   fi
 }
-export -f one; export H R T ST LIMIT
+export -f one; export H R T ST LIMIT SLOTS SANI_RE
 t0=$(date +%s)
 # the whole batch under one deadline: at it, every confirm gets SIGTERM and ends what it started
 export JR ONLY=${ONLY:-.}
@@ -418,14 +420,14 @@ def _verdict_cell(items: list[dict], rules: list[str]) -> tuple[str, str]:
     return "<br>".join(cells) or "no finding", extra
 
 
-def collect(results: Path, meta_path: Path) -> tuple[str, dict]:
+def collect(results: Path, meta_path: Path, sanitizer_from: Path | None = None) -> tuple[str, dict]:
     from tkcheck.confirm import outcome as O
     from tkcheck.confirm import runner as R
     meta = json.loads(meta_path.read_text())
     rows = ["| variant | harness | planted bug: symptom | plain run | compute-sanitizer alone | tkcheck verdict "
             "for the planted rule (first evidence) | other findings |", "|---|---|---|---|---|---|---|"]
-    stats = {"variants": 0, "planted_failing": 0, "planted_failing_confirmed": 0, "false_confirmations": [],
-             "clean_confirmed": [], "not_confirmed_failing": []}
+    stats = {"variants": 0, "planted_failing": 0, "planted_failing_confirmed": 0, "other_findings_confirmed": [],
+             "clean_confirmed": [], "not_confirmed_failing": [], "static_miss_failing": []}
     for m in meta:
         d = results / m["id"]
         if not d.is_dir():
@@ -446,18 +448,27 @@ def collect(results: Path, meta_path: Path) -> tuple[str, dict]:
                                                      killed=prc in (124, 137)))
         plain = R._plain_result(ev) if ev else ("no findings: nothing run" if rc == "0" and not items else f"confirm exit {rc}")
         sani = R._sanitizer_result(ev) if ev else "-"
+        if sanitizer_from is not None and (not ev or not ev.tools):
+            # compute-sanitizer ran on this variant in another batch (see --sanitizer-from)
+            k2 = sanitizer_from / m["id"] / "keep"
+            if (k2 / "plain.rc").exists():
+                e2 = R.evidence_from_dir(k2)
+                if e2.tools:
+                    sani = R._sanitizer_result(e2) + " (1st batch)"
         cell, extra = _verdict_cell(items, m["rules"])
         failing = ev is not None and ev.plain is not None and ev.plain.outcome().status != O.PASS
         if m["rules"] and failing:
             stats["planted_failing"] += 1
             if any(i["code"] in m["rules"] and i["verdict"]["status"] == "CONFIRMED" for i in items):
                 stats["planted_failing_confirmed"] += 1
+            elif not any(i["code"] in m["rules"] for i in items):
+                stats["static_miss_failing"].append(m["id"])
             else:
                 stats["not_confirmed_failing"].append(m["id"])
         for i in items:
             if i["verdict"]["status"] == "CONFIRMED" and i["code"] not in m["rules"]:
-                (stats["clean_confirmed"] if not m["rules"] else stats["false_confirmations"]).append(
-                    f"{m['id']}: {i['code']}:{i['location']['row']}")
+                (stats["clean_confirmed"] if not m["rules"] else stats["other_findings_confirmed"]).append(
+                    f"{m['id']}: {i['code']}:{i['location']['row']} ({i['verdict']['evidence'][0][:60]})")
         bug = "clean" if not m["rules"] else f"{m['id'].split('-', 1)[1] if m['style'] != 'TK' else m['id'][3:]}: {m['symptom']}"
         rows.append(f"| `{m['id']}` | {m['style']} | {bug} | {plain.replace('|', '/')[:90]} | {sani.replace('|', '/')[:120]} "
                     f"| {cell} | {extra} |")
@@ -475,12 +486,14 @@ def main(argv: list[str]) -> int:
     c.add_argument("results", help="the r/ folder of results.tgz")
     c.add_argument("meta")
     c.add_argument("--md")
+    c.add_argument("--sanitizer-from", help="an earlier batch's r/ folder: its compute-sanitizer results for the "
+                                            "variants this batch ran without")
     a = ap.parse_args(argv)
     if a.cmd == "prepare":
         meta = prepare(Path(a.out), Path(a.tk), Path(a.whl) if a.whl else None)
         print(f"{len(meta)} variants under {a.out}")
         return 0
-    table, stats = collect(Path(a.results), Path(a.meta))
+    table, stats = collect(Path(a.results), Path(a.meta), Path(a.sanitizer_from) if a.sanitizer_from else None)
     if a.md:
         Path(a.md).write_text(table)
     print(table)

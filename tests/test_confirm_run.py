@@ -680,3 +680,56 @@ def test_a_widened_copy_that_only_ran_out_of_time_is_no_evidence_for_a_race():
                         [R.Run("w", "bin", -9, "", killed=True)])]
     v = R.verdict(f, ev)
     assert v["status"] == R.NOT_REPRODUCED and any("ran out of time" in n for n in v["notes"])
+
+
+# ---------------------------------------------------------------- recorded H200 runs in the three harness styles
+
+HARNESS_RUNS = DATA / "harness"
+
+
+def _harness(vid):
+    d = HARNESS_RUNS / vid
+    fs = []
+    for r in json.loads((d / "confirm.json").read_text()):
+        f = Finding(r["code"], r["message"], Location(Path(r["filename"]).name, r["location"]["row"], 1),
+                    witness=r["witness"])
+        f.related = [Related(Location(Path(x["filename"]).name, x["location"]["row"], 1), x["message"])
+                     for x in r["related"]]
+        f.symptom, f.contract, f.name = r["symptom"], r["contract"], r["name"]
+        fs.append((f, r["verdict"]))
+    ev = R.evidence_from_dir(d)
+    R.map_records(ev, fs[0][0].location.filename)
+    return ev, fs
+
+
+@pytest.mark.parametrize("vid,want", [
+    ("A-gemm_ring-producer-parity-fresh", {"TK303:77": "watchdog: TKCHECK_WATCHDOG site=0 gemm_ring.cu:77 barrier=empty[s]"}),
+    ("B-gemm_ring-arrive-whole-warp", {"TK302:99": "compute-sanitizer memcheck: Imprecise at gemm_ring.cu:99 (in sync.cuh:72)"}),
+    ("C-gemm_ring-staging-no-read-wait", {"TK306:110": "repaired copy passes: a `tma::store_async_read_wait()` after the store"}),
+    ("B-gemm_lcf-producer-guard-per-warp", {"TK302:71": "compute-sanitizer memcheck: Imprecise at gemm_lcf.cu:71 (in tma.cuh:35)",
+                                            "TK403:72": "repaired copy passes: the statements at gemm_lcf.cu:71, 72, 73, 74 run by thread 256"}),
+    ("TK-edu08-no-sync-after-init", {"TK307:81": "use before init: TKCHECK_ORDER site=1 level_08.cu:81 barrier=bar"}),
+    ("C-gemm_ring-syncwarp-before-store", {"TK401:114": "widened copy: killed by SIGABRT: wrong value at"}),
+])
+def test_recorded_harness_runs_give_the_recorded_verdicts(vid, want):
+    ev, fs = _harness(vid)
+    assert ev.device and "NVIDIA H200" in ev.device
+    for f, recorded in fs:
+        v = R.verdict(f, ev)
+        assert v["status"] == recorded["status"], (f.code, f.location.row, v)
+        key = f"{f.code}:{f.location.row}"
+        if key in want:
+            assert v["status"] == R.CONFIRMED and any(e.startswith(want[key]) for e in v["evidence"]), v["evidence"]
+
+
+def test_recorded_harness_runs_confirm_no_other_finding_by_another_sites_evidence():
+    ev, fs = _harness("B-gemm_ring-arrive-whole-warp")
+    races = [f for f, _ in fs if f.code == "TK206"]
+    assert races
+    for f in races:
+        v = R.verdict(f, ev)
+        # the memcheck records and the repaired count are TK302's; the binary waits for the wgmma
+        assert v["status"] == R.NOT_REPRODUCED and "waits for the wgmma before the release" in v["why"]
+    ev, fs = _harness("TK-edu08-no-sync-after-init")
+    assert {f.code: R.verdict(f, ev)["status"] for f, _ in fs} == {
+        "TK307": R.CONFIRMED, "TK403": R.NOT_REPRODUCED, "TK406": R.UNCONFIRMABLE}

@@ -1063,14 +1063,17 @@ def _build_and_run(job: _Job, ev: Evidence) -> None:
 
 def map_records(ev: Evidence, user_file: str) -> None:
     """Put each sanitizer record (and each racecheck access) on its frame in the user's file."""
-    if not ev.sass:
-        return
     from .sassmap import user_frame
-    funcs = ev.funcs()
+    funcs = ev.funcs() if ev.sass else []
     for t in ev.tools:
         for r in t.records:
-            if r.pc and r.user is None:
-                r.user = user_frame(funcs, r.pc, r.file, r.line, user_file)
+            if r.user is None:
+                # the XML's own device stack (inlined frames, innermost first), else the SASS at the pc
+                mine = [fr for fr in r.frames if fr[1] and Path(fr[1]).name == Path(user_file).name and fr[2]]
+                if mine:
+                    r.user = (Path(mine[0][1]).name, mine[0][2])
+                elif r.pc:
+                    r.user = user_frame(funcs, r.pc, r.file, r.line, user_file)
             acc = r.extra.get("accesses")
             if acc:
                 r.extra["accesses"] = [a[:5] + (user_frame(funcs, a[4], a[2], a[3], user_file) if a[4] else None,)
