@@ -22,7 +22,8 @@ from typing import Any
 from ..model import expr as E
 from ..model import ir
 from .values import StructType
-from .walk_common import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent
+from .lexer import lex
+from .walk_common import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
 from .walk_types import _TypesMixin
 from .walk_statements import _StatementsMixin
 from .walk_asm import _AsmMixin
@@ -30,6 +31,15 @@ from .walk_values import _ValuesMixin
 from .walk_calls import _CallsMixin
 from .walk_tmem import _TmemMixin
 from .walk_inline import _InlineMixin
+
+
+def _namespaces_of(cursor) -> list[str]:
+    out = []
+    p = cursor.semantic_parent
+    while p is not None and p.kind == CK.NAMESPACE:
+        out.append(p.spelling)
+        p = p.semantic_parent
+    return list(reversed(out))
 
 
 class ModelBuilder:
@@ -41,12 +51,29 @@ class ModelBuilder:
         self.filename = parsed.path
         self.abs_path = parsed.abs_path
         register_text(parsed.abs_path, parsed.text)
+        for hp, ht in parsed.user_texts.items():
+            register_text(hp, ht)      # user headers as parsed (nvcc-compatibility rewrites)
         self.globals_env = Env()
         self.functions: dict[str, list] = {}      # user device functions by name (with bodies)
         self.structs: dict[str, Any] = {}         # user struct/class cursors by name
         self.kernels: list = []                   # __global__ function cursors in the main file
+        self.kernel_templates: list = []          # template __global__ functions (user files)
+        self.header_kernels: list = []            # __global__ functions of the user's headers
+        self.user_namespaces: set[str] = set()    # namespaces the user's code declares
+        # kernels found and not analysed, other than for clang errors: (name, location, why)
+        self.not_analysed: list[tuple[str, object, str]] = []
         self.templates: list = []                 # structs that look like lcf/lcsf kernel templates
         self.macros: dict[str, list[str]] = {}
+        # -D NAME[=VALUE] of the build (command line, config, compile_commands): object-like
+        # macros for constant evaluation; a #define in the file parsed later wins, as in cpp
+        for d in getattr(parsed, "defines", ()):
+            name, _, value = d.partition("=")
+            if name.isidentifier():
+                self.macros[name] = lex(value) if _ else ["1"]
+        # kernels not analysed because clang errors stop them: (name, location, errors)
+        self.blocked: list[tuple[str, object, list]] = []
+        self.errors = None                        # diagnostics.ErrorMap, set by build()
+        self._blocked_cache: dict = {}
         self._collect()
 
     # -- collection of top-level declarations ------------------------------
@@ -54,12 +81,9 @@ class ModelBuilder:
         f = cursor.location.file
         if f is None:
             return False
-        name = f.name
-        if _same_file(name, self.abs_path):
-            return True
-        # the user's own headers (not the model, not real TK / system headers)
-        return ("tkcheck" not in name and "/include/" not in name and not name.startswith("/usr")
-                and "ThunderKittens" not in name)
+        # the user's own files: the main file and its headers, not tkcheck's model and not the
+        # real ThunderKittens folders given with --tk-include (decided by what was passed)
+        return self.parsed.is_user_file(f.name)
 
     def _collect(self):
         for c in self.tu.cursor.get_children():
@@ -68,25 +92,34 @@ class ModelBuilder:
     def _collect_decl(self, c, env: Env, top: bool = False):
         kind = c.kind
         if kind == CK.MACRO_DEFINITION:
-            if c.location.file is not None and _same_file(c.location.file.name, self.abs_path):
+            if c.location.file is not None and self.parsed.is_user_file(c.location.file.name):
                 toks = tokens_of(c)
                 # object-like macros only: NAME value...
                 if len(toks) >= 2 and not (len(toks) > 2 and toks[1] == "(" and
                                            _adjacent(c)):
                     self.macros[toks[0]] = toks[1:]
             return
+        if not self._in_user_code(c):
+            # a namespace opened in a header that is not the user's (TK's `kittens`) holds none of
+            # the user's code: a user who reopens it does so in a namespace cursor of their own file
+            return
         if kind == CK.NAMESPACE:
+            if c.spelling:
+                self.user_namespaces.add(c.spelling)
             for ch in c.get_children():
                 self._collect_decl(ch, env)
             return
-        if not self._in_user_code(c):
-            return
         if kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
-            if any(ch.kind == CK.COMPOUND_STMT for ch in c.get_children()):
+            kids = list(c.get_children())
+            if any(ch.kind == CK.COMPOUND_STMT for ch in kids):
                 self.functions.setdefault(c.spelling, []).append(c)
-                if any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in c.get_children()) and \
-                        _same_file(c.location.file.name, self.abs_path):
-                    self.kernels.append(c)
+                if any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in kids):
+                    if kind == CK.FUNCTION_TEMPLATE:
+                        self.kernel_templates.append(c)       # analysed per instantiation
+                    elif _same_file(c.location.file.name, self.abs_path):
+                        self.kernels.append(c)
+                    else:
+                        self.header_kernels.append(c)         # analysed where the file uses it
         elif kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
             if c.spelling:
                 self.structs[c.spelling] = c
@@ -119,14 +152,53 @@ class ModelBuilder:
 
     # -- public ------------------------------------------------------------
     def build(self) -> list[ir.KernelModel]:
+        """Models of the kernels clang's errors do not stop (see `blocked` for the others)."""
+        from .diagnostics import place_errors
+        from .instances import InstanceFinder
+        self.errors = errors = place_errors(self.parsed)
         models = []
         for k in self.kernels:
+            if self._blocked(k, errors):
+                continue
             models.append(KernelWalker(self, k).build_global())
+        found = InstanceFinder(self.parsed, self.kernel_templates, self.header_kernels, self.functions).find()
+        seen_cursors: dict[str, set] = {}
+        built: set = set()
+        for inst in found.instances:
+            seen_cursors.setdefault(inst.cursor.spelling, set()).add(inst.cursor.hash)
+        for inst in sorted(found.instances, key=lambda i: (i.site.filename != self.filename, i.site.row, i.site.column)):
+            if self._blocked(inst.cursor, errors):
+                continue
+            m = KernelWalker(self, inst.cursor).build_global(inst)
+            if m is None:
+                continue
+            if len(seen_cursors[inst.cursor.spelling]) > 1:
+                # two functions of one name (in two namespaces): the qualified name tells them apart
+                ns = "::".join(_namespaces_of(inst.cursor))
+                if ns:
+                    m.name = f"{ns}::{m.name}"
+            if (inst.cursor.hash, m.name) in built:
+                continue            # the same instantiation named twice (`k<3>` and `k<1 + 2>`)
+            built.add((inst.cursor.hash, m.name))
+            models.append(m)
+        for cur, why in found.uninstantiated:
+            self.not_analysed.append((cur.spelling, loc_of(cur, self.filename), why))
         for t in self.templates:
+            if self._blocked(t, errors):
+                continue
             m = KernelWalker(self, t).build_prototype()
             if m is not None:
                 models.append(m)
         return models
+
+    def _blocked(self, cursor, errors) -> bool:
+        key = cursor.hash
+        if key not in self._blocked_cache:
+            stops = errors.blocking(cursor, tokens_of) if errors.placed else []
+            if stops:
+                self.blocked.append((cursor.spelling, loc_of(cursor, self.filename), stops))
+            self._blocked_cache[key] = bool(stops)
+        return self._blocked_cache[key]
 
 
 class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _CallsMixin, _TmemMixin, _InlineMixin):
@@ -143,6 +215,9 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         self._loop_breaks: list = []  # `break`s seen in the loop being walked (its trip is then unknown)
         self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
         self._phasebit_reads: dict = {}  # parity expr -> (bitfield name, bit position) of get_phasebit
+        self.unbound_args: list[str] = []   # template arguments of the instantiation not understood
+        # namespace qualifiers that name no object of their own: TK's and the user's
+        self._ns_names = _NAMESPACES | mb.user_namespaces
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:
@@ -151,23 +226,33 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         m.tk_semantics = self.mb.parsed.tk_semantics
         return m
 
-    def build_global(self) -> ir.KernelModel:
+    def build_global(self, inst=None) -> ir.KernelModel:
+        """The model of a `__global__` kernel, or of one instantiation of a template kernel, or of
+        a `__device__` function a TK launcher runs as a kernel (`inst`, from `instances.py`)."""
         c = self.cursor
-        self.model = m = self._new_model(c.spelling, "global")
+        name = inst.label(c.spelling) if inst is not None else c.spelling
+        self.model = m = self._new_model(name, "global")
         env = self.mb.globals_env.child()
-        self._bind_template_params(c, env, m)
-        bounds = self._launch_bounds(c, env)
-        m.launch_bounds = self._has_launch_bounds(c)
-        if bounds is not None:
-            m.block_threads, m.min_blocks = bounds
-            m.block_threads_source = "__launch_bounds__"
+        self._bind_template_params(c, env, m, inst)
+        if self.unbound_args:
+            self.mb.not_analysed.append((m.name, inst.site, "template arguments not understood: "
+                                         + ", ".join(self.unbound_args)))
+            return None
+        if inst is not None and inst.launcher is not None:
+            self._launcher_shape(inst, env, m)
         else:
-            n = self._launch_config_threads(c)
-            if n is not None:
-                m.block_threads = E.Const(n)
-                m.block_threads_source = "launch configuration in the file"
+            bounds = self._launch_bounds(c, env)
+            m.launch_bounds = self._has_launch_bounds(c)
+            if bounds is not None:
+                m.block_threads, m.min_blocks = bounds
+                m.block_threads_source = "__launch_bounds__"
+            else:
+                n = self._launch_config_threads(c)
+                if n is not None:
+                    m.block_threads = E.Const(n)
+                    m.block_threads_source = "launch configuration in the file"
         if m.block_threads is None:
-            m.notes.append(f"block size of kernel '{c.spelling}' unknown (no __launch_bounds__): "
+            m.notes.append(f"block size of kernel '{name}' unknown (no __launch_bounds__): "
                            "thread counts are not checked")
         # parameters: uniform values, global layouts, struct records
         for p in c.get_children():
