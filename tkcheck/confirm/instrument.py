@@ -1,14 +1,20 @@
 """Source-level instrumentation of a kernel copy (never the user's file).
 
-`instrument(text, filename, plan)` returns the text of an instrumented copy:
+`instrument(text, filename, plan)` returns an instrumented copy (`Instrumented.text`) whose first
+line includes a generated header (`Instrumented.prelude`, written beside the copy as
+PRELUDE_NAME by `Instrumented.write`), so that every helper is declared before any code or
+`#include` of the file, whatever their order (a harness with `main` included after the kernel);
+`#line` keeps the user's line numbers. What the copy does:
 
 * watchdog: every mbarrier `wait(bar, parity)` call site becomes
   `::tkcheck_wd_wait(&(bar), parity, site, ...)`, which spins on
   `mbarrier.try_wait.parity` for a bounded time (TKCHECK_WD_MS, default 2000 ms
   of %globaltimer), then prints
-  `TKCHECK_WATCHDOG site=<id> <file>:<line> barrier=<name> parity=<p> block=<b> warp=<w> ...`
-  (at most 16 records), keeps trying for a grace period so that other stuck
-  waits report too, and traps;
+  `TKCHECK_WATCHDOG site=<id> <file>:<line> barrier=<name> parity=<p> block=<b> warp=<w> ...`,
+  keeps trying for a grace period so that other stuck waits report too, and traps; records have
+  one budget per kind (watchdog, poison, NaN rows, order: TKCHECK_PER_KIND) and at most
+  TKCHECK_PER_SITE per site and kind, so a consumer wait stuck in every block cannot crowd out
+  the one producer wait, nor poison records the NaN rows;
 * phase log: `arrive` / `expect` / `wait` events of block 0 (site, stage,
   parity, the barrier's current phase parity, warp) go into a device ring
   buffer; the first watchdog record dumps its last 32 events as
@@ -21,7 +27,9 @@
   same buffers are scanned and poisoned 16-byte words reported as
   `TKCHECK_POISON` (a stale/early read caught in the act);
 * NaN rows: before each `tma::store_async(dst, tile, ...)`, the tile's rows
-  holding NaN are counted and reported as `TKCHECK_NAN` (the stripe).
+  holding NaN are counted and reported as `TKCHECK_NAN` (the stripe); before each
+  `warp::store` / `warpgroup::store` of a register tile (an accumulator written to memory), each
+  lane checks its fragment and the warp reports the rows holding NaN (a no-op for other kinds).
 
 Template-owned waits (`prototype::lcf` / `lcsf`) live in TK's headers, not in
 the user's file: `instrument_template_dir` rewrites the `wait(` calls of a
@@ -29,8 +37,7 @@ the user's file: `instrument_template_dir` rewrites the `wait(` calls of a
 
 The rewriting is lexical over the user's code (comments and strings skipped);
 every call is an expression statement in TK code, so each edit is a comma
-expression in place of the call, and `#line` directives keep the user's line
-numbers for compiler messages and `__LINE__`.
+expression in place of the call, on the call's own line.
 """
 from __future__ import annotations
 
