@@ -66,6 +66,7 @@ class Config:
     tk_version: str = "auto"
     output_format: str | None = None
     sass: bool | None = None              # None: run the SASS pass when nvcc is found
+    require_coverage: float | None = None  # percent of sync ops modelled every kernel must reach
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
     source: Path | None = None            # the file these values came from
 
@@ -161,6 +162,12 @@ def _per_file_ignores(value: Any, where: str, key: str) -> tuple[tuple[str, tupl
     )
 
 
+def _percent(value: Any, where: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
+        raise _fail(where, key, "a percentage from 0 to 100", value)
+    return float(value)
+
+
 def _bool(value: Any, where: str, key: str) -> bool:
     if not isinstance(value, bool):
         raise _fail(where, key, "true or false", value)
@@ -183,6 +190,7 @@ _KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
     "tk-version": ("tk_version", lambda v, w, k, b: _choice(v, w, k, TK_VERSIONS)),
     "output-format": ("output_format", lambda v, w, k, b: _choice(v, w, k, _formats())),
     "sass": ("sass", lambda v, w, k, b: _bool(v, w, k)),
+    "require-coverage": ("require_coverage", lambda v, w, k, b: _percent(v, w, k)),
 }
 
 _CONFIRM_KEYS: dict[str, tuple[str, Callable[..., Any]]] = {

@@ -343,7 +343,8 @@ class _Parse:
         from . import nvcc_compat
 
         args = build_args(self.opts, os.path.dirname(self.abs_path), arch=arch,
-                          std_common=bool(_CXX_STD_INCLUDE.search(self.text)))
+                          # real TK headers include C++ standard headers themselves
+                          std_common=bool(self.opts.tk_include) or bool(_CXX_STD_INCLUDE.search(self.text)))
         unsaved = [(self.abs_path, self.text)] + list(self.header_texts.items())
         headers = "real" if self.opts.tk_include else "model"
         if headers == "model":
