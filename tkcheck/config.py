@@ -44,6 +44,10 @@ class ConfirmConfig:
     run: str | tuple[str, ...] | None = None
     timeout: float | None = None          # seconds per run
     sanitizer_args: tuple[str, ...] = ()
+    # regular expressions (per output line): a run fails when one of fail_pattern matches (on top
+    # of the built-in self-check spellings); with pass_pattern, a run passes only when one matches
+    fail_pattern: tuple[str, ...] = ()
+    pass_pattern: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -194,7 +198,21 @@ _CONFIRM_KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
     "run": ("run", lambda v, w, k, b: _command(v, w, k)),
     "timeout": ("timeout", lambda v, w, k, b: _timeout(v, w, k)),
     "sanitizer-args": ("sanitizer_args", lambda v, w, k, b: _strings(v, w, k, split=_shell_split)),
+    "fail-pattern": ("fail_pattern", lambda v, w, k, b: _patterns(v, w, k)),
+    "pass-pattern": ("pass_pattern", lambda v, w, k, b: _patterns(v, w, k)),
 }
+
+
+def _patterns(value: Any, where: str, key: str) -> tuple[str, ...]:
+    """Regular expressions: one string or a list of strings, each one that Python compiles."""
+    import re
+    pats = (value,) if isinstance(value, str) else _strings(value, where, key, split=lambda t: [t])
+    for p in pats:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            raise ConfigError(f"{where}: '{key}': {p!r} is not a regular expression ({exc})") from None
+    return tuple(pats)
 
 
 def _formats() -> tuple[str, ...]:
