@@ -109,9 +109,18 @@ def _signals(m: ir.KernelModel, name: str) -> list[ir.Op]:
 
 
 def _carries_data(m: ir.KernelModel, name: str) -> bool:
-    return any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
-               or (o.kind == ir.MBAR_ARRIVE and o.detail.get("via"))
-               for o in _signals(m, name))
+    sig = _signals(m, name)
+    if any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
+           or (o.kind == ir.MBAR_ARRIVE and o.detail.get("via")) for o in sig):
+        return True
+    # a barrier every arrival of which publishes shared memory the arriving threads wrote in
+    # the same round (`warpgroup::store(C_s, acc); warpgroup::sync(); warpgroup::arrive(full)`):
+    # a "full" barrier too, whose waiters read that memory
+    arrives = [o for o in sig if o.kind == ir.MBAR_ARRIVE]
+    return bool(arrives) and len(arrives) == len(sig) and all(
+        o.loops and any(x.kind == ir.SMEM_ACCESS and x.detail.get("access") == "write" and x.order < o.order
+                        and x.loops == o.loops and x.callers == o.callers for x in m.ops)
+        for o in arrives)
 
 
 def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:

@@ -766,7 +766,11 @@ class _StatementsMixin:
                         t = E.binop("/", E.binop("+", span, E.Const(s.value - 1)), s)
                         trip = E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t) if not isinstance(t, E.Const) \
                             else E.Const(max(t.value, 0))
-                    elif span is not None and op == "<" and _positive_uniform(s):
+                    elif span is not None and op == "<" and (_positive_uniform(s) or (
+                            isinstance(s, Expr) and not s.free_vars() - {v for v in s.free_vars() if v.kind == E.PARAM}
+                            and s.free_vars())):
+                        # a grid-stride / block-stride loop: `task += gridDim.x`; also a block-uniform
+                        # stride (`regs.task_stride`): a stride below 1 would never end the loop
                         # a grid-stride / block-stride loop: `task += gridDim.x` (the step is >= 1)
                         t = E.binop("/", E.binop("-", E.binop("+", span, s), E.Const(1)), s)
                         trip = E.ite(E.binop("<=", span, E.Const(0)), E.Const(0), t)
