@@ -7,16 +7,24 @@ from tkcheck.rule import Rule
 from ._common import HEADER, finding, related
 
 
-def _moving(op: ir.Op, index) -> list:
-    names = {f"k{lid}" for lid in op.loops}
+def _moving(op: ir.Op, index, names=None) -> list:
+    names = names if names is not None else {f"k{lid}" for lid in op.loops}
     return [ix for ix in index if any(v.kind == E.LOOP and v.name in names for v in ix.free_vars())]
 
 
 def _stage(op: ir.Op) -> E.Expr | None:
-    """The index of the buffer that moves with the loop (the stage), when there is one."""
+    """The index of the buffer that moves with the loop (the stage), when there is one. With
+    a loop of sub-tile loads (`B_s[s][p]`), the dims that move with the loops the barrier's
+    index moves with."""
     if op.buffer is None or not op.loops:
         return None
     moving = _moving(op, op.buffer.index)
+    if len(moving) > 1 and op.barrier is not None:
+        names = {v.name for ix in op.barrier.index for v in ix.free_vars() if v.kind == E.LOOP}
+        moving = _moving(op, op.buffer.index, names)
+        if len(moving) > 1 or any(v.kind == E.LOOP and v.name not in names
+                                  for ix in moving for v in ix.free_vars()):
+            return None
     return moving[0] if len(moving) == 1 else None
 
 
@@ -50,13 +58,17 @@ def check(an):
         # evidence of the intended stage <-> barrier pairing: a load of the same loop that
         # completes on its own stage's barrier, or the expect the load is issued with
         # (same loop, same threads) naming the barrier of the load's stage
-        expects = [e for e in m.ops_of(ir.MBAR_EXPECT) if e.barrier is not None and e.barrier.name == bname
-                   and e.loops == lps and e.order < max(o.order for o in ops)]
+        expects = [e for e in m.ops if e.kind in (ir.MBAR_EXPECT, ir.TMA_LOAD) and e.barrier is not None
+                   and e.barrier.name == bname and e.loops and e.loops == lps[:len(e.loops)]
+                   and e.order < max(o.order for o in ops) and all(e is not o for o in ops)]
         for o, st, bi in list(suspects):
             for e in expects:
                 eb = _bar_stage(e) if e.barrier.index else None
                 if eb is None or eb.is_opaque() or an.threads.issuers(e) != an.threads.issuers(o):
                     continue
+                if e.kind == ir.TMA_LOAD and (_stage(e) is None or
+                                              solver.always(E.binop("==", _stage(e), eb), an.solver_timeout_ms) is not True):
+                    continue          # a load as evidence must itself pair its stage with its barrier
                 if solver.always(E.binop("==", st, eb), an.solver_timeout_ms) is True:
                     matched.append(e)
                     break
