@@ -116,6 +116,11 @@ class ModelBuilder:
             st = self.structs.get(name)
             if st is not None and st not in self.templates:
                 self.templates.append(st)
+        # TK's first prototype template (2024), a kernel function template: `prototype::pc<S><<<...>>>`
+        for m in re.finditer(r"\bpc\s*<\s*([\w:]+)\s*>\s*(?:<<<|,|\))", code):
+            st = self.structs.get(m.group(1).split("::")[-1])
+            if st is not None and st not in self.templates:
+                self.templates.append(st)
 
     def _collect_decl(self, c, env: Env, top: bool = False):
         kind = c.kind

@@ -110,6 +110,11 @@ class _CallsMixin:
                 self.model.block_threads = v
                 self.model.block_threads_source = "template flags"
             return None
+        if base == "tkcheck_group_sync" and len(args) == 2:
+            # group<N>::sync(id) of a template protocol whose N is one of its flags
+            n = self.ev(args[0], replace(ctx, dry=True))
+            call = ("call", ("name", (("group", (("__expr", n),)), ("sync", None))), (args[1],))
+            return self._ev_call(call, ctx, cursor) if isinstance(n, Expr) else E.opaque("group sync")
         if base == "tkcheck_uniform":
             return E.Var(cexpr.render(args[0]) if args else "uniform", E.PARAM)
         if base == "tkcheck_flag" and len(args) == 3:

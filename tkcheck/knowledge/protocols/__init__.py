@@ -27,6 +27,8 @@ def template_kind_for(text: str, struct_name: str) -> str:
                   + r"\s*>", text)
     if m:
         return m.group(1)
+    if re.search(r"\bpc\s*<\s*(?:\w+::)*" + re.escape(struct_name) + r"\s*>", text):
+        return "pc"          # TK's first prototype template (2024): not modelled
     if re.search(r"using\s+namespace\s+(kittens::)?prototype::lcsf\b", text):
         return "lcsf"
     return "lcf"
