@@ -221,7 +221,8 @@ class _CallsMixin:
         if q == "tma":
             spec = K.TMA_OPS.get(base)
             return spec, "thread", 0
-        if q in ("tma::cluster", "everyone::tma::cluster") or (q.endswith("tma::cluster") and base in K.CLUSTER_OPS):
+        if q in ("tma::cluster", "everyone::tma::cluster") or (q.endswith("tma::cluster") and (
+                base in K.CLUSTER_OPS or (base == "store_async" and nargs in K.CLUSTER_COPY_OPS))):
             if base in ("arrive", "wait") and nargs >= 2:
                 # TK's tma::cluster::arrive(semaphore&, int dst_cta[, count]) (a remote mbarrier
                 # arrive, mapa + mbarrier.arrive.release.cluster) and tma::cluster::wait(semaphore&,
@@ -233,6 +234,9 @@ class _CallsMixin:
                 return spec, "thread", 0
             if base in K.CLUSTER_OPS:
                 return K.CLUSTER_OPS[base], "cluster", 0
+            if base == "store_async" and nargs in K.CLUSTER_COPY_OPS:
+                spec = K.CLUSTER_COPY_OPS[nargs]
+                return (spec, "group", scope_warps) if scope_warps is not None else (spec, "thread", 0)
             spec = K.TMA_OPS.get(base)
             if spec is not None and scope_warps is not None:
                 return spec, "group", scope_warps
