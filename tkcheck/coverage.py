@@ -149,7 +149,8 @@ def _matches(site: Site, names: set[str]) -> bool:
 
 
 def for_model(builder, model: ir.KernelModel, root_cursor) -> KernelCoverage:
-    sites = census(builder, root_cursor)
+    sites = [s for s in census(builder, root_cursor)
+             if not any(f == s.file and a <= (s.row, s.col) <= b for f, a, b in model.dead_code)]
     rows = _modelled_rows(model)
     modelled = 0
     unknowns: list[Unknown] = []

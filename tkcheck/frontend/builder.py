@@ -34,6 +34,16 @@ from .walk_tmem import _TmemMixin
 from .walk_inline import _InlineMixin
 
 
+def _visible_from(root, cands: list) -> list:
+    """Of functions sharing a name, those a call in `root` can mean: declared in root's namespace
+    or one enclosing it (the file's, a shared outer namespace); all of them when none is."""
+    if len(cands) <= 1:
+        return list(cands)
+    here = _namespaces_of(root)
+    vis = [c for c in cands if here[:len(_namespaces_of(c))] == _namespaces_of(c)]
+    return vis or list(cands)
+
+
 def _extent_key(c):
     e = c.extent
     f = e.start.file.name if e.start.file is not None else ""
@@ -277,7 +287,7 @@ class ModelBuilder:
             seen.add(cur.hash)
             out.append(cur)
             for t in set(tokens_of(cur)):
-                todo.extend(f for f in index.get(t, ()) if f.hash not in seen)
+                todo.extend(f for f in _visible_from(root, index.get(t, ())) if f.hash not in seen)
         # a function nested in one already taken (a struct's method inside the struct) is counted once
         spans = [(c, _extent_key(c)) for c in out]
         return [c for c, k in spans if not any(o is not c and _contains(ko, k) for o, ko in spans)]

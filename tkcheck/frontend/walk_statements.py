@@ -15,6 +15,13 @@ from .walk_util import (_TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tme
     _sizeof_align, _step_of, _strip_declarator_words, _to_bool, solve_recurrence)
 
 
+def _extent(c) -> tuple:
+    e = c.extent
+    import os
+    f = os.path.abspath(e.start.file.name) if e.start.file is not None else ""
+    return (f, (e.start.line, e.start.column), (e.end.line, e.end.column))
+
+
 def _conjuncts(e: Expr) -> list[Expr]:
     if isinstance(e, E.Bin) and e.op == "&&":
         return _conjuncts(e.a) + _conjuncts(e.b)
@@ -413,6 +420,10 @@ class _StatementsMixin:
         cls, cexp = self._classify(cond, ctx)
         if cls == "const":
             taken = then_s if cexp.value else else_s
+            dead = else_s if cexp.value else then_s
+            if dead is not None and self.model is not None:
+                # code this kernel never runs (`if constexpr` not taken): out of its coverage census
+                self.model.dead_code.add(_extent(dead))
             return self.walk(taken, ctx) if taken is not None else None
         if is_constexpr and cls != "const":
             # unknown `if constexpr`: exactly one branch exists in the instantiation
