@@ -61,12 +61,6 @@ class _Slot:
             env.assign(self.name, value)
 
 
-def _conjuncts(e: Expr) -> list:
-    if isinstance(e, E.Bin) and e.op == "&&":
-        return _conjuncts(e.a) + _conjuncts(e.b)
-    return [e]
-
-
 class _System:
     """A loop's update of its carried slots, as seen by the enclosing loop's analysis."""
     __slots__ = ("lid", "trip", "starts", "ends", "v0s", "after")
@@ -85,6 +79,19 @@ def _signature(sysrec: _System, system) -> tuple:
         e = sysrec.ends.get(sl)
         out.append((sl.label, str(E.substitute(e, ren)) if isinstance(e, Expr) else None))
     return tuple(out)
+
+
+def _extent(c) -> tuple:
+    e = c.extent
+    import os
+    f = os.path.abspath(e.start.file.name) if e.start.file is not None else ""
+    return (f, (e.start.line, e.start.column), (e.end.line, e.end.column))
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, E.Bin) and e.op == "&&":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
 
 
 class _StatementsMixin:
@@ -445,15 +452,19 @@ class _StatementsMixin:
 
     def _branch_guard(self, guard: ir.Guard, cls: str, cond: Expr | None, positive: bool) -> ir.Guard:
         if cls == "thread" and positive:
-            # `if (i + 1 < n && laneid() == 0)`: the block-uniform conjuncts are uniform
-            # conditions, the rest the thread predicate
-            for part in _conjuncts(cond):
-                pcls, _ = self._classify(part, None)
-                guard = guard.with_uniform(part) if pcls == "uniform" else (
-                    guard if pcls == "const" and part.value else guard.with_thread(part))
-            return guard
+            # `if (threadIdx.x == 0 && tile + 1 < num_tiles)`: the block-uniform conjuncts are
+            # uniform conditions, so the thread predicate (who issues) stays a set of threads
+            thread_part, uniform_part = [], []
+            for c in _conjuncts(cond):
+                (thread_part if c.depends_on(E.THREAD) else uniform_part).append(c)
+            g = guard
+            for c in thread_part:
+                g = g.with_thread(c)
+            for c in uniform_part:
+                g = g.with_uniform(c)
+            return g
         if cls == "thread":
-            return guard.with_thread(cond if positive else E.negate(cond))
+            return guard.with_thread(E.negate(cond))
         if cls == "uniform":
             return guard.with_uniform(cond if positive else E.negate(cond))
         return guard.inexact()
@@ -486,6 +497,10 @@ class _StatementsMixin:
                 cls, cexp = "const", E.Const(True)
         if cls == "const":
             taken = then_s if cexp.value else else_s
+            dead = else_s if cexp.value else then_s
+            if dead is not None and self.model is not None:
+                # code this kernel never runs (`if constexpr` not taken): out of its coverage census
+                self.model.dead_code.add(_extent(dead))
             return self.walk(taken, ctx) if taken is not None else None
         if is_constexpr and cls != "const":
             # unknown `if constexpr`: exactly one branch exists in the instantiation
