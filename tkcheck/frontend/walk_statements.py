@@ -791,7 +791,10 @@ class _StatementsMixin:
                         trip = E.ite(E.binop("<=", span, E.Const(0)), E.Const(0), t)
             elif node[0] == "bin" and node[1] == "&&":
                 trip = None
-        if cond_c is not None:
+        if cond_c is not None and (var is None or not re.search(
+                r"(?<![\w.])" + re.escape(cexpr.render(var)) + r"\b", " ".join(tokens_of(cond_c)).replace(" . ", "."))):
+            # `for (;;)`, `while (true)`: a condition constant without the induction variable
+            # (evaluated with its start value, `p < PARTS` would look constant)
             cv = self.exec_expr(cond_c, replace(ctx, dry=True))
             if isinstance(cv, E.Const) and cv.value:
                 infinite = True
