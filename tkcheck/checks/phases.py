@@ -111,8 +111,12 @@ def _signals(m: ir.KernelModel, name: str) -> list[ir.Op]:
 def _carries_data(m: ir.KernelModel, name: str) -> bool:
     sig = _signals(m, name)
     if any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
-           or (o.kind == ir.MBAR_ARRIVE and o.detail.get("via")) for o in sig):
+           for o in sig):
         return True
+    if any(o.kind == ir.MBAR_ARRIVE and o.detail.get("via") for o in sig):
+        # an MMA's commit: data for the readers of its accumulator, but a release of its
+        # operands for a waiter that refills them (`wait(inputs_finished[s]); load_async(...)`)
+        return not _refills_after_wait(m, name)
     # a barrier every arrival of which publishes shared memory the arriving threads wrote in
     # the same round (`warpgroup::store(C_s, acc); warpgroup::sync(); warpgroup::arrive(full)`):
     # a "full" barrier too, whose waiters read that memory
@@ -121,6 +125,16 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
         o.loops and any(x.kind == ir.SMEM_ACCESS and x.detail.get("access") == "write" and x.order < o.order
                         and x.loops == o.loops and x.callers == o.callers for x in m.ops)
         for o in arrives)
+
+
+def _refills_after_wait(m: ir.KernelModel, name: str) -> bool:
+    """Every wait on `name` is followed, in its loop body and by the same threads, by a TMA
+    load (the waiter refills what the signaller has finished reading)."""
+    waits = [w for w in m.ops if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == name]
+    return bool(waits) and all(
+        w.loops and any(o.kind == ir.TMA_LOAD and o.order > w.order and o.loops[:len(w.loops)] == w.loops
+                        and str(o.guard.thread) == str(w.guard.thread) for o in m.ops)
+        for w in waits)
 
 
 def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
@@ -135,7 +149,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         return inner[:len(outer)] == outer
     after = {o.barrier.name for o in m.ops
              if o.order > w.order and within(o.loops, w.loops) and o.barrier is not None
-             and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+             and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
              and (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
     verdicts = set()
     for s in _signals(m, w.barrier.name):
