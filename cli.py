@@ -23,6 +23,7 @@ from typing import Iterable
 import click
 
 from tkcheck import __version__
+from tkcheck.compiler_options import UnsafeOption, check_compiler_options
 
 Path = pathlib.Path
 
@@ -189,6 +190,11 @@ def load_compile_commands(location: str | os.PathLike) -> dict[str, dict]:
             except ValueError as e:
                 raise UsageProblem(f"compile commands {p}: entry {i}: cannot split the command: {e}") from None
         includes, defines = _flags_of(argv, directory)
+        try:
+            check_compiler_options(defines=defines, include_dirs=includes,
+                                   where=f"compile commands {p}: entry {i}")
+        except UnsafeOption as e:
+            raise UsageProblem(str(e)) from None
         f = Path(str(entry["file"]))
         f = f if f.is_absolute() else directory / f
         table[os.path.normpath(str(f))] = {"include_dirs": includes, "defines": defines}

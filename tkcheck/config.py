@@ -119,6 +119,15 @@ def _choice(value: Any, where: str, key: str, choices: Iterable[str]) -> str:
     return value
 
 
+def _safe(check: Callable[..., Any], values: Iterable[str], where: str, key: str) -> None:
+    """Static mode never writes files or loads code: refuse compiler options that would."""
+    from .compiler_options import UnsafeOption
+    try:
+        check(values, where=f"{where}: '{key}'")
+    except UnsafeOption as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _defines(value: Any, where: str, key: str) -> tuple[str, ...]:
     """["NDEBUG", "STAGES=4"] or {NDEBUG = true, STAGES = 4}, kept in clang's -D spelling."""
     if isinstance(value, dict):
@@ -130,8 +139,30 @@ def _defines(value: Any, where: str, key: str) -> tuple[str, ...]:
                 out.append(f"{name}={val}")
             else:
                 raise _fail(where, f"{key}.{name}", "true, a number or a string", val)
-        return tuple(out)
-    return _strings(value, where, key, split=_shell_split)
+        defines = tuple(out)
+    else:
+        defines = _strings(value, where, key, split=_shell_split)
+    _safe(lambda v, where: _check_each("define", v, where), defines, where, key)
+    return defines
+
+
+def _check_each(kind: str, values: Iterable[str], where: str) -> None:
+    from .compiler_options import check_define, check_include_dir
+    for v in values:
+        (check_define if kind == "define" else check_include_dir)(v, where)
+
+
+def _clang_args(value: Any, where: str, key: str) -> tuple[str, ...]:
+    from .compiler_options import check_clang_args
+    args = _strings(value, where, key, split=_shell_split)
+    _safe(check_clang_args, args, where, key)
+    return args
+
+
+def _folders(value: Any, where: str, key: str, base: Path) -> tuple[Path, ...]:
+    paths = tuple(_path(p, where, key, base) for p in _strings(value, where, key, split=lambda s: [s]))
+    _safe(lambda v, where: _check_each("folder", v, where), [str(p) for p in paths], where, key)
+    return paths
 
 
 def _command(value: Any, where: str, key: str) -> str | tuple[str, ...]:
@@ -171,10 +202,9 @@ _KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
     "per-file-ignores": ("per_file_ignores", lambda v, w, k, b: _per_file_ignores(v, w, k)),
     "arch": ("arch", lambda v, w, k, b: _choice(v, w, k, ARCHES)),
     "tk-include": ("tk_include", _path),
-    "include-dirs": ("include_dirs", lambda v, w, k, b: tuple(
-        _path(p, w, k, b) for p in _strings(v, w, k, split=lambda s: [s]))),
+    "include-dirs": ("include_dirs", _folders),
     "defines": ("defines", lambda v, w, k, b: _defines(v, w, k)),
-    "clang-args": ("clang_args", lambda v, w, k, b: _strings(v, w, k, split=_shell_split)),
+    "clang-args": ("clang_args", lambda v, w, k, b: _clang_args(v, w, k)),
     "compile-commands": ("compile_commands", _path),
     "tk-version": ("tk_version", lambda v, w, k, b: _choice(v, w, k, TK_VERSIONS)),
     "output-format": ("output_format", lambda v, w, k, b: _choice(v, w, k, _formats())),

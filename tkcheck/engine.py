@@ -33,7 +33,7 @@ class CheckOptions:
     solver_timeout_ms: int = 2000
     cache_dir: str | None = None
     sass: bool = False                          # compile + disassemble, run the SASS rules (tag "sass")
-    sass_cache_dir: str | None = None           # None: tkcheck.sass.DEFAULT_CACHE_DIR
+    sass_cache_dir: str | None = None           # None: no SASS cache (--no-cache)
     sass_arch: str | None = None                # arch the SASS is built for; None: parse.arch
 
 
