@@ -261,6 +261,10 @@ def _child_main(conn, job: _Job):
     """In a forked child: check one file, send the pickled FileResult back."""
     import pickle
     try:
+        # nothing a file names may read the terminal or the caller's pipe (`#include "/dev/stdin"`)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
         _, res = _check_job(job)
         payload = pickle.dumps(res)
     except BaseException as e:  # noqa: BLE001 - reported by the parent
@@ -474,10 +478,14 @@ def _options_for(path: str, config, s: _Settings):
 
 
 def _read_stdin() -> str:
-    data = sys.stdin.buffer.read()
-    if b"\x00" in data[:65536]:
-        raise UsageProblem("standard input is binary (contains NUL bytes), not CUDA source")
-    return data.decode("utf-8", errors="replace")
+    from tkcheck.frontend.parse import MAX_FILE_BYTES, InputError, decode_source
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)     # never more than one file's limit
+    if len(data) > MAX_FILE_BYTES:
+        raise UsageProblem(f"standard input is larger than {MAX_FILE_BYTES} bytes, the limit for one file")
+    try:
+        return decode_source("standard input", data)
+    except InputError as e:
+        raise UsageProblem(str(e)) from None
 
 
 def _merge_notes(results: list, root: Path) -> list[str]:

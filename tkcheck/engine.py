@@ -23,6 +23,10 @@ from .frontend.parse import InputError, ParseOptions, parse_source, read_source
 from .suppress import apply_suppressions, parse_suppressions
 
 
+# A CUDA block has at most 1024 threads: a kernel declaring more cannot launch, and is not analysed.
+MAX_BLOCK_THREADS = 1024
+
+
 @dataclass(frozen=True)
 class CheckOptions:
     parse: ParseOptions = field(default_factory=ParseOptions)
@@ -140,13 +144,20 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
         res.notes.append(f"{len(header_errors)} clang errors inside included headers (first: "
                          f"{header_errors[0].message}); analysis continues on the user's code")
     t = time.perf_counter()
-    models = ModelBuilder(parsed).build()
+    builder = ModelBuilder(parsed)
+    models = builder.build()
+    res.notes.extend(builder.not_analysed)
     res.timing["model"] = time.perf_counter() - t
     err_rows = [d.location.row for d in errors]
     checked = []
     for m in models:
         if any(m.location.row <= r <= (m.location.end_row or m.location.row) for r in err_rows):
             res.notes.append(f"kernel '{m.name}' not analysed: it contains parse errors")
+            continue
+        n = m.num_threads()
+        if n is not None and n > MAX_BLOCK_THREADS:
+            res.notes.append(f"kernel '{m.name}' not analysed: a block of {n} threads cannot launch "
+                             f"(CUDA allows at most {MAX_BLOCK_THREADS} threads per block)")
             continue
         checked.append(m)
     res.kernels = [m.name for m in checked]
@@ -169,6 +180,10 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
                     f.code = f.code or code
                     f.kernel = m.name
                     res.findings.append(_fill(f, rules))
+            except RecursionError:
+                # expressions nested a few hundred levels deep: this rule says nothing about the kernel
+                res.notes.append(f"rule {code} not run on kernel '{m.name}': its expressions nest deeper "
+                                 "than tkcheck models")
             except Exception as e:  # noqa: BLE001
                 if opts.debug:
                     raise

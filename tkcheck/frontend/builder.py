@@ -117,16 +117,69 @@ class ModelBuilder:
         cm = {ch.spelling for ch in cons.get_children()}
         return "load" in pm and "compute" in cm
 
+    # -- whole-file facts, computed once per file (not once per kernel) ----
+    def lines(self) -> list[str]:
+        if getattr(self, "_lines", None) is None:
+            self._lines = self.parsed.text.splitlines()
+        return self._lines
+
+    def launch_configs(self) -> dict[str, list[str]]:
+        """kernel name -> the `<<<...>>>` configurations it is launched with in this file."""
+        if getattr(self, "_launch_configs", None) is None:
+            import re
+            table: dict[str, list[str]] = {}
+            text = self.parsed.text
+            if "<<<" in text:
+                for mm in re.finditer(r"([A-Za-z_]\w*)\s*(?:<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?\s*<<<([^;]*?)>>>",
+                                      text):
+                    table.setdefault(mm.group(1), []).append(mm.group(2))
+            self._launch_configs = table
+        return self._launch_configs
+
     # -- public ------------------------------------------------------------
     def build(self) -> list[ir.KernelModel]:
         models = []
+        self.not_analysed: list[str] = []      # notes for kernels whose model could not be built
         for k in self.kernels:
-            models.append(KernelWalker(self, k).build_global())
+            m = self._guarded(k, lambda: KernelWalker(self, k).build_global())
+            if m is not None:
+                models.append(m)
         for t in self.templates:
-            m = KernelWalker(self, t).build_prototype()
+            m = self._guarded(t, lambda: KernelWalker(self, t).build_prototype())
             if m is not None:
                 models.append(m)
         return models
+
+    def _guarded(self, cursor, build):
+        """A kernel nested deeper than the walk can follow is "not analysed", never a traceback.
+
+        libclang's child visitor is a ctypes callback: an exception inside it is not raised but
+        reported to sys.unraisablehook and the children are silently cut short, so a walk during
+        which one happened built an incomplete model and is dropped too."""
+        import ctypes
+        import sys
+        swallowed = []
+        old_hook = sys.unraisablehook
+        sys.unraisablehook = lambda u: swallowed.append(u.exc_type)
+        try:
+            model = build()
+        except Exception as e:  # noqa: BLE001 - re-raised unless the depth explains it
+            deep = isinstance(e, RecursionError) or (isinstance(e, ctypes.ArgumentError)
+                                                     and "RecursionError" in str(e))
+            if not deep and not swallowed:
+                raise      # (an error after a cut-short child list is a consequence of the cut)
+            model = None
+            if deep:
+                swallowed.append(RecursionError)
+        finally:
+            sys.unraisablehook = old_hook
+        if swallowed:
+            why = ("its code nests deeper than tkcheck models (loops, branches or expressions a few hundred "
+                   "levels deep)" if RecursionError in swallowed
+                   else f"walking its syntax tree failed ({swallowed[0].__name__})")
+            self.not_analysed.append(f"kernel '{cursor.spelling}' not analysed: {why}")
+            return None
+        return model
 
 
 class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _CallsMixin, _TmemMixin, _InlineMixin):

@@ -356,7 +356,7 @@ class _ValuesMixin:
 
     def _bitfield_names(self) -> frozenset:
         """Names passed as TK phase bitfields (`update_phasebit<n>(NAME, ...)`) in the texts read."""
-        if getattr(self, "_bf_names", None) is None:
+        if getattr(self.mb, "_bf_names", None) is None:   # once per file, not once per kernel
             import re
             pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
             names = set(pat.findall(self.mb.parsed.text or ""))
@@ -368,8 +368,8 @@ class _ValuesMixin:
                     src = _text_for(os.path.join(pdir, fn))
                     if src is not None:
                         names |= set(pat.findall(src.data.decode("utf-8", errors="replace")))
-            self._bf_names = frozenset(names)
-        return self._bf_names
+            self.mb._bf_names = frozenset(names)
+        return self.mb._bf_names
 
     def _note_phasebit_set(self, name, value, ctx: Ctx, cursor):
         """A phase bitfield (re)initialised to a constant: an op, so that phase
