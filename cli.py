@@ -23,6 +23,7 @@ from typing import Iterable
 import click
 
 from tkcheck import __version__
+from tkcheck.checks.limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from tkcheck.compiler_options import UnsafeOption, check_compiler_options
 
 Path = pathlib.Path
@@ -32,6 +33,7 @@ SOURCE_SUFFIXES = (".cu", ".cuh")
 SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
 PROGRESS_MIN_FILES = 8
 CACHE_DIR_NAME = ".tkcheck_cache"
+MAX_COMPILE_COMMANDS_BYTES = 1 << 30
 SEVERITY_RANK = {"note": 0, "warning": 1, "error": 2}
 OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
 _COMMAND_MODULES = ("tkcheck.triage", "tkcheck.confirm")
@@ -169,8 +171,11 @@ def load_compile_commands(location: str | os.PathLike) -> dict[str, dict]:
     p = Path(location)
     if p.is_dir():
         p = p / "compile_commands.json"
+    from tkcheck.safe_io import NotReadable, read_regular
     try:
-        entries = json.loads(p.read_text(encoding="utf-8"))
+        entries = json.loads(read_regular(p, MAX_COMPILE_COMMANDS_BYTES).decode("utf-8"))
+    except NotReadable as e:
+        raise UsageProblem(f"compile commands {p}: cannot read: {e}") from None
     except OSError as e:
         raise UsageProblem(f"compile commands {p}: cannot read: {e.strerror or e}") from None
     except (ValueError, UnicodeDecodeError) as e:
@@ -398,6 +403,7 @@ class _Settings:
     debug: bool
     no_cache: bool
     solver_timeout_ms: int
+    solver_budget: int = 0
     sass: bool | None = None
     sass_arch: str | None = None
     _selectors: dict = field(default_factory=dict)
@@ -436,13 +442,15 @@ def _cache_dir(config, s: _Settings) -> str | None:
     base = config.source.parent if config.source is not None else Path.cwd()
     d = base / CACHE_DIR_NAME
     try:
+        if os.path.islink(d):
+            return None      # the cache is written only inside its own folder, never through a link
         d.mkdir(parents=True, exist_ok=True)
-        ignore = d / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# written by tkcheck: the cache is never committed\n*\n")
-        tag = d / "CACHEDIR.TAG"
-        if not tag.exists():
-            tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# tkcheck result cache\n")
+        for name, text in ((".gitignore", "# written by tkcheck: the cache is never committed\n*\n"),
+                           ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# tkcheck result cache\n")):
+            if not os.path.lexists(d / name):
+                fd = os.open(d / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text)
     except OSError:
         return None  # an unwritable folder means no cache, not an error
     return str(d)
@@ -469,6 +477,7 @@ def _options_for(path: str, config, s: _Settings):
         show_unknown=s.show_unknown,
         debug=s.debug,
         solver_timeout_ms=s.solver_timeout_ms,
+        solver_budget=s.solver_budget,
         cache_dir=cache_dir,
         # the SASS pass: --sass/--no-sass, else the `sass` config key (default off)
         sass=bool(s.sass if s.sass is not None else (config.sass or False)),
@@ -507,17 +516,28 @@ def _merge_notes(results: list, root: Path) -> list[str]:
     return out
 
 
-def _statistics(findings: list, rules: dict, fmt: str) -> str:
+def _statistics(findings: list, rules: dict, fmt: str, results: list = ()) -> str:
+    from tkcheck.render._common import display_path, plural
     counts: dict[str, int] = {}
     for f in findings:
         counts[f.code] = counts.get(f.code, 0) + 1
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    # proofs that ran out of budget: never findings, never silently gone
+    inconclusive = {f"{display_path(r.path, Path.cwd())}:{k}": n
+                    for r in results for k, n in sorted(getattr(r, "inconclusive", {}).items())}
+    total_inconclusive = sum(inconclusive.values())
     if fmt in ("json", "json-lines"):
         recs = [{"code": c, "name": rules[c].name if c in rules else "", "count": n} for c, n in rows]
+        if total_inconclusive:
+            recs.append({"code": None, "name": "inconclusive-proofs", "count": total_inconclusive,
+                         "kernels": inconclusive})
         return json.dumps(recs, indent=2) + "\n"
     width = max((len(str(n)) for _, n in rows), default=1)
     lines = [f"{n:>{width}}  {c:<6} {rules[c].name if c in rules else ''}".rstrip() for c, n in rows]
-    lines.append(f"Found {sum(counts.values())} findings." if rows else "No findings.")
+    lines.append(f"Found {plural(sum(counts.values()), 'finding')}." if rows else "No findings.")
+    if total_inconclusive:
+        lines.append(f"{plural(total_inconclusive, 'inconclusive proof')} in {plural(len(inconclusive), 'kernel')} "
+                     "(not findings: --show-unknown names them, a larger --solver-budget decides them)")
     return "\n".join(lines) + "\n"
 
 
@@ -619,8 +639,13 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
 @click.option("--stdin-filename", metavar="PATH", help="The name of the file read from `-`.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Check files in N parallel processes (0: one per CPU).")
-@click.option("--solver-timeout", "solver_timeout_ms", type=click.IntRange(min=1), default=2000, show_default=True,
-              metavar="MS", help="z3 timeout per query; a timeout is never a finding.")
+@click.option("--solver-budget", "solver_budget", type=click.IntRange(min=1), default=DEFAULT_BUDGET,
+              show_default=True, metavar="STEPS",
+              help="z3 resource limit per query (deterministic: the same answer on any machine and load); "
+                   "a query that spends it is an inconclusive proof, never a finding.")
+@click.option("--solver-timeout", "solver_timeout_ms", type=click.IntRange(min=1), default=DEFAULT_SAFETY_NET_MS,
+              show_default=True, metavar="MS",
+              help="Wall-clock safety net per z3 query, above the budget; reaching it is inconclusive too.")
 @click.option("--file-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS",
               help="Stop checking a file after this long (exit 2); 0: no limit.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors (checks files in this process).")
@@ -634,7 +659,7 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
 @click.option("--sass-arch", metavar="SM", help="Arch to build the SASS for (default: --arch), e.g. sm_90.")
 def check_command(paths, compile_commands, tk_include, arch, tk_version, select, ignore, extend_select,
                   per_file_ignores, output_format, output, statistics, timing, quiet, exit_zero, fail_level,
-                  show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_timeout_ms,
+                  show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_budget, solver_timeout_ms,
                   file_timeout, debug, update_expectations, trace_svg, sass, sass_arch):
     _DEBUG["on"] = debug
     t_start = time.perf_counter()
@@ -652,7 +677,7 @@ def check_command(paths, compile_commands, tk_include, arch, tk_version, select,
         per_file_ignores=_parse_per_file_ignores(per_file_ignores),
         arch=arch, tk_include=_tk_include_dir(tk_include), tk_version=tk_version,
         compile_commands=compile_commands, show_unknown=show_unknown, debug=debug,
-        no_cache=no_cache or update_expectations, solver_timeout_ms=solver_timeout_ms,
+        no_cache=no_cache or update_expectations, solver_timeout_ms=solver_timeout_ms, solver_budget=solver_budget,
         sass=sass, sass_arch=sass_arch,
     )
     stdin_paths = [p for p in paths if p == "-"]
@@ -707,7 +732,7 @@ def check_command(paths, compile_commands, tk_include, arch, tk_version, select,
     root = Path.cwd()
     notes = None if quiet else _merge_notes(results, root)
     if statistics:
-        text = _statistics(findings, rules, fmt)
+        text = _statistics(findings, rules, fmt, results)
     else:
         sources = {res.path: res.source for res in results}
         text = render(findings, fmt, rules=rules, sources=sources, files_checked=len(results),

@@ -28,6 +28,7 @@ CONFIG_FILE = "tkcheck.toml"
 PYPROJECT = "pyproject.toml"
 ARCHES = ("sm_90a", "sm_100a")
 TK_VERSIONS = ("auto", "thread-scope", "lane-guarded")
+MAX_CONFIG_BYTES = 16_000_000
 
 
 class ConfigError(Exception):
@@ -264,8 +265,11 @@ def _build(fields: dict[str, Any], source: Path | None) -> Config:
 # ---------------------------------------------------------------- files
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    from .safe_io import NotReadable, read_regular
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path, MAX_CONFIG_BYTES).decode("utf-8")
+    except NotReadable as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
