@@ -126,9 +126,46 @@ def _tk_include_dir(value: str | os.PathLike | None) -> str | None:
     p = Path(value)
     if not p.is_dir():
         raise UsageProblem(f"--tk-include {value}: not a folder")
-    if not (p / "kittens.cuh").is_file() and (p / "include" / "kittens.cuh").is_file():
-        p = p / "include"
-    return str(p)
+    from tkcheck.frontend.parse import find_tk_include
+    return find_tk_include(p) or str(p)
+
+
+def _tk_dirs(values) -> tuple[str | None, tuple[str, ...]]:
+    """--tk-include, repeatable: a checkout root (include/ or the 2024 src/ and prototype/ are
+    found in it), the include/ folder, or more folders such as prototype/. Returns (the folder
+    holding kittens.cuh, the others in the order given)."""
+    from tkcheck.frontend.parse import find_tk_include
+    primary, extra = None, []
+    for v in values or ():
+        if v is None:
+            continue
+        p = Path(v)
+        if not p.is_dir():
+            raise UsageProblem(f"--tk-include {v}: not a folder")
+        inc = find_tk_include(p)
+        if inc is not None and primary is None:
+            primary = inc
+            if (p / "prototype").is_dir():
+                extra.append(str(p / "prototype"))
+        elif inc is not None and os.path.abspath(inc) != os.path.abspath(primary):
+            raise UsageProblem(f"--tk-include {v}: a second ThunderKittens include folder (the first is {primary})")
+        elif inc is None:
+            extra.append(str(p))
+    return primary, tuple(dict.fromkeys(extra))
+
+
+def _defines(values) -> tuple[str, ...]:
+    out = []
+    for v in values or ():
+        name = v.split("=", 1)[0]
+        if not name or not (name[0].isalpha() or name[0] == "_") or not all(c.isalnum() or c == "_" for c in name):
+            raise UsageProblem(f"-D {v}: expected NAME or NAME=VALUE")
+        out.append(v)
+    try:
+        check_compiler_options(defines=out, where="command line")
+    except UnsafeOption as e:
+        raise UsageProblem(str(e)) from None
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- file discovery
@@ -406,6 +443,9 @@ class _Settings:
     solver_budget: int = 0
     sass: bool | None = None
     sass_arch: str | None = None
+    tk_extra_dirs: tuple[str, ...] = ()       # more --tk-include folders (prototype/)
+    include_dirs: tuple[str, ...] = ()        # -I DIR on the command line
+    defines: tuple[str, ...] = ()             # -D NAME[=VALUE] on the command line
     _selectors: dict = field(default_factory=dict)
     _compile_tables: dict = field(default_factory=dict)
 
@@ -462,12 +502,31 @@ def _options_for(path: str, config, s: _Settings):
     table = _compile_table(config, s)
     cc = table.get(os.path.normpath(os.path.abspath(path)), {})
     tk_include = s.tk_include or _tk_include_dir(config.tk_include)
+    include_dirs = s.include_dirs + tuple(str(d) for d in config.include_dirs) + tuple(cc.get("include_dirs", ()))
+    # an -I folder that holds ThunderKittens itself (kittens.cuh, prototype.cuh) is TK, not the
+    # user's code: the same as --tk-include
+    tk_extra = list(s.tk_extra_dirs)
+    user_dirs = []
+    from tkcheck.frontend.parse import find_tk_include
+    for d in include_dirs:
+        if Path(d).is_dir() and find_tk_include(d) == str(Path(d)):
+            if tk_include is None:
+                tk_include = str(Path(d))
+            elif not os.path.samefile(d, tk_include):
+                user_dirs.append(d)     # a second TK on the path: kept as the user put it
+        elif (Path(d) / "prototype.cuh").is_file():
+            tk_extra.append(d)
+        else:
+            user_dirs.append(d)
     parse = ParseOptions(
         arch=s.arch or config.arch or "sm_90a",
-        include_dirs=tuple(str(d) for d in config.include_dirs) + tuple(cc.get("include_dirs", ())),
-        defines=tuple(config.defines) + tuple(cc.get("defines", ())),
+        arch_auto=not (s.arch or config.arch),
+        include_dirs=tuple(dict.fromkeys(user_dirs)),
+        # -D on the command line last: it wins over config and compile_commands, as in a compiler
+        defines=tuple(config.defines) + tuple(cc.get("defines", ())) + s.defines,
         clang_args=tuple(config.clang_args),
         tk_include=tk_include,
+        tk_extra_dirs=tuple(dict.fromkeys(tk_extra)),
         tk_version=s.tk_version or config.tk_version or "auto",
     )
     cache_dir = _cache_dir(config, s)
@@ -615,8 +674,15 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
 @click.argument("paths", nargs=-1, metavar="PATH...")
 @click.option("-p", "--compile-commands", "compile_commands", metavar="DIR|FILE",
               help="Read -I/-D flags of each file from compile_commands.json (the file or its folder).")
-@click.option("--tk-include", metavar="DIR", help="Real ThunderKittens include/ folder (or checkout) to parse against.")
-@click.option("--arch", type=click.Choice(["sm_90a", "sm_100a"]), help="Target architecture [default: sm_90a].")
+@click.option("--tk-include", metavar="DIR", multiple=True,
+              help="Real ThunderKittens checkout, include/ folder, or another TK folder such as prototype/ "
+                   "(repeatable) to parse against.")
+@click.option("-I", "--include-dir", "include_dir", metavar="DIR", multiple=True,
+              help="Add DIR to the include path, as a compiler's -I (repeatable).")
+@click.option("-D", "--define", "define", metavar="NAME[=VALUE]", multiple=True,
+              help="Define a macro, as a compiler's -D (repeatable); used in constant evaluation too.")
+@click.option("--arch", type=click.Choice(["sm_90a", "sm_100a"]),
+              help="Target architecture [default: sm_90a; sm_100a for files using Blackwell-only features].")
 @click.option("--tk-version", type=click.Choice(["auto", "thread-scope", "lane-guarded"]),
               help="Which TK semantics of TMA issue to assume [default: auto].")
 @click.option("--select", multiple=True, metavar="CODES", help="Rules to run: codes, prefixes (TK3), names or ALL.")
@@ -657,7 +723,8 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
               help="Compile with nvcc and cross-check the SASS (TK601-TK603); skipped with one note "
                    "without nvcc or real TK headers [default: the `sass` config key, else off].")
 @click.option("--sass-arch", metavar="SM", help="Arch to build the SASS for (default: --arch), e.g. sm_90.")
-def check_command(paths, compile_commands, tk_include, arch, tk_version, select, ignore, extend_select,
+def check_command(paths, compile_commands, tk_include, include_dir, define, arch, tk_version, select, ignore,
+                  extend_select,
                   per_file_ignores, output_format, output, statistics, timing, quiet, exit_zero, fail_level,
                   show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_budget, solver_timeout_ms,
                   file_timeout, debug, update_expectations, trace_svg, sass, sass_arch):
@@ -675,10 +742,11 @@ def check_command(paths, compile_commands, tk_include, arch, tk_version, select,
         ignore=_split_codes(ignore),
         extend_select=_split_codes(extend_select),
         per_file_ignores=_parse_per_file_ignores(per_file_ignores),
-        arch=arch, tk_include=_tk_include_dir(tk_include), tk_version=tk_version,
+        arch=arch, tk_include=_tk_dirs(tk_include)[0], tk_version=tk_version,
         compile_commands=compile_commands, show_unknown=show_unknown, debug=debug,
         no_cache=no_cache or update_expectations, solver_timeout_ms=solver_timeout_ms, solver_budget=solver_budget,
-        sass=sass, sass_arch=sass_arch,
+        sass=sass, sass_arch=sass_arch, tk_extra_dirs=_tk_dirs(tk_include)[1],
+        include_dirs=tuple(str(Path(d).resolve()) for d in include_dir), defines=_defines(define),
     )
     stdin_paths = [p for p in paths if p == "-"]
     if len(stdin_paths) > 1:

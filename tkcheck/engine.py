@@ -118,39 +118,35 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     res.timing["parse"] = time.perf_counter() - t
     res.notes.extend(parsed.notes)
     _record_dependencies(parsed, opts, res)
-    errors = parsed.errors_in_main()
-    for d in errors[:5]:
-        res.findings.append(_fill(Finding("TK000", f"clang: {d.message}", d.location,
-                                          help="kernels containing parse errors are not analysed"), rules))
-    header_errors = [d for d in parsed.diagnostics if d.severity in ("error", "fatal") and d not in errors]
-    if header_errors and parsed.headers == "real":
-        res.notes.append(f"{len(header_errors)} clang errors inside included headers (first: "
-                         f"{header_errors[0].message}); analysis continues on the user's code")
+    if parsed.stopped:
+        first = next((d for d in parsed.diagnostics if d.is_error()), None)
+        res.findings.append(_fill(Finding(
+            "TK000", "clang stopped at its error limit: the rest of the file was not parsed"
+            + (f" (first error: {first.message})" if first else ""),
+            first.location if first and first.location else Location(path, 1, 1),
+            help="nothing in this file is analysed; remove -ferror-limit from clang-args"), rules))
+        return
     t = time.perf_counter()
     builder = ModelBuilder(parsed)
-    models = builder.build()
-    res.notes.extend(builder.not_analysed)
-    res.timing["model"] = time.perf_counter() - t
-    err_rows = [d.location.row for d in errors]
     checked = []
-    for m in models:
-        if any(m.location.row <= r <= (m.location.end_row or m.location.row) for r in err_rows):
-            res.notes.append(f"kernel '{m.name}' not analysed: it contains parse errors")
-            continue
+    for m in builder.build():
         n = m.num_threads()
         if n is not None and n > MAX_BLOCK_THREADS:
             res.notes.append(f"kernel '{m.name}' not analysed: a block of {n} threads cannot launch "
                              f"(CUDA allows at most {MAX_BLOCK_THREADS} threads per block)")
             continue
         checked.append(m)
+    res.notes.extend(builder.not_analysed)
+    res.timing["model"] = time.perf_counter() - t
+    _report_errors(path, parsed, builder, res, rules)
     res.kernels = [m.name for m in checked]
-    sass_result = _run_sass(path, text, opts, res) if opts.sass and checked else None
+    sass_result = _run_sass(path, text, opts, res, parsed.arch) if opts.sass and checked else None
     t = time.perf_counter()
     solver_before = solver_seconds()
     for m in checked:
         res.notes.extend(n for n in m.notes if n not in res.notes)
         mark = solver.inconclusive_count()
-        an = Analysis(m, arch=opts.parse.arch, solver_timeout_ms=opts.solver_timeout_ms)
+        an = Analysis(m, arch=parsed.arch, solver_timeout_ms=opts.solver_timeout_ms)
         if opts.sass:
             from .checks import sass_cross  # only with --sass: keeps start-up light
             sass_cross.attach(an, sass_result, m)   # an.sass / an.sass_result (None when absent)
@@ -225,12 +221,70 @@ def _inconclusive_note(m, events) -> str:
             + ": no finding was made from them; raise --solver-budget to decide them")
 
 
-def _run_sass(path, text, opts: CheckOptions, res: FileResult):
+def _report_errors(path, parsed, builder, res: FileResult, rules):
+    """TK000 for the clang errors of the user's device code: the first error that stops each
+    kernel's analysis (one finding per error, naming every kernel it stops), the first error
+    at file scope, the first error in device code no kernel reaches. Errors in host code (not
+    analysed; it may use libraries tkcheck has no stand-in for) and in headers are notes."""
+    errors = builder.errors
+    reported: dict[tuple, tuple] = {}        # error key -> (diagnostic, kernels it stops)
+
+    def key_of(d):
+        return (d.abs_file, d.location.row, d.location.column, d.message)
+
+    for name, _loc, errs in builder.blocked:
+        d = errs[0]
+        reported.setdefault(key_of(d), (d, []))[1].append(name)
+    if errors is not None:
+        for d in errors.file_errors()[:1]:
+            reported.setdefault(key_of(d), (d, []))
+        blocking = {id(e) for _, _, errs in builder.blocked for e in errs}
+        unreached = errors.unreached(blocking)
+        device = [d for d in unreached if _space_of(errors, d) != "decl"]
+        for d in device[:1]:
+            reported.setdefault(key_of(d), (d, []))
+        types = [d for d in unreached if _space_of(errors, d) == "decl"]
+        if types:
+            res.notes.append(f"{len(types)} clang error{'s' if len(types) > 1 else ''} in declarations no kernel uses "
+                             f"(first: {display_location(types[0].location)}: {types[0].message})")
+    for d, names in sorted(reported.values(), key=lambda dn: (dn[0].location.filename != path,
+                                                              dn[0].location.row, dn[0].location.column)):
+        which = ", ".join(f"'{n}'" for n in names)
+        if names:
+            why = (f"kernel{'s' if len(names) > 1 else ''} {which} not analysed: this error is in "
+                   f"{'its' if len(names) == 1 else 'their'} code")
+            res.notes.append(f"kernel{'s' if len(names) > 1 else ''} {which} not analysed: clang error at "
+                             f"{display_location(d.location)}: {d.message}")
+        else:
+            why = "kernels containing parse errors are not analysed"
+        res.findings.append(_fill(Finding("TK000", f"clang: {d.message}", d.location, help=why), rules))
+    host = errors.host_errors() if errors is not None else []
+    if host:
+        d = host[0]
+        res.notes.append(f"{len(host)} clang error{'s' if len(host) > 1 else ''} in host code, which is not analysed "
+                         f"(first: {display_location(d.location)}: {d.message})")
+    placed = {id(d) for d, _ in (errors.placed if errors is not None else [])}
+    header_errors = [d for d in parsed.diagnostics if d.is_error() and id(d) not in placed
+                     and not parsed.is_user_file(d.abs_file)]
+    if header_errors:
+        res.notes.append(f"{len(header_errors)} clang errors inside included headers (first: "
+                         f"{header_errors[0].message}); analysis continues on the user's code")
+
+
+def _space_of(errors, d) -> str | None:
+    return next((f.space for e, f in errors.placed if e is d and f is not None), None)
+
+
+def display_location(loc) -> str:
+    return f"{loc.filename}:{loc.row}:{loc.column}" if loc is not None else "?"
+
+
+def _run_sass(path, text, opts: CheckOptions, res: FileResult, arch: str | None = None):
     """Compile + disassemble the file once (cached by tkcheck.sass); a pass that cannot
     run (no compiler, no real TK headers, compile error) is one note, never an error."""
     t = time.perf_counter()
     from .checks import sass_cross
-    result = sass_cross.run_sass(path, text, opts.parse, sass_arch=opts.sass_arch,
+    result = sass_cross.run_sass(path, text, opts.parse, sass_arch=opts.sass_arch or arch,
                                  cache_dir=opts.sass_cache_dir)
     res.timing["sass"] = time.perf_counter() - t
     if not result:

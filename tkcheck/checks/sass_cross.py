@@ -40,10 +40,7 @@ def build_config(text: str, parse_opts, sass_arch: str | None = None) -> tuple[d
     elif arch.startswith("sm_10"):
         defines += ["KITTENS_HOPPER", "KITTENS_BLACKWELL"]
     if parse_opts.tk_include:
-        include_dirs.append(parse_opts.tk_include)
-        proto = os.path.join(os.path.dirname(os.path.normpath(parse_opts.tk_include)), "prototype")
-        if os.path.isdir(proto):
-            include_dirs.append(proto)
+        include_dirs += [d for d in parse_opts.tk_dirs() if d not in include_dirs]
     elif _TK_INCLUDE.search(text):
         return None, ("SASS pass skipped: the file includes ThunderKittens and compiling it needs the "
                       "real headers (give --tk-include)")

@@ -22,6 +22,7 @@ from typing import Any
 from ..model import expr as E
 from ..model import ir
 from .values import StructType
+from .lexer import lex
 from .walk_common import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent
 from .walk_types import _TypesMixin
 from .walk_statements import _StatementsMixin
@@ -41,12 +42,23 @@ class ModelBuilder:
         self.filename = parsed.path
         self.abs_path = parsed.abs_path
         register_text(parsed.abs_path, parsed.text)
+        for hp, ht in parsed.user_texts.items():
+            register_text(hp, ht)      # user headers as parsed (nvcc-compatibility rewrites)
         self.globals_env = Env()
         self.functions: dict[str, list] = {}      # user device functions by name (with bodies)
         self.structs: dict[str, Any] = {}         # user struct/class cursors by name
         self.kernels: list = []                   # __global__ function cursors in the main file
         self.templates: list = []                 # structs that look like lcf/lcsf kernel templates
         self.macros: dict[str, list[str]] = {}
+        # -D NAME[=VALUE] of the build (command line, config, compile_commands): object-like
+        # macros for constant evaluation; a #define in the file parsed later wins, as in cpp
+        for d in getattr(parsed, "defines", ()):
+            name, _, value = d.partition("=")
+            if name.isidentifier():
+                self.macros[name] = lex(value) if _ else ["1"]
+        # kernels not analysed because clang errors stop them: (name, location, errors)
+        self.blocked: list[tuple[str, object, list]] = []
+        self.errors = None                        # diagnostics.ErrorMap, set by build()
         self._collect()
 
     # -- collection of top-level declarations ------------------------------
@@ -54,12 +66,9 @@ class ModelBuilder:
         f = cursor.location.file
         if f is None:
             return False
-        name = f.name
-        if _same_file(name, self.abs_path):
-            return True
-        # the user's own headers (not the model, not real TK / system headers)
-        return ("tkcheck" not in name and "/include/" not in name and not name.startswith("/usr")
-                and "ThunderKittens" not in name)
+        # the user's own files: the main file and its headers, not tkcheck's model and not the
+        # real ThunderKittens folders given with --tk-include (decided by what was passed)
+        return self.parsed.is_user_file(f.name)
 
     def _collect(self):
         for c in self.tu.cursor.get_children():
@@ -68,7 +77,7 @@ class ModelBuilder:
     def _collect_decl(self, c, env: Env, top: bool = False):
         kind = c.kind
         if kind == CK.MACRO_DEFINITION:
-            if c.location.file is not None and _same_file(c.location.file.name, self.abs_path):
+            if c.location.file is not None and self.parsed.is_user_file(c.location.file.name):
                 toks = tokens_of(c)
                 # object-like macros only: NAME value...
                 if len(toks) >= 2 and not (len(toks) > 2 and toks[1] == "(" and
@@ -138,17 +147,30 @@ class ModelBuilder:
 
     # -- public ------------------------------------------------------------
     def build(self) -> list[ir.KernelModel]:
+        """Models of the kernels clang's errors do not stop (see `blocked` for the others)."""
+        from .diagnostics import place_errors
+        self.errors = errors = place_errors(self.parsed)
         models = []
         self.not_analysed: list[str] = []      # notes for kernels whose model could not be built
         for k in self.kernels:
+            if self._blocked(k, errors):
+                continue
             m = self._guarded(k, lambda: KernelWalker(self, k).build_global())
             if m is not None:
                 models.append(m)
         for t in self.templates:
+            if self._blocked(t, errors):
+                continue
             m = self._guarded(t, lambda: KernelWalker(self, t).build_prototype())
             if m is not None:
                 models.append(m)
         return models
+
+    def _blocked(self, cursor, errors) -> bool:
+        stops = errors.blocking(cursor, tokens_of) if errors.placed else []
+        if stops:
+            self.blocked.append((cursor.spelling, loc_of(cursor, self.filename), stops))
+        return bool(stops)
 
     def _guarded(self, cursor, build):
         """A kernel nested deeper than the walk can follow is "not analysed", never a traceback.

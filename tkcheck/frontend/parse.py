@@ -38,8 +38,25 @@ class ParseOptions:
     include_dirs: tuple[str, ...] = ()
     defines: tuple[str, ...] = ()
     clang_args: tuple[str, ...] = ()
-    tk_include: str | None = None          # real ThunderKittens include/ folder
+    tk_include: str | None = None          # real ThunderKittens include/ folder (the one with kittens.cuh)
     tk_version: str = "auto"               # auto | thread-scope | lane-guarded
+    tk_extra_dirs: tuple[str, ...] = ()    # more real TK folders (prototype/), searched after tk_include
+    # True when no arch was configured: a file whose Blackwell code does not parse for sm_90a is
+    # parsed again for sm_100a (and the arch used is told)
+    arch_auto: bool = False
+
+    def tk_dirs(self) -> tuple[str, ...]:
+        """Every real ThunderKittens folder, in search order."""
+        out = []
+        if self.tk_include:
+            out.append(self.tk_include)
+            proto = Path(self.tk_include).parent / "prototype"
+            if proto.is_dir():
+                out.append(str(proto))
+        for d in self.tk_extra_dirs:
+            if d not in out:
+                out.append(d)
+        return tuple(out)
 
 
 @dataclass
@@ -47,23 +64,55 @@ class Diagnostic:
     severity: str            # "error" | "fatal" | "warning"
     message: str
     location: Location | None
+    abs_file: str | None = None   # the file's absolute path (None: no location)
+    recovered: str | None = None  # why this clang error is not an error of the code (nvcc accepts it)
+
+    def is_error(self) -> bool:
+        return self.severity in ("error", "fatal") and self.recovered is None
 
 
 @dataclass
 class ParsedFile:
     path: str                # as given by the user (used in findings)
-    text: str
+    text: str                # the text libclang parsed (nvcc-compatibility rewrites applied)
     tu: object               # clang.cindex.TranslationUnit
     diagnostics: list[Diagnostic]
     headers: str             # "model" | "real"
     tk_semantics: str        # "thread-scope" | "lane-guarded"
     notes: list[str] = field(default_factory=list)
     abs_path: str = ""
+    arch: str = "sm_90a"     # the arch the file was parsed for
+    tk_dirs: tuple[str, ...] = ()            # real TK folders (not the user's code)
+    stopped: bool = False    # clang stopped at its error limit: the AST is incomplete
+    host_stubs: tuple[str, ...] = ()         # host-only includes given empty stand-ins
+    user_texts: dict[str, str] = field(default_factory=dict)  # abs path -> text parsed (rewritten headers)
+    defines: tuple[str, ...] = ()            # -D NAME[=VALUE] of the build (constant evaluation uses them)
 
     def errors_in_main(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics
-                if d.severity in ("error", "fatal") and d.location is not None
-                and d.location.filename == self.path]
+                if d.is_error() and d.location is not None and d.location.filename == self.path]
+
+    def is_user_file(self, name: str | None) -> bool:
+        """Whether a file is the user's code: not tkcheck's model or stand-ins, not a real
+        ThunderKittens folder given with --tk-include. What the user passed decides, not the path's
+        look (a Megakernels `include/` given with -I is the user's)."""
+        if not name:
+            return False
+        a = os.path.abspath(name)
+        if a == self.abs_path:
+            return True
+        if _under(a, str(MODEL_INCLUDE)):
+            return False
+        return not any(_under(a, d) for d in self.tk_dirs)
+
+    def user_errors(self) -> list[Diagnostic]:
+        """Errors (not recovered) located in the user's files."""
+        return [d for d in self.diagnostics if d.is_error() and d.abs_file and self.is_user_file(d.abs_file)]
+
+
+def _under(path: str, folder: str) -> bool:
+    folder = os.path.abspath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 _clang_index = None
@@ -100,54 +149,115 @@ def _index():
 def detect_tk_semantics(tk_include: str | None, setting: str) -> tuple[str, str]:
     """Which meaning `tma::expect_bytes`/`load_async`/`store_async` have.
 
-    Returns (semantics, how it was decided). With real headers the body of
-    `tma::expect_bytes` tells: a `laneid() == 0` guard inside means the old,
-    lane-guarded semantics.
+    Returns (semantics, how it was decided). With real headers the bodies tell: a
+    `laneid() == 0` guard inside the thread-level (not group) `tma::` functions means the old,
+    lane-guarded semantics. Every layout TK has had is searched: the 2024 `src/` tree,
+    `ops/warp/memory/util/tma.cuh` (2024-2025), `ops/thread/memory/util/tma.cuh` (2025) and
+    `ops/thread/util/tma.cuh` (2026).
     """
     if setting in ("thread-scope", "lane-guarded"):
         return setting, f"tk-version = {setting} (configured)"
     if not tk_include:
         return "thread-scope", "TK thread-scope tma semantics assumed (late-2025 headers; no real headers given)"
-    cand = Path(tk_include) / "ops" / "thread" / "util" / "tma.cuh"
-    if not cand.exists():
-        cand = Path(tk_include) / "ops" / "warp" / "memory" / "util" / "tma.cuh"
-    try:
-        text = cand.read_text(errors="replace")
-    except OSError:
+    files = tk_tma_files(tk_include)
+    if not files:
         return "thread-scope", "TK thread-scope tma semantics assumed (tma.cuh not found in the given headers)"
-    m = re.search(r"void\s+expect_bytes\s*\(\s*semaphore\s*&[^)]*\)\s*\{(.{0,400})", text, re.S)
-    if m and re.search(r"laneid\s*\(\s*\)\s*==\s*0", m.group(1)):
-        return "lane-guarded", "TK lane-guarded tma semantics detected in the given headers (expect_bytes guards lane 0)"
+    guarded = []
+    for f in files:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        for fn in ("expect_bytes", "set_barrier_bytes", "load_async", "store_async"):
+            for m in re.finditer(r"\bvoid\s+" + fn + r"\s*\([^;{]*\)\s*\{", text):
+                body = text[m.end():m.end() + 600]
+                body = body[:_body_end(body)]
+                if re.search(r"laneid\s*\(\s*\)\s*==\s*0", body):
+                    guarded.append(fn)
+                    break
+    if guarded:
+        return "lane-guarded", ("TK lane-guarded tma semantics detected in the given headers "
+                                f"({', '.join(sorted(set(guarded)))} guard lane 0)")
     return "thread-scope", "TK thread-scope tma semantics detected in the given headers"
 
 
-def build_args(opts: ParseOptions, main_dir: str) -> list[str]:
+def tk_tma_files(tk_include: str) -> list[Path]:
+    """The thread/warp-level (not group-level) TMA headers of a TK include folder, any layout."""
+    root = Path(tk_include)
+    out = []
+    for rel in ("ops/thread/util/tma.cuh", "ops/thread/memory/util/tma.cuh", "ops/thread/memory/tile/tma.cuh",
+                "ops/warp/memory/util/tma.cuh", "ops/warp/memory/tile/tma.cuh", "ops/warp/memory/tma.cuh"):
+        if (root / rel).is_file():
+            out.append(root / rel)
+    return out
+
+
+def _body_end(body: str) -> int:
+    depth = 1
+    for i, ch in enumerate(body):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth == 0:
+            return i
+    return len(body)
+
+
+def find_tk_include(folder: str | os.PathLike) -> str | None:
+    """The include folder (holding kittens.cuh) of a TK checkout root, include/ or src/ folder."""
+    p = Path(folder)
+    for cand in (p, p / "include", p / "src"):
+        if (cand / "kittens.cuh").is_file():
+            return str(cand)
+    return None
+
+
+BLACKWELL_ARCH = "sm_100a"
+STUB_DIR = MODEL_INCLUDE / "host_stubs"        # virtual: host-only stand-ins live in unsaved files
+# Names only Blackwell code uses (TMEM tiles and their allocator, tcgen05, cluster launch
+# control, the sm_100 number formats): with no arch configured, a file that uses one is parsed
+# for sm_100a (for sm_90a again when only that parses: a file written for both).
+_BLACKWELL_MARKERS = re.compile(r"\btt\s*<|\btensor_allocator\b|\btm_allocator\b|\btcgen05\b|"
+                                r"\bclc::|\be8m0|\bfp4e2m1")
+
+
+def is_blackwell(arch: str) -> bool:
+    return arch.startswith("sm_10") or arch.startswith("sm_11") or arch.startswith("sm_12")
+
+
+# `#include <iostream>`, `<vector>`, ...: a C++ standard header (not a C or CUDA one)
+_CXX_STD_INCLUDE = re.compile(r"^\s*#\s*include\s*<(?!cuda)[a-z_]+>", re.M)
+
+
+def build_args(opts: ParseOptions, main_dir: str, arch: str | None = None, std_common: bool = False) -> list[str]:
     # libclang 18 refuses --cuda-gpu-arch=sm_100a: Blackwell sources are parsed
     # in sm_90a mode with __CUDA_ARCH__ set to 1000 and TK's Blackwell macro.
-    blackwell = opts.arch.startswith("sm_10") or opts.arch.startswith("sm_12")
+    arch = arch or opts.arch
     args = [
         "-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
         "--cuda-path=/nonexistent-cuda", "--cuda-gpu-arch=sm_90a",
         "-Wno-unknown-cuda-version", "-std=c++20", "-D__CUDACC__",
-        "-ferror-limit=50", "-Wno-everything",
+        # no error limit: clang stops at its limit and drops the rest of the file (statements
+        # of later kernels included), which would be analysed as if they were not there
+        "-ferror-limit=0", "-Wno-everything",
         # only tkcheck's stand-in system headers: the machine's libstdc++ must
         # not mix with them (and may not exist at all)
         "-nostdinc", "-nostdinc++",
     ]
-    if blackwell:
+    if is_blackwell(arch):
         args += ["-U__CUDA_ARCH__", "-D__CUDA_ARCH__=1000", "-DKITTENS_BLACKWELL"]
     else:
         args += ["-DKITTENS_HOPPER"]
     args += ["-I", main_dir]
     for d in opts.include_dirs:
         args += ["-I", d]
-    if opts.tk_include:
-        args += ["-I", opts.tk_include]
-        proto = Path(opts.tk_include).parent / "prototype"
-        if proto.is_dir():
-            args += ["-I", str(proto)]
-    args += ["-I", str(MODEL_INCLUDE), "-isystem", str(MODEL_INCLUDE / "std")]
+    for d in opts.tk_dirs():
+        args += ["-I", d]
+    args += ["-I", str(MODEL_INCLUDE), "-isystem", str(MODEL_INCLUDE / "std"), "-I", str(STUB_DIR)]
     args += ["-include", BUILTINS_HEADER]
+    if std_common:
+        # a real standard library's headers include one another (libstdc++'s <iostream> reaches
+        # <chrono> on some versions) and code nvcc compiles may rely on it: with any C++ standard
+        # header included, the stand-ins of all of them are visible
+        args += ["-include", "tkcheck_std_common"]
     for d in opts.defines:
         args += [f"-D{d}"]
     args += list(opts.clang_args)
@@ -177,42 +287,142 @@ def decode_source(path: str, data: bytes) -> str:
 
 
 def parse_source(path: str, text: str, opts: ParseOptions) -> ParsedFile:
-    import clang.cindex as ci
+    """Parse a file as nvcc would read it (see `nvcc_compat`): rewrites that keep positions,
+    stand-ins for missing host-only libraries, clang errors nvcc does not make marked as
+    recovered, and (with no arch configured) a second parse for sm_100a when Blackwell code
+    does not parse for sm_90a."""
+    from . import nvcc_compat
 
     if len(text.encode("utf-8", errors="replace")) > MAX_FILE_BYTES:
         raise InputError(f"{path}: file is larger than {MAX_FILE_BYTES} bytes")
     abs_path = os.path.abspath(path)
-    main_dir = os.path.dirname(abs_path)
-    args = build_args(opts, main_dir)
-    unsaved = [(abs_path, text)]
-    headers = "real" if opts.tk_include else "model"
-    if headers == "model":
-        # `#include "kittens.cuh"` resolves against the model include dir
-        for user_name, model_name in TK_HEADER_MAP.items():
-            unsaved.append((str(MODEL_INCLUDE / user_name), f'#pragma once\n#include "{model_name}"\n'))
+    fixed, rewrites = nvcc_compat.rewrite(text)
     from .includes import IncludeError, check_includes
     try:   # libclang would read a FIFO, a device or a huge file without end: refuse before it starts
-        check_includes(abs_path, text, args, cwd=os.getcwd(), trusted_dirs=(str(MODEL_INCLUDE),))
+        check_includes(abs_path, fixed, build_args(opts, os.path.dirname(abs_path)), cwd=os.getcwd(),
+                       trusted_dirs=(str(MODEL_INCLUDE),))
     except IncludeError as e:
         raise InputError(str(e)) from None
     semantics, how = detect_tk_semantics(opts.tk_include, opts.tk_version)
-    flags = (ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
-             | 0x200)  # CXTranslationUnit_KeepGoing: keep parsing after a missing include
-    try:
-        tu = _index().parse(abs_path, args=args, unsaved_files=unsaved, options=flags)
-    except ci.TranslationUnitLoadError as e:
-        raise InputError(f"{path}: libclang could not parse the file ({e})") from None
-    diags: list[Diagnostic] = []
-    for d in tu.diagnostics:
-        if d.severity < ci.Diagnostic.Error and d.severity != ci.Diagnostic.Warning:
-            continue
-        sev = {ci.Diagnostic.Warning: "warning", ci.Diagnostic.Error: "error",
-               ci.Diagnostic.Fatal: "fatal"}.get(d.severity, "error")
-        loc = None
-        if d.location.file is not None:
-            fname = d.location.file.name
-            shown = path if os.path.abspath(fname) == abs_path else fname
-            loc = Location(shown, max(d.location.line, 1), max(d.location.column, 1))
-        diags.append(Diagnostic(sev, d.spelling, loc))
-    return ParsedFile(path=path, text=text, tu=tu, diagnostics=diags, headers=headers,
-                      tk_semantics=semantics, notes=[how], abs_path=abs_path)
+    notes = [how]
+    for line, what in rewrites:
+        notes.append(f"{path}:{line}: read as nvcc reads it: {what}")
+    stubs = set(nvcc_compat.COMMON_HOST_HEADERS)
+    state = _Parse(path, abs_path, fixed, opts, semantics)
+    # no arch configured: code that uses what only Blackwell has is parsed for sm_100a
+    blackwell_code = opts.arch_auto and bool(_BLACKWELL_MARKERS.search(fixed))
+    arch = BLACKWELL_ARCH if blackwell_code else opts.arch
+    parsed = state.run(arch, stubs)
+    # host-only includes not named in advance: stand-ins, and parse once more
+    more = {inc for d in parsed.diagnostics if (inc := nvcc_compat.missing_include(d.message))
+            and nvcc_compat.is_host_only(inc) and inc not in stubs}
+    # user headers that need the same rewrites as the main file
+    if more or state.rewrite_user_headers(parsed):
+        stubs |= more
+        parsed = state.run(arch, stubs)
+    if blackwell_code and parsed.user_errors() and not is_blackwell(opts.arch):
+        other = state.run(opts.arch, stubs)        # a file for both, whose Hopper side parses
+        if len(other.user_errors()) < len(parsed.user_errors()):
+            parsed = other
+    if parsed.arch != opts.arch:
+        notes.append(f"arch {parsed.arch} assumed: the file uses what only Blackwell has "
+                     "(set arch / --arch to choose)")
+    used = sorted(s for s in stubs if any(s == inc for inc in state.included_names(parsed)))
+    if used:
+        notes.append("host-only headers given empty stand-ins (host code is not analysed): " + ", ".join(used))
+    recovered = sorted({d.recovered for d in parsed.diagnostics if d.recovered and parsed.is_user_file(d.abs_file)})
+    for why in recovered:
+        rows = sorted({d.location.row for d in parsed.diagnostics if d.recovered == why and d.location})
+        notes.append(f"clang rejects what nvcc accepts, read as nvcc does: {why} (line{'s' if len(rows) > 1 else ''} "
+                     f"{', '.join(map(str, rows[:6]))}{', ...' if len(rows) > 6 else ''})")
+    parsed.notes = notes + parsed.notes
+    parsed.host_stubs = tuple(used)
+    return parsed
+
+
+class _Parse:
+    """One file's parse, repeatable with other stand-ins or another arch."""
+
+    def __init__(self, path, abs_path, text, opts: ParseOptions, semantics):
+        self.path, self.abs_path, self.text, self.opts, self.semantics = path, abs_path, text, opts, semantics
+        self.header_texts: dict[str, str] = {}
+
+    def run(self, arch: str, stubs: set[str]) -> ParsedFile:
+        import clang.cindex as ci
+        from . import nvcc_compat
+
+        args = build_args(self.opts, os.path.dirname(self.abs_path), arch=arch,
+                          std_common=bool(_CXX_STD_INCLUDE.search(self.text)))
+        unsaved = [(self.abs_path, self.text)] + list(self.header_texts.items())
+        headers = "real" if self.opts.tk_include else "model"
+        if headers == "model":
+            # `#include "kittens.cuh"` resolves against the model include dir
+            for user_name, model_name in TK_HEADER_MAP.items():
+                unsaved.append((str(MODEL_INCLUDE / user_name), f'#pragma once\n#include "{model_name}"\n'))
+        stub = nvcc_compat.stub_text()
+        for name in sorted(stubs):
+            unsaved.append((str(STUB_DIR / name), stub))
+        flags = (ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
+                 | 0x200)  # CXTranslationUnit_KeepGoing: keep parsing after a missing include
+        try:
+            tu = _index().parse(self.abs_path, args=args, unsaved_files=unsaved, options=flags)
+        except ci.TranslationUnitLoadError as e:
+            raise InputError(f"{self.path}: libclang could not parse the file ({e})") from None
+        parsed = ParsedFile(path=self.path, text=self.text, tu=tu, diagnostics=[], headers=headers,
+                            tk_semantics=self.semantics, notes=[], abs_path=self.abs_path, arch=arch,
+                            tk_dirs=self.opts.tk_dirs(), user_texts=dict(self.header_texts),
+                            defines=tuple(self.opts.defines))
+        for d in tu.diagnostics:
+            if d.severity < ci.Diagnostic.Error and d.severity != ci.Diagnostic.Warning:
+                continue
+            sev = {ci.Diagnostic.Warning: "warning", ci.Diagnostic.Error: "error",
+                   ci.Diagnostic.Fatal: "fatal"}.get(d.severity, "error")
+            loc = None
+            fname = None
+            if d.location.file is not None:
+                fname = os.path.abspath(d.location.file.name)
+                shown = self.path if fname == self.abs_path else d.location.file.name
+                loc = Location(shown, max(d.location.line, 1), max(d.location.column, 1))
+            if "too many errors emitted" in d.spelling:
+                parsed.stopped = True
+            rec = nvcc_compat.recovered(d.spelling) if sev == "error" else None
+            parsed.diagnostics.append(Diagnostic(sev, d.spelling, loc, fname, rec))
+        return parsed
+
+    def included_names(self, parsed: ParsedFile) -> set[str]:
+        """Include names (as spelled relative to the stand-in folder) the parse read from STUB_DIR."""
+        out = set()
+        try:
+            for inc in parsed.tu.get_includes():
+                name = inc.include.name if inc.include is not None else ""
+                if _under(os.path.abspath(name), str(STUB_DIR)):
+                    out.add(os.path.relpath(os.path.abspath(name), str(STUB_DIR)))
+        except Exception:  # noqa: BLE001 - libclang raises on odd include records
+            pass
+        return out
+
+    def rewrite_user_headers(self, parsed: ParsedFile) -> bool:
+        """Apply the position-keeping rewrites to the user's headers; True when one changed."""
+        from . import nvcc_compat
+        changed = False
+        try:
+            includes = list(parsed.tu.get_includes())
+        except Exception:  # noqa: BLE001
+            return False
+        for inc in includes:
+            if inc.include is None:
+                continue
+            name = os.path.abspath(inc.include.name)
+            if name == self.abs_path or name in self.header_texts or not parsed.is_user_file(name) \
+                    or _under(name, str(STUB_DIR)):
+                continue
+            from ..safe_io import read_regular
+            try:
+                text = read_regular(name, MAX_FILE_BYTES).decode("utf-8", errors="replace")
+            except OSError:
+                continue
+            new, changes = nvcc_compat.rewrite(text)
+            if changes:
+                self.header_texts[name] = new
+                changed = True
+        return changed

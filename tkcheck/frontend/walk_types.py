@@ -11,7 +11,7 @@ from ..model.expr import Expr
 from . import cexpr
 from .values import Func, Obj, Rec, StructType, TypeVal
 from .walk_common import CK, Env, Ctx, tokens_of, _NAMESPACES
-from .walk_util import _split_comma, _split_top
+from .walk_util import _ArrVal, _split_comma, _split_top
 
 
 class _TypesMixin:
@@ -218,6 +218,14 @@ class _TypesMixin:
             words = [w for w in node[1] if w not in ("const", "volatile", "*", "&", "unsigned", "signed")]
             w = words[-1] if words else "int"
             return ir.TileType("scalar", w, dtype=w, dtype_bytes=K.DTYPE_BYTES.get(w, 4))
+        if node[0] == "call" and node[1][0] == "name" and len(node[2]) == 1 and \
+                node[1][1][-1][0] in ("typeof", "__typeof__", "decltype"):
+            # `size_bytes<typeof(q_smem[0])>`: the type of the object the expression names
+            v = self.ev(node[2][0], Ctx(env=env, guard=ir.Guard(), dry=True))
+            if isinstance(v, _ArrVal):
+                v = v.obj
+            t = getattr(v, "type", None)
+            return t if isinstance(t, (ir.TileType, StructType)) else None
         if node[0] != "name":
             return None
         segs = [s for s in node[1] if s[0] not in _NAMESPACES or s is node[1][-1]]

@@ -398,3 +398,5 @@ extern "C" __host__ __device__ void __assert_fail(const char *assertion, const c
 #include "std/cstring"
 #include "std/cuda_fp16.h"
 #include "std/cuda_bf16.h"
+#include "tkcheck_cuda_intrinsics.h"
+
