@@ -413,13 +413,19 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
 
 # ---------------------------------------------------------------- the check command
 
-def _config_for(arg: str, config_file, overrides, cache: dict):
+def _config_for(path: str, config_file, overrides, cache: dict):
+    """The config of one file (or folder): the closest tkcheck.toml / pyproject.toml [tool.tkcheck]
+    above it, as ruff does, whether the file was named or found in a folder; `--config-file` wins."""
     from tkcheck.config import ConfigError, find_config, load_config
+    p = Path(path)
+    folder = os.path.abspath(path if p.is_dir() else (os.path.dirname(path) or "."))
     try:
-        found = Path(config_file) if config_file else find_config(Path(arg))
+        if ("folder", folder) not in cache:
+            cache[("folder", folder)] = Path(config_file) if config_file else find_config(Path(folder))
+        found = cache[("folder", folder)]
         key = str(found) if found else None
         if key not in cache:
-            cache[key] = load_config(Path(arg), config_file=found, overrides=overrides)
+            cache[key] = load_config(Path(folder), config_file=found, overrides=overrides)
         return cache[key]
     except ConfigError as e:
         raise UsageProblem(str(e)) from None
@@ -774,7 +780,7 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     # Absolute paths inside, so a finding's file name and the source it came from
     # always agree; the renderers print them relative to the current folder.
     for f, arg in files:
-        config = _config_for(arg, config_file, overrides, configs)
+        config = _config_for(f, config_file, overrides, configs)
         f = os.path.abspath(f)
         jobs_list.append(_Job(len(jobs_list), f, _options_for(f, config, settings)))
     if stdin_paths:
@@ -785,8 +791,16 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     if not jobs_list:
         click.echo("tkcheck: warning: no *.cu or *.cuh files found under the given paths", err=True)
 
-    first_config = next(iter(configs.values()), None)
-    fmt = output_format or (first_config.output_format if first_config else None)
+    # run-wide settings (the report format) come from the config of the current folder, else the
+    # first file's
+    loaded = [c for k, c in configs.items() if not isinstance(k, tuple)]
+    try:
+        run_config = _config_for(".", config_file, overrides, {**configs}) if loaded else None
+    except UsageProblem:      # a broken config no checked file uses is not this run's business
+        run_config = None
+    if (run_config is None or run_config.source is None) and loaded:
+        run_config = loaded[0]
+    fmt = output_format or (run_config.output_format if run_config else None)
     if fmt is None:
         fmt = "full" if (not output and sys.stdout.isatty()) else "concise"
 
