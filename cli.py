@@ -660,6 +660,16 @@ def _write_output(text: str, output: str | None):
         os.dup2(devnull, sys.stdout.fileno())
 
 
+def _check_output_folder(folder: str, option: str) -> None:
+    """A folder the run will write into: usable now, or a usage error (before any work)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise UsageProblem(f"{option} {folder}: cannot create the folder: {e.strerror or e}") from None
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise UsageProblem(f"{option} {folder}: not a writable folder")
+
+
 def _use_color(output: str | None) -> bool:
     if output or os.environ.get("NO_COLOR"):
         return False
@@ -729,15 +739,28 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
               help="Compile with nvcc and cross-check the SASS (TK601-TK603); skipped with one note "
                    "without nvcc or real TK headers [default: the `sass` config key, else off].")
 @click.option("--sass-arch", metavar="SM", help="Arch to build the SASS for (default: --arch), e.g. sm_90.")
+@click.option("--baseline", "baseline", metavar="FILE",
+              help="Report only findings not recorded in FILE (written by --write-baseline) "
+                   "[default: the `baseline` config key].")
+@click.option("--write-baseline", "write_baseline", metavar="FILE",
+              help="Record today's findings in FILE (exit 0): adopt tkcheck in an existing repository.")
+@click.option("--fix", "fix", is_flag=True, help="Apply the fixes marked safe to the files (others are shown).")
 def check_command(paths, compile_commands, tk_include, include_dir, define, arch, tk_version, select, ignore,
                   extend_select,
                   per_file_ignores, output_format, output, statistics, timing, quiet, exit_zero, fail_level,
                   show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_budget, solver_timeout_ms,
-                  file_timeout, debug, update_expectations, trace_svg, sass, sass_arch):
+                  file_timeout, debug, update_expectations, trace_svg, sass, sass_arch, baseline, write_baseline, fix):
     _DEBUG["on"] = debug
     t_start = time.perf_counter()
     if not paths:
         raise click.UsageError("no PATH given (a file, a folder, or - for standard input)")
+    import math
+    if not math.isfinite(file_timeout):
+        raise UsageProblem(f"--file-timeout {file_timeout}: give a number of seconds (0: no limit)")
+    if trace_svg:
+        _check_output_folder(trace_svg, "--trace-svg")
+    if baseline and write_baseline:
+        raise UsageProblem("--baseline and --write-baseline: give one (write a baseline, then check against it)")
     if config_file and not Path(config_file).is_file():
         raise UsageProblem(f"--config-file {config_file}: no such file")
     from tkcheck import registry
@@ -813,16 +836,48 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     rules = registry.by_code()
     root = Path.cwd()
     notes = None if quiet else _merge_notes(results, root)
+    sources = {res.path: res.source for res in results}
+    from tkcheck import baseline as B
+    B.assign_fingerprints(findings, sources)
+    if write_baseline:
+        try:
+            n = B.write_baseline(write_baseline, findings)
+        except B.BaselineError as e:
+            raise UsageProblem(str(e)) from None
+        click.echo(f"tkcheck: {n} finding(s) recorded in the baseline {write_baseline}; "
+                   f"check against it with --baseline {write_baseline}", err=True)
+        if any(res.input_error or res.internal_errors for res in results):
+            sys.exit(2)
+        return
+    baseline_file = baseline or (str(run_config.baseline) if run_config and run_config.baseline else None)
+    if baseline_file:
+        try:
+            known = B.read_baseline(baseline_file)
+        except B.BaselineError as e:
+            raise UsageProblem(str(e)) from None
+        findings, hidden, stale = B.apply_baseline(findings, known)
+        if notes is not None and (hidden or stale):
+            notes.append(f"baseline {baseline_file}: {hidden} recorded finding(s) not shown"
+                         + (f"; {stale} recorded finding(s) are gone (write the baseline again to drop them)"
+                            if stale else ""))
+    if fix:
+        from tkcheck.fixes import apply_safe_fixes
+        fixed, changed = apply_safe_fixes(findings, sources)
+        findings = [f for f in findings if not any(f is g for g in fixed)]
+        if not quiet:
+            click.echo(f"tkcheck: {len(fixed)} finding(s) fixed in {len(changed)} file(s)", err=True)
     if statistics:
         text = _statistics(findings, rules, fmt, results)
     else:
-        sources = {res.path: res.source for res in results}
         text = render(findings, fmt, rules=rules, sources=sources, files_checked=len(results),
                       color=_use_color(output) and fmt == "full", root=root, notes=notes)
     _write_output(text, output)
     if trace_svg:
         from tkcheck.render.trace_svg import write_trace_svgs
-        written = write_trace_svgs(findings, trace_svg)
+        try:
+            written = write_trace_svgs(findings, trace_svg)
+        except OSError as e:
+            raise UsageProblem(f"--trace-svg {trace_svg}: cannot write: {e.strerror or e}") from None
         if not quiet:
             click.echo(f"tkcheck: {len(written)} trace(s) drawn in {trace_svg}", err=True)
     if timing:

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .findings import Finding, Location, Related, TraceStep
+from .findings import Edit, Finding, Fix, Location, Related, TraceStep
 from .safe_io import NotReadable, read_regular
 
-SCHEMA = 2
+SCHEMA = 3
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 MAX_DEP_BYTES = 64 * 1024 * 1024
 RESULTS, MANIFESTS = "results", "manifests"
@@ -269,7 +269,17 @@ def _location(d) -> Location:
 
 
 _FINDING_KEYS = {"code", "message", "location", "related", "witness", "trace", "help", "kernel", "name",
-                 "contract", "severity", "symptom", "verdict"}
+                 "contract", "severity", "symptom", "verdict", "fixes", "fingerprint"}
+
+
+def _fix(x) -> Fix:
+    _need(isinstance(x, dict) and set(x) == {"description", "edits", "safe"} and isinstance(x["safe"], bool)
+          and isinstance(x["edits"], list), "fix fields")
+    edits = []
+    for e in x["edits"]:
+        _need(isinstance(e, dict) and set(e) == {"location", "text"}, "edit fields")
+        edits.append(Edit(_location(e["location"]), _str(e["text"], "edit text")))
+    return Fix(_str(x["description"], "fix description"), tuple(edits), x["safe"])
 
 
 def _finding(f) -> Finding:
@@ -297,7 +307,13 @@ def _finding(f) -> Finding:
                    help=_str(f["help"], "help", True), kernel=_str(f["kernel"], "kernel", True),
                    name=_str(f["name"], "name"), contract=_str(f["contract"], "contract"),
                    severity=_str(f["severity"], "severity"), symptom=_str(f["symptom"], "symptom"),
-                   verdict=f["verdict"])
+                   verdict=f["verdict"], fixes=[_fix(x) for x in _list(f["fixes"], "fixes")],
+                   fingerprint=_str(f["fingerprint"], "fingerprint", True))
+
+
+def _list(v, what):
+    _need(isinstance(v, list), what)
+    return v
 
 
 def result_from_json(d):

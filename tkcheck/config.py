@@ -63,6 +63,7 @@ class Config:
     tk_version: str = "auto"
     output_format: str | None = None
     sass: bool | None = None              # None: run the SASS pass when nvcc is found
+    baseline: Path | None = None          # findings recorded there are not reported (--baseline)
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
     source: Path | None = None            # the file these values came from
 
@@ -210,6 +211,7 @@ _KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
     "tk-version": ("tk_version", lambda v, w, k, b: _choice(v, w, k, TK_VERSIONS)),
     "output-format": ("output_format", lambda v, w, k, b: _choice(v, w, k, _formats())),
     "sass": ("sass", lambda v, w, k, b: _bool(v, w, k)),
+    "baseline": ("baseline", _path),
 }
 
 _CONFIRM_KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
