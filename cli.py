@@ -73,6 +73,10 @@ class _DefaultGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except BrokenPipeError:
+            # `tkcheck rule --all | head`: the reader left; nothing more to say, and no traceback
+            _silence_stdout()
+            ctx.exit(0)
         except UsageProblem as e:
             click.echo(f"tkcheck: error: {e}", err=True)
             ctx.exit(2)
@@ -656,8 +660,16 @@ def _write_output(text: str, output: str | None):
         stream.flush()
     except BrokenPipeError:
         # `tkcheck ... | head`: the reader left; the exit status still tells the result.
+        _silence_stdout()
+
+
+def _silence_stdout():
+    """After a broken pipe: further writes (and the interpreter's final flush) go nowhere."""
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _check_output_folder(folder: str, option: str) -> None:

@@ -498,9 +498,10 @@ class _StatementsMixin:
                 self.exec_expr(init_s, replace(lctx, dry=True))
         self._loop_ids += 1
         lid = self._loop_ids
-        counter = E.Var(f"k{lid}", E.LOOP)
         # induction variable: `for (int i = a; i < b; i += s)`
         var, init_v, step, trip, infinite = self._induction(init_s, cond_c, inc_c, lctx)
+        # the iteration counter, printed in the user's words (`k`, `(k - 1)`, `((k - 2) / 4)`)
+        counter = E.Var(f"k{lid}", E.LOOP, label=_counter_label(var, init_v, step, loc))
         # the induction variable as a function of the counter, visible to the
         # dry pass below (`const int stage = k % STAGES` in the body)
         if var is not None and init_v is not None and step is not None:
@@ -662,3 +663,15 @@ class _StatementsMixin:
         return out
 
     # -- asm ---------------------------------------------------------------
+
+
+def _counter_label(var, init_v, step, loc) -> str:
+    """How a loop's iteration counter reads in the user's terms."""
+    if var and isinstance(init_v, E.Const) and isinstance(step, E.Const) and isinstance(init_v.value, int) \
+            and isinstance(step.value, int) and step.value != 0:
+        base = var if init_v.value == 0 else f"({var} - {init_v.value})" if init_v.value > 0 \
+            else f"({var} + {-init_v.value})"
+        return base if step.value == 1 else f"({base} / {step.value})"
+    if var:
+        return f"iteration of the '{var}' loop"
+    return f"iteration of the loop at line {loc.row}" if loc is not None else "iteration"
