@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import pathlib
+import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -45,6 +46,30 @@ class ConfirmConfig:
     run: str | tuple[str, ...] | None = None
     timeout: float | None = None          # seconds per run
     sanitizer_args: tuple[str, ...] = ()
+
+    def format_ready(self) -> "ConfirmConfig":
+        """The commands with every brace doubled except the placeholders `{src}`, `{bin}` and
+        `{dir}`, for `str.format`: `${HOME}` and `awk '{print $1}'` stay as the user wrote them."""
+        return replace(self, build=_format_ready(self.build), run=_format_ready(self.run))
+
+
+CONFIRM_PLACEHOLDERS = ("src", "bin", "dir")
+_PLACEHOLDER = re.compile(r"\{(?:" + "|".join(CONFIRM_PLACEHOLDERS) + r")\}")
+
+
+def _format_ready(cmd):
+    if cmd is None:
+        return None
+    if isinstance(cmd, (list, tuple)):
+        return tuple(_format_ready(c) for c in cmd)
+    parts = []
+    pos = 0
+    for m in _PLACEHOLDER.finditer(cmd):
+        parts.append(cmd[pos:m.start()].replace("{", "{{").replace("}", "}}"))
+        parts.append(m.group())
+        pos = m.end()
+    parts.append(cmd[pos:].replace("{", "{{").replace("}", "}}"))
+    return "".join(parts)
 
 
 @dataclass(frozen=True)
