@@ -298,7 +298,10 @@ def _failed(job: _Job, why: str):
     from tkcheck.render._common import display_path
     res = FileResult(path=job.path, source=job.text or "")
     shown = display_path(job.path, Path.cwd())
-    res.notes.append(f"internal error while checking {shown}: {why} (no findings reported for this file)")
+    if why.startswith(("stopped after", "the checking process")):     # a limit, not a bug of tkcheck
+        res.notes.append(f"check of {shown} stopped: {why} (no findings reported for this file)")
+    else:
+        res.notes.append(f"internal error while checking {shown}: {why} (no findings reported for this file)")
     res.internal_errors.append(res.notes[-1])
     return res
 
@@ -311,12 +314,30 @@ def _child_main(conn, job: _Job):
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
+        _limit_memory(FILE_MEMORY_LIMIT["bytes"])
         _, res = _check_job(job)
         payload = pickle.dumps(res)
     except BaseException as e:  # noqa: BLE001 - reported by the parent
         payload = pickle.dumps(f"{type(e).__name__}: {e}")
     conn.send_bytes(payload)
     conn.close()
+
+
+# The address space one checking process may use: a macro bomb that clang expands without end,
+# or a solver blow-up, ends that file's check (exit 2) instead of the machine's memory.
+FILE_MEMORY_LIMIT = {"bytes": 8 << 30}
+
+
+def _limit_memory(limit: int | None):
+    if not limit:
+        return
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard == resource.RLIM_INFINITY or limit < hard:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, ValueError, OSError):
+        pass
 
 
 def _can_fork() -> bool:
@@ -390,7 +411,8 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
                     code = proc.exitcode
                     why = (f"the checking process died with signal {-code}" if code and code < 0
                            else f"the checking process exited with status {code}")
-                    value = _failed(job, why + " (libclang or z3 crashed on this input)")
+                    value = _failed(job, why + " (libclang or z3 crashed, or the file passed the memory "
+                                               "limit of --file-memory)")
                 elif isinstance(value, str):
                     value = _failed(job, value)
                 results[job.index] = value
@@ -742,6 +764,8 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
               help="Wall-clock safety net per z3 query, above the budget; reaching it is inconclusive too.")
 @click.option("--file-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS",
               help="Stop checking a file after this long (exit 2); 0: no limit.")
+@click.option("--file-memory", "file_memory_mb", type=click.IntRange(min=0), default=8192, show_default=True,
+              metavar="MB", help="Memory one file's check may use (its own process); 0: no limit.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors (checks files in this process).")
 @click.option("--update-expectations", is_flag=True,
               help="Fixtures: rewrite the `// expect:` comments of the given files from actual findings.")
@@ -761,7 +785,7 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
                   extend_select,
                   per_file_ignores, output_format, output, statistics, timing, quiet, exit_zero, fail_level,
                   show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_budget, solver_timeout_ms,
-                  file_timeout, debug, update_expectations, trace_svg, sass, sass_arch, baseline, write_baseline, fix):
+                  file_timeout, file_memory_mb, debug, update_expectations, trace_svg, sass, sass_arch, baseline, write_baseline, fix):
     _DEBUG["on"] = debug
     t_start = time.perf_counter()
     if not paths:
@@ -769,6 +793,7 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     import math
     if not math.isfinite(file_timeout):
         raise UsageProblem(f"--file-timeout {file_timeout}: give a number of seconds (0: no limit)")
+    FILE_MEMORY_LIMIT["bytes"] = file_memory_mb << 20
     if trace_svg:
         _check_output_folder(trace_svg, "--trace-svg")
     if baseline and write_baseline:

@@ -50,6 +50,7 @@ class ModelBuilder:
         self.kernels: list = []                   # __global__ function cursors in the main file
         self.templates: list = []                 # structs that look like lcf/lcsf kernel templates
         self.macros: dict[str, list[str]] = {}
+        self.macro_constants: dict[str, Any] = {}   # object-like macros whose value is a constant
         # -D NAME[=VALUE] of the build (command line, config, compile_commands): object-like
         # macros for constant evaluation; a #define in the file parsed later wins, as in cpp
         for d in getattr(parsed, "defines", ()):

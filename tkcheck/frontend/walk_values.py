@@ -166,9 +166,17 @@ class _ValuesMixin:
             if v is not None:
                 return self._deref(v, head, ctx)
             if head in self.mb.macros:
+                # a macro whose value is a constant is evaluated once per file: `#define M1 (M0 + M0)`
+                # chains stay linear instead of doubling at every level
+                known = self.mb.macro_constants.get(head)
+                if known is not None:
+                    return known
                 toks = self.mb.macros[head]
                 sub = cexpr.parse_expression(toks, ctx.env.has)
-                return self.ev(sub, ctx)
+                val = self.ev(sub, ctx)
+                if isinstance(val, E.Const):
+                    self.mb.macro_constants[head] = val
+                return val
             if head in K.CONSTANTS:
                 return E.Const(K.CONSTANTS[head])
             if head in ("threadIdx", "blockIdx", "blockDim", "gridDim", "clusterIdx", "clusterDim"):
