@@ -36,7 +36,7 @@ from . import __version__
 from .findings import Edit, Finding, Fix, Location, Related, TraceStep
 from .safe_io import NotReadable, read_regular
 
-SCHEMA = 3
+SCHEMA = 4
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 MAX_DEP_BYTES = 64 * 1024 * 1024
 RESULTS, MANIFESTS = "results", "manifests"
@@ -244,7 +244,8 @@ def _is_pair(x, a, b) -> bool:
 
 def result_to_json(res) -> dict:
     return {"path": res.path, "notes": list(res.notes), "kernels": list(res.kernels),
-            "timing": dict(res.timing), "findings": [asdict(f) for f in res.findings]}
+            "timing": dict(res.timing), "findings": [asdict(f) for f in res.findings],
+            "coverage": [c.to_json() for c in getattr(res, "coverage", [])]}
 
 
 def _need(cond: bool, what: str):
@@ -318,15 +319,22 @@ def _list(v, what):
 
 def result_from_json(d):
     from .engine import FileResult
-    _need(isinstance(d, dict) and set(d) == {"path", "notes", "kernels", "timing", "findings"}, "result fields")
+    _need(isinstance(d, dict) and set(d) == {"path", "notes", "kernels", "timing", "findings", "coverage"},
+          "result fields")
     notes, kernels, timing, findings = d["notes"], d["kernels"], d["timing"], d["findings"]
     _need(isinstance(notes, list) and all(isinstance(n, str) for n in notes), "notes")
     _need(isinstance(kernels, list) and all(isinstance(k, str) for k in kernels), "kernels")
     _need(isinstance(timing, dict) and all(isinstance(k, str) and isinstance(v, (int, float))
                                            and not isinstance(v, bool) for k, v in timing.items()), "timing")
     _need(isinstance(findings, list), "findings")
+    _need(isinstance(d["coverage"], list) and all(isinstance(c, dict) for c in d["coverage"]), "coverage")
+    from .coverage import KernelCoverage
+    try:
+        coverage = [KernelCoverage.from_json(c) for c in d["coverage"]]
+    except (TypeError, KeyError, ValueError) as e:
+        raise BadEntry(f"coverage: {e}") from None
     return FileResult(path=_str(d["path"], "path"), findings=[_finding(f) for f in findings], notes=notes,
-                      kernels=kernels, timing={k: float(v) for k, v in timing.items()})
+                      kernels=kernels, timing={k: float(v) for k, v in timing.items()}, coverage=coverage)
 
 
 __all__ = ["lookup", "store", "code_digest", "manifest_key", "SCHEMA"]

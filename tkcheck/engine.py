@@ -60,6 +60,8 @@ class FileResult:
     dependencies: list[str] = field(default_factory=list)
     search_roots: list[str] = field(default_factory=list)
     not_cached: list[str] = field(default_factory=list)
+    # what was modelled, per kernel found (tkcheck.coverage.KernelCoverage)
+    coverage: list = field(default_factory=list)
 
 
 def _fill(f: Finding, rules) -> Finding:
@@ -114,7 +116,8 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     solver.configure(budget=opts.solver_budget, safety_net_ms=opts.solver_timeout_ms)
     solver.fresh_context()    # nor do the solver's answers: each file starts from a fresh z3 context
     t = time.perf_counter()
-    parsed = parse_source(path, text, opts.parse)
+    parsed = parse_source(path, text, opts.parse,
+                          pch_dir=os.path.join(opts.cache_dir, "pch") if opts.cache_dir else None)
     res.timing["parse"] = time.perf_counter() - t
     res.notes.extend(parsed.notes)
     _record_dependencies(parsed, opts, res)
@@ -132,13 +135,19 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     for m in builder.build():
         n = m.num_threads()
         if n is not None and n > MAX_BLOCK_THREADS:
-            res.notes.append(f"kernel '{m.name}' not analysed: a block of {n} threads cannot launch "
-                             f"(CUDA allows at most {MAX_BLOCK_THREADS} threads per block)")
+            # a block that cannot launch: not analysed (its thread sets are never enumerated)
+            builder.not_analysed.append((m.name, m.location, f"a block of {n} threads cannot launch (CUDA "
+                                         f"allows at most {MAX_BLOCK_THREADS} threads per block)"))
+            builder._not_analysed_cursors[m.name] = builder.model_cursors.get(id(m))
             continue
         checked.append(m)
-    res.notes.extend(builder.not_analysed)
     res.timing["model"] = time.perf_counter() - t
     _report_errors(path, parsed, builder, res, rules)
+    for name, loc, why in builder.not_analysed:
+        res.notes.append(f"kernel '{name}' not analysed ({display_location(loc)}): {why}")
+    t = time.perf_counter()
+    res.coverage = builder.coverage(checked)
+    res.timing["coverage"] = time.perf_counter() - t
     res.kernels = [m.name for m in checked]
     sass_result = _run_sass(path, text, opts, res, parsed.arch) if opts.sass and checked else None
     t = time.perf_counter()
@@ -161,6 +170,8 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
                 for f in found:
                     f.code = f.code or code
                     f.kernel = m.name
+                    if m.instance_site is not None:
+                        _tell_instance(f, m)
                     res.findings.append(_fill(f, rules))
             except RecursionError:
                 # expressions nested a few hundred levels deep: this rule says nothing about the kernel
@@ -177,6 +188,10 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
         events = solver.inconclusive_since(mark)
         if events:
             res.inconclusive[m.name] = len(events)
+            m.inconclusive = len(events)
+            for cov in res.coverage:          # the coverage report counts them per kernel
+                if cov.kernel == m.name and cov.analysed:
+                    cov.inconclusive = len(events)
             if opts.show_unknown:
                 res.notes.append(_inconclusive_note(m, events))
         if opts.show_unknown:
@@ -219,6 +234,19 @@ def _inconclusive_note(m, events) -> str:
     return (f"{at}: unknown: kernel '{m.name}': {len(events)} inconclusive proof(s) ({'; '.join(reasons)})"
             + (f" in {', '.join(where)}" if where else "")
             + ": no finding was made from them; raise --solver-budget to decide them")
+
+
+def _tell_instance(f: Finding, m) -> None:
+    """A finding in one instantiation of a template kernel (or in a function a launcher runs)
+    says which one, and points at where the file names it."""
+    from .findings import Related
+    if "<" in m.name and f"in {m.name}" not in f.message:
+        f.message = f"{f.message} (in {m.name})"
+    what = {"launch": "launched here", "explicit": "instantiated here", "reference": "named here"}.get(
+        m.instance_how or "", f"launched here by {m.instance_how}")
+    f.related.append(Related(m.instance_site, f"{m.name} {what}"))
+    if f.witness is not None and "kernel" not in f.witness:
+        f.witness = {**f.witness, "kernel": m.name}
 
 
 def _report_errors(path, parsed, builder, res: FileResult, rules):

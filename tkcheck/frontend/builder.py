@@ -17,13 +17,14 @@ walk is a small abstract interpreter:
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..model import expr as E
 from ..model import ir
 from .values import StructType
 from .lexer import lex
-from .walk_common import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent
+from .walk_common import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
 from .walk_types import _TypesMixin
 from .walk_statements import _StatementsMixin
 from .walk_asm import _AsmMixin
@@ -31,6 +32,25 @@ from .walk_values import _ValuesMixin
 from .walk_calls import _CallsMixin
 from .walk_tmem import _TmemMixin
 from .walk_inline import _InlineMixin
+
+
+def _extent_key(c):
+    e = c.extent
+    f = e.start.file.name if e.start.file is not None else ""
+    return (f, (e.start.line, e.start.column), (e.end.line, e.end.column))
+
+
+def _contains(outer, inner) -> bool:
+    return outer[0] == inner[0] and outer[1] <= inner[1] and inner[2] <= outer[2] and outer != inner
+
+
+def _namespaces_of(cursor) -> list[str]:
+    out = []
+    p = cursor.semantic_parent
+    while p is not None and p.kind == CK.NAMESPACE:
+        out.append(p.spelling)
+        p = p.semantic_parent
+    return list(reversed(out))
 
 
 class ModelBuilder:
@@ -48,6 +68,11 @@ class ModelBuilder:
         self.functions: dict[str, list] = {}      # user device functions by name (with bodies)
         self.structs: dict[str, Any] = {}         # user struct/class cursors by name
         self.kernels: list = []                   # __global__ function cursors in the main file
+        self.kernel_templates: list = []          # template __global__ functions (user files)
+        self.header_kernels: list = []            # __global__ functions of the user's headers
+        self.user_namespaces: set[str] = set()    # namespaces the user's code declares
+        # kernels found and not analysed, other than for clang errors: (name, location, why)
+        self.not_analysed: list[tuple[str, object, str]] = []
         self.templates: list = []                 # structs that look like lcf/lcsf kernel templates
         self.macros: dict[str, list[str]] = {}
         self.macro_constants: dict[str, Any] = {}   # object-like macros whose value is a constant
@@ -60,6 +85,12 @@ class ModelBuilder:
         # kernels not analysed because clang errors stop them: (name, location, errors)
         self.blocked: list[tuple[str, object, list]] = []
         self.errors = None                        # diagnostics.ErrorMap, set by build()
+        self._blocked_cache: dict = {}
+        self._blocked_cursors: dict = {}
+        self._not_analysed_cursors: dict = {}
+        self.model_cursors: dict[int, object] = {}   # id(model) -> the cursor of its code
+        self._unbound: dict = {}                      # template kernels with an instantiation not understood
+        self._device_code_by_name: dict | None = None  # name -> device function cursors (coverage)
         self._collect()
 
     # -- collection of top-level declarations ------------------------------
@@ -74,6 +105,17 @@ class ModelBuilder:
     def _collect(self):
         for c in self.tu.cursor.get_children():
             self._collect_decl(c, self.globals_env, top=True)
+        # a struct handed to a prototype template's kernel or launcher (`lcsc::launch_kernel<config,
+        # globals, S>`, `lcf::kernel<S>`) is a kernel too, whatever members it has
+        from .lexer import blank_comments_and_strings
+        code = blank_comments_and_strings(self.parsed.text)
+        for m in re.finditer(r"\b(lcf|lcsf|lcsc|pc|interpreter)\s*::\s*(kernel|launch_kernel|main_kernel)\s*<([^;]*?)>\s*[(>,;]",
+                             code):
+            args = [a.strip() for a in m.group(3).split(",")]
+            name = (args[-1] if m.group(2) == "launch_kernel" else args[0]).split("::")[-1].split("<")[0].strip()
+            st = self.structs.get(name)
+            if st is not None and st not in self.templates:
+                self.templates.append(st)
 
     def _collect_decl(self, c, env: Env, top: bool = False):
         kind = c.kind
@@ -85,18 +127,27 @@ class ModelBuilder:
                                            _adjacent(c)):
                     self.macros[toks[0]] = toks[1:]
             return
+        if not self._in_user_code(c):
+            # a namespace opened in a header that is not the user's (TK's `kittens`) holds none of
+            # the user's code: a user who reopens it does so in a namespace cursor of their own file
+            return
         if kind == CK.NAMESPACE:
+            if c.spelling:
+                self.user_namespaces.add(c.spelling)
             for ch in c.get_children():
                 self._collect_decl(ch, env)
             return
-        if not self._in_user_code(c):
-            return
         if kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
-            if any(ch.kind == CK.COMPOUND_STMT for ch in c.get_children()):
+            kids = list(c.get_children())
+            if any(ch.kind == CK.COMPOUND_STMT for ch in kids):
                 self.functions.setdefault(c.spelling, []).append(c)
-                if any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in c.get_children()) and \
-                        _same_file(c.location.file.name, self.abs_path):
-                    self.kernels.append(c)
+                if any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in kids):
+                    if kind == CK.FUNCTION_TEMPLATE:
+                        self.kernel_templates.append(c)       # analysed per instantiation
+                    elif _same_file(c.location.file.name, self.abs_path):
+                        self.kernels.append(c)
+                    else:
+                        self.header_kernels.append(c)         # analysed where the file uses it
         elif kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
             if c.spelling:
                 self.structs[c.spelling] = c
@@ -150,28 +201,119 @@ class ModelBuilder:
     def build(self) -> list[ir.KernelModel]:
         """Models of the kernels clang's errors do not stop (see `blocked` for the others)."""
         from .diagnostics import place_errors
+        from .instances import InstanceFinder
         self.errors = errors = place_errors(self.parsed)
         models = []
-        self.not_analysed: list[str] = []      # notes for kernels whose model could not be built
         for k in self.kernels:
             if self._blocked(k, errors):
                 continue
             m = self._guarded(k, lambda: KernelWalker(self, k).build_global())
-            if m is not None:
-                models.append(m)
+            if m is None:
+                continue
+            models.append(m)
+            self.model_cursors[id(m)] = k
+        found = InstanceFinder(self.parsed, self.kernel_templates, self.header_kernels, self.functions).find()
+        seen_cursors: dict[str, set] = {}
+        built: set = set()
+        for inst in found.instances:
+            seen_cursors.setdefault(inst.cursor.spelling, set()).add(inst.cursor.hash)
+        for inst in sorted(found.instances, key=lambda i: (i.site.filename != self.filename, i.site.row, i.site.column)):
+            if self._blocked(inst.cursor, errors):
+                continue
+            m = self._guarded(inst.cursor, lambda: KernelWalker(self, inst.cursor).build_global(inst))
+            if m is None:
+                continue
+            if len(seen_cursors[inst.cursor.spelling]) > 1:
+                # two functions of one name (in two namespaces): the qualified name tells them apart
+                ns = "::".join(_namespaces_of(inst.cursor))
+                if ns:
+                    m.name = f"{ns}::{m.name}"
+            if (inst.cursor.hash, m.name) in built:
+                continue            # the same instantiation named twice (`k<3>` and `k<1 + 2>`)
+            built.add((inst.cursor.hash, m.name))
+            models.append(m)
+            self.model_cursors[id(m)] = inst.cursor
+        analysed_cursors = {id_ for id_ in (inst.cursor.hash for inst in found.instances)
+                            if any(self.model_cursors.get(id(m)) is not None and self.model_cursors[id(m)].hash == id_
+                                   for m in models)}
+        for h, (cur, site, why) in self._unbound.items():
+            if h not in analysed_cursors:
+                self.not_analysed.append((cur.spelling, site, why))
+                self._not_analysed_cursors[cur.spelling] = cur
+        for cur, why in found.uninstantiated:
+            self.not_analysed.append((cur.spelling, loc_of(cur, self.filename), why))
+            self._not_analysed_cursors[cur.spelling] = cur
         for t in self.templates:
             if self._blocked(t, errors):
                 continue
             m = self._guarded(t, lambda: KernelWalker(self, t).build_prototype())
             if m is not None:
                 models.append(m)
+                self.model_cursors[id(m)] = t
+            elif t.spelling in self._not_analysed_cursors:
+                pass                            # too deep to walk: told by _guarded
+            else:
+                from ..knowledge import protocols
+                kind = protocols.template_kind_for(self.parsed.text, t.spelling)
+                self.not_analysed.append((t.spelling, loc_of(t, self.filename),
+                                          f"template {kind} not modelled"))
+                self._not_analysed_cursors[t.spelling] = t
         return models
 
+    def reachable_code(self, root) -> list:
+        """`root` (a kernel, a template struct) and the user's device code its code names,
+        transitively (free functions and struct members by name, so an interpreter's
+        `dispatcher<op>::run` reaches every op's `run`): the code a kernel may run, as the census
+        of `tkcheck.coverage` reads it."""
+        if self._device_code_by_name is None:
+            from .diagnostics import function_spans
+            index: dict[str, list] = {}
+            for f in function_spans(self.parsed):
+                if f.space in ("device", "global") and f.name:
+                    index.setdefault(f.name, []).append(f.cursor)
+            self._device_code_by_name = index
+        index = self._device_code_by_name
+        out, seen, todo = [], set(), [root]
+        while todo:
+            cur = todo.pop()
+            if cur.hash in seen:
+                continue
+            seen.add(cur.hash)
+            out.append(cur)
+            for t in set(tokens_of(cur)):
+                todo.extend(f for f in index.get(t, ()) if f.hash not in seen)
+        # a function nested in one already taken (a struct's method inside the struct) is counted once
+        spans = [(c, _extent_key(c)) for c in out]
+        return [c for c, k in spans if not any(o is not c and _contains(ko, k) for o, ko in spans)]
+
+    def coverage(self, models) -> list:
+        """One `coverage.KernelCoverage` per kernel found: the analysed ones (census against the
+        model) and the ones that were not (why)."""
+        from .. import coverage as C
+        out = []
+        for m in models:
+            cur = self.model_cursors.get(id(m))
+            out.append(C.for_model(self, m, cur) if cur is not None else
+                       C.KernelCoverage(self.filename, m.name, True, None, 0, 0))
+        for name, loc, errs in self.blocked:
+            d = errs[0]
+            where = f"line {d.location.row}" if d.location.filename == self.filename else \
+                f"{d.location.filename}:{d.location.row}"
+            out.append(C.not_analysed(self, name, self._blocked_cursors.get(name), f"clang error: {d.message} ({where})",
+                                      d.location))
+        for name, loc, why in self.not_analysed:
+            out.append(C.not_analysed(self, name, self._not_analysed_cursors.get(name), why, loc))
+        return out
+
     def _blocked(self, cursor, errors) -> bool:
-        stops = errors.blocking(cursor, tokens_of) if errors.placed else []
-        if stops:
-            self.blocked.append((cursor.spelling, loc_of(cursor, self.filename), stops))
-        return bool(stops)
+        key = cursor.hash
+        if key not in self._blocked_cache:
+            stops = errors.blocking(cursor, tokens_of) if errors.placed else []
+            if stops:
+                self.blocked.append((cursor.spelling, loc_of(cursor, self.filename), stops))
+                self._blocked_cursors[cursor.spelling] = cursor
+            self._blocked_cache[key] = bool(stops)
+        return self._blocked_cache[key]
 
     def _guarded(self, cursor, build):
         """A kernel nested deeper than the walk can follow is "not analysed", never a traceback.
@@ -200,7 +342,8 @@ class ModelBuilder:
             why = ("its code nests deeper than tkcheck models (loops, branches or expressions a few hundred "
                    "levels deep)" if RecursionError in swallowed
                    else f"walking its syntax tree failed ({swallowed[0].__name__})")
-            self.not_analysed.append(f"kernel '{cursor.spelling}' not analysed: {why}")
+            self.not_analysed.append((cursor.spelling, loc_of(cursor, self.filename), why))
+            self._not_analysed_cursors[cursor.spelling] = cursor
             return None
         return model
 
@@ -219,6 +362,9 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         self._loop_breaks: list = []  # `break`s seen in the loop being walked (its trip is then unknown)
         self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
         self._phasebit_reads: dict = {}  # parity expr -> (bitfield name, bit position) of get_phasebit
+        self.unbound_args: list[str] = []   # template arguments of the instantiation not understood
+        # namespace qualifiers that name no object of their own: TK's and the user's
+        self._ns_names = _NAMESPACES | mb.user_namespaces
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:
@@ -227,23 +373,34 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         m.tk_semantics = self.mb.parsed.tk_semantics
         return m
 
-    def build_global(self) -> ir.KernelModel:
+    def build_global(self, inst=None) -> ir.KernelModel:
+        """The model of a `__global__` kernel, or of one instantiation of a template kernel, or of
+        a `__device__` function a TK launcher runs as a kernel (`inst`, from `instances.py`)."""
         c = self.cursor
-        self.model = m = self._new_model(c.spelling, "global")
+        name = inst.label(c.spelling) if inst is not None else c.spelling
+        self.model = m = self._new_model(name, "global")
         env = self.mb.globals_env.child()
-        self._bind_template_params(c, env, m)
-        bounds = self._launch_bounds(c, env)
-        m.launch_bounds = self._has_launch_bounds(c)
-        if bounds is not None:
-            m.block_threads, m.min_blocks = bounds
-            m.block_threads_source = "__launch_bounds__"
+        self._bind_template_params(c, env, m, inst)
+        if self.unbound_args:
+            # told only when no instantiation of this kernel could be analysed (see build())
+            self.mb._unbound.setdefault(c.hash, (c, inst.site, "template arguments not understood: "
+                                                 + ", ".join(self.unbound_args)))
+            return None
+        if inst is not None and inst.launcher is not None:
+            self._launcher_shape(inst, env, m)
         else:
-            n = self._launch_config_threads(c)
-            if n is not None:
-                m.block_threads = E.Const(n)
-                m.block_threads_source = "launch configuration in the file"
+            bounds = self._launch_bounds(c, env)
+            m.launch_bounds = self._has_launch_bounds(c)
+            if bounds is not None:
+                m.block_threads, m.min_blocks = bounds
+                m.block_threads_source = "__launch_bounds__"
+            else:
+                n = self._launch_config_threads(c)
+                if n is not None:
+                    m.block_threads = E.Const(n)
+                    m.block_threads_source = "launch configuration in the file"
         if m.block_threads is None:
-            m.notes.append(f"block size of kernel '{c.spelling}' unknown (no __launch_bounds__): "
+            m.notes.append(f"block size of kernel '{name}' unknown (no __launch_bounds__): "
                            "thread counts are not checked")
         # parameters: uniform values, global layouts, struct records
         for p in c.get_children():

@@ -25,7 +25,7 @@ class _CallsMixin:
             self.ev(callee, ctx, cursor)
             return E.opaque("call")
         segs = list(callee[1])
-        while len(segs) > 1 and segs[0][0] in _NAMESPACES:
+        while len(segs) > 1 and segs[0][0] in self._ns_names:
             segs = segs[1:]
         base, btargs = segs[-1]
         quals = segs[:-1]

@@ -123,7 +123,7 @@ class _InlineMixin:
         target = args[0]
         fn = None
         if target[0] == "name":
-            fn = self._resolve_callable([s for s in target[1] if s[0] not in _NAMESPACES] or list(target[1]), ctx)
+            fn = self._resolve_callable([s for s in target[1] if s[0] not in self._ns_names] or list(target[1]), ctx)
         rec = Rec(type_name="args")
         i = 1
         while i + 1 < len(args):

@@ -14,18 +14,75 @@ from .walk_common import CK, Env, Ctx, tokens_of, _NAMESPACES
 from .walk_util import _ArrVal, _split_comma, _split_top
 
 
+def _values_of(env: Env):
+    """For parsing a type: only names bound to values are values (`config<128, P>` is a type
+    with the value P, not a comparison)."""
+    return lambda name: isinstance(env.lookup(name), Expr)
+
+
+def _show_value(v, arg) -> str:
+    """A bound template argument as a kernel's name shows it: `4`, `config<128, 64>`."""
+    if isinstance(v, E.Const):
+        return str(v.value).lower() if isinstance(v.value, bool) else str(v.value)
+    if isinstance(v, StructType):
+        vals = []
+        for ch in v.cursor.get_children():
+            if ch.kind in (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER):
+                pv = v.env.vars.get(ch.spelling)
+                vals.append(_show_value(pv, arg) if isinstance(pv, (E.Const, StructType)) else "?")
+        if vals and "?" not in vals:
+            return f"{v.name}<{', '.join(vals)}>"
+        return v.name if arg.kind == "tokens" else arg.show()
+    t = getattr(v, "spelling", None) or getattr(v, "name", None)
+    if arg.kind == "type":
+        return arg.show()
+    if isinstance(t, str) and t:
+        return t.replace("kittens::", "")
+    return arg.show()
+
+
 class _TypesMixin:
     """Part of `builder.KernelWalker`. Types and launch shape: template parameters, struct/tile types, aliases, launch bounds."""
 
-    def _bind_template_params(self, c, env: Env, m: ir.KernelModel | None):
+    def _bind_template_params(self, c, env: Env, m: ir.KernelModel | None, inst=None):
+        """Bind a template kernel's parameters: to the instantiation's arguments (`inst`), else
+        to their defaults, else to symbols (a kernel analysed without an instantiation)."""
         folded = []
-        for ch in c.get_children():
+        shown: list[str] = []           # the instantiation's arguments as its name shows them
+        given = list(inst.args) if inst is not None else []
+        params = [ch for ch in c.get_children()
+                  if ch.kind in (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER,
+                                 CK.TEMPLATE_TEMPLATE_PARAMETER)]
+        # arguments written inside a host function template: evaluated in that instantiation
+        aenv = self._host_context_env(inst.context) if inst is not None and inst.context is not None else env
+        dctx = Ctx(env=aenv, guard=ir.Guard(), dry=True)
+        for i, ch in enumerate(params):
+            toks = tokens_of(ch)
+            if "..." in toks:
+                # a parameter pack takes the remaining arguments
+                rest = given[i:]
+                env.define(ch.spelling, tuple(self._template_arg_value(a, ch, aenv, dctx) for a in rest))
+                if m is not None:
+                    m.template_params[ch.spelling] = None
+                given = given[:i]
+                break
+            if i < len(given):
+                v = self._template_arg_value(given[i], ch, aenv, dctx)
+                shown.append(_show_value(v, given[i]))
+                if v is not None:
+                    env.define(ch.spelling, v)
+                    if m is not None:
+                        m.template_params[ch.spelling] = v if isinstance(v, Expr) else None
+                    continue
+                # an argument tkcheck cannot evaluate (a name of the enclosing template): this
+                # instantiation is not analysed, never analysed with a made-up value
+                self.unbound_args.append(f"{ch.spelling} = {given[i].show()}")
+                continue
             if ch.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
                 default = None
-                toks = tokens_of(ch)
                 if "=" in toks:
                     node = cexpr.parse_expression(toks[toks.index("=") + 1:], env.has)
-                    default = self.ev(node, Ctx(env=env, guard=ir.Guard(), dry=True))
+                    default = self.ev(node, dctx)
                 if isinstance(default, Expr) and not default.is_opaque():
                     env.define(ch.spelling, default)
                     folded.append(f"{ch.spelling}={default}")
@@ -37,15 +94,99 @@ class _TypesMixin:
                     if m is not None:
                         m.template_params[ch.spelling] = None
             elif ch.kind == CK.TEMPLATE_TYPE_PARAMETER:
-                toks = tokens_of(ch)
                 if "=" in toks:
                     node = cexpr.parse_expression(toks[toks.index("=") + 1:], env.has)
                     t = self.resolve_type(node, env)
                     if t is not None:
                         env.define(ch.spelling, t)
                         folded.append(f"{ch.spelling}={cexpr.render(node)}")
-        if folded and m is not None:
+        if folded and m is not None and inst is None:
             m.notes.append(f"template defaults assumed for '{c.spelling}': {', '.join(folded)}")
+        if inst is not None and m is not None and inst.args and shown:
+            m.name = f"{c.spelling}<{', '.join(shown)}>"
+        if inst is not None and m is not None:
+            m.instance_site, m.instance_how = inst.site, inst.how
+            if inst.args and inst.launcher is None:
+                how = {"launch": "launch", "explicit": "explicit instantiation"}.get(inst.how, inst.how)
+                where = "" if inst.site.filename == self.filename else f" of {inst.site.filename}"
+                m.notes.append(f"'{m.name}' analysed with the template arguments of the {how} at line "
+                               f"{inst.site.row}{where}")
+
+    def _host_context_env(self, hc) -> Env:
+        """The scope of a kernel's name inside one instantiation of a host function template:
+        its template parameters bound, then its local type aliases declared before the name."""
+        henv = self.mb.globals_env.child()
+        from .instances import KernelInstance
+        self._bind_template_params(hc.function, henv, None,
+                                   KernelInstance(hc.function, hc.args, self.model.location, "context"))
+        body = next((ch for ch in hc.function.get_children() if ch.kind == CK.COMPOUND_STMT), None)
+        for st in (body.get_children() if body is not None else ()):
+            if st.extent.start.line >= hc.site_line:
+                break
+            if st.kind != CK.DECL_STMT:
+                continue
+            for d in st.get_children():
+                if d.kind == CK.VAR_DECL:
+                    # `constexpr int W = WIDE ? 8 : 4;`: a constant of this instantiation
+                    toks = tokens_of(d)
+                    if d.spelling in toks and "=" in toks[toks.index(d.spelling):]:
+                        rest = toks[toks.index(d.spelling):]
+                        v = self.ev(cexpr.parse_expression(rest[rest.index("=") + 1:], henv.has),
+                                    Ctx(env=henv, guard=ir.Guard(), dry=True))
+                        if isinstance(v, Expr) and not v.is_opaque():
+                            henv.define(d.spelling, v)
+                    continue
+                if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
+                    toks = tokens_of(d)
+                    if d.kind == CK.TYPE_ALIAS_DECL and "=" in toks:
+                        t = self.resolve_type(cexpr.parse_expression(toks[toks.index("=") + 1:], _values_of(henv)),
+                                              henv)
+                    else:
+                        t = self.resolve_type_spelling(d.underlying_typedef_type.spelling, henv)
+                    if t is not None:
+                        henv.define(d.spelling, t)
+        return henv
+
+    def _template_arg_value(self, arg, param, env: Env, dctx: Ctx):
+        """A TemplateArg as the walker's value for `param`: an Expr, a type, or None."""
+        if arg.kind == "int":
+            return E.Const(arg.value)
+        if arg.kind == "type":
+            t = self.resolve_type_spelling(arg.value, env)
+            return t if t is not None else None
+        node = cexpr.parse_expression(list(arg.value), _values_of(env) if param.kind != CK.TEMPLATE_NON_TYPE_PARAMETER
+                                      else env.has)
+        if param.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
+            v = self.ev(node, dctx)
+            return v if isinstance(v, Expr) and not v.is_opaque() else None
+        return self.resolve_type(node, env)
+
+    def _launcher_shape(self, inst, env: Env, m: ir.KernelModel):
+        """The launch shape a TK launcher gives the function it runs (knowledge/launchers.py)."""
+        L = inst.launcher
+        cfg = self.resolve_type_spelling(inst.config.value, env) if inst.config is not None else None
+        dctx = Ctx(env=env, guard=ir.Guard(), dry=True)
+
+        def member(name):
+            if cfg is None or name is None:
+                return None
+            v = self._member_static(cfg, name, None, dctx)
+            return v if isinstance(v, Expr) and not v.is_opaque() else None
+
+        threads = member(L.threads_member)
+        m.launch_bounds = True          # the generated kernel carries __launch_bounds__
+        if threads is not None:
+            m.block_threads = threads
+            m.block_threads_source = f"{inst.config.show()}::{L.threads_member} ({L.name})"
+        mb = member(L.min_blocks_member)
+        m.min_blocks = mb if mb is not None else E.Const(L.min_blocks_default)
+        cl = member(L.cluster_member)
+        if cl is not None:
+            m.cluster = cl
+        m.notes.append(f"'{m.name}' analysed as the kernel {L.name} at line {inst.site.row} launches"
+                       + (f" ({m.block_threads_source})" if threads is not None else
+                          f" (block size unknown: {inst.config.show() if inst.config else 'no config'} has no "
+                          f"{L.threads_member})"))
 
     def _attribute_text(self, c) -> str:
         """The text before the kernel's name, object-like macros expanded
@@ -207,7 +348,7 @@ class _TypesMixin:
         toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", s)
         if not toks:
             return None
-        node = cexpr.parse_expression(toks, env.has)
+        node = cexpr.parse_expression(toks, _values_of(env))
         return self.resolve_type(node, env)
 
     def resolve_type(self, node, env: Env):
@@ -228,7 +369,7 @@ class _TypesMixin:
             return t if isinstance(t, (ir.TileType, StructType)) else None
         if node[0] != "name":
             return None
-        segs = [s for s in node[1] if s[0] not in _NAMESPACES or s is node[1][-1]]
+        segs = [s for s in node[1] if s[0] not in self._ns_names or s is node[1][-1]]
         if not segs:
             return None
         head, targs = segs[0]
@@ -246,6 +387,9 @@ class _TypesMixin:
             if head in K.DTYPE_BYTES:
                 return ir.TileType("scalar", head, dtype=K.DTYPE_CANON.get(head, head),
                                    dtype_bytes=K.DTYPE_BYTES[head])
+            if head.startswith("__nv_") and len(segs) == 1 and not targs:
+                # a CUDA number type tkcheck has no size for: a scalar all the same
+                return ir.TileType("scalar", head, dtype=head, dtype_bytes=None)
             return None
         return self._type_member_chain(cur, segs[1:], env)
 
@@ -275,7 +419,8 @@ class _TypesMixin:
         return None
 
     def _alias_target(self, alias_cursor):
-        # `using X = <type>;` / `typedef <type> X;` — parse the tokens after '='
+        # `using X = <type>;` / `typedef <type> X;` — parse the tokens after '='; when they do not
+        # parse (a preprocessor conditional inside the declaration), clang's reading of the type
         toks = tokens_of(alias_cursor)
         env = self._env_for_decl(alias_cursor)
         if "=" in toks:
@@ -284,14 +429,20 @@ class _TypesMixin:
             body = toks[1:-1]
         else:
             return None
-        node = cexpr.parse_expression(body, env.has)
         key = ("alias", alias_cursor.hash)
         if key in self._struct_cache:
             return self._struct_cache[key]
         self._struct_cache[key] = None  # recursion guard
-        t = self.resolve_type(node, env)
-        if isinstance(t, StructType) and node[0] == "name":
-            pass
+        t = None
+        if "#" not in body:
+            t = self.resolve_type(cexpr.parse_expression(body, _values_of(env)), env)
+        if t is None:
+            try:
+                canon = alias_cursor.underlying_typedef_type.get_canonical().spelling
+            except Exception:  # noqa: BLE001 - libclang raises on invalid types
+                canon = ""
+            if canon and "type-parameter" not in canon and canon != alias_cursor.spelling:
+                t = self.resolve_type_spelling(canon, self.mb.globals_env)
         self._struct_cache[key] = t
         return t
 

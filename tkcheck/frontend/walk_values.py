@@ -156,7 +156,7 @@ class _ValuesMixin:
     # -- names --------------------------------------------------------------
     def _ev_name(self, node, ctx: Ctx):
         segs = list(node[1])
-        while len(segs) > 1 and segs[0][0] in _NAMESPACES:
+        while len(segs) > 1 and segs[0][0] in self._ns_names:
             segs = segs[1:]
         head, targs = segs[0]
         if len(segs) == 1:

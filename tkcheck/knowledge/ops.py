@@ -143,18 +143,24 @@ DTYPE_BYTES = {
     "bf16_2": 4, "half_2": 4, "float2": 8, "double": 8, "uint64_t": 8, "int64_t": 8,
     "char": 1, "uint8_t": 1, "int8_t": 1, "short": 2, "uint16_t": 2, "int16_t": 2, "bool": 1,
     "long": 8, "size_t": 8,
+    # Blackwell number formats: an e8m0 scale is a byte, fp4 values come packed two per byte
+    "__nv_fp8_e8m0": 1, "fp4e2m1_2": 1, "__nv_fp4x2_e2m1": 1, "fp4e2m1x2": 1, "__nv_fp4x4_e2m1": 2,
+    "uint": 4, "unsigned int": 4, "unsigned long long": 8, "long long": 8, "ushort": 2,
 }
 DTYPE_CANON = {
     "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16", "__half": "half", "fp16": "half", "fp32": "float",
-    "__nv_fp8_e4m3": "fp8e4m3", "__nv_fp8_e5m2": "fp8e5m2",
+    "__nv_fp8_e4m3": "fp8e4m3", "__nv_fp8_e5m2": "fp8e5m2", "__nv_fp8_e8m0": "fp8e8m0",
+    "__nv_fp4x2_e2m1": "fp4e2m1_2",
 }
 
 # Tile aliases: alias -> (kind, dtype). st_bf<R, C> == st<bf16, R, C>.
 TILE_ALIASES = {
     "st": ("st", None), "st_bf": ("st", "bf16"), "st_hf": ("st", "half"), "st_fl": ("st", "float"),
-    "st_fp8e4m3": ("st", "fp8e4m3"), "st_fp8e5m2": ("st", "fp8e5m2"),
+    "st_fp8e4m3": ("st", "fp8e4m3"), "st_fp8e5m2": ("st", "fp8e5m2"), "st_fp8e8m0": ("st", "fp8e8m0"),
+    "st_fp4e2m1_2": ("st", "fp4e2m1_2"),
     "sv": ("sv", None), "sv_bf": ("sv", "bf16"), "sv_hf": ("sv", "half"), "sv_fl": ("sv", "float"),
-    "sv_fp8e4m3": ("sv", "fp8e4m3"), "sv_fp8e5m2": ("sv", "fp8e5m2"),
+    "sv_fp8e4m3": ("sv", "fp8e4m3"), "sv_fp8e5m2": ("sv", "fp8e5m2"), "sv_fp8e8m0": ("sv", "fp8e8m0"),
+    "sv_fp4e2m1_2": ("sv", "fp4e2m1_2"),
     "rt": ("rt", None), "rt_bf": ("rt", "bf16"), "rt_hf": ("rt", "half"), "rt_fl": ("rt", "float"),
     "rt_fp8e4m3": ("rt", "fp8e4m3"),
     "rv": ("rv", None), "rv_bf": ("rv", "bf16"), "rv_hf": ("rv", "half"), "rv_fl": ("rv", "float"),

@@ -278,6 +278,10 @@ class KernelModel:
     notes: list[str] = field(default_factory=list)       # assumptions stated to the user
     unmodelled: list[tuple[Location, str]] = field(default_factory=list)  # for --show-unknown
     tk_semantics: str = "thread-scope"                   # or "lane-guarded" (pre late-2025 TK)
+    # one instantiation of a template kernel, or a function a TK launcher runs as a kernel:
+    # where the file names it (findings point there too), and how (launch, explicit, ...)
+    instance_site: Location | None = None
+    instance_how: str | None = None
 
     # queries ----------------------------------------------------------------
     def ops_of(self, *kinds: str) -> Iterator[Op]:
