@@ -472,7 +472,7 @@ class _Settings:
     debug: bool
     no_cache: bool
     solver_timeout_ms: int
-    solver_budget: int = 0
+    solver_budget: int = DEFAULT_BUDGET
     sass: bool | None = None
     sass_arch: str | None = None
     tk_extra_dirs: tuple[str, ...] = ()       # more --tk-include folders (prototype/)
@@ -1023,7 +1023,7 @@ def coverage_command(paths, compile_commands, tk_include, include_dir, define, a
     configs: dict = {}
     jobs_list: list[_Job] = []
     for f, arg in collect_files(paths):
-        config = _config_for(arg, config_file, overrides, configs)
+        config = _config_for(f, config_file, overrides, configs)
         f = os.path.abspath(f)
         opts = replace(_options_for(f, config, settings), enabled=frozenset())   # the model, no rules
         jobs_list.append(_Job(len(jobs_list), f, opts))
@@ -1051,7 +1051,7 @@ def coverage_command(paths, compile_commands, tk_include, include_dir, define, a
         text = "\n".join(lines) + "\n"
     _write_output(text, output)
     required = require_coverage if require_coverage is not None else next(
-        (c.require_coverage for c in configs.values() if c.require_coverage is not None), None)
+        (c.require_coverage for k, c in configs.items() if not isinstance(k, tuple) and c.require_coverage is not None), None)
     short = _require_coverage(cov, required)
     internal = [e for res in results for e in getattr(res, "internal_errors", [])]
     for msg in internal:
