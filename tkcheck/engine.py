@@ -183,6 +183,17 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
                 res.notes.append(f"rule {code} failed on kernel '{m.name}': {type(e).__name__}: {e}")
                 res.internal_errors.append(res.notes[-1])
             res.timing[f"rule:{code}"] = res.timing.get(f"rule:{code}", 0.0) + time.perf_counter() - t_rule
+        # what the checks could not decide about this kernel (barrier accounts, wait phases):
+        # part of its coverage, whether or not a rule asked (the facts are computed once)
+        t_cov = time.perf_counter()
+        from .coverage import add_undecided
+        try:
+            add_undecided(next((c for c in res.coverage if c.analysed and c.kernel == m.name), None), an)
+        except Exception as e:  # noqa: BLE001
+            if opts.debug:
+                raise
+            res.notes.append(f"coverage of kernel '{m.name}' incomplete: {type(e).__name__}: {e}")
+        res.timing["coverage"] = res.timing.get("coverage", 0.0) + time.perf_counter() - t_cov
         for k, v in an.timings.items():
             res.timing[f"check:{k}"] = res.timing.get(f"check:{k}", 0.0) + v
         events = solver.inconclusive_since(mark)

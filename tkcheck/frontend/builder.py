@@ -34,6 +34,16 @@ from .walk_tmem import _TmemMixin
 from .walk_inline import _InlineMixin
 
 
+def _visible_from(root, cands: list) -> list:
+    """Of functions sharing a name, those a call in `root` can mean: declared in root's namespace
+    or one enclosing it (the file's, a shared outer namespace); all of them when none is."""
+    if len(cands) <= 1:
+        return list(cands)
+    here = _namespaces_of(root)
+    vis = [c for c in cands if here[:len(_namespaces_of(c))] == _namespaces_of(c)]
+    return vis or list(cands)
+
+
 def _extent_key(c):
     e = c.extent
     f = e.start.file.name if e.start.file is not None else ""
@@ -45,10 +55,12 @@ def _contains(outer, inner) -> bool:
 
 
 def _namespaces_of(cursor) -> list[str]:
+    """The named namespaces a declaration is in, outermost first (structs in between skipped)."""
     out = []
     p = cursor.semantic_parent
-    while p is not None and p.kind == CK.NAMESPACE:
-        out.append(p.spelling)
+    while p is not None and p.kind != CK.TRANSLATION_UNIT:
+        if p.kind == CK.NAMESPACE and p.spelling:
+            out.append(p.spelling)
         p = p.semantic_parent
     return list(reversed(out))
 
@@ -65,6 +77,7 @@ class ModelBuilder:
         for hp, ht in parsed.user_texts.items():
             register_text(hp, ht)      # user headers as parsed (nvcc-compatibility rewrites)
         self.globals_env = Env()
+        self.ns_envs: dict[tuple[str, ...], Env] = {}   # namespace path -> its scope (a child of the enclosing one)
         self.functions: dict[str, list] = {}      # user device functions by name (with bodies)
         self.structs: dict[str, Any] = {}         # user struct/class cursors by name
         self.kernels: list = []                   # __global__ function cursors in the main file
@@ -132,10 +145,18 @@ class ModelBuilder:
             # the user's code: a user who reopens it does so in a namespace cursor of their own file
             return
         if kind == CK.NAMESPACE:
+            # each namespace has its scope (two namespaces may each have a `globals` and a `kernel`;
+            # a name resolves in the kernel's own namespace first, then outwards)
             if c.spelling:
                 self.user_namespaces.add(c.spelling)
+                path = _namespaces_of(c) + [c.spelling]
+                nenv = self.ns_envs.get(tuple(path))
+                if nenv is None:
+                    nenv = self.ns_envs[tuple(path)] = env.child()
+            else:
+                nenv = env                       # an anonymous namespace: its names are its parent's
             for ch in c.get_children():
-                self._collect_decl(ch, env)
+                self._collect_decl(ch, nenv)
             return
         if kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
             kids = list(c.get_children())
@@ -168,6 +189,15 @@ class ModelBuilder:
                         pass
                     env.define(ch.spelling, E.Const(val))
                     val += 1
+
+    def env_for(self, cursor) -> Env:
+        """The scope a declaration's names resolve in: its namespace's, else the file's."""
+        path = tuple(_namespaces_of(cursor))
+        while path:
+            if path in self.ns_envs:
+                return self.ns_envs[path]
+            path = path[:-1]
+        return self.globals_env
 
     def _is_prototype_template(self, c) -> bool:
         names = {ch.spelling: ch for ch in c.get_children() if ch.kind in (CK.STRUCT_DECL, CK.CLASS_DECL)}
@@ -281,7 +311,7 @@ class ModelBuilder:
             seen.add(cur.hash)
             out.append(cur)
             for t in set(tokens_of(cur)):
-                todo.extend(f for f in index.get(t, ()) if f.hash not in seen)
+                todo.extend(f for f in _visible_from(root, index.get(t, ())) if f.hash not in seen)
         # a function nested in one already taken (a struct's method inside the struct) is counted once
         spans = [(c, _extent_key(c)) for c in out]
         return [c for c, k in spans if not any(o is not c and _contains(ko, k) for o, ko in spans)]
@@ -379,7 +409,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         c = self.cursor
         name = inst.label(c.spelling) if inst is not None else c.spelling
         self.model = m = self._new_model(name, "global")
-        env = self.mb.globals_env.child()
+        env = self.mb.env_for(c).child()
         self._bind_template_params(c, env, m, inst)
         if self.unbound_args:
             # told only when no instantiation of this kernel could be analysed (see build())
@@ -423,7 +453,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         if proto_fn is None:
             return None
         self.model = m = self._new_model(tmpl.spelling, kind)
-        env = self.mb.globals_env.child()
+        env = self.mb.env_for(tmpl).child()
         st = self.struct_type(tmpl, {})
         env.define("lcft", st)
         m.notes.append(f"'{tmpl.spelling}' analysed inside tkcheck's model of the TK {kind} template protocol")

@@ -75,6 +75,17 @@ TMA_OPS: dict[str, OpSpec] = {
     "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "cta", "count"), (("remote", True),)),
 }
 
+# `tma::cluster::store_async(dst, src, dst_cta, [bytes,] sem)`: a copy of shared memory into another
+# CTA's shared memory (distributed shared memory), completing as transaction bytes on that CTA's
+# mbarrier `sem` (same address there): a delivery to a barrier of another CTA, not a bulk store
+# with a commit group.
+CLUSTER_COPY_OPS: dict[int, OpSpec] = {
+    4: OpSpec(ir.TMA_LOAD, ("dst", "src", "cta", "barrier"), (("remote", True), ("dsmem", True)),
+              tma_lane_guarded=True),
+    5: OpSpec(ir.TMA_LOAD, ("dst", "src", "cta", "bytes", "barrier"), (("remote", True), ("dsmem", True)),
+              tma_lane_guarded=True),
+}
+
 # Cluster-wide barriers: `everyone::tma::cluster::sync()`, `tma::cluster::sync()`...
 CLUSTER_OPS: dict[str, OpSpec] = {
     "sync": OpSpec(ir.SYNC, (), (("sync_kind", "cluster"),)),
