@@ -72,7 +72,7 @@ def test_pre_commit_runs_the_hook_on_cuda_sources_and_headers_only(tmp_path):
     (work / "src" / "binding.cpp").write_text(HOST)          # host code: not the hook's business
     (work / "src" / "helpers.h").write_text(HOST)
     (work / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: tkcheck\n        args: [--no-cache]\n")
+        f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: tkcheck\n        args: [--no-cache, --output-format, full]\n")
     _git("init", "-q", cwd=work)
     _git("add", "-A", cwd=work)
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "home"), "PIP_NO_INDEX": "1", "PIP_NO_DEPS": "1",
@@ -89,6 +89,8 @@ def test_pre_commit_runs_the_hook_on_cuda_sources_and_headers_only(tmp_path):
     assert run.returncode == 1, out
     assert "src/bad.cu:27:13" in out and "[TK303]" in out, out
     assert "binding.cpp" not in out and "helpers.h" not in out and "torch" not in out, out
+    # the hook was given the two CUDA files only (not the host .cpp and .h next to them)
+    assert "Found 1 finding in 2 files." in out, out
     assert "Traceback" not in out
     # the clean header alone passes
     (work / "src" / "bad.cu").unlink()
