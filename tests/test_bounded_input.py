@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT
 
-HANG_GUARD_S = 120
+HANG_GUARD_S = 240       # well above tkcheck's own --file-timeout below: load is not a hang
 POSIX_SPECIAL = pytest.mark.skipif(not os.path.exists("/dev/zero") or not hasattr(os, "mkfifo"),
                                    reason="needs /dev/zero and FIFOs")
 SMALL = '#include "kittens.cuh"\nusing namespace kittens;\n__global__ void k() { __syncthreads(); }\n'
@@ -24,7 +24,7 @@ SMALL = '#include "kittens.cuh"\nusing namespace kittens;\n__global__ void k() {
 
 def tkcheck(args, cwd: Path, *, stdin=subprocess.DEVNULL, keep_stdin_open=False):
     env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1"}
-    cmd = [sys.executable, "-m", "tkcheck", "--no-cache", *map(str, args)]
+    cmd = [sys.executable, "-m", "tkcheck", "--no-cache", "--file-timeout", "60", *map(str, args)]
     if keep_stdin_open:     # a pipe nobody writes to or closes: reading it would block for ever
         p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT)

@@ -30,7 +30,7 @@ __global__ __launch_bounds__(384, 1) void per_warp(int k_tiles) {
     }
 }
 """
-HANG_GUARD_S = 120
+HANG_GUARD_S = 240       # well above tkcheck's own --file-timeout below: load is not a hang
 
 
 def run(args, cwd: Path):
