@@ -208,6 +208,7 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
         if opts.show_unknown:
             for loc, why in m.unmodelled[:20]:
                 res.notes.append(f"{loc.filename}:{loc.row}:{loc.column}: unknown: {why}")
+    res.findings = _merge_instantiations(res.findings)
     res.timing["rules"] = time.perf_counter() - t
     res.timing["solver"] = solver_seconds() - solver_before
     # suppression comments
@@ -245,6 +246,45 @@ def _inconclusive_note(m, events) -> str:
     return (f"{at}: unknown: kernel '{m.name}': {len(events)} inconclusive proof(s) ({'; '.join(reasons)})"
             + (f" in {', '.join(where)}" if where else "")
             + ": no finding was made from them; raise --solver-budget to decide them")
+
+
+def _merge_instantiations(findings: list[Finding]) -> list[Finding]:
+    """The same finding in several instantiations of one template kernel (same rule, place and
+    words but for the instantiation) is one finding naming them all."""
+    groups: dict[tuple, list[Finding]] = {}
+    order: list[tuple] = []
+    for f in findings:
+        tail = f" (in {f.kernel})" if f.kernel else None
+        if tail and f.message.endswith(tail) and "<" in (f.kernel or ""):
+            key = (f.code, f.location.filename, f.location.row, f.location.column, f.message[:-len(tail)],
+                   f.kernel.split("<")[0])
+        else:
+            key = (id(f),)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(f)
+    out = []
+    for key in order:
+        fs = groups[key]
+        if len(fs) == 1:
+            out.append(fs[0])
+            continue
+        first = fs[0]
+        names = [f.kernel for f in fs]
+        shown = ", ".join(names[:4]) + (f", ... ({len(names)} instantiations)" if len(names) > 4 else "")
+        first.message = f"{key[4]} (in {shown})"
+        seen = {(r.location.filename, r.location.row, r.location.column, r.message) for r in first.related}
+        for f in fs[1:]:
+            for r in f.related:
+                k = (r.location.filename, r.location.row, r.location.column, r.message)
+                if k not in seen:
+                    seen.add(k)
+                    first.related.append(r)
+        if first.witness is not None:
+            first.witness = {**first.witness, "kernel": names[0], "instantiations": len(names)}
+        out.append(first)
+    return out
 
 
 def _tell_instance(f: Finding, m) -> None:

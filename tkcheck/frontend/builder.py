@@ -108,7 +108,10 @@ class ModelBuilder:
 
     # -- collection of top-level declarations ------------------------------
     def _in_user_code(self, cursor) -> bool:
-        f = cursor.location.file
+        loc = cursor.location
+        if loc.is_in_system_header:       # tkcheck's model, its stand-ins, the real TK headers
+            return False
+        f = loc.file
         if f is None:
             return False
         # the user's own files: the main file and its headers, not tkcheck's model and not the
