@@ -23,6 +23,8 @@ from typing import Iterable
 import click
 
 from tkcheck import __version__
+from tkcheck.checks.limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
+from tkcheck.compiler_options import UnsafeOption, check_compiler_options
 
 Path = pathlib.Path
 
@@ -31,6 +33,7 @@ SOURCE_SUFFIXES = (".cu", ".cuh")
 SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
 PROGRESS_MIN_FILES = 8
 CACHE_DIR_NAME = ".tkcheck_cache"
+MAX_COMPILE_COMMANDS_BYTES = 1 << 30
 SEVERITY_RANK = {"note": 0, "warning": 1, "error": 2}
 OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
 # commands other modules add, imported only when used (start-up stays lean for `tkcheck check`)
@@ -80,6 +83,10 @@ class _DefaultGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except BrokenPipeError:
+            # `tkcheck rule --all | head`: the reader left; nothing more to say, and no traceback
+            _silence_stdout()
+            ctx.exit(0)
         except UsageProblem as e:
             click.echo(f"tkcheck: error: {e}", err=True)
             ctx.exit(2)
@@ -168,6 +175,10 @@ def _defines(values) -> tuple[str, ...]:
         if not name or not (name[0].isalpha() or name[0] == "_") or not all(c.isalnum() or c == "_" for c in name):
             raise UsageProblem(f"-D {v}: expected NAME or NAME=VALUE")
         out.append(v)
+    try:
+        check_compiler_options(defines=out, where="command line")
+    except UnsafeOption as e:
+        raise UsageProblem(str(e)) from None
     return tuple(out)
 
 
@@ -211,8 +222,11 @@ def load_compile_commands(location: str | os.PathLike) -> dict[str, dict]:
     p = Path(location)
     if p.is_dir():
         p = p / "compile_commands.json"
+    from tkcheck.safe_io import NotReadable, read_regular
     try:
-        entries = json.loads(p.read_text(encoding="utf-8"))
+        entries = json.loads(read_regular(p, MAX_COMPILE_COMMANDS_BYTES).decode("utf-8"))
+    except NotReadable as e:
+        raise UsageProblem(f"compile commands {p}: cannot read: {e}") from None
     except OSError as e:
         raise UsageProblem(f"compile commands {p}: cannot read: {e.strerror or e}") from None
     except (ValueError, UnicodeDecodeError) as e:
@@ -232,6 +246,11 @@ def load_compile_commands(location: str | os.PathLike) -> dict[str, dict]:
             except ValueError as e:
                 raise UsageProblem(f"compile commands {p}: entry {i}: cannot split the command: {e}") from None
         includes, defines = _flags_of(argv, directory)
+        try:
+            check_compiler_options(defines=defines, include_dirs=includes,
+                                   where=f"compile commands {p}: entry {i}")
+        except UnsafeOption as e:
+            raise UsageProblem(str(e)) from None
         f = Path(str(entry["file"]))
         f = f if f.is_absolute() else directory / f
         table[os.path.normpath(str(f))] = {"include_dirs": includes, "defines": defines}
@@ -289,7 +308,10 @@ def _failed(job: _Job, why: str):
     from tkcheck.render._common import display_path
     res = FileResult(path=job.path, source=job.text or "")
     shown = display_path(job.path, Path.cwd())
-    res.notes.append(f"internal error while checking {shown}: {why} (no findings reported for this file)")
+    if why.startswith(("stopped after", "the checking process")):     # a limit, not a bug of tkcheck
+        res.notes.append(f"check of {shown} stopped: {why} (no findings reported for this file)")
+    else:
+        res.notes.append(f"internal error while checking {shown}: {why} (no findings reported for this file)")
     res.internal_errors.append(res.notes[-1])
     return res
 
@@ -298,12 +320,34 @@ def _child_main(conn, job: _Job):
     """In a forked child: check one file, send the pickled FileResult back."""
     import pickle
     try:
+        # nothing a file names may read the terminal or the caller's pipe (`#include "/dev/stdin"`)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        _limit_memory(FILE_MEMORY_LIMIT["bytes"])
         _, res = _check_job(job)
         payload = pickle.dumps(res)
     except BaseException as e:  # noqa: BLE001 - reported by the parent
         payload = pickle.dumps(f"{type(e).__name__}: {e}")
     conn.send_bytes(payload)
     conn.close()
+
+
+# The address space one checking process may use: a macro bomb that clang expands without end,
+# or a solver blow-up, ends that file's check (exit 2) instead of the machine's memory.
+FILE_MEMORY_LIMIT = {"bytes": 8 << 30}
+
+
+def _limit_memory(limit: int | None):
+    if not limit:
+        return
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard == resource.RLIM_INFINITY or limit < hard:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, ValueError, OSError):
+        pass
 
 
 def _can_fork() -> bool:
@@ -377,7 +421,8 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
                     code = proc.exitcode
                     why = (f"the checking process died with signal {-code}" if code and code < 0
                            else f"the checking process exited with status {code}")
-                    value = _failed(job, why + " (libclang or z3 crashed on this input)")
+                    value = _failed(job, why + " (libclang or z3 crashed, or the file passed the memory "
+                                               "limit of --file-memory)")
                 elif isinstance(value, str):
                     value = _failed(job, value)
                 results[job.index] = value
@@ -404,13 +449,19 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
 
 # ---------------------------------------------------------------- the check command
 
-def _config_for(arg: str, config_file, overrides, cache: dict):
+def _config_for(path: str, config_file, overrides, cache: dict):
+    """The config of one file (or folder): the closest tkcheck.toml / pyproject.toml [tool.tkcheck]
+    above it, as ruff does, whether the file was named or found in a folder; `--config-file` wins."""
     from tkcheck.config import ConfigError, find_config, load_config
+    p = Path(path)
+    folder = os.path.abspath(path if p.is_dir() else (os.path.dirname(path) or "."))
     try:
-        found = Path(config_file) if config_file else find_config(Path(arg))
+        if ("folder", folder) not in cache:
+            cache[("folder", folder)] = Path(config_file) if config_file else find_config(Path(folder))
+        found = cache[("folder", folder)]
         key = str(found) if found else None
         if key not in cache:
-            cache[key] = load_config(Path(arg), config_file=found, overrides=overrides)
+            cache[key] = load_config(Path(folder), config_file=found, overrides=overrides)
         return cache[key]
     except ConfigError as e:
         raise UsageProblem(str(e)) from None
@@ -431,6 +482,7 @@ class _Settings:
     debug: bool
     no_cache: bool
     solver_timeout_ms: int
+    solver_budget: int = DEFAULT_BUDGET
     sass: bool | None = None
     sass_arch: str | None = None
     tk_extra_dirs: tuple[str, ...] = ()       # more --tk-include folders (prototype/)
@@ -472,13 +524,15 @@ def _cache_dir(config, s: _Settings) -> str | None:
     base = config.source.parent if config.source is not None else Path.cwd()
     d = base / CACHE_DIR_NAME
     try:
+        if os.path.islink(d):
+            return None      # the cache is written only inside its own folder, never through a link
         d.mkdir(parents=True, exist_ok=True)
-        ignore = d / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# written by tkcheck: the cache is never committed\n*\n")
-        tag = d / "CACHEDIR.TAG"
-        if not tag.exists():
-            tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# tkcheck result cache\n")
+        for name, text in ((".gitignore", "# written by tkcheck: the cache is never committed\n*\n"),
+                           ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# tkcheck result cache\n")):
+            if not os.path.lexists(d / name):
+                fd = os.open(d / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text)
     except OSError:
         return None  # an unwritable folder means no cache, not an error
     return str(d)
@@ -524,6 +578,7 @@ def _options_for(path: str, config, s: _Settings):
         show_unknown=s.show_unknown,
         debug=s.debug,
         solver_timeout_ms=s.solver_timeout_ms,
+        solver_budget=s.solver_budget,
         cache_dir=cache_dir,
         # the SASS pass: --sass/--no-sass, else the `sass` config key (default off)
         sass=bool(s.sass if s.sass is not None else (config.sass or False)),
@@ -533,10 +588,14 @@ def _options_for(path: str, config, s: _Settings):
 
 
 def _read_stdin() -> str:
-    data = sys.stdin.buffer.read()
-    if b"\x00" in data[:65536]:
-        raise UsageProblem("standard input is binary (contains NUL bytes), not CUDA source")
-    return data.decode("utf-8", errors="replace")
+    from tkcheck.frontend.parse import MAX_FILE_BYTES, InputError, decode_source
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)     # never more than one file's limit
+    if len(data) > MAX_FILE_BYTES:
+        raise UsageProblem(f"standard input is larger than {MAX_FILE_BYTES} bytes, the limit for one file")
+    try:
+        return decode_source("standard input", data)
+    except InputError as e:
+        raise UsageProblem(str(e)) from None
 
 
 def _merge_notes(results: list, root: Path) -> list[str]:
@@ -559,6 +618,7 @@ def _merge_notes(results: list, root: Path) -> list[str]:
 
 
 def _statistics(findings: list, rules: dict, fmt: str, coverage: dict | None = None) -> str:
+    from tkcheck.render._common import plural
     counts: dict[str, int] = {}
     for f in findings:
         counts[f.code] = counts.get(f.code, 0) + 1
@@ -569,9 +629,9 @@ def _statistics(findings: list, rules: dict, fmt: str, coverage: dict | None = N
         return json.dumps(doc, indent=2) + "\n"
     width = max((len(str(n)) for _, n in rows), default=1)
     lines = [f"{n:>{width}}  {c:<6} {rules[c].name if c in rules else ''}".rstrip() for c, n in rows]
-    lines.append(f"Found {sum(counts.values())} findings." if rows else "No findings.")
+    lines.append(f"Found {plural(sum(counts.values()), 'finding')}." if rows else "No findings.")
     if coverage and coverage.get("line"):
-        lines.append(coverage["line"])
+        lines.append(coverage["line"])   # with the inconclusive proofs: never findings, never gone
     return "\n".join(lines) + "\n"
 
 
@@ -659,8 +719,26 @@ def _write_output(text: str, output: str | None):
         stream.flush()
     except BrokenPipeError:
         # `tkcheck ... | head`: the reader left; the exit status still tells the result.
+        _silence_stdout()
+
+
+def _silence_stdout():
+    """After a broken pipe: further writes (and the interpreter's final flush) go nowhere."""
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _check_output_folder(folder: str, option: str) -> None:
+    """A folder the run will write into: usable now, or a usage error (before any work)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise UsageProblem(f"{option} {folder}: cannot create the folder: {e.strerror or e}") from None
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise UsageProblem(f"{option} {folder}: not a writable folder")
 
 
 def _use_color(output: str | None) -> bool:
@@ -714,10 +792,17 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
 @click.option("--stdin-filename", metavar="PATH", help="The name of the file read from `-`.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Check files in N parallel processes (0: one per CPU).")
-@click.option("--solver-timeout", "solver_timeout_ms", type=click.IntRange(min=1), default=2000, show_default=True,
-              metavar="MS", help="z3 timeout per query; a timeout is never a finding.")
+@click.option("--solver-budget", "solver_budget", type=click.IntRange(min=1), default=DEFAULT_BUDGET,
+              show_default=True, metavar="STEPS",
+              help="z3 resource limit per query (deterministic: the same answer on any machine and load); "
+                   "a query that spends it is an inconclusive proof, never a finding.")
+@click.option("--solver-timeout", "solver_timeout_ms", type=click.IntRange(min=1), default=DEFAULT_SAFETY_NET_MS,
+              show_default=True, metavar="MS",
+              help="Wall-clock safety net per z3 query, above the budget; reaching it is inconclusive too.")
 @click.option("--file-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS",
               help="Stop checking a file after this long (exit 2); 0: no limit.")
+@click.option("--file-memory", "file_memory_mb", type=click.IntRange(min=0), default=8192, show_default=True,
+              metavar="MB", help="Memory one file's check may use (its own process); 0: no limit.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors (checks files in this process).")
 @click.option("--update-expectations", is_flag=True,
               help="Fixtures: rewrite the `// expect:` comments of the given files from actual findings.")
@@ -727,18 +812,33 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
               help="Compile with nvcc and cross-check the SASS (TK601-TK603); skipped with one note "
                    "without nvcc or real TK headers [default: the `sass` config key, else off].")
 @click.option("--sass-arch", metavar="SM", help="Arch to build the SASS for (default: --arch), e.g. sm_90.")
+@click.option("--baseline", "baseline", metavar="FILE",
+              help="Report only findings not recorded in FILE (written by --write-baseline) "
+                   "[default: the `baseline` config key].")
+@click.option("--write-baseline", "write_baseline", metavar="FILE",
+              help="Record today's findings in FILE (exit 0): adopt tkcheck in an existing repository.")
+@click.option("--fix", "fix", is_flag=True, help="Apply the fixes marked safe to the files (others are shown).")
 @click.option("--require-coverage", "require_coverage", type=click.FloatRange(0, 100), metavar="PCT",
               help="Exit 2 when a kernel is not analysed or has fewer than PCT % of its sync ops modelled "
                    "[default: the `require-coverage` config key, else off].")
 def check_command(paths, compile_commands, tk_include, include_dir, define, arch, tk_version, select, ignore,
                   extend_select,
                   per_file_ignores, output_format, output, statistics, timing, quiet, exit_zero, fail_level,
-                  show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_timeout_ms,
-                  file_timeout, debug, update_expectations, trace_svg, sass, sass_arch, require_coverage):
+                  show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_budget, solver_timeout_ms,
+                  file_timeout, file_memory_mb, debug, update_expectations, trace_svg, sass, sass_arch, baseline, write_baseline, fix,
+                  require_coverage):
     _DEBUG["on"] = debug
     t_start = time.perf_counter()
     if not paths:
         raise click.UsageError("no PATH given (a file, a folder, or - for standard input)")
+    import math
+    if not math.isfinite(file_timeout):
+        raise UsageProblem(f"--file-timeout {file_timeout}: give a number of seconds (0: no limit)")
+    FILE_MEMORY_LIMIT["bytes"] = file_memory_mb << 20
+    if trace_svg:
+        _check_output_folder(trace_svg, "--trace-svg")
+    if baseline and write_baseline:
+        raise UsageProblem("--baseline and --write-baseline: give one (write a baseline, then check against it)")
     if config_file and not Path(config_file).is_file():
         raise UsageProblem(f"--config-file {config_file}: no such file")
     from tkcheck import registry
@@ -751,7 +851,7 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
         per_file_ignores=_parse_per_file_ignores(per_file_ignores),
         arch=arch, tk_include=_tk_dirs(tk_include)[0], tk_version=tk_version,
         compile_commands=compile_commands, show_unknown=show_unknown, debug=debug,
-        no_cache=no_cache or update_expectations, solver_timeout_ms=solver_timeout_ms,
+        no_cache=no_cache or update_expectations, solver_timeout_ms=solver_timeout_ms, solver_budget=solver_budget,
         sass=sass, sass_arch=sass_arch, tk_extra_dirs=_tk_dirs(tk_include)[1],
         include_dirs=tuple(str(Path(d).resolve()) for d in include_dir), defines=_defines(define),
     )
@@ -781,7 +881,7 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     # Absolute paths inside, so a finding's file name and the source it came from
     # always agree; the renderers print them relative to the current folder.
     for f, arg in files:
-        config = _config_for(arg, config_file, overrides, configs)
+        config = _config_for(f, config_file, overrides, configs)
         f = os.path.abspath(f)
         jobs_list.append(_Job(len(jobs_list), f, _options_for(f, config, settings)))
     if stdin_paths:
@@ -792,8 +892,16 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     if not jobs_list:
         click.echo("tkcheck: warning: no *.cu or *.cuh files found under the given paths", err=True)
 
-    first_config = next(iter(configs.values()), None)
-    fmt = output_format or (first_config.output_format if first_config else None)
+    # run-wide settings (the report format) come from the config of the current folder, else the
+    # first file's
+    loaded = [c for k, c in configs.items() if not isinstance(k, tuple)]
+    try:
+        run_config = _config_for(".", config_file, overrides, {**configs}) if loaded else None
+    except UsageProblem:      # a broken config no checked file uses is not this run's business
+        run_config = None
+    if (run_config is None or run_config.source is None) and loaded:
+        run_config = loaded[0]
+    fmt = output_format or (run_config.output_format if run_config else None)
     if fmt is None:
         fmt = "full" if (not output and sys.stdout.isatty()) else "concise"
 
@@ -806,11 +914,40 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     rules = registry.by_code()
     root = Path.cwd()
     notes = None if quiet else _merge_notes(results, root)
+    sources = {res.path: res.source for res in results}
+    from tkcheck import baseline as B
+    B.assign_fingerprints(findings, sources)
+    if write_baseline:
+        try:
+            n = B.write_baseline(write_baseline, findings)
+        except B.BaselineError as e:
+            raise UsageProblem(str(e)) from None
+        click.echo(f"tkcheck: {n} finding(s) recorded in the baseline {write_baseline}; "
+                   f"check against it with --baseline {write_baseline}", err=True)
+        if any(res.input_error or res.internal_errors for res in results):
+            sys.exit(2)
+        return
+    baseline_file = baseline or (str(run_config.baseline) if run_config and run_config.baseline else None)
+    if baseline_file:
+        try:
+            known = B.read_baseline(baseline_file)
+        except B.BaselineError as e:
+            raise UsageProblem(str(e)) from None
+        findings, hidden, stale = B.apply_baseline(findings, known)
+        if notes is not None and (hidden or stale):
+            notes.append(f"baseline {baseline_file}: {hidden} recorded finding(s) not shown"
+                         + (f"; {stale} recorded finding(s) are gone (write the baseline again to drop them)"
+                            if stale else ""))
+    if fix:
+        from tkcheck.fixes import apply_safe_fixes
+        fixed, changed = apply_safe_fixes(findings, sources)
+        findings = [f for f in findings if not any(f is g for g in fixed)]
+        if not quiet:
+            click.echo(f"tkcheck: {len(fixed)} finding(s) fixed in {len(changed)} file(s)", err=True)
     cov = _coverage_of(results, root)
     if statistics:
         text = _statistics(findings, rules, fmt, cov)
     else:
-        sources = {res.path: res.source for res in results}
         text = render(findings, fmt, rules=rules, sources=sources, files_checked=len(results),
                       color=_use_color(output) and fmt == "full", root=root, notes=notes, coverage=cov)
     _write_output(text, output)
@@ -818,11 +955,14 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
         # the machine-read text formats keep stdout to findings; the coverage line goes beside them
         click.echo(cov["line"], err=True)
     required = require_coverage if require_coverage is not None else (
-        first_config.require_coverage if first_config is not None else None)
+        run_config.require_coverage if run_config is not None else None)
     short = _require_coverage(cov, required)
     if trace_svg:
         from tkcheck.render.trace_svg import write_trace_svgs
-        written = write_trace_svgs(findings, trace_svg)
+        try:
+            written = write_trace_svgs(findings, trace_svg)
+        except OSError as e:
+            raise UsageProblem(f"--trace-svg {trace_svg}: cannot write: {e.strerror or e}") from None
         if not quiet:
             click.echo(f"tkcheck: {len(written)} trace(s) drawn in {trace_svg}", err=True)
     if timing:
@@ -893,7 +1033,7 @@ def coverage_command(paths, compile_commands, tk_include, include_dir, define, a
     configs: dict = {}
     jobs_list: list[_Job] = []
     for f, arg in collect_files(paths):
-        config = _config_for(arg, config_file, overrides, configs)
+        config = _config_for(f, config_file, overrides, configs)
         f = os.path.abspath(f)
         opts = replace(_options_for(f, config, settings), enabled=frozenset())   # the model, no rules
         jobs_list.append(_Job(len(jobs_list), f, opts))
@@ -921,7 +1061,7 @@ def coverage_command(paths, compile_commands, tk_include, include_dir, define, a
         text = "\n".join(lines) + "\n"
     _write_output(text, output)
     required = require_coverage if require_coverage is not None else next(
-        (c.require_coverage for c in configs.values() if c.require_coverage is not None), None)
+        (c.require_coverage for k, c in configs.items() if not isinstance(k, tuple) and c.require_coverage is not None), None)
     short = _require_coverage(cov, required)
     internal = [e for res in results for e in getattr(res, "internal_errors", [])]
     for msg in internal:

@@ -15,9 +15,14 @@ def _explained(an) -> bool:
     def compute(an):
         from . import (tk301_expect_tx_mismatch, tk302_arrival_count_mismatch, tk303_wait_parity_mismatch,
                        tk304_phase_not_advanced, tk305_load_completes_on_wrong_barrier)
-        return any(list(mod.check(an)) for mod in (
-            tk303_wait_parity_mismatch, tk304_phase_not_advanced, tk305_load_completes_on_wrong_barrier,
-            tk301_expect_tx_mismatch, tk302_arrival_count_mismatch))
+        # every rule runs (no short cut), so that an inconclusive proof in any of them is seen
+        with an.tracking() as t:
+            found = [bool(list(mod.check(an))) for mod in (
+                tk303_wait_parity_mismatch, tk304_phase_not_advanced, tk305_load_completes_on_wrong_barrier,
+                tk301_expect_tx_mismatch, tk302_arrival_count_mismatch)]
+        # a completion proof that ran out of budget might have explained the hang: then the
+        # deadlock rules do not guess (the kernel's inconclusive proofs are reported instead)
+        return any(found) or t.inconclusive
     return an.fact("completion_explains_hang", compute)
 
 
@@ -87,7 +92,7 @@ def build_trace(an, code, ri, e, others) -> list[TraceStep]:
             continue
         rj, ev, outcome = s
         role = ex.roles[rj].name
-        it = ", ".join(f"{k}={v}" for k, v in ev.env)
+        it = ", ".join(f"{k}={v}" for k, v in an.model.user_iteration(ev.env).items())
         text = P.event_text(ev) + (f" {outcome}" if outcome else "") + (f" [{it}]" if it else "")
         out.append(TraceStep(role, text, ev.op.location, P.elem_str(ev.elem) if ev.elem else None,
                              None))
@@ -100,7 +105,7 @@ def build_trace(an, code, ri, e, others) -> list[TraceStep]:
             tail = "none will come"
         else:
             tail = "only " + ", ".join(ex.roles[i].name for i in who) + " could still signal it, and it is blocked"
-        it = ", ".join(f"{k}={v}" for k, v in ev.env)
+        it = ", ".join(f"{k}={v}" for k, v in an.model.user_iteration(ev.env).items())
         out.append(TraceStep(ex.roles[rj].name,
                              f"{P.event_text(ev)} blocks forever{f' [{it}]' if it else ''}: phase {done} of "
                              f"{P.elem_str(ev.elem)} needs {need}, {tail}",
@@ -123,7 +128,7 @@ def deadlock_finding(an, code, ri, e, others, message, help_):
         rel.append(related(r.events[-1].op if i in ex.deadlock.finished else
                            dict(ex.deadlock.blocked)[i].op, f"{r.name} {'exits here' if i in ex.deadlock.exited else 'is blocked here'}"))
     wit = {"barrier": P.elem_str(e.elem), "parity_waited": e.parity, "phase": done, "needs": need,
-           "role": ex.roles[ri].name, "sizes": ex.params, "iteration": dict(e.env),
+           "role": ex.roles[ri].name, "sizes": ex.params, "iteration": an.model.user_iteration(e.env),
            "states_explored": ex.states}
     if ex.assumption:
         wit["assumption"] = ex.assumption

@@ -2,6 +2,7 @@
 per intended issue, or guarded so that no thread of its role runs it."""
 from tkcheck.checks import scope
 from tkcheck.checks.threads import describe
+from tkcheck.fixes import lane_guard_fix
 from tkcheck.model import ir
 from tkcheck.rule import Rule
 
@@ -75,10 +76,12 @@ def check(an):
         hint = ("guard it with one thread of the role (`laneid() == 0` within one warp, or "
                 "`warpgroup::laneid() == 0`), or use the group-scoped `warp::tma::...` / "
                 "`warpgroup::tma::...` spelling, which elects one lane")
+        # every lane of one warp issues a thread-scope single-thread op: one lane guard repairs it
+        whole_warp = op.scope == "thread" and len(per_warp) == 1 and max(per_warp.values()) == 32
         out.append(finding(
             "TK403", msg, op.location,
             witness={"issuers": len(ts), "threads": describe(ts, n), "tk_semantics": an.model.tk_semantics},
-            help=hint))
+            help=hint, fixes=[x for x in [lane_guard_fix(op.location)] if x] if whole_warp else []))
     return out
 
 

@@ -2,6 +2,7 @@
 splits a warpgroup."""
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
+from tkcheck.fixes import launch_bounds_fix
 from tkcheck.model import ir
 from tkcheck.rule import Rule
 
@@ -37,7 +38,9 @@ def check(an):
             first.location,
             related=[related(o, "also ignored") for o in sets[1:]],
             witness={"launch_bounds": None, "sass_confirmed": ev is not None},
-            help="declare `__launch_bounds__(NUM_THREADS, 1)` on the kernel"))
+            help="declare `__launch_bounds__(NUM_THREADS, 1)` on the kernel",
+            # the block size is known (from the launch in this file): the fix is mechanical
+            fixes=[x for x in [launch_bounds_fix(m.location, n)] if x] if n else []))
     elif ev is not None and ev.ignored:
         # the source has a cap (or tkcheck cannot tell), but the compiled kernel proves
         # ptxas dropped every setmaxnreg

@@ -133,7 +133,7 @@ def test_malformed_directives_are_tk000():
     assert new == []
 
 
-def test_strings_and_block_comments_are_not_directives():
+def test_strings_are_not_directives_and_block_comments_are():
     text = (
         'const char* s = "// tkcheck: ignore";\n'
         "/* // tkcheck: ignore */\n"
@@ -142,8 +142,57 @@ def test_strings_and_block_comments_are_not_directives():
         "// tkcheck-test: select=TK301\n"
     )
     sup = parse_suppressions(F, text)
-    assert sup.problems == []
+    # the block comment holds a directive now, and one without codes: TK000
+    assert [(p.code, p.location.row) for p in sup.problems] == [("TK000", 2)]
     assert [(d.target, d.entries[0].selector) for d in sup.directives] == [(3, "TK301"), (4, "TK302")]
+
+
+def test_block_comment_directives():
+    text = (
+        "x = f(); /* tkcheck: ignore[TK204] */\n"          # trailing: this line
+        "/* tkcheck: ignore[TK301] // the bytes are runtime values */\n"
+        "y = g();\n"
+        "/*\n"
+        " * tkcheck: file-ignore[TK501]\n"                  # inside a multi-line block comment
+        " */\n"
+        "z = h(); /* a */ /* tkcheck: ignore[TK302] */\n"
+    )
+    sup = parse_suppressions(F, text)
+    assert sup.problems == []
+    got = [(d.kind, d.target, d.entries[0].selector, d.reason) for d in sup.directives]
+    assert got == [("ignore", 1, "TK204", None), ("ignore", 3, "TK301", "the bytes are runtime values"),
+                   ("file-ignore", None, "TK501", None), ("ignore", 7, "TK302", None)]
+    kept, new = kept_rows(text, [finding("TK204", 1), finding("TK301", 3), finding("TK501", 9),
+                                 finding("TK302", 7)], enabled=ALL_RUN | {"TK204"})
+    assert kept == [] and new == []
+
+
+def test_directive_after_another_comment_on_the_line():
+    text = (
+        "a; // a note // tkcheck: ignore[TK301]\n"
+        "b; /* note */ // tkcheck: ignore[TK302] // and why\n"
+        "c; // note // tkcheck: ignore[TK303] // why // more\n"
+    )
+    sup = parse_suppressions(F, text)
+    assert sup.problems == []
+    assert [(d.target, d.entries[0].selector, d.reason) for d in sup.directives] == [
+        (1, "TK301", None), (2, "TK302", "and why"), (3, "TK303", "why // more")]
+
+
+def test_lookalike_directives_are_tk000():
+    text = (
+        "a; // tkcheck ignore[TK301]\n"
+        "b; // tkcheck: ignore(TK301)\n"
+        "c; // suppressed, tkcheck: ignore[TK301]\n"
+        "d; /* tkcheck disable[TK3] */\n"
+        "e; // checked by tkcheck: see the docs\n"          # prose, not a directive
+        "f; // TKCHECK: IGNORE[TK301]\n"                    # a directive, in capitals
+    )
+    sup = parse_suppressions(F, text)
+    assert [p.location.row for p in sup.problems] == [1, 2, 3, 4]
+    assert "looks like a tkcheck directive" in sup.problems[0].message
+    assert "unexpected text" in sup.problems[1].message
+    assert [(d.target, d.entries[0].selector) for d in sup.directives] == [(6, "TK301")]
 
 
 def test_unused_suppressions_are_tk001():

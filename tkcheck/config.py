@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import pathlib
+import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,7 @@ CONFIG_FILE = "tkcheck.toml"
 PYPROJECT = "pyproject.toml"
 ARCHES = ("sm_90a", "sm_100a")
 TK_VERSIONS = ("auto", "thread-scope", "lane-guarded")
+MAX_CONFIG_BYTES = 16_000_000
 
 
 class ConfigError(Exception):
@@ -49,6 +51,30 @@ class ConfirmConfig:
     fail_pattern: tuple[str, ...] = ()
     pass_pattern: tuple[str, ...] = ()
 
+    def format_ready(self) -> "ConfirmConfig":
+        """The commands with every brace doubled except the placeholders `{src}`, `{bin}` and
+        `{dir}`, for `str.format`: `${HOME}` and `awk '{print $1}'` stay as the user wrote them."""
+        return replace(self, build=_format_ready(self.build), run=_format_ready(self.run))
+
+
+CONFIRM_PLACEHOLDERS = ("src", "bin", "dir")
+_PLACEHOLDER = re.compile(r"\{(?:" + "|".join(CONFIRM_PLACEHOLDERS) + r")\}")
+
+
+def _format_ready(cmd):
+    if cmd is None:
+        return None
+    if isinstance(cmd, (list, tuple)):
+        return tuple(_format_ready(c) for c in cmd)
+    parts = []
+    pos = 0
+    for m in _PLACEHOLDER.finditer(cmd):
+        parts.append(cmd[pos:m.start()].replace("{", "{{").replace("}", "}}"))
+        parts.append(m.group())
+        pos = m.end()
+    parts.append(cmd[pos:].replace("{", "{{").replace("}", "}}"))
+    return "".join(parts)
+
 
 @dataclass(frozen=True)
 class Config:
@@ -66,6 +92,7 @@ class Config:
     tk_version: str = "auto"
     output_format: str | None = None
     sass: bool | None = None              # None: run the SASS pass when nvcc is found
+    baseline: Path | None = None          # findings recorded there are not reported (--baseline)
     require_coverage: float | None = None  # percent of sync ops modelled every kernel must reach
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
     source: Path | None = None            # the file these values came from
@@ -124,6 +151,15 @@ def _choice(value: Any, where: str, key: str, choices: Iterable[str]) -> str:
     return value
 
 
+def _safe(check: Callable[..., Any], values: Iterable[str], where: str, key: str) -> None:
+    """Static mode never writes files or loads code: refuse compiler options that would."""
+    from .compiler_options import UnsafeOption
+    try:
+        check(values, where=f"{where}: '{key}'")
+    except UnsafeOption as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _defines(value: Any, where: str, key: str) -> tuple[str, ...]:
     """["NDEBUG", "STAGES=4"] or {NDEBUG = true, STAGES = 4}, kept in clang's -D spelling."""
     if isinstance(value, dict):
@@ -135,8 +171,30 @@ def _defines(value: Any, where: str, key: str) -> tuple[str, ...]:
                 out.append(f"{name}={val}")
             else:
                 raise _fail(where, f"{key}.{name}", "true, a number or a string", val)
-        return tuple(out)
-    return _strings(value, where, key, split=_shell_split)
+        defines = tuple(out)
+    else:
+        defines = _strings(value, where, key, split=_shell_split)
+    _safe(lambda v, where: _check_each("define", v, where), defines, where, key)
+    return defines
+
+
+def _check_each(kind: str, values: Iterable[str], where: str) -> None:
+    from .compiler_options import check_define, check_include_dir
+    for v in values:
+        (check_define if kind == "define" else check_include_dir)(v, where)
+
+
+def _clang_args(value: Any, where: str, key: str) -> tuple[str, ...]:
+    from .compiler_options import check_clang_args
+    args = _strings(value, where, key, split=_shell_split)
+    _safe(check_clang_args, args, where, key)
+    return args
+
+
+def _folders(value: Any, where: str, key: str, base: Path) -> tuple[Path, ...]:
+    paths = tuple(_path(p, where, key, base) for p in _strings(value, where, key, split=lambda s: [s]))
+    _safe(lambda v, where: _check_each("folder", v, where), [str(p) for p in paths], where, key)
+    return paths
 
 
 def _command(value: Any, where: str, key: str) -> str | tuple[str, ...]:
@@ -182,14 +240,14 @@ _KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
     "per-file-ignores": ("per_file_ignores", lambda v, w, k, b: _per_file_ignores(v, w, k)),
     "arch": ("arch", lambda v, w, k, b: _choice(v, w, k, ARCHES)),
     "tk-include": ("tk_include", _path),
-    "include-dirs": ("include_dirs", lambda v, w, k, b: tuple(
-        _path(p, w, k, b) for p in _strings(v, w, k, split=lambda s: [s]))),
+    "include-dirs": ("include_dirs", _folders),
     "defines": ("defines", lambda v, w, k, b: _defines(v, w, k)),
-    "clang-args": ("clang_args", lambda v, w, k, b: _strings(v, w, k, split=_shell_split)),
+    "clang-args": ("clang_args", lambda v, w, k, b: _clang_args(v, w, k)),
     "compile-commands": ("compile_commands", _path),
     "tk-version": ("tk_version", lambda v, w, k, b: _choice(v, w, k, TK_VERSIONS)),
     "output-format": ("output_format", lambda v, w, k, b: _choice(v, w, k, _formats())),
     "sass": ("sass", lambda v, w, k, b: _bool(v, w, k)),
+    "baseline": ("baseline", _path),
     "require-coverage": ("require_coverage", lambda v, w, k, b: _percent(v, w, k)),
 }
 
@@ -260,8 +318,11 @@ def _build(fields: dict[str, Any], source: Path | None) -> Config:
 # ---------------------------------------------------------------- files
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    from .safe_io import NotReadable, read_regular
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path, MAX_CONFIG_BYTES).decode("utf-8")
+    except NotReadable as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

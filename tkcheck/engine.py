@@ -7,20 +7,23 @@ that cannot be modelled is skipped with a note (re-raised with `--debug`).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
-from . import __version__, registry
+from . import cache, registry
+from .checks import solver
 from .checks.analysis import Analysis
+from .checks.limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from .findings import Finding, Location
 from .frontend.builder import ModelBuilder
 from .frontend.parse import InputError, ParseOptions, parse_source, read_source
 from .suppress import apply_suppressions, parse_suppressions
+
+
+# A CUDA block has at most 1024 threads: a kernel declaring more cannot launch, and is not analysed.
+MAX_BLOCK_THREADS = 1024
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,11 @@ class CheckOptions:
     per_file_disabled: tuple = ()               # ((glob, codes), ...) applied by the CLI's selector
     show_unknown: bool = False
     debug: bool = False
-    solver_timeout_ms: int = 2000
+    solver_budget: int = DEFAULT_BUDGET         # z3 rlimit steps per query: deterministic
+    solver_timeout_ms: int = DEFAULT_SAFETY_NET_MS  # wall-clock safety net per query
     cache_dir: str | None = None
     sass: bool = False                          # compile + disassemble, run the SASS rules (tag "sass")
-    sass_cache_dir: str | None = None           # None: tkcheck.sass.DEFAULT_CACHE_DIR
+    sass_cache_dir: str | None = None           # None: no SASS cache (--no-cache)
     sass_arch: str | None = None                # arch the SASS is built for; None: parse.arch
 
 
@@ -49,6 +53,13 @@ class FileResult:
     cached: bool = False
     # errors of tkcheck itself (also told in `notes`); the CLI exits 2 on any
     internal_errors: list[str] = field(default_factory=list)
+    # kernel -> proofs that ended inconclusive (budget spent, unknown): never findings, never cached
+    inconclusive: dict[str, int] = field(default_factory=dict)
+    # for the cache: the files the parse read, the folders an include lookup searched, and why
+    # this result must not be stored (a missing include, a SASS pass that did not finish)
+    dependencies: list[str] = field(default_factory=list)
+    search_roots: list[str] = field(default_factory=list)
+    not_cached: list[str] = field(default_factory=list)
     # what was modelled, per kernel found (tkcheck.coverage.KernelCoverage)
     coverage: list = field(default_factory=list)
 
@@ -63,32 +74,6 @@ def _fill(f: Finding, rules) -> Finding:
     return f
 
 
-def _cache_key(path: str, text: str, opts: CheckOptions) -> str:
-    h = hashlib.sha256()
-    h.update(__version__.encode())
-    h.update(repr((opts.parse, sorted(opts.enabled), opts.show_unknown, opts.sass, opts.sass_arch)).encode())
-    h.update(path.encode())
-    h.update(text.encode("utf-8", errors="replace"))
-    h.update(_code_digest().encode())
-    return h.hexdigest()
-
-
-@lru_cache(maxsize=1)
-def _code_digest() -> str:
-    """The engine's and the rule catalog's sources, hashed once per process:
-    a new tkcheck build invalidates the cache."""
-    h = hashlib.sha256()
-    from . import rules as catalog
-    roots = [Path(__file__).resolve().parent] + [Path(p) for p in catalog.__path__]
-    for root in roots:
-        for p in sorted(root.rglob("*.py")):
-            try:
-                h.update(p.read_bytes())
-            except OSError:
-                pass
-    return h.hexdigest()
-
-
 def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileResult:
     res = FileResult(path=path)
     t0 = time.perf_counter()
@@ -101,10 +86,8 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
         res.input_error = str(e)
         res.findings.append(_fill(Finding("TK000", str(e), Location(path, 1, 1)), rules))
         return res
-    key = None
     if opts.cache_dir:
-        key = _cache_key(path, text, opts)
-        cached = _cache_load(opts.cache_dir, key)
+        cached = cache.lookup(opts.cache_dir, path, text, opts)
         if cached is not None:
             cached.source = text
             cached.cached = True
@@ -121,19 +104,23 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
                          "(no findings reported for this file; rerun with --debug)")
         res.internal_errors.append(res.notes[-1])
     res.timing["total"] = time.perf_counter() - t0
-    if key and res.input_error is None and not res.internal_errors:
-        _cache_store(opts.cache_dir, key, res)
+    if opts.cache_dir and res.input_error is None and not res.internal_errors and not res.inconclusive \
+            and not res.not_cached:
+        cache.store(opts.cache_dir, path, text, opts, res, res.dependencies, res.search_roots)
     return res
 
 
 def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     from .model.expr import reset_unknowns
     reset_unknowns()          # names of unknowns restart per file: output does not depend on order
+    solver.configure(budget=opts.solver_budget, safety_net_ms=opts.solver_timeout_ms)
+    solver.fresh_context()    # nor do the solver's answers: each file starts from a fresh z3 context
     t = time.perf_counter()
     parsed = parse_source(path, text, opts.parse,
                           pch_dir=os.path.join(opts.cache_dir, "pch") if opts.cache_dir else None)
     res.timing["parse"] = time.perf_counter() - t
     res.notes.extend(parsed.notes)
+    _record_dependencies(parsed, opts, res)
     if parsed.stopped:
         first = next((d for d in parsed.diagnostics if d.is_error()), None)
         res.findings.append(_fill(Finding(
@@ -144,7 +131,16 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
         return
     t = time.perf_counter()
     builder = ModelBuilder(parsed)
-    checked = builder.build()
+    checked = []
+    for m in builder.build():
+        n = m.num_threads()
+        if n is not None and n > MAX_BLOCK_THREADS:
+            # a block that cannot launch: not analysed (its thread sets are never enumerated)
+            builder.not_analysed.append((m.name, m.location, f"a block of {n} threads cannot launch (CUDA "
+                                         f"allows at most {MAX_BLOCK_THREADS} threads per block)"))
+            builder._not_analysed_cursors[m.name] = builder.model_cursors.get(id(m))
+            continue
+        checked.append(m)
     res.timing["model"] = time.perf_counter() - t
     _report_errors(path, parsed, builder, res, rules)
     for name, loc, why in builder.not_analysed:
@@ -158,6 +154,7 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     solver_before = solver_seconds()
     for m in checked:
         res.notes.extend(n for n in m.notes if n not in res.notes)
+        mark = solver.inconclusive_count()
         an = Analysis(m, arch=parsed.arch, solver_timeout_ms=opts.solver_timeout_ms)
         if opts.sass:
             from .checks import sass_cross  # only with --sass: keeps start-up light
@@ -168,12 +165,18 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
                 continue
             t_rule = time.perf_counter()
             try:
-                for f in rule.check(an) or ():
+                with solver.scope(f"rule:{code}"):
+                    found = list(rule.check(an) or ())
+                for f in found:
                     f.code = f.code or code
                     f.kernel = m.name
                     if m.instance_site is not None:
                         _tell_instance(f, m)
                     res.findings.append(_fill(f, rules))
+            except RecursionError:
+                # expressions nested a few hundred levels deep: this rule says nothing about the kernel
+                res.notes.append(f"rule {code} not run on kernel '{m.name}': its expressions nest deeper "
+                                 "than tkcheck models")
             except Exception as e:  # noqa: BLE001
                 if opts.debug:
                     raise
@@ -193,6 +196,15 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
         res.timing["coverage"] = res.timing.get("coverage", 0.0) + time.perf_counter() - t_cov
         for k, v in an.timings.items():
             res.timing[f"check:{k}"] = res.timing.get(f"check:{k}", 0.0) + v
+        events = solver.inconclusive_since(mark)
+        if events:
+            res.inconclusive[m.name] = len(events)
+            m.inconclusive = len(events)
+            for cov in res.coverage:          # the coverage report counts them per kernel
+                if cov.kernel == m.name and cov.analysed:
+                    cov.inconclusive = len(events)
+            if opts.show_unknown:
+                res.notes.append(_inconclusive_note(m, events))
         if opts.show_unknown:
             for loc, why in m.unmodelled[:20]:
                 res.notes.append(f"{loc.filename}:{loc.row}:{loc.column}: unknown: {why}")
@@ -204,6 +216,36 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     kept, new = apply_suppressions(res.findings, {path: sup}, set(opts.enabled), resolver=registry.expand)
     res.findings = sorted([_fill(f, rules) for f in kept + new], key=Finding.sort_key)
     res.findings = [f for f in res.findings if f.code in opts.enabled]
+
+
+def _record_dependencies(parsed, opts: CheckOptions, res: FileResult):
+    """What the cache key needs: every file libclang read (not tkcheck's own model, whose bytes
+    are in the code digest) and the folders its include search looked in."""
+    from .frontend.includes import search_path_of
+    from .frontend.parse import MODEL_INCLUDE, build_args
+    own = os.path.normpath(str(MODEL_INCLUDE)) + os.sep
+    main = os.path.normpath(parsed.abs_path)
+    deps = set()
+    for inc in parsed.tu.get_includes():
+        name = os.path.normpath(os.path.abspath(inc.include.name)) if inc.include is not None else None
+        if name and name != main and not name.startswith(own):
+            deps.add(name)
+    res.dependencies = sorted(deps)
+    sp = search_path_of(build_args(opts.parse, os.path.dirname(main)), os.getcwd())
+    res.search_roots = sorted({os.path.normpath(d) for d in [os.path.dirname(main), *sp.quote, *sp.angle]
+                               if not (os.path.normpath(d) + os.sep).startswith(own)})
+    if any("file not found" in d.message for d in parsed.diagnostics):
+        res.not_cached.append("an include was not found")
+
+
+def _inconclusive_note(m, events) -> str:
+    """`kernel 'k': 3 inconclusive proofs (solver budget of 10 steps spent) in TK301, TK303`."""
+    reasons = sorted({e.reason for e in events})
+    where = sorted({label[5:] for e in events for label in e.scope if label.startswith("rule:")})
+    at = f"{m.location.filename}:{m.location.row}:{m.location.column}"
+    return (f"{at}: unknown: kernel '{m.name}': {len(events)} inconclusive proof(s) ({'; '.join(reasons)})"
+            + (f" in {', '.join(where)}" if where else "")
+            + ": no finding was made from them; raise --solver-budget to decide them")
 
 
 def _merge_instantiations(findings: list[Finding]) -> list[Finding]:
@@ -326,6 +368,8 @@ def _run_sass(path, text, opts: CheckOptions, res: FileResult, arch: str | None 
     res.timing["sass"] = time.perf_counter() - t
     if not result:
         res.notes.append(result.reason)
+        if result.kind in ("timeout", "internal-error"):
+            res.not_cached.append("the SASS pass did not finish")
         return None
     res.timing["sass_cache_hit"] = 1.0 if result.cache_hit else 0.0
     if not result.cache_hit:
@@ -363,48 +407,3 @@ def _time_solver():
 
     check._tkcheck_timed = True
     z3.Solver.check = check
-
-
-# ------------------------------------------------------------------ cache ----
-
-def _cache_load(cache_dir: str, key: str) -> FileResult | None:
-    p = Path(cache_dir) / "results" / f"{key}.json"
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError):
-        return None
-    try:
-        return _result_from_json(data)
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def _cache_store(cache_dir: str, key: str, res: FileResult):
-    p = Path(cache_dir) / "results"
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-        tmp = p / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(_result_to_json(res)))
-        tmp.replace(p / f"{key}.json")
-    except OSError:
-        pass
-
-
-def _result_to_json(res: FileResult) -> dict:
-    from dataclasses import asdict
-    return {"path": res.path, "notes": res.notes, "kernels": res.kernels, "timing": res.timing,
-            "findings": [asdict(f) for f in res.findings], "coverage": [c.to_json() for c in res.coverage]}
-
-
-def _result_from_json(d: dict) -> FileResult:
-    from .findings import Related, TraceStep
-    fs = []
-    for f in d["findings"]:
-        loc = Location(**f["location"])
-        rel = [Related(Location(**r["location"]), r["message"]) for r in f["related"]]
-        tr = [TraceStep(**{**s, "location": Location(**s["location"]) if s.get("location") else None})
-              for s in f["trace"]]
-        fs.append(Finding(**{**f, "location": loc, "related": rel, "trace": tr}))
-    from .coverage import KernelCoverage
-    return FileResult(path=d["path"], findings=fs, notes=d["notes"], kernels=d["kernels"], timing=d["timing"],
-                      coverage=[KernelCoverage.from_json(c) for c in d["coverage"]])

@@ -43,6 +43,28 @@ class TraceStep:
     blocked: bool = False
 
 
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text from `location` (row, column) up to (end_row, end_column), exclusive, by
+    `text`; an empty span is an insertion."""
+    location: Location
+    text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A mechanical fix. `safe`: it keeps the kernel's meaning apart from the defect (`--fix`
+    applies only these); the others are suggestions shown with the finding."""
+    description: str
+    edits: tuple[Edit, ...]
+    safe: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"description": self.description, "safe": self.safe,
+                "edits": [{"filename": e.location.filename, "location": e.location.to_json(),
+                           "end_location": e.location.end_json(), "text": e.text} for e in self.edits]}
+
+
 @dataclass
 class Finding:
     code: str
@@ -60,6 +82,9 @@ class Finding:
     symptom: str = ""
     # filled by `tkcheck confirm`
     verdict: dict[str, Any] | None = None
+    fixes: list[Fix] = field(default_factory=list)
+    # filled by the command line: identity that survives line shifts (baseline, SARIF)
+    fingerprint: str | None = None
 
     def sort_key(self):
         return (self.location.filename, self.location.row, self.location.column, self.code, self.message)
@@ -88,5 +113,7 @@ class Finding:
             ],
             "help": self.help,
             "verdict": self.verdict,
+            "fixes": [x.to_json() for x in self.fixes],
+            "fingerprint": self.fingerprint,
             "url": f"docs/rules.md#{self.code.lower()}",
         }

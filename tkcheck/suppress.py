@@ -12,8 +12,13 @@ as are unknown directives and malformed lists. A suppression that suppressed
 nothing is reported as TK001, but only for selectors whose rules actually ran:
 an `ignore[TK301]` is not "unused" in a run that did not check TK301.
 
-Only `//` comments are read; a `tkcheck:` inside a string literal or a
-`/* */` comment is text, not a directive.
+Directives live in `//` comments and in `/* */` comments (`/* tkcheck:
+ignore[TK204] */`), at the start of the comment or of a `//`-separated part of
+it (`// note // tkcheck: ignore[TK301]`); a `tkcheck:` inside a string literal
+is text. Anything in a comment that looks like a directive (`tkcheck
+ignore[...]`, `tkcheck: ignore(...)`, a directive in the middle of a sentence)
+but does not parse as one is a TK000 problem: it never silently suppresses
+nothing.
 """
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ _LINE_END = re.compile(r"\r\n|\n|\r")  # clang's line ends, so rows agree with f
 # String and char literals (an unterminated one runs to the end of the line), comments.
 _TOKEN = re.compile(r'"(?:\\.|[^"\\])*"?|\'(?:\\.|[^\'\\])*\'?|//|/\*')
 _DIRECTIVE = re.compile(
-    r"^\s*tkcheck\s*:\s*(?P<kind>[A-Za-z_-]*)\s*(?:\[(?P<codes>[^\]]*)\])?\s*(?P<rest>.*?)\s*$"
+    r"^\s*tkcheck\s*:\s*(?P<kind>[A-Za-z_-]*)\s*(?:\[(?P<codes>[^\]]*)\])?\s*(?P<rest>.*?)\s*$", re.I | re.S
 )
 _SELECTOR = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -64,14 +69,18 @@ class Suppressions:
 # ---------------------------------------------------------------- reading
 
 
-def _scan_line(line: str, in_block: bool) -> tuple[bool, int | None, bool]:
-    """(has code, index of a `//` comment or None, still inside /* */ after the line)."""
+def _scan_line(line: str, in_block: bool) -> tuple[bool, list[tuple[int, str, str]], bool]:
+    """(has code, the comments on the line as (column index, kind `//` or `/*`, text), still inside
+    /* */ after the line). A block comment spanning lines gives its part on each line."""
     pos, has_code, n = 0, False, len(line)
+    comments: list[tuple[int, str, str]] = []
     while pos < n:
         if in_block:
             end = line.find("*/", pos)
             if end < 0:
-                return has_code, None, True
+                comments.append((pos, "/*", line[pos:]))
+                return has_code, comments, True
+            comments.append((pos, "/*", line[pos:end]))
             pos, in_block = end + 2, False
             continue
         m = _TOKEN.search(line, pos)
@@ -82,16 +91,39 @@ def _scan_line(line: str, in_block: bool) -> tuple[bool, int | None, bool]:
             break
         token = m.group()
         if token == "//":
-            return has_code, m.start(), False
+            comments.append((m.start(), "//", line[m.end():]))
+            return has_code, comments, False
         if token == "/*":
             in_block, pos = True, m.end()
+            # the text of the comment starts after `/*`; its column is the `/*`
+            end = line.find("*/", pos)
+            comments.append((m.start(), "/*", line[pos:end] if end >= 0 else line[pos:]))
+            if end < 0:
+                return has_code, comments, True
+            pos, in_block = end + 2, False
             continue
         has_code = True
         if token[0] == "'" and m.start() > 0 and line[m.start() - 1].isalnum():
             pos = m.start() + 1  # a digit separator (1'000) or a u8'' prefix: not a literal start
         else:
             pos = m.end()
-    return has_code, None, in_block
+    return has_code, comments, in_block
+
+
+# `tkcheck` near a directive word, or `tkcheck:` followed by something like one: meant as a
+# directive; when it does not parse as one it is a TK000, not silently nothing
+_LOOKALIKE = re.compile(r"\btkcheck\b\s*[:=]?\s*(?:ignore|disable|enable|file-ignore|noqa|suppress)\b"
+                        r"|\btkcheck\s*:\s*(?:[A-Za-z_-]+\s*)?\[", re.I)
+
+
+def _segments(kind: str, text: str) -> list[tuple[int, str]]:
+    """(offset in `text`, segment) of a comment's `//`-separated parts: `// note // tkcheck: ...`
+    holds a directive in its second part; in a block comment a leading `*` is decoration."""
+    out, start = [], 0
+    for part in text.split("//"):
+        out.append((start, part))
+        start += len(part) + 2
+    return out
 
 
 def _problem(filename: str, row: int, col: int, end_col: int, message: str) -> Finding:
@@ -119,14 +151,14 @@ def _parse_selectors(codes: str | None) -> tuple[list[str], str | None]:
 def parse_suppressions(filename: str, text: str) -> Suppressions:
     """Every `// tkcheck:` directive of one file, with the rows each one covers."""
     result = Suppressions(filename)
-    if "tkcheck" not in text:  # the common case: no lexing at all
+    if "tkcheck" not in text.lower():  # the common case: no lexing at all
         return result
     lines = _LINE_END.split(text)
     scanned = []
     in_block = False
     for line in lines:
-        has_code, comment, in_block = _scan_line(line, in_block)
-        scanned.append((has_code, comment))
+        has_code, comments, in_block = _scan_line(line, in_block)
+        scanned.append((has_code, comments))
 
     def next_code_row(row: int) -> int | None:
         for r in range(row + 1, len(lines) + 1):
@@ -137,26 +169,36 @@ def parse_suppressions(filename: str, text: str) -> Suppressions:
         return None
 
     open_ranges: dict[str, list[Entry]] = {}   # disable selector (upper) -> open entries
-    for row, (line, (has_code, comment)) in enumerate(zip(lines, scanned), 1):
-        if comment is None:
-            continue
-        body = line[comment + 2:].lstrip("/!")
-        m = _DIRECTIVE.match(body)
-        if m is None:
-            continue
-        col, end_col = comment + 1, len(line.rstrip()) + 1
+    found = []                                 # (row, col, end_col, has_code, match, following segments)
+    for row, (line, (has_code, comments)) in enumerate(zip(lines, scanned), 1):
+        for col0, kind, ctext in comments:
+            segs = _segments(kind, ctext)
+            for i, (off, seg) in enumerate(segs):
+                body = seg.lstrip(" \t").lstrip("/!*" if kind == "/*" else "/!")
+                m = _DIRECTIVE.match(body)
+                end_col = len(line.rstrip()) + 1
+                if m is None:
+                    if _LOOKALIKE.search(seg):
+                        result.problems.append(_problem(filename, row, col0 + 1, end_col,
+                            "this looks like a tkcheck directive but is not one: write "
+                            "`// tkcheck: ignore[TK301]` at the start of a comment (or after `//`)"))
+                    continue
+                reason_parts = [p.strip() for _, p in segs[i + 1:] if p.strip()]
+                found.append((row, col0 + 1, end_col, has_code, m, reason_parts, kind))
+                break
+    for row, col, end_col, has_code, m, reason_parts, ckind in found:
         loc = Location(filename, row, col, row, end_col)
         kind = m.group("kind").lower()
         if kind not in KINDS:
             result.problems.append(_problem(filename, row, col, end_col,
                 f"unknown tkcheck directive '{m.group('kind')}': expected one of {', '.join(KINDS)}"))
             continue
-        rest = m.group("rest")
-        if rest and not rest.startswith("//"):
+        rest = m.group("rest").strip()
+        if rest:
             result.problems.append(_problem(filename, row, col, end_col,
                 f"unexpected text after `tkcheck: {kind}[...]`: put a reason after a second `//`"))
             continue
-        reason = (rest[2:].strip() or None) if rest else None
+        reason = " // ".join(reason_parts) or None
         selectors, error = _parse_selectors(m.group("codes"))
         if error:
             result.problems.append(_problem(filename, row, col, end_col,
@@ -183,6 +225,7 @@ def parse_suppressions(filename: str, text: str) -> Suppressions:
         else:  # file-ignore
             directive = Directive(kind, loc, [Entry(s, 1, _EOF) for s in selectors], reason)
         result.directives.append(directive)
+    result.problems.sort(key=lambda p: (p.location.row, p.location.column))
     return result
 
 

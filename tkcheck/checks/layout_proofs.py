@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Union
 
 import z3
 
+from tkcheck.checks.solver import LIMITS, checked, limited
 from tkcheck.knowledge.layouts import (
     ADDR_BITS,
     ALIGNMENT_REQUIREMENTS,
@@ -30,11 +31,9 @@ from tkcheck.knowledge.layouts import (
     ldmatrix_row_elems,
 )
 
-#: Per solver call.  Proofs over one tile take milliseconds; the limit is the hard line that keeps
-#: a pathological query from hanging a pre-commit hook.
-DEFAULT_TIMEOUT_MS = 2000
-#: Wall-clock budget for shrinking a counterexample (the first witness is kept if it runs out).
-MINIMISE_BUDGET_S = 2.0
+#: Accepted for compatibility and ignored: every query runs under the solver's deterministic budget
+#: (tkcheck.checks.solver.LIMITS), with its wall-clock safety net.
+DEFAULT_TIMEOUT_MS = None
 
 
 @dataclass(frozen=True)
@@ -125,15 +124,13 @@ def _domain(base: z3.BitVecRef, base_alignment: int, footprint: int,
     return cs
 
 
-def _shrink(s: z3.Solver, var: z3.BitVecRef, current: int, deadline: float) -> tuple[int, bool]:
-    """Smallest value of ``var`` (unsigned) still satisfiable, by bisection; pins it in ``s``."""
+def _shrink(s: z3.Solver, var: z3.BitVecRef, current: int) -> tuple[int, bool]:
+    """Smallest value of ``var`` (unsigned) still satisfiable, by bisection; pins it in ``s``.
+    At most ADDR_BITS steps, each within the solver budget (no clock: the same answer under any load)."""
     lo, hi, exact = 0, current, True
     while lo < hi:
-        if time.monotonic() > deadline:
-            exact = False
-            break
         mid = (lo + hi) // 2
-        res = s.check(z3.ULE(var, mid))
+        res = s.check(z3.ULE(var, mid))     # (shrinking a proved counterexample: unknown just stops it)
         if res == z3.sat:
             hi = min(mid, s.model().eval(var, model_completion=True).as_long())
         elif res == z3.unsat:
@@ -147,7 +144,7 @@ def _shrink(s: z3.Solver, var: z3.BitVecRef, current: int, deadline: float) -> t
 
 def _prove_maps(addr_a: Callable, addr_b: Callable, rows: int, cols: int, *,
                 base_alignment: int, footprint: int, base_constraint: BaseConstraint,
-                timeout_ms: int, what_a: str, what_b: str, swizzle_a, swizzle_b,
+                timeout_ms: int | None, what_a: str, what_b: str, swizzle_a, swizzle_b,
                 extra_domain: Callable[[z3.BitVecRef, z3.BitVecRef], list] | None = None,
                 minimise: bool = True) -> ProofResult:
     t0 = time.monotonic()
@@ -159,19 +156,18 @@ def _prove_maps(addr_a: Callable, addr_b: Callable, rows: int, cols: int, *,
         b = addr_b(base, r, c)
     except NotImplementedError as e:
         return Unknown(f"layout not modelled: {e}", time.monotonic() - t0)
-    s = z3.Solver()
-    s.set("timeout", int(timeout_ms))
+    s = limited(z3.Solver())
     s.add(*_domain(base, base_alignment, footprint, base_constraint))
     s.add(z3.ULT(r, rows), z3.ULT(c, cols))
     if extra_domain:
         s.add(*extra_domain(r, c))
     s.add(a != b)
-    res = s.check()
+    res = checked(s)
     if res == z3.unsat:
         return Equivalent(f"{what_a} == {what_b} for all {rows}x{cols} elements, every "
                           f"{base_alignment}-byte-aligned base", time.monotonic() - t0)
     if res != z3.sat:
-        return Unknown(f"solver: {s.reason_unknown() or 'unknown'} (timeout {timeout_ms} ms)",
+        return Unknown(f"solver: {s.reason_unknown() or 'unknown'} (budget {LIMITS.budget} steps)",
                        time.monotonic() - t0)
     m = s.model()
     rv = m.eval(r, model_completion=True).as_long()
@@ -179,12 +175,11 @@ def _prove_maps(addr_a: Callable, addr_b: Callable, rows: int, cols: int, *,
     bv = m.eval(base, model_completion=True).as_long()
     exact = True
     if minimise:
-        deadline = time.monotonic() + MINIMISE_BUDGET_S
-        rv, e1 = _shrink(s, r, rv, deadline)
-        cv, e2 = _shrink(s, c, cv, deadline)
-        bv, e3 = _shrink(s, base, bv, deadline)
+        rv, e1 = _shrink(s, r, rv)
+        cv, e2 = _shrink(s, c, cv)
+        bv, e3 = _shrink(s, base, bv)
         exact = e1 and e2 and e3
-        if s.check() == z3.sat:
+        if checked(s) == z3.sat:
             m = s.model()
     ev = lambda t: m.eval(t, model_completion=True).as_long()  # noqa: E731
     rv, cv, bv = ev(r), ev(c), ev(base)
@@ -213,7 +208,7 @@ def _unmeasured_guard(res: ProofResult, *layouts) -> ProofResult:
 
 def prove_same_map(layout_a: LayoutLike, layout_b: LayoutLike, base_alignment: int = 128,
                    base_constraint: BaseConstraint = None, *,
-                   timeout_ms: int = DEFAULT_TIMEOUT_MS) -> ProofResult:
+                   timeout_ms: int | None = DEFAULT_TIMEOUT_MS) -> ProofResult:
     """Do ``layout_a`` and ``layout_b`` put every element at the same byte, for every base aligned
     to ``base_alignment`` (and satisfying ``base_constraint``, a z3 Bool or a function of the base
     bit-vector)?  Compared over the common (rows x cols) domain."""
@@ -230,7 +225,7 @@ def prove_same_map(layout_a: LayoutLike, layout_b: LayoutLike, base_alignment: i
 def prove_reinterpret(buffer_tiles: list[SharedTileLayout], view: LayoutLike,
                       base_alignment: int = 128, base_constraint: BaseConstraint = None, *,
                       grid: tuple[int, int] | None = None, stride_bytes: int | None = None,
-                      timeout_ms: int = DEFAULT_TIMEOUT_MS) -> ProofResult:
+                      timeout_ms: int | None = DEFAULT_TIMEOUT_MS) -> ProofResult:
     """``reinterpret_cast<View&>(buffer[0])`` where ``buffer_tiles`` lie back to back (tile i at
     ``i * sizeof(tile)`` unless ``stride_bytes``) and are read as one logical matrix arranged as
     ``grid`` (rows of tiles, cols of tiles; default: side by side when the view is wider, stacked
@@ -255,7 +250,7 @@ def prove_handwritten(addr_fn: Callable[[z3.BitVecRef], z3.BitVecRef], tile_layo
                       base_alignment: int = 128, relative: bool = False,
                       base_constraint: BaseConstraint = None, *,
                       pre: Callable | None = None, text: str = "hand-written address",
-                      timeout_ms: int = DEFAULT_TIMEOUT_MS) -> ProofResult:
+                      timeout_ms: int | None = DEFAULT_TIMEOUT_MS) -> ProofResult:
     """Kernel address math ``addr_fn`` (a z3 function of one 32-bit address) against the tile's
     layout.  ``relative=False``: applied to ``base + pre(r, c)``; ``relative=True``: the result is
     added to ``base`` after applying it to ``pre(r, c)``.  ``pre`` defaults to the tile's
@@ -266,7 +261,7 @@ def prove_handwritten(addr_fn: Callable[[z3.BitVecRef], z3.BitVecRef], tile_layo
 
 def prove_ldmatrix_rows(tile: LayoutLike, base_alignment: int = 128,
                         base_constraint: BaseConstraint = None, *,
-                        timeout_ms: int = DEFAULT_TIMEOUT_MS) -> ProofResult:
+                        timeout_ms: int | None = DEFAULT_TIMEOUT_MS) -> ProofResult:
     """ldmatrix reads 16 contiguous bytes from each lane's ``idx(row, col)`` (col a multiple of
     16/sizeof).  Proves, for every such row segment, that element col+j sits at
     ``idx(row, col) + j*sizeof`` and that the segment start is 16-byte aligned -- i.e. that TK's

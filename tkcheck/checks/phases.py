@@ -460,14 +460,13 @@ def _smallest_counterexample(pred: E.Expr, k: E.Var | None, assume: list[E.Expr]
         za = [E.as_bool(a.to_z3(zv)) for a in assume]
     except (z3.Z3Exception, TypeError):
         return None
-    from .solver import _constraints
-    opt = z3.Optimize()
-    opt.set("timeout", timeout)
+    from .solver import _constraints, checked, limited
+    opt = limited(z3.Optimize())
     opt.add(*_constraints(zv, za))
     opt.add(zp)
     if k is not None:
         opt.minimize(zv.get(k))
-    if opt.check() != z3.sat:
+    if checked(opt) != z3.sat:
         return None
     mdl = opt.model()
     out = {}

@@ -49,14 +49,15 @@ def build_config(text: str, parse_opts, sass_arch: str | None = None) -> tuple[d
 
 def run_sass(path: str, text: str, parse_opts, *, sass_arch: str | None = None,
              cache_dir: str | None = None):
-    """Compile + disassemble one file. Returns SassResult or Skipped (never raises)."""
-    from ..sass import DEFAULT_CACHE_DIR, Skipped, compile_and_disassemble
+    """Compile + disassemble one file. Returns SassResult or Skipped (never raises).
+
+    `cache_dir` None: no cache is read or written (`--no-cache`)."""
+    from ..sass import Skipped, compile_and_disassemble
 
     cfg, why = build_config(text, parse_opts, sass_arch)
     if cfg is None:
         return Skipped("no-headers", why)
-    return compile_and_disassemble(path, cache_dir=cache_dir if cache_dir is not None else DEFAULT_CACHE_DIR,
-                                   **cfg)
+    return compile_and_disassemble(path, cache_dir=cache_dir, **cfg)
 
 
 def _template_args_mention(name: str, ident: str) -> bool:

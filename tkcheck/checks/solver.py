@@ -1,10 +1,114 @@
-"""z3 with a timeout: `prove` answers True (proved), False (refuted, with a
-model) or None (unknown / timeout). Unknown is never turned into a finding."""
+"""z3 with a deterministic budget: `always`, `witness` and `differ_always` answer True/False (or a
+model) when proved, None when unknown. Unknown is never turned into a finding.
+
+The budget is z3's resource limit (`rlimit`): a count of the solver's own
+steps, so a query gets the same answer on every machine and under any load.
+Each query may use `budget` steps (`--solver-budget`); a wall-clock limit
+(`--solver-timeout`) stays only as a safety net far above it. A query that
+ends `unknown` (budget spent, safety net, or an incomplete theory) is an
+*inconclusive proof*: it is counted in the ledger (`inconclusive_count`,
+`inconclusive_since`), which the engine reports per kernel (coverage,
+`--statistics`, `--show-unknown`) and which keeps the file's result out of the
+cache.
+
+Every z3 Solver/Optimize a check creates goes through `limited()` and its
+`check()` through `checked()`, so that the budget applies and unknowns are
+counted in one place.
+"""
 from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import z3
 
 from ..model import expr as E
+
+from .limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
+
+
+@dataclass
+class Limits:
+    budget: int = DEFAULT_BUDGET
+    safety_net_ms: int = DEFAULT_SAFETY_NET_MS
+
+
+LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class Inconclusive:
+    """One query that ended unknown: why (z3's reason) and the scopes (fact/rule) it ran in."""
+    reason: str
+    scope: tuple[str, ...]
+
+
+_LEDGER: list[Inconclusive] = []
+_SCOPE: list[str] = []
+
+
+def configure(budget: int | None = None, safety_net_ms: int | None = None) -> None:
+    """Set the per-query budget (z3 rlimit steps) and the wall-clock safety net (ms)."""
+    if budget is not None:
+        LIMITS.budget = max(int(budget), 1)
+    if safety_net_ms is not None:
+        LIMITS.safety_net_ms = max(int(safety_net_ms), 1)
+
+
+def fresh_context() -> None:
+    """Start z3's main context afresh, so that a file's queries do not depend on the queries
+    of files checked before it in the same process (z3's heuristics follow term ids)."""
+    z3.main_ctx()             # make sure one exists before it is replaced
+    z3._main_ctx = None       # noqa: SLF001 - z3 creates a new one at the next main_ctx()
+
+
+@contextmanager
+def scope(label: str):
+    """Attribute the inconclusive queries run inside to `label` (a fact or a rule)."""
+    _SCOPE.append(label)
+    try:
+        yield
+    finally:
+        _SCOPE.pop()
+
+
+def inconclusive_count() -> int:
+    return len(_LEDGER)
+
+
+def inconclusive_since(mark: int) -> list[Inconclusive]:
+    return list(_LEDGER[mark:])
+
+
+def reset_ledger() -> None:
+    _LEDGER.clear()
+
+
+def limited(s):
+    """A z3 Solver or Optimize with the budget and the safety net applied."""
+    s.set("rlimit", LIMITS.budget)
+    s.set("timeout", LIMITS.safety_net_ms)
+    return s
+
+
+def checked(s, *assumptions):
+    """`s.check()`, with an unknown answer recorded as an inconclusive proof."""
+    r = s.check(*assumptions)
+    if r == z3.unknown:
+        try:
+            reason = s.reason_unknown() or "unknown"
+        except z3.Z3Exception:
+            reason = "unknown"
+        _LEDGER.append(Inconclusive(_reason_text(reason), tuple(_SCOPE)))
+    return r
+
+
+def _reason_text(reason: str) -> str:
+    if "resource limit" in reason or reason == "canceled":
+        return f"solver budget of {LIMITS.budget} steps spent"
+    if "timeout" in reason:
+        return f"wall-clock safety net of {LIMITS.safety_net_ms} ms reached"
+    return f"solver answered unknown ({reason})"
 
 
 _LAUNCH_DIMS = {f"{b}.{f}" for b in ("gridDim", "blockDim", "clusterDim") for f in "xyz"}
@@ -27,7 +131,7 @@ def _constraints(zv: E.Z3Vars, extra=()):
     return cs
 
 
-def _solver(pred: E.Expr, timeout_ms: int, assume: tuple, negate: bool):
+def _solver(pred: E.Expr, assume: tuple, negate: bool):
     """A solver holding the kernel-value constraints, the assumptions and `pred`
     (or its negation); None when the expression cannot be translated."""
     zv = E.Z3Vars()
@@ -36,21 +140,22 @@ def _solver(pred: E.Expr, timeout_ms: int, assume: tuple, negate: bool):
         za = [E.as_bool(a.to_z3(zv)) for a in assume]
     except (z3.Z3Exception, TypeError):
         return None, zv
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
+    s = limited(z3.Solver())
     s.add(*_constraints(zv, za))
     s.add(z3.Not(zp) if negate else zp)
     return s, zv
 
 
-def always(pred: E.Expr, timeout_ms: int = 2000, assume: tuple = ()) -> bool | None:
-    """True if `pred` holds for every value of its free variables."""
+def always(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> bool | None:
+    """True if `pred` holds for every value of its free variables; None when unknown.
+
+    `timeout_ms` is accepted for compatibility and ignored: the budget decides."""
     if isinstance(pred, E.Const):
         return bool(pred.value)
-    s, _ = _solver(pred, timeout_ms, assume, negate=True)
+    s, _ = _solver(pred, assume, negate=True)
     if s is None:
         return None
-    r = s.check()
+    r = checked(s)
     if r == z3.unsat:
         return True
     if r == z3.sat:
@@ -58,10 +163,10 @@ def always(pred: E.Expr, timeout_ms: int = 2000, assume: tuple = ()) -> bool | N
     return None
 
 
-def witness(pred: E.Expr, timeout_ms: int = 2000, assume: tuple = ()) -> dict[str, int] | None:
-    """Values of the free variables making `pred` true, or None."""
-    s, zv = _solver(pred, timeout_ms, assume, negate=False)
-    if s is None or s.check() != z3.sat:
+def witness(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> dict[str, int] | None:
+    """Values of the free variables making `pred` true, or None (none exists, or unknown)."""
+    s, zv = _solver(pred, assume, negate=False)
+    if s is None or checked(s) != z3.sat:
         return None
     m = s.model()
     out = {}
@@ -74,11 +179,11 @@ def witness(pred: E.Expr, timeout_ms: int = 2000, assume: tuple = ()) -> dict[st
     return out
 
 
-def differ_always(a: E.Expr, b: E.Expr, timeout_ms: int = 2000) -> bool | None:
+def differ_always(a: E.Expr, b: E.Expr, timeout_ms: int | None = None) -> bool | None:
     """True if a != b for every value of the free variables (a proved mismatch)."""
     ca, cb = a.eval({}), b.eval({})
     if ca is not None and cb is not None:
         return ca != cb
     if a.is_opaque() or b.is_opaque():
         return None
-    return always(E.binop("!=", a, b), timeout_ms)
+    return always(E.binop("!=", a, b))

@@ -46,6 +46,16 @@ def _check(path: str, tk_root: str | None, select: tuple[str, ...], config):
         if bad:
             _fail(f"--select: unknown rule code(s) {', '.join(bad)}")
         codes = {c for c in codes if any(c.startswith(w) for w in wanted)}
+    if config is not None:
+        # the config's selection applies as it does for `tkcheck check` (--select replaces its select)
+        from ..selection import RuleSelector
+        try:
+            sel = RuleSelector(select=config.select if not select else tuple(sorted(codes)), ignore=config.ignore,
+                               extend_select=config.extend_select if not select else (),
+                               per_file_ignores=config.per_file_ignores, root=config.root or Path.cwd())
+        except ValueError as e:
+            _fail(str(e))
+        codes &= set(sel.enabled_codes(os.path.abspath(path)))
     parse = ParseOptions(
         arch=(config.arch if config is not None and config.arch else "sm_90a"),
         include_dirs=tuple(str(d) for d in (config.include_dirs if config is not None else ())),
@@ -60,10 +70,13 @@ def _check(path: str, tk_root: str | None, select: tuple[str, ...], config):
 
 def _config(path: str, config_file: str | None):
     from ..config import ConfigError, load_config
+    from dataclasses import replace
     try:
-        return load_config(Path(path).parent, config_file=Path(config_file) if config_file else None)
+        config = load_config(Path(path).parent, config_file=Path(config_file) if config_file else None)
     except ConfigError as e:
         _fail(str(e))
+    # the runner fills {src}/{bin}/{dir} with str.format: any other brace is the user's text
+    return replace(config, confirm=config.confirm.format_ready())
 
 
 def _render(findings, fmt: str, sources, notes=None, files: int = 1) -> str:

@@ -88,6 +88,7 @@ class ModelBuilder:
         self.not_analysed: list[tuple[str, object, str]] = []
         self.templates: list = []                 # structs that look like lcf/lcsf kernel templates
         self.macros: dict[str, list[str]] = {}
+        self.macro_constants: dict[str, Any] = {}   # object-like macros whose value is a constant
         # -D NAME[=VALUE] of the build (command line, config, compile_commands): object-like
         # macros for constant evaluation; a #define in the file parsed later wins, as in cpp
         for d in getattr(parsed, "defines", ()):
@@ -216,6 +217,25 @@ class ModelBuilder:
         cm = {ch.spelling for ch in cons.get_children()}
         return "load" in pm and "compute" in cm
 
+    # -- whole-file facts, computed once per file (not once per kernel) ----
+    def lines(self) -> list[str]:
+        if getattr(self, "_lines", None) is None:
+            self._lines = self.parsed.text.splitlines()
+        return self._lines
+
+    def launch_configs(self) -> dict[str, list[str]]:
+        """kernel name -> the `<<<...>>>` configurations it is launched with in this file."""
+        if getattr(self, "_launch_configs", None) is None:
+            import re
+            table: dict[str, list[str]] = {}
+            text = self.parsed.text
+            if "<<<" in text:
+                for mm in re.finditer(r"([A-Za-z_]\w*)\s*(?:<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?\s*<<<([^;]*?)>>>",
+                                      text):
+                    table.setdefault(mm.group(1), []).append(mm.group(2))
+            self._launch_configs = table
+        return self._launch_configs
+
     # -- public ------------------------------------------------------------
     def build(self) -> list[ir.KernelModel]:
         """Models of the kernels clang's errors do not stop (see `blocked` for the others)."""
@@ -226,7 +246,9 @@ class ModelBuilder:
         for k in self.kernels:
             if self._blocked(k, errors):
                 continue
-            m = KernelWalker(self, k).build_global()
+            m = self._guarded(k, lambda: KernelWalker(self, k).build_global())
+            if m is None:
+                continue
             models.append(m)
             self.model_cursors[id(m)] = k
         found = InstanceFinder(self.parsed, self.kernel_templates, self.header_kernels, self.functions).find()
@@ -237,7 +259,7 @@ class ModelBuilder:
         for inst in sorted(found.instances, key=lambda i: (i.site.filename != self.filename, i.site.row, i.site.column)):
             if self._blocked(inst.cursor, errors):
                 continue
-            m = KernelWalker(self, inst.cursor).build_global(inst)
+            m = self._guarded(inst.cursor, lambda: KernelWalker(self, inst.cursor).build_global(inst))
             if m is None:
                 continue
             if len(seen_cursors[inst.cursor.spelling]) > 1:
@@ -263,10 +285,12 @@ class ModelBuilder:
         for t in self.templates:
             if self._blocked(t, errors):
                 continue
-            m = KernelWalker(self, t).build_prototype()
+            m = self._guarded(t, lambda: KernelWalker(self, t).build_prototype())
             if m is not None:
                 models.append(m)
                 self.model_cursors[id(m)] = t
+            elif t.spelling in self._not_analysed_cursors:
+                pass                            # too deep to walk: told by _guarded
             else:
                 from ..knowledge import protocols
                 kind = protocols.template_kind_for(self.parsed.text, t.spelling)
@@ -329,6 +353,38 @@ class ModelBuilder:
                 self._blocked_cursors[cursor.spelling] = cursor
             self._blocked_cache[key] = bool(stops)
         return self._blocked_cache[key]
+
+    def _guarded(self, cursor, build):
+        """A kernel nested deeper than the walk can follow is "not analysed", never a traceback.
+
+        libclang's child visitor is a ctypes callback: an exception inside it is not raised but
+        reported to sys.unraisablehook and the children are silently cut short, so a walk during
+        which one happened built an incomplete model and is dropped too."""
+        import ctypes
+        import sys
+        swallowed = []
+        old_hook = sys.unraisablehook
+        sys.unraisablehook = lambda u: swallowed.append(u.exc_type)
+        try:
+            model = build()
+        except Exception as e:  # noqa: BLE001 - re-raised unless the depth explains it
+            deep = isinstance(e, RecursionError) or (isinstance(e, ctypes.ArgumentError)
+                                                     and "RecursionError" in str(e))
+            if not deep and not swallowed:
+                raise      # (an error after a cut-short child list is a consequence of the cut)
+            model = None
+            if deep:
+                swallowed.append(RecursionError)
+        finally:
+            sys.unraisablehook = old_hook
+        if swallowed:
+            why = ("its code nests deeper than tkcheck models (loops, branches or expressions a few hundred "
+                   "levels deep)" if RecursionError in swallowed
+                   else f"walking its syntax tree failed ({swallowed[0].__name__})")
+            self.not_analysed.append((cursor.spelling, loc_of(cursor, self.filename), why))
+            self._not_analysed_cursors[cursor.spelling] = cursor
+            return None
+        return model
 
 
 class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _CallsMixin, _TmemMixin, _InlineMixin):

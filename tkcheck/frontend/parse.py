@@ -269,20 +269,25 @@ def build_args(opts: ParseOptions, main_dir: str, arch: str | None = None, std_c
 
 
 def read_source(path: str) -> str:
-    p = Path(path)
+    """The text of a source file: a regular file (a FIFO, a device or a link to one is refused
+    without blocking) of at most MAX_FILE_BYTES, not binary."""
+    from ..safe_io import NotReadable, read_regular
     try:
-        size = p.stat().st_size
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
-    if size > MAX_FILE_BYTES:
-        raise InputError(f"{path}: file is {size} bytes; tkcheck analyses files up to {MAX_FILE_BYTES} bytes")
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+        data = read_regular(path, MAX_FILE_BYTES)
+    except NotReadable as e:
+        raise InputError(f"cannot read {path}: {e}") from None
+    return decode_source(path, data)
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def decode_source(path: str, data: bytes) -> str:
     if b"\x00" in data[:65536]:
         raise InputError(f"{path}: binary file (contains NUL bytes), not CUDA source")
-    return data.decode("utf-8", errors="replace")
+    # clang ends lines at a lone CR as at LF and CRLF; the model's line-based helpers read LF:
+    # the same number of characters, so every offset, row and column stays as clang counts it
+    return _LONE_CR.sub("\n", data.decode("utf-8", errors="replace"))
 
 
 def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None = None) -> ParsedFile:
@@ -296,6 +301,12 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
         raise InputError(f"{path}: file is larger than {MAX_FILE_BYTES} bytes")
     abs_path = os.path.abspath(path)
     fixed, rewrites = nvcc_compat.rewrite(text)
+    from .includes import IncludeError, check_includes
+    try:   # libclang would read a FIFO, a device or a huge file without end: refuse before it starts
+        check_includes(abs_path, fixed, build_args(opts, os.path.dirname(abs_path)), cwd=os.getcwd(),
+                       trusted_dirs=(str(MODEL_INCLUDE),))
+    except IncludeError as e:
+        raise InputError(str(e)) from None
     semantics, how = detect_tk_semantics(opts.tk_include, opts.tk_version)
     notes = [how]
     for line, what in rewrites:
@@ -478,11 +489,9 @@ class _Parse:
             if name == self.abs_path or name in self.header_texts or not parsed.is_user_file(name) \
                     or _under(name, str(STUB_DIR)):
                 continue
+            from ..safe_io import read_regular
             try:
-                if not os.path.isfile(name) or os.path.getsize(name) > MAX_FILE_BYTES:
-                    continue
-                with open(name, "rb") as fh:
-                    text = fh.read().decode("utf-8", errors="replace")
+                text = read_regular(name, MAX_FILE_BYTES).decode("utf-8", errors="replace")
             except OSError:
                 continue
             new, changes = nvcc_compat.rewrite(text)

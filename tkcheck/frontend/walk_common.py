@@ -142,9 +142,9 @@ def _text_for(fname: str) -> "SourceText | None":
     import os
     key = os.path.abspath(fname)
     if key not in _texts:
-        try:
-            with open(key, "rb") as fh:
-                _texts[key] = SourceText(fh.read().decode("utf-8", errors="replace"))
+        from ..safe_io import read_regular
+        try:   # a file libclang read: still only a regular file, and bounded
+            _texts[key] = SourceText(read_regular(key, 8_000_000).decode("utf-8", errors="replace"))
         except OSError:
             _texts[key] = None
     return _texts[key]

@@ -551,6 +551,8 @@ class _StatementsMixin:
         if any(v.kind == E.OPAQUE for v in fv):
             return False
         n = self.model.num_threads() if self.model is not None else None
+        if n is not None and n > 1024:
+            return False        # a block that cannot launch (the engine does not analyse it): no enumeration
         if n is not None and all(v.kind == E.THREAD for v in fv):
             from ..checks.threads import _enumerate
             sat = _enumerate(pred, n)
@@ -667,12 +669,14 @@ class _StatementsMixin:
                 self.exec_expr(init_s, replace(lctx, dry=True))
         self._loop_ids += 1
         lid = self._loop_ids
-        counter = E.Var(f"k{lid}", E.LOOP)
         # induction variable: `for (int i = a; i < b; i += s)`, also a struct field
         # (`for (regs.task = regs.first; regs.task < regs.n; regs.task += regs.stride)`)
         var, init_v, step, trip, infinite = self._induction(init_s, cond_c, inc_c, lctx)
         ivar = _Slot.of(var, self, lctx) if var is not None else None
         var_name = var[1][0][0] if var is not None and var[0] == "name" else None
+        shown = var_name if var_name is not None else (cexpr.render(var) if var is not None else None)
+        # the iteration counter, printed in the user's words (`k`, `(k - 1)`, `((k - 2) / 4)`)
+        counter = E.Var(f"k{lid}", E.LOOP, label=_counter_label(shown, init_v, step, loc))
         # the induction variable as a function of the counter, visible to the
         # dry pass below (`const int stage = k % STAGES` in the body)
         if ivar is not None and init_v is not None and step is not None:
@@ -1022,3 +1026,15 @@ class _StatementsMixin:
             out[sl] = (lambda k, g=g, base=base: g(E.binop("+", base, k)))
 
     # -- asm ---------------------------------------------------------------
+
+
+def _counter_label(var, init_v, step, loc) -> str:
+    """How a loop's iteration counter reads in the user's terms."""
+    if var and isinstance(init_v, E.Const) and isinstance(step, E.Const) and isinstance(init_v.value, int) \
+            and isinstance(step.value, int) and step.value != 0:
+        base = var if init_v.value == 0 else f"({var} - {init_v.value})" if init_v.value > 0 \
+            else f"({var} + {-init_v.value})"
+        return base if step.value == 1 else f"({base} / {step.value})"
+    if var:
+        return f"iteration of the '{var}' loop"
+    return f"iteration of the loop at line {loc.row}" if loc is not None else "iteration"

@@ -191,7 +191,7 @@ class _TypesMixin:
     def _attribute_text(self, c) -> str:
         """The text before the kernel's name, object-like macros expanded
         (`#define BOUNDS __launch_bounds__(256, 1)`)."""
-        lines = self.mb.parsed.text.splitlines()
+        lines = self.mb.lines()
         lo = max(0, c.extent.start.line - 4)
         chunk = "\n".join(lines[lo:c.location.line])
         for _ in range(3):
@@ -235,11 +235,9 @@ class _TypesMixin:
 
     def _launch_config_threads(self, kernel) -> int | None:
         """`kernel<<<grid, 384, smem>>>` in the same file: the block size, when constant."""
-        text = self.mb.parsed.text
-        name = re.escape(kernel.spelling)
         vals = set()
-        for mm in re.finditer(name + r"\s*(?:<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?\s*<<<([^;]*?)>>>", text):
-            parts = _split_top(mm.group(1))
+        for config in self.mb.launch_configs().get(kernel.spelling, ()):
+            parts = _split_top(config)
             if len(parts) >= 2:
                 tok = parts[1].strip()
                 tok = re.sub(r"^dim3\s*\(\s*([^,()]+)\s*\)$", r"\1", tok)

@@ -211,9 +211,17 @@ class _ValuesMixin:
             if v is not None:
                 return self._deref(v, head, ctx)
             if head in self.mb.macros:
+                # a macro whose value is a constant is evaluated once per file: `#define M1 (M0 + M0)`
+                # chains stay linear instead of doubling at every level
+                known = self.mb.macro_constants.get(head)
+                if known is not None:
+                    return known
                 toks = self.mb.macros[head]
                 sub = cexpr.parse_expression(toks, ctx.env.has)
-                return self.ev(sub, ctx)
+                val = self.ev(sub, ctx)
+                if isinstance(val, E.Const):
+                    self.mb.macro_constants[head] = val
+                return val
             if head in K.CONSTANTS:
                 return E.Const(K.CONSTANTS[head])
             if head in ("threadIdx", "blockIdx", "blockDim", "gridDim", "clusterIdx", "clusterDim"):
@@ -401,7 +409,7 @@ class _ValuesMixin:
 
     def _bitfield_names(self) -> frozenset:
         """Names passed as TK phase bitfields (`update_phasebit<n>(NAME, ...)`) in the texts read."""
-        if getattr(self, "_bf_names", None) is None:
+        if getattr(self.mb, "_bf_names", None) is None:   # once per file, not once per kernel
             import re
             pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
             names = set(pat.findall(self.mb.parsed.text or ""))
@@ -413,8 +421,8 @@ class _ValuesMixin:
                     src = _text_for(os.path.join(pdir, fn))
                     if src is not None:
                         names |= set(pat.findall(src.data.decode("utf-8", errors="replace")))
-            self._bf_names = frozenset(names)
-        return self._bf_names
+            self.mb._bf_names = frozenset(names)
+        return self.mb._bf_names
 
     def _note_phasebit_set(self, name, value, ctx: Ctx, cursor):
         """A phase bitfield (re)initialised to a constant: an op, so that phase

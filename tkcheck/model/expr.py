@@ -16,7 +16,7 @@ reported) rather than being decided by a made-up value.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 import z3
@@ -79,6 +79,9 @@ class Var(Expr):
     name: str
     kind: str = PARAM
     is_bool: bool = False
+    # how the user's code names this value (a loop counter `k3` is the user's `k`, or `(k - 1)`):
+    # used when printing, never for identity
+    label: str | None = field(default=None, compare=False)
 
     def eval(self, env):
         return env.get(self.name)
@@ -90,7 +93,7 @@ class Var(Expr):
         return zv.get(self)
 
     def __str__(self):
-        return self.name
+        return self.label or self.name
 
 
 _ARITH = {

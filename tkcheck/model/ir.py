@@ -73,7 +73,19 @@ class Ref:
     index: tuple[Expr, ...] = ()
 
     def __str__(self):
-        return self.name + "".join(f"[{i}]" for i in self.index)
+        return self.name + "".join(f"[{_bare(str(i))}]" for i in self.index)
+
+
+def _bare(text: str) -> str:
+    """`(k % 2)` -> `k % 2`: an index's own brackets already group it, as the user wrote it."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for i, c in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if depth == 0 and i < len(text) - 1:
+            return text          # `(a) + (b)`: the first bracket closes early
+    return text[1:-1]
 
 
 @dataclass
@@ -283,6 +295,25 @@ class KernelModel:
 
     def barrier_of(self, ref: Ref | None) -> Barrier | None:
         return None if ref is None else self.barriers.get(ref.name)
+
+    def user_iteration(self, pairs) -> dict:
+        """Loop-counter values (`k3` = 4) as the user's variables (`k` = 4, or `k` = 9 for a loop
+        from 1 in steps of 2); other names stay as they are."""
+        by_counter = {lp.counter.name: lp for lp in self.loops.values()}
+        out = {}
+        for name, v in (pairs.items() if isinstance(pairs, dict) else pairs):
+            lp = by_counter.get(name)
+            if lp is None:
+                out[name] = v
+                continue
+            init = lp.init.eval({}) if lp.init is not None else None
+            step = lp.step.eval({}) if lp.step is not None else None
+            if lp.var and isinstance(v, int) and isinstance(init, int) and isinstance(step, int) \
+                    and not isinstance(v, bool):
+                out[lp.var] = init + step * v
+            else:
+                out[str(lp.counter)] = v
+        return out
 
     def num_threads(self) -> int | None:
         v = self.block_threads.eval({}) if self.block_threads is not None else None

@@ -35,12 +35,30 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=key)
 
 
-def display_path(filename: str, root: pathlib.Path | None) -> str:
-    """The path to print: relative to `root` when the file lies under it, with '/'."""
+def raw_path(filename: str, root: pathlib.Path | None) -> str:
+    """Relative to `root` when under it, with '/', control characters as they are."""
     rel = relative_to_root(filename, root)
-    if rel is not None:
-        return rel
-    return filename.replace(os.sep, "/") if os.sep != "/" else filename
+    if rel is None:
+        rel = filename.replace(os.sep, "/") if os.sep != "/" else filename
+    return rel
+
+
+def display_path(filename: str, root: pathlib.Path | None) -> str:
+    """The path to print: relative to `root` when the file lies under it, with '/', and with
+    control characters escaped (`a\\nb.cu`), so one finding stays one line."""
+    return escape_controls(raw_path(filename, root))
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
+
+
+def escape_controls(text: str) -> str:
+    """`\n`, `\r`, `\t` and other control characters as visible escapes."""
+    if not _CONTROL.search(text):
+        return text
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    return _CONTROL.sub(lambda m: named.get(m.group(), f"\\x{ord(m.group()):02x}"
+                                            if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"), text)
 
 
 def relative_to_root(filename: str, root: pathlib.Path | None) -> str | None:

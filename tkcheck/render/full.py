@@ -18,7 +18,7 @@ from __future__ import annotations
 import pathlib
 
 from ..findings import Finding, Location
-from ._common import end_of, format_verdict, format_witness, plural, position, sort_findings, split_lines
+from ._common import display_path, end_of, format_verdict, format_witness, plural, position, sort_findings, split_lines
 from .concise import one_line
 
 TAB_WIDTH = 8  # clang's default tab stop, so our carets line up with its own
@@ -91,6 +91,17 @@ def _finding_lines(f: Finding, sources: dict[str, str], root, paint: _Painter) -
             out.append(line)
     if f.help:
         out.append(f"{paint('note', 'help:')} {f.help}")
+    for x in f.fixes:
+        from ..fixes import diff
+        text = diff(x, sources, lambda name: display_path(name, root))
+        if not text:
+            continue
+        how = "safe, `--fix` applies it" if x.safe else "suggested, review before applying"
+        out.append(f"{paint('note', 'fix:')} {x.description} ({how})")
+        for d in text.rstrip("\n").split("\n"):
+            style = "caret" if d.startswith("+") and not d.startswith("+++") else (
+                "error" if d.startswith("-") and not d.startswith("---") else "dim")
+            out.append("    " + paint(style, d))
     if f.verdict:
         out.append(f"{paint('bold', 'confirm:')} {format_verdict(f.verdict)}")
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pathlib
 
 from ..findings import Finding
-from ._common import format_verdict, display_path, end_of, sort_findings
+from ._common import end_of, format_verdict, raw_path, sort_findings
 
 _COMMANDS = {"error": "error", "warning": "warning", "note": "notice", "info": "notice"}
 
@@ -26,7 +26,8 @@ def annotation(f: Finding, root: pathlib.Path | None) -> str:
     end_row, end_col = end_of(f.location)
     props = [
         ("title", f"tkcheck ({f.code})"),
-        ("file", display_path(f.location.filename, root)),
+        # the real name (the runner resolves it), its newlines escaped by the command syntax itself
+        ("file", raw_path(f.location.filename, root)),
         ("line", str(f.location.row)),
         ("col", str(f.location.column)),
         ("endLine", str(end_row)),

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
 from .. import __version__
+from ..baseline import FINGERPRINT_KEY
 from ..findings import Finding, Location, TraceStep
 from ..rule import Rule
 from ._common import end_of, format_verdict, format_witness, relative_to_root, sort_findings
@@ -73,6 +75,7 @@ def _descriptor(rule: Rule) -> dict[str, Any]:
         "fullDescription": {"text": full or rule.name},
         "help": {"text": rule.doc or rule.summary, "markdown": rule.doc or rule.summary},
         "defaultConfiguration": {"level": level(rule.severity)},
+        **({"helpUri": uri} if (uri := help_uri(rule.code)) else {}),
         "properties": {
             "precision": rule.precision,
             "contract": rule.contract,
@@ -135,6 +138,48 @@ def _code_flows(f: Finding, root) -> list[dict[str, Any]]:
     return [flow]
 
 
+def _fix(x, root) -> dict[str, Any]:
+    by_file: dict[str, list] = {}
+    for e in x.edits:
+        by_file.setdefault(e.location.filename, []).append(e)
+    changes = []
+    for name, edits in sorted(by_file.items()):
+        reps = []
+        for e in edits:
+            loc = e.location
+            region = {"startLine": max(loc.row, 1), "startColumn": max(loc.column, 1),
+                      "endLine": max(loc.end_row or loc.row, 1), "endColumn": max(loc.end_column or loc.column, 1)}
+            reps.append({"deletedRegion": region, "insertedContent": {"text": e.text}})
+        changes.append({"artifactLocation": _uri(name, root), "replacements": reps})
+    return {"description": {"text": x.description + (" (safe)" if x.safe else " (suggested)")},
+            "artifactChanges": changes}
+
+
+def help_uri(code: str) -> str | None:
+    """The rule's documentation as an absolute URL, when tkcheck's package metadata names one
+    (a `Documentation` project URL); SARIF viewers need an absolute URI, so otherwise none."""
+    base = _docs_base()
+    if not base:
+        return None
+    return f"{base.rstrip('/')}/rules.md#{code.lower()}" if not base.endswith(".md") else \
+        f"{base}#{code.lower()}"
+
+
+@lru_cache(maxsize=1)
+def _docs_base() -> str | None:
+    try:
+        from importlib.metadata import metadata
+        urls = metadata("tkcheck").get_all("Project-URL") or []
+    except Exception:  # noqa: BLE001 - not installed as a distribution
+        return None
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        url = url.strip()
+        if label.strip().lower() in ("documentation", "docs", "rules") and re.match(r"^https?://\S+$", url):
+            return url
+    return None
+
+
 def _result(f: Finding, index: int, root) -> dict[str, Any]:
     text = f.message if not f.help else f"{f.message}\nhelp: {f.help}"
     if f.verdict:
@@ -154,6 +199,12 @@ def _result(f: Finding, index: int, root) -> dict[str, Any]:
     flows = _code_flows(f, root)
     if flows:
         result["codeFlows"] = flows
+    if f.fingerprint:
+        # the same value a baseline records: code scanning matches results across line shifts
+        result["partialFingerprints"] = {FINGERPRINT_KEY: f.fingerprint}
+    fixes = [_fix(x, root) for x in f.fixes]
+    if fixes:
+        result["fixes"] = fixes
     props = {k: v for k, v in (("kernel", f.kernel), ("witness", f.witness), ("verdict", f.verdict)) if v}
     if props:
         # Round-trip through JSON text so that non-JSON witness values become strings.

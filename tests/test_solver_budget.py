@@ -1,0 +1,154 @@
+"""Deterministic proofs: a step budget instead of a clock, inconclusive proofs counted and shown,
+and a spent budget never turning into a finding (the findings of a tiny budget are a subset of the
+default's, over every corpus kernel, every fixture and every planted bug)."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import z3
+from click.testing import CliRunner
+
+from conftest import ROOT
+from tkcheck import evaluate
+from tkcheck.checks import solver
+from tkcheck.cli.cli import main
+from tkcheck.engine import CheckOptions, check_file
+from tkcheck.fixtures import options_for, parse_fixture
+from tkcheck.model import expr as E
+
+FLIPPED = ROOT / "fixtures" / "completion" / "bad_consumer_parity_flipped.cu"
+TINY_BUDGETS = (1, 3000)     # nothing decided; some proofs decided and others not
+
+
+def run(args, cwd=ROOT):
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+# ---------------------------------------------------------------- the budget
+
+def test_budget_decides_and_a_spent_budget_is_unknown():
+    x, y = E.Var("x", E.PARAM), E.Var("y", E.PARAM)
+    hard = E.binop("!=", E.binop("+", E.binop("*", x, x), E.binop("*", y, y)), E.Const(26))
+    saved = (solver.LIMITS.budget, solver.LIMITS.safety_net_ms)
+    try:
+        solver.configure(budget=1)
+        mark = solver.inconclusive_count()
+        assert solver.always(hard) is None
+        assert solver.witness(E.negate(hard)) is None
+        events = solver.inconclusive_since(mark)
+        assert len(events) == 2 and "budget of 1 steps" in events[0].reason
+        solver.configure(budget=10_000_000)
+        answers = {solver.always(hard) for _ in range(5)}
+        assert answers == {False}                          # x=1, y=5: refuted, every time
+    finally:
+        solver.configure(*saved)
+
+
+def test_no_wall_clock_decides_a_proof():
+    """Only solver.py may set a z3 timeout (the safety net); no check stops a search at a deadline."""
+    offenders = []
+    for p in list((ROOT / "tkcheck" / "checks").glob("*.py")) + list((ROOT / "rules").glob("*.py")):
+        if p.name in ("solver.py", "limits.py"):
+            continue
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(".set") and node.args \
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value in ("timeout", "rlimit"):
+                offenders.append(f"{p.name}:{node.lineno}: {ast.unparse(node)}")
+            if isinstance(node, ast.Name) and node.id == "deadline":
+                offenders.append(f"{p.name}:{node.lineno}: deadline")
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("z3.Solver", "z3.Optimize", "z3.SolverFor"):
+                parent_ok = any(isinstance(n, ast.Call) and ast.unparse(n.func).endswith("limited")
+                                and node in n.args for n in ast.walk(tree))
+                if not parent_ok:
+                    offenders.append(f"{p.name}:{node.lineno}: {ast.unparse(node)} without solver.limited()")
+    assert not offenders, offenders
+
+
+def test_a_file_gets_the_same_answers_whatever_was_checked_before():
+    opts = CheckOptions(enabled=evaluate.all_codes())
+    alone = [f.message for f in check_file(str(FLIPPED), opts).findings]
+    for other in sorted((ROOT / "fixtures" / "layout").glob("*.cu")):
+        check_file(str(other), opts)
+    assert [f.message for f in check_file(str(FLIPPED), opts).findings] == alone
+
+
+# ---------------------------------------------------------------- inconclusive: counted, shown, never a finding
+
+def test_inconclusive_proofs_are_notes_and_statistics_not_findings():
+    r = run(["--no-cache", "--solver-budget", "1", "--output-format", "full", str(FLIPPED)])
+    assert r.exit_code == 0, r.output
+    assert "TK303" not in r.output and "TK503" not in r.output
+    r = run(["--no-cache", "--solver-budget", "1", "--show-unknown", "--output-format", "full", str(FLIPPED)])
+    assert "inconclusive proof" in r.output and "kernel 'k'" in r.output and "TK303" in r.output, r.output
+    r = run(["--no-cache", "--solver-budget", "1", "--statistics", str(FLIPPED)])
+    assert "No findings." in r.output and "inconclusive" in r.output, r.output
+    r = run(["--no-cache", "--solver-budget", "1", "--statistics", "--output-format", "json", str(FLIPPED)])
+    assert json.loads(r.stdout)["coverage"]["inconclusive"] > 0
+    r = run(["--no-cache", "--statistics", "--output-format", "json", str(FLIPPED)])
+    assert json.loads(r.stdout)["coverage"]["inconclusive"] == 0
+    r = run(["--no-cache", str(FLIPPED)])                 # the default budget decides it
+    assert r.exit_code == 1 and "[TK303]" in r.output and "TK503" not in r.output
+
+
+def test_inconclusive_counts_per_kernel_in_the_result():
+    res = check_file(str(FLIPPED), CheckOptions(enabled=evaluate.all_codes(), solver_budget=1))
+    assert not res.findings and res.inconclusive.get("k", 0) > 0
+    res = check_file(str(FLIPPED), CheckOptions(enabled=evaluate.all_codes()))
+    assert res.inconclusive == {} and [f.code for f in res.findings] == ["TK303"]
+
+
+def _identity(f):
+    return f.code, f.location.filename, f.location.row, f.location.column, f.kernel
+
+
+def _cases():
+    files = sorted((ROOT / "corpus").rglob("*.cu")) + sorted((ROOT / "fixtures").rglob("*.cu"))
+    cases = [pytest.param(("file", p), id=str(p.relative_to(ROOT))) for p in files]
+    corpus = ROOT / "corpus"
+    if corpus.is_dir():
+        for m in evaluate.load_mutations(corpus):
+            if not m.problem:
+                cases.append(pytest.param(("mutation", m), id=f"mutation:{m.id}"))
+    return cases
+
+
+CASES = _cases()
+
+
+@pytest.mark.skipif(not CASES, reason="no corpus or fixtures")
+@pytest.mark.parametrize("case", CASES)
+def test_a_spent_budget_never_adds_a_finding(case, tmp_path):
+    """Whatever the budget, every finding is one the default budget makes too (same rule, same
+    site): a check that cannot decide says nothing, it does not report something else instead."""
+    kind, what = case
+    if kind == "file":
+        path, text = str(what), what.read_text(encoding="utf-8", errors="replace")
+        if "fixtures" in what.parts:       # the fixture's arch and TK version, every rule
+            opts = replace(options_for(parse_fixture(text)[0]), enabled=evaluate.all_codes())
+        else:
+            opts = evaluate.options(arch=evaluate.kernel_arch(what))
+    else:
+        corpus = ROOT / "corpus"
+        text = evaluate.mutated_text(corpus, what)
+        kernel = corpus / what.kernel
+        target = tmp_path / kernel.name
+        target.write_text(text, encoding="utf-8")
+        path = str(target)
+        opts = evaluate.options(include_dirs=(str(kernel.parent.resolve()),),
+                                arch=evaluate.kernel_arch(Path(what.kernel)))
+    default = {_identity(f) for f in check_file(path, opts, text=text).findings}
+    for budget in TINY_BUDGETS:
+        res = check_file(path, replace(opts, solver_budget=budget), text=text)
+        extra = {_identity(f) for f in res.findings} - default
+        assert not extra, f"budget {budget}: findings the default run does not make: {sorted(extra)}"
