@@ -126,6 +126,9 @@ def _first_top_level_colon(text: str, start: int, end: int) -> int | None:
 RECOVERED_ERRORS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"^missing 'typename' prior to dependent type name"),
      "a dependent type without 'typename' (nvcc accepts it; clang recovers with the 'typename')"),
+    (re.compile(r"^template argument for template template parameter must be a class template"),
+     "a member template of a dependent type named without 'template' in a template argument "
+     "(`A<T>::member_tmpl` for `A<T>::template member_tmpl`; nvcc accepts it)"),
     (re.compile(r"^invalid % escape in inline assembly string"),
      "a '%name' in an asm string (nvcc passes it to ptxas unchanged; the asm statement is kept)"),
 )

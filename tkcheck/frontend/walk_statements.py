@@ -10,7 +10,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .values import Allocator, Obj, Rec, StructType
-from .walk_common import CK, BranchEnv, Ctx, loc_of, tokens_of
+from .walk_common import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
 from .walk_util import (_TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
     _sizeof_align, _step_of, _strip_declarator_words, _to_bool, solve_recurrence)
 
@@ -91,7 +91,7 @@ class _StatementsMixin:
         toks = tokens_of(c)
         if not toks:
             return None
-        node = cexpr.parse_expression(toks, ctx.env.has)
+        node = cexpr.parse_expression(toks, value_names(ctx.env))
         if node[0] == "unknown":
             self._note_unmodelled(c, "expression not understood")
             return None
@@ -127,18 +127,18 @@ class _StatementsMixin:
                         if depth == 0:
                             break
                     j += 1
-                dims_nodes.append(cexpr.parse_expression(rest[1:j], ctx.env.has))
+                dims_nodes.append(cexpr.parse_expression(rest[1:j], value_names(ctx.env)))
                 rest = rest[j + 1:]
             if rest and rest[0] == ")":  # `T (&name)[N] = ...`
                 rest = rest[1:]
                 while rest and rest[0] == "[":
                     j = rest.index("]")
-                    dims_nodes.append(cexpr.parse_expression(rest[1:j], ctx.env.has))
+                    dims_nodes.append(cexpr.parse_expression(rest[1:j], value_names(ctx.env)))
                     rest = rest[j + 1:]
             if rest and rest[0] == "=":
-                init_node = cexpr.parse_expression(rest[1:], ctx.env.has)
+                init_node = cexpr.parse_expression(rest[1:], value_names(ctx.env))
             elif rest and rest[0] in ("{", "("):
-                init_node = cexpr.parse_expression(["__ctor"] + rest, ctx.env.has)
+                init_node = cexpr.parse_expression(["__ctor"] + rest, value_names(ctx.env))
         else:
             dims_nodes = []
         # the declared type, from the tokens before the name
@@ -564,10 +564,10 @@ class _StatementsMixin:
                 v = ctx.env.lookup(var)
                 init_v = v if isinstance(v, Expr) else None
         if inc_c is not None and var is not None:
-            node = cexpr.parse_expression(tokens_of(inc_c), ctx.env.has)
+            node = cexpr.parse_expression(tokens_of(inc_c), value_names(ctx.env))
             step = _step_of(node, var, lambda n: self.ev(n, replace(ctx, dry=True)))
         if cond_c is not None and var is not None and step is not None and init_v is not None:
-            node = cexpr.parse_expression(tokens_of(cond_c), ctx.env.has)
+            node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
             if node[0] == "bin" and node[2] == ("name", ((var, None),)):
                 bound = self.ev(node[3], replace(ctx, dry=True))
                 if isinstance(bound, Expr):

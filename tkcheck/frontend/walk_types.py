@@ -10,7 +10,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .values import Func, Obj, Rec, StructType, TypeVal
-from .walk_common import CK, Env, Ctx, tokens_of, _NAMESPACES
+from .walk_common import CK, Env, Ctx, tokens_of, _NAMESPACES, _same_file, _text_for
 from .walk_util import _ArrVal, _split_comma, _split_top
 
 
@@ -191,7 +191,13 @@ class _TypesMixin:
     def _attribute_text(self, c) -> str:
         """The text before the kernel's name, object-like macros expanded
         (`#define BOUNDS __launch_bounds__(256, 1)`)."""
-        lines = self.mb.parsed.text.splitlines()
+        text = self.mb.parsed.text
+        f = c.extent.start.file
+        if f is not None and not _same_file(f.name, self.mb.parsed.abs_path or self.filename):
+            src = _text_for(f.name)     # a kernel of a user header the file includes
+            if src is not None:
+                text = src.data.decode("utf-8", errors="replace")
+        lines = text.splitlines()
         lo = max(0, c.extent.start.line - 4)
         chunk = "\n".join(lines[lo:c.location.line])
         for _ in range(3):
@@ -430,7 +436,8 @@ class _TypesMixin:
             body = toks[1:-1]
         else:
             return None
-        node = cexpr.parse_expression(body, env.has)
+        # the body is a type: a name bound to a struct or an alias followed by '<' is a template
+        node = cexpr.parse_expression(body, _values_of(env))
         key = ("alias", alias_cursor.hash)
         if key in self._struct_cache:
             return self._struct_cache[key]
