@@ -156,20 +156,27 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             acc.unknown.append(f"rounds of {op.api} at line {op.location.row} not recognised")
             continue
         round_loop, times, pattern = r
-        key = _group_key(round_loop)
-        if op.kind == ir.MBAR_ARRIVE:
-            amount = op.count if op.count is not None else E.opaque("count")
-            acc.arrivals.setdefault(key, []).append(Contribution(op, issuers, amount, times, round_loop, pattern))
-        elif op.kind == ir.MBAR_EXPECT:
-            acc.arrivals.setdefault(key, []).append(
-                Contribution(op, issuers, E.Const(op.detail.get("arrives", 1)), times, round_loop, pattern))
-            acc.expects.setdefault(key, []).append(
-                Contribution(op, issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
-                             round_loop, pattern))
-        else:
-            acc.loads.setdefault(key, []).append(
-                Contribution(op, issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
-                             round_loop, pattern))
+        classes = _element_classes(op, issuers)
+        if classes is None:
+            acc.unknown.append(f"element of '{acc.barrier.name}' hit by {op.api} at line {op.location.row} "
+                               "depends on the thread in a way not modelled")
+            continue
+        for elem, ts in classes:
+            key = _group_key(round_loop) + (f" {acc.barrier.name}[{']['.join(elem)}]" if elem else "")
+            pat = pattern if not elem else pattern + elem
+            if op.kind == ir.MBAR_ARRIVE:
+                amount = op.count if op.count is not None else E.opaque("count")
+                acc.arrivals.setdefault(key, []).append(Contribution(op, ts, amount, times, round_loop, pat))
+            elif op.kind == ir.MBAR_EXPECT:
+                acc.arrivals.setdefault(key, []).append(
+                    Contribution(op, ts, E.Const(op.detail.get("arrives", 1)), times, round_loop, pat))
+                acc.expects.setdefault(key, []).append(
+                    Contribution(op, ts, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
+                                 round_loop, pat))
+            else:
+                acc.loads.setdefault(key, []).append(
+                    Contribution(op, ts, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
+                                 round_loop, pat))
     # mbarrier operations the front end could not attribute (raw PTX, an
     # unresolved barrier argument) may arrive on any barrier: no sums then
     blind = [o for o in m.ops if o.detail.get("barrier_unknown") is not None
@@ -192,12 +199,48 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             for key, contribs in groups.items():
                 pats = {c.pattern for c in contribs}
                 sigs = {_uniform_sig(c.op, m) for c in contribs}
-                if len(pats) > 1 or None in sigs or len(sigs) > 1:
+                if _nested_rounds(contribs):
+                    acc.unknown.append(f"{key} sites of '{acc.barrier.name}' are at different loop depths of one "
+                                       "role: they need not share a phase")
+                elif len(pats) > 1 or None in sigs or len(sigs) > 1:
                     acc.unknown.append(f"{key} sites of '{acc.barrier.name}' visit it in different patterns "
                                        "or under different conditions")
                 elif any(RUNNING in s for s in sigs) and ASSUMPTION not in acc.assumptions:
                     acc.assumptions.append(ASSUMPTION)
     return out
+
+
+def _element_classes(op: ir.Op, issuers: frozenset[int]) -> list[tuple[tuple, frozenset[int]]] | None:
+    """The issuing threads grouped by the barrier element they hit, when the element index
+    depends on the thread (`bar[warpgroup::groupid()]`): [(element index text, threads)]; one
+    class with an empty key when it does not; None when the index is not a function of tid."""
+    index = op.barrier.index if op.barrier is not None else ()
+    if not any(ix.depends_on(E.THREAD) for ix in index):
+        return [((), issuers)]
+    out: dict[tuple, set[int]] = {}
+    for t in sorted(issuers):
+        key = []
+        for ix in index:
+            v = E.substitute(ix, {"tid": E.Const(t)})
+            if v.depends_on(E.THREAD):
+                return None
+            key.append(str(v))
+        out.setdefault(tuple(key), set()).add(t)
+    return [(k, frozenset(v)) for k, v in sorted(out.items())]
+
+
+def _nested_rounds(contribs: list[Contribution]) -> bool:
+    """Two sites in different loops that the same threads run one after the other (an arrive in
+    the k-loop and another after it in the task loop; two loops in sequence): each may complete
+    phases of its own, so their sum is no phase's count."""
+    for a in contribs:
+        for b in contribs:
+            if a.round_loop != b.round_loop and (
+                    (a.round_loop is not None and a.round_loop in b.op.loops)
+                    or (b.round_loop is not None and b.round_loop in a.op.loops)
+                    or (a.issuers & b.issuers)):
+                return True
+    return False
 
 
 def total(contribs: list[Contribution]) -> E.Expr:

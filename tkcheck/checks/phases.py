@@ -202,7 +202,7 @@ def _data_exit_ok(loop: ir.Loop) -> bool:
         not any(c.depends_on(E.LOOP) or c.is_opaque() for c in loop.continues)
 
 
-def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None) -> int | None:
+def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int = 0) -> int | None:
     """Phases completed per element by arrivals outside w's loops, before w."""
     m, th = an.model, an.threads
     total = 0
@@ -229,6 +229,21 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None) -> int | No
                   and (th.issuers(o) or frozenset()) & iss and o.order > s.order]
         if s.order > first and not steady:
             return None         # arrivals after the wait's loop started: not a pre-arrival
+        prologue = _prologue_signal(an, s, first)
+        if not steady and not prologue:
+            # a one-time signal after its role's steady-state signals (an epilogue arrive), or
+            # one not ordered before anything: which phase it completes is not modelled
+            return None
+        if steady and not prologue and offset == 0:
+            # a software-pipelined signaller (the first QK^T issued before the loop that issues
+            # the next one per iteration): its first signal is the waiter's first use, not a
+            # phase completed ahead of it -- only a released token (a handshake wait) is that
+            return None
+        hit = _hits_waited_element(an, s, w)
+        if hit is None:
+            return None
+        if not hit:
+            continue            # another element of the barrier array
         pre_ops.append(s)
     if not pre_ops:
         return 0
@@ -257,6 +272,45 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None) -> int | No
     if cnt <= 0 or total % cnt:
         return None
     return total // cnt
+
+
+def _hits_waited_element(an: Analysis, s: ir.Op, w: ir.Op) -> bool | None:
+    """Does a one-time signal land on the element w waits on? (`arrive(bar[0])` and a wait on
+    `bar[warpgroup::groupid()]`: only the threads of group 0 wait on it.) None: mixed/unknown."""
+    si, wi = s.barrier.index, w.barrier.index
+    if s.loops or len(si) != len(wi) or any(ix.depends_on(E.LOOP) or ix.depends_on(E.THREAD) or ix.is_opaque()
+                                            for ix in si):
+        return True             # looped or unknown element: the per-element average below
+    if any(ix.depends_on(E.LOOP) or ix.is_opaque() for ix in wi):
+        return True
+    if not any(ix.depends_on(E.THREAD) for ix in wi):
+        return all(a == b or a.eval({}) == b.eval({}) for a, b in zip(si, wi))
+    ex = an.threads.executing(w)
+    if ex is None:
+        return None
+    seen = set()
+    for t in ex:
+        vals = [E.substitute(ix, {"tid": E.Const(t)}).eval({}) for ix in wi]
+        if None in vals:
+            return None
+        seen.add(tuple(vals) == tuple(ix.eval({}) for ix in si))
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _prologue_signal(an: Analysis, s: ir.Op, first: int) -> bool:
+    """A one-time signal followed by a barrier of the whole block (or cluster) that every
+    thread passes before the wait's loop (`init; arrive; __syncthreads();` in the prologue)."""
+    for o in an.model.ops_of(ir.SYNC):
+        if not (s.order < o.order < first):
+            continue
+        if o.detail.get("sync_kind") not in ("block", "cluster", "cluster_wait"):
+            continue
+        if o.guard.uniform or o.guard.thread != E.TRUE:
+            continue
+        if len(o.loops) > len(set(o.loops) & set(s.loops)):
+            continue
+        return True
+    return False
 
 
 def _prod(xs):
@@ -458,7 +512,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if hs and _carries_data(m, w.barrier.name):
         wp.reason = "both barriers of the handshake carry data"
         return
-    pre = _pre_completions(an, w, wp.loop)
+    pre = _pre_completions(an, w, wp.loop, wp.offset)
     if pre is None:
         wp.reason = "arrivals outside the loop not accounted"
         return

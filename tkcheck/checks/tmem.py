@@ -439,12 +439,22 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                 if thr and thr & readers:
                     direct.add(o.barrier.name)
         token_bars: set[str] = set()
+        # barriers the readers wait on before reading (the MMA's completion)
+        read_waits = {o.barrier.name for o in m.ops if o.kind == ir.MBAR_WAIT and o.barrier is not None
+                      and any(o.order < ld.order for ld in ls)
+                      and (an.threads.executing(o) or frozenset()) & readers}
         for mm in ms:
             mthr = _surely_threads(an, mm)
             if not mthr or not mm.loops or mthr & readers:
                 continue
             outer = mm.loops[0]
             body = [o for o in m.ops if _in_loop_body(o, outer)]
+            # the loop hands the tile to the readers in every iteration (a commit they wait on, in
+            # the loop): only then is it written again after a read; an accumulation loop followed
+            # by one commit after it (one tile per CTA) reuses nothing
+            if not any(o.kind == ir.MBAR_ARRIVE and o.detail.get("via") == "tcgen05.commit" and o.barrier is not None
+                       and o.barrier.name in read_waits for o in body):
+                continue
             token_waits = [o for o in body if o.kind == ir.MBAR_WAIT and o.barrier is not None
                            and o.barrier.name in tainted and _may_run(an, o, mthr)]
             syncs = [o for o in body if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)

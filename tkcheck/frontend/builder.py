@@ -89,8 +89,17 @@ class ModelBuilder:
         for c in self.tu.cursor.get_children():
             self._collect_decl(c, self.globals_env, top=True)
 
-    def _collect_decl(self, c, env: Env, top: bool = False):
+    def _collect_decl(self, c, env: Env, top: bool = False, ns: tuple = ()):
         kind = c.kind
+        if ns and c.spelling and kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.TYPE_ALIAS_DECL,
+                                          CK.TYPEDEF_DECL, CK.TYPE_ALIAS_TEMPLATE_DECL, CK.VAR_DECL) \
+                and self._in_user_code(c):
+            # `ns::config` names this one even when another namespace declares a `config` too
+            # (the unqualified name is the last one declared)
+            val = ("struct_decl", c) if kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE) else (
+                ("var_decl", c) if kind == CK.VAR_DECL else ("alias_decl", c))
+            for i in range(len(ns)):
+                env.define("::".join(ns[i:] + (c.spelling,)), val)
         if kind == CK.MACRO_DEFINITION:
             if c.location.file is not None and self.parsed.is_user_file(c.location.file.name):
                 toks = tokens_of(c)
@@ -107,7 +116,7 @@ class ModelBuilder:
             if c.spelling:
                 self.user_namespaces.add(c.spelling)
             for ch in c.get_children():
-                self._collect_decl(ch, env)
+                self._collect_decl(ch, env, ns=ns + ((c.spelling,) if c.spelling else ()))
             return
         if kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
             kids = list(c.get_children())

@@ -8,7 +8,7 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Allocator, Func, GroupScope, Obj, StructType
+from .values import Allocator, Func, GroupScope, Obj, Rec, StructType
 from .walk_common import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP, _NAMESPACES
 from .walk_util import _ArrVal, _TCGEN05_MMA, _TMEM_ACCESS_NAMES, ir_spec_everyone_sync
 
@@ -40,6 +40,8 @@ class _CallsMixin:
             if qual == "" or qual == "kittens":
                 return E.binop("/", E.TID, E.Const(32)) if base == "warpid" else (
                     E.binop("%", E.TID, E.Const(32)) if base == "laneid" else E.opaque(base))
+            if scope_warps is not None and scope_warps <= 0:
+                return E.opaque(f"{qual}::{base}")     # a group of a size tkcheck could not evaluate
             if scope_warps is not None:
                 n = 32 * scope_warps
                 if base == "laneid":
@@ -47,7 +49,9 @@ class _CallsMixin:
                 if base == "warpid":
                     return E.binop("/", E.binop("%", E.TID, E.Const(n)), E.Const(32))
                 return E.binop("/", E.TID, E.Const(n))
-        if base in ("elect_one_sync", "elect_one", "elect_leader") and not quals:
+        if base in ("elect_one_sync", "elect_one", "elect_leader") and not args and (
+                not quals or (scope_warps == 1 and qual in ("warp", "kittens::warp"))):
+            # elect.sync: one lane of the (converged) warp; tkcheck names it lane 0
             return E.binop("==", E.binop("%", E.TID, E.Const(32)), E.Const(0))
         if base in ("cluster_ctarank", "block_rank_in_cluster"):
             return E.Var("cta_rank", E.PARAM)
@@ -115,6 +119,22 @@ class _CallsMixin:
             probe0 = self.ev(args[0], replace(ctx, dry=True), cursor)
             if isinstance(probe0, Obj) and probe0.kind == "tmem":
                 return self._emit_tcgen05_mma(base, qual, btargs, args, ctx, cursor)
+        # -- tcgen05 commits, cluster launch control, PDL -----------------------
+        qparts = [p for p in qual.split("::") if p not in ("kittens",)] if qual else []
+        if base == "commit" and qparts[-1:] == ["tcgen05"] and args:
+            return self._emit_tcgen05_commit(btargs, args, ctx, cursor, f"{qual}::{base}")
+        if base == "tensor_commit" and not [p for p in qparts if p not in ("warp", "warpgroup")] and args:
+            return self._emit_tcgen05_commit(btargs, args, ctx, cursor, f"{qual}::{base}" if qual else base)
+        if qparts[-1:] == ["clc"] and base in ("schedule", "query"):
+            return self._emit_clc(base, args, ctx, cursor, f"{qual}::{base}")
+        if qparts[-1:] == ["pdl"] and base in K.PDL_OPS and not args:
+            loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+            op = ir.Op(ir.PDL, f"{qual}::{base}", loc, ctx.guard, ctx.loops, detail={"pdl": K.PDL_OPS[base]})
+            if scope_warps is not None and scope_warps > 0:
+                op.scope = "warp" if scope_warps == 1 else ("warpgroup" if scope_warps == 4 else f"group<{scope_warps}>")
+                op.group_warps, op.issuers_per_group = scope_warps, 0
+            self.emit(op, ctx)
+            return None
         # -- TK / CUDA operations --------------------------------------------
         spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
         if spec is not None:
@@ -136,6 +156,55 @@ class _CallsMixin:
         vals = [self.ev(a, ctx, cursor) for a in args]
         self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         return self._opaque_from(node, vals)
+
+    def _emit_tcgen05_commit(self, btargs, args, ctx: Ctx, cursor, api: str):
+        """`detail::tcgen05::commit<ncta>(sem[, mask])` / `tensor_commit<ncta>(sem)`: one arrival on
+        `sem` once this thread's earlier tcgen05 operations complete; for ncta == 2 on the copy of
+        `sem` in both CTAs of the pair (multicast mask 0b11 unless given)."""
+        ncta = self._targ_int(btargs, ctx, 0) or 1
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        op = ir.Op(ir.MBAR_ARRIVE, api, loc, ctx.guard, ctx.loops, scope="thread", count=E.Const(1),
+                   detail={"via": "tcgen05.commit", "ncta": ncta, "args_text": [cexpr.render(a) for a in args]})
+        b = vals[0]
+        if isinstance(b, _ArrVal):
+            b = b.obj
+        if isinstance(b, Obj) and b.kind in ("barrier", "struct", "buffer"):
+            op.barrier = b.ref
+        else:
+            op.detail["barrier_unknown"] = cexpr.render(args[0])
+        if ncta == 2:
+            op.detail["multicast"] = True
+            if len(vals) > 1 and isinstance(vals[1], Expr):
+                op.detail["mask"] = vals[1]
+        self.emit(op, ctx)
+        return None
+
+    def _emit_clc(self, base, args, ctx: Ctx, cursor, api: str):
+        """Cluster launch control: `clc::schedule(h, sem)` requests the next cluster's first block
+        (try_cancel; its 16-byte response completes tx bytes on `sem` in every CTA of the
+        cluster); `clc::query(h)` reads the response: {success, x, y, z}, the same for the block."""
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        if base == "query":
+            h = vals[0] if vals else None
+            name = str(h.ref) if isinstance(h, Obj) else (cexpr.render(args[0]) if args else "clc")
+            return Rec({f: E.Var(f"clc:{name}.{f}#{E.fresh_number()}", E.PARAM) for f in ("success", "x", "y", "z")},
+                       "clc::result")
+        op = ir.Op(ir.TMA_LOAD, api, loc, ctx.guard, ctx.loops, scope="thread",
+                   bytes=E.Const(K.CLC_RESPONSE_BYTES),
+                   detail={"clc": True, "multicast": True, "args_text": [cexpr.render(a) for a in args]})
+        if vals and isinstance(vals[0], Obj):
+            op.buffer = vals[0].ref
+        b = vals[1] if len(vals) > 1 else None
+        if isinstance(b, _ArrVal):
+            b = b.obj
+        if isinstance(b, Obj) and b.kind in ("barrier", "struct", "buffer"):
+            op.barrier = b.ref
+        else:
+            op.detail["barrier_unknown"] = cexpr.render(args[1]) if len(args) > 1 else "?"
+        self.emit(op, ctx)
+        return None
 
     def _unmodelled_use(self, vals, ctx: Ctx, cursor, what: str):
         """A call tkcheck does not model received an mbarrier: it may arrive on
@@ -195,8 +264,8 @@ class _CallsMixin:
             body = [t for t in body if t not in ("kittens", "::")] if body[:2] == ["kittens", "::"] else body
             if body and body[0] == "group" and len(body) >= 4 and body[1] == "<":
                 node = cexpr.parse_expression(body[2:body.index(">")] if ">" in body else [], ctx.env.has)
-                v = self.ev(node, replace(ctx, dry=True, env=self._env_for_decl(alias_cursor)
-                                          if alias_cursor.semantic_parent.kind != CK.FUNCTION_DECL else ctx.env))
+                local = alias_cursor.semantic_parent.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD)
+                v = self.ev(node, replace(ctx, dry=True, env=ctx.env if local else self._env_for_decl(alias_cursor)))
                 if isinstance(v, Expr) and isinstance(v.const(), int):
                     return GroupScope(v.const())
                 return GroupScope(-1)

@@ -204,7 +204,13 @@ class _StatementsMixin:
             if dims:
                 value = _arr(value, dims)
         elif isinstance(t, ir.TileType) and t.kind == "tt":
+            # `tt<...> d[N];` assigned later element by element (`d[i] = tm.allocate<TT>(col)`)
+            n = dims[0].eval({}) if len(dims) == 1 else None
+            if isinstance(n, int) and 0 < n <= 64 and m is not None:
+                m.tmem_tiles[name] = ir.TmemTile(name, t, None, (None,) * n, tuple(dims), loc)
             value = Obj("tmem", ir.Ref(name), t)
+            if dims:
+                value = _arr(value, dims)
         elif isinstance(t, ir.TileType) and t.kind == "scalar":
             value = E.opaque(f"uninit {name}")
         elif isinstance(t, StructType):
@@ -370,6 +376,16 @@ class _StatementsMixin:
         return "uniform", cond
 
     def _branch_guard(self, guard: ir.Guard, cls: str, cond: Expr | None, positive: bool) -> ir.Guard:
+        if cls == "thread" and positive:
+            # `if (cta_rank == 0 && warpid() == 0 && elect)`: the conjuncts that name no thread
+            # are block-uniform conditions, the rest is the thread predicate
+            parts = _conjuncts(cond)
+            uni = [p for p in parts if not p.depends_on(E.THREAD)]
+            if uni and len(uni) < len(parts):
+                g = guard
+                for p in uni:
+                    g = g.with_uniform(p)
+                return g.with_thread(E.conj(*[p for p in parts if p.depends_on(E.THREAD)]))
         if cls == "thread":
             return guard.with_thread(cond if positive else E.negate(cond))
         if cls == "uniform":
@@ -662,3 +678,9 @@ class _StatementsMixin:
         return out
 
     # -- asm ---------------------------------------------------------------
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, E.Bin) and e.op == "&&":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]

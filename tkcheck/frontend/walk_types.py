@@ -377,6 +377,11 @@ class _TypesMixin:
             return t if isinstance(t, (ir.TileType, StructType)) else None
         if node[0] != "name":
             return None
+        q = self._qualified_decl(node[1], env)
+        if q is not None:
+            cur = self._type_of_value(q[0], q[1], env)
+            if cur is not None:
+                return self._type_member_chain(cur, q[2], env)
         segs = [s for s in node[1] if s[0] not in self._ns_names or s is node[1][-1]]
         if not segs:
             return None
@@ -400,6 +405,21 @@ class _TypesMixin:
                 return ir.TileType("scalar", head, dtype=head, dtype_bytes=None)
             return None
         return self._type_member_chain(cur, segs[1:], env)
+
+    def _qualified_decl(self, segs, env):
+        """`ns::name...` where ns are the user's namespaces and `ns::name` was declared: (the
+        declaration, its template arguments, the segments after it); else None."""
+        segs = [s for s in segs if s[0] != "kittens"]
+        if len(segs) < 2 or segs[0][0] not in self.mb.user_namespaces:
+            return None
+        j = 0
+        while j < len(segs) - 1 and segs[j][0] in self.mb.user_namespaces and segs[j][1] is None:
+            j += 1
+        key = "::".join(s[0] for s in segs[:j + 1])
+        val = self.mb.globals_env.vars.get(key)
+        if val is None:
+            return None
+        return val, segs[j][1], segs[j + 1:]
 
     def _type_of_value(self, val, targs, env):
         if isinstance(val, ir.TileType) or isinstance(val, StructType):
@@ -498,6 +518,8 @@ class _TypesMixin:
         vals = [self.ev(a, ctx) for a in args]
         vals = [v if isinstance(v, Expr) else None for v in vals]
         nbytes = K.DTYPE_BYTES.get(dtype or "", None)
+        if kind == "full_tt":
+            kind, vals = "tt", [E.Const(K.CONSTANTS["MAX_TENSOR_ROWS"])] + vals
         if kind in ("st", "rt", "tt"):
             rows = vals[0] if len(vals) > 0 else None
             cols = vals[1] if len(vals) > 1 else None

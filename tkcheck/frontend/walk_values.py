@@ -156,6 +156,14 @@ class _ValuesMixin:
     # -- names --------------------------------------------------------------
     def _ev_name(self, node, ctx: Ctx):
         segs = list(node[1])
+        q = self._qualified_decl(segs, ctx.env)
+        if q is not None:
+            cur = self._deref(q[0], segs[0][0], ctx, q[1])
+            for seg, sargs in q[2]:
+                cur = self._member_static(cur, seg, sargs, ctx)
+                if cur is None:
+                    return E.Var(f"?{cexpr.render(node)}", E.PARAM)
+            return cur
         while len(segs) > 1 and segs[0][0] in self._ns_names:
             segs = segs[1:]
         head, targs = segs[0]
@@ -304,6 +312,9 @@ class _ValuesMixin:
     def _assign(self, node, ctx: Ctx, cursor):
         op, lhs, rhs = node[1], node[2], node[3]
         val = self.ev(rhs, ctx, cursor)
+        if op == "=" and isinstance(val, tuple) and val and val[0] == "tmem_tile" and not ctx.dry:
+            if self._assign_tmem_tile(lhs, val, ctx, cursor):
+                return val
         if lhs[0] == "name" and len(lhs[1]) == 1:
             name = lhs[1][0][0]
             if op != "=":
@@ -340,6 +351,51 @@ class _ValuesMixin:
                         else E.opaque(lhs[2])
                 obj.fields[lhs[2]] = val
         return val
+
+    def _assign_tmem_tile(self, lhs, val, ctx: Ctx, cursor) -> bool:
+        """`d = tm.allocate<TT>(col)` / `d[i] = tm.allocate<TT>(col)` into a declared TMEM tile (an
+        array filled by a loop of constant trip: one element per iteration)."""
+        m = self.model
+        if m is None:
+            return False
+        _, alloc, t, lane, col = val
+        if lhs[0] == "name" and len(lhs[1]) == 1:
+            name = lhs[1][0][0]
+            old = ctx.env.lookup(name)
+            if isinstance(old, Obj) and old.kind == "tmem" and not old.ref.index:
+                loc = loc_of(cursor, self.filename) if cursor is not None else m.location
+                m.tmem_tiles[name] = ir.TmemTile(name, old.type or t, alloc, ((lane, col),), (), loc)
+                return True
+            return False
+        if lhs[0] != "index" or lhs[1][0] != "name" or len(lhs[1][1]) != 1:
+            return False
+        name = lhs[1][1][0][0]
+        tile = m.tmem_tiles.get(name)
+        if tile is None or len(tile.dims) != 1:
+            return False
+        idx = self.ev(lhs[2], replace(ctx, dry=True), cursor)
+        if not isinstance(idx, Expr):
+            return False
+        elems = list(tile.elements)
+        points: list[dict] = [{}]
+        loop_vars = [v for v in idx.free_vars() if v.kind == E.LOOP]
+        if loop_vars:
+            if len(loop_vars) != 1 or not ctx.loops:
+                return False
+            lp = m.loops.get(ctx.loops[-1])
+            trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+            if lp is None or lp.counter.name != loop_vars[0].name or not isinstance(trip, int) or trip > 64:
+                return False
+            points = [{lp.counter.name: E.Const(j)} for j in range(trip)]
+        for env in points:
+            i = E.substitute(idx, env).eval({})
+            if not isinstance(i, int) or not 0 <= i < len(elems):
+                return False
+            elems[i] = (E.substitute(lane, env) if isinstance(lane, Expr) else lane,
+                        E.substitute(col, env) if isinstance(col, Expr) else col)
+        m.tmem_tiles[name] = ir.TmemTile(name, tile.type or t, alloc or tile.allocator, tuple(elems), tile.dims,
+                                         tile.location)
+        return True
 
     def _elem_access(self, v, access: str, ctx: Ctx, cursor):
         """A generic load/store of one element of shared memory: an element of a

@@ -75,6 +75,19 @@ TMA_OPS: dict[str, OpSpec] = {
     "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "cta", "count"), (("remote", True),)),
 }
 
+# tcgen05 completion and cluster launch control (TK ops/thread/mma/tcgen05.cuh, ops/thread/util/util.cuh):
+# `detail::tcgen05::commit<ncta>(sem)` is what `tensor_commit<ncta>` and the MMA overloads with a
+# semaphore run: tcgen05.commit.cta_group::ncta.mbarrier::arrive::one, multicast to both CTAs of
+# the pair (mask 0b11) for ncta == 2; one arrival on each CTA's copy once the issuing thread's
+# earlier tcgen05 operations complete.
+TCGEN05_COMMIT = OpSpec(ir.MBAR_ARRIVE, ("barrier", "mask"), (("via", "tcgen05.commit"),))
+# `clc::schedule(handle, sem)`: clusterlaunchcontrol.try_cancel.async ... mbarrier::complete_tx::bytes
+# .multicast::cluster::all.b128: the 16-byte response lands in every CTA of the cluster and completes
+# 16 tx bytes on each CTA's `sem`, which each CTA expects itself (tma::cluster::expect_bytes).
+CLC_RESPONSE_BYTES = 16
+# `pdl::arrive()` = griddepcontrol.launch_dependents, `pdl::wait()` = griddepcontrol.wait
+PDL_OPS = {"arrive": "launch_dependents", "wait": "wait"}
+
 # Cluster-wide barriers: `everyone::tma::cluster::sync()`, `tma::cluster::sync()`...
 CLUSTER_OPS: dict[str, OpSpec] = {
     "sync": OpSpec(ir.SYNC, (), (("sync_kind", "cluster"),)),
@@ -132,6 +145,7 @@ CONSTANTS = {
     "WARPGROUP_WARPS": 4,
     "WARPGROUP_THREADS": 128,
     "MAX_SHARED_MEMORY": 227 * 1024,
+    "MAX_TENSOR_ROWS": 128,
     "warpSize": 32,
 }
 
@@ -165,6 +179,10 @@ TILE_ALIASES = {
     "rt_fp8e4m3": ("rt", "fp8e4m3"),
     "rv": ("rv", None), "rv_bf": ("rv", "bf16"), "rv_hf": ("rv", "half"), "rv_fl": ("rv", "float"),
     "tt": ("tt", None),
+    # tt.cuh: full_tt_X<width> = tt<X, MAX_TENSOR_ROWS (128), width>
+    "full_tt_bf": ("full_tt", "bf16"), "full_tt_hf": ("full_tt", "half"), "full_tt_fl": ("full_tt", "float"),
+    "full_tt_fp8e4m3": ("full_tt", "fp8e4m3"), "full_tt_fp8e5m2": ("full_tt", "fp8e5m2"),
+    "full_tt_fp8e8m0": ("full_tt", "fp8e8m0"), "full_tt_fp4e2m1_2": ("full_tt", "fp4e2m1_2"),
     "gl": ("gl", None),
     "semaphore": ("semaphore", None),
 }

@@ -210,6 +210,8 @@ TMEM_OP = "tmem_op"             # detail tmem: alloc | dealloc | load | store | 
 #                                 load/store: operands (tile Ref), detail tile_type (the accessed
 #                                 tt), lane_off / col_off (Exprs, 32-bit columns, from the tile's
 #                                 element base), group_warps; alloc/dealloc: detail allocator
+PDL = "pdl"                     # detail pdl: wait (griddepcontrol.wait: the previous grid's results
+#                                 are visible after it) | launch_dependents (the next grid may start)
 EXIT = "exit"                   # return from the kernel (early exit)
 CALL = "call"                   # a call the front end recognised but does not model
 
