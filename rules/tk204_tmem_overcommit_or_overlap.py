@@ -39,10 +39,13 @@ def check(an):
     for o in T.facts(an, "lifecycle"):
         name = o.op.detail.get("allocator")
         if o.kind == "no_dealloc":
+            early = "@" in (name or "")      # TK's 2025 allocation functions (no allocator object)
+            what = f"`{o.op.api}`" if early else f"`{name}.provision()`"
+            free = "a tcgen05.dealloc (`cleanup()` in that TK version)" if early else f"`{name}.deprovision()`"
             out.append(finding(
                 "TK204",
-                f"`{name}.provision()` allocates TMEM (tcgen05.alloc) but the kernel never calls "
-                f"`{name}.deprovision()`: the columns stay allocated after the CTA exits",
+                f"{what} allocates TMEM (tcgen05.alloc) but the kernel never calls {free}: the columns stay "
+                "allocated after the CTA exits",
                 o.op.location,
                 help="call `deprovision()` from the allocating warp after the last TMEM use (after a block or, "
                      "for a CTA pair, a cluster barrier)"))

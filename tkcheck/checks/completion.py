@@ -113,9 +113,27 @@ def _running(model: ir.KernelModel, op: ir.Op, c: E.Expr) -> bool:
                if lid in model.loops and model.loops[lid].trip is None)
 
 
+def _pair_commit(op: ir.Op) -> bool:
+    """A cta_group::2 tcgen05 commit multicast to both CTAs of the pair (TK's default mask 0b11):
+    the copy of the barrier in *each* CTA gets one arrival per commit, whichever CTA issues it,
+    so per CTA it counts like a local arrive by its issuers (the rank condition of the issuer
+    does not select the receiving CTA)."""
+    if not (op.kind == ir.MBAR_ARRIVE and op.detail.get("via") == "tcgen05.commit" and op.detail.get("ncta") == 2):
+        return False
+    mask = op.detail.get("mask")
+    return mask is None or (isinstance(mask, E.Expr) and mask.eval({}) == 3)
+
+
+def _rank_only(c: E.Expr) -> bool:
+    return any(v.name == "cta_rank" for v in c.free_vars()) and \
+        all(v.name == "cta_rank" or v.kind != E.PARAM for v in c.free_vars())
+
+
 def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None) -> tuple | None:
     sig = []
     for c in op.guard.uniform:
+        if _pair_commit(op) and _rank_only(c):
+            continue
         if model is not None and _running(model, op, c):
             sig.append(RUNNING)
             continue
@@ -144,7 +162,9 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             continue
         if op.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD):
             continue
-        if op.detail.get("remote") or op.detail.get("multicast") or op.detail.get("cta") is not None:
+        pair_commit = _pair_commit(op)
+        if (op.detail.get("remote") or op.detail.get("multicast") or op.detail.get("cta") is not None) \
+                and not pair_commit:
             acc.unknown.append(f"{op.api} at line {op.location.row} crosses CTAs")
             continue
         issuers = an.threads.issuers(op)

@@ -298,6 +298,7 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
 class DrainIssue:
     kind: str          # no_token_wait | arrive_before_wait_ld | no_fence_before | no_sync_lanes
     #                    | no_fence_after_token | no_fence_after_commit | token_count_short
+    #                    | token_local_only
     op: ir.Op          # the site reported
     other: ir.Op       # the related site (the reader's load, the MMA, the wait)
     barrier: str | None = None
@@ -371,6 +372,18 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
             return
         init_count = _const(inits[0].count)
         if init_count is None:
+            return
+        if all(not a.detail.get("remote") and a.detail.get("cta") is None and not a.detail.get("multicast")
+               for a in arrs) and any(v.name == "cta_rank" for c in mm.guard.uniform for v in c.free_vars()) \
+                :
+            # every arrive on the token is local to its CTA, by readers that run in every CTA (no
+            # rank condition), while the MMA runs in one CTA only: the peer's readers never reach
+            # the token the MMA side waits on
+            if all(_arrivers(an, a) and _arrivers(an, a) <= readers and not _mentions_rank(a.guard) for a in arrs):
+                key = ("pair_local", b)
+                if key not in reported:
+                    reported.add(key)
+                    out.append(DrainIssue("token_local_only", w, mm, b, {"tile": name, "arrive": arrs[0]}))
             return
         per_cta = 0
         for a in arrs:

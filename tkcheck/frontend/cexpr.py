@@ -43,7 +43,7 @@ KNOWN_TEMPLATES = {
     "store_async_read_wait", "load_async_wait", "allocate", "tensor_commit", "consumer_registers",
     "st", "st_bf", "st_hf", "st_fl", "st_fp8e4m3", "st_fp8e5m2", "sv", "sv_bf", "sv_hf", "sv_fl",
     "rt", "rt_bf", "rt_hf", "rt_fl", "rv", "rv_bf", "rv_hf", "rv_fl", "tt", "gl", "coord",
-    "shared_allocator", "tma_swizzle_allocator", "full_tt_bf", "full_tt_hf", "full_tt_fl",
+    "shared_allocator", "tma_swizzle_allocator", "full_tt_bf", "tmem", "allocate_tmem", "allocate_tensor_memory", "full_tt_hf", "full_tt_fl",
     "full_tt_fp8e4m3", "full_tt_fp8e5m2", "full_tt_fp8e8m0", "full_tt_fp4e2m1_2", "barrier", "numeric_limits", "is_same_v",
 }
 _INT_RE = re.compile(r"^(0[xX][0-9a-fA-F']+|0[bB][01']+|[0-9][0-9']*)([uUlLzZ]*)$")

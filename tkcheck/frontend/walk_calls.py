@@ -119,12 +119,17 @@ class _CallsMixin:
             probe0 = self.ev(args[0], replace(ctx, dry=True), cursor)
             if isinstance(probe0, Obj) and probe0.kind == "tmem":
                 return self._emit_tcgen05_mma(base, qual, btargs, args, ctx, cursor)
+        if base in ("allocate_tmem", "allocate_tensor_memory") and not args and qual in ("", "kittens"):
+            return self._early_tmem_allocation(base, btargs, ctx, cursor)
         # -- tcgen05 commits, cluster launch control, PDL -----------------------
         qparts = [p for p in qual.split("::") if p not in ("kittens",)] if qual else []
         if base == "commit" and qparts[-1:] == ["tcgen05"] and args:
             return self._emit_tcgen05_commit(btargs, args, ctx, cursor, f"{qual}::{base}")
         if base == "tensor_commit" and not [p for p in qparts if p not in ("warp", "warpgroup")] and args:
             return self._emit_tcgen05_commit(btargs, args, ctx, cursor, f"{qual}::{base}" if qual else base)
+        if base in ("load_mxnv_scale_async", "load_mxnv_scale_async2") and len(args) in (2, 3) \
+                and not [p for p in qparts if p not in ("warp",)]:
+            return self._emit_scale_copy(base, btargs, args, ctx, cursor, f"{qual}::{base}" if qual else base)
         if qparts[-1:] == ["clc"] and base in ("schedule", "query"):
             return self._emit_clc(base, args, ctx, cursor, f"{qual}::{base}")
         if qparts[-1:] == ["pdl"] and base in K.PDL_OPS and not args:
@@ -157,11 +162,11 @@ class _CallsMixin:
         self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         return self._opaque_from(node, vals)
 
-    def _emit_tcgen05_commit(self, btargs, args, ctx: Ctx, cursor, api: str):
+    def _emit_tcgen05_commit(self, btargs, args, ctx: Ctx, cursor, api: str, ncta: int | None = None):
         """`detail::tcgen05::commit<ncta>(sem[, mask])` / `tensor_commit<ncta>(sem)`: one arrival on
         `sem` once this thread's earlier tcgen05 operations complete; for ncta == 2 on the copy of
         `sem` in both CTAs of the pair (multicast mask 0b11 unless given)."""
-        ncta = self._targ_int(btargs, ctx, 0) or 1
+        ncta = ncta or self._targ_int(btargs, ctx, 0) or 1
         vals = [self.ev(a, ctx, cursor) for a in args]
         loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
         op = ir.Op(ir.MBAR_ARRIVE, api, loc, ctx.guard, ctx.loops, scope="thread", count=E.Const(1),
@@ -178,6 +183,24 @@ class _CallsMixin:
             if len(vals) > 1 and isinstance(vals[1], Expr):
                 op.detail["mask"] = vals[1]
         self.emit(op, ctx)
+        return None
+
+    def _emit_scale_copy(self, base, btargs, args, ctx: Ctx, cursor, api: str):
+        """`load_mxnv_scale_async[2]<ncta>(tt, st[, sem])` (TK ops/thread/memory/tile/shared_to_tensor.cuh):
+        tcgen05.cp of a scale tile from shared memory into TMEM, then with a semaphore
+        `detail::tcgen05::commit<ncta>(sem)` and `tensor_before_thread_sync()`."""
+        ncta = 2 if base.endswith("2") else (self._targ_int(btargs, ctx, 0) or 1)
+        vals = [self.ev(a, ctx, cursor) for a in args[:2]]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        op = ir.Op(ir.TMEM_OP, api, loc, ctx.guard, ctx.loops, scope="thread",
+                   detail={"tmem": "cp", "ncta": ncta, "args_text": [cexpr.render(a) for a in args]})
+        for v in vals:
+            if isinstance(v, Obj):
+                op.operands = op.operands + (v.ref,)
+        self.emit(op, ctx)
+        if len(args) == 3:
+            self._emit_tcgen05_commit(None, args[2:], ctx, cursor, api, ncta=ncta)
+            self.emit(ir.Op(ir.FENCE, api, loc, ctx.guard, ctx.loops, detail={"fence_kind": "tcgen05_before"}), ctx)
         return None
 
     def _emit_clc(self, base, args, ctx: Ctx, cursor, api: str):

@@ -97,7 +97,8 @@ class _InlineMixin:
             vals_r = [v for _, v in frame.returns]
             if len(vals_r) == 1 or all(v == vals_r[0] for v in vals_r):
                 return vals_r[0]
-            return E.opaque(f.name)
+            merged = _merge_returns(frame.returns, ctx.guard)
+            return merged if merged is not None else E.opaque(f.name)
         return None
 
     # -- the prototype protocol's builtins -----------------------------------
@@ -153,3 +154,32 @@ class _InlineMixin:
         call_loc = loc_of(cursor, self.filename) if cursor is not None else None
         self.walk(body, replace(ctx, env=fenv, frame=Frame(), depth=ctx.depth + 1,
                                 callers=ctx.callers + ((call_loc,) if call_loc else ())))
+
+
+def _merge_returns(returns, outer):
+    """`if (c) return a; else return b;` as `c ? a : b` (element-wise for `return {x, y};`), when
+    the returns differ from the call's guard only by block-uniform conditions, in walk order."""
+    def extra(g):
+        if g.thread != outer.thread or not g.exact or g.uniform[:len(outer.uniform)] != outer.uniform:
+            return None
+        return E.conj(*g.uniform[len(outer.uniform):])
+
+    conds = [extra(g) for g, _ in returns]
+    vals = [v for _, v in returns]
+    if any(c is None for c in conds):
+        return None
+
+    def pick(items):
+        if not all(isinstance(v, Expr) for v in items):
+            return None
+        out = items[-1]
+        for c, v in zip(reversed(conds[:-1]), reversed(items[:-1])):
+            out = E.ite(c, v, out)
+        return out
+
+    if all(isinstance(v, Expr) for v in vals):
+        return pick(vals)
+    if all(isinstance(v, tuple) and len(v) == len(vals[0]) for v in vals):
+        parts = [pick([v[i] for v in vals]) for i in range(len(vals[0]))]
+        return None if any(p is None for p in parts) else tuple(parts)
+    return None

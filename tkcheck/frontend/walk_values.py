@@ -290,6 +290,10 @@ class _ValuesMixin:
                                   if count is not None else mtype)
                         return sub
             if t is not None and t.kind == "gl":
+                if field_name in ("rows", "cols", "batch", "depth"):
+                    # TK before 2025-03 spelled the sizes as members (`g.a.cols`): the same
+                    # uniform value as the later `g.a.cols()`
+                    return E.Var(f"{obj.ref}.{field_name}()", E.PARAM)
                 return ("glmethod", obj, field_name)
             if field_name == "data" and obj.kind == "buffer" and t is not None and t.kind in ("st", "sv") and t.dtype:
                 # the raw element array of a shared tile/vector: `colpart[w].data[i]`
@@ -304,6 +308,10 @@ class _ValuesMixin:
             return ("allocmethod", obj, field_name, node[4] if len(node) > 4 else None)
         if isinstance(obj, Expr):
             return self._opaque_from(node, (obj,))
+        if isinstance(obj, tuple) and field_name in ("x", "y", "z", "w") and obj and all(isinstance(v, Expr) for v in obj):
+            # a CUDA vector value built by a braced list (`int2 rc = {r, c}; rc.x`)
+            i = "xyzw".index(field_name)
+            return obj[i] if i < len(obj) else E.opaque(cexpr.render(node))
         if isinstance(obj, _ArrVal):
             return obj
         return E.opaque(cexpr.render(node))

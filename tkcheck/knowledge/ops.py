@@ -46,6 +46,8 @@ THREAD_OPS: dict[str, OpSpec] = {
     "tensor_before_thread_sync": OpSpec(ir.FENCE, (), (("fence_kind", "tcgen05_before"),)),
     "tensor_after_thread_sync": OpSpec(ir.FENCE, (), (("fence_kind", "tcgen05_after"),)),
     "tensor_load_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_ld"),)),
+    "tm_load_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_ld"),)),        # TK of early 2025
+    "tm_store_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_st"),)),
     "tensor_store_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_st"),)),
     "load_async_wait": OpSpec(ir.CP_ASYNC_WAIT, ()),
     # CUDA memory fences: __threadfence() is fence.sc.gpu (membar.gl), a release+acquire at gpu scope
@@ -179,6 +181,7 @@ TILE_ALIASES = {
     "rt_fp8e4m3": ("rt", "fp8e4m3"),
     "rv": ("rv", None), "rv_bf": ("rv", "bf16"), "rv_hf": ("rv", "half"), "rv_fl": ("rv", "float"),
     "tt": ("tt", None),
+    "tmem": ("tt", None),          # TK of January 2025: tmem<T, R, C> (renamed tt)
     # tt.cuh: full_tt_X<width> = tt<X, MAX_TENSOR_ROWS (128), width>
     "full_tt_bf": ("full_tt", "bf16"), "full_tt_hf": ("full_tt", "half"), "full_tt_fl": ("full_tt", "float"),
     "full_tt_fp8e4m3": ("full_tt", "fp8e4m3"), "full_tt_fp8e5m2": ("full_tt", "fp8e5m2"),
