@@ -56,6 +56,7 @@ class ModelBuilder:
         self.globals_env = Env()
         self.functions: dict[str, list] = {}      # user device functions by name (with bodies)
         self.structs: dict[str, Any] = {}         # user struct/class cursors by name
+        self.partial_specs: dict[str, list] = {}  # partial specializations of user class templates
         self.kernels: list = []                   # __global__ function cursors in the main file
         self.kernel_templates: list = []          # template __global__ functions (user files)
         self.header_kernels: list = []            # __global__ functions of the user's headers
@@ -122,6 +123,10 @@ class ModelBuilder:
             kids = list(c.get_children())
             if any(ch.kind == CK.COMPOUND_STMT for ch in kids):
                 self.functions.setdefault(c.spelling, []).append(c)
+                for i in range(len(ns)):
+                    # `ns::f` names the f of that namespace (Megakernels' consumer::main_loop,
+                    # loader::main_loop, ... share one spelling)
+                    self.functions.setdefault("::".join(ns[i:] + (c.spelling,)), []).append(c)
                 if any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in kids):
                     if kind == CK.FUNCTION_TEMPLATE:
                         self.kernel_templates.append(c)       # analysed per instantiation
@@ -129,6 +134,9 @@ class ModelBuilder:
                         self.kernels.append(c)
                     else:
                         self.header_kernels.append(c)         # analysed where the file uses it
+        elif kind == CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION:
+            if c.spelling:
+                self.partial_specs.setdefault(c.spelling, []).append(c)
         elif kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
             if c.spelling:
                 self.structs[c.spelling] = c
@@ -178,8 +186,23 @@ class ModelBuilder:
         for inst in sorted(found.instances, key=lambda i: (i.site.filename != self.filename, i.site.row, i.site.column)):
             if self._blocked(inst.cursor, errors):
                 continue
-            m = KernelWalker(self, inst.cursor).build_global(inst)
+            w = KernelWalker(self, inst.cursor)
+            m = w.build_global(inst)
             if m is None:
+                continue
+            if w.op_pack:
+                # an MK interpreter: one model per op of its pack (knowledge/mk.py)
+                for op in w.op_pack:
+                    wo = KernelWalker(self, inst.cursor, mk_op=op)
+                    mo = wo.build_global(inst)
+                    if mo is None:
+                        continue
+                    mo.name = f"{m.name} [op {op.name}]"
+                    mo.notes.append(f"'{m.name}' is an MK interpreter: op '{op.name}' analysed inside it, as if "
+                                    "every instruction ran it")
+                    if (inst.cursor.hash, mo.name) not in built:
+                        built.add((inst.cursor.hash, mo.name))
+                        models.append(mo)
                 continue
             if len(seen_cursors[inst.cursor.spelling]) > 1:
                 # two functions of one name (in two namespaces): the qualified name tells them apart
@@ -212,8 +235,11 @@ class ModelBuilder:
 
 class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _CallsMixin, _TmemMixin, _InlineMixin):
     """One kernel's walk; the parts live in the walk_* modules (one concern each)."""
-    def __init__(self, mb: ModelBuilder, cursor):
+    def __init__(self, mb: ModelBuilder, cursor, mk_op=None):
         self.mb = mb
+        self.mk_op = mk_op            # the op of an MK interpreter this model runs (knowledge/mk.py)
+        self.op_pack: list = []       # the op structs of the kernel's template pack, when it is one
+        self._mk_role = None
         self.cursor = cursor
         self.filename = mb.filename
         self.model: ir.KernelModel | None = None

@@ -164,6 +164,8 @@ class Parser:
                 elif self.t[j] == ")":
                     if depth == 0:
                         after = self.t[j + 1] if j + 1 < len(self.t) else None
+                        if self.t[j - 1] in ("*", "&") and after is not None and after not in (")", ",", ";", "]"):
+                            return True      # `(volatile int *)&x`: a pointer type, so a cast
                         return after is not None and after not in _BIN_PREC and after not in (")", ",", ";", "]", "?", ":")
                     depth -= 1
                 j += 1
@@ -217,7 +219,18 @@ class Parser:
         if tok in _CASTS:
             self.take()
             self._targs_begin()
-            ty = self.type_or_expr()
+            start = self.i
+            try:
+                ty = self.type_or_expr()
+                if self.peek() not in (">", ">>"):
+                    raise ParseError("type")
+            except (ParseError, IndexError):
+                # a declarator type the grammar does not read (`o_sv(*)[4]`): skip to the '>'
+                self.i, depth = start, 0
+                while self.peek() is not None and not (depth == 0 and self.peek() in (">", ">>")):
+                    depth += {"(": 1, "[": 1, "<": 1, ")": -1, "]": -1}.get(self.peek(), 0)
+                    self.take()
+                ty = ("type", ("?",))
             self._targs_end()
             self.take("(")
             e = self.comma_expr()

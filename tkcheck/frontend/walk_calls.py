@@ -25,6 +25,7 @@ class _CallsMixin:
             self.ev(callee, ctx, cursor)
             return E.opaque("call")
         segs = list(callee[1])
+        full_segs = [sg for sg in segs if sg[0] != "kittens"]
         while len(segs) > 1 and segs[0][0] in self._ns_names:
             segs = segs[1:]
         base, btargs = segs[-1]
@@ -94,6 +95,17 @@ class _CallsMixin:
                     return E.binop("%", E.binop("+", r, d), E.Const(s))
                 return E.binop("%", E.binop("+", E.binop("-", r, d), E.Const(s)), E.Const(s))
             return E.opaque(base)
+        if base in K.CUDA_ATOMICS and args and not quals and self._global_target(args[0], ctx, cursor):
+            # CUDA's atomicAdd & co on global memory: relaxed read-modify-writes at gpu scope
+            vals = [self.ev(a, ctx, cursor) for a in args[1:]]
+            loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+            self.emit(ir.Op(ir.GLOBAL_SIGNAL, base, loc, ctx.guard, ctx.loops,
+                            detail={"sem": "relaxed", "ptx": cexpr.render(node)[:80]}), ctx)
+            return E.opaque(base)
+        if base == "tkcheck_dispatch":
+            return self._mk_dispatch_role(args[1:], ctx, cursor)
+        if len(segs) >= 2 and segs[-2][0] in self.mb.partial_specs and self._is_opcode_dispatcher(segs[-2][0]):
+            return self._mk_dispatch_template(segs[-2][1] or (), args, ctx, cursor, segs[-2][0])
         if base == "tkcheck_block_threads" and args:
             v = self.ev(args[0], ctx)
             if isinstance(v, Expr) and self.model is not None and not ctx.dry:
@@ -154,13 +166,78 @@ class _CallsMixin:
                 self._emit_reg_access(base, qual, vals, ctx, cursor, node)
                 return None
         # -- the user's own functions: inline ---------------------------------
-        target = self._resolve_callable(segs, ctx)
+        target = None
+        if len(full_segs) > 1 and full_segs[0][0] in self.mb.user_namespaces:
+            key = "::".join(sg[0] for sg in full_segs)
+            if key in self.mb.functions:
+                target = Func(base, self.mb.functions[key])
+        if target is None:
+            target = self._resolve_callable(segs, ctx)
         if isinstance(target, Func):
             return self._inline(target, args, ctx, cursor, btargs)
         # unknown call: evaluate args (for side effects), result opaque
         vals = [self.ev(a, ctx, cursor) for a in args]
         self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         return self._opaque_from(node, vals)
+
+    # -- the MK interpreter's op dispatch (knowledge/mk.py) -------------------
+    def _is_opcode_dispatcher(self, name: str) -> bool:
+        """A class template recursing over a pack of ops with a partial specialization whose code
+        compares the opcode with `op::opcode` (Megakernels' `dispatch_op`)."""
+        key = ("opcode_dispatcher", name)
+        if key not in self._struct_cache:
+            found = False
+            for c in self.mb.partial_specs.get(name, ()):
+                toks = tokens_of(c)
+                if "opcode" in toks and "..." in toks:
+                    found = True
+            self._struct_cache[key] = found
+        return self._struct_cache[key]
+
+    def _mk_op_role_struct(self, role: str):
+        op = self.mk_op
+        if op is None:
+            return None
+        v = op.env.vars.get(role)
+        if isinstance(v, tuple) and v and v[0] == "struct_decl":
+            return self.struct_type(v[1], {}, parent_env=op.env)
+        return v if isinstance(v, StructType) else None
+
+    def _mk_dispatch_role(self, args, ctx: Ctx, cursor):
+        """`tkcheck_dispatch(opcode, g, s)` in tkcheck's worker loop: the model's op's ROLE::run."""
+        role = self._mk_role
+        rs = self._mk_op_role_struct(role) if role else None
+        f = rs.env.vars.get("run") if rs is not None else None
+        if not isinstance(f, Func):
+            if cursor is not None:
+                self._note_unmodelled(cursor, f"MK op dispatch of the {role} role not resolved")
+            return None
+        return self._inline(f, args, ctx, cursor, None)
+
+    def _mk_dispatch_template(self, targs, args, ctx: Ctx, cursor, name: str):
+        """`dispatch_op<D, ops...>::run<...>(opcode, g, a...)`: in the model of op S, `D<S>::run(g, a...)`,
+        D being a member template `A<...>::dispatcher` whose parameter is the op."""
+        if self.mk_op is None or not targs:
+            vals = [self.ev(a, ctx, cursor) for a in args]
+            if cursor is not None:
+                self._note_unmodelled(cursor, f"{name}: an op dispatch outside a per-op model")
+            self._unmodelled_use(vals, ctx, cursor, name)
+            return E.opaque(name)
+        d = targs[0]
+        target = None
+        if d[0] == "name" and len(d[1]) >= 2:
+            outer = self.resolve_type(("name", tuple(d[1][:-1])), ctx.env)
+            inner = outer.env.vars.get(d[1][-1][0]) if isinstance(outer, StructType) else None
+            if isinstance(inner, tuple) and inner and inner[0] == "struct_decl":
+                tps = [ch for ch in inner[1].get_children() if ch.kind == CK.TEMPLATE_TYPE_PARAMETER]
+                if tps:
+                    target = self.struct_type(inner[1], {tps[0].spelling: self.mk_op}, parent_env=outer.env)
+        f = target.env.vars.get("run") if target is not None else None
+        if not isinstance(f, Func):
+            if cursor is not None:
+                self._note_unmodelled(cursor, f"{name}: dispatcher {cexpr.render(d)} not resolved")
+            return E.opaque(name)
+        return self._inline(f, args[1:], ctx, cursor, None)
 
     def _emit_tcgen05_commit(self, btargs, args, ctx: Ctx, cursor, api: str, ncta: int | None = None):
         """`detail::tcgen05::commit<ncta>(sem[, mask])` / `tensor_commit<ncta>(sem)`: one arrival on
@@ -515,6 +592,10 @@ class _CallsMixin:
             f = obj.env.vars.get(mname)
             if isinstance(f, Func):
                 return self._inline(f, args, ctx, cursor, targs)
+        if isinstance(obj, Rec) and obj.struct is not None:
+            f = obj.struct.env.vars.get(mname)
+            if isinstance(f, Func):
+                return self._inline(f, args, ctx, cursor, targs, this=obj)
         vals = [self.ev(a, ctx, cursor) for a in args]
         self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         return self._opaque_from(callee, [obj] + vals)

@@ -18,44 +18,54 @@ MAX_INLINE_DEPTH = 8
 # ------------------------------------------------------------------ env ----
 
 class Env:
-    def __init__(self, parent: "Env | None" = None):
+    def __init__(self, parent: "Env | None" = None, dynamic: "Env | None" = None):
         self.vars: dict[str, Any] = {}
         self.parent = parent
+        # the caller's scope of an inlined function: where the fields of the caller's objects
+        # (`mks.index`, names with a '.') live when the callee reads or writes them
+        self.dynamic = dynamic
 
     # A BranchEnv on the way up keeps the writes of its branch aside: lookups
     # and assignments from nested scopes must go through it, not around it.
     def lookup(self, name: str):
-        e = self
+        e, dyn = self, None
         while e is not None:
             if name in e.vars:
                 return e.vars[name]
-            if isinstance(e, BranchEnv):
+            if isinstance(e, (BranchEnv, ThisEnv)):
                 return e.lookup(name)
+            dyn = dyn or e.dynamic
             e = e.parent
+        if dyn is not None and "." in name:
+            return dyn.lookup(name)
         return None
 
     def has(self, name: str) -> bool:
-        e = self
+        e, dyn = self, None
         while e is not None:
             if name in e.vars:
                 return True
-            if isinstance(e, BranchEnv):
+            if isinstance(e, (BranchEnv, ThisEnv)):
                 return e.has(name)
+            dyn = dyn or e.dynamic
             e = e.parent
-        return False
+        return dyn is not None and "." in name and dyn.has(name)
 
     def define(self, name: str, value) -> None:
         self.vars[name] = value
 
     def assign(self, name: str, value) -> bool:
-        e = self
+        e, dyn = self, None
         while e is not None:
             if name in e.vars:
                 e.vars[name] = value
                 return True
-            if isinstance(e, BranchEnv):
+            if isinstance(e, (BranchEnv, ThisEnv)):
                 return e.assign(name, value)
+            dyn = dyn or e.dynamic
             e = e.parent
+        if dyn is not None and "." in name:
+            return dyn.assign(name, value)
         return False
 
     def child(self) -> "Env":
@@ -88,6 +98,50 @@ class BranchEnv(Env):
             self.writes[name] = value
             return True
         return False
+
+
+class ThisEnv(Env):
+    """The scope of a member function called on a record (`mks.next_instruction()`): the bare
+    names of the record's fields are its fields -- scalars read and written as the caller's
+    `path.field` variables -- and `this` is the record; other names resolve in the struct."""
+
+    def __init__(self, parent: Env, rec, caller: Env):
+        super().__init__(parent)
+        self.rec = rec
+        self.caller = caller
+
+    def _key(self, name: str):
+        if self.rec.path and name in self.rec.scalars:
+            key = f"{self.rec.path}.{name}"
+            if self.caller.has(key):
+                return key
+        return None
+
+    def lookup(self, name: str):
+        if name in self.vars:
+            return self.vars[name]
+        if name == "this":
+            return self.rec
+        k = self._key(name)
+        if k is not None:
+            return self.caller.lookup(k)
+        if name in self.rec.fields:
+            return self.rec.fields[name]
+        return self.parent.lookup(name) if self.parent else None
+
+    def has(self, name: str) -> bool:
+        if name in self.vars or name == "this" or self._key(name) is not None or name in self.rec.fields:
+            return True
+        return self.parent is not None and self.parent.has(name)
+
+    def assign(self, name: str, value) -> bool:
+        if name in self.vars:
+            self.vars[name] = value
+            return True
+        k = self._key(name)
+        if k is not None:
+            return self.caller.assign(k, value)
+        return self.parent.assign(name, value) if self.parent is not None else False
 
 
 @dataclass

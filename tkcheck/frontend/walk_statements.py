@@ -11,7 +11,7 @@ from ..model.expr import Expr
 from . import cexpr
 from .values import Allocator, Obj, Rec, StructType
 from .walk_common import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
-from .walk_util import (_TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
+from .walk_util import (_ArrVal, _TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
     _sizeof_align, _step_of, _strip_declarator_words, _to_bool, solve_recurrence)
 
 
@@ -59,11 +59,7 @@ class _StatementsMixin:
                         self.walk(ch, ctx)
                 return None
             if k == CK.SWITCH_STMT:
-                kids = list(c.get_children())
-                inner = replace(ctx, guard=ctx.guard.inexact(), env=ctx.env.child())
-                if kids:
-                    self.walk(kids[-1], inner)
-                return None
+                return self._walk_switch(c, ctx)
             if k == CK.UNEXPOSED_STMT:
                 # `#pragma unroll` before a loop: clang's AttributedStmt, unexposed in libclang
                 kids = [ch for ch in c.get_children() if ch.kind.is_statement()]
@@ -193,6 +189,10 @@ class _StatementsMixin:
             elif isinstance(t, ir.TileType) and t.kind == "tt" and not isinstance(v, Obj):
                 # `tt<float, 128, N> d = tm_alloc.allocate<...>(col)`: a TMEM tile
                 value = Obj("tmem", ir.Ref(name), t)
+            elif isinstance(t, StructType) and not is_ref and not dims and isinstance(v, tuple) \
+                    and not (v and isinstance(v[0], str)):
+                # `state<config> mks{slots, arrived, finished, 0, 0, ...}`: an object of a user struct
+                value = self._object_record(t, name, v, ctx)
             else:
                 value = v
                 if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and \
@@ -214,7 +214,8 @@ class _StatementsMixin:
         elif isinstance(t, ir.TileType) and t.kind == "scalar":
             value = E.opaque(f"uninit {name}")
         elif isinstance(t, StructType):
-            value = self._local_struct_record(t, name)
+            value = self._object_record(t, name, (), ctx) if not dims and not is_ref else \
+                self._local_struct_record(t, name)
         if type_toks and type_toks[0] in ("shared_allocator", "tma_allocator", "tma_swizzle_allocator"):
             value = Allocator(1024)
         tt0 = [x for x in type_toks if x not in ("kittens", "::")]
@@ -264,6 +265,28 @@ class _StatementsMixin:
         elif first_type is not None and "," in type_toks:
             type_toks = list(first_type)
         return type_toks + stmt_toks[idx:end]
+
+    def _object_record(self, st: StructType, name: str, init: tuple, ctx: Ctx) -> Rec:
+        """A local object of a user struct: fields bound in declaration order from a braced
+        initializer; scalar fields become the variables `name.field` of this scope (so loops
+        and branches carry them), object fields (references to barriers, tiles) stay fields."""
+        rec = self._local_struct_record(st, name)
+        rec.struct, rec.path = st, name
+        fields = [(fn, cur) for fn, cur in st.members.items() if cur.kind == CK.FIELD_DECL]
+        scalars = []
+        for i, (fn, cur) in enumerate(fields):
+            if fn in rec.fields:
+                continue
+            v = init[i] if i < len(init) else None
+            if isinstance(v, _ArrVal) or isinstance(v, (Obj, Rec, Allocator)) or (isinstance(v, tuple) and v):
+                rec.fields[fn] = v
+                continue
+            ft = self.resolve_type_spelling(cur.type.spelling, st.env) if "[" not in cur.type.spelling else None
+            if isinstance(v, Expr) or isinstance(ft, ir.TileType) and ft.kind == "scalar":
+                scalars.append(fn)
+                ctx.env.define(f"{name}.{fn}", v if isinstance(v, Expr) else E.opaque(f"{name}.{fn}"))
+        rec.scalars = tuple(scalars)
+        return rec
 
     def _local_struct_record(self, st: StructType, prefix: str) -> Rec:
         """A local variable of user struct type (lcf's `consumer_state`): its register-tile
@@ -438,6 +461,69 @@ class _StatementsMixin:
                     self._loop_breaks.append(None if cls != "uniform" else E.negate(cexp) if positive else cexp)
         return None
 
+    def _walk_switch(self, c, ctx: Ctx) -> str | None:
+        """`switch (e) { case a: ...; break; case b: ... default: ... }` as one branch per group of
+        labels (a group ends at a `break`; without one it falls into the next group's code), each
+        under `e == a || ...` (default: no label matches). Other shapes: walked inexactly."""
+        kids = list(c.get_children())
+        body = kids[-1] if kids else None
+        sel = self.exec_expr(kids[0], replace(ctx, dry=True)) if len(kids) >= 2 else None
+        stmts = list(body.get_children()) if body is not None and body.kind == CK.COMPOUND_STMT else []
+        groups: list[list] = []          # [labels (Expr or "default"), statements]
+        cur = None
+        ok = isinstance(sel, Expr) and bool(stmts)
+        for st in stmts:
+            labels = []
+            while st is not None and st.kind in (CK.CASE_STMT, CK.DEFAULT_STMT):
+                ch = list(st.get_children())
+                if st.kind == CK.CASE_STMT:
+                    v = self.exec_expr(ch[0], replace(ctx, dry=True)) if ch else None
+                    if not isinstance(v, Expr):
+                        ok = False
+                    labels.append(v)
+                    st = ch[1] if len(ch) > 1 else None
+                else:
+                    labels.append("default")
+                    st = ch[0] if ch else None
+            if labels:
+                cur = [labels, []]
+                groups.append(cur)
+            if st is not None:
+                if cur is None:
+                    ok = False
+                    break
+                cur[1].append(st)
+        if not ok:
+            inner = replace(ctx, guard=ctx.guard.inexact(), env=ctx.env.child())
+            if body is not None:
+                self.walk(body, inner)
+            return None
+        all_labels = [lb for g in groups for lb in g[0] if lb != "default"]
+
+        def cond_of(labels):
+            if "default" in labels:
+                return E.negate(E.disj(*[E.binop("==", sel, lb) for lb in all_labels])) if all_labels else E.TRUE
+            return E.disj(*[E.binop("==", sel, lb) for lb in labels])
+
+        carried = None                   # the condition falling into this group (no break before)
+        for labels, body_stmts in groups:
+            cond = cond_of(labels)
+            if carried is not None:
+                cond = E.binop("||", carried, cond)
+            cls, cexp = self._classify(cond, ctx)
+            if cls == "const" and not cexp.value:
+                carried = None
+                continue
+            g = ctx.guard if cls == "const" else self._branch_guard(ctx.guard, cls, cexp, True)
+            sub = replace(ctx, guard=g, env=BranchEnv(ctx.env))
+            r = None
+            for st in body_stmts:
+                r = self.walk(st, sub)
+                if r is not None:
+                    break
+            carried = None if r is not None else cond
+        return None
+
     def _merge_envs(self, ctx: Ctx, envs: list, cond: Expr | None, results):
         """Variables assigned in a branch get `cond ? then : else` afterwards.
         A branch that always leaves (return/break/continue) contributes nothing:
@@ -540,7 +626,11 @@ class _StatementsMixin:
             env.assign(name, closed(counter))
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
-        if cond_c is not None and not (var and trip is not None):
+        if cond_c is not None and trip is None and var is None and carried:
+            trip = self._carried_trip(cond_c, bctx, counter)
+            if trip is not None:
+                loop.trip = trip
+        if cond_c is not None and not (var and trip is not None) and not (var is None and trip is not None):
             cond = self.exec_expr(cond_c, replace(bctx, dry=True))
             cls, cexp = self._classify(_to_bool(cond) if isinstance(cond, Expr) else cond, bctx)
             if cls == "thread":
@@ -551,7 +641,14 @@ class _StatementsMixin:
             elif cls == "unknown":
                 bctx.guard = bctx.guard.inexact()
         if body is not None:
-            self.walk(body, bctx)
+            r = self.walk(body, bctx)
+            if inc_c is not None and r is None and not ctx.dry:
+                # the increment runs at the end of every iteration: its operations too
+                # (`for (...; ...; mks.next_instruction())` arrives on the slot's barrier)
+                saved_vals = {n: env.lookup(n) for n in carried}
+                self.exec_expr(inc_c, replace(bctx, env=bctx.env.child()))
+                for n, v in saved_vals.items():
+                    env.assign(n, v)
         if self._loop_breaks and trip is not None:
             loop.trip = None
         if infinite and self._loop_breaks and all(b is not None for b in self._loop_breaks):
@@ -565,6 +662,26 @@ class _StatementsMixin:
             else:
                 ctx.env.assign(name, E.opaque(f"{name}@after-loop"))
 
+    def _carried_trip(self, cond_c, ctx: Ctx, counter: E.Var):
+        """`x < n` where the carried x is `x0 + k` (an object's index advanced by a member
+        function): the trip count n - x0."""
+        node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
+        if node[0] != "bin" or node[1] != "<":
+            return None
+        lhs = self.ev(node[2], replace(ctx, dry=True))
+        bound = self.ev(node[3], replace(ctx, dry=True))
+        if not isinstance(lhs, Expr) or not isinstance(bound, Expr) or bound.depends_on(E.LOOP) or bound.is_opaque():
+            return None
+        x0 = None
+        if lhs == counter:
+            x0 = E.Const(0)
+        elif isinstance(lhs, E.Bin) and lhs.op == "+" and counter in (lhs.a, lhs.b):
+            x0 = lhs.b if lhs.a == counter else lhs.a
+        if x0 is None or x0.depends_on(E.LOOP) or x0.is_opaque():
+            return None
+        t = E.binop("-", bound, x0)
+        return E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t) if not isinstance(t, E.Const) else E.Const(max(t.value, 0))
+
     def _induction(self, init_s, cond_c, inc_c, ctx: Ctx):
         var = init_v = step = trip = None
         infinite = cond_c is None
@@ -577,11 +694,16 @@ class _StatementsMixin:
                     break
             if mm:
                 var = mm[0]
+                i = toks.index("=")
+                if i >= 3 and toks[i - 2] == "." and _is_ident(toks[i - 3]):
+                    var = f"{toks[i - 3]}.{toks[i - 1]}"      # an object's field: `mks.index = 0`
                 v = ctx.env.lookup(var)
                 init_v = v if isinstance(v, Expr) else None
         if inc_c is not None and var is not None:
             node = cexpr.parse_expression(tokens_of(inc_c), value_names(ctx.env))
             step = _step_of(node, var, lambda n: self.ev(n, replace(ctx, dry=True)))
+        if var is not None and "." in var and step is None:
+            var = init_v = None        # advanced by a member function: a carried variable
         if cond_c is not None and var is not None and step is not None and init_v is not None:
             node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
             if node[0] == "bin" and node[2] == ("name", ((var, None),)):
@@ -613,13 +735,23 @@ class _StatementsMixin:
                 infinite = True
         return var, init_v, step, trip, infinite
 
-    def _assigned_names(self, body, inc_c) -> list[str]:
+    def _assigned_names(self, body, inc_c, env=None) -> list[str]:
         names = []
         for cur in (body, inc_c):
             if cur is None:
                 continue
             toks = tokens_of(cur)
             for i, t in enumerate(toks):
+                if env is not None and t == "." and 0 < i and i + 2 < len(toks) and _is_ident(toks[i - 1]) \
+                        and (i < 2 or toks[i - 2] not in (".", "->")):
+                    rec = env.lookup(toks[i - 1])
+                    if isinstance(rec, Rec) and rec.path is not None:
+                        if toks[i + 2] == "(":
+                            # a member function of an object: it may write any of its scalar fields
+                            names.extend(f"{rec.path}.{f}" for f in rec.scalars)
+                        elif toks[i + 1] in rec.scalars and (toks[i + 2] in cexpr._ASSIGN or toks[i + 2] in ("++", "--")
+                                                              or (i >= 2 and toks[i - 2] in ("++", "--"))):
+                            names.append(f"{rec.path}.{toks[i + 1]}")
                 if t in cexpr._ASSIGN and i > 0 and _is_ident(toks[i - 1]) and (i < 2 or toks[i - 2] not in (".", "->", "]")):
                     names.append(toks[i - 1])
                 elif t in ("++", "--"):
@@ -640,7 +772,7 @@ class _StatementsMixin:
     def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None):
         """name -> function(counter) giving the value at the start of iteration k."""
         out = {}
-        names = [n for n in self._assigned_names(body, inc_c) if n not in exclude]
+        names = [n for n in self._assigned_names(body, inc_c, ctx.env) if n not in exclude]
         scalars = {}
         for n in names:
             v = ctx.env.lookup(n)

@@ -61,7 +61,13 @@ class _TypesMixin:
             if "..." in toks:
                 # a parameter pack takes the remaining arguments
                 rest = given[i:]
-                env.define(ch.spelling, tuple(self._template_arg_value(a, ch, aenv, dctx) for a in rest))
+                pack = tuple(self._template_arg_value(a, ch, aenv, dctx) for a in rest)
+                env.define(ch.spelling, pack)
+                from ..knowledge import mk
+                ops = [v for v in pack if isinstance(v, StructType) and mk.is_op_struct(v)]
+                if m is not None and ops:
+                    self.op_pack = ops
+                    shown.append(f"{len(pack)} ops")
                 if m is not None:
                     m.template_params[ch.spelling] = None
                 given = given[:i]
@@ -329,6 +335,18 @@ class _TypesMixin:
                     f.cursors.append(ch)
                 else:
                     env.define(ch.spelling, Func(ch.spelling, [ch], st))
+        # base classes (`struct downproj : MatVecAddOp<...>`): their members, unless hidden
+        for ch in cursor.get_children():
+            if ch.kind != CK.CXX_BASE_SPECIFIER:
+                continue
+            toks = [t for t in tokens_of(ch) if t not in ("public", "private", "protected", "virtual")]
+            base = self.resolve_type(cexpr.parse_expression(toks, _values_of(env)), env) if toks else None
+            if isinstance(base, StructType) and base is not st:
+                for k, v in base.env.vars.items():
+                    if k not in env.vars:
+                        env.vars[k] = v
+                for k, v in base.members.items():
+                    st.members.setdefault(k, v)
         return st
 
     def _bind_template_params_list(self, params, env):

@@ -52,6 +52,13 @@ class _ValuesMixin:
                     a, b = _to_bool(a), _to_bool(b)
                 return E.binop(op, a, b)
             return self._opaque_from(node, (a, b))
+        if kind == "un" and node[1] == "*" and node[2][0] == "cast" and node[2][1][0] == "type" \
+                and "volatile" in node[2][1][1] and self._global_target(node[2][2], ctx, cursor):
+            # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory
+            if cursor is not None:
+                self.emit(ir.Op(ir.GLOBAL_LOAD, "volatile load", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
+                                detail={"sem": "volatile", "ptx": cexpr.render(node)[:80]}), ctx)
+            return E.opaque(cexpr.render(node)[:60])
         if kind == "un":
             op = node[1]
             a = self.ev(node[2], ctx, cursor) if not (op == "&" and node[2][0] == "index") else None
@@ -133,6 +140,18 @@ class _ValuesMixin:
         if kind in ("__expr", "__value"):
             return node[1]
         return E.opaque(kind)
+
+    def _global_target(self, node, ctx: Ctx, cursor) -> bool:
+        """`&g.layout[{...}]` / `&ptr[i]`: an address in global memory (an element of a global
+        layout, or of a pointer the kernel received)."""
+        if node[0] == "un" and node[1] == "&":
+            node = node[2]
+        if node[0] != "index":
+            return False
+        base = self.ev(node[1], replace(ctx, dry=True), cursor)
+        if isinstance(base, Obj):
+            return base.kind == "gl"
+        return isinstance(base, Expr) and isinstance(base, E.Var) and base.kind == E.PARAM
 
     def _opaque_from(self, node, parts) -> Expr:
         """An unknown value; it is uniform when everything it is computed from is."""
@@ -276,6 +295,8 @@ class _ValuesMixin:
                 return E.Const(1)
             return E.Var(f"{b}.{field_name}", E.PARAM)
         if isinstance(obj, Rec):
+            if obj.path is not None and field_name in obj.scalars and ctx.env.has(f"{obj.path}.{field_name}"):
+                return ctx.env.lookup(f"{obj.path}.{field_name}")
             v = obj.fields.get(field_name)
             return v if v is not None else E.Var(f"?{obj.type_name}.{field_name}", E.PARAM)
         if isinstance(obj, Obj):
@@ -352,6 +373,15 @@ class _ValuesMixin:
         if lhs[0] == "member":
             # record fields written by callbacks: `args.num_iters = ...`
             obj = self.ev(lhs[1], replace(ctx, dry=True), cursor)
+            if isinstance(obj, Rec) and obj.path is not None and lhs[2] in obj.scalars \
+                    and ctx.env.has(f"{obj.path}.{lhs[2]}"):
+                key = f"{obj.path}.{lhs[2]}"
+                if op != "=":
+                    old = ctx.env.lookup(key)
+                    val = E.binop(op[:-1], old, val) if isinstance(old, Expr) and isinstance(val, Expr) \
+                        else E.opaque(key)
+                ctx.env.assign(key, val)
+                return val
             if isinstance(obj, Rec):
                 if op != "=":
                     old = obj.fields.get(lhs[2])

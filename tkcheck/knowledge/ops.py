@@ -56,6 +56,12 @@ THREAD_OPS: dict[str, OpSpec] = {
     "__threadfence_block": OpSpec(ir.FENCE, (), (("fence_kind", "membar_cta"),)),
 }
 
+# CUDA atomics (relaxed, gpu scope; `_system` variants system scope): on a global counter they are
+# the signal side of a cross-block dependency (TK407 asks for release ordering before them)
+CUDA_ATOMICS = ("atomicAdd", "atomicSub", "atomicExch", "atomicInc", "atomicDec", "atomicOr", "atomicAnd",
+                "atomicXor", "atomicMax", "atomicMin", "atomicCAS", "atomicAdd_system", "atomicExch_system",
+                "atomicAdd_block")
+
 # Base names under `tma::` (and `tma::cluster::`).
 TMA_OPS: dict[str, OpSpec] = {
     "expect_bytes": OpSpec(ir.MBAR_EXPECT, ("barrier", "bytes", "cta"), tma_lane_guarded=True),
