@@ -548,18 +548,55 @@ def _merge_notes(results: list, root: Path) -> list[str]:
     return out
 
 
-def _statistics(findings: list, rules: dict, fmt: str) -> str:
+def _statistics(findings: list, rules: dict, fmt: str, coverage: dict | None = None) -> str:
     counts: dict[str, int] = {}
     for f in findings:
         counts[f.code] = counts.get(f.code, 0) + 1
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     if fmt in ("json", "json-lines"):
         recs = [{"code": c, "name": rules[c].name if c in rules else "", "count": n} for c, n in rows]
-        return json.dumps(recs, indent=2) + "\n"
+        doc = {"findings": recs, "coverage": (coverage or {}).get("summary")}
+        return json.dumps(doc, indent=2) + "\n"
     width = max((len(str(n)) for _, n in rows), default=1)
     lines = [f"{n:>{width}}  {c:<6} {rules[c].name if c in rules else ''}".rstrip() for c, n in rows]
     lines.append(f"Found {sum(counts.values())} findings." if rows else "No findings.")
+    if coverage and coverage.get("line"):
+        lines.append(coverage["line"])
     return "\n".join(lines) + "\n"
+
+
+def _coverage_of(results: list, root: Path) -> dict:
+    """{"summary", "line", "kernels": [...]} over the files checked (tkcheck.coverage)."""
+    from tkcheck.coverage import summary, summary_line
+    from tkcheck.render._common import display_path
+    entries = [c for res in results for c in getattr(res, "coverage", [])]
+    kernels = []
+    for c in entries:
+        d = c.to_json()
+        d["file"] = display_path(c.file, root) if os.path.isabs(c.file) else c.file
+        for u in d["unknowns"]:
+            parts = u["location"].rsplit(":", 2)
+            if len(parts) == 3 and os.path.isabs(parts[0]):
+                u["location"] = ":".join([display_path(parts[0], root), *parts[1:]])
+        kernels.append(d)
+    return {"summary": summary(entries), "line": summary_line(entries), "kernels": kernels, "entries": entries}
+
+
+def _require_coverage(cov: dict, pct: float | None) -> list[str]:
+    """The kernels under `--require-coverage PCT`, as messages (empty: the requirement holds)."""
+    if pct is None:
+        return []
+    from tkcheck.coverage import below
+    from tkcheck.render._common import display_path
+    out = []
+    for e in below(cov["entries"], pct):
+        shown = display_path(e.file, Path.cwd()) if os.path.isabs(e.file) else e.file
+        if not e.analysed:
+            out.append(f"{shown}: kernel '{e.kernel}' not analysed: {e.reason}")
+        else:
+            out.append(f"{shown}: kernel '{e.kernel}': {e.sync_ops_modelled} of {e.sync_ops} sync ops modelled "
+                       f"({100.0 * e.sync_ops_modelled / e.sync_ops:.0f}% < {pct:g}%)")
+    return out
 
 
 def _timing_report(results: list, wall: float) -> str:
@@ -680,11 +717,14 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
               help="Compile with nvcc and cross-check the SASS (TK601-TK603); skipped with one note "
                    "without nvcc or real TK headers [default: the `sass` config key, else off].")
 @click.option("--sass-arch", metavar="SM", help="Arch to build the SASS for (default: --arch), e.g. sm_90.")
+@click.option("--require-coverage", "require_coverage", type=click.FloatRange(0, 100), metavar="PCT",
+              help="Exit 2 when a kernel is not analysed or has fewer than PCT % of its sync ops modelled "
+                   "[default: the `require-coverage` config key, else off].")
 def check_command(paths, compile_commands, tk_include, include_dir, define, arch, tk_version, select, ignore,
                   extend_select,
                   per_file_ignores, output_format, output, statistics, timing, quiet, exit_zero, fail_level,
                   show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_timeout_ms,
-                  file_timeout, debug, update_expectations, trace_svg, sass, sass_arch):
+                  file_timeout, debug, update_expectations, trace_svg, sass, sass_arch, require_coverage):
     _DEBUG["on"] = debug
     t_start = time.perf_counter()
     if not paths:
@@ -756,13 +796,20 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     rules = registry.by_code()
     root = Path.cwd()
     notes = None if quiet else _merge_notes(results, root)
+    cov = _coverage_of(results, root)
     if statistics:
-        text = _statistics(findings, rules, fmt)
+        text = _statistics(findings, rules, fmt, cov)
     else:
         sources = {res.path: res.source for res in results}
         text = render(findings, fmt, rules=rules, sources=sources, files_checked=len(results),
-                      color=_use_color(output) and fmt == "full", root=root, notes=notes)
+                      color=_use_color(output) and fmt == "full", root=root, notes=notes, coverage=cov)
     _write_output(text, output)
+    if not quiet and not statistics and fmt in ("concise", "github", "junit"):
+        # the machine-read text formats keep stdout to findings; the coverage line goes beside them
+        click.echo(cov["line"], err=True)
+    required = require_coverage if require_coverage is not None else (
+        first_config.require_coverage if first_config is not None else None)
+    short = _require_coverage(cov, required)
     if trace_svg:
         from tkcheck.render.trace_svg import write_trace_svgs
         written = write_trace_svgs(findings, trace_svg)
@@ -779,9 +826,104 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
             for msg in internal:
                 click.echo(f"tkcheck: error: {msg}", err=True)
         sys.exit(2)
+    if short:
+        for msg in short:
+            click.echo(f"tkcheck: error: coverage below {required:g}%: {msg}", err=True)
+        sys.exit(2)
     level = SEVERITY_RANK[fail_level]
     failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 2) >= level]
     sys.exit(1 if failing and not exit_zero else 0)
+
+
+# ---------------------------------------------------------------- coverage
+
+@main.command("coverage")
+@click.argument("paths", nargs=-1, metavar="PATH...")
+@click.option("-p", "--compile-commands", "compile_commands", metavar="DIR|FILE",
+              help="Read -I/-D flags of each file from compile_commands.json (the file or its folder).")
+@click.option("--tk-include", metavar="DIR", multiple=True,
+              help="Real ThunderKittens checkout, include/ folder, or another TK folder (repeatable).")
+@click.option("-I", "--include-dir", "include_dir", metavar="DIR", multiple=True, help="Add DIR to the include path.")
+@click.option("-D", "--define", "define", metavar="NAME[=VALUE]", multiple=True, help="Define a macro.")
+@click.option("--arch", type=click.Choice(["sm_90a", "sm_100a"]), help="Target architecture.")
+@click.option("--tk-version", type=click.Choice(["auto", "thread-scope", "lane-guarded"]))
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-o", "--output-file", "output", metavar="FILE", help="Write the report to FILE.")
+@click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key.")
+@click.option("--config-file", type=click.Path(dir_okay=False), help="Use this tkcheck.toml / pyproject.toml.")
+@click.option("--unknowns", "show_unknowns", is_flag=True, help="Text format: list each kernel's unknowns too.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Check files in N parallel processes (0: one per CPU).")
+@click.option("--file-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS")
+@click.option("--require-coverage", "require_coverage", type=click.FloatRange(0, 100), metavar="PCT",
+              help="Exit 2 when a kernel is not analysed or has fewer than PCT % of its sync ops modelled.")
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+def coverage_command(paths, compile_commands, tk_include, include_dir, define, arch, tk_version, output_format,
+                     output, overrides, config_file, show_unknowns, jobs, file_timeout, require_coverage, debug):
+    """What was modelled: per kernel (with its template arguments), whether it was analysed, why
+    not, how many of its sync operations (mbarrier init/arrive/expect/wait, TMA, MMA and their
+    commits, named and block barriers, fences) the model understood, and the unknowns.
+
+    JSON: a list of objects with the keys file, kernel, analysed, reason, sync_ops,
+    sync_ops_modelled, unknowns (and inconclusive). Exit status: 0, or 2 on a usage or input
+    error or when --require-coverage is not met. Rules do not run (see `tkcheck check`).
+    """
+    _DEBUG["on"] = debug
+    if not paths:
+        raise click.UsageError("no PATH given")
+    if config_file and not Path(config_file).is_file():
+        raise UsageProblem(f"--config-file {config_file}: no such file")
+    settings = _Settings(
+        select=None, ignore=(), extend_select=(), per_file_ignores=(), arch=arch,
+        tk_include=_tk_dirs(tk_include)[0], tk_version=tk_version, compile_commands=compile_commands,
+        show_unknown=False, debug=debug, no_cache=True, solver_timeout_ms=2000,
+        tk_extra_dirs=_tk_dirs(tk_include)[1], include_dirs=tuple(str(Path(d).resolve()) for d in include_dir),
+        defines=_defines(define),
+    )
+    configs: dict = {}
+    jobs_list: list[_Job] = []
+    for f, arg in collect_files(paths):
+        config = _config_for(arg, config_file, overrides, configs)
+        f = os.path.abspath(f)
+        opts = replace(_options_for(f, config, settings), enabled=frozenset())   # the model, no rules
+        jobs_list.append(_Job(len(jobs_list), f, opts))
+    results = run_jobs(jobs_list, jobs if jobs > 0 else (os.cpu_count() or 1), False,
+                       file_timeout=file_timeout or None, isolate=not debug)
+    root = Path.cwd()
+    cov = _coverage_of(results, root)
+    if output_format == "json":
+        text = json.dumps(cov["kernels"], indent=2) + "\n"
+    else:
+        lines = []
+        for k in cov["kernels"]:
+            if k["analysed"]:
+                pct = f"{100.0 * k['sync_ops_modelled'] / k['sync_ops']:.0f}%" if k["sync_ops"] else "-"
+                lines.append(f"{k['file']}: {k['kernel']}: analysed, {k['sync_ops_modelled']}/{k['sync_ops']} "
+                             f"sync ops modelled ({pct})")
+            else:
+                lines.append(f"{k['file']}: {k['kernel']}: not analysed: {k['reason']}")
+            if show_unknowns:
+                lines += [f"    {u['location']}: {u['why']}" for u in k["unknowns"]]
+        for res in results:
+            if res.input_error:
+                lines.append(f"{display_path_of(res.path, root)}: not read: {res.input_error}")
+        lines.append(cov["line"])
+        text = "\n".join(lines) + "\n"
+    _write_output(text, output)
+    required = require_coverage if require_coverage is not None else next(
+        (c.require_coverage for c in configs.values() if c.require_coverage is not None), None)
+    short = _require_coverage(cov, required)
+    internal = [e for res in results for e in getattr(res, "internal_errors", [])]
+    for msg in internal:
+        click.echo(f"tkcheck: error: {msg}", err=True)
+    for msg in short:
+        click.echo(f"tkcheck: error: coverage below {required:g}%: {msg}", err=True)
+    sys.exit(2 if short or internal or any(res.input_error for res in results) else 0)
+
+
+def display_path_of(path: str, root: Path) -> str:
+    from tkcheck.render._common import display_path
+    return display_path(path, root)
 
 
 # ---------------------------------------------------------------- rule

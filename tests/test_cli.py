@@ -170,7 +170,10 @@ def test_statistics(kernels):
     assert r.exit_code == 1
     assert "TK301" in r.stdout and "expect-tx-mismatch" in r.stdout
     r = run(["--no-cache", "--statistics", "--output-format", "json", "bad.cu"], kernels)
-    assert json.loads(r.stdout) == [{"code": "TK301", "name": "expect-tx-mismatch", "count": 1}]
+    doc = json.loads(r.stdout)
+    assert doc["findings"] == [{"code": "TK301", "name": "expect-tx-mismatch", "count": 1}]
+    cov = doc["coverage"]                       # what was modelled, beside what was found
+    assert cov["kernels"] == cov["analysed"] >= 1 and cov["sync_ops"] >= cov["sync_ops_modelled"] > 0
 
 
 def test_timing_goes_to_stderr(kernels):

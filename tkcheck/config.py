@@ -44,6 +44,10 @@ class ConfirmConfig:
     run: str | tuple[str, ...] | None = None
     timeout: float | None = None          # seconds per run
     sanitizer_args: tuple[str, ...] = ()
+    # regular expressions (per output line): a run fails when one of fail_pattern matches (on top
+    # of the built-in self-check spellings); with pass_pattern, a run passes only when one matches
+    fail_pattern: tuple[str, ...] = ()
+    pass_pattern: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class Config:
     tk_version: str = "auto"
     output_format: str | None = None
     sass: bool | None = None              # None: run the SASS pass when nvcc is found
+    require_coverage: float | None = None  # percent of sync ops modelled every kernel must reach
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
     source: Path | None = None            # the file these values came from
 
@@ -157,6 +162,12 @@ def _per_file_ignores(value: Any, where: str, key: str) -> tuple[tuple[str, tupl
     )
 
 
+def _percent(value: Any, where: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
+        raise _fail(where, key, "a percentage from 0 to 100", value)
+    return float(value)
+
+
 def _bool(value: Any, where: str, key: str) -> bool:
     if not isinstance(value, bool):
         raise _fail(where, key, "true or false", value)
@@ -179,6 +190,7 @@ _KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
     "tk-version": ("tk_version", lambda v, w, k, b: _choice(v, w, k, TK_VERSIONS)),
     "output-format": ("output_format", lambda v, w, k, b: _choice(v, w, k, _formats())),
     "sass": ("sass", lambda v, w, k, b: _bool(v, w, k)),
+    "require-coverage": ("require_coverage", lambda v, w, k, b: _percent(v, w, k)),
 }
 
 _CONFIRM_KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
@@ -186,7 +198,21 @@ _CONFIRM_KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
     "run": ("run", lambda v, w, k, b: _command(v, w, k)),
     "timeout": ("timeout", lambda v, w, k, b: _timeout(v, w, k)),
     "sanitizer-args": ("sanitizer_args", lambda v, w, k, b: _strings(v, w, k, split=_shell_split)),
+    "fail-pattern": ("fail_pattern", lambda v, w, k, b: _patterns(v, w, k)),
+    "pass-pattern": ("pass_pattern", lambda v, w, k, b: _patterns(v, w, k)),
 }
+
+
+def _patterns(value: Any, where: str, key: str) -> tuple[str, ...]:
+    """Regular expressions: one string or a list of strings, each one that Python compiles."""
+    import re
+    pats = (value,) if isinstance(value, str) else _strings(value, where, key, split=lambda t: [t])
+    for p in pats:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            raise ConfigError(f"{where}: '{key}': {p!r} is not a regular expression ({exc})") from None
+    return tuple(pats)
 
 
 def _formats() -> tuple[str, ...]:

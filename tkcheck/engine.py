@@ -49,6 +49,8 @@ class FileResult:
     cached: bool = False
     # errors of tkcheck itself (also told in `notes`); the CLI exits 2 on any
     internal_errors: list[str] = field(default_factory=list)
+    # what was modelled, per kernel found (tkcheck.coverage.KernelCoverage)
+    coverage: list = field(default_factory=list)
 
 
 def _fill(f: Finding, rules) -> Finding:
@@ -128,7 +130,8 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     from .model.expr import reset_unknowns
     reset_unknowns()          # names of unknowns restart per file: output does not depend on order
     t = time.perf_counter()
-    parsed = parse_source(path, text, opts.parse)
+    parsed = parse_source(path, text, opts.parse,
+                          pch_dir=os.path.join(opts.cache_dir, "pch") if opts.cache_dir else None)
     res.timing["parse"] = time.perf_counter() - t
     res.notes.extend(parsed.notes)
     if parsed.stopped:
@@ -146,6 +149,9 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     _report_errors(path, parsed, builder, res, rules)
     for name, loc, why in builder.not_analysed:
         res.notes.append(f"kernel '{name}' not analysed ({display_location(loc)}): {why}")
+    t = time.perf_counter()
+    res.coverage = builder.coverage(checked)
+    res.timing["coverage"] = time.perf_counter() - t
     res.kernels = [m.name for m in checked]
     sass_result = _run_sass(path, text, opts, res, parsed.arch) if opts.sass and checked else None
     t = time.perf_counter()
@@ -336,7 +342,7 @@ def _cache_store(cache_dir: str, key: str, res: FileResult):
 def _result_to_json(res: FileResult) -> dict:
     from dataclasses import asdict
     return {"path": res.path, "notes": res.notes, "kernels": res.kernels, "timing": res.timing,
-            "findings": [asdict(f) for f in res.findings]}
+            "findings": [asdict(f) for f in res.findings], "coverage": [c.to_json() for c in res.coverage]}
 
 
 def _result_from_json(d: dict) -> FileResult:
@@ -348,4 +354,6 @@ def _result_from_json(d: dict) -> FileResult:
         tr = [TraceStep(**{**s, "location": Location(**s["location"]) if s.get("location") else None})
               for s in f["trace"]]
         fs.append(Finding(**{**f, "location": loc, "related": rel, "trace": tr}))
-    return FileResult(path=d["path"], findings=fs, notes=d["notes"], kernels=d["kernels"], timing=d["timing"])
+    from .coverage import KernelCoverage
+    return FileResult(path=d["path"], findings=fs, notes=d["notes"], kernels=d["kernels"], timing=d["timing"],
+                      coverage=[KernelCoverage.from_json(c) for c in d["coverage"]])

@@ -66,14 +66,42 @@ def _config(path: str, config_file: str | None):
         _fail(str(e))
 
 
-def _render(findings, fmt: str, sources, notes=None) -> str:
+def _render(findings, fmt: str, sources, notes=None, files: int = 1) -> str:
     from .. import registry
     from ..render import render
-    return render(findings, fmt, rules=registry.by_code(), sources=sources, files_checked=1, notes=notes)
+    return render(findings, fmt, rules=registry.by_code(), sources=sources, files_checked=files, notes=notes)
+
+
+EXIT_CONFIRMED = 1       # at least one finding CONFIRMED
+EXIT_USAGE = 2           # bad input or usage
+EXIT_NOT_RUN = 3         # confirm could not run at all (no GPU, no nvcc, no build, no program to run)
+
+
+def _visible_id(index: int) -> str:
+    from .device import visible_id
+    return visible_id(index)
+
+
+def _gpu_slots(info, jobs: int, gpus: str | None) -> list[int | None]:
+    """One GPU per worker: worker k gets the k-th GPU of `gpus` (default: all the probe found),
+    round robin when there are more workers than GPUs."""
+    if gpus:
+        try:
+            ids = [int(x) for x in gpus.split(",") if x.strip()]
+        except ValueError:
+            _fail(f"--gpus {gpus}: expected GPU indices such as 0,1")
+        bad = [i for i in ids if info.gpu(i) is None]
+        if bad and info.gpus:
+            _fail(f"--gpus: no GPU {', '.join(map(str, bad))} here (found {len(info.gpus)})")
+    else:
+        ids = [g.index for g in info.gpus]
+    if not ids:
+        return [None] * jobs
+    return [ids[k % len(ids)] for k in range(jobs)]
 
 
 @click.command("confirm")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--select", multiple=True, metavar="CODES", help="Confirm only these rule codes (prefixes allowed).")
 @click.option("--tk-include", metavar="DIR", help="ThunderKittens checkout (include/ and prototype/) to build with.")
 @click.option("--timeout", type=float, default=None, help="Seconds per run (default: config or 20).")
@@ -81,34 +109,107 @@ def _render(findings, fmt: str, sources, notes=None) -> str:
               help="compute-sanitizer tools to run (default: the tools that fit the findings' contracts: "
                    "racecheck/synccheck for scope and deadlock, racecheck for accumulator, racecheck/memcheck "
                    "for completion, memcheck for layout).")
-@click.option("--keep", metavar="DIR", help="Keep the instrumented tree in DIR (default: a temporary folder, removed).")
+@click.option("--no-sanitizer", is_flag=True, help="Run no compute-sanitizer tool.")
+@click.option("--sanitizer-timeout", type=float, default=None,
+              help="Seconds per compute-sanitizer run (default: 60, or 3 x --timeout when longer).")
+@click.option("--keep", metavar="DIR", help="Keep the builds, logs and evidence in DIR (default: a temporary "
+                                           "folder, removed); with several files, one folder per file inside.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Files confirmed at once; each worker runs on one GPU (CUDA_VISIBLE_DEVICES), round robin.")
+@click.option("--gpus", metavar="LIST", help="GPU indices to spread the workers over (default: every GPU found).")
+@click.option("--gpu-slots", type=click.IntRange(0, 64), default=2, show_default=True,
+              help="Programs run at once on one GPU (and as many compute-sanitizer runs), over all workers and "
+                   "confirm processes of this machine: time-sliced programs slow each other down; 0: no limit.")
 @click.option("--config", "config_file", metavar="FILE", help="pyproject.toml / tkcheck.toml to read.")
 @click.option("--output-format", "fmt", type=click.Choice(_FORMATS), default="full", show_default=True)
-def confirm_command(path, select, tk_include, timeout, tools, keep, config_file, fmt):
-    """Prove findings on a GPU: run an instrumented copy of PATH (watchdog on every wait, stage
-    poisoning, phase log) and compute-sanitizer, then label each finding CONFIRMED (with the
-    evidence), NOT REPRODUCED or UNCONFIRMABLE HERE. PATH itself is never modified."""
-    if not Path(path).is_file():
-        _fail(f"{path}: no such file")
+def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, sanitizer_timeout, keep, jobs, gpus,
+                    gpu_slots, config_file, fmt):
+    """Prove findings on a GPU: run PATHS plain, instrumented copies of them (watchdog on every
+    wait, stage poisoning, NaN rows, a phase log; a widened copy per race finding, a repaired copy
+    per layout finding) and compute-sanitizer, then label each finding CONFIRMED (with the
+    evidence at its site), NOT REPRODUCED or UNCONFIRMABLE HERE. PATHS are never modified.
+
+    Exit status: 0 ran (or nothing to confirm), nothing CONFIRMED; 1 at least one finding
+    CONFIRMED; 2 bad input; 3 could not run at all (no GPU, no nvcc, the file does not build or
+    has no program to run)."""
+    import queue
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .device import probe
+    for p in paths:
+        if not Path(p).is_file():
+            _fail(f"{p}: no such file")
     if timeout is not None and timeout <= 0:
         _fail("--timeout must be positive")
-    config = _config(path, config_file)
-    tk_root = _tk_root(tk_include, config)
-    res = _check(path, tk_root, select, config)
-    findings = [f for f in res.findings if not f.code.startswith("TK0")]
-    if not findings:
-        click.echo(f"{path}: no findings to confirm")
-        sys.exit(0)
+    if sanitizer_timeout is not None and sanitizer_timeout <= 0:
+        _fail("--sanitizer-timeout must be positive")
+    from .procs import install_signal_handlers
+    install_signal_handlers()
+    # the static checks first, one after the other (the solver is not shared between threads)
+    work = []
+    for p in paths:
+        config = _config(p, config_file)
+        tk_root = _tk_root(tk_include, config)
+        res = _check(p, tk_root, select, config)
+        findings = [f for f in res.findings if not f.code.startswith("TK0")]
+        work.append((p, config, tk_root, res, findings))
+    info = probe() if any(w[4] for w in work) else None
+    slots: "queue.Queue[int | None]" = queue.Queue()
+    for g in (_gpu_slots(info, jobs, gpus) if info is not None else [None] * jobs):
+        slots.put(g)
+
+    def one(k, item):
+        p, config, tk_root, res, findings = item
+        if not findings:
+            return None
+        chosen = () if no_sanitizer else (tuple(tools) or tuple(runner.tools_for(findings)))
+        where = None
+        if keep:
+            where = str(Path(keep) / f"{k:02d}-{Path(p).stem}") if len(paths) > 1 else keep
+        gpu = slots.get()
+        try:
+            return runner.confirm_file(
+                p, res.source, findings, confirm_cfg=config.confirm if config else None, tk_root=tk_root,
+                include_dirs=tuple(str(d) for d in (config.include_dirs if config is not None else ())),
+                timeout=timeout, tools=chosen, keep=where, device=info, gpu=gpu,
+                sanitizer_timeout=sanitizer_timeout, gpu_slots=gpu_slots)
+        finally:
+            slots.put(gpu)
     try:
-        ev = runner.confirm_file(path, res.source, findings, confirm_cfg=config.confirm if config else None,
-                                 tk_root=tk_root, timeout=timeout, tools=tuple(tools) or tuple(runner.tools_for(findings)),
-                                 keep=keep)
+        if jobs > 1 and len(work) > 1:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                evs = list(pool.map(lambda kv: one(*kv), enumerate(work)))
+        else:
+            evs = [one(k, item) for k, item in enumerate(work)]
     except runner.ConfirmError as e:
         _fail(str(e))
-    click.echo(_render(findings, fmt, {path: res.source}), nl=False)
-    if fmt in ("full", "concise") and ev.unconfirmable:
-        click.echo(f"note: nothing was run: {ev.unconfirmable}", err=True)
-    sys.exit(1 if any((f.verdict or {}).get("status") == runner.CONFIRMED for f in findings) else 0)
+    findings = [f for item in work for f in item[4]]
+    notes = []
+    for (p, *_rest, fs), ev in zip(work, evs):
+        if not fs:
+            notes.append(f"{p}: no findings to confirm")
+        elif ev is not None and ev.unconfirmable:
+            notes.append(f"{p}: nothing was run: {ev.unconfirmable}")
+        elif ev is not None:
+            if ev.device:
+                notes.append(f"{p}: ran on {ev.device}")
+            if ev.left_behind:
+                notes.append(f"{p}: {ev.left_behind} processes outlived their run and were ended")
+            notes += [f"{p}: {n}" for n in ev.notes]
+    sources = {item[0]: item[3].source for item in work}
+    if fmt in ("full", "concise") and not findings:
+        click.echo("\n".join(notes))
+    else:
+        click.echo(_render(findings, fmt, sources, notes=notes if fmt == "full" else None, files=len(work)), nl=False)
+        if fmt == "concise":
+            for n in notes:
+                click.echo(f"note: {n}", err=True)
+    if any((f.verdict or {}).get("status") == runner.CONFIRMED for f in findings):
+        sys.exit(EXIT_CONFIRMED)
+    ran = [ev for ev in evs if ev is not None]
+    if ran and all(ev.unconfirmable for ev in ran):
+        sys.exit(EXIT_NOT_RUN)
+    sys.exit(0)
 
 
 @click.command("triage")

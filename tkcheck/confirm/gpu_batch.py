@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .instrument import TEMPLATE_FIRST_ID, instrument, instrument_template_dir, uses_template
 
-NVCC_FLAGS = ("-std=c++20 -O3 --use_fast_math --expt-relaxed-constexpr --expt-extended-lambda "
+NVCC_FLAGS = ("-std=c++20 -O3 --use_fast_math --expt-relaxed-constexpr --expt-extended-lambda -lineinfo "
               "-DKITTENS_HOPPER -gencode arch=compute_90a,code=sm_90a")
 
 RUN_SH = r"""#!/bin/bash
@@ -149,7 +149,7 @@ def prepare(corpus: Path, out: Path, tk_root: Path, only: tuple[str, ...] = ()) 
             if uses_template(v["text"]) and plan.watchdog:   # a lean plan leaves the template's waits alone
                 tsites = instrument_template_dir(Path(tk_root) / "prototype", d / "instr" / "proto", TEMPLATE_FIRST_ID)
             inst = instrument(v["text"], name, plan, template_sites=tsites)
-            (d / "instr" / name).write_text(inst.text, encoding="utf-8")
+            inst.write(d / "instr", name)
             (d / "sites.json").write_text(json.dumps([s.__dict__ for s in inst.sites], indent=1))
             (d / "widening.txt").write_text("".join(w + "\n" for w in wid.describe()))
             (d / "tools.txt").write_text(" ".join(tools_for(findings)) + "\n")

@@ -1,14 +1,20 @@
 """Source-level instrumentation of a kernel copy (never the user's file).
 
-`instrument(text, filename, plan)` returns the text of an instrumented copy:
+`instrument(text, filename, plan)` returns an instrumented copy (`Instrumented.text`) whose first
+line includes a generated header (`Instrumented.prelude`, written beside the copy as
+PRELUDE_NAME by `Instrumented.write`), so that every helper is declared before any code or
+`#include` of the file, whatever their order (a harness with `main` included after the kernel);
+`#line` keeps the user's line numbers. What the copy does:
 
 * watchdog: every mbarrier `wait(bar, parity)` call site becomes
   `::tkcheck_wd_wait(&(bar), parity, site, ...)`, which spins on
   `mbarrier.try_wait.parity` for a bounded time (TKCHECK_WD_MS, default 2000 ms
   of %globaltimer), then prints
-  `TKCHECK_WATCHDOG site=<id> <file>:<line> barrier=<name> parity=<p> block=<b> warp=<w> ...`
-  (at most 16 records), keeps trying for a grace period so that other stuck
-  waits report too, and traps;
+  `TKCHECK_WATCHDOG site=<id> <file>:<line> barrier=<name> parity=<p> block=<b> warp=<w> ...`,
+  keeps trying for a grace period so that other stuck waits report too, and traps; records have
+  one budget per kind (watchdog, poison, NaN rows, order: TKCHECK_PER_KIND) and at most
+  TKCHECK_PER_SITE per site and kind, so a consumer wait stuck in every block cannot crowd out
+  the one producer wait, nor poison records the NaN rows;
 * phase log: `arrive` / `expect` / `wait` events of block 0 (site, stage,
   parity, the barrier's current phase parity, warp) go into a device ring
   buffer; the first watchdog record dumps its last 32 events as
@@ -21,7 +27,9 @@
   same buffers are scanned and poisoned 16-byte words reported as
   `TKCHECK_POISON` (a stale/early read caught in the act);
 * NaN rows: before each `tma::store_async(dst, tile, ...)`, the tile's rows
-  holding NaN are counted and reported as `TKCHECK_NAN` (the stripe).
+  holding NaN are counted and reported as `TKCHECK_NAN` (the stripe); before each
+  `warp::store` / `warpgroup::store` of a register tile (an accumulator written to memory), each
+  lane checks its fragment and the warp reports the rows holding NaN (a no-op for other kinds).
 
 Template-owned waits (`prototype::lcf` / `lcsf`) live in TK's headers, not in
 the user's file: `instrument_template_dir` rewrites the `wait(` calls of a
@@ -29,8 +37,7 @@ the user's file: `instrument_template_dir` rewrites the `wait(` calls of a
 
 The rewriting is lexical over the user's code (comments and strings skipped);
 every call is an expression statement in TK code, so each edit is a comma
-expression in place of the call, and `#line` directives keep the user's line
-numbers for compiler messages and `__LINE__`.
+expression in place of the call, on the call's own line.
 """
 from __future__ import annotations
 
@@ -77,12 +84,25 @@ class Plan:
     init_probe_rows: tuple[int, ...] = ()   # ... at the waits on these lines of the user's file
 
 
+PRELUDE_NAME = "tkcheck_prelude.cuh"
+
+
 @dataclass
 class Instrumented:
-    text: str
+    text: str                   # the copy of the user's file; its first line includes PRELUDE_NAME
     sites: list[Site] = field(default_factory=list)
     poisoned: dict[str, list[str]] = field(default_factory=dict)   # barrier base -> buffers
     notes: list[str] = field(default_factory=list)
+    prelude: str = ""           # the text of PRELUDE_NAME (the device helpers and the site table)
+
+    def write(self, folder: Path, name: str) -> Path:
+        """Write the copy as `folder/name` and its prelude beside it; returns the copy's path."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / PRELUDE_NAME).write_text(self.prelude, encoding="utf-8")
+        dst = folder / name
+        dst.write_text(self.text, encoding="utf-8")
+        return dst
 
     def site(self, sid: int) -> Site | None:
         return next((s for s in self.sites if s.id == sid), None)
@@ -210,6 +230,27 @@ def find_calls(text: str) -> list[Call]:
     return out
 
 
+_REG_STORE_RE = re.compile(r"(?<![\w.>])(?:kittens\s*::\s*)?(?:warpgroup|warp|group\s*<\s*\d+\s*>)\s*::\s*store\s*\(")
+
+
+def find_register_stores(text: str) -> list[Call]:
+    """`warp::store(dst, src[, coord])` / `warpgroup::store(...)` calls: `src` may be a register tile
+    (the NaN scan is a no-op for other kinds, decided at compile time)."""
+    mask = _code_mask(text)
+    out = []
+    for m in _REG_STORE_RE.finditer(text):
+        if not mask[m.start()]:
+            continue
+        sp = _split_args(text, m.end() - 1)
+        if sp is None or len(sp[0]) < 2:
+            continue
+        before = text[max(0, m.start() - 40):m.start()]
+        if re.search(r"(void|inline|static|auto)\s*$", before):
+            continue
+        out.append(Call(m.start(), sp[1], m.group(0).rstrip("( "), sp[0], text.count("\n", 0, m.start()) + 1))
+    return out
+
+
 _INDEXED = re.compile(r"^\s*(.+?)\s*\[\s*([^\[\]]+?)\s*\]\s*$")
 
 
@@ -239,8 +280,22 @@ PRELUDE = r"""// ---- tkcheck confirm instrumentation (generated; this is a temp
 #ifndef TKCHECK_GRACE_MS
 #define TKCHECK_GRACE_MS %(grace_ms)d
 #endif
+#ifndef TKCHECK_PER_SITE
+#define TKCHECK_PER_SITE 4
+#endif
+#ifndef TKCHECK_PER_KIND
+#define TKCHECK_PER_KIND 32
+#endif
+// one record budget per kind (watchdog, poison, NaN rows, order) and at most TKCHECK_PER_SITE
+// records per site: a stuck consumer wait reported by every block cannot crowd out the one
+// producer wait, nor poison records the NaN rows at the store
 __device__ unsigned int tkcheck_wd_count = 0;
-__device__ unsigned int tkcheck_aux_count = 0;
+__device__ unsigned int tkcheck_kind_count[4] = {0, 0, 0, 0};   // 0 watchdog 1 poison 2 nan 3 order
+__device__ unsigned int tkcheck_site_count[4][512];
+static __device__ __forceinline__ bool tkcheck_take(int kind, int site) {
+    if (atomicAdd(&tkcheck_site_count[kind & 3][site & 511], 1u) >= (unsigned)TKCHECK_PER_SITE) return false;
+    return atomicAdd(&tkcheck_kind_count[kind & 3], 1u) < (unsigned)TKCHECK_PER_KIND;
+}
 __device__ unsigned int tkcheck_dumped = 0;
 __device__ unsigned int tkcheck_log_n = 0;
 __device__ int4 tkcheck_log[1024];
@@ -304,8 +359,7 @@ static __device__ __forceinline__ bool tkcheck_init_probe(int site) {
     if (b < 4096 && *(volatile int*)&tkcheck_init_state[b] == 1) {
         unsigned m = __activemask();
         if ((threadIdx.x & 31) == (unsigned)(__ffs(m) - 1)) {
-            unsigned i = atomicAdd(&tkcheck_aux_count, 1u);
-            if (i < 16u)
+            if (tkcheck_take(3, site))
                 printf("TKCHECK_ORDER site=%%d %%s kind=use-before-init block=%%d warp=%%d thread=%%d\n",
                        site, tkcheck_site_desc[site], b, tkcheck_tid() / 32, tkcheck_tid());
         }
@@ -329,7 +383,7 @@ static __device__ __noinline__ void tkcheck_wd_wait(const void* bar, int parity,
         if (now - t0 > limit) {
             if (leader) {
                 unsigned i = atomicAdd(&tkcheck_wd_count, 1u);
-                if (i < 16u)
+                if (tkcheck_take(0, site))
                     printf("TKCHECK_WATCHDOG site=%%d %%s parity=%%d stage=%%d phase=%%d block=%%d warp=%%d thread=%%d waited_ms=%%d\n",
                            site, tkcheck_site_desc[site], parity, stage, tkcheck_phase(bar), tkcheck_block(),
                            tkcheck_tid() / 32, tkcheck_tid(), (int)((now - t0) / 1000000ull));
@@ -379,7 +433,7 @@ static __device__ __noinline__ void tkcheck_bar(int site, int id, int warps) {
     while ((int)(*(volatile unsigned*)c - target) < 0) {
         if (tkcheck_now() - t0 > limit) {
             unsigned i = atomicAdd(&tkcheck_wd_count, 1u);
-            if (i < 16u)
+            if (tkcheck_take(0, site))
                 printf("TKCHECK_WATCHDOG site=%%d %%s bar_id=%%d parity=-1 stage=-1 phase=-1 block=%%d warp=%%d thread=%%d arrived_warps=%%d expected_warps=%%d\n",
                        site, tkcheck_site_desc[site], id, b, tkcheck_tid() / 32, tkcheck_tid(),
                        (int)(*(volatile unsigned*)c - (target - (unsigned)warps)), warps);
@@ -423,18 +477,13 @@ template <class T> static __device__ __noinline__ void tkcheck_check(T& t, int s
     if (!any) return;
     for (int o = 16; o > 0; o >>= 1) bad += __shfl_xor_sync(m, bad, o);   // approximate when m is partial
     if ((threadIdx.x & 31) == (unsigned)(__ffs(m) - 1)) {
-        unsigned i = atomicAdd(&tkcheck_aux_count, 1u);
-        if (i < 16u)
+        if (tkcheck_take(1, site))
             printf("TKCHECK_POISON site=%%d %%s buffer=%%s stage=%%d block=%%d warp=%%d poisoned_16B=%%d of %%d\n",
                    site, tkcheck_site_desc[site], name, stage, tkcheck_block(), tkcheck_tid() / 32, bad,
                    (int)(sizeof(T) / 16));
     }
 }
-// ---- end of tkcheck prelude ----
-"""
-
-POSTLUDE = r"""
-// ---- tkcheck confirm instrumentation (after the includes) ----
+// NaN rows of a tile about to be stored (TMA store of a shared tile: one thread scans it)
 template <class T> static __device__ __noinline__ void tkcheck_nan_rows(const T& t, int site, const char* name) {
     int n = 0, first = -1, last = -1;
     for (int r = 0; r < T::rows; r++) {
@@ -442,14 +491,42 @@ template <class T> static __device__ __noinline__ void tkcheck_nan_rows(const T&
         for (int c = 0; c < T::cols && !bad; c++) { float v = (float)t[{r, c}]; bad = (v != v); }
         if (bad) { n++; if (first < 0) first = r; last = r; }
     }
-    if (n) {
-        unsigned i = atomicAdd(&tkcheck_aux_count, 1u);
-        if (i < 16u)
-            printf("TKCHECK_NAN site=%d %s buffer=%s block=%d warp=%d nan_rows=%d of %d first=%d last=%d\n",
-                   site, tkcheck_site_desc[site], name, tkcheck_block(), tkcheck_tid() / 32, n, (int)T::rows, first, last);
+    if (n && tkcheck_take(2, site))
+        printf("TKCHECK_NAN site=%%d %%s buffer=%%s block=%%d warp=%%d nan_rows=%%d of %%d first=%%d last=%%d\n",
+               site, tkcheck_site_desc[site], name, tkcheck_block(), tkcheck_tid() / 32, n, (int)T::rows, first, last);
+}
+// NaN rows of a register tile about to be stored (warp/warpgroup::store of an accumulator): each
+// lane checks its own fragment (TK's row layout: lane l holds rows l/4 and l/4+8 of each 16-row
+// tile), the warp ORs the rows together. Inlined: no call, no stack copy of the tile. A tile of
+// another kind (a shared tile stored to global) compiles to nothing.
+template <class T> static __device__ __forceinline__ void tkcheck_nan_regs(const T& t, int site, const char* name) {
+    if constexpr (requires { t.tiles[0][0].data[0].x; T::height; T::width; }) {
+        constexpr int per = (int)(sizeof(t.tiles[0][0].data) / sizeof(t.tiles[0][0].data[0]));
+        unsigned long long rows = 0ull;
+        const int lane = (int)(threadIdx.x & 31);
+        #pragma unroll
+        for (int i = 0; i < T::height; i++) {
+            #pragma unroll
+            for (int j = 0; j < T::width; j++) {
+                #pragma unroll
+                for (int k = 0; k < per; k++) {
+                    float a = (float)t.tiles[i][j].data[k].x, b = (float)t.tiles[i][j].data[k].y;
+                    int r = 16 * i + lane / 4 + 8 * (k & 1);
+                    if ((a != a || b != b) && r < 64) rows |= 1ull << r;
+                }
+            }
+        }
+        unsigned m = __activemask();
+        for (int o = 16; o > 0; o >>= 1) rows |= __shfl_xor_sync(m, rows, o);
+        if (rows && lane == __ffs(m) - 1 && tkcheck_take(2, site)) {
+            int n = __popcll(rows), first = __ffsll((long long)rows) - 1, last = 63 - __clzll((long long)rows);
+            printf("TKCHECK_NAN site=%%d %%s buffer=%%s block=%%d warp=%%d nan_rows=%%d of %%d first=%%d last=%%d\n",
+                   site, tkcheck_site_desc[site], name, tkcheck_block(), tkcheck_tid() / 32, n,
+                   T::height * 16 < 64 ? T::height * 16 : 64, first, last);
+        }
     }
 }
-// ---- end ----
+// ---- end of tkcheck prelude ----
 """
 
 
@@ -465,7 +542,7 @@ def _prelude(plan: Plan, sites: list[Site]) -> str:
                           and by_id[i].line in plan.init_probe_rows else "0" for i in range(max(n, 1)))
         probe = ("#define TKCHECK_INIT_PROBE 1\n"
                  f"__device__ const unsigned char tkcheck_probe_site[] = {{ {marks} }};\n")
-    return probe + PRELUDE % {"wd_ms": plan.watchdog_ms, "grace_ms": plan.grace_ms, "sites": descs}
+    return ("#pragma once\n" + probe + PRELUDE % {"wd_ms": plan.watchdog_ms, "grace_ms": plan.grace_ms, "sites": descs})
 
 
 # ------------------------------------------------------------------ rewriting
@@ -554,6 +631,11 @@ def instrument(text: str, filename: str, plan: Plan | None = None,
             s = Site(len(sites), "store", name, c.row, c.args[1])
             sites.append(s)
             edits.append((c.start, c.start, f"::tkcheck_nan_rows({c.args[1]}, {s.id}, {_c_str(c.args[1])}), "))
+    if plan.nan_rows:
+        for c in find_register_stores(text):
+            s = Site(len(sites), "store", name, c.row, c.args[1])
+            sites.append(s)
+            edits.append((c.start, c.start, f"::tkcheck_nan_regs({c.args[1]}, {s.id}, {_c_str(c.args[1])}), "))
     if plan.watchdog:
         mask = _code_mask(text)
         for m in _SYNC_RE.finditer(text):
@@ -582,15 +664,12 @@ def instrument(text: str, filename: str, plan: Plan | None = None,
     out = text
     for start, end, rep in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:start] + rep + out[end:]
-    # postlude after the last top-level #include, keeping line numbers with #line
-    lines = out.split("\n")
-    last_inc = max((i for i, ln in enumerate(lines) if re.match(r"\s*#\s*include\b", ln)), default=-1)
-    if plan.nan_rows:
-        post = POSTLUDE + f'#line {last_inc + 2} "{name}"'
-        lines.insert(last_inc + 1, post)
-    body = "\n".join(lines)
-    pre = _prelude(plan, all_sites) + f'#line 1 "{name}"\n'
-    return Instrumented(pre + body, all_sites, poisoned, notes)
+    # the helpers live in a generated header that the copy includes on its first line, before any
+    # code or #include of the file (a harness included after the kernel, a main in a header): the
+    # copy's line numbers stay the user's through #line
+    pre = _prelude(plan, all_sites)
+    head = f'#include "{PRELUDE_NAME}"\n#line 1 "{name}"\n'
+    return Instrumented(head + out, all_sites, poisoned, notes, prelude=pre)
 
 
 _BLOCK_START = re.compile(r"(if|for|while|do|return|switch|else)\b|[{}]")

@@ -1,29 +1,54 @@
-"""Build and run an instrumented copy, then label each finding (the `verdict` of a Finding).
+"""Build and run a kernel and its instrumented copies, then label each finding (`Finding.verdict`).
 
-Verdicts (`Finding.verdict`, a dict):
-  {"status": "CONFIRMED", "evidence": [...], "ran": [...]}
-  {"status": "NOT REPRODUCED", "ran": [...]}
+Verdicts (a dict):
+  {"status": "CONFIRMED", "evidence": [...], "ran": [...], "other": [...], "device": "..."}
+  {"status": "NOT REPRODUCED", "ran": [...], "why": "...", "other": [...]}
   {"status": "UNCONFIRMABLE HERE", "reason": "..."}
 
-Single-file kernels with their own `main` are built with nvcc directly; other kernels use
-`[tool.tkcheck.confirm]` build/run commands (tkcheck.config.ConfirmConfig), run in the temporary
-tree with `{src}` (the instrumented copy), `{bin}` and `{dir}` substituted. Every build and run
-has a timeout; the user's files are never written.
+What is built and run (every build and run in its own session with a timeout that ends the
+whole session, confirm/procs.py; the user's files are never written):
+
+* the plain copy, built with `-lineinfo`: run once, then under the compute-sanitizer tools that fit
+  the findings; its SASS is read (confirm/sassmap.py) to put sanitizer records on the user's lines
+  and to see whether the binary waits for a wgmma before a release;
+* the probe copy (confirm/instrument.py): a watchdog on every wait and block/named barrier, stage
+  poisoning with checks after each consumer wait, NaN rows at each store, a phase log;
+* one widened copy per race finding (confirm/widen.py: a delay or a poison at that finding's
+  sites), run up to WIDENED_TRIES times; the TK307 findings share one (its probe reports per use
+  site);
+* when the plain run fails: one repaired copy per layout finding whose site reads a tile through a
+  `reinterpret_cast` view (the view removed: the tile read with its own layout).
+
+Evidence is tied to a finding: a record confirms it only at its site (its lines, or the barrier or
+buffer it names) and only when the record's kind fits the finding (a watchdog a hang, a poisoned
+read or NaN rows a stale read, an order record TK307); a sanitizer record only on its lines (the
+first frame in the user's file, from the SASS) and of a fitting tool and kind; a widened copy's
+failure only the finding it was widened for, and only when the plain run passed (a widening that
+makes a failing plain run pass is discarded); a repaired copy that passes where the plain run
+failed confirms the finding it repaired. A failure of the plain run alone confirms nothing: it is
+shown with the evidence that ties it to the finding. Everything else is listed as "other".
+
+Single-file programs (a `main` in the file or in a header it includes) are built with nvcc; others
+use `[tool.tkcheck.confirm]` build/run commands, run in the copy's folder with `{src}` (the copy),
+`{bin}` and `{dir}` substituted.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
-import subprocess
+import signal
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import outcome as O
 from . import sanitizer as S
-from .instrument import (TEMPLATE_FIRST_ID, Record, instrument, instrument_template_dir, parse_records,
-                         uses_template)
+from .instrument import (TEMPLATE_FIRST_ID, Plan, Record, Site, _code_mask, instrument, instrument_template_dir,
+                         parse_records, uses_template)
+from .procs import run_clean
 
 CONFIRMED = "CONFIRMED"
 NOT_REPRODUCED = "NOT REPRODUCED"
@@ -35,7 +60,6 @@ BUILD_TIMEOUT_S = 600
 RUN_TIMEOUT_S = 20.0
 SANITIZER_TIMEOUT_S = 60.0
 WIDENED_TRIES = 3
-_FAIL_RE = re.compile(r"^\s*FAIL\b|max_abs_err=(?:nan|inf|1e\+?30|1\.0+e\+?30)", re.I | re.M)
 
 
 class ConfirmError(Exception):
@@ -49,41 +73,90 @@ class Run:
     rc: int | None
     log: str = ""
     seconds: float | None = None
+    killed: bool = False            # ended at its timeout
+    left_behind: int = 0            # processes of its session still alive after it (killed)
+    shell: bool = False
 
     @property
     def timed_out(self) -> bool:
-        return self.rc in (124, 137, -9, -15)
+        return self.killed or self.rc in (124, 137)
 
-    def describe(self) -> str:
-        if self.rc is None:
-            return f"{self.what}: not run"
-        if self.timed_out:
-            return f"{self.what}: timed out"
-        if _FAIL_RE.search(self.log):
-            return f"{self.what}: exit {self.rc}, the program's check failed"
-        tail = [ln for ln in self.log.splitlines() if ln.strip() and not ln.startswith("TKCHECK_")]
-        last = tail[-1].strip() if tail else ""
-        return f"{self.what}: exit {self.rc}" + (f" ({last[:80]})" if last and self.rc else "")
+    def outcome(self, patterns: O.Patterns | None = None) -> O.Outcome:
+        return O.classify(self.rc, self.log, self.timed_out, patterns, shell=self.shell or self.rc in (124, 137))
+
+    def describe(self, patterns: O.Patterns | None = None) -> str:
+        return f"{self.what}: {self.outcome(patterns).text()}"
+
+
+@dataclass
+class Copy:
+    """An instrumented build made for some findings (a widening, a repair) and its runs."""
+    name: str                       # "widened for TK401 at gemm_ring.cu:113"
+    kind: str                       # "widen" | "repair"
+    findings: tuple[str, ...]       # keys (finding_key) of the findings its edits are for
+    edits: list[str] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
+    build_error: str | None = None
+
+    @property
+    def run(self) -> Run | None:
+        return self.runs[-1] if self.runs else None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "findings": list(self.findings), "edits": self.edits,
+                "build_error": self.build_error,
+                "runs": [{"what": r.what, "rc": r.rc, "log": r.log, "killed": r.killed, "seconds": r.seconds}
+                         for r in self.runs]}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Copy":
+        c = cls(d["name"], d["kind"], tuple(d.get("findings", ())), list(d.get("edits", ())),
+                build_error=d.get("build_error"))
+        c.runs = [Run(r.get("what", c.name), "bin", r.get("rc"), r.get("log", ""), r.get("seconds"),
+                      bool(r.get("killed"))) for r in d.get("runs", ())]
+        c.records = parse_records(c.runs[-1].log) if c.runs else []
+        return c
 
 
 @dataclass
 class Evidence:
     plain: Run | None = None
-    instrumented: Run | None = None
-    records: list[Record] = field(default_factory=list)
+    instrumented: Run | None = None      # the probe copy's run
+    records: list[Record] = field(default_factory=list)    # ... and its records
+    sites: list[Site] | None = None      # the probe copy's sites (None: not known, a recorded run)
     tools: list[S.ToolRun] = field(default_factory=list)
+    copies: list[Copy] = field(default_factory=list)
     arch: str | None = None              # the GPU's, e.g. "sm_90"
     unconfirmable: str | None = None     # why nothing could be run
-    widening: list[str] = field(default_factory=list)   # race-widening edits in the instrumented copy
+    widening: list[str] = field(default_factory=list)   # widening carried by the probe copy (recorded batches)
     build_log: str = ""                  # the plain copy's build output (ptxas notes)
+    sass: str | None = None              # the plain binary's nvdisasm -gi text
     # compute-sanitizer records (tool, kind, text) that the clean kernel's own run shows too: not
-    # evidence (racecheck reports 5 race records on the correct MK interpreter). None: no clean run
-    # to compare with (`tkcheck confirm`); then a record that names no place (racecheck's summary
-    # "Race condition") is shown but not taken as evidence.
+    # evidence (racecheck reports 5 race records on the correct MK interpreter)
     baseline: set | None = None
+    patterns: O.Patterns = field(default_factory=O.Patterns)
+    device: str | None = None            # "GPU 0 NVIDIA H200 (sm_90), driver ..., nvcc 13.0"
+    notes: list[str] = field(default_factory=list)
+    _funcs: list | None = field(default=None, repr=False)
+
+    def funcs(self):
+        if self._funcs is None:
+            from .sassmap import functions
+            self._funcs = functions(self.sass)
+        return self._funcs
+
+    @property
+    def left_behind(self) -> int:
+        runs = [self.plain, self.instrumented] + [r for c in self.copies for r in c.runs]
+        return sum(r.left_behind for r in runs if r is not None)
 
 
-# ------------------------------------------------------------------ verdicts
+# ------------------------------------------------------------------ a finding's sites
+
+def finding_key(f) -> str:
+    return f"{f.code}:{Path(f.location.filename).name}:{f.location.row}"
+
 
 def _finding_lines(f) -> set[tuple[str, int]]:
     locs = [f.location] + [r.location for r in getattr(f, "related", [])] + \
@@ -91,113 +164,125 @@ def _finding_lines(f) -> set[tuple[str, int]]:
     return {(Path(loc.filename).name, loc.row) for loc in locs}
 
 
-def _finding_barriers(f) -> set[str]:
-    text = f.message + " " + " ".join(r.message for r in getattr(f, "related", []))
-    return set(re.findall(r"([A-Za-z_][\w.]*)\s*\[", text)) | set(re.findall(r"\b([a-z_]*(?:full|empty|arrived|finished)\w*)", text))
+_QUOTED = re.compile(r"[`'\"]([A-Za-z_][\w.]*(?:\s*\[[^\]`'\"]*\])*)[`'\"]")
 
 
-def _rank(rec: Record, lines, bars) -> int:
+def _finding_names(f) -> set[str]:
+    """The barriers and buffers a finding names (quoted in its messages, or indexed), as bases."""
+    text = f.message + " " + " ".join(r.message for r in getattr(f, "related", [])) + " " + \
+        " ".join(s.text for s in getattr(f, "trace", []))
+    names = {re.split(r"\s*\[", m)[0] for m in _QUOTED.findall(text)}
+    names |= set(re.findall(r"([A-Za-z_][\w.]*)\s*\[", text))
+    names |= set(re.findall(r"\b([a-z_]*(?:full|empty|arrived|finished)\w*)", text))
+    return {n for n in names if n and not n[0].isdigit()}
+
+
+def _base(expr: str) -> str:
+    return re.split(r"\s*[\[(]", (expr or "").strip())[0]
+
+
+def _names_match(expr: str, names: set[str]) -> bool:
+    b = _base(expr)
+    if not b:
+        return False
+    return any(b == n or b.endswith("." + n) or n.endswith("." + b) for n in names)
+
+
+def _at_site(rec: Record, f, lines, names) -> bool:
     if rec.file and rec.line and (Path(rec.file).name, rec.line) in lines:
-        return 0
-    b = rec.fields.get("barrier", "")
-    base = re.split(r"[\[(]", b)[0]
-    if base and any(base == x or base.endswith("." + x) or x.endswith("." + base) for x in bars):
-        return 1
-    return 2
+        return True
+    if rec.kind == "ORDER":
+        return False
+    if rec.kind in ("WATCHDOG", "POISON") and _names_match(rec.fields.get("barrier", ""), names):
+        return True
+    return rec.kind in ("POISON", "NAN") and _names_match(rec.fields.get("buffer", ""), names)
 
 
 def _symptoms(f) -> set[str]:
     return {s for s in (f.symptom or "").split("/") if s}
 
 
-def verdict(f, ev: Evidence) -> dict:
-    """The verdict for one finding from what was run."""
-    arch_rule = _rule_arch(f.code)
-    if f.contract == "tool" or f.code.startswith("TK0"):
-        return {"status": UNCONFIRMABLE, "reason": "a tool diagnostic, not a run-time contract"}
-    if arch_rule and ev.arch and not any(a.startswith(ev.arch) for a in arch_rule):
-        return {"status": UNCONFIRMABLE, "reason": f"a {'/'.join(arch_rule)} finding on a {ev.arch} GPU"}
-    if ev.unconfirmable:
-        return {"status": UNCONFIRMABLE, "reason": ev.unconfirmable}
+def _record_fits(rec: Record, f) -> bool:
     syms = _symptoms(f)
-    if syms <= {"slow"} and syms:
-        return {"status": UNCONFIRMABLE, "reason": "a performance finding: nothing to observe as a failure"}
-    ran = [r.describe() for r in (ev.plain, ev.instrumented) if r is not None] + [t.summary() for t in ev.tools]
-    widened = _widening_for(f, ev)
-    ran += widened
-    lines, bars = _finding_lines(f), _finding_barriers(f)
-    evidence: list[str] = []
-    wd = sorted((r for r in ev.records if r.kind == "WATCHDOG"), key=lambda r: _rank(r, lines, bars))
-    stale = sorted((r for r in ev.records if r.kind in ("POISON", "NAN")), key=lambda r: _rank(r, lines, bars))
-    phase = [r for r in ev.records if r.kind == "PHASE"]
-    # at this finding's own use site: the probe saw a wait there start while the initialising
-    # thread was still held before the init
-    order = [r for r in ev.records if r.kind == "ORDER" and _rank(r, lines, bars) == 0]
-    if f.code == "TK307" and order:
-        evidence += [f"use before init: {r.raw}" for r in _distinct(order)[:3]]
-    if "hang" in syms and wd:
-        evidence += [f"watchdog: {r.raw}" for r in _distinct(wd)[:3]]
-        evidence += [f"phase log: {r.raw}" for r in phase[-4:]]
-    if syms & {"stripes", "nan", "wrong"} and stale:
-        evidence += [f"stale read: {r.raw}" for r in _distinct(stale)[:3]]
-    if "hang" in syms and not wd:
-        dead = [r for t in ev.tools for r in t.records if r.deadlock]
-        if dead:
-            evidence.append(f"compute-sanitizer: {dead[0].short()} ({len(dead)} deadlock records)")
-    if syms & {"stripes", "nan", "wrong"} and not stale:
-        fit = _sanitizer_fit(f)
-        errs = [r for t in ev.tools if t.tool in fit for r in t.records
-                if r.is_error and not r.deadlock and not S.known_false_alarm(r)
-                and (t.tool, r.kind, r.text) not in (ev.baseline or ()) and _attributable(r, lines, ev)]
-        if errs:
-            evidence.append(f"compute-sanitizer: {errs[0].short()} ({len(errs)} records)")
-        crash = next((ln for ln in (ev.plain.log if ev.plain else "").splitlines() if "CUDA error" in ln), "")
-        if ev.plain is not None and ev.plain.rc not in (0, None) and not ev.plain.timed_out and crash:
-            evidence.append(f"plain run crashed: {re.sub(r' at .*', '', crash.strip())[:120]} (the clean kernel passes)")
-        for run in (ev.plain, ev.instrumented):
-            if run is not None and not run.timed_out and _FAIL_RE.search(run.log):
-                line = next((ln for ln in run.log.splitlines() if "max_abs_err" in ln or "FAIL" in ln), "FAIL")
-                evidence.append(f"{run.what} run: the program's own check failed: {line.strip()[:120]}")
-                break
-    if evidence:
-        if widened and not any(e.startswith(("compute-sanitizer", "plain run")) for e in evidence):
-            evidence.append("under " + "; ".join(w.removeprefix("widening: ") for w in widened))
-        return {"status": CONFIRMED, "evidence": evidence, "ran": ran}
-    out = {"status": NOT_REPRODUCED, "ran": ran}
-    why = _why_not(f, ev)
-    if why:
-        out["why"] = why
+    if rec.kind == "ORDER":
+        return f.code == "TK307"
+    if rec.kind == "WATCHDOG":
+        return "hang" in syms or f.contract in ("deadlock", "completion")
+    if rec.kind in ("POISON", "NAN"):
+        return bool(syms & {"stripes", "nan", "wrong"}) or f.contract == "completion"
+    return False
+
+
+_LABEL = {"WATCHDOG": "watchdog", "POISON": "stale read", "NAN": "NaN rows", "ORDER": "use before init"}
+
+
+def _distinct(recs: list[Record]) -> list[Record]:
+    seen, out = set(), []
+    for r in recs:
+        key = (r.kind, r.fields.get("site"), r.fields.get("barrier"), r.fields.get("buffer"))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
     return out
 
 
-_PTXAS_SERIAL = re.compile(r"\((C75(?:14|15|17|18))\)\s*([^\n]*?)(?: in (?:the )?function|$)", re.M)
+# rules no compute-sanitizer tool observes: TK407 is about the ordering of global-memory writes
+# and counters across SMs; racecheck checks shared memory only
+_NO_SANITIZER = {"TK407"}
 
 
-def _attributable(r, lines, ev: Evidence) -> bool:
-    """Whether a compute-sanitizer error record can stand as evidence for a finding on `lines`.
-
-    A racecheck hazard names its two accesses: it counts when one of them is on a line of the
-    finding (racecheck also flags accesses it does not model, e.g. an mbarrier init against a
-    wait, on correct kernels). A record that names no place counts only against a clean run's
-    baseline. Other records (an invalid access, a barrier overflow) do not occur on the clean
-    kernels and count as they are."""
-    if r.tool == "racecheck" or r.kind == "Analysis":
-        places = r.places()
-        if places:
-            return bool(places & lines)
-        return ev.baseline is not None
-    return bool(r.func or r.pc or r.file) or ev.baseline is not None
+def _sanitizer_fit(f) -> set[str]:
+    if f.code in _NO_SANITIZER:
+        return set()
+    return {"layout": {"memcheck"}, "scope": {"racecheck", "synccheck"}, "accumulator": {"racecheck"},
+            "completion": {"racecheck", "memcheck"}, "deadlock": {"racecheck", "synccheck"}}.get(f.contract, set())
 
 
-def _why_not(f, ev: Evidence) -> str | None:
-    """What makes a race finding unobservable in this binary (ptxas's own wgmma serialization)."""
-    if f.code not in ("TK201", "TK206"):
-        return None
-    m = _PTXAS_SERIAL.search(ev.build_log or "")
-    if not m:
-        return None
-    return (f"ptxas {m.group(1)}: {m.group(2).strip()[:140]} - the compiled code waits for the wgmma "
-            f"itself, so this race cannot happen in this build (it can with another compiler or code shape)")
+def tools_for(findings) -> list[str]:
+    """The compute-sanitizer tools that fit the findings' contracts (all three for no findings:
+    a clean kernel's baseline; none when no finding has a fitting tool)."""
+    if not findings:
+        return ["racecheck", "synccheck", "memcheck"]
+    return sorted({t for f in findings for t in _sanitizer_fit(f)})
+
+
+def _record_kind_fits(r: S.SanitizerRecord, f) -> bool:
+    """A misaligned address says something about a layout or an address, not about a count."""
+    if "misaligned" in r.text.lower():
+        return f.contract == "layout"
+    if r.deadlock:
+        return "hang" in _symptoms(f) or f.contract in ("deadlock", "completion")
+    return True
+
+
+def _attributable(r: S.SanitizerRecord, lines, ev: Evidence) -> bool:
+    """Whether a compute-sanitizer error record is at one of `lines` (its user frame, a device
+    frame, or either access of a racecheck hazard). A record that names no place is at no site."""
+    return bool(r.places() & lines)
+
+
+def _rule_arch(code: str) -> tuple[str, ...]:
+    try:
+        from .. import registry
+        r = registry.by_code().get(code)
+        return tuple(r.arch) if r is not None and tuple(r.arch) != ("sm_90a", "sm_100a") else ()
+    except Exception:  # noqa: BLE001
+        return ()
+
+
+# ------------------------------------------------------------------ verdicts
+
+def _own_copies(f, ev: Evidence) -> list[Copy]:
+    k = finding_key(f)
+    out = [c for c in ev.copies if k in c.findings]
+    if ev.widening and ev.instrumented is not None:
+        # a recorded batch: the probe copy carried the widening; it is this finding's widened copy
+        # only when every widening edit in it is this finding's
+        mine = _widening_for(f, ev)
+        if mine and len(mine) == len(ev.widening):
+            c = Copy("widened copy", "widen", (k,), list(mine), [ev.instrumented], ev.records)
+            out.append(c)
+    return out
 
 
 def _widening_for(f, ev: Evidence) -> list[str]:
@@ -211,44 +296,159 @@ def _widening_for(f, ev: Evidence) -> list[str]:
     return out
 
 
-def _distinct(recs: list[Record]) -> list[Record]:
-    seen, out = set(), []
-    for r in recs:
-        key = (r.kind, r.fields.get("site"), r.fields.get("barrier"), r.fields.get("buffer"))
-        if key not in seen:
-            seen.add(key)
-            out.append(r)
+def _observable(f, ev: Evidence, copies: list[Copy]) -> bool:
+    if copies or f.code == "TK307":
+        return True
+    if any(t.tool in _sanitizer_fit(f) for t in ev.tools):
+        return True
+    if ev.sites is None:
+        return True
+    lines, names = _finding_lines(f), _finding_names(f)
+    for s in ev.sites:
+        if (s.file, s.line) in lines or _names_match(s.barrier, names):
+            return True
+    return False
+
+
+def verdict(f, ev: Evidence) -> dict:
+    """The verdict for one finding from what was run (see the module doc)."""
+    arch_rule = _rule_arch(f.code)
+    if f.contract == "tool" or f.code.startswith("TK0"):
+        return {"status": UNCONFIRMABLE, "reason": "a tool diagnostic, not a run-time contract"}
+    if arch_rule and ev.arch and not any(a.startswith(ev.arch) for a in arch_rule):
+        on = f" ({ev.device})" if ev.device else ""
+        return {"status": UNCONFIRMABLE,
+                "reason": f"a {'/'.join(arch_rule)} finding on a {ev.arch} GPU{on}: its instructions do not run here"}
+    if ev.unconfirmable:
+        return {"status": UNCONFIRMABLE, "reason": ev.unconfirmable}
+    syms = _symptoms(f)
+    if syms <= {"slow"} and syms:
+        return {"status": UNCONFIRMABLE, "reason": "a performance finding: nothing to observe as a failure"}
+    P = ev.patterns
+    plain_out = ev.plain.outcome(P) if ev.plain is not None else O.Outcome(O.NOT_RUN, "not run")
+    lines, names = _finding_lines(f), _finding_names(f)
+    copies = _own_copies(f, ev)
+    ran = [r.describe(P) for r in (ev.plain, ev.instrumented) if r is not None] + [t.summary() for t in ev.tools]
+    own: list[str] = []
+    other: list[str] = []
+    notes: list[str] = []
+    # widened copies: a failure the plain run does not have is this finding's; a widening that makes
+    # a failing plain run pass hid the failure and is discarded
+    used: list[Copy] = []
+    for c in copies:
+        if c.kind != "widen":
+            continue
+        if c.build_error:
+            ran.append(f"{c.name}: did not build ({c.build_error[:100]})")
+            continue
+        if c.run is None:
+            continue
+        o = c.run.outcome(P)
+        tries = f" ({len(c.runs)} runs)" if len(c.runs) > 1 else ""
+        ran.append(f"{c.name}{tries}: {o.text()}")
+        if plain_out.failed and not o.failed:
+            notes.append(f"{c.name} passed where the plain run fails ({plain_out.text()}): the widening hid the "
+                         f"failure and is discarded for this finding")
+            continue
+        used.append(c)
+        if o.status == O.HANG and "hang" not in syms:
+            # a race shows as wrong values; a widened copy that only ran out of time says nothing
+            # about it (seen: a busy GPU slowing a run past its timeout)
+            notes.append(f"{c.name} ran out of time, which this finding does not predict: not taken as evidence")
+        elif o.failed and not plain_out.failed and ev.plain is not None:
+            own.append(f"widened copy: {o.text()} (the plain run passes)")
+            own.append("under " + "; ".join(e.removeprefix("widening: ") for e in c.edits))
+    # records: the probe copy's and those of this finding's own copies, at this finding's site
+    recs = list(ev.records) + [r for c in used for r in c.records]
+    from_copy = {id(r): c for c in used for r in c.records}
+    under: list[str] = []
+    for r in _distinct([r for r in recs if r.kind in _LABEL]):
+        if not _record_fits(r, f):
+            continue
+        if _at_site(r, f, lines, names):
+            own.append(f"{_LABEL[r.kind]}: {r.raw}")
+            c = from_copy.get(id(r))
+            if c is not None and c.edits and not any(e.startswith("under ") for e in own):
+                under = ["under " + "; ".join(e.removeprefix("widening: ") for e in c.edits)]
+        else:
+            other.append(f"{_LABEL[r.kind]}: {r.raw}")
+    own_recs = [e for e in own if e.split(":")[0] in _LABEL.values()]
+    own = own_recs[:4] + [e for e in own if e not in own_recs] + under
+    if any(e.startswith("watchdog") for e in own):
+        own += [f"phase log: {r.raw}" for r in [r for r in ev.records if r.kind == "PHASE"][-4:]]
+    # compute-sanitizer records of a fitting tool, on this finding's lines
+    fit = _sanitizer_fit(f)
+    for t in ev.tools:
+        errs = [r for r in t.records if r.is_error and not S.known_false_alarm(r)
+                and (t.tool, r.kind, r.text) not in (ev.baseline or ())]
+        mine = [r for r in errs if t.tool in fit and _record_kind_fits(r, f) and _attributable(r, lines, ev)]
+        if mine:
+            kind = "deadlock records" if all(r.deadlock for r in mine) else "records"
+            own.append(f"compute-sanitizer {mine[0].short()} ({len(mine)} {kind} at this finding's lines)")
+        rest = [r for r in errs if r not in mine]
+        if rest:
+            other.append(f"compute-sanitizer {rest[0].short()} ({len(rest)} records)")
+    # repaired copies
+    for c in copies:
+        if c.kind != "repair" or c.run is None:
+            if c.kind == "repair" and c.build_error:
+                ran.append(f"{c.name}: did not build ({c.build_error[:100]})")
+            continue
+        o = c.run.outcome(P)
+        ran.append(f"{c.name}: {o.text()}")
+        if plain_out.failed and not o.failed:
+            own.append(f"repaired copy passes: {'; '.join(c.edits)} (the plain run: {plain_out.text()})")
+        elif plain_out.failed:
+            notes.append(f"{c.name} still fails ({o.text()}): the failure is not this site's alone")
+    if own and plain_out.failed and not any(e.startswith("repaired copy") for e in own):
+        own.append(f"plain run: {plain_out.text()}")
+    out: dict = {}
+    if any(not e.startswith(("under ", "phase log", "plain run")) for e in own):
+        out = {"status": CONFIRMED, "evidence": own, "ran": ran}
+    else:
+        if not _observable(f, ev, copies):
+            return {"status": UNCONFIRMABLE,
+                    "reason": "no run here can observe it: no watchdog, poisoned buffer, widening, repair or "
+                              "fitting compute-sanitizer tool is at its site"}
+        out = {"status": NOT_REPRODUCED, "ran": ran}
+        why = _why_not(f, ev)
+        if why is None and plain_out.failed:
+            why = (f"the plain run fails ({plain_out.text()}), but no run ties the failure to this finding's "
+                   f"site")
+        if why:
+            out["why"] = why
+    if notes:
+        out["notes"] = notes
+    if other:
+        out["other"] = other[:4]
+    if ev.device:
+        out["device"] = ev.device
     return out
 
 
-def tools_for(findings) -> list[str]:
-    """The compute-sanitizer tools that fit the findings' contracts (all three for no findings:
-    a clean kernel's baseline; none when no finding has a fitting tool)."""
-    if not findings:
-        return ["racecheck", "synccheck", "memcheck"]
-    return sorted({t for f in findings for t in _sanitizer_fit(f)})
-
-
-# rules no compute-sanitizer tool observes: TK407 is about the ordering of global-memory writes
-# and counters across SMs; racecheck checks shared memory only (its hazards on the MK
-# interpreter's instruction words share a line with the bulk store TK407 names, by coincidence)
-_NO_SANITIZER = {"TK407"}
-
-
-def _sanitizer_fit(f) -> set[str]:
-    if f.code in _NO_SANITIZER:
-        return set()
-    return {"layout": {"memcheck"}, "scope": {"racecheck", "synccheck"}, "accumulator": {"racecheck"},
-            "completion": {"racecheck", "memcheck"}, "deadlock": {"racecheck", "synccheck"}}.get(f.contract, set())
-
-
-def _rule_arch(code: str) -> tuple[str, ...]:
-    try:
-        from .. import registry
-        r = registry.by_code().get(code)
-        return tuple(r.arch) if r is not None and tuple(r.arch) != ("sm_90a", "sm_100a") else ()
-    except Exception:  # noqa: BLE001
-        return ()
+def _why_not(f, ev: Evidence) -> str | None:
+    """What the binary says about a wgmma race: ptxas's wait, where the SASS shows it."""
+    if f.code not in ("TK201", "TK206"):
+        return None
+    from .sassmap import ptxas_serial_note, wgmma_order
+    note = ptxas_serial_note(ev.build_log)
+    if f.code == "TK206":
+        rel = {r.location.row for r in getattr(f, "related", []) if re.search(r"released here", r.message)}
+        order = wgmma_order(ev.funcs(), Path(f.location.filename).name, rel) if (ev.sass and rel) else None
+        if order is None:
+            if note:
+                return (f"ptxas reports {note[0]} ({note[1][:100]}), but the SASS was not read, so where its wait "
+                        f"went is not known: not claimed")
+            return None
+        if order.serialized:
+            return f"the binary waits for the wgmma before the release: {order.text} - the race cannot happen in this build"
+        return f"{order.text}: the race can happen in this binary, but no run showed it"
+    if not note:
+        return None
+    # TK201: the hazard is a read of the accumulator registers, and C7514/C7515/C7517 is ptxas
+    # waiting for the wgmma before exactly such a read
+    return (f"ptxas {note[0]}: {note[1][:140]} - the compiled code waits for the wgmma before the registers "
+            f"are read, so this race cannot happen in this build (it can with another compiler or code shape)")
 
 
 def apply_verdicts(findings, ev: Evidence) -> None:
@@ -256,79 +456,70 @@ def apply_verdicts(findings, ev: Evidence) -> None:
         f.verdict = verdict(f, ev)
 
 
+# ------------------------------------------------------------------ finding the program
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+_MAIN = re.compile(r"\bint\s+main\s*\(")
+
+
+def has_main(text: str) -> bool:
+    mask = _code_mask(text)
+    return any(mask[m.start()] for m in _MAIN.finditer(text))
+
+
+def find_main(path: str | Path, text: str, include_dirs=(), depth: int = 4) -> Path | None:
+    """The file holding `main()`: `path` itself or a header it includes with quotes (followed
+    `depth` deep: the file's folder, then `include_dirs`). None when none is found."""
+    path = Path(path)
+    if has_main(text):
+        return path
+    seen: set[Path] = set()
+
+    def walk(p: Path, t: str, d: int) -> Path | None:
+        if d <= 0:
+            return None
+        for inc in _INCLUDE.findall(t):
+            for base in [p.parent, *map(Path, include_dirs)]:
+                q = (base / inc)
+                try:
+                    q = q.resolve()
+                    if q in seen or not q.is_file() or q.stat().st_size > 4 * 1024 * 1024:
+                        continue
+                    seen.add(q)
+                    qt = q.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                if has_main(qt):
+                    return q
+                found = walk(q, qt, d - 1)
+                if found:
+                    return found
+                break
+        return None
+    return walk(path.resolve() if path.exists() else path, text, depth)
+
+
 # ------------------------------------------------------------------ running
 
 def gpu_arch() -> str | None:
     """sm_XY of GPU 0, or None when no GPU/driver is visible."""
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return None
-    try:
-        out = subprocess.run([exe, "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.match(r"\s*(\d+)\.(\d+)", out.stdout or "")
-    return f"sm_{m.group(1)}{m.group(2)}" if out.returncode == 0 and m else None
+    from .device import probe
+    return probe(toolkit=False).arch
 
 
-def _run(what: str, argv: list[str] | str, timeout: float, cwd: Path, env=None) -> Run:
-    import time
+def _run(what: str, argv: list[str] | str, timeout: float, cwd: Path, env=None, interrupt=None,
+         slot: tuple[str, int] | None = None) -> Run:
     shell = isinstance(argv, str)
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(argv, shell=shell, cwd=cwd, capture_output=True, timeout=timeout, env=env,
-                           start_new_session=True)
-        rc, log = p.returncode, (p.stdout + p.stderr).decode("utf-8", errors="replace")
-    except subprocess.TimeoutExpired as e:
-        rc = 124
-        log = ((e.stdout or b"") + (e.stderr or b"")).decode("utf-8", errors="replace")
-    except OSError as e:
-        rc, log = 127, str(e)
-    return Run(what, argv if shell else shlex.join(argv), rc, log, time.perf_counter() - t0)
-
-
-def has_main(text: str) -> bool:
-    return re.search(r"\bint\s+main\s*\(", text) is not None
-
-
-def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: str | None = None,
-                 include_dirs: tuple[str, ...] = (), timeout: float | None = None,
-                 tools: tuple[str, ...] = ("racecheck", "memcheck"), keep: str | None = None,
-                 arch: str | None = "auto") -> Evidence:
-    """Instrument a copy of `path`, build, run, and set `verdict` on each finding."""
-    ev = Evidence()
-    ev.arch = gpu_arch() if arch == "auto" else arch
-    tk_root = str(Path(tk_root).resolve()) if tk_root else None   # nvcc runs in the copy's folder
-    timeout = timeout or (confirm_cfg.timeout if confirm_cfg is not None and confirm_cfg.timeout else RUN_TIMEOUT_S)
-    build_cmd = confirm_cfg.build if confirm_cfg is not None else None
-    run_cmd = confirm_cfg.run if confirm_cfg is not None else None
-    single = has_main(text)
-    if ev.arch is None:
-        ev.unconfirmable = "no GPU here (nvidia-smi found no device)"
-    elif not single and not (build_cmd and run_cmd):
-        ev.unconfirmable = ("no run command: the file has no main(); set build and run in "
-                            "[tool.tkcheck.confirm]")
-    elif single and not build_cmd and not shutil.which("nvcc"):
-        ev.unconfirmable = "nvcc not found"
-    if ev.unconfirmable:
-        apply_verdicts(findings, ev)
-        return ev
-    # absolute: builds and runs happen with the copy's folder as the working directory
-    work = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="tkcheck-confirm-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        _build_and_run(path, text, ev, work, build_cmd, run_cmd, tk_root, include_dirs, timeout, tools, confirm_cfg,
-                       findings)
-    finally:
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
-    apply_verdicts(findings, ev)
-    return ev
-
-
-def _argv(cmd) -> list[str] | str:
-    return list(cmd) if isinstance(cmd, (list, tuple)) else str(cmd)
+    if slot is not None:
+        from .procs import gpu_slot
+        with gpu_slot(*slot):
+            p = run_clean(argv, timeout, cwd=cwd, env=env, interrupt=interrupt)
+    else:
+        p = run_clean(argv, timeout, cwd=cwd, env=env, interrupt=interrupt)
+    log = p.log if not p.error else p.error
+    rc = p.rc if not p.error else 127
+    return Run(what, argv if shell else shlex.join(argv), rc, log, p.seconds, killed=p.timed_out,
+               left_behind=p.left_behind, shell=shell)
 
 
 def _subst(cmd, mapping: dict[str, str]):
@@ -337,76 +528,556 @@ def _subst(cmd, mapping: dict[str, str]):
     return str(cmd).format(**{k: shlex.quote(v) for k, v in mapping.items()})
 
 
-def _build_and_run(path, text, ev: Evidence, work: Path, build_cmd, run_cmd, tk_root, include_dirs, timeout,
-                   tools, cfg, findings=()):
-    name = Path(path).name
-    plain_dir, inst_dir = work / "plain", work / "instr"
-    plain_dir.mkdir(exist_ok=True)
-    inst_dir.mkdir(exist_ok=True)
-    (plain_dir / name).write_text(text, encoding="utf-8")
-    from .widen import plan_for, widening
-    wid = widening(findings, text, name)
-    ev.widening = wid.describe()
-    plan = plan_for(wid)
-    proto = None
-    tsites = []
-    if tk_root and uses_template(text) and (Path(tk_root) / "prototype").is_dir() and plan.watchdog:
-        proto = inst_dir / "proto"
-        tsites = instrument_template_dir(Path(tk_root) / "prototype", proto, TEMPLATE_FIRST_ID)
-    inst = instrument(text, name, plan, template_sites=tsites)
-    (inst_dir / name).write_text(inst.text, encoding="utf-8")
-    for d, which in ((plain_dir, "plain"), (inst_dir, "instrumented")):
-        binary = d / "kernel.bin"
-        if build_cmd:
-            cmd = _subst(build_cmd, {"src": str(d / name), "bin": str(binary), "dir": str(d)})
-        else:
-            inc = []
-            if tk_root:
-                inc += ["-I", str(Path(tk_root) / "include"), "-I", str(proto if proto and d == inst_dir
-                                                                         else Path(tk_root) / "prototype")]
-            for i in include_dirs:
-                inc += ["-I", str(Path(i).resolve())]
-            inc += ["-I", str(Path(path).resolve().parent)]
-            cmd = ["nvcc", *NVCC_FLAGS, *inc, str(d / name), "-o", str(binary), "-lcuda"]
-        b = _run(f"build ({which})", cmd, BUILD_TIMEOUT_S, d)
-        if which == "plain":
-            ev.build_log = b.log
+_LINK_NO_MAIN = re.compile(r"undefined reference to [`']main'|in function [`']_start'", re.I)
+
+
+@dataclass
+class _Job:
+    path: str
+    text: str
+    name: str
+    findings: list
+    work: Path
+    tk_root: str | None
+    include_dirs: tuple[str, ...]
+    timeout: float
+    tools: tuple[str, ...]
+    cfg: object
+    env: dict | None
+    build_cmd: object
+    run_cmd: object
+    sanitizer_timeout: float = SANITIZER_TIMEOUT_S
+    gpu_key: str = "gpu"
+    gpu_slots: int = 2
+
+    def run_slot(self):
+        return (f"{self.gpu_key}-run", self.gpu_slots)
+
+    def tool_slot(self):
+        return (f"{self.gpu_key}-sanitizer", self.gpu_slots)
+
+
+def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: str | None = None,
+                 include_dirs: tuple[str, ...] = (), timeout: float | None = None,
+                 tools: tuple[str, ...] = ("racecheck", "memcheck"), keep: str | None = None,
+                 arch: str | None = "auto", device=None, gpu: int | None = None,
+                 sanitizer_timeout: float | None = None, gpu_slots: int = 2) -> Evidence:
+    """Instrument copies of `path`, build, run, and set `verdict` on each finding.
+
+    arch: "auto" asks the driver (confirm/device.py; or `device`, a DeviceInfo already probed);
+    None means no GPU; a value such as "sm_90" is taken as given. gpu: the GPU (an index of the
+    probe) this file runs on: its runs see only that GPU (CUDA_VISIBLE_DEVICES)."""
+    ev = Evidence()
+    cfg = confirm_cfg
+    try:
+        ev.patterns = O.Patterns.from_config(cfg)
+    except O.PatternError as e:
+        raise ConfirmError(str(e)) from None
+    if arch == "auto":
+        if device is None:
+            from .device import probe
+            device = probe()
+        g = device.gpu(gpu) if gpu is not None else (device.gpus[0] if device.gpus else None)
+        ev.arch = g.arch if g else None
+        ev.device = device.describe(g.index) if g else None
+        no_gpu = device.error or "no GPU here"
+    else:
+        ev.arch = arch
+        no_gpu = "no GPU here"
+        if device is not None:
+            ev.device = device.describe(gpu)
+    tk_root = str(Path(tk_root).resolve()) if tk_root else None   # nvcc runs in the copy's folder
+    timeout = timeout or (cfg.timeout if cfg is not None and cfg.timeout else RUN_TIMEOUT_S)
+    build_cmd = cfg.build if cfg is not None else None
+    run_cmd = cfg.run if cfg is not None else None
+    if ev.arch is None:
+        ev.unconfirmable = no_gpu
+    elif bool(build_cmd) != bool(run_cmd):
+        ev.unconfirmable = "[tool.tkcheck.confirm] sets only one of build and run: set both, or neither"
+    elif not build_cmd and not shutil.which("nvcc"):
+        ev.unconfirmable = "nvcc not found (set build and run in [tool.tkcheck.confirm] to build another way)"
+    if ev.unconfirmable:
+        apply_verdicts(findings, ev)
+        return ev
+    env = None
+    if gpu is not None:
+        from .device import visible_id
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=visible_id(gpu))
+    # absolute: builds and runs happen with the copy's folder as the working directory
+    work = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="tkcheck-confirm-"))
+    work.mkdir(parents=True, exist_ok=True)
+    job = _Job(path, text, Path(path).name, list(findings), work, tk_root, tuple(include_dirs), timeout,
+               tuple(tools), cfg, env, build_cmd, run_cmd,
+               sanitizer_timeout or max(SANITIZER_TIMEOUT_S, 3 * timeout),
+               gpu_key=f"gpu{_visible(gpu)}", gpu_slots=gpu_slots)
+    try:
+        _build_and_run(job, ev)
+        write_evidence(ev, work)
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    apply_verdicts(findings, ev)
+    return ev
+
+
+def _visible(gpu: int | None) -> str:
+    from .device import visible_id
+    return visible_id(gpu if gpu is not None else 0)
+
+
+def _build(job: _Job, d: Path, which: str, proto: Path | None, extra: tuple[str, ...] = ()) -> Run:
+    binary = d / "kernel.bin"
+    src = d / job.name
+    if job.build_cmd:
+        cmd = _subst(job.build_cmd, {"src": str(src), "bin": str(binary), "dir": str(d)})
+    else:
+        inc = []
+        if job.tk_root:
+            inc += ["-I", str(Path(job.tk_root) / "include"),
+                    "-I", str(proto if proto is not None else Path(job.tk_root) / "prototype")]
+        for i in job.include_dirs:
+            inc += ["-I", str(Path(i).resolve())]
+        inc += ["-I", str(Path(job.path).resolve().parent)]
+        cmd = ["nvcc", *NVCC_FLAGS, *extra, *inc, str(src), "-o", str(binary), "-lcuda"]
+    return _run(f"build ({which})", cmd, BUILD_TIMEOUT_S, d)
+
+
+_NO_RESOURCES = "too many resources requested for launch"
+# an instrumented copy needs more registers than the plain one; where the launch then fails
+# ("too many resources requested for launch": a block without __launch_bounds__), the copy is
+# rebuilt with fewer registers per thread (spills are fine for a probe run)
+REG_LADDER = (168, 128, 80, 64)
+
+
+def _run_copy(job: _Job, d: Path, what: str, proto: Path | None, ev: Evidence) -> Run:
+    r = _run(what, _run_argv(job, d), job.timeout, d, job.env, slot=job.run_slot())
+    if job.build_cmd or _NO_RESOURCES not in r.log:
+        return r
+    for regs in REG_LADDER:
+        b = _build(job, d, f"{what}, -maxrregcount={regs}", proto, (f"-maxrregcount={regs}",))
         if b.rc != 0:
-            ev.unconfirmable = f"the {which} copy did not build: " + _last(b.log)
-            return
-    def run_argv(d: Path):
-        if run_cmd:
-            return _subst(run_cmd, {"bin": str(d / "kernel.bin"), "dir": str(d), "src": str(d / name)})
-        return [str(d / "kernel.bin")]
-    ev.plain = _run("plain", run_argv(plain_dir), timeout, plain_dir)
-    # a widened race is run up to WIDENED_TRIES times, until a record shows or the program's check fails
-    for attempt in range(WIDENED_TRIES if wid else 1):
-        ev.instrumented = _run("instrumented" if attempt == 0 else f"instrumented (try {attempt + 1})",
-                               run_argv(inst_dir), timeout, inst_dir)
-        ev.records = parse_records(ev.instrumented.log)
-        if any(r.kind != "PHASE" for r in ev.records) or _FAIL_RE.search(ev.instrumented.log):
             break
-    # the run's record, in evidence_from_dir's layout (kept with --keep)
-    for fname, body in (("plain.log", ev.plain.log), ("plain.rc", f"{ev.plain.rc}\n"),
-                        ("instr.log", ev.instrumented.log), ("instr.rc", f"{ev.instrumented.rc}\n"),
-                        ("build_plain.log", ev.build_log), ("build_plain.rc", "0\n"),
-                        ("widening.txt", "".join(w + "\n" for w in ev.widening))):
-        (work / fname).write_text(body, encoding="utf-8")
-    extra = tuple(cfg.sanitizer_args) if cfg is not None else ()
+        r = _run(what, _run_argv(job, d), job.timeout, d, job.env, slot=job.run_slot())
+        if _NO_RESOURCES not in r.log:
+            ev.notes.append(f"{what}: the launch needed fewer registers than the instrumented code takes; "
+                            f"rebuilt with -maxrregcount={regs}")
+            break
+    return r
+
+
+def _run_argv(job: _Job, d: Path):
+    if job.run_cmd:
+        return _subst(job.run_cmd, {"bin": str(d / "kernel.bin"), "dir": str(d), "src": str(d / job.name)})
+    return [str(d / "kernel.bin")]
+
+
+def _write_copy(job: _Job, d: Path, plan: Plan) -> tuple[list[Site], Path | None]:
+    proto = None
+    tsites: list[Site] = []
+    if job.tk_root and uses_template(job.text) and (Path(job.tk_root) / "prototype").is_dir() and plan.watchdog:
+        proto = d / "proto"
+        tsites = instrument_template_dir(Path(job.tk_root) / "prototype", proto, TEMPLATE_FIRST_ID)
+    inst = instrument(job.text, job.name, plan, template_sites=tsites)
+    inst.write(d, job.name)
+    return inst.sites, proto
+
+
+def _widen_groups(findings, text: str, name: str):
+    """(findings, widening) per race finding; the TK307 findings share one copy."""
+    from .widen import widening
+    groups = []
+    t307 = [f for f in findings if f.code == "TK307"]
+    for f in findings:
+        if f.code == "TK307":
+            continue
+        w = widening([f], text, name)
+        if w:
+            groups.append(([f], w))
+    if t307:
+        w = widening(t307, text, name)
+        if w:
+            groups.append((t307, w))
+    # identical edits: one copy for all of them
+    merged: list = []
+    for fs, w in groups:
+        same = next((g for g in merged if g[1].describe() == w.describe()), None)
+        if same:
+            same[0].extend(fs)
+        else:
+            merged.append((list(fs), w))
+    return merged
+
+
+_VIEW = re.compile(r"reinterpret_cast\s*<[^<>;]*(?:<[^<>;]*>[^<>;]*)*>\s*\(")
+_INIT = re.compile(r"(?<![\w.>])(?:kittens\s*::\s*)?init_semaphore\s*\(")
+
+
+def _line_offset(text: str, row: int) -> int:
+    return sum(len(ln) + 1 for ln in text.split("\n")[:row - 1])
+
+
+def repair_edit(text: str, f) -> tuple[str, str] | None:
+    """(repaired text, description) for a layout finding whose line reads a tile through a
+    `reinterpret_cast<...>(tile)` view: the view removed, so the tile is read with its own layout."""
+    if f.contract != "layout":
+        return None
+    from .instrument import _split_args
+    lines = text.split("\n")
+    rows = [f.location.row] + [r.location.row for r in getattr(f, "related", [])
+                               if Path(r.location.filename).name == Path(f.location.filename).name]
+    for row in rows:
+        if not 0 < row <= len(lines):
+            continue
+        off = _line_offset(text, row)
+        ms = list(_VIEW.finditer(lines[row - 1]))
+        if len(ms) != 1:
+            continue
+        m = ms[0]
+        sp = _split_args(text, off + m.end() - 1)
+        if sp is None or len(sp[0]) != 1:
+            continue
+        inner = sp[0][0]
+        new = text[:off + m.start()] + f"({inner})" + text[sp[1]:]
+        view = re.sub(r"\s+", " ", text[off + m.start():sp[1]])
+        return new, f"the view `{view}` at {Path(f.location.filename).name}:{row} replaced by `{inner}`"
+    return None
+
+
+def count_repair(text: str, f) -> tuple[str, str] | None:
+    """TK302 (a barrier's arrival count differs from the arrivals per phase): the barrier initialised
+    for the arrivals that do come (`init_semaphore(bar, N - tx, tx)` at its init line)."""
+    if f.code != "TK302" or not f.witness:
+        return None
+    from .instrument import _split_args
+    try:
+        arrivals = int(str(f.witness.get("arrivals_per_phase")))
+    except (TypeError, ValueError):
+        return None
+    name = Path(f.location.filename).name
+    for r in getattr(f, "related", []):
+        if "initialised" not in r.message or Path(r.location.filename).name != name:
+            continue
+        row = r.location.row
+        lines = text.split("\n")
+        if not 0 < row <= len(lines):
+            continue
+        off = _line_offset(text, row)
+        ms = list(_INIT.finditer(lines[row - 1]))
+        if len(ms) != 1:
+            continue
+        sp = _split_args(text, off + ms[0].end() - 1)
+        if sp is None or len(sp[0]) not in (2, 3):
+            continue
+        args = sp[0]
+        tx = args[2] if len(args) == 3 else "0"
+        call = ms[0].group(0)
+        new_call = f"{call}{args[0]}, ({arrivals}) - ({tx}), {tx})"
+        new = text[:off + ms[0].start()] + new_call + text[sp[1]:]
+        was = re.sub(r"\s+", " ", text[off + ms[0].start():sp[1]])
+        return new, (f"`{args[0]}` initialised for the {arrivals} arrivals per phase that come "
+                     f"({name}:{row}: `{was}` -> `{new_call}`)")
+    return None
+
+
+_ISSUERS = re.compile(r"issuing thread\(s\) \((.*)\)\s*$")
+
+
+def _first_issuer(desc: str) -> int | None:
+    """The lowest thread id of an issuer set as the checks describe it ("warpgroup 0 (threads 0-127)",
+    "lane 0 of warps 8-11 (4 threads)", "thread 5")."""
+    m = re.search(r"lane (\d+) of warps? (\d+)", desc)
+    if m:
+        return 32 * int(m.group(2)) + int(m.group(1))
+    m = re.search(r"threads (\d+)-\d+", desc) or re.search(r"\bthreads? (\d+)\b", desc)
+    return int(m.group(1)) if m else None
+
+
+def _issuers_of(f) -> str | None:
+    if f.code == "TK403" and f.witness and f.witness.get("threads"):
+        return str(f.witness["threads"])
+    if f.code == "TK302":
+        for r in getattr(f, "related", []):
+            m = _ISSUERS.search(r.message)
+            if m:
+                return m.group(1)
+    return None
+
+
+def _site_row(f) -> int:
+    if f.code == "TK302":
+        return next((r.location.row for r in getattr(f, "related", []) if _ISSUERS.search(r.message)), f.location.row)
+    return f.location.row
+
+
+def issuer_repairs(text: str, findings) -> list[tuple[list, str, str]]:
+    """TK403 (an issue-once op run by several threads), with the TK302 count findings whose arrivals
+    come from the same issuers: each site's statement restricted to the first issuing thread, one
+    copy per issuer set (the sites share the one defect, e.g. a dropped lane guard)."""
+    groups: dict[str, list] = {}
+    for f in findings:
+        if f.code == "TK403" and _issuers_of(f):
+            groups.setdefault(_issuers_of(f), []).append(f)
+    for f in findings:
+        desc = _issuers_of(f)
+        if f.code == "TK302" and desc in groups:
+            groups[desc].append(f)
+    out = []
+    lines = text.split("\n")
+    for desc, fs in groups.items():
+        t0 = _first_issuer(desc)
+        if t0 is None:
+            continue
+        rows = sorted({_site_row(f) for f in fs if Path(f.location.filename).name == Path(fs[0].location.filename).name})
+        new_lines = list(lines)
+        ok = True
+        for row in rows:
+            if not 0 < row <= len(lines):
+                ok = False
+                break
+            ln = lines[row - 1]
+            col = len(ln) - len(ln.lstrip())
+            if not re.match(r"(?:kittens::)?(?:tma::|warp::|warpgroup::)?\w+\s*(?:<[^;]*>)?\s*\(", ln[col:]) or \
+                    re.match(r"(if|for|while|return|switch)\b", ln[col:]):
+                ok = False
+                break
+            new_lines[row - 1] = ln[:col] + f"if ((int)threadIdx.x == {t0}) " + ln[col:]
+        if ok and rows:
+            name = Path(fs[0].location.filename).name
+            out.append((fs, "\n".join(new_lines),
+                        f"the statements at {name}:{', '.join(map(str, rows))} run by thread {t0} only "
+                        f"(they were issued by {desc})"))
+    return out
+
+
+_STORE = re.compile(r"(?<![\w.>])(?:kittens\s*::\s*)?tma\s*::\s*store_async\s*(?:<[^;]*?>)?\s*\(")
+
+
+def _after_statement(text: str, off: int) -> int | None:
+    """The offset just after the `;` that ends the statement containing `off` (code only)."""
+    mask = _code_mask(text)
+    depth = 0
+    for i in range(off, len(text)):
+        if not mask[i]:
+            continue
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif c == ";" and depth == 0:
+            return i + 1
+    return None
+
+
+def read_wait_repair(text: str, f) -> tuple[str, str] | None:
+    """TK306 / TK504 (a TMA store's shared tile rewritten or left while the store may still read
+    it): a `tma::store_async_read_wait()` right after the store, in the thread that issued it (with
+    no store in flight it returns at once)."""
+    if f.code not in ("TK306", "TK504"):
+        return None
+    name = Path(f.location.filename).name
+    rows = [r.location.row for r in getattr(f, "related", []) if "store_async" in r.message
+            and Path(r.location.filename).name == name] if f.code == "TK306" else [f.location.row]
+    lines = text.split("\n")
+    for row in rows:
+        if not 0 < row <= len(lines):
+            continue
+        ms = list(_STORE.finditer(lines[row - 1]))
+        if len(ms) != 1:
+            continue
+        end = _after_statement(text, _line_offset(text, row) + ms[0].start())
+        if end is None:
+            continue
+        new = text[:end] + " ::kittens::tma::store_async_read_wait();" + text[end:]
+        return new, f"a `tma::store_async_read_wait()` after the store at {name}:{row}"
+    return None
+
+
+def _function_body_blocks(text: str, off: int) -> list[int] | None:
+    """The offsets of the `{` of the blocks enclosing `off`, from the function body inward."""
+    mask = _code_mask(text)
+    stack: list[int] = []
+    for i in range(off):
+        if not mask[i]:
+            continue
+        if text[i] == "{":
+            stack.append(i)
+        elif text[i] == "}" and stack:
+            stack.pop()
+    for k, b in enumerate(stack):
+        before = text[:b].rstrip()
+        before = re.sub(r"(\bconst|\bnoexcept|__attribute__\s*\(\(.*?\)\))\s*$", "", before).rstrip()
+        if before.endswith(")"):
+            return stack[k:]
+    return None
+
+
+def _matching(text: str, open_at: int) -> int | None:
+    mask = _code_mask(text)
+    depth = 0
+    for i in range(open_at, len(text)):
+        if not mask[i]:
+            continue
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def sync_repair(text: str, f) -> tuple[str, str] | None:
+    """TK307 (barriers used before every thread sees them initialised): a `__syncthreads()` after
+    the kernel-level statement that holds the first init (the init block every thread then waits for)."""
+    if f.code != "TK307":
+        return None
+    name = Path(f.location.filename).name
+    rows = sorted(r.location.row for r in getattr(f, "related", []) if "initiali" in r.message
+                  and Path(r.location.filename).name == name)
+    if not rows:
+        return None
+    off = _line_offset(text, rows[0])
+    blocks = _function_body_blocks(text, off)
+    if not blocks:
+        return None
+    if len(blocks) == 1:
+        end = _after_statement(text, off)
+    else:
+        close = _matching(text, blocks[1])
+        end = close + 1 if close is not None else None
+    if end is None:
+        return None
+    row = text.count("\n", 0, end) + 1
+    return text[:end] + " __syncthreads();" + text[end:], f"a `__syncthreads()` after the init block ending at {name}:{row}"
+
+
+def _repairs(text: str, findings) -> list[tuple[list, str, str]]:
+    out = []
+    seen = set()
+    for f in findings:
+        for make in (repair_edit, count_repair, read_wait_repair, sync_repair):
+            r = make(text, f)
+            if r is None:
+                continue
+            if r[0] in seen:      # the same edit for another finding (two TK307 uses of one init)
+                next(g for g in out if g[1] == r[0])[0].append(f)
+                continue
+            seen.add(r[0])
+            out.append(([f], r[0], r[1]))
+    return out + issuer_repairs(text, findings)
+
+
+def _build_and_run(job: _Job, ev: Evidence) -> None:
+    from .widen import plan_for
+    work, name = job.work, job.name
+    plain_dir = work / "plain"
+    plain_dir.mkdir(exist_ok=True)
+    (plain_dir / name).write_text(job.text, encoding="utf-8")
+    inst_dir = work / "instr"
+    sites, proto = _write_copy(job, inst_dir, Plan())
+    ev.sites = sites
+    copies: list[tuple[Copy, Path, Path | None]] = []
+    for k, (fs, w) in enumerate(_widen_groups(job.findings, job.text, name)):
+        d = work / f"widen-{k}"
+        _, cproto = _write_copy(job, d, plan_for(w))
+        keys = tuple(finding_key(f) for f in fs)
+        label = ", ".join(f"{f.code} at {name}:{f.location.row}" for f in fs)
+        copies.append((Copy(f"widened copy for {label}", "widen", keys, w.describe()), d, cproto))
+    b = _build(job, plain_dir, "plain", None)
+    ev.build_log = b.log
+    if b.rc != 0:
+        if _LINK_NO_MAIN.search(b.log):
+            ev.unconfirmable = (f"no run command: {name} has no main() and does not link into a program (no main in "
+                                f"it or in the files it includes); set build and run in [tool.tkcheck.confirm]")
+        elif b.timed_out:
+            ev.unconfirmable = f"the plain copy did not build within {BUILD_TIMEOUT_S} s"
+        else:
+            ev.unconfirmable = "the plain copy did not build: " + _last(b.log)
+        return
+    bi = _build(job, inst_dir, "instrumented", proto)
+    if bi.rc != 0:
+        ev.notes.append("the probe copy did not build (no watchdog, poison or NaN records): " + _last(bi.log))
+    for c, d, cproto in copies:
+        bc = _build(job, d, c.name, cproto)
+        if bc.rc != 0:
+            c.build_error = _last(bc.log)
+    ev.plain = _run("plain", _run_argv(job, plain_dir), job.timeout, plain_dir, job.env, slot=job.run_slot())
+    if bi.rc == 0:
+        ev.instrumented = _run_copy(job, inst_dir, "instrumented", proto, ev)
+        ev.records = parse_records(ev.instrumented.log)
+    for c, d, cproto in copies:
+        if c.build_error:
+            continue
+        for attempt in range(WIDENED_TRIES):
+            r = _run_copy(job, d, c.name if attempt == 0 else f"{c.name} (try {attempt + 1})", cproto, ev)
+            c.runs.append(r)
+            c.records = parse_records(r.log)
+            if any(x.kind != "PHASE" for x in c.records) or r.outcome(ev.patterns).failed:
+                break
+        ev.copies.append(c)
+    # compute-sanitizer on the plain binary; a hung program only under racecheck (it reports the
+    # stuck barrier waits as deadlocks; the other tools would only time out)
+    tools = list(job.tools)
+    if ev.plain.timed_out:
+        tools = ["racecheck"] if tools else []
+    extra = tuple(job.cfg.sanitizer_args) if job.cfg is not None else ()
     for tool in tools:
         xml = work / f"{tool}.xml"
-        base = run_argv(plain_dir)
+        base = _run_argv(job, plain_dir)
         if isinstance(base, str):
             argv = " ".join(shlex.quote(a) for a in S.command(tool, [], str(xml), extra)) + " " + base
         else:
             argv = S.command(tool, base, str(xml), extra)
-        r = _run(tool, argv, max(SANITIZER_TIMEOUT_S, 3 * timeout), plain_dir)
+        r = _run(tool, argv, job.sanitizer_timeout, plain_dir, job.env, interrupt=signal.SIGINT, slot=job.tool_slot())
         try:
             recs = S.parse_file(xml, tool) if xml.exists() else []
         except S.SanitizerXMLError:
             recs = []
-        ev.tools.append(S.ToolRun(tool, r.rc, recs))
-        (work / f"{tool}.rc").write_text(f"{r.rc}\n", encoding="utf-8")
+        t = S.ToolRun(tool, 124 if r.killed else r.rc, recs)
+        t.log = r.log
+        ev.tools.append(t)
+    # the plain binary's SASS: sanitizer records on the user's lines, the wgmma/release order
+    from .sassmap import disassemble
+    ev.sass, note = disassemble(plain_dir / "kernel.bin")
+    if note:
+        ev.notes.append(note)
+    map_records(ev, name)
+    # repairs, for a failing plain run: the fix each finding names, applied at its site alone
+    if ev.plain.outcome(ev.patterns).failed:
+        for k, (fs, rtext, what) in enumerate(_repairs(job.text, job.findings)):
+            d = work / f"repair-{k}"
+            d.mkdir(exist_ok=True)
+            (d / name).write_text(rtext, encoding="utf-8")
+            label = ", ".join(f"{f.code} at {name}:{f.location.row}" for f in fs)
+            c = Copy(f"repaired copy for {label}", "repair", tuple(finding_key(f) for f in fs), [what])
+            br = _build(job, d, c.name, None)
+            if br.rc != 0:
+                c.build_error = _last(br.log)
+            else:
+                c.runs.append(_run(c.name, _run_argv(job, d), job.timeout, d, job.env, slot=job.run_slot()))
+            ev.copies.append(c)
+
+
+def map_records(ev: Evidence, user_file: str) -> None:
+    """Put each sanitizer record (and each racecheck access) on its frame in the user's file."""
+    from .sassmap import user_frame
+    funcs = ev.funcs() if ev.sass else []
+    for t in ev.tools:
+        for r in t.records:
+            if r.user is None:
+                # the XML's own device stack (inlined frames, innermost first), else the SASS at the pc
+                mine = [fr for fr in r.frames if fr[1] and Path(fr[1]).name == Path(user_file).name and fr[2]]
+                if mine:
+                    r.user = (Path(mine[0][1]).name, mine[0][2])
+                elif r.pc:
+                    r.user = user_frame(funcs, r.pc, r.file, r.line, user_file)
+            acc = r.extra.get("accesses")
+            if acc:
+                r.extra["accesses"] = [a[:5] + (user_frame(funcs, a[4], a[2], a[3], user_file) if a[4] else None,)
+                                       if len(a) >= 5 else a for a in acc]
 
 
 def _last(log: str) -> str:
@@ -414,28 +1085,74 @@ def _last(log: str) -> str:
     return lines[0].strip()[:200]
 
 
-# ------------------------------------------------------------------ recorded batches (docs/BENCHMARKS.md)
+# ------------------------------------------------------------------ the evidence folder
 
-def evidence_from_dir(d: Path, arch: str = "sm_90") -> Evidence:
-    """Evidence from a folder of a recorded run: plain.{rc,log}, instr.{rc,log}, <tool>.{rc,xml}."""
+def write_evidence(ev: Evidence, d: Path) -> None:
+    """The run's record in `d` (kept with --keep; read back by evidence_from_dir)."""
+    d = Path(d)
+    files = {"build_plain.log": ev.build_log, "build_plain.rc": "0\n" if not ev.unconfirmable else "1\n",
+             "widening.txt": "".join(w + "\n" for w in ev.widening),
+             "copies.json": json.dumps([c.to_json() for c in ev.copies], indent=1),
+             "notes.txt": "".join(n + "\n" for n in ev.notes)}
+    if ev.unconfirmable:
+        files["unconfirmable.txt"] = ev.unconfirmable + "\n"
+    if ev.device:
+        files["device.txt"] = ev.device + "\n"
+    if ev.plain is not None:
+        files.update({"plain.log": ev.plain.log, "plain.rc": f"{ev.plain.rc}\n",
+                      "plain.killed": f"{int(ev.plain.killed)}\n"})
+    if ev.instrumented is not None:
+        files.update({"instr.log": ev.instrumented.log, "instr.rc": f"{ev.instrumented.rc}\n",
+                      "instr.killed": f"{int(ev.instrumented.killed)}\n"})
+    if ev.sites is not None:
+        files["sites.json"] = json.dumps([s.__dict__ for s in ev.sites], indent=1)
+    if ev.sass:
+        files["sass.txt"] = ev.sass
+    for t in ev.tools:
+        files[f"{t.tool}.rc"] = f"{t.rc}\n"
+        if getattr(t, "log", None):
+            files[f"{t.tool}.log"] = t.log
+    for fname, body in files.items():
+        (d / fname).write_text(body, encoding="utf-8")
+
+
+def evidence_from_dir(d: Path, arch: str = "sm_90", patterns: O.Patterns | None = None) -> Evidence:
+    """Evidence from a folder of a recorded run: plain.{rc,log}, instr.{rc,log}, <tool>.{rc,xml},
+    copies.json, sites.json, sass.txt (a gpu_batch result folder or a `confirm --keep` folder)."""
+    d = Path(d)
+
     def rd(name):
         p = d / name
         return p.read_text(encoding="utf-8", errors="replace") if p.exists() else None
     ev = Evidence(arch=arch)
+    if patterns is not None:
+        ev.patterns = patterns
     ev.build_log = rd("build_plain.log") or ""
     if rd("widening.txt"):
         ev.widening = [ln for ln in rd("widening.txt").splitlines() if ln.strip()]
-    if rd("build_plain.rc") not in (None,) and rd("build_plain.rc").strip() != "0":
+    if rd("device.txt"):
+        ev.device = rd("device.txt").strip()
+    if rd("unconfirmable.txt"):
+        ev.unconfirmable = rd("unconfirmable.txt").strip()
+        return ev
+    if rd("build_plain.rc") is not None and rd("build_plain.rc").strip() != "0":
         ev.unconfirmable = "does not build (nvcc rejects it)"
         return ev
+
     def rc(name):
         v = rd(name)
         return int(v.strip()) if v and v.strip().lstrip("-").isdigit() else None
     if rd("plain.rc") is not None:
-        ev.plain = Run("plain", "bin", rc("plain.rc"), rd("plain.log") or "")
+        ev.plain = Run("plain", "bin", rc("plain.rc"), rd("plain.log") or "", killed=rc("plain.killed") == 1)
     if rd("instr.rc") is not None:
-        ev.instrumented = Run("instrumented", "bin", rc("instr.rc"), rd("instr.log") or "")
+        ev.instrumented = Run("instrumented", "bin", rc("instr.rc"), rd("instr.log") or "",
+                              killed=rc("instr.killed") == 1)
         ev.records = parse_records(ev.instrumented.log)
+    if rd("sites.json"):
+        ev.sites = [Site(**s) for s in json.loads(rd("sites.json"))]
+    if rd("copies.json"):
+        ev.copies = [Copy.from_json(c) for c in json.loads(rd("copies.json"))]
+    ev.sass = rd("sass.txt")
     for tool in S.TOOLS:
         if rd(f"{tool}.rc") is None:
             continue
@@ -446,8 +1163,12 @@ def evidence_from_dir(d: Path, arch: str = "sm_90") -> Evidence:
             except S.SanitizerXMLError:
                 recs = []
         ev.tools.append(S.ToolRun(tool, rc(f"{tool}.rc"), recs))
+    if rd("notes.txt"):
+        ev.notes = [ln for ln in rd("notes.txt").splitlines() if ln.strip()]
     return ev
 
+
+# ------------------------------------------------------------------ recorded batches (docs/BENCHMARKS.md)
 
 def collect_batch(results: Path, corpus: Path) -> list[dict]:
     from ..evaluate import check_clean, check_mutation, load_mutations
@@ -476,6 +1197,8 @@ def collect_batch(results: Path, corpus: Path) -> list[dict]:
             else:
                 continue
             ev = evidence_from_dir(d)
+            name = Path(m.kernel if m else k.name).name
+            map_records(ev, name)
             if m is not None:
                 ev.baseline = baseline(m.kernel)
             findings = [f for f in res.findings if f.code != "TK000"]
@@ -483,15 +1206,19 @@ def collect_batch(results: Path, corpus: Path) -> list[dict]:
             for f in findings:
                 if m is not None and m.unobservable and f.code in m.rules and f.verdict["status"] == NOT_REPRODUCED:
                     f.verdict.setdefault("why", m.unobservable)
-            rows.append({
-                "id": vid, "symptom": m.symptom if m else "", "rules": list(m.rules) if m else [],
-                "plain": _plain_result(ev), "sanitizer": _sanitizer_result(ev),
-                "findings": [{"code": f.code, "line": f.location.row, "symptom": f.symptom, "verdict": f.verdict}
-                             for f in findings],
-                "records": {k: sum(1 for r in ev.records if r.kind == k) for k in ("WATCHDOG", "POISON", "NAN")},
-                "unconfirmable": ev.unconfirmable,
-            })
+            rows.append(batch_row(vid, m.symptom if m else "", list(m.rules) if m else [], ev, findings))
     return rows
+
+
+def batch_row(vid: str, symptom: str, rules: list[str], ev: Evidence, findings) -> dict:
+    return {
+        "id": vid, "symptom": symptom, "rules": list(rules),
+        "plain": _plain_result(ev), "sanitizer": _sanitizer_result(ev),
+        "findings": [{"code": f.code, "line": f.location.row, "symptom": f.symptom, "verdict": f.verdict}
+                     for f in findings],
+        "records": {k: sum(1 for r in ev.records if r.kind == k) for k in ("WATCHDOG", "POISON", "NAN")},
+        "unconfirmable": ev.unconfirmable,
+    }
 
 
 def _plain_result(ev: Evidence) -> str:
@@ -499,15 +1226,18 @@ def _plain_result(ev: Evidence) -> str:
         return ev.unconfirmable
     if ev.plain is None:
         return "not run"
-    if ev.plain.timed_out:
-        return "hang (killed at the timeout)"
-    if "PASS" in ev.plain.log and ev.plain.rc == 0:
+    o = ev.plain.outcome(ev.patterns)
+    if o.status == O.PASS:
         return "PASS"
-    if _FAIL_RE.search(ev.plain.log):
-        return "FAIL (wrong output)"
-    err = next((ln for ln in ev.plain.log.splitlines() if "CUDA error" in ln), "")
-    m = re.search(r"CUDA error (.*?) at ", err)
-    return f"exit {ev.plain.rc}" + (f": {m.group(1)}" if m else "")
+    if o.status == O.HANG:
+        return "hang (killed at the timeout)"
+    if o.status == O.FAIL and o.why.startswith("the program's own check"):
+        return "FAIL (wrong output" + (f": {o.line[:60]}" if o.line else "") + ")"
+    if o.status == O.CRASH and o.line:
+        m = re.search(r"(?:CUDA error|cudaError\w*|failed)[:\s]*(.*?)(?: at \S+:\d+)?$", o.line)
+        msg = (m.group(1) if m and m.group(1) else o.line)[:80]
+        return f"crash: {msg}" + (f" ({o.why.split('then ')[1].rstrip(')')})" if "then " in o.why else "")
+    return o.why
 
 
 def _sanitizer_result(ev: Evidence) -> str:

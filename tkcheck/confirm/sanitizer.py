@@ -41,28 +41,51 @@ class SanitizerRecord:
     line: int | None = None
     deadlock: bool = False
     extra: dict = field(default_factory=dict)
+    user: tuple[str, int] | None = None   # the first frame in the user's file (set from the SASS)
+    frames: list = field(default_factory=list)   # device frames the XML lists: (func, path, line, pc)
 
     @property
     def is_error(self) -> bool:
         return self.level.lower() != "warning" and self.kind != "Sanitizer"
 
     def places(self) -> set[tuple[str, int]]:
-        """(file name, line) of the record and of each racing access that names one."""
+        """(file name, line) of the record, of its device frames, of its frame in the user's file
+        and of each racing access that names one."""
         out = {(Path(self.file).name, self.line)} if self.file and self.line else set()
-        for _, _, path, line in self.extra.get("accesses", ()):
+        if self.user:
+            out.add(self.user)
+        for _, path, line, _pc in self.frames:
             if path and line:
                 out.add((Path(path).name, line))
+        for acc in self.extra.get("accesses", ()):
+            if len(acc) > 5 and acc[5]:
+                out.add(acc[5])
+            if acc[2] and acc[3]:
+                out.add((Path(acc[2]).name, acc[3]))
         return out
 
+    def message(self) -> str:
+        """The record's kind and message as the XML gives them ("Precise: Invalid __global__ read of
+        size 16 bytes: misaligned address")."""
+        kind = self.kind if self.kind and self.kind.lower() not in (self.tool or "").lower() else ""
+        return f"{kind}: {self.text}" if kind and self.text else (self.text or kind or "error")
+
     def short(self) -> str:
-        where = f" at {Path(self.file).name}:{self.line}" if self.file and self.line else (
-            f" in {self.func}+{self.pc}" if self.func else "")
+        """Tool, kind, message, where (the user's line first, then the innermost place), who."""
+        here = f"{Path(self.file).name}:{self.line}" if self.file and self.line else (
+            f"{self.func}+{self.pc}" if self.func and self.pc else (self.func or ""))
+        if self.user and here and here != f"{self.user[0]}:{self.user[1]}":
+            where = f" at {self.user[0]}:{self.user[1]} (in {here})"
+        elif self.user:
+            where = f" at {self.user[0]}:{self.user[1]}"
+        else:
+            where = f" at {here}" if here and self.file else (f" in {here}" if here else "")
         who = ""
         if self.block is not None:
             who = f" block ({self.block[0]},{self.block[1]},{self.block[2]})"
         if self.thread is not None:
             who += f" thread ({self.thread[0]},{self.thread[1]},{self.thread[2]})"
-        return f"{self.tool or self.kind}: {self.text}{where}{who}"
+        return f"{self.tool or self.kind}: {self.message()}{where}{who}"
 
 
 # synccheck reports these on correct TK kernels (docs/EVALUATION.md, "The dynamic baseline"):
@@ -114,9 +137,10 @@ def parse_xml(data: str | bytes, tool: str = "") -> list[SanitizerRecord]:
         what = r.find("what")
         where = r.find("where")
         text = (what.findtext("text", "") if what is not None else "").strip()
-        typ = (what.findtext("type", "") if what is not None else "").strip()
-        if typ and typ not in text:
-            text = f"{text}: {typ}" if text else typ
+        for key in ("type", "error"):
+            typ = (what.findtext(key, "") if what is not None else "").strip()
+            if typ and typ not in text:
+                text = f"{text}: {typ}" if text else typ
         line = where.findtext("line") if where is not None else None
         rec = SanitizerRecord(
             tool=tool, kind=r.findtext("kind", "").strip(), level=r.findtext("level", "Error").strip(),
@@ -137,13 +161,22 @@ def parse_xml(data: str | bytes, tool: str = "") -> list[SanitizerRecord]:
                     continue
                 ln = w.findtext("line")
                 acc.append((side.findtext("direction", "").strip(), w.findtext("func"),
-                            w.findtext("path") or w.findtext("file"), int(ln) if ln and ln.isdigit() else None))
+                            w.findtext("path") or w.findtext("file"), int(ln) if ln and ln.isdigit() else None,
+                            w.findtext("pc"), None))
             if acc:
                 rec.extra["accesses"] = acc
-            for k in ("barrier", "activeMask", "size", "address", "accessType"):
+            for k in ("barrier", "activeMask", "size", "address", "accessType", "space"):
                 v = what.findtext(k)
                 if v is not None:
                     rec.extra[k] = v.strip()
+        # device frames, where the XML lists them (the host stack is not the kernel's)
+        for st in r:
+            if st.tag == "hostStack" or not st.tag.lower().endswith("stack"):
+                continue
+            for fr in st.iter("frame"):
+                ln = fr.findtext("line")
+                rec.frames.append((fr.findtext("func"), fr.findtext("path") or fr.findtext("file"),
+                                   int(ln) if ln and ln.strip().isdigit() else None, fr.findtext("pc")))
         out.append(rec)
     return out
 
@@ -160,6 +193,7 @@ class ToolRun:
     tool: str
     rc: int | None                # None: not run; 124/137: timed out
     records: list[SanitizerRecord]
+    log: str = ""                 # what the tool printed (kept with the evidence)
 
     @property
     def timed_out(self) -> bool:

@@ -17,6 +17,7 @@ walk is a small abstract interpreter:
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..model import expr as E
@@ -31,6 +32,16 @@ from .walk_values import _ValuesMixin
 from .walk_calls import _CallsMixin
 from .walk_tmem import _TmemMixin
 from .walk_inline import _InlineMixin
+
+
+def _extent_key(c):
+    e = c.extent
+    f = e.start.file.name if e.start.file is not None else ""
+    return (f, (e.start.line, e.start.column), (e.end.line, e.end.column))
+
+
+def _contains(outer, inner) -> bool:
+    return outer[0] == inner[0] and outer[1] <= inner[1] and inner[2] <= outer[2] and outer != inner
 
 
 def _namespaces_of(cursor) -> list[str]:
@@ -75,6 +86,11 @@ class ModelBuilder:
         self.blocked: list[tuple[str, object, list]] = []
         self.errors = None                        # diagnostics.ErrorMap, set by build()
         self._blocked_cache: dict = {}
+        self._blocked_cursors: dict = {}
+        self._not_analysed_cursors: dict = {}
+        self.model_cursors: dict[int, object] = {}   # id(model) -> the cursor of its code
+        self._unbound: dict = {}                      # template kernels with an instantiation not understood
+        self._device_code_by_name: dict | None = None  # name -> device function cursors (coverage)
         self._collect()
 
     # -- collection of top-level declarations ------------------------------
@@ -89,6 +105,17 @@ class ModelBuilder:
     def _collect(self):
         for c in self.tu.cursor.get_children():
             self._collect_decl(c, self.globals_env, top=True)
+        # a struct handed to a prototype template's kernel or launcher (`lcsc::launch_kernel<config,
+        # globals, S>`, `lcf::kernel<S>`) is a kernel too, whatever members it has
+        from .lexer import blank_comments_and_strings
+        code = blank_comments_and_strings(self.parsed.text)
+        for m in re.finditer(r"\b(lcf|lcsf|lcsc|pc|interpreter)\s*::\s*(kernel|launch_kernel|main_kernel)\s*<([^;]*?)>\s*[(>,;]",
+                             code):
+            args = [a.strip() for a in m.group(3).split(",")]
+            name = (args[-1] if m.group(2) == "launch_kernel" else args[0]).split("::")[-1].split("<")[0].strip()
+            st = self.structs.get(name)
+            if st is not None and st not in self.templates:
+                self.templates.append(st)
 
     def _collect_decl(self, c, env: Env, top: bool = False, ns: tuple = ()):
         kind = c.kind
@@ -177,7 +204,9 @@ class ModelBuilder:
         for k in self.kernels:
             if self._blocked(k, errors):
                 continue
-            models.append(KernelWalker(self, k).build_global())
+            m = KernelWalker(self, k).build_global()
+            models.append(m)
+            self.model_cursors[id(m)] = k
         found = InstanceFinder(self.parsed, self.kernel_templates, self.header_kernels, self.functions).find()
         seen_cursors: dict[str, set] = {}
         built: set = set()
@@ -213,15 +242,76 @@ class ModelBuilder:
                 continue            # the same instantiation named twice (`k<3>` and `k<1 + 2>`)
             built.add((inst.cursor.hash, m.name))
             models.append(m)
+            self.model_cursors[id(m)] = inst.cursor
+        analysed_cursors = {id_ for id_ in (inst.cursor.hash for inst in found.instances)
+                            if any(self.model_cursors.get(id(m)) is not None and self.model_cursors[id(m)].hash == id_
+                                   for m in models)}
+        for h, (cur, site, why) in self._unbound.items():
+            if h not in analysed_cursors:
+                self.not_analysed.append((cur.spelling, site, why))
+                self._not_analysed_cursors[cur.spelling] = cur
         for cur, why in found.uninstantiated:
             self.not_analysed.append((cur.spelling, loc_of(cur, self.filename), why))
+            self._not_analysed_cursors[cur.spelling] = cur
         for t in self.templates:
             if self._blocked(t, errors):
                 continue
             m = KernelWalker(self, t).build_prototype()
             if m is not None:
                 models.append(m)
+                self.model_cursors[id(m)] = t
+            else:
+                from ..knowledge import protocols
+                kind = protocols.template_kind_for(self.parsed.text, t.spelling)
+                self.not_analysed.append((t.spelling, loc_of(t, self.filename),
+                                          f"template {kind} not modelled"))
+                self._not_analysed_cursors[t.spelling] = t
         return models
+
+    def reachable_code(self, root) -> list:
+        """`root` (a kernel, a template struct) and the user's device code its code names,
+        transitively (free functions and struct members by name, so an interpreter's
+        `dispatcher<op>::run` reaches every op's `run`): the code a kernel may run, as the census
+        of `tkcheck.coverage` reads it."""
+        if self._device_code_by_name is None:
+            from .diagnostics import function_spans
+            index: dict[str, list] = {}
+            for f in function_spans(self.parsed):
+                if f.space in ("device", "global") and f.name:
+                    index.setdefault(f.name, []).append(f.cursor)
+            self._device_code_by_name = index
+        index = self._device_code_by_name
+        out, seen, todo = [], set(), [root]
+        while todo:
+            cur = todo.pop()
+            if cur.hash in seen:
+                continue
+            seen.add(cur.hash)
+            out.append(cur)
+            for t in set(tokens_of(cur)):
+                todo.extend(f for f in index.get(t, ()) if f.hash not in seen)
+        # a function nested in one already taken (a struct's method inside the struct) is counted once
+        spans = [(c, _extent_key(c)) for c in out]
+        return [c for c, k in spans if not any(o is not c and _contains(ko, k) for o, ko in spans)]
+
+    def coverage(self, models) -> list:
+        """One `coverage.KernelCoverage` per kernel found: the analysed ones (census against the
+        model) and the ones that were not (why)."""
+        from .. import coverage as C
+        out = []
+        for m in models:
+            cur = self.model_cursors.get(id(m))
+            out.append(C.for_model(self, m, cur) if cur is not None else
+                       C.KernelCoverage(self.filename, m.name, True, None, 0, 0))
+        for name, loc, errs in self.blocked:
+            d = errs[0]
+            where = f"line {d.location.row}" if d.location.filename == self.filename else \
+                f"{d.location.filename}:{d.location.row}"
+            out.append(C.not_analysed(self, name, self._blocked_cursors.get(name), f"clang error: {d.message} ({where})",
+                                      d.location))
+        for name, loc, why in self.not_analysed:
+            out.append(C.not_analysed(self, name, self._not_analysed_cursors.get(name), why, loc))
+        return out
 
     def _blocked(self, cursor, errors) -> bool:
         key = cursor.hash
@@ -229,6 +319,7 @@ class ModelBuilder:
             stops = errors.blocking(cursor, tokens_of) if errors.placed else []
             if stops:
                 self.blocked.append((cursor.spelling, loc_of(cursor, self.filename), stops))
+                self._blocked_cursors[cursor.spelling] = cursor
             self._blocked_cache[key] = bool(stops)
         return self._blocked_cache[key]
 
@@ -270,8 +361,9 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         env = self.mb.globals_env.child()
         self._bind_template_params(c, env, m, inst)
         if self.unbound_args:
-            self.mb.not_analysed.append((m.name, inst.site, "template arguments not understood: "
-                                         + ", ".join(self.unbound_args)))
+            # told only when no instantiation of this kernel could be analysed (see build())
+            self.mb._unbound.setdefault(c.hash, (c, inst.site, "template arguments not understood: "
+                                                 + ", ".join(self.unbound_args)))
             return None
         if inst is not None and inst.launcher is not None:
             self._launcher_shape(inst, env, m)

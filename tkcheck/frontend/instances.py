@@ -25,7 +25,7 @@ import clang.cindex as ci
 
 from ..findings import Location
 from ..knowledge.launchers import LAUNCHERS, Launcher
-from .lexer import lex
+from .lexer import blank_comments_and_strings, lex
 
 CK = ci.CursorKind
 _REF_KINDS = (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.MEMBER_REF_EXPR, CK.TEMPLATE_REF)
@@ -237,7 +237,7 @@ class InstanceFinder:
             file = self.tu.get_file(fname)
             if file is None:
                 continue
-            for m in pat.finditer(text):
+            for m in pat.finditer(blank_comments_and_strings(text)):
                 line = text.count("\n", 0, m.start()) + 1
                 col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
                 loc = Location(self.parsed.path if fname == self.parsed.abs_path else fname, line, col)
@@ -319,7 +319,7 @@ class InstanceFinder:
             file = self.tu.get_file(fname)
             if file is None:
                 continue
-            for m in pat.finditer(text):
+            for m in pat.finditer(blank_comments_and_strings(text)):
                 line = text.count("\n", 0, m.start()) + 1
                 col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
                 try:

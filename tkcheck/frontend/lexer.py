@@ -52,3 +52,30 @@ class SourceText:
         chunk = self.data[a:b].decode("utf-8", errors="replace")
         # drop preprocessor directives (e.g. `#pragma unroll`) inside the range
         return re.sub(r"(?m)^[ \t]*#.*$", " ", chunk)
+
+
+def blank_comments_and_strings(text: str) -> str:
+    """The text with comments and string literals replaced by blanks (positions kept)."""
+    out = list(text)
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out[i:j] = " " * (j - i)
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out[i:j] = [ch if ch == "\n" else " " for ch in text[i:j]]
+            i = j
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out[i + 1:j] = " " * (j - i - 1)
+            i = j + 1
+        else:
+            i += 1
+    return "".join(out)

@@ -126,9 +126,12 @@ def _first_top_level_colon(text: str, start: int, end: int) -> int | None:
 RECOVERED_ERRORS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"^missing 'typename' prior to dependent type name"),
      "a dependent type without 'typename' (nvcc accepts it; clang recovers with the 'typename')"),
-    (re.compile(r"^template argument for template template parameter must be a class template"),
-     "a member template of a dependent type named without 'template' in a template argument "
-     "(`A<T>::member_tmpl` for `A<T>::template member_tmpl`; nvcc accepts it)"),
+    (re.compile(r"^missing 'template' keyword prior to dependent template name"),
+     "a dependent template name without 'template' (nvcc accepts it; clang recovers with the 'template')"),
+    (re.compile(r"^template argument for template template parameter must be a class template or type alias "
+                r"template"),
+     "a dependent member template passed as a template template argument without 'template' (nvcc accepts "
+     "it; the statement is kept)"),
     (re.compile(r"^invalid % escape in inline assembly string"),
      "a '%name' in an asm string (nvcc passes it to ptxas unchanged; the asm statement is kept)"),
 )

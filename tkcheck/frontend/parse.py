@@ -283,7 +283,7 @@ def read_source(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def parse_source(path: str, text: str, opts: ParseOptions) -> ParsedFile:
+def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None = None) -> ParsedFile:
     """Parse a file as nvcc would read it (see `nvcc_compat`): rewrites that keep positions,
     stand-ins for missing host-only libraries, clang errors nvcc does not make marked as
     recovered, and (with no arch configured) a second parse for sm_100a when Blackwell code
@@ -299,7 +299,7 @@ def parse_source(path: str, text: str, opts: ParseOptions) -> ParsedFile:
     for line, what in rewrites:
         notes.append(f"{path}:{line}: read as nvcc reads it: {what}")
     stubs = set(nvcc_compat.COMMON_HOST_HEADERS)
-    state = _Parse(path, abs_path, fixed, opts, semantics)
+    state = _Parse(path, abs_path, fixed, opts, semantics, pch_dir)
     # no arch configured: code that uses what only Blackwell has is parsed for sm_100a
     blackwell_code = opts.arch_auto and bool(_BLACKWELL_MARKERS.search(fixed))
     arch = BLACKWELL_ARCH if blackwell_code else opts.arch
@@ -331,19 +331,48 @@ def parse_source(path: str, text: str, opts: ParseOptions) -> ParsedFile:
     return parsed
 
 
+def _libclang_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("libclang")
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+_DIGEST: list[str] = []
+
+
+def _tool_digest() -> str:
+    """tkcheck's version and the contents of its declaration model (the stand-ins a precompiled
+    header may hold), hashed once per process."""
+    if not _DIGEST:
+        import hashlib
+        from .. import __version__
+        h = hashlib.sha256(__version__.encode())
+        for p in sorted(MODEL_INCLUDE.rglob("*")):
+            if p.is_file():
+                h.update(str(p.relative_to(MODEL_INCLUDE)).encode())
+                h.update(p.read_bytes())
+        _DIGEST.append(h.hexdigest()[:16])
+    return _DIGEST[0]
+
+
 class _Parse:
     """One file's parse, repeatable with other stand-ins or another arch."""
 
-    def __init__(self, path, abs_path, text, opts: ParseOptions, semantics):
+    def __init__(self, path, abs_path, text, opts: ParseOptions, semantics, pch_dir: str | None = None):
         self.path, self.abs_path, self.text, self.opts, self.semantics = path, abs_path, text, opts, semantics
         self.header_texts: dict[str, str] = {}
+        self.pch_dir = pch_dir
+        self.pch_used: str | None = None
 
     def run(self, arch: str, stubs: set[str]) -> ParsedFile:
         import clang.cindex as ci
         from . import nvcc_compat
 
         args = build_args(self.opts, os.path.dirname(self.abs_path), arch=arch,
-                          std_common=bool(_CXX_STD_INCLUDE.search(self.text)))
+                          # real TK headers include C++ standard headers themselves
+                          std_common=bool(self.opts.tk_include) or bool(_CXX_STD_INCLUDE.search(self.text)))
         unsaved = [(self.abs_path, self.text)] + list(self.header_texts.items())
         headers = "real" if self.opts.tk_include else "model"
         if headers == "model":
@@ -355,10 +384,32 @@ class _Parse:
             unsaved.append((str(STUB_DIR / name), stub))
         flags = (ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
                  | 0x200)  # CXTranslationUnit_KeepGoing: keep parsing after a missing include
+        pch_file = self._pch(args, unsaved, stubs)
         try:
-            tu = _index().parse(self.abs_path, args=args, unsaved_files=unsaved, options=flags)
+            try:
+                tu = _index().parse(self.abs_path, args=args + (["-include-pch", pch_file] if pch_file else []),
+                                    unsaved_files=unsaved, options=flags)
+            except ci.TranslationUnitLoadError:
+                if not pch_file:
+                    raise
+                # libclang failed with the precompiled headers: the file is parsed without them
+                pch_file = None
+                tu = _index().parse(self.abs_path, args=args, unsaved_files=unsaved, options=flags)
+            if pch_file:
+                from . import pch
+                if pch.rejected(tu.diagnostics):
+                    # a header changed since it was built (clang checks): parse without, build anew later
+                    if not any("operator new" in d.spelling or "operator delete" in d.spelling
+                               for d in tu.diagnostics):
+                        try:
+                            os.unlink(pch_file)
+                        except OSError:
+                            pass
+                    pch_file = None
+                    tu = _index().parse(self.abs_path, args=args, unsaved_files=unsaved, options=flags)
         except ci.TranslationUnitLoadError as e:
             raise InputError(f"{self.path}: libclang could not parse the file ({e})") from None
+        self.pch_used = pch_file
         parsed = ParsedFile(path=self.path, text=self.text, tu=tu, diagnostics=[], headers=headers,
                             tk_semantics=self.semantics, notes=[], abs_path=self.abs_path, arch=arch,
                             tk_dirs=self.opts.tk_dirs(), user_texts=dict(self.header_texts),
@@ -379,6 +430,18 @@ class _Parse:
             rec = nvcc_compat.recovered(d.spelling) if sev == "error" else None
             parsed.diagnostics.append(Diagnostic(sev, d.spelling, loc, fname, rec))
         return parsed
+
+    def _pch(self, args, unsaved, stubs) -> str | None:
+        """The precompiled TK headers for this parse (frontend/pch.py), or None."""
+        if not self.pch_dir:
+            return None
+        from . import pch
+        from .lexer import blank_comments_and_strings
+        includes = pch.prefix_includes(self.text)
+        if not includes or pch.uses_allocation(blank_comments_and_strings(self.text)):
+            return None
+        key = pch.key_of(includes, args + sorted(stubs), _tool_digest(), _libclang_version())
+        return pch.build(self.pch_dir, key, includes, args, [u for u in unsaved if u[0] != self.abs_path], _index())
 
     def included_names(self, parsed: ParsedFile) -> set[str]:
         """Include names (as spelled relative to the stand-in folder) the parse read from STUB_DIR."""

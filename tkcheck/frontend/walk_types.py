@@ -465,7 +465,8 @@ class _TypesMixin:
         return None
 
     def _alias_target(self, alias_cursor):
-        # `using X = <type>;` / `typedef <type> X;` — parse the tokens after '='
+        # `using X = <type>;` / `typedef <type> X;` — parse the tokens after '='; when they do not
+        # parse (a preprocessor conditional inside the declaration), clang's reading of the type
         toks = tokens_of(alias_cursor)
         env = self._env_for_decl(alias_cursor)
         if "=" in toks:
@@ -474,15 +475,20 @@ class _TypesMixin:
             body = toks[1:-1]
         else:
             return None
-        # the body is a type: a name bound to a struct or an alias followed by '<' is a template
-        node = cexpr.parse_expression(body, _values_of(env))
         key = ("alias", alias_cursor.hash)
         if key in self._struct_cache:
             return self._struct_cache[key]
         self._struct_cache[key] = None  # recursion guard
-        t = self.resolve_type(node, env)
-        if isinstance(t, StructType) and node[0] == "name":
-            pass
+        t = None
+        if "#" not in body:
+            t = self.resolve_type(cexpr.parse_expression(body, _values_of(env)), env)
+        if t is None:
+            try:
+                canon = alias_cursor.underlying_typedef_type.get_canonical().spelling
+            except Exception:  # noqa: BLE001 - libclang raises on invalid types
+                canon = ""
+            if canon and "type-parameter" not in canon and canon != alias_cursor.spelling:
+                t = self.resolve_type_spelling(canon, self.mb.globals_env)
         self._struct_cache[key] = t
         return t
 

@@ -41,8 +41,11 @@ def render(
     color: bool = False,
     root: pathlib.Path | None = None,
     notes: list[str] | None = None,
+    coverage: dict | None = None,
 ) -> str:
-    """The whole report as text. Unknown formats raise ValueError (a usage error)."""
+    """The whole report as text. Unknown formats raise ValueError (a usage error).
+    `coverage`: {"summary": {...}, "line": "...", "kernels": [...]} (tkcheck.coverage), shown by
+    the full format's last line and in SARIF's run properties."""
     renderer = _RENDERERS.get(fmt)
     if renderer is None:
         raise ValueError(f"unknown output format '{fmt}'; expected one of: {', '.join(FORMATS)}")
@@ -54,6 +57,7 @@ def render(
         color=color,
         root=root,
         notes=notes,
+        coverage=coverage,
     )
 
 

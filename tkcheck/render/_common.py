@@ -93,19 +93,30 @@ def format_witness(witness: dict[str, Any] | None) -> str:
 
 
 def format_verdict(verdict: dict[str, Any] | None, full: bool = True) -> str:
-    """`tkcheck confirm`'s verdict: "CONFIRMED: <evidence>", "NOT REPRODUCED (ran: ...)", ..."""
+    """`tkcheck confirm`'s verdict: "CONFIRMED: <evidence>", "NOT REPRODUCED (ran: ...)", ...;
+    in full, also the other evidence (not at the finding's site) and the GPU it ran on."""
     if not verdict:
         return ""
     status = str(verdict.get("status", ""))
+    dev = verdict.get("device")
+    gpu = ""
+    if dev:
+        gpu = f" [on {dev}]" if full else f" [{str(dev).split(' (')[0]}]"
+    other = ""
+    if full and verdict.get("other"):
+        other = "; other evidence (not at this finding's site): " + "; ".join(verdict["other"])
+    notes = "; " + "; ".join(verdict["notes"]) if full and verdict.get("notes") else ""
     if verdict.get("evidence"):
         ev = list(verdict["evidence"])
-        return f"{status}: " + ("; ".join(ev) if full else ev[0])
+        return f"{status}: " + ("; ".join(ev) if full else ev[0]) + notes + other + gpu
     if verdict.get("reason"):
-        return f"{status}: {verdict['reason']}"
+        return f"{status}: {verdict['reason']}" + gpu
     if verdict.get("ran"):
         why = f"; why: {verdict['why']}" if verdict.get("why") else ""
-        return f"{status} (ran: " + "; ".join(verdict["ran"]) + ")" + why
-    return status
+        if not full:
+            return f"{status}" + (f" ({verdict['why']})" if verdict.get("why") else "") + gpu
+        return f"{status} (ran: " + "; ".join(verdict["ran"]) + ")" + why + notes + other + gpu
+    return status + gpu
 
 
 def position(loc: Location, root: pathlib.Path | None) -> str:

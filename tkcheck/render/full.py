@@ -104,6 +104,7 @@ def render_full(
     root: pathlib.Path | None = None,
     color: bool = False,
     notes: list[str] | None = None,
+    coverage: dict | None = None,
     **_,
 ) -> str:
     paint = _Painter(color)
@@ -117,5 +118,8 @@ def render_full(
         footer = f"Found {plural(len(ordered), 'finding')} in {files}."
     else:
         footer = f"No findings in {files}."
-    blocks.append([paint("bold", footer)])
+    last = [paint("bold", footer)]
+    if coverage and coverage.get("line"):
+        last.append(coverage["line"])      # what was modelled: "no findings" means only this much
+    blocks.append(last)
     return "\n\n".join("\n".join(b) for b in blocks) + "\n"

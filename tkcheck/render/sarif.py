@@ -162,7 +162,8 @@ def _result(f: Finding, index: int, root) -> dict[str, Any]:
 
 
 def sarif_log(
-    findings: list[Finding], *, rules: dict[str, Rule], root: pathlib.Path | None = None
+    findings: list[Finding], *, rules: dict[str, Rule], root: pathlib.Path | None = None,
+    coverage: dict | None = None,
 ) -> dict[str, Any]:
     descriptors = [_descriptor(rules[code]) for code in sorted(rules)]
     index = {d["id"]: i for i, d in enumerate(descriptors)}
@@ -172,18 +173,16 @@ def sarif_log(
             index[f.code] = len(descriptors)
             descriptors.append(_stub_descriptor(f))
     driver = {"name": "tkcheck", "version": __version__, "rules": descriptors}
-    return {
-        "$schema": SCHEMA_URI,
-        "version": SARIF_VERSION,
-        "runs": [
-            {
-                "tool": {"driver": driver},
-                "columnKind": "unicodeCodePoints",
-                "results": [_result(f, index[f.code], root) for f in ordered],
-            }
-        ],
+    run: dict[str, Any] = {
+        "tool": {"driver": driver},
+        "columnKind": "unicodeCodePoints",
+        "results": [_result(f, index[f.code], root) for f in ordered],
     }
+    if coverage:
+        # what was modelled (kernels analysed, sync ops modelled): "no results" means only this much
+        run["properties"] = {"coverage": {"summary": coverage.get("summary"), "kernels": coverage.get("kernels", [])}}
+    return {"$schema": SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
 
 
-def render_sarif(findings: list[Finding], *, rules: dict[str, Rule], root=None, **_) -> str:
-    return json.dumps(sarif_log(findings, rules=rules, root=root), indent=2) + "\n"
+def render_sarif(findings: list[Finding], *, rules: dict[str, Rule], root=None, coverage=None, **_) -> str:
+    return json.dumps(sarif_log(findings, rules=rules, root=root, coverage=coverage), indent=2) + "\n"

@@ -19,7 +19,12 @@ PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu", "mk_worker": "mk_worker.cu
 
 def template_kind_for(text: str, struct_name: str) -> str:
     """Which template the user's struct is launched with (default lcf)."""
-    m = re.search(r"\b(lcf|lcsf|lcsc)\s*::\s*kernel\s*<\s*" + re.escape(struct_name), text)
+    m = re.search(r"\b(lcf|lcsf|lcsc|pc|interpreter)\s*::\s*(?:kernel|main_kernel)\s*<\s*" + re.escape(struct_name)
+                  + r"\b", text)
+    if m:
+        return m.group(1)
+    m = re.search(r"\b(lcf|lcsf|lcsc|pc|interpreter)\s*::\s*launch_kernel\s*<[^;]*?\b" + re.escape(struct_name)
+                  + r"\s*>", text)
     if m:
         return m.group(1)
     if re.search(r"using\s+namespace\s+(kittens::)?prototype::lcsf\b", text):

@@ -1,0 +1,119 @@
+"""Coverage, honestly reported: what was analysed, what was not and why, how many sync ops the
+model understood; `--require-coverage` makes a silent pass fail."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+KERNELS = """#include "kittens.cuh"
+using namespace kittens;
+
+__global__ __launch_bounds__(128, 1) void plain() {
+    __shared__ semaphore bar;
+    if (threadIdx.x == 0) init_semaphore(bar, 1, 0);
+    __syncthreads();
+    if (threadIdx.x == 0) arrive(bar);
+    wait(bar, 0);
+    if (threadIdx.x == 0) invalidate_semaphore(bar);        // found, not modelled
+}
+
+template <int N>
+__global__ void never_instantiated() {
+    __shared__ semaphore bar;
+    if (threadIdx.x == 0) init_semaphore(bar, N, 0);
+    __syncthreads();
+    wait(bar, 0);
+}
+
+__global__ void broken() {
+    __shared__ semaphore bar;
+    no_such_function(bar);
+    __syncthreads();
+}
+"""
+
+KEYS = {"file", "kernel", "analysed", "reason", "sync_ops", "sync_ops_modelled", "unknowns"}
+
+
+def run(args, cwd):
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "tkcheck", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    (tmp_path / "k.cu").write_text(KERNELS)
+    return tmp_path
+
+
+def test_coverage_json_lists_every_kernel(kernels):
+    p = run(["coverage", "k.cu", "--output-format", "json"], kernels)
+    assert p.returncode == 0, p.stderr
+    recs = json.loads(p.stdout)
+    assert isinstance(recs, list) and all(KEYS <= set(r) for r in recs)
+    by = {r["kernel"]: r for r in recs}
+    assert set(by) == {"plain", "never_instantiated", "broken"}
+    plain = by["plain"]
+    assert plain["analysed"] and plain["reason"] is None
+    assert plain["sync_ops"] == 5 and plain["sync_ops_modelled"] == 4
+    assert any("invalidate_semaphore" in u["why"] and u["location"].startswith("k.cu:10:") for u in plain["unknowns"])
+    assert not by["never_instantiated"]["analysed"]
+    assert "never instantiated" in by["never_instantiated"]["reason"]
+    assert by["never_instantiated"]["sync_ops"] == 3 and by["never_instantiated"]["sync_ops_modelled"] == 0
+    assert not by["broken"]["analysed"] and "no_such_function" in by["broken"]["reason"]
+
+
+def test_check_output_ends_with_the_coverage_line(kernels):
+    p = run(["--no-cache", "--output-format", "full", "k.cu"], kernels)
+    last = p.stdout.strip().splitlines()[-1]
+    assert last.startswith("1 kernel analysed (80% of sync ops modelled); 2 not analysed:"), p.stdout
+    assert "template kernel never instantiated" in last and "clang error" in last
+    p = run(["--no-cache", "--output-format", "concise", "k.cu"], kernels)
+    assert p.stderr.strip().splitlines()[-1].startswith("1 kernel analysed")     # stdout keeps to findings
+    assert all("[TK" in line for line in p.stdout.splitlines())
+
+
+def test_statistics_and_sarif_carry_the_same_numbers(kernels):
+    stats = json.loads(run(["--no-cache", "--statistics", "--output-format", "json", "k.cu"], kernels).stdout)
+    sarif = json.loads(run(["--no-cache", "--output-format", "sarif", "k.cu"], kernels).stdout)
+    cov = sarif["runs"][0]["properties"]["coverage"]
+    assert stats["coverage"] == cov["summary"]
+    assert cov["summary"]["kernels"] == 3 and cov["summary"]["analysed"] == 1
+    assert {k["kernel"] for k in cov["kernels"]} == {"plain", "never_instantiated", "broken"}
+    text = run(["--no-cache", "--statistics", "k.cu"], kernels).stdout
+    assert text.strip().splitlines()[-1].startswith("1 kernel analysed (80%")
+
+
+def test_require_coverage_refuses_a_silent_pass(tmp_path):
+    (tmp_path / "ok.cu").write_text(KERNELS.split("template <int N>")[0])
+    assert run(["--no-cache", "ok.cu", "--require-coverage", "80"], tmp_path).returncode == 0
+    p = run(["--no-cache", "ok.cu", "--require-coverage", "90"], tmp_path)
+    assert p.returncode == 2 and "coverage below 90%" in p.stderr and "'plain': 4 of 5" in p.stderr
+    (tmp_path / "tkcheck.toml").write_text("require-coverage = 95\n")
+    assert run(["--no-cache", "ok.cu"], tmp_path).returncode == 2
+    p = run(["coverage", "ok.cu"], tmp_path)
+    assert p.returncode == 2 and "coverage below 95%" in p.stderr
+
+
+def test_an_unmodelled_template_is_not_analysed(tmp_path):
+    (tmp_path / "t.cu").write_text("""#include "kittens.cuh"
+#include "prototype.cuh"
+using namespace kittens;
+struct config { static constexpr int NUM_THREADS = 128; };
+struct globals { int n; };
+struct my_template {
+    struct comp_sem {};
+    __device__ static inline void loader(const globals &G, comp_sem &sem) {
+        __syncthreads();
+    }
+};
+void host(globals g) { prototype::lcsc::launch_kernel<config, globals, my_template>(g, 0); }
+""")
+    recs = json.loads(run(["coverage", "t.cu", "--output-format", "json"], tmp_path).stdout)
+    rec = next(r for r in recs if r["kernel"] == "my_template")
+    if rec["analysed"]:
+        pytest.skip("lcsc is modelled now")          # issue 12 models it; then this case is moot
+    assert rec["reason"] == "template lcsc not modelled" and rec["sync_ops"] == 1

@@ -1,0 +1,79 @@
+"""Precompiled TK headers under the cache: used only when the file's first lines are TK and
+system includes, rebuilt when a header changes, never written with --no-cache, and never
+changing a result."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+from tkcheck.frontend.pch import prefix_includes, uses_allocation
+
+
+def test_prefix_includes():
+    assert prefix_includes('#include "kittens.cuh"\nusing namespace kittens;\n') == ['#include "kittens.cuh"']
+    assert prefix_includes('// c\n/* block\n */\n#pragma once\n#include <cstdio>\n#include "kittens.cuh"\n'
+                           '#include "prototype.cuh"\n#include <vector>\nint x;\n') == \
+        ['#include <cstdio>', '#include "kittens.cuh"', '#include "prototype.cuh"']
+    # anything that may change what the headers mean comes first: no precompiled header
+    assert prefix_includes('#define KITTENS_X 1\n#include "kittens.cuh"\n') is None
+    assert prefix_includes('#include "my_config.cuh"\n#include "kittens.cuh"\n') is None
+    assert prefix_includes('#include <cstdio>\nint x;\n') is None          # no TK header at all
+    assert prefix_includes('#include "kittens.cuh"\n#include "mine.cuh"\n') == ['#include "kittens.cuh"']
+
+
+def test_allocation_expressions_keep_the_precompiled_header_away():
+    assert uses_allocation("float *p = new float[4];")
+    assert uses_allocation("delete[] p;")
+    assert not uses_allocation("S(const S&) = delete;  void *operator new(size_t);")
+
+
+KERNEL = """#include "kittens.cuh"
+using namespace kittens;
+__global__ __launch_bounds__(128, 1) void k() {
+    __shared__ semaphore bar;
+    if (threadIdx.x == 0) init_semaphore(bar, 0, 1);
+    __syncthreads();
+    if (threadIdx.x == 0) tma::expect_bytes(bar, 2 * sizeof(st_bf<64, 64>));
+    wait(bar, 0);
+}
+#if FAKE_TK_VERSION != 1
+static_assert(false, "the header changed");
+#endif
+"""
+
+
+def run(args, cwd):
+    env = {**os.environ, "PYTHONSAFEPATH": "1"}
+    p = subprocess.run([sys.executable, "-m", "tkcheck", "--output-format", "json", *args], cwd=cwd,
+                       capture_output=True, text=True, timeout=120, env=env)
+    return p.returncode, [f["message"] for f in json.loads(p.stdout or "[]")], p.stderr
+
+
+def fake_tk(root, tiles):
+    # a "real" TK include folder of our own: the declaration model plus one macro of ours
+    inc = root / "include"
+    inc.mkdir(parents=True, exist_ok=True)
+    (inc / "kittens.cuh").write_text(f'#pragma once\n#include "tkcheck_tk_model.cuh"\n#define FAKE_TK_VERSION {tiles}\n')
+    return inc
+
+
+def test_results_are_the_same_and_a_changed_header_is_read_again(tmp_path):
+    inc = fake_tk(tmp_path / "tk", 1)
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "k.cu").write_text(KERNEL)
+    rc, nocache, _ = run(["--no-cache", "--tk-include", str(inc), "k.cu"], work)
+    assert not (work / ".tkcheck_cache").exists()             # --no-cache writes nothing
+    assert any("16384 bytes" in m for m in nocache), nocache
+    rc, first, _ = run(["--tk-include", str(inc), "k.cu"], work)
+    pch = list((work / ".tkcheck_cache" / "pch").glob("*.pch"))
+    assert len(pch) == 1 and first == nocache
+    (work / "k2.cu").write_text(KERNEL.replace("void k()", "void k2()"))
+    rc, second, _ = run(["--tk-include", str(inc), "k2.cu"], work)          # reuses it
+    assert list((work / ".tkcheck_cache" / "pch").glob("*.pch")) == pch and any("16384" in m for m in second)
+    time.sleep(1.1)                                            # a later mtime, whatever the file system
+    fake_tk(tmp_path / "tk", 2)
+    (work / "k3.cu").write_text(KERNEL.replace("void k()", "void k3()"))
+    rc, third, _ = run(["--tk-include", str(inc), "k3.cu"], work)
+    assert rc == 2 and any("the header changed" in m for m in third), third   # the new text, not the stale

@@ -1,0 +1,224 @@
+"""What was modelled: per kernel, whether it was analysed, and how many of the synchronisation
+operations in its code the model understood.
+
+A "no findings" means something only next to this report: a kernel tkcheck did not analyse, or
+whose barriers it could not account, is not proved clean. The census reads the kernel's code
+itself (its body, the device functions it reaches by name, the user callbacks of a prototype
+template), independent of the model: every call of a TK/CUDA synchronisation API and every
+inline-asm statement with synchronisation PTX is one site; a site is modelled when the model has
+an operation for it (of a kind the checks reason about). Everything else is an unknown, with
+where and why.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, field
+
+from .findings import Location
+from .model import ir
+
+# The TK / CUDA calls that synchronise or complete asynchronously (knowledge/ops.py's sync part):
+# mbarriers, TMA and bulk copies, MMAs and their commits and waits, block/group/cluster/named
+# barriers, fences, TMEM waits.
+SYNC_APIS = frozenset({
+    "init_semaphore", "invalidate_semaphore", "arrive", "arrive_and_wait", "wait", "careful_wait",
+    "expect_bytes", "expect", "load_async", "store_async", "store_add_async", "store_min_async",
+    "store_max_async", "store_commit_group", "store_async_wait", "store_async_read_wait", "load_async_wait",
+    "__syncthreads", "__syncwarp", "sync", "mma_AB", "mma_ABt", "mma_AtB", "mma_AtBt", "mm_AB", "mm_ABt",
+    "mm_AtB", "mm_AtBt", "mma", "mm", "mma_async_wait", "mma_commit_group", "mma_fence", "commit",
+    "tensor_commit", "tensor_before_thread_sync", "tensor_after_thread_sync", "tensor_load_wait",
+    "tensor_store_wait", "__threadfence", "__threadfence_block", "__threadfence_system",
+    "arrive_aligned", "wait_aligned", "__cluster_barrier_arrive", "__cluster_barrier_wait",
+    "cp_async_bulk_wait_group", "fence_proxy_async",
+})
+# PTX that synchronises: an asm statement with any of these is one site
+SYNC_PTX = re.compile(r"\b(mbarrier\.|cp\.async|wgmma\.|tcgen05\.|bar\.sync|bar\.arrive|barrier\.|fence\.|membar\.|"
+                      r"griddepcontrol\.|red\.release|atom\.release|ld\.acquire|st\.release)")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;(){}]*?>)?\s*\(")
+_NOT_MODELLED_KINDS = {ir.CALL}
+
+
+@dataclass
+class Unknown:
+    location: str            # file:row:col
+    why: str
+
+
+@dataclass
+class KernelCoverage:
+    file: str
+    kernel: str                      # with its template arguments
+    analysed: bool
+    reason: str | None               # why not analysed
+    sync_ops: int
+    sync_ops_modelled: int
+    unknowns: list[Unknown] = field(default_factory=list)
+    inconclusive: int = 0            # proofs that ran out of budget (counted by the checks)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["unknowns"] = [asdict(u) for u in self.unknowns]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "KernelCoverage":
+        return cls(**{**d, "unknowns": [Unknown(**u) for u in d.get("unknowns", [])]})
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.sync_ops == 0 else self.sync_ops_modelled / self.sync_ops
+
+
+@dataclass(frozen=True)
+class Site:
+    file: str          # absolute
+    shown: str         # as findings show it
+    row: int
+    col: int
+    name: str          # the API's base name, or "asm"
+
+
+def census(builder, root_cursor) -> list[Site]:
+    """The synchronisation sites in the code of the kernel at `root_cursor` (see the docstring)."""
+    from .frontend.lexer import blank_comments_and_strings
+    from .frontend.walk_common import _text_for
+    cursors = builder.reachable_code(root_cursor)
+    out: dict[tuple, Site] = {}
+    user_functions = set(builder.functions)
+    for cur in cursors:
+        ext = cur.extent
+        if ext.start.file is None:
+            continue
+        fname = os.path.abspath(ext.start.file.name)
+        src = _text_for(fname)
+        if src is None:
+            continue
+        text = src.slice(ext.start.line, ext.start.column, ext.end.line, ext.end.column)
+        shown = builder.filename if fname == builder.abs_path else ext.start.file.name
+        base_line, base_col = ext.start.line, ext.start.column
+        code = blank_comments_and_strings(text)
+        for m in _CALL.finditer(code):
+            name = m.group(1)
+            if name not in SYNC_APIS or name in user_functions:
+                continue
+            row, col = _pos(text, m.start(1), base_line, base_col)
+            out[(fname, row, col)] = Site(fname, shown, row, col, name)
+        for m in re.finditer(r"\b(?:asm|__asm__)\s*(?:volatile|__volatile__)?\s*\(", code):
+            end = code.find(";", m.end())
+            stmt = text[m.start():end if end >= 0 else len(text)]
+            if SYNC_PTX.search(stmt):
+                row, col = _pos(text, m.start(), base_line, base_col)
+                out[(fname, row, col)] = Site(fname, shown, row, col, "asm")
+    return sorted(out.values(), key=lambda s: (s.file, s.row, s.col))
+
+
+def _pos(text: str, i: int, line: int, col: int) -> tuple[int, int]:
+    nl = text.count("\n", 0, i)
+    if nl == 0:
+        return line, col + i
+    return line + nl, i - text.rfind("\n", 0, i)
+
+
+def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
+    """(file, row) -> the base names of the modelled operations there."""
+    rows: dict[tuple[str, int], set[str]] = {}
+    for op in model.ops:
+        if op.kind in _NOT_MODELLED_KINDS or op.detail.get("barrier_unknown") is not None \
+                or op.detail.get("unmodelled_barrier_use"):
+            continue
+        base = "asm" if op.api.startswith("asm") or op.detail.get("ptx") else op.api.split("::")[-1].split("<")[0]
+        loc = op.location
+        rows.setdefault((os.path.abspath(loc.filename), loc.row), set()).add(base)
+        # a multi-line call: the op's extent covers the rows after its first
+        for r in range(loc.row + 1, (loc.end_row or loc.row) + 1):
+            rows.setdefault((os.path.abspath(loc.filename), r), set()).add(base)
+    return rows
+
+
+def _matches(site: Site, names: set[str]) -> bool:
+    if site.name in names:
+        return True
+    # TK spellings the front end records under another name (`expect` -> expect_bytes, ...)
+    aliases = {"expect": {"expect_bytes"}, "mm": {"mma"}, "careful_wait": {"wait"},
+               "arrive_and_wait": {"arrive"}, "commit": {"mma_commit", "tensor_commit", "commit"}}
+    return bool(aliases.get(site.name, set()) & names) or (site.name == "asm" and bool(names))
+
+
+def for_model(builder, model: ir.KernelModel, root_cursor) -> KernelCoverage:
+    sites = census(builder, root_cursor)
+    rows = _modelled_rows(model)
+    modelled = 0
+    unknowns: list[Unknown] = []
+    for s in sites:
+        names = rows.get((s.file, s.row), set())
+        if _matches(s, names):
+            modelled += 1
+        else:
+            unknowns.append(Unknown(f"{s.shown}:{s.row}:{s.col}", f"{s.name}: not modelled"))
+    seen = {u.location for u in unknowns}
+    for loc, why in model.unmodelled:
+        key = f"{loc.filename}:{loc.row}:{loc.column}"
+        if key not in seen:
+            unknowns.append(Unknown(key, why))
+            seen.add(key)
+    return KernelCoverage(builder.filename, model.name, True, None, len(sites), modelled, unknowns,
+                          inconclusive=int(getattr(model, "inconclusive", 0) or 0))
+
+
+def not_analysed(builder, name: str, root_cursor, reason: str, loc: Location | None = None) -> KernelCoverage:
+    sites = census(builder, root_cursor) if root_cursor is not None else []
+    where = f"{loc.filename}:{loc.row}:{loc.column}" if loc is not None else builder.filename
+    return KernelCoverage(builder.filename, name, False, reason, len(sites), 0, [Unknown(where, reason)])
+
+
+# ----------------------------------------------------------------- summaries
+
+def summary(entries: list[KernelCoverage]) -> dict:
+    analysed = [e for e in entries if e.analysed]
+    ops = sum(e.sync_ops for e in analysed)
+    mod = sum(e.sync_ops_modelled for e in analysed)
+    reasons: dict[str, int] = {}
+    for e in entries:
+        if not e.analysed:
+            key = _reason_kind(e.reason or "")
+            reasons[key] = reasons.get(key, 0) + 1
+    return {"kernels": len(entries), "analysed": len(analysed), "not_analysed": len(entries) - len(analysed),
+            "sync_ops": ops, "sync_ops_modelled": mod,
+            "sync_ops_modelled_pct": round(100.0 * mod / ops, 1) if ops else None,
+            "not_analysed_by_reason": dict(sorted(reasons.items())),
+            "inconclusive": sum(e.inconclusive for e in entries)}
+
+
+def _reason_kind(reason: str) -> str:
+    r = reason.split(":")[0].strip()
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def summary_line(entries: list[KernelCoverage]) -> str:
+    """"3 kernels analysed (96% of sync ops modelled); 1 not analysed: template never instantiated"."""
+    s = summary(entries)
+    if not entries:
+        return "no kernels found"
+    parts = [f"{s['analysed']} kernel{'s' if s['analysed'] != 1 else ''} analysed"]
+    if s["analysed"]:
+        pct = s["sync_ops_modelled_pct"]
+        parts[0] += f" ({pct:g}% of sync ops modelled)" if pct is not None else " (no sync ops)"
+    line = parts[0]
+    if s["not_analysed"]:
+        why = ", ".join(f"{k}" + (f" ({v})" if v > 1 else "") for k, v in s["not_analysed_by_reason"].items())
+        line += f"; {s['not_analysed']} not analysed: {why}"
+    if s["inconclusive"]:
+        line += f"; {s['inconclusive']} proof{'s' if s['inconclusive'] != 1 else ''} inconclusive"
+    return line
+
+
+def below(entries: list[KernelCoverage], pct: float) -> list[KernelCoverage]:
+    """Kernels under a coverage requirement: not analysed, or fewer sync ops modelled than pct %."""
+    out = []
+    for e in entries:
+        if not e.analysed:
+            out.append(e)
+        elif e.sync_ops and 100.0 * e.sync_ops_modelled / e.sync_ops < pct:
+            out.append(e)
+    return out

@@ -1,0 +1,127 @@
+"""The parsed ThunderKittens headers, kept across runs: a precompiled header under the cache.
+
+Parsing TK's headers is most of a check's parse (about 0.5 s of 0.55 s for a GEMM with the real
+headers). A file whose first lines are only `#include`s of TK headers (kittens.cuh,
+prototype.cuh, pyutils/...) and of system headers gets those includes from a precompiled header
+(a libclang translation unit of just those lines, saved), built once per set of includes, parse
+flags and header contents and reused by every later parse (`-include-pch`).
+
+Soundness: the precompiled includes must be exactly what the file itself would include first,
+with nothing before them that could change their meaning, so a file qualifies only when its
+text before the last precompiled include is comments, blank lines, `#pragma once` and those
+includes (no `#define`, no `#if`, no user header). The key covers the include lines, every
+parse flag (arch, defines, include folders, TK folders, clang arguments) and the tool's version;
+clang itself records every header the precompiled header read and rejects it when one has
+changed (then it is built again). Only used with a cache folder: `--no-cache` writes nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]\s*(?://.*|/\*.*\*/\s*)?$')
+_SKIP = re.compile(r"^\s*(?://.*|#\s*pragma\s+once\s*|)$")
+TK_HEADERS = ("kittens.cuh", "prototype.cuh")
+TK_HEADER_DIRS = ("pyutils/",)
+PCH_FORMAT = "1"        # bump when what goes into a precompiled header changes
+
+
+def prefix_includes(text: str) -> list[str] | None:
+    """The include lines a precompiled header may stand for (see the module docstring), or None.
+    Stops at the first line that is not a comment, a blank, `#pragma once` or an include; the
+    includes taken are the leading ones of TK headers and system (<...>) headers, and at least
+    one TK header must be among them."""
+    out: list[str] = []
+    in_block = False
+    for line in text.splitlines():
+        s = line.strip()
+        if in_block:
+            if "*/" in s:
+                in_block = False
+                s = s[s.index("*/") + 2:].strip()
+                if not s:
+                    continue
+            else:
+                continue
+        if s.startswith("/*"):
+            if "*/" not in s:
+                in_block = True
+                continue
+            s = s[s.index("*/") + 2:].strip()
+        if _SKIP.match(s):
+            continue
+        m = _INCLUDE.match(s)
+        if not m:
+            break
+        kind, name = m.group(1), m.group(2)
+        tk = name in TK_HEADERS or any(name.startswith(d) for d in TK_HEADER_DIRS)
+        if kind == '"' and not tk:
+            break                   # a user header: it may define what TK's headers read
+        out.append(f'#include {kind}{name}{">" if kind == "<" else chr(34)}')
+    if not any(any(h in line for h in TK_HEADERS) for line in out):
+        return None
+    # up to the last TK include: system headers after it are the file's own business
+    last = max(i for i, line in enumerate(out) if any(h in line for h in TK_HEADERS + TK_HEADER_DIRS))
+    return out[:last + 1]
+
+
+def key_of(includes: list[str], args: list[str], version: str, libclang: str) -> str:
+    h = hashlib.sha256()
+    for part in [PCH_FORMAT, version, libclang, *includes, "\0", *args]:
+        h.update(part.encode("utf-8", errors="replace"))
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def build(pch_dir: str, key: str, includes: list[str], args: list[str], unsaved, index) -> str | None:
+    """The precompiled header for `key`, built if absent (None when it cannot be built or saved)."""
+    folder = Path(pch_dir)
+    target = folder / f"{key}.pch"
+    if target.is_file():
+        return str(target)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    header = folder / f"{key}.cuh"
+    text = "\n".join(includes) + "\n"
+    try:
+        if not header.is_file() or header.read_text() != text:
+            header.write_text(text)
+        # PARSE_INCOMPLETE: a header, to be completed by the file that includes it; the detailed
+        # preprocessing record as the file's own parse has it (libclang refuses a mismatch)
+        tu = index.parse(str(header), args=list(args) + ["-Xclang", "-fallow-pch-with-compiler-errors"],
+                         unsaved_files=unsaved, options=0x01 | 0x02 | 0x200)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            tu.save(tmp)
+            os.replace(tmp, target)     # atomic: parallel checks never read half a file
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except Exception:  # noqa: BLE001 - no precompiled header is a slower parse, never an error
+        return None
+    return str(target)
+
+
+def rejected(diagnostics) -> bool:
+    """clang refused the precompiled header (a header changed since it was built, other flags), or
+    the parse met what libclang 18 gets wrong across one: the global allocation functions clang
+    declares implicitly in CUDA mode are lost (`no matching function for call to 'operator
+    new[]'`). Either way the file is parsed again without it, so results never depend on it."""
+    return any("precompiled header" in d.spelling or "PCH file" in d.spelling or "AST file" in d.spelling
+               or "'operator new" in d.spelling or "'operator delete" in d.spelling for d in diagnostics)
+
+
+_ALLOCATION = re.compile(r"\b(?:new|delete)\b(?!\s*;)")
+
+
+def uses_allocation(code: str) -> bool:
+    """A new/delete expression in the file's code (comments and strings blanked): libclang 18
+    crashes or loses the allocation functions across a precompiled header, so none is used."""
+    return any(not re.search(r"operator\s*$", code[max(0, m.start() - 12):m.start()])
+               for m in _ALLOCATION.finditer(code))
