@@ -89,6 +89,8 @@ class ModelBuilder:
         self._blocked_cursors: dict = {}
         self._not_analysed_cursors: dict = {}
         self.model_cursors: dict[int, object] = {}   # id(model) -> the cursor of its code
+        self.model_census_exclude: dict[int, set] = {}  # id(model) -> cursors not its code (other MK ops)
+        self.model_census_roots: dict[int, list] = {}   # id(model) -> more roots of its code (its MK op)
         self._unbound: dict = {}                      # template kernels with an instantiation not understood
         self._device_code_by_name: dict | None = None  # name -> device function cursors (coverage)
         self._collect()
@@ -232,6 +234,12 @@ class ModelBuilder:
                     if (inst.cursor.hash, mo.name) not in built:
                         built.add((inst.cursor.hash, mo.name))
                         models.append(mo)
+                        self.model_cursors[id(mo)] = inst.cursor
+                        # the census of this model: the interpreter and this op, not the other ops
+                        mine = self._decl_family(op.cursor)
+                        self.model_census_exclude[id(mo)] = {h for o in w.op_pack if o is not op
+                                                             for h in self._decl_family(o.cursor)} - mine
+                        self.model_census_roots[id(mo)] = [op.cursor]
                 continue
             if len(seen_cursors[inst.cursor.spelling]) > 1:
                 # two functions of one name (in two namespaces): the qualified name tells them apart
@@ -268,7 +276,23 @@ class ModelBuilder:
                 self._not_analysed_cursors[t.spelling] = t
         return models
 
-    def reachable_code(self, root) -> list:
+    def _decl_family(self, cursor) -> set:
+        """A struct's cursor hash and its base classes', transitively (by name, as declared)."""
+        out, todo = set(), [cursor]
+        while todo:
+            c = todo.pop()
+            if c is None or c.hash in out:
+                continue
+            out.add(c.hash)
+            for ch in c.get_children():
+                if ch.kind == CK.CXX_BASE_SPECIFIER:
+                    toks = [t for t in tokens_of(ch) if t not in ("public", "private", "protected", "virtual")]
+                    name = next((t for t in toks if t.isidentifier() and t not in self.user_namespaces), None)
+                    if name in self.structs:
+                        todo.append(self.structs[name])
+        return out
+
+    def reachable_code(self, root, exclude=frozenset(), more_roots=()) -> list:
         """`root` (a kernel, a template struct) and the user's device code its code names,
         transitively (free functions and struct members by name, so an interpreter's
         `dispatcher<op>::run` reaches every op's `run`): the code a kernel may run, as the census
@@ -281,15 +305,36 @@ class ModelBuilder:
                     index.setdefault(f.name, []).append(f.cursor)
             self._device_code_by_name = index
         index = self._device_code_by_name
-        out, seen, todo = [], set(), [root]
-        while todo:
+        out, seen, todo = [], set(), [root] + list(more_roots)
+        names: set = set()
+        waiting: list = []                 # members of a struct whose name no reached code names yet
+        while todo or waiting:
+            if not todo:
+                ready = [f for f in waiting if f.semantic_parent.spelling in names]
+                if not ready:
+                    break
+                waiting = [f for f in waiting if f not in ready]
+                todo.extend(ready)
+                continue
             cur = todo.pop()
-            if cur.hash in seen:
+            if cur.hash in seen or _inside_any(cur, exclude, self):
                 continue
             seen.add(cur.hash)
             out.append(cur)
-            for t in set(tokens_of(cur)):
-                todo.extend(f for f in index.get(t, ()) if f.hash not in seen)
+            toks = set(tokens_of(cur))
+            names |= toks
+            for t in toks:
+                for f in index.get(t, ()):
+                    if f.hash in seen:
+                        continue
+                    sp = f.semantic_parent
+                    # a member function named by a common name (`init_semaphores`, `run`) belongs to
+                    # this code only when its struct is named by it too (directly or by an alias's body)
+                    if sp is not None and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE) \
+                            and sp.spelling not in names and not _contains(_extent_key(sp), _extent_key(cur)):
+                        waiting.append(f)
+                        continue
+                    todo.append(f)
         # a function nested in one already taken (a struct's method inside the struct) is counted once
         spans = [(c, _extent_key(c)) for c in out]
         return [c for c, k in spans if not any(o is not c and _contains(ko, k) for o, ko in spans)]
@@ -301,7 +346,8 @@ class ModelBuilder:
         out = []
         for m in models:
             cur = self.model_cursors.get(id(m))
-            out.append(C.for_model(self, m, cur) if cur is not None else
+            out.append(C.for_model(self, m, cur, self.model_census_exclude.get(id(m), frozenset()),
+                                   self.model_census_roots.get(id(m), ())) if cur is not None else
                        C.KernelCoverage(self.filename, m.name, True, None, 0, 0))
         for name, loc, errs in self.blocked:
             d = errs[0]
@@ -416,3 +462,15 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         return m
 
     # ======================================================= declarations
+
+
+def _inside_any(cur, exclude, mb) -> bool:
+    """`cur` lies inside one of the declarations whose cursor hashes are in `exclude`."""
+    if not exclude:
+        return False
+    p = cur
+    while p is not None and p.kind != CK.TRANSLATION_UNIT:
+        if p.hash in exclude:
+            return True
+        p = p.semantic_parent
+    return False

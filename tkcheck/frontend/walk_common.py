@@ -12,7 +12,7 @@ from .lexer import SourceText, lex
 
 
 CK = ci.CursorKind
-MAX_INLINE_DEPTH = 8
+MAX_INLINE_DEPTH = 12
 
 
 # ------------------------------------------------------------------ env ----

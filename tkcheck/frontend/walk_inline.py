@@ -31,7 +31,8 @@ class _InlineMixin:
                 if isinstance(m, Func):
                     cur = m
                     continue
-                cur = self._deref(m, seg, ctx, sargs) if m is not None else None
+                # a nested struct resolves its names in the struct that encloses it
+                cur = self._deref(m, seg, replace(ctx, env=cur.env), sargs) if m is not None else None
             else:
                 return None
         return cur if isinstance(cur, Func) else None

@@ -24,7 +24,10 @@ class _StatementsMixin:
         k = c.kind
         try:
             if k == CK.COMPOUND_STMT:
-                return self._walk_block(list(c.get_children()), ctx)
+                kids = list(c.get_children())
+                if self._recovered_rows(c):
+                    return self._walk_block_recovered(c, kids, ctx)
+                return self._walk_block(kids, ctx)
             if k == CK.DECL_STMT:
                 stmt_toks = tokens_of(c)
                 first_type = None
@@ -75,6 +78,73 @@ class _StatementsMixin:
         except RecursionError:
             ctx.guard = ctx.guard.inexact()
         return None
+
+    def _recovered_rows(self, c) -> set:
+        """Rows of this block where clang reported an error it recovered from the way nvcc reads
+        the code (nvcc_compat.RECOVERED_ERRORS): clang may have dropped the statement there."""
+        ext = c.extent
+        if ext.start.file is None:
+            return set()
+        import os
+        fname = os.path.abspath(ext.start.file.name)
+        cache = self.mb.__dict__.setdefault("_recovered_by_file", {})
+        if not cache:
+            for d in self.mb.parsed.diagnostics:
+                if d.recovered and d.abs_file and d.location is not None:
+                    cache.setdefault(d.abs_file, set()).add(d.location.row)
+            cache.setdefault("", set())
+        rows = cache.get(fname, set())
+        return {r for r in rows if ext.start.line <= r <= ext.end.line}
+
+    def _walk_block_recovered(self, c, kids, ctx: Ctx) -> str | None:
+        """A block with a statement clang dropped after a recovered error (a member template named
+        without 'template' in a template argument): the statements are its children, and in the
+        gaps between them the text's own statements, read from the tokens."""
+        from .lexer import lex
+        from .walk_common import _text_for
+        src = _text_for(c.extent.start.file.name)
+        if src is None:
+            return self._walk_block(kids, ctx)
+        rows = self._recovered_rows(c)
+        pos = (c.extent.start.line, c.extent.start.column + 1)          # after '{'
+        items: list = []
+        for ch in kids:
+            st = (ch.extent.start.line, ch.extent.start.column)
+            if any(pos[0] <= r <= st[0] for r in rows):
+                items.append(("text", pos, st))
+            items.append(("stmt", ch))
+            pos = (ch.extent.end.line, ch.extent.end.column)
+        end = (c.extent.end.line, c.extent.end.column - 1)
+        if any(pos[0] <= r <= end[0] for r in rows):
+            items.append(("text", pos, end))
+        for it in items:
+            if it[0] == "stmt":
+                r = self.walk(it[1], ctx)
+                if r is not None:
+                    return r
+                continue
+            toks = lex(src.slice(it[1][0], it[1][1], it[2][0], it[2][1]))
+            depth, cur = 0, []
+            for t in toks:
+                if t in ("(", "[", "{"):
+                    depth += 1
+                elif t in (")", "]", "}"):
+                    depth -= 1
+                if t == ";" and depth == 0:
+                    self._exec_tokens(cur, ctx, c)
+                    cur = []
+                    continue
+                cur.append(t)
+        return None
+
+    def _exec_tokens(self, toks, ctx: Ctx, c):
+        if not toks or toks[0] in ("if", "for", "while", "return", "else", "do", "switch"):
+            return None
+        node = cexpr.parse_expression(toks, value_names(ctx.env))
+        if node[0] == "unknown":
+            self._note_unmodelled(c, "statement clang dropped (after an error it recovered from) not understood")
+            return None
+        return self.ev(node, ctx, cursor=c)
 
     def _walk_block(self, stmts, ctx: Ctx) -> str | None:
         for s in stmts:
@@ -434,6 +504,11 @@ class _StatementsMixin:
         cls, cexp = self._classify(cond, ctx)
         if cls == "const":
             taken = then_s if cexp.value else else_s
+            dead = else_s if cexp.value else then_s
+            if dead is not None and dead.extent.start.file is not None and not ctx.dry and self.model is not None:
+                import os
+                self.model.__dict__.setdefault("dead_spans", []).append(
+                    (os.path.abspath(dead.extent.start.file.name), dead.extent.start.line, dead.extent.end.line))
             return self.walk(taken, ctx) if taken is not None else None
         if is_constexpr and cls != "const":
             # unknown `if constexpr`: exactly one branch exists in the instantiation

@@ -116,6 +116,10 @@ class _ValuesMixin:
         if kind == "index":
             base = self.ev(node[1], ctx, cursor)
             idx = self.ev(node[2], ctx, cursor)
+            if self.mk_op is not None and isinstance(base, (Obj, E.Var)) and isinstance(idx, E.Const):
+                code = self._mk_opcode_read(base, idx)
+                if code is not None:
+                    return code
             if isinstance(base, Obj):
                 et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
                 res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et)
@@ -140,6 +144,17 @@ class _ValuesMixin:
         if kind in ("__expr", "__value"):
             return node[1]
         return E.opaque(kind)
+
+    def _mk_opcode_read(self, base: Obj, idx: E.Const):
+        """In the model of one MK op, the opcode word of an instruction slot (knowledge/mk.py:
+        `instructions[0]` in Megakernels) reads as that op's opcode."""
+        from ..knowledge import mk
+        name = base.ref.name if isinstance(base, Obj) else base.name
+        fld = name.rsplit(".", 1)[-1].rstrip("()")
+        if fld not in mk.OPCODE_FIELDS or mk.OPCODE_FIELDS[fld] != idx.value:
+            return None
+        v = self._member_static(self.mk_op, "opcode", None, Ctx(env=self.mk_op.env, guard=ir.Guard(), dry=True))
+        return v if isinstance(v, E.Const) else None
 
     def _global_target(self, node, ctx: Ctx, cursor) -> bool:
         """`&g.layout[{...}]` / `&ptr[i]`: an address in global memory (an element of a global
