@@ -54,9 +54,48 @@ class BarrierAccount:
         return not self.unknown
 
 
+def instance_loops(model: ir.KernelModel, op: ir.Op) -> dict:
+    """A barrier re-initialised for every instruction (an MK op's dynamic semaphores, in the slot
+    of the instruction: `semaphores[slot(i)][j]`): the loop of op's role over instructions, whose
+    counter only picks the slot, is not a round -- every instruction has fresh semaphores. Its
+    counter -> the symbol `inst` (the same for every role: the k-th iteration of each role's
+    instruction loop is the same instruction). Empty when the barrier is not of this kind."""
+    if op.barrier is None or not reinitialised(model, op.barrier.name):
+        return {}
+    index = op.barrier.index
+    out = {}
+    for lid in op.loops:
+        loop = model.loops.get(lid)
+        if loop is None:
+            continue
+        t = loop.trip.eval({}) if loop.trip is not None else None
+        if isinstance(t, int):
+            continue
+        name = loop.counter.name
+        dims = [i for i, ix in enumerate(index) if name in {v.name for v in ix.free_vars()}]
+        if dims == [0]:
+            out[name] = E.Var("inst", E.PARAM)
+    return out
+
+
+def reinitialised(model: ir.KernelModel, name: str) -> bool:
+    """The barrier is (re-)initialised inside a loop whose trip count is not a constant (an
+    interpreter re-arms its per-instruction semaphores)."""
+    for o in model.ops:
+        if o.kind == ir.MBAR_INIT and o.barrier is not None and o.barrier.name == name:
+            for lid in o.loops:
+                t = model.loops[lid].trip
+                if t is None or not isinstance(t.eval({}), int):
+                    return True
+    return False
+
+
 def _round_of(model: ir.KernelModel, op: ir.Op) -> tuple[int | None, E.Expr | None, tuple] | None:
     """(round loop id, multiplicity of inner loops, index pattern) or None if unknown."""
     index = op.barrier.index if op.barrier is not None else ()
+    inst = instance_loops(model, op)
+    if inst:
+        index = tuple(E.substitute(ix, inst) for ix in index)
     index_vars = set()
     for ix in index:
         index_vars |= {v.name for v in ix.free_vars() if v.kind == E.LOOP}
@@ -66,6 +105,8 @@ def _round_of(model: ir.KernelModel, op: ir.Op) -> tuple[int | None, E.Expr | No
         loop = model.loops.get(lid)
         if loop is None:
             return None
+        if loop.counter.name in inst:
+            break                 # the instruction loop: fresh semaphores every iteration
         if loop.counter.name in index_vars or (not index_vars and round_loop is None and not inner and False):
             round_loop = lid
             break

@@ -373,6 +373,12 @@ class Parser:
                 idx = self.comma_expr()
                 self.take("]")
                 node = ("index", node, idx)
+            elif tok in (".", "->") and self.peek(1) == "*" or tok == "->*":
+                # pointer to member: `g.*member_ptr`
+                self.take()
+                if tok != "->*":
+                    self.take()
+                node = ("memptr_access", node, self.postfix(self.primary()))
             elif tok in (".", "->"):
                 self.take()
                 if self.peek() == "template":

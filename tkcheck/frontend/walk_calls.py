@@ -174,7 +174,12 @@ class _CallsMixin:
         if target is None:
             target = self._resolve_callable(segs, ctx)
         if isinstance(target, Func):
-            return self._inline(target, args, ctx, cursor, btargs)
+            # a member function calling another member of the same object: the same `this`
+            this = _enclosing_this(ctx.env) if target.owner is not None and len(segs) == 1 else None
+            if this is not None and this.struct is not None and target.owner is not None \
+                    and this.struct.cursor.hash != target.owner.cursor.hash:
+                this = None
+            return self._inline(target, args, ctx, cursor, btargs, this=this)
         # unknown call: evaluate args (for side effects), result opaque
         vals = [self.ev(a, ctx, cursor) for a in args]
         self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
@@ -592,6 +597,14 @@ class _CallsMixin:
             f = obj.env.vars.get(mname)
             if isinstance(f, Func):
                 return self._inline(f, args, ctx, cursor, targs)
+        if isinstance(obj, Rec) and obj.struct is not None and self.mk_op is not None and len(args) == 1:
+            from ..knowledge import mk
+            if mname in mk.PAGE_ID_METHODS and "page_finished" in obj.fields:
+                v = self.ev(args[0], ctx, cursor)
+                if isinstance(v, Expr) and self.model is not None:
+                    if mk.PAGE_ID_NOTE not in self.model.notes:
+                        self.model.notes.append(mk.PAGE_ID_NOTE)
+                    return v
         if isinstance(obj, Rec) and obj.struct is not None:
             f = obj.struct.env.vars.get(mname)
             if isinstance(f, Func):
@@ -601,3 +614,14 @@ class _CallsMixin:
         return self._opaque_from(callee, [obj] + vals)
 
     # -- TMEM (Blackwell) ------------------------------------------------------
+
+
+def _enclosing_this(env):
+    """The record a member function runs on, when `env` is (inside) one's scope."""
+    from .walk_common import BranchEnv, ThisEnv
+    e = env
+    while e is not None:
+        if isinstance(e, ThisEnv):
+            return e.rec
+        e = e.parent
+    return None

@@ -459,7 +459,7 @@ class _TypesMixin:
                             bound[p.spelling] = t
                     else:
                         v = self.ev(a, cctx)
-                        if isinstance(v, Expr):
+                        if isinstance(v, Expr) or (isinstance(v, tuple) and v and v[0] == "memptr"):
                             bound[p.spelling] = v
             return self.struct_type(val[1], bound, parent_env=env)
         return None

@@ -9,7 +9,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .values import Allocator, Func, GroupScope, Obj, Rec, StructType, TypeVal
-from .walk_common import Ctx, loc_of, _text_for, tokens_of, _NAMESPACES
+from .walk_common import CK, Ctx, loc_of, _text_for, tokens_of, _NAMESPACES
 from .walk_util import _ArrVal, _tile_attr, _to_bool
 
 
@@ -52,6 +52,12 @@ class _ValuesMixin:
                     a, b = _to_bool(a), _to_bool(b)
                 return E.binop(op, a, b)
             return self._opaque_from(node, (a, b))
+        if kind == "un" and node[1] == "&" and node[2][0] == "name" and len(node[2][1]) >= 2:
+            # `&Globals::field`: a pointer to a data member (a template argument of an op)
+            owner = self.resolve_type(("name", tuple(node[2][1][:-1])), ctx.env)
+            fld = node[2][1][-1][0]
+            if isinstance(owner, StructType) and getattr(owner.members.get(fld), "kind", None) == CK.FIELD_DECL:
+                return ("memptr", fld)
         if kind == "un" and node[1] == "*" and node[2][0] == "cast" and node[2][1][0] == "type" \
                 and "volatile" in node[2][1][1] and self._global_target(node[2][2], ctx, cursor):
             # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory
@@ -132,6 +138,11 @@ class _ValuesMixin:
             return self._opaque_from(node, (base, idx))
         if kind == "member":
             return self._ev_member(node, ctx, cursor)
+        if kind == "memptr_access":
+            ptr = self.ev(node[2], replace(ctx, dry=True), cursor)
+            if isinstance(ptr, tuple) and ptr and ptr[0] == "memptr":
+                return self._ev_member(("member", node[1], ptr[1], False), ctx, cursor)
+            return self._opaque_from(node, (self.ev(node[1], ctx, cursor), ptr))
         if kind == "call":
             return self._ev_call(node, ctx, cursor)
         if kind == "init":

@@ -38,6 +38,14 @@ WORKER_ROLES = ("loader", "launcher", "consumer", "storer")
 # Megakernels: instruction_state_t::instructions[0]; MegaKittens: instruction.icode
 OPCODE_FIELDS = {"instructions": 0, "icode": None, "opcode": None}
 
+# the page table of the interpreter's state: `s.pid(lid)` is the physical page of logical page lid
+# for the instruction being run (renamed from the previous instruction's release order). Every
+# instruction waits and releases every physical page once, so the counts and parities of a page's
+# token do not depend on the renaming; tkcheck models it as the identity (pid == lid) and says so.
+PAGE_ID_METHODS = ("pid",)
+PAGE_ID_NOTE = ("MK page renaming modelled as the identity (pid(lid) == lid): each instruction uses "
+                "every physical page once, so page-token counts and parities do not depend on it")
+
 # macros that generate a worker's main loop (Megakernels' util.cuh: MAKE_WORKER(name, event,
 # is_consumer) defines megakernel::<name>::main_loop<config, globals, ops...>(g, mks))
 WORKER_MACROS = ("MAKE_WORKER",)
