@@ -9,9 +9,9 @@ from ._common import HEADER, finding, num, related
 def check(an):
     out = []
     for name, acc in sorted(completion.accounts(an).items()):
-        if not acc.ok() or acc.init_count is None:
+        if not acc.ok() or (acc.init_count is None and not acc.group_init):
             continue
-        if not acc.arrivals and acc.waits and acc.init_count.eval({}) not in (None, 0):
+        if not acc.arrivals and acc.waits and acc.init_count is not None and acc.init_count.eval({}) not in (None, 0):
             w = acc.waits[0]
             out.append(finding(
                 "TK302",
@@ -26,10 +26,13 @@ def check(an):
         for group, contribs in sorted(acc.arrivals.items()):
             if not contribs:
                 continue
-            arrived = completion.total(contribs)
-            if arrived.is_opaque() or acc.init_count.is_opaque():
+            init_count = acc.group_init.get(group, acc.init_count)
+            if init_count is None:
                 continue
-            if solver.differ_always(arrived, acc.init_count, an.solver_timeout_ms) is not True:
+            arrived = completion.total(contribs)
+            if arrived.is_opaque() or init_count.is_opaque():
+                continue
+            if solver.differ_always(arrived, init_count, an.solver_timeout_ms) is not True:
                 continue
             rel = [related(o, f"'{name}' initialised for {num(o.count)} arrivals per phase") for o in acc.inits]
             for c in contribs:
@@ -40,10 +43,10 @@ def check(an):
                                    + (f" [{c.op.scope} scope: one elected lane per group]" if c.op.issuers_per_group else "")))
             for o in acc.waits[:2]:
                 rel.append(related(o, "waited on here"))
-            a, i = num(arrived), num(acc.init_count)
+            a, i = num(arrived), num(init_count)
             many = [c for c in contribs if len(c.issuers) > 1]
             anchor = (many[0].op if many else contribs[0].op) if len(contribs) == 1 or many else acc.inits[0]
-            av, iv = arrived.eval({}), acc.init_count.eval({})
+            av, iv = arrived.eval({}), init_count.eval({})
             effect = ("too few arrivals: the phase never completes (hang)" if av is not None and iv is not None and av < iv
                       else "too many arrivals: phases complete early, waiters see stale data and the counts drift")
             assumed = f" ({'; '.join(acc.assumptions)})" if acc.assumptions else ""

@@ -48,6 +48,7 @@ class BarrierAccount:
     loads: dict[str, list[Contribution]] = field(default_factory=dict)
     waits: list[ir.Op] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)   # reasons the account is not usable
+    group_init: dict[str, E.Expr] = field(default_factory=dict)  # per-group init counts (MK dynamic semaphores)
     assumptions: list[str] = field(default_factory=list)  # stated with any finding made from it
 
     def ok(self) -> bool:
@@ -76,6 +77,67 @@ def instance_loops(model: ir.KernelModel, op: ir.Op) -> dict:
         if dims == [0]:
             out[name] = E.Var("inst", E.PARAM)
     return out
+
+
+_ELEMENT_SCAN = 64      # rounds enumerated to find the elements a site visits
+
+
+def _instance_elements(m: ir.KernelModel, op: ir.Op, round_loop: int | None) -> frozenset | None:
+    """The elements (index tuples without the slot) of a per-instruction semaphore array that op
+    visits over the rounds of one instruction, by enumeration; None when not enumerable."""
+    inst = instance_loops(m, op)
+    index = [E.substitute(ix, inst) for ix in op.barrier.index]
+    loops = [lid for lid in op.loops if m.loops[lid].counter.name not in inst]
+    if len(loops) > 2:
+        return None
+    ranges = []
+    for lid in loops:
+        t = m.loops[lid].trip
+        tv = t.eval({}) if t is not None else None
+        n = tv if isinstance(tv, int) and tv <= _ELEMENT_SCAN else _ELEMENT_SCAN
+        ranges.append((m.loops[lid].counter.name, n))
+    out = set()
+
+    def rec(i, env):
+        if i == len(ranges):
+            vals = tuple(ix.eval({**env, "inst": 0}) for ix in index[1:])
+            if any(not isinstance(v, int) for v in vals):
+                raise ValueError
+            out.add(vals)
+            return
+        name, n = ranges[i]
+        for j in range(n):
+            rec(i + 1, {**env, name: j})
+    try:
+        rec(0, {})
+    except (ValueError, RecursionError):
+        return None
+    return frozenset(out) if out else None
+
+
+def _element_inits(m: ir.KernelModel, acc: "BarrierAccount"):
+    """Per-element init counts of a per-instruction semaphore array, and each group's count
+    when every element the group visits has the same one."""
+    counts: dict[tuple, set] = {}
+    for o in acc.inits:
+        els = _instance_elements(m, o, None)
+        c = o.count.eval({}) if o.count is not None else None
+        if els is None or not isinstance(c, int):
+            return
+        for e in els:
+            counts.setdefault(e, set()).add(c)
+    for groups in (acc.arrivals,):
+        for key, contribs in groups.items():
+            els = set()
+            for c in contribs:
+                e = _instance_elements(m, c.op, c.round_loop)
+                if e is None:
+                    break
+                els |= e
+            else:
+                vals = {v for e in els for v in counts.get(e, {None})}
+                if len(vals) == 1 and None not in vals:
+                    acc.group_init[key] = E.Const(vals.pop())
 
 
 def reinitialised(model: ir.KernelModel, name: str) -> bool:
@@ -170,13 +232,83 @@ def _rank_only(c: E.Expr) -> bool:
         all(v.name == "cta_rank" or v.kind != E.PARAM for v in c.free_vars())
 
 
+def cluster_size(model: ir.KernelModel) -> int | None:
+    v = model.cluster.eval({}) if model.cluster is not None else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and 1 < v <= 16 else None
+
+
+def _ranks_running(op: ir.Op, size: int) -> list[int] | None:
+    """The CTA ranks of the cluster in which op runs (its rank-only uniform conditions)."""
+    conds = [c for c in op.guard.uniform if _rank_only(c)]
+    out = []
+    for r in range(size):
+        vals = [c.eval({"cta_rank": r}) for c in conds]
+        if any(v is None for v in vals):
+            return None
+        if all(bool(v) for v in vals):
+            out.append(r)
+    return out
+
+
+def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
+    """In a cluster of known size: the CTA whose copy of op's barrier each execution of op
+    signals -> how many of the cluster's CTAs run op into it (a remote arrive to CTA c from
+    every CTA counts twice on CTA c's copy in a pair; a commit multicast to the pair lands on
+    both; a TMA load with `dst_mbar_cta` completes its bytes on that CTA's barrier; a
+    multicast load on every masked CTA's; a CLC response on every CTA's). None: not known."""
+    size = cluster_size(model)
+    if size is None:
+        return None
+    ranks = _ranks_running(op, size)
+    if ranks is None:
+        return None
+    out: dict[int, int] = {}
+
+    def add(d):
+        if not isinstance(d, int) or isinstance(d, bool) or not 0 <= d < size:
+            raise ValueError
+        out[d] = out.get(d, 0) + 1
+    try:
+        for r in ranks:
+            env = {"cta_rank": r}
+            if op.detail.get("clc"):
+                for d in range(size):
+                    add(d)
+            elif _pair_commit(op):
+                for d in range(min(size, 2)):
+                    add(d)
+            elif op.detail.get("mbar_cta") is not None:
+                add(op.detail["mbar_cta"].eval(env))
+            elif op.kind == ir.TMA_LOAD and op.detail.get("multicast"):
+                mask = op.detail.get("mask")
+                mv = mask.eval(env) if isinstance(mask, E.Expr) else None
+                if not isinstance(mv, int):
+                    return None
+                for d in range(size):
+                    if mv >> d & 1:
+                        add(d)
+            elif op.detail.get("cta") is not None:
+                c = op.detail["cta"]
+                add(c.eval(env) if isinstance(c, E.Expr) else None)
+            elif op.detail.get("remote") or op.detail.get("multicast"):
+                return None
+            else:
+                add(r)
+    except ValueError:
+        return None
+    return out
+
+
 def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None) -> tuple | None:
     sig = []
     for c in op.guard.uniform:
-        if _pair_commit(op) and _rank_only(c):
-            continue
+        if (_pair_commit(op) or (model is not None and cluster_size(model) is not None)) and _rank_only(c):
+            continue                  # which CTAs run it: the destination accounting's part
         if model is not None and _running(model, op, c):
             sig.append(RUNNING)
+            continue
+        if model is not None and any(model.loops[lid].cond == c for lid in op.loops if lid in model.loops):
+            sig.append(RUNNING)       # the enclosing loop's own condition: every round that runs
             continue
         if c.depends_on(E.LOOP) or c.is_opaque():
             return None
@@ -204,8 +336,9 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         if op.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD):
             continue
         pair_commit = _pair_commit(op)
-        if (op.detail.get("remote") or op.detail.get("multicast") or op.detail.get("cta") is not None) \
-                and not pair_commit:
+        dests = destinations(m, op)
+        if (op.detail.get("remote") or op.detail.get("multicast") or op.detail.get("cta") is not None
+                or op.detail.get("mbar_cta") is not None) and not pair_commit and dests is None:
             acc.unknown.append(f"{op.api} at line {op.location.row} crosses CTAs")
             continue
         issuers = an.threads.issuers(op)
@@ -222,21 +355,32 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             acc.unknown.append(f"element of '{acc.barrier.name}' hit by {op.api} at line {op.location.row} "
                                "depends on the thread in a way not modelled")
             continue
-        for elem, ts in classes:
+        elems_of = _instance_elements(m, op, round_loop) if instance_loops(m, op) else None
+        if instance_loops(m, op) and elems_of is None:
+            acc.unknown.append(f"elements of '{acc.barrier.name}' hit by {op.api} at line {op.location.row} not "
+                               "enumerated")
+            continue
+        for elem, ts, (cta, mult) in ((e, t, d) for e, t in classes
+                                      for d in (sorted(dests.items()) if dests is not None else [(None, 1)])):
             key = _group_key(round_loop) + (f" {acc.barrier.name}[{']['.join(elem)}]" if elem else "")
+            if elems_of is not None:
+                key += f" elements {sorted(elems_of)}"
+            if cta is not None:
+                key += f" in CTA {cta}"
+            times_c = times if mult == 1 else E.binop("*", times, E.Const(mult))
             pat = pattern if not elem else pattern + elem
             if op.kind == ir.MBAR_ARRIVE:
                 amount = op.count if op.count is not None else E.opaque("count")
-                acc.arrivals.setdefault(key, []).append(Contribution(op, ts, amount, times, round_loop, pat))
+                acc.arrivals.setdefault(key, []).append(Contribution(op, ts, amount, times_c, round_loop, pat))
             elif op.kind == ir.MBAR_EXPECT:
                 acc.arrivals.setdefault(key, []).append(
-                    Contribution(op, ts, E.Const(op.detail.get("arrives", 1)), times, round_loop, pat))
+                    Contribution(op, ts, E.Const(op.detail.get("arrives", 1)), times_c, round_loop, pat))
                 acc.expects.setdefault(key, []).append(
-                    Contribution(op, ts, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
+                    Contribution(op, ts, op.bytes if op.bytes is not None else E.opaque("bytes"), times_c,
                                  round_loop, pat))
             else:
                 acc.loads.setdefault(key, []).append(
-                    Contribution(op, ts, op.bytes if op.bytes is not None else E.opaque("bytes"), times,
+                    Contribution(op, ts, op.bytes if op.bytes is not None else E.opaque("bytes"), times_c,
                                  round_loop, pat))
     # mbarrier operations the front end could not attribute (raw PTX, an
     # unresolved barrier argument) may arrive on any barrier: no sums then
@@ -249,12 +393,30 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
     if blind:
         for acc in out.values():
             acc.unknown.append(f"unattributed mbarrier operation at line {blind[0].location.row}")
+    size = cluster_size(m)
+    if size is not None:
+        # a barrier copy no thread of that CTA waits on does not gate anything: its groups go
+        for acc in out.values():
+            ranks: set[int] = set()
+            for w in acc.waits:
+                r = _ranks_running(w, size)
+                if r is None:
+                    ranks = set(range(size))
+                    break
+                ranks |= set(r)
+            for groups in (acc.arrivals, acc.expects, acc.loads):
+                for key in list(groups):
+                    if " in CTA " in key and int(key.rsplit(" in CTA ", 1)[1]) not in ranks:
+                        del groups[key]
     for acc in out.values():
         counts = {str(o.count) for o in acc.inits if o.count is not None}
         if len(acc.inits) >= 1 and len(counts) == 1 and all(
                 o.count is not None and not o.count.depends_on(E.LOOP) and not o.count.is_opaque()
                 for o in acc.inits):
             acc.init_count = acc.inits[0].count
+        if acc.inits and any(instance_loops(m, o) for o in acc.inits):
+            # an MK op's dynamic semaphores: one array, elements with counts of their own
+            _element_inits(m, acc)
         # the same visiting pattern and uniform conditions across a group
         for groups in (acc.arrivals, acc.expects, acc.loads):
             for key, contribs in groups.items():

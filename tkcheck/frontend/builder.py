@@ -424,6 +424,8 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
                 if n is not None:
                     m.block_threads = E.Const(n)
                     m.block_threads_source = "launch configuration in the file"
+        if m.cluster is None:
+            m.cluster = self._cluster_dims(c, env)
         if m.block_threads is None:
             m.notes.append(f"block size of kernel '{name}' unknown (no __launch_bounds__): "
                            "thread counts are not checked")

@@ -452,6 +452,9 @@ class _CallsMixin:
                     op.barrier = v.ref
                 else:
                     op.detail["barrier_unknown"] = cexpr.render(args[i])
+            elif role == "mbar_cta":
+                if isinstance(v, Expr) and v.eval({}) != -1:
+                    op.detail["mbar_cta"] = v
             elif role in ("count", "tx", "bytes", "parity", "id", "mask", "cta"):
                 if isinstance(v, Expr):
                     if role == "count":

@@ -713,6 +713,7 @@ class _StatementsMixin:
                 loop.uniform = False
             elif cls == "uniform":
                 bctx.guard = bctx.guard.with_uniform(cexp)
+                loop.cond = cexp          # holds in every iteration that runs
             elif cls == "unknown":
                 bctx.guard = bctx.guard.inexact()
         if body is not None:

@@ -220,6 +220,34 @@ class _TypesMixin:
             return None
         return False
 
+    def _cluster_dims(self, c, env) -> Expr | None:
+        """`__cluster_dims__(x[, y[, z]])` on the kernel: CTAs per cluster (x * y * z), when constant."""
+        chunk = self._attribute_text(c)
+        for ch in c.get_children():
+            toks = tokens_of(ch)
+            if toks[:1] == ["__cluster_dims__"]:
+                chunk = " ".join(toks)
+        m = None
+        for m in re.finditer(r"__cluster_dims__\s*\(", chunk):
+            pass
+        if m is None:
+            return None
+        rest = chunk[m.end():]
+        depth, j = 1, 0
+        while j < len(rest) and depth:
+            depth += {"(": 1, ")": -1}.get(rest[j], 0)
+            j += 1
+        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", rest[:j - 1])
+        parts = _split_comma(cexpr.parse_expression(toks, env.has))
+        total = 1
+        for p in parts:
+            v = self.ev(p, Ctx(env=env, guard=ir.Guard(), dry=True))
+            c_ = v.const() if isinstance(v, Expr) else None
+            if not isinstance(c_, int) or isinstance(c_, bool) or c_ <= 0:
+                return None
+            total *= c_
+        return E.Const(total)
+
     def _launch_bounds(self, c, env) -> tuple[Expr, Expr | None] | None:
         """`__launch_bounds__(threads, blocks)` before the kernel's name. The
         cursor's extent may start after the attribute, so read the text."""

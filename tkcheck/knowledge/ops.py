@@ -66,7 +66,9 @@ CUDA_ATOMICS = ("atomicAdd", "atomicSub", "atomicExch", "atomicInc", "atomicDec"
 TMA_OPS: dict[str, OpSpec] = {
     "expect_bytes": OpSpec(ir.MBAR_EXPECT, ("barrier", "bytes", "cta"), tma_lane_guarded=True),
     "expect": OpSpec(ir.MBAR_EXPECT, ("barrier", "*tiles"), tma_lane_guarded=True),
-    "load_async": OpSpec(ir.TMA_LOAD, ("dst", "gl", "coord", "barrier", "mask"), tma_lane_guarded=True),
+    # tma::cluster::load_async(dst, gl, coord, bar, mask[, dst_mbar_cta]): with dst_mbar_cta the
+    # cta_group::2 form, whose bytes complete on that CTA's copy of `bar`
+    "load_async": OpSpec(ir.TMA_LOAD, ("dst", "gl", "coord", "barrier", "mask", "mbar_cta"), tma_lane_guarded=True),
     "prefetch": OpSpec(ir.CALL, ("dst", "gl", "coord")),
     # TK's store_*async issue `fence.proxy.async.shared::cta` in the issuing thread right before
     # the bulk copy (checked in the PTX of a TK build): detail proxy_fence

@@ -155,6 +155,9 @@ class Loop:
     # when the loop has another kind of exit or none (a `return` inside is the kernel's
     # exit, an EXIT op, not the loop's)
     continues: tuple[Expr, ...] = ()
+    # the loop's uniform condition when its trip count is not known (`task < num_tasks` with
+    # `task += gridDim.x`): in the guards of its body, true in every iteration that runs
+    cond: Expr | None = None
 
 
 @dataclass
