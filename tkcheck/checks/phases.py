@@ -516,6 +516,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if pre is None:
         wp.reason = "arrivals outside the loop not accounted"
         return
+    if pre > 0 and wp.offset == 0 and not hs and not _carries_data(m, w.barrier.name):
+        # a pre-arrived token (page tokens: init 1 and arrived once, so the first use finds it
+        # free) carries no data: each use waits for the release of the use before it, the
+        # first one for the pre-arrival, whoever releases it (its own role too)
+        wp.offset = -1
     wp.pre = pre
     wp.use = use
     due = E.binop("+", use, E.Const(wp.offset + pre))
