@@ -15,7 +15,8 @@ def check(an):
     fl = A.flow(an)
     n = an.threads.n
     for sig in fl.ops:
-        if sig.kind != ir.GLOBAL_SIGNAL or sig.detail.get("sem") != "relaxed" or not sig.guard.exact:
+        if sig.kind != ir.GLOBAL_SIGNAL or sig.detail.get("sem") not in ("relaxed", "release", "acq_rel") \
+                or not sig.guard.exact:
             continue
         ts = an.threads.executing(sig)
         if not ts:
@@ -37,7 +38,9 @@ def check(an):
             mine = [o for o in between if fl.runs(o, t, sig.guard.uniform)]
             if any(o.kind == ir.CALL for o in mine):
                 continue
-            released = any(o.kind == ir.FENCE and o.detail.get("fence_kind") in _RELEASE_FENCES for o in mine) or \
+            # a release reduction orders the thread's earlier writes -- not bulk stores still in flight
+            released = sig.detail.get("sem") in ("release", "acq_rel") or \
+                any(o.kind == ir.FENCE and o.detail.get("fence_kind") in _RELEASE_FENCES for o in mine) or \
                 any(o.kind == ir.GLOBAL_SIGNAL and o.detail.get("sem") in ("release", "acq_rel") for o in mine)
             waited = any(o.kind == ir.TMA_STORE_WAIT and not o.detail.get("read_only") for o in mine)
             if released and waited:

@@ -343,6 +343,10 @@ def linear(e: E.Expr) -> E.Expr:
     integer arithmetic (div/mod by constants) instead of bit-blasting Int2BV terms."""
     if isinstance(e, E.Bin):
         a, b = linear(e.a), linear(e.b)
+        if e.op == "&" and (b == E.Const(1) or a == E.Const(1)):
+            # x & 1 is x mod 2 (two's complement), kept out of Int2BV
+            x = a if b == E.Const(1) else b
+            return E.binop("%", E.binop("+", E.binop("%", x, E.Const(2)), E.Const(2)), E.Const(2))
         if e.op == "^":
             if a == E.Const(0):
                 return b

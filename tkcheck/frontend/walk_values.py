@@ -130,6 +130,11 @@ class _ValuesMixin:
                 et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
                 res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et)
                 self._elem_access(res, "read", ctx, cursor)
+                if res.kind == "struct" and et is not None and et.kind == "scalar" and not self._no_elem_access \
+                        and isinstance(idx, Expr) and not idx.depends_on(E.THREAD) and not idx.is_opaque():
+                    # a word of a shared struct (an instruction slot's `instructions[3]`), read at one
+                    # address by every thread: one block-uniform value
+                    return E.Var(f"?{res.ref}", E.PARAM)
                 return res
             if isinstance(base, _ArrVal):
                 res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"))
