@@ -36,6 +36,22 @@ def check(an):
             related=[related(o.use, f"`{o.tile.name}` indexed by a runtime slot here")],
             witness={"tile": o.tile.name, "slots": [o.i, o.j], "columns": [list(o.a), list(o.b)]},
             help="place the slots at disjoint column ranges (e.g. slot i at i * columns-per-slot)"))
+    for o in T.facts(an, "clobber"):
+        out.append(finding(
+            "TK204",
+            f"`{o.acc.name}` (columns {o.acc_cols[0]}..{o.acc_cols[1] - 1}) and `{o.other.name}` (columns "
+            f"{o.other_cols[0]}..{o.other_cols[1] - 1}) overlap in TMEM: `{o.acc.name}` accumulates across the "
+            f"iterations of the loop (`{o.accumulate.api}` in iterations {o.iterations[0]} and {o.iterations[1]}), "
+            f"and `{o.write.api}` writes `{o.other.name}` in every iteration in between, destroying the partial sum",
+            o.write.location,
+            related=[related(o.accumulate, f"`{o.acc.name}` accumulates here"),
+                     Related(o.acc.location, f"`{o.acc.name}` placed here"),
+                     Related(o.other.location, f"`{o.other.name}` placed here")],
+            witness={"accumulator": o.acc.name, "other": o.other.name, "columns": [list(o.acc_cols), list(o.other_cols)],
+                     "iterations": list(o.iterations),
+                     "assumption": f"the loop runs at least {o.iterations[1] + 1} iterations"},
+            help="place the accumulator at columns no other live tile uses (tiles may alias only where the "
+                 "data they hold is dead, like P written over the S it was computed from)"))
     for o in T.facts(an, "lifecycle"):
         name = o.op.detail.get("allocator")
         if o.kind == "no_dealloc":

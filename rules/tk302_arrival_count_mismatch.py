@@ -23,6 +23,7 @@ def check(an):
                 help="no arrive, expect or commit targets this barrier: its phase never completes (hang); "
                      "add the missing arrive (e.g. `if (laneid() == 0) arrive(bar)` in every warp it counts)"))
             continue
+        out.extend(_silent_copies(an, name, acc))
         for group, contribs in sorted(acc.arrivals.items()):
             if not contribs:
                 continue
@@ -60,6 +61,37 @@ def check(an):
                 witness=wit,
                 help=f"{effect}; a thread-scope arrive runs once per executing thread (a whole warp is 32 "
                      f"arrivals): guard it with `laneid() == 0`, use `warp::arrive`, or change the init count"))
+    return out
+
+
+def _silent_copies(an, name, acc):
+    """In a cluster: a CTA whose threads wait on their copy of the barrier while every arrival
+    of the kernel lands on the other CTAs' copies (a commit or arrive that is not multicast)."""
+    size = completion.cluster_size(an.model)
+    if size is None or acc.init_count is None or acc.init_count.eval({}) in (None, 0) or not acc.arrivals:
+        return []
+    if acc.group_init or not all(" in CTA " in k for k in acc.arrivals):
+        return []
+    fed = {int(k.rsplit(" in CTA ", 1)[1]) for k, cs in acc.arrivals.items() if cs}
+    out = []
+    for d in range(size):
+        waits = [w for w in acc.waits if (r := completion.ranks_running(w, size)) is not None and d in r]
+        if not waits or d in fed or any(completion.ranks_running(w, size) is None for w in acc.waits):
+            continue
+        w = waits[0]
+        sources = [c.op for cs in acc.arrivals.values() for c in cs][:3]
+        out.append(finding(
+            "TK302",
+            f"CTA {d} of the cluster waits on its copy of '{name}' (initialised for {num(acc.init_count)} "
+            f"arrivals per phase) but every arrival lands on another CTA's copy: nothing arrives on CTA {d}'s",
+            w.location,
+            related=[related(o, f"arrives on '{name}' of CTA(s) "
+                                f"{sorted(completion.destinations(an.model, o) or {})}") for o in sources]
+            + [related(o, f"'{name}' initialised for {num(o.count)} arrivals") for o in acc.inits[:1]],
+            witness={"barrier": name, "cta": d, "init_count": num(acc.init_count), "arrivals_per_phase": 0},
+            help="CTA-local barriers of a cluster are separate objects: multicast the commit to every CTA that "
+                 "waits (`tensor_commit<2>`, `detail::tcgen05::commit<2>`), arrive remotely "
+                 "(`tma::cluster::arrive(bar, cta)`), or let the waiting CTA's own threads arrive"))
     return out
 
 

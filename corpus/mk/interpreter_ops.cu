@@ -30,6 +30,8 @@
 //                       dependencies with ld.acquire.gpu before its TMA loads.
 // Exit: every role runs the same num_iters instructions (NoOp pads the table); a final
 //   __syncthreads.
+// Run on an H200 (CUDA 13.0, driver 580): 288 instructions on 132 blocks (3 iterations),
+//   max_abs_err=0 against the CPU reference, PASS (about 0.4 s per run, process start included).
 #include "kittens.cuh"
 #include <cstdio>
 #include <cmath>

@@ -32,6 +32,7 @@ class Contribution:
     times: E.Expr             # per round
     round_loop: int | None
     pattern: tuple            # how the element index moves with the round counter
+    exclusive: tuple = ()     # uniform conditions of op left out: it merges exclusive sites
 
     @property
     def total(self) -> E.Expr:
@@ -192,8 +193,17 @@ def _round_of(model: ir.KernelModel, op: ir.Op) -> tuple[int | None, E.Expr | No
     pattern: tuple = ()
     if round_loop is not None:
         rc = model.loops[round_loop].counter.name
-        pattern = tuple(str(E.substitute(ix, {rc: E.Var("r", E.LOOP)})) for ix in index)
-        if any(v.kind == E.LOOP and v.name != rc for ix in index for v in ix.free_vars()):
+        ren = {rc: E.Var("r", E.LOOP)}
+        # a ring carried across an enclosing task loop (`ring = ring_advance(ring)` in the k
+        # loop of every task): the element is a function of (task, k); the rounds are the
+        # pairs, the enclosing counters named from the inside out (o1, o2, ...), so two roles
+        # walking the same nest visit the same elements in the same rounds
+        outer = op.loops[:op.loops.index(round_loop)]
+        for j, lid in enumerate(reversed(outer)):
+            if lid in model.loops:
+                ren[model.loops[lid].counter.name] = E.Var(f"o{j + 1}", E.LOOP)
+        pattern = tuple(str(E.substitute(ix, ren)) for ix in index)
+        if any(v.kind == E.LOOP and v.name not in ren for ix in index for v in ix.free_vars()):
             return None
     else:
         pattern = tuple(str(ix) for ix in index)
@@ -250,6 +260,9 @@ def _ranks_running(op: ir.Op, size: int) -> list[int] | None:
     return out
 
 
+ranks_running = _ranks_running
+
+
 def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
     """In a cluster of known size: the CTA whose copy of op's barrier each execution of op
     signals -> how many of the cluster's CTAs run op into it (a remote arrive to CTA c from
@@ -299,9 +312,11 @@ def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
     return out
 
 
-def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None) -> tuple | None:
+def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None, leave: tuple = ()) -> tuple | None:
     sig = []
     for c in op.guard.uniform:
+        if c in leave:
+            continue
         if (_pair_commit(op) or (model is not None and cluster_size(model) is not None)) and _rank_only(c):
             continue                  # which CTAs run it: the destination accounting's part
         if model is not None and _running(model, op, c):
@@ -420,8 +435,9 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         # the same visiting pattern and uniform conditions across a group
         for groups in (acc.arrivals, acc.expects, acc.loads):
             for key, contribs in groups.items():
+                _merge_exclusive(contribs, an.solver_timeout_ms)
                 pats = {c.pattern for c in contribs}
-                sigs = {_uniform_sig(c.op, m) for c in contribs}
+                sigs = {_uniform_sig(c.op, m, c.exclusive) for c in contribs}
                 if _nested_rounds(contribs):
                     acc.unknown.append(f"{key} sites of '{acc.barrier.name}' are at different loop depths of one "
                                        "role: they need not share a phase")
@@ -431,6 +447,37 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 elif any(RUNNING in s for s in sigs) and ASSUMPTION not in acc.assumptions:
                     acc.assumptions.append(ASSUMPTION)
     return out
+
+
+def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:
+    """Two sites of one role that differ only in one uniform condition, c and its negation
+    (`if (k == 0) mm2_AB(acc, a, b, sem); else mma2_AB(acc, a, b, sem);`), with the same
+    threads, amount, multiplicity and pattern: exactly one of them runs in every round, so
+    they count once, as one site without that condition (in place)."""
+    from . import solver
+    changed = True
+    while changed:
+        changed = False
+        for i, a in enumerate(contribs):
+            for b in contribs[i + 1:]:
+                if (a.issuers != b.issuers or a.pattern != b.pattern or a.round_loop != b.round_loop
+                        or str(a.amount) != str(b.amount) or str(a.times) != str(b.times)
+                        or a.op.guard.thread != b.op.guard.thread or a.exclusive or b.exclusive):
+                    continue
+                ua, ub = list(a.op.guard.uniform), list(b.op.guard.uniform)
+                da = [c for c in ua if c not in ub]
+                db = [c for c in ub if c not in ua]
+                if len(da) != 1 or len(db) != 1:
+                    continue
+                if solver.always(E.binop("==", E.ite(da[0], E.Const(1), E.Const(0)),
+                                         E.ite(db[0], E.Const(0), E.Const(1))), timeout_ms) is not True:
+                    continue
+                a.exclusive = (da[0],)
+                contribs.remove(b)
+                changed = True
+                break
+            if changed:
+                break
 
 
 def _element_classes(op: ir.Op, issuers: frozenset[int]) -> list[tuple[tuple, frozenset[int]]] | None:

@@ -114,6 +114,12 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
                for o in _signals(m, name))
 
 
+def _carries_bytes(m: ir.KernelModel, name: str) -> bool:
+    """Bytes land on the barrier (TMA / cp.async completions, expect_tx), not only arrivals."""
+    return any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
+               for o in _signals(m, name))
+
+
 def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     """True when every signaller of w's barrier first waits on a barrier that w's
     role signals after w in the same loop body; False when none does; None mixed."""
@@ -123,9 +129,10 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         return None
     after = {o.barrier.name for o in m.ops
              if o.order > w.order and o.loops == w.loops and o.barrier is not None
-             and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+             and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
              and (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
     verdicts = set()
+    paired = []             # per signaller: its wait on a barrier of w's role was found
     for s in _signals(m, w.barrier.name):
         if s.kind == ir.TMA_LOAD:
             continue
@@ -136,6 +143,9 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         if iss is None:
             return None
         hit = False
+        # the waiter arms the phase itself just before waiting (`expect_bytes; wait`): it
+        # waits for this round's completion
+        found = s.kind == ir.MBAR_EXPECT and s.loops == w.loops and s.order < w.order and iss <= mine
         for o in m.ops:
             if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops == s.loops and o.barrier is not None \
                     and o.barrier.name in after and o.barrier.name != w.barrier.name:
@@ -153,10 +163,15 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
                         hit = mine_skip
                         if why is not None:
                             why.append("skip")
+                    else:
+                        found = True     # a data barrier against a data-free one: the direction is known
                     break
         verdicts.add(hit)
+        paired.append(found)
     if len(verdicts) != 1:
         return None if verdicts else False
+    if why is not None and paired and all(paired):
+        why.append("pair")
     return verdicts.pop()
 
 
@@ -487,6 +502,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             trip_assume.extend(pb[2])
             if pb[1] is not None:
                 use = pb[1]
+            if len(chain) > 1 and chain[0].trip is None:
+                wp.assumption = "data-exit"     # a task loop that ends on data (CLC) around the k loop
     else:
         k = None
         earlier = [o for o in m.ops_of(ir.MBAR_WAIT) if o.order < w.order and o.barrier is not None
@@ -507,13 +524,16 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
-    if wp.assumption == "data-exit" and hs is False and "skip" not in why:
+    if wp.assumption == "data-exit" and hs is False and "skip" not in why and "pair" not in why:
         # `False` is also the answer when no handshake was found at all; in a loop whose
         # trip the model does not know, only a direction proved from the guards is used
         wp.reason = "handshake direction not established (data-exit loop)"
         return
-    wp.offset = -1 if (hs and not _carries_data(m, w.barrier.name)) else 0
-    if hs and _carries_data(m, w.barrier.name):
+    # w is the back channel of a handshake whose forward barrier carries data: a release.
+    # Commit arrivals (tcgen05.commit: the MMAs that read a stage are done) release too; only
+    # bytes landing on w itself make the direction ambiguous
+    wp.offset = -1 if (hs and not _carries_bytes(m, w.barrier.name)) else 0
+    if hs and _carries_bytes(m, w.barrier.name):
         wp.reason = "both barriers of the handshake carry data"
         return
     pre = _pre_completions(an, w, wp.loop, wp.offset)
@@ -571,7 +591,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     }
     if len(chain) > 1 and chain[0].counter.name in env:
         wp.witness["outer_iteration"] = env[chain[0].counter.name]
-    if wp.assumption == "data-exit":
+    if wp.assumption == "data-exit" and len(chain) > 1:
+        ot = env.get(chain[0].counter.name, 0)
+        wp.assumption = (f"assuming the task loop, which ends on a data-dependent `break`, enters iteration {ot}: "
+                         f"at least {ot + 1} task(s) are handed out")
+        wp.witness["assumption"] = wp.assumption
+    elif wp.assumption == "data-exit":
         n = (it or 0) + 1
         wp.assumption = (f"assuming the loop, which ends on a data-dependent `break`, enters iteration {it}: "
                          f"at least {n} instruction(s) of the stream are read"
@@ -685,7 +710,8 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
     name, posw = w.detail["phasebit"]
     posw = linear(posw)
     chain = [m.loops[i] for i in w.loops]
-    if len(chain) not in (1, 2) or any(l.trip is None for l in chain):
+    if len(chain) not in (1, 2) or any(l.trip is None for l in chain[1:]) or \
+            (chain[0].trip is None and not _data_exit_ok(chain[0])):
         return "phase bitfield: loop nest not recognised"
     O = chain[0]
     I = chain[1] if len(chain) == 2 else None
@@ -747,6 +773,8 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
                 return "phase bitfield: ring not carried in a recognised way"
             total = E.binop("+", total, cnt)
             continue
+        if F.order > w.order and O.id not in F.loops:
+            continue        # after the task loop (a drain): no wait inside it sees the flip
         # a flip elsewhere in the loop nest: fine when it never touches the bit the wait reads
         if not F.loops or F.loops[0] != O.id or len(F.loops) > 2:
             return "phase bitfield: flip outside the task loop"
@@ -761,7 +789,8 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
             continue
         return "phase bitfield: another flip may touch the bit"
     parity = E.binop("%", E.binop("+", _bit_of(S.detail["value"], posw, lo, hi), total), E.Const(2))
-    assume = [E.binop("<", kO, O.trip)]
+    # a task loop that ends on data (a CLC or instruction stream): every iteration may run
+    assume = [E.binop("<", kO, O.trip)] if O.trip is not None else []
     use = None
     if I is not None:
         assume.append(E.binop("<", I.counter, T))

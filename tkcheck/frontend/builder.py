@@ -426,6 +426,11 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
                     m.block_threads_source = "launch configuration in the file"
         if m.cluster is None:
             m.cluster = self._cluster_dims(c, env)
+        if m.cluster is None:
+            m.cluster = self._launch_config_cluster(c, env)
+            if m.cluster is not None:
+                m.notes.append(f"kernel '{name}' runs in clusters of {m.cluster} CTAs (the LaunchConfig it is "
+                               "launched with in this file)")
         if m.block_threads is None:
             m.notes.append(f"block size of kernel '{name}' unknown (no __launch_bounds__): "
                            "thread counts are not checked")

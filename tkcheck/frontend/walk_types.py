@@ -248,6 +248,47 @@ class _TypesMixin:
             total *= c_
         return E.Const(total)
 
+    def _launch_config_cluster(self, c, env) -> Expr | None:
+        """The cluster a kernel template is launched in by TK's host launch helper, in the file:
+        `LaunchConfig<true, ...> cfg(grid, block, smem, stream, C::CLUSTER_SIZE);` then
+        `cudaLaunchKernelEx(cfg, kernel<C>, ...)`. The cluster argument (the minimum cluster of
+        the 6-argument form) is read when it is a constant or a member `P::M` of the launch's
+        template argument P, evaluated with the kernel's own parameter in P's place. Every such
+        launch of the kernel must agree; otherwise None."""
+        text = self.mb.parsed.text
+        name = re.escape(c.spelling)
+        params = [ch.spelling for ch in c.get_children()
+                  if ch.kind in (CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_NON_TYPE_PARAMETER)]
+        vals = set()
+        for mm in re.finditer(r"cudaLaunchKernelEx\s*\(\s*&?\s*([A-Za-z_]\w*)\s*,\s*&?\s*" + name +
+                              r"\s*(?:<([^;<>()]*)>)?\s*,", text):
+            cfg, targs = mm.group(1), [a.strip() for a in (mm.group(2) or "").split(",") if a.strip()]
+            decls = list(re.finditer(r"LaunchConfig\s*<\s*true\b[^;<>]*>\s*" + re.escape(cfg) + r"\s*\(", text[:mm.start()]))
+            if not decls:
+                return None
+            rest = text[decls[-1].end():mm.start()]
+            depth, j = 1, 0
+            while j < len(rest) and depth:
+                depth += {"(": 1, ")": -1}.get(rest[j], 0)
+                j += 1
+            args = _split_top(rest[:j - 1])
+            if len(args) not in (5, 6):
+                return None
+            arg = args[-1].strip()
+            arg = re.sub(r"^dim3\s*\(\s*([^,()]+)\s*\)$", r"\1", arg)
+            mem = re.fullmatch(r"([A-Za-z_]\w*)\s*::\s*([A-Za-z_]\w*)", arg)
+            if mem and mem.group(1) in targs and targs.index(mem.group(1)) < len(params):
+                arg = f"{params[targs.index(mem.group(1))]}::{mem.group(2)}"
+            elif not re.fullmatch(r"\d+", arg):
+                return None
+            toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|\d+|::|\S", arg)
+            v = self.ev(cexpr.parse_expression(toks, env.has), Ctx(env=env, guard=ir.Guard(), dry=True))
+            cv = v.const() if isinstance(v, Expr) else None
+            if not isinstance(cv, int) or isinstance(cv, bool) or cv <= 0:
+                return None
+            vals.add(cv)
+        return E.Const(vals.pop()) if len(vals) == 1 else None
+
     def _launch_bounds(self, c, env) -> tuple[Expr, Expr | None] | None:
         """`__launch_bounds__(threads, blocks)` before the kernel's name. The
         cursor's extent may start after the attribute, so read the text."""

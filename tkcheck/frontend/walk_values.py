@@ -1,6 +1,7 @@
 """Expressions to model values: names, members, assignments, element access, phase bitfields."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ..knowledge import ops as K
@@ -106,6 +107,8 @@ class _ValuesMixin:
                 return _to_bool(inner)
             return inner
         if kind == "sizeof":
+            if _is_clc_handle(node[1], self, ctx):
+                return E.Const(K.CLC_RESPONSE_BYTES)     # `uint4 internal_value` (util.cuh)
             t = self.resolve_type(node[1], ctx.env) if node[1][0] in ("name", "type") else None
             if isinstance(t, StructType):
                 t = self.struct_tile_type(t)
@@ -505,3 +508,22 @@ class _ValuesMixin:
             return
         self.emit(ir.Op("phasebit_set", "phasebit", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
                         detail={"bitfield": name, "value": value.value}), ctx)
+
+
+
+def _is_clc_handle(node, walker, ctx) -> bool:
+    """`sizeof(clc::handle)`, or `sizeof(h)` / `sizeof(h[i])` of a variable the file declares as
+    `clc::handle h[...]` (TK's opaque 16-byte CLC response)."""
+    text = cexpr.render(node).replace("kittens::", "").replace(" ", "")
+    if text == "clc::handle":
+        return True
+    base = node
+    while base[0] == "index":
+        base = base[1]
+    if base[0] != "name":
+        return False
+    name = cexpr.render(base).strip()
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return False
+    src = walker.mb.parsed.text
+    return re.search(r"\bclc\s*::\s*handle\s+" + re.escape(name) + r"\s*[\[;=]", src) is not None
