@@ -58,6 +58,7 @@ class ModelBuilder:
 
     def __init__(self, parsed):
         self.parsed = parsed
+        self._ns_envs: dict[tuple, Env] = {}
         self.tu = parsed.tu
         self.filename = parsed.path
         self.abs_path = parsed.abs_path
@@ -118,6 +119,26 @@ class ModelBuilder:
             st = self.structs.get(name)
             if st is not None and st not in self.templates:
                 self.templates.append(st)
+
+    def ns_env(self, cursor) -> Env:
+        """The scope unqualified names of code in `cursor`'s namespaces resolve in: the user's
+        declarations of those namespaces (innermost first), then the file's global scope. Two
+        namespaces of one file may declare the same `config` (Megakernels, TK's mxfp8 GEMM and
+        its quantize kernel): the kernel in `mxfp8_gemm` means `mxfp8_gemm::config`."""
+        ns = tuple(_namespaces_of(cursor)) if cursor is not None else ()
+        ns = tuple(n for n in ns if n in self.user_namespaces)
+        if not ns:
+            return self.globals_env
+        env = self._ns_envs.get(ns)
+        if env is None:
+            env = Env(self.globals_env)
+            for k in range(1, len(ns) + 1):
+                prefix = "::".join(ns[:k]) + "::"
+                for key, val in self.globals_env.vars.items():
+                    if key.startswith(prefix) and "::" not in key[len(prefix):]:
+                        env.define(key[len(prefix):], val)
+            self._ns_envs[ns] = env
+        return env
 
     def _collect_decl(self, c, env: Env, top: bool = False, ns: tuple = ()):
         kind = c.kind
@@ -404,7 +425,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         c = self.cursor
         name = inst.label(c.spelling) if inst is not None else c.spelling
         self.model = m = self._new_model(name, "global")
-        env = self.mb.globals_env.child()
+        env = self.mb.ns_env(c).child()
         self._bind_template_params(c, env, m, inst)
         if self.unbound_args:
             # told only when no instantiation of this kernel could be analysed (see build())

@@ -504,6 +504,11 @@ class _CallsMixin:
         elif spec.kind == ir.MBAR_EXPECT:
             op.detail["arrives"] = 1
             if base == "expect":
+                if tiles and isinstance(tiles[0], Expr) and "cluster" in (qual or ""):
+                    # `tma::cluster::expect(bar, dst_cta, tiles...)` (TK before mid-2025): the
+                    # arrive.expect_tx lands on CTA dst_cta's copy of the barrier
+                    op.detail["cta"] = tiles[0]
+                    tiles = tiles[1:]
                 total: Expr = E.Const(0)
                 for t in tiles:
                     s = t.type.size_bytes() if isinstance(t, Obj) and t.type is not None else None

@@ -106,7 +106,7 @@ class _InlineMixin:
             self._unmodelled_use(vals, ctx, cursor, f.name)
             return self._opaque_from(("name", ((f.name, None),)), vals)
         vals = [self.ev(a, ctx, cursor) for a in args]
-        parent_env = f.owner.env if f.owner is not None else self.mb.globals_env
+        parent_env = f.owner.env if f.owner is not None else self.mb.ns_env(chosen)
         if this is not None:
             parent_env = ThisEnv(this.struct.env if this.struct is not None else parent_env, this, ctx.env)
         fenv = Env(parent_env, dynamic=ctx.env)
@@ -205,7 +205,7 @@ class _InlineMixin:
         if not cands:
             return
         chosen = cands[0]
-        fenv = Env(f.owner.env if f.owner is not None else self.mb.globals_env, dynamic=ctx.env)
+        fenv = Env(f.owner.env if f.owner is not None else self.mb.ns_env(chosen), dynamic=ctx.env)
         params = [p for p in chosen.get_children() if p.kind == CK.PARM_DECL]
         if params:
             fenv.define(params[0].spelling, rec)

@@ -372,7 +372,7 @@ class _TypesMixin:
         sp = cursor.semantic_parent
         nested = sp is not None and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE)
         base_env = parent_env if (nested and parent_env is not None) else (
-            self._env_for_decl(cursor) if nested else self.mb.globals_env)
+            self._env_for_decl(cursor) if nested else self.mb.ns_env(cursor))
         key = f"{cursor.hash}:{id(base_env)}:{sorted((k, str(v)) for k, v in targs.items())}"
         st = self._struct_cache.get(key)
         if st is not None:
@@ -569,7 +569,7 @@ class _TypesMixin:
                 if isinstance(st, StructType) and st.cursor == parent:
                     return st.env
             return self.struct_type(parent, {}).env
-        return self.mb.globals_env
+        return self.mb.ns_env(cursor)
 
     def _type_member_chain(self, cur, rest, env):
         for seg, targs in rest:
