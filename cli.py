@@ -4,9 +4,9 @@ Installed as `tkcheck.cli.cli` (entry point `tkcheck`). Exit codes: 0 clean,
 1 findings at or above the fail level, 2 usage, config, input or internal
 error. No exception leaves `main` as a traceback unless `--debug` is given.
 
-Other modules add commands to the `main` group: a module listed in
-`_COMMAND_MODULES` that defines `register_cli(group)` is imported when it
-exists (`tkcheck.triage`, `tkcheck.confirm`).
+Other modules add commands to the `main` group: `_LAZY_COMMANDS` names the
+module (with a `register_cli(group)`) that defines each, imported when the
+command is used (`confirm`, `triage` from `tkcheck.confirm`).
 """
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ PROGRESS_MIN_FILES = 8
 CACHE_DIR_NAME = ".tkcheck_cache"
 SEVERITY_RANK = {"note": 0, "warning": 1, "error": 2}
 OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
-_COMMAND_MODULES = ("tkcheck.triage", "tkcheck.confirm")
+# commands other modules add, imported only when used (start-up stays lean for `tkcheck check`)
+_LAZY_COMMANDS = {"confirm": "tkcheck.confirm", "triage": "tkcheck.confirm"}
 
 # Set by a command that takes --debug: internal errors then show their traceback.
 _DEBUG = {"on": False}
@@ -56,9 +57,18 @@ class _DefaultGroup(click.Group):
                 args = ["rule", *args[1:]]
             elif first.startswith("--explain="):
                 args = ["rule", first.split("=", 1)[1], *args[1:]]
-            elif first not in self.commands and first not in ("-h", "--help", "--version"):
+            elif first not in self.commands and first not in _LAZY_COMMANDS and \
+                    first not in ("-h", "--help", "--version"):
                 args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx):
+        return sorted(set(self.commands) | set(_LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in _LAZY_COMMANDS:
+            _register_module(self, _LAZY_COMMANDS[name])
+        return self.commands.get(name)
 
     def format_usage(self, ctx, formatter):
         formatter.write("Usage: tkcheck [check] [OPTIONS] PATH...\n"
@@ -1001,24 +1011,16 @@ def eval_command(corpus, as_json, tk_include, no_nvcc, only, exit_zero, debug):
 
 # ---------------------------------------------------------------- commands from other modules
 
-def _register_commands(group: click.Group):
-    for name in _COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name and name.startswith(e.name):
-                continue  # the module is not there (yet)
-            click.echo(f"tkcheck: warning: commands of {name} not loaded: {e}", err=True)
-            continue
-        except Exception as e:  # noqa: BLE001 - a broken plug-in must not break `tkcheck check`
-            click.echo(f"tkcheck: warning: commands of {name} not loaded: {type(e).__name__}: {e}", err=True)
-            continue
-        register = getattr(mod, "register_cli", None)
-        if callable(register):
-            register(group)
-
-
-_register_commands(main)
+def _register_module(group: click.Group, name: str):
+    """Import a module that adds commands (`register_cli(group)`), when one of them is used."""
+    try:
+        mod = importlib.import_module(name)
+    except Exception as e:  # noqa: BLE001 - a broken plug-in must not break `tkcheck check`
+        click.echo(f"tkcheck: warning: commands of {name} not loaded: {type(e).__name__}: {e}", err=True)
+        return
+    register = getattr(mod, "register_cli", None)
+    if callable(register):
+        register(group)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from tkcheck import __version__, evaluate
 
-SECTIONS = ("bench", "eval")
+SECTIONS = ("bench", "bench-real", "tk-tree", "eval")
 
 
 def tkcheck_cold(kernel: Path, runs: int, cwd: Path) -> list[evaluate.Measurement]:
@@ -42,6 +42,71 @@ def tkcheck_cold(kernel: Path, runs: int, cwd: Path) -> list[evaluate.Measuremen
             "--output-format", "concise", str(kernel)]
     evaluate.measure(argv, cwd=str(cwd), env=env, timeout=600)
     return [evaluate.measure(argv, cwd=str(cwd), env=env, timeout=600) for _ in range(runs)]
+
+
+def tkcheck_real_headers(kernel: Path, runs: int, tk_root: Path, work: Path) -> tuple[list, evaluate.Measurement]:
+    """Cold runs (a fresh process each) against the real TK headers, as a pre-commit hook or a
+    CI job runs once its cache folder exists: the precompiled TK headers kept, no result cached
+    (the results folder is emptied before every run). Returns the runs and the first run of all
+    (which builds the precompiled headers)."""
+    import shutil
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update({"PYTHONSAFEPATH": "1", "NO_COLOR": "1"})
+    cache = work / ".tkcheck_cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    argv = [sys.executable, "-m", "tkcheck", "check", "-q", "--exit-zero", "--output-format", "concise",
+            "--tk-include", str(tk_root), str(kernel)]
+    first = evaluate.measure(argv, cwd=str(work), env=env, timeout=600)
+    out = []
+    for _ in range(runs):
+        shutil.rmtree(cache / "results", ignore_errors=True)
+        out.append(evaluate.measure(argv, cwd=str(work), env=env, timeout=600))
+    return out, first
+
+
+def bench_real_table(corpus: Path, runs: int, nvcc_runs: int, tk_include: str | None) -> str:
+    nvcc = evaluate.find_nvcc()
+    tk_root = evaluate.find_tk_root(tk_include, corpus.resolve().parent)
+    if nvcc is None or tk_root is None:
+        return "Not measured: needs nvcc and ThunderKittens headers (--tk-include, $TK_ROOT or third_party/).\n"
+    lines = ["| kernel | tkcheck ms (first run, builds the PCH) | tkcheck ms (cold, PCH kept, median) | "
+             "nvcc -cubin ms | time ratio |", "|---|---:|---:|---:|---:|"]
+    ts, ns = [], []
+    with tempfile.TemporaryDirectory(prefix="tkcheck-bench-real-") as tmp:
+        for kernel in evaluate.clean_kernels(corpus):
+            rel = kernel.relative_to(corpus).as_posix()
+            print(f"bench (real headers): {rel}", file=sys.stderr)
+            runs_, first = tkcheck_real_headers(kernel.resolve(), runs, tk_root, Path(tmp))
+            t = statistics.median(m.seconds for m in runs_)
+            nv = [m for m in nvcc_fresh(kernel.resolve(), nvcc, tk_root, nvcc_runs) if m.ok]
+            nv_t = statistics.median(m.seconds for m in nv) if nv else None
+            if nv_t:
+                ts.append(t)
+                ns.append(nv_t)
+            lines.append(f"| `{rel}` | {_ms(first.seconds)} | {_ms(t)} | {_ms(nv_t)} | {_ratio(t, nv_t)} |")
+    if ts:
+        lines.append(f"| **median** | | {_ms(statistics.median(ts))} | {_ms(statistics.median(ns))} | "
+                     f"{_ratio(statistics.median(ts), statistics.median(ns))} |")
+    return ("\n".join(lines) + "\n\ntkcheck: `python -m tkcheck check --tk-include <tk>` in a fresh process per run, "
+            f"{runs} run(s) per kernel after a first one that builds the precompiled TK headers under the cache "
+            "folder; the cached results are removed before every run. nvcc as in the table above.\n")
+
+
+def tk_tree_time(tree: Path, tk_root: Path, jobs: int) -> str:
+    """The whole tree with -j N: a first run (precompiled headers built) and a second one with them
+    kept (no result cached)."""
+    import shutil
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1"}
+    with tempfile.TemporaryDirectory(prefix="tkcheck-bench-tree-") as tmp:
+        argv = [sys.executable, "-m", "tkcheck", "check", "-q", "--exit-zero", "--output-format", "concise",
+                "-j", str(jobs), "--tk-include", str(tk_root), str(tree)]
+        first = evaluate.measure(argv, cwd=tmp, env=env, timeout=3600)
+        shutil.rmtree(Path(tmp) / ".tkcheck_cache" / "results", ignore_errors=True)
+        warm = evaluate.measure(argv, cwd=tmp, env=env, timeout=3600)
+    n = sum(1 for p in tree.rglob("*") if p.suffix in (".cu", ".cuh"))
+    return (f"| run | wall s |\n|---|---:|\n| first (builds the precompiled headers) | {first.seconds:.1f} |\n"
+            f"| precompiled headers kept, no result cached | {warm.seconds:.1f} |\n\n"
+            f"`tkcheck check -j {jobs} --tk-include <tk> <tk>/kernels` over {n} files.\n")
 
 
 def nvcc_fresh(kernel: Path, nvcc: str, tk_root: Path, runs: int) -> list[evaluate.Measurement]:
@@ -139,7 +204,8 @@ def replace_section(page: str, name: str, body: str) -> str:
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if pattern.search(page):
         return pattern.sub(lambda _: block, page, count=1)
-    title = {"bench": "## Cost per kernel", "eval": "## Quality on the corpus"}[name]
+    title = {"bench": "## Cost per kernel", "eval": "## Quality on the corpus",
+             "bench-real": "## Cost per kernel with the real headers", "tk-tree": "## ThunderKittens' kernels/ tree"}[name]
     return page.rstrip() + f"\n\n{title}\n\n{block}\n"
 
 
@@ -151,6 +217,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tk-include", help="ThunderKittens checkout or include/ folder for nvcc")
     ap.add_argument("--no-nvcc", action="store_true", help="skip the nvcc baseline")
     ap.add_argument("--no-eval", action="store_true", help="skip the quality table")
+    ap.add_argument("--no-real-headers", action="store_true", help="skip the table with the real TK headers")
+    ap.add_argument("--tk-tree", metavar="DIR", help="also time tkcheck over this folder (TK's kernels/) with -j 2")
     ap.add_argument("--write", metavar="PAGE", help="update the marked sections of PAGE (docs/BENCHMARKS.md)")
     args = ap.parse_args(argv)
     corpus = Path(args.corpus)
@@ -163,6 +231,15 @@ def main(argv=None) -> int:
                               not args.no_nvcc, cwd)
     bench_body = f"{head}\n\n{table}\n{note}\n"
     out = ["## Cost per kernel", "", bench_body]
+    real_body = tree_body = None
+    if not args.no_real_headers and not args.no_nvcc:
+        real_body = f"{head}\n\n" + bench_real_table(corpus, max(args.runs, 1), max(args.nvcc_runs, 1), args.tk_include)
+        out += ["## Cost per kernel with the real headers", "", real_body]
+    if args.tk_tree:
+        tk_root = evaluate.find_tk_root(args.tk_include, corpus.resolve().parent)
+        if tk_root is not None:
+            tree_body = f"{head}\n\n" + tk_tree_time(Path(args.tk_tree), tk_root, 2)
+            out += ["## ThunderKittens' kernels/ tree", "", tree_body]
     eval_body = None
     if not args.no_eval:
         print("bench: eval", file=sys.stderr)
@@ -182,6 +259,10 @@ def main(argv=None) -> int:
             "# Benchmarks\n\nWritten by `python scripts/bench.py --write docs/BENCHMARKS.md`; "
             "the numbers between the markers are replaced on every run.\n")
         page = replace_section(page, "bench", bench_body)
+        if real_body is not None:
+            page = replace_section(page, "bench-real", real_body)
+        if tree_body is not None:
+            page = replace_section(page, "tk-tree", tree_body)
         if eval_body is not None:
             page = replace_section(page, "eval", eval_body)
         page_path.parent.mkdir(parents=True, exist_ok=True)

@@ -55,6 +55,9 @@ class KernelCoverage:
     sync_ops_modelled: int
     unknowns: list[Unknown] = field(default_factory=list)
     inconclusive: int = 0            # proofs that ran out of budget (counted by the checks)
+    # barriers whose arrivals/bytes per phase, and waits whose due phase, the checks could not
+    # establish: nothing is claimed about them (a finding needs a proof), and they are told here
+    undecided: int = 0
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -165,9 +168,10 @@ def _matches(site: Site, names: set[str]) -> bool:
 
 
 def for_model(builder, model: ir.KernelModel, root_cursor, exclude=frozenset(), more_roots=()) -> KernelCoverage:
-    # rows the walker proved are never run in this model (a branch of a constant condition:
-    # `if (config::CLUSTER_BLOCKS == 1) ... else ...`, `if constexpr`) are not its code
-    sites = census(builder, root_cursor, exclude, more_roots, getattr(model, "dead_spans", ()))
+    # code the walker proved is never run in this model (a branch of a constant condition:
+    # `if (config::CLUSTER_BLOCKS == 1) ... else ...`, `if constexpr`) is not its code
+    sites = [s for s in census(builder, root_cursor, exclude, more_roots)
+             if not any(f == s.file and a <= (s.row, s.col) <= b for f, a, b in model.dead_code)]
     rows = _modelled_rows(model)
     modelled = 0
     unknowns: list[Unknown] = []
@@ -185,6 +189,29 @@ def for_model(builder, model: ir.KernelModel, root_cursor, exclude=frozenset(), 
             seen.add(key)
     return KernelCoverage(builder.filename, model.name, True, None, len(sites), modelled, unknowns,
                           inconclusive=int(getattr(model, "inconclusive", 0) or 0))
+
+
+def add_undecided(entry: KernelCoverage | None, an) -> None:
+    """Count and describe what the contract checks left undecided in one analysed kernel."""
+    if entry is None:
+        return
+    from .checks import completion, phases
+    n = 0
+    for name, acc in sorted(completion.accounts(an).items()):
+        if acc.unknown and (acc.inits or acc.waits):
+            n += 1
+            loc = acc.barrier.location
+            entry.unknowns.append(Unknown(f"{loc.filename}:{loc.row}:{loc.column}",
+                                          f"barrier '{name}': arrivals/bytes per phase not established: "
+                                          f"{acc.unknown[0]}"))
+    for wp in phases.phases(an):
+        if wp.status == "unknown":
+            n += 1
+            loc = wp.op.location
+            entry.unknowns.append(Unknown(f"{loc.filename}:{loc.row}:{loc.column}",
+                                          f"wait on '{wp.barrier}': the phase it is due to see not established: "
+                                          f"{wp.reason or 'not recognised'}"))
+    entry.undecided += n
 
 
 def not_analysed(builder, name: str, root_cursor, reason: str, loc: Location | None = None) -> KernelCoverage:
@@ -208,7 +235,8 @@ def summary(entries: list[KernelCoverage]) -> dict:
             "sync_ops": ops, "sync_ops_modelled": mod,
             "sync_ops_modelled_pct": round(100.0 * mod / ops, 1) if ops else None,
             "not_analysed_by_reason": dict(sorted(reasons.items())),
-            "inconclusive": sum(e.inconclusive for e in entries)}
+            "inconclusive": sum(e.inconclusive for e in entries),
+            "undecided": sum(e.undecided for e in entries)}
 
 
 def _reason_kind(reason: str) -> str:
@@ -224,7 +252,10 @@ def summary_line(entries: list[KernelCoverage]) -> str:
     parts = [f"{s['analysed']} kernel{'s' if s['analysed'] != 1 else ''} analysed"]
     if s["analysed"]:
         pct = s["sync_ops_modelled_pct"]
-        parts[0] += f" ({pct:g}% of sync ops modelled)" if pct is not None else " (no sync ops)"
+        parts[0] += f" ({pct:g}% of sync ops modelled" if pct is not None else " (no sync ops"
+        if s["undecided"]:
+            parts[0] += f"; {s['undecided']} barrier or wait{'s' if s['undecided'] != 1 else ''} undecided"
+        parts[0] += ")"
     line = parts[0]
     if s["not_analysed"]:
         why = ", ".join(f"{k}" + (f" ({v})" if v > 1 else "") for k, v in s["not_analysed_by_reason"].items())

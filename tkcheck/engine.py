@@ -180,11 +180,23 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
                 res.notes.append(f"rule {code} failed on kernel '{m.name}': {type(e).__name__}: {e}")
                 res.internal_errors.append(res.notes[-1])
             res.timing[f"rule:{code}"] = res.timing.get(f"rule:{code}", 0.0) + time.perf_counter() - t_rule
+        # what the checks could not decide about this kernel (barrier accounts, wait phases):
+        # part of its coverage, whether or not a rule asked (the facts are computed once)
+        t_cov = time.perf_counter()
+        from .coverage import add_undecided
+        try:
+            add_undecided(next((c for c in res.coverage if c.analysed and c.kernel == m.name), None), an)
+        except Exception as e:  # noqa: BLE001
+            if opts.debug:
+                raise
+            res.notes.append(f"coverage of kernel '{m.name}' incomplete: {type(e).__name__}: {e}")
+        res.timing["coverage"] = res.timing.get("coverage", 0.0) + time.perf_counter() - t_cov
         for k, v in an.timings.items():
             res.timing[f"check:{k}"] = res.timing.get(f"check:{k}", 0.0) + v
         if opts.show_unknown:
             for loc, why in m.unmodelled[:20]:
                 res.notes.append(f"{loc.filename}:{loc.row}:{loc.column}: unknown: {why}")
+    res.findings = _merge_instantiations(res.findings)
     res.timing["rules"] = time.perf_counter() - t
     res.timing["solver"] = solver_seconds() - solver_before
     # suppression comments
@@ -192,6 +204,45 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     kept, new = apply_suppressions(res.findings, {path: sup}, set(opts.enabled), resolver=registry.expand)
     res.findings = sorted([_fill(f, rules) for f in kept + new], key=Finding.sort_key)
     res.findings = [f for f in res.findings if f.code in opts.enabled]
+
+
+def _merge_instantiations(findings: list[Finding]) -> list[Finding]:
+    """The same finding in several instantiations of one template kernel (same rule, place and
+    words but for the instantiation) is one finding naming them all."""
+    groups: dict[tuple, list[Finding]] = {}
+    order: list[tuple] = []
+    for f in findings:
+        tail = f" (in {f.kernel})" if f.kernel else None
+        if tail and f.message.endswith(tail) and "<" in (f.kernel or ""):
+            key = (f.code, f.location.filename, f.location.row, f.location.column, f.message[:-len(tail)],
+                   f.kernel.split("<")[0])
+        else:
+            key = (id(f),)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(f)
+    out = []
+    for key in order:
+        fs = groups[key]
+        if len(fs) == 1:
+            out.append(fs[0])
+            continue
+        first = fs[0]
+        names = [f.kernel for f in fs]
+        shown = ", ".join(names[:4]) + (f", ... ({len(names)} instantiations)" if len(names) > 4 else "")
+        first.message = f"{key[4]} (in {shown})"
+        seen = {(r.location.filename, r.location.row, r.location.column, r.message) for r in first.related}
+        for f in fs[1:]:
+            for r in f.related:
+                k = (r.location.filename, r.location.row, r.location.column, r.message)
+                if k not in seen:
+                    seen.add(k)
+                    first.related.append(r)
+        if first.witness is not None:
+            first.witness = {**first.witness, "kernel": names[0], "instantiations": len(names)}
+        out.append(first)
+    return out
 
 
 def _tell_instance(f: Finding, m) -> None:

@@ -210,6 +210,24 @@ def _round_of(model: ir.KernelModel, op: ir.Op) -> tuple[int | None, E.Expr | No
     return round_loop, times, pattern
 
 
+def _per_element_issuers(op: ir.Op, issuers: frozenset[int]) -> frozenset[int] | None:
+    """The issuers that hit one element of a barrier array indexed by the thread, when every
+    element hit is hit by the same number of them (None when that is not established)."""
+    groups: dict[tuple, list[int]] = {}
+    for t in issuers:
+        key = []
+        for ix in op.barrier.index:
+            fixed = E.substitute(ix, {"tid": E.Const(t)})
+            if fixed.depends_on(E.THREAD) or fixed.is_opaque():
+                return None
+            key.append(str(fixed))      # may still depend on loop counters: the same form per issuer
+        groups.setdefault(tuple(key), []).append(t)
+    sizes = {len(g) for g in groups.values()}
+    if len(sizes) != 1:
+        return None
+    return frozenset(min(groups.values(), key=min))
+
+
 def _group_key(round_loop) -> str:
     return "one-shot" if round_loop is None else "steady"
 
@@ -360,6 +378,14 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         if issuers is None:
             acc.unknown.append(f"threads of {op.api} at line {op.location.row} unknown")
             continue
+        if any(ix.depends_on(E.THREAD) for ix in op.barrier.index):
+            # `arrive(bar[warpgroup::groupid()])`: each issuer signals its own element; the
+            # contribution to one element is the issuers that hit it (all elements alike)
+            issuers = _per_element_issuers(op, issuers)
+            if issuers is None:
+                acc.unknown.append(f"elements of '{acc.barrier.name}' hit by {op.api} at line {op.location.row} "
+                                   "depend on the thread in a way not recognised")
+                continue
         r = _round_of(m, op)
         if r is None:
             acc.unknown.append(f"rounds of {op.api} at line {op.location.row} not recognised")

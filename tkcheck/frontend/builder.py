@@ -34,6 +34,16 @@ from .walk_tmem import _TmemMixin
 from .walk_inline import _InlineMixin
 
 
+def _visible_from(root, cands: list) -> list:
+    """Of functions sharing a name, those a call in `root` can mean: declared in root's namespace
+    or one enclosing it (the file's, a shared outer namespace); all of them when none is."""
+    if len(cands) <= 1:
+        return list(cands)
+    here = _namespaces_of(root)
+    vis = [c for c in cands if here[:len(_namespaces_of(c))] == _namespaces_of(c)]
+    return vis or list(cands)
+
+
 def _extent_key(c):
     e = c.extent
     f = e.start.file.name if e.start.file is not None else ""
@@ -45,10 +55,12 @@ def _contains(outer, inner) -> bool:
 
 
 def _namespaces_of(cursor) -> list[str]:
+    """The named namespaces a declaration is in, outermost first (structs in between skipped)."""
     out = []
     p = cursor.semantic_parent
-    while p is not None and p.kind == CK.NAMESPACE:
-        out.append(p.spelling)
+    while p is not None and p.kind != CK.TRANSLATION_UNIT:
+        if p.kind == CK.NAMESPACE and p.spelling:
+            out.append(p.spelling)
         p = p.semantic_parent
     return list(reversed(out))
 
@@ -58,7 +70,6 @@ class ModelBuilder:
 
     def __init__(self, parsed):
         self.parsed = parsed
-        self._ns_envs: dict[tuple, Env] = {}
         self.tu = parsed.tu
         self.filename = parsed.path
         self.abs_path = parsed.abs_path
@@ -66,6 +77,7 @@ class ModelBuilder:
         for hp, ht in parsed.user_texts.items():
             register_text(hp, ht)      # user headers as parsed (nvcc-compatibility rewrites)
         self.globals_env = Env()
+        self.ns_envs: dict[tuple[str, ...], Env] = {}   # namespace path -> its scope (a child of the enclosing one)
         self.functions: dict[str, list] = {}      # user device functions by name (with bodies)
         self.structs: dict[str, Any] = {}         # user struct/class cursors by name
         self.partial_specs: dict[str, list] = {}  # partial specializations of user class templates
@@ -98,7 +110,10 @@ class ModelBuilder:
 
     # -- collection of top-level declarations ------------------------------
     def _in_user_code(self, cursor) -> bool:
-        f = cursor.location.file
+        loc = cursor.location
+        if loc.is_in_system_header:       # tkcheck's model, its stand-ins, the real TK headers
+            return False
+        f = loc.file
         if f is None:
             return False
         # the user's own files: the main file and its headers, not tkcheck's model and not the
@@ -120,26 +135,6 @@ class ModelBuilder:
             if st is not None and st not in self.templates:
                 self.templates.append(st)
 
-    def ns_env(self, cursor) -> Env:
-        """The scope unqualified names of code in `cursor`'s namespaces resolve in: the user's
-        declarations of those namespaces (innermost first), then the file's global scope. Two
-        namespaces of one file may declare the same `config` (Megakernels, TK's mxfp8 GEMM and
-        its quantize kernel): the kernel in `mxfp8_gemm` means `mxfp8_gemm::config`."""
-        ns = tuple(_namespaces_of(cursor)) if cursor is not None else ()
-        ns = tuple(n for n in ns if n in self.user_namespaces)
-        if not ns:
-            return self.globals_env
-        env = self._ns_envs.get(ns)
-        if env is None:
-            env = Env(self.globals_env)
-            for k in range(1, len(ns) + 1):
-                prefix = "::".join(ns[:k]) + "::"
-                for key, val in self.globals_env.vars.items():
-                    if key.startswith(prefix) and "::" not in key[len(prefix):]:
-                        env.define(key[len(prefix):], val)
-            self._ns_envs[ns] = env
-        return env
-
     def _collect_decl(self, c, env: Env, top: bool = False, ns: tuple = ()):
         kind = c.kind
         if ns and c.spelling and kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.TYPE_ALIAS_DECL,
@@ -150,7 +145,7 @@ class ModelBuilder:
             val = ("struct_decl", c) if kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE) else (
                 ("var_decl", c) if kind == CK.VAR_DECL else ("alias_decl", c))
             for i in range(len(ns)):
-                env.define("::".join(ns[i:] + (c.spelling,)), val)
+                self.globals_env.define("::".join(ns[i:] + (c.spelling,)), val)
         if kind == CK.MACRO_DEFINITION:
             if c.location.file is not None and self.parsed.is_user_file(c.location.file.name):
                 toks = tokens_of(c)
@@ -164,10 +159,18 @@ class ModelBuilder:
             # the user's code: a user who reopens it does so in a namespace cursor of their own file
             return
         if kind == CK.NAMESPACE:
+            # each namespace has its scope (two namespaces may each have a `globals` and a `kernel`;
+            # a name resolves in the kernel's own namespace first, then outwards)
             if c.spelling:
                 self.user_namespaces.add(c.spelling)
+                path = _namespaces_of(c) + [c.spelling]
+                nenv = self.ns_envs.get(tuple(path))
+                if nenv is None:
+                    nenv = self.ns_envs[tuple(path)] = env.child()
+            else:
+                nenv = env                       # an anonymous namespace: its names are its parent's
             for ch in c.get_children():
-                self._collect_decl(ch, env, ns=ns + ((c.spelling,) if c.spelling else ()))
+                self._collect_decl(ch, nenv, ns=ns + ((c.spelling,) if c.spelling else ()))
             return
         if kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
             kids = list(c.get_children())
@@ -207,6 +210,15 @@ class ModelBuilder:
                         pass
                     env.define(ch.spelling, E.Const(val))
                     val += 1
+
+    def env_for(self, cursor) -> Env:
+        """The scope a declaration's names resolve in: its namespace's, else the file's."""
+        path = tuple(_namespaces_of(cursor))
+        while path:
+            if path in self.ns_envs:
+                return self.ns_envs[path]
+            path = path[:-1]
+        return self.globals_env
 
     def _is_prototype_template(self, c) -> bool:
         names = {ch.spelling: ch for ch in c.get_children() if ch.kind in (CK.STRUCT_DECL, CK.CLASS_DECL)}
@@ -345,7 +357,7 @@ class ModelBuilder:
             toks = set(tokens_of(cur))
             names |= toks
             for t in toks:
-                for f in index.get(t, ()):
+                for f in _visible_from(root, index.get(t, ())):
                     if f.hash in seen:
                         continue
                     sp = f.semantic_parent
@@ -425,7 +437,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         c = self.cursor
         name = inst.label(c.spelling) if inst is not None else c.spelling
         self.model = m = self._new_model(name, "global")
-        env = self.mb.ns_env(c).child()
+        env = self.mb.env_for(c).child()
         self._bind_template_params(c, env, m, inst)
         if self.unbound_args:
             # told only when no instantiation of this kernel could be analysed (see build())
@@ -476,7 +488,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         if proto_fn is None:
             return None
         self.model = m = self._new_model(tmpl.spelling, kind)
-        env = self.mb.globals_env.child()
+        env = self.mb.env_for(tmpl).child()
         st = self.struct_type(tmpl, {})
         env.define("lcft", st)
         m.notes.append(f"'{tmpl.spelling}' analysed inside tkcheck's model of the TK {kind} template protocol")

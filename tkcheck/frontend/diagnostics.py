@@ -116,7 +116,11 @@ def _space(cursor) -> str:
 
 
 def function_spans(parsed: ParsedFile) -> list[FunctionSpan]:
-    """Every function with a body in the user's files (namespaces, structs and templates entered)."""
+    """Every function with a body in the user's files (namespaces, structs and templates entered);
+    computed once per parse."""
+    cached = getattr(parsed, "_function_spans", None)
+    if cached is not None:
+        return cached
     out: list[FunctionSpan] = []
     user_file_cache: dict[str, bool] = {}
 
@@ -127,6 +131,8 @@ def function_spans(parsed: ParsedFile) -> list[FunctionSpan]:
 
     def visit(c, depth=0):
         if depth > 64:
+            return
+        if c.location.is_in_system_header:
             return
         f = c.location.file
         if f is None or not is_user(f.name):
@@ -160,6 +166,7 @@ def function_spans(parsed: ParsedFile) -> list[FunctionSpan]:
 
     for c in parsed.tu.cursor.get_children():
         visit(c)
+    parsed._function_spans = out
     return out
 
 

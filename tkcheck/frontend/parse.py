@@ -252,7 +252,9 @@ def build_args(opts: ParseOptions, main_dir: str, arch: str | None = None, std_c
     for d in opts.include_dirs:
         args += ["-I", d]
     for d in opts.tk_dirs():
-        args += ["-I", d]
+        # ThunderKittens as system headers: not the user's code, and telling a cursor's place
+        # from that is one call (clang_Location_isInSystemHeader), not a file lookup
+        args += ["-isystem", d]
     args += ["-I", str(MODEL_INCLUDE), "-isystem", str(MODEL_INCLUDE / "std"), "-I", str(STUB_DIR)]
     args += ["-include", BUILTINS_HEADER]
     if std_common:
@@ -392,7 +394,12 @@ class _Parse:
             except ci.TranslationUnitLoadError:
                 if not pch_file:
                     raise
-                # libclang failed with the precompiled headers: the file is parsed without them
+                # libclang failed with the precompiled headers: the file is parsed without them, and
+                # they are built again next time (an unusable one must not cost every later parse)
+                try:
+                    os.unlink(pch_file)
+                except OSError:
+                    pass
                 pch_file = None
                 tu = _index().parse(self.abs_path, args=args, unsaved_files=unsaved, options=flags)
             if pch_file:
@@ -438,7 +445,8 @@ class _Parse:
         from . import pch
         from .lexer import blank_comments_and_strings
         includes = pch.prefix_includes(self.text)
-        if not includes or pch.uses_allocation(blank_comments_and_strings(self.text)):
+        if not includes or pch.user_code_allocates(self.text, os.path.dirname(self.abs_path),
+                                                   self.opts.include_dirs, blank_comments_and_strings):
             return None
         key = pch.key_of(includes, args + sorted(stubs), _tool_digest(), _libclang_version())
         return pch.build(self.pch_dir, key, includes, args, [u for u in unsaved if u[0] != self.abs_path], _index())

@@ -26,7 +26,7 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]\s*(?://.*|/\*.*\*/\
 _SKIP = re.compile(r"^\s*(?://.*|#\s*pragma\s+once\s*|)$")
 TK_HEADERS = ("kittens.cuh", "prototype.cuh")
 TK_HEADER_DIRS = ("pyutils/",)
-PCH_FORMAT = "1"        # bump when what goes into a precompiled header changes
+PCH_FORMAT = "2"        # bump when what goes into a precompiled header (or how it is built) changes
 
 
 def prefix_includes(text: str) -> list[str] | None:
@@ -115,6 +115,40 @@ def rejected(diagnostics) -> bool:
     new[]'`). Either way the file is parsed again without it, so results never depend on it."""
     return any("precompiled header" in d.spelling or "PCH file" in d.spelling or "AST file" in d.spelling
                or "'operator new" in d.spelling or "'operator delete" in d.spelling for d in diagnostics)
+
+
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def user_code_allocates(text: str, main_dir: str, include_dirs, blank) -> bool:
+    """Whether the file or a user header it includes (quoted includes, found beside the including
+    file or on the -I path, read as text, not followed into TK's headers) has a new/delete
+    expression: libclang 18 mishandles those across a precompiled header."""
+    seen: set[str] = set()
+    todo = [(text, main_dir, 0)]
+    while todo:
+        src, here, depth = todo.pop()
+        if uses_allocation(blank(src)):
+            return True
+        if depth >= 8:
+            continue
+        for name in _QUOTED_INCLUDE.findall(src):
+            if name in TK_HEADERS or any(name.startswith(d) for d in TK_HEADER_DIRS):
+                continue
+            for d in (here, *include_dirs):
+                path = os.path.normpath(os.path.join(d, name))
+                if os.path.isfile(path):
+                    if path not in seen and len(seen) < 200:
+                        seen.add(path)
+                        try:
+                            if os.path.getsize(path) <= 2_000_000:
+                                with open(path, "rb") as fh:
+                                    todo.append((fh.read().decode("utf-8", errors="replace"),
+                                                 os.path.dirname(path), depth + 1))
+                        except OSError:
+                            pass
+                    break
+    return False
 
 
 _ALLOCATION = re.compile(r"\b(?:new|delete)\b(?!\s*;)")

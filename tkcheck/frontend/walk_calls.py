@@ -50,10 +50,12 @@ class _CallsMixin:
                 if base == "warpid":
                     return E.binop("/", E.binop("%", E.TID, E.Const(n)), E.Const(32))
                 return E.binop("/", E.TID, E.Const(n))
-        if base in ("elect_one_sync", "elect_one", "elect_leader") and not args and (
-                not quals or (scope_warps == 1 and qual in ("warp", "kittens::warp"))):
-            # elect.sync: one lane of the (converged) warp; tkcheck names it lane 0
-            return E.binop("==", E.binop("%", E.TID, E.Const(32)), E.Const(0))
+        if base in ("elect_one_sync", "elect_one", "elect_leader", "elect_leader_from_active") and not args \
+                and (not quals or scope_warps is not None):
+            # elect.sync over the full warp: one lane, the lowest (lane 0 when the warp is whole);
+            # a group's elect_leader is that lane of the group's first warp
+            n = 32 * (scope_warps or 1)
+            return E.binop("==", E.binop("%", E.TID, E.Const(n)), E.Const(0))
         if base in ("cluster_ctarank", "block_rank_in_cluster"):
             return E.Var("cta_rank", E.PARAM)
         if base in ("min", "max") and len(args) == 2 and not quals:
@@ -183,6 +185,9 @@ class _CallsMixin:
         # unknown call: evaluate args (for side effects), result opaque
         vals = [self.ev(a, ctx, cursor) for a in args]
         self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+        if not args:
+            # a function of nothing may read who calls it (an election, a lane id): not uniform
+            return E.opaque(cexpr.render(node))
         return self._opaque_from(node, vals)
 
     # -- the MK interpreter's op dispatch (knowledge/mk.py) -------------------
@@ -388,7 +393,8 @@ class _CallsMixin:
         if q == "tma":
             spec = K.TMA_OPS.get(base)
             return spec, "thread", 0
-        if q in ("tma::cluster", "everyone::tma::cluster") or (q.endswith("tma::cluster") and base in K.CLUSTER_OPS):
+        if q in ("tma::cluster", "everyone::tma::cluster") or (q.endswith("tma::cluster") and (
+                base in K.CLUSTER_OPS or (base == "store_async" and nargs in K.CLUSTER_COPY_OPS))):
             if base in ("arrive", "wait") and nargs >= 2:
                 # TK's tma::cluster::arrive(semaphore&, int dst_cta[, count]) (a remote mbarrier
                 # arrive, mapa + mbarrier.arrive.release.cluster) and tma::cluster::wait(semaphore&,
@@ -400,6 +406,9 @@ class _CallsMixin:
                 return spec, "thread", 0
             if base in K.CLUSTER_OPS:
                 return K.CLUSTER_OPS[base], "cluster", 0
+            if base == "store_async" and nargs in K.CLUSTER_COPY_OPS:
+                spec = K.CLUSTER_COPY_OPS[nargs]
+                return (spec, "group", scope_warps) if scope_warps is not None else (spec, "thread", 0)
             spec = K.TMA_OPS.get(base)
             if spec is not None and scope_warps is not None:
                 return spec, "group", scope_warps

@@ -22,7 +22,7 @@ class _InlineMixin:
             if isinstance(v, Func):
                 return v
             if head in self.mb.functions:
-                return Func(head, self.mb.functions[head])
+                return Func(head, self._nearest_overloads(self.mb.functions[head]))
             return None
         cur = self._deref(v, head, ctx, segs[0][1]) if v is not None else None
         for seg, sargs in segs[1:]:
@@ -89,6 +89,22 @@ class _InlineMixin:
             return self.resolve_type(x, ctx.env)
         return self.ev(x, replace(ctx, dry=True))
 
+    def _nearest_overloads(self, cursors: list) -> list:
+        """Functions of one name in several namespaces: the ones of the kernel's own namespace
+        (or the nearest enclosing one) come first, so `helper()` means this namespace's helper."""
+        from .builder import _namespaces_of
+        here = _namespaces_of(self.cursor) + ([self.cursor.spelling] if self.cursor.kind == CK.NAMESPACE else [])
+
+        def distance(c):
+            ns = _namespaces_of(c)
+            common = 0
+            for a, b in zip(ns, here):
+                if a != b:
+                    break
+                common += 1
+            return (0 if common == len(ns) else 1, -common)
+        return sorted(cursors, key=distance)
+
     def _inline(self, f: Func, args, ctx: Ctx, cursor, targs, this=None):
         if ctx.depth >= MAX_INLINE_DEPTH:
             self._note_unmodelled(cursor, f"call to '{f.name}' not inlined (depth limit)")
@@ -106,7 +122,7 @@ class _InlineMixin:
             self._unmodelled_use(vals, ctx, cursor, f.name)
             return self._opaque_from(("name", ((f.name, None),)), vals)
         vals = [self.ev(a, ctx, cursor) for a in args]
-        parent_env = f.owner.env if f.owner is not None else self.mb.ns_env(chosen)
+        parent_env = f.owner.env if f.owner is not None else self.mb.env_for(chosen)
         if this is not None:
             parent_env = ThisEnv(this.struct.env if this.struct is not None else parent_env, this, ctx.env)
         fenv = Env(parent_env, dynamic=ctx.env)
@@ -205,7 +221,7 @@ class _InlineMixin:
         if not cands:
             return
         chosen = cands[0]
-        fenv = Env(f.owner.env if f.owner is not None else self.mb.ns_env(chosen), dynamic=ctx.env)
+        fenv = Env(f.owner.env if f.owner is not None else self.mb.env_for(chosen), dynamic=ctx.env)
         params = [p for p in chosen.get_children() if p.kind == CK.PARM_DECL]
         if params:
             fenv.define(params[0].spelling, rec)

@@ -15,6 +15,19 @@ from .walk_util import (_ArrVal, _TK_TYPE_ALIGN, _arr, _const_strides, _is_ident
     _sizeof_align, _step_of, _strip_declarator_words, _to_bool, solve_recurrence)
 
 
+def _extent(c) -> tuple:
+    e = c.extent
+    import os
+    f = os.path.abspath(e.start.file.name) if e.start.file is not None else ""
+    return (f, (e.start.line, e.start.column), (e.end.line, e.end.column))
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, E.Bin) and e.op == "&&":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
+
+
 class _StatementsMixin:
     """Part of `builder.KernelWalker`. Statements: blocks, declarations, branches (guards), returns, loops and their carried variables."""
 
@@ -470,17 +483,19 @@ class _StatementsMixin:
 
     def _branch_guard(self, guard: ir.Guard, cls: str, cond: Expr | None, positive: bool) -> ir.Guard:
         if cls == "thread" and positive:
-            # `if (cta_rank == 0 && warpid() == 0 && elect)`: the conjuncts that name no thread
-            # are block-uniform conditions, the rest is the thread predicate
-            parts = _conjuncts(cond)
-            uni = [p for p in parts if not p.depends_on(E.THREAD)]
-            if uni and len(uni) < len(parts):
-                g = guard
-                for p in uni:
-                    g = g.with_uniform(p)
-                return g.with_thread(E.conj(*[p for p in parts if p.depends_on(E.THREAD)]))
+            # `if (threadIdx.x == 0 && tile + 1 < num_tiles)`: the block-uniform conjuncts are
+            # uniform conditions, so the thread predicate (who issues) stays a set of threads
+            thread_part, uniform_part = [], []
+            for c in _conjuncts(cond):
+                (thread_part if c.depends_on(E.THREAD) else uniform_part).append(c)
+            g = guard
+            for c in thread_part:
+                g = g.with_thread(c)
+            for c in uniform_part:
+                g = g.with_uniform(c)
+            return g
         if cls == "thread":
-            return guard.with_thread(cond if positive else E.negate(cond))
+            return guard.with_thread(E.negate(cond))
         if cls == "uniform":
             return guard.with_uniform(cond if positive else E.negate(cond))
         return guard.inexact()
@@ -505,10 +520,9 @@ class _StatementsMixin:
         if cls == "const":
             taken = then_s if cexp.value else else_s
             dead = else_s if cexp.value else then_s
-            if dead is not None and dead.extent.start.file is not None and not ctx.dry and self.model is not None:
-                import os
-                self.model.__dict__.setdefault("dead_spans", []).append(
-                    (os.path.abspath(dead.extent.start.file.name), dead.extent.start.line, dead.extent.end.line))
+            if dead is not None and self.model is not None:
+                # code this kernel never runs (`if constexpr` not taken): out of its coverage census
+                self.model.dead_code.add(_extent(dead))
             return self.walk(taken, ctx) if taken is not None else None
         if is_constexpr and cls != "const":
             # unknown `if constexpr`: exactly one branch exists in the instantiation

@@ -121,7 +121,7 @@ class _TypesMixin:
     def _host_context_env(self, hc) -> Env:
         """The scope of a kernel's name inside one instantiation of a host function template:
         its template parameters bound, then its local type aliases declared before the name."""
-        henv = self.mb.globals_env.child()
+        henv = self.mb.env_for(hc.function).child()
         from .instances import KernelInstance
         self._bind_template_params(hc.function, henv, None,
                                    KernelInstance(hc.function, hc.args, self.model.location, "context"))
@@ -372,7 +372,7 @@ class _TypesMixin:
         sp = cursor.semantic_parent
         nested = sp is not None and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE)
         base_env = parent_env if (nested and parent_env is not None) else (
-            self._env_for_decl(cursor) if nested else self.mb.ns_env(cursor))
+            self._env_for_decl(cursor) if nested else self.mb.env_for(cursor))
         key = f"{cursor.hash}:{id(base_env)}:{sorted((k, str(v)) for k, v in targs.items())}"
         st = self._struct_cache.get(key)
         if st is not None:
@@ -569,7 +569,7 @@ class _TypesMixin:
                 if isinstance(st, StructType) and st.cursor == parent:
                     return st.env
             return self.struct_type(parent, {}).env
-        return self.mb.ns_env(cursor)
+        return self.mb.env_for(cursor)
 
     def _type_member_chain(self, cur, rest, env):
         for seg, targs in rest:

@@ -117,10 +117,18 @@ class _ValuesMixin:
                 if s is not None:
                     return s
             v = self.ev(node[1], replace(ctx, dry=True))
+            count: Expr = E.Const(1)
+            while isinstance(v, _ArrVal):
+                # `sizeof(tiles)` of an array of tiles: the element's size times the extent
+                d = v.dims[0] if v.dims else None
+                if not isinstance(d, Expr) or d.is_opaque():
+                    return E.opaque("sizeof")
+                count = E.binop("*", count, d)
+                v = v.obj if len(v.dims) <= 1 else _ArrVal(v.obj, v.dims[1:])
             if isinstance(v, Obj) and v.type is not None:
                 s = v.type.size_bytes()
                 if s is not None:
-                    return s
+                    return E.binop("*", count, s) if count != E.Const(1) else s
             return E.opaque("sizeof")
         if kind == "index":
             base = self.ev(node[1], ctx, cursor)

@@ -97,6 +97,16 @@ TCGEN05_COMMIT = OpSpec(ir.MBAR_ARRIVE, ("barrier", "mask"), (("via", "tcgen05.c
 CLC_RESPONSE_BYTES = 16
 # `pdl::arrive()` = griddepcontrol.launch_dependents, `pdl::wait()` = griddepcontrol.wait
 PDL_OPS = {"arrive": "launch_dependents", "wait": "wait"}
+# `tma::cluster::store_async(dst, src, dst_cta, [bytes,] sem)`: a copy of shared memory into another
+# CTA's shared memory (distributed shared memory), completing as transaction bytes on that CTA's
+# mbarrier `sem` (same address there): a delivery to a barrier of another CTA, not a bulk store
+# with a commit group.
+CLUSTER_COPY_OPS: dict[int, OpSpec] = {
+    4: OpSpec(ir.TMA_LOAD, ("dst", "src", "cta", "barrier"), (("remote", True), ("dsmem", True)),
+              tma_lane_guarded=True),
+    5: OpSpec(ir.TMA_LOAD, ("dst", "src", "cta", "bytes", "barrier"), (("remote", True), ("dsmem", True)),
+              tma_lane_guarded=True),
+}
 
 # Cluster-wide barriers: `everyone::tma::cluster::sync()`, `tma::cluster::sync()`...
 CLUSTER_OPS: dict[str, OpSpec] = {

@@ -275,6 +275,9 @@ class KernelModel:
     # where the file names it (findings point there too), and how (launch, explicit, ...)
     instance_site: Location | None = None
     instance_how: str | None = None
+    # source ranges (file, (line, col), (line, col)) this kernel never runs: the branch of an
+    # `if constexpr` (or a constant condition) not taken
+    dead_code: set = field(default_factory=set)
 
     # queries ----------------------------------------------------------------
     def ops_of(self, *kinds: str) -> Iterator[Op]:
