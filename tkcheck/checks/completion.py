@@ -286,7 +286,8 @@ def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
     signals -> how many of the cluster's CTAs run op into it (a remote arrive to CTA c from
     every CTA counts twice on CTA c's copy in a pair; a commit multicast to the pair lands on
     both; a TMA load with `dst_mbar_cta` completes its bytes on that CTA's barrier; a
-    multicast load on every masked CTA's; a CLC response on every CTA's). None: not known."""
+    multicast load on every masked CTA's, or, given `dst_mbar_cta` in a pair, all on that CTA's;
+    a CLC response on every CTA's). None: not known."""
     size = cluster_size(model)
     if size is None:
         return None
@@ -309,7 +310,20 @@ def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
                 for d in range(min(size, 2)):
                     add(d)
             elif op.detail.get("mbar_cta") is not None:
-                add(op.detail["mbar_cta"].eval(env))
+                n = 1
+                if op.kind == ir.TMA_LOAD and op.detail.get("multicast"):
+                    # cta_group::2 multicast with the barrier of one CTA of the pair
+                    # (`load_async(..., mask, dst_mbar_cta)`): every destination's bytes complete
+                    # on that barrier, so a 0b11 mask delivers twice the tile to it
+                    mask = op.detail.get("mask")
+                    mv = mask.eval(env) if isinstance(mask, E.Expr) else None
+                    if not isinstance(mv, int) or isinstance(mv, bool):
+                        return None
+                    n = bin(mv & ((1 << size) - 1)).count("1")
+                    if size != 2 and n > 1:
+                        return None
+                for _ in range(n):
+                    add(op.detail["mbar_cta"].eval(env))
             elif op.kind == ir.TMA_LOAD and op.detail.get("multicast"):
                 mask = op.detail.get("mask")
                 mv = mask.eval(env) if isinstance(mask, E.Expr) else None

@@ -58,6 +58,13 @@ class _CallsMixin:
             return E.binop("==", E.binop("%", E.TID, E.Const(n)), E.Const(0))
         if base in ("cluster_ctarank", "block_rank_in_cluster"):
             return E.Var("cta_rank", E.PARAM)
+        if base in ("clusterIdx", "clusterid", "nclusterid") and not args:
+            # TK's %clusterid / %nclusterid readers (common/util.cuh): the same for every thread of
+            # the block, like blockIdx
+            name = "clusterIdx" if base != "nclusterid" else "nclusterid"
+            return Rec({f: E.Var(f"{name}.{f}", E.PARAM) for f in "xyz"}, "int3")
+        if base == "cluster_nctarank" and not args:
+            return E.Var("cluster_nctarank", E.PARAM)
         if base in ("min", "max") and len(args) == 2 and not quals:
             a, b = self.ev(args[0], ctx, cursor), self.ev(args[1], ctx, cursor)
             if isinstance(a, Expr) and isinstance(b, Expr):
