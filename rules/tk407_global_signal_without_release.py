@@ -22,7 +22,9 @@ def check(an):
         if not ts:
             continue
         for st in fl.ops:
-            if st.kind != ir.TMA_STORE or st.order >= sig.order or st.loops != sig.loops:
+            # the store in the same iteration as the signal, or in a loop inside it that ends before
+            # the signal (an MK storer's loop over output stages, then one counter bump)
+            if st.kind != ir.TMA_STORE or st.order >= sig.order or st.loops[:len(sig.loops)] != sig.loops:
                 continue
             si = an.threads.issuers(st)
             if not si or not st.guard.exact:

@@ -45,10 +45,11 @@ def test_megakernels_llama_demo_is_modelled_and_triaged():
     total = sum(k.sync_ops for k in ops)
     modelled = sum(k.sync_ops_modelled for k in ops)
     assert total and modelled / total >= 0.8, f"{modelled}/{total} sync ops modelled"
-    # the triaged findings: a relaxed global counter after the TMA store wait, in three ops (TRUE)
+    # the triaged findings: a relaxed global counter after the TMA store wait (TRUE), in 6 ops
     assert sorted({f.code for f in res.findings}) == ["TK407"], [f.message for f in res.findings]
     files = sorted({Path(f.location.filename).name for f in res.findings})
-    assert files == ["attention_reduction.cu", "rms_matvec_rope_append.cu", "upgate.cu"]
+    assert files == ["attention_partial.cu", "attention_reduction.cu", "matvec_adds.cu", "rms_matvec_rope_append.cu",
+                     "upgate.cu"]
 
 
 BLACKWELL = ["kernels/attention/bf16_b300_mha_causal/bf16_b300_mha_causal.cu",
