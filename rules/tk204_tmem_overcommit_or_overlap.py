@@ -135,9 +135,14 @@ TMEM, and `allocate<tt<T, R, C>>(col)` hands out the tile at column `col`, spann
   when the kernel selects the element by a runtime index (a ring of accumulator
   slots: one slot is written by the next MMA while the previous one is read, so
   the slots are live at the same time by construction). Tiles that share a
-  region under different names (S / P / O aliasing) are legal when their live
-  ranges do not overlap and are **not** reported: tkcheck does not compute TMEM
-  live ranges across roles;
+  region under different names (P written over the S it was computed from) are
+  legal when their live ranges do not overlap and are **not** reported: tkcheck
+  does not compute TMEM live ranges across roles;
+* **clobber**: two tiles of one allocation that intersect, one of them an
+  accumulator carried across the iterations of a loop (an accumulating
+  `mma*` into it in two iterations) and the other written in every iteration of
+  that loop (an MMA into it or `tcgen05.st`): the write lands between two
+  accumulations and destroys the partial sum (O placed inside S);
 * **lifecycle** (explicit `provision()` / `deprovision()`, i.e. `managed = false`):
   `provision()` with no `deprovision()` in the kernel; a `return` of the
   allocating warp between them; two allocators of one CTA holding more than 512

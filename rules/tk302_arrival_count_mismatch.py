@@ -129,6 +129,11 @@ arrivals it receives per phase: every `arrive`, `arrive(bar, n)` and
 `tma::expect*` (one arrival each), counted per *issuing thread* — a
 thread-scope `arrive` reached by a whole warp is 32 arrivals, a `warp::` or
 `warpgroup::` arrive is one per group — times the inner-loop trips per phase.
+In a cluster each CTA's copy of the barrier is its own object: arrivals are
+counted per destination CTA (remote `tma::cluster::arrive(bar, cta)`, the pair
+commit `tensor_commit<2>` landing on both CTAs, `tma::cluster::expect(bar,
+cta, ...)`), and a CTA that waits on its copy while every arrival lands on
+another CTA's copy is reported too (a `tensor_commit<1>` where the peer waits).
 
 ## Why is this bad?
 Too few arrivals and the phase never completes: a hang. Too many and phases

@@ -163,9 +163,10 @@ RULE = Rule(
     good_example=_GOOD,
     doc=f"""\
 ## What it does
-Follows the thread that issues a global `red` / `atom` (inline PTX; relaxed by
-default or `.relaxed`) back to the TMA stores it issued earlier in the same
-iteration, and reports the signal when, on that thread's path, the stores are
+Follows the thread that issues a global `red` / `atom` (inline PTX or CUDA's
+`atomicAdd` & co., relaxed by default or `.relaxed`) back to the TMA stores it
+issued earlier in the same iteration (or in a loop inside it that ends before
+the signal: an MK storer's loop over its output stages), and reports the signal when, on that thread's path, the stores are
 not waited for with `tma::store_async_wait()` or no release orders them before
 the signal (`.release` / `.acq_rel` on the reduction, `__threadfence()`,
 `fence.acq_rel.gpu`). This is the MegaKittens pattern of counters that tell
