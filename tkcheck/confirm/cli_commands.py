@@ -66,7 +66,7 @@ def _source_arch(res, config) -> str:
     picked it for Blackwell-only code (its note), else sm_90a."""
     if config is not None and config.arch:
         return config.arch
-    return "sm_100a" if any("arch sm_100a" in n for n in res.notes) else "sm_90a"
+    return "sm_100a" if any("arch sm_100a" in n for n in getattr(res, "notes", ())) else "sm_90a"
 
 
 def _config(path: str, config_file: str | None):
