@@ -24,8 +24,11 @@ def check(an):
                      "add the missing arrive (e.g. `if (laneid() == 0) arrive(bar)` in every warp it counts)"))
             continue
         out.extend(_silent_copies(an, name, acc))
+        reported = set()   # per-thread elements: one finding per round kind
         for group, contribs in sorted(acc.arrivals.items()):
             if not contribs:
+                continue
+            if acc.per_thread and group.split(" ")[0] in reported:
                 continue
             init_count = acc.group_init.get(group, acc.init_count)
             if init_count is None:
@@ -54,6 +57,7 @@ def check(an):
             wit = {"barrier": name, "init_count": i, "arrivals_per_phase": a, "phase": group}
             if acc.assumptions:
                 wit["assumptions"] = list(acc.assumptions)
+            reported.add(group.split(" ")[0])
             out.append(finding(
                 "TK302",
                 f"'{name}' is initialised for {i} arrivals per phase but {a} arrive per phase{assumed}",
@@ -72,7 +76,7 @@ def _silent_copies(an, name, acc):
         return []
     if acc.group_init or not all(" in CTA " in k for k in acc.arrivals):
         return []
-    fed = {int(k.rsplit(" in CTA ", 1)[1]) for k, cs in acc.arrivals.items() if cs}
+    fed = {completion.cta_of(k) for k, cs in acc.arrivals.items() if cs}
     out = []
     for d in range(size):
         waits = [w for w in acc.waits if (r := completion.ranks_running(w, size)) is not None and d in r]

@@ -46,9 +46,9 @@ def _per_thread(index: tuple, threads) -> list[tuple]:
     return out
 
 
-def _same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int, ts, tw) -> bool:
-    """Proved: the write at iteration k+1 hits the element the store read at
-    iteration k, for some k with k+1 inside the trip count (z3)."""
+def _same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int, ts, tw, later: bool = False) -> bool:
+    """Proved: the write at iteration k+1 (`later`: at some iteration k+d, d >= 1) hits the
+    element the store read at iteration k, for some k with k+d inside the trip count (z3)."""
     a, b = store.buffer, write.buffer
     if a.name != b.name or len(a.index) != len(b.index) or not store.loops:
         return False
@@ -60,19 +60,22 @@ def _same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int,
         if len(pairs) > 64:
             return False
         return any(_same_element_next_iteration(m, replace(store, buffer=ir.Ref(a.name, x)),
-                                                replace(write, buffer=ir.Ref(b.name, y)), timeout_ms, ts, tw)
+                                                replace(write, buffer=ir.Ref(b.name, y)), timeout_ms, ts, tw, later)
                    for x, y in pairs)
     loop = m.loops.get(store.loops[-1])
     if loop is None or (loop.trip is not None and loop.trip.is_opaque()):
         return False
     k = loop.counter
-    nxt = {k.name: E.binop("+", k, E.Const(1))}
+    d = E.Var("d@later", E.PARAM) if later else E.Const(1)
+    nxt = {k.name: E.binop("+", k, d)}
     same = E.TRUE
     for ia, ib in zip(a.index, b.index):
         same = E.binop("&&", same, E.binop("==", ia, E.substitute(ib, nxt)))
+    if later:
+        same = E.binop("&&", same, E.binop(">=", d, E.Const(1)))
     # a loop without a trip count (a persistent task loop ending on a
     # data-dependent break) may run a second iteration: the finding says so
-    bound = E.TRUE if loop.trip is None else E.binop("<", E.binop("+", k, E.Const(1)), loop.trip)
+    bound = E.TRUE if loop.trip is None else E.binop("<", E.binop("+", k, d), loop.trip)
     return solver.witness(E.binop("&&", same, bound), timeout_ms) is not None
 
 
@@ -81,7 +84,7 @@ def check(an):
     out = []
     ops = m.ops
     handed = set()
-    for st in m.ops_of(ir.TMA_STORE):
+    for st in _store_sites(m):
         if st.buffer is None or not st.guard.exact:
             continue
         iss = an.threads.issuers(st)
@@ -94,7 +97,7 @@ def check(an):
         wrap = [o for o in ops if o.order < st.order and o.loops[:len(body)] == body] if body else []
         path = after + wrap
         for pos, o in enumerate(path):
-            if o.loops != st.loops or not _writes(o) or o.buffer is None:
+            if o.loops != st.loops or not _writes(o) or o.buffer is None or o.buffer.name != st.buffer.name:
                 continue
             if not o.guard.exact or tuple(map(str, o.guard.uniform)) != tuple(map(str, st.guard.uniform)):
                 break
@@ -103,14 +106,19 @@ def check(an):
                 continue
             wrapped = pos >= len(after)   # the write runs in the next iteration
             if wrapped:
-                if not _same_element_next_iteration(m, st, o, an.solver_timeout_ms, iss, wt):
+                # no read wait anywhere in the loop body: a write any number of iterations
+                # later (double-buffered staging reused two tiles on) is unprotected too
+                unwaited = not any(x.kind == ir.TMA_STORE_WAIT for x in path)
+                if not _same_element_next_iteration(m, st, o, an.solver_timeout_ms, iss, wt) and not (
+                        unwaited and _same_element_next_iteration(m, st, o, an.solver_timeout_ms, iss, wt, later=True)):
                     continue
             elif not _same_element(st.buffer, o.buffer, iss, wt):
                 continue
             between = path[:pos]
             waited = False
             unknown = False
-            for x in between:
+            wait_at = None
+            for i, x in enumerate(between):
                 if x.kind == ir.TMA_STORE_WAIT:
                     ex = an.threads.executing(x)
                     n = x.count.eval({}) if x.count is not None else 0
@@ -118,13 +126,34 @@ def check(an):
                         unknown = True
                     elif iss <= ex and n == 0 and x.loops == st.loops:
                         waited = True
+                        wait_at = i if wait_at is None else wait_at
                     elif n:
                         unknown = True
                 if x.kind in (ir.CALL,) and "asm" in x.api:
                     unknown = True
                 if x.kind == ir.EXIT:
                     unknown = True
-            if waited or unknown:
+            if unknown:
+                break
+            if waited:
+                # the read wait runs in the storing lane; other lanes that overwrite the tile
+                # must be ordered after it by a barrier (`__syncwarp()` within the warp)
+                others = wt - iss
+                if others and not _ordered_after(an, between[wait_at + 1:], iss, others):
+                    out.append(finding(
+                        "TK306",
+                        f"'{o.buffer}' is overwritten by {o.api} on {describe(others, an.threads.n)} while the "
+                        f"tma::store_async from it may still be reading it: the store_async_read_wait runs in the "
+                        f"storing thread(s) ({describe(iss, an.threads.n)}) and no barrier orders the other "
+                        f"writers after it",
+                        o.location,
+                        related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here"),
+                                 related(between[wait_at], "the read wait, in the storing thread")],
+                        witness={"buffer": str(o.buffer), "store_line": st.location.row,
+                                 "overwrite_line": o.location.row, "unordered_writers": describe(others, an.threads.n)},
+                        help="after store_async_read_wait(), synchronise the storing lane with the other writers "
+                             "(`__syncwarp()` within a warp, a group or block barrier across warps) before the "
+                             "tile is written again"))
                 break
             out.append(finding(
                 "TK306",
@@ -142,6 +171,63 @@ def check(an):
             if (f.location.row, f.location.column) not in handed:
                 handed.add((f.location.row, f.location.column))
                 out.append(f)
+    # one finding per overwriting site (the stores of an unrolled store loop share it)
+    seen, unique = set(), []
+    for f in out:
+        key = (f.location.row, f.location.column)
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def _ordered_after(an, ops, issuers, writers) -> bool:
+    """Some barrier in `ops` orders every writer after the storing thread of its warp (a
+    `__syncwarp()` when they share a warp), or a wider barrier includes both."""
+    for x in ops:
+        if x.kind != ir.SYNC or not x.guard.exact:
+            continue
+        ss = an.threads.executing(x)
+        if ss is None:
+            continue
+        kind = x.detail.get("sync_kind")
+        ok = True
+        for w in writers:
+            mates = [i for i in issuers if kind != "warp" or i // 32 == w // 32]
+            if w not in ss or not mates or not all(i in ss for i in mates):
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
+MAX_UNROLL = 16
+
+
+def _store_sites(m):
+    """The TMA stores; a store in a short inner loop of constant trip that only walks the
+    tiles of a staging array (`for (w < 4) store_async(g.Y, o_s[j % 2][w], ...)`) also as one
+    store per value of that loop's counter, placed in the enclosing loop body, so that its
+    reuse by the enclosing loop's next iterations is seen."""
+    out = []
+    for st in m.ops_of(ir.TMA_STORE):
+        out.append(st)
+        if st.buffer is None or len(st.loops) < 2:
+            continue
+        lp = m.loops.get(st.loops[-1])
+        trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if not isinstance(trip, int) or not 0 < trip <= MAX_UNROLL:
+            continue
+        k = lp.counter.name
+        if any(k in {v.name for v in c.free_vars()} for c in st.guard.uniform) or \
+                k in {v.name for v in st.guard.thread.free_vars()}:
+            continue
+        if not any(k in {v.name for v in ix.free_vars()} for ix in st.buffer.index):
+            continue
+        for v in range(trip):
+            idx = tuple(E.substitute(ix, {k: E.Const(v)}) for ix in st.buffer.index)
+            out.append(replace(st, buffer=ir.Ref(st.buffer.name, idx), loops=st.loops[:-1]))
     return out
 
 
@@ -150,7 +236,9 @@ def _between(ops, a: ir.Op, b: ir.Op) -> list[ir.Op]:
 
 
 def _prefix(index: tuple, ref: ir.Ref) -> bool:
-    return 0 < len(index) <= len(ref.index) and tuple(ref.index[:len(index)]) == tuple(index) and \
+    """The barrier element guards the buffer slot: its index is a prefix of the buffer's (a
+    scalar barrier guards the whole staging array)."""
+    return len(index) <= len(ref.index) and tuple(ref.index[:len(index)]) == tuple(index) and \
         not any(ix.is_opaque() or ix.depends_on(E.THREAD) for ix in index)
 
 
@@ -235,8 +323,9 @@ def _handed_over(an, st: ir.Op, iss) -> list:
                 f"'{o.buffer}' is overwritten by {o.api} after waiting '{w.barrier}', which the storer "
                 f"({describe(iss, an.threads.n)}) arrives on right after its tma::store_async from '{st.buffer}' "
                 f"with no store_async_read_wait in between: the bulk store may still be reading the slot "
-                f"(from iteration {pv} of the writer's loop, when slot {w.barrier.index[0].eval({lp.counter.name: pv})} "
-                f"is reused" + (f"; e.g. {', '.join(f'{k}={v}' for k, v in sorted(params.items()))}" if params else "")
+                f"(from iteration {pv} of the writer's loop, when "
+                + (f"slot {w.barrier.index[0].eval({lp.counter.name: pv})} is reused" if w.barrier.index
+                   else "the buffer is written again") + (f"; e.g. {', '.join(f'{k}={v}' for k, v in sorted(params.items()))}" if params else "")
                 + ")",
                 o.location,
                 related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here"),

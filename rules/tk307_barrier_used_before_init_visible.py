@@ -16,6 +16,47 @@ def _orders(o: ir.Op) -> bool:
     return False
 
 
+def _static_dims(index, t: int) -> dict[int, int]:
+    """The index positions that are constants for thread t (its warp's element of a per-warp
+    barrier array), with their values."""
+    from tkcheck.model import expr as E
+    out = {}
+    for p, ix in enumerate(index):
+        v = E.substitute(ix, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)}).eval({})
+        if isinstance(v, int) and not isinstance(v, bool):
+            out[p] = v
+    return out
+
+
+def _warp_private(an, inits, use, others, between) -> bool:
+    """A per-warp barrier array (`bar[warpid()][s]`) initialised by one lane of each warp and
+    published with `__syncwarp()`: every thread that uses an element before a block barrier
+    does so after a full warp barrier of its own warp, and the element it uses is initialised
+    only by threads of that warp."""
+    def full_mask(x):
+        mask = x.detail.get("mask")
+        return mask is None or getattr(mask, "value", None) in (0xFFFFFFFF, -1)
+    syncs = [x for x in between if x.kind == ir.SYNC and x.detail.get("sync_kind") == "warp" and full_mask(x)]
+    if not syncs or not any(x.guard.exact and (an.threads.executing(x) or frozenset()) >= others for x in syncs):
+        return False
+    init_elems = []
+    for o in inits:
+        ex = an.threads.executing(o)
+        if ex is None:
+            return False
+        for i in ex:
+            init_elems.append((i, _static_dims(o.barrier.index, i)))
+    for t in others:
+        mine = _static_dims(use.barrier.index, t)
+        if not mine:
+            return False
+        relevant = [i for i, dims in init_elems
+                    if all(dims[p] == v for p, v in mine.items() if p in dims)]
+        if not relevant or any(i // 32 != t // 32 for i in relevant):
+            return False
+    return True
+
+
 def check(an):
     m = an.model
     out = []
@@ -38,16 +79,19 @@ def check(an):
             if use.order <= last or use.kind not in USES or use.barrier is None \
                     or use.barrier.name != init.barrier.name:
                 continue
-            if any(_orders(x) or x.kind == ir.EXIT or (x.kind == ir.CALL and "asm" in x.api)
+            if any(_orders(x) or x.kind == ir.EXIT or (x.kind == ir.CALL and ("asm" in x.api or x.detail.get("not_inlined")))
                    for x in m.ops if last < x.order < use.order):
                 break
             if not use.guard.exact:
                 break
-            users = an.threads.executing(use)
+            # a group-scoped op (`warp::tma::expect`) touches the barrier from its elected lane
+            users = an.threads.issuers(use) if use.issuers_per_group else an.threads.executing(use)
             if users is None:
                 break
             others = users - who
             if not others:
+                continue
+            if _warp_private(an, inits, use, others, [x for x in m.ops if last < x.order < use.order]):
                 continue
             seen.add(init.barrier.name)
             out.append(finding(

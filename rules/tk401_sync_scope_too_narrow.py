@@ -25,11 +25,12 @@ def check(an):
         how = ("the only barrier between them is warp-scoped" if d.narrow and all(
             s.detail.get("sync_kind") == "warp" for s in d.narrow) else
             "no barrier between them includes both" if d.narrow else "there is no barrier between them")
+        whose = "of other warps" if any(x // 32 != r // 32 for x in ws) else "(other lanes of its warp)"
         msg = (f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
-               f"written by {describe(ws, n)} of other warps, and {how}")
+               f"written by {describe(ws, n)} {whose}, and {how}")
         if d.kind == "war":
             msg = (f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer}`, which "
-                   f"{describe(ws, n)} of other warps overwrite (`{d.writer.api}`) in the next iteration of the "
+                   f"{describe(ws, n)} {whose} overwrite (`{d.writer.api}`) in the next iteration of the "
                    f"loop, and {how.replace('between them', 'between the read and that write')}")
         out.append(finding(
             "TK401", msg,

@@ -91,7 +91,17 @@ def check(an):
         # per group instance and barrier id: sites the whole group reaches are
         # complete uses on their own; the partial ones must complement each other
         partial: dict[tuple, set[int]] = {}
+        # bar.sync id, 32*N completes when 32*N threads arrive, whichever warps they are: a site
+        # reached by exactly 32*N threads of whole warps (consumer warps 4-11 meeting at
+        # group<8>::sync(1)) is one complete use, aligned to group instances or not
+        reach: dict[tuple, set[int]] = {}
         for (key, order), ts in meet.items():
+            reach.setdefault((key[0], key[2], order), set()).update(ts)
+        whole = {k for k, ts in reach.items() if len(ts) == k[0]
+                 and all(set(range(32 * (t // 32), 32 * (t // 32) + 32)) <= ts for t in ts)}
+        for (key, order), ts in meet.items():
+            if (key[0], key[2], order) in whole:
+                continue
             size, g, _ = key
             if ts != set(range(g * size, min((g + 1) * size, n))):
                 partial.setdefault(key, set()).update(ts)

@@ -110,10 +110,9 @@ struct my_template {
         __syncthreads();
     }
 };
-void host(globals g) { prototype::lcsc::launch_kernel<config, globals, my_template>(g, 0); }
+void host(globals g) { prototype::pc<my_template><<<1, 128>>>(g); }   // TK's first (2024) template
 """)
     recs = json.loads(run(["coverage", "t.cu", "--output-format", "json"], tmp_path).stdout)
     rec = next(r for r in recs if r["kernel"] == "my_template")
-    if rec["analysed"]:
-        pytest.skip("lcsc is modelled now")          # issue 12 models it; then this case is moot
-    assert rec["reason"] == "template lcsc not modelled" and rec["sync_ops"] == 1
+    assert not rec["analysed"]
+    assert rec["reason"] == "template pc not modelled" and rec["sync_ops"] == 1

@@ -374,6 +374,8 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
             if not mma.loops:
                 continue
             inner = mma.loops[-1]
+            candidates: list = []
+            safe_barriers: set[str] = set()
             arrives = [o for o in fl.ops if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is not None
                        and inner in o.loops and o.order > mma.order]
             for rel in arrives:
@@ -411,8 +413,11 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
                 for r in refills:
                     if not r.loops:
                         continue
+                    # a wait of the refilling threads themselves (another role's wait gates nothing here)
+                    r_threads = an.threads.issuers(r) or an.threads.executing(r)
                     waits = [o for o in fl.ops if o.kind == ir.MBAR_WAIT and o.barrier is not None and
-                             o.barrier.name == bname and o.loops == r.loops and o.order < r.order]
+                             o.barrier.name == bname and o.loops == r.loops and o.order < r.order
+                             and r_threads and (an.threads.executing(o) or frozenset()) >= r_threads]
                     if not waits:
                         continue
                     wt = waits[-1]
@@ -423,6 +428,7 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
                     gated.append(r)
                 if not gated:
                     continue
+                releases_early = False
                 for w in warps:
                     tw = 32 * w
                     early = 0
@@ -432,6 +438,7 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
                                 continue
                             early += c
                     if early >= init_count:
+                        releases_early = True
                         for r in gated:
                             tr = min(an.threads.issuers(r) or an.threads.executing(r) or [None]) \
                                 if (an.threads.issuers(r) or an.threads.executing(r)) else None
@@ -450,8 +457,19 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
                                     ok = False
                             if ok is not True:
                                 continue
-                            out.append(OperandRace(mma, r, opnd, w, rel, bname, init_count, early))
+                            candidates.append((OperandRace(mma, r, opnd, w, rel, bname, init_count, early), r))
                         break
+                if not releases_early:
+                    safe_barriers.add(bname)
+            # a refill that also waits on a barrier every issuing warp releases only after its own
+            # retiring wait (a later handshake of the same iteration) is ordered after the wgmma
+            for race, r in candidates:
+                r_threads = an.threads.issuers(r) or an.threads.executing(r)
+                if any(o.kind == ir.MBAR_WAIT and o.barrier is not None and o.barrier.name in safe_barriers
+                       and o.loops == r.loops and o.order < r.order and r_threads
+                       and (an.threads.executing(o) or frozenset()) >= r_threads for o in fl.ops):
+                    continue
+                out.append(race)
     # one race per (refill, mma)
     seen, uniq = set(), []
     for r in out:

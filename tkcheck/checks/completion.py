@@ -32,6 +32,7 @@ class Contribution:
     times: E.Expr             # per round
     round_loop: int | None
     pattern: tuple            # how the element index moves with the round counter
+    consumed: tuple = ()      # conditions over inner loop counters counted into `times`
     exclusive: tuple = ()     # uniform conditions of op left out: it merges exclusive sites
 
     @property
@@ -49,6 +50,7 @@ class BarrierAccount:
     loads: dict[str, list[Contribution]] = field(default_factory=dict)
     waits: list[ir.Op] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)   # reasons the account is not usable
+    per_thread: bool = False   # some site picks the element by thread: sums per element pattern
     group_init: dict[str, E.Expr] = field(default_factory=dict)  # per-group init counts (MK dynamic semaphores)
     assumptions: list[str] = field(default_factory=list)  # stated with any finding made from it
 
@@ -153,9 +155,57 @@ def reinitialised(model: ir.KernelModel, name: str) -> bool:
     return False
 
 
-def _round_of(model: ir.KernelModel, op: ir.Op) -> tuple[int | None, E.Expr | None, tuple] | None:
-    """(round loop id, multiplicity of inner loops, index pattern) or None if unknown."""
+def _element_parts(op: ir.Op, issuers: frozenset[int]):
+    """[(issuers, index)]: for a barrier index that depends on the thread (`bar[warpid()][s]`,
+    a per-warp pipeline) the issuers grouped by the element they hit, with the index for
+    them (thread ids substituted); else [(issuers, None)]: one element pattern for all."""
     index = op.barrier.index if op.barrier is not None else ()
+    if not any(ix.depends_on(E.THREAD) for ix in index):
+        return [(issuers, None)]
+    groups: dict[tuple, list] = {}
+    for t in sorted(issuers):
+        idx = tuple(E.substitute(ix, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)}) for ix in index)
+        if any(ix.depends_on(E.THREAD) for ix in idx):
+            return [(issuers, index)]     # _round_of then finds thread variables: unknown
+        groups.setdefault(idx, []).append(t)
+    return [(frozenset(ts), idx) for idx, ts in groups.items()]
+
+
+def _split_by_element(acc: "BarrierAccount"):
+    """Accounts of a barrier array some of whose sites pick the element by thread (each warp
+    its own `bar[w][s]`): contributions are summed per element pattern, each compared with
+    the init count on its own. Two patterns that do not differ in some constant index (the
+    warp's element) might hit one element in one round: unknown then."""
+    for groups in (acc.arrivals, acc.expects, acc.loads):
+        regrouped: dict[str, list] = {}
+        for key, contribs in groups.items():
+            for c in contribs:
+                regrouped.setdefault(f"{key} {', '.join(c.pattern)}", []).append(c)
+        groups.clear()
+        groups.update(regrouped)
+    kinds: dict[str, set] = {}
+    for g in (acc.arrivals, acc.expects, acc.loads):
+        for key, cs in g.items():
+            for c in cs:
+                kinds.setdefault(key.split(" ")[0], set()).add(tuple(c.pattern))
+    for pats in kinds.values():
+        pats_l = sorted(pats)
+        for i, a in enumerate(pats_l):
+            for b in pats_l[i + 1:]:
+                if len(a) != len(b) or not any(x != y and x.lstrip("-").isdigit() and y.lstrip("-").isdigit()
+                                               for x, y in zip(a, b)):
+                    # patterns that might hit one element in one round: the per-element
+                    # sums are not the per-phase sums
+                    acc.unknown.append(f"sites of '{acc.barrier.name}' visit overlapping elements in "
+                                       "different patterns")
+                    return
+
+
+def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, index=None):
+    """(round loop id, multiplicity of inner loops, index pattern, conditions over inner
+    loop counters that the multiplicity accounts for) or None if unknown."""
+    if index is None:
+        index = op.barrier.index if op.barrier is not None else ()
     inst = instance_loops(model, op)
     if inst:
         index = tuple(E.substitute(ix, inst) for ix in index)
@@ -170,62 +220,154 @@ def _round_of(model: ir.KernelModel, op: ir.Op) -> tuple[int | None, E.Expr | No
             return None
         if loop.counter.name in inst:
             break                 # the instruction loop: fresh semaphores every iteration
-        if loop.counter.name in index_vars or (not index_vars and round_loop is None and not inner and False):
+        if loop.counter.name in index_vars:
             round_loop = lid
             break
         inner.append(loop)
-    if round_loop is None and not index_vars:
-        # scalar barrier (or constant index): the innermost loop is the round
-        # loop; a site outside loops is a one-shot use
+    if round_loop is None and not index_vars and inst:
+        # an MK op's per-instruction semaphore: the innermost loop inside the instruction
+        # loop (or the instruction itself) is the round
         if op.loops:
             round_loop = op.loops[-1]
-            inner = []
+        inner = []
+    elif round_loop is None and not index_vars:
+        # scalar barrier (or constant index): which enclosing loop drives its phases
+        if op.loops:
+            r = _scalar_round(model, op, an)
+            if r is _UNKNOWN:
+                return None
+            round_loop = r
+            inner = [model.loops[i] for i in (op.loops[op.loops.index(r) + 1:] if r is not None else op.loops)]
+            inner.reverse()
         else:
             inner = []
     elif round_loop is None:
         return None  # index varies with something that is not an enclosing loop
-    times: E.Expr = E.Const(1)
-    for loop in inner:
-        if loop.trip is None or loop.trip.depends_on(E.THREAD) or loop.trip.is_opaque():
-            return None
-        times = E.binop("*", times, loop.trip)
+    times = _multiplicity(model, op, inner)
+    if times is None:
+        return None
+    times, consumed = times
     # the index as a function of the round counter (renamed to 'r')
     pattern: tuple = ()
     if round_loop is not None:
         rc = model.loops[round_loop].counter.name
+        # loops around the round loop may move the index too (a ring carried across the tasks
+        # of a persistent loop): their counters are named by position
         ren = {rc: E.Var("r", E.LOOP)}
-        # a ring carried across an enclosing task loop (`ring = ring_advance(ring)` in the k
-        # loop of every task): the element is a function of (task, k); the rounds are the
-        # pairs, the enclosing counters named from the inside out (o1, o2, ...), so two roles
-        # walking the same nest visit the same elements in the same rounds
-        outer = op.loops[:op.loops.index(round_loop)]
-        for j, lid in enumerate(reversed(outer)):
-            if lid in model.loops:
-                ren[model.loops[lid].counter.name] = E.Var(f"o{j + 1}", E.LOOP)
+        for depth, lid in enumerate(op.loops[:op.loops.index(round_loop)]):
+            ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
         pattern = tuple(str(E.substitute(ix, ren)) for ix in index)
         if any(v.kind == E.LOOP and v.name not in ren for ix in index for v in ix.free_vars()):
             return None
     else:
         pattern = tuple(str(ix) for ix in index)
-    return round_loop, times, pattern
+    return round_loop, times, pattern, consumed
 
 
-def _per_element_issuers(op: ir.Op, issuers: frozenset[int]) -> frozenset[int] | None:
-    """The issuers that hit one element of a barrier array indexed by the thread, when every
-    element hit is hit by the same number of them (None when that is not established)."""
-    groups: dict[tuple, list[int]] = {}
-    for t in issuers:
-        key = []
-        for ix in op.barrier.index:
-            fixed = E.substitute(ix, {"tid": E.Const(t)})
-            if fixed.depends_on(E.THREAD) or fixed.is_opaque():
-                return None
-            key.append(str(fixed))      # may still depend on loop counters: the same form per issuer
-        groups.setdefault(tuple(key), []).append(t)
-    sizes = {len(g) for g in groups.values()}
-    if len(sizes) != 1:
+_UNKNOWN = object()
+_PACING_SYNCS = ("block", "named", "group", "cluster")
+MAX_ENUMERATED = 1 << 16
+
+
+def _paces(o: ir.Op) -> bool:
+    """An op that separates a thread's successive arrivals into different phases: it waits
+    for something (an mbarrier phase, a block/named barrier)."""
+    return o.kind == ir.MBAR_WAIT or (o.kind == ir.SYNC and o.detail.get("sync_kind") in _PACING_SYNCS)
+
+
+def _scalar_round(model: ir.KernelModel, op: ir.Op, an: Analysis | None):
+    """The loop whose iterations are the rounds of a scalar barrier at `op` (None: a one-shot
+    use outside every loop of op; _UNKNOWN: not recognised).
+
+    An arrival's round is the innermost enclosing loop whose body (at any depth) waits or
+    synchronises: arrivals repeated by a loop nested inside it with no wait in between
+    (`for (w ...) arrive(bar)`) belong to one phase. Without any such loop, the innermost
+    loop. A TMA load delivers its bytes to the phase of the arrival (expect) it is issued
+    with: the round of the arrival site that shares most of its loops."""
+    name = op.barrier.name
+    if op.kind == ir.TMA_LOAD:
+        arrivals = [o for o in model.ops if o.barrier is not None and o.barrier.name == name
+                    and not o.barrier.index and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)]
+        if not arrivals:
+            return op.loops[-1]
+        def shared(a):
+            n = 0
+            for x, y in zip(a.loops, op.loops):
+                if x != y:
+                    break
+                n += 1
+            return n
+        best = max(shared(a) for a in arrivals)
+        rounds = {_arrival_round(model, a, an) for a in arrivals if shared(a) == best}
+        if len(rounds) != 1:
+            return _UNKNOWN
+        r = rounds.pop()
+        if r is None:
+            # the arrival is a one-shot use: the loads around it are one-shot too when the
+            # arrival sits outside every loop
+            return None if best == 0 else _UNKNOWN
+        return r if r in op.loops else _UNKNOWN
+    return _arrival_round(model, op, an)
+
+
+def _arrival_round(model: ir.KernelModel, op: ir.Op, an: Analysis | None):
+    if not op.loops:
         return None
-    return frozenset(min(groups.values(), key=min))
+    mine = an.threads.executing(op) if an is not None else None
+
+    def overlaps(o):
+        if mine is None:
+            return True
+        theirs = an.threads.executing(o)
+        return theirs is None or bool(theirs & mine)
+    for lid in reversed(op.loops):
+        if any(lid in o.loops and _paces(o) and overlaps(o) for o in model.ops):
+            return lid
+    return op.loops[-1]
+
+
+def _multiplicity(model: ir.KernelModel, op: ir.Op, inner: list) -> tuple[E.Expr, tuple] | None:
+    """How many times op issues per round: the product of the inner loops' trip counts, or,
+    when some of op's uniform conditions test inner loop counters (`if (p == skip) continue;`),
+    the number of inner iterations that satisfy them (counted when the trips are constants)."""
+    if not inner:
+        return E.Const(1), ()
+    names = {l.counter.name for l in inner}
+    conds = tuple(c for c in op.guard.uniform if any(v.name in names for v in c.free_vars()))
+    if op.guard.thread.free_vars() & {l.counter for l in inner}:
+        return None
+    for loop in inner:
+        if loop.trip is None or loop.trip.depends_on(E.THREAD) or loop.trip.is_opaque():
+            return None
+    if not conds:
+        times: E.Expr = E.Const(1)
+        for loop in inner:
+            times = E.binop("*", times, loop.trip)
+        return times, ()
+    # count the satisfying iterations: constant trips, conditions over inner counters only
+    trips = []
+    for loop in inner:
+        t = loop.trip.eval({})
+        if not isinstance(t, int) or isinstance(t, bool):
+            return None
+        trips.append(max(t, 0))
+    if any(v.name not in names or v.kind != E.LOOP for c in conds for v in c.free_vars()):
+        return None
+    total = 1
+    for t in trips:
+        total *= t
+    if total > MAX_ENUMERATED:
+        return None
+    import itertools
+    count = 0
+    for combo in itertools.product(*(range(t) for t in trips)):
+        env = {l.counter.name: v for l, v in zip(inner, combo)}
+        vals = [c.eval(env) for c in conds]
+        if any(v is None for v in vals):
+            return None
+        if all(vals):
+            count += 1
+    return E.Const(count), conds
 
 
 def _group_key(round_loop) -> str:
@@ -344,10 +486,20 @@ def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
     return out
 
 
-def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None, leave: tuple = ()) -> tuple | None:
+def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None, consumed: tuple = (),
+                 round_loop: int | None = None, leave: tuple = ()) -> tuple | None:
+    """The uniform conditions of a contribution, as text. A condition over the round counter
+    (`if (k + 1 < n)`: no prefetch in the last round) is kept with the counter renamed, so
+    that sites under the same condition compare equal; other loop-dependent or opaque
+    conditions make it None (unknown)."""
     sig = []
+    ren = {}
+    if model is not None and round_loop is not None and round_loop in op.loops:
+        ren[model.loops[round_loop].counter.name] = E.Var("r", E.LOOP)
+        for depth, lid in enumerate(op.loops[:op.loops.index(round_loop)]):
+            ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
     for c in op.guard.uniform:
-        if c in leave:
+        if c in consumed or c in leave:
             continue
         if (_pair_commit(op) or (model is not None and cluster_size(model) is not None)) and _rank_only(c):
             continue                  # which CTAs run it: the destination accounting's part
@@ -357,8 +509,14 @@ def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None, leave: tuple = 
         if model is not None and any(model.loops[lid].cond == c for lid in op.loops if lid in model.loops):
             sig.append(RUNNING)       # the enclosing loop's own condition: every round that runs
             continue
-        if c.depends_on(E.LOOP) or c.is_opaque():
+        if c.is_opaque():
             return None
+        if c.depends_on(E.LOOP):
+            c = E.substitute(c, ren)
+            if any(v.kind == E.LOOP and v.name not in ("r",) and not v.name.startswith("o") for v in c.free_vars()) \
+                    or any(v.kind == E.LOOP and v.name.startswith("o") and v.name not in {x.name for x in ren.values()}
+                           for v in c.free_vars()):
+                return None
         sig.append(str(c))
     return tuple(sorted(sig))
 
@@ -392,51 +550,42 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         if issuers is None:
             acc.unknown.append(f"threads of {op.api} at line {op.location.row} unknown")
             continue
-        if any(ix.depends_on(E.THREAD) for ix in op.barrier.index):
-            # `arrive(bar[warpgroup::groupid()])`: each issuer signals its own element; the
-            # contribution to one element is the issuers that hit it (all elements alike)
-            issuers = _per_element_issuers(op, issuers)
-            if issuers is None:
-                acc.unknown.append(f"elements of '{acc.barrier.name}' hit by {op.api} at line {op.location.row} "
-                                   "depend on the thread in a way not recognised")
+        elems_of = None
+        if instance_loops(m, op):
+            elems_of = _instance_elements(m, op, None)
+            if elems_of is None:
+                acc.unknown.append(f"elements of '{acc.barrier.name}' hit by {op.api} at line {op.location.row} not "
+                                   "enumerated")
                 continue
-        r = _round_of(m, op)
-        if r is None:
-            acc.unknown.append(f"rounds of {op.api} at line {op.location.row} not recognised")
-            continue
-        round_loop, times, pattern = r
-        classes = _element_classes(op, issuers)
-        if classes is None:
-            acc.unknown.append(f"element of '{acc.barrier.name}' hit by {op.api} at line {op.location.row} "
-                               "depends on the thread in a way not modelled")
-            continue
-        elems_of = _instance_elements(m, op, round_loop) if instance_loops(m, op) else None
-        if instance_loops(m, op) and elems_of is None:
-            acc.unknown.append(f"elements of '{acc.barrier.name}' hit by {op.api} at line {op.location.row} not "
-                               "enumerated")
-            continue
-        for elem, ts, (cta, mult) in ((e, t, d) for e, t in classes
-                                      for d in (sorted(dests.items()) if dests is not None else [(None, 1)])):
-            key = _group_key(round_loop) + (f" {acc.barrier.name}[{']['.join(elem)}]" if elem else "")
-            if elems_of is not None:
-                key += f" elements {sorted(elems_of)}"
-            if cta is not None:
-                key += f" in CTA {cta}"
-            times_c = times if mult == 1 else E.binop("*", times, E.Const(mult))
-            pat = pattern if not elem else pattern + elem
-            if op.kind == ir.MBAR_ARRIVE:
-                amount = op.count if op.count is not None else E.opaque("count")
-                acc.arrivals.setdefault(key, []).append(Contribution(op, ts, amount, times_c, round_loop, pat))
-            elif op.kind == ir.MBAR_EXPECT:
-                acc.arrivals.setdefault(key, []).append(
-                    Contribution(op, ts, E.Const(op.detail.get("arrives", 1)), times_c, round_loop, pat))
-                acc.expects.setdefault(key, []).append(
-                    Contribution(op, ts, op.bytes if op.bytes is not None else E.opaque("bytes"), times_c,
-                                 round_loop, pat))
-            else:
-                acc.loads.setdefault(key, []).append(
-                    Contribution(op, ts, op.bytes if op.bytes is not None else E.opaque("bytes"), times_c,
-                                 round_loop, pat))
+        for part_issuers, index in _element_parts(op, issuers):
+            r = _round_of(m, op, an, index)
+            if r is None:
+                acc.unknown.append(f"rounds of {op.api} at line {op.location.row} not recognised")
+                break
+            round_loop, times, pattern, consumed = r
+            if index is not None:
+                acc.per_thread = True
+            c_args = (round_loop, pattern, consumed)
+            for cta, mult in (sorted(dests.items()) if dests is not None else [(None, 1)]):
+                key = _group_key(round_loop)
+                if elems_of is not None:
+                    key += f" elements {sorted(elems_of)}"
+                if cta is not None:
+                    key += f" in CTA {cta}"
+                times_c = times if mult == 1 else E.binop("*", times, E.Const(mult))
+                if op.kind == ir.MBAR_ARRIVE:
+                    amount = op.count if op.count is not None else E.opaque("count")
+                    acc.arrivals.setdefault(key, []).append(Contribution(op, part_issuers, amount, times_c, *c_args))
+                elif op.kind == ir.MBAR_EXPECT:
+                    acc.arrivals.setdefault(key, []).append(
+                        Contribution(op, part_issuers, E.Const(op.detail.get("arrives", 1)), times_c, *c_args))
+                    acc.expects.setdefault(key, []).append(
+                        Contribution(op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"),
+                                     times_c, *c_args))
+                else:
+                    acc.loads.setdefault(key, []).append(
+                        Contribution(op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"),
+                                     times_c, *c_args))
     # mbarrier operations the front end could not attribute (raw PTX, an
     # unresolved barrier argument) may arrive on any barrier: no sums then
     blind = [o for o in m.ops if o.detail.get("barrier_unknown") is not None
@@ -461,8 +610,11 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 ranks |= set(r)
             for groups in (acc.arrivals, acc.expects, acc.loads):
                 for key in list(groups):
-                    if " in CTA " in key and int(key.rsplit(" in CTA ", 1)[1]) not in ranks:
+                    if " in CTA " in key and cta_of(key) not in ranks:
                         del groups[key]
+    for acc in out.values():
+        if acc.per_thread:
+            _split_by_element(acc)
     for acc in out.values():
         counts = {str(o.count) for o in acc.inits if o.count is not None}
         if len(acc.inits) >= 1 and len(counts) == 1 and all(
@@ -477,7 +629,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             for key, contribs in groups.items():
                 _merge_exclusive(contribs, an.solver_timeout_ms)
                 pats = {c.pattern for c in contribs}
-                sigs = {_uniform_sig(c.op, m, c.exclusive) for c in contribs}
+                sigs = {_uniform_sig(c.op, m, c.consumed, c.round_loop, c.exclusive) for c in contribs}
                 if _nested_rounds(contribs):
                     acc.unknown.append(f"{key} sites of '{acc.barrier.name}' are at different loop depths of one "
                                        "role: they need not share a phase")
@@ -520,25 +672,6 @@ def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:
                 break
 
 
-def _element_classes(op: ir.Op, issuers: frozenset[int]) -> list[tuple[tuple, frozenset[int]]] | None:
-    """The issuing threads grouped by the barrier element they hit, when the element index
-    depends on the thread (`bar[warpgroup::groupid()]`): [(element index text, threads)]; one
-    class with an empty key when it does not; None when the index is not a function of tid."""
-    index = op.barrier.index if op.barrier is not None else ()
-    if not any(ix.depends_on(E.THREAD) for ix in index):
-        return [((), issuers)]
-    out: dict[tuple, set[int]] = {}
-    for t in sorted(issuers):
-        key = []
-        for ix in index:
-            v = E.substitute(ix, {"tid": E.Const(t)})
-            if v.depends_on(E.THREAD):
-                return None
-            key.append(str(v))
-        out.setdefault(tuple(key), set()).add(t)
-    return [(k, frozenset(v)) for k, v in sorted(out.items())]
-
-
 def _nested_rounds(contribs: list[Contribution]) -> bool:
     """Two sites in different loops that the same threads run one after the other (an arrive in
     the k-loop and another after it in the task loop; two loops in sequence): each may complete
@@ -551,6 +684,13 @@ def _nested_rounds(contribs: list[Contribution]) -> bool:
                     or (a.issuers & b.issuers)):
                 return True
     return False
+
+
+def cta_of(key: str) -> int | None:
+    """The destination CTA of an account group ("steady in CTA 1 ..."), or None."""
+    import re
+    m = re.search(r" in CTA (\d+)", key)
+    return int(m.group(1)) if m else None
 
 
 def total(contribs: list[Contribution]) -> E.Expr:

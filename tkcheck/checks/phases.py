@@ -109,9 +109,32 @@ def _signals(m: ir.KernelModel, name: str) -> list[ir.Op]:
 
 
 def _carries_data(m: ir.KernelModel, name: str) -> bool:
-    return any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
-               or (o.kind == ir.MBAR_ARRIVE and o.detail.get("via"))
-               for o in _signals(m, name))
+    sig = _signals(m, name)
+    if any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
+           for o in sig):
+        return True
+    if any(o.kind == ir.MBAR_ARRIVE and o.detail.get("via") for o in sig):
+        # an MMA's commit: data for the readers of its accumulator, but a release of its
+        # operands for a waiter that refills them (`wait(inputs_finished[s]); load_async(...)`)
+        return not _refills_after_wait(m, name)
+    # a barrier every arrival of which publishes shared memory the arriving threads wrote in
+    # the same round (`warpgroup::store(C_s, acc); warpgroup::sync(); warpgroup::arrive(full)`):
+    # a "full" barrier too, whose waiters read that memory
+    arrives = [o for o in sig if o.kind == ir.MBAR_ARRIVE]
+    return bool(arrives) and len(arrives) == len(sig) and all(
+        o.loops and any(x.kind == ir.SMEM_ACCESS and x.detail.get("access") == "write" and x.order < o.order
+                        and x.loops == o.loops and x.callers == o.callers for x in m.ops)
+        for o in arrives)
+
+
+def _refills_after_wait(m: ir.KernelModel, name: str) -> bool:
+    """Every wait on `name` is followed, in its loop body and by the same threads, by a TMA
+    load (the waiter refills what the signaller has finished reading)."""
+    waits = [w for w in m.ops if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == name]
+    return bool(waits) and all(
+        w.loops and any(o.kind == ir.TMA_LOAD and o.order > w.order and o.loops[:len(w.loops)] == w.loops
+                        and str(o.guard.thread) == str(w.guard.thread) for o in m.ops)
+        for w in waits)
 
 
 def _carries_bytes(m: ir.KernelModel, name: str) -> bool:
@@ -127,8 +150,11 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     mine = th.executing(w)
     if mine is None:
         return None
+    def within(inner, outer):
+        # inner's loops are outer's loops or loops nested in them (the same round body)
+        return inner[:len(outer)] == outer
     after = {o.barrier.name for o in m.ops
-             if o.order > w.order and o.loops == w.loops and o.barrier is not None
+             if o.order > w.order and within(o.loops, w.loops) and o.barrier is not None
              and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
              and (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
     verdicts = set()
@@ -136,8 +162,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     for s in _signals(m, w.barrier.name):
         if s.kind == ir.TMA_LOAD:
             continue
-        if w.loops and all(isinstance(m.loops[i].trip.eval({}) if m.loops[i].trip is not None else None, int)
-                           for i in s.loops):
+        if w.loops and _one_visit(m, s):
             continue            # a one-visit (pre-arrival) signal, not the steady-state handshake
         iss = th.issuers(s)
         if iss is None:
@@ -147,7 +172,8 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         # waits for this round's completion
         found = s.kind == ir.MBAR_EXPECT and s.loops == w.loops and s.order < w.order and iss <= mine
         for o in m.ops:
-            if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops == s.loops and o.barrier is not None \
+            if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops and within(s.loops, o.loops) \
+                    and o.barrier is not None \
                     and o.barrier.name in after and o.barrier.name != w.barrier.name:
                 ex = th.executing(o)
                 if ex is not None and iss <= ex:
@@ -173,6 +199,95 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     if why is not None and paired and all(paired):
         why.append("pair")
     return verdicts.pop()
+
+
+def _self_paced(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr | None) -> E.Expr | None:
+    """due(k) - use(k) for a data barrier that the waiting threads fill themselves: every
+    arrival on it in the loop (an expect issued by a lane of the waiting warp) sits in the
+    wait's loop and fills the element the wait uses d iterations later (d >= 0, the
+    lookahead; `load(bar[(k + 1) % S])` before `wait(bar[k % S])` is d = 1), the other
+    arrivals come before the loop (the prologue fills), and every phase gets exactly its
+    init count of arrivals. Then the wait at k observes completion
+    use(k) + prologue(k) - #{i < d : element(i) == element(k)}. None when not this shape."""
+    from . import completion, solver
+    m, th, to = an.model, an.threads, an.solver_timeout_ms
+    name = w.barrier.name
+    if not _carries_data(m, name) or period is None or not isinstance(period.eval({}), int):
+        return None
+    P = period.eval({})
+    mine = th.executing(w)
+    if mine is None:
+        return None
+    arrivals = [s for s in _signals(m, name) if s.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)]
+    steady = [s for s in arrivals if s.loops == w.loops]
+    prologue = [s for s in arrivals if not s.loops]
+    if not steady or len(steady) + len(prologue) != len(arrivals):
+        return None
+    loop_start = min(o.order for o in m.ops if w.loops[-1] in o.loops)
+    if any(s.order > loop_start for s in prologue):
+        return None
+    acc = completion.accounts(an).get(name)
+    if acc is None or not acc.ok() or acc.init_count is None:
+        return None
+    for contribs in acc.arrivals.values():
+        if solver.always(E.binop("==", completion.total(contribs), acc.init_count), to) is not True:
+            return None
+    idx_w = tuple(linear(ix) for ix in w.barrier.index)
+    lookahead = None
+    for s in steady:
+        iss = th.issuers(s)
+        if iss is None or not iss <= mine or not s.guard.exact:
+            return None
+        idx_s = tuple(linear(ix) for ix in s.barrier.index)
+        if len(idx_s) != len(idx_w):
+            return None
+        found = None
+        for d in range(0 if s.order < w.order else 1, P + 1):
+            same = E.conj(*[E.binop("==", a, E.substitute(b, {k.name: E.binop("+", k, E.Const(d))}))
+                            for a, b in zip(idx_s, idx_w)])
+            if solver.always(same, to) is True:
+                found = d
+                break
+        if found is None or (lookahead is not None and lookahead != found):
+            return None
+        lookahead = found
+    pre: E.Expr = E.Const(0)
+    for s in prologue:
+        iss = th.issuers(s)
+        if iss is None or not s.guard.exact:
+            return None
+        idx_s = tuple(linear(ix) for ix in s.barrier.index)
+        # the prologue fill of the waiting thread's own element (per warp: the same for
+        # every lane of a warp)
+        for t in mine:
+            base = 32 * (t // 32)
+            envs = [{"tid": t}, {"tid": base}]
+            vals = [tuple(ix.eval(e) for ix in idx_s) for e in envs]
+            if vals[0] != vals[1] or None in vals[0]:
+                return None
+        hit = E.conj(*[E.binop("==", a, b) for a, b in zip(idx_s, idx_w)])
+        pre = E.binop("+", pre, E.ite(hit, E.Const(1), E.Const(0)))
+    before: E.Expr = E.Const(0)
+    for i in range(lookahead):
+        same = E.conj(*[E.binop("==", E.substitute(b, {k.name: E.Const(i)}), b) for b in idx_w])
+        before = E.binop("+", before, E.ite(same, E.Const(1), E.Const(0)))
+    return E.binop("-", pre, before)
+
+
+def _one_visit(m: ir.KernelModel, s: ir.Op) -> bool:
+    """A signal whose loops have constant trips visiting each element of its barrier at most
+    once (a pre-arrival loop over the stages), not a steady-state signal."""
+    trips = [m.loops[i].trip.eval({}) if m.loops[i].trip is not None else None for i in s.loops]
+    if not all(isinstance(t, int) for t in trips):
+        return False
+    b = m.barriers.get(s.barrier.name) if s.barrier is not None else None
+    elems = 1
+    for d in (b.dims if b else ()):
+        v = d.eval({})
+        if not isinstance(v, int):
+            return False
+        elems *= v
+    return _prod(trips) <= elems
 
 
 def _skips_first_use(an: Analysis, w: ir.Op) -> bool | None:
@@ -353,15 +468,44 @@ def _bit(e: E.Expr) -> bool:
     return False
 
 
+def _nonneg(e: E.Expr) -> bool:
+    """e >= 0 by construction: non-negative constants, loop counters, and +, *, /, %, >>, &
+    of such (the values ring indices and parities are computed from)."""
+    if isinstance(e, E.Const):
+        return isinstance(e.value, bool) or (isinstance(e.value, int) and e.value >= 0)
+    if isinstance(e, E.Var):
+        return e.kind == E.LOOP and e.name[:1] == "k" and e.name[1:].isdigit()
+    if isinstance(e, E.Bin) and e.op in ("+", "*", "/", "%", ">>", "&", "|", "^"):
+        return _nonneg(e.a) and _nonneg(e.b)
+    if isinstance(e, E.Ite):
+        return _nonneg(e.t) and _nonneg(e.e)
+    return False
+
+
+def _pow2(e: E.Expr) -> int | None:
+    v = e.value if isinstance(e, E.Const) and not isinstance(e.value, bool) else None
+    return v if isinstance(v, int) and v > 0 and v & (v - 1) == 0 else None
+
+
 def linear(e: E.Expr) -> E.Expr:
-    """Rewrite XORs of 0/1 values as arithmetic mod 2, so that z3 stays in linear
-    integer arithmetic (div/mod by constants) instead of bit-blasting Int2BV terms."""
+    """Rewrite XORs of 0/1 values as arithmetic mod 2, and masks and shifts of non-negative
+    values by constants as mod / div / mul by powers of two (`k & (S-1)` is `k % S`, `k >> 2`
+    is `k / 4`), so that z3 stays in linear integer arithmetic (div/mod by constants)
+    instead of bit-blasting Int2BV terms."""
     if isinstance(e, E.Bin):
         a, b = linear(e.a), linear(e.b)
+        if e.op == "&" and _nonneg(a):
+            if _pow2(E.binop("+", b, E.Const(1))) is not None:
+                return E.binop("%", a, E.binop("+", b, E.Const(1)))
+        if e.op == "&" and _nonneg(b) and _pow2(E.binop("+", a, E.Const(1))) is not None:
+            return E.binop("%", b, E.binop("+", a, E.Const(1)))
         if e.op == "&" and (b == E.Const(1) or a == E.Const(1)):
-            # x & 1 is x mod 2 (two's complement), kept out of Int2BV
+            # x & 1 of a possibly negative x is x mod 2 in two's complement, kept out of Int2BV
             x = a if b == E.Const(1) else b
             return E.binop("%", E.binop("+", E.binop("%", x, E.Const(2)), E.Const(2)), E.Const(2))
+        if e.op in (">>", "<<") and isinstance(b, E.Const) and isinstance(b.value, int) \
+                and not isinstance(b.value, bool) and 0 <= b.value < 63 and _nonneg(a):
+            return E.binop("/" if e.op == ">>" else "*", a, E.Const(1 << b.value))
         if e.op == "^":
             if a == E.Const(0):
                 return b
@@ -458,6 +602,15 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         return
     index = tuple(linear(ix) for ix in w.barrier.index)
     parity = linear(w.parity) if pb is None else pb[0]
+    flat = _flatten(m, w, index, parity) if pb is None else None
+    if flat is not None:
+        # a ring carried across the tasks of a persistent loop: the uses are counted over the
+        # flat iteration F = T * task + k of the (task, k) nest
+        F, index, parity = flat
+    kk = F if flat is not None else (m.loops[w.loops[-1]].counter if w.loops else None)
+    index = tuple(_tabulated(ix, w, m, kk) for ix in index)
+    if pb is None:
+        parity = _tabulated(parity, w, m, kk)
     loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | \
                 {v.name for v in parity.free_vars() if v.kind == E.LOOP}
     chain = [m.loops[i] for i in w.loops]
@@ -469,7 +622,25 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if w.guard.thread.depends_on(E.LOOP):
         assume.append(w.guard.thread)
     trip_assume: list[E.Expr] = []
-    if chain:
+    if flat is not None:
+        O, I = chain
+        k = F
+        wp.loop = O.id
+        if any(o is not w and o.barrier is not None and o.barrier.name == w.barrier.name and I.id in o.loops
+               for o in m.ops_of(ir.MBAR_WAIT)):
+            wp.reason = "barrier waited at several sites in the loop"
+            return
+        period = _period(index, k, to)
+        if period is None:
+            wp.reason = "ring period not recognised"
+            return
+        wp.period = period
+        use = E.binop("/", k, period) if period != E.Const(1) else k
+        if O.trip is None:
+            wp.reason = "trip count unknown"
+            return
+        trip_assume.append(E.binop("<", k, E.binop("*", I.trip, O.trip)))
+    elif chain:
         rl = chain[-1]
         if len(chain) > 1 and (pb is None or pb[1] is None):
             wp.reason = "wait inside nested loops (uses across outer iterations not modelled)"
@@ -519,8 +690,18 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             wp.reason = "one-shot wait on a barrier signalled in loops"
             return
         use = E.Const(len(same))
+    sp = _self_paced(an, w, index, k, wp.period) if k is not None and flat is None else None
+    if sp is not None:
+        # a pipeline its own threads fill (per-warp prefetch-ahead ring): the wait at k
+        # observes completion use(k) + prologue fills of its element - the uses the
+        # lookahead leaves to the prologue
+        wp.use = use
+        due = E.binop("+", use, sp)
+        wp.due = due
+    else:
+        due = None
     why: list = []
-    hs = _handshake(an, w, why)
+    hs = _handshake(an, w, why) if due is None else False
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
@@ -536,19 +717,20 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if hs and _carries_bytes(m, w.barrier.name):
         wp.reason = "both barriers of the handshake carry data"
         return
-    pre = _pre_completions(an, w, wp.loop, wp.offset)
-    if pre is None:
-        wp.reason = "arrivals outside the loop not accounted"
-        return
-    if pre > 0 and wp.offset == 0 and not hs and not _carries_data(m, w.barrier.name):
-        # a pre-arrived token (page tokens: init 1 and arrived once, so the first use finds it
-        # free) carries no data: each use waits for the release of the use before it, the
-        # first one for the pre-arrival, whoever releases it (its own role too)
-        wp.offset = -1
-    wp.pre = pre
-    wp.use = use
-    due = E.binop("+", use, E.Const(wp.offset + pre))
-    wp.due = due
+    if due is None:
+        pre = _pre_completions(an, w, wp.loop, wp.offset)
+        if pre is None:
+            wp.reason = "arrivals outside the loop not accounted"
+            return
+        if pre > 0 and wp.offset == 0 and not hs and not _carries_data(m, w.barrier.name):
+            # a pre-arrived token (page tokens: init 1 and arrived once, so the first use finds it
+            # free) carries no data: each use waits for the release of the use before it, the
+            # first one for the pre-arrival, whoever releases it (its own role too)
+            wp.offset = -1
+        wp.pre = pre
+        wp.use = use
+        due = E.binop("+", use, E.Const(wp.offset + pre))
+        wp.due = due
     bad = E.binop("!=", _mod2(parity), _mod2(due))
     from . import solver
     # first without the trip bounds (often non-linear: grid-stride task loops); a proof
@@ -591,8 +773,13 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     }
     if len(chain) > 1 and chain[0].counter.name in env:
         wp.witness["outer_iteration"] = env[chain[0].counter.name]
+    if flat is not None and it is not None:
+        tv = chain[1].trip.eval(env)
+        if isinstance(tv, int) and tv > 0:
+            wp.witness["outer_iteration"], wp.witness["iteration"] = divmod(it, tv)
+            wp.witness["flat_iteration"] = it
     if wp.assumption == "data-exit" and len(chain) > 1:
-        ot = env.get(chain[0].counter.name, 0)
+        ot = wp.witness.get("outer_iteration", env.get(chain[0].counter.name, 0))
         wp.assumption = (f"assuming the task loop, which ends on a data-dependent `break`, enters iteration {ot}: "
                          f"at least {ot + 1} task(s) are handed out")
         wp.witness["assumption"] = wp.assumption
@@ -610,6 +797,37 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     # phase never advanced: the parity is the same on every iteration
     invariant = k is not None and k not in parity.free_vars()
     wp.status = "not-advanced" if invariant else "mismatch"
+
+
+def _tabulated(e: E.Expr, w: ir.Op, m: ir.KernelModel, k: E.Var | None) -> E.Expr:
+    """A parity or index computed with bit operations from periodic values of the wait's
+    loop counter (`(bits >> s) & 1` of a table-form bitmask and ring) as its canonical
+    closed form: linear arithmetic for the solver."""
+    if k is None or not any(op in str(e) for op in (" & ", " >> ", " << ", " | ", " ^ ", " ? ")):
+        return e
+    from ..frontend.recurrence import tabulate
+    t = tabulate(e, k)
+    return t if t is not None else e
+
+
+def _flatten(m: ir.KernelModel, w: ir.Op, index, parity):
+    """(F, index, parity) when the wait sits in a (task, k) nest and its index and parity are
+    functions of the flat iteration F = T * task + k alone (T the inner trip count, the
+    same in every task): the closed forms of values carried across the task loop."""
+    if len(w.loops) != 2:
+        return None
+    O, I = (m.loops[i] for i in w.loops)
+    T = I.trip
+    if T is None or T.depends_on(E.LOOP) or T.depends_on(E.THREAD) or T.is_opaque():
+        return None
+    base = E.binop("+", E.binop("*", T, O.counter), I.counter)
+    F = E.Var(f"f{I.counter.name[1:]}", E.LOOP)
+    idx = tuple(E.replace_sub(ix, base, F) for ix in index)
+    par = E.replace_sub(parity, base, F)
+    used = {v for x in idx + (par,) for v in x.free_vars()}
+    if O.counter in used or I.counter in used or F not in used:
+        return None
+    return F, idx, par
 
 
 def element(wp: WaitPhase) -> str:

@@ -130,7 +130,9 @@ def _dependencies(an: Analysis) -> list[Dependency]:
                             ws |= ts
                     if unknown:
                         break
-                    cross = frozenset(x for x in ws if x // 32 != t // 32)
+                    # other lanes' writes need a barrier too (a `__syncwarp()` within a warp): a
+                    # warp's lanes are not in lock step (independent thread scheduling)
+                    cross = frozenset(x for x in ws if x != t)
                     bad = frozenset(x for x in cross if not _covered(sync_sets, x, t))
                     if bad:
                         uncovered[t] = bad

@@ -130,8 +130,14 @@ class ModelBuilder:
         for m in re.finditer(r"\b(lcf|lcsf|lcsc|pc|interpreter)\s*::\s*(kernel|launch_kernel|main_kernel)\s*<([^;]*?)>\s*[(>,;]",
                              code):
             args = [a.strip() for a in m.group(3).split(",")]
-            name = (args[-1] if m.group(2) == "launch_kernel" else args[0]).split("::")[-1].split("<")[0].strip()
+            last = m.group(2) == "launch_kernel" or m.group(1) == "lcsc"     # lcsc::main_kernel<config, globals, S>
+            name = (args[-1] if last else args[0]).split("::")[-1].split("<")[0].strip()
             st = self.structs.get(name)
+            if st is not None and st not in self.templates:
+                self.templates.append(st)
+        # TK's first prototype template (2024), a kernel function template: `prototype::pc<S><<<...>>>`
+        for m in re.finditer(r"\bpc\s*<\s*([\w:]+)\s*>\s*(?:<<<|,|\))", code):
+            st = self.structs.get(m.group(1).split("::")[-1])
             if st is not None and st not in self.templates:
                 self.templates.append(st)
 
@@ -418,6 +424,9 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         self.tk_lane_guarded = mb.parsed.tk_semantics == "lane-guarded"
         self._struct_cache: dict[str, StructType] = {}
         self._loop_breaks: list = []  # `break`s seen in the loop being walked (its trip is then unknown)
+        self._system_logs: list = []  # per loop being analysed: the updates of its nested loops
+        self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
+        self._last_system = None
         self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
         self._phasebit_reads: dict = {}  # parity expr -> (bitfield name, bit position) of get_phasebit
         self.unbound_args: list[str] = []   # template arguments of the instantiation not understood
@@ -491,6 +500,15 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         env = self.mb.env_for(tmpl).child()
         st = self.struct_type(tmpl, {})
         env.define("lcft", st)
+        if kind == "lcsc":
+            # the launch names the config and globals types: lcsc::launch_kernel<config, globals, lcsct>
+            names = protocols.launch_type_args(self.mb.parsed.text, tmpl.spelling)
+            types = [self.mb.structs.get(n.split("::")[-1]) for n in names] if names else []
+            if len(types) != 2 or any(t is None for t in types):
+                return None
+            env.define("lcsc_config", self.struct_type(types[0], {}))
+            env.define("lcsc_globals", self.struct_type(types[1], {}))
+            m.launch_bounds = True      # lcsc::main_kernel carries __launch_bounds__(NUM_THREADS, ...)
         m.notes.append(f"'{tmpl.spelling}' analysed inside tkcheck's model of the TK {kind} template protocol")
         for prm in proto_fn.get_children():
             if prm.kind == CK.PARM_DECL:   # the kernel's `globals` argument

@@ -14,7 +14,7 @@ Nodes are tuples whose first element names the node:
   ("post", op, a)                        ("assign", op, a, b)
   ("cond", c, a, b)                      ("cast", type_node, a)
   ("sizeof", node)                       ("init", (items...))   brace list
-  ("lambda",)                            ("unknown", text)
+  ("lambda", i)  the i-th lambda            ("unknown", text)
 """
 from __future__ import annotations
 
@@ -340,7 +340,10 @@ class Parser:
         return ("init", tuple(items))
 
     def lambda_(self) -> Node:
-        # skip a lambda body entirely: its effects are not modelled
+        # ("lambda", i): the i-th lambda of the expression (in source order, nested ones not
+        # counted); the walker finds its clang cursor and walks the body where it is called
+        self._lambdas = getattr(self, "_lambdas", 0) + 1
+        idx = self._lambdas - 1
         depth = 0
         while not self.done():
             tok = self.take()
@@ -350,7 +353,7 @@ class Parser:
                 depth -= 1
                 if depth == 0:
                     break
-        return ("lambda",)
+        return ("lambda", idx)
 
     def postfix(self, node: Node) -> Node:
         while True:

@@ -176,3 +176,262 @@ def phase_bit(bits: Expr, position: Expr) -> Expr | None:
         flipped = E.binop("^", E.Const((iv >> bit) & 1), E.binop("%", cnt, E.Const(2)))
         out = E.ite(E.binop("==", position, E.Const(bit)), flipped, out)
     return out
+
+
+# ------------------------------------------------ periodic sequences, by simulation --
+#
+# A carried variable whose update the patterns above do not recognise (ring indices advanced
+# with masks, `phase ^= (s == 0)` on such a ring, phase bitmasks `bits ^= 1u << s`, "empty"
+# masks starting at all ones) but whose start value is a constant and whose update depends on
+# nothing but the carried variables and the iteration: its values are computed iteration by
+# iteration, the sequence's period found, and the closed form (a ring `(k + c) % P`, a phase
+# `((k + a) / q) % 2`, or a table over `k % P`) accepted only once it is *proved*: every term
+# of the update is periodic in k by construction, so checking one full period of both sides
+# of `x(k + 1) == f(x(k), k)` proves it for every k.
+
+SIM_ITERATIONS = 256
+MAX_TABLE = 64
+MAX_CHECK = 4096
+
+
+def _lcm(a: int, b: int) -> int:
+    from math import gcd
+    return a * b // gcd(a, b)
+
+
+def structural_period(e: Expr, k: E.Var) -> int | None:
+    """P such that e(k + P) == e(k) for every k >= 0, read off the structure of e (an
+    expression of k alone): k occurs only inside `x % m` (m a positive constant) where x is
+    `a*k + r` or `(k + b) / q + r` (a, b >= 0, q > 0 constants, r periodic and >= 0), or not
+    at all. None when e is not periodic by construction."""
+    if e.free_vars() - {k}:
+        return None
+    return _speriod(e, k)
+
+
+def _speriod(e: Expr, k: E.Var) -> int | None:
+    if k not in e.free_vars():
+        return 1
+    if isinstance(e, E.Bin) and e.op == "%" and _posint(e.b):
+        m = e.b.value
+        lin = _linear_in(e.a, k)
+        if lin is not None:
+            a, q, rest = lin
+            rp = _speriod(rest, k)
+            if rp is None or not _nonneg_over(rest, k, rp):
+                return None
+            from math import gcd
+            base = (m // gcd(a, m)) * q if a else 1
+            return _lcm(base, rp)
+    if isinstance(e, E.Bin):
+        pa, pb = _speriod(e.a, k), _speriod(e.b, k)
+        return None if pa is None or pb is None else _lcm(pa, pb)
+    if isinstance(e, E.Un):
+        return _speriod(e.a, k)
+    if isinstance(e, E.Ite):
+        out = 1
+        for x in (e.c, e.t, e.e):
+            p = _speriod(x, k)
+            if p is None:
+                return None
+            out = _lcm(out, p)
+        return out
+    return None
+
+
+def _posint(e: Expr) -> bool:
+    return isinstance(e, E.Const) and isinstance(e.value, int) and not isinstance(e.value, bool) and e.value > 0
+
+
+def _nonneg_over(e: Expr, k: E.Var, p: int) -> bool:
+    if p > MAX_CHECK:
+        return False
+    for j in range(p):
+        v = e.eval({k.name: j})
+        if v is None or int(v) < 0:
+            return False
+    return True
+
+
+def _linear_in(e: Expr, k: E.Var):
+    """(a, q, r): e is `a*k + r` (q == 1) or `(k + b) / q + r` (a == 1, b >= 0), with r
+    free of k or periodic in k; None otherwise."""
+    if e == k:
+        return 1, 1, E.Const(0)
+    if k not in e.free_vars():
+        return 0, 1, e
+    if isinstance(e, E.Bin) and e.op == "+":
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            lx = _linear_in(x, k)
+            if lx is not None and lx[0] and (k not in y.free_vars() or _speriod(y, k) is not None) \
+                    and not (lx[1] == 1 and _linear_in(y, k) is not None and _linear_in(y, k)[0]):
+                return lx[0], lx[1], E.binop("+", lx[2], y)
+        la, lb = _linear_in(e.a, k), _linear_in(e.b, k)
+        if la is not None and lb is not None and la[1] == lb[1] == 1:
+            return la[0] + lb[0], 1, E.binop("+", la[2], lb[2])
+        return None
+    if isinstance(e, E.Bin) and e.op == "*" and _posint(e.b):
+        la = _linear_in(e.a, k)
+        if la is not None and la[1] == 1:
+            return la[0] * e.b.value, 1, E.binop("*", la[2], e.b)
+    if isinstance(e, E.Bin) and e.op == "/" and _posint(e.b):
+        la = _linear_in(e.a, k)
+        if la is not None and la[0] == 1 and la[1] == 1 and isinstance(la[2], E.Const) and la[2].value >= 0:
+            return 1, e.b.value, E.Const(0)
+    return None
+
+
+def canonical_form(seq: list[int], mu: int, p: int, k: E.Var) -> Expr:
+    """The closed form of a sequence that is seq[0..mu) then periodic with period p."""
+    cyc = seq[mu:mu + p]
+    r = E.binop("-", k, E.Const(mu)) if mu else k
+    if p == 1:
+        periodic: Expr = E.Const(cyc[0])
+    elif all(cyc[i] == (cyc[0] + i) % p for i in range(p)) and 0 <= cyc[0] < p:
+        periodic = E.binop("%", E.binop("+", r, E.Const(cyc[0])), E.Const(p))
+    else:
+        periodic = None
+        if p % 2 == 0 and set(cyc) <= {0, 1}:
+            q = p // 2
+            for a in range(p):
+                if all(cyc[i] == ((i + a) // q) % 2 for i in range(p)):
+                    periodic = E.binop("%", E.binop("/", E.binop("+", r, E.Const(a)), E.Const(q)), E.Const(2))
+                    break
+        if periodic is None:
+            idx = E.binop("%", r, E.Const(p))
+            periodic = E.Const(cyc[p - 1])
+            for i in range(p - 2, -1, -1):
+                periodic = E.ite(E.binop("==", idx, E.Const(i)), E.Const(cyc[i]), periodic)
+    out = periodic
+    for i in range(mu - 1, -1, -1):
+        out = E.ite(E.binop("==", k, E.Const(i)), E.Const(seq[i]), out)
+    return out
+
+
+def _find_period(seq: list[int]) -> tuple[int, int] | None:
+    """(mu, p): the smallest pre-period and period seen in seq (both at most MAX_TABLE)."""
+    n = len(seq)
+    for mu in range(0, MAX_TABLE + 1):
+        for p in range(1, MAX_TABLE + 1):
+            if mu + 2 * p > n:
+                break
+            if all(seq[j] == seq[j + p] for j in range(mu, n - p)):
+                return mu, p
+    return None
+
+
+def solve_by_simulation(unsolved: dict[str, tuple], solved: dict[str, Callable], starts: dict[str, E.Var],
+                        counter: E.Var | None) -> dict[str, Callable]:
+    """Closed forms of carried variables with constant start values, found by running the
+    loop body's update on them and proved over one period (see above).
+
+    unsolved: name -> (start Var, end-of-body value, value before the loop)."""
+    if not unsolved or counter is None:
+        return {}
+    k = counter
+    names = sorted(unsolved, key=lambda n: getattr(n, "label", n))
+    v0s = {}
+    for n in names:
+        v = unsolved[n][2].eval({}) if isinstance(unsolved[n][2], Expr) else None
+        if not isinstance(v, int) or isinstance(v, bool) and False:
+            return {}
+        v0s[n] = int(v)
+    known = {starts[o].name: fn(k) for o, fn in solved.items() if o in starts and o not in unsolved}
+    ends = {}
+    allowed = {unsolved[n][0].name for n in names} | {k.name}
+    for n in names:
+        end = unsolved[n][1]
+        if not isinstance(end, Expr):
+            return {}
+        end = E.substitute(end, known)
+        if any(v.name not in allowed for v in end.free_vars()):
+            return {}
+        ends[n] = end
+    seqs = {n: [v0s[n]] for n in names}
+    for j in range(SIM_ITERATIONS):
+        env = {unsolved[n][0].name: seqs[n][j] for n in names}
+        env[k.name] = j
+        nxt = {}
+        for n in names:
+            v = ends[n].eval(env)
+            if v is None or isinstance(v, bool) and False:
+                return {}
+            nxt[n] = int(v)
+        for n in names:
+            seqs[n].append(nxt[n])
+    forms = {}
+    for n in names:
+        per = _find_period(seqs[n])
+        if per is None:
+            return {}
+        forms[n] = canonical_form(seqs[n], per[0], per[1], k)
+    # proof: forms[n](k + 1) == end_n(forms(k), k) for every k >= 0
+    mapping = {unsolved[n][0].name: forms[n] for n in names}
+    mu = max(_prefix(forms[n], k) for n in names)
+    for n in names:
+        lhs = E.substitute(forms[n], {k.name: E.binop("+", k, E.Const(1))})
+        rhs = E.substitute(ends[n], mapping)
+        # beyond the prefix both sides are periodic by construction
+        pl = structural_period(_periodic_part(lhs, k, mu + 1), k)
+        pr = structural_period(_periodic_part(rhs, k, mu + 1), k)
+        if pl is None or pr is None:
+            return {}
+        span = mu + 1 + _lcm(pl, pr)
+        if span > MAX_CHECK:
+            return {}
+        for j in range(span):
+            a, b = lhs.eval({k.name: j}), rhs.eval({k.name: j})
+            if a is None or b is None or int(a) != int(b):
+                return {}
+    out = {}
+    for n in names:
+        f = forms[n]
+        out[n] = (lambda kk, f=f: E.substitute(f, {k.name: kk}))
+    return out
+
+
+def _prefix(form: Expr, k: E.Var) -> int:
+    """How many leading `k == i ? c : ...` cases a canonical form has."""
+    n = 0
+    while isinstance(form, E.Ite) and isinstance(form.c, E.Bin) and form.c.op == "==" and form.c.a == k:
+        n += 1
+        form = form.e
+    return n
+
+
+def _periodic_part(e: Expr, k: E.Var, from_k: int) -> Expr:
+    """e for k >= from_k: the `k == i` cases of canonical prefixes (i < from_k) dropped, and
+    `k + c == i` cases likewise."""
+    if isinstance(e, E.Ite) and isinstance(e.c, E.Bin) and e.c.op == "==" and isinstance(e.c.b, E.Const):
+        lhs = e.c.a
+        off = 0
+        if isinstance(lhs, E.Bin) and lhs.op == "+" and lhs.a == k and isinstance(lhs.b, E.Const):
+            off = lhs.b.value
+            lhs = k
+        if lhs == k and isinstance(e.c.b.value, int) and e.c.b.value - off < from_k:
+            return _periodic_part(e.e, k, from_k)
+    if isinstance(e, E.Bin):
+        return E.binop(e.op, _periodic_part(e.a, k, from_k), _periodic_part(e.b, k, from_k))
+    if isinstance(e, E.Un):
+        return E.unop(e.op, _periodic_part(e.a, k, from_k))
+    if isinstance(e, E.Ite):
+        return E.ite(_periodic_part(e.c, k, from_k), _periodic_part(e.t, k, from_k), _periodic_part(e.e, k, from_k))
+    return e
+
+
+def tabulate(e: Expr, k: E.Var) -> Expr | None:
+    """e as a canonical closed form in k when e depends on nothing but k, periodically by
+    construction (a parity `(bits >> s) & 1` of table-form bitmask and ring): linear terms
+    for the solver instead of bit operations."""
+    if e.free_vars() != {k}:
+        return None
+    p = structural_period(e, k)
+    if p is None or p > MAX_TABLE:
+        return None
+    seq = []
+    for j in range(p):
+        v = e.eval({k.name: j})
+        if v is None:
+            return None
+        seq.append(int(v))
+    return canonical_form(seq + seq, 0, p, k)

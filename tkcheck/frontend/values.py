@@ -46,6 +46,7 @@ class Rec:
     struct: Any = None
     path: str | None = None
     scalars: tuple = ()
+    stype: Any = None                     # the StructType of a user struct instance (functors)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,16 @@ class Func:
     name: str
     cursors: list                          # overload set (clang cursors with bodies)
     owner: StructType | None = None
+
+
+@dataclass
+class Lambda:
+    """A lambda expression: its clang cursor (parameters and body) and the scope it was
+    written in (captures by reference see and change that scope; by value, changes stay
+    inside the call)."""
+    cursor: Any
+    env: Any
+    by_value: bool = False
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,18 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Allocator, Func, GroupScope, Obj, Rec, StructType
+from .values import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType
 from .walk_common import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP, _NAMESPACES
-from .walk_util import _ArrVal, _TCGEN05_MMA, _TMEM_ACCESS_NAMES, ir_spec_everyone_sync
+from .walk_util import _ArrVal, _TCGEN05_MMA, _TMEM_ACCESS_NAMES, convert_int, ir_spec_everyone_sync
+
+# TK's parameter types (include/ops/thread/util/{sync,tma}.cuh): init_semaphore(semaphore&, int
+# thread_count, int transaction_count), arrive(semaphore&, uint32_t count), expect_bytes(semaphore&,
+# uint32_t bytes), wait(semaphore&, int kPhaseBit)
+_ROLE_TYPES = {
+    (ir.MBAR_INIT, "count"): "int", (ir.MBAR_INIT, "tx"): "int",
+    (ir.MBAR_ARRIVE, "count"): "uint32_t", (ir.MBAR_EXPECT, "bytes"): "uint32_t",
+    (ir.MBAR_WAIT, "parity"): "int", (ir.MBAR_ARRIVE, "parity"): "int",
+}
 
 
 class _CallsMixin:
@@ -22,7 +31,12 @@ class _CallsMixin:
         if callee[0] == "member":
             return self._ev_method(callee, args, ctx, cursor)
         if callee[0] != "name":
-            self.ev(callee, ctx, cursor)
+            f = self.ev(callee, ctx, cursor)
+            if isinstance(f, Lambda):          # `[&] { ... }()`
+                return self._inline_lambda(f, args, ctx, cursor)
+            fo = self._call_operator(f)
+            if fo is not None:                 # `F{}(bar)`
+                return self._inline(fo, args, ctx, cursor, None)
             return E.opaque("call")
         segs = list(callee[1])
         full_segs = [sg for sg in segs if sg[0] != "kittens"]
@@ -121,6 +135,11 @@ class _CallsMixin:
                 self.model.block_threads = v
                 self.model.block_threads_source = "template flags"
             return None
+        if base == "tkcheck_group_sync" and len(args) == 2:
+            # group<N>::sync(id) of a template protocol whose N is one of its flags
+            n = self.ev(args[0], replace(ctx, dry=True))
+            call = ("call", ("name", (("group", (("__expr", n),)), ("sync", None))), (args[1],))
+            return self._ev_call(call, ctx, cursor) if isinstance(n, Expr) else E.opaque("group sync")
         if base == "tkcheck_uniform":
             return E.Var(cexpr.render(args[0]) if args else "uniform", E.PARAM)
         if base == "tkcheck_flag" and len(args) == 3:
@@ -189,6 +208,8 @@ class _CallsMixin:
                     and this.struct.cursor.hash != target.owner.cursor.hash:
                 this = None
             return self._inline(target, args, ctx, cursor, btargs, this=this)
+        if isinstance(target, Lambda):
+            return self._inline_lambda(target, args, ctx, cursor)
         # unknown call: evaluate args (for side effects), result opaque
         vals = [self.ev(a, ctx, cursor) for a in args]
         self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
@@ -456,6 +477,9 @@ class _CallsMixin:
                 op.detail["lane_guarded_semantics"] = True
         roles = list(spec.args)
         tiles = []
+        # the C++ parameter types of TK's signatures: integral conversion of constants
+        vals = [convert_int(v, _ROLE_TYPES.get((spec.kind, roles[i]))) if i < len(roles) else v
+                for i, v in enumerate(vals)]
         for i, v in enumerate(vals):
             role = roles[i] if i < len(roles) else (roles[-1] if roles and roles[-1].startswith("*") else None)
             if role is None:

@@ -12,7 +12,11 @@ from .lexer import SourceText, lex
 
 
 CK = ci.CursorKind
-MAX_INLINE_DEPTH = 12
+# calls inlined into one another (a recursion is unrolled this deep, and unknown beyond), and
+# inlined calls per kernel: past either bound a call is not modelled, and what it may do to
+# the barriers it can reach is unknown (never a finding)
+MAX_INLINE_DEPTH = 24
+MAX_INLINED_CALLS = 5000
 
 
 # ------------------------------------------------------------------ env ----

@@ -6,8 +6,9 @@ from dataclasses import replace
 from ..model import expr as E
 from ..model.expr import Expr
 from . import cexpr
-from .values import Func, Rec, StructType
-from .walk_common import CK, MAX_INLINE_DEPTH, Env, Ctx, Frame, ThisEnv, loc_of, tokens_of, _NAMESPACES
+from .values import Func, Lambda, Rec, StructType
+from .walk_util import convert_int
+from .walk_common import CK, MAX_INLINE_DEPTH, MAX_INLINED_CALLS, BranchEnv, Env, Ctx, Frame, ThisEnv, loc_of, tokens_of, _NAMESPACES
 
 
 class _InlineMixin:
@@ -19,8 +20,11 @@ class _InlineMixin:
         if v is None and head in self.mb.structs:
             v = ("struct_decl", self.mb.structs[head])
         if len(segs) == 1:
-            if isinstance(v, Func):
+            if isinstance(v, (Func, Lambda)):
                 return v
+            fo = self._call_operator(v)
+            if fo is not None:       # a functor object: its operator()
+                return fo
             if head in self.mb.functions:
                 return Func(head, self._nearest_overloads(self.mb.functions[head]))
             return None
@@ -106,9 +110,9 @@ class _InlineMixin:
         return sorted(cursors, key=distance)
 
     def _inline(self, f: Func, args, ctx: Ctx, cursor, targs, this=None):
-        if ctx.depth >= MAX_INLINE_DEPTH:
-            self._note_unmodelled(cursor, f"call to '{f.name}' not inlined (depth limit)")
-            return E.opaque(f.name)
+        self._inlined = getattr(self, "_inlined", 0) + 1
+        if ctx.depth >= MAX_INLINE_DEPTH or self._inlined > MAX_INLINED_CALLS:
+            return self._not_inlined(f, args, ctx, cursor)
         # pick the overload with a body and a matching arity
         cands = [c for c in f.cursors if any(ch.kind == CK.COMPOUND_STMT for ch in c.get_children())]
         chosen = None
@@ -145,7 +149,7 @@ class _InlineMixin:
         params = [p for p in chosen.get_children() if p.kind == CK.PARM_DECL]
         for i, p in enumerate(params):
             if i < len(vals):
-                fenv.define(p.spelling, vals[i])
+                fenv.define(p.spelling, convert_int(vals[i], p.type.spelling))
             else:
                 toks = tokens_of(p)
                 if "=" in toks:
@@ -175,6 +179,65 @@ class _InlineMixin:
             merged = _merge_returns(frame.returns, ctx.guard)
             return merged if merged is not None else E.opaque(f.name)
         return None
+
+    def _call_operator(self, v):
+        """The `operator()` of a user struct instance or type, or None."""
+        st = v.stype if isinstance(v, Rec) else v if isinstance(v, StructType) else None
+        if st is None and isinstance(v, Rec) and v.type_name in self.mb.structs:
+            st = self.struct_type(self.mb.structs[v.type_name], {})
+        f = st.env.vars.get("operator()") if isinstance(st, StructType) else None
+        return f if isinstance(f, Func) else None
+
+    def _inline_lambda(self, lam: Lambda, args, ctx: Ctx, cursor):
+        """A lambda called where it is called: its body walked with its parameters bound,
+        in the scope it was written in (by-value captures keep their writes to themselves)."""
+        self._inlined = getattr(self, "_inlined", 0) + 1
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        if ctx.depth >= MAX_INLINE_DEPTH or self._inlined > MAX_INLINED_CALLS:
+            return self._not_inlined(Func("lambda", []), [("__value", v) for v in vals], ctx, cursor)
+        base = BranchEnv(lam.env) if lam.by_value else lam.env
+        fenv = Env(base)
+        params = [p for p in lam.cursor.get_children() if p.kind == CK.PARM_DECL]
+        for i, p in enumerate(params):
+            fenv.define(p.spelling, convert_int(vals[i], p.type.spelling) if i < len(vals) else E.opaque(p.spelling))
+        body = next((ch for ch in lam.cursor.get_children() if ch.kind == CK.COMPOUND_STMT), None)
+        if body is None:
+            return E.opaque("lambda")
+        frame = Frame()
+        call_loc = loc_of(cursor, self.filename) if cursor is not None else None
+        sub = replace(ctx, env=fenv, frame=frame, depth=ctx.depth + 1,
+                      callers=ctx.callers + ((call_loc,) if call_loc else ()))
+        self.walk(body, sub)
+        for i, p in enumerate(params):
+            if i < len(args) and "&" in p.type.spelling and args[i][0] == "name" and len(args[i][1]) == 1:
+                newv = fenv.vars.get(p.spelling)
+                if isinstance(newv, Expr):
+                    ctx.env.assign(args[i][1][0][0], newv)
+        if frame.returns:
+            vals_r = [v for _, v in frame.returns]
+            if len(vals_r) == 1 or all(v == vals_r[0] for v in vals_r):
+                return vals_r[0]
+            return E.opaque("lambda")
+        return None
+
+    def _not_inlined(self, f: Func, args, ctx: Ctx, cursor):
+        """A call past the inlining bounds (a recursion deeper than MAX_INLINE_DEPTH): its
+        effects are unknown. The barriers it receives get unknown accounts; when it receives
+        none, it may still reach some (a `__shared__` object of its own), so every account of
+        the kernel is unknown; its result is an unknown value."""
+        from ..model import ir
+        self._note_unmodelled(cursor, f"call to '{f.name}' not inlined (recursion or inlining bound)")
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        before = len(self.model.ops) if self.model is not None else 0
+        self._unmodelled_use(vals, ctx, cursor, f.name)
+        if self.model is not None and len(self.model.ops) == before and not ctx.dry:
+            loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+            self.emit(ir.Op(ir.CALL, f.name, loc, ctx.guard, ctx.loops,
+                            detail={"barrier_unknown": f"{f.name}(...) past the inlining bound",
+                                    "not_inlined": True}), ctx)
+        elif self.model is not None and not ctx.dry:
+            self.model.ops[-1].detail["not_inlined"] = True
+        return E.opaque(f.name)
 
     # -- the prototype protocol's builtins -----------------------------------
     def _protocol_flag(self, args, ctx: Ctx):

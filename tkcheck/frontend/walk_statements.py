@@ -12,7 +12,75 @@ from . import cexpr
 from .values import Allocator, Obj, Rec, StructType
 from .walk_common import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
 from .walk_util import (_ArrVal, _TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
-    _sizeof_align, _step_of, _strip_declarator_words, _to_bool, solve_recurrence)
+    _sizeof_align, _step_of, _strip_declarator_words, _to_bool, convert_int, solve_recurrence)
+
+
+class _Slot:
+    """Where a loop-carried value lives: a variable of the scope (`name`), or a scalar field
+    of a record (`rec.fields[name]`, e.g. `regs.stage` of a struct passed by reference)."""
+    __slots__ = ("name", "rec", "field")
+
+    def __init__(self, name: str, rec: Rec | None = None):
+        self.name = name
+        self.rec = rec
+        self.field = name if rec is not None else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.rec.type_name or 'rec'}.{self.name}" if self.rec is not None else self.name
+
+    def __hash__(self):
+        return hash((self.name, id(self.rec)))
+
+    def __eq__(self, other):
+        return isinstance(other, _Slot) and other.name == self.name and other.rec is self.rec
+
+    def __repr__(self):
+        return f"_Slot({self.label})"
+
+    @staticmethod
+    def of(node, walker, ctx: Ctx) -> "_Slot | None":
+        """The slot of an lvalue node: a plain name, or `obj.field` of a record."""
+        if node[0] == "name" and len(node[1]) == 1:
+            return _Slot(node[1][0][0])
+        if node[0] == "member" and not node[3]:
+            obj = walker.ev(node[1], replace(ctx, dry=True))
+            if isinstance(obj, Rec) and obj.path is not None and node[2] in obj.scalars:
+                return _Slot(f"{obj.path}.{node[2]}")       # a local object's scalar: a variable of the scope
+            if isinstance(obj, Rec):
+                return _Slot(node[2], obj)
+        return None
+
+    def get(self, env):
+        return self.rec.fields.get(self.name) if self.rec is not None else env.lookup(self.name)
+
+    def set(self, env, value, define: bool = False):
+        if self.rec is not None:
+            self.rec.fields[self.name] = value
+        elif define:
+            env.define(self.name, value)
+        else:
+            env.assign(self.name, value)
+
+
+class _System:
+    """A loop's update of its carried slots, as seen by the enclosing loop's analysis."""
+    __slots__ = ("lid", "trip", "starts", "ends", "v0s", "after")
+
+    def __init__(self, lid, trip, starts, ends, v0s, after):
+        self.lid, self.trip, self.starts, self.ends, self.v0s, self.after = lid, trip, starts, ends, v0s, after
+
+
+def _signature(sysrec: _System, system) -> tuple:
+    """The update of `system` (slots) with its start values renamed by position: equal for
+    the same update seen from two walks."""
+    order = sorted(system, key=lambda sl: sl.label)
+    ren = {sysrec.starts[sl].name: E.Var(f"@s{i}", E.LOOP) for i, sl in enumerate(order)}
+    out = []
+    for sl in order:
+        e = sysrec.ends.get(sl)
+        out.append((sl.label, str(E.substitute(e, ren)) if isinstance(e, Expr) else None))
+    return tuple(out)
 
 
 def _extent(c) -> tuple:
@@ -304,6 +372,8 @@ class _StatementsMixin:
         tt0 = [x for x in type_toks if x not in ("kittens", "::")]
         if tt0 and tt0[0] in ("tensor_allocator", "tm_allocator") and not is_ref and self.model is not None:
             value = self._tmem_allocator(name, tt0, ctx, loc)
+        if isinstance(value, E.Const):
+            value = convert_int(value, d.type.spelling)
         self._note_phasebit_set(name, value, ctx, d)
         ctx.env.define(name, value)
         return toks[:toks.index(name)] if name in toks else first_type
@@ -375,7 +445,7 @@ class _StatementsMixin:
         """A local variable of user struct type (lcf's `consumer_state`): its register-tile
         members become register tiles named `prefix.field`, so accumulators kept in a
         state struct are tracked like local ones."""
-        rec = Rec(type_name=st.name)
+        rec = Rec(type_name=st.name, stype=st)
         for fname, cur in st.members.items():
             if cur.kind != CK.FIELD_DECL:
                 continue
@@ -517,6 +587,15 @@ class _StatementsMixin:
         then_s = stmts[0] if stmts else None
         else_s = stmts[1] if len(stmts) > 1 else None
         cls, cexp = self._classify(cond, ctx)
+        if cls in ("thread", "uniform") and not is_constexpr:
+            # a condition no thread satisfies (`if (warpgroup::warpid() < 0)`), proved from what
+            # is known of thread ids, loop counters and launch values: that branch never runs.
+            # (A condition that only contradicts the enclosing guard -- an issuer outside its
+            # role -- stays: its ops run on no thread, which TK403 reports.)
+            if self._never(ir.Guard(), cexp):
+                cls, cexp = "const", E.Const(False)
+            elif self._never(ir.Guard(), E.negate(cexp)):
+                cls, cexp = "const", E.Const(True)
         if cls == "const":
             taken = then_s if cexp.value else else_s
             dead = else_s if cexp.value else then_s
@@ -530,14 +609,24 @@ class _StatementsMixin:
         results = []
         envs = []
         guards = []
+        # records (struct instances) are per thread too: each branch starts from the fields
+        # as they were, and they are merged after the `if` like variables
+        recs = self._reachable_records(ctx.env)
+        snap = [(r, dict(r.fields)) for r in recs]
+        branch_fields = []
         for stmt, positive in ((then_s, True), (else_s, False)):
+            for r, f in snap:
+                r.fields.clear()
+                r.fields.update(f)
             g = self._branch_guard(ctx.guard, cls, cexp, positive)
             sub = replace(ctx, guard=g, env=BranchEnv(ctx.env))
             r = self.walk(stmt, sub) if stmt is not None else None
             results.append(r)
             envs.append(sub.env)
             guards.append(sub.guard)
+            branch_fields.append([dict(rec.fields) for rec, _ in snap])
         self._merge_envs(ctx, envs, cexp if cls in ("thread", "uniform") else None, results)
+        self._merge_fields(snap, branch_fields, cexp if cls in ("thread", "uniform") else None, results)
         if results[0] is not None and results[1] is not None:
             return results[0] if results[0] == results[1] else "return"
         # one branch always leaves (return/break/continue): later code runs only
@@ -612,6 +701,59 @@ class _StatementsMixin:
                     break
             carried = None if r is not None else cond
         return None
+
+    def _never(self, guard: ir.Guard, cond: Expr) -> bool:
+        """True when no thread under `guard` satisfies `cond` (for any value of the loop
+        counters and launch values it mentions): enumerated over the block when
+        the condition is over thread ids only, else proved by z3 over thread ids, loop counters
+        and launch values (kernel arguments can be anything: a condition over them is never
+        decided here). Unknown is False: the branch is kept."""
+        if not guard.exact:
+            return False
+        pred = E.conj(guard.thread, *guard.uniform, cond)
+        fv = pred.free_vars()
+        if any(v.kind == E.OPAQUE for v in fv):
+            return False
+        n = self.model.num_threads() if self.model is not None else None
+        if n is not None and all(v.kind == E.THREAD for v in fv):
+            from ..checks.threads import _enumerate
+            sat = _enumerate(pred, n)
+            return sat is not None and not sat
+        known = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "gridDim.x", "gridDim.y", "gridDim.z",
+                 "clusterIdx.x", "clusterDim.x", "cta_rank"}
+        if not all(v.kind in (E.THREAD, E.LOOP) or v.name in known for v in fv):
+            return False
+        if any(v.kind == E.LOOP and not (v.name.startswith("k") and v.name[1:].isdigit()) for v in fv):
+            return False        # symbolic start values of carried variables: no sign known
+        from ..checks import solver
+        assume = []
+        if n is not None:
+            assume.append(E.binop("<", E.TID, E.Const(n)))
+        return solver.always(E.negate(pred), 500, assume=tuple(assume)) is True
+
+    @staticmethod
+    def _merge_fields(snap, branch_fields, cond, results):
+        """Record fields after an `if`: `cond ? then : else` where the branches differ."""
+        for i, (rec, before) in enumerate(snap):
+            a = branch_fields[0][i] if results[0] is None else None
+            b = branch_fields[1][i] if results[1] is None else None
+            rec.fields.clear()
+            if a is None and b is None:
+                rec.fields.update(before)
+                continue
+            if a is None or b is None:
+                rec.fields.update(a if a is not None else b)
+                continue
+            for name in list(dict.fromkeys(list(a) + list(b))):
+                x, y = a.get(name, before.get(name)), b.get(name, before.get(name))
+                if x is y or x == y:
+                    rec.fields[name] = x
+                elif isinstance(x, Expr) and isinstance(y, Expr):
+                    rec.fields[name] = E.ite(cond, x, y) if cond is not None else E.opaque(f"{name}@branch")
+                elif x is None or y is None:
+                    rec.fields[name] = x if y is None else y
+                else:
+                    rec.fields[name] = E.opaque(f"{name}@branch") if isinstance(x, Expr) or isinstance(y, Expr) else x
 
     def _merge_envs(self, ctx: Ctx, envs: list, cond: Expr | None, results):
         """Variables assigned in a branch get `cond ? then : else` afterwards.
@@ -690,36 +832,41 @@ class _StatementsMixin:
         self._loop_ids += 1
         lid = self._loop_ids
         counter = E.Var(f"k{lid}", E.LOOP)
-        # induction variable: `for (int i = a; i < b; i += s)`
+        # induction variable: `for (int i = a; i < b; i += s)`, also a struct field
+        # (`for (regs.task = regs.first; regs.task < regs.n; regs.task += regs.stride)`)
         var, init_v, step, trip, infinite = self._induction(init_s, cond_c, inc_c, lctx)
+        ivar = _Slot.of(var, self, lctx) if var is not None else None
+        var_name = ivar.name if ivar is not None and ivar.rec is None else None
         # the induction variable as a function of the counter, visible to the
         # dry pass below (`const int stage = k % STAGES` in the body)
-        if var is not None and init_v is not None and step is not None:
-            env.define(var, E.binop("+", init_v, E.binop("*", step, counter)))
+        if ivar is not None and init_v is not None and step is not None:
+            ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
         # loop-carried variables: solve their per-iteration closed forms
-        carried = self._carried_variables(body, inc_c, lctx, exclude={var} if var else set(), counter=counter)
-        loop = ir.Loop(lid, var, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None,
+        self._last_system = None
+        carried = self._carried_variables(body, inc_c, lctx, exclude={var_name} if var_name else set(),
+                                          counter=counter, ivar=ivar)
+        system = self._last_system
+        self._last_system = None
+        loop = ir.Loop(lid, var_name, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None,
                        infinite=infinite)
         if trip is not None and trip.depends_on(E.THREAD):
             loop.uniform = False
         if self.model is not None and not ctx.dry:
             self.model.loops[lid] = loop
         bctx = replace(lctx, loops=ctx.loops + (lid,), env=env.child())
-        if var is not None and init_v is not None and step is not None:
-            env.define(var, E.binop("+", init_v, E.binop("*", step, counter)))
-        elif var is not None:
-            env.define(var, E.opaque(f"{var}@loop"))
-        before = {}
-        for name, closed in carried.items():
-            before[name] = env.lookup(name)
-            env.assign(name, closed(counter))
+        if ivar is not None and init_v is not None and step is not None:
+            ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
+        elif ivar is not None:
+            ivar.set(env, E.opaque(f"{cexpr.render(var)}@loop"), define=True)
+        for slot, closed in carried.items():
+            slot.set(env, closed(counter))
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
         if cond_c is not None and trip is None and var is None and carried:
             trip = self._carried_trip(cond_c, bctx, counter)
             if trip is not None:
                 loop.trip = trip
-        if cond_c is not None and not (var and trip is not None) and not (var is None and trip is not None):
+        if cond_c is not None and trip is None:
             cond = self.exec_expr(cond_c, replace(bctx, dry=True))
             cls, cexp = self._classify(_to_bool(cond) if isinstance(cond, Expr) else cond, bctx)
             if cls == "thread":
@@ -735,10 +882,10 @@ class _StatementsMixin:
             if inc_c is not None and r is None and not ctx.dry:
                 # the increment runs at the end of every iteration: its operations too
                 # (`for (...; ...; mks.next_instruction())` arrives on the slot's barrier)
-                saved_vals = {n: env.lookup(n) for n in carried}
+                saved_vals = {sl: sl.get(env) for sl in carried}
                 self.exec_expr(inc_c, replace(bctx, env=bctx.env.child()))
-                for n, v in saved_vals.items():
-                    env.assign(n, v)
+                for sl, v in saved_vals.items():
+                    sl.set(env, v)
         if self._loop_breaks and trip is not None:
             loop.trip = None
         if infinite and self._loop_breaks and all(b is not None for b in self._loop_breaks):
@@ -746,11 +893,22 @@ class _StatementsMixin:
         self._loop_breaks = saved_breaks
         # after the loop: carried variables hold their value after `trip`
         # iterations when the trip count is known, else an unknown
-        for name, closed in carried.items():
+        after = {}
+        for slot, closed in carried.items():
             if loop.trip is not None:
-                ctx.env.assign(name, closed(loop.trip))
+                after[slot] = closed(loop.trip)
             else:
-                ctx.env.assign(name, E.opaque(f"{name}@after-loop"))
+                after[slot] = E.opaque(f"{slot.label}@after-loop")
+            slot.set(ctx.env, after[slot])
+        if self._system_logs and system is not None:
+            # what the enclosing loop's analysis may need: this loop's update of its carried
+            # values (a ring advanced here across the tasks of a persistent loop)
+            self._system_logs[-1].append(_System(lid, loop.trip, system[0], system[1], system[2], after))
+        if ivar is not None and ivar.field is not None:
+            # a field used as the induction variable keeps its last value
+            ivar.set(ctx.env, E.binop("+", init_v, E.binop("*", step, loop.trip))
+                     if loop.trip is not None and init_v is not None and step is not None
+                     else E.opaque(f"{ivar.label}@after-loop"))
 
     def _carried_trip(self, cond_c, ctx: Ctx, counter: E.Var):
         """`x < n` where the carried x is `x0 + k` (an object's index advanced by a member
@@ -773,30 +931,38 @@ class _StatementsMixin:
         return E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t) if not isinstance(t, E.Const) else E.Const(max(t.value, 0))
 
     def _induction(self, init_s, cond_c, inc_c, ctx: Ctx):
+        """(induction lvalue node, start value, step, trip count, infinite)."""
         var = init_v = step = trip = None
         infinite = cond_c is None
         if init_s is not None:
             toks = tokens_of(init_s)
             mm = None
-            for i, t in enumerate(toks):
-                if t == "=" and i > 0:
-                    mm = (toks[i - 1], toks[i + 1:])
-                    break
+            if init_s.kind == CK.DECL_STMT:
+                for i, t in enumerate(toks):
+                    if t == "=" and i > 0:
+                        mm = (("name", ((toks[i - 1], None),)), toks[i + 1:])
+                        break
+            else:
+                node = cexpr.parse_expression(toks, ctx.env.has)
+                if node[0] == "comma":
+                    node = node[1]
+                if node[0] == "assign" and node[1] == "=" and node[2][0] in ("name", "member"):
+                    mm = (node[2], None)
             if mm:
                 var = mm[0]
-                i = toks.index("=")
-                if i >= 3 and toks[i - 2] == "." and _is_ident(toks[i - 3]):
-                    var = f"{toks[i - 3]}.{toks[i - 1]}"      # an object's field: `mks.index = 0`
-                v = ctx.env.lookup(var)
+                slot = _Slot.of(var, self, ctx)
+                v = slot.get(ctx.env) if slot is not None else None
                 init_v = v if isinstance(v, Expr) else None
+                if slot is None:
+                    var = None
         if inc_c is not None and var is not None:
             node = cexpr.parse_expression(tokens_of(inc_c), value_names(ctx.env))
             step = _step_of(node, var, lambda n: self.ev(n, replace(ctx, dry=True)))
-        if var is not None and "." in var and step is None:
+        if var is not None and var[0] == "member" and step is None:
             var = init_v = None        # advanced by a member function: a carried variable
         if cond_c is not None and var is not None and step is not None and init_v is not None:
             node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
-            if node[0] == "bin" and node[2] == ("name", ((var, None),)):
+            if node[0] == "bin" and node[2] == var:
                 bound = self.ev(node[3], replace(ctx, dry=True))
                 if isinstance(bound, Expr):
                     op = node[1]
@@ -813,13 +979,20 @@ class _StatementsMixin:
                         t = E.binop("/", E.binop("+", span, E.Const(s.value - 1)), s)
                         trip = E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t) if not isinstance(t, E.Const) \
                             else E.Const(max(t.value, 0))
-                    elif span is not None and op == "<" and _positive_uniform(s):
+                    elif span is not None and op == "<" and (_positive_uniform(s) or (
+                            isinstance(s, Expr) and not s.free_vars() - {v for v in s.free_vars() if v.kind == E.PARAM}
+                            and s.free_vars())):
+                        # a grid-stride / block-stride loop: `task += gridDim.x`; also a block-uniform
+                        # stride (`regs.task_stride`): a stride below 1 would never end the loop
                         # a grid-stride / block-stride loop: `task += gridDim.x` (the step is >= 1)
                         t = E.binop("/", E.binop("-", E.binop("+", span, s), E.Const(1)), s)
                         trip = E.ite(E.binop("<=", span, E.Const(0)), E.Const(0), t)
             elif node[0] == "bin" and node[1] == "&&":
                 trip = None
-        if cond_c is not None:
+        if cond_c is not None and (var is None or not re.search(
+                r"(?<![\w.])" + re.escape(cexpr.render(var)) + r"\b", " ".join(tokens_of(cond_c)).replace(" . ", "."))):
+            # `for (;;)`, `while (true)`: a condition constant without the induction variable
+            # (evaluated with its start value, `p < PARTS` would look constant)
             cv = self.exec_expr(cond_c, replace(ctx, dry=True))
             if isinstance(cv, E.Const) and cv.value:
                 infinite = True
@@ -859,45 +1032,221 @@ class _StatementsMixin:
                 out.append(n)
         return out
 
-    def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None):
-        """name -> function(counter) giving the value at the start of iteration k."""
+    def _reachable_records(self, env) -> list:
+        """Records (struct instances, callback args) reachable from the scope: their scalar
+        fields may be carried by a loop (`regs.stage` advanced inside a called function)."""
+        out, seen = [], set()
+
+        def add(v):
+            if isinstance(v, Rec) and id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+                for f in v.fields.values():
+                    add(f)
+        e = env
+        while e is not None:
+            for v in e.vars.values():
+                add(v)
+            if isinstance(e, BranchEnv):
+                for v in e.writes.values():
+                    add(v)
+            e = e.parent
+        return out
+
+    def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None,
+                           ivar=None):
+        """slot -> function(counter) giving the value at the start of iteration k. Slots are
+        the scalar variables the loop body assigns and the scalar fields of records it
+        changes (also inside the functions it calls)."""
         out = {}
         names = [n for n in self._assigned_names(body, inc_c, ctx.env) if n not in exclude]
         scalars = {}
         for n in names:
             v = ctx.env.lookup(n)
             if isinstance(v, Expr) and ctx.env.has(n):
-                scalars[n] = v
-        if not scalars or body is None:
+                scalars[_Slot(n)] = v
+        if body is None:
+            return out
+        # a local object's scalars live in the scope as `path.field`: an object the body hands
+        # to a function (`consumer(G, sem, smem, regs)`, regs by reference) may have any of
+        # them changed; the dry pass below tells which
+        mentioned = set(tokens_of(body)) | (set(tokens_of(inc_c)) if inc_c is not None else set())
+        handed = set()
+        for rec in self._reachable_records(ctx.env):
+            if rec.path is None or rec.path not in mentioned:
+                continue
+            for f in rec.scalars:
+                n = f"{rec.path}.{f}"
+                if n in exclude or _Slot(n) in scalars or not ctx.env.has(n):
+                    continue
+                v = ctx.env.lookup(n)
+                if isinstance(v, Expr):
+                    scalars[_Slot(n)] = v
+                    handed.add(_Slot(n))
+        # record fields: every scalar field of a reachable record gets a symbolic start value;
+        # the ones the body changes are carried, the others are put back as they were
+        fields = {}
+        for rec in self._reachable_records(ctx.env):
+            for fname, v in rec.fields.items():
+                if isinstance(v, Expr) and not (ivar is not None and ivar.field == fname and ivar.rec is rec):
+                    fields[_Slot(fname, rec)] = v
+        if not scalars and not fields:
             return out
         # one dry pass with symbolic start values
-        start = {n: E.Var(f"{n}@start", E.LOOP) for n in scalars}
+        self._fresh_slots = getattr(self, "_fresh_slots", 0) + 1
+        start = {}
+        for sl in scalars:
+            start[sl] = E.Var(f"{sl.label}@start", E.LOOP)
+        for sl in fields:
+            start[sl] = E.Var(f"{sl.label}@start#{self._fresh_slots}", E.LOOP)
         denv = ctx.env.child()
-        for n, sv in start.items():
-            denv.define(n, sv)
+        for sl in scalars:
+            denv.define(sl.name, start[sl])
+        for sl in fields:
+            sl.rec.fields[sl.name] = start[sl]
         dctx = replace(ctx, env=denv, dry=True)
-        self._loop_ids += 0
         saved = self._loop_breaks
         self._loop_breaks = []
+        self._system_logs.append([])
         try:
             self.walk(body, replace(dctx, env=denv.child()))
             if inc_c is not None:
                 self.exec_expr(inc_c, dctx)
         finally:
             self._loop_breaks = saved
-        for n, v0 in scalars.items():
-            end = denv.vars.get(n)
-            out[n] = solve_recurrence(start[n], end, v0, n, counter)
+            nested = self._system_logs.pop()
+            ends = {sl: denv.vars.get(sl.name) for sl in scalars}
+            for sl, v in fields.items():
+                ends[sl] = sl.rec.fields.get(sl.name)
+                sl.rec.fields[sl.name] = v
+        # fields left as they were: their start values stand for their values before the loop
+        unchanged = {start[sl].name: v for sl, v in fields.items() if ends[sl] == start[sl]}
+        for sl in handed:
+            if ends.get(sl) == start[sl]:
+                unchanged[start[sl].name] = scalars.pop(sl)     # an object's scalar the body left alone
+        slots = dict(scalars)
+        for sl, v in fields.items():
+            if ends[sl] != start[sl]:
+                slots[sl] = v
+                ends[sl] = E.substitute(ends[sl], unchanged) if isinstance(ends[sl], Expr) else ends[sl]
+        for sl in scalars:
+            if isinstance(ends[sl], Expr) and unchanged:
+                ends[sl] = E.substitute(ends[sl], unchanged)
+        for sl, v0 in slots.items():
+            out[sl] = solve_recurrence(start[sl], ends[sl], v0, sl.label, counter)
         # phases that flip with the ring index (`if (++s == N) { s = 0; phase ^= 1; }`,
         # TK's phase bitfield): solved once the ring index has a closed form
-        from .recurrence import _is_opaque_form, solve_dependent
-        solved = {n: f for n, f in out.items() if not _is_opaque_form(f)}
-        for n, v0 in scalars.items():
-            if n not in solved:
-                f = solve_dependent(n, start[n], denv.vars.get(n), v0, solved, start)
+        from .recurrence import _is_opaque_form, solve_dependent, solve_by_simulation
+        solved = {sl: f for sl, f in out.items() if not _is_opaque_form(f)}
+        for sl, v0 in slots.items():
+            if sl not in solved:
+                f = solve_dependent(sl, start[sl], ends[sl], v0, solved, start)
                 if f is not None:
-                    out[n] = f
+                    out[sl] = f
+        # the rest (masks, bitmasks, phases of such rings): run the update from constant start
+        # values and prove the periodic closed form
+        solved = {sl: f for sl, f in out.items() if not _is_opaque_form(f)}
+        rest = {sl: (start[sl], ends[sl], v0) for sl, v0 in slots.items() if sl not in solved}
+        if rest:
+            out.update(solve_by_simulation(rest, solved, start, counter))
+        # values carried across an inner loop that advances them (a ring and its phase bits
+        # carried across the tasks of a persistent loop): one flat sequence of steps
+        self._flat_outer(out, slots, start, ends, nested, counter, unchanged)
+        self._flat_inner(out, slots, start, ends, counter)
+        self._last_system = (dict(start), dict(ends), dict(slots))
         return out
+
+    def _flat_outer(self, out, slots, start, ends, nested, counter, unchanged=None):
+        """Slots of this (outer) loop left unknown that only a directly nested loop of an
+        invariant trip count T changes, with an update that depends on nothing but the slots:
+        after kO outer iterations they have taken T*kO steps of that update from their
+        constant start values. Solved as one sequence over the flat step count F (simulation,
+        proved), so this loop's closed form is G(T*kO) and the inner loop's G(T*kO + k)."""
+        from .recurrence import _is_opaque_form, solve_by_simulation
+        if counter is None:
+            return
+        probe = E.Var("k@probe", E.LOOP)
+        todo = [sl for sl in slots if _is_opaque_form(out[sl]) or out[sl](probe).is_opaque()]
+
+        def fix(e):
+            return E.substitute(e, unchanged) if unchanged and isinstance(e, Expr) else e
+        for sysrec in nested:
+            sysrec = _System(sysrec.lid, fix(sysrec.trip), sysrec.starts,
+                             {sl: fix(e) for sl, e in sysrec.ends.items()},
+                             {sl: fix(e) for sl, e in sysrec.v0s.items()},
+                             {sl: fix(e) for sl, e in sysrec.after.items()})
+            group = [sl for sl in todo if sl in sysrec.ends and ends.get(sl) is not None
+                     and sysrec.after.get(sl) is not None and ends[sl] == sysrec.after[sl]
+                     and sysrec.v0s.get(sl) == start[sl]]
+            if not group:
+                continue
+            T = sysrec.trip
+            if T is None or T.depends_on(E.LOOP) or T.depends_on(E.THREAD) or T.is_opaque():
+                continue
+            # the closure of the group under the inner update's dependencies
+            inner_start_names = {sysrec.starts[sl].name: sl for sl in sysrec.ends}
+            system = list(group)
+            i = 0
+            ok = True
+            while i < len(system):
+                e = sysrec.ends[system[i]]
+                if not isinstance(e, Expr):
+                    ok = False
+                    break
+                for v in e.free_vars():
+                    dep = inner_start_names.get(v.name)
+                    if dep is None:
+                        ok = False
+                        break
+                    if dep not in system:
+                        if dep not in slots or sysrec.v0s.get(dep) != start.get(dep) or \
+                                ends.get(dep) != sysrec.after.get(dep):
+                            ok = False
+                            break
+                        system.append(dep)
+                if not ok:
+                    break
+                i += 1
+            if not ok:
+                continue
+            F = E.Var(f"f{counter.name[1:]}", E.LOOP)
+            unsolved = {sl: (sysrec.starts[sl], sysrec.ends[sl], slots[sl]) for sl in system}
+            flat = solve_by_simulation(unsolved, {}, sysrec.starts, F)
+            if len(flat) != len(system):
+                continue
+            signature = _signature(sysrec, system)
+            for sl in system:
+                g = flat[sl]
+
+                def closed(k, g=g, sl=sl):
+                    base = E.binop("*", T, k)
+                    v = g(base)
+                    self._flat_registry[v] = (signature, sl, g, base)
+                    return v
+                out[sl] = closed
+
+    def _flat_inner(self, out, slots, start, ends, counter):
+        """An inner loop whose carried values enter as G(base) of a flat sequence (see
+        _flat_outer) with the same update: G(base + k) at its iteration k."""
+        if counter is None or not self._flat_registry:
+            return
+        found = {}
+        for sl, v0 in slots.items():
+            info = self._flat_registry.get(v0) if isinstance(v0, Expr) else None
+            if info is not None:
+                found[sl] = info
+        if not found:
+            return
+        bases = {str(info[3]) for info in found.values()}
+        sigs = {info[0] for info in found.values()}
+        if len(bases) != 1 or len(sigs) != 1:
+            return
+        system = [sl for sl in found]
+        rec = _System(None, None, start, ends, slots, {})
+        if _signature(rec, [info[1] for info in found.values()]) != sigs.pop():
+            return
+        for sl, (_, _, g, base) in found.items():
+            out[sl] = (lambda k, g=g, base=base: g(E.binop("+", base, k)))
 
     # -- asm ---------------------------------------------------------------
 

@@ -185,11 +185,14 @@ def _positive_uniform(e) -> bool:
 
 
 def _step_of(node, var, ev):
+    """The step of `var` (an lvalue node: a name or a member) in a for-loop increment."""
+    if isinstance(var, str):
+        var = ("name", ((var, None),))
     if node[0] == "comma":     # `for (...; ...; task += n, t++)`
         return _step_of(node[1], var, ev) or _step_of(node[2], var, ev)
     if node[0] == "assign":
         op, lhs, rhs = node[1], node[2], node[3]
-        if lhs == ("name", ((var, None),)):
+        if lhs == var:
             if op == "+=":
                 s = ev(rhs)
                 return s if isinstance(s, Expr) else None
@@ -199,7 +202,7 @@ def _step_of(node, var, ev):
             if op == "=" and rhs[0] == "bin" and rhs[1] == "+" and rhs[2] == lhs:
                 s = ev(rhs[3])
                 return s if isinstance(s, Expr) else None
-    if node[0] == "post" and node[2] == ("name", ((var, None),)):
+    if node[0] == "post" and node[2] == var:
         return E.Const(1 if node[1] == "++" else -1)
     return None
 
@@ -281,3 +284,42 @@ def solve_recurrence(start: E.Var, end, v0: Expr, name: str, counter: E.Var | No
             return lambda k: E.binop("^", v0, E.binop("%", E.binop("/", E.binop("+", k, E.Const(period - 1 - r)),
                                                                    E.Const(period)), E.Const(2)))
     return opaque_k
+
+
+# ------------------------------------------------------ integer conversion ----
+
+#: integer types by spelling: (bits, signed)
+_INT_TYPES = {
+    "int": (32, True), "signed": (32, True), "signed int": (32, True), "int32_t": (32, True),
+    "unsigned": (32, False), "unsigned int": (32, False), "uint32_t": (32, False), "uint": (32, False),
+    "short": (16, True), "int16_t": (16, True), "unsigned short": (16, False), "uint16_t": (16, False),
+    "ushort": (16, False), "char": (8, True), "signed char": (8, True), "int8_t": (8, True),
+    "unsigned char": (8, False), "uint8_t": (8, False),
+    "long": (64, True), "long long": (64, True), "int64_t": (64, True), "long int": (64, True),
+    "unsigned long": (64, False), "unsigned long long": (64, False), "uint64_t": (64, False),
+    "size_t": (64, False),
+}
+_QUALIFIERS = re.compile(r"\b(const|volatile|constexpr|static|register|std::|__restrict__)\b")
+
+
+def int_type_of(spelling: str | None) -> tuple[int, bool] | None:
+    """(bits, signed) of an integer type spelling (`const int`, `uint32_t`), None otherwise
+    (references, pointers, class types, bool, floating point)."""
+    if not spelling or "&" in spelling or "*" in spelling:
+        return None
+    s = " ".join(_QUALIFIERS.sub(" ", spelling.replace("std::", "")).split())
+    return _INT_TYPES.get(s)
+
+
+def convert_int(v, spelling: str | None):
+    """A constant converted to the integer type it is passed or assigned as (C++ integral
+    conversion: modulo 2^bits, then signed): `init_semaphore(bar, 4294967297, 0)` passes 1.
+    Symbolic values are kept (their range is what the solver is told)."""
+    t = int_type_of(spelling)
+    if t is None or not isinstance(v, E.Const) or isinstance(v.value, bool) or not isinstance(v.value, int):
+        return v
+    bits, signed = t
+    x = v.value % (1 << bits)
+    if signed and x >= 1 << (bits - 1):
+        x -= 1 << bits
+    return v if x == v.value else E.Const(x)

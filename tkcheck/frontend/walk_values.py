@@ -9,9 +9,9 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Allocator, Func, GroupScope, Obj, Rec, StructType, TypeVal
+from .values import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType, TypeVal
 from .walk_common import CK, Ctx, loc_of, _text_for, tokens_of, _NAMESPACES
-from .walk_util import _ArrVal, _tile_attr, _to_bool
+from .walk_util import _ArrVal, _tile_attr, _to_bool, convert_int
 
 
 class _ValuesMixin:
@@ -41,12 +41,18 @@ class _ValuesMixin:
             return E.Const(node[1])
         if kind == "bool":
             return E.Const(node[1])
-        if kind in ("float", "str", "null", "lambda"):
+        if kind == "lambda":
+            lam = self._lambda_value(node, ctx, cursor)
+            return lam if lam is not None else E.opaque(kind)
+        if kind in ("float", "str", "null"):
             return E.opaque(kind)
         if kind == "name":
             return self._ev_name(node, ctx)
         if kind == "bin":
-            a, b = self.ev(node[2], ctx, cursor), self.ev(node[3], ctx, cursor)
+            a = self.ev(node[2], ctx, cursor)
+            if node[1] in ("&&", "||") and isinstance(a, E.Const) and bool(a.value) == (node[1] == "||"):
+                return E.Const(node[1] == "||")   # short-circuit: the right operand is not evaluated
+            b = self.ev(node[3], ctx, cursor)
             if isinstance(a, Expr) and isinstance(b, Expr):
                 op = node[1]
                 if op in ("&&", "||"):
@@ -82,6 +88,9 @@ class _ValuesMixin:
             return self._opaque_from(node, (a,))
         if kind == "cond":
             c = self.ev(node[1], ctx, cursor)
+            if isinstance(c, E.Const):
+                # only the chosen operand is evaluated (a constexpr recursion ends here)
+                return self.ev(node[2] if c.value else node[3], ctx, cursor)
             a, b = self.ev(node[2], ctx, cursor), self.ev(node[3], ctx, cursor)
             if isinstance(c, Expr) and isinstance(a, Expr) and isinstance(b, Expr):
                 return E.ite(_to_bool(c), a, b)
@@ -105,6 +114,8 @@ class _ValuesMixin:
                     return Obj(inner.kind, inner.ref, t, reinterpreted_from=inner.type)
             if tnode[0] == "type" and "bool" in tnode[1] and isinstance(inner, Expr):
                 return _to_bool(inner)
+            if tnode[0] == "type" and isinstance(inner, E.Const):
+                return convert_int(inner, " ".join(tnode[1]))
             return inner
         if kind == "sizeof":
             if _is_clc_handle(node[1], self, ctx):
@@ -194,6 +205,32 @@ class _ValuesMixin:
         if isinstance(base, Obj):
             return base.kind == "gl"
         return isinstance(base, Expr) and isinstance(base, E.Var) and base.kind == E.PARAM
+
+    def _lambda_value(self, node, ctx: Ctx, cursor):
+        """The Lambda of ("lambda", i): the i-th outermost lambda expression under the cursor
+        of the statement being evaluated."""
+        if cursor is None or len(node) < 2:
+            return None
+        found = []
+
+        def visit(c):
+            for ch in c.get_children():
+                if ch.kind == CK.LAMBDA_EXPR:
+                    found.append(ch)
+                else:
+                    visit(ch)
+        if cursor.kind == CK.LAMBDA_EXPR:
+            found.append(cursor)
+        else:
+            visit(cursor)
+        found.sort(key=lambda c: (c.extent.start.line, c.extent.start.column))
+        if node[1] >= len(found):
+            return None
+        lam = found[node[1]]
+        toks = tokens_of(lam)
+        caps = toks[1:toks.index("]")] if "]" in toks else []
+        by_value = bool(caps) and ("=" in caps or "&" not in caps)
+        return Lambda(lam, ctx.env, by_value)
 
     def _opaque_from(self, node, parts) -> Expr:
         """An unknown value; it is uniform when everything it is computed from is."""

@@ -395,6 +395,19 @@ def substitute(e: Expr, mapping: Mapping[str, Expr]) -> Expr:
     return e
 
 
+def replace_sub(e: Expr, target: Expr, repl: Expr) -> Expr:
+    """e with every occurrence of the subexpression `target` replaced by `repl`."""
+    if e == target:
+        return repl
+    if isinstance(e, Bin):
+        return binop(e.op, replace_sub(e.a, target, repl), replace_sub(e.b, target, repl))
+    if isinstance(e, Un):
+        return unop(e.op, replace_sub(e.a, target, repl))
+    if isinstance(e, Ite):
+        return ite(replace_sub(e.c, target, repl), replace_sub(e.t, target, repl), replace_sub(e.e, target, repl))
+    return e
+
+
 # The thread variables. Role functions of TK (warpid(), laneid(),
 # warpgroup::groupid(), ...) are expressions over TID, so that a guard is a
 # predicate over one integer and the set of threads running an op can be

@@ -14,7 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 _tus: dict[str, object] = {}
 
-PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu", "mk_worker": "mk_worker.cu"}
+PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu", "lcsc": "lcsc.cu", "mk_worker": "mk_worker.cu"}
 
 
 def template_kind_for(text: str, struct_name: str) -> str:
@@ -23,13 +23,22 @@ def template_kind_for(text: str, struct_name: str) -> str:
                   + r"\b", text)
     if m:
         return m.group(1)
-    m = re.search(r"\b(lcf|lcsf|lcsc|pc|interpreter)\s*::\s*launch_kernel\s*<[^;]*?\b" + re.escape(struct_name)
+    m = re.search(r"\b(lcf|lcsf|lcsc|pc|interpreter)\s*::\s*(?:launch_kernel|main_kernel)\s*<[^;]*?\b" + re.escape(struct_name)
                   + r"\s*>", text)
     if m:
         return m.group(1)
+    if re.search(r"\bpc\s*<\s*(?:\w+::)*" + re.escape(struct_name) + r"\s*>", text):
+        return "pc"          # TK's first prototype template (2024): not modelled
     if re.search(r"using\s+namespace\s+(kittens::)?prototype::lcsf\b", text):
         return "lcsf"
     return "lcf"
+
+
+def launch_type_args(text: str, struct_name: str) -> list[str] | None:
+    """[config, globals] of `lcsc::launch_kernel<config, globals, NAME>` (or main_kernel)."""
+    m = re.search(r"\blcsc\s*::\s*(?:launch_kernel|main_kernel)\s*<\s*([\w:]+)\s*,\s*([\w:]+)\s*,\s*"
+                  + re.escape(struct_name) + r"\s*>", text)
+    return [m.group(1), m.group(2)] if m else None
 
 
 def protocol_function(kind: str):

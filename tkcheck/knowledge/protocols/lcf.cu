@@ -17,6 +17,8 @@ template<class... A> __device__ int tkcheck_flag(A...);
 template<class... A> __device__ void tkcheck_callback(A...);
 template<class... A> __device__ int tkcheck_uniform(A...);
 template<class... A> __device__ void tkcheck_block_threads(A...);
+// group<N>::sync(id) with N one of the flags above (clang cannot take them as template arguments)
+template<class... A> __device__ void tkcheck_group_sync(A...);
 
 template<typename lcft>
 __global__ void tkcheck_lcf_protocol(const typename lcft::layout::globals globals) {
@@ -66,7 +68,7 @@ __global__ void tkcheck_lcf_protocol(const typename lcft::layout::globals global
             }
             // the finish block is reused by the next task: wait until the consumers released it
             wait(finish_finished, (task_iter % 2) ^ 1);
-            group<NUM_PRODUCER_WARPS>::sync(13);
+            tkcheck_group_sync(NUM_PRODUCER_WARPS, 13);   // group<NUM_PRODUCER_WARPS>::sync(13)
         }
     } else {
         everyone::sync(15);
@@ -87,11 +89,11 @@ __global__ void tkcheck_lcf_protocol(const typename lcft::layout::globals global
                                  "task_iter", task_iter, "num_iters", num_iters);
                 input_ring = ring_advance<INPUT_PIPE_STAGES>(input_ring);
             }
-            group<NUM_CONSUMER_WARPS>::sync(14);
+            tkcheck_group_sync(NUM_CONSUMER_WARPS, 14);   // group<NUM_CONSUMER_WARPS>::sync(14)
             tkcheck_callback(lcft::consumer::finish, "state", c_state, "finish", finish_smem,
                              "finish_finished", finish_finished, "globals", globals, "common", common,
                              "scratch", scratch_smem, "task_iter", task_iter, "num_iters", num_iters);
-            group<NUM_CONSUMER_WARPS>::sync(14);
+            tkcheck_group_sync(NUM_CONSUMER_WARPS, 14);   // group<NUM_CONSUMER_WARPS>::sync(14)
         }
     }
 }

@@ -22,6 +22,8 @@ template<class... A> __device__ int tkcheck_flag(A...);
 template<class... A> __device__ void tkcheck_callback(A...);
 template<class... A> __device__ int tkcheck_uniform(A...);
 template<class... A> __device__ void tkcheck_block_threads(A...);
+// group<N>::sync(id) with N one of the flags above (clang cannot take them as template arguments)
+template<class... A> __device__ void tkcheck_group_sync(A...);
 
 template<typename lcft>
 __global__ void tkcheck_lcsf_protocol(const typename lcft::layout::globals globals) {
@@ -87,7 +89,7 @@ __global__ void tkcheck_lcsf_protocol(const typename lcft::layout::globals globa
                 output_ring = ring_advance<OUTPUT_PIPE_STAGES>(output_ring);
             }
             wait(finish_finished, (task_iter % 2) ^ 1);
-            group<NUM_PRODUCER_WARPS>::sync(13);
+            tkcheck_group_sync(NUM_PRODUCER_WARPS, 13);   // group<NUM_PRODUCER_WARPS>::sync(13)
         }
     } else {
         for (int task_iter = 0; true; task_iter++) {
@@ -112,11 +114,11 @@ __global__ void tkcheck_lcsf_protocol(const typename lcft::layout::globals globa
                 input_ring = ring_advance<INPUT_PIPE_STAGES>(input_ring);
                 output_ring = ring_advance<OUTPUT_PIPE_STAGES>(output_ring);
             }
-            group<NUM_CONSUMER_WARPS>::sync(14);
+            tkcheck_group_sync(NUM_CONSUMER_WARPS, 14);   // group<NUM_CONSUMER_WARPS>::sync(14)
             tkcheck_callback(lcft::consumer::finish, "state", c_state, "finish", finish_smem,
                              "finish_finished", finish_finished, "globals", globals, "common", common,
                              "scratch", scratch_smem, "task_iter", task_iter, "num_iters", num_iters);
-            group<NUM_CONSUMER_WARPS>::sync(14);
+            tkcheck_group_sync(NUM_CONSUMER_WARPS, 14);   // group<NUM_CONSUMER_WARPS>::sync(14)
         }
     }
 }
