@@ -34,8 +34,7 @@ def classify(an):
     d = ex.deadlock
     if d is None:
         return None
-    if any(e.kind == "sync" for _, e in d.blocked):
-        return None        # a barrier nobody else reaches: TK501 / TK404 explain it
+    sync_blocked = any(e.kind == "sync" for _, e in d.blocked)
     for ri, e in d.blocked:
         if e.kind != "wait":
             continue
@@ -54,6 +53,10 @@ def classify(an):
             if not signallers and kin:
                 return "TK504", ri, e, kin
             return "TK502", ri, e, []
+        if sync_blocked:
+            # a role at a barrier the others do not reach (TK501 / TK404 explain it), unless some
+            # wait has no signal left at all (above: its signallers are done, waiting at the end)
+            continue
         if all(i in blocked_ids for i in left):
             return "TK503", ri, e, left
     return None

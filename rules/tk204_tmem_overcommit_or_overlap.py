@@ -36,13 +36,32 @@ def check(an):
             related=[related(o.use, f"`{o.tile.name}` indexed by a runtime slot here")],
             witness={"tile": o.tile.name, "slots": [o.i, o.j], "columns": [list(o.a), list(o.b)]},
             help="place the slots at disjoint column ranges (e.g. slot i at i * columns-per-slot)"))
+    for o in T.facts(an, "clobber"):
+        out.append(finding(
+            "TK204",
+            f"`{o.acc.name}` (columns {o.acc_cols[0]}..{o.acc_cols[1] - 1}) and `{o.other.name}` (columns "
+            f"{o.other_cols[0]}..{o.other_cols[1] - 1}) overlap in TMEM: `{o.acc.name}` accumulates across the "
+            f"iterations of the loop (`{o.accumulate.api}` in iterations {o.iterations[0]} and {o.iterations[1]}), "
+            f"and `{o.write.api}` writes `{o.other.name}` in every iteration in between, destroying the partial sum",
+            o.write.location,
+            related=[related(o.accumulate, f"`{o.acc.name}` accumulates here"),
+                     Related(o.acc.location, f"`{o.acc.name}` placed here"),
+                     Related(o.other.location, f"`{o.other.name}` placed here")],
+            witness={"accumulator": o.acc.name, "other": o.other.name, "columns": [list(o.acc_cols), list(o.other_cols)],
+                     "iterations": list(o.iterations),
+                     "assumption": f"the loop runs at least {o.iterations[1] + 1} iterations"},
+            help="place the accumulator at columns no other live tile uses (tiles may alias only where the "
+                 "data they hold is dead, like P written over the S it was computed from)"))
     for o in T.facts(an, "lifecycle"):
         name = o.op.detail.get("allocator")
         if o.kind == "no_dealloc":
+            early = "@" in (name or "")      # TK's 2025 allocation functions (no allocator object)
+            what = f"`{o.op.api}`" if early else f"`{name}.provision()`"
+            free = "a tcgen05.dealloc (`cleanup()` in that TK version)" if early else f"`{name}.deprovision()`"
             out.append(finding(
                 "TK204",
-                f"`{name}.provision()` allocates TMEM (tcgen05.alloc) but the kernel never calls "
-                f"`{name}.deprovision()`: the columns stay allocated after the CTA exits",
+                f"{what} allocates TMEM (tcgen05.alloc) but the kernel never calls {free}: the columns stay "
+                "allocated after the CTA exits",
                 o.op.location,
                 help="call `deprovision()` from the allocating warp after the last TMEM use (after a block or, "
                      "for a CTA pair, a cluster barrier)"))
@@ -116,9 +135,14 @@ TMEM, and `allocate<tt<T, R, C>>(col)` hands out the tile at column `col`, spann
   when the kernel selects the element by a runtime index (a ring of accumulator
   slots: one slot is written by the next MMA while the previous one is read, so
   the slots are live at the same time by construction). Tiles that share a
-  region under different names (S / P / O aliasing) are legal when their live
-  ranges do not overlap and are **not** reported: tkcheck does not compute TMEM
-  live ranges across roles;
+  region under different names (P written over the S it was computed from) are
+  legal when their live ranges do not overlap and are **not** reported: tkcheck
+  does not compute TMEM live ranges across roles;
+* **clobber**: two tiles of one allocation that intersect, one of them an
+  accumulator carried across the iterations of a loop (an accumulating
+  `mma*` into it in two iterations) and the other written in every iteration of
+  that loop (an MMA into it or `tcgen05.st`): the write lands between two
+  accumulations and destroys the partial sum (O placed inside S);
 * **lifecycle** (explicit `provision()` / `deprovision()`, i.e. `managed = false`):
   `provision()` with no `deprovision()` in the kernel; a `return` of the
   allocating warp between them; two allocators of one CTA holding more than 512

@@ -52,6 +52,15 @@ def check(an):
                    f"a phase can complete before the other CTA's readers are done")
             rel = [related(d.other, f"the 2-CTA MMA into `{tile}`"), related(dd["wait"], "the MMA side waits here")]
             hlp = f"initialise `{d.barrier}` with the arrivals of both CTAs' readers ({dd['total']})"
+        elif d.kind == "token_local_only":
+            a = d.detail["arrive"]
+            msg = (f"the cta_group::2 MMA `{d.other.api}` into `{tile}` writes the TMEM of both CTAs of the pair "
+                   f"and runs in one CTA, but its TMEM token `{d.barrier}` is arrived on only locally "
+                   f"(`{a.api}` in each CTA): this wait hears from this CTA's readers, never from the peer's, "
+                   f"so the next MMA can overwrite the peer's accumulator while it is still being read")
+            rel = [related(d.other, f"the 2-CTA MMA into `{tile}`"), related(a, "readers arrive on their own CTA's token")]
+            hlp = (f"have the readers of both CTAs arrive on the MMA CTA's `{d.barrier}` (`tma::cluster::arrive"
+                   f"({d.barrier}, 0)`) and initialise it with both CTAs' arrivals")
         else:   # no_fence_after_commit
             msg = (f"no `tensor_after_thread_sync()` between this wait on the MMA commit barrier `{d.barrier}` "
                    f"and the tcgen05.ld of `{tile}`: the load is not ordered after the MMA's completion")

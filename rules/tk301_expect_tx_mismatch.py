@@ -39,7 +39,11 @@ def check(an):
             for o in acc.waits[:2]:
                 rel.append(related(o, "waited on here"))
             e, d = num(expected), num(delivered)
-            if not exps:
+            if not exps and not acc.arrivals.get(group):
+                where = f" in CTA {completion.cta_of(group)}" if " in CTA " in group else ""
+                msg = (f"the TMA loads completing on '{name}'{where} deliver {d} bytes per phase but no expect_tx "
+                       f"announces them and nothing arrives on that copy: its phase never completes")
+            elif not exps:
                 msg = (f"the TMA loads completing on '{name}' deliver {d} bytes per phase but no expect_tx "
                        f"announces them: the phase completes on arrivals alone and the bytes land in a later phase")
             elif not loads:

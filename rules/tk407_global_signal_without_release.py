@@ -15,13 +15,16 @@ def check(an):
     fl = A.flow(an)
     n = an.threads.n
     for sig in fl.ops:
-        if sig.kind != ir.GLOBAL_SIGNAL or sig.detail.get("sem") != "relaxed" or not sig.guard.exact:
+        if sig.kind != ir.GLOBAL_SIGNAL or sig.detail.get("sem") not in ("relaxed", "release", "acq_rel") \
+                or not sig.guard.exact:
             continue
         ts = an.threads.executing(sig)
         if not ts:
             continue
         for st in fl.ops:
-            if st.kind != ir.TMA_STORE or st.order >= sig.order or st.loops != sig.loops:
+            # the store in the same iteration as the signal, or in a loop inside it that ends before
+            # the signal (an MK storer's loop over output stages, then one counter bump)
+            if st.kind != ir.TMA_STORE or st.order >= sig.order or st.loops[:len(sig.loops)] != sig.loops:
                 continue
             si = an.threads.issuers(st)
             if not si or not st.guard.exact:
@@ -37,7 +40,9 @@ def check(an):
             mine = [o for o in between if fl.runs(o, t, sig.guard.uniform)]
             if any(o.kind == ir.CALL for o in mine):
                 continue
-            released = any(o.kind == ir.FENCE and o.detail.get("fence_kind") in _RELEASE_FENCES for o in mine) or \
+            # a release reduction orders the thread's earlier writes -- not bulk stores still in flight
+            released = sig.detail.get("sem") in ("release", "acq_rel") or \
+                any(o.kind == ir.FENCE and o.detail.get("fence_kind") in _RELEASE_FENCES for o in mine) or \
                 any(o.kind == ir.GLOBAL_SIGNAL and o.detail.get("sem") in ("release", "acq_rel") for o in mine)
             waited = any(o.kind == ir.TMA_STORE_WAIT and not o.detail.get("read_only") for o in mine)
             if released and waited:
@@ -158,9 +163,10 @@ RULE = Rule(
     good_example=_GOOD,
     doc=f"""\
 ## What it does
-Follows the thread that issues a global `red` / `atom` (inline PTX; relaxed by
-default or `.relaxed`) back to the TMA stores it issued earlier in the same
-iteration, and reports the signal when, on that thread's path, the stores are
+Follows the thread that issues a global `red` / `atom` (inline PTX or CUDA's
+`atomicAdd` & co., relaxed by default or `.relaxed`) back to the TMA stores it
+issued earlier in the same iteration (or in a loop inside it that ends before
+the signal: an MK storer's loop over its output stages), and reports the signal when, on that thread's path, the stores are
 not waited for with `tma::store_async_wait()` or no release orders them before
 the signal (`.release` / `.acq_rel` on the reduction, `__threadfence()`,
 `fence.acq_rel.gpu`). This is the MegaKittens pattern of counters that tell

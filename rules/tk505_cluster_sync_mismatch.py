@@ -18,6 +18,10 @@ def check(an):
     out = []
     syncs = [o for o in m.ops_of(ir.SYNC) if o.detail.get("sync_kind") in CLUSTER_SYNCS]
     for o in syncs:
+        if o.detail.get("sync_kind") == "cluster_wait":
+            # barrier.cluster.wait only waits for the phase every thread's arrive completes: a
+            # rank that arrived and does not wait (TK's roles after `arrive_aligned()`) hangs no one
+            continue
         conds = [c for c in o.guard.uniform if _rank_dependent(c)]
         if not conds or not o.guard.exact or any(c.is_opaque() for c in conds):
             continue
@@ -41,7 +45,13 @@ def check(an):
         after = [o for o in syncs if o.order > last.order and o.detail.get("sync_kind") in ("cluster", "cluster_wait")
                  and not o.guard.uniform]
         unknown = any(o.kind == ir.CALL and "asm" in o.api for o in m.ops)
-        if not after and not unknown and last.guard.exact:
+        # a closing exchange instead of a cluster barrier: after its last remote signal the CTA
+        # waits (outside any loop) on a barrier of its own that the peer signals remotely, as the
+        # peer does on this CTA's signal: neither CTA leaves before the other's signal landed
+        signalled_by_peer = {o.barrier.name for o in remote if o.kind == ir.MBAR_ARRIVE and o.barrier is not None}
+        handshake = [o for o in m.ops_of(ir.MBAR_WAIT) if o.order > last.order and not o.loops
+                     and o.barrier is not None and o.barrier.name in signalled_by_peer]
+        if not after and not unknown and not handshake and last.guard.exact:
             out.append(finding(
                 "TK505",
                 f"{last.describe()} signals another CTA of the cluster, but no cluster barrier follows before "
@@ -84,7 +94,10 @@ RULE = Rule(
 Reports a cluster barrier (`everyone::tma::cluster::sync()`, `cluster::arrive`
 / `wait`) executed under a condition on the CTA's rank in the cluster that is
 false for some rank (z3 supplies the rank), and a kernel that signals a peer
-CTA (remote arrive, multicast) without any cluster barrier afterwards.
+CTA (remote arrive, multicast) without any cluster barrier afterwards. A closing
+exchange counts as such a barrier: each CTA arrives remotely on the peer's
+barrier and then waits on its own (`tma::cluster::arrive(done, 1 - rank);
+wait(done, 0);`), so neither leaves before the other's signal has landed.
 
 ## Why is this bad?
 `barrier.cluster` waits for every CTA of the cluster: a rank that skips it

@@ -44,10 +44,12 @@ def unpack(gitdir: str, commit: str, file: str, dest: Path) -> bool:
     return ok and (dest / file).is_file()
 
 
-def run(tree: Path, file: str, arch: str) -> dict:
+def run(tree: Path, file: str, arch: str, defines=()) -> dict:
     env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1"}
     base = [sys.executable, "-m", "tkcheck"]
     flags = ["--tk-include", str(tree), "--arch", arch, "-I", str((tree / file).parent)]
+    for d in defines:                        # TK before 2.0 selected its arch with -D KITTENS_*
+        flags += ["-D", d]
     chk = subprocess.run(base + ["check", "--no-cache", "--output-format", "json", *flags, file], cwd=tree,
                          capture_output=True, text=True, env=env)
     cov = subprocess.run(base + ["coverage", "--output-format", "json", *flags, file], cwd=tree,
@@ -71,7 +73,8 @@ def table(gitdir: str, pairs: list[dict]) -> str:
             res = {}
             for side, commit in (("buggy", parent), ("fixed", fix)):
                 tree = Path(tmp) / f"{i}-{side}"
-                res[side] = run(tree, p["file"], p.get("arch", "sm_90a")) if unpack(gitdir, commit, p["file"], tree) \
+                res[side] = run(tree, p["file"], p.get("arch", "sm_90a"), p.get("defines", ())) \
+                    if unpack(gitdir, commit, p["file"], tree) \
                     else None
                 shutil.rmtree(tree, ignore_errors=True)
             b, f = res["buggy"], res["fixed"]

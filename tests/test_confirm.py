@@ -180,6 +180,15 @@ def test_confirm_file_without_gpu(tmp_path):
     assert "set both" in g.verdict["reason"]
 
 
+def test_blackwell_kernel_on_hopper_gpu_is_not_built(tmp_path):
+    # a file analysed for sm_100a (tcgen05, TMEM, CLC) on an sm_90 GPU: nothing is built or run,
+    # every finding stays UNCONFIRMABLE HERE
+    f = _finding()
+    ev = R.confirm_file(str(tmp_path / "k.cu"), RING, [f], arch="sm_90", source_arch="sm_100a")
+    assert f.verdict["status"] == R.UNCONFIRMABLE and "sm_100a" in f.verdict["reason"]
+    assert ev.plain is None and ev.instrumented is None and not ev.tools
+
+
 @pytest.mark.parametrize("mid", ["gemm_ring-expect-short", "gemm_ring-parity-iter-mod2", "attn_fwd-expect-k-only",
                                  "attn_fwd-q-wait-wrong-parity", "gemm_lcf-expect-one-a-tile",
                                  "attn_fwd-syncthreads-in-producer"])
@@ -595,3 +604,16 @@ def test_unobservable_reason_reaches_the_batch_table(tmp_path):
     f = next(f for f in row["findings"] if f["code"] == "TK103")
     assert f["verdict"]["status"] == R.NOT_REPRODUCED and f["verdict"]["why"] == m.unobservable
     assert "never used" in R.batch_table([row])
+
+
+def test_confirm_analyses_blackwell_files_for_sm_100a(tmp_path):
+    # `tkcheck confirm` analyses like `tkcheck check`: with no arch configured a file using
+    # Blackwell-only names is parsed for sm_100a (its findings are found, then left unconfirmed
+    # on a Hopper GPU)
+    from tkcheck.confirm import cli_commands as C
+    src = (Path(__file__).resolve().parent.parent / "fixtures" / "blackwell" / "pair_commit_local_bad.cu").read_text()
+    p = tmp_path / "k.cu"
+    p.write_text(src)
+    res = C._check(str(p), None, ("TK302",), None)
+    assert any(f.code == "TK302" for f in res.findings)
+    assert C._source_arch(res, None) == "sm_100a"

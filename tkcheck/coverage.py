@@ -82,11 +82,12 @@ class Site:
     name: str          # the API's base name, or "asm"
 
 
-def census(builder, root_cursor) -> list[Site]:
-    """The synchronisation sites in the code of the kernel at `root_cursor` (see the docstring)."""
+def census(builder, root_cursor, exclude=frozenset(), more_roots=(), dead=()) -> list[Site]:
+    """The synchronisation sites in the code of the kernel at `root_cursor` (see the docstring);
+    `exclude`: declarations that are not this model's code (the other ops of an MK interpreter)."""
     from .frontend.lexer import blank_comments_and_strings
     from .frontend.walk_common import _text_for
-    cursors = builder.reachable_code(root_cursor)
+    cursors = builder.reachable_code(root_cursor, exclude, more_roots)
     out: dict[tuple, Site] = {}
     user_functions = set(builder.functions)
     for cur in cursors:
@@ -101,6 +102,8 @@ def census(builder, root_cursor) -> list[Site]:
         shown = builder.filename if fname == builder.abs_path else ext.start.file.name
         base_line, base_col = ext.start.line, ext.start.column
         code = blank_comments_and_strings(text)
+        code = _blank_inactive(code, base_line, cur.translation_unit, ext.start.file.name,
+                               [sp for sp in dead if sp[0] == fname])
         for m in _CALL.finditer(code):
             name = m.group(1)
             if name not in SYNC_APIS or name in user_functions:
@@ -114,6 +117,22 @@ def census(builder, root_cursor) -> list[Site]:
                 row, col = _pos(text, m.start(), base_line, base_col)
                 out[(fname, row, col)] = Site(fname, shown, row, col, "asm")
     return sorted(out.values(), key=lambda s: (s.file, s.row, s.col))
+
+
+def _blank_inactive(code: str, first_line: int, tu, fname: str, dead: list) -> str:
+    """Blank the lines of a code slice that the preprocessor skipped (`#ifdef MK_DEBUG`) or that the
+    walker proved dead, so their calls are not counted."""
+    from .frontend.walk_common import _skipped_lines
+    skipped = set(_skipped_lines(tu, fname))
+    for _, a, b in dead:
+        skipped.update(range(a, b + 1))
+    if not skipped:
+        return code
+    lines = code.split("\n")
+    for i, ln in enumerate(lines):
+        if first_line + i in skipped:
+            lines[i] = " " * len(ln)
+    return "\n".join(lines)
 
 
 def _pos(text: str, i: int, line: int, col: int) -> tuple[int, int]:
@@ -148,8 +167,10 @@ def _matches(site: Site, names: set[str]) -> bool:
     return bool(aliases.get(site.name, set()) & names) or (site.name == "asm" and bool(names))
 
 
-def for_model(builder, model: ir.KernelModel, root_cursor) -> KernelCoverage:
-    sites = [s for s in census(builder, root_cursor)
+def for_model(builder, model: ir.KernelModel, root_cursor, exclude=frozenset(), more_roots=()) -> KernelCoverage:
+    # code the walker proved is never run in this model (a branch of a constant condition:
+    # `if (config::CLUSTER_BLOCKS == 1) ... else ...`, `if constexpr`) is not its code
+    sites = [s for s in census(builder, root_cursor, exclude, more_roots)
              if not any(f == s.file and a <= (s.row, s.col) <= b for f, a, b in model.dead_code)]
     rows = _modelled_rows(model)
     modelled = 0

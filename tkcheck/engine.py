@@ -271,7 +271,11 @@ def _merge_instantiations(findings: list[Finding]) -> list[Finding]:
             out.append(fs[0])
             continue
         first = fs[0]
-        names = [f.kernel for f in fs]
+        names = list(dict.fromkeys(f.kernel for f in fs))   # an op model may hit one site twice
+        first.instances = names
+        if len(names) == 1:
+            out.append(first)
+            continue
         shown = ", ".join(names[:4]) + (f", ... ({len(names)} instantiations)" if len(names) > 4 else "")
         first.message = f"{key[4]} (in {shown})"
         seen = {(r.location.filename, r.location.row, r.location.column, r.message) for r in first.related}

@@ -75,6 +75,8 @@ class Finding:
     trace: list[TraceStep] = field(default_factory=list)
     help: str | None = None
     kernel: str | None = None
+    # the instantiations of a template kernel this finding stands for (one finding naming them all)
+    instances: list[str] = field(default_factory=list)
     # filled by the engine from the rule catalog
     name: str = ""
     contract: str = ""

@@ -137,6 +137,12 @@ def _refills_after_wait(m: ir.KernelModel, name: str) -> bool:
         for w in waits)
 
 
+def _carries_bytes(m: ir.KernelModel, name: str) -> bool:
+    """Bytes land on the barrier (TMA / cp.async completions, expect_tx), not only arrivals."""
+    return any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
+               for o in _signals(m, name))
+
+
 def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     """True when every signaller of w's barrier first waits on a barrier that w's
     role signals after w in the same loop body; False when none does; None mixed."""
@@ -152,6 +158,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
              and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
              and (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
     verdicts = set()
+    paired = []             # per signaller: its wait on a barrier of w's role was found
     for s in _signals(m, w.barrier.name):
         if s.kind == ir.TMA_LOAD:
             continue
@@ -161,6 +168,9 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         if iss is None:
             return None
         hit = False
+        # the waiter arms the phase itself just before waiting (`expect_bytes; wait`): it
+        # waits for this round's completion
+        found = s.kind == ir.MBAR_EXPECT and s.loops == w.loops and s.order < w.order and iss <= mine
         for o in m.ops:
             if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops and within(s.loops, o.loops) \
                     and o.barrier is not None \
@@ -179,10 +189,15 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
                         hit = mine_skip
                         if why is not None:
                             why.append("skip")
+                    else:
+                        found = True     # a data barrier against a data-free one: the direction is known
                     break
         verdicts.add(hit)
+        paired.append(found)
     if len(verdicts) != 1:
         return None if verdicts else False
+    if why is not None and paired and all(paired):
+        why.append("pair")
     return verdicts.pop()
 
 
@@ -317,7 +332,7 @@ def _data_exit_ok(loop: ir.Loop) -> bool:
         not any(c.depends_on(E.LOOP) or c.is_opaque() for c in loop.continues)
 
 
-def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None) -> int | None:
+def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int = 0) -> int | None:
     """Phases completed per element by arrivals outside w's loops, before w."""
     m, th = an.model, an.threads
     total = 0
@@ -344,6 +359,21 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None) -> int | No
                   and (th.issuers(o) or frozenset()) & iss and o.order > s.order]
         if s.order > first and not steady:
             return None         # arrivals after the wait's loop started: not a pre-arrival
+        prologue = _prologue_signal(an, s, first)
+        if not steady and not prologue:
+            # a one-time signal after its role's steady-state signals (an epilogue arrive), or
+            # one not ordered before anything: which phase it completes is not modelled
+            return None
+        if steady and not prologue and offset == 0:
+            # a software-pipelined signaller (the first QK^T issued before the loop that issues
+            # the next one per iteration): its first signal is the waiter's first use, not a
+            # phase completed ahead of it -- only a released token (a handshake wait) is that
+            return None
+        hit = _hits_waited_element(an, s, w)
+        if hit is None:
+            return None
+        if not hit:
+            continue            # another element of the barrier array
         pre_ops.append(s)
     if not pre_ops:
         return 0
@@ -372,6 +402,45 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None) -> int | No
     if cnt <= 0 or total % cnt:
         return None
     return total // cnt
+
+
+def _hits_waited_element(an: Analysis, s: ir.Op, w: ir.Op) -> bool | None:
+    """Does a one-time signal land on the element w waits on? (`arrive(bar[0])` and a wait on
+    `bar[warpgroup::groupid()]`: only the threads of group 0 wait on it.) None: mixed/unknown."""
+    si, wi = s.barrier.index, w.barrier.index
+    if s.loops or len(si) != len(wi) or any(ix.depends_on(E.LOOP) or ix.depends_on(E.THREAD) or ix.is_opaque()
+                                            for ix in si):
+        return True             # looped or unknown element: the per-element average below
+    if any(ix.depends_on(E.LOOP) or ix.is_opaque() for ix in wi):
+        return True
+    if not any(ix.depends_on(E.THREAD) for ix in wi):
+        return all(a == b or a.eval({}) == b.eval({}) for a, b in zip(si, wi))
+    ex = an.threads.executing(w)
+    if ex is None:
+        return None
+    seen = set()
+    for t in ex:
+        vals = [E.substitute(ix, {"tid": E.Const(t)}).eval({}) for ix in wi]
+        if None in vals:
+            return None
+        seen.add(tuple(vals) == tuple(ix.eval({}) for ix in si))
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _prologue_signal(an: Analysis, s: ir.Op, first: int) -> bool:
+    """A one-time signal followed by a barrier of the whole block (or cluster) that every
+    thread passes before the wait's loop (`init; arrive; __syncthreads();` in the prologue)."""
+    for o in an.model.ops_of(ir.SYNC):
+        if not (s.order < o.order < first):
+            continue
+        if o.detail.get("sync_kind") not in ("block", "cluster", "cluster_wait"):
+            continue
+        if o.guard.uniform or o.guard.thread != E.TRUE:
+            continue
+        if len(o.loops) > len(set(o.loops) & set(s.loops)):
+            continue
+        return True
+    return False
 
 
 def _prod(xs):
@@ -430,6 +499,10 @@ def linear(e: E.Expr) -> E.Expr:
                 return E.binop("%", a, E.binop("+", b, E.Const(1)))
         if e.op == "&" and _nonneg(b) and _pow2(E.binop("+", a, E.Const(1))) is not None:
             return E.binop("%", b, E.binop("+", a, E.Const(1)))
+        if e.op == "&" and (b == E.Const(1) or a == E.Const(1)):
+            # x & 1 of a possibly negative x is x mod 2 in two's complement, kept out of Int2BV
+            x = a if b == E.Const(1) else b
+            return E.binop("%", E.binop("+", E.binop("%", x, E.Const(2)), E.Const(2)), E.Const(2))
         if e.op in (">>", "<<") and isinstance(b, E.Const) and isinstance(b.value, int) \
                 and not isinstance(b.value, bool) and 0 <= b.value < 63 and _nonneg(a):
             return E.binop("/" if e.op == ">>" else "*", a, E.Const(1 << b.value))
@@ -599,6 +672,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             trip_assume.extend(pb[2])
             if pb[1] is not None:
                 use = pb[1]
+            if len(chain) > 1 and chain[0].trip is None:
+                wp.assumption = "data-exit"     # a task loop that ends on data (CLC) around the k loop
     else:
         k = None
         earlier = [o for o in m.ops_of(ir.MBAR_WAIT) if o.order < w.order and o.barrier is not None
@@ -629,20 +704,28 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
-    if wp.assumption == "data-exit" and hs is False and "skip" not in why:
+    if wp.assumption == "data-exit" and hs is False and "skip" not in why and "pair" not in why:
         # `False` is also the answer when no handshake was found at all; in a loop whose
         # trip the model does not know, only a direction proved from the guards is used
         wp.reason = "handshake direction not established (data-exit loop)"
         return
-    wp.offset = -1 if (hs and not _carries_data(m, w.barrier.name)) else 0
-    if hs and _carries_data(m, w.barrier.name):
+    # w is the back channel of a handshake whose forward barrier carries data: a release.
+    # Commit arrivals (tcgen05.commit: the MMAs that read a stage are done) release too; only
+    # bytes landing on w itself make the direction ambiguous
+    wp.offset = -1 if (hs and not _carries_bytes(m, w.barrier.name)) else 0
+    if hs and _carries_bytes(m, w.barrier.name):
         wp.reason = "both barriers of the handshake carry data"
         return
     if due is None:
-        pre = _pre_completions(an, w, wp.loop)
+        pre = _pre_completions(an, w, wp.loop, wp.offset)
         if pre is None:
             wp.reason = "arrivals outside the loop not accounted"
             return
+        if pre > 0 and wp.offset == 0 and not hs and not _carries_data(m, w.barrier.name):
+            # a pre-arrived token (page tokens: init 1 and arrived once, so the first use finds it
+            # free) carries no data: each use waits for the release of the use before it, the
+            # first one for the pre-arrival, whoever releases it (its own role too)
+            wp.offset = -1
         wp.pre = pre
         wp.use = use
         due = E.binop("+", use, E.Const(wp.offset + pre))
@@ -694,7 +777,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         if isinstance(tv, int) and tv > 0:
             wp.witness["outer_iteration"], wp.witness["iteration"] = divmod(it, tv)
             wp.witness["flat_iteration"] = it
-    if wp.assumption == "data-exit":
+    if wp.assumption == "data-exit" and len(chain) > 1:
+        ot = wp.witness.get("outer_iteration", env.get(chain[0].counter.name, 0))
+        wp.assumption = (f"assuming the task loop, which ends on a data-dependent `break`, enters iteration {ot}: "
+                         f"at least {ot + 1} task(s) are handed out")
+        wp.witness["assumption"] = wp.assumption
+    elif wp.assumption == "data-exit":
         n = (it or 0) + 1
         wp.assumption = (f"assuming the loop, which ends on a data-dependent `break`, enters iteration {it}: "
                          f"at least {n} instruction(s) of the stream are read"
@@ -839,7 +927,8 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
     name, posw = w.detail["phasebit"]
     posw = linear(posw)
     chain = [m.loops[i] for i in w.loops]
-    if len(chain) not in (1, 2) or any(l.trip is None for l in chain):
+    if len(chain) not in (1, 2) or any(l.trip is None for l in chain[1:]) or \
+            (chain[0].trip is None and not _data_exit_ok(chain[0])):
         return "phase bitfield: loop nest not recognised"
     O = chain[0]
     I = chain[1] if len(chain) == 2 else None
@@ -901,6 +990,8 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
                 return "phase bitfield: ring not carried in a recognised way"
             total = E.binop("+", total, cnt)
             continue
+        if F.order > w.order and O.id not in F.loops:
+            continue        # after the task loop (a drain): no wait inside it sees the flip
         # a flip elsewhere in the loop nest: fine when it never touches the bit the wait reads
         if not F.loops or F.loops[0] != O.id or len(F.loops) > 2:
             return "phase bitfield: flip outside the task loop"
@@ -915,7 +1006,8 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
             continue
         return "phase bitfield: another flip may touch the bit"
     parity = E.binop("%", E.binop("+", _bit_of(S.detail["value"], posw, lo, hi), total), E.Const(2))
-    assume = [E.binop("<", kO, O.trip)]
+    # a task loop that ends on data (a CLC or instruction stream): every iteration may run
+    assume = [E.binop("<", kO, O.trip)] if O.trip is not None else []
     use = None
     if I is not None:
         assume.append(E.binop("<", I.counter, T))

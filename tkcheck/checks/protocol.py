@@ -99,6 +99,13 @@ def _data_exit(m: ir.KernelModel, lid: int) -> bool:
     return lp.trip is None and lp.infinite and len(lp.continues) == 1
 
 
+def _runtime_trip(m: ir.KernelModel, lid: int) -> bool:
+    """A loop whose trip count is a runtime value (`for (i = 0; i < g.num_iters; ...)`): an
+    init inside it re-arms the barrier every iteration (an interpreter's dynamic semaphores)."""
+    lp = m.loops[lid]
+    return lp.trip is not None and not isinstance(lp.trip.eval({}), int)
+
+
 def _data_cond(c: E.Expr) -> bool:
     """A condition on values read from memory (`op == OP_STOP`): not a function of the sizes."""
     return any(v.kind == E.OPAQUE or (v.kind == E.PARAM and v.name.startswith("?")) for v in c.free_vars())
@@ -389,7 +396,7 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
         else:
             k = len(lanes)
         if o.kind == ir.MBAR_INIT:
-            if rounds is not None and any(_data_exit(m, lid) for lid in o.loops):
+            if any((rounds is not None and _data_exit(m, lid)) or _runtime_trip(m, lid) for lid in o.loops):
                 # re-armed inside the instruction loop (invalidate + init): a reset
                 c = o.count.eval(full) if o.count is not None else None
                 if not isinstance(c, int):

@@ -81,6 +81,12 @@ def match_kernel(result, model: ir.KernelModel):
                  if _bare(k.short_name.split(" ")[-1]) == "kernel"
                  and f"::{model.kind}::" in k.short_name
                  and _template_args_mention(k.short_name, model.name)]
+    elif " [op " in model.name:
+        # one model per op of an MK interpreter's pack (knowledge/mk.py): all of them are the
+        # interpreter kernel's SASS; whole-kernel absence of what the op relies on still holds
+        fn = model.name.split(" [op ", 1)[0].split("<", 1)[0].strip()
+        cands = [k for k in result.sorted_kernels()
+                 if _bare(re.sub(r"^(?:void|static|__global__)\s+", "", k.short_name).split("<", 1)[0].strip()) == fn]
     else:
         cands = [k for k in result.sorted_kernels()
                  if k.mangled == model.name or _bare(k.short_name.split(" ")[-1]) == model.name]

@@ -298,6 +298,7 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
 class DrainIssue:
     kind: str          # no_token_wait | arrive_before_wait_ld | no_fence_before | no_sync_lanes
     #                    | no_fence_after_token | no_fence_after_commit | token_count_short
+    #                    | token_local_only
     op: ir.Op          # the site reported
     other: ir.Op       # the related site (the reader's load, the MMA, the wait)
     barrier: str | None = None
@@ -320,11 +321,17 @@ def _arrivers(an: Analysis, op: ir.Op) -> frozenset[int] | None:
 
 def _tainted(an: Analysis, readers: frozenset[int]) -> tuple[set[str], bool]:
     """Barriers whose phases can complete only after some reader thread (or a thread that waited
-    for one) arrived: a wait on any other barrier orders nothing after the readers. Over-
-    approximated (barrier names, thread ids of both CTAs merged); unknown issuers taint."""
+    for one) arrived: a wait on any other barrier orders nothing after the readers. A thread
+    that waits on such a barrier taints only what it signals after that wait (later in program
+    order, or anywhere in a loop both are in: the next iteration). Over-approximated (barrier
+    names, thread ids of both CTAs merged); unknown issuers taint."""
     m = an.model
-    threads = set(readers)
     bars: set[str] = set()
+    waits: list[tuple[ir.Op, frozenset[int]]] = []     # tainted waits and their threads
+
+    def after_tainted_wait(o: ir.Op, thr: frozenset[int]) -> bool:
+        return any(wt & thr and (w.order < o.order or set(w.loops) & set(o.loops)) for w, wt in waits)
+
     changed = True
     while changed:
         changed = False
@@ -333,16 +340,17 @@ def _tainted(an: Analysis, readers: frozenset[int]) -> tuple[set[str], bool]:
                 if o.barrier.name in bars:
                     continue
                 thr = _arrivers(an, o)
-                if thr is None or thr & threads:
+                if thr is None or thr & readers or after_tainted_wait(o, thr):
                     bars.add(o.barrier.name)
                     changed = True
             elif o.kind == ir.MBAR_WAIT and o.barrier is not None and o.barrier.name in bars:
+                if any(w is o for w, _ in waits):
+                    continue
                 thr = an.threads.executing(o)
                 if thr is None:
                     return bars, False
-                if not thr <= threads:
-                    threads |= thr
-                    changed = True
+                waits.append((o, thr))
+                changed = True
     return bars, True
 
 
@@ -371,6 +379,18 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
             return
         init_count = _const(inits[0].count)
         if init_count is None:
+            return
+        if all(not a.detail.get("remote") and a.detail.get("cta") is None and not a.detail.get("multicast")
+               for a in arrs) and any(v.name == "cta_rank" for c in mm.guard.uniform for v in c.free_vars()) \
+                :
+            # every arrive on the token is local to its CTA, by readers that run in every CTA (no
+            # rank condition), while the MMA runs in one CTA only: the peer's readers never reach
+            # the token the MMA side waits on
+            if all(_arrivers(an, a) and _arrivers(an, a) <= readers and not _mentions_rank(a.guard) for a in arrs):
+                key = ("pair_local", b)
+                if key not in reported:
+                    reported.add(key)
+                    out.append(DrainIssue("token_local_only", w, mm, b, {"tile": name, "arrive": arrs[0]}))
             return
         per_cta = 0
         for a in arrs:
@@ -439,12 +459,22 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                 if thr and thr & readers:
                     direct.add(o.barrier.name)
         token_bars: set[str] = set()
+        # barriers the readers wait on before reading (the MMA's completion)
+        read_waits = {o.barrier.name for o in m.ops if o.kind == ir.MBAR_WAIT and o.barrier is not None
+                      and any(o.order < ld.order for ld in ls)
+                      and (an.threads.executing(o) or frozenset()) & readers}
         for mm in ms:
             mthr = _surely_threads(an, mm)
             if not mthr or not mm.loops or mthr & readers:
                 continue
             outer = mm.loops[0]
             body = [o for o in m.ops if _in_loop_body(o, outer)]
+            # the loop hands the tile to the readers in every iteration (a commit they wait on, in
+            # the loop): only then is it written again after a read; an accumulation loop followed
+            # by one commit after it (one tile per CTA) reuses nothing
+            if not any(o.kind == ir.MBAR_ARRIVE and o.detail.get("via") == "tcgen05.commit" and o.barrier is not None
+                       and o.barrier.name in read_waits for o in body):
+                continue
             token_waits = [o for o in body if o.kind == ir.MBAR_WAIT and o.barrier is not None
                            and o.barrier.name in tainted and _may_run(an, o, mthr)]
             syncs = [o for o in body if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)
@@ -514,7 +544,85 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
     return out
 
 
+@dataclass
+class Clobber:
+    acc: ir.TmemTile                 # the accumulator whose value is carried across iterations
+    other: ir.TmemTile               # a tile of the same allocation written in between
+    acc_cols: tuple[int, int]
+    other_cols: tuple[int, int]
+    accumulate: ir.Op                # the accumulating MMA (reads the value)
+    write: ir.Op                     # the write into the other tile, in every iteration
+    iterations: tuple[int, int]      # two iterations in which the MMA accumulates
+
+
+def _box(tile: ir.TmemTile) -> tuple[int, int, int, int] | None:
+    """(lane, rows, column, physical columns) of a scalar TMEM tile at a constant offset."""
+    if tile.dims or len(tile.elements) != 1 or tile.elements[0] is None:
+        return None
+    lane, col = (_const(x) for x in tile.elements[0])
+    pc, rows = phys_cols(tile.type), _rows(tile.type)
+    if None in (lane, col, pc, rows):
+        return None
+    return lane, rows, col, pc
+
+
+def clobbers(an: Analysis) -> list[Clobber]:
+    """Two TMEM tiles of one allocation whose lanes x columns intersect, where one is an
+    accumulator carried across the iterations of a loop (a `mma*` into it accumulates in two
+    iterations) and the other is written (an MMA into it, or tcgen05.st) in every iteration of
+    that loop: the write lands between two accumulations and destroys the partial sum. Tiles
+    that merely alias (P written over S after S was read, FA4 style) are not accumulators and
+    are left alone."""
+    from . import solver
+    m = an.model
+    out: list[Clobber] = []
+    writes = [o for o in m.ops if (o.kind == ir.MMA and o.detail.get("family") == "tcgen05")
+              or (o.kind == ir.TMEM_OP and o.detail.get("tmem") == "store")]
+    tiles = [t for t in m.tmem_tiles.values() if _box(t) is not None]
+    for a in tiles:
+        for b in tiles:
+            if a is b or a.allocator is None or a.allocator != b.allocator:
+                continue
+            la, ra, ca, pa = _box(a)
+            lb, rb, cb, pb = _box(b)
+            if not (la < lb + rb and lb < la + ra and ca < cb + pb and cb < ca + pa):
+                continue
+            for acc in tc_mmas(m):
+                if acc.operands[0].name != a.name or not acc.detail.get("accumulate") or not acc.loops:
+                    continue
+                loop = m.loops.get(acc.loops[-1])
+                if loop is None:
+                    continue
+                k = loop.counter
+                conds = [c for c in acc.guard.uniform]
+                if any(c.is_opaque() for c in conds) or acc.guard.thread.depends_on(E.LOOP):
+                    continue
+                k2 = E.Var(k.name + "@2", E.LOOP)
+                both = [E.binop(">=", k, E.Const(0)), E.binop(">", k2, k)] + conds + \
+                    [E.substitute(c, {k.name: k2}) for c in conds]
+                if any(v.kind == E.LOOP and v.name not in (k.name, k2.name)
+                       for c in both for v in c.free_vars()):
+                    continue
+                wit = solver.witness(E.Const(True), an.solver_timeout_ms, assume=tuple(both))
+                if not wit or k.name not in wit or k2.name not in wit:
+                    continue
+                for w in writes:
+                    if not w.operands or w.operands[0].name != b.name or loop.id not in w.loops:
+                        continue
+                    if any(c.depends_on(E.LOOP) or c.is_opaque() for c in w.guard.uniform):
+                        continue          # not in every iteration
+                    if not w.guard.exact and w.kind == ir.MMA:
+                        continue
+                    out.append(Clobber(a, b, (ca, ca + pa), (cb, cb + pb), acc, w,
+                                       (int(wit[k.name]), int(wit[k2.name]))))
+                    break
+                else:
+                    continue
+                break
+    return out
+
+
 def facts(an: Analysis, name: str):
-    fn = {"lanes": lane_violations, "overcommit": overcommits, "overlap": overlaps,
+    fn = {"lanes": lane_violations, "overcommit": overcommits, "overlap": overlaps, "clobber": clobbers,
           "lifecycle": lifecycle, "drain": drain_issues}[name]
     return an.fact(f"tmem.{name}", fn)

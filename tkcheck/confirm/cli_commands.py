@@ -58,6 +58,9 @@ def _check(path: str, tk_root: str | None, select: tuple[str, ...], config):
         codes &= set(sel.enabled_codes(os.path.abspath(path)))
     parse = ParseOptions(
         arch=(config.arch if config is not None and config.arch else "sm_90a"),
+        # no arch configured: a Blackwell file is analysed for sm_100a, as `tkcheck check` does
+        # (its findings then stay UNCONFIRMABLE HERE on a Hopper GPU)
+        arch_auto=not (config is not None and config.arch),
         include_dirs=tuple(str(d) for d in (config.include_dirs if config is not None else ())),
         defines=tuple(config.defines) if config is not None else (),
         tk_include=str(Path(tk_root) / "include") if tk_root else None,
@@ -66,6 +69,14 @@ def _check(path: str, tk_root: str | None, select: tuple[str, ...], config):
     if res.input_error:
         _fail(res.input_error)
     return res
+
+
+def _source_arch(res, config) -> str:
+    """The arch the file was analysed for: the configured one, else sm_100a when the analysis
+    picked it for Blackwell-only code (its note), else sm_90a."""
+    if config is not None and config.arch:
+        return config.arch
+    return "sm_100a" if any("arch sm_100a" in n for n in getattr(res, "notes", ())) else "sm_90a"
 
 
 def _config(path: str, config_file: str | None):
@@ -185,7 +196,8 @@ def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, san
                 p, res.source, findings, confirm_cfg=config.confirm if config else None, tk_root=tk_root,
                 include_dirs=tuple(str(d) for d in (config.include_dirs if config is not None else ())),
                 timeout=timeout, tools=chosen, keep=where, device=info, gpu=gpu,
-                sanitizer_timeout=sanitizer_timeout, gpu_slots=gpu_slots)
+                sanitizer_timeout=sanitizer_timeout, gpu_slots=gpu_slots,
+                source_arch=_source_arch(res, config))
         finally:
             slots.put(gpu)
     try:

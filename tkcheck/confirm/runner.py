@@ -561,12 +561,15 @@ def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: s
                  include_dirs: tuple[str, ...] = (), timeout: float | None = None,
                  tools: tuple[str, ...] = ("racecheck", "memcheck"), keep: str | None = None,
                  arch: str | None = "auto", device=None, gpu: int | None = None,
-                 sanitizer_timeout: float | None = None, gpu_slots: int = 2) -> Evidence:
+                 sanitizer_timeout: float | None = None, gpu_slots: int = 2,
+                 source_arch: str | None = None) -> Evidence:
     """Instrument copies of `path`, build, run, and set `verdict` on each finding.
 
     arch: "auto" asks the driver (confirm/device.py; or `device`, a DeviceInfo already probed);
     None means no GPU; a value such as "sm_90" is taken as given. gpu: the GPU (an index of the
-    probe) this file runs on: its runs see only that GPU (CUDA_VISIBLE_DEVICES)."""
+    probe) this file runs on: its runs see only that GPU (CUDA_VISIBLE_DEVICES). source_arch: the
+    arch the file was analysed for (sm_100a for Blackwell code): a kernel for another GPU
+    generation is not built here, every finding of it stays UNCONFIRMABLE HERE."""
     ev = Evidence()
     cfg = confirm_cfg
     try:
@@ -592,6 +595,9 @@ def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: s
     run_cmd = cfg.run if cfg is not None else None
     if ev.arch is None:
         ev.unconfirmable = no_gpu
+    elif source_arch and source_arch.startswith("sm_100") and not ev.arch.startswith("sm_10"):
+        ev.unconfirmable = (f"the kernel is {source_arch} code (tcgen05, TMEM, CLC) and this GPU is {ev.arch}: "
+                            "its instructions do not run here")
     elif bool(build_cmd) != bool(run_cmd):
         ev.unconfirmable = "[tool.tkcheck.confirm] sets only one of build and run: set both, or neither"
     elif not build_cmd and not shutil.which("nvcc"):

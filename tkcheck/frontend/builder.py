@@ -80,6 +80,7 @@ class ModelBuilder:
         self.ns_envs: dict[tuple[str, ...], Env] = {}   # namespace path -> its scope (a child of the enclosing one)
         self.functions: dict[str, list] = {}      # user device functions by name (with bodies)
         self.structs: dict[str, Any] = {}         # user struct/class cursors by name
+        self.partial_specs: dict[str, list] = {}  # partial specializations of user class templates
         self.kernels: list = []                   # __global__ function cursors in the main file
         self.kernel_templates: list = []          # template __global__ functions (user files)
         self.header_kernels: list = []            # __global__ functions of the user's headers
@@ -102,6 +103,8 @@ class ModelBuilder:
         self._blocked_cursors: dict = {}
         self._not_analysed_cursors: dict = {}
         self.model_cursors: dict[int, object] = {}   # id(model) -> the cursor of its code
+        self.model_census_exclude: dict[int, set] = {}  # id(model) -> cursors not its code (other MK ops)
+        self.model_census_roots: dict[int, list] = {}   # id(model) -> more roots of its code (its MK op)
         self._unbound: dict = {}                      # template kernels with an instantiation not understood
         self._device_code_by_name: dict | None = None  # name -> device function cursors (coverage)
         self._collect()
@@ -139,8 +142,17 @@ class ModelBuilder:
             if st is not None and st not in self.templates:
                 self.templates.append(st)
 
-    def _collect_decl(self, c, env: Env, top: bool = False):
+    def _collect_decl(self, c, env: Env, top: bool = False, ns: tuple = ()):
         kind = c.kind
+        if ns and c.spelling and kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.TYPE_ALIAS_DECL,
+                                          CK.TYPEDEF_DECL, CK.TYPE_ALIAS_TEMPLATE_DECL, CK.VAR_DECL) \
+                and self._in_user_code(c):
+            # `ns::config` names this one even when another namespace declares a `config` too
+            # (the unqualified name is the last one declared)
+            val = ("struct_decl", c) if kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE) else (
+                ("var_decl", c) if kind == CK.VAR_DECL else ("alias_decl", c))
+            for i in range(len(ns)):
+                self.globals_env.define("::".join(ns[i:] + (c.spelling,)), val)
         if kind == CK.MACRO_DEFINITION:
             if c.location.file is not None and self.parsed.is_user_file(c.location.file.name):
                 toks = tokens_of(c)
@@ -165,12 +177,16 @@ class ModelBuilder:
             else:
                 nenv = env                       # an anonymous namespace: its names are its parent's
             for ch in c.get_children():
-                self._collect_decl(ch, nenv)
+                self._collect_decl(ch, nenv, ns=ns + ((c.spelling,) if c.spelling else ()))
             return
         if kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
             kids = list(c.get_children())
             if any(ch.kind == CK.COMPOUND_STMT for ch in kids):
                 self.functions.setdefault(c.spelling, []).append(c)
+                for i in range(len(ns)):
+                    # `ns::f` names the f of that namespace (Megakernels' consumer::main_loop,
+                    # loader::main_loop, ... share one spelling)
+                    self.functions.setdefault("::".join(ns[i:] + (c.spelling,)), []).append(c)
                 if any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in kids):
                     if kind == CK.FUNCTION_TEMPLATE:
                         self.kernel_templates.append(c)       # analysed per instantiation
@@ -178,6 +194,9 @@ class ModelBuilder:
                         self.kernels.append(c)
                     else:
                         self.header_kernels.append(c)         # analysed where the file uses it
+        elif kind == CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION:
+            if c.spelling:
+                self.partial_specs.setdefault(c.spelling, []).append(c)
         elif kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
             if c.spelling:
                 self.structs[c.spelling] = c
@@ -218,9 +237,15 @@ class ModelBuilder:
         return "load" in pm and "compute" in cm
 
     # -- whole-file facts, computed once per file (not once per kernel) ----
+    def source(self) -> str:
+        """The file's text, read once per file (whole-file searches run per kernel)."""
+        if getattr(self, "_source", None) is None:
+            self._source = self.parsed.text or ""
+        return self._source
+
     def lines(self) -> list[str]:
         if getattr(self, "_lines", None) is None:
-            self._lines = self.parsed.text.splitlines()
+            self._lines = self.source().splitlines()
         return self._lines
 
     def launch_configs(self) -> dict[str, list[str]]:
@@ -259,8 +284,29 @@ class ModelBuilder:
         for inst in sorted(found.instances, key=lambda i: (i.site.filename != self.filename, i.site.row, i.site.column)):
             if self._blocked(inst.cursor, errors):
                 continue
-            m = self._guarded(inst.cursor, lambda: KernelWalker(self, inst.cursor).build_global(inst))
+            w = KernelWalker(self, inst.cursor)
+            m = self._guarded(inst.cursor, lambda: w.build_global(inst))
             if m is None:
+                continue
+            if w.op_pack:
+                # an MK interpreter: one model per op of its pack (knowledge/mk.py)
+                for op in w.op_pack:
+                    wo = KernelWalker(self, inst.cursor, mk_op=op)
+                    mo = self._guarded(inst.cursor, lambda: wo.build_global(inst))
+                    if mo is None:
+                        continue
+                    mo.name = f"{m.name} [op {op.name}]"
+                    mo.notes.append(f"'{m.name}' is an MK interpreter: op '{op.name}' analysed inside it, as if "
+                                    "every instruction ran it")
+                    if (inst.cursor.hash, mo.name) not in built:
+                        built.add((inst.cursor.hash, mo.name))
+                        models.append(mo)
+                        self.model_cursors[id(mo)] = inst.cursor
+                        # the census of this model: the interpreter and this op, not the other ops
+                        mine = self._decl_family(op.cursor)
+                        self.model_census_exclude[id(mo)] = {h for o in w.op_pack if o is not op
+                                                             for h in self._decl_family(o.cursor)} - mine
+                        self.model_census_roots[id(mo)] = [op.cursor]
                 continue
             if len(seen_cursors[inst.cursor.spelling]) > 1:
                 # two functions of one name (in two namespaces): the qualified name tells them apart
@@ -293,13 +339,29 @@ class ModelBuilder:
                 pass                            # too deep to walk: told by _guarded
             else:
                 from ..knowledge import protocols
-                kind = protocols.template_kind_for(self.parsed.text, t.spelling)
+                kind = protocols.template_kind_for(self.source(), t.spelling)
                 self.not_analysed.append((t.spelling, loc_of(t, self.filename),
                                           f"template {kind} not modelled"))
                 self._not_analysed_cursors[t.spelling] = t
         return models
 
-    def reachable_code(self, root) -> list:
+    def _decl_family(self, cursor) -> set:
+        """A struct's cursor hash and its base classes', transitively (by name, as declared)."""
+        out, todo = set(), [cursor]
+        while todo:
+            c = todo.pop()
+            if c is None or c.hash in out:
+                continue
+            out.add(c.hash)
+            for ch in c.get_children():
+                if ch.kind == CK.CXX_BASE_SPECIFIER:
+                    toks = [t for t in tokens_of(ch) if t not in ("public", "private", "protected", "virtual")]
+                    name = next((t for t in toks if t.isidentifier() and t not in self.user_namespaces), None)
+                    if name in self.structs:
+                        todo.append(self.structs[name])
+        return out
+
+    def reachable_code(self, root, exclude=frozenset(), more_roots=()) -> list:
         """`root` (a kernel, a template struct) and the user's device code its code names,
         transitively (free functions and struct members by name, so an interpreter's
         `dispatcher<op>::run` reaches every op's `run`): the code a kernel may run, as the census
@@ -312,15 +374,36 @@ class ModelBuilder:
                     index.setdefault(f.name, []).append(f.cursor)
             self._device_code_by_name = index
         index = self._device_code_by_name
-        out, seen, todo = [], set(), [root]
-        while todo:
+        out, seen, todo = [], set(), [root] + list(more_roots)
+        names: set = set()
+        waiting: list = []                 # members of a struct whose name no reached code names yet
+        while todo or waiting:
+            if not todo:
+                ready = [f for f in waiting if f.semantic_parent.spelling in names]
+                if not ready:
+                    break
+                waiting = [f for f in waiting if f not in ready]
+                todo.extend(ready)
+                continue
             cur = todo.pop()
-            if cur.hash in seen:
+            if cur.hash in seen or _inside_any(cur, exclude, self):
                 continue
             seen.add(cur.hash)
             out.append(cur)
-            for t in set(tokens_of(cur)):
-                todo.extend(f for f in _visible_from(root, index.get(t, ())) if f.hash not in seen)
+            toks = set(tokens_of(cur))
+            names |= toks
+            for t in toks:
+                for f in _visible_from(root, index.get(t, ())):
+                    if f.hash in seen:
+                        continue
+                    sp = f.semantic_parent
+                    # a member function named by a common name (`init_semaphores`, `run`) belongs to
+                    # this code only when its struct is named by it too (directly or by an alias's body)
+                    if sp is not None and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE) \
+                            and sp.spelling not in names and not _contains(_extent_key(sp), _extent_key(cur)):
+                        waiting.append(f)
+                        continue
+                    todo.append(f)
         # a function nested in one already taken (a struct's method inside the struct) is counted once
         spans = [(c, _extent_key(c)) for c in out]
         return [c for c, k in spans if not any(o is not c and _contains(ko, k) for o, ko in spans)]
@@ -332,7 +415,8 @@ class ModelBuilder:
         out = []
         for m in models:
             cur = self.model_cursors.get(id(m))
-            out.append(C.for_model(self, m, cur) if cur is not None else
+            out.append(C.for_model(self, m, cur, self.model_census_exclude.get(id(m), frozenset()),
+                                   self.model_census_roots.get(id(m), ())) if cur is not None else
                        C.KernelCoverage(self.filename, m.name, True, None, 0, 0))
         for name, loc, errs in self.blocked:
             d = errs[0]
@@ -389,8 +473,11 @@ class ModelBuilder:
 
 class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _CallsMixin, _TmemMixin, _InlineMixin):
     """One kernel's walk; the parts live in the walk_* modules (one concern each)."""
-    def __init__(self, mb: ModelBuilder, cursor):
+    def __init__(self, mb: ModelBuilder, cursor, mk_op=None):
         self.mb = mb
+        self.mk_op = mk_op            # the op of an MK interpreter this model runs (knowledge/mk.py)
+        self.op_pack: list = []       # the op structs of the kernel's template pack, when it is one
+        self._mk_role = None
         self.cursor = cursor
         self.filename = mb.filename
         self.model: ir.KernelModel | None = None
@@ -441,6 +528,13 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
                 if n is not None:
                     m.block_threads = E.Const(n)
                     m.block_threads_source = "launch configuration in the file"
+        if m.cluster is None:
+            m.cluster = self._cluster_dims(c, env)
+        if m.cluster is None:
+            m.cluster = self._launch_config_cluster(c, env)
+            if m.cluster is not None:
+                m.notes.append(f"kernel '{name}' runs in clusters of {m.cluster} CTAs (the LaunchConfig it is "
+                               "launched with in this file)")
         if m.block_threads is None:
             m.notes.append(f"block size of kernel '{name}' unknown (no __launch_bounds__): "
                            "thread counts are not checked")
@@ -460,7 +554,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         from ..knowledge import protocols
 
         tmpl = self.cursor
-        kind = protocols.template_kind_for(self.mb.parsed.text, tmpl.spelling)
+        kind = protocols.template_kind_for(self.mb.source(), tmpl.spelling)
         proto_fn = protocols.protocol_function(kind)
         if proto_fn is None:
             return None
@@ -470,7 +564,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         env.define("lcft", st)
         if kind == "lcsc":
             # the launch names the config and globals types: lcsc::launch_kernel<config, globals, lcsct>
-            names = protocols.launch_type_args(self.mb.parsed.text, tmpl.spelling)
+            names = protocols.launch_type_args(self.mb.source(), tmpl.spelling)
             types = [self.mb.structs.get(n.split("::")[-1]) for n in names] if names else []
             if len(types) != 2 or any(t is None for t in types):
                 return None
@@ -488,3 +582,15 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         return m
 
     # ======================================================= declarations
+
+
+def _inside_any(cur, exclude, mb) -> bool:
+    """`cur` lies inside one of the declarations whose cursor hashes are in `exclude`."""
+    if not exclude:
+        return False
+    p = cur
+    while p is not None and p.kind != CK.TRANSLATION_UNIT:
+        if p.hash in exclude:
+            return True
+        p = p.semantic_parent
+    return False

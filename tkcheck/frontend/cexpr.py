@@ -43,7 +43,8 @@ KNOWN_TEMPLATES = {
     "store_async_read_wait", "load_async_wait", "allocate", "tensor_commit", "consumer_registers",
     "st", "st_bf", "st_hf", "st_fl", "st_fp8e4m3", "st_fp8e5m2", "sv", "sv_bf", "sv_hf", "sv_fl",
     "rt", "rt_bf", "rt_hf", "rt_fl", "rv", "rv_bf", "rv_hf", "rv_fl", "tt", "gl", "coord",
-    "shared_allocator", "tma_swizzle_allocator", "barrier", "numeric_limits", "is_same_v",
+    "shared_allocator", "tma_swizzle_allocator", "full_tt_bf", "tmem", "allocate_tmem", "allocate_tensor_memory", "full_tt_hf", "full_tt_fl",
+    "full_tt_fp8e4m3", "full_tt_fp8e5m2", "full_tt_fp8e8m0", "full_tt_fp4e2m1_2", "barrier", "numeric_limits", "is_same_v",
 }
 _INT_RE = re.compile(r"^(0[xX][0-9a-fA-F']+|0[bB][01']+|[0-9][0-9']*)([uUlLzZ]*)$")
 
@@ -163,6 +164,8 @@ class Parser:
                 elif self.t[j] == ")":
                     if depth == 0:
                         after = self.t[j + 1] if j + 1 < len(self.t) else None
+                        if self.t[j - 1] in ("*", "&") and after is not None and after not in (")", ",", ";", "]"):
+                            return True      # `(volatile int *)&x`: a pointer type, so a cast
                         return after is not None and after not in _BIN_PREC and after not in (")", ",", ";", "]", "?", ":")
                     depth -= 1
                 j += 1
@@ -216,7 +219,18 @@ class Parser:
         if tok in _CASTS:
             self.take()
             self._targs_begin()
-            ty = self.type_or_expr()
+            start = self.i
+            try:
+                ty = self.type_or_expr()
+                if self.peek() not in (">", ">>"):
+                    raise ParseError("type")
+            except (ParseError, IndexError):
+                # a declarator type the grammar does not read (`o_sv(*)[4]`): skip to the '>'
+                self.i, depth = start, 0
+                while self.peek() is not None and not (depth == 0 and self.peek() in (">", ">>")):
+                    depth += {"(": 1, "[": 1, "<": 1, ")": -1, "]": -1}.get(self.peek(), 0)
+                    self.take()
+                ty = ("type", ("?",))
             self._targs_end()
             self.take("(")
             e = self.comma_expr()
@@ -362,6 +376,12 @@ class Parser:
                 idx = self.comma_expr()
                 self.take("]")
                 node = ("index", node, idx)
+            elif tok in (".", "->") and self.peek(1) == "*" or tok == "->*":
+                # pointer to member: `g.*member_ptr`
+                self.take()
+                if tok != "->*":
+                    self.take()
+                node = ("memptr_access", node, self.postfix(self.primary()))
             elif tok in (".", "->"):
                 self.take()
                 if self.peek() == "template":

@@ -34,9 +34,18 @@ class Obj:
 
 @dataclass
 class Rec:
-    """A record of named values (lcf callback args, user struct instances)."""
+    """A record of named values (lcf callback args, user struct instances).
+
+    A local object of a user struct (`state<config> mks{...}`) has `path` (its variable) and
+    `struct` (for its member functions): its scalar fields live in the walker's Env under
+    `path.field` (listed in `scalars`), so they are variables like any other -- assigned in
+    branches, carried by loops (`for (mks.index = 0; ...; mks.next())`) -- while fields that
+    refer to objects (barrier arrays, tiles) stay in `fields`."""
     fields: dict[str, Any] = field(default_factory=dict)
     type_name: str = ""
+    struct: Any = None
+    path: str | None = None
+    scalars: tuple = ()
     stype: Any = None                     # the StructType of a user struct instance (functors)
 
 

@@ -39,6 +39,7 @@ class _CallsMixin:
                 return self._inline(fo, args, ctx, cursor, None)
             return E.opaque("call")
         segs = list(callee[1])
+        full_segs = [sg for sg in segs if sg[0] != "kittens"]
         while len(segs) > 1 and segs[0][0] in self._ns_names:
             segs = segs[1:]
         base, btargs = segs[-1]
@@ -54,6 +55,8 @@ class _CallsMixin:
             if qual == "" or qual == "kittens":
                 return E.binop("/", E.TID, E.Const(32)) if base == "warpid" else (
                     E.binop("%", E.TID, E.Const(32)) if base == "laneid" else E.opaque(base))
+            if scope_warps is not None and scope_warps <= 0:
+                return E.opaque(f"{qual}::{base}")     # a group of a size tkcheck could not evaluate
             if scope_warps is not None:
                 n = 32 * scope_warps
                 if base == "laneid":
@@ -69,6 +72,13 @@ class _CallsMixin:
             return E.binop("==", E.binop("%", E.TID, E.Const(n)), E.Const(0))
         if base in ("cluster_ctarank", "block_rank_in_cluster"):
             return E.Var("cta_rank", E.PARAM)
+        if base in ("clusterIdx", "clusterid", "nclusterid") and not args:
+            # TK's %clusterid / %nclusterid readers (common/util.cuh): the same for every thread of
+            # the block, like blockIdx
+            name = "clusterIdx" if base != "nclusterid" else "nclusterid"
+            return Rec({f: E.Var(f"{name}.{f}", E.PARAM) for f in "xyz"}, "int3")
+        if base == "cluster_nctarank" and not args:
+            return E.Var("cluster_nctarank", E.PARAM)
         if base in ("min", "max") and len(args) == 2 and not quals:
             a, b = self.ev(args[0], ctx, cursor), self.ev(args[1], ctx, cursor)
             if isinstance(a, Expr) and isinstance(b, Expr):
@@ -108,6 +118,17 @@ class _CallsMixin:
                     return E.binop("%", E.binop("+", r, d), E.Const(s))
                 return E.binop("%", E.binop("+", E.binop("-", r, d), E.Const(s)), E.Const(s))
             return E.opaque(base)
+        if base in K.CUDA_ATOMICS and args and not quals and self._global_target(args[0], ctx, cursor):
+            # CUDA's atomicAdd & co on global memory: relaxed read-modify-writes at gpu scope
+            vals = [self.ev(a, ctx, cursor) for a in args[1:]]
+            loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+            self.emit(ir.Op(ir.GLOBAL_SIGNAL, base, loc, ctx.guard, ctx.loops,
+                            detail={"sem": "relaxed", "ptx": cexpr.render(node)[:80]}), ctx)
+            return E.opaque(base)
+        if base == "tkcheck_dispatch":
+            return self._mk_dispatch_role(args[1:], ctx, cursor)
+        if len(segs) >= 2 and segs[-2][0] in self.mb.partial_specs and self._is_opcode_dispatcher(segs[-2][0]):
+            return self._mk_dispatch_template(segs[-2][1] or (), args, ctx, cursor, segs[-2][0])
         if base == "tkcheck_block_threads" and args:
             v = self.ev(args[0], ctx)
             if isinstance(v, Expr) and self.model is not None and not ctx.dry:
@@ -138,6 +159,27 @@ class _CallsMixin:
             probe0 = self.ev(args[0], replace(ctx, dry=True), cursor)
             if isinstance(probe0, Obj) and probe0.kind == "tmem":
                 return self._emit_tcgen05_mma(base, qual, btargs, args, ctx, cursor)
+        if base in ("allocate_tmem", "allocate_tensor_memory") and not args and qual in ("", "kittens"):
+            return self._early_tmem_allocation(base, btargs, ctx, cursor)
+        # -- tcgen05 commits, cluster launch control, PDL -----------------------
+        qparts = [p for p in qual.split("::") if p not in ("kittens",)] if qual else []
+        if base == "commit" and qparts[-1:] == ["tcgen05"] and args:
+            return self._emit_tcgen05_commit(btargs, args, ctx, cursor, f"{qual}::{base}")
+        if base == "tensor_commit" and not [p for p in qparts if p not in ("warp", "warpgroup")] and args:
+            return self._emit_tcgen05_commit(btargs, args, ctx, cursor, f"{qual}::{base}" if qual else base)
+        if base in ("load_mxnv_scale_async", "load_mxnv_scale_async2") and len(args) in (2, 3) \
+                and not [p for p in qparts if p not in ("warp",)]:
+            return self._emit_scale_copy(base, btargs, args, ctx, cursor, f"{qual}::{base}" if qual else base)
+        if qparts[-1:] == ["clc"] and base in ("schedule", "query"):
+            return self._emit_clc(base, args, ctx, cursor, f"{qual}::{base}")
+        if qparts[-1:] == ["pdl"] and base in K.PDL_OPS and not args:
+            loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+            op = ir.Op(ir.PDL, f"{qual}::{base}", loc, ctx.guard, ctx.loops, detail={"pdl": K.PDL_OPS[base]})
+            if scope_warps is not None and scope_warps > 0:
+                op.scope = "warp" if scope_warps == 1 else ("warpgroup" if scope_warps == 4 else f"group<{scope_warps}>")
+                op.group_warps, op.issuers_per_group = scope_warps, 0
+            self.emit(op, ctx)
+            return None
         # -- TK / CUDA operations --------------------------------------------
         spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
         if spec is not None:
@@ -152,9 +194,20 @@ class _CallsMixin:
                 self._emit_reg_access(base, qual, vals, ctx, cursor, node)
                 return None
         # -- the user's own functions: inline ---------------------------------
-        target = self._resolve_callable(segs, ctx)
+        target = None
+        if len(full_segs) > 1 and full_segs[0][0] in self.mb.user_namespaces:
+            key = "::".join(sg[0] for sg in full_segs)
+            if key in self.mb.functions:
+                target = Func(base, self.mb.functions[key])
+        if target is None:
+            target = self._resolve_callable(segs, ctx)
         if isinstance(target, Func):
-            return self._inline(target, args, ctx, cursor, btargs)
+            # a member function calling another member of the same object: the same `this`
+            this = _enclosing_this(ctx.env) if target.owner is not None and len(segs) == 1 else None
+            if this is not None and this.struct is not None and target.owner is not None \
+                    and this.struct.cursor.hash != target.owner.cursor.hash:
+                this = None
+            return self._inline(target, args, ctx, cursor, btargs, this=this)
         if isinstance(target, Lambda):
             return self._inline_lambda(target, args, ctx, cursor)
         # unknown call: evaluate args (for side effects), result opaque
@@ -164,6 +217,132 @@ class _CallsMixin:
             # a function of nothing may read who calls it (an election, a lane id): not uniform
             return E.opaque(cexpr.render(node))
         return self._opaque_from(node, vals)
+
+    # -- the MK interpreter's op dispatch (knowledge/mk.py) -------------------
+    def _is_opcode_dispatcher(self, name: str) -> bool:
+        """A class template recursing over a pack of ops with a partial specialization whose code
+        compares the opcode with `op::opcode` (Megakernels' `dispatch_op`)."""
+        key = ("opcode_dispatcher", name)
+        if key not in self._struct_cache:
+            found = False
+            for c in self.mb.partial_specs.get(name, ()):
+                toks = tokens_of(c)
+                if "opcode" in toks and "..." in toks:
+                    found = True
+            self._struct_cache[key] = found
+        return self._struct_cache[key]
+
+    def _mk_op_role_struct(self, role: str):
+        op = self.mk_op
+        if op is None:
+            return None
+        v = op.env.vars.get(role)
+        if isinstance(v, tuple) and v and v[0] == "struct_decl":
+            return self.struct_type(v[1], {}, parent_env=op.env)
+        return v if isinstance(v, StructType) else None
+
+    def _mk_dispatch_role(self, args, ctx: Ctx, cursor):
+        """`tkcheck_dispatch(opcode, g, s)` in tkcheck's worker loop: the model's op's ROLE::run."""
+        role = self._mk_role
+        rs = self._mk_op_role_struct(role) if role else None
+        f = rs.env.vars.get("run") if rs is not None else None
+        if not isinstance(f, Func):
+            if cursor is not None:
+                self._note_unmodelled(cursor, f"MK op dispatch of the {role} role not resolved")
+            return None
+        return self._inline(f, args, ctx, cursor, None)
+
+    def _mk_dispatch_template(self, targs, args, ctx: Ctx, cursor, name: str):
+        """`dispatch_op<D, ops...>::run<...>(opcode, g, a...)`: in the model of op S, `D<S>::run(g, a...)`,
+        D being a member template `A<...>::dispatcher` whose parameter is the op."""
+        if self.mk_op is None or not targs:
+            vals = [self.ev(a, ctx, cursor) for a in args]
+            if cursor is not None:
+                self._note_unmodelled(cursor, f"{name}: an op dispatch outside a per-op model")
+            self._unmodelled_use(vals, ctx, cursor, name)
+            return E.opaque(name)
+        d = targs[0]
+        target = None
+        if d[0] == "name" and len(d[1]) >= 2:
+            outer = self.resolve_type(("name", tuple(d[1][:-1])), ctx.env)
+            inner = outer.env.vars.get(d[1][-1][0]) if isinstance(outer, StructType) else None
+            if isinstance(inner, tuple) and inner and inner[0] == "struct_decl":
+                tps = [ch for ch in inner[1].get_children() if ch.kind == CK.TEMPLATE_TYPE_PARAMETER]
+                if tps:
+                    target = self.struct_type(inner[1], {tps[0].spelling: self.mk_op}, parent_env=outer.env)
+        f = target.env.vars.get("run") if target is not None else None
+        if not isinstance(f, Func):
+            if cursor is not None:
+                self._note_unmodelled(cursor, f"{name}: dispatcher {cexpr.render(d)} not resolved")
+            return E.opaque(name)
+        return self._inline(f, args[1:], ctx, cursor, None)
+
+    def _emit_tcgen05_commit(self, btargs, args, ctx: Ctx, cursor, api: str, ncta: int | None = None):
+        """`detail::tcgen05::commit<ncta>(sem[, mask])` / `tensor_commit<ncta>(sem)`: one arrival on
+        `sem` once this thread's earlier tcgen05 operations complete; for ncta == 2 on the copy of
+        `sem` in both CTAs of the pair (multicast mask 0b11 unless given)."""
+        ncta = ncta or self._targ_int(btargs, ctx, 0) or 1
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        op = ir.Op(ir.MBAR_ARRIVE, api, loc, ctx.guard, ctx.loops, scope="thread", count=E.Const(1),
+                   detail={"via": "tcgen05.commit", "ncta": ncta, "args_text": [cexpr.render(a) for a in args]})
+        b = vals[0]
+        if isinstance(b, _ArrVal):
+            b = b.obj
+        if isinstance(b, Obj) and b.kind in ("barrier", "struct", "buffer"):
+            op.barrier = b.ref
+        else:
+            op.detail["barrier_unknown"] = cexpr.render(args[0])
+        if ncta == 2:
+            op.detail["multicast"] = True
+            if len(vals) > 1 and isinstance(vals[1], Expr):
+                op.detail["mask"] = vals[1]
+        self.emit(op, ctx)
+        return None
+
+    def _emit_scale_copy(self, base, btargs, args, ctx: Ctx, cursor, api: str):
+        """`load_mxnv_scale_async[2]<ncta>(tt, st[, sem])` (TK ops/thread/memory/tile/shared_to_tensor.cuh):
+        tcgen05.cp of a scale tile from shared memory into TMEM, then with a semaphore
+        `detail::tcgen05::commit<ncta>(sem)` and `tensor_before_thread_sync()`."""
+        ncta = 2 if base.endswith("2") else (self._targ_int(btargs, ctx, 0) or 1)
+        vals = [self.ev(a, ctx, cursor) for a in args[:2]]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        op = ir.Op(ir.TMEM_OP, api, loc, ctx.guard, ctx.loops, scope="thread",
+                   detail={"tmem": "cp", "ncta": ncta, "args_text": [cexpr.render(a) for a in args]})
+        for v in vals:
+            if isinstance(v, Obj):
+                op.operands = op.operands + (v.ref,)
+        self.emit(op, ctx)
+        if len(args) == 3:
+            self._emit_tcgen05_commit(None, args[2:], ctx, cursor, api, ncta=ncta)
+            self.emit(ir.Op(ir.FENCE, api, loc, ctx.guard, ctx.loops, detail={"fence_kind": "tcgen05_before"}), ctx)
+        return None
+
+    def _emit_clc(self, base, args, ctx: Ctx, cursor, api: str):
+        """Cluster launch control: `clc::schedule(h, sem)` requests the next cluster's first block
+        (try_cancel; its 16-byte response completes tx bytes on `sem` in every CTA of the
+        cluster); `clc::query(h)` reads the response: {success, x, y, z}, the same for the block."""
+        vals = [self.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        if base == "query":
+            h = vals[0] if vals else None
+            name = str(h.ref) if isinstance(h, Obj) else (cexpr.render(args[0]) if args else "clc")
+            return Rec({f: E.Var(f"clc:{name}.{f}#{E.fresh_number()}", E.PARAM) for f in ("success", "x", "y", "z")},
+                       "clc::result")
+        op = ir.Op(ir.TMA_LOAD, api, loc, ctx.guard, ctx.loops, scope="thread",
+                   bytes=E.Const(K.CLC_RESPONSE_BYTES),
+                   detail={"clc": True, "multicast": True, "args_text": [cexpr.render(a) for a in args]})
+        if vals and isinstance(vals[0], Obj):
+            op.buffer = vals[0].ref
+        b = vals[1] if len(vals) > 1 else None
+        if isinstance(b, _ArrVal):
+            b = b.obj
+        if isinstance(b, Obj) and b.kind in ("barrier", "struct", "buffer"):
+            op.barrier = b.ref
+        else:
+            op.detail["barrier_unknown"] = cexpr.render(args[1]) if len(args) > 1 else "?"
+        self.emit(op, ctx)
+        return None
 
     def _unmodelled_use(self, vals, ctx: Ctx, cursor, what: str):
         """A call tkcheck does not model received an mbarrier: it may arrive on
@@ -223,8 +402,8 @@ class _CallsMixin:
             body = [t for t in body if t not in ("kittens", "::")] if body[:2] == ["kittens", "::"] else body
             if body and body[0] == "group" and len(body) >= 4 and body[1] == "<":
                 node = cexpr.parse_expression(body[2:body.index(">")] if ">" in body else [], ctx.env.has)
-                v = self.ev(node, replace(ctx, dry=True, env=self._env_for_decl(alias_cursor)
-                                          if alias_cursor.semantic_parent.kind != CK.FUNCTION_DECL else ctx.env))
+                local = alias_cursor.semantic_parent.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD)
+                v = self.ev(node, replace(ctx, dry=True, env=ctx.env if local else self._env_for_decl(alias_cursor)))
                 if isinstance(v, Expr) and isinstance(v.const(), int):
                     return GroupScope(v.const())
                 return GroupScope(-1)
@@ -313,6 +492,9 @@ class _CallsMixin:
                     op.barrier = v.ref
                 else:
                     op.detail["barrier_unknown"] = cexpr.render(args[i])
+            elif role == "mbar_cta":
+                if isinstance(v, Expr) and v.eval({}) != -1:
+                    op.detail["mbar_cta"] = v
             elif role in ("count", "tx", "bytes", "parity", "id", "mask", "cta"):
                 if isinstance(v, Expr):
                     if role == "count":
@@ -362,6 +544,11 @@ class _CallsMixin:
         elif spec.kind == ir.MBAR_EXPECT:
             op.detail["arrives"] = 1
             if base == "expect":
+                if tiles and isinstance(tiles[0], Expr) and "cluster" in (qual or ""):
+                    # `tma::cluster::expect(bar, dst_cta, tiles...)` (TK before mid-2025): the
+                    # arrive.expect_tx lands on CTA dst_cta's copy of the barrier
+                    op.detail["cta"] = tiles[0]
+                    tiles = tiles[1:]
                 total: Expr = E.Const(0)
                 for t in tiles:
                     s = t.type.size_bytes() if isinstance(t, Obj) and t.type is not None else None
@@ -458,8 +645,31 @@ class _CallsMixin:
             f = obj.env.vars.get(mname)
             if isinstance(f, Func):
                 return self._inline(f, args, ctx, cursor, targs)
+        if isinstance(obj, Rec) and obj.struct is not None and self.mk_op is not None and len(args) == 1:
+            from ..knowledge import mk
+            if mname in mk.PAGE_ID_METHODS and "page_finished" in obj.fields:
+                v = self.ev(args[0], ctx, cursor)
+                if isinstance(v, Expr) and self.model is not None:
+                    if mk.PAGE_ID_NOTE not in self.model.notes:
+                        self.model.notes.append(mk.PAGE_ID_NOTE)
+                    return v
+        if isinstance(obj, Rec) and obj.struct is not None:
+            f = obj.struct.env.vars.get(mname)
+            if isinstance(f, Func):
+                return self._inline(f, args, ctx, cursor, targs, this=obj)
         vals = [self.ev(a, ctx, cursor) for a in args]
         self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         return self._opaque_from(callee, [obj] + vals)
 
     # -- TMEM (Blackwell) ------------------------------------------------------
+
+
+def _enclosing_this(env):
+    """The record a member function runs on, when `env` is (inside) one's scope."""
+    from .walk_common import BranchEnv, ThisEnv
+    e = env
+    while e is not None:
+        if isinstance(e, ThisEnv):
+            return e.rec
+        e = e.parent
+    return None

@@ -22,44 +22,54 @@ MAX_INLINED_CALLS = 5000
 # ------------------------------------------------------------------ env ----
 
 class Env:
-    def __init__(self, parent: "Env | None" = None):
+    def __init__(self, parent: "Env | None" = None, dynamic: "Env | None" = None):
         self.vars: dict[str, Any] = {}
         self.parent = parent
+        # the caller's scope of an inlined function: where the fields of the caller's objects
+        # (`mks.index`, names with a '.') live when the callee reads or writes them
+        self.dynamic = dynamic
 
     # A BranchEnv on the way up keeps the writes of its branch aside: lookups
     # and assignments from nested scopes must go through it, not around it.
     def lookup(self, name: str):
-        e = self
+        e, dyn = self, None
         while e is not None:
             if name in e.vars:
                 return e.vars[name]
-            if isinstance(e, BranchEnv):
+            if isinstance(e, (BranchEnv, ThisEnv)):
                 return e.lookup(name)
+            dyn = dyn or e.dynamic
             e = e.parent
+        if dyn is not None and "." in name:
+            return dyn.lookup(name)
         return None
 
     def has(self, name: str) -> bool:
-        e = self
+        e, dyn = self, None
         while e is not None:
             if name in e.vars:
                 return True
-            if isinstance(e, BranchEnv):
+            if isinstance(e, (BranchEnv, ThisEnv)):
                 return e.has(name)
+            dyn = dyn or e.dynamic
             e = e.parent
-        return False
+        return dyn is not None and "." in name and dyn.has(name)
 
     def define(self, name: str, value) -> None:
         self.vars[name] = value
 
     def assign(self, name: str, value) -> bool:
-        e = self
+        e, dyn = self, None
         while e is not None:
             if name in e.vars:
                 e.vars[name] = value
                 return True
-            if isinstance(e, BranchEnv):
+            if isinstance(e, (BranchEnv, ThisEnv)):
                 return e.assign(name, value)
+            dyn = dyn or e.dynamic
             e = e.parent
+        if dyn is not None and "." in name:
+            return dyn.assign(name, value)
         return False
 
     def child(self) -> "Env":
@@ -92,6 +102,50 @@ class BranchEnv(Env):
             self.writes[name] = value
             return True
         return False
+
+
+class ThisEnv(Env):
+    """The scope of a member function called on a record (`mks.next_instruction()`): the bare
+    names of the record's fields are its fields -- scalars read and written as the caller's
+    `path.field` variables -- and `this` is the record; other names resolve in the struct."""
+
+    def __init__(self, parent: Env, rec, caller: Env):
+        super().__init__(parent)
+        self.rec = rec
+        self.caller = caller
+
+    def _key(self, name: str):
+        if self.rec.path and name in self.rec.scalars:
+            key = f"{self.rec.path}.{name}"
+            if self.caller.has(key):
+                return key
+        return None
+
+    def lookup(self, name: str):
+        if name in self.vars:
+            return self.vars[name]
+        if name == "this":
+            return self.rec
+        k = self._key(name)
+        if k is not None:
+            return self.caller.lookup(k)
+        if name in self.rec.fields:
+            return self.rec.fields[name]
+        return self.parent.lookup(name) if self.parent else None
+
+    def has(self, name: str) -> bool:
+        if name in self.vars or name == "this" or self._key(name) is not None or name in self.rec.fields:
+            return True
+        return self.parent is not None and self.parent.has(name)
+
+    def assign(self, name: str, value) -> bool:
+        if name in self.vars:
+            self.vars[name] = value
+            return True
+        k = self._key(name)
+        if k is not None:
+            return self.caller.assign(k, value)
+        return self.parent.assign(name, value) if self.parent is not None else False
 
 
 @dataclass
@@ -151,7 +205,9 @@ def _text_for(fname: str) -> "SourceText | None":
 
 
 def tokens_of(cursor) -> list[str]:
-    """Tokens of a cursor's source range, lexed from the file text."""
+    """Tokens of a cursor's source range, lexed from the file text. Preprocessor directive lines
+    and the code of conditional branches the preprocessor skipped (`#ifdef X ... #else ...`
+    inside an initializer or a typedef) are not tokens of the range."""
     ext = cursor.extent
     s, e = ext.start, ext.end
     if s.file is None or e.file is None or s.file.name != e.file.name:
@@ -159,7 +215,61 @@ def tokens_of(cursor) -> list[str]:
     src = _text_for(s.file.name)
     if src is None:
         return [t.spelling for t in cursor.get_tokens() if t.kind != ci.TokenKind.COMMENT]
-    return lex(src.slice(s.line, s.column, e.line, e.column))
+    text = src.slice(s.line, s.column, e.line, e.column)
+    if s.line != e.line:
+        skipped = _skipped_lines(cursor.translation_unit, s.file.name)
+        if skipped and any(ln in skipped for ln in range(s.line, e.line + 1)):
+            text = _drop_inactive(text, s.line, skipped)
+    return lex(text)
+
+
+def _drop_inactive(text: str, first_line: int, skipped: frozenset) -> str:
+    lines = text.split("\n")
+    for i, ln in enumerate(lines):
+        if (first_line + i) in skipped:
+            lines[i] = " " * len(ln)
+    return "\n".join(lines)
+
+
+_skipped_cache: dict = {}
+
+
+def _skipped_lines(tu, fname: str) -> frozenset:
+    """Lines of `fname` inside conditional branches the preprocessor skipped in this parse."""
+    import ctypes
+    import os
+    key = id(tu)
+    entry = _skipped_cache.get(key)
+    if entry is None or entry[0] is not tu:
+        by_file: dict[str, set] = {}
+        try:
+            lib = ci.conf.lib
+
+            class _RangeList(ctypes.Structure):
+                _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
+
+            fn = lib.clang_getAllSkippedRanges
+            fn.restype = ctypes.POINTER(_RangeList)
+            fn.argtypes = [ctypes.c_void_p]
+            lst = fn(tu.obj if hasattr(tu, "obj") else tu._as_parameter_)
+            if lst:
+                for i in range(lst.contents.count):
+                    r = lst.contents.ranges[i]
+                    a, b = r.start, r.end
+                    if a.file is None:
+                        continue
+                    by_file.setdefault(os.path.abspath(a.file.name), set()).update(range(a.line, b.line + 1))
+                dispose = lib.clang_disposeSourceRangeList
+                dispose.argtypes = [ctypes.POINTER(_RangeList)]
+                dispose.restype = None
+                dispose(lst)
+        except Exception:  # noqa: BLE001 - an old libclang without skipped ranges: directives only
+            by_file = {}
+        if len(_skipped_cache) > 8:
+            _skipped_cache.clear()
+        entry = (tu, {k: frozenset(v) for k, v in by_file.items()})
+        _skipped_cache[key] = entry
+    return entry[1].get(os.path.abspath(fname), frozenset())
 
 
 # ------------------------------------------------------------ the model ----
@@ -178,3 +288,19 @@ def _adjacent(macro_cursor) -> bool:
 
 _THREAD_FUNCS_GROUP = {"laneid", "warpid", "groupid"}
 _NAMESPACES = {"kittens", "std", "prototype", "lcf", "lcsf", "lcsc", "interpreter", "ducks", "cute", "cuda"}
+
+
+def value_names(env: Env):
+    """The parser's `is_value` for an expression: a name bound to a type, a struct, an alias, a
+    function or a group scope is not a value, so `name<...>` after it is a template-id
+    (`wrapper<config, ops...>::run(g)`), never a comparison."""
+    from .values import Func, GroupScope, StructType, TypeVal
+
+    def is_value(name: str) -> bool:
+        v = env.lookup(name)
+        if v is None:
+            return False
+        if isinstance(v, tuple) and v and v[0] in ("alias_decl", "struct_decl"):
+            return False
+        return not isinstance(v, (StructType, TypeVal, ir.TileType, Func, GroupScope))
+    return is_value

@@ -10,8 +10,8 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .values import Allocator, Obj, Rec, StructType
-from .walk_common import CK, BranchEnv, Ctx, loc_of, tokens_of
-from .walk_util import (_TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
+from .walk_common import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
+from .walk_util import (_ArrVal, _TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
     _sizeof_align, _step_of, _strip_declarator_words, _to_bool, convert_int, solve_recurrence)
 
 
@@ -45,6 +45,8 @@ class _Slot:
             return _Slot(node[1][0][0])
         if node[0] == "member" and not node[3]:
             obj = walker.ev(node[1], replace(ctx, dry=True))
+            if isinstance(obj, Rec) and obj.path is not None and node[2] in obj.scalars:
+                return _Slot(f"{obj.path}.{node[2]}")       # a local object's scalar: a variable of the scope
             if isinstance(obj, Rec):
                 return _Slot(node[2], obj)
         return None
@@ -103,7 +105,10 @@ class _StatementsMixin:
         k = c.kind
         try:
             if k == CK.COMPOUND_STMT:
-                return self._walk_block(list(c.get_children()), ctx)
+                kids = list(c.get_children())
+                if self._recovered_rows(c):
+                    return self._walk_block_recovered(c, kids, ctx)
+                return self._walk_block(kids, ctx)
             if k == CK.DECL_STMT:
                 stmt_toks = tokens_of(c)
                 first_type = None
@@ -138,11 +143,7 @@ class _StatementsMixin:
                         self.walk(ch, ctx)
                 return None
             if k == CK.SWITCH_STMT:
-                kids = list(c.get_children())
-                inner = replace(ctx, guard=ctx.guard.inexact(), env=ctx.env.child())
-                if kids:
-                    self.walk(kids[-1], inner)
-                return None
+                return self._walk_switch(c, ctx)
             if k == CK.UNEXPOSED_STMT:
                 # `#pragma unroll` before a loop: clang's AttributedStmt, unexposed in libclang
                 kids = [ch for ch in c.get_children() if ch.kind.is_statement()]
@@ -159,6 +160,73 @@ class _StatementsMixin:
             ctx.guard = ctx.guard.inexact()
         return None
 
+    def _recovered_rows(self, c) -> set:
+        """Rows of this block where clang reported an error it recovered from the way nvcc reads
+        the code (nvcc_compat.RECOVERED_ERRORS): clang may have dropped the statement there."""
+        ext = c.extent
+        if ext.start.file is None:
+            return set()
+        import os
+        fname = os.path.abspath(ext.start.file.name)
+        cache = self.mb.__dict__.setdefault("_recovered_by_file", {})
+        if not cache:
+            for d in self.mb.parsed.diagnostics:
+                if d.recovered and d.abs_file and d.location is not None:
+                    cache.setdefault(d.abs_file, set()).add(d.location.row)
+            cache.setdefault("", set())
+        rows = cache.get(fname, set())
+        return {r for r in rows if ext.start.line <= r <= ext.end.line}
+
+    def _walk_block_recovered(self, c, kids, ctx: Ctx) -> str | None:
+        """A block with a statement clang dropped after a recovered error (a member template named
+        without 'template' in a template argument): the statements are its children, and in the
+        gaps between them the text's own statements, read from the tokens."""
+        from .lexer import lex
+        from .walk_common import _text_for
+        src = _text_for(c.extent.start.file.name)
+        if src is None:
+            return self._walk_block(kids, ctx)
+        rows = self._recovered_rows(c)
+        pos = (c.extent.start.line, c.extent.start.column + 1)          # after '{'
+        items: list = []
+        for ch in kids:
+            st = (ch.extent.start.line, ch.extent.start.column)
+            if any(pos[0] <= r <= st[0] for r in rows):
+                items.append(("text", pos, st))
+            items.append(("stmt", ch))
+            pos = (ch.extent.end.line, ch.extent.end.column)
+        end = (c.extent.end.line, c.extent.end.column - 1)
+        if any(pos[0] <= r <= end[0] for r in rows):
+            items.append(("text", pos, end))
+        for it in items:
+            if it[0] == "stmt":
+                r = self.walk(it[1], ctx)
+                if r is not None:
+                    return r
+                continue
+            toks = lex(src.slice(it[1][0], it[1][1], it[2][0], it[2][1]))
+            depth, cur = 0, []
+            for t in toks:
+                if t in ("(", "[", "{"):
+                    depth += 1
+                elif t in (")", "]", "}"):
+                    depth -= 1
+                if t == ";" and depth == 0:
+                    self._exec_tokens(cur, ctx, c)
+                    cur = []
+                    continue
+                cur.append(t)
+        return None
+
+    def _exec_tokens(self, toks, ctx: Ctx, c):
+        if not toks or toks[0] in ("if", "for", "while", "return", "else", "do", "switch"):
+            return None
+        node = cexpr.parse_expression(toks, value_names(ctx.env))
+        if node[0] == "unknown":
+            self._note_unmodelled(c, "statement clang dropped (after an error it recovered from) not understood")
+            return None
+        return self.ev(node, ctx, cursor=c)
+
     def _walk_block(self, stmts, ctx: Ctx) -> str | None:
         for s in stmts:
             r = self.walk(s, ctx)
@@ -170,7 +238,7 @@ class _StatementsMixin:
         toks = tokens_of(c)
         if not toks:
             return None
-        node = cexpr.parse_expression(toks, ctx.env.has)
+        node = cexpr.parse_expression(toks, value_names(ctx.env))
         if node[0] == "unknown":
             self._note_unmodelled(c, "expression not understood")
             return None
@@ -206,18 +274,18 @@ class _StatementsMixin:
                         if depth == 0:
                             break
                     j += 1
-                dims_nodes.append(cexpr.parse_expression(rest[1:j], ctx.env.has))
+                dims_nodes.append(cexpr.parse_expression(rest[1:j], value_names(ctx.env)))
                 rest = rest[j + 1:]
             if rest and rest[0] == ")":  # `T (&name)[N] = ...`
                 rest = rest[1:]
                 while rest and rest[0] == "[":
                     j = rest.index("]")
-                    dims_nodes.append(cexpr.parse_expression(rest[1:j], ctx.env.has))
+                    dims_nodes.append(cexpr.parse_expression(rest[1:j], value_names(ctx.env)))
                     rest = rest[j + 1:]
             if rest and rest[0] == "=":
-                init_node = cexpr.parse_expression(rest[1:], ctx.env.has)
+                init_node = cexpr.parse_expression(rest[1:], value_names(ctx.env))
             elif rest and rest[0] in ("{", "("):
-                init_node = cexpr.parse_expression(["__ctor"] + rest, ctx.env.has)
+                init_node = cexpr.parse_expression(["__ctor"] + rest, value_names(ctx.env))
         else:
             dims_nodes = []
         # the declared type, from the tokens before the name
@@ -272,6 +340,10 @@ class _StatementsMixin:
             elif isinstance(t, ir.TileType) and t.kind == "tt" and not isinstance(v, Obj):
                 # `tt<float, 128, N> d = tm_alloc.allocate<...>(col)`: a TMEM tile
                 value = Obj("tmem", ir.Ref(name), t)
+            elif isinstance(t, StructType) and not is_ref and not dims and isinstance(v, tuple) \
+                    and not (v and isinstance(v[0], str)):
+                # `state<config> mks{slots, arrived, finished, 0, 0, ...}`: an object of a user struct
+                value = self._object_record(t, name, v, ctx)
             else:
                 value = v
                 if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and \
@@ -283,11 +355,18 @@ class _StatementsMixin:
             if dims:
                 value = _arr(value, dims)
         elif isinstance(t, ir.TileType) and t.kind == "tt":
+            # `tt<...> d[N];` assigned later element by element (`d[i] = tm.allocate<TT>(col)`)
+            n = dims[0].eval({}) if len(dims) == 1 else None
+            if isinstance(n, int) and 0 < n <= 64 and m is not None:
+                m.tmem_tiles[name] = ir.TmemTile(name, t, None, (None,) * n, tuple(dims), loc)
             value = Obj("tmem", ir.Ref(name), t)
+            if dims:
+                value = _arr(value, dims)
         elif isinstance(t, ir.TileType) and t.kind == "scalar":
             value = E.opaque(f"uninit {name}")
         elif isinstance(t, StructType):
-            value = self._local_struct_record(t, name)
+            value = self._object_record(t, name, (), ctx) if not dims and not is_ref else \
+                self._local_struct_record(t, name)
         if type_toks and type_toks[0] in ("shared_allocator", "tma_allocator", "tma_swizzle_allocator"):
             value = Allocator(1024)
         tt0 = [x for x in type_toks if x not in ("kittens", "::")]
@@ -339,6 +418,28 @@ class _StatementsMixin:
         elif first_type is not None and "," in type_toks:
             type_toks = list(first_type)
         return type_toks + stmt_toks[idx:end]
+
+    def _object_record(self, st: StructType, name: str, init: tuple, ctx: Ctx) -> Rec:
+        """A local object of a user struct: fields bound in declaration order from a braced
+        initializer; scalar fields become the variables `name.field` of this scope (so loops
+        and branches carry them), object fields (references to barriers, tiles) stay fields."""
+        rec = self._local_struct_record(st, name)
+        rec.struct, rec.path = st, name
+        fields = [(fn, cur) for fn, cur in st.members.items() if cur.kind == CK.FIELD_DECL]
+        scalars = []
+        for i, (fn, cur) in enumerate(fields):
+            if fn in rec.fields:
+                continue
+            v = init[i] if i < len(init) else None
+            if isinstance(v, _ArrVal) or isinstance(v, (Obj, Rec, Allocator)) or (isinstance(v, tuple) and v):
+                rec.fields[fn] = v
+                continue
+            ft = self.resolve_type_spelling(cur.type.spelling, st.env) if "[" not in cur.type.spelling else None
+            if isinstance(v, Expr) or isinstance(ft, ir.TileType) and ft.kind == "scalar":
+                scalars.append(fn)
+                ctx.env.define(f"{name}.{fn}", v if isinstance(v, Expr) else E.opaque(f"{name}.{fn}"))
+        rec.scalars = tuple(scalars)
+        return rec
 
     def _local_struct_record(self, st: StructType, prefix: str) -> Rec:
         """A local variable of user struct type (lcf's `consumer_state`): its register-tile
@@ -538,6 +639,69 @@ class _StatementsMixin:
                     self._loop_breaks.append(None if cls != "uniform" else E.negate(cexp) if positive else cexp)
         return None
 
+    def _walk_switch(self, c, ctx: Ctx) -> str | None:
+        """`switch (e) { case a: ...; break; case b: ... default: ... }` as one branch per group of
+        labels (a group ends at a `break`; without one it falls into the next group's code), each
+        under `e == a || ...` (default: no label matches). Other shapes: walked inexactly."""
+        kids = list(c.get_children())
+        body = kids[-1] if kids else None
+        sel = self.exec_expr(kids[0], replace(ctx, dry=True)) if len(kids) >= 2 else None
+        stmts = list(body.get_children()) if body is not None and body.kind == CK.COMPOUND_STMT else []
+        groups: list[list] = []          # [labels (Expr or "default"), statements]
+        cur = None
+        ok = isinstance(sel, Expr) and bool(stmts)
+        for st in stmts:
+            labels = []
+            while st is not None and st.kind in (CK.CASE_STMT, CK.DEFAULT_STMT):
+                ch = list(st.get_children())
+                if st.kind == CK.CASE_STMT:
+                    v = self.exec_expr(ch[0], replace(ctx, dry=True)) if ch else None
+                    if not isinstance(v, Expr):
+                        ok = False
+                    labels.append(v)
+                    st = ch[1] if len(ch) > 1 else None
+                else:
+                    labels.append("default")
+                    st = ch[0] if ch else None
+            if labels:
+                cur = [labels, []]
+                groups.append(cur)
+            if st is not None:
+                if cur is None:
+                    ok = False
+                    break
+                cur[1].append(st)
+        if not ok:
+            inner = replace(ctx, guard=ctx.guard.inexact(), env=ctx.env.child())
+            if body is not None:
+                self.walk(body, inner)
+            return None
+        all_labels = [lb for g in groups for lb in g[0] if lb != "default"]
+
+        def cond_of(labels):
+            if "default" in labels:
+                return E.negate(E.disj(*[E.binop("==", sel, lb) for lb in all_labels])) if all_labels else E.TRUE
+            return E.disj(*[E.binop("==", sel, lb) for lb in labels])
+
+        carried = None                   # the condition falling into this group (no break before)
+        for labels, body_stmts in groups:
+            cond = cond_of(labels)
+            if carried is not None:
+                cond = E.binop("||", carried, cond)
+            cls, cexp = self._classify(cond, ctx)
+            if cls == "const" and not cexp.value:
+                carried = None
+                continue
+            g = ctx.guard if cls == "const" else self._branch_guard(ctx.guard, cls, cexp, True)
+            sub = replace(ctx, guard=g, env=BranchEnv(ctx.env))
+            r = None
+            for st in body_stmts:
+                r = self.walk(st, sub)
+                if r is not None:
+                    break
+            carried = None if r is not None else cond
+        return None
+
     def _never(self, guard: ir.Guard, cond: Expr) -> bool:
         """True when no thread under `guard` satisfies `cond` (for any value of the loop
         counters and launch values it mentions): enumerated over the block when
@@ -673,7 +837,7 @@ class _StatementsMixin:
         # (`for (regs.task = regs.first; regs.task < regs.n; regs.task += regs.stride)`)
         var, init_v, step, trip, infinite = self._induction(init_s, cond_c, inc_c, lctx)
         ivar = _Slot.of(var, self, lctx) if var is not None else None
-        var_name = var[1][0][0] if var is not None and var[0] == "name" else None
+        var_name = ivar.name if ivar is not None and ivar.rec is None else None
         shown = var_name if var_name is not None else (cexpr.render(var) if var is not None else None)
         # the iteration counter, printed in the user's words (`k`, `(k - 1)`, `((k - 2) / 4)`)
         counter = E.Var(f"k{lid}", E.LOOP, label=_counter_label(shown, init_v, step, loc))
@@ -702,7 +866,11 @@ class _StatementsMixin:
             slot.set(env, closed(counter))
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
-        if cond_c is not None and not (var is not None and trip is not None):
+        if cond_c is not None and trip is None and var is None and carried:
+            trip = self._carried_trip(cond_c, bctx, counter)
+            if trip is not None:
+                loop.trip = trip
+        if cond_c is not None and trip is None:
             cond = self.exec_expr(cond_c, replace(bctx, dry=True))
             cls, cexp = self._classify(_to_bool(cond) if isinstance(cond, Expr) else cond, bctx)
             if cls == "thread":
@@ -710,10 +878,18 @@ class _StatementsMixin:
                 loop.uniform = False
             elif cls == "uniform":
                 bctx.guard = bctx.guard.with_uniform(cexp)
+                loop.cond = cexp          # holds in every iteration that runs
             elif cls == "unknown":
                 bctx.guard = bctx.guard.inexact()
         if body is not None:
-            self.walk(body, bctx)
+            r = self.walk(body, bctx)
+            if inc_c is not None and r is None and not ctx.dry:
+                # the increment runs at the end of every iteration: its operations too
+                # (`for (...; ...; mks.next_instruction())` arrives on the slot's barrier)
+                saved_vals = {sl: sl.get(env) for sl in carried}
+                self.exec_expr(inc_c, replace(bctx, env=bctx.env.child()))
+                for sl, v in saved_vals.items():
+                    sl.set(env, v)
         if self._loop_breaks and trip is not None:
             loop.trip = None
         if infinite and self._loop_breaks and all(b is not None for b in self._loop_breaks):
@@ -737,6 +913,26 @@ class _StatementsMixin:
             ivar.set(ctx.env, E.binop("+", init_v, E.binop("*", step, loop.trip))
                      if loop.trip is not None and init_v is not None and step is not None
                      else E.opaque(f"{ivar.label}@after-loop"))
+
+    def _carried_trip(self, cond_c, ctx: Ctx, counter: E.Var):
+        """`x < n` where the carried x is `x0 + k` (an object's index advanced by a member
+        function): the trip count n - x0."""
+        node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
+        if node[0] != "bin" or node[1] != "<":
+            return None
+        lhs = self.ev(node[2], replace(ctx, dry=True))
+        bound = self.ev(node[3], replace(ctx, dry=True))
+        if not isinstance(lhs, Expr) or not isinstance(bound, Expr) or bound.depends_on(E.LOOP) or bound.is_opaque():
+            return None
+        x0 = None
+        if lhs == counter:
+            x0 = E.Const(0)
+        elif isinstance(lhs, E.Bin) and lhs.op == "+" and counter in (lhs.a, lhs.b):
+            x0 = lhs.b if lhs.a == counter else lhs.a
+        if x0 is None or x0.depends_on(E.LOOP) or x0.is_opaque():
+            return None
+        t = E.binop("-", bound, x0)
+        return E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t) if not isinstance(t, E.Const) else E.Const(max(t.value, 0))
 
     def _induction(self, init_s, cond_c, inc_c, ctx: Ctx):
         """(induction lvalue node, start value, step, trip count, infinite)."""
@@ -764,10 +960,12 @@ class _StatementsMixin:
                 if slot is None:
                     var = None
         if inc_c is not None and var is not None:
-            node = cexpr.parse_expression(tokens_of(inc_c), ctx.env.has)
+            node = cexpr.parse_expression(tokens_of(inc_c), value_names(ctx.env))
             step = _step_of(node, var, lambda n: self.ev(n, replace(ctx, dry=True)))
+        if var is not None and var[0] == "member" and step is None:
+            var = init_v = None        # advanced by a member function: a carried variable
         if cond_c is not None and var is not None and step is not None and init_v is not None:
-            node = cexpr.parse_expression(tokens_of(cond_c), ctx.env.has)
+            node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
             if node[0] == "bin" and node[2] == var:
                 bound = self.ev(node[3], replace(ctx, dry=True))
                 if isinstance(bound, Expr):
@@ -804,13 +1002,23 @@ class _StatementsMixin:
                 infinite = True
         return var, init_v, step, trip, infinite
 
-    def _assigned_names(self, body, inc_c) -> list[str]:
+    def _assigned_names(self, body, inc_c, env=None) -> list[str]:
         names = []
         for cur in (body, inc_c):
             if cur is None:
                 continue
             toks = tokens_of(cur)
             for i, t in enumerate(toks):
+                if env is not None and t == "." and 0 < i and i + 2 < len(toks) and _is_ident(toks[i - 1]) \
+                        and (i < 2 or toks[i - 2] not in (".", "->")):
+                    rec = env.lookup(toks[i - 1])
+                    if isinstance(rec, Rec) and rec.path is not None:
+                        if toks[i + 2] == "(":
+                            # a member function of an object: it may write any of its scalar fields
+                            names.extend(f"{rec.path}.{f}" for f in rec.scalars)
+                        elif toks[i + 1] in rec.scalars and (toks[i + 2] in cexpr._ASSIGN or toks[i + 2] in ("++", "--")
+                                                              or (i >= 2 and toks[i - 2] in ("++", "--"))):
+                            names.append(f"{rec.path}.{toks[i + 1]}")
                 if t in cexpr._ASSIGN and i > 0 and _is_ident(toks[i - 1]) and (i < 2 or toks[i - 2] not in (".", "->", "]")):
                     names.append(toks[i - 1])
                 elif t in ("++", "--"):
@@ -855,7 +1063,7 @@ class _StatementsMixin:
         the scalar variables the loop body assigns and the scalar fields of records it
         changes (also inside the functions it calls)."""
         out = {}
-        names = [n for n in self._assigned_names(body, inc_c) if n not in exclude]
+        names = [n for n in self._assigned_names(body, inc_c, ctx.env) if n not in exclude]
         scalars = {}
         for n in names:
             v = ctx.env.lookup(n)
@@ -863,6 +1071,22 @@ class _StatementsMixin:
                 scalars[_Slot(n)] = v
         if body is None:
             return out
+        # a local object's scalars live in the scope as `path.field`: an object the body hands
+        # to a function (`consumer(G, sem, smem, regs)`, regs by reference) may have any of
+        # them changed; the dry pass below tells which
+        mentioned = set(tokens_of(body)) | (set(tokens_of(inc_c)) if inc_c is not None else set())
+        handed = set()
+        for rec in self._reachable_records(ctx.env):
+            if rec.path is None or rec.path not in mentioned:
+                continue
+            for f in rec.scalars:
+                n = f"{rec.path}.{f}"
+                if n in exclude or _Slot(n) in scalars or not ctx.env.has(n):
+                    continue
+                v = ctx.env.lookup(n)
+                if isinstance(v, Expr):
+                    scalars[_Slot(n)] = v
+                    handed.add(_Slot(n))
         # record fields: every scalar field of a reachable record gets a symbolic start value;
         # the ones the body changes are carried, the others are put back as they were
         fields = {}
@@ -901,6 +1125,9 @@ class _StatementsMixin:
                 sl.rec.fields[sl.name] = v
         # fields left as they were: their start values stand for their values before the loop
         unchanged = {start[sl].name: v for sl, v in fields.items() if ends[sl] == start[sl]}
+        for sl in handed:
+            if ends.get(sl) == start[sl]:
+                unchanged[start[sl].name] = scalars.pop(sl)     # an object's scalar the body left alone
         slots = dict(scalars)
         for sl, v in fields.items():
             if ends[sl] != start[sl]:

@@ -63,6 +63,30 @@ class _TmemMixin:
                 self.emit(op, ctx)
         return Obj("tmem_allocator", ir.Ref(name), None)
 
+    def _early_tmem_allocation(self, base, btargs, ctx: Ctx, cursor):
+        """The TMEM allocation of TK's first Blackwell API (2025): `allocate_tmem<nblocks, ncta>()`
+        (January: returns a `tmem<float, 128, cols>` covering the allocation, no deallocation)
+        and `allocate_tensor_memory<nblocks, ncta>()` (March: returns an allocator whose
+        `cleanup()` deallocates). Both run tcgen05.alloc in warp 0, then a block barrier."""
+        nb = self._targ_int(btargs, ctx, 0) or 1
+        ncta = self._targ_int(btargs, ctx, 1) or 1
+        cols = ((512 // nb) // 32) * 32
+        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        name = f"{base}@{loc.row}"
+        if self.model is not None and not ctx.dry:
+            self.model.tmem_allocators[name] = ir.TmemAllocator(name, nb, ncta, False, cols, loc)
+            op = ir.Op(ir.TMEM_OP, f"{base}<{nb}, {ncta}>", loc,
+                       ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
+                       ctx.loops, scope="warp", group_warps=1,
+                       detail={"tmem": "alloc", "allocator": name, "cols": cols, "ncta": ncta, "managed": False})
+            self.emit(op, ctx)
+            self.emit(ir.Op(ir.SYNC, f"{base} (bar.sync 0)", loc, ctx.guard, ctx.loops, scope="block",
+                            detail={"sync_kind": "block"}), ctx)
+        if base == "allocate_tmem":
+            t = ir.TileType("tt", f"tmem<float, 128, {cols}>", "float", 4, E.Const(128), E.Const(cols))
+            return ("tmem_tile", name, t, E.Const(0), E.Const(0))
+        return Obj("tmem_allocator", ir.Ref(name), None)
+
     def _tmem_allocator_method(self, obj, mname, targs, args, ctx: Ctx, cursor):
         name = obj.ref.name
         alloc = self.model.tmem_allocators.get(name) if self.model is not None else None
@@ -77,6 +101,9 @@ class _TmemMixin:
             else:
                 lane = E.Const(0)
             return ("tmem_tile", name, t, lane, col)
+        if mname == "cleanup":
+            mname = "deprovision"      # TK of March 2025: `tm_alloc.cleanup()` ran tcgen05.dealloc (warp 0)
+            ctx = replace(ctx, guard=ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))))
         if mname in ("provision", "deprovision"):
             vals = [self.ev(a, ctx, cursor) for a in args]
             loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location

@@ -10,7 +10,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .values import Func, Obj, Rec, StructType, TypeVal
-from .walk_common import CK, Env, Ctx, tokens_of, _NAMESPACES
+from .walk_common import CK, Env, Ctx, tokens_of, _NAMESPACES, _same_file, _text_for
 from .walk_util import _ArrVal, _split_comma, _split_top
 
 
@@ -61,7 +61,13 @@ class _TypesMixin:
             if "..." in toks:
                 # a parameter pack takes the remaining arguments
                 rest = given[i:]
-                env.define(ch.spelling, tuple(self._template_arg_value(a, ch, aenv, dctx) for a in rest))
+                pack = tuple(self._template_arg_value(a, ch, aenv, dctx) for a in rest)
+                env.define(ch.spelling, pack)
+                from ..knowledge import mk
+                ops = [v for v in pack if isinstance(v, StructType) and mk.is_op_struct(v)]
+                if m is not None and ops:
+                    self.op_pack = ops
+                    shown.append(f"{len(pack)} ops")
                 if m is not None:
                     m.template_params[ch.spelling] = None
                 given = given[:i]
@@ -192,6 +198,11 @@ class _TypesMixin:
         """The text before the kernel's name, object-like macros expanded
         (`#define BOUNDS __launch_bounds__(256, 1)`)."""
         lines = self.mb.lines()
+        f = c.extent.start.file
+        if f is not None and not _same_file(f.name, self.mb.parsed.abs_path or self.filename):
+            src = _text_for(f.name)     # a kernel of a user header the file includes
+            if src is not None:
+                lines = src.data.decode("utf-8", errors="replace").splitlines()
         lo = max(0, c.extent.start.line - 4)
         chunk = "\n".join(lines[lo:c.location.line])
         for _ in range(3):
@@ -207,6 +218,75 @@ class _TypesMixin:
         if any(ch.kind == CK.UNEXPOSED_ATTR for ch in c.get_children()):
             return None
         return False
+
+    def _cluster_dims(self, c, env) -> Expr | None:
+        """`__cluster_dims__(x[, y[, z]])` on the kernel: CTAs per cluster (x * y * z), when constant."""
+        chunk = self._attribute_text(c)
+        for ch in c.get_children():
+            toks = tokens_of(ch)
+            if toks[:1] == ["__cluster_dims__"]:
+                chunk = " ".join(toks)
+        m = None
+        for m in re.finditer(r"__cluster_dims__\s*\(", chunk):
+            pass
+        if m is None:
+            return None
+        rest = chunk[m.end():]
+        depth, j = 1, 0
+        while j < len(rest) and depth:
+            depth += {"(": 1, ")": -1}.get(rest[j], 0)
+            j += 1
+        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", rest[:j - 1])
+        parts = _split_comma(cexpr.parse_expression(toks, env.has))
+        total = 1
+        for p in parts:
+            v = self.ev(p, Ctx(env=env, guard=ir.Guard(), dry=True))
+            c_ = v.const() if isinstance(v, Expr) else None
+            if not isinstance(c_, int) or isinstance(c_, bool) or c_ <= 0:
+                return None
+            total *= c_
+        return E.Const(total)
+
+    def _launch_config_cluster(self, c, env) -> Expr | None:
+        """The cluster a kernel template is launched in by TK's host launch helper, in the file:
+        `LaunchConfig<true, ...> cfg(grid, block, smem, stream, C::CLUSTER_SIZE);` then
+        `cudaLaunchKernelEx(cfg, kernel<C>, ...)`. The cluster argument (the minimum cluster of
+        the 6-argument form) is read when it is a constant or a member `P::M` of the launch's
+        template argument P, evaluated with the kernel's own parameter in P's place. Every such
+        launch of the kernel must agree; otherwise None."""
+        text = self.mb.source()
+        name = re.escape(c.spelling)
+        params = [ch.spelling for ch in c.get_children()
+                  if ch.kind in (CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_NON_TYPE_PARAMETER)]
+        vals = set()
+        for mm in re.finditer(r"cudaLaunchKernelEx\s*\(\s*&?\s*([A-Za-z_]\w*)\s*,\s*&?\s*" + name +
+                              r"\s*(?:<([^;<>()]*)>)?\s*,", text):
+            cfg, targs = mm.group(1), [a.strip() for a in (mm.group(2) or "").split(",") if a.strip()]
+            decls = list(re.finditer(r"LaunchConfig\s*<\s*true\b[^;<>]*>\s*" + re.escape(cfg) + r"\s*\(", text[:mm.start()]))
+            if not decls:
+                return None
+            rest = text[decls[-1].end():mm.start()]
+            depth, j = 1, 0
+            while j < len(rest) and depth:
+                depth += {"(": 1, ")": -1}.get(rest[j], 0)
+                j += 1
+            args = _split_top(rest[:j - 1])
+            if len(args) not in (5, 6):
+                return None
+            arg = args[-1].strip()
+            arg = re.sub(r"^dim3\s*\(\s*([^,()]+)\s*\)$", r"\1", arg)
+            mem = re.fullmatch(r"([A-Za-z_]\w*)\s*::\s*([A-Za-z_]\w*)", arg)
+            if mem and mem.group(1) in targs and targs.index(mem.group(1)) < len(params):
+                arg = f"{params[targs.index(mem.group(1))]}::{mem.group(2)}"
+            elif not re.fullmatch(r"\d+", arg):
+                return None
+            toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|\d+|::|\S", arg)
+            v = self.ev(cexpr.parse_expression(toks, env.has), Ctx(env=env, guard=ir.Guard(), dry=True))
+            cv = v.const() if isinstance(v, Expr) else None
+            if not isinstance(cv, int) or isinstance(cv, bool) or cv <= 0:
+                return None
+            vals.add(cv)
+        return E.Const(vals.pop()) if len(vals) == 1 else None
 
     def _launch_bounds(self, c, env) -> tuple[Expr, Expr | None] | None:
         """`__launch_bounds__(threads, blocks)` before the kernel's name. The
@@ -321,6 +401,18 @@ class _TypesMixin:
                     f.cursors.append(ch)
                 else:
                     env.define(ch.spelling, Func(ch.spelling, [ch], st))
+        # base classes (`struct downproj : MatVecAddOp<...>`): their members, unless hidden
+        for ch in cursor.get_children():
+            if ch.kind != CK.CXX_BASE_SPECIFIER:
+                continue
+            toks = [t for t in tokens_of(ch) if t not in ("public", "private", "protected", "virtual")]
+            base = self.resolve_type(cexpr.parse_expression(toks, _values_of(env)), env) if toks else None
+            if isinstance(base, StructType) and base is not st:
+                for k, v in base.env.vars.items():
+                    if k not in env.vars:
+                        env.vars[k] = v
+                for k, v in base.members.items():
+                    st.members.setdefault(k, v)
         return st
 
     def _bind_template_params_list(self, params, env):
@@ -369,6 +461,11 @@ class _TypesMixin:
             return t if isinstance(t, (ir.TileType, StructType)) else None
         if node[0] != "name":
             return None
+        q = self._qualified_decl(node[1], env)
+        if q is not None:
+            cur = self._type_of_value(q[0], q[1], env)
+            if cur is not None:
+                return self._type_member_chain(cur, q[2], env)
         segs = [s for s in node[1] if s[0] not in self._ns_names or s is node[1][-1]]
         if not segs:
             return None
@@ -393,6 +490,21 @@ class _TypesMixin:
             return None
         return self._type_member_chain(cur, segs[1:], env)
 
+    def _qualified_decl(self, segs, env):
+        """`ns::name...` where ns are the user's namespaces and `ns::name` was declared: (the
+        declaration, its template arguments, the segments after it); else None."""
+        segs = [s for s in segs if s[0] != "kittens"]
+        if len(segs) < 2 or segs[0][0] not in self.mb.user_namespaces:
+            return None
+        j = 0
+        while j < len(segs) - 1 and segs[j][0] in self.mb.user_namespaces and segs[j][1] is None:
+            j += 1
+        key = "::".join(s[0] for s in segs[:j + 1])
+        val = self.mb.globals_env.vars.get(key)
+        if val is None:
+            return None
+        return val, segs[j][1], segs[j + 1:]
+
     def _type_of_value(self, val, targs, env):
         if isinstance(val, ir.TileType) or isinstance(val, StructType):
             return val
@@ -413,7 +525,7 @@ class _TypesMixin:
                             bound[p.spelling] = t
                     else:
                         v = self.ev(a, cctx)
-                        if isinstance(v, Expr):
+                        if isinstance(v, Expr) or (isinstance(v, tuple) and v and v[0] == "memptr"):
                             bound[p.spelling] = v
             return self.struct_type(val[1], bound, parent_env=env)
         return None
@@ -496,6 +608,8 @@ class _TypesMixin:
         vals = [self.ev(a, ctx) for a in args]
         vals = [v if isinstance(v, Expr) else None for v in vals]
         nbytes = K.DTYPE_BYTES.get(dtype or "", None)
+        if kind == "full_tt":
+            kind, vals = "tt", [E.Const(K.CONSTANTS["MAX_TENSOR_ROWS"])] + vals
         if kind in ("st", "rt", "tt"):
             rows = vals[0] if len(vals) > 0 else None
             cols = vals[1] if len(vals) > 1 else None

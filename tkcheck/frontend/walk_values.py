@@ -1,6 +1,7 @@
 """Expressions to model values: names, members, assignments, element access, phase bitfields."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ..knowledge import ops as K
@@ -58,6 +59,19 @@ class _ValuesMixin:
                     a, b = _to_bool(a), _to_bool(b)
                 return E.binop(op, a, b)
             return self._opaque_from(node, (a, b))
+        if kind == "un" and node[1] == "&" and node[2][0] == "name" and len(node[2][1]) >= 2:
+            # `&Globals::field`: a pointer to a data member (a template argument of an op)
+            owner = self.resolve_type(("name", tuple(node[2][1][:-1])), ctx.env)
+            fld = node[2][1][-1][0]
+            if isinstance(owner, StructType) and getattr(owner.members.get(fld), "kind", None) == CK.FIELD_DECL:
+                return ("memptr", fld)
+        if kind == "un" and node[1] == "*" and node[2][0] == "cast" and node[2][1][0] == "type" \
+                and "volatile" in node[2][1][1] and self._global_target(node[2][2], ctx, cursor):
+            # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory
+            if cursor is not None:
+                self.emit(ir.Op(ir.GLOBAL_LOAD, "volatile load", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
+                                detail={"sem": "volatile", "ptx": cexpr.render(node)[:80]}), ctx)
+            return E.opaque(cexpr.render(node)[:60])
         if kind == "un":
             op = node[1]
             a = self.ev(node[2], ctx, cursor) if not (op == "&" and node[2][0] == "index") else None
@@ -104,6 +118,8 @@ class _ValuesMixin:
                 return convert_int(inner, " ".join(tnode[1]))
             return inner
         if kind == "sizeof":
+            if _is_clc_handle(node[1], self, ctx):
+                return E.Const(K.CLC_RESPONSE_BYTES)     # `uint4 internal_value` (util.cuh)
             t = self.resolve_type(node[1], ctx.env) if node[1][0] in ("name", "type") else None
             if isinstance(t, StructType):
                 t = self.struct_tile_type(t)
@@ -128,10 +144,19 @@ class _ValuesMixin:
         if kind == "index":
             base = self.ev(node[1], ctx, cursor)
             idx = self.ev(node[2], ctx, cursor)
+            if self.mk_op is not None and isinstance(base, (Obj, E.Var)) and isinstance(idx, E.Const):
+                code = self._mk_opcode_read(base, idx)
+                if code is not None:
+                    return code
             if isinstance(base, Obj):
                 et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
                 res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et)
                 self._elem_access(res, "read", ctx, cursor)
+                if res.kind == "struct" and et is not None and et.kind == "scalar" and not self._no_elem_access \
+                        and isinstance(idx, Expr) and not idx.depends_on(E.THREAD) and not idx.is_opaque():
+                    # a word of a shared struct (an instruction slot's `instructions[3]`), read at one
+                    # address by every thread: one block-uniform value
+                    return E.Var(f"?{res.ref}", E.PARAM)
                 return res
             if isinstance(base, _ArrVal):
                 res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"))
@@ -140,6 +165,11 @@ class _ValuesMixin:
             return self._opaque_from(node, (base, idx))
         if kind == "member":
             return self._ev_member(node, ctx, cursor)
+        if kind == "memptr_access":
+            ptr = self.ev(node[2], replace(ctx, dry=True), cursor)
+            if isinstance(ptr, tuple) and ptr and ptr[0] == "memptr":
+                return self._ev_member(("member", node[1], ptr[1], False), ctx, cursor)
+            return self._opaque_from(node, (self.ev(node[1], ctx, cursor), ptr))
         if kind == "call":
             return self._ev_call(node, ctx, cursor)
         if kind == "init":
@@ -152,6 +182,29 @@ class _ValuesMixin:
         if kind in ("__expr", "__value"):
             return node[1]
         return E.opaque(kind)
+
+    def _mk_opcode_read(self, base: Obj, idx: E.Const):
+        """In the model of one MK op, the opcode word of an instruction slot (knowledge/mk.py:
+        `instructions[0]` in Megakernels) reads as that op's opcode."""
+        from ..knowledge import mk
+        name = base.ref.name if isinstance(base, Obj) else base.name
+        fld = name.rsplit(".", 1)[-1].rstrip("()")
+        if fld not in mk.OPCODE_FIELDS or mk.OPCODE_FIELDS[fld] != idx.value:
+            return None
+        v = self._member_static(self.mk_op, "opcode", None, Ctx(env=self.mk_op.env, guard=ir.Guard(), dry=True))
+        return v if isinstance(v, E.Const) else None
+
+    def _global_target(self, node, ctx: Ctx, cursor) -> bool:
+        """`&g.layout[{...}]` / `&ptr[i]`: an address in global memory (an element of a global
+        layout, or of a pointer the kernel received)."""
+        if node[0] == "un" and node[1] == "&":
+            node = node[2]
+        if node[0] != "index":
+            return False
+        base = self.ev(node[1], replace(ctx, dry=True), cursor)
+        if isinstance(base, Obj):
+            return base.kind == "gl"
+        return isinstance(base, Expr) and isinstance(base, E.Var) and base.kind == E.PARAM
 
     def _lambda_value(self, node, ctx: Ctx, cursor):
         """The Lambda of ("lambda", i): the i-th outermost lambda expression under the cursor
@@ -201,6 +254,14 @@ class _ValuesMixin:
     # -- names --------------------------------------------------------------
     def _ev_name(self, node, ctx: Ctx):
         segs = list(node[1])
+        q = self._qualified_decl(segs, ctx.env)
+        if q is not None:
+            cur = self._deref(q[0], segs[0][0], ctx, q[1])
+            for seg, sargs in q[2]:
+                cur = self._member_static(cur, seg, sargs, ctx)
+                if cur is None:
+                    return E.Var(f"?{cexpr.render(node)}", E.PARAM)
+            return cur
         while len(segs) > 1 and segs[0][0] in self._ns_names:
             segs = segs[1:]
         head, targs = segs[0]
@@ -321,6 +382,8 @@ class _ValuesMixin:
                 return E.Const(1)
             return E.Var(f"{b}.{field_name}", E.PARAM)
         if isinstance(obj, Rec):
+            if obj.path is not None and field_name in obj.scalars and ctx.env.has(f"{obj.path}.{field_name}"):
+                return ctx.env.lookup(f"{obj.path}.{field_name}")
             v = obj.fields.get(field_name)
             return v if v is not None else E.Var(f"?{obj.type_name}.{field_name}", E.PARAM)
         if isinstance(obj, Obj):
@@ -335,6 +398,10 @@ class _ValuesMixin:
                                   if count is not None else mtype)
                         return sub
             if t is not None and t.kind == "gl":
+                if field_name in ("rows", "cols", "batch", "depth"):
+                    # TK before 2025-03 spelled the sizes as members (`g.a.cols`): the same
+                    # uniform value as the later `g.a.cols()`
+                    return E.Var(f"{obj.ref}.{field_name}()", E.PARAM)
                 return ("glmethod", obj, field_name)
             if field_name == "data" and obj.kind == "buffer" and t is not None and t.kind in ("st", "sv") and t.dtype:
                 # the raw element array of a shared tile/vector: `colpart[w].data[i]`
@@ -349,6 +416,10 @@ class _ValuesMixin:
             return ("allocmethod", obj, field_name, node[4] if len(node) > 4 else None)
         if isinstance(obj, Expr):
             return self._opaque_from(node, (obj,))
+        if isinstance(obj, tuple) and field_name in ("x", "y", "z", "w") and obj and all(isinstance(v, Expr) for v in obj):
+            # a CUDA vector value built by a braced list (`int2 rc = {r, c}; rc.x`)
+            i = "xyzw".index(field_name)
+            return obj[i] if i < len(obj) else E.opaque(cexpr.render(node))
         if isinstance(obj, _ArrVal):
             return obj
         return E.opaque(cexpr.render(node))
@@ -357,6 +428,9 @@ class _ValuesMixin:
     def _assign(self, node, ctx: Ctx, cursor):
         op, lhs, rhs = node[1], node[2], node[3]
         val = self.ev(rhs, ctx, cursor)
+        if op == "=" and isinstance(val, tuple) and val and val[0] == "tmem_tile" and not ctx.dry:
+            if self._assign_tmem_tile(lhs, val, ctx, cursor):
+                return val
         if lhs[0] == "name" and len(lhs[1]) == 1:
             name = lhs[1][0][0]
             if op != "=":
@@ -386,6 +460,15 @@ class _ValuesMixin:
         if lhs[0] == "member":
             # record fields written by callbacks: `args.num_iters = ...`
             obj = self.ev(lhs[1], replace(ctx, dry=True), cursor)
+            if isinstance(obj, Rec) and obj.path is not None and lhs[2] in obj.scalars \
+                    and ctx.env.has(f"{obj.path}.{lhs[2]}"):
+                key = f"{obj.path}.{lhs[2]}"
+                if op != "=":
+                    old = ctx.env.lookup(key)
+                    val = E.binop(op[:-1], old, val) if isinstance(old, Expr) and isinstance(val, Expr) \
+                        else E.opaque(key)
+                ctx.env.assign(key, val)
+                return val
             if isinstance(obj, Rec):
                 if op != "=":
                     old = obj.fields.get(lhs[2])
@@ -393,6 +476,51 @@ class _ValuesMixin:
                         else E.opaque(lhs[2])
                 obj.fields[lhs[2]] = val
         return val
+
+    def _assign_tmem_tile(self, lhs, val, ctx: Ctx, cursor) -> bool:
+        """`d = tm.allocate<TT>(col)` / `d[i] = tm.allocate<TT>(col)` into a declared TMEM tile (an
+        array filled by a loop of constant trip: one element per iteration)."""
+        m = self.model
+        if m is None:
+            return False
+        _, alloc, t, lane, col = val
+        if lhs[0] == "name" and len(lhs[1]) == 1:
+            name = lhs[1][0][0]
+            old = ctx.env.lookup(name)
+            if isinstance(old, Obj) and old.kind == "tmem" and not old.ref.index:
+                loc = loc_of(cursor, self.filename) if cursor is not None else m.location
+                m.tmem_tiles[name] = ir.TmemTile(name, old.type or t, alloc, ((lane, col),), (), loc)
+                return True
+            return False
+        if lhs[0] != "index" or lhs[1][0] != "name" or len(lhs[1][1]) != 1:
+            return False
+        name = lhs[1][1][0][0]
+        tile = m.tmem_tiles.get(name)
+        if tile is None or len(tile.dims) != 1:
+            return False
+        idx = self.ev(lhs[2], replace(ctx, dry=True), cursor)
+        if not isinstance(idx, Expr):
+            return False
+        elems = list(tile.elements)
+        points: list[dict] = [{}]
+        loop_vars = [v for v in idx.free_vars() if v.kind == E.LOOP]
+        if loop_vars:
+            if len(loop_vars) != 1 or not ctx.loops:
+                return False
+            lp = m.loops.get(ctx.loops[-1])
+            trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+            if lp is None or lp.counter.name != loop_vars[0].name or not isinstance(trip, int) or trip > 64:
+                return False
+            points = [{lp.counter.name: E.Const(j)} for j in range(trip)]
+        for env in points:
+            i = E.substitute(idx, env).eval({})
+            if not isinstance(i, int) or not 0 <= i < len(elems):
+                return False
+            elems[i] = (E.substitute(lane, env) if isinstance(lane, Expr) else lane,
+                        E.substitute(col, env) if isinstance(col, Expr) else col)
+        m.tmem_tiles[name] = ir.TmemTile(name, tile.type or t, alloc or tile.allocator, tuple(elems), tile.dims,
+                                         tile.location)
+        return True
 
     def _elem_access(self, v, access: str, ctx: Ctx, cursor):
         """A generic load/store of one element of shared memory: an element of a
@@ -412,7 +540,7 @@ class _ValuesMixin:
         if getattr(self.mb, "_bf_names", None) is None:   # once per file, not once per kernel
             import re
             pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
-            names = set(pat.findall(self.mb.parsed.text or ""))
+            names = set(pat.findall(self.mb.source()))
             from ..knowledge import protocols as _protocols
             import os
             pdir = os.path.dirname(_protocols.__file__)
@@ -433,3 +561,22 @@ class _ValuesMixin:
             return
         self.emit(ir.Op("phasebit_set", "phasebit", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
                         detail={"bitfield": name, "value": value.value}), ctx)
+
+
+
+def _is_clc_handle(node, walker, ctx) -> bool:
+    """`sizeof(clc::handle)`, or `sizeof(h)` / `sizeof(h[i])` of a variable the file declares as
+    `clc::handle h[...]` (TK's opaque 16-byte CLC response)."""
+    text = cexpr.render(node).replace("kittens::", "").replace(" ", "")
+    if text == "clc::handle":
+        return True
+    base = node
+    while base[0] == "index":
+        base = base[1]
+    if base[0] != "name":
+        return False
+    name = cexpr.render(base).strip()
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return False
+    src = walker.mb.source()
+    return re.search(r"\bclc\s*::\s*handle\s+" + re.escape(name) + r"\s*[\[;=]", src) is not None

@@ -46,6 +46,8 @@ THREAD_OPS: dict[str, OpSpec] = {
     "tensor_before_thread_sync": OpSpec(ir.FENCE, (), (("fence_kind", "tcgen05_before"),)),
     "tensor_after_thread_sync": OpSpec(ir.FENCE, (), (("fence_kind", "tcgen05_after"),)),
     "tensor_load_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_ld"),)),
+    "tm_load_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_ld"),)),        # TK of early 2025
+    "tm_store_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_st"),)),
     "tensor_store_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_st"),)),
     "load_async_wait": OpSpec(ir.CP_ASYNC_WAIT, ()),
     # CUDA memory fences: __threadfence() is fence.sc.gpu (membar.gl), a release+acquire at gpu scope
@@ -54,11 +56,19 @@ THREAD_OPS: dict[str, OpSpec] = {
     "__threadfence_block": OpSpec(ir.FENCE, (), (("fence_kind", "membar_cta"),)),
 }
 
+# CUDA atomics (relaxed, gpu scope; `_system` variants system scope): on a global counter they are
+# the signal side of a cross-block dependency (TK407 asks for release ordering before them)
+CUDA_ATOMICS = ("atomicAdd", "atomicSub", "atomicExch", "atomicInc", "atomicDec", "atomicOr", "atomicAnd",
+                "atomicXor", "atomicMax", "atomicMin", "atomicCAS", "atomicAdd_system", "atomicExch_system",
+                "atomicAdd_block")
+
 # Base names under `tma::` (and `tma::cluster::`).
 TMA_OPS: dict[str, OpSpec] = {
     "expect_bytes": OpSpec(ir.MBAR_EXPECT, ("barrier", "bytes", "cta"), tma_lane_guarded=True),
     "expect": OpSpec(ir.MBAR_EXPECT, ("barrier", "*tiles"), tma_lane_guarded=True),
-    "load_async": OpSpec(ir.TMA_LOAD, ("dst", "gl", "coord", "barrier", "mask"), tma_lane_guarded=True),
+    # tma::cluster::load_async(dst, gl, coord, bar, mask[, dst_mbar_cta]): with dst_mbar_cta the
+    # cta_group::2 form, whose bytes complete on that CTA's copy of `bar`
+    "load_async": OpSpec(ir.TMA_LOAD, ("dst", "gl", "coord", "barrier", "mask", "mbar_cta"), tma_lane_guarded=True),
     "prefetch": OpSpec(ir.CALL, ("dst", "gl", "coord")),
     # TK's store_*async issue `fence.proxy.async.shared::cta` in the issuing thread right before
     # the bulk copy (checked in the PTX of a TK build): detail proxy_fence
@@ -75,6 +85,18 @@ TMA_OPS: dict[str, OpSpec] = {
     "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "cta", "count"), (("remote", True),)),
 }
 
+# tcgen05 completion and cluster launch control (TK ops/thread/mma/tcgen05.cuh, ops/thread/util/util.cuh):
+# `detail::tcgen05::commit<ncta>(sem)` is what `tensor_commit<ncta>` and the MMA overloads with a
+# semaphore run: tcgen05.commit.cta_group::ncta.mbarrier::arrive::one, multicast to both CTAs of
+# the pair (mask 0b11) for ncta == 2; one arrival on each CTA's copy once the issuing thread's
+# earlier tcgen05 operations complete.
+TCGEN05_COMMIT = OpSpec(ir.MBAR_ARRIVE, ("barrier", "mask"), (("via", "tcgen05.commit"),))
+# `clc::schedule(handle, sem)`: clusterlaunchcontrol.try_cancel.async ... mbarrier::complete_tx::bytes
+# .multicast::cluster::all.b128: the 16-byte response lands in every CTA of the cluster and completes
+# 16 tx bytes on each CTA's `sem`, which each CTA expects itself (tma::cluster::expect_bytes).
+CLC_RESPONSE_BYTES = 16
+# `pdl::arrive()` = griddepcontrol.launch_dependents, `pdl::wait()` = griddepcontrol.wait
+PDL_OPS = {"arrive": "launch_dependents", "wait": "wait"}
 # `tma::cluster::store_async(dst, src, dst_cta, [bytes,] sem)`: a copy of shared memory into another
 # CTA's shared memory (distributed shared memory), completing as transaction bytes on that CTA's
 # mbarrier `sem` (same address there): a delivery to a barrier of another CTA, not a bulk store
@@ -143,6 +165,7 @@ CONSTANTS = {
     "WARPGROUP_WARPS": 4,
     "WARPGROUP_THREADS": 128,
     "MAX_SHARED_MEMORY": 227 * 1024,
+    "MAX_TENSOR_ROWS": 128,
     "warpSize": 32,
 }
 
@@ -176,6 +199,11 @@ TILE_ALIASES = {
     "rt_fp8e4m3": ("rt", "fp8e4m3"),
     "rv": ("rv", None), "rv_bf": ("rv", "bf16"), "rv_hf": ("rv", "half"), "rv_fl": ("rv", "float"),
     "tt": ("tt", None),
+    "tmem": ("tt", None),          # TK of January 2025: tmem<T, R, C> (renamed tt)
+    # tt.cuh: full_tt_X<width> = tt<X, MAX_TENSOR_ROWS (128), width>
+    "full_tt_bf": ("full_tt", "bf16"), "full_tt_hf": ("full_tt", "half"), "full_tt_fl": ("full_tt", "float"),
+    "full_tt_fp8e4m3": ("full_tt", "fp8e4m3"), "full_tt_fp8e5m2": ("full_tt", "fp8e5m2"),
+    "full_tt_fp8e8m0": ("full_tt", "fp8e8m0"), "full_tt_fp4e2m1_2": ("full_tt", "fp4e2m1_2"),
     "gl": ("gl", None),
     "semaphore": ("semaphore", None),
 }

@@ -352,6 +352,13 @@ def conj(*parts: Expr) -> Expr:
     return out
 
 
+def disj(*parts: Expr) -> Expr:
+    out: Expr = FALSE
+    for p in parts:
+        out = binop("||", out, p)
+    return out
+
+
 def negate(e: Expr) -> Expr:
     return unop("!", e)
 

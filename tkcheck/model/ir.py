@@ -167,6 +167,9 @@ class Loop:
     # when the loop has another kind of exit or none (a `return` inside is the kernel's
     # exit, an EXIT op, not the loop's)
     continues: tuple[Expr, ...] = ()
+    # the loop's uniform condition when its trip count is not known (`task < num_tasks` with
+    # `task += gridDim.x`): in the guards of its body, true in every iteration that runs
+    cond: Expr | None = None
 
 
 @dataclass
@@ -222,6 +225,8 @@ TMEM_OP = "tmem_op"             # detail tmem: alloc | dealloc | load | store | 
 #                                 load/store: operands (tile Ref), detail tile_type (the accessed
 #                                 tt), lane_off / col_off (Exprs, 32-bit columns, from the tile's
 #                                 element base), group_warps; alloc/dealloc: detail allocator
+PDL = "pdl"                     # detail pdl: wait (griddepcontrol.wait: the previous grid's results
+#                                 are visible after it) | launch_dependents (the next grid may start)
 EXIT = "exit"                   # return from the kernel (early exit)
 CALL = "call"                   # a call the front end recognised but does not model
 

@@ -14,7 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 _tus: dict[str, object] = {}
 
-PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu", "lcsc": "lcsc.cu"}
+PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu", "lcsc": "lcsc.cu", "mk_worker": "mk_worker.cu"}
 
 
 def template_kind_for(text: str, struct_name: str) -> str:
@@ -56,8 +56,9 @@ def protocol_function(kind: str):
         args = build_args(ParseOptions(), str(HERE))
         tu = ci.Index.create().parse(str(path), args=args, options=0x200)
         _tus[kind] = tu
+    want = {"mk_worker": "tkcheck_mk_worker"}.get(kind, f"tkcheck_{kind}_protocol")
     for c in tu.cursor.get_children():
-        if c.spelling == f"tkcheck_{kind}_protocol" and any(
+        if c.spelling == want and any(
                 ch.kind.name == "COMPOUND_STMT" for ch in c.get_children()):
             return c
     return None
