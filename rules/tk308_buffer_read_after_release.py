@@ -20,23 +20,32 @@ def _refill(o: ir.Op) -> bool:
                                      (o.kind == ir.SMEM_ACCESS and o.detail.get("access") == "write"))
 
 
-def _gates(an) -> set[tuple[str, str]]:
-    """(barrier, buffer) pairs where some role refills the buffer element right after waiting on
-    the barrier element of the same index (a ring's `empty[s]` before the load into `a[s]`, an MK
-    page token before the load into that page): releasing the barrier hands the buffer over."""
+def _gates(an) -> dict[tuple[str, str], set[str]]:
+    """(barrier, buffer) -> the barriers the refill completes on, where some role refills the
+    buffer element right after waiting on the barrier element of the same index (a ring's
+    `empty[s]` before the load into `a[s]`, an MK page token before the load into that page):
+    releasing the barrier hands the buffer over. Only the refilling threads' nearest wait before
+    the refill gates it: a producer that refills several buffers in one pass, each after its own
+    release wait, hands each buffer over with its own barrier."""
     m, th = an.model, an.threads
-    out = set()
+    out: dict[tuple[str, str], set[str]] = {}
     waits = [o for o in m.ops if o.kind == ir.MBAR_WAIT and o.barrier is not None and o.guard.exact]
-    for w in waits:
-        wi, ex = _index(w.barrier), th.executing(w)
-        if wi is None or not ex:
+    for r in m.ops:
+        if not _refill(r) or not r.guard.exact:
             continue
-        for r in m.ops:
-            if r.order <= w.order or r.loops != w.loops or not _refill(r) or not r.guard.exact:
-                continue
-            rt = th.executing(r)
-            if rt and rt <= ex and _index(r.buffer) == wi:
-                out.add((w.barrier.name, r.buffer.name))
+        rt = th.executing(r)
+        if not rt:
+            continue
+        before = [w for w in waits if w.order < r.order and w.loops == r.loops
+                  and (th.executing(w) or frozenset()) >= rt]
+        if not before:
+            continue
+        w = max(before, key=lambda o: o.order)
+        wi = _index(w.barrier)
+        if wi is not None and _index(r.buffer) == wi:
+            done = out.setdefault((w.barrier.name, r.buffer.name), set())
+            if r.barrier is not None:
+                done.add(r.barrier.name)
     return out
 
 
@@ -72,6 +81,11 @@ def check(an):
             if any(fl.runs(o, t, a.guard.uniform) is None for o in between if o.kind in (ir.CALL, ir.EXIT)):
                 continue
             if fl.runs(r, t, a.guard.uniform) is not True:
+                continue
+            # a wait for the refill itself between the release and the read: the new contents are read
+            landed = gates.get((a.barrier.name, r.buffer.name), set())
+            if any(o.kind == ir.MBAR_WAIT and o.barrier is not None and o.barrier.name in landed
+                   and t in (th.executing(o) or frozenset()) for o in between):
                 continue
             # a later arrival of the same threads on the barrier (two-part release) keeps the phase open
             if any(o.kind == ir.MBAR_ARRIVE and o.barrier is not None and o.barrier.name == a.barrier.name

@@ -57,7 +57,7 @@ def check(an):
             out.append(finding(
                 "TK407",
                 f"{describe(frozenset([t]), n)} raises a global signal (`{sig.detail.get('ptx', sig.api)[:40]}`) "
-                f"after the TMA store `{st.api}({st.buffer})`, but " + "; and ".join(why)
+                f"after the TMA store `{st.api}" + (f"({st.buffer})" if st.buffer is not None else "") + "`, but " + "; and ".join(why)
                 + ": a consumer that sees the signal may read stale data",
                 sig.location, related=[related(st, "the stores the signal publishes")],
                 witness={"thread": t, "waited": waited, "released": released},

@@ -42,8 +42,12 @@ def check(an):
     remote = [o for o in m.ops if o.detail.get("remote") or o.detail.get("cta") is not None]
     if remote and not out:
         last = max(remote, key=lambda o: o.order)
+        # a cluster barrier after the last remote signal that runs whenever that signal does: no
+        # condition of its own beyond the signal's (the same task's conditions) and none on the rank
+        lu = {str(c) for c in last.guard.uniform}
         after = [o for o in syncs if o.order > last.order and o.detail.get("sync_kind") in ("cluster", "cluster_wait")
-                 and not o.guard.uniform]
+                 and {str(c) for c in o.guard.uniform} <= lu
+                 and not any(_rank_dependent(c) for c in o.guard.uniform)]
         unknown = any(o.kind == ir.CALL and "asm" in o.api for o in m.ops)
         # a closing exchange instead of a cluster barrier: after its last remote signal the CTA
         # waits (outside any loop) on a barrier of its own that the peer signals remotely, as the

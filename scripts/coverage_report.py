@@ -112,7 +112,7 @@ def report(args) -> str:
         lines += ["", "TK000 by cause: " + "; ".join(f"{m} ({n})" for m, n in sorted(tk000.items()))]
     if by_rule:
         lines += ["", "Findings by rule: " + ", ".join(f"{c} {n}" for c, n in sorted(by_rule.items()))]
-    lines += ["", f"Command: `python scripts/coverage_report.py <checkout>/{args.label or base.name} "
+    lines += ["", f"Command: `python scripts/coverage_report.py <checkout>/{base.name} --name {args.name} "
                   + " ".join(_shown(common, args)) + "".join(f" --exclude '{g}'" for g in args.exclude) + "`"]
     return "\n".join(lines) + "\n"
 

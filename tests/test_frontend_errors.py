@@ -136,3 +136,23 @@ def test_host_only_headers_outside_the_prepared_list(tmp_path):
     assert codes(res) == ["TK302"]
     note = next(n for n in res.notes if "stand-in" in n)
     assert "c10/util/Half.h" in note and "pybind11/eigen.h" in note
+
+
+def test_a_defaulted_alias_template_named_bare_is_read_as_nvcc_reads_it(tmp_path):
+    """EDG accepts `counts_t c;` for `template <int N = 128> using counts_t = ...`; clang wants `<>`.
+    The kernel is analysed (its planted bug found) and the note names the line."""
+    text = HEAD + "template <int N = 128> using counts_t = int[N / 128];\n" + kernel(
+        "k", extra="counts_t c; (void)c;")
+    res = check(tmp_path, text)
+    assert "TK000" not in codes(res) and "TK302" in codes(res)
+    assert any("alias template with default arguments" in n for n in res.notes)
+
+
+def test_wmma_and_container_headers_have_stand_ins(tmp_path):
+    """<mma.h> (WMMA) and the queue/deque/stack headers host code uses parse (a missing one is fatal
+    for clang and would cut the file short)."""
+    text = "#include <mma.h>\n#include <queue>\n#include <stack>\n#include <deque>\n" + HEAD + kernel("k") + (
+        "void host() { std::queue<int> q; q.push(1); std::priority_queue<int> p; p.push(2);\n"
+        "              std::stack<int> s; s.push(3); std::deque<int> d; d.push_back(q.front() + p.top() + s.top()); }\n")
+    res = check(tmp_path, text)
+    assert "TK000" not in codes(res) and "TK302" in codes(res)

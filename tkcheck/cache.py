@@ -269,8 +269,8 @@ def _location(d) -> Location:
                     _int(d["end_row"], "end_row", True), _int(d["end_column"], "end_column", True))
 
 
-_FINDING_KEYS = {"code", "message", "location", "related", "witness", "trace", "help", "kernel", "name",
-                 "contract", "severity", "symptom", "verdict", "fixes", "fingerprint"}
+_FINDING_KEYS = {"code", "message", "location", "related", "witness", "trace", "help", "kernel", "instances",
+                 "name", "contract", "severity", "symptom", "verdict", "fixes", "fingerprint"}
 
 
 def _fix(x) -> Fix:
@@ -306,6 +306,7 @@ def _finding(f) -> Finding:
     return Finding(code=_str(f["code"], "code"), message=_str(f["message"], "message"),
                    location=_location(f["location"]), related=rel, witness=f["witness"], trace=steps,
                    help=_str(f["help"], "help", True), kernel=_str(f["kernel"], "kernel", True),
+                   instances=[_str(k, "instance") for k in _list(f["instances"], "instances")],
                    name=_str(f["name"], "name"), contract=_str(f["contract"], "contract"),
                    severity=_str(f["severity"], "severity"), symptom=_str(f["symptom"], "symptom"),
                    verdict=f["verdict"], fixes=[_fix(x) for x in _list(f["fixes"], "fixes")],

@@ -227,10 +227,13 @@ class Parser:
             except (ParseError, IndexError):
                 # a declarator type the grammar does not read (`o_sv(*)[4]`): skip to the '>'
                 self.i, depth = start, 0
+                skipped = []
                 while self.peek() is not None and not (depth == 0 and self.peek() in (">", ">>")):
-                    depth += {"(": 1, "[": 1, "<": 1, ")": -1, "]": -1}.get(self.peek(), 0)
-                    self.take()
-                ty = ("type", ("?",))
+                    if self.peek() == ">>" and depth == 1:
+                        break                       # `st_bf<32, 128>>`: the inner '>' and the cast's
+                    depth += {"(": 1, "[": 1, "<": 1, ")": -1, "]": -1, ">": -1, ">>": -2}.get(self.peek(), 0)
+                    skipped.append(self.take())
+                ty = ("type", ("?",) + tuple(skipped))      # the words kept: `T(&)[N]` is read later
             self._targs_end()
             self.take("(")
             e = self.comma_expr()

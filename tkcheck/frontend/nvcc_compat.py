@@ -54,6 +54,33 @@ def rewrite(text: str) -> tuple[str, list[tuple[int, str]]]:
     return "".join(out), changes
 
 
+_ALIAS_NO_ARGS = re.compile(r"^alias template '([A-Za-z_]\w*)' requires template arguments")
+
+
+def alias_template_fixes(diagnostics, abs_path: str, text: str) -> tuple[str, list[int]] | None:
+    """nvcc (EDG) accepts an alias template whose parameters all have defaults spelled without
+    `<>` (`rt_bf_2x4 local_reg;`); clang does not. (new text, rows) with `<>` written after each
+    such name clang reports in the file, or None. The new text differs only on those rows."""
+    lines = text.split("\n")
+    rows = []
+    for d in diagnostics:
+        m = _ALIAS_NO_ARGS.search(d.message)
+        if m is None or d.location is None or d.abs_file != abs_path:
+            continue
+        r, c = d.location.row - 1, d.location.column - 1
+        if not (0 <= r < len(lines)) or r in rows:
+            continue
+        line, name = lines[r], m.group(1)
+        # clang points at the declared name or at the alias: the alias is the last one up to there
+        c = line.rfind(name, 0, c + len(name))
+        if c < 0 or (c > 0 and (line[c - 1].isalnum() or line[c - 1] == "_")) \
+                or line[c + len(name):].lstrip().startswith("<"):
+            continue
+        lines[r] = line[:c + len(name)] + "<>" + line[c + len(name):]
+        rows.append(r)
+    return ("\n".join(lines), [r + 1 for r in sorted(rows)]) if rows else None
+
+
 def _operands(text: str, start: int, end: int):
     """(constraint start, closing parenthesis) of each `"c"(expr)` operand in text[start:end]."""
     k = start

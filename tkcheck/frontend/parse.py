@@ -324,6 +324,26 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
     if more or state.rewrite_user_headers(parsed):
         stubs |= more
         parsed = state.run(arch, stubs)
+    alias = nvcc_compat.alias_template_fixes(parsed.diagnostics, abs_path, fixed)
+    if alias is not None:
+        # one more parse with `Alias<>` where the file names a defaulted alias template bare
+        fixed = alias[0]
+        state.text = fixed
+        parsed = state.run(arch, stubs)
+        notes.append(f"{path}: read as nvcc reads it: an alias template with default arguments named "
+                     f"without '<>' (line{'s' if len(alias[1]) > 1 else ''} {', '.join(map(str, alias[1][:6]))})")
+    if is_blackwell(parsed.arch) and parsed.user_errors() and opts.tk_include \
+            and not any(d.split("=")[0] == "KITTENS_HOPPER" for d in opts.defines):
+        # ThunderKittens before 2.0 built its Blackwell kernels with -DKITTENS_BLACKWELL
+        # -DKITTENS_HOPPER (the TMA, gl and semaphore code sat under KITTENS_HOPPER alone)
+        from dataclasses import replace as _replace
+        both = _Parse(path, abs_path, state.text, _replace(opts, defines=opts.defines + ("KITTENS_HOPPER",)),
+                      semantics, pch_dir)
+        other = both.run(parsed.arch, stubs)
+        if len(other.user_errors()) < len(parsed.user_errors()):
+            parsed = other
+            notes.append("KITTENS_HOPPER defined next to KITTENS_BLACKWELL, as ThunderKittens before 2.0 "
+                         "builds its Blackwell kernels (these headers need it)")
     if blackwell_code and parsed.user_errors() and not is_blackwell(opts.arch):
         other = state.run(opts.arch, stubs)        # a file for both, whose Hopper side parses
         if len(other.user_errors()) < len(parsed.user_errors()):

@@ -155,10 +155,13 @@ class _CallsMixin:
             probe = [self.ev(a, replace(ctx, dry=True), cursor) for a in args]
             if any(isinstance(v, Obj) and v.kind == "tmem" for v in probe):
                 return self._emit_tmem_access(base, qual, scope_warps, args, ctx, cursor)
-        if _TCGEN05_MMA.fullmatch(base) and scope_warps is None and qual in ("", "kittens") and len(args) >= 3:
+        if _TCGEN05_MMA.fullmatch(base) and (scope_warps is None and qual in ("", "kittens") or
+                                               scope_warps is not None and scope_warps > 0) and len(args) >= 3:
+            # a group's spelling (`warp::mm_ABt(d, a, b, sem)` of TK's 2025 headers): lane 0 of the
+            # group issues the thread-scope MMA and its commit
             probe0 = self.ev(args[0], replace(ctx, dry=True), cursor)
             if isinstance(probe0, Obj) and probe0.kind == "tmem":
-                return self._emit_tcgen05_mma(base, qual, btargs, args, ctx, cursor)
+                return self._emit_tcgen05_mma(base, qual, btargs, args, ctx, cursor, group_warps=scope_warps)
         if base in ("allocate_tmem", "allocate_tensor_memory") and not args and qual in ("", "kittens"):
             return self._early_tmem_allocation(base, btargs, ctx, cursor)
         # -- tcgen05 commits, cluster launch control, PDL -----------------------

@@ -181,7 +181,7 @@ class _TmemMixin:
         self.emit(op, ctx)
         return None
 
-    def _emit_tcgen05_mma(self, base, qual, btargs, args, ctx: Ctx, cursor):
+    def _emit_tcgen05_mma(self, base, qual, btargs, args, ctx: Ctx, cursor, group_warps=None):
         """Thread-scope tcgen05 MMAs (TK ops/thread/mma/tcgen05.cuh): `mm[a][2]_{AB,ABt,AtB,AtBt}`
         and `mm[a][2]<ta, tb>`; `mm*` overwrite the accumulator, `mma*` accumulate, `*2` are
         cta_group::2; a trailing semaphore is committed (tcgen05.commit, multicast 0b11 for
@@ -208,6 +208,12 @@ class _TmemMixin:
             commit = ir.Op(ir.MBAR_ARRIVE, op.api, loc, ctx.guard, ctx.loops, scope="thread", barrier=last.ref,
                            count=E.Const(1), detail={"via": "tcgen05.commit", "ncta": ncta, "of_mma": True,
                                                      "args_text": op.detail["args_text"]})
+        if group_warps:
+            for o in (op, commit):
+                if o is not None:
+                    o.scope = "warp" if group_warps == 1 else ("warpgroup" if group_warps == 4 else f"group<{group_warps}>")
+                    o.group_warps = group_warps
+                    o.issuers_per_group = 1
         self.emit(op, ctx)
         if commit is not None:
             self.emit(commit, ctx)

@@ -10,7 +10,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .values import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType, TypeVal
-from .walk_common import CK, Ctx, loc_of, _text_for, tokens_of, _NAMESPACES
+from .walk_common import CK, Ctx, loc_of, _text_for, tokens_of, value_names, _NAMESPACES
 from .walk_util import _ArrVal, _tile_attr, _to_bool, convert_int
 
 
@@ -106,6 +106,10 @@ class _ValuesMixin:
         if kind == "cast":
             inner = self.ev(node[2], ctx, cursor)
             tnode = node[1]
+            if isinstance(inner, Obj) and tnode[0] == "type" and tnode[1][:1] == ("?",):
+                arr = self._array_ref_cast(list(tnode[1][1:]), inner, ctx)
+                if arr is not None:
+                    return arr
             if isinstance(inner, Obj):
                 t = self.resolve_type(tnode, ctx.env)
                 if isinstance(t, StructType):
@@ -205,6 +209,33 @@ class _ValuesMixin:
         if isinstance(base, Obj):
             return base.kind == "gl"
         return isinstance(base, Expr) and isinstance(base, E.Var) and base.kind == E.PARAM
+
+    def _array_ref_cast(self, toks: list, inner: Obj, ctx: Ctx):
+        """`reinterpret_cast<T(&)[N]>(x)` (also `T(*)[N]` dereferenced later): x's storage read as
+        an array of N tiles of type T, the same storage (TK kernels split a wide tile in halves
+        this way). None when the words are not that shape or T is not a shared tile type."""
+        if "(" not in toks:
+            return None
+        i = toks.index("(")
+        if toks[i + 1:i + 3] not in (["&", ")"], ["*", ")"]):
+            return None
+        elem, rest = toks[:i], toks[i + 3:]
+        dims = []
+        while rest[:1] == ["["] and "]" in rest:
+            j = rest.index("]")
+            d = self.ev(cexpr.parse_expression(rest[1:j], value_names(ctx.env)), replace(ctx, dry=True))
+            if not isinstance(d, Expr):
+                return None
+            dims.append(d)
+            rest = rest[j + 1:]
+        if rest or not dims or not elem:
+            return None
+        t = self.resolve_type_spelling(" ".join(elem), ctx.env)
+        if isinstance(t, StructType):
+            t = self.struct_tile_type(t)
+        if not isinstance(t, ir.TileType) or t.kind not in ("st", "sv"):
+            return None
+        return _ArrVal(Obj(inner.kind, inner.ref, t, reinterpreted_from=inner.type), dims)
 
     def _lambda_value(self, node, ctx: Ctx, cursor):
         """The Lambda of ("lambda", i): the i-th outermost lambda expression under the cursor
