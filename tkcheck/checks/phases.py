@@ -153,10 +153,14 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     def within(inner, outer):
         # inner's loops are outer's loops or loops nested in them (the same round body)
         return inner[:len(outer)] == outer
-    after = {o.barrier.name for o in m.ops
+    later = [o for o in m.ops
              if o.order > w.order and within(o.loops, w.loops) and o.barrier is not None
-             and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
-             and (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
+             and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)]
+    after = {o.barrier.name for o in later if (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
+    # signals after w whose issuing threads are not known (a lane picked by the iteration,
+    # `if (warpid() == k % 4)`): w's role may signal these barriers too, so a signaller that
+    # waits on one of them makes the direction unknown, never "not a handshake"
+    unsure = {o.barrier.name for o in later if th.issuers(o) is None} - after
     verdicts = set()
     paired = []             # per signaller: its wait on a barrier of w's role was found
     for s in _signals(m, w.barrier.name):
@@ -172,6 +176,11 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         # waits for this round's completion
         found = s.kind == ir.MBAR_EXPECT and s.loops == w.loops and s.order < w.order and iss <= mine
         for o in m.ops:
+            if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops and within(s.loops, o.loops) \
+                    and o.barrier is not None and o.barrier.name in unsure and o.barrier.name != w.barrier.name:
+                ex = th.executing(o)
+                if ex is None or iss <= ex:
+                    return None
             if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops and within(s.loops, o.loops) \
                     and o.barrier is not None \
                     and o.barrier.name in after and o.barrier.name != w.barrier.name:
@@ -910,11 +919,14 @@ def _bit_of(value: int, b: E.Expr, lo: int, hi: int) -> E.Expr:
     return out
 
 
-def _same_threads(an: Analysis, a: ir.Op, b: ir.Op) -> bool | None:
-    ea, eb = an.threads.executing(a), an.threads.executing(b)
+def _applies_to_waiters(an: Analysis, a: ir.Op, w: ir.Op) -> bool | None:
+    """A set/flip `a` of a per-thread bitfield counts for the wait `w` when every thread that runs
+    the wait runs it too (a template's `bitfield = 0xFFFF0000` by all threads, read in one role),
+    never when no waiting thread runs it (the other role's copy); otherwise unknown."""
+    ea, eb = an.threads.executing(a), an.threads.executing(w)
     if ea is None or eb is None:
         return None
-    if ea == eb:
+    if eb <= ea:
         return True
     return False if not (ea & eb) else None
 
@@ -939,7 +951,7 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
     sets, flips = [], []
     for o in m.ops:
         if o.kind in ("phasebit_set", "phasebit_flip") and o.detail.get("bitfield") == name:
-            same = _same_threads(an, o, w)
+            same = _applies_to_waiters(an, o, w)
             if same is None:
                 return "phase bitfield: threads of a set/flip unknown"
             if same:

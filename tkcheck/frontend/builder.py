@@ -107,6 +107,7 @@ class ModelBuilder:
         self.model_census_roots: dict[int, list] = {}   # id(model) -> more roots of its code (its MK op)
         self._unbound: dict = {}                      # template kernels with an instantiation not understood
         self._device_code_by_name: dict | None = None  # name -> device function cursors (coverage)
+        self.interpreter_ops: list[tuple[str, object]] = []  # (op spelling, its struct) per interpreter op
         self._collect()
 
     # -- collection of top-level declarations ------------------------------
@@ -128,7 +129,7 @@ class ModelBuilder:
         # globals, S>`, `lcf::kernel<S>`) is a kernel too, whatever members it has
         from .lexer import blank_comments_and_strings
         code = blank_comments_and_strings(self.parsed.text)
-        for m in re.finditer(r"\b(lcf|lcsf|lcsc|pc|interpreter)\s*::\s*(kernel|launch_kernel|main_kernel)\s*<([^;]*?)>\s*[(>,;]",
+        for m in re.finditer(r"\b(lcf|lcsf|lcsc|pc)\s*::\s*(kernel|launch_kernel|main_kernel)\s*<([^;]*?)>\s*[(>,;]",
                              code):
             args = [a.strip() for a in m.group(3).split(",")]
             last = m.group(2) == "launch_kernel" or m.group(1) == "lcsc"     # lcsc::main_kernel<config, globals, S>
@@ -136,6 +137,17 @@ class ModelBuilder:
             st = self.structs.get(name)
             if st is not None and st not in self.templates:
                 self.templates.append(st)
+        # a prototype::interpreter launch runs a pack of ops (`interpreter::kernel<config, op1, op2>`):
+        # each op of each launch is a kernel of its own, with its template arguments as spelled
+        from ..knowledge import protocols
+        for ops in protocols.interpreter_ops(code):
+            for spelling in ops:
+                st = self.structs.get(spelling.split("<")[0].split("::")[-1].strip())
+                if st is not None and all(sp != spelling for sp, _ in self.interpreter_ops):
+                    self.interpreter_ops.append((spelling, st))
+        # an interpreter op looks like an lcf template (layout, producer, consumer): it is not one
+        ops = {st.hash for _, st in self.interpreter_ops}
+        self.templates = [t for t in self.templates if t.hash not in ops]
         # TK's first prototype template (2024), a kernel function template: `prototype::pc<S><<<...>>>`
         for m in re.finditer(r"\bpc\s*<\s*([\w:]+)\s*>\s*(?:<<<|,|\))", code):
             st = self.structs.get(m.group(1).split("::")[-1])
@@ -343,6 +355,21 @@ class ModelBuilder:
                 self.not_analysed.append((t.spelling, loc_of(t, self.filename),
                                           f"template {kind} not modelled"))
                 self._not_analysed_cursors[t.spelling] = t
+        for spelling, t in self.interpreter_ops:
+            if self._blocked(t, errors):
+                continue
+            m = self._guarded(t, lambda: KernelWalker(self, t).build_prototype(op_spelling=spelling))
+            if m is not None:
+                models.append(m)
+                self.model_cursors[id(m)] = t
+                # the census of this op's model: its own code, not the other ops of the pack
+                mine = self._decl_family(t)
+                self.model_census_exclude[id(m)] = {h for _, o in self.interpreter_ops if o is not t
+                                                    for h in self._decl_family(o)} - mine
+            elif spelling not in self._not_analysed_cursors:
+                self.not_analysed.append((spelling, loc_of(t, self.filename),
+                                          "interpreter op not understood (its layout or callbacks)"))
+                self._not_analysed_cursors[spelling] = t
         return models
 
     def _decl_family(self, cursor) -> set:
@@ -548,19 +575,28 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
             self.walk(body, ctx)
         return m
 
-    def build_prototype(self) -> ir.KernelModel | None:
-        """A kernel built from TK's lcf/lcsf template: the user's callbacks run
+    def build_prototype(self, op_spelling: str | None = None) -> ir.KernelModel | None:
+        """A kernel built from TK's lcf/lcsf/lcsc template, or one op (`op_spelling`, e.g.
+        `partial_template<16>`) of a prototype::interpreter launch: the user's callbacks run
         inside tkcheck's model of the template's protocol."""
         from ..knowledge import protocols
 
         tmpl = self.cursor
-        kind = protocols.template_kind_for(self.mb.source(), tmpl.spelling)
+        env = self.mb.env_for(tmpl).child()
+        if op_spelling is not None:
+            st = self.resolve_type_spelling(op_spelling, env)
+            if not isinstance(st, StructType):
+                return None
+            kind = "interpreter" if _has_store(st) else "interpreter_load_only"
+        else:
+            kind = protocols.template_kind_for(self.mb.source(), tmpl.spelling)
+            st = None
         proto_fn = protocols.protocol_function(kind)
         if proto_fn is None:
             return None
-        self.model = m = self._new_model(tmpl.spelling, kind)
-        env = self.mb.env_for(tmpl).child()
-        st = self.struct_type(tmpl, {})
+        self.model = m = self._new_model(op_spelling or tmpl.spelling, "interpreter" if op_spelling else kind)
+        if st is None:
+            st = self.struct_type(tmpl, {})
         env.define("lcft", st)
         if kind == "lcsc":
             # the launch names the config and globals types: lcsc::launch_kernel<config, globals, lcsct>
@@ -571,7 +607,12 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
             env.define("lcsc_config", self.struct_type(types[0], {}))
             env.define("lcsc_globals", self.struct_type(types[1], {}))
             m.launch_bounds = True      # lcsc::main_kernel carries __launch_bounds__(NUM_THREADS, ...)
-        m.notes.append(f"'{tmpl.spelling}' analysed inside tkcheck's model of the TK {kind} template protocol")
+        if op_spelling is not None:
+            m.notes.append(f"'{op_spelling}' analysed inside tkcheck's model of the TK prototype::interpreter "
+                           "protocol, as if every instruction ran this op (the template's instruction fetch "
+                           "is not modelled)")
+        else:
+            m.notes.append(f"'{tmpl.spelling}' analysed inside tkcheck's model of the TK {kind} template protocol")
         for prm in proto_fn.get_children():
             if prm.kind == CK.PARM_DECL:   # the kernel's `globals` argument
                 env.define(prm.spelling, self._param_value(prm, env))
@@ -582,6 +623,12 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         return m
 
     # ======================================================= declarations
+
+
+def _has_store(st) -> bool:
+    """The interpreter op has `producer::store` (the template's has_store<Op>)."""
+    prod = st.members.get("producer")
+    return prod is not None and any(ch.spelling == "store" for ch in prod.get_children())
 
 
 def _inside_any(cur, exclude, mb) -> bool:
