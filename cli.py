@@ -18,13 +18,16 @@ import shlex
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import click
 
 from tkcheck import __version__
 from tkcheck.checks.limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from tkcheck.compiler_options import UnsafeOption, check_compiler_options
+
+if TYPE_CHECKING:  # the engine is imported where a check runs (start-up stays lean)
+    from tkcheck.engine import CheckOptions
 
 Path = pathlib.Path
 
@@ -293,7 +296,7 @@ def _flags_of(argv: list[str], directory: Path) -> tuple[tuple[str, ...], tuple[
 class _Job:
     index: int
     path: str
-    opts: object          # engine.CheckOptions
+    opts: "CheckOptions"
     text: str | None = None
 
 
@@ -409,7 +412,7 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
             if file_timeout:
                 oldest = min(started for _, _, started in running.values())
                 timeout = max(0.0, oldest + file_timeout - time.monotonic())
-            for reader in wait(list(running), timeout=timeout):
+            for reader in wait(list(running), timeout=timeout):  # type: ignore[assignment]  # wait() returns the readers it was given
                 proc, job, _ = running.pop(reader)
                 try:
                     value = pickle.loads(reader.recv_bytes())
@@ -864,7 +867,7 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     if update_expectations:
         if stdin_paths:
             raise UsageProblem("--update-expectations rewrites files; it cannot read standard input")
-        from tkcheck.fixtures import update_expectations as rewrite
+        from tkcheck.expectations import update_expectations as rewrite
         changed = 0
         for f, _ in collect_files(paths):
             if rewrite(f):

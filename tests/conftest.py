@@ -1,5 +1,4 @@
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,6 @@ def tk_include():
 
 def pytest_terminal_summary(terminalreporter):
     if FIXTURE_RESULTS:
-        from tkcheck.fixtures import table
+        from tkcheck.expectations import table
         terminalreporter.write_sep("-", "fixtures: per-rule TP / FP / FN")
         terminalreporter.write_line(table(FIXTURE_RESULTS))
