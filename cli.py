@@ -808,7 +808,8 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
               metavar="MB", help="Memory one file's check may use (its own process); 0: no limit.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors (checks files in this process).")
 @click.option("--update-expectations", is_flag=True,
-              help="Fixtures: rewrite the `// expect:` comments of the given files from actual findings.")
+              help="Fixtures: rewrite the `// expect:` comments of the given files from actual findings "
+                   "(message fragments that still match are kept).")
 @click.option("--trace-svg", "trace_svg", metavar="DIR",
               help="Draw every counterexample trace (deadlocks, phase mismatches) as an SVG in DIR.")
 @click.option("--sass/--no-sass", "sass", default=None,
