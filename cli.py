@@ -18,13 +18,16 @@ import shlex
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import click
 
 from tkcheck import __version__
 from tkcheck.checks.limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from tkcheck.compiler_options import UnsafeOption, check_compiler_options
+
+if TYPE_CHECKING:  # the engine is imported where a check runs (start-up stays lean)
+    from tkcheck.engine import CheckOptions
 
 Path = pathlib.Path
 
@@ -293,7 +296,7 @@ def _flags_of(argv: list[str], directory: Path) -> tuple[tuple[str, ...], tuple[
 class _Job:
     index: int
     path: str
-    opts: object          # engine.CheckOptions
+    opts: "CheckOptions"
     text: str | None = None
 
 
@@ -409,7 +412,7 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
             if file_timeout:
                 oldest = min(started for _, _, started in running.values())
                 timeout = max(0.0, oldest + file_timeout - time.monotonic())
-            for reader in wait(list(running), timeout=timeout):
+            for reader in wait(list(running), timeout=timeout):  # type: ignore[assignment]  # wait() returns the readers it was given
                 proc, job, _ = running.pop(reader)
                 try:
                     value = pickle.loads(reader.recv_bytes())
@@ -805,7 +808,8 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
               metavar="MB", help="Memory one file's check may use (its own process); 0: no limit.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors (checks files in this process).")
 @click.option("--update-expectations", is_flag=True,
-              help="Fixtures: rewrite the `// expect:` comments of the given files from actual findings.")
+              help="Fixtures: rewrite the `// expect:` comments of the given files from actual findings "
+                   "(message fragments that still match are kept).")
 @click.option("--trace-svg", "trace_svg", metavar="DIR",
               help="Draw every counterexample trace (deadlocks, phase mismatches) as an SVG in DIR.")
 @click.option("--sass/--no-sass", "sass", default=None,
@@ -864,7 +868,7 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     if update_expectations:
         if stdin_paths:
             raise UsageProblem("--update-expectations rewrites files; it cannot read standard input")
-        from tkcheck.fixtures import update_expectations as rewrite
+        from tkcheck.expectations import update_expectations as rewrite
         changed = 0
         for f, _ in collect_files(paths):
             if rewrite(f):

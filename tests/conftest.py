@@ -1,11 +1,50 @@
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "corpus"
 FIXTURE_RESULTS = []
+
+
+class CorpusChecks:
+    """The corpus checked once per test run: each clean kernel and each mutation on first use.
+
+    tests/test_corpus.py and tests/test_triage.py ask for the same planted bugs; the results
+    (engine FileResults) are shared, so tests read them and never change them (a test that sets
+    verdicts checks its own copy). A mutation that cannot be applied raises its ValueError on
+    every ask.
+    """
+
+    def __init__(self, workdir: Path):
+        from tkcheck import evaluate
+        self._evaluate = evaluate
+        self.workdir = workdir
+        self.mutations = evaluate.load_mutations(CORPUS)
+        self._clean: dict[Path, object] = {}
+        self._mutants: dict[str, object] = {}
+
+    def clean(self, kernel: Path):
+        if kernel not in self._clean:
+            self._clean[kernel] = self._evaluate.check_clean(kernel)
+        return self._clean[kernel]
+
+    def mutation(self, m):
+        if m.id not in self._mutants:
+            try:
+                self._mutants[m.id] = self._evaluate.check_mutation(CORPUS, m, self.workdir)
+            except ValueError as e:
+                self._mutants[m.id] = e
+        got = self._mutants[m.id]
+        if isinstance(got, ValueError):
+            raise got
+        return got
+
+
+@pytest.fixture(scope="session")
+def corpus_checks(tmp_path_factory) -> CorpusChecks:
+    return CorpusChecks(tmp_path_factory.mktemp("mutants"))
 
 
 def tk_root() -> Path | None:
@@ -27,6 +66,6 @@ def tk_include():
 
 def pytest_terminal_summary(terminalreporter):
     if FIXTURE_RESULTS:
-        from tkcheck.fixtures import table
+        from tkcheck.expectations import table
         terminalreporter.write_sep("-", "fixtures: per-rule TP / FP / FN")
         terminalreporter.write_line(table(FIXTURE_RESULTS))

@@ -172,7 +172,7 @@ def test_blackwell_finding_on_hopper(monkeypatch):
 
 def test_confirm_file_without_gpu(tmp_path):
     f = _finding()
-    ev = R.confirm_file(str(tmp_path / "k.cu"), RING, [f], arch=None)
+    R.confirm_file(str(tmp_path / "k.cu"), RING, [f], arch=None)
     assert f.verdict["status"] == R.UNCONFIRMABLE and "no GPU" in f.verdict["reason"]
     g = _finding()
     R.confirm_file(str(tmp_path / "k.cu"), "__global__ void k() {}", [g], arch="sm_90",

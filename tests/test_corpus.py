@@ -10,9 +10,7 @@ import pytest
 
 from tkcheck import evaluate
 
-from conftest import ROOT
-
-CORPUS = ROOT / "corpus"
+from conftest import CORPUS
 CLEAN = evaluate.clean_kernels(CORPUS)
 MUTATIONS = evaluate.load_mutations(CORPUS)
 KNOWN = evaluate.all_codes()
@@ -45,17 +43,17 @@ def test_specs_are_well_formed():
 
 
 @pytest.mark.parametrize("kernel", CLEAN, ids=[p.relative_to(CORPUS).as_posix() for p in CLEAN])
-def test_clean_kernel_has_no_findings(kernel):
-    res = evaluate.check_clean(kernel)
+def test_clean_kernel_has_no_findings(kernel, corpus_checks):
+    res = corpus_checks.clean(kernel)
     found = [f"{f.code} line {f.location.row}: {f.message}" for f in res.findings]
     assert not found, "false findings on a correct kernel:\n" + "\n".join(found)
     assert not res.internal_errors, res.internal_errors
 
 
 @pytest.mark.parametrize("mutation", [_param(m) for m in MUTATIONS if not m.problem])
-def test_planted_bug_is_found(mutation, tmp_path):
+def test_planted_bug_is_found(mutation, corpus_checks):
     try:
-        res = evaluate.check_mutation(CORPUS, mutation, tmp_path)
+        res = corpus_checks.mutation(mutation)
     except ValueError as e:
         pytest.fail(str(e))
     codes = {f.code for f in res.findings}

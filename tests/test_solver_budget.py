@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import z3
 from click.testing import CliRunner
 
 from conftest import ROOT
@@ -18,7 +17,7 @@ from tkcheck import evaluate
 from tkcheck.checks import solver
 from tkcheck.cli.cli import main
 from tkcheck.engine import CheckOptions, check_file
-from tkcheck.fixtures import options_for, parse_fixture
+from tkcheck.expectations import options_for, parse_fixture
 from tkcheck.model import expr as E
 
 FLIPPED = ROOT / "fixtures" / "completion" / "bad_consumer_parity_flipped.cu"

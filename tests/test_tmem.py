@@ -1,7 +1,6 @@
 """TMEM rules (TK203, TK204, TK205): the model of tensor memory (allocators, tt tiles, tcgen05.ld/st,
 tcgen05 MMAs and their commits), the planted Blackwell bugs of the corpus, and the clean kernel."""
 import tomllib
-from pathlib import Path
 
 import pytest
 

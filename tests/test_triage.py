@@ -1,7 +1,6 @@
 """tkcheck triage: ranking by symptom, evidence from recorded runs, CLI."""
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,18 +14,11 @@ CORPUS = ROOT / "corpus"
 DATA = Path(__file__).parent / "data" / "confirm"
 
 
-def _mutations():
-    return [m for m in evaluate.load_mutations(CORPUS)
-            if m.kernel.split("/")[0] in ("hopper", "mk") and m.symptom in T.SYMPTOMS and not m.problem]
-
-
 @pytest.fixture(scope="module")
-def checked():
-    out = {}
-    with tempfile.TemporaryDirectory() as td:
-        for m in _mutations():
-            out[m.id] = (m, evaluate.check_mutation(CORPUS, m, Path(td)))
-    return out
+def checked(corpus_checks):
+    """The Hopper and MK planted bugs with a symptom, as tests/test_corpus.py checked them."""
+    return {m.id: (m, corpus_checks.mutation(m)) for m in corpus_checks.mutations
+            if m.kernel.split("/")[0] in ("hopper", "mk") and m.symptom in T.SYMPTOMS and not m.problem}
 
 
 def test_planted_bug_ranks_first_for_its_symptom(checked):

@@ -53,7 +53,7 @@ def code_digest() -> str:
     """tkcheck's own files (code, rules, declaration model, protocols), hashed once per process:
     a new tkcheck build, or an edited model header, invalidates the cache."""
     h = hashlib.sha256()
-    from . import rules as catalog
+    from . import rules as catalog  # type: ignore[attr-defined]  # rules/, mapped in at build time
     roots = [Path(__file__).resolve().parent] + [Path(p).resolve() for p in catalog.__path__]
     seen = set()
     for root in roots:
@@ -89,7 +89,7 @@ def manifest_key(path: str, text: str, opts) -> str:
 
 def _toolchain_id() -> str | None:
     try:
-        from .sass.toolchain import ToolchainNotFound, find_toolchain
+        from .sass.toolchain import find_toolchain
         return find_toolchain().version_id
     except Exception:  # noqa: BLE001 - no toolchain: the SASS pass is skipped, which the key says
         return None

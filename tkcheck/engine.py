@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from . import cache, registry
 from .checks import solver
@@ -199,7 +198,7 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
         events = solver.inconclusive_since(mark)
         if events:
             res.inconclusive[m.name] = len(events)
-            m.inconclusive = len(events)
+            m.inconclusive = len(events)  # type: ignore[attr-defined]  # coverage.py reads it
             for cov in res.coverage:          # the coverage report counts them per kernel
                 if cov.kernel == m.name and cov.analysed:
                     cov.inconclusive = len(events)
@@ -256,7 +255,7 @@ def _merge_instantiations(findings: list[Finding]) -> list[Finding]:
     for f in findings:
         tail = f" (in {f.kernel})" if f.kernel else None
         if tail and f.message.endswith(tail) and "<" in (f.kernel or ""):
-            key = (f.code, f.location.filename, f.location.row, f.location.column, f.message[:-len(tail)],
+            key: tuple = (f.code, f.location.filename, f.location.row, f.location.column, f.message[:-len(tail)],
                    f.kernel.split("<")[0])
         else:
             key = (id(f),)

@@ -15,7 +15,7 @@ from .rule import Rule
 
 @lru_cache(maxsize=1)
 def _load() -> tuple[Rule, ...]:
-    from . import rules as pkg  # mapped from the repository's rules/ at build time
+    from . import rules as pkg  # type: ignore[attr-defined]  # rules/, mapped in at build time
 
     found: list[Rule] = []
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):

@@ -36,7 +36,7 @@ class Analysis:
         if name not in self.facts:
             import time
             from . import solver
-            used: set[str] = set()
+            used = set()
             self._collecting.append(used)
             mark = solver.inconclusive_count()
             t0 = time.perf_counter()

@@ -9,7 +9,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .values import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType
-from .walk_common import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP, _NAMESPACES
+from .walk_common import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP
 from .walk_util import _ArrVal, _TCGEN05_MMA, _TMEM_ACCESS_NAMES, convert_int, ir_spec_everyone_sync
 
 # TK's parameter types (include/ops/thread/util/{sync,tma}.cuh): init_semaphore(semaphore&, int
@@ -669,7 +669,7 @@ class _CallsMixin:
 
 def _enclosing_this(env):
     """The record a member function runs on, when `env` is (inside) one's scope."""
-    from .walk_common import BranchEnv, ThisEnv
+    from .walk_common import ThisEnv
     e = env
     while e is not None:
         if isinstance(e, ThisEnv):

@@ -8,7 +8,7 @@ from ..model.expr import Expr
 from . import cexpr
 from .values import Func, Lambda, Rec, StructType
 from .walk_util import convert_int
-from .walk_common import CK, MAX_INLINE_DEPTH, MAX_INLINED_CALLS, BranchEnv, Env, Ctx, Frame, ThisEnv, loc_of, tokens_of, _NAMESPACES
+from .walk_common import CK, MAX_INLINE_DEPTH, MAX_INLINED_CALLS, BranchEnv, Env, Ctx, Frame, ThisEnv, loc_of, tokens_of
 
 
 class _InlineMixin:

@@ -1245,7 +1245,6 @@ class _StatementsMixin:
         sigs = {info[0] for info in found.values()}
         if len(bases) != 1 or len(sigs) != 1:
             return
-        system = [sl for sl in found]
         rec = _System(None, None, start, ends, slots, {})
         if _signature(rec, [info[1] for info in found.values()]) != sigs.pop():
             return

@@ -10,7 +10,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .values import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType, TypeVal
-from .walk_common import CK, Ctx, loc_of, _text_for, tokens_of, value_names, _NAMESPACES
+from .walk_common import CK, Ctx, loc_of, _text_for, tokens_of, value_names
 from .walk_util import _ArrVal, _tile_attr, _to_bool, convert_int
 
 

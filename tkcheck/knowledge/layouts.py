@@ -181,10 +181,13 @@ def _urem_const(x: z3.BitVecRef, d: int) -> z3.BitVecRef:
 
 
 class LayoutLike(Protocol):
-    rows: int
-    cols: int
-    dtype_bytes: int
-
+    # read-only members: the layouts are frozen dataclasses
+    @property
+    def rows(self) -> int: ...
+    @property
+    def cols(self) -> int: ...
+    @property
+    def dtype_bytes(self) -> int: ...
     @property
     def swizzle_bytes(self) -> int | None: ...
     @property

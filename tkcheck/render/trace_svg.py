@@ -94,14 +94,14 @@ def trace_svg(finding) -> str:
     width = 2 * PAD + STEP_COL + col_w * ncol
     inner = width - 2 * PAD
     c = _Canvas()
-    y = PAD
+    y: float = PAD
     title = (f"{finding.code} {finding.name or ''} — {os.path.basename(finding.location.filename)}:"
              f"{finding.location.row}")
     y = c.text(PAD, y, _wrap(title, inner, TITLE_FONT), TITLE_FONT, bold=True) + 4
     y = c.text(PAD, y, _wrap(finding.message, inner, FONT)) + 8
     legend = [("wait passes", COLORS["wait"]), ("arrive / expect / load", COLORS["signal"]),
               ("blocks forever", COLORS["blocked"]), ("time runs downwards; one column per warp role", "#555555")]
-    lx = PAD
+    lx: float = PAD
     ly = y
     for label, color in legend:
         w = TEXT_DX - 8 + len(label) * char_width(FONT)

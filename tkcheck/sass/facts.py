@@ -128,8 +128,8 @@ def _bulk_attrs(ins: Instruction) -> list[tuple[str, object]]:
                  "UTMAREDG": "reduce", "UBLKPF": "prefetch", "UBLKRED": "reduce"}.get(base)
     if base == "UBLKCP":
         pair = mods[:2]
-        direction = {("S", "G"): "load", ("G", "S"): "store", ("S", "S"): "copy"}.get(
-            tuple(pair), "copy")
+        pairs: dict[tuple[str, ...], str] = {("S", "G"): "load", ("G", "S"): "store", ("S", "S"): "copy"}
+        direction = pairs.get(tuple(pair), "copy")
     return [("direction", direction), ("tensor", base.startswith("UTMA")), ("dims", dims),
             ("multicast", "MULTICAST" in mods)]
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-_tus: dict[str, object] = {}
+_tus: dict[str, Any] = {}
 
 PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu", "lcsc": "lcsc.cu", "mk_worker": "mk_worker.cu",
                   # one op of a prototype::interpreter pack, with or without producer::store

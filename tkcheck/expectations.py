@@ -1,18 +1,24 @@
-"""Fixtures with inline expectations (like clang -verify / mypy test data).
+"""Inline expectations in test kernels (like clang -verify, clang-tidy's CHECK-MESSAGES, mypy test data).
 
-A fixture is a `.cu` file; comments state what tkcheck must report:
+A fixture is a `.cu` file (under fixtures/); comments state what tkcheck must report:
 
     // tkcheck-test: select=TK301,TK302 arch=sm_90a tk-version=thread-scope
-    tma::expect_bytes(bar, 4096);     // expect: TK301 {{deliver 16384}}
+    tma::expect_bytes(bar, 4096);     // expect: TK301 "deliver 16384"
+    tma::expect_bytes(bar, 4096);     // expect: TK301 {{deliver 16384}}   (the older spelling)
     // expect@+1: TK303
     wait(bar, toc);
     wait(bar, tic);                   // expect-not: TK303
     arrive(bar);                      // expect-todo: TK302   (a known miss)
 
-`expect` lines must be reported on that row (optionally with the text in
-`{{...}}` in the message); any other finding is unexpected. `expect-todo`
-records a known miss: it is counted, not failed. `update_expectations`
-rewrites the `expect:` comments from actual output.
+An expectation pins its finding to one line: the comment's own line, or the line `@+N` / `@-N`
+from it. After the codes may come message fragments, each `"..."` (`\\"` and `\\\\` inside) or
+`{{...}}`; a finding matches when every fragment is part of its message. Several expectations
+may share a line (`// expect: TK403 // expect: TK302 "32 arrive per phase"`).
+
+`expect` lines must be reported on that row; any other finding is unexpected. `expect-todo`
+records a known miss: it is counted, not failed. `expect-not` forbids the code there.
+`update_expectations` rewrites the `expect:` comments from actual output, keeping the fragments
+that still match.
 """
 from __future__ import annotations
 
@@ -22,11 +28,16 @@ from pathlib import Path
 
 from . import registry
 from .engine import CheckOptions, check_file
+from .findings import Finding
 from .frontend.parse import ParseOptions
 
-_EXPECT = re.compile(r"//\s*(expect(?:-not|-todo)?)(@[+-]\d+)?:\s*([A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*)"
-                     r"((?:\s*\{\{.*?\}\})*)")
+_CODES = r"[A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*"
+_FRAGMENT = r'\{\{.*?\}\}|"(?:[^"\\]|\\.)*"'
+_EXPECT = re.compile(rf"//\s*(expect(?:-not|-todo)?)(@[+-]\d+)?:\s*({_CODES})((?:\s*(?:{_FRAGMENT}))*)")
+_FRAGMENTS = re.compile(rf"{_FRAGMENT}")
 _HEADER = re.compile(r"//\s*tkcheck-test:\s*(.*)")
+# the comments update_expectations owns: plain `expect:` on the finding's own line
+_OWN_EXPECT = re.compile(r"\s*//\s*expect(?!-not|-todo|@):.*$")
 
 
 @dataclass
@@ -34,17 +45,27 @@ class Expectation:
     kind: str          # expect | expect-not | expect-todo
     code: str
     row: int
-    texts: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()     # message fragments, all of which the finding's message contains
+
+    def matches(self, f: Finding) -> bool:
+        return f.code == self.code and f.location.row == self.row and all(t in f.message for t in self.texts)
+
+    def spelled(self) -> str:
+        """The code and fragments as an `expect:` comment writes them."""
+        return self.code + "".join(f" {_quote(t)}" for t in self.texts)
+
+    def describe(self) -> str:
+        return f"{self.spelled()} at line {self.row}"
 
 
 @dataclass
 class FixtureResult:
     path: str
     expected: list[Expectation]
-    actual: list = field(default_factory=list)           # findings
+    actual: list[Finding] = field(default_factory=list)
     missing: list[Expectation] = field(default_factory=list)
-    unexpected: list = field(default_factory=list)
-    forbidden: list = field(default_factory=list)        # hit an expect-not
+    unexpected: list[Finding] = field(default_factory=list)
+    forbidden: list[Finding] = field(default_factory=list)        # hit an expect-not
     todo_missing: list[Expectation] = field(default_factory=list)
     matched: list[Expectation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -52,6 +73,20 @@ class FixtureResult:
     @property
     def ok(self) -> bool:
         return not (self.missing or self.unexpected or self.forbidden)
+
+    def near_misses(self, e: Expectation) -> list[Finding]:
+        """Findings of the expectation's code on its line whose message lacks a fragment."""
+        return [f for f in self.actual if f.code == e.code and f.location.row == e.row]
+
+
+def _unquote(fragment: str) -> str:
+    if fragment.startswith("{{"):
+        return fragment[2:-2]
+    return re.sub(r"\\(.)", r"\1", fragment[1:-1])
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def parse_fixture(text: str) -> tuple[dict[str, str], list[Expectation]]:
@@ -65,9 +100,9 @@ def parse_fixture(text: str) -> tuple[dict[str, str], list[Expectation]]:
                     k, v = part.split("=", 1)
                     settings[k.strip()] = v.strip()
         for m in _EXPECT.finditer(line):
-            kind, offset, codes, texts = m.group(1), m.group(2), m.group(3), m.group(4)
+            kind, offset, codes, fragments = m.group(1), m.group(2), m.group(3), m.group(4)
             row = i + (int(offset[1:]) if offset else 0)
-            tx = tuple(re.findall(r"\{\{(.*?)\}\}", texts or ""))
+            tx = tuple(_unquote(f) for f in _FRAGMENTS.findall(fragments or ""))
             for code in re.split(r"\s*,\s*", codes):
                 exps.append(Expectation(kind, code, row, tx))
     return settings, exps
@@ -76,7 +111,7 @@ def parse_fixture(text: str) -> tuple[dict[str, str], list[Expectation]]:
 def options_for(settings: dict[str, str]) -> CheckOptions:
     codes = {r.code for r in registry.all_rules()}
     if "select" in settings:
-        sel = set()
+        sel: set[str] = set()
         for s in settings["select"].split(","):
             sel |= registry.expand(s)
         codes = sel
@@ -90,10 +125,9 @@ def run_fixture(path: str | Path) -> FixtureResult:
     settings, exps = parse_fixture(text)
     res = check_file(path, options_for(settings), text=text)
     out = FixtureResult(path, exps, list(res.findings), notes=list(res.notes))
-    used = set()
+    used: set[int] = set()
     for e in exps:
-        hits = [j for j, f in enumerate(res.findings)
-                if f.code == e.code and f.location.row == e.row and all(t in f.message for t in e.texts)]
+        hits = [j for j, f in enumerate(res.findings) if e.matches(f)]
         if e.kind == "expect":
             if hits:
                 used.update(hits)
@@ -135,21 +169,30 @@ def table(results: list[FixtureResult]) -> str:
     return "\n".join(lines)
 
 
+def _expect_comment(row: int, findings: list[Finding], old: list[Expectation]) -> str:
+    """`// expect:` for one line: the codes found there, each with the old fragments it still matches."""
+    parts = []
+    for code in sorted({f.code for f in findings}):
+        kept = [e for e in old if e.kind == "expect" and e.code == code and e.row == row and e.texts
+                and any(e.matches(f) for f in findings)]
+        parts += [f"// expect: {e.spelled()}" for e in kept] or [f"// expect: {code}"]
+    return " ".join(parts)
+
+
 def update_expectations(path: str | Path) -> bool:
     """Rewrite trailing `// expect:` comments from actual findings. Returns True if changed."""
     path = Path(path)
     text = path.read_text()
-    settings, _ = parse_fixture(text)
+    settings, old = parse_fixture(text)
     res = check_file(str(path), options_for(settings), text=text)
-    by_row: dict[int, list[str]] = {}
+    by_row: dict[int, list[Finding]] = {}
     for f in res.findings:
-        by_row.setdefault(f.location.row, []).append(f.code)
-    lines = text.splitlines()
+        by_row.setdefault(f.location.row, []).append(f)
     out = []
-    for i, line in enumerate(lines, start=1):
-        base = re.sub(r"\s*//\s*expect(?!-not|-todo|@):.*$", "", line)
+    for i, line in enumerate(text.splitlines(), start=1):
+        base = _OWN_EXPECT.sub("", line)
         if i in by_row:
-            base = f"{base}  // expect: {', '.join(sorted(set(by_row[i])))}"
+            base = f"{base}  {_expect_comment(i, by_row[i], old)}"
         out.append(base)
     new = "\n".join(out) + ("\n" if text.endswith("\n") else "")
     if new != text:
