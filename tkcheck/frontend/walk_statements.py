@@ -1222,7 +1222,8 @@ class _StatementsMixin:
             for sl in system:
                 g = flat[sl]
 
-                def closed(k, g=g, sl=sl):
+                # bound now: a later system of this loop rebinds T and signature
+                def closed(k, g=g, sl=sl, T=T, signature=signature):
                     base = E.binop("*", T, k)
                     v = g(base)
                     self._flat_registry[v] = (signature, sl, g, base)
