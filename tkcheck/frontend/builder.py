@@ -22,13 +22,13 @@ from typing import Any
 
 from ..model import expr as E
 from ..model import ir
-from .values import StructType
+from .value_types import StructType
 from .lexer import lex
-from .walk_common import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
+from .walk_env import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
 from .walk_types import _TypesMixin
 from .walk_statements import _StatementsMixin
 from .walk_asm import _AsmMixin
-from .walk_values import _ValuesMixin
+from .walk_exprs import _ValuesMixin
 from .walk_calls import _CallsMixin
 from .walk_tmem import _TmemMixin
 from .walk_inline import _InlineMixin

@@ -8,8 +8,8 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Obj
-from .walk_common import Ctx, loc_of, tokens_of
+from .value_types import Obj
+from .walk_env import Ctx, loc_of, tokens_of
 
 
 class _AsmMixin:

@@ -8,9 +8,9 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType
-from .walk_common import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP, _NAMESPACES
-from .walk_util import _ArrVal, _TCGEN05_MMA, _TMEM_ACCESS_NAMES, convert_int, ir_spec_everyone_sync
+from .value_types import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType
+from .walk_env import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP, _NAMESPACES
+from .walk_arith import _ArrVal, _TCGEN05_MMA, _TMEM_ACCESS_NAMES, convert_int, ir_spec_everyone_sync
 
 # TK's parameter types (include/ops/thread/util/{sync,tma}.cuh): init_semaphore(semaphore&, int
 # thread_count, int transaction_count), arrive(semaphore&, uint32_t count), expect_bytes(semaphore&,
@@ -669,7 +669,7 @@ class _CallsMixin:
 
 def _enclosing_this(env):
     """The record a member function runs on, when `env` is (inside) one's scope."""
-    from .walk_common import BranchEnv, ThisEnv
+    from .walk_env import BranchEnv, ThisEnv
     e = env
     while e is not None:
         if isinstance(e, ThisEnv):

@@ -7,9 +7,9 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Obj
-from .walk_common import Ctx, loc_of
-from .walk_util import _arr
+from .value_types import Obj
+from .walk_env import Ctx, loc_of
+from .walk_arith import _arr
 
 
 class _TmemMixin:

@@ -9,9 +9,9 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType, TypeVal
-from .walk_common import CK, Ctx, loc_of, _text_for, tokens_of, value_names, _NAMESPACES
-from .walk_util import _ArrVal, _tile_attr, _to_bool, convert_int
+from .value_types import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType, TypeVal
+from .walk_env import CK, Ctx, loc_of, _text_for, tokens_of, value_names, _NAMESPACES
+from .walk_arith import _ArrVal, _tile_attr, _to_bool, convert_int
 
 
 class _ValuesMixin:
