@@ -161,7 +161,6 @@ def _split_top(text: str) -> list[str]:
 
 
 _TMEM_ACCESS_NAMES = ("load_async", "store_async")
-_TCGEN05_MMA = re.compile(r"mma?2?(_(AB|ABt|AtB|AtBt))?")
 
 
 def _is_tmem_init(v) -> bool:
