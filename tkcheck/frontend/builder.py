@@ -243,6 +243,16 @@ class ModelBuilder:
             self._source = self.parsed.text or ""
         return self._source
 
+    def phase_bitfields(self) -> frozenset:
+        """Names passed as TK phase bitfields (`update_phasebit<n>(NAME, ...)`, `get_phasebit`) in
+        the file, and those of the template protocols: a constant assigned to one sets its bits."""
+        if getattr(self, "_phase_bitfields", None) is None:
+            import re
+            from ..knowledge import protocols
+            pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
+            self._phase_bitfields = frozenset(pat.findall(self.source())) | protocols.PHASE_BITFIELDS
+        return self._phase_bitfields
+
     def lines(self) -> list[str]:
         if getattr(self, "_lines", None) is None:
             self._lines = self.source().splitlines()

@@ -15,6 +15,9 @@ HERE = Path(__file__).resolve().parent
 _tus: dict[str, object] = {}
 
 PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu", "lcsc": "lcsc.cu", "mk_worker": "mk_worker.cu"}
+# the TK phase bitfields the protocol files keep (`update_phasebit<n>(NAME, ring)`), so that their
+# constant initialisations are phase-bit sets (tests/test_phases.py checks the files against it)
+PHASE_BITFIELDS = frozenset({"semaphore_bitfield"})
 
 
 def template_kind_for(text: str, struct_name: str) -> str:
