@@ -129,7 +129,7 @@ def check(an):
                         wait_at = i if wait_at is None else wait_at
                     elif n:
                         unknown = True
-                if x.kind in (ir.CALL,) and "asm" in x.api:
+                if x.kind == ir.CALL and x.asm is not None:
                     unknown = True
                 if x.kind == ir.EXIT:
                     unknown = True
@@ -272,7 +272,7 @@ def _handed_over(an, st: ir.Op, iss) -> list:
             continue
         name = a.barrier.name
         gap = _between(m.ops, st, a)
-        if any(x.kind in (ir.TMA_STORE_WAIT, ir.EXIT, ir.MBAR_WAIT, ir.SYNC) or (x.kind == ir.CALL and "asm" in x.api)
+        if any(x.kind in (ir.TMA_STORE_WAIT, ir.EXIT, ir.MBAR_WAIT, ir.SYNC) or (x.kind == ir.CALL and x.asm is not None)
                for x in gap):
             continue
         signals = [o for o in m.ops if o.barrier is not None and o.barrier.name == name
@@ -296,7 +296,7 @@ def _handed_over(an, st: ir.Op, iss) -> list:
             if tuple(w.barrier.index) != tuple(o.buffer.index[:n]) or not _rest_overlap(st.buffer, o.buffer, n, iss, wt):
                 continue
             if any(x.kind in (ir.MBAR_WAIT, ir.EXIT) or (x.kind == ir.SYNC and x.detail.get("sync_kind") != "warp")
-                   or (x.kind == ir.CALL and "asm" in x.api) for x in _between(m.ops, w, o)):
+                   or (x.kind == ir.CALL and x.asm is not None) for x in _between(m.ops, w, o)):
                 continue
             lp = m.loops[o.loops[-1]]
             if len(o.loops) != 1 or not lp.uniform:

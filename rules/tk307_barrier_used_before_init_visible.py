@@ -79,7 +79,7 @@ def check(an):
             if use.order <= last or use.kind not in USES or use.barrier is None \
                     or use.barrier.name != init.barrier.name:
                 continue
-            if any(_orders(x) or x.kind == ir.EXIT or (x.kind == ir.CALL and ("asm" in x.api or x.detail.get("not_inlined")))
+            if any(_orders(x) or x.kind == ir.EXIT or (x.kind == ir.CALL and (x.asm is not None or x.detail.get("not_inlined")))
                    for x in m.ops if last < x.order < use.order):
                 break
             if not use.guard.exact:

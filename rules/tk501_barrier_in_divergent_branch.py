@@ -68,7 +68,7 @@ def check(an):
     where: dict[tuple, list] = {}
     usable = True
     for op in an.model.ops_of(ir.SYNC):
-        if op.detail.get("sync_kind") != "named" or not op.group_warps or op.detail.get("asm"):
+        if op.detail.get("sync_kind") != "named" or not op.group_warps or op.asm is not None:
             continue
         ex = an.threads.executing(op)
         if ex is None or op.sync_id is None:

@@ -18,7 +18,7 @@ def _stores_in_flight(an):
         if not iss:
             continue
         later = [o for o in m.ops if o.order > st.order]
-        if any(o.kind in (ir.CALL,) and "asm" in o.api for o in later):
+        if any(o.kind == ir.CALL and o.asm is not None for o in later):
             continue
         waited = False
         for o in later:

@@ -48,7 +48,7 @@ def check(an):
         after = [o for o in syncs if o.order > last.order and o.detail.get("sync_kind") in ("cluster", "cluster_wait")
                  and {str(c) for c in o.guard.uniform} <= lu
                  and not any(_rank_dependent(c) for c in o.guard.uniform)]
-        unknown = any(o.kind == ir.CALL and "asm" in o.api for o in m.ops)
+        unknown = any(o.kind == ir.CALL and o.asm is not None for o in m.ops)
         # a closing exchange instead of a cluster barrier: after its last remote signal the CTA
         # waits (outside any loop) on a barrier of its own that the peer signals remotely, as the
         # peer does on this CTA's signal: neither CTA leaves before the other's signal landed

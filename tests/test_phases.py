@@ -116,3 +116,15 @@ def test_planted_phase_bugs_reported(mu):
         assert code in got, (mu["id"], sorted(got))
         f = next(f for f in res.findings if f.code == code)
         assert f.witness, "a counterexample comes with every finding"
+
+
+def test_protocol_phase_bitfields_are_the_ones_the_protocol_files_use():
+    """`protocols.PHASE_BITFIELDS` stands for the protocol files' bitfields (not re-read per check)."""
+    import re
+
+    from tkcheck.knowledge import protocols
+    pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
+    used = set()
+    for f in protocols.PROTOCOL_FILES.values():
+        used |= set(pat.findall((protocols.HERE / f).read_text()))
+    assert used and frozenset(used) == protocols.PHASE_BITFIELDS

@@ -45,8 +45,10 @@ def test_tmem_model_of_the_corpus_kernel():
     assert kinds == ["alloc", "load", "wait_ld", "dealloc"]
     mmas = [o for o in m.ops if o.kind == ir.MMA]
     assert {o.api for o in mmas} == {"mm2_AB", "mma2_AB"}
-    assert all(o.detail["ncta"] == 2 and o.detail["acc_kind"] == "tmem" for o in mmas)
-    assert [o.detail["accumulate"] for o in mmas] == [False, True]
+    assert all(o.mma.family == "tcgen05" and o.mma.ncta == 2 and o.detail["acc_kind"] == "tmem" for o in mmas)
+    assert [o.mma.accumulate for o in mmas] == [False, True]
+    assert all((o.mma.transpose_a, o.mma.transpose_b) == (False, False) for o in mmas)
+    assert {o.mma.commit_barrier.name for o in mmas} == {"inputs_finished"}
     # the semaphore overload commits: an arrive on inputs_finished right after each MMA
     commits = [o for o in m.ops if o.kind == ir.MBAR_ARRIVE and o.detail.get("of_mma")]
     assert {o.barrier.name for o in commits} == {"inputs_finished"}

@@ -86,7 +86,7 @@ def census(builder, root_cursor, exclude=frozenset(), more_roots=(), dead=()) ->
     """The synchronisation sites in the code of the kernel at `root_cursor` (see the docstring);
     `exclude`: declarations that are not this model's code (the other ops of an MK interpreter)."""
     from .frontend.lexer import blank_comments_and_strings
-    from .frontend.walk_common import _text_for
+    from .frontend.walk_env import _text_for
     cursors = builder.reachable_code(root_cursor, exclude, more_roots)
     out: dict[tuple, Site] = {}
     user_functions = set(builder.functions)
@@ -122,7 +122,7 @@ def census(builder, root_cursor, exclude=frozenset(), more_roots=(), dead=()) ->
 def _blank_inactive(code: str, first_line: int, tu, fname: str, dead: list) -> str:
     """Blank the lines of a code slice that the preprocessor skipped (`#ifdef MK_DEBUG`) or that the
     walker proved dead, so their calls are not counted."""
-    from .frontend.walk_common import _skipped_lines
+    from .frontend.walk_env import _skipped_lines
     skipped = set(_skipped_lines(tu, fname))
     for _, a, b in dead:
         skipped.update(range(a, b + 1))

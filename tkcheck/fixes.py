@@ -13,7 +13,7 @@ from .findings import Edit, Finding, Fix, Location
 
 
 def _line(filename: str, row: int) -> str | None:
-    from .frontend.walk_common import _text_for
+    from .frontend.walk_env import _text_for
     src = _text_for(filename)
     if src is None:
         return None

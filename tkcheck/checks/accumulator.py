@@ -267,8 +267,9 @@ def _dims(t: ir.TileType | None):
 def mma_shape_problems(op: ir.Op) -> list[str] | None:
     """What TK's static_asserts on warpgroup::mma_* would reject, in element
     terms (16-bit A/B types only). None: not decidable."""
-    api = op.api.rsplit("::", 1)[-1]
-    trans = api.split("_", 1)[1] if "_" in api else "AB"
+    # a name without its transposition (none of TK's wgmma names) reads as `AB`
+    at = bool(op.mma and op.mma.transpose_a)
+    bt = bool(op.mma and op.mma.transpose_b)
     d_t, a_t, b_t = op.detail.get("acc_type"), op.detail.get("a_type"), op.detail.get("b_type")
     D, A, B = _dims(d_t), _dims(a_t), _dims(b_t)
     if D is None or A is None or B is None or a_t.dtype_bytes != 2 or b_t.dtype_bytes != 2 or d_t.kind != "rt":
@@ -276,7 +277,7 @@ def mma_shape_problems(op: ir.Op) -> list[str] | None:
     out = []
     a_reg = op.detail.get("a_kind") == "regtile"
     # B: N and K
-    if trans in ("AB", "AtB"):
+    if not bt:
         b_k, n = B
     else:
         n, b_k = B
@@ -284,7 +285,7 @@ def mma_shape_problems(op: ir.Op) -> list[str] | None:
         m_rows, a_k = A                     # per-warp rows
         want_d_rows = m_rows
     else:
-        if trans in ("AB", "ABt"):
+        if not at:
             m_rows, a_k = A
         else:
             a_k, m_rows = A

@@ -153,19 +153,13 @@ def element_alignment(buf: ir.SharedBuffer, ref: ir.Ref) -> tuple[int, int] | No
     return g, o % g
 
 
-def _mn_major(api: str, role: str) -> bool | None:
-    base = api.split("::")[-1]
-    for p in ("mma_", "mm_"):
-        if base.startswith(p):
-            suf = base[len(p):]
-            break
-    else:
+def _mn_major(mma: ir.MmaFacts | None, role: str) -> bool | None:
+    """Whether the MMA reads operand `role` MN-major: A given transposed (`At`), B not (`B`, an
+    N-major K x N tile); None where the name does not say. The cta_group::2 names (`mma2_*`,
+    `mm2_*`) are not checked here (not modelled yet)."""
+    if mma is None or mma.ncta != 1 or mma.transpose_a is None or mma.transpose_b is None:
         return None
-    flags = {"AB": (False, True), "ABt": (False, False), "AtB": (True, True), "AtBt": (True, False)}
-    f = flags.get(suf)
-    if f is None:
-        return None
-    return f[0] if role == "a" else f[1]
+    return mma.transpose_a if role == "a" else not mma.transpose_b
 
 
 def _same_geometry(a: SharedTileLayout, b: SharedTileLayout) -> bool:
@@ -310,7 +304,7 @@ class _Checker:
             elif refs:
                 ref = refs[0]
             view = tile_layout(vt) if isinstance(vt, ir.TileType) else None
-            mn = _mn_major(op.api, role)
+            mn = _mn_major(op.mma, role)
             if ref is None or view is None or mn is None:
                 continue
             buf = self._buffer(ref)

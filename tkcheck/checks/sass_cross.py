@@ -116,17 +116,16 @@ def model_async_mma_ops(model: ir.KernelModel) -> list[ir.Op]:
     out = []
     for op in model.ops:
         if op.kind == ir.MMA and (op.scope == "warpgroup" or op.detail.get("acc_kind") == "tmem"
-                                  or "tcgen05" in op.api or op.api.startswith("warpgroup::")):
+                                  or (op.mma is not None and op.mma.family == "tcgen05")):
             out.append(op)
-        elif op.kind == ir.CALL and op.api == "asm":
-            ptx = str(op.detail.get("ptx", ""))
-            if "wgmma.mma_async" in ptx or re.search(r"\btcgen05\.mma\b", ptx):
-                out.append(op)
+        elif _raw_asm(op) and op.asm.async_mma:
+            out.append(op)
     return out
 
 
-def _asm_ptx(op: ir.Op) -> str:
-    return str(op.detail.get("ptx", "")) if op.kind == ir.CALL and op.api == "asm" else ""
+def _raw_asm(op: ir.Op) -> bool:
+    """An asm statement recorded as such (mbarrier / bulk-copy / MMA PTX, operands not tracked)."""
+    return op.kind == ir.CALL and op.asm is not None
 
 
 def model_arrive_ops(model: ir.KernelModel) -> list[ir.Op]:
@@ -136,20 +135,20 @@ def model_arrive_ops(model: ir.KernelModel) -> list[ir.Op]:
     return [op for op in model.ops
             if (op.kind == ir.MBAR_ARRIVE and op.detail.get("via") != "tcgen05.commit")
             or (op.kind == ir.MBAR_EXPECT and op.detail.get("arrives") == 1)
-            or re.search(r"\bmbarrier\.arrive\b", _asm_ptx(op))]
+            or (_raw_asm(op) and op.asm.arrives)]
 
 
 def model_expect_ops(model: ir.KernelModel) -> list[ir.Op]:
     """Ops that set an expected tx count: TK expects and inline PTX `mbarrier[.arrive].expect_tx`."""
     return [op for op in model.ops
-            if op.kind == ir.MBAR_EXPECT or re.search(r"\bmbarrier\.(arrive\.)?expect_tx\b", _asm_ptx(op))]
+            if op.kind == ir.MBAR_EXPECT or (_raw_asm(op) and op.asm.expects_tx)]
 
 
 def model_fence_expectations(model: ir.KernelModel) -> list[ir.Op]:
     """Ops after which a `fence.proxy.async` must exist in the binary: explicit proxy
     fences, and TK's `tma::store_async` family (TK fences inside the call)."""
     out = [op for op in model.ops_of(ir.FENCE) if op.detail.get("fence_kind") == "proxy_async"]
-    out += [op for op in model.ops_of(ir.TMA_STORE) if not op.detail.get("asm")]
+    out += [op for op in model.ops_of(ir.TMA_STORE) if op.asm is None]
     return out
 
 
@@ -174,10 +173,8 @@ def is_warp_specialized(an) -> bool:
 # ------------------------------------------------------------------ helpers --
 
 def _api(op: ir.Op) -> str:
-    ptx = _asm_ptx(op)
-    if ptx:
-        m = re.search(r"\b(wgmma\.mma_async|tcgen05\.mma|mbarrier\.[a-z_.]+|fence\.proxy\.async[a-z:_.]*|cp\.async\.bulk[a-z:_.]*)", ptx)
-        return f"inline PTX {m.group(1)}" if m else "inline PTX"
+    if _raw_asm(op):
+        return f"inline PTX {op.asm.instruction}" if op.asm.instruction else "inline PTX"
     return op.api
 
 
@@ -335,7 +332,7 @@ def check_disagreement(an) -> list[Finding]:
         first = ops[0]
         out.append(Finding(
             "TK603",
-            f"the source arrives on mbarriers at {len(ops)} site(s) (first: {_api(first) if _asm_ptx(first) else first.describe()}) but the "
+            f"the source arrives on mbarriers at {len(ops)} site(s) (first: {_api(first) if _raw_asm(first) else first.describe()}) but the "
             f"SASS of '{_kernel_label(k)}' has no mbarrier arrive instruction (SYNCS.ARRIVE...A1) "
             f"anywhere{_where_compiled(k, path, first)}: the binary does not do what the source "
             "analysis checked",
@@ -349,7 +346,7 @@ def check_disagreement(an) -> list[Finding]:
         first = eops[0]
         out.append(Finding(
             "TK603",
-            f"the source sets an expected transaction count at {len(eops)} site(s) (first: {_api(first) if _asm_ptx(first) else first.describe()}) "
+            f"the source sets an expected transaction count at {len(eops)} site(s) (first: {_api(first) if _raw_asm(first) else first.describe()}) "
             f"but the SASS of '{_kernel_label(k)}' has no expect_tx arrive (SYNCS.ARRIVE.TRANS64 with a byte "
             f"count) anywhere{_where_compiled(k, path, first)}",
             first.location,
@@ -366,7 +363,7 @@ def check_disagreement(an) -> list[Finding]:
         rel = _call_site(first) + [Related(sloc, f"SASS {_addr(st)}: {_text(st)} (bulk store with no proxy fence in the kernel)")] if sloc else []
         out.append(Finding(
             "TK603",
-            f"the source has a fence.proxy.async before its TMA/bulk stores ({_api(first) if _asm_ptx(first) else first.describe()}, line "
+            f"the source has a fence.proxy.async before its TMA/bulk stores ({_api(first) if _raw_asm(first) else first.describe()}, line "
             f"{first.location.row}) but the SASS of '{_kernel_label(k)}' has no FENCE.VIEW.ASYNC anywhere while "
             f"it issues {len(stores)} bulk store(s) (first: {_addr(st)} `{_text(st)}`"
             f"{', source line ' + str(sloc.row) if sloc else ''}): shared-memory writes may not be visible to the "

@@ -273,7 +273,7 @@ def _named_uses(an: Analysis):
         return None
     for op in an.model.ops_of(ir.SYNC, ir.NAMED_ARRIVE):
         kind = op.detail.get("sync_kind")
-        if op.detail.get("asm"):
+        if op.asm is not None:
             continue
         ex = an.threads.executing(op)
         if ex is None or not op.guard.exact:

@@ -484,7 +484,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                 report(("no_token_wait", name, outer), "no_token_wait", mm, ls[0], None,
                        {"mma_threads": mthr, "readers": readers, "tile": name})
                 continue
-            if mm.detail.get("ncta") == 2:
+            if mm.mma is not None and mm.mma.ncta == 2:
                 _pair_count(an, mm, token_waits, direct, readers, out, reported, name)
             before = [w for w in token_waits if w.order < mm.order and w.barrier.name in direct]
             if before and not syncs:
@@ -576,7 +576,7 @@ def clobbers(an: Analysis) -> list[Clobber]:
     from . import solver
     m = an.model
     out: list[Clobber] = []
-    writes = [o for o in m.ops if (o.kind == ir.MMA and o.detail.get("family") == "tcgen05")
+    writes = [o for o in m.ops if (o.kind == ir.MMA and o.mma is not None and o.mma.family == "tcgen05")
               or (o.kind == ir.TMEM_OP and o.detail.get("tmem") == "store")]
     tiles = [t for t in m.tmem_tiles.values() if _box(t) is not None]
     for a in tiles:
@@ -588,7 +588,7 @@ def clobbers(an: Analysis) -> list[Clobber]:
             if not (la < lb + rb and lb < la + ra and ca < cb + pb and cb < ca + pa):
                 continue
             for acc in tc_mmas(m):
-                if acc.operands[0].name != a.name or not acc.detail.get("accumulate") or not acc.loops:
+                if acc.operands[0].name != a.name or (acc.mma is None or not acc.mma.accumulate) or not acc.loops:
                     continue
                 loop = m.loops.get(acc.loops[-1])
                 if loop is None:

@@ -22,13 +22,13 @@ from typing import Any
 
 from ..model import expr as E
 from ..model import ir
-from .values import StructType
+from .value_types import StructType
 from .lexer import lex
-from .walk_common import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
+from .walk_env import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
 from .walk_types import _TypesMixin
 from .walk_statements import _StatementsMixin
 from .walk_asm import _AsmMixin
-from .walk_values import _ValuesMixin
+from .walk_exprs import _ValuesMixin
 from .walk_calls import _CallsMixin
 from .walk_tmem import _TmemMixin
 from .walk_inline import _InlineMixin
@@ -254,6 +254,16 @@ class ModelBuilder:
         if getattr(self, "_source", None) is None:
             self._source = self.parsed.text or ""
         return self._source
+
+    def phase_bitfields(self) -> frozenset:
+        """Names passed as TK phase bitfields (`update_phasebit<n>(NAME, ...)`, `get_phasebit`) in
+        the file, and those of the template protocols: a constant assigned to one sets its bits."""
+        if getattr(self, "_phase_bitfields", None) is None:
+            import re
+            from ..knowledge import protocols
+            pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
+            self._phase_bitfields = frozenset(pat.findall(self.source())) | protocols.PHASE_BITFIELDS
+        return self._phase_bitfields
 
     def lines(self) -> list[str]:
         if getattr(self, "_lines", None) is None:

@@ -398,7 +398,7 @@ class InstanceFinder:
     def _ref_args(self, karg) -> tuple[TemplateArg, ...] | None:
         """`ns::kernel<C, 4>` as a launcher's argument: types from the TYPE_REF children
         (canonical, so a host function's local `using C = ...` is seen through), the rest tokens."""
-        from .walk_common import tokens_of
+        from .walk_env import tokens_of
         toks = tokens_of(karg)
         i = toks.index("<") if "<" in toks else None
         if i is None:

@@ -1,6 +1,6 @@
 """Closed forms of loop-carried variables that depend on *other* carried variables.
 
-`walk_util.solve_recurrence` solves a variable whose end-of-body value depends
+`walk_arith.solve_recurrence` solves a variable whose end-of-body value depends
 only on its own start value (`tic ^= 1`, `s = (s + 1) % N`). Phase variables
 often depend on the ring index instead:
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Obj
-from .walk_common import Ctx, loc_of, tokens_of
+from .value_types import Obj
+from .walk_env import Ctx, loc_of, tokens_of
 
 
 class _AsmMixin:
@@ -21,12 +22,14 @@ class _AsmMixin:
         ptx = " ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', text))
         if ctx.dry:
             return
+        facts = K.classify_ptx(ptx[:200])
+
         def op(kind, api, **kw):
-            self.emit(ir.Op(kind, api, loc, ctx.guard, ctx.loops, **kw), ctx)
+            self.emit(ir.Op(kind, api, loc, ctx.guard, ctx.loops, asm=facts, **kw), ctx)
         if re.search(r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b", ptx):
-            op(ir.SYNC, "bar.sync", detail={"sync_kind": "named", "asm": True})
+            op(ir.SYNC, "bar.sync", detail={"sync_kind": "named"})
         elif re.search(r"\bbar\.arrive\b", ptx):
-            op(ir.NAMED_ARRIVE, "bar.arrive", detail={"asm": True})
+            op(ir.NAMED_ARRIVE, "bar.arrive")
         if "fence.proxy.async" in ptx:
             op(ir.FENCE, "fence.proxy.async", detail={"fence_kind": "proxy_async"})
         mf = re.search(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)", ptx)
@@ -38,14 +41,14 @@ class _AsmMixin:
             op(ir.SETMAXNREG, "setmaxnreg", detail={"inc": ".inc" in ptx})
         if re.search(r"\b(red|atom)\.[a-z.]*global", ptx) or re.search(r"\b(red|atom)\.(release|relaxed|acq)", ptx):
             sem = "release" if ".release" in ptx else ("acq_rel" if ".acq_rel" in ptx else "relaxed")
-            op(ir.GLOBAL_SIGNAL, "asm red/atom", detail={"sem": sem, "asm": True})
+            op(ir.GLOBAL_SIGNAL, "asm red/atom", detail={"sem": sem})
         ml = re.search(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b", ptx)
         if ml:
             quals = ml.group(1).split(".")
             sem = next((q for q in ("acquire", "relaxed", "volatile", "weak") if q in quals), "weak")
-            op(ir.GLOBAL_LOAD, "asm ld.global", detail={"sem": sem, "asm": True, "ptx": ptx[:200]})
+            op(ir.GLOBAL_LOAD, "asm ld.global", detail={"sem": sem, "ptx": ptx[:200]})
         if re.search(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b", ptx):
-            self._asm_smem_access(c, ctx, ptx, loc)
+            self._asm_smem_access(c, ctx, ptx, loc, facts)
         if "mbarrier" in ptx or "cp.async.bulk" in ptx or "wgmma" in ptx:
             # raw mbarrier / bulk-copy PTX: recorded, operands not tracked
             op(ir.CALL, "asm", detail={"ptx": ptx[:200]})
@@ -81,7 +84,7 @@ class _AsmMixin:
             a = E.binop("+", a, E.binop("*", extra, E.Const(db)) if db else E.opaque("data offset"))
         return a
 
-    def _asm_smem_access(self, c, ctx: Ctx, ptx: str, loc):
+    def _asm_smem_access(self, c, ctx: Ctx, ptx: str, loc, facts: ir.AsmFacts):
         """Raw `st.shared` / `ld.shared` / `ldmatrix` / `stmatrix`: an SMEM_ACCESS op whose
         detail['addr'] is the address operand (`[%N]`) as an Expr."""
         toks = tokens_of(c)
@@ -113,7 +116,7 @@ class _AsmMixin:
             addr = E.binop("+", addr, E.Const(int(mm.group(2))))
         kind = "ldmatrix" if "ldmatrix" in ptx else "stmatrix" if "stmatrix" in ptx else (
             "st.shared" if re.search(r"\bst\.shared", ptx) else "ld.shared")
-        self.emit(ir.Op(ir.SMEM_ACCESS, kind, loc, ctx.guard, ctx.loops,
+        self.emit(ir.Op(ir.SMEM_ACCESS, kind, loc, ctx.guard, ctx.loops, asm=facts,
                         detail={"via": "asm", "addr": addr, "ptx": ptx[:200],
                                 "access": "read" if kind.startswith("ld") else "write"}), ctx)
 

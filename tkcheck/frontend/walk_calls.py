@@ -8,9 +8,9 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType
-from .walk_common import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP
-from .walk_util import _ArrVal, _TCGEN05_MMA, _TMEM_ACCESS_NAMES, convert_int, ir_spec_everyone_sync
+from .value_types import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType
+from .walk_env import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP
+from .walk_arith import _ArrVal, _TMEM_ACCESS_NAMES, convert_int, ir_spec_everyone_sync
 
 # TK's parameter types (include/ops/thread/util/{sync,tma}.cuh): init_semaphore(semaphore&, int
 # thread_count, int transaction_count), arrive(semaphore&, uint32_t count), expect_bytes(semaphore&,
@@ -155,7 +155,7 @@ class _CallsMixin:
             probe = [self.ev(a, replace(ctx, dry=True), cursor) for a in args]
             if any(isinstance(v, Obj) and v.kind == "tmem" for v in probe):
                 return self._emit_tmem_access(base, qual, scope_warps, args, ctx, cursor)
-        if _TCGEN05_MMA.fullmatch(base) and (scope_warps is None and qual in ("", "kittens") or
+        if K.tcgen05_mma_name(base) and (scope_warps is None and qual in ("", "kittens") or
                                                scope_warps is not None and scope_warps > 0) and len(args) >= 3:
             # a group's spelling (`warp::mm_ABt(d, a, b, sem)` of TK's 2025 headers): lane 0 of the
             # group issues the thread-scope MMA and its commit
@@ -463,6 +463,8 @@ class _CallsMixin:
         op = ir.Op(spec.kind, api, loc, ctx.guard, ctx.loops)
         op.detail = dict(spec.detail)
         op.detail["args_text"] = [cexpr.render(a) for a in args]
+        if spec.kind == ir.MMA:
+            op.mma = K.mma_facts(base, "wgmma")
         # scope: who issues the PTX
         if scope == "group":
             op.scope = "warp" if gwarps == 1 else ("warpgroup" if gwarps == 4 else f"group<{gwarps}>")
@@ -669,7 +671,7 @@ class _CallsMixin:
 
 def _enclosing_this(env):
     """The record a member function runs on, when `env` is (inside) one's scope."""
-    from .walk_common import ThisEnv
+    from .walk_env import ThisEnv
     e = env
     while e is not None:
         if isinstance(e, ThisEnv):

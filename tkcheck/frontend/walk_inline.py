@@ -6,9 +6,9 @@ from dataclasses import replace
 from ..model import expr as E
 from ..model.expr import Expr
 from . import cexpr
-from .values import Func, Lambda, Rec, StructType
-from .walk_util import convert_int
-from .walk_common import CK, MAX_INLINE_DEPTH, MAX_INLINED_CALLS, BranchEnv, Env, Ctx, Frame, ThisEnv, loc_of, tokens_of
+from .value_types import Func, Lambda, Rec, StructType
+from .walk_arith import convert_int
+from .walk_env import CK, MAX_INLINE_DEPTH, MAX_INLINED_CALLS, BranchEnv, Env, Ctx, Frame, ThisEnv, loc_of, tokens_of
 
 
 class _InlineMixin:

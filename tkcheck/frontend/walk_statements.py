@@ -9,9 +9,9 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Allocator, Obj, Rec, StructType
-from .walk_common import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
-from .walk_util import (_ArrVal, _TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
+from .value_types import Allocator, Obj, Rec, StructType
+from .walk_env import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
+from .walk_arith import (_ArrVal, _TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
     _sizeof_align, _step_of, _strip_declarator_words, _to_bool, convert_int, solve_recurrence)
 
 
@@ -182,7 +182,7 @@ class _StatementsMixin:
         without 'template' in a template argument): the statements are its children, and in the
         gaps between them the text's own statements, read from the tokens."""
         from .lexer import lex
-        from .walk_common import _text_for
+        from .walk_env import _text_for
         src = _text_for(c.extent.start.file.name)
         if src is None:
             return self._walk_block(kids, ctx)

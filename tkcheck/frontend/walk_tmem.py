@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Obj
-from .walk_common import Ctx, loc_of
-from .walk_util import _arr
+from .value_types import Obj
+from .walk_env import Ctx, loc_of
+from .walk_arith import _arr
 
 
 class _TmemMixin:
@@ -189,9 +190,7 @@ class _TmemMixin:
         vals = [self.ev(a, ctx, cursor) for a in args]
         loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
         op = ir.Op(ir.MMA, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops, scope="thread")
-        ncta = 2 if "2" in base else 1
-        op.detail = {"family": "tcgen05", "accumulate": base.startswith("mma"), "ncta": ncta,
-                     "args_text": [cexpr.render(a) for a in args]}
+        op.detail = {"args_text": [cexpr.render(a) for a in args]}
         for role, v in zip(("acc", "a", "b"), vals[:3]):
             if isinstance(v, Obj):
                 op.operands = op.operands + (v.ref,)
@@ -201,8 +200,10 @@ class _TmemMixin:
                     op.detail[f"{role}_tmem_offset"] = v.tmem_offset or (E.Const(0), E.Const(0))
         last = vals[-1] if len(vals) >= 4 else None
         commit = None
-        if isinstance(last, Obj) and last.kind == "barrier":
-            op.detail["commit_barrier"] = last.ref
+        committed = isinstance(last, Obj) and last.kind == "barrier"
+        op.mma = K.mma_facts(base, "tcgen05", last.ref if committed else None)
+        ncta = op.mma.ncta
+        if committed:
             # the overload with a semaphore runs detail::tcgen05::commit<ncta>(sem) after the MMA:
             # one arrive (multicast to both CTAs of the pair for cta_group::2), like tensor_commit
             commit = ir.Op(ir.MBAR_ARRIVE, op.api, loc, ctx.guard, ctx.loops, scope="thread", barrier=last.ref,

@@ -9,9 +9,9 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Func, Obj, Rec, StructType, TypeVal
-from .walk_common import CK, Env, Ctx, tokens_of, _same_file, _text_for
-from .walk_util import _ArrVal, _split_comma, _split_top
+from .value_types import Func, Obj, Rec, StructType, TypeVal
+from .walk_env import CK, Env, Ctx, tokens_of, _same_file, _text_for
+from .walk_arith import _ArrVal, _split_comma, _split_top
 
 
 def _values_of(env: Env):

@@ -17,6 +17,7 @@ entries whose meaning depends on that.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..model import ir
@@ -128,18 +129,60 @@ GROUP_OPS: dict[str, OpSpec] = {
     "consumer_registers": OpSpec(ir.SETMAXNREG, (), (("inc", True),), group_elects=False),
     # TK's warpgroup mma_*/mm_* call mma_fence() by default: wgmma.fence + fence.proxy.async.shared::cta
     # in every thread of the warpgroup before the wgmma (detail proxy_fence)
-    "mma_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True), ("proxy_fence", True)), group_elects=False),
-    "mma_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True), ("proxy_fence", True)), group_elects=False),
-    "mma_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True), ("proxy_fence", True)), group_elects=False),
-    "mma_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", True), ("proxy_fence", True)), group_elects=False),
-    "mm_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False), ("proxy_fence", True)), group_elects=False),
-    "mm_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False), ("proxy_fence", True)), group_elects=False),
-    "mm_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False), ("proxy_fence", True)), group_elects=False),
-    "mm_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("accumulate", False), ("proxy_fence", True)), group_elects=False),
+    "mma_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
+    "mma_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
+    "mma_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
+    "mma_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
+    "mm_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
+    "mm_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
+    "mm_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
+    "mm_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
     "mma_async_wait": OpSpec(ir.MMA_WAIT, (), group_elects=False),
     "mma_commit_group": OpSpec(ir.MMA_COMMIT, (), group_elects=False),
     "mma_fence": OpSpec(ir.MMA_FENCE, ("acc",), group_elects=False),
 }
+
+# MMA names (TK ops/group/mma/warpgroup.cuh, ops/thread/mma/tcgen05.cuh): `mma*` accumulate
+# (D += A*B), `mm*` overwrite (D = A*B); `2` is tcgen05's cta_group::2 (the pair of CTAs); the
+# suffix says which operand is given transposed: `_AB`, `_ABt` (B as N x K), `_AtB` (A as K x M),
+# `_AtBt`. tcgen05 also spells `mma<trans_a, trans_b>` and a bare `mma` (the name says nothing).
+# The warpgroup (wgmma) names are the GROUP_OPS entries of kind MMA.
+_MMA_NAME = re.compile(r"(mma?)(2?)(?:_(At?)(Bt?))?")
+
+
+def tcgen05_mma_name(base: str) -> bool:
+    """A base name the thread-scope tcgen05 MMAs use (`mm_ABt`, `mma2_AB`, `mma`, ...)."""
+    return _MMA_NAME.fullmatch(base) is not None
+
+
+def mma_facts(base: str, family: str, commit_barrier: ir.Ref | None = None) -> ir.MmaFacts | None:
+    """What an MMA's base name says, for `family` ("wgmma" | "tcgen05"); None: not an MMA name."""
+    m = _MMA_NAME.fullmatch(base)
+    if m is None:
+        return None
+    spelled = m.group(3) is not None
+    return ir.MmaFacts(family, accumulate=m.group(1) == "mma", ncta=2 if m.group(2) else 1,
+                       transpose_a=m.group(3) == "At" if spelled else None,
+                       transpose_b=m.group(4) == "Bt" if spelled else None,
+                       commit_barrier=commit_barrier)
+
+
+# Inline PTX (asm statements) the SASS cross-check expects in the binary, and the instruction a
+# message names for a raw asm statement.
+_PTX_ASYNC_MMA = re.compile(r"wgmma\.mma_async|\btcgen05\.mma\b")
+_PTX_ARRIVE = re.compile(r"\bmbarrier\.arrive\b")
+_PTX_EXPECT_TX = re.compile(r"\bmbarrier\.(arrive\.)?expect_tx\b")
+_PTX_SHOWN = re.compile(r"\b(wgmma\.mma_async|tcgen05\.mma|mbarrier\.[a-z_.]+|fence\.proxy\.async[a-z:_.]*|"
+                        r"cp\.async\.bulk[a-z:_.]*)")
+
+
+def classify_ptx(ptx: str) -> ir.AsmFacts:
+    """The facts of one asm statement's PTX text (its strings, joined)."""
+    shown = _PTX_SHOWN.search(ptx)
+    return ir.AsmFacts(async_mma=_PTX_ASYNC_MMA.search(ptx) is not None, arrives=_PTX_ARRIVE.search(ptx) is not None,
+                       expects_tx=_PTX_EXPECT_TX.search(ptx) is not None,
+                       instruction=shown.group(1) if shown else None)
+
 
 # `group<N>::tma::...` — the group versions elect lane 0 of the group.
 GROUP_TMA_OPS: dict[str, OpSpec] = {

@@ -195,6 +195,33 @@ class Guard:
         return Guard(self.thread, self.uniform, False)
 
 
+# ------------------------------------------------------------- op facts ----
+# What an op's spelling means, decoded once by the front end from `knowledge/ops.py`: checks and
+# rules read these fields, never the spelled name (`Op.api` is the text messages show).
+
+@dataclass(frozen=True)
+class MmaFacts:
+    """A tensor-core MMA: a Hopper wgmma (`warpgroup::mma_ABt`) or a Blackwell tcgen05 MMA
+    (`mm2_AB`, `mma<ta, tb>`)."""
+    family: str                       # "wgmma" | "tcgen05"
+    accumulate: bool                  # `mma*`: D += A*B; `mm*`: D = A*B
+    ncta: int = 1                     # cta_group::ncta (tcgen05 `*2`: the pair of CTAs)
+    # the name's `At` / `Bt`: A given as K x M (MN-major), B given as N x K (K-major); None where
+    # the name does not say (`mma<ta, tb>`, a bare `mma`)
+    transpose_a: bool | None = None
+    transpose_b: bool | None = None
+    commit_barrier: Ref | None = None  # tcgen05 overloads with a semaphore: committed to it after
+
+
+@dataclass(frozen=True)
+class AsmFacts:
+    """An op written as inline PTX (`asm volatile("...")`), its PTX classified once."""
+    async_mma: bool = False           # wgmma.mma_async / tcgen05.mma
+    arrives: bool = False             # mbarrier.arrive*
+    expects_tx: bool = False          # mbarrier[.arrive].expect_tx
+    instruction: str | None = None    # the mbarrier / bulk-copy / MMA / proxy-fence instruction it names
+
+
 # ------------------------------------------------------------------ ops ----
 
 # Op kinds. Every kind's operands are documented where the front end creates it
@@ -249,6 +276,8 @@ class Op:
     parity: Expr | None = None
     sync_id: Expr | None = None
     detail: dict = field(default_factory=dict)
+    mma: MmaFacts | None = None       # MMA ops
+    asm: AsmFacts | None = None       # ops written as inline PTX
     order: int = 0                    # program order within the kernel (source walk order)
     callers: tuple[Location, ...] = ()  # inlining chain: user device functions / callbacks
     role_hint: str | None = None      # lcf: producer / consumer (which template branch)

@@ -18,6 +18,9 @@ _tus: dict[str, Any] = {}
 PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu", "lcsc": "lcsc.cu", "mk_worker": "mk_worker.cu",
                   # one op of a prototype::interpreter pack, with or without producer::store
                   "interpreter": "interpreter.cu", "interpreter_load_only": "interpreter.cu"}
+# the TK phase bitfields the protocol files keep (`update_phasebit<n>(NAME, ring)`), so that their
+# constant initialisations are phase-bit sets (tests/test_phases.py checks the files against it)
+PHASE_BITFIELDS = frozenset({"semaphore_bitfield"})
 
 
 def template_kind_for(text: str, struct_name: str) -> str:

@@ -8,7 +8,7 @@ from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
-from .values import Obj
+from .value_types import Obj
 
 ir_spec_everyone_sync = K.OpSpec(ir.SYNC, ("id",), (("sync_kind", "block_named"),), group_elects=False)
 
@@ -161,7 +161,6 @@ def _split_top(text: str) -> list[str]:
 
 
 _TMEM_ACCESS_NAMES = ("load_async", "store_async")
-_TCGEN05_MMA = re.compile(r"mma?2?(_(AB|ABt|AtB|AtBt))?")
 
 
 def _is_tmem_init(v) -> bool:

@@ -1,4 +1,4 @@
-"""Shared state of the parse-tree walk: environments, contexts, locations, tokens."""
+"""Shared state of the parse-tree walk: environments (scopes of names), contexts, frames, locations, tokens."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -294,7 +294,7 @@ def value_names(env: Env):
     """The parser's `is_value` for an expression: a name bound to a type, a struct, an alias, a
     function or a group scope is not a value, so `name<...>` after it is a template-id
     (`wrapper<config, ops...>::run(g)`), never a comparison."""
-    from .values import Func, GroupScope, StructType, TypeVal
+    from .value_types import Func, GroupScope, StructType, TypeVal
 
     def is_value(name: str) -> bool:
         v = env.lookup(name)

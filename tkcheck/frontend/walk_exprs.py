@@ -9,9 +9,9 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .values import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType, TypeVal
-from .walk_common import CK, Ctx, loc_of, _text_for, tokens_of, value_names
-from .walk_util import _ArrVal, _tile_attr, _to_bool, convert_int
+from .value_types import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType, TypeVal
+from .walk_env import CK, Ctx, loc_of, tokens_of, value_names
+from .walk_arith import _ArrVal, _tile_attr, _to_bool, convert_int
 
 
 class _ValuesMixin:
@@ -566,27 +566,10 @@ class _ValuesMixin:
                         loc_of(cursor, self.filename), ctx.guard, ctx.loops, buffer=v.ref,
                         detail={"access": access, "via": "element", "tile_type": v.type}), ctx)
 
-    def _bitfield_names(self) -> frozenset:
-        """Names passed as TK phase bitfields (`update_phasebit<n>(NAME, ...)`) in the texts read."""
-        if getattr(self.mb, "_bf_names", None) is None:   # once per file, not once per kernel
-            import re
-            pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
-            names = set(pat.findall(self.mb.source()))
-            from ..knowledge import protocols as _protocols
-            import os
-            pdir = os.path.dirname(_protocols.__file__)
-            for fn in sorted(os.listdir(pdir)):
-                if fn.endswith(".cu"):
-                    src = _text_for(os.path.join(pdir, fn))
-                    if src is not None:
-                        names |= set(pat.findall(src.data.decode("utf-8", errors="replace")))
-            self.mb._bf_names = frozenset(names)
-        return self.mb._bf_names
-
     def _note_phasebit_set(self, name, value, ctx: Ctx, cursor):
         """A phase bitfield (re)initialised to a constant: an op, so that phase
         reasoning across nested loops can find where the bits were last set."""
-        if ctx.dry or self.model is None or cursor is None or name not in self._bitfield_names():
+        if ctx.dry or self.model is None or cursor is None or name not in self.mb.phase_bitfields():
             return
         if not isinstance(value, E.Const) or not isinstance(value.value, int) or isinstance(value.value, bool):
             return

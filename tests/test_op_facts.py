@@ -1,0 +1,48 @@
+"""The typed facts of operations, decoded once from knowledge/ops.py (MMA names, inline PTX)."""
+import pytest
+
+from tkcheck.knowledge import ops as K
+from tkcheck.model import ir
+
+
+@pytest.mark.parametrize("base, facts", [
+    ("mma_AB", (True, 1, False, False)),
+    ("mma_ABt", (True, 1, False, True)),
+    ("mm_AtB", (False, 1, True, False)),
+    ("mm_AtBt", (False, 1, True, True)),
+    ("mma2_ABt", (True, 2, False, True)),
+    ("mm2_AB", (False, 2, False, False)),
+    ("mma", (True, 1, None, None)),           # tcgen05 `mma<ta, tb>` / bare: the name does not say
+    ("mm2", (False, 2, None, None)),
+])
+def test_mma_names_decode_once(base, facts):
+    f = K.mma_facts(base, "tcgen05")
+    assert (f.accumulate, f.ncta, f.transpose_a, f.transpose_b) == facts
+    assert K.tcgen05_mma_name(base)
+
+
+@pytest.mark.parametrize("base", ["mma_BA", "mma_At", "mmaAB", "mma3_AB", "mma_async_wait", "mma_fence"])
+def test_other_names_are_not_mmas(base):
+    assert K.mma_facts(base, "wgmma") is None and not K.tcgen05_mma_name(base)
+
+
+def test_every_wgmma_entry_decodes():
+    names = [k for k, v in K.GROUP_OPS.items() if v.kind == ir.MMA]
+    assert len(names) == 8
+    assert all(K.mma_facts(n, "wgmma").transpose_a is not None for n in names)
+
+
+def test_ptx_classification():
+    wg = K.classify_ptx("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0}, %1, %2;")
+    assert wg.async_mma and not wg.arrives and wg.instruction == "wgmma.mma_async"
+    tc = K.classify_ptx("tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3;")
+    assert tc.async_mma and tc.instruction == "tcgen05.mma"
+    assert not K.classify_ptx("tcgen05.mma_ws.cta_group::1 [%0];").async_mma
+    ar = K.classify_ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;")
+    assert ar.arrives and ar.expects_tx and ar.instruction == "mbarrier.arrive.expect_tx.shared"
+    ex = K.classify_ptx("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;")
+    assert ex.expects_tx and not ex.arrives
+    wait = K.classify_ptx("mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;")
+    assert not (wait.arrives or wait.expects_tx or wait.async_mma)
+    assert wait.instruction == "mbarrier.try_wait.parity.shared"
+    assert K.classify_ptx("bar.sync 1, 128;").instruction is None
