@@ -366,9 +366,9 @@ def _run_sass(path, text, opts: CheckOptions, res: FileResult, arch: str | None 
     """Compile + disassemble the file once (cached by tkcheck.sass); a pass that cannot
     run (no compiler, no real TK headers, compile error) is one note, never an error."""
     t = time.perf_counter()
-    from .checks import sass_cross
-    result = sass_cross.run_sass(path, text, opts.parse, sass_arch=opts.sass_arch or arch,
-                                 cache_dir=opts.sass_cache_dir)
+    from .sass.build import run_sass
+    result = run_sass(path, text, opts.parse, sass_arch=opts.sass_arch or arch,
+                      cache_dir=opts.sass_cache_dir)
     res.timing["sass"] = time.perf_counter() - t
     if not result:
         res.notes.append(result.reason)
