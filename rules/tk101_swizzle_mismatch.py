@@ -1,7 +1,7 @@
 """TK101: two accessors of one shared tile assume different swizzle modes."""
 from tkcheck.checks import layout
 from tkcheck.findings import Related
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER
 from ._layout_rule import cx_text, report, sw, witness
@@ -62,6 +62,9 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong", "nan"),
+    explains={"nan": Explains(5, "the tensor core / TMA reads the tile with another swizzle: scrambled or"
+                                 " NaN values"),
+              "wrong": Explains(4, "the swizzles disagree: elements land in the wrong places")},
     summary="A TMA descriptor or wgmma operand assumes a different swizzle than the shared tile holds",
     check=check,
     bad_example=_BAD,

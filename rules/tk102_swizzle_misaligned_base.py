@@ -1,7 +1,7 @@
 """TK102: a shared tile's base does not meet the alignment its consumers need."""
 from tkcheck.checks import layout
 from tkcheck.findings import Related
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER
 from ._layout_rule import cx_text, report, sw, witness
@@ -63,6 +63,8 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong", "nan"),
+    explains={"nan": Explains(5, "misaligned tile base: the swizzle pattern is off by a phase"),
+              "wrong": Explains(4, "misaligned tile base")},
     summary="A shared tile base is not aligned as its consumers require (TMA 128 B; relative XOR: swizzle repeat)",
     check=check,
     bad_example=_BAD,

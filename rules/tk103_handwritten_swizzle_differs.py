@@ -1,7 +1,7 @@
 """TK103: hand-written shared-memory address math disagrees with the tile's swizzle."""
 from tkcheck.checks import layout
 from tkcheck.findings import Related
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER
 from ._layout_rule import cx_text, report, sw, witness
@@ -52,6 +52,8 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong", "nan"),
+    explains={"wrong": Explains(4, "hand-written swizzle math differs from the tile layout"),
+              "nan": Explains(3)},
     summary="Hand-written shared-memory address math (XOR swizzle) differs from the tile's layout",
     check=check,
     bad_example=_BAD,

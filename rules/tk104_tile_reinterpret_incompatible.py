@@ -1,7 +1,7 @@
 """TK104: a reinterpret_cast view of shared tiles whose layout differs from the tiles'."""
 from tkcheck.checks import layout
 from tkcheck.findings import Related
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER
 from ._layout_rule import cx_text, report, sw, witness
@@ -65,6 +65,8 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong", "nan"),
+    explains={"wrong": Explains(4, "a reinterpreting view maps elements to other bytes"),
+              "nan": Explains(3)},
     summary="A reinterpret_cast view of shared tiles does not map elements to the bytes the tiles hold",
     check=check,
     bad_example=_BAD,
