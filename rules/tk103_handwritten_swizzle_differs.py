@@ -1,12 +1,28 @@
 """TK103: hand-written shared-memory address math disagrees with the tile's swizzle."""
-from tkcheck.rule import Rule
+from tkcheck.checks import layout
+from tkcheck.findings import Related
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER
-from ._layout_rule import check_code
+from ._layout_rule import cx_text, report, sw, witness
+
+
+def _word(m):
+    tt, rep, buf = m.tile, m.repeat, m.buffer
+    return (f"{m.address} on '{m.smem.buffer}' differs from {tt.spelling} ({sw(m.tile_layout.swizzle_bytes)} swizzle, "
+            f"what TMA / wgmma / TK's idx use): "
+            + cx_text(m.cx, tt.spelling + "'s layout", "the kernel's address", "hand-written")
+            + " (assuming the offset before the XOR is the tile's column-panel offset of the element)",
+            witness(m.cx, tile=tt.spelling, swizzle_b="hand-written"),
+            [Related(buf.location, f"'{buf.name}' declared here as {tt.spelling}, base guaranteed "
+                                   f"{m.guaranteed}-byte aligned"),
+             Related(m.smem.location, "address taken here")],
+            f"for a {sw(m.tile_layout.swizzle_bytes)}-swizzled tile the XOR is "
+            + (f"a ^ (((a % {rep}) >> 7) << 4) on the absolute address" if rep else "absent (unswizzled)"))
 
 
 def check(an):
-    return check_code(an, "TK103")
+    return report(an, RULE.code, layout.HandwrittenDiffers, _word)
 
 
 _BAD = HEADER + """
@@ -36,6 +52,8 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong", "nan"),
+    explains={"wrong": Explains(4, "hand-written swizzle math differs from the tile layout"),
+              "nan": Explains(3)},
     summary="Hand-written shared-memory address math (XOR swizzle) differs from the tile's layout",
     check=check,
     bad_example=_BAD,

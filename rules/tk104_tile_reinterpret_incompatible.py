@@ -1,12 +1,31 @@
 """TK104: a reinterpret_cast view of shared tiles whose layout differs from the tiles'."""
-from tkcheck.rule import Rule
+from tkcheck.checks import layout
+from tkcheck.findings import Related
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER
-from ._layout_rule import check_code
+from ._layout_rule import cx_text, report, sw, witness
+
+
+def _word(m):
+    res, buf, declared, n_t = m.cx, m.buffer, m.declared, m.tiles
+    msg = (f"{m.accessor} views '{m.ref}' as {m.view.spelling} ({sw(m.view_layout.swizzle_bytes)} swizzle) over "
+           f"{n_t} x {declared.spelling} ({sw(m.declared_layout.swizzle_bytes)} swizzle) "
+           + ("laid side by side" if m.side_by_side else "stacked") + ": ")
+    if res.offset_b is None:
+        msg += (f"element ({res.row}, {res.col}) of the view lies outside the {n_t} tile(s) the "
+                f"buffer holds from '{m.ref}'")
+    else:
+        msg += cx_text(res, "the view", f"the buffer's {declared.spelling} tiles")
+    return (msg, witness(res, view=m.view.spelling, buffer_type=declared.spelling, tiles=n_t),
+            [Related(buf.location, f"'{buf.name}' declared here as {declared.spelling}"
+                                   + (f" [{', '.join(str(d) for d in buf.dims)}]" if buf.dims else ""))],
+            "view a buffer only as a tile type whose layout equals its tiles' layout (e.g. 64-column "
+            "128B-swizzled tiles side by side read as one wider 128B-swizzled tile)")
 
 
 def check(an):
-    return check_code(an, "TK104")
+    return report(an, RULE.code, layout.ViewLayoutMismatch, _word)
 
 
 _BAD = HEADER + """
@@ -46,6 +65,8 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong", "nan"),
+    explains={"wrong": Explains(4, "a reinterpreting view maps elements to other bytes"),
+              "nan": Explains(3)},
     summary="A reinterpret_cast view of shared tiles does not map elements to the bytes the tiles hold",
     check=check,
     bad_example=_BAD,

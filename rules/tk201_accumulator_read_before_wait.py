@@ -3,7 +3,7 @@ writes it may still be in flight."""
 from tkcheck.checks import accumulator as A
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
-from tkcheck.rule import Rule
+from tkcheck.rule import Confirm, Explains, Rule, WGMMA_ACCUMULATOR_READ
 
 from ._common import HEADER, finding, related
 
@@ -89,6 +89,8 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong",),
+    explains={"wrong": Explains(5, "the accumulator is read before the asynchronous MMA completed")},
+    confirm=Confirm(wgmma_race=WGMMA_ACCUMULATOR_READ),
     summary="A wgmma accumulator is read, stored, added or zeroed before the mma_async_wait that retires it",
     check=check,
     bad_example=_BAD,

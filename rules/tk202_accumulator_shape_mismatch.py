@@ -1,7 +1,7 @@
 """TK202: a wgmma whose accumulator, A and B tiles do not fit together."""
 from tkcheck.checks import accumulator as A
 from tkcheck.model import ir
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER, finding
 
@@ -56,6 +56,7 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong",),
+    explains={"wrong": Explains(4, "the accumulator shape disagrees with the MMA")},
     summary="The accumulator tile of a wgmma does not have the shape or type the MMA produces",
     check=check,
     bad_example=_BAD,

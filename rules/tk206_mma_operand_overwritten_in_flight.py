@@ -2,7 +2,7 @@
 stores) before the wait of every warp that issued it is ordered before the
 refill."""
 from tkcheck.checks import accumulator as A
-from tkcheck.rule import Rule
+from tkcheck.rule import Confirm, Explains, Rule, WGMMA_OPERAND_RELEASE
 
 from ._common import HEADER, finding, related
 
@@ -96,6 +96,9 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong",),
+    explains={"wrong": Explains(4, "a stage is released while an MMA still reads it"),
+              "stripes": Explains(4, "the refill overwrites operands of an in-flight MMA")},
+    confirm=Confirm(widen=("delay-wgmma-issue", "poison-refill"), wgmma_race=WGMMA_OPERAND_RELEASE),
     summary="A shared operand of an in-flight wgmma is refilled before every issuing warp's wait is ordered before it",
     check=check,
     bad_example=_BAD,

@@ -1,7 +1,7 @@
 """TK301: bytes expected per phase != bytes the TMA loads deliver per phase."""
 from tkcheck.checks import completion, solver
 from tkcheck.checks.threads import describe
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER, finding, num, related
 
@@ -88,6 +88,10 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang", "stripes"),
+    explains={"hang": Explains(5, "bytes expected per phase differ from the bytes delivered: the phase "
+                                  "never completes (too many expected) or completes early and drifts"),
+              "stripes": Explains(4, "a phase that completes before all bytes land lets consumers read a "
+                                     "half-written stage")},
     summary="Bytes expected on an mbarrier per phase differ from the bytes the TMA loads deliver",
     check=check,
     bad_example=_BAD,

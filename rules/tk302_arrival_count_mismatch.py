@@ -1,7 +1,9 @@
 """TK302: init count != arrivals per phase (scope-aware)."""
+import re
+
 from tkcheck.checks import completion, solver
 from tkcheck.checks.threads import describe
-from tkcheck.rule import Rule
+from tkcheck.rule import Confirm, Explains, ISSUERS_JOIN, Rule
 
 from ._common import HEADER, finding, num, related
 
@@ -114,6 +116,19 @@ __global__ __launch_bounds__(256, 1) void k(float *out) {
 _GOOD = _BAD.replace("arrive(done);               // but all 32 lanes of warp 1 arrive",
                      "if (laneid() == 0) arrive(done);")
 
+
+# the note on an arrive that names its issuers: "... arrives N x K issuing thread(s) (<who>)"
+_ISSUERS = re.compile(r"issuing thread\(s\) \((.*)\)\s*$")
+
+
+def _issuers(f):
+    """The issuers of the first arrive note that names them, at that arrive's line."""
+    for r in getattr(f, "related", []):
+        m = _ISSUERS.search(r.message)
+        if m:
+            return m.group(1), r.location.row
+    return None
+
 RULE = Rule(
     code="TK302",
     name="arrival-count-mismatch",
@@ -121,6 +136,13 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang", "stripes"),
+    explains={"hang": Explains(5, "the barrier's arrival count is never reached (or overshoots into the "
+                                  "next phase)"),
+              "stripes": Explains(3, "extra arrivals complete a phase early: a slot is refilled while in "
+                                     "use"),
+              "wrong": Explains(8, "extra arrivals complete a phase early: a stage is released or "
+                                   "refilled while still read")},
+    confirm=Confirm(repairs=("count",), issuers=_issuers, issuer_repair=ISSUERS_JOIN),
     summary="An mbarrier's init count differs from the arrivals each phase receives",
     check=check,
     bad_example=_BAD,

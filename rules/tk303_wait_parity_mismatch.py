@@ -1,6 +1,6 @@
 """TK303: the parity a wait passes differs from the parity of the phase it is due to observe."""
 from tkcheck.checks import phases
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER
 from ._phase_common import phase_finding
@@ -51,6 +51,11 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("stripes", "hang"),
+    explains={"hang": Explains(4, "the wait observes a phase that never completes with that parity"),
+              "stripes": Explains(5, "the wait passes on an old phase: the stage is read before it is "
+                                     "refilled"),
+              "wrong": Explains(5, "the wait passes on an old or fresh phase: a stage is read before it "
+                                   "is filled")},
     summary="A wait passes a parity other than the parity of the phase it is due to observe",
     check=check,
     bad_example=_BAD,

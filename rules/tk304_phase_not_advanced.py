@@ -1,6 +1,6 @@
 """TK304: a ring's phase/parity variable is never advanced although its slots are reused."""
 from tkcheck.checks import phases
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER, finding, related
 from ._phase_common import phase_finding
@@ -67,6 +67,9 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("stripes", "hang"),
+    explains={"hang": Explains(4, "the parity never advances: the wait blocks on a phase already passed"),
+              "stripes": Explains(5, "the parity never advances: later rounds read stale stages"),
+              "wrong": Explains(4, "the parity never advances: later rounds read stale stages")},
     summary="The parity waited on a reused ring slot never changes",
     check=check,
     bad_example=_BAD,

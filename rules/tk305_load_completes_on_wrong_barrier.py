@@ -2,7 +2,7 @@
 from tkcheck.checks import phases, solver
 from tkcheck.model import expr as E
 from tkcheck.model import ir
-from tkcheck.rule import Rule
+from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
 
@@ -142,6 +142,10 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("stripes",),
+    explains={"stripes": Explains(5, "a load completes on another stage's barrier: stage reuse out of "
+                                     "order"),
+              "hang": Explains(3, "a stage's barrier gets too few bytes")},
+    confirm=Confirm(widen=("delay-load",)),
     summary="A TMA load into ring stage s completes on the barrier of another stage",
     check=check,
     bad_example=_BAD,

@@ -5,7 +5,7 @@ from tkcheck.checks import solver
 from tkcheck.checks.threads import describe
 from tkcheck.model import expr as E
 from tkcheck.model import ir
-from tkcheck.rule import Rule
+from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
 
@@ -374,6 +374,8 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("stripes",),
+    explains={"stripes": Explains(5, "the staging tile is rewritten while the TMA store still reads it")},
+    confirm=Confirm(widen=("poison-released-stores",), repairs=("read-wait-after-named-stores",)),
     summary="A shared buffer is written again while a TMA store may still be reading it",
     check=check,
     bad_example=_BAD,

@@ -1,7 +1,7 @@
 """TK307: an mbarrier initialised by some threads is used by others before a barrier makes the init visible."""
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
-from tkcheck.rule import Rule
+from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
 
@@ -128,6 +128,8 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang", "wrong"),
+    explains={"hang": Explains(4, "barriers used before every thread sees them initialised")},
+    confirm=Confirm(init_probe=True, repairs=("sync-after-init",)),
     summary="An mbarrier is used by other threads before a block barrier orders its init",
     check=check,
     bad_example=_BAD,

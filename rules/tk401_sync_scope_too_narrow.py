@@ -2,7 +2,7 @@
 the writers and the reader."""
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
-from tkcheck.rule import Rule
+from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
 
@@ -81,6 +81,9 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong",),
+    explains={"wrong": Explains(5, "a narrower barrier than the data flow needs (warp instead of "
+                                   "warpgroup)")},
+    confirm=Confirm(widen=("stagger-writers",)),
     summary="A shared-memory dependency across warps is synchronised by a barrier that does not cover both sides",
     check=check,
     bad_example=_BAD,

@@ -4,7 +4,7 @@ from tkcheck.checks import scope
 from tkcheck.checks.threads import describe
 from tkcheck.fixes import lane_guard_fix
 from tkcheck.model import ir
-from tkcheck.rule import Rule
+from tkcheck.rule import Confirm, Explains, ISSUERS_OWN, Rule
 
 from ._common import HEADER, finding
 
@@ -117,6 +117,13 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
 }
 """
 
+
+def _issuers(f):
+    """The issuing threads as the witness describes them, at the finding's own line."""
+    if f.witness and f.witness.get("threads"):
+        return str(f.witness["threads"]), f.location.row
+    return None
+
 RULE = Rule(
     code="TK403",
     name="single-thread-op-wrong-issuer",
@@ -124,6 +131,10 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang", "wrong"),
+    explains={"hang": Explains(6, "an issue-once op runs on several threads (or none): arrivals and bytes"
+                                  " multiply (the count/byte mismatches follow from this)"),
+              "wrong": Explains(3, "several threads issue the same store/copy")},
+    confirm=Confirm(widen=("poison-after-read-wait",), issuers=_issuers, issuer_repair=ISSUERS_OWN),
     summary="A TMA issue, expect_tx or mbarrier init runs on several threads per intended issue, or on none",
     check=check,
     bad_example=_BAD,

@@ -2,7 +2,7 @@
 reach it, or one id used with different counts."""
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
-from tkcheck.rule import Rule
+from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
 
@@ -84,6 +84,9 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang", "wrong"),
+    explains={"hang": Explains(4, "two uses of one named barrier id with different counts"),
+              "wrong": Explains(4, "a named barrier id shared by groups that should sync separately")},
+    confirm=Confirm(widen=("stagger-writers-before-barrier",)),
     summary="A named barrier's thread count differs from the threads that reach it, or an id is used with two counts",
     check=check,
     bad_example=_BAD,

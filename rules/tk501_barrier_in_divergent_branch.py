@@ -1,7 +1,7 @@
 """TK501: a block or group barrier reached by only part of its participants."""
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER, finding, related
 
@@ -151,6 +151,9 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang",),
+    explains={"hang": Explains(5, "a block/group barrier under a condition not all participants take"),
+              "wrong": Explains(8, "a barrier only part of the block reaches orders nothing for the rest "
+                                   "(where the hardware lets it pass, e.g. after warps exited)")},
     summary="A block or group barrier under a condition that not all of its participants take",
     check=check,
     bad_example=_BAD,

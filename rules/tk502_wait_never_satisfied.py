@@ -1,6 +1,6 @@
 """TK502: a wait whose phase no remaining role will ever complete."""
 from tkcheck.checks import protocol as P
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER
 from ._deadlock_common import classify, deadlock_finding
@@ -57,6 +57,8 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang",),
+    explains={"hang": Explains(5, "roles disagree on the trip count: one side waits for a phase never "
+                                  "produced")},
     summary="A role waits for a barrier phase that no remaining role will complete",
     check=check,
     bad_example=_BAD,

@@ -1,6 +1,6 @@
 """TK503: roles wait on each other in a cycle."""
 from tkcheck.checks import protocol as P
-from tkcheck.rule import Rule
+from tkcheck.rule import Explains, Rule
 
 from ._common import HEADER
 from ._deadlock_common import classify, deadlock_finding
@@ -92,6 +92,7 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang",),
+    explains={"hang": Explains(5, "circular wait between roles")},
     summary="Warp roles block each other in a cycle of barrier waits",
     check=check,
     bad_example=_BAD,

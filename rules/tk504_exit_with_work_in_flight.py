@@ -2,7 +2,7 @@
 from tkcheck.checks import protocol as P
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
-from tkcheck.rule import Rule
+from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
 from ._deadlock_common import classify, deadlock_finding
@@ -91,6 +91,8 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang", "wrong"),
+    explains={"wrong": Explains(3, "the CTA may exit while a bulk store still reads shared memory")},
+    confirm=Confirm(widen=("poison-after-store",), repairs=("read-wait-after-store",)),
     summary="A role exits with async work pending, or while other roles still wait on it",
     check=check,
     bad_example=_BAD,

@@ -1,7 +1,45 @@
 """TK602: a warp-specialized kernel whose SASS spills registers to local memory
 (SASS pass: runs only with `--sass`)."""
 from tkcheck.checks import sass_cross
+from tkcheck.checks.sass_cross import kernel_label
+from tkcheck.findings import Location, Related
 from tkcheck.rule import Rule
+
+from ._common import finding
+from ._sass_rule import addr, text, witness
+
+
+def check(an):
+    s = sass_cross.spills_in_specialized_kernel(an)
+    if s is None:
+        return []
+    k, path, rep, local, in_user = s.kernel, s.path, s.report, s.local, s.in_user
+    loc = in_user[0][1] if in_user else Location(path, an.model.location.row, an.model.location.column)
+    cite = (f"; first local-memory access SASS {addr(in_user[0][0])} `{text(in_user[0][0])}` "
+            f"(source line {in_user[0][1].row})" if in_user else
+            (f"; first local-memory access SASS {addr(local[0])} `{text(local[0])}`" if local else ""))
+    regs = k.resources.registers
+    setmax = s.setmaxnreg
+    sm = ""
+    if setmax:
+        sm = "; setmaxnreg: " + ", ".join(
+            f"{'inc' if o.detail.get('inc') else 'dec'} at line {o.location.row}" for o in setmax[:4])
+    related = [Related(l, f"SASS {addr(i)}: {text(i)}") for i, l in in_user[1:4]]
+    related += [Related(o.location, "register reallocation (setmaxnreg)") for o in setmax[:2]]
+    return [finding(
+        RULE.code,
+        f"warp-specialized kernel '{kernel_label(k)}' spills registers: ptxas reports "
+        f"{rep.spill_store_bytes} bytes spill stores / {rep.spill_load_bytes} bytes spill loads "
+        f"({regs if regs is not None else '?'} registers, {rep.stack_frame_bytes} bytes stack frame, "
+        f"{rep.local_stores} STL / {rep.local_loads} LDL in the SASS){cite}{sm}",
+        loc, related=related,
+        witness=witness(k, spill_store_bytes=rep.spill_store_bytes, spill_load_bytes=rep.spill_load_bytes,
+                        registers=regs, local_stores=rep.local_stores, local_loads=rep.local_loads,
+                        sass_address=addr(in_user[0][0]) if in_user else (addr(local[0]) if local else None)),
+        help="give the role that needs registers more (`warpgroup::increase_registers<N>` with a matching "
+             "`decrease_registers` in the producer, and `__launch_bounds__(threads, 1)` so ptxas knows the "
+             "cap), or make its register tiles smaller")]
+
 
 _BAD = """\
 template <int N> __device__ __forceinline__ void grow() {
@@ -43,7 +81,7 @@ RULE = Rule(
     precision="proved",
     symptoms=("slow",),
     summary="ptxas spills registers to local memory in a warp-specialized kernel",
-    check=sass_cross.check_spills,
+    check=check,
     engine_only=True,
     tags=("sass",),
     doc=f"""\

@@ -1,7 +1,71 @@
 """TK603: the compiled SASS lacks a synchronisation the source analysis relied on
 (SASS pass: runs only with `--sass`)."""
 from tkcheck.checks import sass_cross
+from tkcheck.checks.sass_cross import kernel_label, sass_location
+from tkcheck.findings import Related
 from tkcheck.rule import Rule
+
+from ._common import finding
+from ._sass_rule import addr, call_site, first_site, text, where_compiled, witness
+
+
+def _arrive(m):
+    k, ops = m.kernel, m.ops
+    first = ops[0]
+    return finding(
+        RULE.code,
+        f"the source arrives on mbarriers at {len(ops)} site(s) (first: {first_site(first)}) but the "
+        f"SASS of '{kernel_label(k)}' has no mbarrier arrive instruction (SYNCS.ARRIVE...A1) "
+        f"anywhere{where_compiled(k, m.path, first)}: the binary does not do what the source "
+        "analysis checked",
+        first.location, related=call_site(first) + [Related(o.location, "arrive in the source") for o in ops[1:4]],
+        witness=witness(k, model_arrive_sites=sorted({o.location.row for o in ops}),
+                        sass_arrive_sites=[], sass_arrive_instructions=m.sass_arrives),
+        help="check the preprocessor conditions and the build flags (arch, defines) around the arrive: "
+             "the analysed source and the compiled one differ")
+
+
+def _expect_tx(m):
+    k, eops = m.kernel, m.ops
+    first = eops[0]
+    return finding(
+        RULE.code,
+        f"the source sets an expected transaction count at {len(eops)} site(s) (first: {first_site(first)}) "
+        f"but the SASS of '{kernel_label(k)}' has no expect_tx arrive (SYNCS.ARRIVE.TRANS64 with a byte "
+        f"count) anywhere{where_compiled(k, m.path, first)}",
+        first.location,
+        witness=witness(k, model_expect_sites=sorted({o.location.row for o in eops}), sass_expect_tx=0),
+        help="check the preprocessor conditions and build flags around the expect: the analysed source "
+             "and the compiled one differ")
+
+
+def _proxy_fence(m):
+    k, fops, stores = m.kernel, m.ops, m.stores
+    st = stores[0].instruction
+    first = fops[0]
+    sloc = sass_location(st, m.path)
+    rel = call_site(first) + [Related(sloc, f"SASS {addr(st)}: {text(st)} (bulk store with no proxy fence in the kernel)")] if sloc else []
+    return finding(
+        RULE.code,
+        f"the source has a fence.proxy.async before its TMA/bulk stores ({first_site(first)}, line "
+        f"{first.location.row}) but the SASS of '{kernel_label(k)}' has no FENCE.VIEW.ASYNC anywhere while "
+        f"it issues {len(stores)} bulk store(s) (first: {addr(st)} `{text(st)}`"
+        f"{', source line ' + str(sloc.row) if sloc else ''}): shared-memory writes may not be visible to the "
+        "async proxy that reads them",
+        first.location, related=rel,
+        witness=witness(k, sass_address=addr(st), sass_bulk_stores=len(stores), sass_proxy_fences=0,
+                        model_fence_sites=sorted({o.location.row for o in fops})),
+        help="make the fence unconditional (or guarded by the same condition as the store) and check the "
+             "build flags: the analysed source and the compiled one differ")
+
+
+_WORDING = {sass_cross.MissingArrive: _arrive, sass_cross.MissingExpectTx: _expect_tx,
+            sass_cross.MissingProxyFence: _proxy_fence}
+
+
+def check(an):
+    return [_WORDING[type(m)](m) for m in sass_cross.missing_syncs(an)]
+
 
 _BAD = """\
 // built for sm_90 (tkcheck --sass --sass-arch sm_90): the feature guard is off
@@ -41,7 +105,7 @@ RULE = Rule(
     precision="proved",
     symptoms=("hang", "wrong"),
     summary="The compiled SASS lacks an mbarrier arrive, expect_tx or proxy fence the source analysis relied on",
-    check=sass_cross.check_disagreement,
+    check=check,
     engine_only=True,
     tags=("sass",),
     doc=f"""\

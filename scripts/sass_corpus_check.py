@@ -23,6 +23,8 @@ sys.path.insert(0, str(REPO))
 
 from tkcheck import registry  # noqa: E402
 from tkcheck.checks import sass_cross  # noqa: E402
+from tkcheck.sass import build as sass_build  # noqa: E402
+from tkcheck.sass.model import Skipped  # noqa: E402
 from tkcheck.checks.analysis import Analysis  # noqa: E402
 from tkcheck.engine import CheckOptions, check_file  # noqa: E402
 from tkcheck.frontend.builder import ModelBuilder  # noqa: E402
@@ -66,13 +68,14 @@ def main(argv=None) -> int:
             popts = ParseOptions(arch=arch, tk_include=str(tk_include))
             text = read_source(str(path))
             t0 = time.perf_counter()
-            cold = sass_cross.run_sass(str(path), text, popts, cache_dir=cache)
+            cold = sass_build.run_sass(str(path), text, popts, cache_dir=cache)
             t_cold = time.perf_counter() - t0
             t0 = time.perf_counter()
-            warm = sass_cross.run_sass(str(path), text, popts, cache_dir=cache)
+            warm = sass_build.run_sass(str(path), text, popts, cache_dir=cache)
             t_warm = time.perf_counter() - t0
-            if not cold:
-                print(f"\n{rel}: {cold.reason}")
+            skipped = cold if isinstance(cold, Skipped) else warm
+            if isinstance(skipped, Skipped):
+                print(f"\n{rel}: {skipped.reason}")
                 bad += 1
                 continue
             lookups += 2

@@ -15,6 +15,7 @@ import pytest
 
 from tkcheck import registry
 from tkcheck.checks import sass_cross
+from tkcheck.sass import build as sass_build
 from tkcheck.checks.analysis import Analysis
 from tkcheck.engine import CheckOptions, check_file
 from tkcheck.frontend.builder import ModelBuilder
@@ -150,7 +151,7 @@ def _analysis(src: Path, result, name: str, defines=()):
 
 def test_tk406_evidence_setmaxnreg_without_register_cap(toolchain, sass_cache):
     src = KERNELS / "setmaxnreg_nocap.cu"
-    res = sass_cross.run_sass(str(src), src.read_text(), ParseOptions(), cache_dir=sass_cache)
+    res = sass_build.run_sass(str(src), src.read_text(), ParseOptions(), cache_dir=sass_cache)
     an = _analysis(src, res, "regs_kernel")
     ev = sass_cross.setmaxnreg_sass_evidence(an)
     assert ev is not None and ev.ignored and ev.sass_sites == ()
@@ -158,7 +159,7 @@ def test_tk406_evidence_setmaxnreg_without_register_cap(toolchain, sass_cache):
     assert {tagged_line(src, "down"), tagged_line(src, "up")} <= set(ev.source_lines)
     assert "ptxas dropped setmaxnreg" in ev.describe()
 
-    capped = sass_cross.run_sass(str(src), src.read_text(), ParseOptions(defines=("CAPPED",)),
+    capped = sass_build.run_sass(str(src), src.read_text(), ParseOptions(defines=("CAPPED",)),
                                  cache_dir=sass_cache)
     an = _analysis(src, capped, "regs_kernel", defines=("CAPPED",))
     ev = sass_cross.setmaxnreg_sass_evidence(an)
@@ -202,7 +203,7 @@ def test_build_config_adds_tk_dirs_and_arch_defines(tmp_path):
     inc = tmp_path / "TK" / "include"
     (tmp_path / "TK" / "prototype").mkdir(parents=True)
     inc.mkdir()
-    cfg, why = sass_cross.build_config('#include "kittens.cuh"\n',
+    cfg, why = sass_build.build_config('#include "kittens.cuh"\n',
                                        ParseOptions(tk_include=str(inc), defines=("X=1",)), "sm_100a")
     assert why is None and cfg["arch"] == "sm_100a"
     assert cfg["include_dirs"] == [str(inc), str(tmp_path / "TK" / "prototype")]

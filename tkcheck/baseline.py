@@ -10,7 +10,7 @@ gives a new one. SARIF carries the same value in `partialFingerprints`.
 
 `tkcheck --write-baseline FILE` records today's findings; `--baseline FILE`
 (or the config key `baseline`) then reports only findings whose fingerprint is
-not recorded. TK000 (input and tool errors) is never baselined.
+not recorded. Parse errors (input and tool errors) are never baselined.
 """
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ import json
 import os
 from pathlib import Path
 
+from .rules import PARSE_ERROR
 from .safe_io import NotReadable, read_regular
 
 FINGERPRINT_KEY = "tkcheck/v1"
 BASELINE_FORMAT = 1
 MAX_BASELINE_BYTES = 64 * 1024 * 1024
-NOT_BASELINED = ("TK000",)
+NOT_BASELINED = (PARSE_ERROR.code,)
 
 
 class BaselineError(Exception):

@@ -18,6 +18,7 @@ from .checks.limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from .findings import Finding, Location
 from .frontend.builder import ModelBuilder
 from .frontend.parse import InputError, ParseOptions, parse_source, read_source
+from .rules import PARSE_ERROR
 from .suppress import apply_suppressions, parse_suppressions
 
 
@@ -83,7 +84,7 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
         res.source = text
     except InputError as e:
         res.input_error = str(e)
-        res.findings.append(_fill(Finding("TK000", str(e), Location(path, 1, 1)), rules))
+        res.findings.append(_fill(Finding(PARSE_ERROR.code, str(e), Location(path, 1, 1)), rules))
         return res
     if opts.cache_dir:
         cached = cache.lookup(opts.cache_dir, path, text, opts)
@@ -95,7 +96,7 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
         _check_text(path, text, opts, res, rules)
     except InputError as e:
         res.input_error = str(e)
-        res.findings.append(_fill(Finding("TK000", str(e), Location(path, 1, 1)), rules))
+        res.findings.append(_fill(Finding(PARSE_ERROR.code, str(e), Location(path, 1, 1)), rules))
     except Exception as e:  # noqa: BLE001 - an internal error must not become a traceback
         if opts.debug:
             raise
@@ -123,7 +124,7 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     if parsed.stopped:
         first = next((d for d in parsed.diagnostics if d.is_error()), None)
         res.findings.append(_fill(Finding(
-            "TK000", "clang stopped at its error limit: the rest of the file was not parsed"
+            PARSE_ERROR.code, "clang stopped at its error limit: the rest of the file was not parsed"
             + (f" (first error: {first.message})" if first else ""),
             first.location if first and first.location else Location(path, 1, 1),
             help="nothing in this file is analysed; remove -ferror-limit from clang-args"), rules))
@@ -238,7 +239,7 @@ def _record_dependencies(parsed, opts: CheckOptions, res: FileResult):
 
 
 def _inconclusive_note(m, events) -> str:
-    """`kernel 'k': 3 inconclusive proofs (solver budget of 10 steps spent) in TK301, TK303`."""
+    """`kernel 'k': 3 inconclusive proofs (solver budget of 10 steps spent) in <code>, <code>`."""
     reasons = sorted({e.reason for e in events})
     where = sorted({label[5:] for e in events for label in e.scope if label.startswith("rule:")})
     at = f"{m.location.filename}:{m.location.row}:{m.location.column}"
@@ -304,7 +305,7 @@ def _tell_instance(f: Finding, m) -> None:
 
 
 def _report_errors(path, parsed, builder, res: FileResult, rules):
-    """TK000 for the clang errors of the user's device code: the first error that stops each
+    """Parse-error findings for the clang errors of the user's device code: the first error that stops each
     kernel's analysis (one finding per error, naming every kernel it stops), the first error
     at file scope, the first error in device code no kernel reaches. Errors in host code (not
     analysed; it may use libraries tkcheck has no stand-in for) and in headers are notes."""
@@ -339,7 +340,7 @@ def _report_errors(path, parsed, builder, res: FileResult, rules):
                              f"{display_location(d.location)}: {d.message}")
         else:
             why = "kernels containing parse errors are not analysed"
-        res.findings.append(_fill(Finding("TK000", f"clang: {d.message}", d.location, help=why), rules))
+        res.findings.append(_fill(Finding(PARSE_ERROR.code, f"clang: {d.message}", d.location, help=why), rules))
     host = errors.host_errors() if errors is not None else []
     if host:
         d = host[0]
@@ -365,11 +366,12 @@ def _run_sass(path, text, opts: CheckOptions, res: FileResult, arch: str | None 
     """Compile + disassemble the file once (cached by tkcheck.sass); a pass that cannot
     run (no compiler, no real TK headers, compile error) is one note, never an error."""
     t = time.perf_counter()
-    from .checks import sass_cross
-    result = sass_cross.run_sass(path, text, opts.parse, sass_arch=opts.sass_arch or arch,
-                                 cache_dir=opts.sass_cache_dir)
+    from .sass.build import run_sass
+    from .sass.model import Skipped
+    result = run_sass(path, text, opts.parse, sass_arch=opts.sass_arch or arch,
+                      cache_dir=opts.sass_cache_dir)
     res.timing["sass"] = time.perf_counter() - t
-    if not result:
+    if isinstance(result, Skipped):
         res.notes.append(result.reason)
         if result.kind in ("timeout", "internal-error"):
             res.not_cached.append("the SASS pass did not finish")

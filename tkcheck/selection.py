@@ -1,13 +1,14 @@
 """Which rules run on which file: --select / --ignore / --extend-select / --per-file-ignores.
 
-Selectors are codes (TK301), prefixes (TK3), rule names (expect-tx-mismatch)
-or ALL, as in ruff. When a selected and an ignored selector both match a code,
-the more specific one wins (a code or name beats a longer prefix beats a
-shorter prefix beats ALL), so `select = ["TK3"]`, `ignore = ["TK30"]`,
-`extend-select = ["TK301"]` runs TK301 and TK31x but not TK302. On a tie,
-ignore wins. Per-file ignores then remove codes for the files they match.
-The tool's own rules (TK000 bad input, TK001 unused suppression) are selected
-and ignored like any other: a user who ignores TK001 has said so.
+Selectors are codes, prefixes (TK3), rule names (expect-tx-mismatch) or ALL,
+as in ruff. When a selected and an ignored selector both match a code, the more
+specific one wins (a code or name beats a longer prefix beats a shorter prefix
+beats ALL), so `select = ["TK3"]`, `ignore = ["TK30"]` and an `extend-select`
+of one code that starts with TK30 run that code and the TK31 codes but no other
+TK30 code. On a tie, ignore wins. Per-file ignores then remove codes for the files they match.
+The tool's own rules (parse-error for bad input, unused-suppression) are
+selected and ignored like any other: a user who ignores unused-suppression has
+said so.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import fnmatch
 import os
 import pathlib
 from typing import Callable, Iterable, Mapping
+
+from .rules import EXAMPLE_CODE
 
 Resolver = Callable[[str], set[str]]
 
@@ -73,7 +76,7 @@ class RuleSelector:
             codes = set()
         if not codes and text.upper() != "ALL":
             raise ValueError(
-                f"unknown rule selector '{selector}' in {where}: expected a code (TK301), "
+                f"unknown rule selector '{selector}' in {where}: expected a code ({EXAMPLE_CODE}), "
                 "a prefix (TK3), a rule name, or ALL"
             )
         known = getattr(self, "known_codes", None)

@@ -1,24 +1,25 @@
-"""Inline suppressions: `// tkcheck: ignore[TK301]` and friends.
+"""Inline suppressions: `// tkcheck: ignore[CODE]` and friends.
 
-    x = f();  // tkcheck: ignore[TK301]          this line
-    // tkcheck: ignore[TK301,TK302] // reason    the next code line
-    // tkcheck: disable[TK3] ... // tkcheck: enable[TK3]   the lines between
-    // tkcheck: file-ignore[TK401]               the whole file
+    x = f();  // tkcheck: ignore[CODE]           this line
+    // tkcheck: ignore[CODE,CODE2] // reason     the next code line
+    // tkcheck: disable[PREFIX] ... // tkcheck: enable[PREFIX]   the lines between
+    // tkcheck: file-ignore[CODE]                the whole file
 
 Selectors are codes, prefixes or rule names, as on the command line. A
 suppression must name what it suppresses: a bare `ignore` (or `ALL`) would also
-hide every future finding on the line, so it is rejected with a TK000 problem,
-as are unknown directives and malformed lists. A suppression that suppressed
-nothing is reported as TK001, but only for selectors whose rules actually ran:
-an `ignore[TK301]` is not "unused" in a run that did not check TK301.
+hide every future finding on the line, so it is rejected with a parse-error
+problem, as are unknown directives and malformed lists. A suppression that
+suppressed nothing is reported as unused-suppression, but only for selectors
+whose rules actually ran: an `ignore[CODE]` is not "unused" in a run that did
+not check CODE.
 
 Directives live in `//` comments and in `/* */` comments (`/* tkcheck:
-ignore[TK204] */`), at the start of the comment or of a `//`-separated part of
-it (`// note // tkcheck: ignore[TK301]`); a `tkcheck:` inside a string literal
+ignore[CODE] */`), at the start of the comment or of a `//`-separated part of
+it (`// note // tkcheck: ignore[CODE]`); a `tkcheck:` inside a string literal
 is text. Anything in a comment that looks like a directive (`tkcheck
 ignore[...]`, `tkcheck: ignore(...)`, a directive in the middle of a sentence)
-but does not parse as one is a TK000 problem: it never silently suppresses
-nothing.
+but does not parse as one is a parse-error problem: it never silently
+suppresses nothing.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from .findings import Finding, Location
+from .rules import EXAMPLE_CODE, PARSE_ERROR, UNUSED_SUPPRESSION
 
 KINDS = ("ignore", "disable", "enable", "file-ignore")
 TOOL_CONTRACT = "tool"
@@ -63,7 +65,7 @@ class Directive:
 class Suppressions:
     filename: str
     directives: list[Directive] = field(default_factory=list)
-    problems: list[Finding] = field(default_factory=list)   # TK000: malformed directives
+    problems: list[Finding] = field(default_factory=list)   # parse errors: malformed directives
 
 
 # ---------------------------------------------------------------- reading
@@ -111,7 +113,7 @@ def _scan_line(line: str, in_block: bool) -> tuple[bool, list[tuple[int, str, st
 
 
 # `tkcheck` near a directive word, or `tkcheck:` followed by something like one: meant as a
-# directive; when it does not parse as one it is a TK000, not silently nothing
+# directive; when it does not parse as one it is a parse error, not silently nothing
 _LOOKALIKE = re.compile(r"\btkcheck\b\s*[:=]?\s*(?:ignore|disable|enable|file-ignore|noqa|suppress)\b"
                         r"|\btkcheck\s*:\s*(?:[A-Za-z_-]+\s*)?\[", re.I)
 
@@ -128,10 +130,10 @@ def _segments(kind: str, text: str) -> list[tuple[int, str]]:
 
 def _problem(filename: str, row: int, col: int, end_col: int, message: str) -> Finding:
     return Finding(
-        code="TK000", message=message,
+        code=PARSE_ERROR.code, message=message,
         location=Location(filename, row, col, row, end_col),
         contract=TOOL_CONTRACT, severity="error",
-        help="write `// tkcheck: ignore[TK301]`, optionally followed by `// reason`",
+        help=f"write `// tkcheck: ignore[{EXAMPLE_CODE}]`, optionally followed by `// reason`",
     )
 
 
@@ -181,7 +183,7 @@ def parse_suppressions(filename: str, text: str) -> Suppressions:
                     if _LOOKALIKE.search(seg):
                         result.problems.append(_problem(filename, row, col0 + 1, end_col,
                             "this looks like a tkcheck directive but is not one: write "
-                            "`// tkcheck: ignore[TK301]` at the start of a comment (or after `//`)"))
+                            f"`// tkcheck: ignore[{EXAMPLE_CODE}]` at the start of a comment (or after `//`)"))
                     continue
                 reason_parts = [p.strip() for _, p in segs[i + 1:] if p.strip()]
                 found.append((row, col0 + 1, end_col, has_code, m, reason_parts, kind))
@@ -202,7 +204,7 @@ def parse_suppressions(filename: str, text: str) -> Suppressions:
         selectors, error = _parse_selectors(m.group("codes"))
         if error:
             result.problems.append(_problem(filename, row, col, end_col,
-                f"`tkcheck: {kind}` {error}, e.g. `// tkcheck: {kind}[TK301]`"))
+                f"`tkcheck: {kind}` {error}, e.g. `// tkcheck: {kind}[{EXAMPLE_CODE}]`"))
             continue
 
         if kind == "enable":
@@ -290,8 +292,8 @@ def apply_suppressions(
     *,
     resolver: Callable[[str], set[str]] | None = None,
 ) -> tuple[list[Finding], list[Finding]]:
-    """(findings kept, new findings): the new ones are the TK000 problems of the
-    directives and TK001 for unused suppressions, each only when its code is enabled.
+    """(findings kept, new findings): the new ones are the parse-error problems of the
+    directives and unused-suppression findings, each only when its code is enabled.
 
     `resolver` maps a selector to codes (the CLI passes `registry.expand`);
     without it selectors match by code prefix or by the finding's rule name.
@@ -313,27 +315,27 @@ def apply_suppressions(
     new: list[Finding] = []
     for filename in sorted(by_file):
         sup = by_file[filename]
-        if "TK000" in enabled_codes:
+        if PARSE_ERROR.code in enabled_codes:
             new += sup.problems
         if resolver is not None:
-            new += _unknown_selectors(sup, matcher, "TK000" in enabled_codes)
-        if "TK001" not in enabled_codes:
+            new += _unknown_selectors(sup, matcher, PARSE_ERROR.code in enabled_codes)
+        if UNUSED_SUPPRESSION.code not in enabled_codes:
             continue
         unused_findings = []
         for d in sup.directives:
             unused = [
                 e.selector for e in d.entries
                 if not e.used and matcher.live(e.selector, enabled_codes)
-                # `ignore[TK001]` only guards against this very report; never "unused".
-                and not matcher.covers(e.selector, "TK001", "")
+                # an ignore of unused-suppression only guards against this very report; never "unused".
+                and not matcher.covers(e.selector, UNUSED_SUPPRESSION.code, "")
             ]
             if unused:
                 unused_findings.append(Finding(
-                    code="TK001", message=_unused_message(d, unused), location=d.location,
+                    code=UNUSED_SUPPRESSION.code, message=_unused_message(d, unused), location=d.location,
                     contract=TOOL_CONTRACT, severity="warning",
                     help="remove the stale codes (or the whole comment): what it suppressed is gone",
                 ))
-        # A TK001 can itself be suppressed (e.g. `file-ignore[TK001]`).
+        # An unused-suppression finding can itself be suppressed (a file-ignore of its code).
         new += [f for f in unused_findings if not _covering(sup, f, matcher)]
     new.sort(key=Finding.sort_key)
     return kept, new

@@ -2,8 +2,8 @@
 
 Rules receive an `Analysis`; the contract checks (`completion`, `scope`, ...)
 compute shared facts lazily and cache them here, so that two rules asking the
-same question (e.g. TK301 and TK302 both need per-phase accounting of every
-barrier) do the work once.
+same question (e.g. the expect-tx and arrival-count rules both need per-phase
+accounting of every barrier) do the work once.
 """
 from __future__ import annotations
 

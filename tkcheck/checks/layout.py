@@ -12,9 +12,11 @@ Accessors and the layout each one assumes (see CONTRACTS.md "Layouts"):
 * hand-written address math (``__cvta_generic_to_shared(&tile)`` plus an XOR swizzle, consumed
   by raw ``st.shared`` / ``ld.shared`` / ``ldmatrix``): the kernel's own function.
 
-``layout_issues(an)`` computes everything once per kernel (``an.fact('layout', ...)``, so the
-proof time shows in the timings); rules TK101..TK104 select their code.  A finding only when a
-proof gives a counterexample; Unknown (unmodelled, symbolic, timeout) gives nothing.
+``layout_facts(an)`` computes everything once per kernel (``an.fact('layout', ...)``, so the
+proof time shows in the timings) as typed facts (``LayoutMismatch`` and its kinds); each layout
+rule selects its kinds with ``mismatches(an, kinds)`` and words the finding.  A fact only when a
+proof gives a counterexample (or, for an alignment, a violating address); Unknown (unmodelled,
+symbolic, timeout) gives nothing.
 """
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ from dataclasses import dataclass, field
 
 import z3
 
-from ..findings import Related
 from ..knowledge.layouts import (
     ADDR_BITS,
     SharedTileLayout,
@@ -58,19 +59,87 @@ prove_handwritten = _small_base_first(_lp.prove_handwritten)
 TMA_ALIGN = 128
 
 
-@dataclass
-class LayoutIssue:
-    code: str
+# ------------------------------------------------------------------ facts ----
+# One class per kind of disagreement; every one carries the op (the accessor) and the shared buffer
+# it reaches, and those proved by z3 the counterexample (an element, the two byte offsets, the two
+# swizzle modes, the tile base).
+
+@dataclass(frozen=True, eq=False)
+class LayoutMismatch:
     op: ir.Op
-    message: str
-    witness: dict = field(default_factory=dict)
-    related: list = field(default_factory=list)
-    help: str = ""
+    buffer: ir.SharedBuffer
+
+
+@dataclass(frozen=True, eq=False)
+class TmaMisaligned(LayoutMismatch):
+    """The shared address of a TMA tensor copy is not guaranteed the alignment TMA needs."""
+    required: int
+    guaranteed: int
+    witness_base: int           # an address the model admits that breaks the requirement
+
+
+@dataclass(frozen=True, eq=False)
+class DescriptorSwizzleMismatch(LayoutMismatch):
+    """A TMA copy uses the descriptor registered on its ``gl`` for another swizzle than its tile's."""
+    gl: str                     # the global layout, as spelled
+    descriptor: ir.TileType     # the tile type the descriptor was built for
+    descriptor_layout: SharedTileLayout
+    tile: ir.TileType           # the copy's tile type
+    tile_layout: SharedTileLayout
+    cx: Counterexample
+
+
+@dataclass(frozen=True, eq=False)
+class ViewMismatch(LayoutMismatch):
+    """An accessor reads a buffer through a tile type other than the buffer's own (a
+    ``reinterpret_cast`` view, a wgmma descriptor of another type)."""
+    accessor: str               # what reads the view ("the K-major wgmma descriptor of operand A")
+    ref: ir.Ref
+    view: ir.TileType
+    view_layout: SharedTileLayout
+    declared: ir.TileType       # the buffer's tile type
+    declared_layout: SharedTileLayout
+    cx: Counterexample
+
+
+@dataclass(frozen=True, eq=False)
+class ViewSwizzleMismatch(ViewMismatch):
+    """The view has the buffer's geometry but another swizzle mode."""
+
+
+@dataclass(frozen=True, eq=False)
+class ViewLayoutMismatch(ViewMismatch):
+    """A differently shaped view over ``tiles`` of the buffer's tiles, side by side or stacked."""
+    tiles: int = 1
+    side_by_side: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class HandwrittenMismatch(LayoutMismatch):
+    """Hand-written address math on a tile differs from the tile type's layout (``cx``)."""
+    address: str                # the address math, described ("the hand-written address (...)")
+    smem: ir.SmemAddress        # where the kernel took the tile's shared address
+    tile: ir.TileType
+    tile_layout: SharedTileLayout
+    guaranteed: int             # the alignment the model guarantees the tile base
+    cx: Counterexample
+
+
+@dataclass(frozen=True, eq=False)
+class HandwrittenNeedsAlignment(HandwrittenMismatch):
+    """... but agrees with it once the base is aligned to the swizzle repeat ``required``."""
+    required: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class HandwrittenDiffers(HandwrittenMismatch):
+    """... at every alignment that was proved (``repeat``: the swizzle repeat, 0 when unswizzled)."""
+    repeat: int = 0
 
 
 @dataclass
 class LayoutFacts:
-    issues: list[LayoutIssue] = field(default_factory=list)
+    mismatches: list[LayoutMismatch] = field(default_factory=list)
     proofs: int = 0
     unknown: list[str] = field(default_factory=list)
 
@@ -108,7 +177,7 @@ def tile_layout(t: ir.TileType | None) -> SharedTileLayout | None:
     return SharedTileLayout(lay.dtype_bytes, lay.rows, lay.cols, lay.swizzle_bytes, name=t.spelling)
 
 
-def _elem_type(buf: ir.SharedBuffer) -> ir.TileType:
+def element_type(buf: ir.SharedBuffer) -> ir.TileType:
     t = buf.type
     while t.kind == "array" and t.element is not None:
         t = t.element
@@ -125,7 +194,7 @@ def _sizeof(t: ir.TileType) -> int | None:
 def _strides(buf: ir.SharedBuffer) -> tuple[int | None, ...]:
     if buf.strides and len(buf.strides) == len(buf.dims):
         return buf.strides
-    es = _sizeof(_elem_type(buf))
+    es = _sizeof(element_type(buf))
     out, acc = [], es
     for d in reversed(buf.dims):
         out.append(acc)
@@ -166,24 +235,6 @@ def _same_geometry(a: SharedTileLayout, b: SharedTileLayout) -> bool:
     return (a.dtype_bytes, a.rows, a.cols) == (b.dtype_bytes, b.rows, b.cols)
 
 
-def _sw(x) -> str:
-    return "none" if x is None else f"{x}B"
-
-
-def _witness(res: Counterexample, **kw) -> dict:
-    w = {"row": res.row, "col": res.col, "offset_a": res.offset_a, "offset_b": res.offset_b,
-         "base": res.base, "swizzle_a": _sw(res.swizzle_a), "swizzle_b": _sw(res.swizzle_b)}
-    w.update(kw)
-    return w
-
-
-def _cx_text(res: Counterexample, name_a: str, name_b: str, swizzle_b: str | None = None) -> str:
-    where_b = "outside the buffer" if res.offset_b is None else f"byte {res.offset_b:+d}"
-    return (f"element ({res.row}, {res.col}) is at byte {res.offset_a:+d} for {name_a} but at "
-            f"{where_b} for {name_b} (swizzle {_sw(res.swizzle_a)} vs {swizzle_b or _sw(res.swizzle_b)}; "
-            f"tile base {res.base:#x})")
-
-
 # ------------------------------------------------------------------ the check ----
 
 class _Checker:
@@ -192,14 +243,9 @@ class _Checker:
         self.m: ir.KernelModel = an.model
         self.facts = LayoutFacts()
         self.timeout = getattr(an, "solver_timeout_ms", 2000)
-        self._seen: set = set()
 
-    def add(self, code, op, msg, witness=None, related=None, help=""):
-        key = (code, op.location.row, op.location.column, msg)
-        if key in self._seen:
-            return
-        self._seen.add(key)
-        self.facts.issues.append(LayoutIssue(code, op, msg, witness or {}, related or [], help))
+    def add(self, fact: LayoutMismatch):
+        self.facts.mismatches.append(fact)
 
     def note_unknown(self, res, what):
         if not isinstance(res, (Equivalent, Counterexample)):
@@ -241,26 +287,19 @@ class _Checker:
         vt = op.detail.get("tile_type")
         if buf is None or not isinstance(vt, ir.TileType):
             return
-        # TK102: the shared address of a TMA copy must be 128-byte aligned
+        # the shared address of a TMA copy must be 128-byte aligned
         ea = element_alignment(buf, op.buffer)
         if ea is not None and vt.kind in ("st", "sv"):
             g, o = ea
             rep = check_alignment(g, ["tma_tensor"], o)
             if not rep.ok:
                 v = rep.violations[0]
-                self.add("TK102", op,
-                         f"the shared destination of {op.api} ('{op.buffer}') is only guaranteed "
-                         f"{v.guaranteed}-byte aligned (e.g. address {v.witness_base:#x}); TMA tensor "
-                         f"copies need a 128-byte-aligned shared address and fault otherwise",
-                         {"required": v.required, "guaranteed": v.guaranteed, "witness_base": v.witness_base},
-                         [Related(buf.location, f"'{buf.name}' declared here (alignment {buf.alignment}"
-                                                f"{f', +{buf.base_offset} bytes' if buf.base_offset else ''})")],
-                         "align the tile to 128 bytes (TK tiles are __align__(128); use TK's shared_allocator)")
+                self.add(TmaMisaligned(op, buf, v.required, v.guaranteed, v.witness_base))
         view = tile_layout(vt)
         if view is None:
             return
         align = self._proof_alignment(buf, op.buffer) or TMA_ALIGN
-        # TK101: the descriptor registered on the gl vs the tile type of the copy
+        # the descriptor registered on the gl vs the tile type of the copy
         glt = op.detail.get("gl_type")
         regs = [r for r in (glt.registered if isinstance(glt, ir.TileType) else ()) if r.kind == "st"]
         reg_layouts = [(r, tile_layout(r)) for r in regs]
@@ -276,15 +315,7 @@ class _Checker:
                 self.note_unknown(res, op.api)
                 if isinstance(res, Counterexample):
                     gl = op.detail.get("gl", "the global layout")
-                    self.add("TK101", op,
-                             f"{op.api} on '{gl}' uses the TMA descriptor built for {r.spelling} "
-                             f"({_sw(l.swizzle_bytes)} swizzle) but the shared tile '{op.buffer}' is "
-                             f"{vt.spelling} ({_sw(view.swizzle_bytes)} swizzle): "
-                             + _cx_text(res, "the TMA box", "the tile's layout"),
-                             _witness(res, descriptor=r.spelling, tile=vt.spelling),
-                             [Related(buf.location, f"'{buf.name}' declared here as {_elem_type(buf).spelling}")],
-                             "register the destination's exact tile type on the gl (gl<..., tile_t>) so the "
-                             "descriptor and the tile agree on the swizzle mode")
+                    self.add(DescriptorSwizzleMismatch(op, buf, gl, r, l, vt, view, res))
         rf = op.detail.get("reinterpreted_from")
         if rf is not None:
             self.view(op, op.buffer, vt, TmaBoxLayout(view), rf, f"{op.api} into '{op.buffer}'")
@@ -310,7 +341,7 @@ class _Checker:
             buf = self._buffer(ref)
             declared = op.detail.get(f"{role}_reinterpreted_from")
             if declared is None and buf is not None:
-                et = _elem_type(buf)
+                et = element_type(buf)
                 dl = tile_layout(et)
                 if dl is not None and dl != view and not (_same_geometry(dl, view) and dl.swizzle_bytes == view.swizzle_bytes):
                     declared = et
@@ -337,14 +368,7 @@ class _Checker:
             self.facts.proofs += 1
             self.note_unknown(res, what)
             if isinstance(res, Counterexample):
-                self.add("TK101", op,
-                         f"{what} reads '{ref}' as {vt.spelling} ({_sw(vl.swizzle_bytes)} swizzle) but the "
-                         f"buffer holds {declared.spelling} ({_sw(dl.swizzle_bytes)} swizzle): "
-                         + _cx_text(res, vt.spelling, declared.spelling),
-                         _witness(res, view=vt.spelling, buffer_type=declared.spelling),
-                         [Related(buf.location, f"'{buf.name}' declared here as {declared.spelling}")],
-                         "use the buffer's own tile type at every accessor (or declare the buffer with the "
-                         "swizzle mode the consumer expects)")
+                self.add(ViewSwizzleMismatch(op, buf, what, ref, vt, vl, declared, dl, res))
             return
         # a differently shaped view: tiles side by side (wider) or stacked (taller)
         if vl.cols > dl.cols and vl.rows <= dl.rows:
@@ -373,20 +397,8 @@ class _Checker:
         self.facts.proofs += 1
         self.note_unknown(res, what)
         if isinstance(res, Counterexample):
-            outside = res.offset_b is None
-            msg = (f"{what} views '{ref}' as {vt.spelling} ({_sw(vl.swizzle_bytes)} swizzle) over "
-                   f"{n_t} x {declared.spelling} ({_sw(dl.swizzle_bytes)} swizzle) "
-                   + ("laid side by side" if grid_of(2) == (1, 2) else "stacked") + ": ")
-            if outside:
-                msg += (f"element ({res.row}, {res.col}) of the view lies outside the {n_t} tile(s) the "
-                        f"buffer holds from '{ref}'")
-            else:
-                msg += _cx_text(res, "the view", f"the buffer's {declared.spelling} tiles")
-            self.add("TK104", op, msg, _witness(res, view=vt.spelling, buffer_type=declared.spelling, tiles=n_t),
-                     [Related(buf.location, f"'{buf.name}' declared here as {declared.spelling}"
-                                            + (f" [{', '.join(str(d) for d in buf.dims)}]" if buf.dims else ""))],
-                     "view a buffer only as a tile type whose layout equals its tiles' layout (e.g. 64-column "
-                     "128B-swizzled tiles side by side read as one wider 128B-swizzled tile)")
+            self.add(ViewLayoutMismatch(op, buf, what, ref, vt, vl, declared, dl, res,
+                                        tiles=n_t, side_by_side=grid_of(2) == (1, 2)))
 
     # -- hand-written address math ------------------------------------------------------
     def handwritten(self, op: ir.Op):
@@ -398,7 +410,7 @@ class _Checker:
         X = E.Var(names[0], E.PARAM)
         buf = self._buffer(sa.buffer)
         tt = sa.tile_type if (sa.tile_type is not None and sa.tile_type.kind == "st") else (
-            _elem_type(buf) if buf is not None else None)
+            element_type(buf) if buf is not None else None)
         lay = tile_layout(tt)
         if buf is None or lay is None:
             return
@@ -420,36 +432,21 @@ class _Checker:
         self.note_unknown(res, text)
         if not isinstance(res, Counterexample):
             return
-        rel = [Related(buf.location, f"'{buf.name}' declared here as {tt.spelling}, base guaranteed "
-                                     f"{guaranteed}-byte aligned"),
-               Related(sa.location, "address taken here")]
         rep = lay.swizzle_repeat
         if rep and guaranteed < rep:
             res2 = prove_handwritten(fn, lay, base_alignment=rep, relative=relative, text=text,
                                      timeout_ms=self.timeout)
             self.facts.proofs += 1
             if isinstance(res2, Equivalent):
-                self.add("TK102", op,
-                         f"{text} on '{sa.buffer}' agrees with {tt.spelling} ({_sw(lay.swizzle_bytes)} swizzle) "
-                         f"only when the tile base is {rep}-byte aligned, but it is only guaranteed "
-                         f"{guaranteed}-byte aligned: " + _cx_text(res, tt.spelling + "'s layout", "the kernel's address", "hand-written"),
-                         _witness(res, required=rep, guaranteed=guaranteed, tile=tt.spelling, swizzle_b="hand-written"),
-                         rel, f"swizzle the absolute shared address (as TK's idx, TMA and wgmma do), or align "
-                              f"the tile to {rep} bytes (alignas({rep}) / TK's shared_allocator)")
+                self.add(HandwrittenNeedsAlignment(op, buf, text, sa, tt, lay, guaranteed, res, required=rep))
                 return
             if isinstance(res2, Counterexample):
                 res = res2
             else:
-                # unknown whether alignment alone explains it (TK102) or not (TK103): no guess
+                # unknown whether alignment alone explains it or not: no guess
                 self.note_unknown(res2, text)
                 return
-        self.add("TK103", op,
-                 f"{text} on '{sa.buffer}' differs from {tt.spelling} ({_sw(lay.swizzle_bytes)} swizzle, "
-                 f"what TMA / wgmma / TK's idx use): " + _cx_text(res, tt.spelling + "'s layout", "the kernel's address", "hand-written")
-                 + " (assuming the offset before the XOR is the tile's column-panel offset of the element)",
-                 _witness(res, tile=tt.spelling, swizzle_b="hand-written"), rel,
-                 f"for a {_sw(lay.swizzle_bytes)}-swizzled tile the XOR is "
-                 + (f"a ^ (((a % {rep}) >> 7) << 4) on the absolute address" if rep else "absent (unswizzled)"))
+        self.add(HandwrittenDiffers(op, buf, text, sa, tt, lay, guaranteed, res, repeat=rep))
 
 
 # ------------------------------------------------------------------ address math ----
@@ -530,5 +527,6 @@ def layout_facts(an) -> LayoutFacts:
     return an.fact("layout", lambda a: _Checker(a).run())
 
 
-def issues(an, code: str) -> list[LayoutIssue]:
-    return [i for i in layout_facts(an).issues if i.code == code]
+def mismatches(an, kinds: type | tuple[type, ...] = LayoutMismatch) -> list[LayoutMismatch]:
+    """The kernel's layout mismatches of the given kinds (classes above), in op order."""
+    return [m for m in layout_facts(an).mismatches if isinstance(m, kinds)]

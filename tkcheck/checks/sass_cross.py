@@ -1,11 +1,12 @@
 """Cross-checks between the SASS model (tkcheck.sass) and the source KernelModel.
 
 The engine (`check_file` with `CheckOptions(sass=True)`) compiles each file once
-(`run_sass`), attaches the SassKernel of each model to its Analysis (`attach`:
-`an.sass`, `an.sass_result`), and then runs the SASS rules (TK601-TK603, tagged
-"sass"). Rules read the SASS only through `sass_of(an)`: None means "no SASS for
-this kernel" (pass off, skipped, or no unique instantiation), and then they say
-nothing.
+(`tkcheck.sass.build.run_sass`), attaches the SassKernel of each model to its Analysis
+(`attach`: `an.sass`, `an.sass_result`), and then runs the SASS rules (tagged "sass").
+The queries here return typed facts (`MissingTensorCorePath`, `SpillsInSpecializedKernel`,
+`MissingSync` and its kinds, `SetmaxnregSassEvidence`); the rules word them. They read the
+SASS only through `sass_of(an)`: None means "no SASS for this kernel" (pass off, skipped,
+or no unique instantiation), and then they say nothing.
 
 What is proof here (see tkcheck/sass/facts.py): the -lineinfo line table is
 approximate per instruction, so a fact *missing at one line* proves nothing; a
@@ -16,49 +17,16 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..findings import Finding, Location, Related
+from ..findings import Location
 from ..model import ir
 
 SASS_TAG = "sass"
-# The flags TK's own makefiles use (-O3 and the constexpr/lambda extensions, C++20).
-BASE_FLAGS = ("-std=c++20", "-O3", "--expt-relaxed-constexpr", "--expt-extended-lambda")
-_TK_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](kittens|prototype)\.cuh[>"]', re.M)
 
 
-# ------------------------------------------------------------------ running --
-
-def build_config(text: str, parse_opts, sass_arch: str | None = None) -> tuple[dict | None, str | None]:
-    """(compile_and_disassemble keyword arguments, None) or (None, why the pass is skipped)."""
-    arch = sass_arch or parse_opts.arch
-    include_dirs = list(parse_opts.include_dirs)
-    defines = list(parse_opts.defines)
-    if arch.startswith("sm_90"):
-        defines.append("KITTENS_HOPPER")
-    elif arch.startswith("sm_10"):
-        defines += ["KITTENS_HOPPER", "KITTENS_BLACKWELL"]
-    if parse_opts.tk_include:
-        include_dirs += [d for d in parse_opts.tk_dirs() if d not in include_dirs]
-    elif _TK_INCLUDE.search(text):
-        return None, ("SASS pass skipped: the file includes ThunderKittens and compiling it needs the "
-                      "real headers (give --tk-include)")
-    return dict(arch=arch, include_dirs=include_dirs, defines=defines, extra_flags=list(BASE_FLAGS)), None
-
-
-def run_sass(path: str, text: str, parse_opts, *, sass_arch: str | None = None,
-             cache_dir: str | None = None):
-    """Compile + disassemble one file. Returns SassResult or Skipped (never raises).
-
-    `cache_dir` None: no cache is read or written (`--no-cache`)."""
-    from ..sass import Skipped, compile_and_disassemble
-
-    cfg, why = build_config(text, parse_opts, sass_arch)
-    if cfg is None:
-        return Skipped("no-headers", why)
-    return compile_and_disassemble(path, cache_dir=cache_dir, **cfg)
-
+# ------------------------------------------------------------ the kernel --
 
 def _template_args_mention(name: str, ident: str) -> bool:
     lt = name.find("<")
@@ -118,12 +86,12 @@ def model_async_mma_ops(model: ir.KernelModel) -> list[ir.Op]:
         if op.kind == ir.MMA and (op.scope == "warpgroup" or op.detail.get("acc_kind") == "tmem"
                                   or (op.mma is not None and op.mma.family == "tcgen05")):
             out.append(op)
-        elif _raw_asm(op) and op.asm.async_mma:
+        elif raw_asm(op) and op.asm.async_mma:
             out.append(op)
     return out
 
 
-def _raw_asm(op: ir.Op) -> bool:
+def raw_asm(op: ir.Op) -> bool:
     """An asm statement recorded as such (mbarrier / bulk-copy / MMA PTX, operands not tracked)."""
     return op.kind == ir.CALL and op.asm is not None
 
@@ -135,13 +103,13 @@ def model_arrive_ops(model: ir.KernelModel) -> list[ir.Op]:
     return [op for op in model.ops
             if (op.kind == ir.MBAR_ARRIVE and op.detail.get("via") != "tcgen05.commit")
             or (op.kind == ir.MBAR_EXPECT and op.detail.get("arrives") == 1)
-            or (_raw_asm(op) and op.asm.arrives)]
+            or (raw_asm(op) and op.asm.arrives)]
 
 
 def model_expect_ops(model: ir.KernelModel) -> list[ir.Op]:
     """Ops that set an expected tx count: TK expects and inline PTX `mbarrier[.arrive].expect_tx`."""
     return [op for op in model.ops
-            if op.kind == ir.MBAR_EXPECT or (_raw_asm(op) and op.asm.expects_tx)]
+            if op.kind == ir.MBAR_EXPECT or (raw_asm(op) and op.asm.expects_tx)]
 
 
 def model_fence_expectations(model: ir.KernelModel) -> list[ir.Op]:
@@ -172,31 +140,13 @@ def is_warp_specialized(an) -> bool:
 
 # ------------------------------------------------------------------ helpers --
 
-def _api(op: ir.Op) -> str:
-    if _raw_asm(op):
-        return f"inline PTX {op.asm.instruction}" if op.asm.instruction else "inline PTX"
-    return op.api
-
-
-def _call_site(op: ir.Op) -> list[Related]:
-    """The kernel-body line that (through device functions) reaches `op`."""
-    return [Related(op.callers[0], "called from here")] if op.callers else []
-
-
-def _text(ins) -> str:
-    return " ".join(ins.text().split("(*")[0].split())
-
-
-def _addr(ins) -> str:
-    return f"0x{ins.address:04x}"
-
-
-def _sass_loc(ins, path: str) -> Location | None:
+def sass_location(ins, path: str) -> Location | None:
+    """Where in the user's file `path` the instruction came from (line table), or None."""
     loc = ins.loc_in(path)
     return Location(path, loc.line, 1) if loc is not None else None
 
 
-def _kernel_label(k) -> str:
+def kernel_label(k) -> str:
     return k.short_name if len(k.short_name) <= 120 else k.short_name[:117] + "..."
 
 
@@ -212,175 +162,120 @@ def instructions_at(kernel, path: str, line: int) -> list:
     return out
 
 
-def _span(ins_list) -> str:
-    if not ins_list:
-        return ""
-    lo, hi = min(i.address for i in ins_list), max(i.address for i in ins_list)
-    return f"0x{lo:04x}" if lo == hi else f"0x{lo:04x}-0x{hi:04x}"
+# ---------------------------------------------------------------- the facts --
+# Each names the kernel's SASS (`kernel`), the user's file (`path`) and what the source model and
+# the binary disagree on; all are whole-kernel absences or ptxas' own report.
+
+@dataclass(frozen=True, eq=False)
+class SassFact:
+    kernel: Any                       # SassKernel
+    path: str                         # the user's file
 
 
-def _where_compiled(kernel, path: str, op: ir.Op) -> str:
-    """', compiled to SASS 0x..-0x.. (N instructions)' for the op's line, or ''."""
-    ins = instructions_at(kernel, path, op.location.row)
-    return f" (line {op.location.row} compiled to SASS {_span(ins)}, {len(ins)} instructions)" if ins else ""
+@dataclass(frozen=True, eq=False)
+class MissingTensorCorePath(SassFact):
+    """The source issues async tensor-core MMAs (`ops`); the SASS has no HGMMA / UTC*MMA, only
+    the legacy mma.sync facts `sync` (maybe none)."""
+    ops: list
+    sync: list
 
 
-def _witness(kernel, **kw) -> dict[str, Any]:
-    w = {"sass_kernel": _kernel_label(kernel), "arch": kernel.arch}
-    w.update(kw)
-    return w
-
-
-# --------------------------------------------------------------------- TK601 --
-
-def check_tensor_core_path(an) -> list[Finding]:
+def missing_tensor_core_path(an) -> MissingTensorCorePath | None:
     from ..sass.model import FactKind
 
     k = sass_of(an)
     if k is None:
-        return []
+        return None
     ops = model_async_mma_ops(an.model)
     if not ops or k.facts_of(FactKind.MMA_ASYNC):
-        return []
-    path = _user_file(an)
-    sync = k.facts_of(FactKind.MMA_SYNC)
-    first = ops[0]
-    if sync:
-        got = f"only {len(sync)} legacy mma.sync instructions ({sync[0].instruction.opcode} at {_addr(sync[0].instruction)})"
-    else:
-        got = "no tensor-core instruction at all"
-    arch_hint = ""
-    if k.arch in ("sm_90", "sm_100", "sm_101", "sm_103", "sm_120"):
-        arch_hint = (f"; it was built for {k.arch}, where the arch-specific features of "
-                     f"{k.arch}a (wgmma, setmaxnreg, tcgen05) are not available and code behind "
-                     f"__CUDA_ARCH_FEAT_* / arch-specific guards is compiled out")
-    related = _call_site(first) + [Related(o.location, f"{_api(o)}: a tensor-core MMA in the source") for o in ops[1:4]]
-    if sync:
-        loc = _sass_loc(sync[0].instruction, path)
-        if loc:
-            related.append(Related(loc, f"SASS {_addr(sync[0].instruction)}: {_text(sync[0].instruction)}"))
-    return [Finding(
-        "TK601",
-        f"the source issues {len(ops)} async tensor-core MMA call(s) ({_api(first)}) but the SASS of "
-        f"'{_kernel_label(k)}' ({k.arch}, {len(k.instructions)} instructions) has no HGMMA/UTC*MMA: "
-        f"{got}{arch_hint}{_where_compiled(k, path, first)}",
-        first.location, related=related,
-        witness=_witness(k, model_mma_ops=len(ops), sass_async_mma=0, sass_mma_sync=len(sync),
-                         sass_instructions=len(k.instructions)),
-        help="build for the arch-specific target (-gencode arch=compute_90a,code=sm_90a, or sm_100a "
-             "on Blackwell); plain sm_90/compute_90 drops wgmma")]
+        return None
+    return MissingTensorCorePath(k, _user_file(an), ops, k.facts_of(FactKind.MMA_SYNC))
 
 
-# --------------------------------------------------------------------- TK602 --
+@dataclass(frozen=True, eq=False)
+class SpillsInSpecializedKernel(SassFact):
+    """ptxas reports spill bytes (`report`) in a warp-specialized kernel. `local`: the kernel's
+    local-memory instructions by address; `in_user`: those the line table puts in the user's file,
+    with their place; `setmaxnreg`: the model's register reallocations."""
+    report: Any                       # sass.queries.SpillReport
+    local: list
+    in_user: list                     # [(Instruction, Location)]
+    setmaxnreg: list
 
-def check_spills(an) -> list[Finding]:
+
+def spills_in_specialized_kernel(an) -> SpillsInSpecializedKernel | None:
     from ..sass.queries import spills
 
     k = sass_of(an)
     if k is None or not is_warp_specialized(an):
-        return []
+        return None
     rep = spills(k)
     if rep is None:
-        return []
+        return None
     path = _user_file(an)
     local = sorted((f.instruction for f in k.facts if f.kind.value in ("local_load", "local_store")),
                    key=lambda i: i.address)
-    in_user = [(i, _sass_loc(i, path)) for i in local]
+    in_user = [(i, sass_location(i, path)) for i in local]
     in_user = [(i, l) for i, l in in_user if l is not None]
-    loc = in_user[0][1] if in_user else Location(path, an.model.location.row, an.model.location.column)
-    cite = (f"; first local-memory access SASS {_addr(in_user[0][0])} `{_text(in_user[0][0])}` "
-            f"(source line {in_user[0][1].row})" if in_user else
-            (f"; first local-memory access SASS {_addr(local[0])} `{_text(local[0])}`" if local else ""))
-    regs = k.resources.registers
-    setmax = [op for op in an.model.ops_of(ir.SETMAXNREG)]
-    sm = ""
-    if setmax:
-        sm = "; setmaxnreg: " + ", ".join(
-            f"{'inc' if o.detail.get('inc') else 'dec'} at line {o.location.row}" for o in setmax[:4])
-    related = [Related(l, f"SASS {_addr(i)}: {_text(i)}") for i, l in in_user[1:4]]
-    related += [Related(o.location, "register reallocation (setmaxnreg)") for o in setmax[:2]]
-    return [Finding(
-        "TK602",
-        f"warp-specialized kernel '{_kernel_label(k)}' spills registers: ptxas reports "
-        f"{rep.spill_store_bytes} bytes spill stores / {rep.spill_load_bytes} bytes spill loads "
-        f"({regs if regs is not None else '?'} registers, {rep.stack_frame_bytes} bytes stack frame, "
-        f"{rep.local_stores} STL / {rep.local_loads} LDL in the SASS){cite}{sm}",
-        loc, related=related,
-        witness=_witness(k, spill_store_bytes=rep.spill_store_bytes, spill_load_bytes=rep.spill_load_bytes,
-                         registers=regs, local_stores=rep.local_stores, local_loads=rep.local_loads,
-                         sass_address=_addr(in_user[0][0]) if in_user else (_addr(local[0]) if local else None)),
-        help="give the role that needs registers more (`warpgroup::increase_registers<N>` with a matching "
-             "`decrease_registers` in the producer, and `__launch_bounds__(threads, 1)` so ptxas knows the "
-             "cap), or make its register tiles smaller")]
+    return SpillsInSpecializedKernel(k, path, rep, local, in_user, list(an.model.ops_of(ir.SETMAXNREG)))
 
 
-# --------------------------------------------------------------------- TK603 --
+@dataclass(frozen=True, eq=False)
+class MissingSync(SassFact):
+    """The source has a synchronisation at `ops` that the SASS lacks in the whole kernel."""
+    ops: list
 
-def check_disagreement(an) -> list[Finding]:
+
+@dataclass(frozen=True, eq=False)
+class MissingArrive(MissingSync):
+    """mbarrier arrivals in the source, no arrive with arrivals >= 1 among the SASS's
+    `sass_arrives` mbarrier arrive instructions."""
+    sass_arrives: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class MissingExpectTx(MissingSync):
+    """Expected transaction counts in the source, no expect_tx arrive in the SASS."""
+
+
+@dataclass(frozen=True, eq=False)
+class MissingProxyFence(MissingSync):
+    """Proxy fences before TMA/bulk stores in the source; the SASS has the bulk stores (`stores`,
+    facts) and no FENCE.VIEW.ASYNC."""
+    stores: list = field(default_factory=list)
+
+
+def missing_syncs(an) -> list[MissingSync]:
+    """Arrive, expect_tx and proxy-fence absences, in that order."""
     from ..sass.model import FactKind
 
     k = sass_of(an)
     if k is None:
         return []
     path = _user_file(an)
-    out: list[Finding] = []
+    out: list[MissingSync] = []
     arrives = k.facts_of(FactKind.MBARRIER_ARRIVE)
     arr1 = [f for f in arrives if isinstance(f.get("arrivals"), int) and f.get("arrivals") >= 1]
     exp = [f for f in arrives if f.get("tx") == "expect"]
     ops = model_arrive_ops(an.model)
     if ops and not arr1:
-        first = ops[0]
-        out.append(Finding(
-            "TK603",
-            f"the source arrives on mbarriers at {len(ops)} site(s) (first: {_api(first) if _raw_asm(first) else first.describe()}) but the "
-            f"SASS of '{_kernel_label(k)}' has no mbarrier arrive instruction (SYNCS.ARRIVE...A1) "
-            f"anywhere{_where_compiled(k, path, first)}: the binary does not do what the source "
-            "analysis checked",
-            first.location, related=_call_site(first) + [Related(o.location, "arrive in the source") for o in ops[1:4]],
-            witness=_witness(k, model_arrive_sites=sorted({o.location.row for o in ops}),
-                             sass_arrive_sites=[], sass_arrive_instructions=len(arrives)),
-            help="check the preprocessor conditions and the build flags (arch, defines) around the arrive: "
-                 "the analysed source and the compiled one differ"))
+        out.append(MissingArrive(k, path, ops, sass_arrives=len(arrives)))
     eops = model_expect_ops(an.model)
     if eops and not exp:
-        first = eops[0]
-        out.append(Finding(
-            "TK603",
-            f"the source sets an expected transaction count at {len(eops)} site(s) (first: {_api(first) if _raw_asm(first) else first.describe()}) "
-            f"but the SASS of '{_kernel_label(k)}' has no expect_tx arrive (SYNCS.ARRIVE.TRANS64 with a byte "
-            f"count) anywhere{_where_compiled(k, path, first)}",
-            first.location,
-            witness=_witness(k, model_expect_sites=sorted({o.location.row for o in eops}), sass_expect_tx=0),
-            help="check the preprocessor conditions and build flags around the expect: the analysed source "
-                 "and the compiled one differ"))
+        out.append(MissingExpectTx(k, path, eops))
     fences = k.facts_of(FactKind.FENCE_PROXY_ASYNC)
     stores = [f for f in k.facts_of(FactKind.BULK_COPY) if f.get("direction") in ("store", "reduce")]
     fops = model_fence_expectations(an.model)
     if fops and stores and not fences:
-        st = stores[0].instruction
-        first = fops[0]
-        sloc = _sass_loc(st, path)
-        rel = _call_site(first) + [Related(sloc, f"SASS {_addr(st)}: {_text(st)} (bulk store with no proxy fence in the kernel)")] if sloc else []
-        out.append(Finding(
-            "TK603",
-            f"the source has a fence.proxy.async before its TMA/bulk stores ({_api(first) if _raw_asm(first) else first.describe()}, line "
-            f"{first.location.row}) but the SASS of '{_kernel_label(k)}' has no FENCE.VIEW.ASYNC anywhere while "
-            f"it issues {len(stores)} bulk store(s) (first: {_addr(st)} `{_text(st)}`"
-            f"{', source line ' + str(sloc.row) if sloc else ''}): shared-memory writes may not be visible to the "
-            "async proxy that reads them",
-            first.location, related=rel,
-            witness=_witness(k, sass_address=_addr(st), sass_bulk_stores=len(stores), sass_proxy_fences=0,
-                             model_fence_sites=sorted({o.location.row for o in fops})),
-            help="make the fence unconditional (or guarded by the same condition as the store) and check the "
-                 "build flags: the analysed source and the compiled one differ"))
+        out.append(MissingProxyFence(k, path, fops, stores=stores))
     return out
 
 
-# ---------------------------------------------------------------- TK406 aid --
+# ------------------------------------------------------- setmaxnreg evidence --
 
 @dataclass(frozen=True)
 class SetmaxnregSassEvidence:
-    """What the binary says about a kernel's setmaxnreg (for TK406 setmaxnreg-ineffective).
+    """What the binary says about a kernel's setmaxnreg (for the setmaxnreg-ineffective rule).
 
     ignored: the PTX issues setmaxnreg and the SASS has no USETMAXREG (ptxas dropped it:
     proof). `message` is ptxas' C7508 line when it printed one (it names no kernel).
@@ -428,7 +323,7 @@ def setmaxnreg_sass_evidence(an) -> SetmaxnregSassEvidence | None:
                        for f in k.facts_of(FactKind.SETMAXNREG))
     ignored = not sass_sites
     return SetmaxnregSassEvidence(
-        kernel=_kernel_label(k), ignored=ignored, ptx_sites=tuple(k.ptx.setmaxnreg), sass_sites=sass_sites,
+        kernel=kernel_label(k), ignored=ignored, ptx_sites=tuple(k.ptx.setmaxnreg), sass_sites=sass_sites,
         message=msg if ignored else None, registers=k.resources.registers, maxntid=k.ptx.maxntid,
         maxnreg=k.ptx.maxnreg, source_lines=tuple(lines))
 
@@ -471,7 +366,7 @@ def cross_report(an) -> dict[str, Any] | None:
     sass_exp = _sass_lines(k, FactKind.MBARRIER_ARRIVE, path, exp_pred)
     ev = setmaxnreg_sass_evidence(an)
     rep = {
-        "kernel": m.name, "sass_kernel": _kernel_label(k), "arch": k.arch,
+        "kernel": m.name, "sass_kernel": kernel_label(k), "arch": k.arch,
         "instructions": len(k.instructions),
         "mapped_to_user_file": sum(1 for i in k.instructions if i.loc_in(path) is not None),
         "model_async_mma": len(model_async_mma_ops(m)),

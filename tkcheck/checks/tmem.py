@@ -1,4 +1,4 @@
-"""Tensor memory (Blackwell TMEM) facts for TK203 / TK204 / TK205.
+"""Tensor memory (Blackwell TMEM) facts: lane quarters, allocations, reuse before the drain.
 
 Everything here is read from the PTX ISA (tcgen05 chapter: lane access restrictions of
 tcgen05.ld/st, tcgen05.alloc/dealloc, tcgen05.wait::ld, tcgen05.fence::before_thread_sync /
@@ -91,7 +91,7 @@ def element_offset(model: ir.KernelModel, ref: ir.Ref) -> tuple[int, int] | None
     return None
 
 
-# ------------------------------------------------------------ TK203 ----
+# ------------------------------------------------------------ lane quarters ----
 
 @dataclass
 class LaneViolation:
@@ -145,7 +145,7 @@ def lane_violations(an: Analysis) -> list[LaneViolation]:
     return out
 
 
-# ------------------------------------------------------------ TK204 ----
+# ------------------------------------------------------------ allocations ----
 
 @dataclass
 class Overcommit:
@@ -292,7 +292,7 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
     return out
 
 
-# ------------------------------------------------------------ TK205 ----
+# ------------------------------------------------------------ reuse before the drain ----
 
 @dataclass
 class DrainIssue:

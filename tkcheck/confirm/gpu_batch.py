@@ -25,6 +25,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..rules import PARSE_ERROR
 from .instrument import TEMPLATE_FIRST_ID, instrument, instrument_template_dir, uses_template
 
 NVCC_FLAGS = ("-std=c++20 -O3 --use_fast_math --expt-relaxed-constexpr --expt-extended-lambda -lineinfo "
@@ -142,7 +143,7 @@ def prepare(corpus: Path, out: Path, tk_root: Path, only: tuple[str, ...] = ()) 
             (d / "plain" / name).write_text(v["text"], encoding="utf-8")
             res = (check_mutation(corpus, v["mutation"], Path(td)) if v["mutation"] is not None
                    else check_clean(corpus / v["kernel"]))
-            findings = [f for f in res.findings if f.code != "TK000"]
+            findings = [f for f in res.findings if f.code != PARSE_ERROR.code]
             wid = widening(findings, v["text"], name)
             plan = plan_for(wid)
             tsites = []

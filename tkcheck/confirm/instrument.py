@@ -80,7 +80,7 @@ class Plan:
     watchdog_ms: int = 2000
     grace_ms: int = 300
     widening: object = None     # widen.Widening: race-widening delays / poison at release
-    init_probe: bool = False    # TK307: report waits that start before the (delayed) first init
+    init_probe: bool = False    # use before init: report waits that start before the (delayed) first init
     init_probe_rows: tuple[int, ...] = ()   # ... at the waits on these lines of the user's file
 
 
@@ -337,7 +337,7 @@ static __device__ void tkcheck_dump_log() {
                e.x, evs[(e.y & 15) & 3], e.y >> 4, tkcheck_site_desc[e.y >> 4], e.z, e.w & 1, (e.w >> 1) & 1, e.w >> 2);
     }
 }
-// use-before-init probe (TK307): per block, 1 while the initialising thread is held in front of
+// use-before-init probe: per block, 1 while the initialising thread is held in front of
 // its (delayed) init, 2 once the init ran; a wait that starts while it reads 1 used an
 // uninitialised barrier. Blocks beyond the array are not probed.
 __device__ int tkcheck_init_state[4096];
@@ -352,7 +352,7 @@ static __device__ __forceinline__ void tkcheck_init_first() {
 }
 static __device__ __forceinline__ bool tkcheck_init_probe(int site) {
 #ifdef TKCHECK_INIT_PROBE
-    // only at the uses the TK307 findings name: a wait on a barrier another thread initialised
+    // only at the uses the use-before-init findings name: a wait on a barrier another thread initialised
     // (and made visible) says nothing about this init
     if (!tkcheck_probe_site[site]) return false;
     int b = tkcheck_block();

@@ -14,15 +14,15 @@ whole session, confirm/procs.py; the user's files are never written):
 * the probe copy (confirm/instrument.py): a watchdog on every wait and block/named barrier, stage
   poisoning with checks after each consumer wait, NaN rows at each store, a phase log;
 * one widened copy per race finding (confirm/widen.py: a delay or a poison at that finding's
-  sites), run up to WIDENED_TRIES times; the TK307 findings share one (its probe reports per use
-  site);
+  sites), run up to WIDENED_TRIES times; the findings of the use-before-init probe share one (its
+  probe reports per use site);
 * when the plain run fails: one repaired copy per layout finding whose site reads a tile through a
   `reinterpret_cast` view (the view removed: the tile read with its own layout).
 
 Evidence is tied to a finding: a record confirms it only at its site (its lines, or the barrier or
 buffer it names) and only when the record's kind fits the finding (a watchdog a hang, a poisoned
-read or NaN rows a stale read, an order record TK307); a sanitizer record only on its lines (the
-first frame in the user's file, from the SASS) and of a fitting tool and kind; a widened copy's
+read or NaN rows a stale read, an order record a use before init); a sanitizer record only on its
+lines (the first frame in the user's file, from the SASS) and of a fitting tool and kind; a widened copy's
 failure only the finding it was widened for, and only when the plain run passed (a widening that
 makes a failing plain run pass is discarded); a repaired copy that passes where the plain run
 failed confirms the finding it repaired. A failure of the plain run alone confirms nothing: it is
@@ -49,6 +49,9 @@ from . import sanitizer as S
 from .instrument import (TEMPLATE_FIRST_ID, Plan, Record, Site, _code_mask, instrument, instrument_template_dir,
                          parse_records, uses_template)
 from .procs import run_clean
+from .widen import rule_confirm
+from ..rule import ISSUERS_JOIN, ISSUERS_OWN, WGMMA_OPERAND_RELEASE
+from ..rules import PARSE_ERROR
 
 CONFIRMED = "CONFIRMED"
 NOT_REPRODUCED = "NOT REPRODUCED"
@@ -91,7 +94,7 @@ class Run:
 @dataclass
 class Copy:
     """An instrumented build made for some findings (a widening, a repair) and its runs."""
-    name: str                       # "widened for TK401 at gemm_ring.cu:113"
+    name: str                       # "widened copy for <code> at gemm_ring.cu:113"
     kind: str                       # "widen" | "repair"
     findings: tuple[str, ...]       # keys (finding_key) of the findings its edits are for
     edits: list[str] = field(default_factory=list)
@@ -205,7 +208,7 @@ def _symptoms(f) -> set[str]:
 def _record_fits(rec: Record, f) -> bool:
     syms = _symptoms(f)
     if rec.kind == "ORDER":
-        return f.code == "TK307"
+        return rule_confirm(f).init_probe
     if rec.kind == "WATCHDOG":
         return "hang" in syms or f.contract in ("deadlock", "completion")
     if rec.kind in ("POISON", "NAN"):
@@ -226,13 +229,8 @@ def _distinct(recs: list[Record]) -> list[Record]:
     return out
 
 
-# rules no compute-sanitizer tool observes: TK407 is about the ordering of global-memory writes
-# and counters across SMs; racecheck checks shared memory only
-_NO_SANITIZER = {"TK407"}
-
-
 def _sanitizer_fit(f) -> set[str]:
-    if f.code in _NO_SANITIZER:
+    if not rule_confirm(f).sanitizer:      # the rule says no compute-sanitizer tool observes it
         return set()
     return {"layout": {"memcheck"}, "scope": {"racecheck", "synccheck"}, "accumulator": {"racecheck"},
             "completion": {"racecheck", "memcheck"}, "deadlock": {"racecheck", "synccheck"}}.get(f.contract, set())
@@ -259,6 +257,13 @@ def _attributable(r: S.SanitizerRecord, lines, ev: Evidence) -> bool:
     """Whether a compute-sanitizer error record is at one of `lines` (its user frame, a device
     frame, or either access of a racecheck hazard). A record that names no place is at no site."""
     return bool(r.places() & lines)
+
+
+def _is_tool(f) -> bool:
+    """A finding of one of the tool's own rules (bad input, suppressions)."""
+    from .. import registry
+    r = registry.by_code().get(f.code)
+    return r is not None and r.contract == "tool"
 
 
 def _rule_arch(code: str) -> tuple[str, ...]:
@@ -297,7 +302,7 @@ def _widening_for(f, ev: Evidence) -> list[str]:
 
 
 def _observable(f, ev: Evidence, copies: list[Copy]) -> bool:
-    if copies or f.code == "TK307":
+    if copies or rule_confirm(f).init_probe:
         return True
     if any(t.tool in _sanitizer_fit(f) for t in ev.tools):
         return True
@@ -313,7 +318,7 @@ def _observable(f, ev: Evidence, copies: list[Copy]) -> bool:
 def verdict(f, ev: Evidence) -> dict:
     """The verdict for one finding from what was run (see the module doc)."""
     arch_rule = _rule_arch(f.code)
-    if f.contract == "tool" or f.code.startswith("TK0"):
+    if f.contract == "tool" or _is_tool(f):
         return {"status": UNCONFIRMABLE, "reason": "a tool diagnostic, not a run-time contract"}
     if arch_rule and ev.arch and not any(a.startswith(ev.arch) for a in arch_rule):
         on = f" ({ev.device})" if ev.device else ""
@@ -428,11 +433,12 @@ def verdict(f, ev: Evidence) -> dict:
 
 def _why_not(f, ev: Evidence) -> str | None:
     """What the binary says about a wgmma race: ptxas's wait, where the SASS shows it."""
-    if f.code not in ("TK201", "TK206"):
+    race = rule_confirm(f).wgmma_race
+    if not race:
         return None
     from .sassmap import ptxas_serial_note, wgmma_order
     note = ptxas_serial_note(ev.build_log)
-    if f.code == "TK206":
+    if race == WGMMA_OPERAND_RELEASE:
         rel = {r.location.row for r in getattr(f, "related", []) if re.search(r"released here", r.message)}
         order = wgmma_order(ev.funcs(), Path(f.location.filename).name, rel) if (ev.sass and rel) else None
         if order is None:
@@ -445,7 +451,7 @@ def _why_not(f, ev: Evidence) -> str | None:
         return f"{order.text}: the race can happen in this binary, but no run showed it"
     if not note:
         return None
-    # TK201: the hazard is a read of the accumulator registers, and C7514/C7515/C7517 is ptxas
+    # an accumulator read: the hazard is a read of the accumulator registers, and C7514/C7515/C7517 is ptxas
     # waiting for the wgmma before exactly such a read
     return (f"ptxas {note[0]}: {note[1][:140]} - the compiled code waits for the wgmma before the registers "
             f"are read, so this race cannot happen in this build (it can with another compiler or code shape)")
@@ -689,20 +695,21 @@ def _write_copy(job: _Job, d: Path, plan: Plan) -> tuple[list[Site], Path | None
 
 
 def _widen_groups(findings, text: str, name: str):
-    """(findings, widening) per race finding; the TK307 findings share one copy."""
+    """(findings, widening) per race finding; the findings of the use-before-init probe share one
+    copy (its probe reports per use site)."""
     from .widen import widening
     groups = []
-    t307 = [f for f in findings if f.code == "TK307"]
+    probed = [f for f in findings if rule_confirm(f).init_probe]
     for f in findings:
-        if f.code == "TK307":
+        if rule_confirm(f).init_probe:
             continue
         w = widening([f], text, name)
         if w:
             groups.append(([f], w))
-    if t307:
-        w = widening(t307, text, name)
+    if probed:
+        w = widening(probed, text, name)
         if w:
-            groups.append((t307, w))
+            groups.append((probed, w))
     # identical edits: one copy for all of them
     merged: list = []
     for fs, w in groups:
@@ -750,9 +757,10 @@ def repair_edit(text: str, f) -> tuple[str, str] | None:
 
 
 def count_repair(text: str, f) -> tuple[str, str] | None:
-    """TK302 (a barrier's arrival count differs from the arrivals per phase): the barrier initialised
-    for the arrivals that do come (`init_semaphore(bar, N - tx, tx)` at its init line)."""
-    if f.code != "TK302" or not f.witness:
+    """The "count" repair (a barrier's arrival count differs from the arrivals per phase): the
+    barrier initialised for the arrivals that do come (`init_semaphore(bar, N - tx, tx)` at its
+    init line; the finding's witness holds `arrivals_per_phase`)."""
+    if "count" not in rule_confirm(f).repairs or not f.witness:
         return None
     from .instrument import _split_args
     try:
@@ -785,9 +793,6 @@ def count_repair(text: str, f) -> tuple[str, str] | None:
     return None
 
 
-_ISSUERS = re.compile(r"issuing thread\(s\) \((.*)\)\s*$")
-
-
 def _first_issuer(desc: str) -> int | None:
     """The lowest thread id of an issuer set as the checks describe it ("warpgroup 0 (threads 0-127)",
     "lane 0 of warps 8-11 (4 threads)", "thread 5")."""
@@ -798,34 +803,34 @@ def _first_issuer(desc: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _issuers(f) -> tuple[str, int] | None:
+    """(issuer set, the issuing statement's line) as the finding's rule reads them off it."""
+    c = rule_confirm(f)
+    return c.issuers(f) if c.issuers is not None else None
+
+
 def _issuers_of(f) -> str | None:
-    if f.code == "TK403" and f.witness and f.witness.get("threads"):
-        return str(f.witness["threads"])
-    if f.code == "TK302":
-        for r in getattr(f, "related", []):
-            m = _ISSUERS.search(r.message)
-            if m:
-                return m.group(1)
-    return None
+    got = _issuers(f)
+    return got[0] if got else None
 
 
 def _site_row(f) -> int:
-    if f.code == "TK302":
-        return next((r.location.row for r in getattr(f, "related", []) if _ISSUERS.search(r.message)), f.location.row)
-    return f.location.row
+    got = _issuers(f)
+    return got[1] if got else f.location.row
 
 
 def issuer_repairs(text: str, findings) -> list[tuple[list, str, str]]:
-    """TK403 (an issue-once op run by several threads), with the TK302 count findings whose arrivals
-    come from the same issuers: each site's statement restricted to the first issuing thread, one
-    copy per issuer set (the sites share the one defect, e.g. a dropped lane guard)."""
+    """The single-issuer repair: the findings of an issue-once op run by several threads
+    (`ISSUERS_OWN`), with the findings whose arrivals come from the same issuers (`ISSUERS_JOIN`,
+    count findings): each site's statement restricted to the first issuing thread, one copy per
+    issuer set (the sites share the one defect, e.g. a dropped lane guard)."""
     groups: dict[str, list] = {}
     for f in findings:
-        if f.code == "TK403" and _issuers_of(f):
+        if rule_confirm(f).issuer_repair == ISSUERS_OWN and _issuers_of(f):
             groups.setdefault(_issuers_of(f), []).append(f)
     for f in findings:
         desc = _issuers_of(f)
-        if f.code == "TK302" and desc in groups:
+        if rule_confirm(f).issuer_repair == ISSUERS_JOIN and desc in groups:
             groups[desc].append(f)
     out = []
     lines = text.split("\n")
@@ -878,14 +883,17 @@ def _after_statement(text: str, off: int) -> int | None:
 
 
 def read_wait_repair(text: str, f) -> tuple[str, str] | None:
-    """TK306 / TK504 (a TMA store's shared tile rewritten or left while the store may still read
-    it): a `tma::store_async_read_wait()` right after the store, in the thread that issued it (with
-    no store in flight it returns at once)."""
-    if f.code not in ("TK306", "TK504"):
+    """The "read-wait-after-store" / "read-wait-after-named-stores" repairs (a TMA store's shared
+    tile rewritten or left while the store may still read it): a `tma::store_async_read_wait()`
+    right after the store (the finding's own line, or the stores its notes name), in the thread
+    that issued it (with no store in flight it returns at once)."""
+    asked = rule_confirm(f).repairs
+    named = "read-wait-after-named-stores" in asked
+    if not named and "read-wait-after-store" not in asked:
         return None
     name = Path(f.location.filename).name
     rows = [r.location.row for r in getattr(f, "related", []) if "store_async" in r.message
-            and Path(r.location.filename).name == name] if f.code == "TK306" else [f.location.row]
+            and Path(r.location.filename).name == name] if named else [f.location.row]
     lines = text.split("\n")
     for row in rows:
         if not 0 < row <= len(lines):
@@ -936,9 +944,10 @@ def _matching(text: str, open_at: int) -> int | None:
 
 
 def sync_repair(text: str, f) -> tuple[str, str] | None:
-    """TK307 (barriers used before every thread sees them initialised): a `__syncthreads()` after
-    the kernel-level statement that holds the first init (the init block every thread then waits for)."""
-    if f.code != "TK307":
+    """The "sync-after-init" repair (barriers used before every thread sees them initialised): a
+    `__syncthreads()` after the kernel-level statement that holds the first init (the init block
+    every thread then waits for)."""
+    if "sync-after-init" not in rule_confirm(f).repairs:
         return None
     name = Path(f.location.filename).name
     rows = sorted(r.location.row for r in getattr(f, "related", []) if "initiali" in r.message
@@ -960,6 +969,13 @@ def sync_repair(text: str, f) -> tuple[str, str] | None:
     return text[:end] + " __syncthreads();" + text[end:], f"a `__syncthreads()` after the init block ending at {name}:{row}"
 
 
+# the repairs a rule can ask for by name (`Rule.confirm.repairs`); the layout view repair
+# (`repair_edit`) applies to every layout finding, the single-issuer one through
+# `Rule.confirm.issuer_repair`
+REPAIRS = {"count": count_repair, "read-wait-after-store": read_wait_repair,
+           "read-wait-after-named-stores": read_wait_repair, "sync-after-init": sync_repair}
+
+
 def _repairs(text: str, findings) -> list[tuple[list, str, str]]:
     out = []
     seen = set()
@@ -968,7 +984,7 @@ def _repairs(text: str, findings) -> list[tuple[list, str, str]]:
             r = make(text, f)
             if r is None:
                 continue
-            if r[0] in seen:      # the same edit for another finding (two TK307 uses of one init)
+            if r[0] in seen:      # the same edit for another finding (two uses of one init)
                 next(g for g in out if g[1] == r[0])[0].append(f)
                 continue
             seen.add(r[0])
@@ -1207,7 +1223,7 @@ def collect_batch(results: Path, corpus: Path) -> list[dict]:
             map_records(ev, name)
             if m is not None:
                 ev.baseline = baseline(m.kernel)
-            findings = [f for f in res.findings if f.code != "TK000"]
+            findings = [f for f in res.findings if f.code != PARSE_ERROR.code]
             apply_verdicts(findings, ev)
             for f in findings:
                 if m is not None and m.unobservable and f.code in m.rules and f.verdict["status"] == NOT_REPRODUCED:

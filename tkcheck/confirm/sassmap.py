@@ -7,8 +7,8 @@
   function (often a TK header's, e.g. `tma.cuh:689`) and a pc within the kernel; the instruction
   at that pc carries the chain of call sites, whose frame in the user's file is the line to show
   and to match against a finding.
-* `wgmma_order(funcs, user_file, mma_rows, release_rows)`: TK206 (an operand released while the
-  wgmma may still read it) cannot happen in a binary only where a `WARPGROUP.DEPBAR` (the
+* `wgmma_order(funcs, user_file, mma_rows, release_rows)`: an operand released while the
+  wgmma may still read it cannot happen in a binary only where a `WARPGROUP.DEPBAR` (the
   wgmma wait, inserted by ptxas or written) comes between the wgmma (`HGMMA`) at the finding's
   MMA line and the release arrive (`SYNCS.ARRIVE`) at its release line. ptxas's C7517 note alone
   ("warpgroup.wait is injected ...") does not say where the wait went.

@@ -20,50 +20,8 @@ from .instrument import Record, parse_records
 
 SYMPTOMS = ("hang", "nan", "stripes", "wrong")
 
-# rule code -> (symptom -> (weight, why)); codes not listed fall back to their contract
-_WHY: dict[str, dict[str, tuple[int, str]]] = {
-    "TK301": {"hang": (5, "bytes expected per phase differ from the bytes delivered: the phase never "
-                          "completes (too many expected) or completes early and drifts"),
-              "stripes": (4, "a phase that completes before all bytes land lets consumers read a "
-                             "half-written stage")},
-    "TK302": {"hang": (5, "the barrier's arrival count is never reached (or overshoots into the next phase)"),
-              "stripes": (3, "extra arrivals complete a phase early: a slot is refilled while in use"),
-              "wrong": (8, "extra arrivals complete a phase early: a stage is released or refilled while "
-                           "still read")},
-    "TK303": {"hang": (4, "the wait observes a phase that never completes with that parity"),
-              "stripes": (5, "the wait passes on an old phase: the stage is read before it is refilled"),
-              "wrong": (5, "the wait passes on an old or fresh phase: a stage is read before it is filled")},
-    "TK304": {"hang": (4, "the parity never advances: the wait blocks on a phase already passed"),
-              "stripes": (5, "the parity never advances: later rounds read stale stages"),
-              "wrong": (4, "the parity never advances: later rounds read stale stages")},
-    "TK305": {"stripes": (5, "a load completes on another stage's barrier: stage reuse out of order"),
-              "hang": (3, "a stage's barrier gets too few bytes")},
-    "TK306": {"stripes": (5, "the staging tile is rewritten while the TMA store still reads it")},
-    "TK307": {"hang": (4, "barriers used before every thread sees them initialised")},
-    "TK403": {"hang": (6, "an issue-once op runs on several threads (or none): arrivals and bytes multiply "
-                          "(the count/byte mismatches follow from this)"),
-              "wrong": (3, "several threads issue the same store/copy")},
-    "TK501": {"hang": (5, "a block/group barrier under a condition not all participants take"),
-              "wrong": (8, "a barrier only part of the block reaches orders nothing for the rest (where the "
-                           "hardware lets it pass, e.g. after warps exited)")},
-    "TK502": {"hang": (5, "roles disagree on the trip count: one side waits for a phase never produced")},
-    "TK503": {"hang": (5, "circular wait between roles")},
-    "TK504": {"wrong": (3, "the CTA may exit while a bulk store still reads shared memory")},
-    "TK101": {"nan": (5, "the tensor core / TMA reads the tile with another swizzle: scrambled or NaN values"),
-              "wrong": (4, "the swizzles disagree: elements land in the wrong places")},
-    "TK102": {"nan": (5, "misaligned tile base: the swizzle pattern is off by a phase"),
-              "wrong": (4, "misaligned tile base")},
-    "TK103": {"wrong": (4, "hand-written swizzle math differs from the tile layout"), "nan": (3, "")},
-    "TK104": {"wrong": (4, "a reinterpreting view maps elements to other bytes"), "nan": (3, "")},
-    "TK201": {"wrong": (5, "the accumulator is read before the asynchronous MMA completed")},
-    "TK202": {"wrong": (4, "the accumulator shape disagrees with the MMA")},
-    "TK206": {"wrong": (4, "a stage is released while an MMA still reads it"),
-              "stripes": (4, "the refill overwrites operands of an in-flight MMA")},
-    "TK401": {"wrong": (5, "a narrower barrier than the data flow needs (warp instead of warpgroup)")},
-    "TK404": {"hang": (4, "two uses of one named barrier id with different counts"),
-              "wrong": (4, "a named barrier id shared by groups that should sync separately")},
-}
-
+# A rule's own explanations are on its Rule (`explains`: symptom -> weight, why); a symptom the
+# rule does not explain falls back to its contract's.
 _CONTRACT: dict[str, dict[str, tuple[int, str]]] = {
     "completion": {"hang": (4, "a completion contract (arrivals, bytes, parity) is broken"),
                    "stripes": (4, "a completion contract is broken: stages are read at the wrong phase")},
@@ -176,13 +134,14 @@ def rank(findings, symptom: str, observed: Observed | None = None, path: str = "
     rules = registry.by_code()
     out = []
     for f in findings:
-        if f.code.startswith("TK0") or f.contract == "tool":
-            continue
         rule = rules.get(f.code)
+        if f.contract == "tool" or (rule is not None and rule.contract == "tool"):
+            continue
         syms = tuple(rule.symptoms) if rule else tuple(s for s in (f.symptom or "").split("/") if s)
         score, why = 0.0, ""
-        if f.code in _WHY and symptom in _WHY[f.code]:
-            score, why = _WHY[f.code][symptom]
+        explains = rule.explains.get(symptom) if rule else None
+        if explains is not None:
+            score, why = explains.weight, explains.why
         elif f.contract in _CONTRACT and symptom in _CONTRACT[f.contract]:
             score, why = _CONTRACT[f.contract][symptom]
         if symptom in syms:

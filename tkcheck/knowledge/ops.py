@@ -58,7 +58,7 @@ THREAD_OPS: dict[str, OpSpec] = {
 }
 
 # CUDA atomics (relaxed, gpu scope; `_system` variants system scope): on a global counter they are
-# the signal side of a cross-block dependency (TK407 asks for release ordering before them)
+# the signal side of a cross-block dependency (which needs release ordering before them)
 CUDA_ATOMICS = ("atomicAdd", "atomicSub", "atomicExch", "atomicInc", "atomicDec", "atomicOr", "atomicAnd",
                 "atomicXor", "atomicMax", "atomicMin", "atomicCAS", "atomicAdd_system", "atomicExch_system",
                 "atomicAdd_block")

@@ -1,6 +1,6 @@
 """Full: the default on a terminal. Header, snippet with carets, notes, evidence.
 
-    kernels/gemm.cu:42:9: error: expect_tx of 16384 bytes ... [TK301]
+    kernels/gemm.cu:42:9: error: expect_tx of 16384 bytes ... [<code>]
        |
     42 |     tma::expect_bytes(bar, 16384);
        |     ^^^^^^^^^^^^^^^^^

@@ -5,6 +5,7 @@ The pass is optional: without a CUDA compiler `compile_and_disassemble` returns 
 `Skipped` with one informational line.
 """
 
+from tkcheck.sass.build import BASE_FLAGS, build_config, run_sass
 from tkcheck.sass.compile import DEFAULT_CACHE_DIR, compile_and_disassemble
 from tkcheck.sass.facts import classify
 from tkcheck.sass.model import (
@@ -39,6 +40,7 @@ from tkcheck.sass.queries import (
 from tkcheck.sass.toolchain import Toolchain, ToolchainNotFound, find_toolchain
 
 __all__ = [
+    "BASE_FLAGS", "build_config", "run_sass",
     "DEFAULT_CACHE_DIR", "compile_and_disassemble", "classify",
     "Fact", "FactKind", "Instruction", "PtxasMessage", "PtxEntryInfo", "PtxSetmaxnreg",
     "ResourceUsage", "SassKernel", "SassResult", "Skipped", "SourceLoc",

@@ -1,4 +1,4 @@
-"""Questions rules ask of the SASS model (TK406, TK601, TK602, TK603 and cross-checks).
+"""Questions rules ask of the SASS model (setmaxnreg, tensor-core path, spills, source/SASS cross-checks).
 
 Each helper answers from what the binary shows; none of them guesses.  Where the
 answer depends on something the SASS cannot show, the helper says so in its docstring.
