@@ -73,9 +73,9 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             warm = sass_build.run_sass(str(path), text, popts, cache_dir=cache)
             t_warm = time.perf_counter() - t0
-            skipped = cold if isinstance(cold, Skipped) else warm
-            if isinstance(skipped, Skipped):
-                print(f"\n{rel}: {skipped.reason}")
+            if isinstance(cold, Skipped) or isinstance(warm, Skipped):
+                skipped = cold if isinstance(cold, Skipped) else warm
+                print(f"\n{rel}: {getattr(skipped, 'reason', '')}")
                 bad += 1
                 continue
             lookups += 2
