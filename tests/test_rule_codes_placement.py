@@ -29,9 +29,6 @@ CODE = re.compile(r"(?<![A-Za-z0-9])TK\d{3}", re.I)
 
 MENTIONS_ALLOWED = {
     "tkcheck/expectations.py": "documents the fixture annotation syntax (`// expect: <code>`) with real codes",
-    "tkcheck/frontend/parse.py": "front end: reworded with its own rework (issue 16, composed front end)",
-    "tkcheck/frontend/nvcc_compat.py": "front end: reworded with its own rework (issue 16, composed front end)",
-    "tkcheck/frontend/walk_statements.py": "front end: reworded with its own rework (issue 16, composed front end)",
 }
 
 

@@ -1,7 +1,7 @@
 """What nvcc accepts and clang does not: the leniency tkcheck applies before and after libclang.
 
 nvcc's front end (EDG) accepts some code that clang rejects. A file nvcc compiles must not end
-in TK000, so the parse follows nvcc in three ways, each narrow and each stated to the user:
+in a parse-error finding, so the parse follows nvcc in three ways, each narrow and each stated to the user:
 
 * **rewrites** of the user's text that keep every token's line and column (so locations and
   the walker's own lexing of the text stay exact): inline-asm operands with no comma between

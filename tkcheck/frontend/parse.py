@@ -31,7 +31,7 @@ TK_HEADER_MAP = {
 
 
 class InputError(Exception):
-    """Bad input: the CLI reports it as TK000 / exit 2, never a traceback."""
+    """Bad input: the CLI reports it as a parse-error finding with exit 2, never a traceback."""
 
 
 @dataclass

@@ -591,7 +591,7 @@ class _StatementsMixin:
             # a condition no thread satisfies (`if (warpgroup::warpid() < 0)`), proved from what
             # is known of thread ids, loop counters and launch values: that branch never runs.
             # (A condition that only contradicts the enclosing guard -- an issuer outside its
-            # role -- stays: its ops run on no thread, which TK403 reports.)
+            # role -- stays: its ops run on no thread, which the single-issuer rule reports.)
             if self._never(ir.Guard(), cexp):
                 cls, cexp = "const", E.Const(False)
             elif self._never(ir.Guard(), E.negate(cexp)):
