@@ -23,7 +23,7 @@ from typing import Iterable
 import click
 
 from tkcheck import __version__
-from tkcheck.checks.limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
+from tkcheck.solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from tkcheck.compiler_options import UnsafeOption, check_compiler_options
 
 Path = pathlib.Path

@@ -1,5 +1,6 @@
 """TK302: init count != arrivals per phase (scope-aware)."""
-from tkcheck.checks import completion, solver
+from tkcheck import solver
+from tkcheck.checks import completion
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Rule
 

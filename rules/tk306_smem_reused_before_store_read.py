@@ -1,7 +1,7 @@
 """TK306: a shared buffer is overwritten while a tma::store_async may still be reading it."""
 from dataclasses import replace
 
-from tkcheck.checks import solver
+from tkcheck import solver
 from tkcheck.checks.threads import describe
 from tkcheck.model import expr as E
 from tkcheck.model import ir

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cache, registry
-from .checks import solver
+from . import solver
 from .checks.analysis import Analysis
-from .checks.limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
+from .solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from .findings import Finding, Location
 from .frontend.builder import ModelBuilder
 from .frontend.parse import InputError, ParseOptions, parse_source, read_source

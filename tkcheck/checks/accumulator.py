@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from . import solver
+from .. import solver
 
 MAX_GROUPS = 16
 

@@ -154,7 +154,7 @@ def _dependencies(an: Analysis) -> list[Dependency]:
 def _repeats(an: Analysis, lid: int, guards) -> bool:
     """Proved: some launch runs at least two iterations of loop lid (its trip count and the
     uniform conditions of the ops in it hold for iterations 0 and 1)."""
-    from . import solver
+    from .. import solver
     loop = an.model.loops.get(lid)
     if loop is None or not loop.uniform:
         return False

@@ -727,7 +727,7 @@ class _StatementsMixin:
             return False
         if any(v.kind == E.LOOP and not (v.name.startswith("k") and v.name[1:].isdigit()) for v in fv):
             return False        # symbolic start values of carried variables: no sign known
-        from ..checks import solver
+        from .. import solver
         assume = []
         if n is not None:
             assume.append(E.binop("<", E.TID, E.Const(n)))
