@@ -23,6 +23,7 @@ from typing import Iterable
 import click
 
 from tkcheck import __version__
+from tkcheck.formats import OUTPUT_FORMATS
 from tkcheck.solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from tkcheck.compiler_options import UnsafeOption, check_compiler_options
 
@@ -35,7 +36,6 @@ PROGRESS_MIN_FILES = 8
 CACHE_DIR_NAME = ".tkcheck_cache"
 MAX_COMPILE_COMMANDS_BYTES = 1 << 30
 SEVERITY_RANK = {"note": 0, "warning": 1, "error": 2}
-OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
 # commands other modules add, imported only when used (start-up stays lean for `tkcheck check`)
 _LAZY_COMMANDS = {"confirm": "tkcheck.confirm", "triage": "tkcheck.confirm"}
 

@@ -552,10 +552,11 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         """A kernel built from TK's lcf/lcsf template: the user's callbacks run
         inside tkcheck's model of the template's protocol."""
         from ..knowledge import protocols
+        from .parse import protocol_function
 
         tmpl = self.cursor
         kind = protocols.template_kind_for(self.mb.source(), tmpl.spelling)
-        proto_fn = protocols.protocol_function(kind)
+        proto_fn = protocol_function(kind)
         if proto_fn is None:
             return None
         self.model = m = self._new_model(tmpl.spelling, kind)

@@ -390,6 +390,30 @@ def _tool_digest() -> str:
     return _DIGEST[0]
 
 
+_PROTOCOL_TUS: dict[str, object] = {}
+
+
+def protocol_function(kind: str):
+    """The cursor of the function modelling TK template `kind`'s protocol (a pseudo-CUDA file
+    of knowledge/protocols), parsed once per process; None when tkcheck has no model of it."""
+    from ..knowledge import protocols
+    tu = _PROTOCOL_TUS.get(kind)
+    if tu is None:
+        import clang.cindex as ci
+        path = protocols.protocol_file(kind)
+        if path is None:
+            return None
+        args = build_args(ParseOptions(), str(path.parent))
+        tu = ci.Index.create().parse(str(path), args=args, options=0x200)
+        _PROTOCOL_TUS[kind] = tu
+    want = protocols.protocol_function_name(kind)
+    for c in tu.cursor.get_children():
+        if c.spelling == want and any(
+                ch.kind.name == "COMPOUND_STMT" for ch in c.get_children()):
+            return c
+    return None
+
+
 class _Parse:
     """One file's parse, repeatable with other stand-ins or another arch."""
 

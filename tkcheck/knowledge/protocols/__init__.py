@@ -5,6 +5,9 @@ folder, written for tkcheck. The front end walks the file's protocol function
 with `lcft` bound to the user's template struct and inlines the user's
 callbacks, so the user's `producer::load` / `consumer::compute` code is checked
 against the barriers, counts and phases the template sets up.
+
+This package holds the files and the text searches over the user's source that
+pick one; parsing a protocol file is the front end's (`frontend.parse.protocol_function`).
 """
 from __future__ import annotations
 
@@ -12,7 +15,6 @@ import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-_tus: dict[str, object] = {}
 
 PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu", "lcsc": "lcsc.cu", "mk_worker": "mk_worker.cu"}
 
@@ -41,24 +43,19 @@ def launch_type_args(text: str, struct_name: str) -> list[str] | None:
     return [m.group(1), m.group(2)] if m else None
 
 
-def protocol_function(kind: str):
-    """The cursor of the protocol function for `kind` (parsed once per process)."""
+def protocol_file(kind: str) -> Path | None:
+    """The pseudo-CUDA file modelling `kind`'s protocol; None when tkcheck has none."""
     fname = PROTOCOL_FILES.get(kind)
     if fname is None:
         return None
-    tu = _tus.get(kind)
-    if tu is None:
-        import clang.cindex as ci
-        from ...frontend.parse import ParseOptions, build_args
-        path = HERE / fname
-        if not path.exists():
-            return None
-        args = build_args(ParseOptions(), str(HERE))
-        tu = ci.Index.create().parse(str(path), args=args, options=0x200)
-        _tus[kind] = tu
-    want = {"mk_worker": "tkcheck_mk_worker"}.get(kind, f"tkcheck_{kind}_protocol")
-    for c in tu.cursor.get_children():
-        if c.spelling == want and any(
-                ch.kind.name == "COMPOUND_STMT" for ch in c.get_children()):
-            return c
-    return None
+    path = HERE / fname
+    return path if path.exists() else None
+
+
+def protocol_function_name(kind: str) -> str:
+    """The function in `protocol_file(kind)` that holds the protocol."""
+    return {"mk_worker": "tkcheck_mk_worker"}.get(kind, f"tkcheck_{kind}_protocol")
+
+
+__all__ = ["HERE", "PROTOCOL_FILES", "template_kind_for", "launch_type_args", "protocol_file",
+           "protocol_function_name"]
