@@ -64,11 +64,10 @@ def test_corpus_clean_for_accumulator_and_scope_rules(path):
 
 
 def _model(tmp_path, src, name):
-    from tkcheck.frontend.builder import ModelBuilder
-    from tkcheck.frontend.parse import ParseOptions, parse_source
+    from tkcheck.engine import models_of
     p = tmp_path / "k.cu"
     p.write_text(src)
-    return next(m for m in ModelBuilder(parse_source(str(p), src, ParseOptions())).build() if m.name == name)
+    return next(m for m in models_of(str(p), text=src) if m.name == name)
 
 
 def test_wait_n_counts_commit_groups(tmp_path):
