@@ -268,7 +268,6 @@ def keys_may_alias(kw, kr) -> bool | None:
     return True
 
 
-
 def same_element_proved(a: ir.Ref, b: ir.Ref, threads_a, threads_b) -> bool:
     """Proved: some thread of b names the element some thread of a names, in the same loop
     iteration. Unlike `refs_may_alias`, a proof over thread sets or nothing: equal indices
@@ -329,7 +328,6 @@ def same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int, 
     # data-dependent break) may run a second iteration: the finding says so
     bound = E.TRUE if loop.trip is None else E.binop("<", E.binop("+", k, d), loop.trip)
     return solver.witness(E.binop("&&", same, bound), timeout_ms) is not None
-
 
 
 def slot_prefix(index: tuple, ref: ir.Ref) -> bool:
