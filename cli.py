@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Iterable
 import click
 
 from tkcheck import __version__
-from tkcheck.checks.limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
+from tkcheck.formats import OUTPUT_FORMATS
+from tkcheck.solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from tkcheck.compiler_options import UnsafeOption, check_compiler_options
 
 if TYPE_CHECKING:  # the engine is imported where a check runs (start-up stays lean)
@@ -38,7 +39,6 @@ PROGRESS_MIN_FILES = 8
 CACHE_DIR_NAME = ".tkcheck_cache"
 MAX_COMPILE_COMMANDS_BYTES = 1 << 30
 SEVERITY_RANK = {"note": 0, "warning": 1, "error": 2}
-OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
 # commands other modules add, imported only when used (start-up stays lean for `tkcheck check`)
 _LAZY_COMMANDS = {"confirm": "tkcheck.confirm", "triage": "tkcheck.confirm"}
 

@@ -1,6 +1,7 @@
 """TK201: an accumulator read, stored, added or zeroed while the wgmma that
 writes it may still be in flight."""
 from tkcheck.checks import accumulator as A
+from tkcheck.checks import paths
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Confirm, Explains, Rule, WGMMA_ACCUMULATOR_READ
@@ -10,11 +11,11 @@ from ._common import HEADER, finding, related
 
 def check(an):
     out = []
-    fl = A.flow(an)
+    fl = paths.flow(an)
     n = an.threads.n
     reported = set()
     for mma in fl.ops:
-        if not A.is_wgmma(mma):
+        if not paths.is_wgmma(mma):
             continue
         acc = A.acc_ref(mma)
         if acc is None or an.threads.executing(mma) is None or not mma.guard.exact:
@@ -22,18 +23,18 @@ def check(an):
 
         def is_target(op, acc=acc):
             if op.kind == ir.REG_ACCESS and op.buffer is not None:
-                return A.refs_may_alias(op.buffer, acc) is True
+                return paths.refs_may_alias(op.buffer, acc) is True
             if op.kind == ir.MMA:
                 ra = A.reg_a_operand(op)
-                return ra is not None and A.refs_may_alias(ra, acc) is True
+                return ra is not None and paths.refs_may_alias(ra, acc) is True
             return False
 
         relevant = [o for o in fl.ops if o.kind in (ir.MMA_WAIT, ir.REG_ACCESS, ir.MMA, ir.MMA_COMMIT, ir.EXIT)]
-        for t in A.representatives(an, mma, relevant):
-            for hit in A.in_flight_hits(an, mma, t, is_target):
+        for t in paths.representatives(an, mma, relevant):
+            for hit in paths.in_flight_hits(an, mma, t, is_target):
                 op = hit.target
                 key = (op.location.row, op.location.column, str(acc))
-                if key in reported or not A.uniform_feasible(mma, op, hit.back_edge):
+                if key in reported or not paths.uniform_feasible(mma, op, hit.back_edge):
                     continue
                 reported.add(key)
                 what = (f"uses `{acc}` as the A operand of `{op.api}`" if op.kind == ir.MMA

@@ -1,5 +1,6 @@
 """TK202: a wgmma whose accumulator, A and B tiles do not fit together."""
 from tkcheck.checks import accumulator as A
+from tkcheck.checks import paths
 from tkcheck.model import ir
 from tkcheck.rule import Explains, Rule
 
@@ -9,7 +10,7 @@ from ._common import HEADER, finding
 def check(an):
     out = []
     for op in an.model.ops_of(ir.MMA):
-        if not A.is_wgmma(op):
+        if not paths.is_wgmma(op):
             continue
         probs = A.mma_shape_problems(op)
         if not probs:

@@ -1,5 +1,6 @@
 """TK301: bytes expected per phase != bytes the TMA loads deliver per phase."""
-from tkcheck.checks import completion, solver
+from tkcheck import solver
+from tkcheck.checks import completion
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Explains, Rule
 

@@ -1,7 +1,8 @@
 """TK302: init count != arrivals per phase (scope-aware)."""
 import re
 
-from tkcheck.checks import completion, solver
+from tkcheck import solver
+from tkcheck.checks import completion
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Confirm, Explains, ISSUERS_JOIN, Rule
 

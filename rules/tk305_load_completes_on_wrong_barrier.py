@@ -1,5 +1,6 @@
 """TK305: a TMA load fills stage s of a ring but completes on another stage's barrier."""
-from tkcheck.checks import phases, solver
+from tkcheck import solver
+from tkcheck.checks import phases
 from tkcheck.model import expr as E
 from tkcheck.model import ir
 from tkcheck.rule import Confirm, Explains, Rule

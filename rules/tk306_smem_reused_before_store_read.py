@@ -1,7 +1,8 @@
 """TK306: a shared buffer is overwritten while a tma::store_async may still be reading it."""
 from dataclasses import replace
 
-from tkcheck.checks import solver
+from tkcheck import solver
+from tkcheck.checks import paths
 from tkcheck.checks.threads import describe
 from tkcheck.model import expr as E
 from tkcheck.model import ir
@@ -16,67 +17,6 @@ def _writes(o: ir.Op) -> bool:
     if o.kind == ir.TMA_LOAD:
         return True
     return o.kind == ir.SMEM_ACCESS and o.detail.get("access") == "write"
-
-
-def _same_element(a: ir.Ref, b: ir.Ref, threads_a, threads_b) -> bool:
-    """Proved: some thread of b writes the element some thread of a reads (same iteration)."""
-    if a.name != b.name or len(a.index) != len(b.index):
-        return False
-    if a.index == b.index and not any(ix.depends_on(E.THREAD) or ix.is_opaque() for ix in a.index):
-        return True
-    if any(ix.is_opaque() or ix.depends_on(E.LOOP) for ix in a.index + b.index):
-        return False
-    if threads_a is None or threads_b is None:
-        return False
-    ea = {tuple(ix.eval({"tid": t}) for ix in a.index) for t in threads_a}
-    eb = {tuple(ix.eval({"tid": t}) for ix in b.index) for t in threads_b}
-    return any(None not in e for e in ea & eb)
-
-
-def _per_thread(index: tuple, threads) -> list[tuple]:
-    """The distinct index tuples the given threads name (tid substituted)."""
-    seen, out = set(), []
-    for t in sorted(threads or ()):
-        sub = {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)}
-        ix = tuple(E.substitute(x, sub) for x in index)
-        key = tuple(map(str, ix))
-        if key not in seen:
-            seen.add(key)
-            out.append(ix)
-    return out
-
-
-def _same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int, ts, tw, later: bool = False) -> bool:
-    """Proved: the write at iteration k+1 (`later`: at some iteration k+d, d >= 1) hits the
-    element the store read at iteration k, for some k with k+d inside the trip count (z3)."""
-    a, b = store.buffer, write.buffer
-    if a.name != b.name or len(a.index) != len(b.index) or not store.loops:
-        return False
-    ixs = a.index + b.index
-    if any(ix.is_opaque() for ix in ixs):
-        return False
-    if any(ix.depends_on(E.THREAD) for ix in ixs):
-        pairs = [(x, y) for x in _per_thread(a.index, ts) for y in _per_thread(b.index, tw)]
-        if len(pairs) > 64:
-            return False
-        return any(_same_element_next_iteration(m, replace(store, buffer=ir.Ref(a.name, x)),
-                                                replace(write, buffer=ir.Ref(b.name, y)), timeout_ms, ts, tw, later)
-                   for x, y in pairs)
-    loop = m.loops.get(store.loops[-1])
-    if loop is None or (loop.trip is not None and loop.trip.is_opaque()):
-        return False
-    k = loop.counter
-    d = E.Var("d@later", E.PARAM) if later else E.Const(1)
-    nxt = {k.name: E.binop("+", k, d)}
-    same = E.TRUE
-    for ia, ib in zip(a.index, b.index):
-        same = E.binop("&&", same, E.binop("==", ia, E.substitute(ib, nxt)))
-    if later:
-        same = E.binop("&&", same, E.binop(">=", d, E.Const(1)))
-    # a loop without a trip count (a persistent task loop ending on a
-    # data-dependent break) may run a second iteration: the finding says so
-    bound = E.TRUE if loop.trip is None else E.binop("<", E.binop("+", k, d), loop.trip)
-    return solver.witness(E.binop("&&", same, bound), timeout_ms) is not None
 
 
 def check(an):
@@ -109,10 +49,11 @@ def check(an):
                 # no read wait anywhere in the loop body: a write any number of iterations
                 # later (double-buffered staging reused two tiles on) is unprotected too
                 unwaited = not any(x.kind == ir.TMA_STORE_WAIT for x in path)
-                if not _same_element_next_iteration(m, st, o, an.solver_timeout_ms, iss, wt) and not (
-                        unwaited and _same_element_next_iteration(m, st, o, an.solver_timeout_ms, iss, wt, later=True)):
+                to = an.solver_timeout_ms
+                if not paths.same_element_next_iteration(m, st, o, to, iss, wt) and not (
+                        unwaited and paths.same_element_next_iteration(m, st, o, to, iss, wt, later=True)):
                     continue
-            elif not _same_element(st.buffer, o.buffer, iss, wt):
+            elif not paths.same_element_proved(st.buffer, o.buffer, iss, wt):
                 continue
             between = path[:pos]
             waited = False
@@ -235,23 +176,6 @@ def _between(ops, a: ir.Op, b: ir.Op) -> list[ir.Op]:
     return [o for o in ops if a.order < o.order < b.order and o.loops[:len(a.loops)] == a.loops]
 
 
-def _prefix(index: tuple, ref: ir.Ref) -> bool:
-    """The barrier element guards the buffer slot: its index is a prefix of the buffer's (a
-    scalar barrier guards the whole staging array)."""
-    return len(index) <= len(ref.index) and tuple(ref.index[:len(index)]) == tuple(index) and \
-        not any(ix.is_opaque() or ix.depends_on(E.THREAD) for ix in index)
-
-
-def _rest_overlap(a: ir.Ref, b: ir.Ref, n: int, ta, tb) -> bool:
-    """Proved: past the slot prefix, some thread of b names an element some thread of a names."""
-    ra, rb = a.index[n:], b.index[n:]
-    if any(ix.is_opaque() or ix.depends_on(E.LOOP) for ix in ra + rb) or len(ra) != len(rb):
-        return False
-    ea = {tuple(ix.eval({"tid": t}) for ix in ra) for t in ta}
-    eb = {tuple(ix.eval({"tid": t}) for ix in rb) for t in tb}
-    return any(None not in e for e in ea & eb)
-
-
 def _handed_over(an, st: ir.Op, iss) -> list:
     """Another role overwrites the stored slot after a barrier handoff that the storer
     signals right after the store, with no store_async_read_wait in between.
@@ -268,7 +192,7 @@ def _handed_over(an, st: ir.Op, iss) -> list:
         return out
     for a in m.ops:
         if a.kind != ir.MBAR_ARRIVE or a.order < st.order or a.loops != st.loops or a.barrier is None \
-                or not a.guard.exact or not _prefix(a.barrier.index, st.buffer) or th.issuers(a) != iss:
+                or not a.guard.exact or not paths.slot_prefix(a.barrier.index, st.buffer) or th.issuers(a) != iss:
             continue
         name = a.barrier.name
         gap = _between(m.ops, st, a)
@@ -287,13 +211,14 @@ def _handed_over(an, st: ir.Op, iss) -> list:
             if not wt or wt & iss:
                 continue
             waits = [w for w in m.ops if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == name
-                     and w.loops == o.loops and w.order < o.order and _prefix(w.barrier.index, o.buffer)
+                     and w.loops == o.loops and w.order < o.order and paths.slot_prefix(w.barrier.index, o.buffer)
                      and w.guard.exact and (th.executing(w) or frozenset()) >= wt]
             if not waits:
                 continue
             w = waits[-1]
             n = len(w.barrier.index)
-            if tuple(w.barrier.index) != tuple(o.buffer.index[:n]) or not _rest_overlap(st.buffer, o.buffer, n, iss, wt):
+            if tuple(w.barrier.index) != tuple(o.buffer.index[:n]) or \
+                    not paths.elements_overlap(st.buffer, o.buffer, n, iss, wt):
                 continue
             if any(x.kind in (ir.MBAR_WAIT, ir.EXIT) or (x.kind == ir.SYNC and x.detail.get("sync_kind") != "warp")
                    or (x.kind == ir.CALL and x.asm is not None) for x in _between(m.ops, w, o)):

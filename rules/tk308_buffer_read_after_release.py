@@ -1,6 +1,6 @@
 """TK308: a thread reads a shared buffer after it released the buffer (arrived on the barrier
 its producer waits before refilling it)."""
-from tkcheck.checks import accumulator as A
+from tkcheck.checks import paths
 from tkcheck.checks.threads import describe
 from tkcheck.model import expr as E
 from tkcheck.model import ir
@@ -52,7 +52,7 @@ def _gates(an) -> dict[tuple[str, str], set[str]]:
 def check(an):
     out = []
     m, th, n = an.model, an.threads, an.threads.n
-    fl = A.flow(an)
+    fl = paths.flow(an)
     gates = _gates(an)
     if not gates:
         return out

@@ -1,6 +1,6 @@
 """TK403: a single-thread op (TMA issue, expect, init) run by several threads
 per intended issue, or guarded so that no thread of its role runs it."""
-from tkcheck.checks import scope
+from tkcheck.checks import paths, single_issue
 from tkcheck.checks.threads import describe
 from tkcheck.fixes import lane_guard_fix
 from tkcheck.model import ir
@@ -15,14 +15,14 @@ _WHAT = {ir.TMA_LOAD: "TMA load", ir.TMA_STORE: "TMA store", ir.MBAR_EXPECT: "ex
 def check(an):
     out = []
     n = an.threads.n
-    for op in an.model.ops_of(*scope.SINGLE_ISSUE_KINDS):
+    for op in an.model.ops_of(*single_issue.SINGLE_ISSUE_KINDS):
         issuers = an.threads.issuers(op)
         if issuers is None:
             continue
         what = _WHAT[op.kind]
         if not issuers:
             # nobody issues it: a role condition and an issuer condition that exclude each other
-            parts = scope.conjuncts(op.guard.thread)
+            parts = single_issue.conjuncts(op.guard.thread)
             sets = [an.threads.satisfying(p) for p in parts]
             if len(parts) < 2 or any(s is None or not s for s in sets):
                 if op.issuers_per_group and an.threads.executing(op):
@@ -47,7 +47,7 @@ def check(an):
         # several issuers doing the same copy: group them by what they issue
         sigs: dict[str, list[int]] = {}
         for t in sorted(issuers):
-            sig = scope.issue_signature(op, t)
+            sig = paths.issue_signature(op, t)
             if sig is None:
                 sigs = {}
                 break

@@ -1,6 +1,6 @@
 """TK405: a warpgroup operation (wgmma, its waits and fences) run by threads
 that do not form whole aligned warpgroups."""
-from tkcheck.checks import accumulator as A
+from tkcheck.checks import paths
 from tkcheck.checks import syncscope as S
 from tkcheck.model import ir
 from tkcheck.checks.threads import describe
@@ -13,7 +13,7 @@ def check(an):
     out = []
     n = an.threads.n
     for op in an.model.ops_of(*S.WARPGROUP_KINDS):
-        if op.scope != "warpgroup" or (op.kind == ir.MMA and not A.is_wgmma(op)):
+        if op.scope != "warpgroup" or (op.kind == ir.MMA and not paths.is_wgmma(op)):
             continue   # tcgen05 MMAs are issued by one thread
         parts = S.misaligned_groups(an, op)
         if not parts:

@@ -1,6 +1,6 @@
 """TK407: a global counter/flag raised with a relaxed reduction after bulk
 stores, without release ordering."""
-from tkcheck.checks import accumulator as A
+from tkcheck.checks import paths
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Confirm, Rule
@@ -12,7 +12,7 @@ _RELEASE_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
 
 def check(an):
     out = []
-    fl = A.flow(an)
+    fl = paths.flow(an)
     n = an.threads.n
     for sig in fl.ops:
         if sig.kind != ir.GLOBAL_SIGNAL or sig.detail.get("sem") not in ("relaxed", "release", "acq_rel") \

@@ -1,5 +1,5 @@
 """TK505: a cluster barrier not reached by every CTA, or remote signals without a closing cluster barrier."""
-from tkcheck.checks import solver
+from tkcheck import solver
 from tkcheck.model import expr as E
 from tkcheck.model import ir
 from tkcheck.rule import Rule

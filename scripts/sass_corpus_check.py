@@ -26,9 +26,8 @@ from tkcheck.checks import sass_cross  # noqa: E402
 from tkcheck.sass import build as sass_build  # noqa: E402
 from tkcheck.sass.model import Skipped  # noqa: E402
 from tkcheck.checks.analysis import Analysis  # noqa: E402
-from tkcheck.engine import CheckOptions, check_file  # noqa: E402
-from tkcheck.frontend.builder import ModelBuilder  # noqa: E402
-from tkcheck.frontend.parse import InputError, ParseOptions, parse_source, read_source  # noqa: E402
+from tkcheck.engine import CheckOptions, InputError, ParseOptions, check_file, models_of  # noqa: E402
+from tkcheck.frontend import read_source  # noqa: E402
 from tkcheck.sass import find_toolchain  # noqa: E402
 from tkcheck.sass.toolchain import ToolchainNotFound  # noqa: E402
 
@@ -86,7 +85,7 @@ def main(argv=None) -> int:
                   f"{cold.disassemble_seconds:.2f} s), warm {t_warm:.2f} s (cache hit: {warm.cache_hit}); "
                   f"{len(cold.kernels)} SASS kernels")
             try:
-                models = ModelBuilder(parse_source(rel, text, popts)).build()
+                models = models_of(rel, popts, text=text)
             except InputError as exc:
                 print(f"  source model not built with the real headers ({exc}): not cross-checked")
                 unchecked += 1

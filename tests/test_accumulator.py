@@ -64,15 +64,14 @@ def test_corpus_clean_for_accumulator_and_scope_rules(path):
 
 
 def _model(tmp_path, src, name):
-    from tkcheck.frontend.builder import ModelBuilder
-    from tkcheck.frontend.parse import ParseOptions, parse_source
+    from tkcheck.engine import models_of
     p = tmp_path / "k.cu"
     p.write_text(src)
-    return next(m for m in ModelBuilder(parse_source(str(p), src, ParseOptions())).build() if m.name == name)
+    return next(m for m in models_of(str(p), text=src) if m.name == name)
 
 
 def test_wait_n_counts_commit_groups(tmp_path):
-    from tkcheck.checks import accumulator as A
+    from tkcheck.checks import paths
     from tkcheck.checks.analysis import Analysis
     src = ('#include "kittens.cuh"\nusing namespace kittens;\n'
            '__global__ __launch_bounds__(128, 1) void k(int n) {\n'
@@ -80,8 +79,8 @@ def test_wait_n_counts_commit_groups(tmp_path):
            '    warpgroup::mm_AB(x, a, b);\n    warpgroup::mma_commit_group();\n'
            '    warpgroup::mma_async_wait<1>();\n    warpgroup::store(c, x);\n}\n')
     an = Analysis(_model(tmp_path, src, "k"))
-    mma = next(o for o in an.model.ops if A.is_wgmma(o))
-    hits = A.in_flight_hits(an, mma, 0, lambda o: o.kind == "reg_access")
+    mma = next(o for o in an.model.ops if paths.is_wgmma(o))
+    hits = paths.in_flight_hits(an, mma, 0, lambda o: o.kind == "reg_access")
     assert hits == []        # an explicit (empty) commit group after the MMA: wait<1> retires it
 
 

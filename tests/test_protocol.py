@@ -9,9 +9,7 @@ import pytest
 from tkcheck import registry
 from tkcheck.checks import protocol
 from tkcheck.checks.analysis import Analysis
-from tkcheck.engine import CheckOptions, check_file
-from tkcheck.frontend.builder import ModelBuilder
-from tkcheck.frontend.parse import ParseOptions, parse_source
+from tkcheck.engine import CheckOptions, check_file, models_of
 from tkcheck.render.trace_svg import write_trace_svgs
 
 from conftest import ROOT
@@ -22,7 +20,7 @@ DEADLOCK_RULES = {"TK502", "TK503", "TK504", "TK505"}
 
 def _explore(path: Path, text: str | None = None):
     text = path.read_text() if text is None else text
-    ms = ModelBuilder(parse_source(str(path), text, ParseOptions())).build()
+    ms = models_of(str(path), text=text)
     return {m.name: protocol.explore(Analysis(m)) for m in ms}
 
 
@@ -108,7 +106,7 @@ def test_svg_is_deterministic(tmp_path):
 
 def test_exploration_is_bounded_and_cached():
     path = ROOT / "corpus" / "hopper" / "attn_fwd.cu"
-    ms = ModelBuilder(parse_source(str(path), path.read_text(), ParseOptions())).build()
+    ms = models_of(str(path))
     an = Analysis(ms[0])
     t = time.perf_counter()
     ex = protocol.explore(an)

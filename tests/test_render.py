@@ -88,6 +88,8 @@ def run(findings, fmt, **kw):
 
 def test_formats_listed_and_unknown_format_rejected():
     assert FORMATS == ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+    from tkcheck.render import _RENDERERS
+    assert tuple(_RENDERERS) == FORMATS       # one renderer per name of tkcheck.formats
     with pytest.raises(ValueError, match="unknown output format 'xml'"):
         run([], "xml")
 

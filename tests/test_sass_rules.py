@@ -17,9 +17,7 @@ from tkcheck import registry
 from tkcheck.checks import sass_cross
 from tkcheck.sass import build as sass_build
 from tkcheck.checks.analysis import Analysis
-from tkcheck.engine import CheckOptions, check_file
-from tkcheck.frontend.builder import ModelBuilder
-from tkcheck.frontend.parse import ParseOptions, parse_source, read_source
+from tkcheck.engine import CheckOptions, ParseOptions, check_file, models_of
 from tkcheck.sass import SassKernel, SassResult, find_toolchain
 from tkcheck.sass import compile as sass_compile
 from tkcheck.sass.toolchain import ToolchainNotFound
@@ -142,8 +140,7 @@ def test_tk603_fence_and_arrive_compiled_out(check):
 
 
 def _analysis(src: Path, result, name: str, defines=()):
-    parsed = parse_source(str(src), read_source(str(src)), ParseOptions(defines=tuple(defines)))
-    [m] = [m for m in ModelBuilder(parsed).build() if m.name == name]
+    [m] = [m for m in models_of(str(src), ParseOptions(defines=tuple(defines))) if m.name == name]
     an = Analysis(m)
     sass_cross.attach(an, result, m)
     return an

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from conftest import ROOT
 from tkcheck import evaluate
-from tkcheck.checks import solver
+from tkcheck import solver
 from tkcheck.cli.cli import main
 from tkcheck.engine import CheckOptions, check_file
 from tkcheck.expectations import options_for, parse_fixture

@@ -5,9 +5,7 @@ import tomllib
 import pytest
 
 from tkcheck import registry
-from tkcheck.engine import CheckOptions, check_file
-from tkcheck.frontend.builder import ModelBuilder
-from tkcheck.frontend.parse import ParseOptions, parse_source
+from tkcheck.engine import CheckOptions, ParseOptions, check_file, models_of
 from tkcheck.model import ir
 
 from conftest import ROOT
@@ -31,8 +29,7 @@ def _check(path, text=None, codes=ALL):
 
 
 def _model(text):
-    p = parse_source(str(KERNEL), text, BW)
-    return [m for m in ModelBuilder(p).build() if m.name == "gemm_tcgen05_kernel"][0]
+    return [m for m in models_of(str(KERNEL), BW, text=text) if m.name == "gemm_tcgen05_kernel"][0]
 
 
 def test_tmem_model_of_the_corpus_kernel():

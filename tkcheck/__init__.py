@@ -1,22 +1,34 @@
-"""tkcheck: static verifier for asynchronous ThunderKittens / MegaKittens kernels."""
-import os as _os
-import sys as _sys
-import types as _types
+"""tkcheck: static verifier for asynchronous ThunderKittens / MegaKittens kernels.
+
+The public interface (imported lazily: `import tkcheck` loads neither libclang nor z3):
+  check_file(path, CheckOptions(...)) -> FileResult   everything tkcheck reports on one file
+  models_of(path, ParseOptions(...)) -> [KernelModel]  the models its checks query
+  CheckOptions, FileResult, ParseOptions, InputError   their options, results and input errors
+The packages, each with its own interface: `frontend` (source -> KernelModel), `model` (the
+KernelModel and its expressions), `knowledge` (TK's API as data), `checks` (rule-agnostic
+facts), `render` (one renderer per output format), `sass` (the SASS pass), `confirm` (GPU
+confirmation and triage); the rule catalog is `tkcheck.rules`, the command line
+`tkcheck.cli.cli`.
+"""
+from pathlib import Path as _Path
 
 __version__ = "0.1.0"
 
-# In an installed wheel, the rule catalog (rules/) and the command line (cli.py)
-# are mapped into this package at build time: tkcheck.rules and tkcheck.cli.cli.
-# Run from a source checkout (e.g. `python -m pytest` at the repository root),
-# they live beside the package: expose them under the same names.
-_here = _os.path.dirname(_os.path.abspath(__file__))
-_root = _os.path.dirname(_here)
-if (not _os.path.isdir(_os.path.join(_here, "rules"))
-        and _os.path.isfile(_os.path.join(_root, "rules", "__init__.py"))
-        and _os.path.isfile(_os.path.join(_root, "cli.py"))
-        and _os.path.isfile(_os.path.join(_root, "pyproject.toml"))):
-    __path__.append(_root)  # noqa: F821 - tkcheck.rules -> <root>/rules
-    if "tkcheck.cli" not in _sys.modules:
-        _cli = _types.ModuleType("tkcheck.cli")
-        _cli.__path__ = [_root]  # tkcheck.cli.cli -> <root>/cli.py, as in the wheel
-        _sys.modules["tkcheck.cli"] = _cli
+__all__ = ["__version__", "check_file", "models_of", "CheckOptions", "FileResult", "ParseOptions", "InputError"]
+
+_ENGINE = {"check_file", "models_of", "CheckOptions", "FileResult", "ParseOptions", "InputError"}
+
+
+def __getattr__(name):
+    if name in _ENGINE:
+        from . import engine
+        return getattr(engine, name)
+    raise AttributeError(f"module 'tkcheck' has no attribute '{name}'")
+
+
+# A wheel holds the rule catalog and the command line inside this package (mapped at build
+# time); a source checkout has them at the repository root: map them the same way at import.
+_here = _Path(__file__).resolve().parent
+if not (_here / "rules").is_dir() and (_here.parent / "pyproject.toml").is_file():
+    from ._source_layout import install as _install
+    _install(_here.parent)

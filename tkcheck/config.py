@@ -274,8 +274,8 @@ def _patterns(value: Any, where: str, key: str) -> tuple[str, ...]:
 
 
 def _formats() -> tuple[str, ...]:
-    from .render import FORMATS  # late: the renderers are not needed to read a config
-    return FORMATS
+    from .formats import OUTPUT_FORMATS
+    return OUTPUT_FORMATS
 
 
 def _unknown(where: str, key: str, known: Iterable[str], hint: str = "") -> ConfigError:

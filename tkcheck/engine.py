@@ -1,5 +1,8 @@
 """Checking one file: parse -> KernelModels -> rules -> suppression.
 
+Public: `check_file(path, CheckOptions)` (the whole check) and `models_of(path, ParseOptions)`
+(the models the rules query), with `CheckOptions`, `FileResult`, `ParseOptions`, `InputError`.
+
 Everything a file's check needs travels in `CheckOptions` (picklable, so
 `-j N` can run files in worker processes: libclang and z3 are not
 thread-safe). Errors in tkcheck itself never escape as a traceback: a kernel
@@ -12,13 +15,14 @@ import time
 from dataclasses import dataclass, field
 
 from . import cache, registry
-from .checks import solver
+from . import solver
 from .checks.analysis import Analysis
-from .checks.limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
+from .solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from .findings import Finding, Location
 from .frontend.builder import ModelBuilder
 from .frontend.parse import InputError, ParseOptions, parse_source, read_source
 from .rules import PARSE_ERROR
+from .model.ir import KernelModel
 from .suppress import apply_suppressions, parse_suppressions
 
 
@@ -74,7 +78,22 @@ def _fill(f: Finding, rules) -> Finding:
     return f
 
 
+def models_of(path: str, options: ParseOptions | None = None, text: str | None = None) -> list[KernelModel]:
+    """The KernelModels of one file, built as `check_file` builds them (one parse, one model per
+    kernel, template instantiation and TK prototype struct; `check_file` then leaves out a
+    kernel whose block cannot launch). `text`: the file's contents, read from `path` when None.
+    Raises InputError for a file tkcheck cannot read."""
+    from .model.expr import reset_unknowns
+    reset_unknowns()          # as check_file: the names of unknowns and the solver's answers
+    solver.fresh_context()    # do not depend on what this process built before
+    if text is None:
+        text = read_source(path)
+    return ModelBuilder(parse_source(path, text, options or ParseOptions())).build()
+
+
 def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileResult:
+    """Everything tkcheck reports on one file: findings (suppressions applied), notes, coverage
+    and timings. Input tkcheck cannot read becomes a TK000 finding, an internal error a note."""
     res = FileResult(path=path)
     t0 = time.perf_counter()
     rules = registry.by_code()
@@ -412,3 +431,6 @@ def _time_solver():
 
     check._tkcheck_timed = True
     z3.Solver.check = check
+
+
+__all__ = ["check_file", "models_of", "CheckOptions", "FileResult", "ParseOptions", "InputError"]

@@ -1,146 +1,21 @@
-"""Accumulator facts: which accesses of an MMA's accumulator or operands can
-happen while the MMA may still be in flight, along the program paths of each
-thread.
+"""Accumulator facts: the operands of MMAs (accumulator, A, B), the shapes TK's
+wgmma accepts, and which refills of a wgmma's shared operands can happen while the
+MMA may still be in flight (`operand_races`).
 
-The model's ops are in program order; a thread's path visits the ops whose
-guard it satisfies, and at the end of a loop body either goes back to the
-loop's first op (when the loop may run twice or more) or leaves the loop.
-Every loop is assumed to run at least once (a zero-trip loop would only hide
-ops, never create a path), so a path found here is a real path whenever the
-loops it uses run.
-
-A path is a *witness* only when it is certain: an op that may or may not run
-for the thread (inexact guard, unknown thread set, a uniform condition that
-is not the same as the endpoints') is treated, conservatively, as running
-when it would protect (a wait, a barrier) and as irrelevant otherwise. So a
-finding means: every op that could have made the access safe is provably
-absent from this path.
+The path queries these facts use (program-order flow, in-flight hits, aliasing)
+live in `paths`, shared with the sync-scope facts and the rules.
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from . import solver
-
-MAX_GROUPS = 16
-
-
-# --------------------------------------------------------------- flow ----
-
-class Flow:
-    """Program-order successor structure over the model's ops."""
-
-    def __init__(self, an: Analysis):
-        self.an = an
-        self.model = an.model
-        self.ops = sorted(an.model.ops, key=lambda o: o.order)
-        self.index = {id(o): i for i, o in enumerate(self.ops)}
-        self.first: dict[int, int] = {}
-        for i, o in enumerate(self.ops):
-            for lid in o.loops:
-                self.first.setdefault(lid, i)
-
-    def may_repeat(self, lid: int) -> bool:
-        loop = self.model.loops.get(lid)
-        if loop is None:
-            return True
-        if loop.trip is None:
-            return True
-        v = loop.trip.eval({})
-        return not (isinstance(v, int) and v <= 1)
-
-    def succ(self, i: int) -> list[tuple[int, bool]]:
-        """(next index, via a back edge). len(ops) means the end of the kernel."""
-        out = []
-        cur = self.ops[i].loops
-        nxt = self.ops[i + 1].loops if i + 1 < len(self.ops) else ()
-        # loops left between i and i+1, innermost first
-        for lid in reversed(cur):
-            if lid in nxt:
-                break
-            if self.may_repeat(lid):
-                out.append((self.first[lid], True))
-        out.append((i + 1, False))
-        return out
-
-    # -- who runs an op ---------------------------------------------------
-    def runs(self, op: ir.Op, t: int, ctx_uniform: tuple = ()) -> bool | None:
-        """True: thread t certainly runs op (given the endpoints' uniform
-        conditions); False: certainly not; None: unknown."""
-        ex = self.an.threads.executing(op)
-        if ex is None:
-            return None
-        if t not in ex:
-            return False if op.guard.exact else None
-        if not op.guard.exact:
-            return None
-        if op.guard.uniform and not all(u in ctx_uniform for u in op.guard.uniform):
-            return None
-        return True
-
-    def same_iteration_between(self, a: ir.Op, b: ir.Op) -> list[ir.Op]:
-        """Ops strictly between a and b in program order (no back edge)."""
-        i, j = self.index[id(a)], self.index[id(b)]
-        return self.ops[i + 1:j] if i < j else []
-
-
-def flow(an: Analysis) -> Flow:
-    return an.fact("flow", Flow)
-
-
-@dataclass
-class PathHit:
-    target: ir.Op
-    back_edge: bool
-    groups: int
-
-
-def search(fl: Flow, start: ir.Op, t: int, is_target, blocks, step=None, uniform: tuple = (),
-           state0: int = 0) -> list[PathHit]:
-    """Targets reachable from just after `start` on thread t's paths without
-    passing an op for which `blocks(op, runs, state)` is True. `step(op, runs,
-    state)` updates an integer state (e.g. commit groups since start)."""
-    n = len(fl.ops)
-    i0 = fl.index[id(start)]
-    seen = set()
-    hits: dict[int, PathHit] = {}
-    q = deque()
-    for j, back in fl.succ(i0):
-        q.append((j, state0, back))
-    while q:
-        j, st, back = q.popleft()
-        if j >= n:
-            continue
-        key = (j, st, back)
-        if key in seen:
-            continue
-        seen.add(key)
-        op = fl.ops[j]
-        r = fl.runs(op, t, uniform)
-        if r is not False and is_target(op) and r is True:
-            if id(op) not in hits:
-                hits[id(op)] = PathHit(op, back, st)
-        if blocks(op, r, st):
-            continue
-        if op.kind == ir.EXIT and r is True:
-            continue
-        if step is not None and r is not False:
-            st = step(op, r, st)
-        for k, b2 in fl.succ(j):
-            q.append((k, st, back or b2))
-    return list(hits.values())
+from .paths import Flow, flow, in_flight_hits, is_wgmma, refs_may_alias, uniform_feasible
 
 
 # ------------------------------------------------------- MMA specifics ----
-
-def is_wgmma(op: ir.Op) -> bool:
-    """A Hopper wgmma: warpgroup scope, register accumulator (tcgen05 MMAs accumulate in TMEM)."""
-    return op.kind == ir.MMA and op.scope == "warpgroup" and op.detail.get("acc_kind") == "regtile"
-
 
 def acc_ref(op: ir.Op) -> ir.Ref | None:
     if op.kind == ir.MMA and op.operands and op.detail.get("acc_kind") == "regtile":
@@ -164,93 +39,6 @@ def reg_a_operand(op: ir.Op) -> ir.Ref | None:
         if role == "a" and op.detail.get("a_kind") == "regtile":
             return ref
     return None
-
-
-def refs_may_alias(a: ir.Ref, b: ir.Ref, ta: int | None = None, tb: int | None = None,
-                   timeout_ms: int = 500) -> bool | None:
-    """True: certainly the same object; False: certainly different; None: unknown.
-    Indices may depend on the thread (evaluated at ta / tb)."""
-    if a.name != b.name:
-        return False
-    if not a.index and not b.index:
-        return True
-    if len(a.index) != len(b.index):
-        return None
-    verdict = True
-    for x, y in zip(a.index, b.index):
-        if ta is not None:
-            x = E.substitute(x, {"tid": E.Const(ta)})
-        if tb is not None:
-            y = E.substitute(y, {"tid": E.Const(tb)})
-        if x == y:
-            continue
-        cx, cy = x.eval({}), y.eval({})
-        if cx is not None and cy is not None:
-            if cx != cy:
-                return False
-            continue
-        verdict = None
-    return verdict
-
-
-def wait_retires(op: ir.Op, groups_after: int) -> bool | None:
-    """Does this mma_async_wait<N> retire an MMA followed by `groups_after`
-    commit groups? (wgmma.wait_group N: at most N most recent groups pending)."""
-    n = op.count.eval({}) if op.count is not None else 0
-    if not isinstance(n, int):
-        return None
-    return groups_after >= n
-
-
-def commits(op: ir.Op) -> bool:
-    """TK's mma_* commit one wgmma group each; mma_commit_group commits one."""
-    return is_wgmma(op) or op.kind == ir.MMA_COMMIT
-
-
-def in_flight_hits(an: Analysis, mma: ir.Op, t: int, is_target) -> list[PathHit]:
-    """Targets thread t reaches after `mma` while the MMA may be in flight."""
-    fl = flow(an)
-
-    def blocks(op, r, st):
-        if r is True and is_target(op):
-            return True             # report the first access on each path only
-        if op.kind == ir.MMA_WAIT and r is not False:
-            w = wait_retires(op, st)
-            return w is not False   # retired, or unknown: not a witness
-        return False
-
-    def step(op, r, st):
-        return min(st + 1, MAX_GROUPS) if commits(op) else st
-
-    return search(fl, mma, t, is_target, blocks, step, mma.guard.uniform)
-
-
-def representatives(an: Analysis, op: ir.Op, relevant: list[ir.Op]) -> list[int]:
-    """One thread per class of threads (running `op`) that run the same subset
-    of `relevant` ops: enough to cover every distinct path."""
-    ex = an.threads.executing(op)
-    if ex is None:
-        return []
-    sets = [an.threads.executing(o) for o in relevant]
-    classes: dict[tuple, int] = {}
-    for t in sorted(ex):
-        sig = tuple((s is None) or (t in s) for s in sets)
-        classes.setdefault(sig, t)
-    return sorted(classes.values())
-
-
-def uniform_feasible(a: ir.Op, b: ir.Op, back_edge: bool, timeout_ms: int = 1000) -> bool:
-    """The two ops' uniform conditions can hold together (and do not refer to
-    loop counters across a back edge)."""
-    conds = tuple(a.guard.uniform) + tuple(c for c in b.guard.uniform if c not in a.guard.uniform)
-    if not conds:
-        return True
-    if back_edge and any(c.depends_on(E.LOOP) for c in conds):
-        return False
-    if any(c.is_opaque() for c in conds):
-        return False
-    w = solver.witness(E.conj(*conds), timeout_ms)
-    return w is not None
 
 
 # ------------------------------------------------------------ shapes ----

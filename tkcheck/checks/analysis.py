@@ -35,7 +35,7 @@ class Analysis:
             used |= self._uses.get(name, set())
         if name not in self.facts:
             import time
-            from . import solver
+            from .. import solver
             used = set()
             self._collecting.append(used)
             mark = solver.inconclusive_count()
@@ -59,7 +59,7 @@ class Analysis:
 
         A check that stays silent because another check explains the problem must know whether
         that other check could decide: a spent budget there is not an explanation."""
-        from . import solver
+        from .. import solver
         t = _Tracked()
         used: set[str] = set()
         self._collecting.append(used)

@@ -646,7 +646,7 @@ def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:
     (`if (k == 0) mm2_AB(acc, a, b, sem); else mma2_AB(acc, a, b, sem);`), with the same
     threads, amount, multiplicity and pattern: exactly one of them runs in every round, so
     they count once, as one site without that condition (in place)."""
-    from . import solver
+    from .. import solver
     changed = True
     while changed:
         changed = False

@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Union
 
 import z3
 
-from tkcheck.checks.solver import LIMITS, checked, limited
+from tkcheck.solver import LIMITS, checked, limited
 from tkcheck.knowledge.layouts import (
     ADDR_BITS,
     ALIGNMENT_REQUIREMENTS,
@@ -32,7 +32,7 @@ from tkcheck.knowledge.layouts import (
 )
 
 #: Accepted for compatibility and ignored: every query runs under the solver's deterministic budget
-#: (tkcheck.checks.solver.LIMITS), with its wall-clock safety net.
+#: (tkcheck.solver.LIMITS), with its wall-clock safety net.
 DEFAULT_TIMEOUT_MS = None
 
 

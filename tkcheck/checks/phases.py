@@ -78,7 +78,7 @@ def _shift(e: E.Expr, k: E.Var, d: E.Expr) -> E.Expr:
 
 def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int) -> E.Expr | None:
     """Smallest proved period of the element index in k (1 for a constant index)."""
-    from . import solver
+    from .. import solver
     if not any(k in ix.free_vars() for ix in index):
         return E.Const(1)
     cands = []
@@ -99,7 +99,7 @@ def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int) -> E.Expr | None:
 
 
 def _unsat(pred: E.Expr, timeout: int) -> bool:
-    from . import solver
+    from .. import solver
     return solver.always(E.negate(pred), timeout) is True
 
 
@@ -218,7 +218,8 @@ def _self_paced(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr | None) 
     arrivals come before the loop (the prologue fills), and every phase gets exactly its
     init count of arrivals. Then the wait at k observes completion
     use(k) + prologue(k) - #{i < d : element(i) == element(k)}. None when not this shape."""
-    from . import completion, solver
+    from .. import solver
+    from . import completion
     m, th, to = an.model, an.threads, an.solver_timeout_ms
     name = w.barrier.name
     if not _carries_data(m, name) or period is None or not isinstance(period.eval({}), int):
@@ -304,7 +305,7 @@ def _skips_first_use(an: Analysis, w: ir.Op) -> bool | None:
     over the round counter k equivalent to k >= P, P the period of the barrier index (the
     controller of a two-slot ring: `if (iter >= 2) wait(finished[iter % 2], ...)`); False
     when no guard mentions k; None otherwise."""
-    from . import solver
+    from .. import solver
     m = an.model
     if not w.loops or w.barrier is None:
         return None
@@ -542,7 +543,7 @@ def _smallest_counterexample(pred: E.Expr, k: E.Var | None, assume: list[E.Expr]
         za = [E.as_bool(a.to_z3(zv)) for a in assume]
     except (z3.Z3Exception, TypeError):
         return None
-    from .solver import _constraints, checked, limited
+    from ..solver import _constraints, checked, limited
     opt = limited(z3.Optimize())
     opt.add(*_constraints(zv, za))
     opt.add(zp)
@@ -740,7 +741,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         due = E.binop("+", use, E.Const(wp.offset + pre))
         wp.due = due
     bad = E.binop("!=", _mod2(parity), _mod2(due))
-    from . import solver
+    from .. import solver
     # first without the trip bounds (often non-linear: grid-stride task loops); a proof
     # for every iteration is a proof for the iterations that run
     ok = solver.always(E.negate(bad), to, assume=tuple(assume))
@@ -896,7 +897,7 @@ def _cnt(n: E.Expr, R: E.Expr, p: int, c: int, b: E.Expr) -> E.Expr:
 def _count_inner(form, kO: E.Var, T: E.Expr, n_in: E.Expr, b: E.Expr, carried: bool, to: int):
     """Executions before the point of a site at ring position (R + k) % p + c in an inner
     loop of T iterations (n_in of them in the current outer iteration) hitting b."""
-    from . import solver
+    from .. import solver
     R, p, c = form
     if not carried:
         return _cnt(n_in, R, p, c, b)
@@ -934,7 +935,7 @@ def _applies_to_waiters(an: Analysis, a: ir.Op, w: ir.Op) -> bool | None:
 def _phasebit_counts(an: Analysis, w: ir.Op):
     """(parity, use, assume) for a wait in a task loop (and optionally a k loop inside it)
     whose parity is a phase bit, or a reason string."""
-    from . import solver
+    from .. import solver
     m, to = an.model, an.solver_timeout_ms
     name, posw = w.detail["phasebit"]
     posw = linear(posw)
@@ -1040,7 +1041,7 @@ def slot_mismatch(an: Analysis, wp: WaitPhase) -> dict | None:
     walks the same loop nest (same trip counts) but fills a different ring slot at the same
     step: the waiter's phase u of slot s then completes with a tile from another step.
     Returns a witness {outer, inner, waited slot, filled slot, params} or None."""
-    from . import solver
+    from .. import solver
     m, w = an.model, wp.op
     if wp.status != "ok" or len(w.loops) != 2 or len(w.barrier.index) != 1 or not _carries_data(m, wp.barrier):
         return None

@@ -16,31 +16,10 @@ from dataclasses import dataclass
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from .accumulator import flow, smem_operands
+from .accumulator import smem_operands
+from .paths import flow, index_key, keys_may_alias
 
 ORDER_UNKNOWN_KINDS = (ir.MBAR_ARRIVE, ir.MBAR_WAIT, ir.MBAR_EXPECT, ir.NAMED_ARRIVE, ir.CALL)
-
-
-def _index_key(ref: ir.Ref, t: int):
-    """The index of `ref` as thread t sees it: a tuple of ints / folded Exprs."""
-    out = []
-    for ix in ref.index:
-        v = E.substitute(ix, {"tid": E.Const(t)})
-        c = v.eval({})
-        out.append(c if c is not None else v)
-    return tuple(out)
-
-
-def _alias(kw, kr) -> bool | None:
-    """Same element? A shorter key names a whole tile (or array) containing the longer
-    key's elements, so the keys are compared over their common prefix."""
-    for a, b in zip(kw, kr):
-        if isinstance(a, (int, bool)) and isinstance(b, (int, bool)):
-            if a != b:
-                return False
-        elif a != b:
-            return None
-    return True
 
 
 @dataclass
@@ -115,15 +94,15 @@ def _dependencies(an: Analysis) -> list[Dependency]:
             # writer threads grouped by the element of the buffer they write
             wkeys: dict = {}
             for t in tw:
-                wkeys.setdefault(_index_key(w.buffer, t), set()).add(t)
+                wkeys.setdefault(index_key(w.buffer, t), set()).add(t)
             uncovered, unfenced = {}, {}
             unknown = False
             for ref, asy in reads:
                 for t in sorted(tr):
-                    kr = _index_key(ref, t)
+                    kr = index_key(ref, t)
                     ws = set()
                     for kw, ts in wkeys.items():
-                        a = _alias(kw, kr)
+                        a = keys_may_alias(kw, kr)
                         if a is None:
                             unknown = True
                         elif a:
@@ -154,7 +133,7 @@ def _dependencies(an: Analysis) -> list[Dependency]:
 def _repeats(an: Analysis, lid: int, guards) -> bool:
     """Proved: some launch runs at least two iterations of loop lid (its trip count and the
     uniform conditions of the ops in it hold for iterations 0 and 1)."""
-    from . import solver
+    from .. import solver
     loop = an.model.loops.get(lid)
     if loop is None or not loop.uniform:
         return False
@@ -204,13 +183,13 @@ def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
                 continue
             wkeys: dict = {}
             for t in tw:
-                wkeys.setdefault(_index_key(w.buffer, t), set()).add(t)
+                wkeys.setdefault(index_key(w.buffer, t), set()).add(t)
             uncovered, unknown = {}, False
             for t in sorted(tr):
-                kr = _index_key(r.buffer, t)
+                kr = index_key(r.buffer, t)
                 ws = set()
                 for kw, ts in wkeys.items():
-                    a = _alias(kw, kr)
+                    a = keys_may_alias(kw, kr)
                     if a is None:
                         unknown = True
                         break

@@ -7,10 +7,9 @@ front end could not model gives None: unknown, never a guess.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 from ..model import expr as E
 from ..model import ir
+from ..model.threads import threads_satisfying
 
 
 class ThreadSets:
@@ -25,7 +24,7 @@ class ThreadSets:
         fv = pred.free_vars()
         if any(v.kind != E.THREAD for v in fv):
             return None
-        return _enumerate(pred, self.n)
+        return threads_satisfying(pred, self.n)
 
     def executing(self, op: ir.Op) -> frozenset[int] | None:
         """Threads that reach `op` (per execution of its enclosing iteration)."""
@@ -51,18 +50,6 @@ class ThreadSets:
 
     def all_threads(self) -> frozenset[int] | None:
         return None if self.n is None else frozenset(range(self.n))
-
-
-@lru_cache(maxsize=4096)
-def _enumerate(pred: E.Expr, n: int) -> frozenset[int] | None:
-    out = []
-    for t in range(n):
-        v = pred.eval({"tid": t, "tid_y": 0, "tid_z": 0})
-        if v is None:
-            return None
-        if v:
-            out.append(t)
-    return frozenset(out)
 
 
 def describe(threads: frozenset[int] | None, n: int | None = None) -> str:

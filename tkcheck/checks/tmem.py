@@ -573,7 +573,7 @@ def clobbers(an: Analysis) -> list[Clobber]:
     that loop: the write lands between two accumulations and destroys the partial sum. Tiles
     that merely alias (P written over S after S was read, FA4 style) are not accumulators and
     are left alone."""
-    from . import solver
+    from .. import solver
     m = an.model
     out: list[Clobber] = []
     writes = [o for o in m.ops if (o.kind == ir.MMA and o.mma is not None and o.mma.family == "tcgen05")

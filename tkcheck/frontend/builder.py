@@ -1,8 +1,8 @@
 """One walk of the parse tree builds the KernelModel of each kernel.
 
 libclang supplies statement structure and declarations; expressions are parsed
-from their tokens (`cexpr`) and folded by `Evaluator` into model values. The
-walk is a small abstract interpreter:
+from their tokens (`cexpr`) and folded into model values by the walker's `ev`
+(walk_values.py). The walk is a small abstract interpreter:
 
 * a *guard* (thread predicate + uniform conditions) is carried into every
   branch, so each op knows which threads run it;
@@ -590,6 +590,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         `partial_template<16>`) of a prototype::interpreter launch: the user's callbacks run
         inside tkcheck's model of the template's protocol."""
         from ..knowledge import protocols
+        from .parse import protocol_function
 
         tmpl = self.cursor
         env = self.mb.env_for(tmpl).child()
@@ -601,7 +602,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         else:
             kind = protocols.template_kind_for(self.mb.source(), tmpl.spelling)
             st = None
-        proto_fn = protocols.protocol_function(kind)
+        proto_fn = protocol_function(kind)
         if proto_fn is None:
             return None
         self.model = m = self._new_model(op_spelling or tmpl.spelling, "interpreter" if op_spelling else kind)

@@ -4,7 +4,7 @@ libclang gives the statement structure, but for dependent code (kernels that
 are templates, calls into a library whose headers are only declared) its
 expression trees are full of unexposed and unresolved nodes. The tokens as
 written are always there, so expressions are parsed from tokens into a tiny
-AST that the evaluator (`tkcheck.frontend.evaluate`) folds into model values.
+AST that the walker's `ev` (walk_values.py) folds into model values.
 
 Nodes are tuples whose first element names the node:
   ("num", int) ("float", str) ("str", s) ("bool", b) ("null",)

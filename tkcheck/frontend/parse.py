@@ -390,6 +390,30 @@ def _tool_digest() -> str:
     return _DIGEST[0]
 
 
+_PROTOCOL_TUS: dict[str, object] = {}
+
+
+def protocol_function(kind: str):
+    """The cursor of the function modelling TK template `kind`'s protocol (a pseudo-CUDA file
+    of knowledge/protocols), parsed once per process; None when tkcheck has no model of it."""
+    from ..knowledge import protocols
+    path = protocols.protocol_file(kind)
+    if path is None:
+        return None
+    tu = _PROTOCOL_TUS.get(str(path))      # by file: one file may hold two protocols (interpreter)
+    if tu is None:
+        import clang.cindex as ci
+        args = build_args(ParseOptions(), str(path.parent))
+        tu = ci.Index.create().parse(str(path), args=args, options=0x200)
+        _PROTOCOL_TUS[str(path)] = tu
+    want = protocols.protocol_function_name(kind)
+    for c in tu.cursor.get_children():
+        if c.spelling == want and any(
+                ch.kind.name == "COMPOUND_STMT" for ch in c.get_children()):
+            return c
+    return None
+
+
 class _Parse:
     """One file's parse, repeatable with other stand-ins or another arch."""
 

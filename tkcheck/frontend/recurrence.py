@@ -36,7 +36,7 @@ def _is_opaque_form(fn: Callable) -> bool:
 
 def _period(cond: Expr) -> int | None:
     """Smallest P with cond(j + P) == cond(j) for every j >= 0, proved by z3."""
-    from ..checks import solver
+    from .. import solver
     vals = []
     for j in range(2 * MAX_PERIOD):
         v = cond.eval({J.name: j})

@@ -44,10 +44,11 @@ class _InlineMixin:
     def _inline_macro_body(self, fn_cursor, macro: str, vals, ctx: Ctx, cursor):
         """A function whose body a macro generates has no text to walk: an MK worker loop
         (knowledge/mk.py) is walked as tkcheck's model of it; anything else is unmodelled."""
-        from ..knowledge import mk, protocols
+        from ..knowledge import mk
+        from .parse import protocol_function
         role = fn_cursor.semantic_parent.spelling if fn_cursor.semantic_parent is not None else ""
         if macro in mk.WORKER_MACROS and role in mk.WORKER_ROLES and len(vals) >= 2:
-            proto = protocols.protocol_function("mk_worker")
+            proto = protocol_function("mk_worker")
             if proto is not None:
                 penv = Env(self.mb.globals_env, dynamic=ctx.env)
                 params = [p for p in proto.get_children() if p.kind == CK.PARM_DECL]

@@ -718,8 +718,8 @@ class _StatementsMixin:
         if n is not None and n > 1024:
             return False        # a block that cannot launch (the engine does not analyse it): no enumeration
         if n is not None and all(v.kind == E.THREAD for v in fv):
-            from ..checks.threads import _enumerate
-            sat = _enumerate(pred, n)
+            from ..model.threads import threads_satisfying
+            sat = threads_satisfying(pred, n)
             return sat is not None and not sat
         known = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "gridDim.x", "gridDim.y", "gridDim.z",
                  "clusterIdx.x", "clusterDim.x", "cta_rank"}
@@ -727,7 +727,7 @@ class _StatementsMixin:
             return False
         if any(v.kind == E.LOOP and not (v.name.startswith("k") and v.name[1:].isdigit()) for v in fv):
             return False        # symbolic start values of carried variables: no sign known
-        from ..checks import solver
+        from .. import solver
         assume = []
         if n is not None:
             assume.append(E.binop("<", E.TID, E.Const(n)))

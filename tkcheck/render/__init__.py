@@ -10,6 +10,7 @@ import pathlib
 from typing import Callable
 
 from ..findings import Finding
+from ..formats import OUTPUT_FORMATS
 from ..rule import Rule
 from .concise import render_concise
 from .full import render_full
@@ -18,7 +19,7 @@ from .jsonfmt import render_json, render_json_lines
 from .junit import render_junit
 from .sarif import render_sarif
 
-FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+FORMATS = OUTPUT_FORMATS
 
 _RENDERERS: dict[str, Callable[..., str]] = {
     "full": render_full,

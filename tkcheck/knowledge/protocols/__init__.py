@@ -5,15 +5,16 @@ folder, written for tkcheck. The front end walks the file's protocol function
 with `lcft` bound to the user's template struct and inlines the user's
 callbacks, so the user's `producer::load` / `consumer::compute` code is checked
 against the barriers, counts and phases the template sets up.
+
+This package holds the files and the text searches over the user's source that
+pick one; parsing a protocol file is the front end's (`frontend.parse.protocol_function`).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
-_tus: dict[str, Any] = {}
 
 PROTOCOL_FILES = {"lcf": "lcf.cu", "lcsf": "lcsf.cu", "lcsc": "lcsc.cu", "mk_worker": "mk_worker.cu",
                   # one op of a prototype::interpreter pack, with or without producer::store
@@ -47,57 +48,3 @@ def launch_type_args(text: str, struct_name: str) -> list[str] | None:
     return [m.group(1), m.group(2)] if m else None
 
 
-def interpreter_ops(text: str) -> list[list[str]]:
-    """The op packs of `interpreter::kernel<config, op1, op2>` / `interpreter::run<config, ...>` in
-    comment-free text: per launch, the ops' spellings (`partial_template<16>`), config left out."""
-    out = []
-    for m in re.finditer(r"\binterpreter\s*::\s*(?:kernel|run)\s*<", text):
-        args = _template_args(text, m.end())
-        if args and len(args) >= 2:
-            out.append(args[1:])
-    return out
-
-
-def _template_args(text: str, start: int) -> list[str] | None:
-    """The comma-separated arguments of a template argument list opened just before `start`."""
-    depth, args, cur = 1, [], []
-    for i in range(start, min(len(text), start + 4000)):
-        ch = text[i]
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-            if depth == 0:
-                args.append("".join(cur).strip())
-                return [" ".join(a.split()) for a in args if a]
-        elif ch == "," and depth == 1:
-            args.append("".join(cur).strip())
-            cur = []
-            continue
-        elif ch == ";":
-            return None
-        cur.append(ch)
-    return None
-
-
-def protocol_function(kind: str):
-    """The cursor of the protocol function for `kind` (parsed once per process)."""
-    fname = PROTOCOL_FILES.get(kind)
-    if fname is None:
-        return None
-    tu = _tus.get(fname)
-    if tu is None:
-        import clang.cindex as ci
-        from ...frontend.parse import ParseOptions, build_args
-        path = HERE / fname
-        if not path.exists():
-            return None
-        args = build_args(ParseOptions(), str(HERE))
-        tu = ci.Index.create().parse(str(path), args=args, options=0x200)
-        _tus[fname] = tu
-    want = {"mk_worker": "tkcheck_mk_worker"}.get(kind, f"tkcheck_{kind}_protocol")
-    for c in tu.cursor.get_children():
-        if c.spelling == want and any(
-                ch.kind.name == "COMPOUND_STMT" for ch in c.get_children()):
-            return c
-    return None

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import z3
 
-from ..model import expr as E
+from .model import expr as E
 
-from .limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
+from .solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 
 
 @dataclass
