@@ -48,3 +48,52 @@ def launch_type_args(text: str, struct_name: str) -> list[str] | None:
     return [m.group(1), m.group(2)] if m else None
 
 
+def interpreter_ops(text: str) -> list[list[str]]:
+    """The op packs of `interpreter::kernel<config, op1, op2>` / `interpreter::run<config, ...>` in
+    comment-free text: per launch, the ops' spellings (`partial_template<16>`), config left out."""
+    out = []
+    for m in re.finditer(r"\binterpreter\s*::\s*(?:kernel|run)\s*<", text):
+        args = _template_args(text, m.end())
+        if args and len(args) >= 2:
+            out.append(args[1:])
+    return out
+
+
+def _template_args(text: str, start: int) -> list[str] | None:
+    """The comma-separated arguments of a template argument list opened just before `start`."""
+    depth, args, cur = 1, [], []
+    for i in range(start, min(len(text), start + 4000)):
+        ch = text[i]
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(cur).strip())
+                return [" ".join(a.split()) for a in args if a]
+        elif ch == "," and depth == 1:
+            args.append("".join(cur).strip())
+            cur = []
+            continue
+        elif ch == ";":
+            return None
+        cur.append(ch)
+    return None
+
+
+def protocol_file(kind: str) -> Path | None:
+    """The pseudo-CUDA file modelling `kind`'s protocol; None when tkcheck has none."""
+    fname = PROTOCOL_FILES.get(kind)
+    if fname is None:
+        return None
+    path = HERE / fname
+    return path if path.exists() else None
+
+
+def protocol_function_name(kind: str) -> str:
+    """The function in `protocol_file(kind)` that holds the protocol."""
+    return {"mk_worker": "tkcheck_mk_worker"}.get(kind, f"tkcheck_{kind}_protocol")
+
+
+__all__ = ["HERE", "PROTOCOL_FILES", "template_kind_for", "launch_type_args", "interpreter_ops", "protocol_file",
+           "protocol_function_name"]
