@@ -67,14 +67,23 @@ def check(an):
     meet: dict[tuple, set[int]] = {}
     where: dict[tuple, list] = {}
     usable = True
-    for op in an.model.ops_of(ir.SYNC):
-        if op.detail.get("sync_kind") != "named" or not op.group_warps or op.asm is not None:
+    # `group<N>::arrive(id)` (bar.arrive id, 32*N) counts towards the same barrier without
+    # waiting: consumers that arrive let producers that sync go on, so arrivals join the meet
+    for op in an.model.ops_of(ir.SYNC, ir.NAMED_ARRIVE):
+        if op.kind == ir.NAMED_ARRIVE:
+            count = op.count.eval({}) if op.count is not None else None
+            if not isinstance(count, int) or count <= 0 or count % 32:
+                usable = False          # an arrival of unknown count: the meet is not known
+                break
+            size = count
+        elif op.detail.get("sync_kind") != "named" or not op.group_warps or op.asm is not None:
             continue
+        else:
+            size = 32 * op.group_warps
         ex = an.threads.executing(op)
         if ex is None or op.sync_id is None:
             usable = False
             break
-        size = 32 * op.group_warps
         for t in ex:
             bid = op.sync_id.eval({"tid": t, "tid_y": 0, "tid_z": 0})
             if not isinstance(bid, int):
