@@ -493,7 +493,7 @@ class _StatementsMixin:
                 continue
             i = toks.index(ch.spelling)
             type_toks = [t for t in toks[:i] if t not in ("const", ",")]
-            if (not type_toks or "," in toks[:i]) and prev_type:
+            if (not type_toks or _top_level_comma(toks[:i])) and prev_type:
                 # a later declarator of `T a, b;`: its tokens may start with the whole
                 # declaration (`T a , b`), so the type is the previous field's
                 type_toks = prev_type
@@ -1265,3 +1265,19 @@ def _counter_label(var, init_v, step, loc) -> str:
     if var:
         return f"iteration of the '{var}' loop"
     return f"iteration of the loop at line {loc.row}" if loc is not None else "iteration"
+
+
+def _top_level_comma(toks) -> bool:
+    """A comma outside brackets: `T a, b` declares b with a's type; the comma of
+    `st_bf<64, ktile::rows> b` is the template's own."""
+    depth = 0
+    for t in toks:
+        if t in ("<", "(", "["):
+            depth += 1
+        elif t in (">", ")", "]"):
+            depth -= 1
+        elif t == ">>":
+            depth -= 2
+        elif t == "," and depth <= 0:
+            return True
+    return False
