@@ -28,7 +28,7 @@ def __getattr__(name):
 
 # A wheel holds the rule catalog and the command line inside this package (mapped at build
 # time); a source checkout has them at the repository root: map them the same way at import.
-_here = _Path(__file__).resolve().parent
+_here = _Path(__file__).absolute().parent   # not resolved: a linked package maps the rules/ beside the link
 if not (_here / "rules").is_dir() and (_here.parent / "pyproject.toml").is_file():
     from ._source_layout import install as _install
     _install(_here.parent)

@@ -93,7 +93,7 @@ def models_of(path: str, options: ParseOptions | None = None, text: str | None =
 
 def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileResult:
     """Everything tkcheck reports on one file: findings (suppressions applied), notes, coverage
-    and timings. Input tkcheck cannot read becomes a TK000 finding, an internal error a note."""
+    and timings. Input tkcheck cannot read becomes a parse-error finding, an internal error a note."""
     res = FileResult(path=path)
     t0 = time.perf_counter()
     rules = registry.by_code()
