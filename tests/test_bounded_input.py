@@ -168,11 +168,18 @@ class _CountingParsed:
         return getattr(self._parsed, name)
 
 
-def test_model_building_reads_the_whole_file_a_constant_number_of_times():
+def test_model_building_reads_the_whole_file_a_constant_number_of_times(monkeypatch):
     """Each whole-file search (launch configs, attribute text, phase-bit names) runs once per file,
     not once per kernel: the number of whole-text reads does not grow with the kernels."""
-    from tkcheck.frontend.builder import ModelBuilder
-    from tkcheck.frontend.parse import ParseOptions, parse_source
+    from tkcheck import engine
+    counted: list[_CountingParsed] = []
+
+    def counting_parse(*args, **kw):
+        counted.append(_CountingParsed(real_parse(*args, **kw)))
+        return counted[-1]
+
+    real_parse = engine.parse_source
+    monkeypatch.setattr(engine, "parse_source", counting_parse)
 
     def reads(n: int) -> tuple[int, int]:
         text = '#include "kittens.cuh"\nusing namespace kittens;\n' + "".join(
@@ -181,12 +188,11 @@ def test_model_building_reads_the_whole_file_a_constant_number_of_times():
             f"    __syncthreads();\n"
             f"    for (int j = 0; j < n; j++) {{ if (threadIdx.x == 0) arrive(bar); wait(bar, j % 2); }}\n}}\n"
             for i in range(n))
-        parsed = _CountingParsed(parse_source(str(ROOT / "many.cu"), text, ParseOptions()))
-        models = ModelBuilder(parsed).build()
-        return len(models), parsed.text_reads
+        models = engine.models_of(str(ROOT / "many.cu"), text=text)
+        return len(models), counted[-1].text_reads
 
     (n_small, few), (n_large, many) = reads(3), reads(30)
-    assert (n_small, n_large) == (3, 30)
+    assert (n_small, n_large) == (3, 30) and len(counted) == 2   # models_of parsed each text once
     assert many == few, f"{few} whole-text reads for 3 kernels, {many} for 30"
 
 

@@ -537,6 +537,21 @@ def test_cli_exit_3_when_nothing_could_run(fake, monkeypatch):
     assert item["verdict"]["status"] == R.UNCONFIRMABLE
 
 
+def test_cli_confirm_writes_every_check_format(fake, monkeypatch):
+    """`confirm` offers the formats `check` does (one list, tkcheck/formats.py): json-lines too,
+    one verdict-carrying record per line."""
+    from tkcheck.formats import OUTPUT_FORMATS
+    from tkcheck.confirm import cli_commands
+    assert tuple(cli_commands._FORMATS) == OUTPUT_FORMATS
+    p = fake / "k.cu"
+    text = "__global__ void k() { wait(full[s], 0); }\n// fake link: nomain\n"
+    p.write_text(text)
+    r = _cli(monkeypatch, [(p, text, [_f("TK301", 1, name=str(p))])], ["--output-format", "json-lines"])
+    assert r.exit_code == 3, r.output
+    (line,) = r.output.strip().splitlines()
+    assert json.loads(line)["verdict"]["status"] == R.UNCONFIRMABLE
+
+
 def test_cli_jobs_spread_files_over_gpus(fake, monkeypatch):
     files = []
     for k in range(4):

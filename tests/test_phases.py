@@ -8,9 +8,7 @@ import pytest
 from tkcheck import registry
 from tkcheck.checks import phases
 from tkcheck.checks.analysis import Analysis
-from tkcheck.engine import CheckOptions, check_file
-from tkcheck.frontend.builder import ModelBuilder
-from tkcheck.frontend.parse import ParseOptions, parse_source
+from tkcheck.engine import CheckOptions, check_file, models_of
 from tkcheck.model import expr as E
 
 from conftest import ROOT
@@ -21,7 +19,7 @@ PHASE_RULES = {"TK303", "TK304", "TK305", "TK306", "TK307"}
 
 def _models(path: Path, text: str | None = None):
     text = path.read_text() if text is None else text
-    return ModelBuilder(parse_source(str(path), text, ParseOptions())).build()
+    return models_of(str(path), text=text)
 
 
 def _phases(path: Path, text: str | None = None):

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import click
 
+from ..formats import OUTPUT_FORMATS
 from . import runner, triage as T
 
-_FORMATS = ("full", "concise", "json", "sarif", "github", "junit")
+# every format `tkcheck check` writes (one list: tkcheck/formats.py), verdicts included
+_FORMATS = OUTPUT_FORMATS
 
 
 def _fail(msg: str):
