@@ -184,7 +184,7 @@ def _positive_uniform(e) -> bool:
     return False
 
 
-def _step_of(node, var, ev):
+def _step_of(node: cexpr.Node, var: cexpr.Node | str, ev):
     """The step of `var` (an lvalue node: a name or a member) in a for-loop increment."""
     if isinstance(var, str):
         var = cexpr.Name.simple(var)

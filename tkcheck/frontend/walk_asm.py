@@ -54,7 +54,7 @@ class _AsmMixin:
             op(ir.CALL, "asm", detail={"ptx": ptx[:200]})
             self._note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
 
-    def _smem_address(self, node, ctx: Ctx, cursor):
+    def _smem_address(self, node: cexpr.Node, ctx: Ctx, cursor):
         """`__cvta_generic_to_shared(&tile)` / `(&tile.data[i])`: a Var standing for the tile's
         shared address (plus i elements), recorded in `model.smem_addresses`."""
         extra: Expr = E.Const(0)

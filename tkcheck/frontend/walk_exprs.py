@@ -29,7 +29,7 @@ class _ValuesMixin:
         self.model.ops.append(op)
 
     # ========================================================== evaluation
-    def ev(self, node, ctx: Ctx, cursor=None):
+    def ev(self, node: cexpr.Node, ctx: Ctx, cursor=None):
         try:
             return self._ev(node, ctx, cursor)
         except RecursionError:
@@ -208,7 +208,7 @@ class _ValuesMixin:
         v = self._member_static(self.mk_op, "opcode", None, Ctx(env=self.mk_op.env, guard=ir.Guard(), dry=True))
         return v if isinstance(v, E.Const) else None
 
-    def _global_target(self, node, ctx: Ctx, cursor) -> bool:
+    def _global_target(self, node: cexpr.Node, ctx: Ctx, cursor) -> bool:
         """`&g.layout[{...}]` / `&ptr[i]`: an address in global memory (an element of a global
         layout, or of a pointer the kernel received)."""
         if isinstance(node, cexpr.Un) and node.op == "&":
@@ -273,7 +273,7 @@ class _ValuesMixin:
         by_value = bool(caps) and ("=" in caps or "&" not in caps)
         return Lambda(lam, ctx.env, by_value)
 
-    def _opaque_from(self, node, parts) -> Expr:
+    def _opaque_from(self, node: cexpr.Node, parts) -> Expr:
         """An unknown value; it is uniform when everything it is computed from is."""
         kinds = set()
         for p in parts:
@@ -518,7 +518,7 @@ class _ValuesMixin:
                 obj.fields[lhs.field] = val
         return val
 
-    def _assign_tmem_tile(self, lhs, val, ctx: Ctx, cursor) -> bool:
+    def _assign_tmem_tile(self, lhs: cexpr.Node, val, ctx: Ctx, cursor) -> bool:
         """`d = tm.allocate<TT>(col)` / `d[i] = tm.allocate<TT>(col)` into a declared TMEM tile (an
         array filled by a loop of constant trip: one element per iteration)."""
         m = self.model
@@ -588,7 +588,7 @@ class _ValuesMixin:
 
 
 
-def _is_clc_handle(node, walker, ctx) -> bool:
+def _is_clc_handle(node: cexpr.Node, walker, ctx) -> bool:
     """`sizeof(clc::handle)`, or `sizeof(h)` / `sizeof(h[i])` of a variable the file declares as
     `clc::handle h[...]` (TK's opaque 16-byte CLC response)."""
     text = cexpr.render(node).replace("kittens::", "").replace(" ", "")
