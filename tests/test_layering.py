@@ -5,7 +5,11 @@ included: a lower layer never imports a higher one.
               no engine, and no libclang (the front end is the one place that parses)
   model       the KernelModel and its expressions: no front end, no checks, no engine
   solver      z3 with its budget, shared by the front end and the checks: neither of them
+  recurrence  closed forms of loop-carried values (Expr math + solver), shared by the front end
+              and the checks: neither of them, no engine
   frontend    source -> KernelModel: no checks, engine, rules or renderers
+  checks      facts over a KernelModel: no front end (what both need lives in model/, solver,
+              recurrence)
   config      reading a config loads no renderer (the format names live in tkcheck.formats)
 """
 from __future__ import annotations
@@ -20,7 +24,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "tkcheck.model": ("tkcheck.frontend", "tkcheck.checks", "tkcheck.engine"),
     "tkcheck.solver": ("tkcheck.frontend", "tkcheck.checks", "tkcheck.engine"),
     "tkcheck.solver_limits": ("tkcheck.frontend", "tkcheck.checks", "tkcheck.engine", "z3"),
+    "tkcheck.recurrence": ("tkcheck.frontend", "tkcheck.checks", "tkcheck.engine"),
     "tkcheck.frontend": ("tkcheck.checks", "tkcheck.engine", "tkcheck.rules", "tkcheck.render"),
+    "tkcheck.checks": ("tkcheck.frontend",),
     "tkcheck.config": ("tkcheck.render",),
 }
 
@@ -88,7 +94,10 @@ def test_a_planted_back_edge_is_found(tmp_path):
     _plant(tmp_path, "tkcheck/frontend/bad.py", "def f():\n    from ..checks import solver\n")
     _plant(tmp_path, "tkcheck/knowledge/bad.py", "import clang.cindex as ci\nfrom .. import frontend\n")
     _plant(tmp_path, "tkcheck/model/bad.py", "from tkcheck.checks.analysis import Analysis\n")
+    _plant(tmp_path, "tkcheck/checks/bad.py", "def f():\n    from ..frontend import cexpr\n")
     assert back_edges(tmp_path) == [
+        "tkcheck/checks/bad.py:2: tkcheck.checks.bad -> tkcheck.frontend",
+        "tkcheck/checks/bad.py:2: tkcheck.checks.bad -> tkcheck.frontend.cexpr",
         "tkcheck/frontend/bad.py:2: tkcheck.frontend.bad -> tkcheck.checks",
         "tkcheck/frontend/bad.py:2: tkcheck.frontend.bad -> tkcheck.checks.solver",
         "tkcheck/knowledge/bad.py:1: tkcheck.knowledge.bad -> clang.cindex",
@@ -100,7 +109,9 @@ def test_a_planted_back_edge_is_found(tmp_path):
 
 def test_relative_imports_resolve_from_the_package():
     top = ROOT
-    names = {n for _, n in imported_names(top / "tkcheck" / "frontend" / "recurrence.py", top)}
+    names = {n for _, n in imported_names(top / "tkcheck" / "recurrence.py", top)}
     assert "tkcheck.solver" in names
+    names = {n for _, n in imported_names(top / "tkcheck" / "checks" / "phases.py", top)}
+    assert {"tkcheck.solver", "tkcheck.recurrence"} <= names
     names = {n for _, n in imported_names(top / "tkcheck" / "knowledge" / "protocols" / "__init__.py", top)}
     assert not any(_under(n, "tkcheck") for n in names)

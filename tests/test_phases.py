@@ -70,7 +70,7 @@ def test_phase_flip_closed_forms():
 
 
 def test_lcf_bitfield_closed_form():
-    from tkcheck.frontend.recurrence import phase_bit, solve_dependent
+    from tkcheck.recurrence import phase_bit, solve_dependent
     start = E.Var("bits@start", E.LOOP)
     ring = E.Var("ring@start", E.LOOP)
     end = E.binop("^", start, E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16))))

@@ -452,15 +452,7 @@ class _Checker:
 # ------------------------------------------------------------------ address math ----
 
 def _contains(e: E.Expr, sub: E.Expr) -> bool:
-    if e == sub:
-        return True
-    if isinstance(e, E.Bin):
-        return _contains(e.a, sub) or _contains(e.b, sub)
-    if isinstance(e, E.Un):
-        return _contains(e.a, sub)
-    if isinstance(e, E.Ite):
-        return _contains(e.c, sub) or _contains(e.t, sub) or _contains(e.e, sub)
-    return False
+    return any(x == sub for x in E.subexprs(e))
 
 
 def _bv(e: E.Expr, hole: E.Expr, x: z3.BitVecRef) -> z3.BitVecRef:

@@ -29,6 +29,7 @@ import z3
 
 from ..model import expr as E
 from ..model import ir
+from ..recurrence import tabulate
 from .analysis import Analysis
 from .threads import describe
 
@@ -59,16 +60,9 @@ def phases(an: Analysis) -> list[WaitPhase]:
 # ----------------------------------------------------------------- helpers --
 
 def _moduli(e: E.Expr, out: list):
-    if isinstance(e, E.Bin):
-        if e.op == "%" and e.b not in out:
-            out.append(e.b)
-        _moduli(e.a, out)
-        _moduli(e.b, out)
-    elif isinstance(e, E.Un):
-        _moduli(e.a, out)
-    elif isinstance(e, E.Ite):
-        for x in (e.c, e.t, e.e):
-            _moduli(x, out)
+    for x in E.subexprs(e):
+        if isinstance(x, E.Bin) and x.op == "%" and x.b not in out:
+            out.append(x.b)
     return out
 
 
@@ -808,13 +802,16 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     wp.status = "not-advanced" if invariant else "mismatch"
 
 
+_BIT_OPS = frozenset(("&", ">>", "<<", "|", "^"))
+
+
 def _tabulated(e: E.Expr, w: ir.Op, m: ir.KernelModel, k: E.Var | None) -> E.Expr:
     """A parity or index computed with bit operations from periodic values of the wait's
     loop counter (`(bits >> s) & 1` of a table-form bitmask and ring) as its canonical
     closed form: linear arithmetic for the solver."""
-    if k is None or not any(op in str(e) for op in (" & ", " >> ", " << ", " | ", " ^ ", " ? ")):
+    if k is None or not any(isinstance(x, E.Ite) or isinstance(x, E.Bin) and x.op in _BIT_OPS
+                            for x in E.subexprs(e)):
         return e
-    from ..frontend.recurrence import tabulate
     t = tabulate(e, k)
     return t if t is not None else e
 

@@ -7,7 +7,8 @@ Public interface:
   protocol_function(kind)                                 a TK template's protocol, parsed once
   ParseOptions, ParsedFile, InputError
 For a whole file, `tkcheck.engine.models_of(path, options)` does parse and build in one call.
-The other modules (walk_*, values, cexpr, recurrence, ...) are the builder's parts.
+The other modules (walk_*, value_types, cexpr, ...) are the builder's parts; the closed forms of
+loop-carried values it solves are `tkcheck.recurrence` (shared with the checks).
 """
 from importlib import import_module as _import_module
 

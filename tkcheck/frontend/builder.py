@@ -2,7 +2,7 @@
 
 libclang supplies statement structure and declarations; expressions are parsed
 from their tokens (`cexpr`) and folded into model values by the walker's `ev`
-(walk_values.py). The walk is a small abstract interpreter:
+(walk_exprs.py). The walk is a small abstract interpreter:
 
 * a *guard* (thread predicate + uniform conditions) is carried into every
   branch, so each op knows which threads run it;

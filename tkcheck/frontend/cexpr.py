@@ -4,24 +4,178 @@ libclang gives the statement structure, but for dependent code (kernels that
 are templates, calls into a library whose headers are only declared) its
 expression trees are full of unexposed and unresolved nodes. The tokens as
 written are always there, so expressions are parsed from tokens into a tiny
-AST that the walker's `ev` (walk_values.py) folds into model values.
+AST that the walker's `ev` (walk_exprs.py) folds into model values.
 
-Nodes are tuples whose first element names the node:
-  ("num", int) ("float", str) ("str", s) ("bool", b) ("null",)
-  ("name", ((seg, targs|None), ...))     qualified name; targs is a tuple of nodes
-  ("call", callee, (args...))            ("member", obj, field, arrow)
-  ("index", obj, idx)                    ("bin", op, a, b) ("un", op, a)
-  ("post", op, a)                        ("assign", op, a, b)
-  ("cond", c, a, b)                      ("cast", type_node, a)
-  ("sizeof", node)                       ("init", (items...))   brace list
-  ("lambda", i)  the i-th lambda            ("unknown", text)
+Nodes are frozen dataclasses (hashable, compared by value; `match` reads their fields):
+  Num(value) Float(text) Str(text) Bool(value) Null()
+  Name(segments)                     qualified name: Segment(name, targs|None), targs a tuple of nodes
+  TypeWords(words)                   a type spelled with keywords (`unsigned int`, `uint32_t *`)
+  Call(callee, args)                 Member(obj, field, arrow, targs|None)
+  MemberPtr(obj, ptr)                `obj.*ptr`
+  Index(obj, index)                  Bin(op, a, b)  Un(op, a)  Post(op, a)
+  Assign(op, target, value)          Cond(cond, a, b)  Cast(type, a)  Sizeof(a)
+  Init(items)  brace list            Comma(a, b)
+  LambdaExpr(index)  the index-th lambda of the expression
+  Unknown(text)                      what did not parse
+  Value(value)                       a value the walker already has (an Expr, a model value),
+                                     for nodes it builds itself
 """
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple, Sequence, TypeAlias
 
-Node = tuple
+
+class Segment(NamedTuple):
+    """One `::` part of a qualified name: `group<4>` is Segment("group", (Num(4),))."""
+    name: str
+    targs: tuple[Node, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Num:
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class Float:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Str:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bool:
+    value: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Null:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    segments: tuple[Segment, ...]
+
+    @staticmethod
+    def simple(ident: str) -> Name:
+        return Name((Segment(ident, None),))
+
+    def ident(self) -> str | None:
+        """The identifier of an unqualified name without template arguments (`x`), else None."""
+        if len(self.segments) == 1 and self.segments[0].targs is None:
+            return self.segments[0].name
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class TypeWords:
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    callee: Node
+    args: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    obj: Node
+    field: str
+    arrow: bool
+    targs: tuple[Node, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberPtr:
+    obj: Node
+    ptr: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    obj: Node
+    index: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Bin:
+    op: str
+    a: Node
+    b: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Un:
+    op: str
+    a: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Post:
+    op: str
+    a: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    op: str
+    target: Node
+    value: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Cond:
+    cond: Node
+    a: Node
+    b: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Cast:
+    type: Node
+    a: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Sizeof:
+    a: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Init:
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Comma:
+    a: Node
+    b: Node
+
+
+@dataclass(frozen=True, slots=True)
+class LambdaExpr:
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    value: Any
+
+
+Node: TypeAlias = (Num | Float | Str | Bool | Null | Name | TypeWords | Call | Member | MemberPtr | Index | Bin
+                   | Un | Post | Assign | Cond | Cast | Sizeof | Init | Comma | LambdaExpr | Unknown | Value)
 
 _BIN_PREC = {
     "||": 1, "&&": 2, "|": 3, "^": 4, "&": 5,
@@ -72,6 +226,8 @@ class Parser:
         self.t = list(toks)
         self.i = 0
         self.is_value = is_value or (lambda name: False)
+        self._in_targs = 0      # template-argument lists open here: a '>' closes one
+        self._lambdas = 0       # lambdas read so far (LambdaExpr numbers them)
 
     # -- helpers -----------------------------------------------------------
     def peek(self, k: int = 0) -> str | None:
@@ -96,7 +252,7 @@ class Parser:
         if op in _ASSIGN:
             self.take()
             rhs = self.expression()
-            return ("assign", op, lhs, rhs)
+            return Assign(op, lhs, rhs)
         return lhs
 
     def conditional(self) -> Node:
@@ -106,7 +262,7 @@ class Parser:
             a = self.expression()
             self.take(":")
             b = self.conditional()
-            return ("cond", c, a, b)
+            return Cond(c, a, b)
         return c
 
     def binary(self, min_prec: int) -> Node:
@@ -118,23 +274,23 @@ class Parser:
             prec = _BIN_PREC.get(op or "")
             if prec is None or prec < min_prec:
                 return lhs
-            if op in (">", ">>") and getattr(self, "_in_targs", 0):
+            if op in (">", ">>") and self._in_targs:
                 return lhs
             if op in ("*", "&", "&&") and self.peek(1) in (")", ",", ">", ">>", None):
                 return lhs  # a declarator (`T&`, `T*`) in a cast or template argument
             self.take()
             rhs = self.binary(prec + 1)
-            lhs = ("bin", op, lhs, rhs)
+            lhs = Bin(op, lhs, rhs)
 
     def unary(self) -> Node:
         tok = self.peek()
         if tok in ("-", "+", "!", "~", "*", "&"):
             self.take()
             inner = self.unary()
-            return inner if tok == "+" else ("un", tok, inner)
+            return inner if tok == "+" else Un(tok, inner)
         if tok in ("++", "--"):
             self.take()
-            return ("assign", "+=" if tok == "++" else "-=", self.unary(), ("num", 1))
+            return Assign("+=" if tok == "++" else "-=", self.unary(), Num(1))
         if tok == "sizeof":
             self.take()
             if self.peek() == "...":
@@ -143,13 +299,13 @@ class Parser:
                 self.take()
                 inner = self.type_or_expr()
                 self.take(")")
-                return ("sizeof", inner)
-            return ("sizeof", self.unary())
+                return Sizeof(inner)
+            return Sizeof(self.unary())
         if tok == "(" and self._looks_like_cast():
             self.take()
             ty = self.type_or_expr()
             self.take(")")
-            return ("cast", ty, self.unary())
+            return Cast(ty, self.unary())
         return self.postfix(self.primary())
 
     def _looks_like_cast(self) -> bool:
@@ -180,7 +336,7 @@ class Parser:
         if words and self.peek() in (")", ",", ">", "*", "&", None):
             while self.peek() in ("*", "&"):
                 words.append(self.take())
-            return ("type", tuple(words))
+            return TypeWords(tuple(words))
         self.i = start
         node = self.expression()
         while self.peek() in ("*", "&", "&&") and self.peek(1) in (")", ",", ">", None):
@@ -202,20 +358,20 @@ class Parser:
             return self.lambda_()
         if tok in ("true", "false"):
             self.take()
-            return ("bool", tok == "true")
+            return Bool(tok == "true")
         if tok in ("nullptr", "NULL"):
             self.take()
-            return ("null",)
+            return Null()
         if tok[0] == '"' or tok[0] == "'" or (len(tok) > 1 and tok[1] == '"'):
             self.take()
-            return ("str", tok)
+            return Str(tok)
         n = parse_int(tok)
         if n is not None:
             self.take()
-            return ("num", n)
+            return Num(n)
         if tok[0].isdigit() or (tok[0] == "." and len(tok) > 1 and tok[1].isdigit()):
             self.take()
-            return ("float", tok)
+            return Float(tok)
         if tok in _CASTS:
             self.take()
             self._targs_begin()
@@ -233,22 +389,22 @@ class Parser:
                         break                       # `st_bf<32, 128>>`: the inner '>' and the cast's
                     depth += {"(": 1, "[": 1, "<": 1, ")": -1, "]": -1, ">": -1, ">>": -2}.get(self.peek(), 0)
                     skipped.append(self.take())
-                ty = ("type", ("?",) + tuple(skipped))      # the words kept: `T(&)[N]` is read later
+                ty = TypeWords(("?",) + tuple(skipped))      # the words kept: `T(&)[N]` is read later
             self._targs_end()
             self.take("(")
             e = self.comma_expr()
             self.take(")")
-            return ("cast", ty, e)
+            return Cast(ty, e)
         if tok in _TYPE_WORDS - {"const", "static", "constexpr", "typename", "struct", "class", "volatile",
                                  "auto", "__restrict__", "register", "inline"}:
             # functional cast: int(x), float(x)
             self.take()
             if self.peek() == "(":
                 self.take()
-                e = self.comma_expr() if self.peek() != ")" else ("num", 0)
+                e = self.comma_expr() if self.peek() != ")" else Num(0)
                 self.take(")")
-                return ("cast", ("type", (tok,)), e)
-            return ("type", (tok,))
+                return Cast(TypeWords((tok,)), e)
+            return TypeWords((tok,))
         if tok in ("typename", "template", "struct", "class", "const"):
             self.take()
             return self.primary()
@@ -269,12 +425,12 @@ class Parser:
             targs = None
             if self.peek() == "<" and self._template_follows(ident):
                 targs = self.template_args()
-            segs.append((ident, targs))
+            segs.append(Segment(ident, targs))
             if self.peek() == "::" and self.peek(1) is not None:
                 self.take()
                 continue
             break
-        return ("name", tuple(segs))
+        return Name(tuple(segs))
 
     def _template_follows(self, ident: str) -> bool:
         if self.is_value(ident):
@@ -306,7 +462,7 @@ class Parser:
 
     def _targs_begin(self):
         self.take("<")
-        self._in_targs = getattr(self, "_in_targs", 0) + 1
+        self._in_targs += 1
 
     def _targs_end(self):
         self._in_targs -= 1
@@ -316,7 +472,7 @@ class Parser:
             return
         self.take(">")
 
-    def template_args(self) -> tuple:
+    def template_args(self) -> tuple[Node, ...]:
         self._targs_begin()
         args = []
         while self.peek() not in (">", ">>"):
@@ -328,7 +484,7 @@ class Parser:
         self._targs_end()
         return tuple(args)
 
-    def brace(self) -> Node:
+    def brace(self) -> Init:
         self.take("{")
         items = []
         while self.peek() != "}":
@@ -340,12 +496,12 @@ class Parser:
             if self.peek() == ",":
                 self.take()
         self.take("}")
-        return ("init", tuple(items))
+        return Init(tuple(items))
 
     def lambda_(self) -> Node:
-        # ("lambda", i): the i-th lambda of the expression (in source order, nested ones not
-        # counted); the walker finds its clang cursor and walks the body where it is called
-        self._lambdas = getattr(self, "_lambdas", 0) + 1
+        # the i-th lambda of the expression (in source order, nested ones not counted); the
+        # walker finds its clang cursor and walks the body where it is called
+        self._lambdas += 1
         idx = self._lambdas - 1
         depth = 0
         while not self.done():
@@ -356,7 +512,7 @@ class Parser:
                 depth -= 1
                 if depth == 0:
                     break
-        return ("lambda", idx)
+        return LambdaExpr(idx)
 
     def postfix(self, node: Node) -> Node:
         while True:
@@ -371,33 +527,30 @@ class Parser:
                     if self.peek() == ",":
                         self.take()
                 self.take(")")
-                node = ("call", node, tuple(args))
-            elif tok == "{" and node[0] == "name":
-                node = ("call", node, self.brace()[1])
+                node = Call(node, tuple(args))
+            elif tok == "{" and isinstance(node, Name):
+                node = Call(node, self.brace().items)
             elif tok == "[":
                 self.take()
                 idx = self.comma_expr()
                 self.take("]")
-                node = ("index", node, idx)
+                node = Index(node, idx)
             elif tok in (".", "->") and self.peek(1) == "*" or tok == "->*":
                 # pointer to member: `g.*member_ptr`
                 self.take()
                 if tok != "->*":
                     self.take()
-                node = ("memptr_access", node, self.postfix(self.primary()))
+                node = MemberPtr(node, self.postfix(self.primary()))
             elif tok in (".", "->"):
                 self.take()
                 if self.peek() == "template":
                     self.take()
                 field = self.take()
-                if self.peek() == "<" and self._template_follows(field):
-                    targs = self.template_args()
-                    node = ("member", node, field, tok == "->", targs)
-                else:
-                    node = ("member", node, field, tok == "->")
+                targs = self.template_args() if self.peek() == "<" and self._template_follows(field) else None
+                node = Member(node, field, tok == "->", targs)
             elif tok in ("++", "--"):
                 self.take()
-                node = ("post", tok, node)
+                node = Post(tok, node)
             else:
                 return node
 
@@ -405,72 +558,70 @@ class Parser:
         e = self.expression()
         while self.peek() == ",":
             self.take()
-            e = ("comma", e, self.expression())
+            e = Comma(e, self.expression())
         return e
 
 
 def parse_expression(toks: Sequence[str], is_value=None) -> Node:
-    """Parse a whole token list as one expression; ("unknown", text) when it fails."""
+    """Parse a whole token list as one expression; Unknown(text) when it fails."""
     toks = [t for t in toks if t != ";"]
     if not toks:
-        return ("unknown", "")
+        return Unknown("")
     p = Parser(toks, is_value)
     try:
         node = p.comma_expr()
         if not p.done():
-            return ("unknown", " ".join(toks))
+            return Unknown(" ".join(toks))
         return node
     except (ParseError, IndexError, RecursionError):
-        return ("unknown", " ".join(toks))
+        return Unknown(" ".join(toks))
 
 
 def name_of(node: Node) -> str | None:
     """`kittens::tma::load_async` for a name node (template args dropped)."""
-    if node[0] != "name":
+    if not isinstance(node, Name):
         return None
-    return "::".join(seg for seg, _ in node[1])
+    return "::".join(seg.name for seg in node.segments)
 
 
 def render(node: Node) -> str:
     """Source-like text for messages."""
-    kind = node[0]
-    if kind == "num":
-        return str(node[1])
-    if kind in ("float", "str"):
-        return node[1]
-    if kind == "bool":
-        return "true" if node[1] else "false"
-    if kind == "name":
-        out = []
-        for seg, targs in node[1]:
-            out.append(seg + (f"<{', '.join(render(a) for a in targs)}>" if targs is not None else ""))
-        return "::".join(out)
-    if kind == "call":
-        return f"{render(node[1])}({', '.join(render(a) for a in node[2])})"
-    if kind == "member":
-        return f"{render(node[1])}{'->' if node[3] else '.'}{node[2]}"
-    if kind == "index":
-        return f"{render(node[1])}[{render(node[2])}]"
-    if kind == "bin":
-        return f"{render(node[2])} {node[1]} {render(node[3])}"
-    if kind == "un":
-        return f"{node[1]}{render(node[2])}"
-    if kind == "post":
-        return f"{render(node[2])}{node[1]}"
-    if kind == "assign":
-        return f"{render(node[2])} {node[1]} {render(node[3])}"
-    if kind == "cond":
-        return f"{render(node[1])} ? {render(node[2])} : {render(node[3])}"
-    if kind == "cast":
-        return render(node[2])
-    if kind == "sizeof":
-        return f"sizeof({render(node[1])})"
-    if kind == "init":
-        return "{" + ", ".join(render(a) for a in node[1]) + "}"
-    if kind == "type":
-        return " ".join(node[1])
-    if kind == "comma":
-        return f"{render(node[1])}, {render(node[2])}"
-    if kind == "unknown":
-        return node[1]
-    return kind
+    match node:
+        case Num(value):
+            return str(value)
+        case Float(text) | Str(text) | Unknown(text):
+            return text
+        case Bool(value):
+            return "true" if value else "false"
+        case Name(segments):
+            return "::".join(seg + (f"<{', '.join(render(a) for a in targs)}>" if targs is not None else "")
+                             for seg, targs in segments)
+        case Call(callee, args):
+            return f"{render(callee)}({', '.join(render(a) for a in args)})"
+        case Member(obj, field, arrow):
+            return f"{render(obj)}{'->' if arrow else '.'}{field}"
+        case Index(obj, index):
+            return f"{render(obj)}[{render(index)}]"
+        case Bin(op, a, b) | Assign(op, a, b):
+            return f"{render(a)} {op} {render(b)}"
+        case Un(op, a):
+            return f"{op}{render(a)}"
+        case Post(op, a):
+            return f"{render(a)}{op}"
+        case Cond(c, a, b):
+            return f"{render(c)} ? {render(a)} : {render(b)}"
+        case Cast(_, a):
+            return render(a)
+        case Sizeof(a):
+            return f"sizeof({render(a)})"
+        case Init(items):
+            return "{" + ", ".join(render(a) for a in items) + "}"
+        case TypeWords(words):
+            return " ".join(words)
+        case Comma(a, b):
+            return f"{render(a)}, {render(b)}"
+    return _UNRENDERED[type(node)]
+
+
+# what a node without source text renders as (the names the walker's messages have always used)
+_UNRENDERED = {Null: "null", LambdaExpr: "lambda", MemberPtr: "memptr_access", Value: "__expr"}

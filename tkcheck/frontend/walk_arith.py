@@ -8,6 +8,7 @@ from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
+from . import cexpr
 from .value_types import Obj
 
 ir_spec_everyone_sync = K.OpSpec(ir.SYNC, ("id",), (("sync_kind", "block_named"),), group_elects=False)
@@ -138,9 +139,9 @@ def _strip_declarator_words(toks: list[str]) -> list[str]:
     return out
 
 
-def _split_comma(node):
-    if node[0] == "comma":
-        return _split_comma(node[1]) + [node[2]]
+def _split_comma(node: cexpr.Node) -> list[cexpr.Node]:
+    if isinstance(node, cexpr.Comma):
+        return _split_comma(node.a) + [node.b]
     return [node]
 
 
@@ -183,26 +184,25 @@ def _positive_uniform(e) -> bool:
     return False
 
 
-def _step_of(node, var, ev):
+def _step_of(node: cexpr.Node, var: cexpr.Node | str, ev):
     """The step of `var` (an lvalue node: a name or a member) in a for-loop increment."""
     if isinstance(var, str):
-        var = ("name", ((var, None),))
-    if node[0] == "comma":     # `for (...; ...; task += n, t++)`
-        return _step_of(node[1], var, ev) or _step_of(node[2], var, ev)
-    if node[0] == "assign":
-        op, lhs, rhs = node[1], node[2], node[3]
-        if lhs == var:
+        var = cexpr.Name.simple(var)
+    match node:
+        case cexpr.Comma(a, b):     # `for (...; ...; task += n, t++)`
+            return _step_of(a, var, ev) or _step_of(b, var, ev)
+        case cexpr.Assign(op, lhs, rhs) if lhs == var:
             if op == "+=":
                 s = ev(rhs)
                 return s if isinstance(s, Expr) else None
             if op == "-=":
                 s = ev(rhs)
                 return E.unop("-", s) if isinstance(s, Expr) else None
-            if op == "=" and rhs[0] == "bin" and rhs[1] == "+" and rhs[2] == lhs:
-                s = ev(rhs[3])
+            if op == "=" and isinstance(rhs, cexpr.Bin) and rhs.op == "+" and rhs.a == lhs:
+                s = ev(rhs.b)
                 return s if isinstance(s, Expr) else None
-    if node[0] == "post" and node[2] == var:
-        return E.Const(1 if node[1] == "++" else -1)
+        case cexpr.Post(op, a) if a == var:
+            return E.Const(1 if op == "++" else -1)
     return None
 
 

@@ -54,23 +54,22 @@ class _AsmMixin:
             op(ir.CALL, "asm", detail={"ptx": ptx[:200]})
             self._note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
 
-    def _smem_address(self, node, ctx: Ctx, cursor):
+    def _smem_address(self, node: cexpr.Node, ctx: Ctx, cursor):
         """`__cvta_generic_to_shared(&tile)` / `(&tile.data[i])`: a Var standing for the tile's
         shared address (plus i elements), recorded in `model.smem_addresses`."""
         extra: Expr = E.Const(0)
         while True:
-            if node[0] == "un" and node[1] == "&":
-                node = node[2]
-            elif node[0] == "cast":
-                node = node[2]
-            elif node[0] == "index" and node[1][0] == "member" and node[1][2] == "data":
-                i = self.ev(node[2], replace(ctx, dry=True), cursor)
-                extra = E.binop("+", extra, i if isinstance(i, Expr) else E.opaque("data index"))
-                node = node[1][1]
-            elif node[0] == "member" and node[2] == "data":
-                node = node[1]
-            else:
-                break
+            match node:
+                case cexpr.Un("&", inner) | cexpr.Cast(_, inner):
+                    node = inner
+                case cexpr.Index(cexpr.Member(obj, "data"), index):
+                    i = self.ev(index, replace(ctx, dry=True), cursor)
+                    extra = E.binop("+", extra, i if isinstance(i, Expr) else E.opaque("data index"))
+                    node = obj
+                case cexpr.Member(obj, "data"):
+                    node = obj
+                case _:
+                    break
         v = self.ev(node, replace(ctx, dry=True), cursor)
         if not isinstance(v, Obj) or v.kind != "buffer" or self.model is None:
             return None

@@ -25,12 +25,12 @@ _ROLE_TYPES = {
 class _CallsMixin:
     """Part of `builder.KernelWalker`. Calls: the knowledge table's TK ops become model Ops; methods; register-tile accesses."""
 
-    def _ev_call(self, node, ctx: Ctx, cursor):
-        callee = node[1]
-        args = node[2]
-        if callee[0] == "member":
+    def _ev_call(self, node: cexpr.Call, ctx: Ctx, cursor):
+        callee = node.callee
+        args = node.args
+        if isinstance(callee, cexpr.Member):
             return self._ev_method(callee, args, ctx, cursor)
-        if callee[0] != "name":
+        if not isinstance(callee, cexpr.Name):
             f = self.ev(callee, ctx, cursor)
             if isinstance(f, Lambda):          # `[&] { ... }()`
                 return self._inline_lambda(f, args, ctx, cursor)
@@ -38,9 +38,9 @@ class _CallsMixin:
             if fo is not None:                 # `F{}(bar)`
                 return self._inline(fo, args, ctx, cursor, None)
             return E.opaque("call")
-        segs = list(callee[1])
-        full_segs = [sg for sg in segs if sg[0] != "kittens"]
-        while len(segs) > 1 and segs[0][0] in self._ns_names:
+        segs = list(callee.segments)
+        full_segs = [sg for sg in segs if sg.name != "kittens"]
+        while len(segs) > 1 and segs[0].name in self._ns_names:
             segs = segs[1:]
         base, btargs = segs[-1]
         quals = segs[:-1]
@@ -88,25 +88,25 @@ class _CallsMixin:
             n = self._targ_int(btargs, ctx, 0)
             bf, ring = self.ev(args[0], ctx, cursor), self.ev(args[1], ctx, cursor)
             if isinstance(bf, Expr) and isinstance(ring, Expr) and n is not None:
-                from .recurrence import phase_bit
+                from ..recurrence import phase_bit
                 bit = phase_bit(bf, E.binop("+", ring, E.Const(16 * n)))
                 if bit is not None:
                     return bit
                 out = E.binop("&", E.binop(">>", bf, E.binop("+", ring, E.Const(16 * n))), E.Const(1))
-                if args[0][0] == "name" and len(args[0][1]) == 1:
+                if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1:
                     # which bitfield / bit a wait's parity reads (phase reasoning across nested loops)
-                    self._phasebit_reads[out] = (args[0][1][0][0], E.binop("+", ring, E.Const(16 * n)))
+                    self._phasebit_reads[out] = (args[0].segments[0].name, E.binop("+", ring, E.Const(16 * n)))
                 return out
             return E.opaque("phasebit")
         if base == "update_phasebit" and len(args) == 2:
             n = self._targ_int(btargs, ctx, 0)
             ring = self.ev(args[1], ctx, cursor)
             if n is not None and isinstance(ring, Expr):
-                upd = ("assign", "^=", args[0], ("__expr", E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n)))))
-                self._assign_expr(upd, ctx, cursor)
-                if args[0][0] == "name" and len(args[0][1]) == 1 and cursor is not None:
+                bit = cexpr.Value(E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n))))
+                self._assign(cexpr.Assign("^=", args[0], bit), ctx, cursor)
+                if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1 and cursor is not None:
                     self.emit(ir.Op("phasebit_flip", "update_phasebit", loc_of(cursor, self.filename), ctx.guard,
-                                    ctx.loops, detail={"bitfield": args[0][1][0][0],
+                                    ctx.loops, detail={"bitfield": args[0].segments[0].name,
                                                        "pos": E.binop("+", ring, E.Const(16 * n))}), ctx)
             return None
         if base in ("ring_advance", "ring_retreat") and args:
@@ -127,8 +127,8 @@ class _CallsMixin:
             return E.opaque(base)
         if base == "tkcheck_dispatch":
             return self._mk_dispatch_role(args[1:], ctx, cursor)
-        if len(segs) >= 2 and segs[-2][0] in self.mb.partial_specs and self._is_opcode_dispatcher(segs[-2][0]):
-            return self._mk_dispatch_template(segs[-2][1] or (), args, ctx, cursor, segs[-2][0])
+        if len(segs) >= 2 and segs[-2].name in self.mb.partial_specs and self._is_opcode_dispatcher(segs[-2].name):
+            return self._mk_dispatch_template(segs[-2].targs or (), args, ctx, cursor, segs[-2].name)
         if base == "tkcheck_block_threads" and args:
             v = self.ev(args[0], ctx)
             if isinstance(v, Expr) and self.model is not None and not ctx.dry:
@@ -138,7 +138,8 @@ class _CallsMixin:
         if base == "tkcheck_group_sync" and len(args) == 2:
             # group<N>::sync(id) of a template protocol whose N is one of its flags
             n = self.ev(args[0], replace(ctx, dry=True))
-            call = ("call", ("name", (("group", (("__expr", n),)), ("sync", None))), (args[1],))
+            call = cexpr.Call(cexpr.Name((cexpr.Segment("group", (cexpr.Value(n),)), cexpr.Segment("sync", None))),
+                              (args[1],))
             return self._ev_call(call, ctx, cursor) if isinstance(n, Expr) else E.opaque("group sync")
         if base == "tkcheck_uniform":
             return E.Var(cexpr.render(args[0]) if args else "uniform", E.PARAM)
@@ -198,8 +199,8 @@ class _CallsMixin:
                 return None
         # -- the user's own functions: inline ---------------------------------
         target = None
-        if len(full_segs) > 1 and full_segs[0][0] in self.mb.user_namespaces:
-            key = "::".join(sg[0] for sg in full_segs)
+        if len(full_segs) > 1 and full_segs[0].name in self.mb.user_namespaces:
+            key = "::".join(sg.name for sg in full_segs)
             if key in self.mb.functions:
                 target = Func(base, self.mb.functions[key])
         if target is None:
@@ -266,9 +267,9 @@ class _CallsMixin:
             return E.opaque(name)
         d = targs[0]
         target = None
-        if d[0] == "name" and len(d[1]) >= 2:
-            outer = self.resolve_type(("name", tuple(d[1][:-1])), ctx.env)
-            inner = outer.env.vars.get(d[1][-1][0]) if isinstance(outer, StructType) else None
+        if isinstance(d, cexpr.Name) and len(d.segments) >= 2:
+            outer = self.resolve_type(cexpr.Name(d.segments[:-1]), ctx.env)
+            inner = outer.env.vars.get(d.segments[-1].name) if isinstance(outer, StructType) else None
             if isinstance(inner, tuple) and inner and inner[0] == "struct_decl":
                 tps = [ch for ch in inner[1].get_children() if ch.kind == CK.TEMPLATE_TYPE_PARAMETER]
                 if tps:
@@ -358,11 +359,6 @@ class _CallsMixin:
                 loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
                 self.emit(ir.Op(ir.CALL, what, loc, ctx.guard, ctx.loops, barrier=v.ref,
                                 detail={"unmodelled_barrier_use": True}), ctx)
-
-    def _assign_expr(self, node, ctx, cursor):
-        # like _assign, but the rhs is an already-evaluated Expr
-        op, lhs, rhs = node[1], node[2], node[3]
-        return self._assign(("assign", op, lhs, ("__value", rhs[1])), ctx, cursor)
 
     def _targ_int(self, targs, ctx, i) -> int | None:
         if not targs or len(targs) <= i:
@@ -613,7 +609,7 @@ class _CallsMixin:
                     access = "zero" if i == 0 else access
                 if v.kind == "regtile":
                     op = ir.Op(ir.REG_ACCESS, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
-                               buffer=v.ref, detail={"access": access, "tile_type": v.type, "args_text": [cexpr.render(a) for a in node[2]]})
+                               buffer=v.ref, detail={"access": access, "tile_type": v.type, "args_text": [cexpr.render(a) for a in node.args]})
                 else:
                     op = ir.Op(ir.SMEM_ACCESS, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
                                buffer=v.ref, detail={"access": "write" if base == "store" else "read",
@@ -623,10 +619,10 @@ class _CallsMixin:
                     op.scope = qual.split("::")[-1]
                 self.emit(op, ctx)
 
-    def _ev_method(self, callee, args, ctx: Ctx, cursor):
-        obj = self.ev(callee[1], ctx, cursor)
-        mname = callee[2]
-        targs = callee[4] if len(callee) > 4 else None
+    def _ev_method(self, callee: cexpr.Member, args, ctx: Ctx, cursor):
+        obj = self.ev(callee.obj, ctx, cursor)
+        mname = callee.field
+        targs = callee.targs
         if isinstance(obj, Allocator) and mname == "allocate":
             t = None
             dims = []

@@ -29,163 +29,173 @@ class _ValuesMixin:
         self.model.ops.append(op)
 
     # ========================================================== evaluation
-    def ev(self, node, ctx: Ctx, cursor=None):
+    def ev(self, node: cexpr.Node, ctx: Ctx, cursor=None):
         try:
             return self._ev(node, ctx, cursor)
         except RecursionError:
             return E.opaque("deep")
 
-    def _ev(self, node, ctx: Ctx, cursor):
-        kind = node[0]
-        if kind == "num":
-            return E.Const(node[1])
-        if kind == "bool":
-            return E.Const(node[1])
-        if kind == "lambda":
-            lam = self._lambda_value(node, ctx, cursor)
-            return lam if lam is not None else E.opaque(kind)
-        if kind in ("float", "str", "null"):
-            return E.opaque(kind)
-        if kind == "name":
-            return self._ev_name(node, ctx)
-        if kind == "bin":
-            a = self.ev(node[2], ctx, cursor)
-            if node[1] in ("&&", "||") and isinstance(a, E.Const) and bool(a.value) == (node[1] == "||"):
-                return E.Const(node[1] == "||")   # short-circuit: the right operand is not evaluated
-            b = self.ev(node[3], ctx, cursor)
-            if isinstance(a, Expr) and isinstance(b, Expr):
-                op = node[1]
-                if op in ("&&", "||"):
-                    a, b = _to_bool(a), _to_bool(b)
-                return E.binop(op, a, b)
-            return self._opaque_from(node, (a, b))
-        if kind == "un" and node[1] == "&" and node[2][0] == "name" and len(node[2][1]) >= 2:
+    def _ev(self, node: cexpr.Node, ctx: Ctx, cursor):
+        match node:
+            case cexpr.Num(value) | cexpr.Bool(value):
+                return E.Const(value)
+            case cexpr.LambdaExpr(index):
+                lam = self._lambda_value(index, ctx, cursor)
+                return lam if lam is not None else E.opaque("lambda")
+            case cexpr.Float():
+                return E.opaque("float")
+            case cexpr.Str():
+                return E.opaque("str")
+            case cexpr.Null():
+                return E.opaque("null")
+            case cexpr.Name():
+                return self._ev_name(node, ctx)
+            case cexpr.Bin(op, na, nb):
+                a = self.ev(na, ctx, cursor)
+                if op in ("&&", "||") and isinstance(a, E.Const) and bool(a.value) == (op == "||"):
+                    return E.Const(op == "||")   # short-circuit: the right operand is not evaluated
+                b = self.ev(nb, ctx, cursor)
+                if isinstance(a, Expr) and isinstance(b, Expr):
+                    if op in ("&&", "||"):
+                        a, b = _to_bool(a), _to_bool(b)
+                    return E.binop(op, a, b)
+                return self._opaque_from(node, (a, b))
+            case cexpr.Un(op, inner):
+                return self._ev_unary(node, op, inner, ctx, cursor)
+            case cexpr.Cond(nc, na, nb):
+                c = self.ev(nc, ctx, cursor)
+                if isinstance(c, E.Const):
+                    # only the chosen operand is evaluated (a constexpr recursion ends here)
+                    return self.ev(na if c.value else nb, ctx, cursor)
+                a, b = self.ev(na, ctx, cursor), self.ev(nb, ctx, cursor)
+                if isinstance(c, Expr) and isinstance(a, Expr) and isinstance(b, Expr):
+                    return E.ite(_to_bool(c), a, b)
+                return self._opaque_from(node, (c, a, b))
+            case cexpr.Assign():
+                return self._assign(node, ctx, cursor)
+            case cexpr.Post(op, target):
+                old = self.ev(target, ctx, cursor)
+                self._assign(cexpr.Assign("+=" if op == "++" else "-=", target, cexpr.Num(1)), ctx, cursor)
+                return old
+            case cexpr.Cast(tnode, inner_node):
+                return self._ev_cast(tnode, self.ev(inner_node, ctx, cursor), ctx)
+            case cexpr.Sizeof(inner):
+                return self._ev_sizeof(inner, ctx)
+            case cexpr.Index(nbase, nidx):
+                return self._ev_index(node, nbase, nidx, ctx, cursor)
+            case cexpr.Member():
+                return self._ev_member(node, ctx, cursor)
+            case cexpr.MemberPtr(nobj, nptr):
+                ptr = self.ev(nptr, replace(ctx, dry=True), cursor)
+                if isinstance(ptr, tuple) and ptr and ptr[0] == "memptr":
+                    return self._ev_member(cexpr.Member(nobj, ptr[1], False), ctx, cursor)
+                return self._opaque_from(node, (self.ev(nobj, ctx, cursor), ptr))
+            case cexpr.Call():
+                return self._ev_call(node, ctx, cursor)
+            case cexpr.Init(items):
+                return tuple(self.ev(x, ctx, cursor) for x in items)
+            case cexpr.Comma(na, nb):
+                self.ev(na, ctx, cursor)
+                return self.ev(nb, ctx, cursor)
+            case cexpr.TypeWords():
+                return self.resolve_type(node, ctx.env)
+            case cexpr.Value(value):
+                return value
+        return E.opaque("unknown")
+
+    def _ev_unary(self, node: cexpr.Un, op: str, inner: cexpr.Node, ctx: Ctx, cursor):
+        if op == "&" and isinstance(inner, cexpr.Name) and len(inner.segments) >= 2:
             # `&Globals::field`: a pointer to a data member (a template argument of an op)
-            owner = self.resolve_type(("name", tuple(node[2][1][:-1])), ctx.env)
-            fld = node[2][1][-1][0]
+            owner = self.resolve_type(cexpr.Name(inner.segments[:-1]), ctx.env)
+            fld = inner.segments[-1].name
             if isinstance(owner, StructType) and getattr(owner.members.get(fld), "kind", None) == CK.FIELD_DECL:
                 return ("memptr", fld)
-        if kind == "un" and node[1] == "*" and node[2][0] == "cast" and node[2][1][0] == "type" \
-                and "volatile" in node[2][1][1] and self._global_target(node[2][2], ctx, cursor):
+        if op == "*" and isinstance(inner, cexpr.Cast) and isinstance(inner.type, cexpr.TypeWords) \
+                and "volatile" in inner.type.words and self._global_target(inner.a, ctx, cursor):
             # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory
             if cursor is not None:
                 self.emit(ir.Op(ir.GLOBAL_LOAD, "volatile load", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
                                 detail={"sem": "volatile", "ptx": cexpr.render(node)[:80]}), ctx)
             return E.opaque(cexpr.render(node)[:60])
-        if kind == "un":
-            op = node[1]
-            a = self.ev(node[2], ctx, cursor) if not (op == "&" and node[2][0] == "index") else None
-            if op == "&" or op == "*":
-                if op == "&" and node[2][0] == "index":
-                    self._no_elem_access += 1
-                    try:
-                        a = self.ev(node[2], ctx, cursor)
-                    finally:
-                        self._no_elem_access -= 1
-                return a  # address-of / dereference keep the object
-            if isinstance(a, Expr):
-                return E.unop(op, _to_bool(a) if op == "!" else a)
-            return self._opaque_from(node, (a,))
-        if kind == "cond":
-            c = self.ev(node[1], ctx, cursor)
-            if isinstance(c, E.Const):
-                # only the chosen operand is evaluated (a constexpr recursion ends here)
-                return self.ev(node[2] if c.value else node[3], ctx, cursor)
-            a, b = self.ev(node[2], ctx, cursor), self.ev(node[3], ctx, cursor)
-            if isinstance(c, Expr) and isinstance(a, Expr) and isinstance(b, Expr):
-                return E.ite(_to_bool(c), a, b)
-            if isinstance(c, E.Const):
-                return a if c.value else b
-            return self._opaque_from(node, (c, a, b))
-        if kind == "assign":
-            return self._assign(node, ctx, cursor)
-        if kind == "post":
-            old = self.ev(node[2], ctx, cursor)
-            self._assign(("assign", "+=" if node[1] == "++" else "-=", node[2], ("num", 1)), ctx, cursor)
-            return old
-        if kind == "cast":
-            inner = self.ev(node[2], ctx, cursor)
-            tnode = node[1]
-            if isinstance(inner, Obj) and tnode[0] == "type" and tnode[1][:1] == ("?",):
-                arr = self._array_ref_cast(list(tnode[1][1:]), inner, ctx)
-                if arr is not None:
-                    return arr
-            if isinstance(inner, Obj):
-                t = self.resolve_type(tnode, ctx.env)
-                if isinstance(t, StructType):
-                    t = self.struct_tile_type(t)
-                if isinstance(t, ir.TileType) and t.kind in ("st", "sv", "struct") and inner.type != t:
-                    return Obj(inner.kind, inner.ref, t, reinterpreted_from=inner.type)
-            if tnode[0] == "type" and "bool" in tnode[1] and isinstance(inner, Expr):
-                return _to_bool(inner)
-            if tnode[0] == "type" and isinstance(inner, E.Const):
-                return convert_int(inner, " ".join(tnode[1]))
-            return inner
-        if kind == "sizeof":
-            if _is_clc_handle(node[1], self, ctx):
-                return E.Const(K.CLC_RESPONSE_BYTES)     # `uint4 internal_value` (util.cuh)
-            t = self.resolve_type(node[1], ctx.env) if node[1][0] in ("name", "type") else None
+        if op == "&" and isinstance(inner, cexpr.Index):
+            # the address of an element is no access to it
+            self._no_elem_access += 1
+            try:
+                return self.ev(inner, ctx, cursor)
+            finally:
+                self._no_elem_access -= 1
+        a = self.ev(inner, ctx, cursor)
+        if op == "&" or op == "*":
+            return a  # address-of / dereference keep the object
+        if isinstance(a, Expr):
+            return E.unop(op, _to_bool(a) if op == "!" else a)
+        return self._opaque_from(node, (a,))
+
+    def _ev_cast(self, tnode: cexpr.Node, inner, ctx: Ctx):
+        words = tnode.words if isinstance(tnode, cexpr.TypeWords) else None
+        if isinstance(inner, Obj) and words is not None and words[:1] == ("?",):
+            arr = self._array_ref_cast(list(words[1:]), inner, ctx)
+            if arr is not None:
+                return arr
+        if isinstance(inner, Obj):
+            t = self.resolve_type(tnode, ctx.env)
             if isinstance(t, StructType):
                 t = self.struct_tile_type(t)
-            if isinstance(t, ir.TileType):
-                s = t.size_bytes() if t.kind != "scalar" else E.Const(t.dtype_bytes or 4)
-                if s is not None:
-                    return s
-            v = self.ev(node[1], replace(ctx, dry=True))
-            count: Expr = E.Const(1)
-            while isinstance(v, _ArrVal):
-                # `sizeof(tiles)` of an array of tiles: the element's size times the extent
-                d = v.dims[0] if v.dims else None
-                if not isinstance(d, Expr) or d.is_opaque():
-                    return E.opaque("sizeof")
-                count = E.binop("*", count, d)
-                v = v.obj if len(v.dims) <= 1 else _ArrVal(v.obj, v.dims[1:])
-            if isinstance(v, Obj) and v.type is not None:
-                s = v.type.size_bytes()
-                if s is not None:
-                    return E.binop("*", count, s) if count != E.Const(1) else s
-            return E.opaque("sizeof")
-        if kind == "index":
-            base = self.ev(node[1], ctx, cursor)
-            idx = self.ev(node[2], ctx, cursor)
-            if self.mk_op is not None and isinstance(base, (Obj, E.Var)) and isinstance(idx, E.Const):
-                code = self._mk_opcode_read(base, idx)
-                if code is not None:
-                    return code
-            if isinstance(base, Obj):
-                et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
-                res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et)
-                self._elem_access(res, "read", ctx, cursor)
-                if res.kind == "struct" and et is not None and et.kind == "scalar" and not self._no_elem_access \
-                        and isinstance(idx, Expr) and not idx.depends_on(E.THREAD) and not idx.is_opaque():
-                    # a word of a shared struct (an instruction slot's `instructions[3]`), read at one
-                    # address by every thread: one block-uniform value
-                    return E.Var(f"?{res.ref}", E.PARAM)
-                return res
-            if isinstance(base, _ArrVal):
-                res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"))
-                self._elem_access(res, "read", ctx, cursor)
-                return res
-            return self._opaque_from(node, (base, idx))
-        if kind == "member":
-            return self._ev_member(node, ctx, cursor)
-        if kind == "memptr_access":
-            ptr = self.ev(node[2], replace(ctx, dry=True), cursor)
-            if isinstance(ptr, tuple) and ptr and ptr[0] == "memptr":
-                return self._ev_member(("member", node[1], ptr[1], False), ctx, cursor)
-            return self._opaque_from(node, (self.ev(node[1], ctx, cursor), ptr))
-        if kind == "call":
-            return self._ev_call(node, ctx, cursor)
-        if kind == "init":
-            return tuple(self.ev(x, ctx, cursor) for x in node[1])
-        if kind == "comma":
-            self.ev(node[1], ctx, cursor)
-            return self.ev(node[2], ctx, cursor)
-        if kind == "type":
-            return self.resolve_type(node, ctx.env)
-        if kind in ("__expr", "__value"):
-            return node[1]
-        return E.opaque(kind)
+            if isinstance(t, ir.TileType) and t.kind in ("st", "sv", "struct") and inner.type != t:
+                return Obj(inner.kind, inner.ref, t, reinterpreted_from=inner.type)
+        if words is not None and "bool" in words and isinstance(inner, Expr):
+            return _to_bool(inner)
+        if words is not None and isinstance(inner, E.Const):
+            return convert_int(inner, " ".join(words))
+        return inner
+
+    def _ev_sizeof(self, inner: cexpr.Node, ctx: Ctx):
+        if _is_clc_handle(inner, self, ctx):
+            return E.Const(K.CLC_RESPONSE_BYTES)     # `uint4 internal_value` (util.cuh)
+        t = self.resolve_type(inner, ctx.env) if isinstance(inner, (cexpr.Name, cexpr.TypeWords)) else None
+        if isinstance(t, StructType):
+            t = self.struct_tile_type(t)
+        if isinstance(t, ir.TileType):
+            s = t.size_bytes() if t.kind != "scalar" else E.Const(t.dtype_bytes or 4)
+            if s is not None:
+                return s
+        v = self.ev(inner, replace(ctx, dry=True))
+        count: Expr = E.Const(1)
+        while isinstance(v, _ArrVal):
+            # `sizeof(tiles)` of an array of tiles: the element's size times the extent
+            d = v.dims[0] if v.dims else None
+            if not isinstance(d, Expr) or d.is_opaque():
+                return E.opaque("sizeof")
+            count = E.binop("*", count, d)
+            v = v.obj if len(v.dims) <= 1 else _ArrVal(v.obj, v.dims[1:])
+        if isinstance(v, Obj) and v.type is not None:
+            s = v.type.size_bytes()
+            if s is not None:
+                return E.binop("*", count, s) if count != E.Const(1) else s
+        return E.opaque("sizeof")
+
+    def _ev_index(self, node: cexpr.Index, nbase: cexpr.Node, nidx: cexpr.Node, ctx: Ctx, cursor):
+        base = self.ev(nbase, ctx, cursor)
+        idx = self.ev(nidx, ctx, cursor)
+        if self.mk_op is not None and isinstance(base, (Obj, E.Var)) and isinstance(idx, E.Const):
+            code = self._mk_opcode_read(base, idx)
+            if code is not None:
+                return code
+        if isinstance(base, Obj):
+            et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
+            res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et)
+            self._elem_access(res, "read", ctx, cursor)
+            if res.kind == "struct" and et is not None and et.kind == "scalar" and not self._no_elem_access \
+                    and isinstance(idx, Expr) and not idx.depends_on(E.THREAD) and not idx.is_opaque():
+                # a word of a shared struct (an instruction slot's `instructions[3]`), read at one
+                # address by every thread: one block-uniform value
+                return E.Var(f"?{res.ref}", E.PARAM)
+            return res
+        if isinstance(base, _ArrVal):
+            res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"))
+            self._elem_access(res, "read", ctx, cursor)
+            return res
+        return self._opaque_from(node, (base, idx))
 
     def _mk_opcode_read(self, base: Obj, idx: E.Const):
         """In the model of one MK op, the opcode word of an instruction slot (knowledge/mk.py:
@@ -198,14 +208,14 @@ class _ValuesMixin:
         v = self._member_static(self.mk_op, "opcode", None, Ctx(env=self.mk_op.env, guard=ir.Guard(), dry=True))
         return v if isinstance(v, E.Const) else None
 
-    def _global_target(self, node, ctx: Ctx, cursor) -> bool:
+    def _global_target(self, node: cexpr.Node, ctx: Ctx, cursor) -> bool:
         """`&g.layout[{...}]` / `&ptr[i]`: an address in global memory (an element of a global
         layout, or of a pointer the kernel received)."""
-        if node[0] == "un" and node[1] == "&":
-            node = node[2]
-        if node[0] != "index":
+        if isinstance(node, cexpr.Un) and node.op == "&":
+            node = node.a
+        if not isinstance(node, cexpr.Index):
             return False
-        base = self.ev(node[1], replace(ctx, dry=True), cursor)
+        base = self.ev(node.obj, replace(ctx, dry=True), cursor)
         if isinstance(base, Obj):
             return base.kind == "gl"
         return isinstance(base, Expr) and isinstance(base, E.Var) and base.kind == E.PARAM
@@ -237,10 +247,10 @@ class _ValuesMixin:
             return None
         return _ArrVal(Obj(inner.kind, inner.ref, t, reinterpreted_from=inner.type), dims)
 
-    def _lambda_value(self, node, ctx: Ctx, cursor):
-        """The Lambda of ("lambda", i): the i-th outermost lambda expression under the cursor
-        of the statement being evaluated."""
-        if cursor is None or len(node) < 2:
+    def _lambda_value(self, index: int, ctx: Ctx, cursor):
+        """The Lambda of LambdaExpr(index): the index-th outermost lambda expression under the
+        cursor of the statement being evaluated."""
+        if cursor is None:
             return None
         found = []
 
@@ -255,15 +265,15 @@ class _ValuesMixin:
         else:
             visit(cursor)
         found.sort(key=lambda c: (c.extent.start.line, c.extent.start.column))
-        if node[1] >= len(found):
+        if index >= len(found):
             return None
-        lam = found[node[1]]
+        lam = found[index]
         toks = tokens_of(lam)
         caps = toks[1:toks.index("]")] if "]" in toks else []
         by_value = bool(caps) and ("=" in caps or "&" not in caps)
         return Lambda(lam, ctx.env, by_value)
 
-    def _opaque_from(self, node, parts) -> Expr:
+    def _opaque_from(self, node: cexpr.Node, parts) -> Expr:
         """An unknown value; it is uniform when everything it is computed from is."""
         kinds = set()
         for p in parts:
@@ -283,17 +293,17 @@ class _ValuesMixin:
         return E.Var(f"?{cexpr.render(node)[:40]}#{E.fresh_number()}", E.PARAM)
 
     # -- names --------------------------------------------------------------
-    def _ev_name(self, node, ctx: Ctx):
-        segs = list(node[1])
+    def _ev_name(self, node: cexpr.Name, ctx: Ctx):
+        segs = list(node.segments)
         q = self._qualified_decl(segs, ctx.env)
         if q is not None:
-            cur = self._deref(q[0], segs[0][0], ctx, q[1])
+            cur = self._deref(q[0], segs[0].name, ctx, q[1])
             for seg, sargs in q[2]:
                 cur = self._member_static(cur, seg, sargs, ctx)
                 if cur is None:
                     return E.Var(f"?{cexpr.render(node)}", E.PARAM)
             return cur
-        while len(segs) > 1 and segs[0][0] in self._ns_names:
+        while len(segs) > 1 and segs[0].name in self._ns_names:
             segs = segs[1:]
         head, targs = segs[0]
         if len(segs) == 1:
@@ -400,9 +410,9 @@ class _ValuesMixin:
         return total
 
     # -- members -------------------------------------------------------------
-    def _ev_member(self, node, ctx: Ctx, cursor):
-        obj = self.ev(node[1], ctx, cursor)
-        field_name = node[2]
+    def _ev_member(self, node: cexpr.Member, ctx: Ctx, cursor):
+        obj = self.ev(node.obj, ctx, cursor)
+        field_name = node.field
         if isinstance(obj, tuple) and obj and obj[0] == "builtin":
             b = obj[1]
             if b == "threadIdx":
@@ -444,7 +454,7 @@ class _ValuesMixin:
                     return a
             return E.Var(f"?{obj.ref}.{field_name}", E.PARAM)
         if isinstance(obj, Allocator):
-            return ("allocmethod", obj, field_name, node[4] if len(node) > 4 else None)
+            return ("allocmethod", obj, field_name, node.targs)
         if isinstance(obj, Expr):
             return self._opaque_from(node, (obj,))
         if isinstance(obj, tuple) and field_name in ("x", "y", "z", "w") and obj and all(isinstance(v, Expr) for v in obj):
@@ -456,14 +466,14 @@ class _ValuesMixin:
         return E.opaque(cexpr.render(node))
 
     # -- assignment ----------------------------------------------------------
-    def _assign(self, node, ctx: Ctx, cursor):
-        op, lhs, rhs = node[1], node[2], node[3]
+    def _assign(self, node: cexpr.Assign, ctx: Ctx, cursor):
+        op, lhs, rhs = node.op, node.target, node.value
         val = self.ev(rhs, ctx, cursor)
         if op == "=" and isinstance(val, tuple) and val and val[0] == "tmem_tile" and not ctx.dry:
             if self._assign_tmem_tile(lhs, val, ctx, cursor):
                 return val
-        if lhs[0] == "name" and len(lhs[1]) == 1:
-            name = lhs[1][0][0]
+        if isinstance(lhs, cexpr.Name) and len(lhs.segments) == 1:
+            name = lhs.segments[0].name
             if op != "=":
                 old = ctx.env.lookup(name)
                 if isinstance(old, Expr) and isinstance(val, Expr):
@@ -477,7 +487,7 @@ class _ValuesMixin:
             if not ctx.env.assign(name, new):
                 ctx.env.define(name, new)
             return new
-        if lhs[0] == "index":
+        if isinstance(lhs, cexpr.Index):
             # a store into a shared array element (`x[i] = v`, `tile.data[i] += v`)
             self._no_elem_access += 1
             try:
@@ -488,12 +498,12 @@ class _ValuesMixin:
                 self._elem_access(target, "read", ctx, cursor)
             self._elem_access(target, "write", ctx, cursor)
             return val
-        if lhs[0] == "member":
+        if isinstance(lhs, cexpr.Member):
             # record fields written by callbacks: `args.num_iters = ...`
-            obj = self.ev(lhs[1], replace(ctx, dry=True), cursor)
-            if isinstance(obj, Rec) and obj.path is not None and lhs[2] in obj.scalars \
-                    and ctx.env.has(f"{obj.path}.{lhs[2]}"):
-                key = f"{obj.path}.{lhs[2]}"
+            obj = self.ev(lhs.obj, replace(ctx, dry=True), cursor)
+            if isinstance(obj, Rec) and obj.path is not None and lhs.field in obj.scalars \
+                    and ctx.env.has(f"{obj.path}.{lhs.field}"):
+                key = f"{obj.path}.{lhs.field}"
                 if op != "=":
                     old = ctx.env.lookup(key)
                     val = E.binop(op[:-1], old, val) if isinstance(old, Expr) and isinstance(val, Expr) \
@@ -502,34 +512,34 @@ class _ValuesMixin:
                 return val
             if isinstance(obj, Rec):
                 if op != "=":
-                    old = obj.fields.get(lhs[2])
+                    old = obj.fields.get(lhs.field)
                     val = E.binop(op[:-1], old, val) if isinstance(old, Expr) and isinstance(val, Expr) \
-                        else E.opaque(lhs[2])
-                obj.fields[lhs[2]] = val
+                        else E.opaque(lhs.field)
+                obj.fields[lhs.field] = val
         return val
 
-    def _assign_tmem_tile(self, lhs, val, ctx: Ctx, cursor) -> bool:
+    def _assign_tmem_tile(self, lhs: cexpr.Node, val, ctx: Ctx, cursor) -> bool:
         """`d = tm.allocate<TT>(col)` / `d[i] = tm.allocate<TT>(col)` into a declared TMEM tile (an
         array filled by a loop of constant trip: one element per iteration)."""
         m = self.model
         if m is None:
             return False
         _, alloc, t, lane, col = val
-        if lhs[0] == "name" and len(lhs[1]) == 1:
-            name = lhs[1][0][0]
+        if isinstance(lhs, cexpr.Name) and len(lhs.segments) == 1:
+            name = lhs.segments[0].name
             old = ctx.env.lookup(name)
             if isinstance(old, Obj) and old.kind == "tmem" and not old.ref.index:
                 loc = loc_of(cursor, self.filename) if cursor is not None else m.location
                 m.tmem_tiles[name] = ir.TmemTile(name, old.type or t, alloc, ((lane, col),), (), loc)
                 return True
             return False
-        if lhs[0] != "index" or lhs[1][0] != "name" or len(lhs[1][1]) != 1:
+        if not (isinstance(lhs, cexpr.Index) and isinstance(lhs.obj, cexpr.Name) and len(lhs.obj.segments) == 1):
             return False
-        name = lhs[1][1][0][0]
+        name = lhs.obj.segments[0].name
         tile = m.tmem_tiles.get(name)
         if tile is None or len(tile.dims) != 1:
             return False
-        idx = self.ev(lhs[2], replace(ctx, dry=True), cursor)
+        idx = self.ev(lhs.index, replace(ctx, dry=True), cursor)
         if not isinstance(idx, Expr):
             return False
         elems = list(tile.elements)
@@ -578,16 +588,16 @@ class _ValuesMixin:
 
 
 
-def _is_clc_handle(node, walker, ctx) -> bool:
+def _is_clc_handle(node: cexpr.Node, walker, ctx) -> bool:
     """`sizeof(clc::handle)`, or `sizeof(h)` / `sizeof(h[i])` of a variable the file declares as
     `clc::handle h[...]` (TK's opaque 16-byte CLC response)."""
     text = cexpr.render(node).replace("kittens::", "").replace(" ", "")
     if text == "clc::handle":
         return True
     base = node
-    while base[0] == "index":
-        base = base[1]
-    if base[0] != "name":
+    while isinstance(base, cexpr.Index):
+        base = base.obj
+    if not isinstance(base, cexpr.Name):
         return False
     name = cexpr.render(base).strip()
     if not re.fullmatch(r"[A-Za-z_]\w*", name):

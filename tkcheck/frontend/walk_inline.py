@@ -15,7 +15,7 @@ class _InlineMixin:
     """Part of `builder.KernelWalker`. Inlining: the user's device functions and the callbacks of TK's prototype templates."""
 
     def _resolve_callable(self, segs, ctx: Ctx):
-        head = segs[0][0]
+        head = segs[0].name
         v = ctx.env.lookup(head)
         if v is None and head in self.mb.structs:
             v = ("struct_decl", self.mb.structs[head])
@@ -28,7 +28,7 @@ class _InlineMixin:
             if head in self.mb.functions:
                 return Func(head, self._nearest_overloads(self.mb.functions[head]))
             return None
-        cur = self._deref(v, head, ctx, segs[0][1]) if v is not None else None
+        cur = self._deref(v, head, ctx, segs[0].targs) if v is not None else None
         for seg, sargs in segs[1:]:
             if isinstance(cur, StructType):
                 m = cur.env.vars.get(seg)
@@ -75,24 +75,24 @@ class _InlineMixin:
 
     def _expand_packs(self, targs, ctx: Ctx) -> list:
         """Template arguments with packs expanded: a name bound to a tuple (a parameter pack of
-        the caller, `ops...`) stands for its elements. Items: ("node", n) or ("value", v)."""
-        out = []
+        the caller, `ops...`) stands for its elements, each a `cexpr.Value`."""
+        out: list[cexpr.Node] = []
         for a in targs:
-            if a[0] == "name" and len(a[1]) == 1 and a[1][0][1] is None:
-                v = ctx.env.lookup(a[1][0][0])
+            ident = a.ident() if isinstance(a, cexpr.Name) else None
+            if ident is not None:
+                v = ctx.env.lookup(ident)
                 if isinstance(v, tuple) and not (v and isinstance(v[0], str)):
-                    out.extend(("value", x) for x in v)
+                    out.extend(cexpr.Value(x) for x in v)
                     continue
-            out.append(("node", a))
+            out.append(a)
         return out
 
-    def _targ_item(self, item, param, ctx: Ctx):
-        kind, x = item
-        if kind == "value":
-            return x
+    def _targ_item(self, item: cexpr.Node, param, ctx: Ctx):
+        if isinstance(item, cexpr.Value):
+            return item.value
         if param.kind == CK.TEMPLATE_TYPE_PARAMETER:
-            return self.resolve_type(x, ctx.env)
-        return self.ev(x, replace(ctx, dry=True))
+            return self.resolve_type(item, ctx.env)
+        return self.ev(item, replace(ctx, dry=True))
 
     def _nearest_overloads(self, cursors: list) -> list:
         """Functions of one name in several namespaces: the ones of the kernel's own namespace
@@ -125,7 +125,7 @@ class _InlineMixin:
         if chosen is None:
             vals = [self.ev(a, ctx, cursor) for a in args]
             self._unmodelled_use(vals, ctx, cursor, f.name)
-            return self._opaque_from(("name", ((f.name, None),)), vals)
+            return self._opaque_from(cexpr.Name.simple(f.name), vals)
         vals = [self.ev(a, ctx, cursor) for a in args]
         parent_env = f.owner.env if f.owner is not None else self.mb.env_for(chosen)
         if this is not None:
@@ -169,10 +169,11 @@ class _InlineMixin:
         self.walk(body, sub)
         # values written through reference parameters flow back
         for i, p in enumerate(params):
-            if i < len(args) and "&" in p.type.spelling and args[i][0] == "name" and len(args[i][1]) == 1:
+            if i < len(args) and "&" in p.type.spelling and isinstance(args[i], cexpr.Name) \
+                    and len(args[i].segments) == 1:
                 newv = fenv.vars.get(p.spelling)
                 if isinstance(newv, Expr):
-                    ctx.env.assign(args[i][1][0][0], newv)
+                    ctx.env.assign(args[i].segments[0].name, newv)
         if frame.returns:
             vals_r = [v for _, v in frame.returns]
             if len(vals_r) == 1 or all(v == vals_r[0] for v in vals_r):
@@ -195,7 +196,7 @@ class _InlineMixin:
         self._inlined = getattr(self, "_inlined", 0) + 1
         vals = [self.ev(a, ctx, cursor) for a in args]
         if ctx.depth >= MAX_INLINE_DEPTH or self._inlined > MAX_INLINED_CALLS:
-            return self._not_inlined(Func("lambda", []), [("__value", v) for v in vals], ctx, cursor)
+            return self._not_inlined(Func("lambda", []), [cexpr.Value(v) for v in vals], ctx, cursor)
         base = BranchEnv(lam.env) if lam.by_value else lam.env
         fenv = Env(base)
         params = [p for p in lam.cursor.get_children() if p.kind == CK.PARM_DECL]
@@ -210,10 +211,11 @@ class _InlineMixin:
                       callers=ctx.callers + ((call_loc,) if call_loc else ()))
         self.walk(body, sub)
         for i, p in enumerate(params):
-            if i < len(args) and "&" in p.type.spelling and args[i][0] == "name" and len(args[i][1]) == 1:
+            if i < len(args) and "&" in p.type.spelling and isinstance(args[i], cexpr.Name) \
+                    and len(args[i].segments) == 1:
                 newv = fenv.vars.get(p.spelling)
                 if isinstance(newv, Expr):
-                    ctx.env.assign(args[i][1][0][0], newv)
+                    ctx.env.assign(args[i].segments[0].name, newv)
         if frame.returns:
             vals_r = [v for _, v in frame.returns]
             if len(vals_r) == 1 or all(v == vals_r[0] for v in vals_r):
@@ -245,7 +247,7 @@ class _InlineMixin:
         """tkcheck_flag(lcft, NAME, default): the template's optional flag, as TK's
         FLAG_GETTER resolves it (the user's static member, else the default)."""
         st = ctx.env.lookup("lcft")
-        fname = args[1][1][-1][0] if args[1][0] == "name" else None
+        fname = args[1].segments[-1].name if isinstance(args[1], cexpr.Name) else None
         if isinstance(st, StructType) and fname and fname in st.env.vars:
             v = self._deref(st.env.vars[fname], fname, Ctx(env=st.env, guard=ctx.guard, dry=True))
             if isinstance(v, Expr):
@@ -262,12 +264,13 @@ class _InlineMixin:
         user's callback with an `args` record built from named fields."""
         target = args[0]
         fn = None
-        if target[0] == "name":
-            fn = self._resolve_callable([s for s in target[1] if s[0] not in self._ns_names] or list(target[1]), ctx)
+        if isinstance(target, cexpr.Name):
+            segs = list(target.segments)
+            fn = self._resolve_callable([s for s in segs if s.name not in self._ns_names] or segs, ctx)
         rec = Rec(type_name="args")
         i = 1
         while i + 1 < len(args):
-            key = args[i][1].strip('"') if args[i][0] == "str" else None
+            key = args[i].text.strip('"') if isinstance(args[i], cexpr.Str) else None
             val = self.ev(args[i + 1], ctx, cursor)
             if key:
                 rec.fields[key] = val

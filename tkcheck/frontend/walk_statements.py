@@ -39,16 +39,16 @@ class _Slot:
         return f"_Slot({self.label})"
 
     @staticmethod
-    def of(node, walker, ctx: Ctx) -> "_Slot | None":
+    def of(node: cexpr.Node, walker, ctx: Ctx) -> "_Slot | None":
         """The slot of an lvalue node: a plain name, or `obj.field` of a record."""
-        if node[0] == "name" and len(node[1]) == 1:
-            return _Slot(node[1][0][0])
-        if node[0] == "member" and not node[3]:
-            obj = walker.ev(node[1], replace(ctx, dry=True))
-            if isinstance(obj, Rec) and obj.path is not None and node[2] in obj.scalars:
-                return _Slot(f"{obj.path}.{node[2]}")       # a local object's scalar: a variable of the scope
+        if isinstance(node, cexpr.Name) and len(node.segments) == 1:
+            return _Slot(node.segments[0].name)
+        if isinstance(node, cexpr.Member) and not node.arrow:
+            obj = walker.ev(node.obj, replace(ctx, dry=True))
+            if isinstance(obj, Rec) and obj.path is not None and node.field in obj.scalars:
+                return _Slot(f"{obj.path}.{node.field}")       # a local object's scalar: a variable of the scope
             if isinstance(obj, Rec):
-                return _Slot(node[2], obj)
+                return _Slot(node.field, obj)
         return None
 
     def get(self, env):
@@ -222,7 +222,7 @@ class _StatementsMixin:
         if not toks or toks[0] in ("if", "for", "while", "return", "else", "do", "switch"):
             return None
         node = cexpr.parse_expression(toks, value_names(ctx.env))
-        if node[0] == "unknown":
+        if isinstance(node, cexpr.Unknown):
             self._note_unmodelled(c, "statement clang dropped (after an error it recovered from) not understood")
             return None
         return self.ev(node, ctx, cursor=c)
@@ -239,7 +239,7 @@ class _StatementsMixin:
         if not toks:
             return None
         node = cexpr.parse_expression(toks, value_names(ctx.env))
-        if node[0] == "unknown":
+        if isinstance(node, cexpr.Unknown):
             self._note_unmodelled(c, "expression not understood")
             return None
         return self.ev(node, ctx, cursor=c)
@@ -303,7 +303,7 @@ class _StatementsMixin:
         t = self.resolve_type(tnode, ctx.env) if tnode is not None else None
         dims = []
         for dn in dims_nodes:
-            v = self.ev(dn, replace(ctx, dry=True)) if dn[0] != "unknown" else None
+            v = self.ev(dn, replace(ctx, dry=True)) if not isinstance(dn, cexpr.Unknown) else None
             dims.append(v if isinstance(v, Expr) else E.opaque("dim"))
         loc = loc_of(d, self.filename)
         m = self.model
@@ -918,10 +918,10 @@ class _StatementsMixin:
         """`x < n` where the carried x is `x0 + k` (an object's index advanced by a member
         function): the trip count n - x0."""
         node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
-        if node[0] != "bin" or node[1] != "<":
+        if not isinstance(node, cexpr.Bin) or node.op != "<":
             return None
-        lhs = self.ev(node[2], replace(ctx, dry=True))
-        bound = self.ev(node[3], replace(ctx, dry=True))
+        lhs = self.ev(node.a, replace(ctx, dry=True))
+        bound = self.ev(node.b, replace(ctx, dry=True))
         if not isinstance(lhs, Expr) or not isinstance(bound, Expr) or bound.depends_on(E.LOOP) or bound.is_opaque():
             return None
         x0 = None
@@ -940,20 +940,19 @@ class _StatementsMixin:
         infinite = cond_c is None
         if init_s is not None:
             toks = tokens_of(init_s)
-            mm = None
             if init_s.kind == CK.DECL_STMT:
                 for i, t in enumerate(toks):
                     if t == "=" and i > 0:
-                        mm = (("name", ((toks[i - 1], None),)), toks[i + 1:])
+                        var = cexpr.Name.simple(toks[i - 1])
                         break
             else:
                 node = cexpr.parse_expression(toks, ctx.env.has)
-                if node[0] == "comma":
-                    node = node[1]
-                if node[0] == "assign" and node[1] == "=" and node[2][0] in ("name", "member"):
-                    mm = (node[2], None)
-            if mm:
-                var = mm[0]
+                if isinstance(node, cexpr.Comma):
+                    node = node.a
+                if isinstance(node, cexpr.Assign) and node.op == "=" \
+                        and isinstance(node.target, (cexpr.Name, cexpr.Member)):
+                    var = node.target
+            if var is not None:
                 slot = _Slot.of(var, self, ctx)
                 v = slot.get(ctx.env) if slot is not None else None
                 init_v = v if isinstance(v, Expr) else None
@@ -962,14 +961,14 @@ class _StatementsMixin:
         if inc_c is not None and var is not None:
             node = cexpr.parse_expression(tokens_of(inc_c), value_names(ctx.env))
             step = _step_of(node, var, lambda n: self.ev(n, replace(ctx, dry=True)))
-        if var is not None and var[0] == "member" and step is None:
+        if isinstance(var, cexpr.Member) and step is None:
             var = init_v = None        # advanced by a member function: a carried variable
         if cond_c is not None and var is not None and step is not None and init_v is not None:
             node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
-            if node[0] == "bin" and node[2] == var:
-                bound = self.ev(node[3], replace(ctx, dry=True))
+            if isinstance(node, cexpr.Bin) and node.a == var:
+                bound = self.ev(node.b, replace(ctx, dry=True))
                 if isinstance(bound, Expr):
-                    op = node[1]
+                    op = node.op
                     s = step
                     if op == "<":
                         span = E.binop("-", bound, init_v)
@@ -991,7 +990,7 @@ class _StatementsMixin:
                         # a grid-stride / block-stride loop: `task += gridDim.x` (the step is >= 1)
                         t = E.binop("/", E.binop("-", E.binop("+", span, s), E.Const(1)), s)
                         trip = E.ite(E.binop("<=", span, E.Const(0)), E.Const(0), t)
-            elif node[0] == "bin" and node[1] == "&&":
+            elif isinstance(node, cexpr.Bin) and node.op == "&&":
                 trip = None
         if cond_c is not None and (var is None or not re.search(
                 r"(?<![\w.])" + re.escape(cexpr.render(var)) + r"\b", " ".join(tokens_of(cond_c)).replace(" . ", "."))):
@@ -1140,7 +1139,7 @@ class _StatementsMixin:
             out[sl] = solve_recurrence(start[sl], ends[sl], v0, sl.label, counter)
         # phases that flip with the ring index (`if (++s == N) { s = 0; phase ^= 1; }`,
         # TK's phase bitfield): solved once the ring index has a closed form
-        from .recurrence import _is_opaque_form, solve_dependent, solve_by_simulation
+        from ..recurrence import _is_opaque_form, solve_dependent, solve_by_simulation
         solved = {sl: f for sl, f in out.items() if not _is_opaque_form(f)}
         for sl, v0 in slots.items():
             if sl not in solved:
@@ -1166,7 +1165,7 @@ class _StatementsMixin:
         after kO outer iterations they have taken T*kO steps of that update from their
         constant start values. Solved as one sequence over the flat step count F (simulation,
         proved), so this loop's closed form is G(T*kO) and the inner loop's G(T*kO + k)."""
-        from .recurrence import _is_opaque_form, solve_by_simulation
+        from ..recurrence import _is_opaque_form, solve_by_simulation
         if counter is None:
             return
         probe = E.Var("k@probe", E.LOOP)

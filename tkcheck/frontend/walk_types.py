@@ -443,30 +443,31 @@ class _TypesMixin:
         node = cexpr.parse_expression(toks, _values_of(env))
         return self.resolve_type(node, env)
 
-    def resolve_type(self, node, env: Env):
+    def resolve_type(self, node: cexpr.Node | None, env: Env):
         """A type node -> TileType | StructType | None."""
-        if node is None:
-            return None
-        if node[0] == "type":
-            words = [w for w in node[1] if w not in ("const", "volatile", "*", "&", "unsigned", "signed")]
-            w = words[-1] if words else "int"
-            return ir.TileType("scalar", w, dtype=w, dtype_bytes=K.DTYPE_BYTES.get(w, 4))
-        if node[0] == "call" and node[1][0] == "name" and len(node[2]) == 1 and \
-                node[1][1][-1][0] in ("typeof", "__typeof__", "decltype"):
-            # `size_bytes<typeof(q_smem[0])>`: the type of the object the expression names
-            v = self.ev(node[2][0], Ctx(env=env, guard=ir.Guard(), dry=True))
-            if isinstance(v, _ArrVal):
-                v = v.obj
-            t = getattr(v, "type", None)
-            return t if isinstance(t, (ir.TileType, StructType)) else None
-        if node[0] != "name":
-            return None
-        q = self._qualified_decl(node[1], env)
+        match node:
+            case cexpr.TypeWords(words):
+                kept = [w for w in words if w not in ("const", "volatile", "*", "&", "unsigned", "signed")]
+                w = kept[-1] if kept else "int"
+                return ir.TileType("scalar", w, dtype=w, dtype_bytes=K.DTYPE_BYTES.get(w, 4))
+            case cexpr.Call(cexpr.Name(segments), (arg,)) if segments[-1].name in ("typeof", "__typeof__", "decltype"):
+                # `size_bytes<typeof(q_smem[0])>`: the type of the object the expression names
+                v = self.ev(arg, Ctx(env=env, guard=ir.Guard(), dry=True))
+                if isinstance(v, _ArrVal):
+                    v = v.obj
+                t = getattr(v, "type", None)
+                return t if isinstance(t, (ir.TileType, StructType)) else None
+            case cexpr.Name(segments):
+                return self._resolve_type_name(segments, env)
+        return None
+
+    def _resolve_type_name(self, segments: tuple[cexpr.Segment, ...], env: Env):
+        q = self._qualified_decl(segments, env)
         if q is not None:
             cur = self._type_of_value(q[0], q[1], env)
             if cur is not None:
                 return self._type_member_chain(cur, q[2], env)
-        segs = [s for s in node[1] if s[0] not in self._ns_names or s is node[1][-1]]
+        segs = [s for s in segments if s.name not in self._ns_names or s is segments[-1]]
         if not segs:
             return None
         head, targs = segs[0]
@@ -493,17 +494,17 @@ class _TypesMixin:
     def _qualified_decl(self, segs, env):
         """`ns::name...` where ns are the user's namespaces and `ns::name` was declared: (the
         declaration, its template arguments, the segments after it); else None."""
-        segs = [s for s in segs if s[0] != "kittens"]
-        if len(segs) < 2 or segs[0][0] not in self.mb.user_namespaces:
+        segs = [s for s in segs if s.name != "kittens"]
+        if len(segs) < 2 or segs[0].name not in self.mb.user_namespaces:
             return None
         j = 0
-        while j < len(segs) - 1 and segs[j][0] in self.mb.user_namespaces and segs[j][1] is None:
+        while j < len(segs) - 1 and segs[j].name in self.mb.user_namespaces and segs[j].targs is None:
             j += 1
-        key = "::".join(s[0] for s in segs[:j + 1])
+        key = "::".join(s.name for s in segs[:j + 1])
         val = self.mb.globals_env.vars.get(key)
         if val is None:
             return None
-        return val, segs[j][1], segs[j + 1:]
+        return val, segs[j].targs, segs[j + 1:]
 
     def _type_of_value(self, val, targs, env):
         if isinstance(val, ir.TileType) or isinstance(val, StructType):
@@ -628,12 +629,12 @@ class _TypesMixin:
             return ir.TileType(kind, spelled, dtype, nbytes, cols=n)
         return None
 
-    def _dtype_name(self, node, env) -> str | None:
-        if node[0] == "type":
-            w = [x for x in node[1] if x not in ("const",)]
+    def _dtype_name(self, node: cexpr.Node, env) -> str | None:
+        if isinstance(node, cexpr.TypeWords):
+            w = [x for x in node.words if x not in ("const",)]
             return w[-1] if w else None
-        if node[0] == "name":
-            name = node[1][-1][0]
+        if isinstance(node, cexpr.Name):
+            name = node.segments[-1].name
             v = env.lookup(name)
             if isinstance(v, ir.TileType) and v.kind == "scalar":
                 return v.dtype

@@ -17,7 +17,7 @@ reported) rather than being decided by a made-up value.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Iterator, Mapping
 
 import z3
 
@@ -43,6 +43,15 @@ class Expr:
 
     def to_z3(self, zv: "Z3Vars"):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def children(self) -> tuple[Expr, ...]:
+        """The direct subexpressions, left to right (none for a leaf)."""
+        return ()
+
+    def map_children(self, f: Callable[[Expr], Expr]) -> Expr:
+        """This node with f applied to each child, rebuilt through the folding constructors
+        (`binop`, `unop`, `ite`); a leaf is itself."""
+        return self
 
     # convenience ----------------------------------------------------------
     def const(self) -> Value | None:
@@ -163,6 +172,12 @@ class Bin(Expr):
     def free_vars(self):
         return self.a.free_vars() | self.b.free_vars()
 
+    def children(self):
+        return (self.a, self.b)
+
+    def map_children(self, f):
+        return binop(self.op, f(self.a), f(self.b))
+
     def to_z3(self, zv):
         if self.op in BOOL_OPS:
             a, b = as_bool(self.a.to_z3(zv)), as_bool(self.b.to_z3(zv))
@@ -210,6 +225,12 @@ class Un(Expr):
     def free_vars(self):
         return self.a.free_vars()
 
+    def children(self):
+        return (self.a,)
+
+    def map_children(self, f):
+        return unop(self.op, f(self.a))
+
     def to_z3(self, zv):
         x = self.a.to_z3(zv)
         if self.op == "!":
@@ -237,6 +258,12 @@ class Ite(Expr):
 
     def free_vars(self):
         return self.c.free_vars() | self.t.free_vars() | self.e.free_vars()
+
+    def children(self):
+        return (self.c, self.t, self.e)
+
+    def map_children(self, f):
+        return ite(f(self.c), f(self.t), f(self.e))
 
     def to_z3(self, zv):
         t, e = self.t.to_z3(zv), self.e.to_z3(zv)
@@ -383,32 +410,35 @@ def opaque(text: str) -> Var:
     return Var(f"?{text[:40]}#{_opaque_counter[0]}", OPAQUE)
 
 
+# ------------------------------------------------------------ traversal --
+
+def subexprs(e: Expr) -> Iterator[Expr]:
+    """e and every subexpression of it, in preorder (a node before its children, left to right)."""
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        yield x
+        todo.extend(reversed(x.children()))
+
+
+def rewrite(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """e rewritten top-down: where fn gives a replacement for a node, that replacement (not
+    rewritten further); elsewhere the node rebuilt from its rewritten children through the
+    folding constructors, so constants fold as they do when the front end builds values."""
+    def go(x: Expr) -> Expr:
+        r = fn(x)
+        return r if r is not None else x.map_children(go)
+    return go(e)
+
+
 def substitute(e: Expr, mapping: Mapping[str, Expr]) -> Expr:
     """Replace variables by expressions (used to instantiate loop counters, roles)."""
-    if isinstance(e, Var):
-        return mapping.get(e.name, e)
-    if isinstance(e, Const):
-        return e
-    if isinstance(e, Bin):
-        return binop(e.op, substitute(e.a, mapping), substitute(e.b, mapping))
-    if isinstance(e, Un):
-        return unop(e.op, substitute(e.a, mapping))
-    if isinstance(e, Ite):
-        return ite(substitute(e.c, mapping), substitute(e.t, mapping), substitute(e.e, mapping))
-    return e
+    return rewrite(e, lambda x: mapping.get(x.name, x) if isinstance(x, Var) else None)
 
 
 def replace_sub(e: Expr, target: Expr, repl: Expr) -> Expr:
     """e with every occurrence of the subexpression `target` replaced by `repl`."""
-    if e == target:
-        return repl
-    if isinstance(e, Bin):
-        return binop(e.op, replace_sub(e.a, target, repl), replace_sub(e.b, target, repl))
-    if isinstance(e, Un):
-        return unop(e.op, replace_sub(e.a, target, repl))
-    if isinstance(e, Ite):
-        return ite(replace_sub(e.c, target, repl), replace_sub(e.t, target, repl), replace_sub(e.e, target, repl))
-    return e
+    return rewrite(e, lambda x: repl if x == target else None)
 
 
 # The thread variables. Role functions of TK (warpid(), laneid(),

@@ -1,6 +1,9 @@
 """Closed forms of loop-carried variables that depend on *other* carried variables.
 
-`walk_arith.solve_recurrence` solves a variable whose end-of-body value depends
+Pure Expr arithmetic and solver queries, shared by the front end (which solves the loops it
+walks) and the checks (`phases` tabulates bit-operation parities); it imports neither.
+
+The front end's `walk_arith.solve_recurrence` solves a variable whose end-of-body value depends
 only on its own start value (`tic ^= 1`, `s = (s + 1) % N`). Phase variables
 often depend on the ring index instead:
 
@@ -19,8 +22,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..model import expr as E
-from ..model.expr import Expr
+from .model import expr as E
+from .model.expr import Expr
 
 J = E.Var("j@iter", E.LOOP)
 MAX_PERIOD = 64
@@ -36,7 +39,7 @@ def _is_opaque_form(fn: Callable) -> bool:
 
 def _period(cond: Expr) -> int | None:
     """Smallest P with cond(j + P) == cond(j) for every j >= 0, proved by z3."""
-    from .. import solver
+    from . import solver
     vals = []
     for j in range(2 * MAX_PERIOD):
         v = cond.eval({J.name: j})
@@ -66,13 +69,7 @@ def _only_mod(e: Expr, p: int) -> bool:
     if isinstance(e, E.Bin) and e.op == "%" and isinstance(e.b, E.Const) and isinstance(e.b.value, int) \
             and e.b.value > 0 and p % e.b.value == 0 and _affine_unit(e.a):
         return True
-    if isinstance(e, E.Bin):
-        return _only_mod(e.a, p) and _only_mod(e.b, p)
-    if isinstance(e, E.Un):
-        return _only_mod(e.a, p)
-    if isinstance(e, E.Ite):
-        return _only_mod(e.c, p) and _only_mod(e.t, p) and _only_mod(e.e, p)
-    return True
+    return all(_only_mod(x, p) for x in e.children())
 
 
 def _affine_unit(e: Expr) -> bool:
@@ -223,20 +220,16 @@ def _speriod(e: Expr, k: E.Var) -> int | None:
             from math import gcd
             base = (m // gcd(a, m)) * q if a else 1
             return _lcm(base, rp)
-    if isinstance(e, E.Bin):
-        pa, pb = _speriod(e.a, k), _speriod(e.b, k)
-        return None if pa is None or pb is None else _lcm(pa, pb)
-    if isinstance(e, E.Un):
-        return _speriod(e.a, k)
-    if isinstance(e, E.Ite):
-        out = 1
-        for x in (e.c, e.t, e.e):
-            p = _speriod(x, k)
-            if p is None:
-                return None
-            out = _lcm(out, p)
-        return out
-    return None
+    kids = e.children()
+    if not kids:
+        return None     # k itself: not periodic
+    out = 1
+    for x in kids:
+        p = _speriod(x, k)
+        if p is None:
+            return None
+        out = _lcm(out, p)
+    return out
 
 
 def _posint(e: Expr) -> bool:
@@ -402,21 +395,17 @@ def _prefix(form: Expr, k: E.Var) -> int:
 def _periodic_part(e: Expr, k: E.Var, from_k: int) -> Expr:
     """e for k >= from_k: the `k == i` cases of canonical prefixes (i < from_k) dropped, and
     `k + c == i` cases likewise."""
-    if isinstance(e, E.Ite) and isinstance(e.c, E.Bin) and e.c.op == "==" and isinstance(e.c.b, E.Const):
-        lhs = e.c.a
-        off = 0
-        if isinstance(lhs, E.Bin) and lhs.op == "+" and lhs.a == k and isinstance(lhs.b, E.Const):
-            off = lhs.b.value
-            lhs = k
-        if lhs == k and isinstance(e.c.b.value, int) and e.c.b.value - off < from_k:
-            return _periodic_part(e.e, k, from_k)
-    if isinstance(e, E.Bin):
-        return E.binop(e.op, _periodic_part(e.a, k, from_k), _periodic_part(e.b, k, from_k))
-    if isinstance(e, E.Un):
-        return E.unop(e.op, _periodic_part(e.a, k, from_k))
-    if isinstance(e, E.Ite):
-        return E.ite(_periodic_part(e.c, k, from_k), _periodic_part(e.t, k, from_k), _periodic_part(e.e, k, from_k))
-    return e
+    def prefix_case_dropped(x: Expr) -> Expr | None:
+        if isinstance(x, E.Ite) and isinstance(x.c, E.Bin) and x.c.op == "==" and isinstance(x.c.b, E.Const):
+            lhs = x.c.a
+            off = 0
+            if isinstance(lhs, E.Bin) and lhs.op == "+" and lhs.a == k and isinstance(lhs.b, E.Const):
+                off = lhs.b.value
+                lhs = k
+            if lhs == k and isinstance(x.c.b.value, int) and x.c.b.value - off < from_k:
+                return _periodic_part(x.e, k, from_k)
+        return None
+    return E.rewrite(e, prefix_case_dropped)
 
 
 def tabulate(e: Expr, k: E.Var) -> Expr | None:
