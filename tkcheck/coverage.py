@@ -96,7 +96,8 @@ class CodeIndex(Protocol):
     def abs_path(self) -> str: ...
     @property
     def functions(self) -> Mapping[str, object]: ...   # the user's device functions, by name
-    def reachable_code(self, root: Any, exclude: Collection[Any] = ..., more_roots: Iterable[Any] = ...) -> list[Any]: ...
+    def reachable_code(self, root: Any, exclude: Collection[Any] = ...,
+                       more_roots: Iterable[Any] = ...) -> list[Any]: ...
 
 
 def census(builder: CodeIndex, root_cursor: Any, exclude: Collection[Any] = frozenset(),
