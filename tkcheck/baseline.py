@@ -17,8 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
+from .findings import Finding
 from .rules import PARSE_ERROR
 from .safe_io import NotReadable, read_regular
 
@@ -68,10 +70,10 @@ def _relpath(filename: str) -> str:
         return Path(os.path.abspath(filename)).as_posix()
 
 
-def assign_fingerprints(findings, sources: dict[str, str]) -> None:
+def assign_fingerprints(findings: Iterable[Finding], sources: dict[str, str]) -> None:
     """Set `fingerprint` on every finding (in place); deterministic for the same code and findings."""
     cache: dict[str, list[str]] = {}
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[str, str, str, str], int] = {}
     ordered = sorted(findings, key=lambda f: (f.location.filename, f.location.row, f.location.column, f.code,
                                               f.message))
     for f in ordered:
@@ -85,7 +87,7 @@ def assign_fingerprints(findings, sources: dict[str, str]) -> None:
 
 # ---------------------------------------------------------------- the baseline file
 
-def write_baseline(path: str, findings) -> int:
+def write_baseline(path: str, findings: Iterable[Finding]) -> int:
     """Record the findings' fingerprints in `path`; returns how many were recorded."""
     recs = sorted(({"fingerprint": f.fingerprint, "code": f.code, "file": _relpath(f.location.filename),
                     "kernel": f.kernel, "message": f.message}
@@ -111,7 +113,7 @@ def read_baseline(path: str) -> set[str]:
     if data.get("format") != BASELINE_FORMAT or data.get("fingerprint") != FINGERPRINT_KEY:
         raise BaselineError(f"baseline {path}: written by another tkcheck (format {data.get('format')!r}); "
                             "write it again with --write-baseline")
-    out = set()
+    out: set[str] = set()
     for r in data["findings"]:
         if not isinstance(r, dict) or not isinstance(r.get("fingerprint"), str):
             raise BaselineError(f"baseline {path}: an entry without a fingerprint")
@@ -119,9 +121,10 @@ def read_baseline(path: str) -> set[str]:
     return out
 
 
-def apply_baseline(findings, known: set[str]) -> tuple[list, int, int]:
+def apply_baseline(findings: list[Finding], known: set[str]) -> tuple[list[Finding], int, int]:
     """(findings not in the baseline, how many were, how many baseline entries matched nothing)."""
-    kept, matched = [], set()
+    kept: list[Finding] = []
+    matched: set[str | None] = set()
     for f in findings:
         if f.code not in NOT_BASELINED and f.fingerprint in known:
             matched.add(f.fingerprint)

@@ -30,11 +30,14 @@ import tempfile
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import __version__
 from .findings import Edit, Finding, Fix, Location, Related, TraceStep
 from .safe_io import NotReadable, read_regular
+
+if TYPE_CHECKING:
+    from .engine import CheckOptions, FileResult
 
 SCHEMA = 4
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
@@ -55,7 +58,7 @@ def code_digest() -> str:
     h = hashlib.sha256()
     from . import rules as catalog  # type: ignore[attr-defined]  # rules/, mapped in at build time
     roots = [Path(__file__).resolve().parent] + [Path(p).resolve() for p in catalog.__path__]
-    seen = set()
+    seen: set[Path] = set()
     for root in roots:
         for p in sorted(root.rglob("*")):
             if "__pycache__" in p.parts or p.suffix in (".pyc", ".pyo") or not p.is_file():
@@ -76,7 +79,7 @@ def _sha(data: bytes | str) -> str:
     return hashlib.sha256(data.encode("utf-8", errors="replace") if isinstance(data, str) else data).hexdigest()
 
 
-def manifest_key(path: str, text: str, opts) -> str:
+def manifest_key(path: str, text: str, opts: CheckOptions) -> str:
     material = {
         "schema": SCHEMA, "version": __version__, "code": code_digest(),
         "path": os.path.abspath(path), "text": _sha(text),
@@ -102,7 +105,7 @@ def file_digest(path: str) -> str:
         return f"unreadable: {e}"
 
 
-def dir_stamps(roots: list[str], deps: list[str]) -> list[list]:
+def dir_stamps(roots: list[str], deps: list[str]) -> list[list[str | int]]:
     """Modification times of the folders an include lookup reads: every search root, every
     header's folder, and, for a header found under one root, the same subfolder under every
     other root (where a new header of that name would shadow it; -1 while it does not exist)."""
@@ -114,7 +117,7 @@ def dir_stamps(roots: list[str], deps: list[str]) -> list[list]:
             if rel == "." or rel.startswith(".."):
                 continue
             dirs |= {os.path.join(other, rel) for other in roots}
-    out = []
+    out: list[list[str | int]] = []
     for d in sorted(dirs):
         try:
             out.append([d, os.stat(d).st_mtime_ns])
@@ -192,7 +195,7 @@ def _write_entry(cache_dir: str, sub: str, key: str, payload: Any) -> None:
 
 # ---------------------------------------------------------------- lookup / store
 
-def lookup(cache_dir: str, path: str, text: str, opts):
+def lookup(cache_dir: str, path: str, text: str, opts: CheckOptions) -> FileResult | None:
     """The cached FileResult of this exact input, or None."""
     mkey = manifest_key(path, text, opts)
     man = _read_entry(cache_dir, MANIFESTS, mkey)
@@ -214,7 +217,8 @@ def lookup(cache_dir: str, path: str, text: str, opts):
         return None
 
 
-def store(cache_dir: str, path: str, text: str, opts, res, dependencies: list[str], roots: list[str]) -> None:
+def store(cache_dir: str, path: str, text: str, opts: CheckOptions, res: FileResult, dependencies: list[str],
+          roots: list[str]) -> None:
     mkey = manifest_key(path, text, opts)
     deps = [[d, file_digest(d)] for d in sorted(set(dependencies))]
     manifest = {"deps": deps, "roots": sorted(set(roots)), "dirs": dir_stamps(sorted(set(roots)), [d for d, _ in deps])}
@@ -222,7 +226,7 @@ def store(cache_dir: str, path: str, text: str, opts, res, dependencies: list[st
     _write_entry(cache_dir, MANIFESTS, mkey, manifest)
 
 
-def _manifest_fields(man) -> tuple[list[list[str]], list[str], list[list]]:
+def _manifest_fields(man: Any) -> tuple[list[list[str]], list[str], list[list[str | int]]]:
     if not isinstance(man, dict):
         raise BadEntry("no manifest")
     deps, roots, dirs = man.get("deps"), man.get("roots"), man.get("dirs")
@@ -235,35 +239,51 @@ def _manifest_fields(man) -> tuple[list[list[str]], list[str], list[list]]:
     return deps, roots, dirs
 
 
-def _is_pair(x, a, b) -> bool:
+def _is_pair(x: object, a: type, b: type) -> bool:
     return isinstance(x, list) and len(x) == 2 and isinstance(x[0], a) and isinstance(x[1], b) \
         and not isinstance(x[1], bool)
 
 
 # ---------------------------------------------------------------- (de)serialising a FileResult
 
-def result_to_json(res) -> dict:
+def result_to_json(res: FileResult) -> dict[str, Any]:
     return {"path": res.path, "notes": list(res.notes), "kernels": list(res.kernels),
             "timing": dict(res.timing), "findings": [asdict(f) for f in res.findings],
             "coverage": [c.to_json() for c in getattr(res, "coverage", [])]}
 
 
-def _need(cond: bool, what: str):
+def _need(cond: bool, what: str) -> None:
     if not cond:
         raise BadEntry(what)
 
 
-def _str(v, what, optional=False):
-    _need(isinstance(v, str) or (optional and v is None), what)
+@overload
+def _str(v: object, what: str, optional: Literal[False] = False) -> str: ...
+@overload
+def _str(v: object, what: str, optional: bool) -> str | None: ...
+def _str(v: object, what: str, optional: bool = False) -> str | None:
+    if not (isinstance(v, str) or (optional and v is None)):
+        raise BadEntry(what)
     return v
 
 
-def _int(v, what, optional=False):
-    _need((isinstance(v, int) and not isinstance(v, bool)) or (optional and v is None), what)
+@overload
+def _int(v: object, what: str, optional: Literal[False] = False) -> int: ...
+@overload
+def _int(v: object, what: str, optional: bool) -> int | None: ...
+def _int(v: object, what: str, optional: bool = False) -> int | None:
+    if not ((isinstance(v, int) and not isinstance(v, bool)) or (optional and v is None)):
+        raise BadEntry(what)
     return v
 
 
-def _location(d) -> Location:
+def _bool(v: object, what: str) -> bool:
+    if not isinstance(v, bool):
+        raise BadEntry(what)
+    return v
+
+
+def _location(d: Any) -> Location:
     _need(isinstance(d, dict) and set(d) == {"filename", "row", "column", "end_row", "end_column"}, "location")
     return Location(_str(d["filename"], "filename"), _int(d["row"], "row"), _int(d["column"], "column"),
                     _int(d["end_row"], "end_row", True), _int(d["end_column"], "end_column", True))
@@ -273,34 +293,34 @@ _FINDING_KEYS = {"code", "message", "location", "related", "witness", "trace", "
                  "name", "contract", "severity", "symptom", "verdict", "fixes", "fingerprint"}
 
 
-def _fix(x) -> Fix:
+def _fix(x: Any) -> Fix:
     _need(isinstance(x, dict) and set(x) == {"description", "edits", "safe"} and isinstance(x["safe"], bool)
           and isinstance(x["edits"], list), "fix fields")
-    edits = []
+    edits: list[Edit] = []
     for e in x["edits"]:
         _need(isinstance(e, dict) and set(e) == {"location", "text"}, "edit fields")
         edits.append(Edit(_location(e["location"]), _str(e["text"], "edit text")))
     return Fix(_str(x["description"], "fix description"), tuple(edits), x["safe"])
 
 
-def _finding(f) -> Finding:
+def _finding(f: Any) -> Finding:
     _need(isinstance(f, dict) and set(f) == _FINDING_KEYS, "finding fields")
     related = f["related"]
     _need(isinstance(related, list), "related")
-    rel = []
+    rel: list[Related] = []
     for r in related:
         _need(isinstance(r, dict) and set(r) == {"location", "message"}, "related fields")
         rel.append(Related(_location(r["location"]), _str(r["message"], "related message")))
     trace = f["trace"]
     _need(isinstance(trace, list), "trace")
-    steps = []
+    steps: list[TraceStep] = []
     for s in trace:
         _need(isinstance(s, dict) and set(s) == {"role", "text", "location", "barrier", "phase", "blocked"},
               "trace fields")
         steps.append(TraceStep(_str(s["role"], "role"), _str(s["text"], "text"),
                                _location(s["location"]) if s["location"] is not None else None,
                                _str(s["barrier"], "barrier", True), _int(s["phase"], "phase", True),
-                               bool(s["blocked"]) if isinstance(s["blocked"], bool) else _need(False, "blocked")))
+                               _bool(s["blocked"], "blocked")))
     _need(f["witness"] is None or isinstance(f["witness"], dict), "witness")
     _need(f["verdict"] is None or isinstance(f["verdict"], dict), "verdict")
     return Finding(code=_str(f["code"], "code"), message=_str(f["message"], "message"),
@@ -313,12 +333,13 @@ def _finding(f) -> Finding:
                    fingerprint=_str(f["fingerprint"], "fingerprint", True))
 
 
-def _list(v, what):
-    _need(isinstance(v, list), what)
+def _list(v: object, what: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise BadEntry(what)
     return v
 
 
-def result_from_json(d):
+def result_from_json(d: Any) -> FileResult:
     from .engine import FileResult
     _need(isinstance(d, dict) and set(d) == {"path", "notes", "kernels", "timing", "findings", "coverage"},
           "result fields")

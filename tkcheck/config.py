@@ -61,11 +61,15 @@ CONFIRM_PLACEHOLDERS = ("src", "bin", "dir")
 _PLACEHOLDER = re.compile(r"\{(?:" + "|".join(CONFIRM_PLACEHOLDERS) + r")\}")
 
 
-def _format_ready(cmd):
+def _format_ready(cmd: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
     if cmd is None:
         return None
     if isinstance(cmd, (list, tuple)):
-        return tuple(_format_ready(c) for c in cmd)
+        return tuple(_format_one(c) for c in cmd)
+    return _format_one(cmd)
+
+
+def _format_one(cmd: str) -> str:
     parts = []
     pos = 0
     for m in _PLACEHOLDER.finditer(cmd):

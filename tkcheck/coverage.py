@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .findings import Location
 from .model import ir
+
+if TYPE_CHECKING:
+    from .checks.analysis import Analysis
 
 # The TK / CUDA calls that synchronise or complete asynchronously (knowledge/ops.py's sync part):
 # mbarriers, TMA and bulk copies, MMAs and their commits and waits, block/group/cluster/named
@@ -59,13 +64,13 @@ class KernelCoverage:
     # establish: nothing is claimed about them (a finding needs a proof), and they are told here
     undecided: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["unknowns"] = [asdict(u) for u in self.unknowns]
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> "KernelCoverage":
+    def from_json(cls, d: dict[str, Any]) -> "KernelCoverage":
         return cls(**{**d, "unknowns": [Unknown(**u) for u in d.get("unknowns", [])]})
 
     @property
@@ -82,13 +87,27 @@ class Site:
     name: str          # the API's base name, or "asm"
 
 
-def census(builder, root_cursor, exclude=frozenset(), more_roots=(), dead=()) -> list[Site]:
+class CodeIndex(Protocol):
+    """What the census reads of the front end's ModelBuilder. Cursors are libclang's (untyped)."""
+
+    @property
+    def filename(self) -> str: ...           # the file as findings show it
+    @property
+    def abs_path(self) -> str: ...
+    @property
+    def functions(self) -> Mapping[str, object]: ...   # the user's device functions, by name
+    def reachable_code(self, root: Any, exclude: Collection[Any] = ...,
+                       more_roots: Iterable[Any] = ...) -> list[Any]: ...
+
+
+def census(builder: CodeIndex, root_cursor: Any, exclude: Collection[Any] = frozenset(),
+           more_roots: Iterable[Any] = (), dead: Iterable[tuple[str, int, int]] = ()) -> list[Site]:
     """The synchronisation sites in the code of the kernel at `root_cursor` (see the docstring);
     `exclude`: declarations that are not this model's code (the other ops of an MK interpreter)."""
     from .frontend.lexer import blank_comments_and_strings
     from .frontend.walk_env import _text_for
     cursors = builder.reachable_code(root_cursor, exclude, more_roots)
-    out: dict[tuple, Site] = {}
+    out: dict[tuple[str, int, int], Site] = {}
     user_functions = set(builder.functions)
     for cur in cursors:
         ext = cur.extent
@@ -119,7 +138,7 @@ def census(builder, root_cursor, exclude=frozenset(), more_roots=(), dead=()) ->
     return sorted(out.values(), key=lambda s: (s.file, s.row, s.col))
 
 
-def _blank_inactive(code: str, first_line: int, tu, fname: str, dead: list) -> str:
+def _blank_inactive(code: str, first_line: int, tu: Any, fname: str, dead: list[tuple[str, int, int]]) -> str:
     """Blank the lines of a code slice that the preprocessor skipped (`#ifdef MK_DEBUG`) or that the
     walker proved dead, so their calls are not counted."""
     from .frontend.walk_env import _skipped_lines
@@ -167,7 +186,8 @@ def _matches(site: Site, names: set[str]) -> bool:
     return bool(aliases.get(site.name, set()) & names) or (site.name == "asm" and bool(names))
 
 
-def for_model(builder, model: ir.KernelModel, root_cursor, exclude=frozenset(), more_roots=()) -> KernelCoverage:
+def for_model(builder: CodeIndex, model: ir.KernelModel, root_cursor: Any, exclude: Collection[Any] = frozenset(),
+              more_roots: Iterable[Any] = ()) -> KernelCoverage:
     # code the walker proved is never run in this model (a branch of a constant condition:
     # `if (config::CLUSTER_BLOCKS == 1) ... else ...`, `if constexpr`) is not its code
     sites = [s for s in census(builder, root_cursor, exclude, more_roots)
@@ -191,7 +211,7 @@ def for_model(builder, model: ir.KernelModel, root_cursor, exclude=frozenset(), 
                           inconclusive=int(getattr(model, "inconclusive", 0) or 0))
 
 
-def add_undecided(entry: KernelCoverage | None, an) -> None:
+def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     """Count and describe what the contract checks left undecided in one analysed kernel."""
     if entry is None:
         return
@@ -214,7 +234,8 @@ def add_undecided(entry: KernelCoverage | None, an) -> None:
     entry.undecided += n
 
 
-def not_analysed(builder, name: str, root_cursor, reason: str, loc: Location | None = None) -> KernelCoverage:
+def not_analysed(builder: CodeIndex, name: str, root_cursor: Any, reason: str,
+                 loc: Location | None = None) -> KernelCoverage:
     sites = census(builder, root_cursor) if root_cursor is not None else []
     where = f"{loc.filename}:{loc.row}:{loc.column}" if loc is not None else builder.filename
     return KernelCoverage(builder.filename, name, False, reason, len(sites), 0, [Unknown(where, reason)])
@@ -222,7 +243,7 @@ def not_analysed(builder, name: str, root_cursor, reason: str, loc: Location | N
 
 # ----------------------------------------------------------------- summaries
 
-def summary(entries: list[KernelCoverage]) -> dict:
+def summary(entries: list[KernelCoverage]) -> dict[str, Any]:
     analysed = [e for e in entries if e.analysed]
     ops = sum(e.sync_ops for e in analysed)
     mod = sum(e.sync_ops_modelled for e in analysed)
@@ -267,7 +288,7 @@ def summary_line(entries: list[KernelCoverage]) -> str:
 
 def below(entries: list[KernelCoverage], pct: float) -> list[KernelCoverage]:
     """Kernels under a coverage requirement: not analysed, or fewer sync ops modelled than pct %."""
-    out = []
+    out: list[KernelCoverage] = []
     for e in entries:
         if not e.analysed:
             out.append(e)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
 from . import cache, registry
 from . import solver
@@ -24,6 +25,14 @@ from .frontend.parse import InputError, ParseOptions, parse_source, read_source
 from .rules import PARSE_ERROR
 from .model.ir import KernelModel
 from .suppress import apply_suppressions, parse_suppressions
+
+if TYPE_CHECKING:
+    from .coverage import KernelCoverage
+    from .frontend.diagnostics import Diagnostic, ErrorMap
+    from .frontend.parse import ParsedFile
+    from .rule import Rule
+    from .sass.model import SassResult
+    from .solver import Inconclusive
 
 
 # A CUDA block has at most 1024 threads: a kernel declaring more cannot launch, and is not analysed.
@@ -65,10 +74,10 @@ class FileResult:
     search_roots: list[str] = field(default_factory=list)
     not_cached: list[str] = field(default_factory=list)
     # what was modelled, per kernel found (tkcheck.coverage.KernelCoverage)
-    coverage: list = field(default_factory=list)
+    coverage: list[KernelCoverage] = field(default_factory=list)
 
 
-def _fill(f: Finding, rules) -> Finding:
+def _fill(f: Finding, rules: dict[str, Rule]) -> Finding:
     r = rules.get(f.code)
     if r is not None:
         f.name = f.name or r.name
@@ -129,7 +138,7 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
     return res
 
 
-def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
+def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules: dict[str, Rule]) -> None:
     from .model.expr import reset_unknowns
     reset_unknowns()          # names of unknowns restart per file: output does not depend on order
     solver.configure(budget=opts.solver_budget, safety_net_ms=opts.solver_timeout_ms)
@@ -150,7 +159,7 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
         return
     t = time.perf_counter()
     builder = ModelBuilder(parsed)
-    checked = []
+    checked: list[KernelModel] = []
     for m in builder.build():
         n = m.num_threads()
         if n is not None and n > MAX_BLOCK_THREADS:
@@ -162,8 +171,8 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
         checked.append(m)
     res.timing["model"] = time.perf_counter() - t
     _report_errors(path, parsed, builder, res, rules)
-    for name, loc, why in builder.not_analysed:
-        res.notes.append(f"kernel '{name}' not analysed ({display_location(loc)}): {why}")
+    for name, loc, why in builder.not_analysed:   # the builder types its locations `object`
+        res.notes.append(f"kernel '{name}' not analysed ({display_location(cast('Location | None', loc))}): {why}")
     t = time.perf_counter()
     res.coverage = builder.coverage(checked)
     res.timing["coverage"] = time.perf_counter() - t
@@ -237,15 +246,16 @@ def _check_text(path, text, opts: CheckOptions, res: FileResult, rules):
     res.findings = [f for f in res.findings if f.code in opts.enabled]
 
 
-def _record_dependencies(parsed, opts: CheckOptions, res: FileResult):
+def _record_dependencies(parsed: ParsedFile, opts: CheckOptions, res: FileResult) -> None:
     """What the cache key needs: every file libclang read (not tkcheck's own model, whose bytes
     are in the code digest) and the folders its include search looked in."""
     from .frontend.includes import search_path_of
     from .frontend.parse import MODEL_INCLUDE, build_args
     own = os.path.normpath(str(MODEL_INCLUDE)) + os.sep
     main = os.path.normpath(parsed.abs_path)
-    deps = set()
-    for inc in parsed.tu.get_includes():
+    deps: set[str] = set()
+    tu: Any = parsed.tu          # libclang's TranslationUnit (no type information)
+    for inc in tu.get_includes():
         name = os.path.normpath(os.path.abspath(inc.include.name)) if inc.include is not None else None
         if name and name != main and not name.startswith(own):
             deps.add(name)
@@ -257,7 +267,7 @@ def _record_dependencies(parsed, opts: CheckOptions, res: FileResult):
         res.not_cached.append("an include was not found")
 
 
-def _inconclusive_note(m, events) -> str:
+def _inconclusive_note(m: KernelModel, events: list[Inconclusive]) -> str:
     """`kernel 'k': 3 inconclusive proofs (solver budget of 10 steps spent) in <code>, <code>`."""
     reasons = sorted({e.reason for e in events})
     where = sorted({label[5:] for e in events for label in e.scope if label.startswith("rule:")})
@@ -273,10 +283,11 @@ def _merge_instantiations(findings: list[Finding]) -> list[Finding]:
     groups: dict[tuple, list[Finding]] = {}
     order: list[tuple] = []
     for f in findings:
-        tail = f" (in {f.kernel})" if f.kernel else None
-        if tail and f.message.endswith(tail) and "<" in (f.kernel or ""):
+        kernel = f.kernel or ""
+        tail = f" (in {kernel})" if kernel else None
+        if tail and f.message.endswith(tail) and "<" in kernel:
             key: tuple = (f.code, f.location.filename, f.location.row, f.location.column, f.message[:-len(tail)],
-                   f.kernel.split("<")[0])
+                   kernel.split("<")[0])
         else:
             key = (id(f),)
         if key not in groups:
@@ -290,7 +301,8 @@ def _merge_instantiations(findings: list[Finding]) -> list[Finding]:
             out.append(fs[0])
             continue
         first = fs[0]
-        names = list(dict.fromkeys(f.kernel for f in fs))   # an op model may hit one site twice
+        # every finding has its kernel by now (check_text sets it); an op model may hit one site twice
+        names = list(dict.fromkeys(f.kernel or "" for f in fs))
         first.instances = names
         if len(names) == 1:
             out.append(first)
@@ -310,10 +322,11 @@ def _merge_instantiations(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _tell_instance(f: Finding, m) -> None:
+def _tell_instance(f: Finding, m: KernelModel) -> None:
     """A finding in one instantiation of a template kernel (or in a function a launcher runs)
     says which one, and points at where the file names it."""
     from .findings import Related
+    assert m.instance_site is not None   # the caller asks only for an instance
     if "<" in m.name and f"in {m.name}" not in f.message:
         f.message = f"{f.message} (in {m.name})"
     what = {"launch": "launched here", "explicit": "instantiated here", "reference": "named here"}.get(
@@ -323,7 +336,8 @@ def _tell_instance(f: Finding, m) -> None:
         f.witness = {**f.witness, "kernel": m.name}
 
 
-def _report_errors(path, parsed, builder, res: FileResult, rules):
+def _report_errors(path: str, parsed: ParsedFile, builder: ModelBuilder, res: FileResult,
+                   rules: dict[str, Rule]) -> None:
     """Parse-error findings for the clang errors of the user's device code: the first error that stops each
     kernel's analysis (one finding per error, naming every kernel it stops), the first error
     at file scope, the first error in device code no kernel reaches. Errors in host code (not
@@ -331,7 +345,8 @@ def _report_errors(path, parsed, builder, res: FileResult, rules):
     errors = builder.errors
     reported: dict[tuple, tuple] = {}        # error key -> (diagnostic, kernels it stops)
 
-    def key_of(d):
+    def key_of(d: Diagnostic) -> tuple[str | None, int, int, str]:
+        assert d.location is not None   # the user's errors are placed by their location
         return (d.abs_file, d.location.row, d.location.column, d.message)
 
     for name, _loc, errs in builder.blocked:
@@ -373,15 +388,16 @@ def _report_errors(path, parsed, builder, res: FileResult, rules):
                          f"{header_errors[0].message}); analysis continues on the user's code")
 
 
-def _space_of(errors, d) -> str | None:
+def _space_of(errors: ErrorMap, d: Diagnostic) -> str | None:
     return next((f.space for e, f in errors.placed if e is d and f is not None), None)
 
 
-def display_location(loc) -> str:
+def display_location(loc: Location | None) -> str:
     return f"{loc.filename}:{loc.row}:{loc.column}" if loc is not None else "?"
 
 
-def _run_sass(path, text, opts: CheckOptions, res: FileResult, arch: str | None = None):
+def _run_sass(path: str, text: str, opts: CheckOptions, res: FileResult,
+              arch: str | None = None) -> SassResult | None:
     """Compile + disassemble the file once (cached by tkcheck.sass); a pass that cannot
     run (no compiler, no real TK headers, compile error) is one note, never an error."""
     t = time.perf_counter()
@@ -416,20 +432,20 @@ def solver_seconds() -> float:
     return _SOLVER_SECONDS[0]
 
 
-def _time_solver():
+def _time_solver() -> None:
     import z3
     if getattr(z3.Solver.check, "_tkcheck_timed", False):
         return
     orig = z3.Solver.check
 
-    def check(self, *args, **kwargs):
+    def check(self: Any, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
         try:
             return orig(self, *args, **kwargs)
         finally:
             _SOLVER_SECONDS[0] += time.perf_counter() - t0
 
-    check._tkcheck_timed = True
+    check._tkcheck_timed = True  # type: ignore[attr-defined]  # the mark that it is wrapped once
     z3.Solver.check = check
 
 

@@ -25,8 +25,10 @@ import sys
 import tempfile
 import time
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import registry
 from .engine import CheckOptions, FileResult, check_file
@@ -83,7 +85,7 @@ def load_mutations(corpus: Path) -> list[Mutation]:
     return out
 
 
-def _mutation(entry, i: int, spec_file: Path, seen: dict[str, str]) -> Mutation:
+def _mutation(entry: object, i: int, spec_file: Path, seen: dict[str, str]) -> Mutation:
     where = f"{spec_file.name}: mutation {i + 1}"
     if not isinstance(entry, dict):
         return Mutation(f"{spec_file.stem}#{i + 1}", "", (), "", "", spec_file=spec_file.name,
@@ -145,7 +147,9 @@ def all_codes() -> frozenset[str]:
 
 def options(include_dirs: tuple[str, ...] = (), tk_include: str | None = None, debug: bool = False,
             arch: str = "sm_90a") -> CheckOptions:
-    return CheckOptions(parse=ParseOptions(arch=arch, include_dirs=include_dirs, tk_include=tk_include),
+    # ParseOptions is checked without strict_optional, so its `str | None` fields read as `str`
+    return CheckOptions(parse=ParseOptions(arch=arch, include_dirs=include_dirs,
+                                           tk_include=tk_include),  # type: ignore[arg-type]
                         enabled=all_codes(), debug=debug, cache_dir=None)
 
 
@@ -176,7 +180,7 @@ class FindingLine:
     row: int
     message: str
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "row": self.row, "message": self.message}
 
 
@@ -192,7 +196,7 @@ class CleanOutcome:
     notes: list[str] = field(default_factory=list)
     nvcc: "Measurement | None" = None
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "false_findings": [f.to_json() for f in self.findings], "ms": self.ms,
                 "nvcc": self.nvcc.to_json() if self.nvcc else None, "notes": self.notes}
 
@@ -207,7 +211,7 @@ class MutationOutcome:
     ms: float | None = None
     error: str | None = None
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         m = self.mutation
         return {"id": m.id, "kernel": m.kernel, "rules": list(m.rules), "symptom": m.symptom,
                 "status": self.status, "fired": self.fired, "missed_rules": self.not_fired,
@@ -233,7 +237,7 @@ class RuleRow:
     def ratio(self) -> float | None:
         return statistics.median(self.ratios) if self.ratios else None
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         return {"rule": self.code, "implemented": self.implemented, "planted": self.planted, "found": self.found,
                 "missed": self.missed, "false_findings_on_clean": self.false_findings,
                 "median_ms_per_kernel": _round(self.median_ms), "ratio_to_nvcc": _round(self.ratio, 4)}
@@ -254,14 +258,14 @@ class EvalReport:
         return (not any(c.findings for c in self.clean)
                 and not any(o.status in ("missed", "invalid") for o in self.mutations))
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         return {"corpus": self.corpus, "ok": self.ok, "nvcc": self.nvcc_status,
                 "rules": [r.to_json() for r in self.rows], "total": self.total.to_json(),
                 "clean_kernels": [c.to_json() for c in self.clean],
                 "mutations": [o.to_json() for o in self.mutations]}
 
 
-def _round(v, nd=2):
+def _round(v: float | None, nd: int = 2) -> float | None:
     return None if v is None else round(v, nd)
 
 
@@ -280,12 +284,12 @@ class Measurement:
     def ok(self) -> bool:
         return self.returncode == 0
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         return {"seconds": round(self.seconds, 4), "peak_mb": round(self.peak_kb / 1024, 1),
                 "ok": self.ok, "cached": self.cached}
 
 
-def measure(argv: list[str], *, cwd: str | None = None, env: dict | None = None,
+def measure(argv: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
             timeout: float = NVCC_TIMEOUT_S, stdin_data: bytes | None = None) -> Measurement:
     """Run `argv`; its wall time and peak RSS (the child's and its reaped children's, from wait4)."""
     with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
@@ -296,6 +300,7 @@ def measure(argv: list[str], *, cwd: str | None = None, env: dict | None = None,
         except OSError as e:
             return Measurement(0.0, 0, 127, f"cannot run {argv[0]}: {e}")
         if stdin_data is not None:
+            assert proc.stdin is not None   # opened as a pipe above
             try:
                 proc.stdin.write(stdin_data)
                 proc.stdin.close()
@@ -355,11 +360,12 @@ def nvcc_command(nvcc: str, tk_root: Path, kernel: Path, out: Path, arch: str | 
 class NvccBaseline:
     """Times `nvcc -cubin` on a kernel once; results cached on disk by kernel bytes and compiler."""
 
-    def __init__(self, nvcc: str, tk_root: Path, cache_dir: Path | None):
+    def __init__(self, nvcc: str, tk_root: Path, cache_dir: Path | None) -> None:
         self.nvcc = nvcc
         self.tk_root = tk_root
         self.cache_file = cache_dir / "nvcc_baseline.json" if cache_dir else None
         self._memo: dict[str, Measurement] = {}
+        self.version: list[str]
         try:
             self.version = subprocess.run([nvcc, "--version"], capture_output=True, text=True,
                                           timeout=60).stdout.strip().splitlines()[-1:]
@@ -372,11 +378,12 @@ class NvccBaseline:
         h.update(repr((NVCC_COMMON, NVCC_ARCH[kernel_arch(kernel)], self.version)).encode())
         return h.hexdigest()
 
-    def _load(self) -> dict:
+    def _load(self) -> dict[str, Any]:
         if self.cache_file is None:
             return {}
         try:
-            return json.loads(self.cache_file.read_text())
+            data: dict[str, Any] = json.loads(self.cache_file.read_text())
+            return data
         except (OSError, ValueError):
             return {}
 
@@ -418,18 +425,18 @@ def nvcc_baseline(corpus: Path, tk_root: str | None, want: bool) -> tuple[NvccBa
 
 # ---------------------------------------------------------------- the run
 
-def _matches(mid: str, only) -> bool:
+def _matches(mid: str, only: Collection[str]) -> bool:
     return not only or any(mid == o or mid.startswith(o) for o in only)
 
 
-def run_eval(corpus: Path, *, tk_root: str | None = None, nvcc: bool = True, only=(), debug: bool = False,
-             progress: bool = False) -> EvalReport:
+def run_eval(corpus: Path, *, tk_root: str | None = None, nvcc: bool = True, only: Collection[str] = (),
+             debug: bool = False, progress: bool = False) -> EvalReport:
     corpus = Path(corpus)
     mutations = [m for m in load_mutations(corpus) if _matches(m.id, only)]
     known = all_codes()
     baseline, nvcc_status = nvcc_baseline(corpus, tk_root, nvcc)
 
-    def say(text: str):
+    def say(text: str) -> None:
         if progress:
             print(f"\r\033[K{text}", end="", file=sys.stderr, flush=True)
 
@@ -477,7 +484,8 @@ def _run_mutation(corpus: Path, m: Mutation, workdir: Path, known: frozenset[str
     return MutationOutcome(m, status, fired, not_fired, extra, res.timing.get("total", 0.0) * 1000)
 
 
-def _tabulate(corpus: str, clean, outcomes, known, nvcc_s, nvcc_status) -> EvalReport:
+def _tabulate(corpus: str, clean: list[CleanOutcome], outcomes: list[MutationOutcome], known: frozenset[str],
+              nvcc_s: dict[str, float], nvcc_status: str) -> EvalReport:
     rows: dict[str, RuleRow] = {}
 
     def row(code: str) -> RuleRow:
@@ -517,7 +525,7 @@ def _tabulate(corpus: str, clean, outcomes, known, nvcc_s, nvcc_status) -> EvalR
 
 # ---------------------------------------------------------------- the table
 
-def _fmt(v, spec: str, na: str = "n/a") -> str:
+def _fmt(v: float | None, spec: str, na: str = "n/a") -> str:
     return na if v is None else format(v, spec)
 
 

@@ -88,7 +88,7 @@ class Finding:
     # filled by the command line: identity that survives line shifts (baseline, SARIF)
     fingerprint: str | None = None
 
-    def sort_key(self):
+    def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.location.filename, self.location.row, self.location.column, self.code, self.message)
 
     def to_json(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable, Iterable
 
 from .findings import Edit, Finding, Fix, Location
 
@@ -69,7 +70,7 @@ def lane_guard_fix(call: Location, guard: str = "laneid() == 0") -> Fix | None:
 
 # ---------------------------------------------------------------- showing and applying
 
-def _apply_to_text(text: str, edits) -> str | None:
+def _apply_to_text(text: str, edits: Iterable[Edit]) -> str | None:
     """The text with the edits applied, or None when two edits overlap."""
     from .render._common import split_lines
     ends = re.findall(r"\r\n|\n|\r", text)
@@ -99,9 +100,9 @@ def _apply_to_text(text: str, edits) -> str | None:
     return "".join(out)
 
 
-def diff(fix: Fix, sources: dict[str, str], shown_name) -> str:
+def diff(fix: Fix, sources: dict[str, str], shown_name: Callable[[str], str]) -> str:
     """A unified diff of the fix (for the full output)."""
-    out = []
+    out: list[str] = []
     by_file: dict[str, list[Edit]] = {}
     for e in fix.edits:
         by_file.setdefault(e.location.filename, []).append(e)

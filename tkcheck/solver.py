@@ -17,8 +17,10 @@ counted in one place.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import z3
 
@@ -63,7 +65,7 @@ def fresh_context() -> None:
 
 
 @contextmanager
-def scope(label: str):
+def scope(label: str) -> Iterator[None]:
     """Attribute the inconclusive queries run inside to `label` (a fact or a rule)."""
     _SCOPE.append(label)
     try:
@@ -84,14 +86,16 @@ def reset_ledger() -> None:
     _LEDGER.clear()
 
 
-def limited(s):
+# z3 has no type information: its solvers, answers and terms are `Any` here
+
+def limited(s: Any) -> Any:
     """A z3 Solver or Optimize with the budget and the safety net applied."""
     s.set("rlimit", LIMITS.budget)
     s.set("timeout", LIMITS.safety_net_ms)
     return s
 
 
-def checked(s, *assumptions):
+def checked(s: Any, *assumptions: Any) -> Any:
     """`s.check()`, with an unknown answer recorded as an inconclusive proof."""
     r = s.check(*assumptions)
     if r == z3.unknown:
@@ -114,7 +118,7 @@ def _reason_text(reason: str) -> str:
 _LAUNCH_DIMS = {f"{b}.{f}" for b in ("gridDim", "blockDim", "clusterDim") for f in "xyz"}
 
 
-def _constraints(zv: E.Z3Vars, extra=()):
+def _constraints(zv: E.Z3Vars, extra: Iterable[Any] = ()) -> list[Any]:
     cs = list(extra)
     names = dict(zv.items())
     for name, v in names.items():
@@ -131,7 +135,7 @@ def _constraints(zv: E.Z3Vars, extra=()):
     return cs
 
 
-def _solver(pred: E.Expr, assume: tuple, negate: bool):
+def _solver(pred: E.Expr, assume: tuple[E.Expr, ...], negate: bool) -> tuple[Any, E.Z3Vars]:
     """A solver holding the kernel-value constraints, the assumptions and `pred`
     (or its negation); None when the expression cannot be translated."""
     zv = E.Z3Vars()
@@ -169,7 +173,7 @@ def witness(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> 
     if s is None or checked(s) != z3.sat:
         return None
     m = s.model()
-    out = {}
+    out: dict[str, int] = {}
     for name, v in zv.items():
         val = m.eval(v, model_completion=True)
         try:

@@ -305,8 +305,8 @@ def apply_suppressions(
                 entry.used = False
     kept: list[Finding] = []
     for f in findings:
-        sup = by_file.get(f.location.filename)
-        entries = _covering(sup, f, matcher) if sup is not None else []
+        file_sup = by_file.get(f.location.filename)
+        entries = _covering(file_sup, f, matcher) if file_sup is not None else []
         for entry in entries:
             entry.used = True
         if not entries:

@@ -23,10 +23,15 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..rules import PARSE_ERROR
 from .instrument import TEMPLATE_FIRST_ID, instrument, instrument_template_dir, uses_template
+
+if TYPE_CHECKING:
+    from ..evaluate import Mutation
 
 NVCC_FLAGS = ("-std=c++20 -O3 --use_fast_math --expt-relaxed-constexpr --expt-extended-lambda -lineinfo "
               "-DKITTENS_HOPPER -gencode arch=compute_90a,code=sm_90a")
@@ -102,12 +107,28 @@ t2=$(date +%%s); echo "run_s=$((t2-t1))" >> "$R/env.txt"
 RUNNABLE = ("hopper", "mk")
 
 
+@dataclass
+class _Variant:
+    """One program of the batch: a clean kernel (no mutation) or a planted bug."""
+    id: str
+    kernel: str                    # relative to the corpus folder
+    text: str
+    symptom: str = ""
+    rules: list[str] = field(default_factory=list)
+    compiles: bool = True
+    mutation: Mutation | None = None
+
+    def meta(self) -> dict[str, Any]:
+        return {"id": self.id, "kernel": self.kernel, "symptom": self.symptom, "rules": self.rules,
+                "compiles": self.compiles}
+
+
 def _clean_id(kernel: str) -> str:
     folder, stem = kernel.split("/")[0], Path(kernel).stem
     return f"clean-{stem}" if folder == "hopper" else f"clean-{folder}-{stem}"
 
 
-def prepare(corpus: Path, out: Path, tk_root: Path, only: tuple[str, ...] = ()) -> list[dict]:
+def prepare(corpus: Path, out: Path, tk_root: Path, only: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Write the variants, their instrumented copies (with the race widening of each variant's own
     findings, computed here, so the GPU machine needs no solver) and run.sh."""
     import tempfile
@@ -120,41 +141,39 @@ def prepare(corpus: Path, out: Path, tk_root: Path, only: tuple[str, ...] = ()) 
     if out.exists():
         shutil.rmtree(out)
     (out / "v").mkdir(parents=True)
-    variants = []
+    variants: list[_Variant] = []
     for folder in RUNNABLE:
         for k in sorted((corpus / folder).glob("*.cu")):
             kernel = f"{folder}/{k.name}"
-            variants.append({"id": _clean_id(kernel), "kernel": kernel, "text": k.read_text(encoding="utf-8"),
-                             "symptom": "", "rules": [], "compiles": True, "mutation": None})
+            variants.append(_Variant(_clean_id(kernel), kernel, k.read_text(encoding="utf-8")))
     for m in load_mutations(corpus):
         if m.kernel.split("/")[0] not in RUNNABLE or m.problem:
             continue
-        variants.append({"id": m.id, "kernel": m.kernel, "text": mutated_text(corpus, m), "symptom": m.symptom,
-                         "rules": list(m.rules), "compiles": m.compiles, "mutation": m})
+        variants.append(_Variant(m.id, m.kernel, mutated_text(corpus, m), m.symptom, list(m.rules), m.compiles, m))
     if only:
-        variants = [v for v in variants if any(v["id"].startswith(o) for o in only)]
+        variants = [v for v in variants if any(v.id.startswith(o) for o in only)]
     meta = []
     with tempfile.TemporaryDirectory() as td:
         for v in variants:
-            d = out / "v" / v["id"]
-            name = Path(v["kernel"]).name
+            d = out / "v" / v.id
+            name = Path(v.kernel).name
             (d / "plain").mkdir(parents=True)
             (d / "instr").mkdir(parents=True)
-            (d / "plain" / name).write_text(v["text"], encoding="utf-8")
-            res = (check_mutation(corpus, v["mutation"], Path(td)) if v["mutation"] is not None
-                   else check_clean(corpus / v["kernel"]))
+            (d / "plain" / name).write_text(v.text, encoding="utf-8")
+            res = (check_mutation(corpus, v.mutation, Path(td)) if v.mutation is not None
+                   else check_clean(corpus / v.kernel))
             findings = [f for f in res.findings if f.code != PARSE_ERROR.code]
-            wid = widening(findings, v["text"], name)
+            wid = widening(findings, v.text, name)
             plan = plan_for(wid)
             tsites = []
-            if uses_template(v["text"]) and plan.watchdog:   # a lean plan leaves the template's waits alone
+            if uses_template(v.text) and plan.watchdog:   # a lean plan leaves the template's waits alone
                 tsites = instrument_template_dir(Path(tk_root) / "prototype", d / "instr" / "proto", TEMPLATE_FIRST_ID)
-            inst = instrument(v["text"], name, plan, template_sites=tsites)
+            inst = instrument(v.text, name, plan, template_sites=tsites)
             inst.write(d / "instr", name)
             (d / "sites.json").write_text(json.dumps([s.__dict__ for s in inst.sites], indent=1))
             (d / "widening.txt").write_text("".join(w + "\n" for w in wid.describe()))
             (d / "tools.txt").write_text(" ".join(tools_for(findings)) + "\n")
-            meta.append({k: v[k] for k in ("id", "kernel", "symptom", "rules", "compiles")})
+            meta.append(v.meta())
     (out / "list.txt").write_text("".join(f"{m['id']} {m['kernel']}\n" for m in meta))
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     (out / "run.sh").write_text(RUN_SH % {"flags": NVCC_FLAGS})

@@ -44,6 +44,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .widen import Widening
 
 RECORD_RE = re.compile(r"TKCHECK_(WATCHDOG|POISON|NAN|PHASE|WATCHDOG_LATE|ORDER)\b(.*)")
 
@@ -79,7 +83,7 @@ class Plan:
     nan_rows: bool = True
     watchdog_ms: int = 2000
     grace_ms: int = 300
-    widening: object = None     # widen.Widening: race-widening delays / poison at release
+    widening: Widening | None = None     # race-widening delays / poison at release
     init_probe: bool = False    # use before init: report waits that start before the (delayed) first init
     init_probe_rows: tuple[int, ...] = ()   # ... at the waits on these lines of the user's file
 
@@ -683,7 +687,7 @@ def _line_offsets(text: str) -> list[int]:
     return offs
 
 
-def _widening_edits(text: str, w, notes: list[str]) -> list[tuple[int, int, str]]:
+def _widening_edits(text: str, w: Widening, notes: list[str]) -> list[tuple[int, int, str]]:
     """Edits for a widen.Widening: delays in front of statements, poison after release calls."""
     mask = _code_mask(text)
     offs = _line_offsets(text)

@@ -20,7 +20,12 @@ from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import ConfirmConfig
 
 PASS, FAIL, CRASH, HANG, NOT_RUN = "pass", "fail", "crash", "hang", "not run"
 
@@ -50,7 +55,7 @@ class PatternError(ValueError):
     pass
 
 
-def _compile(pats, where: str) -> tuple[re.Pattern, ...]:
+def _compile(pats: Iterable[str], where: str) -> tuple[re.Pattern[str], ...]:
     out = []
     for p in pats:
         try:
@@ -64,15 +69,15 @@ def _compile(pats, where: str) -> tuple[re.Pattern, ...]:
 class Patterns:
     fail: tuple[str, ...] = ()          # the user's, on top of DEFAULT_FAIL
     passing: tuple[str, ...] = ()       # when given, a run passes only if one matches
-    _cf: tuple = field(default=(), compare=False, repr=False)
-    _cp: tuple = field(default=(), compare=False, repr=False)
+    _cf: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+    _cp: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "_cf", _compile(DEFAULT_FAIL, "default") + _compile(self.fail, "fail-pattern"))
         object.__setattr__(self, "_cp", _compile(self.passing, "pass-pattern"))
 
     @classmethod
-    def from_config(cls, cfg) -> "Patterns":
+    def from_config(cls, cfg: ConfirmConfig | None) -> "Patterns":
         if cfg is None:
             return cls()
         return cls(tuple(getattr(cfg, "fail_pattern", ()) or ()), tuple(getattr(cfg, "pass_pattern", ()) or ()))

@@ -23,8 +23,10 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 GRACE_S = 5.0          # after SIGINT, before SIGKILL
 REAP_S = 10.0          # how long to wait for killed processes to go
@@ -34,7 +36,7 @@ _LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def gpu_slot(key: str, slots: int):
+def gpu_slot(key: str, slots: int) -> Iterator[None]:
     """Hold one of `slots` slots of GPU `key` (file locks in the temporary folder, so that separate
     confirm processes on one machine share them) while a program runs on that GPU: programs that
     share a GPU by time slices run slower the more there are (seen on an H200: a 1024^3 GEMM of
@@ -73,7 +75,7 @@ def end_all() -> int:
 
 def install_signal_handlers() -> None:
     """On SIGTERM / SIGHUP the programs confirm started go with it (the main thread only)."""
-    def handler(signum, frame):
+    def handler(signum: int, frame: FrameType | None) -> None:
         end_all()
         raise SystemExit(128 + signum)
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -95,7 +97,7 @@ class Proc:
 
 def _session_members(sid: int) -> list[int]:
     """Pids whose session id is `sid` (Linux /proc; an empty list elsewhere)."""
-    out = []
+    out: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

@@ -41,8 +41,10 @@ import shlex
 import shutil
 import signal
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import outcome as O
 from . import sanitizer as S
@@ -51,7 +53,15 @@ from .instrument import (TEMPLATE_FIRST_ID, Plan, Record, Site, _code_mask, inst
 from .procs import run_clean
 from .widen import rule_confirm
 from ..rule import ISSUERS_JOIN, ISSUERS_OWN, WGMMA_OPERAND_RELEASE
+from ..findings import Finding
 from ..rules import PARSE_ERROR
+
+if TYPE_CHECKING:
+    from ..config import ConfirmConfig
+    from ..evaluate import Mutation
+    from ..sass.parse import RawFunction
+    from .device import DeviceInfo
+    from .widen import Widening
 
 CONFIRMED = "CONFIRMED"
 NOT_REPRODUCED = "NOT REPRODUCED"
@@ -106,14 +116,14 @@ class Copy:
     def run(self) -> Run | None:
         return self.runs[-1] if self.runs else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "findings": list(self.findings), "edits": self.edits,
                 "build_error": self.build_error,
                 "runs": [{"what": r.what, "rc": r.rc, "log": r.log, "killed": r.killed, "seconds": r.seconds}
                          for r in self.runs]}
 
     @classmethod
-    def from_json(cls, d: dict) -> "Copy":
+    def from_json(cls, d: dict[str, Any]) -> "Copy":
         c = cls(d["name"], d["kind"], tuple(d.get("findings", ())), list(d.get("edits", ())),
                 build_error=d.get("build_error"))
         c.runs = [Run(r.get("what", c.name), "bin", r.get("rc"), r.get("log", ""), r.get("seconds"),
@@ -141,9 +151,9 @@ class Evidence:
     patterns: O.Patterns = field(default_factory=O.Patterns)
     device: str | None = None            # "GPU 0 NVIDIA H200 (sm_90), driver ..., nvcc 13.0"
     notes: list[str] = field(default_factory=list)
-    _funcs: list | None = field(default=None, repr=False)
+    _funcs: list[RawFunction] | None = field(default=None, repr=False)
 
-    def funcs(self):
+    def funcs(self) -> list[RawFunction]:
         if self._funcs is None:
             from .sassmap import functions
             self._funcs = functions(self.sass)
@@ -157,11 +167,11 @@ class Evidence:
 
 # ------------------------------------------------------------------ a finding's sites
 
-def finding_key(f) -> str:
+def finding_key(f: Finding) -> str:
     return f"{f.code}:{Path(f.location.filename).name}:{f.location.row}"
 
 
-def _finding_lines(f) -> set[tuple[str, int]]:
+def _finding_lines(f: Finding) -> set[tuple[str, int]]:
     locs = [f.location] + [r.location for r in getattr(f, "related", [])] + \
            [s.location for s in getattr(f, "trace", []) if s.location is not None]
     return {(Path(loc.filename).name, loc.row) for loc in locs}
@@ -170,7 +180,7 @@ def _finding_lines(f) -> set[tuple[str, int]]:
 _QUOTED = re.compile(r"[`'\"]([A-Za-z_][\w.]*(?:\s*\[[^\]`'\"]*\])*)[`'\"]")
 
 
-def _finding_names(f) -> set[str]:
+def _finding_names(f: Finding) -> set[str]:
     """The barriers and buffers a finding names (quoted in its messages, or indexed), as bases."""
     text = f.message + " " + " ".join(r.message for r in getattr(f, "related", [])) + " " + \
         " ".join(s.text for s in getattr(f, "trace", []))
@@ -191,7 +201,7 @@ def _names_match(expr: str, names: set[str]) -> bool:
     return any(b == n or b.endswith("." + n) or n.endswith("." + b) for n in names)
 
 
-def _at_site(rec: Record, f, lines, names) -> bool:
+def _at_site(rec: Record, f: Finding, lines: set[tuple[str, int]], names: set[str]) -> bool:
     if rec.file and rec.line and (Path(rec.file).name, rec.line) in lines:
         return True
     if rec.kind == "ORDER":
@@ -201,11 +211,11 @@ def _at_site(rec: Record, f, lines, names) -> bool:
     return rec.kind in ("POISON", "NAN") and _names_match(rec.fields.get("buffer", ""), names)
 
 
-def _symptoms(f) -> set[str]:
+def _symptoms(f: Finding) -> set[str]:
     return {s for s in (f.symptom or "").split("/") if s}
 
 
-def _record_fits(rec: Record, f) -> bool:
+def _record_fits(rec: Record, f: Finding) -> bool:
     syms = _symptoms(f)
     if rec.kind == "ORDER":
         return rule_confirm(f).init_probe
@@ -229,14 +239,14 @@ def _distinct(recs: list[Record]) -> list[Record]:
     return out
 
 
-def _sanitizer_fit(f) -> set[str]:
+def _sanitizer_fit(f: Finding) -> set[str]:
     if not rule_confirm(f).sanitizer:      # the rule says no compute-sanitizer tool observes it
         return set()
     return {"layout": {"memcheck"}, "scope": {"racecheck", "synccheck"}, "accumulator": {"racecheck"},
             "completion": {"racecheck", "memcheck"}, "deadlock": {"racecheck", "synccheck"}}.get(f.contract, set())
 
 
-def tools_for(findings) -> list[str]:
+def tools_for(findings: Sequence[Finding]) -> list[str]:
     """The compute-sanitizer tools that fit the findings' contracts (all three for no findings:
     a clean kernel's baseline; none when no finding has a fitting tool)."""
     if not findings:
@@ -244,7 +254,7 @@ def tools_for(findings) -> list[str]:
     return sorted({t for f in findings for t in _sanitizer_fit(f)})
 
 
-def _record_kind_fits(r: S.SanitizerRecord, f) -> bool:
+def _record_kind_fits(r: S.SanitizerRecord, f: Finding) -> bool:
     """A misaligned address says something about a layout or an address, not about a count."""
     if "misaligned" in r.text.lower():
         return f.contract == "layout"
@@ -253,13 +263,13 @@ def _record_kind_fits(r: S.SanitizerRecord, f) -> bool:
     return True
 
 
-def _attributable(r: S.SanitizerRecord, lines, ev: Evidence) -> bool:
+def _attributable(r: S.SanitizerRecord, lines: set[tuple[str, int]], ev: Evidence) -> bool:
     """Whether a compute-sanitizer error record is at one of `lines` (its user frame, a device
     frame, or either access of a racecheck hazard). A record that names no place is at no site."""
     return bool(r.places() & lines)
 
 
-def _is_tool(f) -> bool:
+def _is_tool(f: Finding) -> bool:
     """A finding of one of the tool's own rules (bad input, suppressions)."""
     from .. import registry
     r = registry.by_code().get(f.code)
@@ -277,7 +287,7 @@ def _rule_arch(code: str) -> tuple[str, ...]:
 
 # ------------------------------------------------------------------ verdicts
 
-def _own_copies(f, ev: Evidence) -> list[Copy]:
+def _own_copies(f: Finding, ev: Evidence) -> list[Copy]:
     k = finding_key(f)
     out = [c for c in ev.copies if k in c.findings]
     if ev.widening and ev.instrumented is not None:
@@ -290,7 +300,7 @@ def _own_copies(f, ev: Evidence) -> list[Copy]:
     return out
 
 
-def _widening_for(f, ev: Evidence) -> list[str]:
+def _widening_for(f: Finding, ev: Evidence) -> list[str]:
     lines = _finding_lines(f)
     out = []
     for w in ev.widening:
@@ -301,7 +311,7 @@ def _widening_for(f, ev: Evidence) -> list[str]:
     return out
 
 
-def _observable(f, ev: Evidence, copies: list[Copy]) -> bool:
+def _observable(f: Finding, ev: Evidence, copies: list[Copy]) -> bool:
     if copies or rule_confirm(f).init_probe:
         return True
     if any(t.tool in _sanitizer_fit(f) for t in ev.tools):
@@ -315,7 +325,7 @@ def _observable(f, ev: Evidence, copies: list[Copy]) -> bool:
     return False
 
 
-def verdict(f, ev: Evidence) -> dict:
+def verdict(f: Finding, ev: Evidence) -> dict[str, Any]:
     """The verdict for one finding from what was run (see the module doc)."""
     arch_rule = _rule_arch(f.code)
     if f.contract == "tool" or _is_tool(f):
@@ -372,9 +382,9 @@ def verdict(f, ev: Evidence) -> dict:
             continue
         if _at_site(r, f, lines, names):
             own.append(f"{_LABEL[r.kind]}: {r.raw}")
-            c = from_copy.get(id(r))
-            if c is not None and c.edits and not any(e.startswith("under ") for e in own):
-                under = ["under " + "; ".join(e.removeprefix("widening: ") for e in c.edits)]
+            rec_copy = from_copy.get(id(r))
+            if rec_copy is not None and rec_copy.edits and not any(e.startswith("under ") for e in own):
+                under = ["under " + "; ".join(e.removeprefix("widening: ") for e in rec_copy.edits)]
         else:
             other.append(f"{_LABEL[r.kind]}: {r.raw}")
     own_recs = [e for e in own if e.split(":")[0] in _LABEL.values()]
@@ -407,7 +417,7 @@ def verdict(f, ev: Evidence) -> dict:
             notes.append(f"{c.name} still fails ({o.text()}): the failure is not this site's alone")
     if own and plain_out.failed and not any(e.startswith("repaired copy") for e in own):
         own.append(f"plain run: {plain_out.text()}")
-    out: dict = {}
+    out: dict[str, Any] = {}
     if any(not e.startswith(("under ", "phase log", "plain run")) for e in own):
         out = {"status": CONFIRMED, "evidence": own, "ran": ran}
     else:
@@ -431,7 +441,7 @@ def verdict(f, ev: Evidence) -> dict:
     return out
 
 
-def _why_not(f, ev: Evidence) -> str | None:
+def _why_not(f: Finding, ev: Evidence) -> str | None:
     """What the binary says about a wgmma race: ptxas's wait, where the SASS shows it."""
     race = rule_confirm(f).wgmma_race
     if not race:
@@ -457,7 +467,7 @@ def _why_not(f, ev: Evidence) -> str | None:
             f"are read, so this race cannot happen in this build (it can with another compiler or code shape)")
 
 
-def apply_verdicts(findings, ev: Evidence) -> None:
+def apply_verdicts(findings: Iterable[Finding], ev: Evidence) -> None:
     for f in findings:
         f.verdict = verdict(f, ev)
 
@@ -473,7 +483,7 @@ def has_main(text: str) -> bool:
     return any(mask[m.start()] for m in _MAIN.finditer(text))
 
 
-def find_main(path: str | Path, text: str, include_dirs=(), depth: int = 4) -> Path | None:
+def find_main(path: str | Path, text: str, include_dirs: Iterable[str] = (), depth: int = 4) -> Path | None:
     """The file holding `main()`: `path` itself or a header it includes with quotes (followed
     `depth` deep: the file's folder, then `include_dirs`). None when none is found."""
     path = Path(path)
@@ -486,7 +496,7 @@ def find_main(path: str | Path, text: str, include_dirs=(), depth: int = 4) -> P
             return None
         for inc in _INCLUDE.findall(t):
             for base in [p.parent, *map(Path, include_dirs)]:
-                q = (base / inc)
+                q: Path = base / inc
                 try:
                     q = q.resolve()
                     if q in seen or not q.is_file() or q.stat().st_size > 4 * 1024 * 1024:
@@ -513,7 +523,8 @@ def gpu_arch() -> str | None:
     return probe(toolkit=False).arch
 
 
-def _run(what: str, argv: list[str] | str, timeout: float, cwd: Path, env=None, interrupt=None,
+def _run(what: str, argv: list[str] | str, timeout: float, cwd: Path, env: dict[str, str] | None = None,
+         interrupt: int | None = None,
          slot: tuple[str, int] | None = None) -> Run:
     shell = isinstance(argv, str)
     if slot is not None:
@@ -524,11 +535,11 @@ def _run(what: str, argv: list[str] | str, timeout: float, cwd: Path, env=None, 
         p = run_clean(argv, timeout, cwd=cwd, env=env, interrupt=interrupt)
     log = p.log if not p.error else p.error
     rc = p.rc if not p.error else 127
-    return Run(what, argv if shell else shlex.join(argv), rc, log, p.seconds, killed=p.timed_out,
+    return Run(what, argv if isinstance(argv, str) else shlex.join(argv), rc, log, p.seconds, killed=p.timed_out,
                left_behind=p.left_behind, shell=shell)
 
 
-def _subst(cmd, mapping: dict[str, str]):
+def _subst(cmd: str | Sequence[str], mapping: dict[str, str]) -> str | list[str]:
     if isinstance(cmd, (list, tuple)):
         return [c.format(**mapping) for c in cmd]
     return str(cmd).format(**{k: shlex.quote(v) for k, v in mapping.items()})
@@ -542,31 +553,32 @@ class _Job:
     path: str
     text: str
     name: str
-    findings: list
+    findings: list[Finding]
     work: Path
     tk_root: str | None
     include_dirs: tuple[str, ...]
     timeout: float
     tools: tuple[str, ...]
-    cfg: object
-    env: dict | None
-    build_cmd: object
-    run_cmd: object
+    cfg: ConfirmConfig | None
+    env: dict[str, str] | None
+    build_cmd: str | tuple[str, ...] | None
+    run_cmd: str | tuple[str, ...] | None
     sanitizer_timeout: float = SANITIZER_TIMEOUT_S
     gpu_key: str = "gpu"
     gpu_slots: int = 2
 
-    def run_slot(self):
+    def run_slot(self) -> tuple[str, int]:
         return (f"{self.gpu_key}-run", self.gpu_slots)
 
-    def tool_slot(self):
+    def tool_slot(self) -> tuple[str, int]:
         return (f"{self.gpu_key}-sanitizer", self.gpu_slots)
 
 
-def confirm_file(path: str, text: str, findings, *, confirm_cfg=None, tk_root: str | None = None,
+def confirm_file(path: str, text: str, findings: Sequence[Finding], *, confirm_cfg: ConfirmConfig | None = None,
+                 tk_root: str | None = None,
                  include_dirs: tuple[str, ...] = (), timeout: float | None = None,
                  tools: tuple[str, ...] = ("racecheck", "memcheck"), keep: str | None = None,
-                 arch: str | None = "auto", device=None, gpu: int | None = None,
+                 arch: str | None = "auto", device: DeviceInfo | None = None, gpu: int | None = None,
                  sanitizer_timeout: float | None = None, gpu_slots: int = 2,
                  source_arch: str | None = None) -> Evidence:
     """Instrument copies of `path`, build, run, and set `verdict` on each finding.
@@ -677,7 +689,7 @@ def _run_copy(job: _Job, d: Path, what: str, proto: Path | None, ev: Evidence) -
     return r
 
 
-def _run_argv(job: _Job, d: Path):
+def _run_argv(job: _Job, d: Path) -> str | list[str]:
     if job.run_cmd:
         return _subst(job.run_cmd, {"bin": str(d / "kernel.bin"), "dir": str(d), "src": str(d / job.name)})
     return [str(d / "kernel.bin")]
@@ -694,11 +706,11 @@ def _write_copy(job: _Job, d: Path, plan: Plan) -> tuple[list[Site], Path | None
     return inst.sites, proto
 
 
-def _widen_groups(findings, text: str, name: str):
+def _widen_groups(findings: Sequence[Finding], text: str, name: str) -> list[tuple[list[Finding], Widening]]:
     """(findings, widening) per race finding; the findings of the use-before-init probe share one
     copy (its probe reports per use site)."""
     from .widen import widening
-    groups = []
+    groups: list[tuple[list[Finding], Widening]] = []
     probed = [f for f in findings if rule_confirm(f).init_probe]
     for f in findings:
         if rule_confirm(f).init_probe:
@@ -711,7 +723,7 @@ def _widen_groups(findings, text: str, name: str):
         if w:
             groups.append((probed, w))
     # identical edits: one copy for all of them
-    merged: list = []
+    merged: list[tuple[list[Finding], Widening]] = []
     for fs, w in groups:
         same = next((g for g in merged if g[1].describe() == w.describe()), None)
         if same:
@@ -729,7 +741,7 @@ def _line_offset(text: str, row: int) -> int:
     return sum(len(ln) + 1 for ln in text.split("\n")[:row - 1])
 
 
-def repair_edit(text: str, f) -> tuple[str, str] | None:
+def repair_edit(text: str, f: Finding) -> tuple[str, str] | None:
     """(repaired text, description) for a layout finding whose line reads a tile through a
     `reinterpret_cast<...>(tile)` view: the view removed, so the tile is read with its own layout."""
     if f.contract != "layout":
@@ -756,7 +768,7 @@ def repair_edit(text: str, f) -> tuple[str, str] | None:
     return None
 
 
-def count_repair(text: str, f) -> tuple[str, str] | None:
+def count_repair(text: str, f: Finding) -> tuple[str, str] | None:
     """The "count" repair (a barrier's arrival count differs from the arrivals per phase): the
     barrier initialised for the arrivals that do come (`init_semaphore(bar, N - tx, tx)` at its
     init line; the finding's witness holds `arrivals_per_phase`)."""
@@ -803,36 +815,36 @@ def _first_issuer(desc: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _issuers(f) -> tuple[str, int] | None:
+def _issuers(f: Finding) -> tuple[str, int] | None:
     """(issuer set, the issuing statement's line) as the finding's rule reads them off it."""
     c = rule_confirm(f)
     return c.issuers(f) if c.issuers is not None else None
 
 
-def _issuers_of(f) -> str | None:
+def _issuers_of(f: Finding) -> str | None:
     got = _issuers(f)
     return got[0] if got else None
 
 
-def _site_row(f) -> int:
+def _site_row(f: Finding) -> int:
     got = _issuers(f)
     return got[1] if got else f.location.row
 
 
-def issuer_repairs(text: str, findings) -> list[tuple[list, str, str]]:
+def issuer_repairs(text: str, findings: Sequence[Finding]) -> list[tuple[list[Finding], str, str]]:
     """The single-issuer repair: the findings of an issue-once op run by several threads
     (`ISSUERS_OWN`), with the findings whose arrivals come from the same issuers (`ISSUERS_JOIN`,
     count findings): each site's statement restricted to the first issuing thread, one copy per
     issuer set (the sites share the one defect, e.g. a dropped lane guard)."""
-    groups: dict[str, list] = {}
+    groups: dict[str, list[Finding]] = {}
     for f in findings:
-        if rule_confirm(f).issuer_repair == ISSUERS_OWN and _issuers_of(f):
-            groups.setdefault(_issuers_of(f), []).append(f)
+        if rule_confirm(f).issuer_repair == ISSUERS_OWN and (issuers := _issuers_of(f)):
+            groups.setdefault(issuers, []).append(f)
     for f in findings:
         desc = _issuers_of(f)
         if rule_confirm(f).issuer_repair == ISSUERS_JOIN and desc in groups:
             groups[desc].append(f)
-    out = []
+    out: list[tuple[list[Finding], str, str]] = []
     lines = text.split("\n")
     for desc, fs in groups.items():
         t0 = _first_issuer(desc)
@@ -882,7 +894,7 @@ def _after_statement(text: str, off: int) -> int | None:
     return None
 
 
-def read_wait_repair(text: str, f) -> tuple[str, str] | None:
+def read_wait_repair(text: str, f: Finding) -> tuple[str, str] | None:
     """The "read-wait-after-store" / "read-wait-after-named-stores" repairs (a TMA store's shared
     tile rewritten or left while the store may still read it): a `tma::store_async_read_wait()`
     right after the store (the finding's own line, or the stores its notes name), in the thread
@@ -943,7 +955,7 @@ def _matching(text: str, open_at: int) -> int | None:
     return None
 
 
-def sync_repair(text: str, f) -> tuple[str, str] | None:
+def sync_repair(text: str, f: Finding) -> tuple[str, str] | None:
     """The "sync-after-init" repair (barriers used before every thread sees them initialised): a
     `__syncthreads()` after the kernel-level statement that holds the first init (the init block
     every thread then waits for)."""
@@ -976,9 +988,9 @@ REPAIRS = {"count": count_repair, "read-wait-after-store": read_wait_repair,
            "read-wait-after-named-stores": read_wait_repair, "sync-after-init": sync_repair}
 
 
-def _repairs(text: str, findings) -> list[tuple[list, str, str]]:
-    out = []
-    seen = set()
+def _repairs(text: str, findings: Sequence[Finding]) -> list[tuple[list[Finding], str, str]]:
+    out: list[tuple[list[Finding], str, str]] = []
+    seen: set[str] = set()
     for f in findings:
         for make in (repair_edit, count_repair, read_wait_repair, sync_repair):
             r = make(text, f)
@@ -1050,7 +1062,7 @@ def _build_and_run(job: _Job, ev: Evidence) -> None:
         xml = work / f"{tool}.xml"
         base = _run_argv(job, plain_dir)
         if isinstance(base, str):
-            argv = " ".join(shlex.quote(a) for a in S.command(tool, [], str(xml), extra)) + " " + base
+            argv: str | list[str] = " ".join(shlex.quote(a) for a in S.command(tool, [], str(xml), extra)) + " " + base
         else:
             argv = S.command(tool, base, str(xml), extra)
         r = _run(tool, argv, job.sanitizer_timeout, plain_dir, job.env, interrupt=signal.SIGINT, slot=job.tool_slot())
@@ -1143,25 +1155,25 @@ def evidence_from_dir(d: Path, arch: str = "sm_90", patterns: O.Patterns | None 
     copies.json, sites.json, sass.txt (a gpu_batch result folder or a `confirm --keep` folder)."""
     d = Path(d)
 
-    def rd(name):
+    def rd(name: str) -> str | None:
         p = d / name
         return p.read_text(encoding="utf-8", errors="replace") if p.exists() else None
     ev = Evidence(arch=arch)
     if patterns is not None:
         ev.patterns = patterns
     ev.build_log = rd("build_plain.log") or ""
-    if rd("widening.txt"):
-        ev.widening = [ln for ln in rd("widening.txt").splitlines() if ln.strip()]
-    if rd("device.txt"):
-        ev.device = rd("device.txt").strip()
-    if rd("unconfirmable.txt"):
-        ev.unconfirmable = rd("unconfirmable.txt").strip()
+    if widening := rd("widening.txt"):
+        ev.widening = [ln for ln in widening.splitlines() if ln.strip()]
+    if device := rd("device.txt"):
+        ev.device = device.strip()
+    if unconfirmable := rd("unconfirmable.txt"):
+        ev.unconfirmable = unconfirmable.strip()
         return ev
-    if rd("build_plain.rc") is not None and rd("build_plain.rc").strip() != "0":
+    if (build_rc := rd("build_plain.rc")) is not None and build_rc.strip() != "0":
         ev.unconfirmable = "does not build (nvcc rejects it)"
         return ev
 
-    def rc(name):
+    def rc(name: str) -> int | None:
         v = rd(name)
         return int(v.strip()) if v and v.strip().lstrip("-").isdigit() else None
     if rd("plain.rc") is not None:
@@ -1170,10 +1182,10 @@ def evidence_from_dir(d: Path, arch: str = "sm_90", patterns: O.Patterns | None 
         ev.instrumented = Run("instrumented", "bin", rc("instr.rc"), rd("instr.log") or "",
                               killed=rc("instr.killed") == 1)
         ev.records = parse_records(ev.instrumented.log)
-    if rd("sites.json"):
-        ev.sites = [Site(**s) for s in json.loads(rd("sites.json"))]
-    if rd("copies.json"):
-        ev.copies = [Copy.from_json(c) for c in json.loads(rd("copies.json"))]
+    if sites := rd("sites.json"):
+        ev.sites = [Site(**s) for s in json.loads(sites)]
+    if copies := rd("copies.json"):
+        ev.copies = [Copy.from_json(c) for c in json.loads(copies)]
     ev.sass = rd("sass.txt")
     for tool in S.TOOLS:
         if rd(f"{tool}.rc") is None:
@@ -1185,20 +1197,20 @@ def evidence_from_dir(d: Path, arch: str = "sm_90", patterns: O.Patterns | None 
             except S.SanitizerXMLError:
                 recs = []
         ev.tools.append(S.ToolRun(tool, rc(f"{tool}.rc"), recs))
-    if rd("notes.txt"):
-        ev.notes = [ln for ln in rd("notes.txt").splitlines() if ln.strip()]
+    if notes := rd("notes.txt"):
+        ev.notes = [ln for ln in notes.splitlines() if ln.strip()]
     return ev
 
 
 # ------------------------------------------------------------------ recorded batches (docs/BENCHMARKS.md)
 
-def collect_batch(results: Path, corpus: Path) -> list[dict]:
+def collect_batch(results: Path, corpus: Path) -> list[dict[str, Any]]:
     from ..evaluate import check_clean, check_mutation, load_mutations
     from .gpu_batch import RUNNABLE, _clean_id
     muts = {m.id: m for m in load_mutations(corpus)}
-    rows = []
+    rows: list[dict[str, Any]] = []
 
-    def baseline(kernel: str) -> set | None:
+    def baseline(kernel: str) -> set[tuple[str, str, str]] | None:
         d = Path(results) / _clean_id(kernel)
         if not d.is_dir():
             return None
@@ -1206,6 +1218,7 @@ def collect_batch(results: Path, corpus: Path) -> list[dict]:
     with tempfile.TemporaryDirectory() as td:
         for d in sorted(p for p in Path(results).iterdir() if p.is_dir()):
             vid = d.name
+            m: Mutation | None
             if vid.startswith("clean-"):
                 k = next((p for folder in RUNNABLE for p in sorted((Path(corpus) / folder).glob("*.cu"))
                           if _clean_id(f"{folder}/{p.name}") == vid), None)
@@ -1213,26 +1226,29 @@ def collect_batch(results: Path, corpus: Path) -> list[dict]:
                     continue
                 res = check_clean(k)
                 m = None
+                name = k.name
             elif vid in muts:
                 m = muts[vid]
                 res = check_mutation(corpus, m, Path(td))
+                name = Path(m.kernel).name
             else:
                 continue
             ev = evidence_from_dir(d)
-            name = Path(m.kernel if m else k.name).name
             map_records(ev, name)
             if m is not None:
                 ev.baseline = baseline(m.kernel)
             findings = [f for f in res.findings if f.code != PARSE_ERROR.code]
             apply_verdicts(findings, ev)
             for f in findings:
-                if m is not None and m.unobservable and f.code in m.rules and f.verdict["status"] == NOT_REPRODUCED:
-                    f.verdict.setdefault("why", m.unobservable)
+                v = f.verdict
+                assert v is not None   # apply_verdicts gave each finding one
+                if m is not None and m.unobservable and f.code in m.rules and v["status"] == NOT_REPRODUCED:
+                    v.setdefault("why", m.unobservable)
             rows.append(batch_row(vid, m.symptom if m else "", list(m.rules) if m else [], ev, findings))
     return rows
 
 
-def batch_row(vid: str, symptom: str, rules: list[str], ev: Evidence, findings) -> dict:
+def batch_row(vid: str, symptom: str, rules: list[str], ev: Evidence, findings: Iterable[Finding]) -> dict[str, Any]:
     return {
         "id": vid, "symptom": symptom, "rules": list(rules),
         "plain": _plain_result(ev), "sanitizer": _sanitizer_result(ev),
@@ -1266,12 +1282,12 @@ def _sanitizer_result(ev: Evidence) -> str:
     return "; ".join(t.summary() for t in ev.tools) or "not run"
 
 
-def batch_table(rows: list[dict]) -> str:
+def batch_table(rows: list[dict[str, Any]]) -> str:
     out = ["| planted bug | symptom | plain run | compute-sanitizer alone | tkcheck finding: verdict (evidence) |",
            "|---|---|---|---|---|"]
     for r in rows:
         cells = []
-        order = {CONFIRMED: 0, UNCONFIRMABLE: 1, NOT_REPRODUCED: 2}
+        order: dict[str | None, int] = {CONFIRMED: 0, UNCONFIRMABLE: 1, NOT_REPRODUCED: 2}
         for f in sorted(r["findings"], key=lambda f: (f["code"] not in r["rules"],
                                                      order.get((f["verdict"] or {}).get("status"), 3))):
             v = f["verdict"] or {}
@@ -1289,12 +1305,12 @@ def batch_table(rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
-def summary(rows: list[dict]) -> dict:
+def summary(rows: list[dict[str, Any]]) -> dict[str, int]:
     s = {"variants": len(rows)}
     for key in (CONFIRMED, NOT_REPRODUCED, UNCONFIRMABLE):
         s[key] = sum(1 for r in rows for f in r["findings"] if (f["verdict"] or {}).get("status") == key)
     return s
 
 
-def dump(rows, path):
+def dump(rows: list[dict[str, Any]], path: str | Path) -> None:
     Path(path).write_text(json.dumps(rows, indent=1), encoding="utf-8")

@@ -102,7 +102,7 @@ class SanitizerXMLError(ValueError):
     pass
 
 
-def _xyz(e) -> tuple[int, int, int] | None:
+def _xyz(e: ET.Element | None) -> tuple[int, int, int] | None:
     if e is None:
         return None
     try:

@@ -24,11 +24,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..sass.model import Instruction
-from ..sass.parse import parse_sass
+from ..sass.model import Instruction, SourceLoc
+from ..sass.parse import RawFunction, parse_sass
 
 
-def _tools():
+def _tools() -> tuple[str | None, str | None]:
     from ..sass.toolchain import ToolchainNotFound, find_toolchain
     try:
         tc = find_toolchain()
@@ -64,11 +64,11 @@ def disassemble(binary: str | Path, timeout: float = 300.0) -> tuple[str | None,
     return "\n".join(out), ""
 
 
-def functions(sass: str | None):
+def functions(sass: str | None) -> list[RawFunction]:
     return parse_sass(sass) if sass else []
 
 
-def _pc(pc) -> int | None:
+def _pc(pc: object) -> int | None:
     if pc is None:
         return None
     try:
@@ -77,7 +77,7 @@ def _pc(pc) -> int | None:
         return None
 
 
-def _at(fn, pc: int) -> Instruction | None:
+def _at(fn: RawFunction, pc: int) -> Instruction | None:
     best = None
     for ins in fn.instructions:
         if ins.address == pc:
@@ -87,11 +87,12 @@ def _at(fn, pc: int) -> Instruction | None:
     return best
 
 
-def _in(frame, user_file: str) -> bool:
+def _in(frame: SourceLoc, user_file: str) -> bool:
     return Path(frame.file).name == Path(user_file).name
 
 
-def user_frame(funcs, pc, path: str | None, line: int | None, user_file: str) -> tuple[str, int] | None:
+def user_frame(funcs: list[RawFunction], pc: object, path: str | None, line: int | None,
+               user_file: str) -> tuple[str, int] | None:
     """The (file name, line) in `user_file` of the instruction at `pc` (see the module doc).
 
     The pc is an offset in the kernel the record happened in, which the record does not name (its
@@ -135,7 +136,7 @@ def _full_wait(ins: Instruction) -> bool:
         return False
 
 
-def wgmma_order(funcs, user_file: str, release_rows: set[int]) -> Order | None:
+def wgmma_order(funcs: list[RawFunction], user_file: str, release_rows: set[int]) -> Order | None:
     """Whether the binary waits for the wgmma before the release (see the module doc): for each
     release arrive (a `SYNCS.ARRIVE` attributed to a release line), the nearest `HGMMA` before it in
     the code and whether a full `WARPGROUP.DEPBAR` (no group left pending) lies between. HGMMAs
@@ -165,6 +166,7 @@ def wgmma_order(funcs, user_file: str, release_rows: set[int]) -> Order | None:
                                 f"WARPGROUP.DEPBAR between"
                                 + (f"; the wait comes after it (/*{ins[later].address:04x}*/)" if later is not None else ""))
     fn, h, a, wait = pairs[0]
+    assert wait is not None   # a pair without its wait returned above
     ins = fn.instructions
     return Order(True, f"in this binary {ins[wait].opcode} {', '.join(ins[wait].operands)} (/*{ins[wait].address:04x}*/) "
                        f"waits for the wgmma (HGMMA at /*{ins[h].address:04x}*/) before the release arrive "

@@ -12,9 +12,12 @@ Symptoms: hang | nan | stripes | wrong. A finding's score comes from
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from ..findings import Finding
 from . import sanitizer as S
 from .instrument import Record, parse_records
 
@@ -40,14 +43,14 @@ _TOOLS = {"hang": ("the instrumented run's watchdog", "racecheck --racecheck-dea
 
 @dataclass
 class Ranked:
-    finding: object
+    finding: Finding
     score: float
     why: str
     contract: str
     evidence: list[str] = field(default_factory=list)
     confirm: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         f = self.finding
         return {"code": f.code, "name": f.name, "filename": f.location.filename, "row": f.location.row,
                 "message": f.message, "contract": self.contract, "score": round(self.score, 2), "why": self.why,
@@ -85,19 +88,19 @@ def load_evidence(path: str) -> Observed:
     return Observed(records=recs, source=p.name)
 
 
-def _lines(f) -> set[tuple[str, int]]:
+def _lines(f: Finding) -> set[tuple[str, int]]:
     locs = [f.location] + [r.location for r in f.related] + [s.location for s in f.trace if s.location]
     return {(Path(loc.filename).name, loc.row) for loc in locs}
 
 
-def _names(f) -> set[str]:
+def _names(f: Finding) -> set[str]:
     text = " ".join([f.message] + [r.message for r in f.related] + [s.text for s in f.trace])
     names = set(re.findall(r"'?([A-Za-z_][\w.]*)\s*\[", text)) | set(re.findall(r"'([A-Za-z_][\w.]*)'", text))
     return {n.split(".")[-1] for n in names}
 
 
-def _match(f, obs: Observed) -> list[str]:
-    out = []
+def _match(f: Finding, obs: Observed) -> list[str]:
+    out: list[str] = []
     lines, names = _lines(f), _names(f)
     for r in obs.records:
         if r.kind == "PHASE":
@@ -118,7 +121,8 @@ def _match(f, obs: Observed) -> list[str]:
         elif f.kernel and s.func and s.func == f.kernel and not s.deadlock:
             out.append(f"compute-sanitizer in kernel {f.kernel}: {s.short()}")
     # a deadlock record without a line names the kernel only: keep one per finding
-    seen, uniq = set(), []
+    seen: set[tuple[str, str]] = set()
+    uniq: list[str] = []
     for e in out:
         k = e.split(":")[0]
         if (k, e) not in seen and sum(1 for u in uniq if u.split(":")[0] == k) < 2:
@@ -127,12 +131,12 @@ def _match(f, obs: Observed) -> list[str]:
     return uniq
 
 
-def rank(findings, symptom: str, observed: Observed | None = None, path: str = "") -> list[Ranked]:
+def rank(findings: Iterable[Finding], symptom: str, observed: Observed | None = None, path: str = "") -> list[Ranked]:
     if symptom not in SYMPTOMS:
         raise ValueError(f"unknown symptom {symptom!r}: one of {', '.join(SYMPTOMS)}")
     from .. import registry
     rules = registry.by_code()
-    out = []
+    out: list[Ranked] = []
     for f in findings:
         rule = rules.get(f.code)
         if f.contract == "tool" or (rule is not None and rule.contract == "tool"):

@@ -37,10 +37,16 @@ Findings of other classes get no widening. The descriptions are shown in the ver
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..findings import Finding, Location
 from ..rule import Confirm
+
+if TYPE_CHECKING:
+    from .instrument import Plan
 
 DELAY_CYCLES = 8000            # about 4 us at 1.98 GHz
 LONG_DELAY_CYCLES = 20000      # about 10 us
@@ -94,11 +100,11 @@ _TMA_STORE = re.compile(r"(?<![\w.>])(?:kittens::)?tma\s*::\s*store_async\s*\(")
 _READ_WAIT = re.compile(r"(?<![\w.>])(?:kittens::)?tma\s*::\s*store_async(?:_read)?_wait\s*(?:<[^>]*>)?\s*\(")
 
 
-def _rows(f, pattern: str) -> list[int]:
+def _rows(f: Finding, pattern: str) -> list[int]:
     return [r.location.row for r in getattr(f, "related", []) if re.search(pattern, r.message)]
 
 
-def _same_file(f, loc, name: str) -> bool:
+def _same_file(f: Finding, loc: Location, name: str) -> bool:
     return Path(loc.filename).name == name
 
 
@@ -163,18 +169,18 @@ def _prev_code_row(text: str, row: int) -> int | None:
 class _Edits:
     """The widening being built for one copy: its edits, each site edited once."""
 
-    def __init__(self, text: str, name: str):
+    def __init__(self, text: str, name: str) -> None:
         self.text, self.name = text, name
         self.w = Widening()
-        self._seen: set[tuple] = set()
+        self._seen: set[tuple[str, int] | tuple[str, int, str]] = set()
 
-    def delay(self, row, cycles, cond, why):
+    def delay(self, row: int, cycles: str, cond: str, why: str) -> None:
         if ("d", row) in self._seen:
             return
         self._seen.add(("d", row))
         self.w.delays.append(Delay(row, cycles, cond, why))
 
-    def poison(self, row, tile, anchor, why):
+    def poison(self, row: int, tile: str, anchor: str, why: str) -> None:
         if ("p", row, tile) in self._seen:
             return
         self._seen.add(("p", row, tile))
@@ -185,7 +191,7 @@ class _Edits:
 # Each takes the edits being built and one finding; a rule asks for them by name
 # (`Rule.confirm.widen`, tkcheck/rule.py), applied in the order it lists them.
 
-def _delay_wgmma_issue(e: _Edits, f) -> None:
+def _delay_wgmma_issue(e: _Edits, f: Finding) -> None:
     """The consumer waits in front of the wgmma issue, so the producer is parked on the release."""
     mma = _rows(f, r"wgmma .*issued here")
     if mma:
@@ -195,7 +201,7 @@ def _delay_wgmma_issue(e: _Edits, f) -> None:
                 f"producer is parked on the release barrier and refills (poisons) the stage at once")
 
 
-def _poison_refill(e: _Edits, f) -> None:
+def _poison_refill(e: _Edits, f: Finding) -> None:
     """The refill made immediate: the producer overwrites the refilled tile right after its wait
     on the release barrier, before its other loads."""
     row, name = f.location.row, e.name
@@ -207,7 +213,7 @@ def _poison_refill(e: _Edits, f) -> None:
                  f"refill at {name}:{row}, made immediate)")
 
 
-def _stagger_writers(e: _Edits, f) -> None:
+def _stagger_writers(e: _Edits, f: Finding) -> None:
     """The writers the finding names, staggered by warp in front of their write."""
     writes = _rows(f, r"write .* here")
     if writes:
@@ -216,7 +222,7 @@ def _stagger_writers(e: _Edits, f) -> None:
                 f"widening: warps 1-3 of each warpgroup wait (w x ~30us) before their write at {e.name}:{r}")
 
 
-def _stagger_writers_before_barrier(e: _Edits, f) -> None:
+def _stagger_writers_before_barrier(e: _Edits, f: Finding) -> None:
     """The write just in front of the finding's barrier, staggered by warp."""
     row, name, text = f.location.row, e.name, e.text
     r = _prev_code_row(text, row)
@@ -228,7 +234,7 @@ def _stagger_writers_before_barrier(e: _Edits, f) -> None:
         e.w.notes.append(f"{f.code} at {name}:{row}: no write in front of the barrier; not widened")
 
 
-def _delay_load(e: _Edits, f) -> None:
+def _delay_load(e: _Edits, f: Finding) -> None:
     """The finding's load issued late (after its stage is poisoned)."""
     row = f.location.row
     e.delay(row, str(LONG_DELAY_CYCLES), "",
@@ -236,7 +242,7 @@ def _delay_load(e: _Edits, f) -> None:
             f"poisoned), so the stage's barrier completes without it")
 
 
-def _poison_released_stores(e: _Edits, f) -> None:
+def _poison_released_stores(e: _Edits, f: Finding) -> None:
     """The tiles of the stores the finding names, poisoned at their release (or after the store
     issue when the finding names no release)."""
     row, name, text = f.location.row, e.name, e.text
@@ -260,7 +266,7 @@ def _poison_released_stores(e: _Edits, f) -> None:
                  f"(nothing waits for the store before it is released)")
 
 
-def _poison_after_store(e: _Edits, f) -> None:
+def _poison_after_store(e: _Edits, f: Finding) -> None:
     """The tile of the finding's store, poisoned after the store issue on the exiting path."""
     row, name = f.location.row, e.name
     tile = _tma_store_tile(e.text, row)
@@ -270,7 +276,7 @@ def _poison_after_store(e: _Edits, f) -> None:
                  f"(what the SM's next CTA may write into the freed shared memory)")
 
 
-def _poison_after_read_wait(e: _Edits, f) -> None:
+def _poison_after_read_wait(e: _Edits, f: Finding) -> None:
     """The tile of the finding's store, poisoned after the store's own read wait."""
     row, name, text = f.location.row, e.name, e.text
     tile = _tma_store_tile(text, row)
@@ -294,14 +300,14 @@ WIDENINGS = {
 }
 
 
-def rule_confirm(f) -> Confirm:
+def rule_confirm(f: Finding) -> Confirm:
     """What the finding's rule asks of `tkcheck confirm` (nothing for an unknown code)."""
     from .. import registry
     rule = registry.by_code().get(f.code)
     return rule.confirm if rule is not None else Confirm()
 
 
-def widening(findings, text: str, filename: str) -> Widening:
+def widening(findings: Iterable[Finding], text: str, filename: str) -> Widening:
     """The race-widening edits for `findings` of the user's file `filename` (text `text`)."""
     name = Path(filename).name
     e = _Edits(text, name)
@@ -337,7 +343,7 @@ def widening(findings, text: str, filename: str) -> Widening:
     return w
 
 
-def plan_for(w: Widening | None):
+def plan_for(w: Widening | None) -> Plan:
     """The instrumentation plan for a copy carrying widening `w`.
 
     * wgmma races (`Confirm.wgmma_race`): no watchdog, phase log or stage checks - each is a call, and a

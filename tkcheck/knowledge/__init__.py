@@ -10,13 +10,14 @@ Public interface:
   include/    the declaration-only model of CUDA and TK that the front end parses against
 """
 from importlib import import_module as _import_module
+from types import ModuleType
 
 _MODULES = ("ops", "layouts", "launchers", "mk", "protocols")
 
 __all__ = list(_MODULES)
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> ModuleType:
     if name in _MODULES:
         return _import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

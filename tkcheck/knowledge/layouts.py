@@ -446,7 +446,7 @@ def _int(x: Bits) -> int:
         return x
     v = z3.simplify(x)
     if z3.is_bv_value(v):
-        return v.as_long()
+        return int(v.as_long())
     raise ValueError(f"symbolic offset {x} has no Python value")
 
 
@@ -636,8 +636,9 @@ class TmaBoxLayout(_ViewOfTile):
 
 #: TK's st_descriptor constants (descriptor.cuh), per swizzle mode:
 #: (layout_type, LBO MN-major per 16 rows, SBO, K-major chunk advance (chunk%per_row)*32 +
-#: (chunk/per_row)*(rows/16)*group).  Kept as the header writes them.
-_TK_WGMMA_DESC = {
+#: (chunk/per_row)*(rows/16)*group).  Kept as the header writes them.  Keyed by a tile's
+#: swizzle_bytes, None included: an unswizzled tile has no descriptor (a KeyError).
+_TK_WGMMA_DESC: dict[int | None, tuple[int, int, int, int, int, int]] = {
     # swizzle: (layout_type, mn_lbo_per_16_rows, sbo, mn_chunk_advance, k_chunks_per_row, k_group)
     128: (1, 2048, 1024, 2048, 4, 2048),
     64: (2, 1024, 512, 1024, 2, 1024),
@@ -716,6 +717,7 @@ class WgmmaOperandView(_ViewOfTile):
             raise NotImplementedError(why)
         t = self.tile
         s, T = t.dtype_bytes, t.swizzle_bytes
+        assert T is not None  # `supported` rejects an unswizzled tile
         lt, mn_lbo16, sbo, mn_adv, per_row, group = _TK_WGMMA_DESC[T]
         r, c = _bv(r), _bv(c)
         if not self.mn_major:
@@ -737,7 +739,7 @@ class WgmmaOperandView(_ViewOfTile):
 
     def element_address(self, base: int, r: int, c: int) -> int:
         v = z3.simplify(self.byte_address(base, r, c))
-        return v.as_long()
+        return int(v.as_long())
 
 
 def tcgen05_operand_view(tile: SharedTileLayout, mn_major: bool) -> WgmmaOperandView:
@@ -816,4 +818,4 @@ class HandwrittenLayout(_ViewOfTile):
         return self.addr_fn(_bv(base) + off)
 
     def element_address(self, base: int, r: int, c: int) -> int:
-        return z3.simplify(self.byte_address(base, r, c)).as_long()
+        return int(z3.simplify(self.byte_address(base, r, c)).as_long())

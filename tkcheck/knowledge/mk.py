@@ -51,7 +51,7 @@ PAGE_ID_NOTE = ("MK page renaming modelled as the identity (pid(lid) == lid): ea
 WORKER_MACROS = ("MAKE_WORKER",)
 
 
-def is_op_struct(struct_type) -> bool:
+def is_op_struct(struct_type: object) -> bool:
     """A user struct with at least two nested role structs (controller / loader / ...)."""
     members = getattr(struct_type, "members", {}) or {}
     roles = [r for r in OP_ROLES if r in members and getattr(members[r], "kind", None) is not None
@@ -59,5 +59,6 @@ def is_op_struct(struct_type) -> bool:
     return len(roles) >= 2
 
 
-def op_name(struct_type) -> str:
-    return getattr(struct_type, "name", "?")
+def op_name(struct_type: object) -> str:
+    name: str = getattr(struct_type, "name", "?")
+    return name

@@ -28,7 +28,7 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     Renderers never rely on the order the checks produced findings in, so that
     `-j N` and caches give byte-identical output.
     """
-    def key(f: Finding):
+    def key(f: Finding) -> tuple[str, int, int, str, str, int, int]:
         loc = f.location
         return (*f.sort_key(), loc.end_row or loc.row, loc.end_column or loc.column)
 

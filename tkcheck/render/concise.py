@@ -23,6 +23,6 @@ def header_line(f: Finding, root: pathlib.Path | None) -> str:
     return line
 
 
-def render_concise(findings: list[Finding], *, root: pathlib.Path | None = None, **_) -> str:
+def render_concise(findings: list[Finding], *, root: pathlib.Path | None = None, **_: object) -> str:
     lines = [header_line(f, root) for f in sort_findings(findings)]
     return "".join(line + "\n" for line in lines)

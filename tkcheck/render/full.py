@@ -69,7 +69,7 @@ def _snippet(loc: Location, sources: dict[str, str], paint: _Painter) -> list[st
     ]
 
 
-def _finding_lines(f: Finding, sources: dict[str, str], root, paint: _Painter) -> list[str]:
+def _finding_lines(f: Finding, sources: dict[str, str], root: pathlib.Path | None, paint: _Painter) -> list[str]:
     where = position(f.location, root)
     rest = f"{one_line(f.message)} [{f.code}]"
     # Same text as the concise line (editors parse either), painted piecewise.
@@ -116,7 +116,7 @@ def render_full(
     color: bool = False,
     notes: list[str] | None = None,
     coverage: dict | None = None,
-    **_,
+    **_: object,
 ) -> str:
     paint = _Painter(color)
     blocks: list[list[str]] = []

@@ -41,5 +41,5 @@ def annotation(f: Finding, root: pathlib.Path | None) -> str:
     return f"::{command} {joined}::{escape_data(body)}"
 
 
-def render_github(findings: list[Finding], *, root: pathlib.Path | None = None, **_) -> str:
+def render_github(findings: list[Finding], *, root: pathlib.Path | None = None, **_: object) -> str:
     return "".join(annotation(f, root) + "\n" for f in sort_findings(findings))

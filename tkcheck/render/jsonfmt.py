@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import pathlib
+from typing import Any
 
 from ..findings import Finding
 from ._common import display_path, sort_findings
 
 
-def _record(f: Finding, root: pathlib.Path | None) -> dict:
+def _record(f: Finding, root: pathlib.Path | None) -> dict[str, Any]:
     rec = f.to_json()
     if root is not None:
         # Repository-relative paths, so records from two checkouts compare equal.
@@ -25,12 +26,12 @@ def _record(f: Finding, root: pathlib.Path | None) -> dict:
     return rec
 
 
-def render_json(findings: list[Finding], *, root: pathlib.Path | None = None, **_) -> str:
+def render_json(findings: list[Finding], *, root: pathlib.Path | None = None, **_: object) -> str:
     records = [_record(f, root) for f in sort_findings(findings)]
     return json.dumps(records, indent=2, default=str) + "\n"
 
 
-def render_json_lines(findings: list[Finding], *, root: pathlib.Path | None = None, **_) -> str:
+def render_json_lines(findings: list[Finding], *, root: pathlib.Path | None = None, **_: object) -> str:
     return "".join(
         json.dumps(_record(f, root), default=str, separators=(",", ":")) + "\n"
         for f in sort_findings(findings)

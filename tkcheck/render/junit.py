@@ -22,7 +22,7 @@ def _clean(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def _details(f: Finding, root) -> str:
+def _details(f: Finding, root: pathlib.Path | None) -> str:
     lines = [f"{position(f.location, root)}: {f.severity}: {f.message} [{f.code}]"]
     lines += [f"{position(r.location, root)}: note: {r.message}" for r in f.related]
     if f.witness:
@@ -38,7 +38,7 @@ def _details(f: Finding, root) -> str:
 
 
 def render_junit(
-    findings: list[Finding], *, files_checked: int, root: pathlib.Path | None = None, **_
+    findings: list[Finding], *, files_checked: int, root: pathlib.Path | None = None, **_: object
 ) -> str:
     ordered = sort_findings(findings)
     tests = max(len(ordered), 1)

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..baseline import FINGERPRINT_KEY
-from ..findings import Finding, Location, TraceStep
+from ..findings import Edit, Finding, Fix, Location, TraceStep
 from ..rule import Rule
 from ._common import end_of, format_verdict, format_witness, relative_to_root, sort_findings
 
@@ -96,16 +96,17 @@ def _stub_descriptor(f: Finding) -> dict[str, Any]:
     }
 
 
-def _flow_location(loc: Location | None, text: str, root, order: int, **extra) -> dict[str, Any]:
+def _flow_location(loc: Location | None, text: str, root: pathlib.Path | None, order: int,
+                   **extra: Any) -> dict[str, Any]:
     where: dict[str, Any] = {"message": {"text": text}}
     if loc is not None:
         where["physicalLocation"] = _physical(loc, root)
     return {"location": where, "executionOrder": order, **extra}
 
 
-def _trace_step(step: TraceStep, order: int, root) -> dict[str, Any]:
+def _trace_step(step: TraceStep, order: int, root: pathlib.Path | None) -> dict[str, Any]:
     extra: dict[str, Any] = {"importance": "essential" if step.blocked else "important"}
-    state = {}
+    state: dict[str, dict[str, str]] = {}
     if step.barrier is not None:
         state["barrier"] = {"text": step.barrier}
     if step.phase is not None:
@@ -118,7 +119,7 @@ def _trace_step(step: TraceStep, order: int, root) -> dict[str, Any]:
     return _flow_location(step.location, step.text, root, order, **extra)
 
 
-def _code_flows(f: Finding, root) -> list[dict[str, Any]]:
+def _code_flows(f: Finding, root: pathlib.Path | None) -> list[dict[str, Any]]:
     flows: dict[str, list[dict[str, Any]]] = {}
     if f.trace:
         for order, step in enumerate(f.trace, 1):
@@ -138,8 +139,8 @@ def _code_flows(f: Finding, root) -> list[dict[str, Any]]:
     return [flow]
 
 
-def _fix(x, root) -> dict[str, Any]:
-    by_file: dict[str, list] = {}
+def _fix(x: Fix, root: pathlib.Path | None) -> dict[str, Any]:
+    by_file: dict[str, list[Edit]] = {}
     for e in x.edits:
         by_file.setdefault(e.location.filename, []).append(e)
     changes = []
@@ -169,7 +170,7 @@ def help_uri(code: str) -> str | None:
 def _docs_base() -> str | None:
     try:
         from importlib.metadata import metadata
-        urls = metadata("tkcheck").get_all("Project-URL") or []
+        urls: list[str] = metadata("tkcheck").get_all("Project-URL") or []
     except Exception:  # noqa: BLE001 - not installed as a distribution
         return None
     for entry in urls:
@@ -180,7 +181,7 @@ def _docs_base() -> str | None:
     return None
 
 
-def _result(f: Finding, index: int, root) -> dict[str, Any]:
+def _result(f: Finding, index: int, root: pathlib.Path | None) -> dict[str, Any]:
     text = f.message if not f.help else f"{f.message}\nhelp: {f.help}"
     if f.verdict:
         text += f"\nconfirm: {format_verdict(f.verdict)}"
@@ -235,5 +236,6 @@ def sarif_log(
     return {"$schema": SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
 
 
-def render_sarif(findings: list[Finding], *, rules: dict[str, Rule], root=None, coverage=None, **_) -> str:
+def render_sarif(findings: list[Finding], *, rules: dict[str, Rule], root: pathlib.Path | None = None,
+                 coverage: dict[str, Any] | None = None, **_: object) -> str:
     return json.dumps(sarif_log(findings, rules=rules, root=root, coverage=coverage), indent=2) + "\n"

@@ -18,7 +18,10 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+from collections.abc import Iterable
 from html import escape
+
+from ..findings import Finding
 
 FONT = 11
 TITLE_FONT = 14
@@ -62,7 +65,7 @@ def _wrap(text: str, width_px: float, size: float) -> list[str]:
 
 
 class _Canvas:
-    def __init__(self):
+    def __init__(self) -> None:
         self.items: list[str] = []
 
     def text(self, x: float, y_top: float, lines: list[str], size: float = FONT, fill: str = "#000000",
@@ -79,11 +82,11 @@ class _Canvas:
                           f'xml:space="preserve">{tip}{"".join(spans)}</text>')
         return y_top + len(lines) * lh
 
-    def raw(self, s: str):
+    def raw(self, s: str) -> None:
         self.items.append(s)
 
 
-def trace_svg(finding) -> str:
+def trace_svg(finding: Finding) -> str:
     steps = list(finding.trace)
     roles: list[str] = []
     for s in steps:
@@ -185,7 +188,7 @@ def text_boxes(svg: str) -> list[tuple[float, float, float, float, str]]:
     return out
 
 
-def write_trace_svgs(findings, directory: str) -> list[str]:
+def write_trace_svgs(findings: Iterable[Finding], directory: str) -> list[str]:
     """Write one SVG per finding that has a trace; returns the paths written (sorted)."""
     os.makedirs(directory, exist_ok=True)
     paths = []

@@ -4,6 +4,8 @@ disassembles it (`run_sass`, cached by `compile_and_disassemble`)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from tkcheck.sass.compile import compile_and_disassemble
 from tkcheck.sass.model import SassResult, Skipped
@@ -13,7 +15,22 @@ BASE_FLAGS = ("-std=c++20", "-O3", "--expt-relaxed-constexpr", "--expt-extended-
 _TK_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](kittens|prototype)\.cuh[>"]', re.M)
 
 
-def build_config(text: str, parse_opts, sass_arch: str | None = None) -> tuple[dict | None, str | None]:
+class BuildOptions(Protocol):
+    """What the pass reads of the front end's ParseOptions (so that it needs no front end)."""
+
+    @property
+    def arch(self) -> str: ...
+    @property
+    def include_dirs(self) -> Sequence[str]: ...
+    @property
+    def defines(self) -> Sequence[str]: ...
+    @property
+    def tk_include(self) -> str | None: ...
+    def tk_dirs(self) -> tuple[str, ...]: ...
+
+
+def build_config(text: str, parse_opts: BuildOptions,
+                 sass_arch: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """(compile_and_disassemble keyword arguments, None) or (None, why the pass is skipped).
 
     `parse_opts`: the front end's ParseOptions (arch, include_dirs, defines, tk_include, tk_dirs())."""
@@ -32,12 +49,13 @@ def build_config(text: str, parse_opts, sass_arch: str | None = None) -> tuple[d
     return dict(arch=arch, include_dirs=include_dirs, defines=defines, extra_flags=list(BASE_FLAGS)), None
 
 
-def run_sass(path: str, text: str, parse_opts, *, sass_arch: str | None = None,
+def run_sass(path: str, text: str, parse_opts: BuildOptions, *, sass_arch: str | None = None,
              cache_dir: str | None = None) -> SassResult | Skipped:
     """Compile + disassemble one file. Returns SassResult or Skipped (never raises).
 
     `cache_dir` None: no cache is read or written (`--no-cache`)."""
     cfg, why = build_config(text, parse_opts, sass_arch)
     if cfg is None:
+        assert why is not None  # build_config says why with every None
         return Skipped("no-headers", why)
     return compile_and_disassemble(path, cache_dir=cache_dir, **cfg)

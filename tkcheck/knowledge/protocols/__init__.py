@@ -61,7 +61,9 @@ def interpreter_ops(text: str) -> list[list[str]]:
 
 def _template_args(text: str, start: int) -> list[str] | None:
     """The comma-separated arguments of a template argument list opened just before `start`."""
-    depth, args, cur = 1, [], []
+    depth = 1
+    args: list[str] = []
+    cur: list[str] = []
     for i in range(start, min(len(text), start + 4000)):
         ch = text[i]
         if ch in "<([{":
