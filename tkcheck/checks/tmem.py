@@ -47,11 +47,16 @@ def _rows(t: ir.TileType | None) -> int | None:
 
 
 def tmem_ops(model: ir.KernelModel, what: str):
-    return [o for o in model.ops if o.kind == ir.TMEM_OP and o.detail.get("tmem") == what]
+    return [o for o in model.ops if o.kind == ir.TMEM_OP and o.tmem is not None and o.tmem.action == what]
+
+
+def _allocator(op: ir.Op) -> str | None:
+    return op.tmem.allocator if op.tmem is not None else None
 
 
 def tc_mmas(model: ir.KernelModel):
-    return [o for o in model.ops if o.kind == ir.MMA and o.detail.get("acc_kind") == "tmem" and o.operands]
+    return [o for o in model.ops if o.kind == ir.MMA and o.mma is not None and o.mma.kind_of("acc") == "tmem"
+            and o.operands]
 
 
 def element_lane(model: ir.KernelModel, ref: ir.Ref) -> int | None:
@@ -112,13 +117,14 @@ def lane_violations(an: Analysis) -> list[LaneViolation]:
             continue
         ref = op.operands[0]
         base = element_lane(m, ref)
-        t = op.detail.get("tile_type")
+        assert op.tmem is not None
+        t = op.tmem.tile_type
         rows = _rows(t)
         g = op.group_warps or 1
         if base is None or rows is None or g not in (1, 4, 8) or rows % g:
             continue
         per_warp = rows // g
-        lane_off = op.detail.get("lane_off")
+        lane_off = op.tmem.lane_off
         if not isinstance(lane_off, E.Expr):
             continue
         warps = sorted({x // 32 for x in ex})
@@ -249,10 +255,10 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
     allocs = tmem_ops(m, "alloc")
     deallocs = tmem_ops(m, "dealloc")
     for a in allocs:
-        if a.detail.get("managed"):
+        if a.tmem is None or a.tmem.managed:
             continue      # the destructor deallocates on every exit from the scope
-        name = a.detail.get("allocator")
-        mine = [d for d in deallocs if d.detail.get("allocator") == name]
+        name = a.tmem.allocator
+        mine = [d for d in deallocs if d.tmem is not None and d.tmem.allocator == name]
         if a.loops:
             continue
         if not mine:
@@ -276,15 +282,14 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
     # more than 512 columns provisioned at once
     live = []
     for a in sorted(allocs, key=lambda o: o.order):
-        cols = a.detail.get("cols")
+        cols = a.tmem.cols if a.tmem is not None else None
         if not isinstance(cols, int) or a.loops:
             continue
-        name = a.detail.get("allocator")
+        name = a.tmem.allocator if a.tmem is not None else None
         live = [(b, c) for b, c in live
-                if not any(d.detail.get("allocator") == b.detail.get("allocator") and b.order < d.order < a.order
-                           for d in deallocs)]
+                if not any(_allocator(d) == _allocator(b) and b.order < d.order < a.order for d in deallocs)]
         total = cols + sum(c for _, c in live)
-        if live and total > TMEM_COLS and all(b.detail.get("allocator") != name for b, _ in live):
+        if live and total > TMEM_COLS and all(_allocator(b) != name for b, _ in live):
             ex_a, ex_b = an.threads.executing(a), an.threads.executing(live[0][0])
             if ex_a and ex_b and a.guard.exact and live[0][0].guard.exact:
                 out.append(Lifecycle("over_budget", a, live[0][0], {"total": total}))
@@ -380,7 +385,7 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
         init_count = _const(inits[0].count)
         if init_count is None:
             return
-        if all(not a.detail.get("remote") and a.detail.get("cta") is None and not a.detail.get("multicast")
+        if all(a.mbar is None or (not a.mbar.remote and a.mbar.cta is None and not a.mbar.multicast)
                for a in arrs) and any(v.name == "cta_rank" for c in mm.guard.uniform for v in c.free_vars()) \
                 :
             # every arrive on the token is local to its CTA, by readers that run in every CTA (no
@@ -396,7 +401,7 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
         for a in arrs:
             thr = _arrivers(an, a)
             cnt = _const(a.count)
-            if (not thr or cnt is None or not a.detail.get("remote") or _const(a.detail.get("cta")) is None
+            if (not thr or cnt is None or a.mbar is None or not a.mbar.remote or _const(a.mbar.cta) is None
                     or _mentions_rank(a.guard) or not thr <= readers):
                 return
             lp = a.loops[-1] if a.loops else None
@@ -428,7 +433,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
         if ld.operands[0].name in by_tile:
             by_tile[ld.operands[0].name][1].append(ld)
     commit_bars = {o.barrier.name for o in m.ops if o.kind == ir.MBAR_ARRIVE and o.barrier is not None
-                   and o.detail.get("via") == "tcgen05.commit"}
+                   and o.mbar is not None and o.mbar.tcgen05_commit}
     reported: set = set()
 
     def report(key: tuple, kind: str, *fields) -> None:
@@ -438,7 +443,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
             out.append(DrainIssue(kind, *fields))
 
     def fences(body, fence_kind: str, lo: int, hi: int, thr) -> list:
-        return [o for o in body if o.kind == ir.FENCE and o.detail.get("fence_kind") == fence_kind
+        return [o for o in body if o.kind == ir.FENCE and o.fence_kind == fence_kind
                 and lo < o.order < hi and _may_run(an, o, thr)]
 
     for name, (ms, ls) in by_tile.items():
@@ -472,13 +477,13 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
             # the loop hands the tile to the readers in every iteration (a commit they wait on, in
             # the loop): only then is it written again after a read; an accumulation loop followed
             # by one commit after it (one tile per CTA) reuses nothing
-            if not any(o.kind == ir.MBAR_ARRIVE and o.detail.get("via") == "tcgen05.commit" and o.barrier is not None
+            if not any(o.kind == ir.MBAR_ARRIVE and o.mbar is not None and o.mbar.tcgen05_commit and o.barrier is not None
                        and o.barrier.name in read_waits for o in body):
                 continue
             token_waits = [o for o in body if o.kind == ir.MBAR_WAIT and o.barrier is not None
                            and o.barrier.name in tainted and _may_run(an, o, mthr)]
             syncs = [o for o in body if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)
-                     and o.detail.get("sync_kind") in _PROTECTIVE_SYNCS and _may_run(an, o, mthr)]
+                     and o.sync_kind in _PROTECTIVE_SYNCS and _may_run(an, o, mthr)]
             token_bars |= {w.barrier.name for w in token_waits}
             if not token_waits and not syncs:
                 report(("no_token_wait", name, outer), "no_token_wait", mm, ls[0], None,
@@ -505,7 +510,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                 if not athr or not athr & rthr:
                     continue
                 mid = [o for o in body if ld.order < o.order < a.order]
-                wlds = [o for o in mid if o.kind == ir.TMEM_OP and o.detail.get("tmem") == "wait_ld"
+                wlds = [o for o in mid if o.kind == ir.TMEM_OP and o.tmem is not None and o.tmem.action == "wait_ld"
                         and _may_run(an, o, athr)]
                 if not wlds:
                     report(("arrive_before_wait_ld", a.location.row, a.location.column), "arrive_before_wait_ld",
@@ -577,7 +582,7 @@ def clobbers(an: Analysis) -> list[Clobber]:
     m = an.model
     out: list[Clobber] = []
     writes = [o for o in m.ops if (o.kind == ir.MMA and o.mma is not None and o.mma.family == "tcgen05")
-              or (o.kind == ir.TMEM_OP and o.detail.get("tmem") == "store")]
+              or (o.kind == ir.TMEM_OP and o.tmem is not None and o.tmem.action == "store")]
     tiles = [t for t in m.tmem_tiles.values() if _box(t) is not None]
     for a in tiles:
         for b in tiles:

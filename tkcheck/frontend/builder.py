@@ -527,7 +527,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system = None
         self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
-        self._phasebit_reads: dict = {}  # parity expr -> (bitfield name, bit position) of get_phasebit
+        self._phasebit_reads: dict[E.Expr, ir.PhasebitFacts] = {}  # parity expr -> the get_phasebit it is
         self.unbound_args: list[str] = []   # template arguments of the instantiation not understood
         # namespace qualifiers that name no object of their own: TK's and the user's
         self._ns_names = _NAMESPACES | mb.user_namespaces
