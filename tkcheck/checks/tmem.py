@@ -12,7 +12,7 @@ is not recognised, or any synchronisation the analysis does not follow give no r
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..model import expr as E
 from ..model import ir
@@ -177,7 +177,8 @@ class Lifecycle:
     kind: str                        # "no_dealloc" | "early_exit" | "over_budget"
     op: ir.Op
     other: ir.Op | None = None
-    detail: dict = field(default_factory=dict)
+    threads: frozenset[int] | None = None   # early_exit: the allocating threads that may return
+    total: int | None = None                # over_budget: the columns asked for at once
 
 
 def overcommits(an: Analysis) -> list[Overcommit]:
@@ -277,7 +278,7 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
                 continue
             hit = ex_x & ex_a
             if hit:
-                out.append(Lifecycle("early_exit", a, x, {"threads": hit}))
+                out.append(Lifecycle("early_exit", a, x, threads=hit))
                 break
     # more than 512 columns provisioned at once
     live = []
@@ -292,7 +293,7 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
         if live and total > TMEM_COLS and all(_allocator(b) != name for b, _ in live):
             ex_a, ex_b = an.threads.executing(a), an.threads.executing(live[0][0])
             if ex_a and ex_b and a.guard.exact and live[0][0].guard.exact:
-                out.append(Lifecycle("over_budget", a, live[0][0], {"total": total}))
+                out.append(Lifecycle("over_budget", a, live[0][0], total=total))
         live.append((a, cols))
     return out
 
@@ -307,7 +308,15 @@ class DrainIssue:
     op: ir.Op          # the site reported
     other: ir.Op       # the related site (the reader's load, the MMA, the wait)
     barrier: str | None = None
-    detail: dict = field(default_factory=dict)
+    tile: str | None = None            # the TMEM tile's name
+    mma_threads: frozenset[int] | None = None   # no_token_wait: who runs the MMA
+    readers: frozenset[int] | None = None       # no_token_wait: who reads the tile
+    others: frozenset[int] | None = None        # no_sync_lanes: readers the arrive does not order
+    arrive: ir.Op | None = None        # token_local_only: a local arrive on the token
+    wait: ir.Op | None = None          # token_count_short: the MMA side's wait
+    init: int | None = None            # token_count_short: the token's init count,
+    per_cta: int | None = None         # the readers' arrivals per CTA and in all
+    total: int | None = None
 
 
 def _may_run(an: Analysis, op: ir.Op, threads: frozenset[int]) -> bool:
@@ -395,7 +404,7 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
                 key = ("pair_local", b)
                 if key not in reported:
                     reported.add(key)
-                    out.append(DrainIssue("token_local_only", w, mm, b, {"tile": name, "arrive": arrs[0]}))
+                    out.append(DrainIssue("token_local_only", w, mm, b, tile=name, arrive=arrs[0]))
             return
         per_cta = 0
         for a in arrs:
@@ -413,9 +422,8 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
             key = ("pair_count", b)
             if key not in reported:
                 reported.add(key)
-                out.append(DrainIssue("token_count_short", inits[0], mm, b,
-                                      {"tile": name, "init": init_count, "per_cta": per_cta, "total": total,
-                                       "wait": w}))
+                out.append(DrainIssue("token_count_short", inits[0], mm, b, tile=name, init=init_count,
+                                      per_cta=per_cta, total=total, wait=w))
         return
 
 
@@ -436,11 +444,11 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                    and o.mbar is not None and o.mbar.tcgen05_commit}
     reported: set = set()
 
-    def report(key: tuple, kind: str, *fields) -> None:
+    def report(key: tuple, kind: str, *fields, **facts) -> None:
         # one issue per kind and site, however many paths lead to it
         if key not in reported:
             reported.add(key)
-            out.append(DrainIssue(kind, *fields))
+            out.append(DrainIssue(kind, *fields, **facts))
 
     def fences(body, fence_kind: str, lo: int, hi: int, thr) -> list:
         return [o for o in body if o.kind == ir.FENCE and o.fence_kind == fence_kind
@@ -487,7 +495,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
             token_bars |= {w.barrier.name for w in token_waits}
             if not token_waits and not syncs:
                 report(("no_token_wait", name, outer), "no_token_wait", mm, ls[0], None,
-                       {"mma_threads": mthr, "readers": readers, "tile": name})
+                       mma_threads=mthr, readers=readers, tile=name)
                 continue
             if mm.mma is not None and mm.mma.ncta == 2:
                 _pair_count(an, mm, token_waits, direct, readers, out, reported, name)
@@ -496,7 +504,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                 w = max(before, key=lambda o: o.order)
                 if not fences(body, "tcgen05_after", w.order, mm.order, mthr):
                     report(("no_fence_after_token", w.location.row, w.location.column), "no_fence_after_token",
-                           w, mm, w.barrier.name, {"tile": name})
+                           w, mm, w.barrier.name, tile=name)
         # readers: the token arrive after their loads
         for ld, rthr in zip(ls, reader_sets):
             if not ld.loops:
@@ -514,13 +522,13 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                         and _may_run(an, o, athr)]
                 if not wlds:
                     report(("arrive_before_wait_ld", a.location.row, a.location.column), "arrive_before_wait_ld",
-                           a, ld, a.barrier.name, {"tile": name})
+                           a, ld, a.barrier.name, tile=name)
                     continue
                 wl = max(wlds, key=lambda o: o.order)
                 before_fences = fences(mid, "tcgen05_before", wl.order, a.order, athr)
                 if not before_fences:
                     report(("no_fence_before", a.location.row, a.location.column), "no_fence_before",
-                           a, wl, a.barrier.name, {"tile": name})
+                           a, wl, a.barrier.name, tile=name)
                     continue
                 # the other lanes of the reading warps: their loads must be ordered before the
                 # single arriving lane by a sync after their fence
@@ -530,7 +538,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                     syncs = [o for o in mid if o.kind in (ir.SYNC, ir.NAMED_ARRIVE) and o.order > f.order]
                     if not syncs:
                         report(("no_sync_lanes", a.location.row, a.location.column), "no_sync_lanes",
-                               a, ld, a.barrier.name, {"tile": name, "others": others})
+                               a, ld, a.barrier.name, tile=name, others=others)
         # readers: wait on the commit barrier, then fence::after_thread_sync, then tcgen05.ld
         for ld, rthr in zip(ls, reader_sets):
             if not ld.loops:
@@ -545,7 +553,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
             w = max(waits, key=lambda o: o.order)
             if not fences(body, "tcgen05_after", w.order, ld.order, rthr):
                 report(("no_fence_after_commit", w.location.row, w.location.column), "no_fence_after_commit",
-                       w, ld, w.barrier.name, {"tile": name})
+                       w, ld, w.barrier.name, tile=name)
     return out
 
 
