@@ -38,7 +38,7 @@ def check(an):
                     continue
                 reported.add(key)
                 what = (f"uses `{acc}` as the A operand of `{op.api}`" if op.kind == ir.MMA
-                        else f"{'zeroes' if op.detail.get('access') == 'zero' else 'accesses'} `{acc}` "
+                        else f"{'zeroes' if op.access_mode == 'zero' else 'accesses'} `{acc}` "
                              f"(`{op.api}`)")
                 how = "in the next loop iteration, " if hit.back_edge else ""
                 waits = [o for o in fl.ops if o.kind == ir.MMA_WAIT]

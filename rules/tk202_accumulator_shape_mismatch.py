@@ -15,7 +15,9 @@ def check(an):
         probs = A.mma_shape_problems(op)
         if not probs:
             continue
-        d, a, b = (op.detail.get(k) for k in ("acc_type", "a_type", "b_type"))
+        # the problems are decided over the three operands' types
+        assert op.mma is not None and op.mma.acc and op.mma.a and op.mma.b
+        d, a, b = op.mma.acc.type, op.mma.a.type, op.mma.b.type
         out.append(finding(
             "TK202",
             f"`{op.api}` with accumulator `{d.spelling}`, A `{a.spelling}`, B `{b.spelling}`: " + "; ".join(probs),

@@ -10,10 +10,10 @@ def check(an):
     for v in T.facts(an, "lanes"):
         op = v.op
         ref = op.operands[0]
-        t = op.detail.get("tile_type")
+        t = op.tmem.tile_type if op.tmem is not None else None
         out.append(finding(
             "TK203",
-            f"warp {v.warp} {'stores to' if op.detail.get('tmem') == 'store' else 'loads from'} TMEM lanes "
+            f"warp {v.warp} {'stores to' if op.tmem is not None and op.tmem.action == 'store' else 'loads from'} TMEM lanes "
             f"{v.lanes[0]}..{v.lanes[1] - 1} of `{ref}` (`{op.api}` of {t.spelling if t else 'a tile'}), but "
             f"warp {v.warp} may access only lanes {v.quarter[0]}..{v.quarter[1] - 1} "
             f"(its quarter: 32 * (warp % 4) = 32 * {v.warp % 4})",

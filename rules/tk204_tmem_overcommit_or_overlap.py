@@ -53,7 +53,7 @@ def check(an):
             help="place the accumulator at columns no other live tile uses (tiles may alias only where the "
                  "data they hold is dead, like P written over the S it was computed from)"))
     for o in T.facts(an, "lifecycle"):
-        name = o.op.detail.get("allocator")
+        name = o.op.tmem.allocator if o.op.tmem is not None else None
         if o.kind == "no_dealloc":
             early = "@" in (name or "")      # TK's 2025 allocation functions (no allocator object)
             what = f"`{o.op.api}`" if early else f"`{name}.provision()`"
@@ -68,20 +68,20 @@ def check(an):
         elif o.kind == "early_exit":
             out.append(finding(
                 "TK204",
-                f"{describe(o.detail['threads'], n)} may return after `{name}.provision()` and before "
+                f"{describe(o.threads, n)} may return after `{name}.provision()` and before "
                 f"`{name}.deprovision()`: the allocating warp leaves with the TMEM columns still allocated",
                 o.other.location,
                 related=[related(o.op, "TMEM allocated here")],
-                witness={"threads": describe(o.detail["threads"], n)},
+                witness={"threads": describe(o.threads, n)},
                 help="do not return from the allocating warp before deallocating; branch around the work instead"))
         elif o.kind == "over_budget":
             out.append(finding(
                 "TK204",
-                f"`{name}.provision()` asks for {o.op.detail.get('cols')} TMEM columns while "
-                f"`{o.other.detail.get('allocator')}` still holds its columns: {o.detail['total']} > 512 columns per CTA",
+                f"`{name}.provision()` asks for {o.op.tmem.cols if o.op.tmem else None} TMEM columns while "
+                f"`{o.other.tmem.allocator if o.other.tmem else None}` still holds its columns: {o.total} > 512 columns per CTA",
                 o.op.location,
                 related=[related(o.other, "the first allocation, not freed before this one")],
-                witness={"total_columns": o.detail["total"]},
+                witness={"total_columns": o.total},
                 help="use one allocator and carve tiles out of it with `allocate<TT>(col)`"))
     return out
 

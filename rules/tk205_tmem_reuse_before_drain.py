@@ -11,11 +11,11 @@ def check(an):
     out = []
     n = an.threads.n
     for d in T.facts(an, "drain"):
-        tile = d.detail.get("tile")
+        tile = d.tile
         if d.kind == "no_token_wait":
             msg = (f"the tcgen05 MMA `{d.op.api}` writes `{tile}` again in every iteration, but "
-                   f"{describe(d.detail['mma_threads'], n)} waits on no barrier that the readers of `{tile}` "
-                   f"({describe(d.detail['readers'], n)}) arrive on: the next accumulation can overwrite the "
+                   f"{describe(d.mma_threads, n)} waits on no barrier that the readers of `{tile}` "
+                   f"({describe(d.readers, n)}) arrive on: the next accumulation can overwrite the "
                    f"tile while they are still reading it")
             rel = [related(d.other, f"a reader of `{tile}` (tcgen05.ld)")]
             hlp = ("have every reader arrive on a token barrier after `tensor_load_wait(); "
@@ -34,7 +34,7 @@ def check(an):
             hlp = "call `tensor_before_thread_sync()` after `tensor_load_wait()` and before the arrive"
         elif d.kind == "no_sync_lanes":
             msg = (f"only {describe(d.op and an.threads.issuers(d.op), n)} arrives on the token `{d.barrier}`, "
-                   f"but {describe(d.detail['others'], n)} also read `{tile}` and no thread synchronisation "
+                   f"but {describe(d.others, n)} also read `{tile}` and no thread synchronisation "
                    f"orders their reads (after their fence) before the arrive")
             rel = [related(d.other, f"tcgen05.ld of `{tile}` by the whole warp")]
             hlp = "add `__syncwarp()` (or the group's barrier) between `tensor_before_thread_sync()` and the arrive"
@@ -45,15 +45,14 @@ def check(an):
             rel = [related(d.other, f"the MMA into `{tile}`")]
             hlp = "call `tensor_after_thread_sync()` right after the wait"
         elif d.kind == "token_count_short":
-            dd = d.detail
             msg = (f"`{d.barrier}` is the TMEM token of the cta_group::2 MMA `{d.other.api}` into `{tile}` (it "
-                   f"writes the TMEM of both CTAs of the pair), but it is initialised for {dd['init']} arrivals "
-                   f"while the readers of both CTAs arrive {dd['total']} times per use ({dd['per_cta']} per CTA): "
+                   f"writes the TMEM of both CTAs of the pair), but it is initialised for {d.init} arrivals "
+                   f"while the readers of both CTAs arrive {d.total} times per use ({d.per_cta} per CTA): "
                    f"a phase can complete before the other CTA's readers are done")
-            rel = [related(d.other, f"the 2-CTA MMA into `{tile}`"), related(dd["wait"], "the MMA side waits here")]
-            hlp = f"initialise `{d.barrier}` with the arrivals of both CTAs' readers ({dd['total']})"
+            rel = [related(d.other, f"the 2-CTA MMA into `{tile}`"), related(d.wait, "the MMA side waits here")]
+            hlp = f"initialise `{d.barrier}` with the arrivals of both CTAs' readers ({d.total})"
         elif d.kind == "token_local_only":
-            a = d.detail["arrive"]
+            a = d.arrive
             msg = (f"the cta_group::2 MMA `{d.other.api}` into `{tile}` writes the TMEM of both CTAs of the pair "
                    f"and runs in one CTA, but its TMEM token `{d.barrier}` is arrived on only locally "
                    f"(`{a.api}` in each CTA): this wait hears from this CTA's readers, never from the peer's, "

@@ -32,7 +32,8 @@ def check(an):
                 rel.append(related(c.op, f"expects {num(c.amount)} bytes, issued by {describe(c.issuers)}"
                                    + (f", {num(c.times)} times per phase" if num(c.times) != "1" else "")))
             for c in loads:
-                rel.append(related(c.op, f"loads {num(c.amount)} bytes ({c.op.detail.get('tile_type').short() if c.op.detail.get('tile_type') else 'tile'}),"
+                tile = c.op.transfer.tile_type if c.op.transfer is not None else None
+                rel.append(related(c.op, f"loads {num(c.amount)} bytes ({tile.short() if tile else 'tile'}),"
                                    f" issued by {describe(c.issuers)}"
                                    + (f", {num(c.times)} times per phase" if num(c.times) != "1" else "")))
             for o in acc.inits:

@@ -16,7 +16,7 @@ WRITES = (ir.SMEM_ACCESS, ir.TMA_LOAD)
 def _writes(o: ir.Op) -> bool:
     if o.kind == ir.TMA_LOAD:
         return True
-    return o.kind == ir.SMEM_ACCESS and o.detail.get("access") == "write"
+    return o.kind == ir.SMEM_ACCESS and o.access_mode == "write"
 
 
 def check(an):
@@ -131,7 +131,7 @@ def _ordered_after(an, ops, issuers, writers) -> bool:
         ss = an.threads.executing(x)
         if ss is None:
             continue
-        kind = x.detail.get("sync_kind")
+        kind = x.sync_kind
         ok = True
         for w in writers:
             mates = [i for i in issuers if kind != "warp" or i // 32 == w // 32]
@@ -220,7 +220,7 @@ def _handed_over(an, st: ir.Op, iss) -> list:
             if tuple(w.barrier.index) != tuple(o.buffer.index[:n]) or \
                     not paths.elements_overlap(st.buffer, o.buffer, n, iss, wt):
                 continue
-            if any(x.kind in (ir.MBAR_WAIT, ir.EXIT) or (x.kind == ir.SYNC and x.detail.get("sync_kind") != "warp")
+            if any(x.kind in (ir.MBAR_WAIT, ir.EXIT) or (x.kind == ir.SYNC and x.sync_kind != "warp")
                    or (x.kind == ir.CALL and x.asm is not None) for x in _between(m.ops, w, o)):
                 continue
             lp = m.loops[o.loops[-1]]

@@ -11,7 +11,7 @@ USES = (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
 def _orders(o: ir.Op) -> bool:
     """A block-wide barrier (or cluster barrier) orders the init before later uses."""
     if o.kind == ir.SYNC:
-        k = o.detail.get("sync_kind")
+        k = o.sync_kind
         return k in ("block", "cluster", "cluster_wait") or (k == "named" and o.count is not None)
     return False
 
@@ -34,9 +34,9 @@ def _warp_private(an, inits, use, others, between) -> bool:
     does so after a full warp barrier of its own warp, and the element it uses is initialised
     only by threads of that warp."""
     def full_mask(x):
-        mask = x.detail.get("mask")
+        mask = x.sync.mask if x.sync is not None else None
         return mask is None or getattr(mask, "value", None) in (0xFFFFFFFF, -1)
-    syncs = [x for x in between if x.kind == ir.SYNC and x.detail.get("sync_kind") == "warp" and full_mask(x)]
+    syncs = [x for x in between if x.kind == ir.SYNC and x.sync_kind == "warp" and full_mask(x)]
     if not syncs or not any(x.guard.exact and (an.threads.executing(x) or frozenset()) >= others for x in syncs):
         return False
     init_elems = []
@@ -79,7 +79,7 @@ def check(an):
             if use.order <= last or use.kind not in USES or use.barrier is None \
                     or use.barrier.name != init.barrier.name:
                 continue
-            if any(_orders(x) or x.kind == ir.EXIT or (x.kind == ir.CALL and (x.asm is not None or x.detail.get("not_inlined")))
+            if any(_orders(x) or x.kind == ir.EXIT or (x.kind == ir.CALL and (x.asm is not None or x.not_inlined))
                    for x in m.ops if last < x.order < use.order):
                 break
             if not use.guard.exact:

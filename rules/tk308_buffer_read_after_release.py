@@ -17,7 +17,7 @@ def _index(ref: ir.Ref) -> tuple | None:
 
 def _refill(o: ir.Op) -> bool:
     return o.buffer is not None and (o.kind == ir.TMA_LOAD or
-                                     (o.kind == ir.SMEM_ACCESS and o.detail.get("access") == "write"))
+                                     (o.kind == ir.SMEM_ACCESS and o.access_mode == "write"))
 
 
 def _gates(an) -> dict[tuple[str, str], set[str]]:
@@ -58,8 +58,8 @@ def check(an):
         return out
     seen = set()
     for a in m.ops:
-        if a.kind != ir.MBAR_ARRIVE or a.barrier is None or not a.guard.exact or a.detail.get("via") \
-                or a.detail.get("remote") or a.detail.get("cta") is not None:
+        if a.kind != ir.MBAR_ARRIVE or a.barrier is None or not a.guard.exact \
+                or (a.mbar is not None and (a.mbar.tcgen05_commit or a.mbar.remote or a.mbar.cta is not None)):
             continue
         ai = _index(a.barrier)
         ea = th.executing(a)
@@ -69,7 +69,7 @@ def check(an):
         if not bufs:
             continue
         for r in m.ops:
-            if r.kind != ir.SMEM_ACCESS or r.detail.get("access") != "read" or r.buffer is None \
+            if r.kind != ir.SMEM_ACCESS or r.access_mode != "read" or r.buffer is None \
                     or r.buffer.name not in bufs or r.order <= a.order or r.loops != a.loops \
                     or not r.guard.exact or _index(r.buffer) != ai:
                 continue

@@ -20,10 +20,10 @@ def check(an):
         seen.add(key)
         r, ws = sorted(d.uncovered.items())[0]
         rel = [related(d.writer, f"{describe(ws, n)} write `{d.writer.buffer}` here")]
-        rel += [related(s, f"`{s.api}` orders only the threads of each warp" if s.detail.get("sync_kind") == "warp"
+        rel += [related(s, f"`{s.api}` orders only the threads of each warp" if s.sync_kind == "warp"
                         else f"`{s.api}` does not include both sides") for s in d.narrow]
         how = ("the only barrier between them is warp-scoped" if d.narrow and all(
-            s.detail.get("sync_kind") == "warp" for s in d.narrow) else
+            s.sync_kind == "warp" for s in d.narrow) else
             "no barrier between them includes both" if d.narrow else "there is no barrier between them")
         whose = "of other warps" if any(x // 32 != r // 32 for x in ws) else "(other lanes of its warp)"
         msg = (f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "

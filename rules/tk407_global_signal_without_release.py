@@ -10,12 +10,22 @@ from ._common import HEADER, finding, related
 _RELEASE_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
 
 
+def _sem(op: ir.Op) -> str | None:
+    return op.global_access.sem if op.global_access is not None else None
+
+
+def _text(op: ir.Op) -> str:
+    """The signal or load as written, for messages."""
+    ga = op.global_access
+    return ga.text if ga is not None and ga.text is not None else op.api
+
+
 def check(an):
     out = []
     fl = paths.flow(an)
     n = an.threads.n
     for sig in fl.ops:
-        if sig.kind != ir.GLOBAL_SIGNAL or sig.detail.get("sem") not in ("relaxed", "release", "acq_rel") \
+        if sig.kind != ir.GLOBAL_SIGNAL or _sem(sig) not in ("relaxed", "release", "acq_rel") \
                 or not sig.guard.exact:
             continue
         ts = an.threads.executing(sig)
@@ -41,10 +51,10 @@ def check(an):
             if any(o.kind == ir.CALL for o in mine):
                 continue
             # a release reduction orders the thread's earlier writes -- not bulk stores still in flight
-            released = sig.detail.get("sem") in ("release", "acq_rel") or \
-                any(o.kind == ir.FENCE and o.detail.get("fence_kind") in _RELEASE_FENCES for o in mine) or \
-                any(o.kind == ir.GLOBAL_SIGNAL and o.detail.get("sem") in ("release", "acq_rel") for o in mine)
-            waited = any(o.kind == ir.TMA_STORE_WAIT and not o.detail.get("read_only") for o in mine)
+            released = _sem(sig) in ("release", "acq_rel") or \
+                any(o.kind == ir.FENCE and o.fence_kind in _RELEASE_FENCES for o in mine) or \
+                any(o.kind == ir.GLOBAL_SIGNAL and _sem(o) in ("release", "acq_rel") for o in mine)
+            waited = any(o.kind == ir.TMA_STORE_WAIT and not o.read_only for o in mine)
             if released and waited:
                 continue
             why = []
@@ -56,7 +66,7 @@ def check(an):
                            "`fence.acq_rel.gpu`) orders the stores before it")
             out.append(finding(
                 "TK407",
-                f"{describe(frozenset([t]), n)} raises a global signal (`{sig.detail.get('ptx', sig.api)[:40]}`) "
+                f"{describe(frozenset([t]), n)} raises a global signal (`{_text(sig)[:40]}`) "
                 f"after the TMA store `{st.api}" + (f"({st.buffer})" if st.buffer is not None else "") + "`, but " + "; and ".join(why)
                 + ": a consumer that sees the signal may read stale data",
                 sig.location, related=[related(st, "the stores the signal publishes")],
@@ -78,12 +88,12 @@ def _relaxed_polls(an, fl) -> list:
     acquire fence in between: the data loads are not ordered after the producer's release."""
     m, n = an.model, an.threads.n
     out, seen = [], set()
-    if not any(o.kind == ir.GLOBAL_SIGNAL and o.detail.get("sem") in ("release", "acq_rel") for o in m.ops):
+    if not any(o.kind == ir.GLOBAL_SIGNAL and _sem(o) in ("release", "acq_rel") for o in m.ops):
         return out
     for ld in fl.ops:
         if (ld.location.row, ld.location.column) in seen:
             continue            # one finding per polling site (a helper inlined twice)
-        if ld.kind != ir.GLOBAL_LOAD or ld.detail.get("sem") == "acquire" or not ld.loops or not ld.guard.exact:
+        if ld.kind != ir.GLOBAL_LOAD or _sem(ld) == "acquire" or not ld.loops or not ld.guard.exact:
             continue
         spin = m.loops.get(ld.loops[-1])
         if spin is None or not spin.infinite:
@@ -103,12 +113,12 @@ def _relaxed_polls(an, fl) -> list:
             mine = [o for o in between if fl.runs(o, t) is not False]
             if any(o.kind in (ir.CALL, ir.EXIT) for o in mine):
                 break
-            if any((o.kind == ir.FENCE and o.detail.get("fence_kind") in _ACQUIRE_FENCES)
-                   or (o.kind == ir.GLOBAL_SIGNAL and o.detail.get("sem") in ("acq_rel", "acquire")) for o in mine):
+            if any((o.kind == ir.FENCE and o.fence_kind in _ACQUIRE_FENCES)
+                   or (o.kind == ir.GLOBAL_SIGNAL and _sem(o) in ("acq_rel", "acquire")) for o in mine):
                 break
-            sem = ld.detail.get("sem")
+            sem = _sem(ld)
             seen.add((ld.location.row, ld.location.column))
-            ptx = str(ld.detail.get("ptx", ld.api)).split(";")[0]
+            ptx = _text(ld).split(";")[0]
             out.append(finding(
                 "TK407",
                 f"{describe(frozenset([t]), n)} polls a global counter with a {sem} load "

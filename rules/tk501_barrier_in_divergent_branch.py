@@ -8,10 +8,10 @@ from ._common import HEADER, finding, related
 
 def _block_barrier_id(op):
     """0 for __syncthreads, the id of everyone::sync(id); None if not a block-wide barrier."""
-    kind = op.detail.get("sync_kind")
-    if kind == "block" and op.api == "__syncthreads":
+    kind = op.sync_kind
+    if kind == "block" and op.sync is not None and op.sync.syncthreads:
         return 0
-    if kind == "block" and op.api.startswith("everyone"):
+    if kind == "block" and op.sync is not None and op.sync.everyone:
         v = op.sync_id.eval({}) if op.sync_id is not None else None
         return v if isinstance(v, int) else None
     return None
@@ -76,7 +76,7 @@ def check(an):
                 usable = False          # an arrival of unknown count: the meet is not known
                 break
             size = count
-        elif op.detail.get("sync_kind") != "named" or not op.group_warps or op.asm is not None:
+        elif op.sync_kind != "named" or not op.group_warps or op.asm is not None:
             continue
         else:
             size = 32 * op.group_warps

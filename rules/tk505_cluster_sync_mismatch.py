@@ -16,9 +16,9 @@ def _rank_dependent(c: E.Expr) -> bool:
 def check(an):
     m = an.model
     out = []
-    syncs = [o for o in m.ops_of(ir.SYNC) if o.detail.get("sync_kind") in CLUSTER_SYNCS]
+    syncs = [o for o in m.ops_of(ir.SYNC) if o.sync_kind in CLUSTER_SYNCS]
     for o in syncs:
-        if o.detail.get("sync_kind") == "cluster_wait":
+        if o.sync_kind == "cluster_wait":
             # barrier.cluster.wait only waits for the phase every thread's arrive completes: a
             # rank that arrived and does not wait (TK's roles after `arrive_aligned()`) hangs no one
             continue
@@ -39,13 +39,13 @@ def check(an):
             o.location, witness={"cta_rank_skipping": w.get("cta_rank"), "condition": str(guard)},
             help="every CTA of the cluster must execute the same cluster barriers: hoist the cluster sync out "
                  "of the rank-dependent branch"))
-    remote = [o for o in m.ops if o.detail.get("remote") or o.detail.get("cta") is not None]
+    remote = [o for o in m.ops if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None)]
     if remote and not out:
         last = max(remote, key=lambda o: o.order)
         # a cluster barrier after the last remote signal that runs whenever that signal does: no
         # condition of its own beyond the signal's (the same task's conditions) and none on the rank
         lu = {str(c) for c in last.guard.uniform}
-        after = [o for o in syncs if o.order > last.order and o.detail.get("sync_kind") in ("cluster", "cluster_wait")
+        after = [o for o in syncs if o.order > last.order and o.sync_kind in ("cluster", "cluster_wait")
                  and {str(c) for c in o.guard.uniform} <= lu
                  and not any(_rank_dependent(c) for c in o.guard.uniform)]
         unknown = any(o.kind == ir.CALL and o.asm is not None for o in m.ops)

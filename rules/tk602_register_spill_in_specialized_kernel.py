@@ -23,7 +23,7 @@ def check(an):
     sm = ""
     if setmax:
         sm = "; setmaxnreg: " + ", ".join(
-            f"{'inc' if o.detail.get('inc') else 'dec'} at line {o.location.row}" for o in setmax[:4])
+            f"{'inc' if o.increase else 'dec'} at line {o.location.row}" for o in setmax[:4])
     related = [Related(l, f"SASS {addr(i)}: {text(i)}") for i, l in in_user[1:4]]
     related += [Related(o.location, "register reallocation (setmaxnreg)") for o in setmax[:2]]
     return [finding(

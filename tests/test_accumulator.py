@@ -93,4 +93,4 @@ def test_state_struct_accumulator_is_tracked(tmp_path):
     m = _model(tmp_path, src, "k")
     assert "s.acc" in m.reg_tiles
     mma = next(o for o in m.ops if o.kind == "mma")
-    assert mma.operands[0].name == "s.acc" and mma.detail["acc_kind"] == "regtile"
+    assert mma.operands[0].name == "s.acc" and mma.mma.kind_of("acc") == "regtile"

@@ -46,3 +46,51 @@ def test_ptx_classification():
     assert not (wait.arrives or wait.expects_tx or wait.async_mma)
     assert wait.instruction == "mbarrier.try_wait.parity.shared"
     assert K.classify_ptx("bar.sync 1, 128;").instruction is None
+
+
+_KERNEL = """
+#include "kittens.cuh"
+using namespace kittens;
+using tile = st_bf<64, 64>;
+using layout = gl<bf16, 1, 1, -1, -1, tile>;
+__global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout G) {
+    __shared__ tile a, b;
+    __shared__ semaphore bar;
+    rt_fl<16, 64> acc;
+    __syncthreads();
+    everyone::sync(3);
+    __syncwarp(0xffff);
+    if (threadIdx.x == 0) {
+        init_semaphore(bar, 0, 1);
+        tma::expect_bytes(bar, sizeof(tile));
+        tma::load_async(a, G, {0, 0, 0, 0}, bar);
+        tma::store_async(G, b, {0, 0, 0, 0});
+        tma::store_async_read_wait();
+    }
+    wait(bar, 0);
+    warpgroup::mma_ABt(acc, a, b);
+    warpgroup::mma_async_wait();
+    warpgroup::store(b, acc);
+}
+"""
+
+
+def test_the_front_end_fills_each_kinds_facts(tmp_path):
+    from tkcheck.engine import ParseOptions, models_of
+    p = tmp_path / "k.cu"
+    p.write_text(_KERNEL)
+    (m,) = models_of(str(p), ParseOptions())
+    assert not hasattr(m.ops[0], "detail")
+    syncs = [o.sync for o in m.ops_of(ir.SYNC)]
+    assert [(s.kind, s.syncthreads, s.everyone) for s in syncs] == [
+        ("block", True, False), ("block", False, True), ("warp", False, False)]
+    assert syncs[2].mask.eval({}) == 0xffff
+    load = next(m.ops_of(ir.TMA_LOAD))
+    assert load.transfer.tile_type.spelling == "st_bf<64, 64>" and load.transfer.gl == "G" and len(load.transfer.coord) == 4
+    assert load.mbar == ir.BarrierFacts()
+    store = next(m.ops_of(ir.TMA_STORE))
+    assert store.transfer.proxy_fence and next(m.ops_of(ir.TMA_STORE_WAIT)).read_only
+    mma = next(m.ops_of(ir.MMA)).mma
+    assert (mma.family, mma.transpose_a, mma.transpose_b) == ("wgmma", False, True)
+    assert [mma.kind_of(r) for r in ("acc", "a", "b")] == ["regtile", "buffer", "buffer"]
+    assert {o.access_mode for o in m.ops if o.kind in (ir.SMEM_ACCESS, ir.REG_ACCESS)} == {"read", "write"}

@@ -117,12 +117,16 @@ def test_planted_phase_bugs_reported(mu):
 
 
 def test_protocol_phase_bitfields_are_the_ones_the_protocol_files_use():
-    """`protocols.PHASE_BITFIELDS` stands for the protocol files' bitfields (not re-read per check)."""
-    import re
-
+    """`protocols.PHASE_BITFIELDS` stands for the protocol files' bitfields (not re-read per check):
+    the front end's pre-pass over each parsed protocol file finds exactly those."""
+    from tkcheck.frontend.builder import phasebit_names
+    from tkcheck.frontend.parse import protocol_function
     from tkcheck.knowledge import protocols
-    pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
-    used = set()
-    for f in protocols.PROTOCOL_FILES.values():
-        used |= set(pat.findall((protocols.HERE / f).read_text()))
+    used: set[str] = set()
+    for kind in protocols.PROTOCOL_FILES:
+        fn = protocol_function(kind)
+        assert fn is not None, kind
+        path = str(protocols.protocol_file(kind))
+        used |= phasebit_names([c for c in fn.translation_unit.cursor.get_children()
+                                if c.location.file is not None and c.location.file.name == path])
     assert used and frozenset(used) == protocols.PHASE_BITFIELDS

@@ -38,23 +38,23 @@ def test_tmem_model_of_the_corpus_kernel():
     assert (alloc.nblocks_per_sm, alloc.ncta, alloc.managed, alloc.cols) == (1, 2, False, 512)
     acc = m.tmem_tiles["acc"]
     assert [(e[0].eval({}), e[1].eval({})) for e in acc.elements] == [(0, 0), (0, 256)]
-    kinds = [o.detail.get("tmem") for o in m.ops if o.kind == ir.TMEM_OP]
+    kinds = [o.tmem.action for o in m.ops if o.kind == ir.TMEM_OP]
     assert kinds == ["alloc", "load", "wait_ld", "dealloc"]
     mmas = [o for o in m.ops if o.kind == ir.MMA]
     assert {o.api for o in mmas} == {"mm2_AB", "mma2_AB"}
-    assert all(o.mma.family == "tcgen05" and o.mma.ncta == 2 and o.detail["acc_kind"] == "tmem" for o in mmas)
+    assert all(o.mma.family == "tcgen05" and o.mma.ncta == 2 and o.mma.kind_of("acc") == "tmem" for o in mmas)
     assert [o.mma.accumulate for o in mmas] == [False, True]
     assert all((o.mma.transpose_a, o.mma.transpose_b) == (False, False) for o in mmas)
     assert {o.mma.commit_barrier.name for o in mmas} == {"inputs_finished"}
     # the semaphore overload commits: an arrive on inputs_finished right after each MMA
-    commits = [o for o in m.ops if o.kind == ir.MBAR_ARRIVE and o.detail.get("of_mma")]
+    commits = [o for o in m.ops if o.kind == ir.MBAR_ARRIVE and o.mbar.of_mma]
     assert {o.barrier.name for o in commits} == {"inputs_finished"}
     # tma::cluster::arrive(bar, cta) / wait(bar, phase) are mbarrier ops (not the cluster barrier)
     tok = [o for o in m.ops if o.barrier is not None and o.barrier.name == "tmem_empty"]
     assert {o.kind for o in tok} == {ir.MBAR_INIT, ir.MBAR_ARRIVE, ir.MBAR_WAIT}
     # the epilogue's lane offset is 32 * warpid()
-    ld = [o for o in m.ops if o.kind == ir.TMEM_OP and o.detail["tmem"] == "load"][0]
-    assert ld.detail["lane_off"].eval({"tid": 96}) == 96 and ld.guard.exact
+    ld = [o for o in m.ops if o.kind == ir.TMEM_OP and o.tmem.action == "load"][0]
+    assert ld.tmem.lane_off.eval({"tid": 96}) == 96 and ld.guard.exact
 
 
 def test_corpus_kernel_clean():

@@ -61,4 +61,6 @@ def install(root: Path) -> None:
         return
     dirs = package_dirs(root)
     if dirs:
-        sys.meta_path.append(SourceLayoutFinder(dirs))
+        # first: an editable install of another checkout maps the same names to its folders,
+        # and this checkout's package must import this checkout's rules
+        sys.meta_path.insert(0, SourceLayoutFinder(dirs))

@@ -165,10 +165,10 @@ def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
     """(file, row) -> the base names of the modelled operations there."""
     rows: dict[tuple[str, int], set[str]] = {}
     for op in model.ops:
-        if op.kind in _NOT_MODELLED_KINDS or op.detail.get("barrier_unknown") is not None \
-                or op.detail.get("unmodelled_barrier_use"):
+        if op.kind in _NOT_MODELLED_KINDS or op.barrier_unknown is not None or op.unmodelled_barrier_use:
             continue
-        base = "asm" if op.api.startswith("asm") or op.detail.get("ptx") else op.api.split("::")[-1].split("<")[0]
+        # the census matches call sites by their spelled base name; an asm site by any op on its row
+        base = op.api.split("::")[-1].split("<")[0]
         loc = op.location
         rows.setdefault((os.path.abspath(loc.filename), loc.row), set()).add(base)
         # a multi-line call: the op's extent covers the rows after its first

@@ -18,27 +18,26 @@ from .paths import Flow, flow, in_flight_hits, is_wgmma, refs_may_alias, uniform
 # ------------------------------------------------------- MMA specifics ----
 
 def acc_ref(op: ir.Op) -> ir.Ref | None:
-    if op.kind == ir.MMA and op.operands and op.detail.get("acc_kind") == "regtile":
+    if op.kind == ir.MMA and op.operands and op.mma is not None and op.mma.kind_of("acc") == "regtile":
         return op.operands[0]
     return None
 
 
+def _operand_refs(op: ir.Op) -> list[tuple[str, str, ir.Ref]]:
+    """(role, kind, ref) of an MMA's known operands (`op.operands` holds them in role order)."""
+    if op.mma is None:
+        return []
+    known = [(r, k) for r in ("acc", "a", "b") if (k := op.mma.kind_of(r)) is not None]
+    return [(r, k, ref) for (r, k), ref in zip(known, op.operands)]
+
+
 def smem_operands(op: ir.Op) -> list[ir.Ref]:
     """The shared-memory operands (a and/or b) of an MMA."""
-    out = []
-    roles = [r for r in ("acc", "a", "b") if f"{r}_kind" in op.detail]
-    for role, ref in zip(roles, op.operands):
-        if role in ("a", "b") and op.detail.get(f"{role}_kind") == "buffer":
-            out.append(ref)
-    return out
+    return [ref for role, kind, ref in _operand_refs(op) if role in ("a", "b") and kind == "buffer"]
 
 
 def reg_a_operand(op: ir.Op) -> ir.Ref | None:
-    roles = [r for r in ("acc", "a", "b") if f"{r}_kind" in op.detail]
-    for role, ref in zip(roles, op.operands):
-        if role == "a" and op.detail.get("a_kind") == "regtile":
-            return ref
-    return None
+    return next((ref for role, kind, ref in _operand_refs(op) if role == "a" and kind == "regtile"), None)
 
 
 # ------------------------------------------------------------ shapes ----
@@ -58,12 +57,14 @@ def mma_shape_problems(op: ir.Op) -> list[str] | None:
     # a name without its transposition (none of TK's wgmma names) reads as `AB`
     at = bool(op.mma and op.mma.transpose_a)
     bt = bool(op.mma and op.mma.transpose_b)
-    d_t, a_t, b_t = op.detail.get("acc_type"), op.detail.get("a_type"), op.detail.get("b_type")
+    if op.mma is None or op.mma.acc is None or op.mma.a is None or op.mma.b is None:
+        return None
+    d_t, a_t, b_t = op.mma.acc.type, op.mma.a.type, op.mma.b.type
     D, A, B = _dims(d_t), _dims(a_t), _dims(b_t)
     if D is None or A is None or B is None or a_t.dtype_bytes != 2 or b_t.dtype_bytes != 2 or d_t.kind != "rt":
         return None
     out = []
-    a_reg = op.detail.get("a_kind") == "regtile"
+    a_reg = op.mma.a.kind == "regtile"
     # B: N and K
     if not bt:
         b_k, n = B
@@ -103,7 +104,7 @@ def is_refill(op: ir.Op) -> bool:
         return False
     if op.kind == ir.TMA_LOAD:
         return True
-    return op.kind == ir.SMEM_ACCESS and op.detail.get("access") == "write"
+    return op.kind == ir.SMEM_ACCESS and op.access_mode == "write"
 
 
 @dataclass
@@ -275,7 +276,7 @@ def _ordered_after_wait(an: Analysis, fl: Flow, mma: ir.Op, arrive: ir.Op, tw: i
         return not in_flight_hits(an, mma, t, lambda o: o is arrive)
     # a barrier both threads pass between tw's retiring wait and t's arrival
     for s in fl.same_iteration_between(mma, arrive):
-        if s.kind != ir.SYNC or s.detail.get("sync_kind") in ("warp", None):
+        if s.kind != ir.SYNC or s.sync_kind in ("warp", None):
             continue
         ex = an.threads.executing(s)
         if ex is None or tw not in ex or t not in ex or not s.guard.exact:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
@@ -272,7 +273,7 @@ MAX_ENUMERATED = 1 << 16
 def _paces(o: ir.Op) -> bool:
     """An op that separates a thread's successive arrivals into different phases: it waits
     for something (an mbarrier phase, a block/named barrier)."""
-    return o.kind == ir.MBAR_WAIT or (o.kind == ir.SYNC and o.detail.get("sync_kind") in _PACING_SYNCS)
+    return o.kind == ir.MBAR_WAIT or (o.kind == ir.SYNC and o.sync_kind in _PACING_SYNCS)
 
 
 def _scalar_round(model: ir.KernelModel, op: ir.Op, an: Analysis | None):
@@ -391,9 +392,9 @@ def _pair_commit(op: ir.Op) -> bool:
     the copy of the barrier in *each* CTA gets one arrival per commit, whichever CTA issues it,
     so per CTA it counts like a local arrive by its issuers (the rank condition of the issuer
     does not select the receiving CTA)."""
-    if not (op.kind == ir.MBAR_ARRIVE and op.detail.get("via") == "tcgen05.commit" and op.detail.get("ncta") == 2):
+    if not (op.kind == ir.MBAR_ARRIVE and op.mbar is not None and op.mbar.tcgen05_commit and op.mbar.ncta == 2):
         return False
-    mask = op.detail.get("mask")
+    mask = op.mbar.mask
     return mask is None or (isinstance(mask, E.Expr) and mask.eval({}) == 3)
 
 
@@ -436,6 +437,7 @@ def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
     ranks = _ranks_running(op, size)
     if ranks is None:
         return None
+    b = op.mbar if op.mbar is not None else ir.BarrierFacts()
     out: dict[int, int] = {}
 
     def add(d):
@@ -445,19 +447,19 @@ def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
     try:
         for r in ranks:
             env = {"cta_rank": r}
-            if op.detail.get("clc"):
+            if b.clc:
                 for d in range(size):
                     add(d)
             elif _pair_commit(op):
                 for d in range(min(size, 2)):
                     add(d)
-            elif op.detail.get("mbar_cta") is not None:
+            elif b.mbar_cta is not None:
                 n = 1
-                if op.kind == ir.TMA_LOAD and op.detail.get("multicast"):
+                if op.kind == ir.TMA_LOAD and b.multicast:
                     # cta_group::2 multicast with the barrier of one CTA of the pair
                     # (`load_async(..., mask, dst_mbar_cta)`): every destination's bytes complete
                     # on that barrier, so a 0b11 mask delivers twice the tile to it
-                    mask = op.detail.get("mask")
+                    mask = b.mask
                     mv = mask.eval(env) if isinstance(mask, E.Expr) else None
                     if not isinstance(mv, int) or isinstance(mv, bool):
                         return None
@@ -465,19 +467,19 @@ def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
                     if size != 2 and n > 1:
                         return None
                 for _ in range(n):
-                    add(op.detail["mbar_cta"].eval(env))
-            elif op.kind == ir.TMA_LOAD and op.detail.get("multicast"):
-                mask = op.detail.get("mask")
+                    add(b.mbar_cta.eval(env))
+            elif op.kind == ir.TMA_LOAD and b.multicast:
+                mask = b.mask
                 mv = mask.eval(env) if isinstance(mask, E.Expr) else None
                 if not isinstance(mv, int):
                     return None
                 for d in range(size):
                     if mv >> d & 1:
                         add(d)
-            elif op.detail.get("cta") is not None:
-                c = op.detail["cta"]
+            elif b.cta is not None:
+                c = b.cta
                 add(c.eval(env) if isinstance(c, E.Expr) else None)
-            elif op.detail.get("remote") or op.detail.get("multicast"):
+            elif b.remote or b.multicast:
                 return None
             else:
                 add(r)
@@ -542,8 +544,9 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             continue
         pair_commit = _pair_commit(op)
         dests = destinations(m, op)
-        if (op.detail.get("remote") or op.detail.get("multicast") or op.detail.get("cta") is not None
-                or op.detail.get("mbar_cta") is not None) and not pair_commit and dests is None:
+        b = op.mbar if op.mbar is not None else ir.BarrierFacts()
+        if (b.remote or b.multicast or b.cta is not None or b.mbar_cta is not None) \
+                and not pair_commit and dests is None:
             acc.unknown.append(f"{op.api} at line {op.location.row} crosses CTAs")
             continue
         issuers = an.threads.issuers(op)
@@ -578,7 +581,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                     acc.arrivals.setdefault(key, []).append(Contribution(op, part_issuers, amount, times_c, *c_args))
                 elif op.kind == ir.MBAR_EXPECT:
                     acc.arrivals.setdefault(key, []).append(
-                        Contribution(op, part_issuers, E.Const(op.detail.get("arrives", 1)), times_c, *c_args))
+                        Contribution(op, part_issuers, E.Const(K.EXPECT_ARRIVALS), times_c, *c_args))
                     acc.expects.setdefault(key, []).append(
                         Contribution(op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"),
                                      times_c, *c_args))
@@ -588,11 +591,11 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                                      times_c, *c_args))
     # mbarrier operations the front end could not attribute (raw PTX, an
     # unresolved barrier argument) may arrive on any barrier: no sums then
-    blind = [o for o in m.ops if o.detail.get("barrier_unknown") is not None
-             or (o.kind == ir.CALL and "mbarrier" in str(o.detail.get("ptx", "")))]
+    blind = [o for o in m.ops if o.barrier_unknown is not None
+             or (o.kind == ir.CALL and o.asm is not None and o.asm.mbarrier)]
     # a call tkcheck does not model received the barrier: its account is unknown
     for o in m.ops:
-        if o.detail.get("unmodelled_barrier_use") and o.barrier is not None and o.barrier.name in out:
+        if o.unmodelled_barrier_use and o.barrier is not None and o.barrier.name in out:
             out[o.barrier.name].unknown.append(f"passed to {o.api} at line {o.location.row}, which is not modelled")
     if blind:
         for acc in out.values():

@@ -259,13 +259,16 @@ class _Checker:
                 elif op.kind == ir.MMA:
                     self.mma(op)
                 elif op.kind == ir.SMEM_ACCESS:
-                    if op.detail.get("via") == "asm" and isinstance(op.detail.get("addr"), E.Expr):
-                        self.handwritten(op)
-                    elif op.detail.get("reinterpreted_from") is not None and op.buffer is not None:
-                        v = tile_layout(op.detail.get("tile_type"))
+                    acc = op.access
+                    if acc is None:
+                        continue
+                    if acc.via == "asm" and isinstance(acc.addr, E.Expr):
+                        self.handwritten(op, acc.addr)
+                    elif acc.reinterpreted_from is not None and op.buffer is not None:
+                        v = tile_layout(acc.tile_type)
                         if v is not None:
-                            self.view(op, op.buffer, op.detail.get("tile_type"), v,
-                                      op.detail["reinterpreted_from"], f"{op.api} of {op.buffer}")
+                            self.view(op, op.buffer, acc.tile_type, v,
+                                      acc.reinterpreted_from, f"{op.api} of {op.buffer}")
             except (NotImplementedError, ValueError, z3.Z3Exception) as e:
                 self.facts.unknown.append(f"{op.api} at line {op.location.row}: {e}")
         return self.facts
@@ -284,8 +287,9 @@ class _Checker:
     # -- TMA ----------------------------------------------------------------------------
     def tma(self, op: ir.Op):
         buf = self._buffer(op.buffer)
-        vt = op.detail.get("tile_type")
-        if buf is None or not isinstance(vt, ir.TileType):
+        tr = op.transfer
+        vt = tr.tile_type if tr is not None else None
+        if buf is None or tr is None or not isinstance(vt, ir.TileType):
             return
         # the shared address of a TMA copy must be 128-byte aligned
         ea = element_alignment(buf, op.buffer)
@@ -300,7 +304,7 @@ class _Checker:
             return
         align = self._proof_alignment(buf, op.buffer) or TMA_ALIGN
         # the descriptor registered on the gl vs the tile type of the copy
-        glt = op.detail.get("gl_type")
+        glt = tr.gl_type
         regs = [r for r in (glt.registered if isinstance(glt, ir.TileType) else ()) if r.kind == "st"]
         reg_layouts = [(r, tile_layout(r)) for r in regs]
         reg_layouts = [(r, l) for r, l in reg_layouts if l is not None]
@@ -314,22 +318,25 @@ class _Checker:
                 self.facts.proofs += 1
                 self.note_unknown(res, op.api)
                 if isinstance(res, Counterexample):
-                    gl = op.detail.get("gl", "the global layout")
+                    gl = tr.gl if tr.gl is not None else "the global layout"
                     self.add(DescriptorSwizzleMismatch(op, buf, gl, r, l, vt, view, res))
-        rf = op.detail.get("reinterpreted_from")
+        rf = tr.reinterpreted_from
         if rf is not None:
             self.view(op, op.buffer, vt, TmaBoxLayout(view), rf, f"{op.api} into '{op.buffer}'")
 
     # -- MMA ----------------------------------------------------------------------------
     def mma(self, op: ir.Op):
+        if op.mma is None:
+            return
         for i, role in enumerate(("a", "b")):
-            if op.detail.get(f"{role}_kind") != "buffer":
+            operand = op.mma.operand(role)
+            if operand is None or operand.kind != "buffer":
                 continue
-            vt = op.detail.get(f"{role}_type")
+            vt = operand.type
             ref = None
             refs = [r for r in op.operands if r.name in self.m.buffers]
             # operands: (acc, a, b) or (a, b) -- pick by position among buffer refs
-            nbuf = sum(1 for rr in ("a", "b") if op.detail.get(f"{rr}_kind") == "buffer")
+            nbuf = sum(1 for rr in ("a", "b") if op.mma.kind_of(rr) == "buffer")
             if nbuf == 2:
                 ref = refs[i] if len(refs) == 2 else None
             elif refs:
@@ -339,7 +346,7 @@ class _Checker:
             if ref is None or view is None or mn is None:
                 continue
             buf = self._buffer(ref)
-            declared = op.detail.get(f"{role}_reinterpreted_from")
+            declared = operand.reinterpreted_from
             if declared is None and buf is not None:
                 et = element_type(buf)
                 dl = tile_layout(et)
@@ -401,8 +408,7 @@ class _Checker:
                                         tiles=n_t, side_by_side=grid_of(2) == (1, 2)))
 
     # -- hand-written address math ------------------------------------------------------
-    def handwritten(self, op: ir.Op):
-        addr: E.Expr = op.detail["addr"]
+    def handwritten(self, op: ir.Op, addr: E.Expr):
         names = [v.name for v in addr.free_vars() if v.name in self.m.smem_addresses]
         if len(set(names)) != 1:
             return

@@ -153,7 +153,8 @@ def search(fl: Flow, start: ir.Op, t: int, is_target, blocks, step=None, uniform
 
 def is_wgmma(op: ir.Op) -> bool:
     """A Hopper wgmma: warpgroup scope, register accumulator (tcgen05 MMAs accumulate in TMEM)."""
-    return op.kind == ir.MMA and op.scope == "warpgroup" and op.detail.get("acc_kind") == "regtile"
+    return op.kind == ir.MMA and op.scope == "warpgroup" and op.mma is not None \
+        and op.mma.kind_of("acc") == "regtile"
 
 
 def wait_retires(op: ir.Op, groups_after: int) -> bool | None:
@@ -362,7 +363,7 @@ def issue_signature(op: ir.Op, t: int) -> str | None:
         if any(ix.is_opaque() for ix in idx):
             return None
         parts.append(f"{r.name}[{','.join(map(str, idx))}]")
-    for ix in op.detail.get("coord", ()):
+    for ix in (op.transfer.coord if op.transfer is not None else ()):
         v = E.substitute(ix, sub)
         if v.is_opaque():
             return None

@@ -107,7 +107,7 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
     if any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
            for o in sig):
         return True
-    if any(o.kind == ir.MBAR_ARRIVE and o.detail.get("via") for o in sig):
+    if any(o.kind == ir.MBAR_ARRIVE and o.mbar is not None and o.mbar.tcgen05_commit for o in sig):
         # an MMA's commit: data for the readers of its accumulator, but a release of its
         # operands for a waiter that refills them (`wait(inputs_finished[s]); load_async(...)`)
         return not _refills_after_wait(m, name)
@@ -116,7 +116,7 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
     # a "full" barrier too, whose waiters read that memory
     arrives = [o for o in sig if o.kind == ir.MBAR_ARRIVE]
     return bool(arrives) and len(arrives) == len(sig) and all(
-        o.loops and any(x.kind == ir.SMEM_ACCESS and x.detail.get("access") == "write" and x.order < o.order
+        o.loops and any(x.kind == ir.SMEM_ACCESS and x.access_mode == "write" and x.order < o.order
                         and x.loops == o.loops and x.callers == o.callers for x in m.ops)
         for o in arrives)
 
@@ -437,7 +437,7 @@ def _prologue_signal(an: Analysis, s: ir.Op, first: int) -> bool:
     for o in an.model.ops_of(ir.SYNC):
         if not (s.order < o.order < first):
             continue
-        if o.detail.get("sync_kind") not in ("block", "cluster", "cluster_wait"):
+        if o.sync_kind not in ("block", "cluster", "cluster_wait"):
             continue
         if o.guard.uniform or o.guard.thread != E.TRUE:
             continue
@@ -578,7 +578,7 @@ def _compute(an: Analysis) -> list[WaitPhase]:
 def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     m, to = an.model, an.solver_timeout_ms
     pb = None
-    if w.parity is not None and "phasebit" in w.detail and w.loops and \
+    if w.parity is not None and w.phasebit is not None and w.loops and \
             (w.parity.is_opaque() or len(w.loops) > 1) and not any(ix.is_opaque() for ix in w.barrier.index):
         pb = _phasebit_counts(an, w)
         if isinstance(pb, str):
@@ -587,7 +587,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if w.parity is None or (w.parity.is_opaque() and pb is None) or any(ix.is_opaque() for ix in w.barrier.index):
         wp.reason = "parity or barrier index not modelled"
         return
-    if any(o.detail.get("unmodelled_barrier_use") and o.barrier is not None and o.barrier.name == w.barrier.name
+    if any(o.unmodelled_barrier_use and o.barrier is not None and o.barrier.name == w.barrier.name
            for o in m.ops):
         wp.reason = "the barrier is passed to a call tkcheck does not model"
         return
@@ -597,7 +597,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if an.threads.executing(w) is None and not w.guard.thread.depends_on(E.LOOP):
         wp.reason = "threads unknown"
         return
-    if w.detail.get("cta") is not None or w.detail.get("remote"):
+    if w.mbar is not None and (w.mbar.cta is not None or w.mbar.remote):
         wp.reason = "remote barrier"
         return
     if _reinitialised(m, w.barrier.name):
@@ -934,8 +934,9 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
     whose parity is a phase bit, or a reason string."""
     from .. import solver
     m, to = an.model, an.solver_timeout_ms
-    name, posw = w.detail["phasebit"]
-    posw = linear(posw)
+    assert w.phasebit is not None and w.phasebit.pos is not None
+    name = w.phasebit.bitfield
+    posw = linear(w.phasebit.pos)
     chain = [m.loops[i] for i in w.loops]
     if len(chain) not in (1, 2) or any(l.trip is None for l in chain[1:]) or \
             (chain[0].trip is None and not _data_exit_ok(chain[0])):
@@ -948,12 +949,12 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
         return "phase bitfield: inner trip count not invariant"
     sets, flips = [], []
     for o in m.ops:
-        if o.kind in ("phasebit_set", "phasebit_flip") and o.detail.get("bitfield") == name:
+        if o.kind in (ir.PHASEBIT_SET, ir.PHASEBIT_FLIP) and o.phasebit is not None and o.phasebit.bitfield == name:
             same = _applies_to_waiters(an, o, w)
             if same is None:
                 return "phase bitfield: threads of a set/flip unknown"
             if same:
-                (sets if o.kind == "phasebit_set" else flips).append(o)
+                (sets if o.kind == ir.PHASEBIT_SET else flips).append(o)
     before = [s for s in sets if s.order < w.order]
     if not before:
         return "phase bitfield: initial value unknown"
@@ -983,7 +984,8 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
             if F.order < S.order:
                 continue
             return "phase bitfield: conditional flip"
-        posf = linear(F.detail["pos"])
+        assert F.phasebit is not None and F.phasebit.pos is not None
+        posf = linear(F.phasebit.pos)
         if F.loops == w.loops:
             ff = _ring_form(posf, kin)
             if ff is None:
@@ -1015,7 +1017,8 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
             total = E.binop("+", total, E.ite(E.binop("==", posf, posw), E.Const(1), E.Const(0)))
             continue
         return "phase bitfield: another flip may touch the bit"
-    parity = E.binop("%", E.binop("+", _bit_of(S.detail["value"], posw, lo, hi), total), E.Const(2))
+    assert S.phasebit is not None and S.phasebit.value is not None
+    parity = E.binop("%", E.binop("+", _bit_of(S.phasebit.value, posw, lo, hi), total), E.Const(2))
     # a task loop that ends on data (a CLC or instruction stream): every iteration may run
     assume = [E.binop("<", kO, O.trip)] if O.trip is not None else []
     use = None

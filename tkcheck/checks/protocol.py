@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
@@ -83,7 +84,7 @@ def _relevant(o: ir.Op) -> bool:
     if o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD, ir.MBAR_INIT):
         return o.barrier is not None
     if o.kind == ir.SYNC:
-        return o.detail.get("sync_kind") in ("block", "named", "group")
+        return o.sync_kind in ("block", "named", "group")
     if o.kind == ir.MMA and o.scope == "warpgroup":
         return True   # wgmma is `.sync.aligned`: the four warps of a warpgroup meet there
     return o.kind == ir.EXIT
@@ -244,7 +245,7 @@ def _sync_id_of(an: Analysis, q: ir.Op):
         return None
     if q.kind == ir.MMA:
         return ("wg", min(qe) // 128)
-    if q.detail.get("sync_kind") == "block":
+    if q.sync_kind == "block":
         return ("bar", 0)
     v = q.sync_id.eval({"tid": min(qe), "tid_y": 0, "tid_z": 0}) if q.sync_id is not None else None
     return ("bar", v) if isinstance(v, int) else None
@@ -264,7 +265,7 @@ def _data_branch_sync(an: Analysis, o: ir.Op, c: E.Expr, ops: list[ir.Op]) -> bo
         if o.scope != "warpgroup" or len(ex_) != 128 or len({t // 128 for t in ex_}) != 1:
             return False
     else:
-        if o.detail.get("sync_kind") not in ("named", "group"):
+        if o.sync_kind not in ("named", "group"):
             return False
         full = {"tid": min(ex_), "tid_y": 0, "tid_z": 0}
         cnt = o.count.eval(full) if o.count is not None else None
@@ -282,7 +283,7 @@ def _data_branch_sync(an: Analysis, o: ir.Op, c: E.Expr, ops: list[ir.Op]) -> bo
         if q is o or q.kind not in (ir.MMA, ir.SYNC):
             continue
         qs = _sync_id_of(an, q)
-        if qs is None and q.kind == ir.SYNC and q.detail.get("sync_kind") != "block":
+        if qs is None and q.kind == ir.SYNC and q.sync_kind != "block":
             return False
         if qs == sid and c not in q.guard.uniform:
             return False
@@ -378,14 +379,14 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
             out.append(Event("sync", o, sync=(1000 + min(lanes) // 128, 128), env=ctr))
             return True
         if o.kind == ir.SYNC:
-            kind = o.detail.get("sync_kind")
+            kind = o.sync_kind
             cnt = an.threads.n if kind == "block" else (o.count.eval(full) if o.count is not None else None)
             sid = o.sync_id.eval(full) if o.sync_id is not None else (0 if kind == "block" else None)
             if not isinstance(cnt, int) or not isinstance(sid, int):
                 return False
             out.append(Event("sync", o, sync=(sid, cnt), env=ctr))
             return True
-        if o.detail.get("remote") or o.detail.get("cta") is not None or o.detail.get("multicast"):
+        if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast):
             return False
         idx = tuple(ix.eval(full) for ix in o.barrier.index)
         if any(not isinstance(x, int) for x in idx):
@@ -418,7 +419,7 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
             if not isinstance(b, int):
                 return False
             if k:
-                out.append(Event("expect", o, elem, arrivals=k * int(o.detail.get("arrives", 1)), bytes=k * b, env=ctr))
+                out.append(Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=k * b, env=ctr))
         elif o.kind == ir.TMA_LOAD:
             b = o.bytes.eval(full) if o.bytes is not None else None
             if not isinstance(b, int):
@@ -469,7 +470,7 @@ def _explore(an: Analysis) -> Exploration:
     if not any(o.kind == ir.MBAR_WAIT for o in ops):
         ex.reason = "no waits"
         return ex
-    blind = [o for o in m.ops if o.detail.get("unmodelled_barrier_use")]
+    blind = [o for o in m.ops if o.unmodelled_barrier_use]
     if blind:
         # a call tkcheck does not model may signal any barrier it was given
         ex.reason = f"mbarrier passed to {blind[0].api} (line {blind[0].location.row}), which is not modelled"

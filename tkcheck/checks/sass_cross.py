@@ -83,7 +83,7 @@ def model_async_mma_ops(model: ir.KernelModel) -> list[ir.Op]:
     TK MMAs, TMEM-accumulator MMAs, and inline PTX wgmma.mma_async / tcgen05.mma."""
     out = []
     for op in model.ops:
-        if op.kind == ir.MMA and (op.scope == "warpgroup" or op.detail.get("acc_kind") == "tmem"
+        if op.kind == ir.MMA and (op.scope == "warpgroup" or (op.mma is not None and op.mma.kind_of("acc") == "tmem")
                                   or (op.mma is not None and op.mma.family == "tcgen05")):
             out.append(op)
         elif raw_asm(op) and op.asm.async_mma:
@@ -101,8 +101,8 @@ def model_arrive_ops(model: ir.KernelModel) -> list[ir.Op]:
     (not tcgen05.commit, which becomes UTCBAR), TK expects that also arrive
     (`mbarrier.arrive.expect_tx`) and inline PTX `mbarrier.arrive*`."""
     return [op for op in model.ops
-            if (op.kind == ir.MBAR_ARRIVE and op.detail.get("via") != "tcgen05.commit")
-            or (op.kind == ir.MBAR_EXPECT and op.detail.get("arrives") == 1)
+            if (op.kind == ir.MBAR_ARRIVE and not (op.mbar is not None and op.mbar.tcgen05_commit))
+            or op.kind == ir.MBAR_EXPECT
             or (raw_asm(op) and op.asm.arrives)]
 
 
@@ -115,7 +115,7 @@ def model_expect_ops(model: ir.KernelModel) -> list[ir.Op]:
 def model_fence_expectations(model: ir.KernelModel) -> list[ir.Op]:
     """Ops after which a `fence.proxy.async` must exist in the binary: explicit proxy
     fences, and TK's `tma::store_async` family (TK fences inside the call)."""
-    out = [op for op in model.ops_of(ir.FENCE) if op.detail.get("fence_kind") == "proxy_async"]
+    out = [op for op in model.ops_of(ir.FENCE) if op.fence_kind == "proxy_async"]
     out += [op for op in model.ops_of(ir.TMA_STORE) if op.asm is None]
     return out
 

@@ -35,7 +35,7 @@ class Dependency:
 
 def readers_of(op: ir.Op) -> list[tuple[ir.Ref, bool]]:
     """(buffer, async proxy?) read by op."""
-    if op.kind == ir.SMEM_ACCESS and op.buffer is not None and op.detail.get("access") == "read":
+    if op.kind == ir.SMEM_ACCESS and op.buffer is not None and op.access_mode == "read":
         return [(op.buffer, False)]
     if op.kind == ir.TMA_STORE and op.buffer is not None:
         return [(op.buffer, True)]
@@ -48,10 +48,10 @@ def _self_fenced(op: ir.Op) -> bool:
     """TK's TMA stores and wgmma (`mma_*` with the default fence) issue
     fence.proxy.async in the issuing threads right before the async read."""
     if op.kind == ir.TMA_STORE:
-        return bool(op.detail.get("proxy_fence"))
+        return op.transfer is not None and op.transfer.proxy_fence
     if op.kind == ir.MMA:
         # tcgen05 (TMEM accumulator): TK's mma* issue no proxy fence; anything unrecognised: assume fenced
-        return not (op.detail.get("acc_kind") == "tmem")
+        return not (op.mma is not None and op.mma.kind_of("acc") == "tmem")
     return False
 
 
@@ -63,7 +63,7 @@ def _dependencies(an: Analysis) -> list[Dependency]:
     fl = flow(an)
     out = []
     writers = [o for o in fl.ops if o.kind == ir.SMEM_ACCESS and o.buffer is not None
-               and o.detail.get("access") == "write" and o.guard.exact]
+               and o.access_mode == "write" and o.guard.exact]
     for w in writers:
         tw = an.threads.executing(w)
         if not tw:
@@ -88,7 +88,7 @@ def _dependencies(an: Analysis) -> list[Dependency]:
             if any(ss is None for _, ss in sync_sets):
                 continue
             fences = [(f, an.threads.executing(f)) for f in between
-                      if f.kind == ir.FENCE and f.detail.get("fence_kind") == "proxy_async"]
+                      if f.kind == ir.FENCE and f.fence_kind == "proxy_async"]
             if any(fs is None for _, fs in fences):
                 continue
             # writer threads grouped by the element of the buffer they write
@@ -164,7 +164,7 @@ def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
             continue
         for r in fl.ops:
             if r.loops != w.loops or not r.guard.exact or r.kind != ir.SMEM_ACCESS or r.buffer is None \
-                    or r.detail.get("access") != "read" or r.buffer.name != w.buffer.name:
+                    or r.access_mode != "read" or r.buffer.name != w.buffer.name:
                 continue
             if set(r.guard.uniform) != set(w.guard.uniform):
                 continue
@@ -211,7 +211,7 @@ def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
 def _covered(sync_sets, w: int, r: int) -> bool:
     for s, ss in sync_sets:
         if w in ss and r in ss:
-            kind = s.detail.get("sync_kind")
+            kind = s.sync_kind
             if kind == "warp":
                 if w // 32 == r // 32:
                     return True
@@ -251,13 +251,13 @@ def _named_uses(an: Analysis):
     if n is None:
         return None
     for op in an.model.ops_of(ir.SYNC, ir.NAMED_ARRIVE):
-        kind = op.detail.get("sync_kind")
+        kind = op.sync_kind
         if op.asm is not None:
             continue
         ex = an.threads.executing(op)
         if ex is None or not op.guard.exact:
             continue
-        if kind == "block" and op.api == "__syncthreads":
+        if kind == "block" and op.sync is not None and op.sync.syncthreads:
             out.append(BarrierUse(0, op, ex, n))
             continue
         if kind not in ("named", "block") and op.kind != ir.NAMED_ARRIVE:

@@ -12,7 +12,7 @@ is not recognised, or any synchronisation the analysis does not follow give no r
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..model import expr as E
 from ..model import ir
@@ -47,11 +47,16 @@ def _rows(t: ir.TileType | None) -> int | None:
 
 
 def tmem_ops(model: ir.KernelModel, what: str):
-    return [o for o in model.ops if o.kind == ir.TMEM_OP and o.detail.get("tmem") == what]
+    return [o for o in model.ops if o.kind == ir.TMEM_OP and o.tmem is not None and o.tmem.action == what]
+
+
+def _allocator(op: ir.Op) -> str | None:
+    return op.tmem.allocator if op.tmem is not None else None
 
 
 def tc_mmas(model: ir.KernelModel):
-    return [o for o in model.ops if o.kind == ir.MMA and o.detail.get("acc_kind") == "tmem" and o.operands]
+    return [o for o in model.ops if o.kind == ir.MMA and o.mma is not None and o.mma.kind_of("acc") == "tmem"
+            and o.operands]
 
 
 def element_lane(model: ir.KernelModel, ref: ir.Ref) -> int | None:
@@ -112,13 +117,14 @@ def lane_violations(an: Analysis) -> list[LaneViolation]:
             continue
         ref = op.operands[0]
         base = element_lane(m, ref)
-        t = op.detail.get("tile_type")
+        assert op.tmem is not None
+        t = op.tmem.tile_type
         rows = _rows(t)
         g = op.group_warps or 1
         if base is None or rows is None or g not in (1, 4, 8) or rows % g:
             continue
         per_warp = rows // g
-        lane_off = op.detail.get("lane_off")
+        lane_off = op.tmem.lane_off
         if not isinstance(lane_off, E.Expr):
             continue
         warps = sorted({x // 32 for x in ex})
@@ -171,7 +177,8 @@ class Lifecycle:
     kind: str                        # "no_dealloc" | "early_exit" | "over_budget"
     op: ir.Op
     other: ir.Op | None = None
-    detail: dict = field(default_factory=dict)
+    threads: frozenset[int] | None = None   # early_exit: the allocating threads that may return
+    total: int | None = None                # over_budget: the columns asked for at once
 
 
 def overcommits(an: Analysis) -> list[Overcommit]:
@@ -249,10 +256,10 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
     allocs = tmem_ops(m, "alloc")
     deallocs = tmem_ops(m, "dealloc")
     for a in allocs:
-        if a.detail.get("managed"):
+        if a.tmem is None or a.tmem.managed:
             continue      # the destructor deallocates on every exit from the scope
-        name = a.detail.get("allocator")
-        mine = [d for d in deallocs if d.detail.get("allocator") == name]
+        name = a.tmem.allocator
+        mine = [d for d in deallocs if d.tmem is not None and d.tmem.allocator == name]
         if a.loops:
             continue
         if not mine:
@@ -271,23 +278,22 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
                 continue
             hit = ex_x & ex_a
             if hit:
-                out.append(Lifecycle("early_exit", a, x, {"threads": hit}))
+                out.append(Lifecycle("early_exit", a, x, threads=hit))
                 break
     # more than 512 columns provisioned at once
     live = []
     for a in sorted(allocs, key=lambda o: o.order):
-        cols = a.detail.get("cols")
+        cols = a.tmem.cols if a.tmem is not None else None
         if not isinstance(cols, int) or a.loops:
             continue
-        name = a.detail.get("allocator")
+        name = a.tmem.allocator if a.tmem is not None else None
         live = [(b, c) for b, c in live
-                if not any(d.detail.get("allocator") == b.detail.get("allocator") and b.order < d.order < a.order
-                           for d in deallocs)]
+                if not any(_allocator(d) == _allocator(b) and b.order < d.order < a.order for d in deallocs)]
         total = cols + sum(c for _, c in live)
-        if live and total > TMEM_COLS and all(b.detail.get("allocator") != name for b, _ in live):
+        if live and total > TMEM_COLS and all(_allocator(b) != name for b, _ in live):
             ex_a, ex_b = an.threads.executing(a), an.threads.executing(live[0][0])
             if ex_a and ex_b and a.guard.exact and live[0][0].guard.exact:
-                out.append(Lifecycle("over_budget", a, live[0][0], {"total": total}))
+                out.append(Lifecycle("over_budget", a, live[0][0], total=total))
         live.append((a, cols))
     return out
 
@@ -302,7 +308,15 @@ class DrainIssue:
     op: ir.Op          # the site reported
     other: ir.Op       # the related site (the reader's load, the MMA, the wait)
     barrier: str | None = None
-    detail: dict = field(default_factory=dict)
+    tile: str | None = None            # the TMEM tile's name
+    mma_threads: frozenset[int] | None = None   # no_token_wait: who runs the MMA
+    readers: frozenset[int] | None = None       # no_token_wait: who reads the tile
+    others: frozenset[int] | None = None        # no_sync_lanes: readers the arrive does not order
+    arrive: ir.Op | None = None        # token_local_only: a local arrive on the token
+    wait: ir.Op | None = None          # token_count_short: the MMA side's wait
+    init: int | None = None            # token_count_short: the token's init count,
+    per_cta: int | None = None         # the readers' arrivals per CTA and in all
+    total: int | None = None
 
 
 def _may_run(an: Analysis, op: ir.Op, threads: frozenset[int]) -> bool:
@@ -380,7 +394,7 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
         init_count = _const(inits[0].count)
         if init_count is None:
             return
-        if all(not a.detail.get("remote") and a.detail.get("cta") is None and not a.detail.get("multicast")
+        if all(a.mbar is None or (not a.mbar.remote and a.mbar.cta is None and not a.mbar.multicast)
                for a in arrs) and any(v.name == "cta_rank" for c in mm.guard.uniform for v in c.free_vars()) \
                 :
             # every arrive on the token is local to its CTA, by readers that run in every CTA (no
@@ -390,13 +404,13 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
                 key = ("pair_local", b)
                 if key not in reported:
                     reported.add(key)
-                    out.append(DrainIssue("token_local_only", w, mm, b, {"tile": name, "arrive": arrs[0]}))
+                    out.append(DrainIssue("token_local_only", w, mm, b, tile=name, arrive=arrs[0]))
             return
         per_cta = 0
         for a in arrs:
             thr = _arrivers(an, a)
             cnt = _const(a.count)
-            if (not thr or cnt is None or not a.detail.get("remote") or _const(a.detail.get("cta")) is None
+            if (not thr or cnt is None or a.mbar is None or not a.mbar.remote or _const(a.mbar.cta) is None
                     or _mentions_rank(a.guard) or not thr <= readers):
                 return
             lp = a.loops[-1] if a.loops else None
@@ -408,9 +422,8 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
             key = ("pair_count", b)
             if key not in reported:
                 reported.add(key)
-                out.append(DrainIssue("token_count_short", inits[0], mm, b,
-                                      {"tile": name, "init": init_count, "per_cta": per_cta, "total": total,
-                                       "wait": w}))
+                out.append(DrainIssue("token_count_short", inits[0], mm, b, tile=name, init=init_count,
+                                      per_cta=per_cta, total=total, wait=w))
         return
 
 
@@ -428,17 +441,17 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
         if ld.operands[0].name in by_tile:
             by_tile[ld.operands[0].name][1].append(ld)
     commit_bars = {o.barrier.name for o in m.ops if o.kind == ir.MBAR_ARRIVE and o.barrier is not None
-                   and o.detail.get("via") == "tcgen05.commit"}
+                   and o.mbar is not None and o.mbar.tcgen05_commit}
     reported: set = set()
 
-    def report(key: tuple, kind: str, *fields) -> None:
+    def report(key: tuple, kind: str, *fields, **facts) -> None:
         # one issue per kind and site, however many paths lead to it
         if key not in reported:
             reported.add(key)
-            out.append(DrainIssue(kind, *fields))
+            out.append(DrainIssue(kind, *fields, **facts))
 
     def fences(body, fence_kind: str, lo: int, hi: int, thr) -> list:
-        return [o for o in body if o.kind == ir.FENCE and o.detail.get("fence_kind") == fence_kind
+        return [o for o in body if o.kind == ir.FENCE and o.fence_kind == fence_kind
                 and lo < o.order < hi and _may_run(an, o, thr)]
 
     for name, (ms, ls) in by_tile.items():
@@ -472,17 +485,17 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
             # the loop hands the tile to the readers in every iteration (a commit they wait on, in
             # the loop): only then is it written again after a read; an accumulation loop followed
             # by one commit after it (one tile per CTA) reuses nothing
-            if not any(o.kind == ir.MBAR_ARRIVE and o.detail.get("via") == "tcgen05.commit" and o.barrier is not None
+            if not any(o.kind == ir.MBAR_ARRIVE and o.mbar is not None and o.mbar.tcgen05_commit and o.barrier is not None
                        and o.barrier.name in read_waits for o in body):
                 continue
             token_waits = [o for o in body if o.kind == ir.MBAR_WAIT and o.barrier is not None
                            and o.barrier.name in tainted and _may_run(an, o, mthr)]
             syncs = [o for o in body if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)
-                     and o.detail.get("sync_kind") in _PROTECTIVE_SYNCS and _may_run(an, o, mthr)]
+                     and o.sync_kind in _PROTECTIVE_SYNCS and _may_run(an, o, mthr)]
             token_bars |= {w.barrier.name for w in token_waits}
             if not token_waits and not syncs:
                 report(("no_token_wait", name, outer), "no_token_wait", mm, ls[0], None,
-                       {"mma_threads": mthr, "readers": readers, "tile": name})
+                       mma_threads=mthr, readers=readers, tile=name)
                 continue
             if mm.mma is not None and mm.mma.ncta == 2:
                 _pair_count(an, mm, token_waits, direct, readers, out, reported, name)
@@ -491,7 +504,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                 w = max(before, key=lambda o: o.order)
                 if not fences(body, "tcgen05_after", w.order, mm.order, mthr):
                     report(("no_fence_after_token", w.location.row, w.location.column), "no_fence_after_token",
-                           w, mm, w.barrier.name, {"tile": name})
+                           w, mm, w.barrier.name, tile=name)
         # readers: the token arrive after their loads
         for ld, rthr in zip(ls, reader_sets):
             if not ld.loops:
@@ -505,17 +518,17 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                 if not athr or not athr & rthr:
                     continue
                 mid = [o for o in body if ld.order < o.order < a.order]
-                wlds = [o for o in mid if o.kind == ir.TMEM_OP and o.detail.get("tmem") == "wait_ld"
+                wlds = [o for o in mid if o.kind == ir.TMEM_OP and o.tmem is not None and o.tmem.action == "wait_ld"
                         and _may_run(an, o, athr)]
                 if not wlds:
                     report(("arrive_before_wait_ld", a.location.row, a.location.column), "arrive_before_wait_ld",
-                           a, ld, a.barrier.name, {"tile": name})
+                           a, ld, a.barrier.name, tile=name)
                     continue
                 wl = max(wlds, key=lambda o: o.order)
                 before_fences = fences(mid, "tcgen05_before", wl.order, a.order, athr)
                 if not before_fences:
                     report(("no_fence_before", a.location.row, a.location.column), "no_fence_before",
-                           a, wl, a.barrier.name, {"tile": name})
+                           a, wl, a.barrier.name, tile=name)
                     continue
                 # the other lanes of the reading warps: their loads must be ordered before the
                 # single arriving lane by a sync after their fence
@@ -525,7 +538,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                     syncs = [o for o in mid if o.kind in (ir.SYNC, ir.NAMED_ARRIVE) and o.order > f.order]
                     if not syncs:
                         report(("no_sync_lanes", a.location.row, a.location.column), "no_sync_lanes",
-                               a, ld, a.barrier.name, {"tile": name, "others": others})
+                               a, ld, a.barrier.name, tile=name, others=others)
         # readers: wait on the commit barrier, then fence::after_thread_sync, then tcgen05.ld
         for ld, rthr in zip(ls, reader_sets):
             if not ld.loops:
@@ -540,7 +553,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
             w = max(waits, key=lambda o: o.order)
             if not fences(body, "tcgen05_after", w.order, ld.order, rthr):
                 report(("no_fence_after_commit", w.location.row, w.location.column), "no_fence_after_commit",
-                       w, ld, w.barrier.name, {"tile": name})
+                       w, ld, w.barrier.name, tile=name)
     return out
 
 
@@ -577,7 +590,7 @@ def clobbers(an: Analysis) -> list[Clobber]:
     m = an.model
     out: list[Clobber] = []
     writes = [o for o in m.ops if (o.kind == ir.MMA and o.mma is not None and o.mma.family == "tcgen05")
-              or (o.kind == ir.TMEM_OP and o.detail.get("tmem") == "store")]
+              or (o.kind == ir.TMEM_OP and o.tmem is not None and o.tmem.action == "store")]
     tiles = [t for t in m.tmem_tiles.values() if _box(t) is not None]
     for a in tiles:
         for b in tiles:

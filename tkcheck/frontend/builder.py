@@ -65,6 +65,37 @@ def _namespaces_of(cursor) -> list[str]:
     return list(reversed(out))
 
 
+_PHASEBIT_CALLS = ("update_phasebit", "get_phasebit")
+
+
+def phasebit_names(roots) -> frozenset[str]:
+    """The variables passed as the bitfield (first argument) of TK's `update_phasebit<n>(NAME, ring)`
+    / `get_phasebit<n>(NAME, ring)` calls under the cursors `roots`."""
+    out = set()
+    for root in roots:
+        for c in root.walk_preorder():
+            if c.kind == CK.CALL_EXPR and c.spelling in _PHASEBIT_CALLS:
+                arg = next(iter(c.get_arguments()), None)
+                name = _plain_name(arg) if arg is not None else None
+                if name:
+                    out.add(name)
+    return frozenset(out)
+
+
+def _plain_name(arg) -> str | None:
+    """The variable an argument names, through implicit conversions (a template's dependent
+    reference is an unexposed expression of its one name)."""
+    while arg.kind == CK.UNEXPOSED_EXPR:
+        kids = list(arg.get_children())
+        if not kids:
+            toks = [t.spelling for t in arg.get_tokens()]
+            return arg.spelling if toks == [arg.spelling] else None
+        if len(kids) != 1:
+            return None
+        arg = kids[0]
+    return arg.spelling if arg.kind == CK.DECL_REF_EXPR else None
+
+
 class ModelBuilder:
     """Builds KernelModels for one parsed file."""
 
@@ -255,14 +286,14 @@ class ModelBuilder:
             self._source = self.parsed.text or ""
         return self._source
 
-    def phase_bitfields(self) -> frozenset:
-        """Names passed as TK phase bitfields (`update_phasebit<n>(NAME, ...)`, `get_phasebit`) in
-        the file, and those of the template protocols: a constant assigned to one sets its bits."""
+    def phase_bitfields(self) -> frozenset[str]:
+        """The file's TK phase bitfields (`phasebit_names` of its declarations) and those of the
+        template protocols: a constant assigned to one sets its bits."""
         if getattr(self, "_phase_bitfields", None) is None:
-            import re
             from ..knowledge import protocols
-            pat = re.compile(r"(?:update|get)_phasebit\s*<[^>]*>\s*\(\s*([A-Za-z_]\w*)")
-            self._phase_bitfields = frozenset(pat.findall(self.source())) | protocols.PHASE_BITFIELDS
+            mine = [c for c in self.tu.cursor.get_children()
+                    if c.location.file is not None and _same_file(c.location.file.name, self.abs_path)]
+            self._phase_bitfields = phasebit_names(mine) | protocols.PHASE_BITFIELDS
         return self._phase_bitfields
 
     def lines(self) -> list[str]:
@@ -527,7 +558,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system = None
         self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
-        self._phasebit_reads: dict = {}  # parity expr -> (bitfield name, bit position) of get_phasebit
+        self._phasebit_reads: dict[E.Expr, ir.PhasebitFacts] = {}  # parity expr -> the get_phasebit it is
         self.unbound_args: list[str] = []   # template arguments of the instantiation not understood
         # namespace qualifiers that name no object of their own: TK's and the user's
         self._ns_names = _NAMESPACES | mb.user_namespaces

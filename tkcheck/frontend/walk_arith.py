@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import re
 
-from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .value_types import Obj
-
-ir_spec_everyone_sync = K.OpSpec(ir.SYNC, ("id",), (("sync_kind", "block_named"),), group_elects=False)
 
 # ---------------------------------------------------------------- helpers ----
 

@@ -27,31 +27,31 @@ class _AsmMixin:
         def op(kind, api, **kw):
             self.emit(ir.Op(kind, api, loc, ctx.guard, ctx.loops, asm=facts, **kw), ctx)
         if re.search(r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b", ptx):
-            op(ir.SYNC, "bar.sync", detail={"sync_kind": "named"})
+            op(ir.SYNC, "bar.sync", sync=ir.SyncFacts("named"))
         elif re.search(r"\bbar\.arrive\b", ptx):
             op(ir.NAMED_ARRIVE, "bar.arrive")
         if "fence.proxy.async" in ptx:
-            op(ir.FENCE, "fence.proxy.async", detail={"fence_kind": "proxy_async"})
+            op(ir.FENCE, "fence.proxy.async", fence=ir.FenceFacts("proxy_async"))
         mf = re.search(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)", ptx)
         if mf:
             scope_ = mf.group(2) or mf.group(4) or "cluster"
-            op(ir.FENCE, mf.group(1), detail={"fence_kind": "mbarrier_init" if "mbarrier_init" in mf.group(1)
-                                              else f"membar_{'gl' if scope_ in ('gl', 'gpu') else scope_}"})
+            op(ir.FENCE, mf.group(1), fence=ir.FenceFacts("mbarrier_init" if "mbarrier_init" in mf.group(1)
+                                                          else f"membar_{'gl' if scope_ in ('gl', 'gpu') else scope_}"))
         if "setmaxnreg" in ptx:
-            op(ir.SETMAXNREG, "setmaxnreg", detail={"inc": ".inc" in ptx})
+            op(ir.SETMAXNREG, "setmaxnreg", increase=".inc" in ptx)
         if re.search(r"\b(red|atom)\.[a-z.]*global", ptx) or re.search(r"\b(red|atom)\.(release|relaxed|acq)", ptx):
             sem = "release" if ".release" in ptx else ("acq_rel" if ".acq_rel" in ptx else "relaxed")
-            op(ir.GLOBAL_SIGNAL, "asm red/atom", detail={"sem": sem})
+            op(ir.GLOBAL_SIGNAL, "asm red/atom", global_access=ir.GlobalAccessFacts(sem))
         ml = re.search(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b", ptx)
         if ml:
             quals = ml.group(1).split(".")
             sem = next((q for q in ("acquire", "relaxed", "volatile", "weak") if q in quals), "weak")
-            op(ir.GLOBAL_LOAD, "asm ld.global", detail={"sem": sem, "ptx": ptx[:200]})
+            op(ir.GLOBAL_LOAD, "asm ld.global", global_access=ir.GlobalAccessFacts(sem, ptx[:200]))
         if re.search(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b", ptx):
             self._asm_smem_access(c, ctx, ptx, loc, facts)
         if "mbarrier" in ptx or "cp.async.bulk" in ptx or "wgmma" in ptx:
             # raw mbarrier / bulk-copy PTX: recorded, operands not tracked
-            op(ir.CALL, "asm", detail={"ptx": ptx[:200]})
+            op(ir.CALL, "asm")
             self._note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
 
     def _smem_address(self, node: cexpr.Node, ctx: Ctx, cursor):
@@ -85,7 +85,7 @@ class _AsmMixin:
 
     def _asm_smem_access(self, c, ctx: Ctx, ptx: str, loc, facts: ir.AsmFacts):
         """Raw `st.shared` / `ld.shared` / `ldmatrix` / `stmatrix`: an SMEM_ACCESS op whose
-        detail['addr'] is the address operand (`[%N]`) as an Expr."""
+        access facts' `addr` is the address operand (`[%N]`) as an Expr."""
         toks = tokens_of(c)
         colon = next((k for k, t in enumerate(toks) if t in (":", "::")), None)
         if colon is None:
@@ -116,7 +116,7 @@ class _AsmMixin:
         kind = "ldmatrix" if "ldmatrix" in ptx else "stmatrix" if "stmatrix" in ptx else (
             "st.shared" if re.search(r"\bst\.shared", ptx) else "ld.shared")
         self.emit(ir.Op(ir.SMEM_ACCESS, kind, loc, ctx.guard, ctx.loops, asm=facts,
-                        detail={"via": "asm", "addr": addr, "ptx": ptx[:200],
-                                "access": "read" if kind.startswith("ld") else "write"}), ctx)
+                        access=ir.AccessFacts("read" if kind.startswith("ld") else "write", via="asm",
+                                              addr=addr)), ctx)
 
     # ================================================================ emit

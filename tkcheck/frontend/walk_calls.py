@@ -10,7 +10,7 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType
 from .walk_env import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP
-from .walk_arith import _ArrVal, _TMEM_ACCESS_NAMES, convert_int, ir_spec_everyone_sync
+from .walk_arith import _ArrVal, _TMEM_ACCESS_NAMES, convert_int
 
 # TK's parameter types (include/ops/thread/util/{sync,tma}.cuh): init_semaphore(semaphore&, int
 # thread_count, int transaction_count), arrive(semaphore&, uint32_t count), expect_bytes(semaphore&,
@@ -95,7 +95,8 @@ class _CallsMixin:
                 out = E.binop("&", E.binop(">>", bf, E.binop("+", ring, E.Const(16 * n))), E.Const(1))
                 if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1:
                     # which bitfield / bit a wait's parity reads (phase reasoning across nested loops)
-                    self._phasebit_reads[out] = (args[0].segments[0].name, E.binop("+", ring, E.Const(16 * n)))
+                    self._phasebit_reads[out] = ir.PhasebitFacts(args[0].segments[0].name,
+                                                                 pos=E.binop("+", ring, E.Const(16 * n)))
                 return out
             return E.opaque("phasebit")
         if base == "update_phasebit" and len(args) == 2:
@@ -105,9 +106,9 @@ class _CallsMixin:
                 bit = cexpr.Value(E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n))))
                 self._assign(cexpr.Assign("^=", args[0], bit), ctx, cursor)
                 if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1 and cursor is not None:
-                    self.emit(ir.Op("phasebit_flip", "update_phasebit", loc_of(cursor, self.filename), ctx.guard,
-                                    ctx.loops, detail={"bitfield": args[0].segments[0].name,
-                                                       "pos": E.binop("+", ring, E.Const(16 * n))}), ctx)
+                    self.emit(ir.Op(ir.PHASEBIT_FLIP, "update_phasebit", loc_of(cursor, self.filename), ctx.guard,
+                                    ctx.loops, phasebit=ir.PhasebitFacts(args[0].segments[0].name,
+                                                                         pos=E.binop("+", ring, E.Const(16 * n)))), ctx)
             return None
         if base in ("ring_advance", "ring_retreat") and args:
             s = self._targ_int(btargs, ctx, 0)
@@ -123,7 +124,7 @@ class _CallsMixin:
             vals = [self.ev(a, ctx, cursor) for a in args[1:]]
             loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
             self.emit(ir.Op(ir.GLOBAL_SIGNAL, base, loc, ctx.guard, ctx.loops,
-                            detail={"sem": "relaxed", "ptx": cexpr.render(node)[:80]}), ctx)
+                            global_access=ir.GlobalAccessFacts("relaxed", cexpr.render(node)[:80])), ctx)
             return E.opaque(base)
         if base == "tkcheck_dispatch":
             return self._mk_dispatch_role(args[1:], ctx, cursor)
@@ -178,7 +179,7 @@ class _CallsMixin:
             return self._emit_clc(base, args, ctx, cursor, f"{qual}::{base}")
         if qparts[-1:] == ["pdl"] and base in K.PDL_OPS and not args:
             loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
-            op = ir.Op(ir.PDL, f"{qual}::{base}", loc, ctx.guard, ctx.loops, detail={"pdl": K.PDL_OPS[base]})
+            op = ir.Op(ir.PDL, f"{qual}::{base}", loc, ctx.guard, ctx.loops, pdl=K.PDL_OPS[base])
             if scope_warps is not None and scope_warps > 0:
                 op.scope = "warp" if scope_warps == 1 else ("warpgroup" if scope_warps == 4 else f"group<{scope_warps}>")
                 op.group_warps, op.issuers_per_group = scope_warps, 0
@@ -288,19 +289,16 @@ class _CallsMixin:
         ncta = ncta or self._targ_int(btargs, ctx, 0) or 1
         vals = [self.ev(a, ctx, cursor) for a in args]
         loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
-        op = ir.Op(ir.MBAR_ARRIVE, api, loc, ctx.guard, ctx.loops, scope="thread", count=E.Const(1),
-                   detail={"via": "tcgen05.commit", "ncta": ncta, "args_text": [cexpr.render(a) for a in args]})
+        op = ir.Op(ir.MBAR_ARRIVE, api, loc, ctx.guard, ctx.loops, scope="thread", count=E.Const(1))
         b = vals[0]
         if isinstance(b, _ArrVal):
             b = b.obj
         if isinstance(b, Obj) and b.kind in ("barrier", "struct", "buffer"):
             op.barrier = b.ref
         else:
-            op.detail["barrier_unknown"] = cexpr.render(args[0])
-        if ncta == 2:
-            op.detail["multicast"] = True
-            if len(vals) > 1 and isinstance(vals[1], Expr):
-                op.detail["mask"] = vals[1]
+            op.barrier_unknown = cexpr.render(args[0])
+        mask = vals[1] if ncta == 2 and len(vals) > 1 and isinstance(vals[1], Expr) else None
+        op.mbar = ir.BarrierFacts(tcgen05_commit=True, ncta=ncta, multicast=ncta == 2, mask=mask)
         self.emit(op, ctx)
         return None
 
@@ -311,15 +309,14 @@ class _CallsMixin:
         ncta = 2 if base.endswith("2") else (self._targ_int(btargs, ctx, 0) or 1)
         vals = [self.ev(a, ctx, cursor) for a in args[:2]]
         loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
-        op = ir.Op(ir.TMEM_OP, api, loc, ctx.guard, ctx.loops, scope="thread",
-                   detail={"tmem": "cp", "ncta": ncta, "args_text": [cexpr.render(a) for a in args]})
+        op = ir.Op(ir.TMEM_OP, api, loc, ctx.guard, ctx.loops, scope="thread", tmem=ir.TmemFacts("cp"))
         for v in vals:
             if isinstance(v, Obj):
                 op.operands = op.operands + (v.ref,)
         self.emit(op, ctx)
         if len(args) == 3:
             self._emit_tcgen05_commit(None, args[2:], ctx, cursor, api, ncta=ncta)
-            self.emit(ir.Op(ir.FENCE, api, loc, ctx.guard, ctx.loops, detail={"fence_kind": "tcgen05_before"}), ctx)
+            self.emit(ir.Op(ir.FENCE, api, loc, ctx.guard, ctx.loops, fence=ir.FenceFacts("tcgen05_before")), ctx)
         return None
 
     def _emit_clc(self, base, args, ctx: Ctx, cursor, api: str):
@@ -334,8 +331,7 @@ class _CallsMixin:
             return Rec({f: E.Var(f"clc:{name}.{f}#{E.fresh_number()}", E.PARAM) for f in ("success", "x", "y", "z")},
                        "clc::result")
         op = ir.Op(ir.TMA_LOAD, api, loc, ctx.guard, ctx.loops, scope="thread",
-                   bytes=E.Const(K.CLC_RESPONSE_BYTES),
-                   detail={"clc": True, "multicast": True, "args_text": [cexpr.render(a) for a in args]})
+                   bytes=E.Const(K.CLC_RESPONSE_BYTES), mbar=ir.BarrierFacts(clc=True, multicast=True))
         if vals and isinstance(vals[0], Obj):
             op.buffer = vals[0].ref
         b = vals[1] if len(vals) > 1 else None
@@ -344,7 +340,7 @@ class _CallsMixin:
         if isinstance(b, Obj) and b.kind in ("barrier", "struct", "buffer"):
             op.barrier = b.ref
         else:
-            op.detail["barrier_unknown"] = cexpr.render(args[1]) if len(args) > 1 else "?"
+            op.barrier_unknown = cexpr.render(args[1]) if len(args) > 1 else "?"
         self.emit(op, ctx)
         return None
 
@@ -358,7 +354,7 @@ class _CallsMixin:
             if isinstance(v, Obj) and v.kind == "barrier":
                 loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
                 self.emit(ir.Op(ir.CALL, what, loc, ctx.guard, ctx.loops, barrier=v.ref,
-                                detail={"unmodelled_barrier_use": True}), ctx)
+                                unmodelled_barrier_use=True), ctx)
 
     def _targ_int(self, targs, ctx, i) -> int | None:
         if not targs or len(targs) <= i:
@@ -441,7 +437,7 @@ class _CallsMixin:
                 return spec, "group", scope_warps
             return spec, "thread", 0
         if q == "everyone" and base == "sync":
-            return ir_spec_everyone_sync, "block", 0
+            return K.EVERYONE_SYNC, "block", 0
         if scope_warps is not None:
             if parts and parts[-1] == "tma" or "tma" in parts:
                 spec = K.GROUP_TMA_OPS.get(base)
@@ -457,10 +453,6 @@ class _CallsMixin:
         loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
         api = f"{qual}::{base}" if qual else base
         op = ir.Op(spec.kind, api, loc, ctx.guard, ctx.loops)
-        op.detail = dict(spec.detail)
-        op.detail["args_text"] = [cexpr.render(a) for a in args]
-        if spec.kind == ir.MMA:
-            op.mma = K.mma_facts(base, "wgmma")
         # scope: who issues the PTX
         if scope == "group":
             op.scope = "warp" if gwarps == 1 else ("warpgroup" if gwarps == 4 else f"group<{gwarps}>")
@@ -475,9 +467,18 @@ class _CallsMixin:
                 op.scope = "warp"
                 op.group_warps = 1
                 op.issuers_per_group = 1
-                op.detail["lane_guarded_semantics"] = True
         roles = list(spec.args)
         tiles = []
+        # the arguments' facts, by role
+        tx: Expr | None = None
+        mask: Expr | None = None
+        cta: Expr | None = None
+        mbar_cta: Expr | None = None
+        coord: tuple[Expr, ...] = ()
+        gl: Obj | None = None
+        transferred: Obj | None = None
+        reinterpreted: ir.TileType | None = None
+        mma_operands: dict[str, ir.MmaOperand] = {}
         # the C++ parameter types of TK's signatures: integral conversion of constants
         vals = [convert_int(v, _ROLE_TYPES.get((spec.kind, roles[i]))) if i < len(roles) else v
                 for i, v in enumerate(vals)]
@@ -492,16 +493,16 @@ class _CallsMixin:
                 if isinstance(v, Obj) and v.kind in ("barrier", "struct", "buffer"):
                     op.barrier = v.ref
                 else:
-                    op.detail["barrier_unknown"] = cexpr.render(args[i])
+                    op.barrier_unknown = cexpr.render(args[i])
             elif role == "mbar_cta":
                 if isinstance(v, Expr) and v.eval({}) != -1:
-                    op.detail["mbar_cta"] = v
+                    mbar_cta = v
             elif role in ("count", "tx", "bytes", "parity", "id", "mask", "cta"):
                 if isinstance(v, Expr):
                     if role == "count":
                         op.count = v
                     elif role == "tx":
-                        op.detail["tx"] = v
+                        tx = v
                     elif role == "bytes":
                         op.bytes = v
                     elif role == "parity":
@@ -509,46 +510,40 @@ class _CallsMixin:
                     elif role == "id":
                         op.sync_id = v
                     elif role == "mask":
-                        op.detail["mask"] = v
+                        mask = v
                     elif role == "cta":
-                        op.detail["cta"] = v
+                        cta = v
             elif role in ("dst", "src", "acc", "a", "b"):
                 if isinstance(v, Obj):
                     if role in ("dst", "src"):
                         op.buffer = v.ref
-                        op.detail["tile_type"] = v.type
-                        if v.reinterpreted_from is not None:
-                            op.detail["reinterpreted_from"] = v.reinterpreted_from
+                        transferred = v
+                        reinterpreted = v.reinterpreted_from or reinterpreted
+                    else:
+                        mma_operands[role] = ir.MmaOperand(v.kind, v.type, v.reinterpreted_from)
                     op.operands = op.operands + (v.ref,)
-                    op.detail[f"{role}_type"] = v.type
-                    op.detail[f"{role}_kind"] = v.kind
-                    if v.reinterpreted_from is not None:
-                        op.detail[f"{role}_reinterpreted_from"] = v.reinterpreted_from
             elif role == "coord":
                 items = v if isinstance(v, tuple) else (v,)
-                op.detail["coord"] = tuple(x if isinstance(x, Expr) else E.opaque("coord") for x in items)
+                coord = tuple(x if isinstance(x, Expr) else E.opaque("coord") for x in items)
             elif role == "gl":
                 if isinstance(v, Obj):
-                    op.detail["gl"] = v.ref.name
-                    op.detail["gl_type"] = v.type
+                    gl = v
         # derived numbers
         if spec.kind == ir.MBAR_INIT:
             count = op.count if op.count is not None else E.opaque("count")
-            tx = op.detail.get("tx", E.Const(0))
-            op.count = E.binop("+", count, tx)  # TK sums thread_count + transaction_count
+            op.count = E.binop("+", count, tx if tx is not None else E.Const(0))  # TK sums thread_count + transaction_count
         elif spec.kind == ir.MBAR_ARRIVE:
             if op.count is None:
-                op.count = E.Const(1) if len(vals) <= (1 if not op.detail.get("remote") else 2) else E.opaque("count")
-            if op.detail.get("and_wait"):
+                op.count = E.Const(1) if len(vals) <= (1 if not spec.remote else 2) else E.opaque("count")
+            if spec.and_wait:
                 op.parity = vals[1] if len(vals) > 1 and isinstance(vals[1], Expr) else None
                 op.count = E.Const(1)
         elif spec.kind == ir.MBAR_EXPECT:
-            op.detail["arrives"] = 1
             if base == "expect":
                 if tiles and isinstance(tiles[0], Expr) and "cluster" in (qual or ""):
                     # `tma::cluster::expect(bar, dst_cta, tiles...)` (TK before mid-2025): the
                     # arrive.expect_tx lands on CTA dst_cta's copy of the barrier
-                    op.detail["cta"] = tiles[0]
+                    cta = tiles[0]
                     tiles = tiles[1:]
                 total: Expr = E.Const(0)
                 for t in tiles:
@@ -558,42 +553,67 @@ class _CallsMixin:
                         break
                     total = E.binop("+", total, s)
                 op.bytes = total
-                op.detail["tiles"] = [str(t.ref) for t in tiles if isinstance(t, Obj)]
             elif op.bytes is None:
                 op.bytes = E.opaque("bytes")
         elif spec.kind in (ir.TMA_LOAD, ir.TMA_STORE):
-            t = op.detail.get("tile_type")
+            t = transferred.type if transferred is not None else None
             op.bytes = t.size_bytes() if isinstance(t, ir.TileType) else None
             if op.bytes is None:
                 op.bytes = E.opaque("tile bytes")
-            if spec.kind == ir.TMA_LOAD and "mask" in op.detail:
-                op.detail["multicast"] = True
         elif spec.kind in (ir.MMA_WAIT, ir.TMA_STORE_WAIT, ir.CP_ASYNC_WAIT):
             n = self._targ_int(btargs, ctx, 0)
             op.count = E.Const(n if n is not None else 0)
         elif spec.kind == ir.SETMAXNREG:
             n = self._targ_int(btargs, ctx, 0)
-            if n is None and "n" in op.detail:
-                n = op.detail["n"]
+            if n is None:
+                n = spec.registers
             op.count = E.Const(n) if n is not None else None
-        elif spec.kind == ir.SYNC:
-            sk = op.detail.get("sync_kind")
-            if sk == "group":
+        sync_kind = spec.sync_kind
+        if spec.kind == ir.SYNC:
+            if sync_kind == "group":
                 if base == "sync" and not args and gwarps == 1:
-                    op.detail["sync_kind"] = "warp"
+                    sync_kind = "warp"
                 else:
-                    op.detail["sync_kind"] = "named"
+                    sync_kind = "named"
                     op.count = E.Const(32 * gwarps) if gwarps and gwarps > 0 else None
                     if op.sync_id is None and btargs:
                         n = self._targ_int(btargs, ctx, 0)
                         op.sync_id = E.Const(n) if n is not None else None
-            elif sk == "block_named":
-                op.detail["sync_kind"] = "block"
+            elif sync_kind == "block_named":
+                sync_kind = "block"
                 op.count = self.model.block_threads
+        # the kind's facts
+        if spec.kind == ir.SYNC and sync_kind is not None:
+            op.sync = ir.SyncFacts(sync_kind, mask, syncthreads=spec.syncthreads,
+                                   everyone=spec.sync_kind == "block_named")
+        elif spec.kind == ir.FENCE and spec.fence_kind is not None:
+            op.fence = ir.FenceFacts(spec.fence_kind)
+        elif spec.kind == ir.TMEM_OP and spec.tmem is not None:
+            op.tmem = ir.TmemFacts(spec.tmem)
+        elif spec.kind == ir.MMA:
+            op.mma = K.mma_facts(base, "wgmma")
+            if op.mma is not None:
+                op.mma = replace(op.mma, acc=mma_operands.get("acc"), a=mma_operands.get("a"),
+                                 b=mma_operands.get("b"))
+        elif spec.kind == ir.SETMAXNREG:
+            op.increase = spec.increase
+        elif spec.kind == ir.TMA_STORE_WAIT:
+            op.read_only = spec.read_only
+        if spec.kind in (ir.TMA_LOAD, ir.TMA_STORE):
+            op.transfer = ir.TransferFacts(
+                tile_type=transferred.type if transferred is not None else None,
+                reinterpreted_from=reinterpreted,
+                coord=coord, gl=gl.ref.name if gl is not None else None, gl_type=gl.type if gl is not None else None,
+                proxy_fence=spec.proxy_fence)
+        if spec.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.MBAR_WAIT, ir.TMA_LOAD):
+            op.mbar = ir.BarrierFacts(remote=spec.remote, cta=cta, mbar_cta=mbar_cta, mask=mask,
+                                      multicast=spec.kind == ir.TMA_LOAD and mask is not None,
+                                      tcgen05_commit=spec.tcgen05_commit, and_wait=spec.and_wait)
         if spec.kind == ir.MBAR_ARRIVE and op.barrier is None and base == "arrive" and scope == "group" and vals \
                 and isinstance(vals[0], Expr):
             # group<N>::arrive(int id): a named-barrier arrive, not an mbarrier
             op.kind = ir.NAMED_ARRIVE
+            op.mbar = None
             op.sync_id = vals[0]
             op.count = E.Const(32 * gwarps) if gwarps and gwarps > 0 else None
         self.emit(op, ctx)
@@ -609,12 +629,12 @@ class _CallsMixin:
                     access = "zero" if i == 0 else access
                 if v.kind == "regtile":
                     op = ir.Op(ir.REG_ACCESS, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
-                               buffer=v.ref, detail={"access": access, "tile_type": v.type, "args_text": [cexpr.render(a) for a in node.args]})
+                               buffer=v.ref, access=ir.AccessFacts(access, tile_type=v.type))
                 else:
                     op = ir.Op(ir.SMEM_ACCESS, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
-                               buffer=v.ref, detail={"access": "write" if base == "store" else "read",
-                                                     "tile_type": v.type,
-                                                     "reinterpreted_from": v.reinterpreted_from})
+                               buffer=v.ref, access=ir.AccessFacts("write" if base == "store" else "read",
+                                                                   tile_type=v.type,
+                                                                   reinterpreted_from=v.reinterpreted_from))
                 if qual:
                     op.scope = qual.split("::")[-1]
                 self.emit(op, ctx)

@@ -23,7 +23,8 @@ class _ValuesMixin:
         self._order += 1
         op.order = self._order
         if op.kind == ir.MBAR_WAIT and op.parity is not None and op.parity in self._phasebit_reads:
-            op.detail.setdefault("phasebit", self._phasebit_reads[op.parity])
+            if op.phasebit is None:
+                op.phasebit = self._phasebit_reads[op.parity]
         op.callers = ctx.callers
         op.role_hint = ctx.role_hint
         self.model.ops.append(op)
@@ -115,7 +116,7 @@ class _ValuesMixin:
             # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory
             if cursor is not None:
                 self.emit(ir.Op(ir.GLOBAL_LOAD, "volatile load", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
-                                detail={"sem": "volatile", "ptx": cexpr.render(node)[:80]}), ctx)
+                                global_access=ir.GlobalAccessFacts("volatile", cexpr.render(node)[:80])), ctx)
             return E.opaque(cexpr.render(node)[:60])
         if op == "&" and isinstance(inner, cexpr.Index):
             # the address of an element is no access to it
@@ -574,7 +575,7 @@ class _ValuesMixin:
             return
         self.emit(ir.Op(ir.SMEM_ACCESS, "shared store" if access == "write" else "shared load",
                         loc_of(cursor, self.filename), ctx.guard, ctx.loops, buffer=v.ref,
-                        detail={"access": access, "via": "element", "tile_type": v.type}), ctx)
+                        access=ir.AccessFacts(access, via="element", tile_type=v.type)), ctx)
 
     def _note_phasebit_set(self, name, value, ctx: Ctx, cursor):
         """A phase bitfield (re)initialised to a constant: an op, so that phase
@@ -583,8 +584,8 @@ class _ValuesMixin:
             return
         if not isinstance(value, E.Const) or not isinstance(value.value, int) or isinstance(value.value, bool):
             return
-        self.emit(ir.Op("phasebit_set", "phasebit", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
-                        detail={"bitfield": name, "value": value.value}), ctx)
+        self.emit(ir.Op(ir.PHASEBIT_SET, "phasebit", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
+                        phasebit=ir.PhasebitFacts(name, value=value.value)), ctx)
 
 
 

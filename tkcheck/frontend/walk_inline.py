@@ -236,10 +236,9 @@ class _InlineMixin:
         if self.model is not None and len(self.model.ops) == before and not ctx.dry:
             loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
             self.emit(ir.Op(ir.CALL, f.name, loc, ctx.guard, ctx.loops,
-                            detail={"barrier_unknown": f"{f.name}(...) past the inlining bound",
-                                    "not_inlined": True}), ctx)
+                            barrier_unknown=f"{f.name}(...) past the inlining bound", not_inlined=True), ctx)
         elif self.model is not None and not ctx.dry:
-            self.model.ops[-1].detail["not_inlined"] = True
+            self.model.ops[-1].not_inlined = True
         return E.opaque(f.name)
 
     # -- the prototype protocol's builtins -----------------------------------

@@ -59,8 +59,7 @@ class _TmemMixin:
                 op = ir.Op(ir.TMEM_OP, f"{name}.tensor_allocator()", loc,
                            ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
                            ctx.loops, scope="warp", group_warps=1,
-                           detail={"tmem": "alloc", "allocator": name, "cols": cols, "ncta": ncta,
-                                   "managed": True})
+                           tmem=ir.TmemFacts("alloc", allocator=name, cols=cols, managed=True))
                 self.emit(op, ctx)
         return Obj("tmem_allocator", ir.Ref(name), None)
 
@@ -79,10 +78,10 @@ class _TmemMixin:
             op = ir.Op(ir.TMEM_OP, f"{base}<{nb}, {ncta}>", loc,
                        ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
                        ctx.loops, scope="warp", group_warps=1,
-                       detail={"tmem": "alloc", "allocator": name, "cols": cols, "ncta": ncta, "managed": False})
+                       tmem=ir.TmemFacts("alloc", allocator=name, cols=cols, managed=False))
             self.emit(op, ctx)
             self.emit(ir.Op(ir.SYNC, f"{base} (bar.sync 0)", loc, ctx.guard, ctx.loops, scope="block",
-                            detail={"sync_kind": "block"}), ctx)
+                            sync=ir.SyncFacts("block")), ctx)
         if base == "allocate_tmem":
             t = ir.TileType("tt", f"tmem<float, 128, {cols}>", "float", 4, E.Const(128), E.Const(cols))
             return ("tmem_tile", name, t, E.Const(0), E.Const(0))
@@ -109,9 +108,9 @@ class _TmemMixin:
             vals = [self.ev(a, ctx, cursor) for a in args]
             loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
             op = ir.Op(ir.TMEM_OP, f"{name}.{mname}", loc, ctx.guard, ctx.loops, scope="warp", group_warps=1,
-                       detail={"tmem": "alloc" if mname == "provision" else "dealloc", "allocator": name,
-                               "cols": alloc.cols if alloc else None, "ncta": alloc.ncta if alloc else None,
-                               "managed": alloc.managed if alloc else None})
+                       tmem=ir.TmemFacts("alloc" if mname == "provision" else "dealloc", allocator=name,
+                                         cols=alloc.cols if alloc else None,
+                                         managed=alloc.managed if alloc else None))
             self.emit(op, ctx)
             return None
         for a in args:
@@ -166,7 +165,6 @@ class _TmemMixin:
         loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
         store = base.startswith("store")
         tm = vals[0] if store else vals[1]
-        reg = vals[1] if store else vals[0]
         if not (isinstance(tm, Obj) and tm.kind == "tmem"):
             return None
         warps = scope_warps if scope_warps is not None else 1   # unqualified: TK's legacy warp scope
@@ -175,10 +173,8 @@ class _TmemMixin:
         op.scope = "warp" if warps == 1 else ("warpgroup" if warps == 4 else f"group<{warps}>")
         op.group_warps = warps if warps and warps > 0 else 0
         op.issuers_per_group = 0     # tcgen05.ld/st are .sync.aligned: every thread of each warp
-        lane, col = tm.tmem_offset or (E.Const(0), E.Const(0))
-        op.detail = {"tmem": "store" if store else "load", "tile_type": tm.type, "lane_off": lane,
-                     "col_off": col, "args_text": [cexpr.render(a) for a in args],
-                     "reg": reg.ref if isinstance(reg, Obj) else None}
+        lane, _ = tm.tmem_offset or (E.Const(0), E.Const(0))
+        op.tmem = ir.TmemFacts("store" if store else "load", tile_type=tm.type, lane_off=lane)
         self.emit(op, ctx)
         return None
 
@@ -190,25 +186,23 @@ class _TmemMixin:
         vals = [self.ev(a, ctx, cursor) for a in args]
         loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
         op = ir.Op(ir.MMA, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops, scope="thread")
-        op.detail = {"args_text": [cexpr.render(a) for a in args]}
+        operands: dict[str, ir.MmaOperand] = {}
         for role, v in zip(("acc", "a", "b"), vals[:3]):
             if isinstance(v, Obj):
                 op.operands = op.operands + (v.ref,)
-                op.detail[f"{role}_type"] = v.type
-                op.detail[f"{role}_kind"] = v.kind
-                if v.kind == "tmem":
-                    op.detail[f"{role}_tmem_offset"] = v.tmem_offset or (E.Const(0), E.Const(0))
+                # (a reinterpreted view is not recorded: the wgmma descriptor proofs do not apply)
+                operands[role] = ir.MmaOperand(v.kind, v.type)
         last = vals[-1] if len(vals) >= 4 else None
         commit = None
         committed = isinstance(last, Obj) and last.kind == "barrier"
         op.mma = K.mma_facts(base, "tcgen05", last.ref if committed else None)
+        op.mma = replace(op.mma, acc=operands.get("acc"), a=operands.get("a"), b=operands.get("b"))
         ncta = op.mma.ncta
         if committed:
             # the overload with a semaphore runs detail::tcgen05::commit<ncta>(sem) after the MMA:
             # one arrive (multicast to both CTAs of the pair for cta_group::2), like tensor_commit
             commit = ir.Op(ir.MBAR_ARRIVE, op.api, loc, ctx.guard, ctx.loops, scope="thread", barrier=last.ref,
-                           count=E.Const(1), detail={"via": "tcgen05.commit", "ncta": ncta, "of_mma": True,
-                                                     "args_text": op.detail["args_text"]})
+                           count=E.Const(1), mbar=ir.BarrierFacts(tcgen05_commit=True, ncta=ncta, of_mma=True))
         if group_warps:
             for o in (op, commit):
                 if o is not None:

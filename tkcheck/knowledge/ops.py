@@ -18,7 +18,7 @@ entries whose meaning depends on that.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import ir
 
@@ -28,9 +28,21 @@ class OpSpec:
     kind: str
     # positional argument roles, in order. '*tiles' consumes the rest.
     args: tuple[str, ...] = ()
-    detail: tuple[tuple[str, object], ...] = ()
     group_elects: bool = True         # group-scoped spelling: one lane per group issues
     tma_lane_guarded: bool = False    # old TK: the thread-scope spelling guarded lane 0 itself
+    # what the name fixes of its kind's facts (ir.SyncFacts, ir.FenceFacts, ...):
+    sync_kind: str | None = None      # SYNC: block | warp | cluster | ...; group (named or warp by
+    #                                   its arguments), block_named (everyone::sync(id))
+    syncthreads: bool = False         # SYNC: CUDA's __syncthreads (barrier 0)
+    fence_kind: str | None = None     # FENCE
+    tmem: str | None = None           # TMEM_OP: the action
+    tcgen05_commit: bool = False      # MBAR_ARRIVE by tcgen05.commit
+    remote: bool = False              # MBAR_ARRIVE / TMA_LOAD on another CTA's barrier
+    and_wait: bool = False            # MBAR_ARRIVE then wait
+    proxy_fence: bool = False         # TMA_STORE: TK fences the async proxy before the copy
+    read_only: bool = False           # TMA_STORE_WAIT: waits for the reads only
+    increase: bool | None = None      # SETMAXNREG: .inc / .dec
+    registers: int | None = None      # SETMAXNREG: the count the name fixes
 
 
 # Base names valid at thread scope ('' or 'kittens' qualifier, or 'tma').
@@ -40,21 +52,21 @@ THREAD_OPS: dict[str, OpSpec] = {
     "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "count")),
     "wait": OpSpec(ir.MBAR_WAIT, ("barrier", "parity")),
     "careful_wait": OpSpec(ir.MBAR_WAIT, ("barrier", "parity")),
-    "arrive_and_wait": OpSpec(ir.MBAR_ARRIVE, ("barrier", "parity"), (("and_wait", True),)),
-    "__syncthreads": OpSpec(ir.SYNC, (), (("sync_kind", "block"),)),
-    "__syncwarp": OpSpec(ir.SYNC, ("mask",), (("sync_kind", "warp"),)),
-    "tensor_commit": OpSpec(ir.MBAR_ARRIVE, ("barrier",), (("via", "tcgen05.commit"),)),
-    "tensor_before_thread_sync": OpSpec(ir.FENCE, (), (("fence_kind", "tcgen05_before"),)),
-    "tensor_after_thread_sync": OpSpec(ir.FENCE, (), (("fence_kind", "tcgen05_after"),)),
-    "tensor_load_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_ld"),)),
-    "tm_load_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_ld"),)),        # TK of early 2025
-    "tm_store_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_st"),)),
-    "tensor_store_wait": OpSpec(ir.TMEM_OP, (), (("tmem", "wait_st"),)),
+    "arrive_and_wait": OpSpec(ir.MBAR_ARRIVE, ("barrier", "parity"), and_wait=True),
+    "__syncthreads": OpSpec(ir.SYNC, (), sync_kind="block", syncthreads=True),
+    "__syncwarp": OpSpec(ir.SYNC, ("mask",), sync_kind="warp"),
+    "tensor_commit": OpSpec(ir.MBAR_ARRIVE, ("barrier",), tcgen05_commit=True),
+    "tensor_before_thread_sync": OpSpec(ir.FENCE, (), fence_kind="tcgen05_before"),
+    "tensor_after_thread_sync": OpSpec(ir.FENCE, (), fence_kind="tcgen05_after"),
+    "tensor_load_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_ld"),
+    "tm_load_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_ld"),        # TK of early 2025
+    "tm_store_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_st"),
+    "tensor_store_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_st"),
     "load_async_wait": OpSpec(ir.CP_ASYNC_WAIT, ()),
     # CUDA memory fences: __threadfence() is fence.sc.gpu (membar.gl), a release+acquire at gpu scope
-    "__threadfence": OpSpec(ir.FENCE, (), (("fence_kind", "membar_gl"),)),
-    "__threadfence_system": OpSpec(ir.FENCE, (), (("fence_kind", "membar_sys"),)),
-    "__threadfence_block": OpSpec(ir.FENCE, (), (("fence_kind", "membar_cta"),)),
+    "__threadfence": OpSpec(ir.FENCE, (), fence_kind="membar_gl"),
+    "__threadfence_system": OpSpec(ir.FENCE, (), fence_kind="membar_sys"),
+    "__threadfence_block": OpSpec(ir.FENCE, (), fence_kind="membar_cta"),
 }
 
 # CUDA atomics (relaxed, gpu scope; `_system` variants system scope): on a global counter they are
@@ -62,6 +74,9 @@ THREAD_OPS: dict[str, OpSpec] = {
 CUDA_ATOMICS = ("atomicAdd", "atomicSub", "atomicExch", "atomicInc", "atomicDec", "atomicOr", "atomicAnd",
                 "atomicXor", "atomicMax", "atomicMin", "atomicCAS", "atomicAdd_system", "atomicExch_system",
                 "atomicAdd_block")
+
+# TK's expects are mbarrier.arrive.expect_tx: each also arrives once
+EXPECT_ARRIVALS = 1
 
 # Base names under `tma::` (and `tma::cluster::`).
 TMA_OPS: dict[str, OpSpec] = {
@@ -72,18 +87,15 @@ TMA_OPS: dict[str, OpSpec] = {
     "load_async": OpSpec(ir.TMA_LOAD, ("dst", "gl", "coord", "barrier", "mask", "mbar_cta"), tma_lane_guarded=True),
     "prefetch": OpSpec(ir.CALL, ("dst", "gl", "coord")),
     # TK's store_*async issue `fence.proxy.async.shared::cta` in the issuing thread right before
-    # the bulk copy (checked in the PTX of a TK build): detail proxy_fence
-    "store_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("proxy_fence", True),), tma_lane_guarded=True),
-    "store_add_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "add"), ("proxy_fence", True)),
-                              tma_lane_guarded=True),
-    "store_min_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "min"), ("proxy_fence", True)),
-                              tma_lane_guarded=True),
-    "store_max_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), (("reduce", "max"), ("proxy_fence", True)),
-                              tma_lane_guarded=True),
+    # the bulk copy (checked in the PTX of a TK build): proxy_fence
+    "store_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), proxy_fence=True, tma_lane_guarded=True),
+    "store_add_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), proxy_fence=True, tma_lane_guarded=True),
+    "store_min_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), proxy_fence=True, tma_lane_guarded=True),
+    "store_max_async": OpSpec(ir.TMA_STORE, ("gl", "src", "coord"), proxy_fence=True, tma_lane_guarded=True),
     "store_commit_group": OpSpec(ir.TMA_STORE_COMMIT, ()),
-    "store_async_wait": OpSpec(ir.TMA_STORE_WAIT, (), (("read_only", False),)),
-    "store_async_read_wait": OpSpec(ir.TMA_STORE_WAIT, (), (("read_only", True),)),
-    "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "cta", "count"), (("remote", True),)),
+    "store_async_wait": OpSpec(ir.TMA_STORE_WAIT, ()),
+    "store_async_read_wait": OpSpec(ir.TMA_STORE_WAIT, (), read_only=True),
+    "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "cta", "count"), remote=True),
 }
 
 # tcgen05 completion and cluster launch control (TK ops/thread/mma/tcgen05.cuh, ops/thread/util/util.cuh):
@@ -91,7 +103,7 @@ TMA_OPS: dict[str, OpSpec] = {
 # semaphore run: tcgen05.commit.cta_group::ncta.mbarrier::arrive::one, multicast to both CTAs of
 # the pair (mask 0b11) for ncta == 2; one arrival on each CTA's copy once the issuing thread's
 # earlier tcgen05 operations complete.
-TCGEN05_COMMIT = OpSpec(ir.MBAR_ARRIVE, ("barrier", "mask"), (("via", "tcgen05.commit"),))
+TCGEN05_COMMIT = OpSpec(ir.MBAR_ARRIVE, ("barrier", "mask"), tcgen05_commit=True)
 # `clc::schedule(handle, sem)`: clusterlaunchcontrol.try_cancel.async ... mbarrier::complete_tx::bytes
 # .multicast::cluster::all.b128: the 16-byte response lands in every CTA of the cluster and completes
 # 16 tx bytes on each CTA's `sem`, which each CTA expects itself (tma::cluster::expect_bytes).
@@ -103,40 +115,41 @@ PDL_OPS = {"arrive": "launch_dependents", "wait": "wait"}
 # mbarrier `sem` (same address there): a delivery to a barrier of another CTA, not a bulk store
 # with a commit group.
 CLUSTER_COPY_OPS: dict[int, OpSpec] = {
-    4: OpSpec(ir.TMA_LOAD, ("dst", "src", "cta", "barrier"), (("remote", True), ("dsmem", True)),
-              tma_lane_guarded=True),
-    5: OpSpec(ir.TMA_LOAD, ("dst", "src", "cta", "bytes", "barrier"), (("remote", True), ("dsmem", True)),
-              tma_lane_guarded=True),
+    4: OpSpec(ir.TMA_LOAD, ("dst", "src", "cta", "barrier"), remote=True, tma_lane_guarded=True),
+    5: OpSpec(ir.TMA_LOAD, ("dst", "src", "cta", "bytes", "barrier"), remote=True, tma_lane_guarded=True),
 }
+
+# `everyone::sync(id)`: bar.sync id over every thread of the block
+EVERYONE_SYNC = OpSpec(ir.SYNC, ("id",), sync_kind="block_named", group_elects=False)
 
 # Cluster-wide barriers: `everyone::tma::cluster::sync()`, `tma::cluster::sync()`...
 CLUSTER_OPS: dict[str, OpSpec] = {
-    "sync": OpSpec(ir.SYNC, (), (("sync_kind", "cluster"),)),
-    "arrive": OpSpec(ir.SYNC, (), (("sync_kind", "cluster_arrive"),)),
-    "arrive_aligned": OpSpec(ir.SYNC, (), (("sync_kind", "cluster_arrive"),)),
-    "wait": OpSpec(ir.SYNC, (), (("sync_kind", "cluster_wait"),)),
-    "wait_aligned": OpSpec(ir.SYNC, (), (("sync_kind", "cluster_wait"),)),
+    "sync": OpSpec(ir.SYNC, (), sync_kind="cluster"),
+    "arrive": OpSpec(ir.SYNC, (), sync_kind="cluster_arrive"),
+    "arrive_aligned": OpSpec(ir.SYNC, (), sync_kind="cluster_arrive"),
+    "wait": OpSpec(ir.SYNC, (), sync_kind="cluster_wait"),
+    "wait_aligned": OpSpec(ir.SYNC, (), sync_kind="cluster_wait"),
 }
 
 # Base names under a group scope (`warp::`, `warpgroup::`, `group<N>::`).
 GROUP_OPS: dict[str, OpSpec] = {
-    "sync": OpSpec(ir.SYNC, ("id",), (("sync_kind", "group"),), group_elects=False),
+    "sync": OpSpec(ir.SYNC, ("id",), sync_kind="group", group_elects=False),
     "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "count")),           # semaphore: lane 0 of the group
     "init_semaphore": OpSpec(ir.MBAR_INIT, ("barrier", "count", "tx")),
-    "increase_registers": OpSpec(ir.SETMAXNREG, (), (("inc", True),), group_elects=False),
-    "decrease_registers": OpSpec(ir.SETMAXNREG, (), (("inc", False),), group_elects=False),
-    "producer_registers": OpSpec(ir.SETMAXNREG, (), (("inc", False), ("n", 24)), group_elects=False),
-    "consumer_registers": OpSpec(ir.SETMAXNREG, (), (("inc", True),), group_elects=False),
+    "increase_registers": OpSpec(ir.SETMAXNREG, (), increase=True, group_elects=False),
+    "decrease_registers": OpSpec(ir.SETMAXNREG, (), increase=False, group_elects=False),
+    "producer_registers": OpSpec(ir.SETMAXNREG, (), increase=False, registers=24, group_elects=False),
+    "consumer_registers": OpSpec(ir.SETMAXNREG, (), increase=True, group_elects=False),
     # TK's warpgroup mma_*/mm_* call mma_fence() by default: wgmma.fence + fence.proxy.async.shared::cta
-    # in every thread of the warpgroup before the wgmma (detail proxy_fence)
-    "mma_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
-    "mma_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
-    "mma_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
-    "mma_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
-    "mm_AB": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
-    "mm_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
-    "mm_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
-    "mm_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), (("proxy_fence", True),), group_elects=False),
+    # in every thread of the warpgroup before the wgmma (the checks take any wgmma as fenced)
+    "mma_AB": OpSpec(ir.MMA, ("acc", "a", "b"), group_elects=False),
+    "mma_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), group_elects=False),
+    "mma_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), group_elects=False),
+    "mma_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), group_elects=False),
+    "mm_AB": OpSpec(ir.MMA, ("acc", "a", "b"), group_elects=False),
+    "mm_ABt": OpSpec(ir.MMA, ("acc", "a", "b"), group_elects=False),
+    "mm_AtB": OpSpec(ir.MMA, ("acc", "a", "b"), group_elects=False),
+    "mm_AtBt": OpSpec(ir.MMA, ("acc", "a", "b"), group_elects=False),
     "mma_async_wait": OpSpec(ir.MMA_WAIT, (), group_elects=False),
     "mma_commit_group": OpSpec(ir.MMA_COMMIT, (), group_elects=False),
     "mma_fence": OpSpec(ir.MMA_FENCE, ("acc",), group_elects=False),
@@ -180,13 +193,13 @@ def classify_ptx(ptx: str) -> ir.AsmFacts:
     """The facts of one asm statement's PTX text (its strings, joined)."""
     shown = _PTX_SHOWN.search(ptx)
     return ir.AsmFacts(async_mma=_PTX_ASYNC_MMA.search(ptx) is not None, arrives=_PTX_ARRIVE.search(ptx) is not None,
-                       expects_tx=_PTX_EXPECT_TX.search(ptx) is not None,
+                       expects_tx=_PTX_EXPECT_TX.search(ptx) is not None, mbarrier="mbarrier" in ptx,
                        instruction=shown.group(1) if shown else None)
 
 
 # `group<N>::tma::...` — the group versions elect lane 0 of the group.
 GROUP_TMA_OPS: dict[str, OpSpec] = {
-    k: OpSpec(v.kind, v.args, v.detail, True, False) for k, v in TMA_OPS.items()
+    k: replace(v, group_elects=True, tma_lane_guarded=False) for k, v in TMA_OPS.items()
 }
 
 # Register / shared-tile operations that touch a register tile (accumulator).

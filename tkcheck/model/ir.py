@@ -200,6 +200,14 @@ class Guard:
 # rules read these fields, never the spelled name (`Op.api` is the text messages show).
 
 @dataclass(frozen=True)
+class MmaOperand:
+    """One operand of an MMA (`acc`, `a`, `b`) as the front end resolved it."""
+    kind: str                         # what the argument is: regtile | buffer | tmem | ...
+    type: TileType | None = None
+    reinterpreted_from: TileType | None = None   # a shared tile viewed as another tile type
+
+
+@dataclass(frozen=True)
 class MmaFacts:
     """A tensor-core MMA: a Hopper wgmma (`warpgroup::mma_ABt`) or a Blackwell tcgen05 MMA
     (`mm2_AB`, `mma<ta, tb>`)."""
@@ -211,6 +219,17 @@ class MmaFacts:
     transpose_a: bool | None = None
     transpose_b: bool | None = None
     commit_barrier: Ref | None = None  # tcgen05 overloads with a semaphore: committed to it after
+    acc: MmaOperand | None = None     # None: the argument is not a known object
+    a: MmaOperand | None = None
+    b: MmaOperand | None = None
+
+    def operand(self, role: str) -> MmaOperand | None:
+        return {"acc": self.acc, "a": self.a, "b": self.b}[role]
+
+    def kind_of(self, role: str) -> str | None:
+        """What the `role` argument is (regtile, buffer, tmem, ...); None: not a known object."""
+        o = self.operand(role)
+        return o.kind if o is not None else None
 
 
 @dataclass(frozen=True)
@@ -219,41 +238,125 @@ class AsmFacts:
     async_mma: bool = False           # wgmma.mma_async / tcgen05.mma
     arrives: bool = False             # mbarrier.arrive*
     expects_tx: bool = False          # mbarrier[.arrive].expect_tx
+    mbarrier: bool = False            # names an mbarrier at all (its operands are not tracked)
     instruction: str | None = None    # the mbarrier / bulk-copy / MMA / proxy-fence instruction it names
+
+
+@dataclass(frozen=True)
+class SyncFacts:
+    """A SYNC: which barrier it waits at."""
+    kind: str                         # block | named | warp | cluster | cluster_arrive | cluster_wait
+    mask: Expr | None = None          # __syncwarp(mask)
+    # the block-wide barriers the checks pair across sites: CUDA's __syncthreads() (barrier 0)
+    # and TK's everyone::sync(id) (barrier `sync_id`); a block sync that is neither (the
+    # bar.sync 0 inside a TMEM allocation) is not paired
+    syncthreads: bool = False
+    everyone: bool = False
+
+
+@dataclass(frozen=True)
+class FenceFacts:
+    """A FENCE: proxy_async | tcgen05_before | tcgen05_after | mbarrier_init | membar_gl |
+    membar_sys | membar_cta | membar_cluster."""
+    kind: str
+
+
+@dataclass(frozen=True)
+class BarrierFacts:
+    """Where an mbarrier op (arrive, expect, wait) or a delivery to a barrier (TMA load, CLC
+    response) lands, and how it completes."""
+    remote: bool = False              # tma::cluster::arrive / a DSMEM copy: another CTA's barrier
+    cta: Expr | None = None           # the CTA whose copy of the barrier it names
+    mbar_cta: Expr | None = None      # cta_group::2 loads: the CTA whose barrier the bytes complete on
+    mask: Expr | None = None          # multicast mask (TMA load, tcgen05.commit of a CTA pair)
+    multicast: bool = False
+    tcgen05_commit: bool = False      # an arrive by tcgen05.commit (when earlier tcgen05 ops complete)
+    ncta: int | None = None           # tcgen05.commit's cta_group
+    of_mma: bool = False              # the commit of an MMA overload with a semaphore
+    and_wait: bool = False            # arrive_and_wait
+    clc: bool = False                 # the 16-byte response of a cluster launch control request
+
+
+@dataclass(frozen=True)
+class TransferFacts:
+    """A TMA copy (TMA_LOAD / TMA_STORE): the shared tile and the global layout."""
+    tile_type: TileType | None = None
+    reinterpreted_from: TileType | None = None
+    coord: tuple[Expr, ...] = ()
+    gl: str | None = None             # the global layout's name
+    gl_type: TileType | None = None
+    proxy_fence: bool = False         # TK fences the async proxy in the issuing thread first
+
+
+@dataclass(frozen=True)
+class AccessFacts:
+    """A REG_ACCESS / SMEM_ACCESS."""
+    mode: str                         # read | write | zero
+    via: str | None = None            # element (a scalar of a shared array) | asm (address math)
+    tile_type: TileType | None = None
+    reinterpreted_from: TileType | None = None
+    addr: Expr | None = None          # via asm: the address operand
+
+
+@dataclass(frozen=True)
+class TmemFacts:
+    """A TMEM_OP."""
+    action: str                       # alloc | dealloc | load | store | wait_ld | wait_st | cp
+    allocator: str | None = None      # alloc / dealloc: the allocator's name
+    cols: int | None = None           # alloc: its columns
+    managed: bool | None = None       # alloc by a managed allocator's constructor (freed by its destructor)
+    tile_type: TileType | None = None  # load / store: the accessed tt
+    lane_off: Expr | None = None      # load / store: the lane offset from the tile's element base
+
+
+@dataclass(frozen=True)
+class GlobalAccessFacts:
+    """A GLOBAL_SIGNAL / GLOBAL_LOAD: its memory-order semantics."""
+    sem: str                          # relaxed | release | acq_rel | acquire | weak | volatile
+    text: str | None = None           # the instruction as written (for messages)
+
+
+@dataclass(frozen=True)
+class PhasebitFacts:
+    """TK's phase bitfield: set to a constant (`phasebit_set`), a bit flipped (`phasebit_flip`,
+    `update_phasebit`), or the bit a wait's parity reads (`get_phasebit`, on MBAR_WAIT)."""
+    bitfield: str
+    pos: Expr | None = None           # flip / read: the bit position
+    value: int | None = None          # set: the constant
 
 
 # ------------------------------------------------------------------ ops ----
 
 # Op kinds. Every kind's operands are documented where the front end creates it
 # (tkcheck/knowledge/ops.py holds the table from API spellings to kinds).
-MBAR_INIT = "mbar_init"         # barrier, count (arrivals), tx
-MBAR_ARRIVE = "mbar_arrive"     # barrier, count (arrivals per issuing thread), remote
-MBAR_EXPECT = "mbar_expect"     # barrier, bytes (tx per issuing thread), arrives (0/1)
+MBAR_INIT = "mbar_init"         # barrier, count (arrivals + tx count, as TK sums them)
+MBAR_ARRIVE = "mbar_arrive"     # barrier, count (arrivals per issuing thread), mbar
+MBAR_EXPECT = "mbar_expect"     # barrier, bytes (tx per issuing thread); arrives once (arrive.expect_tx)
 MBAR_WAIT = "mbar_wait"         # barrier, parity
-TMA_LOAD = "tma_load"           # dst buffer, src gl, bytes, barrier
-TMA_STORE = "tma_store"         # dst gl, src buffer, bytes
+TMA_LOAD = "tma_load"           # buffer (dst), bytes, barrier, transfer, mbar
+TMA_STORE = "tma_store"         # buffer (src), bytes, transfer
 TMA_STORE_COMMIT = "tma_store_commit"
-TMA_STORE_WAIT = "tma_store_wait"   # n, read_only
+TMA_STORE_WAIT = "tma_store_wait"   # count (wait<N>), read_only
 CP_ASYNC = "cp_async"           # non-bulk async copy
 CP_ASYNC_WAIT = "cp_async_wait"
-MMA = "mma"                     # acc, a, b, api
+MMA = "mma"                     # operands (acc, a, b), mma
 MMA_COMMIT = "mma_commit"
 MMA_WAIT = "mma_wait"           # n
 MMA_FENCE = "mma_fence"
-SYNC = "sync"                   # sync_kind: block | named | group | warp | cluster; id, count
+SYNC = "sync"                   # sync (SyncFacts); sync_id, count
 NAMED_ARRIVE = "named_arrive"   # bar.arrive id, count
-FENCE = "fence"                 # fence_kind: proxy_async | tcgen05_before | tcgen05_after | membar_* | cluster
-SETMAXNREG = "setmaxnreg"       # inc (bool), n
-REG_ACCESS = "reg_access"       # tile, access: read | write | zero
-SMEM_ACCESS = "smem_access"     # buffer, access: read | write, via (store/load/raw)
-GLOBAL_SIGNAL = "global_signal"  # atomic/red on global memory: sem (relaxed/release/acquire)
-GLOBAL_LOAD = "global_load"      # a load of global memory in inline PTX: sem (weak/volatile/relaxed/acquire)
-TMEM_OP = "tmem_op"             # detail tmem: alloc | dealloc | load | store | wait_ld | wait_st
-#                                 load/store: operands (tile Ref), detail tile_type (the accessed
-#                                 tt), lane_off / col_off (Exprs, 32-bit columns, from the tile's
-#                                 element base), group_warps; alloc/dealloc: detail allocator
-PDL = "pdl"                     # detail pdl: wait (griddepcontrol.wait: the previous grid's results
+FENCE = "fence"                 # fence (FenceFacts)
+SETMAXNREG = "setmaxnreg"       # increase, count (registers)
+REG_ACCESS = "reg_access"       # buffer (the tile), access (AccessFacts)
+SMEM_ACCESS = "smem_access"     # buffer, access (AccessFacts)
+GLOBAL_SIGNAL = "global_signal"  # atomic/red on global memory: global_access
+GLOBAL_LOAD = "global_load"      # a load of global memory in inline PTX or volatile: global_access
+TMEM_OP = "tmem_op"             # tmem (TmemFacts): alloc | dealloc | load | store | wait_ld | wait_st | cp;
+#                                 load/store: operands (tile Ref), group_warps
+PDL = "pdl"                     # pdl: wait (griddepcontrol.wait: the previous grid's results
 #                                 are visible after it) | launch_dependents (the next grid may start)
+PHASEBIT_SET = "phasebit_set"   # a phase bitfield set to a constant: phasebit (bitfield, value)
+PHASEBIT_FLIP = "phasebit_flip"  # update_phasebit: phasebit (bitfield, pos)
 EXIT = "exit"                   # return from the kernel (early exit)
 CALL = "call"                   # a call the front end recognised but does not model
 
@@ -275,12 +378,42 @@ class Op:
     bytes: Expr | None = None         # tx bytes (expect) or bytes delivered (load/store)
     parity: Expr | None = None
     sync_id: Expr | None = None
-    detail: dict = field(default_factory=dict)
-    mma: MmaFacts | None = None       # MMA ops
-    asm: AsmFacts | None = None       # ops written as inline PTX
+    # the facts of each kind (None on ops of other kinds), filled once by the front end
+    mma: MmaFacts | None = None       # MMA
+    asm: AsmFacts | None = None       # any op written as inline PTX
+    sync: SyncFacts | None = None     # SYNC
+    fence: FenceFacts | None = None   # FENCE
+    mbar: BarrierFacts | None = None  # MBAR_ARRIVE, MBAR_EXPECT, MBAR_WAIT, TMA_LOAD
+    transfer: TransferFacts | None = None  # TMA_LOAD, TMA_STORE
+    access: AccessFacts | None = None  # REG_ACCESS, SMEM_ACCESS
+    tmem: TmemFacts | None = None     # TMEM_OP
+    global_access: GlobalAccessFacts | None = None  # GLOBAL_SIGNAL, GLOBAL_LOAD
+    phasebit: PhasebitFacts | None = None  # phasebit_set, phasebit_flip, MBAR_WAIT
+    increase: bool | None = None      # SETMAXNREG: .inc (else .dec)
+    read_only: bool = False           # TMA_STORE_WAIT: store_async_read_wait (reads done, not writes)
+    pdl: str | None = None            # PDL: wait | launch_dependents
+    # the op names a barrier the front end could not resolve (the argument's text): its counts
+    # and phases are not known
+    barrier_unknown: str | None = None
+    # CALL: a call tkcheck does not model received this barrier (it may arrive, wait, re-init)
+    unmodelled_barrier_use: bool = False
+    not_inlined: bool = False         # CALL: a user function past the inlining bound
     order: int = 0                    # program order within the kernel (source walk order)
     callers: tuple[Location, ...] = ()  # inlining chain: user device functions / callbacks
     role_hint: str | None = None      # lcf: producer / consumer (which template branch)
+
+    # the kind facts most queries test, None on ops of other kinds
+    @property
+    def sync_kind(self) -> str | None:
+        return self.sync.kind if self.sync is not None else None
+
+    @property
+    def fence_kind(self) -> str | None:
+        return self.fence.kind if self.fence is not None else None
+
+    @property
+    def access_mode(self) -> str | None:
+        return self.access.mode if self.access is not None else None
 
     def describe(self) -> str:
         what = self.barrier or self.buffer
