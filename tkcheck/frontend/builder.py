@@ -154,7 +154,10 @@ class ModelBuilder:
         return self.parsed.is_user_file(f.name)
 
     def _collect(self):
-        for c in self.tu.cursor.get_children():
+        # the top-level declarations, listed once: listing a TU's children costs a libclang
+        # callback per declaration of every header, and whole-file facts need them again
+        self._top_level = list(self.tu.cursor.get_children())
+        for c in self._top_level:
             self._collect_decl(c, self.globals_env, top=True)
         # a struct handed to a prototype template's kernel or launcher (`lcsc::launch_kernel<config,
         # globals, S>`, `lcf::kernel<S>`) is a kernel too, whatever members it has
@@ -291,8 +294,14 @@ class ModelBuilder:
         template protocols: a constant assigned to one sets its bits."""
         if getattr(self, "_phase_bitfields", None) is None:
             from ..knowledge import protocols
-            mine = [c for c in self.tu.cursor.get_children()
-                    if c.location.file is not None and _same_file(c.location.file.name, self.abs_path)]
+            # a system header (tkcheck's model, the CUDA and TK headers) is never the main file:
+            # that test is cheap, asking each declaration for its file is not
+            mine = []
+            for c in self._top_level:
+                loc = c.location
+                if not loc.is_in_system_header and loc.file is not None \
+                        and _same_file(loc.file.name, self.abs_path):
+                    mine.append(c)
             self._phase_bitfields = phasebit_names(mine) | protocols.PHASE_BITFIELDS
         return self._phase_bitfields
 
