@@ -27,10 +27,10 @@ from .lexer import lex
 from .walk_env import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
 from .walk_types import _TypesMixin
 from .walk_statements import _StatementsMixin
-from .walk_asm import _AsmMixin
+from .walk_asm import AsmLowering
 from .walk_exprs import _ValuesMixin
 from .walk_calls import _CallsMixin
-from .walk_tmem import _TmemMixin
+from .walk_tmem import TmemLowering
 from .walk_inline import _InlineMixin
 
 
@@ -548,7 +548,7 @@ class ModelBuilder:
         return model
 
 
-class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _CallsMixin, _TmemMixin, _InlineMixin):
+class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin, _CallsMixin, _InlineMixin):
     """One kernel's walk; the parts live in the walk_* modules (one concern each)."""
     def __init__(self, mb: ModelBuilder, cursor, mk_op=None):
         self.mb = mb
@@ -571,6 +571,9 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _AsmMixin, _ValuesMixin, _Call
         self.unbound_args: list[str] = []   # template arguments of the instantiation not understood
         # namespace qualifiers that name no object of their own: TK's and the user's
         self._ns_names = _NAMESPACES | mb.user_namespaces
+        # composed parts: each reaches the walker only through `walker_core.WalkerCore`
+        self.asm = AsmLowering(self)
+        self.tmem = TmemLowering(self)
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:

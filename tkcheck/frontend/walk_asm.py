@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
+from ..findings import Location
 from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
@@ -11,21 +13,28 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import Obj
 from .walk_env import Ctx, loc_of, tokens_of
+from .walker_core import WalkerCore
 
 
-class _AsmMixin:
-    """Part of `builder.KernelWalker`. Inline PTX: mbarrier/fence/shared-memory instructions written as asm statements."""
+class AsmLowering:
+    """The walker's part for inline PTX: the ops of mbarrier/fence/shared-memory instructions
+    written as asm statements, and the shared addresses their operands are built from."""
 
-    def _walk_asm(self, c, ctx: Ctx):
+    def __init__(self, walker: WalkerCore):
+        self.w = walker
+
+    def walk(self, c: Any, ctx: Ctx) -> None:
+        """The ops of the asm statement at cursor `c`."""
+        w = self.w
         text = " ".join(tokens_of(c))
-        loc = loc_of(c, self.filename)
+        loc = loc_of(c, w.filename)
         ptx = " ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', text))
         if ctx.dry:
             return
         facts = K.classify_ptx(ptx[:200])
 
-        def op(kind, api, **kw):
-            self.emit(ir.Op(kind, api, loc, ctx.guard, ctx.loops, asm=facts, **kw), ctx)
+        def op(kind: str, api: str, **kw: Any) -> None:
+            w.emit(ir.Op(kind, api, loc, ctx.guard, ctx.loops, asm=facts, **kw), ctx)
         if re.search(r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b", ptx):
             op(ir.SYNC, "bar.sync", sync=ir.SyncFacts("named"))
         elif re.search(r"\bbar\.arrive\b", ptx):
@@ -48,42 +57,44 @@ class _AsmMixin:
             sem = next((q for q in ("acquire", "relaxed", "volatile", "weak") if q in quals), "weak")
             op(ir.GLOBAL_LOAD, "asm ld.global", global_access=ir.GlobalAccessFacts(sem, ptx[:200]))
         if re.search(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b", ptx):
-            self._asm_smem_access(c, ctx, ptx, loc, facts)
+            self._smem_access(c, ctx, ptx, loc, facts)
         if "mbarrier" in ptx or "cp.async.bulk" in ptx or "wgmma" in ptx:
             # raw mbarrier / bulk-copy PTX: recorded, operands not tracked
             op(ir.CALL, "asm")
-            self._note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
+            w.note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
 
-    def _smem_address(self, node: cexpr.Node, ctx: Ctx, cursor):
+    def smem_address(self, node: cexpr.Node, ctx: Ctx, cursor: Any) -> Expr | None:
         """`__cvta_generic_to_shared(&tile)` / `(&tile.data[i])`: a Var standing for the tile's
         shared address (plus i elements), recorded in `model.smem_addresses`."""
+        w = self.w
         extra: Expr = E.Const(0)
         while True:
             match node:
                 case cexpr.Un("&", inner) | cexpr.Cast(_, inner):
                     node = inner
                 case cexpr.Index(cexpr.Member(obj, "data"), index):
-                    i = self.ev(index, replace(ctx, dry=True), cursor)
+                    i = w.ev(index, replace(ctx, dry=True), cursor)
                     extra = E.binop("+", extra, i if isinstance(i, Expr) else E.opaque("data index"))
                     node = obj
                 case cexpr.Member(obj, "data"):
                     node = obj
                 case _:
                     break
-        v = self.ev(node, replace(ctx, dry=True), cursor)
-        if not isinstance(v, Obj) or v.kind != "buffer" or self.model is None:
+        v = w.ev(node, replace(ctx, dry=True), cursor)
+        model = w.model
+        if not isinstance(v, Obj) or v.kind != "buffer" or model is None:
             return None
         name = f"smem_addr({v.ref})"
-        if name not in self.model.smem_addresses:
-            self.model.smem_addresses[name] = ir.SmemAddress(name, v.ref, v.type, loc_of(cursor, self.filename)
-                                                             if cursor is not None else self.model.location)
+        if name not in model.smem_addresses:
+            model.smem_addresses[name] = ir.SmemAddress(name, v.ref, v.type, loc_of(cursor, w.filename)
+                                                        if cursor is not None else model.location)
         a: Expr = E.Var(name, E.PARAM)
         if extra != E.Const(0):
             db = v.type.dtype_bytes if v.type is not None and v.type.dtype_bytes else None
             a = E.binop("+", a, E.binop("*", extra, E.Const(db)) if db else E.opaque("data offset"))
         return a
 
-    def _asm_smem_access(self, c, ctx: Ctx, ptx: str, loc, facts: ir.AsmFacts):
+    def _smem_access(self, c: Any, ctx: Ctx, ptx: str, loc: Location, facts: ir.AsmFacts) -> None:
         """Raw `st.shared` / `ld.shared` / `ldmatrix` / `stmatrix`: an SMEM_ACCESS op whose
         access facts' `addr` is the address operand (`[%N]`) as an Expr."""
         toks = tokens_of(c)
@@ -108,15 +119,13 @@ class _AsmMixin:
         if not mm or int(mm.group(1)) >= len(ops):
             return
         node = cexpr.parse_expression(ops[int(mm.group(1))], ctx.env.has)
-        addr = self.ev(node, replace(ctx, dry=True), c)
+        addr = self.w.ev(node, replace(ctx, dry=True), c)
         if not isinstance(addr, Expr):
             return
         if mm.group(2):
             addr = E.binop("+", addr, E.Const(int(mm.group(2))))
         kind = "ldmatrix" if "ldmatrix" in ptx else "stmatrix" if "stmatrix" in ptx else (
             "st.shared" if re.search(r"\bst\.shared", ptx) else "ld.shared")
-        self.emit(ir.Op(ir.SMEM_ACCESS, kind, loc, ctx.guard, ctx.loops, asm=facts,
-                        access=ir.AccessFacts("read" if kind.startswith("ld") else "write", via="asm",
-                                              addr=addr)), ctx)
-
-    # ================================================================ emit
+        self.w.emit(ir.Op(ir.SMEM_ACCESS, kind, loc, ctx.guard, ctx.loops, asm=facts,
+                          access=ir.AccessFacts("read" if kind.startswith("ld") else "write", via="asm",
+                                                addr=addr)), ctx)

@@ -85,7 +85,7 @@ class _CallsMixin:
                 return E.ite(E.binop("<" if base == "min" else ">", a, b), a, b)
             return E.opaque(base)
         if base == "get_phasebit" and len(args) == 2:
-            n = self._targ_int(btargs, ctx, 0)
+            n = self.targ_int(btargs, ctx, 0)
             bf, ring = self.ev(args[0], ctx, cursor), self.ev(args[1], ctx, cursor)
             if isinstance(bf, Expr) and isinstance(ring, Expr) and n is not None:
                 from ..recurrence import phase_bit
@@ -100,7 +100,7 @@ class _CallsMixin:
                 return out
             return E.opaque("phasebit")
         if base == "update_phasebit" and len(args) == 2:
-            n = self._targ_int(btargs, ctx, 0)
+            n = self.targ_int(btargs, ctx, 0)
             ring = self.ev(args[1], ctx, cursor)
             if n is not None and isinstance(ring, Expr):
                 bit = cexpr.Value(E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n))))
@@ -111,7 +111,7 @@ class _CallsMixin:
                                                                          pos=E.binop("+", ring, E.Const(16 * n)))), ctx)
             return None
         if base in ("ring_advance", "ring_retreat") and args:
-            s = self._targ_int(btargs, ctx, 0)
+            s = self.targ_int(btargs, ctx, 0)
             r = self.ev(args[0], ctx, cursor)
             d = self.ev(args[1], ctx, cursor) if len(args) > 1 else E.Const(1)
             if s and isinstance(r, Expr) and isinstance(d, Expr):
@@ -149,23 +149,23 @@ class _CallsMixin:
         if base == "tkcheck_callback":
             return self._protocol_callback(args, ctx, cursor)
         if base == "__cvta_generic_to_shared" and len(args) == 1:
-            a = self._smem_address(args[0], ctx, cursor)
+            a = self.asm.smem_address(args[0], ctx, cursor)
             if a is not None:
                 return a
         # -- TMEM (Blackwell): tcgen05.ld/st of a tt, thread-scope tcgen05 MMAs --
         if base in _TMEM_ACCESS_NAMES and len(args) == 2 and "tma" not in qual.split("::"):
             probe = [self.ev(a, replace(ctx, dry=True), cursor) for a in args]
             if any(isinstance(v, Obj) and v.kind == "tmem" for v in probe):
-                return self._emit_tmem_access(base, qual, scope_warps, args, ctx, cursor)
+                return self.tmem.access(base, qual, scope_warps, args, ctx, cursor)
         if K.tcgen05_mma_name(base) and (scope_warps is None and qual in ("", "kittens") or
                                                scope_warps is not None and scope_warps > 0) and len(args) >= 3:
             # a group's spelling (`warp::mm_ABt(d, a, b, sem)` of TK's 2025 headers): lane 0 of the
             # group issues the thread-scope MMA and its commit
             probe0 = self.ev(args[0], replace(ctx, dry=True), cursor)
             if isinstance(probe0, Obj) and probe0.kind == "tmem":
-                return self._emit_tcgen05_mma(base, qual, btargs, args, ctx, cursor, group_warps=scope_warps)
+                return self.tmem.tcgen05_mma(base, qual, btargs, args, ctx, cursor, group_warps=scope_warps)
         if base in ("allocate_tmem", "allocate_tensor_memory") and not args and qual in ("", "kittens"):
-            return self._early_tmem_allocation(base, btargs, ctx, cursor)
+            return self.tmem.early_allocation(base, btargs, ctx, cursor)
         # -- tcgen05 commits, cluster launch control, PDL -----------------------
         qparts = [p for p in qual.split("::") if p not in ("kittens",)] if qual else []
         if base == "commit" and qparts[-1:] == ["tcgen05"] and args:
@@ -253,7 +253,7 @@ class _CallsMixin:
         f = rs.env.vars.get("run") if rs is not None else None
         if not isinstance(f, Func):
             if cursor is not None:
-                self._note_unmodelled(cursor, f"MK op dispatch of the {role} role not resolved")
+                self.note_unmodelled(cursor, f"MK op dispatch of the {role} role not resolved")
             return None
         return self._inline(f, args, ctx, cursor, None)
 
@@ -263,7 +263,7 @@ class _CallsMixin:
         if self.mk_op is None or not targs:
             vals = [self.ev(a, ctx, cursor) for a in args]
             if cursor is not None:
-                self._note_unmodelled(cursor, f"{name}: an op dispatch outside a per-op model")
+                self.note_unmodelled(cursor, f"{name}: an op dispatch outside a per-op model")
             self._unmodelled_use(vals, ctx, cursor, name)
             return E.opaque(name)
         d = targs[0]
@@ -278,7 +278,7 @@ class _CallsMixin:
         f = target.env.vars.get("run") if target is not None else None
         if not isinstance(f, Func):
             if cursor is not None:
-                self._note_unmodelled(cursor, f"{name}: dispatcher {cexpr.render(d)} not resolved")
+                self.note_unmodelled(cursor, f"{name}: dispatcher {cexpr.render(d)} not resolved")
             return E.opaque(name)
         return self._inline(f, args[1:], ctx, cursor, None)
 
@@ -286,7 +286,7 @@ class _CallsMixin:
         """`detail::tcgen05::commit<ncta>(sem[, mask])` / `tensor_commit<ncta>(sem)`: one arrival on
         `sem` once this thread's earlier tcgen05 operations complete; for ncta == 2 on the copy of
         `sem` in both CTAs of the pair (multicast mask 0b11 unless given)."""
-        ncta = ncta or self._targ_int(btargs, ctx, 0) or 1
+        ncta = ncta or self.targ_int(btargs, ctx, 0) or 1
         vals = [self.ev(a, ctx, cursor) for a in args]
         loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
         op = ir.Op(ir.MBAR_ARRIVE, api, loc, ctx.guard, ctx.loops, scope="thread", count=E.Const(1))
@@ -306,7 +306,7 @@ class _CallsMixin:
         """`load_mxnv_scale_async[2]<ncta>(tt, st[, sem])` (TK ops/thread/memory/tile/shared_to_tensor.cuh):
         tcgen05.cp of a scale tile from shared memory into TMEM, then with a semaphore
         `detail::tcgen05::commit<ncta>(sem)` and `tensor_before_thread_sync()`."""
-        ncta = 2 if base.endswith("2") else (self._targ_int(btargs, ctx, 0) or 1)
+        ncta = 2 if base.endswith("2") else (self.targ_int(btargs, ctx, 0) or 1)
         vals = [self.ev(a, ctx, cursor) for a in args[:2]]
         loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
         op = ir.Op(ir.TMEM_OP, api, loc, ctx.guard, ctx.loops, scope="thread", tmem=ir.TmemFacts("cp"))
@@ -356,7 +356,7 @@ class _CallsMixin:
                 self.emit(ir.Op(ir.CALL, what, loc, ctx.guard, ctx.loops, barrier=v.ref,
                                 unmodelled_barrier_use=True), ctx)
 
-    def _targ_int(self, targs, ctx, i) -> int | None:
+    def targ_int(self, targs, ctx, i) -> int | None:
         if not targs or len(targs) <= i:
             return None
         v = self.ev(targs[i], replace(ctx, dry=True))
@@ -561,10 +561,10 @@ class _CallsMixin:
             if op.bytes is None:
                 op.bytes = E.opaque("tile bytes")
         elif spec.kind in (ir.MMA_WAIT, ir.TMA_STORE_WAIT, ir.CP_ASYNC_WAIT):
-            n = self._targ_int(btargs, ctx, 0)
+            n = self.targ_int(btargs, ctx, 0)
             op.count = E.Const(n if n is not None else 0)
         elif spec.kind == ir.SETMAXNREG:
-            n = self._targ_int(btargs, ctx, 0)
+            n = self.targ_int(btargs, ctx, 0)
             if n is None:
                 n = spec.registers
             op.count = E.Const(n) if n is not None else None
@@ -577,7 +577,7 @@ class _CallsMixin:
                     sync_kind = "named"
                     op.count = E.Const(32 * gwarps) if gwarps and gwarps > 0 else None
                     if op.sync_id is None and btargs:
-                        n = self._targ_int(btargs, ctx, 0)
+                        n = self.targ_int(btargs, ctx, 0)
                         op.sync_id = E.Const(n) if n is not None else None
             elif sync_kind == "block_named":
                 sync_kind = "block"
@@ -657,9 +657,9 @@ class _CallsMixin:
         if isinstance(obj, Obj) and obj.kind == "gl":   # g.A.rows(), g.C.cols(): uniform sizes
             return E.Var(f"{obj.ref}.{mname}()", E.PARAM)
         if isinstance(obj, Obj) and obj.kind == "tmem_allocator":
-            return self._tmem_allocator_method(obj, mname, targs, args, ctx, cursor)
+            return self.tmem.allocator_method(obj, mname, targs, args, ctx, cursor)
         if isinstance(obj, Obj) and obj.kind == "tmem" and mname == "subtile":
-            return self._tmem_subtile(obj, targs, args, ctx, cursor)
+            return self.tmem.subtile(obj, targs, args, ctx, cursor)
         if isinstance(obj, Obj) and mname in ("subtile",):
             return obj
         if isinstance(obj, StructType):

@@ -133,7 +133,7 @@ class _StatementsMixin:
             if k == CK.CONTINUE_STMT:
                 return "continue"
             if k in (CK.ASM_STMT, CK.MS_ASM_STMT):
-                self._walk_asm(c, ctx)
+                self.asm.walk(c, ctx)
                 return None
             if k in (CK.NULL_STMT, CK.CASE_STMT, CK.DEFAULT_STMT, CK.LABEL_STMT, CK.GOTO_STMT):
                 if k == CK.GOTO_STMT:
@@ -223,7 +223,7 @@ class _StatementsMixin:
             return None
         node = cexpr.parse_expression(toks, value_names(ctx.env))
         if isinstance(node, cexpr.Unknown):
-            self._note_unmodelled(c, "statement clang dropped (after an error it recovered from) not understood")
+            self.note_unmodelled(c, "statement clang dropped (after an error it recovered from) not understood")
             return None
         return self.ev(node, ctx, cursor=c)
 
@@ -240,11 +240,11 @@ class _StatementsMixin:
             return None
         node = cexpr.parse_expression(toks, value_names(ctx.env))
         if isinstance(node, cexpr.Unknown):
-            self._note_unmodelled(c, "expression not understood")
+            self.note_unmodelled(c, "expression not understood")
             return None
         return self.ev(node, ctx, cursor=c)
 
-    def _note_unmodelled(self, c, why: str):
+    def note_unmodelled(self, c, why: str):
         if self.model is not None:
             self.model.unmodelled.append((loc_of(c, self.filename), why))
 
@@ -330,7 +330,7 @@ class _StatementsMixin:
             elif isinstance(v, Allocator):
                 value = v
             elif _is_tmem_init(v) and (t is None or (isinstance(t, ir.TileType) and t.kind == "tt")):
-                value = self._bind_tmem_tile(name, v, t, dims, loc)
+                value = self.tmem.bind_tile(name, v, t, dims, loc)
             elif isinstance(v, tuple) and v and v[0] == "alloc":
                 value = self._bind_allocation(name, Obj("buffer", ir.Ref("@alloc"), None, None), t, dims, loc,
                                               alloc=v)
@@ -371,7 +371,7 @@ class _StatementsMixin:
             value = Allocator(1024)
         tt0 = [x for x in type_toks if x not in ("kittens", "::")]
         if tt0 and tt0[0] in ("tensor_allocator", "tm_allocator") and not is_ref and self.model is not None:
-            value = self._tmem_allocator(name, tt0, ctx, loc)
+            value = self.tmem.allocator(name, tt0, ctx, loc)
         if isinstance(value, E.Const):
             value = convert_int(value, d.type.spelling)
         self._note_phasebit_set(name, value, ctx, d)

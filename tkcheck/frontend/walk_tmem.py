@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from ..findings import Location
 from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
@@ -11,12 +13,17 @@ from . import cexpr
 from .value_types import Obj
 from .walk_env import Ctx, loc_of
 from .walk_arith import _arr
+from .walker_core import WalkerCore
 
 
-class _TmemMixin:
-    """Part of `builder.KernelWalker`. Blackwell tensor memory: allocators, TMEM tiles and subtiles, tcgen05 MMAs."""
+class TmemLowering:
+    """The walker's part for Blackwell tensor memory: allocators, TMEM tiles and subtiles,
+    tcgen05 loads/stores and MMAs."""
 
-    def _tmem_allocator(self, name, type_toks, ctx: Ctx, loc):
+    def __init__(self, walker: WalkerCore):
+        self.w = walker
+
+    def allocator(self, name: str, type_toks: list[str], ctx: Ctx, loc: Location) -> Obj:
         """`tensor_allocator<nblocks_per_sm, ncta, managed> tm;`: TK's types/tensor/tensor.cuh."""
         targs: list = []
         if "<" in type_toks:
@@ -43,7 +50,7 @@ class _TmemMixin:
             if ttoks in (["true"], ["false"]):
                 vals.append(ttoks == ["true"])
                 continue
-            v = self.ev(cexpr.parse_expression(ttoks, ctx.env.has), replace(ctx, dry=True))
+            v = self.w.ev(cexpr.parse_expression(ttoks, ctx.env.has), replace(ctx, dry=True))
             c = v.const() if isinstance(v, Expr) else None
             vals.append(c if isinstance(c, (int, bool)) else None)
         nb = vals[0] if len(vals) > 0 else None
@@ -53,46 +60,46 @@ class _TmemMixin:
             managed = bool(managed)
         cols = ((512 // nb) // 32) * 32 if isinstance(nb, int) and not isinstance(nb, bool) and nb > 0 else None
         if not ctx.dry:
-            self.model.tmem_allocators[name] = ir.TmemAllocator(name, nb, ncta, managed, cols, loc)
+            self.w.model.tmem_allocators[name] = ir.TmemAllocator(name, nb, ncta, managed, cols, loc)
             if managed is True:
                 # the managed constructor: warp 0 runs provision() (tcgen05.alloc)
                 op = ir.Op(ir.TMEM_OP, f"{name}.tensor_allocator()", loc,
                            ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
                            ctx.loops, scope="warp", group_warps=1,
                            tmem=ir.TmemFacts("alloc", allocator=name, cols=cols, managed=True))
-                self.emit(op, ctx)
+                self.w.emit(op, ctx)
         return Obj("tmem_allocator", ir.Ref(name), None)
 
-    def _early_tmem_allocation(self, base, btargs, ctx: Ctx, cursor):
+    def early_allocation(self, base: str, btargs: Any, ctx: Ctx, cursor: Any) -> Any:
         """The TMEM allocation of TK's first Blackwell API (2025): `allocate_tmem<nblocks, ncta>()`
         (January: returns a `tmem<float, 128, cols>` covering the allocation, no deallocation)
         and `allocate_tensor_memory<nblocks, ncta>()` (March: returns an allocator whose
         `cleanup()` deallocates). Both run tcgen05.alloc in warp 0, then a block barrier."""
-        nb = self._targ_int(btargs, ctx, 0) or 1
-        ncta = self._targ_int(btargs, ctx, 1) or 1
+        nb = self.w.targ_int(btargs, ctx, 0) or 1
+        ncta = self.w.targ_int(btargs, ctx, 1) or 1
         cols = ((512 // nb) // 32) * 32
-        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         name = f"{base}@{loc.row}"
-        if self.model is not None and not ctx.dry:
-            self.model.tmem_allocators[name] = ir.TmemAllocator(name, nb, ncta, False, cols, loc)
+        if self.w.model is not None and not ctx.dry:
+            self.w.model.tmem_allocators[name] = ir.TmemAllocator(name, nb, ncta, False, cols, loc)
             op = ir.Op(ir.TMEM_OP, f"{base}<{nb}, {ncta}>", loc,
                        ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
                        ctx.loops, scope="warp", group_warps=1,
                        tmem=ir.TmemFacts("alloc", allocator=name, cols=cols, managed=False))
-            self.emit(op, ctx)
-            self.emit(ir.Op(ir.SYNC, f"{base} (bar.sync 0)", loc, ctx.guard, ctx.loops, scope="block",
+            self.w.emit(op, ctx)
+            self.w.emit(ir.Op(ir.SYNC, f"{base} (bar.sync 0)", loc, ctx.guard, ctx.loops, scope="block",
                             sync=ir.SyncFacts("block")), ctx)
         if base == "allocate_tmem":
             t = ir.TileType("tt", f"tmem<float, 128, {cols}>", "float", 4, E.Const(128), E.Const(cols))
             return ("tmem_tile", name, t, E.Const(0), E.Const(0))
         return Obj("tmem_allocator", ir.Ref(name), None)
 
-    def _tmem_allocator_method(self, obj, mname, targs, args, ctx: Ctx, cursor):
+    def allocator_method(self, obj: Obj, mname: str, targs: Any, args: Any, ctx: Ctx, cursor: Any) -> Any:
         name = obj.ref.name
-        alloc = self.model.tmem_allocators.get(name) if self.model is not None else None
+        alloc = self.w.model.tmem_allocators.get(name) if self.w.model is not None else None
         if mname == "allocate":
-            t = self.resolve_type(targs[0], ctx.env) if targs else None
-            vals = [self.ev(a, ctx, cursor) for a in args]
+            t = self.w.resolve_type(targs[0], ctx.env) if targs else None
+            vals = [self.w.ev(a, ctx, cursor) for a in args]
             if not isinstance(t, ir.TileType) or t.kind != "tt" or not vals:
                 return E.opaque("tmem allocate")
             col = vals[-1] if isinstance(vals[-1], Expr) else E.opaque("tmem col")
@@ -105,21 +112,21 @@ class _TmemMixin:
             mname = "deprovision"      # TK of March 2025: `tm_alloc.cleanup()` ran tcgen05.dealloc (warp 0)
             ctx = replace(ctx, guard=ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))))
         if mname in ("provision", "deprovision"):
-            vals = [self.ev(a, ctx, cursor) for a in args]
-            loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+            vals = [self.w.ev(a, ctx, cursor) for a in args]
+            loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
             op = ir.Op(ir.TMEM_OP, f"{name}.{mname}", loc, ctx.guard, ctx.loops, scope="warp", group_warps=1,
                        tmem=ir.TmemFacts("alloc" if mname == "provision" else "dealloc", allocator=name,
                                          cols=alloc.cols if alloc else None,
                                          managed=alloc.managed if alloc else None))
-            self.emit(op, ctx)
+            self.w.emit(op, ctx)
             return None
         for a in args:
-            self.ev(a, ctx, cursor)
+            self.w.ev(a, ctx, cursor)
         if mname in ("get_addr",):
             return E.opaque("tmem addr")
         return None
 
-    def _bind_tmem_tile(self, name, v, t, dims, loc):
+    def bind_tile(self, name: str, v: Any, t: Any, dims: Any, loc: Location) -> Any:
         items = list(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else [v]
         elems = []
         alloc = None
@@ -133,15 +140,15 @@ class _TmemMixin:
                 elems.append(None)
         if ttype is None:
             return E.opaque("tmem tile")
-        if self.model is not None:
-            self.model.tmem_tiles[name] = ir.TmemTile(name, ttype, alloc, tuple(elems), tuple(dims), loc)
+        if self.w.model is not None:
+            self.w.model.tmem_tiles[name] = ir.TmemTile(name, ttype, alloc, tuple(elems), tuple(dims), loc)
         obj = Obj("tmem", ir.Ref(name), ttype)
         return _arr(obj, dims) if dims else obj
 
-    def _tmem_subtile(self, obj, targs, args, ctx: Ctx, cursor):
+    def subtile(self, obj: Obj, targs: Any, args: Any, ctx: Ctx, cursor: Any) -> Obj:
         """`t.subtile<TT>(row, col)` = TT(addr + (row << 16) + col / (4 / sizeof(T))) (tt.cuh)."""
-        t = self.resolve_type(targs[0], ctx.env) if targs else None
-        vals = [self.ev(a, ctx, cursor) for a in args]
+        t = self.w.resolve_type(targs[0], ctx.env) if targs else None
+        vals = [self.w.ev(a, ctx, cursor) for a in args]
         lane0, col0 = obj.tmem_offset or (E.Const(0), E.Const(0))
         eb = obj.type.dtype_bytes if obj.type is not None else None
         if len(vals) == 2:
@@ -160,9 +167,9 @@ class _TmemMixin:
             t = None
         return Obj("tmem", obj.ref, t, tmem_offset=(E.binop("+", lane0, row), E.binop("+", col0, col)))
 
-    def _emit_tmem_access(self, base, qual, scope_warps, args, ctx: Ctx, cursor):
-        vals = [self.ev(a, ctx, cursor) for a in args]
-        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+    def access(self, base: str, qual: str, scope_warps: int | None, args: Any, ctx: Ctx, cursor: Any) -> None:
+        vals = [self.w.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         store = base.startswith("store")
         tm = vals[0] if store else vals[1]
         if not (isinstance(tm, Obj) and tm.kind == "tmem"):
@@ -175,16 +182,17 @@ class _TmemMixin:
         op.issuers_per_group = 0     # tcgen05.ld/st are .sync.aligned: every thread of each warp
         lane, _ = tm.tmem_offset or (E.Const(0), E.Const(0))
         op.tmem = ir.TmemFacts("store" if store else "load", tile_type=tm.type, lane_off=lane)
-        self.emit(op, ctx)
+        self.w.emit(op, ctx)
         return None
 
-    def _emit_tcgen05_mma(self, base, qual, btargs, args, ctx: Ctx, cursor, group_warps=None):
+    def tcgen05_mma(self, base: str, qual: str, btargs: Any, args: Any, ctx: Ctx, cursor: Any,
+                    group_warps: int | None = None) -> None:
         """Thread-scope tcgen05 MMAs (TK ops/thread/mma/tcgen05.cuh): `mm[a][2]_{AB,ABt,AtB,AtBt}`
         and `mm[a][2]<ta, tb>`; `mm*` overwrite the accumulator, `mma*` accumulate, `*2` are
         cta_group::2; a trailing semaphore is committed (tcgen05.commit, multicast 0b11 for
         cta_group::2) after the MMA."""
-        vals = [self.ev(a, ctx, cursor) for a in args]
-        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        vals = [self.w.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         op = ir.Op(ir.MMA, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops, scope="thread")
         operands: dict[str, ir.MmaOperand] = {}
         for role, v in zip(("acc", "a", "b"), vals[:3]):
@@ -209,7 +217,7 @@ class _TmemMixin:
                     o.scope = "warp" if group_warps == 1 else ("warpgroup" if group_warps == 4 else f"group<{group_warps}>")
                     o.group_warps = group_warps
                     o.issuers_per_group = 1
-        self.emit(op, ctx)
+        self.w.emit(op, ctx)
         if commit is not None:
-            self.emit(commit, ctx)
+            self.w.emit(commit, ctx)
         return None
