@@ -9,9 +9,11 @@ FIXTURE_RESULTS = []
 
 
 class CorpusChecks:
-    """The corpus checked once per test run: each clean kernel and each mutation on first use.
+    """The corpus checked once per test run: each clean kernel, fixture file and mutation on
+    first use.
 
-    tests/test_corpus.py and tests/test_triage.py ask for the same planted bugs; the results
+    tests/test_corpus.py and tests/test_triage.py ask for the same planted bugs, and
+    test_corpus, test_adoption and test_trace_svg for the same files; the results
     (engine FileResults) are shared, so tests read them and never change them (a test that sets
     verdicts checks its own copy). A mutation that cannot be applied raises its ValueError on
     every ask.
@@ -26,6 +28,8 @@ class CorpusChecks:
         self._mutants: dict[str, object] = {}
 
     def clean(self, kernel: Path):
+        """A corpus kernel or fixture file as is, checked with the evaluation's options."""
+        kernel = Path(kernel).resolve()
         if kernel not in self._clean:
             self._clean[kernel] = self._evaluate.check_clean(kernel)
         return self._clean[kernel]

@@ -206,12 +206,10 @@ def test_loop_counters_read_as_the_users_variables(tmp_path):
     assert not re.search(r"\bk\d+\b", text)
 
 
-def test_no_internal_loop_name_in_any_finding():
-    from tkcheck import evaluate
-    from tkcheck.engine import check_file
+def test_no_internal_loop_name_in_any_finding(corpus_checks):
     leaks = []
     for p in sorted((ROOT / "fixtures").rglob("*.cu")) + sorted((ROOT / "corpus").rglob("*.cu")):
-        res = check_file(str(p), evaluate.options(arch=evaluate.kernel_arch(p)))
+        res = corpus_checks.clean(p)
         for f in res.findings:
             m = re.search(r"\bk\d+\b", json.dumps(f.to_json()))
             if m and not re.search(rf"\b{m.group()}\b", p.read_text()):

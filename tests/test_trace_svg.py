@@ -6,8 +6,6 @@ import importlib.util
 from itertools import combinations
 
 from conftest import ROOT
-from tkcheck import evaluate
-from tkcheck.engine import check_file
 from tkcheck.render.trace_svg import MAX_WIDTH, text_boxes, trace_svg
 
 
@@ -40,11 +38,11 @@ def _check_picture(f):
     return svg
 
 
-def test_every_trace_picture_of_the_fixtures_and_corpus(tmp_path):
+def test_every_trace_picture_of_the_fixtures_and_corpus(tmp_path, corpus_checks):
     drawn = 0
     files = sorted((ROOT / "fixtures").rglob("*.cu")) + sorted((ROOT / "corpus").rglob("*.cu"))
     for p in files:
-        res = check_file(str(p), evaluate.options(arch=evaluate.kernel_arch(p)))
+        res = corpus_checks.clean(p)
         for f in res.findings:
             if not f.trace:
                 continue
