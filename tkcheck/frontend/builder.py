@@ -297,7 +297,12 @@ class ModelBuilder:
             # a system header (tkcheck's model, the CUDA and TK headers) is never the main file:
             # that test is cheap, asking each declaration for its file is not
             mine = []
-            for c in self._top_level:
+            # walking every node of the file's declarations is costly where a macro expands to
+            # millions of nodes; a call spelled by no user text (the file, its headers: where a
+            # user macro could spell it) cannot be among them
+            texts = [self.source(), *self.parsed.user_texts.values()]
+            spelled = any(name in t for name in _PHASEBIT_CALLS for t in texts)
+            for c in (self._top_level if spelled else ()):
                 loc = c.location
                 if not loc.is_in_system_header and loc.file is not None \
                         and _same_file(loc.file.name, self.abs_path):
