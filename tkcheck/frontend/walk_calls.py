@@ -33,14 +33,14 @@ class _CallsMixin:
         if not isinstance(callee, cexpr.Name):
             f = self.ev(callee, ctx, cursor)
             if isinstance(f, Lambda):          # `[&] { ... }()`
-                return self._inline_lambda(f, args, ctx, cursor)
-            fo = self._call_operator(f)
+                return self.inline.expand_lambda(f, args, ctx, cursor)
+            fo = self.inline.call_operator(f)
             if fo is not None:                 # `F{}(bar)`
-                return self._inline(fo, args, ctx, cursor, None)
+                return self.inline.expand(fo, args, ctx, cursor, None)
             return E.opaque("call")
         segs = list(callee.segments)
         full_segs = [sg for sg in segs if sg.name != "kittens"]
-        while len(segs) > 1 and segs[0].name in self._ns_names:
+        while len(segs) > 1 and segs[0].name in self.ns_names:
             segs = segs[1:]
         base, btargs = segs[-1]
         quals = segs[:-1]
@@ -145,9 +145,9 @@ class _CallsMixin:
         if base == "tkcheck_uniform":
             return E.Var(cexpr.render(args[0]) if args else "uniform", E.PARAM)
         if base == "tkcheck_flag" and len(args) == 3:
-            return self._protocol_flag(args, ctx)
+            return self.inline.protocol_flag(args, ctx)
         if base == "tkcheck_callback":
-            return self._protocol_callback(args, ctx, cursor)
+            return self.inline.protocol_callback(args, ctx, cursor)
         if base == "__cvta_generic_to_shared" and len(args) == 1:
             a = self.asm.smem_address(args[0], ctx, cursor)
             if a is not None:
@@ -205,23 +205,23 @@ class _CallsMixin:
             if key in self.mb.functions:
                 target = Func(base, self.mb.functions[key])
         if target is None:
-            target = self._resolve_callable(segs, ctx)
+            target = self.inline.resolve_callable(segs, ctx)
         if isinstance(target, Func):
             # a member function calling another member of the same object: the same `this`
             this = _enclosing_this(ctx.env) if target.owner is not None and len(segs) == 1 else None
             if this is not None and this.struct is not None and target.owner is not None \
                     and this.struct.cursor.hash != target.owner.cursor.hash:
                 this = None
-            return self._inline(target, args, ctx, cursor, btargs, this=this)
+            return self.inline.expand(target, args, ctx, cursor, btargs, this=this)
         if isinstance(target, Lambda):
-            return self._inline_lambda(target, args, ctx, cursor)
+            return self.inline.expand_lambda(target, args, ctx, cursor)
         # unknown call: evaluate args (for side effects), result opaque
         vals = [self.ev(a, ctx, cursor) for a in args]
-        self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+        self.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         if not args:
             # a function of nothing may read who calls it (an election, a lane id): not uniform
             return E.opaque(cexpr.render(node))
-        return self._opaque_from(node, vals)
+        return self.opaque_from(node, vals)
 
     # -- the MK interpreter's op dispatch (knowledge/mk.py) -------------------
     def _is_opcode_dispatcher(self, name: str) -> bool:
@@ -248,14 +248,14 @@ class _CallsMixin:
 
     def _mk_dispatch_role(self, args, ctx: Ctx, cursor):
         """`tkcheck_dispatch(opcode, g, s)` in tkcheck's worker loop: the model's op's ROLE::run."""
-        role = self._mk_role
+        role = self.mk_role
         rs = self._mk_op_role_struct(role) if role else None
         f = rs.env.vars.get("run") if rs is not None else None
         if not isinstance(f, Func):
             if cursor is not None:
                 self.note_unmodelled(cursor, f"MK op dispatch of the {role} role not resolved")
             return None
-        return self._inline(f, args, ctx, cursor, None)
+        return self.inline.expand(f, args, ctx, cursor, None)
 
     def _mk_dispatch_template(self, targs, args, ctx: Ctx, cursor, name: str):
         """`dispatch_op<D, ops...>::run<...>(opcode, g, a...)`: in the model of op S, `D<S>::run(g, a...)`,
@@ -264,7 +264,7 @@ class _CallsMixin:
             vals = [self.ev(a, ctx, cursor) for a in args]
             if cursor is not None:
                 self.note_unmodelled(cursor, f"{name}: an op dispatch outside a per-op model")
-            self._unmodelled_use(vals, ctx, cursor, name)
+            self.unmodelled_use(vals, ctx, cursor, name)
             return E.opaque(name)
         d = targs[0]
         target = None
@@ -280,7 +280,7 @@ class _CallsMixin:
             if cursor is not None:
                 self.note_unmodelled(cursor, f"{name}: dispatcher {cexpr.render(d)} not resolved")
             return E.opaque(name)
-        return self._inline(f, args[1:], ctx, cursor, None)
+        return self.inline.expand(f, args[1:], ctx, cursor, None)
 
     def _emit_tcgen05_commit(self, btargs, args, ctx: Ctx, cursor, api: str, ncta: int | None = None):
         """`detail::tcgen05::commit<ncta>(sem[, mask])` / `tensor_commit<ncta>(sem)`: one arrival on
@@ -344,7 +344,7 @@ class _CallsMixin:
         self.emit(op, ctx)
         return None
 
-    def _unmodelled_use(self, vals, ctx: Ctx, cursor, what: str):
+    def unmodelled_use(self, vals, ctx: Ctx, cursor, what: str):
         """A call tkcheck does not model received an mbarrier: it may arrive on
         it, wait on it or re-initialise it. Record that, so no count or phase
         of that barrier is claimed (an unknown is never a finding)."""
@@ -665,7 +665,7 @@ class _CallsMixin:
         if isinstance(obj, StructType):
             f = obj.env.vars.get(mname)
             if isinstance(f, Func):
-                return self._inline(f, args, ctx, cursor, targs)
+                return self.inline.expand(f, args, ctx, cursor, targs)
         if isinstance(obj, Rec) and obj.struct is not None and self.mk_op is not None and len(args) == 1:
             from ..knowledge import mk
             if mname in mk.PAGE_ID_METHODS and "page_finished" in obj.fields:
@@ -677,10 +677,10 @@ class _CallsMixin:
         if isinstance(obj, Rec) and obj.struct is not None:
             f = obj.struct.env.vars.get(mname)
             if isinstance(f, Func):
-                return self._inline(f, args, ctx, cursor, targs, this=obj)
+                return self.inline.expand(f, args, ctx, cursor, targs, this=obj)
         vals = [self.ev(a, ctx, cursor) for a in args]
-        self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
-        return self._opaque_from(callee, [obj] + vals)
+        self.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+        return self.opaque_from(callee, [obj] + vals)
 
     # -- TMEM (Blackwell) ------------------------------------------------------
 

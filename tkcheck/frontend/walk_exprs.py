@@ -60,7 +60,7 @@ class _ValuesMixin:
                     if op in ("&&", "||"):
                         a, b = _to_bool(a), _to_bool(b)
                     return E.binop(op, a, b)
-                return self._opaque_from(node, (a, b))
+                return self.opaque_from(node, (a, b))
             case cexpr.Un(op, inner):
                 return self._ev_unary(node, op, inner, ctx, cursor)
             case cexpr.Cond(nc, na, nb):
@@ -71,7 +71,7 @@ class _ValuesMixin:
                 a, b = self.ev(na, ctx, cursor), self.ev(nb, ctx, cursor)
                 if isinstance(c, Expr) and isinstance(a, Expr) and isinstance(b, Expr):
                     return E.ite(_to_bool(c), a, b)
-                return self._opaque_from(node, (c, a, b))
+                return self.opaque_from(node, (c, a, b))
             case cexpr.Assign():
                 return self._assign(node, ctx, cursor)
             case cexpr.Post(op, target):
@@ -90,7 +90,7 @@ class _ValuesMixin:
                 ptr = self.ev(nptr, replace(ctx, dry=True), cursor)
                 if isinstance(ptr, tuple) and ptr and ptr[0] == "memptr":
                     return self._ev_member(cexpr.Member(nobj, ptr[1], False), ctx, cursor)
-                return self._opaque_from(node, (self.ev(nobj, ctx, cursor), ptr))
+                return self.opaque_from(node, (self.ev(nobj, ctx, cursor), ptr))
             case cexpr.Call():
                 return self._ev_call(node, ctx, cursor)
             case cexpr.Init(items):
@@ -130,7 +130,7 @@ class _ValuesMixin:
             return a  # address-of / dereference keep the object
         if isinstance(a, Expr):
             return E.unop(op, _to_bool(a) if op == "!" else a)
-        return self._opaque_from(node, (a,))
+        return self.opaque_from(node, (a,))
 
     def _ev_cast(self, tnode: cexpr.Node, inner, ctx: Ctx):
         words = tnode.words if isinstance(tnode, cexpr.TypeWords) else None
@@ -196,7 +196,7 @@ class _ValuesMixin:
             res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"))
             self._elem_access(res, "read", ctx, cursor)
             return res
-        return self._opaque_from(node, (base, idx))
+        return self.opaque_from(node, (base, idx))
 
     def _mk_opcode_read(self, base: Obj, idx: E.Const):
         """In the model of one MK op, the opcode word of an instruction slot (knowledge/mk.py:
@@ -274,7 +274,7 @@ class _ValuesMixin:
         by_value = bool(caps) and ("=" in caps or "&" not in caps)
         return Lambda(lam, ctx.env, by_value)
 
-    def _opaque_from(self, node: cexpr.Node, parts) -> Expr:
+    def opaque_from(self, node: cexpr.Node, parts) -> Expr:
         """An unknown value; it is uniform when everything it is computed from is."""
         kinds = set()
         for p in parts:
@@ -298,13 +298,13 @@ class _ValuesMixin:
         segs = list(node.segments)
         q = self._qualified_decl(segs, ctx.env)
         if q is not None:
-            cur = self._deref(q[0], segs[0].name, ctx, q[1])
+            cur = self.deref(q[0], segs[0].name, ctx, q[1])
             for seg, sargs in q[2]:
                 cur = self._member_static(cur, seg, sargs, ctx)
                 if cur is None:
                     return E.Var(f"?{cexpr.render(node)}", E.PARAM)
             return cur
-        while len(segs) > 1 and segs[0].name in self._ns_names:
+        while len(segs) > 1 and segs[0].name in self.ns_names:
             segs = segs[1:]
         head, targs = segs[0]
         if len(segs) == 1:
@@ -312,7 +312,7 @@ class _ValuesMixin:
                 return self._size_bytes(targs, ctx)
             v = ctx.env.lookup(head)
             if v is not None:
-                return self._deref(v, head, ctx)
+                return self.deref(v, head, ctx)
             if head in self.mb.macros:
                 # a macro whose value is a constant is evaluated once per file: `#define M1 (M0 + M0)`
                 # chains stay linear instead of doubling at every level
@@ -344,7 +344,7 @@ class _ValuesMixin:
             base = ("struct_decl", self.mb.structs[head])
         if head in K.TILE_ALIASES:
             base = self._tile_from_alias(head, targs or (), ctx.env)
-        cur = self._deref(base, head, ctx, targs) if base is not None else None
+        cur = self.deref(base, head, ctx, targs) if base is not None else None
         if cur is None and head in K.CONSTANTS:
             return E.Const(K.CONSTANTS[head])
         for seg, sargs in segs[1:]:
@@ -355,7 +355,7 @@ class _ValuesMixin:
                 return E.Var(f"?{cexpr.render(node)}", E.PARAM)
         return cur
 
-    def _deref(self, v, name, ctx: Ctx, targs=None):
+    def deref(self, v, name, ctx: Ctx, targs=None):
         if isinstance(v, tuple) and v and v[0] == "var_decl":
             return self._global_var_value(v[1])
         if isinstance(v, tuple) and v and v[0] in ("alias_decl", "struct_decl"):
@@ -391,7 +391,7 @@ class _ValuesMixin:
                 return None
             if isinstance(m, Func):
                 return m
-            return self._deref(m, seg, Ctx(env=cur.env, guard=ctx.guard, dry=True), sargs)
+            return self.deref(m, seg, Ctx(env=cur.env, guard=ctx.guard, dry=True), sargs)
         if isinstance(cur, ir.TileType):
             return _tile_attr(cur, seg)
         if isinstance(cur, GroupScope):
@@ -457,7 +457,7 @@ class _ValuesMixin:
         if isinstance(obj, Allocator):
             return ("allocmethod", obj, field_name, node.targs)
         if isinstance(obj, Expr):
-            return self._opaque_from(node, (obj,))
+            return self.opaque_from(node, (obj,))
         if isinstance(obj, tuple) and field_name in ("x", "y", "z", "w") and obj and all(isinstance(v, Expr) for v in obj):
             # a CUDA vector value built by a braced list (`int2 rc = {r, c}; rc.x`)
             i = "xyzw".index(field_name)

@@ -385,7 +385,7 @@ class _TypesMixin:
                 env.define(p.spelling, targs[p.spelling])
         rest = [p for p in tparams if p.spelling not in targs]
         if rest:
-            self._bind_template_params_list(rest, env)
+            self.bind_template_params_list(rest, env)
         for ch in cursor.get_children():
             if ch.spelling:
                 st.members.setdefault(ch.spelling, ch)
@@ -415,7 +415,7 @@ class _TypesMixin:
                     st.members.setdefault(k, v)
         return st
 
-    def _bind_template_params_list(self, params, env):
+    def bind_template_params_list(self, params, env):
         for ch in params:
             toks = tokens_of(ch)
             if "=" in toks:
@@ -467,7 +467,7 @@ class _TypesMixin:
             cur = self._type_of_value(q[0], q[1], env)
             if cur is not None:
                 return self._type_member_chain(cur, q[2], env)
-        segs = [s for s in segments if s.name not in self._ns_names or s is segments[-1]]
+        segs = [s for s in segments if s.name not in self.ns_names or s is segments[-1]]
         if not segs:
             return None
         head, targs = segs[0]
