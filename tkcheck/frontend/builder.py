@@ -29,7 +29,7 @@ from .walk_types import _TypesMixin
 from .walk_statements import _StatementsMixin
 from .walk_asm import AsmLowering
 from .walk_exprs import _ValuesMixin
-from .walk_calls import _CallsMixin
+from .walk_calls import CallLowering
 from .walk_tmem import TmemLowering
 from .walk_inline import InlineExpansion
 
@@ -548,7 +548,7 @@ class ModelBuilder:
         return model
 
 
-class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin, _CallsMixin):
+class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
     """One kernel's walk; the parts live in the walk_* modules (one concern each)."""
     def __init__(self, mb: ModelBuilder, cursor, mk_op=None):
         self.mb = mb
@@ -567,7 +567,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin, _CallsMixin):
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system = None
         self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
-        self._phasebit_reads: dict[E.Expr, ir.PhasebitFacts] = {}  # parity expr -> the get_phasebit it is
+        self.phasebit_reads: dict[E.Expr, ir.PhasebitFacts] = {}  # parity expr -> the get_phasebit it is
         self.unbound_args: list[str] = []   # template arguments of the instantiation not understood
         # namespace qualifiers that name no object of their own: TK's and the user's
         self.ns_names = _NAMESPACES | mb.user_namespaces
@@ -575,6 +575,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin, _CallsMixin):
         self.asm = AsmLowering(self)
         self.tmem = TmemLowering(self)
         self.inline = InlineExpansion(self)
+        self.calls = CallLowering(self)
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:

@@ -22,9 +22,9 @@ class _ValuesMixin:
             return
         self._order += 1
         op.order = self._order
-        if op.kind == ir.MBAR_WAIT and op.parity is not None and op.parity in self._phasebit_reads:
+        if op.kind == ir.MBAR_WAIT and op.parity is not None and op.parity in self.phasebit_reads:
             if op.phasebit is None:
-                op.phasebit = self._phasebit_reads[op.parity]
+                op.phasebit = self.phasebit_reads[op.parity]
         op.callers = ctx.callers
         op.role_hint = ctx.role_hint
         self.model.ops.append(op)
@@ -35,6 +35,14 @@ class _ValuesMixin:
             return self._ev(node, ctx, cursor)
         except RecursionError:
             return E.opaque("deep")
+
+    def targ_int(self, targs, ctx, i) -> int | None:
+        """The `i`th template argument as an integer constant, if it is one."""
+        if not targs or len(targs) <= i:
+            return None
+        v = self.ev(targs[i], replace(ctx, dry=True))
+        c = v.const() if isinstance(v, Expr) else None
+        return c if isinstance(c, int) and not isinstance(c, bool) else None
 
     def _ev(self, node: cexpr.Node, ctx: Ctx, cursor):
         match node:
@@ -73,10 +81,10 @@ class _ValuesMixin:
                     return E.ite(_to_bool(c), a, b)
                 return self.opaque_from(node, (c, a, b))
             case cexpr.Assign():
-                return self._assign(node, ctx, cursor)
+                return self.assign(node, ctx, cursor)
             case cexpr.Post(op, target):
                 old = self.ev(target, ctx, cursor)
-                self._assign(cexpr.Assign("+=" if op == "++" else "-=", target, cexpr.Num(1)), ctx, cursor)
+                self.assign(cexpr.Assign("+=" if op == "++" else "-=", target, cexpr.Num(1)), ctx, cursor)
                 return old
             case cexpr.Cast(tnode, inner_node):
                 return self._ev_cast(tnode, self.ev(inner_node, ctx, cursor), ctx)
@@ -92,7 +100,7 @@ class _ValuesMixin:
                     return self._ev_member(cexpr.Member(nobj, ptr[1], False), ctx, cursor)
                 return self.opaque_from(node, (self.ev(nobj, ctx, cursor), ptr))
             case cexpr.Call():
-                return self._ev_call(node, ctx, cursor)
+                return self.calls.ev_call(node, ctx, cursor)
             case cexpr.Init(items):
                 return tuple(self.ev(x, ctx, cursor) for x in items)
             case cexpr.Comma(na, nb):
@@ -112,7 +120,7 @@ class _ValuesMixin:
             if isinstance(owner, StructType) and getattr(owner.members.get(fld), "kind", None) == CK.FIELD_DECL:
                 return ("memptr", fld)
         if op == "*" and isinstance(inner, cexpr.Cast) and isinstance(inner.type, cexpr.TypeWords) \
-                and "volatile" in inner.type.words and self._global_target(inner.a, ctx, cursor):
+                and "volatile" in inner.type.words and self.global_target(inner.a, ctx, cursor):
             # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory
             if cursor is not None:
                 self.emit(ir.Op(ir.GLOBAL_LOAD, "volatile load", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
@@ -209,7 +217,7 @@ class _ValuesMixin:
         v = self._member_static(self.mk_op, "opcode", None, Ctx(env=self.mk_op.env, guard=ir.Guard(), dry=True))
         return v if isinstance(v, E.Const) else None
 
-    def _global_target(self, node: cexpr.Node, ctx: Ctx, cursor) -> bool:
+    def global_target(self, node: cexpr.Node, ctx: Ctx, cursor) -> bool:
         """`&g.layout[{...}]` / `&ptr[i]`: an address in global memory (an element of a global
         layout, or of a pointer the kernel received)."""
         if isinstance(node, cexpr.Un) and node.op == "&":
@@ -369,7 +377,7 @@ class _ValuesMixin:
             return self._struct_cache[key]
         self._struct_cache[key] = E.Var(f"?{cursor.spelling}", E.PARAM)
         toks = tokens_of(cursor)
-        env = self._env_for_decl(cursor)
+        env = self.env_for_decl(cursor)
         val = None
         if cursor.spelling in toks:
             rest = toks[toks.index(cursor.spelling) + 1:]
@@ -467,7 +475,7 @@ class _ValuesMixin:
         return E.opaque(cexpr.render(node))
 
     # -- assignment ----------------------------------------------------------
-    def _assign(self, node: cexpr.Assign, ctx: Ctx, cursor):
+    def assign(self, node: cexpr.Assign, ctx: Ctx, cursor):
         op, lhs, rhs = node.op, node.target, node.value
         val = self.ev(rhs, ctx, cursor)
         if op == "=" and isinstance(val, tuple) and val and val[0] == "tmem_tile" and not ctx.dry:
