@@ -29,9 +29,9 @@ from .walk_types import _TypesMixin
 from .walk_statements import _StatementsMixin
 from .walk_asm import AsmLowering
 from .walk_exprs import _ValuesMixin
-from .walk_calls import _CallsMixin
+from .walk_calls import CallLowering
 from .walk_tmem import TmemLowering
-from .walk_inline import _InlineMixin
+from .walk_inline import InlineExpansion
 
 
 def _visible_from(root, cands: list) -> list:
@@ -553,13 +553,13 @@ class ModelBuilder:
         return model
 
 
-class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin, _CallsMixin, _InlineMixin):
+class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
     """One kernel's walk; the parts live in the walk_* modules (one concern each)."""
     def __init__(self, mb: ModelBuilder, cursor, mk_op=None):
         self.mb = mb
         self.mk_op = mk_op            # the op of an MK interpreter this model runs (knowledge/mk.py)
         self.op_pack: list = []       # the op structs of the kernel's template pack, when it is one
-        self._mk_role = None
+        self.mk_role: str | None = None   # the MK worker role whose loop is being walked
         self.cursor = cursor
         self.filename = mb.filename
         self.model: ir.KernelModel | None = None
@@ -572,13 +572,15 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin, _CallsMixin, _In
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system = None
         self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
-        self._phasebit_reads: dict[E.Expr, ir.PhasebitFacts] = {}  # parity expr -> the get_phasebit it is
+        self.phasebit_reads: dict[E.Expr, ir.PhasebitFacts] = {}  # parity expr -> the get_phasebit it is
         self.unbound_args: list[str] = []   # template arguments of the instantiation not understood
         # namespace qualifiers that name no object of their own: TK's and the user's
-        self._ns_names = _NAMESPACES | mb.user_namespaces
-        # composed parts: each reaches the walker only through `walker_core.WalkerCore`
+        self.ns_names = _NAMESPACES | mb.user_namespaces
+        # composed parts: each reaches the walker only through a protocol of `walker_core`
         self.asm = AsmLowering(self)
         self.tmem = TmemLowering(self)
+        self.inline = InlineExpansion(self)
+        self.calls = CallLowering(self)
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:

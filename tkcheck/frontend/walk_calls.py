@@ -1,7 +1,9 @@
 """Calls: the knowledge table's TK ops become model Ops; methods; register-tile accesses."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from ..knowledge import ops as K
 from ..model import expr as E
@@ -9,8 +11,11 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .value_types import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType
-from .walk_env import CK, Ctx, loc_of, tokens_of, _THREAD_FUNCS_GROUP
+from .walk_env import CK, Ctx, Env, loc_of, tokens_of, _THREAD_FUNCS_GROUP
 from .walk_arith import _ArrVal, _TMEM_ACCESS_NAMES, convert_int
+from .walker_core import CallWalker
+
+Targs = tuple[cexpr.Node, ...] | None     # a name's template arguments, as the parser gives them
 
 # TK's parameter types (include/ops/thread/util/{sync,tma}.cuh): init_semaphore(semaphore&, int
 # thread_count, int transaction_count), arrive(semaphore&, uint32_t count), expect_bytes(semaphore&,
@@ -22,32 +27,38 @@ _ROLE_TYPES = {
 }
 
 
-class _CallsMixin:
-    """Part of `builder.KernelWalker`. Calls: the knowledge table's TK ops become model Ops; methods; register-tile accesses."""
+class CallLowering:
+    """The walker's part for calls: the knowledge table's TK ops become model Ops; methods; the MK
+    interpreter's op dispatch; register-tile accesses; the user's functions, through inlining."""
 
-    def _ev_call(self, node: cexpr.Call, ctx: Ctx, cursor):
+    def __init__(self, walker: CallWalker):
+        self.w = walker
+        self._opcode_dispatchers: dict[str, bool] = {}   # class template name -> is one (Megakernels')
+
+    def ev_call(self, node: cexpr.Call, ctx: Ctx, cursor: Any) -> Any:
+        """The value of a call expression, emitting the ops it performs."""
         callee = node.callee
         args = node.args
         if isinstance(callee, cexpr.Member):
             return self._ev_method(callee, args, ctx, cursor)
         if not isinstance(callee, cexpr.Name):
-            f = self.ev(callee, ctx, cursor)
+            f = self.w.ev(callee, ctx, cursor)
             if isinstance(f, Lambda):          # `[&] { ... }()`
-                return self._inline_lambda(f, args, ctx, cursor)
-            fo = self._call_operator(f)
+                return self.w.inline.expand_lambda(f, args, ctx, cursor)
+            fo = self.w.inline.call_operator(f)
             if fo is not None:                 # `F{}(bar)`
-                return self._inline(fo, args, ctx, cursor, None)
+                return self.w.inline.expand(fo, args, ctx, cursor, None)
             return E.opaque("call")
         segs = list(callee.segments)
         full_segs = [sg for sg in segs if sg.name != "kittens"]
-        while len(segs) > 1 and segs[0].name in self._ns_names:
+        while len(segs) > 1 and segs[0].name in self.w.ns_names:
             segs = segs[1:]
         base, btargs = segs[-1]
         quals = segs[:-1]
         # constructor-style declarations parsed as calls: `__ctor{...}`
         if base == "__ctor":
-            vals = tuple(self.ev(a, ctx, cursor) for a in args)
-            return vals[0] if len(vals) == 1 else vals
+            fields = tuple(self.w.ev(a, ctx, cursor) for a in args)
+            return fields[0] if len(fields) == 1 else fields
         # scope qualifier: '', 'tma', 'warp', 'warpgroup', 'group<N>', 'everyone', user alias
         scope_warps, qual = self._qualifier(quals, ctx)
         # -- thread identity -------------------------------------------------
@@ -80,13 +91,13 @@ class _CallsMixin:
         if base == "cluster_nctarank" and not args:
             return E.Var("cluster_nctarank", E.PARAM)
         if base in ("min", "max") and len(args) == 2 and not quals:
-            a, b = self.ev(args[0], ctx, cursor), self.ev(args[1], ctx, cursor)
+            a, b = self.w.ev(args[0], ctx, cursor), self.w.ev(args[1], ctx, cursor)
             if isinstance(a, Expr) and isinstance(b, Expr):
                 return E.ite(E.binop("<" if base == "min" else ">", a, b), a, b)
             return E.opaque(base)
         if base == "get_phasebit" and len(args) == 2:
-            n = self.targ_int(btargs, ctx, 0)
-            bf, ring = self.ev(args[0], ctx, cursor), self.ev(args[1], ctx, cursor)
+            n = self.w.targ_int(btargs, ctx, 0)
+            bf, ring = self.w.ev(args[0], ctx, cursor), self.w.ev(args[1], ctx, cursor)
             if isinstance(bf, Expr) and isinstance(ring, Expr) and n is not None:
                 from ..recurrence import phase_bit
                 bit = phase_bit(bf, E.binop("+", ring, E.Const(16 * n)))
@@ -95,77 +106,77 @@ class _CallsMixin:
                 out = E.binop("&", E.binop(">>", bf, E.binop("+", ring, E.Const(16 * n))), E.Const(1))
                 if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1:
                     # which bitfield / bit a wait's parity reads (phase reasoning across nested loops)
-                    self._phasebit_reads[out] = ir.PhasebitFacts(args[0].segments[0].name,
+                    self.w.phasebit_reads[out] = ir.PhasebitFacts(args[0].segments[0].name,
                                                                  pos=E.binop("+", ring, E.Const(16 * n)))
                 return out
             return E.opaque("phasebit")
         if base == "update_phasebit" and len(args) == 2:
-            n = self.targ_int(btargs, ctx, 0)
-            ring = self.ev(args[1], ctx, cursor)
+            n = self.w.targ_int(btargs, ctx, 0)
+            ring = self.w.ev(args[1], ctx, cursor)
             if n is not None and isinstance(ring, Expr):
-                bit = cexpr.Value(E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n))))
-                self._assign(cexpr.Assign("^=", args[0], bit), ctx, cursor)
+                flip = cexpr.Value(E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n))))
+                self.w.assign(cexpr.Assign("^=", args[0], flip), ctx, cursor)
                 if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1 and cursor is not None:
-                    self.emit(ir.Op(ir.PHASEBIT_FLIP, "update_phasebit", loc_of(cursor, self.filename), ctx.guard,
+                    self.w.emit(ir.Op(ir.PHASEBIT_FLIP, "update_phasebit", loc_of(cursor, self.w.filename), ctx.guard,
                                     ctx.loops, phasebit=ir.PhasebitFacts(args[0].segments[0].name,
                                                                          pos=E.binop("+", ring, E.Const(16 * n)))), ctx)
             return None
         if base in ("ring_advance", "ring_retreat") and args:
-            s = self.targ_int(btargs, ctx, 0)
-            r = self.ev(args[0], ctx, cursor)
-            d = self.ev(args[1], ctx, cursor) if len(args) > 1 else E.Const(1)
+            s = self.w.targ_int(btargs, ctx, 0)
+            r = self.w.ev(args[0], ctx, cursor)
+            d = self.w.ev(args[1], ctx, cursor) if len(args) > 1 else E.Const(1)
             if s and isinstance(r, Expr) and isinstance(d, Expr):
                 if base == "ring_advance":
                     return E.binop("%", E.binop("+", r, d), E.Const(s))
                 return E.binop("%", E.binop("+", E.binop("-", r, d), E.Const(s)), E.Const(s))
             return E.opaque(base)
-        if base in K.CUDA_ATOMICS and args and not quals and self._global_target(args[0], ctx, cursor):
+        if base in K.CUDA_ATOMICS and args and not quals and self.w.global_target(args[0], ctx, cursor):
             # CUDA's atomicAdd & co on global memory: relaxed read-modify-writes at gpu scope
-            vals = [self.ev(a, ctx, cursor) for a in args[1:]]
-            loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
-            self.emit(ir.Op(ir.GLOBAL_SIGNAL, base, loc, ctx.guard, ctx.loops,
+            vals = [self.w.ev(a, ctx, cursor) for a in args[1:]]
+            loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+            self.w.emit(ir.Op(ir.GLOBAL_SIGNAL, base, loc, ctx.guard, ctx.loops,
                             global_access=ir.GlobalAccessFacts("relaxed", cexpr.render(node)[:80])), ctx)
             return E.opaque(base)
         if base == "tkcheck_dispatch":
             return self._mk_dispatch_role(args[1:], ctx, cursor)
-        if len(segs) >= 2 and segs[-2].name in self.mb.partial_specs and self._is_opcode_dispatcher(segs[-2].name):
+        if len(segs) >= 2 and segs[-2].name in self.w.mb.partial_specs and self._is_opcode_dispatcher(segs[-2].name):
             return self._mk_dispatch_template(segs[-2].targs or (), args, ctx, cursor, segs[-2].name)
         if base == "tkcheck_block_threads" and args:
-            v = self.ev(args[0], ctx)
-            if isinstance(v, Expr) and self.model is not None and not ctx.dry:
-                self.model.block_threads = v
-                self.model.block_threads_source = "template flags"
+            v = self.w.ev(args[0], ctx)
+            if isinstance(v, Expr) and self.w.model is not None and not ctx.dry:
+                self.w.model.block_threads = v
+                self.w.model.block_threads_source = "template flags"
             return None
         if base == "tkcheck_group_sync" and len(args) == 2:
             # group<N>::sync(id) of a template protocol whose N is one of its flags
-            n = self.ev(args[0], replace(ctx, dry=True))
+            n = self.w.ev(args[0], replace(ctx, dry=True))
             call = cexpr.Call(cexpr.Name((cexpr.Segment("group", (cexpr.Value(n),)), cexpr.Segment("sync", None))),
                               (args[1],))
-            return self._ev_call(call, ctx, cursor) if isinstance(n, Expr) else E.opaque("group sync")
+            return self.ev_call(call, ctx, cursor) if isinstance(n, Expr) else E.opaque("group sync")
         if base == "tkcheck_uniform":
             return E.Var(cexpr.render(args[0]) if args else "uniform", E.PARAM)
         if base == "tkcheck_flag" and len(args) == 3:
-            return self._protocol_flag(args, ctx)
+            return self.w.inline.protocol_flag(args, ctx)
         if base == "tkcheck_callback":
-            return self._protocol_callback(args, ctx, cursor)
+            return self.w.inline.protocol_callback(args, ctx, cursor)
         if base == "__cvta_generic_to_shared" and len(args) == 1:
-            a = self.asm.smem_address(args[0], ctx, cursor)
+            a = self.w.asm.smem_address(args[0], ctx, cursor)
             if a is not None:
                 return a
         # -- TMEM (Blackwell): tcgen05.ld/st of a tt, thread-scope tcgen05 MMAs --
         if base in _TMEM_ACCESS_NAMES and len(args) == 2 and "tma" not in qual.split("::"):
-            probe = [self.ev(a, replace(ctx, dry=True), cursor) for a in args]
+            probe = [self.w.ev(a, replace(ctx, dry=True), cursor) for a in args]
             if any(isinstance(v, Obj) and v.kind == "tmem" for v in probe):
-                return self.tmem.access(base, qual, scope_warps, args, ctx, cursor)
+                return self.w.tmem.access(base, qual, scope_warps, args, ctx, cursor)
         if K.tcgen05_mma_name(base) and (scope_warps is None and qual in ("", "kittens") or
                                                scope_warps is not None and scope_warps > 0) and len(args) >= 3:
             # a group's spelling (`warp::mm_ABt(d, a, b, sem)` of TK's 2025 headers): lane 0 of the
             # group issues the thread-scope MMA and its commit
-            probe0 = self.ev(args[0], replace(ctx, dry=True), cursor)
+            probe0 = self.w.ev(args[0], replace(ctx, dry=True), cursor)
             if isinstance(probe0, Obj) and probe0.kind == "tmem":
-                return self.tmem.tcgen05_mma(base, qual, btargs, args, ctx, cursor, group_warps=scope_warps)
+                return self.w.tmem.tcgen05_mma(base, qual, btargs, args, ctx, cursor, group_warps=scope_warps)
         if base in ("allocate_tmem", "allocate_tensor_memory") and not args and qual in ("", "kittens"):
-            return self.tmem.early_allocation(base, btargs, ctx, cursor)
+            return self.w.tmem.early_allocation(base, btargs, ctx, cursor)
         # -- tcgen05 commits, cluster launch control, PDL -----------------------
         qparts = [p for p in qual.split("::") if p not in ("kittens",)] if qual else []
         if base == "commit" and qparts[-1:] == ["tcgen05"] and args:
@@ -178,12 +189,12 @@ class _CallsMixin:
         if qparts[-1:] == ["clc"] and base in ("schedule", "query"):
             return self._emit_clc(base, args, ctx, cursor, f"{qual}::{base}")
         if qparts[-1:] == ["pdl"] and base in K.PDL_OPS and not args:
-            loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+            loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
             op = ir.Op(ir.PDL, f"{qual}::{base}", loc, ctx.guard, ctx.loops, pdl=K.PDL_OPS[base])
             if scope_warps is not None and scope_warps > 0:
                 op.scope = "warp" if scope_warps == 1 else ("warpgroup" if scope_warps == 4 else f"group<{scope_warps}>")
                 op.group_warps, op.issuers_per_group = scope_warps, 0
-            self.emit(op, ctx)
+            self.w.emit(op, ctx)
             return None
         # -- TK / CUDA operations --------------------------------------------
         spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
@@ -191,104 +202,105 @@ class _CallsMixin:
             return self._emit_op(spec, scope, gwarps, qual, base, btargs, args, ctx, cursor, node)
         # register-tile operations (accumulator accesses)
         if base in K.REGISTER_OPS:
-            vals = [self.ev(a, ctx, cursor) for a in args]
+            vals = [self.w.ev(a, ctx, cursor) for a in args]
             if any(isinstance(v, Obj) and v.kind == "regtile" for v in vals):
-                self._emit_reg_access(base, qual, vals, ctx, cursor, node)
+                self._emit_reg_access(base, qual, vals, ctx, cursor)
                 return None
             if base in ("store", "load") and any(isinstance(v, Obj) and v.kind == "buffer" for v in vals):
-                self._emit_reg_access(base, qual, vals, ctx, cursor, node)
+                self._emit_reg_access(base, qual, vals, ctx, cursor)
                 return None
         # -- the user's own functions: inline ---------------------------------
-        target = None
-        if len(full_segs) > 1 and full_segs[0].name in self.mb.user_namespaces:
+        target: Func | Lambda | None = None
+        if len(full_segs) > 1 and full_segs[0].name in self.w.mb.user_namespaces:
             key = "::".join(sg.name for sg in full_segs)
-            if key in self.mb.functions:
-                target = Func(base, self.mb.functions[key])
+            if key in self.w.mb.functions:
+                target = Func(base, self.w.mb.functions[key])
         if target is None:
-            target = self._resolve_callable(segs, ctx)
+            target = self.w.inline.resolve_callable(segs, ctx)
         if isinstance(target, Func):
             # a member function calling another member of the same object: the same `this`
             this = _enclosing_this(ctx.env) if target.owner is not None and len(segs) == 1 else None
             if this is not None and this.struct is not None and target.owner is not None \
                     and this.struct.cursor.hash != target.owner.cursor.hash:
                 this = None
-            return self._inline(target, args, ctx, cursor, btargs, this=this)
+            return self.w.inline.expand(target, args, ctx, cursor, btargs, this=this)
         if isinstance(target, Lambda):
-            return self._inline_lambda(target, args, ctx, cursor)
+            return self.w.inline.expand_lambda(target, args, ctx, cursor)
         # unknown call: evaluate args (for side effects), result opaque
-        vals = [self.ev(a, ctx, cursor) for a in args]
-        self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+        vals = [self.w.ev(a, ctx, cursor) for a in args]
+        self.w.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         if not args:
             # a function of nothing may read who calls it (an election, a lane id): not uniform
             return E.opaque(cexpr.render(node))
-        return self._opaque_from(node, vals)
+        return self.w.opaque_from(node, vals)
 
     # -- the MK interpreter's op dispatch (knowledge/mk.py) -------------------
     def _is_opcode_dispatcher(self, name: str) -> bool:
         """A class template recursing over a pack of ops with a partial specialization whose code
         compares the opcode with `op::opcode` (Megakernels' `dispatch_op`)."""
-        key = ("opcode_dispatcher", name)
-        if key not in self._struct_cache:
+        if name not in self._opcode_dispatchers:
             found = False
-            for c in self.mb.partial_specs.get(name, ()):
+            for c in self.w.mb.partial_specs.get(name, ()):
                 toks = tokens_of(c)
                 if "opcode" in toks and "..." in toks:
                     found = True
-            self._struct_cache[key] = found
-        return self._struct_cache[key]
+            self._opcode_dispatchers[name] = found
+        return self._opcode_dispatchers[name]
 
-    def _mk_op_role_struct(self, role: str):
-        op = self.mk_op
+    def _mk_op_role_struct(self, role: str) -> StructType | None:
+        op = self.w.mk_op
         if op is None:
             return None
         v = op.env.vars.get(role)
         if isinstance(v, tuple) and v and v[0] == "struct_decl":
-            return self.struct_type(v[1], {}, parent_env=op.env)
+            return self.w.struct_type(v[1], {}, parent_env=op.env)
         return v if isinstance(v, StructType) else None
 
-    def _mk_dispatch_role(self, args, ctx: Ctx, cursor):
+    def _mk_dispatch_role(self, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:
         """`tkcheck_dispatch(opcode, g, s)` in tkcheck's worker loop: the model's op's ROLE::run."""
-        role = self._mk_role
+        role = self.w.mk_role
         rs = self._mk_op_role_struct(role) if role else None
         f = rs.env.vars.get("run") if rs is not None else None
         if not isinstance(f, Func):
             if cursor is not None:
-                self.note_unmodelled(cursor, f"MK op dispatch of the {role} role not resolved")
+                self.w.note_unmodelled(cursor, f"MK op dispatch of the {role} role not resolved")
             return None
-        return self._inline(f, args, ctx, cursor, None)
+        return self.w.inline.expand(f, args, ctx, cursor, None)
 
-    def _mk_dispatch_template(self, targs, args, ctx: Ctx, cursor, name: str):
+    def _mk_dispatch_template(self, targs: tuple[cexpr.Node, ...], args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any,
+                              name: str) -> Any:
         """`dispatch_op<D, ops...>::run<...>(opcode, g, a...)`: in the model of op S, `D<S>::run(g, a...)`,
         D being a member template `A<...>::dispatcher` whose parameter is the op."""
-        if self.mk_op is None or not targs:
-            vals = [self.ev(a, ctx, cursor) for a in args]
+        if self.w.mk_op is None or not targs:
+            vals = [self.w.ev(a, ctx, cursor) for a in args]
             if cursor is not None:
-                self.note_unmodelled(cursor, f"{name}: an op dispatch outside a per-op model")
-            self._unmodelled_use(vals, ctx, cursor, name)
+                self.w.note_unmodelled(cursor, f"{name}: an op dispatch outside a per-op model")
+            self.w.unmodelled_use(vals, ctx, cursor, name)
             return E.opaque(name)
         d = targs[0]
         target = None
         if isinstance(d, cexpr.Name) and len(d.segments) >= 2:
-            outer = self.resolve_type(cexpr.Name(d.segments[:-1]), ctx.env)
+            outer = self.w.resolve_type(cexpr.Name(d.segments[:-1]), ctx.env)
             inner = outer.env.vars.get(d.segments[-1].name) if isinstance(outer, StructType) else None
             if isinstance(inner, tuple) and inner and inner[0] == "struct_decl":
                 tps = [ch for ch in inner[1].get_children() if ch.kind == CK.TEMPLATE_TYPE_PARAMETER]
                 if tps:
-                    target = self.struct_type(inner[1], {tps[0].spelling: self.mk_op}, parent_env=outer.env)
+                    target = self.w.struct_type(inner[1], {tps[0].spelling: self.w.mk_op}, parent_env=outer.env)
         f = target.env.vars.get("run") if target is not None else None
         if not isinstance(f, Func):
             if cursor is not None:
-                self.note_unmodelled(cursor, f"{name}: dispatcher {cexpr.render(d)} not resolved")
+                self.w.note_unmodelled(cursor, f"{name}: dispatcher {cexpr.render(d)} not resolved")
             return E.opaque(name)
-        return self._inline(f, args[1:], ctx, cursor, None)
+        return self.w.inline.expand(f, args[1:], ctx, cursor, None)
 
-    def _emit_tcgen05_commit(self, btargs, args, ctx: Ctx, cursor, api: str, ncta: int | None = None):
+    def _emit_tcgen05_commit(self, btargs: Targs, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, api: str,
+                             ncta: int | None = None) -> None:
         """`detail::tcgen05::commit<ncta>(sem[, mask])` / `tensor_commit<ncta>(sem)`: one arrival on
         `sem` once this thread's earlier tcgen05 operations complete; for ncta == 2 on the copy of
         `sem` in both CTAs of the pair (multicast mask 0b11 unless given)."""
-        ncta = ncta or self.targ_int(btargs, ctx, 0) or 1
-        vals = [self.ev(a, ctx, cursor) for a in args]
-        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        ncta = ncta or self.w.targ_int(btargs, ctx, 0) or 1
+        vals = [self.w.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         op = ir.Op(ir.MBAR_ARRIVE, api, loc, ctx.guard, ctx.loops, scope="thread", count=E.Const(1))
         b = vals[0]
         if isinstance(b, _ArrVal):
@@ -299,32 +311,33 @@ class _CallsMixin:
             op.barrier_unknown = cexpr.render(args[0])
         mask = vals[1] if ncta == 2 and len(vals) > 1 and isinstance(vals[1], Expr) else None
         op.mbar = ir.BarrierFacts(tcgen05_commit=True, ncta=ncta, multicast=ncta == 2, mask=mask)
-        self.emit(op, ctx)
+        self.w.emit(op, ctx)
         return None
 
-    def _emit_scale_copy(self, base, btargs, args, ctx: Ctx, cursor, api: str):
+    def _emit_scale_copy(self, base: str, btargs: Targs, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any,
+                         api: str) -> None:
         """`load_mxnv_scale_async[2]<ncta>(tt, st[, sem])` (TK ops/thread/memory/tile/shared_to_tensor.cuh):
         tcgen05.cp of a scale tile from shared memory into TMEM, then with a semaphore
         `detail::tcgen05::commit<ncta>(sem)` and `tensor_before_thread_sync()`."""
-        ncta = 2 if base.endswith("2") else (self.targ_int(btargs, ctx, 0) or 1)
-        vals = [self.ev(a, ctx, cursor) for a in args[:2]]
-        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        ncta = 2 if base.endswith("2") else (self.w.targ_int(btargs, ctx, 0) or 1)
+        vals = [self.w.ev(a, ctx, cursor) for a in args[:2]]
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         op = ir.Op(ir.TMEM_OP, api, loc, ctx.guard, ctx.loops, scope="thread", tmem=ir.TmemFacts("cp"))
         for v in vals:
             if isinstance(v, Obj):
                 op.operands = op.operands + (v.ref,)
-        self.emit(op, ctx)
+        self.w.emit(op, ctx)
         if len(args) == 3:
             self._emit_tcgen05_commit(None, args[2:], ctx, cursor, api, ncta=ncta)
-            self.emit(ir.Op(ir.FENCE, api, loc, ctx.guard, ctx.loops, fence=ir.FenceFacts("tcgen05_before")), ctx)
+            self.w.emit(ir.Op(ir.FENCE, api, loc, ctx.guard, ctx.loops, fence=ir.FenceFacts("tcgen05_before")), ctx)
         return None
 
-    def _emit_clc(self, base, args, ctx: Ctx, cursor, api: str):
+    def _emit_clc(self, base: str, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, api: str) -> Rec | None:
         """Cluster launch control: `clc::schedule(h, sem)` requests the next cluster's first block
         (try_cancel; its 16-byte response completes tx bytes on `sem` in every CTA of the
         cluster); `clc::query(h)` reads the response: {success, x, y, z}, the same for the block."""
-        vals = [self.ev(a, ctx, cursor) for a in args]
-        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+        vals = [self.w.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         if base == "query":
             h = vals[0] if vals else None
             name = str(h.ref) if isinstance(h, Obj) else (cexpr.render(args[0]) if args else "clc")
@@ -341,29 +354,10 @@ class _CallsMixin:
             op.barrier = b.ref
         else:
             op.barrier_unknown = cexpr.render(args[1]) if len(args) > 1 else "?"
-        self.emit(op, ctx)
+        self.w.emit(op, ctx)
         return None
 
-    def _unmodelled_use(self, vals, ctx: Ctx, cursor, what: str):
-        """A call tkcheck does not model received an mbarrier: it may arrive on
-        it, wait on it or re-initialise it. Record that, so no count or phase
-        of that barrier is claimed (an unknown is never a finding)."""
-        for v in vals:
-            if isinstance(v, _ArrVal):
-                v = v.obj
-            if isinstance(v, Obj) and v.kind == "barrier":
-                loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
-                self.emit(ir.Op(ir.CALL, what, loc, ctx.guard, ctx.loops, barrier=v.ref,
-                                unmodelled_barrier_use=True), ctx)
-
-    def targ_int(self, targs, ctx, i) -> int | None:
-        if not targs or len(targs) <= i:
-            return None
-        v = self.ev(targs[i], replace(ctx, dry=True))
-        c = v.const() if isinstance(v, Expr) else None
-        return c if isinstance(c, int) and not isinstance(c, bool) else None
-
-    def _qualifier(self, quals, ctx: Ctx) -> tuple[int | None, str]:
+    def _qualifier(self, quals: Sequence[cexpr.Segment], ctx: Ctx) -> tuple[int | None, str]:
         """(warps of the group scope or None, normalised qualifier text)."""
         if not quals:
             return None, ""
@@ -371,7 +365,7 @@ class _CallsMixin:
         warps = None
         for seg, targs in quals:
             if seg == "group" and targs:
-                v = self.ev(targs[0], replace(ctx, dry=True))
+                v = self.w.ev(targs[0], replace(ctx, dry=True))
                 w = v.const() if isinstance(v, Expr) else None
                 warps = w if isinstance(w, int) else -1
                 names.append("group")
@@ -390,7 +384,7 @@ class _CallsMixin:
             names.append(seg)
         return warps, "::".join(names)
 
-    def _group_alias(self, alias_cursor, ctx):
+    def _group_alias(self, alias_cursor: Any, ctx: Ctx) -> GroupScope | None:
         toks = tokens_of(alias_cursor)
         if "=" in toks:
             body = toks[toks.index("=") + 1:]
@@ -398,7 +392,7 @@ class _CallsMixin:
             if body and body[0] == "group" and len(body) >= 4 and body[1] == "<":
                 node = cexpr.parse_expression(body[2:body.index(">")] if ">" in body else [], ctx.env.has)
                 local = alias_cursor.semantic_parent.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD)
-                v = self.ev(node, replace(ctx, dry=True, env=ctx.env if local else self._env_for_decl(alias_cursor)))
+                v = self.w.ev(node, replace(ctx, dry=True, env=ctx.env if local else self.w.env_for_decl(alias_cursor)))
                 if isinstance(v, Expr) and isinstance(v.const(), int):
                     return GroupScope(v.const())
                 return GroupScope(-1)
@@ -406,7 +400,8 @@ class _CallsMixin:
                 return GroupScope(K.GROUP_SCOPES_WARPS[body[0]])
         return None
 
-    def _lookup_op(self, qual: str, base: str, scope_warps, nargs: int = 0):
+    def _lookup_op(self, qual: str, base: str, scope_warps: int | None,
+                   nargs: int = 0) -> tuple[K.OpSpec | None, str, int | None]:
         parts = qual.split("::") if qual else []
         parts = [p for p in parts if p not in ("kittens",)]
         q = "::".join(parts)
@@ -448,9 +443,10 @@ class _CallsMixin:
             return None, "group", scope_warps
         return None, "thread", 0
 
-    def _emit_op(self, spec: K.OpSpec, scope, gwarps, qual, base, btargs, args, ctx: Ctx, cursor, node):
-        vals = [self.ev(a, ctx, cursor) for a in args]
-        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+    def _emit_op(self, spec: K.OpSpec, scope: str, gwarps: int | None, qual: str, base: str, btargs: Targs,
+                 args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, node: cexpr.Call) -> None:
+        vals = [self.w.ev(a, ctx, cursor) for a in args]
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         api = f"{qual}::{base}" if qual else base
         op = ir.Op(spec.kind, api, loc, ctx.guard, ctx.loops)
         # scope: who issues the PTX
@@ -462,7 +458,7 @@ class _CallsMixin:
             op.scope = scope
         else:
             op.scope = "thread"
-            if spec.tma_lane_guarded and self.tk_lane_guarded:
+            if spec.tma_lane_guarded and self.w.tk_lane_guarded:
                 # old TK: the thread-scope spelling itself guarded lane 0
                 op.scope = "warp"
                 op.group_warps = 1
@@ -561,10 +557,10 @@ class _CallsMixin:
             if op.bytes is None:
                 op.bytes = E.opaque("tile bytes")
         elif spec.kind in (ir.MMA_WAIT, ir.TMA_STORE_WAIT, ir.CP_ASYNC_WAIT):
-            n = self.targ_int(btargs, ctx, 0)
+            n = self.w.targ_int(btargs, ctx, 0)
             op.count = E.Const(n if n is not None else 0)
         elif spec.kind == ir.SETMAXNREG:
-            n = self.targ_int(btargs, ctx, 0)
+            n = self.w.targ_int(btargs, ctx, 0)
             if n is None:
                 n = spec.registers
             op.count = E.Const(n) if n is not None else None
@@ -577,11 +573,11 @@ class _CallsMixin:
                     sync_kind = "named"
                     op.count = E.Const(32 * gwarps) if gwarps and gwarps > 0 else None
                     if op.sync_id is None and btargs:
-                        n = self.targ_int(btargs, ctx, 0)
+                        n = self.w.targ_int(btargs, ctx, 0)
                         op.sync_id = E.Const(n) if n is not None else None
             elif sync_kind == "block_named":
                 sync_kind = "block"
-                op.count = self.model.block_threads
+                op.count = self.w.model.block_threads
         # the kind's facts
         if spec.kind == ir.SYNC and sync_kind is not None:
             op.sync = ir.SyncFacts(sync_kind, mask, syncthreads=spec.syncthreads,
@@ -616,11 +612,11 @@ class _CallsMixin:
             op.mbar = None
             op.sync_id = vals[0]
             op.count = E.Const(32 * gwarps) if gwarps and gwarps > 0 else None
-        self.emit(op, ctx)
+        self.w.emit(op, ctx)
         return None
 
-    def _emit_reg_access(self, base, qual, vals, ctx, cursor, node):
-        loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+    def _emit_reg_access(self, base: str, qual: str, vals: list[Any], ctx: Ctx, cursor: Any) -> None:
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         written = K.REGISTER_OPS.get(base)
         for i, v in enumerate(vals):
             if isinstance(v, Obj) and v.kind in ("regtile", "buffer"):
@@ -637,19 +633,19 @@ class _CallsMixin:
                                                                    reinterpreted_from=v.reinterpreted_from))
                 if qual:
                     op.scope = qual.split("::")[-1]
-                self.emit(op, ctx)
+                self.w.emit(op, ctx)
 
-    def _ev_method(self, callee: cexpr.Member, args, ctx: Ctx, cursor):
-        obj = self.ev(callee.obj, ctx, cursor)
+    def _ev_method(self, callee: cexpr.Member, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:
+        obj = self.w.ev(callee.obj, ctx, cursor)
         mname = callee.field
         targs = callee.targs
         if isinstance(obj, Allocator) and mname == "allocate":
             t = None
             dims = []
             if targs:
-                t = self.resolve_type(targs[0], ctx.env)
+                t = self.w.resolve_type(targs[0], ctx.env)
                 for a in targs[1:]:
-                    v = self.ev(a, replace(ctx, dry=True))
+                    v = self.w.ev(a, replace(ctx, dry=True))
                     dims.append(v if isinstance(v, Expr) else E.opaque("dim"))
             return ("alloc", t, tuple(dims), obj.alignment)
         if isinstance(obj, tuple) and obj and obj[0] == "glmethod":
@@ -657,35 +653,35 @@ class _CallsMixin:
         if isinstance(obj, Obj) and obj.kind == "gl":   # g.A.rows(), g.C.cols(): uniform sizes
             return E.Var(f"{obj.ref}.{mname}()", E.PARAM)
         if isinstance(obj, Obj) and obj.kind == "tmem_allocator":
-            return self.tmem.allocator_method(obj, mname, targs, args, ctx, cursor)
+            return self.w.tmem.allocator_method(obj, mname, targs, args, ctx, cursor)
         if isinstance(obj, Obj) and obj.kind == "tmem" and mname == "subtile":
-            return self.tmem.subtile(obj, targs, args, ctx, cursor)
+            return self.w.tmem.subtile(obj, targs, args, ctx, cursor)
         if isinstance(obj, Obj) and mname in ("subtile",):
             return obj
         if isinstance(obj, StructType):
             f = obj.env.vars.get(mname)
             if isinstance(f, Func):
-                return self._inline(f, args, ctx, cursor, targs)
-        if isinstance(obj, Rec) and obj.struct is not None and self.mk_op is not None and len(args) == 1:
+                return self.w.inline.expand(f, args, ctx, cursor, targs)
+        if isinstance(obj, Rec) and obj.struct is not None and self.w.mk_op is not None and len(args) == 1:
             from ..knowledge import mk
             if mname in mk.PAGE_ID_METHODS and "page_finished" in obj.fields:
-                v = self.ev(args[0], ctx, cursor)
-                if isinstance(v, Expr) and self.model is not None:
-                    if mk.PAGE_ID_NOTE not in self.model.notes:
-                        self.model.notes.append(mk.PAGE_ID_NOTE)
+                v = self.w.ev(args[0], ctx, cursor)
+                if isinstance(v, Expr) and self.w.model is not None:
+                    if mk.PAGE_ID_NOTE not in self.w.model.notes:
+                        self.w.model.notes.append(mk.PAGE_ID_NOTE)
                     return v
         if isinstance(obj, Rec) and obj.struct is not None:
             f = obj.struct.env.vars.get(mname)
             if isinstance(f, Func):
-                return self._inline(f, args, ctx, cursor, targs, this=obj)
-        vals = [self.ev(a, ctx, cursor) for a in args]
-        self._unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
-        return self._opaque_from(callee, [obj] + vals)
+                return self.w.inline.expand(f, args, ctx, cursor, targs, this=obj)
+        vals = [self.w.ev(a, ctx, cursor) for a in args]
+        self.w.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+        return self.w.opaque_from(callee, [obj] + vals)
 
     # -- TMEM (Blackwell) ------------------------------------------------------
 
 
-def _enclosing_this(env):
+def _enclosing_this(env: Env | None) -> Rec | None:
     """The record a member function runs on, when `env` is (inside) one's scope."""
     from .walk_env import ThisEnv
     e = env

@@ -22,9 +22,9 @@ class _ValuesMixin:
             return
         self._order += 1
         op.order = self._order
-        if op.kind == ir.MBAR_WAIT and op.parity is not None and op.parity in self._phasebit_reads:
+        if op.kind == ir.MBAR_WAIT and op.parity is not None and op.parity in self.phasebit_reads:
             if op.phasebit is None:
-                op.phasebit = self._phasebit_reads[op.parity]
+                op.phasebit = self.phasebit_reads[op.parity]
         op.callers = ctx.callers
         op.role_hint = ctx.role_hint
         self.model.ops.append(op)
@@ -35,6 +35,14 @@ class _ValuesMixin:
             return self._ev(node, ctx, cursor)
         except RecursionError:
             return E.opaque("deep")
+
+    def targ_int(self, targs, ctx, i) -> int | None:
+        """The `i`th template argument as an integer constant, if it is one."""
+        if not targs or len(targs) <= i:
+            return None
+        v = self.ev(targs[i], replace(ctx, dry=True))
+        c = v.const() if isinstance(v, Expr) else None
+        return c if isinstance(c, int) and not isinstance(c, bool) else None
 
     def _ev(self, node: cexpr.Node, ctx: Ctx, cursor):
         match node:
@@ -60,7 +68,7 @@ class _ValuesMixin:
                     if op in ("&&", "||"):
                         a, b = _to_bool(a), _to_bool(b)
                     return E.binop(op, a, b)
-                return self._opaque_from(node, (a, b))
+                return self.opaque_from(node, (a, b))
             case cexpr.Un(op, inner):
                 return self._ev_unary(node, op, inner, ctx, cursor)
             case cexpr.Cond(nc, na, nb):
@@ -71,12 +79,12 @@ class _ValuesMixin:
                 a, b = self.ev(na, ctx, cursor), self.ev(nb, ctx, cursor)
                 if isinstance(c, Expr) and isinstance(a, Expr) and isinstance(b, Expr):
                     return E.ite(_to_bool(c), a, b)
-                return self._opaque_from(node, (c, a, b))
+                return self.opaque_from(node, (c, a, b))
             case cexpr.Assign():
-                return self._assign(node, ctx, cursor)
+                return self.assign(node, ctx, cursor)
             case cexpr.Post(op, target):
                 old = self.ev(target, ctx, cursor)
-                self._assign(cexpr.Assign("+=" if op == "++" else "-=", target, cexpr.Num(1)), ctx, cursor)
+                self.assign(cexpr.Assign("+=" if op == "++" else "-=", target, cexpr.Num(1)), ctx, cursor)
                 return old
             case cexpr.Cast(tnode, inner_node):
                 return self._ev_cast(tnode, self.ev(inner_node, ctx, cursor), ctx)
@@ -90,9 +98,9 @@ class _ValuesMixin:
                 ptr = self.ev(nptr, replace(ctx, dry=True), cursor)
                 if isinstance(ptr, tuple) and ptr and ptr[0] == "memptr":
                     return self._ev_member(cexpr.Member(nobj, ptr[1], False), ctx, cursor)
-                return self._opaque_from(node, (self.ev(nobj, ctx, cursor), ptr))
+                return self.opaque_from(node, (self.ev(nobj, ctx, cursor), ptr))
             case cexpr.Call():
-                return self._ev_call(node, ctx, cursor)
+                return self.calls.ev_call(node, ctx, cursor)
             case cexpr.Init(items):
                 return tuple(self.ev(x, ctx, cursor) for x in items)
             case cexpr.Comma(na, nb):
@@ -112,7 +120,7 @@ class _ValuesMixin:
             if isinstance(owner, StructType) and getattr(owner.members.get(fld), "kind", None) == CK.FIELD_DECL:
                 return ("memptr", fld)
         if op == "*" and isinstance(inner, cexpr.Cast) and isinstance(inner.type, cexpr.TypeWords) \
-                and "volatile" in inner.type.words and self._global_target(inner.a, ctx, cursor):
+                and "volatile" in inner.type.words and self.global_target(inner.a, ctx, cursor):
             # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory
             if cursor is not None:
                 self.emit(ir.Op(ir.GLOBAL_LOAD, "volatile load", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
@@ -130,7 +138,7 @@ class _ValuesMixin:
             return a  # address-of / dereference keep the object
         if isinstance(a, Expr):
             return E.unop(op, _to_bool(a) if op == "!" else a)
-        return self._opaque_from(node, (a,))
+        return self.opaque_from(node, (a,))
 
     def _ev_cast(self, tnode: cexpr.Node, inner, ctx: Ctx):
         words = tnode.words if isinstance(tnode, cexpr.TypeWords) else None
@@ -196,7 +204,7 @@ class _ValuesMixin:
             res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"))
             self._elem_access(res, "read", ctx, cursor)
             return res
-        return self._opaque_from(node, (base, idx))
+        return self.opaque_from(node, (base, idx))
 
     def _mk_opcode_read(self, base: Obj, idx: E.Const):
         """In the model of one MK op, the opcode word of an instruction slot (knowledge/mk.py:
@@ -209,7 +217,7 @@ class _ValuesMixin:
         v = self._member_static(self.mk_op, "opcode", None, Ctx(env=self.mk_op.env, guard=ir.Guard(), dry=True))
         return v if isinstance(v, E.Const) else None
 
-    def _global_target(self, node: cexpr.Node, ctx: Ctx, cursor) -> bool:
+    def global_target(self, node: cexpr.Node, ctx: Ctx, cursor) -> bool:
         """`&g.layout[{...}]` / `&ptr[i]`: an address in global memory (an element of a global
         layout, or of a pointer the kernel received)."""
         if isinstance(node, cexpr.Un) and node.op == "&":
@@ -274,7 +282,7 @@ class _ValuesMixin:
         by_value = bool(caps) and ("=" in caps or "&" not in caps)
         return Lambda(lam, ctx.env, by_value)
 
-    def _opaque_from(self, node: cexpr.Node, parts) -> Expr:
+    def opaque_from(self, node: cexpr.Node, parts) -> Expr:
         """An unknown value; it is uniform when everything it is computed from is."""
         kinds = set()
         for p in parts:
@@ -298,13 +306,13 @@ class _ValuesMixin:
         segs = list(node.segments)
         q = self._qualified_decl(segs, ctx.env)
         if q is not None:
-            cur = self._deref(q[0], segs[0].name, ctx, q[1])
+            cur = self.deref(q[0], segs[0].name, ctx, q[1])
             for seg, sargs in q[2]:
                 cur = self._member_static(cur, seg, sargs, ctx)
                 if cur is None:
                     return E.Var(f"?{cexpr.render(node)}", E.PARAM)
             return cur
-        while len(segs) > 1 and segs[0].name in self._ns_names:
+        while len(segs) > 1 and segs[0].name in self.ns_names:
             segs = segs[1:]
         head, targs = segs[0]
         if len(segs) == 1:
@@ -312,7 +320,7 @@ class _ValuesMixin:
                 return self._size_bytes(targs, ctx)
             v = ctx.env.lookup(head)
             if v is not None:
-                return self._deref(v, head, ctx)
+                return self.deref(v, head, ctx)
             if head in self.mb.macros:
                 # a macro whose value is a constant is evaluated once per file: `#define M1 (M0 + M0)`
                 # chains stay linear instead of doubling at every level
@@ -344,7 +352,7 @@ class _ValuesMixin:
             base = ("struct_decl", self.mb.structs[head])
         if head in K.TILE_ALIASES:
             base = self._tile_from_alias(head, targs or (), ctx.env)
-        cur = self._deref(base, head, ctx, targs) if base is not None else None
+        cur = self.deref(base, head, ctx, targs) if base is not None else None
         if cur is None and head in K.CONSTANTS:
             return E.Const(K.CONSTANTS[head])
         for seg, sargs in segs[1:]:
@@ -355,7 +363,7 @@ class _ValuesMixin:
                 return E.Var(f"?{cexpr.render(node)}", E.PARAM)
         return cur
 
-    def _deref(self, v, name, ctx: Ctx, targs=None):
+    def deref(self, v, name, ctx: Ctx, targs=None):
         if isinstance(v, tuple) and v and v[0] == "var_decl":
             return self._global_var_value(v[1])
         if isinstance(v, tuple) and v and v[0] in ("alias_decl", "struct_decl"):
@@ -369,7 +377,7 @@ class _ValuesMixin:
             return self._struct_cache[key]
         self._struct_cache[key] = E.Var(f"?{cursor.spelling}", E.PARAM)
         toks = tokens_of(cursor)
-        env = self._env_for_decl(cursor)
+        env = self.env_for_decl(cursor)
         val = None
         if cursor.spelling in toks:
             rest = toks[toks.index(cursor.spelling) + 1:]
@@ -391,7 +399,7 @@ class _ValuesMixin:
                 return None
             if isinstance(m, Func):
                 return m
-            return self._deref(m, seg, Ctx(env=cur.env, guard=ctx.guard, dry=True), sargs)
+            return self.deref(m, seg, Ctx(env=cur.env, guard=ctx.guard, dry=True), sargs)
         if isinstance(cur, ir.TileType):
             return _tile_attr(cur, seg)
         if isinstance(cur, GroupScope):
@@ -457,7 +465,7 @@ class _ValuesMixin:
         if isinstance(obj, Allocator):
             return ("allocmethod", obj, field_name, node.targs)
         if isinstance(obj, Expr):
-            return self._opaque_from(node, (obj,))
+            return self.opaque_from(node, (obj,))
         if isinstance(obj, tuple) and field_name in ("x", "y", "z", "w") and obj and all(isinstance(v, Expr) for v in obj):
             # a CUDA vector value built by a braced list (`int2 rc = {r, c}; rc.x`)
             i = "xyzw".index(field_name)
@@ -467,7 +475,7 @@ class _ValuesMixin:
         return E.opaque(cexpr.render(node))
 
     # -- assignment ----------------------------------------------------------
-    def _assign(self, node: cexpr.Assign, ctx: Ctx, cursor):
+    def assign(self, node: cexpr.Assign, ctx: Ctx, cursor):
         op, lhs, rhs = node.op, node.target, node.value
         val = self.ev(rhs, ctx, cursor)
         if op == "=" and isinstance(val, tuple) and val and val[0] == "tmem_tile" and not ctx.dry:

@@ -248,6 +248,18 @@ class _StatementsMixin:
         if self.model is not None:
             self.model.unmodelled.append((loc_of(c, self.filename), why))
 
+    def unmodelled_use(self, vals, ctx: Ctx, cursor, what: str):
+        """A call tkcheck does not model received an mbarrier: it may arrive on
+        it, wait on it or re-initialise it. Record that, so no count or phase
+        of that barrier is claimed (an unknown is never a finding)."""
+        for v in vals:
+            if isinstance(v, _ArrVal):
+                v = v.obj
+            if isinstance(v, Obj) and v.kind == "barrier":
+                loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
+                self.emit(ir.Op(ir.CALL, what, loc, ctx.guard, ctx.loops, barrier=v.ref,
+                                unmodelled_barrier_use=True), ctx)
+
     # -- declarations -----------------------------------------------------
     def declare(self, d, ctx: Ctx, stmt_toks=None, first_type=None):
         """Declare one variable. Tokens come from the whole declaration

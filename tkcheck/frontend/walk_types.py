@@ -369,7 +369,7 @@ class _TypesMixin:
         sp = cursor.semantic_parent
         nested = sp is not None and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE)
         base_env = parent_env if (nested and parent_env is not None) else (
-            self._env_for_decl(cursor) if nested else self.mb.env_for(cursor))
+            self.env_for_decl(cursor) if nested else self.mb.env_for(cursor))
         key = f"{cursor.hash}:{id(base_env)}:{sorted((k, str(v)) for k, v in targs.items())}"
         st = self._struct_cache.get(key)
         if st is not None:
@@ -385,7 +385,7 @@ class _TypesMixin:
                 env.define(p.spelling, targs[p.spelling])
         rest = [p for p in tparams if p.spelling not in targs]
         if rest:
-            self._bind_template_params_list(rest, env)
+            self.bind_template_params_list(rest, env)
         for ch in cursor.get_children():
             if ch.spelling:
                 st.members.setdefault(ch.spelling, ch)
@@ -415,7 +415,7 @@ class _TypesMixin:
                     st.members.setdefault(k, v)
         return st
 
-    def _bind_template_params_list(self, params, env):
+    def bind_template_params_list(self, params, env):
         for ch in params:
             toks = tokens_of(ch)
             if "=" in toks:
@@ -467,7 +467,7 @@ class _TypesMixin:
             cur = self._type_of_value(q[0], q[1], env)
             if cur is not None:
                 return self._type_member_chain(cur, q[2], env)
-        segs = [s for s in segments if s.name not in self._ns_names or s is segments[-1]]
+        segs = [s for s in segments if s.name not in self.ns_names or s is segments[-1]]
         if not segs:
             return None
         head, targs = segs[0]
@@ -535,7 +535,7 @@ class _TypesMixin:
         # `using X = <type>;` / `typedef <type> X;` — parse the tokens after '='; when they do not
         # parse (a preprocessor conditional inside the declaration), clang's reading of the type
         toks = tokens_of(alias_cursor)
-        env = self._env_for_decl(alias_cursor)
+        env = self.env_for_decl(alias_cursor)
         if "=" in toks:
             body = toks[toks.index("=") + 1:]
         elif toks and toks[0] == "typedef":
@@ -559,7 +559,7 @@ class _TypesMixin:
         self._struct_cache[key] = t
         return t
 
-    def _env_for_decl(self, cursor) -> Env:
+    def env_for_decl(self, cursor) -> Env:
         """The environment a nested declaration's names resolve in."""
         parent = cursor.semantic_parent
         if parent is not None and parent.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
