@@ -8,6 +8,7 @@ Other modules add commands to the `main` group: `_LAZY_COMMANDS` names the
 module (with a `register_cli(group)`) that defines each, imported when the
 command is used (`confirm`, `triage` from `tkcheck.confirm`).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -52,6 +53,7 @@ class UsageProblem(Exception):
 
 # ---------------------------------------------------------------- the group
 
+
 class _DefaultGroup(click.Group):
     """`tkcheck PATH...` means `tkcheck check PATH...`; `--explain X` means `rule X`."""
 
@@ -63,8 +65,11 @@ class _DefaultGroup(click.Group):
                 args = ["rule", *args[1:]]
             elif first.startswith("--explain="):
                 args = ["rule", first.split("=", 1)[1], *args[1:]]
-            elif first not in self.commands and first not in _LAZY_COMMANDS and \
-                    first not in ("-h", "--help", "--version"):
+            elif (
+                first not in self.commands
+                and first not in _LAZY_COMMANDS
+                and first not in ("-h", "--help", "--version")
+            ):
                 args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -77,9 +82,11 @@ class _DefaultGroup(click.Group):
         return self.commands.get(name)
 
     def format_usage(self, ctx, formatter):
-        formatter.write("Usage: tkcheck [check] [OPTIONS] PATH...\n"
-                        "       tkcheck rule CODE | --all\n"
-                        "       tkcheck COMMAND [ARGS]...\n")
+        formatter.write(
+            "Usage: tkcheck [check] [OPTIONS] PATH...\n"
+            "       tkcheck rule CODE | --all\n"
+            "       tkcheck COMMAND [ARGS]...\n"
+        )
 
     def invoke(self, ctx):
         try:
@@ -99,13 +106,18 @@ class _DefaultGroup(click.Group):
         except Exception as e:  # noqa: BLE001 - an internal error is a message, not a traceback
             if _DEBUG["on"]:
                 raise
-            click.echo(f"tkcheck: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
-                       err=True)
+            click.echo(
+                f"tkcheck: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", err=True
+            )
             ctx.exit(2)
 
 
-@click.group(cls=_DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]},
-             invoke_without_command=False, no_args_is_help=True)
+@click.group(
+    cls=_DefaultGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    invoke_without_command=False,
+    no_args_is_help=True,
+)
 @click.version_option(__version__, "--version", prog_name="tkcheck", message="%(prog)s %(version)s")
 def main():
     """tkcheck: a static verifier for asynchronous ThunderKittens kernels (Hopper, Blackwell).
@@ -118,6 +130,7 @@ def main():
 
 
 # ---------------------------------------------------------------- option helpers
+
 
 def _split_codes(values: Iterable[str]) -> tuple[str, ...]:
     out: list[str] = []
@@ -144,6 +157,7 @@ def _tk_include_dir(value: str | os.PathLike | None) -> str | None:
     if not p.is_dir():
         raise UsageProblem(f"--tk-include {value}: not a folder")
     from tkcheck.frontend.parse import find_tk_include
+
     return find_tk_include(p) or str(p)
 
 
@@ -152,6 +166,7 @@ def _tk_dirs(values) -> tuple[str | None, tuple[str, ...]]:
     found in it), the include/ folder, or more folders such as prototype/. Returns (the folder
     holding kittens.cuh, the others in the order given)."""
     from tkcheck.frontend.parse import find_tk_include
+
     primary, extra = None, []
     for v in values or ():
         if v is None:
@@ -187,6 +202,7 @@ def _defines(values) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------- file discovery
 
+
 def collect_files(paths: Iterable[str]) -> list[tuple[str, str]]:
     """(file, the argument it came from) for every file to check, in a stable order.
 
@@ -220,12 +236,14 @@ def collect_files(paths: Iterable[str]) -> list[tuple[str, str]]:
 
 # ---------------------------------------------------------------- compile_commands.json
 
+
 def load_compile_commands(location: str | os.PathLike) -> dict[str, dict]:
     """file (absolute, normalised) -> {include_dirs, defines} from a compile_commands.json."""
     p = Path(location)
     if p.is_dir():
         p = p / "compile_commands.json"
     from tkcheck.safe_io import NotReadable, read_regular
+
     try:
         entries = json.loads(read_regular(p, MAX_COMPILE_COMMANDS_BYTES).decode("utf-8"))
     except NotReadable as e:
@@ -250,8 +268,7 @@ def load_compile_commands(location: str | os.PathLike) -> dict[str, dict]:
                 raise UsageProblem(f"compile commands {p}: entry {i}: cannot split the command: {e}") from None
         includes, defines = _flags_of(argv, directory)
         try:
-            check_compiler_options(defines=defines, include_dirs=includes,
-                                   where=f"compile commands {p}: entry {i}")
+            check_compiler_options(defines=defines, include_dirs=includes, where=f"compile commands {p}: entry {i}")
         except UnsafeOption as e:
             raise UsageProblem(str(e)) from None
         f = Path(str(entry["file"]))
@@ -292,6 +309,7 @@ def _flags_of(argv: list[str], directory: Path) -> tuple[tuple[str, ...], tuple[
 
 # ---------------------------------------------------------------- running the checks
 
+
 @dataclass
 class _Job:
     index: int
@@ -302,6 +320,7 @@ class _Job:
 
 def _check_job(job: _Job):
     from tkcheck.engine import check_file
+
     return job.index, check_file(job.path, job.opts, text=job.text)
 
 
@@ -309,9 +328,10 @@ def _failed(job: _Job, why: str):
     """The result of a file whose check could not finish: told, and exit status 2."""
     from tkcheck.engine import FileResult
     from tkcheck.render._common import display_path
+
     res = FileResult(path=job.path, source=job.text or "")
     shown = display_path(job.path, Path.cwd())
-    if why.startswith(("stopped after", "the checking process")):     # a limit, not a bug of tkcheck
+    if why.startswith(("stopped after", "the checking process")):  # a limit, not a bug of tkcheck
         res.notes.append(f"check of {shown} stopped: {why} (no findings reported for this file)")
     else:
         res.notes.append(f"internal error while checking {shown}: {why} (no findings reported for this file)")
@@ -322,6 +342,7 @@ def _failed(job: _Job, why: str):
 def _child_main(conn, job: _Job):
     """In a forked child: check one file, send the pickled FileResult back."""
     import pickle
+
     try:
         # nothing a file names may read the terminal or the caller's pipe (`#include "/dev/stdin"`)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -346,6 +367,7 @@ def _limit_memory(limit: int | None):
         return
     try:
         import resource
+
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard == resource.RLIM_INFINITY or limit < hard:
             resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
@@ -355,11 +377,13 @@ def _limit_memory(limit: int | None):
 
 def _can_fork() -> bool:
     import multiprocessing as mp
+
     return sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods()
 
 
-def run_jobs(jobs: list[_Job], workers: int, progress: bool, *, file_timeout: float | None = None,
-             isolate: bool = True) -> list:
+def run_jobs(
+    jobs: list[_Job], workers: int, progress: bool, *, file_timeout: float | None = None, isolate: bool = True
+) -> list:
     """FileResults in job order.
 
     Each file is checked in a forked child process (libclang and z3 are not
@@ -396,7 +420,7 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
 
     ctx = mp.get_context("fork")
     pending = deque(jobs)
-    running: dict = {}            # reader -> (process, job, started)
+    running: dict = {}  # reader -> (process, job, started)
     sys.stdout.flush()
     sys.stderr.flush()
     try:
@@ -406,7 +430,7 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
                 reader, writer = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_child_main, args=(writer, job), daemon=True)
                 proc.start()
-                writer.close()    # the child holds the only writer: its death reads as EOF here
+                writer.close()  # the child holds the only writer: its death reads as EOF here
                 running[reader] = (proc, job, time.monotonic())
             timeout = None
             if file_timeout:
@@ -422,10 +446,14 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
                 proc.join()
                 if value is None:
                     code = proc.exitcode
-                    why = (f"the checking process died with signal {-code}" if code and code < 0
-                           else f"the checking process exited with status {code}")
-                    value = _failed(job, why + " (libclang or z3 crashed, or the file passed the memory "
-                                               "limit of --file-memory)")
+                    why = (
+                        f"the checking process died with signal {-code}"
+                        if code and code < 0
+                        else f"the checking process exited with status {code}"
+                    )
+                    value = _failed(
+                        job, why + " (libclang or z3 crashed, or the file passed the memory limit of --file-memory)"
+                    )
                 elif isinstance(value, str):
                     value = _failed(job, value)
                 results[job.index] = value
@@ -440,7 +468,8 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
                         reader.close()
                         del running[reader]
                         results[job.index] = _failed(
-                            job, f"stopped after {file_timeout:g} s (raise the limit with --file-timeout)")
+                            job, f"stopped after {file_timeout:g} s (raise the limit with --file-timeout)"
+                        )
                         if bar:
                             bar.update(1)
     finally:
@@ -452,10 +481,12 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
 
 # ---------------------------------------------------------------- the check command
 
+
 def _config_for(path: str, config_file, overrides, cache: dict):
     """The config of one file (or folder): the closest tkcheck.toml / pyproject.toml [tool.tkcheck]
     above it, as ruff does, whether the file was named or found in a folder; `--config-file` wins."""
     from tkcheck.config import ConfigError, find_config, load_config
+
     p = Path(path)
     folder = os.path.abspath(path if p.is_dir() else (os.path.dirname(path) or "."))
     try:
@@ -473,6 +504,7 @@ def _config_for(path: str, config_file, overrides, cache: dict):
 @dataclass
 class _Settings:
     """What the command line says, before each file's config is applied."""
+
     select: tuple[str, ...] | None
     ignore: tuple[str, ...]
     extend_select: tuple[str, ...]
@@ -488,15 +520,16 @@ class _Settings:
     solver_budget: int = DEFAULT_BUDGET
     sass: bool | None = None
     sass_arch: str | None = None
-    tk_extra_dirs: tuple[str, ...] = ()       # more --tk-include folders (prototype/)
-    include_dirs: tuple[str, ...] = ()        # -I DIR on the command line
-    defines: tuple[str, ...] = ()             # -D NAME[=VALUE] on the command line
+    tk_extra_dirs: tuple[str, ...] = ()  # more --tk-include folders (prototype/)
+    include_dirs: tuple[str, ...] = ()  # -I DIR on the command line
+    defines: tuple[str, ...] = ()  # -D NAME[=VALUE] on the command line
     _selectors: dict = field(default_factory=dict)
     _compile_tables: dict = field(default_factory=dict)
 
 
 def _selector(config, s: _Settings):
     from tkcheck.selection import RuleSelector
+
     key = id(config)
     if key not in s._selectors:
         try:
@@ -528,10 +561,12 @@ def _cache_dir(config, s: _Settings) -> str | None:
     d = base / CACHE_DIR_NAME
     try:
         if os.path.islink(d):
-            return None      # the cache is written only inside its own folder, never through a link
+            return None  # the cache is written only inside its own folder, never through a link
         d.mkdir(parents=True, exist_ok=True)
-        for name, text in ((".gitignore", "# written by tkcheck: the cache is never committed\n*\n"),
-                           ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# tkcheck result cache\n")):
+        for name, text in (
+            (".gitignore", "# written by tkcheck: the cache is never committed\n*\n"),
+            ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# tkcheck result cache\n"),
+        ):
             if not os.path.lexists(d / name):
                 fd = os.open(d / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -544,6 +579,7 @@ def _cache_dir(config, s: _Settings) -> str | None:
 def _options_for(path: str, config, s: _Settings):
     from tkcheck.engine import CheckOptions
     from tkcheck.frontend.parse import ParseOptions
+
     table = _compile_table(config, s)
     cc = table.get(os.path.normpath(os.path.abspath(path)), {})
     tk_include = s.tk_include or _tk_include_dir(config.tk_include)
@@ -553,12 +589,13 @@ def _options_for(path: str, config, s: _Settings):
     tk_extra = list(s.tk_extra_dirs)
     user_dirs = []
     from tkcheck.frontend.parse import find_tk_include
+
     for d in include_dirs:
         if Path(d).is_dir() and find_tk_include(d) == str(Path(d)):
             if tk_include is None:
                 tk_include = str(Path(d))
             elif not os.path.samefile(d, tk_include):
-                user_dirs.append(d)     # a second TK on the path: kept as the user put it
+                user_dirs.append(d)  # a second TK on the path: kept as the user put it
         elif (Path(d) / "prototype.cuh").is_file():
             tk_extra.append(d)
         else:
@@ -592,7 +629,8 @@ def _options_for(path: str, config, s: _Settings):
 
 def _read_stdin() -> str:
     from tkcheck.frontend.parse import MAX_FILE_BYTES, InputError, decode_source
-    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)     # never more than one file's limit
+
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)  # never more than one file's limit
     if len(data) > MAX_FILE_BYTES:
         raise UsageProblem(f"standard input is larger than {MAX_FILE_BYTES} bytes, the limit for one file")
     try:
@@ -604,6 +642,7 @@ def _read_stdin() -> str:
 def _merge_notes(results: list, root: Path) -> list[str]:
     """Notes once each; a note only some files share names those files."""
     from tkcheck.render._common import display_path
+
     owners: dict[str, list[str]] = {}
     for res in results:
         for n in res.notes:
@@ -622,6 +661,7 @@ def _merge_notes(results: list, root: Path) -> list[str]:
 
 def _statistics(findings: list, rules: dict, fmt: str, coverage: dict | None = None) -> str:
     from tkcheck.render._common import plural
+
     counts: dict[str, int] = {}
     for f in findings:
         counts[f.code] = counts.get(f.code, 0) + 1
@@ -634,7 +674,7 @@ def _statistics(findings: list, rules: dict, fmt: str, coverage: dict | None = N
     lines = [f"{n:>{width}}  {c:<6} {rules[c].name if c in rules else ''}".rstrip() for c, n in rows]
     lines.append(f"Found {plural(sum(counts.values()), 'finding')}." if rows else "No findings.")
     if coverage and coverage.get("line"):
-        lines.append(coverage["line"])   # with the inconclusive proofs: never findings, never gone
+        lines.append(coverage["line"])  # with the inconclusive proofs: never findings, never gone
     return "\n".join(lines) + "\n"
 
 
@@ -642,6 +682,7 @@ def _coverage_of(results: list, root: Path) -> dict:
     """{"summary", "line", "kernels": [...]} over the files checked (tkcheck.coverage)."""
     from tkcheck.coverage import summary, summary_line
     from tkcheck.render._common import display_path
+
     entries = [c for res in results for c in getattr(res, "coverage", [])]
     kernels = []
     for c in entries:
@@ -661,22 +702,26 @@ def _require_coverage(cov: dict, pct: float | None) -> list[str]:
         return []
     from tkcheck.coverage import below
     from tkcheck.render._common import display_path
+
     out = []
     for e in below(cov["entries"], pct):
         shown = display_path(e.file, Path.cwd()) if os.path.isabs(e.file) else e.file
         if not e.analysed:
             out.append(f"{shown}: kernel '{e.kernel}' not analysed: {e.reason}")
         else:
-            out.append(f"{shown}: kernel '{e.kernel}': {e.sync_ops_modelled} of {e.sync_ops} sync ops modelled "
-                       f"({100.0 * e.sync_ops_modelled / e.sync_ops:.0f}% < {pct:g}%)")
+            out.append(
+                f"{shown}: kernel '{e.kernel}': {e.sync_ops_modelled} of {e.sync_ops} sync ops modelled "
+                f"({100.0 * e.sync_ops_modelled / e.sync_ops:.0f}% < {pct:g}%)"
+            )
     return out
 
 
 def _timing_report(results: list, wall: float) -> str:
     from tkcheck.render._common import display_path
+
     total: dict[str, float] = {}
     for res in results:
-        if res.cached:          # its timing is the run that filled the cache
+        if res.cached:  # its timing is the run that filled the cache
             continue
         for k, v in res.timing.items():
             total[k] = total.get(k, 0.0) + v
@@ -692,8 +737,7 @@ def _timing_report(results: list, wall: float) -> str:
     row("rules and contracts", "rules")
     for k in sorted(k for k in total if k.startswith("check:")):
         row(f"contract fact {k[6:]}", k, 4)
-    rule_keys = sorted((k for k in total if k.startswith("rule:") and total[k] >= 0.0001),
-                       key=lambda k: (-total[k], k))
+    rule_keys = sorted((k for k in total if k.startswith("rule:") and total[k] >= 0.0001), key=lambda k: (-total[k], k))
     for k in rule_keys:
         row(f"rule {k[5:]}", k, 4)
     row("solver (z3, inside the rules)", "solver")
@@ -762,80 +806,204 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
 
 @main.command("check", help=CHECK_HELP)
 @click.argument("paths", nargs=-1, metavar="PATH...")
-@click.option("-p", "--compile-commands", "compile_commands", metavar="DIR|FILE",
-              help="Read -I/-D flags of each file from compile_commands.json (the file or its folder).")
-@click.option("--tk-include", metavar="DIR", multiple=True,
-              help="Real ThunderKittens checkout, include/ folder, or another TK folder such as prototype/ "
-                   "(repeatable) to parse against.")
-@click.option("-I", "--include-dir", "include_dir", metavar="DIR", multiple=True,
-              help="Add DIR to the include path, as a compiler's -I (repeatable).")
-@click.option("-D", "--define", "define", metavar="NAME[=VALUE]", multiple=True,
-              help="Define a macro, as a compiler's -D (repeatable); used in constant evaluation too.")
-@click.option("--arch", type=click.Choice(["sm_90a", "sm_100a"]),
-              help="Target architecture [default: sm_90a; sm_100a for files using Blackwell-only features].")
-@click.option("--tk-version", type=click.Choice(["auto", "thread-scope", "lane-guarded"]),
-              help="Which TK semantics of TMA issue to assume [default: auto].")
+@click.option(
+    "-p",
+    "--compile-commands",
+    "compile_commands",
+    metavar="DIR|FILE",
+    help="Read -I/-D flags of each file from compile_commands.json (the file or its folder).",
+)
+@click.option(
+    "--tk-include",
+    metavar="DIR",
+    multiple=True,
+    help="Real ThunderKittens checkout, include/ folder, or another TK folder such as prototype/ "
+    "(repeatable) to parse against.",
+)
+@click.option(
+    "-I",
+    "--include-dir",
+    "include_dir",
+    metavar="DIR",
+    multiple=True,
+    help="Add DIR to the include path, as a compiler's -I (repeatable).",
+)
+@click.option(
+    "-D",
+    "--define",
+    "define",
+    metavar="NAME[=VALUE]",
+    multiple=True,
+    help="Define a macro, as a compiler's -D (repeatable); used in constant evaluation too.",
+)
+@click.option(
+    "--arch",
+    type=click.Choice(["sm_90a", "sm_100a"]),
+    help="Target architecture [default: sm_90a; sm_100a for files using Blackwell-only features].",
+)
+@click.option(
+    "--tk-version",
+    type=click.Choice(["auto", "thread-scope", "lane-guarded"]),
+    help="Which TK semantics of TMA issue to assume [default: auto].",
+)
 @click.option("--select", multiple=True, metavar="CODES", help="Rules to run: codes, prefixes (TK3), names or ALL.")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Rules not to run.")
 @click.option("--extend-select", multiple=True, metavar="CODES", help="Rules to run in addition to the selection.")
 @click.option("--per-file-ignores", multiple=True, metavar="GLOB:CODES", help="Rules not to run on matching files.")
-@click.option("--output-format", type=click.Choice(list(OUTPUT_FORMATS)),
-              help="Report format [default: full on a terminal, concise otherwise].")
+@click.option(
+    "--output-format",
+    type=click.Choice(list(OUTPUT_FORMATS)),
+    help="Report format [default: full on a terminal, concise otherwise].",
+)
 @click.option("-o", "--output-file", "output", metavar="FILE", help="Write the report to FILE.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of the findings.")
 @click.option("--timing", is_flag=True, help="Print where the time went (front end, model, rules, solver) on stderr.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only: no notes, no progress bar.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option("--fail-level", type=click.Choice(["note", "warning", "error"]), default="note", show_default=True,
-              help="Lowest severity that makes the exit status 1.")
+@click.option(
+    "--fail-level",
+    type=click.Choice(["note", "warning", "error"]),
+    default="note",
+    show_default=True,
+    help="Lowest severity that makes the exit status 1.",
+)
 @click.option("--show-unknown", is_flag=True, help="Also report what could not be modelled (as notes).")
 @click.option("--no-cache", is_flag=True, help=f"Do not read or write the result cache ({CACHE_DIR_NAME}/).")
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key (repeatable).")
 @click.option("--config-file", type=click.Path(dir_okay=False), help="Use this tkcheck.toml / pyproject.toml.")
 @click.option("--stdin-filename", metavar="PATH", help="The name of the file read from `-`.")
-@click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Check files in N parallel processes (0: one per CPU).")
-@click.option("--solver-budget", "solver_budget", type=click.IntRange(min=1), default=DEFAULT_BUDGET,
-              show_default=True, metavar="STEPS",
-              help="z3 resource limit per query (deterministic: the same answer on any machine and load); "
-                   "a query that spends it is an inconclusive proof, never a finding.")
-@click.option("--solver-timeout", "solver_timeout_ms", type=click.IntRange(min=1), default=DEFAULT_SAFETY_NET_MS,
-              show_default=True, metavar="MS",
-              help="Wall-clock safety net per z3 query, above the budget; reaching it is inconclusive too.")
-@click.option("--file-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS",
-              help="Stop checking a file after this long (exit 2); 0: no limit.")
-@click.option("--file-memory", "file_memory_mb", type=click.IntRange(min=0), default=8192, show_default=True,
-              metavar="MB", help="Memory one file's check may use (its own process); 0: no limit.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Check files in N parallel processes (0: one per CPU).",
+)
+@click.option(
+    "--solver-budget",
+    "solver_budget",
+    type=click.IntRange(min=1),
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    metavar="STEPS",
+    help="z3 resource limit per query (deterministic: the same answer on any machine and load); "
+    "a query that spends it is an inconclusive proof, never a finding.",
+)
+@click.option(
+    "--solver-timeout",
+    "solver_timeout_ms",
+    type=click.IntRange(min=1),
+    default=DEFAULT_SAFETY_NET_MS,
+    show_default=True,
+    metavar="MS",
+    help="Wall-clock safety net per z3 query, above the budget; reaching it is inconclusive too.",
+)
+@click.option(
+    "--file-timeout",
+    type=click.FloatRange(min=0),
+    default=300,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop checking a file after this long (exit 2); 0: no limit.",
+)
+@click.option(
+    "--file-memory",
+    "file_memory_mb",
+    type=click.IntRange(min=0),
+    default=8192,
+    show_default=True,
+    metavar="MB",
+    help="Memory one file's check may use (its own process); 0: no limit.",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors (checks files in this process).")
-@click.option("--update-expectations", is_flag=True,
-              help="Fixtures: rewrite the `// expect:` comments of the given files from actual findings "
-                   "(message fragments that still match are kept).")
-@click.option("--trace-svg", "trace_svg", metavar="DIR",
-              help="Draw every counterexample trace (deadlocks, phase mismatches) as an SVG in DIR.")
-@click.option("--sass/--no-sass", "sass", default=None,
-              help="Compile with nvcc and cross-check the SASS (TK601-TK603); skipped with one note "
-                   "without nvcc or real TK headers [default: the `sass` config key, else off].")
+@click.option(
+    "--update-expectations",
+    is_flag=True,
+    help="Fixtures: rewrite the `// expect:` comments of the given files from actual findings "
+    "(message fragments that still match are kept).",
+)
+@click.option(
+    "--trace-svg",
+    "trace_svg",
+    metavar="DIR",
+    help="Draw every counterexample trace (deadlocks, phase mismatches) as an SVG in DIR.",
+)
+@click.option(
+    "--sass/--no-sass",
+    "sass",
+    default=None,
+    help="Compile with nvcc and cross-check the SASS (TK601-TK603); skipped with one note "
+    "without nvcc or real TK headers [default: the `sass` config key, else off].",
+)
 @click.option("--sass-arch", metavar="SM", help="Arch to build the SASS for (default: --arch), e.g. sm_90.")
-@click.option("--baseline", "baseline", metavar="FILE",
-              help="Report only findings not recorded in FILE (written by --write-baseline) "
-                   "[default: the `baseline` config key].")
-@click.option("--write-baseline", "write_baseline", metavar="FILE",
-              help="Record today's findings in FILE (exit 0): adopt tkcheck in an existing repository.")
+@click.option(
+    "--baseline",
+    "baseline",
+    metavar="FILE",
+    help="Report only findings not recorded in FILE (written by --write-baseline) "
+    "[default: the `baseline` config key].",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline",
+    metavar="FILE",
+    help="Record today's findings in FILE (exit 0): adopt tkcheck in an existing repository.",
+)
 @click.option("--fix", "fix", is_flag=True, help="Apply the fixes marked safe to the files (others are shown).")
-@click.option("--require-coverage", "require_coverage", type=click.FloatRange(0, 100), metavar="PCT",
-              help="Exit 2 when a kernel is not analysed or has fewer than PCT % of its sync ops modelled "
-                   "[default: the `require-coverage` config key, else off].")
-def check_command(paths, compile_commands, tk_include, include_dir, define, arch, tk_version, select, ignore,
-                  extend_select,
-                  per_file_ignores, output_format, output, statistics, timing, quiet, exit_zero, fail_level,
-                  show_unknown, no_cache, overrides, config_file, stdin_filename, jobs, solver_budget, solver_timeout_ms,
-                  file_timeout, file_memory_mb, debug, update_expectations, trace_svg, sass, sass_arch, baseline, write_baseline, fix,
-                  require_coverage):
+@click.option(
+    "--require-coverage",
+    "require_coverage",
+    type=click.FloatRange(0, 100),
+    metavar="PCT",
+    help="Exit 2 when a kernel is not analysed or has fewer than PCT % of its sync ops modelled "
+    "[default: the `require-coverage` config key, else off].",
+)
+def check_command(
+    paths,
+    compile_commands,
+    tk_include,
+    include_dir,
+    define,
+    arch,
+    tk_version,
+    select,
+    ignore,
+    extend_select,
+    per_file_ignores,
+    output_format,
+    output,
+    statistics,
+    timing,
+    quiet,
+    exit_zero,
+    fail_level,
+    show_unknown,
+    no_cache,
+    overrides,
+    config_file,
+    stdin_filename,
+    jobs,
+    solver_budget,
+    solver_timeout_ms,
+    file_timeout,
+    file_memory_mb,
+    debug,
+    update_expectations,
+    trace_svg,
+    sass,
+    sass_arch,
+    baseline,
+    write_baseline,
+    fix,
+    require_coverage,
+):
     _DEBUG["on"] = debug
     t_start = time.perf_counter()
     if not paths:
         raise click.UsageError("no PATH given (a file, a folder, or - for standard input)")
     import math
+
     if not math.isfinite(file_timeout):
         raise UsageProblem(f"--file-timeout {file_timeout}: give a number of seconds (0: no limit)")
     FILE_MEMORY_LIMIT["bytes"] = file_memory_mb << 20
@@ -853,11 +1021,20 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
         ignore=_split_codes(ignore),
         extend_select=_split_codes(extend_select),
         per_file_ignores=_parse_per_file_ignores(per_file_ignores),
-        arch=arch, tk_include=_tk_dirs(tk_include)[0], tk_version=tk_version,
-        compile_commands=compile_commands, show_unknown=show_unknown, debug=debug,
-        no_cache=no_cache or update_expectations, solver_timeout_ms=solver_timeout_ms, solver_budget=solver_budget,
-        sass=sass, sass_arch=sass_arch, tk_extra_dirs=_tk_dirs(tk_include)[1],
-        include_dirs=tuple(str(Path(d).resolve()) for d in include_dir), defines=_defines(define),
+        arch=arch,
+        tk_include=_tk_dirs(tk_include)[0],
+        tk_version=tk_version,
+        compile_commands=compile_commands,
+        show_unknown=show_unknown,
+        debug=debug,
+        no_cache=no_cache or update_expectations,
+        solver_timeout_ms=solver_timeout_ms,
+        solver_budget=solver_budget,
+        sass=sass,
+        sass_arch=sass_arch,
+        tk_extra_dirs=_tk_dirs(tk_include)[1],
+        include_dirs=tuple(str(Path(d).resolve()) for d in include_dir),
+        defines=_defines(define),
     )
     stdin_paths = [p for p in paths if p == "-"]
     if len(stdin_paths) > 1:
@@ -869,6 +1046,7 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
         if stdin_paths:
             raise UsageProblem("--update-expectations rewrites files; it cannot read standard input")
         from tkcheck.expectations import update_expectations as rewrite
+
         changed = 0
         for f, _ in collect_files(paths):
             if rewrite(f):
@@ -901,7 +1079,7 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     loaded = [c for k, c in configs.items() if not isinstance(k, tuple)]
     try:
         run_config = _config_for(".", config_file, overrides, {**configs}) if loaded else None
-    except UsageProblem:      # a broken config no checked file uses is not this run's business
+    except UsageProblem:  # a broken config no checked file uses is not this run's business
         run_config = None
     if (run_config is None or run_config.source is None) and loaded:
         run_config = loaded[0]
@@ -910,8 +1088,9 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
         fmt = "full" if (not output and sys.stdout.isatty()) else "concise"
 
     workers = jobs if jobs > 0 else (os.cpu_count() or 1)
-    progress = (not quiet and sys.stderr.isatty() and len(jobs_list) >= PROGRESS_MIN_FILES
-                and os.environ.get("TERM") != "dumb")
+    progress = (
+        not quiet and sys.stderr.isatty() and len(jobs_list) >= PROGRESS_MIN_FILES and os.environ.get("TERM") != "dumb"
+    )
     results = run_jobs(jobs_list, workers, progress, file_timeout=file_timeout or None, isolate=not debug)
 
     findings = [f for res in results for f in res.findings]
@@ -920,14 +1099,18 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     notes = None if quiet else _merge_notes(results, root)
     sources = {res.path: res.source for res in results}
     from tkcheck import baseline as B
+
     B.assign_fingerprints(findings, sources)
     if write_baseline:
         try:
             n = B.write_baseline(write_baseline, findings)
         except B.BaselineError as e:
             raise UsageProblem(str(e)) from None
-        click.echo(f"tkcheck: {n} finding(s) recorded in the baseline {write_baseline}; "
-                   f"check against it with --baseline {write_baseline}", err=True)
+        click.echo(
+            f"tkcheck: {n} finding(s) recorded in the baseline {write_baseline}; "
+            f"check against it with --baseline {write_baseline}",
+            err=True,
+        )
         if any(res.input_error or res.internal_errors for res in results):
             sys.exit(2)
         return
@@ -939,11 +1122,13 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
             raise UsageProblem(str(e)) from None
         findings, hidden, stale = B.apply_baseline(findings, known)
         if notes is not None and (hidden or stale):
-            notes.append(f"baseline {baseline_file}: {hidden} recorded finding(s) not shown"
-                         + (f"; {stale} recorded finding(s) are gone (write the baseline again to drop them)"
-                            if stale else ""))
+            notes.append(
+                f"baseline {baseline_file}: {hidden} recorded finding(s) not shown"
+                + (f"; {stale} recorded finding(s) are gone (write the baseline again to drop them)" if stale else "")
+            )
     if fix:
         from tkcheck.fixes import apply_safe_fixes
+
         fixed, changed = apply_safe_fixes(findings, sources)
         findings = [f for f in findings if not any(f is g for g in fixed)]
         if not quiet:
@@ -952,17 +1137,30 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     if statistics:
         text = _statistics(findings, rules, fmt, cov)
     else:
-        text = render(findings, fmt, rules=rules, sources=sources, files_checked=len(results),
-                      color=_use_color(output) and fmt == "full", root=root, notes=notes, coverage=cov)
+        text = render(
+            findings,
+            fmt,
+            rules=rules,
+            sources=sources,
+            files_checked=len(results),
+            color=_use_color(output) and fmt == "full",
+            root=root,
+            notes=notes,
+            coverage=cov,
+        )
     _write_output(text, output)
     if not quiet and not statistics and fmt in ("concise", "github", "junit"):
         # the machine-read text formats keep stdout to findings; the coverage line goes beside them
         click.echo(cov["line"], err=True)
-    required = require_coverage if require_coverage is not None else (
-        run_config.require_coverage if run_config is not None else None)
+    required = (
+        require_coverage
+        if require_coverage is not None
+        else (run_config.require_coverage if run_config is not None else None)
+    )
     short = _require_coverage(cov, required)
     if trace_svg:
         from tkcheck.render.trace_svg import write_trace_svgs
+
         try:
             written = write_trace_svgs(findings, trace_svg)
         except OSError as e:
@@ -976,7 +1174,7 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
     internal = [e for res in results for e in getattr(res, "internal_errors", [])]
     tool_errors = [f for f in findings if f.code == "TK000"]
     if input_errors or internal or tool_errors:
-        if quiet or fmt != "full" or statistics:   # otherwise the report's notes told them
+        if quiet or fmt != "full" or statistics:  # otherwise the report's notes told them
             for msg in internal:
                 click.echo(f"tkcheck: error: {msg}", err=True)
         sys.exit(2)
@@ -991,12 +1189,22 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
 
 # ---------------------------------------------------------------- coverage
 
+
 @main.command("coverage")
 @click.argument("paths", nargs=-1, metavar="PATH...")
-@click.option("-p", "--compile-commands", "compile_commands", metavar="DIR|FILE",
-              help="Read -I/-D flags of each file from compile_commands.json (the file or its folder).")
-@click.option("--tk-include", metavar="DIR", multiple=True,
-              help="Real ThunderKittens checkout, include/ folder, or another TK folder (repeatable).")
+@click.option(
+    "-p",
+    "--compile-commands",
+    "compile_commands",
+    metavar="DIR|FILE",
+    help="Read -I/-D flags of each file from compile_commands.json (the file or its folder).",
+)
+@click.option(
+    "--tk-include",
+    metavar="DIR",
+    multiple=True,
+    help="Real ThunderKittens checkout, include/ folder, or another TK folder (repeatable).",
+)
 @click.option("-I", "--include-dir", "include_dir", metavar="DIR", multiple=True, help="Add DIR to the include path.")
 @click.option("-D", "--define", "define", metavar="NAME[=VALUE]", multiple=True, help="Define a macro.")
 @click.option("--arch", type=click.Choice(["sm_90a", "sm_100a"]), help="Target architecture.")
@@ -1006,14 +1214,41 @@ def check_command(paths, compile_commands, tk_include, include_dir, define, arch
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key.")
 @click.option("--config-file", type=click.Path(dir_okay=False), help="Use this tkcheck.toml / pyproject.toml.")
 @click.option("--unknowns", "show_unknowns", is_flag=True, help="Text format: list each kernel's unknowns too.")
-@click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Check files in N parallel processes (0: one per CPU).")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Check files in N parallel processes (0: one per CPU).",
+)
 @click.option("--file-timeout", type=click.FloatRange(min=0), default=300, show_default=True, metavar="SECONDS")
-@click.option("--require-coverage", "require_coverage", type=click.FloatRange(0, 100), metavar="PCT",
-              help="Exit 2 when a kernel is not analysed or has fewer than PCT % of its sync ops modelled.")
+@click.option(
+    "--require-coverage",
+    "require_coverage",
+    type=click.FloatRange(0, 100),
+    metavar="PCT",
+    help="Exit 2 when a kernel is not analysed or has fewer than PCT % of its sync ops modelled.",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
-def coverage_command(paths, compile_commands, tk_include, include_dir, define, arch, tk_version, output_format,
-                     output, overrides, config_file, show_unknowns, jobs, file_timeout, require_coverage, debug):
+def coverage_command(
+    paths,
+    compile_commands,
+    tk_include,
+    include_dir,
+    define,
+    arch,
+    tk_version,
+    output_format,
+    output,
+    overrides,
+    config_file,
+    show_unknowns,
+    jobs,
+    file_timeout,
+    require_coverage,
+    debug,
+):
     """What was modelled: per kernel (with its template arguments), whether it was analysed, why
     not, how many of its sync operations (mbarrier init/arrive/expect/wait, TMA, MMA and their
     commits, named and block barriers, fences) the model understood, and the unknowns.
@@ -1028,10 +1263,20 @@ def coverage_command(paths, compile_commands, tk_include, include_dir, define, a
     if config_file and not Path(config_file).is_file():
         raise UsageProblem(f"--config-file {config_file}: no such file")
     settings = _Settings(
-        select=None, ignore=(), extend_select=(), per_file_ignores=(), arch=arch,
-        tk_include=_tk_dirs(tk_include)[0], tk_version=tk_version, compile_commands=compile_commands,
-        show_unknown=False, debug=debug, no_cache=True, solver_timeout_ms=2000,
-        tk_extra_dirs=_tk_dirs(tk_include)[1], include_dirs=tuple(str(Path(d).resolve()) for d in include_dir),
+        select=None,
+        ignore=(),
+        extend_select=(),
+        per_file_ignores=(),
+        arch=arch,
+        tk_include=_tk_dirs(tk_include)[0],
+        tk_version=tk_version,
+        compile_commands=compile_commands,
+        show_unknown=False,
+        debug=debug,
+        no_cache=True,
+        solver_timeout_ms=2000,
+        tk_extra_dirs=_tk_dirs(tk_include)[1],
+        include_dirs=tuple(str(Path(d).resolve()) for d in include_dir),
         defines=_defines(define),
     )
     configs: dict = {}
@@ -1039,10 +1284,15 @@ def coverage_command(paths, compile_commands, tk_include, include_dir, define, a
     for f, arg in collect_files(paths):
         config = _config_for(f, config_file, overrides, configs)
         f = os.path.abspath(f)
-        opts = replace(_options_for(f, config, settings), enabled=frozenset())   # the model, no rules
+        opts = replace(_options_for(f, config, settings), enabled=frozenset())  # the model, no rules
         jobs_list.append(_Job(len(jobs_list), f, opts))
-    results = run_jobs(jobs_list, jobs if jobs > 0 else (os.cpu_count() or 1), False,
-                       file_timeout=file_timeout or None, isolate=not debug)
+    results = run_jobs(
+        jobs_list,
+        jobs if jobs > 0 else (os.cpu_count() or 1),
+        False,
+        file_timeout=file_timeout or None,
+        isolate=not debug,
+    )
     root = Path.cwd()
     cov = _coverage_of(results, root)
     if output_format == "json":
@@ -1052,8 +1302,10 @@ def coverage_command(paths, compile_commands, tk_include, include_dir, define, a
         for k in cov["kernels"]:
             if k["analysed"]:
                 pct = f"{100.0 * k['sync_ops_modelled'] / k['sync_ops']:.0f}%" if k["sync_ops"] else "-"
-                lines.append(f"{k['file']}: {k['kernel']}: analysed, {k['sync_ops_modelled']}/{k['sync_ops']} "
-                             f"sync ops modelled ({pct})")
+                lines.append(
+                    f"{k['file']}: {k['kernel']}: analysed, {k['sync_ops_modelled']}/{k['sync_ops']} "
+                    f"sync ops modelled ({pct})"
+                )
             else:
                 lines.append(f"{k['file']}: {k['kernel']}: not analysed: {k['reason']}")
             if show_unknowns:
@@ -1064,8 +1316,18 @@ def coverage_command(paths, compile_commands, tk_include, include_dir, define, a
         lines.append(cov["line"])
         text = "\n".join(lines) + "\n"
     _write_output(text, output)
-    required = require_coverage if require_coverage is not None else next(
-        (c.require_coverage for k, c in configs.items() if not isinstance(k, tuple) and c.require_coverage is not None), None)
+    required = (
+        require_coverage
+        if require_coverage is not None
+        else next(
+            (
+                c.require_coverage
+                for k, c in configs.items()
+                if not isinstance(k, tuple) and c.require_coverage is not None
+            ),
+            None,
+        )
+    )
     short = _require_coverage(cov, required)
     internal = [e for res in results for e in getattr(res, "internal_errors", [])]
     for msg in internal:
@@ -1077,10 +1339,12 @@ def coverage_command(paths, compile_commands, tk_include, include_dir, define, a
 
 def display_path_of(path: str, root: Path) -> str:
     from tkcheck.render._common import display_path
+
     return display_path(path, root)
 
 
 # ---------------------------------------------------------------- rule
+
 
 @main.command("rule")
 @click.argument("code", required=False)
@@ -1089,6 +1353,7 @@ def display_path_of(path: str, root: Path) -> str:
 def rule_command(code, show_all, output_format):
     """Explain a rule (a code like TK301, or its name), or list them all with --all."""
     from tkcheck import registry
+
     if show_all == bool(code):
         raise click.UsageError("give a rule code (tkcheck rule TK301) or --all")
     if show_all:
@@ -1103,6 +1368,7 @@ def rule_command(code, show_all, output_format):
     r = registry.get(code)
     if r is None:
         import difflib
+
         names = [x.code for x in registry.all_rules()] + [x.name for x in registry.all_rules()]
         close = difflib.get_close_matches(code, names, n=1)
         hint = f" (did you mean {close[0]}?)" if close else "; `tkcheck rule --all` lists them"
@@ -1122,6 +1388,7 @@ def rule_command(code, show_all, output_format):
 
 # ---------------------------------------------------------------- eval
 
+
 @main.command("eval")
 @click.argument("corpus", required=False, default="corpus", metavar="[CORPUS_DIR]")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
@@ -1139,11 +1406,13 @@ def eval_command(corpus, as_json, tk_include, no_nvcc, only, exit_zero, debug):
     """
     _DEBUG["on"] = debug
     from tkcheck import evaluate
+
     if not Path(corpus).is_dir():
         raise UsageProblem(f"{corpus}: not a folder")
     try:
-        report = evaluate.run_eval(Path(corpus), tk_root=tk_include, nvcc=not no_nvcc, only=only, debug=debug,
-                                   progress=sys.stderr.isatty())
+        report = evaluate.run_eval(
+            Path(corpus), tk_root=tk_include, nvcc=not no_nvcc, only=only, debug=debug, progress=sys.stderr.isatty()
+        )
     except evaluate.SpecError as e:
         raise UsageProblem(str(e)) from None
     if as_json:
@@ -1154,6 +1423,7 @@ def eval_command(corpus, as_json, tk_include, no_nvcc, only, exit_zero, debug):
 
 
 # ---------------------------------------------------------------- commands from other modules
+
 
 def _register_module(group: click.Group, name: str):
     """Import a module that adds commands (`register_cli(group)`), when one of them is used."""

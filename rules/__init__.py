@@ -4,6 +4,7 @@ by tkcheck.registry).
 The tool's own rules are reported by the engine, not by a query over a kernel: the code that
 produces or filters them names them through these, never by spelling their codes.
 """
+
 from .tk000_parse_error import RULE as PARSE_ERROR
 from .tk001_unused_suppression import RULE as UNUSED_SUPPRESSION
 

@@ -1,4 +1,5 @@
 """Helpers shared by rule files (kept tiny: rules are queries over the model)."""
+
 from __future__ import annotations
 
 from tkcheck.findings import Finding, Location, Related

@@ -1,4 +1,5 @@
 """Deadlock classification and traces from the protocol exploration (TK502, TK503, TK504)."""
+
 from __future__ import annotations
 
 from tkcheck.checks import protocol as P
@@ -12,17 +13,32 @@ MAX_STEPS = 24
 def _explained(an) -> bool:
     """A completion-contract finding (bytes, counts, parity, wrong barrier) already explains
     a hang of this kernel: the deadlock rules then stay silent instead of repeating it."""
+
     def compute(an):
-        from . import (tk301_expect_tx_mismatch, tk302_arrival_count_mismatch, tk303_wait_parity_mismatch,
-                       tk304_phase_not_advanced, tk305_load_completes_on_wrong_barrier)
+        from . import (
+            tk301_expect_tx_mismatch,
+            tk302_arrival_count_mismatch,
+            tk303_wait_parity_mismatch,
+            tk304_phase_not_advanced,
+            tk305_load_completes_on_wrong_barrier,
+        )
+
         # every rule runs (no short cut), so that an inconclusive proof in any of them is seen
         with an.tracking() as t:
-            found = [bool(list(mod.check(an))) for mod in (
-                tk303_wait_parity_mismatch, tk304_phase_not_advanced, tk305_load_completes_on_wrong_barrier,
-                tk301_expect_tx_mismatch, tk302_arrival_count_mismatch)]
+            found = [
+                bool(list(mod.check(an)))
+                for mod in (
+                    tk303_wait_parity_mismatch,
+                    tk304_phase_not_advanced,
+                    tk305_load_completes_on_wrong_barrier,
+                    tk301_expect_tx_mismatch,
+                    tk302_arrival_count_mismatch,
+                )
+            ]
         # a completion proof that ran out of budget might have explained the hang: then the
         # deadlock rules do not guess (the kernel's inconclusive proofs are reported instead)
         return any(found) or t.inconclusive
+
     return an.fact("completion_explains_hang", compute)
 
 
@@ -41,15 +57,23 @@ def classify(an):
         left = P.signals_left(ex, ri, e.elem)
         blocked_ids = {i for i, _ in d.blocked}
         if not left:
-            signallers = [i for i, r in enumerate(ex.roles)
-                          if any(x.elem == e.elem and x.kind in ("arrive", "expect", "load") for x in r.events)]
+            signallers = [
+                i
+                for i, r in enumerate(ex.roles)
+                if any(x.elem == e.elem and x.kind in ("arrive", "expect", "load") for x in r.events)
+            ]
             if any(i in d.exited for i in signallers):
                 return "TK504", ri, e, [i for i in signallers if i in d.exited]
             # a role that signals other elements of this barrier array and returned before it
             # came to this one (an instruction loop left through a `return`)
-            kin = [i for i in d.exited
-                   if any(x.elem is not None and x.elem[0] == e.elem[0] and x.kind in ("arrive", "expect", "load")
-                          for x in ex.roles[i].events)]
+            kin = [
+                i
+                for i in d.exited
+                if any(
+                    x.elem is not None and x.elem[0] == e.elem[0] and x.kind in ("arrive", "expect", "load")
+                    for x in ex.roles[i].events
+                )
+            ]
             if not signallers and kin:
                 return "TK504", ri, e, kin
             return "TK502", ri, e, []
@@ -85,7 +109,7 @@ def build_trace(an, code, ri, e, others) -> list[TraceStep]:
     out: list[TraceStep] = []
     if len(steps) > MAX_STEPS:
         skipped = len(steps) - MAX_STEPS + 4
-        head, tail = steps[:4], steps[-(MAX_STEPS - 4):]
+        head, tail = steps[:4], steps[-(MAX_STEPS - 4) :]
         steps = head + [None] + tail
     else:
         skipped = 0
@@ -97,8 +121,7 @@ def build_trace(an, code, ri, e, others) -> list[TraceStep]:
         role = ex.roles[rj].name
         it = ", ".join(f"{k}={v}" for k, v in an.model.user_iteration(ev.env).items())
         text = P.event_text(ev) + (f" {outcome}" if outcome else "") + (f" [{it}]" if it else "")
-        out.append(TraceStep(role, text, ev.op.location, P.elem_str(ev.elem) if ev.elem else None,
-                             None))
+        out.append(TraceStep(role, text, ev.op.location, P.elem_str(ev.elem) if ev.elem else None, None))
     for rj, ev in d.blocked:
         if ev.kind != "wait":
             continue
@@ -109,15 +132,25 @@ def build_trace(an, code, ri, e, others) -> list[TraceStep]:
         else:
             tail = "only " + ", ".join(ex.roles[i].name for i in who) + " could still signal it, and it is blocked"
         it = ", ".join(f"{k}={v}" for k, v in an.model.user_iteration(ev.env).items())
-        out.append(TraceStep(ex.roles[rj].name,
-                             f"{P.event_text(ev)} blocks forever{f' [{it}]' if it else ''}: phase {done} of "
-                             f"{P.elem_str(ev.elem)} needs {need}, {tail}",
-                             ev.op.location, P.elem_str(ev.elem), done, blocked=True))
+        out.append(
+            TraceStep(
+                ex.roles[rj].name,
+                f"{P.event_text(ev)} blocks forever{f' [{it}]' if it else ''}: phase {done} of "
+                f"{P.elem_str(ev.elem)} needs {need}, {tail}",
+                ev.op.location,
+                P.elem_str(ev.elem),
+                done,
+                blocked=True,
+            )
+        )
     for i in d.finished:
         r = ex.roles[i]
         last = r.events[-1]
-        out.append(TraceStep(r.name, "has exited" if i in d.exited else "has finished its program",
-                             last.op.location, None, None))
+        out.append(
+            TraceStep(
+                r.name, "has exited" if i in d.exited else "has finished its program", last.op.location, None, None
+            )
+        )
     return out
 
 
@@ -128,11 +161,22 @@ def deadlock_finding(an, code, ri, e, others, message, help_):
     rel = []
     for i in others:
         r = ex.roles[i]
-        rel.append(related(r.events[-1].op if i in ex.deadlock.finished else
-                           dict(ex.deadlock.blocked)[i].op, f"{r.name} {'exits here' if i in ex.deadlock.exited else 'is blocked here'}"))
-    wit = {"barrier": P.elem_str(e.elem), "parity_waited": e.parity, "phase": done, "needs": need,
-           "role": ex.roles[ri].name, "sizes": ex.params, "iteration": an.model.user_iteration(e.env),
-           "states_explored": ex.states}
+        rel.append(
+            related(
+                r.events[-1].op if i in ex.deadlock.finished else dict(ex.deadlock.blocked)[i].op,
+                f"{r.name} {'exits here' if i in ex.deadlock.exited else 'is blocked here'}",
+            )
+        )
+    wit = {
+        "barrier": P.elem_str(e.elem),
+        "parity_waited": e.parity,
+        "phase": done,
+        "needs": need,
+        "role": ex.roles[ri].name,
+        "sizes": ex.params,
+        "iteration": an.model.user_iteration(e.env),
+        "states_explored": ex.states,
+    }
     if ex.assumption:
         wit["assumption"] = ex.assumption
         message = f"{message} ({ex.assumption})"

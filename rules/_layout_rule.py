@@ -3,6 +3,7 @@
 Each layout rule picks its kinds of `layout.LayoutMismatch` and words them; `report` turns the
 kernel's facts into findings, one per distinct message at an op.
 """
+
 from tkcheck.checks import layout
 from tkcheck.checks.layout_proofs import Counterexample
 
@@ -14,17 +15,26 @@ def sw(x) -> str:
 
 
 def witness(res: Counterexample, **kw) -> dict:
-    w = {"row": res.row, "col": res.col, "offset_a": res.offset_a, "offset_b": res.offset_b,
-         "base": res.base, "swizzle_a": sw(res.swizzle_a), "swizzle_b": sw(res.swizzle_b)}
+    w = {
+        "row": res.row,
+        "col": res.col,
+        "offset_a": res.offset_a,
+        "offset_b": res.offset_b,
+        "base": res.base,
+        "swizzle_a": sw(res.swizzle_a),
+        "swizzle_b": sw(res.swizzle_b),
+    }
     w.update(kw)
     return w
 
 
 def cx_text(res: Counterexample, name_a: str, name_b: str, swizzle_b: str | None = None) -> str:
     where_b = "outside the buffer" if res.offset_b is None else f"byte {res.offset_b:+d}"
-    return (f"element ({res.row}, {res.col}) is at byte {res.offset_a:+d} for {name_a} but at "
-            f"{where_b} for {name_b} (swizzle {sw(res.swizzle_a)} vs {swizzle_b or sw(res.swizzle_b)}; "
-            f"tile base {res.base:#x})")
+    return (
+        f"element ({res.row}, {res.col}) is at byte {res.offset_a:+d} for {name_a} but at "
+        f"{where_b} for {name_b} (swizzle {sw(res.swizzle_a)} vs {swizzle_b or sw(res.swizzle_b)}; "
+        f"tile base {res.base:#x})"
+    )
 
 
 def report(an, code: str, kinds, word) -> list:

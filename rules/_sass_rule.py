@@ -1,4 +1,5 @@
 """Shared wording for the SASS rules (the facts come from tkcheck.checks.sass_cross)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """TK102: a shared tile's base does not meet the alignment its consumers need."""
+
 from tkcheck.checks import layout
 from tkcheck.findings import Related
 from tkcheck.rule import Explains, Rule
@@ -10,31 +11,46 @@ from ._layout_rule import cx_text, report, sw, witness
 def _word(m):
     buf = m.buffer
     if isinstance(m, layout.TmaMisaligned):
-        return (f"the shared destination of {m.op.api} ('{m.op.buffer}') is only guaranteed "
-                f"{m.guaranteed}-byte aligned (e.g. address {m.witness_base:#x}); TMA tensor "
-                f"copies need a 128-byte-aligned shared address and fault otherwise",
-                {"required": m.required, "guaranteed": m.guaranteed, "witness_base": m.witness_base},
-                [Related(buf.location, f"'{buf.name}' declared here (alignment {buf.alignment}"
-                                       f"{f', +{buf.base_offset} bytes' if buf.base_offset else ''})")],
-                "align the tile to 128 bytes (TK tiles are __align__(128); use TK's shared_allocator)")
+        return (
+            f"the shared destination of {m.op.api} ('{m.op.buffer}') is only guaranteed "
+            f"{m.guaranteed}-byte aligned (e.g. address {m.witness_base:#x}); TMA tensor "
+            f"copies need a 128-byte-aligned shared address and fault otherwise",
+            {"required": m.required, "guaranteed": m.guaranteed, "witness_base": m.witness_base},
+            [
+                Related(
+                    buf.location,
+                    f"'{buf.name}' declared here (alignment {buf.alignment}"
+                    f"{f', +{buf.base_offset} bytes' if buf.base_offset else ''})",
+                )
+            ],
+            "align the tile to 128 bytes (TK tiles are __align__(128); use TK's shared_allocator)",
+        )
     tt, rep = m.tile, m.required
-    return (f"{m.address} on '{m.smem.buffer}' agrees with {tt.spelling} ({sw(m.tile_layout.swizzle_bytes)} swizzle) "
-            f"only when the tile base is {rep}-byte aligned, but it is only guaranteed "
-            f"{m.guaranteed}-byte aligned: "
-            + cx_text(m.cx, tt.spelling + "'s layout", "the kernel's address", "hand-written"),
-            witness(m.cx, required=rep, guaranteed=m.guaranteed, tile=tt.spelling, swizzle_b="hand-written"),
-            [Related(buf.location, f"'{buf.name}' declared here as {tt.spelling}, base guaranteed "
-                                   f"{m.guaranteed}-byte aligned"),
-             Related(m.smem.location, "address taken here")],
-            f"swizzle the absolute shared address (as TK's idx, TMA and wgmma do), or align "
-            f"the tile to {rep} bytes (alignas({rep}) / TK's shared_allocator)")
+    return (
+        f"{m.address} on '{m.smem.buffer}' agrees with {tt.spelling} ({sw(m.tile_layout.swizzle_bytes)} swizzle) "
+        f"only when the tile base is {rep}-byte aligned, but it is only guaranteed "
+        f"{m.guaranteed}-byte aligned: "
+        + cx_text(m.cx, tt.spelling + "'s layout", "the kernel's address", "hand-written"),
+        witness(m.cx, required=rep, guaranteed=m.guaranteed, tile=tt.spelling, swizzle_b="hand-written"),
+        [
+            Related(
+                buf.location,
+                f"'{buf.name}' declared here as {tt.spelling}, base guaranteed {m.guaranteed}-byte aligned",
+            ),
+            Related(m.smem.location, "address taken here"),
+        ],
+        f"swizzle the absolute shared address (as TK's idx, TMA and wgmma do), or align "
+        f"the tile to {rep} bytes (alignas({rep}) / TK's shared_allocator)",
+    )
 
 
 def check(an):
     return report(an, RULE.code, (layout.TmaMisaligned, layout.HandwrittenNeedsAlignment), _word)
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;                       // 128-byte swizzle: the pattern repeats every 1024 bytes
 __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     __shared__ tile t;                            // TK tiles are only 128-byte aligned
@@ -52,9 +68,12 @@ __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     out[threadIdx.x] = __float2bfloat16((float)v);
 }
 """
+)
 
-_GOOD = _BAD.replace("    __shared__ tile t;                            // TK tiles are only 128-byte aligned",
-                     "    __shared__ alignas(1024) tile t;              // aligned to the swizzle repeat")
+_GOOD = _BAD.replace(
+    "    __shared__ tile t;                            // TK tiles are only 128-byte aligned",
+    "    __shared__ alignas(1024) tile t;              // aligned to the swizzle repeat",
+)
 
 RULE = Rule(
     code="TK102",
@@ -63,8 +82,10 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong", "nan"),
-    explains={"nan": Explains(5, "misaligned tile base: the swizzle pattern is off by a phase"),
-              "wrong": Explains(4, "misaligned tile base")},
+    explains={
+        "nan": Explains(5, "misaligned tile base: the swizzle pattern is off by a phase"),
+        "wrong": Explains(4, "misaligned tile base"),
+    },
     summary="A shared tile base is not aligned as its consumers require (TMA 128 B; relative XOR: swizzle repeat)",
     check=check,
     bad_example=_BAD,

@@ -1,4 +1,5 @@
 """TK103: hand-written shared-memory address math disagrees with the tile's swizzle."""
+
 from tkcheck.checks import layout
 from tkcheck.findings import Related
 from tkcheck.rule import Explains, Rule
@@ -9,23 +10,31 @@ from ._layout_rule import cx_text, report, sw, witness
 
 def _word(m):
     tt, rep, buf = m.tile, m.repeat, m.buffer
-    return (f"{m.address} on '{m.smem.buffer}' differs from {tt.spelling} ({sw(m.tile_layout.swizzle_bytes)} swizzle, "
-            f"what TMA / wgmma / TK's idx use): "
-            + cx_text(m.cx, tt.spelling + "'s layout", "the kernel's address", "hand-written")
-            + " (assuming the offset before the XOR is the tile's column-panel offset of the element)",
-            witness(m.cx, tile=tt.spelling, swizzle_b="hand-written"),
-            [Related(buf.location, f"'{buf.name}' declared here as {tt.spelling}, base guaranteed "
-                                   f"{m.guaranteed}-byte aligned"),
-             Related(m.smem.location, "address taken here")],
-            f"for a {sw(m.tile_layout.swizzle_bytes)}-swizzled tile the XOR is "
-            + (f"a ^ (((a % {rep}) >> 7) << 4) on the absolute address" if rep else "absent (unswizzled)"))
+    return (
+        f"{m.address} on '{m.smem.buffer}' differs from {tt.spelling} ({sw(m.tile_layout.swizzle_bytes)} swizzle, "
+        f"what TMA / wgmma / TK's idx use): "
+        + cx_text(m.cx, tt.spelling + "'s layout", "the kernel's address", "hand-written")
+        + " (assuming the offset before the XOR is the tile's column-panel offset of the element)",
+        witness(m.cx, tile=tt.spelling, swizzle_b="hand-written"),
+        [
+            Related(
+                buf.location,
+                f"'{buf.name}' declared here as {tt.spelling}, base guaranteed {m.guaranteed}-byte aligned",
+            ),
+            Related(m.smem.location, "address taken here"),
+        ],
+        f"for a {sw(m.tile_layout.swizzle_bytes)}-swizzled tile the XOR is "
+        + (f"a ^ (((a % {rep}) >> 7) << 4) on the absolute address" if rep else "absent (unswizzled)"),
+    )
 
 
 def check(an):
     return report(an, RULE.code, layout.HandwrittenDiffers, _word)
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 32>;                       // 32 bf16 columns: 64-byte swizzle
 __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     __shared__ tile t;
@@ -41,9 +50,12 @@ __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     out[threadIdx.x] = __float2bfloat16((float)v);
 }
 """
+)
 
-_GOOD = _BAD.replace("addr ^= ((addr & 0x380) >> 7) << 4;           // the 128-byte pattern",
-                     "addr ^= ((addr & 0x180) >> 7) << 4;           // the 64-byte pattern")
+_GOOD = _BAD.replace(
+    "addr ^= ((addr & 0x380) >> 7) << 4;           // the 128-byte pattern",
+    "addr ^= ((addr & 0x180) >> 7) << 4;           // the 64-byte pattern",
+)
 
 RULE = Rule(
     code="TK103",
@@ -52,8 +64,7 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong", "nan"),
-    explains={"wrong": Explains(4, "hand-written swizzle math differs from the tile layout"),
-              "nan": Explains(3)},
+    explains={"wrong": Explains(4, "hand-written swizzle math differs from the tile layout"), "nan": Explains(3)},
     summary="Hand-written shared-memory address math (XOR swizzle) differs from the tile's layout",
     check=check,
     bad_example=_BAD,

@@ -1,4 +1,5 @@
 """TK104: a reinterpret_cast view of shared tiles whose layout differs from the tiles'."""
+
 from tkcheck.checks import layout
 from tkcheck.findings import Related
 from tkcheck.rule import Explains, Rule
@@ -9,26 +10,40 @@ from ._layout_rule import cx_text, report, sw, witness
 
 def _word(m):
     res, buf, declared, n_t = m.cx, m.buffer, m.declared, m.tiles
-    msg = (f"{m.accessor} views '{m.ref}' as {m.view.spelling} ({sw(m.view_layout.swizzle_bytes)} swizzle) over "
-           f"{n_t} x {declared.spelling} ({sw(m.declared_layout.swizzle_bytes)} swizzle) "
-           + ("laid side by side" if m.side_by_side else "stacked") + ": ")
+    msg = (
+        f"{m.accessor} views '{m.ref}' as {m.view.spelling} ({sw(m.view_layout.swizzle_bytes)} swizzle) over "
+        f"{n_t} x {declared.spelling} ({sw(m.declared_layout.swizzle_bytes)} swizzle) "
+        + ("laid side by side" if m.side_by_side else "stacked")
+        + ": "
+    )
     if res.offset_b is None:
-        msg += (f"element ({res.row}, {res.col}) of the view lies outside the {n_t} tile(s) the "
-                f"buffer holds from '{m.ref}'")
+        msg += (
+            f"element ({res.row}, {res.col}) of the view lies outside the {n_t} tile(s) the buffer holds from '{m.ref}'"
+        )
     else:
         msg += cx_text(res, "the view", f"the buffer's {declared.spelling} tiles")
-    return (msg, witness(res, view=m.view.spelling, buffer_type=declared.spelling, tiles=n_t),
-            [Related(buf.location, f"'{buf.name}' declared here as {declared.spelling}"
-                                   + (f" [{', '.join(str(d) for d in buf.dims)}]" if buf.dims else ""))],
-            "view a buffer only as a tile type whose layout equals its tiles' layout (e.g. 64-column "
-            "128B-swizzled tiles side by side read as one wider 128B-swizzled tile)")
+    return (
+        msg,
+        witness(res, view=m.view.spelling, buffer_type=declared.spelling, tiles=n_t),
+        [
+            Related(
+                buf.location,
+                f"'{buf.name}' declared here as {declared.spelling}"
+                + (f" [{', '.join(str(d) for d in buf.dims)}]" if buf.dims else ""),
+            )
+        ],
+        "view a buffer only as a tile type whose layout equals its tiles' layout (e.g. 64-column "
+        "128B-swizzled tiles side by side read as one wider 128B-swizzled tile)",
+    )
 
 
 def check(an):
     return report(an, RULE.code, layout.ViewLayoutMismatch, _word)
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using b_tile = st_bf<64, 32>;                     // 64-byte swizzle, 4 KiB per tile
 using wide_b = st_bf<64, 128>;                    // 128-byte swizzle
 using b_gl = gl<bf16, 1, 1, -1, -1, b_tile>;
@@ -51,12 +66,17 @@ __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ b_gl B) {
     warpgroup::mma_async_wait();
 }
 """
+)
 
-_GOOD = (_BAD.replace("using b_tile = st_bf<64, 32>;                     // 64-byte swizzle, 4 KiB per tile",
-                      "using b_tile = st_bf<64, 64>;                     // 128-byte swizzle, 8 KiB per tile")
-         .replace("using wide_b = st_bf<64, 128>;", "using wide_b = st_bf<64, 256>;")
-         .replace("rt_fl<16, 128> acc;", "rt_fl<16, 256> acc;")
-         .replace("// four 32-column tiles as one", "// four 64-column tiles as one (TK's GEMM idiom)"))
+_GOOD = (
+    _BAD.replace(
+        "using b_tile = st_bf<64, 32>;                     // 64-byte swizzle, 4 KiB per tile",
+        "using b_tile = st_bf<64, 64>;                     // 128-byte swizzle, 8 KiB per tile",
+    )
+    .replace("using wide_b = st_bf<64, 128>;", "using wide_b = st_bf<64, 256>;")
+    .replace("rt_fl<16, 128> acc;", "rt_fl<16, 256> acc;")
+    .replace("// four 32-column tiles as one", "// four 64-column tiles as one (TK's GEMM idiom)")
+)
 
 RULE = Rule(
     code="TK104",
@@ -65,8 +85,7 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong", "nan"),
-    explains={"wrong": Explains(4, "a reinterpreting view maps elements to other bytes"),
-              "nan": Explains(3)},
+    explains={"wrong": Explains(4, "a reinterpreting view maps elements to other bytes"), "nan": Explains(3)},
     summary="A reinterpret_cast view of shared tiles does not map elements to the bytes the tiles hold",
     check=check,
     bad_example=_BAD,

@@ -1,5 +1,6 @@
 """TK201: an accumulator read, stored, added or zeroed while the wgmma that
 writes it may still be in flight."""
+
 from tkcheck.checks import accumulator as A
 from tkcheck.checks import paths
 from tkcheck.checks.threads import describe
@@ -37,29 +38,43 @@ def check(an):
                 if key in reported or not paths.uniform_feasible(mma, op, hit.back_edge):
                     continue
                 reported.add(key)
-                what = (f"uses `{acc}` as the A operand of `{op.api}`" if op.kind == ir.MMA
-                        else f"{'zeroes' if op.access_mode == 'zero' else 'accesses'} `{acc}` "
-                             f"(`{op.api}`)")
+                what = (
+                    f"uses `{acc}` as the A operand of `{op.api}`"
+                    if op.kind == ir.MMA
+                    else f"{'zeroes' if op.access_mode == 'zero' else 'accesses'} `{acc}` (`{op.api}`)"
+                )
                 how = "in the next loop iteration, " if hit.back_edge else ""
                 waits = [o for o in fl.ops if o.kind == ir.MMA_WAIT]
-                out.append(finding(
-                    "TK201",
-                    f"{how}{describe(frozenset([t]), n).split(' (')[0]} {what} while the wgmma "
-                    f"`{mma.api}` writing it may still be in flight: no `warpgroup::mma_async_wait` "
-                    f"that retires it lies on this path"
-                    + (f" ({hit.groups} wgmma group(s) committed after it; the waits on the path allow more "
-                       "in flight)" if hit.groups and any(o.count is not None and o.count != ir.E.Const(0)
-                                                          for o in waits) else ""),
-                    op.location,
-                    related=[related(mma, f"the wgmma that writes `{acc}` is issued here")],
-                    witness={"thread": t, "accumulator": str(acc), "back_edge": hit.back_edge,
-                             "groups_after": hit.groups},
-                    help="call `warpgroup::mma_async_wait()` (or `mma_async_wait<N>` with N at most the "
-                         "number of wgmma groups committed after this one) before touching the accumulator"))
+                out.append(
+                    finding(
+                        "TK201",
+                        f"{how}{describe(frozenset([t]), n).split(' (')[0]} {what} while the wgmma "
+                        f"`{mma.api}` writing it may still be in flight: no `warpgroup::mma_async_wait` "
+                        f"that retires it lies on this path"
+                        + (
+                            f" ({hit.groups} wgmma group(s) committed after it; the waits on the path allow more "
+                            "in flight)"
+                            if hit.groups and any(o.count is not None and o.count != ir.E.Const(0) for o in waits)
+                            else ""
+                        ),
+                        op.location,
+                        related=[related(mma, f"the wgmma that writes `{acc}` is issued here")],
+                        witness={
+                            "thread": t,
+                            "accumulator": str(acc),
+                            "back_edge": hit.back_edge,
+                            "groups_after": hit.groups,
+                        },
+                        help="call `warpgroup::mma_async_wait()` (or `mma_async_wait<N>` with N at most the "
+                        "number of wgmma groups committed after this one) before touching the accumulator",
+                    )
+                )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     __shared__ tile a, b, c;
@@ -70,8 +85,11 @@ __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     warpgroup::mma_async_wait();
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     __shared__ tile a, b, c;
@@ -82,6 +100,7 @@ __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     warpgroup::store(c, acc);
 }
 """
+)
 
 RULE = Rule(
     code="TK201",

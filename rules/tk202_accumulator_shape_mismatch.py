@@ -1,4 +1,5 @@
 """TK202: a wgmma whose accumulator, A and B tiles do not fit together."""
+
 from tkcheck.checks import accumulator as A
 from tkcheck.checks import paths
 from tkcheck.model import ir
@@ -18,17 +19,22 @@ def check(an):
         # the problems are decided over the three operands' types
         assert op.mma is not None and op.mma.acc and op.mma.a and op.mma.b
         d, a, b = op.mma.acc.type, op.mma.a.type, op.mma.b.type
-        out.append(finding(
-            "TK202",
-            f"`{op.api}` with accumulator `{d.spelling}`, A `{a.spelling}`, B `{b.spelling}`: " + "; ".join(probs),
-            op.location,
-            witness={"acc": d.spelling, "a": a.spelling, "b": b.spelling},
-            help="a warpgroup wgmma computes a 64 x N tile: each warp's accumulator is rt_fl<16, N> "
-                 "(N = B's output width), and A's K must equal B's K"))
+        out.append(
+            finding(
+                "TK202",
+                f"`{op.api}` with accumulator `{d.spelling}`, A `{a.spelling}`, B `{b.spelling}`: " + "; ".join(probs),
+                op.location,
+                witness={"acc": d.spelling, "a": a.spelling, "b": b.spelling},
+                help="a warpgroup wgmma computes a 64 x N tile: each warp's accumulator is rt_fl<16, N> "
+                "(N = B's output width), and A's K must equal B's K",
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     __shared__ st_bf<64, 64> a, b;
     __shared__ st_bf<64, 128> c;
@@ -39,8 +45,11 @@ __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     warpgroup::store(c, acc);
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     __shared__ st_bf<64, 64> a, b;
     __shared__ st_bf<64, 64> c;
@@ -51,6 +60,7 @@ __global__ __launch_bounds__(128, 1) void k(bf16 *out) {
     warpgroup::store(c, acc);
 }
 """
+)
 
 RULE = Rule(
     code="TK202",

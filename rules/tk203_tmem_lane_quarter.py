@@ -1,4 +1,5 @@
 """TK203: a warp reads or writes TMEM lanes outside its lane quarter."""
+
 from tkcheck.checks import tmem as T
 from tkcheck.rule import Rule
 
@@ -11,20 +12,25 @@ def check(an):
         op = v.op
         ref = op.operands[0]
         t = op.tmem.tile_type if op.tmem is not None else None
-        out.append(finding(
-            "TK203",
-            f"warp {v.warp} {'stores to' if op.tmem is not None and op.tmem.action == 'store' else 'loads from'} TMEM lanes "
-            f"{v.lanes[0]}..{v.lanes[1] - 1} of `{ref}` (`{op.api}` of {t.spelling if t else 'a tile'}), but "
-            f"warp {v.warp} may access only lanes {v.quarter[0]}..{v.quarter[1] - 1} "
-            f"(its quarter: 32 * (warp % 4) = 32 * {v.warp % 4})",
-            op.location,
-            witness={"warp": v.warp, "lanes": list(v.lanes), "allowed": list(v.quarter), "tile": str(ref)},
-            help="give each warp the rows of its own quarter: `subtile<tt<T, 32, C>>(32 * (warpid() % 4), col)`, "
-                 "or use `warpgroup::load_async` on the whole 128-lane tile from an aligned warpgroup"))
+        out.append(
+            finding(
+                "TK203",
+                f"warp {v.warp} {'stores to' if op.tmem is not None and op.tmem.action == 'store' else 'loads from'} TMEM lanes "
+                f"{v.lanes[0]}..{v.lanes[1] - 1} of `{ref}` (`{op.api}` of {t.spelling if t else 'a tile'}), but "
+                f"warp {v.warp} may access only lanes {v.quarter[0]}..{v.quarter[1] - 1} "
+                f"(its quarter: 32 * (warp % 4) = 32 * {v.warp % 4})",
+                op.location,
+                witness={"warp": v.warp, "lanes": list(v.lanes), "allowed": list(v.quarter), "tile": str(ref)},
+                help="give each warp the rows of its own quarter: `subtile<tt<T, 32, C>>(32 * (warpid() % 4), col)`, "
+                "or use `warpgroup::load_async` on the whole 128-lane tile from an aligned warpgroup",
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(128, 1) void k(int n) {
     tensor_allocator<1, 1> tm;
     tt<float, 128, 64> acc = tm.allocate<tt<float, 128, 64>>(0);
@@ -34,8 +40,11 @@ __global__ __launch_bounds__(128, 1) void k(int n) {
     tensor_load_wait();
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(128, 1) void k(int n) {
     tensor_allocator<1, 1> tm;
     tt<float, 128, 64> acc = tm.allocate<tt<float, 128, 64>>(0);
@@ -44,6 +53,7 @@ __global__ __launch_bounds__(128, 1) void k(int n) {
     tensor_load_wait();
 }
 """
+)
 
 RULE = Rule(
     code="TK203",

@@ -1,5 +1,6 @@
 """TK205: the next tcgen05 accumulation into a TMEM tile before every reader has drained it,
 and the tcgen05 fences around the mbarrier hand-offs."""
+
 from tkcheck.checks import tmem as T
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Rule
@@ -13,64 +14,97 @@ def check(an):
     for d in T.facts(an, "drain"):
         tile = d.tile
         if d.kind == "no_token_wait":
-            msg = (f"the tcgen05 MMA `{d.op.api}` writes `{tile}` again in every iteration, but "
-                   f"{describe(d.mma_threads, n)} waits on no barrier that the readers of `{tile}` "
-                   f"({describe(d.readers, n)}) arrive on: the next accumulation can overwrite the "
-                   f"tile while they are still reading it")
+            msg = (
+                f"the tcgen05 MMA `{d.op.api}` writes `{tile}` again in every iteration, but "
+                f"{describe(d.mma_threads, n)} waits on no barrier that the readers of `{tile}` "
+                f"({describe(d.readers, n)}) arrive on: the next accumulation can overwrite the "
+                f"tile while they are still reading it"
+            )
             rel = [related(d.other, f"a reader of `{tile}` (tcgen05.ld)")]
-            hlp = ("have every reader arrive on a token barrier after `tensor_load_wait(); "
-                   "tensor_before_thread_sync();`, init it with the number of arrivals of all readers (both CTAs "
-                   "of a pair), and wait on it (then `tensor_after_thread_sync()`) before the first MMA into the tile")
+            hlp = (
+                "have every reader arrive on a token barrier after `tensor_load_wait(); "
+                "tensor_before_thread_sync();`, init it with the number of arrivals of all readers (both CTAs "
+                "of a pair), and wait on it (then `tensor_after_thread_sync()`) before the first MMA into the tile"
+            )
         elif d.kind == "arrive_before_wait_ld":
-            msg = (f"`{d.op.api}` returns the TMEM token `{d.barrier}` before `tensor_load_wait()`: the "
-                   f"tcgen05.ld of `{tile}` may still be reading when the MMA waiting on `{d.barrier}` overwrites it")
+            msg = (
+                f"`{d.op.api}` returns the TMEM token `{d.barrier}` before `tensor_load_wait()`: the "
+                f"tcgen05.ld of `{tile}` may still be reading when the MMA waiting on `{d.barrier}` overwrites it"
+            )
             rel = [related(d.other, f"the tcgen05.ld of `{tile}` not yet waited for")]
             hlp = "call `tensor_load_wait(); tensor_before_thread_sync();` before arriving on the token"
         elif d.kind == "no_fence_before":
-            msg = (f"no `tensor_before_thread_sync()` (tcgen05.fence::before_thread_sync) between "
-                   f"`tensor_load_wait()` and the token arrive `{d.op.api}({d.barrier})`: the mbarrier hand-off "
-                   f"does not order this thread's TMEM reads of `{tile}` before the next MMA")
+            msg = (
+                f"no `tensor_before_thread_sync()` (tcgen05.fence::before_thread_sync) between "
+                f"`tensor_load_wait()` and the token arrive `{d.op.api}({d.barrier})`: the mbarrier hand-off "
+                f"does not order this thread's TMEM reads of `{tile}` before the next MMA"
+            )
             rel = [related(d.other, "tcgen05.wait::ld here")]
             hlp = "call `tensor_before_thread_sync()` after `tensor_load_wait()` and before the arrive"
         elif d.kind == "no_sync_lanes":
-            msg = (f"only {describe(d.op and an.threads.issuers(d.op), n)} arrives on the token `{d.barrier}`, "
-                   f"but {describe(d.others, n)} also read `{tile}` and no thread synchronisation "
-                   f"orders their reads (after their fence) before the arrive")
+            msg = (
+                f"only {describe(d.op and an.threads.issuers(d.op), n)} arrives on the token `{d.barrier}`, "
+                f"but {describe(d.others, n)} also read `{tile}` and no thread synchronisation "
+                f"orders their reads (after their fence) before the arrive"
+            )
             rel = [related(d.other, f"tcgen05.ld of `{tile}` by the whole warp")]
             hlp = "add `__syncwarp()` (or the group's barrier) between `tensor_before_thread_sync()` and the arrive"
         elif d.kind == "no_fence_after_token":
-            msg = (f"no `tensor_after_thread_sync()` (tcgen05.fence::after_thread_sync) between this wait on the "
-                   f"TMEM token `{d.barrier}` and the tcgen05 MMA `{d.other.api}` into `{tile}`: the MMA is not "
-                   f"ordered after the readers' hand-off")
+            msg = (
+                f"no `tensor_after_thread_sync()` (tcgen05.fence::after_thread_sync) between this wait on the "
+                f"TMEM token `{d.barrier}` and the tcgen05 MMA `{d.other.api}` into `{tile}`: the MMA is not "
+                f"ordered after the readers' hand-off"
+            )
             rel = [related(d.other, f"the MMA into `{tile}`")]
             hlp = "call `tensor_after_thread_sync()` right after the wait"
         elif d.kind == "token_count_short":
-            msg = (f"`{d.barrier}` is the TMEM token of the cta_group::2 MMA `{d.other.api}` into `{tile}` (it "
-                   f"writes the TMEM of both CTAs of the pair), but it is initialised for {d.init} arrivals "
-                   f"while the readers of both CTAs arrive {d.total} times per use ({d.per_cta} per CTA): "
-                   f"a phase can complete before the other CTA's readers are done")
+            msg = (
+                f"`{d.barrier}` is the TMEM token of the cta_group::2 MMA `{d.other.api}` into `{tile}` (it "
+                f"writes the TMEM of both CTAs of the pair), but it is initialised for {d.init} arrivals "
+                f"while the readers of both CTAs arrive {d.total} times per use ({d.per_cta} per CTA): "
+                f"a phase can complete before the other CTA's readers are done"
+            )
             rel = [related(d.other, f"the 2-CTA MMA into `{tile}`"), related(d.wait, "the MMA side waits here")]
             hlp = f"initialise `{d.barrier}` with the arrivals of both CTAs' readers ({d.total})"
         elif d.kind == "token_local_only":
             a = d.arrive
-            msg = (f"the cta_group::2 MMA `{d.other.api}` into `{tile}` writes the TMEM of both CTAs of the pair "
-                   f"and runs in one CTA, but its TMEM token `{d.barrier}` is arrived on only locally "
-                   f"(`{a.api}` in each CTA): this wait hears from this CTA's readers, never from the peer's, "
-                   f"so the next MMA can overwrite the peer's accumulator while it is still being read")
-            rel = [related(d.other, f"the 2-CTA MMA into `{tile}`"), related(a, "readers arrive on their own CTA's token")]
-            hlp = (f"have the readers of both CTAs arrive on the MMA CTA's `{d.barrier}` (`tma::cluster::arrive"
-                   f"({d.barrier}, 0)`) and initialise it with both CTAs' arrivals")
-        else:   # no_fence_after_commit
-            msg = (f"no `tensor_after_thread_sync()` between this wait on the MMA commit barrier `{d.barrier}` "
-                   f"and the tcgen05.ld of `{tile}`: the load is not ordered after the MMA's completion")
+            msg = (
+                f"the cta_group::2 MMA `{d.other.api}` into `{tile}` writes the TMEM of both CTAs of the pair "
+                f"and runs in one CTA, but its TMEM token `{d.barrier}` is arrived on only locally "
+                f"(`{a.api}` in each CTA): this wait hears from this CTA's readers, never from the peer's, "
+                f"so the next MMA can overwrite the peer's accumulator while it is still being read"
+            )
+            rel = [
+                related(d.other, f"the 2-CTA MMA into `{tile}`"),
+                related(a, "readers arrive on their own CTA's token"),
+            ]
+            hlp = (
+                f"have the readers of both CTAs arrive on the MMA CTA's `{d.barrier}` (`tma::cluster::arrive"
+                f"({d.barrier}, 0)`) and initialise it with both CTAs' arrivals"
+            )
+        else:  # no_fence_after_commit
+            msg = (
+                f"no `tensor_after_thread_sync()` between this wait on the MMA commit barrier `{d.barrier}` "
+                f"and the tcgen05.ld of `{tile}`: the load is not ordered after the MMA's completion"
+            )
             rel = [related(d.other, f"tcgen05.ld of `{tile}`")]
             hlp = "call `tensor_after_thread_sync()` right after the wait"
-        out.append(finding("TK205", msg, d.op.location, related=rel,
-                           witness={"kind": d.kind, "tile": tile, "barrier": d.barrier}, help=hlp))
+        out.append(
+            finding(
+                "TK205",
+                msg,
+                d.op.location,
+                related=rel,
+                witness={"kind": d.kind, "tile": tile, "barrier": d.barrier},
+                help=hlp,
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(160, 1) void k(int n) {
     tensor_allocator<1, 1> tm;
     __shared__ st_bf<128, 64> a, b;
@@ -96,8 +130,11 @@ __global__ __launch_bounds__(160, 1) void k(int n) {
     }
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(160, 1) void k(int n) {
     tensor_allocator<1, 1> tm;
     __shared__ st_bf<128, 64> a, b;
@@ -125,6 +162,7 @@ __global__ __launch_bounds__(160, 1) void k(int n) {
     }
 }
 """
+)
 
 RULE = Rule(
     code="TK205",
@@ -134,7 +172,7 @@ RULE = Rule(
     precision="proved",
     symptoms=("stripes", "wrong"),
     summary="The next tcgen05 MMA into a TMEM tile before every reader drained it, or tcgen05 fences missing "
-            "around the mbarrier hand-off",
+    "around the mbarrier hand-off",
     check=check,
     bad_example=_BAD,
     good_example=_GOOD,

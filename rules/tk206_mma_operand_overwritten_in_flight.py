@@ -1,6 +1,7 @@
 """TK206: a shared-memory operand of an in-flight wgmma refilled (TMA or
 stores) before the wait of every warp that issued it is ordered before the
 refill."""
+
 from tkcheck.checks import accumulator as A
 from tkcheck.rule import Confirm, Explains, Rule, WGMMA_OPERAND_RELEASE
 
@@ -12,26 +13,43 @@ def check(an):
     for r in A.operand_races(an):
         rel = [related(r.mma, f"the wgmma reading `{r.operand}` is issued here (warp {r.warp} among its issuers)")]
         if r.release is None:
-            msg = (f"`{r.refill.api}` overwrites `{r.refill.buffer}` while the wgmma `{r.mma.api}` issued by the "
-                   f"same warp (warp {r.warp}) may still read it: no `mma_async_wait` retires the wgmma first")
+            msg = (
+                f"`{r.refill.api}` overwrites `{r.refill.buffer}` while the wgmma `{r.mma.api}` issued by the "
+                f"same warp (warp {r.warp}) may still read it: no `mma_async_wait` retires the wgmma first"
+            )
             wit = {"warp": r.warp, "operand": str(r.operand)}
         else:
             rel.append(related(r.release, f"`{r.barrier}` is released here"))
-            msg = (f"`{r.refill.api}` refills `{r.refill.buffer}` after waiting on `{r.barrier}`, but "
-                   f"{r.early_arrivals} of the {r.init_count} arrivals that complete its phase are not ordered "
-                   f"after warp {r.warp}'s `mma_async_wait`: the wgmma `{r.mma.api}` of warp {r.warp} may still "
-                   f"read `{r.operand}`")
-            wit = {"warp": r.warp, "barrier": r.barrier, "init_count": r.init_count,
-                   "arrivals_not_after_wait": r.early_arrivals}
-        out.append(finding(
-            "TK206", msg, r.refill.location, related=rel, witness=wit,
-            help="wait for the wgmma (`warpgroup::mma_async_wait()`) before releasing the slot, and let every "
-                 "issuing warp arrive after its own wait (init the barrier for one arrival per warp and use "
-                 "`if (laneid() == 0) arrive(...)`), or synchronise the warpgroup before one lane arrives"))
+            msg = (
+                f"`{r.refill.api}` refills `{r.refill.buffer}` after waiting on `{r.barrier}`, but "
+                f"{r.early_arrivals} of the {r.init_count} arrivals that complete its phase are not ordered "
+                f"after warp {r.warp}'s `mma_async_wait`: the wgmma `{r.mma.api}` of warp {r.warp} may still "
+                f"read `{r.operand}`"
+            )
+            wit = {
+                "warp": r.warp,
+                "barrier": r.barrier,
+                "init_count": r.init_count,
+                "arrivals_not_after_wait": r.early_arrivals,
+            }
+        out.append(
+            finding(
+                "TK206",
+                msg,
+                r.refill.location,
+                related=rel,
+                witness=wit,
+                help="wait for the wgmma (`warpgroup::mma_async_wait()`) before releasing the slot, and let every "
+                "issuing warp arrive after its own wait (init the barrier for one arrival per warp and use "
+                "`if (laneid() == 0) arrive(...)`), or synchronise the warpgroup before one lane arrives",
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A, int iters) {
@@ -59,8 +77,11 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A, in
     }
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A, int iters) {
@@ -88,6 +109,7 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A, in
     }
 }
 """
+)
 
 RULE = Rule(
     code="TK206",
@@ -96,8 +118,10 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong",),
-    explains={"wrong": Explains(4, "a stage is released while an MMA still reads it"),
-              "stripes": Explains(4, "the refill overwrites operands of an in-flight MMA")},
+    explains={
+        "wrong": Explains(4, "a stage is released while an MMA still reads it"),
+        "stripes": Explains(4, "the refill overwrites operands of an in-flight MMA"),
+    },
     confirm=Confirm(widen=("delay-wgmma-issue", "poison-refill"), wgmma_race=WGMMA_OPERAND_RELEASE),
     summary="A shared operand of an in-flight wgmma is refilled before every issuing warp's wait is ordered before it",
     check=check,

@@ -1,4 +1,5 @@
 """TK301: bytes expected per phase != bytes the TMA loads deliver per phase."""
+
 from tkcheck import solver
 from tkcheck.checks import completion
 from tkcheck.checks.threads import describe
@@ -12,7 +13,7 @@ def check(an):
     for name, acc in sorted(completion.accounts(an).items()):
         if not acc.ok():
             continue
-        reported = set()   # per-thread elements: one finding per round kind
+        reported = set()  # per-thread elements: one finding per round kind
         for group in sorted(set(acc.expects) | set(acc.loads)):
             if acc.per_thread and group.split(" ")[0] in reported:
                 continue
@@ -29,13 +30,23 @@ def check(an):
             anchor = exps[0].op if exps else loads[0].op
             rel = []
             for c in exps:
-                rel.append(related(c.op, f"expects {num(c.amount)} bytes, issued by {describe(c.issuers)}"
-                                   + (f", {num(c.times)} times per phase" if num(c.times) != "1" else "")))
+                rel.append(
+                    related(
+                        c.op,
+                        f"expects {num(c.amount)} bytes, issued by {describe(c.issuers)}"
+                        + (f", {num(c.times)} times per phase" if num(c.times) != "1" else ""),
+                    )
+                )
             for c in loads:
                 tile = c.op.transfer.tile_type if c.op.transfer is not None else None
-                rel.append(related(c.op, f"loads {num(c.amount)} bytes ({tile.short() if tile else 'tile'}),"
-                                   f" issued by {describe(c.issuers)}"
-                                   + (f", {num(c.times)} times per phase" if num(c.times) != "1" else "")))
+                rel.append(
+                    related(
+                        c.op,
+                        f"loads {num(c.amount)} bytes ({tile.short() if tile else 'tile'}),"
+                        f" issued by {describe(c.issuers)}"
+                        + (f", {num(c.times)} times per phase" if num(c.times) != "1" else ""),
+                    )
+                )
             for o in acc.inits:
                 rel.append(related(o, f"'{name}' initialised here"))
             for o in acc.waits[:2]:
@@ -43,27 +54,47 @@ def check(an):
             e, d = num(expected), num(delivered)
             if not exps and not acc.arrivals.get(group):
                 where = f" in CTA {completion.cta_of(group)}" if " in CTA " in group else ""
-                msg = (f"the TMA loads completing on '{name}'{where} deliver {d} bytes per phase but no expect_tx "
-                       f"announces them and nothing arrives on that copy: its phase never completes")
+                msg = (
+                    f"the TMA loads completing on '{name}'{where} deliver {d} bytes per phase but no expect_tx "
+                    f"announces them and nothing arrives on that copy: its phase never completes"
+                )
             elif not exps:
-                msg = (f"the TMA loads completing on '{name}' deliver {d} bytes per phase but no expect_tx "
-                       f"announces them: the phase completes on arrivals alone and the bytes land in a later phase")
+                msg = (
+                    f"the TMA loads completing on '{name}' deliver {d} bytes per phase but no expect_tx "
+                    f"announces them: the phase completes on arrivals alone and the bytes land in a later phase"
+                )
             elif not loads:
                 msg = f"expect_tx of {e} bytes per phase on '{name}' but no TMA load completes on it: the phase never completes"
             else:
                 msg = f"expect_tx of {e} bytes per phase on '{name}' but the TMA loads completing on it deliver {d}"
-            hint = ("fewer bytes than expected: the phase never completes (hang)" if not loads or (
-                    expected.eval({}) is not None and delivered.eval({}) is not None and expected.eval({}) > delivered.eval({}))
-                    else "more bytes than expected: the phase completes early and the rest lands in the next phase (stale data or a later hang)")
+            hint = (
+                "fewer bytes than expected: the phase never completes (hang)"
+                if not loads
+                or (
+                    expected.eval({}) is not None
+                    and delivered.eval({}) is not None
+                    and expected.eval({}) > delivered.eval({})
+                )
+                else "more bytes than expected: the phase completes early and the rest lands in the next phase (stale data or a later hang)"
+            )
             reported.add(group.split(" ")[0])
-            out.append(finding("TK301", msg, anchor.location, related=rel,
-                               witness={"barrier": name, "expected_bytes": e, "delivered_bytes": d, "phase": group},
-                               help=f"{hint}; expect exactly the bytes of every load on this barrier, e.g. "
-                                    f"tma::expect(bar, tiles...) with the same tiles the loads fill"))
+            out.append(
+                finding(
+                    "TK301",
+                    msg,
+                    anchor.location,
+                    related=rel,
+                    witness={"barrier": name, "expected_bytes": e, "delivered_bytes": d, "phase": group},
+                    help=f"{hint}; expect exactly the bytes of every load on this barrier, e.g. "
+                    f"tma::expect(bar, tiles...) with the same tiles the loads fill",
+                )
+            )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout A, const __grid_constant__ layout B) {
@@ -79,9 +110,9 @@ __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout A, co
     wait(bar, 0);
 }
 """
+)
 
-_GOOD = _BAD.replace("tma::expect_bytes(bar, size_bytes<tile>);   // only one tile's bytes",
-                     "tma::expect(bar, a, b);")
+_GOOD = _BAD.replace("tma::expect_bytes(bar, size_bytes<tile>);   // only one tile's bytes", "tma::expect(bar, a, b);")
 
 RULE = Rule(
     code="TK301",
@@ -90,10 +121,14 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang", "stripes"),
-    explains={"hang": Explains(5, "bytes expected per phase differ from the bytes delivered: the phase "
-                                  "never completes (too many expected) or completes early and drifts"),
-              "stripes": Explains(4, "a phase that completes before all bytes land lets consumers read a "
-                                     "half-written stage")},
+    explains={
+        "hang": Explains(
+            5,
+            "bytes expected per phase differ from the bytes delivered: the phase "
+            "never completes (too many expected) or completes early and drifts",
+        ),
+        "stripes": Explains(4, "a phase that completes before all bytes land lets consumers read a half-written stage"),
+    },
     summary="Bytes expected on an mbarrier per phase differ from the bytes the TMA loads deliver",
     check=check,
     bad_example=_BAD,

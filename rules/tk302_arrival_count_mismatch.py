@@ -1,4 +1,5 @@
 """TK302: init count != arrivals per phase (scope-aware)."""
+
 import re
 
 from tkcheck import solver
@@ -16,18 +17,21 @@ def check(an):
             continue
         if not acc.arrivals and acc.waits and acc.init_count is not None and acc.init_count.eval({}) not in (None, 0):
             w = acc.waits[0]
-            out.append(finding(
-                "TK302",
-                f"'{name}' is initialised for {num(acc.init_count)} arrivals per phase but nothing arrives on it",
-                w.location,
-                related=[related(o, f"'{name}' initialised for {num(o.count)} arrivals") for o in acc.inits]
-                + [related(o, "waited on here") for o in acc.waits[1:3]],
-                witness={"barrier": name, "init_count": num(acc.init_count), "arrivals_per_phase": 0},
-                help="no arrive, expect or commit targets this barrier: its phase never completes (hang); "
-                     "add the missing arrive (e.g. `if (laneid() == 0) arrive(bar)` in every warp it counts)"))
+            out.append(
+                finding(
+                    "TK302",
+                    f"'{name}' is initialised for {num(acc.init_count)} arrivals per phase but nothing arrives on it",
+                    w.location,
+                    related=[related(o, f"'{name}' initialised for {num(o.count)} arrivals") for o in acc.inits]
+                    + [related(o, "waited on here") for o in acc.waits[1:3]],
+                    witness={"barrier": name, "init_count": num(acc.init_count), "arrivals_per_phase": 0},
+                    help="no arrive, expect or commit targets this barrier: its phase never completes (hang); "
+                    "add the missing arrive (e.g. `if (laneid() == 0) arrive(bar)` in every warp it counts)",
+                )
+            )
             continue
         out.extend(_silent_copies(an, name, acc))
-        reported = set()   # per-thread elements: one finding per round kind
+        reported = set()  # per-thread elements: one finding per round kind
         for group, contribs in sorted(acc.arrivals.items()):
             if not contribs:
                 continue
@@ -44,30 +48,42 @@ def check(an):
             rel = [related(o, f"'{name}' initialised for {num(o.count)} arrivals per phase") for o in acc.inits]
             for c in contribs:
                 per = num(c.amount)
-                rel.append(related(c.op, f"{c.op.api} arrives {per} x {len(c.issuers)} issuing thread(s)"
-                                   f" ({describe(c.issuers)})"
-                                   + (f" x {num(c.times)} per phase" if num(c.times) != "1" else "")
-                                   + (f" [{c.op.scope} scope: one elected lane per group]" if c.op.issuers_per_group else "")))
+                rel.append(
+                    related(
+                        c.op,
+                        f"{c.op.api} arrives {per} x {len(c.issuers)} issuing thread(s)"
+                        f" ({describe(c.issuers)})"
+                        + (f" x {num(c.times)} per phase" if num(c.times) != "1" else "")
+                        + (f" [{c.op.scope} scope: one elected lane per group]" if c.op.issuers_per_group else ""),
+                    )
+                )
             for o in acc.waits[:2]:
                 rel.append(related(o, "waited on here"))
             a, i = num(arrived), num(init_count)
             many = [c for c in contribs if len(c.issuers) > 1]
             anchor = (many[0].op if many else contribs[0].op) if len(contribs) == 1 or many else acc.inits[0]
             av, iv = arrived.eval({}), init_count.eval({})
-            effect = ("too few arrivals: the phase never completes (hang)" if av is not None and iv is not None and av < iv
-                      else "too many arrivals: phases complete early, waiters see stale data and the counts drift")
+            effect = (
+                "too few arrivals: the phase never completes (hang)"
+                if av is not None and iv is not None and av < iv
+                else "too many arrivals: phases complete early, waiters see stale data and the counts drift"
+            )
             assumed = f" ({'; '.join(acc.assumptions)})" if acc.assumptions else ""
             wit = {"barrier": name, "init_count": i, "arrivals_per_phase": a, "phase": group}
             if acc.assumptions:
                 wit["assumptions"] = list(acc.assumptions)
             reported.add(group.split(" ")[0])
-            out.append(finding(
-                "TK302",
-                f"'{name}' is initialised for {i} arrivals per phase but {a} arrive per phase{assumed}",
-                anchor.location, related=rel,
-                witness=wit,
-                help=f"{effect}; a thread-scope arrive runs once per executing thread (a whole warp is 32 "
-                     f"arrivals): guard it with `laneid() == 0`, use `warp::arrive`, or change the init count"))
+            out.append(
+                finding(
+                    "TK302",
+                    f"'{name}' is initialised for {i} arrivals per phase but {a} arrive per phase{assumed}",
+                    anchor.location,
+                    related=rel,
+                    witness=wit,
+                    help=f"{effect}; a thread-scope arrive runs once per executing thread (a whole warp is 32 "
+                    f"arrivals): guard it with `laneid() == 0`, use `warp::arrive`, or change the init count",
+                )
+            )
     return out
 
 
@@ -87,22 +103,29 @@ def _silent_copies(an, name, acc):
             continue
         w = waits[0]
         sources = [c.op for cs in acc.arrivals.values() for c in cs][:3]
-        out.append(finding(
-            "TK302",
-            f"CTA {d} of the cluster waits on its copy of '{name}' (initialised for {num(acc.init_count)} "
-            f"arrivals per phase) but every arrival lands on another CTA's copy: nothing arrives on CTA {d}'s",
-            w.location,
-            related=[related(o, f"arrives on '{name}' of CTA(s) "
-                                f"{sorted(completion.destinations(an.model, o) or {})}") for o in sources]
-            + [related(o, f"'{name}' initialised for {num(o.count)} arrivals") for o in acc.inits[:1]],
-            witness={"barrier": name, "cta": d, "init_count": num(acc.init_count), "arrivals_per_phase": 0},
-            help="CTA-local barriers of a cluster are separate objects: multicast the commit to every CTA that "
-                 "waits (`tensor_commit<2>`, `detail::tcgen05::commit<2>`), arrive remotely "
-                 "(`tma::cluster::arrive(bar, cta)`), or let the waiting CTA's own threads arrive"))
+        out.append(
+            finding(
+                "TK302",
+                f"CTA {d} of the cluster waits on its copy of '{name}' (initialised for {num(acc.init_count)} "
+                f"arrivals per phase) but every arrival lands on another CTA's copy: nothing arrives on CTA {d}'s",
+                w.location,
+                related=[
+                    related(o, f"arrives on '{name}' of CTA(s) {sorted(completion.destinations(an.model, o) or {})}")
+                    for o in sources
+                ]
+                + [related(o, f"'{name}' initialised for {num(o.count)} arrivals") for o in acc.inits[:1]],
+                witness={"barrier": name, "cta": d, "init_count": num(acc.init_count), "arrivals_per_phase": 0},
+                help="CTA-local barriers of a cluster are separate objects: multicast the commit to every CTA that "
+                "waits (`tensor_commit<2>`, `detail::tcgen05::commit<2>`), arrive remotely "
+                "(`tma::cluster::arrive(bar, cta)`), or let the waiting CTA's own threads arrive",
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(256, 1) void k(float *out) {
     __shared__ semaphore done;
     if (threadIdx.x == 0) init_semaphore(done, 1, 0);   // one arrival expected
@@ -113,9 +136,11 @@ __global__ __launch_bounds__(256, 1) void k(float *out) {
     if (warpid() == 0) wait(done, 0);
 }
 """
+)
 
-_GOOD = _BAD.replace("arrive(done);               // but all 32 lanes of warp 1 arrive",
-                     "if (laneid() == 0) arrive(done);")
+_GOOD = _BAD.replace(
+    "arrive(done);               // but all 32 lanes of warp 1 arrive", "if (laneid() == 0) arrive(done);"
+)
 
 
 # the note on an arrive that names its issuers: "... arrives N x K issuing thread(s) (<who>)"
@@ -130,6 +155,7 @@ def _issuers(f):
             return m.group(1), r.location.row
     return None
 
+
 RULE = Rule(
     code="TK302",
     name="arrival-count-mismatch",
@@ -137,12 +163,11 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang", "stripes"),
-    explains={"hang": Explains(5, "the barrier's arrival count is never reached (or overshoots into the "
-                                  "next phase)"),
-              "stripes": Explains(3, "extra arrivals complete a phase early: a slot is refilled while in "
-                                     "use"),
-              "wrong": Explains(8, "extra arrivals complete a phase early: a stage is released or "
-                                   "refilled while still read")},
+    explains={
+        "hang": Explains(5, "the barrier's arrival count is never reached (or overshoots into the next phase)"),
+        "stripes": Explains(3, "extra arrivals complete a phase early: a slot is refilled while in use"),
+        "wrong": Explains(8, "extra arrivals complete a phase early: a stage is released or refilled while still read"),
+    },
     confirm=Confirm(repairs=("count",), issuers=_issuers, issuer_repair=ISSUERS_JOIN),
     summary="An mbarrier's init count differs from the arrivals each phase receives",
     check=check,

@@ -1,4 +1,5 @@
 """TK303: the parity a wait passes differs from the parity of the phase it is due to observe."""
+
 from tkcheck.checks import phases
 from tkcheck.rule import Explains, Rule
 
@@ -10,7 +11,9 @@ def check(an):
     return [phase_finding(an, wp, "TK303") for wp in phases.phases(an) if wp.status == "mismatch"]
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 constexpr int STAGES = 2;
@@ -40,9 +43,12 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
     }
 }
 """
+)
 
-_GOOD = _BAD.replace("wait(full[s], k % 2);           // the parity of the iteration, not of the slot's round",
-                     "wait(full[s], (k / STAGES) % 2);")
+_GOOD = _BAD.replace(
+    "wait(full[s], k % 2);           // the parity of the iteration, not of the slot's round",
+    "wait(full[s], (k / STAGES) % 2);",
+)
 
 RULE = Rule(
     code="TK303",
@@ -51,11 +57,11 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("stripes", "hang"),
-    explains={"hang": Explains(4, "the wait observes a phase that never completes with that parity"),
-              "stripes": Explains(5, "the wait passes on an old phase: the stage is read before it is "
-                                     "refilled"),
-              "wrong": Explains(5, "the wait passes on an old or fresh phase: a stage is read before it "
-                                   "is filled")},
+    explains={
+        "hang": Explains(4, "the wait observes a phase that never completes with that parity"),
+        "stripes": Explains(5, "the wait passes on an old phase: the stage is read before it is refilled"),
+        "wrong": Explains(5, "the wait passes on an old or fresh phase: a stage is read before it is filled"),
+    },
     summary="A wait passes a parity other than the parity of the phase it is due to observe",
     check=check,
     bad_example=_BAD,

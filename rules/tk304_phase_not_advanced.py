@@ -1,4 +1,5 @@
 """TK304: a ring's phase/parity variable is never advanced although its slots are reused."""
+
 from tkcheck.checks import phases
 from tkcheck.rule import Explains, Rule
 
@@ -14,20 +15,35 @@ def check(an):
             continue
         s = sm["signal"]
         at = f"outer-loop iteration {sm['outer_iteration']}, iteration {sm['iteration']}"
-        msg = (f"the ring slot waited on '{wp.barrier}' and the slot its signaller fills at the same step are "
-               f"out of step: at {at} this role waits on slot {sm['slot_waited']} while the signalling role "
-               f"fills slot {sm['slot_filled']} (a ring index or its phase restarted in one role only)")
-        out.append(finding("TK304", msg, wp.op.location,
-                           related=[related(s, f"fills {s.barrier} (slot {sm['slot_filled']} at that step)")],
-                           witness={"outer_iteration": sm["outer_iteration"], "iteration": sm["iteration"],
-                                    "slot_waited": sm["slot_waited"], "slot_filled": sm["slot_filled"],
-                                    "params": sm["params"], "effect": "stale read"},
-                           help="advance (and reset) the ring index and its phase bits the same way in every "
-                                "role that walks the ring; carry both across the task loop"))
+        msg = (
+            f"the ring slot waited on '{wp.barrier}' and the slot its signaller fills at the same step are "
+            f"out of step: at {at} this role waits on slot {sm['slot_waited']} while the signalling role "
+            f"fills slot {sm['slot_filled']} (a ring index or its phase restarted in one role only)"
+        )
+        out.append(
+            finding(
+                "TK304",
+                msg,
+                wp.op.location,
+                related=[related(s, f"fills {s.barrier} (slot {sm['slot_filled']} at that step)")],
+                witness={
+                    "outer_iteration": sm["outer_iteration"],
+                    "iteration": sm["iteration"],
+                    "slot_waited": sm["slot_waited"],
+                    "slot_filled": sm["slot_filled"],
+                    "params": sm["params"],
+                    "effect": "stale read",
+                },
+                help="advance (and reset) the ring index and its phase bits the same way in every "
+                "role that walks the ring; carry both across the task loop",
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
@@ -56,9 +72,12 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
     }
 }
 """
+)
 
-_GOOD = _BAD.replace("tic ^= 1;                      // the phase is never flipped when tic wraps",
-                     "tic ^= 1;\n            if (tic == 0) phase ^= 1;")
+_GOOD = _BAD.replace(
+    "tic ^= 1;                      // the phase is never flipped when tic wraps",
+    "tic ^= 1;\n            if (tic == 0) phase ^= 1;",
+)
 
 RULE = Rule(
     code="TK304",
@@ -67,9 +86,11 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("stripes", "hang"),
-    explains={"hang": Explains(4, "the parity never advances: the wait blocks on a phase already passed"),
-              "stripes": Explains(5, "the parity never advances: later rounds read stale stages"),
-              "wrong": Explains(4, "the parity never advances: later rounds read stale stages")},
+    explains={
+        "hang": Explains(4, "the parity never advances: the wait blocks on a phase already passed"),
+        "stripes": Explains(5, "the parity never advances: later rounds read stale stages"),
+        "wrong": Explains(4, "the parity never advances: later rounds read stale stages"),
+    },
     summary="The parity waited on a reused ring slot never changes",
     check=check,
     bad_example=_BAD,

@@ -1,4 +1,5 @@
 """TK305: a TMA load fills stage s of a ring but completes on another stage's barrier."""
+
 from tkcheck import solver
 from tkcheck.checks import phases
 from tkcheck.model import expr as E
@@ -23,8 +24,7 @@ def _stage(op: ir.Op) -> E.Expr | None:
     if len(moving) > 1 and op.barrier is not None:
         names = {v.name for ix in op.barrier.index for v in ix.free_vars() if v.kind == E.LOOP}
         moving = _moving(op, op.buffer.index, names)
-        if len(moving) > 1 or any(v.kind == E.LOOP and v.name not in names
-                                  for ix in moving for v in ix.free_vars()):
+        if len(moving) > 1 or any(v.kind == E.LOOP and v.name not in names for ix in moving for v in ix.free_vars()):
             return None
     return moving[0] if len(moving) == 1 else None
 
@@ -41,8 +41,11 @@ def _bar_stage(op: ir.Op) -> E.Expr | None:
 def check(an):
     m = an.model
     out = []
-    loads = [o for o in m.ops_of(ir.TMA_LOAD) if o.barrier is not None and o.barrier.index
-             and o.buffer is not None and _bar_stage(o) is not None]
+    loads = [
+        o
+        for o in m.ops_of(ir.TMA_LOAD)
+        if o.barrier is not None and o.barrier.index and o.buffer is not None and _bar_stage(o) is not None
+    ]
     groups: dict[tuple, list[ir.Op]] = {}
     for o in loads:
         groups.setdefault((o.barrier.name, o.loops), []).append(o)
@@ -59,17 +62,26 @@ def check(an):
         # evidence of the intended stage <-> barrier pairing: a load of the same loop that
         # completes on its own stage's barrier, or the expect the load is issued with
         # (same loop, same threads) naming the barrier of the load's stage
-        expects = [e for e in m.ops if e.kind in (ir.MBAR_EXPECT, ir.TMA_LOAD) and e.barrier is not None
-                   and e.barrier.name == bname and e.loops and e.loops == lps[:len(e.loops)]
-                   and e.order < max(o.order for o in ops) and all(e is not o for o in ops)]
+        expects = [
+            e
+            for e in m.ops
+            if e.kind in (ir.MBAR_EXPECT, ir.TMA_LOAD)
+            and e.barrier is not None
+            and e.barrier.name == bname
+            and e.loops
+            and e.loops == lps[: len(e.loops)]
+            and e.order < max(o.order for o in ops)
+            and all(e is not o for o in ops)
+        ]
         for o, st, bi in list(suspects):
             for e in expects:
                 eb = _bar_stage(e) if e.barrier.index else None
                 if eb is None or eb.is_opaque() or an.threads.issuers(e) != an.threads.issuers(o):
                     continue
-                if e.kind == ir.TMA_LOAD and (_stage(e) is None or
-                                              solver.always(E.binop("==", _stage(e), eb), an.solver_timeout_ms) is not True):
-                    continue          # a load as evidence must itself pair its stage with its barrier
+                if e.kind == ir.TMA_LOAD and (
+                    _stage(e) is None or solver.always(E.binop("==", _stage(e), eb), an.solver_timeout_ms) is not True
+                ):
+                    continue  # a load as evidence must itself pair its stage with its barrier
                 if solver.always(E.binop("==", st, eb), an.solver_timeout_ms) is True:
                     matched.append(e)
                     break
@@ -77,8 +89,7 @@ def check(an):
             continue
         for o, st, bi in suspects:
             ks = [m.loops[lid].counter for lid in o.loops]
-            w = phases._smallest_counterexample(E.binop("!=", st, bi), ks[-1] if ks else None, [],
-                                                an.solver_timeout_ms)
+            w = phases._smallest_counterexample(E.binop("!=", st, bi), ks[-1] if ks else None, [], an.solver_timeout_ms)
             if w is None:
                 continue
             env = dict(w)
@@ -87,21 +98,32 @@ def check(an):
             if sv is None or bv is None or sv == bv:
                 continue
             it = next((v for v in k.values() if v is not None), None)
-            out.append(finding(
-                "TK305",
-                f"TMA load into '{o.buffer}' completes on '{o.barrier}': at iteration {it} it fills stage {sv} "
-                f"but signals the barrier of stage {bv}",
-                o.location,
-                related=[related(x, f"'{x.buffer}' completes on its own stage's barrier '{x.barrier}'"
-                                 if x.kind == ir.TMA_LOAD else f"the expect it is issued with names '{x.barrier}'")
-                         for x in matched[:3]],
-                witness={"iteration": it, "buffer_stage": sv, "barrier_stage": bv, "barrier": bname},
-                help=f"complete every load of stage s on {bname}[s]: the consumer that waits {bname}[{sv}] "
-                     f"otherwise reads the tile before its bytes land, and stage {bv} completes on bytes of another stage"))
+            out.append(
+                finding(
+                    "TK305",
+                    f"TMA load into '{o.buffer}' completes on '{o.barrier}': at iteration {it} it fills stage {sv} "
+                    f"but signals the barrier of stage {bv}",
+                    o.location,
+                    related=[
+                        related(
+                            x,
+                            f"'{x.buffer}' completes on its own stage's barrier '{x.barrier}'"
+                            if x.kind == ir.TMA_LOAD
+                            else f"the expect it is issued with names '{x.barrier}'",
+                        )
+                        for x in matched[:3]
+                    ],
+                    witness={"iteration": it, "buffer_stage": sv, "barrier_stage": bv, "barrier": bname},
+                    help=f"complete every load of stage s on {bname}[s]: the consumer that waits {bname}[{sv}] "
+                    f"otherwise reads the tile before its bytes land, and stage {bv} completes on bytes of another stage",
+                )
+            )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 constexpr int STAGES = 2;
@@ -132,9 +154,12 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
     }
 }
 """
+)
 
-_GOOD = _BAD.replace("tma::load_async(b[s], A, {0, 0, 1, k}, full[(s + 1) % STAGES]);",
-                     "tma::load_async(b[s], A, {0, 0, 1, k}, full[s]);")
+_GOOD = _BAD.replace(
+    "tma::load_async(b[s], A, {0, 0, 1, k}, full[(s + 1) % STAGES]);",
+    "tma::load_async(b[s], A, {0, 0, 1, k}, full[s]);",
+)
 
 RULE = Rule(
     code="TK305",
@@ -143,9 +168,10 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("stripes",),
-    explains={"stripes": Explains(5, "a load completes on another stage's barrier: stage reuse out of "
-                                     "order"),
-              "hang": Explains(3, "a stage's barrier gets too few bytes")},
+    explains={
+        "stripes": Explains(5, "a load completes on another stage's barrier: stage reuse out of order"),
+        "hang": Explains(3, "a stage's barrier gets too few bytes"),
+    },
     confirm=Confirm(widen=("delay-load",)),
     summary="A TMA load into ring stage s completes on the barrier of another stage",
     check=check,

@@ -1,4 +1,5 @@
 """TK306: a shared buffer is overwritten while a tma::store_async may still be reading it."""
+
 from dataclasses import replace
 
 from tkcheck import solver
@@ -33,8 +34,8 @@ def check(an):
         # program order after the store in the same loop body, then (when the store is in a
         # loop) around the back edge into the next iteration, up to the store itself
         body = st.loops
-        after = [o for o in ops if o.order > st.order and o.loops[:len(body)] == body]
-        wrap = [o for o in ops if o.order < st.order and o.loops[:len(body)] == body] if body else []
+        after = [o for o in ops if o.order > st.order and o.loops[: len(body)] == body]
+        wrap = [o for o in ops if o.order < st.order and o.loops[: len(body)] == body] if body else []
         path = after + wrap
         for pos, o in enumerate(path):
             if o.loops != st.loops or not _writes(o) or o.buffer is None or o.buffer.name != st.buffer.name:
@@ -44,14 +45,15 @@ def check(an):
             wt = an.threads.executing(o) if o.kind == ir.SMEM_ACCESS else an.threads.issuers(o)
             if not wt:
                 continue
-            wrapped = pos >= len(after)   # the write runs in the next iteration
+            wrapped = pos >= len(after)  # the write runs in the next iteration
             if wrapped:
                 # no read wait anywhere in the loop body: a write any number of iterations
                 # later (double-buffered staging reused two tiles on) is unprotected too
                 unwaited = not any(x.kind == ir.TMA_STORE_WAIT for x in path)
                 to = an.solver_timeout_ms
                 if not paths.same_element_next_iteration(m, st, o, to, iss, wt) and not (
-                        unwaited and paths.same_element_next_iteration(m, st, o, to, iss, wt, later=True)):
+                    unwaited and paths.same_element_next_iteration(m, st, o, to, iss, wt, later=True)
+                ):
                     continue
             elif not paths.same_element_proved(st.buffer, o.buffer, iss, wt):
                 continue
@@ -80,33 +82,48 @@ def check(an):
                 # the read wait runs in the storing lane; other lanes that overwrite the tile
                 # must be ordered after it by a barrier (`__syncwarp()` within the warp)
                 others = wt - iss
-                if others and not _ordered_after(an, between[wait_at + 1:], iss, others):
-                    out.append(finding(
-                        "TK306",
-                        f"'{o.buffer}' is overwritten by {o.api} on {describe(others, an.threads.n)} while the "
-                        f"tma::store_async from it may still be reading it: the store_async_read_wait runs in the "
-                        f"storing thread(s) ({describe(iss, an.threads.n)}) and no barrier orders the other "
-                        f"writers after it",
-                        o.location,
-                        related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here"),
-                                 related(between[wait_at], "the read wait, in the storing thread")],
-                        witness={"buffer": str(o.buffer), "store_line": st.location.row,
-                                 "overwrite_line": o.location.row, "unordered_writers": describe(others, an.threads.n)},
-                        help="after store_async_read_wait(), synchronise the storing lane with the other writers "
-                             "(`__syncwarp()` within a warp, a group or block barrier across warps) before the "
-                             "tile is written again"))
+                if others and not _ordered_after(an, between[wait_at + 1 :], iss, others):
+                    out.append(
+                        finding(
+                            "TK306",
+                            f"'{o.buffer}' is overwritten by {o.api} on {describe(others, an.threads.n)} while the "
+                            f"tma::store_async from it may still be reading it: the store_async_read_wait runs in the "
+                            f"storing thread(s) ({describe(iss, an.threads.n)}) and no barrier orders the other "
+                            f"writers after it",
+                            o.location,
+                            related=[
+                                related(st, f"tma::store_async reads '{st.buffer}' asynchronously here"),
+                                related(between[wait_at], "the read wait, in the storing thread"),
+                            ],
+                            witness={
+                                "buffer": str(o.buffer),
+                                "store_line": st.location.row,
+                                "overwrite_line": o.location.row,
+                                "unordered_writers": describe(others, an.threads.n),
+                            },
+                            help="after store_async_read_wait(), synchronise the storing lane with the other writers "
+                            "(`__syncwarp()` within a warp, a group or block barrier across warps) before the "
+                            "tile is written again",
+                        )
+                    )
                 break
-            out.append(finding(
-                "TK306",
-                f"'{o.buffer}' is overwritten by {o.api} while the tma::store_async from it (issued by "
-                f"{describe(iss, an.threads.n)}) may still be reading it: no store_async_read_wait in between"
-                + (" (in the next iteration, assuming the loop runs at least twice)"
-                   if wrapped and m.loops[st.loops[-1]].trip is None else ""),
-                o.location,
-                related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here")],
-                witness={"buffer": str(o.buffer), "store_line": st.location.row, "overwrite_line": o.location.row},
-                help="call tma::store_async_read_wait() on the storing thread after the store and before the "
-                     "buffer is written again (then a barrier so the other writers see it)"))
+            out.append(
+                finding(
+                    "TK306",
+                    f"'{o.buffer}' is overwritten by {o.api} while the tma::store_async from it (issued by "
+                    f"{describe(iss, an.threads.n)}) may still be reading it: no store_async_read_wait in between"
+                    + (
+                        " (in the next iteration, assuming the loop runs at least twice)"
+                        if wrapped and m.loops[st.loops[-1]].trip is None
+                        else ""
+                    ),
+                    o.location,
+                    related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here")],
+                    witness={"buffer": str(o.buffer), "store_line": st.location.row, "overwrite_line": o.location.row},
+                    help="call tma::store_async_read_wait() on the storing thread after the store and before the "
+                    "buffer is written again (then a barrier so the other writers see it)",
+                )
+            )
             break
         for f in _handed_over(an, st, iss):
             if (f.location.row, f.location.column) not in handed:
@@ -161,8 +178,9 @@ def _store_sites(m):
         if not isinstance(trip, int) or not 0 < trip <= MAX_UNROLL:
             continue
         k = lp.counter.name
-        if any(k in {v.name for v in c.free_vars()} for c in st.guard.uniform) or \
-                k in {v.name for v in st.guard.thread.free_vars()}:
+        if any(k in {v.name for v in c.free_vars()} for c in st.guard.uniform) or k in {
+            v.name for v in st.guard.thread.free_vars()
+        }:
             continue
         if not any(k in {v.name for v in ix.free_vars()} for ix in st.buffer.index):
             continue
@@ -173,7 +191,7 @@ def _store_sites(m):
 
 
 def _between(ops, a: ir.Op, b: ir.Op) -> list[ir.Op]:
-    return [o for o in ops if a.order < o.order < b.order and o.loops[:len(a.loops)] == a.loops]
+    return [o for o in ops if a.order < o.order < b.order and o.loops[: len(a.loops)] == a.loops]
 
 
 def _handed_over(an, st: ir.Op, iss) -> list:
@@ -186,42 +204,77 @@ def _handed_over(an, st: ir.Op, iss) -> list:
     the slot. Proved when the writer's loop can revisit the slot (its element index has a period
     P and the loop condition holds for P + 1 iterations)."""
     from tkcheck.checks import phases as P
+
     m, th = an.model, an.threads
     out = []
     if not st.loops or not st.guard.exact or st.guard.thread.is_opaque():
         return out
     for a in m.ops:
-        if a.kind != ir.MBAR_ARRIVE or a.order < st.order or a.loops != st.loops or a.barrier is None \
-                or not a.guard.exact or not paths.slot_prefix(a.barrier.index, st.buffer) or th.issuers(a) != iss:
+        if (
+            a.kind != ir.MBAR_ARRIVE
+            or a.order < st.order
+            or a.loops != st.loops
+            or a.barrier is None
+            or not a.guard.exact
+            or not paths.slot_prefix(a.barrier.index, st.buffer)
+            or th.issuers(a) != iss
+        ):
             continue
         name = a.barrier.name
         gap = _between(m.ops, st, a)
-        if any(x.kind in (ir.TMA_STORE_WAIT, ir.EXIT, ir.MBAR_WAIT, ir.SYNC) or (x.kind == ir.CALL and x.asm is not None)
-               for x in gap):
+        if any(
+            x.kind in (ir.TMA_STORE_WAIT, ir.EXIT, ir.MBAR_WAIT, ir.SYNC) or (x.kind == ir.CALL and x.asm is not None)
+            for x in gap
+        ):
             continue
-        signals = [o for o in m.ops if o.barrier is not None and o.barrier.name == name
-                   and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)]
+        signals = [
+            o
+            for o in m.ops
+            if o.barrier is not None
+            and o.barrier.name == name
+            and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
+        ]
         if any(o.kind != ir.MBAR_ARRIVE or th.issuers(o) != iss or o.loops != st.loops for o in signals):
             continue
         for o in m.ops:
-            if not _writes(o) or o.buffer is None or o.buffer.name != st.buffer.name or not o.loops \
-                    or o.loops == st.loops or not o.guard.exact:
+            if (
+                not _writes(o)
+                or o.buffer is None
+                or o.buffer.name != st.buffer.name
+                or not o.loops
+                or o.loops == st.loops
+                or not o.guard.exact
+            ):
                 continue
             wt = th.executing(o) if o.kind == ir.SMEM_ACCESS else th.issuers(o)
             if not wt or wt & iss:
                 continue
-            waits = [w for w in m.ops if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == name
-                     and w.loops == o.loops and w.order < o.order and paths.slot_prefix(w.barrier.index, o.buffer)
-                     and w.guard.exact and (th.executing(w) or frozenset()) >= wt]
+            waits = [
+                w
+                for w in m.ops
+                if w.kind == ir.MBAR_WAIT
+                and w.barrier is not None
+                and w.barrier.name == name
+                and w.loops == o.loops
+                and w.order < o.order
+                and paths.slot_prefix(w.barrier.index, o.buffer)
+                and w.guard.exact
+                and (th.executing(w) or frozenset()) >= wt
+            ]
             if not waits:
                 continue
             w = waits[-1]
             n = len(w.barrier.index)
-            if tuple(w.barrier.index) != tuple(o.buffer.index[:n]) or \
-                    not paths.elements_overlap(st.buffer, o.buffer, n, iss, wt):
+            if tuple(w.barrier.index) != tuple(o.buffer.index[:n]) or not paths.elements_overlap(
+                st.buffer, o.buffer, n, iss, wt
+            ):
                 continue
-            if any(x.kind in (ir.MBAR_WAIT, ir.EXIT) or (x.kind == ir.SYNC and x.sync_kind != "warp")
-                   or (x.kind == ir.CALL and x.asm is not None) for x in _between(m.ops, w, o)):
+            if any(
+                x.kind in (ir.MBAR_WAIT, ir.EXIT)
+                or (x.kind == ir.SYNC and x.sync_kind != "warp")
+                or (x.kind == ir.CALL and x.asm is not None)
+                for x in _between(m.ops, w, o)
+            ):
                 continue
             lp = m.loops[o.loops[-1]]
             if len(o.loops) != 1 or not lp.uniform:
@@ -243,28 +296,45 @@ def _handed_over(an, st: ir.Op, iss) -> list:
             if wit is None:
                 continue
             params = {k: v for k, v in wit.items() if not k.startswith("?") and k != "tid"}
-            out.append(finding(
-                "TK306",
-                f"'{o.buffer}' is overwritten by {o.api} after waiting '{w.barrier}', which the storer "
-                f"({describe(iss, an.threads.n)}) arrives on right after its tma::store_async from '{st.buffer}' "
-                f"with no store_async_read_wait in between: the bulk store may still be reading the slot "
-                f"(from iteration {pv} of the writer's loop, when "
-                + (f"slot {w.barrier.index[0].eval({lp.counter.name: pv})} is reused" if w.barrier.index
-                   else "the buffer is written again") + (f"; e.g. {', '.join(f'{k}={v}' for k, v in sorted(params.items()))}" if params else "")
-                + ")",
-                o.location,
-                related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here"),
-                         related(a, f"'{a.barrier}' released here without a read wait"),
-                         related(w, f"the writer waits '{w.barrier}' here")],
-                witness={"buffer": str(o.buffer), "store_line": st.location.row, "overwrite_line": o.location.row,
-                         "release_line": a.location.row, "iteration": pv, **({"params": params} if params else {})},
-                help="call tma::store_async_read_wait() after the store and before arriving on the barrier "
-                     "that hands the slot back"))
+            out.append(
+                finding(
+                    "TK306",
+                    f"'{o.buffer}' is overwritten by {o.api} after waiting '{w.barrier}', which the storer "
+                    f"({describe(iss, an.threads.n)}) arrives on right after its tma::store_async from '{st.buffer}' "
+                    f"with no store_async_read_wait in between: the bulk store may still be reading the slot "
+                    f"(from iteration {pv} of the writer's loop, when "
+                    + (
+                        f"slot {w.barrier.index[0].eval({lp.counter.name: pv})} is reused"
+                        if w.barrier.index
+                        else "the buffer is written again"
+                    )
+                    + (f"; e.g. {', '.join(f'{k}={v}' for k, v in sorted(params.items()))}" if params else "")
+                    + ")",
+                    o.location,
+                    related=[
+                        related(st, f"tma::store_async reads '{st.buffer}' asynchronously here"),
+                        related(a, f"'{a.barrier}' released here without a read wait"),
+                        related(w, f"the writer waits '{w.barrier}' here"),
+                    ],
+                    witness={
+                        "buffer": str(o.buffer),
+                        "store_line": st.location.row,
+                        "overwrite_line": o.location.row,
+                        "release_line": a.location.row,
+                        "iteration": pv,
+                        **({"params": params} if params else {}),
+                    },
+                    help="call tma::store_async_read_wait() after the store and before arriving on the barrier "
+                    "that hands the slot back",
+                )
+            )
             return out
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
@@ -286,11 +356,15 @@ __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
     }
 }
 """
+)
 
-_GOOD = _BAD.replace("""        tma::store_async(C, c, {0, 0, 0, 0});
-    }""", """        tma::store_async(C, c, {0, 0, 0, 0});
+_GOOD = _BAD.replace(
+    """        tma::store_async(C, c, {0, 0, 0, 0});
+    }""",
+    """        tma::store_async(C, c, {0, 0, 0, 0});
         tma::store_async_read_wait();
-    }""")
+    }""",
+)
 
 RULE = Rule(
     code="TK306",

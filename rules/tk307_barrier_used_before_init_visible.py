@@ -1,4 +1,5 @@
 """TK307: an mbarrier initialised by some threads is used by others before a barrier makes the init visible."""
+
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Confirm, Explains, Rule
@@ -20,6 +21,7 @@ def _static_dims(index, t: int) -> dict[int, int]:
     """The index positions that are constants for thread t (its warp's element of a per-warp
     barrier array), with their values."""
     from tkcheck.model import expr as E
+
     out = {}
     for p, ix in enumerate(index):
         v = E.substitute(ix, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)}).eval({})
@@ -33,9 +35,11 @@ def _warp_private(an, inits, use, others, between) -> bool:
     published with `__syncwarp()`: every thread that uses an element before a block barrier
     does so after a full warp barrier of its own warp, and the element it uses is initialised
     only by threads of that warp."""
+
     def full_mask(x):
         mask = x.sync.mask if x.sync is not None else None
         return mask is None or getattr(mask, "value", None) in (0xFFFFFFFF, -1)
+
     syncs = [x for x in between if x.kind == ir.SYNC and x.sync_kind == "warp" and full_mask(x)]
     if not syncs or not any(x.guard.exact and (an.threads.executing(x) or frozenset()) >= others for x in syncs):
         return False
@@ -50,8 +54,7 @@ def _warp_private(an, inits, use, others, between) -> bool:
         mine = _static_dims(use.barrier.index, t)
         if not mine:
             return False
-        relevant = [i for i, dims in init_elems
-                    if all(dims[p] == v for p, v in mine.items() if p in dims)]
+        relevant = [i for i, dims in init_elems if all(dims[p] == v for p, v in mine.items() if p in dims)]
         if not relevant or any(i // 32 != t // 32 for i in relevant):
             return False
     return True
@@ -76,11 +79,18 @@ def check(an):
             continue
         last = max(o.order for o in inits)
         for use in m.ops:
-            if use.order <= last or use.kind not in USES or use.barrier is None \
-                    or use.barrier.name != init.barrier.name:
+            if (
+                use.order <= last
+                or use.kind not in USES
+                or use.barrier is None
+                or use.barrier.name != init.barrier.name
+            ):
                 continue
-            if any(_orders(x) or x.kind == ir.EXIT or (x.kind == ir.CALL and (x.asm is not None or x.not_inlined))
-                   for x in m.ops if last < x.order < use.order):
+            if any(
+                _orders(x) or x.kind == ir.EXIT or (x.kind == ir.CALL and (x.asm is not None or x.not_inlined))
+                for x in m.ops
+                if last < x.order < use.order
+            ):
                 break
             if not use.guard.exact:
                 break
@@ -94,20 +104,25 @@ def check(an):
             if _warp_private(an, inits, use, others, [x for x in m.ops if last < x.order < use.order]):
                 continue
             seen.add(init.barrier.name)
-            out.append(finding(
-                "TK307",
-                f"'{use.barrier}' is used by {describe(frozenset(others), an.threads.n)} before any block "
-                f"barrier makes its initialisation by {describe(frozenset(who), an.threads.n)} visible",
-                use.location,
-                related=[related(o, "initialised here") for o in inits[:2]],
-                witness={"barrier": init.barrier.name, "first_user": min(others), "init_threads": len(who)},
-                help="put __syncthreads() (or everyone::sync) between init_semaphore and the first use by other "
-                     "threads; a cluster needs a cluster barrier and fence.mbarrier_init first"))
+            out.append(
+                finding(
+                    "TK307",
+                    f"'{use.barrier}' is used by {describe(frozenset(others), an.threads.n)} before any block "
+                    f"barrier makes its initialisation by {describe(frozenset(who), an.threads.n)} visible",
+                    use.location,
+                    related=[related(o, "initialised here") for o in inits[:2]],
+                    witness={"barrier": init.barrier.name, "first_user": min(others), "init_threads": len(who)},
+                    help="put __syncthreads() (or everyone::sync) between init_semaphore and the first use by other "
+                    "threads; a cluster needs a cluster barrier and fence.mbarrier_init first",
+                )
+            )
             break
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(128, 1) void k(float *out) {
     __shared__ semaphore done;
     if (threadIdx.x == 0) init_semaphore(done, 1, 0);
@@ -115,11 +130,15 @@ __global__ __launch_bounds__(128, 1) void k(float *out) {
     if (threadIdx.x == 0) wait(done, 0);
 }
 """
+)
 
-_GOOD = _BAD.replace("""    if (threadIdx.x == 0) init_semaphore(done, 1, 0);
-""", """    if (threadIdx.x == 0) init_semaphore(done, 1, 0);
+_GOOD = _BAD.replace(
+    """    if (threadIdx.x == 0) init_semaphore(done, 1, 0);
+""",
+    """    if (threadIdx.x == 0) init_semaphore(done, 1, 0);
     __syncthreads();
-""")
+""",
+)
 
 RULE = Rule(
     code="TK307",

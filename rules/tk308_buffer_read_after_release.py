@@ -1,5 +1,6 @@
 """TK308: a thread reads a shared buffer after it released the buffer (arrived on the barrier
 its producer waits before refilling it)."""
+
 from tkcheck.checks import paths
 from tkcheck.checks.threads import describe
 from tkcheck.model import expr as E
@@ -16,8 +17,7 @@ def _index(ref: ir.Ref) -> tuple | None:
 
 
 def _refill(o: ir.Op) -> bool:
-    return o.buffer is not None and (o.kind == ir.TMA_LOAD or
-                                     (o.kind == ir.SMEM_ACCESS and o.access_mode == "write"))
+    return o.buffer is not None and (o.kind == ir.TMA_LOAD or (o.kind == ir.SMEM_ACCESS and o.access_mode == "write"))
 
 
 def _gates(an) -> dict[tuple[str, str], set[str]]:
@@ -36,8 +36,9 @@ def _gates(an) -> dict[tuple[str, str], set[str]]:
         rt = th.executing(r)
         if not rt:
             continue
-        before = [w for w in waits if w.order < r.order and w.loops == r.loops
-                  and (th.executing(w) or frozenset()) >= rt]
+        before = [
+            w for w in waits if w.order < r.order and w.loops == r.loops and (th.executing(w) or frozenset()) >= rt
+        ]
         if not before:
             continue
         w = max(before, key=lambda o: o.order)
@@ -58,8 +59,12 @@ def check(an):
         return out
     seen = set()
     for a in m.ops:
-        if a.kind != ir.MBAR_ARRIVE or a.barrier is None or not a.guard.exact \
-                or (a.mbar is not None and (a.mbar.tcgen05_commit or a.mbar.remote or a.mbar.cta is not None)):
+        if (
+            a.kind != ir.MBAR_ARRIVE
+            or a.barrier is None
+            or not a.guard.exact
+            or (a.mbar is not None and (a.mbar.tcgen05_commit or a.mbar.remote or a.mbar.cta is not None))
+        ):
             continue
         ai = _index(a.barrier)
         ea = th.executing(a)
@@ -69,9 +74,16 @@ def check(an):
         if not bufs:
             continue
         for r in m.ops:
-            if r.kind != ir.SMEM_ACCESS or r.access_mode != "read" or r.buffer is None \
-                    or r.buffer.name not in bufs or r.order <= a.order or r.loops != a.loops \
-                    or not r.guard.exact or _index(r.buffer) != ai:
+            if (
+                r.kind != ir.SMEM_ACCESS
+                or r.access_mode != "read"
+                or r.buffer is None
+                or r.buffer.name not in bufs
+                or r.order <= a.order
+                or r.loops != a.loops
+                or not r.guard.exact
+                or _index(r.buffer) != ai
+            ):
                 continue
             common = sorted(ea & (th.executing(r) or frozenset()))
             if not common:
@@ -84,34 +96,55 @@ def check(an):
                 continue
             # a wait for the refill itself between the release and the read: the new contents are read
             landed = gates.get((a.barrier.name, r.buffer.name), set())
-            if any(o.kind == ir.MBAR_WAIT and o.barrier is not None and o.barrier.name in landed
-                   and t in (th.executing(o) or frozenset()) for o in between):
+            if any(
+                o.kind == ir.MBAR_WAIT
+                and o.barrier is not None
+                and o.barrier.name in landed
+                and t in (th.executing(o) or frozenset())
+                for o in between
+            ):
                 continue
             # a later arrival of the same threads on the barrier (two-part release) keeps the phase open
-            if any(o.kind == ir.MBAR_ARRIVE and o.barrier is not None and o.barrier.name == a.barrier.name
-                   and o.order > r.order and o.loops[:len(a.loops)] == a.loops
-                   and (th.executing(o) or frozenset()) & frozenset(common) for o in m.ops):
+            if any(
+                o.kind == ir.MBAR_ARRIVE
+                and o.barrier is not None
+                and o.barrier.name == a.barrier.name
+                and o.order > r.order
+                and o.loops[: len(a.loops)] == a.loops
+                and (th.executing(o) or frozenset()) & frozenset(common)
+                for o in m.ops
+            ):
                 continue
             key = (r.location.row, r.location.column, a.location.row)
             if key in seen:
                 continue
             seen.add(key)
-            out.append(finding(
-                "TK308",
-                f"{describe(frozenset([t]), n)} reads `{r.buffer}` (`{r.api}`) after releasing it "
-                f"(`{a.api}` on `{a.barrier}`): the producer that waits on `{a.barrier.name}` may refill "
-                f"`{r.buffer.name}` while this read is still going on",
-                r.location,
-                related=[related(a, f"`{a.barrier}` released here"),
-                         *[related(w, "the refill waits here") for w in m.ops
-                           if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == a.barrier.name][:1]],
-                witness={"thread": t, "barrier": str(a.barrier), "buffer": str(r.buffer)},
-                help="release a buffer after the last read of every thread that reads it: read, then "
-                     "synchronise the readers (`warpgroup::sync`, `__syncwarp`), then one lane arrives"))
+            out.append(
+                finding(
+                    "TK308",
+                    f"{describe(frozenset([t]), n)} reads `{r.buffer}` (`{r.api}`) after releasing it "
+                    f"(`{a.api}` on `{a.barrier}`): the producer that waits on `{a.barrier.name}` may refill "
+                    f"`{r.buffer.name}` while this read is still going on",
+                    r.location,
+                    related=[
+                        related(a, f"`{a.barrier}` released here"),
+                        *[
+                            related(w, "the refill waits here")
+                            for w in m.ops
+                            if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == a.barrier.name
+                        ][:1],
+                    ],
+                    witness={"thread": t, "barrier": str(a.barrier), "buffer": str(r.buffer)},
+                    help="release a buffer after the last read of every thread that reads it: read, then "
+                    "synchronise the readers (`warpgroup::sync`, `__syncwarp`), then one lane arrives",
+                )
+            )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(160, 1) void k(const __grid_constant__ layout A, int n) {
@@ -139,8 +172,11 @@ __global__ __launch_bounds__(160, 1) void k(const __grid_constant__ layout A, in
     }
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(160, 1) void k(const __grid_constant__ layout A, int n) {
@@ -168,6 +204,7 @@ __global__ __launch_bounds__(160, 1) void k(const __grid_constant__ layout A, in
     }
 }
 """
+)
 
 RULE = Rule(
     code="TK308",

@@ -1,5 +1,6 @@
 """TK401: a cross-warp shared-memory dependency with no barrier covering both
 the writers and the reader."""
+
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Confirm, Explains, Rule
@@ -16,33 +17,55 @@ def check(an):
             continue
         key = (d.reader.location.row, d.reader.location.column, d.kind)
         if key in seen:
-            continue            # one finding per reading site (`a[0].data[t] + a[1].data[t]`: one line)
+            continue  # one finding per reading site (`a[0].data[t] + a[1].data[t]`: one line)
         seen.add(key)
         r, ws = sorted(d.uncovered.items())[0]
         rel = [related(d.writer, f"{describe(ws, n)} write `{d.writer.buffer}` here")]
-        rel += [related(s, f"`{s.api}` orders only the threads of each warp" if s.sync_kind == "warp"
-                        else f"`{s.api}` does not include both sides") for s in d.narrow]
-        how = ("the only barrier between them is warp-scoped" if d.narrow and all(
-            s.sync_kind == "warp" for s in d.narrow) else
-            "no barrier between them includes both" if d.narrow else "there is no barrier between them")
+        rel += [
+            related(
+                s,
+                f"`{s.api}` orders only the threads of each warp"
+                if s.sync_kind == "warp"
+                else f"`{s.api}` does not include both sides",
+            )
+            for s in d.narrow
+        ]
+        how = (
+            "the only barrier between them is warp-scoped"
+            if d.narrow and all(s.sync_kind == "warp" for s in d.narrow)
+            else "no barrier between them includes both"
+            if d.narrow
+            else "there is no barrier between them"
+        )
         whose = "of other warps" if any(x // 32 != r // 32 for x in ws) else "(other lanes of its warp)"
-        msg = (f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
-               f"written by {describe(ws, n)} {whose}, and {how}")
+        msg = (
+            f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
+            f"written by {describe(ws, n)} {whose}, and {how}"
+        )
         if d.kind == "war":
-            msg = (f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer}`, which "
-                   f"{describe(ws, n)} {whose} overwrite (`{d.writer.api}`) in the next iteration of the "
-                   f"loop, and {how.replace('between them', 'between the read and that write')}")
-        out.append(finding(
-            "TK401", msg,
-            d.reader.location, related=rel,
-            witness={"reader_thread": r, "unsynchronised_writers": describe(ws, n)},
-            help="synchronise every writer with the reader: `warpgroup::sync(id)` when the writers are one "
-                 "warpgroup (a distinct id per warpgroup), `__syncthreads()` for the whole block; "
-                 "`__syncwarp()` only orders threads of one warp"))
+            msg = (
+                f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer}`, which "
+                f"{describe(ws, n)} {whose} overwrite (`{d.writer.api}`) in the next iteration of the "
+                f"loop, and {how.replace('between them', 'between the read and that write')}"
+            )
+        out.append(
+            finding(
+                "TK401",
+                msg,
+                d.reader.location,
+                related=rel,
+                witness={"reader_thread": r, "unsynchronised_writers": describe(ws, n)},
+                help="synchronise every writer with the reader: `warpgroup::sync(id)` when the writers are one "
+                "warpgroup (a distinct id per warpgroup), `__syncthreads()` for the whole block; "
+                "`__syncwarp()` only orders threads of one warp",
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
@@ -57,8 +80,11 @@ __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
     }
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
@@ -73,6 +99,7 @@ __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
     }
 }
 """
+)
 
 RULE = Rule(
     code="TK401",
@@ -81,8 +108,7 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("wrong",),
-    explains={"wrong": Explains(5, "a narrower barrier than the data flow needs (warp instead of "
-                                   "warpgroup)")},
+    explains={"wrong": Explains(5, "a narrower barrier than the data flow needs (warp instead of warpgroup)")},
     confirm=Confirm(widen=("stagger-writers",)),
     summary="A shared-memory dependency across warps is synchronised by a barrier that does not cover both sides",
     check=check,

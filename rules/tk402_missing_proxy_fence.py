@@ -1,5 +1,6 @@
 """TK402: generic-proxy writes of shared memory read by the async proxy
 (TMA store, tensor-core operand) with no fence.proxy.async in between."""
+
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Rule
@@ -14,20 +15,25 @@ def check(an):
         if not d.proxy_unfenced or d.uncovered:
             continue
         r, ws = sorted(d.proxy_unfenced.items())[0]
-        out.append(finding(
-            "TK402",
-            f"`{d.reader.api}` reads `{d.writer.buffer}` through the async proxy, but the generic-proxy "
-            f"writes of {describe(ws, n)} are not followed by `fence.proxy.async` (neither in the writers "
-            f"nor in the issuing thread after the barrier)",
-            d.reader.location,
-            related=[related(d.writer, "generic-proxy write of the operand here")],
-            witness={"reader_thread": r, "writers": describe(ws, n)},
-            help="issue `fence.proxy.async.shared::cta` after the stores and before the barrier (or in the "
-                 "issuing thread after it), e.g. `asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");`"))
+        out.append(
+            finding(
+                "TK402",
+                f"`{d.reader.api}` reads `{d.writer.buffer}` through the async proxy, but the generic-proxy "
+                f"writes of {describe(ws, n)} are not followed by `fence.proxy.async` (neither in the writers "
+                f"nor in the issuing thread after the barrier)",
+                d.reader.location,
+                related=[related(d.writer, "generic-proxy write of the operand here")],
+                witness={"reader_thread": r, "writers": describe(ws, n)},
+                help="issue `fence.proxy.async.shared::cta` after the stores and before the barrier (or in the "
+                "issuing thread after it), e.g. `asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");`",
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(128, 1) void k(int n) {
     extern __shared__ alignment_dummy __shm[];
     tensor_allocator<1, 1> tm_alloc{};
@@ -41,8 +47,11 @@ __global__ __launch_bounds__(128, 1) void k(int n) {
     if (warpgroup::laneid() == 0) warpgroup::mma_AB(o, p, v, done);   // tcgen05 reads p via the async proxy
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(128, 1) void k(int n) {
     extern __shared__ alignment_dummy __shm[];
     tensor_allocator<1, 1> tm_alloc{};
@@ -57,6 +66,7 @@ __global__ __launch_bounds__(128, 1) void k(int n) {
     if (warpgroup::laneid() == 0) warpgroup::mma_AB(o, p, v, done);
 }
 """
+)
 
 RULE = Rule(
     code="TK402",

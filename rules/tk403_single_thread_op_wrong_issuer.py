@@ -1,5 +1,6 @@
 """TK403: a single-thread op (TMA issue, expect, init) run by several threads
 per intended issue, or guarded so that no thread of its role runs it."""
+
 from tkcheck.checks import paths, single_issue
 from tkcheck.checks.threads import describe
 from tkcheck.fixes import lane_guard_fix
@@ -8,8 +9,7 @@ from tkcheck.rule import Confirm, Explains, ISSUERS_OWN, Rule
 
 from ._common import HEADER, finding
 
-_WHAT = {ir.TMA_LOAD: "TMA load", ir.TMA_STORE: "TMA store", ir.MBAR_EXPECT: "expect_tx",
-         ir.MBAR_INIT: "mbarrier init"}
+_WHAT = {ir.TMA_LOAD: "TMA load", ir.TMA_STORE: "TMA store", ir.MBAR_EXPECT: "expect_tx", ir.MBAR_INIT: "mbarrier init"}
 
 
 def check(an):
@@ -27,22 +27,30 @@ def check(an):
             if len(parts) < 2 or any(s is None or not s for s in sets):
                 if op.issuers_per_group and an.threads.executing(op):
                     ex = an.threads.executing(op)
-                    out.append(finding(
-                        "TK403",
-                        f"{op.api} is never issued: it runs on {describe(ex, n)} but the {op.scope}-scoped call "
-                        f"issues only from lane 0 of each {op.scope}, which does not reach it",
-                        op.location, witness={"executing": describe(ex, n), "issuers": "none"},
-                        help=f"call it from the whole {op.scope} (or use the thread-scope spelling in the one thread)"))
+                    out.append(
+                        finding(
+                            "TK403",
+                            f"{op.api} is never issued: it runs on {describe(ex, n)} but the {op.scope}-scoped call "
+                            f"issues only from lane 0 of each {op.scope}, which does not reach it",
+                            op.location,
+                            witness={"executing": describe(ex, n), "issuers": "none"},
+                            help=f"call it from the whole {op.scope} (or use the thread-scope spelling in the one thread)",
+                        )
+                    )
                 continue
             rel = []
-            out.append(finding(
-                "TK403",
-                f"{op.api} is never issued: no thread satisfies its guard — "
-                + "; ".join(f"`{p}` holds for {describe(s, n)}" for p, s in zip(parts, sets)),
-                op.location, related=rel,
-                witness={"guard": str(op.guard.thread), "threads": 0},
-                help="the issuing thread must belong to the role that performs this operation "
-                     "(e.g. thread 0 of the producer warp, not thread 0 of the block)"))
+            out.append(
+                finding(
+                    "TK403",
+                    f"{op.api} is never issued: no thread satisfies its guard — "
+                    + "; ".join(f"`{p}` holds for {describe(s, n)}" for p, s in zip(parts, sets)),
+                    op.location,
+                    related=rel,
+                    witness={"guard": str(op.guard.thread), "threads": 0},
+                    help="the issuing thread must belong to the role that performs this operation "
+                    "(e.g. thread 0 of the producer warp, not thread 0 of the block)",
+                )
+            )
             continue
         # several issuers doing the same copy: group them by what they issue
         sigs: dict[str, list[int]] = {}
@@ -67,25 +75,43 @@ def check(an):
         per_warp = {}
         for t in ts:
             per_warp[t // 32] = per_warp.get(t // 32, 0) + 1
-        semantics = ("" if op.scope != "thread" else
-                     f" (TK {an.model.tk_semantics} semantics: `{op.api}` runs once per calling thread)")
-        where = (f", {max(per_warp.values())} lanes of warp {max(per_warp, key=per_warp.get)}"
-                 if max(per_warp.values()) > 1 else f", one lane in each of warps {sorted(per_warp)}")
-        msg = (f"{what} `{op.api}` issues the same copy from {len(ts)} threads ({describe(ts, n)}{where}); "
-               f"it should be issued once{semantics}")
-        hint = ("guard it with one thread of the role (`laneid() == 0` within one warp, or "
-                "`warpgroup::laneid() == 0`), or use the group-scoped `warp::tma::...` / "
-                "`warpgroup::tma::...` spelling, which elects one lane")
+        semantics = (
+            ""
+            if op.scope != "thread"
+            else f" (TK {an.model.tk_semantics} semantics: `{op.api}` runs once per calling thread)"
+        )
+        where = (
+            f", {max(per_warp.values())} lanes of warp {max(per_warp, key=per_warp.get)}"
+            if max(per_warp.values()) > 1
+            else f", one lane in each of warps {sorted(per_warp)}"
+        )
+        msg = (
+            f"{what} `{op.api}` issues the same copy from {len(ts)} threads ({describe(ts, n)}{where}); "
+            f"it should be issued once{semantics}"
+        )
+        hint = (
+            "guard it with one thread of the role (`laneid() == 0` within one warp, or "
+            "`warpgroup::laneid() == 0`), or use the group-scoped `warp::tma::...` / "
+            "`warpgroup::tma::...` spelling, which elects one lane"
+        )
         # every lane of one warp issues a thread-scope single-thread op: one lane guard repairs it
         whole_warp = op.scope == "thread" and len(per_warp) == 1 and max(per_warp.values()) == 32
-        out.append(finding(
-            "TK403", msg, op.location,
-            witness={"issuers": len(ts), "threads": describe(ts, n), "tk_semantics": an.model.tk_semantics},
-            help=hint, fixes=[x for x in [lane_guard_fix(op.location)] if x] if whole_warp else []))
+        out.append(
+            finding(
+                "TK403",
+                msg,
+                op.location,
+                witness={"issuers": len(ts), "threads": describe(ts, n), "tk_semantics": an.model.tk_semantics},
+                help=hint,
+                fixes=[x for x in [lane_guard_fix(op.location)] if x] if whole_warp else [],
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
@@ -100,8 +126,11 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
     wait(bar, 0);
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
@@ -116,6 +145,7 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
     wait(bar, 0);
 }
 """
+)
 
 
 def _issuers(f):
@@ -124,6 +154,7 @@ def _issuers(f):
         return str(f.witness["threads"]), f.location.row
     return None
 
+
 RULE = Rule(
     code="TK403",
     name="single-thread-op-wrong-issuer",
@@ -131,9 +162,14 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang", "wrong"),
-    explains={"hang": Explains(6, "an issue-once op runs on several threads (or none): arrivals and bytes"
-                                  " multiply (the count/byte mismatches follow from this)"),
-              "wrong": Explains(3, "several threads issue the same store/copy")},
+    explains={
+        "hang": Explains(
+            6,
+            "an issue-once op runs on several threads (or none): arrivals and bytes"
+            " multiply (the count/byte mismatches follow from this)",
+        ),
+        "wrong": Explains(3, "several threads issue the same store/copy"),
+    },
     confirm=Confirm(widen=("poison-after-read-wait",), issuers=_issuers, issuer_repair=ISSUERS_OWN),
     summary="A TMA issue, expect_tx or mbarrier init runs on several threads per intended issue, or on none",
     check=check,

@@ -1,5 +1,6 @@
 """TK404: a named barrier whose thread count disagrees with the threads that
 reach it, or one id used with different counts."""
+
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Confirm, Explains, Rule
@@ -25,41 +26,56 @@ def check(an):
             # a use by the whole block outside loops (the prologue's __syncthreads) completes before
             # any thread reaches a later use: the barrier is free again, and may take another count
             everyone = an.threads.all_threads()
-            while len(us_sorted) > 1 and everyone is not None and us_sorted[0].threads == everyone \
-                    and not us_sorted[0].op.loops and not us_sorted[0].op.guard.uniform and us_sorted[0].op.guard.exact:
+            while (
+                len(us_sorted) > 1
+                and everyone is not None
+                and us_sorted[0].threads == everyone
+                and not us_sorted[0].op.loops
+                and not us_sorted[0].op.guard.uniform
+                and us_sorted[0].op.guard.exact
+            ):
                 us_sorted = us_sorted[1:]
             if len({u.count for u in us_sorted}) < 2:
                 continue
             a = us_sorted[0]
             b = next(u for u in us_sorted if u.count != a.count)
-            out.append(finding(
-                "TK404",
-                f"named barrier {bid} is used with {b.count} threads here (`{b.op.api}`, {describe(b.threads, n)}) "
-                f"and with {a.count} threads elsewhere (`{a.op.api}`, {describe(a.threads, n)}): "
-                "one hardware barrier, two different expected counts",
-                b.op.location, related=[related(a.op, f"barrier {bid} used with count {a.count} here")],
-                witness={"barrier_id": bid, "counts": sorted(counts)},
-                help="give each group its own barrier id (TK's templates reserve some ids, e.g. lcf uses 14 "
-                     "and 15)"))
+            out.append(
+                finding(
+                    "TK404",
+                    f"named barrier {bid} is used with {b.count} threads here (`{b.op.api}`, {describe(b.threads, n)}) "
+                    f"and with {a.count} threads elsewhere (`{a.op.api}`, {describe(a.threads, n)}): "
+                    "one hardware barrier, two different expected counts",
+                    b.op.location,
+                    related=[related(a.op, f"barrier {bid} used with count {a.count} here")],
+                    witness={"barrier_id": bid, "counts": sorted(counts)},
+                    help="give each group its own barrier id (TK's templates reserve some ids, e.g. lcf uses 14 "
+                    "and 15)",
+                )
+            )
             continue
         (count,) = counts
         reach = frozenset().union(*(u.threads for u in us))
         if len(reach) > count:
             u = max(us, key=lambda u: len(u.threads))
             others = [x for x in us if x is not u]
-            out.append(finding(
-                "TK404",
-                f"named barrier {bid} expects {count} threads per use, but {len(reach)} threads reach it "
-                f"({describe(reach, n)}): groups that should synchronise separately pass it together "
-                "with each other's threads",
-                u.op.location, related=[related(x.op, f"also reached here by {describe(x.threads, n)}")
-                                        for x in others],
-                witness={"barrier_id": bid, "count": count, "reaching": len(reach)},
-                help="use a distinct barrier id per group, e.g. `warpgroup::sync(1 + warpgroup::groupid())`"))
+            out.append(
+                finding(
+                    "TK404",
+                    f"named barrier {bid} expects {count} threads per use, but {len(reach)} threads reach it "
+                    f"({describe(reach, n)}): groups that should synchronise separately pass it together "
+                    "with each other's threads",
+                    u.op.location,
+                    related=[related(x.op, f"also reached here by {describe(x.threads, n)}") for x in others],
+                    witness={"barrier_id": bid, "count": count, "reaching": len(reach)},
+                    help="use a distinct barrier id per group, e.g. `warpgroup::sync(1 + warpgroup::groupid())`",
+                )
+            )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(256, 1) void k(float *out) {
     __shared__ float buf[256];
     buf[threadIdx.x] = threadIdx.x;
@@ -67,8 +83,11 @@ __global__ __launch_bounds__(256, 1) void k(float *out) {
     out[threadIdx.x] = buf[threadIdx.x ^ 64];
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(256, 1) void k(float *out) {
     __shared__ float buf[256];
     buf[threadIdx.x] = threadIdx.x;
@@ -76,6 +95,7 @@ __global__ __launch_bounds__(256, 1) void k(float *out) {
     out[threadIdx.x] = buf[threadIdx.x ^ 64];
 }
 """
+)
 
 RULE = Rule(
     code="TK404",
@@ -84,8 +104,10 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang", "wrong"),
-    explains={"hang": Explains(4, "two uses of one named barrier id with different counts"),
-              "wrong": Explains(4, "a named barrier id shared by groups that should sync separately")},
+    explains={
+        "hang": Explains(4, "two uses of one named barrier id with different counts"),
+        "wrong": Explains(4, "a named barrier id shared by groups that should sync separately"),
+    },
     confirm=Confirm(widen=("stagger-writers-before-barrier",)),
     summary="A named barrier's thread count differs from the threads that reach it, or an id is used with two counts",
     check=check,

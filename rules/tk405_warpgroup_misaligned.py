@@ -1,5 +1,6 @@
 """TK405: a warpgroup operation (wgmma, its waits and fences) run by threads
 that do not form whole aligned warpgroups."""
+
 from tkcheck.checks import paths
 from tkcheck.checks import syncscope as S
 from tkcheck.model import ir
@@ -14,22 +15,27 @@ def check(an):
     n = an.threads.n
     for op in an.model.ops_of(*S.WARPGROUP_KINDS):
         if op.scope != "warpgroup" or (op.kind == ir.MMA and not paths.is_wgmma(op)):
-            continue   # tcgen05 MMAs are issued by one thread
+            continue  # tcgen05 MMAs are issued by one thread
         parts = S.misaligned_groups(an, op)
         if not parts:
             continue
         g, got, missing = parts[0]
-        out.append(finding(
-            "TK405",
-            f"`{op.api}` is a warpgroup operation (4 consecutive warps, the first a multiple of 4), but in "
-            f"warpgroup {g} only {describe(got, n)} run it; {describe(missing, n)} do not",
-            op.location,
-            witness={"warpgroup": g, "running": len(got), "missing": len(missing)},
-            help="assign roles by whole warpgroups (`warpgroup::groupid()`), not by warps or lanes"))
+        out.append(
+            finding(
+                "TK405",
+                f"`{op.api}` is a warpgroup operation (4 consecutive warps, the first a multiple of 4), but in "
+                f"warpgroup {g} only {describe(got, n)} run it; {describe(missing, n)} do not",
+                op.location,
+                witness={"warpgroup": g, "running": len(got), "missing": len(missing)},
+                help="assign roles by whole warpgroups (`warpgroup::groupid()`), not by warps or lanes",
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(256, 1) void k(float *out) {
     __shared__ st_bf<64, 64> a, b;
     rt_fl<16, 64> acc;
@@ -39,8 +45,11 @@ __global__ __launch_bounds__(256, 1) void k(float *out) {
     }
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(256, 1) void k(float *out) {
     __shared__ st_bf<64, 64> a, b;
     rt_fl<16, 64> acc;
@@ -50,6 +59,7 @@ __global__ __launch_bounds__(256, 1) void k(float *out) {
     }
 }
 """
+)
 
 RULE = Rule(
     code="TK405",

@@ -1,5 +1,6 @@
 """TK406: setmaxnreg without a register cap at entry, or under a branch that
 splits a warpgroup."""
+
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
 from tkcheck.fixes import launch_bounds_fix
@@ -14,6 +15,7 @@ def _sass_evidence(an):
     if getattr(an, "sass", None) is None:
         return None
     from tkcheck.checks import sass_cross
+
     return sass_cross.setmaxnreg_sass_evidence(an)
 
 
@@ -28,46 +30,61 @@ def check(an):
     first = sets[0]
     if m.kind == "global" and m.launch_bounds is False and not (ev is not None and not ev.ignored):
         # no register cap at entry (the compiled SASS, when there is one, must agree)
-        confirmed = f"; ptxas confirms: {ev.message}" if ev is not None and ev.message else (
-            "; the SASS has no USETMAXREG" if ev is not None else "")
-        out.append(finding(
-            "TK406",
-            f"`{first.api}` needs a register count fixed at kernel entry, but kernel '{m.name}' has no "
-            "`__launch_bounds__`: ptxas ignores setmaxnreg (warning C7508) and the role keeps its "
-            f"entry registers{confirmed}",
-            first.location,
-            related=[related(o, "also ignored") for o in sets[1:]],
-            witness={"launch_bounds": None, "sass_confirmed": ev is not None},
-            help="declare `__launch_bounds__(NUM_THREADS, 1)` on the kernel",
-            # the block size is known (from the launch in this file): the fix is mechanical
-            fixes=[x for x in [launch_bounds_fix(m.location, n)] if x] if n else []))
+        confirmed = (
+            f"; ptxas confirms: {ev.message}"
+            if ev is not None and ev.message
+            else ("; the SASS has no USETMAXREG" if ev is not None else "")
+        )
+        out.append(
+            finding(
+                "TK406",
+                f"`{first.api}` needs a register count fixed at kernel entry, but kernel '{m.name}' has no "
+                "`__launch_bounds__`: ptxas ignores setmaxnreg (warning C7508) and the role keeps its "
+                f"entry registers{confirmed}",
+                first.location,
+                related=[related(o, "also ignored") for o in sets[1:]],
+                witness={"launch_bounds": None, "sass_confirmed": ev is not None},
+                help="declare `__launch_bounds__(NUM_THREADS, 1)` on the kernel",
+                # the block size is known (from the launch in this file): the fix is mechanical
+                fixes=[x for x in [launch_bounds_fix(m.location, n)] if x] if n else [],
+            )
+        )
     elif ev is not None and ev.ignored:
         # the source has a cap (or tkcheck cannot tell), but the compiled kernel proves
         # ptxas dropped every setmaxnreg
-        out.append(finding(
-            "TK406",
-            f"ptxas ignored `{first.api}` in kernel '{m.name}': the PTX has setmaxnreg but the SASS has no "
-            f"USETMAXREG" + (f" ({ev.message})" if ev.message else ""),
-            first.location,
-            related=[related(o, "also ignored") for o in sets[1:]],
-            witness={"sass_kernel": ev.kernel, "registers": ev.registers, "maxntid": ev.maxntid},
-            help="give the kernel a register cap at entry: `__launch_bounds__(NUM_THREADS, 1)`, "
-                 "with a thread count ptxas can see"))
+        out.append(
+            finding(
+                "TK406",
+                f"ptxas ignored `{first.api}` in kernel '{m.name}': the PTX has setmaxnreg but the SASS has no "
+                f"USETMAXREG" + (f" ({ev.message})" if ev.message else ""),
+                first.location,
+                related=[related(o, "also ignored") for o in sets[1:]],
+                witness={"sass_kernel": ev.kernel, "registers": ev.registers, "maxntid": ev.maxntid},
+                help="give the kernel a register cap at entry: `__launch_bounds__(NUM_THREADS, 1)`, "
+                "with a thread count ptxas can see",
+            )
+        )
     for op in sets:
         parts = S.misaligned_groups(an, op)
         if not parts:
             continue
         g, got, missing = parts[0]
-        out.append(finding(
-            "TK406",
-            f"`{op.api}` runs on only part of warpgroup {g} ({describe(got, n)}); setmaxnreg is "
-            f"warpgroup-collective and {describe(missing, n)} do not execute it",
-            op.location, witness={"warpgroup": g, "running": len(got)},
-            help="branch on `warpgroup::groupid()` so every warp of the warpgroup changes its registers"))
+        out.append(
+            finding(
+                "TK406",
+                f"`{op.api}` runs on only part of warpgroup {g} ({describe(got, n)}); setmaxnreg is "
+                f"warpgroup-collective and {describe(missing, n)} do not execute it",
+                op.location,
+                witness={"warpgroup": g, "running": len(got)},
+                help="branch on `warpgroup::groupid()` so every warp of the warpgroup changes its registers",
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ void k(float *out) {          // no __launch_bounds__: no register cap at entry
     if (warpgroup::groupid() == 0) {
         warpgroup::decrease_registers<40>();
@@ -77,8 +94,11 @@ __global__ void k(float *out) {          // no __launch_bounds__: no register ca
     }
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(384, 1) void k(float *out) {
     if (warpgroup::groupid() == 0) {
         warpgroup::decrease_registers<40>();
@@ -88,6 +108,7 @@ __global__ __launch_bounds__(384, 1) void k(float *out) {
     }
 }
 """
+)
 
 RULE = Rule(
     code="TK406",

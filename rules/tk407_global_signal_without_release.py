@@ -1,5 +1,6 @@
 """TK407: a global counter/flag raised with a relaxed reduction after bulk
 stores, without release ordering."""
+
 from tkcheck.checks import paths
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
@@ -25,8 +26,7 @@ def check(an):
     fl = paths.flow(an)
     n = an.threads.n
     for sig in fl.ops:
-        if sig.kind != ir.GLOBAL_SIGNAL or _sem(sig) not in ("relaxed", "release", "acq_rel") \
-                or not sig.guard.exact:
+        if sig.kind != ir.GLOBAL_SIGNAL or _sem(sig) not in ("relaxed", "release", "acq_rel") or not sig.guard.exact:
             continue
         ts = an.threads.executing(sig)
         if not ts:
@@ -34,7 +34,7 @@ def check(an):
         for st in fl.ops:
             # the store in the same iteration as the signal, or in a loop inside it that ends before
             # the signal (an MK storer's loop over output stages, then one counter bump)
-            if st.kind != ir.TMA_STORE or st.order >= sig.order or st.loops[:len(sig.loops)] != sig.loops:
+            if st.kind != ir.TMA_STORE or st.order >= sig.order or st.loops[: len(sig.loops)] != sig.loops:
                 continue
             si = an.threads.issuers(st)
             if not si or not st.guard.exact:
@@ -44,35 +44,51 @@ def check(an):
                 continue
             t = common[0]
             between = fl.same_iteration_between(st, sig)
-            if any(fl.runs(o, t, sig.guard.uniform) is None for o in between
-                   if o.kind in (ir.FENCE, ir.TMA_STORE_WAIT, ir.GLOBAL_SIGNAL, ir.CALL, ir.EXIT)):
+            if any(
+                fl.runs(o, t, sig.guard.uniform) is None
+                for o in between
+                if o.kind in (ir.FENCE, ir.TMA_STORE_WAIT, ir.GLOBAL_SIGNAL, ir.CALL, ir.EXIT)
+            ):
                 continue
             mine = [o for o in between if fl.runs(o, t, sig.guard.uniform)]
             if any(o.kind == ir.CALL for o in mine):
                 continue
             # a release reduction orders the thread's earlier writes -- not bulk stores still in flight
-            released = _sem(sig) in ("release", "acq_rel") or \
-                any(o.kind == ir.FENCE and o.fence_kind in _RELEASE_FENCES for o in mine) or \
-                any(o.kind == ir.GLOBAL_SIGNAL and _sem(o) in ("release", "acq_rel") for o in mine)
+            released = (
+                _sem(sig) in ("release", "acq_rel")
+                or any(o.kind == ir.FENCE and o.fence_kind in _RELEASE_FENCES for o in mine)
+                or any(o.kind == ir.GLOBAL_SIGNAL and _sem(o) in ("release", "acq_rel") for o in mine)
+            )
             waited = any(o.kind == ir.TMA_STORE_WAIT and not o.read_only for o in mine)
             if released and waited:
                 continue
             why = []
             if not waited:
-                why.append("the bulk store is not waited for (`tma::store_async_wait()`), so its writes may "
-                           "not even be performed")
+                why.append(
+                    "the bulk store is not waited for (`tma::store_async_wait()`), so its writes may "
+                    "not even be performed"
+                )
             if not released:
-                why.append("the reduction is relaxed and no release fence (`__threadfence()`, "
-                           "`fence.acq_rel.gpu`) orders the stores before it")
-            out.append(finding(
-                "TK407",
-                f"{describe(frozenset([t]), n)} raises a global signal (`{_text(sig)[:40]}`) "
-                f"after the TMA store `{st.api}" + (f"({st.buffer})" if st.buffer is not None else "") + "`, but " + "; and ".join(why)
-                + ": a consumer that sees the signal may read stale data",
-                sig.location, related=[related(st, "the stores the signal publishes")],
-                witness={"thread": t, "waited": waited, "released": released},
-                help="`tma::store_async_wait();` then a release: `red.release.gpu.global.add` "
-                     "(or `__threadfence()` before the relaxed reduction); readers poll with `ld.acquire.gpu`"))
+                why.append(
+                    "the reduction is relaxed and no release fence (`__threadfence()`, "
+                    "`fence.acq_rel.gpu`) orders the stores before it"
+                )
+            out.append(
+                finding(
+                    "TK407",
+                    f"{describe(frozenset([t]), n)} raises a global signal (`{_text(sig)[:40]}`) "
+                    f"after the TMA store `{st.api}"
+                    + (f"({st.buffer})" if st.buffer is not None else "")
+                    + "`, but "
+                    + "; and ".join(why)
+                    + ": a consumer that sees the signal may read stale data",
+                    sig.location,
+                    related=[related(st, "the stores the signal publishes")],
+                    witness={"thread": t, "waited": waited, "released": released},
+                    help="`tma::store_async_wait();` then a release: `red.release.gpu.global.add` "
+                    "(or `__threadfence()` before the relaxed reduction); readers poll with `ld.acquire.gpu`",
+                )
+            )
             break
     out.extend(_relaxed_polls(an, fl))
     return out
@@ -92,18 +108,23 @@ def _relaxed_polls(an, fl) -> list:
         return out
     for ld in fl.ops:
         if (ld.location.row, ld.location.column) in seen:
-            continue            # one finding per polling site (a helper inlined twice)
+            continue  # one finding per polling site (a helper inlined twice)
         if ld.kind != ir.GLOBAL_LOAD or _sem(ld) == "acquire" or not ld.loops or not ld.guard.exact:
             continue
         spin = m.loops.get(ld.loops[-1])
         if spin is None or not spin.infinite:
-            continue            # a poll: an unbounded loop left only when the loaded value allows it
+            continue  # a poll: an unbounded loop left only when the loaded value allows it
         ts = an.threads.executing(ld)
         if not ts:
             continue
         for rd in fl.ops:
-            if rd.kind != ir.TMA_LOAD or rd.order <= ld.order or spin.id in rd.loops \
-                    or rd.loops != ld.loops[:-1] or not rd.guard.exact:
+            if (
+                rd.kind != ir.TMA_LOAD
+                or rd.order <= ld.order
+                or spin.id in rd.loops
+                or rd.loops != ld.loops[:-1]
+                or not rd.guard.exact
+            ):
                 continue
             common = sorted(ts & (an.threads.issuers(rd) or frozenset()))
             if not common:
@@ -113,28 +134,37 @@ def _relaxed_polls(an, fl) -> list:
             mine = [o for o in between if fl.runs(o, t) is not False]
             if any(o.kind in (ir.CALL, ir.EXIT) for o in mine):
                 break
-            if any((o.kind == ir.FENCE and o.fence_kind in _ACQUIRE_FENCES)
-                   or (o.kind == ir.GLOBAL_SIGNAL and _sem(o) in ("acq_rel", "acquire")) for o in mine):
+            if any(
+                (o.kind == ir.FENCE and o.fence_kind in _ACQUIRE_FENCES)
+                or (o.kind == ir.GLOBAL_SIGNAL and _sem(o) in ("acq_rel", "acquire"))
+                for o in mine
+            ):
                 break
             sem = _sem(ld)
             seen.add((ld.location.row, ld.location.column))
             ptx = _text(ld).split(";")[0]
-            out.append(finding(
-                "TK407",
-                f"{describe(frozenset([t]), n)} polls a global counter with a {sem} load "
-                f"(`{ptx[:60]}`) and then reads the data it guards (`{rd.api}` into "
-                f"{rd.buffer}) with no acquire ordering: the counter is raised with a release reduction, but a "
-                f"{sem} load does not synchronise with it, so the data loads may observe memory from before the "
-                "producer's stores",
-                ld.location, related=[related(rd, "the data load the counter should order")],
-                witness={"thread": t, "sem": sem},
-                help="poll with `ld.acquire.gpu.global` (or add `fence.acq_rel.gpu` / `__threadfence()` after "
-                     "the spin loop, before the data loads)"))
+            out.append(
+                finding(
+                    "TK407",
+                    f"{describe(frozenset([t]), n)} polls a global counter with a {sem} load "
+                    f"(`{ptx[:60]}`) and then reads the data it guards (`{rd.api}` into "
+                    f"{rd.buffer}) with no acquire ordering: the counter is raised with a release reduction, but a "
+                    f"{sem} load does not synchronise with it, so the data loads may observe memory from before the "
+                    "producer's stores",
+                    ld.location,
+                    related=[related(rd, "the data load the counter should order")],
+                    witness={"thread": t, "sem": sem},
+                    help="poll with `ld.acquire.gpu.global` (or add `fence.acq_rel.gpu` / `__threadfence()` after "
+                    "the spin loop, before the data loads)",
+                )
+            )
             break
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C, unsigned *flag) {
@@ -146,8 +176,11 @@ __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C, un
     }
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C, unsigned *flag) {
@@ -159,6 +192,7 @@ __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C, un
     }
 }
 """
+)
 
 RULE = Rule(
     code="TK407",

@@ -1,4 +1,5 @@
 """TK501: a block or group barrier reached by only part of its participants."""
+
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Explains, Rule
@@ -48,17 +49,24 @@ def check(an):
             continue
         missing = everyone - reach
         op = next(o for o, s in zip(sites, sets) if s != everyone)
-        rel = [related(e, "these threads leave the kernel here") for e in exits
-               if an.threads.executing(e) and an.threads.executing(e) & missing]
+        rel = [
+            related(e, "these threads leave the kernel here")
+            for e in exits
+            if an.threads.executing(e) and an.threads.executing(e) & missing
+        ]
         rel += [related(o, f"also reached here by {describe(s, n)}") for o, s in zip(sites, sets) if o is not op]
-        out.append(finding(
-            "TK501",
-            f"`{op.api}` is a block-wide barrier (bar.sync {bid}) but only {describe(reach, n)} reach it; "
-            f"{describe(missing, n)} never do",
-            op.location, related=rel,
-            witness={"barrier_id": bid, "reaching": describe(reach, n), "missing": describe(missing, n)},
-            help="move the barrier out of the role branch, or use a named barrier whose count is the "
-                 "threads of the roles that meet there (e.g. `group<N>::sync(id)`)"))
+        out.append(
+            finding(
+                "TK501",
+                f"`{op.api}` is a block-wide barrier (bar.sync {bid}) but only {describe(reach, n)} reach it; "
+                f"{describe(missing, n)} never do",
+                op.location,
+                related=rel,
+                witness={"barrier_id": bid, "reaching": describe(reach, n), "missing": describe(missing, n)},
+                help="move the barrier out of the role branch, or use a named barrier whose count is the "
+                "threads of the roles that meet there (e.g. `group<N>::sync(id)`)",
+            )
+        )
     # Group barriers: `group<N>::sync(id)` is `bar.sync id, 32*N`: the 32*N
     # threads of a group instance must meet at barrier `id`. As for block
     # barriers, one id may be reached from several sites (a helper called from
@@ -73,7 +81,7 @@ def check(an):
         if op.kind == ir.NAMED_ARRIVE:
             count = op.count.eval({}) if op.count is not None else None
             if not isinstance(count, int) or count <= 0 or count % 32:
-                usable = False          # an arrival of unknown count: the meet is not known
+                usable = False  # an arrival of unknown count: the meet is not known
                 break
             size = count
         elif op.sync_kind != "named" or not op.group_warps or op.asm is not None:
@@ -106,8 +114,11 @@ def check(an):
         reach: dict[tuple, set[int]] = {}
         for (key, order), ts in meet.items():
             reach.setdefault((key[0], key[2], order), set()).update(ts)
-        whole = {k for k, ts in reach.items() if len(ts) == k[0]
-                 and all(set(range(32 * (t // 32), 32 * (t // 32) + 32)) <= ts for t in ts)}
+        whole = {
+            k
+            for k, ts in reach.items()
+            if len(ts) == k[0] and all(set(range(32 * (t // 32), 32 * (t // 32) + 32)) <= ts for t in ts)
+        }
         for (key, order), ts in meet.items():
             if (key[0], key[2], order) in whole:
                 continue
@@ -119,19 +130,24 @@ def check(an):
             if ts == full:
                 continue
             op = next(o for o in where[(size, g, bid)] if meet.get(((size, g, bid), o.order)) != full)
-            out.append(finding(
-                "TK501",
-                f"`{op.api}` synchronises a group of {size} threads at barrier {bid}, but in group {g} only "
-                f"{describe(frozenset(ts), n)} reach it",
-                op.location,
-                related=[related(o, "also reached here") for o in where[(size, g, bid)][1:]],
-                witness={"group": g, "barrier_id": bid, "reaching": len(ts), "group_threads": size},
-                help="every thread of the group must reach the group barrier; hoist it out of the lane/warp "
-                     "condition"))
+            out.append(
+                finding(
+                    "TK501",
+                    f"`{op.api}` synchronises a group of {size} threads at barrier {bid}, but in group {g} only "
+                    f"{describe(frozenset(ts), n)} reach it",
+                    op.location,
+                    related=[related(o, "also reached here") for o in where[(size, g, bid)][1:]],
+                    witness={"group": g, "barrier_id": bid, "reaching": len(ts), "group_threads": size},
+                    help="every thread of the group must reach the group barrier; hoist it out of the lane/warp "
+                    "condition",
+                )
+            )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(384, 1) void k(float *out) {
     __shared__ float buf[256];
     if (warpgroup::groupid() == 0) {
@@ -141,8 +157,11 @@ __global__ __launch_bounds__(384, 1) void k(float *out) {
     out[threadIdx.x] = buf[threadIdx.x % 128];
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(384, 1) void k(float *out) {
     __shared__ float buf[256];
     if (warpgroup::groupid() == 0) {
@@ -152,6 +171,7 @@ __global__ __launch_bounds__(384, 1) void k(float *out) {
     out[threadIdx.x] = buf[threadIdx.x % 128];
 }
 """
+)
 
 RULE = Rule(
     code="TK501",
@@ -160,9 +180,14 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang",),
-    explains={"hang": Explains(5, "a block/group barrier under a condition not all participants take"),
-              "wrong": Explains(8, "a barrier only part of the block reaches orders nothing for the rest "
-                                   "(where the hardware lets it pass, e.g. after warps exited)")},
+    explains={
+        "hang": Explains(5, "a block/group barrier under a condition not all participants take"),
+        "wrong": Explains(
+            8,
+            "a barrier only part of the block reaches orders nothing for the rest "
+            "(where the hardware lets it pass, e.g. after warps exited)",
+        ),
+    },
     summary="A block or group barrier under a condition that not all of its participants take",
     check=check,
     bad_example=_BAD,

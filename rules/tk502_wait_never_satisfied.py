@@ -1,4 +1,5 @@
 """TK502: a wait whose phase no remaining role will ever complete."""
+
 from tkcheck.checks import protocol as P
 from tkcheck.rule import Explains, Rule
 
@@ -13,14 +14,27 @@ def check(an):
     code, ri, e, others = c
     ex = P.explore(an)
     sizes = ", ".join(f"{k} = {v}" for k, v in sorted(ex.params.items()))
-    msg = (f"{ex.roles[ri].name} waits on '{P.elem_str(e.elem)}' (parity {e.parity}) but no role will complete "
-           f"that phase: every role that signals it has finished" + (f" (with {sizes})" if sizes else ""))
-    return [deadlock_finding(an, code, ri, e, others, msg,
-                             "make the producing and consuming roles run the same number of iterations over "
-                             "the ring, and signal every phase that is waited on")]
+    msg = (
+        f"{ex.roles[ri].name} waits on '{P.elem_str(e.elem)}' (parity {e.parity}) but no role will complete "
+        f"that phase: every role that signals it has finished" + (f" (with {sizes})" if sizes else "")
+    )
+    return [
+        deadlock_finding(
+            an,
+            code,
+            ri,
+            e,
+            others,
+            msg,
+            "make the producing and consuming roles run the same number of iterations over "
+            "the ring, and signal every phase that is waited on",
+        )
+    ]
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
@@ -47,6 +61,7 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
     }
 }
 """
+)
 
 _GOOD = _BAD.replace("for (int k = 0; k < n - 1; k++) {      // one load short", "for (int k = 0; k < n; k++) {")
 
@@ -57,8 +72,7 @@ RULE = Rule(
     severity="error",
     precision="proved",
     symptoms=("hang",),
-    explains={"hang": Explains(5, "roles disagree on the trip count: one side waits for a phase never "
-                                  "produced")},
+    explains={"hang": Explains(5, "roles disagree on the trip count: one side waits for a phase never produced")},
     summary="A role waits for a barrier phase that no remaining role will complete",
     check=check,
     bad_example=_BAD,

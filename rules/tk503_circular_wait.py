@@ -1,4 +1,5 @@
 """TK503: roles wait on each other in a cycle."""
+
 from tkcheck.checks import protocol as P
 from tkcheck.rule import Explains, Rule
 
@@ -14,14 +15,27 @@ def check(an):
     ex = P.explore(an)
     d = dict(ex.deadlock.blocked)
     chain = "; ".join(f"{ex.roles[i].name} waits on '{P.elem_str(d[i].elem)}'" for i in others if i in d)
-    msg = (f"circular wait: {ex.roles[ri].name} waits on '{P.elem_str(e.elem)}', which only "
-           f"{', '.join(ex.roles[i].name for i in others)} can complete later, while {chain}")
-    return [deadlock_finding(an, code, ri, e, others, msg,
-                             "order each role's signals before the waits that depend on the other role "
-                             "(e.g. issue the one-shot loads before entering the ring loop)")]
+    msg = (
+        f"circular wait: {ex.roles[ri].name} waits on '{P.elem_str(e.elem)}', which only "
+        f"{', '.join(ex.roles[i].name for i in others)} can complete later, while {chain}"
+    )
+    return [
+        deadlock_finding(
+            an,
+            code,
+            ri,
+            e,
+            others,
+            msg,
+            "order each role's signals before the waits that depend on the other role "
+            "(e.g. issue the one-shot loads before entering the ring loop)",
+        )
+    ]
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
@@ -52,8 +66,11 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
     }
 }
 """
+)
 
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
@@ -84,6 +101,7 @@ __global__ __launch_bounds__(256, 1) void k(const __grid_constant__ layout A) {
     }
 }
 """
+)
 
 RULE = Rule(
     code="TK503",

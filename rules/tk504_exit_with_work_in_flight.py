@@ -1,4 +1,5 @@
 """TK504: a role exits while async work it issued is pending, or while others still wait on it."""
+
 from tkcheck.checks import protocol as P
 from tkcheck.checks.threads import describe
 from tkcheck.model import ir
@@ -25,7 +26,7 @@ def _stores_in_flight(an):
             if o.kind == ir.TMA_STORE_WAIT:
                 ex = an.threads.executing(o)
                 if ex is None or not o.guard.exact or (o.loops and o.loops != st.loops):
-                    waited = True      # unknown: no finding
+                    waited = True  # unknown: no finding
                     break
                 if iss <= ex:
                     waited = True
@@ -37,15 +38,18 @@ def _stores_in_flight(an):
                     break
         if waited:
             continue
-        out.append(finding(
-            "TK504",
-            f"{describe(iss, an.threads.n)} finishes with the tma::store_async from '{st.buffer}' still in flight: "
-            "no store_async_wait / store_async_read_wait before the thread exits",
-            st.location,
-            related=[related(st, "bulk store issued here")],
-            witness={"buffer": str(st.buffer), "issuers": len(iss)},
-            help="end the storing thread's work with tma::store_async_wait() (or at least "
-                 "store_async_read_wait()) so the block does not retire while the copy reads its shared memory"))
+        out.append(
+            finding(
+                "TK504",
+                f"{describe(iss, an.threads.n)} finishes with the tma::store_async from '{st.buffer}' still in flight: "
+                "no store_async_wait / store_async_read_wait before the thread exits",
+                st.location,
+                related=[related(st, "bulk store issued here")],
+                witness={"buffer": str(st.buffer), "issuers": len(iss)},
+                help="end the storing thread's work with tma::store_async_wait() (or at least "
+                "store_async_read_wait()) so the block does not retire while the copy reads its shared memory",
+            )
+        )
     return out
 
 
@@ -56,15 +60,24 @@ def check(an):
         code, ri, e, others = c
         ex = P.explore(an)
         who = ", ".join(ex.roles[i].name for i in others)
-        out.append(deadlock_finding(
-            an, code, ri, e, others,
-            f"{ex.roles[ri].name} waits on '{P.elem_str(e.elem)}' but {who}, the only role that signals it, "
-            "has already returned",
-            "do not return early from a role that others wait on; skip the work but keep signalling"))
+        out.append(
+            deadlock_finding(
+                an,
+                code,
+                ri,
+                e,
+                others,
+                f"{ex.roles[ri].name} waits on '{P.elem_str(e.elem)}' but {who}, the only role that signals it, "
+                "has already returned",
+                "do not return early from a role that others wait on; skip the work but keep signalling",
+            )
+        )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 using tile = st_bf<64, 64>;
 using layout = gl<bf16, 1, 1, -1, -1, tile>;
 __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
@@ -78,11 +91,15 @@ __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C) {
     }
 }
 """
+)
 
-_GOOD = _BAD.replace("""        tma::store_async(C, c, {0, 0, 0, 0});
-""", """        tma::store_async(C, c, {0, 0, 0, 0});
+_GOOD = _BAD.replace(
+    """        tma::store_async(C, c, {0, 0, 0, 0});
+""",
+    """        tma::store_async(C, c, {0, 0, 0, 0});
         tma::store_async_wait();
-""")
+""",
+)
 
 RULE = Rule(
     code="TK504",

@@ -1,4 +1,5 @@
 """TK505: a cluster barrier not reached by every CTA, or remote signals without a closing cluster barrier."""
+
 from tkcheck import solver
 from tkcheck.model import expr as E
 from tkcheck.model import ir
@@ -32,42 +33,60 @@ def check(an):
         w = solver.witness(E.negate(guard), an.solver_timeout_ms, assume=assume)
         if w is None or solver.witness(guard, an.solver_timeout_ms, assume=assume) is None:
             continue
-        out.append(finding(
-            "TK505",
-            f"{o.api} is reached only when {guard}: CTA rank {w.get('cta_rank', '?')} of the cluster skips it, "
-            "the others wait for it forever",
-            o.location, witness={"cta_rank_skipping": w.get("cta_rank"), "condition": str(guard)},
-            help="every CTA of the cluster must execute the same cluster barriers: hoist the cluster sync out "
-                 "of the rank-dependent branch"))
+        out.append(
+            finding(
+                "TK505",
+                f"{o.api} is reached only when {guard}: CTA rank {w.get('cta_rank', '?')} of the cluster skips it, "
+                "the others wait for it forever",
+                o.location,
+                witness={"cta_rank_skipping": w.get("cta_rank"), "condition": str(guard)},
+                help="every CTA of the cluster must execute the same cluster barriers: hoist the cluster sync out "
+                "of the rank-dependent branch",
+            )
+        )
     remote = [o for o in m.ops if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None)]
     if remote and not out:
         last = max(remote, key=lambda o: o.order)
         # a cluster barrier after the last remote signal that runs whenever that signal does: no
         # condition of its own beyond the signal's (the same task's conditions) and none on the rank
         lu = {str(c) for c in last.guard.uniform}
-        after = [o for o in syncs if o.order > last.order and o.sync_kind in ("cluster", "cluster_wait")
-                 and {str(c) for c in o.guard.uniform} <= lu
-                 and not any(_rank_dependent(c) for c in o.guard.uniform)]
+        after = [
+            o
+            for o in syncs
+            if o.order > last.order
+            and o.sync_kind in ("cluster", "cluster_wait")
+            and {str(c) for c in o.guard.uniform} <= lu
+            and not any(_rank_dependent(c) for c in o.guard.uniform)
+        ]
         unknown = any(o.kind == ir.CALL and o.asm is not None for o in m.ops)
         # a closing exchange instead of a cluster barrier: after its last remote signal the CTA
         # waits (outside any loop) on a barrier of its own that the peer signals remotely, as the
         # peer does on this CTA's signal: neither CTA leaves before the other's signal landed
         signalled_by_peer = {o.barrier.name for o in remote if o.kind == ir.MBAR_ARRIVE and o.barrier is not None}
-        handshake = [o for o in m.ops_of(ir.MBAR_WAIT) if o.order > last.order and not o.loops
-                     and o.barrier is not None and o.barrier.name in signalled_by_peer]
+        handshake = [
+            o
+            for o in m.ops_of(ir.MBAR_WAIT)
+            if o.order > last.order and not o.loops and o.barrier is not None and o.barrier.name in signalled_by_peer
+        ]
         if not after and not unknown and not handshake and last.guard.exact:
-            out.append(finding(
-                "TK505",
-                f"{last.describe()} signals another CTA of the cluster, but no cluster barrier follows before "
-                "the kernel ends: this CTA may exit while its peer still uses the shared memory it targets",
-                last.location, related=[related(o, "remote cluster operation") for o in remote[:3] if o is not last],
-                witness={"remote_ops": len(remote)},
-                help="end the kernel (and every task that signals a peer) with a cluster barrier "
-                     "(everyone::tma::cluster::sync()) reached by every CTA"))
+            out.append(
+                finding(
+                    "TK505",
+                    f"{last.describe()} signals another CTA of the cluster, but no cluster barrier follows before "
+                    "the kernel ends: this CTA may exit while its peer still uses the shared memory it targets",
+                    last.location,
+                    related=[related(o, "remote cluster operation") for o in remote[:3] if o is not last],
+                    witness={"remote_ops": len(remote)},
+                    help="end the kernel (and every task that signals a peer) with a cluster barrier "
+                    "(everyone::tma::cluster::sync()) reached by every CTA",
+                )
+            )
     return out
 
 
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(128, 1) void k(float *out) {
     __shared__ float buf[128];
     buf[threadIdx.x] = 1.0f;
@@ -77,10 +96,14 @@ __global__ __launch_bounds__(128, 1) void k(float *out) {
     out[threadIdx.x] = buf[threadIdx.x];
 }
 """
+)
 
-_GOOD = _BAD.replace("""    if (cluster_ctarank() == 0) {
+_GOOD = _BAD.replace(
+    """    if (cluster_ctarank() == 0) {
         everyone::tma::cluster::sync();      // rank 1 never arrives
-    }""", """    everyone::tma::cluster::sync();""")
+    }""",
+    """    everyone::tma::cluster::sync();""",
+)
 
 RULE = Rule(
     code="TK505",

@@ -1,5 +1,6 @@
 """TK601: the source issues async tensor-core MMAs (wgmma / tcgen05) but the compiled
 SASS has none (SASS pass: runs only with `--sass`)."""
+
 from tkcheck.checks import sass_cross
 from tkcheck.checks.sass_cross import kernel_label, sass_location
 from tkcheck.findings import Related
@@ -21,24 +22,35 @@ def check(an):
         got = "no tensor-core instruction at all"
     arch_hint = ""
     if k.arch in ("sm_90", "sm_100", "sm_101", "sm_103", "sm_120"):
-        arch_hint = (f"; it was built for {k.arch}, where the arch-specific features of "
-                     f"{k.arch}a (wgmma, setmaxnreg, tcgen05) are not available and code behind "
-                     f"__CUDA_ARCH_FEAT_* / arch-specific guards is compiled out")
+        arch_hint = (
+            f"; it was built for {k.arch}, where the arch-specific features of "
+            f"{k.arch}a (wgmma, setmaxnreg, tcgen05) are not available and code behind "
+            f"__CUDA_ARCH_FEAT_* / arch-specific guards is compiled out"
+        )
     related = call_site(first) + [Related(o.location, f"{api(o)}: a tensor-core MMA in the source") for o in ops[1:4]]
     if sync:
         loc = sass_location(sync[0].instruction, path)
         if loc:
             related.append(Related(loc, f"SASS {addr(sync[0].instruction)}: {text(sync[0].instruction)}"))
-    return [finding(
-        RULE.code,
-        f"the source issues {len(ops)} async tensor-core MMA call(s) ({api(first)}) but the SASS of "
-        f"'{kernel_label(k)}' ({k.arch}, {len(k.instructions)} instructions) has no HGMMA/UTC*MMA: "
-        f"{got}{arch_hint}{where_compiled(k, path, first)}",
-        first.location, related=related,
-        witness=witness(k, model_mma_ops=len(ops), sass_async_mma=0, sass_mma_sync=len(sync),
-                        sass_instructions=len(k.instructions)),
-        help="build for the arch-specific target (-gencode arch=compute_90a,code=sm_90a, or sm_100a "
-             "on Blackwell); plain sm_90/compute_90 drops wgmma")]
+    return [
+        finding(
+            RULE.code,
+            f"the source issues {len(ops)} async tensor-core MMA call(s) ({api(first)}) but the SASS of "
+            f"'{kernel_label(k)}' ({k.arch}, {len(k.instructions)} instructions) has no HGMMA/UTC*MMA: "
+            f"{got}{arch_hint}{where_compiled(k, path, first)}",
+            first.location,
+            related=related,
+            witness=witness(
+                k,
+                model_mma_ops=len(ops),
+                sass_async_mma=0,
+                sass_mma_sync=len(sync),
+                sass_instructions=len(k.instructions),
+            ),
+            help="build for the arch-specific target (-gencode arch=compute_90a,code=sm_90a, or sm_100a "
+            "on Blackwell); plain sm_90/compute_90 drops wgmma",
+        )
+    ]
 
 
 _BAD = """\

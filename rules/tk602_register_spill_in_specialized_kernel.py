@@ -1,5 +1,6 @@
 """TK602: a warp-specialized kernel whose SASS spills registers to local memory
 (SASS pass: runs only with `--sass`)."""
+
 from tkcheck.checks import sass_cross
 from tkcheck.checks.sass_cross import kernel_label
 from tkcheck.findings import Location, Related
@@ -15,30 +16,44 @@ def check(an):
         return []
     k, path, rep, local, in_user = s.kernel, s.path, s.report, s.local, s.in_user
     loc = in_user[0][1] if in_user else Location(path, an.model.location.row, an.model.location.column)
-    cite = (f"; first local-memory access SASS {addr(in_user[0][0])} `{text(in_user[0][0])}` "
-            f"(source line {in_user[0][1].row})" if in_user else
-            (f"; first local-memory access SASS {addr(local[0])} `{text(local[0])}`" if local else ""))
+    cite = (
+        f"; first local-memory access SASS {addr(in_user[0][0])} `{text(in_user[0][0])}` "
+        f"(source line {in_user[0][1].row})"
+        if in_user
+        else (f"; first local-memory access SASS {addr(local[0])} `{text(local[0])}`" if local else "")
+    )
     regs = k.resources.registers
     setmax = s.setmaxnreg
     sm = ""
     if setmax:
         sm = "; setmaxnreg: " + ", ".join(
-            f"{'inc' if o.increase else 'dec'} at line {o.location.row}" for o in setmax[:4])
+            f"{'inc' if o.increase else 'dec'} at line {o.location.row}" for o in setmax[:4]
+        )
     related = [Related(l, f"SASS {addr(i)}: {text(i)}") for i, l in in_user[1:4]]
     related += [Related(o.location, "register reallocation (setmaxnreg)") for o in setmax[:2]]
-    return [finding(
-        RULE.code,
-        f"warp-specialized kernel '{kernel_label(k)}' spills registers: ptxas reports "
-        f"{rep.spill_store_bytes} bytes spill stores / {rep.spill_load_bytes} bytes spill loads "
-        f"({regs if regs is not None else '?'} registers, {rep.stack_frame_bytes} bytes stack frame, "
-        f"{rep.local_stores} STL / {rep.local_loads} LDL in the SASS){cite}{sm}",
-        loc, related=related,
-        witness=witness(k, spill_store_bytes=rep.spill_store_bytes, spill_load_bytes=rep.spill_load_bytes,
-                        registers=regs, local_stores=rep.local_stores, local_loads=rep.local_loads,
-                        sass_address=addr(in_user[0][0]) if in_user else (addr(local[0]) if local else None)),
-        help="give the role that needs registers more (`warpgroup::increase_registers<N>` with a matching "
-             "`decrease_registers` in the producer, and `__launch_bounds__(threads, 1)` so ptxas knows the "
-             "cap), or make its register tiles smaller")]
+    return [
+        finding(
+            RULE.code,
+            f"warp-specialized kernel '{kernel_label(k)}' spills registers: ptxas reports "
+            f"{rep.spill_store_bytes} bytes spill stores / {rep.spill_load_bytes} bytes spill loads "
+            f"({regs if regs is not None else '?'} registers, {rep.stack_frame_bytes} bytes stack frame, "
+            f"{rep.local_stores} STL / {rep.local_loads} LDL in the SASS){cite}{sm}",
+            loc,
+            related=related,
+            witness=witness(
+                k,
+                spill_store_bytes=rep.spill_store_bytes,
+                spill_load_bytes=rep.spill_load_bytes,
+                registers=regs,
+                local_stores=rep.local_stores,
+                local_loads=rep.local_loads,
+                sass_address=addr(in_user[0][0]) if in_user else (addr(local[0]) if local else None),
+            ),
+            help="give the role that needs registers more (`warpgroup::increase_registers<N>` with a matching "
+            "`decrease_registers` in the producer, and `__launch_bounds__(threads, 1)` so ptxas knows the "
+            "cap), or make its register tiles smaller",
+        )
+    ]
 
 
 _BAD = """\
@@ -70,8 +85,10 @@ __global__ void __launch_bounds__(384, 1) k(const float *__restrict__ in, float 
 }
 """
 
-_GOOD = _BAD.replace("#define WORK 224   // live floats per consumer thread: more than the 168-register cap",
-                     "#define WORK 16    // a working set that fits in registers")
+_GOOD = _BAD.replace(
+    "#define WORK 224   // live floats per consumer thread: more than the 168-register cap",
+    "#define WORK 16    // a working set that fits in registers",
+)
 
 RULE = Rule(
     code="TK602",

@@ -1,5 +1,6 @@
 """TK603: the compiled SASS lacks a synchronisation the source analysis relied on
 (SASS pass: runs only with `--sass`)."""
+
 from tkcheck.checks import sass_cross
 from tkcheck.checks.sass_cross import kernel_label, sass_location
 from tkcheck.findings import Related
@@ -18,11 +19,17 @@ def _arrive(m):
         f"SASS of '{kernel_label(k)}' has no mbarrier arrive instruction (SYNCS.ARRIVE...A1) "
         f"anywhere{where_compiled(k, m.path, first)}: the binary does not do what the source "
         "analysis checked",
-        first.location, related=call_site(first) + [Related(o.location, "arrive in the source") for o in ops[1:4]],
-        witness=witness(k, model_arrive_sites=sorted({o.location.row for o in ops}),
-                        sass_arrive_sites=[], sass_arrive_instructions=m.sass_arrives),
+        first.location,
+        related=call_site(first) + [Related(o.location, "arrive in the source") for o in ops[1:4]],
+        witness=witness(
+            k,
+            model_arrive_sites=sorted({o.location.row for o in ops}),
+            sass_arrive_sites=[],
+            sass_arrive_instructions=m.sass_arrives,
+        ),
         help="check the preprocessor conditions and the build flags (arch, defines) around the arrive: "
-             "the analysed source and the compiled one differ")
+        "the analysed source and the compiled one differ",
+    )
 
 
 def _expect_tx(m):
@@ -36,7 +43,8 @@ def _expect_tx(m):
         first.location,
         witness=witness(k, model_expect_sites=sorted({o.location.row for o in eops}), sass_expect_tx=0),
         help="check the preprocessor conditions and build flags around the expect: the analysed source "
-             "and the compiled one differ")
+        "and the compiled one differ",
+    )
 
 
 def _proxy_fence(m):
@@ -44,7 +52,12 @@ def _proxy_fence(m):
     st = stores[0].instruction
     first = fops[0]
     sloc = sass_location(st, m.path)
-    rel = call_site(first) + [Related(sloc, f"SASS {addr(st)}: {text(st)} (bulk store with no proxy fence in the kernel)")] if sloc else []
+    rel = (
+        call_site(first)
+        + [Related(sloc, f"SASS {addr(st)}: {text(st)} (bulk store with no proxy fence in the kernel)")]
+        if sloc
+        else []
+    )
     return finding(
         RULE.code,
         f"the source has a fence.proxy.async before its TMA/bulk stores ({first_site(first)}, line "
@@ -52,15 +65,25 @@ def _proxy_fence(m):
         f"it issues {len(stores)} bulk store(s) (first: {addr(st)} `{text(st)}`"
         f"{', source line ' + str(sloc.row) if sloc else ''}): shared-memory writes may not be visible to the "
         "async proxy that reads them",
-        first.location, related=rel,
-        witness=witness(k, sass_address=addr(st), sass_bulk_stores=len(stores), sass_proxy_fences=0,
-                        model_fence_sites=sorted({o.location.row for o in fops})),
+        first.location,
+        related=rel,
+        witness=witness(
+            k,
+            sass_address=addr(st),
+            sass_bulk_stores=len(stores),
+            sass_proxy_fences=0,
+            model_fence_sites=sorted({o.location.row for o in fops}),
+        ),
         help="make the fence unconditional (or guarded by the same condition as the store) and check the "
-             "build flags: the analysed source and the compiled one differ")
+        "build flags: the analysed source and the compiled one differ",
+    )
 
 
-_WORDING = {sass_cross.MissingArrive: _arrive, sass_cross.MissingExpectTx: _expect_tx,
-            sass_cross.MissingProxyFence: _proxy_fence}
+_WORDING = {
+    sass_cross.MissingArrive: _arrive,
+    sass_cross.MissingExpectTx: _expect_tx,
+    sass_cross.MissingProxyFence: _proxy_fence,
+}
 
 
 def check(an):
@@ -92,10 +115,16 @@ __global__ void __launch_bounds__(128, 1) k(float *out) {
 }
 """
 
-_GOOD = _BAD.replace("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)        // wrong guard: the fence is needed on every arch\n", "") \
-            .replace("    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n#endif\n",
-                     "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n") \
-            .replace("the feature guard is off", "the fence is unconditional")
+_GOOD = (
+    _BAD.replace(
+        "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)        // wrong guard: the fence is needed on every arch\n", ""
+    )
+    .replace(
+        "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n#endif\n",
+        "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n",
+    )
+    .replace("the feature guard is off", "the fence is unconditional")
+)
 
 RULE = Rule(
     code="TK603",

@@ -28,6 +28,7 @@
 `collect` reads the results into a per-bug table (markdown): the plain run, what compute-sanitizer
 alone reported, and tkcheck's verdict for the planted rule with its first piece of evidence.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -198,56 +199,137 @@ STYLES = ("A", "B", "C")
 
 # planted bugs of the corpus kernels wrapped in the three harnesses (ids of corpus/mutations*.toml)
 CORPUS_BUGS = (
-    "gemm_ring-expect-short", "gemm_ring-empty-count-off", "gemm_ring-arrive-whole-warp",
-    "gemm_ring-producer-parity-fresh", "gemm_ring-parity-iter-mod2", "gemm_ring-staging-no-read-wait",
-    "gemm_ring-no-sync-after-init", "gemm_ring-sync-inside-init-guard", "gemm_ring-producer-guard-dropped",
-    "gemm_ring-syncwarp-before-store", "gemm_ring-release-before-mma-wait", "gemm_ring-final-store-not-waited",
-    "gemm_ring-epilogue-store-sw64", "gemm_ring-b-operand-sw32",
-    "gemm_lcf-expect-one-a-tile", "gemm_lcf-producer-guard-per-warp", "gemm_lcf-finish-no-read-wait",
-    "gemm_lcf-mma-swizzle-view", "gemm_lcf-no-mma-wait",
+    "gemm_ring-expect-short",
+    "gemm_ring-empty-count-off",
+    "gemm_ring-arrive-whole-warp",
+    "gemm_ring-producer-parity-fresh",
+    "gemm_ring-parity-iter-mod2",
+    "gemm_ring-staging-no-read-wait",
+    "gemm_ring-no-sync-after-init",
+    "gemm_ring-sync-inside-init-guard",
+    "gemm_ring-producer-guard-dropped",
+    "gemm_ring-syncwarp-before-store",
+    "gemm_ring-release-before-mma-wait",
+    "gemm_ring-final-store-not-waited",
+    "gemm_ring-epilogue-store-sw64",
+    "gemm_ring-b-operand-sw32",
+    "gemm_lcf-expect-one-a-tile",
+    "gemm_lcf-producer-guard-per-warp",
+    "gemm_lcf-finish-no-read-wait",
+    "gemm_lcf-mma-swizzle-view",
+    "gemm_lcf-no-mma-wait",
 )
 
 # bugs planted in copies of TK's educational GEMMs: (id, level, rules, symptom, find, replace, what)
 EDU_BUGS = (
-    ("edu06-wait-other-parity", "06", ("TK303",), "stripes",
-     "        wait(bar, tic);\n", "        wait(bar, toc);\n",
-     "the consumers wait on the barrier with the other buffer's parity"),
-    ("edu06-refill-b-dropped", "06", ("TK301",), "hang",
-     "            tma::load_async(Bs[toc], g.B, {0, 0, tile+1, col}, bar);\n", "",
-     "the refill of the B tile is dropped; the expect still counts it"),
-    ("edu07-full-count-two", "07", ("TK302",), "hang",
-     "init_semaphore(full[i], 0, 1);", "init_semaphore(full[i], 1, 1);",
-     "full[i] initialised for one thread arrival plus the transaction; only the expect arrives"),
-    ("edu07-empty-count-plus-one", "07", ("TK302",), "hang",
-     "init_semaphore(empty[i], num_consumers, 0);", "init_semaphore(empty[i], num_consumers + 1, 0);",
-     "empty[i] initialised for one more arrival than the consumers make"),
-    ("edu07-arrive-all-lanes", "07", ("TK302",), "wrong",
-     "            if (warpgroup::laneid() == 0) arrive(empty[qidx], 1);",
-     "            arrive(empty[qidx], 1);",
-     "every consumer thread arrives on empty (128 arrivals on a count-1 barrier)"),
-    ("edu07-no-prearrive", "07", ("TK303", "TK503"), "hang",
-     "            for (int i = 0; i < QSIZE; ++i) arrive(empty[i], 1);\n", "            ;\n",
-     "the consumers' first arrivals on the empty slots are dropped: producer and consumers wait on each other"),
-    ("edu07-release-before-mma-wait", "07", ("TK206",), "wrong",
-     "            warpgroup::mma_async_wait();\n            if (warpgroup::laneid() == 0) arrive(empty[qidx], 1);",
-     "            if (warpgroup::laneid() == 0) arrive(empty[qidx], 1);\n            warpgroup::mma_async_wait();",
-     "the slot is released before the wgmma that reads it has completed"),
-    ("edu07-no-sync-after-init", "07", ("TK307",), "hang",
-     "    }\n    __syncthreads();\n\n    if (warpgroupid == 0)", "    }\n\n    if (warpgroupid == 0)",
-     "no barrier between thread 0's mbarrier inits and the other threads' first use"),
-    ("edu08-refill-one-a-tile", "08", ("TK301",), "hang",
-     "                    M_BLOCK * size_bytes<typeof(As[0][0])> +",
-     "                    1 * size_bytes<typeof(As[0][0])> +",
-     "the refill's expect counts one A tile of the M_BLOCK loaded"),
-    ("edu08-no-sync-after-init", "08", ("TK307",), "hang",
-     "    }\n    __syncthreads();\n\n    if (is_consumer) {", "    }\n\n    if (is_consumer) {",
-     "no barrier between thread 0's mbarrier init (and first loads) and the other threads' first wait"),
-    ("edu08-store-no-read-wait", "08", ("TK504",), "wrong",
-     "                tma::store_async_read_wait();\n", "",
-     "the block exits with its TMA stores still reading shared memory"),
-    ("edu08-store-from-every-warp", "08", ("TK403",), "wrong",
-     "        if (warpid % 4 == 0) {", "        {",
-     "every warp of a consumer warpgroup (all 128 threads) issues the TMA stores"),
+    (
+        "edu06-wait-other-parity",
+        "06",
+        ("TK303",),
+        "stripes",
+        "        wait(bar, tic);\n",
+        "        wait(bar, toc);\n",
+        "the consumers wait on the barrier with the other buffer's parity",
+    ),
+    (
+        "edu06-refill-b-dropped",
+        "06",
+        ("TK301",),
+        "hang",
+        "            tma::load_async(Bs[toc], g.B, {0, 0, tile+1, col}, bar);\n",
+        "",
+        "the refill of the B tile is dropped; the expect still counts it",
+    ),
+    (
+        "edu07-full-count-two",
+        "07",
+        ("TK302",),
+        "hang",
+        "init_semaphore(full[i], 0, 1);",
+        "init_semaphore(full[i], 1, 1);",
+        "full[i] initialised for one thread arrival plus the transaction; only the expect arrives",
+    ),
+    (
+        "edu07-empty-count-plus-one",
+        "07",
+        ("TK302",),
+        "hang",
+        "init_semaphore(empty[i], num_consumers, 0);",
+        "init_semaphore(empty[i], num_consumers + 1, 0);",
+        "empty[i] initialised for one more arrival than the consumers make",
+    ),
+    (
+        "edu07-arrive-all-lanes",
+        "07",
+        ("TK302",),
+        "wrong",
+        "            if (warpgroup::laneid() == 0) arrive(empty[qidx], 1);",
+        "            arrive(empty[qidx], 1);",
+        "every consumer thread arrives on empty (128 arrivals on a count-1 barrier)",
+    ),
+    (
+        "edu07-no-prearrive",
+        "07",
+        ("TK303", "TK503"),
+        "hang",
+        "            for (int i = 0; i < QSIZE; ++i) arrive(empty[i], 1);\n",
+        "            ;\n",
+        "the consumers' first arrivals on the empty slots are dropped: producer and consumers wait on each other",
+    ),
+    (
+        "edu07-release-before-mma-wait",
+        "07",
+        ("TK206",),
+        "wrong",
+        "            warpgroup::mma_async_wait();\n            if (warpgroup::laneid() == 0) arrive(empty[qidx], 1);",
+        "            if (warpgroup::laneid() == 0) arrive(empty[qidx], 1);\n            warpgroup::mma_async_wait();",
+        "the slot is released before the wgmma that reads it has completed",
+    ),
+    (
+        "edu07-no-sync-after-init",
+        "07",
+        ("TK307",),
+        "hang",
+        "    }\n    __syncthreads();\n\n    if (warpgroupid == 0)",
+        "    }\n\n    if (warpgroupid == 0)",
+        "no barrier between thread 0's mbarrier inits and the other threads' first use",
+    ),
+    (
+        "edu08-refill-one-a-tile",
+        "08",
+        ("TK301",),
+        "hang",
+        "                    M_BLOCK * size_bytes<typeof(As[0][0])> +",
+        "                    1 * size_bytes<typeof(As[0][0])> +",
+        "the refill's expect counts one A tile of the M_BLOCK loaded",
+    ),
+    (
+        "edu08-no-sync-after-init",
+        "08",
+        ("TK307",),
+        "hang",
+        "    }\n    __syncthreads();\n\n    if (is_consumer) {",
+        "    }\n\n    if (is_consumer) {",
+        "no barrier between thread 0's mbarrier init (and first loads) and the other threads' first wait",
+    ),
+    (
+        "edu08-store-no-read-wait",
+        "08",
+        ("TK504",),
+        "wrong",
+        "                tma::store_async_read_wait();\n",
+        "",
+        "the block exits with its TMA stores still reading shared memory",
+    ),
+    (
+        "edu08-store-from-every-warp",
+        "08",
+        ("TK403",),
+        "wrong",
+        "        if (warpid % 4 == 0) {",
+        "        {",
+        "every warp of a consumer warpgroup (all 128 threads) issues the TMA stores",
+    ),
 )
 
 
@@ -255,7 +337,7 @@ def _kernel_part(text: str) -> str:
     """The corpus kernel without its own host harness (cut at the `// host harness` banner)."""
     i = text.index("// host harness")
     j = text.rfind("// ----", 0, i)
-    return text[:j if j >= 0 and text.count("\n", j, i) <= 1 else i]
+    return text[: j if j >= 0 and text.count("\n", j, i) <= 1 else i]
 
 
 def _wrap(kernel_text: str, kernel: str, style: str) -> tuple[str, dict[str, str]]:
@@ -273,6 +355,7 @@ def _wrap(kernel_text: str, kernel: str, style: str) -> tuple[str, dict[str, str
 
 def prepare(out: Path, tk: Path, whl: Path | None) -> list[dict]:
     from tkcheck import evaluate
+
     corpus = ROOT / "corpus"
     if out.exists():
         shutil.rmtree(out)
@@ -281,13 +364,26 @@ def prepare(out: Path, tk: Path, whl: Path | None) -> list[dict]:
     meta = []
 
     def add(vid, path, kernel, style, rules, symptom, what):
-        meta.append({"id": vid, "path": str(path.relative_to(out)), "kernel": kernel, "style": style,
-                     "rules": list(rules), "symptom": symptom, "what": what})
+        meta.append(
+            {
+                "id": vid,
+                "path": str(path.relative_to(out)),
+                "kernel": kernel,
+                "style": style,
+                "rules": list(rules),
+                "symptom": symptom,
+                "what": what,
+            }
+        )
+
     for kernel in ("gemm_ring", "gemm_lcf"):
         clean = (corpus / "hopper" / f"{kernel}.cu").read_text(encoding="utf-8")
         items = [(f"clean-{kernel}", clean, (), "", "clean")]
-        items += [(mid, evaluate.mutated_text(corpus, muts[mid]), muts[mid].rules, muts[mid].symptom,
-                   muts[mid].description) for mid in CORPUS_BUGS if muts[mid].kernel == f"hopper/{kernel}.cu"]
+        items += [
+            (mid, evaluate.mutated_text(corpus, muts[mid]), muts[mid].rules, muts[mid].symptom, muts[mid].description)
+            for mid in CORPUS_BUGS
+            if muts[mid].kernel == f"hopper/{kernel}.cu"
+        ]
         for mid, text, rules, symptom, what in items:
             for style in STYLES:
                 vid = f"{style}-{mid}"
@@ -324,8 +420,9 @@ def prepare(out: Path, tk: Path, whl: Path | None) -> list[dict]:
     # tkcheck laid out as the wheel lays it out (rules/ -> tkcheck.rules, cli.py -> tkcheck.cli.cli): no
     # build step on the GPU machine
     pkg = out / "pkg"
-    files = subprocess.run(["git", "ls-files", "tkcheck", "rules", "cli.py"],
-                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "tkcheck", "rules", "cli.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     for f in files:
         dst = pkg / ("tkcheck/" + f if f.startswith("rules/") else "tkcheck/cli/cli.py" if f == "cli.py" else f)
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -390,6 +487,7 @@ ls -la "$OUT/results.tgz"; cat "$R/env.txt" | tail -3; cat "$R/gpu_apps_after.tx
 
 # ------------------------------------------------------------------ collect
 
+
 def _verdict_cell(items: list[dict], rules: list[str]) -> tuple[str, str]:
     planted = [i for i in items if i["code"] in rules]
     others = [i for i in items if i["code"] not in rules]
@@ -423,11 +521,22 @@ def _verdict_cell(items: list[dict], rules: list[str]) -> tuple[str, str]:
 def collect(results: Path, meta_path: Path, sanitizer_from: Path | None = None) -> tuple[str, dict]:
     from tkcheck.confirm import outcome as O
     from tkcheck.confirm import runner as R
+
     meta = json.loads(meta_path.read_text())
-    rows = ["| variant | harness | planted bug: symptom | plain run | compute-sanitizer alone | tkcheck verdict "
-            "for the planted rule (first evidence) | other findings |", "|---|---|---|---|---|---|---|"]
-    stats = {"variants": 0, "planted_failing": 0, "planted_failing_confirmed": 0, "other_findings_confirmed": [],
-             "clean_confirmed": [], "not_confirmed_failing": [], "static_miss_failing": []}
+    rows = [
+        "| variant | harness | planted bug: symptom | plain run | compute-sanitizer alone | tkcheck verdict "
+        "for the planted rule (first evidence) | other findings |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    stats = {
+        "variants": 0,
+        "planted_failing": 0,
+        "planted_failing_confirmed": 0,
+        "other_findings_confirmed": [],
+        "clean_confirmed": [],
+        "not_confirmed_failing": [],
+        "static_miss_failing": [],
+    }
     for m in meta:
         d = results / m["id"]
         if not d.is_dir():
@@ -439,14 +548,24 @@ def collect(results: Path, meta_path: Path, sanitizer_from: Path | None = None) 
             items = []
         rc = (d / "rc").read_text().strip() if (d / "rc").exists() else "?"
         keep = d / "keep"
-        ev = R.evidence_from_dir(keep) if (keep / "plain.rc").exists() or (keep / "unconfirmable.txt").exists() else None
+        ev = (
+            R.evidence_from_dir(keep) if (keep / "plain.rc").exists() or (keep / "unconfirmable.txt").exists() else None
+        )
         po = d / "plain_only"
         if ev is None and (po / "plain.rc").exists():
             # a planted bug with no finding: confirm had nothing to run; the batch ran the plain binary
             prc = int((po / "plain.rc").read_text().strip() or 0)
-            ev = R.Evidence(arch="sm_90", plain=R.Run("plain", "bin", prc, (po / "plain.log").read_text(errors="replace"),
-                                                     killed=prc in (124, 137)))
-        plain = R._plain_result(ev) if ev else ("no findings: nothing run" if rc == "0" and not items else f"confirm exit {rc}")
+            ev = R.Evidence(
+                arch="sm_90",
+                plain=R.Run(
+                    "plain", "bin", prc, (po / "plain.log").read_text(errors="replace"), killed=prc in (124, 137)
+                ),
+            )
+        plain = (
+            R._plain_result(ev)
+            if ev
+            else ("no findings: nothing run" if rc == "0" and not items else f"confirm exit {rc}")
+        )
         sani = R._sanitizer_result(ev) if ev else "-"
         if sanitizer_from is not None and (not ev or not ev.tools):
             # compute-sanitizer ran on this variant in another batch (see --sanitizer-from)
@@ -468,10 +587,17 @@ def collect(results: Path, meta_path: Path, sanitizer_from: Path | None = None) 
         for i in items:
             if i["verdict"]["status"] == "CONFIRMED" and i["code"] not in m["rules"]:
                 (stats["clean_confirmed"] if not m["rules"] else stats["other_findings_confirmed"]).append(
-                    f"{m['id']}: {i['code']}:{i['location']['row']} ({i['verdict']['evidence'][0][:60]})")
-        bug = "clean" if not m["rules"] else f"{m['id'].split('-', 1)[1] if m['style'] != 'TK' else m['id'][3:]}: {m['symptom']}"
-        rows.append(f"| `{m['id']}` | {m['style']} | {bug} | {plain.replace('|', '/')[:90]} | {sani.replace('|', '/')[:120]} "
-                    f"| {cell} | {extra} |")
+                    f"{m['id']}: {i['code']}:{i['location']['row']} ({i['verdict']['evidence'][0][:60]})"
+                )
+        bug = (
+            "clean"
+            if not m["rules"]
+            else f"{m['id'].split('-', 1)[1] if m['style'] != 'TK' else m['id'][3:]}: {m['symptom']}"
+        )
+        rows.append(
+            f"| `{m['id']}` | {m['style']} | {bug} | {plain.replace('|', '/')[:90]} | {sani.replace('|', '/')[:120]} "
+            f"| {cell} | {extra} |"
+        )
     return "\n".join(rows) + "\n", stats
 
 
@@ -486,8 +612,10 @@ def main(argv: list[str]) -> int:
     c.add_argument("results", help="the r/ folder of results.tgz")
     c.add_argument("meta")
     c.add_argument("--md")
-    c.add_argument("--sanitizer-from", help="an earlier batch's r/ folder: its compute-sanitizer results for the "
-                                            "variants this batch ran without")
+    c.add_argument(
+        "--sanitizer-from",
+        help="an earlier batch's r/ folder: its compute-sanitizer results for the variants this batch ran without",
+    )
     a = ap.parse_args(argv)
     if a.cmd == "prepare":
         meta = prepare(Path(a.out), Path(a.tk), Path(a.whl) if a.whl else None)

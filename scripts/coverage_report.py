@@ -9,6 +9,7 @@ files, kernels found / analysed, sync ops modelled, what the checks left undecid
 cause, findings by rule, wall time. Nothing of the checkout is copied anywhere; the table names
 files relative to the path given.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,9 @@ def report(args) -> str:
         common += ["--arch", args.arch]
     rc, out, err, t_cov = tkcheck(["coverage", "--output-format", "json", "-j", str(args.jobs), *common, *rels], cwd)
     kernels = json.loads(out or "[]")
-    rc, out, err, t_check = tkcheck(["check", "--no-cache", "--output-format", "json", "-j", str(args.jobs),
-                                     *common, *rels], cwd)
+    rc, out, err, t_check = tkcheck(
+        ["check", "--no-cache", "--output-format", "json", "-j", str(args.jobs), *common, *rels], cwd
+    )
     findings = json.loads(out or "[]")
     analysed = [k for k in kernels if k["analysed"]]
     ops = sum(k["sync_ops"] for k in analysed)
@@ -86,13 +88,15 @@ def report(args) -> str:
     by_rule = collections.Counter(f["code"] for f in findings if f["code"] != "TK000")
     tk000_files = len({f["filename"] for f in findings if f["code"] == "TK000"})
     date = datetime.date.today().isoformat()
-    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     lines = [
         f"Measured {date} at tkcheck commit `{sha}` on {os.cpu_count()} CPUs ({platform.machine()}), "
         f"over `{args.label or base.name}` (checkout commit `{commit_of(base)}`), flags: "
-        f"`{' '.join(_shown(common, args))}`" + (f", excluded: {', '.join(f'`{g}`' for g in args.exclude)}"
-                                                 if args.exclude else "") + ".",
+        f"`{' '.join(_shown(common, args))}`"
+        + (f", excluded: {', '.join(f'`{g}`' for g in args.exclude)}" if args.exclude else "")
+        + ".",
         "",
         "| what | value |",
         "|---|---:|",
@@ -106,14 +110,21 @@ def report(args) -> str:
         f"| wall time: coverage / check (-j {args.jobs}) | {t_cov:.1f} s / {t_check:.1f} s |",
     ]
     if reasons:
-        lines += ["", "Kernels not analysed, by reason: " + "; ".join(f"{r or '?'} ({n})" for r, n in
-                                                                    sorted(reasons.items()))]
+        lines += [
+            "",
+            "Kernels not analysed, by reason: " + "; ".join(f"{r or '?'} ({n})" for r, n in sorted(reasons.items())),
+        ]
     if tk000:
         lines += ["", "TK000 by cause: " + "; ".join(f"{m} ({n})" for m, n in sorted(tk000.items()))]
     if by_rule:
         lines += ["", "Findings by rule: " + ", ".join(f"{c} {n}" for c, n in sorted(by_rule.items()))]
-    lines += ["", f"Command: `python scripts/coverage_report.py <checkout>/{base.name} --name {args.name} "
-                  + " ".join(_shown(common, args)) + "".join(f" --exclude '{g}'" for g in args.exclude) + "`"]
+    lines += [
+        "",
+        f"Command: `python scripts/coverage_report.py <checkout>/{base.name} --name {args.name} "
+        + " ".join(_shown(common, args))
+        + "".join(f" --exclude '{g}'" for g in args.exclude)
+        + "`",
+    ]
     return "\n".join(lines) + "\n"
 
 

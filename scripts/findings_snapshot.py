@@ -13,6 +13,7 @@ to the folder each PATH names, so snapshots taken from two clones compare equal.
 Flags after the paths (`--tk-include`, `-I`, `-D`, `--arch`, `--exclude GLOB`, `-j N`) are passed
 to both `tkcheck check` and `tkcheck coverage`; the cache is never used.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,20 +24,28 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent   # the clone whose tkcheck is measured
+ROOT = Path(__file__).resolve().parent.parent  # the clone whose tkcheck is measured
 
 
 def files_under(path: Path, excludes: list[str]) -> list[Path]:
     if path.is_file():
         return [path]
-    return [p for p in sorted(path.rglob("*"))
-            if p.suffix in (".cu", ".cuh") and p.is_file()
-            and not any(fnmatch.fnmatch(p.relative_to(path).as_posix(), g) for g in excludes)]
+    return [
+        p
+        for p in sorted(path.rglob("*"))
+        if p.suffix in (".cu", ".cuh")
+        and p.is_file()
+        and not any(fnmatch.fnmatch(p.relative_to(path).as_posix(), g) for g in excludes)
+    ]
 
 
 def run_json(command: str, files: list[Path], flags: list[str]) -> list[dict]:
-    env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = {
+        **os.environ,
+        "PYTHONSAFEPATH": "1",
+        "NO_COLOR": "1",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
     args = [sys.executable, "-m", "tkcheck", command, *flags, "--output-format", "json"]
     if command == "check":
         args += ["--no-cache", "--exit-zero", "-q"]
@@ -55,7 +64,7 @@ def relative(obj, roots: list[tuple[str, str]]):
     if isinstance(obj, str):
         for prefix, name in roots:
             if obj.startswith(prefix):
-                return name + obj[len(prefix):]
+                return name + obj[len(prefix) :]
     return obj
 
 
@@ -87,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     roots.sort(key=lambda r: -len(r[0]))
     lines = []
     for f in relative(run_json("check", files, flags), roots):
-        f.pop("fingerprint", None)          # a hash of the path, which differs between clones
+        f.pop("fingerprint", None)  # a hash of the path, which differs between clones
         lines.append("finding " + json.dumps(f, sort_keys=True))
     for c in relative(run_json("coverage", files, flags), roots):
         lines.append("coverage " + json.dumps(c, sort_keys=True))
@@ -95,8 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines) + "\n"
     if a.output:
         a.output.write_text(text)
-        print(f"{sum(l.startswith('finding') for l in lines)} findings, "
-              f"{sum(l.startswith('coverage') for l in lines)} kernels, {len(files)} files -> {a.output}")
+        print(
+            f"{sum(l.startswith('finding') for l in lines)} findings, "
+            f"{sum(l.startswith('coverage') for l in lines)} kernels, {len(files)} files -> {a.output}"
+        )
     else:
         sys.stdout.write(text)
     return 0

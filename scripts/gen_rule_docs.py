@@ -1,8 +1,9 @@
 """Write docs/rules.md from the rule catalog (the same text `tkcheck rule --all` prints).
 
-    python scripts/gen_rule_docs.py            # rewrite docs/rules.md
-    python scripts/gen_rule_docs.py --check    # exit 1 if docs/rules.md is stale
+python scripts/gen_rule_docs.py            # rewrite docs/rules.md
+python scripts/gen_rule_docs.py --check    # exit 1 if docs/rules.md is stale
 """
+
 from __future__ import annotations
 
 import re
@@ -17,17 +18,30 @@ OUT = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 
 def render() -> str:
     rules = registry.all_rules()
-    lines = ["# tkcheck rules", "",
-             "Generated from the rule catalog (`rules/`) by `scripts/gen_rule_docs.py`; "
-             "`tkcheck rule CODE` prints the same text.", "",
-             "| code | name | contract | severity | symptom | summary |", "|---|---|---|---|---|---|"]
+    lines = [
+        "# tkcheck rules",
+        "",
+        "Generated from the rule catalog (`rules/`) by `scripts/gen_rule_docs.py`; "
+        "`tkcheck rule CODE` prints the same text.",
+        "",
+        "| code | name | contract | severity | symptom | summary |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rules:
-        lines.append(f"| [{r.code}](#{r.code.lower()}) | {r.name} | {r.contract} | {r.severity} | "
-                     f"{r.symptom or '-'} | {r.summary} |")
+        lines.append(
+            f"| [{r.code}](#{r.code.lower()}) | {r.name} | {r.contract} | {r.severity} | "
+            f"{r.symptom or '-'} | {r.summary} |"
+        )
     for r in rules:
-        lines += ["", f"## {r.code}", "", f"**{r.name}** — {r.summary}", "",
-                  f"contract: {r.contract} · severity: {r.severity} · precision: {r.precision} · "
-                  f"symptom: {r.symptom or '-'}", ""]
+        lines += [
+            "",
+            f"## {r.code}",
+            "",
+            f"**{r.name}** — {r.summary}",
+            "",
+            f"contract: {r.contract} · severity: {r.severity} · precision: {r.precision} · symptom: {r.symptom or '-'}",
+            "",
+        ]
         lines.append(re.sub(r"(?m)^## ", "### ", r.doc).rstrip())
     return "\n".join(lines) + "\n"
 

@@ -10,6 +10,7 @@ temporary folder (removed afterwards; nothing is kept or copied into this reposi
 (TK000), how many of its kernels were analysed, the findings only the buggy version has
 (candidates for the bug, to be read by hand), and the findings both have.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,9 +33,12 @@ def git(gitdir: str, *args: str, out=None) -> subprocess.CompletedProcess:
 
 def unpack(gitdir: str, commit: str, file: str, dest: Path) -> bool:
     dest.mkdir(parents=True, exist_ok=True)
-    top = file.split("/")[0]                 # the file's whole tree: its own headers (../common.cuh)
-    paths = [p for p in ("include", "prototype", "src", top)
-             if git(gitdir, "cat-file", "-e", f"{commit}:{p}").returncode == 0]
+    top = file.split("/")[0]  # the file's whole tree: its own headers (../common.cuh)
+    paths = [
+        p
+        for p in ("include", "prototype", "src", top)
+        if git(gitdir, "cat-file", "-e", f"{commit}:{p}").returncode == 0
+    ]
     archive = dest / "a.tar"
     with open(archive, "wb") as fh:
         if git(gitdir, "archive", commit, *paths, out=fh).returncode != 0:
@@ -48,23 +52,34 @@ def run(tree: Path, file: str, arch: str, defines=()) -> dict:
     env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1"}
     base = [sys.executable, "-m", "tkcheck"]
     flags = ["--tk-include", str(tree), "--arch", arch, "-I", str((tree / file).parent)]
-    for d in defines:                        # TK before 2.0 selected its arch with -D KITTENS_*
+    for d in defines:  # TK before 2.0 selected its arch with -D KITTENS_*
         flags += ["-D", d]
-    chk = subprocess.run(base + ["check", "--no-cache", "--output-format", "json", *flags, file], cwd=tree,
-                         capture_output=True, text=True, env=env)
-    cov = subprocess.run(base + ["coverage", "--output-format", "json", *flags, file], cwd=tree,
-                         capture_output=True, text=True, env=env)
+    chk = subprocess.run(
+        base + ["check", "--no-cache", "--output-format", "json", *flags, file],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    cov = subprocess.run(
+        base + ["coverage", "--output-format", "json", *flags, file], cwd=tree, capture_output=True, text=True, env=env
+    )
     findings = json.loads(chk.stdout or "[]")
     kernels = json.loads(cov.stdout or "[]")
-    return {"tk000": [f["message"] for f in findings if f["code"] == "TK000"],
-            "findings": [(f["code"], f["location"]["row"], f["message"]) for f in findings if f["code"] != "TK000"],
-            "kernels": len(kernels), "analysed": sum(1 for k in kernels if k["analysed"])}
+    return {
+        "tk000": [f["message"] for f in findings if f["code"] == "TK000"],
+        "findings": [(f["code"], f["location"]["row"], f["message"]) for f in findings if f["code"] != "TK000"],
+        "kernels": len(kernels),
+        "analysed": sum(1 for k in kernels if k["analysed"]),
+    }
 
 
 def table(gitdir: str, pairs: list[dict]) -> str:
-    rows = ["| fixing commit | file | what | buggy: parses / analysed | fixed: parses / analysed | "
-            "findings only on the buggy version | on both |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| fixing commit | file | what | buggy: parses / analysed | fixed: parses / analysed | "
+        "findings only on the buggy version | on both |",
+        "|---|---|---|---|---|---|---|",
+    ]
     tally = collections.Counter()
     with tempfile.TemporaryDirectory(prefix="tkcheck-history-") as tmp:
         for i, p in enumerate(pairs):
@@ -73,9 +88,11 @@ def table(gitdir: str, pairs: list[dict]) -> str:
             res = {}
             for side, commit in (("buggy", parent), ("fixed", fix)):
                 tree = Path(tmp) / f"{i}-{side}"
-                res[side] = run(tree, p["file"], p.get("arch", "sm_90a"), p.get("defines", ())) \
-                    if unpack(gitdir, commit, p["file"], tree) \
+                res[side] = (
+                    run(tree, p["file"], p.get("arch", "sm_90a"), p.get("defines", ()))
+                    if unpack(gitdir, commit, p["file"], tree)
                     else None
+                )
                 shutil.rmtree(tree, ignore_errors=True)
             b, f = res["buggy"], res["fixed"]
             if b is None or f is None:
@@ -90,10 +107,14 @@ def table(gitdir: str, pairs: list[dict]) -> str:
             tally["pairs with a finding only on the buggy side"] += bool(only)
 
             def status(x):
-                return ("parses" if not x["tk000"] else f"TK000: {x['tk000'][0][:60]}") + \
-                    f" / {x['analysed']} of {x['kernels']}"
-            rows.append(f"| `{fix}` | `{p['file']}` | {p.get('what', '')} | {status(b)} | {status(f)} | "
-                        f"{', '.join(only) or '-'} | {', '.join(both) or '-'} |")
+                return (
+                    "parses" if not x["tk000"] else f"TK000: {x['tk000'][0][:60]}"
+                ) + f" / {x['analysed']} of {x['kernels']}"
+
+            rows.append(
+                f"| `{fix}` | `{p['file']}` | {p.get('what', '')} | {status(b)} | {status(f)} | "
+                f"{', '.join(only) or '-'} | {', '.join(both) or '-'} |"
+            )
     summary = ", ".join(f"{k}: {v}" for k, v in tally.items())
     return "\n".join(rows) + f"\n\n{summary}.\n"
 
@@ -107,7 +128,8 @@ def main():
     pairs = tomllib.loads(Path(args.pairs).read_text())["pair"]
     text = table(args.gitdir, pairs)
     if args.write:
-        from coverage_report import write      # the same markers
+        from coverage_report import write  # the same markers
+
         write(text, "tk-history", Path(args.write))
     print(text, end="")
 

@@ -20,6 +20,7 @@ internal error on every file checked (exit 2 everywhere), so the template yields
 A code or a name the catalog already has is refused (exit 2), as is an existing file.
 Recipe: docs/DEVELOPING.md, "Add a rule".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,19 +65,23 @@ def plan(root: Path, code: str, name: str, contract: str) -> dict[str, Path]:
         if n == name:
             raise Refused(f"the name {name!r} exists already: rules/{fname} ({c}); pick another name")
     stem = f"{code.lower()}_{name.replace('-', '_')}"
-    paths = {"rule": root / "rules" / f"{stem}.py",
-             "bad": root / "fixtures" / contract / f"{stem}_bad.cu",
-             "good": root / "fixtures" / contract / f"{stem}_good.cu"}
+    paths = {
+        "rule": root / "rules" / f"{stem}.py",
+        "bad": root / "fixtures" / contract / f"{stem}_bad.cu",
+        "good": root / "fixtures" / contract / f"{stem}_good.cu",
+    }
     for p in paths.values():
         if p.exists():
             raise Refused(f"{p.relative_to(root)} exists already")
     return paths
 
 
-def rule_text(code: str, name: str, contract: str, severity: str, precision: str, symptoms: tuple[str, ...],
-              summary: str) -> str:
+def rule_text(
+    code: str, name: str, contract: str, severity: str, precision: str, symptoms: tuple[str, ...], summary: str
+) -> str:
     # doubled braces: the doc below is an f-string in the generated file
     return f'''"""{code}: {summary[0].lower() + summary[1:]}."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -103,18 +108,24 @@ def check(an: Analysis) -> Iterator[Finding]:
 
 
 # TODO({code}): the smallest kernel that breaks the contract (it must fire {code} and nothing else)
-_BAD = HEADER + """
+_BAD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(128, 1) void k(float *out) {{
     __syncthreads();
 }}
 """
+)
 
 # TODO({code}): the same kernel, fixed (it must be clean)
-_GOOD = HEADER + """
+_GOOD = (
+    HEADER
+    + """
 __global__ __launch_bounds__(128, 1) void k(float *out) {{
     __syncthreads();
 }}
 """
+)
 
 RULE = Rule(
     code="{code}",
@@ -151,10 +162,12 @@ Use instead:
 
 def fixture_text(code: str, name: str, bad: bool) -> str:
     kind = "bad" if bad else "good"
-    mark = (f'// expect@+1: {code} "TODO: words its message must contain"' if bad
-            else f"// expect-not@+1: {code}")
-    what = ("the planted bug: the reported line carries `// expect: CODE \"message fragment\"`" if bad
-            else "the fixed kernel: nothing reported, the once-reported line says `// expect-not: CODE`")
+    mark = f'// expect@+1: {code} "TODO: words its message must contain"' if bad else f"// expect-not@+1: {code}"
+    what = (
+        "the planted bug: the reported line carries `// expect: CODE \"message fragment\"`"
+        if bad
+        else "the fixed kernel: nothing reported, the once-reported line says `// expect-not: CODE`"
+    )
     return f"""// tkcheck-test: select={code}
 // {code} {name} ({kind}): {what}
 // TODO({code}): replace the kernel below (docs/DEVELOPING.md, "Fixtures")
@@ -169,8 +182,9 @@ __global__ __launch_bounds__(128, 1) void k(float *out) {{
 
 
 def regenerate_docs(root: Path) -> None:
-    subprocess.run([sys.executable, str(root / "scripts" / "gen_rule_docs.py")], cwd=root, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, str(root / "scripts" / "gen_rule_docs.py")], cwd=root, check=True, stdout=subprocess.DEVNULL
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,8 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--contract", required=True, choices=CONTRACTS)
     ap.add_argument("--severity", default="error", choices=SEVERITIES)
     ap.add_argument("--precision", default="high", choices=PRECISIONS)
-    ap.add_argument("--symptom", action="append", choices=[s for s in SYMPTOMS if s], default=[],
-                    help="what a user sees at run time (repeatable)")
+    ap.add_argument(
+        "--symptom",
+        action="append",
+        choices=[s for s in SYMPTOMS if s],
+        default=[],
+        help="what a user sees at run time (repeatable)",
+    )
     ap.add_argument("--summary", help="one line (default: from the name)")
     ap.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)  # the tests' copy
     ap.add_argument("--no-docs", action="store_true", help="do not regenerate docs/rules.md")
@@ -194,8 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"new_rule.py: {e}", file=sys.stderr)
         return 2
     summary = args.summary or args.name.replace("-", " ").capitalize()
-    paths["rule"].write_text(rule_text(code, args.name, args.contract, args.severity, args.precision,
-                                       tuple(args.symptom), summary), encoding="utf-8")
+    paths["rule"].write_text(
+        rule_text(code, args.name, args.contract, args.severity, args.precision, tuple(args.symptom), summary),
+        encoding="utf-8",
+    )
     paths["bad"].parent.mkdir(parents=True, exist_ok=True)
     paths["bad"].write_text(fixture_text(code, args.name, bad=True), encoding="utf-8")
     paths["good"].write_text(fixture_text(code, args.name, bad=False), encoding="utf-8")
@@ -205,8 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {p.relative_to(root)}")
     if not args.no_docs:
         print("wrote docs/rules.md")
-    print(f"next: fill in the TODO({code}) places, then run tests/test_rules_meta.py -k {code} and "
-          f"tests/test_fixtures.py -k {paths['rule'].stem}")
+    print(
+        f"next: fill in the TODO({code}) places, then run tests/test_rules_meta.py -k {code} and "
+        f"tests/test_fixtures.py -k {paths['rule'].stem}"
+    )
     return 0
 
 

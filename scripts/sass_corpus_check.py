@@ -9,6 +9,7 @@ Needs nvcc + nvdisasm (or cuobjdump) and a ThunderKittens checkout; exits 0 with
 message when either is missing. Exit status 1 when a clean corpus kernel has a SASS
 finding or the model and the SASS disagree on a whole-kernel fact.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,9 +82,11 @@ def main(argv=None) -> int:
             hits += int(cold.cache_hit) + int(warm.cache_hit)
             cold_total += t_cold
             warm_total += t_warm
-            print(f"\n{rel}: cold {t_cold:.2f} s (nvcc {cold.compile_seconds:.2f} s, disassembly "
-                  f"{cold.disassemble_seconds:.2f} s), warm {t_warm:.2f} s (cache hit: {warm.cache_hit}); "
-                  f"{len(cold.kernels)} SASS kernels")
+            print(
+                f"\n{rel}: cold {t_cold:.2f} s (nvcc {cold.compile_seconds:.2f} s, disassembly "
+                f"{cold.disassemble_seconds:.2f} s), warm {t_warm:.2f} s (cache hit: {warm.cache_hit}); "
+                f"{len(cold.kernels)} SASS kernels"
+            )
             try:
                 models = models_of(rel, popts, text=text)
             except InputError as exc:
@@ -100,7 +103,9 @@ def main(argv=None) -> int:
                 agree_mma = (rep["model_async_mma"] > 0) == (rep["sass_hgmma"] > 0)
                 agree_arr = bool(rep["model_arrive_lines"]) == bool(rep["sass_arrive_lines"])
                 agree_exp = bool(rep["model_expect_lines"]) == bool(rep["sass_expect_lines"])
-                agree_fence = not (rep["model_fence_expectations"] and rep["sass_bulk_stores"]) or rep["sass_proxy_fences"] > 0
+                agree_fence = (
+                    not (rep["model_fence_expectations"] and rep["sass_bulk_stores"]) or rep["sass_proxy_fences"] > 0
+                )
                 agree_reg = (rep["model_setmaxnreg"] > 0) == (rep["sass_usetmaxreg"] > 0)
                 if " [op " in m.name:
                     # one op of an MK interpreter against the whole interpreter's SASS: what the op
@@ -111,20 +116,30 @@ def main(argv=None) -> int:
                     agree_reg = not rep["model_setmaxnreg"] or rep["sass_usetmaxreg"] > 0
                 ok = agree_mma and agree_arr and agree_exp and agree_fence and agree_reg
                 bad += not ok
-                print(f"  {m.name} ({m.kind}) -> {rep['sass_kernel']}: {rep['instructions']} instructions, "
-                      f"{rep['mapped_to_user_file']} with a frame in {os.path.basename(rel)}; "
-                      f"{rep['registers']} registers, spill {rep['spill_bytes']} B, "
-                      f"warp-specialized {rep['warp_specialized']}; {'AGREES' if ok else 'DISAGREES'}")
-                print(f"    tensor cores: model {rep['model_async_mma']} async MMA calls, SASS {rep['sass_hgmma']} HGMMA")
+                print(
+                    f"  {m.name} ({m.kind}) -> {rep['sass_kernel']}: {rep['instructions']} instructions, "
+                    f"{rep['mapped_to_user_file']} with a frame in {os.path.basename(rel)}; "
+                    f"{rep['registers']} registers, spill {rep['spill_bytes']} B, "
+                    f"warp-specialized {rep['warp_specialized']}; {'AGREES' if ok else 'DISAGREES'}"
+                )
+                print(
+                    f"    tensor cores: model {rep['model_async_mma']} async MMA calls, SASS {rep['sass_hgmma']} HGMMA"
+                )
                 same_arr = "same" if rep["model_arrive_lines"] == rep["sass_arrive_lines"] else "differ"
                 same_exp = "same" if rep["model_expect_lines"] == rep["sass_expect_lines"] else "differ"
-                print(f"    arrive lines: model {_lines(rep['model_arrive_lines'])}, SASS "
-                      f"{_lines(rep['sass_arrive_lines'])} ({same_arr}); expect_tx lines: model "
-                      f"{_lines(rep['model_expect_lines'])}, SASS {_lines(rep['sass_expect_lines'])} ({same_exp})")
-                print(f"    proxy fences: model expects {rep['model_fence_expectations']} (fences + TMA stores), "
-                      f"SASS {rep['sass_proxy_fences']} FENCE.VIEW.ASYNC, {rep['sass_bulk_stores']} bulk stores")
-                print(f"    setmaxnreg: model {rep['model_setmaxnreg']}, SASS {rep['sass_usetmaxreg']} USETMAXREG"
-                      f"{' (IGNORED by ptxas)' if rep['setmaxnreg_ignored'] else ''}")
+                print(
+                    f"    arrive lines: model {_lines(rep['model_arrive_lines'])}, SASS "
+                    f"{_lines(rep['sass_arrive_lines'])} ({same_arr}); expect_tx lines: model "
+                    f"{_lines(rep['model_expect_lines'])}, SASS {_lines(rep['sass_expect_lines'])} ({same_exp})"
+                )
+                print(
+                    f"    proxy fences: model expects {rep['model_fence_expectations']} (fences + TMA stores), "
+                    f"SASS {rep['sass_proxy_fences']} FENCE.VIEW.ASYNC, {rep['sass_bulk_stores']} bulk stores"
+                )
+                print(
+                    f"    setmaxnreg: model {rep['model_setmaxnreg']}, SASS {rep['sass_usetmaxreg']} USETMAXREG"
+                    f"{' (IGNORED by ptxas)' if rep['setmaxnreg_ignored'] else ''}"
+                )
             t0 = time.perf_counter()
             res = check_file(str(path), CheckOptions(parse=popts, enabled=enabled, sass=True, sass_cache_dir=cache))
             t_check = time.perf_counter() - t0
@@ -133,15 +148,22 @@ def main(argv=None) -> int:
                 hits += int(res.timing["sass_cache_hit"])
             sass_f = [f for f in res.findings if f.code in SASS_CODES]
             bad += len(sass_f)
-            print(f"  tkcheck --sass (warm): {t_check:.2f} s total, SASS pass {res.timing.get('sass', 0):.2f} s; "
-                  f"SASS findings: {len(sass_f)}")
+            print(
+                f"  tkcheck --sass (warm): {t_check:.2f} s total, SASS pass {res.timing.get('sass', 0):.2f} s; "
+                f"SASS findings: {len(sass_f)}"
+            )
             for f in sass_f:
                 print(f"    {f.code} {f.location.row}: {f.message}")
     rate = hits / lookups if lookups else 0.0
-    print(f"\n{len(files)} files: cold compile+disassemble {cold_total:.2f} s, warm {warm_total:.2f} s, "
-          f"SASS cache hit rate {hits}/{lookups} = {rate:.0%} (first lookup of each file is the cold miss)")
-    print("result:", "OK" if bad == 0 else f"{bad} problem(s)",
-          f"({unchecked} file(s) without a source model to compare)" if unchecked else "")
+    print(
+        f"\n{len(files)} files: cold compile+disassemble {cold_total:.2f} s, warm {warm_total:.2f} s, "
+        f"SASS cache hit rate {hits}/{lookups} = {rate:.0%} (first lookup of each file is the cold miss)"
+    )
+    print(
+        "result:",
+        "OK" if bad == 0 else f"{bad} problem(s)",
+        f"({unchecked} file(s) without a source model to compare)" if unchecked else "",
+    )
     return 1 if bad else 0
 
 

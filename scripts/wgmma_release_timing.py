@@ -11,6 +11,7 @@ relative to the last arrive. docs/BENCHMARKS.md quotes an H200 run:
          -DKITTENS_HOPPER -gencode arch=compute_90a,code=sm_90a -I TK/include -I TK/prototype \\
          OUT_DIR/diag.cu -o OUT_DIR/diag -lcuda && OUT_DIR/diag
 """
+
 from __future__ import annotations
 
 import re
@@ -52,13 +53,19 @@ def timing_copy() -> str:
     w = widening(findings, text, "attn_fwd.cu")
     out = instrument(text, "attn_fwd.cu", plan_for(w)).text
     edits = [
-        (r"::tkcheck_poison\(v_s\[s\]\), ::tkcheck_poison_fence\(\)\);",
-         f"({B0} ? (void)(dg_wake[kv] = dg_now()) : (void)0), ::tkcheck_poison(v_s[s]), ::tkcheck_poison_fence(), "
-         f"({B0} ? (void)(dg_pois[kv] = dg_now()) : (void)0));"),
-        (r"if \(laneid\(\) == 0\) arrive\(kv_empty\[tic\]\);",
-         f"if (laneid() == 0) {{ if ({B0} && threadIdx.x % 128 == 0) dg_arr[c][kv] = dg_now(); arrive(kv_empty[tic]); }}"),
-        (r"(arrive\(kv_empty\[tic\]\); \}\n\s*)warpgroup::mma_async_wait\(\);",
-         f"\\1warpgroup::mma_async_wait(); if ({B0} && threadIdx.x % 128 == 0) dg_done[c][kv] = dg_now();"),
+        (
+            r"::tkcheck_poison\(v_s\[s\]\), ::tkcheck_poison_fence\(\)\);",
+            f"({B0} ? (void)(dg_wake[kv] = dg_now()) : (void)0), ::tkcheck_poison(v_s[s]), ::tkcheck_poison_fence(), "
+            f"({B0} ? (void)(dg_pois[kv] = dg_now()) : (void)0));",
+        ),
+        (
+            r"if \(laneid\(\) == 0\) arrive\(kv_empty\[tic\]\);",
+            f"if (laneid() == 0) {{ if ({B0} && threadIdx.x % 128 == 0) dg_arr[c][kv] = dg_now(); arrive(kv_empty[tic]); }}",
+        ),
+        (
+            r"(arrive\(kv_empty\[tic\]\); \}\n\s*)warpgroup::mma_async_wait\(\);",
+            f"\\1warpgroup::mma_async_wait(); if ({B0} && threadIdx.x % 128 == 0) dg_done[c][kv] = dg_now();",
+        ),
     ]
     for pat, rep in edits:
         out, n = re.subn(pat, rep, out, count=1)

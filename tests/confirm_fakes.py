@@ -13,6 +13,7 @@ fail; `// fake link: nomain` makes it fail as a link without main() does.
 The fake compute-sanitizer copies `<binary>.<tool>.xml` (written by the fake nvcc from
 `// fake-xml <tool>: <xml text>` lines) to the `--save` path and runs the program.
 """
+
 from __future__ import annotations
 
 import os

@@ -21,6 +21,7 @@ class CorpusChecks:
 
     def __init__(self, workdir: Path):
         from tkcheck import evaluate
+
         self._evaluate = evaluate
         self.workdir = workdir
         self.mutations = evaluate.load_mutations(CORPUS)
@@ -71,5 +72,6 @@ def tk_include():
 def pytest_terminal_summary(terminalreporter):
     if FIXTURE_RESULTS:
         from tkcheck.expectations import table
+
         terminalreporter.write_sep("-", "fixtures: per-rule TP / FP / FN")
         terminalreporter.write_line(table(FIXTURE_RESULTS))

@@ -13,6 +13,7 @@ None when it does not apply. They change how a correct kernel is written, never 
 * helper   -- `__syncthreads()` / `__syncwarp()` moved into a `__device__` helper function
 * stages   -- `constexpr int STAGES = N` changed to another depth (2 <= N)
 """
+
 from __future__ import annotations
 
 import random
@@ -27,9 +28,14 @@ _KEYWORDS = {"int", "for", "if", "while", "return", "const", "auto", "true", "fa
 def rename(text: str, rng: random.Random) -> str | None:
     names = sorted({m.group(1) for m in _DECL.finditer(text)} - _KEYWORDS)
     # a name that also appears as a member (`regs.stage`), a type, a function or a macro is left alone
-    names = [n for n in names if not re.search(r"(\.|->|::)\s*" + n + r"\b", text)
-             and not re.search(r"\b" + n + r"\s*\(", text) and not re.search(r"#\s*define\s+" + n + r"\b", text)
-             and not re.search(r"\b" + n + r"\s*::", text)]
+    names = [
+        n
+        for n in names
+        if not re.search(r"(\.|->|::)\s*" + n + r"\b", text)
+        and not re.search(r"\b" + n + r"\s*\(", text)
+        and not re.search(r"#\s*define\s+" + n + r"\b", text)
+        and not re.search(r"\b" + n + r"\s*::", text)
+    ]
     if not names:
         return None
     name = rng.choice(names)
@@ -48,8 +54,15 @@ def reorder(text: str, rng: random.Random) -> str | None:
     for i in range(len(lines) - 1):
         a, b = lines[i], lines[i + 1]
         ma, mb = _SWAPPABLE.match(a), _SWAPPABLE.match(b)
-        if ma and mb and ma.group(1) == mb.group(1) and a.rstrip().endswith(";") and b.rstrip().endswith(";") \
-                and _indent(a) == _indent(b) and not _prev_is_loop_header(lines, i):
+        if (
+            ma
+            and mb
+            and ma.group(1) == mb.group(1)
+            and a.rstrip().endswith(";")
+            and b.rstrip().endswith(";")
+            and _indent(a) == _indent(b)
+            and not _prev_is_loop_header(lines, i)
+        ):
             cands.append(i)
     if not cands:
         return None
@@ -70,8 +83,11 @@ def _prev_is_loop_header(lines, i) -> bool:
 
 def parity(text: str, rng: random.Random) -> str | None:
     lines = text.split("\n")
-    cands = [i for i, ln in enumerate(lines) if re.search(r"(?<![\w:])wait\(", ln) and
-             ("% 2" in ln or re.search(r"\) \^ 1\)", ln))]
+    cands = [
+        i
+        for i, ln in enumerate(lines)
+        if re.search(r"(?<![\w:])wait\(", ln) and ("% 2" in ln or re.search(r"\) \^ 1\)", ln))
+    ]
     if not cands:
         return None
     i = rng.choice(cands)
@@ -81,39 +97,49 @@ def parity(text: str, rng: random.Random) -> str | None:
         opts.append(ln.replace("% 2", "& 1"))
     m = re.search(r", (\(.*\)) \^ 1\);", ln)
     if m:
-        opts.append(ln[:m.start()] + f", 1 - {m.group(1)});" + ln[m.end():])
+        opts.append(ln[: m.start()] + f", 1 - {m.group(1)});" + ln[m.end() :])
     lines[i] = rng.choice(opts)
     return "\n".join(lines)
 
 
 _INIT_LOOP = re.compile(
     r"^(?P<ind>[ \t]*)for \((?P<head>int (?P<v>\w+) = 0; (?P=v) < \w+; (?P=v)\+\+)\) \{\n"
-    r"(?P<a>[ \t]*init_semaphore\([^\n]*\);)\n(?P<b>[ \t]*init_semaphore\([^\n]*\);)\n(?P=ind)\}", re.M)
+    r"(?P<a>[ \t]*init_semaphore\([^\n]*\);)\n(?P<b>[ \t]*init_semaphore\([^\n]*\);)\n(?P=ind)\}",
+    re.M,
+)
 _INIT_LOOP_1 = re.compile(
     r"for \((?P<head>int (?P<v>\w+) = 0; (?P=v) < \w+; (?P=v)\+\+)\) \{ (?P<a>init_semaphore\([^;\n]*\);) "
-    r"(?P<b>init_semaphore\([^;\n]*\);) \}")
+    r"(?P<b>init_semaphore\([^;\n]*\);) \}"
+)
 
 
 def split(text: str, rng: random.Random) -> str | None:
     m = _INIT_LOOP.search(text)
     if m:
         ind, head = m.group("ind"), m.group("head")
-        new = (f"{ind}for ({head}) {{\n{m.group('a')}\n{ind}}}\n"
-               f"{ind}for ({head}) {{\n{m.group('b')}\n{ind}}}")
-        return text[:m.start()] + new + text[m.end():]
+        new = f"{ind}for ({head}) {{\n{m.group('a')}\n{ind}}}\n{ind}for ({head}) {{\n{m.group('b')}\n{ind}}}"
+        return text[: m.start()] + new + text[m.end() :]
     m = _INIT_LOOP_1.search(text)
     if m:
         head = m.group("head")
         new = f"{{ for ({head}) {{ {m.group('a')} }} for ({head}) {{ {m.group('b')} }} }}"
-        return text[:m.start()] + new + text[m.end():]
+        return text[: m.start()] + new + text[m.end() :]
     return None
 
 
 def unroll(text: str, rng: random.Random) -> str | None:
     lines = text.split("\n")
-    cands = [i for i, ln in enumerate(lines) if re.match(r"^\s*for \(", ln)
-             and not (i > 0 and "#pragma" in lines[i - 1])
-             and not (i > 0 and re.match(r"^\s*(for|if|else)\b", lines[i - 1]) and not lines[i - 1].rstrip().endswith(("{", ";", "}")))]
+    cands = [
+        i
+        for i, ln in enumerate(lines)
+        if re.match(r"^\s*for \(", ln)
+        and not (i > 0 and "#pragma" in lines[i - 1])
+        and not (
+            i > 0
+            and re.match(r"^\s*(for|if|else)\b", lines[i - 1])
+            and not lines[i - 1].rstrip().endswith(("{", ";", "}"))
+        )
+    ]
     if not cands:
         return None
     i = rng.choice(cands)
@@ -124,7 +150,8 @@ def unroll(text: str, rng: random.Random) -> str | None:
 _SYNC_STMT = re.compile(
     r"^(?P<ind>\s*)(?P<s>(?:if \(laneid\(\) == 0\) )?(?:tma::load_async|tma::expect_bytes|tma::expect|arrive|warp::arrive|"
     r"warpgroup::arrive|warpgroup::mma_AB|warpgroup::mma_async_wait|warpgroup::sync|warp::zero|__syncwarp|"
-    r"__syncthreads|group<\w+>::sync)\(.*\);)\s*$")
+    r"__syncthreads|group<\w+>::sync)\(.*\);)\s*$"
+)
 
 
 def lam(text: str, rng: random.Random) -> str | None:
@@ -146,7 +173,7 @@ def helper(text: str, rng: random.Random) -> str | None:
     f = rng.choice(which)
     name = f"rw_helper_{f.strip('_')}"
     body = f"\n__device__ inline void {name}() {{ {f}(); }}\n"
-    out = text[:ns.end()] + (body if name not in text else "") + text[ns.end():]
+    out = text[: ns.end()] + (body if name not in text else "") + text[ns.end() :]
     if name in text:
         body = ""
     occ = [m.start() for m in re.finditer(r"\b" + f + r"\(\);", out)]
@@ -155,7 +182,7 @@ def helper(text: str, rng: random.Random) -> str | None:
     if not occ:
         return None
     pos = rng.choice(occ)
-    return out[:pos] + f"{name}();" + out[pos + len(f) + 3:]
+    return out[:pos] + f"{name}();" + out[pos + len(f) + 3 :]
 
 
 def stages(text: str, rng: random.Random) -> str | None:
@@ -164,11 +191,19 @@ def stages(text: str, rng: random.Random) -> str | None:
         return None
     n = int(m.group(1))
     new = n - 1 if n > 2 else n + 1
-    return text[:m.start(1)] + str(new) + text[m.end(1):]
+    return text[: m.start(1)] + str(new) + text[m.end(1) :]
 
 
-ALL = {"rename": rename, "reorder": reorder, "parity": parity, "split": split, "unroll": unroll,
-       "lambda": lam, "helper": helper, "stages": stages}
+ALL = {
+    "rename": rename,
+    "reorder": reorder,
+    "parity": parity,
+    "split": split,
+    "unroll": unroll,
+    "lambda": lam,
+    "helper": helper,
+    "stages": stages,
+}
 
 
 def rewrite(text: str, rng: random.Random, n: int) -> tuple[str, list[str]]:

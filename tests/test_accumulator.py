@@ -1,5 +1,6 @@
 """Accumulator rules (TK201, TK202, TK206): planted bugs in the corpus are found with
 the two sites named, and the corpus kernels stay clean."""
+
 import tomllib
 from pathlib import Path
 
@@ -65,6 +66,7 @@ def test_corpus_clean_for_accumulator_and_scope_rules(path):
 
 def _model(tmp_path, src, name):
     from tkcheck.engine import models_of
+
     p = tmp_path / "k.cu"
     p.write_text(src)
     return next(m for m in models_of(str(p), text=src) if m.name == name)
@@ -73,23 +75,28 @@ def _model(tmp_path, src, name):
 def test_wait_n_counts_commit_groups(tmp_path):
     from tkcheck.checks import paths
     from tkcheck.checks.analysis import Analysis
-    src = ('#include "kittens.cuh"\nusing namespace kittens;\n'
-           '__global__ __launch_bounds__(128, 1) void k(int n) {\n'
-           '    __shared__ st_bf<64, 64> a, b, c;\n    rt_fl<16, 64> x, y;\n'
-           '    warpgroup::mm_AB(x, a, b);\n    warpgroup::mma_commit_group();\n'
-           '    warpgroup::mma_async_wait<1>();\n    warpgroup::store(c, x);\n}\n')
+
+    src = (
+        '#include "kittens.cuh"\nusing namespace kittens;\n'
+        '__global__ __launch_bounds__(128, 1) void k(int n) {\n'
+        '    __shared__ st_bf<64, 64> a, b, c;\n    rt_fl<16, 64> x, y;\n'
+        '    warpgroup::mm_AB(x, a, b);\n    warpgroup::mma_commit_group();\n'
+        '    warpgroup::mma_async_wait<1>();\n    warpgroup::store(c, x);\n}\n'
+    )
     an = Analysis(_model(tmp_path, src, "k"))
     mma = next(o for o in an.model.ops if paths.is_wgmma(o))
     hits = paths.in_flight_hits(an, mma, 0, lambda o: o.kind == "reg_access")
-    assert hits == []        # an explicit (empty) commit group after the MMA: wait<1> retires it
+    assert hits == []  # an explicit (empty) commit group after the MMA: wait<1> retires it
 
 
 def test_state_struct_accumulator_is_tracked(tmp_path):
-    src = ('#include "kittens.cuh"\nusing namespace kittens;\n'
-           'struct st_t { rt_fl<16, 64> acc; };\n'
-           '__global__ __launch_bounds__(128, 1) void k(int n) {\n'
-           '    __shared__ st_bf<64, 64> a, b;\n    st_t s;\n'
-           '    warpgroup::mma_AB(s.acc, a, b);\n    warpgroup::mma_async_wait();\n}\n')
+    src = (
+        '#include "kittens.cuh"\nusing namespace kittens;\n'
+        'struct st_t { rt_fl<16, 64> acc; };\n'
+        '__global__ __launch_bounds__(128, 1) void k(int n) {\n'
+        '    __shared__ st_bf<64, 64> a, b;\n    st_t s;\n'
+        '    warpgroup::mma_AB(s.acc, a, b);\n    warpgroup::mma_async_wait();\n}\n'
+    )
     m = _model(tmp_path, src, "k")
     assert "s.acc" in m.reg_tiles
     mma = next(o for o in m.ops if o.kind == "mma")

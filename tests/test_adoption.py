@@ -1,6 +1,7 @@
 """Adopting tkcheck in an existing kernel repository: configuration per file, suppressions in any
 comment, a baseline, SARIF for code scanning, mechanical fixes, messages in the user's words, and
 the small usage errors that used to be internal errors."""
+
 from __future__ import annotations
 
 import json
@@ -61,6 +62,7 @@ def run(args, cwd: Path):
 
 # ---------------------------------------------------------------- configuration per file
 
+
 def test_each_file_gets_its_closest_config(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -70,7 +72,7 @@ def test_each_file_gets_its_closest_config(tmp_path):
     (tmp_path / "b" / "pyproject.toml").write_text('[tool.tkcheck]\nselect = ["TK303"]\n')
     folder = run(["--output-format", "concise", "."], tmp_path)
     files = run(["--output-format", "concise", "a/k.cu", "b/k.cu"], tmp_path)
-    assert folder.stdout == files.stdout          # pre-commit (files) and CI (a folder) agree
+    assert folder.stdout == files.stdout  # pre-commit (files) and CI (a folder) agree
     lines = folder.stdout.splitlines()
     assert lines and all(("a/k.cu" in l and "[TK302]" in l) or ("b/k.cu" in l and "[TK303]" in l) for l in lines)
     assert any("[TK302]" in l for l in lines) and any("[TK303]" in l for l in lines)
@@ -78,14 +80,18 @@ def test_each_file_gets_its_closest_config(tmp_path):
 
 # ---------------------------------------------------------------- suppressions, end to end
 
-@pytest.mark.parametrize("comment", [
-    "/* tkcheck: ignore[TK303] */",
-    "// the consumer's parity // tkcheck: ignore[TK303]",
-    "/* see the producer */ // tkcheck: ignore[TK303] // intended",
-])
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "/* tkcheck: ignore[TK303] */",
+        "// the consumer's parity // tkcheck: ignore[TK303]",
+        "/* see the producer */ // tkcheck: ignore[TK303] // intended",
+    ],
+)
 def test_suppression_spellings(tmp_path, comment):
     lines = BAD.splitlines()
-    lines[26] = lines[26].split("//")[0].rstrip() + "  " + comment       # row 27: the TK303
+    lines[26] = lines[26].split("//")[0].rstrip() + "  " + comment  # row 27: the TK303
     (tmp_path / "k.cu").write_text("\n".join(lines) + "\n")
     r = run(["k.cu"], tmp_path)
     assert r.exit_code == 0 and "TK303" not in r.stdout, r.output
@@ -101,8 +107,9 @@ def test_directive_that_does_not_parse_is_tk000(tmp_path):
 
 # ---------------------------------------------------------------- baseline
 
+
 def test_baseline_records_todays_findings_and_fails_only_new_ones(tmp_path):
-    (tmp_path / ".git").mkdir()                  # the repository root, for repository-relative paths
+    (tmp_path / ".git").mkdir()  # the repository root, for repository-relative paths
     (tmp_path / "k.cu").write_text(BAD)
     w = run(["--write-baseline", "tkcheck-baseline.json", "k.cu"], tmp_path)
     assert w.exit_code == 0 and "1 finding(s) recorded" in w.stderr
@@ -135,6 +142,7 @@ def test_bad_baseline_exits_2(tmp_path):
 
 # ---------------------------------------------------------------- SARIF
 
+
 def test_sarif_fingerprints_fixes_and_help_uri(tmp_path, monkeypatch):
     (tmp_path / ".git").mkdir()
     (tmp_path / "k.cu").write_text(TK406_FIXABLE)
@@ -147,11 +155,12 @@ def test_sarif_fingerprints_fixes_and_help_uri(tmp_path, monkeypatch):
     fix = next(r["fixes"] for r in results if r["ruleId"] == "TK406")
     rep = fix[0]["artifactChanges"][0]["replacements"][0]
     assert rep["insertedContent"]["text"] == " __launch_bounds__(384, 1)"
-    assert rep["deletedRegion"]["startColumn"] == rep["deletedRegion"]["endColumn"]      # an insertion
+    assert rep["deletedRegion"]["startColumn"] == rep["deletedRegion"]["endColumn"]  # an insertion
     # helpUri only for an absolute URL (none is configured for this package: none is emitted)
     rules = log["runs"][0]["tool"]["driver"]["rules"]
     assert all(re.match(r"^https?://", d["helpUri"]) for d in rules if "helpUri" in d)
     from tkcheck.render import sarif
+
     monkeypatch.setattr(sarif, "_docs_base", lambda: "https://example.invalid/tkcheck/docs")
     assert sarif.help_uri("TK301") == "https://example.invalid/tkcheck/docs/rules.md#tk301"
     monkeypatch.setattr(sarif, "_docs_base", lambda: None)
@@ -161,6 +170,7 @@ def test_sarif_fingerprints_fixes_and_help_uri(tmp_path, monkeypatch):
 def test_sarif_validates_against_the_schema_with_fixes(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
     from test_render import _sarif_schema
+
     (tmp_path / "k.cu").write_text(TK406_FIXABLE)
     (tmp_path / "w.cu").write_text(WHOLE_WARP)
     log = json.loads(run(["--output-format", "sarif", "k.cu", "w.cu"], tmp_path).stdout)
@@ -169,6 +179,7 @@ def test_sarif_validates_against_the_schema_with_fixes(tmp_path):
 
 
 # ---------------------------------------------------------------- fixes
+
 
 def test_fix_shows_diffs_and_applies_only_safe_fixes(tmp_path):
     (tmp_path / "r.cu").write_text(TK406_FIXABLE)
@@ -180,11 +191,12 @@ def test_fix_shows_diffs_and_applies_only_safe_fixes(tmp_path):
     r = run(["--fix", "r.cu", "w.cu"], tmp_path)
     assert "1 finding(s) fixed in 1 file(s)" in r.stderr
     assert "__global__ __launch_bounds__(384, 1) void r(float *out) {" in (tmp_path / "r.cu").read_text()
-    assert (tmp_path / "w.cu").read_text() == WHOLE_WARP            # a suggestion is never applied
+    assert (tmp_path / "w.cu").read_text() == WHOLE_WARP  # a suggestion is never applied
     assert "TK406" not in run(["r.cu"], tmp_path).stdout
 
 
 # ---------------------------------------------------------------- messages in the user's words
+
 
 def _all_text(res_json) -> str:
     return json.dumps(res_json)
@@ -231,10 +243,15 @@ def test_concise_output_keeps_one_line_per_finding_with_a_newline_in_the_name(tm
 
 # ---------------------------------------------------------------- usage errors, not internal errors
 
-@pytest.mark.parametrize("args,words", [
-    (["--file-timeout", "inf"], "--file-timeout"), (["--file-timeout", "nan"], "--file-timeout"),
-    (["--trace-svg", "/dev/null/x"], "--trace-svg"),
-])
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--file-timeout", "inf"], "--file-timeout"),
+        (["--file-timeout", "nan"], "--file-timeout"),
+        (["--trace-svg", "/dev/null/x"], "--trace-svg"),
+    ],
+)
 def test_usage_errors(tmp_path, args, words):
     (tmp_path / "k.cu").write_text(BAD)
     r = run([*args, "k.cu"], tmp_path)
@@ -243,15 +260,17 @@ def test_usage_errors(tmp_path, args, words):
 
 def test_rule_list_into_a_closed_pipe():
     rfd, wfd = os.pipe()
-    os.close(rfd)                                # the reader is gone before anything is written
+    os.close(rfd)  # the reader is gone before anything is written
     env = {**os.environ, "PYTHONSAFEPATH": "1"}
-    p = subprocess.run([sys.executable, "-m", "tkcheck", "rule", "--all"], stdout=wfd, stderr=subprocess.PIPE,
-                       env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "tkcheck", "rule", "--all"], stdout=wfd, stderr=subprocess.PIPE, env=env, timeout=120
+    )
     os.close(wfd)
     assert p.returncode == 0 and b"BrokenPipe" not in p.stderr and b"Traceback" not in p.stderr, p.stderr
 
 
 # ---------------------------------------------------------------- confirm's entry
+
 
 def test_confirm_applies_the_config_selection(tmp_path):
     (tmp_path / "k.cu").write_text(BAD)
@@ -272,8 +291,10 @@ def run_confirm(args, cwd):
 def test_confirm_commands_keep_shell_and_awk_braces():
     from tkcheck.config import ConfirmConfig
     from tkcheck.confirm import runner
-    cfg = ConfirmConfig(build="make HOME=${HOME} && awk '{print $1}' {src} > {dir}/out",
-                        run=("sh", "-c", "echo ${HOME} {bin}")).format_ready()
+
+    cfg = ConfirmConfig(
+        build="make HOME=${HOME} && awk '{print $1}' {src} > {dir}/out", run=("sh", "-c", "echo ${HOME} {bin}")
+    ).format_ready()
     built = runner._subst(cfg.build, {"src": "/w/k.cu", "bin": "/w/b", "dir": "/w"})
     assert built == "make HOME=${HOME} && awk '{print $1}' /w/k.cu > /w/out"
     assert runner._subst(cfg.run, {"src": "/w/k.cu", "bin": "/w/b", "dir": "/w"}) == ["sh", "-c", "echo ${HOME} /w/b"]

@@ -5,6 +5,7 @@ Cases that used to hang run in a subprocess with a generous limit, so a
 regression fails instead of blocking the suite (the limit is a hang guard,
 not a timing assertion).
 """
+
 from __future__ import annotations
 
 import os
@@ -16,20 +17,22 @@ import pytest
 
 from conftest import ROOT
 
-HANG_GUARD_S = 240       # well above tkcheck's own --file-timeout below: load is not a hang
-POSIX_SPECIAL = pytest.mark.skipif(not os.path.exists("/dev/zero") or not hasattr(os, "mkfifo"),
-                                   reason="needs /dev/zero and FIFOs")
+HANG_GUARD_S = 240  # well above tkcheck's own --file-timeout below: load is not a hang
+POSIX_SPECIAL = pytest.mark.skipif(
+    not os.path.exists("/dev/zero") or not hasattr(os, "mkfifo"), reason="needs /dev/zero and FIFOs"
+)
 SMALL = '#include "kittens.cuh"\nusing namespace kittens;\n__global__ void k() { __syncthreads(); }\n'
 
 
 def tkcheck(args, cwd: Path, *, stdin=subprocess.DEVNULL, keep_stdin_open=False):
     env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1"}
     cmd = [sys.executable, "-m", "tkcheck", "--no-cache", "--file-timeout", "60", *map(str, args)]
-    if keep_stdin_open:     # a pipe nobody writes to or closes: reading it would block for ever
-        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
+    if keep_stdin_open:  # a pipe nobody writes to or closes: reading it would block for ever
+        p = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         try:
-            p.wait(timeout=HANG_GUARD_S)       # the output is a few lines: the pipe cannot fill up
+            p.wait(timeout=HANG_GUARD_S)  # the output is a few lines: the pipe cannot fill up
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
@@ -52,6 +55,7 @@ def assert_refused(rc: int, out: str, *words: str):
 
 
 # ---------------------------------------------------------------- only regular files
+
 
 @POSIX_SPECIAL
 def test_dev_zero_as_an_argument(tmp_path):
@@ -89,8 +93,9 @@ def test_include_of_a_fifo_and_a_link_to_a_device(tmp_path):
     (tmp_path / "a.cu").write_text('#include "pipe.h"\n' + SMALL)
     assert_refused(*tkcheck(["a.cu"], tmp_path), "pipe.h", "FIFO")
     (tmp_path / "b.cu").write_text('#include <sub/zero.h>\n' + SMALL)
-    assert_refused(*tkcheck(["--config", f'include-dirs=["{tmp_path}"]', "b.cu"], tmp_path),
-                   "zero.h", "character device")
+    assert_refused(
+        *tkcheck(["--config", f'include-dirs=["{tmp_path}"]', "b.cu"], tmp_path), "zero.h", "character device"
+    )
 
 
 @POSIX_SPECIAL
@@ -102,7 +107,8 @@ def test_include_through_a_header_and_a_macro(tmp_path):
 
 def test_oversized_header(tmp_path):
     from tkcheck.frontend.includes import MAX_HEADER_BYTES
-    with open(tmp_path / "big.h", "wb") as fh:       # sparse: no disk space, no time
+
+    with open(tmp_path / "big.h", "wb") as fh:  # sparse: no disk space, no time
         fh.truncate(MAX_HEADER_BYTES + 1)
     (tmp_path / "k.cu").write_text('#include "big.h"\n' + SMALL)
     assert_refused(*tkcheck(["k.cu"], tmp_path), "big.h", str(MAX_HEADER_BYTES))
@@ -124,12 +130,14 @@ def test_unbounded_standard_input(tmp_path):
 
 # ---------------------------------------------------------------- large but valid input
 
+
 def test_launch_bounds_of_a_billion_threads_is_not_analysed(tmp_path):
     (tmp_path / "lb.cu").write_text(
         '#include "kittens.cuh"\nusing namespace kittens;\n'
         "__global__ __launch_bounds__(1<<30, 1) void huge() {\n"
         "    __shared__ semaphore bar;\n    if (threadIdx.x == 0) init_semaphore(bar, 1, 0);\n"
-        "    __syncthreads();\n    if (threadIdx.x == 0) arrive(bar);\n    wait(bar, 0);\n}\n")
+        "    __syncthreads();\n    if (threadIdx.x == 0) arrive(bar);\n    wait(bar, 0);\n}\n"
+    )
     rc, out = tkcheck(["--output-format", "full", "lb.cu"], tmp_path)
     assert rc == 0, out
     assert "kernel 'huge' not analysed" in out and "1024 threads per block" in out
@@ -172,6 +180,7 @@ def test_model_building_reads_the_whole_file_a_constant_number_of_times(monkeypa
     """Each whole-file search (launch configs, attribute text, phase-bit names) runs once per file,
     not once per kernel: the number of whole-text reads does not grow with the kernels."""
     from tkcheck import engine
+
     counted: list[_CountingParsed] = []
 
     def counting_parse(*args, **kw):
@@ -187,16 +196,18 @@ def test_model_building_reads_the_whole_file_a_constant_number_of_times(monkeypa
             f"    __shared__ semaphore bar;\n    if (threadIdx.x == 0) init_semaphore(bar, 1, 0);\n"
             f"    __syncthreads();\n"
             f"    for (int j = 0; j < n; j++) {{ if (threadIdx.x == 0) arrive(bar); wait(bar, j % 2); }}\n}}\n"
-            for i in range(n))
+            for i in range(n)
+        )
         models = engine.models_of(str(ROOT / "many.cu"), text=text)
         return len(models), counted[-1].text_reads
 
     (n_small, few), (n_large, many) = reads(3), reads(30)
-    assert (n_small, n_large) == (3, 30) and len(counted) == 2   # models_of parsed each text once
+    assert (n_small, n_large) == (3, 30) and len(counted) == 2  # models_of parsed each text once
     assert many == few, f"{few} whole-text reads for 3 kernels, {many} for 30"
 
 
 # ---------------------------------------------------------------- line endings
+
 
 @pytest.mark.parametrize("ending", ["\r\n", "\r"])
 def test_line_endings_give_the_same_findings(tmp_path, ending):

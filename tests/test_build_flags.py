@@ -1,5 +1,6 @@
 """Build flags reach the analysis: -D in constant evaluation, -I, repeated --tk-include, and the
 TK version detected on every header layout TK has had."""
+
 import json
 import subprocess
 import sys
@@ -25,9 +26,14 @@ __global__ __launch_bounds__(128, 1) void k() {
 
 
 def run(args, cwd):
-    p = subprocess.run([sys.executable, "-m", "tkcheck", "--no-cache", "--output-format", "json", *args],
-                       cwd=cwd, capture_output=True, text=True, timeout=120, env={"PYTHONSAFEPATH": "1",
-                                                                                   **__import__("os").environ})
+    p = subprocess.run(
+        [sys.executable, "-m", "tkcheck", "--no-cache", "--output-format", "json", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONSAFEPATH": "1", **__import__("os").environ},
+    )
     return p.returncode, p.stdout, p.stderr
 
 
@@ -35,8 +41,10 @@ def messages(out):
     return [f["message"] for f in json.loads(out)]
 
 
-@pytest.mark.parametrize("flag, tiles", [([], 2), (["-D", "EXPECT_TILES=1"], 1), (["-DEXPECT_TILES=3"], 3),
-                                         (["--define", "EXPECT_TILES=4"], 4)])
+@pytest.mark.parametrize(
+    "flag, tiles",
+    [([], 2), (["-D", "EXPECT_TILES=1"], 1), (["-DEXPECT_TILES=3"], 3), (["--define", "EXPECT_TILES=4"], 4)],
+)
 def test_defines_reach_constant_evaluation(tmp_path, flag, tiles):
     (tmp_path / "k.cu").write_text(KERNEL)
     rc, out, err = run([*flag, "k.cu"], tmp_path)
@@ -62,7 +70,7 @@ def test_include_dir_option(tmp_path):
     (tmp_path / "inc" / "tiles.cuh").write_text("#pragma once\n#define EXPECT_TILES 3\n")
     (tmp_path / "k.cu").write_text('#include "tiles.cuh"\n' + KERNEL)
     rc, out, err = run(["k.cu"], tmp_path)
-    assert rc == 2 and "TK000" in out               # the header is not found without -I
+    assert rc == 2 and "TK000" in out  # the header is not found without -I
     for flags in (["-I", "inc"], ["-Iinc"], ["--include-dir", "inc"]):
         rc, out, err = run([*flags, "k.cu"], tmp_path)
         assert rc == 1, (flags, out, err)
@@ -71,18 +79,28 @@ def test_include_dir_option(tmp_path):
 
 # ------------------------------------------------------------ TK layouts (fake trees of our own)
 
-GUARDED = "__device__ static inline void expect_bytes(semaphore& bar, uint32_t bytes) {\n" \
-          "    if (::kittens::laneid() == 0) { asm volatile(\"mbarrier.arrive.expect_tx\"); }\n}\n"
-THREAD = "__device__ static inline void expect_bytes(semaphore& bar, uint32_t bytes) {\n" \
-         "    asm volatile(\"mbarrier.arrive.expect_tx\");\n}\n"
-GUARDED_LOAD = "template<typename ST> __device__ static inline void load_async(ST &dst, void const* const m, " \
-               "barrier& bar, int r, int c=0) {\n    if (::kittens::laneid() == 0) { asm volatile(\"cp\"); }\n}\n"
+GUARDED = (
+    "__device__ static inline void expect_bytes(semaphore& bar, uint32_t bytes) {\n"
+    "    if (::kittens::laneid() == 0) { asm volatile(\"mbarrier.arrive.expect_tx\"); }\n}\n"
+)
+THREAD = (
+    "__device__ static inline void expect_bytes(semaphore& bar, uint32_t bytes) {\n"
+    "    asm volatile(\"mbarrier.arrive.expect_tx\");\n}\n"
+)
+GUARDED_LOAD = (
+    "template<typename ST> __device__ static inline void load_async(ST &dst, void const* const m, "
+    "barrier& bar, int r, int c=0) {\n    if (::kittens::laneid() == 0) { asm volatile(\"cp\"); }\n}\n"
+)
 
 
 def fake_tk(root: Path, layout: str, body: str) -> Path:
     inc = root / ("src" if layout == "src" else "include")
-    rel = {"src": "ops/warp/memory/tma.cuh", "warp": "ops/warp/memory/util/tma.cuh",
-           "thread-memory": "ops/thread/memory/util/tma.cuh", "thread": "ops/thread/util/tma.cuh"}[layout]
+    rel = {
+        "src": "ops/warp/memory/tma.cuh",
+        "warp": "ops/warp/memory/util/tma.cuh",
+        "thread-memory": "ops/thread/memory/util/tma.cuh",
+        "thread": "ops/thread/util/tma.cuh",
+    }[layout]
     f = inc / rel
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(f"namespace kittens {{ namespace tma {{\n{body}}} }}\n")
@@ -92,14 +110,17 @@ def fake_tk(root: Path, layout: str, body: str) -> Path:
     return root
 
 
-@pytest.mark.parametrize("layout, body, expected", [
-    ("src", GUARDED_LOAD, "lane-guarded"),          # 2024: src/, load_async guards lane 0
-    ("warp", GUARDED, "lane-guarded"),
-    ("warp", THREAD, "thread-scope"),
-    ("thread-memory", THREAD, "thread-scope"),       # 2025
-    ("thread", THREAD, "thread-scope"),              # 2026
-    ("thread", GUARDED, "lane-guarded"),
-])
+@pytest.mark.parametrize(
+    "layout, body, expected",
+    [
+        ("src", GUARDED_LOAD, "lane-guarded"),  # 2024: src/, load_async guards lane 0
+        ("warp", GUARDED, "lane-guarded"),
+        ("warp", THREAD, "thread-scope"),
+        ("thread-memory", THREAD, "thread-scope"),  # 2025
+        ("thread", THREAD, "thread-scope"),  # 2026
+        ("thread", GUARDED, "lane-guarded"),
+    ],
+)
 def test_tk_version_detected_on_every_layout(tmp_path, layout, body, expected):
     root = fake_tk(tmp_path / "tk", layout, body)
     inc = find_tk_include(root)
@@ -112,19 +133,22 @@ def test_tk_include_accepts_a_root_and_repeats(tmp_path):
     root = fake_tk(tmp_path / "tk", "thread", THREAD)
     (tmp_path / "k.cu").write_text('#include "kittens.cuh"\n#include "prototype.cuh"\n__global__ void k() {}\n')
     rc, out, err = run(["k.cu"], tmp_path)
-    assert rc == 0, out + err                       # the model stands in for both headers
+    assert rc == 0, out + err  # the model stands in for both headers
     # root: include/ and prototype/ found; include + prototype given separately: the same
-    for args in (["--tk-include", str(root)],
-                 ["--tk-include", str(root / "include"), "--tk-include", str(root / "prototype")]):
+    for args in (
+        ["--tk-include", str(root)],
+        ["--tk-include", str(root / "include"), "--tk-include", str(root / "prototype")],
+    ):
         rc, out, err = run([*args, "k.cu"], tmp_path)
         assert rc == 0, (args, out, err)
     rc, out, err = run(["--tk-include", str(root / "include"), "k.cu"], tmp_path)
-    assert rc == 0, out + err                        # prototype/ beside include/ is found too
+    assert rc == 0, out + err  # prototype/ beside include/ is found too
     (root / "prototype").rename(root / "proto_elsewhere")
     rc, out, err = run(["--tk-include", str(root / "include"), "k.cu"], tmp_path)
-    assert rc == 2 and "prototype.cuh" in out       # not found: TK000, not a silent pass
-    rc, out, err = run(["--tk-include", str(root / "include"), "--tk-include", str(root / "proto_elsewhere"),
-                        "k.cu"], tmp_path)
+    assert rc == 2 and "prototype.cuh" in out  # not found: TK000, not a silent pass
+    rc, out, err = run(
+        ["--tk-include", str(root / "include"), "--tk-include", str(root / "proto_elsewhere"), "k.cu"], tmp_path
+    )
     assert rc == 0, out + err
     # two different TK include folders: a usage error, not a silent replacement
     other = fake_tk(tmp_path / "tk2", "thread", THREAD)

@@ -1,5 +1,6 @@
 """A sound result cache: keyed on every file the parse read and every option, never storing an
 inconclusive run, validating every entry, reading only regular files inside its folder."""
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ __global__ __launch_bounds__(384, 1) void per_warp(int k_tiles) {
     }
 }
 """
-HANG_GUARD_S = 240       # well above tkcheck's own --file-timeout below: load is not a hang
+HANG_GUARD_S = 240  # well above tkcheck's own --file-timeout below: load is not a hang
 
 
 def run(args, cwd: Path):
@@ -84,8 +85,13 @@ def test_a_new_header_that_shadows_the_old_one_invalidates(project):
 
 def test_options_are_in_the_key(project):
     assert run(["k.cu"], project).exit_code == 0
-    for extra in (["--config", 'defines=["UNUSED=1"]'], ["--arch", "sm_100a"], ["--solver-budget", "123456"],
-                  ["--show-unknown"], ["--select", "TK3"]):
+    for extra in (
+        ["--config", 'defines=["UNUSED=1"]'],
+        ["--arch", "sm_100a"],
+        ["--solver-budget", "123456"],
+        ["--show-unknown"],
+        ["--select", "TK3"],
+    ):
         assert not from_cache(run([*extra, "k.cu"], project)), extra
 
 
@@ -102,7 +108,7 @@ def test_an_inconclusive_run_is_not_stored(project):
     args = ["--solver-budget", "1", "--select", "TK3,TK5", "k.cu"]
     r = run(args, project)
     assert r.exit_code == 0
-    assert not entries(project)                   # nothing stored
+    assert not entries(project)  # nothing stored
     assert not from_cache(run(args, project))
 
 
@@ -122,22 +128,31 @@ def _make_bad(project):
 def test_an_edited_entry_is_not_trusted_and_is_replaced(project):
     entry, expected = _make_bad(project)
     data = json.loads(entry.read_text())
-    data["payload"]["findings"] = []                  # "no findings" -- without the checksum
+    data["payload"]["findings"] = []  # "no findings" -- without the checksum
     entry.write_text(json.dumps(data))
     r = run(["k.cu"], project)
     assert not from_cache(r) and r.exit_code == 1 and r.stdout == expected
-    assert json.loads(entry.read_text())["payload"]["findings"]     # replaced by a good entry
+    assert json.loads(entry.read_text())["payload"]["findings"]  # replaced by a good entry
     assert from_cache(run(["k.cu"], project))
 
 
-@pytest.mark.parametrize("content", [
-    b"", b"\x00\xff garbage", b"[1, 2]", b'{"schema": 2}',
-    "notes-null", "row-not-int", "extra-field",
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"\x00\xff garbage",
+        b"[1, 2]",
+        b'{"schema": 2}',
+        "notes-null",
+        "row-not-int",
+        "extra-field",
+    ],
+)
 def test_a_corrupt_entry_is_ignored(project, content):
     entry, expected = _make_bad(project)
-    if isinstance(content, str):        # well-formed, checksummed, but the wrong types inside
+    if isinstance(content, str):  # well-formed, checksummed, but the wrong types inside
         from tkcheck.cache import _checksum
+
         data = json.loads(entry.read_text())
         payload = data["payload"]
         if content == "notes-null":
@@ -158,8 +173,14 @@ def test_a_corrupt_entry_is_ignored(project, content):
 def _subprocess(args, cwd):
     env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1"}
     try:
-        p = subprocess.run([sys.executable, "-m", "tkcheck", "--select", "TK302", *args], cwd=cwd, env=env,
-                           stdin=subprocess.DEVNULL, capture_output=True, timeout=HANG_GUARD_S)
+        p = subprocess.run(
+            [sys.executable, "-m", "tkcheck", "--select", "TK302", *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=HANG_GUARD_S,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"tkcheck hung on a special cache entry (no answer in {HANG_GUARD_S} s)")
     return p.returncode, p.stdout.decode(), p.stderr.decode()
@@ -180,7 +201,7 @@ def test_a_special_entry_is_not_read(project, kind):
         os.symlink(outside, entry)
     rc, out, err = _subprocess(["k.cu"], project)
     assert rc == 1 and out == expected, out + err
-    assert entry.is_file() and not entry.is_symlink()       # replaced by a regular entry
+    assert entry.is_file() and not entry.is_symlink()  # replaced by a regular entry
     if kind == "link-to-a-file":
         assert (project / "outside.json").read_text() == "{}"
 
@@ -189,4 +210,4 @@ def test_a_linked_cache_folder_is_not_used(project, tmp_path_factory):
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     os.symlink(elsewhere, project / ".tkcheck_cache")
     assert run(["k.cu"], project).exit_code == 0
-    assert list(elsewhere.iterdir()) == []               # nothing written through the link
+    assert list(elsewhere.iterdir()) == []  # nothing written through the link

@@ -1,4 +1,5 @@
 """The command line: exit codes, formats, config, selection, discovery, -j, stdin."""
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,9 @@ BAD = textwrap.dedent("""\
     }
     """)
 BAD_ROW = 13
-GOOD = BAD.replace("tma::expect_bytes(ready, size_bytes<smem_tile>);",
-                   "tma::expect_bytes(ready, 2 * size_bytes<smem_tile>);")
+GOOD = BAD.replace(
+    "tma::expect_bytes(ready, size_bytes<smem_tile>);", "tma::expect_bytes(ready, 2 * size_bytes<smem_tile>);"
+)
 
 
 def run(args, cwd: Path, input=None):
@@ -65,10 +67,11 @@ def kernels(tmp_path: Path) -> Path:
 
 # ---------------------------------------------------------------- exit codes
 
+
 def test_clean_file_exits_0(kernels):
     r = run(["--no-cache", "good.cu"], kernels)
     assert r.exit_code == 0, r.output
-    assert r.stdout == ""           # concise when not on a terminal: nothing to say
+    assert r.stdout == ""  # concise when not on a terminal: nothing to say
 
 
 def test_findings_exit_1_with_concise_line(kernels):
@@ -122,6 +125,7 @@ def test_unknown_option_exits_2(kernels):
 
 # ---------------------------------------------------------------- formats
 
+
 @pytest.mark.parametrize("fmt", ["full", "concise", "json", "json-lines", "sarif", "github", "junit"])
 def test_every_output_format(kernels, fmt):
     r = run(["--no-cache", "--output-format", fmt, "bad.cu"], kernels)
@@ -129,7 +133,7 @@ def test_every_output_format(kernels, fmt):
     out = r.stdout
     if fmt == "full":
         assert "[TK301]" in out and "^" in out and "Found 1 finding in 1 file." in out, out
-        assert "note:" in out          # the assumptions tkcheck made are told
+        assert "note:" in out  # the assumptions tkcheck made are told
     elif fmt == "concise":
         assert out.count("\n") == 1 and "[TK301]" in out
     elif fmt == "json":
@@ -172,19 +176,20 @@ def test_statistics(kernels):
     r = run(["--no-cache", "--statistics", "--output-format", "json", "bad.cu"], kernels)
     doc = json.loads(r.stdout)
     assert doc["findings"] == [{"code": "TK301", "name": "expect-tx-mismatch", "count": 1}]
-    cov = doc["coverage"]                       # what was modelled, beside what was found
+    cov = doc["coverage"]  # what was modelled, beside what was found
     assert cov["kernels"] == cov["analysed"] >= 1 and cov["sync_ops"] >= cov["sync_ops_modelled"] > 0
 
 
 def test_timing_goes_to_stderr(kernels):
     r = run(["--no-cache", "--timing", "--output-format", "json", "bad.cu"], kernels)
     assert r.exit_code == 1
-    json.loads(r.stdout)             # the report stays parseable
+    json.loads(r.stdout)  # the report stays parseable
     for label in ("front end", "model", "rules", "solver", "total"):
         assert label in r.stderr
 
 
 # ---------------------------------------------------------------- rules
+
 
 def test_rule_explains():
     r = CliRunner().invoke(main, ["rule", "TK301"])
@@ -224,6 +229,7 @@ def test_version():
 
 # ---------------------------------------------------------------- config and selection
 
+
 def test_config_file_ignore(kernels):
     (kernels / "tkcheck.toml").write_text('ignore = ["TK301"]\n')
     assert run(["--no-cache", "bad.cu"], kernels).exit_code == 0
@@ -237,7 +243,9 @@ def test_config_file_select(kernels):
 
 
 def test_pyproject_table(kernels):
-    (kernels / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.tkcheck]\nignore = ["expect-tx-mismatch"]\n')
+    (kernels / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.tkcheck]\nignore = ["expect-tx-mismatch"]\n'
+    )
     assert run(["--no-cache", "bad.cu"], kernels).exit_code == 0
 
 
@@ -263,8 +271,12 @@ def test_bad_config_exits_2(kernels):
 
 def test_cli_ignore_and_prefix(kernels):
     assert run(["--no-cache", "--ignore", "TK30", "bad.cu"], kernels).exit_code == 0
-    assert run(["--no-cache", "--select", "ALL", "--ignore", "TK3", "--extend-select", "TK301", "bad.cu"],
-               kernels).exit_code == 1
+    assert (
+        run(
+            ["--no-cache", "--select", "ALL", "--ignore", "TK3", "--extend-select", "TK301", "bad.cu"], kernels
+        ).exit_code
+        == 1
+    )
 
 
 def test_per_file_ignores(kernels):
@@ -274,13 +286,17 @@ def test_per_file_ignores(kernels):
 
 
 def test_inline_suppression(kernels):
-    (kernels / "sup.cu").write_text(BAD.replace(
-        "tma::expect_bytes(ready, size_bytes<smem_tile>);",
-        "tma::expect_bytes(ready, size_bytes<smem_tile>);  // tkcheck: ignore[TK301] // a test"))
+    (kernels / "sup.cu").write_text(
+        BAD.replace(
+            "tma::expect_bytes(ready, size_bytes<smem_tile>);",
+            "tma::expect_bytes(ready, size_bytes<smem_tile>);  // tkcheck: ignore[TK301] // a test",
+        )
+    )
     assert run(["--no-cache", "sup.cu"], kernels).exit_code == 0
 
 
 # ---------------------------------------------------------------- discovery, -j, stdin, cache
+
 
 def _tree(root: Path) -> Path:
     (root / "a" / "b").mkdir(parents=True)
@@ -340,24 +356,40 @@ def test_compile_commands_supply_includes(kernels):
     inc = kernels / "inc"
     inc.mkdir()
     (inc / "project_tiles.h").write_text("#pragma once\n#define TILE_COUNT 2\n")
-    (kernels / "uses_header.cu").write_text('#include "project_tiles.h"\n' + GOOD.replace(
-        "2 * size_bytes<smem_tile>", "TILE_COUNT * size_bytes<smem_tile> * SCALE"))
+    (kernels / "uses_header.cu").write_text(
+        '#include "project_tiles.h"\n'
+        + GOOD.replace("2 * size_bytes<smem_tile>", "TILE_COUNT * size_bytes<smem_tile> * SCALE")
+    )
     (kernels / "build").mkdir()
-    (kernels / "build" / "compile_commands.json").write_text(json.dumps([{
-        "directory": str(kernels / "build"),
-        "command": "nvcc -I../inc -DSCALE=1 -c ../uses_header.cu -o x.o",
-        "file": "../uses_header.cu",
-    }]))
+    (kernels / "build" / "compile_commands.json").write_text(
+        json.dumps(
+            [
+                {
+                    "directory": str(kernels / "build"),
+                    "command": "nvcc -I../inc -DSCALE=1 -c ../uses_header.cu -o x.o",
+                    "file": "../uses_header.cu",
+                }
+            ]
+        )
+    )
     r = run(["--no-cache", "-p", "build", "uses_header.cu"], kernels)
     assert r.exit_code == 0, r.output
-    r = run(["--no-cache", "uses_header.cu"], kernels)   # the header is not found without them
+    r = run(["--no-cache", "uses_header.cu"], kernels)  # the header is not found without them
     assert_clean_error(r)
 
 
 def test_compile_commands_parsing(tmp_path):
-    (tmp_path / "compile_commands.json").write_text(json.dumps([
-        {"directory": str(tmp_path), "arguments": ["nvcc", "-I", "a", "-Ib", "-isystem", "/sys/inc",
-                                                   "-D", "X=1", "-DY", "-c", "k.cu"], "file": "k.cu"}]))
+    (tmp_path / "compile_commands.json").write_text(
+        json.dumps(
+            [
+                {
+                    "directory": str(tmp_path),
+                    "arguments": ["nvcc", "-I", "a", "-Ib", "-isystem", "/sys/inc", "-D", "X=1", "-DY", "-c", "k.cu"],
+                    "file": "k.cu",
+                }
+            ]
+        )
+    )
     table = load_compile_commands(tmp_path)
     entry = table[os.path.normpath(str(tmp_path / "k.cu"))]
     assert entry["include_dirs"] == (str(tmp_path / "a"), str(tmp_path / "b"), "/sys/inc")
@@ -374,30 +406,39 @@ def test_update_expectations(kernels):
     fixture.write_text("// tkcheck-test: select=TK301\n" + BAD)
     r = run(["--update-expectations", "fixture.cu"], kernels)
     assert r.exit_code == 0, r.output
-    line = fixture.read_text().splitlines()[BAD_ROW]   # one header line shifts the rows by one
+    line = fixture.read_text().splitlines()[BAD_ROW]  # one header line shifts the rows by one
     assert "expect: TK301" in line
 
 
 # ---------------------------------------------------------------- the installed entry point
 
+
 def test_entry_point_subprocess(kernels):
     """`python -m tkcheck`, as a user runs it: exit codes and no traceback."""
     env = {**os.environ, "PYTHONSAFEPATH": "1"}
     for args, code in ((["bad.cu"], 1), (["good.cu"], 0), (["missing.cu"], 2)):
-        p = subprocess.run([sys.executable, "-m", "tkcheck", "--no-cache", *args], cwd=kernels, env=env,
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "tkcheck", "--no-cache", *args],
+            cwd=kernels,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert p.returncode == code, p.stdout + p.stderr
         assert "Traceback" not in p.stdout + p.stderr
 
 
 # ---------------------------------------------------------------- eval
 
+
 def test_eval_on_a_small_corpus(tmp_path):
     corpus = tmp_path / "corpus"
     (corpus / "hopper").mkdir(parents=True)
     (corpus / "hopper" / "two_tiles.cu").write_text(GOOD)
     find = "tma::expect_bytes(ready, 2 * size_bytes<smem_tile>);"
-    (corpus / "mutations.toml").write_text(textwrap.dedent(f"""\
+    (corpus / "mutations.toml").write_text(
+        textwrap.dedent(f"""\
         [[mutation]]
         id = "short-expect"
         kernel = "hopper/two_tiles.cu"
@@ -420,9 +461,10 @@ def test_eval_on_a_small_corpus(tmp_path):
         rules = ["TK301"]
         find = "no such text"
         replace = ""
-        """))
+        """)
+    )
     r = run(["eval", "corpus", "--no-nvcc", "--json"], tmp_path)
-    assert r.exit_code == 1, r.output          # the stale spec makes the run fail
+    assert r.exit_code == 1, r.output  # the stale spec makes the run fail
     report = json.loads(r.stdout)
     status = {m["id"]: m["status"] for m in report["mutations"]}
     assert status == {"short-expect": "found", "future-rule": "not-implemented", "stale-spec": "invalid"}

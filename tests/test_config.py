@@ -1,4 +1,5 @@
 """Config discovery, parsing, overrides and error messages."""
+
 from __future__ import annotations
 
 import pathlib
@@ -6,7 +7,13 @@ import pathlib
 import pytest
 
 from tkcheck.config import (
-    Config, ConfigError, ConfirmConfig, find_config, load_config, parse_override, read_config,
+    Config,
+    ConfigError,
+    ConfirmConfig,
+    find_config,
+    load_config,
+    parse_override,
+    read_config,
     with_overrides,
 )
 
@@ -63,8 +70,11 @@ def test_pyproject_all_keys(tmp_path):
     assert cfg.output_format == "sarif"
     assert cfg.sass is True
     assert cfg.confirm == ConfirmConfig(
-        build="make -C build", run=("./build/gemm", "--iters", "1"), timeout=30.0,
-        sanitizer_args=("--tool", "racecheck", "--racecheck-report", "all"))
+        build="make -C build",
+        run=("./build/gemm", "--iters", "1"),
+        timeout=30.0,
+        sanitizer_args=("--tool", "racecheck", "--racecheck-report", "all"),
+    )
     hash(cfg)  # frozen and hashable: usable as a cache key
 
 
@@ -114,17 +124,22 @@ def test_explicit_config_file(tmp_path):
 
 
 def test_overrides(tmp_path):
-    base = read_config(write(tmp_path / "tkcheck.toml", FULL.replace("tool.tkcheck.", "")
-                             .replace("[tool.tkcheck]\n", "")))
-    cfg = with_overrides(base, [
-        "arch=sm_90a",                # bare string
-        "select=['TK1', 'TK2']",      # TOML array
-        "ignore=TK301,TK302",         # comma list
-        "sass=false",
-        "confirm.timeout=5",
-        "tk_include=tk",              # underscore spelling; relative to the cwd
-        "confirm={run = 'x'}",        # merges into [confirm]
-    ], cwd=tmp_path / "here")
+    base = read_config(
+        write(tmp_path / "tkcheck.toml", FULL.replace("tool.tkcheck.", "").replace("[tool.tkcheck]\n", ""))
+    )
+    cfg = with_overrides(
+        base,
+        [
+            "arch=sm_90a",  # bare string
+            "select=['TK1', 'TK2']",  # TOML array
+            "ignore=TK301,TK302",  # comma list
+            "sass=false",
+            "confirm.timeout=5",
+            "tk_include=tk",  # underscore spelling; relative to the cwd
+            "confirm={run = 'x'}",  # merges into [confirm]
+        ],
+        cwd=tmp_path / "here",
+    )
     assert cfg.arch == "sm_90a"
     assert cfg.select == ("TK1", "TK2")
     assert cfg.ignore == ("TK301", "TK302")
@@ -144,23 +159,26 @@ def test_parse_override():
         parse_override("arch")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("slect = ['TK3']", "unknown key 'slect' \\(did you mean 'select'\\?\\)"),
-    ("arch = 'sm_80'", "'arch' must be one of 'sm_90a', 'sm_100a', got string 'sm_80'"),
-    ("select = [1, 2]", "'select' must be a list of strings, got array"),
-    ("sass = 'yes'", "'sass' must be true or false"),
-    ("tk-version = 'new'", "'tk-version' must be one of 'auto', 'thread-scope', 'lane-guarded'"),
-    ("output-format = 'xml'", "'output-format' must be one of"),
-    ("per-file-ignores = ['a']", "'per-file-ignores' must be a table"),
-    ("confirm = 3", "'confirm' must be a table"),
-    ("[confirm]\ntimeout = -1", "'confirm.timeout' must be a positive number"),
-    ("[confirm]\ntimeout = true", "'confirm.timeout' must be a positive number"),
-    ("[confirm]\nbiuld = 'make'", "unknown key 'confirm.biuld' \\(did you mean 'confirm.build'\\?\\)"),
-    ("[tool.tkcheck]\narch = 'sm_90a'", "unknown key 'tool' \\(tkcheck.toml holds the keys"),
-    ("defines = { X = [1] }", "'defines.X' must be true, a number or a string"),
-    ("clang-args = \"-I'unbalanced\"", "cannot split"),
-    ("arch = ", "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("slect = ['TK3']", "unknown key 'slect' \\(did you mean 'select'\\?\\)"),
+        ("arch = 'sm_80'", "'arch' must be one of 'sm_90a', 'sm_100a', got string 'sm_80'"),
+        ("select = [1, 2]", "'select' must be a list of strings, got array"),
+        ("sass = 'yes'", "'sass' must be true or false"),
+        ("tk-version = 'new'", "'tk-version' must be one of 'auto', 'thread-scope', 'lane-guarded'"),
+        ("output-format = 'xml'", "'output-format' must be one of"),
+        ("per-file-ignores = ['a']", "'per-file-ignores' must be a table"),
+        ("confirm = 3", "'confirm' must be a table"),
+        ("[confirm]\ntimeout = -1", "'confirm.timeout' must be a positive number"),
+        ("[confirm]\ntimeout = true", "'confirm.timeout' must be a positive number"),
+        ("[confirm]\nbiuld = 'make'", "unknown key 'confirm.biuld' \\(did you mean 'confirm.build'\\?\\)"),
+        ("[tool.tkcheck]\narch = 'sm_90a'", "unknown key 'tool' \\(tkcheck.toml holds the keys"),
+        ("defines = { X = [1] }", "'defines.X' must be true, a number or a string"),
+        ("clang-args = \"-I'unbalanced\"", "cannot split"),
+        ("arch = ", "invalid TOML"),
+    ],
+)
 def test_errors_are_config_errors(tmp_path, text, message):
     path = write(tmp_path / "tkcheck.toml", text + "\n")
     with pytest.raises(ConfigError, match=message) as info:

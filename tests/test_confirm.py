@@ -1,4 +1,5 @@
 """tkcheck confirm: instrumentation, compute-sanitizer XML, verdicts (recorded H200 runs, no GPU)."""
+
 from __future__ import annotations
 
 import json
@@ -41,16 +42,18 @@ def test_instrument_wraps_every_wait_and_keeps_lines():
     body = out.text.split('#line 1 "gemm_ring.cu"\n', 1)[1]
     assert "&(full[s])" in body.split("\n")[94] and "#line" not in body
     assert "tkcheck_nan_rows(const T& t" in out.prelude and "tkcheck_site_desc[]" in out.prelude
-    assert "tkcheck_check(A_s[s][0]" in out.text            # consumer scans the stage after its wait
-    assert out.text.count("::tkcheck_poison(") == 4           # one per TMA load
+    assert "tkcheck_check(A_s[s][0]" in out.text  # consumer scans the stage after its wait
+    assert out.text.count("::tkcheck_poison(") == 4  # one per TMA load
     assert out.poisoned == {"full": ["A_s[s][0]", "A_s[s][1]", "B_s[s][0]", "B_s[s][1]"]}
     assert any(s.kind == "sync" and s.line == 69 for s in out.sites)
     assert any(s.kind == "store" for s in out.sites)
 
 
 def test_instrument_skips_comments_and_strings():
-    text = ('// wait(full[0], 0) in a comment\nconst char* s = "arrive(x)";\n'
-            '__global__ void k() { /* wait(a, 1) */ kittens::wait(bar, 0); }\n')
+    text = (
+        '// wait(full[0], 0) in a comment\nconst char* s = "arrive(x)";\n'
+        '__global__ void k() { /* wait(a, 1) */ kittens::wait(bar, 0); }\n'
+    )
     calls = I.find_calls(text)
     assert [(c.callee, c.row) for c in calls] == [("kittens::wait", 3)]
 
@@ -81,10 +84,11 @@ def test_parse_records_from_a_hung_run():
     assert wd and wd[0].file == "gemm_ring.cu" and wd[0].line in (77, 95)
     assert wd[0].fields["barrier"] in ("full[s]", "empty[s]") and wd[0].get_int("parity") in (0, 1)
     assert any(r.kind == "PHASE" for r in recs)
-    assert any(r.kind == "POISON" for r in recs)     # the early phase let consumers read a poisoned stage
+    assert any(r.kind == "POISON" for r in recs)  # the early phase let consumers read a poisoned stage
 
 
 # ---------------------------------------------------------------- compute-sanitizer XML
+
 
 def test_parse_racecheck_deadlock_xml():
     recs = S.parse_file(DATA / "gemm_ring-expect-short" / "racecheck.xml")
@@ -125,6 +129,7 @@ def test_sanitizer_command():
 
 # ---------------------------------------------------------------- verdicts
 
+
 def test_hang_confirmed_by_watchdog():
     f = _finding()
     f.verdict = R.verdict(f, R.evidence_from_dir(DATA / "gemm_ring-expect-short"))
@@ -136,7 +141,7 @@ def test_sanitizer_alone_only_times_out_or_deadlocks_on_the_byte_count_hang():
     ev = R.evidence_from_dir(DATA / "gemm_ring-expect-short")
     assert ev.plain.timed_out
     rc = next(t for t in ev.tools if t.tool == "racecheck")
-    assert all(r.deadlock or not r.is_error for r in rc.records)   # no record names the expect
+    assert all(r.deadlock or not r.is_error for r in rc.records)  # no record names the expect
 
 
 def test_stale_read_confirmed_by_poison():
@@ -175,8 +180,13 @@ def test_confirm_file_without_gpu(tmp_path):
     R.confirm_file(str(tmp_path / "k.cu"), RING, [f], arch=None)
     assert f.verdict["status"] == R.UNCONFIRMABLE and "no GPU" in f.verdict["reason"]
     g = _finding()
-    R.confirm_file(str(tmp_path / "k.cu"), "__global__ void k() {}", [g], arch="sm_90",
-                   confirm_cfg=__import__("tkcheck.config", fromlist=["x"]).ConfirmConfig(build="true"))
+    R.confirm_file(
+        str(tmp_path / "k.cu"),
+        "__global__ void k() {}",
+        [g],
+        arch="sm_90",
+        confirm_cfg=__import__("tkcheck.config", fromlist=["x"]).ConfirmConfig(build="true"),
+    )
     assert "set both" in g.verdict["reason"]
 
 
@@ -189,9 +199,17 @@ def test_blackwell_kernel_on_hopper_gpu_is_not_built(tmp_path):
     assert ev.plain is None and ev.instrumented is None and not ev.tools
 
 
-@pytest.mark.parametrize("mid", ["gemm_ring-expect-short", "gemm_ring-parity-iter-mod2", "attn_fwd-expect-k-only",
-                                 "attn_fwd-q-wait-wrong-parity", "gemm_lcf-expect-one-a-tile",
-                                 "attn_fwd-syncthreads-in-producer"])
+@pytest.mark.parametrize(
+    "mid",
+    [
+        "gemm_ring-expect-short",
+        "gemm_ring-parity-iter-mod2",
+        "attn_fwd-expect-k-only",
+        "attn_fwd-q-wait-wrong-parity",
+        "gemm_lcf-expect-one-a-tile",
+        "attn_fwd-syncthreads-in-producer",
+    ],
+)
 def test_planted_bug_confirmed_from_recorded_run(mid):
     m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == mid)
     with tempfile.TemporaryDirectory() as td:
@@ -203,15 +221,18 @@ def test_planted_bug_confirmed_from_recorded_run(mid):
     assert any(f.verdict["status"] == R.CONFIRMED for f in planted), [f.verdict for f in planted]
 
 
-@pytest.mark.parametrize("mid,what", [
-    # recorded with one shared budget of 16 watchdog records, all spent on the consumers' wait on
-    # full[s] (line 95): the finding is the producer's wait on empty (line 77), which the log never
-    # shows, so the consumers' records are another site's evidence
-    ("gemm_ring-producer-parity-fresh", "watchdog: TKCHECK_WATCHDOG site=2 gemm_ring.cu:95"),
-    # a layout bug: the plain run fails, but that recorded run had no repaired copy, and a
-    # wrong result alone names no site
-    ("attn_fwd-store-reinterpret-unswizzled", None),
-])
+@pytest.mark.parametrize(
+    "mid,what",
+    [
+        # recorded with one shared budget of 16 watchdog records, all spent on the consumers' wait on
+        # full[s] (line 95): the finding is the producer's wait on empty (line 77), which the log never
+        # shows, so the consumers' records are another site's evidence
+        ("gemm_ring-producer-parity-fresh", "watchdog: TKCHECK_WATCHDOG site=2 gemm_ring.cu:95"),
+        # a layout bug: the plain run fails, but that recorded run had no repaired copy, and a
+        # wrong result alone names no site
+        ("attn_fwd-store-reinterpret-unswizzled", None),
+    ],
+)
 def test_recorded_failure_at_another_site_confirms_nothing(mid, what):
     m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == mid)
     with tempfile.TemporaryDirectory() as td:
@@ -228,9 +249,11 @@ def test_recorded_failure_at_another_site_confirms_nothing(mid, what):
 
 # ---------------------------------------------------------------- rendering and CLI
 
+
 def test_verdict_shown_in_every_format():
     from tkcheck import registry
     from tkcheck.render import render
+
     f = _finding()
     f.verdict = R.verdict(f, R.evidence_from_dir(DATA / "gemm_ring-expect-short"))
     for fmt in ("full", "concise", "json", "sarif", "github", "junit"):
@@ -240,6 +263,7 @@ def test_verdict_shown_in_every_format():
 
 def test_cli_confirm_and_bad_input(tmp_path):
     from tkcheck.cli.cli import main
+
     r = CliRunner().invoke(main, ["confirm", str(tmp_path / "missing.cu")])
     assert r.exit_code == 2 and "no such file" in r.output
     m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == "gemm_ring-expect-short")
@@ -247,7 +271,7 @@ def test_cli_confirm_and_bad_input(tmp_path):
     k.write_text(evaluate.mutated_text(CORPUS, m))
     r = CliRunner().invoke(main, ["confirm", str(k), "--output-format", "json", "--select", "TK301"])
     if R.gpu_arch() is None:
-        assert r.exit_code == 3, r.output       # could not run at all
+        assert r.exit_code == 3, r.output  # could not run at all
         data = json.loads(r.output)
         items = data if isinstance(data, list) else data.get("findings", [])
         assert items and all(i["verdict"]["status"] == R.UNCONFIRMABLE for i in items)
@@ -279,7 +303,7 @@ def test_widen_tk401_delays_the_other_writers_at_the_write():
     f = _wf("TK401", 113, [(110, "warps 5-7 (threads 160-255) write `C_s` here"), (111, "`__syncwarp` orders ...")])
     w = WD.widening([f], text, "gemm_ring.cu")
     assert [d.line for d in w.delays] == [110] and not w.poisons
-    assert not WD.plan_for(w).nan_rows     # a NaN scan at the store would close the window again
+    assert not WD.plan_for(w).nan_rows  # a NaN scan at the store would close the window again
     out = I.instrument(text, "gemm_ring.cu", WD.plan_for(w)).text
     line = next(ln for ln in out.split("\n") if "warpgroup::store(C_s[c], acc1)" in ln)
     assert line.strip().startswith("((((threadIdx.x / 32) % 4) != 0) ? ::tkcheck_delay(")
@@ -300,8 +324,10 @@ def test_widen_tk305_delays_the_misrouted_load_after_its_poison():
 
 def test_widen_tk206_one_delay_before_the_first_wgmma():
     text = _mutant("gemm_ring-release-before-mma-wait")
-    fs = [_wf("TK206", 79, [(96, "the wgmma reading `A_s` is issued here"), (98, "`empty` is released here")]),
-          _wf("TK206", 82, [(97, "the wgmma reading `B_s` is issued here"), (98, "`empty` is released here")])]
+    fs = [
+        _wf("TK206", 79, [(96, "the wgmma reading `A_s` is issued here"), (98, "`empty` is released here")]),
+        _wf("TK206", 82, [(97, "the wgmma reading `B_s` is issued here"), (98, "`empty` is released here")]),
+    ]
     w = WD.widening(fs, text, "gemm_ring.cu")
     assert [d.line for d in w.delays] == [96]
 
@@ -316,21 +342,32 @@ def test_widen_release_poisons_tk504_tk403_tk306():
     out = I.instrument(text, "gemm_ring.cu", I.Plan(widening=w)).text
     assert "(tma::store_async_read_wait(), ::tkcheck_poison(C_s[c]), ::tkcheck_poison_fence());" in out
     text = _mutant("accpipe-staging-no-read-wait")
-    f = _wf("TK306", 129, [(101, "tma::store_async reads 'out_s[(k6 % 2)][0]' asynchronously here"),
-                           (103, "'out_empty[(k6 % 2)]' released here without a read wait")], name="gemm_accpipe.cu")
+    f = _wf(
+        "TK306",
+        129,
+        [
+            (101, "tma::store_async reads 'out_s[(k6 % 2)][0]' asynchronously here"),
+            (103, "'out_empty[(k6 % 2)]' released here without a read wait"),
+        ],
+        name="gemm_accpipe.cu",
+    )
     w = WD.widening([f], text, "gemm_accpipe.cu")
     out = I.instrument(text, "gemm_accpipe.cu", I.Plan(widening=w)).text
     # both tiles stored without a read wait are poisoned at the release, the last issued first
-    assert ("((arrive(out_empty[epi]), ::tkcheck_poison(out_s[epi][1]), ::tkcheck_poison_fence()), "
-            "::tkcheck_poison(out_s[epi][0]), ::tkcheck_poison_fence())") in out
+    assert (
+        "((arrive(out_empty[epi]), ::tkcheck_poison(out_s[epi][1]), ::tkcheck_poison_fence()), "
+        "::tkcheck_poison(out_s[epi][0]), ::tkcheck_poison_fence())"
+    ) in out
     # back to front: the end of the tile, read last by the TMA store, is poisoned first
     assert "for (int i = (int)(sizeof(T) / 16) - 1; i >= 0; i--) p[i] = v;" in I.PRELUDE
 
 
 def test_widen_tk307_holds_the_first_init_and_probes_waits():
     text = _mutant("gemm_ring-no-sync-after-init")
-    fs = [_wf("TK307", 94, [(65, "'full' is initialised here")], contract="completion", symptom="hang"),
-          _wf("TK307", 98, [(66, "'empty' is initialised here")], contract="completion", symptom="hang")]
+    fs = [
+        _wf("TK307", 94, [(65, "'full' is initialised here")], contract="completion", symptom="hang"),
+        _wf("TK307", 98, [(66, "'empty' is initialised here")], contract="completion", symptom="hang"),
+    ]
     w = WD.widening(fs, text, "gemm_ring.cu")
     assert [d.line for d in w.delays] == [65] and w.init_probe
     plan = WD.plan_for(w)
@@ -366,18 +403,27 @@ def test_plan_for_wgmma_race_keeps_calls_out_of_the_pipeline():
     assert "__forceinline__ void tkcheck_delay" in out
     assert "__forceinline__ void tkcheck_poison" in out
     # the producer overwrites the refilled tile right after its wait on the release barrier
-    assert "(wait(kv_empty[s], ((kv / KV_STAGES) % 2) ^ 1), ::tkcheck_poison(v_s[s]), ::tkcheck_poison_fence());" in body
+    assert (
+        "(wait(kv_empty[s], ((kv / KV_STAGES) % 2) ^ 1), ::tkcheck_poison(v_s[s]), ::tkcheck_poison_fence());" in body
+    )
     # no widening: the default plan
     assert WD.plan_for(WD.widening([], RING, "gemm_ring.cu")) == I.Plan()
 
 
 def test_order_record_confirms_tk307():
-    log = ("TKCHECK_ORDER site=2 gemm_ring.cu:94 barrier=full[s] kind=use-before-init block=7 warp=4 thread=128\n"
-           "gemm_ring M=N=K=2048 max_abs_err=0.06135 (max |ref| 19.071)\nPASS\n")
+    log = (
+        "TKCHECK_ORDER site=2 gemm_ring.cu:94 barrier=full[s] kind=use-before-init block=7 warp=4 thread=128\n"
+        "gemm_ring M=N=K=2048 max_abs_err=0.06135 (max |ref| 19.071)\nPASS\n"
+    )
     recs = I.parse_records(log)
     assert [(r.kind, r.line, r.fields["kind"]) for r in recs] == [("ORDER", 94, "use-before-init")]
-    ev = R.Evidence(arch="sm_90", plain=R.Run("plain", "bin", 0, "PASS\n"), instrumented=R.Run("instrumented", "bin", 0, log),
-                    records=recs, widening=["widening: the initialising thread waits ~10us before the first init at gemm_ring.cu:65"])
+    ev = R.Evidence(
+        arch="sm_90",
+        plain=R.Run("plain", "bin", 0, "PASS\n"),
+        instrumented=R.Run("instrumented", "bin", 0, log),
+        records=recs,
+        widening=["widening: the initialising thread waits ~10us before the first init at gemm_ring.cu:65"],
+    )
     f = _wf("TK307", 94, [(65, "'full' is initialised here")], contract="completion", symptom="hang")
     v = R.verdict(f, ev)
     assert v["status"] == R.CONFIRMED and v["evidence"][0].startswith("use before init: TKCHECK_ORDER")
@@ -397,23 +443,44 @@ def test_widen_nothing_for_clean_or_unrelated_findings():
 TK_ROOT = ROOT / "third_party" / "ThunderKittens"
 
 
-@pytest.mark.skipif(not (TK_ROOT / "include").is_dir() or __import__("shutil").which("nvcc") is None,
-                    reason="needs nvcc and third_party/ThunderKittens")
+@pytest.mark.skipif(
+    not (TK_ROOT / "include").is_dir() or __import__("shutil").which("nvcc") is None,
+    reason="needs nvcc and third_party/ThunderKittens",
+)
 def test_widened_copy_compiles(tmp_path):
     import subprocess
+
     text = _mutant("gemm_ring-load-wrong-barrier")
-    fs = [_wf("TK305", 82, contract="completion", symptom="stripes"),
-          _wf("TK504", 113, contract="deadlock"),
-          _wf("TK401", 113, [(110, "warps 5-7 write `C_s` here")])]
+    fs = [
+        _wf("TK305", 82, contract="completion", symptom="stripes"),
+        _wf("TK504", 113, contract="deadlock"),
+        _wf("TK401", 113, [(110, "warps 5-7 write `C_s` here")]),
+    ]
     w = WD.widening(fs, text, "gemm_ring.cu")
     assert len(w.delays) == 2 and len(w.poisons) == 1
     src = I.instrument(text, "gemm_ring.cu", I.Plan(widening=w)).write(tmp_path, "gemm_ring.cu")
-    p = subprocess.run(["nvcc", *R.NVCC_FLAGS, "-I", str(TK_ROOT / "include"), "-I", str(TK_ROOT / "prototype"),
-                        "-c", str(src), "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [
+            "nvcc",
+            *R.NVCC_FLAGS,
+            "-I",
+            str(TK_ROOT / "include"),
+            "-I",
+            str(TK_ROOT / "prototype"),
+            "-c",
+            str(src),
+            "-o",
+            str(tmp_path / "k.o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
 
 
 # ---------------------------------------------------------------- recorded H200 run of `tkcheck confirm`
+
 
 def _recorded(mid):
     d = WIDEN / mid
@@ -421,22 +488,26 @@ def _recorded(mid):
     fs = []
     for r in rec:
         f = Finding(r["code"], r["message"], Location(f"{mid}.cu", r["location"]["row"], 1))
-        f.related = [Related(Location(Path(x["filename"]).name, x["location"]["row"], 1), x["message"])
-                     for x in r["related"]]
+        f.related = [
+            Related(Location(Path(x["filename"]).name, x["location"]["row"], 1), x["message"]) for x in r["related"]
+        ]
         f.location = Location(mid.split("-")[0] + ".cu", r["location"]["row"], 1)
         f.symptom, f.contract, f.name = r["symptom"], r["contract"], "x"
         fs.append((f, r["verdict"]))
     return R.evidence_from_dir(d), fs
 
 
-@pytest.mark.parametrize("mid,status", [
-    ("attn_fwd-exit-with-store-in-flight", R.CONFIRMED),
-    ("gemm_ring-final-store-not-waited", R.CONFIRMED),
-    ("gemm_ring-store-per-warp", R.CONFIRMED),
-    ("gemm_ring-expect-short", R.CONFIRMED),
-    ("gemm_ring-release-before-mma-wait", R.NOT_REPRODUCED),
-    ("gemm_ring-syncwarp-before-store", R.NOT_REPRODUCED),
-])
+@pytest.mark.parametrize(
+    "mid,status",
+    [
+        ("attn_fwd-exit-with-store-in-flight", R.CONFIRMED),
+        ("gemm_ring-final-store-not-waited", R.CONFIRMED),
+        ("gemm_ring-store-per-warp", R.CONFIRMED),
+        ("gemm_ring-expect-short", R.CONFIRMED),
+        ("gemm_ring-release-before-mma-wait", R.NOT_REPRODUCED),
+        ("gemm_ring-syncwarp-before-store", R.NOT_REPRODUCED),
+    ],
+)
 def test_recorded_confirm_run(mid, status):
     ev, fs = _recorded(mid)
     for f, recorded in fs:
@@ -465,14 +536,17 @@ def _planted(row):
     return [f for f in row["findings"] if f["code"] in row["rules"]]
 
 
-@pytest.mark.parametrize("mid,code,evidence", [
-    ("gemm_ring-syncwarp-before-store", "TK401", "widened copy: the program's own check failed"),
-    ("attn_fwd-shared-named-barrier-id", "TK404", "widened copy: the program's own check failed"),
-    ("accpipe-staging-no-read-wait", "TK306", "widened copy: the program's own check failed"),
-    ("gemm_lcf-finish-no-read-wait", "TK306", "widened copy: the program's own check failed"),
-    ("gemm_ring-no-sync-after-init", "TK307", "use before init: TKCHECK_ORDER"),
-    ("interp-page-not-prearrived", "TK503", "watchdog: TKCHECK_WATCHDOG"),
-])
+@pytest.mark.parametrize(
+    "mid,code,evidence",
+    [
+        ("gemm_ring-syncwarp-before-store", "TK401", "widened copy: the program's own check failed"),
+        ("attn_fwd-shared-named-barrier-id", "TK404", "widened copy: the program's own check failed"),
+        ("accpipe-staging-no-read-wait", "TK306", "widened copy: the program's own check failed"),
+        ("gemm_lcf-finish-no-read-wait", "TK306", "widened copy: the program's own check failed"),
+        ("gemm_ring-no-sync-after-init", "TK307", "use before init: TKCHECK_ORDER"),
+        ("interp-page-not-prearrived", "TK503", "watchdog: TKCHECK_WATCHDOG"),
+    ],
+)
 def test_batch2_races_and_mk_hangs_confirmed(batch2_rows, mid, code, evidence):
     row = batch2_rows[mid]
     assert row["plain"] in ("PASS", "hang (killed at the timeout)")
@@ -493,8 +567,7 @@ def test_batch2_clean_baseline_and_what_does_not_reproduce(batch2_rows):
     relaxed = _planted(batch2_rows["interp-counter-relaxed"])
     assert relaxed and all(f["verdict"]["status"] == R.NOT_REPRODUCED for f in relaxed)
     ring = _planted(batch2_rows["gemm_ring-wait1-releases-in-flight"])
-    assert ring and all(f["verdict"]["status"] == R.NOT_REPRODUCED and "C7517" in f["verdict"]["why"]
-                        for f in ring)
+    assert ring and all(f["verdict"]["status"] == R.NOT_REPRODUCED and "C7517" in f["verdict"]["why"] for f in ring)
 
 
 def test_sanitizer_tools_fit_the_findings():
@@ -510,14 +583,17 @@ def test_confirm_with_relative_keep_and_tk_paths(tmp_path, monkeypatch):
     """nvcc runs in the copy's folder: --keep and --tk-include given relative must still resolve."""
     import os
     import stat
+
     bindir = tmp_path / "bin"
     bindir.mkdir()
     fake = bindir / "nvcc"
     # a stand-in nvcc: every -I folder and the source must exist from its working directory
-    fake.write_text("#!/bin/sh\nout=''\nwhile [ $# -gt 0 ]; do\n  case $1 in\n"
-                    "    -I) [ -d \"$2\" ] || { echo \"missing include $2\" >&2; exit 3; }; shift 2;;\n"
-                    "    -o) out=$2; shift 2;;\n    *.cu) [ -f \"$1\" ] || { echo \"missing $1\" >&2; exit 4; }; shift;;\n"
-                    "    *) shift;;\n  esac\ndone\nprintf '#!/bin/sh\\necho PASS\\n' > \"$out\"; chmod +x \"$out\"\n")
+    fake.write_text(
+        "#!/bin/sh\nout=''\nwhile [ $# -gt 0 ]; do\n  case $1 in\n"
+        "    -I) [ -d \"$2\" ] || { echo \"missing include $2\" >&2; exit 3; }; shift 2;;\n"
+        "    -o) out=$2; shift 2;;\n    *.cu) [ -f \"$1\" ] || { echo \"missing $1\" >&2; exit 4; }; shift;;\n"
+        "    *) shift;;\n  esac\ndone\nprintf '#!/bin/sh\\necho PASS\\n' > \"$out\"; chmod +x \"$out\"\n"
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     (tmp_path / "tk" / "include").mkdir(parents=True)
@@ -546,25 +622,29 @@ def _cli_recorded(mid):
     for r in json.loads((d / "confirm.json").read_text()):
         name = Path(r["filename"]).name
         f = Finding(r["code"], r["message"], Location(name, r["location"]["row"], 1))
-        f.related = [Related(Location(Path(x["filename"]).name, x["location"]["row"], 1), x["message"])
-                     for x in r["related"]]
+        f.related = [
+            Related(Location(Path(x["filename"]).name, x["location"]["row"], 1), x["message"]) for x in r["related"]
+        ]
         f.symptom, f.contract, f.name = r["symptom"], r["contract"], "x"
         fs.append((f, r["verdict"]))
     return R.evidence_from_dir(d), fs
 
 
-@pytest.mark.parametrize("mid,status,evidence", [
-    ("interp-page-not-prearrived", R.CONFIRMED, "watchdog: TKCHECK_WATCHDOG"),
-    # TK307 at line 94 (the consumers' wait on full): seen; at line 98 (their arrive on empty, which
-    # comes only after that wait completed, i.e. after the init) not - per finding, by its use site
-    ("gemm_ring-no-sync-after-init", {94: R.CONFIRMED, 98: R.NOT_REPRODUCED}, "use before init: TKCHECK_ORDER"),
-    ("accpipe-staging-no-read-wait", R.CONFIRMED, "widened copy: the program's own check failed"),
-    ("gemm_ring-syncwarp-before-store", R.CONFIRMED, "widened copy: the program's own check failed"),
-    ("attn_fwd-release-v-in-flight", R.NOT_REPRODUCED, None),
-    # racecheck reports "Race condition" records here, but on shared-memory accesses the clean
-    # interpreter has too; TK407 is about global-memory ordering, which racecheck does not check
-    ("interp-counter-relaxed", R.NOT_REPRODUCED, None),
-])
+@pytest.mark.parametrize(
+    "mid,status,evidence",
+    [
+        ("interp-page-not-prearrived", R.CONFIRMED, "watchdog: TKCHECK_WATCHDOG"),
+        # TK307 at line 94 (the consumers' wait on full): seen; at line 98 (their arrive on empty, which
+        # comes only after that wait completed, i.e. after the init) not - per finding, by its use site
+        ("gemm_ring-no-sync-after-init", {94: R.CONFIRMED, 98: R.NOT_REPRODUCED}, "use before init: TKCHECK_ORDER"),
+        ("accpipe-staging-no-read-wait", R.CONFIRMED, "widened copy: the program's own check failed"),
+        ("gemm_ring-syncwarp-before-store", R.CONFIRMED, "widened copy: the program's own check failed"),
+        ("attn_fwd-release-v-in-flight", R.NOT_REPRODUCED, None),
+        # racecheck reports "Race condition" records here, but on shared-memory accesses the clean
+        # interpreter has too; TK407 is about global-memory ordering, which racecheck does not check
+        ("interp-counter-relaxed", R.NOT_REPRODUCED, None),
+    ],
+)
 def test_recorded_cli_confirm_run(mid, status, evidence):
     ev, fs = _cli_recorded(mid)
     assert fs
@@ -578,7 +658,8 @@ def test_recorded_cli_confirm_run(mid, status, evidence):
 
 def test_racecheck_hazards_carry_their_places():
     recs = __import__("tkcheck.confirm.sanitizer", fromlist=["x"]).parse_file(
-        CLI_RUNS / "interp-counter-relaxed" / "racecheck.xml", "racecheck")
+        CLI_RUNS / "interp-counter-relaxed" / "racecheck.xml", "racecheck"
+    )
     assert recs and all(r.kind == "Analysis" and r.text == "Race condition" for r in recs)
     places = set().union(*(r.places() for r in recs))
     assert ("interpreter.cu", 189) in places and ("sync.cuh", 121) in places
@@ -591,14 +672,23 @@ def test_racecheck_hazards_carry_their_places():
 def test_unobservable_planted_bugs_say_why(batch2_rows):
     muts = {m.id: m for m in evaluate.load_mutations(CORPUS)}
     assert {mid for mid, m in muts.items() if m.unobservable} == {
-        "gemm_ring-load-wrong-barrier", "attn_fwd-v-load-next-stage-barrier", "gemm_ring-epilogue-readback-wrong-mask"}
+        "gemm_ring-load-wrong-barrier",
+        "attn_fwd-v-load-next-stage-barrier",
+        "gemm_ring-epilogue-readback-wrong-mask",
+    }
+
 
 def test_unobservable_reason_reaches_the_batch_table(tmp_path):
     m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == "gemm_ring-epilogue-readback-wrong-mask")
     d = tmp_path / m.id
     d.mkdir()
-    for name, body in (("build_plain.rc", "0\n"), ("plain.rc", "0\n"), ("plain.log", "max_abs_err=0.06\nPASS\n"),
-                       ("instr.rc", "0\n"), ("instr.log", "max_abs_err=0.06\nPASS\n")):
+    for name, body in (
+        ("build_plain.rc", "0\n"),
+        ("plain.rc", "0\n"),
+        ("plain.log", "max_abs_err=0.06\nPASS\n"),
+        ("instr.rc", "0\n"),
+        ("instr.log", "max_abs_err=0.06\nPASS\n"),
+    ):
         (d / name).write_text(body)
     (row,) = R.collect_batch(tmp_path, CORPUS)
     f = next(f for f in row["findings"] if f["code"] == "TK103")
@@ -611,6 +701,7 @@ def test_confirm_analyses_blackwell_files_for_sm_100a(tmp_path):
     # Blackwell-only names is parsed for sm_100a (its findings are found, then left unconfirmed
     # on a Hopper GPU)
     from tkcheck.confirm import cli_commands as C
+
     src = (Path(__file__).resolve().parent.parent / "fixtures" / "blackwell" / "pair_commit_local_bad.cu").read_text()
     p = tmp_path / "k.cu"
     p.write_text(src)

@@ -4,6 +4,7 @@ Mutations whose rules are not all in the registry yet are skipped with the
 missing rule ids, so the suite grows by itself as rules land. The same
 functions compute `tkcheck eval`'s table (tkcheck/evaluate.py).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from tkcheck import evaluate
 
 from conftest import CORPUS
+
 CLEAN = evaluate.clean_kernels(CORPUS)
 MUTATIONS = evaluate.load_mutations(CORPUS)
 KNOWN = evaluate.all_codes()
@@ -59,5 +61,7 @@ def test_planted_bug_is_found(mutation, corpus_checks):
     codes = {f.code for f in res.findings}
     missed = [r for r in mutation.rules if r not in codes]
     report = [f"{f.code} line {f.location.row}: {f.message}" for f in res.findings]
-    assert not missed, (f"{mutation.id}: {', '.join(missed)} did not fire ({mutation.description})\n"
-                        "findings: " + ("\n  ".join(report) or "none") + "\n" + "\n".join(res.notes[-3:]))
+    assert not missed, (
+        f"{mutation.id}: {', '.join(missed)} did not fire ({mutation.description})\n"
+        "findings: " + ("\n  ".join(report) or "none") + "\n" + "\n".join(res.notes[-3:])
+    )

@@ -1,5 +1,6 @@
 """Coverage, honestly reported: what was analysed, what was not and why, how many sync ops the
 model understood; `--require-coverage` makes a silent pass fail."""
+
 import json
 import os
 import subprocess
@@ -39,8 +40,9 @@ KEYS = {"file", "kernel", "analysed", "reason", "sync_ops", "sync_ops_modelled",
 
 def run(args, cwd):
     env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "tkcheck", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "tkcheck", *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 @pytest.fixture
@@ -72,7 +74,7 @@ def test_check_output_ends_with_the_coverage_line(kernels):
     assert last.startswith("1 kernel analysed (80% of sync ops modelled); 2 not analysed:"), p.stdout
     assert "template kernel never instantiated" in last and "clang error" in last
     p = run(["--no-cache", "--output-format", "concise", "k.cu"], kernels)
-    assert p.stderr.strip().splitlines()[-1].startswith("1 kernel analysed")     # stdout keeps to findings
+    assert p.stderr.strip().splitlines()[-1].startswith("1 kernel analysed")  # stdout keeps to findings
     assert all("[TK" in line for line in p.stdout.splitlines())
 
 

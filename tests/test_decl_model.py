@@ -7,6 +7,7 @@ the way the source front end does it: clang in CUDA device mode with -nocudainc,
 header force-included, and `kittens.cuh` / `prototype.cuh` supplied as virtual (unsaved) files
 that include the model headers.
 """
+
 from __future__ import annotations
 
 import time
@@ -31,14 +32,25 @@ def arch_args(arch: str) -> list[str]:
 
 def clang_args(arch: str = "sm_90a", defines: tuple[str, ...] = ()) -> list[str]:
     return [
-        "-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
-        "--cuda-path=/nonexistent-cuda", *arch_args(arch), "-Wno-unknown-cuda-version",
-        "-std=c++20", "-D__CUDACC__",
+        "-x",
+        "cuda",
+        "--cuda-device-only",
+        "-nocudainc",
+        "-nocudalib",
+        "--cuda-path=/nonexistent-cuda",
+        *arch_args(arch),
+        "-Wno-unknown-cuda-version",
+        "-std=c++20",
+        "-D__CUDACC__",
         # never fall back to the machine's libc/libstdc++ or clang resource headers
-        "-nostdinc", "-nostdinc++",
-        "-isystem", str(STD),
-        "-I", str(INCLUDE),
-        "-include", "tkcheck_cuda_builtins.h",
+        "-nostdinc",
+        "-nostdinc++",
+        "-isystem",
+        str(STD),
+        "-I",
+        str(INCLUDE),
+        "-include",
+        "tkcheck_cuda_builtins.h",
         *[f"-D{d}" for d in defines],
     ]
 
@@ -50,13 +62,13 @@ def virtual_headers() -> list[tuple[str, str]]:
     ]
 
 
-def parse(source: str, name: str = "kernel.cu", arch: str = "sm_90a", defines: tuple[str, ...] = (),
-          selftest: bool = False):
+def parse(
+    source: str, name: str = "kernel.cu", arch: str = "sm_90a", defines: tuple[str, ...] = (), selftest: bool = False
+):
     path = str(Path("/tkcheck-test-src") / name)
     defs = defines + (("TKCHECK_MODEL_SELFTEST",) if selftest else ())
     t0 = time.perf_counter()
-    tu = ci.Index.create().parse(path, args=clang_args(arch, defs),
-                                 unsaved_files=[(path, source), *virtual_headers()])
+    tu = ci.Index.create().parse(path, args=clang_args(arch, defs), unsaved_files=[(path, source), *virtual_headers()])
     elapsed = time.perf_counter() - t0
     return tu, elapsed
 
@@ -806,7 +818,11 @@ def test_prototype_args_members_are_typed_through_the_layout():
 
     def walk(c):
         for ch in c.get_children():
-            if ch.kind == ci.CursorKind.MEMBER_REF_EXPR and ch.location.file and str(ch.location.file).endswith("lcf_gemm.cu"):
+            if (
+                ch.kind == ci.CursorKind.MEMBER_REF_EXPR
+                and ch.location.file
+                and str(ch.location.file).endswith("lcf_gemm.cu")
+            ):
                 types.setdefault(ch.spelling, set()).add(ch.type.spelling)
             walk(ch)
 
@@ -817,11 +833,18 @@ def test_prototype_args_members_are_typed_through_the_layout():
 
 
 def test_header_set_parses_standalone_quickly():
-    src = "\n".join([
-        '#include "kittens.cuh"', '#include "prototype.cuh"',
-        *[f"#include <{p.relative_to(STD)}>" for p in sorted(STD.rglob("*")) if p.is_file() and not p.name.startswith("__")],
-        "int main() { return 0; }",
-    ])
+    src = "\n".join(
+        [
+            '#include "kittens.cuh"',
+            '#include "prototype.cuh"',
+            *[
+                f"#include <{p.relative_to(STD)}>"
+                for p in sorted(STD.rglob("*"))
+                if p.is_file() and not p.name.startswith("__")
+            ],
+            "int main() { return 0; }",
+        ]
+    )
     parse(src, name="headers.cu")  # warm libclang up
     best_wall, best_cpu = float("inf"), float("inf")
     for _ in range(3):

@@ -1,5 +1,6 @@
 """Output is deterministic: the same file gives the same findings whatever the
 process checked before it (CI diffs and caches rely on this)."""
+
 import json
 
 from tkcheck import registry

@@ -1,4 +1,5 @@
 """Every fixture's inline expectations hold: no unexpected finding, no miss; and the syntax itself."""
+
 from pathlib import Path
 
 import pytest
@@ -33,16 +34,19 @@ def test_fixture(path: Path):
 
 # ---------------------------------------------------------------- the `// expect:` syntax
 
+
 def test_parse_codes_lines_and_fragments():
-    text = "\n".join([
-        "// tkcheck-test: select=TK3 arch=sm_100a",
-        'a();  // expect: TK301 "expects 40960 bytes"',
-        "b();  // expect: TK302, TK303 {{per phase}} \"on 'bar'\"",
-        r'c();  // expect: TK301 "say \"hi\" \\ there" // expect-not: TK303',
-        "// expect@+2: TK501",
-        "d();  // expect-todo: TK404   (a known miss: \"not a fragment\" after prose)",
-        "e();",
-    ])
+    text = "\n".join(
+        [
+            "// tkcheck-test: select=TK3 arch=sm_100a",
+            'a();  // expect: TK301 "expects 40960 bytes"',
+            "b();  // expect: TK302, TK303 {{per phase}} \"on 'bar'\"",
+            r'c();  // expect: TK301 "say \"hi\" \\ there" // expect-not: TK303',
+            "// expect@+2: TK501",
+            "d();  // expect-todo: TK404   (a known miss: \"not a fragment\" after prose)",
+            "e();",
+        ]
+    )
     settings, exps = parse_fixture(text)
     assert settings == {"select": "TK3", "arch": "sm_100a"}
     assert exps == [
@@ -90,7 +94,7 @@ def test_update_expectations_keeps_fragments_that_still_match(tmp_path):
     path, lines, f = _bad_example(tmp_path)
     fragment = " ".join(f.message.split()[1:4])
     _with_comment(path, lines, f.location.row, f'// expect: TK301 "{fragment}"')
-    assert update_expectations(path) is False          # already what tkcheck says
+    assert update_expectations(path) is False  # already what tkcheck says
     _with_comment(path, lines, f.location.row, '// expect: TK301 "not said any more"')
     assert update_expectations(path) is True
     assert path.read_text().splitlines()[f.location.row - 1].endswith("// expect: TK301")

@@ -4,6 +4,7 @@ A clang error stops the analysis of the kernels whose code it is in (their bodie
 functions and types they use, file scope); errors in host code stop nothing; errors nvcc does
 not make are recovered; clang's error limit never leaves a half-parsed file analysed.
 """
+
 from pathlib import Path
 
 from tkcheck import registry
@@ -40,11 +41,15 @@ def codes(res):
 
 
 def test_host_code_errors_do_not_stop_kernels(tmp_path):
-    src = (HEAD + "#include <torch/extension.h>\n" + kernel("k1")
-           + "at::Tensor run(at::Tensor x) { auto y = torch::empty_like(x); TORCH_CHECK(x.is_cuda()); return y; }\n"
-           + "PYBIND11_MODULE(my_ext, m) { m.def(\"run\", &run); }\n")
+    src = (
+        HEAD
+        + "#include <torch/extension.h>\n"
+        + kernel("k1")
+        + "at::Tensor run(at::Tensor x) { auto y = torch::empty_like(x); TORCH_CHECK(x.is_cuda()); return y; }\n"
+        + "PYBIND11_MODULE(my_ext, m) { m.def(\"run\", &run); }\n"
+    )
     res = check(tmp_path, src)
-    assert codes(res) == ["TK302"], res.findings          # the kernel was analysed, the bug found
+    assert codes(res) == ["TK302"], res.findings  # the kernel was analysed, the bug found
     assert res.kernels == ["k1"]
     assert any("host code" in n and "not analysed" in n for n in res.notes), res.notes
     assert any("torch/extension.h" in n and "stand-in" in n for n in res.notes), res.notes
@@ -61,21 +66,29 @@ def test_an_error_in_one_kernel_stops_that_kernel_only(tmp_path):
 
 
 def test_device_helpers_errors_stop_the_kernels_that_reach_them(tmp_path):
-    src = (HEAD + "__device__ void helper() { no_such_function(); }\n"
-           + "__device__ void unused_helper() { other_missing_function(); }\n"
-           + kernel("uses_helper", extra="helper();") + kernel("independent"))
+    src = (
+        HEAD
+        + "__device__ void helper() { no_such_function(); }\n"
+        + "__device__ void unused_helper() { other_missing_function(); }\n"
+        + kernel("uses_helper", extra="helper();")
+        + kernel("independent")
+    )
     res = check(tmp_path, src)
     assert res.kernels == ["independent"]
     tk000 = [f for f in res.findings if f.code == "TK000"]
-    assert len(tk000) == 2, tk000                       # the helper's error and the unreached one
+    assert len(tk000) == 2, tk000  # the helper's error and the unreached one
     assert any("'uses_helper'" in f.help for f in tk000)
     assert any("other_missing_function" in f.message for f in tk000)
 
 
 def test_types_with_errors_stop_only_the_kernels_using_them(tmp_path):
-    src = (HEAD + "struct host_state { unknown_handle_t h; };\n"
-           + "struct tiles { using a = st_bf<64, no_such_constant>; };\n"
-           + kernel("uses_tiles", extra="tiles::a *t = nullptr; (void)t;") + kernel("plain"))
+    src = (
+        HEAD
+        + "struct host_state { unknown_handle_t h; };\n"
+        + "struct tiles { using a = st_bf<64, no_such_constant>; };\n"
+        + kernel("uses_tiles", extra="tiles::a *t = nullptr; (void)t;")
+        + kernel("plain")
+    )
     res = check(tmp_path, src)
     assert res.kernels == ["plain"]
     tk000 = [f for f in res.findings if f.code == "TK000"]
@@ -101,17 +114,20 @@ def test_clang_error_limit_never_leaves_a_half_parsed_file(tmp_path):
 
 
 def test_blackwell_code_is_parsed_for_sm100_when_no_arch_is_set(tmp_path):
-    src = HEAD + """
+    src = (
+        HEAD
+        + """
 __global__ __launch_bounds__(128, 1) void bw() {
     tensor_allocator<1, 1> tm_alloc{};
     auto acc = tm_alloc.allocate<tt<float, 128, 128>>(0);
     (void)acc;
 }
 """
+    )
     res = check(tmp_path, src, arch_auto=True)
     assert "TK000" not in codes(res) and res.kernels == ["bw"]
     assert any("sm_100a assumed" in n for n in res.notes)
-    fixed = check(tmp_path, src, name="k2.cu")             # arch given (sm_90a): no guess
+    fixed = check(tmp_path, src, name="k2.cu")  # arch given (sm_90a): no guess
     assert not any("assumed: the file uses" in n for n in fixed.notes)
     hopper = check(tmp_path, HEAD + kernel("k1"), name="k3.cu", arch_auto=True)
     assert not any("assumed: the file uses" in n for n in hopper.notes)
@@ -124,7 +140,8 @@ def test_user_headers_get_the_same_nvcc_reading(tmp_path):
         "    asm volatile(\"st.shared.b16 [%0], %1;\"\n"
         "        :: \"r\"(addr)\n"
         "           \"h\"(v));\n"
-        "}\n")
+        "}\n"
+    )
     src = HEAD + '#include "store.cuh"\n' + kernel("k1", extra="store_u16(0, 1);")
     res = check(tmp_path, src)
     assert codes(res) == ["TK302"], res.findings
@@ -141,8 +158,7 @@ def test_host_only_headers_outside_the_prepared_list(tmp_path):
 def test_a_defaulted_alias_template_named_bare_is_read_as_nvcc_reads_it(tmp_path):
     """EDG accepts `counts_t c;` for `template <int N = 128> using counts_t = ...`; clang wants `<>`.
     The kernel is analysed (its planted bug found) and the note names the line."""
-    text = HEAD + "template <int N = 128> using counts_t = int[N / 128];\n" + kernel(
-        "k", extra="counts_t c; (void)c;")
+    text = HEAD + "template <int N = 128> using counts_t = int[N / 128];\n" + kernel("k", extra="counts_t c; (void)c;")
     res = check(tmp_path, text)
     assert "TK000" not in codes(res) and "TK302" in codes(res)
     assert any("alias template with default arguments" in n for n in res.notes)
@@ -151,8 +167,14 @@ def test_a_defaulted_alias_template_named_bare_is_read_as_nvcc_reads_it(tmp_path
 def test_wmma_and_container_headers_have_stand_ins(tmp_path):
     """<mma.h> (WMMA) and the queue/deque/stack headers host code uses parse (a missing one is fatal
     for clang and would cut the file short)."""
-    text = "#include <mma.h>\n#include <queue>\n#include <stack>\n#include <deque>\n" + HEAD + kernel("k") + (
-        "void host() { std::queue<int> q; q.push(1); std::priority_queue<int> p; p.push(2);\n"
-        "              std::stack<int> s; s.push(3); std::deque<int> d; d.push_back(q.front() + p.top() + s.top()); }\n")
+    text = (
+        "#include <mma.h>\n#include <queue>\n#include <stack>\n#include <deque>\n"
+        + HEAD
+        + kernel("k")
+        + (
+            "void host() { std::queue<int> q; q.push(1); std::priority_queue<int> p; p.push(2);\n"
+            "              std::stack<int> s; s.push(3); std::deque<int> d; d.push_back(q.front() + p.top() + s.top()); }\n"
+        )
+    )
     res = check(tmp_path, text)
     assert "TK000" not in codes(res) and "TK302" in codes(res)

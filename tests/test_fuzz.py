@@ -7,6 +7,7 @@ answers in time. The random mutations are seeded, so a failure reproduces; the o
 and standard input) come from scripts/fuzz.py, which also prints the table in docs/BENCHMARKS.md.
 The module takes about 70 s on two cores.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,7 @@ SEED = 20251129
 # shared with other work must not turn a slow run into a "hang")
 FILE_TIMEOUT_S = 60
 TIMEOUT_S = 240
-N_RANDOM = 24          # random mutants, checked in batches
+N_RANDOM = 24  # random mutants, checked in batches
 BATCH = 6
 
 SOURCES = sorted((ROOT / "corpus").rglob("*.cu")) + sorted((ROOT / "fixtures").rglob("*.cu"))
@@ -35,8 +36,14 @@ TOKEN = re.compile(r"[A-Za-z_]\w*|\d+|::|->|<<|>>|[{}()\[\]<>;,.=+\-*/%&|^!~?:#\
 def tkcheck(args, cwd: Path, stdin: bytes | None = None, timeout: float = TIMEOUT_S):
     env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1"}
     try:
-        p = subprocess.run([sys.executable, "-m", "tkcheck", "--no-cache", "--file-timeout", str(FILE_TIMEOUT_S), *args], cwd=cwd, env=env,
-                           input=stdin if stdin is not None else b"", capture_output=True, timeout=timeout)
+        p = subprocess.run(
+            [sys.executable, "-m", "tkcheck", "--no-cache", "--file-timeout", str(FILE_TIMEOUT_S), *args],
+            cwd=cwd,
+            env=env,
+            input=stdin if stdin is not None else b"",
+            capture_output=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"tkcheck {' '.join(map(str, args))} did not finish in {timeout} s (a hang)")
     out = (p.stdout + p.stderr).decode("utf-8", errors="replace")
@@ -50,16 +57,17 @@ def assert_survives(rc: int, out: str, what: str):
 
 # ---------------------------------------------------------------- random mutants
 
+
 def _mutate(text: str, rng: random.Random) -> str:
     lines = text.splitlines(keepends=True)
     op = rng.choice(["delete", "duplicate", "truncate", "swap", "drop_chars", "insert_tokens"])
     if op == "delete" and len(lines) > 2:
         i = rng.randrange(len(lines))
-        del lines[i:i + rng.randint(1, 15)]
+        del lines[i : i + rng.randint(1, 15)]
         return "".join(lines)
     if op == "duplicate" and lines:
         i = rng.randrange(len(lines))
-        span = lines[i:i + rng.randint(1, 20)]
+        span = lines[i : i + rng.randint(1, 20)]
         j = rng.randrange(len(lines))
         return "".join(lines[:j] + span + lines[j:])
     if op == "truncate":
@@ -68,7 +76,7 @@ def _mutate(text: str, rng: random.Random) -> str:
     if op == "swap" and len(toks) > 2:
         a, b = sorted(rng.sample(range(len(toks)), 2))
         ta, tb = toks[a], toks[b]
-        return text[: ta.start()] + tb.group() + text[ta.end(): tb.start()] + ta.group() + text[tb.end():]
+        return text[: ta.start()] + tb.group() + text[ta.end() : tb.start()] + ta.group() + text[tb.end() :]
     if op == "drop_chars" and text:
         chars = list(text)
         for _ in range(rng.randint(1, 12)):
@@ -76,8 +84,27 @@ def _mutate(text: str, rng: random.Random) -> str:
                 del chars[rng.randrange(len(chars))]
         return "".join(chars)
     # insert_tokens (and the fallback of every op that could not apply)
-    pool = ["{", "}", "(", ")", ";", "template<", ">", "__syncthreads();", "if (", "#define X",
-            "wait(", "arrive(", "tma::load_async(", "::", "return;", "while (1)", "#endif", "\"", "'"]
+    pool = [
+        "{",
+        "}",
+        "(",
+        ")",
+        ";",
+        "template<",
+        ">",
+        "__syncthreads();",
+        "if (",
+        "#define X",
+        "wait(",
+        "arrive(",
+        "tma::load_async(",
+        "::",
+        "return;",
+        "while (1)",
+        "#endif",
+        "\"",
+        "'",
+    ]
     pos = rng.randrange(len(text) + 1)
     return text[:pos] + " ".join(rng.choice(pool) for _ in range(rng.randint(1, 8))) + text[pos:]
 
@@ -95,7 +122,7 @@ def _mutants() -> list[tuple[str, str]]:
 
 
 MUTANTS = _mutants()
-BATCHES = [MUTANTS[i:i + BATCH] for i in range(0, len(MUTANTS), BATCH)]
+BATCHES = [MUTANTS[i : i + BATCH] for i in range(0, len(MUTANTS), BATCH)]
 
 
 @pytest.mark.skipif(not SOURCES, reason="no corpus or fixture kernels to mutate")
@@ -111,11 +138,13 @@ def test_random_mutants(tmp_path, batch):
 
 # ---------------------------------------------------------------- every other kind (scripts/fuzz.py)
 
+
 def _fuzz_module():
     import importlib.util as iu
+
     spec = iu.spec_from_file_location("tkcheck_fuzz", ROOT / "scripts" / "fuzz.py")
     mod = iu.module_from_spec(spec)
-    sys.modules["tkcheck_fuzz"] = mod          # its dataclasses look their module up
+    sys.modules["tkcheck_fuzz"] = mod  # its dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
 

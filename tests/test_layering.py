@@ -12,6 +12,7 @@ included: a lower layer never imports a higher one.
               recurrence)
   config      reading a config loads no renderer (the format names live in tkcheck.formats)
 """
+
 from __future__ import annotations
 
 import ast
@@ -55,7 +56,7 @@ def imported_names(path: Path, top: Path) -> list[tuple[int, str]]:
             out += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(base + ([node.module] if node.module else []))
             else:
                 base = node.module or ""

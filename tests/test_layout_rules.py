@@ -1,5 +1,6 @@
 """Layout rules TK101..TK104: planted corpus bugs fire with their counterexample element, the
 corpus and the clean idioms stay clean, and the model facts the proofs rest on."""
+
 import tomllib
 from pathlib import Path
 
@@ -48,15 +49,16 @@ def test_layout_time_recorded():
 
 def _buf(alignment, dims=(), strides=(), base_offset=0, t=None):
     t = t or ir.TileType("st", "st_bf<64, 64>", "bf16", 2, E.Const(64), E.Const(64))
-    return ir.SharedBuffer("b", t, tuple(E.Const(d) for d in dims), None, alignment=alignment,
-                           base_offset=base_offset, strides=strides)
+    return ir.SharedBuffer(
+        "b", t, tuple(E.Const(d) for d in dims), None, alignment=alignment, base_offset=base_offset, strides=strides
+    )
 
 
 def test_element_alignment():
     b = _buf(1024, dims=(4, 2))
     assert layout.element_alignment(b, ir.Ref("b", (E.Var("k", E.LOOP), E.Const(1)))) == (1024, 0)
     small = ir.TileType("st", "st_bf<16, 64>", "bf16", 2, E.Const(16), E.Const(64))
-    b2 = _buf(1024, dims=(4,), t=small)                   # 2048-byte tiles
+    b2 = _buf(1024, dims=(4,), t=small)  # 2048-byte tiles
     assert layout.element_alignment(b2, ir.Ref("b", (E.Var("k", E.LOOP),))) == (1024, 0)
     sv = ir.TileType("st", "st_bf<16, 16>", "bf16", 2, E.Const(16), E.Const(16))  # 512 bytes
     b3 = _buf(1024, dims=(4,), t=sv)

@@ -68,10 +68,26 @@ def assert_real_counterexample(res, a, b):
 #   2 bytes (TILE_COL_DIM 16): w=cols/16: same rule
 #   4 bytes (TILE_COL_DIM 16): w=cols/16: 128 if w%2==0, else 64
 SWIZZLE_TABLE = [
-    (1, 32, 32), (1, 64, 64), (1, 96, 32), (1, 128, 128), (1, 192, 64), (1, 256, 128),
-    (2, 16, 32), (2, 32, 64), (2, 48, 32), (2, 64, 128), (2, 96, 64), (2, 128, 128), (2, 256, 128),
-    (2, 80, 32), (2, 192, 128),
-    (4, 16, 64), (4, 32, 128), (4, 48, 64), (4, 64, 128), (4, 128, 128),
+    (1, 32, 32),
+    (1, 64, 64),
+    (1, 96, 32),
+    (1, 128, 128),
+    (1, 192, 64),
+    (1, 256, 128),
+    (2, 16, 32),
+    (2, 32, 64),
+    (2, 48, 32),
+    (2, 64, 128),
+    (2, 96, 64),
+    (2, 128, 128),
+    (2, 256, 128),
+    (2, 80, 32),
+    (2, 192, 128),
+    (4, 16, 64),
+    (4, 32, 128),
+    (4, 48, 64),
+    (4, 64, 128),
+    (4, 128, 128),
 ]
 
 
@@ -89,9 +105,9 @@ def test_swizzle_explicit_and_disabled():
     with pytest.raises(ValueError):
         swizzle_for(2, 64, 64, swizzle_bytes=16)
     with pytest.raises(ValueError):
-        swizzle_for(1, 64, 16)        # fp8 tiles need cols % 32 == 0
+        swizzle_for(1, 64, 16)  # fp8 tiles need cols % 32 == 0
     with pytest.raises(ValueError):
-        swizzle_for(2, 8, 64)         # rows % 16
+        swizzle_for(2, 8, 64)  # rows % 16
 
 
 class _CExpr:
@@ -122,8 +138,14 @@ class _CExpr:
 
     def cmp(self):
         a = self.add()
-        ops = {"==": lambda x, y: x == y, "!=": lambda x, y: x != y, ">": lambda x, y: x > y,
-               "<": lambda x, y: x < y, ">=": lambda x, y: x >= y, "<=": lambda x, y: x <= y}
+        ops = {
+            "==": lambda x, y: x == y,
+            "!=": lambda x, y: x != y,
+            ">": lambda x, y: x > y,
+            "<": lambda x, y: x < y,
+            ">=": lambda x, y: x >= y,
+            "<=": lambda x, y: x <= y,
+        }
         while self.peek() in ops:
             op, b = self.take(), self.add()
             a = ops[op](a, b)
@@ -156,8 +178,9 @@ class _CExpr:
         return self.env[t]
 
 
-@pytest.mark.skipif(not (TK_ROOT / "include/types/shared/st.cuh").exists(),
-                    reason="no ThunderKittens checkout in third_party/")
+@pytest.mark.skipif(
+    not (TK_ROOT / "include/types/shared/st.cuh").exists(), reason="no ThunderKittens checkout in third_party/"
+)
 def test_swizzle_selection_matches_st_cuh():
     src = (TK_ROOT / "include/types/shared/st.cuh").read_text()
     m = re.search(r"static constexpr int swizzle_bytes\s*=\s*(.*?);", src, re.S)
@@ -193,6 +216,7 @@ def test_element_offsets_python_vs_z3():
 # reinterpret_cast
 # ---------------------------------------------------------------------------------------------
 
+
 def test_gemm_wide_tile_is_equivalent():
     """TK's bf16_h100 GEMM: ``base_tile b[4]`` (st_bf<64,64>, 128B swizzle: one 64-column panel
     of 64 rows x 128 B = 8 KiB each) read as ``st_bf<64,256>`` (four 64-column panels, panel p at
@@ -203,14 +227,13 @@ def test_gemm_wide_tile_is_equivalent():
     res = show("4 x st_bf<64,64> as st_bf<64,256>", prove_reinterpret([base] * 4, wide))
     assert isinstance(res, Equivalent), res
     # also as the epilogue store target, and with 128-row tiles
-    res = show("4 x st_bf<128,64> as st_bf<128,256>",
-               prove_reinterpret([st("bf16", 128, 64)] * 4, st("bf16", 128, 256)))
+    res = show(
+        "4 x st_bf<128,64> as st_bf<128,256>", prove_reinterpret([st("bf16", 128, 64)] * 4, st("bf16", 128, 256))
+    )
     assert isinstance(res, Equivalent), res
-    res = show("2 x st_bf<64,128> as st_bf<64,256>",
-               prove_reinterpret([st("bf16", 64, 128)] * 2, wide))
+    res = show("2 x st_bf<64,128> as st_bf<64,256>", prove_reinterpret([st("bf16", 64, 128)] * 2, wide))
     assert isinstance(res, Equivalent), res
-    res = show("4 x st_bf<64,64> as st_bf<256,64> (stacked)",
-               prove_reinterpret([base] * 4, st("bf16", 256, 64)))
+    res = show("4 x st_bf<64,64> as st_bf<256,64> (stacked)", prove_reinterpret([base] * 4, st("bf16", 256, 64)))
     assert isinstance(res, Equivalent), res
 
 
@@ -236,6 +259,7 @@ def test_two_64B_tiles_as_one_128B_tile_differ():
 
 def _buffer(tile, n):
     from tkcheck.knowledge.layouts import TiledBuffer
+
     return TiledBuffer((tile,) * n, (1, n))
 
 
@@ -248,38 +272,42 @@ def test_view_larger_than_buffer():
 # hand-written address math
 # ---------------------------------------------------------------------------------------------
 
+
 def xor128(a):
     return a ^ (((a & 0x380) >> 7) << 4)
 
 
 def test_handwritten_absolute_xor_equals_128B_swizzle():
     t = st("bf16", 64, 64)
-    res = show("absolute addr ^ (((addr & 0x380) >> 7) << 4), 128-aligned base",
-               prove_handwritten(xor128, t, base_alignment=128, relative=False))
+    res = show(
+        "absolute addr ^ (((addr & 0x380) >> 7) << 4), 128-aligned base",
+        prove_handwritten(xor128, t, base_alignment=128, relative=False),
+    )
     assert isinstance(res, Equivalent), res
-    res = show("same on a 64-row x 256-col tile",
-               prove_handwritten(xor128, st("bf16", 64, 256), base_alignment=128, relative=False))
+    res = show(
+        "same on a 64-row x 256-col tile",
+        prove_handwritten(xor128, st("bf16", 64, 256), base_alignment=128, relative=False),
+    )
     assert isinstance(res, Equivalent), res
 
 
 def test_handwritten_relative_xor_needs_1024_alignment():
     t = st("bf16", 64, 64)
-    res = show("buffer-relative XOR, 128-aligned base",
-               prove_handwritten(xor128, t, base_alignment=128, relative=True))
+    res = show("buffer-relative XOR, 128-aligned base", prove_handwritten(xor128, t, base_alignment=128, relative=True))
     assert isinstance(res, Counterexample), res
     assert res.base % 128 == 0 and res.base % 1024 != 0
     assert res.offset_a != res.offset_b
     print("   ", res.message())
-    res = show("buffer-relative XOR, 1024-aligned base",
-               prove_handwritten(xor128, t, base_alignment=1024, relative=True))
+    res = show(
+        "buffer-relative XOR, 1024-aligned base", prove_handwritten(xor128, t, base_alignment=1024, relative=True)
+    )
     assert isinstance(res, Equivalent), res
 
 
 def test_handwritten_128B_xor_on_64B_tile_differs():
-    t = st("bf16", 64, 32)             # 64B swizzle
+    t = st("bf16", 64, 32)  # 64B swizzle
     assert t.swizzle_bytes == 64
-    res = show("128B XOR on a 64B-swizzled tile",
-               prove_handwritten(xor128, t, base_alignment=1024, relative=False))
+    res = show("128B XOR on a 64B-swizzled tile", prove_handwritten(xor128, t, base_alignment=1024, relative=False))
     assert isinstance(res, Counterexample), res
     assert (res.swizzle_a, res.swizzle_b) == (64, None)
     assert t.element_address(res.base, res.row, res.col) == res.address_a
@@ -348,8 +376,7 @@ def test_wgmma_absolute_swizzle_and_descriptor_granularity():
     assert isinstance(res, Counterexample) and res.base % 16 == 8
     # operand type at the MMA differs from the tile the data was laid out as
     wrong = st("bf16", 64, 256, swizzle_bytes=64)
-    res = show("64B tile read through a 128B wgmma descriptor",
-               prove_same_map(wrong, WgmmaOperandView(t, False)))
+    res = show("64B tile read through a 128B wgmma descriptor", prove_same_map(wrong, WgmmaOperandView(t, False)))
     assert isinstance(res, Counterexample)
     assert WgmmaOperandView(t, False).descriptor_fields == {"layout_type": 1, "lbo": 16, "sbo": 1024}
     assert WgmmaOperandView(t, True).descriptor_fields == {"layout_type": 1, "lbo": 8192, "sbo": 1024}
@@ -374,7 +401,7 @@ def test_tcgen05_is_never_a_counterexample():
 
 @pytest.mark.parametrize("dtype", ["fp8e4m3", "bf16", "float"])
 def test_ldmatrix_rows_consistent(dtype):
-    for cols in ({"fp8e4m3": (32, 64, 128), "bf16": (16, 32, 64, 256), "float": (16, 32, 64)}[dtype]):
+    for cols in {"fp8e4m3": (32, 64, 128), "bf16": (16, 32, 64, 256), "float": (16, 32, 64)}[dtype]:
         t = st(dtype, 64, cols)
         res = show(f"ldmatrix rows of {t.describe()}", prove_ldmatrix_rows(t))
         assert isinstance(res, Equivalent), res
@@ -384,13 +411,15 @@ def test_ldmatrix_rows_consistent(dtype):
 # subtiles
 # ---------------------------------------------------------------------------------------------
 
+
 def test_subtile_symbolic_index_is_consistent():
     p = st("bf16", 128, 128)
     i, j = z3.BitVecs("i j", 32)
     view = p.subtile(32, 64, i, j)
-    res = show("st_subtile<32,64>({i,j}) for all i<4, j<2",
-               prove_same_map(view, p.window(32, 64, i * 32, j * 64),
-                              base_constraint=z3.And(z3.ULT(i, 4), z3.ULT(j, 2))))
+    res = show(
+        "st_subtile<32,64>({i,j}) for all i<4, j<2",
+        prove_same_map(view, p.window(32, 64, i * 32, j * 64), base_constraint=z3.And(z3.ULT(i, 4), z3.ULT(j, 2))),
+    )
     assert isinstance(res, Equivalent), res
 
 
@@ -416,6 +445,7 @@ def test_column_subtile_reference():
 # ---------------------------------------------------------------------------------------------
 # alignment and solver discipline
 # ---------------------------------------------------------------------------------------------
+
 
 def test_alignment_contract():
     # TK tiles are 128-aligned: TMA and absolute-address consumers are satisfied

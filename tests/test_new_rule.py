@@ -1,4 +1,5 @@
 """scripts/new_rule.py, run in a temporary copy of the catalog (never in the real rules/)."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,14 @@ def copy(tmp_path: Path) -> Path:
 
 def _run(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run([sys.executable, str(root / "scripts" / "new_rule.py"), *args, "--root", str(root)],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(root / "scripts" / "new_rule.py"), *args, "--root", str(root)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _catalog(root: Path, code: str) -> dict:
@@ -58,8 +65,7 @@ if r is not None:
 print(json.dumps(out))
 """
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
-    p = subprocess.run([sys.executable, "-c", probe], cwd=root, env=env, capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run([sys.executable, "-c", probe], cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -84,10 +90,14 @@ def test_new_rule_writes_a_registered_rule_its_fixtures_and_docs(copy):
     assert [(e.kind, e.code) for e in exps] == [("expect-not", "TK399")]
     assert "## TK399" in (copy / "docs" / "rules.md").read_text()
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    if Path(ruff).exists():   # the generated file passes the repository's lint
-        p = subprocess.run([ruff, "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), str(rule)],
-                           capture_output=True, text=True)
-        assert p.returncode == 0, p.stdout
+    if Path(ruff).exists():  # the generated file passes the repository's lint and layout checks
+        for check in (["check"], ["format", "--check"]):
+            p = subprocess.run(
+                [ruff, *check, "--no-cache", "--config", str(ROOT / "pyproject.toml"), str(rule)],
+                capture_output=True,
+                text=True,
+            )
+            assert p.returncode == 0, f"ruff {' '.join(check)}: {p.stdout}"
     # removed again, the catalog is what it was
     for p in (rule, bad, good):
         p.unlink()
@@ -95,12 +105,15 @@ def test_new_rule_writes_a_registered_rule_its_fixtures_and_docs(copy):
     assert "TK399" not in _catalog(copy, "TK301")["codes"]
 
 
-@pytest.mark.parametrize("args,says", [
-    (["TK301", "some-new-name"], "TK301 exists already: rules/tk301_"),
-    (["TK398", "expect-tx-mismatch"], "the name 'expect-tx-mismatch' exists already: rules/tk301_"),
-    (["TK3010", "x"], "a code is TK and three digits"),
-    (["TK398", "Not_Kebab"], "lower-case words joined by '-'"),
-])
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (["TK301", "some-new-name"], "TK301 exists already: rules/tk301_"),
+        (["TK398", "expect-tx-mismatch"], "the name 'expect-tx-mismatch' exists already: rules/tk301_"),
+        (["TK3010", "x"], "a code is TK and three digits"),
+        (["TK398", "Not_Kebab"], "lower-case words joined by '-'"),
+    ],
+)
 def test_new_rule_refuses_what_the_catalog_has(copy, args, says):
     before = sorted(p.name for p in (copy / "rules").iterdir())
     r = _run(copy, *args, "--contract", "completion")

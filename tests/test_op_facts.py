@@ -1,20 +1,24 @@
 """The typed facts of operations, decoded once from knowledge/ops.py (MMA names, inline PTX)."""
+
 import pytest
 
 from tkcheck.knowledge import ops as K
 from tkcheck.model import ir
 
 
-@pytest.mark.parametrize("base, facts", [
-    ("mma_AB", (True, 1, False, False)),
-    ("mma_ABt", (True, 1, False, True)),
-    ("mm_AtB", (False, 1, True, False)),
-    ("mm_AtBt", (False, 1, True, True)),
-    ("mma2_ABt", (True, 2, False, True)),
-    ("mm2_AB", (False, 2, False, False)),
-    ("mma", (True, 1, None, None)),           # tcgen05 `mma<ta, tb>` / bare: the name does not say
-    ("mm2", (False, 2, None, None)),
-])
+@pytest.mark.parametrize(
+    "base, facts",
+    [
+        ("mma_AB", (True, 1, False, False)),
+        ("mma_ABt", (True, 1, False, True)),
+        ("mm_AtB", (False, 1, True, False)),
+        ("mm_AtBt", (False, 1, True, True)),
+        ("mma2_ABt", (True, 2, False, True)),
+        ("mm2_AB", (False, 2, False, False)),
+        ("mma", (True, 1, None, None)),  # tcgen05 `mma<ta, tb>` / bare: the name does not say
+        ("mm2", (False, 2, None, None)),
+    ],
+)
 def test_mma_names_decode_once(base, facts):
     f = K.mma_facts(base, "tcgen05")
     assert (f.accumulate, f.ncta, f.transpose_a, f.transpose_b) == facts
@@ -77,16 +81,24 @@ __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout G) {
 
 def test_the_front_end_fills_each_kinds_facts(tmp_path):
     from tkcheck.engine import ParseOptions, models_of
+
     p = tmp_path / "k.cu"
     p.write_text(_KERNEL)
     (m,) = models_of(str(p), ParseOptions())
     assert not hasattr(m.ops[0], "detail")
     syncs = [o.sync for o in m.ops_of(ir.SYNC)]
     assert [(s.kind, s.syncthreads, s.everyone) for s in syncs] == [
-        ("block", True, False), ("block", False, True), ("warp", False, False)]
-    assert syncs[2].mask.eval({}) == 0xffff
+        ("block", True, False),
+        ("block", False, True),
+        ("warp", False, False),
+    ]
+    assert syncs[2].mask.eval({}) == 0xFFFF
     load = next(m.ops_of(ir.TMA_LOAD))
-    assert load.transfer.tile_type.spelling == "st_bf<64, 64>" and load.transfer.gl == "G" and len(load.transfer.coord) == 4
+    assert (
+        load.transfer.tile_type.spelling == "st_bf<64, 64>"
+        and load.transfer.gl == "G"
+        and len(load.transfer.coord) == 4
+    )
     assert load.mbar == ir.BarrierFacts()
     store = next(m.ops_of(ir.TMA_STORE))
     assert store.transfer.proxy_fence and next(m.ops_of(ir.TMA_STORE_WAIT)).read_only

@@ -4,6 +4,7 @@ pinned submodule commit in its ThunderKittens/ folder) and ThunderKittens' Black
 (TK_ROOT or third_party/ThunderKittens). Skipped cleanly when absent. The expected findings are
 the ones triaged by hand in docs/BENCHMARKS.md; line numbers are not pinned (the checkouts move),
 the rule ids and files are."""
+
 import os
 from pathlib import Path
 
@@ -23,8 +24,9 @@ def _opts(parse: ParseOptions) -> CheckOptions:
 def _megakernels() -> Path | None:
     cand = os.environ.get("MEGAKERNELS_ROOT")
     for p in ([Path(cand)] if cand else []) + [ROOT / "third_party" / "Megakernels"]:
-        if (p / "demos" / "low-latency-llama" / "llama.cu").exists() and \
-                (p / "ThunderKittens" / "include" / "kittens.cuh").exists():
+        if (p / "demos" / "low-latency-llama" / "llama.cu").exists() and (
+            p / "ThunderKittens" / "include" / "kittens.cuh"
+        ).exists():
             return p
     return None
 
@@ -48,21 +50,35 @@ def test_megakernels_llama_demo_is_modelled_and_triaged():
     # the triaged findings: a relaxed global counter after the TMA store wait (TRUE), in 6 ops
     assert sorted({f.code for f in res.findings}) == ["TK407"], [f.message for f in res.findings]
     files = sorted({Path(f.location.filename).name for f in res.findings})
-    assert files == ["attention_partial.cu", "attention_reduction.cu", "matvec_adds.cu", "rms_matvec_rope_append.cu",
-                     "upgate.cu"]
+    assert files == [
+        "attention_partial.cu",
+        "attention_reduction.cu",
+        "matvec_adds.cu",
+        "rms_matvec_rope_append.cu",
+        "upgate.cu",
+    ]
 
 
-BLACKWELL = ["kernels/attention/bf16_b300_mha_causal/bf16_b300_mha_causal.cu",
-             "kernels/attention/bf16_b300_mha_noncausal/bf16_b300_mha_noncausal.cu",
-             "kernels/gemm/bf16_b200/bf16_b200_gemm.cu", "kernels/gemm/fp8_b200/fp8_b200_gemm.cu",
-             "kernels/gemm/mxfp8_b200/mxfp8_b200_gemm.cu", "kernels/gemm/nvfp4_b200/nvfp4_b200_gemm.cu"]
+BLACKWELL = [
+    "kernels/attention/bf16_b300_mha_causal/bf16_b300_mha_causal.cu",
+    "kernels/attention/bf16_b300_mha_noncausal/bf16_b300_mha_noncausal.cu",
+    "kernels/gemm/bf16_b200/bf16_b200_gemm.cu",
+    "kernels/gemm/fp8_b200/fp8_b200_gemm.cu",
+    "kernels/gemm/mxfp8_b200/mxfp8_b200_gemm.cu",
+    "kernels/gemm/nvfp4_b200/nvfp4_b200_gemm.cu",
+]
 # rules of the findings triaged TRUE on these files (docs/BENCHMARKS.md): TMA stores in flight at
 # exit, remote arrives without a closing cluster barrier, tcgen05 fences around hand-offs
 TRIAGED = {"TK504", "TK505", "TK205"}
 # and the ones each file must keep showing (the MMA completion and the cluster are modelled)
-PRESENT = {"bf16_b300_mha_causal.cu": {"TK504", "TK505"}, "bf16_b300_mha_noncausal.cu": {"TK504", "TK505"},
-           "bf16_b200_gemm.cu": {"TK205", "TK504"}, "fp8_b200_gemm.cu": {"TK205", "TK504"},
-           "mxfp8_b200_gemm.cu": {"TK205"}, "nvfp4_b200_gemm.cu": {"TK205"}}
+PRESENT = {
+    "bf16_b300_mha_causal.cu": {"TK504", "TK505"},
+    "bf16_b300_mha_noncausal.cu": {"TK504", "TK505"},
+    "bf16_b200_gemm.cu": {"TK205", "TK504"},
+    "fp8_b200_gemm.cu": {"TK205", "TK504"},
+    "mxfp8_b200_gemm.cu": {"TK205"},
+    "nvfp4_b200_gemm.cu": {"TK205"},
+}
 
 
 @pytest.mark.parametrize("rel", BLACKWELL)

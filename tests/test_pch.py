@@ -1,6 +1,7 @@
 """Precompiled TK headers under the cache: used only when the file's first lines are TK and
 system includes, rebuilt when a header changes, never written with --no-cache, and never
 changing a result."""
+
 import json
 import os
 import subprocess
@@ -12,13 +13,14 @@ from tkcheck.frontend.pch import prefix_includes, uses_allocation
 
 def test_prefix_includes():
     assert prefix_includes('#include "kittens.cuh"\nusing namespace kittens;\n') == ['#include "kittens.cuh"']
-    assert prefix_includes('// c\n/* block\n */\n#pragma once\n#include <cstdio>\n#include "kittens.cuh"\n'
-                           '#include "prototype.cuh"\n#include <vector>\nint x;\n') == \
-        ['#include <cstdio>', '#include "kittens.cuh"', '#include "prototype.cuh"']
+    assert prefix_includes(
+        '// c\n/* block\n */\n#pragma once\n#include <cstdio>\n#include "kittens.cuh"\n'
+        '#include "prototype.cuh"\n#include <vector>\nint x;\n'
+    ) == ['#include <cstdio>', '#include "kittens.cuh"', '#include "prototype.cuh"']
     # anything that may change what the headers mean comes first: no precompiled header
     assert prefix_includes('#define KITTENS_X 1\n#include "kittens.cuh"\n') is None
     assert prefix_includes('#include "my_config.cuh"\n#include "kittens.cuh"\n') is None
-    assert prefix_includes('#include <cstdio>\nint x;\n') is None          # no TK header at all
+    assert prefix_includes('#include <cstdio>\nint x;\n') is None  # no TK header at all
     assert prefix_includes('#include "kittens.cuh"\n#include "mine.cuh"\n') == ['#include "kittens.cuh"']
 
 
@@ -45,8 +47,14 @@ static_assert(false, "the header changed");
 
 def run(args, cwd):
     env = {**os.environ, "PYTHONSAFEPATH": "1"}
-    p = subprocess.run([sys.executable, "-m", "tkcheck", "--output-format", "json", *args], cwd=cwd,
-                       capture_output=True, text=True, timeout=120, env=env)
+    p = subprocess.run(
+        [sys.executable, "-m", "tkcheck", "--output-format", "json", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     return p.returncode, [f["message"] for f in json.loads(p.stdout or "[]")], p.stderr
 
 
@@ -54,7 +62,9 @@ def fake_tk(root, tiles):
     # a "real" TK include folder of our own: the declaration model plus one macro of ours
     inc = root / "include"
     inc.mkdir(parents=True, exist_ok=True)
-    (inc / "kittens.cuh").write_text(f'#pragma once\n#include "tkcheck_tk_model.cuh"\n#define FAKE_TK_VERSION {tiles}\n')
+    (inc / "kittens.cuh").write_text(
+        f'#pragma once\n#include "tkcheck_tk_model.cuh"\n#define FAKE_TK_VERSION {tiles}\n'
+    )
     return inc
 
 
@@ -64,16 +74,16 @@ def test_results_are_the_same_and_a_changed_header_is_read_again(tmp_path):
     work.mkdir()
     (work / "k.cu").write_text(KERNEL)
     rc, nocache, _ = run(["--no-cache", "--tk-include", str(inc), "k.cu"], work)
-    assert not (work / ".tkcheck_cache").exists()             # --no-cache writes nothing
+    assert not (work / ".tkcheck_cache").exists()  # --no-cache writes nothing
     assert any("16384 bytes" in m for m in nocache), nocache
     rc, first, _ = run(["--tk-include", str(inc), "k.cu"], work)
     pch = list((work / ".tkcheck_cache" / "pch").glob("*.pch"))
     assert len(pch) == 1 and first == nocache
     (work / "k2.cu").write_text(KERNEL.replace("void k()", "void k2()"))
-    rc, second, _ = run(["--tk-include", str(inc), "k2.cu"], work)          # reuses it
+    rc, second, _ = run(["--tk-include", str(inc), "k2.cu"], work)  # reuses it
     assert list((work / ".tkcheck_cache" / "pch").glob("*.pch")) == pch and any("16384" in m for m in second)
-    time.sleep(1.1)                                            # a later mtime, whatever the file system
+    time.sleep(1.1)  # a later mtime, whatever the file system
     fake_tk(tmp_path / "tk", 2)
     (work / "k3.cu").write_text(KERNEL.replace("void k()", "void k3()"))
     rc, third, _ = run(["--tk-include", str(inc), "k3.cu"], work)
-    assert rc == 2 and any("the header changed" in m for m in third), third   # the new text, not the stale
+    assert rc == 2 and any("the header changed" in m for m in third), third  # the new text, not the stale

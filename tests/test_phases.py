@@ -1,4 +1,5 @@
 """Phase reasoning (TK303-TK307): closed forms of phase idioms, proofs, counterexamples."""
+
 import tempfile
 import tomllib
 from pathlib import Path
@@ -30,8 +31,16 @@ def _phases(path: Path, text: str | None = None):
     return out
 
 
-@pytest.mark.parametrize("name", ["good_ring_div_parity", "good_tic_toc", "good_stage_wrap_idiom",
-                                  "good_phase_xor_condition", "good_pre_arrived_tokens"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "good_ring_div_parity",
+        "good_tic_toc",
+        "good_stage_wrap_idiom",
+        "good_phase_xor_condition",
+        "good_pre_arrived_tokens",
+    ],
+)
 def test_correct_idioms_are_proved_not_just_unknown(name):
     wps = _phases(ROOT / "fixtures" / "completion" / f"{name}.cu")
     assert wps, "no wait sites found"
@@ -71,16 +80,23 @@ def test_phase_flip_closed_forms():
 
 def test_lcf_bitfield_closed_form():
     from tkcheck.recurrence import phase_bit, solve_dependent
+
     start = E.Var("bits@start", E.LOOP)
     ring = E.Var("ring@start", E.LOOP)
     end = E.binop("^", start, E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16))))
-    f = solve_dependent("bits", start, end, E.Const(0xFFFF0000),
-                        {"ring": lambda k: E.binop("%", k, E.Const(4))}, {"ring": ring, "bits": start})
+    f = solve_dependent(
+        "bits",
+        start,
+        end,
+        E.Const(0xFFFF0000),
+        {"ring": lambda k: E.binop("%", k, E.Const(4))},
+        {"ring": ring, "bits": start},
+    )
     assert f is not None
     for k in range(12):
         bits = f(E.Const(k))
         bit = phase_bit(bits, E.Const(k % 4 + 16))
-        assert bit.eval({}) == (1 ^ (k // 4) % 2)          # starts at 1, flips once per round
+        assert bit.eval({}) == (1 ^ (k // 4) % 2)  # starts at 1, flips once per round
         assert bits.eval({}) == _simulate(k)
 
 
@@ -122,11 +138,17 @@ def test_protocol_phase_bitfields_are_the_ones_the_protocol_files_use():
     from tkcheck.frontend.builder import phasebit_names
     from tkcheck.frontend.parse import protocol_function
     from tkcheck.knowledge import protocols
+
     used: set[str] = set()
     for kind in protocols.PROTOCOL_FILES:
         fn = protocol_function(kind)
         assert fn is not None, kind
         path = str(protocols.protocol_file(kind))
-        used |= phasebit_names([c for c in fn.translation_unit.cursor.get_children()
-                                if c.location.file is not None and c.location.file.name == path])
+        used |= phasebit_names(
+            [
+                c
+                for c in fn.translation_unit.cursor.get_children()
+                if c.location.file is not None and c.location.file.name == path
+            ]
+        )
     assert used and frozenset(used) == protocols.PHASE_BITFIELDS

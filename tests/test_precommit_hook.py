@@ -6,6 +6,7 @@ no dependencies, no build isolation), and the hook finds libclang, z3 and click
 through PYTHONPATH (links to the packages this test runs with). Skips when
 pre-commit or git is not installed.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,9 +21,9 @@ import pytest
 from conftest import ROOT
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("pre_commit") is None or shutil.which("git") is None
-    or not (ROOT / ".git").exists(),
-    reason="needs the pre-commit package, git and a git checkout of tkcheck")
+    importlib.util.find_spec("pre_commit") is None or shutil.which("git") is None or not (ROOT / ".git").exists(),
+    reason="needs the pre-commit package, git and a git checkout of tkcheck",
+)
 
 BAD = (ROOT / "fixtures" / "completion" / "bad_consumer_parity_flipped.cu").read_text()
 GOOD_HEADER = '#pragma once\n#include "kittens.cuh"\nusing namespace kittens;\n'
@@ -31,8 +32,13 @@ LIMIT_S = 300
 
 
 def _git(*args, cwd):
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
@@ -69,22 +75,33 @@ def test_pre_commit_runs_the_hook_on_cuda_sources_and_headers_only(tmp_path):
     (work / "src").mkdir(parents=True)
     (work / "src" / "bad.cu").write_text(BAD)
     (work / "src" / "tiles.cuh").write_text(GOOD_HEADER)
-    (work / "src" / "binding.cpp").write_text(HOST)          # host code: not the hook's business
+    (work / "src" / "binding.cpp").write_text(HOST)  # host code: not the hook's business
     (work / "src" / "helpers.h").write_text(HOST)
     (work / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: tkcheck\n        args: [--no-cache, --output-format, full]\n")
+        f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: tkcheck\n        args: [--no-cache, --output-format, full]\n"
+    )
     _git("init", "-q", cwd=work)
     _git("add", "-A", cwd=work)
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "home"), "PIP_NO_INDEX": "1", "PIP_NO_DEPS": "1",
-           "PIP_NO_BUILD_ISOLATION": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "VIRTUALENV_NO_DOWNLOAD": "1",
-           "VIRTUALENV_SETUPTOOLS": "bundle", "NO_COLOR": "1", "PYTHONSAFEPATH": "1"}
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "home"),
+        "PIP_NO_INDEX": "1",
+        "PIP_NO_DEPS": "1",
+        "PIP_NO_BUILD_ISOLATION": "0",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "VIRTUALENV_NO_DOWNLOAD": "1",
+        "VIRTUALENV_SETUPTOOLS": "bundle",
+        "NO_COLOR": "1",
+        "PYTHONSAFEPATH": "1",
+    }
     env.pop("PYTHONPATH", None)
     pc = [sys.executable, "-m", "pre_commit"]
     inst = subprocess.run([*pc, "install-hooks"], cwd=work, env=env, capture_output=True, text=True, timeout=LIMIT_S)
     assert inst.returncode == 0, inst.stdout + inst.stderr
     env["PYTHONPATH"] = _deps_path(tmp_path)
-    run = subprocess.run([*pc, "run", "--all-files", "--verbose"], cwd=work, env=env, capture_output=True,
-                         text=True, timeout=LIMIT_S)
+    run = subprocess.run(
+        [*pc, "run", "--all-files", "--verbose"], cwd=work, env=env, capture_output=True, text=True, timeout=LIMIT_S
+    )
     out = run.stdout + run.stderr
     assert run.returncode == 1, out
     assert "src/bad.cu:27:13" in out and "[TK303]" in out, out
@@ -95,6 +112,7 @@ def test_pre_commit_runs_the_hook_on_cuda_sources_and_headers_only(tmp_path):
     # the clean header alone passes
     (work / "src" / "bad.cu").unlink()
     _git("add", "-A", cwd=work)
-    run = subprocess.run([*pc, "run", "--all-files"], cwd=work, env=env, capture_output=True, text=True,
-                         timeout=LIMIT_S)
+    run = subprocess.run(
+        [*pc, "run", "--all-files"], cwd=work, env=env, capture_output=True, text=True, timeout=LIMIT_S
+    )
     assert run.returncode == 0, run.stdout + run.stderr

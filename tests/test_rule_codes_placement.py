@@ -9,6 +9,7 @@ docstrings (never in code), each with its reason.
 
 The second half checks that what rules declare for triage and confirm names things that exist.
 """
+
 from __future__ import annotations
 
 import ast
@@ -37,8 +38,12 @@ def _docstring_lines(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 lines.update(range(body[0].lineno, body[0].end_lineno + 1))
     return lines
 
@@ -72,16 +77,19 @@ def violations(root: Path, allowed: dict[str, str]) -> list[str]:
 
 def test_no_rule_code_outside_rules():
     found = violations(ROOT, MENTIONS_ALLOWED)
-    assert not found, ("rule codes belong in rules/ (use the registry, the Rule's fields or the "
-                       "constants of rules/__init__.py):\n" + "\n".join(found))
+    assert not found, (
+        "rule codes belong in rules/ (use the registry, the Rule's fields or the "
+        "constants of rules/__init__.py):\n" + "\n".join(found)
+    )
 
 
 def test_each_allowance_is_still_needed():
     for rel, why in MENTIONS_ALLOWED.items():
         path = ROOT / rel
         assert path.is_file(), f"{rel} is gone: drop it from MENTIONS_ALLOWED"
-        assert spellings(path.read_text(encoding="utf-8")), \
+        assert spellings(path.read_text(encoding="utf-8")), (
             f"{rel} no longer names a rule code ({why}): drop it from MENTIONS_ALLOWED"
+        )
 
 
 def test_scanner_finds_planted_codes(tmp_path):

@@ -2,6 +2,7 @@
 
 Every rule's bad example must fire exactly that rule, and its good example
 must be clean (the documentation's examples are tests)."""
+
 import re
 import tempfile
 from pathlib import Path

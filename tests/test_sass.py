@@ -52,6 +52,7 @@ def lines(kernel, kind, **kw) -> set[int]:
 
 # ---------------------------------------------------------------------------- fixtures
 
+
 @pytest.fixture(scope="module")
 def toolchain():
     try:
@@ -68,8 +69,7 @@ def build(toolchain, tmp_path_factory):
     def _build(name: str, arch: str = "sm_90a") -> SassResult:
         key = (name, arch)
         if key not in memo:
-            memo[key] = compile_and_disassemble(KERNELS / f"{name}.cu", arch=arch,
-                                                cache_dir=cache, toolchain=toolchain)
+            memo[key] = compile_and_disassemble(KERNELS / f"{name}.cu", arch=arch, cache_dir=cache, toolchain=toolchain)
         result = memo[key]
         if isinstance(result, Skipped):
             if result.kind == "compile-failed" and arch.startswith("sm_100"):
@@ -86,6 +86,7 @@ def only_kernel(result: SassResult):
 
 
 # ---------------------------------------------------------------------------- compiled kernels
+
 
 def test_mbarrier_and_bulk_copy_facts(build):
     src = KERNELS / "mbarrier_bulk.cu"
@@ -104,8 +105,7 @@ def test_mbarrier_and_bulk_copy_facts(build):
     assert waits and all(not f.get("test_only") for f in waits)
     assert tagged_line(src, "try_wait") in lines(k, FactKind.MBARRIER_WAIT)
 
-    copies = {(f.instruction.base, f.get("direction"), f.loc.line)
-              for f in k.facts_of(FactKind.BULK_COPY)}
+    copies = {(f.instruction.base, f.get("direction"), f.loc.line) for f in k.facts_of(FactKind.BULK_COPY)}
     assert copies == {
         ("UBLKCP", "load", tagged_line(src, "bulk_load")),
         ("UTMALDG", "load", tagged_line(src, "tma_load")),
@@ -116,8 +116,9 @@ def test_mbarrier_and_bulk_copy_facts(build):
     assert lines(k, FactKind.BULK_COMMIT) == {tagged_line(src, "commit")}
 
     assert lines(k, FactKind.FENCE_PROXY_ASYNC) == {tagged_line(src, "fence_proxy")}
-    assert [f.get("space") for f in fence_sites(k)[SourceLoc(str(src.resolve()),
-                                                             tagged_line(src, "fence_proxy"))]] == ["S"]
+    assert [f.get("space") for f in fence_sites(k)[SourceLoc(str(src.resolve()), tagged_line(src, "fence_proxy"))]] == [
+        "S"
+    ]
 
     bars = {(b.kind, b.barrier_id, b.thread_count, b.loc.line) for b in named_barriers(k)}
     assert bars == {
@@ -158,10 +159,10 @@ def test_setmaxnreg_with_and_without_register_cap(build):
     uncapped = result.kernel("uncapped_kernel")
     assert capped is not None and uncapped is not None
 
-    regs = {(f.get("action"), f.get("count"), f.instruction.call_site.line)
-            for f in capped.facts_of(FactKind.SETMAXNREG)}
-    assert regs == {("inc", 232, tagged_line(src, "capped_inc")),
-                    ("dec", 40, tagged_line(src, "capped_dec"))}
+    regs = {
+        (f.get("action"), f.get("count"), f.instruction.call_site.line) for f in capped.facts_of(FactKind.SETMAXNREG)
+    }
+    assert regs == {("inc", 232, tagged_line(src, "capped_inc")), ("dec", 40, tagged_line(src, "capped_dec"))}
     # inline chain: innermost frame is the asm in the helper template, outermost the call
     for f in capped.facts_of(FactKind.SETMAXNREG):
         assert len(f.instruction.inline_chain) >= 2
@@ -174,8 +175,7 @@ def test_setmaxnreg_with_and_without_register_cap(build):
     assert ignored.kernel == uncapped.mangled
     assert ignored.message is not None and ignored.message.code == "C7508"
     call_sites = {(s.action, s.inline_chain[-1].line) for s in ignored.sites}
-    assert call_sites == {("inc", tagged_line(src, "uncapped_inc")),
-                          ("dec", tagged_line(src, "uncapped_dec"))}
+    assert call_sites == {("inc", tagged_line(src, "uncapped_inc")), ("dec", tagged_line(src, "uncapped_dec"))}
     assert all(Path(s.inline_chain[-1].file).name == "setmaxnreg.cu" for s in ignored.sites)
 
 
@@ -188,8 +188,7 @@ def test_spilling_kernel(build):
     assert report.local_loads > 0 and report.local_stores > 0
     assert k.resources.registers is not None and k.resources.registers <= 32
     n_lines = len(src.read_text().splitlines())
-    assert report.sites and all(1 <= s.line <= n_lines and s.file.endswith("spill.cu")
-                                for s in report.sites)
+    assert report.sites and all(1 <= s.line <= n_lines and s.file.endswith("spill.cu") for s in report.sites)
 
 
 def test_tcgen05_on_sm100a(build):
@@ -216,6 +215,7 @@ def test_warm_hit_reuses_the_recorded_headers(toolchain, tmp_path):
     import dataclasses
     import os
     import stat
+
     log = tmp_path / "nvcc.log"
     wrapper = tmp_path / "nvcc"
     wrapper.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\nexec "{toolchain.nvcc}" "$@"\n')
@@ -230,16 +230,17 @@ def test_warm_hit_reuses_the_recorded_headers(toolchain, tmp_path):
 
     def mm_runs():
         return sum(1 for ln in log.read_text().splitlines() if ln.startswith("-MM")) if log.exists() else 0
+
     first = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=tc)
     assert isinstance(first, SassResult) and not first.cache_hit and mm_runs() == 1
     second = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=tc)
     assert isinstance(second, SassResult) and second.cache_hit and mm_runs() == 1
     (work / "other.cuh").write_text("// a new header in the source's folder\n")
     st = os.stat(work)
-    os.utime(work, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))   # coarse-mtime file systems
+    os.utime(work, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # coarse-mtime file systems
     third = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=tc)
     assert isinstance(third, SassResult) and third.cache_hit and mm_runs() == 2
-    (work / "consts.cuh").write_text("#define SCALE 3.0f\n")   # a header change must miss
+    (work / "consts.cuh").write_text("#define SCALE 3.0f\n")  # a header change must miss
     fourth = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=tc)
     assert isinstance(fourth, SassResult) and not fourth.cache_hit and mm_runs() == 3
     # -I roots: a header of the same relative name appearing under an earlier root shadows it
@@ -264,16 +265,14 @@ def test_cache_hit_and_invalidation(toolchain, tmp_path):
     header = work / "consts.cuh"
     header.write_text("#define SCALE 2.0f\n")
     src = work / "k.cu"
-    src.write_text('#include "consts.cuh"\n'
-                   "__global__ void k(float *p) { p[threadIdx.x] *= SCALE; }\n")
+    src.write_text('#include "consts.cuh"\n__global__ void k(float *p) { p[threadIdx.x] *= SCALE; }\n')
     cache = tmp_path / "cache"
     first = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=toolchain)
     assert isinstance(first, SassResult) and not first.cache_hit
     second = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=toolchain)
     assert isinstance(second, SassResult) and second.cache_hit
     assert summary(only_kernel(second)) == summary(only_kernel(first))
-    assert [i.opcode for i in only_kernel(second).instructions] == \
-        [i.opcode for i in only_kernel(first).instructions]
+    assert [i.opcode for i in only_kernel(second).instructions] == [i.opcode for i in only_kernel(first).instructions]
     header.write_text("#define SCALE 3.0f\n")  # a header change must miss
     third = compile_and_disassemble(src, arch="sm_90a", cache_dir=cache, toolchain=toolchain)
     assert isinstance(third, SassResult) and not third.cache_hit
@@ -284,8 +283,9 @@ def test_cache_hit_and_invalidation(toolchain, tmp_path):
 def test_bad_input_is_skipped_not_raised(toolchain, tmp_path):
     missing = compile_and_disassemble(tmp_path / "nope.cu", cache_dir=None, toolchain=toolchain)
     assert isinstance(missing, Skipped) and missing.kind == "bad-input" and not missing
-    bad_arch = compile_and_disassemble(KERNELS / "spill.cu", arch="sm_90a; rm -rf /",
-                                       cache_dir=None, toolchain=toolchain)
+    bad_arch = compile_and_disassemble(
+        KERNELS / "spill.cu", arch="sm_90a; rm -rf /", cache_dir=None, toolchain=toolchain
+    )
     assert isinstance(bad_arch, Skipped) and bad_arch.kind == "bad-input"
     garbage = tmp_path / "garbage.cu"
     garbage.write_bytes(b"\xff\xfe this is not CUDA {{{ \x00\n")
@@ -295,6 +295,7 @@ def test_bad_input_is_skipped_not_raised(toolchain, tmp_path):
 
 
 # ---------------------------------------------------------------------------- no toolchain
+
 
 def test_no_toolchain_is_one_informational_line(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -339,8 +340,15 @@ def test_parse_nvdisasm_listing():
     funcs = parse_sass(NVDISASM_SAMPLE)
     assert [(f.name, f.is_entry) for f in funcs] == [("_Z1kPf", True), ("_Z6helperv", False)]
     ins = funcs[0].instructions
-    assert [i.opcode for i in ins] == ["LDC", "WARPSYNC.ALL", "USETMAXREG.TRY_ALLOC.CTAPOOL",
-                                       "BAR.SYNC.DEFER_BLOCKING", "MEMBAR.ALL.CTA", "UTCHMMA", "BRA"]
+    assert [i.opcode for i in ins] == [
+        "LDC",
+        "WARPSYNC.ALL",
+        "USETMAXREG.TRY_ALLOC.CTAPOOL",
+        "BAR.SYNC.DEFER_BLOCKING",
+        "MEMBAR.ALL.CTA",
+        "UTCHMMA",
+        "BRA",
+    ]
     assert ins[0].loc == SourceLoc("a.cu", 12)
     assert [str(l) for l in ins[2].inline_chain] == ["h.cuh:5", "g.cuh:9", "a.cu:18"]
     assert ins[2].call_site == SourceLoc("a.cu", 18)
@@ -359,8 +367,7 @@ def test_parse_cuobjdump_listing():
         /*0010*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0 ;  /* 0x0 */
 """
     [f] = parse_sass(text)
-    assert f.name == "_Z1kPf" and [i.opcode for i in f.instructions] == [
-        "LDC", "HGMMA.64x256x16.F32.BF16"]
+    assert f.name == "_Z1kPf" and [i.opcode for i in f.instructions] == ["LDC", "HGMMA.64x256x16.F32.BF16"]
     assert f.instructions[1].operands[-1] == "gsb0"
 
 
@@ -435,6 +442,7 @@ def test_classify_mbarrier_arrive_variants():
 
 # ---------------------------------------------------------------------------- a real TK kernel
 
+
 def _tk_root() -> Path | None:
     env = os.environ.get("TK_ROOT")
     for cand in ([Path(env)] if env else []) + [REPO / "third_party" / "ThunderKittens"]:
@@ -451,20 +459,30 @@ def test_real_thunderkittens_gemm(toolchain, tmp_path):
     if not src.is_file():
         pytest.skip(f"{src.name} not in this ThunderKittens checkout")
     result = compile_and_disassemble(
-        src, arch="sm_90a", include_dirs=[tk / "include", tk / "prototype"],
+        src,
+        arch="sm_90a",
+        include_dirs=[tk / "include", tk / "prototype"],
         defines=["NDEBUG", "KITTENS_HOPPER"],
-        extra_flags=["-std=c++20", "-O3", "--use_fast_math", "--expt-extended-lambda",
-                     "--expt-relaxed-constexpr"],
-        cache_dir=tmp_path / "cache", toolchain=toolchain, timeout_s=300)
+        extra_flags=["-std=c++20", "-O3", "--use_fast_math", "--expt-extended-lambda", "--expt-relaxed-constexpr"],
+        cache_dir=tmp_path / "cache",
+        toolchain=toolchain,
+        timeout_s=300,
+    )
     if isinstance(result, Skipped):
         pytest.skip(f"this ThunderKittens checkout does not build here: {result.reason}")
     gemm = [k for k in result.kernels.values() if has_tensor_core_ops(k)]
     assert gemm, [k.name for k in result.kernels.values()]
     k = gemm[0]
     kinds = k.facts_by_kind()
-    for kind in (FactKind.BULK_COPY, FactKind.MBARRIER_INIT, FactKind.MBARRIER_ARRIVE,
-                 FactKind.MBARRIER_WAIT, FactKind.WARPGROUP_ARRIVE, FactKind.WARPGROUP_WAIT,
-                 FactKind.SETMAXNREG):
+    for kind in (
+        FactKind.BULK_COPY,
+        FactKind.MBARRIER_INIT,
+        FactKind.MBARRIER_ARRIVE,
+        FactKind.MBARRIER_WAIT,
+        FactKind.WARPGROUP_ARRIVE,
+        FactKind.WARPGROUP_WAIT,
+        FactKind.SETMAXNREG,
+    ):
         assert kinds.get(kind), kind
     assert all(m == 64 for m, _, _ in mma_shapes(k))
     # facts map back into the kernel's own file through the inline chains

@@ -6,6 +6,7 @@ rules are `engine_only` there and their examples are compiled here instead. Test
 need nvcc + a disassembler skip when none is found; the skip path itself is tested
 everywhere.
 """
+
 from __future__ import annotations
 
 import re
@@ -55,11 +56,18 @@ def sass_cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def check(toolchain, sass_cache):
     def _check(path, *, arch=None, defines=(), enabled=ALL, **kw):
-        opts = CheckOptions(parse=ParseOptions(defines=tuple(defines)), enabled=enabled, sass=True,
-                            sass_arch=arch, sass_cache_dir=sass_cache, **kw)
+        opts = CheckOptions(
+            parse=ParseOptions(defines=tuple(defines)),
+            enabled=enabled,
+            sass=True,
+            sass_arch=arch,
+            sass_cache_dir=sass_cache,
+            **kw,
+        )
         res = check_file(str(path), opts)
         assert not any("SASS pass skipped" in n for n in res.notes), res.notes
         return res
+
     return _check
 
 
@@ -68,6 +76,7 @@ def codes(res) -> list[str]:
 
 
 # ---------------------------------------------------------------- catalog --
+
 
 @pytest.mark.parametrize("mod", [tk601, tk602, tk603], ids=SASS_RULES)
 def test_sass_rules_are_engine_only_with_documented_examples(mod):
@@ -87,10 +96,11 @@ def test_bad_example_fires_exactly_this_rule(mod, check, tmp_path):
     p = tmp_path / "bad.cu"
     p.write_text(mod._BAD)
     res = check(p, arch=EXAMPLE_ARCH[mod.RULE.code])
-    assert sorted({f.code for f in res.findings}) == [mod.RULE.code], \
-        [(f.code, f.location.row, f.message) for f in res.findings] + res.notes
+    assert sorted({f.code for f in res.findings}) == [mod.RULE.code], [
+        (f.code, f.location.row, f.message) for f in res.findings
+    ] + res.notes
     f = res.findings[0]
-    assert re.search(r"0x[0-9a-f]{4}|sm_90", f.message), f.message   # cites SASS
+    assert re.search(r"0x[0-9a-f]{4}|sm_90", f.message), f.message  # cites SASS
 
 
 @pytest.mark.parametrize("mod", [tk601, tk602, tk603], ids=SASS_RULES)
@@ -104,14 +114,15 @@ def test_good_example_is_clean(mod, check, tmp_path):
 
 # ----------------------------------------------------------- test kernels --
 
+
 def test_tk601_wgmma_compiled_out_on_sm90(check):
     src = KERNELS / "tc_path.cu"
     res = check(src, arch="sm_90")
     [f] = [f for f in res.findings if f.code == "TK601"]
     assert "wgmma.mma_async" in f.message and "sm_90" in f.message
     assert f.witness["sass_async_mma"] == 0 and f.witness["arch"] == "sm_90"
-    assert tagged_line(src, "mma") in [r.location.row for r in f.related]   # the call site in the kernel
-    assert codes(check(src)) == []                                            # sm_90a: HGMMA present
+    assert tagged_line(src, "mma") in [r.location.row for r in f.related]  # the call site in the kernel
+    assert codes(check(src)) == []  # sm_90a: HGMMA present
 
 
 def test_tk602_spilling_warp_specialized_kernel(check):
@@ -136,7 +147,7 @@ def test_tk603_fence_and_arrive_compiled_out(check):
     assert tagged_line(src, "store") in [r.location.row for r in fence.related]
     arrive = next(f for f in fs if "arrive" in f.message and f is not fence)
     assert tagged_line(src, "arrive") in [r.location.row for r in arrive.related]
-    assert codes(check(src)) == []                                            # sm_90a agrees
+    assert codes(check(src)) == []  # sm_90a agrees
 
 
 def _analysis(src: Path, result, name: str, defines=()):
@@ -156,8 +167,7 @@ def test_tk406_evidence_setmaxnreg_without_register_cap(toolchain, sass_cache):
     assert {tagged_line(src, "down"), tagged_line(src, "up")} <= set(ev.source_lines)
     assert "ptxas dropped setmaxnreg" in ev.describe()
 
-    capped = sass_build.run_sass(str(src), src.read_text(), ParseOptions(defines=("CAPPED",)),
-                                 cache_dir=sass_cache)
+    capped = sass_build.run_sass(str(src), src.read_text(), ParseOptions(defines=("CAPPED",)), cache_dir=sass_cache)
     an = _analysis(src, capped, "regs_kernel", defines=("CAPPED",))
     ev = sass_cross.setmaxnreg_sass_evidence(an)
     assert ev is not None and not ev.ignored and len(ev.sass_sites) == 2 and ev.message is None
@@ -172,9 +182,11 @@ def test_sass_pass_off_by_default_runs_no_sass_rule(tmp_path):
 
 # ------------------------------------------------------------- skip paths --
 
+
 def test_no_toolchain_is_one_note_not_an_error(tmp_path, monkeypatch):
     def missing(*a, **k):
         raise ToolchainNotFound("no CUDA compiler found")
+
     monkeypatch.setattr(sass_compile, "find_toolchain", missing)
     p = tmp_path / "bad.cu"
     p.write_text(tk601._BAD)
@@ -187,21 +199,24 @@ def test_no_toolchain_is_one_note_not_an_error(tmp_path, monkeypatch):
 def test_tk_source_without_real_headers_is_one_note(tmp_path, monkeypatch):
     def never(*a, **k):
         raise AssertionError("must not compile without real TK headers")
+
     monkeypatch.setattr(sass_compile, "find_toolchain", never)
     p = tmp_path / "k.cu"
     p.write_text('#include "kittens.cuh"\nusing namespace kittens;\n__global__ void k() {}\n')
     res = check_file(str(p), CheckOptions(enabled=ALL, sass=True))
     assert [n for n in res.notes if "SASS" in n] == [
         "SASS pass skipped: the file includes ThunderKittens and compiling it needs the real headers "
-        "(give --tk-include)"]
+        "(give --tk-include)"
+    ]
 
 
 def test_build_config_adds_tk_dirs_and_arch_defines(tmp_path):
     inc = tmp_path / "TK" / "include"
     (tmp_path / "TK" / "prototype").mkdir(parents=True)
     inc.mkdir()
-    cfg, why = sass_build.build_config('#include "kittens.cuh"\n',
-                                       ParseOptions(tk_include=str(inc), defines=("X=1",)), "sm_100a")
+    cfg, why = sass_build.build_config(
+        '#include "kittens.cuh"\n', ParseOptions(tk_include=str(inc), defines=("X=1",)), "sm_100a"
+    )
     assert why is None and cfg["arch"] == "sm_100a"
     assert cfg["include_dirs"] == [str(inc), str(tmp_path / "TK" / "prototype")]
     assert cfg["defines"] == ["X=1", "KITTENS_HOPPER", "KITTENS_BLACKWELL"]
@@ -209,6 +224,7 @@ def test_build_config_adds_tk_dirs_and_arch_defines(tmp_path):
 
 
 # ---------------------------------------------------------------- matching --
+
 
 class _M:
     def __init__(self, name, kind):
@@ -221,28 +237,37 @@ def _result(*demangled):
 
 
 def test_match_kernel_by_name_and_lcf_instantiation():
-    r = _result("gemm_ring_kernel(globals)", "void kittens::prototype::lcf::kernel<gemm_template>(gemm_template::layout::globals)",
-                "void kittens::prototype::lcf::kernel<other_template>(other_template::layout::globals)",
-                "void tmpl<int, 64>(float*)", "void tmpl<int, 128>(float*)")
+    r = _result(
+        "gemm_ring_kernel(globals)",
+        "void kittens::prototype::lcf::kernel<gemm_template>(gemm_template::layout::globals)",
+        "void kittens::prototype::lcf::kernel<other_template>(other_template::layout::globals)",
+        "void tmpl<int, 64>(float*)",
+        "void tmpl<int, 128>(float*)",
+    )
     assert sass_cross.match_kernel(r, _M("gemm_ring_kernel", "global")).mangled == "_Z0"
     assert sass_cross.match_kernel(r, _M("gemm_template", "lcf")).mangled == "_Z1"
     assert sass_cross.match_kernel(r, _M("other_template", "lcf")).mangled == "_Z2"
     assert sass_cross.match_kernel(r, _M("gemm_template", "lcsf")) is None
-    assert sass_cross.match_kernel(r, _M("tmpl", "global")) is None        # two instantiations
+    assert sass_cross.match_kernel(r, _M("tmpl", "global")) is None  # two instantiations
     assert sass_cross.match_kernel(r, _M("missing", "global")) is None
 
 
 def test_tk406_uses_ptxas_evidence(tmp_path):
     """TK406 with --sass: the uncapped kernel is reported with ptxas's word, the capped one is clean."""
     from tkcheck.sass import ToolchainNotFound, find_toolchain
+
     try:
         find_toolchain()
     except ToolchainNotFound as e:
         pytest.skip(f"no CUDA toolchain: {e}")
     src = KERNELS / "setmaxnreg_nocap.cu"
     for defines, want in (((), True), (("CAPPED",), False)):
-        opts = CheckOptions(parse=ParseOptions(defines=defines), enabled=frozenset({"TK406"}), sass=True,
-                            sass_cache_dir=str(tmp_path / "c"))
+        opts = CheckOptions(
+            parse=ParseOptions(defines=defines),
+            enabled=frozenset({"TK406"}),
+            sass=True,
+            sass_cache_dir=str(tmp_path / "c"),
+        )
         res = check_file(str(src), opts)
         got = [f for f in res.findings if f.code == "TK406"]
         assert bool(got) == want, (defines, [f.message for f in got], res.notes)

@@ -1,4 +1,5 @@
 """Rule selection: codes, prefixes, names, ALL; specificity; per-file ignores."""
+
 from __future__ import annotations
 
 import pathlib
@@ -8,9 +9,13 @@ import pytest
 from tkcheck.selection import RuleSelector
 
 NAMES = {
-    "TK000": "invalid-input", "TK001": "unused-suppression",
-    "TK301": "expect-tx-mismatch", "TK302": "parity-mismatch", "TK310": "arrive-count",
-    "TK401": "scope-too-narrow", "TK501": "role-deadlock",
+    "TK000": "invalid-input",
+    "TK001": "unused-suppression",
+    "TK301": "expect-tx-mismatch",
+    "TK302": "parity-mismatch",
+    "TK310": "arrive-count",
+    "TK401": "scope-too-narrow",
+    "TK501": "role-deadlock",
 }
 CODES = set(NAMES)
 
@@ -65,8 +70,7 @@ def test_tool_rules_are_selectable_like_others():
 
 
 def test_per_file_ignores(tmp_path):
-    s = sel(per_file_ignores={"tests/*.cu": ["TK301"], "*_legacy.cu": ["TK4", "role-deadlock"]},
-            root=tmp_path)
+    s = sel(per_file_ignores={"tests/*.cu": ["TK301"], "*_legacy.cu": ["TK4", "role-deadlock"]}, root=tmp_path)
     assert not s.enabled("TK301", str(tmp_path / "tests" / "a.cu"))
     assert s.enabled("TK301", str(tmp_path / "kernels" / "a.cu"))
     # Globs match the base name too, and `*` crosses folders (as in ruff).
@@ -87,12 +91,15 @@ def test_relative_filenames_resolve_against_cwd(tmp_path, monkeypatch):
     assert s.enabled("TK501", "other/a.cu")
 
 
-@pytest.mark.parametrize("kw, where", [
-    ({"select": ["TK9"]}, "select"),
-    ({"ignore": ["nope"]}, "ignore"),
-    ({"extend_select": ["TK30X"]}, "extend-select"),
-    ({"per_file_ignores": {"a/*.cu": ["TK8"]}}, "per-file-ignores\\['a/\\*.cu'\\]"),
-])
+@pytest.mark.parametrize(
+    "kw, where",
+    [
+        ({"select": ["TK9"]}, "select"),
+        ({"ignore": ["nope"]}, "ignore"),
+        ({"extend_select": ["TK30X"]}, "extend-select"),
+        ({"per_file_ignores": {"a/*.cu": ["TK8"]}}, "per-file-ignores\\['a/\\*.cu'\\]"),
+    ],
+)
 def test_unknown_selectors_are_value_errors(kw, where):
     with pytest.raises(ValueError, match=f"unknown rule selector '.*' in {where}: expected a code"):
         sel(**kw)

@@ -1,6 +1,7 @@
 """Deterministic proofs: a step budget instead of a clock, inconclusive proofs counted and shown,
 and a spent budget never turning into a finding (the findings of a tiny budget are a subset of the
 default's, over every corpus kernel, every fixture and every planted bug)."""
+
 from __future__ import annotations
 
 import ast
@@ -21,7 +22,7 @@ from tkcheck.expectations import options_for, parse_fixture
 from tkcheck.model import expr as E
 
 FLIPPED = ROOT / "fixtures" / "completion" / "bad_consumer_parity_flipped.cu"
-TINY_BUDGETS = (1, 3000)     # nothing decided; some proofs decided and others not
+TINY_BUDGETS = (1, 3000)  # nothing decided; some proofs decided and others not
 
 
 def run(args, cwd=ROOT):
@@ -34,6 +35,7 @@ def run(args, cwd=ROOT):
 
 
 # ---------------------------------------------------------------- the budget
+
 
 def test_budget_decides_and_a_spent_budget_is_unknown():
     x, y = E.Var("x", E.PARAM), E.Var("y", E.PARAM)
@@ -48,7 +50,7 @@ def test_budget_decides_and_a_spent_budget_is_unknown():
         assert len(events) == 2 and "budget of 1 steps" in events[0].reason
         solver.configure(budget=10_000_000)
         answers = {solver.always(hard) for _ in range(5)}
-        assert answers == {False}                          # x=1, y=5: refuted, every time
+        assert answers == {False}  # x=1, y=5: refuted, every time
     finally:
         solver.configure(*saved)
 
@@ -61,14 +63,21 @@ def test_no_wall_clock_decides_a_proof():
             continue
         tree = ast.parse(p.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(".set") and node.args \
-                    and isinstance(node.args[0], ast.Constant) and node.args[0].value in ("timeout", "rlimit"):
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func).endswith(".set")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in ("timeout", "rlimit")
+            ):
                 offenders.append(f"{p.name}:{node.lineno}: {ast.unparse(node)}")
             if isinstance(node, ast.Name) and node.id == "deadline":
                 offenders.append(f"{p.name}:{node.lineno}: deadline")
             if isinstance(node, ast.Call) and ast.unparse(node.func) in ("z3.Solver", "z3.Optimize", "z3.SolverFor"):
-                parent_ok = any(isinstance(n, ast.Call) and ast.unparse(n.func).endswith("limited")
-                                and node in n.args for n in ast.walk(tree))
+                parent_ok = any(
+                    isinstance(n, ast.Call) and ast.unparse(n.func).endswith("limited") and node in n.args
+                    for n in ast.walk(tree)
+                )
                 if not parent_ok:
                     offenders.append(f"{p.name}:{node.lineno}: {ast.unparse(node)} without solver.limited()")
     assert not offenders, offenders
@@ -84,6 +93,7 @@ def test_a_file_gets_the_same_answers_whatever_was_checked_before():
 
 # ---------------------------------------------------------------- inconclusive: counted, shown, never a finding
 
+
 def test_inconclusive_proofs_are_notes_and_statistics_not_findings():
     r = run(["--no-cache", "--solver-budget", "1", "--output-format", "full", str(FLIPPED)])
     assert r.exit_code == 0, r.output
@@ -96,7 +106,7 @@ def test_inconclusive_proofs_are_notes_and_statistics_not_findings():
     assert json.loads(r.stdout)["coverage"]["inconclusive"] > 0
     r = run(["--no-cache", "--statistics", "--output-format", "json", str(FLIPPED)])
     assert json.loads(r.stdout)["coverage"]["inconclusive"] == 0
-    r = run(["--no-cache", str(FLIPPED)])                 # the default budget decides it
+    r = run(["--no-cache", str(FLIPPED)])  # the default budget decides it
     assert r.exit_code == 1 and "[TK303]" in r.output and "TK503" not in r.output
 
 
@@ -139,7 +149,7 @@ def test_a_spent_budget_never_adds_a_finding(case, tmp_path):
     kind, what = case
     if kind == "file":
         path, text = str(what), what.read_text(encoding="utf-8", errors="replace")
-        if "fixtures" in what.parts:       # the fixture's arch and TK version, every rule
+        if "fixtures" in what.parts:  # the fixture's arch and TK version, every rule
             opts = replace(options_for(parse_fixture(text)[0]), enabled=evaluate.all_codes())
         else:
             opts = evaluate.options(arch=evaluate.kernel_arch(what))
@@ -150,8 +160,9 @@ def test_a_spent_budget_never_adds_a_finding(case, tmp_path):
         target = tmp_path / kernel.name
         target.write_text(text, encoding="utf-8")
         path = str(target)
-        opts = evaluate.options(include_dirs=(str(kernel.parent.resolve()),),
-                                arch=evaluate.kernel_arch(Path(what.kernel)))
+        opts = evaluate.options(
+            include_dirs=(str(kernel.parent.resolve()),), arch=evaluate.kernel_arch(Path(what.kernel))
+        )
     default = set().union(*[_identities(f) for f in check_file(path, opts, text=text).findings])
     for budget in TINY_BUDGETS:
         res = check_file(path, replace(opts, solver_budget=budget), text=text)

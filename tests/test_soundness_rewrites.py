@@ -7,6 +7,7 @@ depth changed -- and checked again: no finding may appear, and nothing may fail 
 Every rewrite is tried alone on every kernel it applies to, then a few random combinations;
 the seeds are fixed, so a failure reproduces (the message names the rewrites and the seed).
 """
+
 from __future__ import annotations
 
 import random
@@ -25,9 +26,11 @@ COMBOS_PER_KERNEL = 1
 REWRITES_PER_COMBO = 3
 
 CORPUS = sorted(evaluate.clean_kernels(ROOT / "corpus"))
-CLEAN_FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.cu")
-                        if "// expect:" not in p.read_text() and "expect@" not in p.read_text()
-                        and "expect-todo" not in p.read_text())
+CLEAN_FIXTURES = sorted(
+    p
+    for p in (ROOT / "fixtures").rglob("*.cu")
+    if "// expect:" not in p.read_text() and "expect@" not in p.read_text() and "expect-todo" not in p.read_text()
+)
 KERNELS = CORPUS + CLEAN_FIXTURES
 
 
@@ -85,5 +88,7 @@ def test_rewrite_keeps_kernel_clean(path, names, combo):
     after = _findings(path, new)
     assert not after.internal_errors, f"{rel} after {applied}: {after.internal_errors}"
     extra = [f for f in after.findings if (f.code, f.kernel) not in base]
-    assert not extra, (f"{rel} rewritten by {applied} (seed {SEED}) gets findings the original does not make:\n"
-                       + "\n".join(f"{f.code} line {f.location.row}: {f.message}" for f in extra))
+    assert not extra, (
+        f"{rel} rewritten by {applied} (seed {SEED}) gets findings the original does not make:\n"
+        + "\n".join(f"{f.code} line {f.location.row}: {f.message}" for f in extra)
+    )

@@ -3,6 +3,7 @@
 Each test plants a command (`touch MARKER`) or a file-writing option where a
 user's configuration can put one, and checks that nothing ran or was written.
 """
+
 from __future__ import annotations
 
 import ast
@@ -34,6 +35,7 @@ def run(args, cwd: Path):
 
 def _have_nvcc() -> bool:
     from tkcheck.sass.toolchain import ToolchainNotFound, find_toolchain
+
     try:
         find_toolchain()
         return True
@@ -45,6 +47,7 @@ needs_nvcc = pytest.mark.skipif(not _have_nvcc(), reason="no nvcc + disassembler
 
 
 # ---------------------------------------------------------------- shell text in defines and folders
+
 
 @needs_nvcc
 def test_config_define_with_shell_text_runs_nothing(tmp_path):
@@ -60,16 +63,32 @@ def test_config_define_with_shell_text_runs_nothing(tmp_path):
 @needs_nvcc
 def test_compile_commands_define_and_folder_with_shell_text_run_nothing(tmp_path):
     (tmp_path / "plain.cu").write_text(PLAIN_CUDA)
-    (tmp_path / "compile_commands.json").write_text(json.dumps([{
-        "directory": str(tmp_path), "file": "plain.cu",
-        "arguments": ["nvcc", "-DX=1/*`touch MARKER1`*/", "-DY=2", "-c", "plain.cu"]}]))
+    (tmp_path / "compile_commands.json").write_text(
+        json.dumps(
+            [
+                {
+                    "directory": str(tmp_path),
+                    "file": "plain.cu",
+                    "arguments": ["nvcc", "-DX=1/*`touch MARKER1`*/", "-DY=2", "-c", "plain.cu"],
+                }
+            ]
+        )
+    )
     r = run(["--sass", "--no-cache", "-p", ".", "--output-format", "full", "plain.cu"], tmp_path)
     assert not (tmp_path / "MARKER1").exists()
     assert r.exit_code == 0 and "SASS pass skipped" not in r.output, r.output
 
-    (tmp_path / "compile_commands.json").write_text(json.dumps([{
-        "directory": str(tmp_path), "file": "plain.cu",
-        "arguments": ["nvcc", "-Iinc$(touch MARKER2)", "-DX=1", "-DY=2", "-c", "plain.cu"]}]))
+    (tmp_path / "compile_commands.json").write_text(
+        json.dumps(
+            [
+                {
+                    "directory": str(tmp_path),
+                    "file": "plain.cu",
+                    "arguments": ["nvcc", "-Iinc$(touch MARKER2)", "-DX=1", "-DY=2", "-c", "plain.cu"],
+                }
+            ]
+        )
+    )
     r = run(["--sass", "--no-cache", "-p", ".", "--output-format", "full", "plain.cu"], tmp_path)
     assert not (tmp_path / "MARKER2").exists()
     assert "SASS pass skipped: include folder" in r.output and "shell" in r.output, r.output
@@ -92,7 +111,7 @@ def test_no_cache_writes_nothing_with_sass(tmp_path):
     before = sorted(p.name for p in tmp_path.iterdir())
     r = run(["--no-cache", "plain.cu"], tmp_path)
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == before   # no .tkcheck_cache, no sass/deps
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no .tkcheck_cache, no sass/deps
 
 
 def test_no_cache_writes_nothing(tmp_path):
@@ -103,11 +122,13 @@ def test_no_cache_writes_nothing(tmp_path):
 
 # ---------------------------------------------------------------- options that write files or load code
 
+
 def test_clang_args_that_write_a_git_hook_are_refused(tmp_path):
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
     (tmp_path / "tkcheck.toml").write_text(
-        'clang-args = ["-MD", "-MF", ".git/hooks/pre-commit", "-MT", "x: ; touch MARKER"]\n')
+        'clang-args = ["-MD", "-MF", ".git/hooks/pre-commit", "-MT", "x: ; touch MARKER"]\n'
+    )
     r = run(["k.cu"], tmp_path)
     assert r.exit_code == 2
     assert "'-MD'" in r.output and "write" in r.output
@@ -115,34 +136,78 @@ def test_clang_args_that_write_a_git_hook_are_refused(tmp_path):
     assert "Traceback" not in r.output
 
 
-@pytest.mark.parametrize("args", [
-    ["-MD"], ["-MMD"], ["-MF", "x.d"], ["-MJ", "db.json"], ["-M"], ["-o", "x.o"], ["-ox.o"],
-    ["--output=x"], ["-save-temps"], ["-save-temps=obj"], ["-fplugin=./evil.so"], ["-fpass-plugin=e.so"],
-    ["-Xclang", "-load"], ["-Xclang", "-plugin"], ["-Xclang", "-add-plugin"], ["-Xclang=-load"],
-    ["-fmodules"], ["-fmodules-cache-path=/tmp/x"], ["-fimplicit-modules"], ["@args.rsp"],
-    ["--config=evil.cfg"], ["--config", "evil.cfg"], ["-Wp,-MD,x.d"], ["-ftime-trace"],
-    ["-serialize-diagnostics", "x.dia"], ["-fcrash-diagnostics-dir=/tmp"], ["-mllvm", "-stats-file=x"],
-    ["-Xpreprocessor", "-MD"], ["-B/tmp/evil"], ["-Xclang", "-emit-pch"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-MD"],
+        ["-MMD"],
+        ["-MF", "x.d"],
+        ["-MJ", "db.json"],
+        ["-M"],
+        ["-o", "x.o"],
+        ["-ox.o"],
+        ["--output=x"],
+        ["-save-temps"],
+        ["-save-temps=obj"],
+        ["-fplugin=./evil.so"],
+        ["-fpass-plugin=e.so"],
+        ["-Xclang", "-load"],
+        ["-Xclang", "-plugin"],
+        ["-Xclang", "-add-plugin"],
+        ["-Xclang=-load"],
+        ["-fmodules"],
+        ["-fmodules-cache-path=/tmp/x"],
+        ["-fimplicit-modules"],
+        ["@args.rsp"],
+        ["--config=evil.cfg"],
+        ["--config", "evil.cfg"],
+        ["-Wp,-MD,x.d"],
+        ["-ftime-trace"],
+        ["-serialize-diagnostics", "x.dia"],
+        ["-fcrash-diagnostics-dir=/tmp"],
+        ["-mllvm", "-stats-file=x"],
+        ["-Xpreprocessor", "-MD"],
+        ["-B/tmp/evil"],
+        ["-Xclang", "-emit-pch"],
+    ],
+)
 def test_refused_options(args):
     with pytest.raises(UnsafeOption) as e:
         check_clang_args(args)
     assert args[0].split("=")[0].split(",")[0] in str(e.value) or args[-1] in str(e.value)
 
 
-@pytest.mark.parametrize("args", [
-    ["-std=c++20"], ["-DX=1"], ["-UNDEBUG"], ["-Wno-everything"], ["-I", "inc"], ["-isystem", "/x"],
-    ["-include", "pre.h"], ["-Xclang", "-fno-validate-pch"], ["-fno-crash-diagnostics"],
-    ["--cuda-gpu-arch=sm_90a"], ["-ferror-limit=0"], ["-fno-exceptions"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-std=c++20"],
+        ["-DX=1"],
+        ["-UNDEBUG"],
+        ["-Wno-everything"],
+        ["-I", "inc"],
+        ["-isystem", "/x"],
+        ["-include", "pre.h"],
+        ["-Xclang", "-fno-validate-pch"],
+        ["-fno-crash-diagnostics"],
+        ["--cuda-gpu-arch=sm_90a"],
+        ["-ferror-limit=0"],
+        ["-fno-exceptions"],
+    ],
+)
 def test_accepted_options(args):
     assert check_clang_args(args) == tuple(args)
 
 
-@pytest.mark.parametrize("key,value", [
-    ("clang-args", '["-o", "out.o"]'), ("clang-args", '"-fplugin=x.so"'), ("defines", '["X=1\\n#include <y>"]'),
-    ("defines", '["-fplugin=x.so"]'), ("include-dirs", '["a\\nb"]'),
-])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("clang-args", '["-o", "out.o"]'),
+        ("clang-args", '"-fplugin=x.so"'),
+        ("defines", '["X=1\\n#include <y>"]'),
+        ("defines", '["-fplugin=x.so"]'),
+        ("include-dirs", '["a\\nb"]'),
+    ],
+)
 def test_unsafe_config_values_exit_2(tmp_path, key, value):
     (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
     (tmp_path / "tkcheck.toml").write_text(f"{key} = {value}\n")
@@ -159,8 +224,11 @@ def test_unsafe_override_exits_2(tmp_path):
 
 def test_compile_commands_multiline_define_exits_2(tmp_path):
     (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
-    (tmp_path / "compile_commands.json").write_text(json.dumps([{
-        "directory": str(tmp_path), "file": "k.cu", "arguments": ["nvcc", "-DX=1\n#include </dev/zero>", "k.cu"]}]))
+    (tmp_path / "compile_commands.json").write_text(
+        json.dumps(
+            [{"directory": str(tmp_path), "file": "k.cu", "arguments": ["nvcc", "-DX=1\n#include </dev/zero>", "k.cu"]}]
+        )
+    )
     r = run(["--no-cache", "-p", ".", "k.cu"], tmp_path)
     assert r.exit_code == 2 and "compile commands" in r.output and "one line" in r.output
 
@@ -174,6 +242,7 @@ def test_one_validation_function_for_every_source():
 
 
 # ---------------------------------------------------------------- no shell anywhere in static mode
+
 
 def test_static_mode_starts_programs_with_an_argument_vector():
     """Outside `tkcheck confirm` (which runs the user's build on request), no subprocess call

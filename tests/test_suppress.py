@@ -1,4 +1,5 @@
 """Inline suppressions: scopes, reasons, malformed directives (TK000), unused ones (TK001)."""
+
 from __future__ import annotations
 
 from tkcheck.findings import Finding, Location
@@ -37,8 +38,7 @@ def test_trailing_and_own_line_ignore():
     assert (first.kind, first.target, first.reason) == ("ignore", 1, "the bytes are checked at runtime")
     assert first.location.row == 1 and first.location.column == 16
     assert (second.target, second.reason) == (8, None)  # skips blanks, comments and #pragma
-    kept, new = kept_rows(SRC, [finding("TK301", 1), finding("TK301", 2), finding("TK302", 8),
-                                finding("TK302", 1)])
+    kept, new = kept_rows(SRC, [finding("TK301", 1), finding("TK301", 2), finding("TK302", 8), finding("TK302", 1)])
     assert kept == [("TK301", 2), ("TK302", 1)]
     assert new == []
 
@@ -54,8 +54,9 @@ def test_crlf_and_replacement_characters():
 
 def test_multiple_codes_prefixes_and_names():
     text = "// tkcheck: ignore[TK3, role-deadlock]\nx;\n"
-    kept, new = kept_rows(text, [finding("TK301", 2), finding("TK302", 2),
-                                 finding("TK501", 2, name="role-deadlock"), finding("TK401", 2)])
+    kept, new = kept_rows(
+        text, [finding("TK301", 2), finding("TK302", 2), finding("TK501", 2, name="role-deadlock"), finding("TK401", 2)]
+    )
     assert kept == [("TK401", 2)] and new == []
 
 
@@ -73,19 +74,12 @@ def test_resolver_maps_names_and_flags_unknown_selectors():
 
 
 def test_disable_enable_ranges():
-    text = (
-        "a;\n"
-        "// tkcheck: disable[TK3, TK401] // legacy block\n"
-        "b;\n"
-        "// tkcheck: enable[TK3]\n"
-        "c;\n"
-    )
+    text = "a;\n// tkcheck: disable[TK3, TK401] // legacy block\nb;\n// tkcheck: enable[TK3]\nc;\n"
     sup = parse_suppressions(F, text)
     (d,) = sup.directives
     assert [(e.selector, e.first, e.last) for e in d.entries] == [("TK3", 2, 4), ("TK401", 2, 1 << 30)]
     assert d.reason == "legacy block"
-    kept, new = kept_rows(text, [finding("TK301", 1), finding("TK301", 3), finding("TK301", 5),
-                                 finding("TK401", 5)])
+    kept, new = kept_rows(text, [finding("TK301", 1), finding("TK301", 3), finding("TK301", 5), finding("TK401", 5)])
     assert kept == [("TK301", 1), ("TK301", 5)]
     assert new == []
 
@@ -118,8 +112,7 @@ def test_malformed_directives_are_tk000():
     rows = [(p.code, p.location.row) for p in sup.problems]
     assert rows == [("TK000", r) for r in range(1, 8)]
     messages = [p.message for p in sup.problems]
-    assert messages[0] == ("`tkcheck: ignore` needs the codes it suppresses, "
-                           "e.g. `// tkcheck: ignore[TK301]`")
+    assert messages[0] == ("`tkcheck: ignore` needs the codes it suppresses, e.g. `// tkcheck: ignore[TK301]`")
     assert "may not use ALL" in messages[2]
     assert "unknown tkcheck directive 'ignroe'" in messages[3]
     assert "malformed rule selector 'TK3 01'" in messages[4]
@@ -149,21 +142,28 @@ def test_strings_are_not_directives_and_block_comments_are():
 
 def test_block_comment_directives():
     text = (
-        "x = f(); /* tkcheck: ignore[TK204] */\n"          # trailing: this line
+        "x = f(); /* tkcheck: ignore[TK204] */\n"  # trailing: this line
         "/* tkcheck: ignore[TK301] // the bytes are runtime values */\n"
         "y = g();\n"
         "/*\n"
-        " * tkcheck: file-ignore[TK501]\n"                  # inside a multi-line block comment
+        " * tkcheck: file-ignore[TK501]\n"  # inside a multi-line block comment
         " */\n"
         "z = h(); /* a */ /* tkcheck: ignore[TK302] */\n"
     )
     sup = parse_suppressions(F, text)
     assert sup.problems == []
     got = [(d.kind, d.target, d.entries[0].selector, d.reason) for d in sup.directives]
-    assert got == [("ignore", 1, "TK204", None), ("ignore", 3, "TK301", "the bytes are runtime values"),
-                   ("file-ignore", None, "TK501", None), ("ignore", 7, "TK302", None)]
-    kept, new = kept_rows(text, [finding("TK204", 1), finding("TK301", 3), finding("TK501", 9),
-                                 finding("TK302", 7)], enabled=ALL_RUN | {"TK204"})
+    assert got == [
+        ("ignore", 1, "TK204", None),
+        ("ignore", 3, "TK301", "the bytes are runtime values"),
+        ("file-ignore", None, "TK501", None),
+        ("ignore", 7, "TK302", None),
+    ]
+    kept, new = kept_rows(
+        text,
+        [finding("TK204", 1), finding("TK301", 3), finding("TK501", 9), finding("TK302", 7)],
+        enabled=ALL_RUN | {"TK204"},
+    )
     assert kept == [] and new == []
 
 
@@ -176,7 +176,10 @@ def test_directive_after_another_comment_on_the_line():
     sup = parse_suppressions(F, text)
     assert sup.problems == []
     assert [(d.target, d.entries[0].selector, d.reason) for d in sup.directives] == [
-        (1, "TK301", None), (2, "TK302", "and why"), (3, "TK303", "why // more")]
+        (1, "TK301", None),
+        (2, "TK302", "and why"),
+        (3, "TK303", "why // more"),
+    ]
 
 
 def test_lookalike_directives_are_tk000():
@@ -185,8 +188,8 @@ def test_lookalike_directives_are_tk000():
         "b; // tkcheck: ignore(TK301)\n"
         "c; // suppressed, tkcheck: ignore[TK301]\n"
         "d; /* tkcheck disable[TK3] */\n"
-        "e; // checked by tkcheck: see the docs\n"          # prose, not a directive
-        "f; // TKCHECK: IGNORE[TK301]\n"                    # a directive, in capitals
+        "e; // checked by tkcheck: see the docs\n"  # prose, not a directive
+        "f; // TKCHECK: IGNORE[TK301]\n"  # a directive, in capitals
     )
     sup = parse_suppressions(F, text)
     assert [p.location.row for p in sup.problems] == [1, 2, 3, 4]
@@ -197,11 +200,11 @@ def test_lookalike_directives_are_tk000():
 
 def test_unused_suppressions_are_tk001():
     text = (
-        "a; // tkcheck: ignore[TK301, TK302]\n"     # TK302 unused
-        "// tkcheck: disable[TK401]\n"              # unused, runs to EOF
+        "a; // tkcheck: ignore[TK301, TK302]\n"  # TK302 unused
+        "// tkcheck: disable[TK401]\n"  # unused, runs to EOF
         "b;\n"
-        "// tkcheck: file-ignore[TK501]\n"          # unused
-        "c; // tkcheck: ignore[TK9]\n"              # TK9xx did not run: not reportable
+        "// tkcheck: file-ignore[TK501]\n"  # unused
+        "c; // tkcheck: ignore[TK9]\n"  # TK9xx did not run: not reportable
     )
     kept, new = kept_rows(text, [finding("TK301", 1)])
     assert kept == []
@@ -220,8 +223,7 @@ def test_unused_suppressions_are_tk001():
 
 def test_unused_own_line_ignore_at_end_of_file_and_tk001_suppressed():
     kept, new = kept_rows("a;\n// tkcheck: ignore[TK301]\n", [])
-    assert [n.message for n in new] == [
-        "unused suppression: no TK301 finding after it (nothing follows the comment)"]
+    assert [n.message for n in new] == ["unused suppression: no TK301 finding after it (nothing follows the comment)"]
     text = "// tkcheck: file-ignore[TK001]\na; // tkcheck: ignore[TK301]\n"
     kept, new = kept_rows(text, [])
     assert new == []

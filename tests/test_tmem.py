@@ -1,5 +1,6 @@
 """TMEM rules (TK203, TK204, TK205): the model of tensor memory (allocators, tt tiles, tcgen05.ld/st,
 tcgen05 MMAs and their commits), the planted Blackwell bugs of the corpus, and the clean kernel."""
+
 import tomllib
 
 import pytest
@@ -90,8 +91,9 @@ def test_rule_examples_on_both_parse_modes(code, arch, tmp_path):
 
 
 def test_lane_quarter_witness_names_warp_and_lanes(tmp_path):
-    src = KERNEL.read_text().replace("subtile<tt<float, 32, 64>>(32 * warp, 64 * i)",
-                                     "subtile<tt<float, 32, 64>>(32 * ((warp + 1) % 4), 64 * i)")
+    src = KERNEL.read_text().replace(
+        "subtile<tt<float, 32, 64>>(32 * warp, 64 * i)", "subtile<tt<float, 32, 64>>(32 * ((warp + 1) % 4), 64 * i)"
+    )
     p = tmp_path / "k.cu"
     p.write_text(src)
     fs = [f for f in _check(p, codes={"TK203"}).findings]
@@ -100,8 +102,9 @@ def test_lane_quarter_witness_names_warp_and_lanes(tmp_path):
 
 def test_unknown_lane_offset_gives_no_finding(tmp_path):
     # the offset depends on a runtime value: unknown -> no finding
-    src = KERNEL.read_text().replace("subtile<tt<float, 32, 64>>(32 * warp, 64 * i)",
-                                     "subtile<tt<float, 32, 64>>(32 * (g.C.rows() % 4), 64 * i)")
+    src = KERNEL.read_text().replace(
+        "subtile<tt<float, 32, 64>>(32 * warp, 64 * i)", "subtile<tt<float, 32, 64>>(32 * (g.C.rows() % 4), 64 * i)"
+    )
     p = tmp_path / "k.cu"
     p.write_text(src)
     assert not _check(p, codes={"TK203"}).findings

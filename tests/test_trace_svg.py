@@ -1,5 +1,6 @@
 """Trace pictures are readable without the text: no overlapping labels, full labels (wrapped, never
 cut), bounded width; every fixture's and corpus kernel's trace is drawn and measured."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -11,11 +12,19 @@ from tkcheck.render.trace_svg import MAX_WIDTH, text_boxes, trace_svg
 
 def _synthetic():
     from tkcheck.findings import Finding, Location, TraceStep
+
     roles = [f"consumer warpgroup {i} (threads {128 * i}-{128 * i + 127}) of the attention kernel" for i in range(6)]
-    steps = [TraceStep(roles[i % 6], f"wait(full_barrier_with_a_long_name[{i}], {i % 2}) passes after the "
-                                     f"producer's expect_tx of 16384 bytes [k={i}, stage={i % 4}]",
-                       barrier=f"full_barrier_with_a_long_name[{i}]", phase=i, blocked=(i == 29))
-             for i in range(30)]
+    steps = [
+        TraceStep(
+            roles[i % 6],
+            f"wait(full_barrier_with_a_long_name[{i}], {i % 2}) passes after the "
+            f"producer's expect_tx of 16384 bytes [k={i}, stage={i % 4}]",
+            barrier=f"full_barrier_with_a_long_name[{i}]",
+            phase=i,
+            blocked=(i == 29),
+        )
+        for i in range(30)
+    ]
     return Finding("TK503", "circular wait " * 30, Location("k.cu", 1, 1), trace=steps, name="circular-wait")
 
 
@@ -48,8 +57,9 @@ def test_every_trace_picture_of_the_fixtures_and_corpus(tmp_path, corpus_checks)
                 continue
             svg = _check_picture(f)
             drawn += 1
-            if importlib.util.find_spec("cairosvg") is not None:     # and it renders as a picture
+            if importlib.util.find_spec("cairosvg") is not None:  # and it renders as a picture
                 import cairosvg
+
                 png = tmp_path / f"trace{drawn}.png"
                 cairosvg.svg2png(bytestring=svg.encode(), write_to=str(png))
                 assert png.stat().st_size > 1000

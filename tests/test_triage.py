@@ -1,4 +1,5 @@
 """tkcheck triage: ranking by symptom, evidence from recorded runs, CLI."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,8 +18,11 @@ DATA = Path(__file__).parent / "data" / "confirm"
 @pytest.fixture(scope="module")
 def checked(corpus_checks):
     """The Hopper and MK planted bugs with a symptom, as tests/test_corpus.py checked them."""
-    return {m.id: (m, corpus_checks.mutation(m)) for m in corpus_checks.mutations
-            if m.kernel.split("/")[0] in ("hopper", "mk") and m.symptom in T.SYMPTOMS and not m.problem}
+    return {
+        m.id: (m, corpus_checks.mutation(m))
+        for m in corpus_checks.mutations
+        if m.kernel.split("/")[0] in ("hopper", "mk") and m.symptom in T.SYMPTOMS and not m.problem
+    }
 
 
 def test_planted_bug_ranks_first_for_its_symptom(checked):
@@ -77,11 +81,13 @@ def test_bad_evidence(tmp_path):
 
 def test_cli_triage(tmp_path):
     from tkcheck.cli.cli import main
+
     m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == "gemm_ring-expect-short")
     k = tmp_path / "gemm_ring.cu"
     k.write_text(evaluate.mutated_text(CORPUS, m))
-    r = CliRunner().invoke(main, ["triage", "--symptom", "hang", str(k),
-                                  "--evidence", str(DATA / "gemm_ring-expect-short" / "instr.log")])
+    r = CliRunner().invoke(
+        main, ["triage", "--symptom", "hang", str(k), "--evidence", str(DATA / "gemm_ring-expect-short" / "instr.log")]
+    )
     assert r.exit_code == 0, r.output
     assert r.output.splitlines()[1].split(": ")[-1].startswith("TK301") or "TK301" in r.output.splitlines()[1]
     bad = tmp_path / "bad.log"

@@ -11,6 +11,7 @@ names, and nothing else of the repository root becomes importable as `tkcheck.*`
 `tkcheck/__init__.py` calls it only when the package has no `rules/` inside (not a wheel) and a
 pyproject.toml sits beside it.
 """
+
 from __future__ import annotations
 
 import importlib.abc
@@ -46,8 +47,7 @@ class SourceLayoutFinder(importlib.abc.MetaPathFinder):
             return None
         init = folder / "__init__.py"
         if init.is_file():
-            return importlib.util.spec_from_file_location(fullname, init,
-                                                          submodule_search_locations=[str(folder)])
+            return importlib.util.spec_from_file_location(fullname, init, submodule_search_locations=[str(folder)])
         # a folder without __init__.py (the repository root, for cli.py): a namespace package,
         # as the wheel's tkcheck/cli/ is
         spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)

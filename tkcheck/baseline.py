@@ -12,6 +12,7 @@ gives a new one. SARIF carries the same value in `partialFingerprints`.
 (or the config key `baseline`) then reports only findings whose fingerprint is
 not recorded. Parse errors (input and tool errors) are never baselined.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -57,6 +58,7 @@ def _line_text(filename: str, row: int, sources: dict[str, str], cache: dict[str
             except OSError:
                 text = ""
         from .render._common import split_lines
+
         cache[filename] = split_lines(text)
     lines = cache[filename]
     return " ".join(lines[row - 1].split()) if 0 < row <= len(lines) else ""
@@ -74,11 +76,16 @@ def assign_fingerprints(findings: Iterable[Finding], sources: dict[str, str]) ->
     """Set `fingerprint` on every finding (in place); deterministic for the same code and findings."""
     cache: dict[str, list[str]] = {}
     seen: dict[tuple[str, str, str, str], int] = {}
-    ordered = sorted(findings, key=lambda f: (f.location.filename, f.location.row, f.location.column, f.code,
-                                              f.message))
+    ordered = sorted(
+        findings, key=lambda f: (f.location.filename, f.location.row, f.location.column, f.code, f.message)
+    )
     for f in ordered:
-        ident = (f.code, _relpath(f.location.filename), f.kernel or "",
-                 _line_text(f.location.filename, f.location.row, sources, cache))
+        ident = (
+            f.code,
+            _relpath(f.location.filename),
+            f.kernel or "",
+            _line_text(f.location.filename, f.location.row, sources, cache),
+        )
         n = seen.get(ident, 0)
         seen[ident] = n + 1
         h = hashlib.sha256("\0".join([*ident, str(n)]).encode("utf-8", errors="replace")).hexdigest()
@@ -87,12 +94,23 @@ def assign_fingerprints(findings: Iterable[Finding], sources: dict[str, str]) ->
 
 # ---------------------------------------------------------------- the baseline file
 
+
 def write_baseline(path: str, findings: Iterable[Finding]) -> int:
     """Record the findings' fingerprints in `path`; returns how many were recorded."""
-    recs = sorted(({"fingerprint": f.fingerprint, "code": f.code, "file": _relpath(f.location.filename),
-                    "kernel": f.kernel, "message": f.message}
-                   for f in findings if f.code not in NOT_BASELINED and f.fingerprint),
-                  key=lambda r: (r["file"], r["code"], r["fingerprint"]))
+    recs = sorted(
+        (
+            {
+                "fingerprint": f.fingerprint,
+                "code": f.code,
+                "file": _relpath(f.location.filename),
+                "kernel": f.kernel,
+                "message": f.message,
+            }
+            for f in findings
+            if f.code not in NOT_BASELINED and f.fingerprint
+        ),
+        key=lambda r: (r["file"], r["code"], r["fingerprint"]),
+    )
     data = {"tool": "tkcheck", "format": BASELINE_FORMAT, "fingerprint": FINGERPRINT_KEY, "findings": recs}
     try:
         Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -111,8 +129,10 @@ def read_baseline(path: str) -> set[str]:
     if not isinstance(data, dict) or data.get("tool") != "tkcheck" or not isinstance(data.get("findings"), list):
         raise BaselineError(f"baseline {path}: not a tkcheck baseline (write one with --write-baseline)")
     if data.get("format") != BASELINE_FORMAT or data.get("fingerprint") != FINGERPRINT_KEY:
-        raise BaselineError(f"baseline {path}: written by another tkcheck (format {data.get('format')!r}); "
-                            "write it again with --write-baseline")
+        raise BaselineError(
+            f"baseline {path}: written by another tkcheck (format {data.get('format')!r}); "
+            "write it again with --write-baseline"
+        )
     out: set[str] = set()
     for r in data["findings"]:
         if not isinstance(r, dict) or not isinstance(r.get("fingerprint"), str):
@@ -133,5 +153,12 @@ def apply_baseline(findings: list[Finding], known: set[str]) -> tuple[list[Findi
     return kept, len(findings) - len(kept), len(known - matched)
 
 
-__all__ = ["assign_fingerprints", "write_baseline", "read_baseline", "apply_baseline", "project_root",
-           "BaselineError", "FINGERPRINT_KEY"]
+__all__ = [
+    "assign_fingerprints",
+    "write_baseline",
+    "read_baseline",
+    "apply_baseline",
+    "project_root",
+    "BaselineError",
+    "FINGERPRINT_KEY",
+]

@@ -20,6 +20,7 @@ payload and is validated field by field when read; a bad entry is ignored and
 replaced. Only regular files inside the cache folder are read (no links, no
 FIFOs, no devices), each up to MAX_ENTRY_BYTES.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,12 +52,14 @@ class BadEntry(ValueError):
 
 # ---------------------------------------------------------------- keys
 
+
 @lru_cache(maxsize=1)
 def code_digest() -> str:
     """tkcheck's own files (code, rules, declaration model, protocols), hashed once per process:
     a new tkcheck build, or an edited model header, invalidates the cache."""
     h = hashlib.sha256()
     from . import rules as catalog  # type: ignore[attr-defined]  # rules/, mapped in at build time
+
     roots = [Path(__file__).resolve().parent] + [Path(p).resolve() for p in catalog.__path__]
     seen: set[Path] = set()
     for root in roots:
@@ -81,11 +84,19 @@ def _sha(data: bytes | str) -> str:
 
 def manifest_key(path: str, text: str, opts: CheckOptions) -> str:
     material = {
-        "schema": SCHEMA, "version": __version__, "code": code_digest(),
-        "path": os.path.abspath(path), "text": _sha(text),
-        "parse": repr(opts.parse), "enabled": sorted(opts.enabled), "show_unknown": opts.show_unknown,
-        "sass": opts.sass, "sass_arch": opts.sass_arch, "toolchain": _toolchain_id() if opts.sass else None,
-        "budget": getattr(opts, "solver_budget", None), "safety_net": getattr(opts, "solver_timeout_ms", None),
+        "schema": SCHEMA,
+        "version": __version__,
+        "code": code_digest(),
+        "path": os.path.abspath(path),
+        "text": _sha(text),
+        "parse": repr(opts.parse),
+        "enabled": sorted(opts.enabled),
+        "show_unknown": opts.show_unknown,
+        "sass": opts.sass,
+        "sass_arch": opts.sass_arch,
+        "toolchain": _toolchain_id() if opts.sass else None,
+        "budget": getattr(opts, "solver_budget", None),
+        "safety_net": getattr(opts, "solver_timeout_ms", None),
     }
     return _sha(json.dumps(material, sort_keys=True))
 
@@ -93,6 +104,7 @@ def manifest_key(path: str, text: str, opts: CheckOptions) -> str:
 def _toolchain_id() -> str | None:
     try:
         from .sass.toolchain import find_toolchain
+
         return find_toolchain().version_id
     except Exception:  # noqa: BLE001 - no toolchain: the SASS pass is skipped, which the key says
         return None
@@ -132,6 +144,7 @@ def result_key(mkey: str, deps: list[list[str]]) -> str:
 
 # ---------------------------------------------------------------- entries on disk
 
+
 def _folder(cache_dir: str, sub: str) -> Path | None:
     """`cache_dir/sub` when both are real folders (not links); None otherwise."""
     base = Path(cache_dir)
@@ -152,8 +165,12 @@ def _read_entry(cache_dir: str, sub: str, key: str) -> Any | None:
     try:
         raw = read_regular(folder / f"{key}.json", MAX_ENTRY_BYTES, follow_links=False)
         entry = json.loads(raw.decode("utf-8"))
-        if not isinstance(entry, dict) or entry.get("schema") != SCHEMA or entry.get("key") != key \
-                or entry.get("kind") != sub:
+        if (
+            not isinstance(entry, dict)
+            or entry.get("schema") != SCHEMA
+            or entry.get("key") != key
+            or entry.get("kind") != sub
+        ):
             raise BadEntry("not an entry of this cache")
         payload = entry.get("payload")
         if entry.get("checksum") != _checksum(payload):
@@ -182,7 +199,7 @@ def _write_entry(cache_dir: str, sub: str, key: str, payload: Any) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(entry, fh)
-            os.replace(tmp, folder / f"{key}.json")    # replaces a bad entry (even a FIFO or a link)
+            os.replace(tmp, folder / f"{key}.json")  # replaces a bad entry (even a FIFO or a link)
         except BaseException:
             try:
                 os.unlink(tmp)
@@ -190,10 +207,11 @@ def _write_entry(cache_dir: str, sub: str, key: str, payload: Any) -> None:
                 pass
             raise
     except OSError:
-        pass   # a cache that cannot be written only costs time
+        pass  # a cache that cannot be written only costs time
 
 
 # ---------------------------------------------------------------- lookup / store
+
 
 def lookup(cache_dir: str, path: str, text: str, opts: CheckOptions) -> FileResult | None:
     """The cached FileResult of this exact input, or None."""
@@ -217,8 +235,9 @@ def lookup(cache_dir: str, path: str, text: str, opts: CheckOptions) -> FileResu
         return None
 
 
-def store(cache_dir: str, path: str, text: str, opts: CheckOptions, res: FileResult, dependencies: list[str],
-          roots: list[str]) -> None:
+def store(
+    cache_dir: str, path: str, text: str, opts: CheckOptions, res: FileResult, dependencies: list[str], roots: list[str]
+) -> None:
     mkey = manifest_key(path, text, opts)
     deps = [[d, file_digest(d)] for d in sorted(set(dependencies))]
     manifest = {"deps": deps, "roots": sorted(set(roots)), "dirs": dir_stamps(sorted(set(roots)), [d for d, _ in deps])}
@@ -240,16 +259,27 @@ def _manifest_fields(man: Any) -> tuple[list[list[str]], list[str], list[list[st
 
 
 def _is_pair(x: object, a: type, b: type) -> bool:
-    return isinstance(x, list) and len(x) == 2 and isinstance(x[0], a) and isinstance(x[1], b) \
+    return (
+        isinstance(x, list)
+        and len(x) == 2
+        and isinstance(x[0], a)
+        and isinstance(x[1], b)
         and not isinstance(x[1], bool)
+    )
 
 
 # ---------------------------------------------------------------- (de)serialising a FileResult
 
+
 def result_to_json(res: FileResult) -> dict[str, Any]:
-    return {"path": res.path, "notes": list(res.notes), "kernels": list(res.kernels),
-            "timing": dict(res.timing), "findings": [asdict(f) for f in res.findings],
-            "coverage": [c.to_json() for c in getattr(res, "coverage", [])]}
+    return {
+        "path": res.path,
+        "notes": list(res.notes),
+        "kernels": list(res.kernels),
+        "timing": dict(res.timing),
+        "findings": [asdict(f) for f in res.findings],
+        "coverage": [c.to_json() for c in getattr(res, "coverage", [])],
+    }
 
 
 def _need(cond: bool, what: str) -> None:
@@ -285,17 +315,43 @@ def _bool(v: object, what: str) -> bool:
 
 def _location(d: Any) -> Location:
     _need(isinstance(d, dict) and set(d) == {"filename", "row", "column", "end_row", "end_column"}, "location")
-    return Location(_str(d["filename"], "filename"), _int(d["row"], "row"), _int(d["column"], "column"),
-                    _int(d["end_row"], "end_row", True), _int(d["end_column"], "end_column", True))
+    return Location(
+        _str(d["filename"], "filename"),
+        _int(d["row"], "row"),
+        _int(d["column"], "column"),
+        _int(d["end_row"], "end_row", True),
+        _int(d["end_column"], "end_column", True),
+    )
 
 
-_FINDING_KEYS = {"code", "message", "location", "related", "witness", "trace", "help", "kernel", "instances",
-                 "name", "contract", "severity", "symptom", "verdict", "fixes", "fingerprint"}
+_FINDING_KEYS = {
+    "code",
+    "message",
+    "location",
+    "related",
+    "witness",
+    "trace",
+    "help",
+    "kernel",
+    "instances",
+    "name",
+    "contract",
+    "severity",
+    "symptom",
+    "verdict",
+    "fixes",
+    "fingerprint",
+}
 
 
 def _fix(x: Any) -> Fix:
-    _need(isinstance(x, dict) and set(x) == {"description", "edits", "safe"} and isinstance(x["safe"], bool)
-          and isinstance(x["edits"], list), "fix fields")
+    _need(
+        isinstance(x, dict)
+        and set(x) == {"description", "edits", "safe"}
+        and isinstance(x["safe"], bool)
+        and isinstance(x["edits"], list),
+        "fix fields",
+    )
     edits: list[Edit] = []
     for e in x["edits"]:
         _need(isinstance(e, dict) and set(e) == {"location", "text"}, "edit fields")
@@ -315,22 +371,40 @@ def _finding(f: Any) -> Finding:
     _need(isinstance(trace, list), "trace")
     steps: list[TraceStep] = []
     for s in trace:
-        _need(isinstance(s, dict) and set(s) == {"role", "text", "location", "barrier", "phase", "blocked"},
-              "trace fields")
-        steps.append(TraceStep(_str(s["role"], "role"), _str(s["text"], "text"),
-                               _location(s["location"]) if s["location"] is not None else None,
-                               _str(s["barrier"], "barrier", True), _int(s["phase"], "phase", True),
-                               _bool(s["blocked"], "blocked")))
+        _need(
+            isinstance(s, dict) and set(s) == {"role", "text", "location", "barrier", "phase", "blocked"},
+            "trace fields",
+        )
+        steps.append(
+            TraceStep(
+                _str(s["role"], "role"),
+                _str(s["text"], "text"),
+                _location(s["location"]) if s["location"] is not None else None,
+                _str(s["barrier"], "barrier", True),
+                _int(s["phase"], "phase", True),
+                _bool(s["blocked"], "blocked"),
+            )
+        )
     _need(f["witness"] is None or isinstance(f["witness"], dict), "witness")
     _need(f["verdict"] is None or isinstance(f["verdict"], dict), "verdict")
-    return Finding(code=_str(f["code"], "code"), message=_str(f["message"], "message"),
-                   location=_location(f["location"]), related=rel, witness=f["witness"], trace=steps,
-                   help=_str(f["help"], "help", True), kernel=_str(f["kernel"], "kernel", True),
-                   instances=[_str(k, "instance") for k in _list(f["instances"], "instances")],
-                   name=_str(f["name"], "name"), contract=_str(f["contract"], "contract"),
-                   severity=_str(f["severity"], "severity"), symptom=_str(f["symptom"], "symptom"),
-                   verdict=f["verdict"], fixes=[_fix(x) for x in _list(f["fixes"], "fixes")],
-                   fingerprint=_str(f["fingerprint"], "fingerprint", True))
+    return Finding(
+        code=_str(f["code"], "code"),
+        message=_str(f["message"], "message"),
+        location=_location(f["location"]),
+        related=rel,
+        witness=f["witness"],
+        trace=steps,
+        help=_str(f["help"], "help", True),
+        kernel=_str(f["kernel"], "kernel", True),
+        instances=[_str(k, "instance") for k in _list(f["instances"], "instances")],
+        name=_str(f["name"], "name"),
+        contract=_str(f["contract"], "contract"),
+        severity=_str(f["severity"], "severity"),
+        symptom=_str(f["symptom"], "symptom"),
+        verdict=f["verdict"],
+        fixes=[_fix(x) for x in _list(f["fixes"], "fixes")],
+        fingerprint=_str(f["fingerprint"], "fingerprint", True),
+    )
 
 
 def _list(v: object, what: str) -> list[Any]:
@@ -341,22 +415,37 @@ def _list(v: object, what: str) -> list[Any]:
 
 def result_from_json(d: Any) -> FileResult:
     from .engine import FileResult
-    _need(isinstance(d, dict) and set(d) == {"path", "notes", "kernels", "timing", "findings", "coverage"},
-          "result fields")
+
+    _need(
+        isinstance(d, dict) and set(d) == {"path", "notes", "kernels", "timing", "findings", "coverage"},
+        "result fields",
+    )
     notes, kernels, timing, findings = d["notes"], d["kernels"], d["timing"], d["findings"]
     _need(isinstance(notes, list) and all(isinstance(n, str) for n in notes), "notes")
     _need(isinstance(kernels, list) and all(isinstance(k, str) for k in kernels), "kernels")
-    _need(isinstance(timing, dict) and all(isinstance(k, str) and isinstance(v, (int, float))
-                                           and not isinstance(v, bool) for k, v in timing.items()), "timing")
+    _need(
+        isinstance(timing, dict)
+        and all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in timing.items()
+        ),
+        "timing",
+    )
     _need(isinstance(findings, list), "findings")
     _need(isinstance(d["coverage"], list) and all(isinstance(c, dict) for c in d["coverage"]), "coverage")
     from .coverage import KernelCoverage
+
     try:
         coverage = [KernelCoverage.from_json(c) for c in d["coverage"]]
     except (TypeError, KeyError, ValueError) as e:
         raise BadEntry(f"coverage: {e}") from None
-    return FileResult(path=_str(d["path"], "path"), findings=[_finding(f) for f in findings], notes=notes,
-                      kernels=kernels, timing={k: float(v) for k, v in timing.items()}, coverage=coverage)
+    return FileResult(
+        path=_str(d["path"], "path"),
+        findings=[_finding(f) for f in findings],
+        notes=notes,
+        kernels=kernels,
+        timing={k: float(v) for k, v in timing.items()},
+        coverage=coverage,
+    )
 
 
 __all__ = ["lookup", "store", "code_digest", "manifest_key", "SCHEMA"]

@@ -15,6 +15,7 @@ text. What nvcc's driver would hand to a shell is dealt with where nvcc is
 started (tkcheck/sass/compile.py): defines go into a generated header there, and
 a path a shell would expand skips the SASS pass (`shell_unsafe`).
 """
+
 from __future__ import annotations
 
 import re
@@ -27,20 +28,55 @@ class UnsafeOption(ValueError):
 
 # Options (and option prefixes) that write files, load code, or read options from elsewhere.
 _WRITES = (
-    "-M",                        # -M -MM -MD -MMD -MF -MT -MQ -MJ -MG -MP -MV: dependency output
-    "--write-dependencies", "--write-user-dependencies", "--dependencies", "--user-dependencies",
-    "-dependency-file", "-dependency-dot", "-module-dependency-dir", "-header-include-file",
-    "-o", "--output", "-save-temps", "--save-temps", "-ftime-trace", "-fproc-stat-report",
-    "-fsave-optimization-record", "-foptimization-record-file", "-serialize-diagnostics",
-    "--serialize-diagnostics", "-fcrash-diagnostics", "-gen-reproducer", "-index-store-path",
-    "-emit-", "--emit-", "-stats-file", "-arcmt-", "-ccc-",
-    "-fmodule", "-fimplicit-module", "-fcxx-modules", "-fbuild-session", "-fprebuilt-module",
+    "-M",  # -M -MM -MD -MMD -MF -MT -MQ -MJ -MG -MP -MV: dependency output
+    "--write-dependencies",
+    "--write-user-dependencies",
+    "--dependencies",
+    "--user-dependencies",
+    "-dependency-file",
+    "-dependency-dot",
+    "-module-dependency-dir",
+    "-header-include-file",
+    "-o",
+    "--output",
+    "-save-temps",
+    "--save-temps",
+    "-ftime-trace",
+    "-fproc-stat-report",
+    "-fsave-optimization-record",
+    "-foptimization-record-file",
+    "-serialize-diagnostics",
+    "--serialize-diagnostics",
+    "-fcrash-diagnostics",
+    "-gen-reproducer",
+    "-index-store-path",
+    "-emit-",
+    "--emit-",
+    "-stats-file",
+    "-arcmt-",
+    "-ccc-",
+    "-fmodule",
+    "-fimplicit-module",
+    "-fcxx-modules",
+    "-fbuild-session",
+    "-fprebuilt-module",
 )
 _LOADS = ("-fplugin", "-fpass-plugin", "-plugin", "-add-plugin", "-load", "-B", "--prefix")
 _READS_OPTIONS = ("--config", "-config", "--driver-mode")
 # Options whose next argument (or comma-separated rest) is handed to another tool.
-_FORWARD_NEXT = ("-Xclang", "-Xpreprocessor", "-Xassembler", "-Xlinker", "-Xanalyzer", "-mllvm",
-                 "-Xcuda-ptxas", "-Xcuda-fatbinary", "-Xopenmp-target", "-Xarch_device", "-Xarch_host")
+_FORWARD_NEXT = (
+    "-Xclang",
+    "-Xpreprocessor",
+    "-Xassembler",
+    "-Xlinker",
+    "-Xanalyzer",
+    "-mllvm",
+    "-Xcuda-ptxas",
+    "-Xcuda-fatbinary",
+    "-Xopenmp-target",
+    "-Xarch_device",
+    "-Xarch_host",
+)
 _FORWARD_COMMA = ("-Wp,", "-Wa,", "-Wl,")
 
 _DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\([A-Za-z0-9_,.\s]*\))?(=.*)?$", re.S)
@@ -101,8 +137,10 @@ def check_define(define: str, where: str = "defines") -> str:
     if any(c in define for c in "\n\r\x00"):
         raise UnsafeOption(f"{where}: {define!r} spans several lines; a -D value is one line")
     if not _DEFINE.match(define):
-        raise UnsafeOption(f"{where}: {define!r} is not a macro definition (expected NAME or NAME=VALUE); "
-                           "compiler options go in clang-args")
+        raise UnsafeOption(
+            f"{where}: {define!r} is not a macro definition (expected NAME or NAME=VALUE); "
+            "compiler options go in clang-args"
+        )
     return define
 
 
@@ -113,8 +151,9 @@ def check_include_dir(folder: str, where: str = "include-dirs") -> str:
     return text
 
 
-def check_compiler_options(*, clang_args: Iterable[str] = (), defines: Iterable[str] = (),
-                           include_dirs: Iterable[str] = (), where: str = "") -> None:
+def check_compiler_options(
+    *, clang_args: Iterable[str] = (), defines: Iterable[str] = (), include_dirs: Iterable[str] = (), where: str = ""
+) -> None:
     """Validate everything that goes to a compiler; raises UnsafeOption naming the first problem.
 
     `where` prefixes the messages (a config file, `compile_commands.json`, `-D`).
@@ -140,5 +179,11 @@ def shell_unsafe(arg: str) -> str | None:
     return None
 
 
-__all__ = ["UnsafeOption", "check_clang_args", "check_define", "check_include_dir",
-           "check_compiler_options", "shell_unsafe"]
+__all__ = [
+    "UnsafeOption",
+    "check_clang_args",
+    "check_define",
+    "check_include_dir",
+    "check_compiler_options",
+    "shell_unsafe",
+]

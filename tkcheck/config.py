@@ -13,6 +13,7 @@ override resolve against the current folder, where the user typed them.
 Every mistake raises ConfigError with the file and key in the message: a
 config error must never surface as a traceback (the CLI exits 2).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -42,9 +43,10 @@ class ConfirmConfig:
 
     `build`/`run` are a shell command (str) or an argv (tuple); None = not given.
     """
+
     build: str | tuple[str, ...] | None = None
     run: str | tuple[str, ...] | None = None
-    timeout: float | None = None          # seconds per run
+    timeout: float | None = None  # seconds per run
     sanitizer_args: tuple[str, ...] = ()
     # regular expressions (per output line): a run fails when one of fail_pattern matches (on top
     # of the built-in self-check spellings); with pass_pattern, a run passes only when one matches
@@ -73,7 +75,7 @@ def _format_one(cmd: str) -> str:
     parts = []
     pos = 0
     for m in _PLACEHOLDER.finditer(cmd):
-        parts.append(cmd[pos:m.start()].replace("{", "{{").replace("}", "}}"))
+        parts.append(cmd[pos : m.start()].replace("{", "{{").replace("}", "}}"))
         parts.append(m.group())
         pos = m.end()
     parts.append(cmd[pos:].replace("{", "{{").replace("}", "}}"))
@@ -87,19 +89,19 @@ class Config:
     extend_select: tuple[str, ...] = ()
     # (glob, selectors) pairs in file order; a tuple so that Config stays hashable.
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    arch: str | None = None               # None: decided by the CLI / the kernel
+    arch: str | None = None  # None: decided by the CLI / the kernel
     tk_include: Path | None = None
     include_dirs: tuple[Path, ...] = ()
-    defines: tuple[str, ...] = ()         # clang -D spelling: "NAME" or "NAME=VALUE"
+    defines: tuple[str, ...] = ()  # clang -D spelling: "NAME" or "NAME=VALUE"
     clang_args: tuple[str, ...] = ()
     compile_commands: Path | None = None  # a compile_commands.json or its folder
     tk_version: str = "auto"
     output_format: str | None = None
-    sass: bool | None = None              # None: run the SASS pass when nvcc is found
-    baseline: Path | None = None          # findings recorded there are not reported (--baseline)
+    sass: bool | None = None  # None: run the SASS pass when nvcc is found
+    baseline: Path | None = None  # findings recorded there are not reported (--baseline)
     require_coverage: float | None = None  # percent of sync ops modelled every kernel must reach
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
-    source: Path | None = None            # the file these values came from
+    source: Path | None = None  # the file these values came from
 
     @property
     def root(self) -> Path | None:
@@ -109,13 +111,15 @@ class Config:
 
 # ---------------------------------------------------------------- value checks
 
+
 def _fail(where: str, key: str, expected: str, value: Any) -> ConfigError:
     return ConfigError(f"{where}: '{key}' must be {expected}, got {_show(value)}")
 
 
 def _show(value: Any) -> str:
-    kind = {bool: "boolean", int: "integer", float: "number", str: "string",
-            list: "array", dict: "table"}.get(type(value), type(value).__name__)
+    kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "table"}.get(
+        type(value), type(value).__name__
+    )
     text = repr(value)
     return f"{kind} {text if len(text) <= 60 else text[:57] + '...'}"
 
@@ -158,6 +162,7 @@ def _choice(value: Any, where: str, key: str, choices: Iterable[str]) -> str:
 def _safe(check: Callable[..., Any], values: Iterable[str], where: str, key: str) -> None:
     """Static mode never writes files or loads code: refuse compiler options that would."""
     from .compiler_options import UnsafeOption
+
     try:
         check(values, where=f"{where}: '{key}'")
     except UnsafeOption as exc:
@@ -184,12 +189,14 @@ def _defines(value: Any, where: str, key: str) -> tuple[str, ...]:
 
 def _check_each(kind: str, values: Iterable[str], where: str) -> None:
     from .compiler_options import check_define, check_include_dir
+
     for v in values:
         (check_define if kind == "define" else check_include_dir)(v, where)
 
 
 def _clang_args(value: Any, where: str, key: str) -> tuple[str, ...]:
     from .compiler_options import check_clang_args
+
     args = _strings(value, where, key, split=_shell_split)
     _safe(check_clang_args, args, where, key)
     return args
@@ -218,10 +225,7 @@ def _timeout(value: Any, where: str, key: str) -> float:
 def _per_file_ignores(value: Any, where: str, key: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise _fail(where, key, 'a table of glob = ["CODE", ...]', value)
-    return tuple(
-        (glob, _strings(codes, where, f"{key}.{glob!r}", split=_comma_split))
-        for glob, codes in value.items()
-    )
+    return tuple((glob, _strings(codes, where, f"{key}.{glob!r}", split=_comma_split)) for glob, codes in value.items())
 
 
 def _percent(value: Any, where: str, key: str) -> float:
@@ -268,6 +272,7 @@ _CONFIRM_KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
 def _patterns(value: Any, where: str, key: str) -> tuple[str, ...]:
     """Regular expressions: one string or a list of strings, each one that Python compiles."""
     import re
+
     pats = (value,) if isinstance(value, str) else _strings(value, where, key, split=lambda t: [t])
     for p in pats:
         try:
@@ -279,6 +284,7 @@ def _patterns(value: Any, where: str, key: str) -> tuple[str, ...]:
 
 def _formats() -> tuple[str, ...]:
     from .formats import OUTPUT_FORMATS
+
     return OUTPUT_FORMATS
 
 
@@ -321,8 +327,10 @@ def _build(fields: dict[str, Any], source: Path | None) -> Config:
 
 # ---------------------------------------------------------------- files
 
+
 def _read_toml(path: Path) -> dict[str, Any]:
     from .safe_io import NotReadable, read_regular
+
     try:
         text = read_regular(path, MAX_CONFIG_BYTES).decode("utf-8")
     except NotReadable as exc:
@@ -379,6 +387,7 @@ def read_config(path: Path) -> Config:
 
 
 # ---------------------------------------------------------------- overrides
+
 
 def parse_override(text: str) -> tuple[str, Any]:
     """`KEY=VALUE` -> (key, value). VALUE is TOML; anything else is a bare string."""
@@ -445,6 +454,12 @@ def load_config(
 
 
 __all__ = [
-    "Config", "ConfirmConfig", "ConfigError", "find_config", "read_config",
-    "load_config", "with_overrides", "parse_override",
+    "Config",
+    "ConfirmConfig",
+    "ConfigError",
+    "find_config",
+    "read_config",
+    "load_config",
+    "with_overrides",
+    "parse_override",
 ]

@@ -9,6 +9,7 @@ inline-asm statement with synchronisation PTX is one site; a site is modelled wh
 an operation for it (of a kind the checks reason about). Everything else is an unknown, with
 where and why.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,40 +27,83 @@ if TYPE_CHECKING:
 # The TK / CUDA calls that synchronise or complete asynchronously (knowledge/ops.py's sync part):
 # mbarriers, TMA and bulk copies, MMAs and their commits and waits, block/group/cluster/named
 # barriers, fences, TMEM waits.
-SYNC_APIS = frozenset({
-    "init_semaphore", "invalidate_semaphore", "arrive", "arrive_and_wait", "wait", "careful_wait",
-    "expect_bytes", "expect", "load_async", "store_async", "store_add_async", "store_min_async",
-    "store_max_async", "store_commit_group", "store_async_wait", "store_async_read_wait", "load_async_wait",
-    "__syncthreads", "__syncwarp", "sync", "mma_AB", "mma_ABt", "mma_AtB", "mma_AtBt", "mm_AB", "mm_ABt",
-    "mm_AtB", "mm_AtBt", "mma", "mm", "mma_async_wait", "mma_commit_group", "mma_fence", "commit",
-    "tensor_commit", "tensor_before_thread_sync", "tensor_after_thread_sync", "tensor_load_wait",
-    "tensor_store_wait", "__threadfence", "__threadfence_block", "__threadfence_system",
-    "arrive_aligned", "wait_aligned", "__cluster_barrier_arrive", "__cluster_barrier_wait",
-    "cp_async_bulk_wait_group", "fence_proxy_async",
-})
+SYNC_APIS = frozenset(
+    {
+        "init_semaphore",
+        "invalidate_semaphore",
+        "arrive",
+        "arrive_and_wait",
+        "wait",
+        "careful_wait",
+        "expect_bytes",
+        "expect",
+        "load_async",
+        "store_async",
+        "store_add_async",
+        "store_min_async",
+        "store_max_async",
+        "store_commit_group",
+        "store_async_wait",
+        "store_async_read_wait",
+        "load_async_wait",
+        "__syncthreads",
+        "__syncwarp",
+        "sync",
+        "mma_AB",
+        "mma_ABt",
+        "mma_AtB",
+        "mma_AtBt",
+        "mm_AB",
+        "mm_ABt",
+        "mm_AtB",
+        "mm_AtBt",
+        "mma",
+        "mm",
+        "mma_async_wait",
+        "mma_commit_group",
+        "mma_fence",
+        "commit",
+        "tensor_commit",
+        "tensor_before_thread_sync",
+        "tensor_after_thread_sync",
+        "tensor_load_wait",
+        "tensor_store_wait",
+        "__threadfence",
+        "__threadfence_block",
+        "__threadfence_system",
+        "arrive_aligned",
+        "wait_aligned",
+        "__cluster_barrier_arrive",
+        "__cluster_barrier_wait",
+        "cp_async_bulk_wait_group",
+        "fence_proxy_async",
+    }
+)
 # PTX that synchronises: an asm statement with any of these is one site
-SYNC_PTX = re.compile(r"\b(mbarrier\.|cp\.async|wgmma\.|tcgen05\.|bar\.sync|bar\.arrive|barrier\.|fence\.|membar\.|"
-                      r"griddepcontrol\.|red\.release|atom\.release|ld\.acquire|st\.release)")
+SYNC_PTX = re.compile(
+    r"\b(mbarrier\.|cp\.async|wgmma\.|tcgen05\.|bar\.sync|bar\.arrive|barrier\.|fence\.|membar\.|"
+    r"griddepcontrol\.|red\.release|atom\.release|ld\.acquire|st\.release)"
+)
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;(){}]*?>)?\s*\(")
 _NOT_MODELLED_KINDS = {ir.CALL}
 
 
 @dataclass
 class Unknown:
-    location: str            # file:row:col
+    location: str  # file:row:col
     why: str
 
 
 @dataclass
 class KernelCoverage:
     file: str
-    kernel: str                      # with its template arguments
+    kernel: str  # with its template arguments
     analysed: bool
-    reason: str | None               # why not analysed
+    reason: str | None  # why not analysed
     sync_ops: int
     sync_ops_modelled: int
     unknowns: list[Unknown] = field(default_factory=list)
-    inconclusive: int = 0            # proofs that ran out of budget (counted by the checks)
+    inconclusive: int = 0  # proofs that ran out of budget (counted by the checks)
     # barriers whose arrivals/bytes per phase, and waits whose due phase, the checks could not
     # establish: nothing is claimed about them (a finding needs a proof), and they are told here
     undecided: int = 0
@@ -80,32 +124,39 @@ class KernelCoverage:
 
 @dataclass(frozen=True)
 class Site:
-    file: str          # absolute
-    shown: str         # as findings show it
+    file: str  # absolute
+    shown: str  # as findings show it
     row: int
     col: int
-    name: str          # the API's base name, or "asm"
+    name: str  # the API's base name, or "asm"
 
 
 class CodeIndex(Protocol):
     """What the census reads of the front end's ModelBuilder. Cursors are libclang's (untyped)."""
 
     @property
-    def filename(self) -> str: ...           # the file as findings show it
+    def filename(self) -> str: ...  # the file as findings show it
     @property
     def abs_path(self) -> str: ...
     @property
-    def functions(self) -> Mapping[str, object]: ...   # the user's device functions, by name
-    def reachable_code(self, root: Any, exclude: Collection[Any] = ...,
-                       more_roots: Iterable[Any] = ...) -> list[Any]: ...
+    def functions(self) -> Mapping[str, object]: ...  # the user's device functions, by name
+    def reachable_code(
+        self, root: Any, exclude: Collection[Any] = ..., more_roots: Iterable[Any] = ...
+    ) -> list[Any]: ...
 
 
-def census(builder: CodeIndex, root_cursor: Any, exclude: Collection[Any] = frozenset(),
-           more_roots: Iterable[Any] = (), dead: Iterable[tuple[str, int, int]] = ()) -> list[Site]:
+def census(
+    builder: CodeIndex,
+    root_cursor: Any,
+    exclude: Collection[Any] = frozenset(),
+    more_roots: Iterable[Any] = (),
+    dead: Iterable[tuple[str, int, int]] = (),
+) -> list[Site]:
     """The synchronisation sites in the code of the kernel at `root_cursor` (see the docstring);
     `exclude`: declarations that are not this model's code (the other ops of an MK interpreter)."""
     from .frontend.lexer import blank_comments_and_strings
     from .frontend.walk_env import _text_for
+
     cursors = builder.reachable_code(root_cursor, exclude, more_roots)
     out: dict[tuple[str, int, int], Site] = {}
     user_functions = set(builder.functions)
@@ -121,8 +172,9 @@ def census(builder: CodeIndex, root_cursor: Any, exclude: Collection[Any] = froz
         shown = builder.filename if fname == builder.abs_path else ext.start.file.name
         base_line, base_col = ext.start.line, ext.start.column
         code = blank_comments_and_strings(text)
-        code = _blank_inactive(code, base_line, cur.translation_unit, ext.start.file.name,
-                               [sp for sp in dead if sp[0] == fname])
+        code = _blank_inactive(
+            code, base_line, cur.translation_unit, ext.start.file.name, [sp for sp in dead if sp[0] == fname]
+        )
         for m in _CALL.finditer(code):
             name = m.group(1)
             if name not in SYNC_APIS or name in user_functions:
@@ -131,7 +183,7 @@ def census(builder: CodeIndex, root_cursor: Any, exclude: Collection[Any] = froz
             out[(fname, row, col)] = Site(fname, shown, row, col, name)
         for m in re.finditer(r"\b(?:asm|__asm__)\s*(?:volatile|__volatile__)?\s*\(", code):
             end = code.find(";", m.end())
-            stmt = text[m.start():end if end >= 0 else len(text)]
+            stmt = text[m.start() : end if end >= 0 else len(text)]
             if SYNC_PTX.search(stmt):
                 row, col = _pos(text, m.start(), base_line, base_col)
                 out[(fname, row, col)] = Site(fname, shown, row, col, "asm")
@@ -142,6 +194,7 @@ def _blank_inactive(code: str, first_line: int, tu: Any, fname: str, dead: list[
     """Blank the lines of a code slice that the preprocessor skipped (`#ifdef MK_DEBUG`) or that the
     walker proved dead, so their calls are not counted."""
     from .frontend.walk_env import _skipped_lines
+
     skipped = set(_skipped_lines(tu, fname))
     for _, a, b in dead:
         skipped.update(range(a, b + 1))
@@ -181,17 +234,30 @@ def _matches(site: Site, names: set[str]) -> bool:
     if site.name in names:
         return True
     # TK spellings the front end records under another name (`expect` -> expect_bytes, ...)
-    aliases = {"expect": {"expect_bytes"}, "mm": {"mma"}, "careful_wait": {"wait"},
-               "arrive_and_wait": {"arrive"}, "commit": {"mma_commit", "tensor_commit", "commit"}}
+    aliases = {
+        "expect": {"expect_bytes"},
+        "mm": {"mma"},
+        "careful_wait": {"wait"},
+        "arrive_and_wait": {"arrive"},
+        "commit": {"mma_commit", "tensor_commit", "commit"},
+    }
     return bool(aliases.get(site.name, set()) & names) or (site.name == "asm" and bool(names))
 
 
-def for_model(builder: CodeIndex, model: ir.KernelModel, root_cursor: Any, exclude: Collection[Any] = frozenset(),
-              more_roots: Iterable[Any] = ()) -> KernelCoverage:
+def for_model(
+    builder: CodeIndex,
+    model: ir.KernelModel,
+    root_cursor: Any,
+    exclude: Collection[Any] = frozenset(),
+    more_roots: Iterable[Any] = (),
+) -> KernelCoverage:
     # code the walker proved is never run in this model (a branch of a constant condition:
     # `if (config::CLUSTER_BLOCKS == 1) ... else ...`, `if constexpr`) is not its code
-    sites = [s for s in census(builder, root_cursor, exclude, more_roots)
-             if not any(f == s.file and a <= (s.row, s.col) <= b for f, a, b in model.dead_code)]
+    sites = [
+        s
+        for s in census(builder, root_cursor, exclude, more_roots)
+        if not any(f == s.file and a <= (s.row, s.col) <= b for f, a, b in model.dead_code)
+    ]
     rows = _modelled_rows(model)
     modelled = 0
     unknowns: list[Unknown] = []
@@ -207,8 +273,16 @@ def for_model(builder: CodeIndex, model: ir.KernelModel, root_cursor: Any, exclu
         if key not in seen:
             unknowns.append(Unknown(key, why))
             seen.add(key)
-    return KernelCoverage(builder.filename, model.name, True, None, len(sites), modelled, unknowns,
-                          inconclusive=int(getattr(model, "inconclusive", 0) or 0))
+    return KernelCoverage(
+        builder.filename,
+        model.name,
+        True,
+        None,
+        len(sites),
+        modelled,
+        unknowns,
+        inconclusive=int(getattr(model, "inconclusive", 0) or 0),
+    )
 
 
 def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
@@ -216,32 +290,42 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     if entry is None:
         return
     from .checks import completion, phases
+
     n = 0
     for name, acc in sorted(completion.accounts(an).items()):
         if acc.unknown and (acc.inits or acc.waits):
             n += 1
             loc = acc.barrier.location
-            entry.unknowns.append(Unknown(f"{loc.filename}:{loc.row}:{loc.column}",
-                                          f"barrier '{name}': arrivals/bytes per phase not established: "
-                                          f"{acc.unknown[0]}"))
+            entry.unknowns.append(
+                Unknown(
+                    f"{loc.filename}:{loc.row}:{loc.column}",
+                    f"barrier '{name}': arrivals/bytes per phase not established: {acc.unknown[0]}",
+                )
+            )
     for wp in phases.phases(an):
         if wp.status == "unknown":
             n += 1
             loc = wp.op.location
-            entry.unknowns.append(Unknown(f"{loc.filename}:{loc.row}:{loc.column}",
-                                          f"wait on '{wp.barrier}': the phase it is due to see not established: "
-                                          f"{wp.reason or 'not recognised'}"))
+            entry.unknowns.append(
+                Unknown(
+                    f"{loc.filename}:{loc.row}:{loc.column}",
+                    f"wait on '{wp.barrier}': the phase it is due to see not established: "
+                    f"{wp.reason or 'not recognised'}",
+                )
+            )
     entry.undecided += n
 
 
-def not_analysed(builder: CodeIndex, name: str, root_cursor: Any, reason: str,
-                 loc: Location | None = None) -> KernelCoverage:
+def not_analysed(
+    builder: CodeIndex, name: str, root_cursor: Any, reason: str, loc: Location | None = None
+) -> KernelCoverage:
     sites = census(builder, root_cursor) if root_cursor is not None else []
     where = f"{loc.filename}:{loc.row}:{loc.column}" if loc is not None else builder.filename
     return KernelCoverage(builder.filename, name, False, reason, len(sites), 0, [Unknown(where, reason)])
 
 
 # ----------------------------------------------------------------- summaries
+
 
 def summary(entries: list[KernelCoverage]) -> dict[str, Any]:
     analysed = [e for e in entries if e.analysed]
@@ -252,12 +336,17 @@ def summary(entries: list[KernelCoverage]) -> dict[str, Any]:
         if not e.analysed:
             key = _reason_kind(e.reason or "")
             reasons[key] = reasons.get(key, 0) + 1
-    return {"kernels": len(entries), "analysed": len(analysed), "not_analysed": len(entries) - len(analysed),
-            "sync_ops": ops, "sync_ops_modelled": mod,
-            "sync_ops_modelled_pct": round(100.0 * mod / ops, 1) if ops else None,
-            "not_analysed_by_reason": dict(sorted(reasons.items())),
-            "inconclusive": sum(e.inconclusive for e in entries),
-            "undecided": sum(e.undecided for e in entries)}
+    return {
+        "kernels": len(entries),
+        "analysed": len(analysed),
+        "not_analysed": len(entries) - len(analysed),
+        "sync_ops": ops,
+        "sync_ops_modelled": mod,
+        "sync_ops_modelled_pct": round(100.0 * mod / ops, 1) if ops else None,
+        "not_analysed_by_reason": dict(sorted(reasons.items())),
+        "inconclusive": sum(e.inconclusive for e in entries),
+        "undecided": sum(e.undecided for e in entries),
+    }
 
 
 def _reason_kind(reason: str) -> str:
@@ -266,7 +355,7 @@ def _reason_kind(reason: str) -> str:
 
 
 def summary_line(entries: list[KernelCoverage]) -> str:
-    """"3 kernels analysed (96% of sync ops modelled); 1 not analysed: template never instantiated"."""
+    """ "3 kernels analysed (96% of sync ops modelled); 1 not analysed: template never instantiated"."""
     s = summary(entries)
     if not entries:
         return "no kernels found"

@@ -8,6 +8,7 @@ Everything a file's check needs travels in `CheckOptions` (picklable, so
 thread-safe). Errors in tkcheck itself never escape as a traceback: a kernel
 that cannot be modelled is skipped with a note (re-raised with `--debug`).
 """
+
 from __future__ import annotations
 
 import os
@@ -42,16 +43,16 @@ MAX_BLOCK_THREADS = 1024
 @dataclass(frozen=True)
 class CheckOptions:
     parse: ParseOptions = field(default_factory=ParseOptions)
-    enabled: frozenset[str] = frozenset()       # rule codes that run (after select/ignore)
-    per_file_disabled: tuple = ()               # ((glob, codes), ...) applied by the CLI's selector
+    enabled: frozenset[str] = frozenset()  # rule codes that run (after select/ignore)
+    per_file_disabled: tuple = ()  # ((glob, codes), ...) applied by the CLI's selector
     show_unknown: bool = False
     debug: bool = False
-    solver_budget: int = DEFAULT_BUDGET         # z3 rlimit steps per query: deterministic
+    solver_budget: int = DEFAULT_BUDGET  # z3 rlimit steps per query: deterministic
     solver_timeout_ms: int = DEFAULT_SAFETY_NET_MS  # wall-clock safety net per query
     cache_dir: str | None = None
-    sass: bool = False                          # compile + disassemble, run the SASS rules (tag "sass")
-    sass_cache_dir: str | None = None           # None: no SASS cache (--no-cache)
-    sass_arch: str | None = None                # arch the SASS is built for; None: parse.arch
+    sass: bool = False  # compile + disassemble, run the SASS rules (tag "sass")
+    sass_cache_dir: str | None = None  # None: no SASS cache (--no-cache)
+    sass_arch: str | None = None  # arch the SASS is built for; None: parse.arch
 
 
 @dataclass
@@ -93,8 +94,9 @@ def models_of(path: str, options: ParseOptions | None = None, text: str | None =
     kernel whose block cannot launch). `text`: the file's contents, read from `path` when None.
     Raises InputError for a file tkcheck cannot read."""
     from .model.expr import reset_unknowns
-    reset_unknowns()          # as check_file: the names of unknowns and the solver's answers
-    solver.fresh_context()    # do not depend on what this process built before
+
+    reset_unknowns()  # as check_file: the names of unknowns and the solver's answers
+    solver.fresh_context()  # do not depend on what this process built before
     if text is None:
         text = read_source(path)
     return ModelBuilder(parse_source(path, text, options or ParseOptions())).build()
@@ -128,34 +130,50 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
     except Exception as e:  # noqa: BLE001 - an internal error must not become a traceback
         if opts.debug:
             raise
-        res.notes.append(f"internal error while checking {path}: {type(e).__name__}: {e} "
-                         "(no findings reported for this file; rerun with --debug)")
+        res.notes.append(
+            f"internal error while checking {path}: {type(e).__name__}: {e} "
+            "(no findings reported for this file; rerun with --debug)"
+        )
         res.internal_errors.append(res.notes[-1])
     res.timing["total"] = time.perf_counter() - t0
-    if opts.cache_dir and res.input_error is None and not res.internal_errors and not res.inconclusive \
-            and not res.not_cached:
+    if (
+        opts.cache_dir
+        and res.input_error is None
+        and not res.internal_errors
+        and not res.inconclusive
+        and not res.not_cached
+    ):
         cache.store(opts.cache_dir, path, text, opts, res, res.dependencies, res.search_roots)
     return res
 
 
 def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules: dict[str, Rule]) -> None:
     from .model.expr import reset_unknowns
-    reset_unknowns()          # names of unknowns restart per file: output does not depend on order
+
+    reset_unknowns()  # names of unknowns restart per file: output does not depend on order
     solver.configure(budget=opts.solver_budget, safety_net_ms=opts.solver_timeout_ms)
-    solver.fresh_context()    # nor do the solver's answers: each file starts from a fresh z3 context
+    solver.fresh_context()  # nor do the solver's answers: each file starts from a fresh z3 context
     t = time.perf_counter()
-    parsed = parse_source(path, text, opts.parse,
-                          pch_dir=os.path.join(opts.cache_dir, "pch") if opts.cache_dir else None)
+    parsed = parse_source(
+        path, text, opts.parse, pch_dir=os.path.join(opts.cache_dir, "pch") if opts.cache_dir else None
+    )
     res.timing["parse"] = time.perf_counter() - t
     res.notes.extend(parsed.notes)
     _record_dependencies(parsed, opts, res)
     if parsed.stopped:
         first = next((d for d in parsed.diagnostics if d.is_error()), None)
-        res.findings.append(_fill(Finding(
-            PARSE_ERROR.code, "clang stopped at its error limit: the rest of the file was not parsed"
-            + (f" (first error: {first.message})" if first else ""),
-            first.location if first and first.location else Location(path, 1, 1),
-            help="nothing in this file is analysed; remove -ferror-limit from clang-args"), rules))
+        res.findings.append(
+            _fill(
+                Finding(
+                    PARSE_ERROR.code,
+                    "clang stopped at its error limit: the rest of the file was not parsed"
+                    + (f" (first error: {first.message})" if first else ""),
+                    first.location if first and first.location else Location(path, 1, 1),
+                    help="nothing in this file is analysed; remove -ferror-limit from clang-args",
+                ),
+                rules,
+            )
+        )
         return
     t = time.perf_counter()
     builder = ModelBuilder(parsed)
@@ -164,14 +182,19 @@ def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules
         n = m.num_threads()
         if n is not None and n > MAX_BLOCK_THREADS:
             # a block that cannot launch: not analysed (its thread sets are never enumerated)
-            builder.not_analysed.append((m.name, m.location, f"a block of {n} threads cannot launch (CUDA "
-                                         f"allows at most {MAX_BLOCK_THREADS} threads per block)"))
+            builder.not_analysed.append(
+                (
+                    m.name,
+                    m.location,
+                    f"a block of {n} threads cannot launch (CUDA allows at most {MAX_BLOCK_THREADS} threads per block)",
+                )
+            )
             builder._not_analysed_cursors[m.name] = builder.model_cursors.get(id(m))
             continue
         checked.append(m)
     res.timing["model"] = time.perf_counter() - t
     _report_errors(path, parsed, builder, res, rules)
-    for name, loc, why in builder.not_analysed:   # the builder types its locations `object`
+    for name, loc, why in builder.not_analysed:  # the builder types its locations `object`
         res.notes.append(f"kernel '{name}' not analysed ({display_location(cast('Location | None', loc))}): {why}")
     t = time.perf_counter()
     res.coverage = builder.coverage(checked)
@@ -186,7 +209,8 @@ def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules
         an = Analysis(m, arch=parsed.arch, solver_timeout_ms=opts.solver_timeout_ms)
         if opts.sass:
             from .checks import sass_cross  # only with --sass: keeps start-up light
-            sass_cross.attach(an, sass_result, m)   # an.sass / an.sass_result (None when absent)
+
+            sass_cross.attach(an, sass_result, m)  # an.sass / an.sass_result (None when absent)
         for code in sorted(opts.enabled):
             rule = rules.get(code)
             if rule is None or rule.check is None or (rule.engine_only and not (opts.sass and "sass" in rule.tags)):
@@ -203,8 +227,9 @@ def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules
                     res.findings.append(_fill(f, rules))
             except RecursionError:
                 # expressions nested a few hundred levels deep: this rule says nothing about the kernel
-                res.notes.append(f"rule {code} not run on kernel '{m.name}': its expressions nest deeper "
-                                 "than tkcheck models")
+                res.notes.append(
+                    f"rule {code} not run on kernel '{m.name}': its expressions nest deeper than tkcheck models"
+                )
             except Exception as e:  # noqa: BLE001
                 if opts.debug:
                     raise
@@ -215,6 +240,7 @@ def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules
         # part of its coverage, whether or not a rule asked (the facts are computed once)
         t_cov = time.perf_counter()
         from .coverage import add_undecided
+
         try:
             add_undecided(next((c for c in res.coverage if c.analysed and c.kernel == m.name), None), an)
         except Exception as e:  # noqa: BLE001
@@ -228,7 +254,7 @@ def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules
         if events:
             res.inconclusive[m.name] = len(events)
             m.inconclusive = len(events)  # type: ignore[attr-defined]  # coverage.py reads it
-            for cov in res.coverage:          # the coverage report counts them per kernel
+            for cov in res.coverage:  # the coverage report counts them per kernel
                 if cov.kernel == m.name and cov.analysed:
                     cov.inconclusive = len(events)
             if opts.show_unknown:
@@ -251,18 +277,24 @@ def _record_dependencies(parsed: ParsedFile, opts: CheckOptions, res: FileResult
     are in the code digest) and the folders its include search looked in."""
     from .frontend.includes import search_path_of
     from .frontend.parse import MODEL_INCLUDE, build_args
+
     own = os.path.normpath(str(MODEL_INCLUDE)) + os.sep
     main = os.path.normpath(parsed.abs_path)
     deps: set[str] = set()
-    tu: Any = parsed.tu          # libclang's TranslationUnit (no type information)
+    tu: Any = parsed.tu  # libclang's TranslationUnit (no type information)
     for inc in tu.get_includes():
         name = os.path.normpath(os.path.abspath(inc.include.name)) if inc.include is not None else None
         if name and name != main and not name.startswith(own):
             deps.add(name)
     res.dependencies = sorted(deps)
     sp = search_path_of(build_args(opts.parse, os.path.dirname(main)), os.getcwd())
-    res.search_roots = sorted({os.path.normpath(d) for d in [os.path.dirname(main), *sp.quote, *sp.angle]
-                               if not (os.path.normpath(d) + os.sep).startswith(own)})
+    res.search_roots = sorted(
+        {
+            os.path.normpath(d)
+            for d in [os.path.dirname(main), *sp.quote, *sp.angle]
+            if not (os.path.normpath(d) + os.sep).startswith(own)
+        }
+    )
     if any("file not found" in d.message for d in parsed.diagnostics):
         res.not_cached.append("an include was not found")
 
@@ -272,9 +304,11 @@ def _inconclusive_note(m: KernelModel, events: list[Inconclusive]) -> str:
     reasons = sorted({e.reason for e in events})
     where = sorted({label[5:] for e in events for label in e.scope if label.startswith("rule:")})
     at = f"{m.location.filename}:{m.location.row}:{m.location.column}"
-    return (f"{at}: unknown: kernel '{m.name}': {len(events)} inconclusive proof(s) ({'; '.join(reasons)})"
-            + (f" in {', '.join(where)}" if where else "")
-            + ": no finding was made from them; raise --solver-budget to decide them")
+    return (
+        f"{at}: unknown: kernel '{m.name}': {len(events)} inconclusive proof(s) ({'; '.join(reasons)})"
+        + (f" in {', '.join(where)}" if where else "")
+        + ": no finding was made from them; raise --solver-budget to decide them"
+    )
 
 
 def _merge_instantiations(findings: list[Finding]) -> list[Finding]:
@@ -286,8 +320,14 @@ def _merge_instantiations(findings: list[Finding]) -> list[Finding]:
         kernel = f.kernel or ""
         tail = f" (in {kernel})" if kernel else None
         if tail and f.message.endswith(tail) and "<" in kernel:
-            key: tuple = (f.code, f.location.filename, f.location.row, f.location.column, f.message[:-len(tail)],
-                   kernel.split("<")[0])
+            key: tuple = (
+                f.code,
+                f.location.filename,
+                f.location.row,
+                f.location.column,
+                f.message[: -len(tail)],
+                kernel.split("<")[0],
+            )
         else:
             key = (id(f),)
         if key not in groups:
@@ -326,27 +366,30 @@ def _tell_instance(f: Finding, m: KernelModel) -> None:
     """A finding in one instantiation of a template kernel (or in a function a launcher runs)
     says which one, and points at where the file names it."""
     from .findings import Related
-    assert m.instance_site is not None   # the caller asks only for an instance
+
+    assert m.instance_site is not None  # the caller asks only for an instance
     if "<" in m.name and f"in {m.name}" not in f.message:
         f.message = f"{f.message} (in {m.name})"
     what = {"launch": "launched here", "explicit": "instantiated here", "reference": "named here"}.get(
-        m.instance_how or "", f"launched here by {m.instance_how}")
+        m.instance_how or "", f"launched here by {m.instance_how}"
+    )
     f.related.append(Related(m.instance_site, f"{m.name} {what}"))
     if f.witness is not None and "kernel" not in f.witness:
         f.witness = {**f.witness, "kernel": m.name}
 
 
-def _report_errors(path: str, parsed: ParsedFile, builder: ModelBuilder, res: FileResult,
-                   rules: dict[str, Rule]) -> None:
+def _report_errors(
+    path: str, parsed: ParsedFile, builder: ModelBuilder, res: FileResult, rules: dict[str, Rule]
+) -> None:
     """Parse-error findings for the clang errors of the user's device code: the first error that stops each
     kernel's analysis (one finding per error, naming every kernel it stops), the first error
     at file scope, the first error in device code no kernel reaches. Errors in host code (not
     analysed; it may use libraries tkcheck has no stand-in for) and in headers are notes."""
     errors = builder.errors
-    reported: dict[tuple, tuple] = {}        # error key -> (diagnostic, kernels it stops)
+    reported: dict[tuple, tuple] = {}  # error key -> (diagnostic, kernels it stops)
 
     def key_of(d: Diagnostic) -> tuple[str | None, int, int, str]:
-        assert d.location is not None   # the user's errors are placed by their location
+        assert d.location is not None  # the user's errors are placed by their location
         return (d.abs_file, d.location.row, d.location.column, d.message)
 
     for name, _loc, errs in builder.blocked:
@@ -362,30 +405,42 @@ def _report_errors(path: str, parsed: ParsedFile, builder: ModelBuilder, res: Fi
             reported.setdefault(key_of(d), (d, []))
         types = [d for d in unreached if _space_of(errors, d) == "decl"]
         if types:
-            res.notes.append(f"{len(types)} clang error{'s' if len(types) > 1 else ''} in declarations no kernel uses "
-                             f"(first: {display_location(types[0].location)}: {types[0].message})")
-    for d, names in sorted(reported.values(), key=lambda dn: (dn[0].location.filename != path,
-                                                              dn[0].location.row, dn[0].location.column)):
+            res.notes.append(
+                f"{len(types)} clang error{'s' if len(types) > 1 else ''} in declarations no kernel uses "
+                f"(first: {display_location(types[0].location)}: {types[0].message})"
+            )
+    for d, names in sorted(
+        reported.values(), key=lambda dn: (dn[0].location.filename != path, dn[0].location.row, dn[0].location.column)
+    ):
         which = ", ".join(f"'{n}'" for n in names)
         if names:
-            why = (f"kernel{'s' if len(names) > 1 else ''} {which} not analysed: this error is in "
-                   f"{'its' if len(names) == 1 else 'their'} code")
-            res.notes.append(f"kernel{'s' if len(names) > 1 else ''} {which} not analysed: clang error at "
-                             f"{display_location(d.location)}: {d.message}")
+            why = (
+                f"kernel{'s' if len(names) > 1 else ''} {which} not analysed: this error is in "
+                f"{'its' if len(names) == 1 else 'their'} code"
+            )
+            res.notes.append(
+                f"kernel{'s' if len(names) > 1 else ''} {which} not analysed: clang error at "
+                f"{display_location(d.location)}: {d.message}"
+            )
         else:
             why = "kernels containing parse errors are not analysed"
         res.findings.append(_fill(Finding(PARSE_ERROR.code, f"clang: {d.message}", d.location, help=why), rules))
     host = errors.host_errors() if errors is not None else []
     if host:
         d = host[0]
-        res.notes.append(f"{len(host)} clang error{'s' if len(host) > 1 else ''} in host code, which is not analysed "
-                         f"(first: {display_location(d.location)}: {d.message})")
+        res.notes.append(
+            f"{len(host)} clang error{'s' if len(host) > 1 else ''} in host code, which is not analysed "
+            f"(first: {display_location(d.location)}: {d.message})"
+        )
     placed = {id(d) for d, _ in (errors.placed if errors is not None else [])}
-    header_errors = [d for d in parsed.diagnostics if d.is_error() and id(d) not in placed
-                     and not parsed.is_user_file(d.abs_file)]
+    header_errors = [
+        d for d in parsed.diagnostics if d.is_error() and id(d) not in placed and not parsed.is_user_file(d.abs_file)
+    ]
     if header_errors:
-        res.notes.append(f"{len(header_errors)} clang errors inside included headers (first: "
-                         f"{header_errors[0].message}); analysis continues on the user's code")
+        res.notes.append(
+            f"{len(header_errors)} clang errors inside included headers (first: "
+            f"{header_errors[0].message}); analysis continues on the user's code"
+        )
 
 
 def _space_of(errors: ErrorMap, d: Diagnostic) -> str | None:
@@ -396,15 +451,14 @@ def display_location(loc: Location | None) -> str:
     return f"{loc.filename}:{loc.row}:{loc.column}" if loc is not None else "?"
 
 
-def _run_sass(path: str, text: str, opts: CheckOptions, res: FileResult,
-              arch: str | None = None) -> SassResult | None:
+def _run_sass(path: str, text: str, opts: CheckOptions, res: FileResult, arch: str | None = None) -> SassResult | None:
     """Compile + disassemble the file once (cached by tkcheck.sass); a pass that cannot
     run (no compiler, no real TK headers, compile error) is one note, never an error."""
     t = time.perf_counter()
     from .sass.build import run_sass
     from .sass.model import Skipped
-    result = run_sass(path, text, opts.parse, sass_arch=opts.sass_arch or arch,
-                      cache_dir=opts.sass_cache_dir)
+
+    result = run_sass(path, text, opts.parse, sass_arch=opts.sass_arch or arch, cache_dir=opts.sass_cache_dir)
     res.timing["sass"] = time.perf_counter() - t
     if isinstance(result, Skipped):
         res.notes.append(result.reason)
@@ -434,6 +488,7 @@ def solver_seconds() -> float:
 
 def _time_solver() -> None:
     import z3
+
     if getattr(z3.Solver.check, "_tkcheck_timed", False):
         return
     orig = z3.Solver.check

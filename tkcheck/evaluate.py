@@ -13,6 +13,7 @@
 The test suite (tests/test_corpus.py) and scripts/bench.py use the same
 functions, so the table, the tests and the benchmark page agree.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -50,10 +51,11 @@ class SpecError(Exception):
 
 # ---------------------------------------------------------------- specs
 
+
 @dataclass
 class Mutation:
     id: str
-    kernel: str                    # relative to the corpus folder
+    kernel: str  # relative to the corpus folder
     rules: tuple[str, ...]
     find: str
     replace: str
@@ -61,8 +63,8 @@ class Mutation:
     description: str = ""
     compiles: bool = True
     spec_file: str = ""
-    problem: str | None = None     # why the spec cannot be applied (then it is reported, not run)
-    known_miss: str = ""           # a planted bug tkcheck does not find yet, and why (still counted as missed)
+    problem: str | None = None  # why the spec cannot be applied (then it is reported, not run)
+    known_miss: str = ""  # a planted bug tkcheck does not find yet, and why (still counted as missed)
     # why this planted bug cannot show at run time in this program (still a bug by the rules; the
     # GPU batch reports its NOT REPRODUCED verdict with this reason)
     unobservable: str = ""
@@ -88,17 +90,21 @@ def load_mutations(corpus: Path) -> list[Mutation]:
 def _mutation(entry: object, i: int, spec_file: Path, seen: dict[str, str]) -> Mutation:
     where = f"{spec_file.name}: mutation {i + 1}"
     if not isinstance(entry, dict):
-        return Mutation(f"{spec_file.stem}#{i + 1}", "", (), "", "", spec_file=spec_file.name,
-                        problem=f"{where}: not a table")
+        return Mutation(
+            f"{spec_file.stem}#{i + 1}", "", (), "", "", spec_file=spec_file.name, problem=f"{where}: not a table"
+        )
     mid = str(entry.get("id") or f"{spec_file.stem}#{i + 1}")
     rules = entry.get("rules", [])
     m = Mutation(
-        id=mid, kernel=str(entry.get("kernel", "")),
+        id=mid,
+        kernel=str(entry.get("kernel", "")),
         rules=tuple(rules) if isinstance(rules, list) and all(isinstance(r, str) for r in rules) else (),
         find=entry.get("find", "") if isinstance(entry.get("find"), str) else "",
         replace=entry.get("replace", "") if isinstance(entry.get("replace"), str) else "",
-        symptom=str(entry.get("symptom", "")), description=str(entry.get("description", "")),
-        compiles=entry.get("compiles", True) is not False, spec_file=spec_file.name,
+        symptom=str(entry.get("symptom", "")),
+        description=str(entry.get("description", "")),
+        compiles=entry.get("compiles", True) is not False,
+        spec_file=spec_file.name,
         known_miss=str(entry.get("known_miss", "")),
         unobservable=str(entry.get("unobservable", "")),
     )
@@ -141,16 +147,21 @@ def clean_kernels(corpus: Path) -> list[Path]:
 
 # ---------------------------------------------------------------- checking
 
+
 def all_codes() -> frozenset[str]:
     return frozenset(r.code for r in registry.all_rules())
 
 
-def options(include_dirs: tuple[str, ...] = (), tk_include: str | None = None, debug: bool = False,
-            arch: str = "sm_90a") -> CheckOptions:
+def options(
+    include_dirs: tuple[str, ...] = (), tk_include: str | None = None, debug: bool = False, arch: str = "sm_90a"
+) -> CheckOptions:
     # ParseOptions is checked without strict_optional, so its `str | None` fields read as `str`
-    return CheckOptions(parse=ParseOptions(arch=arch, include_dirs=include_dirs,
-                                           tk_include=tk_include),  # type: ignore[arg-type]
-                        enabled=all_codes(), debug=debug, cache_dir=None)
+    return CheckOptions(
+        parse=ParseOptions(arch=arch, include_dirs=include_dirs, tk_include=tk_include),  # type: ignore[arg-type]
+        enabled=all_codes(),
+        debug=debug,
+        cache_dir=None,
+    )
 
 
 def check_clean(path: Path, debug: bool = False) -> FileResult:
@@ -173,6 +184,7 @@ def check_mutation(corpus: Path, m: Mutation, workdir: Path, debug: bool = False
 
 
 # ---------------------------------------------------------------- results
+
 
 @dataclass
 class FindingLine:
@@ -197,25 +209,39 @@ class CleanOutcome:
     nvcc: "Measurement | None" = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "false_findings": [f.to_json() for f in self.findings], "ms": self.ms,
-                "nvcc": self.nvcc.to_json() if self.nvcc else None, "notes": self.notes}
+        return {
+            "kernel": self.kernel,
+            "false_findings": [f.to_json() for f in self.findings],
+            "ms": self.ms,
+            "nvcc": self.nvcc.to_json() if self.nvcc else None,
+            "notes": self.notes,
+        }
 
 
 @dataclass
 class MutationOutcome:
     mutation: Mutation
-    status: str                        # found | missed | not-implemented | invalid
-    fired: list[str] = field(default_factory=list)       # listed rules that fired
-    not_fired: list[str] = field(default_factory=list)   # listed rules that did not
+    status: str  # found | missed | not-implemented | invalid
+    fired: list[str] = field(default_factory=list)  # listed rules that fired
+    not_fired: list[str] = field(default_factory=list)  # listed rules that did not
     extra: list[FindingLine] = field(default_factory=list)
     ms: float | None = None
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         m = self.mutation
-        return {"id": m.id, "kernel": m.kernel, "rules": list(m.rules), "symptom": m.symptom,
-                "status": self.status, "fired": self.fired, "missed_rules": self.not_fired,
-                "extra_findings": [f.to_json() for f in self.extra], "ms": self.ms, "error": self.error}
+        return {
+            "id": m.id,
+            "kernel": m.kernel,
+            "rules": list(m.rules),
+            "symptom": m.symptom,
+            "status": self.status,
+            "fired": self.fired,
+            "missed_rules": self.not_fired,
+            "extra_findings": [f.to_json() for f in self.extra],
+            "ms": self.ms,
+            "error": self.error,
+        }
 
 
 @dataclass
@@ -238,9 +264,16 @@ class RuleRow:
         return statistics.median(self.ratios) if self.ratios else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": self.code, "implemented": self.implemented, "planted": self.planted, "found": self.found,
-                "missed": self.missed, "false_findings_on_clean": self.false_findings,
-                "median_ms_per_kernel": _round(self.median_ms), "ratio_to_nvcc": _round(self.ratio, 4)}
+        return {
+            "rule": self.code,
+            "implemented": self.implemented,
+            "planted": self.planted,
+            "found": self.found,
+            "missed": self.missed,
+            "false_findings_on_clean": self.false_findings,
+            "median_ms_per_kernel": _round(self.median_ms),
+            "ratio_to_nvcc": _round(self.ratio, 4),
+        }
 
 
 @dataclass
@@ -250,19 +283,25 @@ class EvalReport:
     mutations: list[MutationOutcome]
     rows: list[RuleRow]
     total: RuleRow
-    nvcc_status: str                   # "used" or why not
+    nvcc_status: str  # "used" or why not
 
     @property
     def ok(self) -> bool:
         """No false finding, no miss of an implemented rule, no broken spec."""
-        return (not any(c.findings for c in self.clean)
-                and not any(o.status in ("missed", "invalid") for o in self.mutations))
+        return not any(c.findings for c in self.clean) and not any(
+            o.status in ("missed", "invalid") for o in self.mutations
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"corpus": self.corpus, "ok": self.ok, "nvcc": self.nvcc_status,
-                "rules": [r.to_json() for r in self.rows], "total": self.total.to_json(),
-                "clean_kernels": [c.to_json() for c in self.clean],
-                "mutations": [o.to_json() for o in self.mutations]}
+        return {
+            "corpus": self.corpus,
+            "ok": self.ok,
+            "nvcc": self.nvcc_status,
+            "rules": [r.to_json() for r in self.rows],
+            "total": self.total.to_json(),
+            "clean_kernels": [c.to_json() for c in self.clean],
+            "mutations": [o.to_json() for o in self.mutations],
+        }
 
 
 def _round(v: float | None, nd: int = 2) -> float | None:
@@ -271,9 +310,11 @@ def _round(v: float | None, nd: int = 2) -> float | None:
 
 # ---------------------------------------------------------------- nvcc baseline
 
+
 @dataclass
 class Measurement:
     """One child process: wall seconds, peak resident memory (KiB), exit status."""
+
     seconds: float
     peak_kb: int
     returncode: int
@@ -285,22 +326,38 @@ class Measurement:
         return self.returncode == 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"seconds": round(self.seconds, 4), "peak_mb": round(self.peak_kb / 1024, 1),
-                "ok": self.ok, "cached": self.cached}
+        return {
+            "seconds": round(self.seconds, 4),
+            "peak_mb": round(self.peak_kb / 1024, 1),
+            "ok": self.ok,
+            "cached": self.cached,
+        }
 
 
-def measure(argv: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
-            timeout: float = NVCC_TIMEOUT_S, stdin_data: bytes | None = None) -> Measurement:
+def measure(
+    argv: list[str],
+    *,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = NVCC_TIMEOUT_S,
+    stdin_data: bytes | None = None,
+) -> Measurement:
     """Run `argv`; its wall time and peak RSS (the child's and its reaped children's, from wait4)."""
     with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err,
-                                    stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            )
         except OSError as e:
             return Measurement(0.0, 0, 127, f"cannot run {argv[0]}: {e}")
         if stdin_data is not None:
-            assert proc.stdin is not None   # opened as a pipe above
+            assert proc.stdin is not None  # opened as a pipe above
             try:
                 proc.stdin.write(stdin_data)
                 proc.stdin.close()
@@ -353,8 +410,18 @@ def find_tk_root(given: str | None, repo: Path | None) -> Path | None:
 
 def nvcc_command(nvcc: str, tk_root: Path, kernel: Path, out: Path, arch: str | None = None) -> list[str]:
     flags = NVCC_COMMON + NVCC_ARCH[arch or kernel_arch(kernel)]
-    return [nvcc, *flags, "-I", str(tk_root / "include"), "-I", str(tk_root / "prototype"),
-            "-cubin", str(kernel), "-o", str(out)]
+    return [
+        nvcc,
+        *flags,
+        "-I",
+        str(tk_root / "include"),
+        "-I",
+        str(tk_root / "prototype"),
+        "-cubin",
+        str(kernel),
+        "-o",
+        str(out),
+    ]
 
 
 class NvccBaseline:
@@ -367,8 +434,11 @@ class NvccBaseline:
         self._memo: dict[str, Measurement] = {}
         self.version: list[str]
         try:
-            self.version = subprocess.run([nvcc, "--version"], capture_output=True, text=True,
-                                          timeout=60).stdout.strip().splitlines()[-1:]
+            self.version = (
+                subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+                .stdout.strip()
+                .splitlines()[-1:]
+            )
         except (OSError, subprocess.SubprocessError):
             self.version = []
 
@@ -425,12 +495,20 @@ def nvcc_baseline(corpus: Path, tk_root: str | None, want: bool) -> tuple[NvccBa
 
 # ---------------------------------------------------------------- the run
 
+
 def _matches(mid: str, only: Collection[str]) -> bool:
     return not only or any(mid == o or mid.startswith(o) for o in only)
 
 
-def run_eval(corpus: Path, *, tk_root: str | None = None, nvcc: bool = True, only: Collection[str] = (),
-             debug: bool = False, progress: bool = False) -> EvalReport:
+def run_eval(
+    corpus: Path,
+    *,
+    tk_root: str | None = None,
+    nvcc: bool = True,
+    only: Collection[str] = (),
+    debug: bool = False,
+    progress: bool = False,
+) -> EvalReport:
     corpus = Path(corpus)
     mutations = [m for m in load_mutations(corpus) if _matches(m.id, only)]
     known = all_codes()
@@ -446,8 +524,12 @@ def run_eval(corpus: Path, *, tk_root: str | None = None, nvcc: bool = True, onl
         rel = path.relative_to(corpus).as_posix()
         say(f"clean {rel}")
         res = check_clean(path, debug=debug)
-        out = CleanOutcome(rel, _lines(res), res.timing.get("total", 0.0) * 1000,
-                           notes=[n for n in res.notes if "internal error" in n or "failed on" in n])
+        out = CleanOutcome(
+            rel,
+            _lines(res),
+            res.timing.get("total", 0.0) * 1000,
+            notes=[n for n in res.notes if "internal error" in n or "failed on" in n],
+        )
         if baseline is not None:
             say(f"nvcc {rel}")
             out.nvcc = baseline.time(path)
@@ -484,8 +566,14 @@ def _run_mutation(corpus: Path, m: Mutation, workdir: Path, known: frozenset[str
     return MutationOutcome(m, status, fired, not_fired, extra, res.timing.get("total", 0.0) * 1000)
 
 
-def _tabulate(corpus: str, clean: list[CleanOutcome], outcomes: list[MutationOutcome], known: frozenset[str],
-              nvcc_s: dict[str, float], nvcc_status: str) -> EvalReport:
+def _tabulate(
+    corpus: str,
+    clean: list[CleanOutcome],
+    outcomes: list[MutationOutcome],
+    known: frozenset[str],
+    nvcc_s: dict[str, float],
+    nvcc_status: str,
+) -> EvalReport:
     rows: dict[str, RuleRow] = {}
 
     def row(code: str) -> RuleRow:
@@ -525,32 +613,38 @@ def _tabulate(corpus: str, clean: list[CleanOutcome], outcomes: list[MutationOut
 
 # ---------------------------------------------------------------- the table
 
+
 def _fmt(v: float | None, spec: str, na: str = "n/a") -> str:
     return na if v is None else format(v, spec)
 
 
 def quality_table(report: EvalReport) -> str:
     """The per-rule table as markdown (also the eval section of docs/BENCHMARKS.md)."""
-    head = ("| rule | planted | found | missed | false findings on clean kernels "
-            "| median ms per kernel | ratio to nvcc |")
+    head = (
+        "| rule | planted | found | missed | false findings on clean kernels | median ms per kernel | ratio to nvcc |"
+    )
     lines = [head, "|---|---:|---:|---:|---:|---:|---:|"]
     for r in report.rows + [report.total]:
         name = r.code if r.implemented else f"{r.code} (not implemented)"
         if r is report.total:
             name = "**all** (ms, ratio: clean kernels)"
-        lines.append(f"| {name} | {r.planted} | {r.found} | {r.missed} | {r.false_findings} "
-                     f"| {_fmt(r.median_ms, '.1f')} | {_fmt(r.ratio, '.3f')} |")
+        lines.append(
+            f"| {name} | {r.planted} | {r.found} | {r.missed} | {r.false_findings} "
+            f"| {_fmt(r.median_ms, '.1f')} | {_fmt(r.ratio, '.3f')} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def format_report(report: EvalReport) -> str:
-    out = [f"tkcheck eval {report.corpus}: {len(report.clean)} clean kernels, {len(report.mutations)} mutations; "
-           f"nvcc baseline: {report.nvcc_status}", ""]
+    out = [
+        f"tkcheck eval {report.corpus}: {len(report.clean)} clean kernels, {len(report.mutations)} mutations; "
+        f"nvcc baseline: {report.nvcc_status}",
+        "",
+    ]
     out.append(quality_table(report))
     out.append("clean kernels:")
     for c in report.clean:
-        nv = (f", nvcc {c.nvcc.seconds:.2f} s" if c.nvcc and c.nvcc.ok
-              else (", nvcc failed" if c.nvcc else ""))
+        nv = f", nvcc {c.nvcc.seconds:.2f} s" if c.nvcc and c.nvcc.ok else (", nvcc failed" if c.nvcc else "")
         verdict = "clean" if not c.findings else f"{len(c.findings)} FALSE FINDING(S)"
         out.append(f"  {c.kernel}: {verdict} ({c.ms:.1f} ms{nv})")
         for f in c.findings:
@@ -564,8 +658,7 @@ def format_report(report: EvalReport) -> str:
         rules = ",".join(o.mutation.rules)
         line = f"  {o.status:<15} {o.mutation.id:<{width}}  {rules}"
         if o.status == "not-implemented":
-            line += "  (not in the registry: " + ", ".join(r for r in o.not_fired
-                                                           if r not in all_codes()) + ")"
+            line += "  (not in the registry: " + ", ".join(r for r in o.not_fired if r not in all_codes()) + ")"
         if o.status == "invalid":
             line += f"  {o.error}"
         out.append(line)
@@ -573,8 +666,10 @@ def format_report(report: EvalReport) -> str:
             out.append(f"      extra: line {f.row}: {f.code} {f.message}")
     t = report.total
     out.append("")
-    out.append(f"found {t.found} of {t.planted} planted bugs; {t.false_findings} false findings on "
-               f"{len(report.clean)} clean kernels; "
-               f"{sum(o.status == 'not-implemented' for o in report.mutations)} mutations wait for rules "
-               f"not yet in the registry; {sum(o.status == 'invalid' for o in report.mutations)} invalid specs.")
+    out.append(
+        f"found {t.found} of {t.planted} planted bugs; {t.false_findings} false findings on "
+        f"{len(report.clean)} clean kernels; "
+        f"{sum(o.status == 'not-implemented' for o in report.mutations)} mutations wait for rules "
+        f"not yet in the registry; {sum(o.status == 'invalid' for o in report.mutations)} invalid specs."
+    )
     return "\n".join(out) + "\n"

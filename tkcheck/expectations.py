@@ -20,6 +20,7 @@ records a known miss: it is counted, not failed. `expect-not` forbids the code t
 `update_expectations` rewrites the `expect:` comments from actual output, keeping the fragments
 that still match.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,10 +43,10 @@ _OWN_EXPECT = re.compile(r"\s*//\s*expect(?!-not|-todo|@):.*$")
 
 @dataclass
 class Expectation:
-    kind: str          # expect | expect-not | expect-todo
+    kind: str  # expect | expect-not | expect-todo
     code: str
     row: int
-    texts: tuple[str, ...] = ()     # message fragments, all of which the finding's message contains
+    texts: tuple[str, ...] = ()  # message fragments, all of which the finding's message contains
 
     def matches(self, f: Finding) -> bool:
         return f.code == self.code and f.location.row == self.row and all(t in f.message for t in self.texts)
@@ -65,7 +66,7 @@ class FixtureResult:
     actual: list[Finding] = field(default_factory=list)
     missing: list[Expectation] = field(default_factory=list)
     unexpected: list[Finding] = field(default_factory=list)
-    forbidden: list[Finding] = field(default_factory=list)        # hit an expect-not
+    forbidden: list[Finding] = field(default_factory=list)  # hit an expect-not
     todo_missing: list[Expectation] = field(default_factory=list)
     matched: list[Expectation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -173,8 +174,15 @@ def _expect_comment(row: int, findings: list[Finding], old: list[Expectation]) -
     """`// expect:` for one line: the codes found there, each with the old fragments it still matches."""
     parts = []
     for code in sorted({f.code for f in findings}):
-        kept = [e for e in old if e.kind == "expect" and e.code == code and e.row == row and e.texts
-                and any(e.matches(f) for f in findings)]
+        kept = [
+            e
+            for e in old
+            if e.kind == "expect"
+            and e.code == code
+            and e.row == row
+            and e.texts
+            and any(e.matches(f) for f in findings)
+        ]
         parts += [f"// expect: {e.spelled()}" for e in kept] or [f"// expect: {code}"]
     return " ".join(parts)
 

@@ -4,6 +4,7 @@ Everything here is plain data so that renderers, suppression and caches can
 work on findings without knowing anything about the model that produced them.
 Rows and columns are 1-based everywhere.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, asdict
@@ -28,6 +29,7 @@ class Location:
 @dataclass(frozen=True)
 class Related:
     """A related site (the init, the loads, the wait) with a short note."""
+
     location: Location
     message: str
 
@@ -35,8 +37,9 @@ class Related:
 @dataclass(frozen=True)
 class TraceStep:
     """One step of a counterexample trace (a deadlock or a stale read)."""
-    role: str            # "producer", "consumer wg 1", ...
-    text: str            # human text: "wait(full[1], 0) blocks forever"
+
+    role: str  # "producer", "consumer wg 1", ...
+    text: str  # human text: "wait(full[1], 0) blocks forever"
     location: Location | None = None
     barrier: str | None = None
     phase: int | None = None
@@ -47,6 +50,7 @@ class TraceStep:
 class Edit:
     """Replace the text from `location` (row, column) up to (end_row, end_column), exclusive, by
     `text`; an empty span is an insertion."""
+
     location: Location
     text: str
 
@@ -55,14 +59,25 @@ class Edit:
 class Fix:
     """A mechanical fix. `safe`: it keeps the kernel's meaning apart from the defect (`--fix`
     applies only these); the others are suggestions shown with the finding."""
+
     description: str
     edits: tuple[Edit, ...]
     safe: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"description": self.description, "safe": self.safe,
-                "edits": [{"filename": e.location.filename, "location": e.location.to_json(),
-                           "end_location": e.location.end_json(), "text": e.text} for e in self.edits]}
+        return {
+            "description": self.description,
+            "safe": self.safe,
+            "edits": [
+                {
+                    "filename": e.location.filename,
+                    "location": e.location.to_json(),
+                    "end_location": e.location.end_json(),
+                    "text": e.text,
+                }
+                for e in self.edits
+            ],
+        }
 
 
 @dataclass
@@ -71,7 +86,7 @@ class Finding:
     message: str
     location: Location
     related: list[Related] = field(default_factory=list)
-    witness: dict[str, Any] | None = None   # counterexample values (iteration, stage, row, col...)
+    witness: dict[str, Any] | None = None  # counterexample values (iteration, stage, row, col...)
     trace: list[TraceStep] = field(default_factory=list)
     help: str | None = None
     kernel: str | None = None

@@ -18,6 +18,7 @@ proves (C(j + P) == C(j) for every j), the number of flips before iteration k
 is a sum of floor divisions, and the phase has an exact closed form. Anything
 else stays an unknown (never a guess).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -40,6 +41,7 @@ def _is_opaque_form(fn: Callable) -> bool:
 def _period(cond: Expr) -> int | None:
     """Smallest P with cond(j + P) == cond(j) for every j >= 0, proved by z3."""
     from . import solver
+
     vals = []
     for j in range(2 * MAX_PERIOD):
         v = cond.eval({J.name: j})
@@ -49,7 +51,7 @@ def _period(cond: Expr) -> int | None:
     for p in range(1, MAX_PERIOD + 1):
         if all(vals[j] == vals[j + p] for j in range(MAX_PERIOD)):
             if _only_mod(cond, p):
-                return p        # J occurs only under `% m` with m dividing p: periodic by construction
+                return p  # J occurs only under `% m` with m dividing p: periodic by construction
             shifted = E.substitute(cond, {J.name: E.binop("+", J, E.Const(p))})
             if solver.always(E.binop("==", _as_int(cond), _as_int(shifted)), timeout_ms=2000) is True:
                 return p
@@ -66,8 +68,15 @@ def _only_mod(e: Expr, p: int) -> bool:
     where the dividend is J plus constants (so shifting J by p changes nothing)."""
     if e == J:
         return False
-    if isinstance(e, E.Bin) and e.op == "%" and isinstance(e.b, E.Const) and isinstance(e.b.value, int) \
-            and e.b.value > 0 and p % e.b.value == 0 and _affine_unit(e.a):
+    if (
+        isinstance(e, E.Bin)
+        and e.op == "%"
+        and isinstance(e.b, E.Const)
+        and isinstance(e.b.value, int)
+        and e.b.value > 0
+        and p % e.b.value == 0
+        and _affine_unit(e.a)
+    ):
         return True
     return all(_only_mod(x, p) for x in e.children())
 
@@ -86,8 +95,11 @@ def _as_int(e: Expr) -> Expr:
 
 
 def _is_bool(e: Expr) -> bool:
-    return (isinstance(e, E.Bin) and e.op in ("==", "!=", "<", "<=", ">", ">=", "&&", "||")) or \
-        (isinstance(e, E.Un) and e.op == "!") or (isinstance(e, E.Const) and isinstance(e.value, bool))
+    return (
+        (isinstance(e, E.Bin) and e.op in ("==", "!=", "<", "<=", ">", ">=", "&&", "||"))
+        or (isinstance(e, E.Un) and e.op == "!")
+        or (isinstance(e, E.Const) and isinstance(e.value, bool))
+    )
 
 
 def _count_before(k: Expr, offsets: list[int], p: int) -> Expr:
@@ -111,8 +123,9 @@ def _flip_condition(end: Expr, start: E.Var) -> Expr | None:
     return None
 
 
-def solve_dependent(name: str, start: E.Var, end, v0: Expr, solved: dict[str, Callable],
-                    starts: dict[str, E.Var]) -> Callable | None:
+def solve_dependent(
+    name: str, start: E.Var, end, v0: Expr, solved: dict[str, Callable], starts: dict[str, E.Var]
+) -> Callable | None:
     """Closed form (function of the counter) of `name`, or None."""
     if not isinstance(end, Expr) or not isinstance(v0, Expr) or v0.free_vars():
         return None
@@ -130,12 +143,19 @@ def solve_dependent(name: str, start: E.Var, end, v0: Expr, solved: dict[str, Ca
         if p is None:
             return None
         if any(cond.eval({J.name: c}) not in (0, 1, True, False) for c in range(p)):
-            return None         # not a phase bit flip (x ^= v with v outside {0, 1})
+            return None  # not a phase bit flip (x ^= v with v outside {0, 1})
         offsets = [c for c in range(p) if cond.eval({J.name: c})]
         return lambda k: E.binop("^", v0, E.binop("%", _count_before(k, offsets, p), E.Const(2)))
     # bitfield: bits ^ (1 << pos(j))
-    if isinstance(body, E.Bin) and body.op == "^" and body.a == start and isinstance(body.b, E.Bin) \
-            and body.b.op == "<<" and body.b.a == E.Const(1) and start not in body.b.b.free_vars():
+    if (
+        isinstance(body, E.Bin)
+        and body.op == "^"
+        and body.a == start
+        and isinstance(body.b, E.Bin)
+        and body.b.op == "<<"
+        and body.b.a == E.Const(1)
+        and start not in body.b.b.free_vars()
+    ):
         pos = body.b.b
         p = _period(pos)
         if p is None:
@@ -155,6 +175,7 @@ def solve_dependent(name: str, start: E.Var, end, v0: Expr, solved: dict[str, Ca
                 value = E.binop("^", value, E.binop("*", E.binop("%", cnt, E.Const(2)), E.Const(1 << bit)))
             _BITFIELDS[value] = (init, counts)
             return value
+
         return closed
     return None
 
@@ -193,6 +214,7 @@ MAX_CHECK = 4096
 
 def _lcm(a: int, b: int) -> int:
     from math import gcd
+
     return a * b // gcd(a, b)
 
 
@@ -218,11 +240,12 @@ def _speriod(e: Expr, k: E.Var) -> int | None:
             if rp is None or not _nonneg_over(rest, k, rp):
                 return None
             from math import gcd
+
             base = (m // gcd(a, m)) * q if a else 1
             return _lcm(base, rp)
     kids = e.children()
     if not kids:
-        return None     # k itself: not periodic
+        return None  # k itself: not periodic
     out = 1
     for x in kids:
         p = _speriod(x, k)
@@ -256,8 +279,12 @@ def _linear_in(e: Expr, k: E.Var):
     if isinstance(e, E.Bin) and e.op == "+":
         for x, y in ((e.a, e.b), (e.b, e.a)):
             lx = _linear_in(x, k)
-            if lx is not None and lx[0] and (k not in y.free_vars() or _speriod(y, k) is not None) \
-                    and not (lx[1] == 1 and _linear_in(y, k) is not None and _linear_in(y, k)[0]):
+            if (
+                lx is not None
+                and lx[0]
+                and (k not in y.free_vars() or _speriod(y, k) is not None)
+                and not (lx[1] == 1 and _linear_in(y, k) is not None and _linear_in(y, k)[0])
+            ):
                 return lx[0], lx[1], E.binop("+", lx[2], y)
         la, lb = _linear_in(e.a, k), _linear_in(e.b, k)
         if la is not None and lb is not None and la[1] == lb[1] == 1:
@@ -276,7 +303,7 @@ def _linear_in(e: Expr, k: E.Var):
 
 def canonical_form(seq: list[int], mu: int, p: int, k: E.Var) -> Expr:
     """The closed form of a sequence that is seq[0..mu) then periodic with period p."""
-    cyc = seq[mu:mu + p]
+    cyc = seq[mu : mu + p]
     r = E.binop("-", k, E.Const(mu)) if mu else k
     if p == 1:
         periodic: Expr = E.Const(cyc[0])
@@ -313,8 +340,9 @@ def _find_period(seq: list[int]) -> tuple[int, int] | None:
     return None
 
 
-def solve_by_simulation(unsolved: dict[str, tuple], solved: dict[str, Callable], starts: dict[str, E.Var],
-                        counter: E.Var | None) -> dict[str, Callable]:
+def solve_by_simulation(
+    unsolved: dict[str, tuple], solved: dict[str, Callable], starts: dict[str, E.Var], counter: E.Var | None
+) -> dict[str, Callable]:
     """Closed forms of carried variables with constant start values, found by running the
     loop body's update on them and proved over one period (see above).
 
@@ -379,7 +407,7 @@ def solve_by_simulation(unsolved: dict[str, tuple], solved: dict[str, Callable],
     out = {}
     for n in names:
         f = forms[n]
-        out[n] = (lambda kk, f=f: E.substitute(f, {k.name: kk}))
+        out[n] = lambda kk, f=f: E.substitute(f, {k.name: kk})
     return out
 
 
@@ -395,6 +423,7 @@ def _prefix(form: Expr, k: E.Var) -> int:
 def _periodic_part(e: Expr, k: E.Var, from_k: int) -> Expr:
     """e for k >= from_k: the `k == i` cases of canonical prefixes (i < from_k) dropped, and
     `k + c == i` cases likewise."""
+
     def prefix_case_dropped(x: Expr) -> Expr | None:
         if isinstance(x, E.Ite) and isinstance(x.c, E.Bin) and x.c.op == "==" and isinstance(x.c.b, E.Const):
             lhs = x.c.a
@@ -405,6 +434,7 @@ def _periodic_part(e: Expr, k: E.Var, from_k: int) -> Expr:
             if lhs == k and isinstance(x.c.b.value, int) and x.c.b.value - off < from_k:
                 return _periodic_part(x.e, k, from_k)
         return None
+
     return E.rewrite(e, prefix_case_dropped)
 
 

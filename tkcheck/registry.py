@@ -4,6 +4,7 @@ Every module in the package that defines `RULE` contributes one rule. Lookups by
 code, name and prefix, and the selection language (`TK3`, `ALL`, names), all
 come from here so the CLI, SARIF and docs agree.
 """
+
 from __future__ import annotations
 
 import importlib

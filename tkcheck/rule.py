@@ -5,6 +5,7 @@ a module-level `RULE = Rule(...)`. The registry (`tkcheck.registry`) discovers
 them. A rule's `check` receives an `Analysis` (the KernelModel of one kernel
 plus the shared facts the contract checks computed) and yields Findings.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,17 +25,18 @@ REQUIRED_DOC_SECTIONS = ("## What it does", "## Why is this bad?", "## Example",
 class Explains:
     """How a finding of the rule explains a symptom the user saw (`tkcheck triage`): its weight
     in the ranking and why (empty: the generic "the rule lists it among its symptoms")."""
+
     weight: int
     why: str = ""
 
 
 # the two wgmma races `tkcheck confirm` tells apart when the binary may have removed them
-WGMMA_ACCUMULATOR_READ = "accumulator-read"    # registers read before the MMA completed
-WGMMA_OPERAND_RELEASE = "operand-release"      # an operand's stage released while the MMA reads it
+WGMMA_ACCUMULATOR_READ = "accumulator-read"  # registers read before the MMA completed
+WGMMA_OPERAND_RELEASE = "operand-release"  # an operand's stage released while the MMA reads it
 
 # how a rule's findings take part in the single-issuer repair (Confirm.issuer_repair)
-ISSUERS_OWN = "own"        # its issuer set is the defect: one repaired copy per issuer set
-ISSUERS_JOIN = "join"      # rides along in the copy of a finding with the same issuers
+ISSUERS_OWN = "own"  # its issuer set is the defect: one repaired copy per issuer set
+ISSUERS_JOIN = "join"  # rides along in the copy of a finding with the same issuers
 
 
 @dataclass(frozen=True)
@@ -44,17 +46,18 @@ class Confirm:
     The names refer to tkcheck/confirm: `widen` to `widen.WIDENINGS` (edits that make the race
     likely in a copy of its own), `repairs` to `runner.REPAIRS` (a copy with the defect fixed,
     which passing where the plain run fails confirms the finding)."""
+
     widen: tuple[str, ...] = ()
     repairs: tuple[str, ...] = ()
     # the use-before-init probe: the copy holds back the first init and reports waits that start
     # meanwhile (ORDER records); all of the rule's findings share that one copy
     init_probe: bool = False
-    wgmma_race: str = ""           # WGMMA_ACCUMULATOR_READ / WGMMA_OPERAND_RELEASE, or ""
+    wgmma_race: str = ""  # WGMMA_ACCUMULATOR_READ / WGMMA_OPERAND_RELEASE, or ""
     # False: no compute-sanitizer tool observes what the rule is about
     sanitizer: bool = True
     # (issuer set as the checks describe it, the line of the issuing statement) of a finding
     issuers: Callable[["Finding"], tuple[str, int] | None] | None = None
-    issuer_repair: str = ""        # ISSUERS_OWN / ISSUERS_JOIN, or ""
+    issuer_repair: str = ""  # ISSUERS_OWN / ISSUERS_JOIN, or ""
 
 
 @dataclass
@@ -65,10 +68,10 @@ class Rule:
     severity: str
     precision: str
     symptoms: tuple[str, ...]
-    summary: str                      # one line
-    doc: str                          # markdown, with REQUIRED_DOC_SECTIONS
-    bad_example: str | None = None    # a whole .cu file that must fire exactly this rule
-    good_example: str | None = None   # the fixed file: must be clean
+    summary: str  # one line
+    doc: str  # markdown, with REQUIRED_DOC_SECTIONS
+    bad_example: str | None = None  # a whole .cu file that must fire exactly this rule
+    good_example: str | None = None  # the fixed file: must be clean
     check: Callable[..., Iterable["Finding"]] | None = None
     # rules produced by a pass outside the per-kernel model (parser, suppression, SASS)
     engine_only: bool = False

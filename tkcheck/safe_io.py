@@ -7,6 +7,7 @@ wait for a writer), checks on the open descriptor that it is a regular file
 (so a link swapped after the check changes nothing), and reads at most
 `limit` bytes.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,9 +19,13 @@ class NotReadable(OSError):
 
 
 def kind_of(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -61,7 +66,7 @@ def read_regular(path: str | os.PathLike, limit: int, *, follow_links: bool = Tr
                 break
             chunks.append(chunk)
             total += len(chunk)
-            if total > limit:          # grew while being read
+            if total > limit:  # grew while being read
                 raise NotReadable(f"more than {limit} bytes")
         return b"".join(chunks)
     except BlockingIOError:

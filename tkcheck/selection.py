@@ -10,6 +10,7 @@ The tool's own rules (parse-error for bad input, unused-suppression) are
 selected and ignored like any other: a user who ignores unused-suppression has
 said so.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -26,6 +27,7 @@ _EXACT = 1000  # a code or a name: more specific than any prefix
 
 def _default_resolver(selector: str) -> set[str]:
     from .registry import expand  # late: importing the catalog is not free
+
     return expand(selector)
 
 
@@ -43,16 +45,18 @@ class RuleSelector:
     ):
         """`root` is the folder per-file-ignores globs are relative to (the config's folder)."""
         self._resolve_fn = resolver or _default_resolver
-        self.known_codes = frozenset(known_codes) if known_codes is not None else frozenset(
-            self._resolve("ALL", "select")
+        self.known_codes = (
+            frozenset(known_codes) if known_codes is not None else frozenset(self._resolve("ALL", "select"))
         )
         self.root = root
         # Per code: the most specific (specificity, enabled?) verdict over all selectors.
         verdicts: dict[str, tuple[int, bool]] = {}
         select = ("ALL",) if select is None else tuple(select)
-        for where, selectors, on in (("select", select, True),
-                                     ("extend-select", tuple(extend_select), True),
-                                     ("ignore", tuple(ignore), False)):
+        for where, selectors, on in (
+            ("select", select, True),
+            ("extend-select", tuple(extend_select), True),
+            ("ignore", tuple(ignore), False),
+        ):
             for selector in selectors:
                 codes = self._resolve(selector, where)
                 rank = self._specificity(selector, codes)
@@ -87,9 +91,7 @@ class RuleSelector:
         text = selector.strip()
         if text.upper() == "ALL":
             return 0
-        if any(c.upper() == text.upper() for c in codes) or not any(
-            c.upper().startswith(text.upper()) for c in codes
-        ):
+        if any(c.upper() == text.upper() for c in codes) or not any(c.upper().startswith(text.upper()) for c in codes):
             return _EXACT  # a full code, or a name (which is no code's prefix)
         return len(text)
 
@@ -101,7 +103,8 @@ class RuleSelector:
             absolute = path if path.is_absolute() else pathlib.Path.cwd() / path
             try:
                 rel = pathlib.Path(os.path.normpath(absolute)).relative_to(
-                    os.path.normpath(pathlib.Path(self.root).absolute()))
+                    os.path.normpath(pathlib.Path(self.root).absolute())
+                )
                 candidates.add(rel.as_posix())
             except ValueError:
                 pass

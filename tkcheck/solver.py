@@ -15,6 +15,7 @@ Every z3 Solver/Optimize a check creates goes through `limited()` and its
 `check()` through `checked()`, so that the budget applies and unknowns are
 counted in one place.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -41,6 +42,7 @@ LIMITS = Limits()
 @dataclass(frozen=True)
 class Inconclusive:
     """One query that ended unknown: why (z3's reason) and the scopes (fact/rule) it ran in."""
+
     reason: str
     scope: tuple[str, ...]
 
@@ -60,8 +62,8 @@ def configure(budget: int | None = None, safety_net_ms: int | None = None) -> No
 def fresh_context() -> None:
     """Start z3's main context afresh, so that a file's queries do not depend on the queries
     of files checked before it in the same process (z3's heuristics follow term ids)."""
-    z3.main_ctx()             # make sure one exists before it is replaced
-    z3._main_ctx = None       # noqa: SLF001 - z3 creates a new one at the next main_ctx()
+    z3.main_ctx()  # make sure one exists before it is replaced
+    z3._main_ctx = None  # noqa: SLF001 - z3 creates a new one at the next main_ctx()
 
 
 @contextmanager
@@ -87,6 +89,7 @@ def reset_ledger() -> None:
 
 
 # z3 has no type information: its solvers, answers and terms are `Any` here
+
 
 def limited(s: Any) -> Any:
     """A z3 Solver or Optimize with the budget and the safety net applied."""
@@ -123,12 +126,12 @@ def _constraints(zv: E.Z3Vars, extra: Iterable[Any] = ()) -> list[Any]:
     names = dict(zv.items())
     for name, v in names.items():
         if name.startswith("k") and name[1:].isdigit():
-            cs.append(v >= 0)           # loop iteration counters
+            cs.append(v >= 0)  # loop iteration counters
         elif name in _LAUNCH_DIMS and z3.is_int(v):
-            cs.append(v >= 1)           # launch dimensions are at least 1
+            cs.append(v >= 1)  # launch dimensions are at least 1
         elif not name.startswith("?"):
-            cs.append(v >= 0)           # sizes, counts and indices kernels use are non-negative
-    for f in "xyz":                     # blockIdx.x < gridDim.x
+            cs.append(v >= 0)  # sizes, counts and indices kernels use are non-negative
+    for f in "xyz":  # blockIdx.x < gridDim.x
         i, n = names.get(f"blockIdx.{f}"), names.get(f"gridDim.{f}")
         if i is not None and n is not None and z3.is_int(i) and z3.is_int(n):
             cs.append(i < n)

@@ -5,5 +5,6 @@ some 15x the largest query of the corpus and the fixtures; deterministic, so a q
 answer on every machine and under any load. DEFAULT_SAFETY_NET_MS: the wall-clock limit per query,
 far above what the budget costs, so that it decides nothing in practice.
 """
+
 DEFAULT_BUDGET = 10_000_000
 DEFAULT_SAFETY_NET_MS = 30_000

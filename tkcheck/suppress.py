@@ -21,6 +21,7 @@ ignore[...]`, `tkcheck: ignore(...)`, a directive in the middle of a sentence)
 but does not parse as one is a parse-error problem: it never silently
 suppresses nothing.
 """
+
 from __future__ import annotations
 
 import re
@@ -46,6 +47,7 @@ _SELECTOR = re.compile(r"^[A-Za-z0-9_-]+$")
 @dataclass
 class Entry:
     """One selector of one directive, with the rows it covers."""
+
     selector: str
     first: int
     last: int
@@ -55,17 +57,17 @@ class Entry:
 @dataclass
 class Directive:
     kind: str
-    location: Location                 # the comment
+    location: Location  # the comment
     entries: list[Entry]
     reason: str | None = None
-    target: int | None = None          # ignore: the row it applies to
+    target: int | None = None  # ignore: the row it applies to
 
 
 @dataclass
 class Suppressions:
     filename: str
     directives: list[Directive] = field(default_factory=list)
-    problems: list[Finding] = field(default_factory=list)   # parse errors: malformed directives
+    problems: list[Finding] = field(default_factory=list)  # parse errors: malformed directives
 
 
 # ---------------------------------------------------------------- reading
@@ -93,7 +95,7 @@ def _scan_line(line: str, in_block: bool) -> tuple[bool, list[tuple[int, str, st
             break
         token = m.group()
         if token == "//":
-            comments.append((m.start(), "//", line[m.end():]))
+            comments.append((m.start(), "//", line[m.end() :]))
             return has_code, comments, False
         if token == "/*":
             in_block, pos = True, m.end()
@@ -114,8 +116,11 @@ def _scan_line(line: str, in_block: bool) -> tuple[bool, list[tuple[int, str, st
 
 # `tkcheck` near a directive word, or `tkcheck:` followed by something like one: meant as a
 # directive; when it does not parse as one it is a parse error, not silently nothing
-_LOOKALIKE = re.compile(r"\btkcheck\b\s*[:=]?\s*(?:ignore|disable|enable|file-ignore|noqa|suppress)\b"
-                        r"|\btkcheck\s*:\s*(?:[A-Za-z_-]+\s*)?\[", re.I)
+_LOOKALIKE = re.compile(
+    r"\btkcheck\b\s*[:=]?\s*(?:ignore|disable|enable|file-ignore|noqa|suppress)\b"
+    r"|\btkcheck\s*:\s*(?:[A-Za-z_-]+\s*)?\[",
+    re.I,
+)
 
 
 def _segments(kind: str, text: str) -> list[tuple[int, str]]:
@@ -130,9 +135,11 @@ def _segments(kind: str, text: str) -> list[tuple[int, str]]:
 
 def _problem(filename: str, row: int, col: int, end_col: int, message: str) -> Finding:
     return Finding(
-        code=PARSE_ERROR.code, message=message,
+        code=PARSE_ERROR.code,
+        message=message,
         location=Location(filename, row, col, row, end_col),
-        contract=TOOL_CONTRACT, severity="error",
+        contract=TOOL_CONTRACT,
+        severity="error",
         help=f"write `// tkcheck: ignore[{EXAMPLE_CODE}]`, optionally followed by `// reason`",
     )
 
@@ -170,8 +177,8 @@ def parse_suppressions(filename: str, text: str) -> Suppressions:
                 return r
         return None
 
-    open_ranges: dict[str, list[Entry]] = {}   # disable selector (upper) -> open entries
-    found = []                                 # (row, col, end_col, has_code, match, following segments)
+    open_ranges: dict[str, list[Entry]] = {}  # disable selector (upper) -> open entries
+    found = []  # (row, col, end_col, has_code, match, following segments)
     for row, (line, (has_code, comments)) in enumerate(zip(lines, scanned), 1):
         for col0, kind, ctext in comments:
             segs = _segments(kind, ctext)
@@ -181,38 +188,69 @@ def parse_suppressions(filename: str, text: str) -> Suppressions:
                 end_col = len(line.rstrip()) + 1
                 if m is None:
                     if _LOOKALIKE.search(seg):
-                        result.problems.append(_problem(filename, row, col0 + 1, end_col,
-                            "this looks like a tkcheck directive but is not one: write "
-                            f"`// tkcheck: ignore[{EXAMPLE_CODE}]` at the start of a comment (or after `//`)"))
+                        result.problems.append(
+                            _problem(
+                                filename,
+                                row,
+                                col0 + 1,
+                                end_col,
+                                "this looks like a tkcheck directive but is not one: write "
+                                f"`// tkcheck: ignore[{EXAMPLE_CODE}]` at the start of a comment (or after `//`)",
+                            )
+                        )
                     continue
-                reason_parts = [p.strip() for _, p in segs[i + 1:] if p.strip()]
+                reason_parts = [p.strip() for _, p in segs[i + 1 :] if p.strip()]
                 found.append((row, col0 + 1, end_col, has_code, m, reason_parts, kind))
                 break
     for row, col, end_col, has_code, m, reason_parts, ckind in found:
         loc = Location(filename, row, col, row, end_col)
         kind = m.group("kind").lower()
         if kind not in KINDS:
-            result.problems.append(_problem(filename, row, col, end_col,
-                f"unknown tkcheck directive '{m.group('kind')}': expected one of {', '.join(KINDS)}"))
+            result.problems.append(
+                _problem(
+                    filename,
+                    row,
+                    col,
+                    end_col,
+                    f"unknown tkcheck directive '{m.group('kind')}': expected one of {', '.join(KINDS)}",
+                )
+            )
             continue
         rest = m.group("rest").strip()
         if rest:
-            result.problems.append(_problem(filename, row, col, end_col,
-                f"unexpected text after `tkcheck: {kind}[...]`: put a reason after a second `//`"))
+            result.problems.append(
+                _problem(
+                    filename,
+                    row,
+                    col,
+                    end_col,
+                    f"unexpected text after `tkcheck: {kind}[...]`: put a reason after a second `//`",
+                )
+            )
             continue
         reason = " // ".join(reason_parts) or None
         selectors, error = _parse_selectors(m.group("codes"))
         if error:
-            result.problems.append(_problem(filename, row, col, end_col,
-                f"`tkcheck: {kind}` {error}, e.g. `// tkcheck: {kind}[{EXAMPLE_CODE}]`"))
+            result.problems.append(
+                _problem(
+                    filename, row, col, end_col, f"`tkcheck: {kind}` {error}, e.g. `// tkcheck: {kind}[{EXAMPLE_CODE}]`"
+                )
+            )
             continue
 
         if kind == "enable":
             for s in selectors:
                 stack = open_ranges.get(s.upper())
                 if not stack:
-                    result.problems.append(_problem(filename, row, col, end_col,
-                        f"`tkcheck: enable[{s}]` has no open `tkcheck: disable[{s}]` before it"))
+                    result.problems.append(
+                        _problem(
+                            filename,
+                            row,
+                            col,
+                            end_col,
+                            f"`tkcheck: enable[{s}]` has no open `tkcheck: disable[{s}]` before it",
+                        )
+                    )
                     continue
                 stack.pop().last = row
             continue
@@ -324,17 +362,24 @@ def apply_suppressions(
         unused_findings = []
         for d in sup.directives:
             unused = [
-                e.selector for e in d.entries
-                if not e.used and matcher.live(e.selector, enabled_codes)
+                e.selector
+                for e in d.entries
+                if not e.used
+                and matcher.live(e.selector, enabled_codes)
                 # an ignore of unused-suppression only guards against this very report; never "unused".
                 and not matcher.covers(e.selector, UNUSED_SUPPRESSION.code, "")
             ]
             if unused:
-                unused_findings.append(Finding(
-                    code=UNUSED_SUPPRESSION.code, message=_unused_message(d, unused), location=d.location,
-                    contract=TOOL_CONTRACT, severity="warning",
-                    help="remove the stale codes (or the whole comment): what it suppressed is gone",
-                ))
+                unused_findings.append(
+                    Finding(
+                        code=UNUSED_SUPPRESSION.code,
+                        message=_unused_message(d, unused),
+                        location=d.location,
+                        contract=TOOL_CONTRACT,
+                        severity="warning",
+                        help="remove the stale codes (or the whole comment): what it suppressed is gone",
+                    )
+                )
         # An unused-suppression finding can itself be suppressed (a file-ignore of its code).
         new += [f for f in unused_findings if not _covering(sup, f, matcher)]
     new.sort(key=Finding.sort_key)
@@ -349,8 +394,15 @@ def _unknown_selectors(sup: Suppressions, matcher: _Matcher, report: bool) -> li
         for e in d.entries:
             if not matcher.codes(e.selector):
                 loc = d.location
-                out.append(_problem(sup.filename, loc.row, loc.column, loc.end_column or loc.column + 1,
-                                    f"unknown rule selector '{e.selector}' in `tkcheck: {d.kind}`"))
+                out.append(
+                    _problem(
+                        sup.filename,
+                        loc.row,
+                        loc.column,
+                        loc.end_column or loc.column + 1,
+                        f"unknown rule selector '{e.selector}' in `tkcheck: {d.kind}`",
+                    )
+                )
     return out
 
 

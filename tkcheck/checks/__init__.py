@@ -16,10 +16,25 @@ Public interface:
   sass_cross    the SASS pass's facts next to the source model
 The solver they share with the front end is `tkcheck.solver`.
 """
+
 from importlib import import_module as _import_module
 
-__all__ = ["Analysis", "threads", "paths", "completion", "phases", "protocol", "accumulator", "syncscope",
-           "single_issue", "tmem", "layout", "layout_proofs", "sass_cross", "analysis"]
+__all__ = [
+    "Analysis",
+    "threads",
+    "paths",
+    "completion",
+    "phases",
+    "protocol",
+    "accumulator",
+    "syncscope",
+    "single_issue",
+    "tmem",
+    "layout",
+    "layout_proofs",
+    "sass_cross",
+    "analysis",
+]
 _MODULES = tuple(__all__[1:])
 
 

@@ -5,6 +5,7 @@ MMA may still be in flight (`operand_races`).
 The path queries these facts use (program-order flow, in-flight hits, aliasing)
 live in `paths`, shared with the sync-scope facts and the rules.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from .paths import Flow, flow, in_flight_hits, is_wgmma, refs_may_alias, uniform
 
 
 # ------------------------------------------------------- MMA specifics ----
+
 
 def acc_ref(op: ir.Op) -> ir.Ref | None:
     if op.kind == ir.MMA and op.operands and op.mma is not None and op.mma.kind_of("acc") == "regtile":
@@ -41,6 +43,7 @@ def reg_a_operand(op: ir.Op) -> ir.Ref | None:
 
 
 # ------------------------------------------------------------ shapes ----
+
 
 def _dims(t: ir.TileType | None):
     if t is None or t.rows is None or t.cols is None:
@@ -71,7 +74,7 @@ def mma_shape_problems(op: ir.Op) -> list[str] | None:
     else:
         n, b_k = B
     if a_reg:
-        m_rows, a_k = A                     # per-warp rows
+        m_rows, a_k = A  # per-warp rows
         want_d_rows = m_rows
     else:
         if not at:
@@ -112,7 +115,7 @@ class OperandRace:
     mma: ir.Op
     refill: ir.Op
     operand: ir.Ref
-    warp: int                     # an issuing warp whose wait is not ordered before the refill
+    warp: int  # an issuing warp whose wait is not ordered before the refill
     release: ir.Op | None = None  # the arrive that lets the refill go (cross-role case)
     barrier: str | None = None
     init_count: int | None = None
@@ -155,8 +158,14 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
             # (1) the issuing threads themselves refill the operand with no wait in between
             for w in warps:
                 for t in (32 * w,):
-                    hits = in_flight_hits(an, mma, t, lambda o: is_refill(o) and o.buffer.name == opnd.name and
-                                          refs_may_alias(o.buffer, opnd, t, t) is True)
+                    hits = in_flight_hits(
+                        an,
+                        mma,
+                        t,
+                        lambda o: (
+                            is_refill(o) and o.buffer.name == opnd.name and refs_may_alias(o.buffer, opnd, t, t) is True
+                        ),
+                    )
                     for h in hits:
                         if uniform_feasible(mma, h.target, h.back_edge):
                             out.append(OperandRace(mma, h.target, opnd, w))
@@ -166,8 +175,14 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
             inner = mma.loops[-1]
             candidates: list = []
             safe_barriers: set[str] = set()
-            arrives = [o for o in fl.ops if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is not None
-                       and inner in o.loops and o.order > mma.order]
+            arrives = [
+                o
+                for o in fl.ops
+                if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+                and o.barrier is not None
+                and inner in o.loops
+                and o.order > mma.order
+            ]
             for rel in arrives:
                 bname = rel.barrier.name
                 if _first_index(rel.barrier) != _first_index(opnd):
@@ -179,11 +194,14 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
                 if not isinstance(init_count, int) or init_count <= 0:
                     continue
                 # every arrival on this barrier in the releasing loop iteration
-                same = [o for o in fl.ops if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is not None
-                        and o.barrier.name == bname]
-                if any(o.loops[:len(mma.loops)] != mma.loops for o in same if o.role_hint == rel.role_hint) or \
-                        any(inner not in o.loops for o in same if an.threads.executing(o) and
-                            an.threads.executing(o) & ex):
+                same = [
+                    o
+                    for o in fl.ops
+                    if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is not None and o.barrier.name == bname
+                ]
+                if any(o.loops[: len(mma.loops)] != mma.loops for o in same if o.role_hint == rel.role_hint) or any(
+                    inner not in o.loops for o in same if an.threads.executing(o) and an.threads.executing(o) & ex
+                ):
                     continue
                 same = [o for o in same if inner in o.loops]
                 issuers = [(o, an.threads.issuers(o)) for o in same]
@@ -205,9 +223,17 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
                         continue
                     # a wait of the refilling threads themselves (another role's wait gates nothing here)
                     r_threads = an.threads.issuers(r) or an.threads.executing(r)
-                    waits = [o for o in fl.ops if o.kind == ir.MBAR_WAIT and o.barrier is not None and
-                             o.barrier.name == bname and o.loops == r.loops and o.order < r.order
-                             and r_threads and (an.threads.executing(o) or frozenset()) >= r_threads]
+                    waits = [
+                        o
+                        for o in fl.ops
+                        if o.kind == ir.MBAR_WAIT
+                        and o.barrier is not None
+                        and o.barrier.name == bname
+                        and o.loops == r.loops
+                        and o.order < r.order
+                        and r_threads
+                        and (an.threads.executing(o) or frozenset()) >= r_threads
+                    ]
                     if not waits:
                         continue
                     wt = waits[-1]
@@ -230,8 +256,11 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
                     if early >= init_count:
                         releases_early = True
                         for r in gated:
-                            tr = min(an.threads.issuers(r) or an.threads.executing(r) or [None]) \
-                                if (an.threads.issuers(r) or an.threads.executing(r)) else None
+                            tr = (
+                                min(an.threads.issuers(r) or an.threads.executing(r) or [None])
+                                if (an.threads.issuers(r) or an.threads.executing(r))
+                                else None
+                            )
                             if tr is None:
                                 continue
                             tails_mma = opnd.index[1:]
@@ -255,9 +284,16 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
             # retiring wait (a later handshake of the same iteration) is ordered after the wgmma
             for race, r in candidates:
                 r_threads = an.threads.issuers(r) or an.threads.executing(r)
-                if any(o.kind == ir.MBAR_WAIT and o.barrier is not None and o.barrier.name in safe_barriers
-                       and o.loops == r.loops and o.order < r.order and r_threads
-                       and (an.threads.executing(o) or frozenset()) >= r_threads for o in fl.ops):
+                if any(
+                    o.kind == ir.MBAR_WAIT
+                    and o.barrier is not None
+                    and o.barrier.name in safe_barriers
+                    and o.loops == r.loops
+                    and o.order < r.order
+                    and r_threads
+                    and (an.threads.executing(o) or frozenset()) >= r_threads
+                    for o in fl.ops
+                ):
                     continue
                 out.append(race)
     # one race per (refill, mma)

@@ -5,6 +5,7 @@ compute shared facts lazily and cache them here, so that two rules asking the
 same question (e.g. the expect-tx and arrival-count rules both need per-phase
 accounting of every barrier) do the work once.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -19,15 +20,15 @@ from .threads import ThreadSets
 class Analysis:
     model: ir.KernelModel
     arch: str = "sm_90a"
-    solver_timeout_ms: int | None = None     # the wall-clock safety net (the budget lives in solver.LIMITS)
+    solver_timeout_ms: int | None = None  # the wall-clock safety net (the budget lives in solver.LIMITS)
     facts: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self):
         self.threads = ThreadSets(self.model)
-        self._collecting: list[set[str]] = []          # facts used by the blocks being tracked
-        self._uses: dict[str, set[str]] = {}            # fact -> the facts its computation used
-        self._inconclusive: dict[str, int] = {}         # fact -> inconclusive proofs while computing it
+        self._collecting: list[set[str]] = []  # facts used by the blocks being tracked
+        self._uses: dict[str, set[str]] = {}  # fact -> the facts its computation used
+        self._inconclusive: dict[str, int] = {}  # fact -> inconclusive proofs while computing it
 
     def fact(self, name: str, compute):
         for used in self._collecting:
@@ -36,6 +37,7 @@ class Analysis:
         if name not in self.facts:
             import time
             from .. import solver
+
             used = set()
             self._collecting.append(used)
             mark = solver.inconclusive_count()
@@ -60,6 +62,7 @@ class Analysis:
         A check that stays silent because another check explains the problem must know whether
         that other check could decide: a spent budget there is not an explanation."""
         from .. import solver
+
         t = _Tracked()
         used: set[str] = set()
         self._collecting.append(used)
@@ -68,8 +71,7 @@ class Analysis:
             yield t
         finally:
             self._collecting.pop()
-            t.inconclusive = (solver.inconclusive_count() > mark
-                              or any(self._inconclusive.get(f, 0) for f in used))
+            t.inconclusive = solver.inconclusive_count() > mark or any(self._inconclusive.get(f, 0) for f in used)
 
 
 @dataclass

@@ -15,6 +15,7 @@ site visits the elements in the same pattern, under the same uniform
 conditions, with known issuers. Otherwise the barrier is `unknown` and no
 finding is made from it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,12 +30,12 @@ from .analysis import Analysis
 class Contribution:
     op: ir.Op
     issuers: frozenset[int]
-    amount: E.Expr            # per issue: arrivals, or bytes
-    times: E.Expr             # per round
+    amount: E.Expr  # per issue: arrivals, or bytes
+    times: E.Expr  # per round
     round_loop: int | None
-    pattern: tuple            # how the element index moves with the round counter
-    consumed: tuple = ()      # conditions over inner loop counters counted into `times`
-    exclusive: tuple = ()     # uniform conditions of op left out: it merges exclusive sites
+    pattern: tuple  # how the element index moves with the round counter
+    consumed: tuple = ()  # conditions over inner loop counters counted into `times`
+    exclusive: tuple = ()  # uniform conditions of op left out: it merges exclusive sites
 
     @property
     def total(self) -> E.Expr:
@@ -46,12 +47,12 @@ class BarrierAccount:
     barrier: ir.Barrier
     inits: list[ir.Op] = field(default_factory=list)
     init_count: E.Expr | None = None
-    arrivals: dict[str, list[Contribution]] = field(default_factory=dict)   # group -> contributions
+    arrivals: dict[str, list[Contribution]] = field(default_factory=dict)  # group -> contributions
     expects: dict[str, list[Contribution]] = field(default_factory=dict)
     loads: dict[str, list[Contribution]] = field(default_factory=dict)
     waits: list[ir.Op] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)   # reasons the account is not usable
-    per_thread: bool = False   # some site picks the element by thread: sums per element pattern
+    unknown: list[str] = field(default_factory=list)  # reasons the account is not usable
+    per_thread: bool = False  # some site picks the element by thread: sums per element pattern
     group_init: dict[str, E.Expr] = field(default_factory=dict)  # per-group init counts (MK dynamic semaphores)
     assumptions: list[str] = field(default_factory=list)  # stated with any finding made from it
 
@@ -83,7 +84,7 @@ def instance_loops(model: ir.KernelModel, op: ir.Op) -> dict:
     return out
 
 
-_ELEMENT_SCAN = 64      # rounds enumerated to find the elements a site visits
+_ELEMENT_SCAN = 64  # rounds enumerated to find the elements a site visits
 
 
 def _instance_elements(m: ir.KernelModel, op: ir.Op, round_loop: int | None) -> frozenset | None:
@@ -112,6 +113,7 @@ def _instance_elements(m: ir.KernelModel, op: ir.Op, round_loop: int | None) -> 
         name, n = ranges[i]
         for j in range(n):
             rec(i + 1, {**env, name: j})
+
     try:
         rec(0, {})
     except (ValueError, RecursionError):
@@ -167,7 +169,7 @@ def _element_parts(op: ir.Op, issuers: frozenset[int]):
     for t in sorted(issuers):
         idx = tuple(E.substitute(ix, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)}) for ix in index)
         if any(ix.depends_on(E.THREAD) for ix in idx):
-            return [(issuers, index)]     # _round_of then finds thread variables: unknown
+            return [(issuers, index)]  # _round_of then finds thread variables: unknown
         groups.setdefault(idx, []).append(t)
     return [(frozenset(ts), idx) for idx, ts in groups.items()]
 
@@ -192,13 +194,15 @@ def _split_by_element(acc: "BarrierAccount"):
     for pats in kinds.values():
         pats_l = sorted(pats)
         for i, a in enumerate(pats_l):
-            for b in pats_l[i + 1:]:
-                if len(a) != len(b) or not any(x != y and x.lstrip("-").isdigit() and y.lstrip("-").isdigit()
-                                               for x, y in zip(a, b)):
+            for b in pats_l[i + 1 :]:
+                if len(a) != len(b) or not any(
+                    x != y and x.lstrip("-").isdigit() and y.lstrip("-").isdigit() for x, y in zip(a, b)
+                ):
                     # patterns that might hit one element in one round: the per-element
                     # sums are not the per-phase sums
-                    acc.unknown.append(f"sites of '{acc.barrier.name}' visit overlapping elements in "
-                                       "different patterns")
+                    acc.unknown.append(
+                        f"sites of '{acc.barrier.name}' visit overlapping elements in different patterns"
+                    )
                     return
 
 
@@ -220,7 +224,7 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
         if loop is None:
             return None
         if loop.counter.name in inst:
-            break                 # the instruction loop: fresh semaphores every iteration
+            break  # the instruction loop: fresh semaphores every iteration
         if loop.counter.name in index_vars:
             round_loop = lid
             break
@@ -238,7 +242,7 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
             if r is _UNKNOWN:
                 return None
             round_loop = r
-            inner = [model.loops[i] for i in (op.loops[op.loops.index(r) + 1:] if r is not None else op.loops)]
+            inner = [model.loops[i] for i in (op.loops[op.loops.index(r) + 1 :] if r is not None else op.loops)]
             inner.reverse()
         else:
             inner = []
@@ -255,7 +259,7 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
         # loops around the round loop may move the index too (a ring carried across the tasks
         # of a persistent loop): their counters are named by position
         ren = {rc: E.Var("r", E.LOOP)}
-        for depth, lid in enumerate(op.loops[:op.loops.index(round_loop)]):
+        for depth, lid in enumerate(op.loops[: op.loops.index(round_loop)]):
             ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
         pattern = tuple(str(E.substitute(ix, ren)) for ix in index)
         if any(v.kind == E.LOOP and v.name not in ren for ix in index for v in ix.free_vars()):
@@ -287,10 +291,17 @@ def _scalar_round(model: ir.KernelModel, op: ir.Op, an: Analysis | None):
     with: the round of the arrival site that shares most of its loops."""
     name = op.barrier.name
     if op.kind == ir.TMA_LOAD:
-        arrivals = [o for o in model.ops if o.barrier is not None and o.barrier.name == name
-                    and not o.barrier.index and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)]
+        arrivals = [
+            o
+            for o in model.ops
+            if o.barrier is not None
+            and o.barrier.name == name
+            and not o.barrier.index
+            and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+        ]
         if not arrivals:
             return op.loops[-1]
+
         def shared(a):
             n = 0
             for x, y in zip(a.loops, op.loops):
@@ -298,6 +309,7 @@ def _scalar_round(model: ir.KernelModel, op: ir.Op, an: Analysis | None):
                     break
                 n += 1
             return n
+
         best = max(shared(a) for a in arrivals)
         rounds = {_arrival_round(model, a, an) for a in arrivals if shared(a) == best}
         if len(rounds) != 1:
@@ -321,6 +333,7 @@ def _arrival_round(model: ir.KernelModel, op: ir.Op, an: Analysis | None):
             return True
         theirs = an.threads.executing(o)
         return theirs is None or bool(theirs & mine)
+
     for lid in reversed(op.loops):
         if any(lid in o.loops and _paces(o) and overlaps(o) for o in model.ops):
             return lid
@@ -360,6 +373,7 @@ def _multiplicity(model: ir.KernelModel, op: ir.Op, inner: list) -> tuple[E.Expr
     if total > MAX_ENUMERATED:
         return None
     import itertools
+
     count = 0
     for combo in itertools.product(*(range(t) for t in trips)):
         env = {l.counter.name: v for l, v in zip(inner, combo)}
@@ -376,15 +390,18 @@ def _group_key(round_loop) -> str:
 
 
 RUNNING = "<the instruction loop goes on>"
-ASSUMPTION = ("assuming the roles' loops that end on a data-dependent `break` (an instruction or task "
-              "stream) run the same rounds, at least one")
+ASSUMPTION = (
+    "assuming the roles' loops that end on a data-dependent `break` (an instruction or task "
+    "stream) run the same rounds, at least one"
+)
 
 
 def _running(model: ir.KernelModel, op: ir.Op, c: E.Expr) -> bool:
     """c is what lets an iteration of an enclosing data-exit loop go on past its break
     (`!(op == STOP)`): true in every round that runs, which is the round accounted."""
-    return any(c in model.loops[lid].continues for lid in op.loops
-               if lid in model.loops and model.loops[lid].trip is None)
+    return any(
+        c in model.loops[lid].continues for lid in op.loops if lid in model.loops and model.loops[lid].trip is None
+    )
 
 
 def _pair_commit(op: ir.Op) -> bool:
@@ -399,8 +416,9 @@ def _pair_commit(op: ir.Op) -> bool:
 
 
 def _rank_only(c: E.Expr) -> bool:
-    return any(v.name == "cta_rank" for v in c.free_vars()) and \
-        all(v.name == "cta_rank" or v.kind != E.PARAM for v in c.free_vars())
+    return any(v.name == "cta_rank" for v in c.free_vars()) and all(
+        v.name == "cta_rank" or v.kind != E.PARAM for v in c.free_vars()
+    )
 
 
 def cluster_size(model: ir.KernelModel) -> int | None:
@@ -444,6 +462,7 @@ def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
         if not isinstance(d, int) or isinstance(d, bool) or not 0 <= d < size:
             raise ValueError
         out[d] = out.get(d, 0) + 1
+
     try:
         for r in ranks:
             env = {"cta_rank": r}
@@ -488,8 +507,13 @@ def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
     return out
 
 
-def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None, consumed: tuple = (),
-                 round_loop: int | None = None, leave: tuple = ()) -> tuple | None:
+def _uniform_sig(
+    op: ir.Op,
+    model: ir.KernelModel | None = None,
+    consumed: tuple = (),
+    round_loop: int | None = None,
+    leave: tuple = (),
+) -> tuple | None:
     """The uniform conditions of a contribution, as text. A condition over the round counter
     (`if (k + 1 < n)`: no prefetch in the last round) is kept with the counter renamed, so
     that sites under the same condition compare equal; other loop-dependent or opaque
@@ -498,26 +522,29 @@ def _uniform_sig(op: ir.Op, model: ir.KernelModel | None = None, consumed: tuple
     ren = {}
     if model is not None and round_loop is not None and round_loop in op.loops:
         ren[model.loops[round_loop].counter.name] = E.Var("r", E.LOOP)
-        for depth, lid in enumerate(op.loops[:op.loops.index(round_loop)]):
+        for depth, lid in enumerate(op.loops[: op.loops.index(round_loop)]):
             ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
     for c in op.guard.uniform:
         if c in consumed or c in leave:
             continue
         if (_pair_commit(op) or (model is not None and cluster_size(model) is not None)) and _rank_only(c):
-            continue                  # which CTAs run it: the destination accounting's part
+            continue  # which CTAs run it: the destination accounting's part
         if model is not None and _running(model, op, c):
             sig.append(RUNNING)
             continue
         if model is not None and any(model.loops[lid].cond == c for lid in op.loops if lid in model.loops):
-            sig.append(RUNNING)       # the enclosing loop's own condition: every round that runs
+            sig.append(RUNNING)  # the enclosing loop's own condition: every round that runs
             continue
         if c.is_opaque():
             return None
         if c.depends_on(E.LOOP):
             c = E.substitute(c, ren)
-            if any(v.kind == E.LOOP and v.name not in ("r",) and not v.name.startswith("o") for v in c.free_vars()) \
-                    or any(v.kind == E.LOOP and v.name.startswith("o") and v.name not in {x.name for x in ren.values()}
-                           for v in c.free_vars()):
+            if any(
+                v.kind == E.LOOP and v.name not in ("r",) and not v.name.startswith("o") for v in c.free_vars()
+            ) or any(
+                v.kind == E.LOOP and v.name.startswith("o") and v.name not in {x.name for x in ren.values()}
+                for v in c.free_vars()
+            ):
                 return None
         sig.append(str(c))
     return tuple(sorted(sig))
@@ -545,8 +572,11 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         pair_commit = _pair_commit(op)
         dests = destinations(m, op)
         b = op.mbar if op.mbar is not None else ir.BarrierFacts()
-        if (b.remote or b.multicast or b.cta is not None or b.mbar_cta is not None) \
-                and not pair_commit and dests is None:
+        if (
+            (b.remote or b.multicast or b.cta is not None or b.mbar_cta is not None)
+            and not pair_commit
+            and dests is None
+        ):
             acc.unknown.append(f"{op.api} at line {op.location.row} crosses CTAs")
             continue
         issuers = an.threads.issuers(op)
@@ -557,8 +587,9 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         if instance_loops(m, op):
             elems_of = _instance_elements(m, op, None)
             if elems_of is None:
-                acc.unknown.append(f"elements of '{acc.barrier.name}' hit by {op.api} at line {op.location.row} not "
-                                   "enumerated")
+                acc.unknown.append(
+                    f"elements of '{acc.barrier.name}' hit by {op.api} at line {op.location.row} not enumerated"
+                )
                 continue
         for part_issuers, index in _element_parts(op, issuers):
             r = _round_of(m, op, an, index)
@@ -569,7 +600,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             if index is not None:
                 acc.per_thread = True
             c_args = (round_loop, pattern, consumed)
-            for cta, mult in (sorted(dests.items()) if dests is not None else [(None, 1)]):
+            for cta, mult in sorted(dests.items()) if dests is not None else [(None, 1)]:
                 key = _group_key(round_loop)
                 if elems_of is not None:
                     key += f" elements {sorted(elems_of)}"
@@ -581,18 +612,26 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                     acc.arrivals.setdefault(key, []).append(Contribution(op, part_issuers, amount, times_c, *c_args))
                 elif op.kind == ir.MBAR_EXPECT:
                     acc.arrivals.setdefault(key, []).append(
-                        Contribution(op, part_issuers, E.Const(K.EXPECT_ARRIVALS), times_c, *c_args))
+                        Contribution(op, part_issuers, E.Const(K.EXPECT_ARRIVALS), times_c, *c_args)
+                    )
                     acc.expects.setdefault(key, []).append(
-                        Contribution(op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"),
-                                     times_c, *c_args))
+                        Contribution(
+                            op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times_c, *c_args
+                        )
+                    )
                 else:
                     acc.loads.setdefault(key, []).append(
-                        Contribution(op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"),
-                                     times_c, *c_args))
+                        Contribution(
+                            op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times_c, *c_args
+                        )
+                    )
     # mbarrier operations the front end could not attribute (raw PTX, an
     # unresolved barrier argument) may arrive on any barrier: no sums then
-    blind = [o for o in m.ops if o.barrier_unknown is not None
-             or (o.kind == ir.CALL and o.asm is not None and o.asm.mbarrier)]
+    blind = [
+        o
+        for o in m.ops
+        if o.barrier_unknown is not None or (o.kind == ir.CALL and o.asm is not None and o.asm.mbarrier)
+    ]
     # a call tkcheck does not model received the barrier: its account is unknown
     for o in m.ops:
         if o.unmodelled_barrier_use and o.barrier is not None and o.barrier.name in out:
@@ -620,9 +659,13 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             _split_by_element(acc)
     for acc in out.values():
         counts = {str(o.count) for o in acc.inits if o.count is not None}
-        if len(acc.inits) >= 1 and len(counts) == 1 and all(
-                o.count is not None and not o.count.depends_on(E.LOOP) and not o.count.is_opaque()
-                for o in acc.inits):
+        if (
+            len(acc.inits) >= 1
+            and len(counts) == 1
+            and all(
+                o.count is not None and not o.count.depends_on(E.LOOP) and not o.count.is_opaque() for o in acc.inits
+            )
+        ):
             acc.init_count = acc.inits[0].count
         if acc.inits and any(instance_loops(m, o) for o in acc.inits):
             # an MK op's dynamic semaphores: one array, elements with counts of their own
@@ -634,11 +677,15 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 pats = {c.pattern for c in contribs}
                 sigs = {_uniform_sig(c.op, m, c.consumed, c.round_loop, c.exclusive) for c in contribs}
                 if _nested_rounds(contribs):
-                    acc.unknown.append(f"{key} sites of '{acc.barrier.name}' are at different loop depths of one "
-                                       "role: they need not share a phase")
+                    acc.unknown.append(
+                        f"{key} sites of '{acc.barrier.name}' are at different loop depths of one "
+                        "role: they need not share a phase"
+                    )
                 elif len(pats) > 1 or None in sigs or len(sigs) > 1:
-                    acc.unknown.append(f"{key} sites of '{acc.barrier.name}' visit it in different patterns "
-                                       "or under different conditions")
+                    acc.unknown.append(
+                        f"{key} sites of '{acc.barrier.name}' visit it in different patterns "
+                        "or under different conditions"
+                    )
                 elif any(RUNNING in s for s in sigs) and ASSUMPTION not in acc.assumptions:
                     acc.assumptions.append(ASSUMPTION)
     return out
@@ -650,22 +697,35 @@ def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:
     threads, amount, multiplicity and pattern: exactly one of them runs in every round, so
     they count once, as one site without that condition (in place)."""
     from .. import solver
+
     changed = True
     while changed:
         changed = False
         for i, a in enumerate(contribs):
-            for b in contribs[i + 1:]:
-                if (a.issuers != b.issuers or a.pattern != b.pattern or a.round_loop != b.round_loop
-                        or str(a.amount) != str(b.amount) or str(a.times) != str(b.times)
-                        or a.op.guard.thread != b.op.guard.thread or a.exclusive or b.exclusive):
+            for b in contribs[i + 1 :]:
+                if (
+                    a.issuers != b.issuers
+                    or a.pattern != b.pattern
+                    or a.round_loop != b.round_loop
+                    or str(a.amount) != str(b.amount)
+                    or str(a.times) != str(b.times)
+                    or a.op.guard.thread != b.op.guard.thread
+                    or a.exclusive
+                    or b.exclusive
+                ):
                     continue
                 ua, ub = list(a.op.guard.uniform), list(b.op.guard.uniform)
                 da = [c for c in ua if c not in ub]
                 db = [c for c in ub if c not in ua]
                 if len(da) != 1 or len(db) != 1:
                     continue
-                if solver.always(E.binop("==", E.ite(da[0], E.Const(1), E.Const(0)),
-                                         E.ite(db[0], E.Const(0), E.Const(1))), timeout_ms) is not True:
+                if (
+                    solver.always(
+                        E.binop("==", E.ite(da[0], E.Const(1), E.Const(0)), E.ite(db[0], E.Const(0), E.Const(1))),
+                        timeout_ms,
+                    )
+                    is not True
+                ):
                     continue
                 a.exclusive = (da[0],)
                 contribs.remove(b)
@@ -682,9 +742,10 @@ def _nested_rounds(contribs: list[Contribution]) -> bool:
     for a in contribs:
         for b in contribs:
             if a.round_loop != b.round_loop and (
-                    (a.round_loop is not None and a.round_loop in b.op.loops)
-                    or (b.round_loop is not None and b.round_loop in a.op.loops)
-                    or (a.issuers & b.issuers)):
+                (a.round_loop is not None and a.round_loop in b.op.loops)
+                or (b.round_loop is not None and b.round_loop in a.op.loops)
+                or (a.issuers & b.issuers)
+            ):
                 return True
     return False
 
@@ -692,6 +753,7 @@ def _nested_rounds(contribs: list[Contribution]) -> bool:
 def cta_of(key: str) -> int | None:
     """The destination CTA of an account group ("steady in CTA 1 ..."), or None."""
     import re
+
     m = re.search(r" in CTA (\d+)", key)
     return int(m.group(1)) if m else None
 

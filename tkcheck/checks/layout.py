@@ -18,6 +18,7 @@ rule selects its kinds with ``mismatches(an, kinds)`` and words the finding.  A 
 proof gives a counterexample (or, for an alignment, a violating address); Unknown (unmodelled,
 symbolic, timeout) gives nothing.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,6 +43,7 @@ def _small_base_first(proc):
     """Run ``proc`` with the base pinned to its smallest admissible values first (0, then the
     alignment itself) so that a counterexample names a readable base; the unpinned proof decides
     equivalence."""
+
     def run(*args, **kw):
         align = kw.get("base_alignment", 128)
         for pin in (0, align):
@@ -49,6 +51,7 @@ def _small_base_first(proc):
             if isinstance(res, Counterexample):
                 return res
         return proc(*args, **kw)
+
     return run
 
 
@@ -64,6 +67,7 @@ TMA_ALIGN = 128
 # it reaches, and those proved by z3 the counterexample (an element, the two byte offsets, the two
 # swizzle modes, the tile base).
 
+
 @dataclass(frozen=True, eq=False)
 class LayoutMismatch:
     op: ir.Op
@@ -73,18 +77,20 @@ class LayoutMismatch:
 @dataclass(frozen=True, eq=False)
 class TmaMisaligned(LayoutMismatch):
     """The shared address of a TMA tensor copy is not guaranteed the alignment TMA needs."""
+
     required: int
     guaranteed: int
-    witness_base: int           # an address the model admits that breaks the requirement
+    witness_base: int  # an address the model admits that breaks the requirement
 
 
 @dataclass(frozen=True, eq=False)
 class DescriptorSwizzleMismatch(LayoutMismatch):
     """A TMA copy uses the descriptor registered on its ``gl`` for another swizzle than its tile's."""
-    gl: str                     # the global layout, as spelled
-    descriptor: ir.TileType     # the tile type the descriptor was built for
+
+    gl: str  # the global layout, as spelled
+    descriptor: ir.TileType  # the tile type the descriptor was built for
     descriptor_layout: SharedTileLayout
-    tile: ir.TileType           # the copy's tile type
+    tile: ir.TileType  # the copy's tile type
     tile_layout: SharedTileLayout
     cx: Counterexample
 
@@ -93,11 +99,12 @@ class DescriptorSwizzleMismatch(LayoutMismatch):
 class ViewMismatch(LayoutMismatch):
     """An accessor reads a buffer through a tile type other than the buffer's own (a
     ``reinterpret_cast`` view, a wgmma descriptor of another type)."""
-    accessor: str               # what reads the view ("the K-major wgmma descriptor of operand A")
+
+    accessor: str  # what reads the view ("the K-major wgmma descriptor of operand A")
     ref: ir.Ref
     view: ir.TileType
     view_layout: SharedTileLayout
-    declared: ir.TileType       # the buffer's tile type
+    declared: ir.TileType  # the buffer's tile type
     declared_layout: SharedTileLayout
     cx: Counterexample
 
@@ -110,6 +117,7 @@ class ViewSwizzleMismatch(ViewMismatch):
 @dataclass(frozen=True, eq=False)
 class ViewLayoutMismatch(ViewMismatch):
     """A differently shaped view over ``tiles`` of the buffer's tiles, side by side or stacked."""
+
     tiles: int = 1
     side_by_side: bool = True
 
@@ -117,23 +125,26 @@ class ViewLayoutMismatch(ViewMismatch):
 @dataclass(frozen=True, eq=False)
 class HandwrittenMismatch(LayoutMismatch):
     """Hand-written address math on a tile differs from the tile type's layout (``cx``)."""
-    address: str                # the address math, described ("the hand-written address (...)")
-    smem: ir.SmemAddress        # where the kernel took the tile's shared address
+
+    address: str  # the address math, described ("the hand-written address (...)")
+    smem: ir.SmemAddress  # where the kernel took the tile's shared address
     tile: ir.TileType
     tile_layout: SharedTileLayout
-    guaranteed: int             # the alignment the model guarantees the tile base
+    guaranteed: int  # the alignment the model guarantees the tile base
     cx: Counterexample
 
 
 @dataclass(frozen=True, eq=False)
 class HandwrittenNeedsAlignment(HandwrittenMismatch):
     """... but agrees with it once the base is aligned to the swizzle repeat ``required``."""
+
     required: int = 0
 
 
 @dataclass(frozen=True, eq=False)
 class HandwrittenDiffers(HandwrittenMismatch):
     """... at every alignment that was proved (``repeat``: the swizzle repeat, 0 when unswizzled)."""
+
     repeat: int = 0
 
 
@@ -145,6 +156,7 @@ class LayoutFacts:
 
 
 # ------------------------------------------------------------------ model -> layouts ----
+
 
 def _int(e) -> int | None:
     if e is None:
@@ -209,7 +221,7 @@ def element_alignment(buf: ir.SharedBuffer, ref: ir.Ref) -> tuple[int, int] | No
     g = buf.alignment or 16
     o = buf.base_offset
     strides = _strides(buf)
-    for i, idx in enumerate(ref.index[:len(strides)]):
+    for i, idx in enumerate(ref.index[: len(strides)]):
         st = strides[i]
         if st is None:
             return None
@@ -218,7 +230,7 @@ def element_alignment(buf: ir.SharedBuffer, ref: ir.Ref) -> tuple[int, int] | No
             o += v * st
         elif st:
             g = math.gcd(g, st)
-    g = g & -g if g else 1          # largest power of two dividing g
+    g = g & -g if g else 1  # largest power of two dividing g
     return g, o % g
 
 
@@ -236,6 +248,7 @@ def _same_geometry(a: SharedTileLayout, b: SharedTileLayout) -> bool:
 
 
 # ------------------------------------------------------------------ the check ----
+
 
 class _Checker:
     def __init__(self, an):
@@ -267,8 +280,9 @@ class _Checker:
                     elif acc.reinterpreted_from is not None and op.buffer is not None:
                         v = tile_layout(acc.tile_type)
                         if v is not None:
-                            self.view(op, op.buffer, acc.tile_type, v,
-                                      acc.reinterpreted_from, f"{op.api} of {op.buffer}")
+                            self.view(
+                                op, op.buffer, acc.tile_type, v, acc.reinterpreted_from, f"{op.api} of {op.buffer}"
+                            )
             except (NotImplementedError, ValueError, z3.Z3Exception) as e:
                 self.facts.unknown.append(f"{op.api} at line {op.location.row}: {e}")
         return self.facts
@@ -308,8 +322,9 @@ class _Checker:
         regs = [r for r in (glt.registered if isinstance(glt, ir.TileType) else ()) if r.kind == "st"]
         reg_layouts = [(r, tile_layout(r)) for r in regs]
         reg_layouts = [(r, l) for r, l in reg_layouts if l is not None]
-        if reg_layouts and not any(l == view or (_same_geometry(l, view) and l.swizzle_bytes == view.swizzle_bytes)
-                                   for _, l in reg_layouts):
+        if reg_layouts and not any(
+            l == view or (_same_geometry(l, view) and l.swizzle_bytes == view.swizzle_bytes) for _, l in reg_layouts
+        ):
             cand = [(r, l) for r, l in reg_layouts if _same_geometry(l, view)]
             if cand:
                 r, l = cand[0]
@@ -350,15 +365,25 @@ class _Checker:
             if declared is None and buf is not None:
                 et = element_type(buf)
                 dl = tile_layout(et)
-                if dl is not None and dl != view and not (_same_geometry(dl, view) and dl.swizzle_bytes == view.swizzle_bytes):
+                if (
+                    dl is not None
+                    and dl != view
+                    and not (_same_geometry(dl, view) and dl.swizzle_bytes == view.swizzle_bytes)
+                ):
                     declared = et
             if declared is None:
                 continue
             consumer = WgmmaOperandView(view, mn, arch=self.an.arch)
             if consumer.supported:
                 consumer = view
-            self.view(op, ref, vt, consumer, declared,
-                      f"the {'MN' if mn else 'K'}-major wgmma descriptor of operand {role.upper()}")
+            self.view(
+                op,
+                ref,
+                vt,
+                consumer,
+                declared,
+                f"the {'MN' if mn else 'K'}-major wgmma descriptor of operand {role.upper()}",
+            )
 
     # -- reinterpretations ----------------------------------------------------------------
     def view(self, op, ref: ir.Ref, vt: ir.TileType, consumer, declared: ir.TileType, what: str):
@@ -399,13 +424,17 @@ class _Checker:
         elif buf.dims:
             return
         n_t = min(k, avail)
-        res = prove_reinterpret([dl] * n_t, consumer, base_alignment=align, grid=grid_of(n_t), stride_bytes=stride,
-                                timeout_ms=self.timeout)
+        res = prove_reinterpret(
+            [dl] * n_t, consumer, base_alignment=align, grid=grid_of(n_t), stride_bytes=stride, timeout_ms=self.timeout
+        )
         self.facts.proofs += 1
         self.note_unknown(res, what)
         if isinstance(res, Counterexample):
-            self.add(ViewLayoutMismatch(op, buf, what, ref, vt, vl, declared, dl, res,
-                                        tiles=n_t, side_by_side=grid_of(2) == (1, 2)))
+            self.add(
+                ViewLayoutMismatch(
+                    op, buf, what, ref, vt, vl, declared, dl, res, tiles=n_t, side_by_side=grid_of(2) == (1, 2)
+                )
+            )
 
     # -- hand-written address math ------------------------------------------------------
     def handwritten(self, op: ir.Op, addr: E.Expr):
@@ -415,8 +444,11 @@ class _Checker:
         sa = self.m.smem_addresses[names[0]]
         X = E.Var(names[0], E.PARAM)
         buf = self._buffer(sa.buffer)
-        tt = sa.tile_type if (sa.tile_type is not None and sa.tile_type.kind == "st") else (
-            element_type(buf) if buf is not None else None)
+        tt = (
+            sa.tile_type
+            if (sa.tile_type is not None and sa.tile_type.kind == "st")
+            else (element_type(buf) if buf is not None else None)
+        )
         lay = tile_layout(tt)
         if buf is None or lay is None:
             return
@@ -432,16 +464,16 @@ class _Checker:
         guaranteed = g if o == 0 else (o & -o)
         guaranteed = max(guaranteed, 1)
         text = f"the hand-written address ({'buffer-relative' if relative else 'absolute'} XOR {xor_text})"
-        res = prove_handwritten(fn, lay, base_alignment=guaranteed, relative=relative, text=text,
-                                timeout_ms=self.timeout)
+        res = prove_handwritten(
+            fn, lay, base_alignment=guaranteed, relative=relative, text=text, timeout_ms=self.timeout
+        )
         self.facts.proofs += 1
         self.note_unknown(res, text)
         if not isinstance(res, Counterexample):
             return
         rep = lay.swizzle_repeat
         if rep and guaranteed < rep:
-            res2 = prove_handwritten(fn, lay, base_alignment=rep, relative=relative, text=text,
-                                     timeout_ms=self.timeout)
+            res2 = prove_handwritten(fn, lay, base_alignment=rep, relative=relative, text=text, timeout_ms=self.timeout)
             self.facts.proofs += 1
             if isinstance(res2, Equivalent):
                 self.add(HandwrittenNeedsAlignment(op, buf, text, sa, tt, lay, guaranteed, res, required=rep))
@@ -457,6 +489,7 @@ class _Checker:
 
 # ------------------------------------------------------------------ address math ----
 
+
 def _contains(e: E.Expr, sub: E.Expr) -> bool:
     return any(x == sub for x in E.subexprs(e))
 
@@ -469,9 +502,18 @@ def _bv(e: E.Expr, hole: E.Expr, x: z3.BitVecRef) -> z3.BitVecRef:
         return z3.BitVecVal(e.value & 0xFFFFFFFF, ADDR_BITS)
     if isinstance(e, E.Bin):
         a, b = _bv(e.a, hole, x), _bv(e.b, hole, x)
-        f = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "&": lambda: a & b,
-             "|": lambda: a | b, "^": lambda: a ^ b, "<<": lambda: a << b, ">>": lambda: z3.LShR(a, b),
-             "/": lambda: z3.UDiv(a, b), "%": lambda: z3.URem(a, b)}.get(e.op)
+        f = {
+            "+": lambda: a + b,
+            "-": lambda: a - b,
+            "*": lambda: a * b,
+            "&": lambda: a & b,
+            "|": lambda: a | b,
+            "^": lambda: a ^ b,
+            "<<": lambda: a << b,
+            ">>": lambda: z3.LShR(a, b),
+            "/": lambda: z3.UDiv(a, b),
+            "%": lambda: z3.URem(a, b),
+        }.get(e.op)
         if f is None:
             raise ValueError(f"operator {e.op} in address math")
         return f()
@@ -489,6 +531,7 @@ def _addends(e: E.Expr) -> list:
 def _split_xor(addr: E.Expr, X: E.Var):
     """Recognise ``F(X + off)`` (absolute swizzle) or ``X + F(off)`` (buffer-relative), F built
     from its argument with constants and a XOR.  Returns (relative, fn, text) or None."""
+
     def xor_fn(node):
         # node = P ^ G(P) (either order); returns (P, fn)
         if not (isinstance(node, E.Bin) and node.op == "^"):

@@ -30,6 +30,7 @@ endpoints') is treated, conservatively, as running when it would protect (a wait
 and as irrelevant otherwise. Every loop is assumed to run at least once (a zero-trip loop
 would only hide ops, never create a path).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -44,6 +45,7 @@ MAX_GROUPS = 16
 
 
 # --------------------------------------------------------------- paths ----
+
 
 class Flow:
     """Program-order successor structure over the model's ops."""
@@ -99,7 +101,7 @@ class Flow:
     def same_iteration_between(self, a: ir.Op, b: ir.Op) -> list[ir.Op]:
         """Ops strictly between a and b in program order (no back edge)."""
         i, j = self.index[id(a)], self.index[id(b)]
-        return self.ops[i + 1:j] if i < j else []
+        return self.ops[i + 1 : j] if i < j else []
 
 
 def flow(an: Analysis) -> Flow:
@@ -113,8 +115,9 @@ class PathHit:
     groups: int
 
 
-def search(fl: Flow, start: ir.Op, t: int, is_target, blocks, step=None, uniform: tuple = (),
-           state0: int = 0) -> list[PathHit]:
+def search(
+    fl: Flow, start: ir.Op, t: int, is_target, blocks, step=None, uniform: tuple = (), state0: int = 0
+) -> list[PathHit]:
     """Targets reachable from just after `start` on thread t's paths without
     passing an op for which `blocks(op, runs, state)` is True. `step(op, runs,
     state)` updates an integer state (e.g. commit groups since start)."""
@@ -151,10 +154,10 @@ def search(fl: Flow, start: ir.Op, t: int, is_target, blocks, step=None, uniform
 
 # ------------------------------------------------------------ in flight ----
 
+
 def is_wgmma(op: ir.Op) -> bool:
     """A Hopper wgmma: warpgroup scope, register accumulator (tcgen05 MMAs accumulate in TMEM)."""
-    return op.kind == ir.MMA and op.scope == "warpgroup" and op.mma is not None \
-        and op.mma.kind_of("acc") == "regtile"
+    return op.kind == ir.MMA and op.scope == "warpgroup" and op.mma is not None and op.mma.kind_of("acc") == "regtile"
 
 
 def wait_retires(op: ir.Op, groups_after: int) -> bool | None:
@@ -177,10 +180,10 @@ def in_flight_hits(an: Analysis, mma: ir.Op, t: int, is_target) -> list[PathHit]
 
     def blocks(op, r, st):
         if r is True and is_target(op):
-            return True             # report the first access on each path only
+            return True  # report the first access on each path only
         if op.kind == ir.MMA_WAIT and r is not False:
             w = wait_retires(op, st)
-            return w is not False   # retired, or unknown: not a witness
+            return w is not False  # retired, or unknown: not a witness
         return False
 
     def step(op, r, st):
@@ -219,8 +222,10 @@ def uniform_feasible(a: ir.Op, b: ir.Op, back_edge: bool, timeout_ms: int = 1000
 
 # ------------------------------------------------------------- aliasing ----
 
-def refs_may_alias(a: ir.Ref, b: ir.Ref, ta: int | None = None, tb: int | None = None,
-                   timeout_ms: int = 500) -> bool | None:
+
+def refs_may_alias(
+    a: ir.Ref, b: ir.Ref, ta: int | None = None, tb: int | None = None, timeout_ms: int = 500
+) -> bool | None:
     """True: certainly the same object; False: certainly different; None: unknown.
     Indices may depend on the thread (evaluated at ta / tb)."""
     if a.name != b.name:
@@ -311,9 +316,18 @@ def same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int, 
         pairs = [(x, y) for x in per_thread_indices(a.index, ts) for y in per_thread_indices(b.index, tw)]
         if len(pairs) > 64:
             return False
-        return any(same_element_next_iteration(m, replace(store, buffer=ir.Ref(a.name, x)),
-                                                replace(write, buffer=ir.Ref(b.name, y)), timeout_ms, ts, tw, later)
-                   for x, y in pairs)
+        return any(
+            same_element_next_iteration(
+                m,
+                replace(store, buffer=ir.Ref(a.name, x)),
+                replace(write, buffer=ir.Ref(b.name, y)),
+                timeout_ms,
+                ts,
+                tw,
+                later,
+            )
+            for x, y in pairs
+        )
     loop = m.loops.get(store.loops[-1])
     if loop is None or (loop.trip is not None and loop.trip.is_opaque()):
         return False
@@ -334,8 +348,11 @@ def same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int, 
 def slot_prefix(index: tuple, ref: ir.Ref) -> bool:
     """The barrier element guards the buffer slot: its index is a prefix of the buffer's (a
     scalar barrier guards the whole staging array)."""
-    return len(index) <= len(ref.index) and tuple(ref.index[:len(index)]) == tuple(index) and \
-        not any(ix.is_opaque() or ix.depends_on(E.THREAD) for ix in index)
+    return (
+        len(index) <= len(ref.index)
+        and tuple(ref.index[: len(index)]) == tuple(index)
+        and not any(ix.is_opaque() or ix.depends_on(E.THREAD) for ix in index)
+    )
 
 
 def elements_overlap(a: ir.Ref, b: ir.Ref, n: int, ta, tb) -> bool:
@@ -351,6 +368,7 @@ def elements_overlap(a: ir.Ref, b: ir.Ref, n: int, ta, tb) -> bool:
 
 # ----------------------------------------------------- issue signatures ----
 
+
 def issue_signature(op: ir.Op, t: int) -> str | None:
     """What thread `t` issues at `op`: its operands with `tid` replaced by t.
     Two issuers with the same signature issue the same copy twice. None when
@@ -363,7 +381,7 @@ def issue_signature(op: ir.Op, t: int) -> str | None:
         if any(ix.is_opaque() for ix in idx):
             return None
         parts.append(f"{r.name}[{','.join(map(str, idx))}]")
-    for ix in (op.transfer.coord if op.transfer is not None else ()):
+    for ix in op.transfer.coord if op.transfer is not None else ():
         v = E.substitute(ix, sub)
         if v.is_opaque():
             return None

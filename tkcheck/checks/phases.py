@@ -21,6 +21,7 @@ range (and every template parameter value): proved or refuted by z3; a
 refutation comes with the smallest k. Anything not recognised is `unknown`
 (never a finding).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ DATA_KINDS = (ir.TMA_LOAD,)
 class WaitPhase:
     op: ir.Op
     barrier: str
-    status: str = "unknown"            # ok | mismatch | not-advanced | unknown
+    status: str = "unknown"  # ok | mismatch | not-advanced | unknown
     reason: str = ""
     loop: int | None = None
     period: E.Expr | None = None
@@ -50,7 +51,7 @@ class WaitPhase:
     due: E.Expr | None = None
     witness: dict = field(default_factory=dict)
     role: str = ""
-    assumption: str = ""               # stated with a finding (a data-exit loop's trip count)
+    assumption: str = ""  # stated with a finding (a data-exit loop's trip count)
 
 
 def phases(an: Analysis) -> list[WaitPhase]:
@@ -58,6 +59,7 @@ def phases(an: Analysis) -> list[WaitPhase]:
 
 
 # ----------------------------------------------------------------- helpers --
+
 
 def _moduli(e: E.Expr, out: list):
     for x in E.subexprs(e):
@@ -73,6 +75,7 @@ def _shift(e: E.Expr, k: E.Var, d: E.Expr) -> E.Expr:
 def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int) -> E.Expr | None:
     """Smallest proved period of the element index in k (1 for a constant index)."""
     from .. import solver
+
     if not any(k in ix.free_vars() for ix in index):
         return E.Const(1)
     cands = []
@@ -85,8 +88,9 @@ def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int) -> E.Expr | None:
         if solver.always(E.binop("||", E.binop("<=", p, E.Const(0)), same), timeout) is not True:
             continue
         d = E.Var("d@gap", E.PARAM)
-        clash = E.conj(E.binop(">", d, E.Const(0)), E.binop("<", d, p),
-                       *[E.binop("==", _shift(ix, k, d), ix) for ix in index])
+        clash = E.conj(
+            E.binop(">", d, E.Const(0)), E.binop("<", d, p), *[E.binop("==", _shift(ix, k, d), ix) for ix in index]
+        )
         if solver.witness(clash, timeout) is None and _unsat(clash, timeout):
             return p
     return None
@@ -94,18 +98,24 @@ def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int) -> E.Expr | None:
 
 def _unsat(pred: E.Expr, timeout: int) -> bool:
     from .. import solver
+
     return solver.always(E.negate(pred), timeout) is True
 
 
 def _signals(m: ir.KernelModel, name: str) -> list[ir.Op]:
-    return [o for o in m.ops if o.barrier is not None and o.barrier.name == name
-            and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)]
+    return [
+        o
+        for o in m.ops
+        if o.barrier is not None and o.barrier.name == name and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
+    ]
 
 
 def _carries_data(m: ir.KernelModel, name: str) -> bool:
     sig = _signals(m, name)
-    if any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
-           for o in sig):
+    if any(
+        o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
+        for o in sig
+    ):
         return True
     if any(o.kind == ir.MBAR_ARRIVE and o.mbar is not None and o.mbar.tcgen05_commit for o in sig):
         # an MMA's commit: data for the readers of its accumulator, but a release of its
@@ -115,10 +125,22 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
     # the same round (`warpgroup::store(C_s, acc); warpgroup::sync(); warpgroup::arrive(full)`):
     # a "full" barrier too, whose waiters read that memory
     arrives = [o for o in sig if o.kind == ir.MBAR_ARRIVE]
-    return bool(arrives) and len(arrives) == len(sig) and all(
-        o.loops and any(x.kind == ir.SMEM_ACCESS and x.access_mode == "write" and x.order < o.order
-                        and x.loops == o.loops and x.callers == o.callers for x in m.ops)
-        for o in arrives)
+    return (
+        bool(arrives)
+        and len(arrives) == len(sig)
+        and all(
+            o.loops
+            and any(
+                x.kind == ir.SMEM_ACCESS
+                and x.access_mode == "write"
+                and x.order < o.order
+                and x.loops == o.loops
+                and x.callers == o.callers
+                for x in m.ops
+            )
+            for o in arrives
+        )
+    )
 
 
 def _refills_after_wait(m: ir.KernelModel, name: str) -> bool:
@@ -126,15 +148,24 @@ def _refills_after_wait(m: ir.KernelModel, name: str) -> bool:
     load (the waiter refills what the signaller has finished reading)."""
     waits = [w for w in m.ops if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == name]
     return bool(waits) and all(
-        w.loops and any(o.kind == ir.TMA_LOAD and o.order > w.order and o.loops[:len(w.loops)] == w.loops
-                        and str(o.guard.thread) == str(w.guard.thread) for o in m.ops)
-        for w in waits)
+        w.loops
+        and any(
+            o.kind == ir.TMA_LOAD
+            and o.order > w.order
+            and o.loops[: len(w.loops)] == w.loops
+            and str(o.guard.thread) == str(w.guard.thread)
+            for o in m.ops
+        )
+        for w in waits
+    )
 
 
 def _carries_bytes(m: ir.KernelModel, name: str) -> bool:
     """Bytes land on the barrier (TMA / cp.async completions, expect_tx), not only arrivals."""
-    return any(o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
-               for o in _signals(m, name))
+    return any(
+        o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
+        for o in _signals(m, name)
+    )
 
 
 def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
@@ -144,24 +175,31 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     mine = th.executing(w)
     if mine is None:
         return None
+
     def within(inner, outer):
         # inner's loops are outer's loops or loops nested in them (the same round body)
-        return inner[:len(outer)] == outer
-    later = [o for o in m.ops
-             if o.order > w.order and within(o.loops, w.loops) and o.barrier is not None
-             and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)]
+        return inner[: len(outer)] == outer
+
+    later = [
+        o
+        for o in m.ops
+        if o.order > w.order
+        and within(o.loops, w.loops)
+        and o.barrier is not None
+        and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
+    ]
     after = {o.barrier.name for o in later if (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
     # signals after w whose issuing threads are not known (a lane picked by the iteration,
     # `if (warpid() == k % 4)`): w's role may signal these barriers too, so a signaller that
     # waits on one of them makes the direction unknown, never "not a handshake"
     unsure = {o.barrier.name for o in later if th.issuers(o) is None} - after
     verdicts = set()
-    paired = []             # per signaller: its wait on a barrier of w's role was found
+    paired = []  # per signaller: its wait on a barrier of w's role was found
     for s in _signals(m, w.barrier.name):
         if s.kind == ir.TMA_LOAD:
             continue
         if w.loops and _one_visit(m, s):
-            continue            # a one-visit (pre-arrival) signal, not the steady-state handshake
+            continue  # a one-visit (pre-arrival) signal, not the steady-state handshake
         iss = th.issuers(s)
         if iss is None:
             return None
@@ -170,14 +208,27 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         # waits for this round's completion
         found = s.kind == ir.MBAR_EXPECT and s.loops == w.loops and s.order < w.order and iss <= mine
         for o in m.ops:
-            if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops and within(s.loops, o.loops) \
-                    and o.barrier is not None and o.barrier.name in unsure and o.barrier.name != w.barrier.name:
+            if (
+                o.kind == ir.MBAR_WAIT
+                and o.order < s.order
+                and o.loops
+                and within(s.loops, o.loops)
+                and o.barrier is not None
+                and o.barrier.name in unsure
+                and o.barrier.name != w.barrier.name
+            ):
                 ex = th.executing(o)
                 if ex is None or iss <= ex:
                     return None
-            if o.kind == ir.MBAR_WAIT and o.order < s.order and o.loops and within(s.loops, o.loops) \
-                    and o.barrier is not None \
-                    and o.barrier.name in after and o.barrier.name != w.barrier.name:
+            if (
+                o.kind == ir.MBAR_WAIT
+                and o.order < s.order
+                and o.loops
+                and within(s.loops, o.loops)
+                and o.barrier is not None
+                and o.barrier.name in after
+                and o.barrier.name != w.barrier.name
+            ):
                 ex = th.executing(o)
                 if ex is not None and iss <= ex:
                     hit = _carries_data(m, o.barrier.name)
@@ -193,7 +244,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
                         if why is not None:
                             why.append("skip")
                     else:
-                        found = True     # a data barrier against a data-free one: the direction is known
+                        found = True  # a data barrier against a data-free one: the direction is known
                     break
         verdicts.add(hit)
         paired.append(found)
@@ -214,6 +265,7 @@ def _self_paced(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr | None) 
     use(k) + prologue(k) - #{i < d : element(i) == element(k)}. None when not this shape."""
     from .. import solver
     from . import completion
+
     m, th, to = an.model, an.threads, an.solver_timeout_ms
     name = w.barrier.name
     if not _carries_data(m, name) or period is None or not isinstance(period.eval({}), int):
@@ -247,8 +299,12 @@ def _self_paced(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr | None) 
             return None
         found = None
         for d in range(0 if s.order < w.order else 1, P + 1):
-            same = E.conj(*[E.binop("==", a, E.substitute(b, {k.name: E.binop("+", k, E.Const(d))}))
-                            for a, b in zip(idx_s, idx_w)])
+            same = E.conj(
+                *[
+                    E.binop("==", a, E.substitute(b, {k.name: E.binop("+", k, E.Const(d))}))
+                    for a, b in zip(idx_s, idx_w)
+                ]
+            )
             if solver.always(same, to) is True:
                 found = d
                 break
@@ -286,7 +342,7 @@ def _one_visit(m: ir.KernelModel, s: ir.Op) -> bool:
         return False
     b = m.barriers.get(s.barrier.name) if s.barrier is not None else None
     elems = 1
-    for d in (b.dims if b else ()):
+    for d in b.dims if b else ():
         v = d.eval({})
         if not isinstance(v, int):
             return False
@@ -300,6 +356,7 @@ def _skips_first_use(an: Analysis, w: ir.Op) -> bool | None:
     controller of a two-slot ring: `if (iter >= 2) wait(finished[iter % 2], ...)`); False
     when no guard mentions k; None otherwise."""
     from .. import solver
+
     m = an.model
     if not w.loops or w.barrier is None:
         return None
@@ -312,8 +369,9 @@ def _skips_first_use(an: Analysis, w: ir.Op) -> bool | None:
     period = _period(tuple(linear(ix) for ix in w.barrier.index), k, an.solver_timeout_ms)
     if period is None or period.depends_on(E.LOOP):
         return None
-    same = E.binop("==", E.ite(conds[0], E.Const(1), E.Const(0)),
-                   E.ite(E.binop(">=", k, period), E.Const(1), E.Const(0)))
+    same = E.binop(
+        "==", E.ite(conds[0], E.Const(1), E.Const(0)), E.ite(E.binop(">=", k, period), E.Const(1), E.Const(0))
+    )
     return True if solver.always(same, an.solver_timeout_ms) is True else None
 
 
@@ -332,8 +390,12 @@ def _reinitialised(m: ir.KernelModel, name: str) -> bool:
 def _data_exit_ok(loop: ir.Loop) -> bool:
     """A `for (;;)` left only through `if (c) break;` on data (c over no loop counter): as far
     as the model knows, any number of iterations may be entered."""
-    return loop.trip is None and loop.infinite and bool(loop.continues) and \
-        not any(c.depends_on(E.LOOP) or c.is_opaque() for c in loop.continues)
+    return (
+        loop.trip is None
+        and loop.infinite
+        and bool(loop.continues)
+        and not any(c.depends_on(E.LOOP) or c.is_opaque() for c in loop.continues)
+    )
 
 
 def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int = 0) -> int | None:
@@ -343,7 +405,7 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
     pre_ops = []
     b = m.barriers.get(w.barrier.name)
     elems = 1
-    for d in (b.dims if b else ()):
+    for d in b.dims if b else ():
         v = d.eval({})
         if not isinstance(v, int):
             return None
@@ -357,12 +419,15 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
         trips = [m.loops[i].trip.eval({}) if m.loops[i].trip is not None else None for i in s.loops]
         one_visit = all(isinstance(t, int) for t in trips) and _prod(trips) <= elems
         if not one_visit:
-            continue            # the steady-state signals of another role's loop
+            continue  # the steady-state signals of another role's loop
         iss = th.issuers(s) or frozenset()
-        steady = [o.order for o in _signals(m, w.barrier.name) if o is not s and o.loops
-                  and (th.issuers(o) or frozenset()) & iss and o.order > s.order]
+        steady = [
+            o.order
+            for o in _signals(m, w.barrier.name)
+            if o is not s and o.loops and (th.issuers(o) or frozenset()) & iss and o.order > s.order
+        ]
         if s.order > first and not steady:
-            return None         # arrivals after the wait's loop started: not a pre-arrival
+            return None  # arrivals after the wait's loop started: not a pre-arrival
         prologue = _prologue_signal(an, s, first)
         if not steady and not prologue:
             # a one-time signal after its role's steady-state signals (an epilogue arrive), or
@@ -377,7 +442,7 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
         if hit is None:
             return None
         if not hit:
-            continue            # another element of the barrier array
+            continue  # another element of the barrier array
         pre_ops.append(s)
     if not pre_ops:
         return 0
@@ -412,9 +477,12 @@ def _hits_waited_element(an: Analysis, s: ir.Op, w: ir.Op) -> bool | None:
     """Does a one-time signal land on the element w waits on? (`arrive(bar[0])` and a wait on
     `bar[warpgroup::groupid()]`: only the threads of group 0 wait on it.) None: mixed/unknown."""
     si, wi = s.barrier.index, w.barrier.index
-    if s.loops or len(si) != len(wi) or any(ix.depends_on(E.LOOP) or ix.depends_on(E.THREAD) or ix.is_opaque()
-                                            for ix in si):
-        return True             # looped or unknown element: the per-element average below
+    if (
+        s.loops
+        or len(si) != len(wi)
+        or any(ix.depends_on(E.LOOP) or ix.depends_on(E.THREAD) or ix.is_opaque() for ix in si)
+    ):
+        return True  # looped or unknown element: the per-element average below
     if any(ix.depends_on(E.LOOP) or ix.is_opaque() for ix in wi):
         return True
     if not any(ix.depends_on(E.THREAD) for ix in wi):
@@ -507,8 +575,14 @@ def linear(e: E.Expr) -> E.Expr:
             # x & 1 of a possibly negative x is x mod 2 in two's complement, kept out of Int2BV
             x = a if b == E.Const(1) else b
             return E.binop("%", E.binop("+", E.binop("%", x, E.Const(2)), E.Const(2)), E.Const(2))
-        if e.op in (">>", "<<") and isinstance(b, E.Const) and isinstance(b.value, int) \
-                and not isinstance(b.value, bool) and 0 <= b.value < 63 and _nonneg(a):
+        if (
+            e.op in (">>", "<<")
+            and isinstance(b, E.Const)
+            and isinstance(b.value, int)
+            and not isinstance(b.value, bool)
+            and 0 <= b.value < 63
+            and _nonneg(a)
+        ):
             return E.binop("/" if e.op == ">>" else "*", a, E.Const(1 << b.value))
         if e.op == "^":
             if a == E.Const(0):
@@ -526,8 +600,11 @@ def linear(e: E.Expr) -> E.Expr:
 
 
 def _is_bool(e: E.Expr) -> bool:
-    return (isinstance(e, E.Bin) and e.op in ("==", "!=", "<", "<=", ">", ">=", "&&", "||")) or \
-        (isinstance(e, E.Un) and e.op == "!") or (isinstance(e, E.Const) and isinstance(e.value, bool))
+    return (
+        (isinstance(e, E.Bin) and e.op in ("==", "!=", "<", "<=", ">", ">=", "&&", "||"))
+        or (isinstance(e, E.Un) and e.op == "!")
+        or (isinstance(e, E.Const) and isinstance(e.value, bool))
+    )
 
 
 def _smallest_counterexample(pred: E.Expr, k: E.Var | None, assume: list[E.Expr], timeout: int) -> dict | None:
@@ -538,6 +615,7 @@ def _smallest_counterexample(pred: E.Expr, k: E.Var | None, assume: list[E.Expr]
     except (z3.Z3Exception, TypeError):
         return None
     from ..solver import _constraints, checked, limited
+
     opt = limited(z3.Optimize())
     opt.add(*_constraints(zv, za))
     opt.add(zp)
@@ -557,6 +635,7 @@ def _smallest_counterexample(pred: E.Expr, k: E.Var | None, assume: list[E.Expr]
 
 
 # ------------------------------------------------------------------- check --
+
 
 def _compute(an: Analysis) -> list[WaitPhase]:
     m = an.model
@@ -578,8 +657,13 @@ def _compute(an: Analysis) -> list[WaitPhase]:
 def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     m, to = an.model, an.solver_timeout_ms
     pb = None
-    if w.parity is not None and w.phasebit is not None and w.loops and \
-            (w.parity.is_opaque() or len(w.loops) > 1) and not any(ix.is_opaque() for ix in w.barrier.index):
+    if (
+        w.parity is not None
+        and w.phasebit is not None
+        and w.loops
+        and (w.parity.is_opaque() or len(w.loops) > 1)
+        and not any(ix.is_opaque() for ix in w.barrier.index)
+    ):
         pb = _phasebit_counts(an, w)
         if isinstance(pb, str):
             wp.reason = pb
@@ -587,8 +671,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if w.parity is None or (w.parity.is_opaque() and pb is None) or any(ix.is_opaque() for ix in w.barrier.index):
         wp.reason = "parity or barrier index not modelled"
         return
-    if any(o.unmodelled_barrier_use and o.barrier is not None and o.barrier.name == w.barrier.name
-           for o in m.ops):
+    if any(o.unmodelled_barrier_use and o.barrier is not None and o.barrier.name == w.barrier.name for o in m.ops):
         wp.reason = "the barrier is passed to a call tkcheck does not model"
         return
     if not w.guard.exact or any(c.is_opaque() for c in w.guard.uniform) or w.guard.thread.is_opaque():
@@ -614,8 +697,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     index = tuple(_tabulated(ix, w, m, kk) for ix in index)
     if pb is None:
         parity = _tabulated(parity, w, m, kk)
-    loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | \
-                {v.name for v in parity.free_vars() if v.kind == E.LOOP}
+    loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | {
+        v.name for v in parity.free_vars() if v.kind == E.LOOP
+    }
     chain = [m.loops[i] for i in w.loops]
     if any("@" in n for n in loop_vars):
         wp.reason = "loop-carried value not solved"
@@ -629,8 +713,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         O, I = chain
         k = F
         wp.loop = O.id
-        if any(o is not w and o.barrier is not None and o.barrier.name == w.barrier.name and I.id in o.loops
-               for o in m.ops_of(ir.MBAR_WAIT)):
+        if any(
+            o is not w and o.barrier is not None and o.barrier.name == w.barrier.name and I.id in o.loops
+            for o in m.ops_of(ir.MBAR_WAIT)
+        ):
             wp.reason = "barrier waited at several sites in the loop"
             return
         period = _period(index, k, to)
@@ -648,8 +734,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         if len(chain) > 1 and (pb is None or pb[1] is None):
             wp.reason = "wait inside nested loops (uses across outer iterations not modelled)"
             return
-        if any(o is not w and o.barrier is not None and o.barrier.name == w.barrier.name and rl.id in o.loops
-               for o in m.ops_of(ir.MBAR_WAIT)):
+        if any(
+            o is not w and o.barrier is not None and o.barrier.name == w.barrier.name and rl.id in o.loops
+            for o in m.ops_of(ir.MBAR_WAIT)
+        ):
             # two wait sites on one barrier in a loop (page tokens: 2 pages a round out of
             # 3): one site's uses of an element are not its element's uses
             wp.reason = "barrier waited at several sites in the loop"
@@ -677,11 +765,14 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             if pb[1] is not None:
                 use = pb[1]
             if len(chain) > 1 and chain[0].trip is None:
-                wp.assumption = "data-exit"     # a task loop that ends on data (CLC) around the k loop
+                wp.assumption = "data-exit"  # a task loop that ends on data (CLC) around the k loop
     else:
         k = None
-        earlier = [o for o in m.ops_of(ir.MBAR_WAIT) if o.order < w.order and o.barrier is not None
-                   and o.barrier.name == w.barrier.name]
+        earlier = [
+            o
+            for o in m.ops_of(ir.MBAR_WAIT)
+            if o.order < w.order and o.barrier is not None and o.barrier.name == w.barrier.name
+        ]
         if any(o.loops for o in earlier):
             wp.reason = "barrier also waited in a loop before"
             return
@@ -736,6 +827,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         wp.due = due
     bad = E.binop("!=", _mod2(parity), _mod2(due))
     from .. import solver
+
     # first without the trip bounds (often non-linear: grid-stride task loops); a proof
     # for every iteration is a proof for the iterations that run
     ok = solver.always(E.negate(bad), to, assume=tuple(assume))
@@ -752,7 +844,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         return
     cex = _smallest_counterexample(bad, k, assume, to)
     if cex is None and trip_assume:
-        cex = solver.witness(bad, to, assume=tuple(assume))     # Optimize gave up (non-linear bounds)
+        cex = solver.witness(bad, to, assume=tuple(assume))  # Optimize gave up (non-linear bounds)
     if cex is None:
         wp.reason = "no counterexample recovered"
         return
@@ -783,14 +875,18 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             wp.witness["flat_iteration"] = it
     if wp.assumption == "data-exit" and len(chain) > 1:
         ot = wp.witness.get("outer_iteration", env.get(chain[0].counter.name, 0))
-        wp.assumption = (f"assuming the task loop, which ends on a data-dependent `break`, enters iteration {ot}: "
-                         f"at least {ot + 1} task(s) are handed out")
+        wp.assumption = (
+            f"assuming the task loop, which ends on a data-dependent `break`, enters iteration {ot}: "
+            f"at least {ot + 1} task(s) are handed out"
+        )
         wp.witness["assumption"] = wp.assumption
     elif wp.assumption == "data-exit":
         n = (it or 0) + 1
-        wp.assumption = (f"assuming the loop, which ends on a data-dependent `break`, enters iteration {it}: "
-                         f"at least {n} instruction(s) of the stream are read"
-                         + (f" and the first {it} are not the stop" if it else ""))
+        wp.assumption = (
+            f"assuming the loop, which ends on a data-dependent `break`, enters iteration {it}: "
+            f"at least {n} instruction(s) of the stream are read"
+            + (f" and the first {it} are not the stop" if it else "")
+        )
         wp.witness["assumption"] = wp.assumption
     else:
         wp.assumption = ""
@@ -809,8 +905,7 @@ def _tabulated(e: E.Expr, w: ir.Op, m: ir.KernelModel, k: E.Var | None) -> E.Exp
     """A parity or index computed with bit operations from periodic values of the wait's
     loop counter (`(bits >> s) & 1` of a table-form bitmask and ring) as its canonical
     closed form: linear arithmetic for the solver."""
-    if k is None or not any(isinstance(x, E.Ite) or isinstance(x, E.Bin) and x.op in _BIT_OPS
-                            for x in E.subexprs(e)):
+    if k is None or not any(isinstance(x, E.Ite) or isinstance(x, E.Bin) and x.op in _BIT_OPS for x in E.subexprs(e)):
         return e
     t = tabulate(e, k)
     return t if t is not None else e
@@ -852,6 +947,7 @@ def element(wp: WaitPhase) -> str:
 # or over the flat iteration number T * k_outer + k when R = (R0 + T * k_outer) % p (a
 # ring carried across tasks). Anything else stays unknown.
 
+
 def _ring_form(pos: E.Expr, k: E.Var):
     """(R, p, c) when pos == (R + k) % p + c with R free of k, p, c constants."""
     terms: list[E.Expr] = []
@@ -862,6 +958,7 @@ def _ring_form(pos: E.Expr, k: E.Var):
             flat(x.b)
         else:
             terms.append(x)
+
     flat(pos)
     consts = [t for t in terms if isinstance(t, E.Const) and isinstance(t.value, int) and not isinstance(t.value, bool)]
     rest = [t for t in terms if t not in consts or not isinstance(t, E.Const)]
@@ -869,8 +966,13 @@ def _ring_form(pos: E.Expr, k: E.Var):
         return None
     c = sum(t.value for t in consts)
     e = rest[0]
-    if not (isinstance(e, E.Bin) and e.op == "%" and isinstance(e.b, E.Const) and isinstance(e.b.value, int)
-            and e.b.value > 0):
+    if not (
+        isinstance(e, E.Bin)
+        and e.op == "%"
+        and isinstance(e.b, E.Const)
+        and isinstance(e.b.value, int)
+        and e.b.value > 0
+    ):
         return None
     p, y = e.b.value, e.a
     if y == k:
@@ -895,6 +997,7 @@ def _count_inner(form, kO: E.Var, T: E.Expr, n_in: E.Expr, b: E.Expr, carried: b
     """Executions before the point of a site at ring position (R + k) % p + c in an inner
     loop of T iterations (n_in of them in the current outer iteration) hitting b."""
     from .. import solver
+
     R, p, c = form
     if not carried:
         return _cnt(n_in, R, p, c, b)
@@ -933,13 +1036,17 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
     """(parity, use, assume) for a wait in a task loop (and optionally a k loop inside it)
     whose parity is a phase bit, or a reason string."""
     from .. import solver
+
     m, to = an.model, an.solver_timeout_ms
     assert w.phasebit is not None and w.phasebit.pos is not None
     name = w.phasebit.bitfield
     posw = linear(w.phasebit.pos)
     chain = [m.loops[i] for i in w.loops]
-    if len(chain) not in (1, 2) or any(l.trip is None for l in chain[1:]) or \
-            (chain[0].trip is None and not _data_exit_ok(chain[0])):
+    if (
+        len(chain) not in (1, 2)
+        or any(l.trip is None for l in chain[1:])
+        or (chain[0].trip is None and not _data_exit_ok(chain[0]))
+    ):
         return "phase bitfield: loop nest not recognised"
     O = chain[0]
     I = chain[1] if len(chain) == 2 else None
@@ -1003,7 +1110,7 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
             total = E.binop("+", total, cnt)
             continue
         if F.order > w.order and O.id not in F.loops:
-            continue        # after the task loop (a drain): no wait inside it sees the flip
+            continue  # after the task loop (a drain): no wait inside it sees the flip
         # a flip elsewhere in the loop nest: fine when it never touches the bit the wait reads
         if not F.loops or F.loops[0] != O.id or len(F.loops) > 2:
             return "phase bitfield: flip outside the task loop"
@@ -1012,7 +1119,7 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
         if solver.always(E.binop("!=", other, posw), to) is True:
             continue
         if not carried and I is not None and F.loops == (O.id,) and not (S.order < F.order < w.order):
-            continue        # reset before the wait's next use
+            continue  # reset before the wait's next use
         if not carried and I is not None and F.loops == (O.id,):
             total = E.binop("+", total, E.ite(E.binop("==", posf, posw), E.Const(1), E.Const(0)))
             continue
@@ -1042,6 +1149,7 @@ def slot_mismatch(an: Analysis, wp: WaitPhase) -> dict | None:
     step: the waiter's phase u of slot s then completes with a tile from another step.
     Returns a witness {outer, inner, waited slot, filled slot, params} or None."""
     from .. import solver
+
     m, w = an.model, wp.op
     if wp.status != "ok" or len(w.loops) != 2 or len(w.barrier.index) != 1 or not _carries_data(m, wp.barrier):
         return None
@@ -1088,5 +1196,11 @@ def slot_mismatch(an: Analysis, wp: WaitPhase) -> dict | None:
     if a is None or b is None or a == b:
         return None
     params = {n: v for n, v in env.items() if not n.startswith("k") and not n.startswith("?") and n != "tid"}
-    return {"outer_iteration": env.get(wo.counter.name), "iteration": env.get(wi.counter.name),
-            "slot_waited": a, "slot_filled": b, "signal": sigs[0], "params": params}
+    return {
+        "outer_iteration": env.get(wo.counter.name),
+        "iteration": env.get(wi.counter.name),
+        "slot_waited": a,
+        "slot_filled": b,
+        "signal": sigs[0],
+        "params": params,
+    }

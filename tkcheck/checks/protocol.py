@@ -15,6 +15,7 @@ not finished is a *deadlock*: it is reachable, so it is a proof, and the path
 to it is the trace. Unknown structure (guards over runtime values, unknown
 trip counts, unknown init counts, ...) means no exploration and no finding.
 """
+
 from __future__ import annotations
 
 import time
@@ -34,14 +35,14 @@ EVENT_KINDS = (ir.MBAR_INIT, ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TM
 
 @dataclass(frozen=True)
 class Event:
-    kind: str                 # wait | arrive | expect | load | sync | exit
+    kind: str  # wait | arrive | expect | load | sync | exit
     op: ir.Op
     elem: tuple | None = None  # (barrier name, index...)
     parity: int | None = None
     arrivals: int = 0
     bytes: int = 0
     sync: tuple | None = None  # (id, count)
-    env: tuple = ()           # loop counters at this event
+    env: tuple = ()  # loop counters at this event
 
 
 @dataclass
@@ -53,25 +54,25 @@ class Role:
 
 @dataclass
 class Deadlock:
-    blocked: list[tuple[int, Event]]       # (role index, event it is blocked at)
+    blocked: list[tuple[int, Event]]  # (role index, event it is blocked at)
     finished: list[int]
-    exited: list[int]                      # roles that left through an early return
-    trace: list[tuple[int, Event, str]]    # (role index, event, outcome)
+    exited: list[int]  # roles that left through an early return
+    trace: list[tuple[int, Event, str]]  # (role index, event, outcome)
     state: dict
 
 
 @dataclass
 class Exploration:
-    status: str = "unknown"               # explored | unknown
+    status: str = "unknown"  # explored | unknown
     reason: str = ""
     roles: list[Role] = field(default_factory=list)
     params: dict = field(default_factory=dict)
     deadlock: Deadlock | None = None
     states: int = 0
     seconds: float = 0.0
-    counts: dict = field(default_factory=dict)   # element -> arrivals per phase (init count)
-    rounds: int | None = None     # data-exit loops: rounds unrolled past their break (then the stop round)
-    assumption: str = ""          # what the exploration assumed (stated in findings)
+    counts: dict = field(default_factory=dict)  # element -> arrivals per phase (init count)
+    rounds: int | None = None  # data-exit loops: rounds unrolled past their break (then the stop round)
+    assumption: str = ""  # what the exploration assumed (stated in findings)
 
 
 def explore(an: Analysis) -> Exploration:
@@ -80,13 +81,14 @@ def explore(an: Analysis) -> Exploration:
 
 # ------------------------------------------------------------ role building --
 
+
 def _relevant(o: ir.Op) -> bool:
     if o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD, ir.MBAR_INIT):
         return o.barrier is not None
     if o.kind == ir.SYNC:
         return o.sync_kind in ("block", "named", "group")
     if o.kind == ir.MMA and o.scope == "warpgroup":
-        return True   # wgmma is `.sync.aligned`: the four warps of a warpgroup meet there
+        return True  # wgmma is `.sync.aligned`: the four warps of a warpgroup meet there
     return o.kind == ir.EXIT
 
 
@@ -116,17 +118,17 @@ def _stop_params(m: ir.KernelModel, lids: set, env: dict, rounds: int) -> dict |
     """Values for the launch/argument sizes in the evaluable stop conditions of data-exit loops
     such that each goes on in rounds 0..rounds-1 and stops in round `rounds`."""
     import itertools
+
     conds = []
     for lid in sorted(lids):
         lp = m.loops[lid]
         c = lp.continues[0]
         if _data_cond(c):
-            continue          # data: scheduled by the assumption
+            continue  # data: scheduled by the assumption
         if any(v.kind == E.LOOP and v.name != lp.counter.name for v in c.free_vars()):
             return None
         conds.append((lp, c))
-    names = sorted({v.name for _, c in conds for v in c.free_vars()
-                    if v.kind != E.LOOP and v.name not in env})
+    names = sorted({v.name for _, c in conds for v in c.free_vars() if v.kind != E.LOOP and v.name not in env})
     if any(v.kind not in (E.PARAM, E.LOOP) for _, c in conds for v in c.free_vars()):
         return None
     if len(names) > 4:
@@ -189,7 +191,7 @@ def _trip_params(m: ir.KernelModel, trips: list) -> dict | None:
     target = min(2 * ring + 1, 9)
     if not names:
         return {}
-    cands = sorted({c * (2 ** e) for c in range(1, 13) for e in range(0, 14)})
+    cands = sorted({c * (2**e) for c in range(1, 13) for e in range(0, 14)})
     for x in cands:
         env = {n: x for n in names}
         vals = [t.eval(env) for t in trips]
@@ -223,8 +225,10 @@ def _roles(an: Analysis, ops: list[ir.Op]) -> list[tuple[frozenset[int], tuple]]
             if not lanes:
                 sig.append(None)
                 continue
-            idx = {tuple(str(E.substitute(ix, {"tid": E.Const(t)})) for ix in (o.barrier.index if o.barrier else ()))
-                   for t in lanes}
+            idx = {
+                tuple(str(E.substitute(ix, {"tid": E.Const(t)})) for ix in (o.barrier.index if o.barrier else ()))
+                for t in lanes
+            }
             sid = {str(E.substitute(o.sync_id, {"tid": E.Const(t)})) for t in lanes} if o.sync_id is not None else set()
             if len(idx) > 1 or len(sid) > 1:
                 return None
@@ -278,7 +282,7 @@ def _data_branch_sync(an: Analysis, o: ir.Op, c: E.Expr, ops: list[ir.Op]) -> bo
         if q is o or c not in q.guard.uniform:
             continue
         if q.kind not in (ir.MMA, ir.SYNC):
-            return False          # the condition also steers barrier traffic
+            return False  # the condition also steers barrier traffic
     for q in ops:
         if q is o or q.kind not in (ir.MMA, ir.SYNC):
             continue
@@ -290,12 +294,13 @@ def _data_branch_sync(an: Analysis, o: ir.Op, c: E.Expr, ops: list[ir.Op]) -> bo
     return True
 
 
-def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dict,
-            rounds: int | None = None) -> list[Event] | None:
+def _unroll(
+    an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dict, rounds: int | None = None
+) -> list[Event] | None:
     m = an.model
     rep = min(threads)
     out: list[Event] = []
-    sched: dict = {}      # continues condition of a data-exit loop -> its value in this round
+    sched: dict = {}  # continues condition of a data-exit loop -> its value in this round
 
     def walk(seq: list[ir.Op], depth: int, env: dict) -> bool:
         i = 0
@@ -314,7 +319,7 @@ def _unroll(an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dic
                         env2[lp.counter.name] = k
                         v = c.eval(dict(env2, tid=rep, tid_y=0, tid_z=0))
                         if v is not None and bool(v) != (k < rounds):
-                            return False     # its stop condition disagrees with the rounds assumed
+                            return False  # its stop condition disagrees with the rounds assumed
                         sched[c] = k < rounds
                         ok = walk(seq[i:j], depth + 1, env2)
                         del sched[c]
@@ -440,8 +445,8 @@ def _init_counts(an: Analysis, params: dict) -> dict | None:
         if o.barrier is None or o.count is None:
             return None
         if any(_data_exit(m, lid) for lid in o.loops):
-            continue      # a reset inside an instruction loop: an event of its role
-        c = o.count.eval(params)     # the model's count already includes the tx arrivals
+            continue  # a reset inside an instruction loop: an event of its role
+        c = o.count.eval(params)  # the model's count already includes the tx arrivals
         t = 0
         if not isinstance(c, int):
             return None
@@ -461,6 +466,7 @@ def _init_counts(an: Analysis, params: dict) -> dict | None:
 
 
 # --------------------------------------------------------------- the search --
+
 
 def _explore(an: Analysis) -> Exploration:
     t0 = time.perf_counter()
@@ -482,8 +488,10 @@ def _explore(an: Analysis) -> Exploration:
         for rounds in DATA_EXIT_ROUNDS:
             ex_r = Exploration()
             ex_r.rounds = rounds
-            ex_r.assumption = (f"assuming every role's instruction loop runs the same {rounds} round"
-                               f"{'s' if rounds > 1 else ''} and then stops at its break")
+            ex_r.assumption = (
+                f"assuming every role's instruction loop runs the same {rounds} round"
+                f"{'s' if rounds > 1 else ''} and then stops at its break"
+            )
             _explore_with(an, ops, ex_r, time.perf_counter(), rounds)
             if ex_r.deadlock is not None:
                 ex_r.seconds = time.perf_counter() - t0
@@ -523,8 +531,11 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, ro
             return
         if not evs:
             continue
-        hints = {o.role_hint for o in m.ops if o.role_hint and an.threads.executing(o) is not None
-                 and threads <= an.threads.executing(o)}
+        hints = {
+            o.role_hint
+            for o in m.ops
+            if o.role_hint and an.threads.executing(o) is not None and threads <= an.threads.executing(o)
+        }
         if not hints:
             kinds = {e.kind for e in evs}
             hints = {"producer"} if kinds & {"expect", "load"} else ({"consumer"} if "wait" in kinds else set())
@@ -577,8 +588,13 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float):
             blocked = [(i, r.events[pcs[i]]) for i, r in enumerate(roles) if pcs[i] < len(r.events)]
             finished = [i for i, r in enumerate(roles) if pcs[i] >= len(r.events)]
             ex_roles = [i for i in finished if roles[i].events and roles[i].events[-1].kind == "exit"]
-            ex.deadlock = Deadlock(blocked, finished, ex_roles, path,
-                                   {"barriers": {elems[i]: b for i, b in enumerate(bars)}, "syncs": dict(syncs)})
+            ex.deadlock = Deadlock(
+                blocked,
+                finished,
+                ex_roles,
+                path,
+                {"barriers": {elems[i]: b for i, b in enumerate(bars)}, "syncs": dict(syncs)},
+            )
             ex.status = "explored"
             ex.states = len(visited)
             return
@@ -673,6 +689,7 @@ def _run_role(ri, r: Role, state, eidx, sizes, counts, elems):
 
 
 # ------------------------------------------------------------- explanations --
+
 
 def signals_left(ex: Exploration, ri_blocked: int, elem) -> list[int]:
     """Roles that still have an arrive/expect/load on `elem` ahead of their pc."""

@@ -13,6 +13,7 @@ approximate per instruction, so a fact *missing at one line* proves nothing; a
 fact missing from the *whole kernel* does. Every finding below is of that kind,
 or rests on ptxas' own report (spill bytes, C7508).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,6 +28,7 @@ SASS_TAG = "sass"
 
 
 # ------------------------------------------------------------ the kernel --
+
 
 def _template_args_mention(name: str, ident: str) -> bool:
     lt = name.find("<")
@@ -45,19 +47,28 @@ def match_kernel(result, model: ir.KernelModel):
     if result is None or not getattr(result, "kernels", None):
         return None
     if model.kind in ("lcf", "lcsf", "lcsc"):
-        cands = [k for k in result.sorted_kernels()
-                 if _bare(k.short_name.split(" ")[-1]) == "kernel"
-                 and f"::{model.kind}::" in k.short_name
-                 and _template_args_mention(k.short_name, model.name)]
+        cands = [
+            k
+            for k in result.sorted_kernels()
+            if _bare(k.short_name.split(" ")[-1]) == "kernel"
+            and f"::{model.kind}::" in k.short_name
+            and _template_args_mention(k.short_name, model.name)
+        ]
     elif " [op " in model.name:
         # one model per op of an MK interpreter's pack (knowledge/mk.py): all of them are the
         # interpreter kernel's SASS; whole-kernel absence of what the op relies on still holds
         fn = model.name.split(" [op ", 1)[0].split("<", 1)[0].strip()
-        cands = [k for k in result.sorted_kernels()
-                 if _bare(re.sub(r"^(?:void|static|__global__)\s+", "", k.short_name).split("<", 1)[0].strip()) == fn]
+        cands = [
+            k
+            for k in result.sorted_kernels()
+            if _bare(re.sub(r"^(?:void|static|__global__)\s+", "", k.short_name).split("<", 1)[0].strip()) == fn
+        ]
     else:
-        cands = [k for k in result.sorted_kernels()
-                 if k.mangled == model.name or _bare(k.short_name.split(" ")[-1]) == model.name]
+        cands = [
+            k
+            for k in result.sorted_kernels()
+            if k.mangled == model.name or _bare(k.short_name.split(" ")[-1]) == model.name
+        ]
     return cands[0] if len(cands) == 1 else None
 
 
@@ -74,6 +85,7 @@ def sass_of(an):
 
 # ------------------------------------------------------- model expectations --
 
+
 def _user_file(an) -> str:
     return an.model.location.filename
 
@@ -83,8 +95,11 @@ def model_async_mma_ops(model: ir.KernelModel) -> list[ir.Op]:
     TK MMAs, TMEM-accumulator MMAs, and inline PTX wgmma.mma_async / tcgen05.mma."""
     out = []
     for op in model.ops:
-        if op.kind == ir.MMA and (op.scope == "warpgroup" or (op.mma is not None and op.mma.kind_of("acc") == "tmem")
-                                  or (op.mma is not None and op.mma.family == "tcgen05")):
+        if op.kind == ir.MMA and (
+            op.scope == "warpgroup"
+            or (op.mma is not None and op.mma.kind_of("acc") == "tmem")
+            or (op.mma is not None and op.mma.family == "tcgen05")
+        ):
             out.append(op)
         elif raw_asm(op) and op.asm.async_mma:
             out.append(op)
@@ -100,16 +115,18 @@ def model_arrive_ops(model: ir.KernelModel) -> list[ir.Op]:
     """mbarrier arrivals the SASS must show as SYNCS.ARRIVE with arrivals >= 1: TK arrives
     (not tcgen05.commit, which becomes UTCBAR), TK expects that also arrive
     (`mbarrier.arrive.expect_tx`) and inline PTX `mbarrier.arrive*`."""
-    return [op for op in model.ops
-            if (op.kind == ir.MBAR_ARRIVE and not (op.mbar is not None and op.mbar.tcgen05_commit))
-            or op.kind == ir.MBAR_EXPECT
-            or (raw_asm(op) and op.asm.arrives)]
+    return [
+        op
+        for op in model.ops
+        if (op.kind == ir.MBAR_ARRIVE and not (op.mbar is not None and op.mbar.tcgen05_commit))
+        or op.kind == ir.MBAR_EXPECT
+        or (raw_asm(op) and op.asm.arrives)
+    ]
 
 
 def model_expect_ops(model: ir.KernelModel) -> list[ir.Op]:
     """Ops that set an expected tx count: TK expects and inline PTX `mbarrier[.arrive].expect_tx`."""
-    return [op for op in model.ops
-            if op.kind == ir.MBAR_EXPECT or (raw_asm(op) and op.asm.expects_tx)]
+    return [op for op in model.ops if op.kind == ir.MBAR_EXPECT or (raw_asm(op) and op.asm.expects_tx)]
 
 
 def model_fence_expectations(model: ir.KernelModel) -> list[ir.Op]:
@@ -140,6 +157,7 @@ def is_warp_specialized(an) -> bool:
 
 # ------------------------------------------------------------------ helpers --
 
+
 def sass_location(ins, path: str) -> Location | None:
     """Where in the user's file `path` the instruction came from (line table), or None."""
     loc = ins.loc_in(path)
@@ -166,16 +184,18 @@ def instructions_at(kernel, path: str, line: int) -> list:
 # Each names the kernel's SASS (`kernel`), the user's file (`path`) and what the source model and
 # the binary disagree on; all are whole-kernel absences or ptxas' own report.
 
+
 @dataclass(frozen=True, eq=False)
 class SassFact:
-    kernel: Any                       # SassKernel
-    path: str                         # the user's file
+    kernel: Any  # SassKernel
+    path: str  # the user's file
 
 
 @dataclass(frozen=True, eq=False)
 class MissingTensorCorePath(SassFact):
     """The source issues async tensor-core MMAs (`ops`); the SASS has no HGMMA / UTC*MMA, only
     the legacy mma.sync facts `sync` (maybe none)."""
+
     ops: list
     sync: list
 
@@ -197,9 +217,10 @@ class SpillsInSpecializedKernel(SassFact):
     """ptxas reports spill bytes (`report`) in a warp-specialized kernel. `local`: the kernel's
     local-memory instructions by address; `in_user`: those the line table puts in the user's file,
     with their place; `setmaxnreg`: the model's register reallocations."""
-    report: Any                       # sass.queries.SpillReport
+
+    report: Any  # sass.queries.SpillReport
     local: list
-    in_user: list                     # [(Instruction, Location)]
+    in_user: list  # [(Instruction, Location)]
     setmaxnreg: list
 
 
@@ -213,8 +234,9 @@ def spills_in_specialized_kernel(an) -> SpillsInSpecializedKernel | None:
     if rep is None:
         return None
     path = _user_file(an)
-    local = sorted((f.instruction for f in k.facts if f.kind.value in ("local_load", "local_store")),
-                   key=lambda i: i.address)
+    local = sorted(
+        (f.instruction for f in k.facts if f.kind.value in ("local_load", "local_store")), key=lambda i: i.address
+    )
     in_user = [(i, sass_location(i, path)) for i in local]
     in_user = [(i, l) for i, l in in_user if l is not None]
     return SpillsInSpecializedKernel(k, path, rep, local, in_user, list(an.model.ops_of(ir.SETMAXNREG)))
@@ -223,6 +245,7 @@ def spills_in_specialized_kernel(an) -> SpillsInSpecializedKernel | None:
 @dataclass(frozen=True, eq=False)
 class MissingSync(SassFact):
     """The source has a synchronisation at `ops` that the SASS lacks in the whole kernel."""
+
     ops: list
 
 
@@ -230,6 +253,7 @@ class MissingSync(SassFact):
 class MissingArrive(MissingSync):
     """mbarrier arrivals in the source, no arrive with arrivals >= 1 among the SASS's
     `sass_arrives` mbarrier arrive instructions."""
+
     sass_arrives: int = 0
 
 
@@ -242,6 +266,7 @@ class MissingExpectTx(MissingSync):
 class MissingProxyFence(MissingSync):
     """Proxy fences before TMA/bulk stores in the source; the SASS has the bulk stores (`stores`,
     facts) and no FENCE.VIEW.ASYNC."""
+
     stores: list = field(default_factory=list)
 
 
@@ -273,6 +298,7 @@ def missing_syncs(an) -> list[MissingSync]:
 
 # ------------------------------------------------------- setmaxnreg evidence --
 
+
 @dataclass(frozen=True)
 class SetmaxnregSassEvidence:
     """What the binary says about a kernel's setmaxnreg (for the setmaxnreg-ineffective rule).
@@ -280,22 +306,26 @@ class SetmaxnregSassEvidence:
     ignored: the PTX issues setmaxnreg and the SASS has no USETMAXREG (ptxas dropped it:
     proof). `message` is ptxas' C7508 line when it printed one (it names no kernel).
     """
-    kernel: str                       # demangled (short) name
+
+    kernel: str  # demangled (short) name
     ignored: bool
-    ptx_sites: tuple                  # PtxSetmaxnreg (action, count, inline_chain)
-    sass_sites: tuple                 # ((address, SourceLoc | None, opcode text), ...) when honoured
-    message: str | None               # "(C7508) Potential Performance Loss: 'setmaxnreg' ignored; ..."
-    registers: int | None             # ptxas "Used N registers"
-    maxntid: tuple | None             # .maxntid of the entry (from __launch_bounds__)
+    ptx_sites: tuple  # PtxSetmaxnreg (action, count, inline_chain)
+    sass_sites: tuple  # ((address, SourceLoc | None, opcode text), ...) when honoured
+    message: str | None  # "(C7508) Potential Performance Loss: 'setmaxnreg' ignored; ..."
+    registers: int | None  # ptxas "Used N registers"
+    maxntid: tuple | None  # .maxntid of the entry (from __launch_bounds__)
     maxnreg: int | None
-    source_lines: tuple[int, ...]     # lines in the user's file of the PTX setmaxnreg sites
+    source_lines: tuple[int, ...]  # lines in the user's file of the PTX setmaxnreg sites
 
     def describe(self) -> str:
         if not self.ignored:
             return f"ptxas kept {len(self.sass_sites)} USETMAXREG in '{self.kernel}'"
         why = self.message or "the PTX has setmaxnreg and the SASS has no USETMAXREG"
-        cap = "no register cap at entry (no __launch_bounds__ maxThreads / maxnreg)" if not (
-            self.maxntid or self.maxnreg) else f"maxntid={self.maxntid}, maxnreg={self.maxnreg}"
+        cap = (
+            "no register cap at entry (no __launch_bounds__ maxThreads / maxnreg)"
+            if not (self.maxntid or self.maxnreg)
+            else f"maxntid={self.maxntid}, maxnreg={self.maxnreg}"
+        )
         return f"ptxas dropped setmaxnreg in '{self.kernel}': {why} [{cap}; {self.registers} registers]"
 
 
@@ -317,18 +347,24 @@ def setmaxnreg_sass_evidence(an) -> SetmaxnregSassEvidence | None:
         m = next((m for m in res.messages if m.code == SETMAXNREG_IGNORED_CODE), None)
         msg = m.text if m else None
     path = os.path.realpath(_user_file(an))
-    lines = sorted({fr.line for s in k.ptx.setmaxnreg for fr in s.inline_chain
-                    if os.path.realpath(fr.file) == path})
-    sass_sites = tuple((f.instruction.address, f.loc, f.instruction.text())
-                       for f in k.facts_of(FactKind.SETMAXNREG))
+    lines = sorted({fr.line for s in k.ptx.setmaxnreg for fr in s.inline_chain if os.path.realpath(fr.file) == path})
+    sass_sites = tuple((f.instruction.address, f.loc, f.instruction.text()) for f in k.facts_of(FactKind.SETMAXNREG))
     ignored = not sass_sites
     return SetmaxnregSassEvidence(
-        kernel=kernel_label(k), ignored=ignored, ptx_sites=tuple(k.ptx.setmaxnreg), sass_sites=sass_sites,
-        message=msg if ignored else None, registers=k.resources.registers, maxntid=k.ptx.maxntid,
-        maxnreg=k.ptx.maxnreg, source_lines=tuple(lines))
+        kernel=kernel_label(k),
+        ignored=ignored,
+        ptx_sites=tuple(k.ptx.setmaxnreg),
+        sass_sites=sass_sites,
+        message=msg if ignored else None,
+        registers=k.resources.registers,
+        maxntid=k.ptx.maxntid,
+        maxnreg=k.ptx.maxnreg,
+        source_lines=tuple(lines),
+    )
 
 
 # ------------------------------------------------------------ corpus report --
+
 
 def _model_lines(ops, path: str) -> list[int]:
     return sorted({o.location.row for o in ops if os.path.realpath(o.location.filename) == os.path.realpath(path)})
@@ -366,13 +402,17 @@ def cross_report(an) -> dict[str, Any] | None:
     sass_exp = _sass_lines(k, FactKind.MBARRIER_ARRIVE, path, exp_pred)
     ev = setmaxnreg_sass_evidence(an)
     rep = {
-        "kernel": m.name, "sass_kernel": kernel_label(k), "arch": k.arch,
+        "kernel": m.name,
+        "sass_kernel": kernel_label(k),
+        "arch": k.arch,
         "instructions": len(k.instructions),
         "mapped_to_user_file": sum(1 for i in k.instructions if i.loc_in(path) is not None),
         "model_async_mma": len(model_async_mma_ops(m)),
         "sass_hgmma": len(k.facts_of(FactKind.MMA_ASYNC)),
-        "model_arrive_lines": model_arr, "sass_arrive_lines": sass_arr,
-        "model_expect_lines": model_exp, "sass_expect_lines": sass_exp,
+        "model_arrive_lines": model_arr,
+        "sass_arrive_lines": sass_arr,
+        "model_expect_lines": model_exp,
+        "sass_expect_lines": sass_exp,
         "model_fence_expectations": len(model_fence_expectations(m)),
         "sass_proxy_fences": len(k.facts_of(FactKind.FENCE_PROXY_ASYNC)),
         "sass_bulk_stores": sum(1 for f in k.facts_of(FactKind.BULK_COPY) if f.get("direction") in ("store", "reduce")),

@@ -1,5 +1,6 @@
 """Single-issue facts: which operations must have one issuer per intended copy, and the
 conjuncts of a thread guard (what each issuing thread issues is `paths.issue_signature`)."""
+
 from __future__ import annotations
 
 from ..model import expr as E

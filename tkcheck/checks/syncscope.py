@@ -9,6 +9,7 @@ role (the readers are among the writers). Dependencies across roles are
 ordered by mbarriers, which the completion checks own; a dependency with an
 mbarrier operation or an unmodelled construct between its ends is left alone.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,10 +28,10 @@ class Dependency:
     writer: ir.Op
     reader: ir.Op
     reader_threads: frozenset[int]
-    uncovered: dict[int, frozenset[int]]        # reader thread -> writer threads not synchronised with it
-    narrow: list[ir.Op]                          # syncs between that cover too little
-    proxy_unfenced: dict[int, frozenset[int]]    # async-proxy reader -> writers with no proxy fence
-    kind: str = "raw"                            # raw: write then read; war: read, then the next iteration's write
+    uncovered: dict[int, frozenset[int]]  # reader thread -> writer threads not synchronised with it
+    narrow: list[ir.Op]  # syncs between that cover too little
+    proxy_unfenced: dict[int, frozenset[int]]  # async-proxy reader -> writers with no proxy fence
+    kind: str = "raw"  # raw: write then read; war: read, then the next iteration's write
 
 
 def readers_of(op: ir.Op) -> list[tuple[ir.Ref, bool]]:
@@ -62,8 +63,11 @@ def dependencies(an: Analysis) -> list[Dependency]:
 def _dependencies(an: Analysis) -> list[Dependency]:
     fl = flow(an)
     out = []
-    writers = [o for o in fl.ops if o.kind == ir.SMEM_ACCESS and o.buffer is not None
-               and o.access_mode == "write" and o.guard.exact]
+    writers = [
+        o
+        for o in fl.ops
+        if o.kind == ir.SMEM_ACCESS and o.buffer is not None and o.access_mode == "write" and o.guard.exact
+    ]
     for w in writers:
         tw = an.threads.executing(w)
         if not tw:
@@ -80,15 +84,19 @@ def _dependencies(an: Analysis) -> list[Dependency]:
             if set(r.guard.uniform) != set(w.guard.uniform):
                 continue
             between = fl.same_iteration_between(w, r)
-            if any(o.kind in ORDER_UNKNOWN_KINDS or not o.guard.exact for o in between
-                   if o.kind in (ir.SYNC, ir.FENCE) + ORDER_UNKNOWN_KINDS):
+            if any(
+                o.kind in ORDER_UNKNOWN_KINDS or not o.guard.exact
+                for o in between
+                if o.kind in (ir.SYNC, ir.FENCE) + ORDER_UNKNOWN_KINDS
+            ):
                 continue
             syncs = [o for o in between if o.kind == ir.SYNC]
             sync_sets = [(s, an.threads.executing(s)) for s in syncs]
             if any(ss is None for _, ss in sync_sets):
                 continue
-            fences = [(f, an.threads.executing(f)) for f in between
-                      if f.kind == ir.FENCE and f.fence_kind == "proxy_async"]
+            fences = [
+                (f, an.threads.executing(f)) for f in between if f.kind == ir.FENCE and f.fence_kind == "proxy_async"
+            ]
             if any(fs is None for _, fs in fences):
                 continue
             # writer threads grouped by the element of the buffer they write
@@ -134,6 +142,7 @@ def _repeats(an: Analysis, lid: int, guards) -> bool:
     """Proved: some launch runs at least two iterations of loop lid (its trip count and the
     uniform conditions of the ops in it hold for iterations 0 and 1)."""
     from .. import solver
+
     loop = an.model.loops.get(lid)
     if loop is None or not loop.uniform:
         return False
@@ -163,8 +172,14 @@ def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
         if not tw:
             continue
         for r in fl.ops:
-            if r.loops != w.loops or not r.guard.exact or r.kind != ir.SMEM_ACCESS or r.buffer is None \
-                    or r.access_mode != "read" or r.buffer.name != w.buffer.name:
+            if (
+                r.loops != w.loops
+                or not r.guard.exact
+                or r.kind != ir.SMEM_ACCESS
+                or r.buffer is None
+                or r.access_mode != "read"
+                or r.buffer.name != w.buffer.name
+            ):
                 continue
             if set(r.guard.uniform) != set(w.guard.uniform):
                 continue
@@ -175,8 +190,11 @@ def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
             between = [o for o in body if o.order > r.order] + [o for o in body if o.order < w.order]
             if any(o.loops != w.loops for o in between if o.kind in (ir.SYNC, ir.FENCE, ir.EXIT) + ORDER_UNKNOWN_KINDS):
                 continue
-            if any(o.kind in ORDER_UNKNOWN_KINDS or o.kind == ir.EXIT or not o.guard.exact for o in between
-                   if o.kind in (ir.SYNC, ir.FENCE, ir.EXIT) + ORDER_UNKNOWN_KINDS):
+            if any(
+                o.kind in ORDER_UNKNOWN_KINDS or o.kind == ir.EXIT or not o.guard.exact
+                for o in between
+                if o.kind in (ir.SYNC, ir.FENCE, ir.EXIT) + ORDER_UNKNOWN_KINDS
+            ):
                 continue
             sync_sets = [(s, an.threads.executing(s)) for s in between if s.kind == ir.SYNC]
             if any(ss is None for _, ss in sync_sets):
@@ -232,6 +250,7 @@ def _fenced(fences, sync_sets, w: int, r: int) -> bool:
 
 
 # ------------------------------------------------------ named barriers ----
+
 
 @dataclass
 class BarrierUse:

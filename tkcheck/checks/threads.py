@@ -5,6 +5,7 @@ that satisfy it is computed exactly by enumeration (at most 1024 threads).
 A guard that also depends on loop counters, runtime values or something the
 front end could not model gives None: unknown, never a guess.
 """
+
 from __future__ import annotations
 
 from ..model import expr as E

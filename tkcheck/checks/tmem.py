@@ -10,6 +10,7 @@ Each query returns plain records; a record is produced only when the fact is pro
 constants and enumerated thread sets. Unknown thread sets, opaque offsets, loops whose structure
 is not recognised, or any synchronisation the analysis does not follow give no record.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from ..model import ir
 from .analysis import Analysis
 
 TMEM_LANES = 128
-TMEM_COLS = 512          # 32-bit columns per CTA (PTX ISA: tensor memory is 128 lanes x 512 columns)
+TMEM_COLS = 512  # 32-bit columns per CTA (PTX ISA: tensor memory is 128 lanes x 512 columns)
 
 _PROTECTIVE_SYNCS = ("block", "named", "cluster", "cluster_wait", "group")
 
@@ -55,8 +56,9 @@ def _allocator(op: ir.Op) -> str | None:
 
 
 def tc_mmas(model: ir.KernelModel):
-    return [o for o in model.ops if o.kind == ir.MMA and o.mma is not None and o.mma.kind_of("acc") == "tmem"
-            and o.operands]
+    return [
+        o for o in model.ops if o.kind == ir.MMA and o.mma is not None and o.mma.kind_of("acc") == "tmem" and o.operands
+    ]
 
 
 def element_lane(model: ir.KernelModel, ref: ir.Ref) -> int | None:
@@ -98,11 +100,12 @@ def element_offset(model: ir.KernelModel, ref: ir.Ref) -> tuple[int, int] | None
 
 # ------------------------------------------------------------ lane quarters ----
 
+
 @dataclass
 class LaneViolation:
     op: ir.Op
     warp: int
-    lanes: tuple[int, int]          # [lo, hi)
+    lanes: tuple[int, int]  # [lo, hi)
     quarter: tuple[int, int]
 
 
@@ -135,7 +138,7 @@ def lane_violations(an: Analysis) -> list[LaneViolation]:
             v = vals.pop()
             if not isinstance(v, int) or isinstance(v, bool):
                 continue
-            i = w % g        # warp within the group (group<N>::warpid())
+            i = w % g  # warp within the group (group<N>::warpid())
             if g == 1:
                 inner = 0
             elif g == 4:
@@ -153,6 +156,7 @@ def lane_violations(an: Analysis) -> list[LaneViolation]:
 
 # ------------------------------------------------------------ allocations ----
 
+
 @dataclass
 class Overcommit:
     tile: ir.TmemTile
@@ -169,16 +173,16 @@ class Overlap:
     j: int
     a: tuple[int, int]
     b: tuple[int, int]
-    use: ir.Op                       # an access selecting the element by a runtime index
+    use: ir.Op  # an access selecting the element by a runtime index
 
 
 @dataclass
 class Lifecycle:
-    kind: str                        # "no_dealloc" | "early_exit" | "over_budget"
+    kind: str  # "no_dealloc" | "early_exit" | "over_budget"
     op: ir.Op
     other: ir.Op | None = None
-    threads: frozenset[int] | None = None   # early_exit: the allocating threads that may return
-    total: int | None = None                # over_budget: the columns asked for at once
+    threads: frozenset[int] | None = None  # early_exit: the allocating threads that may return
+    total: int | None = None  # over_budget: the columns asked for at once
 
 
 def overcommits(an: Analysis) -> list[Overcommit]:
@@ -257,7 +261,7 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
     deallocs = tmem_ops(m, "dealloc")
     for a in allocs:
         if a.tmem is None or a.tmem.managed:
-            continue      # the destructor deallocates on every exit from the scope
+            continue  # the destructor deallocates on every exit from the scope
         name = a.tmem.allocator
         mine = [d for d in deallocs if d.tmem is not None and d.tmem.allocator == name]
         if a.loops:
@@ -287,8 +291,11 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
         if not isinstance(cols, int) or a.loops:
             continue
         name = a.tmem.allocator if a.tmem is not None else None
-        live = [(b, c) for b, c in live
-                if not any(_allocator(d) == _allocator(b) and b.order < d.order < a.order for d in deallocs)]
+        live = [
+            (b, c)
+            for b, c in live
+            if not any(_allocator(d) == _allocator(b) and b.order < d.order < a.order for d in deallocs)
+        ]
         total = cols + sum(c for _, c in live)
         if live and total > TMEM_COLS and all(_allocator(b) != name for b, _ in live):
             ex_a, ex_b = an.threads.executing(a), an.threads.executing(live[0][0])
@@ -300,22 +307,23 @@ def lifecycle(an: Analysis) -> list[Lifecycle]:
 
 # ------------------------------------------------------------ reuse before the drain ----
 
+
 @dataclass
 class DrainIssue:
-    kind: str          # no_token_wait | arrive_before_wait_ld | no_fence_before | no_sync_lanes
+    kind: str  # no_token_wait | arrive_before_wait_ld | no_fence_before | no_sync_lanes
     #                    | no_fence_after_token | no_fence_after_commit | token_count_short
     #                    | token_local_only
-    op: ir.Op          # the site reported
-    other: ir.Op       # the related site (the reader's load, the MMA, the wait)
+    op: ir.Op  # the site reported
+    other: ir.Op  # the related site (the reader's load, the MMA, the wait)
     barrier: str | None = None
-    tile: str | None = None            # the TMEM tile's name
-    mma_threads: frozenset[int] | None = None   # no_token_wait: who runs the MMA
-    readers: frozenset[int] | None = None       # no_token_wait: who reads the tile
-    others: frozenset[int] | None = None        # no_sync_lanes: readers the arrive does not order
-    arrive: ir.Op | None = None        # token_local_only: a local arrive on the token
-    wait: ir.Op | None = None          # token_count_short: the MMA side's wait
-    init: int | None = None            # token_count_short: the token's init count,
-    per_cta: int | None = None         # the readers' arrivals per CTA and in all
+    tile: str | None = None  # the TMEM tile's name
+    mma_threads: frozenset[int] | None = None  # no_token_wait: who runs the MMA
+    readers: frozenset[int] | None = None  # no_token_wait: who reads the tile
+    others: frozenset[int] | None = None  # no_sync_lanes: readers the arrive does not order
+    arrive: ir.Op | None = None  # token_local_only: a local arrive on the token
+    wait: ir.Op | None = None  # token_count_short: the MMA side's wait
+    init: int | None = None  # token_count_short: the token's init count,
+    per_cta: int | None = None  # the readers' arrivals per CTA and in all
     total: int | None = None
 
 
@@ -341,7 +349,7 @@ def _tainted(an: Analysis, readers: frozenset[int]) -> tuple[set[str], bool]:
     names, thread ids of both CTAs merged); unknown issuers taint."""
     m = an.model
     bars: set[str] = set()
-    waits: list[tuple[ir.Op, frozenset[int]]] = []     # tainted waits and their threads
+    waits: list[tuple[ir.Op, frozenset[int]]] = []  # tainted waits and their threads
 
     def after_tainted_wait(o: ir.Op, thr: frozenset[int]) -> bool:
         return any(wt & thr and (w.order < o.order or set(w.loops) & set(o.loops)) for w, wt in waits)
@@ -373,8 +381,9 @@ def _in_loop_body(op: ir.Op, outer: int) -> bool:
 
 
 def _mentions_rank(guard: ir.Guard) -> bool:
-    return any(v.name == "cta_rank" for c in guard.uniform for v in c.free_vars()) or \
-        any(v.name == "cta_rank" for v in guard.thread.free_vars())
+    return any(v.name == "cta_rank" for c in guard.uniform for v in c.free_vars()) or any(
+        v.name == "cta_rank" for v in guard.thread.free_vars()
+    )
 
 
 def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
@@ -394,9 +403,9 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
         init_count = _const(inits[0].count)
         if init_count is None:
             return
-        if all(a.mbar is None or (not a.mbar.remote and a.mbar.cta is None and not a.mbar.multicast)
-               for a in arrs) and any(v.name == "cta_rank" for c in mm.guard.uniform for v in c.free_vars()) \
-                :
+        if all(
+            a.mbar is None or (not a.mbar.remote and a.mbar.cta is None and not a.mbar.multicast) for a in arrs
+        ) and any(v.name == "cta_rank" for c in mm.guard.uniform for v in c.free_vars()):
             # every arrive on the token is local to its CTA, by readers that run in every CTA (no
             # rank condition), while the MMA runs in one CTA only: the peer's readers never reach
             # the token the MMA side waits on
@@ -410,8 +419,15 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
         for a in arrs:
             thr = _arrivers(an, a)
             cnt = _const(a.count)
-            if (not thr or cnt is None or a.mbar is None or not a.mbar.remote or _const(a.mbar.cta) is None
-                    or _mentions_rank(a.guard) or not thr <= readers):
+            if (
+                not thr
+                or cnt is None
+                or a.mbar is None
+                or not a.mbar.remote
+                or _const(a.mbar.cta) is None
+                or _mentions_rank(a.guard)
+                or not thr <= readers
+            ):
                 return
             lp = a.loops[-1] if a.loops else None
             if lp is not None and any(o.loops and o.loops[-1] == lp and o is not a for o in arrs):
@@ -422,8 +438,19 @@ def _pair_count(an, mm, token_waits, direct, readers, out, reported, name):
             key = ("pair_count", b)
             if key not in reported:
                 reported.add(key)
-                out.append(DrainIssue("token_count_short", inits[0], mm, b, tile=name, init=init_count,
-                                      per_cta=per_cta, total=total, wait=w))
+                out.append(
+                    DrainIssue(
+                        "token_count_short",
+                        inits[0],
+                        mm,
+                        b,
+                        tile=name,
+                        init=init_count,
+                        per_cta=per_cta,
+                        total=total,
+                        wait=w,
+                    )
+                )
         return
 
 
@@ -440,8 +467,11 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
     for ld in loads:
         if ld.operands[0].name in by_tile:
             by_tile[ld.operands[0].name][1].append(ld)
-    commit_bars = {o.barrier.name for o in m.ops if o.kind == ir.MBAR_ARRIVE and o.barrier is not None
-                   and o.mbar is not None and o.mbar.tcgen05_commit}
+    commit_bars = {
+        o.barrier.name
+        for o in m.ops
+        if o.kind == ir.MBAR_ARRIVE and o.barrier is not None and o.mbar is not None and o.mbar.tcgen05_commit
+    }
     reported: set = set()
 
     def report(key: tuple, kind: str, *fields, **facts) -> None:
@@ -451,8 +481,11 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
             out.append(DrainIssue(kind, *fields, **facts))
 
     def fences(body, fence_kind: str, lo: int, hi: int, thr) -> list:
-        return [o for o in body if o.kind == ir.FENCE and o.fence_kind == fence_kind
-                and lo < o.order < hi and _may_run(an, o, thr)]
+        return [
+            o
+            for o in body
+            if o.kind == ir.FENCE and o.fence_kind == fence_kind and lo < o.order < hi and _may_run(an, o, thr)
+        ]
 
     for name, (ms, ls) in by_tile.items():
         if not ls:
@@ -473,9 +506,14 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                     direct.add(o.barrier.name)
         token_bars: set[str] = set()
         # barriers the readers wait on before reading (the MMA's completion)
-        read_waits = {o.barrier.name for o in m.ops if o.kind == ir.MBAR_WAIT and o.barrier is not None
-                      and any(o.order < ld.order for ld in ls)
-                      and (an.threads.executing(o) or frozenset()) & readers}
+        read_waits = {
+            o.barrier.name
+            for o in m.ops
+            if o.kind == ir.MBAR_WAIT
+            and o.barrier is not None
+            and any(o.order < ld.order for ld in ls)
+            and (an.threads.executing(o) or frozenset()) & readers
+        }
         for mm in ms:
             mthr = _surely_threads(an, mm)
             if not mthr or not mm.loops or mthr & readers:
@@ -485,17 +523,40 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
             # the loop hands the tile to the readers in every iteration (a commit they wait on, in
             # the loop): only then is it written again after a read; an accumulation loop followed
             # by one commit after it (one tile per CTA) reuses nothing
-            if not any(o.kind == ir.MBAR_ARRIVE and o.mbar is not None and o.mbar.tcgen05_commit and o.barrier is not None
-                       and o.barrier.name in read_waits for o in body):
+            if not any(
+                o.kind == ir.MBAR_ARRIVE
+                and o.mbar is not None
+                and o.mbar.tcgen05_commit
+                and o.barrier is not None
+                and o.barrier.name in read_waits
+                for o in body
+            ):
                 continue
-            token_waits = [o for o in body if o.kind == ir.MBAR_WAIT and o.barrier is not None
-                           and o.barrier.name in tainted and _may_run(an, o, mthr)]
-            syncs = [o for o in body if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)
-                     and o.sync_kind in _PROTECTIVE_SYNCS and _may_run(an, o, mthr)]
+            token_waits = [
+                o
+                for o in body
+                if o.kind == ir.MBAR_WAIT
+                and o.barrier is not None
+                and o.barrier.name in tainted
+                and _may_run(an, o, mthr)
+            ]
+            syncs = [
+                o
+                for o in body
+                if o.kind in (ir.SYNC, ir.NAMED_ARRIVE) and o.sync_kind in _PROTECTIVE_SYNCS and _may_run(an, o, mthr)
+            ]
             token_bars |= {w.barrier.name for w in token_waits}
             if not token_waits and not syncs:
-                report(("no_token_wait", name, outer), "no_token_wait", mm, ls[0], None,
-                       mma_threads=mthr, readers=readers, tile=name)
+                report(
+                    ("no_token_wait", name, outer),
+                    "no_token_wait",
+                    mm,
+                    ls[0],
+                    None,
+                    mma_threads=mthr,
+                    readers=readers,
+                    tile=name,
+                )
                 continue
             if mm.mma is not None and mm.mma.ncta == 2:
                 _pair_count(an, mm, token_waits, direct, readers, out, reported, name)
@@ -503,32 +564,63 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
             if before and not syncs:
                 w = max(before, key=lambda o: o.order)
                 if not fences(body, "tcgen05_after", w.order, mm.order, mthr):
-                    report(("no_fence_after_token", w.location.row, w.location.column), "no_fence_after_token",
-                           w, mm, w.barrier.name, tile=name)
+                    report(
+                        ("no_fence_after_token", w.location.row, w.location.column),
+                        "no_fence_after_token",
+                        w,
+                        mm,
+                        w.barrier.name,
+                        tile=name,
+                    )
         # readers: the token arrive after their loads
         for ld, rthr in zip(ls, reader_sets):
             if not ld.loops:
                 continue
             outer = ld.loops[0]
             body = [o for o in m.ops if _in_loop_body(o, outer)]
-            arrives = [o for o in body if o.kind == ir.MBAR_ARRIVE and o.barrier is not None
-                       and o.barrier.name in token_bars and o.order > ld.order and o.guard.exact]
+            arrives = [
+                o
+                for o in body
+                if o.kind == ir.MBAR_ARRIVE
+                and o.barrier is not None
+                and o.barrier.name in token_bars
+                and o.order > ld.order
+                and o.guard.exact
+            ]
             for a in arrives:
                 athr = _arrivers(an, a)
                 if not athr or not athr & rthr:
                     continue
                 mid = [o for o in body if ld.order < o.order < a.order]
-                wlds = [o for o in mid if o.kind == ir.TMEM_OP and o.tmem is not None and o.tmem.action == "wait_ld"
-                        and _may_run(an, o, athr)]
+                wlds = [
+                    o
+                    for o in mid
+                    if o.kind == ir.TMEM_OP
+                    and o.tmem is not None
+                    and o.tmem.action == "wait_ld"
+                    and _may_run(an, o, athr)
+                ]
                 if not wlds:
-                    report(("arrive_before_wait_ld", a.location.row, a.location.column), "arrive_before_wait_ld",
-                           a, ld, a.barrier.name, tile=name)
+                    report(
+                        ("arrive_before_wait_ld", a.location.row, a.location.column),
+                        "arrive_before_wait_ld",
+                        a,
+                        ld,
+                        a.barrier.name,
+                        tile=name,
+                    )
                     continue
                 wl = max(wlds, key=lambda o: o.order)
                 before_fences = fences(mid, "tcgen05_before", wl.order, a.order, athr)
                 if not before_fences:
-                    report(("no_fence_before", a.location.row, a.location.column), "no_fence_before",
-                           a, wl, a.barrier.name, tile=name)
+                    report(
+                        ("no_fence_before", a.location.row, a.location.column),
+                        "no_fence_before",
+                        a,
+                        wl,
+                        a.barrier.name,
+                        tile=name,
+                    )
                     continue
                 # the other lanes of the reading warps: their loads must be ordered before the
                 # single arriving lane by a sync after their fence
@@ -537,35 +629,55 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
                     f = min(before_fences, key=lambda o: o.order)
                     syncs = [o for o in mid if o.kind in (ir.SYNC, ir.NAMED_ARRIVE) and o.order > f.order]
                     if not syncs:
-                        report(("no_sync_lanes", a.location.row, a.location.column), "no_sync_lanes",
-                               a, ld, a.barrier.name, tile=name, others=others)
+                        report(
+                            ("no_sync_lanes", a.location.row, a.location.column),
+                            "no_sync_lanes",
+                            a,
+                            ld,
+                            a.barrier.name,
+                            tile=name,
+                            others=others,
+                        )
         # readers: wait on the commit barrier, then fence::after_thread_sync, then tcgen05.ld
         for ld, rthr in zip(ls, reader_sets):
             if not ld.loops:
                 continue
             outer = ld.loops[0]
             body = [o for o in m.ops if _in_loop_body(o, outer)]
-            waits = [o for o in body if o.kind == ir.MBAR_WAIT and o.barrier is not None
-                     and o.barrier.name in commit_bars and o.order < ld.order and o.guard.exact
-                     and (an.threads.executing(o) or frozenset()) >= rthr]
+            waits = [
+                o
+                for o in body
+                if o.kind == ir.MBAR_WAIT
+                and o.barrier is not None
+                and o.barrier.name in commit_bars
+                and o.order < ld.order
+                and o.guard.exact
+                and (an.threads.executing(o) or frozenset()) >= rthr
+            ]
             if not waits:
                 continue
             w = max(waits, key=lambda o: o.order)
             if not fences(body, "tcgen05_after", w.order, ld.order, rthr):
-                report(("no_fence_after_commit", w.location.row, w.location.column), "no_fence_after_commit",
-                       w, ld, w.barrier.name, tile=name)
+                report(
+                    ("no_fence_after_commit", w.location.row, w.location.column),
+                    "no_fence_after_commit",
+                    w,
+                    ld,
+                    w.barrier.name,
+                    tile=name,
+                )
     return out
 
 
 @dataclass
 class Clobber:
-    acc: ir.TmemTile                 # the accumulator whose value is carried across iterations
-    other: ir.TmemTile               # a tile of the same allocation written in between
+    acc: ir.TmemTile  # the accumulator whose value is carried across iterations
+    other: ir.TmemTile  # a tile of the same allocation written in between
     acc_cols: tuple[int, int]
     other_cols: tuple[int, int]
-    accumulate: ir.Op                # the accumulating MMA (reads the value)
-    write: ir.Op                     # the write into the other tile, in every iteration
-    iterations: tuple[int, int]      # two iterations in which the MMA accumulates
+    accumulate: ir.Op  # the accumulating MMA (reads the value)
+    write: ir.Op  # the write into the other tile, in every iteration
+    iterations: tuple[int, int]  # two iterations in which the MMA accumulates
 
 
 def _box(tile: ir.TmemTile) -> tuple[int, int, int, int] | None:
@@ -587,10 +699,15 @@ def clobbers(an: Analysis) -> list[Clobber]:
     that merely alias (P written over S after S was read, FA4 style) are not accumulators and
     are left alone."""
     from .. import solver
+
     m = an.model
     out: list[Clobber] = []
-    writes = [o for o in m.ops if (o.kind == ir.MMA and o.mma is not None and o.mma.family == "tcgen05")
-              or (o.kind == ir.TMEM_OP and o.tmem is not None and o.tmem.action == "store")]
+    writes = [
+        o
+        for o in m.ops
+        if (o.kind == ir.MMA and o.mma is not None and o.mma.family == "tcgen05")
+        or (o.kind == ir.TMEM_OP and o.tmem is not None and o.tmem.action == "store")
+    ]
     tiles = [t for t in m.tmem_tiles.values() if _box(t) is not None]
     for a in tiles:
         for b in tiles:
@@ -611,10 +728,12 @@ def clobbers(an: Analysis) -> list[Clobber]:
                 if any(c.is_opaque() for c in conds) or acc.guard.thread.depends_on(E.LOOP):
                     continue
                 k2 = E.Var(k.name + "@2", E.LOOP)
-                both = [E.binop(">=", k, E.Const(0)), E.binop(">", k2, k)] + conds + \
-                    [E.substitute(c, {k.name: k2}) for c in conds]
-                if any(v.kind == E.LOOP and v.name not in (k.name, k2.name)
-                       for c in both for v in c.free_vars()):
+                both = (
+                    [E.binop(">=", k, E.Const(0)), E.binop(">", k2, k)]
+                    + conds
+                    + [E.substitute(c, {k.name: k2}) for c in conds]
+                )
+                if any(v.kind == E.LOOP and v.name not in (k.name, k2.name) for c in both for v in c.free_vars()):
                     continue
                 wit = solver.witness(E.Const(True), an.solver_timeout_ms, assume=tuple(both))
                 if not wit or k.name not in wit or k2.name not in wit:
@@ -623,11 +742,12 @@ def clobbers(an: Analysis) -> list[Clobber]:
                     if not w.operands or w.operands[0].name != b.name or loop.id not in w.loops:
                         continue
                     if any(c.depends_on(E.LOOP) or c.is_opaque() for c in w.guard.uniform):
-                        continue          # not in every iteration
+                        continue  # not in every iteration
                     if not w.guard.exact and w.kind == ir.MMA:
                         continue
-                    out.append(Clobber(a, b, (ca, ca + pa), (cb, cb + pb), acc, w,
-                                       (int(wit[k.name]), int(wit[k2.name]))))
+                    out.append(
+                        Clobber(a, b, (ca, ca + pa), (cb, cb + pb), acc, w, (int(wit[k.name]), int(wit[k2.name])))
+                    )
                     break
                 else:
                     continue
@@ -636,6 +756,12 @@ def clobbers(an: Analysis) -> list[Clobber]:
 
 
 def facts(an: Analysis, name: str):
-    fn = {"lanes": lane_violations, "overcommit": overcommits, "overlap": overlaps, "clobber": clobbers,
-          "lifecycle": lifecycle, "drain": drain_issues}[name]
+    fn = {
+        "lanes": lane_violations,
+        "overcommit": overcommits,
+        "overlap": overlaps,
+        "clobber": clobbers,
+        "lifecycle": lifecycle,
+        "drain": drain_issues,
+    }[name]
     return an.fact(f"tmem.{name}", fn)

@@ -1,7 +1,8 @@
 """`tkcheck confirm` and `tkcheck triage` (click commands; cli.py registers them).
 
-    register(group)   adds both commands to the `tkcheck` group
+register(group)   adds both commands to the `tkcheck` group
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,11 @@ def _fail(msg: str):
 
 
 def _tk_root(value: str | None, config) -> str | None:
-    v = value or (str(config.tk_include) if config is not None and config.tk_include else None) \
+    v = (
+        value
+        or (str(config.tk_include) if config is not None and config.tk_include else None)
         or os.environ.get("TKCHECK_TK_INCLUDE")
+    )
     if not v:
         return None
     p = Path(v)
@@ -33,7 +37,7 @@ def _tk_root(value: str | None, config) -> str | None:
         p = p.parent
     if not (p / "include").is_dir():
         _fail(f"--tk-include {v}: not a ThunderKittens checkout (no include/ folder)")
-    return str(p.resolve())     # builds run in the temporary tree: a relative path would not resolve there
+    return str(p.resolve())  # builds run in the temporary tree: a relative path would not resolve there
 
 
 def _check(path: str, tk_root: str | None, select: tuple[str, ...], config):
@@ -41,6 +45,7 @@ def _check(path: str, tk_root: str | None, select: tuple[str, ...], config):
     from ..frontend.parse import ParseOptions
     from ..engine import CheckOptions
     from .. import registry
+
     codes = {r.code for r in registry.all_rules()}
     if select:
         wanted = {c.strip().upper() for s in select for c in s.split(",") if c.strip()}
@@ -51,10 +56,15 @@ def _check(path: str, tk_root: str | None, select: tuple[str, ...], config):
     if config is not None:
         # the config's selection applies as it does for `tkcheck check` (--select replaces its select)
         from ..selection import RuleSelector
+
         try:
-            sel = RuleSelector(select=config.select if not select else tuple(sorted(codes)), ignore=config.ignore,
-                               extend_select=config.extend_select if not select else (),
-                               per_file_ignores=config.per_file_ignores, root=config.root or Path.cwd())
+            sel = RuleSelector(
+                select=config.select if not select else tuple(sorted(codes)),
+                ignore=config.ignore,
+                extend_select=config.extend_select if not select else (),
+                per_file_ignores=config.per_file_ignores,
+                root=config.root or Path.cwd(),
+            )
         except ValueError as e:
             _fail(str(e))
         codes &= set(sel.enabled_codes(os.path.abspath(path)))
@@ -84,6 +94,7 @@ def _source_arch(res, config) -> str:
 def _config(path: str, config_file: str | None):
     from ..config import ConfigError, load_config
     from dataclasses import replace
+
     try:
         config = load_config(Path(path).parent, config_file=Path(config_file) if config_file else None)
     except ConfigError as e:
@@ -95,16 +106,18 @@ def _config(path: str, config_file: str | None):
 def _render(findings, fmt: str, sources, notes=None, files: int = 1) -> str:
     from .. import registry
     from ..render import render
+
     return render(findings, fmt, rules=registry.by_code(), sources=sources, files_checked=files, notes=notes)
 
 
-EXIT_CONFIRMED = 1       # at least one finding CONFIRMED
-EXIT_USAGE = 2           # bad input or usage
-EXIT_NOT_RUN = 3         # confirm could not run at all (no GPU, no nvcc, no build, no program to run)
+EXIT_CONFIRMED = 1  # at least one finding CONFIRMED
+EXIT_USAGE = 2  # bad input or usage
+EXIT_NOT_RUN = 3  # confirm could not run at all (no GPU, no nvcc, no build, no program to run)
 
 
 def _visible_id(index: int) -> str:
     from .device import visible_id
+
     return visible_id(index)
 
 
@@ -131,25 +144,62 @@ def _gpu_slots(info, jobs: int, gpus: str | None) -> list[int | None]:
 @click.option("--select", multiple=True, metavar="CODES", help="Confirm only these rule codes (prefixes allowed).")
 @click.option("--tk-include", metavar="DIR", help="ThunderKittens checkout (include/ and prototype/) to build with.")
 @click.option("--timeout", type=float, default=None, help="Seconds per run (default: config or 20).")
-@click.option("--tool", "tools", multiple=True, type=click.Choice(("racecheck", "synccheck", "memcheck", "initcheck")),
-              help="compute-sanitizer tools to run (default: the tools that fit the findings' contracts: "
-                   "racecheck/synccheck for scope and deadlock, racecheck for accumulator, racecheck/memcheck "
-                   "for completion, memcheck for layout).")
+@click.option(
+    "--tool",
+    "tools",
+    multiple=True,
+    type=click.Choice(("racecheck", "synccheck", "memcheck", "initcheck")),
+    help="compute-sanitizer tools to run (default: the tools that fit the findings' contracts: "
+    "racecheck/synccheck for scope and deadlock, racecheck for accumulator, racecheck/memcheck "
+    "for completion, memcheck for layout).",
+)
 @click.option("--no-sanitizer", is_flag=True, help="Run no compute-sanitizer tool.")
-@click.option("--sanitizer-timeout", type=float, default=None,
-              help="Seconds per compute-sanitizer run (default: 60, or 3 x --timeout when longer).")
-@click.option("--keep", metavar="DIR", help="Keep the builds, logs and evidence in DIR (default: a temporary "
-                                           "folder, removed); with several files, one folder per file inside.")
-@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True,
-              help="Files confirmed at once; each worker runs on one GPU (CUDA_VISIBLE_DEVICES), round robin.")
+@click.option(
+    "--sanitizer-timeout",
+    type=float,
+    default=None,
+    help="Seconds per compute-sanitizer run (default: 60, or 3 x --timeout when longer).",
+)
+@click.option(
+    "--keep",
+    metavar="DIR",
+    help="Keep the builds, logs and evidence in DIR (default: a temporary "
+    "folder, removed); with several files, one folder per file inside.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Files confirmed at once; each worker runs on one GPU (CUDA_VISIBLE_DEVICES), round robin.",
+)
 @click.option("--gpus", metavar="LIST", help="GPU indices to spread the workers over (default: every GPU found).")
-@click.option("--gpu-slots", type=click.IntRange(0, 64), default=2, show_default=True,
-              help="Programs run at once on one GPU (and as many compute-sanitizer runs), over all workers and "
-                   "confirm processes of this machine: time-sliced programs slow each other down; 0: no limit.")
+@click.option(
+    "--gpu-slots",
+    type=click.IntRange(0, 64),
+    default=2,
+    show_default=True,
+    help="Programs run at once on one GPU (and as many compute-sanitizer runs), over all workers and "
+    "confirm processes of this machine: time-sliced programs slow each other down; 0: no limit.",
+)
 @click.option("--config", "config_file", metavar="FILE", help="pyproject.toml / tkcheck.toml to read.")
 @click.option("--output-format", "fmt", type=click.Choice(_FORMATS), default="full", show_default=True)
-def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, sanitizer_timeout, keep, jobs, gpus,
-                    gpu_slots, config_file, fmt):
+def confirm_command(
+    paths,
+    select,
+    tk_include,
+    timeout,
+    tools,
+    no_sanitizer,
+    sanitizer_timeout,
+    keep,
+    jobs,
+    gpus,
+    gpu_slots,
+    config_file,
+    fmt,
+):
     """Prove findings on a GPU: run PATHS plain, instrumented copies of them (watchdog on every
     wait, stage poisoning, NaN rows, a phase log; a widened copy per race finding, a repaired copy
     per layout finding) and compute-sanitizer, then label each finding CONFIRMED (with the
@@ -162,6 +212,7 @@ def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, san
     from concurrent.futures import ThreadPoolExecutor
 
     from .device import probe
+
     for p in paths:
         if not Path(p).is_file():
             _fail(f"{p}: no such file")
@@ -170,6 +221,7 @@ def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, san
     if sanitizer_timeout is not None and sanitizer_timeout <= 0:
         _fail("--sanitizer-timeout must be positive")
     from .procs import install_signal_handlers
+
     install_signal_handlers()
     # the static checks first, one after the other (the solver is not shared between threads)
     work = []
@@ -181,7 +233,7 @@ def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, san
         work.append((p, config, tk_root, res, findings))
     info = probe() if any(w[4] for w in work) else None
     slots: "queue.Queue[int | None]" = queue.Queue()
-    for g in (_gpu_slots(info, jobs, gpus) if info is not None else [None] * jobs):
+    for g in _gpu_slots(info, jobs, gpus) if info is not None else [None] * jobs:
         slots.put(g)
 
     def one(k, item):
@@ -195,13 +247,24 @@ def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, san
         gpu = slots.get()
         try:
             return runner.confirm_file(
-                p, res.source, findings, confirm_cfg=config.confirm if config else None, tk_root=tk_root,
+                p,
+                res.source,
+                findings,
+                confirm_cfg=config.confirm if config else None,
+                tk_root=tk_root,
                 include_dirs=tuple(str(d) for d in (config.include_dirs if config is not None else ())),
-                timeout=timeout, tools=chosen, keep=where, device=info, gpu=gpu,
-                sanitizer_timeout=sanitizer_timeout, gpu_slots=gpu_slots,
-                source_arch=_source_arch(res, config))
+                timeout=timeout,
+                tools=chosen,
+                keep=where,
+                device=info,
+                gpu=gpu,
+                sanitizer_timeout=sanitizer_timeout,
+                gpu_slots=gpu_slots,
+                source_arch=_source_arch(res, config),
+            )
         finally:
             slots.put(gpu)
+
     try:
         if jobs > 1 and len(work) > 1:
             with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -242,8 +305,12 @@ def confirm_command(paths, select, tk_include, timeout, tools, no_sanitizer, san
 @click.command("triage")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--symptom", required=True, type=click.Choice(T.SYMPTOMS), help="What the run showed.")
-@click.option("--evidence", "evidence", metavar="FILE",
-              help="A compute-sanitizer XML (--xml --save) or a hung run's log (TKCHECK_WATCHDOG lines).")
+@click.option(
+    "--evidence",
+    "evidence",
+    metavar="FILE",
+    help="A compute-sanitizer XML (--xml --save) or a hung run's log (TKCHECK_WATCHDOG lines).",
+)
 @click.option("--tk-include", metavar="DIR", help="ThunderKittens checkout to parse against.")
 @click.option("--config", "config_file", metavar="FILE", help="pyproject.toml / tkcheck.toml to read.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ranking as JSON.")

@@ -7,6 +7,7 @@ never imports this module.
 
 The toolkit version is the `nvcc --version` release of the nvcc that builds the copies.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,16 +20,16 @@ from dataclasses import dataclass, field
 class Gpu:
     index: int
     name: str
-    arch: str               # "sm_90"
+    arch: str  # "sm_90"
 
 
 @dataclass
 class DeviceInfo:
     gpus: list[Gpu] = field(default_factory=list)
-    driver: str | None = None        # "580.159.03" (nvidia-smi) or "CUDA 13.0" (the driver API's version)
-    toolkit: str | None = None       # "nvcc 13.0"
-    via: str = ""                    # "cuda-python" | "nvidia-smi" | ""
-    error: str | None = None         # why nothing was found
+    driver: str | None = None  # "580.159.03" (nvidia-smi) or "CUDA 13.0" (the driver API's version)
+    toolkit: str | None = None  # "nvcc 13.0"
+    via: str = ""  # "cuda-python" | "nvidia-smi" | ""
+    error: str | None = None  # why nothing was found
 
     @property
     def arch(self) -> str | None:
@@ -49,14 +50,20 @@ class DeviceInfo:
         return ", ".join(parts)
 
     def to_json(self) -> dict:
-        return {"gpus": [g.__dict__ for g in self.gpus], "driver": self.driver, "toolkit": self.toolkit,
-                "via": self.via, "error": self.error}
+        return {
+            "gpus": [g.__dict__ for g in self.gpus],
+            "driver": self.driver,
+            "toolkit": self.toolkit,
+            "via": self.via,
+            "error": self.error,
+        }
 
 
 def visible_id(index: int) -> str:
     """The CUDA_VISIBLE_DEVICES value for GPU `index` as this process sees it (its own
     CUDA_VISIBLE_DEVICES, when set, renumbers the devices the probe reports)."""
     import os
+
     parent = [x.strip() for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
     return parent[index] if 0 <= index < len(parent) else str(index)
 
@@ -65,11 +72,13 @@ def _driver_module():
     """cuda-python's driver bindings (module names of cuda-python >= 12.6 and of older releases)."""
     try:
         from cuda.bindings import driver  # type: ignore[import-not-found]
+
         return driver
     except ImportError:
         pass
     try:
         from cuda import cuda as driver  # type: ignore[import-not-found]
+
         return driver
     except ImportError:
         return None
@@ -112,8 +121,12 @@ def _nvidia_smi() -> DeviceInfo:
         info.error = "no GPU here (no CUDA driver: cuda-python is not installed and nvidia-smi was not found)"
         return info
     try:
-        out = subprocess.run([exe, "--query-gpu=index,name,compute_cap,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [exe, "--query-gpu=index,name,compute_cap,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         info.error = f"nvidia-smi: {e}"
         return info
@@ -133,8 +146,9 @@ def _smi_driver() -> str | None:
     if not exe:
         return None
     try:
-        out = subprocess.run([exe, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=30)
+        out = subprocess.run(
+            [exe, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     v = (out.stdout or "").strip().splitlines()

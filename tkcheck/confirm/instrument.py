@@ -39,6 +39,7 @@ The rewriting is lexical over the user's code (comments and strings skipped);
 every call is an expression statement in TK code, so each edit is a comma
 expression in place of the call, on the call's own line.
 """
+
 from __future__ import annotations
 
 import re
@@ -54,9 +55,9 @@ RECORD_RE = re.compile(r"TKCHECK_(WATCHDOG|POISON|NAN|PHASE|WATCHDOG_LATE|ORDER)
 
 @dataclass
 class Call:
-    start: int              # offset of the callee's first character (qualifier included)
-    end: int                # offset after the closing parenthesis
-    callee: str             # as spelled, qualifier included
+    start: int  # offset of the callee's first character (qualifier included)
+    end: int  # offset after the closing parenthesis
+    callee: str  # as spelled, qualifier included
     args: list[str]
     row: int
 
@@ -64,10 +65,10 @@ class Call:
 @dataclass
 class Site:
     id: int
-    kind: str               # wait | arrive | expect | store | twait (template wait)
+    kind: str  # wait | arrive | expect | store | twait (template wait)
     file: str
     line: int
-    barrier: str            # as spelled
+    barrier: str  # as spelled
     detail: str = ""
 
     def describe(self) -> str:
@@ -77,15 +78,16 @@ class Site:
 @dataclass
 class Plan:
     """What to put in. Everything on by default; `for_findings` narrows it."""
+
     watchdog: bool = True
     phase_log: bool = True
     poison: bool = True
     nan_rows: bool = True
     watchdog_ms: int = 2000
     grace_ms: int = 300
-    widening: Widening | None = None     # race-widening delays / poison at release
-    init_probe: bool = False    # use before init: report waits that start before the (delayed) first init
-    init_probe_rows: tuple[int, ...] = ()   # ... at the waits on these lines of the user's file
+    widening: Widening | None = None  # race-widening delays / poison at release
+    init_probe: bool = False  # use before init: report waits that start before the (delayed) first init
+    init_probe_rows: tuple[int, ...] = ()  # ... at the waits on these lines of the user's file
 
 
 PRELUDE_NAME = "tkcheck_prelude.cuh"
@@ -93,11 +95,11 @@ PRELUDE_NAME = "tkcheck_prelude.cuh"
 
 @dataclass
 class Instrumented:
-    text: str                   # the copy of the user's file; its first line includes PRELUDE_NAME
+    text: str  # the copy of the user's file; its first line includes PRELUDE_NAME
     sites: list[Site] = field(default_factory=list)
-    poisoned: dict[str, list[str]] = field(default_factory=dict)   # barrier base -> buffers
+    poisoned: dict[str, list[str]] = field(default_factory=dict)  # barrier base -> buffers
     notes: list[str] = field(default_factory=list)
-    prelude: str = ""           # the text of PRELUDE_NAME (the device helpers and the site table)
+    prelude: str = ""  # the text of PRELUDE_NAME (the device helpers and the site table)
 
     def write(self, folder: Path, name: str) -> Path:
         """Write the copy as `folder/name` and its prelude beside it; returns the copy's path."""
@@ -113,6 +115,7 @@ class Instrumented:
 
 
 # ------------------------------------------------------------------ lexing
+
 
 def _code_mask(text: str) -> list[bool]:
     """True for characters that are code (not comment, string, char literal, preprocessor line)."""
@@ -206,7 +209,8 @@ def _split_args(text: str, open_paren: int) -> tuple[list[str], int] | None:
 _SYNC_RE = re.compile(r"(?<![\w.>])(__syncthreads|(?:warpgroup|group\s*<\s*(\d+)\s*>)\s*::\s*sync)\s*\(")
 _CALL_RE = re.compile(
     r"(?<![\w.>])((?:(?:kittens|tma|warpgroup|warp|group<\s*\d+\s*>)\s*::\s*)*)"
-    r"(wait|arrive|expect_bytes|expect|load_async|store_async)\s*\(")
+    r"(wait|arrive|expect_bytes|expect|load_async|store_async)\s*\("
+)
 
 
 def find_calls(text: str) -> list[Call]:
@@ -227,7 +231,7 @@ def find_calls(text: str) -> list[Call]:
             continue
         args, end = sp
         # a declaration or definition (`void wait(semaphore& s, int p) {`) is not a call
-        before = text[max(0, m.start() - 40):m.start()]
+        before = text[max(0, m.start() - 40) : m.start()]
         if re.search(r"(void|inline|static|auto)\s*$", before):
             continue
         out.append(Call(m.start(), end, qual + name, args, text.count("\n", 0, m.start()) + 1))
@@ -248,7 +252,7 @@ def find_register_stores(text: str) -> list[Call]:
         sp = _split_args(text, m.end() - 1)
         if sp is None or len(sp[0]) < 2:
             continue
-        before = text[max(0, m.start() - 40):m.start()]
+        before = text[max(0, m.start() - 40) : m.start()]
         if re.search(r"(void|inline|static|auto)\s*$", before):
             continue
         out.append(Call(m.start(), sp[1], m.group(0).rstrip("( "), sp[0], text.count("\n", 0, m.start()) + 1))
@@ -537,19 +541,31 @@ template <class T> static __device__ __forceinline__ void tkcheck_nan_regs(const
 def _prelude(plan: Plan, sites: list[Site]) -> str:
     by_id = {s.id: s for s in sites}
     n = max(by_id, default=-1) + 1
-    descs = ", ".join(_c_str(f"{by_id[i].file}:{by_id[i].line} barrier={by_id[i].barrier}") if i in by_id
-                      else '""' for i in range(n)) or '""'
+    descs = (
+        ", ".join(
+            _c_str(f"{by_id[i].file}:{by_id[i].line} barrier={by_id[i].barrier}") if i in by_id else '""'
+            for i in range(n)
+        )
+        or '""'
+    )
     probe = ""
     if plan.init_probe:
         user = next((s.file for s in sites if s.id < TEMPLATE_FIRST_ID), None)
-        marks = ", ".join("1" if i in by_id and by_id[i].kind == "wait" and by_id[i].file == user
-                          and by_id[i].line in plan.init_probe_rows else "0" for i in range(max(n, 1)))
-        probe = ("#define TKCHECK_INIT_PROBE 1\n"
-                 f"__device__ const unsigned char tkcheck_probe_site[] = {{ {marks} }};\n")
-    return ("#pragma once\n" + probe + PRELUDE % {"wd_ms": plan.watchdog_ms, "grace_ms": plan.grace_ms, "sites": descs})
+        marks = ", ".join(
+            "1"
+            if i in by_id
+            and by_id[i].kind == "wait"
+            and by_id[i].file == user
+            and by_id[i].line in plan.init_probe_rows
+            else "0"
+            for i in range(max(n, 1))
+        )
+        probe = f"#define TKCHECK_INIT_PROBE 1\n__device__ const unsigned char tkcheck_probe_site[] = {{ {marks} }};\n"
+    return "#pragma once\n" + probe + PRELUDE % {"wd_ms": plan.watchdog_ms, "grace_ms": plan.grace_ms, "sites": descs}
 
 
 # ------------------------------------------------------------------ rewriting
+
 
 def _subst_index(buf: str, load_index: str | None, index: str | None) -> str | None:
     """The buffer a load writes, with the load's stage variable replaced by `index`."""
@@ -580,8 +596,9 @@ def _loads_by_barrier(calls: list[Call]) -> dict[str, list[tuple[str, str | None
     return out
 
 
-def instrument(text: str, filename: str, plan: Plan | None = None,
-               template_sites: list[Site] | None = None) -> Instrumented:
+def instrument(
+    text: str, filename: str, plan: Plan | None = None, template_sites: list[Site] | None = None
+) -> Instrumented:
     """The instrumented copy of `text` (the user's file named `filename`)."""
     plan = plan or Plan()
     name = Path(filename).name
@@ -702,8 +719,9 @@ def _widening_edits(text: str, w: Widening, notes: list[str]) -> list[tuple[int,
         if col >= len(ln) or not mask[at]:
             notes.append(f"line {d.line}: no statement to delay; not widened")
             continue
-        prev = next((lines[r].split("//")[0].rstrip() for r in range(d.line - 2, -1, -1)
-                     if lines[r].split("//")[0].strip()), "")
+        prev = next(
+            (lines[r].split("//")[0].rstrip() for r in range(d.line - 2, -1, -1) if lines[r].split("//")[0].strip()), ""
+        )
         if prev.endswith(")") or re.search(r"\b(else|do)$", prev):
             notes.append(f"line {d.line}: the statement is a body without braces; not widened")
             continue
@@ -722,8 +740,11 @@ def _widening_edits(text: str, w: Widening, notes: list[str]) -> list[tuple[int,
         base = offs[p.line - 1]
         ln = lines[p.line - 1]
         m = None
-        for m0 in re.finditer(rf"(?<![\w.>])((?:[A-Za-z_]\w*\s*(?:<[^<>()]*>)?\s*::\s*)*)(\w*{re.escape(p.anchor)}\w*)"
-                              rf"\s*(?:<[^<>()]*>)?\s*\(", ln):
+        for m0 in re.finditer(
+            rf"(?<![\w.>])((?:[A-Za-z_]\w*\s*(?:<[^<>()]*>)?\s*::\s*)*)(\w*{re.escape(p.anchor)}\w*)"
+            rf"\s*(?:<[^<>()]*>)?\s*\(",
+            ln,
+        ):
             if mask[base + m0.start()]:
                 m = m0
                 break
@@ -755,8 +776,11 @@ def template_wait_sites(text: str, filename: str, first_id: int) -> tuple[str, l
     for c in sorted(calls, key=lambda c: c.start, reverse=True):
         s = by_start[c.start]
         _, idx = _base_index(c.args[0])
-        out = out[:c.start] + (f"::tkcheck_wd_wait(&({c.args[0]}), (int)({c.args[1]}), {s.id}, "
-                               f"{_stage_expr(idx)})") + out[c.end:]
+        out = (
+            out[: c.start]
+            + (f"::tkcheck_wd_wait(&({c.args[0]}), (int)({c.args[1]}), {s.id}, {_stage_expr(idx)})")
+            + out[c.end :]
+        )
     return out, sites_out
 
 
@@ -766,6 +790,7 @@ TEMPLATE_FILES = ("lcf/lcf.cuh", "lcsf/lcsf.cuh")
 def instrument_template_dir(src: Path, dst: Path, first_id: int) -> list[Site]:
     """Copy TK's prototype folder `src` to `dst` (a temporary tree) with its template waits watched."""
     import shutil
+
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(src, dst)
@@ -787,15 +812,18 @@ def uses_template(text: str) -> bool:
     """Does the kernel use TK's prototype templates (whose waits live in TK's headers)?"""
     mask = _code_mask(text)
     code = "".join(c if m else " " for c, m in zip(text, mask))
-    return bool(re.search(r"#\s*include\s*[<\"]prototype\.cuh|\bprototype\s*::|\blc[fs]\w*\s*::", text)
-                or re.search(r"\bprototype\s*::", code))
+    return bool(
+        re.search(r"#\s*include\s*[<\"]prototype\.cuh|\bprototype\s*::|\blc[fs]\w*\s*::", text)
+        or re.search(r"\bprototype\s*::", code)
+    )
 
 
 # ------------------------------------------------------------------ records
 
+
 @dataclass
 class Record:
-    kind: str                 # WATCHDOG | POISON | NAN | PHASE | WATCHDOG_LATE | ORDER
+    kind: str  # WATCHDOG | POISON | NAN | PHASE | WATCHDOG_LATE | ORDER
     fields: dict[str, str]
     file: str | None
     line: int | None
@@ -822,6 +850,7 @@ def parse_records(log: str) -> list[Record]:
         rest = m.group(2)
         loc = _LOC_RE.search(" " + rest)
         fields = dict(_FIELD_RE.findall(rest))
-        out.append(Record(m.group(1), fields, loc.group(1) if loc else None,
-                          int(loc.group(2)) if loc else None, line.strip()))
+        out.append(
+            Record(m.group(1), fields, loc.group(1) if loc else None, int(loc.group(2)) if loc else None, line.strip())
+        )
     return out

@@ -16,6 +16,7 @@
 
 Everything else passes. Patterns are Python regular expressions, matched per line, case-insensitive.
 """
+
 from __future__ import annotations
 
 import re
@@ -35,7 +36,9 @@ _CUDA_ERROR = re.compile(
     r"|misaligned address|illegal instruction|device-side assert|invalid program counter"
     r"|warp (?:out-of-range|misaligned) address|invalid address space|hardware stack error"
     r"|uncorrectable ECC|launch timed out|operation not supported on global/shared address space"
-    r"|\bcuda(?:\s+runtime)?\s+(?:error|failure)\b|\bcuda call failed\b", re.I)
+    r"|\bcuda(?:\s+runtime)?\s+(?:error|failure)\b|\bcuda call failed\b",
+    re.I,
+)
 _NO_ERROR = re.compile(r"\bno (?:cuda )?errors?\b|cudaSuccess|CUDA_SUCCESS|\b0 (?:cuda )?errors?\b", re.I)
 
 DEFAULT_FAIL = (
@@ -67,8 +70,8 @@ def _compile(pats: Iterable[str], where: str) -> tuple[re.Pattern[str], ...]:
 
 @dataclass(frozen=True)
 class Patterns:
-    fail: tuple[str, ...] = ()          # the user's, on top of DEFAULT_FAIL
-    passing: tuple[str, ...] = ()       # when given, a run passes only if one matches
+    fail: tuple[str, ...] = ()  # the user's, on top of DEFAULT_FAIL
+    passing: tuple[str, ...] = ()  # when given, a run passes only if one matches
     _cf: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
     _cp: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
 
@@ -107,9 +110,9 @@ DEFAULT = Patterns()
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str             # pass | fail | crash | hang | not run
-    why: str                # "exit 1", "killed by SIGABRT", "CUDA error: unspecified launch failure", ...
-    line: str = ""          # the output line that shows it
+    status: str  # pass | fail | crash | hang | not run
+    why: str  # "exit 1", "killed by SIGABRT", "CUDA error: unspecified launch failure", ...
+    line: str = ""  # the output line that shows it
 
     @property
     def failed(self) -> bool:
@@ -153,8 +156,9 @@ def _signame(n: int) -> str:
         return f"signal {n}"
 
 
-def classify(rc: int | None, log: str, timed_out: bool = False, patterns: Patterns | None = None,
-             shell: bool = False) -> Outcome:
+def classify(
+    rc: int | None, log: str, timed_out: bool = False, patterns: Patterns | None = None, shell: bool = False
+) -> Outcome:
     patterns = patterns or DEFAULT
     if rc is None and not timed_out:
         return Outcome(NOT_RUN, "not run")

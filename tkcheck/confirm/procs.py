@@ -14,6 +14,7 @@ that session:
 A descendant that leaves the session on purpose (setsid, a daemon) is out of reach; the returned
 `Proc.left_behind` counts the processes that had to be killed after the leader was gone.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-GRACE_S = 5.0          # after SIGINT, before SIGKILL
-REAP_S = 10.0          # how long to wait for killed processes to go
+GRACE_S = 5.0  # after SIGINT, before SIGKILL
+REAP_S = 10.0  # how long to wait for killed processes to go
 
-_ACTIVE: set[int] = set()   # sessions started and not yet ended (ended by end_all on SIGTERM)
+_ACTIVE: set[int] = set()  # sessions started and not yet ended (ended by end_all on SIGTERM)
 _LOCK = threading.Lock()
 
 
@@ -46,6 +47,7 @@ def gpu_slot(key: str, slots: int) -> Iterator[None]:
         yield
         return
     import fcntl
+
     d = Path(tempfile.gettempdir()) / "tkcheck-gpu-slots"
     d.mkdir(exist_ok=True)
     safe = "".join(c if c.isalnum() else "_" for c in key)
@@ -75,24 +77,26 @@ def end_all() -> int:
 
 def install_signal_handlers() -> None:
     """On SIGTERM / SIGHUP the programs confirm started go with it (the main thread only)."""
+
     def handler(signum: int, frame: FrameType | None) -> None:
         end_all()
         raise SystemExit(128 + signum)
+
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
             signal.signal(sig, handler)
-        except (ValueError, OSError):   # not the main thread, or not supported here
+        except (ValueError, OSError):  # not the main thread, or not supported here
             pass
 
 
 @dataclass
 class Proc:
-    rc: int | None            # the leader's exit status (negative: killed by that signal); None: not started
+    rc: int | None  # the leader's exit status (negative: killed by that signal); None: not started
     log: str
     seconds: float
     timed_out: bool = False
-    left_behind: int = 0      # processes of the session still alive after the leader ended (killed)
-    error: str = ""           # why it did not start
+    left_behind: int = 0  # processes of the session still alive after the leader ended (killed)
+    error: str = ""  # why it did not start
 
 
 def _session_members(sid: int) -> list[int]:
@@ -145,15 +149,29 @@ def end_session(sid: int, wait_s: float = REAP_S) -> int:
         time.sleep(0.05)
 
 
-def run_clean(argv: list[str] | str, timeout: float, cwd: str | Path | None = None, env: dict | None = None,
-              interrupt: int | None = None, grace: float = GRACE_S) -> Proc:
+def run_clean(
+    argv: list[str] | str,
+    timeout: float,
+    cwd: str | Path | None = None,
+    env: dict | None = None,
+    interrupt: int | None = None,
+    grace: float = GRACE_S,
+) -> Proc:
     """Run `argv` (a list, or a str for the shell) in a session of its own; see the module doc."""
     shell = isinstance(argv, str)
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         try:
-            p = subprocess.Popen(argv, shell=shell, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
+            p = subprocess.Popen(
+                argv,
+                shell=shell,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         except OSError as e:
             return Proc(None, "", 0.0, error=str(e))
         with _LOCK:

@@ -32,6 +32,7 @@ Single-file programs (a `main` in the file or in a header it includes) are built
 use `[tool.tkcheck.confirm]` build/run commands, run in the copy's folder with `{src}` (the copy),
 `{bin}` and `{dir}` substituted.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,17 @@ from typing import TYPE_CHECKING, Any
 
 from . import outcome as O
 from . import sanitizer as S
-from .instrument import (TEMPLATE_FIRST_ID, Plan, Record, Site, _code_mask, instrument, instrument_template_dir,
-                         parse_records, uses_template)
+from .instrument import (
+    TEMPLATE_FIRST_ID,
+    Plan,
+    Record,
+    Site,
+    _code_mask,
+    instrument,
+    instrument_template_dir,
+    parse_records,
+    uses_template,
+)
 from .procs import run_clean
 from .widen import rule_confirm
 from ..rule import ISSUERS_JOIN, ISSUERS_OWN, WGMMA_OPERAND_RELEASE
@@ -67,8 +77,17 @@ CONFIRMED = "CONFIRMED"
 NOT_REPRODUCED = "NOT REPRODUCED"
 UNCONFIRMABLE = "UNCONFIRMABLE HERE"
 
-NVCC_FLAGS = ["-std=c++20", "-O3", "--use_fast_math", "--expt-relaxed-constexpr", "--expt-extended-lambda",
-              "-lineinfo", "-DKITTENS_HOPPER", "-gencode", "arch=compute_90a,code=sm_90a"]
+NVCC_FLAGS = [
+    "-std=c++20",
+    "-O3",
+    "--use_fast_math",
+    "--expt-relaxed-constexpr",
+    "--expt-extended-lambda",
+    "-lineinfo",
+    "-DKITTENS_HOPPER",
+    "-gencode",
+    "arch=compute_90a,code=sm_90a",
+]
 BUILD_TIMEOUT_S = 600
 RUN_TIMEOUT_S = 20.0
 SANITIZER_TIMEOUT_S = 60.0
@@ -81,13 +100,13 @@ class ConfirmError(Exception):
 
 @dataclass
 class Run:
-    what: str                       # "plain", "instrumented", "racecheck", ...
+    what: str  # "plain", "instrumented", "racecheck", ...
     argv: str
     rc: int | None
     log: str = ""
     seconds: float | None = None
-    killed: bool = False            # ended at its timeout
-    left_behind: int = 0            # processes of its session still alive after it (killed)
+    killed: bool = False  # ended at its timeout
+    left_behind: int = 0  # processes of its session still alive after it (killed)
     shell: bool = False
 
     @property
@@ -104,9 +123,10 @@ class Run:
 @dataclass
 class Copy:
     """An instrumented build made for some findings (a widening, a repair) and its runs."""
-    name: str                       # "widened copy for <code> at gemm_ring.cu:113"
-    kind: str                       # "widen" | "repair"
-    findings: tuple[str, ...]       # keys (finding_key) of the findings its edits are for
+
+    name: str  # "widened copy for <code> at gemm_ring.cu:113"
+    kind: str  # "widen" | "repair"
+    findings: tuple[str, ...]  # keys (finding_key) of the findings its edits are for
     edits: list[str] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
@@ -117,17 +137,30 @@ class Copy:
         return self.runs[-1] if self.runs else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "findings": list(self.findings), "edits": self.edits,
-                "build_error": self.build_error,
-                "runs": [{"what": r.what, "rc": r.rc, "log": r.log, "killed": r.killed, "seconds": r.seconds}
-                         for r in self.runs]}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "findings": list(self.findings),
+            "edits": self.edits,
+            "build_error": self.build_error,
+            "runs": [
+                {"what": r.what, "rc": r.rc, "log": r.log, "killed": r.killed, "seconds": r.seconds} for r in self.runs
+            ],
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Copy":
-        c = cls(d["name"], d["kind"], tuple(d.get("findings", ())), list(d.get("edits", ())),
-                build_error=d.get("build_error"))
-        c.runs = [Run(r.get("what", c.name), "bin", r.get("rc"), r.get("log", ""), r.get("seconds"),
-                      bool(r.get("killed"))) for r in d.get("runs", ())]
+        c = cls(
+            d["name"],
+            d["kind"],
+            tuple(d.get("findings", ())),
+            list(d.get("edits", ())),
+            build_error=d.get("build_error"),
+        )
+        c.runs = [
+            Run(r.get("what", c.name), "bin", r.get("rc"), r.get("log", ""), r.get("seconds"), bool(r.get("killed")))
+            for r in d.get("runs", ())
+        ]
         c.records = parse_records(c.runs[-1].log) if c.runs else []
         return c
 
@@ -135,27 +168,28 @@ class Copy:
 @dataclass
 class Evidence:
     plain: Run | None = None
-    instrumented: Run | None = None      # the probe copy's run
-    records: list[Record] = field(default_factory=list)    # ... and its records
-    sites: list[Site] | None = None      # the probe copy's sites (None: not known, a recorded run)
+    instrumented: Run | None = None  # the probe copy's run
+    records: list[Record] = field(default_factory=list)  # ... and its records
+    sites: list[Site] | None = None  # the probe copy's sites (None: not known, a recorded run)
     tools: list[S.ToolRun] = field(default_factory=list)
     copies: list[Copy] = field(default_factory=list)
-    arch: str | None = None              # the GPU's, e.g. "sm_90"
-    unconfirmable: str | None = None     # why nothing could be run
-    widening: list[str] = field(default_factory=list)   # widening carried by the probe copy (recorded batches)
-    build_log: str = ""                  # the plain copy's build output (ptxas notes)
-    sass: str | None = None              # the plain binary's nvdisasm -gi text
+    arch: str | None = None  # the GPU's, e.g. "sm_90"
+    unconfirmable: str | None = None  # why nothing could be run
+    widening: list[str] = field(default_factory=list)  # widening carried by the probe copy (recorded batches)
+    build_log: str = ""  # the plain copy's build output (ptxas notes)
+    sass: str | None = None  # the plain binary's nvdisasm -gi text
     # compute-sanitizer records (tool, kind, text) that the clean kernel's own run shows too: not
     # evidence (racecheck reports 5 race records on the correct MK interpreter)
     baseline: set | None = None
     patterns: O.Patterns = field(default_factory=O.Patterns)
-    device: str | None = None            # "GPU 0 NVIDIA H200 (sm_90), driver ..., nvcc 13.0"
+    device: str | None = None  # "GPU 0 NVIDIA H200 (sm_90), driver ..., nvcc 13.0"
     notes: list[str] = field(default_factory=list)
     _funcs: list[RawFunction] | None = field(default=None, repr=False)
 
     def funcs(self) -> list[RawFunction]:
         if self._funcs is None:
             from .sassmap import functions
+
             self._funcs = functions(self.sass)
         return self._funcs
 
@@ -167,13 +201,17 @@ class Evidence:
 
 # ------------------------------------------------------------------ a finding's sites
 
+
 def finding_key(f: Finding) -> str:
     return f"{f.code}:{Path(f.location.filename).name}:{f.location.row}"
 
 
 def _finding_lines(f: Finding) -> set[tuple[str, int]]:
-    locs = [f.location] + [r.location for r in getattr(f, "related", [])] + \
-           [s.location for s in getattr(f, "trace", []) if s.location is not None]
+    locs = (
+        [f.location]
+        + [r.location for r in getattr(f, "related", [])]
+        + [s.location for s in getattr(f, "trace", []) if s.location is not None]
+    )
     return {(Path(loc.filename).name, loc.row) for loc in locs}
 
 
@@ -182,8 +220,13 @@ _QUOTED = re.compile(r"[`'\"]([A-Za-z_][\w.]*(?:\s*\[[^\]`'\"]*\])*)[`'\"]")
 
 def _finding_names(f: Finding) -> set[str]:
     """The barriers and buffers a finding names (quoted in its messages, or indexed), as bases."""
-    text = f.message + " " + " ".join(r.message for r in getattr(f, "related", [])) + " " + \
-        " ".join(s.text for s in getattr(f, "trace", []))
+    text = (
+        f.message
+        + " "
+        + " ".join(r.message for r in getattr(f, "related", []))
+        + " "
+        + " ".join(s.text for s in getattr(f, "trace", []))
+    )
     names = {re.split(r"\s*\[", m)[0] for m in _QUOTED.findall(text)}
     names |= set(re.findall(r"([A-Za-z_][\w.]*)\s*\[", text))
     names |= set(re.findall(r"\b([a-z_]*(?:full|empty|arrived|finished)\w*)", text))
@@ -240,10 +283,15 @@ def _distinct(recs: list[Record]) -> list[Record]:
 
 
 def _sanitizer_fit(f: Finding) -> set[str]:
-    if not rule_confirm(f).sanitizer:      # the rule says no compute-sanitizer tool observes it
+    if not rule_confirm(f).sanitizer:  # the rule says no compute-sanitizer tool observes it
         return set()
-    return {"layout": {"memcheck"}, "scope": {"racecheck", "synccheck"}, "accumulator": {"racecheck"},
-            "completion": {"racecheck", "memcheck"}, "deadlock": {"racecheck", "synccheck"}}.get(f.contract, set())
+    return {
+        "layout": {"memcheck"},
+        "scope": {"racecheck", "synccheck"},
+        "accumulator": {"racecheck"},
+        "completion": {"racecheck", "memcheck"},
+        "deadlock": {"racecheck", "synccheck"},
+    }.get(f.contract, set())
 
 
 def tools_for(findings: Sequence[Finding]) -> list[str]:
@@ -272,6 +320,7 @@ def _attributable(r: S.SanitizerRecord, lines: set[tuple[str, int]], ev: Evidenc
 def _is_tool(f: Finding) -> bool:
     """A finding of one of the tool's own rules (bad input, suppressions)."""
     from .. import registry
+
     r = registry.by_code().get(f.code)
     return r is not None and r.contract == "tool"
 
@@ -279,6 +328,7 @@ def _is_tool(f: Finding) -> bool:
 def _rule_arch(code: str) -> tuple[str, ...]:
     try:
         from .. import registry
+
         r = registry.by_code().get(code)
         return tuple(r.arch) if r is not None and tuple(r.arch) != ("sm_90a", "sm_100a") else ()
     except Exception:  # noqa: BLE001
@@ -286,6 +336,7 @@ def _rule_arch(code: str) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------ verdicts
+
 
 def _own_copies(f: Finding, ev: Evidence) -> list[Copy]:
     k = finding_key(f)
@@ -332,8 +383,10 @@ def verdict(f: Finding, ev: Evidence) -> dict[str, Any]:
         return {"status": UNCONFIRMABLE, "reason": "a tool diagnostic, not a run-time contract"}
     if arch_rule and ev.arch and not any(a.startswith(ev.arch) for a in arch_rule):
         on = f" ({ev.device})" if ev.device else ""
-        return {"status": UNCONFIRMABLE,
-                "reason": f"a {'/'.join(arch_rule)} finding on a {ev.arch} GPU{on}: its instructions do not run here"}
+        return {
+            "status": UNCONFIRMABLE,
+            "reason": f"a {'/'.join(arch_rule)} finding on a {ev.arch} GPU{on}: its instructions do not run here",
+        }
     if ev.unconfirmable:
         return {"status": UNCONFIRMABLE, "reason": ev.unconfirmable}
     syms = _symptoms(f)
@@ -362,8 +415,10 @@ def verdict(f: Finding, ev: Evidence) -> dict[str, Any]:
         tries = f" ({len(c.runs)} runs)" if len(c.runs) > 1 else ""
         ran.append(f"{c.name}{tries}: {o.text()}")
         if plain_out.failed and not o.failed:
-            notes.append(f"{c.name} passed where the plain run fails ({plain_out.text()}): the widening hid the "
-                         f"failure and is discarded for this finding")
+            notes.append(
+                f"{c.name} passed where the plain run fails ({plain_out.text()}): the widening hid the "
+                f"failure and is discarded for this finding"
+            )
             continue
         used.append(c)
         if o.status == O.HANG and "hang" not in syms:
@@ -394,8 +449,11 @@ def verdict(f: Finding, ev: Evidence) -> dict[str, Any]:
     # compute-sanitizer records of a fitting tool, on this finding's lines
     fit = _sanitizer_fit(f)
     for t in ev.tools:
-        errs = [r for r in t.records if r.is_error and not S.known_false_alarm(r)
-                and (t.tool, r.kind, r.text) not in (ev.baseline or ())]
+        errs = [
+            r
+            for r in t.records
+            if r.is_error and not S.known_false_alarm(r) and (t.tool, r.kind, r.text) not in (ev.baseline or ())
+        ]
         mine = [r for r in errs if t.tool in fit and _record_kind_fits(r, f) and _attributable(r, lines, ev)]
         if mine:
             kind = "deadlock records" if all(r.deadlock for r in mine) else "records"
@@ -422,14 +480,15 @@ def verdict(f: Finding, ev: Evidence) -> dict[str, Any]:
         out = {"status": CONFIRMED, "evidence": own, "ran": ran}
     else:
         if not _observable(f, ev, copies):
-            return {"status": UNCONFIRMABLE,
-                    "reason": "no run here can observe it: no watchdog, poisoned buffer, widening, repair or "
-                              "fitting compute-sanitizer tool is at its site"}
+            return {
+                "status": UNCONFIRMABLE,
+                "reason": "no run here can observe it: no watchdog, poisoned buffer, widening, repair or "
+                "fitting compute-sanitizer tool is at its site",
+            }
         out = {"status": NOT_REPRODUCED, "ran": ran}
         why = _why_not(f, ev)
         if why is None and plain_out.failed:
-            why = (f"the plain run fails ({plain_out.text()}), but no run ties the failure to this finding's "
-                   f"site")
+            why = f"the plain run fails ({plain_out.text()}), but no run ties the failure to this finding's site"
         if why:
             out["why"] = why
     if notes:
@@ -447,14 +506,17 @@ def _why_not(f: Finding, ev: Evidence) -> str | None:
     if not race:
         return None
     from .sassmap import ptxas_serial_note, wgmma_order
+
     note = ptxas_serial_note(ev.build_log)
     if race == WGMMA_OPERAND_RELEASE:
         rel = {r.location.row for r in getattr(f, "related", []) if re.search(r"released here", r.message)}
         order = wgmma_order(ev.funcs(), Path(f.location.filename).name, rel) if (ev.sass and rel) else None
         if order is None:
             if note:
-                return (f"ptxas reports {note[0]} ({note[1][:100]}), but the SASS was not read, so where its wait "
-                        f"went is not known: not claimed")
+                return (
+                    f"ptxas reports {note[0]} ({note[1][:100]}), but the SASS was not read, so where its wait "
+                    f"went is not known: not claimed"
+                )
             return None
         if order.serialized:
             return f"the binary waits for the wgmma before the release: {order.text} - the race cannot happen in this build"
@@ -463,8 +525,10 @@ def _why_not(f: Finding, ev: Evidence) -> str | None:
         return None
     # an accumulator read: the hazard is a read of the accumulator registers, and C7514/C7515/C7517 is ptxas
     # waiting for the wgmma before exactly such a read
-    return (f"ptxas {note[0]}: {note[1][:140]} - the compiled code waits for the wgmma before the registers "
-            f"are read, so this race cannot happen in this build (it can with another compiler or code shape)")
+    return (
+        f"ptxas {note[0]}: {note[1][:140]} - the compiled code waits for the wgmma before the registers "
+        f"are read, so this race cannot happen in this build (it can with another compiler or code shape)"
+    )
 
 
 def apply_verdicts(findings: Iterable[Finding], ev: Evidence) -> None:
@@ -512,31 +576,49 @@ def find_main(path: str | Path, text: str, include_dirs: Iterable[str] = (), dep
                     return found
                 break
         return None
+
     return walk(path.resolve() if path.exists() else path, text, depth)
 
 
 # ------------------------------------------------------------------ running
 
+
 def gpu_arch() -> str | None:
     """sm_XY of GPU 0, or None when no GPU/driver is visible."""
     from .device import probe
+
     return probe(toolkit=False).arch
 
 
-def _run(what: str, argv: list[str] | str, timeout: float, cwd: Path, env: dict[str, str] | None = None,
-         interrupt: int | None = None,
-         slot: tuple[str, int] | None = None) -> Run:
+def _run(
+    what: str,
+    argv: list[str] | str,
+    timeout: float,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    interrupt: int | None = None,
+    slot: tuple[str, int] | None = None,
+) -> Run:
     shell = isinstance(argv, str)
     if slot is not None:
         from .procs import gpu_slot
+
         with gpu_slot(*slot):
             p = run_clean(argv, timeout, cwd=cwd, env=env, interrupt=interrupt)
     else:
         p = run_clean(argv, timeout, cwd=cwd, env=env, interrupt=interrupt)
     log = p.log if not p.error else p.error
     rc = p.rc if not p.error else 127
-    return Run(what, argv if isinstance(argv, str) else shlex.join(argv), rc, log, p.seconds, killed=p.timed_out,
-               left_behind=p.left_behind, shell=shell)
+    return Run(
+        what,
+        argv if isinstance(argv, str) else shlex.join(argv),
+        rc,
+        log,
+        p.seconds,
+        killed=p.timed_out,
+        left_behind=p.left_behind,
+        shell=shell,
+    )
 
 
 def _subst(cmd: str | Sequence[str], mapping: dict[str, str]) -> str | list[str]:
@@ -574,13 +656,24 @@ class _Job:
         return (f"{self.gpu_key}-sanitizer", self.gpu_slots)
 
 
-def confirm_file(path: str, text: str, findings: Sequence[Finding], *, confirm_cfg: ConfirmConfig | None = None,
-                 tk_root: str | None = None,
-                 include_dirs: tuple[str, ...] = (), timeout: float | None = None,
-                 tools: tuple[str, ...] = ("racecheck", "memcheck"), keep: str | None = None,
-                 arch: str | None = "auto", device: DeviceInfo | None = None, gpu: int | None = None,
-                 sanitizer_timeout: float | None = None, gpu_slots: int = 2,
-                 source_arch: str | None = None) -> Evidence:
+def confirm_file(
+    path: str,
+    text: str,
+    findings: Sequence[Finding],
+    *,
+    confirm_cfg: ConfirmConfig | None = None,
+    tk_root: str | None = None,
+    include_dirs: tuple[str, ...] = (),
+    timeout: float | None = None,
+    tools: tuple[str, ...] = ("racecheck", "memcheck"),
+    keep: str | None = None,
+    arch: str | None = "auto",
+    device: DeviceInfo | None = None,
+    gpu: int | None = None,
+    sanitizer_timeout: float | None = None,
+    gpu_slots: int = 2,
+    source_arch: str | None = None,
+) -> Evidence:
     """Instrument copies of `path`, build, run, and set `verdict` on each finding.
 
     arch: "auto" asks the driver (confirm/device.py; or `device`, a DeviceInfo already probed);
@@ -597,6 +690,7 @@ def confirm_file(path: str, text: str, findings: Sequence[Finding], *, confirm_c
     if arch == "auto":
         if device is None:
             from .device import probe
+
             device = probe()
         g = device.gpu(gpu) if gpu is not None else (device.gpus[0] if device.gpus else None)
         ev.arch = g.arch if g else None
@@ -607,15 +701,17 @@ def confirm_file(path: str, text: str, findings: Sequence[Finding], *, confirm_c
         no_gpu = "no GPU here"
         if device is not None:
             ev.device = device.describe(gpu)
-    tk_root = str(Path(tk_root).resolve()) if tk_root else None   # nvcc runs in the copy's folder
+    tk_root = str(Path(tk_root).resolve()) if tk_root else None  # nvcc runs in the copy's folder
     timeout = timeout or (cfg.timeout if cfg is not None and cfg.timeout else RUN_TIMEOUT_S)
     build_cmd = cfg.build if cfg is not None else None
     run_cmd = cfg.run if cfg is not None else None
     if ev.arch is None:
         ev.unconfirmable = no_gpu
     elif source_arch and source_arch.startswith("sm_100") and not ev.arch.startswith("sm_10"):
-        ev.unconfirmable = (f"the kernel is {source_arch} code (tcgen05, TMEM, CLC) and this GPU is {ev.arch}: "
-                            "its instructions do not run here")
+        ev.unconfirmable = (
+            f"the kernel is {source_arch} code (tcgen05, TMEM, CLC) and this GPU is {ev.arch}: "
+            "its instructions do not run here"
+        )
     elif bool(build_cmd) != bool(run_cmd):
         ev.unconfirmable = "[tool.tkcheck.confirm] sets only one of build and run: set both, or neither"
     elif not build_cmd and not shutil.which("nvcc"):
@@ -626,14 +722,29 @@ def confirm_file(path: str, text: str, findings: Sequence[Finding], *, confirm_c
     env = None
     if gpu is not None:
         from .device import visible_id
+
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=visible_id(gpu))
     # absolute: builds and runs happen with the copy's folder as the working directory
     work = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="tkcheck-confirm-"))
     work.mkdir(parents=True, exist_ok=True)
-    job = _Job(path, text, Path(path).name, list(findings), work, tk_root, tuple(include_dirs), timeout,
-               tuple(tools), cfg, env, build_cmd, run_cmd,
-               sanitizer_timeout or max(SANITIZER_TIMEOUT_S, 3 * timeout),
-               gpu_key=f"gpu{_visible(gpu)}", gpu_slots=gpu_slots)
+    job = _Job(
+        path,
+        text,
+        Path(path).name,
+        list(findings),
+        work,
+        tk_root,
+        tuple(include_dirs),
+        timeout,
+        tuple(tools),
+        cfg,
+        env,
+        build_cmd,
+        run_cmd,
+        sanitizer_timeout or max(SANITIZER_TIMEOUT_S, 3 * timeout),
+        gpu_key=f"gpu{_visible(gpu)}",
+        gpu_slots=gpu_slots,
+    )
     try:
         _build_and_run(job, ev)
         write_evidence(ev, work)
@@ -646,6 +757,7 @@ def confirm_file(path: str, text: str, findings: Sequence[Finding], *, confirm_c
 
 def _visible(gpu: int | None) -> str:
     from .device import visible_id
+
     return visible_id(gpu if gpu is not None else 0)
 
 
@@ -657,8 +769,12 @@ def _build(job: _Job, d: Path, which: str, proto: Path | None, extra: tuple[str,
     else:
         inc = []
         if job.tk_root:
-            inc += ["-I", str(Path(job.tk_root) / "include"),
-                    "-I", str(proto if proto is not None else Path(job.tk_root) / "prototype")]
+            inc += [
+                "-I",
+                str(Path(job.tk_root) / "include"),
+                "-I",
+                str(proto if proto is not None else Path(job.tk_root) / "prototype"),
+            ]
         for i in job.include_dirs:
             inc += ["-I", str(Path(i).resolve())]
         inc += ["-I", str(Path(job.path).resolve().parent)]
@@ -683,8 +799,10 @@ def _run_copy(job: _Job, d: Path, what: str, proto: Path | None, ev: Evidence) -
             break
         r = _run(what, _run_argv(job, d), job.timeout, d, job.env, slot=job.run_slot())
         if _NO_RESOURCES not in r.log:
-            ev.notes.append(f"{what}: the launch needed fewer registers than the instrumented code takes; "
-                            f"rebuilt with -maxrregcount={regs}")
+            ev.notes.append(
+                f"{what}: the launch needed fewer registers than the instrumented code takes; "
+                f"rebuilt with -maxrregcount={regs}"
+            )
             break
     return r
 
@@ -710,6 +828,7 @@ def _widen_groups(findings: Sequence[Finding], text: str, name: str) -> list[tup
     """(findings, widening) per race finding; the findings of the use-before-init probe share one
     copy (its probe reports per use site)."""
     from .widen import widening
+
     groups: list[tuple[list[Finding], Widening]] = []
     probed = [f for f in findings if rule_confirm(f).init_probe]
     for f in findings:
@@ -738,7 +857,7 @@ _INIT = re.compile(r"(?<![\w.>])(?:kittens\s*::\s*)?init_semaphore\s*\(")
 
 
 def _line_offset(text: str, row: int) -> int:
-    return sum(len(ln) + 1 for ln in text.split("\n")[:row - 1])
+    return sum(len(ln) + 1 for ln in text.split("\n")[: row - 1])
 
 
 def repair_edit(text: str, f: Finding) -> tuple[str, str] | None:
@@ -747,9 +866,13 @@ def repair_edit(text: str, f: Finding) -> tuple[str, str] | None:
     if f.contract != "layout":
         return None
     from .instrument import _split_args
+
     lines = text.split("\n")
-    rows = [f.location.row] + [r.location.row for r in getattr(f, "related", [])
-                               if Path(r.location.filename).name == Path(f.location.filename).name]
+    rows = [f.location.row] + [
+        r.location.row
+        for r in getattr(f, "related", [])
+        if Path(r.location.filename).name == Path(f.location.filename).name
+    ]
     for row in rows:
         if not 0 < row <= len(lines):
             continue
@@ -762,8 +885,8 @@ def repair_edit(text: str, f: Finding) -> tuple[str, str] | None:
         if sp is None or len(sp[0]) != 1:
             continue
         inner = sp[0][0]
-        new = text[:off + m.start()] + f"({inner})" + text[sp[1]:]
-        view = re.sub(r"\s+", " ", text[off + m.start():sp[1]])
+        new = text[: off + m.start()] + f"({inner})" + text[sp[1] :]
+        view = re.sub(r"\s+", " ", text[off + m.start() : sp[1]])
         return new, f"the view `{view}` at {Path(f.location.filename).name}:{row} replaced by `{inner}`"
     return None
 
@@ -775,6 +898,7 @@ def count_repair(text: str, f: Finding) -> tuple[str, str] | None:
     if "count" not in rule_confirm(f).repairs or not f.witness:
         return None
     from .instrument import _split_args
+
     try:
         arrivals = int(str(f.witness.get("arrivals_per_phase")))
     except (TypeError, ValueError):
@@ -798,10 +922,12 @@ def count_repair(text: str, f: Finding) -> tuple[str, str] | None:
         tx = args[2] if len(args) == 3 else "0"
         call = ms[0].group(0)
         new_call = f"{call}{args[0]}, ({arrivals}) - ({tx}), {tx})"
-        new = text[:off + ms[0].start()] + new_call + text[sp[1]:]
-        was = re.sub(r"\s+", " ", text[off + ms[0].start():sp[1]])
-        return new, (f"`{args[0]}` initialised for the {arrivals} arrivals per phase that come "
-                     f"({name}:{row}: `{was}` -> `{new_call}`)")
+        new = text[: off + ms[0].start()] + new_call + text[sp[1] :]
+        was = re.sub(r"\s+", " ", text[off + ms[0].start() : sp[1]])
+        return new, (
+            f"`{args[0]}` initialised for the {arrivals} arrivals per phase that come "
+            f"({name}:{row}: `{was}` -> `{new_call}`)"
+        )
     return None
 
 
@@ -850,7 +976,9 @@ def issuer_repairs(text: str, findings: Sequence[Finding]) -> list[tuple[list[Fi
         t0 = _first_issuer(desc)
         if t0 is None:
             continue
-        rows = sorted({_site_row(f) for f in fs if Path(f.location.filename).name == Path(fs[0].location.filename).name})
+        rows = sorted(
+            {_site_row(f) for f in fs if Path(f.location.filename).name == Path(fs[0].location.filename).name}
+        )
         new_lines = list(lines)
         ok = True
         for row in rows:
@@ -859,16 +987,22 @@ def issuer_repairs(text: str, findings: Sequence[Finding]) -> list[tuple[list[Fi
                 break
             ln = lines[row - 1]
             col = len(ln) - len(ln.lstrip())
-            if not re.match(r"(?:kittens::)?(?:tma::|warp::|warpgroup::)?\w+\s*(?:<[^;]*>)?\s*\(", ln[col:]) or \
-                    re.match(r"(if|for|while|return|switch)\b", ln[col:]):
+            if not re.match(
+                r"(?:kittens::)?(?:tma::|warp::|warpgroup::)?\w+\s*(?:<[^;]*>)?\s*\(", ln[col:]
+            ) or re.match(r"(if|for|while|return|switch)\b", ln[col:]):
                 ok = False
                 break
             new_lines[row - 1] = ln[:col] + f"if ((int)threadIdx.x == {t0}) " + ln[col:]
         if ok and rows:
             name = Path(fs[0].location.filename).name
-            out.append((fs, "\n".join(new_lines),
-                        f"the statements at {name}:{', '.join(map(str, rows))} run by thread {t0} only "
-                        f"(they were issued by {desc})"))
+            out.append(
+                (
+                    fs,
+                    "\n".join(new_lines),
+                    f"the statements at {name}:{', '.join(map(str, rows))} run by thread {t0} only "
+                    f"(they were issued by {desc})",
+                )
+            )
     return out
 
 
@@ -904,8 +1038,15 @@ def read_wait_repair(text: str, f: Finding) -> tuple[str, str] | None:
     if not named and "read-wait-after-store" not in asked:
         return None
     name = Path(f.location.filename).name
-    rows = [r.location.row for r in getattr(f, "related", []) if "store_async" in r.message
-            and Path(r.location.filename).name == name] if named else [f.location.row]
+    rows = (
+        [
+            r.location.row
+            for r in getattr(f, "related", [])
+            if "store_async" in r.message and Path(r.location.filename).name == name
+        ]
+        if named
+        else [f.location.row]
+    )
     lines = text.split("\n")
     for row in rows:
         if not 0 < row <= len(lines):
@@ -962,8 +1103,11 @@ def sync_repair(text: str, f: Finding) -> tuple[str, str] | None:
     if "sync-after-init" not in rule_confirm(f).repairs:
         return None
     name = Path(f.location.filename).name
-    rows = sorted(r.location.row for r in getattr(f, "related", []) if "initiali" in r.message
-                  and Path(r.location.filename).name == name)
+    rows = sorted(
+        r.location.row
+        for r in getattr(f, "related", [])
+        if "initiali" in r.message and Path(r.location.filename).name == name
+    )
     if not rows:
         return None
     off = _line_offset(text, rows[0])
@@ -978,14 +1122,20 @@ def sync_repair(text: str, f: Finding) -> tuple[str, str] | None:
     if end is None:
         return None
     row = text.count("\n", 0, end) + 1
-    return text[:end] + " __syncthreads();" + text[end:], f"a `__syncthreads()` after the init block ending at {name}:{row}"
+    return text[:end] + " __syncthreads();" + text[
+        end:
+    ], f"a `__syncthreads()` after the init block ending at {name}:{row}"
 
 
 # the repairs a rule can ask for by name (`Rule.confirm.repairs`); the layout view repair
 # (`repair_edit`) applies to every layout finding, the single-issuer one through
 # `Rule.confirm.issuer_repair`
-REPAIRS = {"count": count_repair, "read-wait-after-store": read_wait_repair,
-           "read-wait-after-named-stores": read_wait_repair, "sync-after-init": sync_repair}
+REPAIRS = {
+    "count": count_repair,
+    "read-wait-after-store": read_wait_repair,
+    "read-wait-after-named-stores": read_wait_repair,
+    "sync-after-init": sync_repair,
+}
 
 
 def _repairs(text: str, findings: Sequence[Finding]) -> list[tuple[list[Finding], str, str]]:
@@ -996,7 +1146,7 @@ def _repairs(text: str, findings: Sequence[Finding]) -> list[tuple[list[Finding]
             r = make(text, f)
             if r is None:
                 continue
-            if r[0] in seen:      # the same edit for another finding (two uses of one init)
+            if r[0] in seen:  # the same edit for another finding (two uses of one init)
                 next(g for g in out if g[1] == r[0])[0].append(f)
                 continue
             seen.add(r[0])
@@ -1006,6 +1156,7 @@ def _repairs(text: str, findings: Sequence[Finding]) -> list[tuple[list[Finding]
 
 def _build_and_run(job: _Job, ev: Evidence) -> None:
     from .widen import plan_for
+
     work, name = job.work, job.name
     plain_dir = work / "plain"
     plain_dir.mkdir(exist_ok=True)
@@ -1024,8 +1175,10 @@ def _build_and_run(job: _Job, ev: Evidence) -> None:
     ev.build_log = b.log
     if b.rc != 0:
         if _LINK_NO_MAIN.search(b.log):
-            ev.unconfirmable = (f"no run command: {name} has no main() and does not link into a program (no main in "
-                                f"it or in the files it includes); set build and run in [tool.tkcheck.confirm]")
+            ev.unconfirmable = (
+                f"no run command: {name} has no main() and does not link into a program (no main in "
+                f"it or in the files it includes); set build and run in [tool.tkcheck.confirm]"
+            )
         elif b.timed_out:
             ev.unconfirmable = f"the plain copy did not build within {BUILD_TIMEOUT_S} s"
         else:
@@ -1075,6 +1228,7 @@ def _build_and_run(job: _Job, ev: Evidence) -> None:
         ev.tools.append(t)
     # the plain binary's SASS: sanitizer records on the user's lines, the wgmma/release order
     from .sassmap import disassemble
+
     ev.sass, note = disassemble(plain_dir / "kernel.bin")
     if note:
         ev.notes.append(note)
@@ -1098,6 +1252,7 @@ def _build_and_run(job: _Job, ev: Evidence) -> None:
 def map_records(ev: Evidence, user_file: str) -> None:
     """Put each sanitizer record (and each racecheck access) on its frame in the user's file."""
     from .sassmap import user_frame
+
     funcs = ev.funcs() if ev.sass else []
     for t in ev.tools:
         for r in t.records:
@@ -1110,8 +1265,10 @@ def map_records(ev: Evidence, user_file: str) -> None:
                     r.user = user_frame(funcs, r.pc, r.file, r.line, user_file)
             acc = r.extra.get("accesses")
             if acc:
-                r.extra["accesses"] = [a[:5] + (user_frame(funcs, a[4], a[2], a[3], user_file) if a[4] else None,)
-                                       if len(a) >= 5 else a for a in acc]
+                r.extra["accesses"] = [
+                    a[:5] + (user_frame(funcs, a[4], a[2], a[3], user_file) if a[4] else None,) if len(a) >= 5 else a
+                    for a in acc
+                ]
 
 
 def _last(log: str) -> str:
@@ -1121,23 +1278,33 @@ def _last(log: str) -> str:
 
 # ------------------------------------------------------------------ the evidence folder
 
+
 def write_evidence(ev: Evidence, d: Path) -> None:
     """The run's record in `d` (kept with --keep; read back by evidence_from_dir)."""
     d = Path(d)
-    files = {"build_plain.log": ev.build_log, "build_plain.rc": "0\n" if not ev.unconfirmable else "1\n",
-             "widening.txt": "".join(w + "\n" for w in ev.widening),
-             "copies.json": json.dumps([c.to_json() for c in ev.copies], indent=1),
-             "notes.txt": "".join(n + "\n" for n in ev.notes)}
+    files = {
+        "build_plain.log": ev.build_log,
+        "build_plain.rc": "0\n" if not ev.unconfirmable else "1\n",
+        "widening.txt": "".join(w + "\n" for w in ev.widening),
+        "copies.json": json.dumps([c.to_json() for c in ev.copies], indent=1),
+        "notes.txt": "".join(n + "\n" for n in ev.notes),
+    }
     if ev.unconfirmable:
         files["unconfirmable.txt"] = ev.unconfirmable + "\n"
     if ev.device:
         files["device.txt"] = ev.device + "\n"
     if ev.plain is not None:
-        files.update({"plain.log": ev.plain.log, "plain.rc": f"{ev.plain.rc}\n",
-                      "plain.killed": f"{int(ev.plain.killed)}\n"})
+        files.update(
+            {"plain.log": ev.plain.log, "plain.rc": f"{ev.plain.rc}\n", "plain.killed": f"{int(ev.plain.killed)}\n"}
+        )
     if ev.instrumented is not None:
-        files.update({"instr.log": ev.instrumented.log, "instr.rc": f"{ev.instrumented.rc}\n",
-                      "instr.killed": f"{int(ev.instrumented.killed)}\n"})
+        files.update(
+            {
+                "instr.log": ev.instrumented.log,
+                "instr.rc": f"{ev.instrumented.rc}\n",
+                "instr.killed": f"{int(ev.instrumented.killed)}\n",
+            }
+        )
     if ev.sites is not None:
         files["sites.json"] = json.dumps([s.__dict__ for s in ev.sites], indent=1)
     if ev.sass:
@@ -1158,6 +1325,7 @@ def evidence_from_dir(d: Path, arch: str = "sm_90", patterns: O.Patterns | None 
     def rd(name: str) -> str | None:
         p = d / name
         return p.read_text(encoding="utf-8", errors="replace") if p.exists() else None
+
     ev = Evidence(arch=arch)
     if patterns is not None:
         ev.patterns = patterns
@@ -1176,11 +1344,13 @@ def evidence_from_dir(d: Path, arch: str = "sm_90", patterns: O.Patterns | None 
     def rc(name: str) -> int | None:
         v = rd(name)
         return int(v.strip()) if v and v.strip().lstrip("-").isdigit() else None
+
     if rd("plain.rc") is not None:
         ev.plain = Run("plain", "bin", rc("plain.rc"), rd("plain.log") or "", killed=rc("plain.killed") == 1)
     if rd("instr.rc") is not None:
-        ev.instrumented = Run("instrumented", "bin", rc("instr.rc"), rd("instr.log") or "",
-                              killed=rc("instr.killed") == 1)
+        ev.instrumented = Run(
+            "instrumented", "bin", rc("instr.rc"), rd("instr.log") or "", killed=rc("instr.killed") == 1
+        )
         ev.records = parse_records(ev.instrumented.log)
     if sites := rd("sites.json"):
         ev.sites = [Site(**s) for s in json.loads(sites)]
@@ -1204,9 +1374,11 @@ def evidence_from_dir(d: Path, arch: str = "sm_90", patterns: O.Patterns | None 
 
 # ------------------------------------------------------------------ recorded batches (docs/BENCHMARKS.md)
 
+
 def collect_batch(results: Path, corpus: Path) -> list[dict[str, Any]]:
     from ..evaluate import check_clean, check_mutation, load_mutations
     from .gpu_batch import RUNNABLE, _clean_id
+
     muts = {m.id: m for m in load_mutations(corpus)}
     rows: list[dict[str, Any]] = []
 
@@ -1215,13 +1387,21 @@ def collect_batch(results: Path, corpus: Path) -> list[dict[str, Any]]:
         if not d.is_dir():
             return None
         return {(t.tool, r.kind, r.text) for t in evidence_from_dir(d).tools for r in t.records if r.is_error}
+
     with tempfile.TemporaryDirectory() as td:
         for d in sorted(p for p in Path(results).iterdir() if p.is_dir()):
             vid = d.name
             m: Mutation | None
             if vid.startswith("clean-"):
-                k = next((p for folder in RUNNABLE for p in sorted((Path(corpus) / folder).glob("*.cu"))
-                          if _clean_id(f"{folder}/{p.name}") == vid), None)
+                k = next(
+                    (
+                        p
+                        for folder in RUNNABLE
+                        for p in sorted((Path(corpus) / folder).glob("*.cu"))
+                        if _clean_id(f"{folder}/{p.name}") == vid
+                    ),
+                    None,
+                )
                 if k is None:
                     continue
                 res = check_clean(k)
@@ -1241,7 +1421,7 @@ def collect_batch(results: Path, corpus: Path) -> list[dict[str, Any]]:
             apply_verdicts(findings, ev)
             for f in findings:
                 v = f.verdict
-                assert v is not None   # apply_verdicts gave each finding one
+                assert v is not None  # apply_verdicts gave each finding one
                 if m is not None and m.unobservable and f.code in m.rules and v["status"] == NOT_REPRODUCED:
                     v.setdefault("why", m.unobservable)
             rows.append(batch_row(vid, m.symptom if m else "", list(m.rules) if m else [], ev, findings))
@@ -1250,10 +1430,14 @@ def collect_batch(results: Path, corpus: Path) -> list[dict[str, Any]]:
 
 def batch_row(vid: str, symptom: str, rules: list[str], ev: Evidence, findings: Iterable[Finding]) -> dict[str, Any]:
     return {
-        "id": vid, "symptom": symptom, "rules": list(rules),
-        "plain": _plain_result(ev), "sanitizer": _sanitizer_result(ev),
-        "findings": [{"code": f.code, "line": f.location.row, "symptom": f.symptom, "verdict": f.verdict}
-                     for f in findings],
+        "id": vid,
+        "symptom": symptom,
+        "rules": list(rules),
+        "plain": _plain_result(ev),
+        "sanitizer": _sanitizer_result(ev),
+        "findings": [
+            {"code": f.code, "line": f.location.row, "symptom": f.symptom, "verdict": f.verdict} for f in findings
+        ],
         "records": {k: sum(1 for r in ev.records if r.kind == k) for k in ("WATCHDOG", "POISON", "NAN")},
         "unconfirmable": ev.unconfirmable,
     }
@@ -1283,13 +1467,16 @@ def _sanitizer_result(ev: Evidence) -> str:
 
 
 def batch_table(rows: list[dict[str, Any]]) -> str:
-    out = ["| planted bug | symptom | plain run | compute-sanitizer alone | tkcheck finding: verdict (evidence) |",
-           "|---|---|---|---|---|"]
+    out = [
+        "| planted bug | symptom | plain run | compute-sanitizer alone | tkcheck finding: verdict (evidence) |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         cells = []
         order: dict[str | None, int] = {CONFIRMED: 0, UNCONFIRMABLE: 1, NOT_REPRODUCED: 2}
-        for f in sorted(r["findings"], key=lambda f: (f["code"] not in r["rules"],
-                                                     order.get((f["verdict"] or {}).get("status"), 3))):
+        for f in sorted(
+            r["findings"], key=lambda f: (f["code"] not in r["rules"], order.get((f["verdict"] or {}).get("status"), 3))
+        ):
             v = f["verdict"] or {}
             st = v.get("status", "")
             ev = (v.get("evidence") or [v.get("reason", "")])[0] if st != NOT_REPRODUCED else v.get("why", "")
@@ -1299,9 +1486,14 @@ def batch_table(rows: list[dict[str, Any]]) -> str:
             rest = len(cells) - 2
             cells = cells[:2] + [f"(+{rest} more)"]
         if not cells:
-            cells = ["no finding" + (f" (rules {', '.join(r['rules'])} not implemented or missed)" if r["rules"] else "")]
-        out.append(f"| `{r['id']}` | {r['symptom'] or '-'} | {r['plain']} | {r['sanitizer'].replace('|', '/')} | "
-                   + "<br>".join(cells) + " |")
+            cells = [
+                "no finding" + (f" (rules {', '.join(r['rules'])} not implemented or missed)" if r["rules"] else "")
+            ]
+        out.append(
+            f"| `{r['id']}` | {r['symptom'] or '-'} | {r['plain']} | {r['sanitizer'].replace('|', '/')} | "
+            + "<br>".join(cells)
+            + " |"
+        )
     return "\n".join(out) + "\n"
 
 

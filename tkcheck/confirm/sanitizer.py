@@ -5,6 +5,7 @@ The XML (Compute Sanitizer 2025.x) is a `<ComputeSanitizerOutput>` of `<record>`
 (threadIdx/blockIdx), `what` (text, type, deadlock, barrier, ...) and `where` (func, pc, and
 file/line when the binary was built with -lineinfo). The prose on stdout is never parsed.
 """
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -14,8 +15,9 @@ from pathlib import Path
 TOOLS = ("racecheck", "synccheck", "memcheck", "initcheck")
 
 
-def command(tool: str, binary_argv: list[str], xml_path: str, extra: tuple[str, ...] = (),
-            deadlock_timeout_ms: int = 3000) -> list[str]:
+def command(
+    tool: str, binary_argv: list[str], xml_path: str, extra: tuple[str, ...] = (), deadlock_timeout_ms: int = 3000
+) -> list[str]:
     """The compute-sanitizer argv for one tool run, saving XML to `xml_path`."""
     if tool not in TOOLS:
         raise ValueError(f"unknown compute-sanitizer tool {tool!r} (one of {', '.join(TOOLS)})")
@@ -29,10 +31,10 @@ def command(tool: str, binary_argv: list[str], xml_path: str, extra: tuple[str, 
 
 @dataclass
 class SanitizerRecord:
-    tool: str                     # file's tool (racecheck, ...) when known
-    kind: str                     # the record's <kind>
+    tool: str  # file's tool (racecheck, ...) when known
+    kind: str  # the record's <kind>
     level: str
-    text: str                     # what/text (+ type)
+    text: str  # what/text (+ type)
     thread: tuple[int, int, int] | None = None
     block: tuple[int, int, int] | None = None
     func: str | None = None
@@ -41,8 +43,8 @@ class SanitizerRecord:
     line: int | None = None
     deadlock: bool = False
     extra: dict = field(default_factory=dict)
-    user: tuple[str, int] | None = None   # the first frame in the user's file (set from the SASS)
-    frames: list = field(default_factory=list)   # device frames the XML lists: (func, path, line, pc)
+    user: tuple[str, int] | None = None  # the first frame in the user's file (set from the SASS)
+    frames: list = field(default_factory=list)  # device frames the XML lists: (func, path, line, pc)
 
     @property
     def is_error(self) -> bool:
@@ -72,8 +74,11 @@ class SanitizerRecord:
 
     def short(self) -> str:
         """Tool, kind, message, where (the user's line first, then the innermost place), who."""
-        here = f"{Path(self.file).name}:{self.line}" if self.file and self.line else (
-            f"{self.func}+{self.pc}" if self.func and self.pc else (self.func or ""))
+        here = (
+            f"{Path(self.file).name}:{self.line}"
+            if self.file and self.line
+            else (f"{self.func}+{self.pc}" if self.func and self.pc else (self.func or ""))
+        )
         if self.user and here and here != f"{self.user[0]}:{self.user[1]}":
             where = f" at {self.user[0]}:{self.user[1]} (in {here})"
         elif self.user:
@@ -127,7 +132,7 @@ def parse_xml(data: str | bytes, tool: str = "") -> list[SanitizerRecord]:
         if cut < 0 or "<ComputeSanitizerOutput" not in data:
             raise SanitizerXMLError("not a compute-sanitizer XML file (cannot parse it)") from None
         try:
-            root = ET.fromstring(data[:cut + len("</record>")] + "</ComputeSanitizerOutput>")
+            root = ET.fromstring(data[: cut + len("</record>")] + "</ComputeSanitizerOutput>")
         except ET.ParseError as e:
             raise SanitizerXMLError(f"not a compute-sanitizer XML file: {e}") from None
     if root.tag != "ComputeSanitizerOutput":
@@ -143,9 +148,12 @@ def parse_xml(data: str | bytes, tool: str = "") -> list[SanitizerRecord]:
                 text = f"{text}: {typ}" if text else typ
         line = where.findtext("line") if where is not None else None
         rec = SanitizerRecord(
-            tool=tool, kind=r.findtext("kind", "").strip(), level=r.findtext("level", "Error").strip(),
+            tool=tool,
+            kind=r.findtext("kind", "").strip(),
+            level=r.findtext("level", "Error").strip(),
             text=text,
-            thread=_xyz(r.find("who/threadIdx")), block=_xyz(r.find("who/blockIdx")),
+            thread=_xyz(r.find("who/threadIdx")),
+            block=_xyz(r.find("who/blockIdx")),
             func=where.findtext("func") if where is not None else None,
             pc=where.findtext("pc") if where is not None else None,
             file=(where.findtext("file") or where.findtext("path")) if where is not None else None,
@@ -160,9 +168,16 @@ def parse_xml(data: str | bytes, tool: str = "") -> list[SanitizerRecord]:
                 if w is None:
                     continue
                 ln = w.findtext("line")
-                acc.append((side.findtext("direction", "").strip(), w.findtext("func"),
-                            w.findtext("path") or w.findtext("file"), int(ln) if ln and ln.isdigit() else None,
-                            w.findtext("pc"), None))
+                acc.append(
+                    (
+                        side.findtext("direction", "").strip(),
+                        w.findtext("func"),
+                        w.findtext("path") or w.findtext("file"),
+                        int(ln) if ln and ln.isdigit() else None,
+                        w.findtext("pc"),
+                        None,
+                    )
+                )
             if acc:
                 rec.extra["accesses"] = acc
             for k in ("barrier", "activeMask", "size", "address", "accessType", "space"):
@@ -175,8 +190,14 @@ def parse_xml(data: str | bytes, tool: str = "") -> list[SanitizerRecord]:
                 continue
             for fr in st.iter("frame"):
                 ln = fr.findtext("line")
-                rec.frames.append((fr.findtext("func"), fr.findtext("path") or fr.findtext("file"),
-                                   int(ln) if ln and ln.strip().isdigit() else None, fr.findtext("pc")))
+                rec.frames.append(
+                    (
+                        fr.findtext("func"),
+                        fr.findtext("path") or fr.findtext("file"),
+                        int(ln) if ln and ln.strip().isdigit() else None,
+                        fr.findtext("pc"),
+                    )
+                )
         out.append(rec)
     return out
 
@@ -191,9 +212,9 @@ def parse_file(path: str | Path, tool: str = "") -> list[SanitizerRecord]:
 @dataclass
 class ToolRun:
     tool: str
-    rc: int | None                # None: not run; 124/137: timed out
+    rc: int | None  # None: not run; 124/137: timed out
     records: list[SanitizerRecord]
-    log: str = ""                 # what the tool printed (kept with the evidence)
+    log: str = ""  # what the tool printed (kept with the evidence)
 
     @property
     def timed_out(self) -> bool:

@@ -16,6 +16,7 @@
 Line attribution is by the line table: each instruction's chain is read as printed; an
 instruction scheduled into another line's run is attributed to that line (see sass/facts.py).
 """
+
 from __future__ import annotations
 
 import re
@@ -30,6 +31,7 @@ from ..sass.parse import RawFunction, parse_sass
 
 def _tools() -> tuple[str | None, str | None]:
     from ..sass.toolchain import ToolchainNotFound, find_toolchain
+
     try:
         tc = find_toolchain()
     except ToolchainNotFound:
@@ -44,8 +46,13 @@ def disassemble(binary: str | Path, timeout: float = 300.0) -> tuple[str | None,
         return None, "no cuobjdump/nvdisasm: the SASS was not read"
     with tempfile.TemporaryDirectory(prefix="tkcheck-sass-") as td:
         try:
-            p = subprocess.run([cuobjdump, "-xelf", "all", str(Path(binary).resolve())], cwd=td,
-                               capture_output=True, text=True, timeout=timeout)
+            p = subprocess.run(
+                [cuobjdump, "-xelf", "all", str(Path(binary).resolve())],
+                cwd=td,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         except (OSError, subprocess.TimeoutExpired) as e:
             return None, f"cuobjdump: {e}"
         cubins = sorted(Path(td).glob("*.cubin"))
@@ -54,8 +61,9 @@ def disassemble(binary: str | Path, timeout: float = 300.0) -> tuple[str | None,
         out = []
         for c in cubins:
             try:
-                q = subprocess.run([nvdisasm, "-gi", "-c", str(c)], capture_output=True, text=True,
-                                   errors="replace", timeout=timeout)
+                q = subprocess.run(
+                    [nvdisasm, "-gi", "-c", str(c)], capture_output=True, text=True, errors="replace", timeout=timeout
+                )
             except (OSError, subprocess.TimeoutExpired) as e:
                 return None, f"nvdisasm: {e}"
             if q.returncode != 0:
@@ -91,8 +99,9 @@ def _in(frame: SourceLoc, user_file: str) -> bool:
     return Path(frame.file).name == Path(user_file).name
 
 
-def user_frame(funcs: list[RawFunction], pc: object, path: str | None, line: int | None,
-               user_file: str) -> tuple[str, int] | None:
+def user_frame(
+    funcs: list[RawFunction], pc: object, path: str | None, line: int | None, user_file: str
+) -> tuple[str, int] | None:
     """The (file name, line) in `user_file` of the instruction at `pc` (see the module doc).
 
     The pc is an offset in the kernel the record happened in, which the record does not name (its
@@ -106,8 +115,7 @@ def user_frame(funcs: list[RawFunction], pc: object, path: str | None, line: int
         ins = _at(fn, p)
         if ins is None or ins.address != p or not ins.inline_chain:
             continue
-        if path and line and not any(Path(f.file).name == Path(path).name and f.line == line
-                                     for f in ins.inline_chain):
+        if path and line and not any(Path(f.file).name == Path(path).name and f.line == line for f in ins.inline_chain):
             continue
         mine = [f for f in ins.inline_chain if _in(f, user_file)]
         if mine:
@@ -117,8 +125,8 @@ def user_frame(funcs: list[RawFunction], pc: object, path: str | None, line: int
 
 @dataclass
 class Order:
-    serialized: bool           # every release arrive follows a wgmma wait after the wgmma
-    text: str                  # what the SASS shows, for the verdict
+    serialized: bool  # every release arrive follows a wgmma wait after the wgmma
+    text: str  # what the SASS shows, for the verdict
 
 
 def _tagged(ins: Instruction, user_file: str, rows: set[int]) -> bool:
@@ -161,17 +169,23 @@ def wgmma_order(funcs: list[RawFunction], user_file: str, release_rows: set[int]
             ins = fn.instructions
             row = next(f.line for f in ins[a].inline_chain if _in(f, user_file) and f.line in release_rows)
             later = next((i for i in range(a + 1, len(ins)) if ins[i].opcode.startswith("WARPGROUP.DEPBAR")), None)
-            return Order(False, f"the SASS issues the release arrive ({ins[a].opcode} at /*{ins[a].address:04x}*/, "
-                                f"{name}:{row}) after the wgmma (HGMMA at /*{ins[h].address:04x}*/) with no "
-                                f"WARPGROUP.DEPBAR between"
-                                + (f"; the wait comes after it (/*{ins[later].address:04x}*/)" if later is not None else ""))
+            return Order(
+                False,
+                f"the SASS issues the release arrive ({ins[a].opcode} at /*{ins[a].address:04x}*/, "
+                f"{name}:{row}) after the wgmma (HGMMA at /*{ins[h].address:04x}*/) with no "
+                f"WARPGROUP.DEPBAR between"
+                + (f"; the wait comes after it (/*{ins[later].address:04x}*/)" if later is not None else ""),
+            )
     fn, h, a, wait = pairs[0]
-    assert wait is not None   # a pair without its wait returned above
+    assert wait is not None  # a pair without its wait returned above
     ins = fn.instructions
-    return Order(True, f"in this binary {ins[wait].opcode} {', '.join(ins[wait].operands)} (/*{ins[wait].address:04x}*/) "
-                       f"waits for the wgmma (HGMMA at /*{ins[h].address:04x}*/) before the release arrive "
-                       f"(/*{ins[a].address:04x}*/, {name}:{sorted(release_rows)[0]})"
-                       + (f", and so at all {len(pairs)} release arrives" if len(pairs) > 1 else ""))
+    return Order(
+        True,
+        f"in this binary {ins[wait].opcode} {', '.join(ins[wait].operands)} (/*{ins[wait].address:04x}*/) "
+        f"waits for the wgmma (HGMMA at /*{ins[h].address:04x}*/) before the release arrive "
+        f"(/*{ins[a].address:04x}*/, {name}:{sorted(release_rows)[0]})"
+        + (f", and so at all {len(pairs)} release arrives" if len(pairs) > 1 else ""),
+    )
 
 
 _PTXAS_SERIAL = re.compile(r"\((C75(?:14|15|17|18))\)\s*([^\n]*?)(?: in (?:the )?function|$)", re.M)

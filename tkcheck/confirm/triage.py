@@ -9,6 +9,7 @@ Symptoms: hang | nan | stripes | wrong. A finding's score comes from
   (TKCHECK_WATCHDOG lines from `tkcheck confirm`'s instrumented copy), mapped back to findings by
   file:line, barrier name or kernel.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,19 +27,25 @@ SYMPTOMS = ("hang", "nan", "stripes", "wrong")
 # A rule's own explanations are on its Rule (`explains`: symptom -> weight, why); a symptom the
 # rule does not explain falls back to its contract's.
 _CONTRACT: dict[str, dict[str, tuple[int, str]]] = {
-    "completion": {"hang": (4, "a completion contract (arrivals, bytes, parity) is broken"),
-                   "stripes": (4, "a completion contract is broken: stages are read at the wrong phase")},
+    "completion": {
+        "hang": (4, "a completion contract (arrivals, bytes, parity) is broken"),
+        "stripes": (4, "a completion contract is broken: stages are read at the wrong phase"),
+    },
     "deadlock": {"hang": (5, "a wait that can never be satisfied")},
-    "scope": {"wrong": (4, "a scope contract is broken: an op runs on the wrong set of threads"),
-              "hang": (3, "a scope contract is broken")},
+    "scope": {
+        "wrong": (4, "a scope contract is broken: an op runs on the wrong set of threads"),
+        "hang": (3, "a scope contract is broken"),
+    },
     "layout": {"nan": (4, "a layout contract is broken"), "wrong": (4, "a layout contract is broken")},
     "accumulator": {"wrong": (5, "an accumulator contract is broken")},
 }
 
-_TOOLS = {"hang": ("the instrumented run's watchdog", "racecheck --racecheck-deadlock-timeout"),
-          "nan": ("memcheck --check-bulk-copy yes", "the NaN-row check before TMA stores"),
-          "stripes": ("stage poisoning (stale reads become NaN and are reported)", "racecheck"),
-          "wrong": ("racecheck", "synccheck")}
+_TOOLS = {
+    "hang": ("the instrumented run's watchdog", "racecheck --racecheck-deadlock-timeout"),
+    "nan": ("memcheck --check-bulk-copy yes", "the NaN-row check before TMA stores"),
+    "stripes": ("stage poisoning (stale reads become NaN and are reported)", "racecheck"),
+    "wrong": ("racecheck", "synccheck"),
+}
 
 
 @dataclass
@@ -52,9 +59,19 @@ class Ranked:
 
     def to_json(self) -> dict[str, Any]:
         f = self.finding
-        return {"code": f.code, "name": f.name, "filename": f.location.filename, "row": f.location.row,
-                "message": f.message, "contract": self.contract, "score": round(self.score, 2), "why": self.why,
-                "evidence": self.evidence, "confirm": self.confirm, "verdict": f.verdict}
+        return {
+            "code": f.code,
+            "name": f.name,
+            "filename": f.location.filename,
+            "row": f.location.row,
+            "message": f.message,
+            "contract": self.contract,
+            "score": round(self.score, 2),
+            "why": self.why,
+            "evidence": self.evidence,
+            "confirm": self.confirm,
+            "verdict": f.verdict,
+        }
 
 
 class EvidenceError(ValueError):
@@ -64,6 +81,7 @@ class EvidenceError(ValueError):
 @dataclass
 class Observed:
     """What the user brought: records from a hung run's log or a sanitizer XML."""
+
     records: list[Record] = field(default_factory=list)
     sanitizer: list[S.SanitizerRecord] = field(default_factory=list)
     source: str = ""
@@ -83,8 +101,10 @@ def load_evidence(path: str) -> Observed:
             raise EvidenceError(f"{path}: {e}") from None
     recs = parse_records(text)
     if not recs:
-        raise EvidenceError(f"{path}: neither a compute-sanitizer XML file nor a log with TKCHECK_WATCHDOG / "
-                            "TKCHECK_POISON / TKCHECK_NAN lines (run `tkcheck confirm` to get one)")
+        raise EvidenceError(
+            f"{path}: neither a compute-sanitizer XML file nor a log with TKCHECK_WATCHDOG / "
+            "TKCHECK_POISON / TKCHECK_NAN lines (run `tkcheck confirm` to get one)"
+        )
     return Observed(records=recs, source=p.name)
 
 
@@ -135,6 +155,7 @@ def rank(findings: Iterable[Finding], symptom: str, observed: Observed | None = 
     if symptom not in SYMPTOMS:
         raise ValueError(f"unknown symptom {symptom!r}: one of {', '.join(SYMPTOMS)}")
     from .. import registry
+
     rules = registry.by_code()
     out: list[Ranked] = []
     for f in findings:
@@ -166,14 +187,21 @@ def rank(findings: Iterable[Finding], symptom: str, observed: Observed | None = 
 
 def format_ranked(ranked: list[Ranked], symptom: str, observed: Observed | None = None) -> str:
     if not ranked:
-        return (f"no finding explains '{symptom}' (tkcheck proves only what it can; try `tkcheck confirm` "
-                "for a run with the watchdog and stage poisoning)\n")
-    lines = [f"findings that explain '{symptom}', most likely first"
-             + (f" (with evidence from {observed.source})" if observed and observed.source else "") + ":"]
+        return (
+            f"no finding explains '{symptom}' (tkcheck proves only what it can; try `tkcheck confirm` "
+            "for a run with the watchdog and stage poisoning)\n"
+        )
+    lines = [
+        f"findings that explain '{symptom}', most likely first"
+        + (f" (with evidence from {observed.source})" if observed and observed.source else "")
+        + ":"
+    ]
     for i, r in enumerate(ranked, 1):
         f = r.finding
-        lines.append(f"{i}. {f.location.filename}:{f.location.row}:{f.location.column}: {f.code} {f.name} "
-                     f"[{r.contract} contract broken] score {r.score:g}")
+        lines.append(
+            f"{i}. {f.location.filename}:{f.location.row}:{f.location.column}: {f.code} {f.name} "
+            f"[{r.contract} contract broken] score {r.score:g}"
+        )
         lines.append(f"   {f.message}")
         lines.append(f"   why: {r.why}")
         for e in r.evidence:

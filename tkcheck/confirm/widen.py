@@ -34,6 +34,7 @@ widenings in `WIDENINGS`, and the use-before-init probe. The edits:
 `plan_for(w)` picks the rest of the instrumentation to go with a widening (see there).
 Findings of other classes get no widening. The descriptions are shown in the verdict ("ran").
 """
+
 from __future__ import annotations
 
 import re
@@ -48,31 +49,31 @@ from ..rule import Confirm
 if TYPE_CHECKING:
     from .instrument import Plan
 
-DELAY_CYCLES = 8000            # about 4 us at 1.98 GHz
-LONG_DELAY_CYCLES = 20000      # about 10 us
+DELAY_CYCLES = 8000  # about 4 us at 1.98 GHz
+LONG_DELAY_CYCLES = 20000  # about 10 us
 # per-warp step for staggered writers: well above what the instrumented copy adds on the racing
 # path (an H200 run with 4 us steps passed because the store issue's own checks took longer)
-STAGGER_CYCLES = 60000         # about 30 us
+STAGGER_CYCLES = 60000  # about 30 us
 
 
 @dataclass
 class Delay:
-    line: int                   # the user's line; inserted in front of the statement there
-    cycles: str                 # C expression (may depend on the warp)
-    cond: str = ""              # C condition, empty: every thread that reaches the line
+    line: int  # the user's line; inserted in front of the statement there
+    cycles: str  # C expression (may depend on the warp)
+    cond: str = ""  # C condition, empty: every thread that reaches the line
     why: str = ""
-    before: str = ""            # C expression run (under `cond`) just before the delay
+    before: str = ""  # C expression run (under `cond`) just before the delay
 
 
 @dataclass
 class ReleasePoison:
-    line: int                   # the statement after which the tile is poisoned
-    tile: str                   # C expression of the tile
-    after: str = "statement"    # "statement": after the statement holding `anchor` on `line`
-    anchor: str = ""            # a callee (suffix) on `line` whose statement ends the insertion point
+    line: int  # the statement after which the tile is poisoned
+    tile: str  # C expression of the tile
+    after: str = "statement"  # "statement": after the statement holding `anchor` on `line`
+    anchor: str = ""  # a callee (suffix) on `line` whose statement ends the insertion point
     why: str = ""
-    code: str = ""              # instead of the poison: this C expression after the call
-    probe: bool = False         # bookkeeping for a probe, not a widening: not shown in the verdict
+    code: str = ""  # instead of the poison: this C expression after the call
+    probe: bool = False  # bookkeeping for a probe, not a widening: not shown in the verdict
 
 
 @dataclass
@@ -80,10 +81,10 @@ class Widening:
     delays: list[Delay] = field(default_factory=list)
     poisons: list[ReleasePoison] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    init_probe: bool = False     # the copy reports waits that start before the first init
-    init_probe_rows: set[int] = field(default_factory=set)   # ... at these use sites (the findings')
-    wgmma_race: bool = False     # a wgmma race: keep calls out of the consumer's wgmma pipeline
-    hang: bool = False           # a finding predicts a hang: the watchdog's evidence comes first
+    init_probe: bool = False  # the copy reports waits that start before the first init
+    init_probe_rows: set[int] = field(default_factory=set)  # ... at these use sites (the findings')
+    wgmma_race: bool = False  # a wgmma race: keep calls out of the consumer's wgmma pipeline
+    hang: bool = False  # a finding predicts a hang: the watchdog's evidence comes first
 
     def describe(self) -> list[str]:
         return [d.why for d in self.delays] + [p.why for p in self.poisons if not p.probe]
@@ -115,10 +116,11 @@ def _line(text: str, row: int) -> str:
 
 def _tma_store_tile(text: str, row: int) -> str | None:
     from .instrument import _split_args
+
     lines = text.split("\n")
     if not 0 < row <= len(lines):
         return None
-    off = sum(len(ln) + 1 for ln in lines[:row - 1])
+    off = sum(len(ln) + 1 for ln in lines[: row - 1])
     m = _TMA_STORE.search(lines[row - 1])
     if not m:
         return None
@@ -135,13 +137,14 @@ _WAIT = re.compile(r"(?<![\w.>:])(?:kittens::)?wait\s*\(")
 def _load_tile(text: str, row: int) -> str | None:
     """The destination tile of the `tma::load_async` on `row`, as spelled."""
     from .instrument import _split_args
+
     lines = text.split("\n")
     if not 0 < row <= len(lines):
         return None
     m = _LOAD.search(lines[row - 1])
     if not m:
         return None
-    off = sum(len(ln) + 1 for ln in lines[:row - 1])
+    off = sum(len(ln) + 1 for ln in lines[: row - 1])
     sp = _split_args(text, off + m.end() - 1)
     return sp[0][0] if sp and sp[0] else None
 
@@ -191,14 +194,19 @@ class _Edits:
 # Each takes the edits being built and one finding; a rule asks for them by name
 # (`Rule.confirm.widen`, tkcheck/rule.py), applied in the order it lists them.
 
+
 def _delay_wgmma_issue(e: _Edits, f: Finding) -> None:
     """The consumer waits in front of the wgmma issue, so the producer is parked on the release."""
     mma = _rows(f, r"wgmma .*issued here")
     if mma:
         r = min(mma)
-        e.delay(r, str(DELAY_CYCLES), "",
-                f"widening: the consumer waits ~4us before the wgmma issue at {e.name}:{r} so the "
-                f"producer is parked on the release barrier and refills (poisons) the stage at once")
+        e.delay(
+            r,
+            str(DELAY_CYCLES),
+            "",
+            f"widening: the consumer waits ~4us before the wgmma issue at {e.name}:{r} so the "
+            f"producer is parked on the release barrier and refills (poisons) the stage at once",
+        )
 
 
 def _poison_refill(e: _Edits, f: Finding) -> None:
@@ -208,9 +216,13 @@ def _poison_refill(e: _Edits, f: Finding) -> None:
     tile = _load_tile(e.text, row)
     wr = _wait_before(e.text, row)
     if tile is not None and wr is not None:
-        e.poison(wr, tile, "wait",
-                 f"widening: {tile} is poisoned right after the producer's wait at {name}:{wr} (the "
-                 f"refill at {name}:{row}, made immediate)")
+        e.poison(
+            wr,
+            tile,
+            "wait",
+            f"widening: {tile} is poisoned right after the producer's wait at {name}:{wr} (the "
+            f"refill at {name}:{row}, made immediate)",
+        )
 
 
 def _stagger_writers(e: _Edits, f: Finding) -> None:
@@ -218,8 +230,12 @@ def _stagger_writers(e: _Edits, f: Finding) -> None:
     writes = _rows(f, r"write .* here")
     if writes:
         r = min(writes)
-        e.delay(r, f"{WARP_IN_GROUP} * {STAGGER_CYCLES}", f"{WARP_IN_GROUP} != 0",
-                f"widening: warps 1-3 of each warpgroup wait (w x ~30us) before their write at {e.name}:{r}")
+        e.delay(
+            r,
+            f"{WARP_IN_GROUP} * {STAGGER_CYCLES}",
+            f"{WARP_IN_GROUP} != 0",
+            f"widening: warps 1-3 of each warpgroup wait (w x ~30us) before their write at {e.name}:{r}",
+        )
 
 
 def _stagger_writers_before_barrier(e: _Edits, f: Finding) -> None:
@@ -227,9 +243,13 @@ def _stagger_writers_before_barrier(e: _Edits, f: Finding) -> None:
     row, name, text = f.location.row, e.name, e.text
     r = _prev_code_row(text, row)
     if r is not None and _STORE_CALL.search(_line(text, r)):
-        e.delay(r, f"{WARP_IN_GROUP} * {STAGGER_CYCLES}", f"{WARP_IN_GROUP} != 0",
-                f"widening: the writers before the shared barrier at {name}:{row} are staggered by warp "
-                f"(w x ~30us at {name}:{r}), so the barrier can complete with the other group's warps")
+        e.delay(
+            r,
+            f"{WARP_IN_GROUP} * {STAGGER_CYCLES}",
+            f"{WARP_IN_GROUP} != 0",
+            f"widening: the writers before the shared barrier at {name}:{row} are staggered by warp "
+            f"(w x ~30us at {name}:{r}), so the barrier can complete with the other group's warps",
+        )
     else:
         e.w.notes.append(f"{f.code} at {name}:{row}: no write in front of the barrier; not widened")
 
@@ -237,9 +257,13 @@ def _stagger_writers_before_barrier(e: _Edits, f: Finding) -> None:
 def _delay_load(e: _Edits, f: Finding) -> None:
     """The finding's load issued late (after its stage is poisoned)."""
     row = f.location.row
-    e.delay(row, str(LONG_DELAY_CYCLES), "",
-            f"widening: the misrouted load at {e.name}:{row} is issued ~10us late (after its stage is "
-            f"poisoned), so the stage's barrier completes without it")
+    e.delay(
+        row,
+        str(LONG_DELAY_CYCLES),
+        "",
+        f"widening: the misrouted load at {e.name}:{row} is issued ~10us late (after its stage is "
+        f"poisoned), so the stage's barrier completes without it",
+    )
 
 
 def _poison_released_stores(e: _Edits, f: Finding) -> None:
@@ -255,15 +279,23 @@ def _poison_released_stores(e: _Edits, f: Finding) -> None:
         # every tile stored between the named store and the release (none of them is waited
         # for), the last issued first: the engine reads it last
         tiles = [t for r in range(min(stores), min(rel)) if (t := _tma_store_tile(text, r))] or [tile]
-        tiles = list(dict.fromkeys(tiles))   # edits at one point apply inside out: the last tile is poisoned first
+        tiles = list(dict.fromkeys(tiles))  # edits at one point apply inside out: the last tile is poisoned first
         for t in tiles:
-            e.poison(min(rel), t, "arrive",
-                     f"widening: {t} is poisoned right after its release at {name}:{min(rel)} (the next "
-                     f"writer's overwrite, made immediate)")
+            e.poison(
+                min(rel),
+                t,
+                "arrive",
+                f"widening: {t} is poisoned right after its release at {name}:{min(rel)} (the next "
+                f"writer's overwrite, made immediate)",
+            )
     else:
-        e.poison(min(stores), tile, "store_async",
-                 f"widening: {tile} is poisoned right after the store issue at {name}:{min(stores)} "
-                 f"(nothing waits for the store before it is released)")
+        e.poison(
+            min(stores),
+            tile,
+            "store_async",
+            f"widening: {tile} is poisoned right after the store issue at {name}:{min(stores)} "
+            f"(nothing waits for the store before it is released)",
+        )
 
 
 def _poison_after_store(e: _Edits, f: Finding) -> None:
@@ -271,9 +303,13 @@ def _poison_after_store(e: _Edits, f: Finding) -> None:
     row, name = f.location.row, e.name
     tile = _tma_store_tile(e.text, row)
     if tile is not None:
-        e.poison(row, tile, "store_async",
-                 f"widening: {tile} is poisoned after the store issue at {name}:{row} on the exiting path "
-                 f"(what the SM's next CTA may write into the freed shared memory)")
+        e.poison(
+            row,
+            tile,
+            "store_async",
+            f"widening: {tile} is poisoned after the store issue at {name}:{row} on the exiting path "
+            f"(what the SM's next CTA may write into the freed shared memory)",
+        )
 
 
 def _poison_after_read_wait(e: _Edits, f: Finding) -> None:
@@ -283,9 +319,13 @@ def _poison_after_read_wait(e: _Edits, f: Finding) -> None:
     lines = text.split("\n")
     rw = next((r for r in range(row, min(row + 4, len(lines)) + 1) if _READ_WAIT.search(lines[r - 1])), None)
     if tile is not None and rw is not None:
-        e.poison(rw, tile, "store_async",
-                 f"widening: {tile} is poisoned after each duplicate store's ({name}:{row}) own read wait at {name}:{rw} "
-                 f"(the rewrite that follows, made immediate)")
+        e.poison(
+            rw,
+            tile,
+            "store_async",
+            f"widening: {tile} is poisoned after each duplicate store's ({name}:{row}) own read wait at {name}:{rw} "
+            f"(the rewrite that follows, made immediate)",
+        )
 
 
 WIDENINGS = {
@@ -303,6 +343,7 @@ WIDENINGS = {
 def rule_confirm(f: Finding) -> Confirm:
     """What the finding's rule asks of `tkcheck confirm` (nothing for an unknown code)."""
     from .. import registry
+
     rule = registry.by_code().get(f.code)
     return rule.confirm if rule is not None else Confirm()
 
@@ -330,11 +371,26 @@ def widening(findings: Iterable[Finding], text: str, filename: str) -> Widening:
         # the first init the thread runs (straight-line init code: the smallest line) is held back;
         # the probe's state is 1 from just before the hold until that init ran
         r = min(init_rows)
-        w.delays.append(Delay(r, str(LONG_DELAY_CYCLES), "", before="::tkcheck_init_first()",
-                              why=f"widening: the initialising thread waits ~10us before the first init at "
-                                  f"{name}:{r}; waits that start meanwhile are reported (use before init)"))
-        w.poisons.append(ReleasePoison(r, "", anchor="init", code="::tkcheck_init_mark(2)", probe=True,
-                                       why=f"the init at {name}:{r} marks the block initialised"))
+        w.delays.append(
+            Delay(
+                r,
+                str(LONG_DELAY_CYCLES),
+                "",
+                before="::tkcheck_init_first()",
+                why=f"widening: the initialising thread waits ~10us before the first init at "
+                f"{name}:{r}; waits that start meanwhile are reported (use before init)",
+            )
+        )
+        w.poisons.append(
+            ReleasePoison(
+                r,
+                "",
+                anchor="init",
+                code="::tkcheck_init_mark(2)",
+                probe=True,
+                why=f"the init at {name}:{r} marks the block initialised",
+            )
+        )
         w.init_probe = True
     # one delay in front of the first wgmma of the loop body: a delay between two wgmmas of the
     # same stage would let the first finish reading before the release
@@ -355,9 +411,11 @@ def plan_for(w: Widening | None) -> Plan:
       predicts a hang (a wgmma race there rides along; the hang is what shows).
     """
     from .instrument import Plan
+
     if w is None or not w:
         return Plan()
     if w.wgmma_race and not w.init_probe and not w.hang:
         return Plan(watchdog=False, phase_log=False, poison=True, nan_rows=False, widening=w)
-    return Plan(nan_rows=not w.delays, widening=w, init_probe=w.init_probe,
-                init_probe_rows=tuple(sorted(w.init_probe_rows)))
+    return Plan(
+        nan_rows=not w.delays, widening=w, init_probe=w.init_probe, init_probe_rows=tuple(sorted(w.init_probe_rows))
+    )

@@ -10,16 +10,28 @@ For a whole file, `tkcheck.engine.models_of(path, options)` does parse and build
 The other modules (walk_*, value_types, cexpr, ...) are the builder's parts; the closed forms of
 loop-carried values it solves are `tkcheck.recurrence` (shared with the checks).
 """
+
 from importlib import import_module as _import_module
 
 _PUBLIC = {
-    "parse_source": "parse", "read_source": "parse", "protocol_function": "parse",
-    "ParseOptions": "parse", "ParsedFile": "parse", "InputError": "parse",
+    "parse_source": "parse",
+    "read_source": "parse",
+    "protocol_function": "parse",
+    "ParseOptions": "parse",
+    "ParsedFile": "parse",
+    "InputError": "parse",
     "ModelBuilder": "builder",
 }
 
-__all__ = ["InputError", "ModelBuilder", "ParseOptions", "ParsedFile", "parse_source", "protocol_function",
-           "read_source"]
+__all__ = [
+    "InputError",
+    "ModelBuilder",
+    "ParseOptions",
+    "ParsedFile",
+    "parse_source",
+    "protocol_function",
+    "read_source",
+]
 
 
 def __getattr__(name):

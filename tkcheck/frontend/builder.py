@@ -15,6 +15,7 @@ from their tokens (`cexpr`) and folded into model values by the walker's `ev`
 * nothing is guessed: what cannot be modelled becomes an opaque value or an
   inexact guard, which the checks treat as "unknown".
 """
+
 from __future__ import annotations
 
 import re
@@ -40,7 +41,7 @@ def _visible_from(root, cands: list) -> list:
     if len(cands) <= 1:
         return list(cands)
     here = _namespaces_of(root)
-    vis = [c for c in cands if here[:len(_namespaces_of(c))] == _namespaces_of(c)]
+    vis = [c for c in cands if here[: len(_namespaces_of(c))] == _namespaces_of(c)]
     return vis or list(cands)
 
 
@@ -106,21 +107,21 @@ class ModelBuilder:
         self.abs_path = parsed.abs_path
         register_text(parsed.abs_path, parsed.text)
         for hp, ht in parsed.user_texts.items():
-            register_text(hp, ht)      # user headers as parsed (nvcc-compatibility rewrites)
+            register_text(hp, ht)  # user headers as parsed (nvcc-compatibility rewrites)
         self.globals_env = Env()
-        self.ns_envs: dict[tuple[str, ...], Env] = {}   # namespace path -> its scope (a child of the enclosing one)
-        self.functions: dict[str, list] = {}      # user device functions by name (with bodies)
-        self.structs: dict[str, Any] = {}         # user struct/class cursors by name
+        self.ns_envs: dict[tuple[str, ...], Env] = {}  # namespace path -> its scope (a child of the enclosing one)
+        self.functions: dict[str, list] = {}  # user device functions by name (with bodies)
+        self.structs: dict[str, Any] = {}  # user struct/class cursors by name
         self.partial_specs: dict[str, list] = {}  # partial specializations of user class templates
-        self.kernels: list = []                   # __global__ function cursors in the main file
-        self.kernel_templates: list = []          # template __global__ functions (user files)
-        self.header_kernels: list = []            # __global__ functions of the user's headers
-        self.user_namespaces: set[str] = set()    # namespaces the user's code declares
+        self.kernels: list = []  # __global__ function cursors in the main file
+        self.kernel_templates: list = []  # template __global__ functions (user files)
+        self.header_kernels: list = []  # __global__ functions of the user's headers
+        self.user_namespaces: set[str] = set()  # namespaces the user's code declares
         # kernels found and not analysed, other than for clang errors: (name, location, why)
         self.not_analysed: list[tuple[str, object, str]] = []
-        self.templates: list = []                 # structs that look like lcf/lcsf kernel templates
+        self.templates: list = []  # structs that look like lcf/lcsf kernel templates
         self.macros: dict[str, list[str]] = {}
-        self.macro_constants: dict[str, Any] = {}   # object-like macros whose value is a constant
+        self.macro_constants: dict[str, Any] = {}  # object-like macros whose value is a constant
         # -D NAME[=VALUE] of the build (command line, config, compile_commands): object-like
         # macros for constant evaluation; a #define in the file parsed later wins, as in cpp
         for d in getattr(parsed, "defines", ()):
@@ -129,14 +130,14 @@ class ModelBuilder:
                 self.macros[name] = lex(value) if _ else ["1"]
         # kernels not analysed because clang errors stop them: (name, location, errors)
         self.blocked: list[tuple[str, object, list]] = []
-        self.errors = None                        # diagnostics.ErrorMap, set by build()
+        self.errors = None  # diagnostics.ErrorMap, set by build()
         self._blocked_cache: dict = {}
         self._blocked_cursors: dict = {}
         self._not_analysed_cursors: dict = {}
-        self.model_cursors: dict[int, object] = {}   # id(model) -> the cursor of its code
+        self.model_cursors: dict[int, object] = {}  # id(model) -> the cursor of its code
         self.model_census_exclude: dict[int, set] = {}  # id(model) -> cursors not its code (other MK ops)
-        self.model_census_roots: dict[int, list] = {}   # id(model) -> more roots of its code (its MK op)
-        self._unbound: dict = {}                      # template kernels with an instantiation not understood
+        self.model_census_roots: dict[int, list] = {}  # id(model) -> more roots of its code (its MK op)
+        self._unbound: dict = {}  # template kernels with an instantiation not understood
         self._device_code_by_name: dict | None = None  # name -> device function cursors (coverage)
         self.interpreter_ops: list[tuple[str, object]] = []  # (op spelling, its struct) per interpreter op
         self._collect()
@@ -144,7 +145,7 @@ class ModelBuilder:
     # -- collection of top-level declarations ------------------------------
     def _in_user_code(self, cursor) -> bool:
         loc = cursor.location
-        if loc.is_in_system_header:       # tkcheck's model, its stand-ins, the real TK headers
+        if loc.is_in_system_header:  # tkcheck's model, its stand-ins, the real TK headers
             return False
         f = loc.file
         if f is None:
@@ -162,11 +163,13 @@ class ModelBuilder:
         # a struct handed to a prototype template's kernel or launcher (`lcsc::launch_kernel<config,
         # globals, S>`, `lcf::kernel<S>`) is a kernel too, whatever members it has
         from .lexer import blank_comments_and_strings
+
         code = blank_comments_and_strings(self.parsed.text)
-        for m in re.finditer(r"\b(lcf|lcsf|lcsc|pc)\s*::\s*(kernel|launch_kernel|main_kernel)\s*<([^;]*?)>\s*[(>,;]",
-                             code):
+        for m in re.finditer(
+            r"\b(lcf|lcsf|lcsc|pc)\s*::\s*(kernel|launch_kernel|main_kernel)\s*<([^;]*?)>\s*[(>,;]", code
+        ):
             args = [a.strip() for a in m.group(3).split(",")]
-            last = m.group(2) == "launch_kernel" or m.group(1) == "lcsc"     # lcsc::main_kernel<config, globals, S>
+            last = m.group(2) == "launch_kernel" or m.group(1) == "lcsc"  # lcsc::main_kernel<config, globals, S>
             name = (args[-1] if last else args[0]).split("::")[-1].split("<")[0].strip()
             st = self.structs.get(name)
             if st is not None and st not in self.templates:
@@ -174,6 +177,7 @@ class ModelBuilder:
         # a prototype::interpreter launch runs a pack of ops (`interpreter::kernel<config, op1, op2>`):
         # each op of each launch is a kernel of its own, with its template arguments as spelled
         from ..knowledge import protocols
+
         for ops in protocols.interpreter_ops(code):
             for spelling in ops:
                 st = self.structs.get(spelling.split("<")[0].split("::")[-1].strip())
@@ -190,21 +194,35 @@ class ModelBuilder:
 
     def _collect_decl(self, c, env: Env, top: bool = False, ns: tuple = ()):
         kind = c.kind
-        if ns and c.spelling and kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.TYPE_ALIAS_DECL,
-                                          CK.TYPEDEF_DECL, CK.TYPE_ALIAS_TEMPLATE_DECL, CK.VAR_DECL) \
-                and self._in_user_code(c):
+        if (
+            ns
+            and c.spelling
+            and kind
+            in (
+                CK.STRUCT_DECL,
+                CK.CLASS_DECL,
+                CK.CLASS_TEMPLATE,
+                CK.TYPE_ALIAS_DECL,
+                CK.TYPEDEF_DECL,
+                CK.TYPE_ALIAS_TEMPLATE_DECL,
+                CK.VAR_DECL,
+            )
+            and self._in_user_code(c)
+        ):
             # `ns::config` names this one even when another namespace declares a `config` too
             # (the unqualified name is the last one declared)
-            val = ("struct_decl", c) if kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE) else (
-                ("var_decl", c) if kind == CK.VAR_DECL else ("alias_decl", c))
+            val = (
+                ("struct_decl", c)
+                if kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE)
+                else (("var_decl", c) if kind == CK.VAR_DECL else ("alias_decl", c))
+            )
             for i in range(len(ns)):
                 self.globals_env.define("::".join(ns[i:] + (c.spelling,)), val)
         if kind == CK.MACRO_DEFINITION:
             if c.location.file is not None and self.parsed.is_user_file(c.location.file.name):
                 toks = tokens_of(c)
                 # object-like macros only: NAME value...
-                if len(toks) >= 2 and not (len(toks) > 2 and toks[1] == "(" and
-                                           _adjacent(c)):
+                if len(toks) >= 2 and not (len(toks) > 2 and toks[1] == "(" and _adjacent(c)):
                     self.macros[toks[0]] = toks[1:]
             return
         if not self._in_user_code(c):
@@ -221,7 +239,7 @@ class ModelBuilder:
                 if nenv is None:
                     nenv = self.ns_envs[tuple(path)] = env.child()
             else:
-                nenv = env                       # an anonymous namespace: its names are its parent's
+                nenv = env  # an anonymous namespace: its names are its parent's
             for ch in c.get_children():
                 self._collect_decl(ch, nenv, ns=ns + ((c.spelling,) if c.spelling else ()))
             return
@@ -235,11 +253,11 @@ class ModelBuilder:
                     self.functions.setdefault("::".join(ns[i:] + (c.spelling,)), []).append(c)
                 if any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in kids):
                     if kind == CK.FUNCTION_TEMPLATE:
-                        self.kernel_templates.append(c)       # analysed per instantiation
+                        self.kernel_templates.append(c)  # analysed per instantiation
                     elif _same_file(c.location.file.name, self.abs_path):
                         self.kernels.append(c)
                     else:
-                        self.header_kernels.append(c)         # analysed where the file uses it
+                        self.header_kernels.append(c)  # analysed where the file uses it
         elif kind == CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION:
             if c.spelling:
                 self.partial_specs.setdefault(c.spelling, []).append(c)
@@ -294,6 +312,7 @@ class ModelBuilder:
         template protocols: a constant assigned to one sets its bits."""
         if getattr(self, "_phase_bitfields", None) is None:
             from ..knowledge import protocols
+
             # a system header (tkcheck's model, the CUDA and TK headers) is never the main file:
             # that test is cheap, asking each declaration for its file is not
             mine = []
@@ -302,10 +321,9 @@ class ModelBuilder:
             # user macro could spell it) cannot be among them
             texts = [self.source(), *self.parsed.user_texts.values()]
             spelled = any(name in t for name in _PHASEBIT_CALLS for t in texts)
-            for c in (self._top_level if spelled else ()):
+            for c in self._top_level if spelled else ():
                 loc = c.location
-                if not loc.is_in_system_header and loc.file is not None \
-                        and _same_file(loc.file.name, self.abs_path):
+                if not loc.is_in_system_header and loc.file is not None and _same_file(loc.file.name, self.abs_path):
                     mine.append(c)
             self._phase_bitfields = phasebit_names(mine) | protocols.PHASE_BITFIELDS
         return self._phase_bitfields
@@ -319,11 +337,11 @@ class ModelBuilder:
         """kernel name -> the `<<<...>>>` configurations it is launched with in this file."""
         if getattr(self, "_launch_configs", None) is None:
             import re
+
             table: dict[str, list[str]] = {}
             text = self.parsed.text
             if "<<<" in text:
-                for mm in re.finditer(r"([A-Za-z_]\w*)\s*(?:<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?\s*<<<([^;]*?)>>>",
-                                      text):
+                for mm in re.finditer(r"([A-Za-z_]\w*)\s*(?:<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?\s*<<<([^;]*?)>>>", text):
                     table.setdefault(mm.group(1), []).append(mm.group(2))
             self._launch_configs = table
         return self._launch_configs
@@ -333,6 +351,7 @@ class ModelBuilder:
         """Models of the kernels clang's errors do not stop (see `blocked` for the others)."""
         from .diagnostics import place_errors
         from .instances import InstanceFinder
+
         self.errors = errors = place_errors(self.parsed)
         models = []
         for k in self.kernels:
@@ -348,7 +367,9 @@ class ModelBuilder:
         built: set = set()
         for inst in found.instances:
             seen_cursors.setdefault(inst.cursor.spelling, set()).add(inst.cursor.hash)
-        for inst in sorted(found.instances, key=lambda i: (i.site.filename != self.filename, i.site.row, i.site.column)):
+        for inst in sorted(
+            found.instances, key=lambda i: (i.site.filename != self.filename, i.site.row, i.site.column)
+        ):
             if self._blocked(inst.cursor, errors):
                 continue
             w = KernelWalker(self, inst.cursor)
@@ -363,16 +384,19 @@ class ModelBuilder:
                     if mo is None:
                         continue
                     mo.name = f"{m.name} [op {op.name}]"
-                    mo.notes.append(f"'{m.name}' is an MK interpreter: op '{op.name}' analysed inside it, as if "
-                                    "every instruction ran it")
+                    mo.notes.append(
+                        f"'{m.name}' is an MK interpreter: op '{op.name}' analysed inside it, as if "
+                        "every instruction ran it"
+                    )
                     if (inst.cursor.hash, mo.name) not in built:
                         built.add((inst.cursor.hash, mo.name))
                         models.append(mo)
                         self.model_cursors[id(mo)] = inst.cursor
                         # the census of this model: the interpreter and this op, not the other ops
                         mine = self._decl_family(op.cursor)
-                        self.model_census_exclude[id(mo)] = {h for o in w.op_pack if o is not op
-                                                             for h in self._decl_family(o.cursor)} - mine
+                        self.model_census_exclude[id(mo)] = {
+                            h for o in w.op_pack if o is not op for h in self._decl_family(o.cursor)
+                        } - mine
                         self.model_census_roots[id(mo)] = [op.cursor]
                 continue
             if len(seen_cursors[inst.cursor.spelling]) > 1:
@@ -381,13 +405,15 @@ class ModelBuilder:
                 if ns:
                     m.name = f"{ns}::{m.name}"
             if (inst.cursor.hash, m.name) in built:
-                continue            # the same instantiation named twice (`k<3>` and `k<1 + 2>`)
+                continue  # the same instantiation named twice (`k<3>` and `k<1 + 2>`)
             built.add((inst.cursor.hash, m.name))
             models.append(m)
             self.model_cursors[id(m)] = inst.cursor
-        analysed_cursors = {id_ for id_ in (inst.cursor.hash for inst in found.instances)
-                            if any(self.model_cursors.get(id(m)) is not None and self.model_cursors[id(m)].hash == id_
-                                   for m in models)}
+        analysed_cursors = {
+            id_
+            for id_ in (inst.cursor.hash for inst in found.instances)
+            if any(self.model_cursors.get(id(m)) is not None and self.model_cursors[id(m)].hash == id_ for m in models)
+        }
         for h, (cur, site, why) in self._unbound.items():
             if h not in analysed_cursors:
                 self.not_analysed.append((cur.spelling, site, why))
@@ -403,12 +429,12 @@ class ModelBuilder:
                 models.append(m)
                 self.model_cursors[id(m)] = t
             elif t.spelling in self._not_analysed_cursors:
-                pass                            # too deep to walk: told by _guarded
+                pass  # too deep to walk: told by _guarded
             else:
                 from ..knowledge import protocols
+
                 kind = protocols.template_kind_for(self.source(), t.spelling)
-                self.not_analysed.append((t.spelling, loc_of(t, self.filename),
-                                          f"template {kind} not modelled"))
+                self.not_analysed.append((t.spelling, loc_of(t, self.filename), f"template {kind} not modelled"))
                 self._not_analysed_cursors[t.spelling] = t
         for spelling, t in self.interpreter_ops:
             if self._blocked(t, errors):
@@ -419,11 +445,13 @@ class ModelBuilder:
                 self.model_cursors[id(m)] = t
                 # the census of this op's model: its own code, not the other ops of the pack
                 mine = self._decl_family(t)
-                self.model_census_exclude[id(m)] = {h for _, o in self.interpreter_ops if o is not t
-                                                    for h in self._decl_family(o)} - mine
+                self.model_census_exclude[id(m)] = {
+                    h for _, o in self.interpreter_ops if o is not t for h in self._decl_family(o)
+                } - mine
             elif spelling not in self._not_analysed_cursors:
-                self.not_analysed.append((spelling, loc_of(t, self.filename),
-                                          "interpreter op not understood (its layout or callbacks)"))
+                self.not_analysed.append(
+                    (spelling, loc_of(t, self.filename), "interpreter op not understood (its layout or callbacks)")
+                )
                 self._not_analysed_cursors[spelling] = t
         return models
 
@@ -450,6 +478,7 @@ class ModelBuilder:
         of `tkcheck.coverage` reads it."""
         if self._device_code_by_name is None:
             from .diagnostics import function_spans
+
             index: dict[str, list] = {}
             for f in function_spans(self.parsed):
                 if f.space in ("device", "global") and f.name:
@@ -458,7 +487,7 @@ class ModelBuilder:
         index = self._device_code_by_name
         out, seen, todo = [], set(), [root] + list(more_roots)
         names: set = set()
-        waiting: list = []                 # members of a struct whose name no reached code names yet
+        waiting: list = []  # members of a struct whose name no reached code names yet
         while todo or waiting:
             if not todo:
                 ready = [f for f in waiting if f.semantic_parent.spelling in names]
@@ -481,8 +510,12 @@ class ModelBuilder:
                     sp = f.semantic_parent
                     # a member function named by a common name (`init_semaphores`, `run`) belongs to
                     # this code only when its struct is named by it too (directly or by an alias's body)
-                    if sp is not None and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE) \
-                            and sp.spelling not in names and not _contains(_extent_key(sp), _extent_key(cur)):
+                    if (
+                        sp is not None
+                        and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE)
+                        and sp.spelling not in names
+                        and not _contains(_extent_key(sp), _extent_key(cur))
+                    ):
                         waiting.append(f)
                         continue
                     todo.append(f)
@@ -494,18 +527,33 @@ class ModelBuilder:
         """One `coverage.KernelCoverage` per kernel found: the analysed ones (census against the
         model) and the ones that were not (why)."""
         from .. import coverage as C
+
         out = []
         for m in models:
             cur = self.model_cursors.get(id(m))
-            out.append(C.for_model(self, m, cur, self.model_census_exclude.get(id(m), frozenset()),
-                                   self.model_census_roots.get(id(m), ())) if cur is not None else
-                       C.KernelCoverage(self.filename, m.name, True, None, 0, 0))
+            out.append(
+                C.for_model(
+                    self,
+                    m,
+                    cur,
+                    self.model_census_exclude.get(id(m), frozenset()),
+                    self.model_census_roots.get(id(m), ()),
+                )
+                if cur is not None
+                else C.KernelCoverage(self.filename, m.name, True, None, 0, 0)
+            )
         for name, loc, errs in self.blocked:
             d = errs[0]
-            where = f"line {d.location.row}" if d.location.filename == self.filename else \
-                f"{d.location.filename}:{d.location.row}"
-            out.append(C.not_analysed(self, name, self._blocked_cursors.get(name), f"clang error: {d.message} ({where})",
-                                      d.location))
+            where = (
+                f"line {d.location.row}"
+                if d.location.filename == self.filename
+                else f"{d.location.filename}:{d.location.row}"
+            )
+            out.append(
+                C.not_analysed(
+                    self, name, self._blocked_cursors.get(name), f"clang error: {d.message} ({where})", d.location
+                )
+            )
         for name, loc, why in self.not_analysed:
             out.append(C.not_analysed(self, name, self._not_analysed_cursors.get(name), why, loc))
         return out
@@ -528,25 +576,27 @@ class ModelBuilder:
         which one happened built an incomplete model and is dropped too."""
         import ctypes
         import sys
+
         swallowed = []
         old_hook = sys.unraisablehook
         sys.unraisablehook = lambda u: swallowed.append(u.exc_type)
         try:
             model = build()
         except Exception as e:  # noqa: BLE001 - re-raised unless the depth explains it
-            deep = isinstance(e, RecursionError) or (isinstance(e, ctypes.ArgumentError)
-                                                     and "RecursionError" in str(e))
+            deep = isinstance(e, RecursionError) or (isinstance(e, ctypes.ArgumentError) and "RecursionError" in str(e))
             if not deep and not swallowed:
-                raise      # (an error after a cut-short child list is a consequence of the cut)
+                raise  # (an error after a cut-short child list is a consequence of the cut)
             model = None
             if deep:
                 swallowed.append(RecursionError)
         finally:
             sys.unraisablehook = old_hook
         if swallowed:
-            why = ("its code nests deeper than tkcheck models (loops, branches or expressions a few hundred "
-                   "levels deep)" if RecursionError in swallowed
-                   else f"walking its syntax tree failed ({swallowed[0].__name__})")
+            why = (
+                "its code nests deeper than tkcheck models (loops, branches or expressions a few hundred levels deep)"
+                if RecursionError in swallowed
+                else f"walking its syntax tree failed ({swallowed[0].__name__})"
+            )
             self.not_analysed.append((cursor.spelling, loc_of(cursor, self.filename), why))
             self._not_analysed_cursors[cursor.spelling] = cursor
             return None
@@ -555,11 +605,12 @@ class ModelBuilder:
 
 class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
     """One kernel's walk; the parts live in the walk_* modules (one concern each)."""
+
     def __init__(self, mb: ModelBuilder, cursor, mk_op=None):
         self.mb = mb
-        self.mk_op = mk_op            # the op of an MK interpreter this model runs (knowledge/mk.py)
-        self.op_pack: list = []       # the op structs of the kernel's template pack, when it is one
-        self.mk_role: str | None = None   # the MK worker role whose loop is being walked
+        self.mk_op = mk_op  # the op of an MK interpreter this model runs (knowledge/mk.py)
+        self.op_pack: list = []  # the op structs of the kernel's template pack, when it is one
+        self.mk_role: str | None = None  # the MK worker role whose loop is being walked
         self.cursor = cursor
         self.filename = mb.filename
         self.model: ir.KernelModel | None = None
@@ -571,9 +622,9 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
         self._system_logs: list = []  # per loop being analysed: the updates of its nested loops
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system = None
-        self._no_elem_access = 0      # > 0 while evaluating an lvalue or an address (`&x[i]`)
+        self._no_elem_access = 0  # > 0 while evaluating an lvalue or an address (`&x[i]`)
         self.phasebit_reads: dict[E.Expr, ir.PhasebitFacts] = {}  # parity expr -> the get_phasebit it is
-        self.unbound_args: list[str] = []   # template arguments of the instantiation not understood
+        self.unbound_args: list[str] = []  # template arguments of the instantiation not understood
         # namespace qualifiers that name no object of their own: TK's and the user's
         self.ns_names = _NAMESPACES | mb.user_namespaces
         # composed parts: each reaches the walker only through a protocol of `walker_core`
@@ -584,8 +635,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:
-        m = ir.KernelModel(name=name, location=loc_of(self.cursor, self.filename), kind=kind,
-                           block_threads=None)
+        m = ir.KernelModel(name=name, location=loc_of(self.cursor, self.filename), kind=kind, block_threads=None)
         m.tk_semantics = self.mb.parsed.tk_semantics
         return m
 
@@ -599,8 +649,9 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
         self._bind_template_params(c, env, m, inst)
         if self.unbound_args:
             # told only when no instantiation of this kernel could be analysed (see build())
-            self.mb._unbound.setdefault(c.hash, (c, inst.site, "template arguments not understood: "
-                                                 + ", ".join(self.unbound_args)))
+            self.mb._unbound.setdefault(
+                c.hash, (c, inst.site, "template arguments not understood: " + ", ".join(self.unbound_args))
+            )
             return None
         if inst is not None and inst.launcher is not None:
             self._launcher_shape(inst, env, m)
@@ -620,11 +671,14 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
         if m.cluster is None:
             m.cluster = self._launch_config_cluster(c, env)
             if m.cluster is not None:
-                m.notes.append(f"kernel '{name}' runs in clusters of {m.cluster} CTAs (the LaunchConfig it is "
-                               "launched with in this file)")
+                m.notes.append(
+                    f"kernel '{name}' runs in clusters of {m.cluster} CTAs (the LaunchConfig it is "
+                    "launched with in this file)"
+                )
         if m.block_threads is None:
-            m.notes.append(f"block size of kernel '{name}' unknown (no __launch_bounds__): "
-                           "thread counts are not checked")
+            m.notes.append(
+                f"block size of kernel '{name}' unknown (no __launch_bounds__): thread counts are not checked"
+            )
         # parameters: uniform values, global layouts, struct records
         for p in c.get_children():
             if p.kind == CK.PARM_DECL:
@@ -667,15 +721,17 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
                 return None
             env.define("lcsc_config", self.struct_type(types[0], {}))
             env.define("lcsc_globals", self.struct_type(types[1], {}))
-            m.launch_bounds = True      # lcsc::main_kernel carries __launch_bounds__(NUM_THREADS, ...)
+            m.launch_bounds = True  # lcsc::main_kernel carries __launch_bounds__(NUM_THREADS, ...)
         if op_spelling is not None:
-            m.notes.append(f"'{op_spelling}' analysed inside tkcheck's model of the TK prototype::interpreter "
-                           "protocol, as if every instruction ran this op (the template's instruction fetch "
-                           "is not modelled)")
+            m.notes.append(
+                f"'{op_spelling}' analysed inside tkcheck's model of the TK prototype::interpreter "
+                "protocol, as if every instruction ran this op (the template's instruction fetch "
+                "is not modelled)"
+            )
         else:
             m.notes.append(f"'{tmpl.spelling}' analysed inside tkcheck's model of the TK {kind} template protocol")
         for prm in proto_fn.get_children():
-            if prm.kind == CK.PARM_DECL:   # the kernel's `globals` argument
+            if prm.kind == CK.PARM_DECL:  # the kernel's `globals` argument
                 env.define(prm.spelling, self._param_value(prm, env))
         body = next((ch for ch in proto_fn.get_children() if ch.kind == CK.COMPOUND_STMT), None)
         ctx = Ctx(env=env, guard=ir.Guard())

@@ -20,6 +20,7 @@ Nodes are frozen dataclasses (hashable, compared by value; `match` reads their f
   Value(value)                       a value the walker already has (an Expr, a model value),
                                      for nodes it builds itself
 """
+
 from __future__ import annotations
 
 import re
@@ -29,6 +30,7 @@ from typing import Any, Callable, NamedTuple, Sequence, TypeAlias
 
 class Segment(NamedTuple):
     """One `::` part of a qualified name: `group<4>` is Segment("group", (Num(4),))."""
+
     name: str
     targs: tuple[Node, ...] | None
 
@@ -174,31 +176,141 @@ class Value:
     value: Any
 
 
-Node: TypeAlias = (Num | Float | Str | Bool | Null | Name | TypeWords | Call | Member | MemberPtr | Index | Bin
-                   | Un | Post | Assign | Cond | Cast | Sizeof | Init | Comma | LambdaExpr | Unknown | Value)
+Node: TypeAlias = (
+    Num
+    | Float
+    | Str
+    | Bool
+    | Null
+    | Name
+    | TypeWords
+    | Call
+    | Member
+    | MemberPtr
+    | Index
+    | Bin
+    | Un
+    | Post
+    | Assign
+    | Cond
+    | Cast
+    | Sizeof
+    | Init
+    | Comma
+    | LambdaExpr
+    | Unknown
+    | Value
+)
 
 _BIN_PREC = {
-    "||": 1, "&&": 2, "|": 3, "^": 4, "&": 5,
-    "==": 6, "!=": 6, "<": 7, ">": 7, "<=": 7, ">=": 7,
-    "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10,
+    "||": 1,
+    "&&": 2,
+    "|": 3,
+    "^": 4,
+    "&": 5,
+    "==": 6,
+    "!=": 6,
+    "<": 7,
+    ">": 7,
+    "<=": 7,
+    ">=": 7,
+    "<<": 8,
+    ">>": 8,
+    "+": 9,
+    "-": 9,
+    "*": 10,
+    "/": 10,
+    "%": 10,
 }
 _ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "^=", "|=", "&=", "<<=", ">>="}
 _CASTS = {"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "bit_cast"}
-_TYPE_WORDS = {"int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "void",
-               "uint32_t", "int32_t", "uint64_t", "int64_t", "uint16_t", "int16_t", "uint8_t", "int8_t",
-               "size_t", "const", "volatile", "auto", "typename", "struct", "class", "constexpr", "static",
-               "__restrict__", "register", "inline"}
+_TYPE_WORDS = {
+    "int",
+    "unsigned",
+    "signed",
+    "long",
+    "short",
+    "char",
+    "float",
+    "double",
+    "bool",
+    "void",
+    "uint32_t",
+    "int32_t",
+    "uint64_t",
+    "int64_t",
+    "uint16_t",
+    "int16_t",
+    "uint8_t",
+    "int8_t",
+    "size_t",
+    "const",
+    "volatile",
+    "auto",
+    "typename",
+    "struct",
+    "class",
+    "constexpr",
+    "static",
+    "__restrict__",
+    "register",
+    "inline",
+}
 # Names that are always templates when followed by '<' (TK's variable and
 # function templates, tile types): `2 * size_bytes<tile> + 8` must not parse as
 # a comparison.
 KNOWN_TEMPLATES = {
-    "size_bytes", "group", "get_phasebit", "update_phasebit", "ring_advance", "ring_retreat",
-    "mma_async_wait", "increase_registers", "decrease_registers", "store_async_wait",
-    "store_async_read_wait", "load_async_wait", "allocate", "tensor_commit", "consumer_registers",
-    "st", "st_bf", "st_hf", "st_fl", "st_fp8e4m3", "st_fp8e5m2", "sv", "sv_bf", "sv_hf", "sv_fl",
-    "rt", "rt_bf", "rt_hf", "rt_fl", "rv", "rv_bf", "rv_hf", "rv_fl", "tt", "gl", "coord",
-    "shared_allocator", "tma_swizzle_allocator", "full_tt_bf", "tmem", "allocate_tmem", "allocate_tensor_memory", "full_tt_hf", "full_tt_fl",
-    "full_tt_fp8e4m3", "full_tt_fp8e5m2", "full_tt_fp8e8m0", "full_tt_fp4e2m1_2", "barrier", "numeric_limits", "is_same_v",
+    "size_bytes",
+    "group",
+    "get_phasebit",
+    "update_phasebit",
+    "ring_advance",
+    "ring_retreat",
+    "mma_async_wait",
+    "increase_registers",
+    "decrease_registers",
+    "store_async_wait",
+    "store_async_read_wait",
+    "load_async_wait",
+    "allocate",
+    "tensor_commit",
+    "consumer_registers",
+    "st",
+    "st_bf",
+    "st_hf",
+    "st_fl",
+    "st_fp8e4m3",
+    "st_fp8e5m2",
+    "sv",
+    "sv_bf",
+    "sv_hf",
+    "sv_fl",
+    "rt",
+    "rt_bf",
+    "rt_hf",
+    "rt_fl",
+    "rv",
+    "rv_bf",
+    "rv_hf",
+    "rv_fl",
+    "tt",
+    "gl",
+    "coord",
+    "shared_allocator",
+    "tma_swizzle_allocator",
+    "full_tt_bf",
+    "tmem",
+    "allocate_tmem",
+    "allocate_tensor_memory",
+    "full_tt_hf",
+    "full_tt_fl",
+    "full_tt_fp8e4m3",
+    "full_tt_fp8e5m2",
+    "full_tt_fp8e8m0",
+    "full_tt_fp4e2m1_2",
+    "barrier",
+    "numeric_limits",
+    "is_same_v",
 }
 _INT_RE = re.compile(r"^(0[xX][0-9a-fA-F']+|0[bB][01']+|[0-9][0-9']*)([uUlLzZ]*)$")
 
@@ -226,8 +338,8 @@ class Parser:
         self.t = list(toks)
         self.i = 0
         self.is_value = is_value or (lambda name: False)
-        self._in_targs = 0      # template-argument lists open here: a '>' closes one
-        self._lambdas = 0       # lambdas read so far (LambdaExpr numbers them)
+        self._in_targs = 0  # template-argument lists open here: a '>' closes one
+        self._lambdas = 0  # lambdas read so far (LambdaExpr numbers them)
 
     # -- helpers -----------------------------------------------------------
     def peek(self, k: int = 0) -> str | None:
@@ -321,8 +433,10 @@ class Parser:
                     if depth == 0:
                         after = self.t[j + 1] if j + 1 < len(self.t) else None
                         if self.t[j - 1] in ("*", "&") and after is not None and after not in (")", ",", ";", "]"):
-                            return True      # `(volatile int *)&x`: a pointer type, so a cast
-                        return after is not None and after not in _BIN_PREC and after not in (")", ",", ";", "]", "?", ":")
+                            return True  # `(volatile int *)&x`: a pointer type, so a cast
+                        return (
+                            after is not None and after not in _BIN_PREC and after not in (")", ",", ";", "]", "?", ":")
+                        )
                     depth -= 1
                 j += 1
         return False
@@ -386,17 +500,28 @@ class Parser:
                 skipped = []
                 while self.peek() is not None and not (depth == 0 and self.peek() in (">", ">>")):
                     if self.peek() == ">>" and depth == 1:
-                        break                       # `st_bf<32, 128>>`: the inner '>' and the cast's
+                        break  # `st_bf<32, 128>>`: the inner '>' and the cast's
                     depth += {"(": 1, "[": 1, "<": 1, ")": -1, "]": -1, ">": -1, ">>": -2}.get(self.peek(), 0)
                     skipped.append(self.take())
-                ty = TypeWords(("?",) + tuple(skipped))      # the words kept: `T(&)[N]` is read later
+                ty = TypeWords(("?",) + tuple(skipped))  # the words kept: `T(&)[N]` is read later
             self._targs_end()
             self.take("(")
             e = self.comma_expr()
             self.take(")")
             return Cast(ty, e)
-        if tok in _TYPE_WORDS - {"const", "static", "constexpr", "typename", "struct", "class", "volatile",
-                                 "auto", "__restrict__", "register", "inline"}:
+        if tok in _TYPE_WORDS - {
+            "const",
+            "static",
+            "constexpr",
+            "typename",
+            "struct",
+            "class",
+            "volatile",
+            "auto",
+            "__restrict__",
+            "register",
+            "inline",
+        }:
             # functional cast: int(x), float(x)
             self.take()
             if self.peek() == "(":
@@ -453,8 +578,11 @@ class Parser:
                 pass
             elif tk == ">" and depth == 0:
                 after = self.t[j + 1] if j + 1 < len(self.t) else None
-                return known or after in (None, "(", "::", "{", ",", ")", ">", ";", "&", "*", "]", ">>") or (
-                    after is not None and (after[0].isalpha() or after[0] == "_"))
+                return (
+                    known
+                    or after in (None, "(", "::", "{", ",", ")", ">", ";", "&", "*", "]", ">>")
+                    or (after is not None and (after[0].isalpha() or after[0] == "_"))
+                )
             elif tk == ">>" and depth == 0:
                 return True
             j += 1
@@ -594,8 +722,10 @@ def render(node: Node) -> str:
         case Bool(value):
             return "true" if value else "false"
         case Name(segments):
-            return "::".join(seg + (f"<{', '.join(render(a) for a in targs)}>" if targs is not None else "")
-                             for seg, targs in segments)
+            return "::".join(
+                seg + (f"<{', '.join(render(a) for a in targs)}>" if targs is not None else "")
+                for seg, targs in segments
+            )
         case Call(callee, args):
             return f"{render(callee)}({', '.join(render(a) for a in args)})"
         case Member(obj, field, arrow):

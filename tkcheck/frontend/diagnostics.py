@@ -7,6 +7,7 @@ inside a host-only function (a harness's `main`, a PyTorch binding) stops nothin
 device code, and host code is not analysed. Errors clang recovers from the way nvcc reads the
 code (`nvcc_compat.RECOVERED_ERRORS`) are not errors here at all.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,23 +19,46 @@ from .parse import Diagnostic, ParsedFile
 
 CK = ci.CursorKind
 
-_FUNCTION_KINDS = (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD, CK.CONSTRUCTOR, CK.DESTRUCTOR,
-                   CK.CONVERSION_FUNCTION)
-_SCOPE_KINDS = (CK.NAMESPACE, CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.LINKAGE_SPEC,
-                CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, CK.UNION_DECL)
+_FUNCTION_KINDS = (
+    CK.FUNCTION_DECL,
+    CK.FUNCTION_TEMPLATE,
+    CK.CXX_METHOD,
+    CK.CONSTRUCTOR,
+    CK.DESTRUCTOR,
+    CK.CONVERSION_FUNCTION,
+)
+_SCOPE_KINDS = (
+    CK.NAMESPACE,
+    CK.STRUCT_DECL,
+    CK.CLASS_DECL,
+    CK.CLASS_TEMPLATE,
+    CK.LINKAGE_SPEC,
+    CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION,
+    CK.UNION_DECL,
+)
 
 HOST, DEVICE, GLOBAL, DECL = "host", "device", "global", "decl"
-_DECL_KINDS = (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL,
-               CK.TYPE_ALIAS_TEMPLATE_DECL, CK.ENUM_DECL, CK.UNION_DECL, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
+_DECL_KINDS = (
+    CK.STRUCT_DECL,
+    CK.CLASS_DECL,
+    CK.CLASS_TEMPLATE,
+    CK.TYPE_ALIAS_DECL,
+    CK.TYPEDEF_DECL,
+    CK.TYPE_ALIAS_TEMPLATE_DECL,
+    CK.ENUM_DECL,
+    CK.UNION_DECL,
+    CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION,
+)
 
 
 @dataclass
 class FunctionSpan:
     """A function with a body, a host function's declaration, a host variable at namespace
     scope, or a named type declaration (struct, alias): the code an error inside it belongs to."""
+
     name: str
-    space: str                 # host | device | global | decl (a type: it stops the kernels using it)
-    file: str                  # absolute path
+    space: str  # host | device | global | decl (a type: it stops the kernels using it)
+    file: str  # absolute path
     start: tuple[int, int]
     end: tuple[int, int]
     cursor: object
@@ -49,8 +73,9 @@ class FunctionSpan:
 @dataclass
 class ErrorMap:
     """The user's clang errors, each placed in the function (or file scope) it belongs to."""
+
     functions: list[FunctionSpan] = field(default_factory=list)
-    placed: list[tuple[Diagnostic, FunctionSpan | None]] = field(default_factory=list)   # None: file scope
+    placed: list[tuple[Diagnostic, FunctionSpan | None]] = field(default_factory=list)  # None: file scope
 
     def host_errors(self) -> list[Diagnostic]:
         return [d for d, f in self.placed if f is not None and f.space == HOST]
@@ -79,8 +104,11 @@ class ErrorMap:
                 by_name.setdefault(f.name, []).append(f)
         while todo:
             cur = todo.pop()
-            key = (cur.extent.start.file.name if cur.extent.start.file else "", cur.extent.start.line,
-                   cur.extent.start.column)
+            key = (
+                cur.extent.start.file.name if cur.extent.start.file else "",
+                cur.extent.start.line,
+                cur.extent.start.column,
+            )
             if key in seen_cursors:
                 continue
             seen_cursors.add(key)
@@ -152,14 +180,30 @@ def function_spans(parsed: ParsedFile) -> list[FunctionSpan]:
                 return
             ext = c.extent
             fname = (ext.start.file or f).name
-            out.append(FunctionSpan(c.spelling, space, os.path.abspath(fname),
-                                    (ext.start.line, ext.start.column), (ext.end.line, ext.end.column), c))
+            out.append(
+                FunctionSpan(
+                    c.spelling,
+                    space,
+                    os.path.abspath(fname),
+                    (ext.start.line, ext.start.column),
+                    (ext.end.line, ext.end.column),
+                    c,
+                )
+            )
             return
         if c.kind in _DECL_KINDS and c.spelling:
             ext = c.extent
             fname = (ext.start.file or f).name
-            out.append(FunctionSpan(c.spelling, DECL, os.path.abspath(fname),
-                                    (ext.start.line, ext.start.column), (ext.end.line, ext.end.column), c))
+            out.append(
+                FunctionSpan(
+                    c.spelling,
+                    DECL,
+                    os.path.abspath(fname),
+                    (ext.start.line, ext.start.column),
+                    (ext.end.line, ext.end.column),
+                    c,
+                )
+            )
         if c.kind in _SCOPE_KINDS:
             for ch in c.get_children():
                 visit(ch, depth + 1)

@@ -16,6 +16,7 @@ scanned or of the -D values, naming a header. One that cannot be resolved this
 way is left to libclang (the checking process then still has its time limit
 and reads no terminal).
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,8 @@ from dataclasses import dataclass, field
 
 from ..safe_io import NotReadable, kind_of, read_regular
 
-MAX_HEADER_BYTES = 8_000_000          # one included file
-MAX_TOTAL_INCLUDE_BYTES = 96_000_000   # everything one parse includes
+MAX_HEADER_BYTES = 8_000_000  # one included file
+MAX_TOTAL_INCLUDE_BYTES = 96_000_000  # everything one parse includes
 MAX_HEADERS = 20_000
 
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
@@ -41,9 +42,9 @@ class IncludeError(Exception):
 
 @dataclass
 class SearchPath:
-    quote: list[str] = field(default_factory=list)     # -iquote
-    angle: list[str] = field(default_factory=list)     # -I, then -isystem, then -idirafter
-    forced: list[str] = field(default_factory=list)    # -include / -imacros files
+    quote: list[str] = field(default_factory=list)  # -iquote
+    angle: list[str] = field(default_factory=list)  # -I, then -isystem, then -idirafter
+    forced: list[str] = field(default_factory=list)  # -include / -imacros files
     defines: dict[str, str] = field(default_factory=dict)
 
 
@@ -62,15 +63,21 @@ def search_path_of(args: list[str], cwd: str) -> SearchPath:
             i += 1
             return args[i]
         if a.startswith(flag) and len(a) > len(flag):
-            v = a[len(flag):]
+            v = a[len(flag) :]
             return v[1:] if v.startswith("=") else v
         return None
 
     while i < len(args):
         a = args[i]
-        for flag, target in (("-iquote", sp.quote), ("-isystem", system), ("-idirafter", after),
-                             ("-include", sp.forced), ("-imacros", sp.forced), ("-I", dash_i),
-                             ("--include-directory", dash_i)):
+        for flag, target in (
+            ("-iquote", sp.quote),
+            ("-isystem", system),
+            ("-idirafter", after),
+            ("-include", sp.forced),
+            ("-imacros", sp.forced),
+            ("-I", dash_i),
+            ("--include-directory", dash_i),
+        ):
             if a.startswith(flag):
                 v = take(flag)
                 if v is not None:
@@ -91,9 +98,11 @@ def search_path_of(args: list[str], cwd: str) -> SearchPath:
 
 def _directives(text: str):
     """(line, kind, rest) of each #include / #define, outside comments."""
+
     def blank(m):  # keep strings (header names are in quotes) and line numbers
         t = m.group()
         return t if t[0] in "\"'" else "\n" * t.count("\n") + " "
+
     text = text.replace("\\\r\n", "").replace("\\\n", "")
     clean = _COMMENT_OR_STRING.sub(blank, text)
     for m in _DIRECTIVE.finditer(clean):
@@ -120,7 +129,7 @@ class _Scan:
             except OSError:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                continue                     # clang looks further
+                continue  # clang looks further
             return c
         return None
 
@@ -148,8 +157,9 @@ class _Scan:
             name, angled = found
             target = self.resolve(name, angled, os.path.dirname(path))
             if target is not None:
-                self.visit(target, f"{path}:{line}: #{kind} {'<' if angled else chr(34)}{name}"
-                                   f"{'>' if angled else chr(34)}")
+                self.visit(
+                    target, f"{path}:{line}: #{kind} {'<' if angled else chr(34)}{name}{'>' if angled else chr(34)}"
+                )
 
     def visit(self, target: str, why: str):
         key = os.path.realpath(target)
@@ -163,11 +173,15 @@ class _Scan:
         except OSError:
             return
         if not stat.S_ISREG(st.st_mode):
-            raise IncludeError(f"{why} names {target}, which is {kind_of(st.st_mode)}, not a regular file; "
-                               "tkcheck reads only regular files")
+            raise IncludeError(
+                f"{why} names {target}, which is {kind_of(st.st_mode)}, not a regular file; "
+                "tkcheck reads only regular files"
+            )
         if st.st_size > MAX_HEADER_BYTES:
-            raise IncludeError(f"{why} names {target} of {st.st_size} bytes; tkcheck reads included files "
-                               f"up to {MAX_HEADER_BYTES} bytes")
+            raise IncludeError(
+                f"{why} names {target} of {st.st_size} bytes; tkcheck reads included files "
+                f"up to {MAX_HEADER_BYTES} bytes"
+            )
         self.total += st.st_size
         if self.total > MAX_TOTAL_INCLUDE_BYTES:
             raise IncludeError(f"{why}: the included files pass {MAX_TOTAL_INCLUDE_BYTES} bytes in all")
@@ -180,8 +194,7 @@ class _Scan:
         self.file(target, data.decode("utf-8", errors="replace"))
 
 
-def check_includes(main_path: str, text: str, args: list[str], *, cwd: str,
-                   trusted_dirs: tuple[str, ...] = ()) -> None:
+def check_includes(main_path: str, text: str, args: list[str], *, cwd: str, trusted_dirs: tuple[str, ...] = ()) -> None:
     """Raise IncludeError when the parse would open a non-regular or oversized file.
 
     `trusted_dirs`: folders whose headers are tkcheck's own (checked, not scanned).

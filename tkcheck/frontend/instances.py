@@ -15,6 +15,7 @@ read where the source names them:
 Each instantiation is proved with its own values. A template kernel that nothing instantiates
 is not analysed (and the coverage report says so), never analysed with made-up values.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,9 @@ _REF_KINDS = (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.MEMBER_REF_EXPR, CK.T
 @dataclass(frozen=True)
 class TemplateArg:
     """One template argument: an integer, a type (canonical spelling), or tokens to evaluate."""
-    kind: str                       # int | type | tokens
-    value: object                   # int | str | tuple[str, ...]
+
+    kind: str  # int | type | tokens
+    value: object  # int | str | tuple[str, ...]
 
     def show(self) -> str:
         if self.kind == "tokens":
@@ -48,9 +50,10 @@ class HostContext:
     """A kernel named inside a host function template (`template <bool P> void dispatch() {
     using C = config<..., P>; kernel<C><<<...>>>(); }`): one instantiation of that function,
     whose arguments and local type aliases give the kernel's template arguments their values."""
-    function: object                # the host FUNCTION_TEMPLATE cursor
-    args: tuple[TemplateArg, ...]   # its template arguments in this instantiation
-    site_line: int                  # aliases declared before this line are in scope
+
+    function: object  # the host FUNCTION_TEMPLATE cursor
+    args: tuple[TemplateArg, ...]  # its template arguments in this instantiation
+    site_line: int  # aliases declared before this line are in scope
 
     def key(self) -> tuple:
         return (self.function.hash, self.args)
@@ -58,20 +61,26 @@ class HostContext:
 
 @dataclass
 class KernelInstance:
-    cursor: object                  # the kernel function (template pattern or plain function)
-    args: tuple[TemplateArg, ...]   # template arguments, in parameter order (may be shorter)
-    site: Location                  # where the file names it
-    how: str                        # launch | reference | explicit | launcher name
+    cursor: object  # the kernel function (template pattern or plain function)
+    args: tuple[TemplateArg, ...]  # template arguments, in parameter order (may be shorter)
+    site: Location  # where the file names it
+    how: str  # launch | reference | explicit | launcher name
     launcher: Launcher | None = None
-    config: TemplateArg | None = None   # the launcher's configuration type
+    config: TemplateArg | None = None  # the launcher's configuration type
     context: HostContext | None = None  # token arguments are evaluated in this host instantiation
     # a variadic pack's arguments beyond the named parameters stay in `args`
 
     def key(self) -> tuple:
         loc = self.cursor.location
-        return (loc.file.name if loc.file else "", loc.line, loc.column, self.args,
-                self.launcher.name if self.launcher else None, self.config,
-                self.context.key() if self.context else None)
+        return (
+            loc.file.name if loc.file else "",
+            loc.line,
+            loc.column,
+            self.args,
+            self.launcher.name if self.launcher else None,
+            self.config,
+            self.context.key() if self.context else None,
+        )
 
     def label(self, name: str) -> str:
         if self.args:
@@ -91,8 +100,11 @@ def _is_template(cursor) -> bool:
 
 
 def _template_params(cursor) -> list:
-    return [ch for ch in cursor.get_children()
-            if ch.kind in (CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TEMPLATE_PARAMETER)]
+    return [
+        ch
+        for ch in cursor.get_children()
+        if ch.kind in (CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TEMPLATE_PARAMETER)
+    ]
 
 
 def _semantic_namespaces(cursor) -> tuple[str, ...]:
@@ -107,8 +119,13 @@ def _semantic_namespaces(cursor) -> tuple[str, ...]:
 
 def _same_decl(a, b) -> bool:
     la, lb = a.location, b.location
-    return (la.file is not None and lb.file is not None and os.path.abspath(la.file.name) == os.path.abspath(lb.file.name)
-            and la.line == lb.line and la.column == lb.column)
+    return (
+        la.file is not None
+        and lb.file is not None
+        and os.path.abspath(la.file.name) == os.path.abspath(lb.file.name)
+        and la.line == lb.line
+        and la.column == lb.column
+    )
 
 
 def _canonical(t) -> str | None:
@@ -168,7 +185,7 @@ def _angle_args(toks: list[str], i: int) -> tuple[list[list[str]], int] | None:
         elif paren == 0 and t in (">", ">>"):
             n = 1 if t == ">" else 2
             if depth - n <= 0:
-                if depth - n < 0:      # `>>` closing this list and an outer one
+                if depth - n < 0:  # `>>` closing this list and an outer one
                     pass
                 if cur:
                     args.append(cur)
@@ -190,13 +207,17 @@ class InstanceFinder:
     def __init__(self, parsed, kernel_templates: list, header_kernels: list, device_functions: dict):
         self.parsed = parsed
         self.tu = parsed.tu
-        self.templates = kernel_templates          # FUNCTION_TEMPLATE cursors with __global__
-        self.header_kernels = header_kernels       # non-template __global__ in user headers
-        self.device_functions = device_functions   # name -> [cursors] (functions and templates)
+        self.templates = kernel_templates  # FUNCTION_TEMPLATE cursors with __global__
+        self.header_kernels = header_kernels  # non-template __global__ in user headers
+        self.device_functions = device_functions  # name -> [cursors] (functions and templates)
         # host function templates (no __device__/__global__) a kernel may be named in
-        self.host_templates = [c for cs in device_functions.values() for c in cs
-                               if c.kind == CK.FUNCTION_TEMPLATE and not any(
-                                   ch.kind in (CK.CUDAGLOBAL_ATTR, CK.CUDADEVICE_ATTR) for ch in c.get_children())]
+        self.host_templates = [
+            c
+            for cs in device_functions.values()
+            for c in cs
+            if c.kind == CK.FUNCTION_TEMPLATE
+            and not any(ch.kind in (CK.CUDAGLOBAL_ATTR, CK.CUDADEVICE_ATTR) for ch in c.get_children())
+        ]
         self._host_instances: dict = {}
 
     def texts(self):
@@ -275,7 +296,7 @@ class InstanceFinder:
                 return []
             if not _is_template(kernel):
                 return [KernelInstance(kernel, (), loc, "reference")]
-            how = "launch" if re.match(r"\s*(<[^;]*?>)?\s*<<<", text[end:end + 400]) else "reference"
+            how = "launch" if re.match(r"\s*(<[^;]*?>)?\s*<<<", text[end : end + 400]) else "reference"
             # inside a host function template the cursor at a location may be any one of that
             # function's instantiations: read the tokens and evaluate them per instantiation
             host = self._enclosing_host_template(loc)
@@ -288,10 +309,12 @@ class InstanceFinder:
             if host is None:
                 return [KernelInstance(kernel, args, loc, how)]
             # named inside a host function template: one instance per instantiation of it
-            return [KernelInstance(kernel, args, loc, how, context=HostContext(host, hargs, loc.row))
-                    for hargs in self._instances_of_host(host)]
+            return [
+                KernelInstance(kernel, args, loc, how, context=HostContext(host, hargs, loc.row))
+                for hargs in self._instances_of_host(host)
+            ]
         # `template __global__ void k<7, 1>(int);`: no cursor, read the tokens
-        before = text[max(0, loc_offset(text, loc) - 200):loc_offset(text, loc)]
+        before = text[max(0, loc_offset(text, loc) - 200) : loc_offset(text, loc)]
         if re.search(r"\btemplate\s+(?:(?:__global__|__device__|__host__|static|inline|void|extern)\s+)*$", before):
             kernel = next((k for k in target if _is_template(k)), None)
             args = self._token_args(text, end)
@@ -303,8 +326,11 @@ class InstanceFinder:
         fname = self.parsed.abs_path if loc.filename == self.parsed.path else os.path.abspath(loc.filename)
         for h in self.host_templates:
             ext = h.extent
-            if ext.start.file is not None and os.path.abspath(ext.start.file.name) == fname and \
-                    (ext.start.line, ext.start.column) <= (loc.row, loc.column) <= (ext.end.line, ext.end.column):
+            if (
+                ext.start.file is not None
+                and os.path.abspath(ext.start.file.name) == fname
+                and (ext.start.line, ext.start.column) <= (loc.row, loc.column) <= (ext.end.line, ext.end.column)
+            ):
                 return h
         return None
 
@@ -327,8 +353,11 @@ class InstanceFinder:
                 except Exception:  # noqa: BLE001
                     continue
                 ref = cur.referenced if cur is not None and cur.kind in _REF_KINDS else None
-                args = clang_args(ref) if ref is not None and ref.kind == CK.FUNCTION_DECL \
-                    and ref.spelling == host.spelling else None
+                args = (
+                    clang_args(ref)
+                    if ref is not None and ref.kind == CK.FUNCTION_DECL and ref.spelling == host.spelling
+                    else None
+                )
                 if args is None and (cur is None or cur.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE)):
                     # unresolved (a host signature with types tkcheck has no stand-in for): tokens
                     args = self._token_args(text, m.end() - 1)
@@ -343,20 +372,24 @@ class InstanceFinder:
         return out or None
 
     def _token_args(self, text, end) -> tuple[TemplateArg, ...] | None:
-        toks = lex(text[end:end + 2000])
+        toks = lex(text[end : end + 2000])
         got = _angle_args(toks, 0)
         if got is None:
             return None
         args, _ = got
-        return tuple(TemplateArg("int", int(a[0], 0)) if len(a) == 1 and re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+", a[0])
-                     else TemplateArg("tokens", tuple(a)) for a in args)
+        return tuple(
+            TemplateArg("int", int(a[0], 0))
+            if len(a) == 1 and re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+", a[0])
+            else TemplateArg("tokens", tuple(a))
+            for a in args
+        )
 
     def _launcher(self, launcher: Launcher, cur, loc) -> list[KernelInstance]:
         ref = cur.referenced
         if ref is None or ref.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
             return []
         ns = _semantic_namespaces(ref)
-        if launcher.namespaces and tuple(ns[-len(launcher.namespaces):]) != launcher.namespaces:
+        if launcher.namespaces and tuple(ns[-len(launcher.namespaces) :]) != launcher.namespaces:
             return []
         # the launcher's template arguments as written: TYPE_REF / DECL_REF children of the reference
         kids = [k for k in cur.get_children() if k.kind not in (CK.NAMESPACE_REF,)]
@@ -378,8 +411,11 @@ class InstanceFinder:
         karg = fn_args[0]
         kref = karg.referenced
         if kref is not None and kref.kind == CK.FUNCTION_DECL:
-            cands = [c for c in self.device_functions.get(kref.spelling, []) + self.templates + self.header_kernels
-                     if _same_decl(c, kref) or (c.spelling == kref.spelling and _is_template(c))]
+            cands = [
+                c
+                for c in self.device_functions.get(kref.spelling, []) + self.templates + self.header_kernels
+                if _same_decl(c, kref) or (c.spelling == kref.spelling and _is_template(c))
+            ]
             kernel = next(iter(cands), None)
             args = clang_args(kref) if kernel is not None and _is_template(kernel) else ()
         else:
@@ -392,13 +428,22 @@ class InstanceFinder:
             return []
         if not launcher.device_kernel and not any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in kernel.get_children()):
             return []
-        return [KernelInstance(kernel, tuple(args), loc, launcher.name,
-                               launcher=launcher if launcher.device_kernel else None, config=config)]
+        return [
+            KernelInstance(
+                kernel,
+                tuple(args),
+                loc,
+                launcher.name,
+                launcher=launcher if launcher.device_kernel else None,
+                config=config,
+            )
+        ]
 
     def _ref_args(self, karg) -> tuple[TemplateArg, ...] | None:
         """`ns::kernel<C, 4>` as a launcher's argument: types from the TYPE_REF children
         (canonical, so a host function's local `using C = ...` is seen through), the rest tokens."""
         from .walk_env import tokens_of
+
         toks = tokens_of(karg)
         i = toks.index("<") if "<" in toks else None
         if i is None:

@@ -4,18 +4,22 @@ libclang's `get_tokens` returns nothing for a cursor whose extent starts in a
 macro expansion (`__shared__ semaphore bar;` starts with a macro), so tokens
 are cut from the file text by the cursor's extent and lexed here.
 """
+
 from __future__ import annotations
 
 import re
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<ws>\s+|//[^\n]*|/\*.*?\*/)
   | (?P<str>[uUL]?R?"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
   | (?P<num>(?:0[xX][0-9a-fA-F']+|0[bB][01']+|\d[\d']*(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)[uUlLfFzZ]*)
   | (?P<id>[A-Za-z_$][A-Za-z_0-9$]*)
   | (?P<op><<=|>>=|\.\.\.|->\*|::|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^]=|[-+*/%&|^~!=<>?:;,.(){}\[\]#@\\])
   | (?P<other>.)
-""", re.S | re.X)
+""",
+    re.S | re.X,
+)
 
 
 def lex(text: str) -> list[str]:
@@ -74,7 +78,7 @@ def blank_comments_and_strings(text: str) -> str:
             j = i + 1
             while j < n and text[j] != '"':
                 j += 2 if text[j] == "\\" else 1
-            out[i + 1:j] = " " * (j - i - 1)
+            out[i + 1 : j] = " " * (j - i - 1)
             i = j + 1
         else:
             i += 1

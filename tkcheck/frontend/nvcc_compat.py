@@ -17,6 +17,7 @@ in a parse-error finding, so the parse follows nvcc in three ways, each narrow a
   host function. Errors inside host functions never stop a kernel's analysis (see
   `diagnostics.py`), so the stand-ins need not declare the libraries' APIs.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,7 +46,7 @@ def rewrite(text: str) -> tuple[str, list[tuple[int, str]]]:
             continue
         operands = list(_operands(text, colon, end))
         for (_, close), (nxt, _) in zip(operands, operands[1:]):
-            between = text[close + 1:nxt]
+            between = text[close + 1 : nxt]
             # only blanks between one operand's ')' and the next constraint: the comma goes on
             # the blank right before the constraint (a named operand `[x] "r"(v)` is not this)
             if between and not between.strip() and text[nxt - 1] in " \t":
@@ -73,10 +74,13 @@ def alias_template_fixes(diagnostics, abs_path: str, text: str) -> tuple[str, li
         line, name = lines[r], m.group(1)
         # clang points at the declared name or at the alias: the alias is the last one up to there
         c = line.rfind(name, 0, c + len(name))
-        if c < 0 or (c > 0 and (line[c - 1].isalnum() or line[c - 1] == "_")) \
-                or line[c + len(name):].lstrip().startswith("<"):
+        if (
+            c < 0
+            or (c > 0 and (line[c - 1].isalnum() or line[c - 1] == "_"))
+            or line[c + len(name) :].lstrip().startswith("<")
+        ):
             continue
-        lines[r] = line[:c + len(name)] + "<>" + line[c + len(name):]
+        lines[r] = line[: c + len(name)] + "<>" + line[c + len(name) :]
         rows.append(r)
     return ("\n".join(lines), [r + 1 for r in sorted(rows)]) if rows else None
 
@@ -142,7 +146,7 @@ def _first_top_level_colon(text: str, start: int, end: int) -> int | None:
             depth -= 1
         elif ch == ":" and depth == 0:
             # `asm("..." :: "r"(x))`: no outputs, the inputs follow the second colon
-            return k + 1 if text[k + 1:k + 2] == ":" else k
+            return k + 1 if text[k + 1 : k + 2] == ":" else k
         k += 1
     return None
 
@@ -151,16 +155,26 @@ def _first_top_level_colon(text: str, start: int, end: int) -> int | None:
 
 # clang's message -> why the AST after it is nvcc's reading of the code
 RECOVERED_ERRORS: tuple[tuple[re.Pattern, str], ...] = (
-    (re.compile(r"^missing 'typename' prior to dependent type name"),
-     "a dependent type without 'typename' (nvcc accepts it; clang recovers with the 'typename')"),
-    (re.compile(r"^missing 'template' keyword prior to dependent template name"),
-     "a dependent template name without 'template' (nvcc accepts it; clang recovers with the 'template')"),
-    (re.compile(r"^template argument for template template parameter must be a class template or type alias "
-                r"template"),
-     "a dependent member template passed as a template template argument without 'template' (nvcc accepts "
-     "it; the statement is kept)"),
-    (re.compile(r"^invalid % escape in inline assembly string"),
-     "a '%name' in an asm string (nvcc passes it to ptxas unchanged; the asm statement is kept)"),
+    (
+        re.compile(r"^missing 'typename' prior to dependent type name"),
+        "a dependent type without 'typename' (nvcc accepts it; clang recovers with the 'typename')",
+    ),
+    (
+        re.compile(r"^missing 'template' keyword prior to dependent template name"),
+        "a dependent template name without 'template' (nvcc accepts it; clang recovers with the 'template')",
+    ),
+    (
+        re.compile(
+            r"^template argument for template template parameter must be a class template or type alias "
+            r"template"
+        ),
+        "a dependent member template passed as a template template argument without 'template' (nvcc accepts "
+        "it; the statement is kept)",
+    ),
+    (
+        re.compile(r"^invalid % escape in inline assembly string"),
+        "a '%name' in an asm string (nvcc passes it to ptxas unchanged; the asm statement is kept)",
+    ),
 )
 
 
@@ -174,20 +188,61 @@ def recovered(message: str) -> str | None:
 # ----------------------------------------------------- host-only libraries
 
 # Include names (prefix of the spelled path) of libraries that only host code uses.
-HOST_ONLY_PREFIXES = ("torch/", "ATen/", "c10/", "caffe2/", "pybind11/", "THC/", "nanobind/",
-                      "cublas", "cublasLt", "cudnn", "nccl", "mpi", "Python.h", "cusparse",
-                      "cufft", "curand.h", "cusolver", "nvml", "nvToolsExt", "nvtx3/")
+HOST_ONLY_PREFIXES = (
+    "torch/",
+    "ATen/",
+    "c10/",
+    "caffe2/",
+    "pybind11/",
+    "THC/",
+    "nanobind/",
+    "cublas",
+    "cublasLt",
+    "cudnn",
+    "nccl",
+    "mpi",
+    "Python.h",
+    "cusparse",
+    "cufft",
+    "curand.h",
+    "cusolver",
+    "nvml",
+    "nvToolsExt",
+    "nvtx3/",
+)
 
 # A few host-only headers are named before the first parse, so that files using them parse
 # once (the rest are found from clang's "file not found" and cost a second parse).
 COMMON_HOST_HEADERS = (
-    "torch/extension.h", "torch/torch.h", "torch/python.h", "torch/library.h", "torch/all.h",
-    "torch/csrc/utils/pybind.h", "torch/types.h",
-    "ATen/ATen.h", "ATen/Functions.h", "ATen/core/Tensor.h", "ATen/cuda/CUDAContext.h",
-    "ATen/cuda/CUDAEvent.h", "ATen/Dispatch.h", "ATen/native/TensorIterator.h",
-    "c10/cuda/CUDAGuard.h", "c10/cuda/CUDAStream.h", "c10/util/Optional.h", "c10/core/ScalarType.h",
-    "pybind11/pybind11.h", "pybind11/stl.h", "pybind11/numpy.h", "pybind11/functional.h",
-    "cublas_v2.h", "cublas.h", "cublasLt.h", "cudnn.h", "nccl.h", "mpi.h", "Python.h",
+    "torch/extension.h",
+    "torch/torch.h",
+    "torch/python.h",
+    "torch/library.h",
+    "torch/all.h",
+    "torch/csrc/utils/pybind.h",
+    "torch/types.h",
+    "ATen/ATen.h",
+    "ATen/Functions.h",
+    "ATen/core/Tensor.h",
+    "ATen/cuda/CUDAContext.h",
+    "ATen/cuda/CUDAEvent.h",
+    "ATen/Dispatch.h",
+    "ATen/native/TensorIterator.h",
+    "c10/cuda/CUDAGuard.h",
+    "c10/cuda/CUDAStream.h",
+    "c10/util/Optional.h",
+    "c10/core/ScalarType.h",
+    "pybind11/pybind11.h",
+    "pybind11/stl.h",
+    "pybind11/numpy.h",
+    "pybind11/functional.h",
+    "cublas_v2.h",
+    "cublas.h",
+    "cublasLt.h",
+    "cudnn.h",
+    "nccl.h",
+    "mpi.h",
+    "Python.h",
 )
 
 _STUB_TEXT = """// tkcheck stand-in for a host-only library header the machine does not have.

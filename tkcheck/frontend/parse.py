@@ -8,6 +8,7 @@ CUDA builtins and, unless real ThunderKittens headers are given, the TK API:
 `#include "kittens.cuh"` / `"prototype.cuh"` are mapped to the model through
 libclang's unsaved files, so no file named like a TK header exists here.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,9 +41,9 @@ class ParseOptions:
     include_dirs: tuple[str, ...] = ()
     defines: tuple[str, ...] = ()
     clang_args: tuple[str, ...] = ()
-    tk_include: str | None = None          # real ThunderKittens include/ folder (the one with kittens.cuh)
-    tk_version: str = "auto"               # auto | thread-scope | lane-guarded
-    tk_extra_dirs: tuple[str, ...] = ()    # more real TK folders (prototype/), searched after tk_include
+    tk_include: str | None = None  # real ThunderKittens include/ folder (the one with kittens.cuh)
+    tk_version: str = "auto"  # auto | thread-scope | lane-guarded
+    tk_extra_dirs: tuple[str, ...] = ()  # more real TK folders (prototype/), searched after tk_include
     # True when no arch was configured: a file whose Blackwell code does not parse for sm_90a is
     # parsed again for sm_100a (and the arch used is told)
     arch_auto: bool = False
@@ -63,10 +64,10 @@ class ParseOptions:
 
 @dataclass
 class Diagnostic:
-    severity: str            # "error" | "fatal" | "warning"
+    severity: str  # "error" | "fatal" | "warning"
     message: str
     location: Location | None
-    abs_file: str | None = None   # the file's absolute path (None: no location)
+    abs_file: str | None = None  # the file's absolute path (None: no location)
     recovered: str | None = None  # why this clang error is not an error of the code (nvcc accepts it)
 
     def is_error(self) -> bool:
@@ -75,24 +76,25 @@ class Diagnostic:
 
 @dataclass
 class ParsedFile:
-    path: str                # as given by the user (used in findings)
-    text: str                # the text libclang parsed (nvcc-compatibility rewrites applied)
-    tu: object               # clang.cindex.TranslationUnit
+    path: str  # as given by the user (used in findings)
+    text: str  # the text libclang parsed (nvcc-compatibility rewrites applied)
+    tu: object  # clang.cindex.TranslationUnit
     diagnostics: list[Diagnostic]
-    headers: str             # "model" | "real"
-    tk_semantics: str        # "thread-scope" | "lane-guarded"
+    headers: str  # "model" | "real"
+    tk_semantics: str  # "thread-scope" | "lane-guarded"
     notes: list[str] = field(default_factory=list)
     abs_path: str = ""
-    arch: str = "sm_90a"     # the arch the file was parsed for
-    tk_dirs: tuple[str, ...] = ()            # real TK folders (not the user's code)
-    stopped: bool = False    # clang stopped at its error limit: the AST is incomplete
-    host_stubs: tuple[str, ...] = ()         # host-only includes given empty stand-ins
+    arch: str = "sm_90a"  # the arch the file was parsed for
+    tk_dirs: tuple[str, ...] = ()  # real TK folders (not the user's code)
+    stopped: bool = False  # clang stopped at its error limit: the AST is incomplete
+    host_stubs: tuple[str, ...] = ()  # host-only includes given empty stand-ins
     user_texts: dict[str, str] = field(default_factory=dict)  # abs path -> text parsed (rewritten headers)
-    defines: tuple[str, ...] = ()            # -D NAME[=VALUE] of the build (constant evaluation uses them)
+    defines: tuple[str, ...] = ()  # -D NAME[=VALUE] of the build (constant evaluation uses them)
 
     def errors_in_main(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics
-                if d.is_error() and d.location is not None and d.location.filename == self.path]
+        return [
+            d for d in self.diagnostics if d.is_error() and d.location is not None and d.location.filename == self.path
+        ]
 
     def is_user_file(self, name: str | None) -> bool:
         """Whether a file is the user's code: not tkcheck's model or stand-ins, not a real
@@ -128,6 +130,7 @@ def _tolerate_unknown_kinds():
     if _patched:
         return
     import clang.cindex as ci
+
     orig = ci.CursorKind.from_id
 
     def from_id(kind_id, _orig=orig):
@@ -135,6 +138,7 @@ def _tolerate_unknown_kinds():
             return _orig(kind_id)
         except ValueError:
             return ci.CursorKind.UNEXPOSED_STMT
+
     ci.CursorKind.from_id = staticmethod(from_id)
     _patched = True
 
@@ -143,6 +147,7 @@ def _index():
     global _clang_index
     if _clang_index is None:
         import clang.cindex as ci
+
         _tolerate_unknown_kinds()
         _clang_index = ci.Index.create()
     return _clang_index
@@ -172,14 +177,16 @@ def detect_tk_semantics(tk_include: str | None, setting: str) -> tuple[str, str]
             continue
         for fn in ("expect_bytes", "set_barrier_bytes", "load_async", "store_async"):
             for m in re.finditer(r"\bvoid\s+" + fn + r"\s*\([^;{]*\)\s*\{", text):
-                body = text[m.end():m.end() + 600]
-                body = body[:_body_end(body)]
+                body = text[m.end() : m.end() + 600]
+                body = body[: _body_end(body)]
                 if re.search(r"laneid\s*\(\s*\)\s*==\s*0", body):
                     guarded.append(fn)
                     break
     if guarded:
-        return "lane-guarded", ("TK lane-guarded tma semantics detected in the given headers "
-                                f"({', '.join(sorted(set(guarded)))} guard lane 0)")
+        return "lane-guarded", (
+            "TK lane-guarded tma semantics detected in the given headers "
+            f"({', '.join(sorted(set(guarded)))} guard lane 0)"
+        )
     return "thread-scope", "TK thread-scope tma semantics detected in the given headers"
 
 
@@ -187,8 +194,14 @@ def tk_tma_files(tk_include: str) -> list[Path]:
     """The thread/warp-level (not group-level) TMA headers of a TK include folder, any layout."""
     root = Path(tk_include)
     out = []
-    for rel in ("ops/thread/util/tma.cuh", "ops/thread/memory/util/tma.cuh", "ops/thread/memory/tile/tma.cuh",
-                "ops/warp/memory/util/tma.cuh", "ops/warp/memory/tile/tma.cuh", "ops/warp/memory/tma.cuh"):
+    for rel in (
+        "ops/thread/util/tma.cuh",
+        "ops/thread/memory/util/tma.cuh",
+        "ops/thread/memory/tile/tma.cuh",
+        "ops/warp/memory/util/tma.cuh",
+        "ops/warp/memory/tile/tma.cuh",
+        "ops/warp/memory/tma.cuh",
+    ):
         if (root / rel).is_file():
             out.append(root / rel)
     return out
@@ -213,12 +226,14 @@ def find_tk_include(folder: str | os.PathLike) -> str | None:
 
 
 BLACKWELL_ARCH = "sm_100a"
-STUB_DIR = MODEL_INCLUDE / "host_stubs"        # virtual: host-only stand-ins live in unsaved files
+STUB_DIR = MODEL_INCLUDE / "host_stubs"  # virtual: host-only stand-ins live in unsaved files
 # Names only Blackwell code uses (TMEM tiles and their allocator, tcgen05, cluster launch
 # control, the sm_100 number formats): with no arch configured, a file that uses one is parsed
 # for sm_100a (for sm_90a again when only that parses: a file written for both).
-_BLACKWELL_MARKERS = re.compile(r"\btt\s*<|\btensor_allocator\b|\btm_allocator\b|\btcgen05\b|"
-                                r"\bclc::|\be8m0|\bfp4e2m1")
+_BLACKWELL_MARKERS = re.compile(
+    r"\btt\s*<|\btensor_allocator\b|\btm_allocator\b|\btcgen05\b|"
+    r"\bclc::|\be8m0|\bfp4e2m1"
+)
 
 
 def is_blackwell(arch: str) -> bool:
@@ -234,15 +249,24 @@ def build_args(opts: ParseOptions, main_dir: str, arch: str | None = None, std_c
     # in sm_90a mode with __CUDA_ARCH__ set to 1000 and TK's Blackwell macro.
     arch = arch or opts.arch
     args = [
-        "-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
-        "--cuda-path=/nonexistent-cuda", "--cuda-gpu-arch=sm_90a",
-        "-Wno-unknown-cuda-version", "-std=c++20", "-D__CUDACC__",
+        "-x",
+        "cuda",
+        "--cuda-device-only",
+        "-nocudainc",
+        "-nocudalib",
+        "--cuda-path=/nonexistent-cuda",
+        "--cuda-gpu-arch=sm_90a",
+        "-Wno-unknown-cuda-version",
+        "-std=c++20",
+        "-D__CUDACC__",
         # no error limit: clang stops at its limit and drops the rest of the file (statements
         # of later kernels included), which would be analysed as if they were not there
-        "-ferror-limit=0", "-Wno-everything",
+        "-ferror-limit=0",
+        "-Wno-everything",
         # only tkcheck's stand-in system headers: the machine's libstdc++ must
         # not mix with them (and may not exist at all)
-        "-nostdinc", "-nostdinc++",
+        "-nostdinc",
+        "-nostdinc++",
     ]
     if is_blackwell(arch):
         args += ["-U__CUDA_ARCH__", "-D__CUDA_ARCH__=1000", "-DKITTENS_BLACKWELL"]
@@ -272,6 +296,7 @@ def read_source(path: str) -> str:
     """The text of a source file: a regular file (a FIFO, a device or a link to one is refused
     without blocking) of at most MAX_FILE_BYTES, not binary."""
     from ..safe_io import NotReadable, read_regular
+
     try:
         data = read_regular(path, MAX_FILE_BYTES)
     except NotReadable as e:
@@ -302,9 +327,15 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
     abs_path = os.path.abspath(path)
     fixed, rewrites = nvcc_compat.rewrite(text)
     from .includes import IncludeError, check_includes
-    try:   # libclang would read a FIFO, a device or a huge file without end: refuse before it starts
-        check_includes(abs_path, fixed, build_args(opts, os.path.dirname(abs_path)), cwd=os.getcwd(),
-                       trusted_dirs=(str(MODEL_INCLUDE),))
+
+    try:  # libclang would read a FIFO, a device or a huge file without end: refuse before it starts
+        check_includes(
+            abs_path,
+            fixed,
+            build_args(opts, os.path.dirname(abs_path)),
+            cwd=os.getcwd(),
+            trusted_dirs=(str(MODEL_INCLUDE),),
+        )
     except IncludeError as e:
         raise InputError(str(e)) from None
     semantics, how = detect_tk_semantics(opts.tk_include, opts.tk_version)
@@ -318,8 +349,11 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
     arch = BLACKWELL_ARCH if blackwell_code else opts.arch
     parsed = state.run(arch, stubs)
     # host-only includes not named in advance: stand-ins, and parse once more
-    more = {inc for d in parsed.diagnostics if (inc := nvcc_compat.missing_include(d.message))
-            and nvcc_compat.is_host_only(inc) and inc not in stubs}
+    more = {
+        inc
+        for d in parsed.diagnostics
+        if (inc := nvcc_compat.missing_include(d.message)) and nvcc_compat.is_host_only(inc) and inc not in stubs
+    }
     # user headers that need the same rewrites as the main file
     if more or state.rewrite_user_headers(parsed):
         stubs |= more
@@ -330,35 +364,46 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
         fixed = alias[0]
         state.text = fixed
         parsed = state.run(arch, stubs)
-        notes.append(f"{path}: read as nvcc reads it: an alias template with default arguments named "
-                     f"without '<>' (line{'s' if len(alias[1]) > 1 else ''} {', '.join(map(str, alias[1][:6]))})")
-    if is_blackwell(parsed.arch) and parsed.user_errors() and opts.tk_include \
-            and not any(d.split("=")[0] == "KITTENS_HOPPER" for d in opts.defines):
+        notes.append(
+            f"{path}: read as nvcc reads it: an alias template with default arguments named "
+            f"without '<>' (line{'s' if len(alias[1]) > 1 else ''} {', '.join(map(str, alias[1][:6]))})"
+        )
+    if (
+        is_blackwell(parsed.arch)
+        and parsed.user_errors()
+        and opts.tk_include
+        and not any(d.split("=")[0] == "KITTENS_HOPPER" for d in opts.defines)
+    ):
         # ThunderKittens before 2.0 built its Blackwell kernels with -DKITTENS_BLACKWELL
         # -DKITTENS_HOPPER (the TMA, gl and semaphore code sat under KITTENS_HOPPER alone)
         from dataclasses import replace as _replace
-        both = _Parse(path, abs_path, state.text, _replace(opts, defines=opts.defines + ("KITTENS_HOPPER",)),
-                      semantics, pch_dir)
+
+        both = _Parse(
+            path, abs_path, state.text, _replace(opts, defines=opts.defines + ("KITTENS_HOPPER",)), semantics, pch_dir
+        )
         other = both.run(parsed.arch, stubs)
         if len(other.user_errors()) < len(parsed.user_errors()):
             parsed = other
-            notes.append("KITTENS_HOPPER defined next to KITTENS_BLACKWELL, as ThunderKittens before 2.0 "
-                         "builds its Blackwell kernels (these headers need it)")
+            notes.append(
+                "KITTENS_HOPPER defined next to KITTENS_BLACKWELL, as ThunderKittens before 2.0 "
+                "builds its Blackwell kernels (these headers need it)"
+            )
     if blackwell_code and parsed.user_errors() and not is_blackwell(opts.arch):
-        other = state.run(opts.arch, stubs)        # a file for both, whose Hopper side parses
+        other = state.run(opts.arch, stubs)  # a file for both, whose Hopper side parses
         if len(other.user_errors()) < len(parsed.user_errors()):
             parsed = other
     if parsed.arch != opts.arch:
-        notes.append(f"arch {parsed.arch} assumed: the file uses what only Blackwell has "
-                     "(set arch / --arch to choose)")
+        notes.append(f"arch {parsed.arch} assumed: the file uses what only Blackwell has (set arch / --arch to choose)")
     used = sorted(s for s in stubs if any(s == inc for inc in state.included_names(parsed)))
     if used:
         notes.append("host-only headers given empty stand-ins (host code is not analysed): " + ", ".join(used))
     recovered = sorted({d.recovered for d in parsed.diagnostics if d.recovered and parsed.is_user_file(d.abs_file)})
     for why in recovered:
         rows = sorted({d.location.row for d in parsed.diagnostics if d.recovered == why and d.location})
-        notes.append(f"clang rejects what nvcc accepts, read as nvcc does: {why} (line{'s' if len(rows) > 1 else ''} "
-                     f"{', '.join(map(str, rows[:6]))}{', ...' if len(rows) > 6 else ''})")
+        notes.append(
+            f"clang rejects what nvcc accepts, read as nvcc does: {why} (line{'s' if len(rows) > 1 else ''} "
+            f"{', '.join(map(str, rows[:6]))}{', ...' if len(rows) > 6 else ''})"
+        )
     parsed.notes = notes + parsed.notes
     parsed.host_stubs = tuple(used)
     return parsed
@@ -367,6 +412,7 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
 def _libclang_version() -> str:
     try:
         from importlib.metadata import version
+
         return version("libclang")
     except Exception:  # noqa: BLE001
         return "?"
@@ -381,6 +427,7 @@ def _tool_digest() -> str:
     if not _DIGEST:
         import hashlib
         from .. import __version__
+
         h = hashlib.sha256(__version__.encode())
         for p in sorted(MODEL_INCLUDE.rglob("*")):
             if p.is_file():
@@ -397,19 +444,20 @@ def protocol_function(kind: str):
     """The cursor of the function modelling TK template `kind`'s protocol (a pseudo-CUDA file
     of knowledge/protocols), parsed once per process; None when tkcheck has no model of it."""
     from ..knowledge import protocols
+
     path = protocols.protocol_file(kind)
     if path is None:
         return None
-    tu = _PROTOCOL_TUS.get(str(path))      # by file: one file may hold two protocols (interpreter)
+    tu = _PROTOCOL_TUS.get(str(path))  # by file: one file may hold two protocols (interpreter)
     if tu is None:
         import clang.cindex as ci
+
         args = build_args(ParseOptions(), str(path.parent))
         tu = ci.Index.create().parse(str(path), args=args, options=0x200)
         _PROTOCOL_TUS[str(path)] = tu
     want = protocols.protocol_function_name(kind)
     for c in tu.cursor.get_children():
-        if c.spelling == want and any(
-                ch.kind.name == "COMPOUND_STMT" for ch in c.get_children()):
+        if c.spelling == want and any(ch.kind.name == "COMPOUND_STMT" for ch in c.get_children()):
             return c
     return None
 
@@ -427,9 +475,13 @@ class _Parse:
         import clang.cindex as ci
         from . import nvcc_compat
 
-        args = build_args(self.opts, os.path.dirname(self.abs_path), arch=arch,
-                          # real TK headers include C++ standard headers themselves
-                          std_common=bool(self.opts.tk_include) or bool(_CXX_STD_INCLUDE.search(self.text)))
+        args = build_args(
+            self.opts,
+            os.path.dirname(self.abs_path),
+            arch=arch,
+            # real TK headers include C++ standard headers themselves
+            std_common=bool(self.opts.tk_include) or bool(_CXX_STD_INCLUDE.search(self.text)),
+        )
         unsaved = [(self.abs_path, self.text)] + list(self.header_texts.items())
         headers = "real" if self.opts.tk_include else "model"
         if headers == "model":
@@ -439,13 +491,18 @@ class _Parse:
         stub = nvcc_compat.stub_text()
         for name in sorted(stubs):
             unsaved.append((str(STUB_DIR / name), stub))
-        flags = (ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
-                 | 0x200)  # CXTranslationUnit_KeepGoing: keep parsing after a missing include
+        flags = (
+            ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | 0x200
+        )  # CXTranslationUnit_KeepGoing: keep parsing after a missing include
         pch_file = self._pch(args, unsaved, stubs)
         try:
             try:
-                tu = _index().parse(self.abs_path, args=args + (["-include-pch", pch_file] if pch_file else []),
-                                    unsaved_files=unsaved, options=flags)
+                tu = _index().parse(
+                    self.abs_path,
+                    args=args + (["-include-pch", pch_file] if pch_file else []),
+                    unsaved_files=unsaved,
+                    options=flags,
+                )
             except ci.TranslationUnitLoadError:
                 if not pch_file:
                     raise
@@ -459,10 +516,10 @@ class _Parse:
                 tu = _index().parse(self.abs_path, args=args, unsaved_files=unsaved, options=flags)
             if pch_file:
                 from . import pch
+
                 if pch.rejected(tu.diagnostics):
                     # a header changed since it was built (clang checks): parse without, build anew later
-                    if not any("operator new" in d.spelling or "operator delete" in d.spelling
-                               for d in tu.diagnostics):
+                    if not any("operator new" in d.spelling or "operator delete" in d.spelling for d in tu.diagnostics):
                         try:
                             os.unlink(pch_file)
                         except OSError:
@@ -472,15 +529,26 @@ class _Parse:
         except ci.TranslationUnitLoadError as e:
             raise InputError(f"{self.path}: libclang could not parse the file ({e})") from None
         self.pch_used = pch_file
-        parsed = ParsedFile(path=self.path, text=self.text, tu=tu, diagnostics=[], headers=headers,
-                            tk_semantics=self.semantics, notes=[], abs_path=self.abs_path, arch=arch,
-                            tk_dirs=self.opts.tk_dirs(), user_texts=dict(self.header_texts),
-                            defines=tuple(self.opts.defines))
+        parsed = ParsedFile(
+            path=self.path,
+            text=self.text,
+            tu=tu,
+            diagnostics=[],
+            headers=headers,
+            tk_semantics=self.semantics,
+            notes=[],
+            abs_path=self.abs_path,
+            arch=arch,
+            tk_dirs=self.opts.tk_dirs(),
+            user_texts=dict(self.header_texts),
+            defines=tuple(self.opts.defines),
+        )
         for d in tu.diagnostics:
             if d.severity < ci.Diagnostic.Error and d.severity != ci.Diagnostic.Warning:
                 continue
-            sev = {ci.Diagnostic.Warning: "warning", ci.Diagnostic.Error: "error",
-                   ci.Diagnostic.Fatal: "fatal"}.get(d.severity, "error")
+            sev = {ci.Diagnostic.Warning: "warning", ci.Diagnostic.Error: "error", ci.Diagnostic.Fatal: "fatal"}.get(
+                d.severity, "error"
+            )
             loc = None
             fname = None
             if d.location.file is not None:
@@ -499,9 +567,11 @@ class _Parse:
             return None
         from . import pch
         from .lexer import blank_comments_and_strings
+
         includes = pch.prefix_includes(self.text)
-        if not includes or pch.user_code_allocates(self.text, os.path.dirname(self.abs_path),
-                                                   self.opts.include_dirs, blank_comments_and_strings):
+        if not includes or pch.user_code_allocates(
+            self.text, os.path.dirname(self.abs_path), self.opts.include_dirs, blank_comments_and_strings
+        ):
             return None
         key = pch.key_of(includes, args + sorted(stubs), _tool_digest(), _libclang_version())
         return pch.build(self.pch_dir, key, includes, args, [u for u in unsaved if u[0] != self.abs_path], _index())
@@ -521,6 +591,7 @@ class _Parse:
     def rewrite_user_headers(self, parsed: ParsedFile) -> bool:
         """Apply the position-keeping rewrites to the user's headers; True when one changed."""
         from . import nvcc_compat
+
         changed = False
         try:
             includes = list(parsed.tu.get_includes())
@@ -530,10 +601,15 @@ class _Parse:
             if inc.include is None:
                 continue
             name = os.path.abspath(inc.include.name)
-            if name == self.abs_path or name in self.header_texts or not parsed.is_user_file(name) \
-                    or _under(name, str(STUB_DIR)):
+            if (
+                name == self.abs_path
+                or name in self.header_texts
+                or not parsed.is_user_file(name)
+                or _under(name, str(STUB_DIR))
+            ):
                 continue
             from ..safe_io import read_regular
+
             try:
                 text = read_regular(name, MAX_FILE_BYTES).decode("utf-8", errors="replace")
             except OSError:

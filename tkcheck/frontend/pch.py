@@ -14,6 +14,7 @@ parse flag (arch, defines, include folders, TK folders, clang arguments) and the
 clang itself records every header the precompiled header read and rejects it when one has
 changed (then it is built again). Only used with a cache folder: `--no-cache` writes nothing.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,7 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]\s*(?://.*|/\*.*\*/\
 _SKIP = re.compile(r"^\s*(?://.*|#\s*pragma\s+once\s*|)$")
 TK_HEADERS = ("kittens.cuh", "prototype.cuh")
 TK_HEADER_DIRS = ("pyutils/",)
-PCH_FORMAT = "2"        # bump when what goes into a precompiled header (or how it is built) changes
+PCH_FORMAT = "2"  # bump when what goes into a precompiled header (or how it is built) changes
 
 
 def prefix_includes(text: str) -> list[str] | None:
@@ -41,7 +42,7 @@ def prefix_includes(text: str) -> list[str] | None:
         if in_block:
             if "*/" in s:
                 in_block = False
-                s = s[s.index("*/") + 2:].strip()
+                s = s[s.index("*/") + 2 :].strip()
                 if not s:
                     continue
             else:
@@ -50,7 +51,7 @@ def prefix_includes(text: str) -> list[str] | None:
             if "*/" not in s:
                 in_block = True
                 continue
-            s = s[s.index("*/") + 2:].strip()
+            s = s[s.index("*/") + 2 :].strip()
         if _SKIP.match(s):
             continue
         m = _INCLUDE.match(s)
@@ -59,13 +60,13 @@ def prefix_includes(text: str) -> list[str] | None:
         kind, name = m.group(1), m.group(2)
         tk = name in TK_HEADERS or any(name.startswith(d) for d in TK_HEADER_DIRS)
         if kind == '"' and not tk:
-            break                   # a user header: it may define what TK's headers read
+            break  # a user header: it may define what TK's headers read
         out.append(f'#include {kind}{name}{">" if kind == "<" else chr(34)}')
     if not any(any(h in line for h in TK_HEADERS) for line in out):
         return None
     # up to the last TK include: system headers after it are the file's own business
     last = max(i for i, line in enumerate(out) if any(h in line for h in TK_HEADERS + TK_HEADER_DIRS))
-    return out[:last + 1]
+    return out[: last + 1]
 
 
 def key_of(includes: list[str], args: list[str], version: str, libclang: str) -> str:
@@ -93,13 +94,17 @@ def build(pch_dir: str, key: str, includes: list[str], args: list[str], unsaved,
             header.write_text(text)
         # PARSE_INCOMPLETE: a header, to be completed by the file that includes it; the detailed
         # preprocessing record as the file's own parse has it (libclang refuses a mismatch)
-        tu = index.parse(str(header), args=list(args) + ["-Xclang", "-fallow-pch-with-compiler-errors"],
-                         unsaved_files=unsaved, options=0x01 | 0x02 | 0x200)
+        tu = index.parse(
+            str(header),
+            args=list(args) + ["-Xclang", "-fallow-pch-with-compiler-errors"],
+            unsaved_files=unsaved,
+            options=0x01 | 0x02 | 0x200,
+        )
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
         os.close(fd)
         try:
             tu.save(tmp)
-            os.replace(tmp, target)     # atomic: parallel checks never read half a file
+            os.replace(tmp, target)  # atomic: parallel checks never read half a file
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
@@ -113,8 +118,14 @@ def rejected(diagnostics) -> bool:
     the parse met what libclang 18 gets wrong across one: the global allocation functions clang
     declares implicitly in CUDA mode are lost (`no matching function for call to 'operator
     new[]'`). Either way the file is parsed again without it, so results never depend on it."""
-    return any("precompiled header" in d.spelling or "PCH file" in d.spelling or "AST file" in d.spelling
-               or "'operator new" in d.spelling or "'operator delete" in d.spelling for d in diagnostics)
+    return any(
+        "precompiled header" in d.spelling
+        or "PCH file" in d.spelling
+        or "AST file" in d.spelling
+        or "'operator new" in d.spelling
+        or "'operator delete" in d.spelling
+        for d in diagnostics
+    )
 
 
 _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
@@ -143,8 +154,9 @@ def user_code_allocates(text: str, main_dir: str, include_dirs, blank) -> bool:
                         try:
                             if os.path.getsize(path) <= 2_000_000:
                                 with open(path, "rb") as fh:
-                                    todo.append((fh.read().decode("utf-8", errors="replace"),
-                                                 os.path.dirname(path), depth + 1))
+                                    todo.append(
+                                        (fh.read().decode("utf-8", errors="replace"), os.path.dirname(path), depth + 1)
+                                    )
                         except OSError:
                             pass
                     break
@@ -157,5 +169,6 @@ _ALLOCATION = re.compile(r"\b(?:new|delete)\b(?!\s*;)")
 def uses_allocation(code: str) -> bool:
     """A new/delete expression in the file's code (comments and strings blanked): libclang 18
     crashes or loses the allocation functions across a precompiled header, so none is used."""
-    return any(not re.search(r"operator\s*$", code[max(0, m.start() - 12):m.start()])
-               for m in _ALLOCATION.finditer(code))
+    return any(
+        not re.search(r"operator\s*$", code[max(0, m.start() - 12) : m.start()]) for m in _ALLOCATION.finditer(code)
+    )

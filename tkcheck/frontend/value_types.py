@@ -7,6 +7,7 @@ shared buffer, register tile, global layout), a record of named fields (the
 struct, a callable user function, or a group scope alias (`using consumers =
 group<8>`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from ..model.ir import Ref, TileType
 
 @dataclass(frozen=True)
 class Obj:
-    kind: str                     # barrier | buffer | regtile | gl | tmem | struct | semaphore_value
+    kind: str  # barrier | buffer | regtile | gl | tmem | struct | semaphore_value
     ref: Ref
     type: TileType | None = None
     reinterpreted_from: TileType | None = None
@@ -41,12 +42,13 @@ class Rec:
     `path.field` (listed in `scalars`), so they are variables like any other -- assigned in
     branches, carried by loops (`for (mks.index = 0; ...; mks.next())`) -- while fields that
     refer to objects (barrier arrays, tiles) stay in `fields`."""
+
     fields: dict[str, Any] = field(default_factory=dict)
     type_name: str = ""
     struct: Any = None
     path: str | None = None
     scalars: tuple = ()
-    stype: Any = None                     # the StructType of a user struct instance (functors)
+    stype: Any = None  # the StructType of a user struct instance (functors)
 
 
 @dataclass(frozen=True)
@@ -57,16 +59,17 @@ class TypeVal:
 @dataclass
 class StructType:
     """A user struct/class (possibly a template instantiated with its defaults)."""
+
     name: str
-    cursor: Any                           # clang cursor of the declaration
-    env: Any                              # Env holding its template parameters and members
+    cursor: Any  # clang cursor of the declaration
+    env: Any  # Env holding its template parameters and members
     members: dict[str, Any] = field(default_factory=dict)  # name -> cursor (fields, types, functions)
 
 
 @dataclass
 class Func:
     name: str
-    cursors: list                          # overload set (clang cursors with bodies)
+    cursors: list  # overload set (clang cursors with bodies)
     owner: StructType | None = None
 
 
@@ -75,6 +78,7 @@ class Lambda:
     """A lambda expression: its clang cursor (parameters and body) and the scope it was
     written in (captures by reference see and change that scope; by value, changes stay
     inside the call)."""
+
     cursor: Any
     env: Any
     by_value: bool = False

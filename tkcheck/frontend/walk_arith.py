@@ -1,5 +1,6 @@
 """Helpers of the parse-tree walk that need no walker: array values, tile sizes and offsets,
 splitting, step and recurrence solving."""
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,11 @@ class _ArrVal:
         self.dims = dims
 
     def index(self, idx):
-        return self.obj.at(idx, self.obj.type) if len(self.dims) <= 1 else _ArrVal(self.obj.at(idx, self.obj.type), self.dims[1:])
+        return (
+            self.obj.at(idx, self.obj.type)
+            if len(self.dims) <= 1
+            else _ArrVal(self.obj.at(idx, self.obj.type), self.dims[1:])
+        )
 
 
 def _arr(obj: Obj, dims):
@@ -115,8 +120,20 @@ def _is_ident(t: str) -> bool:
     return bool(t) and (t[0].isalpha() or t[0] == "_")
 
 
-_DECL_WORDS = {"__shared__", "static", "constexpr", "const", "extern", "__align__", "alignas", "volatile",
-               "inline", "__device__", "register", "auto"}
+_DECL_WORDS = {
+    "__shared__",
+    "static",
+    "constexpr",
+    "const",
+    "extern",
+    "__align__",
+    "alignas",
+    "volatile",
+    "inline",
+    "__device__",
+    "register",
+    "auto",
+}
 
 
 def _strip_declarator_words(toks: list[str]) -> list[str]:
@@ -186,7 +203,7 @@ def _step_of(node: cexpr.Node, var: cexpr.Node | str, ev):
     if isinstance(var, str):
         var = cexpr.Name.simple(var)
     match node:
-        case cexpr.Comma(a, b):     # `for (...; ...; task += n, t++)`
+        case cexpr.Comma(a, b):  # `for (...; ...; task += n, t++)`
             return _step_of(a, var, ev) or _step_of(b, var, ev)
         case cexpr.Assign(op, lhs, rhs) if lhs == var:
             if op == "+=":
@@ -218,9 +235,17 @@ def _wrap_condition(c, counter: E.Var | None):
     a, b = c.a, c.b
     if isinstance(a, E.Const):
         a, b = b, a
-    if isinstance(a, E.Bin) and a.op == "%" and a.a == counter and isinstance(a.b, E.Const) \
-            and isinstance(b, E.Const) and isinstance(a.b.value, int) and a.b.value > 0 \
-            and isinstance(b.value, int) and 0 <= b.value < a.b.value:
+    if (
+        isinstance(a, E.Bin)
+        and a.op == "%"
+        and a.a == counter
+        and isinstance(a.b, E.Const)
+        and isinstance(b, E.Const)
+        and isinstance(a.b.value, int)
+        and a.b.value > 0
+        and isinstance(b.value, int)
+        and 0 <= b.value < a.b.value
+    ):
         return a.b.value, b.value
     return None
 
@@ -234,8 +259,10 @@ def solve_recurrence(start: E.Var, end, v0: Expr, name: str, counter: E.Var | No
     and the TK phase bitfield `x ^ (1 << (ring + 16n))`. Anything else is an
     unknown per iteration (never a guess).
     """
+
     def opaque_k(k):
         return E.opaque(f"{name}@iter")
+
     if not isinstance(end, Expr):
         return opaque_k
     if end == start:
@@ -245,40 +272,67 @@ def solve_recurrence(start: E.Var, end, v0: Expr, name: str, counter: E.Var | No
         # overwritten each iteration with something not depending on itself
         if not any(v.kind == E.LOOP and v.name.endswith("@start") for v in fv):
             first = v0
-            return lambda k: E.ite(E.binop("==", k, E.Const(0)), first, end) if not isinstance(k, E.Const) or k.value > 0 else first
+            return lambda k: (
+                E.ite(E.binop("==", k, E.Const(0)), first, end) if not isinstance(k, E.Const) or k.value > 0 else first
+            )
         return opaque_k
     # x + c
-    if isinstance(end, E.Bin) and end.op in ("+", "-") and end.a == start and start not in end.b.free_vars() \
-            and not end.b.depends_on(E.THREAD):
+    if (
+        isinstance(end, E.Bin)
+        and end.op in ("+", "-")
+        and end.a == start
+        and start not in end.b.free_vars()
+        and not end.b.depends_on(E.THREAD)
+    ):
         c = end.b if end.op == "+" else E.unop("-", end.b)
         return lambda k: E.binop("+", v0, E.binop("*", c, k))
     # x ^ 1  /  1 - x
-    if (isinstance(end, E.Bin) and end.op == "^" and end.a == start and end.b == E.Const(1)) or \
-            (isinstance(end, E.Bin) and end.op == "-" and end.a == E.Const(1) and end.b == start):
+    if (isinstance(end, E.Bin) and end.op == "^" and end.a == start and end.b == E.Const(1)) or (
+        isinstance(end, E.Bin) and end.op == "-" and end.a == E.Const(1) and end.b == start
+    ):
         if end.op == "^":
             return lambda k: E.binop("^", v0, E.binop("%", k, E.Const(2)))
         return lambda k: E.ite(E.binop("==", E.binop("%", k, E.Const(2)), E.Const(0)), v0, E.binop("-", E.Const(1), v0))
     # (x + c) % N; c may be a loop-invariant value (a ring advanced by an inner loop's trip count)
-    if isinstance(end, E.Bin) and end.op == "%" and isinstance(end.a, E.Bin) and end.a.op == "+" \
-            and end.a.a == start and isinstance(end.b, E.Const) and _invariant_step(end.a.b):
+    if (
+        isinstance(end, E.Bin)
+        and end.op == "%"
+        and isinstance(end.a, E.Bin)
+        and end.a.op == "+"
+        and end.a.a == start
+        and isinstance(end.b, E.Const)
+        and _invariant_step(end.a.b)
+    ):
         c, n = end.a.b, end.b
         return lambda k: E.binop("%", E.binop("+", v0, E.binop("*", c, k)), n)
     # x + 1 == N ? 0 : x + 1
-    if isinstance(end, E.Ite) and isinstance(end.c, E.Bin) and end.c.op in ("==", ">=") and \
-            end.t == E.Const(0) and isinstance(end.e, E.Bin) and end.e.op == "+" and end.e.a == start \
-            and end.e.b == E.Const(1) and isinstance(end.c.b, E.Const):
+    if (
+        isinstance(end, E.Ite)
+        and isinstance(end.c, E.Bin)
+        and end.c.op in ("==", ">=")
+        and end.t == E.Const(0)
+        and isinstance(end.e, E.Bin)
+        and end.e.op == "+"
+        and end.e.a == start
+        and end.e.b == E.Const(1)
+        and isinstance(end.c.b, E.Const)
+    ):
         n = end.c.b
         return lambda k: E.binop("%", E.binop("+", v0, k), n)
     # `if (k % S == r) phase ^= 1` (also `1 - phase`): the phase flips once per
     # S iterations; before iteration k it flipped (k + S - 1 - r) / S times
     if isinstance(end, E.Ite) and end.e == start:
-        flip = (isinstance(end.t, E.Bin) and end.t.op == "^" and end.t.a == start and end.t.b == E.Const(1)) or \
-               (isinstance(end.t, E.Bin) and end.t.op == "-" and end.t.a == E.Const(1) and end.t.b == start)
+        flip = (isinstance(end.t, E.Bin) and end.t.op == "^" and end.t.a == start and end.t.b == E.Const(1)) or (
+            isinstance(end.t, E.Bin) and end.t.op == "-" and end.t.a == E.Const(1) and end.t.b == start
+        )
         wr = _wrap_condition(end.c, counter)
         if flip and wr is not None:
             period, r = wr
-            return lambda k: E.binop("^", v0, E.binop("%", E.binop("/", E.binop("+", k, E.Const(period - 1 - r)),
-                                                                   E.Const(period)), E.Const(2)))
+            return lambda k: E.binop(
+                "^",
+                v0,
+                E.binop("%", E.binop("/", E.binop("+", k, E.Const(period - 1 - r)), E.Const(period)), E.Const(2)),
+            )
     return opaque_k
 
 
@@ -286,13 +340,31 @@ def solve_recurrence(start: E.Var, end, v0: Expr, name: str, counter: E.Var | No
 
 #: integer types by spelling: (bits, signed)
 _INT_TYPES = {
-    "int": (32, True), "signed": (32, True), "signed int": (32, True), "int32_t": (32, True),
-    "unsigned": (32, False), "unsigned int": (32, False), "uint32_t": (32, False), "uint": (32, False),
-    "short": (16, True), "int16_t": (16, True), "unsigned short": (16, False), "uint16_t": (16, False),
-    "ushort": (16, False), "char": (8, True), "signed char": (8, True), "int8_t": (8, True),
-    "unsigned char": (8, False), "uint8_t": (8, False),
-    "long": (64, True), "long long": (64, True), "int64_t": (64, True), "long int": (64, True),
-    "unsigned long": (64, False), "unsigned long long": (64, False), "uint64_t": (64, False),
+    "int": (32, True),
+    "signed": (32, True),
+    "signed int": (32, True),
+    "int32_t": (32, True),
+    "unsigned": (32, False),
+    "unsigned int": (32, False),
+    "uint32_t": (32, False),
+    "uint": (32, False),
+    "short": (16, True),
+    "int16_t": (16, True),
+    "unsigned short": (16, False),
+    "uint16_t": (16, False),
+    "ushort": (16, False),
+    "char": (8, True),
+    "signed char": (8, True),
+    "int8_t": (8, True),
+    "unsigned char": (8, False),
+    "uint8_t": (8, False),
+    "long": (64, True),
+    "long long": (64, True),
+    "int64_t": (64, True),
+    "long int": (64, True),
+    "unsigned long": (64, False),
+    "unsigned long long": (64, False),
+    "uint64_t": (64, False),
     "size_t": (64, False),
 }
 _QUALIFIERS = re.compile(r"\b(const|volatile|constexpr|static|register|std::|__restrict__)\b")

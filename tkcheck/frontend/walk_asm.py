@@ -1,4 +1,5 @@
 """Inline PTX: mbarrier/fence/shared-memory instructions written as asm statements."""
+
 from __future__ import annotations
 
 import re
@@ -35,6 +36,7 @@ class AsmLowering:
 
         def op(kind: str, api: str, **kw: Any) -> None:
             w.emit(ir.Op(kind, api, loc, ctx.guard, ctx.loops, asm=facts, **kw), ctx)
+
         if re.search(r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b", ptx):
             op(ir.SYNC, "bar.sync", sync=ir.SyncFacts("named"))
         elif re.search(r"\bbar\.arrive\b", ptx):
@@ -44,8 +46,15 @@ class AsmLowering:
         mf = re.search(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)", ptx)
         if mf:
             scope_ = mf.group(2) or mf.group(4) or "cluster"
-            op(ir.FENCE, mf.group(1), fence=ir.FenceFacts("mbarrier_init" if "mbarrier_init" in mf.group(1)
-                                                          else f"membar_{'gl' if scope_ in ('gl', 'gpu') else scope_}"))
+            op(
+                ir.FENCE,
+                mf.group(1),
+                fence=ir.FenceFacts(
+                    "mbarrier_init"
+                    if "mbarrier_init" in mf.group(1)
+                    else f"membar_{'gl' if scope_ in ('gl', 'gpu') else scope_}"
+                ),
+            )
         if "setmaxnreg" in ptx:
             op(ir.SETMAXNREG, "setmaxnreg", increase=".inc" in ptx)
         if re.search(r"\b(red|atom)\.[a-z.]*global", ptx) or re.search(r"\b(red|atom)\.(release|relaxed|acq)", ptx):
@@ -86,8 +95,9 @@ class AsmLowering:
             return None
         name = f"smem_addr({v.ref})"
         if name not in model.smem_addresses:
-            model.smem_addresses[name] = ir.SmemAddress(name, v.ref, v.type, loc_of(cursor, w.filename)
-                                                        if cursor is not None else model.location)
+            model.smem_addresses[name] = ir.SmemAddress(
+                name, v.ref, v.type, loc_of(cursor, w.filename) if cursor is not None else model.location
+            )
         a: Expr = E.Var(name, E.PARAM)
         if extra != E.Const(0):
             db = v.type.dtype_bytes if v.type is not None and v.type.dtype_bytes else None
@@ -112,7 +122,7 @@ class AsmLowering:
                     if depth == 0:
                         break
                     j += 1
-                ops.append(toks[i + 2:j])
+                ops.append(toks[i + 2 : j])
                 i = j
             i += 1
         mm = re.search(r"\[\s*%(\d+)\s*(?:\+\s*(\d+))?\s*\]", ptx)
@@ -124,8 +134,22 @@ class AsmLowering:
             return
         if mm.group(2):
             addr = E.binop("+", addr, E.Const(int(mm.group(2))))
-        kind = "ldmatrix" if "ldmatrix" in ptx else "stmatrix" if "stmatrix" in ptx else (
-            "st.shared" if re.search(r"\bst\.shared", ptx) else "ld.shared")
-        self.w.emit(ir.Op(ir.SMEM_ACCESS, kind, loc, ctx.guard, ctx.loops, asm=facts,
-                          access=ir.AccessFacts("read" if kind.startswith("ld") else "write", via="asm",
-                                                addr=addr)), ctx)
+        kind = (
+            "ldmatrix"
+            if "ldmatrix" in ptx
+            else "stmatrix"
+            if "stmatrix" in ptx
+            else ("st.shared" if re.search(r"\bst\.shared", ptx) else "ld.shared")
+        )
+        self.w.emit(
+            ir.Op(
+                ir.SMEM_ACCESS,
+                kind,
+                loc,
+                ctx.guard,
+                ctx.loops,
+                asm=facts,
+                access=ir.AccessFacts("read" if kind.startswith("ld") else "write", via="asm", addr=addr),
+            ),
+            ctx,
+        )

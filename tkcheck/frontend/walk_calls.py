@@ -1,4 +1,5 @@
 """Calls: the knowledge table's TK ops become model Ops; methods; register-tile accesses."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -15,15 +16,18 @@ from .walk_env import CK, Ctx, Env, loc_of, tokens_of, _THREAD_FUNCS_GROUP
 from .walk_arith import _ArrVal, _TMEM_ACCESS_NAMES, convert_int
 from .walker_core import CallWalker
 
-Targs = tuple[cexpr.Node, ...] | None     # a name's template arguments, as the parser gives them
+Targs = tuple[cexpr.Node, ...] | None  # a name's template arguments, as the parser gives them
 
 # TK's parameter types (include/ops/thread/util/{sync,tma}.cuh): init_semaphore(semaphore&, int
 # thread_count, int transaction_count), arrive(semaphore&, uint32_t count), expect_bytes(semaphore&,
 # uint32_t bytes), wait(semaphore&, int kPhaseBit)
 _ROLE_TYPES = {
-    (ir.MBAR_INIT, "count"): "int", (ir.MBAR_INIT, "tx"): "int",
-    (ir.MBAR_ARRIVE, "count"): "uint32_t", (ir.MBAR_EXPECT, "bytes"): "uint32_t",
-    (ir.MBAR_WAIT, "parity"): "int", (ir.MBAR_ARRIVE, "parity"): "int",
+    (ir.MBAR_INIT, "count"): "int",
+    (ir.MBAR_INIT, "tx"): "int",
+    (ir.MBAR_ARRIVE, "count"): "uint32_t",
+    (ir.MBAR_EXPECT, "bytes"): "uint32_t",
+    (ir.MBAR_WAIT, "parity"): "int",
+    (ir.MBAR_ARRIVE, "parity"): "int",
 }
 
 
@@ -33,7 +37,7 @@ class CallLowering:
 
     def __init__(self, walker: CallWalker):
         self.w = walker
-        self._opcode_dispatchers: dict[str, bool] = {}   # class template name -> is one (Megakernels')
+        self._opcode_dispatchers: dict[str, bool] = {}  # class template name -> is one (Megakernels')
 
     def ev_call(self, node: cexpr.Call, ctx: Ctx, cursor: Any) -> Any:
         """The value of a call expression, emitting the ops it performs."""
@@ -43,10 +47,10 @@ class CallLowering:
             return self._ev_method(callee, args, ctx, cursor)
         if not isinstance(callee, cexpr.Name):
             f = self.w.ev(callee, ctx, cursor)
-            if isinstance(f, Lambda):          # `[&] { ... }()`
+            if isinstance(f, Lambda):  # `[&] { ... }()`
                 return self.w.inline.expand_lambda(f, args, ctx, cursor)
             fo = self.w.inline.call_operator(f)
-            if fo is not None:                 # `F{}(bar)`
+            if fo is not None:  # `F{}(bar)`
                 return self.w.inline.expand(fo, args, ctx, cursor, None)
             return E.opaque("call")
         segs = list(callee.segments)
@@ -64,10 +68,13 @@ class CallLowering:
         # -- thread identity -------------------------------------------------
         if base in _THREAD_FUNCS_GROUP and not args:
             if qual == "" or qual == "kittens":
-                return E.binop("/", E.TID, E.Const(32)) if base == "warpid" else (
-                    E.binop("%", E.TID, E.Const(32)) if base == "laneid" else E.opaque(base))
+                return (
+                    E.binop("/", E.TID, E.Const(32))
+                    if base == "warpid"
+                    else (E.binop("%", E.TID, E.Const(32)) if base == "laneid" else E.opaque(base))
+                )
             if scope_warps is not None and scope_warps <= 0:
-                return E.opaque(f"{qual}::{base}")     # a group of a size tkcheck could not evaluate
+                return E.opaque(f"{qual}::{base}")  # a group of a size tkcheck could not evaluate
             if scope_warps is not None:
                 n = 32 * scope_warps
                 if base == "laneid":
@@ -75,8 +82,11 @@ class CallLowering:
                 if base == "warpid":
                     return E.binop("/", E.binop("%", E.TID, E.Const(n)), E.Const(32))
                 return E.binop("/", E.TID, E.Const(n))
-        if base in ("elect_one_sync", "elect_one", "elect_leader", "elect_leader_from_active") and not args \
-                and (not quals or scope_warps is not None):
+        if (
+            base in ("elect_one_sync", "elect_one", "elect_leader", "elect_leader_from_active")
+            and not args
+            and (not quals or scope_warps is not None)
+        ):
             # elect.sync over the full warp: one lane, the lowest (lane 0 when the warp is whole);
             # a group's elect_leader is that lane of the group's first warp
             n = 32 * (scope_warps or 1)
@@ -100,14 +110,16 @@ class CallLowering:
             bf, ring = self.w.ev(args[0], ctx, cursor), self.w.ev(args[1], ctx, cursor)
             if isinstance(bf, Expr) and isinstance(ring, Expr) and n is not None:
                 from ..recurrence import phase_bit
+
                 bit = phase_bit(bf, E.binop("+", ring, E.Const(16 * n)))
                 if bit is not None:
                     return bit
                 out = E.binop("&", E.binop(">>", bf, E.binop("+", ring, E.Const(16 * n))), E.Const(1))
                 if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1:
                     # which bitfield / bit a wait's parity reads (phase reasoning across nested loops)
-                    self.w.phasebit_reads[out] = ir.PhasebitFacts(args[0].segments[0].name,
-                                                                 pos=E.binop("+", ring, E.Const(16 * n)))
+                    self.w.phasebit_reads[out] = ir.PhasebitFacts(
+                        args[0].segments[0].name, pos=E.binop("+", ring, E.Const(16 * n))
+                    )
                 return out
             return E.opaque("phasebit")
         if base == "update_phasebit" and len(args) == 2:
@@ -117,9 +129,19 @@ class CallLowering:
                 flip = cexpr.Value(E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n))))
                 self.w.assign(cexpr.Assign("^=", args[0], flip), ctx, cursor)
                 if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1 and cursor is not None:
-                    self.w.emit(ir.Op(ir.PHASEBIT_FLIP, "update_phasebit", loc_of(cursor, self.w.filename), ctx.guard,
-                                    ctx.loops, phasebit=ir.PhasebitFacts(args[0].segments[0].name,
-                                                                         pos=E.binop("+", ring, E.Const(16 * n)))), ctx)
+                    self.w.emit(
+                        ir.Op(
+                            ir.PHASEBIT_FLIP,
+                            "update_phasebit",
+                            loc_of(cursor, self.w.filename),
+                            ctx.guard,
+                            ctx.loops,
+                            phasebit=ir.PhasebitFacts(
+                                args[0].segments[0].name, pos=E.binop("+", ring, E.Const(16 * n))
+                            ),
+                        ),
+                        ctx,
+                    )
             return None
         if base in ("ring_advance", "ring_retreat") and args:
             s = self.w.targ_int(btargs, ctx, 0)
@@ -134,8 +156,17 @@ class CallLowering:
             # CUDA's atomicAdd & co on global memory: relaxed read-modify-writes at gpu scope
             vals = [self.w.ev(a, ctx, cursor) for a in args[1:]]
             loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
-            self.w.emit(ir.Op(ir.GLOBAL_SIGNAL, base, loc, ctx.guard, ctx.loops,
-                            global_access=ir.GlobalAccessFacts("relaxed", cexpr.render(node)[:80])), ctx)
+            self.w.emit(
+                ir.Op(
+                    ir.GLOBAL_SIGNAL,
+                    base,
+                    loc,
+                    ctx.guard,
+                    ctx.loops,
+                    global_access=ir.GlobalAccessFacts("relaxed", cexpr.render(node)[:80]),
+                ),
+                ctx,
+            )
             return E.opaque(base)
         if base == "tkcheck_dispatch":
             return self._mk_dispatch_role(args[1:], ctx, cursor)
@@ -150,8 +181,9 @@ class CallLowering:
         if base == "tkcheck_group_sync" and len(args) == 2:
             # group<N>::sync(id) of a template protocol whose N is one of its flags
             n = self.w.ev(args[0], replace(ctx, dry=True))
-            call = cexpr.Call(cexpr.Name((cexpr.Segment("group", (cexpr.Value(n),)), cexpr.Segment("sync", None))),
-                              (args[1],))
+            call = cexpr.Call(
+                cexpr.Name((cexpr.Segment("group", (cexpr.Value(n),)), cexpr.Segment("sync", None))), (args[1],)
+            )
             return self.ev_call(call, ctx, cursor) if isinstance(n, Expr) else E.opaque("group sync")
         if base == "tkcheck_uniform":
             return E.Var(cexpr.render(args[0]) if args else "uniform", E.PARAM)
@@ -168,8 +200,11 @@ class CallLowering:
             probe = [self.w.ev(a, replace(ctx, dry=True), cursor) for a in args]
             if any(isinstance(v, Obj) and v.kind == "tmem" for v in probe):
                 return self.w.tmem.access(base, qual, scope_warps, args, ctx, cursor)
-        if K.tcgen05_mma_name(base) and (scope_warps is None and qual in ("", "kittens") or
-                                               scope_warps is not None and scope_warps > 0) and len(args) >= 3:
+        if (
+            K.tcgen05_mma_name(base)
+            and (scope_warps is None and qual in ("", "kittens") or scope_warps is not None and scope_warps > 0)
+            and len(args) >= 3
+        ):
             # a group's spelling (`warp::mm_ABt(d, a, b, sem)` of TK's 2025 headers): lane 0 of the
             # group issues the thread-scope MMA and its commit
             probe0 = self.w.ev(args[0], replace(ctx, dry=True), cursor)
@@ -183,8 +218,11 @@ class CallLowering:
             return self._emit_tcgen05_commit(btargs, args, ctx, cursor, f"{qual}::{base}")
         if base == "tensor_commit" and not [p for p in qparts if p not in ("warp", "warpgroup")] and args:
             return self._emit_tcgen05_commit(btargs, args, ctx, cursor, f"{qual}::{base}" if qual else base)
-        if base in ("load_mxnv_scale_async", "load_mxnv_scale_async2") and len(args) in (2, 3) \
-                and not [p for p in qparts if p not in ("warp",)]:
+        if (
+            base in ("load_mxnv_scale_async", "load_mxnv_scale_async2")
+            and len(args) in (2, 3)
+            and not [p for p in qparts if p not in ("warp",)]
+        ):
             return self._emit_scale_copy(base, btargs, args, ctx, cursor, f"{qual}::{base}" if qual else base)
         if qparts[-1:] == ["clc"] and base in ("schedule", "query"):
             return self._emit_clc(base, args, ctx, cursor, f"{qual}::{base}")
@@ -192,7 +230,9 @@ class CallLowering:
             loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
             op = ir.Op(ir.PDL, f"{qual}::{base}", loc, ctx.guard, ctx.loops, pdl=K.PDL_OPS[base])
             if scope_warps is not None and scope_warps > 0:
-                op.scope = "warp" if scope_warps == 1 else ("warpgroup" if scope_warps == 4 else f"group<{scope_warps}>")
+                op.scope = (
+                    "warp" if scope_warps == 1 else ("warpgroup" if scope_warps == 4 else f"group<{scope_warps}>")
+                )
                 op.group_warps, op.issuers_per_group = scope_warps, 0
             self.w.emit(op, ctx)
             return None
@@ -220,8 +260,12 @@ class CallLowering:
         if isinstance(target, Func):
             # a member function calling another member of the same object: the same `this`
             this = _enclosing_this(ctx.env) if target.owner is not None and len(segs) == 1 else None
-            if this is not None and this.struct is not None and target.owner is not None \
-                    and this.struct.cursor.hash != target.owner.cursor.hash:
+            if (
+                this is not None
+                and this.struct is not None
+                and target.owner is not None
+                and this.struct.cursor.hash != target.owner.cursor.hash
+            ):
                 this = None
             return self.w.inline.expand(target, args, ctx, cursor, btargs, this=this)
         if isinstance(target, Lambda):
@@ -267,8 +311,9 @@ class CallLowering:
             return None
         return self.w.inline.expand(f, args, ctx, cursor, None)
 
-    def _mk_dispatch_template(self, targs: tuple[cexpr.Node, ...], args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any,
-                              name: str) -> Any:
+    def _mk_dispatch_template(
+        self, targs: tuple[cexpr.Node, ...], args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, name: str
+    ) -> Any:
         """`dispatch_op<D, ops...>::run<...>(opcode, g, a...)`: in the model of op S, `D<S>::run(g, a...)`,
         D being a member template `A<...>::dispatcher` whose parameter is the op."""
         if self.w.mk_op is None or not targs:
@@ -293,8 +338,9 @@ class CallLowering:
             return E.opaque(name)
         return self.w.inline.expand(f, args[1:], ctx, cursor, None)
 
-    def _emit_tcgen05_commit(self, btargs: Targs, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, api: str,
-                             ncta: int | None = None) -> None:
+    def _emit_tcgen05_commit(
+        self, btargs: Targs, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, api: str, ncta: int | None = None
+    ) -> None:
         """`detail::tcgen05::commit<ncta>(sem[, mask])` / `tensor_commit<ncta>(sem)`: one arrival on
         `sem` once this thread's earlier tcgen05 operations complete; for ncta == 2 on the copy of
         `sem` in both CTAs of the pair (multicast mask 0b11 unless given)."""
@@ -314,8 +360,9 @@ class CallLowering:
         self.w.emit(op, ctx)
         return None
 
-    def _emit_scale_copy(self, base: str, btargs: Targs, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any,
-                         api: str) -> None:
+    def _emit_scale_copy(
+        self, base: str, btargs: Targs, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, api: str
+    ) -> None:
         """`load_mxnv_scale_async[2]<ncta>(tt, st[, sem])` (TK ops/thread/memory/tile/shared_to_tensor.cuh):
         tcgen05.cp of a scale tile from shared memory into TMEM, then with a semaphore
         `detail::tcgen05::commit<ncta>(sem)` and `tensor_before_thread_sync()`."""
@@ -341,10 +388,20 @@ class CallLowering:
         if base == "query":
             h = vals[0] if vals else None
             name = str(h.ref) if isinstance(h, Obj) else (cexpr.render(args[0]) if args else "clc")
-            return Rec({f: E.Var(f"clc:{name}.{f}#{E.fresh_number()}", E.PARAM) for f in ("success", "x", "y", "z")},
-                       "clc::result")
-        op = ir.Op(ir.TMA_LOAD, api, loc, ctx.guard, ctx.loops, scope="thread",
-                   bytes=E.Const(K.CLC_RESPONSE_BYTES), mbar=ir.BarrierFacts(clc=True, multicast=True))
+            return Rec(
+                {f: E.Var(f"clc:{name}.{f}#{E.fresh_number()}", E.PARAM) for f in ("success", "x", "y", "z")},
+                "clc::result",
+            )
+        op = ir.Op(
+            ir.TMA_LOAD,
+            api,
+            loc,
+            ctx.guard,
+            ctx.loops,
+            scope="thread",
+            bytes=E.Const(K.CLC_RESPONSE_BYTES),
+            mbar=ir.BarrierFacts(clc=True, multicast=True),
+        )
         if vals and isinstance(vals[0], Obj):
             op.buffer = vals[0].ref
         b = vals[1] if len(vals) > 1 else None
@@ -387,10 +444,10 @@ class CallLowering:
     def _group_alias(self, alias_cursor: Any, ctx: Ctx) -> GroupScope | None:
         toks = tokens_of(alias_cursor)
         if "=" in toks:
-            body = toks[toks.index("=") + 1:]
+            body = toks[toks.index("=") + 1 :]
             body = [t for t in body if t not in ("kittens", "::")] if body[:2] == ["kittens", "::"] else body
             if body and body[0] == "group" and len(body) >= 4 and body[1] == "<":
-                node = cexpr.parse_expression(body[2:body.index(">")] if ">" in body else [], ctx.env.has)
+                node = cexpr.parse_expression(body[2 : body.index(">")] if ">" in body else [], ctx.env.has)
                 local = alias_cursor.semantic_parent.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD)
                 v = self.w.ev(node, replace(ctx, dry=True, env=ctx.env if local else self.w.env_for_decl(alias_cursor)))
                 if isinstance(v, Expr) and isinstance(v.const(), int):
@@ -400,8 +457,9 @@ class CallLowering:
                 return GroupScope(K.GROUP_SCOPES_WARPS[body[0]])
         return None
 
-    def _lookup_op(self, qual: str, base: str, scope_warps: int | None,
-                   nargs: int = 0) -> tuple[K.OpSpec | None, str, int | None]:
+    def _lookup_op(
+        self, qual: str, base: str, scope_warps: int | None, nargs: int = 0
+    ) -> tuple[K.OpSpec | None, str, int | None]:
         parts = qual.split("::") if qual else []
         parts = [p for p in parts if p not in ("kittens",)]
         q = "::".join(parts)
@@ -411,8 +469,10 @@ class CallLowering:
         if q == "tma":
             spec = K.TMA_OPS.get(base)
             return spec, "thread", 0
-        if q in ("tma::cluster", "everyone::tma::cluster") or (q.endswith("tma::cluster") and (
-                base in K.CLUSTER_OPS or (base == "store_async" and nargs in K.CLUSTER_COPY_OPS))):
+        if q in ("tma::cluster", "everyone::tma::cluster") or (
+            q.endswith("tma::cluster")
+            and (base in K.CLUSTER_OPS or (base == "store_async" and nargs in K.CLUSTER_COPY_OPS))
+        ):
             if base in ("arrive", "wait") and nargs >= 2:
                 # TK's tma::cluster::arrive(semaphore&, int dst_cta[, count]) (a remote mbarrier
                 # arrive, mapa + mbarrier.arrive.release.cluster) and tma::cluster::wait(semaphore&,
@@ -443,8 +503,19 @@ class CallLowering:
             return None, "group", scope_warps
         return None, "thread", 0
 
-    def _emit_op(self, spec: K.OpSpec, scope: str, gwarps: int | None, qual: str, base: str, btargs: Targs,
-                 args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, node: cexpr.Call) -> None:
+    def _emit_op(
+        self,
+        spec: K.OpSpec,
+        scope: str,
+        gwarps: int | None,
+        qual: str,
+        base: str,
+        btargs: Targs,
+        args: Sequence[cexpr.Node],
+        ctx: Ctx,
+        cursor: Any,
+        node: cexpr.Call,
+    ) -> None:
         vals = [self.w.ev(a, ctx, cursor) for a in args]
         loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         api = f"{qual}::{base}" if qual else base
@@ -476,8 +547,9 @@ class CallLowering:
         reinterpreted: ir.TileType | None = None
         mma_operands: dict[str, ir.MmaOperand] = {}
         # the C++ parameter types of TK's signatures: integral conversion of constants
-        vals = [convert_int(v, _ROLE_TYPES.get((spec.kind, roles[i]))) if i < len(roles) else v
-                for i, v in enumerate(vals)]
+        vals = [
+            convert_int(v, _ROLE_TYPES.get((spec.kind, roles[i]))) if i < len(roles) else v for i, v in enumerate(vals)
+        ]
         for i, v in enumerate(vals):
             role = roles[i] if i < len(roles) else (roles[-1] if roles and roles[-1].startswith("*") else None)
             if role is None:
@@ -527,7 +599,9 @@ class CallLowering:
         # derived numbers
         if spec.kind == ir.MBAR_INIT:
             count = op.count if op.count is not None else E.opaque("count")
-            op.count = E.binop("+", count, tx if tx is not None else E.Const(0))  # TK sums thread_count + transaction_count
+            op.count = E.binop(
+                "+", count, tx if tx is not None else E.Const(0)
+            )  # TK sums thread_count + transaction_count
         elif spec.kind == ir.MBAR_ARRIVE:
             if op.count is None:
                 op.count = E.Const(1) if len(vals) <= (1 if not spec.remote else 2) else E.opaque("count")
@@ -580,8 +654,9 @@ class CallLowering:
                 op.count = self.w.model.block_threads
         # the kind's facts
         if spec.kind == ir.SYNC and sync_kind is not None:
-            op.sync = ir.SyncFacts(sync_kind, mask, syncthreads=spec.syncthreads,
-                                   everyone=spec.sync_kind == "block_named")
+            op.sync = ir.SyncFacts(
+                sync_kind, mask, syncthreads=spec.syncthreads, everyone=spec.sync_kind == "block_named"
+            )
         elif spec.kind == ir.FENCE and spec.fence_kind is not None:
             op.fence = ir.FenceFacts(spec.fence_kind)
         elif spec.kind == ir.TMEM_OP and spec.tmem is not None:
@@ -589,8 +664,7 @@ class CallLowering:
         elif spec.kind == ir.MMA:
             op.mma = K.mma_facts(base, "wgmma")
             if op.mma is not None:
-                op.mma = replace(op.mma, acc=mma_operands.get("acc"), a=mma_operands.get("a"),
-                                 b=mma_operands.get("b"))
+                op.mma = replace(op.mma, acc=mma_operands.get("acc"), a=mma_operands.get("a"), b=mma_operands.get("b"))
         elif spec.kind == ir.SETMAXNREG:
             op.increase = spec.increase
         elif spec.kind == ir.TMA_STORE_WAIT:
@@ -599,14 +673,29 @@ class CallLowering:
             op.transfer = ir.TransferFacts(
                 tile_type=transferred.type if transferred is not None else None,
                 reinterpreted_from=reinterpreted,
-                coord=coord, gl=gl.ref.name if gl is not None else None, gl_type=gl.type if gl is not None else None,
-                proxy_fence=spec.proxy_fence)
+                coord=coord,
+                gl=gl.ref.name if gl is not None else None,
+                gl_type=gl.type if gl is not None else None,
+                proxy_fence=spec.proxy_fence,
+            )
         if spec.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.MBAR_WAIT, ir.TMA_LOAD):
-            op.mbar = ir.BarrierFacts(remote=spec.remote, cta=cta, mbar_cta=mbar_cta, mask=mask,
-                                      multicast=spec.kind == ir.TMA_LOAD and mask is not None,
-                                      tcgen05_commit=spec.tcgen05_commit, and_wait=spec.and_wait)
-        if spec.kind == ir.MBAR_ARRIVE and op.barrier is None and base == "arrive" and scope == "group" and vals \
-                and isinstance(vals[0], Expr):
+            op.mbar = ir.BarrierFacts(
+                remote=spec.remote,
+                cta=cta,
+                mbar_cta=mbar_cta,
+                mask=mask,
+                multicast=spec.kind == ir.TMA_LOAD and mask is not None,
+                tcgen05_commit=spec.tcgen05_commit,
+                and_wait=spec.and_wait,
+            )
+        if (
+            spec.kind == ir.MBAR_ARRIVE
+            and op.barrier is None
+            and base == "arrive"
+            and scope == "group"
+            and vals
+            and isinstance(vals[0], Expr)
+        ):
             # group<N>::arrive(int id): a named-barrier arrive, not an mbarrier
             op.kind = ir.NAMED_ARRIVE
             op.mbar = None
@@ -624,13 +713,29 @@ class CallLowering:
                 if base == "zero" or base in ("one", "neg_infty"):
                     access = "zero" if i == 0 else access
                 if v.kind == "regtile":
-                    op = ir.Op(ir.REG_ACCESS, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
-                               buffer=v.ref, access=ir.AccessFacts(access, tile_type=v.type))
+                    op = ir.Op(
+                        ir.REG_ACCESS,
+                        f"{qual}::{base}" if qual else base,
+                        loc,
+                        ctx.guard,
+                        ctx.loops,
+                        buffer=v.ref,
+                        access=ir.AccessFacts(access, tile_type=v.type),
+                    )
                 else:
-                    op = ir.Op(ir.SMEM_ACCESS, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
-                               buffer=v.ref, access=ir.AccessFacts("write" if base == "store" else "read",
-                                                                   tile_type=v.type,
-                                                                   reinterpreted_from=v.reinterpreted_from))
+                    op = ir.Op(
+                        ir.SMEM_ACCESS,
+                        f"{qual}::{base}" if qual else base,
+                        loc,
+                        ctx.guard,
+                        ctx.loops,
+                        buffer=v.ref,
+                        access=ir.AccessFacts(
+                            "write" if base == "store" else "read",
+                            tile_type=v.type,
+                            reinterpreted_from=v.reinterpreted_from,
+                        ),
+                    )
                 if qual:
                     op.scope = qual.split("::")[-1]
                 self.w.emit(op, ctx)
@@ -650,7 +755,7 @@ class CallLowering:
             return ("alloc", t, tuple(dims), obj.alignment)
         if isinstance(obj, tuple) and obj and obj[0] == "glmethod":
             return E.Var(f"{obj[1].ref}.{mname}()", E.PARAM)
-        if isinstance(obj, Obj) and obj.kind == "gl":   # g.A.rows(), g.C.cols(): uniform sizes
+        if isinstance(obj, Obj) and obj.kind == "gl":  # g.A.rows(), g.C.cols(): uniform sizes
             return E.Var(f"{obj.ref}.{mname}()", E.PARAM)
         if isinstance(obj, Obj) and obj.kind == "tmem_allocator":
             return self.w.tmem.allocator_method(obj, mname, targs, args, ctx, cursor)
@@ -664,6 +769,7 @@ class CallLowering:
                 return self.w.inline.expand(f, args, ctx, cursor, targs)
         if isinstance(obj, Rec) and obj.struct is not None and self.w.mk_op is not None and len(args) == 1:
             from ..knowledge import mk
+
             if mname in mk.PAGE_ID_METHODS and "page_finished" in obj.fields:
                 v = self.w.ev(args[0], ctx, cursor)
                 if isinstance(v, Expr) and self.w.model is not None:
@@ -684,6 +790,7 @@ class CallLowering:
 def _enclosing_this(env: Env | None) -> Rec | None:
     """The record a member function runs on, when `env` is (inside) one's scope."""
     from .walk_env import ThisEnv
+
     e = env
     while e is not None:
         if isinstance(e, ThisEnv):

@@ -1,4 +1,5 @@
 """Shared state of the parse-tree walk: environments (scopes of names), contexts, frames, locations, tokens."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ MAX_INLINED_CALLS = 5000
 
 
 # ------------------------------------------------------------------ env ----
+
 
 class Env:
     def __init__(self, parent: "Env | None" = None, dynamic: "Env | None" = None):
@@ -155,7 +157,7 @@ class Ctx:
     loops: tuple[int, ...] = ()
     callers: tuple[Location, ...] = ()
     depth: int = 0
-    dry: bool = False                 # evaluate effects on variables only, emit no ops
+    dry: bool = False  # evaluate effects on variables only, emit no ops
     role_hint: str | None = None
     frame: "Frame | None" = None
 
@@ -163,8 +165,8 @@ class Ctx:
 @dataclass
 class Frame:
     """An inlined function call: collects its return value."""
-    returns: list = field(default_factory=list)
 
+    returns: list = field(default_factory=list)
 
 
 def loc_of(cursor, filename: str) -> Location:
@@ -179,6 +181,7 @@ def loc_of(cursor, filename: str) -> Location:
 def _same_file(a: str, b: str) -> bool:
     # no cache: a relative name's absolute path depends on the current folder
     import os
+
     return a == b or os.path.abspath(a) == os.path.abspath(b)
 
 
@@ -189,15 +192,18 @@ _unsaved: dict[str, str] = {}
 def register_text(abs_path: str, text: str) -> None:
     """The text a file was parsed from (the main file comes from memory)."""
     import os
+
     _texts[os.path.abspath(abs_path)] = SourceText(text)
 
 
 def _text_for(fname: str) -> "SourceText | None":
     import os
+
     key = os.path.abspath(fname)
     if key not in _texts:
         from ..safe_io import read_regular
-        try:   # a file libclang read: still only a regular file, and bounded
+
+        try:  # a file libclang read: still only a regular file, and bounded
             _texts[key] = SourceText(read_regular(key, 8_000_000).decode("utf-8", errors="replace"))
         except OSError:
             _texts[key] = None
@@ -238,6 +244,7 @@ def _skipped_lines(tu, fname: str) -> frozenset:
     """Lines of `fname` inside conditional branches the preprocessor skipped in this parse."""
     import ctypes
     import os
+
     key = id(tu)
     entry = _skipped_cache.get(key)
     if entry is None or entry[0] is not tu:
@@ -303,4 +310,5 @@ def value_names(env: Env):
         if isinstance(v, tuple) and v and v[0] in ("alias_decl", "struct_decl"):
             return False
         return not isinstance(v, (StructType, TypeVal, ir.TileType, Func, GroupScope))
+
     return is_value

@@ -1,4 +1,5 @@
 """Expressions to model values: names, members, assignments, element access, phase bitfields."""
+
 from __future__ import annotations
 
 import re
@@ -62,7 +63,7 @@ class _ValuesMixin:
             case cexpr.Bin(op, na, nb):
                 a = self.ev(na, ctx, cursor)
                 if op in ("&&", "||") and isinstance(a, E.Const) and bool(a.value) == (op == "||"):
-                    return E.Const(op == "||")   # short-circuit: the right operand is not evaluated
+                    return E.Const(op == "||")  # short-circuit: the right operand is not evaluated
                 b = self.ev(nb, ctx, cursor)
                 if isinstance(a, Expr) and isinstance(b, Expr):
                     if op in ("&&", "||"):
@@ -119,12 +120,26 @@ class _ValuesMixin:
             fld = inner.segments[-1].name
             if isinstance(owner, StructType) and getattr(owner.members.get(fld), "kind", None) == CK.FIELD_DECL:
                 return ("memptr", fld)
-        if op == "*" and isinstance(inner, cexpr.Cast) and isinstance(inner.type, cexpr.TypeWords) \
-                and "volatile" in inner.type.words and self.global_target(inner.a, ctx, cursor):
+        if (
+            op == "*"
+            and isinstance(inner, cexpr.Cast)
+            and isinstance(inner.type, cexpr.TypeWords)
+            and "volatile" in inner.type.words
+            and self.global_target(inner.a, ctx, cursor)
+        ):
             # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory
             if cursor is not None:
-                self.emit(ir.Op(ir.GLOBAL_LOAD, "volatile load", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
-                                global_access=ir.GlobalAccessFacts("volatile", cexpr.render(node)[:80])), ctx)
+                self.emit(
+                    ir.Op(
+                        ir.GLOBAL_LOAD,
+                        "volatile load",
+                        loc_of(cursor, self.filename),
+                        ctx.guard,
+                        ctx.loops,
+                        global_access=ir.GlobalAccessFacts("volatile", cexpr.render(node)[:80]),
+                    ),
+                    ctx,
+                )
             return E.opaque(cexpr.render(node)[:60])
         if op == "&" and isinstance(inner, cexpr.Index):
             # the address of an element is no access to it
@@ -160,7 +175,7 @@ class _ValuesMixin:
 
     def _ev_sizeof(self, inner: cexpr.Node, ctx: Ctx):
         if _is_clc_handle(inner, self, ctx):
-            return E.Const(K.CLC_RESPONSE_BYTES)     # `uint4 internal_value` (util.cuh)
+            return E.Const(K.CLC_RESPONSE_BYTES)  # `uint4 internal_value` (util.cuh)
         t = self.resolve_type(inner, ctx.env) if isinstance(inner, (cexpr.Name, cexpr.TypeWords)) else None
         if isinstance(t, StructType):
             t = self.struct_tile_type(t)
@@ -194,8 +209,15 @@ class _ValuesMixin:
             et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
             res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et)
             self._elem_access(res, "read", ctx, cursor)
-            if res.kind == "struct" and et is not None and et.kind == "scalar" and not self._no_elem_access \
-                    and isinstance(idx, Expr) and not idx.depends_on(E.THREAD) and not idx.is_opaque():
+            if (
+                res.kind == "struct"
+                and et is not None
+                and et.kind == "scalar"
+                and not self._no_elem_access
+                and isinstance(idx, Expr)
+                and not idx.depends_on(E.THREAD)
+                and not idx.is_opaque()
+            ):
                 # a word of a shared struct (an instruction slot's `instructions[3]`), read at one
                 # address by every thread: one block-uniform value
                 return E.Var(f"?{res.ref}", E.PARAM)
@@ -210,6 +232,7 @@ class _ValuesMixin:
         """In the model of one MK op, the opcode word of an instruction slot (knowledge/mk.py:
         `instructions[0]` in Megakernels) reads as that op's opcode."""
         from ..knowledge import mk
+
         name = base.ref.name if isinstance(base, Obj) else base.name
         fld = name.rsplit(".", 1)[-1].rstrip("()")
         if fld not in mk.OPCODE_FIELDS or mk.OPCODE_FIELDS[fld] != idx.value:
@@ -236,9 +259,9 @@ class _ValuesMixin:
         if "(" not in toks:
             return None
         i = toks.index("(")
-        if toks[i + 1:i + 3] not in (["&", ")"], ["*", ")"]):
+        if toks[i + 1 : i + 3] not in (["&", ")"], ["*", ")"]):
             return None
-        elem, rest = toks[:i], toks[i + 3:]
+        elem, rest = toks[:i], toks[i + 3 :]
         dims = []
         while rest[:1] == ["["] and "]" in rest:
             j = rest.index("]")
@@ -246,7 +269,7 @@ class _ValuesMixin:
             if not isinstance(d, Expr):
                 return None
             dims.append(d)
-            rest = rest[j + 1:]
+            rest = rest[j + 1 :]
         if rest or not dims or not elem:
             return None
         t = self.resolve_type_spelling(" ".join(elem), ctx.env)
@@ -269,6 +292,7 @@ class _ValuesMixin:
                     found.append(ch)
                 else:
                     visit(ch)
+
         if cursor.kind == CK.LAMBDA_EXPR:
             found.append(cursor)
         else:
@@ -278,7 +302,7 @@ class _ValuesMixin:
             return None
         lam = found[index]
         toks = tokens_of(lam)
-        caps = toks[1:toks.index("]")] if "]" in toks else []
+        caps = toks[1 : toks.index("]")] if "]" in toks else []
         by_value = bool(caps) and ("=" in caps or "&" not in caps)
         return Lambda(lam, ctx.env, by_value)
 
@@ -292,7 +316,7 @@ class _ValuesMixin:
                 for ix in p.ref.index:
                     kinds |= {v.kind for v in ix.free_vars()}
             elif isinstance(p, (Rec, StructType, TypeVal, Allocator, ir.TileType)):
-                pass   # uniform objects
+                pass  # uniform objects
             elif p is not None:
                 kinds.add(E.OPAQUE)
         if E.THREAD in kinds or E.OPAQUE in kinds:
@@ -380,7 +404,7 @@ class _ValuesMixin:
         env = self.env_for_decl(cursor)
         val = None
         if cursor.spelling in toks:
-            rest = toks[toks.index(cursor.spelling) + 1:]
+            rest = toks[toks.index(cursor.spelling) + 1 :]
             if rest and rest[0] == "=":
                 node = cexpr.parse_expression(rest[1:], env.has)
                 val = self.ev(node, Ctx(env=env, guard=ir.Guard(), dry=True))
@@ -426,7 +450,12 @@ class _ValuesMixin:
             b = obj[1]
             if b == "threadIdx":
                 return {"x": E.TID, "y": E.TID_Y, "z": E.TID_Z}.get(field_name, E.opaque("threadIdx"))
-            if b == "blockDim" and field_name == "x" and self.model is not None and self.model.block_threads is not None:
+            if (
+                b == "blockDim"
+                and field_name == "x"
+                and self.model is not None
+                and self.model.block_threads is not None
+            ):
                 return self.model.block_threads
             if b == "blockDim" and field_name in ("y", "z"):
                 return E.Const(1)
@@ -441,11 +470,18 @@ class _ValuesMixin:
             if t is not None and t.kind == "struct":
                 for mname, mtype, count in t.members:
                     if mname == field_name:
-                        kind = "barrier" if mtype.kind == "semaphore" else (
-                            "buffer" if mtype.kind in ("st", "sv") else obj.kind)
-                        sub = Obj(kind, ir.Ref(f"{obj.ref.name}.{mname}", obj.ref.index),
-                                  ir.TileType("array", mtype.spelling, element=mtype, count=count)
-                                  if count is not None else mtype)
+                        kind = (
+                            "barrier"
+                            if mtype.kind == "semaphore"
+                            else ("buffer" if mtype.kind in ("st", "sv") else obj.kind)
+                        )
+                        sub = Obj(
+                            kind,
+                            ir.Ref(f"{obj.ref.name}.{mname}", obj.ref.index),
+                            ir.TileType("array", mtype.spelling, element=mtype, count=count)
+                            if count is not None
+                            else mtype,
+                        )
                         return sub
             if t is not None and t.kind == "gl":
                 if field_name in ("rows", "cols", "batch", "depth"):
@@ -455,8 +491,9 @@ class _ValuesMixin:
                 return ("glmethod", obj, field_name)
             if field_name == "data" and obj.kind == "buffer" and t is not None and t.kind in ("st", "sv") and t.dtype:
                 # the raw element array of a shared tile/vector: `colpart[w].data[i]`
-                return Obj("smem_data", obj.ref, ir.TileType("scalar", t.dtype, dtype=t.dtype,
-                                                             dtype_bytes=t.dtype_bytes))
+                return Obj(
+                    "smem_data", obj.ref, ir.TileType("scalar", t.dtype, dtype=t.dtype, dtype_bytes=t.dtype_bytes)
+                )
             if t is not None:
                 a = _tile_attr(t, field_name)
                 if a is not None:
@@ -466,7 +503,12 @@ class _ValuesMixin:
             return ("allocmethod", obj, field_name, node.targs)
         if isinstance(obj, Expr):
             return self.opaque_from(node, (obj,))
-        if isinstance(obj, tuple) and field_name in ("x", "y", "z", "w") and obj and all(isinstance(v, Expr) for v in obj):
+        if (
+            isinstance(obj, tuple)
+            and field_name in ("x", "y", "z", "w")
+            and obj
+            and all(isinstance(v, Expr) for v in obj)
+        ):
             # a CUDA vector value built by a braced list (`int2 rc = {r, c}; rc.x`)
             i = "xyzw".index(field_name)
             return obj[i] if i < len(obj) else E.opaque(cexpr.render(node))
@@ -510,20 +552,28 @@ class _ValuesMixin:
         if isinstance(lhs, cexpr.Member):
             # record fields written by callbacks: `args.num_iters = ...`
             obj = self.ev(lhs.obj, replace(ctx, dry=True), cursor)
-            if isinstance(obj, Rec) and obj.path is not None and lhs.field in obj.scalars \
-                    and ctx.env.has(f"{obj.path}.{lhs.field}"):
+            if (
+                isinstance(obj, Rec)
+                and obj.path is not None
+                and lhs.field in obj.scalars
+                and ctx.env.has(f"{obj.path}.{lhs.field}")
+            ):
                 key = f"{obj.path}.{lhs.field}"
                 if op != "=":
                     old = ctx.env.lookup(key)
-                    val = E.binop(op[:-1], old, val) if isinstance(old, Expr) and isinstance(val, Expr) \
-                        else E.opaque(key)
+                    val = (
+                        E.binop(op[:-1], old, val) if isinstance(old, Expr) and isinstance(val, Expr) else E.opaque(key)
+                    )
                 ctx.env.assign(key, val)
                 return val
             if isinstance(obj, Rec):
                 if op != "=":
                     old = obj.fields.get(lhs.field)
-                    val = E.binop(op[:-1], old, val) if isinstance(old, Expr) and isinstance(val, Expr) \
+                    val = (
+                        E.binop(op[:-1], old, val)
+                        if isinstance(old, Expr) and isinstance(val, Expr)
                         else E.opaque(lhs.field)
+                    )
                 obj.fields[lhs.field] = val
         return val
 
@@ -566,10 +616,13 @@ class _ValuesMixin:
             i = E.substitute(idx, env).eval({})
             if not isinstance(i, int) or not 0 <= i < len(elems):
                 return False
-            elems[i] = (E.substitute(lane, env) if isinstance(lane, Expr) else lane,
-                        E.substitute(col, env) if isinstance(col, Expr) else col)
-        m.tmem_tiles[name] = ir.TmemTile(name, tile.type or t, alloc or tile.allocator, tuple(elems), tile.dims,
-                                         tile.location)
+            elems[i] = (
+                E.substitute(lane, env) if isinstance(lane, Expr) else lane,
+                E.substitute(col, env) if isinstance(col, Expr) else col,
+            )
+        m.tmem_tiles[name] = ir.TmemTile(
+            name, tile.type or t, alloc or tile.allocator, tuple(elems), tile.dims, tile.location
+        )
         return True
 
     def _elem_access(self, v, access: str, ctx: Ctx, cursor):
@@ -578,12 +631,27 @@ class _ValuesMixin:
         whose buffer Ref carries the per-thread index expressions."""
         if self._no_elem_access and access == "read":
             return
-        if not isinstance(v, Obj) or v.kind not in ("shared", "smem_data") or v.type is None \
-                or v.type.kind != "scalar" or not v.ref.index or cursor is None:
+        if (
+            not isinstance(v, Obj)
+            or v.kind not in ("shared", "smem_data")
+            or v.type is None
+            or v.type.kind != "scalar"
+            or not v.ref.index
+            or cursor is None
+        ):
             return
-        self.emit(ir.Op(ir.SMEM_ACCESS, "shared store" if access == "write" else "shared load",
-                        loc_of(cursor, self.filename), ctx.guard, ctx.loops, buffer=v.ref,
-                        access=ir.AccessFacts(access, via="element", tile_type=v.type)), ctx)
+        self.emit(
+            ir.Op(
+                ir.SMEM_ACCESS,
+                "shared store" if access == "write" else "shared load",
+                loc_of(cursor, self.filename),
+                ctx.guard,
+                ctx.loops,
+                buffer=v.ref,
+                access=ir.AccessFacts(access, via="element", tile_type=v.type),
+            ),
+            ctx,
+        )
 
     def _note_phasebit_set(self, name, value, ctx: Ctx, cursor):
         """A phase bitfield (re)initialised to a constant: an op, so that phase
@@ -592,9 +660,17 @@ class _ValuesMixin:
             return
         if not isinstance(value, E.Const) or not isinstance(value.value, int) or isinstance(value.value, bool):
             return
-        self.emit(ir.Op(ir.PHASEBIT_SET, "phasebit", loc_of(cursor, self.filename), ctx.guard, ctx.loops,
-                        phasebit=ir.PhasebitFacts(name, value=value.value)), ctx)
-
+        self.emit(
+            ir.Op(
+                ir.PHASEBIT_SET,
+                "phasebit",
+                loc_of(cursor, self.filename),
+                ctx.guard,
+                ctx.loops,
+                phasebit=ir.PhasebitFacts(name, value=value.value),
+            ),
+            ctx,
+        )
 
 
 def _is_clc_handle(node: cexpr.Node, walker, ctx) -> bool:

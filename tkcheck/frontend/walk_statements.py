@@ -1,4 +1,5 @@
 """Statements: blocks, declarations, branches (guards), returns, loops and their carried variables."""
+
 from __future__ import annotations
 
 import re
@@ -11,13 +12,28 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import Allocator, Obj, Rec, StructType
 from .walk_env import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
-from .walk_arith import (_ArrVal, _TK_TYPE_ALIGN, _arr, _const_strides, _is_ident, _is_tmem_init, _member_offsets, _positive_uniform,
-    _sizeof_align, _step_of, _strip_declarator_words, _to_bool, convert_int, solve_recurrence)
+from .walk_arith import (
+    _ArrVal,
+    _TK_TYPE_ALIGN,
+    _arr,
+    _const_strides,
+    _is_ident,
+    _is_tmem_init,
+    _member_offsets,
+    _positive_uniform,
+    _sizeof_align,
+    _step_of,
+    _strip_declarator_words,
+    _to_bool,
+    convert_int,
+    solve_recurrence,
+)
 
 
 class _Slot:
     """Where a loop-carried value lives: a variable of the scope (`name`), or a scalar field
     of a record (`rec.fields[name]`, e.g. `regs.stage` of a struct passed by reference)."""
+
     __slots__ = ("name", "rec", "field")
 
     def __init__(self, name: str, rec: Rec | None = None):
@@ -46,7 +62,7 @@ class _Slot:
         if isinstance(node, cexpr.Member) and not node.arrow:
             obj = walker.ev(node.obj, replace(ctx, dry=True))
             if isinstance(obj, Rec) and obj.path is not None and node.field in obj.scalars:
-                return _Slot(f"{obj.path}.{node.field}")       # a local object's scalar: a variable of the scope
+                return _Slot(f"{obj.path}.{node.field}")  # a local object's scalar: a variable of the scope
             if isinstance(obj, Rec):
                 return _Slot(node.field, obj)
         return None
@@ -65,6 +81,7 @@ class _Slot:
 
 class _System:
     """A loop's update of its carried slots, as seen by the enclosing loop's analysis."""
+
     __slots__ = ("lid", "trip", "starts", "ends", "v0s", "after")
 
     def __init__(self, lid, trip, starts, ends, v0s, after):
@@ -86,6 +103,7 @@ def _signature(sysrec: _System, system) -> tuple:
 def _extent(c) -> tuple:
     e = c.extent
     import os
+
     f = os.path.abspath(e.start.file.name) if e.start.file is not None else ""
     return (f, (e.start.line, e.start.column), (e.end.line, e.end.column))
 
@@ -147,8 +165,13 @@ class _StatementsMixin:
             if k == CK.UNEXPOSED_STMT:
                 # `#pragma unroll` before a loop: clang's AttributedStmt, unexposed in libclang
                 kids = [ch for ch in c.get_children() if ch.kind.is_statement()]
-                if len(kids) == 1 and kids[0].kind in (CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT,
-                                                       CK.CXX_FOR_RANGE_STMT, CK.COMPOUND_STMT):
+                if len(kids) == 1 and kids[0].kind in (
+                    CK.FOR_STMT,
+                    CK.WHILE_STMT,
+                    CK.DO_STMT,
+                    CK.CXX_FOR_RANGE_STMT,
+                    CK.COMPOUND_STMT,
+                ):
                     return self.walk(kids[0], ctx)
             if k.is_expression() or k == CK.UNEXPOSED_STMT:
                 self.exec_expr(c, ctx)
@@ -167,6 +190,7 @@ class _StatementsMixin:
         if ext.start.file is None:
             return set()
         import os
+
         fname = os.path.abspath(ext.start.file.name)
         cache = self.mb.__dict__.setdefault("_recovered_by_file", {})
         if not cache:
@@ -183,11 +207,12 @@ class _StatementsMixin:
         gaps between them the text's own statements, read from the tokens."""
         from .lexer import lex
         from .walk_env import _text_for
+
         src = _text_for(c.extent.start.file.name)
         if src is None:
             return self._walk_block(kids, ctx)
         rows = self._recovered_rows(c)
-        pos = (c.extent.start.line, c.extent.start.column + 1)          # after '{'
+        pos = (c.extent.start.line, c.extent.start.column + 1)  # after '{'
         items: list = []
         for ch in kids:
             st = (ch.extent.start.line, ch.extent.start.column)
@@ -257,8 +282,9 @@ class _StatementsMixin:
                 v = v.obj
             if isinstance(v, Obj) and v.kind == "barrier":
                 loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
-                self.emit(ir.Op(ir.CALL, what, loc, ctx.guard, ctx.loops, barrier=v.ref,
-                                unmodelled_barrier_use=True), ctx)
+                self.emit(
+                    ir.Op(ir.CALL, what, loc, ctx.guard, ctx.loops, barrier=v.ref, unmodelled_barrier_use=True), ctx
+                )
 
     # -- declarations -----------------------------------------------------
     def declare(self, d, ctx: Ctx, stmt_toks=None, first_type=None):
@@ -269,11 +295,11 @@ class _StatementsMixin:
         name = d.spelling
         toks = self._declarator_tokens(name, stmt_toks, first_type) if stmt_toks else tokens_of(d)
         is_shared = any(ch.kind == CK.CUDASHARED_ATTR for ch in d.get_children()) or "__shared__" in toks
-        is_ref = "&" in d.type.spelling or (toks and "&" in toks[:toks.index(name)] if name in toks else False)
+        is_ref = "&" in d.type.spelling or (toks and "&" in toks[: toks.index(name)] if name in toks else False)
         init_node = None
         if name in toks:
             i = toks.index(name)
-            rest = toks[i + 1:]
+            rest = toks[i + 1 :]
             # skip array declarators: name[...][...]
             dims_nodes = []
             while rest and rest[0] == "[":
@@ -287,13 +313,13 @@ class _StatementsMixin:
                             break
                     j += 1
                 dims_nodes.append(cexpr.parse_expression(rest[1:j], value_names(ctx.env)))
-                rest = rest[j + 1:]
+                rest = rest[j + 1 :]
             if rest and rest[0] == ")":  # `T (&name)[N] = ...`
                 rest = rest[1:]
                 while rest and rest[0] == "[":
                     j = rest.index("]")
                     dims_nodes.append(cexpr.parse_expression(rest[1:j], value_names(ctx.env)))
-                    rest = rest[j + 1:]
+                    rest = rest[j + 1 :]
             if rest and rest[0] == "=":
                 init_node = cexpr.parse_expression(rest[1:], value_names(ctx.env))
             elif rest and rest[0] in ("{", "("):
@@ -301,7 +327,7 @@ class _StatementsMixin:
         else:
             dims_nodes = []
         # the declared type, from the tokens before the name
-        type_toks = toks[:toks.index(name)] if name in toks else []
+        type_toks = toks[: toks.index(name)] if name in toks else []
         type_toks = _strip_declarator_words(type_toks)
         # drop `__align__(N)` / `alignas(N)` arguments
         align = None
@@ -325,8 +351,9 @@ class _StatementsMixin:
                 m.barriers[name] = ir.Barrier(name, tuple(dims), loc, "static")
                 value = Obj("barrier", ir.Ref(name), t)
             elif t.kind in ("st", "sv"):
-                m.buffers[name] = ir.SharedBuffer(name, t, tuple(dims), loc, alignment=max(align or 0, _TK_TYPE_ALIGN),
-                                                  storage="static")
+                m.buffers[name] = ir.SharedBuffer(
+                    name, t, tuple(dims), loc, alignment=max(align or 0, _TK_TYPE_ALIGN), storage="static"
+                )
                 value = Obj("buffer", ir.Ref(name), t)
             else:
                 value = Obj("shared", ir.Ref(name), t)
@@ -336,30 +363,39 @@ class _StatementsMixin:
             value = self._register_struct_buffer(name, t, tuple(dims), loc, "static", max(align or 0, _TK_TYPE_ALIGN))
         elif init_node is not None:
             v = self.ev(init_node, ctx, cursor=d)
-            if isinstance(v, Obj) and v.kind in ("buffer", "barrier") and isinstance(t, (ir.TileType, StructType)) \
-                    and v.ref.name not in m.buffers and v.ref.name not in m.barriers and v.ref.name.startswith("@alloc"):
+            if (
+                isinstance(v, Obj)
+                and v.kind in ("buffer", "barrier")
+                and isinstance(t, (ir.TileType, StructType))
+                and v.ref.name not in m.buffers
+                and v.ref.name not in m.barriers
+                and v.ref.name.startswith("@alloc")
+            ):
                 value = self._bind_allocation(name, v, t, dims, loc)
             elif isinstance(v, Allocator):
                 value = v
             elif _is_tmem_init(v) and (t is None or (isinstance(t, ir.TileType) and t.kind == "tt")):
                 value = self.tmem.bind_tile(name, v, t, dims, loc)
             elif isinstance(v, tuple) and v and v[0] == "alloc":
-                value = self._bind_allocation(name, Obj("buffer", ir.Ref("@alloc"), None, None), t, dims, loc,
-                                              alloc=v)
+                value = self._bind_allocation(name, Obj("buffer", ir.Ref("@alloc"), None, None), t, dims, loc, alloc=v)
             elif v is None and isinstance(t, ir.TileType) and t.kind in ("rt", "rv"):
                 m.reg_tiles[name] = t
                 value = Obj("regtile", ir.Ref(name), t)
             elif isinstance(t, ir.TileType) and t.kind == "tt" and not isinstance(v, Obj):
                 # `tt<float, 128, N> d = tm_alloc.allocate<...>(col)`: a TMEM tile
                 value = Obj("tmem", ir.Ref(name), t)
-            elif isinstance(t, StructType) and not is_ref and not dims and isinstance(v, tuple) \
-                    and not (v and isinstance(v[0], str)):
+            elif (
+                isinstance(t, StructType)
+                and not is_ref
+                and not dims
+                and isinstance(v, tuple)
+                and not (v and isinstance(v[0], str))
+            ):
                 # `state<config> mks{slots, arrived, finished, 0, 0, ...}`: an object of a user struct
                 value = self._object_record(t, name, v, ctx)
             else:
                 value = v
-                if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and \
-                        t.dtype in ("bool",):
+                if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and t.dtype in ("bool",):
                     value = v
         elif isinstance(t, ir.TileType) and t.kind in ("rt", "rv"):
             m.reg_tiles[name] = t
@@ -377,8 +413,9 @@ class _StatementsMixin:
         elif isinstance(t, ir.TileType) and t.kind == "scalar":
             value = E.opaque(f"uninit {name}")
         elif isinstance(t, StructType):
-            value = self._object_record(t, name, (), ctx) if not dims and not is_ref else \
-                self._local_struct_record(t, name)
+            value = (
+                self._object_record(t, name, (), ctx) if not dims and not is_ref else self._local_struct_record(t, name)
+            )
         if type_toks and type_toks[0] in ("shared_allocator", "tma_allocator", "tma_swizzle_allocator"):
             value = Allocator(1024)
         tt0 = [x for x in type_toks if x not in ("kittens", "::")]
@@ -388,7 +425,7 @@ class _StatementsMixin:
             value = convert_int(value, d.type.spelling)
         self._note_phasebit_set(name, value, ctx, d)
         ctx.env.define(name, value)
-        return toks[:toks.index(name)] if name in toks else first_type
+        return toks[: toks.index(name)] if name in toks else first_type
 
     @staticmethod
     def _declarator_tokens(name, stmt_toks, first_type):
@@ -402,9 +439,19 @@ class _StatementsMixin:
                 depth -= 1
             elif t == ">>":
                 depth -= 2
-            if t == name and (depth == 0 or (depth == 1 and i > 0 and stmt_toks[i - 1] in ("&", "*", "(")
-                                              and stmt_toks[i - 2:i - 1] == ["("])) or (
-                    t == name and i > 0 and stmt_toks[i - 1] in ("&", "*") and depth <= 1):
+            if (
+                t == name
+                and (
+                    depth == 0
+                    or (
+                        depth == 1
+                        and i > 0
+                        and stmt_toks[i - 1] in ("&", "*", "(")
+                        and stmt_toks[i - 2 : i - 1] == ["("]
+                    )
+                )
+                or (t == name and i > 0 and stmt_toks[i - 1] in ("&", "*") and depth <= 1)
+            ):
                 if i + 1 < len(stmt_toks) and stmt_toks[i + 1] == "::":
                     continue
                 idx = i
@@ -418,7 +465,7 @@ class _StatementsMixin:
             if t in ("(", "[", "{", "<"):
                 depth += 1
             elif t in (")", "]", "}", ">"):
-                depth = max(depth - 1, 0)   # `(&name)` closes a paren opened before the name
+                depth = max(depth - 1, 0)  # `(&name)` closes a paren opened before the name
             elif t == ">>":
                 depth = max(depth - 2, 0)
             if depth == 0 and t in (",", ";"):
@@ -472,15 +519,21 @@ class _StatementsMixin:
         m = self.model
         offsets, ssize = _member_offsets(t) if t else ({}, None)
         outer = _const_strides(dims, ssize)
-        for mname, mtype, count in (t.members if t else ()):
+        for mname, mtype, count in t.members if t else ():
             mdims = dims + ((count,) if count is not None else ())
             if mtype.kind in ("st", "sv"):
                 inner = (_sizeof_align(mtype) or (None,))[0] if count is not None else None
                 strides = outer + ((inner,) if count is not None else ()) if outer is not None else ()
-                m.buffers[f"{name}.{mname}"] = ir.SharedBuffer(f"{name}.{mname}", mtype, mdims, loc,
-                                                               alignment=align, storage=storage,
-                                                               base_offset=offsets.get(mname, 0),
-                                                               strides=strides)
+                m.buffers[f"{name}.{mname}"] = ir.SharedBuffer(
+                    f"{name}.{mname}",
+                    mtype,
+                    mdims,
+                    loc,
+                    alignment=align,
+                    storage=storage,
+                    base_offset=offsets.get(mname, 0),
+                    strides=strides,
+                )
             elif mtype.kind == "semaphore":
                 m.barriers[f"{name}.{mname}"] = ir.Barrier(f"{name}.{mname}", mdims, loc, storage)
         obj = Obj("struct", ir.Ref(name), t)
@@ -513,13 +566,13 @@ class _StatementsMixin:
             tnode = cexpr.parse_expression(type_toks, lambda s: False)
             mt = self.resolve_type(tnode, st.env)
             count = None
-            rest = toks[i + 1:]
+            rest = toks[i + 1 :]
             while rest and rest[0] == "[":
                 j = rest.index("]")
                 cv = self.ev(cexpr.parse_expression(rest[1:j], st.env.has), sctx)
                 cv = cv if isinstance(cv, Expr) else E.opaque("count")
                 count = cv if count is None else E.binop("*", count, cv)
-                rest = rest[j + 1:]
+                rest = rest[j + 1 :]
             if isinstance(mt, StructType):
                 mt = self.struct_tile_type(mt)
             if isinstance(mt, ir.TileType):
@@ -659,7 +712,7 @@ class _StatementsMixin:
         body = kids[-1] if kids else None
         sel = self.exec_expr(kids[0], replace(ctx, dry=True)) if len(kids) >= 2 else None
         stmts = list(body.get_children()) if body is not None and body.kind == CK.COMPOUND_STMT else []
-        groups: list[list] = []          # [labels (Expr or "default"), statements]
+        groups: list[list] = []  # [labels (Expr or "default"), statements]
         cur = None
         ok = isinstance(sel, Expr) and bool(stmts)
         for st in stmts:
@@ -695,7 +748,7 @@ class _StatementsMixin:
                 return E.negate(E.disj(*[E.binop("==", sel, lb) for lb in all_labels])) if all_labels else E.TRUE
             return E.disj(*[E.binop("==", sel, lb) for lb in labels])
 
-        carried = None                   # the condition falling into this group (no break before)
+        carried = None  # the condition falling into this group (no break before)
         for labels, body_stmts in groups:
             cond = cond_of(labels)
             if carried is not None:
@@ -728,18 +781,29 @@ class _StatementsMixin:
             return False
         n = self.model.num_threads() if self.model is not None else None
         if n is not None and n > 1024:
-            return False        # a block that cannot launch (the engine does not analyse it): no enumeration
+            return False  # a block that cannot launch (the engine does not analyse it): no enumeration
         if n is not None and all(v.kind == E.THREAD for v in fv):
             from ..model.threads import threads_satisfying
+
             sat = threads_satisfying(pred, n)
             return sat is not None and not sat
-        known = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "gridDim.x", "gridDim.y", "gridDim.z",
-                 "clusterIdx.x", "clusterDim.x", "cta_rank"}
+        known = {
+            "blockIdx.x",
+            "blockIdx.y",
+            "blockIdx.z",
+            "gridDim.x",
+            "gridDim.y",
+            "gridDim.z",
+            "clusterIdx.x",
+            "clusterDim.x",
+            "cta_rank",
+        }
         if not all(v.kind in (E.THREAD, E.LOOP) or v.name in known for v in fv):
             return False
         if any(v.kind == E.LOOP and not (v.name.startswith("k") and v.name[1:].isdigit()) for v in fv):
-            return False        # symbolic start values of carried variables: no sign known
+            return False  # symbolic start values of carried variables: no sign known
         from .. import solver
+
         assume = []
         if n is not None:
             assume.append(E.binop("<", E.TID, E.Const(n)))
@@ -859,12 +923,14 @@ class _StatementsMixin:
             ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
         # loop-carried variables: solve their per-iteration closed forms
         self._last_system = None
-        carried = self._carried_variables(body, inc_c, lctx, exclude={var_name} if var_name else set(),
-                                          counter=counter, ivar=ivar)
+        carried = self._carried_variables(
+            body, inc_c, lctx, exclude={var_name} if var_name else set(), counter=counter, ivar=ivar
+        )
         system = self._last_system
         self._last_system = None
-        loop = ir.Loop(lid, var_name, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None,
-                       infinite=infinite)
+        loop = ir.Loop(
+            lid, var_name, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None, infinite=infinite
+        )
         if trip is not None and trip.depends_on(E.THREAD):
             loop.uniform = False
         if self.model is not None and not ctx.dry:
@@ -890,7 +956,7 @@ class _StatementsMixin:
                 loop.uniform = False
             elif cls == "uniform":
                 bctx.guard = bctx.guard.with_uniform(cexp)
-                loop.cond = cexp          # holds in every iteration that runs
+                loop.cond = cexp  # holds in every iteration that runs
             elif cls == "unknown":
                 bctx.guard = bctx.guard.inexact()
         if body is not None:
@@ -922,9 +988,12 @@ class _StatementsMixin:
             self._system_logs[-1].append(_System(lid, loop.trip, system[0], system[1], system[2], after))
         if ivar is not None and ivar.field is not None:
             # a field used as the induction variable keeps its last value
-            ivar.set(ctx.env, E.binop("+", init_v, E.binop("*", step, loop.trip))
-                     if loop.trip is not None and init_v is not None and step is not None
-                     else E.opaque(f"{ivar.label}@after-loop"))
+            ivar.set(
+                ctx.env,
+                E.binop("+", init_v, E.binop("*", step, loop.trip))
+                if loop.trip is not None and init_v is not None and step is not None
+                else E.opaque(f"{ivar.label}@after-loop"),
+            )
 
     def _carried_trip(self, cond_c, ctx: Ctx, counter: E.Var):
         """`x < n` where the carried x is `x0 + k` (an object's index advanced by a member
@@ -944,7 +1013,11 @@ class _StatementsMixin:
         if x0 is None or x0.depends_on(E.LOOP) or x0.is_opaque():
             return None
         t = E.binop("-", bound, x0)
-        return E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t) if not isinstance(t, E.Const) else E.Const(max(t.value, 0))
+        return (
+            E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t)
+            if not isinstance(t, E.Const)
+            else E.Const(max(t.value, 0))
+        )
 
     def _induction(self, init_s, cond_c, inc_c, ctx: Ctx):
         """(induction lvalue node, start value, step, trip count, infinite)."""
@@ -961,8 +1034,11 @@ class _StatementsMixin:
                 node = cexpr.parse_expression(toks, ctx.env.has)
                 if isinstance(node, cexpr.Comma):
                     node = node.a
-                if isinstance(node, cexpr.Assign) and node.op == "=" \
-                        and isinstance(node.target, (cexpr.Name, cexpr.Member)):
+                if (
+                    isinstance(node, cexpr.Assign)
+                    and node.op == "="
+                    and isinstance(node.target, (cexpr.Name, cexpr.Member))
+                ):
                     var = node.target
             if var is not None:
                 slot = _Slot.of(var, self, ctx)
@@ -974,7 +1050,7 @@ class _StatementsMixin:
             node = cexpr.parse_expression(tokens_of(inc_c), value_names(ctx.env))
             step = _step_of(node, var, lambda n: self.ev(n, replace(ctx, dry=True)))
         if isinstance(var, cexpr.Member) and step is None:
-            var = init_v = None        # advanced by a member function: a carried variable
+            var = init_v = None  # advanced by a member function: a carried variable
         if cond_c is not None and var is not None and step is not None and init_v is not None:
             node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
             if isinstance(node, cexpr.Bin) and node.a == var:
@@ -992,11 +1068,23 @@ class _StatementsMixin:
                         span = None
                     if span is not None and isinstance(s, E.Const) and s.value > 0:
                         t = E.binop("/", E.binop("+", span, E.Const(s.value - 1)), s)
-                        trip = E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t) if not isinstance(t, E.Const) \
+                        trip = (
+                            E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t)
+                            if not isinstance(t, E.Const)
                             else E.Const(max(t.value, 0))
-                    elif span is not None and op == "<" and (_positive_uniform(s) or (
-                            isinstance(s, Expr) and not s.free_vars() - {v for v in s.free_vars() if v.kind == E.PARAM}
-                            and s.free_vars())):
+                        )
+                    elif (
+                        span is not None
+                        and op == "<"
+                        and (
+                            _positive_uniform(s)
+                            or (
+                                isinstance(s, Expr)
+                                and not s.free_vars() - {v for v in s.free_vars() if v.kind == E.PARAM}
+                                and s.free_vars()
+                            )
+                        )
+                    ):
                         # a grid-stride / block-stride loop: `task += gridDim.x`; also a block-uniform
                         # stride (`regs.task_stride`): a stride below 1 would never end the loop
                         # a grid-stride / block-stride loop: `task += gridDim.x` (the step is >= 1)
@@ -1004,8 +1092,12 @@ class _StatementsMixin:
                         trip = E.ite(E.binop("<=", span, E.Const(0)), E.Const(0), t)
             elif isinstance(node, cexpr.Bin) and node.op == "&&":
                 trip = None
-        if cond_c is not None and (var is None or not re.search(
-                r"(?<![\w.])" + re.escape(cexpr.render(var)) + r"\b", " ".join(tokens_of(cond_c)).replace(" . ", "."))):
+        if cond_c is not None and (
+            var is None
+            or not re.search(
+                r"(?<![\w.])" + re.escape(cexpr.render(var)) + r"\b", " ".join(tokens_of(cond_c)).replace(" . ", ".")
+            )
+        ):
             # `for (;;)`, `while (true)`: a condition constant without the induction variable
             # (evaluated with its start value, `p < PARTS` would look constant)
             cv = self.exec_expr(cond_c, replace(ctx, dry=True))
@@ -1020,17 +1112,31 @@ class _StatementsMixin:
                 continue
             toks = tokens_of(cur)
             for i, t in enumerate(toks):
-                if env is not None and t == "." and 0 < i and i + 2 < len(toks) and _is_ident(toks[i - 1]) \
-                        and (i < 2 or toks[i - 2] not in (".", "->")):
+                if (
+                    env is not None
+                    and t == "."
+                    and 0 < i
+                    and i + 2 < len(toks)
+                    and _is_ident(toks[i - 1])
+                    and (i < 2 or toks[i - 2] not in (".", "->"))
+                ):
                     rec = env.lookup(toks[i - 1])
                     if isinstance(rec, Rec) and rec.path is not None:
                         if toks[i + 2] == "(":
                             # a member function of an object: it may write any of its scalar fields
                             names.extend(f"{rec.path}.{f}" for f in rec.scalars)
-                        elif toks[i + 1] in rec.scalars and (toks[i + 2] in cexpr._ASSIGN or toks[i + 2] in ("++", "--")
-                                                              or (i >= 2 and toks[i - 2] in ("++", "--"))):
+                        elif toks[i + 1] in rec.scalars and (
+                            toks[i + 2] in cexpr._ASSIGN
+                            or toks[i + 2] in ("++", "--")
+                            or (i >= 2 and toks[i - 2] in ("++", "--"))
+                        ):
                             names.append(f"{rec.path}.{toks[i + 1]}")
-                if t in cexpr._ASSIGN and i > 0 and _is_ident(toks[i - 1]) and (i < 2 or toks[i - 2] not in (".", "->", "]")):
+                if (
+                    t in cexpr._ASSIGN
+                    and i > 0
+                    and _is_ident(toks[i - 1])
+                    and (i < 2 or toks[i - 2] not in (".", "->", "]"))
+                ):
                     names.append(toks[i - 1])
                 elif t in ("++", "--"):
                     if i > 0 and _is_ident(toks[i - 1]):
@@ -1058,6 +1164,7 @@ class _StatementsMixin:
                 out.append(v)
                 for f in v.fields.values():
                     add(f)
+
         e = env
         while e is not None:
             for v in e.vars.values():
@@ -1068,8 +1175,7 @@ class _StatementsMixin:
             e = e.parent
         return out
 
-    def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None,
-                           ivar=None):
+    def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None, ivar=None):
         """slot -> function(counter) giving the value at the start of iteration k. Slots are
         the scalar variables the loop body assigns and the scalar fields of records it
         changes (also inside the functions it calls)."""
@@ -1138,7 +1244,7 @@ class _StatementsMixin:
         unchanged = {start[sl].name: v for sl, v in fields.items() if ends[sl] == start[sl]}
         for sl in handed:
             if ends.get(sl) == start[sl]:
-                unchanged[start[sl].name] = scalars.pop(sl)     # an object's scalar the body left alone
+                unchanged[start[sl].name] = scalars.pop(sl)  # an object's scalar the body left alone
         slots = dict(scalars)
         for sl, v in fields.items():
             if ends[sl] != start[sl]:
@@ -1152,6 +1258,7 @@ class _StatementsMixin:
         # phases that flip with the ring index (`if (++s == N) { s = 0; phase ^= 1; }`,
         # TK's phase bitfield): solved once the ring index has a closed form
         from ..recurrence import _is_opaque_form, solve_dependent, solve_by_simulation
+
         solved = {sl: f for sl, f in out.items() if not _is_opaque_form(f)}
         for sl, v0 in slots.items():
             if sl not in solved:
@@ -1178,6 +1285,7 @@ class _StatementsMixin:
         constant start values. Solved as one sequence over the flat step count F (simulation,
         proved), so this loop's closed form is G(T*kO) and the inner loop's G(T*kO + k)."""
         from ..recurrence import _is_opaque_form, solve_by_simulation
+
         if counter is None:
             return
         probe = E.Var("k@probe", E.LOOP)
@@ -1185,14 +1293,25 @@ class _StatementsMixin:
 
         def fix(e):
             return E.substitute(e, unchanged) if unchanged and isinstance(e, Expr) else e
+
         for sysrec in nested:
-            sysrec = _System(sysrec.lid, fix(sysrec.trip), sysrec.starts,
-                             {sl: fix(e) for sl, e in sysrec.ends.items()},
-                             {sl: fix(e) for sl, e in sysrec.v0s.items()},
-                             {sl: fix(e) for sl, e in sysrec.after.items()})
-            group = [sl for sl in todo if sl in sysrec.ends and ends.get(sl) is not None
-                     and sysrec.after.get(sl) is not None and ends[sl] == sysrec.after[sl]
-                     and sysrec.v0s.get(sl) == start[sl]]
+            sysrec = _System(
+                sysrec.lid,
+                fix(sysrec.trip),
+                sysrec.starts,
+                {sl: fix(e) for sl, e in sysrec.ends.items()},
+                {sl: fix(e) for sl, e in sysrec.v0s.items()},
+                {sl: fix(e) for sl, e in sysrec.after.items()},
+            )
+            group = [
+                sl
+                for sl in todo
+                if sl in sysrec.ends
+                and ends.get(sl) is not None
+                and sysrec.after.get(sl) is not None
+                and ends[sl] == sysrec.after[sl]
+                and sysrec.v0s.get(sl) == start[sl]
+            ]
             if not group:
                 continue
             T = sysrec.trip
@@ -1214,8 +1333,11 @@ class _StatementsMixin:
                         ok = False
                         break
                     if dep not in system:
-                        if dep not in slots or sysrec.v0s.get(dep) != start.get(dep) or \
-                                ends.get(dep) != sysrec.after.get(dep):
+                        if (
+                            dep not in slots
+                            or sysrec.v0s.get(dep) != start.get(dep)
+                            or ends.get(dep) != sysrec.after.get(dep)
+                        ):
                             ok = False
                             break
                         system.append(dep)
@@ -1239,6 +1361,7 @@ class _StatementsMixin:
                     v = g(base)
                     self._flat_registry[v] = (signature, sl, g, base)
                     return v
+
                 out[sl] = closed
 
     def _flat_inner(self, out, slots, start, ends, counter):
@@ -1261,17 +1384,28 @@ class _StatementsMixin:
         if _signature(rec, [info[1] for info in found.values()]) != sigs.pop():
             return
         for sl, (_, _, g, base) in found.items():
-            out[sl] = (lambda k, g=g, base=base: g(E.binop("+", base, k)))
+            out[sl] = lambda k, g=g, base=base: g(E.binop("+", base, k))
 
     # -- asm ---------------------------------------------------------------
 
 
 def _counter_label(var, init_v, step, loc) -> str:
     """How a loop's iteration counter reads in the user's terms."""
-    if var and isinstance(init_v, E.Const) and isinstance(step, E.Const) and isinstance(init_v.value, int) \
-            and isinstance(step.value, int) and step.value != 0:
-        base = var if init_v.value == 0 else f"({var} - {init_v.value})" if init_v.value > 0 \
+    if (
+        var
+        and isinstance(init_v, E.Const)
+        and isinstance(step, E.Const)
+        and isinstance(init_v.value, int)
+        and isinstance(step.value, int)
+        and step.value != 0
+    ):
+        base = (
+            var
+            if init_v.value == 0
+            else f"({var} - {init_v.value})"
+            if init_v.value > 0
             else f"({var} + {-init_v.value})"
+        )
         return base if step.value == 1 else f"({base} / {step.value})"
     if var:
         return f"iteration of the '{var}' loop"

@@ -1,4 +1,5 @@
 """Blackwell tensor memory: allocators, TMEM tiles and subtiles, tcgen05 MMAs."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -27,7 +28,7 @@ class TmemLowering:
         """`tensor_allocator<nblocks_per_sm, ncta, managed> tm;`: TK's types/tensor/tensor.cuh."""
         targs: list = []
         if "<" in type_toks:
-            inner = type_toks[type_toks.index("<") + 1:]
+            inner = type_toks[type_toks.index("<") + 1 :]
             depth, cur = 0, []
             for tk in inner:
                 if tk in ("<", "(", "{"):
@@ -63,10 +64,16 @@ class TmemLowering:
             self.w.model.tmem_allocators[name] = ir.TmemAllocator(name, nb, ncta, managed, cols, loc)
             if managed is True:
                 # the managed constructor: warp 0 runs provision() (tcgen05.alloc)
-                op = ir.Op(ir.TMEM_OP, f"{name}.tensor_allocator()", loc,
-                           ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
-                           ctx.loops, scope="warp", group_warps=1,
-                           tmem=ir.TmemFacts("alloc", allocator=name, cols=cols, managed=True))
+                op = ir.Op(
+                    ir.TMEM_OP,
+                    f"{name}.tensor_allocator()",
+                    loc,
+                    ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
+                    ctx.loops,
+                    scope="warp",
+                    group_warps=1,
+                    tmem=ir.TmemFacts("alloc", allocator=name, cols=cols, managed=True),
+                )
                 self.w.emit(op, ctx)
         return Obj("tmem_allocator", ir.Ref(name), None)
 
@@ -82,13 +89,29 @@ class TmemLowering:
         name = f"{base}@{loc.row}"
         if self.w.model is not None and not ctx.dry:
             self.w.model.tmem_allocators[name] = ir.TmemAllocator(name, nb, ncta, False, cols, loc)
-            op = ir.Op(ir.TMEM_OP, f"{base}<{nb}, {ncta}>", loc,
-                       ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
-                       ctx.loops, scope="warp", group_warps=1,
-                       tmem=ir.TmemFacts("alloc", allocator=name, cols=cols, managed=False))
+            op = ir.Op(
+                ir.TMEM_OP,
+                f"{base}<{nb}, {ncta}>",
+                loc,
+                ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))),
+                ctx.loops,
+                scope="warp",
+                group_warps=1,
+                tmem=ir.TmemFacts("alloc", allocator=name, cols=cols, managed=False),
+            )
             self.w.emit(op, ctx)
-            self.w.emit(ir.Op(ir.SYNC, f"{base} (bar.sync 0)", loc, ctx.guard, ctx.loops, scope="block",
-                            sync=ir.SyncFacts("block")), ctx)
+            self.w.emit(
+                ir.Op(
+                    ir.SYNC,
+                    f"{base} (bar.sync 0)",
+                    loc,
+                    ctx.guard,
+                    ctx.loops,
+                    scope="block",
+                    sync=ir.SyncFacts("block"),
+                ),
+                ctx,
+            )
         if base == "allocate_tmem":
             t = ir.TileType("tt", f"tmem<float, 128, {cols}>", "float", 4, E.Const(128), E.Const(cols))
             return ("tmem_tile", name, t, E.Const(0), E.Const(0))
@@ -103,21 +126,32 @@ class TmemLowering:
             if not isinstance(t, ir.TileType) or t.kind != "tt" or not vals:
                 return E.opaque("tmem allocate")
             col = vals[-1] if isinstance(vals[-1], Expr) else E.opaque("tmem col")
-            if len(vals) == 2:   # half tiles: get_addr(superlane, col) = addr + ((superlane*16) << 16) + col
+            if len(vals) == 2:  # half tiles: get_addr(superlane, col) = addr + ((superlane*16) << 16) + col
                 lane = E.binop("*", vals[0], E.Const(16)) if isinstance(vals[0], Expr) else E.opaque("superlane")
             else:
                 lane = E.Const(0)
             return ("tmem_tile", name, t, lane, col)
         if mname == "cleanup":
-            mname = "deprovision"      # TK of March 2025: `tm_alloc.cleanup()` ran tcgen05.dealloc (warp 0)
+            mname = "deprovision"  # TK of March 2025: `tm_alloc.cleanup()` ran tcgen05.dealloc (warp 0)
             ctx = replace(ctx, guard=ctx.guard.with_thread(E.binop("==", E.binop("/", E.TID, E.Const(32)), E.Const(0))))
         if mname in ("provision", "deprovision"):
             vals = [self.w.ev(a, ctx, cursor) for a in args]
             loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
-            op = ir.Op(ir.TMEM_OP, f"{name}.{mname}", loc, ctx.guard, ctx.loops, scope="warp", group_warps=1,
-                       tmem=ir.TmemFacts("alloc" if mname == "provision" else "dealloc", allocator=name,
-                                         cols=alloc.cols if alloc else None,
-                                         managed=alloc.managed if alloc else None))
+            op = ir.Op(
+                ir.TMEM_OP,
+                f"{name}.{mname}",
+                loc,
+                ctx.guard,
+                ctx.loops,
+                scope="warp",
+                group_warps=1,
+                tmem=ir.TmemFacts(
+                    "alloc" if mname == "provision" else "dealloc",
+                    allocator=name,
+                    cols=alloc.cols if alloc else None,
+                    managed=alloc.managed if alloc else None,
+                ),
+            )
             self.w.emit(op, ctx)
             return None
         for a in args:
@@ -174,19 +208,19 @@ class TmemLowering:
         tm = vals[0] if store else vals[1]
         if not (isinstance(tm, Obj) and tm.kind == "tmem"):
             return None
-        warps = scope_warps if scope_warps is not None else 1   # unqualified: TK's legacy warp scope
-        op = ir.Op(ir.TMEM_OP, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops,
-                   operands=(tm.ref,))
+        warps = scope_warps if scope_warps is not None else 1  # unqualified: TK's legacy warp scope
+        op = ir.Op(ir.TMEM_OP, f"{qual}::{base}" if qual else base, loc, ctx.guard, ctx.loops, operands=(tm.ref,))
         op.scope = "warp" if warps == 1 else ("warpgroup" if warps == 4 else f"group<{warps}>")
         op.group_warps = warps if warps and warps > 0 else 0
-        op.issuers_per_group = 0     # tcgen05.ld/st are .sync.aligned: every thread of each warp
+        op.issuers_per_group = 0  # tcgen05.ld/st are .sync.aligned: every thread of each warp
         lane, _ = tm.tmem_offset or (E.Const(0), E.Const(0))
         op.tmem = ir.TmemFacts("store" if store else "load", tile_type=tm.type, lane_off=lane)
         self.w.emit(op, ctx)
         return None
 
-    def tcgen05_mma(self, base: str, qual: str, btargs: Any, args: Any, ctx: Ctx, cursor: Any,
-                    group_warps: int | None = None) -> None:
+    def tcgen05_mma(
+        self, base: str, qual: str, btargs: Any, args: Any, ctx: Ctx, cursor: Any, group_warps: int | None = None
+    ) -> None:
         """Thread-scope tcgen05 MMAs (TK ops/thread/mma/tcgen05.cuh): `mm[a][2]_{AB,ABt,AtB,AtBt}`
         and `mm[a][2]<ta, tb>`; `mm*` overwrite the accumulator, `mma*` accumulate, `*2` are
         cta_group::2; a trailing semaphore is committed (tcgen05.commit, multicast 0b11 for
@@ -209,12 +243,23 @@ class TmemLowering:
         if committed:
             # the overload with a semaphore runs detail::tcgen05::commit<ncta>(sem) after the MMA:
             # one arrive (multicast to both CTAs of the pair for cta_group::2), like tensor_commit
-            commit = ir.Op(ir.MBAR_ARRIVE, op.api, loc, ctx.guard, ctx.loops, scope="thread", barrier=last.ref,
-                           count=E.Const(1), mbar=ir.BarrierFacts(tcgen05_commit=True, ncta=ncta, of_mma=True))
+            commit = ir.Op(
+                ir.MBAR_ARRIVE,
+                op.api,
+                loc,
+                ctx.guard,
+                ctx.loops,
+                scope="thread",
+                barrier=last.ref,
+                count=E.Const(1),
+                mbar=ir.BarrierFacts(tcgen05_commit=True, ncta=ncta, of_mma=True),
+            )
         if group_warps:
             for o in (op, commit):
                 if o is not None:
-                    o.scope = "warp" if group_warps == 1 else ("warpgroup" if group_warps == 4 else f"group<{group_warps}>")
+                    o.scope = (
+                        "warp" if group_warps == 1 else ("warpgroup" if group_warps == 4 else f"group<{group_warps}>")
+                    )
                     o.group_warps = group_warps
                     o.issuers_per_group = 1
         self.w.emit(op, ctx)

@@ -1,4 +1,5 @@
 """Types and launch shape: template parameters, struct/tile types, aliases, launch bounds."""
+
 from __future__ import annotations
 
 import re
@@ -48,11 +49,13 @@ class _TypesMixin:
         """Bind a template kernel's parameters: to the instantiation's arguments (`inst`), else
         to their defaults, else to symbols (a kernel analysed without an instantiation)."""
         folded = []
-        shown: list[str] = []           # the instantiation's arguments as its name shows them
+        shown: list[str] = []  # the instantiation's arguments as its name shows them
         given = list(inst.args) if inst is not None else []
-        params = [ch for ch in c.get_children()
-                  if ch.kind in (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER,
-                                 CK.TEMPLATE_TEMPLATE_PARAMETER)]
+        params = [
+            ch
+            for ch in c.get_children()
+            if ch.kind in (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_TEMPLATE_PARAMETER)
+        ]
         # arguments written inside a host function template: evaluated in that instantiation
         aenv = self._host_context_env(inst.context) if inst is not None and inst.context is not None else env
         dctx = Ctx(env=aenv, guard=ir.Guard(), dry=True)
@@ -64,6 +67,7 @@ class _TypesMixin:
                 pack = tuple(self._template_arg_value(a, ch, aenv, dctx) for a in rest)
                 env.define(ch.spelling, pack)
                 from ..knowledge import mk
+
                 ops = [v for v in pack if isinstance(v, StructType) and mk.is_op_struct(v)]
                 if m is not None and ops:
                     self.op_pack = ops
@@ -87,7 +91,7 @@ class _TypesMixin:
             if ch.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
                 default = None
                 if "=" in toks:
-                    node = cexpr.parse_expression(toks[toks.index("=") + 1:], env.has)
+                    node = cexpr.parse_expression(toks[toks.index("=") + 1 :], env.has)
                     default = self.ev(node, dctx)
                 if isinstance(default, Expr) and not default.is_opaque():
                     env.define(ch.spelling, default)
@@ -101,7 +105,7 @@ class _TypesMixin:
                         m.template_params[ch.spelling] = None
             elif ch.kind == CK.TEMPLATE_TYPE_PARAMETER:
                 if "=" in toks:
-                    node = cexpr.parse_expression(toks[toks.index("=") + 1:], env.has)
+                    node = cexpr.parse_expression(toks[toks.index("=") + 1 :], env.has)
                     t = self.resolve_type(node, env)
                     if t is not None:
                         env.define(ch.spelling, t)
@@ -115,18 +119,21 @@ class _TypesMixin:
             if inst.args and inst.launcher is None:
                 how = {"launch": "launch", "explicit": "explicit instantiation"}.get(inst.how, inst.how)
                 where = "" if inst.site.filename == self.filename else f" of {inst.site.filename}"
-                m.notes.append(f"'{m.name}' analysed with the template arguments of the {how} at line "
-                               f"{inst.site.row}{where}")
+                m.notes.append(
+                    f"'{m.name}' analysed with the template arguments of the {how} at line {inst.site.row}{where}"
+                )
 
     def _host_context_env(self, hc) -> Env:
         """The scope of a kernel's name inside one instantiation of a host function template:
         its template parameters bound, then its local type aliases declared before the name."""
         henv = self.mb.env_for(hc.function).child()
         from .instances import KernelInstance
-        self._bind_template_params(hc.function, henv, None,
-                                   KernelInstance(hc.function, hc.args, self.model.location, "context"))
+
+        self._bind_template_params(
+            hc.function, henv, None, KernelInstance(hc.function, hc.args, self.model.location, "context")
+        )
         body = next((ch for ch in hc.function.get_children() if ch.kind == CK.COMPOUND_STMT), None)
-        for st in (body.get_children() if body is not None else ()):
+        for st in body.get_children() if body is not None else ():
             if st.extent.start.line >= hc.site_line:
                 break
             if st.kind != CK.DECL_STMT:
@@ -135,18 +142,21 @@ class _TypesMixin:
                 if d.kind == CK.VAR_DECL:
                     # `constexpr int W = WIDE ? 8 : 4;`: a constant of this instantiation
                     toks = tokens_of(d)
-                    if d.spelling in toks and "=" in toks[toks.index(d.spelling):]:
-                        rest = toks[toks.index(d.spelling):]
-                        v = self.ev(cexpr.parse_expression(rest[rest.index("=") + 1:], henv.has),
-                                    Ctx(env=henv, guard=ir.Guard(), dry=True))
+                    if d.spelling in toks and "=" in toks[toks.index(d.spelling) :]:
+                        rest = toks[toks.index(d.spelling) :]
+                        v = self.ev(
+                            cexpr.parse_expression(rest[rest.index("=") + 1 :], henv.has),
+                            Ctx(env=henv, guard=ir.Guard(), dry=True),
+                        )
                         if isinstance(v, Expr) and not v.is_opaque():
                             henv.define(d.spelling, v)
                     continue
                 if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
                     toks = tokens_of(d)
                     if d.kind == CK.TYPE_ALIAS_DECL and "=" in toks:
-                        t = self.resolve_type(cexpr.parse_expression(toks[toks.index("=") + 1:], _values_of(henv)),
-                                              henv)
+                        t = self.resolve_type(
+                            cexpr.parse_expression(toks[toks.index("=") + 1 :], _values_of(henv)), henv
+                        )
                     else:
                         t = self.resolve_type_spelling(d.underlying_typedef_type.spelling, henv)
                     if t is not None:
@@ -160,8 +170,9 @@ class _TypesMixin:
         if arg.kind == "type":
             t = self.resolve_type_spelling(arg.value, env)
             return t if t is not None else None
-        node = cexpr.parse_expression(list(arg.value), _values_of(env) if param.kind != CK.TEMPLATE_NON_TYPE_PARAMETER
-                                      else env.has)
+        node = cexpr.parse_expression(
+            list(arg.value), _values_of(env) if param.kind != CK.TEMPLATE_NON_TYPE_PARAMETER else env.has
+        )
         if param.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
             v = self.ev(node, dctx)
             return v if isinstance(v, Expr) and not v.is_opaque() else None
@@ -180,7 +191,7 @@ class _TypesMixin:
             return v if isinstance(v, Expr) and not v.is_opaque() else None
 
         threads = member(L.threads_member)
-        m.launch_bounds = True          # the generated kernel carries __launch_bounds__
+        m.launch_bounds = True  # the generated kernel carries __launch_bounds__
         if threads is not None:
             m.block_threads = threads
             m.block_threads_source = f"{inst.config.show()}::{L.threads_member} ({L.name})"
@@ -189,10 +200,15 @@ class _TypesMixin:
         cl = member(L.cluster_member)
         if cl is not None:
             m.cluster = cl
-        m.notes.append(f"'{m.name}' analysed as the kernel {L.name} at line {inst.site.row} launches"
-                       + (f" ({m.block_threads_source})" if threads is not None else
-                          f" (block size unknown: {inst.config.show() if inst.config else 'no config'} has no "
-                          f"{L.threads_member})"))
+        m.notes.append(
+            f"'{m.name}' analysed as the kernel {L.name} at line {inst.site.row} launches"
+            + (
+                f" ({m.block_threads_source})"
+                if threads is not None
+                else f" (block size unknown: {inst.config.show() if inst.config else 'no config'} has no "
+                f"{L.threads_member})"
+            )
+        )
 
     def _attribute_text(self, c) -> str:
         """The text before the kernel's name, object-like macros expanded
@@ -200,15 +216,17 @@ class _TypesMixin:
         lines = self.mb.lines()
         f = c.extent.start.file
         if f is not None and not _same_file(f.name, self.mb.parsed.abs_path or self.filename):
-            src = _text_for(f.name)     # a kernel of a user header the file includes
+            src = _text_for(f.name)  # a kernel of a user header the file includes
             if src is not None:
                 lines = src.data.decode("utf-8", errors="replace").splitlines()
         lo = max(0, c.extent.start.line - 4)
-        chunk = "\n".join(lines[lo:c.location.line])
+        chunk = "\n".join(lines[lo : c.location.line])
         for _ in range(3):
-            chunk = re.sub(r"[A-Za-z_][A-Za-z_0-9]*",
-                           lambda mm: " ".join(self.mb.macros[mm.group()]) if mm.group() in self.mb.macros
-                           else mm.group(), chunk)
+            chunk = re.sub(
+                r"[A-Za-z_][A-Za-z_0-9]*",
+                lambda mm: " ".join(self.mb.macros[mm.group()]) if mm.group() in self.mb.macros else mm.group(),
+                chunk,
+            )
         return chunk
 
     def _has_launch_bounds(self, c) -> bool | None:
@@ -231,12 +249,12 @@ class _TypesMixin:
             pass
         if m is None:
             return None
-        rest = chunk[m.end():]
+        rest = chunk[m.end() :]
         depth, j = 1, 0
         while j < len(rest) and depth:
             depth += {"(": 1, ")": -1}.get(rest[j], 0)
             j += 1
-        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", rest[:j - 1])
+        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", rest[: j - 1])
         parts = _split_comma(cexpr.parse_expression(toks, env.has))
         total = 1
         for p in parts:
@@ -256,21 +274,27 @@ class _TypesMixin:
         launch of the kernel must agree; otherwise None."""
         text = self.mb.source()
         name = re.escape(c.spelling)
-        params = [ch.spelling for ch in c.get_children()
-                  if ch.kind in (CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_NON_TYPE_PARAMETER)]
+        params = [
+            ch.spelling
+            for ch in c.get_children()
+            if ch.kind in (CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_NON_TYPE_PARAMETER)
+        ]
         vals = set()
-        for mm in re.finditer(r"cudaLaunchKernelEx\s*\(\s*&?\s*([A-Za-z_]\w*)\s*,\s*&?\s*" + name +
-                              r"\s*(?:<([^;<>()]*)>)?\s*,", text):
+        for mm in re.finditer(
+            r"cudaLaunchKernelEx\s*\(\s*&?\s*([A-Za-z_]\w*)\s*,\s*&?\s*" + name + r"\s*(?:<([^;<>()]*)>)?\s*,", text
+        ):
             cfg, targs = mm.group(1), [a.strip() for a in (mm.group(2) or "").split(",") if a.strip()]
-            decls = list(re.finditer(r"LaunchConfig\s*<\s*true\b[^;<>]*>\s*" + re.escape(cfg) + r"\s*\(", text[:mm.start()]))
+            decls = list(
+                re.finditer(r"LaunchConfig\s*<\s*true\b[^;<>]*>\s*" + re.escape(cfg) + r"\s*\(", text[: mm.start()])
+            )
             if not decls:
                 return None
-            rest = text[decls[-1].end():mm.start()]
+            rest = text[decls[-1].end() : mm.start()]
             depth, j = 1, 0
             while j < len(rest) and depth:
                 depth += {"(": 1, ")": -1}.get(rest[j], 0)
                 j += 1
-            args = _split_top(rest[:j - 1])
+            args = _split_top(rest[: j - 1])
             if len(args) not in (5, 6):
                 return None
             arg = args[-1].strip()
@@ -297,12 +321,12 @@ class _TypesMixin:
             pass
         if m is None:
             return None
-        rest = chunk[m.end():]
+        rest = chunk[m.end() :]
         depth, j = 1, 0
         while j < len(rest) and depth:
             depth += {"(": 1, ")": -1}.get(rest[j], 0)
             j += 1
-        inner = rest[:j - 1]
+        inner = rest[: j - 1]
         toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", inner)
         node = cexpr.parse_expression(toks, env.has)
         parts = _split_comma(node)
@@ -345,7 +369,7 @@ class _TypesMixin:
             return self._struct_record(t, p.spelling, uniform=True)
         if isinstance(t, ir.TileType) and t.kind != "scalar":
             return Obj(t.kind, ir.Ref(p.spelling), t)
-        return E.Var(p.spelling, E.PARAM)   # `int n`, pointers: uniform runtime values
+        return E.Var(p.spelling, E.PARAM)  # `int n`, pointers: uniform runtime values
 
     def _struct_record(self, st: StructType, prefix: str, uniform: bool) -> Rec:
         """A kernel parameter of user struct type (e.g. `globals g`): fields resolved lazily."""
@@ -368,8 +392,11 @@ class _TypesMixin:
         (lcf's `layout::input_block`) resolves names in its enclosing struct."""
         sp = cursor.semantic_parent
         nested = sp is not None and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE)
-        base_env = parent_env if (nested and parent_env is not None) else (
-            self.env_for_decl(cursor) if nested else self.mb.env_for(cursor))
+        base_env = (
+            parent_env
+            if (nested and parent_env is not None)
+            else (self.env_for_decl(cursor) if nested else self.mb.env_for(cursor))
+        )
         key = f"{cursor.hash}:{id(base_env)}:{sorted((k, str(v)) for k, v in targs.items())}"
         st = self._struct_cache.get(key)
         if st is not None:
@@ -378,8 +405,11 @@ class _TypesMixin:
         st = StructType(cursor.spelling, cursor, env)
         self._struct_cache[key] = st
         # template parameters: explicit args, else defaults
-        tparams = [ch for ch in cursor.get_children()
-                   if ch.kind in (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER)]
+        tparams = [
+            ch
+            for ch in cursor.get_children()
+            if ch.kind in (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER)
+        ]
         for p in tparams:
             if p.spelling in targs:
                 env.define(p.spelling, targs[p.spelling])
@@ -419,7 +449,7 @@ class _TypesMixin:
         for ch in params:
             toks = tokens_of(ch)
             if "=" in toks:
-                node = cexpr.parse_expression(toks[toks.index("=") + 1:], env.has)
+                node = cexpr.parse_expression(toks[toks.index("=") + 1 :], env.has)
                 if ch.kind == CK.TEMPLATE_TYPE_PARAMETER:
                     t = self.resolve_type(node, env)
                     if t is not None:
@@ -483,8 +513,7 @@ class _TypesMixin:
         cur = self._type_of_value(val, targs, env)
         if cur is None:
             if head in K.DTYPE_BYTES:
-                return ir.TileType("scalar", head, dtype=K.DTYPE_CANON.get(head, head),
-                                   dtype_bytes=K.DTYPE_BYTES[head])
+                return ir.TileType("scalar", head, dtype=K.DTYPE_CANON.get(head, head), dtype_bytes=K.DTYPE_BYTES[head])
             if head.startswith("__nv_") and len(segs) == 1 and not targs:
                 # a CUDA number type tkcheck has no size for: a scalar all the same
                 return ir.TileType("scalar", head, dtype=head, dtype_bytes=None)
@@ -500,11 +529,11 @@ class _TypesMixin:
         j = 0
         while j < len(segs) - 1 and segs[j].name in self.mb.user_namespaces and segs[j].targs is None:
             j += 1
-        key = "::".join(s.name for s in segs[:j + 1])
+        key = "::".join(s.name for s in segs[: j + 1])
         val = self.mb.globals_env.vars.get(key)
         if val is None:
             return None
-        return val, segs[j].targs, segs[j + 1:]
+        return val, segs[j].targs, segs[j + 1 :]
 
     def _type_of_value(self, val, targs, env):
         if isinstance(val, ir.TileType) or isinstance(val, StructType):
@@ -516,8 +545,11 @@ class _TypesMixin:
         if isinstance(val, tuple) and val[0] == "struct_decl":
             bound = {}
             if targs:
-                tparams = [ch for ch in val[1].get_children()
-                           if ch.kind in (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER)]
+                tparams = [
+                    ch
+                    for ch in val[1].get_children()
+                    if ch.kind in (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER)
+                ]
                 cctx = Ctx(env=env, guard=ir.Guard(), dry=True)
                 for p, a in zip(tparams, targs):
                     if p.kind == CK.TEMPLATE_TYPE_PARAMETER:
@@ -537,7 +569,7 @@ class _TypesMixin:
         toks = tokens_of(alias_cursor)
         env = self.env_for_decl(alias_cursor)
         if "=" in toks:
-            body = toks[toks.index("=") + 1:]
+            body = toks[toks.index("=") + 1 :]
         elif toks and toks[0] == "typedef":
             body = toks[1:-1]
         else:

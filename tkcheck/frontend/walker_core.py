@@ -8,6 +8,7 @@ not list: `walk_asm.AsmLowering` and `walk_tmem.TmemLowering` a `WalkerCore`,
 `walk_calls.CallLowering` a `CallWalker` (the core plus what lowering a call needs, the other
 parts included).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
 class WalkerCore(Protocol):
     """The walk state and core operations a composed part of the walker relies on."""
 
-    filename: str                       # the parsed file's path, as locations name it
-    model: ir.KernelModel | None        # the model being built (None before the walk starts)
+    filename: str  # the parsed file's path, as locations name it
+    model: ir.KernelModel | None  # the model being built (None before the walk starts)
 
     def emit(self, op: ir.Op, ctx: Ctx) -> None:
         """Append `op` to the model (numbered, with the context's callers), unless `ctx` is dry."""
@@ -51,10 +52,10 @@ class InlineWalker(WalkerCore, Protocol):
     """What `walk_inline.InlineExpansion` uses beyond the core: the file's declarations, the walk of
     a body, and the name resolution it binds a call's arguments with."""
 
-    mb: ModelBuilder                    # the file's declarations (functions, structs, scopes)
-    cursor: Any                         # the kernel's cursor (its namespace picks overloads)
-    ns_names: set[str]                  # namespace qualifiers that name no object of their own
-    mk_role: str | None                 # the MK worker role whose loop is being walked, if any
+    mb: ModelBuilder  # the file's declarations (functions, structs, scopes)
+    cursor: Any  # the kernel's cursor (its namespace picks overloads)
+    ns_names: set[str]  # namespace qualifiers that name no object of their own
+    mk_role: str | None  # the MK worker role whose loop is being walked, if any
 
     def walk(self, c: Any, ctx: Ctx) -> str | None:
         """Walk the statement at cursor `c`; how it left its block ("return", "break", ...) or None."""
@@ -80,12 +81,12 @@ class CallWalker(WalkerCore, Protocol):
     state a call reads or records, the evaluation helpers it shares with expressions, and the
     parts it hands a call to (inline asm addresses, TMEM, inlining)."""
 
-    mb: ModelBuilder                    # the file's declarations (functions, partial specializations)
-    ns_names: set[str]                  # namespace qualifiers that name no object of their own
-    mk_op: StructType | None            # the MK interpreter op this model runs (knowledge/mk.py)
-    mk_role: str | None                 # the MK worker role whose loop is being walked, if any
-    tk_lane_guarded: bool               # old TK: a TMA op's thread-scope spelling guards lane 0
-    phasebit_reads: dict[Expr, ir.PhasebitFacts]   # parity expression -> the get_phasebit it is
+    mb: ModelBuilder  # the file's declarations (functions, partial specializations)
+    ns_names: set[str]  # namespace qualifiers that name no object of their own
+    mk_op: StructType | None  # the MK interpreter op this model runs (knowledge/mk.py)
+    mk_role: str | None  # the MK worker role whose loop is being walked, if any
+    tk_lane_guarded: bool  # old TK: a TMA op's thread-scope spelling guards lane 0
+    phasebit_reads: dict[Expr, ir.PhasebitFacts]  # parity expression -> the get_phasebit it is
     asm: AsmLowering
     tmem: TmemLowering
     inline: InlineExpansion

@@ -9,6 +9,7 @@ Public interface:
               worker): the files and the searches that pick one (the front end parses them)
   include/    the declaration-only model of CUDA and TK that the front end parses against
 """
+
 from importlib import import_module as _import_module
 from types import ModuleType
 

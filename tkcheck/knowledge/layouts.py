@@ -55,17 +55,26 @@ BASE_TILE_DIM = 16
 
 #: Element sizes of TK's shared-tile dtypes (``base_types::packing<T>::unpacked_type``).
 DTYPE_BYTES: dict[str, int] = {
-    "bf16": 2, "half": 2, "__nv_bfloat16": 2, "__half": 2,
+    "bf16": 2,
+    "half": 2,
+    "__nv_bfloat16": 2,
+    "__half": 2,
     "float": 4,
-    "fp8e4m3": 1, "fp8e5m2": 1, "fp8e8m0": 1,
+    "fp8e4m3": 1,
+    "fp8e5m2": 1,
+    "fp8e8m0": 1,
     # FP4 is only tiled as the packed pair type (st.cuh static_assert on Blackwell).
     "fp4e2m1_2": 1,
 }
 
 #: The ``st_xx`` aliases of st.cuh.
 TILE_ALIASES: dict[str, str] = {
-    "st_bf": "bf16", "st_hf": "half", "st_fl": "float",
-    "st_fp8e4m3": "fp8e4m3", "st_fp8e5m2": "fp8e5m2", "st_fp8e8m0": "fp8e8m0",
+    "st_bf": "bf16",
+    "st_hf": "half",
+    "st_fl": "float",
+    "st_fp8e4m3": "fp8e4m3",
+    "st_fp8e5m2": "fp8e5m2",
+    "st_fp8e8m0": "fp8e8m0",
     "st_fp4e2m1_2": "fp4e2m1_2",
 }
 
@@ -84,8 +93,7 @@ def tile_row_dim(dtype_bytes: int) -> int:
     return BASE_TILE_DIM
 
 
-def swizzle_for(dtype_bytes: int, rows: int, cols: int, *, swizzle: bool = True,
-                swizzle_bytes: int = 0) -> int | None:
+def swizzle_for(dtype_bytes: int, rows: int, cols: int, *, swizzle: bool = True, swizzle_bytes: int = 0) -> int | None:
     """The swizzle width TK's ``st<T, rows, cols, swizzle, swizzle_bytes>`` uses, or None.
 
     Mirrors ``st::swizzle_bytes`` in st.cuh: an explicit ``swizzle_bytes`` template argument
@@ -126,6 +134,7 @@ def swizzle_for(dtype_bytes: int, rows: int, cols: int, *, swizzle: bool = True,
 # Swizzle functions.  Two independent encodings of the same pattern, so that "TK's idx agrees with
 # the TMA / wgmma hardware pattern" is something the solver proves rather than something we assume.
 # ----------------------------------------------------------------------------------------------
+
 
 def _bv(x: Bits) -> z3.BitVecRef:
     return x if isinstance(x, z3.BitVecRef) else z3.BitVecVal(x, ADDR_BITS)
@@ -203,6 +212,7 @@ class LayoutLike(Protocol):
 # Shared tiles and vectors
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SharedTileLayout:
     """``st<T, rows, cols, ...>`` as TK's ``st::idx`` computes it (st.cuh).
@@ -227,8 +237,9 @@ class SharedTileLayout:
             raise ValueError("tile shape must be positive")
 
     @classmethod
-    def tk(cls, dtype: int | str, rows: int, cols: int, swizzle: bool = True,
-           swizzle_bytes: int = 0) -> "SharedTileLayout":
+    def tk(
+        cls, dtype: int | str, rows: int, cols: int, swizzle: bool = True, swizzle_bytes: int = 0
+    ) -> "SharedTileLayout":
         """``st<dtype, rows, cols, swizzle, swizzle_bytes>`` (dtype: TK name or element size)."""
         db = DTYPE_BYTES[dtype] if isinstance(dtype, str) else dtype
         sb = swizzle_for(db, rows, cols, swizzle=swizzle, swizzle_bytes=swizzle_bytes)
@@ -323,8 +334,13 @@ class SharedTileLayout:
         if subtile_cols <= 0 or subtile_cols % p:
             raise ValueError(f"subtile_cols={subtile_cols} must be a multiple of {p} (st.cuh static_assert)")
         off = self.dtype_bytes * self.rows * p * (subtile_cols // p) * idx
-        sub = SharedTileLayout(self.dtype_bytes, self.rows, subtile_cols, self.swizzle_bytes,
-                               name=f"{self.name or 'st'}.subtile<{subtile_cols}>({idx})")
+        sub = SharedTileLayout(
+            self.dtype_bytes,
+            self.rows,
+            subtile_cols,
+            self.swizzle_bytes,
+            name=f"{self.name or 'st'}.subtile<{subtile_cols}>({idx})",
+        )
         return off, sub
 
     def window(self, rows: int, cols: int, row_offset: Bits, col_offset: Bits) -> "TileWindow":
@@ -411,8 +427,9 @@ class SubtileView(_WindowOfTile):
     """
 
     def describe(self) -> str:
-        return (f"st_subtile<{self.parent.describe()}, {self.rows}, {self.cols}> at "
-                f"({self.row_offset}, {self.col_offset})")
+        return (
+            f"st_subtile<{self.parent.describe()}, {self.rows}, {self.cols}> at ({self.row_offset}, {self.col_offset})"
+        )
 
     def byte_address(self, base: Bits, r: Bits, c: Bits) -> z3.BitVecRef:
         rr, cc = _bv(r) + _bv(self.row_offset), _bv(c) + _bv(self.col_offset)
@@ -562,6 +579,7 @@ class TiledBuffer:
 # Consumers: TMA, wgmma / tcgen05 descriptors, ldmatrix
 # ----------------------------------------------------------------------------------------------
 
+
 class _ViewOfTile:
     """Shape and size of a consumer's view are those of the tile it reads."""
 
@@ -708,8 +726,10 @@ class WgmmaOperandView(_ViewOfTile):
     def describe(self) -> str:
         f = self.descriptor_fields if self.swizzle_bytes else {}
         major = "MN-major" if self.mn_major else "K-major"
-        return (f"{'tcgen05' if self.arch.startswith('sm_10') else 'wgmma'} {major} descriptor of "
-                f"{self.tile.describe()} {f}")
+        return (
+            f"{'tcgen05' if self.arch.startswith('sm_10') else 'wgmma'} {major} descriptor of "
+            f"{self.tile.describe()} {f}"
+        )
 
     def byte_address(self, base: Bits, r: Bits, c: Bits) -> z3.BitVecRef:
         why = self.supported
@@ -721,18 +741,17 @@ class WgmmaOperandView(_ViewOfTile):
         lt, mn_lbo16, sbo, mn_adv, per_row, group = _TK_WGMMA_DESC[T]
         r, c = _bv(r), _bv(c)
         if not self.mn_major:
-            ke = 32 // s                                   # elements per 32-byte K slice
+            ke = 32 // s  # elements per 32-byte K slice
             j = _udiv_const(c, ke)
             adv = _urem_const(j, per_row) * 32 + _udiv_const(j, per_row) * ((t.rows // 16) * group)
             inner = _udiv_const(r, 8) * sbo + _urem_const(r, 8) * T + _urem_const(c, ke) * s
         else:
             lbo = mn_lbo16 * t.rows // 16
-            j = _udiv_const(r, 16)                         # 16 K rows per 16-bit wgmma
+            j = _udiv_const(r, 16)  # 16 K rows per 16-bit wgmma
             adv = j * mn_adv
             rk = _urem_const(r, 16)
             p = T // s
-            inner = (_urem_const(c, p) * s + _udiv_const(c, p) * lbo
-                     + _urem_const(rk, 8) * T + _udiv_const(rk, 8) * sbo)
+            inner = _urem_const(c, p) * s + _udiv_const(c, p) * lbo + _urem_const(rk, 8) * T + _udiv_const(rk, 8) * sbo
         # base_desc + matrix_descriptor_encode(adv): 14-bit start field in 16-byte units.
         start = ((_desc_field(_bv(base)) + _desc_field(adv)) & 0x3FFF) << 4
         return hw_swizzle(start + inner, T)
@@ -771,12 +790,18 @@ LDMATRIX_NOTE = "TK load/store between rt and st address shared memory through t
 
 #: Alignment a consumer needs of a shared-memory base (bytes).  Keys name consumers.
 ALIGNMENT_REQUIREMENTS: dict[str, tuple[int, str]] = {
-    "tma_tensor": (128, "cp.async.bulk.tensor shared address must be 128-byte aligned "
-                        "(measured: 16 bytes off a 128-byte boundary faults)"),
+    "tma_tensor": (
+        128,
+        "cp.async.bulk.tensor shared address must be 128-byte aligned "
+        "(measured: 16 bytes off a 128-byte boundary faults)",
+    ),
     "bulk_copy": (16, "non-tensor cp.async.bulk needs 16-byte aligned shared addresses"),
-    "wgmma_descriptor": (16, "descriptor start address is stored in 16-byte units; TK tiles are "
-                             "128-byte aligned by KITTENS_DEFAULT_ALIGN (measured correct at "
-                             "128-aligned, non-1024-aligned bases)"),
+    "wgmma_descriptor": (
+        16,
+        "descriptor start address is stored in 16-byte units; TK tiles are "
+        "128-byte aligned by KITTENS_DEFAULT_ALIGN (measured correct at "
+        "128-aligned, non-1024-aligned bases)",
+    ),
     "ldmatrix": (16, "each ldmatrix row address must be 16-byte aligned"),
 }
 
@@ -784,8 +809,11 @@ ALIGNMENT_REQUIREMENTS: dict[str, tuple[int, str]] = {
 def relative_xor_requirement(swizzle_bytes: int) -> tuple[str, int, str]:
     """A consumer that XORs a BUFFER-RELATIVE offset agrees with the absolute-address swizzle of
     TMA / wgmma / TK idx only if the base is aligned to the pattern's repeat."""
-    return ("relative_xor", swizzle_bytes * 8, f"buffer-relative {swizzle_bytes}B swizzle XOR needs the base "
-                               f"aligned to swizzle_bytes*8 = {swizzle_bytes * 8}")
+    return (
+        "relative_xor",
+        swizzle_bytes * 8,
+        f"buffer-relative {swizzle_bytes}B swizzle XOR needs the base aligned to swizzle_bytes*8 = {swizzle_bytes * 8}",
+    )
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ TK changed the `tma::` ops to thread scope in late 2025; before, several of
 them guarded lane 0 themselves ("lane-guarded"). `tma_lane_guarded` marks the
 entries whose meaning depends on that.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,21 +29,21 @@ class OpSpec:
     kind: str
     # positional argument roles, in order. '*tiles' consumes the rest.
     args: tuple[str, ...] = ()
-    group_elects: bool = True         # group-scoped spelling: one lane per group issues
-    tma_lane_guarded: bool = False    # old TK: the thread-scope spelling guarded lane 0 itself
+    group_elects: bool = True  # group-scoped spelling: one lane per group issues
+    tma_lane_guarded: bool = False  # old TK: the thread-scope spelling guarded lane 0 itself
     # what the name fixes of its kind's facts (ir.SyncFacts, ir.FenceFacts, ...):
-    sync_kind: str | None = None      # SYNC: block | warp | cluster | ...; group (named or warp by
+    sync_kind: str | None = None  # SYNC: block | warp | cluster | ...; group (named or warp by
     #                                   its arguments), block_named (everyone::sync(id))
-    syncthreads: bool = False         # SYNC: CUDA's __syncthreads (barrier 0)
-    fence_kind: str | None = None     # FENCE
-    tmem: str | None = None           # TMEM_OP: the action
-    tcgen05_commit: bool = False      # MBAR_ARRIVE by tcgen05.commit
-    remote: bool = False              # MBAR_ARRIVE / TMA_LOAD on another CTA's barrier
-    and_wait: bool = False            # MBAR_ARRIVE then wait
-    proxy_fence: bool = False         # TMA_STORE: TK fences the async proxy before the copy
-    read_only: bool = False           # TMA_STORE_WAIT: waits for the reads only
-    increase: bool | None = None      # SETMAXNREG: .inc / .dec
-    registers: int | None = None      # SETMAXNREG: the count the name fixes
+    syncthreads: bool = False  # SYNC: CUDA's __syncthreads (barrier 0)
+    fence_kind: str | None = None  # FENCE
+    tmem: str | None = None  # TMEM_OP: the action
+    tcgen05_commit: bool = False  # MBAR_ARRIVE by tcgen05.commit
+    remote: bool = False  # MBAR_ARRIVE / TMA_LOAD on another CTA's barrier
+    and_wait: bool = False  # MBAR_ARRIVE then wait
+    proxy_fence: bool = False  # TMA_STORE: TK fences the async proxy before the copy
+    read_only: bool = False  # TMA_STORE_WAIT: waits for the reads only
+    increase: bool | None = None  # SETMAXNREG: .inc / .dec
+    registers: int | None = None  # SETMAXNREG: the count the name fixes
 
 
 # Base names valid at thread scope ('' or 'kittens' qualifier, or 'tma').
@@ -59,7 +60,7 @@ THREAD_OPS: dict[str, OpSpec] = {
     "tensor_before_thread_sync": OpSpec(ir.FENCE, (), fence_kind="tcgen05_before"),
     "tensor_after_thread_sync": OpSpec(ir.FENCE, (), fence_kind="tcgen05_after"),
     "tensor_load_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_ld"),
-    "tm_load_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_ld"),        # TK of early 2025
+    "tm_load_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_ld"),  # TK of early 2025
     "tm_store_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_st"),
     "tensor_store_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_st"),
     "load_async_wait": OpSpec(ir.CP_ASYNC_WAIT, ()),
@@ -71,9 +72,22 @@ THREAD_OPS: dict[str, OpSpec] = {
 
 # CUDA atomics (relaxed, gpu scope; `_system` variants system scope): on a global counter they are
 # the signal side of a cross-block dependency (which needs release ordering before them)
-CUDA_ATOMICS = ("atomicAdd", "atomicSub", "atomicExch", "atomicInc", "atomicDec", "atomicOr", "atomicAnd",
-                "atomicXor", "atomicMax", "atomicMin", "atomicCAS", "atomicAdd_system", "atomicExch_system",
-                "atomicAdd_block")
+CUDA_ATOMICS = (
+    "atomicAdd",
+    "atomicSub",
+    "atomicExch",
+    "atomicInc",
+    "atomicDec",
+    "atomicOr",
+    "atomicAnd",
+    "atomicXor",
+    "atomicMax",
+    "atomicMin",
+    "atomicCAS",
+    "atomicAdd_system",
+    "atomicExch_system",
+    "atomicAdd_block",
+)
 
 # TK's expects are mbarrier.arrive.expect_tx: each also arrives once
 EXPECT_ARRIVALS = 1
@@ -134,7 +148,7 @@ CLUSTER_OPS: dict[str, OpSpec] = {
 # Base names under a group scope (`warp::`, `warpgroup::`, `group<N>::`).
 GROUP_OPS: dict[str, OpSpec] = {
     "sync": OpSpec(ir.SYNC, ("id",), sync_kind="group", group_elects=False),
-    "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "count")),           # semaphore: lane 0 of the group
+    "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "count")),  # semaphore: lane 0 of the group
     "init_semaphore": OpSpec(ir.MBAR_INIT, ("barrier", "count", "tx")),
     "increase_registers": OpSpec(ir.SETMAXNREG, (), increase=True, group_elects=False),
     "decrease_registers": OpSpec(ir.SETMAXNREG, (), increase=False, group_elects=False),
@@ -174,10 +188,14 @@ def mma_facts(base: str, family: str, commit_barrier: ir.Ref | None = None) -> i
     if m is None:
         return None
     spelled = m.group(3) is not None
-    return ir.MmaFacts(family, accumulate=m.group(1) == "mma", ncta=2 if m.group(2) else 1,
-                       transpose_a=m.group(3) == "At" if spelled else None,
-                       transpose_b=m.group(4) == "Bt" if spelled else None,
-                       commit_barrier=commit_barrier)
+    return ir.MmaFacts(
+        family,
+        accumulate=m.group(1) == "mma",
+        ncta=2 if m.group(2) else 1,
+        transpose_a=m.group(3) == "At" if spelled else None,
+        transpose_b=m.group(4) == "Bt" if spelled else None,
+        commit_barrier=commit_barrier,
+    )
 
 
 # Inline PTX (asm statements) the SASS cross-check expects in the binary, and the instruction a
@@ -185,16 +203,22 @@ def mma_facts(base: str, family: str, commit_barrier: ir.Ref | None = None) -> i
 _PTX_ASYNC_MMA = re.compile(r"wgmma\.mma_async|\btcgen05\.mma\b")
 _PTX_ARRIVE = re.compile(r"\bmbarrier\.arrive\b")
 _PTX_EXPECT_TX = re.compile(r"\bmbarrier\.(arrive\.)?expect_tx\b")
-_PTX_SHOWN = re.compile(r"\b(wgmma\.mma_async|tcgen05\.mma|mbarrier\.[a-z_.]+|fence\.proxy\.async[a-z:_.]*|"
-                        r"cp\.async\.bulk[a-z:_.]*)")
+_PTX_SHOWN = re.compile(
+    r"\b(wgmma\.mma_async|tcgen05\.mma|mbarrier\.[a-z_.]+|fence\.proxy\.async[a-z:_.]*|"
+    r"cp\.async\.bulk[a-z:_.]*)"
+)
 
 
 def classify_ptx(ptx: str) -> ir.AsmFacts:
     """The facts of one asm statement's PTX text (its strings, joined)."""
     shown = _PTX_SHOWN.search(ptx)
-    return ir.AsmFacts(async_mma=_PTX_ASYNC_MMA.search(ptx) is not None, arrives=_PTX_ARRIVE.search(ptx) is not None,
-                       expects_tx=_PTX_EXPECT_TX.search(ptx) is not None, mbarrier="mbarrier" in ptx,
-                       instruction=shown.group(1) if shown else None)
+    return ir.AsmFacts(
+        async_mma=_PTX_ASYNC_MMA.search(ptx) is not None,
+        arrives=_PTX_ARRIVE.search(ptx) is not None,
+        expects_tx=_PTX_EXPECT_TX.search(ptx) is not None,
+        mbarrier="mbarrier" in ptx,
+        instruction=shown.group(1) if shown else None,
+    )
 
 
 # `group<N>::tma::...` — the group versions elect lane 0 of the group.
@@ -205,12 +229,39 @@ GROUP_TMA_OPS: dict[str, OpSpec] = {
 # Register / shared-tile operations that touch a register tile (accumulator).
 # Value: index of the written argument (others are read), or None (all read).
 REGISTER_OPS: dict[str, int | None] = {
-    "zero": 0, "one": 0, "neg_infty": 0, "pos_infty": 0, "copy": 0, "load": 0,
-    "add": 0, "sub": 0, "mul": 0, "div": 0, "exp": 0, "exp2": 0, "log": 0, "abs": 0,
-    "max": 0, "min": 0, "relu": 0, "row_max": 0, "row_sum": 0, "col_max": 0, "col_sum": 0,
-    "sub_row": 0, "mul_row": 0, "div_row": 0, "add_row": 0, "sub_col": 0, "mul_col": 0,
-    "div_col": 0, "add_col": 0, "swap_layout": 0, "transpose_sep": 0,
-    "store": None, "store_async": None,
+    "zero": 0,
+    "one": 0,
+    "neg_infty": 0,
+    "pos_infty": 0,
+    "copy": 0,
+    "load": 0,
+    "add": 0,
+    "sub": 0,
+    "mul": 0,
+    "div": 0,
+    "exp": 0,
+    "exp2": 0,
+    "log": 0,
+    "abs": 0,
+    "max": 0,
+    "min": 0,
+    "relu": 0,
+    "row_max": 0,
+    "row_sum": 0,
+    "col_max": 0,
+    "col_sum": 0,
+    "sub_row": 0,
+    "mul_row": 0,
+    "div_row": 0,
+    "add_row": 0,
+    "sub_col": 0,
+    "mul_col": 0,
+    "div_col": 0,
+    "add_col": 0,
+    "swap_layout": 0,
+    "transpose_sep": 0,
+    "store": None,
+    "store_async": None,
 }
 
 GROUP_SCOPES_WARPS = {"warp": 1, "warpgroup": 4}
@@ -227,39 +278,99 @@ CONSTANTS = {
 
 # Byte widths of TK and CUDA element types.
 DTYPE_BYTES = {
-    "bf16": 2, "__nv_bfloat16": 2, "nv_bfloat16": 2, "half": 2, "__half": 2, "fp16": 2,
-    "float": 4, "fp32": 4, "int": 4, "uint32_t": 4, "int32_t": 4, "unsigned": 4,
-    "fp8e4m3": 1, "fp8e5m2": 1, "__nv_fp8_e4m3": 1, "__nv_fp8_e5m2": 1, "fp8e8m0": 1,
-    "bf16_2": 4, "half_2": 4, "float2": 8, "double": 8, "uint64_t": 8, "int64_t": 8,
-    "char": 1, "uint8_t": 1, "int8_t": 1, "short": 2, "uint16_t": 2, "int16_t": 2, "bool": 1,
-    "long": 8, "size_t": 8,
+    "bf16": 2,
+    "__nv_bfloat16": 2,
+    "nv_bfloat16": 2,
+    "half": 2,
+    "__half": 2,
+    "fp16": 2,
+    "float": 4,
+    "fp32": 4,
+    "int": 4,
+    "uint32_t": 4,
+    "int32_t": 4,
+    "unsigned": 4,
+    "fp8e4m3": 1,
+    "fp8e5m2": 1,
+    "__nv_fp8_e4m3": 1,
+    "__nv_fp8_e5m2": 1,
+    "fp8e8m0": 1,
+    "bf16_2": 4,
+    "half_2": 4,
+    "float2": 8,
+    "double": 8,
+    "uint64_t": 8,
+    "int64_t": 8,
+    "char": 1,
+    "uint8_t": 1,
+    "int8_t": 1,
+    "short": 2,
+    "uint16_t": 2,
+    "int16_t": 2,
+    "bool": 1,
+    "long": 8,
+    "size_t": 8,
     # Blackwell number formats: an e8m0 scale is a byte, fp4 values come packed two per byte
-    "__nv_fp8_e8m0": 1, "fp4e2m1_2": 1, "__nv_fp4x2_e2m1": 1, "fp4e2m1x2": 1, "__nv_fp4x4_e2m1": 2,
-    "uint": 4, "unsigned int": 4, "unsigned long long": 8, "long long": 8, "ushort": 2,
+    "__nv_fp8_e8m0": 1,
+    "fp4e2m1_2": 1,
+    "__nv_fp4x2_e2m1": 1,
+    "fp4e2m1x2": 1,
+    "__nv_fp4x4_e2m1": 2,
+    "uint": 4,
+    "unsigned int": 4,
+    "unsigned long long": 8,
+    "long long": 8,
+    "ushort": 2,
 }
 DTYPE_CANON = {
-    "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16", "__half": "half", "fp16": "half", "fp32": "float",
-    "__nv_fp8_e4m3": "fp8e4m3", "__nv_fp8_e5m2": "fp8e5m2", "__nv_fp8_e8m0": "fp8e8m0",
+    "__nv_bfloat16": "bf16",
+    "nv_bfloat16": "bf16",
+    "__half": "half",
+    "fp16": "half",
+    "fp32": "float",
+    "__nv_fp8_e4m3": "fp8e4m3",
+    "__nv_fp8_e5m2": "fp8e5m2",
+    "__nv_fp8_e8m0": "fp8e8m0",
     "__nv_fp4x2_e2m1": "fp4e2m1_2",
 }
 
 # Tile aliases: alias -> (kind, dtype). st_bf<R, C> == st<bf16, R, C>.
 TILE_ALIASES = {
-    "st": ("st", None), "st_bf": ("st", "bf16"), "st_hf": ("st", "half"), "st_fl": ("st", "float"),
-    "st_fp8e4m3": ("st", "fp8e4m3"), "st_fp8e5m2": ("st", "fp8e5m2"), "st_fp8e8m0": ("st", "fp8e8m0"),
+    "st": ("st", None),
+    "st_bf": ("st", "bf16"),
+    "st_hf": ("st", "half"),
+    "st_fl": ("st", "float"),
+    "st_fp8e4m3": ("st", "fp8e4m3"),
+    "st_fp8e5m2": ("st", "fp8e5m2"),
+    "st_fp8e8m0": ("st", "fp8e8m0"),
     "st_fp4e2m1_2": ("st", "fp4e2m1_2"),
-    "sv": ("sv", None), "sv_bf": ("sv", "bf16"), "sv_hf": ("sv", "half"), "sv_fl": ("sv", "float"),
-    "sv_fp8e4m3": ("sv", "fp8e4m3"), "sv_fp8e5m2": ("sv", "fp8e5m2"), "sv_fp8e8m0": ("sv", "fp8e8m0"),
+    "sv": ("sv", None),
+    "sv_bf": ("sv", "bf16"),
+    "sv_hf": ("sv", "half"),
+    "sv_fl": ("sv", "float"),
+    "sv_fp8e4m3": ("sv", "fp8e4m3"),
+    "sv_fp8e5m2": ("sv", "fp8e5m2"),
+    "sv_fp8e8m0": ("sv", "fp8e8m0"),
     "sv_fp4e2m1_2": ("sv", "fp4e2m1_2"),
-    "rt": ("rt", None), "rt_bf": ("rt", "bf16"), "rt_hf": ("rt", "half"), "rt_fl": ("rt", "float"),
+    "rt": ("rt", None),
+    "rt_bf": ("rt", "bf16"),
+    "rt_hf": ("rt", "half"),
+    "rt_fl": ("rt", "float"),
     "rt_fp8e4m3": ("rt", "fp8e4m3"),
-    "rv": ("rv", None), "rv_bf": ("rv", "bf16"), "rv_hf": ("rv", "half"), "rv_fl": ("rv", "float"),
+    "rv": ("rv", None),
+    "rv_bf": ("rv", "bf16"),
+    "rv_hf": ("rv", "half"),
+    "rv_fl": ("rv", "float"),
     "tt": ("tt", None),
-    "tmem": ("tt", None),          # TK of January 2025: tmem<T, R, C> (renamed tt)
+    "tmem": ("tt", None),  # TK of January 2025: tmem<T, R, C> (renamed tt)
     # tt.cuh: full_tt_X<width> = tt<X, MAX_TENSOR_ROWS (128), width>
-    "full_tt_bf": ("full_tt", "bf16"), "full_tt_hf": ("full_tt", "half"), "full_tt_fl": ("full_tt", "float"),
-    "full_tt_fp8e4m3": ("full_tt", "fp8e4m3"), "full_tt_fp8e5m2": ("full_tt", "fp8e5m2"),
-    "full_tt_fp8e8m0": ("full_tt", "fp8e8m0"), "full_tt_fp4e2m1_2": ("full_tt", "fp4e2m1_2"),
+    "full_tt_bf": ("full_tt", "bf16"),
+    "full_tt_hf": ("full_tt", "half"),
+    "full_tt_fl": ("full_tt", "float"),
+    "full_tt_fp8e4m3": ("full_tt", "fp8e4m3"),
+    "full_tt_fp8e5m2": ("full_tt", "fp8e5m2"),
+    "full_tt_fp8e8m0": ("full_tt", "fp8e8m0"),
+    "full_tt_fp4e2m1_2": ("full_tt", "fp4e2m1_2"),
     "gl": ("gl", None),
     "semaphore": ("semaphore", None),
 }

@@ -9,17 +9,38 @@ Public interface:
   threads: threads_satisfying(pred, n), the threads of a block a predicate over tid holds for
 The model imports neither the front end nor the checks.
 """
+
 from importlib import import_module as _import_module
 
 _PUBLIC = {
-    "KernelModel": "ir", "Op": "ir", "Ref": "ir", "Guard": "ir", "Loop": "ir", "TileType": "ir",
-    "Expr": "expr", "Const": "expr", "Var": "expr",
+    "KernelModel": "ir",
+    "Op": "ir",
+    "Ref": "ir",
+    "Guard": "ir",
+    "Loop": "ir",
+    "TileType": "ir",
+    "Expr": "expr",
+    "Const": "expr",
+    "Var": "expr",
     "threads_satisfying": "threads",
 }
 _MODULES = ("ir", "expr", "threads")
 
-__all__ = ["Const", "Expr", "Guard", "KernelModel", "Loop", "Op", "Ref", "TileType", "Var",
-           "threads_satisfying", "ir", "expr", "threads"]
+__all__ = [
+    "Const",
+    "Expr",
+    "Guard",
+    "KernelModel",
+    "Loop",
+    "Op",
+    "Ref",
+    "TileType",
+    "Var",
+    "threads_satisfying",
+    "ir",
+    "expr",
+    "threads",
+]
 
 
 def __getattr__(name):

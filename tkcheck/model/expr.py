@@ -14,6 +14,7 @@ Opaque terms are never guessed: they evaluate to None and translate to fresh,
 unconstrained z3 variables, so a proof that depends on them fails (and is not
 reported) rather than being decided by a made-up value.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,10 +27,10 @@ Value = int | bool
 # Kinds of variables. The kind decides how the checks treat a variable:
 # thread variables are enumerated over the block, loop counters range over a
 # loop's trip count, params are unknown-but-uniform across the block.
-THREAD = "thread"     # tid (threadIdx.x), tid_y, tid_z
-LOOP = "loop"         # iteration counter of a loop (k >= 0)
-PARAM = "param"       # uniform runtime value (kernel argument, blockIdx, template param w/o default)
-OPAQUE = "opaque"     # something the front end could not model
+THREAD = "thread"  # tid (threadIdx.x), tid_y, tid_z
+LOOP = "loop"  # iteration counter of a loop (k >= 0)
+PARAM = "param"  # uniform runtime value (kernel argument, blockIdx, template param w/o default)
+OPAQUE = "opaque"  # something the front end could not model
 
 
 class Expr:
@@ -412,6 +413,7 @@ def opaque(text: str) -> Var:
 
 # ------------------------------------------------------------ traversal --
 
+
 def subexprs(e: Expr) -> Iterator[Expr]:
     """e and every subexpression of it, in preorder (a node before its children, left to right)."""
     todo = [e]
@@ -425,9 +427,11 @@ def rewrite(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
     """e rewritten top-down: where fn gives a replacement for a node, that replacement (not
     rewritten further); elsewhere the node rebuilt from its rewritten children through the
     folding constructors, so constants fold as they do when the front end builds values."""
+
     def go(x: Expr) -> Expr:
         r = fn(x)
         return r if r is not None else x.map_children(go)
+
     return go(e)
 
 

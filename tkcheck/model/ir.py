@@ -6,6 +6,7 @@ records *where* it is (a Location), *who* runs it (a thread guard over `tid`
 plus uniform conditions), and *how often* (the loops around it), so that
 "which threads execute this, how many times per iteration" is computable.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from .expr import Expr
 
 # ---------------------------------------------------------------- types ----
 
+
 @dataclass(frozen=True)
 class TileType:
     """A ThunderKittens data type as the kernel spells it, folded to numbers.
@@ -26,17 +28,18 @@ class TileType:
     (register vector), tt (TMEM tile), gl (global layout), semaphore,
     struct (a user struct of tiles, e.g. lcf's input_block), array.
     """
+
     kind: str
     spelling: str
-    dtype: str | None = None          # "bf16", "half", "float", "fp8e4m3", ...
+    dtype: str | None = None  # "bf16", "half", "float", "fp8e4m3", ...
     dtype_bytes: int | None = None
     rows: Expr | None = None
     cols: Expr | None = None
     swizzle_bytes: Expr | None = None  # shared tiles: chosen from the width unless explicit
-    layout: str | None = None          # rt: "row"/"col"
-    members: tuple[tuple[str, "TileType", Expr | None], ...] = ()   # struct: (name, type, array count)
+    layout: str | None = None  # rt: "row"/"col"
+    members: tuple[tuple[str, "TileType", Expr | None], ...] = ()  # struct: (name, type, array count)
     element: "TileType | None" = None  # array element / gl registered tile types
-    count: Expr | None = None          # array length
+    count: Expr | None = None  # array length
     registered: tuple["TileType", ...] = ()  # gl: tile types registered for TMA
 
     def size_bytes(self) -> Expr | None:
@@ -66,9 +69,11 @@ class TileType:
 
 # --------------------------------------------------------------- places ----
 
+
 @dataclass(frozen=True)
 class Ref:
     """A reference to a named object, possibly indexed: `full[stage]`, `args.input.a[i]`."""
+
     name: str
     index: tuple[Expr, ...] = ()
 
@@ -84,7 +89,7 @@ def _bare(text: str) -> str:
     for i, c in enumerate(text):
         depth += {"(": 1, ")": -1}.get(c, 0)
         if depth == 0 and i < len(text) - 1:
-            return text          # `(a) + (b)`: the first bracket closes early
+            return text  # `(a) + (b)`: the first bracket closes early
     return text[1:-1]
 
 
@@ -92,12 +97,12 @@ def _bare(text: str) -> str:
 class SharedBuffer:
     name: str
     type: TileType
-    dims: tuple[Expr, ...]            # array dimensions (stages, ...)
+    dims: tuple[Expr, ...]  # array dimensions (stages, ...)
     location: Location
-    alignment: int | None = None      # proven base alignment in bytes
-    storage: str = "static"           # static (__shared__), allocator, extern, template
-    stage_dim: int | None = None      # which dim is the pipeline stage
-    base_offset: int = 0              # bytes from an `alignment`-aligned address to element [0...]
+    alignment: int | None = None  # proven base alignment in bytes
+    storage: str = "static"  # static (__shared__), allocator, extern, template
+    stage_dim: int | None = None  # which dim is the pipeline stage
+    base_offset: int = 0  # bytes from an `alignment`-aligned address to element [0...]
     strides: tuple[int | None, ...] = ()  # bytes per step of each dim (empty: from the type)
 
 
@@ -105,6 +110,7 @@ class SharedBuffer:
 class SmemAddress:
     """`__cvta_generic_to_shared(&tile)`: the 32-bit shared address of a buffer element, as the
     kernel computes it for its own address math (the Var standing for it in Exprs is `var`)."""
+
     var: str
     buffer: Ref
     tile_type: TileType | None
@@ -114,10 +120,11 @@ class SmemAddress:
 @dataclass
 class Barrier:
     """An mbarrier (TK `semaphore`) or an array of them."""
+
     name: str
     dims: tuple[Expr, ...]
     location: Location
-    storage: str = "static"           # static, template (lcf), allocator, global (MK counters)
+    storage: str = "static"  # static, template (lcf), allocator, global (MK counters)
     # for template-owned barriers the protocol fixes init count and first phase
     template_init_count: Expr | None = None
 
@@ -128,6 +135,7 @@ class TmemAllocator:
     `cols` TMEM columns of this CTA (512 / nblocks_per_sm, rounded down to 32), allocated by
     `provision()` (tcgen05.alloc by one whole warp; the constructor does it when managed) and
     freed by `deprovision()` (tcgen05.dealloc; the destructor when managed)."""
+
     name: str
     nblocks_per_sm: int | None
     ncta: int | None
@@ -141,6 +149,7 @@ class TmemTile:
     """A `tt<T, R, C>` handed out by `allocator.allocate<TT>(col)` (or `(superlane, col)`).
     `elements[i]` is (lane offset, column offset in 32-bit TMEM columns) of array element i
     (one element for a scalar tile); None where the offset is not known."""
+
     name: str
     type: TileType
     allocator: str | None
@@ -152,15 +161,15 @@ class TmemTile:
 @dataclass
 class Loop:
     id: int
-    var: str | None                   # induction variable name
-    counter: E.Var                    # iteration counter k (0, 1, ...)
+    var: str | None  # induction variable name
+    counter: E.Var  # iteration counter k (0, 1, ...)
     init: Expr | None
     step: Expr | None
-    trip: Expr | None                 # number of iterations, when known/symbolic
+    trip: Expr | None  # number of iterations, when known/symbolic
     location: Location
     parent: int | None
-    infinite: bool = False            # for(;;) / while(true) with breaks
-    uniform: bool = True              # trip count the same for every thread of the block
+    infinite: bool = False  # for(;;) / while(true) with breaks
+    uniform: bool = True  # trip count the same for every thread of the block
     # an infinite loop left only through `if (c) break;` on block-uniform conditions (an
     # interpreter's `if (op == STOP) break;`): the conditions under which an iteration goes
     # on past each break (`!c`, as they appear in the guards of the ops after it); empty
@@ -181,6 +190,7 @@ class Guard:
     whole block (kernel arguments, blockIdx, loop-carried uniform values).
     `exact` is False when some condition could not be modelled at all.
     """
+
     thread: Expr = E.TRUE
     uniform: tuple[Expr, ...] = ()
     exact: bool = True
@@ -199,27 +209,30 @@ class Guard:
 # What an op's spelling means, decoded once by the front end from `knowledge/ops.py`: checks and
 # rules read these fields, never the spelled name (`Op.api` is the text messages show).
 
+
 @dataclass(frozen=True)
 class MmaOperand:
     """One operand of an MMA (`acc`, `a`, `b`) as the front end resolved it."""
-    kind: str                         # what the argument is: regtile | buffer | tmem | ...
+
+    kind: str  # what the argument is: regtile | buffer | tmem | ...
     type: TileType | None = None
-    reinterpreted_from: TileType | None = None   # a shared tile viewed as another tile type
+    reinterpreted_from: TileType | None = None  # a shared tile viewed as another tile type
 
 
 @dataclass(frozen=True)
 class MmaFacts:
     """A tensor-core MMA: a Hopper wgmma (`warpgroup::mma_ABt`) or a Blackwell tcgen05 MMA
     (`mm2_AB`, `mma<ta, tb>`)."""
-    family: str                       # "wgmma" | "tcgen05"
-    accumulate: bool                  # `mma*`: D += A*B; `mm*`: D = A*B
-    ncta: int = 1                     # cta_group::ncta (tcgen05 `*2`: the pair of CTAs)
+
+    family: str  # "wgmma" | "tcgen05"
+    accumulate: bool  # `mma*`: D += A*B; `mm*`: D = A*B
+    ncta: int = 1  # cta_group::ncta (tcgen05 `*2`: the pair of CTAs)
     # the name's `At` / `Bt`: A given as K x M (MN-major), B given as N x K (K-major); None where
     # the name does not say (`mma<ta, tb>`, a bare `mma`)
     transpose_a: bool | None = None
     transpose_b: bool | None = None
     commit_barrier: Ref | None = None  # tcgen05 overloads with a semaphore: committed to it after
-    acc: MmaOperand | None = None     # None: the argument is not a known object
+    acc: MmaOperand | None = None  # None: the argument is not a known object
     a: MmaOperand | None = None
     b: MmaOperand | None = None
 
@@ -235,18 +248,20 @@ class MmaFacts:
 @dataclass(frozen=True)
 class AsmFacts:
     """An op written as inline PTX (`asm volatile("...")`), its PTX classified once."""
-    async_mma: bool = False           # wgmma.mma_async / tcgen05.mma
-    arrives: bool = False             # mbarrier.arrive*
-    expects_tx: bool = False          # mbarrier[.arrive].expect_tx
-    mbarrier: bool = False            # names an mbarrier at all (its operands are not tracked)
-    instruction: str | None = None    # the mbarrier / bulk-copy / MMA / proxy-fence instruction it names
+
+    async_mma: bool = False  # wgmma.mma_async / tcgen05.mma
+    arrives: bool = False  # mbarrier.arrive*
+    expects_tx: bool = False  # mbarrier[.arrive].expect_tx
+    mbarrier: bool = False  # names an mbarrier at all (its operands are not tracked)
+    instruction: str | None = None  # the mbarrier / bulk-copy / MMA / proxy-fence instruction it names
 
 
 @dataclass(frozen=True)
 class SyncFacts:
     """A SYNC: which barrier it waits at."""
-    kind: str                         # block | named | warp | cluster | cluster_arrive | cluster_wait
-    mask: Expr | None = None          # __syncwarp(mask)
+
+    kind: str  # block | named | warp | cluster | cluster_arrive | cluster_wait
+    mask: Expr | None = None  # __syncwarp(mask)
     # the block-wide barriers the checks pair across sites: CUDA's __syncthreads() (barrier 0)
     # and TK's everyone::sync(id) (barrier `sync_id`); a block sync that is neither (the
     # bar.sync 0 inside a TMEM allocation) is not paired
@@ -258,6 +273,7 @@ class SyncFacts:
 class FenceFacts:
     """A FENCE: proxy_async | tcgen05_before | tcgen05_after | mbarrier_init | membar_gl |
     membar_sys | membar_cta | membar_cluster."""
+
     kind: str
 
 
@@ -265,142 +281,148 @@ class FenceFacts:
 class BarrierFacts:
     """Where an mbarrier op (arrive, expect, wait) or a delivery to a barrier (TMA load, CLC
     response) lands, and how it completes."""
-    remote: bool = False              # tma::cluster::arrive / a DSMEM copy: another CTA's barrier
-    cta: Expr | None = None           # the CTA whose copy of the barrier it names
-    mbar_cta: Expr | None = None      # cta_group::2 loads: the CTA whose barrier the bytes complete on
-    mask: Expr | None = None          # multicast mask (TMA load, tcgen05.commit of a CTA pair)
+
+    remote: bool = False  # tma::cluster::arrive / a DSMEM copy: another CTA's barrier
+    cta: Expr | None = None  # the CTA whose copy of the barrier it names
+    mbar_cta: Expr | None = None  # cta_group::2 loads: the CTA whose barrier the bytes complete on
+    mask: Expr | None = None  # multicast mask (TMA load, tcgen05.commit of a CTA pair)
     multicast: bool = False
-    tcgen05_commit: bool = False      # an arrive by tcgen05.commit (when earlier tcgen05 ops complete)
-    ncta: int | None = None           # tcgen05.commit's cta_group
-    of_mma: bool = False              # the commit of an MMA overload with a semaphore
-    and_wait: bool = False            # arrive_and_wait
-    clc: bool = False                 # the 16-byte response of a cluster launch control request
+    tcgen05_commit: bool = False  # an arrive by tcgen05.commit (when earlier tcgen05 ops complete)
+    ncta: int | None = None  # tcgen05.commit's cta_group
+    of_mma: bool = False  # the commit of an MMA overload with a semaphore
+    and_wait: bool = False  # arrive_and_wait
+    clc: bool = False  # the 16-byte response of a cluster launch control request
 
 
 @dataclass(frozen=True)
 class TransferFacts:
     """A TMA copy (TMA_LOAD / TMA_STORE): the shared tile and the global layout."""
+
     tile_type: TileType | None = None
     reinterpreted_from: TileType | None = None
     coord: tuple[Expr, ...] = ()
-    gl: str | None = None             # the global layout's name
+    gl: str | None = None  # the global layout's name
     gl_type: TileType | None = None
-    proxy_fence: bool = False         # TK fences the async proxy in the issuing thread first
+    proxy_fence: bool = False  # TK fences the async proxy in the issuing thread first
 
 
 @dataclass(frozen=True)
 class AccessFacts:
     """A REG_ACCESS / SMEM_ACCESS."""
-    mode: str                         # read | write | zero
-    via: str | None = None            # element (a scalar of a shared array) | asm (address math)
+
+    mode: str  # read | write | zero
+    via: str | None = None  # element (a scalar of a shared array) | asm (address math)
     tile_type: TileType | None = None
     reinterpreted_from: TileType | None = None
-    addr: Expr | None = None          # via asm: the address operand
+    addr: Expr | None = None  # via asm: the address operand
 
 
 @dataclass(frozen=True)
 class TmemFacts:
     """A TMEM_OP."""
-    action: str                       # alloc | dealloc | load | store | wait_ld | wait_st | cp
-    allocator: str | None = None      # alloc / dealloc: the allocator's name
-    cols: int | None = None           # alloc: its columns
-    managed: bool | None = None       # alloc by a managed allocator's constructor (freed by its destructor)
+
+    action: str  # alloc | dealloc | load | store | wait_ld | wait_st | cp
+    allocator: str | None = None  # alloc / dealloc: the allocator's name
+    cols: int | None = None  # alloc: its columns
+    managed: bool | None = None  # alloc by a managed allocator's constructor (freed by its destructor)
     tile_type: TileType | None = None  # load / store: the accessed tt
-    lane_off: Expr | None = None      # load / store: the lane offset from the tile's element base
+    lane_off: Expr | None = None  # load / store: the lane offset from the tile's element base
 
 
 @dataclass(frozen=True)
 class GlobalAccessFacts:
     """A GLOBAL_SIGNAL / GLOBAL_LOAD: its memory-order semantics."""
-    sem: str                          # relaxed | release | acq_rel | acquire | weak | volatile
-    text: str | None = None           # the instruction as written (for messages)
+
+    sem: str  # relaxed | release | acq_rel | acquire | weak | volatile
+    text: str | None = None  # the instruction as written (for messages)
 
 
 @dataclass(frozen=True)
 class PhasebitFacts:
     """TK's phase bitfield: set to a constant (`phasebit_set`), a bit flipped (`phasebit_flip`,
     `update_phasebit`), or the bit a wait's parity reads (`get_phasebit`, on MBAR_WAIT)."""
+
     bitfield: str
-    pos: Expr | None = None           # flip / read: the bit position
-    value: int | None = None          # set: the constant
+    pos: Expr | None = None  # flip / read: the bit position
+    value: int | None = None  # set: the constant
 
 
 # ------------------------------------------------------------------ ops ----
 
 # Op kinds. Every kind's operands are documented where the front end creates it
 # (tkcheck/knowledge/ops.py holds the table from API spellings to kinds).
-MBAR_INIT = "mbar_init"         # barrier, count (arrivals + tx count, as TK sums them)
-MBAR_ARRIVE = "mbar_arrive"     # barrier, count (arrivals per issuing thread), mbar
-MBAR_EXPECT = "mbar_expect"     # barrier, bytes (tx per issuing thread); arrives once (arrive.expect_tx)
-MBAR_WAIT = "mbar_wait"         # barrier, parity
-TMA_LOAD = "tma_load"           # buffer (dst), bytes, barrier, transfer, mbar
-TMA_STORE = "tma_store"         # buffer (src), bytes, transfer
+MBAR_INIT = "mbar_init"  # barrier, count (arrivals + tx count, as TK sums them)
+MBAR_ARRIVE = "mbar_arrive"  # barrier, count (arrivals per issuing thread), mbar
+MBAR_EXPECT = "mbar_expect"  # barrier, bytes (tx per issuing thread); arrives once (arrive.expect_tx)
+MBAR_WAIT = "mbar_wait"  # barrier, parity
+TMA_LOAD = "tma_load"  # buffer (dst), bytes, barrier, transfer, mbar
+TMA_STORE = "tma_store"  # buffer (src), bytes, transfer
 TMA_STORE_COMMIT = "tma_store_commit"
-TMA_STORE_WAIT = "tma_store_wait"   # count (wait<N>), read_only
-CP_ASYNC = "cp_async"           # non-bulk async copy
+TMA_STORE_WAIT = "tma_store_wait"  # count (wait<N>), read_only
+CP_ASYNC = "cp_async"  # non-bulk async copy
 CP_ASYNC_WAIT = "cp_async_wait"
-MMA = "mma"                     # operands (acc, a, b), mma
+MMA = "mma"  # operands (acc, a, b), mma
 MMA_COMMIT = "mma_commit"
-MMA_WAIT = "mma_wait"           # n
+MMA_WAIT = "mma_wait"  # n
 MMA_FENCE = "mma_fence"
-SYNC = "sync"                   # sync (SyncFacts); sync_id, count
-NAMED_ARRIVE = "named_arrive"   # bar.arrive id, count
-FENCE = "fence"                 # fence (FenceFacts)
-SETMAXNREG = "setmaxnreg"       # increase, count (registers)
-REG_ACCESS = "reg_access"       # buffer (the tile), access (AccessFacts)
-SMEM_ACCESS = "smem_access"     # buffer, access (AccessFacts)
+SYNC = "sync"  # sync (SyncFacts); sync_id, count
+NAMED_ARRIVE = "named_arrive"  # bar.arrive id, count
+FENCE = "fence"  # fence (FenceFacts)
+SETMAXNREG = "setmaxnreg"  # increase, count (registers)
+REG_ACCESS = "reg_access"  # buffer (the tile), access (AccessFacts)
+SMEM_ACCESS = "smem_access"  # buffer, access (AccessFacts)
 GLOBAL_SIGNAL = "global_signal"  # atomic/red on global memory: global_access
-GLOBAL_LOAD = "global_load"      # a load of global memory in inline PTX or volatile: global_access
-TMEM_OP = "tmem_op"             # tmem (TmemFacts): alloc | dealloc | load | store | wait_ld | wait_st | cp;
+GLOBAL_LOAD = "global_load"  # a load of global memory in inline PTX or volatile: global_access
+TMEM_OP = "tmem_op"  # tmem (TmemFacts): alloc | dealloc | load | store | wait_ld | wait_st | cp;
 #                                 load/store: operands (tile Ref), group_warps
-PDL = "pdl"                     # pdl: wait (griddepcontrol.wait: the previous grid's results
+PDL = "pdl"  # pdl: wait (griddepcontrol.wait: the previous grid's results
 #                                 are visible after it) | launch_dependents (the next grid may start)
-PHASEBIT_SET = "phasebit_set"   # a phase bitfield set to a constant: phasebit (bitfield, value)
+PHASEBIT_SET = "phasebit_set"  # a phase bitfield set to a constant: phasebit (bitfield, value)
 PHASEBIT_FLIP = "phasebit_flip"  # update_phasebit: phasebit (bitfield, pos)
-EXIT = "exit"                   # return from the kernel (early exit)
-CALL = "call"                   # a call the front end recognised but does not model
+EXIT = "exit"  # return from the kernel (early exit)
+CALL = "call"  # a call the front end recognised but does not model
 
 
 @dataclass
 class Op:
     kind: str
-    api: str                          # the spelled callee: "tma::load_async", "warpgroup::arrive"
+    api: str  # the spelled callee: "tma::load_async", "warpgroup::arrive"
     location: Location
     guard: Guard
-    loops: tuple[int, ...]            # enclosing loop ids, outermost first
-    scope: str = "thread"             # thread | warp | warpgroup | group<N> | block | cluster
-    issuers_per_group: int = 0        # for group scopes: 1 elected lane per group instance
-    group_warps: int = 1              # group<N>::... ops: N warps per instance
+    loops: tuple[int, ...]  # enclosing loop ids, outermost first
+    scope: str = "thread"  # thread | warp | warpgroup | group<N> | block | cluster
+    issuers_per_group: int = 0  # for group scopes: 1 elected lane per group instance
+    group_warps: int = 1  # group<N>::... ops: N warps per instance
     barrier: Ref | None = None
     buffer: Ref | None = None
     operands: tuple[Ref, ...] = ()
-    count: Expr | None = None         # arrivals / init count / wait<N> / sync thread count
-    bytes: Expr | None = None         # tx bytes (expect) or bytes delivered (load/store)
+    count: Expr | None = None  # arrivals / init count / wait<N> / sync thread count
+    bytes: Expr | None = None  # tx bytes (expect) or bytes delivered (load/store)
     parity: Expr | None = None
     sync_id: Expr | None = None
     # the facts of each kind (None on ops of other kinds), filled once by the front end
-    mma: MmaFacts | None = None       # MMA
-    asm: AsmFacts | None = None       # any op written as inline PTX
-    sync: SyncFacts | None = None     # SYNC
-    fence: FenceFacts | None = None   # FENCE
+    mma: MmaFacts | None = None  # MMA
+    asm: AsmFacts | None = None  # any op written as inline PTX
+    sync: SyncFacts | None = None  # SYNC
+    fence: FenceFacts | None = None  # FENCE
     mbar: BarrierFacts | None = None  # MBAR_ARRIVE, MBAR_EXPECT, MBAR_WAIT, TMA_LOAD
     transfer: TransferFacts | None = None  # TMA_LOAD, TMA_STORE
     access: AccessFacts | None = None  # REG_ACCESS, SMEM_ACCESS
-    tmem: TmemFacts | None = None     # TMEM_OP
+    tmem: TmemFacts | None = None  # TMEM_OP
     global_access: GlobalAccessFacts | None = None  # GLOBAL_SIGNAL, GLOBAL_LOAD
     phasebit: PhasebitFacts | None = None  # phasebit_set, phasebit_flip, MBAR_WAIT
-    increase: bool | None = None      # SETMAXNREG: .inc (else .dec)
-    read_only: bool = False           # TMA_STORE_WAIT: store_async_read_wait (reads done, not writes)
-    pdl: str | None = None            # PDL: wait | launch_dependents
+    increase: bool | None = None  # SETMAXNREG: .inc (else .dec)
+    read_only: bool = False  # TMA_STORE_WAIT: store_async_read_wait (reads done, not writes)
+    pdl: str | None = None  # PDL: wait | launch_dependents
     # the op names a barrier the front end could not resolve (the argument's text): its counts
     # and phases are not known
     barrier_unknown: str | None = None
     # CALL: a call tkcheck does not model received this barrier (it may arrive, wait, re-init)
     unmodelled_barrier_use: bool = False
-    not_inlined: bool = False         # CALL: a user function past the inlining bound
-    order: int = 0                    # program order within the kernel (source walk order)
+    not_inlined: bool = False  # CALL: a user function past the inlining bound
+    order: int = 0  # program order within the kernel (source walk order)
     callers: tuple[Location, ...] = ()  # inlining chain: user device functions / callbacks
-    role_hint: str | None = None      # lcf: producer / consumer (which template branch)
+    role_hint: str | None = None  # lcf: producer / consumer (which template branch)
 
     # the kind facts most queries test, None on ops of other kinds
     @property
@@ -424,13 +446,13 @@ class Op:
 class KernelModel:
     name: str
     location: Location
-    kind: str                          # "global" | "lcf" | "lcsf" | "lcsc" | "interpreter"
-    block_threads: Expr | None         # threads per block (x), folded when possible
-    block_threads_source: str = ""     # where the number came from (launch_bounds, template flags)
+    kind: str  # "global" | "lcf" | "lcsf" | "lcsc" | "interpreter"
+    block_threads: Expr | None  # threads per block (x), folded when possible
+    block_threads_source: str = ""  # where the number came from (launch_bounds, template flags)
     # a register cap fixed at entry (`__launch_bounds__`): True / False / None (unknown,
     # e.g. an attribute tkcheck cannot identify) -- setmaxnreg needs it
     launch_bounds: bool | None = None
-    min_blocks: Expr | None = None     # second __launch_bounds__ argument
+    min_blocks: Expr | None = None  # second __launch_bounds__ argument
     cluster: Expr | None = None
     template_params: dict[str, Expr | None] = field(default_factory=dict)
     buffers: dict[str, SharedBuffer] = field(default_factory=dict)
@@ -442,9 +464,9 @@ class KernelModel:
     smem_addresses: dict[str, SmemAddress] = field(default_factory=dict)  # Var name -> buffer
     tmem_allocators: dict[str, TmemAllocator] = field(default_factory=dict)
     tmem_tiles: dict[str, TmemTile] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)       # assumptions stated to the user
+    notes: list[str] = field(default_factory=list)  # assumptions stated to the user
     unmodelled: list[tuple[Location, str]] = field(default_factory=list)  # for --show-unknown
-    tk_semantics: str = "thread-scope"                   # or "lane-guarded" (pre late-2025 TK)
+    tk_semantics: str = "thread-scope"  # or "lane-guarded" (pre late-2025 TK)
     # one instantiation of a template kernel, or a function a TK launcher runs as a kernel:
     # where the file names it (findings point there too), and how (launch, explicit, ...)
     instance_site: Location | None = None
@@ -468,15 +490,20 @@ class KernelModel:
         from 1 in steps of 2); other names stay as they are."""
         by_counter = {lp.counter.name: lp for lp in self.loops.values()}
         out = {}
-        for name, v in (pairs.items() if isinstance(pairs, dict) else pairs):
+        for name, v in pairs.items() if isinstance(pairs, dict) else pairs:
             lp = by_counter.get(name)
             if lp is None:
                 out[name] = v
                 continue
             init = lp.init.eval({}) if lp.init is not None else None
             step = lp.step.eval({}) if lp.step is not None else None
-            if lp.var and isinstance(v, int) and isinstance(init, int) and isinstance(step, int) \
-                    and not isinstance(v, bool):
+            if (
+                lp.var
+                and isinstance(v, int)
+                and isinstance(init, int)
+                and isinstance(step, int)
+                and not isinstance(v, bool)
+            ):
                 out[lp.var] = init + step * v
             else:
                 out[str(lp.counter)] = v

@@ -1,6 +1,7 @@
 """The threads of a block that satisfy a predicate over the thread index, by enumeration:
 the one exact answer both the front end (a branch no thread takes) and the checks (who runs
 an op) use."""
+
 from __future__ import annotations
 
 from functools import lru_cache

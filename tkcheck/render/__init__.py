@@ -4,6 +4,7 @@
 deterministic: findings are sorted the same way and nothing depends on the
 time, the machine, or the order the checks ran in.
 """
+
 from __future__ import annotations
 
 import pathlib

@@ -3,6 +3,7 @@
 Kept here so that the formats agree on what "the same finding" looks like:
 the same order, the same path spelling, the same counterexample text.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,6 +29,7 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     Renderers never rely on the order the checks produced findings in, so that
     `-j N` and caches give byte-identical output.
     """
+
     def key(f: Finding) -> tuple[str, int, int, str, str, int, int]:
         loc = f.location
         return (*f.sort_key(), loc.end_row or loc.row, loc.end_column or loc.column)
@@ -57,8 +59,12 @@ def escape_controls(text: str) -> str:
     if not _CONTROL.search(text):
         return text
     named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-    return _CONTROL.sub(lambda m: named.get(m.group(), f"\\x{ord(m.group()):02x}"
-                                            if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"), text)
+    return _CONTROL.sub(
+        lambda m: named.get(
+            m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"
+        ),
+        text,
+    )
 
 
 def relative_to_root(filename: str, root: pathlib.Path | None) -> str | None:

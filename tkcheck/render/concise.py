@@ -4,6 +4,7 @@ The shape of gcc/clang diagnostics, so editors and GitHub's gcc problem matcher
 pick the lines up without configuration. One line each, always: a message with
 a line break would split a finding in two for those tools.
 """
+
 from __future__ import annotations
 
 import pathlib

@@ -1,18 +1,19 @@
 """Full: the default on a terminal. Header, snippet with carets, notes, evidence.
 
-    kernels/gemm.cu:42:9: error: expect_tx of 16384 bytes ... [<code>]
-       |
-    42 |     tma::expect_bytes(bar, 16384);
-       |     ^^^^^^^^^^^^^^^^^
-    kernels/gemm.cu:30:5: note: the loads on 'bar'
-    counterexample: iteration=3, stage=1
-    trace:
-      1. producer: wait(empty[0], 1) passes (kernels/gemm.cu:50:9)
-      2. consumer: wait(full[1], 0) blocks forever  <-- blocked
-    help: expect the bytes of every load that completes on 'bar'
+kernels/gemm.cu:42:9: error: expect_tx of 16384 bytes ... [<code>]
+   |
+42 |     tma::expect_bytes(bar, 16384);
+   |     ^^^^^^^^^^^^^^^^^
+kernels/gemm.cu:30:5: note: the loads on 'bar'
+counterexample: iteration=3, stage=1
+trace:
+  1. producer: wait(empty[0], 1) passes (kernels/gemm.cu:50:9)
+  2. consumer: wait(full[1], 0) blocks forever  <-- blocked
+help: expect the bytes of every load that completes on 'bar'
 
-    Found 1 finding in 3 files.
+Found 1 finding in 3 files.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -93,14 +94,18 @@ def _finding_lines(f: Finding, sources: dict[str, str], root: pathlib.Path | Non
         out.append(f"{paint('note', 'help:')} {f.help}")
     for x in f.fixes:
         from ..fixes import diff
+
         text = diff(x, sources, lambda name: display_path(name, root))
         if not text:
             continue
         how = "safe, `--fix` applies it" if x.safe else "suggested, review before applying"
         out.append(f"{paint('note', 'fix:')} {x.description} ({how})")
         for d in text.rstrip("\n").split("\n"):
-            style = "caret" if d.startswith("+") and not d.startswith("+++") else (
-                "error" if d.startswith("-") and not d.startswith("---") else "dim")
+            style = (
+                "caret"
+                if d.startswith("+") and not d.startswith("+++")
+                else ("error" if d.startswith("-") and not d.startswith("---") else "dim")
+            )
             out.append("    " + paint(style, d))
     if f.verdict:
         out.append(f"{paint('bold', 'confirm:')} {format_verdict(f.verdict)}")
@@ -131,6 +136,6 @@ def render_full(
         footer = f"No findings in {files}."
     last = [paint("bold", footer)]
     if coverage and coverage.get("line"):
-        last.append(coverage["line"])      # what was modelled: "no findings" means only this much
+        last.append(coverage["line"])  # what was modelled: "no findings" means only this much
     blocks.append(last)
     return "\n\n".join("\n".join(b) for b in blocks) + "\n"

@@ -4,6 +4,7 @@ Escaping follows the runner's own rules (actions/toolkit `command.ts`): data
 escapes %, CR and LF; property values also escape ':' and ','. Paths are
 relative to the repository root, which is what the runner resolves them against.
 """
+
 from __future__ import annotations
 
 import pathlib

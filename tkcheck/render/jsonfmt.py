@@ -5,6 +5,7 @@ are written as their text rather than crashing the run at the last step.
 Output is ASCII (\\u escapes): a stray surrogate from a badly decoded file
 cannot then fail the write.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,6 +34,5 @@ def render_json(findings: list[Finding], *, root: pathlib.Path | None = None, **
 
 def render_json_lines(findings: list[Finding], *, root: pathlib.Path | None = None, **_: object) -> str:
     return "".join(
-        json.dumps(_record(f, root), default=str, separators=(",", ":")) + "\n"
-        for f in sort_findings(findings)
+        json.dumps(_record(f, root), default=str, separators=(",", ":")) + "\n" for f in sort_findings(findings)
     )

@@ -4,6 +4,7 @@ The renderer sees findings, not the list of files checked, so each finding is
 one failing testcase (classname = file, name = code and position) and a clean
 run is one passing testcase; the suite counts `files_checked` in a property.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -37,9 +38,7 @@ def _details(f: Finding, root: pathlib.Path | None) -> str:
     return "\n".join(lines)
 
 
-def render_junit(
-    findings: list[Finding], *, files_checked: int, root: pathlib.Path | None = None, **_: object
-) -> str:
+def render_junit(findings: list[Finding], *, files_checked: int, root: pathlib.Path | None = None, **_: object) -> str:
     ordered = sort_findings(findings)
     tests = max(len(ordered), 1)
     counts = {"tests": str(tests), "failures": str(len(ordered)), "errors": "0", "skipped": "0"}
@@ -49,19 +48,27 @@ def render_junit(
     ET.SubElement(props, "property", {"name": "files_checked", "value": str(files_checked)})
     for f in ordered:
         path = display_path(f.location.filename, root)
-        case = ET.SubElement(suite, "testcase", {
-            "classname": _clean(path),
-            "name": _clean(f"{f.code} {path}:{f.location.row}:{f.location.column}"),
-            "file": _clean(path),
-            "line": str(f.location.row),
-        })
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {
+                "classname": _clean(path),
+                "name": _clean(f"{f.code} {path}:{f.location.row}:{f.location.column}"),
+                "file": _clean(path),
+                "line": str(f.location.row),
+            },
+        )
         failure = ET.SubElement(case, "failure", {"message": _clean(f.message), "type": f.code})
         failure.text = _clean(_details(f, root))
     if not ordered:
-        ET.SubElement(suite, "testcase", {
-            "classname": "tkcheck",
-            "name": f"no findings in {plural(files_checked, 'file')}",
-        })
+        ET.SubElement(
+            suite,
+            "testcase",
+            {
+                "classname": "tkcheck",
+                "name": f"no findings in {plural(files_checked, 'file')}",
+            },
+        )
     ET.indent(suites, space="  ")
     body = ET.tostring(suites, encoding="unicode")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"

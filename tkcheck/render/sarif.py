@@ -6,6 +6,7 @@ documentation even for rules with no result), results point into it by
 warp role (the lanes of a deadlock), ordered globally by `executionOrder`;
 without a trace the related sites, then the finding itself, form one flow.
 """
+
 from __future__ import annotations
 
 import json
@@ -96,8 +97,9 @@ def _stub_descriptor(f: Finding) -> dict[str, Any]:
     }
 
 
-def _flow_location(loc: Location | None, text: str, root: pathlib.Path | None, order: int,
-                   **extra: Any) -> dict[str, Any]:
+def _flow_location(
+    loc: Location | None, text: str, root: pathlib.Path | None, order: int, **extra: Any
+) -> dict[str, Any]:
     where: dict[str, Any] = {"message": {"text": text}}
     if loc is not None:
         where["physicalLocation"] = _physical(loc, root)
@@ -130,9 +132,7 @@ def _code_flows(f: Finding, root: pathlib.Path | None) -> list[dict[str, Any]]:
         flows["kernel"] = steps
     else:
         return []
-    thread_flows = [
-        {"id": role, "message": {"text": role}, "locations": locs} for role, locs in flows.items()
-    ]
+    thread_flows = [{"id": role, "message": {"text": role}, "locations": locs} for role, locs in flows.items()]
     flow: dict[str, Any] = {"threadFlows": thread_flows}
     if f.witness:
         flow["message"] = {"text": f"counterexample: {format_witness(f.witness)}"}
@@ -148,12 +148,18 @@ def _fix(x: Fix, root: pathlib.Path | None) -> dict[str, Any]:
         reps = []
         for e in edits:
             loc = e.location
-            region = {"startLine": max(loc.row, 1), "startColumn": max(loc.column, 1),
-                      "endLine": max(loc.end_row or loc.row, 1), "endColumn": max(loc.end_column or loc.column, 1)}
+            region = {
+                "startLine": max(loc.row, 1),
+                "startColumn": max(loc.column, 1),
+                "endLine": max(loc.end_row or loc.row, 1),
+                "endColumn": max(loc.end_column or loc.column, 1),
+            }
             reps.append({"deletedRegion": region, "insertedContent": {"text": e.text}})
         changes.append({"artifactLocation": _uri(name, root), "replacements": reps})
-    return {"description": {"text": x.description + (" (safe)" if x.safe else " (suggested)")},
-            "artifactChanges": changes}
+    return {
+        "description": {"text": x.description + (" (safe)" if x.safe else " (suggested)")},
+        "artifactChanges": changes,
+    }
 
 
 def help_uri(code: str) -> str | None:
@@ -162,14 +168,14 @@ def help_uri(code: str) -> str | None:
     base = _docs_base()
     if not base:
         return None
-    return f"{base.rstrip('/')}/rules.md#{code.lower()}" if not base.endswith(".md") else \
-        f"{base}#{code.lower()}"
+    return f"{base.rstrip('/')}/rules.md#{code.lower()}" if not base.endswith(".md") else f"{base}#{code.lower()}"
 
 
 @lru_cache(maxsize=1)
 def _docs_base() -> str | None:
     try:
         from importlib.metadata import metadata
+
         urls: list[str] = metadata("tkcheck").get_all("Project-URL") or []
     except Exception:  # noqa: BLE001 - not installed as a distribution
         return None
@@ -214,7 +220,10 @@ def _result(f: Finding, index: int, root: pathlib.Path | None) -> dict[str, Any]
 
 
 def sarif_log(
-    findings: list[Finding], *, rules: dict[str, Rule], root: pathlib.Path | None = None,
+    findings: list[Finding],
+    *,
+    rules: dict[str, Rule],
+    root: pathlib.Path | None = None,
     coverage: dict | None = None,
 ) -> dict[str, Any]:
     descriptors = [_descriptor(rules[code]) for code in sorted(rules)]
@@ -236,6 +245,12 @@ def sarif_log(
     return {"$schema": SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
 
 
-def render_sarif(findings: list[Finding], *, rules: dict[str, Rule], root: pathlib.Path | None = None,
-                 coverage: dict[str, Any] | None = None, **_: object) -> str:
+def render_sarif(
+    findings: list[Finding],
+    *,
+    rules: dict[str, Rule],
+    root: pathlib.Path | None = None,
+    coverage: dict[str, Any] | None = None,
+    **_: object,
+) -> str:
     return json.dumps(sarif_log(findings, rules=rules, root=root, coverage=coverage), indent=2) + "\n"

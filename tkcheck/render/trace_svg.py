@@ -13,6 +13,7 @@ below (an advance of 0.62 em per character, a little over that of common monospa
 fonts), which is also what `text_boxes` uses to recover each label's box from
 the SVG.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,11 +26,11 @@ from ..findings import Finding
 
 FONT = 11
 TITLE_FONT = 14
-CHAR_EM = 0.62                  # advance of one monospace character, in em (DejaVu Sans Mono: 0.602)
-LINE_EM = 1.3                   # line height, in em
+CHAR_EM = 0.62  # advance of one monospace character, in em (DejaVu Sans Mono: 0.602)
+LINE_EM = 1.3  # line height, in em
 MAX_WIDTH = 1200
 PAD = 12
-STEP_COL = 36                   # the step numbers
+STEP_COL = 36  # the step numbers
 COL_MAX = 340
 MARKER_DX = 10
 TEXT_DX = 24
@@ -68,8 +69,17 @@ class _Canvas:
     def __init__(self) -> None:
         self.items: list[str] = []
 
-    def text(self, x: float, y_top: float, lines: list[str], size: float = FONT, fill: str = "#000000",
-             bold: bool = False, title: str | None = None, colors: list[str] | None = None) -> float:
+    def text(
+        self,
+        x: float,
+        y_top: float,
+        lines: list[str],
+        size: float = FONT,
+        fill: str = "#000000",
+        bold: bool = False,
+        title: str | None = None,
+        colors: list[str] | None = None,
+    ) -> float:
         """Left-aligned lines whose box starts at (x, y_top); returns the box's bottom."""
         lh = line_height(size)
         weight = ' font-weight="bold"' if bold else ""
@@ -78,8 +88,10 @@ class _Canvas:
             color = f' fill="{colors[i]}"' if colors and colors[i] != fill else ""
             spans.append(f'<tspan x="{x:.1f}" y="{y_top + size + i * lh:.1f}"{color}>{escape(line)}</tspan>')
         tip = f"<title>{escape(title)}</title>" if title else ""
-        self.items.append(f'<text x="{x:.1f}" y="{y_top + size:.1f}" font-size="{size}" fill="{fill}"{weight} '
-                          f'xml:space="preserve">{tip}{"".join(spans)}</text>')
+        self.items.append(
+            f'<text x="{x:.1f}" y="{y_top + size:.1f}" font-size="{size}" fill="{fill}"{weight} '
+            f'xml:space="preserve">{tip}{"".join(spans)}</text>'
+        )
         return y_top + len(lines) * lh
 
     def raw(self, s: str) -> None:
@@ -98,12 +110,17 @@ def trace_svg(finding: Finding) -> str:
     inner = width - 2 * PAD
     c = _Canvas()
     y: float = PAD
-    title = (f"{finding.code} {finding.name or ''} — {os.path.basename(finding.location.filename)}:"
-             f"{finding.location.row}")
+    title = (
+        f"{finding.code} {finding.name or ''} — {os.path.basename(finding.location.filename)}:{finding.location.row}"
+    )
     y = c.text(PAD, y, _wrap(title, inner, TITLE_FONT), TITLE_FONT, bold=True) + 4
     y = c.text(PAD, y, _wrap(finding.message, inner, FONT)) + 8
-    legend = [("wait passes", COLORS["wait"]), ("arrive / expect / load", COLORS["signal"]),
-              ("blocks forever", COLORS["blocked"]), ("time runs downwards; one column per warp role", "#555555")]
+    legend = [
+        ("wait passes", COLORS["wait"]),
+        ("arrive / expect / load", COLORS["signal"]),
+        ("blocks forever", COLORS["blocked"]),
+        ("time runs downwards; one column per warp role", "#555555"),
+    ]
     lx: float = PAD
     ly = y
     for label, color in legend:
@@ -140,24 +157,31 @@ def trace_svg(finding: Finding) -> str:
     bottom = y
     for i in range(len(roles)):
         lx = x0 + i * col_w + MARKER_DX
-        c.raw(f'<line x1="{lx:.1f}" y1="{lanes_top:.1f}" x2="{lx:.1f}" y2="{bottom:.1f}" stroke="#cccccc" '
-              f'stroke-width="2"/>')
+        c.raw(
+            f'<line x1="{lx:.1f}" y1="{lanes_top:.1f}" x2="{lx:.1f}" y2="{bottom:.1f}" stroke="#cccccc" '
+            f'stroke-width="2"/>'
+        )
     for j, i, k, lines, colors, top in rows:
         mx, my = x0 + i * col_w + MARKER_DX, top + FONT * 0.6
         color = COLORS[k]
         c.text(PAD, top, [str(j + 1)], fill="#999999")
         if k == "blocked":
             c.raw(f'<rect x="{mx - 7:.1f}" y="{my - 7:.1f}" width="14" height="14" fill="{color}"/>')
-            c.raw(f'<line x1="{mx:.1f}" y1="{my + 7:.1f}" x2="{mx:.1f}" y2="{bottom:.1f}" stroke="{color}" '
-                  f'stroke-width="3" stroke-dasharray="6,4"/>')
+            c.raw(
+                f'<line x1="{mx:.1f}" y1="{my + 7:.1f}" x2="{mx:.1f}" y2="{bottom:.1f}" stroke="{color}" '
+                f'stroke-width="3" stroke-dasharray="6,4"/>'
+            )
         else:
             c.raw(f'<circle cx="{mx:.1f}" cy="{my:.1f}" r="6" fill="{color}"/>')
         c.text(x0 + i * col_w + TEXT_DX, top, lines, fill=colors[0], colors=colors, title=steps[j].text)
     height = bottom + PAD
-    head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-            f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, monospace" font-size="{FONT}">')
-    return "\n".join([head, f'<rect width="{width:.0f}" height="{height:.0f}" fill="white"/>', *c.items,
-                      "</svg>"]) + "\n"
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, monospace" font-size="{FONT}">'
+    )
+    return (
+        "\n".join([head, f'<rect width="{width:.0f}" height="{height:.0f}" fill="white"/>', *c.items, "</svg>"]) + "\n"
+    )
 
 
 # ---------------------------------------------------------------- measuring (tests, and anyone curious)
@@ -170,6 +194,7 @@ _TITLE = re.compile(r"<title>.*?</title>", re.S)
 def text_boxes(svg: str) -> list[tuple[float, float, float, float, str]]:
     """(left, top, right, bottom, text) of every text element, by the metrics the layout uses."""
     from html import unescape
+
     out = []
     for m in _TEXT.finditer(svg):
         size = float(m.group(3))

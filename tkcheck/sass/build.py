@@ -1,6 +1,7 @@
 """How a tkcheck run compiles a file for the SASS pass: the arch, defines, include folders and
 flags that match the source analysis (`build_config`), and the one call that compiles and
 disassembles it (`run_sass`, cached by `compile_and_disassemble`)."""
+
 from __future__ import annotations
 
 import re
@@ -29,8 +30,9 @@ class BuildOptions(Protocol):
     def tk_dirs(self) -> tuple[str, ...]: ...
 
 
-def build_config(text: str, parse_opts: BuildOptions,
-                 sass_arch: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
+def build_config(
+    text: str, parse_opts: BuildOptions, sass_arch: str | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
     """(compile_and_disassemble keyword arguments, None) or (None, why the pass is skipped).
 
     `parse_opts`: the front end's ParseOptions (arch, include_dirs, defines, tk_include, tk_dirs())."""
@@ -44,13 +46,16 @@ def build_config(text: str, parse_opts: BuildOptions,
     if parse_opts.tk_include:
         include_dirs += [d for d in parse_opts.tk_dirs() if d not in include_dirs]
     elif _TK_INCLUDE.search(text):
-        return None, ("SASS pass skipped: the file includes ThunderKittens and compiling it needs the "
-                      "real headers (give --tk-include)")
+        return None, (
+            "SASS pass skipped: the file includes ThunderKittens and compiling it needs the "
+            "real headers (give --tk-include)"
+        )
     return dict(arch=arch, include_dirs=include_dirs, defines=defines, extra_flags=list(BASE_FLAGS)), None
 
 
-def run_sass(path: str, text: str, parse_opts: BuildOptions, *, sass_arch: str | None = None,
-             cache_dir: str | None = None) -> SassResult | Skipped:
+def run_sass(
+    path: str, text: str, parse_opts: BuildOptions, *, sass_arch: str | None = None, cache_dir: str | None = None
+) -> SassResult | Skipped:
     """Compile + disassemble one file. Returns SassResult or Skipped (never raises).
 
     `cache_dir` None: no cache is read or written (`--no-cache`)."""

@@ -59,22 +59,35 @@ def compile_and_disassemble(
     cache_dir=None disables the cache.
     """
     try:
-        return _run(Path(source_path), arch=arch, include_dirs=[str(d) for d in include_dirs],
-                    defines=[str(d) for d in defines], extra_flags=[str(f) for f in extra_flags],
-                    cache_dir=None if cache_dir is None else Path(cache_dir),
-                    toolchain=toolchain, timeout_s=timeout_s)
+        return _run(
+            Path(source_path),
+            arch=arch,
+            include_dirs=[str(d) for d in include_dirs],
+            defines=[str(d) for d in defines],
+            extra_flags=[str(f) for f in extra_flags],
+            cache_dir=None if cache_dir is None else Path(cache_dir),
+            toolchain=toolchain,
+            timeout_s=timeout_s,
+        )
     except subprocess.TimeoutExpired as exc:
-        return Skipped("timeout", f"SASS pass skipped: {Path(exc.cmd[0]).name} timed out "
-                                  f"after {exc.timeout:.0f} s")
+        return Skipped("timeout", f"SASS pass skipped: {Path(exc.cmd[0]).name} timed out after {exc.timeout:.0f} s")
     except (OSError, UnicodeError, ValueError) as exc:
         return Skipped("bad-input", f"SASS pass skipped: {exc}")
     except Exception as exc:  # never a traceback from an optional pass
         return Skipped("internal-error", f"SASS pass skipped: internal error: {exc!r}"[:400])
 
 
-def _run(src: Path, *, arch: str, include_dirs: list[str], defines: list[str],
-         extra_flags: list[str], cache_dir: Path | None, toolchain: Toolchain | None,
-         timeout_s: float) -> SassResult | Skipped:
+def _run(
+    src: Path,
+    *,
+    arch: str,
+    include_dirs: list[str],
+    defines: list[str],
+    extra_flags: list[str],
+    cache_dir: Path | None,
+    toolchain: Toolchain | None,
+    timeout_s: float,
+) -> SassResult | Skipped:
     if not _ARCH.match(arch):
         return Skipped("bad-input", f"SASS pass skipped: unsupported arch {arch!r}")
     if not src.is_file():
@@ -92,21 +105,42 @@ def _run(src: Path, *, arch: str, include_dirs: list[str], defines: list[str],
     for what, value in [("the source path", str(src))] + [("include folder", d) for d in include_dirs]:
         bad = shell_unsafe(value)
         if bad is not None:
-            return Skipped("unsafe-argument", f"SASS pass skipped: {what} {value!r} contains {bad!r}, which "
-                                              "nvcc's driver would hand to a shell")
+            return Skipped(
+                "unsafe-argument",
+                f"SASS pass skipped: {what} {value!r} contains {bad!r}, which nvcc's driver would hand to a shell",
+            )
     # what decides the result (the cache key); the defines reach nvcc through a generated header
-    flags = ([f"-arch={arch}", "-lineinfo"] + [f"-I{d}" for d in include_dirs]
-             + [f"-D{d}" for d in defines] + list(extra_flags))
+    flags = (
+        [f"-arch={arch}", "-lineinfo"]
+        + [f"-I{d}" for d in include_dirs]
+        + [f"-D{d}" for d in defines]
+        + list(extra_flags)
+    )
     with tempfile.TemporaryDirectory(prefix="tkcheck-sass-") as tmp:
         if shell_unsafe(tmp) is not None:
-            return Skipped("unsafe-argument", f"SASS pass skipped: the temporary folder {tmp!r} has characters "
-                                              "nvcc's driver would hand to a shell (set TMPDIR)")
+            return Skipped(
+                "unsafe-argument",
+                f"SASS pass skipped: the temporary folder {tmp!r} has characters "
+                "nvcc's driver would hand to a shell (set TMPDIR)",
+            )
         defines_header = Path(tmp) / "tkcheck_defines.h"
         defines_header.write_text(_defines_header(defines), encoding="utf-8")
-        run_flags = ([f"-arch={arch}", "-lineinfo"] + [f"-I{d}" for d in include_dirs]
-                     + ["-include", str(defines_header)] + list(extra_flags))
-        return _compile(src, arch=arch, flags=flags, run_flags=run_flags, tmp=tmp, cache_dir=cache_dir,
-                        toolchain=toolchain, timeout_s=timeout_s)
+        run_flags = (
+            [f"-arch={arch}", "-lineinfo"]
+            + [f"-I{d}" for d in include_dirs]
+            + ["-include", str(defines_header)]
+            + list(extra_flags)
+        )
+        return _compile(
+            src,
+            arch=arch,
+            flags=flags,
+            run_flags=run_flags,
+            tmp=tmp,
+            cache_dir=cache_dir,
+            toolchain=toolchain,
+            timeout_s=timeout_s,
+        )
 
 
 def _defines_header(defines: list[str]) -> str:
@@ -120,8 +154,17 @@ def _defines_header(defines: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _compile(src: Path, *, arch: str, flags: list[str], run_flags: list[str], tmp: str,
-             cache_dir: Path | None, toolchain: Toolchain, timeout_s: float) -> SassResult | Skipped:
+def _compile(
+    src: Path,
+    *,
+    arch: str,
+    flags: list[str],
+    run_flags: list[str],
+    tmp: str,
+    cache_dir: Path | None,
+    toolchain: Toolchain,
+    timeout_s: float,
+) -> SassResult | Skipped:
     key = None
     if cache_dir is not None:
         # the header list of the last build, while nothing it depends on has changed, saves the
@@ -132,8 +175,11 @@ def _compile(src: Path, *, arch: str, flags: list[str], run_flags: list[str], tm
             key = _cache_key(toolchain, src, arch, flags, deps)
             cached = _cache_load(cache_dir, key, src, arch)
         if cached is None:
-            deps = [d for d in _dependencies(toolchain, src, run_flags, timeout_s)
-                    if not d.startswith(str(Path(tmp).resolve()))]
+            deps = [
+                d
+                for d in _dependencies(toolchain, src, run_flags, timeout_s)
+                if not d.startswith(str(Path(tmp).resolve()))
+            ]
             key = _cache_key(toolchain, src, arch, flags, deps)
             cached = _cache_load(cache_dir, key, src, arch)
             _record_dependencies(cache_dir, toolchain, src, arch, flags, deps)
@@ -141,19 +187,18 @@ def _compile(src: Path, *, arch: str, flags: list[str], run_flags: list[str], tm
             return cached
 
     cubin = Path(tmp) / "kernel.cubin"
-    cmd = [toolchain.nvcc, "-cubin", *run_flags, "-Xptxas", "-v", "-keep", "-keep-dir", tmp,
-           "-o", str(cubin), str(src)]
+    cmd = [toolchain.nvcc, "-cubin", *run_flags, "-Xptxas", "-v", "-keep", "-keep-dir", tmp, "-o", str(cubin), str(src)]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                          timeout=timeout_s)
+    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout_s)
     compile_s = time.perf_counter() - t0
     log = (proc.stdout or "") + (proc.stderr or "")
     if proc.returncode != 0 or not cubin.is_file():
-        first = next((l for l in log.splitlines() if "error" in l.lower()),
-                     log.strip().splitlines()[0] if log.strip() else "")
-        return Skipped("compile-failed",
-                       f"SASS pass skipped: nvcc failed for {arch}: {first.strip()}"[:400],
-                       detail=log)
+        first = next(
+            (l for l in log.splitlines() if "error" in l.lower()), log.strip().splitlines()[0] if log.strip() else ""
+        )
+        return Skipped(
+            "compile-failed", f"SASS pass skipped: nvcc failed for {arch}: {first.strip()}"[:400], detail=log
+        )
     ptx_text = ""
     for p in sorted(Path(tmp).glob("*.ptx")):
         ptx_text += p.read_text(errors="replace") + "\n"
@@ -186,14 +231,16 @@ def _disassemble(tc: Toolchain, cubin: Path, timeout_s: float) -> tuple[str | No
     errors = []
     if tc.nvdisasm:
         for opts in (["-gi", "-c"], ["-g", "-c"], ["-c"]):
-            proc = subprocess.run([tc.nvdisasm, *opts, str(cubin)], capture_output=True,
-                                  text=True, errors="replace", timeout=timeout_s)
+            proc = subprocess.run(
+                [tc.nvdisasm, *opts, str(cubin)], capture_output=True, text=True, errors="replace", timeout=timeout_s
+            )
             if proc.returncode == 0 and proc.stdout.strip():
                 return proc.stdout, "nvdisasm " + " ".join(opts), ""
             errors.append((proc.stderr or "").strip().splitlines()[:1])
     if tc.cuobjdump:
-        proc = subprocess.run([tc.cuobjdump, "-sass", str(cubin)], capture_output=True,
-                              text=True, errors="replace", timeout=timeout_s)
+        proc = subprocess.run(
+            [tc.cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, errors="replace", timeout=timeout_s
+        )
         if proc.returncode == 0 and proc.stdout.strip():
             return proc.stdout, "cuobjdump -sass (no line information)", ""
         errors.append((proc.stderr or "").strip().splitlines()[:1])
@@ -233,11 +280,13 @@ def _build(payload: dict, src: Path, arch: str, *, cache_hit: bool) -> SassResul
 
 # ---------------------------------------------------------------------------- cache
 
+
 def _dependencies(tc: Toolchain, src: Path, flags: list[str], timeout_s: float) -> list[str]:
     """Non-system headers of `src` per `nvcc -MM` (empty when that fails)."""
     try:
-        proc = subprocess.run([tc.nvcc, "-MM", *flags, str(src)], capture_output=True,
-                              text=True, errors="replace", timeout=timeout_s)
+        proc = subprocess.run(
+            [tc.nvcc, "-MM", *flags, str(src)], capture_output=True, text=True, errors="replace", timeout=timeout_s
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     if proc.returncode != 0:
@@ -304,14 +353,19 @@ def _dir_stamps(src: Path, flags: list[str], deps: list[str]) -> list[tuple[str,
 
 
 def _index_path(cache_dir: Path, tc: Toolchain, src: Path, arch: str, flags: list[str]) -> Path:
-    material = {"schema": CACHE_SCHEMA, "tools": tc.version_id, "arch": arch, "flags": flags,
-                "source": str(src), "source_digest": _digest(src)}
+    material = {
+        "schema": CACHE_SCHEMA,
+        "tools": tc.version_id,
+        "arch": arch,
+        "flags": flags,
+        "source": str(src),
+        "source_digest": _digest(src),
+    }
     key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
     return cache_dir / "deps" / f"{key}.json"
 
 
-def _recorded_dependencies(cache_dir: Path, tc: Toolchain, src: Path, arch: str,
-                           flags: list[str]) -> list[str] | None:
+def _recorded_dependencies(cache_dir: Path, tc: Toolchain, src: Path, arch: str, flags: list[str]) -> list[str] | None:
     """The headers `nvcc -MM` listed for this exact source and command, while every folder a header
     lookup reads is as it was then; None: unknown (ask nvcc)."""
     try:
@@ -324,8 +378,9 @@ def _recorded_dependencies(cache_dir: Path, tc: Toolchain, src: Path, arch: str,
         return None
 
 
-def _record_dependencies(cache_dir: Path, tc: Toolchain, src: Path, arch: str, flags: list[str],
-                         deps: list[str]) -> None:
+def _record_dependencies(
+    cache_dir: Path, tc: Toolchain, src: Path, arch: str, flags: list[str], deps: list[str]
+) -> None:
     path = _index_path(cache_dir, tc, src, arch, flags)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -371,9 +426,10 @@ def _ptx_to_json(info: dict[str, PtxEntryInfo]) -> dict:
             "maxntid": list(e.maxntid) if e.maxntid else None,
             "minnctapersm": e.minnctapersm,
             "maxnreg": e.maxnreg,
-            "setmaxnreg": [{"action": s.action, "count": s.count,
-                            "chain": [[l.file, l.line] for l in s.inline_chain]}
-                           for s in e.setmaxnreg],
+            "setmaxnreg": [
+                {"action": s.action, "count": s.count, "chain": [[l.file, l.line] for l in s.inline_chain]}
+                for s in e.setmaxnreg
+            ],
         }
     return out
 
@@ -386,9 +442,13 @@ def _ptx_from_json(data: dict) -> dict[str, PtxEntryInfo]:
             minnctapersm=e.get("minnctapersm"),
             maxnreg=e.get("maxnreg"),
             setmaxnreg=tuple(
-                PtxSetmaxnreg(action=s["action"], count=s.get("count"),
-                              inline_chain=tuple(SourceLoc(f, int(l)) for f, l in s["chain"]))
-                for s in e.get("setmaxnreg", [])),
+                PtxSetmaxnreg(
+                    action=s["action"],
+                    count=s.get("count"),
+                    inline_chain=tuple(SourceLoc(f, int(l)) for f, l in s["chain"]),
+                )
+                for s in e.get("setmaxnreg", [])
+            ),
         )
     return out
 

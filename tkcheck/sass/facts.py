@@ -107,14 +107,21 @@ def _mbar_arrive_attrs(ins: Instruction) -> list[tuple[str, object]]:
             tx = None if t == "0" else ("complete" if t == "X" else "expect")
     address = ins.operands[1] if len(ins.operands) > 1 else None
     tx_operand = ins.operands[2] if len(ins.operands) > 2 else None
-    return [("arrivals", arrivals), ("tx", tx), ("address", address), ("tx_operand", tx_operand),
-            ("red", "RED" in mods)]
+    return [
+        ("arrivals", arrivals),
+        ("tx", tx),
+        ("address", address),
+        ("tx_operand", tx_operand),
+        ("red", "RED" in mods),
+    ]
 
 
 def _mbar_wait_attrs(ins: Instruction) -> list[tuple[str, object]]:
-    return [("test_only", "TRYWAIT" not in ins.modifiers),
-            ("address", ins.operands[1] if len(ins.operands) > 1 else None),
-            ("parity_operand", ins.operands[2] if len(ins.operands) > 2 else None)]
+    return [
+        ("test_only", "TRYWAIT" not in ins.modifiers),
+        ("address", ins.operands[1] if len(ins.operands) > 1 else None),
+        ("parity_operand", ins.operands[2] if len(ins.operands) > 2 else None),
+    ]
 
 
 def _bulk_attrs(ins: Instruction) -> list[tuple[str, object]]:
@@ -124,14 +131,24 @@ def _bulk_attrs(ins: Instruction) -> list[tuple[str, object]]:
         mm = re.fullmatch(r"(\d)D", m)
         if mm:
             dims = int(mm.group(1))
-    direction = {"UTMALDG": "load", "UTMASTG": "store", "UTMAPF": "prefetch",
-                 "UTMAREDG": "reduce", "UBLKPF": "prefetch", "UBLKRED": "reduce"}.get(base)
+    direction = {
+        "UTMALDG": "load",
+        "UTMASTG": "store",
+        "UTMAPF": "prefetch",
+        "UTMAREDG": "reduce",
+        "UBLKPF": "prefetch",
+        "UBLKRED": "reduce",
+    }.get(base)
     if base == "UBLKCP":
         pair = mods[:2]
         pairs: dict[tuple[str, ...], str] = {("S", "G"): "load", ("G", "S"): "store", ("S", "S"): "copy"}
         direction = pairs.get(tuple(pair), "copy")
-    return [("direction", direction), ("tensor", base.startswith("UTMA")), ("dims", dims),
-            ("multicast", "MULTICAST" in mods)]
+    return [
+        ("direction", direction),
+        ("tensor", base.startswith("UTMA")),
+        ("dims", dims),
+        ("multicast", "MULTICAST" in mods),
+    ]
 
 
 def _mma_async_attrs(ins: Instruction) -> list[tuple[str, object]]:

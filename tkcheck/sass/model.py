@@ -35,9 +35,9 @@ class Instruction:
     """
 
     address: int
-    opcode: str                    # full dotted opcode, e.g. "HGMMA.64x8x16.F32.BF16"
-    operands: tuple[str, ...]      # comma-separated operands, as printed
-    guard: str | None = None       # predicate guard without '@', e.g. "!P0", "UP1"
+    opcode: str  # full dotted opcode, e.g. "HGMMA.64x8x16.F32.BF16"
+    operands: tuple[str, ...]  # comma-separated operands, as printed
+    guard: str | None = None  # predicate guard without '@', e.g. "!P0", "UP1"
     inline_chain: tuple[SourceLoc, ...] = ()
 
     @property
@@ -76,27 +76,27 @@ class Instruction:
 class FactKind(str, Enum):
     """Kinds of classified SASS facts. The opcode -> kind table is in facts.py."""
 
-    BARRIER_SYNC = "barrier_sync"            # BAR.SYNC id[, count]
-    BARRIER_ARRIVE = "barrier_arrive"        # BAR.ARV id, count
-    BARRIER_RED = "barrier_red"              # BAR.RED.{POPC,AND,OR} id[, count]
-    CLUSTER_BARRIER = "cluster_barrier"      # UCGABAR_ARV / UCGABAR_WAIT
-    MBARRIER_INIT = "mbarrier_init"          # SYNCS.EXCH.64
-    MBARRIER_ARRIVE = "mbarrier_arrive"      # SYNCS.ARRIVE.TRANS64[.RED][.AxTy]
-    MBARRIER_WAIT = "mbarrier_wait"          # SYNCS.PHASECHK.TRANS64[.TRYWAIT]
-    BULK_COPY = "bulk_copy"                  # UTMALDG/UTMASTG/UBLKCP/UTMAPF/UBLKPF/UBLKRED/UTMAREDG
-    BULK_COMMIT = "bulk_commit"              # UTMACMDFLUSH (cp.async.bulk.commit_group)
-    MMA_ASYNC = "mma_async"                  # HGMMA (wgmma), UTC*MMA (tcgen05.mma)
-    MMA_SYNC = "mma_sync"                    # HMMA/IMMA/QMMA/DMMA (mma.sync, ldmatrix-era)
-    WARPGROUP_ARRIVE = "warpgroup_arrive"    # WARPGROUP.ARRIVE (wgmma.fence)
-    WARPGROUP_WAIT = "warpgroup_wait"        # WARPGROUP.DEPBAR.LE gsb0, N (wgmma.wait_group N)
-    TCGEN05 = "tcgen05"                      # UTCBAR, UTCATOMSWS, LDTM, STTM, UTCCP, ... (non-MMA)
+    BARRIER_SYNC = "barrier_sync"  # BAR.SYNC id[, count]
+    BARRIER_ARRIVE = "barrier_arrive"  # BAR.ARV id, count
+    BARRIER_RED = "barrier_red"  # BAR.RED.{POPC,AND,OR} id[, count]
+    CLUSTER_BARRIER = "cluster_barrier"  # UCGABAR_ARV / UCGABAR_WAIT
+    MBARRIER_INIT = "mbarrier_init"  # SYNCS.EXCH.64
+    MBARRIER_ARRIVE = "mbarrier_arrive"  # SYNCS.ARRIVE.TRANS64[.RED][.AxTy]
+    MBARRIER_WAIT = "mbarrier_wait"  # SYNCS.PHASECHK.TRANS64[.TRYWAIT]
+    BULK_COPY = "bulk_copy"  # UTMALDG/UTMASTG/UBLKCP/UTMAPF/UBLKPF/UBLKRED/UTMAREDG
+    BULK_COMMIT = "bulk_commit"  # UTMACMDFLUSH (cp.async.bulk.commit_group)
+    MMA_ASYNC = "mma_async"  # HGMMA (wgmma), UTC*MMA (tcgen05.mma)
+    MMA_SYNC = "mma_sync"  # HMMA/IMMA/QMMA/DMMA (mma.sync, ldmatrix-era)
+    WARPGROUP_ARRIVE = "warpgroup_arrive"  # WARPGROUP.ARRIVE (wgmma.fence)
+    WARPGROUP_WAIT = "warpgroup_wait"  # WARPGROUP.DEPBAR.LE gsb0, N (wgmma.wait_group N)
+    TCGEN05 = "tcgen05"  # UTCBAR, UTCATOMSWS, LDTM, STTM, UTCCP, ... (non-MMA)
     FENCE_PROXY_ASYNC = "fence_proxy_async"  # FENCE.VIEW.ASYNC.{S,G,...}
-    MEMBAR = "membar"                        # MEMBAR.*
-    SETMAXNREG = "setmaxnreg"                # USETMAXREG.{TRY_ALLOC,DEALLOC}.CTAPOOL
-    LOCAL_LOAD = "local_load"                # LDL
-    LOCAL_STORE = "local_store"              # STL
-    EXIT = "exit"                            # EXIT
-    TRAP = "trap"                            # BPT.TRAP
+    MEMBAR = "membar"  # MEMBAR.*
+    SETMAXNREG = "setmaxnreg"  # USETMAXREG.{TRY_ALLOC,DEALLOC}.CTAPOOL
+    LOCAL_LOAD = "local_load"  # LDL
+    LOCAL_STORE = "local_store"  # STL
+    EXIT = "exit"  # EXIT
+    TRAP = "trap"  # BPT.TRAP
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class ResourceUsage:
     stack_frame_bytes: int | None = None
     spill_store_bytes: int | None = None
     spill_load_bytes: int | None = None
-    shared_bytes: int | None = None          # static smem (dynamic smem is a launch parameter)
+    shared_bytes: int | None = None  # static smem (dynamic smem is a launch parameter)
     barriers: int | None = None
     cumulative_stack_bytes: int | None = None
 
@@ -136,17 +136,17 @@ class ResourceUsage:
 class PtxasMessage:
     """One ptxas warning/info message that is not part of the resource report."""
 
-    severity: str            # "warning" | "info" | "error"
-    code: str | None         # e.g. "C7508", when printed
+    severity: str  # "warning" | "info" | "error"
+    code: str | None  # e.g. "C7508", when printed
     text: str
-    function: str | None     # mangled entry it names or was printed under, if any
+    function: str | None  # mangled entry it names or was printed under, if any
 
 
 @dataclass(frozen=True)
 class PtxSetmaxnreg:
     """A `setmaxnreg` found in the PTX of an entry, with its `.loc` chain."""
 
-    action: str              # "inc" | "dec"
+    action: str  # "inc" | "dec"
     count: int | None
     inline_chain: tuple[SourceLoc, ...] = ()
 
@@ -209,8 +209,7 @@ class SassKernel:
             out.setdefault(f.kind, []).append(f)
         return out
 
-    def lines_for(self, kind: FactKind, path: str | None = None, *,
-                  call_site: bool = False) -> list[SourceLoc]:
+    def lines_for(self, kind: FactKind, path: str | None = None, *, call_site: bool = False) -> list[SourceLoc]:
         """Sorted distinct source locations of the facts of `kind`.
 
         With `path`, each fact is attributed to its innermost frame inside that file
@@ -232,7 +231,7 @@ class SassResult:
 
     source_path: str
     arch: str
-    kernels: dict[str, SassKernel]                 # by mangled name
+    kernels: dict[str, SassKernel]  # by mangled name
     messages: list[PtxasMessage] = field(default_factory=list)
     ptxas_log: str = ""
     command: tuple[str, ...] = ()
@@ -284,7 +283,7 @@ def _bare(name: str) -> str:
             if depth == 0:
                 cut = i
         elif ch == ":" and depth == 0:
-            return name[i + 1:cut]
+            return name[i + 1 : cut]
     return name[:cut]
 
 

@@ -62,8 +62,7 @@ def split_operands(text: str) -> tuple[str, ...]:
     return tuple(o for o in out if o)
 
 
-def parse_instruction_text(address: int, body: str,
-                           chain: tuple[SourceLoc, ...] = ()) -> Instruction | None:
+def parse_instruction_text(address: int, body: str, chain: tuple[SourceLoc, ...] = ()) -> Instruction | None:
     """Parse `[@guard] OPCODE operands` (text before the ';')."""
     body = body.strip().strip("{}").strip()
     if not body:
@@ -72,7 +71,7 @@ def parse_instruction_text(address: int, body: str,
     m = _GUARD.match(body)
     if m:
         guard = m.group(1)
-        body = body[m.end():]
+        body = body[m.end() :]
     parts = body.split(None, 1)
     if not parts:
         return None
@@ -80,8 +79,7 @@ def parse_instruction_text(address: int, body: str,
     if not re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[A-Za-z0-9_]+)*", opcode):
         return None
     operands = split_operands(parts[1]) if len(parts) > 1 else ()
-    return Instruction(address=address, opcode=opcode, operands=operands, guard=guard,
-                       inline_chain=chain)
+    return Instruction(address=address, opcode=opcode, operands=operands, guard=guard, inline_chain=chain)
 
 
 def _chain_from_comment(text: str) -> tuple[SourceLoc, ...]:
@@ -110,7 +108,7 @@ def parse_sass(text: str) -> list[RawFunction]:
         if m:
             name = m.group(1)
             if name.startswith(".text."):
-                cur = RawFunction(name=name[len(".text."):])
+                cur = RawFunction(name=name[len(".text.") :])
                 funcs.append(cur)
             else:
                 cur = None
@@ -133,8 +131,7 @@ def parse_sass(text: str) -> list[RawFunction]:
             new_chain = _chain_from_comment(m.group(1))
             if not new_chain:
                 continue
-            if (last_was_comment and len(new_chain) == 1 and len(chain) > 1
-                    and chain[-1] == new_chain[0]):
+            if last_was_comment and len(new_chain) == 1 and len(chain) > 1 and chain[-1] == new_chain[0]:
                 continue  # plain repeat of the outermost frame of the chain just read
             chain, last_was_comment = new_chain, True
             continue
@@ -170,8 +167,15 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 _CUMSTACK = re.compile(r"(\d+) bytes cumulative stack size")
 _CODE = re.compile(r"\((C\d{3,5})\)")
 _QUOTED_MANGLED = re.compile(r"'(_Z[^']+)'")
-_NOISE = ("Compiling entry function", "Function properties for", "Used ", "Compile time",
-          "bytes gmem", "bytes smem", "Compiling function")
+_NOISE = (
+    "Compiling entry function",
+    "Function properties for",
+    "Used ",
+    "Compile time",
+    "bytes gmem",
+    "bytes smem",
+    "Compiling function",
+)
 
 
 @dataclass
@@ -184,7 +188,7 @@ def parse_ptxas_log(text: str) -> PtxasReport:
     """Parse the `-Xptxas -v` part of nvcc's output (other lines are ignored)."""
     report = PtxasReport()
     fields: dict[str, dict[str, int]] = {}
-    entry: str | None = None      # last "Compiling entry function"
+    entry: str | None = None  # last "Compiling entry function"
     props_for: str | None = None  # last "Function properties for"
     for line in text.splitlines():
         m = _PTXAS.match(line)
@@ -193,7 +197,10 @@ def parse_ptxas_log(text: str) -> PtxasReport:
             if sm and props_for:
                 d = fields.setdefault(props_for, {})
                 d["stack_frame_bytes"], d["spill_store_bytes"], d["spill_load_bytes"] = (
-                    int(sm.group(1)), int(sm.group(2)), int(sm.group(3)))
+                    int(sm.group(1)),
+                    int(sm.group(2)),
+                    int(sm.group(3)),
+                )
             continue
         severity, msg = m.group(1).lower(), m.group(2).strip()
         cm = _COMPILING.search(msg)
@@ -210,8 +217,7 @@ def parse_ptxas_log(text: str) -> PtxasReport:
         if um and entry:
             d = fields.setdefault(entry, {})
             d["registers"] = int(um.group(1))
-            for key, rx in (("barriers", _BARRIERS), ("shared_bytes", _SMEM),
-                            ("cumulative_stack_bytes", _CUMSTACK)):
+            for key, rx in (("barriers", _BARRIERS), ("shared_bytes", _SMEM), ("cumulative_stack_bytes", _CUMSTACK)):
                 xm = rx.search(msg)
                 if xm:
                     d[key] = int(xm.group(1))
@@ -222,12 +228,14 @@ def parse_ptxas_log(text: str) -> PtxasReport:
             continue
         code = _CODE.search(msg)
         named = _QUOTED_MANGLED.search(msg)
-        report.messages.append(PtxasMessage(
-            severity="error" if severity == "fatal" else severity,
-            code=code.group(1) if code else None,
-            text=msg,
-            function=named.group(1) if named else None,
-        ))
+        report.messages.append(
+            PtxasMessage(
+                severity="error" if severity == "fatal" else severity,
+                code=code.group(1) if code else None,
+                text=msg,
+                function=named.group(1) if named else None,
+            )
+        )
     for name, d in fields.items():
         report.resources[name] = ResourceUsage(**d)
     return report
@@ -238,8 +246,7 @@ def parse_ptxas_log(text: str) -> PtxasReport:
 _PTX_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.entry\s+([^\s(]+)")
 _PTX_FUNC = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.func\b")
 _PTX_FILE = re.compile(r"^\s*\.file\s+(\d+)\s+\"([^\"]*)\"")
-_PTX_LOC = re.compile(
-    r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?")
+_PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?")
 _PTX_MAXNTID = re.compile(r"^\s*\.maxntid\s+([\d,\s]+)")
 _PTX_MINCTA = re.compile(r"^\s*\.minnctapersm\s+(\d+)")
 _PTX_MAXNREG = re.compile(r"^\s*\.maxnreg\s+(\d+)")
@@ -309,15 +316,21 @@ def parse_ptx(text: str) -> dict[str, PtxEntryInfo]:
             continue
         m = _PTX_SETMAXNREG.search(line)
         if m and not line.lstrip().startswith("//"):
-            sites.append(PtxSetmaxnreg(action=m.group(1),
-                                       count=int(m.group(2)) if m.group(2) else None,
-                                       inline_chain=chain))
+            sites.append(
+                PtxSetmaxnreg(action=m.group(1), count=int(m.group(2)) if m.group(2) else None, inline_chain=chain)
+            )
     flush()
+
     # `.file` directives may come after the functions that use them: resolve ids last.
     def resolve(c: tuple[SourceLoc, ...]) -> tuple[SourceLoc, ...]:
         return tuple(SourceLoc(files.get(l.file, l.file), l.line) for l in c)
 
-    return {n: PtxEntryInfo(maxntid=e.maxntid, minnctapersm=e.minnctapersm, maxnreg=e.maxnreg,
-                            setmaxnreg=tuple(PtxSetmaxnreg(s.action, s.count, resolve(s.inline_chain))
-                                             for s in e.setmaxnreg))
-            for n, e in out.items()}
+    return {
+        n: PtxEntryInfo(
+            maxntid=e.maxntid,
+            minnctapersm=e.minnctapersm,
+            maxnreg=e.maxnreg,
+            setmaxnreg=tuple(PtxSetmaxnreg(s.action, s.count, resolve(s.inline_chain)) for s in e.setmaxnreg),
+        )
+        for n, e in out.items()
+    }

@@ -36,9 +36,9 @@ class SpillReport:
     spill_store_bytes: int
     spill_load_bytes: int
     stack_frame_bytes: int
-    local_loads: int          # LDL instructions in the SASS
-    local_stores: int         # STL instructions in the SASS
-    sites: tuple[SourceLoc, ...]   # innermost source lines of the LDL/STL
+    local_loads: int  # LDL instructions in the SASS
+    local_stores: int  # STL instructions in the SASS
+    sites: tuple[SourceLoc, ...]  # innermost source lines of the LDL/STL
 
 
 def spills(kernel: SassKernel) -> SpillReport | None:
@@ -54,9 +54,14 @@ def spills(kernel: SassKernel) -> SpillReport | None:
     ldl = kernel.facts_of(FactKind.LOCAL_LOAD)
     stl = kernel.facts_of(FactKind.LOCAL_STORE)
     sites = sorted({f.loc for f in ldl + stl if f.loc is not None})
-    return SpillReport(spill_store_bytes=stores, spill_load_bytes=loads,
-                       stack_frame_bytes=r.stack_frame_bytes or 0,
-                       local_loads=len(ldl), local_stores=len(stl), sites=tuple(sites))
+    return SpillReport(
+        spill_store_bytes=stores,
+        spill_load_bytes=loads,
+        stack_frame_bytes=r.stack_frame_bytes or 0,
+        local_loads=len(ldl),
+        local_stores=len(stl),
+        sites=tuple(sites),
+    )
 
 
 def local_memory_traffic(kernel: SassKernel) -> list[Fact]:
@@ -66,9 +71,9 @@ def local_memory_traffic(kernel: SassKernel) -> list[Fact]:
 
 @dataclass(frozen=True)
 class SetmaxnregIgnored:
-    kernel: str                               # mangled name
-    sites: tuple[PtxSetmaxnreg, ...]          # the setmaxnreg of the PTX, with source chains
-    message: PtxasMessage | None              # the C7508 line, when ptxas printed one
+    kernel: str  # mangled name
+    sites: tuple[PtxSetmaxnreg, ...]  # the setmaxnreg of the PTX, with source chains
+    message: PtxasMessage | None  # the C7508 line, when ptxas printed one
 
 
 def setmaxnreg_ignored(result: SassResult) -> list[SetmaxnregIgnored]:
@@ -91,12 +96,12 @@ def setmaxnreg_ignored(result: SassResult) -> list[SetmaxnregIgnored]:
 
 def ptxas_warnings(result: SassResult, code: str | None = None) -> list[PtxasMessage]:
     """ptxas warnings/infos with a code (C7508, ...) or severity warning/error."""
-    return [m for m in result.messages
-            if (code is None or m.code == code)]
+    return [m for m in result.messages if (code is None or m.code == code)]
 
 
-def sites_by_line(kernel: SassKernel, kind: FactKind, path: str | None = None,
-                  *, call_site: bool = False) -> dict[SourceLoc, list[Fact]]:
+def sites_by_line(
+    kernel: SassKernel, kind: FactKind, path: str | None = None, *, call_site: bool = False
+) -> dict[SourceLoc, list[Fact]]:
     """Facts of `kind` grouped by source line (see SassKernel.lines_for for attribution)."""
     out: dict[SourceLoc, list[Fact]] = defaultdict(list)
     for f in kernel.facts_of(kind):
@@ -128,7 +133,7 @@ def bulk_copy_sites(kernel: SassKernel, path: str | None = None) -> dict[SourceL
 @dataclass(frozen=True)
 class NamedBarrierUse:
     barrier_id: int
-    thread_count: int | None   # None: whole block (no count operand) or count in a register
+    thread_count: int | None  # None: whole block (no count operand) or count in a register
     kind: FactKind
     loc: SourceLoc | None
 
@@ -136,8 +141,7 @@ class NamedBarrierUse:
 def named_barriers(kernel: SassKernel) -> list[NamedBarrierUse]:
     """Every BAR.SYNC/ARV/RED whose id is an immediate, in address order."""
     out = []
-    for f in kernel.facts_of(FactKind.BARRIER_SYNC, FactKind.BARRIER_ARRIVE,
-                             FactKind.BARRIER_RED):
+    for f in kernel.facts_of(FactKind.BARRIER_SYNC, FactKind.BARRIER_ARRIVE, FactKind.BARRIER_RED):
         bid = f.get("barrier_id")
         if isinstance(bid, int):
             cnt = f.get("thread_count")
@@ -157,5 +161,4 @@ def mma_shapes(kernel: SassKernel) -> set[tuple[int, int, int]]:
 
 def summary(kernel: SassKernel) -> dict[str, int]:
     """Count of facts per kind (kind value -> count), sorted; handy for reports and tests."""
-    return {k.value: len(v) for k, v in sorted(kernel.facts_by_kind().items(),
-                                                key=lambda kv: kv[0].value)}
+    return {k.value: len(v) for k, v in sorted(kernel.facts_by_kind().items(), key=lambda kv: kv[0].value)}

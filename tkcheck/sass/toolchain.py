@@ -32,8 +32,8 @@ class Toolchain:
     nvcc: str
     nvdisasm: str | None
     cuobjdump: str | None
-    demangler: str | None      # cu++filt, else c++filt, else None (names stay mangled)
-    nvcc_version: str          # last line of `nvcc --version`, e.g. "Build cuda_13.0.r13.0/..."
+    demangler: str | None  # cu++filt, else c++filt, else None (names stay mangled)
+    nvcc_version: str  # last line of `nvcc --version`, e.g. "Build cuda_13.0.r13.0/..."
     disassembler_version: str
 
     @property
@@ -47,8 +47,9 @@ class Toolchain:
         if not names or not self.demangler:
             return {}
         try:
-            proc = subprocess.run([self.demangler], input="\n".join(names) + "\n",
-                                  capture_output=True, text=True, timeout=60)
+            proc = subprocess.run(
+                [self.demangler], input="\n".join(names) + "\n", capture_output=True, text=True, timeout=60
+            )
         except (OSError, subprocess.SubprocessError, ValueError):
             return {}
         if proc.returncode != 0:
@@ -132,26 +133,37 @@ def _find(extra: tuple[str, ...], env_key: tuple[str | None, ...]) -> Toolchain:
     nvcc = _which("nvcc", early, wheels + conventional)
     if nvcc is None:
         raise ToolchainNotFound(
-            "no CUDA compiler found (nvcc not on PATH, not in $CUDA_HOME/bin, "
-            "and no nvidia-cuda-nvcc wheel installed)")
+            "no CUDA compiler found (nvcc not on PATH, not in $CUDA_HOME/bin, and no nvidia-cuda-nvcc wheel installed)"
+        )
     late = _real_nvcc_dir(nvcc) + wheels + conventional
     nvdisasm = _which("nvdisasm", early, late)
     cuobjdump = _which("cuobjdump", early, late)
     if nvdisasm is None and cuobjdump is None:
         raise ToolchainNotFound(
             f"nvcc found ({nvcc}) but no disassembler: install nvdisasm or cuobjdump "
-            "(e.g. the nvidia-cuda-nvdisasm wheel)")
+            "(e.g. the nvidia-cuda-nvdisasm wheel)"
+        )
     demangler = _which("cu++filt", early, late) or shutil.which("c++filt")
     disasm = nvdisasm or cuobjdump or ""
-    return Toolchain(nvcc=nvcc, nvdisasm=nvdisasm, cuobjdump=cuobjdump, demangler=demangler,
-                     nvcc_version=_version_line(nvcc),
-                     disassembler_version=_version_line(disasm))
+    return Toolchain(
+        nvcc=nvcc,
+        nvdisasm=nvdisasm,
+        cuobjdump=cuobjdump,
+        demangler=demangler,
+        nvcc_version=_version_line(nvcc),
+        disassembler_version=_version_line(disasm),
+    )
 
 
 def find_toolchain(extra_dirs: Iterable[str | os.PathLike[str]] = ()) -> Toolchain:
     """Locate nvcc and a disassembler; raises ToolchainNotFound (never anything else)."""
-    env_key = (os.environ.get("PATH"), os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
-               "|".join(sys.path), "|".join(CONVENTIONAL_DIRS))
+    env_key = (
+        os.environ.get("PATH"),
+        os.environ.get("CUDA_HOME"),
+        os.environ.get("CUDA_PATH"),
+        "|".join(sys.path),
+        "|".join(CONVENTIONAL_DIRS),
+    )
     try:
         return _find(tuple(str(d) for d in extra_dirs), env_key)
     except ToolchainNotFound:
