@@ -21,10 +21,14 @@ else stays an unknown (never a guess).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Hashable
+from typing import Callable, TypeVar
 
 from .model import expr as E
 from .model.expr import Expr
+
+# a carried variable's key: its name, or the walker's slot (a name or a record's field)
+_K = TypeVar("_K", bound=Hashable)
 
 J = E.Var("j@iter", E.LOOP)
 MAX_PERIOD = 64
@@ -124,7 +128,7 @@ def _flip_condition(end: Expr, start: E.Var) -> Expr | None:
 
 
 def solve_dependent(
-    name: str, start: E.Var, end, v0: Expr, solved: dict[str, Callable], starts: dict[str, E.Var]
+    name: _K, start: E.Var, end, v0: Expr, solved: dict[_K, Callable], starts: dict[_K, E.Var]
 ) -> Callable | None:
     """Closed form (function of the counter) of `name`, or None."""
     if not isinstance(end, Expr) or not isinstance(v0, Expr) or v0.free_vars():
@@ -341,8 +345,8 @@ def _find_period(seq: list[int]) -> tuple[int, int] | None:
 
 
 def solve_by_simulation(
-    unsolved: dict[str, tuple], solved: dict[str, Callable], starts: dict[str, E.Var], counter: E.Var | None
-) -> dict[str, Callable]:
+    unsolved: dict[_K, tuple], solved: dict[_K, Callable], starts: dict[_K, E.Var], counter: E.Var | None
+) -> dict[_K, Callable]:
     """Closed forms of carried variables with constant start values, found by running the
     loop body's update on them and proved over one period (see above).
 
@@ -350,7 +354,7 @@ def solve_by_simulation(
     if not unsolved or counter is None:
         return {}
     k = counter
-    names = sorted(unsolved, key=lambda n: getattr(n, "label", n))
+    names = sorted(unsolved, key=lambda n: str(getattr(n, "label", n)))  # a slot sorts by its label
     v0s = {}
     for n in names:
         v = unsolved[n][2].eval({}) if isinstance(unsolved[n][2], Expr) else None

@@ -26,10 +26,10 @@ from ..model import ir
 from .value_types import StructType
 from .lexer import lex
 from .walk_env import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
-from .walk_types import _TypesMixin
-from .walk_statements import _StatementsMixin
+from .walk_types import TypeResolution
+from .walk_statements import StatementWalk
 from .walk_asm import AsmLowering
-from .walk_exprs import _ValuesMixin
+from .walk_exprs import ExprEvaluation
 from .walk_calls import CallLowering
 from .walk_tmem import TmemLowering
 from .walk_inline import InlineExpansion
@@ -272,15 +272,15 @@ class ModelBuilder:
         elif kind == CK.VAR_DECL:
             env.define(c.spelling, ("var_decl", c))
         elif kind == CK.ENUM_DECL:
-            val = 0
+            enum_val = 0
             for ch in c.get_children():
                 if ch.kind == CK.ENUM_CONSTANT_DECL:
                     try:
-                        val = ch.enum_value
+                        enum_val = ch.enum_value
                     except Exception:  # noqa: BLE001 - libclang raises on dependent values
                         pass
-                    env.define(ch.spelling, E.Const(val))
-                    val += 1
+                    env.define(ch.spelling, E.Const(enum_val))
+                    enum_val += 1
 
     def env_for(self, cursor) -> Env:
         """The scope a declaration's names resolve in: its namespace's, else the file's."""
@@ -504,7 +504,7 @@ class ModelBuilder:
             toks = set(tokens_of(cur))
             names |= toks
             for t in toks:
-                for f in _visible_from(root, index.get(t, ())):
+                for f in _visible_from(root, index.get(t, [])):
                     if f.hash in seen:
                         continue
                     sp = f.semantic_parent
@@ -603,8 +603,10 @@ class ModelBuilder:
         return model
 
 
-class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
-    """One kernel's walk; the parts live in the walk_* modules (one concern each)."""
+class KernelWalker:
+    """One kernel's walk: the walk's state and its composed parts, one concern each (the walk_*
+    modules). A part holds the walker typed as a protocol of `walker_core` that lists what it
+    uses; the core operations every part may call are the parts' own methods, bound here."""
 
     def __init__(self, mb: ModelBuilder, cursor, mk_op=None):
         self.mb = mb
@@ -614,24 +616,27 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
         self.cursor = cursor
         self.filename = mb.filename
         self.model: ir.KernelModel | None = None
-        self._order = 0
-        self._loop_ids = 0
         self.tk_lane_guarded = mb.parsed.tk_semantics == "lane-guarded"
-        self._struct_cache: dict[str, StructType] = {}
-        self._loop_breaks: list = []  # `break`s seen in the loop being walked (its trip is then unknown)
-        self._system_logs: list = []  # per loop being analysed: the updates of its nested loops
-        self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
-        self._last_system = None
-        self._no_elem_access = 0  # > 0 while evaluating an lvalue or an address (`&x[i]`)
+        self.struct_cache: dict = {}  # struct instances (by name), tile types and global values (by cursor)
         self.phasebit_reads: dict[E.Expr, ir.PhasebitFacts] = {}  # parity expr -> the get_phasebit it is
         self.unbound_args: list[str] = []  # template arguments of the instantiation not understood
         # namespace qualifiers that name no object of their own: TK's and the user's
         self.ns_names = _NAMESPACES | mb.user_namespaces
         # composed parts: each reaches the walker only through a protocol of `walker_core`
+        self.types = TypeResolution(self)
+        self.exprs = ExprEvaluation(self)
+        self.stmts = StatementWalk(self)
         self.asm = AsmLowering(self)
         self.tmem = TmemLowering(self)
         self.inline = InlineExpansion(self)
         self.calls = CallLowering(self)
+        # the core operations (WalkerCore), bound once: no extra call on the walk's hot paths
+        self.emit = self.exprs.emit
+        self.ev = self.exprs.ev
+        self.targ_int = self.exprs.targ_int
+        self.resolve_type = self.types.resolve_type
+        self.walk = self.stmts.walk
+        self.note_unmodelled = self.stmts.note_unmodelled
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:
@@ -646,7 +651,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
         name = inst.label(c.spelling) if inst is not None else c.spelling
         self.model = m = self._new_model(name, "global")
         env = self.mb.env_for(c).child()
-        self._bind_template_params(c, env, m, inst)
+        self.types.bind_template_params(c, env, m, inst)
         if self.unbound_args:
             # told only when no instantiation of this kernel could be analysed (see build())
             self.mb._unbound.setdefault(
@@ -654,22 +659,22 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
             )
             return None
         if inst is not None and inst.launcher is not None:
-            self._launcher_shape(inst, env, m)
+            self.types.launcher_shape(inst, env, m)
         else:
-            bounds = self._launch_bounds(c, env)
-            m.launch_bounds = self._has_launch_bounds(c)
+            bounds = self.types.launch_bounds(c, env)
+            m.launch_bounds = self.types.has_launch_bounds(c)
             if bounds is not None:
                 m.block_threads, m.min_blocks = bounds
                 m.block_threads_source = "__launch_bounds__"
             else:
-                n = self._launch_config_threads(c)
+                n = self.types.launch_config_threads(c)
                 if n is not None:
                     m.block_threads = E.Const(n)
                     m.block_threads_source = "launch configuration in the file"
         if m.cluster is None:
-            m.cluster = self._cluster_dims(c, env)
+            m.cluster = self.types.cluster_dims(c, env)
         if m.cluster is None:
-            m.cluster = self._launch_config_cluster(c, env)
+            m.cluster = self.types.launch_config_cluster(c, env)
             if m.cluster is not None:
                 m.notes.append(
                     f"kernel '{name}' runs in clusters of {m.cluster} CTAs (the LaunchConfig it is "
@@ -682,7 +687,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
         # parameters: uniform values, global layouts, struct records
         for p in c.get_children():
             if p.kind == CK.PARM_DECL:
-                env.define(p.spelling, self._param_value(p, env))
+                env.define(p.spelling, self.types.param_value(p, env))
         body = next((ch for ch in c.get_children() if ch.kind == CK.COMPOUND_STMT), None)
         ctx = Ctx(env=env, guard=ir.Guard())
         if body is not None:
@@ -699,7 +704,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
         tmpl = self.cursor
         env = self.mb.env_for(tmpl).child()
         if op_spelling is not None:
-            st = self.resolve_type_spelling(op_spelling, env)
+            st = self.types.resolve_type_spelling(op_spelling, env)
             if not isinstance(st, StructType):
                 return None
             kind = "interpreter" if _has_store(st) else "interpreter_load_only"
@@ -711,7 +716,7 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
             return None
         self.model = m = self._new_model(op_spelling or tmpl.spelling, "interpreter" if op_spelling else kind)
         if st is None:
-            st = self.struct_type(tmpl, {})
+            st = self.types.struct_type(tmpl, {})
         env.define("lcft", st)
         if kind == "lcsc":
             # the launch names the config and globals types: lcsc::launch_kernel<config, globals, lcsct>
@@ -719,8 +724,8 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
             types = [self.mb.structs.get(n.split("::")[-1]) for n in names] if names else []
             if len(types) != 2 or any(t is None for t in types):
                 return None
-            env.define("lcsc_config", self.struct_type(types[0], {}))
-            env.define("lcsc_globals", self.struct_type(types[1], {}))
+            env.define("lcsc_config", self.types.struct_type(types[0], {}))
+            env.define("lcsc_globals", self.types.struct_type(types[1], {}))
             m.launch_bounds = True  # lcsc::main_kernel carries __launch_bounds__(NUM_THREADS, ...)
         if op_spelling is not None:
             m.notes.append(
@@ -732,14 +737,11 @@ class KernelWalker(_TypesMixin, _StatementsMixin, _ValuesMixin):
             m.notes.append(f"'{tmpl.spelling}' analysed inside tkcheck's model of the TK {kind} template protocol")
         for prm in proto_fn.get_children():
             if prm.kind == CK.PARM_DECL:  # the kernel's `globals` argument
-                env.define(prm.spelling, self._param_value(prm, env))
+                env.define(prm.spelling, self.types.param_value(prm, env))
         body = next((ch for ch in proto_fn.get_children() if ch.kind == CK.COMPOUND_STMT), None)
         ctx = Ctx(env=env, guard=ir.Guard())
-        self._protocol = True
         self.walk(body, ctx)
         return m
-
-    # ======================================================= declarations
 
 
 def _has_store(st) -> bool:

@@ -127,7 +127,7 @@ class CallLowering:
             ring = self.w.ev(args[1], ctx, cursor)
             if n is not None and isinstance(ring, Expr):
                 flip = cexpr.Value(E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n))))
-                self.w.assign(cexpr.Assign("^=", args[0], flip), ctx, cursor)
+                self.w.exprs.assign(cexpr.Assign("^=", args[0], flip), ctx, cursor)
                 if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1 and cursor is not None:
                     self.w.emit(
                         ir.Op(
@@ -152,7 +152,7 @@ class CallLowering:
                     return E.binop("%", E.binop("+", r, d), E.Const(s))
                 return E.binop("%", E.binop("+", E.binop("-", r, d), E.Const(s)), E.Const(s))
             return E.opaque(base)
-        if base in K.CUDA_ATOMICS and args and not quals and self.w.global_target(args[0], ctx, cursor):
+        if base in K.CUDA_ATOMICS and args and not quals and self.w.exprs.global_target(args[0], ctx, cursor):
             # CUDA's atomicAdd & co on global memory: relaxed read-modify-writes at gpu scope
             vals = [self.w.ev(a, ctx, cursor) for a in args[1:]]
             loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
@@ -272,11 +272,11 @@ class CallLowering:
             return self.w.inline.expand_lambda(target, args, ctx, cursor)
         # unknown call: evaluate args (for side effects), result opaque
         vals = [self.w.ev(a, ctx, cursor) for a in args]
-        self.w.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+        self.w.stmts.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         if not args:
             # a function of nothing may read who calls it (an election, a lane id): not uniform
             return E.opaque(cexpr.render(node))
-        return self.w.opaque_from(node, vals)
+        return self.w.exprs.opaque_from(node, vals)
 
     # -- the MK interpreter's op dispatch (knowledge/mk.py) -------------------
     def _is_opcode_dispatcher(self, name: str) -> bool:
@@ -297,7 +297,7 @@ class CallLowering:
             return None
         v = op.env.vars.get(role)
         if isinstance(v, tuple) and v and v[0] == "struct_decl":
-            return self.w.struct_type(v[1], {}, parent_env=op.env)
+            return self.w.types.struct_type(v[1], {}, parent_env=op.env)
         return v if isinstance(v, StructType) else None
 
     def _mk_dispatch_role(self, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:
@@ -320,7 +320,7 @@ class CallLowering:
             vals = [self.w.ev(a, ctx, cursor) for a in args]
             if cursor is not None:
                 self.w.note_unmodelled(cursor, f"{name}: an op dispatch outside a per-op model")
-            self.w.unmodelled_use(vals, ctx, cursor, name)
+            self.w.stmts.unmodelled_use(vals, ctx, cursor, name)
             return E.opaque(name)
         d = targs[0]
         target = None
@@ -330,7 +330,7 @@ class CallLowering:
             if isinstance(inner, tuple) and inner and inner[0] == "struct_decl":
                 tps = [ch for ch in inner[1].get_children() if ch.kind == CK.TEMPLATE_TYPE_PARAMETER]
                 if tps:
-                    target = self.w.struct_type(inner[1], {tps[0].spelling: self.w.mk_op}, parent_env=outer.env)
+                    target = self.w.types.struct_type(inner[1], {tps[0].spelling: self.w.mk_op}, parent_env=outer.env)
         f = target.env.vars.get("run") if target is not None else None
         if not isinstance(f, Func):
             if cursor is not None:
@@ -449,7 +449,9 @@ class CallLowering:
             if body and body[0] == "group" and len(body) >= 4 and body[1] == "<":
                 node = cexpr.parse_expression(body[2 : body.index(">")] if ">" in body else [], ctx.env.has)
                 local = alias_cursor.semantic_parent.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD)
-                v = self.w.ev(node, replace(ctx, dry=True, env=ctx.env if local else self.w.env_for_decl(alias_cursor)))
+                v = self.w.ev(
+                    node, replace(ctx, dry=True, env=ctx.env if local else self.w.types.env_for_decl(alias_cursor))
+                )
                 if isinstance(v, Expr) and isinstance(v.const(), int):
                     return GroupScope(v.const())
                 return GroupScope(-1)
@@ -781,8 +783,8 @@ class CallLowering:
             if isinstance(f, Func):
                 return self.w.inline.expand(f, args, ctx, cursor, targs, this=obj)
         vals = [self.w.ev(a, ctx, cursor) for a in args]
-        self.w.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
-        return self.w.opaque_from(callee, [obj] + vals)
+        self.w.stmts.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+        return self.w.exprs.opaque_from(callee, [obj] + vals)
 
     # -- TMEM (Blackwell) ------------------------------------------------------
 

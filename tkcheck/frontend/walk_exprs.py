@@ -13,22 +13,29 @@ from . import cexpr
 from .value_types import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType, TypeVal
 from .walk_env import CK, Ctx, loc_of, tokens_of, value_names
 from .walk_arith import _ArrVal, _tile_attr, _to_bool, convert_int
+from .walker_core import ExprWalker
 
 
-class _ValuesMixin:
-    """Part of `builder.KernelWalker`. Expressions to model values: names, members, assignments, element access, phase bitfields."""
+class ExprEvaluation:
+    """The walker's part for expressions: names, members, assignments, element access and phase
+    bitfields become model values; it numbers the ops the walk emits."""
+
+    def __init__(self, walker: ExprWalker):
+        self.w = walker
+        self._order = 0  # ops emitted so far (an op's `order`)
+        self._no_elem_access = 0  # > 0 while evaluating an lvalue or an address (`&x[i]`)
 
     def emit(self, op: ir.Op, ctx: Ctx):
-        if ctx.dry or self.model is None:
+        if ctx.dry or self.w.model is None:
             return
         self._order += 1
         op.order = self._order
-        if op.kind == ir.MBAR_WAIT and op.parity is not None and op.parity in self.phasebit_reads:
+        if op.kind == ir.MBAR_WAIT and op.parity is not None and op.parity in self.w.phasebit_reads:
             if op.phasebit is None:
-                op.phasebit = self.phasebit_reads[op.parity]
+                op.phasebit = self.w.phasebit_reads[op.parity]
         op.callers = ctx.callers
         op.role_hint = ctx.role_hint
-        self.model.ops.append(op)
+        self.w.model.ops.append(op)
 
     # ========================================================== evaluation
     def ev(self, node: cexpr.Node, ctx: Ctx, cursor=None):
@@ -101,14 +108,14 @@ class _ValuesMixin:
                     return self._ev_member(cexpr.Member(nobj, ptr[1], False), ctx, cursor)
                 return self.opaque_from(node, (self.ev(nobj, ctx, cursor), ptr))
             case cexpr.Call():
-                return self.calls.ev_call(node, ctx, cursor)
+                return self.w.calls.ev_call(node, ctx, cursor)
             case cexpr.Init(items):
                 return tuple(self.ev(x, ctx, cursor) for x in items)
             case cexpr.Comma(na, nb):
                 self.ev(na, ctx, cursor)
                 return self.ev(nb, ctx, cursor)
             case cexpr.TypeWords():
-                return self.resolve_type(node, ctx.env)
+                return self.w.resolve_type(node, ctx.env)
             case cexpr.Value(value):
                 return value
         return E.opaque("unknown")
@@ -116,7 +123,7 @@ class _ValuesMixin:
     def _ev_unary(self, node: cexpr.Un, op: str, inner: cexpr.Node, ctx: Ctx, cursor):
         if op == "&" and isinstance(inner, cexpr.Name) and len(inner.segments) >= 2:
             # `&Globals::field`: a pointer to a data member (a template argument of an op)
-            owner = self.resolve_type(cexpr.Name(inner.segments[:-1]), ctx.env)
+            owner = self.w.resolve_type(cexpr.Name(inner.segments[:-1]), ctx.env)
             fld = inner.segments[-1].name
             if isinstance(owner, StructType) and getattr(owner.members.get(fld), "kind", None) == CK.FIELD_DECL:
                 return ("memptr", fld)
@@ -133,7 +140,7 @@ class _ValuesMixin:
                     ir.Op(
                         ir.GLOBAL_LOAD,
                         "volatile load",
-                        loc_of(cursor, self.filename),
+                        loc_of(cursor, self.w.filename),
                         ctx.guard,
                         ctx.loops,
                         global_access=ir.GlobalAccessFacts("volatile", cexpr.render(node)[:80]),
@@ -162,9 +169,9 @@ class _ValuesMixin:
             if arr is not None:
                 return arr
         if isinstance(inner, Obj):
-            t = self.resolve_type(tnode, ctx.env)
+            t = self.w.resolve_type(tnode, ctx.env)
             if isinstance(t, StructType):
-                t = self.struct_tile_type(t)
+                t = self.w.stmts.struct_tile_type(t)
             if isinstance(t, ir.TileType) and t.kind in ("st", "sv", "struct") and inner.type != t:
                 return Obj(inner.kind, inner.ref, t, reinterpreted_from=inner.type)
         if words is not None and "bool" in words and isinstance(inner, Expr):
@@ -174,11 +181,11 @@ class _ValuesMixin:
         return inner
 
     def _ev_sizeof(self, inner: cexpr.Node, ctx: Ctx):
-        if _is_clc_handle(inner, self, ctx):
+        if _is_clc_handle(inner, self.w, ctx):
             return E.Const(K.CLC_RESPONSE_BYTES)  # `uint4 internal_value` (util.cuh)
-        t = self.resolve_type(inner, ctx.env) if isinstance(inner, (cexpr.Name, cexpr.TypeWords)) else None
+        t = self.w.resolve_type(inner, ctx.env) if isinstance(inner, (cexpr.Name, cexpr.TypeWords)) else None
         if isinstance(t, StructType):
-            t = self.struct_tile_type(t)
+            t = self.w.stmts.struct_tile_type(t)
         if isinstance(t, ir.TileType):
             s = t.size_bytes() if t.kind != "scalar" else E.Const(t.dtype_bytes or 4)
             if s is not None:
@@ -201,7 +208,7 @@ class _ValuesMixin:
     def _ev_index(self, node: cexpr.Index, nbase: cexpr.Node, nidx: cexpr.Node, ctx: Ctx, cursor):
         base = self.ev(nbase, ctx, cursor)
         idx = self.ev(nidx, ctx, cursor)
-        if self.mk_op is not None and isinstance(base, (Obj, E.Var)) and isinstance(idx, E.Const):
+        if self.w.mk_op is not None and isinstance(base, (Obj, E.Var)) and isinstance(idx, E.Const):
             code = self._mk_opcode_read(base, idx)
             if code is not None:
                 return code
@@ -228,7 +235,7 @@ class _ValuesMixin:
             return res
         return self.opaque_from(node, (base, idx))
 
-    def _mk_opcode_read(self, base: Obj, idx: E.Const):
+    def _mk_opcode_read(self, base: Obj | E.Var, idx: E.Const):
         """In the model of one MK op, the opcode word of an instruction slot (knowledge/mk.py:
         `instructions[0]` in Megakernels) reads as that op's opcode."""
         from ..knowledge import mk
@@ -237,7 +244,7 @@ class _ValuesMixin:
         fld = name.rsplit(".", 1)[-1].rstrip("()")
         if fld not in mk.OPCODE_FIELDS or mk.OPCODE_FIELDS[fld] != idx.value:
             return None
-        v = self._member_static(self.mk_op, "opcode", None, Ctx(env=self.mk_op.env, guard=ir.Guard(), dry=True))
+        v = self.member_static(self.w.mk_op, "opcode", None, Ctx(env=self.w.mk_op.env, guard=ir.Guard(), dry=True))
         return v if isinstance(v, E.Const) else None
 
     def global_target(self, node: cexpr.Node, ctx: Ctx, cursor) -> bool:
@@ -272,9 +279,9 @@ class _ValuesMixin:
             rest = rest[j + 1 :]
         if rest or not dims or not elem:
             return None
-        t = self.resolve_type_spelling(" ".join(elem), ctx.env)
+        t = self.w.types.resolve_type_spelling(" ".join(elem), ctx.env)
         if isinstance(t, StructType):
-            t = self.struct_tile_type(t)
+            t = self.w.stmts.struct_tile_type(t)
         if not isinstance(t, ir.TileType) or t.kind not in ("st", "sv"):
             return None
         return _ArrVal(Obj(inner.kind, inner.ref, t, reinterpreted_from=inner.type), dims)
@@ -328,15 +335,15 @@ class _ValuesMixin:
     # -- names --------------------------------------------------------------
     def _ev_name(self, node: cexpr.Name, ctx: Ctx):
         segs = list(node.segments)
-        q = self._qualified_decl(segs, ctx.env)
+        q = self.w.types.qualified_decl(segs, ctx.env)
         if q is not None:
             cur = self.deref(q[0], segs[0].name, ctx, q[1])
             for seg, sargs in q[2]:
-                cur = self._member_static(cur, seg, sargs, ctx)
+                cur = self.member_static(cur, seg, sargs, ctx)
                 if cur is None:
                     return E.Var(f"?{cexpr.render(node)}", E.PARAM)
             return cur
-        while len(segs) > 1 and segs[0].name in self.ns_names:
+        while len(segs) > 1 and segs[0].name in self.w.ns_names:
             segs = segs[1:]
         head, targs = segs[0]
         if len(segs) == 1:
@@ -345,42 +352,42 @@ class _ValuesMixin:
             v = ctx.env.lookup(head)
             if v is not None:
                 return self.deref(v, head, ctx)
-            if head in self.mb.macros:
+            if head in self.w.mb.macros:
                 # a macro whose value is a constant is evaluated once per file: `#define M1 (M0 + M0)`
                 # chains stay linear instead of doubling at every level
-                known = self.mb.macro_constants.get(head)
+                known = self.w.mb.macro_constants.get(head)
                 if known is not None:
                     return known
-                toks = self.mb.macros[head]
+                toks = self.w.mb.macros[head]
                 sub = cexpr.parse_expression(toks, ctx.env.has)
                 val = self.ev(sub, ctx)
                 if isinstance(val, E.Const):
-                    self.mb.macro_constants[head] = val
+                    self.w.mb.macro_constants[head] = val
                 return val
             if head in K.CONSTANTS:
                 return E.Const(K.CONSTANTS[head])
             if head in ("threadIdx", "blockIdx", "blockDim", "gridDim", "clusterIdx", "clusterDim"):
                 return ("builtin", head)
             if head in K.TILE_ALIASES and targs is not None:
-                return self._tile_from_alias(head, targs, ctx.env)
-            if head in self.mb.functions:
-                return Func(head, self.mb.functions[head])
-            if head in self.mb.structs:
-                return self._type_of_value(("struct_decl", self.mb.structs[head]), targs, ctx.env)
+                return self.w.types.tile_from_alias(head, targs, ctx.env)
+            if head in self.w.mb.functions:
+                return Func(head, self.w.mb.functions[head])
+            if head in self.w.mb.structs:
+                return self.w.types.type_of_value(("struct_decl", self.w.mb.structs[head]), targs, ctx.env)
             if head in K.DTYPE_BYTES:
                 return ir.TileType("scalar", head, dtype=head, dtype_bytes=K.DTYPE_BYTES[head])
             return E.opaque(head) if head[:1].islower() else E.Var(f"?{head}", E.PARAM)
         # qualified: a struct's static member, a type's member, a group scope...
         base = ctx.env.lookup(head)
-        if base is None and head in self.mb.structs:
-            base = ("struct_decl", self.mb.structs[head])
+        if base is None and head in self.w.mb.structs:
+            base = ("struct_decl", self.w.mb.structs[head])
         if head in K.TILE_ALIASES:
-            base = self._tile_from_alias(head, targs or (), ctx.env)
+            base = self.w.types.tile_from_alias(head, targs or (), ctx.env)
         cur = self.deref(base, head, ctx, targs) if base is not None else None
         if cur is None and head in K.CONSTANTS:
             return E.Const(K.CONSTANTS[head])
         for seg, sargs in segs[1:]:
-            cur = self._member_static(cur, seg, sargs, ctx)
+            cur = self.member_static(cur, seg, sargs, ctx)
             if cur is None:
                 if seg in K.CONSTANTS:
                     return E.Const(K.CONSTANTS[seg])
@@ -391,17 +398,17 @@ class _ValuesMixin:
         if isinstance(v, tuple) and v and v[0] == "var_decl":
             return self._global_var_value(v[1])
         if isinstance(v, tuple) and v and v[0] in ("alias_decl", "struct_decl"):
-            t = self._type_of_value(v, targs, ctx.env)
+            t = self.w.types.type_of_value(v, targs, ctx.env)
             return t
         return v
 
     def _global_var_value(self, cursor):
         key = ("var", cursor.hash)
-        if key in self._struct_cache:
-            return self._struct_cache[key]
-        self._struct_cache[key] = E.Var(f"?{cursor.spelling}", E.PARAM)
+        if key in self.w.struct_cache:
+            return self.w.struct_cache[key]
+        self.w.struct_cache[key] = E.Var(f"?{cursor.spelling}", E.PARAM)
         toks = tokens_of(cursor)
-        env = self.env_for_decl(cursor)
+        env = self.w.types.env_for_decl(cursor)
         val = None
         if cursor.spelling in toks:
             rest = toks[toks.index(cursor.spelling) + 1 :]
@@ -413,10 +420,10 @@ class _ValuesMixin:
                 val = self.ev(node, Ctx(env=env, guard=ir.Guard(), dry=True))
         if not isinstance(val, Expr):
             val = E.Var(f"?{cursor.spelling}", E.PARAM)
-        self._struct_cache[key] = val
+        self.w.struct_cache[key] = val
         return val
 
-    def _member_static(self, cur, seg, sargs, ctx: Ctx):
+    def member_static(self, cur, seg, sargs, ctx: Ctx):
         if isinstance(cur, StructType):
             m = cur.env.vars.get(seg)
             if m is None:
@@ -433,9 +440,9 @@ class _ValuesMixin:
     def _size_bytes(self, targs, ctx: Ctx) -> Expr:
         total: Expr = E.Const(0)
         for a in targs:
-            t = self.resolve_type(a, ctx.env)
+            t = self.w.resolve_type(a, ctx.env)
             if isinstance(t, StructType):
-                t = self.struct_tile_type(t)
+                t = self.w.stmts.struct_tile_type(t)
             s = t.size_bytes() if isinstance(t, ir.TileType) else None
             if s is None:
                 return E.opaque("size_bytes")
@@ -453,10 +460,10 @@ class _ValuesMixin:
             if (
                 b == "blockDim"
                 and field_name == "x"
-                and self.model is not None
-                and self.model.block_threads is not None
+                and self.w.model is not None
+                and self.w.model.block_threads is not None
             ):
-                return self.model.block_threads
+                return self.w.model.block_threads
             if b == "blockDim" and field_name in ("y", "z"):
                 return E.Const(1)
             return E.Var(f"{b}.{field_name}", E.PARAM)
@@ -534,7 +541,7 @@ class _ValuesMixin:
             old = ctx.env.lookup(name)
             new = val
             if op == "=":
-                self._note_phasebit_set(name, new, ctx, cursor)
+                self.note_phasebit_set(name, new, ctx, cursor)
             if not ctx.env.assign(name, new):
                 ctx.env.define(name, new)
             return new
@@ -580,7 +587,7 @@ class _ValuesMixin:
     def _assign_tmem_tile(self, lhs: cexpr.Node, val, ctx: Ctx, cursor) -> bool:
         """`d = tm.allocate<TT>(col)` / `d[i] = tm.allocate<TT>(col)` into a declared TMEM tile (an
         array filled by a loop of constant trip: one element per iteration)."""
-        m = self.model
+        m = self.w.model
         if m is None:
             return False
         _, alloc, t, lane, col = val
@@ -588,7 +595,7 @@ class _ValuesMixin:
             name = lhs.segments[0].name
             old = ctx.env.lookup(name)
             if isinstance(old, Obj) and old.kind == "tmem" and not old.ref.index:
-                loc = loc_of(cursor, self.filename) if cursor is not None else m.location
+                loc = loc_of(cursor, self.w.filename) if cursor is not None else m.location
                 m.tmem_tiles[name] = ir.TmemTile(name, old.type or t, alloc, ((lane, col),), (), loc)
                 return True
             return False
@@ -644,7 +651,7 @@ class _ValuesMixin:
             ir.Op(
                 ir.SMEM_ACCESS,
                 "shared store" if access == "write" else "shared load",
-                loc_of(cursor, self.filename),
+                loc_of(cursor, self.w.filename),
                 ctx.guard,
                 ctx.loops,
                 buffer=v.ref,
@@ -653,10 +660,10 @@ class _ValuesMixin:
             ctx,
         )
 
-    def _note_phasebit_set(self, name, value, ctx: Ctx, cursor):
+    def note_phasebit_set(self, name, value, ctx: Ctx, cursor):
         """A phase bitfield (re)initialised to a constant: an op, so that phase
         reasoning across nested loops can find where the bits were last set."""
-        if ctx.dry or self.model is None or cursor is None or name not in self.mb.phase_bitfields():
+        if ctx.dry or self.w.model is None or cursor is None or name not in self.w.mb.phase_bitfields():
             return
         if not isinstance(value, E.Const) or not isinstance(value.value, int) or isinstance(value.value, bool):
             return
@@ -664,7 +671,7 @@ class _ValuesMixin:
             ir.Op(
                 ir.PHASEBIT_SET,
                 "phasebit",
-                loc_of(cursor, self.filename),
+                loc_of(cursor, self.w.filename),
                 ctx.guard,
                 ctx.loops,
                 phasebit=ir.PhasebitFacts(name, value=value.value),

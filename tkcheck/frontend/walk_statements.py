@@ -28,6 +28,7 @@ from .walk_arith import (
     convert_int,
     solve_recurrence,
 )
+from .walker_core import StatementWalker
 
 
 class _Slot:
@@ -114,8 +115,18 @@ def _conjuncts(e: Expr) -> list[Expr]:
     return [e]
 
 
-class _StatementsMixin:
-    """Part of `builder.KernelWalker`. Statements: blocks, declarations, branches (guards), returns, loops and their carried variables."""
+class StatementWalk:
+    """The walker's part for statements: blocks, declarations, branches (guards), returns, loops
+    and the variables they carry (solved into closed forms over the loop counter)."""
+
+    def __init__(self, walker: StatementWalker):
+        self.w = walker
+        self._loop_ids = 0  # loops walked so far (a loop's id)
+        self._loop_breaks: list = []  # `break`s seen in the loop being walked (its trip is then unknown)
+        self._system_logs: list = []  # per loop being analysed: the updates of its nested loops
+        self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
+        self._last_system: tuple | None = None  # the carried-variable system of the loop walked last
+        self._fresh_slots = 0  # carried-variable systems solved so far (names their start values)
 
     def walk(self, c, ctx: Ctx) -> str | None:
         """Walk a statement. Returns 'return'/'break'/'continue' when the
@@ -151,7 +162,7 @@ class _StatementsMixin:
             if k == CK.CONTINUE_STMT:
                 return "continue"
             if k in (CK.ASM_STMT, CK.MS_ASM_STMT):
-                self.asm.walk(c, ctx)
+                self.w.asm.walk(c, ctx)
                 return None
             if k in (CK.NULL_STMT, CK.CASE_STMT, CK.DEFAULT_STMT, CK.LABEL_STMT, CK.GOTO_STMT):
                 if k == CK.GOTO_STMT:
@@ -192,9 +203,9 @@ class _StatementsMixin:
         import os
 
         fname = os.path.abspath(ext.start.file.name)
-        cache = self.mb.__dict__.setdefault("_recovered_by_file", {})
+        cache = self.w.mb.__dict__.setdefault("_recovered_by_file", {})
         if not cache:
-            for d in self.mb.parsed.diagnostics:
+            for d in self.w.mb.parsed.diagnostics:
                 if d.recovered and d.abs_file and d.location is not None:
                     cache.setdefault(d.abs_file, set()).add(d.location.row)
             cache.setdefault("", set())
@@ -250,7 +261,7 @@ class _StatementsMixin:
         if isinstance(node, cexpr.Unknown):
             self.note_unmodelled(c, "statement clang dropped (after an error it recovered from) not understood")
             return None
-        return self.ev(node, ctx, cursor=c)
+        return self.w.ev(node, ctx, cursor=c)
 
     def _walk_block(self, stmts, ctx: Ctx) -> str | None:
         for s in stmts:
@@ -267,11 +278,11 @@ class _StatementsMixin:
         if isinstance(node, cexpr.Unknown):
             self.note_unmodelled(c, "expression not understood")
             return None
-        return self.ev(node, ctx, cursor=c)
+        return self.w.ev(node, ctx, cursor=c)
 
     def note_unmodelled(self, c, why: str):
-        if self.model is not None:
-            self.model.unmodelled.append((loc_of(c, self.filename), why))
+        if self.w.model is not None:
+            self.w.model.unmodelled.append((loc_of(c, self.w.filename), why))
 
     def unmodelled_use(self, vals, ctx: Ctx, cursor, what: str):
         """A call tkcheck does not model received an mbarrier: it may arrive on
@@ -281,8 +292,8 @@ class _StatementsMixin:
             if isinstance(v, _ArrVal):
                 v = v.obj
             if isinstance(v, Obj) and v.kind == "barrier":
-                loc = loc_of(cursor, self.filename) if cursor is not None else self.model.location
-                self.emit(
+                loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+                self.w.emit(
                     ir.Op(ir.CALL, what, loc, ctx.guard, ctx.loops, barrier=v.ref, unmodelled_barrier_use=True), ctx
                 )
 
@@ -338,13 +349,13 @@ class _StatementsMixin:
             while type_toks and type_toks[0] == ")":
                 type_toks = type_toks[1:]
         tnode = cexpr.parse_expression(type_toks, lambda s: False) if type_toks else None
-        t = self.resolve_type(tnode, ctx.env) if tnode is not None else None
+        t = self.w.resolve_type(tnode, ctx.env) if tnode is not None else None
         dims = []
         for dn in dims_nodes:
-            v = self.ev(dn, replace(ctx, dry=True)) if not isinstance(dn, cexpr.Unknown) else None
+            v = self.w.ev(dn, replace(ctx, dry=True)) if not isinstance(dn, cexpr.Unknown) else None
             dims.append(v if isinstance(v, Expr) else E.opaque("dim"))
-        loc = loc_of(d, self.filename)
-        m = self.model
+        loc = loc_of(d, self.w.filename)
+        m = self.w.model
         value: Any = None
         if is_shared and isinstance(t, ir.TileType):
             if t.kind == "semaphore":
@@ -362,7 +373,7 @@ class _StatementsMixin:
         elif is_shared and isinstance(t, StructType):
             value = self._register_struct_buffer(name, t, tuple(dims), loc, "static", max(align or 0, _TK_TYPE_ALIGN))
         elif init_node is not None:
-            v = self.ev(init_node, ctx, cursor=d)
+            v = self.w.ev(init_node, ctx, cursor=d)
             if (
                 isinstance(v, Obj)
                 and v.kind in ("buffer", "barrier")
@@ -375,7 +386,7 @@ class _StatementsMixin:
             elif isinstance(v, Allocator):
                 value = v
             elif _is_tmem_init(v) and (t is None or (isinstance(t, ir.TileType) and t.kind == "tt")):
-                value = self.tmem.bind_tile(name, v, t, dims, loc)
+                value = self.w.tmem.bind_tile(name, v, t, dims, loc)
             elif isinstance(v, tuple) and v and v[0] == "alloc":
                 value = self._bind_allocation(name, Obj("buffer", ir.Ref("@alloc"), None, None), t, dims, loc, alloc=v)
             elif v is None and isinstance(t, ir.TileType) and t.kind in ("rt", "rv"):
@@ -419,11 +430,11 @@ class _StatementsMixin:
         if type_toks and type_toks[0] in ("shared_allocator", "tma_allocator", "tma_swizzle_allocator"):
             value = Allocator(1024)
         tt0 = [x for x in type_toks if x not in ("kittens", "::")]
-        if tt0 and tt0[0] in ("tensor_allocator", "tm_allocator") and not is_ref and self.model is not None:
-            value = self.tmem.allocator(name, tt0, ctx, loc)
+        if tt0 and tt0[0] in ("tensor_allocator", "tm_allocator") and not is_ref and self.w.model is not None:
+            value = self.w.tmem.allocator(name, tt0, ctx, loc)
         if isinstance(value, E.Const):
             value = convert_int(value, d.type.spelling)
-        self._note_phasebit_set(name, value, ctx, d)
+        self.w.exprs.note_phasebit_set(name, value, ctx, d)
         ctx.env.define(name, value)
         return toks[: toks.index(name)] if name in toks else first_type
 
@@ -493,7 +504,7 @@ class _StatementsMixin:
             if isinstance(v, _ArrVal) or isinstance(v, (Obj, Rec, Allocator)) or (isinstance(v, tuple) and v):
                 rec.fields[fn] = v
                 continue
-            ft = self.resolve_type_spelling(cur.type.spelling, st.env) if "[" not in cur.type.spelling else None
+            ft = self.w.types.resolve_type_spelling(cur.type.spelling, st.env) if "[" not in cur.type.spelling else None
             if isinstance(v, Expr) or isinstance(ft, ir.TileType) and ft.kind == "scalar":
                 scalars.append(fn)
                 ctx.env.define(f"{name}.{fn}", v if isinstance(v, Expr) else E.opaque(f"{name}.{fn}"))
@@ -508,15 +519,15 @@ class _StatementsMixin:
         for fname, cur in st.members.items():
             if cur.kind != CK.FIELD_DECL:
                 continue
-            ft = self.resolve_type_spelling(cur.type.spelling, st.env)
-            if isinstance(ft, ir.TileType) and ft.kind in ("rt", "rv") and self.model is not None:
-                self.model.reg_tiles[f"{prefix}.{fname}"] = ft
+            ft = self.w.types.resolve_type_spelling(cur.type.spelling, st.env)
+            if isinstance(ft, ir.TileType) and ft.kind in ("rt", "rv") and self.w.model is not None:
+                self.w.model.reg_tiles[f"{prefix}.{fname}"] = ft
                 rec.fields[fname] = Obj("regtile", ir.Ref(f"{prefix}.{fname}"), ft)
         return rec
 
     def _register_struct_buffer(self, name, st: StructType, dims, loc, storage, align) -> Obj:
         t = self.struct_tile_type(st)
-        m = self.model
+        m = self.w.model
         offsets, ssize = _member_offsets(t) if t else ({}, None)
         outer = _const_strides(dims, ssize)
         for mname, mtype, count in t.members if t else ():
@@ -544,9 +555,9 @@ class _StatementsMixin:
         so `size_bytes` and member access work. `T a[M], b[N];` declares two
         fields whose second declarator has no type tokens of its own."""
         key = ("struct_tile", id(st))
-        if key in self._struct_cache:
-            return self._struct_cache[key]
-        self._struct_cache[key] = None
+        if key in self.w.struct_cache:
+            return self.w.struct_cache[key]
+        self.w.struct_cache[key] = None
         members = []
         prev_type = None
         sctx = Ctx(env=st.env, guard=ir.Guard(), dry=True)
@@ -564,12 +575,12 @@ class _StatementsMixin:
                 type_toks = prev_type
             prev_type = type_toks
             tnode = cexpr.parse_expression(type_toks, lambda s: False)
-            mt = self.resolve_type(tnode, st.env)
+            mt = self.w.resolve_type(tnode, st.env)
             count = None
             rest = toks[i + 1 :]
             while rest and rest[0] == "[":
                 j = rest.index("]")
-                cv = self.ev(cexpr.parse_expression(rest[1:j], st.env.has), sctx)
+                cv = self.w.ev(cexpr.parse_expression(rest[1:j], st.env.has), sctx)
                 cv = cv if isinstance(cv, Expr) else E.opaque("count")
                 count = cv if count is None else E.binop("*", count, cv)
                 rest = rest[j + 1 :]
@@ -578,12 +589,12 @@ class _StatementsMixin:
             if isinstance(mt, ir.TileType):
                 members.append((ch.spelling, mt, count))
         t = ir.TileType("struct", st.name, members=tuple(members)) if members else None
-        self._struct_cache[key] = t
+        self.w.struct_cache[key] = t
         return t
 
     def _bind_allocation(self, name, v, t, dims, loc, alloc=None):
         """`st_bf<64,64> (&a)[N] = al.allocate<st_bf<64,64>, N>();`"""
-        m = self.model
+        m = self.w.model
         align = 1024
         atype, adims = t, tuple(dims)
         if alloc is not None:
@@ -661,12 +672,12 @@ class _StatementsMixin:
                 cls, cexp = "const", E.Const(False)
             elif self._never(ir.Guard(), E.negate(cexp)):
                 cls, cexp = "const", E.Const(True)
-        if cls == "const":
+        if cls == "const" and isinstance(cexp, E.Const):
             taken = then_s if cexp.value else else_s
             dead = else_s if cexp.value else then_s
-            if dead is not None and self.model is not None:
+            if dead is not None and self.w.model is not None:
                 # code this kernel never runs (`if constexpr` not taken): out of its coverage census
-                self.model.dead_code.add(_extent(dead))
+                self.w.model.dead_code.add(_extent(dead))
             return self.walk(taken, ctx) if taken is not None else None
         if is_constexpr and cls != "const":
             # unknown `if constexpr`: exactly one branch exists in the instantiation
@@ -754,7 +765,7 @@ class _StatementsMixin:
             if carried is not None:
                 cond = E.binop("||", carried, cond)
             cls, cexp = self._classify(cond, ctx)
-            if cls == "const" and not cexp.value:
+            if cls == "const" and isinstance(cexp, E.Const) and not cexp.value:
                 carried = None
                 continue
             g = ctx.guard if cls == "const" else self._branch_guard(ctx.guard, cls, cexp, True)
@@ -779,7 +790,7 @@ class _StatementsMixin:
         fv = pred.free_vars()
         if any(v.kind == E.OPAQUE for v in fv):
             return False
-        n = self.model.num_threads() if self.model is not None else None
+        n = self.w.model.num_threads() if self.w.model is not None else None
         if n is not None and n > 1024:
             return False  # a block that cannot launch (the engine does not analyse it): no enumeration
         if n is not None and all(v.kind == E.THREAD for v in fv):
@@ -864,12 +875,12 @@ class _StatementsMixin:
                 ctx.frame.returns.append((ctx.guard, None))
             return
         if not ctx.dry:
-            self.emit(ir.Op(ir.EXIT, "return", loc_of(c, self.filename), ctx.guard, ctx.loops), ctx)
+            self.w.emit(ir.Op(ir.EXIT, "return", loc_of(c, self.w.filename), ctx.guard, ctx.loops), ctx)
 
     def _walk_loop(self, c, ctx: Ctx):
         kids = list(c.get_children())
         toks = tokens_of(c)
-        loc = loc_of(c, self.filename)
+        loc = loc_of(c, self.w.filename)
         env = ctx.env.child()
         lctx = replace(ctx, env=env)
         init_s = cond_c = inc_c = body = None
@@ -912,7 +923,7 @@ class _StatementsMixin:
         # induction variable: `for (int i = a; i < b; i += s)`, also a struct field
         # (`for (regs.task = regs.first; regs.task < regs.n; regs.task += regs.stride)`)
         var, init_v, step, trip, infinite = self._induction(init_s, cond_c, inc_c, lctx)
-        ivar = _Slot.of(var, self, lctx) if var is not None else None
+        ivar = _Slot.of(var, self.w, lctx) if var is not None else None
         var_name = ivar.name if ivar is not None and ivar.rec is None else None
         shown = var_name if var_name is not None else (cexpr.render(var) if var is not None else None)
         # the iteration counter, printed in the user's words (`k`, `(k - 1)`, `((k - 2) / 4)`)
@@ -933,8 +944,8 @@ class _StatementsMixin:
         )
         if trip is not None and trip.depends_on(E.THREAD):
             loop.uniform = False
-        if self.model is not None and not ctx.dry:
-            self.model.loops[lid] = loop
+        if self.w.model is not None and not ctx.dry:
+            self.w.model.loops[lid] = loop
         bctx = replace(lctx, loops=ctx.loops + (lid,), env=env.child())
         if ivar is not None and init_v is not None and step is not None:
             ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
@@ -1001,11 +1012,11 @@ class _StatementsMixin:
         node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
         if not isinstance(node, cexpr.Bin) or node.op != "<":
             return None
-        lhs = self.ev(node.a, replace(ctx, dry=True))
-        bound = self.ev(node.b, replace(ctx, dry=True))
+        lhs = self.w.ev(node.a, replace(ctx, dry=True))
+        bound = self.w.ev(node.b, replace(ctx, dry=True))
         if not isinstance(lhs, Expr) or not isinstance(bound, Expr) or bound.depends_on(E.LOOP) or bound.is_opaque():
             return None
-        x0 = None
+        x0: Expr | None = None
         if lhs == counter:
             x0 = E.Const(0)
         elif isinstance(lhs, E.Bin) and lhs.op == "+" and counter in (lhs.a, lhs.b):
@@ -1021,13 +1032,14 @@ class _StatementsMixin:
 
     def _induction(self, init_s, cond_c, inc_c, ctx: Ctx):
         """(induction lvalue node, start value, step, trip count, infinite)."""
-        var = init_v = step = trip = None
+        var: cexpr.Node | None = None
+        init_v = step = trip = None
         infinite = cond_c is None
         if init_s is not None:
             toks = tokens_of(init_s)
             if init_s.kind == CK.DECL_STMT:
-                for i, t in enumerate(toks):
-                    if t == "=" and i > 0:
+                for i, tok in enumerate(toks):
+                    if tok == "=" and i > 0:
                         var = cexpr.Name.simple(toks[i - 1])
                         break
             else:
@@ -1041,20 +1053,20 @@ class _StatementsMixin:
                 ):
                     var = node.target
             if var is not None:
-                slot = _Slot.of(var, self, ctx)
+                slot = _Slot.of(var, self.w, ctx)
                 v = slot.get(ctx.env) if slot is not None else None
                 init_v = v if isinstance(v, Expr) else None
                 if slot is None:
                     var = None
         if inc_c is not None and var is not None:
             node = cexpr.parse_expression(tokens_of(inc_c), value_names(ctx.env))
-            step = _step_of(node, var, lambda n: self.ev(n, replace(ctx, dry=True)))
+            step = _step_of(node, var, lambda n: self.w.ev(n, replace(ctx, dry=True)))
         if isinstance(var, cexpr.Member) and step is None:
             var = init_v = None  # advanced by a member function: a carried variable
         if cond_c is not None and var is not None and step is not None and init_v is not None:
             node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
             if isinstance(node, cexpr.Bin) and node.a == var:
-                bound = self.ev(node.b, replace(ctx, dry=True))
+                bound = self.w.ev(node.b, replace(ctx, dry=True))
                 if isinstance(bound, Expr):
                     op = node.op
                     s = step
@@ -1214,7 +1226,7 @@ class _StatementsMixin:
         if not scalars and not fields:
             return out
         # one dry pass with symbolic start values
-        self._fresh_slots = getattr(self, "_fresh_slots", 0) + 1
+        self._fresh_slots += 1
         start = {}
         for sl in scalars:
             start[sl] = E.Var(f"{sl.label}@start", E.LOOP)

@@ -13,6 +13,7 @@ from . import cexpr
 from .value_types import Func, Obj, Rec, StructType, TypeVal
 from .walk_env import CK, Env, Ctx, tokens_of, _same_file, _text_for
 from .walk_arith import _ArrVal, _split_comma, _split_top
+from .walker_core import TypesWalker
 
 
 def _values_of(env: Env):
@@ -42,10 +43,15 @@ def _show_value(v, arg) -> str:
     return arg.show()
 
 
-class _TypesMixin:
-    """Part of `builder.KernelWalker`. Types and launch shape: template parameters, struct/tile types, aliases, launch bounds."""
+class TypeResolution:
+    """The walker's part for types and launch shape: template parameters, struct and tile types,
+    aliases, launch bounds. Its state is the walker's (the struct cache, the template pack, the
+    arguments not understood), reached through `TypesWalker`."""
 
-    def _bind_template_params(self, c, env: Env, m: ir.KernelModel | None, inst=None):
+    def __init__(self, walker: TypesWalker):
+        self.w = walker
+
+    def bind_template_params(self, c, env: Env, m: ir.KernelModel | None, inst=None):
         """Bind a template kernel's parameters: to the instantiation's arguments (`inst`), else
         to their defaults, else to symbols (a kernel analysed without an instantiation)."""
         folded = []
@@ -70,7 +76,7 @@ class _TypesMixin:
 
                 ops = [v for v in pack if isinstance(v, StructType) and mk.is_op_struct(v)]
                 if m is not None and ops:
-                    self.op_pack = ops
+                    self.w.op_pack = ops
                     shown.append(f"{len(pack)} ops")
                 if m is not None:
                     m.template_params[ch.spelling] = None
@@ -86,13 +92,13 @@ class _TypesMixin:
                     continue
                 # an argument tkcheck cannot evaluate (a name of the enclosing template): this
                 # instantiation is not analysed, never analysed with a made-up value
-                self.unbound_args.append(f"{ch.spelling} = {given[i].show()}")
+                self.w.unbound_args.append(f"{ch.spelling} = {given[i].show()}")
                 continue
             if ch.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
                 default = None
                 if "=" in toks:
                     node = cexpr.parse_expression(toks[toks.index("=") + 1 :], env.has)
-                    default = self.ev(node, dctx)
+                    default = self.w.ev(node, dctx)
                 if isinstance(default, Expr) and not default.is_opaque():
                     env.define(ch.spelling, default)
                     folded.append(f"{ch.spelling}={default}")
@@ -118,7 +124,7 @@ class _TypesMixin:
             m.instance_site, m.instance_how = inst.site, inst.how
             if inst.args and inst.launcher is None:
                 how = {"launch": "launch", "explicit": "explicit instantiation"}.get(inst.how, inst.how)
-                where = "" if inst.site.filename == self.filename else f" of {inst.site.filename}"
+                where = "" if inst.site.filename == self.w.filename else f" of {inst.site.filename}"
                 m.notes.append(
                     f"'{m.name}' analysed with the template arguments of the {how} at line {inst.site.row}{where}"
                 )
@@ -126,11 +132,11 @@ class _TypesMixin:
     def _host_context_env(self, hc) -> Env:
         """The scope of a kernel's name inside one instantiation of a host function template:
         its template parameters bound, then its local type aliases declared before the name."""
-        henv = self.mb.env_for(hc.function).child()
+        henv = self.w.mb.env_for(hc.function).child()
         from .instances import KernelInstance
 
-        self._bind_template_params(
-            hc.function, henv, None, KernelInstance(hc.function, hc.args, self.model.location, "context")
+        self.bind_template_params(
+            hc.function, henv, None, KernelInstance(hc.function, hc.args, self.w.model.location, "context")
         )
         body = next((ch for ch in hc.function.get_children() if ch.kind == CK.COMPOUND_STMT), None)
         for st in body.get_children() if body is not None else ():
@@ -144,7 +150,7 @@ class _TypesMixin:
                     toks = tokens_of(d)
                     if d.spelling in toks and "=" in toks[toks.index(d.spelling) :]:
                         rest = toks[toks.index(d.spelling) :]
-                        v = self.ev(
+                        v = self.w.ev(
                             cexpr.parse_expression(rest[rest.index("=") + 1 :], henv.has),
                             Ctx(env=henv, guard=ir.Guard(), dry=True),
                         )
@@ -174,11 +180,11 @@ class _TypesMixin:
             list(arg.value), _values_of(env) if param.kind != CK.TEMPLATE_NON_TYPE_PARAMETER else env.has
         )
         if param.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
-            v = self.ev(node, dctx)
+            v = self.w.ev(node, dctx)
             return v if isinstance(v, Expr) and not v.is_opaque() else None
         return self.resolve_type(node, env)
 
-    def _launcher_shape(self, inst, env: Env, m: ir.KernelModel):
+    def launcher_shape(self, inst, env: Env, m: ir.KernelModel):
         """The launch shape a TK launcher gives the function it runs (knowledge/launchers.py)."""
         L = inst.launcher
         cfg = self.resolve_type_spelling(inst.config.value, env) if inst.config is not None else None
@@ -187,7 +193,7 @@ class _TypesMixin:
         def member(name):
             if cfg is None or name is None:
                 return None
-            v = self._member_static(cfg, name, None, dctx)
+            v = self.w.exprs.member_static(cfg, name, None, dctx)
             return v if isinstance(v, Expr) and not v.is_opaque() else None
 
         threads = member(L.threads_member)
@@ -213,9 +219,9 @@ class _TypesMixin:
     def _attribute_text(self, c) -> str:
         """The text before the kernel's name, object-like macros expanded
         (`#define BOUNDS __launch_bounds__(256, 1)`)."""
-        lines = self.mb.lines()
+        lines = self.w.mb.lines()
         f = c.extent.start.file
-        if f is not None and not _same_file(f.name, self.mb.parsed.abs_path or self.filename):
+        if f is not None and not _same_file(f.name, self.w.mb.parsed.abs_path or self.w.filename):
             src = _text_for(f.name)  # a kernel of a user header the file includes
             if src is not None:
                 lines = src.data.decode("utf-8", errors="replace").splitlines()
@@ -224,12 +230,12 @@ class _TypesMixin:
         for _ in range(3):
             chunk = re.sub(
                 r"[A-Za-z_][A-Za-z_0-9]*",
-                lambda mm: " ".join(self.mb.macros[mm.group()]) if mm.group() in self.mb.macros else mm.group(),
+                lambda mm: " ".join(self.w.mb.macros[mm.group()]) if mm.group() in self.w.mb.macros else mm.group(),
                 chunk,
             )
         return chunk
 
-    def _has_launch_bounds(self, c) -> bool | None:
+    def has_launch_bounds(self, c) -> bool | None:
         if re.search(r"__launch_bounds__\s*\(", self._attribute_text(c)):
             return True
         # an attribute libclang does not name may still be launch_bounds
@@ -237,7 +243,7 @@ class _TypesMixin:
             return None
         return False
 
-    def _cluster_dims(self, c, env) -> Expr | None:
+    def cluster_dims(self, c, env) -> Expr | None:
         """`__cluster_dims__(x[, y[, z]])` on the kernel: CTAs per cluster (x * y * z), when constant."""
         chunk = self._attribute_text(c)
         for ch in c.get_children():
@@ -258,21 +264,21 @@ class _TypesMixin:
         parts = _split_comma(cexpr.parse_expression(toks, env.has))
         total = 1
         for p in parts:
-            v = self.ev(p, Ctx(env=env, guard=ir.Guard(), dry=True))
+            v = self.w.ev(p, Ctx(env=env, guard=ir.Guard(), dry=True))
             c_ = v.const() if isinstance(v, Expr) else None
             if not isinstance(c_, int) or isinstance(c_, bool) or c_ <= 0:
                 return None
             total *= c_
         return E.Const(total)
 
-    def _launch_config_cluster(self, c, env) -> Expr | None:
+    def launch_config_cluster(self, c, env) -> Expr | None:
         """The cluster a kernel template is launched in by TK's host launch helper, in the file:
         `LaunchConfig<true, ...> cfg(grid, block, smem, stream, C::CLUSTER_SIZE);` then
         `cudaLaunchKernelEx(cfg, kernel<C>, ...)`. The cluster argument (the minimum cluster of
         the 6-argument form) is read when it is a constant or a member `P::M` of the launch's
         template argument P, evaluated with the kernel's own parameter in P's place. Every such
         launch of the kernel must agree; otherwise None."""
-        text = self.mb.source()
+        text = self.w.mb.source()
         name = re.escape(c.spelling)
         params = [
             ch.spelling
@@ -305,14 +311,14 @@ class _TypesMixin:
             elif not re.fullmatch(r"\d+", arg):
                 return None
             toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|\d+|::|\S", arg)
-            v = self.ev(cexpr.parse_expression(toks, env.has), Ctx(env=env, guard=ir.Guard(), dry=True))
+            v = self.w.ev(cexpr.parse_expression(toks, env.has), Ctx(env=env, guard=ir.Guard(), dry=True))
             cv = v.const() if isinstance(v, Expr) else None
             if not isinstance(cv, int) or isinstance(cv, bool) or cv <= 0:
                 return None
             vals.add(cv)
         return E.Const(vals.pop()) if len(vals) == 1 else None
 
-    def _launch_bounds(self, c, env) -> tuple[Expr, Expr | None] | None:
+    def launch_bounds(self, c, env) -> tuple[Expr, Expr | None] | None:
         """`__launch_bounds__(threads, blocks)` before the kernel's name. The
         cursor's extent may start after the attribute, so read the text."""
         chunk = self._attribute_text(c)
@@ -331,16 +337,16 @@ class _TypesMixin:
         node = cexpr.parse_expression(toks, env.has)
         parts = _split_comma(node)
         ctx = Ctx(env=env, guard=ir.Guard(), dry=True)
-        n = self.ev(parts[0], ctx)
-        mb = self.ev(parts[1], ctx) if len(parts) > 1 else None
+        n = self.w.ev(parts[0], ctx)
+        mb = self.w.ev(parts[1], ctx) if len(parts) > 1 else None
         if isinstance(n, Expr) and not n.is_opaque():
             return n, mb if isinstance(mb, Expr) else None
         return None
 
-    def _launch_config_threads(self, kernel) -> int | None:
+    def launch_config_threads(self, kernel) -> int | None:
         """`kernel<<<grid, 384, smem>>>` in the same file: the block size, when constant."""
         vals = set()
-        for config in self.mb.launch_configs().get(kernel.spelling, ()):
+        for config in self.w.mb.launch_configs().get(kernel.spelling, ()):
             parts = _split_top(config)
             if len(parts) >= 2:
                 tok = parts[1].strip()
@@ -353,17 +359,17 @@ class _TypesMixin:
 
     def _fold_text(self, text: str) -> int | None:
         toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|\d+|::|<<|>>|\S", text)
-        node = cexpr.parse_expression(toks, self.mb.globals_env.has)
-        v = self.ev(node, Ctx(env=self.mb.globals_env, guard=ir.Guard(), dry=True))
+        node = cexpr.parse_expression(toks, self.w.mb.globals_env.has)
+        v = self.w.ev(node, Ctx(env=self.w.mb.globals_env, guard=ir.Guard(), dry=True))
         if isinstance(v, Expr):
             c = v.eval({})
             return c if isinstance(c, int) and not isinstance(c, bool) else None
         return None
 
-    def _param_value(self, p, env):
+    def param_value(self, p, env):
         t = self.resolve_type_spelling(p.type.spelling, env)
         if isinstance(t, ir.TileType) and t.kind == "gl":
-            self.model.globals[p.spelling] = t
+            self.w.model.globals[p.spelling] = t
             return Obj("gl", ir.Ref(p.spelling), t)
         if isinstance(t, StructType):
             return self._struct_record(t, p.spelling, uniform=True)
@@ -378,7 +384,7 @@ class _TypesMixin:
             if cur.kind == CK.FIELD_DECL:
                 t = self.resolve_type_spelling(cur.type.spelling, st.env)
                 if isinstance(t, ir.TileType) and t.kind == "gl":
-                    self.model.globals[f"{prefix}.{name}"] = t
+                    self.w.model.globals[f"{prefix}.{name}"] = t
                     rec.fields[name] = Obj("gl", ir.Ref(f"{prefix}.{name}"), t)
                 elif isinstance(t, StructType):
                     rec.fields[name] = self._struct_record(t, f"{prefix}.{name}", uniform)
@@ -395,15 +401,15 @@ class _TypesMixin:
         base_env = (
             parent_env
             if (nested and parent_env is not None)
-            else (self.env_for_decl(cursor) if nested else self.mb.env_for(cursor))
+            else (self.env_for_decl(cursor) if nested else self.w.mb.env_for(cursor))
         )
         key = f"{cursor.hash}:{id(base_env)}:{sorted((k, str(v)) for k, v in targs.items())}"
-        st = self._struct_cache.get(key)
+        st = self.w.struct_cache.get(key)
         if st is not None:
             return st
         env = base_env.child()
         st = StructType(cursor.spelling, cursor, env)
-        self._struct_cache[key] = st
+        self.w.struct_cache[key] = st
         # template parameters: explicit args, else defaults
         tparams = [
             ch
@@ -455,7 +461,7 @@ class _TypesMixin:
                     if t is not None:
                         env.define(ch.spelling, t)
                     continue
-                v = self.ev(node, Ctx(env=env, guard=ir.Guard(), dry=True))
+                v = self.w.ev(node, Ctx(env=env, guard=ir.Guard(), dry=True))
                 if isinstance(v, Expr) and not v.is_opaque():
                     env.define(ch.spelling, v)
                     continue
@@ -482,7 +488,7 @@ class _TypesMixin:
                 return ir.TileType("scalar", w, dtype=w, dtype_bytes=K.DTYPE_BYTES.get(w, 4))
             case cexpr.Call(cexpr.Name(segments), (arg,)) if segments[-1].name in ("typeof", "__typeof__", "decltype"):
                 # `size_bytes<typeof(q_smem[0])>`: the type of the object the expression names
-                v = self.ev(arg, Ctx(env=env, guard=ir.Guard(), dry=True))
+                v = self.w.ev(arg, Ctx(env=env, guard=ir.Guard(), dry=True))
                 if isinstance(v, _ArrVal):
                     v = v.obj
                 t = getattr(v, "type", None)
@@ -492,25 +498,25 @@ class _TypesMixin:
         return None
 
     def _resolve_type_name(self, segments: tuple[cexpr.Segment, ...], env: Env):
-        q = self._qualified_decl(segments, env)
+        q = self.qualified_decl(segments, env)
         if q is not None:
-            cur = self._type_of_value(q[0], q[1], env)
+            cur = self.type_of_value(q[0], q[1], env)
             if cur is not None:
                 return self._type_member_chain(cur, q[2], env)
-        segs = [s for s in segments if s.name not in self.ns_names or s is segments[-1]]
+        segs = [s for s in segments if s.name not in self.w.ns_names or s is segments[-1]]
         if not segs:
             return None
         head, targs = segs[0]
         cur = None
         if len(segs) == 1 or (head in K.TILE_ALIASES and targs is not None):
             if head in K.TILE_ALIASES and (targs is not None or head == "semaphore"):
-                cur = self._tile_from_alias(head, targs or (), env)
+                cur = self.tile_from_alias(head, targs or (), env)
                 rest = segs[1:]
                 return self._type_member_chain(cur, rest, env)
         val = env.lookup(head)
-        if val is None and head in self.mb.structs:
-            val = ("struct_decl", self.mb.structs[head])
-        cur = self._type_of_value(val, targs, env)
+        if val is None and head in self.w.mb.structs:
+            val = ("struct_decl", self.w.mb.structs[head])
+        cur = self.type_of_value(val, targs, env)
         if cur is None:
             if head in K.DTYPE_BYTES:
                 return ir.TileType("scalar", head, dtype=K.DTYPE_CANON.get(head, head), dtype_bytes=K.DTYPE_BYTES[head])
@@ -520,22 +526,22 @@ class _TypesMixin:
             return None
         return self._type_member_chain(cur, segs[1:], env)
 
-    def _qualified_decl(self, segs, env):
+    def qualified_decl(self, segs, env):
         """`ns::name...` where ns are the user's namespaces and `ns::name` was declared: (the
         declaration, its template arguments, the segments after it); else None."""
         segs = [s for s in segs if s.name != "kittens"]
-        if len(segs) < 2 or segs[0].name not in self.mb.user_namespaces:
+        if len(segs) < 2 or segs[0].name not in self.w.mb.user_namespaces:
             return None
         j = 0
-        while j < len(segs) - 1 and segs[j].name in self.mb.user_namespaces and segs[j].targs is None:
+        while j < len(segs) - 1 and segs[j].name in self.w.mb.user_namespaces and segs[j].targs is None:
             j += 1
         key = "::".join(s.name for s in segs[: j + 1])
-        val = self.mb.globals_env.vars.get(key)
+        val = self.w.mb.globals_env.vars.get(key)
         if val is None:
             return None
         return val, segs[j].targs, segs[j + 1 :]
 
-    def _type_of_value(self, val, targs, env):
+    def type_of_value(self, val, targs, env):
         if isinstance(val, ir.TileType) or isinstance(val, StructType):
             return val
         if isinstance(val, TypeVal):
@@ -557,7 +563,7 @@ class _TypesMixin:
                         if t is not None:
                             bound[p.spelling] = t
                     else:
-                        v = self.ev(a, cctx)
+                        v = self.w.ev(a, cctx)
                         if isinstance(v, Expr) or (isinstance(v, tuple) and v and v[0] == "memptr"):
                             bound[p.spelling] = v
             return self.struct_type(val[1], bound, parent_env=env)
@@ -575,9 +581,9 @@ class _TypesMixin:
         else:
             return None
         key = ("alias", alias_cursor.hash)
-        if key in self._struct_cache:
-            return self._struct_cache[key]
-        self._struct_cache[key] = None  # recursion guard
+        if key in self.w.struct_cache:
+            return self.w.struct_cache[key]
+        self.w.struct_cache[key] = None  # recursion guard
         t = None
         if "#" not in body:
             t = self.resolve_type(cexpr.parse_expression(body, _values_of(env)), env)
@@ -587,19 +593,19 @@ class _TypesMixin:
             except Exception:  # noqa: BLE001 - libclang raises on invalid types
                 canon = ""
             if canon and "type-parameter" not in canon and canon != alias_cursor.spelling:
-                t = self.resolve_type_spelling(canon, self.mb.globals_env)
-        self._struct_cache[key] = t
+                t = self.resolve_type_spelling(canon, self.w.mb.globals_env)
+        self.w.struct_cache[key] = t
         return t
 
     def env_for_decl(self, cursor) -> Env:
         """The environment a nested declaration's names resolve in."""
         parent = cursor.semantic_parent
         if parent is not None and parent.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
-            for st in list(self._struct_cache.values()):
+            for st in list(self.w.struct_cache.values()):
                 if isinstance(st, StructType) and st.cursor == parent:
                     return st.env
             return self.struct_type(parent, {}).env
-        return self.mb.env_for(cursor)
+        return self.w.mb.env_for(cursor)
 
     def _type_member_chain(self, cur, rest, env):
         for seg, targs in rest:
@@ -609,7 +615,7 @@ class _TypesMixin:
                 m = cur.env.vars.get(seg)
                 if m is None:
                     return None
-                cur = self._type_of_value(m, targs, cur.env)
+                cur = self.type_of_value(m, targs, cur.env)
             elif isinstance(cur, ir.TileType):
                 if seg in ("col_vec", "row_vec") and cur.kind == "rt":
                     n = cur.rows if seg == "col_vec" else cur.cols
@@ -620,7 +626,7 @@ class _TypesMixin:
                     return None
         return cur
 
-    def _tile_from_alias(self, alias: str, targs, env: Env) -> ir.TileType | None:
+    def tile_from_alias(self, alias: str, targs, env: Env) -> ir.TileType | None:
         kind, dtype = K.TILE_ALIASES[alias]
         ctx = Ctx(env=env, guard=ir.Guard(), dry=True)
         args = list(targs)
@@ -638,7 +644,7 @@ class _TypesMixin:
                 if isinstance(t, ir.TileType):
                     regs.append(t)
             return ir.TileType("gl", spelled, dt, K.DTYPE_BYTES.get(dt or "", None), registered=tuple(regs))
-        vals = [self.ev(a, ctx) for a in args]
+        vals = [self.w.ev(a, ctx) for a in args]
         vals = [v if isinstance(v, Expr) else None for v in vals]
         nbytes = K.DTYPE_BYTES.get(dtype or "", None)
         if kind == "full_tt":

@@ -1,12 +1,15 @@
-"""What the composed parts of `builder.KernelWalker` may use of the walker: its state and its core
-operations, declared so that a part states its needs and mypy checks them.
+"""What the composed parts of `builder.KernelWalker` may use of the walker: its state, its core
+operations and its other parts, declared so that a part states its needs and mypy checks them.
 
-The walker's remaining mixins (types, statements, values) still share `self`; a part holds the
-walker typed as one of these protocols instead and reaches nothing of it that the protocol does
-not list: `walk_asm.AsmLowering` and `walk_tmem.TmemLowering` a `WalkerCore`,
-`walk_inline.InlineExpansion` an `InlineWalker` (the core plus what inlining needs),
-`walk_calls.CallLowering` a `CallWalker` (the core plus what lowering a call needs, the other
-parts included).
+The walker is the walk's state plus parts, one concern each: `walk_types.TypeResolution` (types
+and launch shape), `walk_exprs.ExprEvaluation` (expressions to model values; it numbers the ops
+emitted), `walk_statements.StatementWalk` (statements, branches, loops and their carried
+variables), `walk_calls.CallLowering` (calls to model ops), `walk_inline.InlineExpansion` (the
+user's functions inlined), `walk_asm.AsmLowering` (inline PTX) and `walk_tmem.TmemLowering`
+(tensor memory). Each part holds the walker typed as one of the protocols below and reaches
+nothing of it that its protocol does not list. The core operations of `WalkerCore` are parts'
+own methods that the walker binds once; the rest of a part's interface is reached through the
+part (`w.types.struct_type(...)`), so a call names the part that answers it.
 """
 
 from __future__ import annotations
@@ -22,12 +25,16 @@ from .walk_env import Ctx, Env
 if TYPE_CHECKING:
     from .builder import ModelBuilder
     from .walk_asm import AsmLowering
+    from .walk_calls import CallLowering
+    from .walk_exprs import ExprEvaluation
     from .walk_inline import InlineExpansion
+    from .walk_statements import StatementWalk
     from .walk_tmem import TmemLowering
+    from .walk_types import TypeResolution
 
 
 class WalkerCore(Protocol):
-    """The walk state and core operations a composed part of the walker relies on."""
+    """The walk state and core operations every composed part of the walker may rely on."""
 
     filename: str  # the parsed file's path, as locations name it
     model: ir.KernelModel | None  # the model being built (None before the walk starts)
@@ -48,38 +55,65 @@ class WalkerCore(Protocol):
         """Record that the code at cursor `c` is not modelled, and why."""
 
 
+class TypesWalker(WalkerCore, Protocol):
+    """What `walk_types.TypeResolution` uses beyond the core: the file's declarations, the walk's
+    type state, and the static members that expressions evaluate."""
+
+    mb: ModelBuilder  # the file's declarations (structs, aliases, scopes, launch configurations)
+    ns_names: set[str]  # namespace qualifiers that name no object of their own
+    op_pack: list  # the op structs of the kernel's template pack, when it is one
+    struct_cache: dict[Any, Any]  # struct instances (by name), tile types and global values (by cursor)
+    unbound_args: list[str]  # template arguments of the instantiation not understood
+    exprs: ExprEvaluation
+
+
+class ExprWalker(WalkerCore, Protocol):
+    """What `walk_exprs.ExprEvaluation` uses beyond the core: the file's declarations, the walk's
+    state an expression reads or records, and the parts it hands calls, types and declared
+    structs to."""
+
+    mb: ModelBuilder  # the file's declarations (globals, functions, the source text)
+    ns_names: set[str]  # namespace qualifiers that name no object of their own
+    mk_op: StructType | None  # the MK interpreter op this model runs (knowledge/mk.py)
+    phasebit_reads: dict[Expr, ir.PhasebitFacts]  # parity expression -> the get_phasebit it is
+    struct_cache: dict[Any, Any]  # struct instances (by name), tile types and global values (by cursor)
+    calls: CallLowering
+    stmts: StatementWalk
+    types: TypeResolution
+
+
+class StatementWalker(WalkerCore, Protocol):
+    """What `walk_statements.StatementWalk` uses beyond the core: the file's declarations and the
+    parts a statement hands its inline asm, TMEM tiles, assignments and types to."""
+
+    mb: ModelBuilder  # the file's declarations (macros, recovered rows, scopes)
+    struct_cache: dict[Any, Any]  # struct instances (by name), tile types and global values (by cursor)
+    asm: AsmLowering
+    tmem: TmemLowering
+    exprs: ExprEvaluation
+    types: TypeResolution
+
+
 class InlineWalker(WalkerCore, Protocol):
-    """What `walk_inline.InlineExpansion` uses beyond the core: the file's declarations, the walk of
-    a body, and the name resolution it binds a call's arguments with."""
+    """What `walk_inline.InlineExpansion` uses beyond the core: the file's declarations, the walk
+    of a body, and the parts whose name resolution it binds a call's arguments with."""
 
     mb: ModelBuilder  # the file's declarations (functions, structs, scopes)
     cursor: Any  # the kernel's cursor (its namespace picks overloads)
     ns_names: set[str]  # namespace qualifiers that name no object of their own
     mk_role: str | None  # the MK worker role whose loop is being walked, if any
+    exprs: ExprEvaluation
+    stmts: StatementWalk
+    types: TypeResolution
 
     def walk(self, c: Any, ctx: Ctx) -> str | None:
         """Walk the statement at cursor `c`; how it left its block ("return", "break", ...) or None."""
 
-    def deref(self, v: Any, name: str, ctx: Ctx, targs: Any = None) -> Any:
-        """The value a name's binding stands for (a declaration evaluated, a type resolved)."""
-
-    def opaque_from(self, node: cexpr.Node, parts: Any) -> Expr:
-        """An unknown value; uniform when everything it is computed from is."""
-
-    def struct_type(self, cursor: Any, targs: dict[str, Any], parent_env: Env | None = None) -> StructType:
-        """The struct (instance of a class template, with `targs`) at `cursor`."""
-
-    def bind_template_params_list(self, params: list[Any], env: Env) -> None:
-        """Bind template parameters to their defaults in `env`."""
-
-    def unmodelled_use(self, vals: list[Any], ctx: Ctx, cursor: Any, what: str) -> None:
-        """Record that a call tkcheck does not model received the barriers among `vals`."""
-
 
 class CallWalker(WalkerCore, Protocol):
     """What `walk_calls.CallLowering` uses beyond the core: the file's declarations, the walk's
-    state a call reads or records, the evaluation helpers it shares with expressions, and the
-    parts it hands a call to (inline asm addresses, TMEM, inlining)."""
+    state a call reads or records, and the parts it hands a call to (inline asm addresses, TMEM,
+    inlining) or shares evaluation with."""
 
     mb: ModelBuilder  # the file's declarations (functions, partial specializations)
     ns_names: set[str]  # namespace qualifiers that name no object of their own
@@ -90,21 +124,6 @@ class CallWalker(WalkerCore, Protocol):
     asm: AsmLowering
     tmem: TmemLowering
     inline: InlineExpansion
-
-    def assign(self, node: cexpr.Assign, ctx: Ctx, cursor: Any) -> Any:
-        """Evaluate an assignment (its effect on the environment); the value assigned."""
-
-    def global_target(self, node: cexpr.Node, ctx: Ctx, cursor: Any) -> bool:
-        """Whether `node` is an address in global memory."""
-
-    def opaque_from(self, node: cexpr.Node, parts: Any) -> Expr:
-        """An unknown value; uniform when everything it is computed from is."""
-
-    def struct_type(self, cursor: Any, targs: dict[str, Any], parent_env: Env | None = None) -> StructType:
-        """The struct (instance of a class template, with `targs`) at `cursor`."""
-
-    def env_for_decl(self, cursor: Any) -> Env:
-        """The environment a nested declaration's names resolve in."""
-
-    def unmodelled_use(self, vals: list[Any], ctx: Ctx, cursor: Any, what: str) -> None:
-        """Record that a call tkcheck does not model received the barriers among `vals`."""
+    exprs: ExprEvaluation
+    stmts: StatementWalk
+    types: TypeResolution
