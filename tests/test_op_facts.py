@@ -52,6 +52,36 @@ def test_ptx_classification():
     assert K.classify_ptx("bar.sync 1, 128;").instruction is None
 
 
+def test_ptx_ops_table():
+    """The model ops an asm statement performs, in program order, with their facts."""
+
+    def kinds(ptx: str) -> list[tuple[str, str]]:
+        return [(p.kind, p.api) for p in K.ptx_ops(ptx).ops]
+
+    assert kinds("bar.sync 1, 128;") == [(ir.SYNC, "bar.sync")]
+    assert K.ptx_ops("barrier.cta.sync 2;").ops[0].sync == ir.SyncFacts("named")
+    assert kinds("bar.arrive 3, 256;") == [(ir.NAMED_ARRIVE, "bar.arrive")]
+    assert kinds("fence.proxy.async.shared::cta;") == [(ir.FENCE, "fence.proxy.async")]
+    fences = {p: K.ptx_ops(p).ops[0].fence for p in ("membar.gl;", "fence.acq_rel.gpu;", "fence.sc.cta;")}
+    assert [f.kind for f in fences.values() if f is not None] == ["membar_gl", "membar_gl", "membar_cta"]
+    assert K.ptx_ops("fence.mbarrier_init.release.cluster;").ops[0].fence == ir.FenceFacts("mbarrier_init")
+    inc, dec = K.ptx_ops("setmaxnreg.inc.sync.aligned.u32 240;"), K.ptx_ops("setmaxnreg.dec.sync.aligned.u32 40;")
+    assert (inc.ops[0].increase, dec.ops[0].increase) == (True, False)
+    sig = K.ptx_ops("red.release.gpu.global.add.u32 [%0], %1;").ops[0]
+    assert sig.kind == ir.GLOBAL_SIGNAL and sig.global_access == ir.GlobalAccessFacts("release")
+    ld = K.ptx_ops("ld.acquire.gpu.global.u32 %0, [%1];").ops[0]
+    assert ld.kind == ir.GLOBAL_LOAD and ld.global_access is not None and ld.global_access.sem == "acquire"
+    # shared accesses keep their address operand (the walker evaluates it); raw mbarrier PTX is untracked
+    assert K.ptx_ops("st.shared.u32 [%0], %1;").shared_access == "st.shared"
+    assert K.ptx_ops("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0}, [%1];").shared_access == "ldmatrix"
+    assert K.ptx_ops("ld.shared.u32 %0, [%1];").shared_access == "ld.shared"
+    wait = K.ptx_ops("mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;")
+    assert wait.untracked and not wait.ops and wait.shared_access is None
+    assert not K.ptx_ops("mov.u32 %0, %laneid;").untracked
+    # two instructions in one statement: both ops, in the table's order
+    assert kinds("fence.proxy.async; bar.sync 0;") == [(ir.SYNC, "bar.sync"), (ir.FENCE, "fence.proxy.async")]
+
+
 _KERNEL = """
 #include "kittens.cuh"
 using namespace kittens;

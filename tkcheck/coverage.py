@@ -150,7 +150,6 @@ def census(
     root_cursor: Any,
     exclude: Collection[Any] = frozenset(),
     more_roots: Iterable[Any] = (),
-    dead: Iterable[tuple[str, int, int]] = (),
 ) -> list[Site]:
     """The synchronisation sites in the code of the kernel at `root_cursor` (see the docstring);
     `exclude`: declarations that are not this model's code (the other ops of an MK interpreter)."""
@@ -172,9 +171,7 @@ def census(
         shown = builder.filename if fname == builder.abs_path else ext.start.file.name
         base_line, base_col = ext.start.line, ext.start.column
         code = blank_comments_and_strings(text)
-        code = _blank_inactive(
-            code, base_line, cur.translation_unit, ext.start.file.name, [sp for sp in dead if sp[0] == fname]
-        )
+        code = _blank_inactive(code, base_line, cur.translation_unit, ext.start.file.name)
         for m in _CALL.finditer(code):
             name = m.group(1)
             if name not in SYNC_APIS or name in user_functions:
@@ -190,14 +187,13 @@ def census(
     return sorted(out.values(), key=lambda s: (s.file, s.row, s.col))
 
 
-def _blank_inactive(code: str, first_line: int, tu: Any, fname: str, dead: list[tuple[str, int, int]]) -> str:
-    """Blank the lines of a code slice that the preprocessor skipped (`#ifdef MK_DEBUG`) or that the
-    walker proved dead, so their calls are not counted."""
+def _blank_inactive(code: str, first_line: int, tu: Any, fname: str) -> str:
+    """Blank the lines of a code slice that the preprocessor skipped (`#ifdef MK_DEBUG`), so their
+    calls are not counted (the sites of code the walker proved dead are dropped by the caller,
+    from `KernelModel.dead_code`)."""
     from .frontend.walk_env import _skipped_lines
 
     skipped = set(_skipped_lines(tu, fname))
-    for _, a, b in dead:
-        skipped.update(range(a, b + 1))
     if not skipped:
         return code
     lines = code.split("\n")

@@ -44,7 +44,6 @@ MAX_BLOCK_THREADS = 1024
 class CheckOptions:
     parse: ParseOptions = field(default_factory=ParseOptions)
     enabled: frozenset[str] = frozenset()  # rule codes that run (after select/ignore)
-    per_file_disabled: tuple = ()  # ((glob, codes), ...) applied by the CLI's selector
     show_unknown: bool = False
     debug: bool = False
     solver_budget: int = DEFAULT_BUDGET  # z3 rlimit steps per query: deterministic

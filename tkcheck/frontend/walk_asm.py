@@ -1,4 +1,5 @@
-"""Inline PTX: mbarrier/fence/shared-memory instructions written as asm statements."""
+"""Inline PTX: the ops of asm statements (classified by `knowledge.ops.ptx_ops`) and the shared
+addresses their operands are built from."""
 
 from __future__ import annotations
 
@@ -37,38 +38,13 @@ class AsmLowering:
         def op(kind: str, api: str, **kw: Any) -> None:
             w.emit(ir.Op(kind, api, loc, ctx.guard, ctx.loops, asm=facts, **kw), ctx)
 
-        if re.search(r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b", ptx):
-            op(ir.SYNC, "bar.sync", sync=ir.SyncFacts("named"))
-        elif re.search(r"\bbar\.arrive\b", ptx):
-            op(ir.NAMED_ARRIVE, "bar.arrive")
-        if "fence.proxy.async" in ptx:
-            op(ir.FENCE, "fence.proxy.async", fence=ir.FenceFacts("proxy_async"))
-        mf = re.search(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)", ptx)
-        if mf:
-            scope_ = mf.group(2) or mf.group(4) or "cluster"
-            op(
-                ir.FENCE,
-                mf.group(1),
-                fence=ir.FenceFacts(
-                    "mbarrier_init"
-                    if "mbarrier_init" in mf.group(1)
-                    else f"membar_{'gl' if scope_ in ('gl', 'gpu') else scope_}"
-                ),
-            )
-        if "setmaxnreg" in ptx:
-            op(ir.SETMAXNREG, "setmaxnreg", increase=".inc" in ptx)
-        if re.search(r"\b(red|atom)\.[a-z.]*global", ptx) or re.search(r"\b(red|atom)\.(release|relaxed|acq)", ptx):
-            sem = "release" if ".release" in ptx else ("acq_rel" if ".acq_rel" in ptx else "relaxed")
-            op(ir.GLOBAL_SIGNAL, "asm red/atom", global_access=ir.GlobalAccessFacts(sem))
-        ml = re.search(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b", ptx)
-        if ml:
-            quals = ml.group(1).split(".")
-            sem = next((q for q in ("acquire", "relaxed", "volatile", "weak") if q in quals), "weak")
-            op(ir.GLOBAL_LOAD, "asm ld.global", global_access=ir.GlobalAccessFacts(sem, ptx[:200]))
-        if re.search(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b", ptx):
-            self._smem_access(c, ctx, ptx, loc, facts)
-        if "mbarrier" in ptx or "cp.async.bulk" in ptx or "wgmma" in ptx:
-            # raw mbarrier / bulk-copy PTX: recorded, operands not tracked
+        does = K.ptx_ops(ptx)
+        for p in does.ops:
+            kw = {f: getattr(p, f) for f in ("sync", "fence", "global_access", "increase") if getattr(p, f) is not None}
+            op(p.kind, p.api, **kw)
+        if does.shared_access is not None:
+            self._smem_access(c, ctx, ptx, loc, facts, does.shared_access)
+        if does.untracked:
             op(ir.CALL, "asm")
             w.note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
 
@@ -104,7 +80,7 @@ class AsmLowering:
             a = E.binop("+", a, E.binop("*", extra, E.Const(db)) if db else E.opaque("data offset"))
         return a
 
-    def _smem_access(self, c: Any, ctx: Ctx, ptx: str, loc: Location, facts: ir.AsmFacts) -> None:
+    def _smem_access(self, c: Any, ctx: Ctx, ptx: str, loc: Location, facts: ir.AsmFacts, kind: str) -> None:
         """Raw `st.shared` / `ld.shared` / `ldmatrix` / `stmatrix`: an SMEM_ACCESS op whose
         access facts' `addr` is the address operand (`[%N]`) as an Expr."""
         toks = tokens_of(c)
@@ -134,13 +110,6 @@ class AsmLowering:
             return
         if mm.group(2):
             addr = E.binop("+", addr, E.Const(int(mm.group(2))))
-        kind = (
-            "ldmatrix"
-            if "ldmatrix" in ptx
-            else "stmatrix"
-            if "stmatrix" in ptx
-            else ("st.shared" if re.search(r"\bst\.shared", ptx) else "ld.shared")
-        )
         self.w.emit(
             ir.Op(
                 ir.SMEM_ACCESS,

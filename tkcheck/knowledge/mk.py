@@ -65,8 +65,3 @@ def is_op_struct(struct_type: object) -> bool:
         and members[r].kind.name in ("STRUCT_DECL", "CLASS_DECL")
     ]
     return len(roles) >= 2
-
-
-def op_name(struct_type: object) -> str:
-    name: str = getattr(struct_type, "name", "?")
-    return name

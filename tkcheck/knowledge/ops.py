@@ -117,7 +117,7 @@ TMA_OPS: dict[str, OpSpec] = {
 # semaphore run: tcgen05.commit.cta_group::ncta.mbarrier::arrive::one, multicast to both CTAs of
 # the pair (mask 0b11) for ncta == 2; one arrival on each CTA's copy once the issuing thread's
 # earlier tcgen05 operations complete.
-TCGEN05_COMMIT = OpSpec(ir.MBAR_ARRIVE, ("barrier", "mask"), tcgen05_commit=True)
+# (frontend/walk_calls.py `_emit_tcgen05_commit` emits it: an MBAR_ARRIVE with `mbar.tcgen05_commit`.)
 # `clc::schedule(handle, sem)`: clusterlaunchcontrol.try_cancel.async ... mbarrier::complete_tx::bytes
 # .multicast::cluster::all.b128: the 16-byte response lands in every CTA of the cluster and completes
 # 16 tx bytes on each CTA's `sem`, which each CTA expects itself (tma::cluster::expect_bytes).
@@ -219,6 +219,79 @@ def classify_ptx(ptx: str) -> ir.AsmFacts:
         mbarrier="mbarrier" in ptx,
         instruction=shown.group(1) if shown else None,
     )
+
+
+# The model ops an asm statement's PTX performs (frontend/walk_asm.py emits them in this order):
+# block and named barriers, fences, register reallocation, global signals and loads, then a shared
+# access (its address operand tracked) and, for raw mbarrier / bulk-copy / wgmma PTX, an opaque
+# call whose operands are not tracked.
+_PTX_BAR_SYNC = re.compile(r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b")
+_PTX_BAR_ARRIVE = re.compile(r"\bbar\.arrive\b")
+_PTX_FENCE = re.compile(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)")
+_PTX_GLOBAL_SIGNAL = (re.compile(r"\b(red|atom)\.[a-z.]*global"), re.compile(r"\b(red|atom)\.(release|relaxed|acq)"))
+_PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b")
+_PTX_SHARED = re.compile(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b")
+_PTX_UNTRACKED = ("mbarrier", "cp.async.bulk", "wgmma")
+
+
+@dataclass(frozen=True)
+class PtxOp:
+    """One model op an inline PTX statement performs: its kind, the api it is shown as, and the
+    facts of its kind (an `ir.Op` field each)."""
+
+    kind: str
+    api: str
+    sync: ir.SyncFacts | None = None
+    fence: ir.FenceFacts | None = None
+    global_access: ir.GlobalAccessFacts | None = None
+    increase: bool | None = None  # SETMAXNREG: .inc (else .dec)
+
+
+@dataclass(frozen=True)
+class PtxOps:
+    """What one asm statement's PTX does, classified once."""
+
+    ops: tuple[PtxOp, ...]  # in program order
+    shared_access: str | None = None  # ldmatrix | stmatrix | st.shared | ld.shared: an SMEM_ACCESS
+    untracked: bool = False  # raw mbarrier / bulk-copy / wgmma PTX: recorded, operands not tracked
+
+
+def ptx_ops(ptx: str) -> PtxOps:
+    """The model ops of one asm statement's PTX text (its strings, joined)."""
+    ops: list[PtxOp] = []
+    if _PTX_BAR_SYNC.search(ptx):
+        ops.append(PtxOp(ir.SYNC, "bar.sync", sync=ir.SyncFacts("named")))
+    elif _PTX_BAR_ARRIVE.search(ptx):
+        ops.append(PtxOp(ir.NAMED_ARRIVE, "bar.arrive"))
+    if "fence.proxy.async" in ptx:
+        ops.append(PtxOp(ir.FENCE, "fence.proxy.async", fence=ir.FenceFacts("proxy_async")))
+    mf = _PTX_FENCE.search(ptx)
+    if mf:
+        scope = mf.group(2) or mf.group(4) or "cluster"
+        what = (
+            "mbarrier_init" if "mbarrier_init" in mf.group(1) else f"membar_{'gl' if scope in ('gl', 'gpu') else scope}"
+        )
+        ops.append(PtxOp(ir.FENCE, mf.group(1), fence=ir.FenceFacts(what)))
+    if "setmaxnreg" in ptx:
+        ops.append(PtxOp(ir.SETMAXNREG, "setmaxnreg", increase=".inc" in ptx))
+    if any(p.search(ptx) for p in _PTX_GLOBAL_SIGNAL):
+        sem = "release" if ".release" in ptx else ("acq_rel" if ".acq_rel" in ptx else "relaxed")
+        ops.append(PtxOp(ir.GLOBAL_SIGNAL, "asm red/atom", global_access=ir.GlobalAccessFacts(sem)))
+    ml = _PTX_GLOBAL_LOAD.search(ptx)
+    if ml:
+        quals = ml.group(1).split(".")
+        sem = next((q for q in ("acquire", "relaxed", "volatile", "weak") if q in quals), "weak")
+        ops.append(PtxOp(ir.GLOBAL_LOAD, "asm ld.global", global_access=ir.GlobalAccessFacts(sem, ptx[:200])))
+    shared = None
+    if _PTX_SHARED.search(ptx):
+        shared = (
+            "ldmatrix"
+            if "ldmatrix" in ptx
+            else "stmatrix"
+            if "stmatrix" in ptx
+            else ("st.shared" if re.search(r"\bst\.shared", ptx) else "ld.shared")
+        )
+    return PtxOps(tuple(ops), shared, any(w in ptx for w in _PTX_UNTRACKED))
 
 
 # `group<N>::tma::...` — the group versions elect lane 0 of the group.
