@@ -68,6 +68,73 @@ def test_coverage_json_lists_every_kernel(kernels):
     assert not by["broken"]["analysed"] and "no_such_function" in by["broken"]["reason"]
 
 
+GROUP_ARRIVE = """#include "kittens.cuh"
+using namespace kittens;
+
+__global__ __launch_bounds__(256, 1) void k(float *out) {
+    __shared__ semaphore bar;
+    if (threadIdx.x == 0) init_semaphore(bar, 1, 0);
+    __syncthreads();
+    if (warpgroup::groupid() == 0) {
+        if (threadIdx.x == 0) arrive(bar);
+        group<8>::sync(3);
+    } else {
+        wait(bar, 0);
+        group<8>::arrive(3);
+    }
+}
+"""
+
+
+def test_a_group_arrive_is_a_modelled_named_barrier_arrive(tmp_path):
+    """`group<N>::arrive(id)` takes a barrier id, not an mbarrier: a modelled sync op, and no
+    mbarrier op of unknown target (which would leave the kernel's barrier accounts undecided)."""
+    (tmp_path / "k.cu").write_text(GROUP_ARRIVE)
+    p = run(["coverage", "k.cu", "--output-format", "json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    (rec,) = json.loads(p.stdout)
+    assert rec["analysed"] and rec["sync_ops"] == 6
+    assert rec["sync_ops_modelled"] == 6, rec["unknowns"]
+    assert not rec["unknowns"]
+
+
+SAME_NAME_IN_TWO_NAMESPACES = """#include "kittens.cuh"
+using namespace kittens;
+
+namespace gemm {
+__device__ inline void kernel(float *out) {
+    __shared__ semaphore bar;
+    if (threadIdx.x == 0) init_semaphore(bar, 1, 0);
+    __syncthreads();
+    if (threadIdx.x == 0) arrive(bar);
+    wait(bar, 0);
+}
+}  // namespace gemm
+
+namespace quantize {
+__device__ inline void kernel(float *out) {
+    __shared__ semaphore other;
+    if (threadIdx.x == 0) init_semaphore(other, 1, 0);
+    __syncthreads();
+    if (threadIdx.x == 0) invalidate_semaphore(other);
+}
+}  // namespace quantize
+
+__global__ __launch_bounds__(128, 1) void entry(float *out) { gemm::kernel(out); }
+"""
+
+
+def test_the_census_follows_a_namespace_qualified_call(tmp_path):
+    """`gemm::kernel(out)` runs gemm's `kernel`, not quantize's: the census counts the sync
+    sites of the code the kernel runs, not of every function sharing the name."""
+    (tmp_path / "k.cu").write_text(SAME_NAME_IN_TWO_NAMESPACES)
+    p = run(["coverage", "k.cu", "--output-format", "json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    (rec,) = [r for r in json.loads(p.stdout) if r["kernel"] == "entry"]
+    assert rec["analysed"] and rec["sync_ops"] == 4
+    assert rec["sync_ops_modelled"] == 4 and not rec["unknowns"]
+
+
 def test_check_output_ends_with_the_coverage_line(kernels):
     p = run(["--no-cache", "--output-format", "full", "k.cu"], kernels)
     last = p.stdout.strip().splitlines()[-1]

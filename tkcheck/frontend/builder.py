@@ -45,6 +45,15 @@ def _visible_from(root, cands: list) -> list:
     return vis or list(cands)
 
 
+def _qualified_as(quals: set[str] | None, cands: list) -> list:
+    """Of the declarations a name may mean, those in one of the namespaces `quals` it is spelled
+    with (`ns::f`); all of them when it is spelled bare or none is in such a namespace."""
+    if not quals or len(cands) <= 1:
+        return cands
+    inside = [c for c in cands if quals & set(_namespaces_of(c))]
+    return inside or cands
+
+
 def _extent_key(c):
     e = c.extent
     f = e.start.file.name if e.start.file is not None else ""
@@ -501,10 +510,17 @@ class ModelBuilder:
                 continue
             seen.add(cur.hash)
             out.append(cur)
-            toks = set(tokens_of(cur))
-            names |= toks
+            seq = tokens_of(cur)
+            names |= set(seq)
+            # a function's own name where it is declared names no other code (its namesakes in
+            # other namespaces are reached only where some code calls them)
+            if cur.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD) and cur.spelling in seq:
+                seq = list(seq)
+                del seq[seq.index(cur.spelling)]
+            toks = set(seq)
+            quals = self._namespace_qualifiers(seq)
             for t in toks:
-                for f in _visible_from(root, index.get(t, [])):
+                for f in _qualified_as(quals.get(t), _visible_from(root, index.get(t, []))):
                     if f.hash in seen:
                         continue
                     sp = f.semantic_parent
@@ -522,6 +538,20 @@ class ModelBuilder:
         # a function nested in one already taken (a struct's method inside the struct) is counted once
         spans = [(c, _extent_key(c)) for c in out]
         return [c for c, k in spans if not any(o is not c and _contains(ko, k) for o, ko in spans)]
+
+    def _namespace_qualifiers(self, toks: list[str]) -> dict[str, set[str]]:
+        """Names that code spells only qualified by a namespace of the user's (`gemm::kernel<C>(g)`),
+        each with those namespaces; a name also spelled bare, or qualified by anything else (a
+        struct, TK's namespace), is not listed: every declaration of it stays a candidate."""
+        quals: dict[str, set[str]] = {}
+        bare: set[str] = set()
+        for i, t in enumerate(toks):
+            q = toks[i - 2] if i >= 2 and toks[i - 1] == "::" else None
+            if q is not None and q in self.user_namespaces:
+                quals.setdefault(t, set()).add(q)
+            else:
+                bare.add(t)
+        return {t: qs for t, qs in quals.items() if t not in bare}
 
     def coverage(self, models) -> list:
         """One `coverage.KernelCoverage` per kernel found: the analysed ones (census against the

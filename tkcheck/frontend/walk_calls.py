@@ -698,9 +698,11 @@ class CallLowering:
             and vals
             and isinstance(vals[0], Expr)
         ):
-            # group<N>::arrive(int id): a named-barrier arrive, not an mbarrier
+            # group<N>::arrive(int id): a named-barrier arrive, not an mbarrier (its id argument
+            # is no mbarrier the op failed to resolve: the kernel's mbarrier accounts stay decided)
             op.kind = ir.NAMED_ARRIVE
             op.mbar = None
+            op.barrier_unknown = None
             op.sync_id = vals[0]
             op.count = E.Const(32 * gwarps) if gwarps and gwarps > 0 else None
         self.w.emit(op, ctx)
