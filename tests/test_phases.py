@@ -152,3 +152,29 @@ def test_protocol_phase_bitfields_are_the_ones_the_protocol_files_use():
             ]
         )
     assert used and frozenset(used) == protocols.PHASE_BITFIELDS
+
+
+def test_a_carried_value_with_a_prefix_is_solved_periodically():
+    """A ring index wrapped at the top of the body runs 0, 1, 2, 3, 4, 1, 2, 3, 4, ... at the loop
+    head: one prefix value, then period 4. Its closed form indexes the cycle by k itself (a form
+    `(k - 1) % 4` would not be periodic by construction, and the proof of the form would fail)."""
+    from tkcheck import recurrence
+
+    k = E.Var("k1", E.LOOP)
+    s, p = E.Var("s@start", E.LOOP), E.Var("p@start", E.LOOP)
+    wrap = E.binop("==", s, E.Const(4))
+    unsolved = {
+        "s": (s, E.binop("+", E.ite(wrap, E.Const(0), s), E.Const(1)), E.Const(0)),
+        "p": (p, E.ite(wrap, E.binop("^", p, E.Const(1)), p), E.Const(0)),
+    }
+    forms = recurrence.solve_by_simulation(unsolved, {}, {"s": s, "p": p}, k)
+    assert set(forms) == {"s", "p"}
+    head_s = [0] + [(j - 1) % 4 + 1 for j in range(1, 40)]
+    head_p = [0] + [((j - 1) // 4) % 2 for j in range(1, 40)]
+    assert [forms["s"](E.Const(j)).eval({}) for j in range(40)] == head_s
+    assert [forms["p"](E.Const(j)).eval({}) for j in range(40)] == head_p
+    assert recurrence.canonical_form(head_s, 1, 4, k).free_vars() == {k}
+    assert (
+        recurrence.structural_period(recurrence._periodic_part(recurrence.canonical_form(head_s, 1, 4, k), k, 2), k)
+        == 4
+    )

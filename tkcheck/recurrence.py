@@ -307,8 +307,10 @@ def _linear_in(e: Expr, k: E.Var):
 
 def canonical_form(seq: list[int], mu: int, p: int, k: E.Var) -> Expr:
     """The closed form of a sequence that is seq[0..mu) then periodic with period p."""
-    cyc = seq[mu : mu + p]
-    r = E.binop("-", k, E.Const(mu)) if mu else k
+    # the cycle indexed by k itself (seq[k] == cyc[k % p] for k >= mu), not by k - mu: a
+    # periodic part in k alone is periodic by construction (`structural_period`) for every k
+    cyc = [seq[mu + (j - mu) % p] for j in range(p)]
+    r = k
     if p == 1:
         periodic: Expr = E.Const(cyc[0])
     elif all(cyc[i] == (cyc[0] + i) % p for i in range(p)) and 0 <= cyc[0] < p:
