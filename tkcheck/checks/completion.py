@@ -389,6 +389,53 @@ def _group_key(round_loop) -> str:
     return "one-shot" if round_loop is None else "steady"
 
 
+# the group of a loop that signals every element of a barrier array at most once, outside any
+# other loop (`for (int s = 0; s < STAGES; s++) arrive(empty[s]);`, the pre-arrived tokens of a
+# ring): each of its rounds is the first phase of its own element, never a phase that the
+# ring's steady sites also contribute to -- a group of its own, summed per round like a steady one
+FILL = "one-shot-per-element"
+
+
+def _separate_fills(m: ir.KernelModel, acc: BarrierAccount) -> None:
+    """Move the steady contributions of each loop that only fills elements once (every site of
+    this barrier in it: `_fills_each_element_once`) into the FILL group of the same destination;
+    a loop with one site that does not qualify stays steady as a whole."""
+    by_loop: dict[int, list[tuple[dict, str, Contribution]]] = {}
+    for groups in (acc.arrivals, acc.expects, acc.loads):
+        for key, contribs in groups.items():
+            if key.split(" ")[0] != "steady":
+                continue
+            for c in contribs:
+                if c.round_loop is not None:
+                    by_loop.setdefault(c.round_loop, []).append((groups, key, c))
+    for lid, items in by_loop.items():
+        if not all(_fills_each_element_once(m, c.op, lid, c.pattern, acc.barrier) for _, _, c in items):
+            continue
+        for groups, key, c in items:
+            groups[key].remove(c)
+            if not groups[key]:
+                del groups[key]
+            groups.setdefault(FILL + key[len("steady") :], []).append(c)
+
+
+def _fills_each_element_once(
+    m: ir.KernelModel, op: ir.Op, round_loop: int, pattern: tuple, barrier: ir.Barrier
+) -> bool:
+    """`op` runs in one loop, nested in none, whose counter is the index of a one-dimensional
+    barrier array and whose constant trip is at most the array's length, under no condition over
+    that counter: every element it visits, it visits once."""
+    if op.loops != (round_loop,) or pattern != ("r",) or len(barrier.dims) != 1:
+        return False
+    loop = m.loops.get(round_loop)
+    if loop is None or loop.trip is None or loop.continues or not loop.uniform:
+        return False
+    size, trip = barrier.dims[0].eval({}), loop.trip.eval({})
+    if not isinstance(size, int) or not isinstance(trip, int) or not 0 < trip <= size:
+        return False
+    counter = loop.counter
+    return not any(counter in c.free_vars() for c in op.guard.uniform) and counter not in op.guard.thread.free_vars()
+
+
 RUNNING = "<the instruction loop goes on>"
 ASSUMPTION = (
     "assuming the roles' loops that end on a data-dependent `break` (an instruction or task "
@@ -657,6 +704,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
     for acc in out.values():
         if acc.per_thread:
             _split_by_element(acc)
+        _separate_fills(m, acc)
     for acc in out.values():
         counts = {str(o.count) for o in acc.inits if o.count is not None}
         if (

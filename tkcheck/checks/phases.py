@@ -334,6 +334,58 @@ def _self_paced(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr | None) 
     return E.binop("-", pre, before)
 
 
+def _prefilled(an: Analysis, w: ir.Op) -> int | None:
+    """For a release wait w (the producer side of a handshake): how many times w's role fills
+    each element of the forward data barriers before w's loop -- the pipeline's prologue
+    (`for (s = 0; s < S; s++) load(a[s], full[s]);` before the loop that waits on empty[k % S]).
+    0 when it fills nothing there; 1 when every forward barrier it fills there is an array of
+    w's barrier's length whose every element one loop, nested in none, fills once; None for any
+    other fill before the loop (not modelled)."""
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    if mine is None or not w.loops:
+        return None
+    loop_start = min(o.order for o in m.ops if w.loops[0] in o.loops)
+    forward = {
+        o.barrier.name
+        for o in m.ops
+        if o.order > w.order
+        and o.loops[: len(w.loops)] == w.loops
+        and o.barrier is not None
+        and o.barrier.name != w.barrier.name
+        and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
+        and th.issuers(o)
+        and (th.issuers(o) or frozenset()) <= mine
+    }
+    before = [
+        o
+        for name in sorted(forward)
+        for o in _signals(m, name)
+        if o.order < loop_start and (th.issuers(o) or frozenset()) & mine
+    ]
+    if not before:
+        return 0
+    mb = m.barriers.get(w.barrier.name)
+    size = mb.dims[0].eval({}) if mb is not None and len(mb.dims) == 1 else None
+    if not isinstance(size, int):
+        return None
+    for o in before:
+        fb = m.barriers.get(o.barrier.name)
+        if fb is None or len(fb.dims) != 1 or fb.dims[0].eval({}) != size or len(o.loops) != 1:
+            return None
+        loop = m.loops.get(o.loops[0])
+        if loop is None or loop.trip is None or loop.trip.eval({}) != size or loop.continues or not loop.uniform:
+            return None
+        if loop.parent is not None or len(o.barrier.index) != 1:
+            return None
+        counter = loop.counter
+        if o.barrier.index[0] != counter:
+            return None  # the element is the counter itself: each one visited once
+        if any(counter in c.free_vars() for c in o.guard.uniform) or counter in o.guard.thread.free_vars():
+            return None
+    return 1
+
+
 def _one_visit(m: ir.KernelModel, s: ir.Op) -> bool:
     """A signal whose loops have constant trips visiting each element of its barrier at most
     once (a pre-arrival loop over the stages), not a steady-state signal."""
@@ -811,6 +863,14 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if hs and _carries_bytes(m, w.barrier.name):
         wp.reason = "both barriers of the handshake carry data"
         return
+    if wp.offset == -1:
+        filled = _prefilled(an, w)
+        if filled is None:
+            wp.reason = "the data barrier of the handshake is filled before the loop in a way not modelled"
+            return
+        # every element of the forward barrier filled once before the loop: the release of
+        # that fill is the first phase w's first use of its slot waits for
+        wp.offset += filled
     if due is None:
         pre = _pre_completions(an, w, wp.loop, wp.offset)
         if pre is None:
