@@ -386,6 +386,36 @@ def _prefilled(an: Analysis, w: ir.Op) -> int | None:
     return 1
 
 
+def _fills_every_element(m: ir.KernelModel, s: ir.Op) -> bool:
+    """`s` runs in one loop, nested in none, whose counter is the index of a one-dimensional
+    barrier array and whose constant trip is at most the array's length, under no condition
+    over the counter: it signals each element it visits once (the first stages of a ring)."""
+    b = m.barriers.get(s.barrier.name) if s.barrier is not None else None
+    if b is None or len(b.dims) != 1 or len(s.loops) != 1 or len(s.barrier.index) != 1:
+        return False
+    loop = m.loops.get(s.loops[0])
+    if loop is None or loop.parent is not None or loop.trip is None or loop.continues or not loop.uniform:
+        return False
+    size, trip = b.dims[0].eval({}), loop.trip.eval({})
+    if (
+        not isinstance(size, int)
+        or not isinstance(trip, int)
+        or not 0 < trip <= size
+        or s.barrier.index[0] != loop.counter
+    ):
+        return False
+    counter = loop.counter
+    return not any(counter in c.free_vars() for c in s.guard.uniform) and counter not in s.guard.thread.free_vars()
+
+
+def _waited_outside(m: ir.KernelModel, w: ir.Op) -> bool:
+    """Some wait on w's barrier lies outside w's loops (its phases are not w's alone to count)."""
+    return any(
+        o.barrier is not None and o.barrier.name == w.barrier.name and o.loops[: len(w.loops)] != w.loops
+        for o in m.ops_of(ir.MBAR_WAIT)
+    )
+
+
 def _one_visit(m: ir.KernelModel, s: ir.Op) -> bool:
     """A signal whose loops have constant trips visiting each element of its barrier at most
     once (a pre-arrival loop over the stages), not a steady-state signal."""
@@ -480,6 +510,16 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
         ]
         if s.order > first and not steady:
             return None  # arrivals after the wait's loop started: not a pre-arrival
+        if (
+            offset == 0
+            and _carries_data(m, w.barrier.name)
+            and _fills_every_element(m, s)
+            and not _waited_outside(m, w)
+        ):
+            # the prologue of a prefilled data ring (all its stages or the first few, before the
+            # loop that refills them): the first signal of each element it visits is the phase
+            # w's first use of that element observes, not a phase completed ahead of it
+            continue
         prologue = _prologue_signal(an, s, first)
         if not steady and not prologue:
             # a one-time signal after its role's steady-state signals (an epilogue arrive), or
