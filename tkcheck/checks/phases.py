@@ -512,6 +512,7 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
             return None  # arrivals after the wait's loop started: not a pre-arrival
         if (
             offset == 0
+            and s.order < first
             and _carries_data(m, w.barrier.name)
             and _fills_every_element(m, s)
             and not _waited_outside(m, w)
