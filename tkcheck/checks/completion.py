@@ -398,7 +398,7 @@ FILL = "one-shot-per-element"
 
 def _separate_fills(m: ir.KernelModel, acc: BarrierAccount) -> None:
     """Move the steady contributions of each loop that only fills elements once (every site of
-    this barrier in it: `_fills_each_element_once`) into the FILL group of the same destination;
+    this barrier in it: `fill_visits`) into the FILL group of the same destination;
     a loop with one site that does not qualify stays steady as a whole."""
     by_loop: dict[int, list[tuple[dict, str, Contribution]]] = {}
     for groups in (acc.arrivals, acc.expects, acc.loads):
@@ -409,7 +409,7 @@ def _separate_fills(m: ir.KernelModel, acc: BarrierAccount) -> None:
                 if c.round_loop is not None:
                     by_loop.setdefault(c.round_loop, []).append((groups, key, c))
     for lid, items in by_loop.items():
-        if not all(_fills_each_element_once(m, c.op, lid, c.pattern, acc.barrier) for _, _, c in items):
+        if not all(fill_visits(m, c.op) is not None for _, _, c in items):
             continue
         for groups, key, c in items:
             groups[key].remove(c)
@@ -418,22 +418,27 @@ def _separate_fills(m: ir.KernelModel, acc: BarrierAccount) -> None:
             groups.setdefault(FILL + key[len("steady") :], []).append(c)
 
 
-def _fills_each_element_once(
-    m: ir.KernelModel, op: ir.Op, round_loop: int, pattern: tuple, barrier: ir.Barrier
-) -> bool:
-    """`op` runs in one loop, nested in none, whose counter is the index of a one-dimensional
-    barrier array and whose constant trip is at most the array's length, under no condition over
-    that counter: every element it visits, it visits once."""
-    if op.loops != (round_loop,) or pattern != ("r",) or len(barrier.dims) != 1:
-        return False
-    loop = m.loops.get(round_loop)
-    if loop is None or loop.trip is None or loop.continues or not loop.uniform:
-        return False
-    size, trip = barrier.dims[0].eval({}), loop.trip.eval({})
+def fill_visits(m: ir.KernelModel, op: ir.Op) -> int | None:
+    """How many elements `op` signals once each when it runs in a fill loop: one loop, nested in
+    none, whose counter is the index of a one-dimensional barrier array and whose constant trip
+    is at most the array's length, under no condition over that counter (the pre-arrived tokens
+    of a ring, the prefill of its first stages). None when `op` is not in such a loop."""
+    b = op.barrier
+    decl = m.barriers.get(b.name) if b is not None else None
+    if b is None or decl is None or len(decl.dims) != 1 or len(op.loops) != 1 or len(b.index) != 1:
+        return None
+    loop = m.loops.get(op.loops[0])
+    if loop is None or loop.parent is not None or loop.trip is None or loop.continues or not loop.uniform:
+        return None
+    if b.index[0] != loop.counter or instance_loops(m, op):
+        return None
+    size, trip = decl.dims[0].eval({}), loop.trip.eval({})
     if not isinstance(size, int) or not isinstance(trip, int) or not 0 < trip <= size:
-        return False
+        return None
     counter = loop.counter
-    return not any(counter in c.free_vars() for c in op.guard.uniform) and counter not in op.guard.thread.free_vars()
+    if any(counter in c.free_vars() for c in op.guard.uniform) or counter in op.guard.thread.free_vars():
+        return None
+    return trip
 
 
 RUNNING = "<the instruction loop goes on>"

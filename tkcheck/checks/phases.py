@@ -31,6 +31,7 @@ import z3
 from ..model import expr as E
 from ..model import ir
 from ..recurrence import tabulate
+from . import completion
 from .analysis import Analysis
 from .threads import describe
 
@@ -264,7 +265,6 @@ def _self_paced(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr | None) 
     init count of arrivals. Then the wait at k observes completion
     use(k) + prologue(k) - #{i < d : element(i) == element(k)}. None when not this shape."""
     from .. import solver
-    from . import completion
 
     m, th, to = an.model, an.threads, an.solver_timeout_ms
     name = w.barrier.name
@@ -371,41 +371,9 @@ def _prefilled(an: Analysis, w: ir.Op) -> int | None:
         return None
     for o in before:
         fb = m.barriers.get(o.barrier.name)
-        if fb is None or len(fb.dims) != 1 or fb.dims[0].eval({}) != size or len(o.loops) != 1:
-            return None
-        loop = m.loops.get(o.loops[0])
-        if loop is None or loop.trip is None or loop.trip.eval({}) != size or loop.continues or not loop.uniform:
-            return None
-        if loop.parent is not None or len(o.barrier.index) != 1:
-            return None
-        counter = loop.counter
-        if o.barrier.index[0] != counter:
-            return None  # the element is the counter itself: each one visited once
-        if any(counter in c.free_vars() for c in o.guard.uniform) or counter in o.guard.thread.free_vars():
+        if completion.fill_visits(m, o) != size or fb is None or fb.dims[0].eval({}) != size:
             return None
     return 1
-
-
-def _fills_every_element(m: ir.KernelModel, s: ir.Op) -> bool:
-    """`s` runs in one loop, nested in none, whose counter is the index of a one-dimensional
-    barrier array and whose constant trip is at most the array's length, under no condition
-    over the counter: it signals each element it visits once (the first stages of a ring)."""
-    b = m.barriers.get(s.barrier.name) if s.barrier is not None else None
-    if b is None or len(b.dims) != 1 or len(s.loops) != 1 or len(s.barrier.index) != 1:
-        return False
-    loop = m.loops.get(s.loops[0])
-    if loop is None or loop.parent is not None or loop.trip is None or loop.continues or not loop.uniform:
-        return False
-    size, trip = b.dims[0].eval({}), loop.trip.eval({})
-    if (
-        not isinstance(size, int)
-        or not isinstance(trip, int)
-        or not 0 < trip <= size
-        or s.barrier.index[0] != loop.counter
-    ):
-        return False
-    counter = loop.counter
-    return not any(counter in c.free_vars() for c in s.guard.uniform) and counter not in s.guard.thread.free_vars()
 
 
 def _waited_outside(m: ir.KernelModel, w: ir.Op) -> bool:
@@ -514,7 +482,7 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
             offset == 0
             and s.order < first
             and _carries_data(m, w.barrier.name)
-            and _fills_every_element(m, s)
+            and completion.fill_visits(m, s) is not None
             and not _waited_outside(m, w)
         ):
             # the prologue of a prefilled data ring (all its stages or the first few, before the

@@ -40,8 +40,7 @@ class AsmLowering:
 
         does = K.ptx_ops(ptx)
         for p in does.ops:
-            kw = {f: getattr(p, f) for f in ("sync", "fence", "global_access", "increase") if getattr(p, f) is not None}
-            op(p.kind, p.api, **kw)
+            op(p.kind, p.api, **p.op_fields())
         if does.shared_access is not None:
             self._smem_access(c, ctx, ptx, loc, facts, does.shared_access)
         if does.untracked:

@@ -246,6 +246,16 @@ class PtxOp:
     global_access: ir.GlobalAccessFacts | None = None
     increase: bool | None = None  # SETMAXNREG: .inc (else .dec)
 
+    def op_fields(self) -> dict[str, object]:
+        """The `ir.Op` fields this op sets (its kind facts)."""
+        fields = {
+            "sync": self.sync,
+            "fence": self.fence,
+            "global_access": self.global_access,
+            "increase": self.increase,
+        }
+        return {k: v for k, v in fields.items() if v is not None}
+
 
 @dataclass(frozen=True)
 class PtxOps:
