@@ -1,0 +1,36 @@
+#!/bin/bash
+# Batched ground truth for the issue-25 idiom kernels (corpus/idioms2): build every variant, run
+# each under timeout, then compute-sanitizer (racecheck, synccheck) on the ones that did not hang.
+# Layout of the folder this script sits in: variants/ (scripts/idioms2_variants.py writes it) and
+# tk/include, tk/prototype (a ThunderKittens checkout's folders). PAT: a regex choosing variants;
+# DEADLINE: seconds after which no more sanitizer runs start. Results under $OUT (default results/).
+cd "$(dirname "$0")"
+START=$(date +%s)
+OUT=${OUT:-results}; mkdir -p "$OUT" bin
+LOG=$OUT/log.txt
+{ date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nvcc --version | tail -1; uname -r; } > $LOG 2>&1
+FLAGS="-std=c++20 -O3 --expt-relaxed-constexpr --expt-extended-lambda -DKITTENS_HOPPER -gencode arch=compute_90a,code=sm_90a -I tk/include -I tk/prototype"
+ls variants/*.cu | grep -E "${PAT:-.}" | xargs -P 16 -I{} bash -c 'b=$(basename {} .cu); nvcc '"$FLAGS"' {} -o bin/$b -lcuda > bin/$b.build 2>&1 || echo "BUILD FAIL $b"' >> $LOG 2>&1
+echo "build done $(( $(date +%s) - START )) s" >> $LOG
+printf "variant\trc\tverdict\twall_ms\toutput\n" > $OUT/results.tsv
+for f in $(ls variants/*.cu | grep -E "${PAT:-.}"); do
+  b=$(basename $f .cu)
+  if [ ! -x bin/$b ]; then printf "%s\t-\tBUILD_FAIL\t0\t%s\n" $b "$(head -c 300 bin/$b.build | tr '\n\t' '  ')" >> $OUT/results.tsv; continue; fi
+  t0=$(date +%s%N); timeout -k 2 10 ./bin/$b > bin/$b.out 2>&1; rc=$?; t1=$(date +%s%N)
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then v=HANG; elif grep -q '^PASS' bin/$b.out; then v=PASS; elif grep -q '^FAIL' bin/$b.out; then v=FAIL; else v=ERROR; fi
+  printf "%s\t%s\t%s\t%s\t%s\n" $b $rc $v $(( (t1 - t0) / 1000000 )) "$(tr '\n\t' '  ' < bin/$b.out | head -c 300)" >> $OUT/results.tsv
+done
+echo "runs done $(( $(date +%s) - START )) s" >> $LOG
+# sanitizer on every variant that did not hang, while time is left (deadline 500 s)
+printf "variant\ttool\trc\tsummary\n" > $OUT/sanitizer.tsv
+for b in $(awk -F'\t' 'NR>1 && ($3=="PASS"||$3=="FAIL"||$3=="ERROR") {print $1}' $OUT/results.tsv); do
+  for tool in racecheck synccheck; do
+    if [ $(( $(date +%s) - START )) -gt ${DEADLINE:-500} ]; then echo "sanitizer: out of time before $tool $b" >> $LOG; break 2; fi
+    ONE_REP=1 timeout -k 2 40 compute-sanitizer --tool $tool --print-limit 3 ./bin/$b > bin/$b.$tool 2>&1; rc=$?
+    s=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Barrier|error" bin/$b.$tool | head -4 | tr '\n\t' '  ' | head -c 400)
+    printf "%s\t%s\t%s\t%s\n" $b $tool $rc "$s" >> $OUT/sanitizer.tsv
+  done
+done
+tar czf $OUT/sanitizer_logs.tgz bin/*.racecheck bin/*.synccheck 2>/dev/null
+echo "all done $(( $(date +%s) - START )) s" >> $LOG
+cat $LOG; cut -c1-200 $OUT/results.tsv; cut -c1-200 $OUT/sanitizer.tsv
