@@ -1,14 +1,44 @@
 """TK404: a named barrier whose thread count disagrees with the threads that
 reach it, or one id used with different counts."""
 
+from tkcheck.checks import protocol as P
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
+from ._deadlock_common import classify, deadlock_finding
 
 
 def check(an):
+    out = _static(an)
+    # the progress exploration: a reachable state in which roles are blocked at a named barrier
+    # whose count no generation can reach (inline `bar.sync id, n` included)
+    c = classify(an)
+    if c is not None and c[0] == "TK404" and not any(f.location == c[2].op.location for f in out):
+        code, ri, e, others = c
+        ex = P.explore(an)
+        sid, cnt = e.sync
+        msg = (
+            f"named barrier {sid} counts {cnt} threads (`{e.op.api}`), but only {P.barrier_threads(ex, sid)} "
+            f"threads ever reach it: {ex.roles[ri].name} waits there forever"
+        )
+        out.append(
+            deadlock_finding(
+                an,
+                code,
+                ri,
+                e,
+                others,
+                msg,
+                "make the count the threads of the groups that meet at the barrier (32 per warp that "
+                "syncs or arrives there)",
+            )
+        )
+    return out
+
+
+def _static(an):
     out = []
     n = an.threads.n
     uses = S.named_barrier_uses(an)
