@@ -46,21 +46,27 @@ def classify(an):
     """(code, blocked role index, blocked event, waiting-on role indices) or None.
 
     Every reachable deadlock of the exploration is classified, named barriers as mbarriers: a
-    wait or a barrier that nothing left will complete (TK504 when its signallers have exited,
-    else TK502), a named barrier whose count is more than the threads that ever reach it
-    (TK404), roles blocked on each other (TK503)."""
+    named barrier no role left will arrive at (TK502), one whose count is more than the threads
+    that ever reach it (TK404), then the mbarrier waits in order as before: nothing left to
+    complete it (TK504 when its signallers have exited, else TK502) or roles blocked on each
+    other (TK503, shown at a named barrier of the cycle when there is one)."""
     ex = P.explore(an)
     if ex.deadlock is None or _explained(an):
         return None
     d = ex.deadlock
     blocked_ids = {i for i, _ in d.blocked}
-    lefts = []
+    syncs = [(ri, e, P.arrivals_left(ex, ri, e.sync[0])) for ri, e in d.blocked if e.kind == "sync"]
+    # a named barrier no role left will arrive at
+    for ri, e, left in syncs:
+        if not left:
+            return "TK502", ri, e, []
+    # roles that could still arrive at a named barrier are blocked, and its count is more than
+    # the threads of every role that ever reaches it: no generation can complete by design
+    for ri, e, _ in syncs:
+        if not e.block and P.barrier_threads(ex, e.sync[0]) < e.sync[1]:
+            return "TK404", ri, e, []
     for ri, e in d.blocked:
-        if e.kind == "sync":
-            left = P.arrivals_left(ex, ri, e.sync[0])
-            if not left:
-                return "TK502", ri, e, []
-            lefts.append((ri, e, left))
+        if e.kind != "wait":
             continue
         left = P.signals_left(ex, ri, e.elem)
         if not left:
@@ -84,18 +90,14 @@ def classify(an):
             if not signallers and kin:
                 return "TK504", ri, e, kin
             return "TK502", ri, e, []
-        lefts.append((ri, e, left))
-    # roles that could still arrive at a named barrier are blocked, and its count is more than
-    # the threads of every role that ever reaches it: no generation can complete by design
-    for ri, e, _ in lefts:
-        if e.kind == "sync" and P.barrier_threads(ex, e.sync[0]) < e.sync[1]:
-            return "TK404", ri, e, []
-    # a cycle: every role that could still complete what a blocked role waits for is blocked
-    # itself; shown at a named barrier of the cycle first, then an mbarrier wait
-    order = sorted(
-        lefts, key=lambda x: 0 if x[1].kind == "sync" and x[1].sync[0] < 1000 else (1 if x[1].kind == "wait" else 2)
-    )
-    for ri, e, left in order:
+        if all(i in blocked_ids for i in left):
+            # a cycle: every role that could still complete what this role waits for is blocked
+            # itself; shown at a named barrier of the cycle when there is one
+            named = [(rj, x, lf) for rj, x, lf in syncs if x.sync[0] < 1000 and all(i in blocked_ids for i in lf)]
+            if named:
+                return "TK503", *named[0]
+            return "TK503", ri, e, left
+    for ri, e, left in syncs:
         if all(i in blocked_ids for i in left):
             return "TK503", ri, e, left
     return None

@@ -156,7 +156,12 @@ Evaluates the barrier id of every `bar.sync id, count` the kernel issues —
 One id reached from several role branches is fine when the counts agree and
 the threads add up: TK's `lcf` template reaches `bar.sync 15` (the whole
 block) from both the producer and the consumer branch. Fewer threads than the
-count is TK501's question (a barrier some participants never reach).
+count is TK501's question (a barrier some participants never reach), except
+where the progress exploration (see TK502) proves it: a reachable state in
+which roles are blocked at a named barrier (`bar.sync` / `bar.arrive` in
+inline PTX included) whose count is more than the threads of every role that
+ever syncs or arrives there (32 per warp), and every role that could still
+arrive is blocked too. That finding carries the interleaving that leads to it.
 
 ## Why is this bad?
 A hardware barrier completes when `count` threads have arrived. With two

@@ -124,18 +124,20 @@ def check(an):
             for k, ts in reach.items()
             if len(ts) == k[0] and all(set(range(32 * (t // 32), 32 * (t // 32) + 32)) <= ts for t in ts)
         }
-        # ... and so are the sites of one id that together are reached by exactly 32*N threads
-        # of whole warps, whatever their group instances: the FlashAttention-3 ping-pong's
-        # consumer that syncs on its barrier and the other consumer that arrives there (whether
-        # they meet in time is the progress exploration's question, TK502/TK503)
-        joint: dict[tuple, set[int]] = {}
-        for (key, _order), ts in meet.items():
-            joint.setdefault((key[0], key[2]), set()).update(ts)
-        met = {
-            k
-            for k, ts in joint.items()
-            if len(ts) == k[0] and all(set(range(32 * (t // 32), 32 * (t // 32) + 32)) <= ts for t in ts)
-        }
+
+        # ... and so are the sites of one id, each reached by whole warps, that together are
+        # reached by exactly 32*N threads, whatever their group instances: the FlashAttention-3
+        # ping-pong's consumer that syncs on its barrier and the other consumer that arrives
+        # there (whether they meet in time is the progress exploration's question, TK502/TK503)
+        def whole_warps(ts):
+            return all(set(range(32 * (t // 32), 32 * (t // 32) + 32)) <= ts for t in ts)
+
+        met = set()
+        for size, bid in {(k[0], k[1]) for k in reach}:
+            sites = [ts for k, ts in reach.items() if (k[0], k[1]) == (size, bid)]
+            union = set().union(*sites)
+            if len(union) == size and all(whole_warps(ts) for ts in sites):
+                met.add((size, bid))
         for (key, order), ts in meet.items():
             if (key[0], key[2], order) in whole or (key[0], key[2]) in met:
                 continue

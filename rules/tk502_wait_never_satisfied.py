@@ -97,6 +97,13 @@ interleavings of the roles. A reachable state in which a role waits on a
 barrier phase while every role that could still signal that barrier has
 finished is reported with the interleaving that leads to it.
 
+Named barriers run in the same exploration with their PTX semantics
+(`bar.sync id, n` / `group<N>::sync(id)` wait, `bar.arrive id, n` /
+`group<N>::arrive(id)` count without waiting, 32 threads per arriving warp,
+a generation completes at the count): a role blocked at a named barrier that
+no other role will arrive at again is reported the same way (a ping-pong
+consumer that hands the turn back to its own barrier).
+
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only
 reports a timeout. Typical causes are roles disagreeing on the trip count

@@ -122,7 +122,9 @@ RULE = Rule(
 Explores the interleavings of the kernel's warp roles (see TK502) and reports
 a reachable state in which every blocked role waits on a barrier that only
 another blocked role would signal later in its program: a cycle. The finding
-carries the numbered interleaving that reaches the cycle.
+carries the numbered interleaving that reaches the cycle. Named barriers are
+part of the cycle like mbarrier waits: two ping-pong consumers each blocked at
+their own `bar.sync` because neither was granted the first turn.
 
 ## Why is this bad?
 Each role holds what the other needs: the kernel hangs as soon as the ring is

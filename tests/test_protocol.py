@@ -67,6 +67,15 @@ def test_pingpong_named_barrier_deadlocks(fixture, blocked_at):
     assert all(e.arrivals == 128 for _, e in d.blocked if e.kind == "sync")
 
 
+def test_block_barrier_waits_for_threads_not_exited():
+    """Warps that returned early do not hold up a later __syncthreads() of the others."""
+    (ex,) = _explore(ROOT / "fixtures" / "deadlock" / "good_syncthreads_after_exit.cu").values()
+    assert ex.status == "explored" and ex.deadlock is None, ex.reason
+    assert any(e.kind == "sync" and e.block for r in ex.roles for e in r.events)
+    # warps 1-3 leave (their `return`) before the last barrier
+    assert any(e.kind == "exit" for r in ex.roles for e in r.events)
+
+
 def test_roles_are_warps_not_lanes():
     ex = _explore(ROOT / "corpus" / "hopper" / "gemm_ring.cu")["gemm_ring_kernel"]
     for r in ex.roles:

@@ -62,6 +62,7 @@ class Event:
     arrivals: int = 0  # mbarrier arrivals; sync / barrive: threads counted (32 per warp)
     bytes: int = 0
     sync: tuple | None = None  # (id, count)
+    block: bool = False  # sync: a barrier over every thread of the block (exited ones excepted)
     env: tuple = ()  # loop counters at this event
 
 
@@ -403,7 +404,8 @@ def _unroll(
         if o.kind == ir.MMA:
             # a warpgroup MMA: its 128 threads execute it together, like a
             # barrier of their own (ids above the 16 hardware barrier ids)
-            out.append(Event("sync", o, arrivals=128, sync=(1000 + min(lanes) // 128, 128), env=ctr))
+            warps = len({t // WARP for t in lanes})
+            out.append(Event("sync", o, arrivals=WARP * warps, sync=(1000 + min(lanes) // 128, 128), env=ctr))
             return True
         if o.kind in (ir.SYNC, ir.NAMED_ARRIVE):
             kind = o.sync_kind
@@ -415,7 +417,10 @@ def _unroll(
             # arrives with all its 32 threads
             warps = len({t // WARP for t in lanes})
             ev = "sync" if o.kind == ir.SYNC else "barrive"
-            out.append(Event(ev, o, arrivals=WARP * warps, sync=(sid, cnt), env=ctr))
+            # `__syncthreads()` / `everyone::sync(id)`: the block barrier without a count (an
+            # inline `bar.sync 0;` is taken as an explicit count of every thread)
+            block = ev == "sync" and kind == "block"
+            out.append(Event(ev, o, arrivals=WARP * warps, sync=(sid, cnt), block=block, env=ctr))
             return True
         if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast):
             return False
@@ -603,8 +608,10 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float):
         pcs, marks, bars, syncs = state
         moved = False
         succ = []
+        # threads that have left the kernel: a block-wide barrier waits for the others only
+        gone = sum(sizes[i] for i, r in enumerate(roles) if pcs[i] >= len(r.events))
         for ri, r in enumerate(roles):
-            res = _run_role(ri, r, state, eidx, sizes, counts, elems)
+            res = _run_role(ri, r, state, eidx, gone, counts, elems)
             if res is None:
                 continue
             nstate, steps = res
@@ -640,7 +647,7 @@ def _complete(b, count):
     return b
 
 
-def _run_role(ri, r: Role, state, eidx, sizes, counts, elems):
+def _run_role(ri, r: Role, state, eidx, gone, counts, elems):
     """Run role ri from its pc through local events up to and including one wait/sync.
     None when it cannot move."""
     pcs, marks, bars, syncs = state
@@ -679,13 +686,16 @@ def _run_role(ri, r: Role, state, eidx, sizes, counts, elems):
             continue
         if e.kind == "sync":
             sid, cnt = e.sync
+            # a barrier over the whole block (`__syncthreads()`, `bar.sync 0`) waits for the
+            # threads that have not exited (PTX: "non-exited threads of all other warps")
+            need = cnt - gone if e.block else cnt
             arrived, gen = syncs.get(sid, (0, 0))
             if marks[ri] < 0:
                 arrived += e.arrivals
                 marks[ri] = gen
-                if arrived >= cnt:
-                    gen, arrived = gen + 1, 0
-                syncs[sid] = (arrived, gen)
+            if marks[ri] == gen and arrived >= need:
+                gen, arrived = gen + 1, 0
+            syncs[sid] = (arrived, gen)
             if gen > marks[ri]:
                 marks[ri] = -1
                 steps.append((ri, e, "passes"))
