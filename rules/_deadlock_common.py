@@ -63,7 +63,7 @@ def classify(an):
     # roles that could still arrive at a named barrier are blocked, and its count is more than
     # the threads of every role that ever reaches it: no generation can complete by design
     for ri, e, _ in syncs:
-        if not e.block and P.barrier_threads(ex, e.sync[0]) < e.sync[1]:
+        if not e.block and e.sync[0] < P.MMA_IDS and P.barrier_threads(ex, e.sync[0]) < e.sync[1]:
             return "TK404", ri, e, []
     for ri, e in d.blocked:
         if e.kind != "wait":
@@ -93,7 +93,7 @@ def classify(an):
         if all(i in blocked_ids for i in left):
             # a cycle: every role that could still complete what this role waits for is blocked
             # itself; shown at a named barrier of the cycle when there is one
-            named = [(rj, x, lf) for rj, x, lf in syncs if x.sync[0] < 1000 and all(i in blocked_ids for i in lf)]
+            named = [(rj, x, lf) for rj, x, lf in syncs if x.sync[0] < P.MMA_IDS and all(i in blocked_ids for i in lf)]
             if named:
                 return "TK503", *named[0]
             return "TK503", ri, e, left

@@ -51,6 +51,7 @@ EVENT_KINDS = (
     ir.EXIT,
 )
 WARP = 32
+MMA_IDS = 1000  # the barrier of warpgroup g's wgmma is id MMA_IDS + g (past the 16 hardware ids)
 
 
 @dataclass(frozen=True)
@@ -405,7 +406,7 @@ def _unroll(
             # a warpgroup MMA: its 128 threads execute it together, like a
             # barrier of their own (ids above the 16 hardware barrier ids)
             warps = len({t // WARP for t in lanes})
-            out.append(Event("sync", o, arrivals=WARP * warps, sync=(1000 + min(lanes) // 128, 128), env=ctr))
+            out.append(Event("sync", o, arrivals=WARP * warps, sync=(MMA_IDS + min(lanes) // 128, 128), env=ctr))
             return True
         if o.kind in (ir.SYNC, ir.NAMED_ARRIVE):
             kind = o.sync_kind
@@ -794,8 +795,8 @@ def blocked_on(e: Event) -> str:
     """What a blocked event waits for, in words."""
     if e.kind == "wait":
         return f"'{elem_str(e.elem)}'"
-    if e.sync is not None and e.sync[0] >= 1000:
-        return f"the MMA of warpgroup {e.sync[0] - 1000} (its other warps)"
+    if e.sync is not None and e.sync[0] >= MMA_IDS:
+        return f"the MMA of warpgroup {e.sync[0] - MMA_IDS} (its other warps)"
     return f"named barrier {e.sync[0]}" if e.sync is not None else e.op.api
 
 
@@ -820,8 +821,8 @@ def event_text(e: Event) -> str:
     if e.kind == "load":
         return f"load -> {elem_str(e.elem)} ({e.bytes} B)"
     if e.kind in ("sync", "barrive"):
-        if e.sync[0] >= 1000:
-            return f"{e.op.api} (warpgroup {e.sync[0] - 1000}, {e.sync[1]} threads)"
+        if e.sync[0] >= MMA_IDS:
+            return f"{e.op.api} (warpgroup {e.sync[0] - MMA_IDS}, {e.sync[1]} threads)"
         return f"{e.op.api}(id {e.sync[0]}, {e.sync[1]} threads) +{e.arrivals}"
     if e.kind == "init":
         return f"init({elem_str(e.elem)}, {e.arrivals})"
