@@ -33,7 +33,11 @@ def main() -> int:
     files = sorted(
         p for p in tree.rglob("*.cu") if not any(fnmatch.fnmatch(p.relative_to(tree).as_posix(), g) for g in a.exclude)
     )
-    opts = ParseOptions(tk_include=str(Path(a.tk) / "include"), tk_extra_dirs=(str(Path(a.tk) / "prototype"),))
+    # as `tkcheck check` without --arch: sm_90a, a file whose Blackwell code does not parse for it
+    # parsed again for sm_100a
+    opts = ParseOptions(
+        tk_include=str(Path(a.tk) / "include"), tk_extra_dirs=(str(Path(a.tk) / "prototype"),), arch_auto=True
+    )
     c: collections.Counter[str] = collections.Counter()
     for f in files:
         try:
