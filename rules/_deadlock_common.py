@@ -43,19 +43,32 @@ def _explained(an) -> bool:
 
 
 def classify(an):
-    """(code, blocked role index, blocked event, waiting-on role indices) or None."""
+    """(code, blocked role index, blocked event, waiting-on role indices) or None.
+
+    Every reachable deadlock of the exploration is classified, named barriers as mbarriers: a
+    named barrier no role left will arrive at (TK502), one whose count is more than the threads
+    that ever reach it (TK404), then the mbarrier waits in order as before: nothing left to
+    complete it (TK504 when its signallers have exited, else TK502) or roles blocked on each
+    other (TK503, shown at a named barrier of the cycle when there is one)."""
     ex = P.explore(an)
     if ex.deadlock is None or _explained(an):
         return None
     d = ex.deadlock
-    if d is None:
-        return None
-    sync_blocked = any(e.kind == "sync" for _, e in d.blocked)
+    blocked_ids = {i for i, _ in d.blocked}
+    syncs = [(ri, e, P.arrivals_left(ex, ri, e.sync[0])) for ri, e in d.blocked if e.kind == "sync"]
+    # a named barrier no role left will arrive at
+    for ri, e, left in syncs:
+        if not left:
+            return "TK502", ri, e, []
+    # roles that could still arrive at a named barrier are blocked, and its count is more than
+    # the threads of every role that ever reaches it: no generation can complete by design
+    for ri, e, _ in syncs:
+        if not e.block and e.sync[0] < P.MMA_IDS and P.barrier_threads(ex, e.sync[0]) < e.sync[1]:
+            return "TK404", ri, e, []
     for ri, e in d.blocked:
         if e.kind != "wait":
             continue
         left = P.signals_left(ex, ri, e.elem)
-        blocked_ids = {i for i, _ in d.blocked}
         if not left:
             signallers = [
                 i
@@ -77,16 +90,23 @@ def classify(an):
             if not signallers and kin:
                 return "TK504", ri, e, kin
             return "TK502", ri, e, []
-        if sync_blocked:
-            # a role at a barrier the others do not reach (TK501 / TK404 explain it), unless some
-            # wait has no signal left at all (above: its signallers are done, waiting at the end)
-            continue
+        if all(i in blocked_ids for i in left):
+            # a cycle: every role that could still complete what this role waits for is blocked
+            # itself; shown at a named barrier of the cycle when there is one
+            named = [(rj, x, lf) for rj, x, lf in syncs if x.sync[0] < P.MMA_IDS and all(i in blocked_ids for i in lf)]
+            if named:
+                return "TK503", *named[0]
+            return "TK503", ri, e, left
+    for ri, e, left in syncs:
         if all(i in blocked_ids for i in left):
             return "TK503", ri, e, left
     return None
 
 
 def _phase_need(ex, e):
+    if e.kind == "sync":
+        arrived, gen = P.sync_state(ex, e.sync[0])
+        return gen, f"{e.sync[1] - arrived} more thread(s) (has {arrived} of {e.sync[1]})"
     st = ex.deadlock.state["barriers"][e.elem]
     done, pend, tx = st
     need = []
@@ -104,7 +124,7 @@ def build_trace(an, code, ri, e, others) -> list[TraceStep]:
     for rj, ev, outcome in d.trace:
         if ev.kind in ("wait", "sync", "exit") or outcome:
             steps.append((rj, ev, outcome))
-        elif ev.kind in ("arrive", "expect"):
+        elif ev.kind in ("arrive", "expect", "barrive"):
             steps.append((rj, ev, ""))
     out: list[TraceStep] = []
     if len(steps) > MAX_STEPS:
@@ -123,22 +143,24 @@ def build_trace(an, code, ri, e, others) -> list[TraceStep]:
         text = P.event_text(ev) + (f" {outcome}" if outcome else "") + (f" [{it}]" if it else "")
         out.append(TraceStep(role, text, ev.op.location, P.elem_str(ev.elem) if ev.elem else None, None))
     for rj, ev in d.blocked:
-        if ev.kind != "wait":
-            continue
         done, need = _phase_need(ex, ev)
-        who = P.signals_left(ex, rj, ev.elem)
+        if ev.kind == "sync":
+            who = P.arrivals_left(ex, rj, ev.sync[0])
+            what, verb, where = f"generation {done} of {P.blocked_on(ev)}", "arrive at", None
+        else:
+            who = P.signals_left(ex, rj, ev.elem)
+            what, verb, where = f"phase {done} of {P.elem_str(ev.elem)}", "signal", P.elem_str(ev.elem)
         if not who:
             tail = "none will come"
         else:
-            tail = "only " + ", ".join(ex.roles[i].name for i in who) + " could still signal it, and it is blocked"
+            tail = "only " + ", ".join(ex.roles[i].name for i in who) + f" could still {verb} it, and it is blocked"
         it = ", ".join(f"{k}={v}" for k, v in an.model.user_iteration(ev.env).items())
         out.append(
             TraceStep(
                 ex.roles[rj].name,
-                f"{P.event_text(ev)} blocks forever{f' [{it}]' if it else ''}: phase {done} of "
-                f"{P.elem_str(ev.elem)} needs {need}, {tail}",
+                f"{P.event_text(ev)} blocks forever{f' [{it}]' if it else ''}: {what} needs {need}, {tail}",
                 ev.op.location,
-                P.elem_str(ev.elem),
+                where,
                 done,
                 blocked=True,
             )
@@ -168,7 +190,7 @@ def deadlock_finding(an, code, ri, e, others, message, help_):
             )
         )
     wit = {
-        "barrier": P.elem_str(e.elem),
+        "barrier": P.elem_str(e.elem) if e.elem is not None else P.blocked_on(e),
         "parity_waited": e.parity,
         "phase": done,
         "needs": need,

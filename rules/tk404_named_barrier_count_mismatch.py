@@ -1,14 +1,44 @@
 """TK404: a named barrier whose thread count disagrees with the threads that
 reach it, or one id used with different counts."""
 
+from tkcheck.checks import protocol as P
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
+from ._deadlock_common import classify, deadlock_finding
 
 
 def check(an):
+    out = _static(an)
+    # the progress exploration: a reachable state in which roles are blocked at a named barrier
+    # whose count no generation can reach (inline `bar.sync id, n` included)
+    c = classify(an)
+    if c is not None and c[0] == "TK404" and not any(f.location == c[2].op.location for f in out):
+        code, ri, e, others = c
+        ex = P.explore(an)
+        sid, cnt = e.sync
+        msg = (
+            f"named barrier {sid} counts {cnt} threads (`{e.op.api}`), but only {P.barrier_threads(ex, sid)} "
+            f"threads ever reach it: {ex.roles[ri].name} waits there forever"
+        )
+        out.append(
+            deadlock_finding(
+                an,
+                code,
+                ri,
+                e,
+                others,
+                msg,
+                "make the count the threads of the groups that meet at the barrier (32 per warp that "
+                "syncs or arrives there)",
+            )
+        )
+    return out
+
+
+def _static(an):
     out = []
     n = an.threads.n
     uses = S.named_barrier_uses(an)
@@ -126,7 +156,12 @@ Evaluates the barrier id of every `bar.sync id, count` the kernel issues —
 One id reached from several role branches is fine when the counts agree and
 the threads add up: TK's `lcf` template reaches `bar.sync 15` (the whole
 block) from both the producer and the consumer branch. Fewer threads than the
-count is TK501's question (a barrier some participants never reach).
+count is TK501's question (a barrier some participants never reach), except
+where the progress exploration (see TK502) proves it: a reachable state in
+which roles are blocked at a named barrier (`bar.sync` / `bar.arrive` in
+inline PTX included) whose count is more than the threads of every role that
+ever syncs or arrives there (32 per warp), and every role that could still
+arrive is blocked too. That finding carries the interleaving that leads to it.
 
 ## Why is this bad?
 A hardware barrier completes when `count` threads have arrived. With two

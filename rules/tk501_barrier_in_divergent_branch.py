@@ -79,6 +79,11 @@ def check(an):
     # waiting: consumers that arrive let producers that sync go on, so arrivals join the meet
     for op in an.model.ops_of(ir.SYNC, ir.NAMED_ARRIVE):
         if op.kind == ir.NAMED_ARRIVE:
+            if op.asm is not None:
+                # inline `bar.arrive`: this static meet pairs TK's group barriers only (inline
+                # bar.sync is skipped below); the progress exploration runs both (TK502/TK503)
+                usable = False
+                break
             count = op.count.eval({}) if op.count is not None else None
             if not isinstance(count, int) or count <= 0 or count % 32:
                 usable = False  # an arrival of unknown count: the meet is not known
@@ -119,8 +124,22 @@ def check(an):
             for k, ts in reach.items()
             if len(ts) == k[0] and all(set(range(32 * (t // 32), 32 * (t // 32) + 32)) <= ts for t in ts)
         }
+
+        # ... and so are the sites of one id, each reached by whole warps, that together are
+        # reached by exactly 32*N threads, whatever their group instances: the FlashAttention-3
+        # ping-pong's consumer that syncs on its barrier and the other consumer that arrives
+        # there (whether they meet in time is the progress exploration's question, TK502/TK503)
+        def whole_warps(ts):
+            return all(set(range(32 * (t // 32), 32 * (t // 32) + 32)) <= ts for t in ts)
+
+        met = set()
+        for size, bid in {(k[0], k[1]) for k in reach}:
+            sites = [ts for k, ts in reach.items() if (k[0], k[1]) == (size, bid)]
+            union = set().union(*sites)
+            if len(union) == size and all(whole_warps(ts) for ts in sites):
+                met.add((size, bid))
         for (key, order), ts in meet.items():
-            if (key[0], key[2], order) in whole:
+            if (key[0], key[2], order) in whole or (key[0], key[2]) in met:
                 continue
             size, g, _ = key
             if ts != set(range(g * size, min((g + 1) * size, n))):

@@ -14,10 +14,18 @@ def check(an):
     code, ri, e, others = c
     ex = P.explore(an)
     sizes = ", ".join(f"{k} = {v}" for k, v in sorted(ex.params.items()))
-    msg = (
-        f"{ex.roles[ri].name} waits on '{P.elem_str(e.elem)}' (parity {e.parity}) but no role will complete "
-        f"that phase: every role that signals it has finished" + (f" (with {sizes})" if sizes else "")
-    )
+    if e.kind == "sync":
+        arrived, gen = P.sync_state(ex, e.sync[0])
+        msg = (
+            f"{ex.roles[ri].name} waits at {P.blocked_on(e)} (`{e.op.api}`, {e.sync[1]} threads) but no role "
+            f"will complete that generation: {arrived} thread(s) have arrived and no role that could still "
+            "arrive there is left" + (f" (with {sizes})" if sizes else "")
+        )
+    else:
+        msg = (
+            f"{ex.roles[ri].name} waits on '{P.elem_str(e.elem)}' (parity {e.parity}) but no role will complete "
+            f"that phase: every role that signals it has finished" + (f" (with {sizes})" if sizes else "")
+        )
     return [
         deadlock_finding(
             an,
@@ -26,7 +34,10 @@ def check(an):
             e,
             others,
             msg,
-            "make the producing and consuming roles run the same number of iterations over "
+            "hand each turn to the named barrier the other group waits at, so that every generation a "
+            "group syncs on gets its count of threads"
+            if e.kind == "sync"
+            else "make the producing and consuming roles run the same number of iterations over "
             "the ring, and signal every phase that is waited on",
         )
     ]
@@ -85,6 +96,13 @@ with small concrete sizes (every ring wraps at least twice) and explores the
 interleavings of the roles. A reachable state in which a role waits on a
 barrier phase while every role that could still signal that barrier has
 finished is reported with the interleaving that leads to it.
+
+Named barriers run in the same exploration with their PTX semantics
+(`bar.sync id, n` / `group<N>::sync(id)` wait, `bar.arrive id, n` /
+`group<N>::arrive(id)` count without waiting, 32 threads per arriving warp,
+a generation completes at the count): a role blocked at a named barrier that
+no other role will arrive at again is reported the same way (a ping-pong
+consumer that hands the turn back to its own barrier).
 
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only

@@ -14,9 +14,9 @@ def check(an):
     code, ri, e, others = c
     ex = P.explore(an)
     d = dict(ex.deadlock.blocked)
-    chain = "; ".join(f"{ex.roles[i].name} waits on '{P.elem_str(d[i].elem)}'" for i in others if i in d)
+    chain = "; ".join(f"{ex.roles[i].name} waits on {P.blocked_on(d[i])}" for i in others if i in d)
     msg = (
-        f"circular wait: {ex.roles[ri].name} waits on '{P.elem_str(e.elem)}', which only "
+        f"circular wait: {ex.roles[ri].name} waits on {P.blocked_on(e)}, which only "
         f"{', '.join(ex.roles[i].name for i in others)} can complete later, while {chain}"
     )
     return [
@@ -27,7 +27,9 @@ def check(an):
             e,
             others,
             msg,
-            "order each role's signals before the waits that depend on the other role "
+            "grant the first turn before the loop (one group arrives at the other's named barrier)"
+            if e.kind == "sync"
+            else "order each role's signals before the waits that depend on the other role "
             "(e.g. issue the one-shot loads before entering the ring loop)",
         )
     ]
@@ -120,7 +122,9 @@ RULE = Rule(
 Explores the interleavings of the kernel's warp roles (see TK502) and reports
 a reachable state in which every blocked role waits on a barrier that only
 another blocked role would signal later in its program: a cycle. The finding
-carries the numbered interleaving that reaches the cycle.
+carries the numbered interleaving that reaches the cycle. Named barriers are
+part of the cycle like mbarrier waits: two ping-pong consumers each blocked at
+their own `bar.sync` because neither was granted the first turn.
 
 ## Why is this bad?
 Each role holds what the other needs: the kernel hangs as soon as the ring is

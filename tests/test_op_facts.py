@@ -61,6 +61,26 @@ def test_ptx_ops_table():
     assert kinds("bar.sync 1, 128;") == [(ir.SYNC, "bar.sync")]
     assert K.ptx_ops("barrier.cta.sync 2;").ops[0].sync == ir.SyncFacts("named")
     assert kinds("bar.arrive 3, 256;") == [(ir.NAMED_ARRIVE, "bar.arrive")]
+    # the barrier id and thread count operands, every spelling (bar.red: between d and c)
+    operands = {
+        ptx: (K.ptx_ops(ptx).ops[0].kind, K.ptx_ops(ptx).ops[0].bar_id, K.ptx_ops(ptx).ops[0].bar_count)
+        for ptx in (
+            "bar.sync %0, %1;",
+            "barrier.sync.aligned 1, 256;",
+            "bar.cta.sync 0;",
+            "barrier.cta.arrive %0, 128;",
+            "bar.red.popc.u32 %0, 2, 64, %p;",
+        )
+    }
+    assert operands == {
+        "bar.sync %0, %1;": (ir.SYNC, "%0", "%1"),
+        "barrier.sync.aligned 1, 256;": (ir.SYNC, "1", "256"),
+        "bar.cta.sync 0;": (ir.SYNC, "0", None),
+        "barrier.cta.arrive %0, 128;": (ir.NAMED_ARRIVE, "%0", "128"),
+        "bar.red.popc.u32 %0, 2, 64, %p;": (ir.SYNC, "2", "64"),
+    }
+    assert not K.ptx_ops("bar.warp.sync 0xffffffff;").ops  # __syncwarp, not a named barrier
+    assert not K.ptx_ops("mbarrier.arrive.shared::cta.b64 _, [%0];").ops
     assert kinds("fence.proxy.async.shared::cta;") == [(ir.FENCE, "fence.proxy.async")]
     fences = {p: K.ptx_ops(p).ops[0].fence for p in ("membar.gl;", "fence.acq_rel.gpu;", "fence.sc.cta;")}
     assert [f.kind for f in fences.values() if f is not None] == ["membar_gl", "membar_gl", "membar_cta"]

@@ -36,6 +36,46 @@ def test_correct_kernels_explore_without_deadlock(kernel):
         assert "producer" in names and "consumer" in names
 
 
+@pytest.mark.parametrize("fixture", ["good_pingpong_named.cu", "good_pingpong_ptx.cu"])
+def test_pingpong_named_barriers_explore_without_deadlock(fixture):
+    """Two consumer warpgroups taking turns through two named barriers (bar.sync on one's own,
+    bar.arrive on the other's) explore to the end: bar.arrive counts without waiting, a turn
+    handed across iterations lands in the generation open at that time."""
+    (ex,) = _explore(ROOT / "fixtures" / "deadlock" / fixture).values()
+    assert ex.status == "explored" and ex.deadlock is None, ex.reason
+    kinds = {(e.kind, e.sync) for r in ex.roles for e in r.events if e.kind in ("sync", "barrive")}
+    assert ("barrive", (2, 256)) in kinds and ("sync", (3, 256)) in kinds
+
+
+@pytest.mark.parametrize(
+    "fixture, blocked_at",
+    [
+        ("bad_pingpong_turn_to_self.cu", {3: (128, 0)}),
+        ("bad_pingpong_no_first_turn.cu", {2: (128, 0), 3: (128, 0)}),
+        ("bad_pingpong_count_never_reached.cu", {2: (256, 0), 3: (128, 0)}),
+    ],
+)
+def test_pingpong_named_barrier_deadlocks(fixture, blocked_at):
+    """The broken ping-pongs reach a state where consumers are blocked at their named barrier
+    with the generation's arrivals short of the count."""
+    (ex,) = _explore(ROOT / "fixtures" / "deadlock" / fixture).values()
+    d = ex.deadlock
+    assert d is not None
+    at = {e.sync[0]: d.state["syncs"][e.sync[0]] for _, e in d.blocked if e.kind == "sync"}
+    assert at == blocked_at
+    # each blocked warp counts 32 threads: a warpgroup adds 128 per bar.sync
+    assert all(e.arrivals == 128 for _, e in d.blocked if e.kind == "sync")
+
+
+def test_block_barrier_waits_for_threads_not_exited():
+    """Warps that returned early do not hold up a later __syncthreads() of the others."""
+    (ex,) = _explore(ROOT / "fixtures" / "deadlock" / "good_syncthreads_after_exit.cu").values()
+    assert ex.status == "explored" and ex.deadlock is None, ex.reason
+    assert any(e.kind == "sync" and e.block for r in ex.roles for e in r.events)
+    # warps 1-3 leave (their `return`) before the last barrier
+    assert any(e.kind == "exit" for r in ex.roles for e in r.events)
+
+
 def test_roles_are_warps_not_lanes():
     ex = _explore(ROOT / "corpus" / "hopper" / "gemm_ring.cu")["gemm_ring_kernel"]
     for r in ex.roles:

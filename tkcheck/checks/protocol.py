@@ -4,9 +4,18 @@ A *role* is a set of threads that execute the same completion-relevant ops on
 the same barrier elements (same guard pattern): the producer thread, the lane-0
 threads of the consumer warps, the other consumer lanes, ... Each role becomes
 an abstract program of events -- wait(bar[e], p), arrive(bar[e], n),
-expect(bar[e], bytes), load(bar[e], bytes), sync(id, count), exit -- unrolled
+expect(bar[e], bytes), load(bar[e], bytes), sync(id, count), barrive(id, count),
+exit -- unrolled
 with small concrete loop counts (runtime sizes are chosen so that every ring
 wraps at least twice). Roles run in lock step inside themselves.
+
+Named barriers (`bar.sync id, n` / `bar.arrive id, n` / `bar.red`, TK's `group<N>::sync(id)` /
+`group<N>::arrive(id)`, `__syncthreads()` = barrier 0 over the block) follow the PTX
+semantics: per id, the current generation counts arrivals per warp (a warp that executes the
+instruction adds 32); `bar.arrive` adds and goes on, `bar.sync` adds and blocks until the
+generation it arrived in completes; a generation completes when its arrivals reach the count,
+and the barrier starts the next one at zero. A warpgroup MMA (`wgmma ... .sync.aligned`) is a
+barrier of the warpgroup's own (ids from 1000 up).
 
 The search is an explicit-state DFS over interleavings (a role runs its local
 events atomically up to its next wait or barrier), memoised on the state,
@@ -30,18 +39,31 @@ from .threads import describe
 MAX_STATES = 20000
 TIME_CAP_S = 1.0
 MAX_EVENTS = 4000
-EVENT_KINDS = (ir.MBAR_INIT, ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD, ir.SYNC, ir.MMA, ir.EXIT)
+EVENT_KINDS = (
+    ir.MBAR_INIT,
+    ir.MBAR_WAIT,
+    ir.MBAR_ARRIVE,
+    ir.MBAR_EXPECT,
+    ir.TMA_LOAD,
+    ir.SYNC,
+    ir.NAMED_ARRIVE,
+    ir.MMA,
+    ir.EXIT,
+)
+WARP = 32
+MMA_IDS = 1000  # the barrier of warpgroup g's wgmma is id MMA_IDS + g (past the 16 hardware ids)
 
 
 @dataclass(frozen=True)
 class Event:
-    kind: str  # wait | arrive | expect | load | sync | exit
+    kind: str  # wait | arrive | expect | load | sync | barrive | exit
     op: ir.Op
     elem: tuple | None = None  # (barrier name, index...)
     parity: int | None = None
-    arrivals: int = 0
+    arrivals: int = 0  # mbarrier arrivals; sync / barrive: threads counted (32 per warp)
     bytes: int = 0
     sync: tuple | None = None  # (id, count)
+    block: bool = False  # sync: a barrier over every thread of the block (exited ones excepted)
     env: tuple = ()  # loop counters at this event
 
 
@@ -87,6 +109,8 @@ def _relevant(o: ir.Op) -> bool:
         return o.barrier is not None
     if o.kind == ir.SYNC:
         return o.sync_kind in ("block", "named", "group")
+    if o.kind == ir.NAMED_ARRIVE:
+        return True
     if o.kind == ir.MMA and o.scope == "warpgroup":
         return True  # wgmma is `.sync.aligned`: the four warps of a warpgroup meet there
     return o.kind == ir.EXIT
@@ -284,10 +308,10 @@ def _data_branch_sync(an: Analysis, o: ir.Op, c: E.Expr, ops: list[ir.Op]) -> bo
         if q.kind not in (ir.MMA, ir.SYNC):
             return False  # the condition also steers barrier traffic
     for q in ops:
-        if q is o or q.kind not in (ir.MMA, ir.SYNC):
+        if q is o or q.kind not in (ir.MMA, ir.SYNC, ir.NAMED_ARRIVE):
             continue
         qs = _sync_id_of(an, q)
-        if qs is None and q.kind == ir.SYNC and q.sync_kind != "block":
+        if qs is None and q.kind in (ir.SYNC, ir.NAMED_ARRIVE) and q.sync_kind != "block":
             return False
         if qs == sid and c not in q.guard.uniform:
             return False
@@ -381,15 +405,23 @@ def _unroll(
         if o.kind == ir.MMA:
             # a warpgroup MMA: its 128 threads execute it together, like a
             # barrier of their own (ids above the 16 hardware barrier ids)
-            out.append(Event("sync", o, sync=(1000 + min(lanes) // 128, 128), env=ctr))
+            warps = len({t // WARP for t in lanes})
+            out.append(Event("sync", o, arrivals=WARP * warps, sync=(MMA_IDS + min(lanes) // 128, 128), env=ctr))
             return True
-        if o.kind == ir.SYNC:
+        if o.kind in (ir.SYNC, ir.NAMED_ARRIVE):
             kind = o.sync_kind
             cnt = an.threads.n if kind == "block" else (o.count.eval(full) if o.count is not None else None)
             sid = o.sync_id.eval(full) if o.sync_id is not None else (0 if kind == "block" else None)
-            if not isinstance(cnt, int) or not isinstance(sid, int):
+            if not isinstance(cnt, int) or not isinstance(sid, int) or cnt <= 0:
                 return False
-            out.append(Event("sync", o, sync=(sid, cnt), env=ctr))
+            # the hardware counts a barrier per warp: a warp any of whose lanes executes it
+            # arrives with all its 32 threads
+            warps = len({t // WARP for t in lanes})
+            ev = "sync" if o.kind == ir.SYNC else "barrive"
+            # `__syncthreads()` / `everyone::sync(id)`: the block barrier without a count (an
+            # inline `bar.sync 0;` is taken as an explicit count of every thread)
+            block = ev == "sync" and kind == "block"
+            out.append(Event(ev, o, arrivals=WARP * warps, sync=(sid, cnt), block=block, env=ctr))
             return True
         if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast):
             return False
@@ -473,7 +505,9 @@ def _explore(an: Analysis) -> Exploration:
     ex = Exploration()
     m = an.model
     ops = [o for o in m.ops if _relevant(o)]
-    if not any(o.kind == ir.MBAR_WAIT for o in ops):
+    if not any(o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE) for o in ops):
+        # block and group barriers alone are TK404 / TK501's static question; a bar.arrive
+        # (a turn handed to another group) or an mbarrier wait needs the interleavings
         ex.reason = "no waits"
         return ex
     blind = [o for o in m.ops if o.unmodelled_barrier_use]
@@ -575,8 +609,10 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float):
         pcs, marks, bars, syncs = state
         moved = False
         succ = []
+        # threads that have left the kernel: a block-wide barrier waits for the others only
+        gone = sum(sizes[i] for i, r in enumerate(roles) if pcs[i] >= len(r.events))
         for ri, r in enumerate(roles):
-            res = _run_role(ri, r, state, eidx, sizes, counts, elems)
+            res = _run_role(ri, r, state, eidx, gone, counts, elems)
             if res is None:
                 continue
             nstate, steps = res
@@ -612,7 +648,7 @@ def _complete(b, count):
     return b
 
 
-def _run_role(ri, r: Role, state, eidx, sizes, counts, elems):
+def _run_role(ri, r: Role, state, eidx, gone, counts, elems):
     """Run role ri from its pc through local events up to and including one wait/sync.
     None when it cannot move."""
     pcs, marks, bars, syncs = state
@@ -637,15 +673,30 @@ def _run_role(ri, r: Role, state, eidx, sizes, counts, elems):
             pc += 1
             first = False
             break
-        if e.kind == "sync":
+        if e.kind == "barrive":
+            # bar.arrive: counted in the current generation, no wait
             sid, cnt = e.sync
             arrived, gen = syncs.get(sid, (0, 0))
+            arrived += e.arrivals
+            if arrived >= cnt:
+                gen, arrived = gen + 1, 0
+            syncs[sid] = (arrived, gen)
+            steps.append((ri, e, "completes the barrier" if arrived == 0 else ""))
+            pc += 1
+            first = False
+            continue
+        if e.kind == "sync":
+            sid, cnt = e.sync
+            # a barrier over the whole block (`__syncthreads()`, `bar.sync 0`) waits for the
+            # threads that have not exited (PTX: "non-exited threads of all other warps")
+            need = cnt - gone if e.block else cnt
+            arrived, gen = syncs.get(sid, (0, 0))
             if marks[ri] < 0:
-                arrived += sizes[ri]
+                arrived += e.arrivals
                 marks[ri] = gen
-                if arrived >= cnt:
-                    gen, arrived = gen + 1, 0
-                syncs[sid] = (arrived, gen)
+            if marks[ri] == gen and arrived >= need:
+                gen, arrived = gen + 1, 0
+            syncs[sid] = (arrived, gen)
             if gen > marks[ri]:
                 marks[ri] = -1
                 steps.append((ri, e, "passes"))
@@ -707,6 +758,48 @@ def signals_left(ex: Exploration, ri_blocked: int, elem) -> list[int]:
     return out
 
 
+def arrivals_left(ex: Exploration, ri_blocked: int, sid: int) -> list[int]:
+    """Roles that can still arrive at named barrier `sid` (a bar.sync or bar.arrive ahead of
+    their pc; a role blocked at a bar.sync of `sid` has arrived already, so it counts only
+    what follows that sync)."""
+    d = ex.deadlock
+    out = []
+    for i, r in enumerate(ex.roles):
+        if i == ri_blocked or i in d.finished:
+            continue
+        start = _pc_of(ex, i)
+        here = r.events[start]
+        if here.kind == "sync" and here.sync[0] == sid:
+            start += 1
+        if any(e.kind in ("sync", "barrive") and e.sync[0] == sid for e in r.events[start:]):
+            out.append(i)
+    return out
+
+
+def barrier_threads(ex: Exploration, sid: int) -> int:
+    """The most threads that can ever be counted in one generation of named barrier `sid`:
+    every role that uses it, with the warps of its widest use."""
+    total = 0
+    for r in ex.roles:
+        ws = [e.arrivals for e in r.events if e.kind in ("sync", "barrive") and e.sync[0] == sid]
+        total += max(ws, default=0)
+    return total
+
+
+def sync_state(ex: Exploration, sid: int) -> tuple[int, int]:
+    """(threads arrived in the current generation, generations completed) at the deadlock."""
+    return ex.deadlock.state["syncs"].get(sid, (0, 0))
+
+
+def blocked_on(e: Event) -> str:
+    """What a blocked event waits for, in words."""
+    if e.kind == "wait":
+        return f"'{elem_str(e.elem)}'"
+    if e.sync is not None and e.sync[0] >= MMA_IDS:
+        return f"the MMA of warpgroup {e.sync[0] - MMA_IDS} (its other warps)"
+    return f"named barrier {e.sync[0]}" if e.sync is not None else e.op.api
+
+
 def _pc_of(ex: Exploration, i: int) -> int:
     for j, e in ex.deadlock.blocked:
         if j == i:
@@ -727,8 +820,10 @@ def event_text(e: Event) -> str:
         return f"expect({elem_str(e.elem)}, {e.bytes} B) +{e.arrivals} arrival(s)"
     if e.kind == "load":
         return f"load -> {elem_str(e.elem)} ({e.bytes} B)"
-    if e.kind == "sync":
-        return f"{e.op.api}(id {e.sync[0]}, {e.sync[1]} threads)"
+    if e.kind in ("sync", "barrive"):
+        if e.sync[0] >= MMA_IDS:
+            return f"{e.op.api} (warpgroup {e.sync[0] - MMA_IDS}, {e.sync[1]} threads)"
+        return f"{e.op.api}(id {e.sync[0]}, {e.sync[1]} threads) +{e.arrivals}"
     if e.kind == "init":
         return f"init({elem_str(e.elem)}, {e.arrivals})"
     return e.op.api

@@ -40,7 +40,17 @@ class AsmLowering:
 
         does = K.ptx_ops(ptx)
         for p in does.ops:
-            op(p.kind, p.api, **p.op_fields())
+            kw = p.op_fields()
+            if p.kind in (ir.SYNC, ir.NAMED_ARRIVE):
+                # `bar.sync %0, %1` / `bar.arrive 1, 256`: the barrier id and the thread count
+                # (no count: every thread of the block)
+                kw["sync_id"] = self._ptx_value(c, ctx, p.bar_id)
+                kw["count"] = (
+                    self._ptx_value(c, ctx, p.bar_count)
+                    if p.bar_count
+                    else (w.model.block_threads if w.model is not None else None)
+                )
+            op(p.kind, p.api, **kw)
         if does.shared_access is not None:
             self._smem_access(c, ctx, ptx, loc, facts, does.shared_access)
         if does.untracked:
@@ -79,13 +89,31 @@ class AsmLowering:
             a = E.binop("+", a, E.binop("*", extra, E.Const(db)) if db else E.opaque("data offset"))
         return a
 
-    def _smem_access(self, c: Any, ctx: Ctx, ptx: str, loc: Location, facts: ir.AsmFacts, kind: str) -> None:
-        """Raw `st.shared` / `ld.shared` / `ldmatrix` / `stmatrix`: an SMEM_ACCESS op whose
-        access facts' `addr` is the address operand (`[%N]`) as an Expr."""
+    def _ptx_value(self, c: Any, ctx: Ctx, text: str | None) -> Expr | None:
+        """An instruction operand of the asm statement at `c` as an Expr: an integer literal, or
+        `%N`, the N-th operand expression of the statement; None when neither evaluates."""
+        if text is None:
+            return None
+        if re.fullmatch(r"\d+", text):
+            return E.Const(int(text))
+        mm = re.fullmatch(r"%(\d+)", text)
+        if not mm:
+            return None
+        ops = self._operands(c)
+        if ops is None or int(mm.group(1)) >= len(ops):
+            return None
+        node = cexpr.parse_expression(ops[int(mm.group(1))], ctx.env.has)
+        v = self.w.ev(node, replace(ctx, dry=True), c)
+        return v if isinstance(v, Expr) else None
+
+    @staticmethod
+    def _operands(c: Any) -> list[list[str]] | None:
+        """The token lists of the asm statement's operand expressions (outputs, then inputs),
+        numbered as `%N` counts them; None without operands."""
         toks = tokens_of(c)
         colon = next((k for k, t in enumerate(toks) if t in (":", "::")), None)
         if colon is None:
-            return
+            return None
         ops, i = [], colon
         while i < len(toks):
             t = toks[i]
@@ -100,6 +128,14 @@ class AsmLowering:
                 ops.append(toks[i + 2 : j])
                 i = j
             i += 1
+        return ops
+
+    def _smem_access(self, c: Any, ctx: Ctx, ptx: str, loc: Location, facts: ir.AsmFacts, kind: str) -> None:
+        """Raw `st.shared` / `ld.shared` / `ldmatrix` / `stmatrix`: an SMEM_ACCESS op whose
+        access facts' `addr` is the address operand (`[%N]`) as an Expr."""
+        ops = self._operands(c)
+        if ops is None:
+            return
         mm = re.search(r"\[\s*%(\d+)\s*(?:\+\s*(\d+))?\s*\]", ptx)
         if not mm or int(mm.group(1)) >= len(ops):
             return

@@ -225,8 +225,10 @@ def classify_ptx(ptx: str) -> ir.AsmFacts:
 # block and named barriers, fences, register reallocation, global signals and loads, then a shared
 # access (its address operand tracked) and, for raw mbarrier / bulk-copy / wgmma PTX, an opaque
 # call whose operands are not tracked.
-_PTX_BAR_SYNC = re.compile(r"\bbar\.sync\b|\bbarrier\.sync\b|\bbarrier\.cta\.sync\b")
-_PTX_BAR_ARRIVE = re.compile(r"\bbar\.arrive\b")
+# `bar{.cta}.sync a{, b}`, `barrier{.cta}.sync{.aligned} a{, b}`, `bar.arrive a, b`,
+# `bar.red.popc.u32 d, a{, b}, c` (a reduction that waits like bar.sync): a is the barrier id,
+# b the thread count (none: every thread of the CTA)
+_PTX_BAR = re.compile(r"\b(?:bar|barrier)(?:\.cta)?\.(sync|arrive|red)\b((?:\.[a-z0-9]+)*)\s*([^;]*)")
 _PTX_FENCE = re.compile(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)")
 _PTX_GLOBAL_SIGNAL = (re.compile(r"\b(red|atom)\.[a-z.]*global"), re.compile(r"\b(red|atom)\.(release|relaxed|acq)"))
 _PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b")
@@ -245,6 +247,10 @@ class PtxOp:
     fence: ir.FenceFacts | None = None
     global_access: ir.GlobalAccessFacts | None = None
     increase: bool | None = None  # SETMAXNREG: .inc (else .dec)
+    # SYNC / NAMED_ARRIVE: the operand texts of the barrier id and the thread count ("%0", "1");
+    # count None: every thread of the CTA
+    bar_id: str | None = None
+    bar_count: str | None = None
 
     def op_fields(self) -> dict[str, object]:
         """The `ir.Op` fields this op sets (its kind facts)."""
@@ -269,10 +275,17 @@ class PtxOps:
 def ptx_ops(ptx: str) -> PtxOps:
     """The model ops of one asm statement's PTX text (its strings, joined)."""
     ops: list[PtxOp] = []
-    if _PTX_BAR_SYNC.search(ptx):
-        ops.append(PtxOp(ir.SYNC, "bar.sync", sync=ir.SyncFacts("named")))
-    elif _PTX_BAR_ARRIVE.search(ptx):
-        ops.append(PtxOp(ir.NAMED_ARRIVE, "bar.arrive"))
+    mb = _PTX_BAR.search(ptx)
+    if mb:
+        what, args = mb.group(1), [a.strip() for a in mb.group(3).split(",") if a.strip()]
+        if what == "red":
+            args = args[1:-1]  # the destination and the predicate around a{, b}
+        bid = args[0] if args else None
+        cnt = args[1] if len(args) > 1 else None
+        if what == "arrive":
+            ops.append(PtxOp(ir.NAMED_ARRIVE, "bar.arrive", bar_id=bid, bar_count=cnt))
+        else:
+            ops.append(PtxOp(ir.SYNC, f"bar.{what}", sync=ir.SyncFacts("named"), bar_id=bid, bar_count=cnt))
     if "fence.proxy.async" in ptx:
         ops.append(PtxOp(ir.FENCE, "fence.proxy.async", fence=ir.FenceFacts("proxy_async")))
     mf = _PTX_FENCE.search(ptx)
