@@ -200,6 +200,15 @@ def _defines(values) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _include_dirs(values) -> tuple[str, ...]:
+    out = tuple(str(Path(d).resolve()) for d in values or ())
+    try:
+        check_compiler_options(include_dirs=out, where="command line -I")
+    except UnsafeOption as e:
+        raise UsageProblem(str(e)) from None
+    return out
+
+
 # ---------------------------------------------------------------- file discovery
 
 
@@ -1033,7 +1042,7 @@ def check_command(
         sass=sass,
         sass_arch=sass_arch,
         tk_extra_dirs=_tk_dirs(tk_include)[1],
-        include_dirs=tuple(str(Path(d).resolve()) for d in include_dir),
+        include_dirs=_include_dirs(include_dir),
         defines=_defines(define),
     )
     stdin_paths = [p for p in paths if p == "-"]
@@ -1276,7 +1285,7 @@ def coverage_command(
         no_cache=True,
         solver_timeout_ms=2000,
         tk_extra_dirs=_tk_dirs(tk_include)[1],
-        include_dirs=tuple(str(Path(d).resolve()) for d in include_dir),
+        include_dirs=_include_dirs(include_dir),
         defines=_defines(define),
     )
     configs: dict = {}

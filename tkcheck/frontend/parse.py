@@ -325,6 +325,12 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
     if len(text.encode("utf-8", errors="replace")) > MAX_FILE_BYTES:
         raise InputError(f"{path}: file is larger than {MAX_FILE_BYTES} bytes")
     abs_path = os.path.abspath(path)
+    from ..compiler_options import UnsafeOption, check_compiler_options
+
+    try:  # the allow-list, whoever built `opts`: libclang's driver is given no option that runs a tool
+        check_compiler_options(clang_args=opts.clang_args, defines=opts.defines, include_dirs=opts.include_dirs)
+    except UnsafeOption as e:
+        raise InputError(str(e)) from None
     fixed, rewrites = nvcc_compat.rewrite(text)
     from .includes import IncludeError, check_includes
 
