@@ -1,7 +1,12 @@
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The cache's per-user key (tkcheck/cache_io.py) goes under $XDG_CACHE_HOME: never the real home
+# folder in tests (subprocesses inherit it).
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="tkcheck-test-cache-home-")
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "corpus"
