@@ -501,6 +501,54 @@ class _Parse:
             ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | 0x200
         )  # CXTranslationUnit_KeepGoing: keep parsing after a missing include
         pch_file = self._pch(args, unsaved, stubs)
+        from .includes import MAX_HEADER_BYTES, MAX_TOTAL_INCLUDE_BYTES
+        from .open_guard import ParseGuard
+
+        # every file the parse opens is checked while it runs (open_guard.py): no spelling of an
+        # include reads a device, a FIFO or gigabytes
+        guard = ParseGuard(MAX_HEADER_BYTES, MAX_TOTAL_INCLUDE_BYTES, exempt=(pch_file,) if pch_file else ())
+        with guard:
+            tu, pch_file = self._parse_tu(args, unsaved, flags, pch_file)
+        if guard.violation:
+            raise InputError(f"{self.path}: {guard.violation}")
+        self.pch_used = pch_file
+        parsed = ParsedFile(
+            path=self.path,
+            text=self.text,
+            tu=tu,
+            diagnostics=[],
+            headers=headers,
+            tk_semantics=self.semantics,
+            notes=[],
+            abs_path=self.abs_path,
+            arch=arch,
+            tk_dirs=self.opts.tk_dirs(),
+            user_texts=dict(self.header_texts),
+            defines=tuple(self.opts.defines),
+        )
+        for d in tu.diagnostics:
+            if d.severity < ci.Diagnostic.Error and d.severity != ci.Diagnostic.Warning:
+                continue
+            sev = {ci.Diagnostic.Warning: "warning", ci.Diagnostic.Error: "error", ci.Diagnostic.Fatal: "fatal"}.get(
+                d.severity, "error"
+            )
+            loc = None
+            fname = None
+            if d.location.file is not None:
+                fname = os.path.abspath(d.location.file.name)
+                shown = self.path if fname == self.abs_path else d.location.file.name
+                loc = Location(shown, max(d.location.line, 1), max(d.location.column, 1))
+            if "too many errors emitted" in d.spelling:
+                parsed.stopped = True
+            rec = nvcc_compat.recovered(d.spelling) if sev == "error" else None
+            parsed.diagnostics.append(Diagnostic(sev, d.spelling, loc, fname, rec))
+        return parsed
+
+    def _parse_tu(self, args, unsaved, flags, pch_file):
+        """libclang's parse, with the precompiled header when there is one (parsed again without it
+        when libclang fails with it or rejects it); (translation unit, the header used)."""
+        import clang.cindex as ci
+
         try:
             try:
                 tu = _index().parse(
@@ -534,38 +582,7 @@ class _Parse:
                     tu = _index().parse(self.abs_path, args=args, unsaved_files=unsaved, options=flags)
         except ci.TranslationUnitLoadError as e:
             raise InputError(f"{self.path}: libclang could not parse the file ({e})") from None
-        self.pch_used = pch_file
-        parsed = ParsedFile(
-            path=self.path,
-            text=self.text,
-            tu=tu,
-            diagnostics=[],
-            headers=headers,
-            tk_semantics=self.semantics,
-            notes=[],
-            abs_path=self.abs_path,
-            arch=arch,
-            tk_dirs=self.opts.tk_dirs(),
-            user_texts=dict(self.header_texts),
-            defines=tuple(self.opts.defines),
-        )
-        for d in tu.diagnostics:
-            if d.severity < ci.Diagnostic.Error and d.severity != ci.Diagnostic.Warning:
-                continue
-            sev = {ci.Diagnostic.Warning: "warning", ci.Diagnostic.Error: "error", ci.Diagnostic.Fatal: "fatal"}.get(
-                d.severity, "error"
-            )
-            loc = None
-            fname = None
-            if d.location.file is not None:
-                fname = os.path.abspath(d.location.file.name)
-                shown = self.path if fname == self.abs_path else d.location.file.name
-                loc = Location(shown, max(d.location.line, 1), max(d.location.column, 1))
-            if "too many errors emitted" in d.spelling:
-                parsed.stopped = True
-            rec = nvcc_compat.recovered(d.spelling) if sev == "error" else None
-            parsed.diagnostics.append(Diagnostic(sev, d.spelling, loc, fname, rec))
-        return parsed
+        return tu, pch_file
 
     def _pch(self, args, unsaved, stubs) -> str | None:
         """The precompiled TK headers for this parse (frontend/pch.py), or None."""

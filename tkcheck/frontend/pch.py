@@ -120,13 +120,20 @@ def build(pch_dir: str, key: str, includes: list[str], args: list[str], unsaved,
     try:
         # PARSE_INCOMPLETE: a header, to be completed by the file that includes it; the detailed
         # preprocessing record as the file's own parse has it (libclang refuses a mismatch)
-        tu = index.parse(
-            str(folder / f"{key}.cuh"),
-            args=list(args) + ["-Xclang", "-fallow-pch-with-compiler-errors"],
-            unsaved_files=unsaved,
-            options=0x01 | 0x02 | 0x200,
-        )
-        tu.save(str(tmp))  # clang writes a temporary of its own beside it and renames it over tmp
+        from .includes import MAX_HEADER_BYTES, MAX_TOTAL_INCLUDE_BYTES
+        from .open_guard import ParseGuard
+
+        guard = ParseGuard(MAX_HEADER_BYTES, MAX_TOTAL_INCLUDE_BYTES, exempt_dirs=(pch_dir,))
+        with guard:  # what the precompiled header reads is bounded as a parse is (open_guard.py)
+            tu = index.parse(
+                str(folder / f"{key}.cuh"),
+                args=list(args) + ["-Xclang", "-fallow-pch-with-compiler-errors"],
+                unsaved_files=unsaved,
+                options=0x01 | 0x02 | 0x200,
+            )
+            tu.save(str(tmp))  # clang writes a temporary of its own beside it and renames it over tmp
+        if guard.violation:
+            return None  # the file's own parse meets the same include and says so
         data = cache_io.read_file(base, (part,), tmp.name, MAX_PCH_BYTES)
         tag = cache_io.mac(_mac_material(key, data)) if data is not None else None
         if tag is None:
