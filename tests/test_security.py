@@ -555,9 +555,10 @@ sys.addaudithook(_hook)
 def _snapshot(root: Path) -> dict[str, str]:
     out = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        if rel.split(os.sep)[0] in (".git", ".tkcheck_cache"):
+        parts = os.path.relpath(dirpath, root).split(os.sep)
+        if parts[0] == ".git" or ".tkcheck_cache" in parts:
             continue
+        dirnames[:] = [d for d in dirnames if d != ".tkcheck_cache"]  # written only there
         for name in dirnames + filenames:
             p = Path(dirpath) / name
             if p.is_symlink():
@@ -612,7 +613,7 @@ def test_a_hostile_clone_through_the_pre_commit_hook(tmp_path):
     )
     (work / "b" / "k.cu").write_text(KERNEL)
     (work / "b" / "inc" / "x.h").write_text(BYPASSES["stringised macro"])
-    (work / "b" / "dev.cu").write_text('#include "x.h"\n__global__ void k() {}\n')
+    (work / "b" / "dev.cu").write_text('#include "inc/x.h"\n__global__ void k() {}\n')
     cache = work / "b" / ".tkcheck_cache"
     cache.mkdir()
     os.symlink(elsewhere, cache / "pch")
