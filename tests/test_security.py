@@ -162,7 +162,9 @@ def test_a_compile_commands_entry_runs_nothing(tmp_path):
     bin_dir, markers = fake_tools(tmp_path)
     repo = _hostile_tool_repo(tmp_path)
     cmd = ["clang++", "--offload-arch=native", "--nvptx-arch-tool=tools/arch.sh", "-DX=1", "-c", "k.cu"]
-    (repo / "compile_commands.json").write_text(json.dumps([{"directory": str(repo), "file": "k.cu", "arguments": cmd}]))
+    (repo / "compile_commands.json").write_text(
+        json.dumps([{"directory": str(repo), "file": "k.cu", "arguments": cmd}])
+    )
     rc, out = tkcheck(["--no-cache", "-p", ".", "k.cu"], repo, path_first=bin_dir)
     assert rc == 0, out
     assert ran(markers) == [], out
@@ -172,7 +174,9 @@ def test_a_compile_commands_entry_runs_nothing(tmp_path):
 def test_compile_commands_include_folder_that_is_a_device_is_refused(tmp_path):
     repo = _hostile_tool_repo(tmp_path)
     cmd = ["nvcc", "-I/dev/zero", "-c", "k.cu"]
-    (repo / "compile_commands.json").write_text(json.dumps([{"directory": str(repo), "file": "k.cu", "arguments": cmd}]))
+    (repo / "compile_commands.json").write_text(
+        json.dumps([{"directory": str(repo), "file": "k.cu", "arguments": cmd}])
+    )
     rc, out = tkcheck(["--no-cache", "-p", ".", "k.cu"], repo)
     refused(rc, out, "compile commands", "/dev/zero", "not a folder")
 

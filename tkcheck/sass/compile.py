@@ -374,6 +374,8 @@ def _recorded_dependencies(cache_dir: Path, tc: Toolchain, src: Path, arch: str,
     tkcheck/cache_io.py (no link followed, regular files of bounded size, authenticated)."""
     key = _index_key(tc, src, arch, flags)
     rec = cache_io.read_json(cache_dir, ("deps",), f"{key}.json", "sass-deps", key, MAX_CACHE_ENTRY_BYTES)
+    if not isinstance(rec, dict):
+        return None
     try:
         deps = [str(d) for d in rec["deps"]]
         if [tuple(x) for x in rec["dirs"]] != _dir_stamps(src, flags, deps):
