@@ -321,6 +321,22 @@ def test_a_special_sass_entry_is_not_read(tmp_path, kind):
         assert json.loads((tmp_path / "outside.json").read_text())["sass"] == ""
 
 
+def test_a_linked_sass_folder_is_not_written_through(tmp_path):
+    from tkcheck.sass import compile as C
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.symlink(elsewhere, cache / "sass")
+    key = "ef" + "2" * 62
+    C._cache_store(cache / "sass", key, {"schema": C.CACHE_SCHEMA, "sass": ""})
+    (cache / "real").mkdir()
+    os.symlink(elsewhere, cache / "real" / key[:2])  # a link one level further down
+    C._cache_store(cache / "real", key, {"schema": C.CACHE_SCHEMA, "sass": ""})
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_an_unsigned_sass_entry_is_not_used(tmp_path):
     from tkcheck.sass import compile as C
 

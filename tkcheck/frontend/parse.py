@@ -171,8 +171,11 @@ def detect_tk_semantics(tk_include: str | None, setting: str) -> tuple[str, str]
         return "thread-scope", "TK thread-scope tma semantics assumed (tma.cuh not found in the given headers)"
     guarded = []
     for f in files:
-        try:
-            text = f.read_text(errors="replace")
+        from ..safe_io import read_regular
+        from .includes import MAX_HEADER_BYTES
+
+        try:  # a regular file of bounded size, as every header read
+            text = read_regular(f, MAX_HEADER_BYTES).decode("utf-8", errors="replace")
         except OSError:
             continue
         for fn in ("expect_bytes", "set_barrier_bytes", "load_async", "store_async"):
