@@ -543,6 +543,8 @@ class _Settings:
     include_dirs: tuple[str, ...] = ()  # -I DIR on the command line
     defines: tuple[str, ...] = ()  # -D NAME[=VALUE] on the command line
     _selectors: dict = field(default_factory=dict)
+    # notes on cache folders that are links (not used): once each
+    cache_notes: list = field(default_factory=list)
     _compile_tables: dict = field(default_factory=dict)
 
 
@@ -578,6 +580,7 @@ def _cache_dir(config, s: _Settings) -> str | None:
         return None
     base = config.source.parent if config.source is not None else Path.cwd()
     d = base / CACHE_DIR_NAME
+    _note_linked_cache(d, s)
     try:
         if os.path.islink(d):
             return None  # the cache is written only inside its own folder, never through a link
@@ -593,6 +596,18 @@ def _cache_dir(config, s: _Settings) -> str | None:
     except OSError:
         return None  # an unwritable folder means no cache, not an error
     return str(d)
+
+
+def _note_linked_cache(d: Path, s: _Settings) -> None:
+    """A note for a cache folder (or one of its kinds) that is a link: it is not used, never
+    written through (tkcheck/cache_io.py)."""
+    for p in (d, *(d / sub for sub in ("results", "manifests", "pch", "sass"))):
+        if os.path.islink(p):
+            note = f"{p} is a link to {os.readlink(p)}: not used (the cache is never read or written through a link)"
+            if note not in s.cache_notes:
+                s.cache_notes.append(note)
+            if p == d:
+                return
 
 
 def _options_for(path: str, config, s: _Settings):
@@ -1131,7 +1146,7 @@ def check_command(
             n = untrusted_note(c)
             if n and n not in run_notes:
                 run_notes.append(n)
-        notes += run_notes
+        notes += run_notes + settings.cache_notes
     sources = {res.path: res.source for res in results}
     from tkcheck import baseline as B
 

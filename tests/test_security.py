@@ -248,8 +248,9 @@ def test_a_cache_folder_linked_elsewhere_is_not_written_through(project, tmp_pat
     elsewhere.mkdir()
     (project / ".tkcheck_cache").mkdir()
     os.symlink(elsewhere, project / ".tkcheck_cache" / folder)
-    rc, out = _cache_run(project)
+    rc, out = _cache_run(project, "--output-format", "full")
     assert rc == 0, out
+    assert f"{folder} is a link to {elsewhere}: not used" in out, out
     assert list(elsewhere.iterdir()) == [], "the cache wrote through a link"
     assert (project / ".tkcheck_cache" / folder).is_symlink()  # refused, not followed
 
