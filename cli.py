@@ -200,15 +200,25 @@ def _defines(values) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _include_dirs(values) -> tuple[str, ...]:
+    out = tuple(str(Path(d).resolve()) for d in values or ())
+    try:
+        check_compiler_options(include_dirs=out, where="command line -I")
+    except UnsafeOption as e:
+        raise UsageProblem(str(e)) from None
+    return out
+
+
 # ---------------------------------------------------------------- file discovery
 
 
-def collect_files(paths: Iterable[str]) -> list[tuple[str, str]]:
+def collect_files(paths: Iterable[str], notes: list[str] | None = None) -> list[tuple[str, str]]:
     """(file, the argument it came from) for every file to check, in a stable order.
 
     Files named on the command line are checked whatever their suffix; folders
     contribute their *.cu / *.cuh files, skipping hidden and vendored folders.
-    A path that does not exist is a usage error.
+    A path that does not exist is a usage error; a dangling link found in a
+    folder is skipped with a note (added to `notes`), not an error of the run.
     """
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -226,7 +236,12 @@ def collect_files(paths: Iterable[str]) -> list[tuple[str, str]]:
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
                 for name in sorted(filenames):
                     if name.endswith(SOURCE_SUFFIXES):
-                        add(os.path.join(dirpath, name), arg)
+                        found = os.path.join(dirpath, name)
+                        if os.path.islink(found) and not os.path.exists(found):
+                            if notes is not None:
+                                notes.append(f"{found}: skipped, a link to {os.readlink(found)} that does not exist")
+                            continue
+                        add(found, arg)
         elif p.exists():
             add(arg, arg)
         else:
@@ -482,9 +497,11 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
 # ---------------------------------------------------------------- the check command
 
 
-def _config_for(path: str, config_file, overrides, cache: dict):
+def _config_for(path: str, config_file, overrides, cache: dict, trust: bool = False):
     """The config of one file (or folder): the closest tkcheck.toml / pyproject.toml [tool.tkcheck]
-    above it, as ruff does, whether the file was named or found in a folder; `--config-file` wins."""
+    above it, as ruff does, whether the file was named or found in a folder; `--config-file` wins.
+    A found file is the repository's: its settings that run programs count only with `trust`
+    (--trust-config); a file named with --config-file is the user's own choice."""
     from tkcheck.config import ConfigError, find_config, load_config
 
     p = Path(path)
@@ -495,7 +512,9 @@ def _config_for(path: str, config_file, overrides, cache: dict):
         found = cache[("folder", folder)]
         key = str(found) if found else None
         if key not in cache:
-            cache[key] = load_config(Path(folder), config_file=found, overrides=overrides)
+            cache[key] = load_config(
+                Path(folder), config_file=found, overrides=overrides, trust=trust or bool(config_file)
+            )
         return cache[key]
     except ConfigError as e:
         raise UsageProblem(str(e)) from None
@@ -524,6 +543,8 @@ class _Settings:
     include_dirs: tuple[str, ...] = ()  # -I DIR on the command line
     defines: tuple[str, ...] = ()  # -D NAME[=VALUE] on the command line
     _selectors: dict = field(default_factory=dict)
+    # notes on cache folders that are links (not used): once each
+    cache_notes: list = field(default_factory=list)
     _compile_tables: dict = field(default_factory=dict)
 
 
@@ -559,6 +580,7 @@ def _cache_dir(config, s: _Settings) -> str | None:
         return None
     base = config.source.parent if config.source is not None else Path.cwd()
     d = base / CACHE_DIR_NAME
+    _note_linked_cache(d, s)
     try:
         if os.path.islink(d):
             return None  # the cache is written only inside its own folder, never through a link
@@ -574,6 +596,18 @@ def _cache_dir(config, s: _Settings) -> str | None:
     except OSError:
         return None  # an unwritable folder means no cache, not an error
     return str(d)
+
+
+def _note_linked_cache(d: Path, s: _Settings) -> None:
+    """A note for a cache folder (or one of its kinds) that is a link: it is not used, never
+    written through (tkcheck/cache_io.py)."""
+    for p in (d, *(d / sub for sub in ("results", "manifests", "pch", "sass"))):
+        if os.path.islink(p):
+            note = f"{p} is a link to {os.readlink(p)}: not used (the cache is never read or written through a link)"
+            if note not in s.cache_notes:
+                s.cache_notes.append(note)
+            if p == d:
+                return
 
 
 def _options_for(path: str, config, s: _Settings):
@@ -871,6 +905,12 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
 @click.option("--no-cache", is_flag=True, help=f"Do not read or write the result cache ({CACHE_DIR_NAME}/).")
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key (repeatable).")
 @click.option("--config-file", type=click.Path(dir_okay=False), help="Use this tkcheck.toml / pyproject.toml.")
+@click.option(
+    "--trust-config",
+    is_flag=True,
+    help="Honour the settings of a found config file that run programs (sass = true, confirm.build/run); "
+    "without it, only the command line and --config-file switch on compilation.",
+)
 @click.option("--stdin-filename", metavar="PATH", help="The name of the file read from `-`.")
 @click.option(
     "-j",
@@ -982,6 +1022,7 @@ def check_command(
     no_cache,
     overrides,
     config_file,
+    trust_config,
     stdin_filename,
     jobs,
     solver_budget,
@@ -1033,7 +1074,7 @@ def check_command(
         sass=sass,
         sass_arch=sass_arch,
         tk_extra_dirs=_tk_dirs(tk_include)[1],
-        include_dirs=tuple(str(Path(d).resolve()) for d in include_dir),
+        include_dirs=_include_dirs(include_dir),
         defines=_defines(define),
     )
     stdin_paths = [p for p in paths if p == "-"]
@@ -1059,16 +1100,17 @@ def check_command(
 
     configs: dict = {}
     jobs_list: list[_Job] = []
-    files = collect_files([p for p in paths if p != "-"])
+    run_notes: list[str] = []
+    files = collect_files([p for p in paths if p != "-"], run_notes)
     # Absolute paths inside, so a finding's file name and the source it came from
     # always agree; the renderers print them relative to the current folder.
     for f, arg in files:
-        config = _config_for(f, config_file, overrides, configs)
+        config = _config_for(f, config_file, overrides, configs, trust_config)
         f = os.path.abspath(f)
         jobs_list.append(_Job(len(jobs_list), f, _options_for(f, config, settings)))
     if stdin_paths:
         name = os.path.abspath(stdin_filename) if stdin_filename else "<stdin>"
-        config = _config_for(stdin_filename or ".", config_file, overrides, configs)
+        config = _config_for(stdin_filename or ".", config_file, overrides, configs, trust_config)
         opts = _options_for(name, config, settings)
         jobs_list.append(_Job(len(jobs_list), name, replace(opts, cache_dir=None), text=_read_stdin()))
     if not jobs_list:
@@ -1078,7 +1120,7 @@ def check_command(
     # first file's
     loaded = [c for k, c in configs.items() if not isinstance(k, tuple)]
     try:
-        run_config = _config_for(".", config_file, overrides, {**configs}) if loaded else None
+        run_config = _config_for(".", config_file, overrides, {**configs}, trust_config) if loaded else None
     except UsageProblem:  # a broken config no checked file uses is not this run's business
         run_config = None
     if (run_config is None or run_config.source is None) and loaded:
@@ -1097,6 +1139,14 @@ def check_command(
     rules = registry.by_code()
     root = Path.cwd()
     notes = None if quiet else _merge_notes(results, root)
+    if notes is not None:
+        from tkcheck.config import untrusted_note
+
+        for c in loaded:
+            n = untrusted_note(c)
+            if n and n not in run_notes:
+                run_notes.append(n)
+        notes += run_notes + settings.cache_notes
     sources = {res.path: res.source for res in results}
     from tkcheck import baseline as B
 
@@ -1213,6 +1263,12 @@ def check_command(
 @click.option("-o", "--output-file", "output", metavar="FILE", help="Write the report to FILE.")
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config key.")
 @click.option("--config-file", type=click.Path(dir_okay=False), help="Use this tkcheck.toml / pyproject.toml.")
+@click.option(
+    "--trust-config",
+    is_flag=True,
+    help="Honour the settings of a found config file that run programs (sass = true, confirm.build/run); "
+    "without it, only the command line and --config-file switch on compilation.",
+)
 @click.option("--unknowns", "show_unknowns", is_flag=True, help="Text format: list each kernel's unknowns too.")
 @click.option(
     "-j",
@@ -1243,6 +1299,7 @@ def coverage_command(
     output,
     overrides,
     config_file,
+    trust_config,
     show_unknowns,
     jobs,
     file_timeout,
@@ -1276,13 +1333,13 @@ def coverage_command(
         no_cache=True,
         solver_timeout_ms=2000,
         tk_extra_dirs=_tk_dirs(tk_include)[1],
-        include_dirs=tuple(str(Path(d).resolve()) for d in include_dir),
+        include_dirs=_include_dirs(include_dir),
         defines=_defines(define),
     )
     configs: dict = {}
     jobs_list: list[_Job] = []
     for f, arg in collect_files(paths):
-        config = _config_for(f, config_file, overrides, configs)
+        config = _config_for(f, config_file, overrides, configs, trust_config)
         f = os.path.abspath(f)
         opts = replace(_options_for(f, config, settings), enabled=frozenset())  # the model, no rules
         jobs_list.append(_Job(len(jobs_list), f, opts))

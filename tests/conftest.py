@@ -1,7 +1,15 @@
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The cache's per-user key (tkcheck/cache_io.py) goes under $XDG_CACHE_HOME: never the real home
+# folder in tests (subprocesses inherit it).
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="tkcheck-test-cache-home-")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "corpus"

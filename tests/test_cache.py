@@ -150,8 +150,8 @@ def test_an_edited_entry_is_not_trusted_and_is_replaced(project):
 )
 def test_a_corrupt_entry_is_ignored(project, content):
     entry, expected = _make_bad(project)
-    if isinstance(content, str):  # well-formed, checksummed, but the wrong types inside
-        from tkcheck.cache import _checksum
+    if isinstance(content, str):  # well-formed, authenticated with the user's key, but the wrong types inside
+        from tkcheck import cache_io
 
         data = json.loads(entry.read_text())
         payload = data["payload"]
@@ -161,7 +161,7 @@ def test_a_corrupt_entry_is_ignored(project, content):
             payload["findings"][0]["location"]["row"] = "x"
         else:
             payload["findings"][0]["injected"] = 1
-        data["checksum"] = _checksum(payload)
+        data["mac"] = cache_io.mac(cache_io._canonical(data["kind"], data["key"], payload))
         entry.write_text(json.dumps(data))
     else:
         entry.write_bytes(content)

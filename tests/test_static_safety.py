@@ -169,6 +169,7 @@ def test_clang_args_that_write_a_git_hook_are_refused(tmp_path):
         ["-Xpreprocessor", "-MD"],
         ["-B/tmp/evil"],
         ["-Xclang", "-emit-pch"],
+        ["-Xclang", "-fno-validate-pch"],
     ],
 )
 def test_refused_options(args):
@@ -187,7 +188,6 @@ def test_refused_options(args):
         ["-I", "inc"],
         ["-isystem", "/x"],
         ["-include", "pre.h"],
-        ["-Xclang", "-fno-validate-pch"],
         ["-fno-crash-diagnostics"],
         ["--cuda-gpu-arch=sm_90a"],
         ["-ferror-limit=0"],

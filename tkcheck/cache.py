@@ -15,10 +15,12 @@ A file's result is keyed on everything that decides it:
 
 A lookup hashes the recorded headers again; any change is a miss. Results in
 which a proof was inconclusive (solver budget spent), an include was missing,
-or tkcheck failed are never stored. Every entry carries a checksum of its
-payload and is validated field by field when read; a bad entry is ignored and
-replaced. Only regular files inside the cache folder are read (no links, no
-FIFOs, no devices), each up to MAX_ENTRY_BYTES.
+or tkcheck failed are never stored. Every entry is read and written through
+tkcheck/cache_io.py: folders and entries are never followed through a link,
+entries are written through a temporary file and a rename, read only when a
+regular file of at most MAX_ENTRY_BYTES, and authenticated with an HMAC keyed
+by a per-user secret kept outside the repository (a forged or edited entry is
+a miss); each is then validated field by field, and a bad one is replaced.
 """
 
 from __future__ import annotations
@@ -26,21 +28,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
-import tempfile
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import __version__
+from . import __version__, cache_io
 from .findings import Edit, Finding, Fix, Location, Related, TraceStep
 from .safe_io import NotReadable, read_regular
 
 if TYPE_CHECKING:
     from .engine import CheckOptions, FileResult
 
-SCHEMA = 4
+SCHEMA = 5
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 MAX_DEP_BYTES = 64 * 1024 * 1024
 RESULTS, MANIFESTS = "results", "manifests"
@@ -145,69 +145,14 @@ def result_key(mkey: str, deps: list[list[str]]) -> str:
 # ---------------------------------------------------------------- entries on disk
 
 
-def _folder(cache_dir: str, sub: str) -> Path | None:
-    """`cache_dir/sub` when both are real folders (not links); None otherwise."""
-    base = Path(cache_dir)
-    for p in (base, base / sub):
-        try:
-            st = os.lstat(p)
-        except OSError:
-            return None
-        if not stat.S_ISDIR(st.st_mode):
-            return None
-    return base / sub
-
-
 def _read_entry(cache_dir: str, sub: str, key: str) -> Any | None:
-    folder = _folder(cache_dir, sub)
-    if folder is None:
-        return None
-    try:
-        raw = read_regular(folder / f"{key}.json", MAX_ENTRY_BYTES, follow_links=False)
-        entry = json.loads(raw.decode("utf-8"))
-        if (
-            not isinstance(entry, dict)
-            or entry.get("schema") != SCHEMA
-            or entry.get("key") != key
-            or entry.get("kind") != sub
-        ):
-            raise BadEntry("not an entry of this cache")
-        payload = entry.get("payload")
-        if entry.get("checksum") != _checksum(payload):
-            raise BadEntry("checksum does not match the payload")
-        return payload
-    except (NotReadable, OSError, ValueError, UnicodeDecodeError):
-        return None
-
-
-def _checksum(payload: Any) -> str:
-    return _sha(json.dumps(payload, sort_keys=True, separators=(",", ":")))
+    """The payload of an authenticated entry (tkcheck/cache_io.py), or None."""
+    payload = cache_io.read_json(cache_dir, (sub,), f"{key}.json", f"{SCHEMA}:{sub}", key, MAX_ENTRY_BYTES)
+    return payload
 
 
 def _write_entry(cache_dir: str, sub: str, key: str, payload: Any) -> None:
-    base = Path(cache_dir)
-    try:
-        if os.path.islink(base) or not base.is_dir():
-            return
-        folder = base / sub
-        if not os.path.lexists(folder):
-            folder.mkdir(exist_ok=True)
-        if _folder(cache_dir, sub) is None:
-            return
-        entry = {"schema": SCHEMA, "kind": sub, "key": key, "checksum": _checksum(payload), "payload": payload}
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh)
-            os.replace(tmp, folder / f"{key}.json")  # replaces a bad entry (even a FIFO or a link)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError:
-        pass  # a cache that cannot be written only costs time
+    cache_io.write_json(cache_dir, (sub,), f"{key}.json", f"{SCHEMA}:{sub}", key, payload)
 
 
 # ---------------------------------------------------------------- lookup / store

@@ -102,6 +102,9 @@ class Config:
     require_coverage: float | None = None  # percent of sync ops modelled every kernel must reach
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
     source: Path | None = None  # the file these values came from
+    # settings that run programs, found in a repository's config file and not honoured (no
+    # --trust-config): shown to the user as a note
+    untrusted: tuple[str, ...] = ()
 
     @property
     def root(self) -> Path | None:
@@ -439,17 +442,55 @@ def with_overrides(config: Config, overrides: Iterable[str], *, cwd: Path | None
     return replace(config, **fields)
 
 
+def distrust(config: Config) -> Config:
+    """`config` without the settings that run programs: `sass = true` (nvcc), `confirm.build`,
+    `confirm.run` and `confirm.sanitizer-args` (what `tkcheck confirm` runs). A config file found in
+    the checked repository is the repository's, not the user's: a cloned repository must not make
+    a plain `tkcheck` (or the pre-commit hook) run a compiler or a command. The command line
+    (`--sass`, `--config KEY=VALUE`, an explicit config file) and `--trust-config` are the user's."""
+    dropped = []
+    if config.sass:
+        dropped.append("sass = true")
+    for key, value in (
+        ("confirm.build", config.confirm.build),
+        ("confirm.run", config.confirm.run),
+        ("confirm.sanitizer-args", config.confirm.sanitizer_args),
+    ):
+        if value:
+            dropped.append(key)
+    if not dropped:
+        return config
+    confirm = replace(config.confirm, build=None, run=None, sanitizer_args=())
+    return replace(config, sass=None if config.sass else config.sass, confirm=confirm, untrusted=tuple(dropped))
+
+
+def untrusted_note(config: Config) -> str | None:
+    """The note telling which settings of a repository's config were not honoured, or None."""
+    if not config.untrusted:
+        return None
+    return (
+        f"{config.source}: {', '.join(config.untrusted)} not honoured: a repository's config file does not "
+        "switch on compilation or commands (pass --trust-config, or give them on the command line)"
+    )
+
+
 def load_config(
     start: Path | None = None,
     *,
     config_file: Path | None = None,
     overrides: Iterable[str] = (),
     cwd: Path | None = None,
+    trust: bool = True,
 ) -> Config:
-    """The config for checking `start`: an explicit file, or the closest one found, plus overrides."""
+    """The config for checking `start`: an explicit file, or the closest one found, plus overrides.
+
+    `trust=False`: the file's settings that run programs are dropped (`distrust`); the overrides,
+    given on the command line, always count."""
     cwd = Path(cwd) if cwd else Path.cwd()
     path = Path(config_file) if config_file is not None else find_config(Path(start) if start else cwd)
     config = read_config(path) if path is not None else Config()
+    if not trust:
+        config = distrust(config)
     return with_overrides(config, overrides, cwd=cwd)
 
 
@@ -460,6 +501,8 @@ __all__ = [
     "find_config",
     "read_config",
     "load_config",
+    "distrust",
+    "untrusted_note",
     "with_overrides",
     "parse_override",
 ]

@@ -91,14 +91,21 @@ def _source_arch(res, config) -> str:
     return "sm_100a" if any("arch sm_100a" in n for n in getattr(res, "notes", ())) else "sm_90a"
 
 
-def _config(path: str, config_file: str | None):
-    from ..config import ConfigError, load_config
+def _config(path: str, config_file: str | None, trust: bool = False):
+    """The config for `path`; a found (repository's) file's build/run commands count only with
+    --trust-config, a file named with --config is the user's own (tkcheck.config.distrust)."""
+    from ..config import ConfigError, load_config, untrusted_note
     from dataclasses import replace
 
     try:
-        config = load_config(Path(path).parent, config_file=Path(config_file) if config_file else None)
+        config = load_config(
+            Path(path).parent, config_file=Path(config_file) if config_file else None, trust=trust or bool(config_file)
+        )
     except ConfigError as e:
         _fail(str(e))
+    note = untrusted_note(config)
+    if note:
+        click.echo(f"tkcheck: note: {note}", err=True)
     # the runner fills {src}/{bin}/{dir} with str.format: any other brace is the user's text
     return replace(config, confirm=config.confirm.format_ready())
 
@@ -184,6 +191,11 @@ def _gpu_slots(info, jobs: int, gpus: str | None) -> list[int | None]:
     "confirm processes of this machine: time-sliced programs slow each other down; 0: no limit.",
 )
 @click.option("--config", "config_file", metavar="FILE", help="pyproject.toml / tkcheck.toml to read.")
+@click.option(
+    "--trust-config",
+    is_flag=True,
+    help="Run the confirm.build / confirm.run commands of a config file found in the repository.",
+)
 @click.option("--output-format", "fmt", type=click.Choice(_FORMATS), default="full", show_default=True)
 def confirm_command(
     paths,
@@ -198,6 +210,7 @@ def confirm_command(
     gpus,
     gpu_slots,
     config_file,
+    trust_config,
     fmt,
 ):
     """Prove findings on a GPU: run PATHS plain, instrumented copies of them (watchdog on every
@@ -226,7 +239,7 @@ def confirm_command(
     # the static checks first, one after the other (the solver is not shared between threads)
     work = []
     for p in paths:
-        config = _config(p, config_file)
+        config = _config(p, config_file, trust_config)
         tk_root = _tk_root(tk_include, config)
         res = _check(p, tk_root, select, config)
         findings = [f for f in res.findings if not f.code.startswith("TK0")]

@@ -171,8 +171,11 @@ def detect_tk_semantics(tk_include: str | None, setting: str) -> tuple[str, str]
         return "thread-scope", "TK thread-scope tma semantics assumed (tma.cuh not found in the given headers)"
     guarded = []
     for f in files:
-        try:
-            text = f.read_text(errors="replace")
+        from ..safe_io import read_regular
+        from .includes import MAX_HEADER_BYTES
+
+        try:  # a regular file of bounded size, as every header read
+            text = read_regular(f, MAX_HEADER_BYTES).decode("utf-8", errors="replace")
         except OSError:
             continue
         for fn in ("expect_bytes", "set_barrier_bytes", "load_async", "store_async"):
@@ -325,6 +328,12 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
     if len(text.encode("utf-8", errors="replace")) > MAX_FILE_BYTES:
         raise InputError(f"{path}: file is larger than {MAX_FILE_BYTES} bytes")
     abs_path = os.path.abspath(path)
+    from ..compiler_options import UnsafeOption, check_compiler_options
+
+    try:  # the allow-list, whoever built `opts`: libclang's driver is given no option that runs a tool
+        check_compiler_options(clang_args=opts.clang_args, defines=opts.defines, include_dirs=opts.include_dirs)
+    except UnsafeOption as e:
+        raise InputError(str(e)) from None
     fixed, rewrites = nvcc_compat.rewrite(text)
     from .includes import IncludeError, check_includes
 
@@ -495,6 +504,54 @@ class _Parse:
             ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | 0x200
         )  # CXTranslationUnit_KeepGoing: keep parsing after a missing include
         pch_file = self._pch(args, unsaved, stubs)
+        from .includes import MAX_HEADER_BYTES, MAX_TOTAL_INCLUDE_BYTES
+        from .open_guard import ParseGuard
+
+        # every file the parse opens is checked while it runs (open_guard.py): no spelling of an
+        # include reads a device, a FIFO or gigabytes
+        guard = ParseGuard(MAX_HEADER_BYTES, MAX_TOTAL_INCLUDE_BYTES, exempt=(pch_file,) if pch_file else ())
+        with guard:
+            tu, pch_file = self._parse_tu(args, unsaved, flags, pch_file)
+        if guard.violation:
+            raise InputError(f"{self.path}: {guard.violation}")
+        self.pch_used = pch_file
+        parsed = ParsedFile(
+            path=self.path,
+            text=self.text,
+            tu=tu,
+            diagnostics=[],
+            headers=headers,
+            tk_semantics=self.semantics,
+            notes=[],
+            abs_path=self.abs_path,
+            arch=arch,
+            tk_dirs=self.opts.tk_dirs(),
+            user_texts=dict(self.header_texts),
+            defines=tuple(self.opts.defines),
+        )
+        for d in tu.diagnostics:
+            if d.severity < ci.Diagnostic.Error and d.severity != ci.Diagnostic.Warning:
+                continue
+            sev = {ci.Diagnostic.Warning: "warning", ci.Diagnostic.Error: "error", ci.Diagnostic.Fatal: "fatal"}.get(
+                d.severity, "error"
+            )
+            loc = None
+            fname = None
+            if d.location.file is not None:
+                fname = os.path.abspath(d.location.file.name)
+                shown = self.path if fname == self.abs_path else d.location.file.name
+                loc = Location(shown, max(d.location.line, 1), max(d.location.column, 1))
+            if "too many errors emitted" in d.spelling:
+                parsed.stopped = True
+            rec = nvcc_compat.recovered(d.spelling) if sev == "error" else None
+            parsed.diagnostics.append(Diagnostic(sev, d.spelling, loc, fname, rec))
+        return parsed
+
+    def _parse_tu(self, args, unsaved, flags, pch_file):
+        """libclang's parse, with the precompiled header when there is one (parsed again without it
+        when libclang fails with it or rejects it); (translation unit, the header used)."""
+        import clang.cindex as ci
+
         try:
             try:
                 tu = _index().parse(
@@ -528,38 +585,7 @@ class _Parse:
                     tu = _index().parse(self.abs_path, args=args, unsaved_files=unsaved, options=flags)
         except ci.TranslationUnitLoadError as e:
             raise InputError(f"{self.path}: libclang could not parse the file ({e})") from None
-        self.pch_used = pch_file
-        parsed = ParsedFile(
-            path=self.path,
-            text=self.text,
-            tu=tu,
-            diagnostics=[],
-            headers=headers,
-            tk_semantics=self.semantics,
-            notes=[],
-            abs_path=self.abs_path,
-            arch=arch,
-            tk_dirs=self.opts.tk_dirs(),
-            user_texts=dict(self.header_texts),
-            defines=tuple(self.opts.defines),
-        )
-        for d in tu.diagnostics:
-            if d.severity < ci.Diagnostic.Error and d.severity != ci.Diagnostic.Warning:
-                continue
-            sev = {ci.Diagnostic.Warning: "warning", ci.Diagnostic.Error: "error", ci.Diagnostic.Fatal: "fatal"}.get(
-                d.severity, "error"
-            )
-            loc = None
-            fname = None
-            if d.location.file is not None:
-                fname = os.path.abspath(d.location.file.name)
-                shown = self.path if fname == self.abs_path else d.location.file.name
-                loc = Location(shown, max(d.location.line, 1), max(d.location.column, 1))
-            if "too many errors emitted" in d.spelling:
-                parsed.stopped = True
-            rec = nvcc_compat.recovered(d.spelling) if sev == "error" else None
-            parsed.diagnostics.append(Diagnostic(sev, d.spelling, loc, fname, rec))
-        return parsed
+        return tu, pch_file
 
     def _pch(self, args, unsaved, stubs) -> str | None:
         """The precompiled TK headers for this parse (frontend/pch.py), or None."""

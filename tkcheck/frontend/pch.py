@@ -13,6 +13,8 @@ includes (no `#define`, no `#if`, no user header). The key covers the include li
 parse flag (arch, defines, include folders, TK folders, clang arguments) and the tool's version;
 clang itself records every header the precompiled header read and rejects it when one has
 changed (then it is built again). Only used with a cache folder: `--no-cache` writes nothing.
+A precompiled header is used only when its MAC (keyed by the user's secret, tkcheck/cache_io.py)
+checks: one a repository planted in `.tkcheck_cache/pch/` is rebuilt, never loaded.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
+import secrets
 from pathlib import Path
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]\s*(?://.*|/\*.*\*/\s*)?$')
@@ -77,39 +79,72 @@ def key_of(includes: list[str], args: list[str], version: str, libclang: str) ->
     return h.hexdigest()[:32]
 
 
+MAX_PCH_BYTES = 1 << 30
+
+
+def _mac_material(key: str, data: bytes) -> bytes:
+    return f"tkcheck-pch:{PCH_FORMAT}:{key}\0".encode() + data
+
+
+def verified(pch_dir: str, key: str) -> bool:
+    """Whether `pch_dir/<key>.pch` is a regular file (no link) that this user's tkcheck built: its
+    MAC (tkcheck/cache_io.py, keyed by the per-user secret) is in `<key>.pch.mac` beside it. A
+    precompiled header planted by a repository is never handed to clang."""
+    from .. import cache_io
+
+    base, part = os.path.split(os.path.normpath(pch_dir))
+    tag = cache_io.read_file(base, (part,), f"{key}.pch.mac", 256)
+    if tag is None:
+        return False
+    data = cache_io.read_file(base, (part,), f"{key}.pch", MAX_PCH_BYTES)
+    return data is not None and cache_io.mac_ok(_mac_material(key, data), tag.decode("ascii", "replace"))
+
+
 def build(pch_dir: str, key: str, includes: list[str], args: list[str], unsaved, index) -> str | None:
-    """The precompiled header for `key`, built if absent (None when it cannot be built or saved)."""
+    """The precompiled header for `key`, built if absent or not authenticated (None when it cannot
+    be built or saved). Every file goes through tkcheck/cache_io.py: no folder or entry is
+    followed through a link, each is written through a new temporary file and a rename."""
+    from .. import cache_io
+
     folder = Path(pch_dir)
     target = folder / f"{key}.pch"
-    if target.is_file():
+    if verified(pch_dir, key):
         return str(target)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
+    if cache_io.secret() is None:
         return None
-    header = folder / f"{key}.cuh"
+    base, part = os.path.split(os.path.normpath(pch_dir))
     text = "\n".join(includes) + "\n"
+    if not cache_io.write_file(base, (part,), f"{key}.cuh", text.encode("utf-8")):
+        return None  # a link in the way, or an unwritable folder
+    tmp = folder / f".{key}.{secrets.token_hex(8)}.tmp"
     try:
-        if not header.is_file() or header.read_text() != text:
-            header.write_text(text)
         # PARSE_INCOMPLETE: a header, to be completed by the file that includes it; the detailed
         # preprocessing record as the file's own parse has it (libclang refuses a mismatch)
-        tu = index.parse(
-            str(header),
-            args=list(args) + ["-Xclang", "-fallow-pch-with-compiler-errors"],
-            unsaved_files=unsaved,
-            options=0x01 | 0x02 | 0x200,
-        )
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            tu.save(tmp)
-            os.replace(tmp, target)  # atomic: parallel checks never read half a file
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        from .includes import MAX_HEADER_BYTES, MAX_TOTAL_INCLUDE_BYTES
+        from .open_guard import ParseGuard
+
+        guard = ParseGuard(MAX_HEADER_BYTES, MAX_TOTAL_INCLUDE_BYTES, exempt_dirs=(pch_dir,))
+        with guard:  # what the precompiled header reads is bounded as a parse is (open_guard.py)
+            tu = index.parse(
+                str(folder / f"{key}.cuh"),
+                args=list(args) + ["-Xclang", "-fallow-pch-with-compiler-errors"],
+                unsaved_files=unsaved,
+                options=0x01 | 0x02 | 0x200,
+            )
+            tu.save(str(tmp))  # clang writes a temporary of its own beside it and renames it over tmp
+        if guard.violation:
+            return None  # the file's own parse meets the same include and says so
+        data = cache_io.read_file(base, (part,), tmp.name, MAX_PCH_BYTES)
+        tag = cache_io.mac(_mac_material(key, data)) if data is not None else None
+        if tag is None:
+            return None
+        os.replace(tmp, target)  # atomic: parallel checks never read half a file
+        if not cache_io.write_file(base, (part,), f"{key}.pch.mac", tag.encode("ascii")):
+            return None
     except Exception:  # noqa: BLE001 - no precompiled header is a slower parse, never an error
         return None
+    finally:
+        cache_io.remove_file(base, (part,), tmp.name)
     return str(target)
 
 

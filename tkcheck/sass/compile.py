@@ -32,11 +32,12 @@ from tkcheck.sass.model import (
     SourceLoc,
 )
 from tkcheck.sass.parse import parse_ptx, parse_ptxas_log, parse_sass
+from tkcheck import cache_io
 from tkcheck.compiler_options import shell_unsafe
 from tkcheck.sass.toolchain import Toolchain, ToolchainNotFound, find_toolchain
 
 DEFAULT_CACHE_DIR = os.path.join(".tkcheck_cache", "sass")
-CACHE_SCHEMA = 2
+CACHE_SCHEMA = 3
 _ARCH = re.compile(r"^sm_\d{2,3}[af]?$")
 _MAX_SOURCE_BYTES = 16 * 1024 * 1024
 
@@ -352,7 +353,10 @@ def _dir_stamps(src: Path, flags: list[str], deps: list[str]) -> list[tuple[str,
     return out
 
 
-def _index_path(cache_dir: Path, tc: Toolchain, src: Path, arch: str, flags: list[str]) -> Path:
+MAX_CACHE_ENTRY_BYTES = 64 * 1024 * 1024
+
+
+def _index_key(tc: Toolchain, src: Path, arch: str, flags: list[str]) -> str:
     material = {
         "schema": CACHE_SCHEMA,
         "tools": tc.version_id,
@@ -361,15 +365,18 @@ def _index_path(cache_dir: Path, tc: Toolchain, src: Path, arch: str, flags: lis
         "source": str(src),
         "source_digest": _digest(src),
     }
-    key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-    return cache_dir / "deps" / f"{key}.json"
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
 def _recorded_dependencies(cache_dir: Path, tc: Toolchain, src: Path, arch: str, flags: list[str]) -> list[str] | None:
     """The headers `nvcc -MM` listed for this exact source and command, while every folder a header
-    lookup reads is as it was then; None: unknown (ask nvcc)."""
+    lookup reads is as it was then; None: unknown (ask nvcc). Entries are read and written through
+    tkcheck/cache_io.py (no link followed, regular files of bounded size, authenticated)."""
+    key = _index_key(tc, src, arch, flags)
+    rec = cache_io.read_json(cache_dir, ("deps",), f"{key}.json", "sass-deps", key, MAX_CACHE_ENTRY_BYTES)
+    if not isinstance(rec, dict):
+        return None
     try:
-        rec = json.loads(_index_path(cache_dir, tc, src, arch, flags).read_text())
         deps = [str(d) for d in rec["deps"]]
         if [tuple(x) for x in rec["dirs"]] != _dir_stamps(src, flags, deps):
             return None
@@ -381,26 +388,15 @@ def _recorded_dependencies(cache_dir: Path, tc: Toolchain, src: Path, arch: str,
 def _record_dependencies(
     cache_dir: Path, tc: Toolchain, src: Path, arch: str, flags: list[str], deps: list[str]
 ) -> None:
-    path = _index_path(cache_dir, tc, src, arch, flags)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"deps": deps, "dirs": _dir_stamps(src, flags, deps)}, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a cache that cannot be written only costs time
-
-
-def _cache_path(cache_dir: Path, key: str) -> Path:
-    return cache_dir / key[:2] / f"{key}.json"
+    key = _index_key(tc, src, arch, flags)
+    record = {"deps": deps, "dirs": _dir_stamps(src, flags, deps)}
+    cache_io.write_json(cache_dir, ("deps",), f"{key}.json", "sass-deps", key, record)
 
 
 def _cache_load(cache_dir: Path, key: str, src: Path, arch: str) -> SassResult | None:
-    path = _cache_path(cache_dir, key)
+    payload = cache_io.read_json(cache_dir, (key[:2],), f"{key}.json", "sass", key, MAX_CACHE_ENTRY_BYTES)
     try:
-        payload = json.loads(path.read_text())
-        if payload.get("schema") != CACHE_SCHEMA:
+        if not isinstance(payload, dict) or payload.get("schema") != CACHE_SCHEMA:
             return None
         return _build(payload, src, arch, cache_hit=True)
     except (OSError, ValueError, TypeError, AttributeError, KeyError):
@@ -408,15 +404,7 @@ def _cache_load(cache_dir: Path, key: str, src: Path, arch: str) -> SassResult |
 
 
 def _cache_store(cache_dir: Path, key: str, payload: dict) -> None:
-    path = _cache_path(cache_dir, key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a cache that cannot be written only costs time
+    cache_io.write_json(cache_dir, (key[:2],), f"{key}.json", "sass", key, payload)  # only costs time when not
 
 
 def _ptx_to_json(info: dict[str, PtxEntryInfo]) -> dict:
