@@ -75,6 +75,9 @@ class FileResult:
     not_cached: list[str] = field(default_factory=list)
     # what was modelled, per kernel found (tkcheck.coverage.KernelCoverage)
     coverage: list[KernelCoverage] = field(default_factory=list)
+    # passes the user asked for that did not run (the SASS pass without nvcc), each with why: shown
+    # in every output format, failing the run under --require-coverage; such a result is not cached
+    skipped_passes: list[str] = field(default_factory=list)
 
 
 def _fill(f: Finding, rules: dict[str, Rule]) -> Finding:
@@ -461,8 +464,8 @@ def _run_sass(path: str, text: str, opts: CheckOptions, res: FileResult, arch: s
     res.timing["sass"] = time.perf_counter() - t
     if isinstance(result, Skipped):
         res.notes.append(result.reason)
-        if result.kind in ("timeout", "internal-error"):
-            res.not_cached.append("the SASS pass did not finish")
+        res.skipped_passes.append(result.reason)
+        res.not_cached.append("the SASS pass did not run")
         return None
     res.timing["sass_cache_hit"] = 1.0 if result.cache_hit else 0.0
     if not result.cache_hit:

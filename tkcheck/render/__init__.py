@@ -44,10 +44,13 @@ def render(
     root: pathlib.Path | None = None,
     notes: list[str] | None = None,
     coverage: dict | None = None,
+    run_info: dict | None = None,
 ) -> str:
     """The whole report as text. Unknown formats raise ValueError (a usage error).
     `coverage`: {"summary": {...}, "line": "...", "kernels": [...]} (tkcheck.coverage), shown by
-    the full format's last line and in SARIF's run properties."""
+    the full format's last line and in SARIF's run properties. `run_info`: {"exit_code",
+    "errors", "skipped_passes", "baseline": {"file", "hidden", "stale"} | None} of the run, for
+    the formats that carry them (SARIF's `invocations`, GitHub annotations)."""
     renderer = _RENDERERS.get(fmt)
     if renderer is None:
         raise ValueError(f"unknown output format '{fmt}'; expected one of: {', '.join(FORMATS)}")
@@ -60,6 +63,7 @@ def render(
         root=root,
         notes=notes,
         coverage=coverage,
+        run_info=run_info,
     )
 
 
