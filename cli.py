@@ -26,7 +26,6 @@ import click
 from tkcheck import __version__
 from tkcheck.formats import OUTPUT_FORMATS
 from tkcheck.solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
-from tkcheck.compiler_options import UnsafeOption, check_compiler_options
 
 if TYPE_CHECKING:  # the engine is imported where a check runs (start-up stays lean)
     from tkcheck.engine import CheckOptions
@@ -193,6 +192,8 @@ def _defines(values) -> tuple[str, ...]:
         if not name or not (name[0].isalpha() or name[0] == "_") or not all(c.isalnum() or c == "_" for c in name):
             raise UsageProblem(f"-D {v}: expected NAME or NAME=VALUE")
         out.append(v)
+    from tkcheck.compiler_options import UnsafeOption, check_compiler_options
+
     try:
         check_compiler_options(defines=out, where="command line")
     except UnsafeOption as e:
@@ -303,6 +304,8 @@ def load_compile_commands(location: str | os.PathLike) -> dict[str, dict]:
             except ValueError as e:
                 raise UsageProblem(f"compile commands {p}: entry {i}: cannot split the command: {e}") from None
         includes, defines = _flags_of(argv, directory)
+        from tkcheck.compiler_options import UnsafeOption, check_compiler_options
+
         try:
             check_compiler_options(defines=defines, include_dirs=includes, where=f"compile commands {p}: entry {i}")
         except UnsafeOption as e:
@@ -1198,7 +1201,9 @@ def check_command(
     results = run_jobs(jobs_list, workers, progress, file_timeout=file_timeout or None, isolate=not debug)
 
     findings = [f for res in results for f in res.findings]
-    rules = registry.by_code()
+    # SARIF's rule table carries each rule's documentation (every rule imported); the other
+    # formats need names and severities only, from the catalog (no rule imported here)
+    rules = registry.by_code() if fmt == "sarif" and not statistics else registry.catalog()
     root = Path.cwd()
     notes = None if quiet else _merge_notes(results, root)
     sources = {res.path: res.source for res in results}

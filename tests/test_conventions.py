@@ -252,3 +252,144 @@ def test_the_count_a_baseline_hides_is_told_in_every_format(tmp_path, fmt):
         assert inv["properties"]["baseline"] == {"file": "base.json", "hidden": 1, "stale": 0}
     if fmt == "github":
         assert "::notice title=tkcheck (baseline)::baseline base.json: 1 recorded finding(s) not shown" in r.stdout
+
+
+# ---------------------------------------------------------------- counterexamples in the user's words
+
+
+def _finding_at(path: Path, code: str, row: int):
+    from tkcheck.engine import CheckOptions, check_file
+    from tkcheck.registry import by_code
+
+    res = check_file(str(path), CheckOptions(enabled=frozenset(by_code())))
+    return next(f for f in res.findings if f.code == code and f.location.row == row)
+
+
+def test_a_counterexample_names_the_barrier_as_the_user_wrote_it():
+    # the producer's loop starts at STAGES: the model counts k from 3 (`(3 + (k - 3)) % 3`), the
+    # user wrote `empty[k % STAGES]`
+    f = _finding_at(ROOT / "fixtures" / "completion" / "prefill_ring.cu", "TK303", 57)
+    assert f.witness["barrier"] == "empty[k % STAGES]"
+    from tkcheck.render._common import format_witness
+
+    assert "barrier=empty[k % STAGES]" in format_witness(f.witness)
+
+
+def test_spelled_keeps_the_parentheses_precedence_needs():
+    from tkcheck.frontend.cexpr import parse_expression, spelled
+
+    for text in [
+        "k % STAGES",
+        "(k + 1) % STAGES",
+        "a - (b - c)",
+        "a - b - c",
+        "full[w][(i + 1) % STAGES]",
+        "((k / STAGES) % 2) ^ 1",
+        "x ? a : b",
+        "-(a + b)",
+        "s.bar[i]",
+        "f(a, b + 1)",
+    ]:
+        assert spelled(parse_expression(_tokens(text))) == text, text
+    # precedence alone would drop the parentheses of a mixed chain; they are kept for the reader
+    assert spelled(parse_expression(_tokens("k / STAGES % 2"))) == "(k / STAGES) % 2"
+    assert spelled(parse_expression(_tokens("(a + b) * c ^ 1"))) == "((a + b) * c) ^ 1"
+
+
+def _tokens(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"[A-Za-z_]\w*|\d+|->|[-+*/%^()\[\]?:,.<>]", text)
+
+
+def test_the_trace_picture_colours_the_wrong_wait_and_not_as_a_passing_wait():
+    from tkcheck.render.trace_svg import COLORS, trace_svg
+
+    f = _finding_at(ROOT / "fixtures" / "completion" / "prefill_ring.cu", "TK303", 57)
+    faults = [s for s in f.trace if s.fault]
+    assert faults and all(not s.blocked for s in faults)
+    assert any(s.text.startswith("wait(") for s in faults)  # the wrong wait itself
+    svg = trace_svg(f)
+    assert 'class="fault"' in svg and "wrong phase (the finding)" in svg
+    # the wait step's text is drawn red, never in the green of a wait that passes
+    wait_step = next(s for s in faults if s.text.startswith("wait("))
+    line = next(x for x in svg.splitlines() if f"<title>{wait_step.text}" in x.replace("&#x27;", "'"))
+    assert f'fill="{COLORS["fault"]}"' in line and COLORS["wait"] not in line
+
+
+# ---------------------------------------------------------------- imported on first use
+
+
+def _modules_after(code: str) -> set[str]:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.split())
+
+
+def _rule_modules(mods: set[str]) -> set[str]:
+    return {
+        m
+        for m in mods
+        if m.startswith("tkcheck.rules.tk")
+        and m not in ("tkcheck.rules.tk000_parse_error", "tkcheck.rules.tk001_unused_suppression")
+    }
+
+
+def test_the_rule_catalog_is_current():
+    # written by scripts/gen_rule_docs.py (and so by scripts/new_rule.py) from the rules themselves
+    from tkcheck import registry
+
+    text = (ROOT / "rules" / registry.CATALOG_FILE).read_text()
+    assert json.loads(text) == registry.catalog_json(), "run scripts/gen_rule_docs.py"
+
+
+def test_selecting_rules_and_a_file_without_kernels_import_no_rule():
+    mods = _modules_after(
+        "from tkcheck.selection import RuleSelector\n"
+        "from pathlib import Path\n"
+        "s = RuleSelector(select=('TK3',), ignore=('TK301',), extend_select=(), per_file_ignores=(), root=Path('.'))\n"
+        "assert 'TK303' in s.enabled_codes('k.cu') and 'TK301' not in s.enabled_codes('k.cu')\n"
+        "from tkcheck.engine import CheckOptions, check_file\n"
+        "from tkcheck import registry\n"
+        "r = check_file('k.cu', CheckOptions(enabled=frozenset(registry.catalog())), text='int host_only() { return 1; }\\n')\n"
+        "assert not r.findings, r.findings\n"
+    )
+    assert "tkcheck.registry" in mods and not _rule_modules(mods), sorted(_rule_modules(mods))
+
+
+def test_a_checked_kernel_imports_the_rules_that_run_only():
+    src = (ROOT / "fixtures" / "completion" / "bad_consumer_parity_flipped.cu").as_posix()
+    mods = _modules_after(
+        "from tkcheck.engine import CheckOptions, check_file\n"
+        f"r = check_file({src!r}, CheckOptions(enabled=frozenset({{'TK303'}})))\n"
+        "assert [f.code for f in r.findings] == ['TK303'], r.findings\n"
+    )
+    assert _rule_modules(mods) == {"tkcheck.rules.tk303_wait_parity_mismatch"}, sorted(_rule_modules(mods))
+
+
+def test_a_stale_catalog_is_not_used(monkeypatch):
+    from tkcheck import registry
+
+    real = registry._rule_modules()
+    monkeypatch.setattr(registry, "_rule_modules", lambda: [*real, "tk999_new_rule"])
+    assert registry._read_catalog() is None  # a module the catalog does not list: import them all
+    monkeypatch.setattr(registry, "_rule_modules", lambda: real)
+    assert registry._read_catalog() == registry._imported()
+
+
+def test_renderers_are_imported_when_their_format_is_used():
+    mods = _modules_after(
+        "from tkcheck.render import render\nrender([], 'concise', rules={}, sources={}, files_checked=0)\n"
+    )
+    assert "tkcheck.render.concise" in mods
+    assert not {"tkcheck.render.sarif", "tkcheck.render.junit", "tkcheck.render.full", "xml.etree.ElementTree"} & mods

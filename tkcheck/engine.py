@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from . import cache, registry
 from . import solver
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .coverage import KernelCoverage
     from .frontend.diagnostics import Diagnostic, ErrorMap
     from .frontend.parse import ParsedFile
+    from .registry import RuleInfo
     from .rule import Rule
     from .sass.model import SassResult
     from .solver import Inconclusive
@@ -80,7 +81,7 @@ class FileResult:
     skipped_passes: list[str] = field(default_factory=list)
 
 
-def _fill(f: Finding, rules: dict[str, Rule]) -> Finding:
+def _fill(f: Finding, rules: Mapping[str, Rule | RuleInfo]) -> Finding:
     r = rules.get(f.code)
     if r is not None:
         f.name = f.name or r.name
@@ -109,7 +110,7 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
     and timings. Input tkcheck cannot read becomes a parse-error finding, an internal error a note."""
     res = FileResult(path=path)
     t0 = time.perf_counter()
-    rules = registry.by_code()
+    rules = registry.catalog()  # metadata only: a rule's module is imported when the rule runs
     try:
         if text is None:
             text = read_source(path)
@@ -149,7 +150,7 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
     return res
 
 
-def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules: dict[str, Rule]) -> None:
+def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules: Mapping[str, RuleInfo]) -> None:
     from .model.expr import reset_unknowns
 
     reset_unknowns()  # names of unknowns restart per file: output does not depend on order
@@ -214,8 +215,11 @@ def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules
 
             sass_cross.attach(an, sass_result, m)  # an.sass / an.sass_result (None when absent)
         for code in sorted(opts.enabled):
-            rule = rules.get(code)
-            if rule is None or rule.check is None or (rule.engine_only and not (opts.sass and "sass" in rule.tags)):
+            info = rules.get(code)
+            if info is None or (info.engine_only and not (opts.sass and "sass" in info.tags)):
+                continue
+            rule = registry.rule(code)  # imported on first use
+            if rule is None or rule.check is None:
                 continue
             t_rule = time.perf_counter()
             try:
@@ -381,7 +385,7 @@ def _tell_instance(f: Finding, m: KernelModel) -> None:
 
 
 def _report_errors(
-    path: str, parsed: ParsedFile, builder: ModelBuilder, res: FileResult, rules: dict[str, Rule]
+    path: str, parsed: ParsedFile, builder: ModelBuilder, res: FileResult, rules: Mapping[str, RuleInfo]
 ) -> None:
     """Parse-error findings for the clang errors of the user's device code: the first error that stops each
     kernel's analysis (one finding per error, naming every kernel it stops), the first error

@@ -8,29 +8,39 @@ time, the machine, or the order the checks ran in.
 from __future__ import annotations
 
 import pathlib
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from ..findings import Finding
 from ..formats import OUTPUT_FORMATS
-from ..rule import Rule
-from .concise import render_concise
-from .full import render_full
-from .github import render_github
-from .jsonfmt import render_json, render_json_lines
-from .junit import render_junit
-from .sarif import render_sarif
+
+if TYPE_CHECKING:
+    from ..findings import Finding
+    from ..rule import Rule
 
 FORMATS = OUTPUT_FORMATS
 
-_RENDERERS: dict[str, Callable[..., str]] = {
-    "full": render_full,
-    "concise": render_concise,
-    "json": render_json,
-    "json-lines": render_json_lines,
-    "sarif": render_sarif,
-    "github": render_github,
-    "junit": render_junit,
+# format -> (module, function): a renderer is imported when its format is asked for (start-up
+# stays lean: SARIF's fingerprints need hashlib, JUnit's XML needs xml.etree)
+_RENDERERS: dict[str, tuple[str, str]] = {
+    "full": ("full", "render_full"),
+    "concise": ("concise", "render_concise"),
+    "json": ("jsonfmt", "render_json"),
+    "json-lines": ("jsonfmt", "render_json_lines"),
+    "sarif": ("sarif", "render_sarif"),
+    "github": ("github", "render_github"),
+    "junit": ("junit", "render_junit"),
 }
+
+
+def renderer(fmt: str) -> Callable[..., str] | None:
+    """The render function of one format, imported on first use; None for an unknown format."""
+    where = _RENDERERS.get(fmt)
+    if where is None:
+        return None
+    import importlib
+
+    module = importlib.import_module(f"{__name__}.{where[0]}")
+    fn: Callable[..., str] = getattr(module, where[1])
+    return fn
 
 
 def render(
@@ -51,10 +61,10 @@ def render(
     the full format's last line and in SARIF's run properties. `run_info`: {"exit_code",
     "errors", "skipped_passes", "baseline": {"file", "hidden", "stale"} | None} of the run, for
     the formats that carry them (SARIF's `invocations`, GitHub annotations)."""
-    renderer = _RENDERERS.get(fmt)
-    if renderer is None:
+    fn = renderer(fmt)
+    if fn is None:
         raise ValueError(f"unknown output format '{fmt}'; expected one of: {', '.join(FORMATS)}")
-    return renderer(
+    return fn(
         list(findings),
         rules=rules,
         sources=sources,

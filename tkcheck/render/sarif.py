@@ -107,7 +107,7 @@ def _flow_location(
 
 
 def _trace_step(step: TraceStep, order: int, root: pathlib.Path | None) -> dict[str, Any]:
-    extra: dict[str, Any] = {"importance": "essential" if step.blocked else "important"}
+    extra: dict[str, Any] = {"importance": "essential" if step.blocked or step.fault else "important"}
     state: dict[str, dict[str, str]] = {}
     if step.barrier is not None:
         state["barrier"] = {"text": step.barrier}
@@ -115,9 +115,9 @@ def _trace_step(step: TraceStep, order: int, root: pathlib.Path | None) -> dict[
         state["phase"] = {"text": str(step.phase)}
     if state:
         extra["state"] = state
-    if step.blocked:
+    if step.blocked or step.fault:
         extra["kinds"] = ["danger"]
-        extra["properties"] = {"blocked": True}
+        extra["properties"] = {"blocked": True} if step.blocked else {"fault": True}
     return _flow_location(step.location, step.text, root, order, **extra)
 
 
