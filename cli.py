@@ -82,7 +82,7 @@ class _DefaultGroup(click.Group):
 
     def format_usage(self, ctx, formatter):
         formatter.write(
-            "Usage: tkcheck [check] [OPTIONS] PATH...\n"
+            "Usage: tkcheck [check] [OPTIONS] [PATH...]\n"
             "       tkcheck rule CODE | --all\n"
             "       tkcheck COMMAND [ARGS]...\n"
         )
@@ -860,14 +860,15 @@ def _use_color(output: str | None) -> bool:
 
 CHECK_HELP = """Check CUDA/ThunderKittens kernels for broken async contracts.
 
-PATH is a file or a folder (searched for *.cu and *.cuh; hidden folders are
-skipped), or `-` to read standard input (name it with --stdin-filename).
+PATH is a file or a folder (searched for *.cu and *.cuh, leaving out what
+`exclude`, `extend-exclude` and .gitignore files exclude), or `-` to read
+standard input (name it with --stdin-filename); without PATH, `.` is checked.
 Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error.
 """
 
 
 @main.command("check", help=CHECK_HELP)
-@click.argument("paths", nargs=-1, metavar="PATH...")
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option(
     "-p",
     "--compile-commands",

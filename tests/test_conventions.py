@@ -393,3 +393,22 @@ def test_renderers_are_imported_when_their_format_is_used():
     )
     assert "tkcheck.render.concise" in mods
     assert not {"tkcheck.render.sarif", "tkcheck.render.junit", "tkcheck.render.full", "xml.etree.ElementTree"} & mods
+
+
+def test_a_cached_result_imports_no_rule_and_no_model_builder(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text(BAD)
+    code = (
+        "from tkcheck.engine import CheckOptions, check_file\n"
+        "from tkcheck import registry\n"
+        f"r = check_file({str(src)!r}, CheckOptions(enabled=frozenset(registry.catalog()), cache_dir={str(tmp_path / 'cache')!r}))\n"
+        "assert [f.code for f in r.findings] == ['TK303'], r.findings\n"
+        "print('CACHED', r.cached)\n"
+    )
+    first = _modules_after(code)
+    assert "CACHED" in first and "False" in first and "z3" in first
+    again = _modules_after(code)
+    assert "True" in again, "the second check is a cache hit"
+    # (z3 still comes in with the model's expressions, which the coverage records are built of)
+    assert not _rule_modules(again) and "tkcheck.frontend.builder" not in again
+    assert not {m for m in again if m.startswith("tkcheck.checks.")}

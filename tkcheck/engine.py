@@ -17,17 +17,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from . import cache, registry
-from . import solver
-from .checks.analysis import Analysis
 from .solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from .findings import Finding, Location
-from .frontend.builder import ModelBuilder
 from .frontend.parse import InputError, ParseOptions, parse_source, read_source
 from .rules import PARSE_ERROR
 from .model.ir import KernelModel
 from .suppress import apply_suppressions, parse_suppressions
 
 if TYPE_CHECKING:
+    from .frontend.builder import ModelBuilder
     from .coverage import KernelCoverage
     from .frontend.diagnostics import Diagnostic, ErrorMap
     from .frontend.parse import ParsedFile
@@ -96,6 +94,8 @@ def models_of(path: str, options: ParseOptions | None = None, text: str | None =
     kernel, template instantiation and TK prototype struct; `check_file` then leaves out a
     kernel whose block cannot launch). `text`: the file's contents, read from `path` when None.
     Raises InputError for a file tkcheck cannot read."""
+    from . import solver
+    from .frontend.builder import ModelBuilder
     from .model.expr import reset_unknowns
 
     reset_unknowns()  # as check_file: the names of unknowns and the solver's answers
@@ -151,6 +151,11 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
 
 
 def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules: Mapping[str, RuleInfo]) -> None:
+    # the model builder, the checks and z3 are imported when a file is checked (a cached result,
+    # a file that cannot be read need none of them)
+    from . import solver
+    from .checks.analysis import Analysis
+    from .frontend.builder import ModelBuilder
     from .model.expr import reset_unknowns
 
     reset_unknowns()  # names of unknowns restart per file: output does not depend on order
