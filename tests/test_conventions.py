@@ -157,7 +157,7 @@ def test_show_settings_names_where_each_setting_comes_from(tmp_path):
 
 @pytest.mark.parametrize(
     "args",
-    [["--select", ""], ["--config", "select=[]"]],
+    [["--select", ""], ["--config", "select=[]"], ["--config", "select="]],
 )
 def test_an_empty_select_is_refused(tmp_path, args):
     _tree(tmp_path, {"a.cu": BAD})
@@ -412,3 +412,8 @@ def test_a_cached_result_imports_no_rule_and_no_model_builder(tmp_path):
     # (z3 still comes in with the model's expressions, which the coverage records are built of)
     assert not _rule_modules(again) and "tkcheck.frontend.builder" not in again
     assert not {m for m in again if m.startswith("tkcheck.checks.")}
+
+
+def test_the_default_exclusions_are_folders(tmp_path):
+    _tree(tmp_path, {".venv/lib/x.cu": NOT_CUDA, "node_modules/y.cu": NOT_CUDA, ".scratch.cu": BAD, "k.cu": BAD})
+    assert sorted(_shown(run(["--show-files"], tmp_path))) == [".scratch.cu", "k.cu"]

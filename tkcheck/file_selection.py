@@ -24,7 +24,8 @@ from pathlib import Path
 
 # Folders skipped unless `exclude` says otherwise: hidden folders (`.git`, `.venv`, ...) and
 # installed or generated trees.
-DEFAULT_EXCLUDE: tuple[str, ...] = (".*", "node_modules", "__pycache__", "site-packages")
+# (a trailing `/`: folders only; a hidden file named on its own, `.scratch.cu`, is still checked)
+DEFAULT_EXCLUDE: tuple[str, ...] = (".*/", "node_modules/", "__pycache__/", "site-packages/")
 MAX_IGNORE_FILE_BYTES = 1 << 20
 
 

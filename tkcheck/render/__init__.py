@@ -36,9 +36,11 @@ def renderer(fmt: str) -> Callable[..., str] | None:
     where = _RENDERERS.get(fmt)
     if where is None:
         return None
-    import importlib
+    import sys
 
-    module = importlib.import_module(f"{__name__}.{where[0]}")
+    name = f"{__name__}.{where[0]}"
+    __import__(name)  # (not importlib.import_module: `-X importtime` sees this one)
+    module = sys.modules[name]
     fn: Callable[..., str] = getattr(module, where[1])
     return fn
 
