@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Iterable
 import click
 
 from tkcheck import __version__
+from tkcheck.compiler_options import UnsafeOption, check_compiler_options
 from tkcheck.formats import OUTPUT_FORMATS
 from tkcheck.solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
-from tkcheck.compiler_options import UnsafeOption, check_compiler_options
 
 if TYPE_CHECKING:  # the engine is imported where a check runs (start-up stays lean)
     from tkcheck.engine import CheckOptions
@@ -34,8 +34,6 @@ if TYPE_CHECKING:  # the engine is imported where a check runs (start-up stays l
 Path = pathlib.Path
 
 SOURCE_SUFFIXES = (".cu", ".cuh")
-# Folders never entered while recursing (explicit file arguments are always checked).
-SKIP_DIRS = {"node_modules", "__pycache__", "site-packages"}
 PROGRESS_MIN_FILES = 8
 CACHE_DIR_NAME = ".tkcheck_cache"
 MAX_COMPILE_COMMANDS_BYTES = 1 << 30
@@ -59,6 +57,8 @@ class _DefaultGroup(click.Group):
 
     def parse_args(self, ctx, args):
         args = list(args)
+        if not args:
+            args = ["check"]  # a bare `tkcheck` checks the current folder, as ruff does
         if args:
             first = args[0]
             if first == "--explain":
@@ -83,7 +83,7 @@ class _DefaultGroup(click.Group):
 
     def format_usage(self, ctx, formatter):
         formatter.write(
-            "Usage: tkcheck [check] [OPTIONS] PATH...\n"
+            "Usage: tkcheck [check] [OPTIONS] [PATH...]\n"
             "       tkcheck rule CODE | --all\n"
             "       tkcheck COMMAND [ARGS]...\n"
         )
@@ -116,14 +116,14 @@ class _DefaultGroup(click.Group):
     cls=_DefaultGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
     invoke_without_command=False,
-    no_args_is_help=True,
+    no_args_is_help=False,
 )
 @click.version_option(__version__, "--version", prog_name="tkcheck", message="%(prog)s %(version)s")
 def main():
     """tkcheck: a static verifier for asynchronous ThunderKittens kernels (Hopper, Blackwell).
 
     `tkcheck PATH...` checks files and folders (the `check` command is the
-    default); `tkcheck rule TK301` (or `--explain TK301`) explains a rule.
+    default; a bare `tkcheck` checks `.`); `tkcheck rule TK301` (or `--explain TK301`) explains a rule.
 
     Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error.
     """
@@ -193,6 +193,8 @@ def _defines(values) -> tuple[str, ...]:
         if not name or not (name[0].isalpha() or name[0] == "_") or not all(c.isalnum() or c == "_" for c in name):
             raise UsageProblem(f"-D {v}: expected NAME or NAME=VALUE")
         out.append(v)
+    from tkcheck.compiler_options import UnsafeOption, check_compiler_options
+
     try:
         check_compiler_options(defines=out, where="command line")
     except UnsafeOption as e:
@@ -212,14 +214,26 @@ def _include_dirs(values) -> tuple[str, ...]:
 # ---------------------------------------------------------------- file discovery
 
 
-def collect_files(paths: Iterable[str], notes: list[str] | None = None) -> list[tuple[str, str]]:
+def collect_files(paths: Iterable[str], exclusions_for=None, notes: list[str] | None = None) -> list[tuple[str, str]]:
     """(file, the argument it came from) for every file to check, in a stable order.
 
     Files named on the command line are checked whatever their suffix; folders
-    contribute their *.cu / *.cuh files, skipping hidden and vendored folders.
-    A path that does not exist is a usage error; a dangling link found in a
-    folder is skipped with a note (added to `notes`), not an error of the run.
+    contribute their *.cu / *.cuh files, leaving out what the settings of each
+    folder exclude (`exclude`, `extend-exclude`, `.gitignore` with
+    `respect-gitignore`; tkcheck.file_selection). `exclusions_for(folder)` gives
+    those settings; None: the defaults. A path that does not exist is a usage error;
+    a dangling link found in a folder is skipped with a note (added to `notes`), not
+    an error of the run.
     """
+    from tkcheck.file_selection import DEFAULT_EXCLUDE, Exclusions, GitIgnores, config_patterns
+
+    if exclusions_for is None:
+        default = Exclusions(config_patterns(DEFAULT_EXCLUDE, Path.cwd(), "default"))
+
+        def exclusions_for(folder: str) -> Exclusions:
+            return default
+
+    gitignores = GitIgnores()
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
 
@@ -229,24 +243,48 @@ def collect_files(paths: Iterable[str], notes: list[str] | None = None) -> list[
             seen.add(key)
             out.append((f, arg))
 
+    def skipped(path: str, is_dir: bool, rules) -> bool:
+        return rules.excluded(path, is_dir) or (rules.respect_gitignore and gitignores.ignored(path, is_dir))
+
     for arg in paths:
         p = Path(arg)
         if p.is_dir():
             for dirpath, dirnames, filenames in os.walk(arg):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+                rules = exclusions_for(dirpath)
+                dirnames[:] = sorted(d for d in dirnames if not skipped(os.path.join(dirpath, d), True, rules))
                 for name in sorted(filenames):
-                    if name.endswith(SOURCE_SUFFIXES):
-                        found = os.path.join(dirpath, name)
-                        if os.path.islink(found) and not os.path.exists(found):
+                    full = os.path.join(dirpath, name)
+                    if name.endswith(SOURCE_SUFFIXES) and not skipped(full, False, rules):
+                        if os.path.islink(full) and not os.path.exists(full):
                             if notes is not None:
-                                notes.append(f"{found}: skipped, a link to {os.readlink(found)} that does not exist")
+                                notes.append(f"{full}: skipped, a link to {os.readlink(full)} that does not exist")
                             continue
-                        add(found, arg)
+                        add(full, arg)
         elif p.exists():
             add(arg, arg)
         else:
             raise UsageProblem(f"{arg}: no such file or directory")
     return out
+
+
+def exclusions_of(config, s: "_Settings"):
+    """The file_selection.Exclusions of one config plus the command line's options."""
+    from tkcheck.file_selection import DEFAULT_EXCLUDE, Exclusions, config_patterns
+
+    where = str(config.source) if config.source is not None else "default"
+    pats = []
+    if s.exclude is not None:
+        pats += config_patterns(s.exclude, Path.cwd(), "--exclude")
+    elif config.exclude is not None:
+        for g, base in config.exclude:
+            pats += config_patterns((g,), Path(base), where)
+    else:
+        pats += config_patterns(DEFAULT_EXCLUDE, Path.cwd(), "default")
+    for g, base in config.extend_exclude:
+        pats += config_patterns((g,), Path(base), where)
+    pats += config_patterns(s.extend_exclude, Path.cwd(), "--extend-exclude")
+    respect = s.respect_gitignore if s.respect_gitignore is not None else config.respect_gitignore
+    return Exclusions(tuple(pats), respect)
 
 
 # ---------------------------------------------------------------- compile_commands.json
@@ -282,6 +320,8 @@ def load_compile_commands(location: str | os.PathLike) -> dict[str, dict]:
             except ValueError as e:
                 raise UsageProblem(f"compile commands {p}: entry {i}: cannot split the command: {e}") from None
         includes, defines = _flags_of(argv, directory)
+        from tkcheck.compiler_options import UnsafeOption, check_compiler_options
+
         try:
             check_compiler_options(defines=defines, include_dirs=includes, where=f"compile commands {p}: entry {i}")
         except UnsafeOption as e:
@@ -542,6 +582,10 @@ class _Settings:
     tk_extra_dirs: tuple[str, ...] = ()  # more --tk-include folders (prototype/)
     include_dirs: tuple[str, ...] = ()  # -I DIR on the command line
     defines: tuple[str, ...] = ()  # -D NAME[=VALUE] on the command line
+    exclude: tuple[str, ...] | None = None  # --exclude: replaces the configs' `exclude`
+    extend_exclude: tuple[str, ...] = ()  # --extend-exclude
+    respect_gitignore: bool | None = None  # --respect-gitignore / --no-respect-gitignore
+    config_overrides: tuple[str, ...] = ()  # --config KEY=VALUE, to say where a setting came from
     _selectors: dict = field(default_factory=dict)
     # notes on cache folders that are links (not used): once each
     cache_notes: list = field(default_factory=list)
@@ -553,6 +597,25 @@ def _selector(config, s: _Settings):
 
     key = id(config)
     if key not in s._selectors:
+        chosen = s.select if s.select is not None else config.select
+        if not chosen:
+            from tkcheck.config import ConfigError, _override_table
+
+            try:
+                by_override = "select" in _override_table(s.config_overrides)
+            except ConfigError:
+                by_override = False
+            where = (
+                "--select"
+                if s.select is not None
+                else "--config select"
+                if by_override
+                else f"{config.source}: 'select'"
+            )
+            raise UsageProblem(
+                f"{where} is empty: no rule would run (give codes, prefixes such as TK3, names or ALL; "
+                "to turn rules off use ignore)"
+            )
         try:
             s._selectors[key] = RuleSelector(
                 select=s.select if s.select is not None else config.select,
@@ -832,14 +895,15 @@ def _use_color(output: str | None) -> bool:
 
 CHECK_HELP = """Check CUDA/ThunderKittens kernels for broken async contracts.
 
-PATH is a file or a folder (searched for *.cu and *.cuh; hidden folders are
-skipped), or `-` to read standard input (name it with --stdin-filename).
+PATH is a file or a folder (searched for *.cu and *.cuh, leaving out what
+`exclude`, `extend-exclude` and .gitignore files exclude), or `-` to read
+standard input (name it with --stdin-filename); without PATH, `.` is checked.
 Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error.
 """
 
 
 @main.command("check", help=CHECK_HELP)
-@click.argument("paths", nargs=-1, metavar="PATH...")
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option(
     "-p",
     "--compile-commands",
@@ -912,6 +976,27 @@ Exit status: 0 no findings, 1 findings, 2 usage, config, input or internal error
     "without it, only the command line and --config-file switch on compilation.",
 )
 @click.option("--stdin-filename", metavar="PATH", help="The name of the file read from `-`.")
+@click.option(
+    "--exclude",
+    "exclude",
+    multiple=True,
+    metavar="GLOBS",
+    help="Leave these files and folders out while walking folders; replaces the `exclude` setting "
+    "and its defaults (hidden folders, node_modules, __pycache__, site-packages).",
+)
+@click.option("--extend-exclude", "extend_exclude", multiple=True, metavar="GLOBS", help="Leave these out too (added).")
+@click.option(
+    "--respect-gitignore/--no-respect-gitignore",
+    "respect_gitignore",
+    default=None,
+    help="Leave out what .gitignore files ignore while walking folders [default: on, the `respect-gitignore` setting].",
+)
+@click.option("--show-files", is_flag=True, help="Print the files that would be checked, and exit.")
+@click.option(
+    "--show-settings",
+    is_flag=True,
+    help="Print the settings that apply to the first PATH (a file) and where each comes from, and exit.",
+)
 @click.option(
     "-j",
     "--jobs",
@@ -1038,11 +1123,16 @@ def check_command(
     write_baseline,
     fix,
     require_coverage,
+    exclude=(),
+    extend_exclude=(),
+    respect_gitignore=None,
+    show_files=False,
+    show_settings=False,
 ):
     _DEBUG["on"] = debug
     t_start = time.perf_counter()
     if not paths:
-        raise click.UsageError("no PATH given (a file, a folder, or - for standard input)")
+        paths = (".",)  # a bare `tkcheck` checks the current folder
     import math
 
     if not math.isfinite(file_timeout):
@@ -1076,6 +1166,10 @@ def check_command(
         tk_extra_dirs=_tk_dirs(tk_include)[1],
         include_dirs=_include_dirs(include_dir),
         defines=_defines(define),
+        exclude=_split_codes(exclude) if exclude else None,
+        extend_exclude=_split_codes(extend_exclude),
+        respect_gitignore=respect_gitignore,
+        config_overrides=tuple(overrides),
     )
     stdin_paths = [p for p in paths if p == "-"]
     if len(stdin_paths) > 1:
@@ -1099,9 +1193,24 @@ def check_command(
         return
 
     configs: dict = {}
+
+    def exclusions_for(folder: str):
+        return exclusions_of(_config_for(folder, config_file, overrides, configs, trust_config), settings)
+
+    if show_settings:
+        from tkcheck.settings_report import settings_text
+
+        target = next((p for p in paths if p != "-"), stdin_filename or ".")
+        config = _config_for(target, config_file, overrides, configs, trust_config)
+        opts = _options_for(os.path.abspath(target), config, replace(settings, no_cache=True))  # writes nothing
+        _write_output(settings_text(target, config, opts, settings, overrides, exclusions_of(config, settings)), output)
+        return
     jobs_list: list[_Job] = []
     run_notes: list[str] = []
-    files = collect_files([p for p in paths if p != "-"], run_notes)
+    files = collect_files([p for p in paths if p != "-"], exclusions_for, run_notes)
+    if show_files:
+        _write_output("".join(os.path.normpath(f) + "\n" for f, _ in files), output)
+        return
     # Absolute paths inside, so a finding's file name and the source it came from
     # always agree; the renderers print them relative to the current folder.
     for f, arg in files:
@@ -1136,7 +1245,9 @@ def check_command(
     results = run_jobs(jobs_list, workers, progress, file_timeout=file_timeout or None, isolate=not debug)
 
     findings = [f for res in results for f in res.findings]
-    rules = registry.by_code()
+    # SARIF's rule table carries each rule's documentation (every rule imported); the other
+    # formats need names and severities only, from the catalog (no rule imported here)
+    rules = registry.by_code() if fmt == "sarif" and not statistics else registry.catalog()
     root = Path.cwd()
     notes = None if quiet else _merge_notes(results, root)
     if notes is not None:
@@ -1165,6 +1276,7 @@ def check_command(
             sys.exit(2)
         return
     baseline_file = baseline or (str(run_config.baseline) if run_config and run_config.baseline else None)
+    hidden = stale = 0
     if baseline_file:
         try:
             known = B.read_baseline(baseline_file)
@@ -1172,10 +1284,7 @@ def check_command(
             raise UsageProblem(str(e)) from None
         findings, hidden, stale = B.apply_baseline(findings, known)
         if notes is not None and (hidden or stale):
-            notes.append(
-                f"baseline {baseline_file}: {hidden} recorded finding(s) not shown"
-                + (f"; {stale} recorded finding(s) are gone (write the baseline again to drop them)" if stale else "")
-            )
+            notes.append(_baseline_line(baseline_file, hidden, stale))
     if fix:
         from tkcheck.fixes import apply_safe_fixes
 
@@ -1184,6 +1293,33 @@ def check_command(
         if not quiet:
             click.echo(f"tkcheck: {len(fixed)} finding(s) fixed in {len(changed)} file(s)", err=True)
     cov = _coverage_of(results, root)
+    required = (
+        require_coverage
+        if require_coverage is not None
+        else (run_config.require_coverage if run_config is not None else None)
+    )
+    short = _require_coverage(cov, required)
+    # a pass the user asked for that did not run: told in every format, a shortfall of coverage
+    skipped = list(dict.fromkeys(m for res in results for m in getattr(res, "skipped_passes", [])))
+    if required is not None:
+        short += [f"a requested pass did not run: {m}" for m in skipped]
+
+    input_errors = [res.input_error for res in results if res.input_error]
+    internal = [e for res in results for e in getattr(res, "internal_errors", [])]
+    tool_errors = [f for f in findings if f.code == "TK000"]
+    level = SEVERITY_RANK[fail_level]
+    failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 2) >= level]
+    if input_errors or internal or tool_errors or short:
+        exit_code = 2
+    else:
+        exit_code = 1 if failing and not exit_zero else 0
+    run_info = {
+        "exit_code": exit_code,
+        "errors": [*input_errors, *internal]
+        + [f"coverage below {required:g}%: {m}" for m in short if required is not None],
+        "skipped_passes": skipped,
+        "baseline": {"file": baseline_file, "hidden": hidden, "stale": stale} if baseline_file else None,
+    }
     if statistics:
         text = _statistics(findings, rules, fmt, cov)
     else:
@@ -1197,17 +1333,18 @@ def check_command(
             root=root,
             notes=notes,
             coverage=cov,
+            run_info=run_info,
         )
     _write_output(text, output)
+    told_in_report = fmt == "full" and not statistics and notes is not None
+    if not quiet and not told_in_report:
+        # the machine-read formats keep stdout to findings: what the run skipped or hid goes beside
+        for m in skipped:
+            click.echo(f"tkcheck: warning: {m}", err=True)
+        if baseline_file and (hidden or stale):
+            click.echo(f"tkcheck: {_baseline_line(baseline_file, hidden, stale)}", err=True)
     if not quiet and not statistics and fmt in ("concise", "github", "junit"):
-        # the machine-read text formats keep stdout to findings; the coverage line goes beside them
         click.echo(cov["line"], err=True)
-    required = (
-        require_coverage
-        if require_coverage is not None
-        else (run_config.require_coverage if run_config is not None else None)
-    )
-    short = _require_coverage(cov, required)
     if trace_svg:
         from tkcheck.render.trace_svg import write_trace_svgs
 
@@ -1220,9 +1357,6 @@ def check_command(
     if timing:
         click.echo(_timing_report(results, time.perf_counter() - t_start), err=True, nl=False)
 
-    input_errors = [res.input_error for res in results if res.input_error]
-    internal = [e for res in results for e in getattr(res, "internal_errors", [])]
-    tool_errors = [f for f in findings if f.code == "TK000"]
     if input_errors or internal or tool_errors:
         if quiet or fmt != "full" or statistics:  # otherwise the report's notes told them
             for msg in internal:
@@ -1232,9 +1366,15 @@ def check_command(
         for msg in short:
             click.echo(f"tkcheck: error: coverage below {required:g}%: {msg}", err=True)
         sys.exit(2)
-    level = SEVERITY_RANK[fail_level]
-    failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 2) >= level]
-    sys.exit(1 if failing and not exit_zero else 0)
+    sys.exit(exit_code)
+
+
+def _baseline_line(baseline_file: str, hidden: int, stale: int) -> str:
+    """How many findings a baseline hid (and how many of its records are gone)."""
+    line = f"baseline {baseline_file}: {hidden} recorded finding(s) not shown"
+    if stale:
+        line += f"; {stale} recorded finding(s) are gone (write the baseline again to drop them)"
+    return line
 
 
 # ---------------------------------------------------------------- coverage
@@ -1338,7 +1478,10 @@ def coverage_command(
     )
     configs: dict = {}
     jobs_list: list[_Job] = []
-    for f, arg in collect_files(paths):
+    files = collect_files(
+        paths, lambda d: exclusions_of(_config_for(d, config_file, overrides, configs, trust_config), settings)
+    )
+    for f, arg in files:
         config = _config_for(f, config_file, overrides, configs, trust_config)
         f = os.path.abspath(f)
         opts = replace(_options_for(f, config, settings), enabled=frozenset())  # the model, no rules

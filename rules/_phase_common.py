@@ -66,6 +66,7 @@ def phase_finding(an, wp: P.WaitPhase, code: str):
                 w.location,
                 wp.barrier,
                 due,
+                fault=True,  # the wait the finding is about: not a wait that passes as it should
             )
         )
     else:
@@ -77,6 +78,7 @@ def phase_finding(an, wp: P.WaitPhase, code: str):
                 w.location,
                 wp.barrier,
                 0,
+                fault=True,
             )
         )
     if waited == 1 and due is not None and due >= 0 and (due + 1) % 2 == 1 and due % 2 == 0:
@@ -89,7 +91,8 @@ def phase_finding(an, wp: P.WaitPhase, code: str):
             f"parity {waited} names phase {due + 1}: the wait blocks until a phase that can only complete "
             f"after this wait (hang) or returns a phase late"
         )
-    trace.append(TraceStep(wp.role, effect, w.location, wp.barrier, due, blocked="hang" in effect))
+    hang = "hang" in effect
+    trace.append(TraceStep(wp.role, effect, w.location, wp.barrier, due, blocked=hang, fault=not hang))
     symptom = "stale read" if "stale" in effect else "hang"
     help_ = (
         "a consumer waits parity (k / STAGES) % 2 for the fill of round k / STAGES; a producer waits "

@@ -101,15 +101,15 @@ def check(an):
             out.append(
                 finding(
                     "TK305",
-                    f"TMA load into '{o.buffer}' completes on '{o.barrier}': at iteration {it} it fills stage {sv} "
+                    f"TMA load into '{o.buffer.shown()}' completes on '{o.barrier.shown()}': at iteration {it} it fills stage {sv} "
                     f"but signals the barrier of stage {bv}",
                     o.location,
                     related=[
                         related(
                             x,
-                            f"'{x.buffer}' completes on its own stage's barrier '{x.barrier}'"
+                            f"'{x.buffer.shown()}' completes on its own stage's barrier '{x.barrier.shown()}'"
                             if x.kind == ir.TMA_LOAD
-                            else f"the expect it is issued with names '{x.barrier}'",
+                            else f"the expect it is issued with names '{x.barrier.shown()}'",
                         )
                         for x in matched[:3]
                     ],

@@ -1,11 +1,13 @@
-"""Write docs/rules.md from the rule catalog (the same text `tkcheck rule --all` prints).
+"""Write docs/rules.md from the rule catalog (the same text `tkcheck rule --all` prints), and
+rules/catalog.json, the rules' metadata tkcheck.registry reads without importing the rules.
 
-python scripts/gen_rule_docs.py            # rewrite docs/rules.md
-python scripts/gen_rule_docs.py --check    # exit 1 if docs/rules.md is stale
+python scripts/gen_rule_docs.py            # rewrite docs/rules.md and rules/catalog.json
+python scripts/gen_rule_docs.py --check    # exit 1 if either is stale
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -14,6 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a so
 from tkcheck import registry  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
+CATALOG = Path(__file__).resolve().parent.parent / "rules" / registry.CATALOG_FILE
+
+
+def catalog_text() -> str:
+    return json.dumps(registry.catalog_json(), indent=1) + "\n"
 
 
 def render() -> str:
@@ -47,10 +54,12 @@ def render() -> str:
 
 
 def main() -> int:
-    text = render()
+    text, catalog = render(), catalog_text()
     if "--check" in sys.argv:
-        return 0 if OUT.exists() and OUT.read_text() == text else 1
+        current = OUT.exists() and OUT.read_text() == text
+        return 0 if current and CATALOG.exists() and CATALOG.read_text() == catalog else 1
     OUT.write_text(text)
+    CATALOG.write_text(catalog)
     print(f"wrote {OUT.name}: {len(registry.all_rules())} rules")
     return 0
 

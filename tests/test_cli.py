@@ -102,8 +102,10 @@ def test_nonexistent_path_exits_2(kernels):
     assert "nope.cu" in r.stderr and "no such file" in r.stderr
 
 
-def test_no_paths_is_a_usage_error(kernels):
-    assert_clean_error(run(["check"], kernels))
+def test_no_paths_checks_the_current_folder(kernels):
+    # as ruff: a bare `tkcheck` (or `tkcheck check`) checks `.` (issue 28; it was a usage error)
+    r = run(["check", "--no-cache", "--output-format", "concise"], kernels)
+    assert r.exit_code == 1 and "bad.cu:" in r.stdout and "good.cu" not in r.stdout, r.output
 
 
 def test_binary_input_exits_2(kernels):

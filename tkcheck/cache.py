@@ -316,10 +316,8 @@ def _finding(f: Any) -> Finding:
     _need(isinstance(trace, list), "trace")
     steps: list[TraceStep] = []
     for s in trace:
-        _need(
-            isinstance(s, dict) and set(s) == {"role", "text", "location", "barrier", "phase", "blocked"},
-            "trace fields",
-        )
+        fields = {"role", "text", "location", "barrier", "phase", "blocked"}
+        _need(isinstance(s, dict) and set(s) in (fields, fields | {"fault"}), "trace fields")
         steps.append(
             TraceStep(
                 _str(s["role"], "role"),
@@ -328,6 +326,7 @@ def _finding(f: Any) -> Finding:
                 _str(s["barrier"], "barrier", True),
                 _int(s["phase"], "phase", True),
                 _bool(s["blocked"], "blocked"),
+                _bool(s.get("fault", False), "fault"),
             )
         )
     _need(f["witness"] is None or isinstance(f["witness"], dict), "witness")

@@ -100,6 +100,11 @@ class Config:
     sass: bool | None = None  # None: run the SASS pass when nvcc is found
     baseline: Path | None = None  # findings recorded there are not reported (--baseline)
     require_coverage: float | None = None  # percent of sync ops modelled every kernel must reach
+    # file selection while walking folders (tkcheck.file_selection): (glob, the folder it is
+    # relative to) pairs; `exclude` None keeps the defaults, `extend-exclude` adds to them
+    exclude: tuple[tuple[str, str], ...] | None = None
+    extend_exclude: tuple[tuple[str, str], ...] = ()
+    respect_gitignore: bool = True
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
     source: Path | None = None  # the file these values came from
     # settings that run programs, found in a repository's config file and not honoured (no
@@ -237,6 +242,15 @@ def _percent(value: Any, where: str, key: str) -> float:
     return float(value)
 
 
+def _globs(value: Any, where: str, key: str, base: Path) -> tuple[tuple[str, str], ...]:
+    """Exclusion globs, each with the folder it is relative to (the config file's, or the cwd)."""
+    globs = _strings(value, where, key, split=_comma_split)
+    for g in globs:
+        if g.startswith("!") or "\0" in g:
+            raise _fail(where, key, "globs (no `!` negation: use a narrower pattern)", value)
+    return tuple((g, str(base)) for g in globs)
+
+
 def _bool(value: Any, where: str, key: str) -> bool:
     if not isinstance(value, bool):
         raise _fail(where, key, "true or false", value)
@@ -260,6 +274,9 @@ _KEYS: dict[str, tuple[str, Callable[..., Any]]] = {
     "sass": ("sass", lambda v, w, k, b: _bool(v, w, k)),
     "baseline": ("baseline", _path),
     "require-coverage": ("require_coverage", lambda v, w, k, b: _percent(v, w, k)),
+    "exclude": ("exclude", _globs),
+    "extend-exclude": ("extend_exclude", _globs),
+    "respect-gitignore": ("respect_gitignore", lambda v, w, k, b: _bool(v, w, k)),
 }
 
 _CONFIRM_KEYS: dict[str, tuple[str, Callable[..., Any]]] = {

@@ -14,23 +14,22 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from . import cache, registry
-from . import solver
-from .checks.analysis import Analysis
 from .solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from .findings import Finding, Location
-from .frontend.builder import ModelBuilder
 from .frontend.parse import InputError, ParseOptions, parse_source, read_source
 from .rules import PARSE_ERROR
 from .model.ir import KernelModel
 from .suppress import apply_suppressions, parse_suppressions
 
 if TYPE_CHECKING:
+    from .frontend.builder import ModelBuilder
     from .coverage import KernelCoverage
     from .frontend.diagnostics import Diagnostic, ErrorMap
     from .frontend.parse import ParsedFile
+    from .registry import RuleInfo
     from .rule import Rule
     from .sass.model import SassResult
     from .solver import Inconclusive
@@ -75,9 +74,12 @@ class FileResult:
     not_cached: list[str] = field(default_factory=list)
     # what was modelled, per kernel found (tkcheck.coverage.KernelCoverage)
     coverage: list[KernelCoverage] = field(default_factory=list)
+    # passes the user asked for that did not run (the SASS pass without nvcc), each with why: shown
+    # in every output format, failing the run under --require-coverage; such a result is not cached
+    skipped_passes: list[str] = field(default_factory=list)
 
 
-def _fill(f: Finding, rules: dict[str, Rule]) -> Finding:
+def _fill(f: Finding, rules: Mapping[str, Rule | RuleInfo]) -> Finding:
     r = rules.get(f.code)
     if r is not None:
         f.name = f.name or r.name
@@ -92,6 +94,8 @@ def models_of(path: str, options: ParseOptions | None = None, text: str | None =
     kernel, template instantiation and TK prototype struct; `check_file` then leaves out a
     kernel whose block cannot launch). `text`: the file's contents, read from `path` when None.
     Raises InputError for a file tkcheck cannot read."""
+    from . import solver
+    from .frontend.builder import ModelBuilder
     from .model.expr import reset_unknowns
 
     reset_unknowns()  # as check_file: the names of unknowns and the solver's answers
@@ -106,7 +110,7 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
     and timings. Input tkcheck cannot read becomes a parse-error finding, an internal error a note."""
     res = FileResult(path=path)
     t0 = time.perf_counter()
-    rules = registry.by_code()
+    rules = registry.catalog()  # metadata only: a rule's module is imported when the rule runs
     try:
         if text is None:
             text = read_source(path)
@@ -146,7 +150,12 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
     return res
 
 
-def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules: dict[str, Rule]) -> None:
+def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules: Mapping[str, RuleInfo]) -> None:
+    # the model builder, the checks and z3 are imported when a file is checked (a cached result,
+    # a file that cannot be read need none of them)
+    from . import solver
+    from .checks.analysis import Analysis
+    from .frontend.builder import ModelBuilder
     from .model.expr import reset_unknowns
 
     reset_unknowns()  # names of unknowns restart per file: output does not depend on order
@@ -211,8 +220,11 @@ def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules
 
             sass_cross.attach(an, sass_result, m)  # an.sass / an.sass_result (None when absent)
         for code in sorted(opts.enabled):
-            rule = rules.get(code)
-            if rule is None or rule.check is None or (rule.engine_only and not (opts.sass and "sass" in rule.tags)):
+            info = rules.get(code)
+            if info is None or (info.engine_only and not (opts.sass and "sass" in info.tags)):
+                continue
+            rule = registry.rule(code)  # imported on first use
+            if rule is None or rule.check is None:
                 continue
             t_rule = time.perf_counter()
             try:
@@ -378,7 +390,7 @@ def _tell_instance(f: Finding, m: KernelModel) -> None:
 
 
 def _report_errors(
-    path: str, parsed: ParsedFile, builder: ModelBuilder, res: FileResult, rules: dict[str, Rule]
+    path: str, parsed: ParsedFile, builder: ModelBuilder, res: FileResult, rules: Mapping[str, RuleInfo]
 ) -> None:
     """Parse-error findings for the clang errors of the user's device code: the first error that stops each
     kernel's analysis (one finding per error, naming every kernel it stops), the first error
@@ -461,8 +473,8 @@ def _run_sass(path: str, text: str, opts: CheckOptions, res: FileResult, arch: s
     res.timing["sass"] = time.perf_counter() - t
     if isinstance(result, Skipped):
         res.notes.append(result.reason)
-        if result.kind in ("timeout", "internal-error"):
-            res.not_cached.append("the SASS pass did not finish")
+        res.skipped_passes.append(result.reason)
+        res.not_cached.append("the SASS pass did not run")
         return None
     res.timing["sass_cache_hit"] = 1.0 if result.cache_hit else 0.0
     if not result.cache_hit:

@@ -44,6 +44,9 @@ class TraceStep:
     barrier: str | None = None
     phase: int | None = None
     blocked: bool = False
+    # the step the finding is about, where it does not block: a wait that passes at the wrong
+    # phase (TK303/TK304); drawn as the failing step (red), not as a wait that passes
+    fault: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ class Finding:
             ],
             "witness": self.witness,
             "trace": [
-                {k: v for k, v in asdict(s).items() if k != "location"}
+                {k: v for k, v in asdict(s).items() if k != "location" and (k != "fault" or v)}
                 | ({"filename": s.location.filename, "location": s.location.to_json()} if s.location else {})
                 for s in self.trace
             ],

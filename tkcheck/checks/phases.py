@@ -933,7 +933,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         "parity_waited": waited,
         "parity_due": want,
         "role": wp.role,
-        "barrier": str(w.barrier),
+        "barrier": w.barrier.shown(),  # as the user wrote it (`empty[k % STAGES]`)
     }
     if len(chain) > 1 and chain[0].counter.name in env:
         wp.witness["outer_iteration"] = env[chain[0].counter.name]

@@ -753,5 +753,86 @@ def render(node: Node) -> str:
     return _UNRENDERED[type(node)]
 
 
+def spelled(node: Node) -> str | None:
+    """The expression as the user wrote it, up to spaces and redundant parentheses (`k % STAGES`,
+    `(k + 1) % STAGES`): parentheses where C++'s precedence needs them, None for a node the
+    walker built (no source text). For what findings show of a user's expression."""
+    try:
+        return _spelled(node, 0)
+    except _NoSource:
+        return None
+
+
+class _NoSource(Exception):
+    pass
+
+
+def _clarify(op: str, operand: Node) -> bool:
+    """Whether an operand of `op` is shown in parentheses precedence does not need."""
+    if not isinstance(operand, Bin) or operand.op == op:
+        return False
+    return not (op in ("+", "-") and operand.op in ("*", "/", "%"))
+
+
+# binding strength of the non-binary forms, above and below _BIN_PREC's 1..10
+_PREC_POSTFIX, _PREC_UNARY, _PREC_COND, _PREC_ASSIGN, _PREC_COMMA = 13, 12, 0.5, 0.4, 0.3
+
+
+def _spelled(node: Node, need: float) -> str:
+    """`node` in a context that binds with strength `need`: parenthesised when it binds weaker."""
+
+    def wrap(text: str, prec: float) -> str:
+        return f"({text})" if prec < need else text
+
+    match node:
+        case Num(value):
+            return str(value)
+        case Float(text) | Str(text):
+            return text
+        case Bool(value):
+            return "true" if value else "false"
+        case Name(segments):
+            return "::".join(
+                seg + (f"<{', '.join(_spelled(a, _PREC_ASSIGN) for a in targs)}>" if targs is not None else "")
+                for seg, targs in segments
+            )
+        case Call(callee, args):
+            return f"{_spelled(callee, _PREC_POSTFIX)}({', '.join(_spelled(a, _PREC_ASSIGN) for a in args)})"
+        case Member(obj, field, arrow, targs):
+            targ = f"<{', '.join(_spelled(a, _PREC_ASSIGN) for a in targs)}>" if targs is not None else ""
+            return f"{_spelled(obj, _PREC_POSTFIX)}{'->' if arrow else '.'}{field}{targ}"
+        case Index(obj, index):
+            return f"{_spelled(obj, _PREC_POSTFIX)}[{_spelled(index, 0)}]"
+        case Bin(op, a, b):
+            prec = _BIN_PREC.get(op, 1)
+            # left-associative: the right operand of `a - (b - c)` keeps its parentheses; an
+            # operand that mixes in another operator keeps the parentheses users write for
+            # clarity (`((k / STAGES) % 2) ^ 1`), except a product in a sum (`2 * s + 1`)
+            left, right = _spelled(a, prec), _spelled(b, prec + 0.5)
+            if _clarify(op, a) and _BIN_PREC.get(a.op, 1) >= prec:  # type: ignore[union-attr]
+                left = f"({left})"
+            if _clarify(op, b) and _BIN_PREC.get(b.op, 1) >= prec + 0.5:  # type: ignore[union-attr]
+                right = f"({right})"
+            return wrap(f"{left} {op} {right}", prec)
+        case Un(op, a):
+            return wrap(f"{op}{_spelled(a, _PREC_UNARY)}", _PREC_UNARY)
+        case Post(op, a):
+            return wrap(f"{_spelled(a, _PREC_POSTFIX)}{op}", _PREC_POSTFIX)
+        case Assign(op, a, b):
+            return wrap(f"{_spelled(a, _PREC_UNARY)} {op} {_spelled(b, _PREC_ASSIGN)}", _PREC_ASSIGN)
+        case Cond(c, a, b):
+            text = f"{_spelled(c, 1)} ? {_spelled(a, _PREC_ASSIGN)} : {_spelled(b, _PREC_COND)}"
+            return wrap(text, _PREC_COND)
+        case Sizeof(a):
+            return f"sizeof({_spelled(a, 0)})"
+        case TypeWords(words):
+            return " ".join(words)
+        case Comma(a, b):
+            return wrap(f"{_spelled(a, _PREC_COMMA)}, {_spelled(b, _PREC_ASSIGN)}", _PREC_COMMA)
+    # Cast: the parser keeps no spelling of its form (C-style or static_cast<>); Unknown, Value,
+    # Init, lambdas: no expression text to show
+    raise _NoSource
+
+
 # what a node without source text renders as (the names the walker's messages have always used)
 _UNRENDERED = {Null: "null", LambdaExpr: "lambda", MemberPtr: "memptr_access", Value: "__expr"}

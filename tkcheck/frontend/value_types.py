@@ -29,8 +29,9 @@ class Obj:
     def sub(self, member: str, mtype: TileType | None, kind: str | None = None) -> "Obj":
         return Obj(kind or self.kind, Ref(f"{self.ref.name}.{member}", self.ref.index), mtype)
 
-    def at(self, index, etype: TileType | None) -> "Obj":
-        return Obj(self.kind, Ref(self.ref.name, self.ref.index + (index,)), etype)
+    def at(self, index, etype: TileType | None, spelling: str | None = None) -> "Obj":
+        """The element at `index`; `spelling`: the subscript as the user wrote it (`full[k % STAGES]`)."""
+        return Obj(self.kind, Ref(self.ref.name, self.ref.index + (index,), spelling), etype)
 
 
 @dataclass

@@ -21,11 +21,11 @@ class _ArrVal:
         self.obj = obj
         self.dims = dims
 
-    def index(self, idx):
+    def index(self, idx, spelling: str | None = None):
         return (
-            self.obj.at(idx, self.obj.type)
+            self.obj.at(idx, self.obj.type, spelling)
             if len(self.dims) <= 1
-            else _ArrVal(self.obj.at(idx, self.obj.type), self.dims[1:])
+            else _ArrVal(self.obj.at(idx, self.obj.type, spelling), self.dims[1:])
         )
 
 

@@ -214,7 +214,7 @@ class ExprEvaluation:
                 return code
         if isinstance(base, Obj):
             et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
-            res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et)
+            res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et, cexpr.spelled(node))
             self._elem_access(res, "read", ctx, cursor)
             if (
                 res.kind == "struct"
@@ -230,7 +230,7 @@ class ExprEvaluation:
                 return E.Var(f"?{res.ref}", E.PARAM)
             return res
         if isinstance(base, _ArrVal):
-            res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"))
+            res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"), cexpr.spelled(node))
             self._elem_access(res, "read", ctx, cursor)
             return res
         return self.opaque_from(node, (base, idx))

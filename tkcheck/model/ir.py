@@ -76,9 +76,16 @@ class Ref:
 
     name: str
     index: tuple[Expr, ...] = ()
+    # the reference as the user wrote it at this site (`empty[k % STAGES]`), when the front end
+    # read it from source; not part of its identity (two spellings of one element are equal)
+    spelling: str | None = field(default=None, compare=False)
 
     def __str__(self):
         return self.name + "".join(f"[{_bare(str(i))}]" for i in self.index)
+
+    def shown(self) -> str:
+        """What findings show the user: their own spelling, else the model's form."""
+        return self.spelling or str(self)
 
 
 def _bare(text: str) -> str:

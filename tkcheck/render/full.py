@@ -89,6 +89,8 @@ def _finding_lines(f: Finding, sources: dict[str, str], root: pathlib.Path | Non
                 line += paint("dim", f" ({position(step.location, root)})")
             if step.blocked:
                 line += "  " + paint("error", "<-- blocked")
+            elif step.fault:
+                line += "  " + paint("error", "<-- wrong phase")
             out.append(line)
     if f.help:
         out.append(f"{paint('note', 'help:')} {f.help}")

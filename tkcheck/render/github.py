@@ -42,5 +42,23 @@ def annotation(f: Finding, root: pathlib.Path | None) -> str:
     return f"::{command} {joined}::{escape_data(body)}"
 
 
-def render_github(findings: list[Finding], *, root: pathlib.Path | None = None, **_: object) -> str:
-    return "".join(annotation(f, root) + "\n" for f in sort_findings(findings))
+def run_annotations(run_info: dict | None) -> list[str]:
+    """The run's own messages, without a file: a pass that was asked for and skipped (a
+    warning), findings a baseline hid (a notice)."""
+    if not run_info:
+        return []
+    out = [f"::warning title=tkcheck (pass skipped)::{escape_data(m)}" for m in run_info.get("skipped_passes", [])]
+    base = run_info.get("baseline")
+    if base and (base.get("hidden") or base.get("stale")):
+        text = f"baseline {base['file']}: {base['hidden']} recorded finding(s) not shown"
+        if base.get("stale"):
+            text += f"; {base['stale']} recorded finding(s) are gone"
+        out.append(f"::notice title=tkcheck (baseline)::{escape_data(text)}")
+    return out
+
+
+def render_github(
+    findings: list[Finding], *, root: pathlib.Path | None = None, run_info: dict | None = None, **_: object
+) -> str:
+    lines = [annotation(f, root) for f in sort_findings(findings)] + run_annotations(run_info)
+    return "".join(line + "\n" for line in lines)

@@ -30,7 +30,10 @@ def _details(f: Finding, root: pathlib.Path | None) -> str:
         lines.append(f"counterexample: {format_witness(f.witness)}")
     for i, step in enumerate(f.trace, 1):
         who = f"{step.role}: " if step.role else ""
-        lines.append(f"  {i}. {who}{step.text}" + ("  <-- blocked" if step.blocked else ""))
+        lines.append(
+            f"  {i}. {who}{step.text}"
+            + ("  <-- blocked" if step.blocked else "  <-- wrong phase" if step.fault else "")
+        )
     if f.help:
         lines.append(f"help: {f.help}")
     if f.verdict:

@@ -107,7 +107,7 @@ def _flow_location(
 
 
 def _trace_step(step: TraceStep, order: int, root: pathlib.Path | None) -> dict[str, Any]:
-    extra: dict[str, Any] = {"importance": "essential" if step.blocked else "important"}
+    extra: dict[str, Any] = {"importance": "essential" if step.blocked or step.fault else "important"}
     state: dict[str, dict[str, str]] = {}
     if step.barrier is not None:
         state["barrier"] = {"text": step.barrier}
@@ -115,9 +115,9 @@ def _trace_step(step: TraceStep, order: int, root: pathlib.Path | None) -> dict[
         state["phase"] = {"text": str(step.phase)}
     if state:
         extra["state"] = state
-    if step.blocked:
+    if step.blocked or step.fault:
         extra["kinds"] = ["danger"]
-        extra["properties"] = {"blocked": True}
+        extra["properties"] = {"blocked": True} if step.blocked else {"fault": True}
     return _flow_location(step.location, step.text, root, order, **extra)
 
 
@@ -162,17 +162,44 @@ def _fix(x: Fix, root: pathlib.Path | None) -> dict[str, Any]:
     }
 
 
+DOCS_URL_ENV = "TKCHECK_DOCS_URL"
+
+
 def help_uri(code: str) -> str | None:
-    """The rule's documentation as an absolute URL, when tkcheck's package metadata names one
-    (a `Documentation` project URL); SARIF viewers need an absolute URI, so otherwise none."""
+    """The rule's documentation as an absolute URL: `<docs>/rules.md#tk301` (the anchor GitHub
+    gives the rule's `## TK301` heading in docs/rules.md), where <docs> is the URL of tkcheck's
+    docs/ folder (`_docs_base`). SARIF wants an absolute URI, so without one there is none."""
     base = _docs_base()
     if not base:
         return None
     return f"{base.rstrip('/')}/rules.md#{code.lower()}" if not base.endswith(".md") else f"{base}#{code.lower()}"
 
 
-@lru_cache(maxsize=1)
+def information_uri() -> str | None:
+    """tkcheck's README beside the docs/ folder (`<repo>/README.md` for `<repo>/docs`), else the
+    documentation URL itself."""
+    base = _docs_base()
+    if not base:
+        return None
+    base = base.rstrip("/")
+    return base[: -len("/docs")] + "/README.md" if base.endswith("/docs") else base
+
+
 def _docs_base() -> str | None:
+    """The URL of tkcheck's docs/ folder: `$TKCHECK_DOCS_URL` (the GitHub Action sets it to
+    `<server>/<action repository>/blob/<action ref>/docs`), else a `Documentation` project URL
+    of the installed package; an http(s) URL only (a file path would put a machine's paths in
+    an uploaded report)."""
+    import os
+
+    env = os.environ.get(DOCS_URL_ENV, "").strip()
+    if env:
+        return env if re.match(r"^https?://\S+$", env) else None
+    return _metadata_docs_base()
+
+
+@lru_cache(maxsize=1)
+def _metadata_docs_base() -> str | None:
     try:
         from importlib.metadata import metadata
 
@@ -225,6 +252,7 @@ def sarif_log(
     rules: dict[str, Rule],
     root: pathlib.Path | None = None,
     coverage: dict | None = None,
+    run_info: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     descriptors = [_descriptor(rules[code]) for code in sorted(rules)]
     index = {d["id"]: i for i, d in enumerate(descriptors)}
@@ -233,16 +261,43 @@ def sarif_log(
         if f.code not in index:
             index[f.code] = len(descriptors)
             descriptors.append(_stub_descriptor(f))
-    driver = {"name": "tkcheck", "version": __version__, "rules": descriptors}
+    driver: dict[str, Any] = {"name": "tkcheck", "version": __version__, "rules": descriptors}
+    info = information_uri()
+    if info:
+        driver["informationUri"] = info
     run: dict[str, Any] = {
         "tool": {"driver": driver},
         "columnKind": "unicodeCodePoints",
         "results": [_result(f, index[f.code], root) for f in ordered],
     }
+    if run_info is not None:
+        run["invocations"] = [_invocation(run_info)]
     if coverage:
         # what was modelled (kernels analysed, sync ops modelled): "no results" means only this much
         run["properties"] = {"coverage": {"summary": coverage.get("summary"), "kernels": coverage.get("kernels", [])}}
     return {"$schema": SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _invocation(run_info: dict[str, Any]) -> dict[str, Any]:
+    """The run itself: `executionSuccessful` false when tkcheck exited 2 (a usage, input or
+    internal error, or coverage below --require-coverage), so a broken run does not read as a
+    clean one in code scanning; the errors and the passes that were asked for and skipped as
+    notifications; how many findings a baseline hid."""
+    code = int(run_info.get("exit_code", 0))
+    notes = [{"level": "error", "message": {"text": str(m)}} for m in run_info.get("errors", [])]
+    notes += [
+        {"level": "warning", "message": {"text": str(m)}, "descriptor": {"id": "pass-skipped"}}
+        for m in run_info.get("skipped_passes", [])
+    ]
+    inv: dict[str, Any] = {"executionSuccessful": code in (0, 1), "exitCode": code}
+    if notes:
+        inv["toolExecutionNotifications"] = notes
+    base = run_info.get("baseline")
+    if base:
+        inv["properties"] = {
+            "baseline": {"file": str(base.get("file")), "hidden": base.get("hidden", 0), "stale": base.get("stale", 0)}
+        }
+    return inv
 
 
 def render_sarif(
@@ -251,6 +306,8 @@ def render_sarif(
     rules: dict[str, Rule],
     root: pathlib.Path | None = None,
     coverage: dict[str, Any] | None = None,
+    run_info: dict[str, Any] | None = None,
     **_: object,
 ) -> str:
-    return json.dumps(sarif_log(findings, rules=rules, root=root, coverage=coverage), indent=2) + "\n"
+    log = sarif_log(findings, rules=rules, root=root, coverage=coverage, run_info=run_info)
+    return json.dumps(log, indent=2) + "\n"

@@ -1,7 +1,9 @@
 """`--trace-svg DIR`: each finding's trace drawn as lanes (one column per warp role), time downwards.
 
 Every step is a row: a marker in its role's column (green: a wait that passes,
-blue: a signal, red: a wait that blocks forever, grey: anything else) and its
+blue: a signal, red square: a wait that blocks forever, red diamond: the step
+the finding is about where it does not block (a wait at the wrong phase, marked
+`fault` by the rule), grey: anything else) and its
 full text next to it, wrapped to the column, never cut; the barrier element and
 phase follow in grey. Rows never share vertical space, text never leaves its
 column, so no two labels overlap; the picture's width is bounded (columns
@@ -35,7 +37,7 @@ COL_MAX = 340
 MARKER_DX = 10
 TEXT_DX = 24
 ROW_GAP = 8
-COLORS = {"blocked": "#d62728", "wait": "#2ca02c", "signal": "#1f77b4", "other": "#7f7f7f"}
+COLORS = {"blocked": "#d62728", "fault": "#d62728", "wait": "#2ca02c", "signal": "#1f77b4", "other": "#7f7f7f"}
 
 
 def char_width(size: float) -> float:
@@ -46,9 +48,11 @@ def line_height(size: float) -> float:
     return size * LINE_EM
 
 
-def _kind(text: str, blocked: bool) -> str:
+def _kind(text: str, blocked: bool, fault: bool = False) -> str:
     if blocked:
         return "blocked"
+    if fault:
+        return "fault"
     if text.startswith("wait(") or "passes" in text:
         return "wait"
     if text.startswith(("arrive", "expect", "load")):
@@ -119,6 +123,7 @@ def trace_svg(finding: Finding) -> str:
         ("wait passes", COLORS["wait"]),
         ("arrive / expect / load", COLORS["signal"]),
         ("blocks forever", COLORS["blocked"]),
+        *([("wrong phase (the finding)", COLORS["fault"])] if any(s.fault for s in steps) else []),
         ("time runs downwards; one column per warp role", "#555555"),
     ]
     lx: float = PAD
@@ -145,7 +150,7 @@ def trace_svg(finding: Finding) -> str:
     rows = []
     for j, s in enumerate(steps):
         i = roles.index(s.role)
-        k = _kind(s.text, s.blocked)
+        k = _kind(s.text, s.blocked, s.fault)
         lines = _wrap(s.text, col_w - TEXT_DX - 8, FONT)
         colors = [COLORS[k] if k != "other" else "#000000"] * len(lines)
         if s.barrier is not None and s.phase is not None:
@@ -165,7 +170,12 @@ def trace_svg(finding: Finding) -> str:
         mx, my = x0 + i * col_w + MARKER_DX, top + FONT * 0.6
         color = COLORS[k]
         c.text(PAD, top, [str(j + 1)], fill="#999999")
-        if k == "blocked":
+        if k == "fault":
+            c.raw(
+                f'<polygon points="{mx:.1f},{my - 8:.1f} {mx + 8:.1f},{my:.1f} {mx:.1f},{my + 8:.1f} '
+                f'{mx - 8:.1f},{my:.1f}" fill="{color}" class="fault"/>'
+            )
+        elif k == "blocked":
             c.raw(f'<rect x="{mx - 7:.1f}" y="{my - 7:.1f}" width="14" height="14" fill="{color}"/>')
             c.raw(
                 f'<line x1="{mx:.1f}" y1="{my + 7:.1f}" x2="{mx:.1f}" y2="{bottom:.1f}" stroke="{color}" '
