@@ -438,13 +438,17 @@ def _reinitialised(m: ir.KernelModel, name: str) -> bool:
 
 
 def _data_exit_ok(loop: ir.Loop) -> bool:
-    """A `for (;;)` left only through `if (c) break;` on data (c over no loop counter): as far
-    as the model knows, any number of iterations may be entered."""
-    return (
-        loop.trip is None
-        and loop.infinite
-        and bool(loop.continues)
-        and not any(c.depends_on(E.LOOP) or c.is_opaque() for c in loop.continues)
+    """A `for (;;)` left only through `if (c) break;` on data (c over no loop counter), or a
+    `while (c)` on such data without a break (`Loop.data_cond`): as far as the model knows, any
+    number N >= 0 of iterations may be entered (its trip count is a symbol; a proof holds for
+    every N, a counterexample at iteration k holds when N > k, stated with the finding)."""
+    return loop.trip is None and (
+        loop.data_cond
+        or (
+            loop.infinite
+            and bool(loop.continues)
+            and not any(c.depends_on(E.LOOP) or c.is_opaque() for c in loop.continues)
+        )
     )
 
 
@@ -758,10 +762,16 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     index = tuple(_tabulated(ix, w, m, kk) for ix in index)
     if pb is None:
         parity = _tabulated(parity, w, m, kk)
+    # a loop that goes on with the counter / ring a previous loop advanced (a drain loop): its
+    # wait is the previous loop's wait site at iterations trip .. trip + its own trip - 1
+    site = w
+    cont = _continuation(an, w, index, parity) if flat is None and pb is None else None
+    if cont is not None:
+        site, index, parity, in_range = cont
     loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | {
         v.name for v in parity.free_vars() if v.kind == E.LOOP
     }
-    chain = [m.loops[i] for i in w.loops]
+    chain = [m.loops[i] for i in site.loops]
     if any("@" in n for n in loop_vars):
         wp.reason = "loop-carried value not solved"
         return
@@ -770,6 +780,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if w.guard.thread.depends_on(E.LOOP):
         assume.append(w.guard.thread)
     trip_assume: list[E.Expr] = []
+    if cont is not None:
+        assume.append(in_range[0])
+        trip_assume.append(in_range[1])
     if flat is not None:
         O, I = chain
         k = F
@@ -786,17 +799,22 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         wp.period = period
         use = E.binop("/", k, period) if period != E.Const(1) else k
-        if O.trip is None:
+        if O.trip is None and not _data_exit_ok(O):
             wp.reason = "trip count unknown"
             return
-        trip_assume.append(E.binop("<", k, E.binop("*", I.trip, O.trip)))
+        if O.trip is None:
+            # a task loop that ends on data (a scheduler's sentinel): its trip count N is a
+            # symbol; the proof below is for every flat iteration, so for every N
+            wp.assumption = "data-exit"
+        else:
+            trip_assume.append(E.binop("<", k, E.binop("*", I.trip, O.trip)))
     elif chain:
         rl = chain[-1]
         if len(chain) > 1 and (pb is None or pb[1] is None):
             wp.reason = "wait inside nested loops (uses across outer iterations not modelled)"
             return
         if any(
-            o is not w and o.barrier is not None and o.barrier.name == w.barrier.name and rl.id in o.loops
+            o is not site and o.barrier is not None and o.barrier.name == w.barrier.name and rl.id in o.loops
             for o in m.ops_of(ir.MBAR_WAIT)
         ):
             # two wait sites on one barrier in a loop (page tokens: 2 pages a round out of
@@ -819,7 +837,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             # the loop ends on data the model does not follow: every iteration k may be
             # entered; a counterexample at k holds if the loop gets that far (stated)
             wp.assumption = "data-exit"
-        else:
+        elif cont is None:
             trip_assume.append(E.binop("<", k, rl.trip))
         if pb is not None:
             trip_assume.extend(pb[2])
@@ -845,7 +863,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             wp.reason = "one-shot wait on a barrier signalled in loops"
             return
         use = E.Const(len(same))
-    sp = _self_paced(an, w, index, k, wp.period) if k is not None and flat is None else None
+    sp = _self_paced(an, site, index, k, wp.period) if k is not None and flat is None else None
     if sp is not None:
         # a pipeline its own threads fill (per-warp prefetch-ahead ring): the wait at k
         # observes completion use(k) + prologue fills of its element - the uses the
@@ -856,7 +874,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     else:
         due = None
     why: list = []
-    hs = _handshake(an, w, why) if due is None else False
+    hs = _handshake(an, site, why) if due is None else False
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
@@ -873,7 +891,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         wp.reason = "both barriers of the handshake carry data"
         return
     if wp.offset == -1:
-        filled = _prefilled(an, w)
+        filled = _prefilled(an, site)
         if filled is None:
             wp.reason = "the data barrier of the handshake is filled before the loop in a way not modelled"
             return
@@ -881,7 +899,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         # that fill is the first phase w's first use of its slot waits for
         wp.offset += filled
     if due is None:
-        pre = _pre_completions(an, w, wp.loop, wp.offset)
+        pre = _pre_completions(an, site, wp.loop, wp.offset)
         if pre is None:
             wp.reason = "arrivals outside the loop not accounted"
             return
@@ -925,6 +943,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         return
     stage = tuple(ix.eval(env) for ix in index)
     it = env.get(k.name, 0) if k is not None else None
+    if cont is not None and it is not None:
+        # the continuing loop's own iteration
+        t0 = chain[-1].trip.eval(env) if chain[-1].trip is not None else None
+        it = it - t0 if isinstance(t0, int) else it
+        wp.loop = w.loops[-1]
     wp.witness = {
         "iteration": it,
         "stage": stage[0] if len(stage) == 1 else (list(stage) if stage else None),
@@ -968,6 +991,60 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
 
 
 _BIT_OPS = frozenset(("&", ">>", "<<", "|", "^"))
+
+
+def _continuation(an: Analysis, w: ir.Op, index, parity):
+    """A wait in a loop D that goes on with the values a previous loop P advanced
+    (`Loop.carried_from`: `for (; k < K + S; ++k) wait(empty[k % S], ...)` after the main loop
+    `for (; k < K; ++k)`): when P has one wait site on the barrier, run by the same threads
+    in every iteration, and D's index at its iteration j is that site's index at P's iteration
+    P.trip + j (proved), D's waits are that site's uses at iterations P.trip .. P.trip +
+    D.trip - 1 -- the fills before them are counted over both loops. Returns (P's site, index
+    and parity over P's counter, (kP >= P.trip, kP < P.trip + D.trip)), or None."""
+    from .. import solver
+
+    m, th, to = an.model, an.threads, an.solver_timeout_ms
+    if len(w.loops) != 1 or w.barrier is None:
+        return None
+    D = m.loops[w.loops[-1]]
+    P = m.loops.get(D.carried_from) if D.carried_from is not None else None
+    if P is None or P.trip is None or D.trip is None or P.parent != D.parent:
+        return None
+    if any(x.depends_on(E.THREAD) or x.is_opaque() for x in (P.trip, D.trip)):
+        return None
+    name = w.barrier.name
+    waits = [o for o in m.ops_of(ir.MBAR_WAIT) if o.barrier is not None and o.barrier.name == name]
+    sites = [o for o in waits if o.loops == (P.id,)]
+    if len(sites) != 1:
+        return None
+    site = sites[0]
+    mine = th.executing(w)
+    if mine is None or th.executing(site) != mine:
+        return None
+    for o in (w, site):
+        g = o.guard
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform):
+            return None
+    if set(w.guard.uniform) != set(site.guard.uniform) or site.parity is None or site.parity.is_opaque():
+        return None
+    # between the two loops, and in D, nothing else waits on or signals the barrier
+    end_p = max(o.order for o in m.ops if P.id in o.loops)
+    if any(o is not w and end_p < o.order and (D.id in o.loops or o.order < w.order) for o in waits):
+        return None
+    if any(D.id in s.loops or end_p < s.order < w.order for s in _signals(m, name)):
+        return None
+    kP = P.counter
+    back = {D.counter.name: E.binop("-", kP, P.trip)}
+    idx = tuple(linear(E.substitute(ix, back)) for ix in index)
+    par = linear(E.substitute(parity, back))
+    idx_p = tuple(linear(ix) for ix in site.barrier.index)
+    if len(idx) != len(idx_p) or any(ix.is_opaque() for ix in idx_p):
+        return None
+    lo, hi = E.binop(">=", kP, P.trip), E.binop("<", kP, E.binop("+", P.trip, D.trip))
+    same = E.conj(*[E.binop("==", a, b) for a, b in zip(idx, idx_p)])
+    if solver.always(same, to, assume=(lo, hi, *w.guard.uniform)) is not True:
+        return None
+    return site, idx_p, par, (lo, hi)
 
 
 def _tabulated(e: E.Expr, w: ir.Op, m: ir.KernelModel, k: E.Var | None) -> E.Expr:
