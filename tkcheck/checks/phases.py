@@ -874,11 +874,13 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     else:
         due = None
     why: list = []
+    # a pipeline the waiting threads fill themselves (`_self_paced`) is no handshake: the
+    # direction is theirs, also in a loop that ends on data
     hs = _handshake(an, site, why) if due is None else False
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
-    if wp.assumption == "data-exit" and hs is False and "skip" not in why and "pair" not in why:
+    if wp.assumption == "data-exit" and hs is False and sp is None and "skip" not in why and "pair" not in why:
         # `False` is also the answer when no handshake was found at all; in a loop whose
         # trip the model does not know, only a direction proved from the guards is used
         wp.reason = "handshake direction not established (data-exit loop)"
