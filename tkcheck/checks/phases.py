@@ -452,6 +452,35 @@ def _data_exit_ok(loop: ir.Loop) -> bool:
     )
 
 
+# how many iterations of a loop that ends on its counter a counterexample may need
+REACH_BOUND = 16
+
+
+def _counter_exit(loop: ir.Loop) -> bool:
+    """A `for (;;)` left only through `if (c) break;` on block-uniform conditions c over its own
+    counter (`if (task_idx(k).x == -1) break;`): its trip count is the first k where some c
+    fails -- a symbol to the model. A proof for every k holds for it; a counterexample at k
+    holds only when every iteration before k went on (`_reached`)."""
+    return (
+        loop.trip is None
+        and loop.infinite
+        and bool(loop.continues)
+        and not any(c.is_opaque() for c in loop.continues)
+        and all(v == loop.counter for c in loop.continues for v in c.free_vars() if v.kind == E.LOOP)
+    )
+
+
+def _reached(loop: ir.Loop) -> list[E.Expr]:
+    """Constraints that iteration k of a loop ending on its counter is entered: k is at most
+    REACH_BOUND and every iteration j < k went on past each break."""
+    k = loop.counter
+    out = [E.binop("<=", k, E.Const(REACH_BOUND))]
+    for j in range(REACH_BOUND):
+        for c in loop.continues:
+            out.append(E.binop("||", E.binop(">=", E.Const(j), k), E.substitute(c, {k.name: E.Const(j)})))
+    return out
+
+
 def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int = 0) -> int | None:
     """Phases completed per element by arrivals outside w's loops, before w."""
     m, th = an.model, an.threads
@@ -780,6 +809,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if w.guard.thread.depends_on(E.LOOP):
         assume.append(w.guard.thread)
     trip_assume: list[E.Expr] = []
+    reach: list[E.Expr] = []
     if cont is not None:
         assume.append(in_range[0])
         trip_assume.append(in_range[1])
@@ -821,7 +851,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             # 3): one site's uses of an element are not its element's uses
             wp.reason = "barrier waited at several sites in the loop"
             return
-        data_exit = rl.trip is None and _data_exit_ok(rl) and len(chain) == 1
+        data_exit = rl.trip is None and (_data_exit_ok(rl) or _counter_exit(rl)) and len(chain) == 1
+        if data_exit and _counter_exit(rl):
+            # a counterexample must be reached: every earlier iteration went on
+            reach = _reached(rl)
         if rl.trip is None and not data_exit:
             wp.reason = "trip count unknown"
             return
@@ -931,7 +964,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if ok is None:
         wp.reason = "solver: unknown"
         return
+    if reach:
+        assume.extend(reach)
     cex = _smallest_counterexample(bad, k, assume, to)
+    if cex is None and reach:
+        wp.reason = "no counterexample reached within the first iterations of a loop that ends on its counter"
+        return
     if cex is None and trip_assume:
         cex = solver.witness(bad, to, assume=tuple(assume))  # Optimize gave up (non-linear bounds)
     if cex is None:
@@ -967,7 +1005,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         if isinstance(tv, int) and tv > 0:
             wp.witness["outer_iteration"], wp.witness["iteration"] = divmod(it, tv)
             wp.witness["flat_iteration"] = it
-    if wp.assumption == "data-exit" and len(chain) > 1:
+    if reach:
+        # the loop ends on its counter and the counterexample's iteration is reached: no
+        # assumption about the trip count is left
+        wp.assumption = ""
+    elif wp.assumption == "data-exit" and len(chain) > 1:
         ot = wp.witness.get("outer_iteration", env.get(chain[0].counter.name, 0))
         wp.assumption = (
             f"assuming the task loop, which ends on a data-dependent `break`, enters iteration {ot}: "
