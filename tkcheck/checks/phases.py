@@ -885,6 +885,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             for o in m.ops_of(ir.MBAR_WAIT)
             if o.order < w.order and o.barrier is not None and o.barrier.name == w.barrier.name
         ]
+        mine = an.threads.executing(w)
+        if mine is not None:
+            # a wait changes no phase: other threads' waits (the MMA warp's wait on the TMEM
+            # allocation before the epilogue's) are not uses of w's threads
+            earlier = [o for o in earlier if (an.threads.executing(o) is None or an.threads.executing(o) & mine)]
         if any(o.loops for o in earlier):
             wp.reason = "barrier also waited in a loop before"
             return
