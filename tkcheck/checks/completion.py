@@ -430,12 +430,16 @@ def fill_visits(m: ir.KernelModel, op: ir.Op) -> int | None:
     loop = m.loops.get(op.loops[0])
     if loop is None or loop.parent is not None or loop.trip is None or loop.continues or not loop.uniform:
         return None
-    if b.index[0] != loop.counter or instance_loops(m, op):
+    if instance_loops(m, op):
         return None
     size, trip = decl.dims[0].eval({}), loop.trip.eval({})
     if not isinstance(size, int) or not isinstance(trip, int) or not 0 < trip <= size:
         return None
     counter = loop.counter
+    # the index is the counter: spelled so, or equal to it at every iteration (`k % S` of a
+    # prologue loop `for (; k < S; ++k)` whose counter the main loop goes on with)
+    if b.index[0] != counter and any(b.index[0].eval({counter.name: j}) != j for j in range(trip)):
+        return None
     if any(counter in c.free_vars() for c in op.guard.uniform) or counter in op.guard.thread.free_vars():
         return None
     return trip
