@@ -131,6 +131,7 @@ class StatementWalk:
         # loop starting from them with the same update continues the sequence
         self._seq_registry: dict = {}
         self._last_continued: int | None = None  # the loop the loop walked last continues
+        self._seq_walks = 0  # loop walks registered in _seq_registry
 
     def walk(self, c, ctx: Ctx) -> str | None:
         """Walk a statement. Returns 'return'/'break'/'continue' when the
@@ -1011,7 +1012,7 @@ class StatementWalk:
                 after[slot] = E.opaque(f"{slot.label}@after-loop")
             slot.set(ctx.env, after[slot])
         if system is not None and loop.trip is not None and not loop.trip.depends_on(E.THREAD):
-            self._register_sequence(lid, loop.trip, carried, system, after)
+            self._register_sequence(lid, loop.trip, carried, system, after, ctx.dry)
         if self._system_logs and system is not None:
             # what the enclosing loop's analysis may need: this loop's update of its carried
             # values (a ring advanced here across the tasks of a persistent loop)
@@ -1324,7 +1325,7 @@ class StatementWalk:
             out[sl] = (str(E.substitute(e, ren)), deps)
         return out
 
-    def _register_sequence(self, lid, trip, carried, system, after):
+    def _register_sequence(self, lid, trip, carried, system, after, dry=False):
         """Remember the values this loop leaves in its carried slots (their closed forms after
         `trip` iterations): a later loop that starts from them with the same update goes on
         with the same sequence (a drain loop continuing the main loop's counter, a ring and its
@@ -1335,11 +1336,14 @@ class StatementWalk:
         ups = self._updates(start, ends, [sl for sl in slots if sl in carried])
         if ups is None:
             return
+        self._seq_walks += 1
+        walk = self._seq_walks  # this walk of the loop (the dry and the real walk differ)
         for sl, closed in carried.items():
             v = after.get(sl)
             if sl not in ups or _is_opaque_form(closed) or not isinstance(v, Expr) or v.is_opaque():
                 continue
-            self._seq_registry[v] = (lid, trip, sl, closed, ups[sl], {start[d].name for d in slots if d in ups})
+            # a loop walked dry is not in the model: its id is never a Loop.carried_from
+            self._seq_registry[v] = (walk, None if dry else lid, trip, sl, closed, ups[sl])
 
     def _continue_sequence(self, out, slots, start, ends):
         """Slots that enter this loop with the values a previous loop left (see
@@ -1349,7 +1353,7 @@ class StatementWalk:
         found = {}
         for sl, v0 in slots.items():
             info = self._seq_registry.get(v0) if isinstance(v0, Expr) else None
-            if info is not None and info[2] == sl:
+            if info is not None and info[3] == sl:
                 found[sl] = info
         if not found or len({info[0] for info in found.values()}) != 1:
             return
@@ -1359,11 +1363,11 @@ class StatementWalk:
         names = {start[sl].name for sl in found}
         for sl, info in found.items():
             text, deps = ups[sl]
-            if text != info[4][0] or not deps <= names:
+            if text != info[5][0] or not deps <= names:
                 return
-        for sl, (lid, trip, _, closed, _, _) in found.items():
+        for sl, (_, _, trip, _, closed, _) in found.items():
             out[sl] = lambda k, closed=closed, trip=trip: closed(E.binop("+", trip, k))
-        self._last_continued = next(iter(found.values()))[0]
+        self._last_continued = next(iter(found.values()))[1]
 
     def _flat_outer(self, out, slots, start, ends, nested, counter, unchanged=None):
         """Slots of this (outer) loop left unknown that only a directly nested loop of an
