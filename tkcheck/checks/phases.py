@@ -467,6 +467,7 @@ def _counter_exit(loop: ir.Loop) -> bool:
         and bool(loop.continues)
         and not any(c.is_opaque() for c in loop.continues)
         and all(v == loop.counter for c in loop.continues for v in c.free_vars() if v.kind == E.LOOP)
+        and any(loop.counter in c.free_vars() for c in loop.continues)
     )
 
 
