@@ -178,3 +178,31 @@ def test_a_carried_value_with_a_prefix_is_solved_periodically():
         recurrence.structural_period(recurrence._periodic_part(recurrence.canonical_form(head_s, 1, 4, k), k, 2), k)
         == 4
     )
+
+
+def test_a_drain_loop_continues_the_main_loops_counter_and_its_waits_are_proved():
+    """`for (; k < K + S; ++k)` after `for (; k < K; ++k)`: the drain loop records the loop it
+    continues and starts from that loop's trip count; its wait is proved (not a false TK303, not
+    left undecided), and the drain waiting on the wrong parity is a counterexample at the
+    drain's own iteration."""
+    path = ROOT / "fixtures" / "loops" / "drain_carried_counter.cu"
+    ms = {m.name: m for m in _models(path)}
+    good = ms["drain_good"]
+    drain = [lp for lp in good.loops.values() if lp.carried_from is not None]
+    assert len(drain) == 1
+    main = good.loops[drain[0].carried_from]
+    assert drain[0].init == main.trip and drain[0].step == E.Const(1)
+    wps = _phases(path)
+    drained = [wp for (name, _), wp in wps.items() if name == "drain_good" and wp.op.loops == (drain[0].id,)]
+    assert [wp.status for wp in drained] == ["ok"]
+    bad = [wp for (name, _), wp in wps.items() if name == "drain_off_by_one" and wp.status == "mismatch"]
+    assert len(bad) == 1 and bad[0].witness["iteration"] == 0 and bad[0].loop == bad[0].op.loops[-1]
+
+
+def test_loops_without_a_count_are_proved_for_every_trip_count():
+    """A scheduler loop that ends on a sentinel read from memory, and one that ends on its own
+    counter: the waits of their rings are decided, the good ones proved."""
+    for fixture, good in (("persistent_scheduler.cu", "scheduled"), ("counter_exit.cu", "counter_exit")):
+        wps = _phases(ROOT / "fixtures" / "loops" / fixture)
+        mine = [wp for (name, _), wp in wps.items() if name == good]
+        assert mine and all(wp.status == "ok" for wp in mine), [(wp.op.location.row, wp.reason) for wp in mine]

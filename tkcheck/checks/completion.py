@@ -430,12 +430,16 @@ def fill_visits(m: ir.KernelModel, op: ir.Op) -> int | None:
     loop = m.loops.get(op.loops[0])
     if loop is None or loop.parent is not None or loop.trip is None or loop.continues or not loop.uniform:
         return None
-    if b.index[0] != loop.counter or instance_loops(m, op):
+    if instance_loops(m, op):
         return None
     size, trip = decl.dims[0].eval({}), loop.trip.eval({})
     if not isinstance(size, int) or not isinstance(trip, int) or not 0 < trip <= size:
         return None
     counter = loop.counter
+    # the index is the counter: spelled so, or equal to it at every iteration (`k % S` of a
+    # prologue loop `for (; k < S; ++k)` whose counter the main loop goes on with)
+    if b.index[0] != counter and any(b.index[0].eval({counter.name: j}) != j for j in range(trip)):
+        return None
     if any(counter in c.free_vars() for c in op.guard.uniform) or counter in op.guard.thread.free_vars():
         return None
     return trip
@@ -727,6 +731,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         for groups in (acc.arrivals, acc.expects, acc.loads):
             for key, contribs in groups.items():
                 _merge_exclusive(contribs, an.solver_timeout_ms)
+                _merge_continued(m, contribs, an.solver_timeout_ms)
                 pats = {c.pattern for c in contribs}
                 sigs = {_uniform_sig(c.op, m, c.consumed, c.round_loop, c.exclusive) for c in contribs}
                 if _nested_rounds(contribs):
@@ -785,6 +790,54 @@ def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:
                 changed = True
                 break
             if changed:
+                break
+
+
+def continues(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> bool:
+    """b, in a loop D that goes on with the values a previous loop P advanced
+    (`Loop.carried_from`), is a's site continued: a runs in every iteration of P, b in every
+    iteration of D, nested in nothing else, and b's barrier element at D's iteration j is a's at
+    P's iteration P.trip + j (proved for the iterations that run). Their rounds are then one
+    sequence: P's rounds followed by D's."""
+    from .. import solver
+
+    if len(a.loops) != 1 or len(b.loops) != 1 or a.barrier is None or b.barrier is None:
+        return False
+    P, D = m.loops.get(a.loops[0]), m.loops.get(b.loops[0])
+    if P is None or D is None or D.carried_from != P.id or P.trip is None or D.trip is None:
+        return False
+    if a.barrier.name != b.barrier.name or len(a.barrier.index) != len(b.barrier.index):
+        return False
+    for o in (a, b):
+        g = o.guard
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform):
+            return False
+    if set(a.guard.uniform) != set(b.guard.uniform) or a.guard.thread != b.guard.thread:
+        return False
+    k = P.counter
+    back = {D.counter.name: E.binop("-", k, P.trip)}
+    same = E.conj(*[E.binop("==", E.substitute(y, back), x) for x, y in zip(a.barrier.index, b.barrier.index)])
+    lo, hi = E.binop(">=", k, P.trip), E.binop("<", k, E.binop("+", P.trip, D.trip))
+    return solver.always(same, timeout_ms, assume=(lo, hi, *a.guard.uniform)) is True
+
+
+def _merge_continued(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: int) -> None:
+    """A site in a loop that continues a previous loop's sequence (see `continues`) with the
+    same threads and amounts as that loop's site contributes to the rounds after that loop's,
+    the same per round: one contribution stands for both (in place)."""
+    for b in list(contribs):
+        for a in contribs:
+            if (
+                a is not b
+                and a.issuers == b.issuers
+                and str(a.amount) == str(b.amount)
+                and str(a.times) == str(b.times)
+                and a.op.kind == b.op.kind
+                and not a.consumed
+                and not b.consumed
+                and continues(m, a.op, b.op, timeout_ms)
+            ):
+                contribs.remove(b)
                 break
 
 

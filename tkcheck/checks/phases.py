@@ -438,14 +438,48 @@ def _reinitialised(m: ir.KernelModel, name: str) -> bool:
 
 
 def _data_exit_ok(loop: ir.Loop) -> bool:
-    """A `for (;;)` left only through `if (c) break;` on data (c over no loop counter): as far
-    as the model knows, any number of iterations may be entered."""
+    """A `for (;;)` left only through `if (c) break;` on data (c over no loop counter), or a
+    `while (c)` on such data without a break (`Loop.data_cond`): as far as the model knows, any
+    number N >= 0 of iterations may be entered (its trip count is a symbol; a proof holds for
+    every N, a counterexample at iteration k holds when N > k, stated with the finding)."""
+    return loop.trip is None and (
+        loop.data_cond
+        or (
+            loop.infinite
+            and bool(loop.continues)
+            and not any(c.depends_on(E.LOOP) or c.is_opaque() for c in loop.continues)
+        )
+    )
+
+
+# how many iterations of a loop that ends on its counter a counterexample may need
+REACH_BOUND = 16
+
+
+def _counter_exit(loop: ir.Loop) -> bool:
+    """A `for (;;)` left only through `if (c) break;` on block-uniform conditions c over its own
+    counter (`if (task_idx(k).x == -1) break;`): its trip count is the first k where some c
+    fails -- a symbol to the model. A proof for every k holds for it; a counterexample at k
+    holds only when every iteration before k went on (`_reached`)."""
     return (
         loop.trip is None
         and loop.infinite
         and bool(loop.continues)
-        and not any(c.depends_on(E.LOOP) or c.is_opaque() for c in loop.continues)
+        and not any(c.is_opaque() for c in loop.continues)
+        and all(v == loop.counter for c in loop.continues for v in c.free_vars() if v.kind == E.LOOP)
+        and any(loop.counter in c.free_vars() for c in loop.continues)
     )
+
+
+def _reached(loop: ir.Loop) -> list[E.Expr]:
+    """Constraints that iteration k of a loop ending on its counter is entered: k is at most
+    REACH_BOUND and every iteration j < k went on past each break."""
+    k = loop.counter
+    out = [E.binop("<=", k, E.Const(REACH_BOUND))]
+    for j in range(REACH_BOUND):
+        for c in loop.continues:
+            out.append(E.binop("||", E.binop(">=", E.Const(j), k), E.substitute(c, {k.name: E.Const(j)})))
+    return out
 
 
 def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int = 0) -> int | None:
@@ -758,10 +792,16 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     index = tuple(_tabulated(ix, w, m, kk) for ix in index)
     if pb is None:
         parity = _tabulated(parity, w, m, kk)
+    # a loop that goes on with the counter / ring a previous loop advanced (a drain loop): its
+    # wait is the previous loop's wait site at iterations trip .. trip + its own trip - 1
+    site = w
+    cont = _continuation(an, w, index, parity) if flat is None and pb is None else None
+    if cont is not None:
+        site, index, parity, in_range = cont
     loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | {
         v.name for v in parity.free_vars() if v.kind == E.LOOP
     }
-    chain = [m.loops[i] for i in w.loops]
+    chain = [m.loops[i] for i in site.loops]
     if any("@" in n for n in loop_vars):
         wp.reason = "loop-carried value not solved"
         return
@@ -770,6 +810,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if w.guard.thread.depends_on(E.LOOP):
         assume.append(w.guard.thread)
     trip_assume: list[E.Expr] = []
+    reach: list[E.Expr] = []
+    if cont is not None:
+        assume.append(in_range[0])
+        trip_assume.append(in_range[1])
     if flat is not None:
         O, I = chain
         k = F
@@ -786,24 +830,32 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         wp.period = period
         use = E.binop("/", k, period) if period != E.Const(1) else k
-        if O.trip is None:
+        if O.trip is None and not _data_exit_ok(O):
             wp.reason = "trip count unknown"
             return
-        trip_assume.append(E.binop("<", k, E.binop("*", I.trip, O.trip)))
+        if O.trip is None:
+            # a task loop that ends on data (a scheduler's sentinel): its trip count N is a
+            # symbol; the proof below is for every flat iteration, so for every N
+            wp.assumption = "data-exit"
+        else:
+            trip_assume.append(E.binop("<", k, E.binop("*", I.trip, O.trip)))
     elif chain:
         rl = chain[-1]
         if len(chain) > 1 and (pb is None or pb[1] is None):
             wp.reason = "wait inside nested loops (uses across outer iterations not modelled)"
             return
         if any(
-            o is not w and o.barrier is not None and o.barrier.name == w.barrier.name and rl.id in o.loops
+            o is not site and o.barrier is not None and o.barrier.name == w.barrier.name and rl.id in o.loops
             for o in m.ops_of(ir.MBAR_WAIT)
         ):
             # two wait sites on one barrier in a loop (page tokens: 2 pages a round out of
             # 3): one site's uses of an element are not its element's uses
             wp.reason = "barrier waited at several sites in the loop"
             return
-        data_exit = rl.trip is None and _data_exit_ok(rl) and len(chain) == 1
+        data_exit = rl.trip is None and (_data_exit_ok(rl) or _counter_exit(rl)) and len(chain) == 1
+        if data_exit and _counter_exit(rl):
+            # a counterexample must be reached: every earlier iteration went on
+            reach = _reached(rl)
         if rl.trip is None and not data_exit:
             wp.reason = "trip count unknown"
             return
@@ -819,7 +871,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             # the loop ends on data the model does not follow: every iteration k may be
             # entered; a counterexample at k holds if the loop gets that far (stated)
             wp.assumption = "data-exit"
-        else:
+        elif cont is None:
             trip_assume.append(E.binop("<", k, rl.trip))
         if pb is not None:
             trip_assume.extend(pb[2])
@@ -834,6 +886,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             for o in m.ops_of(ir.MBAR_WAIT)
             if o.order < w.order and o.barrier is not None and o.barrier.name == w.barrier.name
         ]
+        mine = an.threads.executing(w)
+        if mine is not None:
+            # a wait changes no phase: other threads' waits (the MMA warp's wait on the TMEM
+            # allocation before the epilogue's) are not uses of w's threads
+            earlier = [o for o in earlier if (an.threads.executing(o) is None or an.threads.executing(o) & mine)]
         if any(o.loops for o in earlier):
             wp.reason = "barrier also waited in a loop before"
             return
@@ -845,7 +902,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             wp.reason = "one-shot wait on a barrier signalled in loops"
             return
         use = E.Const(len(same))
-    sp = _self_paced(an, w, index, k, wp.period) if k is not None and flat is None else None
+    sp = _self_paced(an, site, index, k, wp.period) if k is not None and flat is None else None
     if sp is not None:
         # a pipeline its own threads fill (per-warp prefetch-ahead ring): the wait at k
         # observes completion use(k) + prologue fills of its element - the uses the
@@ -856,11 +913,13 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     else:
         due = None
     why: list = []
-    hs = _handshake(an, w, why) if due is None else False
+    # a pipeline the waiting threads fill themselves (`_self_paced`) is no handshake: the
+    # direction is theirs, also in a loop that ends on data
+    hs = _handshake(an, site, why) if due is None else False
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
-    if wp.assumption == "data-exit" and hs is False and "skip" not in why and "pair" not in why:
+    if wp.assumption == "data-exit" and hs is False and sp is None and "skip" not in why and "pair" not in why:
         # `False` is also the answer when no handshake was found at all; in a loop whose
         # trip the model does not know, only a direction proved from the guards is used
         wp.reason = "handshake direction not established (data-exit loop)"
@@ -873,7 +932,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         wp.reason = "both barriers of the handshake carry data"
         return
     if wp.offset == -1:
-        filled = _prefilled(an, w)
+        filled = _prefilled(an, site)
         if filled is None:
             wp.reason = "the data barrier of the handshake is filled before the loop in a way not modelled"
             return
@@ -881,7 +940,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         # that fill is the first phase w's first use of its slot waits for
         wp.offset += filled
     if due is None:
-        pre = _pre_completions(an, w, wp.loop, wp.offset)
+        pre = _pre_completions(an, site, wp.loop, wp.offset)
         if pre is None:
             wp.reason = "arrivals outside the loop not accounted"
             return
@@ -911,7 +970,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if ok is None:
         wp.reason = "solver: unknown"
         return
+    if reach:
+        assume.extend(reach)
     cex = _smallest_counterexample(bad, k, assume, to)
+    if cex is None and reach:
+        wp.reason = "no counterexample reached within the first iterations of a loop that ends on its counter"
+        return
     if cex is None and trip_assume:
         cex = solver.witness(bad, to, assume=tuple(assume))  # Optimize gave up (non-linear bounds)
     if cex is None:
@@ -925,6 +989,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         return
     stage = tuple(ix.eval(env) for ix in index)
     it = env.get(k.name, 0) if k is not None else None
+    if cont is not None and it is not None:
+        # the continuing loop's own iteration
+        t0 = chain[-1].trip.eval(env) if chain[-1].trip is not None else None
+        it = it - t0 if isinstance(t0, int) else it
+        wp.loop = w.loops[-1]
     wp.witness = {
         "iteration": it,
         "stage": stage[0] if len(stage) == 1 else (list(stage) if stage else None),
@@ -942,7 +1011,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         if isinstance(tv, int) and tv > 0:
             wp.witness["outer_iteration"], wp.witness["iteration"] = divmod(it, tv)
             wp.witness["flat_iteration"] = it
-    if wp.assumption == "data-exit" and len(chain) > 1:
+    if reach:
+        # the loop ends on its counter and the counterexample's iteration is reached: no
+        # assumption about the trip count is left
+        wp.assumption = ""
+    elif wp.assumption == "data-exit" and len(chain) > 1:
         ot = wp.witness.get("outer_iteration", env.get(chain[0].counter.name, 0))
         wp.assumption = (
             f"assuming the task loop, which ends on a data-dependent `break`, enters iteration {ot}: "
@@ -968,6 +1041,60 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
 
 
 _BIT_OPS = frozenset(("&", ">>", "<<", "|", "^"))
+
+
+def _continuation(an: Analysis, w: ir.Op, index, parity):
+    """A wait in a loop D that goes on with the values a previous loop P advanced
+    (`Loop.carried_from`: `for (; k < K + S; ++k) wait(empty[k % S], ...)` after the main loop
+    `for (; k < K; ++k)`): when P has one wait site on the barrier, run by the same threads
+    in every iteration, and D's index at its iteration j is that site's index at P's iteration
+    P.trip + j (proved), D's waits are that site's uses at iterations P.trip .. P.trip +
+    D.trip - 1 -- the fills before them are counted over both loops. Returns (P's site, index
+    and parity over P's counter, (kP >= P.trip, kP < P.trip + D.trip)), or None."""
+    from .. import solver
+
+    m, th, to = an.model, an.threads, an.solver_timeout_ms
+    if len(w.loops) != 1 or w.barrier is None:
+        return None
+    D = m.loops[w.loops[-1]]
+    P = m.loops.get(D.carried_from) if D.carried_from is not None else None
+    if P is None or P.trip is None or D.trip is None or P.parent != D.parent:
+        return None
+    if any(x.depends_on(E.THREAD) or x.is_opaque() for x in (P.trip, D.trip)):
+        return None
+    name = w.barrier.name
+    waits = [o for o in m.ops_of(ir.MBAR_WAIT) if o.barrier is not None and o.barrier.name == name]
+    sites = [o for o in waits if o.loops == (P.id,)]
+    if len(sites) != 1:
+        return None
+    site = sites[0]
+    mine = th.executing(w)
+    if mine is None or th.executing(site) != mine:
+        return None
+    for o in (w, site):
+        g = o.guard
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform):
+            return None
+    if set(w.guard.uniform) != set(site.guard.uniform) or site.parity is None or site.parity.is_opaque():
+        return None
+    # between the two loops, and in D, nothing else waits on or signals the barrier
+    end_p = max(o.order for o in m.ops if P.id in o.loops)
+    if any(o is not w and end_p < o.order and (D.id in o.loops or o.order < w.order) for o in waits):
+        return None
+    if any(D.id in s.loops or end_p < s.order < w.order for s in _signals(m, name)):
+        return None
+    kP = P.counter
+    back = {D.counter.name: E.binop("-", kP, P.trip)}
+    idx = tuple(linear(E.substitute(ix, back)) for ix in index)
+    par = linear(E.substitute(parity, back))
+    idx_p = tuple(linear(ix) for ix in site.barrier.index)
+    if len(idx) != len(idx_p) or any(ix.is_opaque() for ix in idx_p):
+        return None
+    lo, hi = E.binop(">=", kP, P.trip), E.binop("<", kP, E.binop("+", P.trip, D.trip))
+    same = E.conj(*[E.binop("==", a, b) for a, b in zip(idx, idx_p)])
+    if solver.always(same, to, assume=(lo, hi, *w.guard.uniform)) is not True:
+        return None
+    return site, idx_p, par, (lo, hi)
 
 
 def _tabulated(e: E.Expr, w: ir.Op, m: ir.KernelModel, k: E.Var | None) -> E.Expr:

@@ -127,6 +127,11 @@ class StatementWalk:
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system: tuple | None = None  # the carried-variable system of the loop walked last
         self._fresh_slots = 0  # carried-variable systems solved so far (names their start values)
+        # values a loop left in its carried slots -> (loop id, trip, closed form, update): a later
+        # loop starting from them with the same update continues the sequence
+        self._seq_registry: dict = {}
+        self._last_continued: int | None = None  # the loop the loop walked last continues
+        self._seq_walks = 0  # loop walks registered in _seq_registry
 
     def walk(self, c, ctx: Ctx) -> str | None:
         """Walk a statement. Returns 'return'/'break'/'continue' when the
@@ -934,14 +939,17 @@ class StatementWalk:
             ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
         # loop-carried variables: solve their per-iteration closed forms
         self._last_system = None
+        self._last_continued = None
         carried = self._carried_variables(
             body, inc_c, lctx, exclude={var_name} if var_name else set(), counter=counter, ivar=ivar
         )
         system = self._last_system
         self._last_system = None
+        continued, self._last_continued = self._last_continued, None
         loop = ir.Loop(
             lid, var_name, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None, infinite=infinite
         )
+        loop.carried_from = continued
         if trip is not None and trip.depends_on(E.THREAD):
             loop.uniform = False
         if self.w.model is not None and not ctx.dry:
@@ -956,9 +964,10 @@ class StatementWalk:
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
         if cond_c is not None and trip is None and var is None and carried:
-            trip = self._carried_trip(cond_c, bctx, counter)
-            if trip is not None:
-                loop.trip = trip
+            ct = self._carried_trip(cond_c, bctx, counter)
+            if ct is not None:
+                trip, loop.init = ct
+                loop.trip, loop.step = trip, E.Const(1)
         if cond_c is not None and trip is None:
             cond = self.exec_expr(cond_c, replace(bctx, dry=True))
             cls, cexp = self._classify(_to_bool(cond) if isinstance(cond, Expr) else cond, bctx)
@@ -983,6 +992,15 @@ class StatementWalk:
             loop.trip = None
         if infinite and self._loop_breaks and all(b is not None for b in self._loop_breaks):
             loop.continues = tuple(self._loop_breaks)
+        elif (
+            not infinite
+            and not self._loop_breaks
+            and loop.trip is None
+            and loop.cond is not None
+            and not loop.cond.depends_on(E.LOOP)
+            and not loop.cond.is_opaque()
+        ):
+            loop.data_cond = True  # `while (next_tile >= 0)`: ends on data
         self._loop_breaks = saved_breaks
         # after the loop: carried variables hold their value after `trip`
         # iterations when the trip count is known, else an unknown
@@ -993,6 +1011,8 @@ class StatementWalk:
             else:
                 after[slot] = E.opaque(f"{slot.label}@after-loop")
             slot.set(ctx.env, after[slot])
+        if system is not None and loop.trip is not None and not loop.trip.depends_on(E.THREAD):
+            self._register_sequence(lid, loop.trip, carried, system, after, ctx.dry)
         if self._system_logs and system is not None:
             # what the enclosing loop's analysis may need: this loop's update of its carried
             # values (a ring advanced here across the tasks of a persistent loop)
@@ -1008,7 +1028,7 @@ class StatementWalk:
 
     def _carried_trip(self, cond_c, ctx: Ctx, counter: E.Var):
         """`x < n` where the carried x is `x0 + k` (an object's index advanced by a member
-        function): the trip count n - x0."""
+        function, a counter a previous loop advanced): (the trip count n - x0, x0)."""
         node = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
         if not isinstance(node, cexpr.Bin) or node.op != "<":
             return None
@@ -1028,7 +1048,7 @@ class StatementWalk:
             E.ite(E.binop("<", t, E.Const(0)), E.Const(0), t)
             if not isinstance(t, E.Const)
             else E.Const(max(t.value, 0))
-        )
+        ), x0
 
     def _induction(self, init_s, cond_c, inc_c, ctx: Ctx):
         """(induction lvalue node, start value, step, trip count, infinite)."""
@@ -1287,8 +1307,67 @@ class StatementWalk:
         # carried across the tasks of a persistent loop): one flat sequence of steps
         self._flat_outer(out, slots, start, ends, nested, counter, unchanged)
         self._flat_inner(out, slots, start, ends, counter)
+        self._continue_sequence(out, slots, start, ends)
         self._last_system = (dict(start), dict(ends), dict(slots))
         return out
+
+    @staticmethod
+    def _updates(start, ends, slots) -> dict | None:
+        """Each slot's update with the start values named by slot (comparable across loops),
+        with the slots it reads; None for an update that is not an expression."""
+        ren = {start[sl].name: E.Var(f"@{sl.label}", E.LOOP) for sl in slots}
+        out = {}
+        for sl in slots:
+            e = ends.get(sl)
+            if not isinstance(e, Expr):
+                return None
+            deps = {v.name for v in e.free_vars() if v.kind == E.LOOP}
+            out[sl] = (str(E.substitute(e, ren)), deps)
+        return out
+
+    def _register_sequence(self, lid, trip, carried, system, after, dry=False):
+        """Remember the values this loop leaves in its carried slots (their closed forms after
+        `trip` iterations): a later loop that starts from them with the same update goes on
+        with the same sequence (a drain loop continuing the main loop's counter, a ring and its
+        phase continued by an epilogue loop or a second pass)."""
+        from ..recurrence import _is_opaque_form
+
+        start, ends, slots = system
+        ups = self._updates(start, ends, [sl for sl in slots if sl in carried])
+        if ups is None:
+            return
+        self._seq_walks += 1
+        walk = self._seq_walks  # this walk of the loop (the dry and the real walk differ)
+        for sl, closed in carried.items():
+            v = after.get(sl)
+            if sl not in ups or _is_opaque_form(closed) or not isinstance(v, Expr) or v.is_opaque():
+                continue
+            # a loop walked dry is not in the model: its id is never a Loop.carried_from
+            self._seq_registry[v] = (walk, None if dry else lid, trip, sl, closed, ups[sl])
+
+    def _continue_sequence(self, out, slots, start, ends):
+        """Slots that enter this loop with the values a previous loop left (see
+        `_register_sequence`) and that this loop updates as that one did (each slot's update
+        alike, reading only slots continued with it): at iteration k they hold that loop's
+        closed form at trip + k. The loop continued is told to `_walk_loop` (Loop.carried_from)."""
+        found = {}
+        for sl, v0 in slots.items():
+            info = self._seq_registry.get(v0) if isinstance(v0, Expr) else None
+            if info is not None and info[3] == sl:
+                found[sl] = info
+        if not found or len({info[0] for info in found.values()}) != 1:
+            return
+        ups = self._updates(start, ends, list(slots))
+        if ups is None:
+            return
+        names = {start[sl].name for sl in found}
+        for sl, info in found.items():
+            text, deps = ups[sl]
+            if text != info[5][0] or not deps <= names:
+                return
+        for sl, (_, _, trip, _, closed, _) in found.items():
+            out[sl] = lambda k, closed=closed, trip=trip: closed(E.binop("+", trip, k))
+        self._last_continued = next(iter(found.values()))[1]
 
     def _flat_outer(self, out, slots, start, ends, nested, counter, unchanged=None):
         """Slots of this (outer) loop left unknown that only a directly nested loop of an

@@ -186,6 +186,14 @@ class Loop:
     # the loop's uniform condition when its trip count is not known (`task < num_tasks` with
     # `task += gridDim.x`): in the guards of its body, true in every iteration that runs
     cond: Expr | None = None
+    # the loop before it, nested in the same loops, whose carried values this loop goes on
+    # with (`for (; k < K + S; ++k)` after `for (; k < K; ++k)`): at its iteration k they hold
+    # that loop's closed forms at that loop's trip + k; `init` is then the carried counter's start
+    carried_from: int | None = None
+    # a `while (c)` whose block-uniform condition c reads data only (no loop counter, nothing
+    # opaque) and that has no `break`: like an infinite loop with `continues`, its trip count
+    # is a number N >= 0 the model does not bound (proofs hold for every N)
+    data_cond: bool = False
 
 
 @dataclass
