@@ -91,6 +91,61 @@ def check(an):
             )
             break
     out.extend(_relaxed_polls(an, fl))
+    out.extend(_published(an))
+    return out
+
+
+def _published(an) -> list:
+    """The happens-before engine's global queries (`checks/happens_before.py`): data written with
+    plain stores, `warpgroup::store` or float atomics, then announced by a relaxed integer
+    counter with no release between; and data read after a last-arriver test of a relaxed
+    counter with no acquire between."""
+    from tkcheck.checks.happens_before import describe_location, memory
+
+    n = an.threads.n
+    out = []
+    facts = memory(an)
+    for p in facts.publications:
+        what = (
+            f"the float atomic `{_text(p.data)[:50]}`"
+            if p.data.kind == ir.GLOBAL_SIGNAL
+            else f"the store to `{describe_location(p.data)[:50]}`"
+        )
+        who = f"{describe(frozenset([p.signal_thread]), n)} raises a global counter (`{_text(p.signal)[:50]}`) " + (
+            f"after {what}"
+            if p.data_thread == p.signal_thread
+            else f"after a block barrier that follows {what} of {describe(frozenset([p.data_thread]), n)}"
+        )
+        out.append(
+            finding(
+                "TK407",
+                who + ", but the counter is a relaxed atomic and no release fence (`__threadfence()`, "
+                "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read "
+                "stale data",
+                p.signal.location,
+                related=[related(p.data, "the data the counter publishes")],
+                witness={"thread": p.signal_thread, "writer": p.data_thread, "released": False},
+                help="`__threadfence();` right before the counter's `atomicAdd` (after the barrier that "
+                "gathers the block's stores), or `red.release.gpu` / `cuda::atomic_ref<..., "
+                "cuda::thread_scope_device>::fetch_add(1, cuda::memory_order_release)`",
+            )
+        )
+    for a in facts.acquisitions:
+        out.append(
+            finding(
+                "TK407",
+                f"{describe(frozenset([a.thread]), n)} tests the old value of a relaxed counter "
+                f"(`{_text(a.observe)[:50]}`) and then reads the data it guards "
+                f"(`{describe_location(a.read)[:50]}`) with no acquire "
+                "ordering: seeing the count does not order the reads after the other blocks' stores, "
+                "so they may observe memory from before them",
+                a.read.location,
+                related=[related(a.observe, "the counter whose value the read depends on")],
+                witness={"thread": a.thread, "how": a.how},
+                help="`__threadfence();` after the counter test, before the data loads (or an "
+                "acquiring atomic: `atom.acq_rel.gpu` / `cuda::memory_order_acq_rel`)",
+            )
+        )
     return out
 
 

@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
@@ -279,6 +280,32 @@ class StatementWalk:
             self.note_unmodelled(c, "expression not understood")
             return None
         return self.w.ev(node, ctx, cursor=c)
+
+    def condition_memory(self, c, ctx: Ctx):
+        """The memory events of a condition (`if (am_last)`, `while (*(volatile int *)f != 1)`,
+        `if (atomicAdd(&c[t], 1) == n - 1)`), which the walk evaluates dry: evaluated once more,
+        keeping only the loads, stores and atomics it emits. Skipped where the condition calls
+        anything but CUDA's atomics (a call may be inlined: its other ops are the dry walk's)."""
+        if c is None or ctx.dry or self.w.model is None:
+            return
+        toks = tokens_of(c)
+        for i, t in enumerate(toks[:-1]):
+            if toks[i + 1] == "(" and (t[:1].isalpha() or t[:1] == "_") and t not in K.CUDA_ATOMICS:
+                if t not in (
+                    "volatile",
+                    "int",
+                    "unsigned",
+                    "bool",
+                    "char",
+                    "long",
+                    "float",
+                    "uint32_t",
+                    "uint64_t",
+                    "int32_t",
+                ):
+                    return
+        with self.w.exprs.memory_only():
+            self.exec_expr(c, replace(ctx, env=ctx.env.child()))
 
     def note_unmodelled(self, c, why: str):
         if self.w.model is not None:
@@ -644,6 +671,8 @@ class StatementWalk:
             return guard.with_thread(E.negate(cond))
         if cls == "uniform":
             return guard.with_uniform(cond if positive else E.negate(cond))
+        if isinstance(cond, Expr):
+            return guard.inexact(cond if positive else E.negate(cond))
         return guard.inexact()
 
     def _walk_if(self, c, ctx: Ctx) -> str | None:
@@ -658,6 +687,11 @@ class StatementWalk:
         toks = tokens_of(c)
         is_constexpr = len(toks) > 1 and toks[1] == "constexpr"
         cond = self.exec_expr(cond_cursor, replace(ctx, dry=True)) if cond_cursor is not None else None
+        if not is_constexpr:
+            self.condition_memory(cond_cursor, ctx)
+        if isinstance(cond, Obj) and cond.kind == "shared" and not cond.ref.index:
+            # `if (am_last)`: a `__shared__` flag, an unknown value named for what it reads
+            cond = E.Var(f"?shared:{cond.ref.name}", E.OPAQUE)
         if isinstance(cond, Expr) and not isinstance(cond, E.Const):
             cond = _to_bool(cond)
         then_s = stmts[0] if stmts else None
@@ -970,6 +1004,13 @@ class StatementWalk:
                 loop.cond = cexp  # holds in every iteration that runs
             elif cls == "unknown":
                 bctx.guard = bctx.guard.inexact()
+        if (c.kind in (CK.WHILE_STMT, CK.DO_STMT) or infinite) and loop.trip is None and not ctx.dry:
+            # a loop left when a value allows it: a spin on a flag where that value is loaded
+            # (the memory events of its condition are in each iteration)
+            if self.w.model is not None:
+                self.w.emit(ir.Op(ir.SPIN, "spin loop", loc, bctx.guard, bctx.loops), bctx)
+            if cond_c is not None:
+                self.condition_memory(cond_c, bctx)
         if body is not None:
             r = self.walk(body, bctx)
             if inc_c is not None and r is None and not ctx.dry:

@@ -89,6 +89,9 @@ CUDA_ATOMICS = (
     "atomicAdd_block",
 )
 
+# the read-modify-write each of them performs (GlobalAccessFacts.atomic / AccessFacts.atomic)
+CUDA_ATOMICS_OP = {name: name[len("atomic") :].split("_")[0].lower() for name in CUDA_ATOMICS}
+
 # TK's expects are mbarrier.arrive.expect_tx: each also arrives once
 EXPECT_ARRIVALS = 1
 
