@@ -114,6 +114,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _shared(an, out)
     _publish(an, out)
     _acquire(an, out)
+    _spin_acquire(an, out)
     return out
 
 
@@ -220,6 +221,7 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                         tr if second is w else tw,
                         out,
                         nested=any(o.loops != w.loops for o in between if o.kind == ir.SYNC or may_order(o)),
+                        next_iteration=True,
                     )
                     if race is not None:
                         race.next_iteration = True
@@ -241,10 +243,16 @@ def may_order(o: ir.Op) -> bool:
     return o.kind in MAY_ORDER
 
 
-def _race_over(an, between, first, second, t_first, t_second, out, nested: bool = False):
+def _race_over(an, between, first, second, t_first, t_second, out, nested: bool = False, next_iteration: bool = False):
     undecided = [o for o in between if may_order(o) or (o.kind == ir.SYNC and not o.guard.exact)]
     if undecided or nested:
         out.undecided.append((first, second, f"`{undecided[0].api}` between" if undecided else "a nested loop"))
+        return None
+    if next_iteration and any(
+        ix.depends_on(E.LOOP) or ix.is_opaque() for o in (first, second) for ix in (o.buffer.index if o.buffer else ())
+    ):
+        # `flag[k % 2]` in iterations k and k + 1 names two elements: a double buffer
+        out.undecided.append((first, second, "an index over the loop counter, across iterations"))
         return None
     syncs = [o for o in between if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
     sets = [an.threads.executing(o) for o in syncs]
@@ -292,7 +300,7 @@ def _is_counter(o: ir.Op) -> bool:
     """An atomic that counts (integer, relaxed): the signal side of a split-K / last-arriver
     protocol, or of a flag."""
     ga = _ga(o)
-    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form == "atomic" and not ga.data
+    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form in ("atomic", "ptx") and not ga.data
 
 
 def _releases(o: ir.Op) -> bool:
@@ -313,7 +321,7 @@ def _is_data_write(o: ir.Op) -> bool:
     ga = _ga(o)
     if o.kind == ir.GLOBAL_STORE:
         return True
-    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form == "atomic" and ga.data
+    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form in ("atomic", "ptx") and ga.data
 
 
 def _observed(an: Analysis, fl) -> bool:
@@ -424,12 +432,78 @@ def _acquire(an: Analysis, out: MemoryFacts) -> None:
             out.acquisitions.append(Acquisition(sig, rd, min(ts), "last-arriver"))
 
 
+def _publishes_with_release(fl) -> bool:
+    """Does the kernel raise a counter with release ordering (a release atomic, or a gpu-scope
+    fence before a relaxed counter in the same iteration)? Then its polls must acquire."""
+    last_fence: dict[tuple, int] = {}
+    for o in fl.ops:
+        if o.kind == ir.FENCE and o.fence_kind in GPU_FENCES:
+            last_fence[o.loops] = o.order
+        elif o.kind == ir.GLOBAL_SIGNAL and _is_counter(o):
+            ga = _ga(o)
+            if (ga is not None and ga.sem in RELEASE_SEMS) or o.loops in last_fence:
+                return True
+    return False
+
+
+def _polls(fl, lid: int) -> list[ir.Op]:
+    """The memory events of spin loop lid that read a flag: loads and atomics on global memory."""
+    return [o for o in fl.ops if lid in o.loops and o.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL)]
+
+
+def _spin_acquire(an: Analysis, out: MemoryFacts) -> None:
+    """Data read with plain loads after a spin loop whose polls do not acquire, by a thread of the
+    poll, with no acquire fence between, in a kernel that publishes with release."""
+    fl = flow(an)
+    if not any(o.kind == ir.SPIN for o in fl.ops) or not _publishes_with_release(fl):
+        return
+    for sp in fl.ops:
+        if sp.kind != ir.SPIN or not sp.loops:
+            continue
+        lid = sp.loops[-1]
+        polls = [p for p in _polls(fl, lid) if p.guard.exact]
+        if (
+            not polls
+            or any(_acquires(p) for p in polls)
+            or any(p.kind == ir.GLOBAL_LOAD and _ga(p) is not None and _ga(p).form == "plain" for p in polls)
+        ):  # type: ignore[union-attr]
+            continue
+        body = [o for o in fl.ops if lid in o.loops]
+        if any(o.kind in (ir.CALL, ir.EXIT) or _acquires(o) for o in body):
+            continue
+        poll = polls[0]
+        tp = an.threads.executing(poll)
+        if not tp:
+            continue
+        end = max(o.order for o in body)
+        for rd in fl.ops:
+            ga = _ga(rd)
+            if rd.kind != ir.GLOBAL_LOAD or ga is None or ga.form != "plain" or rd.order <= end:
+                continue
+            if rd.loops != sp.loops[:-1] or not rd.guard.exact:
+                continue
+            tr = an.threads.executing(rd)
+            common = sorted(tp & tr) if tr else []
+            if not common:
+                continue
+            between = [o for o in fl.ops if end < o.order < rd.order]
+            if any(_acquires(o) for o in between):
+                break
+            if any(may_order(o) or o.kind == ir.SYNC for o in between):
+                out.undecided.append((poll, rd, "an op that may synchronise between"))
+                break
+            out.acquisitions.append(Acquisition(poll, rd, common[0], "spin"))
+            break
+
+
 def describe_location(o: ir.Op) -> str:
     """The location an access names, for messages: `flag`, `idx[0]`, `partials[...]`."""
     if o.buffer is not None:
         return str(o.buffer)
     ga = _ga(o)
     text = ga.text if ga is not None and ga.text else o.api
+    if ga is not None and ga.form == "tk":
+        return text.split(",", 1)[0] + ", ...)"
     return text.split("[", 1)[0] + "[...]" if "[" in text and o.kind != ir.GLOBAL_SIGNAL else text
 
 

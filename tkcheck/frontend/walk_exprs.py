@@ -572,6 +572,8 @@ class ExprEvaluation:
                 self.scalar_access(target, "read", ctx, cursor)
             self.scalar_access(target, "write", ctx, cursor, value=val if isinstance(val, Expr) else None)
             return val
+        if _is_shared_scalar(val):
+            val = E.opaque(f"{cexpr.render(lhs)[:30]} = {val.ref.name}")  # a copy of a `__shared__` scalar
         if isinstance(lhs, cexpr.Name) and len(lhs.segments) == 1:
             name = lhs.segments[0].name
             if op != "=":

@@ -431,6 +431,9 @@ class StatementWalk:
             ):
                 # `state<config> mks{slots, arrived, finished, 0, 0, ...}`: an object of a user struct
                 value = self._object_record(t, name, v, ctx)
+            elif not is_ref and isinstance(v, Obj) and v.kind == "shared" and not v.ref.index:
+                # `const int tile = tile_s;`: a copy of a `__shared__` scalar (read once, here)
+                value = E.opaque(f"{name} = {v.ref.name}")
             else:
                 value = v
                 if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and t.dtype in ("bool",):
@@ -993,6 +996,7 @@ class StatementWalk:
             trip = self._carried_trip(cond_c, bctx, counter)
             if trip is not None:
                 loop.trip = trip
+        entry = replace(bctx)  # before the condition: every thread that reaches the loop evaluates it
         if cond_c is not None and trip is None:
             cond = self.exec_expr(cond_c, replace(bctx, dry=True))
             cls, cexp = self._classify(_to_bool(cond) if isinstance(cond, Expr) else cond, bctx)
@@ -1008,9 +1012,9 @@ class StatementWalk:
             # a loop left when a value allows it: a spin on a flag where that value is loaded
             # (the memory events of its condition are in each iteration)
             if self.w.model is not None:
-                self.w.emit(ir.Op(ir.SPIN, "spin loop", loc, bctx.guard, bctx.loops), bctx)
+                self.w.emit(ir.Op(ir.SPIN, "spin loop", loc, entry.guard, entry.loops), entry)
             if cond_c is not None:
-                self.condition_memory(cond_c, bctx)
+                self.condition_memory(cond_c, entry)
         if body is not None:
             r = self.walk(body, bctx)
             if inc_c is not None and r is None and not ctx.dry:
