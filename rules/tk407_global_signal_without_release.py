@@ -112,9 +112,9 @@ def _published(an) -> list:
             else f"the stores `{describe_location(p.data)[:50]}`"
         )
         who = f"{describe(frozenset([p.signal_thread]), n)} raises a global counter (`{_text(p.signal)[:50]}`) " + (
-            f"after {what}"
-            if p.data_thread == p.signal_thread
-            else f"after a block barrier that follows {what} of {describe(frozenset([p.data_thread]), n)}"
+            f"after the block barrier that gathers {what} of {describe(p.writers, n)}"
+            if p.gathered
+            else f"after {what}"
         )
         out.append(
             finding(

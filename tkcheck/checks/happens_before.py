@@ -84,7 +84,8 @@ class Publication:
     signal: ir.Op
     data_thread: int
     signal_thread: int
-    waited: bool = True  # TMA stores: waited for (store_async_wait) before the signal
+    writers: frozenset[int] = frozenset()  # every thread that writes the data
+    gathered: bool = False  # a block barrier between gathers the writers' stores before the signal
 
 
 @dataclass
@@ -198,12 +199,18 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 b = r.access
                 if a is not None and b is not None and a.atomic and b.atomic:
                     continue
-                if r.loops != w.loops or not w.guard.exact or not r.guard.exact:
-                    continue
-                if set(w.guard.uniform) != set(r.guard.uniform):
-                    continue
                 tw, tr = an.threads.executing(w), an.threads.executing(r)
-                if not tw or not tr:
+                if tw is not None and tr is not None and len({t // 32 for t in tw | tr}) <= 1:
+                    continue  # one warp (or no thread): not a pair of two warps
+                why = None
+                if not w.guard.exact or not r.guard.exact or not tw or not tr:
+                    why = "the threads that run one of them are not known"
+                elif r.loops != w.loops:
+                    why = "they are in different loops"
+                elif set(w.guard.uniform) != set(r.guard.uniform):
+                    why = "they run under different block-uniform conditions"
+                if why is not None or not tw or not tr:
+                    out.undecided.append((w, r, why or "threads not known"))
                     continue
                 first, second = (w, r) if w.order < r.order else (r, w)
                 race = _race_in(an, fl, first, second, tw if first is w else tr, tr if first is w else tw, out)
@@ -396,7 +403,8 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
             if pick is None:
                 out.undecided.append((d, sig, "no barrier orders the data's writer before the signal"))
                 continue
-            out.publications.append(Publication(d, sig, pick, t_sig))
+            gathered = any(o.kind == ir.SYNC for o in between) and td != frozenset([t_sig])
+            out.publications.append(Publication(d, sig, pick, t_sig, td, gathered))
             break
 
 
