@@ -206,6 +206,8 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 if not w.guard.exact or not r.guard.exact or not tw or not tr:
                     why = "the threads that run one of them are not known"
                 elif r.loops != w.loops:
+                    if _ordered_into_loop(an, fl, w, r, tw, tr):
+                        continue
                     why = "they are in different loops"
                 elif set(w.guard.uniform) != set(r.guard.uniform):
                     why = "they run under different block-uniform conditions"
@@ -235,6 +237,19 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 if race is not None:
                     out.races.append(race)
                     found = True
+
+
+def _ordered_into_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr) -> bool:
+    """Proved ordered: the earlier of the two is in no loop, the later one in loops of its own,
+    and a barrier both threads take part in lies between them outside those loops (it runs
+    before every iteration of the later op)."""
+    first, second = (w, r) if w.order < r.order else (r, w)
+    if first.loops or first.guard.uniform != second.guard.uniform:
+        return False
+    outer = [o for o in fl.same_iteration_between(first, second) if not o.loops]
+    probe = MemoryFacts()
+    race = _race_over(an, outer, first, second, tw if first is w else tr, tr if first is w else tw, probe)
+    return race is None and not probe.undecided
 
 
 def _race_in(an, fl, first, second, t_first, t_second, out):
@@ -279,7 +294,13 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
     c1, c2 = classes(t_first, first.buffer), classes(t_second, second.buffer)
     for (sig2, k2, w2), t2 in c2:
         for (sig1, k1, w1), t1 in c1:
-            if w1 == w2 or keys_may_alias(k1, k2) is not True:
+            if w1 == w2:
+                continue
+            alias = keys_may_alias(k1, k2)
+            if alias is None:
+                out.undecided.append((first, second, "whether both name the same element is not known"))
+                return None
+            if not alias:
                 continue
             ordered = _ordered_by_barrier(an, between, t1, t2)
             if ordered is None:
