@@ -219,6 +219,8 @@ def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
     for op in model.ops:
         if op.kind in _NOT_MODELLED_KINDS or op.barrier_unknown is not None or op.unmodelled_barrier_use:
             continue
+        if _memory_event_only(op):
+            continue  # a load, store or spin head the census does not count: it models no sync site on its row
         # the census matches call sites by their spelled base name; an asm site by any op on its row
         base = op.api.split("::")[-1].split("<")[0]
         loc = op.location
@@ -227,6 +229,15 @@ def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
         for r in range(loc.row + 1, (loc.end_row or loc.row) + 1):
             rows.setdefault((os.path.abspath(loc.filename), r), set()).add(base)
     return rows
+
+
+def _memory_event_only(op: ir.Op) -> bool:
+    """The generic memory events (plain loads and stores, shared scalars, spin-loop heads)."""
+    if op.kind in (ir.SPIN, ir.GLOBAL_STORE):
+        return True
+    if op.kind == ir.GLOBAL_LOAD and op.global_access is not None and op.global_access.form == "plain":
+        return True
+    return op.kind == ir.SMEM_ACCESS and op.access is not None and op.access.via == "scalar"
 
 
 def _matches(site: Site, names: set[str]) -> bool:
