@@ -91,6 +91,66 @@ def check(an):
             )
             break
     out.extend(_relaxed_polls(an, fl))
+    out.extend(_published(an))
+    return out
+
+
+def _published(an) -> list:
+    """The happens-before engine's global queries (`checks/happens_before.py`): data written with
+    plain stores, `warpgroup::store` or float atomics, then announced by a relaxed integer
+    counter with no release between; and data read after a last-arriver test of a relaxed
+    counter with no acquire between."""
+    from tkcheck.checks.happens_before import describe_location, memory
+
+    n = an.threads.n
+    out = []
+    facts = memory(an)
+    for p in facts.publications:
+        what = (
+            f"the float atomic `{_text(p.data)[:50]}`"
+            if p.data.kind == ir.GLOBAL_SIGNAL
+            else f"the stores `{describe_location(p.data)[:50]}`"
+        )
+        who = f"{describe(frozenset([p.signal_thread]), n)} raises a global counter (`{_text(p.signal)[:50]}`) " + (
+            f"after the block barrier that gathers {what} of {describe(p.writers, n)}"
+            if p.gathered
+            else f"after {what}"
+        )
+        out.append(
+            finding(
+                "TK407",
+                who + ", but the counter is a relaxed atomic and no release fence (`__threadfence()`, "
+                "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read "
+                "stale data",
+                p.signal.location,
+                related=[related(p.data, "the data the counter publishes")],
+                witness={"thread": p.signal_thread, "writer": p.data_thread, "released": False},
+                help="`__threadfence();` right before the counter's `atomicAdd` (after the barrier that "
+                "gathers the block's stores), or `red.release.gpu` / `cuda::atomic_ref<..., "
+                "cuda::thread_scope_device>::fetch_add(1, cuda::memory_order_release)`",
+            )
+        )
+    for a in facts.acquisitions:
+        out.append(
+            finding(
+                "TK407",
+                f"{describe(frozenset([a.thread]), n)} "
+                + (
+                    f"tests the old value of a relaxed counter (`{_text(a.observe)[:50]}`)"
+                    if a.how == "last-arriver"
+                    else f"spins on a flag with a {_sem(a.observe)} poll (`{_text(a.observe)[:50]}`)"
+                )
+                + " and then reads the data it guards "
+                f"(`{describe_location(a.read)[:50]}`) with no acquire "
+                f"ordering: seeing the {'count' if a.how == 'last-arriver' else 'flag'} does not order the reads "
+                "after the other blocks' stores, so they may observe memory from before them",
+                a.read.location,
+                related=[related(a.observe, "the counter whose value the read depends on")],
+                witness={"thread": a.thread, "how": a.how},
+                help="`__threadfence();` after the counter test, before the data loads (or an "
+                "acquiring atomic: `atom.acq_rel.gpu` / `cuda::memory_order_acq_rel`)",
+            )
+        )
     return out
 
 
@@ -111,6 +171,8 @@ def _relaxed_polls(an, fl) -> list:
             continue  # one finding per polling site (a helper inlined twice)
         if ld.kind != ir.GLOBAL_LOAD or _sem(ld) == "acquire" or not ld.loops or not ld.guard.exact:
             continue
+        if ld.global_access is not None and ld.global_access.form == "plain":
+            continue  # a plain C++ load is no poll (the compiler may hoist it out of the loop)
         spin = m.loops.get(ld.loops[-1])
         if spin is None or not spin.infinite:
             continue  # a poll: an unbounded loop left only when the loaded value allows it
@@ -222,10 +284,23 @@ its counters with a release reduction, it reports a counter polled in a spin loo
 with a load that does not acquire (`ld.relaxed` / `ld.volatile` / plain
 `ld.global`) followed by the thread's TMA loads with no acquire fence in between.
 
+The same contract for generic memory, from the happens-before engine
+(`checks/happens_before.py`): global data written with plain stores (`p[i] = v`,
+`warpgroup::store` to a global layout) or float atomics, then announced by a
+relaxed integer atomic on a counter or flag (`atomicAdd`, `atomicExch`, PTX
+`red.relaxed`) by the same thread or by a thread a block barrier orders after
+the writers, with no gpu-scope fence (`__threadfence()`) on the path and no
+release atomic -- the split-K "store partials, `__syncthreads()`, thread 0
+counts the block in" shape without its fence; reported in a kernel that reads
+what it counts (a last-arriver test of the atomic's old value, or a spin loop).
+And the consuming side: the data read with plain loads under a test of a relaxed
+counter's old value (directly or through a `__shared__` flag set from it), or
+after a spin on a flag with volatile/relaxed loads, with no acquire fence between.
+
 Not decided here (no finding either way): whether a bulk (async-proxy) store
 needs an extra `fence.proxy.async.global` before a generic-proxy release — one
-of the open questions listed in the MegaKittens seed; and readers that poll
-without acquire (loads are not modelled yet).
+of the open questions listed in the MegaKittens seed; a pair with an mbarrier
+operation, another atomic or an unmodelled call between its ends; `cuda::atomic_ref`.
 
 ## Why is this bad?
 A relaxed reduction may become visible before the data it announces. The

@@ -107,6 +107,9 @@ class KernelCoverage:
     # barriers whose arrivals/bytes per phase, and waits whose due phase, the checks could not
     # establish: nothing is claimed about them (a finding needs a proof), and they are told here
     undecided: int = 0
+    # shared scalars and global counters whose ordering (a write against the other warps' reads,
+    # stores against the counter that publishes them) the happens-before engine could not decide
+    memory_undecided: int = 0
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -216,6 +219,8 @@ def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
     for op in model.ops:
         if op.kind in _NOT_MODELLED_KINDS or op.barrier_unknown is not None or op.unmodelled_barrier_use:
             continue
+        if _memory_event_only(op):
+            continue  # a load, store or spin head the census does not count: it models no sync site on its row
         # the census matches call sites by their spelled base name; an asm site by any op on its row
         base = op.api.split("::")[-1].split("<")[0]
         loc = op.location
@@ -224,6 +229,15 @@ def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
         for r in range(loc.row + 1, (loc.end_row or loc.row) + 1):
             rows.setdefault((os.path.abspath(loc.filename), r), set()).add(base)
     return rows
+
+
+def _memory_event_only(op: ir.Op) -> bool:
+    """The generic memory events (plain loads and stores, shared scalars, spin-loop heads)."""
+    if op.kind in (ir.SPIN, ir.GLOBAL_STORE):
+        return True
+    if op.kind == ir.GLOBAL_LOAD and op.global_access is not None and op.global_access.form == "plain":
+        return True
+    return op.kind == ir.SMEM_ACCESS and op.access is not None and op.access.via == "scalar"
 
 
 def _matches(site: Site, names: set[str]) -> bool:
@@ -310,6 +324,36 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
                 )
             )
     entry.undecided += n
+    add_memory_undecided(entry, an)
+
+
+def add_memory_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One entry per shared location, and per global signal, with a pair the happens-before
+    engine left undecided (and no race found on it)."""
+    from .checks import happens_before
+
+    facts = happens_before.memory(an)
+    raced = {r.first.buffer.name for r in facts.races if r.first.buffer is not None}
+    published = {id(p.signal) for p in facts.publications} | {id(a.observe) for a in facts.acquisitions}
+    seen: set = set()
+    for a, b, why in facts.undecided:
+        if a.kind == ir.SMEM_ACCESS and a.buffer is not None:
+            key: Any = ("shared", a.buffer.name)
+            if a.buffer.name in raced:
+                continue
+            what = f"shared scalar '{a.buffer.name}': a write and another warp's access not proved ordered or racing"
+        else:
+            sig = b if b.kind == ir.GLOBAL_SIGNAL else a
+            key = ("global", id(sig))
+            if id(sig) in published:
+                continue
+            what = f"global memory and the counter `{sig.api}`: release / acquire ordering not established"
+        if key in seen:
+            continue
+        seen.add(key)
+        loc = a.location
+        entry.unknowns.append(Unknown(f"{loc.filename}:{loc.row}:{loc.column}", f"{what}: {why}"))
+        entry.memory_undecided += 1
 
 
 def not_analysed(
@@ -342,6 +386,7 @@ def summary(entries: list[KernelCoverage]) -> dict[str, Any]:
         "not_analysed_by_reason": dict(sorted(reasons.items())),
         "inconclusive": sum(e.inconclusive for e in entries),
         "undecided": sum(e.undecided for e in entries),
+        "memory_undecided": sum(e.memory_undecided for e in entries),
     }
 
 
@@ -361,6 +406,9 @@ def summary_line(entries: list[KernelCoverage]) -> str:
         parts[0] += f" ({pct:g}% of sync ops modelled" if pct is not None else " (no sync ops"
         if s["undecided"]:
             parts[0] += f"; {s['undecided']} barrier or wait{'s' if s['undecided'] != 1 else ''} undecided"
+        if s["memory_undecided"]:
+            m = s["memory_undecided"]
+            parts[0] += f"; {m} memory ordering{'s' if m != 1 else ''} undecided"
         parts[0] += ")"
     line = parts[0]
     if s["not_analysed"]:

@@ -156,6 +156,7 @@ class CallLowering:
             # CUDA's atomicAdd & co on global memory: relaxed read-modify-writes at gpu scope
             vals = [self.w.ev(a, ctx, cursor) for a in args[1:]]
             loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+            old = E.opaque(base)
             self.w.emit(
                 ir.Op(
                     ir.GLOBAL_SIGNAL,
@@ -163,11 +164,31 @@ class CallLowering:
                     loc,
                     ctx.guard,
                     ctx.loops,
-                    global_access=ir.GlobalAccessFacts("relaxed", cexpr.render(node)[:80]),
+                    global_access=ir.GlobalAccessFacts(
+                        "relaxed",
+                        cexpr.render(node)[:80],
+                        atomic=K.CUDA_ATOMICS_OP.get(base),
+                        dtype=_call_type(cursor, base),
+                        result=old.name,
+                        form="atomic",
+                    ),
                 ),
                 ctx,
             )
-            return E.opaque(base)
+            return old
+        if base in K.CUDA_ATOMICS and args and not quals:
+            # an atomic on a `__shared__` scalar (or an element of a shared array of scalars)
+            tgt = args[0].a if isinstance(args[0], cexpr.Un) and args[0].op == "&" else args[0]
+            self.w.exprs._no_elem_access += 1
+            try:
+                v = self.w.ev(tgt, replace(ctx, dry=True), cursor)
+            finally:
+                self.w.exprs._no_elem_access -= 1
+            if isinstance(v, Obj) and v.kind == "shared" and v.type is not None and v.type.kind == "scalar":
+                for a in args[1:]:
+                    self.w.ev(a, ctx, cursor)
+                self.w.exprs.scalar_access(v, "write", ctx, cursor, atomic=K.CUDA_ATOMICS_OP.get(base, base))
+                return E.opaque(base)
         if base == "tkcheck_dispatch":
             return self._mk_dispatch_role(args[1:], ctx, cursor)
         if len(segs) >= 2 and segs[-2].name in self.w.mb.partial_specs and self._is_opcode_dispatcher(segs[-2].name):
@@ -243,6 +264,19 @@ class CallLowering:
         # register-tile operations (accumulator accesses)
         if base in K.REGISTER_OPS:
             vals = [self.w.ev(a, ctx, cursor) for a in args]
+            if base == "store" and vals and isinstance(vals[0], Obj) and vals[0].kind == "gl" and not ctx.dry:
+                # `warpgroup::store(gl, tile, coord)`: plain stores of every thread of the group to global memory
+                gop = ir.Op(
+                    ir.GLOBAL_STORE,
+                    f"{qual}::{base}" if qual else base,
+                    loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location,
+                    ctx.guard,
+                    ctx.loops,
+                    global_access=ir.GlobalAccessFacts("weak", cexpr.render(node)[:80], form="tk"),
+                )
+                if qual:
+                    gop.scope = qual.split("::")[-1]
+                self.w.emit(gop, ctx)
             if any(isinstance(v, Obj) and v.kind == "regtile" for v in vals):
                 self._emit_reg_access(base, qual, vals, ctx, cursor)
                 return None
@@ -801,3 +835,19 @@ def _enclosing_this(env: Env | None) -> Rec | None:
             return e.rec
         e = e.parent
     return None
+
+
+def _call_type(cursor, name: str) -> str | None:
+    """The value type of the call `name(...)` in the statement at `cursor` (libclang's type of
+    the call: `float` for a float atomicAdd); None when the statement has no such call or several
+    calls of different types."""
+    if cursor is None:
+        return None
+    types = set()
+    try:
+        for c in cursor.walk_preorder():
+            if c.kind == CK.CALL_EXPR and c.spelling == name:
+                types.add(c.type.get_canonical().spelling)
+    except (ValueError, AttributeError):
+        return None
+    return types.pop() if len(types) == 1 else None

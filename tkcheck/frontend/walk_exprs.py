@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import replace
 
 from ..knowledge import ops as K
@@ -24,9 +25,23 @@ class ExprEvaluation:
         self.w = walker
         self._order = 0  # ops emitted so far (an op's `order`)
         self._no_elem_access = 0  # > 0 while evaluating an lvalue or an address (`&x[i]`)
+        self._memory_only = 0  # > 0 while a dry-walked condition's memory events are emitted
+
+    _MEMORY_KINDS = (ir.SMEM_ACCESS, ir.GLOBAL_LOAD, ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL)
+
+    @contextmanager
+    def memory_only(self):
+        """Emit only memory events (loads, stores, atomics) inside: a condition walked dry once."""
+        self._memory_only += 1
+        try:
+            yield
+        finally:
+            self._memory_only -= 1
 
     def emit(self, op: ir.Op, ctx: Ctx):
         if ctx.dry or self.w.model is None:
+            return
+        if self._memory_only and op.kind not in self._MEMORY_KINDS:
             return
         self._order += 1
         op.order = self._order
@@ -66,7 +81,10 @@ class ExprEvaluation:
             case cexpr.Null():
                 return E.opaque("null")
             case cexpr.Name():
-                return self._ev_name(node, ctx)
+                v = self._ev_name(node, ctx)
+                if _is_shared_scalar(v) and not self._no_elem_access:
+                    self.scalar_access(v, "read", ctx, cursor)
+                return v
             case cexpr.Bin(op, na, nb):
                 a = self.ev(na, ctx, cursor)
                 if op in ("&&", "||") and isinstance(a, E.Const) and bool(a.value) == (op == "||"):
@@ -143,13 +161,13 @@ class ExprEvaluation:
                         loc_of(cursor, self.w.filename),
                         ctx.guard,
                         ctx.loops,
-                        global_access=ir.GlobalAccessFacts("volatile", cexpr.render(node)[:80]),
+                        global_access=ir.GlobalAccessFacts("volatile", cexpr.render(node)[:80], form="volatile"),
                     ),
                     ctx,
                 )
             return E.opaque(cexpr.render(node)[:60])
-        if op == "&" and isinstance(inner, cexpr.Index):
-            # the address of an element is no access to it
+        if op == "&" and isinstance(inner, (cexpr.Index, cexpr.Name)):
+            # the address of an element (or of a `__shared__` scalar) is no access to it
             self._no_elem_access += 1
             try:
                 return self.ev(inner, ctx, cursor)
@@ -233,6 +251,19 @@ class ExprEvaluation:
             res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"), cexpr.spelled(node))
             self._elem_access(res, "read", ctx, cursor)
             return res
+        if isinstance(base, E.Var) and base.kind == E.PARAM and not self._no_elem_access and cursor is not None:
+            # `p[i]` of a pointer the kernel received: a plain (weak) load of global memory
+            self.emit(
+                ir.Op(
+                    ir.GLOBAL_LOAD,
+                    "load",
+                    loc_of(cursor, self.w.filename),
+                    ctx.guard,
+                    ctx.loops,
+                    global_access=ir.GlobalAccessFacts("weak", cexpr.render(node)[:80], form="plain"),
+                ),
+                ctx,
+            )
         return self.opaque_from(node, (base, idx))
 
     def _mk_opcode_read(self, base: Obj | E.Var, idx: E.Const):
@@ -530,6 +561,19 @@ class ExprEvaluation:
         if op == "=" and isinstance(val, tuple) and val and val[0] == "tmem_tile" and not ctx.dry:
             if self._assign_tmem_tile(lhs, val, ctx, cursor):
                 return val
+        if (
+            isinstance(lhs, cexpr.Name)
+            and len(lhs.segments) == 1
+            and _is_shared_scalar(ctx.env.lookup(lhs.segments[0].name))
+        ):
+            # a store to a `__shared__` scalar: memory, not a value the walk binds to the name
+            target = ctx.env.lookup(lhs.segments[0].name)
+            if op != "=":
+                self.scalar_access(target, "read", ctx, cursor)
+            self.scalar_access(target, "write", ctx, cursor, value=val if isinstance(val, Expr) else None)
+            return val
+        if _is_shared_scalar(val):
+            val = E.opaque(f"{cexpr.render(lhs)[:30]} = {val.ref.name}")  # a copy of a `__shared__` scalar
         if isinstance(lhs, cexpr.Name) and len(lhs.segments) == 1:
             name = lhs.segments[0].name
             if op != "=":
@@ -552,9 +596,21 @@ class ExprEvaluation:
                 target = self.ev(lhs, replace(ctx, dry=True), cursor)
             finally:
                 self._no_elem_access -= 1
+            if not ctx.dry:
+                # the index is read (`out[tile * n + i] = v` loads the shared `tile`)
+                with self.memory_only():
+                    self.ev(lhs.index, ctx, cursor)
             if op != "=":
                 self._elem_access(target, "read", ctx, cursor)
             self._elem_access(target, "write", ctx, cursor)
+            if self.global_target(lhs, ctx, cursor):
+                self.global_store(lhs, ctx, cursor)
+            return val
+        if isinstance(lhs, cexpr.Un) and lhs.op == "*":
+            # `*p = v` through a pointer the kernel received: a plain store to global memory
+            ptr = self.ev(lhs.a, replace(ctx, dry=True), cursor)
+            if isinstance(ptr, E.Var) and ptr.kind == E.PARAM:
+                self.global_store(lhs, ctx, cursor)
             return val
         if isinstance(lhs, cexpr.Member):
             # record fields written by callbacks: `args.num_iters = ...`
@@ -660,6 +716,40 @@ class ExprEvaluation:
             ctx,
         )
 
+    def scalar_access(self, v, access: str, ctx: Ctx, cursor, atomic: str | None = None, value: Expr | None = None):
+        """A generic load/store (or an atomic) of a `__shared__` scalar variable: an SMEM_ACCESS op
+        via "scalar", its buffer Ref the variable's name."""
+        if cursor is None or ctx.dry or self.w.model is None:
+            return
+        self.emit(
+            ir.Op(
+                ir.SMEM_ACCESS,
+                f"shared {'store' if access == 'write' else 'load'} {v.ref.name}" if atomic is None else atomic,
+                loc_of(cursor, self.w.filename),
+                ctx.guard,
+                ctx.loops,
+                buffer=v.ref,
+                access=ir.AccessFacts(access, via="scalar", tile_type=v.type, atomic=atomic, value=value),
+            ),
+            ctx,
+        )
+
+    def global_store(self, lhs: cexpr.Node, ctx: Ctx, cursor):
+        """A plain (weak) store to global memory: `p[i] = v`, `g.layout[{...}] = v`, `*p = v`."""
+        if cursor is None:
+            return
+        self.emit(
+            ir.Op(
+                ir.GLOBAL_STORE,
+                "store",
+                loc_of(cursor, self.w.filename),
+                ctx.guard,
+                ctx.loops,
+                global_access=ir.GlobalAccessFacts("weak", cexpr.render(lhs)[:80], form="plain"),
+            ),
+            ctx,
+        )
+
     def note_phasebit_set(self, name, value, ctx: Ctx, cursor):
         """A phase bitfield (re)initialised to a constant: an op, so that phase
         reasoning across nested loops can find where the bits were last set."""
@@ -678,6 +768,13 @@ class ExprEvaluation:
             ),
             ctx,
         )
+
+
+def _is_shared_scalar(v) -> bool:
+    """A `__shared__` scalar variable (not an array, not a tile): `__shared__ int flag;`."""
+    return (
+        isinstance(v, Obj) and v.kind == "shared" and not v.ref.index and v.type is not None and v.type.kind == "scalar"
+    )
 
 
 def _is_clc_handle(node: cexpr.Node, walker, ctx) -> bool:

@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
@@ -285,6 +286,32 @@ class StatementWalk:
             return None
         return self.w.ev(node, ctx, cursor=c)
 
+    def condition_memory(self, c, ctx: Ctx):
+        """The memory events of a condition (`if (am_last)`, `while (*(volatile int *)f != 1)`,
+        `if (atomicAdd(&c[t], 1) == n - 1)`), which the walk evaluates dry: evaluated once more,
+        keeping only the loads, stores and atomics it emits. Skipped where the condition calls
+        anything but CUDA's atomics (a call may be inlined: its other ops are the dry walk's)."""
+        if c is None or ctx.dry or self.w.model is None:
+            return
+        toks = tokens_of(c)
+        for i, t in enumerate(toks[:-1]):
+            if toks[i + 1] == "(" and (t[:1].isalpha() or t[:1] == "_") and t not in K.CUDA_ATOMICS:
+                if t not in (
+                    "volatile",
+                    "int",
+                    "unsigned",
+                    "bool",
+                    "char",
+                    "long",
+                    "float",
+                    "uint32_t",
+                    "uint64_t",
+                    "int32_t",
+                ):
+                    return
+        with self.w.exprs.memory_only():
+            self.exec_expr(c, replace(ctx, env=ctx.env.child()))
+
     def note_unmodelled(self, c, why: str):
         if self.w.model is not None:
             self.w.model.unmodelled.append((loc_of(c, self.w.filename), why))
@@ -409,6 +436,9 @@ class StatementWalk:
             ):
                 # `state<config> mks{slots, arrived, finished, 0, 0, ...}`: an object of a user struct
                 value = self._object_record(t, name, v, ctx)
+            elif not is_ref and isinstance(v, Obj) and v.kind == "shared" and not v.ref.index:
+                # `const int tile = tile_s;`: a copy of a `__shared__` scalar (read once, here)
+                value = E.opaque(f"{name} = {v.ref.name}")
             else:
                 value = v
                 if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and t.dtype in ("bool",):
@@ -649,6 +679,8 @@ class StatementWalk:
             return guard.with_thread(E.negate(cond))
         if cls == "uniform":
             return guard.with_uniform(cond if positive else E.negate(cond))
+        if isinstance(cond, Expr):
+            return guard.inexact(cond if positive else E.negate(cond))
         return guard.inexact()
 
     def _walk_if(self, c, ctx: Ctx) -> str | None:
@@ -663,6 +695,11 @@ class StatementWalk:
         toks = tokens_of(c)
         is_constexpr = len(toks) > 1 and toks[1] == "constexpr"
         cond = self.exec_expr(cond_cursor, replace(ctx, dry=True)) if cond_cursor is not None else None
+        if not is_constexpr:
+            self.condition_memory(cond_cursor, ctx)
+        if isinstance(cond, Obj) and cond.kind == "shared" and not cond.ref.index:
+            # `if (am_last)`: a `__shared__` flag, an unknown value named for what it reads
+            cond = E.Var(f"?shared:{cond.ref.name}", E.OPAQUE)
         if isinstance(cond, Expr) and not isinstance(cond, E.Const):
             cond = _to_bool(cond)
         then_s = stmts[0] if stmts else None
@@ -968,6 +1005,7 @@ class StatementWalk:
             if ct is not None:
                 trip, loop.init = ct
                 loop.trip, loop.step = trip, E.Const(1)
+        entry = replace(bctx)  # before the condition: every thread that reaches the loop evaluates it
         if cond_c is not None and trip is None:
             cond = self.exec_expr(cond_c, replace(bctx, dry=True))
             cls, cexp = self._classify(_to_bool(cond) if isinstance(cond, Expr) else cond, bctx)
@@ -979,6 +1017,13 @@ class StatementWalk:
                 loop.cond = cexp  # holds in every iteration that runs
             elif cls == "unknown":
                 bctx.guard = bctx.guard.inexact()
+        if (c.kind in (CK.WHILE_STMT, CK.DO_STMT) or infinite) and loop.trip is None and not ctx.dry:
+            # a loop left when a value allows it: a spin on a flag where that value is loaded
+            # (the memory events of its condition are in each iteration)
+            if self.w.model is not None:
+                self.w.emit(ir.Op(ir.SPIN, "spin loop", loc, entry.guard, entry.loops), entry)
+            if cond_c is not None:
+                self.condition_memory(cond_c, entry)
         if body is not None:
             r = self.walk(body, bctx)
             if inc_c is not None and r is None and not ctx.dry:

@@ -89,6 +89,9 @@ CUDA_ATOMICS = (
     "atomicAdd_block",
 )
 
+# the read-modify-write each of them performs (GlobalAccessFacts.atomic / AccessFacts.atomic)
+CUDA_ATOMICS_OP = {name: name[len("atomic") :].split("_")[0].lower() for name in CUDA_ATOMICS}
+
 # TK's expects are mbarrier.arrive.expect_tx: each also arrives once
 EXPECT_ARRIVALS = 1
 
@@ -231,6 +234,7 @@ def classify_ptx(ptx: str) -> ir.AsmFacts:
 _PTX_BAR = re.compile(r"\b(?:bar|barrier)(?:\.cta)?\.(sync|arrive|red)\b((?:\.[a-z0-9]+)*)\s*([^;]*)")
 _PTX_FENCE = re.compile(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)")
 _PTX_GLOBAL_SIGNAL = (re.compile(r"\b(red|atom)\.[a-z.]*global"), re.compile(r"\b(red|atom)\.(release|relaxed|acq)"))
+_PTX_ATOMIC_OP = re.compile(r"\b(red|atom)((?:\.[a-z0-9_:]+)+)")
 _PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b")
 _PTX_SHARED = re.compile(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b")
 _PTX_UNTRACKED = ("mbarrier", "cp.async.bulk", "wgmma")
@@ -299,7 +303,21 @@ def ptx_ops(ptx: str) -> PtxOps:
         ops.append(PtxOp(ir.SETMAXNREG, "setmaxnreg", increase=".inc" in ptx))
     if any(p.search(ptx) for p in _PTX_GLOBAL_SIGNAL):
         sem = "release" if ".release" in ptx else ("acq_rel" if ".acq_rel" in ptx else "relaxed")
-        ops.append(PtxOp(ir.GLOBAL_SIGNAL, "asm red/atom", global_access=ir.GlobalAccessFacts(sem)))
+        mo = _PTX_ATOMIC_OP.search(ptx)
+        quals = mo.group(2).split(".") if mo else []
+        op = next(
+            (q for q in quals if q in ("add", "inc", "dec", "exch", "cas", "min", "max", "or", "and", "xor")), None
+        )
+        dtype = next((q for q in quals if re.fullmatch(r"[usbf]\d+|bf16(x2)?|f16x2", q)), None)
+        ops.append(
+            PtxOp(
+                ir.GLOBAL_SIGNAL,
+                "asm red/atom",
+                global_access=ir.GlobalAccessFacts(
+                    sem, atomic=op, dtype=("float" if dtype and dtype[0] in "fb" and dtype != "b32" else dtype)
+                ),
+            )
+        )
     ml = _PTX_GLOBAL_LOAD.search(ptx)
     if ml:
         quals = ml.group(1).split(".")

@@ -209,15 +209,18 @@ class Guard:
     thread: Expr = E.TRUE
     uniform: tuple[Expr, ...] = ()
     exact: bool = True
+    # the conditions that made it inexact, where they are expressions at all (over unmodelled
+    # values: an atomic's old value, a `__shared__` flag): what a test of them guards
+    opaque: tuple[Expr, ...] = ()
 
     def with_thread(self, cond: Expr) -> "Guard":
-        return Guard(E.binop("&&", self.thread, cond), self.uniform, self.exact)
+        return Guard(E.binop("&&", self.thread, cond), self.uniform, self.exact, self.opaque)
 
     def with_uniform(self, cond: Expr) -> "Guard":
-        return Guard(self.thread, self.uniform + (cond,), self.exact)
+        return Guard(self.thread, self.uniform + (cond,), self.exact, self.opaque)
 
-    def inexact(self) -> "Guard":
-        return Guard(self.thread, self.uniform, False)
+    def inexact(self, cond: Expr | None = None) -> "Guard":
+        return Guard(self.thread, self.uniform, False, self.opaque + ((cond,) if cond is not None else ()))
 
 
 # ------------------------------------------------------------- op facts ----
@@ -326,10 +329,13 @@ class AccessFacts:
     """A REG_ACCESS / SMEM_ACCESS."""
 
     mode: str  # read | write | zero
-    via: str | None = None  # element (a scalar of a shared array) | asm (address math)
+    # element (a scalar of a shared array) | scalar (a `__shared__` scalar variable) | asm (address math)
+    via: str | None = None
     tile_type: TileType | None = None
     reinterpreted_from: TileType | None = None
     addr: Expr | None = None  # via asm: the address operand
+    atomic: str | None = None  # an atomic read-modify-write of the element (`atomicAdd` -> "add")
+    value: Expr | None = None  # via scalar, a write: the value stored (`am_last = (old == n - 1)`)
 
 
 @dataclass(frozen=True)
@@ -346,10 +352,21 @@ class TmemFacts:
 
 @dataclass(frozen=True)
 class GlobalAccessFacts:
-    """A GLOBAL_SIGNAL / GLOBAL_LOAD: its memory-order semantics."""
+    """A memory event on global memory (GLOBAL_SIGNAL / GLOBAL_LOAD / GLOBAL_STORE): its
+    memory-order semantics, and for atomics the operation and the value's type."""
 
     sem: str  # relaxed | release | acq_rel | acquire | weak | volatile
     text: str | None = None  # the instruction as written (for messages)
+    atomic: str | None = None  # add | exch | cas | ... (None: a plain load or store, or PTX red/atom)
+    dtype: str | None = None  # the atomic's value type as the source spells it (`float`, `unsigned int`)
+    # the atomic's old value, as the Var the walk bound it to (a last-arriver test compares it)
+    result: str | None = None
+    form: str = "ptx"  # how the source spells it: ptx | volatile | atomic (CUDA's atomicAdd & co) | plain | tk
+
+    @property
+    def data(self) -> bool:
+        """A floating-point atomic: it accumulates data (a split-K partial), it counts nothing."""
+        return self.dtype is not None and any(w in self.dtype for w in ("float", "double", "half", "bf16"))
 
 
 @dataclass(frozen=True)
@@ -388,12 +405,16 @@ REG_ACCESS = "reg_access"  # buffer (the tile), access (AccessFacts)
 SMEM_ACCESS = "smem_access"  # buffer, access (AccessFacts)
 GLOBAL_SIGNAL = "global_signal"  # atomic/red on global memory: global_access
 GLOBAL_LOAD = "global_load"  # a load of global memory in inline PTX or volatile: global_access
+GLOBAL_STORE = "global_store"  # a plain (weak) store to global memory: `p[i] = v`, `*p = v`,
+#                                 `warpgroup::store(gl, tile, ...)`: global_access (sem "weak")
 TMEM_OP = "tmem_op"  # tmem (TmemFacts): alloc | dealloc | load | store | wait_ld | wait_st | cp;
 #                                 load/store: operands (tile Ref), group_warps
 PDL = "pdl"  # pdl: wait (griddepcontrol.wait: the previous grid's results
 #                                 are visible after it) | launch_dependents (the next grid may start)
 PHASEBIT_SET = "phasebit_set"  # a phase bitfield set to a constant: phasebit (bitfield, value)
 PHASEBIT_FLIP = "phasebit_flip"  # update_phasebit: phasebit (bitfield, pos)
+SPIN = "spin"  # the head of a loop left when a value allows it (`while (flag != v)`, `for (;;)` with a
+#                 break): inside the loop, each iteration; its condition's memory events follow it
 EXIT = "exit"  # return from the kernel (early exit)
 CALL = "call"  # a call the front end recognised but does not model
 
@@ -424,7 +445,7 @@ class Op:
     transfer: TransferFacts | None = None  # TMA_LOAD, TMA_STORE
     access: AccessFacts | None = None  # REG_ACCESS, SMEM_ACCESS
     tmem: TmemFacts | None = None  # TMEM_OP
-    global_access: GlobalAccessFacts | None = None  # GLOBAL_SIGNAL, GLOBAL_LOAD
+    global_access: GlobalAccessFacts | None = None  # GLOBAL_SIGNAL, GLOBAL_LOAD, GLOBAL_STORE
     phasebit: PhasebitFacts | None = None  # phasebit_set, phasebit_flip, MBAR_WAIT
     increase: bool | None = None  # SETMAXNREG: .inc (else .dec)
     read_only: bool = False  # TMA_STORE_WAIT: store_async_read_wait (reads done, not writes)

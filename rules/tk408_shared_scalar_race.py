@@ -1,0 +1,132 @@
+"""TK408: a __shared__ scalar is written by some threads and read by other warps with no barrier between."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tkcheck.checks.analysis import Analysis
+from tkcheck.checks.happens_before import memory
+from tkcheck.checks.threads import describe
+from tkcheck.findings import Finding
+from tkcheck.model import ir
+from tkcheck.rule import Confirm, Rule
+
+from ._common import HEADER, finding, related
+
+
+def _what(o: ir.Op) -> str:
+    a = o.access
+    if a is not None and a.atomic:
+        return f"atomic {a.atomic}"
+    return "writes" if o.access_mode == "write" else "reads"
+
+
+def check(an: Analysis) -> Iterator[Finding]:
+    """The happens-before engine's shared-memory races (`checks/happens_before.py`): a write and
+    a read of one `__shared__` scalar (or element of a shared array of scalars) by threads of
+    two warps with no barrier both take part in between them, in the same iteration or across
+    the loop's back edge. Pairs the engine could not decide are coverage, never findings."""
+    n = an.threads.n
+    seen = set()
+    for race in memory(an).races:
+        w = race.first if race.first.access_mode == "write" else race.second
+        r = race.second if w is race.first else race.first
+        tw = race.first_thread if w is race.first else race.second_thread
+        tr = race.second_thread if w is race.first else race.first_thread
+        assert w.buffer is not None
+        loc = r.location if r.access_mode == "read" else race.second.location
+        key = (w.buffer.name, loc.row, loc.column)
+        if key in seen:
+            continue
+        seen.add(key)
+        when = "in the next iteration of the loop" if race.next_iteration else "later"
+        if race.first is w:
+            msg = (
+                f"{describe(frozenset([tw]), n)} {_what(w)} the shared scalar `{w.buffer}` and "
+                f"{describe(frozenset([tr]), n)} reads it {when} with no barrier both take part in between: "
+                "the read may see the value from before the write"
+            )
+        else:
+            msg = (
+                f"{describe(frozenset([tr]), n)} reads the shared scalar `{w.buffer}` and "
+                f"{describe(frozenset([tw]), n)} {_what(w)} it {when} with no barrier both take part in "
+                "between: the write may land before the read has read the old value"
+            )
+        yield finding(
+            "TK408",
+            msg,
+            loc,
+            related=[related(w, f"the write of `{w.buffer}`")],
+            witness={"writer": tw, "reader": tr, "next_iteration": race.next_iteration},
+            help="put a barrier both warps take part in between the write and the read "
+            "(`__syncthreads()`, or a named barrier `group<N>::sync(id)` / `bar.sync id, count` of both)",
+        )
+
+
+_BAD = (
+    HEADER
+    + """
+__global__ __launch_bounds__(256, 1) void k(const int *tiles, float *out) {
+    __shared__ int tile;
+    if (threadIdx.x == 0) tile = tiles[blockIdx.x];  // a scheduler thread picks the tile
+    out[tile * 256 + threadIdx.x] = 1.0f;
+}
+"""
+)
+
+_GOOD = (
+    HEADER
+    + """
+__global__ __launch_bounds__(256, 1) void k(const int *tiles, float *out) {
+    __shared__ int tile;
+    if (threadIdx.x == 0) tile = tiles[blockIdx.x];  // a scheduler thread picks the tile
+    __syncthreads();
+    out[tile * 256 + threadIdx.x] = 1.0f;
+}
+"""
+)
+
+RULE = Rule(
+    code="TK408",
+    name="shared-scalar-race",
+    contract="scope",
+    severity="error",
+    precision="proved",
+    symptoms=("wrong",),
+    # a race on shared memory between warps: racecheck observes it
+    confirm=Confirm(),
+    summary="A __shared__ scalar is written by some threads and read by other warps with no barrier between",
+    check=check,
+    bad_example=_BAD,
+    good_example=_GOOD,
+    doc=f"""\
+## What it does
+Asks the happens-before engine (`tkcheck/checks/happens_before.py`) about every write and read
+of one `__shared__` scalar variable, or of one element of a `__shared__` array of scalars: an
+"am I last" flag set from an atomic's old value, a tile index a scheduler warp broadcasts, a
+sentinel. It reports the pair when the two run on threads of two different warps (proved from
+their guards), in the same loop iteration or in consecutive iterations (the read of iteration
+k, the next write in iteration k + 1), and no barrier both threads take part in lies between
+them: `__syncthreads()`, `everyone::sync(id)`, a named barrier `group<N>::sync(id)` (or the
+writer's `bar.arrive id` and the reader's `bar.sync id`). An mbarrier, a spin loop, an
+atomic, a call it does not model or an unknown guard between them leaves the pair undecided:
+no finding.
+
+## Why is this bad?
+Shared memory written by one thread is visible to another warp only after a barrier (or
+another synchronisation) orders them; warps run independently. The reader may see the value
+from before the write (a stale tile index, the flag from a previous tile) -- or, across
+iterations, the writer may overwrite the value before a slow warp has read the old one.
+The results are wrong only sometimes, under load.
+
+## Example
+```cuda
+{_BAD}
+```
+
+Use instead:
+```cuda
+{_GOOD}
+```
+""",
+)

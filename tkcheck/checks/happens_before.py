@@ -1,0 +1,539 @@
+"""Happens-before over the memory events of a kernel: shared scalars and global memory.
+
+The events are the model's memory ops: generic loads and stores of `__shared__` scalars and
+arrays of scalars (SMEM_ACCESS via "scalar" / "element"), of global memory (GLOBAL_LOAD,
+GLOBAL_STORE, TMA_STORE), atomics (GLOBAL_SIGNAL, SMEM_ACCESS with `atomic`), fences (FENCE)
+and spin loops (SPIN). Synchronises-with edges come from
+
+* block barriers: `__syncthreads()` / `everyone::sync(id)` / `group<N>::sync(id)` /
+  `bar.sync` -- two threads are ordered by a barrier both take part in (one site both run,
+  or two sites of the same id, the writer's side possibly a `bar.arrive`);
+* mbarriers, named arrives, spin loops, unmodelled calls and global atomics: they may order
+  (an arrive -> wait chain, a flag), and which phase pairs with which is not asked here, so a
+  pair with one of them between its ends is *undecided* (coverage), never a finding;
+* release -> acquire through global memory (per the PTX memory model: a `fence.sc`/`acq_rel`
+  at gpu scope -- `__threadfence()` -- followed by a relaxed atomic is a release pattern; a
+  relaxed atomic or load followed by that fence is an acquire pattern; `.release`/`.acquire`
+  atomics and loads are one by themselves).
+
+Queries, per loop iteration (the same iteration of the loops both ends are in, and for a loop
+proved to run twice, the next iteration):
+
+* `shared_races(an)`: a write and a read of the same `__shared__` scalar location by threads of
+  different warps, not both atomic, with no happens-before path between them: *proved* when
+  every op between the two (on the path through the loop's back edge for the next iteration)
+  is modelled and no barrier both threads take part in is among them; undecided otherwise.
+* `publications(an)`: global data written (plain stores, `warpgroup::store` to a global layout,
+  float atomics) and then announced by an integer atomic on a counter (relaxed), where no
+  release orders the data before the counter (neither a gpu-scope fence on the path from the
+  data to the counter, nor a release atomic). The writer and the signalling thread are the same
+  thread, or threads a block barrier between them orders. A kernel that never reads what it
+  counts (no last-arriver test on the atomic's old value, no spin loop) is undecided: a work
+  counter announces nothing.
+* `acquisitions(an)`: global data read after the thread observed a counter (the old value of a
+  relaxed atomic tested by a branch -- directly, or through a `__shared__` flag set from it --
+  or a spin loop on a relaxed/volatile load) with no acquire ordering between the observation
+  and the read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import expr as E
+from ..model import ir
+from .analysis import Analysis
+from .paths import flow, index_key, keys_may_alias
+
+# ops that may synchronise two threads in ways this engine does not pair (phases, flags):
+# between the ends of a pair they leave it undecided
+MAY_ORDER = (
+    ir.MBAR_ARRIVE,
+    ir.MBAR_WAIT,
+    ir.MBAR_EXPECT,
+    ir.NAMED_ARRIVE,
+    ir.CALL,
+    ir.EXIT,
+    ir.SPIN,
+    ir.GLOBAL_SIGNAL,
+    ir.GLOBAL_LOAD,
+    ir.PDL,
+)
+# gpu-scope (or wider) fences: `__threadfence()`, `fence.sc/acq_rel.gpu`, `membar.sys`
+GPU_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
+RELEASE_SEMS = ("release", "acq_rel")
+ACQUIRE_SEMS = ("acquire", "acq_rel")
+
+
+@dataclass
+class Race:
+    """Two accesses of one shared location with no happens-before between them."""
+
+    first: ir.Op  # earlier in the order the witness runs them
+    second: ir.Op
+    first_thread: int
+    second_thread: int
+    next_iteration: bool = False  # `second` runs in the iteration after `first`'s
+
+
+@dataclass
+class Publication:
+    """Global data `data` written, then a counter raised by `signal`, with no release between."""
+
+    data: ir.Op
+    signal: ir.Op
+    data_thread: int
+    signal_thread: int
+    writers: frozenset[int] = frozenset()  # every thread that writes the data
+    gathered: bool = False  # a block barrier between gathers the writers' stores before the signal
+
+
+@dataclass
+class Acquisition:
+    """A read of global data after observing a counter, with no acquire between."""
+
+    observe: ir.Op  # the atomic / the polling load
+    read: ir.Op
+    thread: int
+    how: str  # "last-arriver" | "spin"
+
+
+@dataclass
+class MemoryFacts:
+    races: list[Race] = field(default_factory=list)
+    publications: list[Publication] = field(default_factory=list)
+    acquisitions: list[Acquisition] = field(default_factory=list)
+    undecided: list[tuple[ir.Op, ir.Op, str]] = field(default_factory=list)  # (a, b, why)
+
+
+def memory(an: Analysis) -> MemoryFacts:
+    return an.fact("happens_before.memory", _memory)
+
+
+def _memory(an: Analysis) -> MemoryFacts:
+    out = MemoryFacts()
+    _shared(an, out)
+    _publish(an, out)
+    _acquire(an, out)
+    _spin_acquire(an, out)
+    return out
+
+
+# ---------------------------------------------------------------- shared ----
+
+
+def _is_shared_scalar_access(an: Analysis, o: ir.Op) -> bool:
+    """A generic access of a `__shared__` scalar or of an element of a `__shared__` array of
+    scalars (not of a tile: tiles are the sync-scope checks')."""
+    if o.kind != ir.SMEM_ACCESS or o.buffer is None or o.access is None:
+        return False
+    if o.access.via == "scalar":
+        return True
+    return o.access.via == "element" and o.buffer.name not in an.model.buffers
+
+
+def _barrier_key(o: ir.Op):
+    """The hardware barrier a SYNC / NAMED_ARRIVE waits at, as a comparable key; None: unknown."""
+    if o.kind == ir.SYNC:
+        k = o.sync_kind
+        if k == "cluster":
+            return ("cluster",)
+        if k == "block" and (o.sync is not None and o.sync.syncthreads):
+            return ("bar", 0)
+        if k in ("block", "named"):
+            v = o.sync_id.eval({}) if o.sync_id is not None else (0 if k == "block" else None)
+            return ("bar", v) if isinstance(v, int) and not isinstance(v, bool) else None
+        return None
+    if o.kind == ir.NAMED_ARRIVE:
+        v = o.sync_id.eval({}) if o.sync_id is not None else None
+        return ("bar", v) if isinstance(v, int) and not isinstance(v, bool) else None
+    return None
+
+
+def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) -> bool | None:
+    """Is there, among `between` (program order), a barrier t1 passes (or arrives at) and t2
+    waits at, with the same id? None: a barrier there whose threads or id are not known."""
+    seen1: set = set()
+    for o in between:
+        if o.kind not in (ir.SYNC, ir.NAMED_ARRIVE):
+            continue
+        if o.kind == ir.SYNC and o.sync_kind in ("warp", "cluster_arrive", "cluster_wait"):
+            if o.sync_kind == "warp":
+                continue  # orders lanes of one warp only; the pairs asked are of two warps
+            return None
+        ex = an.threads.executing(o)
+        key = _barrier_key(o)
+        if ex is None or key is None or not o.guard.exact:
+            return None
+        if o.kind == ir.SYNC and o.sync_kind == "block" and an.threads.n is not None and len(ex) < an.threads.n:
+            # a block-wide barrier some threads never reach (TK501's): what it orders is not defined
+            return None
+        if t1 in ex:
+            seen1.add(key)
+        if o.kind == ir.SYNC and t2 in ex and key in seen1:
+            return True
+    return False
+
+
+def _shared(an: Analysis, out: MemoryFacts) -> None:
+    fl = flow(an)
+    n = an.threads.n
+    if n is None:
+        return
+    acc = [o for o in fl.ops if _is_shared_scalar_access(an, o)]
+    by_name: dict[str, list[ir.Op]] = {}
+    for o in acc:
+        assert o.buffer is not None
+        by_name.setdefault(o.buffer.name, []).append(o)
+    for ops in by_name.values():
+        writes = [o for o in ops if o.access_mode == "write"]
+        reads = [o for o in ops if o.access_mode == "read"]
+        if not writes or not reads:
+            continue
+        found = False
+        for w in writes:
+            for r in reads:
+                if found:
+                    break
+                a = w.access
+                b = r.access
+                if a is not None and b is not None and a.atomic and b.atomic:
+                    continue
+                tw, tr = an.threads.executing(w), an.threads.executing(r)
+                if tw is not None and tr is not None and len({t // 32 for t in tw | tr}) <= 1:
+                    continue  # one warp (or no thread): not a pair of two warps
+                why = None
+                if not w.guard.exact or not r.guard.exact or not tw or not tr:
+                    why = "the threads that run one of them are not known"
+                elif r.loops != w.loops:
+                    if _ordered_into_loop(an, fl, w, r, tw, tr):
+                        continue
+                    why = "they are in different loops"
+                elif set(w.guard.uniform) != set(r.guard.uniform):
+                    why = "they run under different block-uniform conditions"
+                if why is not None or not tw or not tr:
+                    out.undecided.append((w, r, why or "threads not known"))
+                    continue
+                first, second = (w, r) if w.order < r.order else (r, w)
+                race = _race_in(an, fl, first, second, tw if first is w else tr, tr if first is w else tw, out)
+                if race is None and w.loops and _repeats(an, w.loops[-1], w.guard.uniform):
+                    # the other order: `second` at iteration k, `first` at k + 1
+                    lid = w.loops[-1]
+                    body = [o for o in fl.ops if lid in o.loops]
+                    between = [o for o in body if o.order > second.order] + [o for o in body if o.order < first.order]
+                    race = _race_over(
+                        an,
+                        between,
+                        second,
+                        first,
+                        tw if second is w else tr,
+                        tr if second is w else tw,
+                        out,
+                        nested=any(o.loops != w.loops for o in between if o.kind == ir.SYNC or may_order(o)),
+                        next_iteration=True,
+                    )
+                    if race is not None:
+                        race.next_iteration = True
+                if race is not None:
+                    out.races.append(race)
+                    found = True
+
+
+def _ordered_into_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr) -> bool:
+    """Proved ordered: the earlier of the two is in no loop, the later one in loops of its own,
+    and a barrier both threads take part in lies between them outside those loops (it runs
+    before every iteration of the later op)."""
+    first, second = (w, r) if w.order < r.order else (r, w)
+    if first.loops or first.guard.uniform != second.guard.uniform:
+        return False
+    outer = [o for o in fl.same_iteration_between(first, second) if not o.loops]
+    probe = MemoryFacts()
+    race = _race_over(an, outer, first, second, tw if first is w else tr, tr if first is w else tw, probe)
+    return race is None and not probe.undecided
+
+
+def _race_in(an, fl, first, second, t_first, t_second, out):
+    between = fl.same_iteration_between(first, second)
+    return _race_over(an, between, first, second, t_first, t_second, out)
+
+
+def may_order(o: ir.Op) -> bool:
+    """May o synchronise threads in a way the barrier queries do not pair? A plain load of global
+    memory does not (it is no flag: a poll is volatile, relaxed or acquiring, or in a SPIN)."""
+    if o.kind == ir.GLOBAL_LOAD and o.global_access is not None and o.global_access.form == "plain":
+        return False
+    return o.kind in MAY_ORDER
+
+
+def _race_over(an, between, first, second, t_first, t_second, out, nested: bool = False, next_iteration: bool = False):
+    undecided = [o for o in between if may_order(o) or (o.kind == ir.SYNC and not o.guard.exact)]
+    if undecided or nested:
+        out.undecided.append((first, second, f"`{undecided[0].api}` between" if undecided else "a nested loop"))
+        return None
+    if next_iteration and any(
+        ix.depends_on(E.LOOP) or ix.is_opaque() for o in (first, second) for ix in (o.buffer.index if o.buffer else ())
+    ):
+        # `flag[k % 2]` in iterations k and k + 1 names two elements: a double buffer
+        out.undecided.append((first, second, "an index over the loop counter, across iterations"))
+        return None
+    syncs = [o for o in between if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
+    sets = [an.threads.executing(o) for o in syncs]
+    if any(s is None for s in sets):
+        out.undecided.append((first, second, "a barrier whose threads are not known"))
+        return None
+
+    def classes(threads, ref):
+        # threads that take part in the same barriers and name the same element behave alike
+        # (up to their warp): one representative per class and warp
+        cls: dict = {}
+        for t in sorted(threads):
+            sig = tuple(t in s for s in sets if s is not None)
+            cls.setdefault((sig, index_key(ref, t), t // 32), t)
+        return list(cls.items())
+
+    c1, c2 = classes(t_first, first.buffer), classes(t_second, second.buffer)
+    for (sig2, k2, w2), t2 in c2:
+        for (sig1, k1, w1), t1 in c1:
+            if w1 == w2:
+                continue
+            alias = keys_may_alias(k1, k2)
+            if alias is None:
+                out.undecided.append((first, second, "whether both name the same element is not known"))
+                return None
+            if not alias:
+                continue
+            ordered = _ordered_by_barrier(an, between, t1, t2)
+            if ordered is None:
+                out.undecided.append((first, second, "a barrier whose threads are not known"))
+                return None
+            if not ordered:
+                return Race(first, second, t1, t2)
+    return None
+
+
+def _repeats(an: Analysis, lid: int, guards) -> bool:
+    from .syncscope import _repeats as repeats
+
+    return repeats(an, lid, guards)
+
+
+# ---------------------------------------------------------------- global ----
+
+
+def _ga(o: ir.Op) -> ir.GlobalAccessFacts | None:
+    return o.global_access
+
+
+def _is_counter(o: ir.Op) -> bool:
+    """An atomic that counts (integer, relaxed): the signal side of a split-K / last-arriver
+    protocol, or of a flag."""
+    ga = _ga(o)
+    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form in ("atomic", "ptx") and not ga.data
+
+
+def _releases(o: ir.Op) -> bool:
+    ga = _ga(o)
+    if o.kind == ir.FENCE:
+        return o.fence_kind in GPU_FENCES
+    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.sem in RELEASE_SEMS
+
+
+def _acquires(o: ir.Op) -> bool:
+    ga = _ga(o)
+    if o.kind == ir.FENCE:
+        return o.fence_kind in GPU_FENCES
+    return o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD) and ga is not None and ga.sem in ACQUIRE_SEMS
+
+
+def _is_data_write(o: ir.Op) -> bool:
+    ga = _ga(o)
+    if o.kind == ir.GLOBAL_STORE:
+        return True
+    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form in ("atomic", "ptx") and ga.data
+
+
+def _observed(an: Analysis, fl) -> bool:
+    """Does the kernel read what its counters say: a test of an atomic's old value, or a spin?"""
+    return bool(_tests(an, fl)) or any(o.kind == ir.SPIN for o in fl.ops)
+
+
+def _tests(an: Analysis, fl) -> dict[int, set[str]]:
+    """id(op) -> the atomics' old values (their Var names) whose test guards op: the branch
+    compares the old value itself, or a `__shared__` flag a thread set from it."""
+    results = {ga.result: o for o in fl.ops if (ga := _ga(o)) is not None and ga.result and _is_counter(o)}
+    if not results:
+        return {}
+    flags: dict[str, set[str]] = {}
+    for o in fl.ops:
+        a = o.access
+        if o.kind == ir.SMEM_ACCESS and a is not None and a.via == "scalar" and a.value is not None and o.buffer:
+            stored = {v.name for v in a.value.free_vars()} & results.keys()
+            if stored:
+                flags.setdefault(f"?shared:{o.buffer.name}", set()).update(stored)
+    out: dict[int, set[str]] = {}
+    for o in fl.ops:
+        names: set[str] = set()
+        for c in o.guard.opaque:
+            for v in c.free_vars():
+                if v.name in results:
+                    names.add(v.name)
+                names |= flags.get(v.name, set())
+        if names:
+            out[id(o)] = names
+    return out
+
+
+def _publish(an: Analysis, out: MemoryFacts) -> None:
+    fl = flow(an)
+    if not _observed(an, fl):
+        return
+    for sig in fl.ops:
+        ga = _ga(sig)
+        if not _is_counter(sig) or ga is None or ga.sem in RELEASE_SEMS or not sig.guard.exact:
+            continue
+        ts = an.threads.executing(sig)
+        if not ts:
+            continue
+        for d in fl.ops:
+            if not _is_data_write(d) or d.order >= sig.order or d.loops[: len(sig.loops)] != sig.loops:
+                continue
+            if not d.guard.exact or set(d.guard.uniform) - set(sig.guard.uniform):
+                continue
+            td = an.threads.executing(d)
+            if not td:
+                continue
+            between = fl.same_iteration_between(d, sig)
+            if any(may_order(o) and o is not sig for o in between):
+                # an arrive, a wait, another atomic: an order this query does not pair
+                out.undecided.append((d, sig, "an op that may synchronise between"))
+                continue
+            if any(_releases(o) for o in between):
+                continue  # a fence on the path (in the writer or the signaller): released
+            if any(o.kind == ir.SYNC and (not o.guard.exact or an.threads.executing(o) is None) for o in between):
+                out.undecided.append((d, sig, "a barrier whose threads are not known"))
+                continue
+            t_sig = min(ts)
+            pick = None
+            if t_sig in td:
+                pick = t_sig
+            else:
+                for t in sorted(td):
+                    if _ordered_by_barrier(an, between, t, t_sig):
+                        pick = t
+                        break
+            if pick is None:
+                out.undecided.append((d, sig, "no barrier orders the data's writer before the signal"))
+                continue
+            gathered = any(o.kind == ir.SYNC for o in between) and td != frozenset([t_sig])
+            out.publications.append(Publication(d, sig, pick, t_sig, td, gathered))
+            break
+
+
+def _acquire(an: Analysis, out: MemoryFacts) -> None:
+    fl = flow(an)
+    tests = _tests(an, fl)
+    if not tests:
+        return
+    by_result = {ga.result: o for o in fl.ops if (ga := _ga(o)) is not None and ga.result}
+    seen: set[int] = set()
+    for rd in fl.ops:
+        if rd.kind != ir.GLOBAL_LOAD or (ga := _ga(rd)) is None or ga.form != "plain":
+            continue
+        for name in sorted(tests.get(id(rd), ())):
+            sig = by_result.get(name)
+            if sig is None or id(sig) in seen or sig.order >= rd.order or not sig.guard.exact:
+                continue
+            sga = _ga(sig)
+            if sga is None or sga.sem in ACQUIRE_SEMS:
+                continue
+            if rd.loops[: len(sig.loops)] != sig.loops:
+                continue
+            ts = an.threads.executing(sig)
+            if not ts:
+                continue
+            between = fl.same_iteration_between(sig, rd)
+            if any(_acquires(o) for o in between):
+                continue
+            if any(may_order(o) for o in between):
+                out.undecided.append((sig, rd, "an op that may synchronise between"))
+                continue
+            seen.add(id(sig))
+            out.acquisitions.append(Acquisition(sig, rd, min(ts), "last-arriver"))
+
+
+def _publishes_with_release(fl) -> bool:
+    """Does the kernel raise a counter with release ordering (a release atomic, or a gpu-scope
+    fence before a relaxed counter in the same iteration)? Then its polls must acquire."""
+    last_fence: dict[tuple, int] = {}
+    for o in fl.ops:
+        if o.kind == ir.FENCE and o.fence_kind in GPU_FENCES:
+            last_fence[o.loops] = o.order
+        elif o.kind == ir.GLOBAL_SIGNAL and _is_counter(o):
+            ga = _ga(o)
+            if (ga is not None and ga.sem in RELEASE_SEMS) or o.loops in last_fence:
+                return True
+    return False
+
+
+def _polls(fl, lid: int) -> list[ir.Op]:
+    """The memory events of spin loop lid that read a flag: loads and atomics on global memory."""
+    return [o for o in fl.ops if lid in o.loops and o.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL)]
+
+
+def _spin_acquire(an: Analysis, out: MemoryFacts) -> None:
+    """Data read with plain loads after a spin loop whose polls do not acquire, by a thread of the
+    poll, with no acquire fence between, in a kernel that publishes with release."""
+    fl = flow(an)
+    if not any(o.kind == ir.SPIN for o in fl.ops) or not _publishes_with_release(fl):
+        return
+    for sp in fl.ops:
+        if sp.kind != ir.SPIN or not sp.loops:
+            continue
+        lid = sp.loops[-1]
+        polls = [p for p in _polls(fl, lid) if p.guard.exact]
+        if (
+            not polls
+            or any(_acquires(p) for p in polls)
+            or any(p.kind == ir.GLOBAL_LOAD and _ga(p) is not None and _ga(p).form == "plain" for p in polls)
+        ):  # type: ignore[union-attr]
+            continue
+        body = [o for o in fl.ops if lid in o.loops]
+        if any(o.kind in (ir.CALL, ir.EXIT) or _acquires(o) for o in body):
+            continue
+        poll = polls[0]
+        tp = an.threads.executing(poll)
+        if not tp:
+            continue
+        end = max(o.order for o in body)
+        for rd in fl.ops:
+            ga = _ga(rd)
+            if rd.kind != ir.GLOBAL_LOAD or ga is None or ga.form != "plain" or rd.order <= end:
+                continue
+            if rd.loops != sp.loops[:-1] or not rd.guard.exact:
+                continue
+            tr = an.threads.executing(rd)
+            common = sorted(tp & tr) if tr else []
+            if not common:
+                continue
+            between = [o for o in fl.ops if end < o.order < rd.order]
+            if any(_acquires(o) for o in between):
+                break
+            if any(may_order(o) or o.kind == ir.SYNC for o in between):
+                out.undecided.append((poll, rd, "an op that may synchronise between"))
+                break
+            out.acquisitions.append(Acquisition(poll, rd, common[0], "spin"))
+            break
+
+
+def describe_location(o: ir.Op) -> str:
+    """The location an access names, for messages: `flag`, `idx[0]`, `partials[...]`."""
+    if o.buffer is not None:
+        return str(o.buffer)
+    ga = _ga(o)
+    text = ga.text if ga is not None and ga.text else o.api
+    if ga is not None and ga.form == "tk":
+        return text.split(",", 1)[0] + ", ...)"
+    return text.split("[", 1)[0] + "[...]" if "[" in text and o.kind != ir.GLOBAL_SIGNAL else text
+
+
+__all__ = ["memory", "MemoryFacts", "Race", "Publication", "Acquisition", "describe_location", "E"]
