@@ -70,6 +70,10 @@ def completed_upto(commits_before: int, n: int) -> int:
     return commits_before - n
 
 
+def what_of(o: ir.Op) -> str:
+    return (o.copy.dst_unknown if o.copy is not None else None) or "?"
+
+
 def obligations(an: Analysis) -> list[Obligation]:
     """The violated and undecided cp.async obligations of the kernel (one per read site and kind)."""
     return an.fact("async_groups.obligations", _obligations)
@@ -202,8 +206,19 @@ def _obligations(an: Analysis) -> list[Obligation]:
         o = unknown_dst[0]
         what = o.copy.dst_unknown if o.copy is not None else None
         reason = f"the destination of `{o.api}` at line {o.location.row} ({what or '?'}) is not a known shared buffer"
-        # the copy may write any buffer: no read of a copied buffer is decided
-        return undecided_all(reason) if reads else []
+        # the copy may write any buffer: no read of a copied buffer is decided, and reads of
+        # what it writes are not seen at all (one obligation at each such copy says so)
+        return undecided_all(reason) + [
+            Obligation(
+                "complete",
+                o,
+                o,
+                "undecided",
+                f"the destination of `{o.api}` ({what_of(o)}) is not a known "
+                "shared buffer: the reads of what it copies are not checked",
+            )
+            for o in unknown_dst
+        ]
     if not reads:
         return []
     n = an.threads.n
@@ -297,6 +312,10 @@ def _check_run(m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[i
         done_pos[t], done_val[t] = ps, vs
     events = sorted((ev for evs in runs.values() for ev in evs), key=lambda e: (e.pos, e.thread))
     latest: dict[tuple, _Ev] = {}  # (buffer, element) -> the copy that last wrote it
+    key_len: dict[str, int] = {}  # buffer -> the most indices a copy into it names
+    for o in m.ops_of(ir.CP_ASYNC):
+        if o.buffer is not None:
+            key_len[o.buffer.name] = max(key_len.get(o.buffer.name, 0), len(o.buffer.index))
     readers: dict[tuple, list[_Ev]] = {}  # (buffer, element) -> reads since that copy
 
     def record(kind: str, r: _Ev, c: _Ev | None, wait: ir.Op | None, **wit: Any) -> None:
@@ -329,7 +348,7 @@ def _check_run(m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[i
             continue
         (el,) = els
         name = op.buffer.name  # type: ignore[union-attr]
-        if (name, el) in latest or not any(k[0] == name and len(k[1]) > len(el) for k in latest):
+        if (name, el) in latest or key_len.get(name, 0) <= len(el):
             hits = [(name, el)]
         else:  # a whole tile (or row) read: every copied element in it
             hits = [k for k in latest if k[0] == name and k[1][: len(el)] == el]

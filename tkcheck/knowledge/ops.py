@@ -435,6 +435,12 @@ DTYPE_BYTES = {
     "bf16_2": 4,
     "half_2": 4,
     "float2": 8,
+    # CUDA's vector types: a 16-byte cp.async copies one float4 / int4 / uint4
+    "float4": 16,
+    "int2": 8,
+    "int4": 16,
+    "uint2": 8,
+    "uint4": 16,
     "double": 8,
     "uint64_t": 8,
     "int64_t": 8,
