@@ -234,7 +234,16 @@ def _obligations(an: Analysis) -> list[Obligation]:
         if tt is not None and tt.kind == "scalar" and tt.dtype_bytes:
             _elem_bytes[sa.buffer.name] = tt.dtype_bytes
     syncs = [o for o in m.ops if o.kind == ir.SYNC]
-    skel_ops = copies + reads + syncs + list(m.ops_of(ir.CP_ASYNC_COMMIT, ir.CP_ASYNC_WAIT))
+    # generic writes of a copied buffer: a read after one reads that write, not the copy
+    stores = [
+        o
+        for o in m.ops
+        if o.kind == ir.SMEM_ACCESS
+        and o.access_mode in ("write", "zero")
+        and o.buffer is not None
+        and o.buffer.name in bufs
+    ]
+    skel_ops = copies + reads + syncs + stores + list(m.ops_of(ir.CP_ASYNC_COMMIT, ir.CP_ASYNC_WAIT))
     # what the skeleton cannot order: a reason for undecided
     for o in skel_ops:
         if not o.guard.exact:
@@ -340,9 +349,29 @@ def _check_run(m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[i
                         record("refill", r, ev, None, writer_thread=ev.thread)
                 latest[key] = ev
             continue
+        if op.kind == ir.SMEM_ACCESS and op.access_mode in ("write", "zero"):
+            els = _elements(op, ev.env)
+            if els is None:
+                raise _Undecided(f"the index of `{op.api}` at line {op.location.row} is not decided")
+            (el,) = els
+            for key in (
+                [k for k in latest if k[0] == op.buffer.name and k[1][: len(el)] == el]
+                if len(el) < key_len.get(op.buffer.name, 0)
+                else [(op.buffer.name, el)]
+            ):  # type: ignore[union-attr]
+                latest.pop(key, None)
+                readers.pop(key, None)
+            continue
         refs = [ref for ref, _ in readers_of(op)]
         if not refs or op.kind == ir.CP_ASYNC:
             continue
+        if (
+            op.access is not None
+            and op.access.via == "element"
+            and op.buffer is not None
+            and len(op.buffer.index) < key_len.get(op.buffer.name, 0)
+        ):
+            continue  # a scalar array indexed partly (`float (*row)[N] = a[s]`): an address, not a load
         els = _elements(op, ev.env)
         if els is None:
             continue

@@ -4,6 +4,7 @@ addresses their operands are built from."""
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import replace
 from typing import Any
 
@@ -128,8 +129,9 @@ class AsmLowering:
         v = w.ev(node, replace(ctx, dry=True), cursor)
         model = w.model
         if isinstance(v, Obj) and v.kind == "shared" and v.ref.index and model is not None and extra == E.Const(0):
-            # an element of a `__shared__ T x[...]` array: its address names the element
-            name = f"smem_addr({v.ref})"
+            # an element of a `__shared__ T x[...]` array: its address names the element (the
+            # name carries the index's variables: loops of a dry pass print the same)
+            name = f"smem_addr({v.ref})#{zlib.crc32(repr(v.ref.index).encode()):08x}"
             if name not in model.smem_addresses:
                 model.smem_addresses[name] = ir.SmemAddress(
                     name, v.ref, v.type, loc_of(cursor, w.filename) if cursor is not None else model.location
