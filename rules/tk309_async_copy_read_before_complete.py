@@ -55,7 +55,8 @@ def check(an: Analysis) -> Iterator[Finding]:
 
 _BAD = (
     HEADER
-    + """
+    + """#include <cuda_pipeline.h>
+
 __global__ __launch_bounds__(128, 1) void k(const float *g, float *out, int n) {
     __shared__ float buf[2][128];
     const int t = threadIdx.x;
@@ -77,7 +78,8 @@ __global__ __launch_bounds__(128, 1) void k(const float *g, float *out, int n) {
 
 _GOOD = (
     HEADER
-    + """
+    + """#include <cuda_pipeline.h>
+
 __global__ __launch_bounds__(128, 1) void k(const float *g, float *out, int n) {
     __shared__ float buf[2][128];
     const int t = threadIdx.x;

@@ -177,9 +177,3 @@ __device__ void __barrier_sync_count(unsigned int, unsigned int);
 #ifndef HUGE_VAL
 #define HUGE_VAL __builtin_huge_val()
 #endif
-
-// cuda_pipeline_primitives.h: cp.async through the pipeline primitives (the copy, its commit
-// group, the wait that leaves at most N newer groups pending)
-__device__ void __pipeline_memcpy_async(void *dst, const void *src, size_t size_and_align, size_t zfill = 0);
-__device__ void __pipeline_commit();
-__device__ void __pipeline_wait_prior(size_t prior);
