@@ -1,6 +1,7 @@
 """TK401: a cross-warp shared-memory dependency with no barrier covering both
 the writers and the reader."""
 
+from tkcheck.checks import async_groups as G
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Confirm, Explains, Rule
@@ -58,6 +59,50 @@ def check(an):
                 help="synchronise every writer with the reader: `warpgroup::sync(id)` when the writers are one "
                 "warpgroup (a distinct id per warpgroup), `__syncthreads()` for the whole block; "
                 "`__syncwarp()` only orders threads of one warp",
+            )
+        )
+    out.extend(_async_copies(an))
+    return out
+
+
+def _async_copies(an):
+    """cp.async data another thread copied: its wait completes the copy only in the copying
+    thread, so a block barrier must follow that wait before the read; and a refill must follow a
+    barrier after every read of the stage's previous contents (async_groups)."""
+    out = []
+    for ob in G.obligations(an):
+        if ob.kind not in ("visible", "refill") or ob.status != "violated" or ob.copy is None:
+            continue
+        w = ob.witness
+        r, c = w.get("reader_thread"), w.get("writer_thread")
+        at = ", ".join(f"{k} = {v}" for k, v in w.items() if k not in ("reader_thread", "writer_thread"))
+        at = f" ({at})" if at else ""
+        if ob.kind == "visible":
+            msg = (
+                f"`{ob.read.api}` on thread {r} reads `{ob.read.buffer}`, copied by thread {c} with "
+                f"`{ob.copy.api}` (line {ob.copy.location.row}); that thread's wait completes the copy only for "
+                f"itself and no block barrier follows it before the read{at}"
+            )
+            rel = [related(ob.copy, f"thread {c} copies here")]
+            if ob.wait is not None:
+                rel.append(related(ob.wait, f"completes the copy in thread {c} only"))
+            fix = "put `__syncthreads()` (or a barrier over both threads) between the wait and the read"
+        else:
+            msg = (
+                f"`{ob.read.api}` on thread {r} reads `{ob.read.buffer}`, which thread {c} refills with "
+                f"`{ob.copy.api}` (line {ob.copy.location.row}) later, and no barrier orders the read before "
+                f"the refill{at}"
+            )
+            rel = [related(ob.copy, f"thread {c} refills the stage here")]
+            fix = "put `__syncthreads()` after the last read of the stage, before the next cp.async into it"
+        out.append(
+            finding(
+                "TK401",
+                msg,
+                ob.read.location,
+                related=rel,
+                witness={k: v for k, v in w.items()},
+                help=fix,
             )
         )
     return out

@@ -46,6 +46,9 @@ SYNC_APIS = frozenset(
         "store_async_wait",
         "store_async_read_wait",
         "load_async_wait",
+        "__pipeline_memcpy_async",
+        "__pipeline_commit",
+        "__pipeline_wait_prior",
         "__syncthreads",
         "__syncwarp",
         "sync",
@@ -299,7 +302,7 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     """Count and describe what the contract checks left undecided in one analysed kernel."""
     if entry is None:
         return
-    from .checks import completion, phases
+    from .checks import async_groups, completion, phases
 
     n = 0
     for name, acc in sorted(completion.accounts(an).items()):
@@ -323,6 +326,17 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
                     f"{wp.reason or 'not recognised'}",
                 )
             )
+    seen = set()
+    for ob in async_groups.obligations(an):
+        loc = ob.read.location
+        key = (loc.filename, loc.row, ob.reason)
+        if ob.status != "undecided" or key in seen:
+            continue
+        seen.add(key)
+        n += 1
+        entry.unknowns.append(
+            Unknown(f"{loc.filename}:{loc.row}:{loc.column}", f"cp.async data read here: not decided: {ob.reason}")
+        )
     entry.undecided += n
     add_memory_undecided(entry, an)
 

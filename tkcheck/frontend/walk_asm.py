@@ -4,6 +4,7 @@ addresses their operands are built from."""
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import replace
 from typing import Any
 
@@ -50,12 +51,72 @@ class AsmLowering:
                     if p.bar_count
                     else (w.model.block_threads if w.model is not None else None)
                 )
+            if p.kind in (ir.CP_ASYNC, ir.CP_ASYNC_WAIT):
+                kw.update(self._cp_async_operands(c, ctx, p))
             op(p.kind, p.api, **kw)
         if does.shared_access is not None:
             self._smem_access(c, ctx, ptx, loc, facts, does.shared_access)
         if does.untracked:
             op(ir.CALL, "asm")
             w.note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
+
+    def _operands(self, c: Any) -> list[list[str]]:
+        """The token lists of an asm statement's operands (`"r"(expr)`), outputs then inputs."""
+        toks = tokens_of(c)
+        colon = next((k for k, t in enumerate(toks) if t in (":", "::")), None)
+        if colon is None:
+            return []
+        ops, i = [], colon
+        while i < len(toks):
+            t = toks[i]
+            if t.startswith('"') and i + 1 < len(toks) and toks[i + 1] == "(":
+                depth, j = 0, i + 1
+                while j < len(toks):
+                    depth += toks[j] == "("
+                    depth -= toks[j] == ")"
+                    if depth == 0:
+                        break
+                    j += 1
+                ops.append(toks[i + 2 : j])
+                i = j
+            i += 1
+        return ops
+
+    def _operand_value(self, c: Any, ctx: Ctx, k: int) -> Any:
+        ops = self._operands(c)
+        if k >= len(ops):
+            return None
+        node = cexpr.parse_expression(ops[k], ctx.env.has)
+        return self.w.ev(node, replace(ctx, dry=True), c)
+
+    def _cp_async_operands(self, c: Any, ctx: Ctx, p: K.PtxOp) -> dict[str, Any]:
+        """The Op fields of a cp.async / wait_group whose operands say what they do: the copy's
+        destination buffer (its shared address built by `__cvta_generic_to_shared`) and size,
+        the wait's count."""
+        out: dict[str, Any] = {}
+        if p.kind == ir.CP_ASYNC:
+            out["bytes"] = E.Const(p.bytes) if p.bytes is not None else E.opaque("cp.async size")
+            addr = self._operand_value(c, ctx, p.addr_operand) if p.addr_operand is not None else None
+            model = self.w.model
+            names = (
+                sorted({v.name for v in addr.free_vars() if v.name in model.smem_addresses})
+                if isinstance(addr, Expr) and model is not None
+                else []
+            )
+            if len(names) == 1 and model is not None:
+                out["buffer"] = model.smem_addresses[names[0]].buffer
+            else:
+                ops = self._operands(c)
+                k = p.addr_operand or 0
+                text = " ".join(ops[k]) if k < len(ops) else "?"
+                out["copy"] = replace(p.copy or ir.CopyFacts("ptx"), dst_unknown=text)
+        else:
+            n: Any = p.count
+            if n is None and p.count_operand is not None:
+                v = self._operand_value(c, ctx, p.count_operand)
+                n = v.eval({}) if isinstance(v, Expr) else None
+            out["count"] = E.Const(n) if isinstance(n, int) and not isinstance(n, bool) else E.opaque("wait_group N")
+        return out
 
     def smem_address(self, node: cexpr.Node, ctx: Ctx, cursor: Any) -> Expr | None:
         """`__cvta_generic_to_shared(&tile)` / `(&tile.data[i])`: a Var standing for the tile's
@@ -76,6 +137,15 @@ class AsmLowering:
                     break
         v = w.ev(node, replace(ctx, dry=True), cursor)
         model = w.model
+        if isinstance(v, Obj) and v.kind == "shared" and v.ref.index and model is not None and extra == E.Const(0):
+            # an element of a `__shared__ T x[...]` array: its address names the element (the
+            # name carries the index's variables: loops of a dry pass print the same)
+            name = f"smem_addr({v.ref})#{zlib.crc32(repr(v.ref.index).encode()):08x}"
+            if name not in model.smem_addresses:
+                model.smem_addresses[name] = ir.SmemAddress(
+                    name, v.ref, v.type, loc_of(cursor, w.filename) if cursor is not None else model.location
+                )
+            return E.Var(name, E.PARAM)
         if not isinstance(v, Obj) or v.kind != "buffer" or model is None:
             return None
         name = f"smem_addr({v.ref})"

@@ -666,9 +666,11 @@ class CallLowering:
             op.bytes = t.size_bytes() if isinstance(t, ir.TileType) else None
             if op.bytes is None:
                 op.bytes = E.opaque("tile bytes")
-        elif spec.kind in (ir.MMA_WAIT, ir.TMA_STORE_WAIT, ir.CP_ASYNC_WAIT):
+        elif spec.kind in (ir.MMA_WAIT, ir.TMA_STORE_WAIT, ir.CP_ASYNC_WAIT) and "count" not in roles:
             n = self.w.targ_int(btargs, ctx, 0)
             op.count = E.Const(n if n is not None else 0)
+        elif spec.kind == ir.CP_ASYNC_WAIT and op.count is None:
+            op.count = E.opaque("wait_prior N")
         elif spec.kind == ir.SETMAXNREG:
             n = self.w.targ_int(btargs, ctx, 0)
             if n is None:
@@ -739,7 +741,26 @@ class CallLowering:
             op.barrier_unknown = None
             op.sync_id = vals[0]
             op.count = E.Const(32 * gwarps) if gwarps and gwarps > 0 else None
+        if spec.kind == ir.CP_ASYNC:
+            if op.bytes is None and transferred is not None and isinstance(transferred.type, ir.TileType):
+                op.bytes = transferred.type.size_bytes()
+            op.copy = ir.CopyFacts(spec.copy_via or "tk", None if op.buffer is not None else cexpr.render(args[0]))
         self.w.emit(op, ctx)
+        if spec.commits:  # TK's load_async closes its own group
+            self.w.emit(replace(op, kind=ir.CP_ASYNC_COMMIT, buffer=None, operands=(), bytes=None, copy=None), ctx)
+        if spec.then_sync is not None:
+            # TK's load_async_wait: __syncwarp(), or the group's named barrier `sync(bar_id)`
+            named = spec.then_sync == "group" and op.sync_id is not None
+            self.w.emit(
+                replace(
+                    op,
+                    kind=ir.SYNC,
+                    count=E.Const(32 * gwarps) if named and gwarps else None,
+                    sync=ir.SyncFacts("named" if named else "warp"),
+                    issuers_per_group=0,
+                ),
+                ctx,
+            )
         return None
 
     def _emit_reg_access(self, base: str, qual: str, vals: list[Any], ctx: Ctx, cursor: Any) -> None:

@@ -44,6 +44,12 @@ class OpSpec:
     read_only: bool = False  # TMA_STORE_WAIT: waits for the reads only
     increase: bool | None = None  # SETMAXNREG: .inc / .dec
     registers: int | None = None  # SETMAXNREG: the count the name fixes
+    # CP_ASYNC: where the copy comes from (CopyFacts.via); commits: the call closes its own
+    # commit group after the copies (TK's load_async); CP_ASYNC_WAIT: then_sync is the barrier
+    # the call runs after the wait ("warp": __syncwarp, "group": the group's named barrier)
+    copy_via: str | None = None
+    commits: bool = False
+    then_sync: str | None = None
 
 
 # Base names valid at thread scope ('' or 'kittens' qualifier, or 'tma').
@@ -63,7 +69,12 @@ THREAD_OPS: dict[str, OpSpec] = {
     "tm_load_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_ld"),  # TK of early 2025
     "tm_store_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_st"),
     "tensor_store_wait": OpSpec(ir.TMEM_OP, (), tmem="wait_st"),
-    "load_async_wait": OpSpec(ir.CP_ASYNC_WAIT, ()),
+    # TK ops/thread/util/sync.cuh: cp.async.wait_all (N = 0) / cp.async.wait_group N, then __syncwarp
+    "load_async_wait": OpSpec(ir.CP_ASYNC_WAIT, (), then_sync="warp"),
+    # CUDA's cuda_pipeline_primitives.h: cp.async of 4/8/16 bytes, commit_group, wait_group N
+    "__pipeline_memcpy_async": OpSpec(ir.CP_ASYNC, ("dst", "src", "bytes"), copy_via="pipeline"),
+    "__pipeline_commit": OpSpec(ir.CP_ASYNC_COMMIT, ()),
+    "__pipeline_wait_prior": OpSpec(ir.CP_ASYNC_WAIT, ("count",)),
     # CUDA memory fences: __threadfence() is fence.sc.gpu (membar.gl), a release+acquire at gpu scope
     "__threadfence": OpSpec(ir.FENCE, (), fence_kind="membar_gl"),
     "__threadfence_system": OpSpec(ir.FENCE, (), fence_kind="membar_sys"),
@@ -170,6 +181,12 @@ GROUP_OPS: dict[str, OpSpec] = {
     "mma_async_wait": OpSpec(ir.MMA_WAIT, (), group_elects=False),
     "mma_commit_group": OpSpec(ir.MMA_COMMIT, (), group_elects=False),
     "mma_fence": OpSpec(ir.MMA_FENCE, ("acc",), group_elects=False),
+    # TK ops/group/memory/{tile,vec}/global_to_shared.cuh: every thread of the group issues
+    # cp.async.cg for its part of the tile, then cp.async.commit_group (one group per call)
+    "load_async": OpSpec(ir.CP_ASYNC, ("dst", "gl", "coord"), group_elects=False, copy_via="tk", commits=True),
+    # TK ops/group/util/sync.cuh: cp.async.wait_group N, then __syncwarp() (no argument) or
+    # the group's named barrier `sync(bar_id)`
+    "load_async_wait": OpSpec(ir.CP_ASYNC_WAIT, ("id",), group_elects=False, then_sync="group"),
 }
 
 # MMA names (TK ops/group/mma/warpgroup.cuh, ops/thread/mma/tcgen05.cuh): `mma*` accumulate
@@ -238,6 +255,14 @@ _PTX_ATOMIC_OP = re.compile(r"\b(red|atom)((?:\.[a-z0-9_:]+)+)")
 _PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b")
 _PTX_SHARED = re.compile(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b")
 _PTX_UNTRACKED = ("mbarrier", "cp.async.bulk", "wgmma")
+# non-bulk cp.async (sm_80): the copy (its shared address the first `[%N]`, its size the last
+# immediate), the commit, the waits; wait_all is commit_group + wait_group 0
+_PTX_CP_ASYNC = re.compile(
+    r"\bcp\.async\.(?:ca|cg)\.shared(?:::cta)?\.global\b[^;]*?\[\s*%(\d+)\s*\][^;]*?,\s*(\d+)\s*[,;]?"
+)
+_PTX_CP_COMMIT = re.compile(r"\bcp\.async\.commit_group\b")
+_PTX_CP_WAIT = re.compile(r"\bcp\.async\.wait_group\s+(?:(\d+)|%(\d+))")
+_PTX_CP_WAIT_ALL = re.compile(r"\bcp\.async\.wait_all\b")
 
 
 @dataclass(frozen=True)
@@ -255,6 +280,13 @@ class PtxOp:
     # count None: every thread of the CTA
     bar_id: str | None = None
     bar_count: str | None = None
+    copy: ir.CopyFacts | None = None  # CP_ASYNC
+    # operands the front end resolves: the shared address (CP_ASYNC), the count (CP_ASYNC_WAIT
+    # written `wait_group %N`); a constant count / size written in the PTX itself
+    addr_operand: int | None = None
+    count_operand: int | None = None
+    count: int | None = None
+    bytes: int | None = None
 
     def op_fields(self) -> dict[str, object]:
         """The `ir.Op` fields this op sets (its kind facts)."""
@@ -263,6 +295,7 @@ class PtxOp:
             "fence": self.fence,
             "global_access": self.global_access,
             "increase": self.increase,
+            "copy": self.copy,
         }
         return {k: v for k, v in fields.items() if v is not None}
 
@@ -318,6 +351,27 @@ def ptx_ops(ptx: str) -> PtxOps:
                 ),
             )
         )
+    for m in _PTX_CP_ASYNC.finditer(ptx):
+        ops.append(
+            PtxOp(
+                ir.CP_ASYNC, "cp.async", copy=ir.CopyFacts("ptx"), addr_operand=int(m.group(1)), bytes=int(m.group(2))
+            )
+        )
+    if _PTX_CP_COMMIT.search(ptx):
+        ops.append(PtxOp(ir.CP_ASYNC_COMMIT, "cp.async.commit_group"))
+    mw = _PTX_CP_WAIT.search(ptx)
+    if mw:
+        ops.append(
+            PtxOp(
+                ir.CP_ASYNC_WAIT,
+                "cp.async.wait_group",
+                count=int(mw.group(1)) if mw.group(1) else None,
+                count_operand=int(mw.group(2)) if mw.group(2) else None,
+            )
+        )
+    elif _PTX_CP_WAIT_ALL.search(ptx):
+        ops.append(PtxOp(ir.CP_ASYNC_COMMIT, "cp.async.wait_all"))
+        ops.append(PtxOp(ir.CP_ASYNC_WAIT, "cp.async.wait_all", count=0))
     ml = _PTX_GLOBAL_LOAD.search(ptx)
     if ml:
         quals = ml.group(1).split(".")
@@ -412,6 +466,12 @@ DTYPE_BYTES = {
     "bf16_2": 4,
     "half_2": 4,
     "float2": 8,
+    # CUDA's vector types: a 16-byte cp.async copies one float4 / int4 / uint4
+    "float4": 16,
+    "int2": 8,
+    "int4": 16,
+    "uint2": 8,
+    "uint4": 16,
     "double": 8,
     "uint64_t": 8,
     "int64_t": 8,

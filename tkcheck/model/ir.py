@@ -370,6 +370,16 @@ class GlobalAccessFacts:
 
 
 @dataclass(frozen=True)
+class CopyFacts:
+    """A CP_ASYNC: a copy of global memory into shared memory by the issuing thread, in the
+    async proxy of that thread; it lands when a later CP_ASYNC_WAIT of the same thread leaves at
+    most `count` newer commit groups pending (per-thread semantics, PTX cp.async.wait_group)."""
+
+    via: str  # ptx (inline cp.async.{ca,cg}) | pipeline (__pipeline_memcpy_async) | tk (load_async)
+    dst_unknown: str | None = None  # the destination operand, when it is not a known shared buffer
+
+
+@dataclass(frozen=True)
 class PhasebitFacts:
     """TK's phase bitfield: set to a constant (`phasebit_set`), a bit flipped (`phasebit_flip`,
     `update_phasebit`), or the bit a wait's parity reads (`get_phasebit`, on MBAR_WAIT)."""
@@ -391,8 +401,9 @@ TMA_LOAD = "tma_load"  # buffer (dst), bytes, barrier, transfer, mbar
 TMA_STORE = "tma_store"  # buffer (src), bytes, transfer
 TMA_STORE_COMMIT = "tma_store_commit"
 TMA_STORE_WAIT = "tma_store_wait"  # count (wait<N>), read_only
-CP_ASYNC = "cp_async"  # non-bulk async copy
-CP_ASYNC_WAIT = "cp_async_wait"
+CP_ASYNC = "cp_async"  # non-bulk async copy global -> shared: buffer (dst), bytes, copy (CopyFacts)
+CP_ASYNC_COMMIT = "cp_async_commit"  # closes the issuing thread's pending copies into one group
+CP_ASYNC_WAIT = "cp_async_wait"  # count (wait_group N: at most N of the thread's groups pending)
 MMA = "mma"  # operands (acc, a, b), mma
 MMA_COMMIT = "mma_commit"
 MMA_WAIT = "mma_wait"  # n
@@ -447,6 +458,7 @@ class Op:
     tmem: TmemFacts | None = None  # TMEM_OP
     global_access: GlobalAccessFacts | None = None  # GLOBAL_SIGNAL, GLOBAL_LOAD, GLOBAL_STORE
     phasebit: PhasebitFacts | None = None  # phasebit_set, phasebit_flip, MBAR_WAIT
+    copy: CopyFacts | None = None  # CP_ASYNC
     increase: bool | None = None  # SETMAXNREG: .inc (else .dec)
     read_only: bool = False  # TMA_STORE_WAIT: store_async_read_wait (reads done, not writes)
     pdl: str | None = None  # PDL: wait | launch_dependents
