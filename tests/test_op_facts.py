@@ -88,7 +88,9 @@ def test_ptx_ops_table():
     inc, dec = K.ptx_ops("setmaxnreg.inc.sync.aligned.u32 240;"), K.ptx_ops("setmaxnreg.dec.sync.aligned.u32 40;")
     assert (inc.ops[0].increase, dec.ops[0].increase) == (True, False)
     sig = K.ptx_ops("red.release.gpu.global.add.u32 [%0], %1;").ops[0]
-    assert sig.kind == ir.GLOBAL_SIGNAL and sig.global_access == ir.GlobalAccessFacts("release")
+    assert sig.kind == ir.GLOBAL_SIGNAL and sig.global_access == ir.GlobalAccessFacts(
+        "release", atomic="add", dtype="u32", form="ptx"
+    )
     ld = K.ptx_ops("ld.acquire.gpu.global.u32 %0, [%1];").ops[0]
     assert ld.kind == ir.GLOBAL_LOAD and ld.global_access is not None and ld.global_access.sem == "acquire"
     # shared accesses keep their address operand (the walker evaluates it); raw mbarrier PTX is untracked
