@@ -237,11 +237,18 @@ def _roles(an: Analysis, ops: list[ir.Op]) -> list[tuple[frozenset[int], tuple]]
         sig = []
         for o in ops:
             lanes = []
+            per_iter = set()
             for t in range(32 * w, 32 * w + 32):
                 g = o.guard.thread.eval({"tid": t, "tid_y": 0, "tid_z": 0})
                 if g is None:
-                    if o.guard.thread.depends_on(E.LOOP) and not o.guard.thread.depends_on(E.THREAD):
+                    gt = E.substitute(o.guard.thread, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)})
+                    if o.guard.thread.depends_on(E.LOOP) and not gt.depends_on(E.THREAD):
+                        # a condition on the iteration, per thread (`if (i + 1 < T)` in a loop
+                        # `for (i = c; ...)` whose start is the role's index): the walk of the
+                        # role's program decides it per iteration (`emit`); warps whose
+                        # conditions differ are different roles
                         g = True
+                        per_iter.add(str(gt))
                     else:
                         return None
                 if g:
@@ -256,7 +263,7 @@ def _roles(an: Analysis, ops: list[ir.Op]) -> list[tuple[frozenset[int], tuple]]
             sid = {str(E.substitute(o.sync_id, {"tid": E.Const(t)})) for t in lanes} if o.sync_id is not None else set()
             if len(idx) > 1 or len(sid) > 1:
                 return None
-            sig.append((len(lanes), idx.pop(), tuple(sid)))
+            sig.append((len(lanes), idx.pop(), tuple(sid), tuple(sorted(per_iter))))
         sigs.setdefault(tuple(sig), []).extend(range(32 * w, 32 * w + 32))
     return [(frozenset(ts), s) for s, ts in sigs.items()]
 
@@ -352,6 +359,11 @@ def _unroll(
                     i = j
                     continue
                 trip = lp.trip.eval(env) if lp.trip is not None else None
+                if trip is None and lp.trip is not None and lp.trip.depends_on(E.THREAD):
+                    # a trip count of the role (`for (i = c; i < T; i += 2)`, c the role's
+                    # index): one value for all its threads, or the program is not the role's
+                    trips = {lp.trip.eval(dict(env, tid=t, tid_y=0, tid_z=0)) for t in threads}
+                    trip = trips.pop() if len(trips) == 1 else None
                 if not isinstance(trip, int) or trip < 0:
                     return False
                 for k in range(trip):
@@ -582,6 +594,17 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, ro
             if e.kind == "init" and e.arrivals != counts[e.elem]:
                 ex.reason = f"barrier element {e.elem} re-initialised with another count"
                 return
+    # one named barrier id with two thread counts: PTX leaves the barrier undefined (TK404's
+    # static question); no progress claim is made on such a kernel
+    bar_counts: dict[int, set[int]] = {}
+    for r in roles:
+        for e in r.events:
+            if e.kind in ("sync", "barrive") and not e.block and e.sync is not None:
+                bar_counts.setdefault(e.sync[0], set()).add(e.sync[1])
+    mixed = sorted(sid for sid, cs in bar_counts.items() if len(cs) > 1)
+    if mixed:
+        ex.reason = f"named barrier {mixed[0]} used with two thread counts (undefined)"
+        return
     ex.roles = roles
     _search(ex, roles, counts, t0)
 

@@ -270,9 +270,9 @@ def _named_uses(an: Analysis):
     if n is None:
         return None
     for op in an.model.ops_of(ir.SYNC, ir.NAMED_ARRIVE):
+        # inline `bar.sync` / `bar.arrive` too: the walk evaluates their operands at the asm
+        # statement (an operand it could not evaluate leaves the use out, as any other)
         kind = op.sync_kind
-        if op.asm is not None:
-            continue
         ex = an.threads.executing(op)
         if ex is None or not op.guard.exact:
             continue
@@ -284,13 +284,19 @@ def _named_uses(an: Analysis):
         cnt = op.count.eval({}) if op.count is not None else None
         if op.sync_id is None:
             continue
-        by_id: dict[int, set[int]] = {}
-        for t in ex:
-            v = E.substitute(op.sync_id, {"tid": E.Const(t)}).eval({})
-            if not isinstance(v, int) or isinstance(v, bool):
-                by_id = None
+        envs = _iteration_envs(an.model, op)
+        if envs is None:
+            continue
+        by_id: dict[int, set[int]] | None = {}
+        for env in envs:
+            for t in ex:
+                v = op.sync_id.eval(dict(env, tid=t, tid_y=0, tid_z=0))
+                if not isinstance(v, int) or isinstance(v, bool):
+                    by_id = None
+                    break
+                by_id.setdefault(v, set()).add(t)
+            if by_id is None:
                 break
-            by_id.setdefault(v, set()).add(t)
         if by_id is None:
             continue
         for bid, ts in by_id.items():
@@ -317,3 +323,28 @@ def misaligned_groups(an: Analysis, op: ir.Op, size: int = 128):
         if got != full:
             out.append((g, got, full - got))
     return out
+
+
+MAX_ID_ITERATIONS = 16
+
+
+def _iteration_envs(m: ir.KernelModel, op: ir.Op) -> list[dict] | None:
+    """The values of the loop counters an op's barrier id depends on (`FULL0 + i % 2` in a loop
+    of a known trip count: every iteration up to MAX_ID_ITERATIONS, each one executed); [{}] when
+    the id depends on no loop, None when such a loop's trip count is not a known constant."""
+    if op.sync_id is None:
+        return [{}]
+    names = {v.name for v in op.sync_id.free_vars() if v.kind == E.LOOP}
+    if not names:
+        return [{}]
+    envs: list[dict] = [{}]
+    for lid in op.loops:
+        lp = m.loops[lid]
+        if lp.counter is None or lp.counter.name not in names:
+            continue
+        trip = lp.trip.eval({}) if lp.trip is not None else None
+        if not isinstance(trip, int) or isinstance(trip, bool) or trip <= 0:
+            return None
+        envs = [dict(e, **{lp.counter.name: k}) for e in envs for k in range(min(trip, MAX_ID_ITERATIONS))]
+        names.discard(lp.counter.name)
+    return envs if not names else None

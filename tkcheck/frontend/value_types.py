@@ -34,6 +34,17 @@ class Obj:
         return Obj(self.kind, Ref(self.ref.name, self.ref.index + (index,), spelling), etype)
 
 
+@dataclass(frozen=True)
+class NamedBar:
+    """A TK `barrier<num_warps>` object: a named hardware barrier `id` of `32 * warps` threads
+    (`barrier<8> b(2)`; `b[i]` is barrier id + i). `arrive(b)` is `bar.arrive id, 32*N`,
+    `arrive_and_wait(b)` is `bar.sync id, 32*N` (their group forms the same). `warps` is None
+    when the template argument was not evaluated."""
+
+    id: Any
+    warps: int | None
+
+
 @dataclass
 class Rec:
     """A record of named values (lcf callback args, user struct instances).

@@ -11,7 +11,7 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .value_types import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType
+from .value_types import Allocator, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, Ctx, Env, loc_of, tokens_of, _THREAD_FUNCS_GROUP
 from .walk_arith import _ArrVal, _TMEM_ACCESS_NAMES, convert_int
 from .walker_core import CallWalker
@@ -63,6 +63,11 @@ class CallLowering:
         if base == "__ctor":
             fields = tuple(self.w.ev(a, ctx, cursor) for a in args)
             return fields[0] if len(fields) == 1 else fields
+        if base == "barrier" and btargs and len(args) == 1:
+            # `barrier<8>(id)`: a temporary of TK's named-barrier object
+            nb = self.w.exprs.named_bar(full_segs, self.w.ev(args[0], ctx, cursor), ctx)
+            if nb is not None:
+                return nb
         # scope qualifier: '', 'tma', 'warp', 'warpgroup', 'group<N>', 'everyone', user alias
         scope_warps, qual = self._qualifier(quals, ctx)
         # -- thread identity -------------------------------------------------
@@ -259,6 +264,14 @@ class CallLowering:
             return None
         # -- TK / CUDA operations --------------------------------------------
         spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
+        if (
+            spec is None
+            and scope == "group"
+            and base == "arrive_and_wait"
+            and len(args) == 1
+            and isinstance(self.w.ev(args[0], replace(ctx, dry=True), cursor), NamedBar)
+        ):
+            spec = K.TK_BARRIER_SYNC  # group<N>::arrive_and_wait(barrier<N>): bar.sync id, 32*N
         if spec is not None:
             return self._emit_op(spec, scope, gwarps, qual, base, btargs, args, ctx, cursor, node)
         # register-tile operations (accumulator accesses)
@@ -555,6 +568,11 @@ class CallLowering:
         vals = [self.w.ev(a, ctx, cursor) for a in args]
         loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         api = f"{qual}::{base}" if qual else base
+        if base in ("arrive", "arrive_and_wait") and len(vals) == 1 and isinstance(vals[0], NamedBar):
+            # TK's arrive(barrier<N>) / arrive_and_wait(barrier<N>) and their group forms:
+            # `bar.arrive id, 32*N` / `bar.sync id, 32*N` in every thread that runs them (the
+            # hardware counts warps); a named barrier, never an mbarrier
+            spec = K.TK_BARRIER_ARRIVE if base == "arrive" else K.TK_BARRIER_SYNC
         op = ir.Op(spec.kind, api, loc, ctx.guard, ctx.loops)
         # scope: who issues the PTX
         if scope == "group":
@@ -690,6 +708,13 @@ class CallLowering:
             elif sync_kind == "block_named":
                 sync_kind = "block"
                 op.count = self.w.model.block_threads
+        if spec.tk_barrier and vals and isinstance(vals[0], NamedBar):
+            nbar = vals[0]
+            op.sync_id = nbar.id
+            op.count = E.Const(32 * nbar.warps) if nbar.warps is not None else None
+            if nbar.warps is not None:
+                # `bar.sync id, 32*N`: the barrier of a group of N warps, as group<N>::sync(id)
+                op.group_warps = nbar.warps
         # the kind's facts
         if spec.kind == ir.SYNC and sync_kind is not None:
             op.sync = ir.SyncFacts(

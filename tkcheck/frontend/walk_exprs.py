@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .value_types import Allocator, Func, GroupScope, Lambda, Obj, Rec, StructType, TypeVal
+from .value_types import Allocator, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType, TypeVal
 from .walk_env import CK, Ctx, loc_of, tokens_of, value_names
 from .walk_arith import _ArrVal, _tile_attr, _to_bool, convert_int
 from .walker_core import ExprWalker
@@ -66,6 +67,24 @@ class ExprEvaluation:
         v = self.ev(targs[i], replace(ctx, dry=True))
         c = v.const() if isinstance(v, Expr) else None
         return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+    def tk_barrier_type(self, segments: Any, ctx: Ctx) -> tuple[bool, int | None]:
+        """Whether a type name is TK's `barrier<num_warps>` (`kittens::barrier<8>`; not a user
+        type of that name), and its number of warps when evaluated."""
+        segs = [sg for sg in segments if sg.name != "kittens"]
+        if len(segs) != 1 or segs[0].name != "barrier" or not segs[0].targs:
+            return False, None
+        if "barrier" in self.w.mb.structs or ctx.env.lookup("barrier") is not None:
+            return False, None
+        n = self.targ_int(segs[0].targs, ctx, 0)
+        return True, (n if n is not None and n > 0 else None)
+
+    def named_bar(self, segments: Any, id_value: Any, ctx: Ctx) -> NamedBar | None:
+        """The value of a `barrier<N>` object made from `id_value` (None: not that type)."""
+        is_bar, warps = self.tk_barrier_type(segments, ctx)
+        if not is_bar:
+            return None
+        return NamedBar(id_value if isinstance(id_value, Expr) else None, warps)
 
     def _ev(self, node: cexpr.Node, ctx: Ctx, cursor):
         match node:
@@ -226,6 +245,11 @@ class ExprEvaluation:
     def _ev_index(self, node: cexpr.Index, nbase: cexpr.Node, nidx: cexpr.Node, ctx: Ctx, cursor):
         base = self.ev(nbase, ctx, cursor)
         idx = self.ev(nidx, ctx, cursor)
+        if isinstance(base, NamedBar):  # TK's barrier<N>::operator[]: barrier(id + i)
+            return NamedBar(
+                E.binop("+", base.id, idx) if isinstance(base.id, Expr) and isinstance(idx, Expr) else None,
+                base.warps,
+            )
         if self.w.mk_op is not None and isinstance(base, (Obj, E.Var)) and isinstance(idx, E.Const):
             code = self._mk_opcode_read(base, idx)
             if code is not None:
@@ -484,6 +508,8 @@ class ExprEvaluation:
     def _ev_member(self, node: cexpr.Member, ctx: Ctx, cursor):
         obj = self.ev(node.obj, ctx, cursor)
         field_name = node.field
+        if isinstance(obj, NamedBar) and field_name == "barrier_id":
+            return obj.id if obj.id is not None else E.opaque("barrier_id")
         if isinstance(obj, tuple) and obj and obj[0] == "builtin":
             b = obj[1]
             if b == "threadIdx":

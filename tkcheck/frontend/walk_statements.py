@@ -11,7 +11,7 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .value_types import Allocator, Obj, Rec, StructType
+from .value_types import Allocator, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
 from .walk_arith import (
     _ArrVal,
@@ -389,7 +389,16 @@ class StatementWalk:
         loc = loc_of(d, self.w.filename)
         m = self.w.model
         value: Any = None
-        if is_shared and isinstance(t, ir.TileType):
+        nbar = (
+            self.w.exprs.named_bar(tnode.segments, None, ctx)
+            if isinstance(tnode, cexpr.Name) and not is_shared and not dims
+            else None
+        )
+        if nbar is not None:
+            # `barrier<8> b(2);` / `= barrier<8>(2)`: TK's named-barrier object (its id, 32*N threads)
+            v = self.w.ev(init_node, ctx, cursor=d) if init_node is not None else None
+            value = v if isinstance(v, NamedBar) else NamedBar(v if isinstance(v, Expr) else None, nbar.warps)
+        elif is_shared and isinstance(t, ir.TileType):
             if t.kind == "semaphore":
                 m.barriers[name] = ir.Barrier(name, tuple(dims), loc, "static")
                 value = Obj("barrier", ir.Ref(name), t)

@@ -39,6 +39,7 @@ class OpSpec:
     tmem: str | None = None  # TMEM_OP: the action
     tcgen05_commit: bool = False  # MBAR_ARRIVE by tcgen05.commit
     remote: bool = False  # MBAR_ARRIVE / TMA_LOAD on another CTA's barrier
+    tk_barrier: bool = False  # SYNC / NAMED_ARRIVE on TK's barrier<N> object (its id and 32*N)
     and_wait: bool = False  # MBAR_ARRIVE then wait
     proxy_fence: bool = False  # TMA_STORE: TK fences the async proxy before the copy
     read_only: bool = False  # TMA_STORE_WAIT: waits for the reads only
@@ -148,6 +149,12 @@ CLUSTER_COPY_OPS: dict[int, OpSpec] = {
 }
 
 # `everyone::sync(id)`: bar.sync id over every thread of the block
+# TK's named-barrier object `barrier<num_warps>` (id from its constructor, `b[i]` = id + i):
+# `arrive(b)` / `group<N>::arrive(b)` is `bar.arrive id, 32*num_warps`, `arrive_and_wait(b)` /
+# `group<N>::arrive_and_wait(b)` is `bar.sync id, 32*num_warps`; every thread that runs them
+# executes the instruction (the walk picks these specs when the argument is such an object)
+TK_BARRIER_ARRIVE = OpSpec(ir.NAMED_ARRIVE, ("tkbar",), group_elects=False, tk_barrier=True)
+TK_BARRIER_SYNC = OpSpec(ir.SYNC, ("tkbar",), sync_kind="named", group_elects=False, tk_barrier=True)
 EVERYONE_SYNC = OpSpec(ir.SYNC, ("id",), sync_kind="block_named", group_elects=False)
 
 # Cluster-wide barriers: `everyone::tma::cluster::sync()`, `tma::cluster::sync()`...
