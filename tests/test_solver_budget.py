@@ -204,3 +204,16 @@ def test_a_reused_parse_checks_as_a_fresh_one(rel, corpus_checks):
     assert check_file(str(path), opts, text=text, parsed=parsed).findings or "bad_" not in rel
     with pytest.raises(ValueError):
         check_file(str(path) + ".other", opts, text=text, parsed=parsed)
+
+
+def test_the_session_memo_keys_the_bytes_the_budget_and_the_rules(corpus_checks):
+    """The memo every sweep reads (tests/conftest.py) answers per (file, bytes, options): a
+    spent budget, another selection or another text is another check, never the default's."""
+    opts = corpus_checks.file_options(FLIPPED)
+    assert [f.code for f in corpus_checks.check(FLIPPED, opts).findings] == ["TK303"]
+    assert corpus_checks.check(FLIPPED, replace(opts, solver_budget=1)).findings == []
+    assert corpus_checks.check(FLIPPED, replace(opts, enabled=frozenset({"TK301"}))).findings == []
+    lines = FLIPPED.read_text(encoding="utf-8").splitlines()
+    lines[26] += "  // tkcheck: ignore[TK303]"
+    assert corpus_checks.check(FLIPPED, opts, "\n".join(lines) + "\n").findings == []
+    assert [f.code for f in corpus_checks.check(FLIPPED, opts).findings] == ["TK303"]
