@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "corpus"
 FIXTURE_RESULTS = []
+MEMO_STATS = {"asked": 0, "made": 0}  # checks asked of the memo, and made (summed over the workers)
 
 try:
     import fcntl
@@ -73,7 +74,6 @@ class CorpusChecks:
         self.shared = shared
         self.mutations = evaluate.load_mutations(CORPUS)
         self._memo: dict[str, tuple[object, list]] = {}
-        self.made = 0  # checks this process made (not read from the memo)
 
     # ------------------------------------------------------------ the memo
 
@@ -88,6 +88,7 @@ class CorpusChecks:
         for part in (path, text, _options_key(opts)):
             h.update(part.encode("utf-8", errors="surrogateescape") + b"\0")
         key = h.hexdigest()
+        MEMO_STATS["asked"] += 1
         got = self._memo.get(key)
         if got is not None and all(_stamp(d) == s for d, s in got[1]):
             return got[0]
@@ -99,7 +100,7 @@ class CorpusChecks:
                     res = None
             if res is None:
                 res = check_file(path, opts, text=text)
-                self.made += 1
+                MEMO_STATS["made"] += 1
                 stamps = [(d, _stamp(d)) for d in res.dependencies]
                 if entry is not None:
                     tmp = entry.with_name(f"{entry.name}.{os.getpid()}")
@@ -193,15 +194,24 @@ def pytest_sessionfinish(session):
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: its fixtures' results go to the controller
         workeroutput["tkcheck_fixture_results"] = pickle.dumps(FIXTURE_RESULTS)
+        workeroutput["tkcheck_memo_stats"] = dict(MEMO_STATS)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a worker is done
 def pytest_testnodedown(node, error):
-    sent = getattr(node, "workeroutput", {}).get("tkcheck_fixture_results")
-    if sent:
-        FIXTURE_RESULTS.extend(pickle.loads(sent))
+    out = getattr(node, "workeroutput", {})
+    if out.get("tkcheck_fixture_results"):
+        FIXTURE_RESULTS.extend(pickle.loads(out["tkcheck_fixture_results"]))
+    for k, v in out.get("tkcheck_memo_stats", {}).items():
+        MEMO_STATS[k] += v
 
 
 def pytest_terminal_summary(terminalreporter):
+    if MEMO_STATS["asked"]:
+        terminalreporter.write_line(
+            f"check memo: {MEMO_STATS['asked']} checks asked, {MEMO_STATS['made']} made "
+            f"(tests/conftest.py; with xdist: summed over the workers)"
+        )
     if FIXTURE_RESULTS:
         from tkcheck.expectations import table
 
