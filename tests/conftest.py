@@ -1,7 +1,12 @@
 import atexit
+import hashlib
+import json
 import os
+import pickle
 import shutil
 import tempfile
+from contextlib import contextmanager
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -14,49 +19,162 @@ atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "corpus"
 FIXTURE_RESULTS = []
+MEMO_STATS = {"asked": 0, "made": 0}  # checks asked of the memo, and made (summed over the workers)
+
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): each worker keeps its own memo
+    fcntl = None
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--check-memo",
+        choices=("shared", "worker"),
+        default=os.environ.get("TKCHECK_TEST_MEMO", "shared"),
+        help="with pytest-xdist: one memo of checks for all workers (files under the session's "
+        "temporary folder, a lock per check) or one per worker (default: shared; env TKCHECK_TEST_MEMO)",
+    )
+
+
+def _options_key(opts) -> str:
+    """CheckOptions as canonical JSON: sets sorted (a frozenset's order changes between
+    processes), and a field of a type not known here is an error, not a silent repr."""
+
+    def default(o):
+        if isinstance(o, (set, frozenset)):
+            return sorted(o)
+        raise TypeError(f"check memo: cannot key an option of type {type(o).__name__}")
+
+    return json.dumps(asdict(opts), sort_keys=True, default=default)
+
+
+def _stamp(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 class CorpusChecks:
-    """The corpus checked once per test run: each clean kernel, fixture file and mutation on
-    first use.
+    """The session-wide memo of checks: every sweep over the corpus, the fixtures and the planted
+    bugs asks it, so each (file, options) pair is checked once per test run.
 
-    tests/test_corpus.py and tests/test_triage.py ask for the same planted bugs, and
-    test_corpus, test_adoption and test_trace_svg for the same files; the results
-    (engine FileResults) are shared, so tests read them and never change them (a test that sets
-    verdicts checks its own copy). A mutation that cannot be applied raises its ValueError on
-    every ask.
+    Keyed by the file's absolute path (findings carry it), its bytes and the whole CheckOptions
+    (the rules enabled, the parse options, the solver budget, ...). A hit is kept only while the
+    files the parse read besides the main one (FileResult.dependencies) have the stamps they had
+    when it was checked. The results (engine FileResults) are shared: tests read them and never
+    change them (a test that sets verdicts checks its own copy).
+
+    Under pytest-xdist the memo is shared by the workers (`--check-memo shared`, the default): a
+    check is a pickle under the session's temporary folder, made by the first worker that asks
+    while the others wait on its lock (flock: released if that worker dies), and mutants are
+    written to one folder so that their paths, and so their keys, agree between workers. With
+    `--check-memo worker` each worker checks what its own tests ask for.
     """
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, shared: Path | None = None):
         from tkcheck import evaluate
 
         self._evaluate = evaluate
         self.workdir = workdir
+        self.shared = shared
         self.mutations = evaluate.load_mutations(CORPUS)
-        self._clean: dict[Path, object] = {}
-        self._mutants: dict[str, object] = {}
+        self._memo: dict[str, tuple[object, list]] = {}
+
+    # ------------------------------------------------------------ the memo
+
+    def check(self, path, opts, text: str | None = None):
+        """`check_file(path, opts, text)`, once per session for each (path, bytes, options)."""
+        from tkcheck.engine import check_file
+
+        path = str(Path(path).resolve())
+        if text is None:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        h = hashlib.sha256()
+        for part in (path, text, _options_key(opts)):
+            h.update(part.encode("utf-8", errors="surrogateescape") + b"\0")
+        key = h.hexdigest()
+        MEMO_STATS["asked"] += 1
+        got = self._memo.get(key)
+        if got is not None and all(_stamp(d) == s for d, s in got[1]):
+            return got[0]
+        with self._lock(key) as entry:
+            res = None
+            if entry is not None and entry.is_file():
+                res, stamps = pickle.loads(entry.read_bytes())
+                if not all(_stamp(d) == s for d, s in stamps):
+                    res = None
+            if res is None:
+                res = check_file(path, opts, text=text)
+                MEMO_STATS["made"] += 1
+                stamps = [(d, _stamp(d)) for d in res.dependencies]
+                if entry is not None:
+                    tmp = entry.with_name(f"{entry.name}.{os.getpid()}")
+                    tmp.write_bytes(pickle.dumps((res, stamps)))
+                    os.replace(tmp, entry)
+        self._memo[key] = (res, stamps)
+        return res
+
+    @contextmanager
+    def _lock(self, key: str):
+        if self.shared is None or fcntl is None:
+            yield None
+            return
+        self.shared.mkdir(parents=True, exist_ok=True)
+        with open(self.shared / f"{key}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released on close, or when this process dies
+            try:
+                yield self.shared / f"{key}.pickle"
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    # ------------------------------------------------------------ what the sweeps ask for
 
     def clean(self, kernel: Path):
-        """A corpus kernel or fixture file as is, checked with the evaluation's options."""
+        """A corpus kernel (or any file) as is, checked with the evaluation's options."""
         kernel = Path(kernel).resolve()
-        if kernel not in self._clean:
-            self._clean[kernel] = self._evaluate.check_clean(kernel)
-        return self._clean[kernel]
+        return self.check(kernel, self._evaluate.options(arch=self._evaluate.kernel_arch(kernel)))
+
+    def file_options(self, path: Path):
+        """Every rule on a file: a corpus kernel with the evaluation's options, a fixture with its
+        own parse settings (arch, TK version) and every rule, whatever it selects."""
+        from tkcheck.expectations import options_for, parse_fixture
+
+        path = Path(path).resolve()
+        if (ROOT / "fixtures") in path.parents:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            return replace(options_for(parse_fixture(text)[0]), enabled=self._evaluate.all_codes())
+        return self._evaluate.options(arch=self._evaluate.kernel_arch(path))
+
+    def every_rule(self, path: Path):
+        """The file checked with `file_options` (what the sweeps over every finding read)."""
+        return self.check(path, self.file_options(path))
+
+    def fixture(self, path: Path):
+        """The fixture held to its `// expect:` comments (its own selection), checked once."""
+        from tkcheck.expectations import run_fixture
+
+        return run_fixture(path, check=self.check)
+
+    def mutation_input(self, m):
+        """(path, text, options) of a planted bug as `tkcheck eval` checks it."""
+        return self._evaluate.mutation_input(CORPUS, m, self.workdir)
 
     def mutation(self, m):
-        if m.id not in self._mutants:
-            try:
-                self._mutants[m.id] = self._evaluate.check_mutation(CORPUS, m, self.workdir)
-            except ValueError as e:
-                self._mutants[m.id] = e
-        got = self._mutants[m.id]
-        if isinstance(got, ValueError):
-            raise got
-        return got
+        """A planted bug checked; a mutation that cannot be applied raises its ValueError on every ask."""
+        path, text, opts = self.mutation_input(m)
+        return self.check(path, opts, text)
 
 
 @pytest.fixture(scope="session")
-def corpus_checks(tmp_path_factory) -> CorpusChecks:
+def corpus_checks(tmp_path_factory, request) -> CorpusChecks:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and request.config.getoption("check_memo") == "shared" and fcntl is not None:
+        # the workers' temporary folders sit in the session's: the memo and the mutants go there
+        root = tmp_path_factory.getbasetemp().parent
+        return CorpusChecks(root / "mutants", shared=root / "checks")
     return CorpusChecks(tmp_path_factory.mktemp("mutants"))
 
 
@@ -77,9 +195,33 @@ def tk_include():
     return str(r / "include")
 
 
+# ---------------------------------------------------------------- the fixture table, with xdist too
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: its fixtures' results go to the controller
+        workeroutput["tkcheck_fixture_results"] = pickle.dumps(FIXTURE_RESULTS)
+        workeroutput["tkcheck_memo_stats"] = dict(MEMO_STATS)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a worker is done
+def pytest_testnodedown(node, error):
+    out = getattr(node, "workeroutput", {})
+    if out.get("tkcheck_fixture_results"):
+        FIXTURE_RESULTS.extend(pickle.loads(out["tkcheck_fixture_results"]))
+    for k, v in out.get("tkcheck_memo_stats", {}).items():
+        MEMO_STATS[k] += v
+
+
 def pytest_terminal_summary(terminalreporter):
+    if MEMO_STATS["asked"]:
+        terminalreporter.write_line(
+            f"check memo: {MEMO_STATS['asked']} checks asked, {MEMO_STATS['made']} made "
+            f"(tests/conftest.py; with xdist: summed over the workers)"
+        )
     if FIXTURE_RESULTS:
         from tkcheck.expectations import table
 
         terminalreporter.write_sep("-", "fixtures: per-rule TP / FP / FN")
-        terminalreporter.write_line(table(FIXTURE_RESULTS))
+        terminalreporter.write_line(table(sorted(FIXTURE_RESULTS, key=lambda r: r.path)))

@@ -58,8 +58,8 @@ CORPUS = sorted(p for p in (ROOT / "corpus").rglob("*.cu") if not p.name.startsw
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT / "corpus")))
-def test_corpus_clean_for_accumulator_and_scope_rules(path):
-    res = check_file(str(path), CheckOptions(enabled=ALL))
+def test_corpus_clean_for_accumulator_and_scope_rules(path, corpus_checks):
+    res = corpus_checks.check(path, CheckOptions(enabled=ALL))
     bad = [(f.code, f.location.row, f.message) for f in res.findings if f.code in MINE | SCOPE]
     assert not bad
 

@@ -18,8 +18,8 @@ def test_fixtures_exist():
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[str(p.relative_to(ROOT / "fixtures")) for p in FIXTURES])
-def test_fixture(path: Path):
-    res = run_fixture(path)
+def test_fixture(path: Path, corpus_checks):
+    res = corpus_checks.fixture(path)
     FIXTURE_RESULTS.append(res)
     problems = []
     for e in res.missing:

@@ -17,8 +17,7 @@ from conftest import ROOT
 from tkcheck import evaluate
 from tkcheck import solver
 from tkcheck.cli.cli import main
-from tkcheck.engine import CheckOptions, check_file
-from tkcheck.expectations import options_for, parse_fixture
+from tkcheck.engine import CheckOptions, check_file, parse_for_check
 from tkcheck.model import expr as E
 
 FLIPPED = ROOT / "fixtures" / "completion" / "bad_consumer_parity_flipped.cu"
@@ -143,28 +142,78 @@ CASES = _cases()
 
 @pytest.mark.skipif(not CASES, reason="no corpus or fixtures")
 @pytest.mark.parametrize("case", CASES)
-def test_a_spent_budget_never_adds_a_finding(case, tmp_path):
+def test_a_spent_budget_never_adds_a_finding(case, corpus_checks):
     """Whatever the budget, every finding is one the default budget makes too (same rule, same
-    site): a check that cannot decide says nothing, it does not report something else instead."""
+    site): a check that cannot decide says nothing, it does not report something else instead.
+
+    The default budget's check is the session memo's (the corpus, fixture and planted-bug sweeps
+    make the same one); the tiny budgets share one parse and run the walk and the rules again."""
     kind, what = case
-    if kind == "file":
-        path, text = str(what), what.read_text(encoding="utf-8", errors="replace")
-        if "fixtures" in what.parts:  # the fixture's arch and TK version, every rule
-            opts = replace(options_for(parse_fixture(text)[0]), enabled=evaluate.all_codes())
-        else:
-            opts = evaluate.options(arch=evaluate.kernel_arch(what))
+    if kind == "file":  # a fixture with its arch and TK version and every rule; a corpus kernel as evaluated
+        path, text = what, what.read_text(encoding="utf-8", errors="replace")
+        opts = corpus_checks.file_options(what)
     else:
-        corpus = ROOT / "corpus"
-        text = evaluate.mutated_text(corpus, what)
-        kernel = corpus / what.kernel
-        target = tmp_path / kernel.name
-        target.write_text(text, encoding="utf-8")
-        path = str(target)
-        opts = evaluate.options(
-            include_dirs=(str(kernel.parent.resolve()),), arch=evaluate.kernel_arch(Path(what.kernel))
-        )
-    default = set().union(*[_identities(f) for f in check_file(path, opts, text=text).findings])
+        path, text, opts = corpus_checks.mutation_input(what)
+    path = str(Path(path).resolve())
+    default = set().union(*[_identities(f) for f in corpus_checks.check(path, opts, text).findings])
+    parsed = parse_for_check(path, text, opts)
     for budget in TINY_BUDGETS:
-        res = check_file(path, replace(opts, solver_budget=budget), text=text)
+        res = check_file(path, replace(opts, solver_budget=budget), text=text, parsed=parsed)
         extra = set().union(*[_identities(f) for f in res.findings]) - default
         assert not extra, f"budget {budget}: findings the default run does not make: {sorted(extra)}"
+
+
+def _everything(res) -> str:
+    return json.dumps(
+        {
+            "findings": [f.to_json() for f in res.findings],
+            "notes": res.notes,
+            "kernels": res.kernels,
+            "inconclusive": res.inconclusive,
+            "internal": res.internal_errors,
+            "coverage": [c.to_json() for c in res.coverage],
+        },
+        sort_keys=True,
+        default=str,
+    )
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "fixtures/completion/bad_consumer_parity_flipped.cu",  # a phase proof the budget decides
+        "fixtures/deadlock/bad_one_shot_load_after_ring.cu",  # a deadlock with its trace
+        "corpus/hopper/gemm_ring.cu",
+        "corpus/blackwell/gemm_2cta_clc.cu",
+    ],
+)
+def test_a_reused_parse_checks_as_a_fresh_one(rel, corpus_checks):
+    """check_file(..., parsed=) is the check a fresh parse makes, after other budgets ran on the
+    same parse: everything in the result, not only the findings. Compared where a check's answer
+    is a function of the file (nothing decided, everything decided): at a budget between, which
+    proofs finish first can differ between two fresh checks in one process too."""
+    path = ROOT / rel
+    text, opts = path.read_text(encoding="utf-8"), corpus_checks.file_options(path)
+    parsed = parse_for_check(str(path), text, opts)
+    for budget in TINY_BUDGETS:
+        check_file(str(path), replace(opts, solver_budget=budget), text=text, parsed=parsed)
+    for budget in (1, opts.solver_budget):
+        o = replace(opts, solver_budget=budget)
+        again = check_file(str(path), o, text=text, parsed=parsed)
+        assert _everything(again) == _everything(check_file(str(path), o, text=text)), f"budget {budget}"
+    assert check_file(str(path), opts, text=text, parsed=parsed).findings or "bad_" not in rel
+    with pytest.raises(ValueError):
+        check_file(str(path) + ".other", opts, text=text, parsed=parsed)
+
+
+def test_the_session_memo_keys_the_bytes_the_budget_and_the_rules(corpus_checks):
+    """The memo every sweep reads (tests/conftest.py) answers per (file, bytes, options): a
+    spent budget, another selection or another text is another check, never the default's."""
+    opts = corpus_checks.file_options(FLIPPED)
+    assert [f.code for f in corpus_checks.check(FLIPPED, opts).findings] == ["TK303"]
+    assert corpus_checks.check(FLIPPED, replace(opts, solver_budget=1)).findings == []
+    assert corpus_checks.check(FLIPPED, replace(opts, enabled=frozenset({"TK301"}))).findings == []
+    lines = FLIPPED.read_text(encoding="utf-8").splitlines()
+    lines[26] += "  // tkcheck: ignore[TK303]"
+    assert corpus_checks.check(FLIPPED, opts, "\n".join(lines) + "\n").findings == []
+    assert [f.code for f in corpus_checks.check(FLIPPED, opts).findings] == ["TK303"]

@@ -1,7 +1,10 @@
 """Checking one file: parse -> KernelModels -> rules -> suppression.
 
 Public: `check_file(path, CheckOptions)` (the whole check) and `models_of(path, ParseOptions)`
-(the models the rules query), with `CheckOptions`, `FileResult`, `ParseOptions`, `InputError`.
+(the models the rules query), with `CheckOptions`, `FileResult`, `ParseOptions`, `InputError`;
+`parse_for_check(path, text, CheckOptions)` is the parse alone, which `check_file(...,
+parsed=...)` takes for checking one file several times with options that differ only after
+the parse (a solver budget, the rules enabled): the walk and the rules run again, not libclang.
 
 Everything a file's check needs travels in `CheckOptions` (picklable, so
 `-j N` can run files in worker processes: libclang and z3 are not
@@ -105,9 +108,25 @@ def models_of(path: str, options: ParseOptions | None = None, text: str | None =
     return ModelBuilder(parse_source(path, text, options or ParseOptions())).build()
 
 
-def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileResult:
+def parse_for_check(path: str, text: str, opts: CheckOptions) -> ParsedFile:
+    """The parse `check_file(path, opts, text)` makes (libclang, before any model is built).
+    Handed back to `check_file(path, opts2, text, parsed=...)` for any `opts2` whose `parse` and
+    `cache_dir` are `opts`'s, it stands for that check's own parse: the result is the same as
+    a fresh check's (tests/test_solver_budget.py holds it to that). Raises InputError."""
+    return parse_source(path, text, opts.parse, pch_dir=_pch_dir(opts))
+
+
+def _pch_dir(opts: CheckOptions) -> str | None:
+    return os.path.join(opts.cache_dir, "pch") if opts.cache_dir else None
+
+
+def check_file(path: str, opts: CheckOptions, text: str | None = None, parsed: ParsedFile | None = None) -> FileResult:
     """Everything tkcheck reports on one file: findings (suppressions applied), notes, coverage
-    and timings. Input tkcheck cannot read becomes a parse-error finding, an internal error a note."""
+    and timings. Input tkcheck cannot read becomes a parse-error finding, an internal error a note.
+    `parsed`: `parse_for_check(path, text, o)`'s answer for options `o` with the same parse
+    options, used instead of parsing again (the file's `text` must be given with it)."""
+    if parsed is not None and (text is None or parsed.path != path):
+        raise ValueError("check_file: a reused parse needs the text it was made from and the same path")
     res = FileResult(path=path)
     t0 = time.perf_counter()
     rules = registry.catalog()  # metadata only: a rule's module is imported when the rule runs
@@ -126,7 +145,7 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
             cached.cached = True
             return cached
     try:
-        _check_text(path, text, opts, res, rules)
+        _check_text(path, text, opts, res, rules, parsed)
     except InputError as e:
         res.input_error = str(e)
         res.findings.append(_fill(Finding(PARSE_ERROR.code, str(e), Location(path, 1, 1)), rules))
@@ -150,7 +169,14 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None) -> FileRe
     return res
 
 
-def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules: Mapping[str, RuleInfo]) -> None:
+def _check_text(
+    path: str,
+    text: str,
+    opts: CheckOptions,
+    res: FileResult,
+    rules: Mapping[str, RuleInfo],
+    parsed: ParsedFile | None = None,
+) -> None:
     # the model builder, the checks and z3 are imported when a file is checked (a cached result,
     # a file that cannot be read need none of them)
     from . import solver
@@ -162,9 +188,8 @@ def _check_text(path: str, text: str, opts: CheckOptions, res: FileResult, rules
     solver.configure(budget=opts.solver_budget, safety_net_ms=opts.solver_timeout_ms)
     solver.fresh_context()  # nor do the solver's answers: each file starts from a fresh z3 context
     t = time.perf_counter()
-    parsed = parse_source(
-        path, text, opts.parse, pch_dir=os.path.join(opts.cache_dir, "pch") if opts.cache_dir else None
-    )
+    if parsed is None:  # the parse reads no model and asks no solver: one made earlier stands for it
+        parsed = parse_source(path, text, opts.parse, pch_dir=_pch_dir(opts))
     res.timing["parse"] = time.perf_counter() - t
     res.notes.extend(parsed.notes)
     _record_dependencies(parsed, opts, res)

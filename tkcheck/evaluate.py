@@ -168,8 +168,9 @@ def check_clean(path: Path, debug: bool = False) -> FileResult:
     return check_file(str(path), options(debug=debug, arch=kernel_arch(path)))
 
 
-def check_mutation(corpus: Path, m: Mutation, workdir: Path, debug: bool = False) -> FileResult:
-    """Check the mutant, written under `workdir` with the kernel's file name.
+def mutation_input(corpus: Path, m: Mutation, workdir: Path, debug: bool = False) -> tuple[Path, str, CheckOptions]:
+    """The mutant as `check_mutation` checks it: its file, written as `workdir/<id>/<kernel's
+    name>` (the same bytes when it is there already), its text and the options.
 
     The kernel's own folder stays on the include path, so headers next to it
     still resolve from the temporary copy.
@@ -178,8 +179,17 @@ def check_mutation(corpus: Path, m: Mutation, workdir: Path, debug: bool = False
     kernel = Path(corpus) / m.kernel
     target = Path(workdir) / m.id / kernel.name
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    if not target.is_file() or target.read_text(encoding="utf-8") != text:
+        tmp = target.with_name(f".{target.name}.{os.getpid()}")  # whole or not at all, for a reader beside
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
     opts = options(include_dirs=(str(kernel.parent.resolve()),), debug=debug, arch=kernel_arch(Path(m.kernel)))
+    return target, text, opts
+
+
+def check_mutation(corpus: Path, m: Mutation, workdir: Path, debug: bool = False) -> FileResult:
+    """Check the mutant, written under `workdir` with the kernel's file name (`mutation_input`)."""
+    target, text, opts = mutation_input(corpus, m, workdir, debug)
     return check_file(str(target), opts, text=text)
 
 

@@ -24,11 +24,12 @@ that still match.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import registry
-from .engine import CheckOptions, check_file
+from .engine import CheckOptions, FileResult, check_file
 from .findings import Finding
 from .frontend.parse import ParseOptions
 
@@ -120,11 +121,13 @@ def options_for(settings: dict[str, str]) -> CheckOptions:
     return CheckOptions(parse=parse, enabled=frozenset(codes))
 
 
-def run_fixture(path: str | Path) -> FixtureResult:
+def run_fixture(path: str | Path, check: Callable[[str, CheckOptions, str], FileResult] | None = None) -> FixtureResult:
+    """The fixture checked with its settings and held to its expectations. `check(path, options,
+    text)` makes the check (`check_file` when None; the tests pass their session-wide memo)."""
     path = str(path)
     text = Path(path).read_text(errors="replace")
     settings, exps = parse_fixture(text)
-    res = check_file(path, options_for(settings), text=text)
+    res = (check or _check)(path, options_for(settings), text)
     out = FixtureResult(path, exps, list(res.findings), notes=list(res.notes))
     used: set[int] = set()
     for e in exps:
@@ -149,6 +152,10 @@ def run_fixture(path: str | Path) -> FixtureResult:
         if j not in used:
             out.unexpected.append(f)
     return out
+
+
+def _check(path: str, opts: CheckOptions, text: str) -> FileResult:
+    return check_file(path, opts, text=text)
 
 
 def table(results: list[FixtureResult]) -> str:
