@@ -60,28 +60,6 @@ class AsmLowering:
             op(ir.CALL, "asm")
             w.note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
 
-    def _operands(self, c: Any) -> list[list[str]]:
-        """The token lists of an asm statement's operands (`"r"(expr)`), outputs then inputs."""
-        toks = tokens_of(c)
-        colon = next((k for k, t in enumerate(toks) if t in (":", "::")), None)
-        if colon is None:
-            return []
-        ops, i = [], colon
-        while i < len(toks):
-            t = toks[i]
-            if t.startswith('"') and i + 1 < len(toks) and toks[i + 1] == "(":
-                depth, j = 0, i + 1
-                while j < len(toks):
-                    depth += toks[j] == "("
-                    depth -= toks[j] == ")"
-                    if depth == 0:
-                        break
-                    j += 1
-                ops.append(toks[i + 2 : j])
-                i = j
-            i += 1
-        return ops
-
     def _operand_value(self, c: Any, ctx: Ctx, k: int) -> Any:
         ops = self._operands(c)
         if k >= len(ops):
@@ -170,20 +148,20 @@ class AsmLowering:
         if not mm:
             return None
         ops = self._operands(c)
-        if ops is None or int(mm.group(1)) >= len(ops):
+        if not ops or int(mm.group(1)) >= len(ops):
             return None
         node = cexpr.parse_expression(ops[int(mm.group(1))], ctx.env.has)
         v = self.w.ev(node, replace(ctx, dry=True), c)
         return v if isinstance(v, Expr) else None
 
     @staticmethod
-    def _operands(c: Any) -> list[list[str]] | None:
+    def _operands(c: Any) -> list[list[str]]:
         """The token lists of the asm statement's operand expressions (outputs, then inputs),
-        numbered as `%N` counts them; None without operands."""
+        numbered as `%N` counts them; [] without operands."""
         toks = tokens_of(c)
         colon = next((k for k, t in enumerate(toks) if t in (":", "::")), None)
         if colon is None:
-            return None
+            return []
         ops, i = [], colon
         while i < len(toks):
             t = toks[i]
@@ -204,7 +182,7 @@ class AsmLowering:
         """Raw `st.shared` / `ld.shared` / `ldmatrix` / `stmatrix`: an SMEM_ACCESS op whose
         access facts' `addr` is the address operand (`[%N]`) as an Expr."""
         ops = self._operands(c)
-        if ops is None:
+        if not ops:
             return
         mm = re.search(r"\[\s*%(\d+)\s*(?:\+\s*(\d+))?\s*\]", ptx)
         if not mm or int(mm.group(1)) >= len(ops):
