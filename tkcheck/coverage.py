@@ -77,6 +77,10 @@ SYNC_APIS = frozenset(
         "__cluster_barrier_wait",
         "cp_async_bulk_wait_group",
         "fence_proxy_async",
+        # TK's multi-GPU counters (barrier_t): signal, signal_all, barrier_all (and its 4-argument wait)
+        "signal",
+        "signal_all",
+        "barrier_all",
     }
 )
 # PTX that synchronises: an asm statement with any of these is one site
@@ -240,7 +244,9 @@ def _matches(site: Site, names: set[str]) -> bool:
     # TK spellings the front end records under another name (`expect` -> expect_bytes, ...)
     aliases = {
         "expect": {"expect_bytes"},
-        "mm": {"mma"},
+        # `mm<transpose::N, transpose::T>` is recorded as the form it dispatches to (mm_ABt)
+        "mm": {"mma", "mm_AB", "mm_ABt", "mm_AtB", "mm_AtBt"},
+        "mma": {"mma_AB", "mma_ABt", "mma_AtB", "mma_AtBt"},
         "careful_wait": {"wait"},
         "arrive_and_wait": {"arrive"},
         "commit": {"mma_commit", "tensor_commit", "commit"},
@@ -272,11 +278,14 @@ def for_model(
         else:
             unknowns.append(Unknown(f"{s.shown}:{s.row}:{s.col}", f"{s.name}: not modelled"))
     seen = {u.location for u in unknowns}
+    seen_texts = {(u.location, u.why) for u in unknowns}
     for loc, why in model.unmodelled:
-        key = f"{loc.filename}:{loc.row}:{loc.column}"
-        if key not in seen:
-            unknowns.append(Unknown(key, why))
-            seen.add(key)
+        own = f"{loc.filename}:{loc.row}:{loc.column}"
+        key, text = _user_place(loc, model, why)
+        if own not in seen and (key, text) not in seen_texts:
+            unknowns.append(Unknown(key, text))
+            seen.add(own)
+            seen_texts.add((key, text))
     return KernelCoverage(
         builder.filename,
         model.name,
@@ -286,6 +295,25 @@ def for_model(
         modelled,
         unknowns,
         inconclusive=int(getattr(model, "inconclusive", 0) or 0),
+    )
+
+
+def _user_place(loc: Location, model: ir.KernelModel, why: str, callers: Iterable[Location] = ()) -> tuple[str, str]:
+    """Where an unknown is told, as "file:row:col", and its text: a line of tkcheck's own
+    protocol files (knowledge/protocols/*.cu) is no place a user can act on: the innermost
+    caller in the user's code, else the kernel's own declaration (the user's template struct),
+    naming the template's step in the text."""
+    from .knowledge.protocols import HERE
+
+    def in_protocols(loc: Location) -> bool:
+        return os.path.abspath(loc.filename).startswith(str(HERE) + os.sep)
+
+    if not in_protocols(loc):
+        return f"{loc.filename}:{loc.row}:{loc.column}", why
+    user = next((c for c in reversed(tuple(callers)) if not in_protocols(c)), None) or model.location
+    return (
+        f"{user.filename}:{user.row}:{user.column}",
+        f"{why} (in tkcheck's model of the {model.kind} template, at its {os.path.basename(loc.filename)} step)",
     )
 
 
@@ -306,11 +334,13 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
         entry.obligations += 1
         if acc.unknown:
             n += 1
-            loc = acc.barrier.location
             entry.unknowns.append(
                 Unknown(
-                    f"{loc.filename}:{loc.row}:{loc.column}",
-                    f"barrier '{name}': arrivals/bytes per phase not established: {acc.unknown[0]}",
+                    *_user_place(
+                        acc.barrier.location,
+                        an.model,
+                        f"barrier '{name}': arrivals/bytes per phase not established: {acc.unknown[0]}",
+                    )
                 )
             )
         else:
@@ -319,12 +349,15 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
         entry.obligations += 1
         if wp.status == "unknown":
             n += 1
-            loc = wp.op.location
             entry.unknowns.append(
                 Unknown(
-                    f"{loc.filename}:{loc.row}:{loc.column}",
-                    f"wait on '{wp.barrier}': the phase it is due to see not established: "
-                    f"{wp.reason or 'not recognised'}",
+                    *_user_place(
+                        wp.op.location,
+                        an.model,
+                        f"wait on '{wp.barrier}': the phase it is due to see not established: "
+                        f"{wp.reason or 'not recognised'}",
+                        wp.op.callers,
+                    )
                 )
             )
         else:

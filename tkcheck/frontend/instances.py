@@ -19,7 +19,6 @@ is not analysed (and the coverage report says so), never analysed with made-up v
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
 import clang.cindex as ci
@@ -364,6 +363,8 @@ class InstanceFinder:
             if args is None and rd is None:
                 # unresolved (a host signature with types tkcheck has no stand-in for): as written
                 args = self._written_args(r.spelled or r.cursor)
+            if args:
+                args = self._normalise(host, args)
             if args and args not in out:
                 out.append(args)
         self._host_instances[host.hash] = out
@@ -485,19 +486,27 @@ def _constant_of(arg) -> TemplateArg | None:
                 return TemplateArg("bool", last == ["true"])
             neg = last[:1] == ["-"]
             lit = last[1:] if neg else last
-            if len(lit) == 1 and re.fullmatch(r"\d+[uUlL]*", lit[0]):
+            if len(lit) == 1 and lit[0].rstrip("uUlL").isdigit():
                 v = int(lit[0].rstrip("uUlL"))
                 return TemplateArg("int", -v if neg else v)
     return TemplateArg("type", s)
 
 
+def _int_literal(tok: str) -> int | None:
+    """A decimal or hexadecimal integer token's value."""
+    if tok.isdigit():
+        return int(tok)
+    if tok[:2] in ("0x", "0X") and len(tok) > 2 and all(c in "0123456789abcdefABCDEF" for c in tok[2:]):
+        return int(tok, 16)
+    return None
+
+
 def _token_targs(args: list[list[str]]) -> tuple[TemplateArg, ...]:
-    return tuple(
-        TemplateArg("int", int(a[0], 0))
-        if len(a) == 1 and re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+", a[0])
-        else TemplateArg("tokens", tuple(a))
-        for a in args
-    )
+    out = []
+    for a in args:
+        v = _int_literal(a[0]) if len(a) == 1 else None
+        out.append(TemplateArg("int", v) if v is not None else TemplateArg("tokens", tuple(a)))
+    return tuple(out)
 
 
 def _same_file(cursor, abs_path: str) -> bool:
