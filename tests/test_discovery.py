@@ -113,3 +113,23 @@ void launch(int *out) {
     res = check_file(str(tmp_path / "k.cu"), CheckOptions())
     assert not [f for f in res.findings if f.code == "TK000"], [f.message for f in res.findings]
     assert [c.kernel for c in res.coverage] == ["k<4>"] and res.coverage[0].analysed
+
+
+ASM_TEMPLATE = """template <int G = 1>
+__device__ inline void commit(int bar) {
+    asm volatile("tcgen05.commit.cta_group::%2.mbarrier::arrive::one.b64 [%0], %1;" :: "r"(bar), "n"(G));
+}
+__global__ void k(int *out) { CALL out[threadIdx.x] = 1; }
+"""
+
+
+def test_an_asm_error_nvcc_defers_to_instantiation_is_no_tk000(tmp_path):
+    # nvcc reports an asm string naming an operand it does not have only when the template is
+    # instantiated: unused, it is a note; used by a kernel, it stops that kernel
+    (tmp_path / "unused.cu").write_text(ASM_TEMPLATE.replace("CALL", ""))
+    res = check_file(str(tmp_path / "unused.cu"), CheckOptions())
+    assert not [f for f in res.findings if f.code == "TK000"]
+    assert any("nvcc reports only on instantiation" in n for n in res.notes)
+    (tmp_path / "used.cu").write_text(ASM_TEMPLATE.replace("CALL", "commit(0);"))
+    res = check_file(str(tmp_path / "used.cu"), CheckOptions())
+    assert [c.analysed for c in res.coverage] == [False]
