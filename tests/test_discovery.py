@@ -133,3 +133,37 @@ def test_an_asm_error_nvcc_defers_to_instantiation_is_no_tk000(tmp_path):
     (tmp_path / "used.cu").write_text(ASM_TEMPLATE.replace("CALL", "commit(0);"))
     res = check_file(str(tmp_path / "used.cu"), CheckOptions())
     assert [c.analysed for c in res.coverage] == [False]
+
+
+def test_instances_named_in_macro_arguments_and_torch_launch_statements(tmp_path):
+    # `CHECK(cudaLaunchKernelEx(cfg, k<C>, g))` inside a host template bound through pybind11, and a
+    # launch statement passing torch's current stream: both found from the tree
+    (tmp_path / "k.cu").write_text("""#include "kittens.cuh"
+#include <torch/extension.h>
+using namespace kittens;
+#define CHECK(x) (x)
+template <int N> struct cfg { static constexpr int V = N; };
+template <typename C>
+__global__ __launch_bounds__(128, 1) void body(int n) {
+    __shared__ semaphore bar;
+    if (threadIdx.x == 0) init_semaphore(bar, C::V, 0);
+    __syncthreads();
+    if (laneid() == 0) arrive(bar);
+    wait(bar, 0);
+}
+template <bool WIDE>
+void dispatch(int n) {
+    using C = cfg<WIDE ? 4 : 2>;
+    cudaLaunchConfig_t lc{};
+    CHECK(cudaLaunchKernelEx(&lc, body<C>, n));
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("a", &dispatch<false>);
+    m.def("b", &dispatch<true>);
+}
+void go(int n) { body<cfg<8>><<<1, 128, 0, at::cuda::getCurrentCUDAStream()>>>(n); }
+""")
+    res = check_file(str(tmp_path / "k.cu"), CheckOptions())
+    assert {c.kernel for c in res.coverage} == {"body<cfg<2>>", "body<cfg<4>>", "body<cfg<8>>"}, [
+        (c.kernel, c.reason) for c in res.coverage
+    ]

@@ -293,7 +293,7 @@ class InstanceFinder:
         if lam is not None:
             # named inside a generic lambda (`[&](auto tag) { k<decltype(tag)::value><<<...>>>(); }`):
             # one instance per call of the lambda, its `auto` parameters bound to the call's arguments
-            written = self._written_args(ref.spelled or cur)
+            written = self._written_args(ref.spelled or cur, cur.spelling)
             if written is None:
                 return []
             out = []
@@ -309,7 +309,7 @@ class InstanceFinder:
         args = clang_args(rd) if host is None and rd is not None and rd.kind == CK.FUNCTION_DECL else None
         if args is not None:
             return [KernelInstance(kernel, self._normalise(kernel, args), loc, how)]
-        args = self._written_args(ref.spelled or cur)
+        args = self._written_args(ref.spelled or cur, cur.spelling)
         if args is None:
             return []
         args = self._normalise(kernel, args)
@@ -360,9 +360,9 @@ class InstanceFinder:
         for r in self.code.refs(host.spelling):
             rd = r.cursor.referenced
             args = clang_args(rd) if rd is not None and rd.kind == CK.FUNCTION_DECL else None
-            if args is None and rd is None:
+            if args is None and (rd is None or rd.kind == CK.OVERLOADED_DECL_REF):
                 # unresolved (a host signature with types tkcheck has no stand-in for): as written
-                args = self._written_args(r.spelled or r.cursor)
+                args = self._written_args(r.spelled or r.cursor, r.cursor.spelling)
             if args:
                 args = self._normalise(host, args)
             if args and args not in out:
@@ -375,14 +375,32 @@ class InstanceFinder:
         out += [c for c in self.header_kernels if c.spelling == name]
         return out or None
 
-    def _written_args(self, cur) -> tuple[TemplateArg, ...] | None:
+    def _written_args(self, cur, name: str | None = None) -> tuple[TemplateArg, ...] | None:
         """The template arguments a reference spells (`k<4, N * 2>`), from its tokens."""
         from .walk_env import tokens_of
 
         toks = tokens_of(cur)
+        if "<" not in toks:
+            # a reference inside a macro's argument (`CUDACHECK(cudaFuncSetAttribute(k<C>, ...))`)
+            # has no extent of its own: clang's tokens from the name on
+            toks = self._tokens_at(cur, name or cur.spelling)
         i = toks.index("<") if "<" in toks else None
-        got = _angle_args(toks, i) if i is not None else None
+        got = _angle_args(toks, i) if i is not None and i <= 4 else None
         return _token_targs(got[0]) if got is not None else None
+
+    def _tokens_at(self, cur, name: str) -> list[str]:
+        loc = cur.location
+        if loc.file is None:
+            return []
+        try:
+            size = os.path.getsize(loc.file.name)
+            ext = self.tu.get_extent(loc.file.name, (loc.offset, min(loc.offset + 2000, size)))
+            toks = [t.spelling for t in self.tu.get_tokens(extent=ext) if t.kind != ci.TokenKind.COMMENT]
+        except Exception:  # noqa: BLE001 - an unreadable file: nothing spelled
+            return []
+        # the location of a reference in a macro's argument is the macro's: from the name on
+        j = next((j for j in range(len(toks) - 1) if toks[j] == name and toks[j + 1] == "<"), None)
+        return toks[j:] if j is not None else []
 
     def _launcher(self, launcher: Launcher, cur, loc) -> list[KernelInstance]:
         ref = cur.referenced
