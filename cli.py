@@ -797,7 +797,7 @@ def _require_coverage(cov: dict, pct: float | None) -> list[str]:
     """The kernels under `--require-coverage PCT`, as messages (empty: the requirement holds)."""
     if pct is None:
         return []
-    from tkcheck.coverage import below
+    from tkcheck.coverage import below, short_of
     from tkcheck.render._common import display_path
 
     out = []
@@ -805,6 +805,11 @@ def _require_coverage(cov: dict, pct: float | None) -> list[str]:
         shown = display_path(e.file, Path.cwd()) if os.path.isabs(e.file) else e.file
         if not e.analysed:
             out.append(f"{shown}: kernel '{e.kernel}' not analysed: {e.reason}")
+        elif short_of(e, pct) == "obligations":
+            out.append(
+                f"{shown}: kernel '{e.kernel}': {e.obligations_decided} of {e.obligations} proof obligations "
+                f"decided ({100.0 * e.obligations_decided / e.obligations:.0f}% < {pct:g}%)"
+            )
         else:
             out.append(
                 f"{shown}: kernel '{e.kernel}': {e.sync_ops_modelled} of {e.sync_ops} sync ops modelled "
@@ -1502,8 +1507,14 @@ def coverage_command(
         for k in cov["kernels"]:
             if k["analysed"]:
                 pct = f"{100.0 * k['sync_ops_modelled'] / k['sync_ops']:.0f}%" if k["sync_ops"] else "-"
+                dec = (
+                    f"{k['obligations_decided']}/{k['obligations']} obligations decided "
+                    f"({100.0 * k['obligations_decided'] / k['obligations']:.0f}%), "
+                    if k["obligations"]
+                    else ""
+                )
                 lines.append(
-                    f"{k['file']}: {k['kernel']}: analysed, {k['sync_ops_modelled']}/{k['sync_ops']} "
+                    f"{k['file']}: {k['kernel']}: analysed, {dec}{k['sync_ops_modelled']}/{k['sync_ops']} "
                     f"sync ops modelled ({pct})"
                 )
             else:

@@ -83,6 +83,8 @@ def report(args) -> str:
     ops = sum(k["sync_ops"] for k in analysed)
     mod = sum(k["sync_ops_modelled"] for k in analysed)
     undecided = sum(k.get("undecided", 0) for k in analysed)
+    obl = sum(k.get("obligations", 0) for k in analysed)
+    dec = sum(k.get("obligations_decided", 0) for k in analysed)
     reasons = collections.Counter(re.sub(r"\s*\(.*$", "", k["reason"] or "")[:70] for k in kernels if not k["analysed"])
     tk000 = collections.Counter(re.sub(r"'[^']*'", "'…'", f["message"])[:90] for f in findings if f["code"] == "TK000")
     by_rule = collections.Counter(f["code"] for f in findings if f["code"] != "TK000")
@@ -104,6 +106,7 @@ def report(args) -> str:
         f"| files ending in TK000 | {tk000_files} |",
         f"| kernels found (instantiations counted one by one) | {len(kernels)} |",
         f"| kernels analysed | {len(analysed)} ({_pct(len(analysed), len(kernels))}) |",
+        f"| proof obligations in analysed kernels / decided | {obl} / {dec} ({_pct(dec, obl)}) |",
         f"| sync ops in analysed kernels / modelled | {ops} / {mod} ({_pct(mod, ops)}) |",
         f"| barrier accounts and wait phases the checks left undecided | {undecided} |",
         f"| findings (TK000 excluded) | {sum(by_rule.values())} |",

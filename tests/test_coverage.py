@@ -138,7 +138,9 @@ def test_the_census_follows_a_namespace_qualified_call(tmp_path):
 def test_check_output_ends_with_the_coverage_line(kernels):
     p = run(["--no-cache", "--output-format", "full", "k.cu"], kernels)
     last = p.stdout.strip().splitlines()[-1]
-    assert last.startswith("1 kernel analysed (80% of sync ops modelled); 2 not analysed:"), p.stdout
+    assert last.startswith(
+        "1 kernel analysed (100% of 3 proof obligations decided; 80% of sync ops modelled); 2 not"
+    ), p.stdout
     assert "template kernel never instantiated" in last and "clang error" in last
     p = run(["--no-cache", "--output-format", "concise", "k.cu"], kernels)
     assert p.stderr.strip().splitlines()[-1].startswith("1 kernel analysed")  # stdout keeps to findings
@@ -153,7 +155,8 @@ def test_statistics_and_sarif_carry_the_same_numbers(kernels):
     assert cov["summary"]["kernels"] == 3 and cov["summary"]["analysed"] == 1
     assert {k["kernel"] for k in cov["kernels"]} == {"plain", "never_instantiated", "broken"}
     text = run(["--no-cache", "--statistics", "k.cu"], kernels).stdout
-    assert text.strip().splitlines()[-1].startswith("1 kernel analysed (80%")
+    assert text.strip().splitlines()[-1].startswith("1 kernel analysed (100% of 3 proof obligations decided; 80%")
+    assert sarif["runs"][0]["properties"]["obligations_decided_pct"] == cov["summary"]["obligations_decided_pct"] == 100
 
 
 def test_require_coverage_refuses_a_silent_pass(tmp_path):
@@ -185,3 +188,35 @@ void host(globals g) { prototype::pc<my_template><<<1, 128>>>(g); }   // TK's fi
     rec = next(r for r in recs if r["kernel"] == "my_template")
     assert not rec["analysed"]
     assert rec["reason"] == "template pc not modelled" and rec["sync_ops"] == 1
+
+
+def test_obligations_are_what_the_checks_decided(tmp_path):
+    """Per kernel, `obligations` counts one per barrier account, per wait's due phase and one for
+    progress; `obligations_decided` those the checks decided. A wait whose phase comes from a
+    value tkcheck cannot follow is undecided, and --require-coverage counts it."""
+    (tmp_path / "k.cu").write_text("""#include "kittens.cuh"
+using namespace kittens;
+__global__ __launch_bounds__(128, 1) void decided() {
+    __shared__ semaphore bar;
+    if (threadIdx.x == 0) init_semaphore(bar, 1, 0);
+    __syncthreads();
+    if (threadIdx.x == 0) arrive(bar);
+    wait(bar, 0);
+}
+__global__ __launch_bounds__(128, 1) void opaque_phase(const int *phase) {
+    __shared__ semaphore bar;
+    if (threadIdx.x == 0) init_semaphore(bar, 1, 0);
+    __syncthreads();
+    if (threadIdx.x == 0) arrive(bar);
+    wait(bar, phase[threadIdx.x]);
+}
+""")
+    p = run(["coverage", "k.cu", "--output-format", "json"], tmp_path)
+    recs = {r["kernel"]: r for r in json.loads(p.stdout)}
+    d, o = recs["decided"], recs["opaque_phase"]
+    assert (d["obligations"], d["obligations_decided"]) == (3, 3)
+    assert o["obligations"] == 3 and o["obligations_decided"] < 3
+    assert {"sync_ops", "sync_ops_modelled", "undecided"} <= set(o)
+    p = run(["coverage", "k.cu", "--require-coverage", "90"], tmp_path)
+    assert p.returncode == 2 and "'opaque_phase'" in p.stderr and "proof obligations decided" in p.stderr
+    assert "'decided'" not in p.stderr

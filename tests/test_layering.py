@@ -116,3 +116,35 @@ def test_relative_imports_resolve_from_the_package():
     assert {"tkcheck.solver", "tkcheck.recurrence"} <= names
     names = {n for _, n in imported_names(top / "tkcheck" / "knowledge" / "protocols" / "__init__.py", top)}
     assert not any(_under(n, "tkcheck") for n in names)
+
+
+# Where the front end may read source text rather than the libclang tree (each a module that
+# uses regular expressions), and why. Kernels, instances, prototype launches and interpreter ops
+# are found from the tree (frontend/discovery.py, instances.py): neither reads text.
+TEXT_READERS = {
+    "builder": "the `<<<...>>>` launch configurations (a block size where no __launch_bounds__ says it)",
+    "nvcc_compat": "rewrites made before clang parses (what nvcc accepts and clang does not)",
+    "includes": "the #include pre-scan, before a translation unit exists",
+    "parse": "command lines, diagnostics' messages, the TK version's header probe",
+    "pch": "the precompiled headers' key (command-line flags)",
+    "lexer": "tokens of one cursor's extent (comments and strings blanked)",
+    "cexpr": "integer literals of those tokens",
+    "walk_types": "attribute text libclang does not expose (__launch_bounds__, __cluster_dims__) "
+    "and launch configurations",
+    "walk_asm": "inline PTX strings",
+    "walk_statements": "alignment attributes, asm operand strings",
+    "walk_exprs": "identifiers of tokens, TK's CLC handle declarations",
+    "walk_arith": "type qualifiers in type spellings",
+}
+TREE_ONLY = ("discovery", "instances")
+
+
+def test_the_front_end_reads_text_only_where_listed():
+    readers = set()
+    for path in sorted((ROOT / "tkcheck" / "frontend").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name == "re" for a in node.names):
+                readers.add(path.stem)
+    assert readers <= set(TEXT_READERS), f"text read outside the list: {sorted(readers - set(TEXT_READERS))}"
+    assert not readers & set(TREE_ONLY), "kernel discovery must read the syntax tree, not text"

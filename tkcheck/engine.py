@@ -437,6 +437,14 @@ def _report_errors(
         blocking = {id(e) for _, _, errs in builder.blocked for e in errs}
         unreached = errors.unreached(blocking)
         device = [d for d in unreached if _space_of(errors, d) != "decl"]
+        deferred = [d for d in device if errors.deferred(d)]
+        if deferred:
+            res.notes.append(
+                f"{len(deferred)} clang error{'s' if len(deferred) > 1 else ''} in function templates no kernel "
+                f"instantiates, which nvcc reports only on instantiation (first: "
+                f"{display_location(deferred[0].location)}: {deferred[0].message})"
+            )
+            device = [d for d in device if not errors.deferred(d)]
         for d in device[:1]:
             reported.setdefault(key_of(d), (d, []))
         types = [d for d in unreached if _space_of(errors, d) == "decl"]

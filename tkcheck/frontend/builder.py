@@ -18,7 +18,6 @@ from their tokens (`cexpr`) and folded into model values by the walker's `ev`
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..model import expr as E
@@ -149,6 +148,8 @@ class ModelBuilder:
         self._unbound: dict = {}  # template kernels with an instantiation not understood
         self._device_code_by_name: dict | None = None  # name -> device function cursors (coverage)
         self.interpreter_ops: list[tuple[str, object]] = []  # (op spelling, its struct) per interpreter op
+        self.template_kinds: dict = {}  # struct hash -> the prototype template it is launched with
+        self.lcsc_types: dict = {}  # struct hash -> (config, globals) structs of its lcsc launch
         self._collect()
 
     # -- collection of top-level declarations ------------------------------
@@ -169,37 +170,52 @@ class ModelBuilder:
         self._top_level = list(self.tu.cursor.get_children())
         for c in self._top_level:
             self._collect_decl(c, self.globals_env, top=True)
+        # the user's code of the translation unit (the main file, the user's headers) and what
+        # it names: prototype launches, kernel instances (discovery.py)
+        from .discovery import UserCode
+
+        self.code = UserCode(self.parsed, self._top_level, self._in_user_code, self.filename)
         # a struct handed to a prototype template's kernel or launcher (`lcsc::launch_kernel<config,
-        # globals, S>`, `lcf::kernel<S>`) is a kernel too, whatever members it has
-        from .lexer import blank_comments_and_strings
-
-        code = blank_comments_and_strings(self.parsed.text)
-        for m in re.finditer(
-            r"\b(lcf|lcsf|lcsc|pc)\s*::\s*(kernel|launch_kernel|main_kernel)\s*<([^;]*?)>\s*[(>,;]", code
-        ):
-            args = [a.strip() for a in m.group(3).split(",")]
-            last = m.group(2) == "launch_kernel" or m.group(1) == "lcsc"  # lcsc::main_kernel<config, globals, S>
-            name = (args[-1] if last else args[0]).split("::")[-1].split("<")[0].strip()
-            st = self.structs.get(name)
-            if st is not None and st not in self.templates:
+        # globals, S>`, `auto k = lcsc::main_kernel<config, globals, S>`, `lcf::kernel<S>`) is a
+        # kernel too, whatever members it has; a prototype::interpreter launch runs a pack of ops
+        # (`interpreter::kernel<config, op1, op2>`): each op of each launch is a kernel of its own,
+        # with its template arguments as spelled
+        for use in self.code.prototype_launches():
+            if use.kind == "interpreter":
+                for spelling in use.ops:
+                    st = self.structs.get(spelling.split("<")[0].split("::")[-1].strip())
+                    if st is not None and all(sp != spelling for sp, _ in self.interpreter_ops):
+                        self.interpreter_ops.append((spelling, st))
+                continue
+            st = self._user_struct(use.struct)
+            if st is None:
+                continue
+            self.template_kinds.setdefault(st.hash, use.kind)
+            if use.kind == "lcsc":
+                cfg, glb = self._user_struct(use.config), self._user_struct(use.globals_)
+                if cfg is not None and glb is not None:
+                    self.lcsc_types.setdefault(st.hash, (cfg, glb))
+            if all(t.hash != st.hash for t in self.templates):
                 self.templates.append(st)
-        # a prototype::interpreter launch runs a pack of ops (`interpreter::kernel<config, op1, op2>`):
-        # each op of each launch is a kernel of its own, with its template arguments as spelled
-        from ..knowledge import protocols
-
-        for ops in protocols.interpreter_ops(code):
-            for spelling in ops:
-                st = self.structs.get(spelling.split("<")[0].split("::")[-1].strip())
-                if st is not None and all(sp != spelling for sp, _ in self.interpreter_ops):
-                    self.interpreter_ops.append((spelling, st))
         # an interpreter op looks like an lcf template (layout, producer, consumer): it is not one
         ops = {st.hash for _, st in self.interpreter_ops}
         self.templates = [t for t in self.templates if t.hash not in ops]
-        # TK's first prototype template (2024), a kernel function template: `prototype::pc<S><<<...>>>`
-        for m in re.finditer(r"\bpc\s*<\s*([\w:]+)\s*>\s*(?:<<<|,|\))", code):
-            st = self.structs.get(m.group(1).split("::")[-1])
-            if st is not None and st not in self.templates:
-                self.templates.append(st)
+
+    def _user_struct(self, decl):
+        """The user's struct a type argument declares (by its declaration; by name for a
+        specialization of a user class template), or None."""
+        if decl is None or not decl.spelling:
+            return None
+        st = self.structs.get(decl.spelling)
+        return st if st is not None and self._in_user_code(decl) else None
+
+    def template_kind(self, struct) -> str:
+        """Which prototype template the user's struct is launched with: the launch's, else lcsf
+        under `using namespace prototype::lcsf`, else lcf."""
+        kind = self.template_kinds.get(struct.hash)
+        if kind is not None:
+            return kind
+        return "lcsf" if "lcsf" in self.code.using_namespaces else "lcf"
 
     def _collect_decl(self, c, env: Env, top: bool = False, ns: tuple = ()):
         kind = c.kind
@@ -371,7 +387,9 @@ class ModelBuilder:
                 continue
             models.append(m)
             self.model_cursors[id(m)] = k
-        found = InstanceFinder(self.parsed, self.kernel_templates, self.header_kernels, self.functions).find()
+        found = InstanceFinder(
+            self.parsed, self.code, self.kernel_templates, self.header_kernels, self.functions
+        ).find()
         seen_cursors: dict[str, set] = {}
         built: set = set()
         for inst in found.instances:
@@ -440,9 +458,7 @@ class ModelBuilder:
             elif t.spelling in self._not_analysed_cursors:
                 pass  # too deep to walk: told by _guarded
             else:
-                from ..knowledge import protocols
-
-                kind = protocols.template_kind_for(self.source(), t.spelling)
+                kind = self.template_kind(t)
                 self.not_analysed.append((t.spelling, loc_of(t, self.filename), f"template {kind} not modelled"))
                 self._not_analysed_cursors[t.spelling] = t
         for spelling, t in self.interpreter_ops:
@@ -586,7 +602,38 @@ class ModelBuilder:
             )
         for name, loc, why in self.not_analysed:
             out.append(C.not_analysed(self, name, self._not_analysed_cursors.get(name), why, loc))
+        if not out:
+            silent = self._unlaunched_device_code()
+            if silent is not None:
+                out.append(silent)
         return out
+
+    def _unlaunched_device_code(self):
+        """No kernel found, yet the translation unit's user code has device functions with
+        synchronisation operations: one "not analysed" entry for the file, naming the reason (no
+        file with such code passes silently). None when there is no such code."""
+        from .. import coverage as C
+        from .diagnostics import function_spans
+
+        sites: dict = {}
+        first = None
+        for f in function_spans(self.parsed):
+            if f.space not in ("device", "global") or not f.name:
+                continue
+            for s in C.census(self, f.cursor):
+                sites.setdefault((s.file, s.row, s.col), s)
+                if first is None or _site_order(s, self.filename) < _site_order(first, self.filename):
+                    first = s
+        if not sites or first is None:
+            return None
+        why = (
+            "no kernel launched: device code with "
+            f"{len(sites)} synchronisation operation{'s' if len(sites) != 1 else ''}, but no __global__ function, "
+            "instantiated template kernel, launcher or prototype template launch in the translation unit"
+        )
+        e = C.KernelCoverage(self.filename, "(device code)", False, why, len(sites), 0)
+        e.unknowns.append(C.Unknown(f"{first.shown}:{first.row}:{first.col}", why))
+        return e
 
     def _blocked(self, cursor, errors) -> bool:
         key = cursor.hash
@@ -728,7 +775,6 @@ class KernelWalker:
         """A kernel built from TK's lcf/lcsf/lcsc template, or one op (`op_spelling`, e.g.
         `partial_template<16>`) of a prototype::interpreter launch: the user's callbacks run
         inside tkcheck's model of the template's protocol."""
-        from ..knowledge import protocols
         from .parse import protocol_function
 
         tmpl = self.cursor
@@ -739,7 +785,7 @@ class KernelWalker:
                 return None
             kind = "interpreter" if _has_store(st) else "interpreter_load_only"
         else:
-            kind = protocols.template_kind_for(self.mb.source(), tmpl.spelling)
+            kind = self.mb.template_kind(tmpl)
             st = None
         proto_fn = protocol_function(kind)
         if proto_fn is None:
@@ -750,9 +796,8 @@ class KernelWalker:
         env.define("lcft", st)
         if kind == "lcsc":
             # the launch names the config and globals types: lcsc::launch_kernel<config, globals, lcsct>
-            names = protocols.launch_type_args(self.mb.source(), tmpl.spelling)
-            types = [self.mb.structs.get(n.split("::")[-1]) for n in names] if names else []
-            if len(types) != 2 or any(t is None for t in types):
+            types = self.mb.lcsc_types.get(tmpl.hash)
+            if types is None:
                 return None
             env.define("lcsc_config", self.types.struct_type(types[0], {}))
             env.define("lcsc_globals", self.types.struct_type(types[1], {}))
@@ -772,6 +817,10 @@ class KernelWalker:
         ctx = Ctx(env=env, guard=ir.Guard())
         self.walk(body, ctx)
         return m
+
+
+def _site_order(s, main: str) -> tuple:
+    return (s.shown != main, s.row, s.col)
 
 
 def _has_store(st) -> bool:

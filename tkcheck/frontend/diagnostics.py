@@ -84,6 +84,15 @@ class ErrorMap:
         """Errors in device code or types that stop no kernel."""
         return [d for d, f in self.placed if f is not None and f.space != HOST and id(d) not in blocking_keys]
 
+    def deferred(self, d: Diagnostic) -> bool:
+        """An error nvcc makes only when the function template it is in is instantiated (an asm
+        string naming an operand it does not have): in a template no kernel reaches, not an
+        error of the code nvcc compiles."""
+        if not d.message.startswith("invalid operand number in inline asm string"):
+            return False
+        f = next((f for e, f in self.placed if e is d), None)
+        return f is not None and getattr(f.cursor, "kind", None) == CK.FUNCTION_TEMPLATE
+
     def file_errors(self) -> list[Diagnostic]:
         return [d for d, f in self.placed if f is None]
 

@@ -19,14 +19,12 @@ is not analysed (and the coverage report says so), never analysed with made-up v
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
 import clang.cindex as ci
 
 from ..findings import Location
 from ..knowledge.launchers import LAUNCHERS, Launcher
-from .lexer import blank_comments_and_strings, lex
 
 CK = ci.CursorKind
 _REF_KINDS = (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.MEMBER_REF_EXPR, CK.TEMPLATE_REF)
@@ -36,10 +34,12 @@ _REF_KINDS = (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.MEMBER_REF_EXPR, CK.T
 class TemplateArg:
     """One template argument: an integer, a type (canonical spelling), or tokens to evaluate."""
 
-    kind: str  # int | type | tokens
-    value: object  # int | str | tuple[str, ...]
+    kind: str  # int | bool | type | tokens
+    value: object  # int | bool | str | tuple[str, ...]
 
     def show(self) -> str:
+        if self.kind == "bool":
+            return "true" if self.value else "false"
         if self.kind == "tokens":
             return " ".join(self.value)
         return str(self.value).replace("kittens::", "")
@@ -51,8 +51,11 @@ class HostContext:
     using C = config<..., P>; kernel<C><<<...>>>(); }`): one instantiation of that function,
     whose arguments and local type aliases give the kernel's template arguments their values."""
 
-    function: object  # the host FUNCTION_TEMPLATE cursor
-    args: tuple[TemplateArg, ...]  # its template arguments in this instantiation
+    # the host FUNCTION_TEMPLATE cursor, or a generic lambda (LAMBDA_EXPR) held by a variable
+    function: object
+    # its template arguments in this instantiation (a lambda: the values its `auto` parameters
+    # take in one call, `std::integral_constant<int, 64>{}` as 64)
+    args: tuple[TemplateArg, ...]
     site_line: int  # aliases declared before this line are in scope
 
     def key(self) -> tuple:
@@ -204,8 +207,9 @@ def _angle_args(toks: list[str], i: int) -> tuple[list[list[str]], int] | None:
 class InstanceFinder:
     """Finds the instantiations of one file's kernels (see the module's docstring)."""
 
-    def __init__(self, parsed, kernel_templates: list, header_kernels: list, device_functions: dict):
+    def __init__(self, parsed, code, kernel_templates: list, header_kernels: list, device_functions: dict):
         self.parsed = parsed
+        self.code = code  # discovery.UserCode: the user's declarations and the references in them
         self.tu = parsed.tu
         self.templates = kernel_templates  # FUNCTION_TEMPLATE cursors with __global__
         self.header_kernels = header_kernels  # non-template __global__ in user headers
@@ -220,55 +224,26 @@ class InstanceFinder:
         ]
         self._host_instances: dict = {}
 
-    def texts(self):
-        """(absolute path, text) of the main file and the user's headers it includes."""
-        yield self.parsed.abs_path, self.parsed.text
-        seen = {self.parsed.abs_path}
-        try:
-            includes = list(self.tu.get_includes())
-        except Exception:  # noqa: BLE001
-            includes = []
-        for inc in includes:
-            if inc.include is None:
-                continue
-            name = os.path.abspath(inc.include.name)
-            if name in seen or not self.parsed.is_user_file(name):
-                continue
-            seen.add(name)
-            text = self.parsed.user_texts.get(name)
-            if text is None:
-                try:
-                    if os.path.getsize(name) > 2_000_000:
-                        continue
-                    with open(name, "rb") as fh:
-                        text = fh.read().decode("utf-8", errors="replace")
-                except OSError:
-                    continue
-            yield name, text
-
     def find(self) -> Discovery:
         out = Discovery()
         names = {c.spelling for c in self.templates} | {c.spelling for c in self.header_kernels}
         watch = names | set(LAUNCHERS)
         if not watch:
             return out
-        pat = re.compile(r"\b(" + "|".join(sorted(map(re.escape, watch), key=len, reverse=True)) + r")\b")
         seen: dict[tuple, KernelInstance] = {}
-        for fname, text in self.texts():
-            file = self.tu.get_file(fname)
-            if file is None:
-                continue
-            for m in pat.finditer(blank_comments_and_strings(text)):
-                line = text.count("\n", 0, m.start()) + 1
-                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-                loc = Location(self.parsed.path if fname == self.parsed.abs_path else fname, line, col)
-                try:
-                    cur = ci.Cursor.from_location(self.tu, self.tu.get_location(file.name, (line, col)))
-                except Exception:  # noqa: BLE001
-                    continue
-                name = m.group(1)
-                for inst in self._at(name, cur, text, m.end(), loc):
+        for name in sorted(watch):
+            for ref in self.code.refs(name):
+                loc = self.code.location(ref.cursor)
+                for inst in self._at(name, ref, loc):
                     seen.setdefault(inst.key(), inst)
+        # `template __global__ void k<7, 1>(int);`: no cursor, clang's tokens
+        for name, toks, loc, _path in self.code.explicit_instantiations(names):
+            target = self._kernel_named(name)
+            kernel = next((k for k in target or () if _is_template(k)), None)
+            got = _angle_args(toks, 0)
+            if kernel is not None and got is not None:
+                inst = KernelInstance(kernel, self._normalise(kernel, _token_targs(got[0])), loc, "explicit")
+                seen.setdefault(inst.key(), inst)
         out.instances = list(seen.values())
         hit = {inst.cursor.hash for inst in out.instances}
         for t in self.templates:
@@ -276,51 +251,93 @@ class InstanceFinder:
                 out.uninstantiated.append((t, "template kernel never instantiated in this file"))
         return out
 
-    # -- one occurrence of a watched name ------------------------------------
-    def _at(self, name, cur, text, end, loc):
-        if cur is None:
-            return []
-        if name in LAUNCHERS and cur.kind in _REF_KINDS:
+    def _normalise(self, kernel, args: tuple[TemplateArg, ...]) -> tuple[TemplateArg, ...]:
+        """Arguments of `bool` parameters as `true` / `false` (libclang reports true as -1), so
+        that one instantiation reached by a launch and an explicit instantiation is one."""
+        params = _template_params(kernel)
+        out = []
+        for i, a in enumerate(args):
+            p = params[i] if i < len(params) else None
+            is_bool = (
+                p is not None
+                and p.kind == CK.TEMPLATE_NON_TYPE_PARAMETER
+                and p.type.get_canonical().kind == ci.TypeKind.BOOL
+            )
+            if is_bool and a.kind == "int":
+                a = TemplateArg("bool", bool(a.value))
+            elif is_bool and a.kind == "tokens" and a.value in (("true",), ("false",)):
+                a = TemplateArg("bool", a.value == ("true",))
+            out.append(a)
+        return tuple(out)
+
+    # -- one reference to a watched name ------------------------------------
+    def _at(self, name, ref, loc):
+        cur = ref.cursor
+        if name in LAUNCHERS:
             return self._launcher(LAUNCHERS[name], cur, loc)
         target = self._kernel_named(name)
         if target is None:
             return []
-        if cur.kind in _REF_KINDS:
-            ref = cur.referenced
-            kernel = next((k for k in target if ref is not None and _same_decl(k, ref)), None)
-            if kernel is None and ref is not None and ref.kind == CK.FUNCTION_DECL:
-                kernel = next((k for k in target if k.spelling == ref.spelling and _is_template(k)), None)
-            if kernel is None:
-                kernel = target[0] if len(target) == 1 else None
-            if kernel is None:
+        rd = cur.referenced
+        kernel = next((k for k in target if rd is not None and _same_decl(k, rd)), None)
+        if kernel is None and rd is not None and rd.kind == CK.FUNCTION_DECL:
+            kernel = next((k for k in target if k.spelling == rd.spelling and _is_template(k)), None)
+        if kernel is None:
+            kernel = target[0] if len(target) == 1 and (rd is None or rd.kind == CK.OVERLOADED_DECL_REF) else None
+        if kernel is None:
+            return []
+        if not _is_template(kernel):
+            return [KernelInstance(kernel, (), loc, "reference")]
+        how = "launch" if ref.launch else "reference"
+        lam = self._enclosing_lambda(loc)
+        if lam is not None:
+            # named inside a generic lambda (`[&](auto tag) { k<decltype(tag)::value><<<...>>>(); }`):
+            # one instance per call of the lambda, its `auto` parameters bound to the call's arguments
+            written = self._written_args(ref.spelled or cur, cur.spelling)
+            if written is None:
                 return []
-            if not _is_template(kernel):
-                return [KernelInstance(kernel, (), loc, "reference")]
-            how = "launch" if re.match(r"\s*(<[^;]*?>)?\s*<<<", text[end : end + 400]) else "reference"
-            # inside a host function template the cursor at a location may be any one of that
-            # function's instantiations: read the tokens and evaluate them per instantiation
-            host = self._enclosing_host_template(loc)
-            args = clang_args(ref) if host is None and ref is not None and ref.kind == CK.FUNCTION_DECL else None
-            if args is not None:
-                return [KernelInstance(kernel, args, loc, how)]
-            args = self._token_args(text, end)
-            if args is None:
-                return []
-            if host is None:
-                return [KernelInstance(kernel, args, loc, how)]
-            # named inside a host function template: one instance per instantiation of it
-            return [
-                KernelInstance(kernel, args, loc, how, context=HostContext(host, hargs, loc.row))
-                for hargs in self._instances_of_host(host)
-            ]
-        # `template __global__ void k<7, 1>(int);`: no cursor, read the tokens
-        before = text[max(0, loc_offset(text, loc) - 200) : loc_offset(text, loc)]
-        if re.search(r"\btemplate\s+(?:(?:__global__|__device__|__host__|static|inline|void|extern)\s+)*$", before):
-            kernel = next((k for k in target if _is_template(k)), None)
-            args = self._token_args(text, end)
-            if kernel is not None and args is not None:
-                return [KernelInstance(kernel, args, loc, "explicit")]
-        return []
+            out = []
+            for call_args in self.code.lambda_calls(lam[1]):
+                targs = tuple(_constant_of(a) for a in call_args)
+                if targs and all(t is not None for t in targs):
+                    ctx = HostContext(lam[0], targs, loc.row)
+                    out.append(KernelInstance(kernel, self._normalise(kernel, written), loc, how, context=ctx))
+            return out
+        # inside a host function template the cursor at a location may be any one of that
+        # function's instantiations: read the tokens and evaluate them per instantiation
+        host = self._enclosing_host_template(loc)
+        args = clang_args(rd) if host is None and rd is not None and rd.kind == CK.FUNCTION_DECL else None
+        if args is not None:
+            return [KernelInstance(kernel, self._normalise(kernel, args), loc, how)]
+        args = self._written_args(ref.spelled or cur, cur.spelling)
+        if args is None:
+            return []
+        args = self._normalise(kernel, args)
+        if host is None:
+            return [KernelInstance(kernel, args, loc, how)]
+        # named inside a host function template: one instance per instantiation of it
+        return [
+            KernelInstance(kernel, args, loc, how, context=HostContext(host, hargs, loc.row))
+            for hargs in self._instances_of_host(host)
+        ]
+
+    def _enclosing_lambda(self, loc: Location):
+        """The innermost generic lambda held by a variable whose body holds `loc`, or None."""
+        fname = self.parsed.abs_path if loc.filename == self.parsed.path else os.path.abspath(loc.filename)
+        best = None
+        for lam, var in self.code.generic_lambdas:
+            ext = lam.extent
+            if (
+                ext.start.file is not None
+                and os.path.abspath(ext.start.file.name) == fname
+                and (ext.start.line, ext.start.column) <= (loc.row, loc.column) <= (ext.end.line, ext.end.column)
+            ):
+                if best is None or (ext.start.line, ext.start.column) > (
+                    best[0].extent.start.line,
+                    best[0].extent.start.column,
+                ):
+                    best = (lam, var)
+        return best
 
     def _enclosing_host_template(self, loc: Location):
         fname = self.parsed.abs_path if loc.filename == self.parsed.path else os.path.abspath(loc.filename)
@@ -340,29 +357,16 @@ class InstanceFinder:
         if host.hash in self._host_instances:
             return self._host_instances[host.hash]
         out: list = []
-        pat = re.compile(r"\b" + re.escape(host.spelling) + r"\s*<")
-        for fname, text in self.texts():
-            file = self.tu.get_file(fname)
-            if file is None:
-                continue
-            for m in pat.finditer(blank_comments_and_strings(text)):
-                line = text.count("\n", 0, m.start()) + 1
-                col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-                try:
-                    cur = ci.Cursor.from_location(self.tu, self.tu.get_location(file.name, (line, col)))
-                except Exception:  # noqa: BLE001
-                    continue
-                ref = cur.referenced if cur is not None and cur.kind in _REF_KINDS else None
-                args = (
-                    clang_args(ref)
-                    if ref is not None and ref.kind == CK.FUNCTION_DECL and ref.spelling == host.spelling
-                    else None
-                )
-                if args is None and (cur is None or cur.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE)):
-                    # unresolved (a host signature with types tkcheck has no stand-in for): tokens
-                    args = self._token_args(text, m.end() - 1)
-                if args and args not in out:
-                    out.append(args)
+        for r in self.code.refs(host.spelling):
+            rd = r.cursor.referenced
+            args = clang_args(rd) if rd is not None and rd.kind == CK.FUNCTION_DECL else None
+            if args is None and (rd is None or rd.kind == CK.OVERLOADED_DECL_REF):
+                # unresolved (a host signature with types tkcheck has no stand-in for): as written
+                args = self._written_args(r.spelled or r.cursor, r.cursor.spelling)
+            if args:
+                args = self._normalise(host, args)
+            if args and args not in out:
+                out.append(args)
         self._host_instances[host.hash] = out
         return out
 
@@ -371,18 +375,32 @@ class InstanceFinder:
         out += [c for c in self.header_kernels if c.spelling == name]
         return out or None
 
-    def _token_args(self, text, end) -> tuple[TemplateArg, ...] | None:
-        toks = lex(text[end : end + 2000])
-        got = _angle_args(toks, 0)
-        if got is None:
-            return None
-        args, _ = got
-        return tuple(
-            TemplateArg("int", int(a[0], 0))
-            if len(a) == 1 and re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+", a[0])
-            else TemplateArg("tokens", tuple(a))
-            for a in args
-        )
+    def _written_args(self, cur, name: str | None = None) -> tuple[TemplateArg, ...] | None:
+        """The template arguments a reference spells (`k<4, N * 2>`), from its tokens."""
+        from .walk_env import tokens_of
+
+        toks = tokens_of(cur)
+        if "<" not in toks:
+            # a reference inside a macro's argument (`CUDACHECK(cudaFuncSetAttribute(k<C>, ...))`)
+            # has no extent of its own: clang's tokens from the name on
+            toks = self._tokens_at(cur, name or cur.spelling)
+        i = toks.index("<") if "<" in toks else None
+        got = _angle_args(toks, i) if i is not None and i <= 4 else None
+        return _token_targs(got[0]) if got is not None else None
+
+    def _tokens_at(self, cur, name: str) -> list[str]:
+        loc = cur.location
+        if loc.file is None:
+            return []
+        try:
+            size = os.path.getsize(loc.file.name)
+            ext = self.tu.get_extent(loc.file.name, (loc.offset, min(loc.offset + 2000, size)))
+            toks = [t.spelling for t in self.tu.get_tokens(extent=ext) if t.kind != ci.TokenKind.COMMENT]
+        except Exception:  # noqa: BLE001 - an unreadable file: nothing spelled
+            return []
+        # the location of a reference in a macro's argument is the macro's: from the name on
+        j = next((j for j in range(len(toks) - 1) if toks[j] == name and toks[j + 1] == "<"), None)
+        return toks[j:] if j is not None else []
 
     def _launcher(self, launcher: Launcher, cur, loc) -> list[KernelInstance]:
         ref = cur.referenced
@@ -468,11 +486,45 @@ class InstanceFinder:
         return tuple(out)
 
 
-def loc_offset(text: str, loc: Location) -> int:
-    off = 0
-    for _ in range(loc.row - 1):
-        off = text.index("\n", off) + 1
-    return off + loc.column - 1
+def _constant_of(arg) -> TemplateArg | None:
+    """A generic lambda's argument as the value its `auto` parameter stands for: the constant of
+    a `std::integral_constant<T, v>` (any class whose last template argument is a literal:
+    `std::bool_constant<true>`), else its type."""
+    from .lexer import lex
+
+    s = _canonical(arg.type)
+    if s is None:
+        return None
+    toks = lex(s)
+    if "<" in toks:
+        got = _angle_args(toks, toks.index("<"))
+        if got is not None and got[0] and got[1] == len(toks) and "integral_constant" in toks:
+            last = got[0][-1]
+            if last in (["true"], ["false"]):
+                return TemplateArg("bool", last == ["true"])
+            neg = last[:1] == ["-"]
+            lit = last[1:] if neg else last
+            if len(lit) == 1 and lit[0].rstrip("uUlL").isdigit():
+                v = int(lit[0].rstrip("uUlL"))
+                return TemplateArg("int", -v if neg else v)
+    return TemplateArg("type", s)
+
+
+def _int_literal(tok: str) -> int | None:
+    """A decimal or hexadecimal integer token's value."""
+    if tok.isdigit():
+        return int(tok)
+    if tok[:2] in ("0x", "0X") and len(tok) > 2 and all(c in "0123456789abcdefABCDEF" for c in tok[2:]):
+        return int(tok, 16)
+    return None
+
+
+def _token_targs(args: list[list[str]]) -> tuple[TemplateArg, ...]:
+    out = []
+    for a in args:
+        v = _int_literal(a[0]) if len(a) == 1 else None
+        out.append(TemplateArg("int", v) if v is not None else TemplateArg("tokens", tuple(a)))
+    return tuple(out)
 
 
 def _same_file(cursor, abs_path: str) -> bool:

@@ -246,17 +246,28 @@ COMMON_HOST_HEADERS = (
 )
 
 _STUB_TEXT = """// tkcheck stand-in for a host-only library header the machine does not have.
-// Empty on purpose: only host code uses it, and errors in host code do not stop the analysis
+// Hardly any declarations of its own: only host code uses it, and errors in host code do not stop the analysis
 // of kernels. The file-scope macros below let the code after them parse as host functions.
 #pragma once
 #pragma clang system_header
 #ifndef TKCHECK_HOST_STUB_MACROS
 #define TKCHECK_HOST_STUB_MACROS 1
+// the real headers bring the C++ library with them (torch/library.h: std::max, std::tuple, ...)
+#include <algorithm>
+#include <tuple>
+#include <utility>
 namespace pybind11 { struct module_ { template <class... A> module_ &def(A &&...); }; using module = module_; }
 #define PYBIND11_MODULE(name, m, ...) static void tkcheck_pybind11_module_##name(::pybind11::module_ &m)
 #define TORCH_LIBRARY(ns, m) static void tkcheck_torch_library_##ns(void *m)
 #define TORCH_LIBRARY_IMPL(ns, k, m) static void tkcheck_torch_library_impl_##ns##_##k(void *m)
 #define TORCH_LIBRARY_FRAGMENT(ns, m) static void tkcheck_torch_library_fragment_##ns(void *m)
+// the current stream, which launch statements pass (`launch_kernel<...>(G, at::cuda::getCurrentCUDAStream())`):
+// without it the whole launch expression is dropped from the syntax tree
+namespace c10 { namespace cuda {
+struct CUDAStream { operator cudaStream_t() const; cudaStream_t stream() const; };
+CUDAStream getCurrentCUDAStream(signed char device_index = -1);
+} }
+namespace at { namespace cuda { using c10::cuda::CUDAStream; using c10::cuda::getCurrentCUDAStream; } }
 #define TORCH_CHECK(...) ((void)0)
 #define TORCH_INTERNAL_ASSERT(...) ((void)0)
 #define AT_ASSERT(...) ((void)0)

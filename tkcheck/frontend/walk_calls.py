@@ -194,6 +194,27 @@ class CallLowering:
                     self.w.ev(a, ctx, cursor)
                 self.w.exprs.scalar_access(v, "write", ctx, cursor, atomic=K.CUDA_ATOMICS_OP.get(base, base))
                 return E.opaque(base)
+        if (
+            base in K.MULTI_GPU_OPS
+            and args
+            and self._on_global_layout(args[0], ctx, cursor, len(args), K.MULTI_GPU_ARITY[base])
+        ):
+            # TK's multi-GPU signal / wait / barrier_all on a barrier_t: counters in global
+            # memory, never an mbarrier (knowledge/ops.py)
+            loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+            for kind, sem in K.MULTI_GPU_OPS[base]:
+                self.w.emit(
+                    ir.Op(
+                        kind,
+                        base,
+                        loc,
+                        ctx.guard,
+                        ctx.loops,
+                        global_access=ir.GlobalAccessFacts(sem, cexpr.render(node)[:80]),
+                    ),
+                    ctx,
+                )
+            return None
         if base == "tkcheck_dispatch":
             return self._mk_dispatch_role(args[1:], ctx, cursor)
         if len(segs) >= 2 and segs[-2].name in self.w.mb.partial_specs and self._is_opcode_dispatcher(segs[-2].name):
@@ -263,6 +284,11 @@ class CallLowering:
             self.w.emit(op, ctx)
             return None
         # -- TK / CUDA operations --------------------------------------------
+        if base in ("mm", "mma") and btargs and len(btargs) == 2 and scope_warps is not None:
+            # warpgroup::mm<transpose::N, transpose::T>(d, a, b): TK dispatches to mm_ABt
+            ts = [self._transpose_value(t, ctx) for t in btargs]
+            if ts[0] is not None and ts[1] is not None:
+                base = K.transposed_mma_name(base, ts[0], ts[1])
         spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
         if (
             spec is None
@@ -384,6 +410,25 @@ class CallLowering:
                 self.w.note_unmodelled(cursor, f"{name}: dispatcher {cexpr.render(d)} not resolved")
             return E.opaque(name)
         return self.w.inline.expand(f, args[1:], ctx, cursor, None)
+
+    def _transpose_value(self, targ: Any, ctx: Ctx) -> int | None:
+        """A `transpose::N` / `transpose::T` template argument as 0 / 1 (or a constant)."""
+        if isinstance(targ, cexpr.Name) and len(targ.segments) >= 2 and targ.segments[-2].name == "transpose":
+            return K.TRANSPOSE_VALUES.get(targ.segments[-1].name)
+        v = self.w.ev(targ, replace(ctx, dry=True)) if isinstance(targ, cexpr.Node) else targ
+        c = v.const() if isinstance(v, Expr) else None
+        return c if c in (0, 1) else None
+
+    def _on_global_layout(self, node: cexpr.Node, ctx: Ctx, cursor: Any, nargs: int, arity: int) -> bool:
+        """The first argument is a global layout (a gl / pgl, e.g. TK's `barrier_t`), not an
+        mbarrier: a gl value, or a value that is no barrier in the multi-GPU signature's arity
+        (`wait(bar, coord, dev_idx, expected)`: an mbarrier wait takes two arguments)."""
+        v = self.w.ev(node, replace(ctx, dry=True), cursor)
+        if isinstance(v, Obj):
+            return v.kind == "gl"
+        return nargs == arity
+        v = self.w.ev(node, replace(ctx, dry=True), cursor)
+        return isinstance(v, Obj) and v.kind == "gl"
 
     def _emit_tcgen05_commit(
         self, btargs: Targs, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, api: str, ncta: int | None = None
@@ -547,7 +592,7 @@ class CallLowering:
                 spec = K.GROUP_TMA_OPS.get(base)
                 return spec, "group", scope_warps
             spec = K.GROUP_OPS.get(base)
-            if spec is not None:
+            if spec is not None and not (base == "wait" and nargs != 2):
                 return spec, "group", scope_warps
             return None, "group", scope_warps
         return None, "thread", 0

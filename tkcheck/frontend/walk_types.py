@@ -22,6 +22,35 @@ def _values_of(env: Env):
     return lambda name: isinstance(env.lookup(name), Expr)
 
 
+def _constants_spelled(toks: list[str], consts: dict[str, int | bool]) -> list[str]:
+    """Tokens with a generic lambda's constant parameters spelled as their values:
+    `decltype(tag)::value`, `tag.value`, `tag()` and `tag` become the constant."""
+    if not consts:
+        return toks
+    out: list[str] = []
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if t == "decltype" and toks[i + 1 : i + 2] == ["("] and toks[i + 2 : i + 3] and toks[i + 2] in consts:
+            if toks[i + 3 : i + 6] == [")", "::", "value"]:
+                out.append(_literal(consts[toks[i + 2]]))
+                i += 6
+                continue
+        if t in consts and (i == 0 or toks[i - 1] not in (".", "->", "::")):
+            out.append(_literal(consts[t]))
+            i += 1
+            if toks[i : i + 2] in ([".", "value"], ["(", ")"]):
+                i += 2
+            continue
+        out.append(t)
+        i += 1
+    return out
+
+
+def _literal(v: int | bool) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
 def _show_value(v, arg) -> str:
     """A bound template argument as a kernel's name shows it: `4`, `config<128, 64>`."""
     if isinstance(v, E.Const):
@@ -132,12 +161,27 @@ class TypeResolution:
     def _host_context_env(self, hc) -> Env:
         """The scope of a kernel's name inside one instantiation of a host function template:
         its template parameters bound, then its local type aliases declared before the name."""
-        henv = self.w.mb.env_for(hc.function).child()
         from .instances import KernelInstance
 
-        self.bind_template_params(
-            hc.function, henv, None, KernelInstance(hc.function, hc.args, self.w.model.location, "context")
-        )
+        rewrite: dict[str, int | bool] = {}
+        if hc.function.kind == CK.LAMBDA_EXPR:
+            # a generic lambda: each `auto` parameter is the constant its call passes
+            # (`std::integral_constant<int, 64>{}`: `tag`, `tag.value`, `decltype(tag)::value` are 64)
+            henv = self.w.mb.env_for(hc.function).child()
+            params = [p for p in hc.function.get_children() if p.kind == CK.PARM_DECL]
+            for p, a in zip(params, hc.args):
+                if a.kind in ("int", "bool"):
+                    henv.define(p.spelling, E.Const(a.value))
+                    rewrite[p.spelling] = a.value  # type: ignore[assignment]
+                elif a.kind == "type":
+                    t = self.resolve_type_spelling(str(a.value), henv)
+                    if t is not None:
+                        henv.define(p.spelling, t)
+        else:
+            henv = self.w.mb.env_for(hc.function).child()
+            self.bind_template_params(
+                hc.function, henv, None, KernelInstance(hc.function, hc.args, self.w.model.location, "context")
+            )
         body = next((ch for ch in hc.function.get_children() if ch.kind == CK.COMPOUND_STMT), None)
         for st in body.get_children() if body is not None else ():
             if st.extent.start.line >= hc.site_line:
@@ -147,7 +191,7 @@ class TypeResolution:
             for d in st.get_children():
                 if d.kind == CK.VAR_DECL:
                     # `constexpr int W = WIDE ? 8 : 4;`: a constant of this instantiation
-                    toks = tokens_of(d)
+                    toks = _constants_spelled(tokens_of(d), rewrite)
                     if d.spelling in toks and "=" in toks[toks.index(d.spelling) :]:
                         rest = toks[toks.index(d.spelling) :]
                         v = self.w.ev(
@@ -173,6 +217,8 @@ class TypeResolution:
         """A TemplateArg as the walker's value for `param`: an Expr, a type, or None."""
         if arg.kind == "int":
             return E.Const(arg.value)
+        if arg.kind == "bool":
+            return E.Const(bool(arg.value))
         if arg.kind == "type":
             t = self.resolve_type_spelling(arg.value, env)
             return t if t is not None else None

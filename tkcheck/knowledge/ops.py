@@ -103,6 +103,20 @@ CUDA_ATOMICS = (
 
 # the read-modify-write each of them performs (GlobalAccessFacts.atomic / AccessFacts.atomic)
 CUDA_ATOMICS_OP = {name: name[len("atomic") :].split("_")[0].lower() for name in CUDA_ATOMICS}
+# TK's multi-GPU synchronisation over a `barrier_t` (a pgl of int counters, one per device): not
+# mbarriers but counters in global memory. `signal` / `signal_all` add with red.release.sys (the
+# latter through the multicast address), `wait(bar, coord, dev_idx, expected)` spins with
+# ld.relaxed.sys until the counter holds `expected`, `barrier_all` is signal_all, wait, and a
+# release add taking NUM_DEVICES back. Each is these global-memory operations, in order.
+MULTI_GPU_OPS: dict[str, tuple[tuple[str, str], ...]] = {
+    "signal": ((ir.GLOBAL_SIGNAL, "release"),),
+    "signal_all": ((ir.GLOBAL_SIGNAL, "release"),),
+    "wait": ((ir.GLOBAL_LOAD, "relaxed"),),
+    "barrier_all": ((ir.GLOBAL_SIGNAL, "release"), (ir.GLOBAL_LOAD, "relaxed"), (ir.GLOBAL_SIGNAL, "release")),
+}
+# their arguments: (barrier, coord, dst_dev_idx, val), (barrier, coord, val),
+# (barrier, coord, dev_idx, expected), (barrier, coord, dev_idx)
+MULTI_GPU_ARITY = {"signal": 4, "signal_all": 3, "wait": 4, "barrier_all": 3}
 
 # TK's expects are mbarrier.arrive.expect_tx: each also arrives once
 EXPECT_ARRIVALS = 1
@@ -170,6 +184,9 @@ CLUSTER_OPS: dict[str, OpSpec] = {
 GROUP_OPS: dict[str, OpSpec] = {
     "sync": OpSpec(ir.SYNC, ("id",), sync_kind="group", group_elects=False),
     "arrive": OpSpec(ir.MBAR_ARRIVE, ("barrier", "count")),  # semaphore: lane 0 of the group
+    # `warp::wait(sem, phase)` (TK ops/group/util/sync.cuh): every thread of the group spins on
+    # mbarrier.try_wait.parity (two arguments; `group<N>::wait()` without is another operation)
+    "wait": OpSpec(ir.MBAR_WAIT, ("barrier", "parity"), group_elects=False),
     "init_semaphore": OpSpec(ir.MBAR_INIT, ("barrier", "count", "tx")),
     "increase_registers": OpSpec(ir.SETMAXNREG, (), increase=True, group_elects=False),
     "decrease_registers": OpSpec(ir.SETMAXNREG, (), increase=False, group_elects=False),
@@ -195,6 +212,16 @@ GROUP_OPS: dict[str, OpSpec] = {
     # the group's named barrier `sync(bar_id)`
     "load_async_wait": OpSpec(ir.CP_ASYNC_WAIT, ("id",), group_elects=False, then_sync="group"),
 }
+
+# TK's `mma<trans_A, trans_B>` / `mm<trans_A, trans_B>` (warpgroup.cuh) dispatch on `transpose::N`
+# (0) and `transpose::T` (1) to the named forms
+TRANSPOSE_VALUES = {"N": 0, "T": 1}
+
+
+def transposed_mma_name(base: str, trans_a: int, trans_b: int) -> str:
+    """`mm` with (T, N) -> `mm_AtB`: the named form TK's template dispatches to."""
+    return f"{base}_{'At' if trans_a else 'A'}{'Bt' if trans_b else 'B'}"
+
 
 # MMA names (TK ops/group/mma/warpgroup.cuh, ops/thread/mma/tcgen05.cuh): `mma*` accumulate
 # (D += A*B), `mm*` overwrite (D = A*B); `2` is tcgen05's cta_group::2 (the pair of CTAs); the

@@ -274,7 +274,12 @@ def sarif_log(
         run["invocations"] = [_invocation(run_info)]
     if coverage:
         # what was modelled (kernels analysed, sync ops modelled): "no results" means only this much
-        run["properties"] = {"coverage": {"summary": coverage.get("summary"), "kernels": coverage.get("kernels", [])}}
+        # the decided share of the proof obligations leads: what was proved, not what was read
+        summ = coverage.get("summary") or {}
+        run["properties"] = {
+            "obligations_decided_pct": summ.get("obligations_decided_pct"),
+            "coverage": {"summary": summ, "kernels": coverage.get("kernels", [])},
+        }
     return {"$schema": SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
 
 
