@@ -339,7 +339,9 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     they decided, and describe the undecided ones: one per barrier account (arrivals and bytes
     per phase, `checks.completion`), one per wait's due phase (`checks.phases`), and one for the
     kernel's progress (`checks.protocol`'s exploration of its roles: explored or not) when it
-    waits on a barrier. `undecided` keeps counting the accounts and phases alone."""
+    waits on a barrier, one per cp.async read (`checks.async_groups`), and one per shared
+    scalar or published counter whose ordering `checks.happens_before` was asked about.
+    `undecided` keeps counting the accounts, phases and cp.async reads alone."""
     if entry is None:
         return
     from .checks import async_groups, completion, phases, protocol
@@ -394,6 +396,9 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
             )
     seen = set()
     for ob in async_groups.obligations(an):
+        entry.obligations += 1
+        if ob.status != "undecided":
+            entry.obligations_decided += 1
         loc = ob.read.location
         key = (loc.filename, loc.row, ob.reason)
         if ob.status != "undecided" or key in seen:
@@ -416,6 +421,10 @@ def add_memory_undecided(entry: KernelCoverage, an: Analysis) -> None:
     raced = {r.first.buffer.name for r in facts.races if r.first.buffer is not None}
     published = {id(p.signal) for p in facts.publications} | {id(a.observe) for a in facts.acquisitions}
     seen: set = set()
+    # one obligation per location whose ordering was asked: decided unless a pair on it is
+    # listed below as undecided
+    entry.obligations += len(facts.examined)
+    entry.obligations_decided += len(facts.examined)
     for a, b, why in facts.undecided:
         if a.kind == ir.SMEM_ACCESS and a.buffer is not None:
             key: Any = ("shared", a.buffer.name)
@@ -434,6 +443,10 @@ def add_memory_undecided(entry: KernelCoverage, an: Analysis) -> None:
         loc = a.location
         entry.unknowns.append(Unknown(f"{loc.filename}:{loc.row}:{loc.column}", f"{what}: {why}"))
         entry.memory_undecided += 1
+        if key in facts.examined:
+            entry.obligations_decided -= 1
+        else:
+            entry.obligations += 1  # a pair asked outside the examined locations (an acquire side)
 
 
 def not_analysed(

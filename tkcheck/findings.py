@@ -45,7 +45,7 @@ class TraceStep:
     phase: int | None = None
     blocked: bool = False
     # the step the finding is about, where it does not block: a wait that passes at the wrong
-    # phase (TK303/TK304); drawn as the failing step (red), not as a wait that passes
+    # phase (the parity and phase-advance contracts); drawn as the failing step (red), not as a wait that passes
     fault: bool = False
 
 

@@ -44,7 +44,7 @@ class RuleInfo:
     engine_only: bool
     arch: tuple[str, ...]
     tags: tuple[str, ...]
-    module: str  # the rule's module in the package (`tk303_phase_parity_mismatch`)
+    module: str  # the rule's module in the package (`tkNNN_rule_name`)
 
     @property
     def symptom(self) -> str:

@@ -104,6 +104,9 @@ class MemoryFacts:
     publications: list[Publication] = field(default_factory=list)
     acquisitions: list[Acquisition] = field(default_factory=list)
     undecided: list[tuple[ir.Op, ir.Op, str]] = field(default_factory=list)  # (a, b, why)
+    # the locations whose ordering was asked (coverage's obligations): ("shared", buffer name)
+    # per shared scalar written and read, ("global", id(signal op)) per counter raised after data
+    examined: set[tuple] = field(default_factory=set)
 
 
 def memory(an: Analysis) -> MemoryFacts:
@@ -150,6 +153,15 @@ def _barrier_key(o: ir.Op):
     return None
 
 
+def _barrier_key_of(o: ir.Op, t: int):
+    """The barrier o names as thread t runs it: an id computed from the thread index
+    (`bar.sync 2 + warpgroup`, TK's `turn[c]`) is evaluated for t; None: unknown."""
+    if o.kind in (ir.SYNC, ir.NAMED_ARRIVE) and o.sync_id is not None and o.sync_id.depends_on(E.THREAD):
+        v = o.sync_id.eval({"tid": t})
+        return ("bar", v) if isinstance(v, int) and not isinstance(v, bool) else None
+    return _barrier_key(o)
+
+
 def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) -> bool | None:
     """Is there, among `between` (program order), a barrier t1 passes (or arrives at) and t2
     waits at, with the same id? None: a barrier there whose threads or id are not known."""
@@ -162,16 +174,54 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
                 continue  # orders lanes of one warp only; the pairs asked are of two warps
             return None
         ex = an.threads.executing(o)
-        key = _barrier_key(o)
-        if ex is None or key is None or not o.guard.exact:
+        if ex is None or not o.guard.exact:
             return None
         if o.kind == ir.SYNC and o.sync_kind == "block" and an.threads.n is not None and len(ex) < an.threads.n:
-            # a block-wide barrier some threads never reach (TK501's): what it orders is not defined
+            # a block-wide barrier some threads never reach (the divergent-barrier contract's): what it orders is not defined
             return None
+        for t in (t1, t2):
+            if t in ex and _barrier_key_of(o, t) is None:
+                return None
         if t1 in ex:
-            seen1.add(key)
-        if o.kind == ir.SYNC and t2 in ex and key in seen1:
+            seen1.add(_barrier_key_of(o, t1))
+        if o.kind == ir.SYNC and t2 in ex and _barrier_key_of(o, t2) in seen1:
             return True
+    return False
+
+
+def _may_hand_over(an: Analysis, after: list[ir.Op], before: list[ir.Op], t_from: int, t_to: int) -> bool | None:
+    """Can a barrier hand-over order thread t_from's iteration k after an op before thread t_to's
+    iteration k before an op? It can when t_from signals a barrier after its op that t_to does not
+    pass there (a `bar.arrive`, or a `bar.sync` of other threads) and t_to waits at the same barrier
+    before its op: in turn-taking code (a ping-pong through named barriers) t_to's iteration k
+    starts after t_from's has ended. Which generation the wait observes is not matched here, so
+    such a pair is neither ordered nor a race: coverage. A barrier both pass after the first op is
+    one instance, reached by t_to after its own op: it orders nothing this way. None: a barrier
+    whose threads or id are not known."""
+    signalled: set = set()
+    for o in after:
+        if o.kind not in (ir.SYNC, ir.NAMED_ARRIVE) or (o.kind == ir.SYNC and o.sync_kind == "warp"):
+            continue
+        ex = an.threads.executing(o)
+        if ex is None:
+            return None
+        if t_from in ex and t_to not in ex:
+            key = _barrier_key_of(o, t_from)
+            if key is None:
+                return None
+            signalled.add(key)
+    if not signalled:
+        return False
+    for o in before:
+        if o.kind != ir.SYNC or o.sync_kind == "warp":
+            continue
+        ex = an.threads.executing(o)
+        if ex is None:
+            return None
+        if t_to in ex:
+            key = _barrier_key_of(o, t_to)
+            if key is None or key in signalled:
+                return True
     return False
 
 
@@ -190,6 +240,7 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
         reads = [o for o in ops if o.access_mode == "read"]
         if not writes or not reads:
             continue
+        out.examined.add(("shared", writes[0].buffer.name))
         found = False
         for w in writes:
             for r in reads:
@@ -216,6 +267,23 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                     continue
                 first, second = (w, r) if w.order < r.order else (r, w)
                 race = _race_in(an, fl, first, second, tw if first is w else tr, tr if first is w else tw, out)
+                if race is not None and w.loops:
+                    # the other direction in the same iteration: `second`'s thread hands its turn
+                    # over after `second`, and `first`'s thread waits for it before `first`
+                    lid = w.loops[-1]
+                    body = [o for o in fl.ops if lid in o.loops]
+                    handed = _may_hand_over(
+                        an,
+                        [o for o in body if o.order > second.order],
+                        [o for o in body if o.order < first.order],
+                        race.second_thread,
+                        race.first_thread,
+                    )
+                    if handed is not False:
+                        out.undecided.append(
+                            (w, r, "a barrier hand-over between the two threads' turns (its generations not matched)")
+                        )
+                        continue
                 if race is None and w.loops and _repeats(an, w.loops[-1], w.guard.uniform):
                     # the other order: `second` at iteration k, `first` at k + 1
                     lid = w.loops[-1]
@@ -402,6 +470,7 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
             td = an.threads.executing(d)
             if not td:
                 continue
+            out.examined.add(("global", id(sig)))
             between = fl.same_iteration_between(d, sig)
             if any(may_order(o) and o is not sig for o in between):
                 # an arrive, a wait, another atomic: an order this query does not pair

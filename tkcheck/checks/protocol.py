@@ -518,7 +518,7 @@ def _explore(an: Analysis) -> Exploration:
     m = an.model
     ops = [o for o in m.ops if _relevant(o)]
     if not any(o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE) for o in ops):
-        # block and group barriers alone are TK404 / TK501's static question; a bar.arrive
+        # block and group barriers alone are the named-barrier-count and divergent-barrier rules' static question; a bar.arrive
         # (a turn handed to another group) or an mbarrier wait needs the interleavings
         ex.reason = "no waits"
         return ex
@@ -594,7 +594,7 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, ro
             if e.kind == "init" and e.arrivals != counts[e.elem]:
                 ex.reason = f"barrier element {e.elem} re-initialised with another count"
                 return
-    # one named barrier id with two thread counts: PTX leaves the barrier undefined (TK404's
+    # one named barrier id with two thread counts: PTX leaves the barrier undefined (the named-barrier count contract's
     # static question); no progress claim is made on such a kernel
     bar_counts: dict[int, set[int]] = {}
     for r in roles:

@@ -166,8 +166,8 @@ DOCS_URL_ENV = "TKCHECK_DOCS_URL"
 
 
 def help_uri(code: str) -> str | None:
-    """The rule's documentation as an absolute URL: `<docs>/rules.md#tk301` (the anchor GitHub
-    gives the rule's `## TK301` heading in docs/rules.md), where <docs> is the URL of tkcheck's
+    """The rule's documentation as an absolute URL: `<docs>/rules.md#<code in lower case>` (the
+    anchor GitHub gives the rule's heading in docs/rules.md), where <docs> is the URL of tkcheck's
     docs/ folder (`_docs_base`). SARIF wants an absolute URI, so without one there is none."""
     base = _docs_base()
     if not base:
