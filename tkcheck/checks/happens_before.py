@@ -182,6 +182,8 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
         for t in (t1, t2):
             if t in ex and _barrier_key_of(o, t) is None:
                 return None
+        if t1 not in ex and t2 not in ex and _barrier_key(o) is None:
+            return None  # a barrier of other threads whose id is not known: as before, undecided
         if t1 in ex:
             seen1.add(_barrier_key_of(o, t1))
         if o.kind == ir.SYNC and t2 in ex and _barrier_key_of(o, t2) in seen1:
