@@ -69,19 +69,9 @@ def _deps_path(tmp: Path) -> str:
     return str(deps)
 
 
-def test_pre_commit_runs_the_hook_on_cuda_sources_and_headers_only(tmp_path):
-    repo, rev = _hook_repo(tmp_path)
-    work = tmp_path / "kernels"
-    (work / "src").mkdir(parents=True)
-    (work / "src" / "bad.cu").write_text(BAD)
-    (work / "src" / "tiles.cuh").write_text(GOOD_HEADER)
-    (work / "src" / "binding.cpp").write_text(HOST)  # host code: not the hook's business
-    (work / "src" / "helpers.h").write_text(HOST)
-    (work / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: tkcheck\n        args: [--no-cache, --output-format, full]\n"
-    )
-    _git("init", "-q", cwd=work)
-    _git("add", "-A", cwd=work)
+def offline_precommit_env(tmp_path: Path) -> dict[str, str]:
+    """The environment pre-commit runs in here: its home under tmp_path, pip and virtualenv
+    offline (the hook installs from the local checkout), the installed tkcheck, no colour."""
     env = {
         **os.environ,
         "PRE_COMMIT_HOME": str(tmp_path / "home"),
@@ -95,6 +85,23 @@ def test_pre_commit_runs_the_hook_on_cuda_sources_and_headers_only(tmp_path):
         "PYTHONSAFEPATH": "1",
     }
     env.pop("PYTHONPATH", None)
+    return env
+
+
+def test_pre_commit_runs_the_hook_on_cuda_sources_and_headers_only(tmp_path):
+    repo, rev = _hook_repo(tmp_path)
+    work = tmp_path / "kernels"
+    (work / "src").mkdir(parents=True)
+    (work / "src" / "bad.cu").write_text(BAD)
+    (work / "src" / "tiles.cuh").write_text(GOOD_HEADER)
+    (work / "src" / "binding.cpp").write_text(HOST)  # host code: not the hook's business
+    (work / "src" / "helpers.h").write_text(HOST)
+    (work / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n      - id: tkcheck\n        args: [--no-cache, --output-format, full]\n"
+    )
+    _git("init", "-q", cwd=work)
+    _git("add", "-A", cwd=work)
+    env = offline_precommit_env(tmp_path)
     pc = [sys.executable, "-m", "pre_commit"]
     inst = subprocess.run([*pc, "install-hooks"], cwd=work, env=env, capture_output=True, text=True, timeout=LIMIT_S)
     assert inst.returncode == 0, inst.stdout + inst.stderr

@@ -8,7 +8,6 @@ placeholder is replaced by its path, nothing else. Skips without pre-commit, git
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from test_precommit_hook import BAD, LIMIT_S, _deps_path, _git, _hook_repo, pytestmark  # noqa: F401
+from test_precommit_hook import BAD, LIMIT_S, _deps_path, _git, _hook_repo, offline_precommit_env, pytestmark  # noqa: F401
 
 yaml = pytest.importorskip("yaml")
 
@@ -43,20 +42,7 @@ def test_the_readme_names_the_release_tag_of_this_version():
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {
-        **os.environ,
-        "PRE_COMMIT_HOME": str(tmp_path / "home"),
-        "PIP_NO_INDEX": "1",
-        "PIP_NO_DEPS": "1",
-        "PIP_NO_BUILD_ISOLATION": "0",
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "VIRTUALENV_NO_DOWNLOAD": "1",
-        "VIRTUALENV_SETUPTOOLS": "bundle",
-        "NO_COLOR": "1",
-        "PYTHONSAFEPATH": "1",
-    }
-    env.pop("PYTHONPATH", None)
-    return env
+    return offline_precommit_env(tmp_path)
 
 
 def test_the_readme_snippet_runs_with_the_tag(tmp_path):

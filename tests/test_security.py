@@ -597,7 +597,7 @@ def _snapshot(root: Path) -> dict[str, str]:
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_hostile_clone_through_the_pre_commit_hook(tmp_path):
     pytest.importorskip("pre_commit")
-    from test_precommit_hook import LIMIT_S, _deps_path, _git, _hook_repo
+    from test_precommit_hook import LIMIT_S, _deps_path, _git, _hook_repo, offline_precommit_env
 
     if not (ROOT / ".git").exists():
         pytest.skip("needs a git checkout of tkcheck")
@@ -649,19 +649,7 @@ def test_a_hostile_clone_through_the_pre_commit_hook(tmp_path):
     audit_dir = tmp_path / "audit"
     audit_dir.mkdir()
     (audit_dir / "sitecustomize.py").write_text(AUDIT)
-    env = {
-        **os.environ,
-        "PRE_COMMIT_HOME": str(tmp_path / "home"),
-        "PIP_NO_INDEX": "1",
-        "PIP_NO_DEPS": "1",
-        "PIP_NO_BUILD_ISOLATION": "0",
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "VIRTUALENV_NO_DOWNLOAD": "1",
-        "VIRTUALENV_SETUPTOOLS": "bundle",
-        "NO_COLOR": "1",
-        "PYTHONSAFEPATH": "1",
-    }
-    env.pop("PYTHONPATH", None)
+    env = offline_precommit_env(tmp_path)
     for var in ("CUDA_HOME", "CUDA_PATH"):
         env.pop(var, None)
     pc = [sys.executable, "-m", "pre_commit"]

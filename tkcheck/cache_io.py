@@ -35,6 +35,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from .safe_io import NotReadable, read_open_regular
+
 KEY_BYTES = 32
 KEY_NAME = "key"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -203,20 +205,8 @@ def read_file(base: str | os.PathLike, parts: tuple[str, ...], name: str, limit:
         except OSError:
             return None
         try:
-            st = os.fstat(f)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-                return None
-            chunks, total = [], 0
-            while True:
-                chunk = os.read(f, min(1 << 20, limit + 1 - total))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-                if total > limit:
-                    return None
-            return b"".join(chunks)
-        except OSError:
+            return read_open_regular(f, limit)
+        except (OSError, NotReadable):
             return None
         finally:
             os.close(f)

@@ -54,25 +54,31 @@ def read_regular(path: str | os.PathLike, limit: int, *, follow_links: bool = Tr
     except OSError as e:
         raise NotReadable(e.strerror or str(e)) from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotReadable(f"{kind_of(st.st_mode)}, not a regular file")
-        if st.st_size > limit:
-            raise NotReadable(f"{st.st_size} bytes, over the limit of {limit}")
-        chunks, total = [], 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:  # grew while being read
-                raise NotReadable(f"more than {limit} bytes")
-        return b"".join(chunks)
+        return read_open_regular(fd, limit)
     except BlockingIOError:
         raise NotReadable("not readable without blocking") from None
     finally:
         os.close(fd)
 
 
-__all__ = ["NotReadable", "read_regular", "regular_file_problem", "kind_of"]
+def read_open_regular(fd: int, limit: int) -> bytes:
+    """The bytes behind an open descriptor when it is a regular file of at most `limit` bytes
+    (also while it grows as it is read); NotReadable otherwise. The caller closes fd."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotReadable(f"{kind_of(st.st_mode)}, not a regular file")
+    if st.st_size > limit:
+        raise NotReadable(f"{st.st_size} bytes, over the limit of {limit}")
+    chunks, total = [], 0
+    while True:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:  # grew while being read
+            raise NotReadable(f"more than {limit} bytes")
+    return b"".join(chunks)
+
+
+__all__ = ["NotReadable", "read_open_regular", "read_regular", "regular_file_problem", "kind_of"]

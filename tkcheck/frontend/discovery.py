@@ -56,7 +56,8 @@ class PrototypeLaunch:
     ops: list[str] = field(default_factory=list)  # interpreter: the ops as written
 
 
-def _namespaces(cursor) -> tuple[str, ...]:
+def semantic_namespaces(cursor) -> tuple[str, ...]:
+    """The namespaces a declaration sits in, outermost first."""
     out = []
     p = cursor.semantic_parent
     while p is not None and p.kind != CK.TRANSLATION_UNIT:
@@ -159,7 +160,7 @@ class UserCode:
         target = cur.referenced
         if target is None:
             return None
-        ns = _namespaces(target)
+        ns = semantic_namespaces(target)
         if name == "pc":
             kind = "pc" if "prototype" in ns else None
         else:

@@ -25,6 +25,7 @@ import clang.cindex as ci
 
 from ..findings import Location
 from ..knowledge.launchers import LAUNCHERS, Launcher
+from .discovery import semantic_namespaces
 
 CK = ci.CursorKind
 _REF_KINDS = (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.MEMBER_REF_EXPR, CK.TEMPLATE_REF)
@@ -108,16 +109,6 @@ def _template_params(cursor) -> list:
         for ch in cursor.get_children()
         if ch.kind in (CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TEMPLATE_PARAMETER)
     ]
-
-
-def _semantic_namespaces(cursor) -> tuple[str, ...]:
-    out = []
-    p = cursor.semantic_parent
-    while p is not None and p.kind != CK.TRANSLATION_UNIT:
-        if p.kind == CK.NAMESPACE:
-            out.append(p.spelling)
-        p = p.semantic_parent
-    return tuple(reversed(out))
 
 
 def _same_decl(a, b) -> bool:
@@ -406,7 +397,7 @@ class InstanceFinder:
         ref = cur.referenced
         if ref is None or ref.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
             return []
-        ns = _semantic_namespaces(ref)
+        ns = semantic_namespaces(ref)
         if launcher.namespaces and tuple(ns[-len(launcher.namespaces) :]) != launcher.namespaces:
             return []
         # the launcher's template arguments as written: TYPE_REF / DECL_REF children of the reference
