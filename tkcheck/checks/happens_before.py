@@ -191,6 +191,21 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
     return False
 
 
+def _chain_possible(an: Analysis, between: list[ir.Op], t1: int, t2: int) -> bool:
+    """Does t1 take part in a barrier (sync or arrive) that comes before a barrier t2 waits at,
+    among `between`? Then a third thread in both may order t1 before t2 (a chain of barriers)."""
+    t1_signalled = False
+    for o in between:
+        if o.kind not in (ir.SYNC, ir.NAMED_ARRIVE) or (o.kind == ir.SYNC and o.sync_kind == "warp"):
+            continue
+        ex = an.threads.executing(o) or frozenset()
+        if t1_signalled and o.kind == ir.SYNC and t2 in ex:
+            return True
+        if t1 in ex:
+            t1_signalled = True
+    return False
+
+
 def _may_hand_over(an: Analysis, after: list[ir.Op], before: list[ir.Op], t_from: int, t_to: int) -> bool | None:
     """Can a barrier hand-over order thread t_from's iteration k after an op before thread t_to's
     iteration k before an op? It can when t_from signals a barrier after its op that t_to does not
@@ -375,6 +390,11 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
             ordered = _ordered_by_barrier(an, between, t1, t2)
             if ordered is None:
                 out.undecided.append((first, second, "a barrier whose threads are not known"))
+                return None
+            if not ordered and _chain_possible(an, between, t1, t2):
+                # t1 signals one barrier and t2 later waits at another: threads that take part in
+                # both may carry the order from one to the other, which this query does not follow
+                out.undecided.append((first, second, "barriers between that other threads may chain"))
                 return None
             if not ordered:
                 return Race(first, second, t1, t2)
