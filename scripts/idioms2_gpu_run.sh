@@ -1,9 +1,12 @@
 #!/bin/bash
-# Batched ground truth for the issue-25 idiom kernels (corpus/idioms2): build every variant, run
-# each under timeout, then compute-sanitizer (racecheck, synccheck) on the ones that did not hang.
-# Layout of the folder this script sits in: variants/ (scripts/idioms2_variants.py writes it) and
-# tk/include, tk/prototype (a ThunderKittens checkout's folders). PAT: a regex choosing variants;
+# Batched ground truth for a set of issue-25 idiom kernels (corpus/idioms2, corpus/idioms3, ...):
+# build every variant, run each under timeout, then compute-sanitizer (racecheck, synccheck) on the
+# ones that did not hang. Layout of the folder this script sits in: variants/
+# (`scripts/idioms2_variants.py variants SET` writes it) and, for sets that use ThunderKittens,
+# tk/include, tk/prototype (a ThunderKittens checkout's folders; a set of plain CUDA needs none).
+# PAT: a regex choosing variants; RUN_TIMEOUT: seconds before a run counts as a hang (10);
 # DEADLINE: seconds after which no more sanitizer runs start. Results under $OUT (default results/).
+# Keep only the two TSVs and the log under $OUT: the device tool brings back a limited number of files.
 cd "$(dirname "$0")"
 START=$(date +%s)
 OUT=${OUT:-results}; mkdir -p "$OUT" bin
@@ -16,7 +19,7 @@ printf "variant\trc\tverdict\twall_ms\toutput\n" > $OUT/results.tsv
 for f in $(ls variants/*.cu | grep -E "${PAT:-.}"); do
   b=$(basename $f .cu)
   if [ ! -x bin/$b ]; then printf "%s\t-\tBUILD_FAIL\t0\t%s\n" $b "$(head -c 300 bin/$b.build | tr '\n\t' '  ')" >> $OUT/results.tsv; continue; fi
-  t0=$(date +%s%N); timeout -k 2 10 ./bin/$b > bin/$b.out 2>&1; rc=$?; t1=$(date +%s%N)
+  t0=$(date +%s%N); timeout -k 2 ${RUN_TIMEOUT:-10} ./bin/$b > bin/$b.out 2>&1; rc=$?; t1=$(date +%s%N)
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then v=HANG; elif grep -q '^PASS' bin/$b.out; then v=PASS; elif grep -q '^FAIL' bin/$b.out; then v=FAIL; else v=ERROR; fi
   printf "%s\t%s\t%s\t%s\t%s\n" $b $rc $v $(( (t1 - t0) / 1000000 )) "$(tr '\n\t' '  ' < bin/$b.out | head -c 300)" >> $OUT/results.tsv
 done
