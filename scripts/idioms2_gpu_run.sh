@@ -5,7 +5,7 @@
 # (`scripts/idioms2_variants.py variants SET` writes it) and, for sets that use ThunderKittens,
 # tk/include, tk/prototype (a ThunderKittens checkout's folders; a set of plain CUDA needs none).
 # PAT: a regex choosing variants; RUN_TIMEOUT: seconds before a run counts as a hang (10);
-# DEADLINE: seconds after which no more sanitizer runs start. Results under $OUT (default results/).
+# STRESS, SAN_PAT: see below; DEADLINE: seconds after which no more sanitizer runs start. Results under $OUT (default results/).
 # Keep only the two TSVs and the log under $OUT: the device tool brings back a limited number of files.
 cd "$(dirname "$0")"
 START=$(date +%s)
@@ -24,9 +24,23 @@ for f in $(ls variants/*.cu | grep -E "${PAT:-.}"); do
   printf "%s\t%s\t%s\t%s\t%s\n" $b $rc $v $(( (t1 - t0) / 1000000 )) "$(tr '\n\t' '  ' < bin/$b.out | head -c 300)" >> $OUT/results.tsv
 done
 echo "runs done $(( $(date +%s) - START )) s" >> $LOG
+# STRESS=N: run every variant that passed N more times (timing-dependent races), count the failures
+if [ -n "$STRESS" ]; then
+  printf "variant\truns\tnot_pass\tfirst_failure\n" > $OUT/stress.tsv
+  for b in $(awk -F'\t' 'NR>1 && $3=="PASS" {print $1}' $OUT/results.tsv); do
+    nf=0; first=""
+    for i in $(seq $STRESS); do
+      timeout -k 2 ${RUN_TIMEOUT:-10} ./bin/$b > bin/$b.stress 2>&1; rc=$?
+      if [ $rc -ne 0 ]; then nf=$((nf + 1)); [ -z "$first" ] && first="rc $rc: $(tr '\n\t' '  ' < bin/$b.stress | head -c 200)"; fi
+    done
+    printf "%s\t%s\t%s\t%s\n" $b $STRESS $nf "$first" >> $OUT/stress.tsv
+  done
+  echo "stress done $(( $(date +%s) - START )) s" >> $LOG
+fi
 # sanitizer on every variant that did not hang, while time is left (deadline 500 s)
 printf "variant\ttool\trc\tsummary\n" > $OUT/sanitizer.tsv
-for b in $(awk -F'\t' 'NR>1 && ($3=="PASS"||$3=="FAIL"||$3=="ERROR") {print $1}' $OUT/results.tsv); do
+# SAN_PAT: a regex choosing the variants the sanitizer runs on (default: all that did not hang)
+for b in $(awk -F'\t' 'NR>1 && ($3=="PASS"||$3=="FAIL"||$3=="ERROR") {print $1}' $OUT/results.tsv | grep -E "${SAN_PAT:-.}"); do
   for tool in racecheck synccheck; do
     if [ $(( $(date +%s) - START )) -gt ${DEADLINE:-500} ]; then echo "sanitizer: out of time before $tool $b" >> $LOG; break 2; fi
     ONE_REP=1 timeout -k 2 40 compute-sanitizer --tool $tool --print-limit 3 ./bin/$b > bin/$b.$tool 2>&1; rc=$?
@@ -36,4 +50,4 @@ for b in $(awk -F'\t' 'NR>1 && ($3=="PASS"||$3=="FAIL"||$3=="ERROR") {print $1}'
 done
 tar czf $OUT/sanitizer_logs.tgz bin/*.racecheck bin/*.synccheck 2>/dev/null
 echo "all done $(( $(date +%s) - START )) s" >> $LOG
-cat $LOG; cut -c1-200 $OUT/results.tsv; cut -c1-200 $OUT/sanitizer.tsv
+cat $LOG; cut -c1-200 $OUT/results.tsv; cat $OUT/stress.tsv 2>/dev/null; cut -c1-200 $OUT/sanitizer.tsv
