@@ -4,7 +4,7 @@
 # ones that did not hang. Layout of the folder this script sits in: variants/
 # (`scripts/idioms2_variants.py variants SET` writes it) and, for sets that use ThunderKittens,
 # tk/include, tk/prototype (a ThunderKittens checkout's folders; a set of plain CUDA needs none).
-# PAT: a regex choosing variants; RUN_TIMEOUT: seconds before a run counts as a hang (10);
+# PAT: a regex choosing variants (matched against variants/NAME.cu); RUN_TIMEOUT: seconds before a run counts as a hang (10);
 # STRESS, SAN_PAT: see below; DEADLINE: seconds after which no more sanitizer runs start. Results under $OUT (default results/).
 # Keep only the two TSVs and the log under $OUT: the device tool brings back a limited number of files.
 cd "$(dirname "$0")"
