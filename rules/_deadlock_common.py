@@ -202,4 +202,9 @@ def deadlock_finding(an, code, ri, e, others, message, help_):
     if ex.assumption:
         wit["assumption"] = ex.assumption
         message = f"{message} ({ex.assumption})"
-    return finding(code, message, e.op.location, related=rel, witness=wit, trace=trace, help=help_)
+    # an instruction inside the user's helper function is shown where the kernel calls the helper
+    # (the helper may be called from several places), the instruction itself as a related site
+    site = e.op.callers[0] if e.op.callers else e.op.location
+    if e.op.callers:
+        rel.append(related(e.op, "the instruction, in the helper called there"))
+    return finding(code, message, site, related=rel, witness=wit, trace=trace, help=help_)

@@ -112,7 +112,9 @@ def _relevant(o: ir.Op) -> bool:
     if o.kind == ir.NAMED_ARRIVE:
         return True
     if o.kind == ir.MMA and o.scope == "warpgroup":
-        return True  # wgmma is `.sync.aligned`: the four warps of a warpgroup meet there
+        # wgmma is `.sync.aligned`: the four warps of a warpgroup meet there; a tcgen05 MMA is
+        # issued by one thread and meets no one
+        return o.mma is None or o.mma.family != "tcgen05"
     return o.kind == ir.EXIT
 
 
@@ -517,7 +519,7 @@ def _explore(an: Analysis) -> Exploration:
     ex = Exploration()
     m = an.model
     ops = [o for o in m.ops if _relevant(o)]
-    if not any(o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE) for o in ops):
+    if not any(o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE) or (o.kind == ir.SYNC and o.sync_kind == "named") for o in ops):
         # block and group barriers alone are the named-barrier-count and divergent-barrier rules' static question; a bar.arrive
         # (a turn handed to another group) or an mbarrier wait needs the interleavings
         ex.reason = "no waits"
