@@ -519,9 +519,11 @@ def _explore(an: Analysis) -> Exploration:
     ex = Exploration()
     m = an.model
     ops = [o for o in m.ops if _relevant(o)]
-    if not any(o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE) or (o.kind == ir.SYNC and o.sync_kind == "named") for o in ops):
-        # block and group barriers alone are the named-barrier-count and divergent-barrier rules' static question; a bar.arrive
-        # (a turn handed to another group) or an mbarrier wait needs the interleavings
+    if not any(
+        o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE) or (o.kind == ir.SYNC and o.sync_kind == "named") for o in ops
+    ):
+        # block and group barriers alone are the divergent-barrier rule's static question; a named barrier with
+        # its own count, a bar.arrive (a turn handed to another group) or an mbarrier wait needs the interleavings
         ex.reason = "no waits"
         return ex
     blind = [o for o in m.ops if o.unmodelled_barrier_use]
