@@ -62,6 +62,34 @@ def check(an):
             )
         )
     out.extend(_async_copies(an))
+    out.extend(_global_acquire_scope(an))
+    return out
+
+
+def _global_acquire_scope(an):
+    """The happens-before engine's acquire-scope query (`checks/happens_before.py`): one thread
+    acquires a flag in global memory, and other threads read the data it guards with no barrier
+    ordering them after that thread's acquire."""
+    from tkcheck.checks.happens_before import describe_location, memory
+
+    n = an.threads.n
+    out = []
+    for a in memory(an).unpropagated:
+        out.append(
+            finding(
+                "TK401",
+                f"{describe(frozenset([a.thread]), n)} reads `{describe_location(a.read)[:50]}`, data "
+                f"published through the flag that {describe(frozenset([a.poller]), n)} acquires "
+                f"(`{(a.observe.global_access.text if a.observe.global_access else None) or a.observe.api}`"
+                "), and no barrier orders the read after that acquire: the acquire orders the polling "
+                "thread only, so the read may run before the flag is seen",
+                a.read.location,
+                related=[related(a.observe, "the acquiring poll (one thread)")],
+                witness={"reader_thread": a.thread, "poller": a.poller},
+                help="a barrier of the polling thread and the readers after the spin: `__syncthreads()` "
+                "right after the polling thread's loop",
+            )
+        )
     return out
 
 

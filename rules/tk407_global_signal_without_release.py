@@ -106,6 +106,9 @@ def _published(an) -> list:
     out = []
     facts = memory(an)
     for p in facts.publications:
+        if p.why == "unordered":
+            out.append(_unordered(an, p))
+            continue
         what = (
             f"the float atomic `{_text(p.data)[:50]}`"
             if p.data.kind == ir.GLOBAL_SIGNAL
@@ -131,6 +134,9 @@ def _published(an) -> list:
             )
         )
     for a in facts.acquisitions:
+        if a.poller is not None:
+            out.append(_relaxed_observed_elsewhere(an, a))
+            continue
         out.append(
             finding(
                 "TK407",
@@ -152,6 +158,49 @@ def _published(an) -> list:
             )
         )
     return out
+
+
+def _unordered(an, p):
+    """A release signal that does not cover other threads' stores: no barrier orders them before
+    the signalling thread's release."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    return finding(
+        "TK407",
+        f"{describe(frozenset([p.signal_thread]), n)} raises a global counter with release "
+        f"(`{_text(p.signal)[:50]}`), but the stores `{describe_location(p.data)[:50]}` of "
+        f"{describe(frozenset([p.data_thread]), n)} are not ordered before it: no barrier between "
+        "them includes both threads, and a release publishes only what happens before it in the "
+        "signalling thread; a block that sees the count may read stale data",
+        p.signal.location,
+        related=[related(p.data, "the stores the counter should publish")],
+        witness={"thread": p.signal_thread, "writer": p.data_thread, "released": True, "ordered": False},
+        help="`__syncthreads();` (a barrier of every writing thread) right before the signalling "
+        "thread's release, so that the release covers the whole block's stores (cumulativity)",
+    )
+
+
+def _relaxed_observed_elsewhere(an, a):
+    """A relaxed poll by one thread, then another thread reads the published data after a block
+    barrier: the barrier carries the observation, but nothing acquires."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    return finding(
+        "TK407",
+        f"{describe(frozenset([a.poller]), n)} spins on a flag with a {_sem(a.observe)} poll "
+        f"(`{_text(a.observe)[:50]}`), and {describe(frozenset([a.thread]), n)} reads the data it "
+        f"guards (`{describe_location(a.read)[:50]}`) after a barrier with no acquire ordering: a "
+        "relaxed observation synchronises with no release, so the reads may observe memory from "
+        "before the producer's stores",
+        a.read.location,
+        related=[related(a.observe, "the poll that sees the flag")],
+        witness={"thread": a.thread, "poller": a.poller, "how": a.how},
+        help="poll with an acquire load (`ld.acquire.gpu.global`, `cuda::atomic_ref::load("
+        "cuda::memory_order_acquire)`), or `__threadfence();` after the spin in the polling thread, "
+        "before the barrier",
+    )
 
 
 _ACQUIRE_FENCES = _RELEASE_FENCES + ("membar_sys",)
