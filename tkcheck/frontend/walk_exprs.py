@@ -186,7 +186,7 @@ class ExprEvaluation:
             and isinstance(inner, cexpr.Cast)
             and isinstance(inner.type, cexpr.TypeWords)
             and "volatile" in inner.type.words
-            and self.global_target(inner.a, ctx, cursor)
+            and self.global_target(inner.a, ctx, cursor, bare_param=True)
         ):
             # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory;
             # its value a Var the load names (a spin loop's condition reads it)
@@ -352,18 +352,22 @@ class ExprEvaluation:
         v = self.member_static(self.w.mk_op, "opcode", None, Ctx(env=self.w.mk_op.env, guard=ir.Guard(), dry=True))
         return v if isinstance(v, E.Const) else None
 
-    def global_target(self, node: cexpr.Node, ctx: Ctx, cursor) -> bool:
+    def global_target(self, node: cexpr.Node, ctx: Ctx, cursor, bare_param: bool = False) -> bool:
         """`&g.layout[{...}]` / `&ptr[i]`: an address in global memory (an element of a global
         layout, or of a pointer the kernel received)."""
         addr_of = isinstance(node, cexpr.Un) and node.op == "&"
         if isinstance(node, cexpr.Un) and node.op == "&":
             node = node.a
         if not isinstance(node, cexpr.Index):
-            # a pointer into global memory held in a variable (`int *c = &sem[t]`; `atomicAdd(c, 1)`,
-            # `*(volatile int *)flag`); `&x` of a variable is no such address
+            # a pointer into global memory held in a variable (`int *c = &sem[t]`; `atomicAdd(c, 1)`);
+            # with `bare_param`, a kernel pointer parameter itself (`*(volatile int *)flag`). `&x`
+            # of a variable is no such address. (An atomic on a bare parameter stays an unmodelled
+            # call, a block-uniform unknown, as before: the scheduler loops the progress engine
+            # unrolls read its old value as data.)
             if addr_of or not isinstance(node, cexpr.Name):
                 return False
-            return self._global_pointer(self.ev(node, replace(ctx, dry=True), cursor))
+            v = self.ev(node, replace(ctx, dry=True), cursor)
+            return self._global_pointer(v) if bare_param else isinstance(v, E.Var) and v.name in self._global_ptrs
         base = self.ev(node.obj, replace(ctx, dry=True), cursor)
         if isinstance(base, Obj):
             return base.kind == "gl"

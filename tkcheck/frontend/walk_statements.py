@@ -1011,6 +1011,7 @@ class StatementWalk:
                 loop.cond = cexp  # holds in every iteration that runs
             elif cls == "unknown":
                 bctx.guard = bctx.guard.inexact()
+        spin: ir.Op | None = None
         if (c.kind in (CK.WHILE_STMT, CK.DO_STMT) or infinite) and loop.trip is None and not ctx.dry:
             # a loop left when a value allows it: a spin on a flag where that value is loaded
             # (the memory events of its condition are in each iteration)
@@ -1031,6 +1032,8 @@ class StatementWalk:
                 self.exec_expr(inc_c, replace(bctx, env=bctx.env.child()))
                 for sl, v in saved_vals.items():
                     sl.set(env, v)
+        if spin is not None and self._loop_breaks:
+            spin.spin = replace(spin.spin or ir.SpinFacts(), breaks=True)
         if self._loop_breaks and trip is not None:
             loop.trip = None
         if infinite and self._loop_breaks and all(b is not None for b in self._loop_breaks):

@@ -378,6 +378,7 @@ class SpinFacts:
     polls load as the Vars their GlobalAccessFacts.result name; None where it did not evaluate."""
 
     cond: Expr | None = None
+    breaks: bool = False  # the loop has a `break` (it may end without the condition failing)
 
 
 @dataclass(frozen=True)
