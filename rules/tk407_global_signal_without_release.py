@@ -160,6 +160,16 @@ def _published(an) -> list:
     return out
 
 
+def _site(op):
+    """Where a finding about op points: the kernel's call of the helper that op is in (a
+    `red.release` in a user's `__device__` function), else op itself."""
+    return op.callers[0] if op.callers else op.location
+
+
+def _helper(op) -> list:
+    return [related(op, "the instruction, in the helper called there")] if op.callers else []
+
+
 def _unordered(an, p):
     """A release signal that does not cover other threads' stores: no barrier orders them before
     the signalling thread's release."""
@@ -173,8 +183,8 @@ def _unordered(an, p):
         f"{describe(frozenset([p.data_thread]), n)} are not ordered before it: no barrier between "
         "them includes both threads, and a release publishes only what happens before it in the "
         "signalling thread; a block that sees the count may read stale data",
-        p.signal.location,
-        related=[related(p.data, "the stores the counter should publish")],
+        _site(p.signal),
+        related=[related(p.data, "the stores the counter should publish")] + _helper(p.signal),
         witness={"thread": p.signal_thread, "writer": p.data_thread, "released": True, "ordered": False},
         help="`__syncthreads();` (a barrier of every writing thread) right before the signalling "
         "thread's release, so that the release covers the whole block's stores (cumulativity)",

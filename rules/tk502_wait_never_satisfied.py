@@ -60,7 +60,12 @@ def _spins(an):
                 "block spins forever",
                 sw.spin.location,
                 related=[related(r, "the only write of the flag, after the spin") for r in sw.raises[:3]],
-                witness={"flag": sw.flag, "initial": sw.initial, "condition": shown, "assumption": "flag zeroed before the launch"},
+                witness={
+                    "flag": sw.flag,
+                    "initial": sw.initial,
+                    "condition": shown,
+                    "assumption": "flag zeroed before the launch",
+                },
                 trace=trace,
                 help=f"wait for the value the blocks before this one produce: the first block must find its "
                 f"turn at `{sw.flag}` == {sw.initial} (split s waits for s when each earlier split adds one)",

@@ -923,7 +923,7 @@ def _spin_waits(an: Analysis) -> SpinFacts:
         if poll.kind != ir.GLOBAL_LOAD or flag is None:
             continue
 
-        def undecided(why: str) -> None:
+        def undecided(why: str, sp: ir.Op = sp) -> None:
             out.undecided.append((sp, why))
 
         if len(sp.loops) != 1 or sp.guard.uniform or not sp.guard.exact:
@@ -980,4 +980,6 @@ def _spin_waits(an: Analysis) -> SpinFacts:
         assume = (sp.guard.thread,) if sp.guard.thread is not None else ()
         if solver.always(cont, assume=assume) is True:
             out.never.append(SpinNever(sp, poll, flag, raises, init))
+        else:
+            undecided("a block may pass first; the turns of the later blocks are not followed")
     return out

@@ -377,7 +377,9 @@ class ExprEvaluation:
         """The kernel pointer parameter an address expression (`&p[i]`, `p`, `c`) points into."""
         self._no_elem_access += 1
         try:
-            v = self.ev(node.a if isinstance(node, cexpr.Un) and node.op == "&" else node, replace(ctx, dry=True), cursor)
+            v = self.ev(
+                node.a if isinstance(node, cexpr.Un) and node.op == "&" else node, replace(ctx, dry=True), cursor
+            )
         finally:
             self._no_elem_access -= 1
         if isinstance(node, cexpr.Un) and node.op == "&" and isinstance(v, E.Var) and v.name not in self._global_ptrs:

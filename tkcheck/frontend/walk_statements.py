@@ -6,7 +6,6 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr

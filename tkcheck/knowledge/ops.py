@@ -289,9 +289,7 @@ _PTX_ATOMIC_OP = re.compile(r"\b(red|atom)((?:\.[a-z0-9_:]+)+)")
 _PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b")
 # the operands of a global load / atomic: `ld... %0, [%1]`, `red... [%0], %1`, `atom... %0, [%1], %2`
 _PTX_LOAD_OPERANDS = re.compile(r"\bld[.a-z0-9_:]*\s+%(\d+)\s*,\s*\[\s*%(\d+)\s*\]")
-_PTX_ATOMIC_OPERANDS = re.compile(
-    r"\b(?:red|atom)[.a-z0-9_:]*\s+(?:%(?P<out>\d+)\s*,\s*)?\[\s*%(?P<addr>\d+)\s*\]"
-)
+_PTX_ATOMIC_OPERANDS = re.compile(r"\b(?:red|atom)[.a-z0-9_:]*\s+(?:%(?P<out>\d+)\s*,\s*)?\[\s*%(?P<addr>\d+)\s*\]")
 
 
 def _ptx_instruction(ptx: str, start: int) -> str:
