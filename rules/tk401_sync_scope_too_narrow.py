@@ -202,6 +202,16 @@ Dependencies across roles are ordered by mbarriers (the completion rules'
 business): when an mbarrier operation or unmodelled code lies between the two
 sites, nothing is reported.
 
+The same scope question for a flag in global memory (the happens-before engine,
+`checks/happens_before.py`): when one thread spins on a flag with an acquiring
+poll (`ld.acquire.gpu`, an acquiring atomic), its acquire orders that thread's
+later reads only. Other threads that then read the data the flag publishes (data
+some block of the kernel writes, behind a flag the kernel raises) must be ordered
+after the polling thread by a barrier both take part in -- the `__syncthreads()`
+right after thread 0's spin. Without it their reads may run before the flag is
+seen. An op between that may synchronise in a way not followed (an mbarrier, an
+unmodelled call, another atomic) leaves it undecided.
+
 ## Why is this bad?
 `__syncwarp()` orders only the lanes of one warp. The lane that issues the TMA
 store can run ahead of warps 1-3 of its warpgroup, and the copy reads rows

@@ -354,7 +354,20 @@ counts the block in" shape without its fence; reported in a kernel that reads
 what it counts (a last-arriver test of the atomic's old value, or a spin loop).
 And the consuming side: the data read with plain loads under a test of a relaxed
 counter's old value (directly or through a `__shared__` flag set from it), or
-after a spin on a flag with volatile/relaxed loads, with no acquire fence between.
+after a spin on a flag with volatile/relaxed loads, with no acquire fence between
+-- also when a block barrier after the polling thread's spin hands the observation
+to the other threads (a barrier carries what one thread saw; a relaxed observation
+synchronises with no release).
+
+Release is cumulative only over what happens before it: a release atomic (or a
+fence and a relaxed atomic) by thread 0 publishes thread 0's stores and those a
+barrier orders before it. Other threads' stores with no barrier between them and
+thread 0's release (the `__syncthreads()` before `red.release` dropped) are not
+published: reported for data the kernel reads back, in a kernel that observes its
+counters. Inline PTX in small helpers (`__device__ int ld_acquire(const int *p)
+{{ asm volatile("ld.acquire.gpu.global.b32 ...") }}`, `red.release.gpu`,
+`atom.acq_rel`) is modelled at each call, with the kernel pointer its address
+comes from; the finding points at the helper's call.
 
 Not decided here (no finding either way): whether a bulk (async-proxy) store
 needs an extra `fence.proxy.async.global` before a generic-proxy release — one

@@ -171,6 +171,19 @@ a generation completes at the count): a role blocked at a named barrier that
 no other role will arrive at again is reported the same way (a ping-pong
 consumer that hands the turn back to its own barrier).
 
+Spin loops on a flag in global memory (`while (ld_acquire(&sem[t]) != s) {{}}`,
+`while (*(volatile int *)&done[0] < n);`) are waits across the blocks of the grid
+(`checks/protocol.spin_waits`). When every write of the flag comes after a pass of
+that spin in its block (after it in the spinning thread, or after a block-wide
+barrier), the first block to pass reads the flag's initial value -- taken to be 0,
+the host zeroing its semaphores before the launch. If the loop's condition keeps
+going at that value for every block index and launch value (z3), no block ever
+passes first and every block spins: the "wait one ahead" of a serial split-K fix-up
+(split s waits for s + 1 where the splits before it only make it s). Symbolic over
+the blocks, for every grid size; undecided (coverage) when the flag is written
+elsewhere or through an unknown address, when the loop can end otherwise (a
+`break`, a `return`), inside an outer loop or under a block-uniform condition.
+
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only
 reports a timeout. Typical causes are roles disagreeing on the trip count

@@ -16,14 +16,14 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import Obj
 from .walk_env import Ctx, loc_of, tokens_of
-from .walker_core import WalkerCore
+from .walker_core import AsmWalker
 
 
 class AsmLowering:
     """The walker's part for inline PTX: the ops of mbarrier/fence/shared-memory instructions
     written as asm statements, and the shared addresses their operands are built from."""
 
-    def __init__(self, walker: WalkerCore):
+    def __init__(self, walker: AsmWalker):
         self.w = walker
 
     def walk(self, c: Any, ctx: Ctx) -> None:

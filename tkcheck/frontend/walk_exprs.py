@@ -332,13 +332,13 @@ class ExprEvaluation:
                 ),
                 ctx,
             )
-        res = self.opaque_from(node, (base, idx))
+        value = self.opaque_from(node, (base, idx))
         if self._no_elem_access and self._global_pointer(base):
             # `&p[i]`: an address in the memory p points into
             b = self.global_base(base)
-            if b is not None:
-                self._global_ptrs[res.name] = b
-        return res
+            if b is not None and isinstance(value, E.Var):
+                self._global_ptrs[value.name] = b
+        return value
 
     def _mk_opcode_read(self, base: Obj | E.Var, idx: E.Const):
         """In the model of one MK op, the opcode word of an instruction slot (knowledge/mk.py:
