@@ -178,7 +178,7 @@ def _unordered(an, p):
     n = an.threads.n
     return finding(
         "TK407",
-        f"{describe(frozenset([p.signal_thread]), n)} raises a global counter with release "
+        f"{describe(frozenset([p.signal_thread]), n)} raises a global flag or counter with release "
         f"(`{_text(p.signal)[:50]}`), but the stores `{describe_location(p.data)[:50]}` of "
         f"{describe(frozenset([p.data_thread]), n)} are not ordered before it: no barrier between "
         "them includes both threads, and a release publishes only what happens before it in the "

@@ -287,6 +287,8 @@ _PTX_FENCE = re.compile(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|
 _PTX_GLOBAL_SIGNAL = (re.compile(r"\b(red|atom)\.[a-z.]*global"), re.compile(r"\b(red|atom)\.(release|relaxed|acq)"))
 _PTX_ATOMIC_OP = re.compile(r"\b(red|atom)((?:\.[a-z0-9_:]+)+)")
 _PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b")
+_PTX_FLAG_STORE = re.compile(r"\bst\.(release|relaxed)\.[a-z.:]*global\b")
+_PTX_STORE_OPERANDS = re.compile(r"\bst[.a-z0-9_:]*\s+\[\s*%(\d+)\s*\]")
 # the operands of a global load / atomic: `ld... %0, [%1]`, `red... [%0], %1`, `atom... %0, [%1], %2`
 _PTX_LOAD_OPERANDS = re.compile(r"\bld[.a-z0-9_:]*\s+%(\d+)\s*,\s*\[\s*%(\d+)\s*\]")
 _PTX_ATOMIC_OPERANDS = re.compile(r"\b(?:red|atom)[.a-z0-9_:]*\s+(?:%(?P<out>\d+)\s*,\s*)?\[\s*%(?P<addr>\d+)\s*\]")
@@ -407,6 +409,19 @@ def ptx_ops(ptx: str) -> PtxOps:
                 ),
                 addr_operand=int(mops.group("addr")) if mops else None,
                 out_operand=int(mops.group("out")) if mops and mops.group("out") else None,
+            )
+        )
+    ms = _PTX_FLAG_STORE.search(ptx)
+    if ms:
+        # `st.release.gpu.global [%0], %1` / `st.relaxed`: a flag set with memory-model order (a
+        # signal, like a red that sets instead of adding); a weak `st.global` is a data store
+        mops = _PTX_STORE_OPERANDS.search(ptx, ms.start())
+        ops.append(
+            PtxOp(
+                ir.GLOBAL_SIGNAL,
+                "asm st.global",
+                global_access=ir.GlobalAccessFacts(ms.group(1), _ptx_instruction(ptx, ms.start()), atomic="st"),
+                addr_operand=int(mops.group(1)) if mops else None,
             )
         )
     for m in _PTX_CP_ASYNC.finditer(ptx):
