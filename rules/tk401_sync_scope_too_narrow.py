@@ -83,8 +83,9 @@ def _global_acquire_scope(an):
                 f"(`{(a.observe.global_access.text if a.observe.global_access else None) or a.observe.api}`"
                 "), and no barrier orders the read after that acquire: the acquire orders the polling "
                 "thread only, so the read may run before the flag is seen",
-                a.read.location,
-                related=[related(a.observe, "the acquiring poll (one thread)")],
+                a.read.callers[0] if a.read.callers else a.read.location,
+                related=[related(a.observe, "the acquiring poll (one thread)")]
+                + ([related(a.read, "the load, in the helper called there")] if a.read.callers else []),
                 witness={"reader_thread": a.thread, "poller": a.poller},
                 help="a barrier of the polling thread and the readers after the spin: `__syncthreads()` "
                 "right after the polling thread's loop",

@@ -100,11 +100,16 @@ def test_ptx_ops_table():
     assert atom.global_access is not None and atom.global_access.sem == "acq_rel"
     assert (atom.addr_operand, atom.out_operand) == (1, 0)
     assert K.ptx_ops("atom.acquire.gpu.global.cas.b32 %0, [%1], 0, 1;").ops[0].global_access.sem == "acquire"  # type: ignore[union-attr]
-    # a release / relaxed store of a flag is a signal; a weak st.global is no sync op
+    # a release / relaxed store of a flag is a signal; a weak st.global stores data
     flag = K.ptx_ops("st.release.gpu.global.b32 [%0], %1;").ops[0]
     assert flag.kind == ir.GLOBAL_SIGNAL and flag.global_access is not None
     assert (flag.global_access.sem, flag.global_access.atomic, flag.addr_operand) == ("release", "st", 0)
-    assert not K.ptx_ops("st.global.b32 [%0], %1;").ops
+    (data,) = K.ptx_ops("st.global.v4.b32 [%0], {%1, %2, %3, %4};").ops
+    assert data.kind == ir.GLOBAL_STORE and data.global_access is not None and data.global_access.sem == "weak"
+    # qualifiers after `.global` (`ld.global.acquire.gpu`, ptxas takes both orders), vector outputs
+    assert K.ptx_ops("ld.global.acquire.gpu.b32 %0, [%1];").ops[0].global_access.sem == "acquire"  # type: ignore[union-attr]
+    vec = K.ptx_ops("ld.global.L1::no_allocate.v4.b32 {%0, %1, %2, %3}, [%4];").ops[0]
+    assert (vec.addr_operand, vec.out_operand) == (4, None)
     # shared accesses keep their address operand (the walker evaluates it); raw mbarrier PTX is untracked
     assert K.ptx_ops("st.shared.u32 [%0], %1;").shared_access == "st.shared"
     assert K.ptx_ops("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0}, [%1];").shared_access == "ldmatrix"

@@ -353,11 +353,15 @@ def _race_in(an, fl, first, second, t_first, t_second, out):
     return _race_over(an, between, first, second, t_first, t_second, out)
 
 
-def may_order(o: ir.Op) -> bool:
-    """May o synchronise threads in a way the barrier queries do not pair? A plain load of global
-    memory does not (it is no flag: a poll is volatile, relaxed or acquiring, or in a SPIN)."""
-    if o.kind == ir.GLOBAL_LOAD and o.global_access is not None and o.global_access.form == "plain":
+def may_order(o: ir.Op, touched: set[str] | None = None) -> bool:
+    """May o synchronise threads in a way the barrier queries do not pair? A plain (weak) load of
+    global memory does not (it is no flag: a poll is volatile, relaxed or acquiring, or in a SPIN)."""
+    if _is_data_read(o):
         return False
+    ga = _ga(o)
+    if touched is not None and o.kind == ir.GLOBAL_LOAD and ga is not None and ga.base is not None:
+        if ga.base not in touched:
+            return False  # a load of memory no thread of this kernel writes (weights): it observes nothing
     return o.kind in MAY_ORDER
 
 
@@ -444,6 +448,15 @@ def _acquires(o: ir.Op) -> bool:
     if o.kind == ir.FENCE:
         return o.fence_kind in GPU_FENCES
     return o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD) and ga is not None and ga.sem in ACQUIRE_SEMS
+
+
+def _is_data_read(o: ir.Op) -> bool:
+    """A weak load of global memory: a C++ load (`p[i]`, `*c`) or a PTX `ld.global` with no order
+    qualifier (a helper's vector load): it reads data, it observes no flag."""
+    ga = _ga(o)
+    return (
+        o.kind == ir.GLOBAL_LOAD and ga is not None and (ga.form == "plain" or (ga.form == "ptx" and ga.sem == "weak"))
+    )
 
 
 def _is_data_write(o: ir.Op) -> bool:
@@ -586,6 +599,7 @@ def _spin_acquire(an: Analysis, out: MemoryFacts) -> None:
     """Data read with plain loads after a spin loop whose polls do not acquire, by a thread of the
     poll, with no acquire fence between, in a kernel that publishes with release."""
     fl = flow(an)
+    touched = _touched_bases(fl)
     if not any(o.kind == ir.SPIN for o in fl.ops) or not _publishes_with_release(fl):
         return
     for sp in fl.ops:
@@ -611,7 +625,7 @@ def _spin_acquire(an: Analysis, out: MemoryFacts) -> None:
         written = _written_bases(fl)
         for rd in fl.ops:
             ga = _ga(rd)
-            if rd.kind != ir.GLOBAL_LOAD or ga is None or ga.form != "plain" or rd.order <= end:
+            if not _is_data_read(rd) or ga is None or rd.order <= end:
                 continue
             # after the spin, in the same iteration of the loops around it (or loops inside those)
             if rd.loops[: len(outer)] != outer or lid in rd.loops or not rd.guard.exact:
@@ -622,7 +636,7 @@ def _spin_acquire(an: Analysis, out: MemoryFacts) -> None:
             between = [o for o in fl.ops if end < o.order < rd.order]
             if any(_acquires(o) for o in between):
                 break
-            if any(may_order(o) for o in between):
+            if any(may_order(o, touched) for o in between):
                 out.undecided.append((poll, rd, "an op that may synchronise between"))
                 break
             common = sorted(tp & tr)
@@ -646,6 +660,19 @@ def _spin_acquire(an: Analysis, out: MemoryFacts) -> None:
             if reader is not None:
                 out.acquisitions.append(Acquisition(poll, rd, reader, "spin", poller=t_poll))
                 break
+
+
+def _touched_bases(fl) -> set[str] | None:
+    """The kernel pointers some op of the kernel writes (stores, atomics, flag stores); None when
+    a write's address is not known (then every load may observe a write)."""
+    out: set[str] = set()
+    for o in fl.ops:
+        if o.kind in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL, ir.TMA_STORE):
+            ga = _ga(o)
+            if ga is None or ga.base is None:
+                return None
+            out.add(ga.base)
+    return out
 
 
 def _written_bases(fl) -> set[str]:
@@ -674,13 +701,10 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
     published. Asked for data the kernel reads back (a block reads what others published) in a
     kernel that observes its counters."""
     fl = flow(an)
+    touched = _touched_bases(fl)
     if not _observed(an, fl):
         return
-    read = {
-        ga.base
-        for o in fl.ops
-        if o.kind == ir.GLOBAL_LOAD and (ga := _ga(o)) is not None and ga.form == "plain" and ga.base is not None
-    }
+    read = {ga.base for o in fl.ops if _is_data_read(o) and (ga := _ga(o)) is not None and ga.base is not None}
     for sig in fl.ops:
         ga = _ga(sig)
         if not _is_counter(sig) or ga is None or not sig.guard.exact:
@@ -704,7 +728,7 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             if not (ga.sem in RELEASE_SEMS or any(_releases(o) for o in between)):
                 continue  # no release at all: `_publish`'s question
             out.examined.add(("global", id(sig)))
-            if any(may_order(o) and o is not sig for o in between):
+            if any(may_order(o, touched) and o is not sig for o in between):
                 out.undecided.append((d, sig, "an op that may synchronise between"))
                 continue
             if any(o.kind == ir.SYNC and (not o.guard.exact or an.threads.executing(o) is None) for o in between):
@@ -734,6 +758,7 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
     take part in (the `__syncthreads()` after thread 0's spin). Asked for reads of data the
     kernel writes (published by some block) after a spin on a flag the kernel raises."""
     fl = flow(an)
+    touched = _touched_bases(fl)
     if not any(o.kind == ir.SPIN for o in fl.ops):
         return
     written = _written_bases(fl)
@@ -758,7 +783,7 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
         outer = sp.loops[:-1]
         for rd in fl.ops:
             ga = _ga(rd)
-            if rd.kind != ir.GLOBAL_LOAD or ga is None or ga.form != "plain" or rd.order <= end:
+            if not _is_data_read(rd) or ga is None or rd.order <= end:
                 continue
             if rd.loops[: len(outer)] != outer or lid in rd.loops or not rd.guard.exact:
                 continue
@@ -770,7 +795,7 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
             if not tr or not (tr - tp):
                 continue
             between = [o for o in fl.ops if end < o.order < rd.order]
-            if any(may_order(o) for o in between):
+            if any(may_order(o, touched) for o in between):
                 out.undecided.append((poll, rd, "an op that may synchronise between"))
                 break
             reader, unknown = None, False

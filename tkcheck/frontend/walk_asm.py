@@ -53,7 +53,7 @@ class AsmLowering:
                 )
             if p.kind in (ir.CP_ASYNC, ir.CP_ASYNC_WAIT):
                 kw.update(self._cp_async_operands(c, ctx, p))
-            if p.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL) and p.global_access is not None:
+            if p.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE) and p.global_access is not None:
                 kw["global_access"] = self._global_operands(c, ctx, p, p.global_access)
             op(p.kind, p.api, **kw)
         if does.shared_access is not None:

@@ -45,6 +45,9 @@ class ExprEvaluation:
     def global_base(self, v) -> str | None:
         """The kernel pointer parameter a value points into: the parameter itself, or an address
         computed from it (`&p[i]`); None when the value is no known global address."""
+        if isinstance(v, E.Bin) and v.op in ("+", "-"):
+            # `p + off` in an address (a helper's `ldg(ptr + col)`): the memory p points into
+            return self.global_base(v.a) if isinstance(v.a, E.Var) else None
         if not isinstance(v, E.Var):
             return None
         if v.name in self._global_ptrs:

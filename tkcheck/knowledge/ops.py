@@ -286,12 +286,15 @@ _PTX_BAR = re.compile(r"\b(?:bar|barrier)(?:\.cta)?\.(sync|arrive|red)\b((?:\.[a
 _PTX_FENCE = re.compile(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)")
 _PTX_GLOBAL_SIGNAL = (re.compile(r"\b(red|atom)\.[a-z.]*global"), re.compile(r"\b(red|atom)\.(release|relaxed|acq)"))
 _PTX_ATOMIC_OP = re.compile(r"\b(red|atom)((?:\.[a-z0-9_:]+)+)")
-_PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b")
+# `ld.acquire.gpu.global.b32` and the order ptxas also takes, `ld.global.acquire.gpu.b32`: the
+# qualifiers of the whole instruction name (group 1)
+_PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[\w:]+)*?\.global(?:\.[\w:]+)*)")
 _PTX_FLAG_STORE = re.compile(r"\bst\.(release|relaxed)\.[a-z.:]*global\b")
-_PTX_STORE_OPERANDS = re.compile(r"\bst[.a-z0-9_:]*\s+\[\s*%(\d+)\s*\]")
+_PTX_DATA_STORE = re.compile(r"\bst(?:\.weak)?\.global\b")
+_PTX_STORE_OPERANDS = re.compile(r"\bst[.\w:]*\s+\[\s*%(\d+)\s*\]")
 # the operands of a global load / atomic: `ld... %0, [%1]`, `red... [%0], %1`, `atom... %0, [%1], %2`
-_PTX_LOAD_OPERANDS = re.compile(r"\bld[.a-z0-9_:]*\s+%(\d+)\s*,\s*\[\s*%(\d+)\s*\]")
-_PTX_ATOMIC_OPERANDS = re.compile(r"\b(?:red|atom)[.a-z0-9_:]*\s+(?:%(?P<out>\d+)\s*,\s*)?\[\s*%(?P<addr>\d+)\s*\]")
+_PTX_LOAD_OPERANDS = re.compile(r"\bld[.\w:]*\s+(?:%(\d+)|\{[^}]*\})\s*,\s*\[\s*%(\d+)\s*\]")
+_PTX_ATOMIC_OPERANDS = re.compile(r"\b(?:red|atom)[.\w:]*\s+(?:%(?P<out>\d+)\s*,\s*)?\[\s*%(?P<addr>\d+)\s*\]")
 
 
 def _ptx_instruction(ptx: str, start: int) -> str:
@@ -424,6 +427,19 @@ def ptx_ops(ptx: str) -> PtxOps:
                 addr_operand=int(mops.group(1)) if mops else None,
             )
         )
+    elif _PTX_DATA_STORE.search(ptx):
+        # a weak `st.global` (a helper's vector store): data written, like `p[i] = v`
+        md = _PTX_DATA_STORE.search(ptx)
+        assert md is not None
+        mops = _PTX_STORE_OPERANDS.search(ptx, md.start())
+        ops.append(
+            PtxOp(
+                ir.GLOBAL_STORE,
+                "asm st.global",
+                global_access=ir.GlobalAccessFacts("weak", _ptx_instruction(ptx, md.start())),
+                addr_operand=int(mops.group(1)) if mops else None,
+            )
+        )
     for m in _PTX_CP_ASYNC.finditer(ptx):
         ops.append(
             PtxOp(
@@ -456,7 +472,7 @@ def ptx_ops(ptx: str) -> PtxOps:
                 "asm ld.global",
                 global_access=ir.GlobalAccessFacts(sem, _ptx_instruction(ptx, ml.start())),
                 addr_operand=int(mops.group(2)) if mops else None,
-                out_operand=int(mops.group(1)) if mops else None,
+                out_operand=int(mops.group(1)) if mops and mops.group(1) else None,
             )
         )
     shared = None
