@@ -705,7 +705,21 @@ class ExprEvaluation:
                 self._elem_access(target, "read", ctx, cursor)
             self._elem_access(target, "write", ctx, cursor)
             if self.global_target(lhs, ctx, cursor):
-                self.global_store(lhs, ctx, cursor, base=self.address_base(lhs.obj, ctx, cursor))
+                base = self.address_base(lhs.obj, ctx, cursor)
+                if op != "=" and not ctx.dry and cursor is not None:
+                    # `p[i] += x` reads p[i] first (the index is not evaluated twice)
+                    self.emit(
+                        ir.Op(
+                            ir.GLOBAL_LOAD,
+                            "load",
+                            loc_of(cursor, self.w.filename),
+                            ctx.guard,
+                            ctx.loops,
+                            global_access=ir.GlobalAccessFacts("weak", cexpr.render(lhs)[:80], form="plain", base=base),
+                        ),
+                        ctx,
+                    )
+                self.global_store(lhs, ctx, cursor, base=base)
             return val
         if isinstance(lhs, cexpr.Un) and lhs.op == "*":
             # `*p = v` through a pointer the kernel received (or an address computed from one,
