@@ -62,6 +62,35 @@ def check(an):
             )
         )
     out.extend(_async_copies(an))
+    out.extend(_global_acquire_scope(an))
+    return out
+
+
+def _global_acquire_scope(an):
+    """The happens-before engine's acquire-scope query (`checks/happens_before.py`): one thread
+    acquires a flag in global memory, and other threads read the data it guards with no barrier
+    ordering them after that thread's acquire."""
+    from tkcheck.checks.happens_before import describe_location, memory
+
+    n = an.threads.n
+    out = []
+    for a in memory(an).unpropagated:
+        out.append(
+            finding(
+                "TK401",
+                f"{describe(frozenset([a.thread]), n)} reads `{describe_location(a.read)[:50]}`, data "
+                f"published through the flag that {describe(frozenset([a.poller]), n)} acquires "
+                f"(`{(a.observe.global_access.text if a.observe.global_access else None) or a.observe.api}`"
+                "), and no barrier orders the read after that acquire: the acquire orders the polling "
+                "thread only, so the read may run before the flag is seen",
+                a.read.callers[0] if a.read.callers else a.read.location,
+                related=[related(a.observe, "the acquiring poll (one thread)")]
+                + ([related(a.read, "the load, in the helper called there")] if a.read.callers else []),
+                witness={"reader_thread": a.thread, "poller": a.poller},
+                help="a barrier of the polling thread and the readers after the spin: `__syncthreads()` "
+                "right after the polling thread's loop",
+            )
+        )
     return out
 
 
@@ -173,6 +202,16 @@ Buffer indices are evaluated per thread, so a per-warpgroup staging tile
 Dependencies across roles are ordered by mbarriers (the completion rules'
 business): when an mbarrier operation or unmodelled code lies between the two
 sites, nothing is reported.
+
+The same scope question for a flag in global memory (the happens-before engine,
+`checks/happens_before.py`): when one thread spins on a flag with an acquiring
+poll (`ld.acquire.gpu`, an acquiring atomic), its acquire orders that thread's
+later reads only. Other threads that then read the data the flag publishes (data
+some block of the kernel writes, behind a flag the kernel raises) must be ordered
+after the polling thread by a barrier both take part in -- the `__syncthreads()`
+right after thread 0's spin. Without it their reads may run before the flag is
+seen. An op between that may synchronise in a way not followed (an mbarrier, an
+unmodelled call, another atomic) leaves it undecided.
 
 ## Why is this bad?
 `__syncwarp()` orders only the lanes of one warp. The lane that issues the TMA

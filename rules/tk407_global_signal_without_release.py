@@ -106,6 +106,9 @@ def _published(an) -> list:
     out = []
     facts = memory(an)
     for p in facts.publications:
+        if p.why == "unordered":
+            out.append(_unordered(an, p))
+            continue
         what = (
             f"the float atomic `{_text(p.data)[:50]}`"
             if p.data.kind == ir.GLOBAL_SIGNAL
@@ -131,6 +134,9 @@ def _published(an) -> list:
             )
         )
     for a in facts.acquisitions:
+        if a.poller is not None:
+            out.append(_relaxed_observed_elsewhere(an, a))
+            continue
         out.append(
             finding(
                 "TK407",
@@ -152,6 +158,59 @@ def _published(an) -> list:
             )
         )
     return out
+
+
+def _site(op):
+    """Where a finding about op points: the kernel's call of the helper that op is in (a
+    `red.release` in a user's `__device__` function), else op itself."""
+    return op.callers[0] if op.callers else op.location
+
+
+def _helper(op) -> list:
+    return [related(op, "the instruction, in the helper called there")] if op.callers else []
+
+
+def _unordered(an, p):
+    """A release signal that does not cover other threads' stores: no barrier orders them before
+    the signalling thread's release."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    return finding(
+        "TK407",
+        f"{describe(frozenset([p.signal_thread]), n)} raises a global flag or counter with release "
+        f"(`{_text(p.signal)[:50]}`), but the stores `{describe_location(p.data)[:50]}` of "
+        f"{describe(frozenset([p.data_thread]), n)} are not ordered before it: no barrier between "
+        "them includes both threads, and a release publishes only what happens before it in the "
+        "signalling thread; a block that sees the count may read stale data",
+        _site(p.signal),
+        related=[related(p.data, "the stores the counter should publish")] + _helper(p.signal),
+        witness={"thread": p.signal_thread, "writer": p.data_thread, "released": True, "ordered": False},
+        help="`__syncthreads();` (a barrier of every writing thread) right before the signalling "
+        "thread's release, so that the release covers the whole block's stores (cumulativity)",
+    )
+
+
+def _relaxed_observed_elsewhere(an, a):
+    """A relaxed poll by one thread, then another thread reads the published data after a block
+    barrier: the barrier carries the observation, but nothing acquires."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    return finding(
+        "TK407",
+        f"{describe(frozenset([a.poller]), n)} spins on a flag with a {_sem(a.observe)} poll "
+        f"(`{_text(a.observe)[:50]}`), and {describe(frozenset([a.thread]), n)} reads the data it "
+        f"guards (`{describe_location(a.read)[:50]}`) after a barrier with no acquire ordering: a "
+        "relaxed observation synchronises with no release, so the reads may observe memory from "
+        "before the producer's stores",
+        a.read.location,
+        related=[related(a.observe, "the poll that sees the flag")],
+        witness={"thread": a.thread, "poller": a.poller, "how": a.how},
+        help="poll with an acquire load (`ld.acquire.gpu.global`, `cuda::atomic_ref::load("
+        "cuda::memory_order_acquire)`), or `__threadfence();` after the spin in the polling thread, "
+        "before the barrier",
+    )
 
 
 _ACQUIRE_FENCES = _RELEASE_FENCES + ("membar_sys",)
@@ -295,7 +354,20 @@ counts the block in" shape without its fence; reported in a kernel that reads
 what it counts (a last-arriver test of the atomic's old value, or a spin loop).
 And the consuming side: the data read with plain loads under a test of a relaxed
 counter's old value (directly or through a `__shared__` flag set from it), or
-after a spin on a flag with volatile/relaxed loads, with no acquire fence between.
+after a spin on a flag with volatile/relaxed loads, with no acquire fence between
+-- also when a block barrier after the polling thread's spin hands the observation
+to the other threads (a barrier carries what one thread saw; a relaxed observation
+synchronises with no release).
+
+Release is cumulative only over what happens before it: a release atomic (or a
+fence and a relaxed atomic) by thread 0 publishes thread 0's stores and those a
+barrier orders before it. Other threads' stores with no barrier between them and
+thread 0's release (the `__syncthreads()` before `red.release` dropped) are not
+published: reported for data the kernel reads back, in a kernel that observes its
+counters. Inline PTX in small helpers (`__device__ int ld_acquire(const int *p)
+{{ asm volatile("ld.acquire.gpu.global.b32 ...") }}`, `red.release.gpu`,
+`atom.acq_rel`) is modelled at each call, with the kernel pointer its address
+comes from; the finding points at the helper's call.
 
 Not decided here (no finding either way): whether a bulk (async-proxy) store
 needs an extra `fence.proxy.async.global` before a generic-proxy release — one

@@ -1,13 +1,80 @@
 """TK502: a wait whose phase no remaining role will ever complete."""
 
 from tkcheck.checks import protocol as P
+from tkcheck.findings import TraceStep
+from tkcheck.model import expr as E
 from tkcheck.rule import Explains, Rule
 
-from ._common import HEADER
+from ._common import HEADER, finding, related
 from ._deadlock_common import classify, deadlock_finding
 
 
 def check(an):
+    return _spins(an) + _roles(an)
+
+
+def _spins(an):
+    """The progress engine's spin waits (`checks/protocol.spin_waits`): a spin on a flag in
+    global memory that the first block to pass would have to leave at the flag's initial value,
+    and that no block leaves at that value."""
+    from tkcheck.checks.threads import describe
+
+    out = []
+    n = an.threads.n
+    for sw in P.spin_waits(an).never:
+        who = describe(an.threads.executing(sw.spin) or frozenset(), n)
+        ga = sw.poll.global_access
+        cond = sw.spin.spin.cond if sw.spin.spin is not None else None
+        shown = str(E.substitute(cond, {ga.result: E.Var(sw.flag + "[...]", E.PARAM)})) if cond and ga else "?"
+        trace = [
+            TraceStep(
+                "every block",
+                f"{who} polls `{sw.flag}` (`{(ga.text if ga else None) or sw.poll.api}`): it holds {sw.initial}, "
+                f"its value before any block raised it",
+                sw.poll.location,
+            ),
+            TraceStep(
+                "every block",
+                f"the loop goes on while `{shown}`, which holds at {sw.flag} == {sw.initial} for every block index: "
+                "no block leaves the spin first",
+                sw.spin.location,
+                blocked=True,
+            ),
+        ]
+        trace += [
+            TraceStep(
+                "every block",
+                f"`{(r.global_access.text if r.global_access else None) or r.api}` would raise `{sw.flag}`, "
+                "but only after its block has left the spin: never reached",
+                r.location,
+            )
+            for r in sw.raises[:3]
+        ]
+        out.append(
+            finding(
+                "TK502",
+                f"{who} spins until `{sw.flag}` allows it (`{shown}` must become false), but no block of the "
+                f"grid can leave that loop first: every write of `{sw.flag}` comes after its block has passed the "
+                f"spin, so the first block to pass would read {sw.initial} (the flag's value before the launch, "
+                f"assuming the host zeroes it), and at {sw.initial} the loop goes on for every block index: every "
+                "block spins forever",
+                sw.spin.location,
+                related=[related(r, "the only write of the flag, after the spin") for r in sw.raises[:3]],
+                witness={
+                    "flag": sw.flag,
+                    "initial": sw.initial,
+                    "condition": shown,
+                    "assumption": "flag zeroed before the launch",
+                },
+                trace=trace,
+                help=f"wait for the value the blocks before this one produce: the first block must find its "
+                f"turn at `{sw.flag}` == {sw.initial} (split s waits for s when each earlier split adds one)",
+            )
+        )
+    return out
+
+
+def _roles(an):
     c = classify(an)
     if c is None or c[0] != "TK502":
         return []
@@ -103,6 +170,19 @@ Named barriers run in the same exploration with their PTX semantics
 a generation completes at the count): a role blocked at a named barrier that
 no other role will arrive at again is reported the same way (a ping-pong
 consumer that hands the turn back to its own barrier).
+
+Spin loops on a flag in global memory (`while (ld_acquire(&sem[t]) != s) {{}}`,
+`while (*(volatile int *)&done[0] < n);`) are waits across the blocks of the grid
+(`checks/protocol.spin_waits`). When every write of the flag comes after a pass of
+that spin in its block (after it in the spinning thread, or after a block-wide
+barrier), the first block to pass reads the flag's initial value -- taken to be 0,
+the host zeroing its semaphores before the launch. If the loop's condition keeps
+going at that value for every block index and launch value (z3), no block ever
+passes first and every block spins: the "wait one ahead" of a serial split-K fix-up
+(split s waits for s + 1 where the splits before it only make it s). Symbolic over
+the blocks, for every grid size; undecided (coverage) when the flag is written
+elsewhere or through an unknown address, when the loop can end otherwise (a
+`break`, a `return`), inside an outer loop or under a block-uniform condition.
 
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only

@@ -89,10 +89,27 @@ def test_ptx_ops_table():
     assert (inc.ops[0].increase, dec.ops[0].increase) == (True, False)
     sig = K.ptx_ops("red.release.gpu.global.add.u32 [%0], %1;").ops[0]
     assert sig.kind == ir.GLOBAL_SIGNAL and sig.global_access == ir.GlobalAccessFacts(
-        "release", atomic="add", dtype="u32", form="ptx"
+        "release", "red.release.gpu.global.add.u32 [%0], %1", atomic="add", dtype="u32", form="ptx"
     )
+    assert (sig.addr_operand, sig.out_operand) == (0, None)
     ld = K.ptx_ops("ld.acquire.gpu.global.u32 %0, [%1];").ops[0]
     assert ld.kind == ir.GLOBAL_LOAD and ld.global_access is not None and ld.global_access.sem == "acquire"
+    # the walker binds the loaded value to operand 0 and resolves the address of operand 1
+    assert (ld.addr_operand, ld.out_operand) == (1, 0)
+    atom = K.ptx_ops("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;").ops[0]
+    assert atom.global_access is not None and atom.global_access.sem == "acq_rel"
+    assert (atom.addr_operand, atom.out_operand) == (1, 0)
+    assert K.ptx_ops("atom.acquire.gpu.global.cas.b32 %0, [%1], 0, 1;").ops[0].global_access.sem == "acquire"  # type: ignore[union-attr]
+    # a release / relaxed store of a flag is a signal; a weak st.global stores data
+    flag = K.ptx_ops("st.release.gpu.global.b32 [%0], %1;").ops[0]
+    assert flag.kind == ir.GLOBAL_SIGNAL and flag.global_access is not None
+    assert (flag.global_access.sem, flag.global_access.atomic, flag.addr_operand) == ("release", "st", 0)
+    (data,) = K.ptx_ops("st.global.v4.b32 [%0], {%1, %2, %3, %4};").ops
+    assert data.kind == ir.GLOBAL_STORE and data.global_access is not None and data.global_access.sem == "weak"
+    # qualifiers after `.global` (`ld.global.acquire.gpu`, ptxas takes both orders), vector outputs
+    assert K.ptx_ops("ld.global.acquire.gpu.b32 %0, [%1];").ops[0].global_access.sem == "acquire"  # type: ignore[union-attr]
+    vec = K.ptx_ops("ld.global.L1::no_allocate.v4.b32 {%0, %1, %2, %3}, [%4];").ops[0]
+    assert (vec.addr_operand, vec.out_operand) == (4, None)
     # shared accesses keep their address operand (the walker evaluates it); raw mbarrier PTX is untracked
     assert K.ptx_ops("st.shared.u32 [%0], %1;").shared_access == "st.shared"
     assert K.ptx_ops("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0}, [%1];").shared_access == "ldmatrix"

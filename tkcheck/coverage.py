@@ -410,6 +410,30 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
         )
     entry.undecided += n
     add_memory_undecided(entry, an)
+    add_spin_undecided(entry, an)
+
+
+def add_spin_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One obligation per spin loop on a global flag the progress engine asked about
+    (`checks.protocol.spin_waits`): decided when it proved the spin never ends, else listed with
+    why the argument did not settle it."""
+    from .checks import protocol
+
+    facts = protocol.spin_waits(an)
+    entry.obligations += len(facts.never) + len(facts.undecided)
+    entry.obligations_decided += len(facts.never)
+    for sp, why in facts.undecided:
+        loc = sp.location
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    loc,
+                    an.model,
+                    f"spin on a global flag: that every block leaves it not established: {why}",
+                    sp.callers,
+                )
+            )
+        )
 
 
 def add_memory_undecided(entry: KernelCoverage, an: Analysis) -> None:

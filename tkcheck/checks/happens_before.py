@@ -86,6 +86,11 @@ class Publication:
     signal_thread: int
     writers: frozenset[int] = frozenset()  # every thread that writes the data
     gathered: bool = False  # a block barrier between gathers the writers' stores before the signal
+    # "relaxed": the signal is relaxed and nothing releases the data; "unordered": the signal
+    # releases (a release atomic, a fence before it), but data_thread's stores are not ordered
+    # before the signalling thread's release by any barrier (release is cumulative only over
+    # what happens before it)
+    why: str = "relaxed"
 
 
 @dataclass
@@ -95,7 +100,8 @@ class Acquisition:
     observe: ir.Op  # the atomic / the polling load
     read: ir.Op
     thread: int
-    how: str  # "last-arriver" | "spin"
+    how: str  # "last-arriver" | "spin" | "not-propagated" (the poll acquires; `thread` is not ordered after it)
+    poller: int | None = None  # the thread that observed the flag, when it is not `thread`
 
 
 @dataclass
@@ -103,6 +109,9 @@ class MemoryFacts:
     races: list[Race] = field(default_factory=list)
     publications: list[Publication] = field(default_factory=list)
     acquisitions: list[Acquisition] = field(default_factory=list)
+    # reads of published data by threads that no barrier orders after the thread whose poll
+    # acquired (the acquire orders that thread only): the sync-scope side of a flag
+    unpropagated: list[Acquisition] = field(default_factory=list)
     undecided: list[tuple[ir.Op, ir.Op, str]] = field(default_factory=list)  # (a, b, why)
     # the locations whose ordering was asked (coverage's obligations): ("shared", buffer name)
     # per shared scalar written and read, ("global", id(signal op)) per counter raised after data
@@ -119,6 +128,8 @@ def _memory(an: Analysis) -> MemoryFacts:
     _publish(an, out)
     _acquire(an, out)
     _spin_acquire(an, out)
+    _publish_cumulative(an, out)
+    _acquire_scope(an, out)
     return out
 
 
@@ -342,11 +353,15 @@ def _race_in(an, fl, first, second, t_first, t_second, out):
     return _race_over(an, between, first, second, t_first, t_second, out)
 
 
-def may_order(o: ir.Op) -> bool:
-    """May o synchronise threads in a way the barrier queries do not pair? A plain load of global
-    memory does not (it is no flag: a poll is volatile, relaxed or acquiring, or in a SPIN)."""
-    if o.kind == ir.GLOBAL_LOAD and o.global_access is not None and o.global_access.form == "plain":
+def may_order(o: ir.Op, touched: set[str] | None = None) -> bool:
+    """May o synchronise threads in a way the barrier queries do not pair? A plain (weak) load of
+    global memory does not (it is no flag: a poll is volatile, relaxed or acquiring, or in a SPIN)."""
+    if _is_data_read(o):
         return False
+    ga = _ga(o)
+    if touched is not None and o.kind == ir.GLOBAL_LOAD and ga is not None and ga.base is not None:
+        if ga.base not in touched:
+            return False  # a load of memory no thread of this kernel writes (weights): it observes nothing
     return o.kind in MAY_ORDER
 
 
@@ -433,6 +448,15 @@ def _acquires(o: ir.Op) -> bool:
     if o.kind == ir.FENCE:
         return o.fence_kind in GPU_FENCES
     return o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD) and ga is not None and ga.sem in ACQUIRE_SEMS
+
+
+def _is_data_read(o: ir.Op) -> bool:
+    """A weak load of global memory: a C++ load (`p[i]`, `*c`) or a PTX `ld.global` with no order
+    qualifier (a helper's vector load): it reads data, it observes no flag."""
+    ga = _ga(o)
+    return (
+        o.kind == ir.GLOBAL_LOAD and ga is not None and (ga.form == "plain" or (ga.form == "ptx" and ga.sem == "weak"))
+    )
 
 
 def _is_data_write(o: ir.Op) -> bool:
@@ -575,6 +599,7 @@ def _spin_acquire(an: Analysis, out: MemoryFacts) -> None:
     """Data read with plain loads after a spin loop whose polls do not acquire, by a thread of the
     poll, with no acquire fence between, in a kernel that publishes with release."""
     fl = flow(an)
+    touched = _touched_bases(fl)
     if not any(o.kind == ir.SPIN for o in fl.ops) or not _publishes_with_release(fl):
         return
     for sp in fl.ops:
@@ -596,24 +621,201 @@ def _spin_acquire(an: Analysis, out: MemoryFacts) -> None:
         if not tp:
             continue
         end = max(o.order for o in body)
+        outer = sp.loops[:-1]
+        written = _written_bases(fl)
         for rd in fl.ops:
             ga = _ga(rd)
-            if rd.kind != ir.GLOBAL_LOAD or ga is None or ga.form != "plain" or rd.order <= end:
+            if not _is_data_read(rd) or ga is None or rd.order <= end:
                 continue
-            if rd.loops != sp.loops[:-1] or not rd.guard.exact:
+            # after the spin, in the same iteration of the loops around it (or loops inside those)
+            if rd.loops[: len(outer)] != outer or lid in rd.loops or not rd.guard.exact:
                 continue
             tr = an.threads.executing(rd)
-            common = sorted(tp & tr) if tr else []
-            if not common:
+            if not tr:
                 continue
             between = [o for o in fl.ops if end < o.order < rd.order]
             if any(_acquires(o) for o in between):
                 break
-            if any(may_order(o) or o.kind == ir.SYNC for o in between):
+            if any(may_order(o, touched) for o in between):
                 out.undecided.append((poll, rd, "an op that may synchronise between"))
                 break
-            out.acquisitions.append(Acquisition(poll, rd, common[0], "spin"))
-            break
+            common = sorted(tp & tr)
+            if common:
+                # the poll's own thread: a barrier between adds no acquire
+                out.acquisitions.append(Acquisition(poll, rd, common[0], "spin"))
+                break
+            if ga.base is None or ga.base not in written:
+                continue  # data no block of this kernel writes: nothing the flag publishes
+            # another thread, ordered after the poll by a barrier: the barrier carries the poll's
+            # observation, not an acquire (a relaxed poll synchronises with nothing)
+            t_poll = min(tp)
+            reader = None
+            for t in _representatives(an, between, tr):
+                ob = _ordered_by_barrier(an, between, t_poll, t)
+                if ob is None:
+                    break
+                if ob:
+                    reader = t
+                    break
+            if reader is not None:
+                out.acquisitions.append(Acquisition(poll, rd, reader, "spin", poller=t_poll))
+                break
+
+
+def _touched_bases(fl) -> set[str] | None:
+    """The kernel pointers some op of the kernel writes (stores, atomics, flag stores); None when
+    a write's address is not known (then every load may observe a write)."""
+    out: set[str] = set()
+    for o in fl.ops:
+        if o.kind in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL, ir.TMA_STORE):
+            ga = _ga(o)
+            if ga is None or ga.base is None:
+                return None
+            out.add(ga.base)
+    return out
+
+
+def _written_bases(fl) -> set[str]:
+    """The kernel pointers some thread of the kernel writes data through (plain stores, data
+    atomics): memory other blocks may publish, unlike a read-only input."""
+    return {ga.base for o in fl.ops if _is_data_write(o) and (ga := _ga(o)) is not None and ga.base is not None}
+
+
+def _representatives(an: Analysis, between: list[ir.Op], threads) -> list[int]:
+    """One thread per class of `threads` that take part in the same barriers among `between`
+    (with the same ids) and share a warp: enough to ask what a barrier orders for each."""
+    syncs = [o for o in between if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
+    sets = [an.threads.executing(o) or frozenset() for o in syncs]
+    cls: dict = {}
+    for t in sorted(threads):
+        key = tuple((t in st, _barrier_key_of(o, t) if t in st else None) for o, st in zip(syncs, sets))
+        cls.setdefault((key, t // 32), t)
+    return list(cls.values())
+
+
+def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
+    """A release (a release atomic, or a gpu-scope fence before a relaxed one) by the signalling
+    thread publishes what happens before it in that thread: its own stores, and the stores of
+    other threads that a barrier orders before it (cumulativity, PTX memory model). Data other
+    threads of the block write with no barrier between their stores and the signal is not
+    published. Asked for data the kernel reads back (a block reads what others published) in a
+    kernel that observes its counters."""
+    fl = flow(an)
+    touched = _touched_bases(fl)
+    if not _observed(an, fl):
+        return
+    read = {ga.base for o in fl.ops if _is_data_read(o) and (ga := _ga(o)) is not None and ga.base is not None}
+    for sig in fl.ops:
+        ga = _ga(sig)
+        if not _is_counter(sig) or ga is None or not sig.guard.exact:
+            continue
+        ts = an.threads.executing(sig)
+        if not ts:
+            continue
+        t_sig = min(ts)
+        for d in fl.ops:
+            if not _is_data_write(d) or d.order >= sig.order or d.loops[: len(sig.loops)] != sig.loops:
+                continue
+            if not d.guard.exact or set(d.guard.uniform) - set(sig.guard.uniform):
+                continue
+            dga = _ga(d)
+            if dga is None or dga.base is None or dga.base not in read or dga.base == ga.base:
+                continue
+            td = an.threads.executing(d)
+            if not td or not (td - ts):
+                continue
+            between = fl.same_iteration_between(d, sig)
+            if not (ga.sem in RELEASE_SEMS or any(_releases(o) for o in between)):
+                continue  # no release at all: `_publish`'s question
+            out.examined.add(("global", id(sig)))
+            if any(may_order(o, touched) and o is not sig for o in between):
+                out.undecided.append((d, sig, "an op that may synchronise between"))
+                continue
+            if any(o.kind == ir.SYNC and (not o.guard.exact or an.threads.executing(o) is None) for o in between):
+                out.undecided.append((d, sig, "a barrier whose threads are not known"))
+                continue
+            writer, unknown = None, False
+            for t in _representatives(an, between, td - ts):
+                ob = _ordered_by_barrier(an, between, t, t_sig)
+                if ob is None or (not ob and _chain_possible(an, between, t, t_sig)):
+                    unknown = True
+                    break
+                if not ob:
+                    writer = t
+                    break
+            if unknown:
+                out.undecided.append((d, sig, "a barrier whose order is not followed"))
+                continue
+            if writer is not None:
+                out.publications.append(Publication(d, sig, writer, t_sig, td, False, "unordered"))
+                break
+
+
+def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
+    """A spin whose poll acquires (`ld.acquire.gpu`, an acquiring atomic) orders the polling
+    thread's later reads after the producer's release -- that thread's only. Another thread of
+    the block that reads the published data must be ordered after the poll by a barrier both
+    take part in (the `__syncthreads()` after thread 0's spin). Asked for reads of data the
+    kernel writes (published by some block) after a spin on a flag the kernel raises."""
+    fl = flow(an)
+    touched = _touched_bases(fl)
+    if not any(o.kind == ir.SPIN for o in fl.ops):
+        return
+    written = _written_bases(fl)
+    raised = {ga.base for o in fl.ops if _is_counter(o) and (ga := _ga(o)) is not None and ga.base is not None}
+    for sp in fl.ops:
+        if sp.kind != ir.SPIN or not sp.loops:
+            continue
+        lid = sp.loops[-1]
+        polls = [p for p in _polls(fl, lid) if p.guard.exact and _acquires(p)]
+        if not polls:
+            continue
+        poll = polls[0]
+        flag = _ga(poll).base  # type: ignore[union-attr]
+        if flag is None or flag not in raised:
+            continue
+        tp = an.threads.executing(poll)
+        if not tp:
+            continue
+        t_poll = min(tp)
+        body = [o for o in fl.ops if lid in o.loops]
+        end = max(o.order for o in body)
+        outer = sp.loops[:-1]
+        for rd in fl.ops:
+            ga = _ga(rd)
+            if not _is_data_read(rd) or ga is None or rd.order <= end:
+                continue
+            if rd.loops[: len(outer)] != outer or lid in rd.loops or not rd.guard.exact:
+                continue
+            if set(rd.guard.uniform) != set(sp.guard.uniform):
+                continue
+            if ga.base is None or ga.base not in written or ga.base == flag:
+                continue
+            tr = an.threads.executing(rd)
+            if not tr or not (tr - tp):
+                continue
+            between = [o for o in fl.ops if end < o.order < rd.order]
+            if any(may_order(o, touched) for o in between):
+                out.undecided.append((poll, rd, "an op that may synchronise between"))
+                break
+            reader, unknown = None, False
+            for t in _representatives(an, between, tr - tp):
+                if t // 32 == t_poll // 32 and any(o.kind == ir.SYNC and o.sync_kind == "warp" for o in between):
+                    unknown = True  # `__syncwarp()` orders the lanes of the poll's warp
+                    break
+                ob = _ordered_by_barrier(an, between, t_poll, t)
+                if ob is None or (not ob and _chain_possible(an, between, t_poll, t)):
+                    unknown = True
+                    break
+                if not ob:
+                    reader = t
+                    break
+            if unknown:
+                out.undecided.append((poll, rd, "a barrier whose order is not followed"))
+                break
+            if reader is not None:
+                out.unpropagated.append(Acquisition(poll, rd, reader, "not-propagated", poller=t_poll))
+                break
 
 
 def describe_location(o: ir.Op) -> str:

@@ -854,3 +854,136 @@ def event_text(e: Event) -> str:
     if e.kind == "init":
         return f"init({elem_str(e.elem)}, {e.arrivals})"
     return e.op.api
+
+
+# ------------------------------------------------------------ spin waits ----
+
+
+@dataclass
+class SpinNever:
+    """A spin loop on a flag in global memory that no block can ever leave: the first block to
+    leave any spin on that flag would see the flag's initial value, and the loop's condition
+    keeps every block spinning at that value."""
+
+    spin: ir.Op  # the SPIN head
+    poll: ir.Op  # the load whose value the condition tests
+    flag: str  # the kernel pointer the flag is in
+    raises: list[ir.Op]  # the ops that write the flag (each after a pass of the spin)
+    initial: int  # the value the flag is taken to start at
+
+
+@dataclass
+class SpinFacts:
+    never: list[SpinNever] = field(default_factory=list)
+    # (spin head, why the argument does not apply): coverage, never a finding
+    undecided: list[tuple[ir.Op, str]] = field(default_factory=list)
+
+
+def spin_waits(an: Analysis) -> SpinFacts:
+    """The progress of spin loops on global flags, across the blocks of the grid.
+
+    A spin `while (cond(v))` on a value `v` loaded from a flag F (a kernel pointer the kernel
+    writes only with atomics or stores that come after a pass of that spin in the same block:
+    after it in the spinning thread, or after a block-wide barrier) blocks until some block
+    makes `cond` false. Every write of F then follows some block's pass of the spin, so the
+    first block to pass it reads F's initial value -- taken to be 0, the host zeroing its
+    semaphores before the launch (a kernel that resets F itself writes it before a pass and is
+    undecided). When no block of the grid can leave the loop at that value (z3: `cond(0)` for
+    every value of the block index, launch values and other unknowns), no block ever passes it
+    and every block spins: a wait that no path satisfies. Symbolic over the blocks: no block is simulated, and the
+    argument holds for every grid size. Undecided when F is written elsewhere (a write not
+    after the spin, a write through an unknown address, an unmodelled call), when the loop can
+    end otherwise (a `break`, a `return`), or when the condition reads anything but the flag and
+    launch values."""
+    return an.fact("protocol.spin_waits", _spin_waits)
+
+
+def _spin_waits(an: Analysis) -> SpinFacts:
+    from .. import solver
+
+    out = SpinFacts()
+    m = an.model
+    ops = m.ops
+    spins = [o for o in ops if o.kind == ir.SPIN]
+    if not spins:
+        return out
+    writes = [o for o in ops if o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE, ir.TMA_STORE)]
+    for sp in spins:
+        facts = sp.spin
+        if facts is None or facts.cond is None or not sp.loops:
+            continue
+        lid = sp.loops[-1]
+        body = [o for o in ops if lid in o.loops]
+        polls = [o for o in body if o.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL) and o.global_access is not None]
+        results = {o.global_access.result: o for o in polls if o.global_access.result}  # type: ignore[union-attr]
+        names = {v.name for v in facts.cond.free_vars()}
+        read = [results[n] for n in names if n in results]
+        if len(read) != 1:
+            continue  # not a spin on one loaded value
+        poll = read[0]
+        ga = poll.global_access
+        assert ga is not None
+        flag = ga.base
+        if poll.kind != ir.GLOBAL_LOAD or flag is None:
+            continue
+
+        def undecided(why: str, sp: ir.Op = sp) -> None:
+            out.undecided.append((sp, why))
+
+        if len(sp.loops) != 1 or sp.guard.uniform or not sp.guard.exact:
+            undecided("a spin inside a loop or under a block-uniform condition")
+            continue
+        if facts.breaks or any(o.kind in (ir.EXIT, ir.CALL) for o in body):
+            undecided("the loop can end otherwise (a break, a return or an unmodelled call)")
+            continue
+        # other values in the condition (the block's index, launch values, unknowns) are taken
+        # for all their values: a condition that keeps the loop going for every one of them does
+        # so for the real ones
+        spinners = an.threads.executing(sp)
+        if not spinners:
+            continue
+        end = max(o.order for o in body)
+        raises, ok = [], True
+        if any(o.kind == ir.CALL for o in ops):
+            undecided("an unmodelled call may write the flag")
+            continue
+        for w in writes:
+            wga = w.global_access
+            if w.kind == ir.TMA_STORE or wga is None or wga.base is None:
+                ok = False  # a write whose address is not known may be the flag's
+                break
+            if wga.base != flag:
+                continue
+            if w.order <= end or lid in w.loops or not w.guard.exact:
+                ok = False
+                break
+            tw = an.threads.executing(w)
+            between = [o for o in ops if end < o.order < w.order]
+            after_pass = tw is not None and tw <= spinners
+            if not after_pass:
+                # a barrier of the whole block between: every writer passes it after the spinner
+                after_pass = any(
+                    o.kind == ir.SYNC
+                    and o.sync_kind == "block"
+                    and o.guard.exact
+                    and not o.loops
+                    and an.threads.executing(o) == frozenset(range(an.threads.n or 0))
+                    for o in between
+                )
+            if not after_pass:
+                ok = False
+                break
+            raises.append(w)
+        if not ok:
+            undecided("the flag is written where no pass of the spin comes first")
+            continue
+        if not raises:
+            continue  # nobody writes the flag: another kernel or the host may (not this model's)
+        init = 0
+        cont = E.substitute(facts.cond, {ga.result: E.Const(init)})  # type: ignore[dict-item]
+        assume = (sp.guard.thread,) if sp.guard.thread is not None else ()
+        if solver.always(cont, assume=assume) is True:
+            out.never.append(SpinNever(sp, poll, flag, raises, init))
+        else:
+            undecided("a block may pass first; the turns of the later blocks are not followed")
+    return out

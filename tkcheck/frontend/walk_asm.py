@@ -16,14 +16,14 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import Obj
 from .walk_env import Ctx, loc_of, tokens_of
-from .walker_core import WalkerCore
+from .walker_core import AsmWalker
 
 
 class AsmLowering:
     """The walker's part for inline PTX: the ops of mbarrier/fence/shared-memory instructions
     written as asm statements, and the shared addresses their operands are built from."""
 
-    def __init__(self, walker: WalkerCore):
+    def __init__(self, walker: AsmWalker):
         self.w = walker
 
     def walk(self, c: Any, ctx: Ctx) -> None:
@@ -53,12 +53,34 @@ class AsmLowering:
                 )
             if p.kind in (ir.CP_ASYNC, ir.CP_ASYNC_WAIT):
                 kw.update(self._cp_async_operands(c, ctx, p))
+            if p.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE) and p.global_access is not None:
+                kw["global_access"] = self._global_operands(c, ctx, p, p.global_access)
             op(p.kind, p.api, **kw)
         if does.shared_access is not None:
             self._smem_access(c, ctx, ptx, loc, facts, does.shared_access)
         if does.untracked:
             op(ir.CALL, "asm")
             w.note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
+
+    def _global_operands(self, c: Any, ctx: Ctx, p: K.PtxOp, ga: ir.GlobalAccessFacts) -> ir.GlobalAccessFacts:
+        """A global load's / atomic's facts with what its operands say: the kernel pointer the
+        address points into (`[%1]` of `"l"(&sem[tile])`), and the loaded (old) value bound to
+        its output operand as a fresh Var the facts' `result` names (a spin's condition and a
+        last-arriver test compare it)."""
+        base = None
+        ops = self._operands(c)
+        if p.addr_operand is not None and p.addr_operand < len(ops):
+            node = cexpr.parse_expression(ops[p.addr_operand], ctx.env.has)
+            base = self.w.exprs.address_base(node, ctx, c)
+        result = None
+        if p.out_operand is not None and p.out_operand < len(ops):
+            toks = [t for t in ops[p.out_operand] if t not in ("(", ")")]
+            if len(toks) == 1 and (toks[0][:1].isalpha() or toks[0][:1] == "_") and ctx.env.has(toks[0]):
+                v = E.opaque(ga.text or p.api)
+                if not ctx.env.assign(toks[0], v):
+                    ctx.env.define(toks[0], v)
+                result = v.name
+        return replace(ga, base=base, result=result)
 
     def _operand_value(self, c: Any, ctx: Ctx, k: int) -> Any:
         ops = self._operands(c)

@@ -176,6 +176,7 @@ class CallLowering:
                         dtype=_call_type(cursor, base),
                         result=old.name,
                         form="atomic",
+                        base=self.w.exprs.address_base(args[0], ctx, cursor),
                     ),
                 ),
                 ctx,

@@ -27,6 +27,9 @@ class ExprEvaluation:
         self._order = 0  # ops emitted so far (an op's `order`)
         self._no_elem_access = 0  # > 0 while evaluating an lvalue or an address (`&x[i]`)
         self._memory_only = 0  # > 0 while a dry-walked condition's memory events are emitted
+        # the Vars that stand for addresses in global memory (`&C[i]`, a local `float *c` set from
+        # it): Var name -> the kernel pointer parameter the address is computed from
+        self._global_ptrs: dict[str, str] = {}
 
     _MEMORY_KINDS = (ir.SMEM_ACCESS, ir.GLOBAL_LOAD, ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL)
 
@@ -38,6 +41,23 @@ class ExprEvaluation:
             yield
         finally:
             self._memory_only -= 1
+
+    def global_base(self, v) -> str | None:
+        """The kernel pointer parameter a value points into: the parameter itself, or an address
+        computed from it (`&p[i]`); None when the value is no known global address."""
+        if isinstance(v, E.Bin) and v.op in ("+", "-"):
+            # `p + off` in an address (a helper's `ldg(ptr + col)`): the memory p points into
+            return self.global_base(v.a) if isinstance(v.a, E.Var) else None
+        if not isinstance(v, E.Var):
+            return None
+        if v.name in self._global_ptrs:
+            return self._global_ptrs[v.name]
+        return v.name if v.kind == E.PARAM else None
+
+    def _global_pointer(self, v) -> bool:
+        """Does v point into global memory (a kernel pointer parameter or an address computed
+        from one)? A `*v` through it is a global access."""
+        return isinstance(v, E.Var) and (v.kind == E.PARAM or v.name in self._global_ptrs)
 
     def emit(self, op: ir.Op, ctx: Ctx):
         if ctx.dry or self.w.model is None:
@@ -169,9 +189,11 @@ class ExprEvaluation:
             and isinstance(inner, cexpr.Cast)
             and isinstance(inner.type, cexpr.TypeWords)
             and "volatile" in inner.type.words
-            and self.global_target(inner.a, ctx, cursor)
+            and self.global_target(inner.a, ctx, cursor, bare_param=True)
         ):
-            # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory
+            # `*(volatile int *)&g.Bar[{...}]`: a volatile (relaxed, not acquiring) load of global memory;
+            # its value a Var the load names (a spin loop's condition reads it)
+            loaded = E.opaque(cexpr.render(node)[:60])
             if cursor is not None:
                 self.emit(
                     ir.Op(
@@ -180,11 +202,17 @@ class ExprEvaluation:
                         loc_of(cursor, self.w.filename),
                         ctx.guard,
                         ctx.loops,
-                        global_access=ir.GlobalAccessFacts("volatile", cexpr.render(node)[:80], form="volatile"),
+                        global_access=ir.GlobalAccessFacts(
+                            "volatile",
+                            cexpr.render(node)[:80],
+                            result=loaded.name,
+                            form="volatile",
+                            base=self.address_base(inner.a, ctx, cursor),
+                        ),
                     ),
                     ctx,
                 )
-            return E.opaque(cexpr.render(node)[:60])
+            return loaded
         if op == "&" and isinstance(inner, (cexpr.Index, cexpr.Name)):
             # the address of an element (or of a `__shared__` scalar) is no access to it
             self._no_elem_access += 1
@@ -193,6 +221,23 @@ class ExprEvaluation:
             finally:
                 self._no_elem_access -= 1
         a = self.ev(inner, ctx, cursor)
+        if op == "*" and not self._no_elem_access and cursor is not None and self._global_pointer(a):
+            # `*c` of a pointer into global memory (a kernel parameter, `float *c = &C[i]`): a
+            # plain (weak) load
+            self.emit(
+                ir.Op(
+                    ir.GLOBAL_LOAD,
+                    "load",
+                    loc_of(cursor, self.w.filename),
+                    ctx.guard,
+                    ctx.loops,
+                    global_access=ir.GlobalAccessFacts(
+                        "weak", cexpr.render(node)[:80], form="plain", base=self.global_base(a)
+                    ),
+                ),
+                ctx,
+            )
+            return self.opaque_from(node, (a,))
         if op == "&" or op == "*":
             return a  # address-of / dereference keep the object
         if isinstance(a, Expr):
@@ -275,7 +320,7 @@ class ExprEvaluation:
             res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"), cexpr.spelled(node))
             self._elem_access(res, "read", ctx, cursor)
             return res
-        if isinstance(base, E.Var) and base.kind == E.PARAM and not self._no_elem_access and cursor is not None:
+        if self._global_pointer(base) and not self._no_elem_access and cursor is not None:
             # `p[i]` of a pointer the kernel received: a plain (weak) load of global memory
             self.emit(
                 ir.Op(
@@ -284,11 +329,19 @@ class ExprEvaluation:
                     loc_of(cursor, self.w.filename),
                     ctx.guard,
                     ctx.loops,
-                    global_access=ir.GlobalAccessFacts("weak", cexpr.render(node)[:80], form="plain"),
+                    global_access=ir.GlobalAccessFacts(
+                        "weak", cexpr.render(node)[:80], form="plain", base=self.global_base(base)
+                    ),
                 ),
                 ctx,
             )
-        return self.opaque_from(node, (base, idx))
+        value = self.opaque_from(node, (base, idx))
+        if self._no_elem_access and self._global_pointer(base):
+            # `&p[i]`: an address in the memory p points into
+            b = self.global_base(base)
+            if b is not None and isinstance(value, E.Var):
+                self._global_ptrs[value.name] = b
+        return value
 
     def _mk_opcode_read(self, base: Obj | E.Var, idx: E.Const):
         """In the model of one MK op, the opcode word of an instruction slot (knowledge/mk.py:
@@ -302,17 +355,39 @@ class ExprEvaluation:
         v = self.member_static(self.w.mk_op, "opcode", None, Ctx(env=self.w.mk_op.env, guard=ir.Guard(), dry=True))
         return v if isinstance(v, E.Const) else None
 
-    def global_target(self, node: cexpr.Node, ctx: Ctx, cursor) -> bool:
+    def global_target(self, node: cexpr.Node, ctx: Ctx, cursor, bare_param: bool = False) -> bool:
         """`&g.layout[{...}]` / `&ptr[i]`: an address in global memory (an element of a global
         layout, or of a pointer the kernel received)."""
+        addr_of = isinstance(node, cexpr.Un) and node.op == "&"
         if isinstance(node, cexpr.Un) and node.op == "&":
             node = node.a
         if not isinstance(node, cexpr.Index):
-            return False
+            # a pointer into global memory held in a variable (`int *c = &sem[t]`; `atomicAdd(c, 1)`);
+            # with `bare_param`, a kernel pointer parameter itself (`*(volatile int *)flag`). `&x`
+            # of a variable is no such address. (An atomic on a bare parameter stays an unmodelled
+            # call, a block-uniform unknown, as before: the scheduler loops the progress engine
+            # unrolls read its old value as data.)
+            if addr_of or not isinstance(node, cexpr.Name):
+                return False
+            v = self.ev(node, replace(ctx, dry=True), cursor)
+            return self._global_pointer(v) if bare_param else isinstance(v, E.Var) and v.name in self._global_ptrs
         base = self.ev(node.obj, replace(ctx, dry=True), cursor)
         if isinstance(base, Obj):
             return base.kind == "gl"
-        return isinstance(base, Expr) and isinstance(base, E.Var) and base.kind == E.PARAM
+        return self._global_pointer(base)
+
+    def address_base(self, node: cexpr.Node, ctx: Ctx, cursor) -> str | None:
+        """The kernel pointer parameter an address expression (`&p[i]`, `p`, `c`) points into."""
+        self._no_elem_access += 1
+        try:
+            v = self.ev(
+                node.a if isinstance(node, cexpr.Un) and node.op == "&" else node, replace(ctx, dry=True), cursor
+            )
+        finally:
+            self._no_elem_access -= 1
+        if isinstance(node, cexpr.Un) and node.op == "&" and isinstance(v, E.Var) and v.name not in self._global_ptrs:
+            return None  # `&x` of a scalar: no address in global memory
+        return self.global_base(v)
 
     def _array_ref_cast(self, toks: list, inner: Obj, ctx: Ctx):
         """`reinterpret_cast<T(&)[N]>(x)` (also `T(*)[N]` dereferenced later): x's storage read as
@@ -630,13 +705,30 @@ class ExprEvaluation:
                 self._elem_access(target, "read", ctx, cursor)
             self._elem_access(target, "write", ctx, cursor)
             if self.global_target(lhs, ctx, cursor):
-                self.global_store(lhs, ctx, cursor)
+                base = self.address_base(lhs.obj, ctx, cursor)
+                if op != "=" and not ctx.dry and cursor is not None:
+                    # `p[i] += x` reads p[i] first (the index is not evaluated twice)
+                    self.emit(
+                        ir.Op(
+                            ir.GLOBAL_LOAD,
+                            "load",
+                            loc_of(cursor, self.w.filename),
+                            ctx.guard,
+                            ctx.loops,
+                            global_access=ir.GlobalAccessFacts("weak", cexpr.render(lhs)[:80], form="plain", base=base),
+                        ),
+                        ctx,
+                    )
+                self.global_store(lhs, ctx, cursor, base=base)
             return val
         if isinstance(lhs, cexpr.Un) and lhs.op == "*":
-            # `*p = v` through a pointer the kernel received: a plain store to global memory
+            # `*p = v` through a pointer the kernel received (or an address computed from one,
+            # `float *c = &C[i]`): a plain store to global memory
             ptr = self.ev(lhs.a, replace(ctx, dry=True), cursor)
-            if isinstance(ptr, E.Var) and ptr.kind == E.PARAM:
-                self.global_store(lhs, ctx, cursor)
+            if self._global_pointer(ptr):
+                if op != "=" and not ctx.dry:
+                    self.ev(lhs, ctx, cursor)  # `*c += v` reads *c
+                self.global_store(lhs, ctx, cursor, base=self.global_base(ptr))
             return val
         if isinstance(lhs, cexpr.Member):
             # record fields written by callbacks: `args.num_iters = ...`
@@ -760,7 +852,7 @@ class ExprEvaluation:
             ctx,
         )
 
-    def global_store(self, lhs: cexpr.Node, ctx: Ctx, cursor):
+    def global_store(self, lhs: cexpr.Node, ctx: Ctx, cursor, base: str | None = None):
         """A plain (weak) store to global memory: `p[i] = v`, `g.layout[{...}] = v`, `*p = v`."""
         if cursor is None:
             return
@@ -771,7 +863,7 @@ class ExprEvaluation:
                 loc_of(cursor, self.w.filename),
                 ctx.guard,
                 ctx.loops,
-                global_access=ir.GlobalAccessFacts("weak", cexpr.render(lhs)[:80], form="plain"),
+                global_access=ir.GlobalAccessFacts("weak", cexpr.render(lhs)[:80], form="plain", base=base),
             ),
             ctx,
         )

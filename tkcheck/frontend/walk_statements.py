@@ -6,7 +6,6 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
@@ -289,28 +288,13 @@ class StatementWalk:
     def condition_memory(self, c, ctx: Ctx):
         """The memory events of a condition (`if (am_last)`, `while (*(volatile int *)f != 1)`,
         `if (atomicAdd(&c[t], 1) == n - 1)`), which the walk evaluates dry: evaluated once more,
-        keeping only the loads, stores and atomics it emits. Skipped where the condition calls
-        anything but CUDA's atomics (a call may be inlined: its other ops are the dry walk's)."""
+        keeping only the loads, stores and atomics it emits (a user function it calls is inlined
+        once more: `while (ld_acquire(&f) != v)` polls with the helper's `ld.acquire`). Returns the
+        condition's value, the loaded values in it as the Vars the loads name."""
         if c is None or ctx.dry or self.w.model is None:
             return
-        toks = tokens_of(c)
-        for i, t in enumerate(toks[:-1]):
-            if toks[i + 1] == "(" and (t[:1].isalpha() or t[:1] == "_") and t not in K.CUDA_ATOMICS:
-                if t not in (
-                    "volatile",
-                    "int",
-                    "unsigned",
-                    "bool",
-                    "char",
-                    "long",
-                    "float",
-                    "uint32_t",
-                    "uint64_t",
-                    "int32_t",
-                ):
-                    return
         with self.w.exprs.memory_only():
-            self.exec_expr(c, replace(ctx, env=ctx.env.child()))
+            return self.exec_expr(c, replace(ctx, env=ctx.env.child()))
 
     def note_unmodelled(self, c, why: str):
         if self.w.model is not None:
@@ -1026,13 +1010,18 @@ class StatementWalk:
                 loop.cond = cexp  # holds in every iteration that runs
             elif cls == "unknown":
                 bctx.guard = bctx.guard.inexact()
+        spin: ir.Op | None = None
         if (c.kind in (CK.WHILE_STMT, CK.DO_STMT) or infinite) and loop.trip is None and not ctx.dry:
             # a loop left when a value allows it: a spin on a flag where that value is loaded
             # (the memory events of its condition are in each iteration)
+            spin = ir.Op(ir.SPIN, "spin loop", loc, entry.guard, entry.loops)
             if self.w.model is not None:
-                self.w.emit(ir.Op(ir.SPIN, "spin loop", loc, entry.guard, entry.loops), entry)
+                self.w.emit(spin, entry)
             if cond_c is not None:
-                self.condition_memory(cond_c, entry)
+                cv = self.condition_memory(cond_c, entry)
+                # the condition with the values its polls load as Vars (the progress engine asks
+                # which loaded values let the loop end)
+                spin.spin = ir.SpinFacts(_to_bool(cv) if isinstance(cv, Expr) else None)
         if body is not None:
             r = self.walk(body, bctx)
             if inc_c is not None and r is None and not ctx.dry:
@@ -1042,6 +1031,8 @@ class StatementWalk:
                 self.exec_expr(inc_c, replace(bctx, env=bctx.env.child()))
                 for sl, v in saved_vals.items():
                     sl.set(env, v)
+        if spin is not None and self._loop_breaks:
+            spin.spin = replace(spin.spin or ir.SpinFacts(), breaks=True)
         if self._loop_breaks and trip is not None:
             loop.trip = None
         if infinite and self._loop_breaks and all(b is not None for b in self._loop_breaks):

@@ -127,3 +127,10 @@ class CallWalker(WalkerCore, Protocol):
     exprs: ExprEvaluation
     stmts: StatementWalk
     types: TypeResolution
+
+
+class AsmWalker(WalkerCore, Protocol):
+    """What `walk_asm.AsmLowering` uses beyond the core: the expression part (the addresses of
+    global loads and atomics, their loaded values)."""
+
+    exprs: ExprEvaluation

@@ -286,7 +286,23 @@ _PTX_BAR = re.compile(r"\b(?:bar|barrier)(?:\.cta)?\.(sync|arrive|red)\b((?:\.[a
 _PTX_FENCE = re.compile(r"\b(membar\.(gl|sys|cta)|fence\.(acq_rel|sc)\.(gpu|sys|cta|cluster)|fence\.mbarrier_init)")
 _PTX_GLOBAL_SIGNAL = (re.compile(r"\b(red|atom)\.[a-z.]*global"), re.compile(r"\b(red|atom)\.(release|relaxed|acq)"))
 _PTX_ATOMIC_OP = re.compile(r"\b(red|atom)((?:\.[a-z0-9_:]+)+)")
-_PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[a-z0-9_:]+)*?)\.global\b")
+# `ld.acquire.gpu.global.b32` and the order ptxas also takes, `ld.global.acquire.gpu.b32`: the
+# qualifiers of the whole instruction name (group 1)
+_PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[\w:]+)*?\.global(?:\.[\w:]+)*)")
+_PTX_FLAG_STORE = re.compile(r"\bst\.(release|relaxed)\.[a-z.:]*global\b")
+_PTX_DATA_STORE = re.compile(r"\bst(?:\.weak)?\.global\b")
+_PTX_STORE_OPERANDS = re.compile(r"\bst[.\w:]*\s+\[\s*%(\d+)\s*\]")
+# the operands of a global load / atomic: `ld... %0, [%1]`, `red... [%0], %1`, `atom... %0, [%1], %2`
+_PTX_LOAD_OPERANDS = re.compile(r"\bld[.\w:]*\s+(?:%(\d+)|\{[^}]*\})\s*,\s*\[\s*%(\d+)\s*\]")
+_PTX_ATOMIC_OPERANDS = re.compile(r"\b(?:red|atom)[.\w:]*\s+(?:%(?P<out>\d+)\s*,\s*)?\[\s*%(?P<addr>\d+)\s*\]")
+
+
+def _ptx_instruction(ptx: str, start: int) -> str:
+    """The one instruction of the PTX text that starts at `start` (for messages)."""
+    end = ptx.find(";", start)
+    return ptx[start : end if end >= 0 else start + 80].strip()[:80]
+
+
 _PTX_SHARED = re.compile(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b")
 _PTX_UNTRACKED = ("mbarrier", "cp.async.bulk", "wgmma")
 # non-bulk cp.async (sm_80): the copy (its shared address the first `[%N]`, its size the last
@@ -318,6 +334,9 @@ class PtxOp:
     # operands the front end resolves: the shared address (CP_ASYNC), the count (CP_ASYNC_WAIT
     # written `wait_group %N`); a constant count / size written in the PTX itself
     addr_operand: int | None = None
+    # GLOBAL_LOAD / GLOBAL_SIGNAL: the operand the loaded (old) value is written to (`%0` of
+    # `ld.acquire.gpu.global.b32 %0, [%1]`, of `atom.add %0, [%1], %2`)
+    out_operand: int | None = None
     count_operand: int | None = None
     count: int | None = None
     bytes: int | None = None
@@ -369,20 +388,56 @@ def ptx_ops(ptx: str) -> PtxOps:
     if "setmaxnreg" in ptx:
         ops.append(PtxOp(ir.SETMAXNREG, "setmaxnreg", increase=".inc" in ptx))
     if any(p.search(ptx) for p in _PTX_GLOBAL_SIGNAL):
-        sem = "release" if ".release" in ptx else ("acq_rel" if ".acq_rel" in ptx else "relaxed")
+        sem = (
+            "release"
+            if ".release" in ptx
+            else ("acq_rel" if ".acq_rel" in ptx else ("acquire" if ".acquire" in ptx else "relaxed"))
+        )
         mo = _PTX_ATOMIC_OP.search(ptx)
         quals = mo.group(2).split(".") if mo else []
         op = next(
             (q for q in quals if q in ("add", "inc", "dec", "exch", "cas", "min", "max", "or", "and", "xor")), None
         )
         dtype = next((q for q in quals if re.fullmatch(r"[usbf]\d+|bf16(x2)?|f16x2", q)), None)
+        mops = _PTX_ATOMIC_OPERANDS.search(ptx)
         ops.append(
             PtxOp(
                 ir.GLOBAL_SIGNAL,
                 "asm red/atom",
                 global_access=ir.GlobalAccessFacts(
-                    sem, atomic=op, dtype=("float" if dtype and dtype[0] in "fb" and dtype != "b32" else dtype)
+                    sem,
+                    _ptx_instruction(ptx, mo.start() if mo else 0),
+                    atomic=op,
+                    dtype=("float" if dtype and dtype[0] in "fb" and dtype != "b32" else dtype),
                 ),
+                addr_operand=int(mops.group("addr")) if mops else None,
+                out_operand=int(mops.group("out")) if mops and mops.group("out") else None,
+            )
+        )
+    ms = _PTX_FLAG_STORE.search(ptx)
+    if ms:
+        # `st.release.gpu.global [%0], %1` / `st.relaxed`: a flag set with memory-model order (a
+        # signal, like a red that sets instead of adding); a weak `st.global` is a data store
+        mops = _PTX_STORE_OPERANDS.search(ptx, ms.start())
+        ops.append(
+            PtxOp(
+                ir.GLOBAL_SIGNAL,
+                "asm st.global",
+                global_access=ir.GlobalAccessFacts(ms.group(1), _ptx_instruction(ptx, ms.start()), atomic="st"),
+                addr_operand=int(mops.group(1)) if mops else None,
+            )
+        )
+    elif _PTX_DATA_STORE.search(ptx):
+        # a weak `st.global` (a helper's vector store): data written, like `p[i] = v`
+        md = _PTX_DATA_STORE.search(ptx)
+        assert md is not None
+        mops = _PTX_STORE_OPERANDS.search(ptx, md.start())
+        ops.append(
+            PtxOp(
+                ir.GLOBAL_STORE,
+                "asm st.global",
+                global_access=ir.GlobalAccessFacts("weak", _ptx_instruction(ptx, md.start())),
+                addr_operand=int(mops.group(1)) if mops else None,
             )
         )
     for m in _PTX_CP_ASYNC.finditer(ptx):
@@ -410,7 +465,16 @@ def ptx_ops(ptx: str) -> PtxOps:
     if ml:
         quals = ml.group(1).split(".")
         sem = next((q for q in ("acquire", "relaxed", "volatile", "weak") if q in quals), "weak")
-        ops.append(PtxOp(ir.GLOBAL_LOAD, "asm ld.global", global_access=ir.GlobalAccessFacts(sem, ptx[:200])))
+        mops = _PTX_LOAD_OPERANDS.search(ptx, ml.start())
+        ops.append(
+            PtxOp(
+                ir.GLOBAL_LOAD,
+                "asm ld.global",
+                global_access=ir.GlobalAccessFacts(sem, _ptx_instruction(ptx, ml.start())),
+                addr_operand=int(mops.group(2)) if mops else None,
+                out_operand=int(mops.group(1)) if mops and mops.group(1) else None,
+            )
+        )
     shared = None
     if _PTX_SHARED.search(ptx):
         shared = (

@@ -362,11 +362,23 @@ class GlobalAccessFacts:
     # the atomic's old value, as the Var the walk bound it to (a last-arriver test compares it)
     result: str | None = None
     form: str = "ptx"  # how the source spells it: ptx | volatile | atomic (CUDA's atomicAdd & co) | plain | tk
+    # the kernel pointer parameter the address is computed from (`sem` for `&sem[tile]`, through
+    # local pointers and helper arguments); None: not known
+    base: str | None = None
 
     @property
     def data(self) -> bool:
         """A floating-point atomic: it accumulates data (a split-K partial), it counts nothing."""
         return self.dtype is not None and any(w in self.dtype for w in ("float", "double", "half", "bf16"))
+
+
+@dataclass(frozen=True)
+class SpinFacts:
+    """SPIN: the loop's condition (it runs on while `cond` holds), evaluated with the values its
+    polls load as the Vars their GlobalAccessFacts.result name; None where it did not evaluate."""
+
+    cond: Expr | None = None
+    breaks: bool = False  # the loop has a `break` (it may end without the condition failing)
 
 
 @dataclass(frozen=True)
@@ -459,6 +471,7 @@ class Op:
     global_access: GlobalAccessFacts | None = None  # GLOBAL_SIGNAL, GLOBAL_LOAD, GLOBAL_STORE
     phasebit: PhasebitFacts | None = None  # phasebit_set, phasebit_flip, MBAR_WAIT
     copy: CopyFacts | None = None  # CP_ASYNC
+    spin: SpinFacts | None = None  # SPIN
     increase: bool | None = None  # SETMAXNREG: .inc (else .dec)
     read_only: bool = False  # TMA_STORE_WAIT: store_async_read_wait (reads done, not writes)
     pdl: str | None = None  # PDL: wait | launch_dependents

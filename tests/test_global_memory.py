@@ -1,0 +1,62 @@
+"""Global memory as memory events (issue 25): the front end's global accesses through local
+pointers and helper functions, the loaded values a spin's condition reads, and the engines'
+answers on them (checks/happens_before.py's global queries, checks/protocol.spin_waits)."""
+
+from __future__ import annotations
+
+from tkcheck.checks import happens_before, protocol
+from tkcheck.checks.analysis import Analysis
+from tkcheck.engine import models_of
+from tkcheck.model import ir
+
+from conftest import ROOT
+
+MEMORY = ROOT / "fixtures" / "memory"
+
+
+def _analysis(name: str) -> Analysis:
+    (m,) = models_of(str(MEMORY / name))
+    return Analysis(m)
+
+
+def test_helper_polls_and_local_pointers_are_global_events():
+    an = _analysis("serial_fixup_good.cu")
+    ops = an.model.ops
+    (spin,) = [o for o in ops if o.kind == ir.SPIN]
+    (poll,) = [o for o in ops if o.kind == ir.GLOBAL_LOAD and spin.loops[-1] in o.loops]
+    ga = poll.global_access
+    assert ga is not None and (ga.sem, ga.base, ga.form) == ("acquire", "turn", "ptx")
+    # the helper's `"=r"(v)` is the loaded value the loop's condition compares
+    assert spin.spin is not None and spin.spin.cond is not None and not spin.spin.breaks
+    assert ga.result in {v.name for v in spin.spin.cond.free_vars()}
+    # `float *o = &out[...]; *o = ... *o ...`: a load and a store of `out`
+    out = [o for o in ops if o.global_access is not None and o.global_access.base == "out"]
+    assert {o.kind for o in out} == {ir.GLOBAL_LOAD, ir.GLOBAL_STORE}
+    (red,) = [o for o in ops if o.kind == ir.GLOBAL_SIGNAL]
+    assert red.global_access is not None and (red.global_access.sem, red.global_access.base) == ("release", "turn")
+    assert red.callers, "the release is inside the helper pass_turn"
+
+
+def test_cumulative_release_and_acquire_scope():
+    good = happens_before.memory(_analysis("serial_fixup_good.cu"))
+    assert not good.publications and not good.acquisitions and not good.unpropagated
+    bad = happens_before.memory(_analysis("serial_fixup_no_barrier_before_release_bad.cu"))
+    (p,) = bad.publications
+    assert p.why == "unordered" and p.signal_thread == 0 and p.data_thread != 0
+    bad = happens_before.memory(_analysis("serial_fixup_no_barrier_after_acquire_bad.cu"))
+    (a,) = bad.unpropagated
+    assert a.poller == 0 and a.thread != 0 and a.how == "not-propagated"
+    bad = happens_before.memory(_analysis("serial_fixup_relaxed_poll_bad.cu"))
+    assert [x.how for x in bad.acquisitions] == ["spin"]
+
+
+def test_spin_nobody_can_leave_first():
+    bad = protocol.spin_waits(_analysis("spin_value_nobody_writes_bad.cu"))
+    (sw,) = bad.never
+    assert (sw.flag, sw.initial) == ("done", 0) and len(sw.raises) == 1
+    good = protocol.spin_waits(_analysis("spin_value_turns_good.cu"))
+    assert not good.never
+    # some block may pass first: the later turns are not followed, so it stays coverage
+    assert [why for _, why in good.undecided] == [
+        "a block may pass first; the turns of the later blocks are not followed"
+    ]
