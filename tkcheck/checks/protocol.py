@@ -28,6 +28,7 @@ trip counts, unknown init counts, ...) means no exploration and no finding.
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from ..knowledge import ops as K
@@ -852,14 +853,16 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float, memory:
     init_b = tuple((0, counts[e], 0) for e in elems)
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
-    stack = [(start, [])]
+    stack = deque([(start, [])])
+    # the race search goes breadth first: the first race it reaches has the shortest trace
+    pop = stack.popleft if memory else stack.pop
     while stack:
         if len(visited) > MAX_STATES or time.perf_counter() - t0 > TIME_CAP_S:
             ex.status = "unknown"
             ex.reason = "exploration bound reached"
             ex.states = len(visited)
             return
-        state, path = stack.pop()
+        state, path = pop()
         if state in visited:
             continue
         visited.add(state)
@@ -898,7 +901,7 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float, memory:
             ex.status = "explored"
             ex.states = len(visited)
             return
-        for s in reversed(succ):
+        for s in succ if memory else reversed(succ):
             if s[0] not in visited:
                 stack.append(s)
     ex.status = "explored"
