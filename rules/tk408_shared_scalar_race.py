@@ -174,6 +174,18 @@ writer's `bar.arrive id` and the reader's `bar.sync id`). An mbarrier, a spin lo
 atomic, a call it does not model or an unknown guard between them leaves the pair undecided:
 no finding.
 
+Pairs in different loops (a producer's loop and a consumer's, a scheduler warp's and its
+workers') are asked of the race search (`protocol.races`): the roles' programs run
+interleaved with every barrier kind (mbarrier phases, named-barrier generations counted per
+warp, `__syncwarp(mask)` as a barrier of the mask's lanes, lanes that do different things as
+roles of their own). It reports a reachable state where a write and a read of one element can
+both run before either thread synchronises again, with the interleaving that leads there: a
+refill through named barriers that does not wait for the readers' release, a slot that lane 0
+releases before the other lanes of its warp have read it (no `__syncwarp()`), one named-barrier
+id used for two hand-overs (its generations complete with the wrong threads). The search runs
+the kernel with small concrete sizes, as the deadlock rules' does (stated in the message when
+it assumes a number of rounds of a persistent loop).
+
 ## Why is this bad?
 Shared memory written by one thread is visible to another warp only after a barrier (or
 another synchronisation) orders them; warps run independently. The reader may see the value
