@@ -870,7 +870,8 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float, memory:
         if memory:
             race = _race_at(roles, pcs)
             if race is not None:
-                ex.race = MemRace(*race, trace=path, state=state)
+                a, ea, ta, b, eb, tb, elem = race
+                ex.race = MemRace(a, ea, ta, b, eb, tb, elem, trace=path, state=state)
                 ex.status = "explored"
                 ex.states = len(visited)
                 return
