@@ -148,6 +148,9 @@ def _races(an: Analysis, names: frozenset[str]) -> Exploration:
         for o in m.ops
         if (o.kind in RACE_BLIND and not _persistent_loop(m, o))
         or (o.kind == ir.SYNC and o.sync_kind not in ("block", "named", "group", "warp"))
+        # an mbarrier op on a barrier the model does not name would be left out of the roles
+        or (o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is None)
+        or o.barrier_unknown is not None
     ]
     if blind or any(o.unmodelled_barrier_use for o in m.ops):
         ex.reason = (
