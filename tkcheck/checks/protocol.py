@@ -177,7 +177,7 @@ def _races(an: Analysis, names: frozenset[str]) -> Exploration:
                 f"assuming every role's instruction loop runs the same {rounds} round"
                 f"{'s' if rounds > 1 else ''} and then stops at its break"
             )
-            _explore_with(an, ops, ex, time.perf_counter(), rounds, memory=True)
+            _explore_with(an, ops, ex, t0, rounds, memory=True)  # one time budget for every round
             if ex.race is not None or ex.status != "explored":
                 break
     else:
