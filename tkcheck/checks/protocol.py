@@ -820,7 +820,7 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, ro
             for o in m.ops
             if o.role_hint and an.threads.executing(o) is not None and threads <= an.threads.executing(o)
         }
-        if not hints:
+        if not hints and not memory:  # (the race search names roles by their threads: lanes of one warp differ)
             kinds = {e.kind for e in evs}
             hints = {"producer"} if kinds & {"expect", "load"} else ({"consumer"} if "wait" in kinds else set())
         roles.append(Role(_role_name(m, threads, an.threads.n, hints), threads, evs))
