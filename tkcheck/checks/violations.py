@@ -1,11 +1,12 @@
 """The completion and phase engines' verdicts: which barrier accounts are proved broken.
 
-Queries on `completion.accounts` (arrivals and bytes per phase), `phases.phases` (the phase each
-wait is due to observe) and the ring pairing of TMA loads with their stage's barrier, each a list
-of records: what the engine proved, with the evidence a message needs. The contract rules word
-them (TK301 `byte_mismatches`, TK302 `arrival_mismatches`, TK303/TK304 `phases`, TK305
-`wrong_barrier_loads`); the deadlock rules ask `completion_broken` whether one of them already
-explains a hang, without running those rules.
+Queries on `completion.accounts` (arrivals and bytes per phase) and on the ring pairing of TMA
+loads with their stage's barrier, each a list of records: what the engine proved, with the
+evidence a message needs. The completion-contract rules word them (the expect-tx contract
+`byte_mismatches`, the arrival-count contract `arrival_mismatches`, the wrong-barrier contract
+`wrong_barrier_loads`; the parity and phase-advance contracts read `phases`); the deadlock rules
+ask them (and `phases`) whether a broken account already explains a hang, without running those
+rules.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from . import completion, phases
 from .analysis import Analysis
 
 
-# ------------------------------------------------------------ bytes (TK301) --
+# -------------------------------------------------------------------- bytes --
 
 
 @dataclass
@@ -64,7 +65,7 @@ def _byte_mismatches(an: Analysis) -> list[ByteMismatch]:
     return out
 
 
-# --------------------------------------------------------- arrivals (TK302) --
+# ----------------------------------------------------------------- arrivals --
 
 
 @dataclass
@@ -137,7 +138,7 @@ def _silent_copies(an: Analysis, name: str, acc: completion.BarrierAccount) -> l
     return out
 
 
-# ------------------------------------------------ loads on a ring (TK305) --
+# ---------------------------------------------------------- loads on a ring --
 
 
 @dataclass
