@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tkcheck.checks import phases, violations
 from tkcheck.checks import protocol as P
 from tkcheck.findings import TraceStep
 
@@ -11,29 +12,25 @@ MAX_STEPS = 24
 
 
 def _explained(an) -> bool:
-    """A completion-contract finding (bytes, counts, parity, wrong barrier) already explains
-    a hang of this kernel: the deadlock rules then stay silent instead of repeating it."""
+    """A completion-contract violation (bytes, counts, parity, wrong barrier) already explains
+    a hang of this kernel: the deadlock rules then stay silent instead of repeating it. Asked of
+    the completion and phase engines' verdicts (`checks/violations`, `checks/phases`), the facts
+    TK301-TK305 word, not of those rules."""
 
     def compute(an):
-        from . import (
-            tk301_expect_tx_mismatch,
-            tk302_arrival_count_mismatch,
-            tk303_wait_parity_mismatch,
-            tk304_phase_not_advanced,
-            tk305_load_completes_on_wrong_barrier,
-        )
-
-        # every rule runs (no short cut), so that an inconclusive proof in any of them is seen
+        # every query runs (no short cut), so that an inconclusive proof in any of them is seen
         with an.tracking() as t:
+            waits = phases.phases(an)
             found = [
-                bool(list(mod.check(an)))
-                for mod in (
-                    tk303_wait_parity_mismatch,
-                    tk304_phase_not_advanced,
-                    tk305_load_completes_on_wrong_barrier,
-                    tk301_expect_tx_mismatch,
-                    tk302_arrival_count_mismatch,
-                )
+                any(wp.status == "mismatch" for wp in waits),
+                # each wait's ring slot is asked, as the phase-advance contract asks it
+                any(
+                    [wp.status == "not-advanced" for wp in waits]
+                    + [phases.slot_mismatch(an, wp) is not None for wp in waits]
+                ),
+                bool(violations.wrong_barrier_loads(an)),
+                bool(violations.byte_mismatches(an)),
+                bool(violations.arrival_mismatches(an)),
             ]
         # a completion proof that ran out of budget might have explained the hang: then the
         # deadlock rules do not guess (the kernel's inconclusive proofs are reported instead)

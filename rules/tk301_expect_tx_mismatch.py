@@ -1,7 +1,6 @@
 """TK301: bytes expected per phase != bytes the TMA loads deliver per phase."""
 
-from tkcheck import solver
-from tkcheck.checks import completion
+from tkcheck.checks import completion, violations
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Explains, Rule
 
@@ -9,86 +8,72 @@ from ._common import HEADER, finding, num, related
 
 
 def check(an):
+    """The byte accounts the completion engine proves broken (`checks/violations.byte_mismatches`), worded."""
     out = []
-    for name, acc in sorted(completion.accounts(an).items()):
-        if not acc.ok():
-            continue
-        reported = set()  # per-thread elements: one finding per round kind
-        for group in sorted(set(acc.expects) | set(acc.loads)):
-            if acc.per_thread and group.split(" ")[0] in reported:
-                continue
-            exps = acc.expects.get(group, [])
-            loads = acc.loads.get(group, [])
-            if not exps and not loads:
-                continue
-            expected = completion.total(exps)
-            delivered = completion.total(loads)
-            if expected.is_opaque() or delivered.is_opaque():
-                continue
-            if solver.differ_always(expected, delivered, an.solver_timeout_ms) is not True:
-                continue
-            anchor = exps[0].op if exps else loads[0].op
-            rel = []
-            for c in exps:
-                rel.append(
-                    related(
-                        c.op,
-                        f"expects {num(c.amount)} bytes, issued by {describe(c.issuers)}"
-                        + (f", {num(c.times)} times per phase" if num(c.times) != "1" else ""),
-                    )
-                )
-            for c in loads:
-                tile = c.op.transfer.tile_type if c.op.transfer is not None else None
-                rel.append(
-                    related(
-                        c.op,
-                        f"loads {num(c.amount)} bytes ({tile.short() if tile else 'tile'}),"
-                        f" issued by {describe(c.issuers)}"
-                        + (f", {num(c.times)} times per phase" if num(c.times) != "1" else ""),
-                    )
-                )
-            for o in acc.inits:
-                rel.append(related(o, f"'{name}' initialised here"))
-            for o in acc.waits[:2]:
-                rel.append(related(o, "waited on here"))
-            e, d = num(expected), num(delivered)
-            if not exps and not acc.arrivals.get(group):
-                where = f" in CTA {completion.cta_of(group)}" if " in CTA " in group else ""
-                msg = (
-                    f"the TMA loads completing on '{name}'{where} deliver {d} bytes per phase but no expect_tx "
-                    f"announces them and nothing arrives on that copy: its phase never completes"
-                )
-            elif not exps:
-                msg = (
-                    f"the TMA loads completing on '{name}' deliver {d} bytes per phase but no expect_tx "
-                    f"announces them: the phase completes on arrivals alone and the bytes land in a later phase"
-                )
-            elif not loads:
-                msg = f"expect_tx of {e} bytes per phase on '{name}' but no TMA load completes on it: the phase never completes"
-            else:
-                msg = f"expect_tx of {e} bytes per phase on '{name}' but the TMA loads completing on it deliver {d}"
-            hint = (
-                "fewer bytes than expected: the phase never completes (hang)"
-                if not loads
-                or (
-                    expected.eval({}) is not None
-                    and delivered.eval({}) is not None
-                    and expected.eval({}) > delivered.eval({})
-                )
-                else "more bytes than expected: the phase completes early and the rest lands in the next phase (stale data or a later hang)"
-            )
-            reported.add(group.split(" ")[0])
-            out.append(
-                finding(
-                    "TK301",
-                    msg,
-                    anchor.location,
-                    related=rel,
-                    witness={"barrier": name, "expected_bytes": e, "delivered_bytes": d, "phase": group},
-                    help=f"{hint}; expect exactly the bytes of every load on this barrier, e.g. "
-                    f"tma::expect(bar, tiles...) with the same tiles the loads fill",
+    for v in violations.byte_mismatches(an):
+        name, acc, group, exps, loads = v.name, v.acc, v.group, v.exps, v.loads
+        expected, delivered = v.expected, v.delivered
+        anchor = exps[0].op if exps else loads[0].op
+        rel = []
+        for c in exps:
+            rel.append(
+                related(
+                    c.op,
+                    f"expects {num(c.amount)} bytes, issued by {describe(c.issuers)}"
+                    + (f", {num(c.times)} times per phase" if num(c.times) != "1" else ""),
                 )
             )
+        for c in loads:
+            tile = c.op.transfer.tile_type if c.op.transfer is not None else None
+            rel.append(
+                related(
+                    c.op,
+                    f"loads {num(c.amount)} bytes ({tile.short() if tile else 'tile'}),"
+                    f" issued by {describe(c.issuers)}"
+                    + (f", {num(c.times)} times per phase" if num(c.times) != "1" else ""),
+                )
+            )
+        for o in acc.inits:
+            rel.append(related(o, f"'{name}' initialised here"))
+        for o in acc.waits[:2]:
+            rel.append(related(o, "waited on here"))
+        e, d = num(expected), num(delivered)
+        if not exps and not acc.arrivals.get(group):
+            where = f" in CTA {completion.cta_of(group)}" if " in CTA " in group else ""
+            msg = (
+                f"the TMA loads completing on '{name}'{where} deliver {d} bytes per phase but no expect_tx "
+                f"announces them and nothing arrives on that copy: its phase never completes"
+            )
+        elif not exps:
+            msg = (
+                f"the TMA loads completing on '{name}' deliver {d} bytes per phase but no expect_tx "
+                f"announces them: the phase completes on arrivals alone and the bytes land in a later phase"
+            )
+        elif not loads:
+            msg = f"expect_tx of {e} bytes per phase on '{name}' but no TMA load completes on it: the phase never completes"
+        else:
+            msg = f"expect_tx of {e} bytes per phase on '{name}' but the TMA loads completing on it deliver {d}"
+        hint = (
+            "fewer bytes than expected: the phase never completes (hang)"
+            if not loads
+            or (
+                expected.eval({}) is not None
+                and delivered.eval({}) is not None
+                and expected.eval({}) > delivered.eval({})
+            )
+            else "more bytes than expected: the phase completes early and the rest lands in the next phase (stale data or a later hang)"
+        )
+        out.append(
+            finding(
+                "TK301",
+                msg,
+                anchor.location,
+                related=rel,
+                witness={"barrier": name, "expected_bytes": e, "delivered_bytes": d, "phase": group},
+                help=f"{hint}; expect exactly the bytes of every load on this barrier, e.g. "
+                f"tma::expect(bar, tiles...) with the same tiles the loads fill",
+            )
+        )
     return out
 
 

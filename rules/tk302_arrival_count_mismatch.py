@@ -2,8 +2,7 @@
 
 import re
 
-from tkcheck import solver
-from tkcheck.checks import completion
+from tkcheck.checks import completion, violations
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Confirm, Explains, ISSUERS_JOIN, Rule
 
@@ -11,11 +10,11 @@ from ._common import HEADER, finding, num, related
 
 
 def check(an):
+    """The arrival accounts the completion engine proves broken (`checks/violations.arrival_mismatches`), worded."""
     out = []
-    for name, acc in sorted(completion.accounts(an).items()):
-        if not acc.ok() or (acc.init_count is None and not acc.group_init):
-            continue
-        if not acc.arrivals and acc.waits and acc.init_count is not None and acc.init_count.eval({}) not in (None, 0):
+    for v in violations.arrival_mismatches(an):
+        name, acc = v.name, v.acc
+        if v.kind == "none":
             w = acc.waits[0]
             out.append(
                 finding(
@@ -30,94 +29,65 @@ def check(an):
                 )
             )
             continue
-        out.extend(_silent_copies(an, name, acc))
-        reported = set()  # per-thread elements: one finding per round kind
-        for group, contribs in sorted(acc.arrivals.items()):
-            if not contribs:
-                continue
-            if acc.per_thread and group.split(" ")[0] in reported:
-                continue
-            init_count = acc.group_init.get(group, acc.init_count)
-            if init_count is None:
-                continue
-            arrived = completion.total(contribs)
-            if arrived.is_opaque() or init_count.is_opaque():
-                continue
-            if solver.differ_always(arrived, init_count, an.solver_timeout_ms) is not True:
-                continue
-            rel = [related(o, f"'{name}' initialised for {num(o.count)} arrivals per phase") for o in acc.inits]
-            for c in contribs:
-                per = num(c.amount)
-                rel.append(
-                    related(
-                        c.op,
-                        f"{c.op.api} arrives {per} x {len(c.issuers)} issuing thread(s)"
-                        f" ({describe(c.issuers)})"
-                        + (f" x {num(c.times)} per phase" if num(c.times) != "1" else "")
-                        + (f" [{c.op.scope} scope: one elected lane per group]" if c.op.issuers_per_group else ""),
-                    )
-                )
-            for o in acc.waits[:2]:
-                rel.append(related(o, "waited on here"))
-            a, i = num(arrived), num(init_count)
-            many = [c for c in contribs if len(c.issuers) > 1]
-            anchor = (many[0].op if many else contribs[0].op) if len(contribs) == 1 or many else acc.inits[0]
-            av, iv = arrived.eval({}), init_count.eval({})
-            effect = (
-                "too few arrivals: the phase never completes (hang)"
-                if av is not None and iv is not None and av < iv
-                else "too many arrivals: phases complete early, waiters see stale data and the counts drift"
-            )
-            assumed = f" ({'; '.join(acc.assumptions)})" if acc.assumptions else ""
-            wit = {"barrier": name, "init_count": i, "arrivals_per_phase": a, "phase": group}
-            if acc.assumptions:
-                wit["assumptions"] = list(acc.assumptions)
-            reported.add(group.split(" ")[0])
+        if v.kind == "silent":
+            d, w, sources = v.cta, v.wait, v.sources
             out.append(
                 finding(
                     "TK302",
-                    f"'{name}' is initialised for {i} arrivals per phase but {a} arrive per phase{assumed}",
-                    anchor.location,
-                    related=rel,
-                    witness=wit,
-                    help=f"{effect}; a thread-scope arrive runs once per executing thread (a whole warp is 32 "
-                    f"arrivals): guard it with `laneid() == 0`, use `warp::arrive`, or change the init count",
+                    f"CTA {d} of the cluster waits on its copy of '{name}' (initialised for {num(acc.init_count)} "
+                    f"arrivals per phase) but every arrival lands on another CTA's copy: nothing arrives on CTA {d}'s",
+                    w.location,
+                    related=[
+                        related(
+                            o, f"arrives on '{name}' of CTA(s) {sorted(completion.destinations(an.model, o) or {})}"
+                        )
+                        for o in sources
+                    ]
+                    + [related(o, f"'{name}' initialised for {num(o.count)} arrivals") for o in acc.inits[:1]],
+                    witness={"barrier": name, "cta": d, "init_count": num(acc.init_count), "arrivals_per_phase": 0},
+                    help="CTA-local barriers of a cluster are separate objects: multicast the commit to every CTA that "
+                    "waits (`tensor_commit<2>`, `detail::tcgen05::commit<2>`), arrive remotely "
+                    "(`tma::cluster::arrive(bar, cta)`), or let the waiting CTA's own threads arrive",
                 )
             )
-    return out
-
-
-def _silent_copies(an, name, acc):
-    """In a cluster: a CTA whose threads wait on their copy of the barrier while every arrival
-    of the kernel lands on the other CTAs' copies (a commit or arrive that is not multicast)."""
-    size = completion.cluster_size(an.model)
-    if size is None or acc.init_count is None or acc.init_count.eval({}) in (None, 0) or not acc.arrivals:
-        return []
-    if acc.group_init or not all(" in CTA " in k for k in acc.arrivals):
-        return []
-    fed = {completion.cta_of(k) for k, cs in acc.arrivals.items() if cs}
-    out = []
-    for d in range(size):
-        waits = [w for w in acc.waits if (r := completion.ranks_running(w, size)) is not None and d in r]
-        if not waits or d in fed or any(completion.ranks_running(w, size) is None for w in acc.waits):
             continue
-        w = waits[0]
-        sources = [c.op for cs in acc.arrivals.values() for c in cs][:3]
+        group, contribs, init_count, arrived = v.group, v.contribs, v.init_count, v.arrived
+        rel = [related(o, f"'{name}' initialised for {num(o.count)} arrivals per phase") for o in acc.inits]
+        for c in contribs:
+            per = num(c.amount)
+            rel.append(
+                related(
+                    c.op,
+                    f"{c.op.api} arrives {per} x {len(c.issuers)} issuing thread(s)"
+                    f" ({describe(c.issuers)})"
+                    + (f" x {num(c.times)} per phase" if num(c.times) != "1" else "")
+                    + (f" [{c.op.scope} scope: one elected lane per group]" if c.op.issuers_per_group else ""),
+                )
+            )
+        for o in acc.waits[:2]:
+            rel.append(related(o, "waited on here"))
+        a, i = num(arrived), num(init_count)
+        many = [c for c in contribs if len(c.issuers) > 1]
+        anchor = (many[0].op if many else contribs[0].op) if len(contribs) == 1 or many else acc.inits[0]
+        av, iv = arrived.eval({}), init_count.eval({})
+        effect = (
+            "too few arrivals: the phase never completes (hang)"
+            if av is not None and iv is not None and av < iv
+            else "too many arrivals: phases complete early, waiters see stale data and the counts drift"
+        )
+        assumed = f" ({'; '.join(acc.assumptions)})" if acc.assumptions else ""
+        wit = {"barrier": name, "init_count": i, "arrivals_per_phase": a, "phase": group}
+        if acc.assumptions:
+            wit["assumptions"] = list(acc.assumptions)
         out.append(
             finding(
                 "TK302",
-                f"CTA {d} of the cluster waits on its copy of '{name}' (initialised for {num(acc.init_count)} "
-                f"arrivals per phase) but every arrival lands on another CTA's copy: nothing arrives on CTA {d}'s",
-                w.location,
-                related=[
-                    related(o, f"arrives on '{name}' of CTA(s) {sorted(completion.destinations(an.model, o) or {})}")
-                    for o in sources
-                ]
-                + [related(o, f"'{name}' initialised for {num(o.count)} arrivals") for o in acc.inits[:1]],
-                witness={"barrier": name, "cta": d, "init_count": num(acc.init_count), "arrivals_per_phase": 0},
-                help="CTA-local barriers of a cluster are separate objects: multicast the commit to every CTA that "
-                "waits (`tensor_commit<2>`, `detail::tcgen05::commit<2>`), arrive remotely "
-                "(`tma::cluster::arrive(bar, cta)`), or let the waiting CTA's own threads arrive",
+                f"'{name}' is initialised for {i} arrivals per phase but {a} arrive per phase{assumed}",
+                anchor.location,
+                related=rel,
+                witness=wit,
+                help=f"{effect}; a thread-scope arrive runs once per executing thread (a whole warp is 32 "
+                f"arrivals): guard it with `laneid() == 0`, use `warp::arrive`, or change the init count",
             )
         )
     return out

@@ -39,6 +39,9 @@ def check(an: Analysis) -> Iterator[Finding]:
         if key in seen:
             continue
         seen.add(key)
+        if race.search is not None:
+            yield _searched(an, race, w, r, tw, tr, loc)
+            continue
         when = "in the next iteration of the loop" if race.next_iteration else "later"
         if race.first is w:
             msg = (
@@ -61,6 +64,65 @@ def check(an: Analysis) -> Iterator[Finding]:
             help="put a barrier both warps take part in between the write and the read "
             "(`__syncthreads()`, or a named barrier `group<N>::sync(id)` / `bar.sync id, count` of both)",
         )
+
+
+MAX_STEPS = 24
+
+
+def _searched(an: Analysis, race, w: ir.Op, r: ir.Op, tw: int, tr: int, loc) -> Finding:
+    """A race the race search reached (`protocol.races`): both accesses can run at one state of an
+    interleaving of the roles; the trace is that interleaving's synchronisation."""
+    from tkcheck.checks import protocol as P
+    from tkcheck.findings import TraceStep
+
+    n = an.threads.n
+    s = race.search
+    it_w, it_r = (an.model.user_iteration(tuple(sorted(e.items()))) for e in s["iterations"])
+
+    def at(it):
+        return " (" + ", ".join(f"{k} = {v}" for k, v in it.items()) + ")" if it else ""
+
+    assert w.buffer is not None
+    elem = w.buffer.name + "".join(f"[{x}]" for x in s["element"])
+    msg = (
+        f"{describe(frozenset([tr]), n)} reads `{elem}`{at(it_r)} while {describe(frozenset([tw]), n)} "
+        f"{_what(w)} it{at(it_w)}: a reachable interleaving of the roles lets both run with no barrier, "
+        "arrive or wait ordering one before the other"
+    )
+    if s["assumption"]:
+        msg += f" ({s['assumption']})"
+    steps = [(role, e, what) for role, e, what in s["trace"] if e.kind != "mem"]
+    trace = []
+    if len(steps) > MAX_STEPS:
+        trace.append(TraceStep("...", f"{len(steps) - MAX_STEPS} earlier steps"))
+        steps = steps[-MAX_STEPS:]
+    for role, e, what in steps:
+        itx = ", ".join(f"{k}={v}" for k, v in an.model.user_iteration(e.env).items())
+        text = P.event_text(e) + (f" {what}" if what else "") + (f" [{itx}]" if itx else "")
+        trace.append(TraceStep(role, text, e.op.location, P.elem_str(e.elem) if e.elem else None, None))
+    wr, rr = s["roles"]
+    trace.append(TraceStep(wr, f"{w.api}: {_what(w)} `{elem}`{at(it_w)}", w.location, None, None, fault=True))
+    trace.append(
+        TraceStep(rr, f"{r.api}: reads `{elem}`{at(it_r)}, at the same time", r.location, None, None, fault=True)
+    )
+    return finding(
+        "TK408",
+        msg,
+        loc,
+        related=[related(w, f"the write of `{elem}`")],
+        witness={
+            "writer": tw,
+            "reader": tr,
+            "element": elem,
+            "writer_iteration": it_w,
+            "reader_iteration": it_r,
+            "next_iteration": False,
+        },
+        trace=trace,
+        help="order the read before the next write of the location: the reader releases it (an arrive, "
+        "a `bar.arrive` on a barrier the writer syncs, or a `__syncwarp()` of the lanes that read before "
+        "lane 0 releases) and the writer waits for that release before writing",
+    )
 
 
 _BAD = (
@@ -111,6 +173,18 @@ them: `__syncthreads()`, `everyone::sync(id)`, a named barrier `group<N>::sync(i
 writer's `bar.arrive id` and the reader's `bar.sync id`). An mbarrier, a spin loop, an
 atomic, a call it does not model or an unknown guard between them leaves the pair undecided:
 no finding.
+
+Pairs in different loops (a producer's loop and a consumer's, a scheduler warp's and its
+workers') are asked of the race search (`protocol.races`): the roles' programs run
+interleaved with every barrier kind (mbarrier phases, named-barrier generations counted per
+warp, `__syncwarp(mask)` as a barrier of the mask's lanes, lanes that do different things as
+roles of their own). It reports a reachable state where a write and a read of one element can
+both run before either thread synchronises again, with the interleaving that leads there: a
+refill through named barriers that does not wait for the readers' release, a slot that lane 0
+releases before the other lanes of its warp have read it (no `__syncwarp()`), one named-barrier
+id used for two hand-overs (its generations complete with the wrong threads). The search runs
+the kernel with small concrete sizes, as the deadlock rules' does (stated in the message when
+it assumes a number of rounds of a persistent loop).
 
 ## Why is this bad?
 Shared memory written by one thread is visible to another warp only after a barrier (or

@@ -162,3 +162,58 @@ def test_exploration_is_bounded_and_cached():
 def test_committed_trace_svg_exists():
     svgs = list((ROOT / "docs" / "traces").glob("*.svg"))
     assert svgs and all("<svg" in s.read_text() for s in svgs)
+
+
+def _races(path: Path, names: frozenset[str]):
+    (m,) = models_of(str(path), text=path.read_text())
+    return protocol.races(Analysis(m), names)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "name", "race"),
+    [
+        ("nbar_refill_good.cu", "box", False),
+        ("nbar_refill_bad.cu", "box", True),
+        ("syncwarp_release_good.cu", "scale_s", False),
+        ("syncwarp_release_bad.cu", "scale_s", True),
+    ],
+)
+def test_race_search(fixture, name, race):
+    """The race search: accesses as local events of the roles' programs; a race is a reachable
+    state where two roles of two warps can each access one element (one writing) before they
+    synchronise again. A correct hand-over explores to the end without one; the bad variants
+    reach one, with the interleaving that leads there."""
+    ex = _races(ROOT / "fixtures" / "memory" / fixture, frozenset([name]))
+    assert ex.status == "explored", ex.reason
+    assert (ex.race is not None) == race
+    if race:
+        r = ex.race
+        assert r.ea.mem[0] == r.eb.mem[0] == name and (r.ea.mem[1] or r.eb.mem[1])
+        assert r.thread_a // 32 != r.thread_b // 32
+        assert any(e.kind in ("wait", "sync", "barrive", "arrive") for _, e, _ in r.trace)
+
+
+def test_race_search_splits_lanes_and_models_syncwarp():
+    """Lane 0 (it releases the slot) and lanes 1-31 (they only read) are roles of their own, and
+    `__syncwarp()` is a barrier of the warp's lanes: in the correct kernel the lanes meet there
+    (each role counted per lane, the warp's 32 once all have arrived)."""
+    ex = _races(ROOT / "fixtures" / "memory" / "syncwarp_release_good.cu", frozenset(["scale_s"]))
+    readers = [r for r in ex.roles if any(e.kind == "mem" and not e.mem[1] for e in r.events)]
+    assert len(readers) == 2 and sorted(len(r.threads) for r in readers) == [2, 62]
+    warp_syncs = {e.sync for r in readers for e in r.events if e.kind == "sync" and e.sync[0] >= protocol.WARP_SYNC_IDS}
+    assert warp_syncs == {(protocol.WARP_SYNC_IDS + 1, 64)}
+
+
+def test_race_search_stays_out_of_unfollowed_orders(tmp_path):
+    """A poll on a shared flag orders threads in a way the search does not follow: no search."""
+    p = tmp_path / "k.cu"
+    p.write_text(
+        "__global__ void k(int *out) {\n"
+        "    __shared__ volatile int flag;\n"
+        "    __shared__ int v;\n"
+        "    if (threadIdx.x == 0) { v = 1; flag = 1; }\n"
+        "    if (threadIdx.x == 32) { while (flag == 0) {} out[0] = v; }\n"
+        "}\n"
+    )
+    ex = _races(p, frozenset(["v"]))
+    assert ex.race is None and ex.status != "explored"

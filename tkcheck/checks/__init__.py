@@ -7,7 +7,10 @@ Public interface:
   paths         the shared program-path queries: flow, in-flight hits, aliasing, issue signatures
   completion    arrivals and bytes per barrier phase
   phases        the phase each wait is due to observe
-  protocol      explicit-state search over warp roles (deadlocks, traces)
+  protocol      explicit-state search over warp roles (deadlocks, traces; the race search)
+  violations    the completion and phase engines' verdicts (broken byte / arrival accounts,
+                loads on the wrong ring barrier) that the contract and deadlock rules query
+  happens_before  memory events: shared-scalar races, global publication and acquisition
   accumulator   MMA operands and shapes, operands refilled while an MMA is in flight
   syncscope     shared-memory dependencies and the barriers and fences between them
   single_issue  operations that must have one issuer per copy
@@ -26,6 +29,8 @@ __all__ = [
     "completion",
     "phases",
     "protocol",
+    "violations",
+    "happens_before",
     "accumulator",
     "syncscope",
     "single_issue",

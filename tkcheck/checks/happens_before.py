@@ -74,6 +74,9 @@ class Race:
     first_thread: int
     second_thread: int
     next_iteration: bool = False  # `second` runs in the iteration after `first`'s
+    # from the race search (`protocol.races`): the loop counters of each end, the role names and
+    # the interleaving that reaches the state where both can run
+    search: dict | None = None
 
 
 @dataclass
@@ -125,6 +128,7 @@ def memory(an: Analysis) -> MemoryFacts:
 def _memory(an: Analysis) -> MemoryFacts:
     out = MemoryFacts()
     _shared(an, out)
+    _shared_by_search(an, out)
     _publish(an, out)
     _acquire(an, out)
     _spin_acquire(an, out)
@@ -333,6 +337,50 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 if race is not None:
                     out.races.append(race)
                     found = True
+
+
+def _shared_by_search(an: Analysis, out: MemoryFacts) -> None:
+    """The pairs `_shared` left undecided (accesses in different loops: a producer's loop and a
+    consumer's, a scheduler's and its workers'), asked of the race search (`protocol.races`):
+    the interleavings of the roles over every barrier kind, iteration by iteration. A race it
+    reaches is proved (in the instance it explored, with a trace) and replaces the location's
+    undecided pairs; no race leaves them undecided (a bounded instance proves no order)."""
+    from .protocol import races
+
+    raced = {r.first.buffer.name for r in out.races if r.first.buffer is not None}
+    names = {
+        o.buffer.name
+        for a, b, _ in out.undecided
+        for o in (a, b)
+        if _is_shared_scalar_access(an, o) and o.buffer is not None and o.buffer.name not in raced
+    }
+    while names:
+        ex = races(an, frozenset(names))
+        r = ex.race
+        if r is None:
+            return
+        name = r.ea.mem[0]
+        w, rd = (r.ea, r.eb) if r.ea.mem[1] else (r.eb, r.ea)
+        tw, tr = (r.thread_a, r.thread_b) if w is r.ea else (r.thread_b, r.thread_a)
+        out.races.append(
+            Race(
+                w.op,
+                rd.op,
+                tw,
+                tr,
+                search={
+                    "element": r.element,
+                    "iterations": (dict(w.env), dict(rd.env)),
+                    "roles": (ex.roles[r.a if w is r.ea else r.b].name, ex.roles[r.b if w is r.ea else r.a].name),
+                    "trace": [(ex.roles[i].name, e, what) for i, e, what in r.trace],
+                    "assumption": ex.assumption,
+                },
+            )
+        )
+        out.undecided[:] = [
+            u for u in out.undecided if not any(o.buffer is not None and o.buffer.name == name for o in u[:2])
+        ]
+        names.discard(name)
 
 
 def _ordered_into_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr) -> bool:

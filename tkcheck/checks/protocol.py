@@ -28,6 +28,7 @@ trip counts, unknown init counts, ...) means no exploration and no finding.
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from ..knowledge import ops as K
@@ -65,6 +66,9 @@ class Event:
     sync: tuple | None = None  # (id, count)
     block: bool = False  # sync: a barrier over every thread of the block (exited ones excepted)
     env: tuple = ()  # loop counters at this event
+    # mem: (buffer name, write?, atomic?, ((element, lanes), ...)) -- a shared-memory access of
+    # the race search (`races`); the element is the index tuple each of the lanes names
+    mem: tuple | None = None
 
 
 @dataclass
@@ -95,10 +99,137 @@ class Exploration:
     counts: dict = field(default_factory=dict)  # element -> arrivals per phase (init count)
     rounds: int | None = None  # data-exit loops: rounds unrolled past their break (then the stop round)
     assumption: str = ""  # what the exploration assumed (stated in findings)
+    race: MemRace | None = None  # the race search (`races`): two roles' conflicting accesses both enabled
+
+
+@dataclass
+class MemRace:
+    """A reachable state at which role `a` can make access `ea` and role `b` access `eb` of one
+    shared element, each without synchronising first: nothing orders the two."""
+
+    a: int  # role index
+    ea: Event
+    thread_a: int
+    b: int
+    eb: Event
+    thread_b: int
+    element: tuple
+    trace: list = field(default_factory=list)
+    state: tuple = ()
 
 
 def explore(an: Analysis) -> Exploration:
     return an.fact("protocol", _explore)
+
+
+# ops that may order threads in a way the search does not model: no race search where they occur
+RACE_BLIND = (ir.SPIN, ir.CALL, ir.PDL)
+
+
+def races(an: Analysis, names: frozenset[str]) -> Exploration:
+    """The race search over the shared scalars / arrays of scalars `names`: the same roles and
+    barrier semantics as `explore` (mbarrier phases, named-barrier generations counted per warp,
+    `__syncwarp(mask)` as a barrier of the mask's lanes), with the accesses as local events and
+    roles split down to lanes that do different things. `ex.race`: a reachable state where two
+    roles, of threads in two different warps, can each access one element (one of them writing)
+    before they synchronise again -- a proof of a race in the small instance explored, with the
+    trace to it. No race and `status == "explored"`: none in that instance (not a proof for
+    every size); anything else: unknown."""
+    key = "protocol.races:" + ",".join(sorted(names))
+    return an.fact(key, lambda an_: _races(an_, names))
+
+
+def _races(an: Analysis, names: frozenset[str]) -> Exploration:
+    t0 = time.perf_counter()
+    ex = Exploration()
+    m = an.model
+    blind = [
+        o
+        for o in m.ops
+        if (o.kind in RACE_BLIND and not _persistent_loop(m, o))
+        or (o.kind == ir.SYNC and o.sync_kind not in ("block", "named", "group", "warp"))
+        # an mbarrier op on a barrier the model does not name would be left out of the roles
+        or (o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is None)
+        or o.barrier_unknown is not None
+    ]
+    if blind or any(o.unmodelled_barrier_use for o in m.ops):
+        ex.reason = (
+            f"`{blind[0].api}` may order threads in a way the search does not follow"
+            if blind
+            else "unmodelled barrier use"
+        )
+        return ex
+    ops = [
+        o
+        for o in m.ops
+        if _relevant(o)
+        or (o.kind == ir.SYNC and o.sync_kind == "warp")
+        or (o.kind == ir.SMEM_ACCESS and o.buffer is not None and o.buffer.name in names)
+    ]
+    if not any(o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE) for o in ops):
+        ex.reason = "no waits"  # barriers alone: the happens-before engine's own question
+        return ex
+    if any(_data_exit(m, lid) for o in ops for lid in o.loops):
+        for rounds in DATA_EXIT_ROUNDS + (3,):
+            ex = Exploration()
+            ex.rounds = rounds
+            ex.assumption = (
+                f"assuming every role's instruction loop runs the same {rounds} round"
+                f"{'s' if rounds > 1 else ''} and then stops at its break"
+            )
+            _explore_with(an, ops, ex, t0, rounds, memory=True)  # one time budget for every round
+            if ex.race is not None or ex.status != "explored":
+                break
+    else:
+        _explore_with(an, ops, ex, t0, None, memory=True)
+    ex.seconds = time.perf_counter() - t0
+    return ex
+
+
+def _persistent_loop(m: ir.KernelModel, o: ir.Op) -> bool:
+    """A SPIN that marks a loop without a count left through a break on data (a persistent
+    scheduler loop) whose iterations wait at a barrier: the search runs it by the rounds assumption
+    (`DATA_EXIT_ROUNDS`), and its waits, not the exit test, order the threads. A loop that waits at
+    no barrier is a poll on a flag: an order the search does not follow."""
+    if o.kind != ir.SPIN or not o.loops or not _data_exit(m, o.loops[-1]):
+        return False
+    lid = o.loops[-1]
+    return any(
+        lid in q.loops
+        and (q.kind == ir.MBAR_WAIT or (q.kind == ir.SYNC and q.sync_kind in ("block", "named", "group")))
+        for q in m.ops
+    )
+
+
+def _race_at(roles: list[Role], pcs: tuple):
+    """Two roles whose next accesses (before their next synchronising event) conflict: one
+    element, one of them a write, not both atomic, lanes of two different warps."""
+    nxt = []
+    for i, r in enumerate(roles):
+        evs = []
+        j = pcs[i]
+        while j < len(r.events) and r.events[j].kind == "mem":
+            evs.append(r.events[j])
+            j += 1
+        if evs:
+            nxt.append((i, evs))
+    for x in range(len(nxt)):
+        for y in range(x + 1, len(nxt)):
+            (i, ei), (j, ej) = nxt[x], nxt[y]
+            for a in ei:
+                for b in ej:
+                    if a.mem[0] != b.mem[0] or not (a.mem[1] or b.mem[1]) or (a.mem[2] and b.mem[2]):
+                        continue
+                    kb = dict(b.mem[3])
+                    for k, la in a.mem[3]:
+                        lb = kb.get(k)
+                        if not lb:
+                            continue
+                        for ta in la:
+                            tb = next((t for t in lb if t // WARP != ta // WARP), None)
+                            if tb is not None:
+                                return (i, a, ta, j, b, tb, k)
+    return None
 
 
 # ------------------------------------------------------------ role building --
@@ -228,19 +359,22 @@ def _trip_params(m: ir.KernelModel, trips: list) -> dict | None:
     return None
 
 
-def _roles(an: Analysis, ops: list[ir.Op]) -> list[tuple[frozenset[int], tuple]] | None:
+def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tuple[frozenset[int], tuple]] | None:
     """Warps with the same participation in every op (a lane-0 arrive is its warp's op:
-    the lanes of a warp pass a wait together)."""
+    the lanes of a warp pass a wait together). `per_thread` (the race search): threads with the
+    same participation, so that the lanes of a warp that do different things (lane 0 arrives, the
+    others only read) are roles of their own and may run apart (independent thread scheduling)."""
     n = an.threads.n
     if n is None or n % 32:
         return None
     sigs: dict[tuple, list[int]] = {}
-    for w in range(n // 32):
+    units = [range(t, t + 1) for t in range(n)] if per_thread else [range(32 * w, 32 * w + 32) for w in range(n // 32)]
+    for unit in units:
         sig = []
         for o in ops:
             lanes = []
             per_iter = set()
-            for t in range(32 * w, 32 * w + 32):
+            for t in unit:
                 g = o.guard.thread.eval({"tid": t, "tid_y": 0, "tid_z": 0})
                 if g is None:
                     gt = E.substitute(o.guard.thread, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)})
@@ -262,11 +396,13 @@ def _roles(an: Analysis, ops: list[ir.Op]) -> list[tuple[frozenset[int], tuple]]
                 tuple(str(E.substitute(ix, {"tid": E.Const(t)})) for ix in (o.barrier.index if o.barrier else ()))
                 for t in lanes
             }
+            if o.kind == ir.SMEM_ACCESS:
+                idx = {()}  # the race search's accesses: each lane's element is evaluated per lane
             sid = {str(E.substitute(o.sync_id, {"tid": E.Const(t)})) for t in lanes} if o.sync_id is not None else set()
             if len(idx) > 1 or len(sid) > 1:
                 return None
             sig.append((len(lanes), idx.pop(), tuple(sid), tuple(sorted(per_iter))))
-        sigs.setdefault(tuple(sig), []).extend(range(32 * w, 32 * w + 32))
+        sigs.setdefault(tuple(sig), []).extend(unit)
     return [(frozenset(ts), s) for s, ts in sigs.items()]
 
 
@@ -328,7 +464,12 @@ def _data_branch_sync(an: Analysis, o: ir.Op, c: E.Expr, ops: list[ir.Op]) -> bo
 
 
 def _unroll(
-    an: Analysis, ops: list[ir.Op], threads: frozenset[int], params: dict, rounds: int | None = None
+    an: Analysis,
+    ops: list[ir.Op],
+    threads: frozenset[int],
+    params: dict,
+    rounds: int | None = None,
+    memory: bool = False,
 ) -> list[Event] | None:
     m = an.model
     rep = min(threads)
@@ -383,6 +524,13 @@ def _unroll(
         return True
 
     def emit(o: ir.Op, env: dict) -> bool:
+        if memory and o.kind == ir.SMEM_ACCESS:
+            # an access whose executing threads are not known is left out of the race search
+            emit_sync(o, env)
+            return True
+        return emit_sync(o, env)
+
+    def emit_sync(o: ir.Op, env: dict) -> bool:
         full = dict(env, tid=rep, tid_y=0, tid_z=0)
         for c in o.guard.uniform:
             v = c.eval(full)
@@ -416,11 +564,17 @@ def _unroll(
         if o.kind == ir.EXIT:
             out.append(Event("exit", o, env=ctr))
             return True
+        if memory and o.kind == ir.SMEM_ACCESS:
+            return _emit_access(o, lanes, env, ctr, out)
+        if memory and o.kind == ir.SYNC and o.sync_kind == "warp":
+            return _emit_syncwarp(an, o, lanes, env, ctr, out)
+        arrivals = _arrivals(an, o, lanes, env) if memory else WARP * len({t // WARP for t in lanes})
+        if arrivals is None:
+            return False
         if o.kind == ir.MMA:
             # a warpgroup MMA: its 128 threads execute it together, like a
             # barrier of their own (ids above the 16 hardware barrier ids)
-            warps = len({t // WARP for t in lanes})
-            out.append(Event("sync", o, arrivals=WARP * warps, sync=(MMA_IDS + min(lanes) // 128, 128), env=ctr))
+            out.append(Event("sync", o, arrivals=arrivals, sync=(MMA_IDS + min(lanes) // 128, 128), env=ctr))
             return True
         if o.kind in (ir.SYNC, ir.NAMED_ARRIVE):
             kind = o.sync_kind
@@ -430,12 +584,11 @@ def _unroll(
                 return False
             # the hardware counts a barrier per warp: a warp any of whose lanes executes it
             # arrives with all its 32 threads
-            warps = len({t // WARP for t in lanes})
             ev = "sync" if o.kind == ir.SYNC else "barrive"
             # `__syncthreads()` / `everyone::sync(id)`: the block barrier without a count (an
             # inline `bar.sync 0;` is taken as an explicit count of every thread)
             block = ev == "sync" and kind == "block"
-            out.append(Event(ev, o, arrivals=WARP * warps, sync=(sid, cnt), block=block, env=ctr))
+            out.append(Event(ev, o, arrivals=arrivals, sync=(sid, cnt), block=block, env=ctr))
             return True
         if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast):
             return False
@@ -482,6 +635,91 @@ def _unroll(
     if not walk(ops, 0, dict(params)):
         return None
     return out
+
+
+WARP_SYNC_IDS = 2000  # `__syncwarp(mask)` of the warps from w up: id WARP_SYNC_IDS + w
+
+
+def _lanes_of(an: Analysis, o: ir.Op, env: dict, warps: set[int]) -> set[int] | None:
+    """The threads of `warps` that execute o in the iteration `env`."""
+    if o.guard.thread.depends_on(E.LOOP):
+        out = set()
+        for w in warps:
+            for t in range(WARP * w, WARP * w + WARP):
+                g = o.guard.thread.eval(dict(env, tid=t, tid_y=0, tid_z=0))
+                if g is None:
+                    return None
+                if g:
+                    out.add(t)
+        return out
+    ex = an.threads.executing(o)
+    return None if ex is None else {t for t in ex if t // WARP in warps}
+
+
+def _arrivals(an: Analysis, o: ir.Op, lanes: set[int], env: dict) -> int | None:
+    """Threads counted at a barrier when the role's `lanes` execute it and roles may split a warp
+    (the race search): a warp whose executing lanes are all in the role arrives with its 32
+    threads (the hardware counts warps); a warp that executes it in full but whose lanes are in
+    several roles is counted per lane, so it arrives with 32 once every lane has (PTX: a
+    `barrier.sync` waits for the warp's other non-exited threads). None: a warp executing it in
+    part, its lanes in several roles (not modelled)."""
+    warps = {t // WARP for t in lanes}
+    all_ex = _lanes_of(an, o, env, warps)
+    if all_ex is None:
+        return None
+    n = 0
+    for w in warps:
+        mine = {t for t in lanes if t // WARP == w}
+        theirs = {t for t in all_ex if t // WARP == w}
+        if theirs <= mine:
+            n += WARP
+        elif len(theirs) == WARP:
+            n += len(mine)
+        else:
+            return None
+    return n
+
+
+def _emit_syncwarp(an: Analysis, o: ir.Op, lanes: set[int], env: dict, ctr: tuple, out: list) -> bool:
+    """`__syncwarp(mask)`: a barrier of the lanes in mask of each warp (they wait for each other);
+    the warps a role's lanes are in meet as one barrier (roles run in lock step, so a role in
+    several warps reaches each warp's barrier at once). The executing lanes must be the mask's."""
+    warps = {t // WARP for t in lanes}
+    all_ex = _lanes_of(an, o, env, warps)
+    if all_ex is None or not lanes <= all_ex:
+        return False
+    mask = o.sync.mask if o.sync is not None else None
+    mv = 0xFFFFFFFF if mask is None else mask.eval(dict(env, tid=min(lanes), tid_y=0, tid_z=0))
+    if not isinstance(mv, int) or isinstance(mv, bool):
+        return False
+    for w in warps:
+        in_mask = {WARP * w + i for i in range(WARP) if (mv >> i) & 1}
+        if {t for t in all_ex if t // WARP == w} != in_mask:
+            return False  # lanes of the mask that never arrive, or lanes outside it: not modelled
+    out.append(Event("sync", o, arrivals=len(lanes), sync=(WARP_SYNC_IDS + min(warps), len(all_ex)), env=ctr))
+    return True
+
+
+def _emit_access(o: ir.Op, lanes: set[int], env: dict, ctr: tuple, out: list) -> bool:
+    """A generic access of a shared scalar / element: the element each lane names. An index that
+    does not evaluate (data, an unmodelled value) leaves the access out of the race search: it
+    can be in no race this search reports."""
+    if o.buffer is None or o.access is None or o.access_mode not in ("read", "write"):
+        return True
+    by_key: dict[tuple, list[int]] = {}
+    for t in sorted(lanes):
+        key = tuple(ix.eval(dict(env, tid=t, tid_y=0, tid_z=0)) for ix in o.buffer.index)
+        if any(not isinstance(x, int) or isinstance(x, bool) for x in key):
+            return True
+        by_key.setdefault(key, []).append(t)
+    mem = (
+        o.buffer.name,
+        o.access_mode == "write",
+        bool(o.access.atomic),
+        tuple((k, tuple(v)) for k, v in by_key.items()),
+    )
+    out.append(Event("mem", o, env=ctr, mem=mem))
+    return True
 
 
 def _init_counts(an: Analysis, params: dict) -> dict | None:
@@ -557,7 +795,7 @@ def _explore(an: Analysis) -> Exploration:
     return ex
 
 
-def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, rounds: int | None):
+def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, rounds: int | None, memory: bool = False):
     m = an.model
     params = _choose_params(m, ops, rounds)
     if params is None:
@@ -569,13 +807,13 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, ro
         ex.reason = "init counts unknown"
         return
     ex.counts = counts
-    groups = _roles(an, ops)
+    groups = _roles(an, ops, per_thread=memory)
     if groups is None:
         ex.reason = "roles not computable"
         return
     roles = []
     for threads, _ in sorted(groups, key=lambda g: min(g[0])):
-        evs = _unroll(an, ops, threads, params, rounds)
+        evs = _unroll(an, ops, threads, params, rounds, memory)
         if evs is None:
             ex.reason = "a role's program could not be unrolled"
             return
@@ -586,7 +824,7 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, ro
             for o in m.ops
             if o.role_hint and an.threads.executing(o) is not None and threads <= an.threads.executing(o)
         }
-        if not hints:
+        if not hints and not memory:  # (the race search names roles by their threads: lanes of one warp differ)
             kinds = {e.kind for e in evs}
             hints = {"producer"} if kinds & {"expect", "load"} else ({"consumer"} if "wait" in kinds else set())
         roles.append(Role(_role_name(m, threads, an.threads.n, hints), threads, evs))
@@ -610,10 +848,10 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, ro
         ex.reason = f"named barrier {mixed[0]} used with two thread counts (undefined)"
         return
     ex.roles = roles
-    _search(ex, roles, counts, t0)
+    _search(ex, roles, counts, t0, memory)
 
 
-def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float):
+def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float, memory: bool = False):
     elems = sorted(counts)
     eidx = {e: i for i, e in enumerate(elems)}
     sizes = [len(r.threads) for r in roles]
@@ -622,32 +860,42 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float):
     init_b = tuple((0, counts[e], 0) for e in elems)
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
-    stack = [(start, [])]
+    stack = deque([(start, [])])
+    # the race search goes breadth first: the first race it reaches has the shortest trace
+    pop = stack.popleft if memory else stack.pop
     while stack:
         if len(visited) > MAX_STATES or time.perf_counter() - t0 > TIME_CAP_S:
             ex.status = "unknown"
             ex.reason = "exploration bound reached"
             ex.states = len(visited)
             return
-        state, path = stack.pop()
+        state, path = pop()
         if state in visited:
             continue
         visited.add(state)
         pcs, marks, bars, syncs = state
+        if memory:
+            race = _race_at(roles, pcs)
+            if race is not None:
+                a, ea, ta, b, eb, tb, elem = race
+                ex.race = MemRace(a, ea, ta, b, eb, tb, elem, trace=path, state=state)
+                ex.status = "explored"
+                ex.states = len(visited)
+                return
         moved = False
         succ = []
         # threads that have left the kernel: a block-wide barrier waits for the others only
         gone = sum(sizes[i] for i, r in enumerate(roles) if pcs[i] >= len(r.events))
         for ri, r in enumerate(roles):
-            res = _run_role(ri, r, state, eidx, gone, counts, elems)
+            res = _run_role(ri, r, state, eidx, gone, counts, elems, memory)
             if res is None:
                 continue
             nstate, steps = res
             moved = True
             succ.append((nstate, path + steps))
         if not moved:
-            if all(pcs[i] >= len(r.events) for i, r in enumerate(roles)):
-                continue
+            if memory or all(pcs[i] >= len(r.events) for i, r in enumerate(roles)):
+                continue  # (the race search goes on past a deadlock: the deadlock rules report it)
             blocked = [(i, r.events[pcs[i]]) for i, r in enumerate(roles) if pcs[i] < len(r.events)]
             finished = [i for i, r in enumerate(roles) if pcs[i] >= len(r.events)]
             ex_roles = [i for i in finished if roles[i].events and roles[i].events[-1].kind == "exit"]
@@ -661,7 +909,7 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float):
             ex.status = "explored"
             ex.states = len(visited)
             return
-        for s in reversed(succ):
+        for s in succ if memory else reversed(succ):
             if s[0] not in visited:
                 stack.append(s)
     ex.status = "explored"
@@ -675,9 +923,11 @@ def _complete(b, count):
     return b
 
 
-def _run_role(ri, r: Role, state, eidx, gone, counts, elems):
+def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = False):
     """Run role ri from its pc through local events up to and including one wait/sync.
-    None when it cannot move."""
+    None when it cannot move. `memory` (the race search): shared-memory accesses are local
+    events, and the run stops after every synchronising event, so that each state shows every
+    role's next accesses (those it can make before it synchronises again)."""
     pcs, marks, bars, syncs = state
     pc = pcs[ri]
     if pc >= len(r.events):
@@ -689,6 +939,13 @@ def _run_role(ri, r: Role, state, eidx, gone, counts, elems):
     first = True
     while pc < len(r.events):
         e = r.events[pc]
+        if memory and steps and (e.kind != "mem" or steps[-1][1].kind != "mem"):
+            break  # a run of accesses, or one synchronising event
+        if e.kind == "mem":
+            steps.append((ri, e, "writes" if e.mem[1] else "reads"))
+            pc += 1
+            first = False
+            continue
         if e.kind == "wait":
             i = eidx[e.elem]
             done = bars[i][0]

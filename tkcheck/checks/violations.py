@@ -1,0 +1,253 @@
+"""The completion and phase engines' verdicts: which barrier accounts are proved broken.
+
+Queries on `completion.accounts` (arrivals and bytes per phase) and on the ring pairing of TMA
+loads with their stage's barrier, each a list of records: what the engine proved, with the
+evidence a message needs. The completion-contract rules word them (the expect-tx contract
+`byte_mismatches`, the arrival-count contract `arrival_mismatches`, the wrong-barrier contract
+`wrong_barrier_loads`; the parity and phase-advance contracts read `phases`); the deadlock rules
+ask them (and `phases`) whether a broken account already explains a hang, without running those
+rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import solver
+from ..model import expr as E
+from ..model import ir
+from . import completion, phases
+from .analysis import Analysis
+
+
+# -------------------------------------------------------------------- bytes --
+
+
+@dataclass
+class ByteMismatch:
+    """Barrier `name`'s round `group`: the bytes its expects announce differ, always, from the
+    bytes its TMA loads deliver."""
+
+    name: str
+    acc: completion.BarrierAccount
+    group: str
+    exps: list
+    loads: list
+    expected: E.Expr
+    delivered: E.Expr
+
+
+def byte_mismatches(an: Analysis) -> list[ByteMismatch]:
+    return an.fact("violations.bytes", _byte_mismatches)
+
+
+def _byte_mismatches(an: Analysis) -> list[ByteMismatch]:
+    out = []
+    for name, acc in sorted(completion.accounts(an).items()):
+        if not acc.ok():
+            continue
+        reported = set()  # per-thread elements: one record per round kind
+        for group in sorted(set(acc.expects) | set(acc.loads)):
+            if acc.per_thread and group.split(" ")[0] in reported:
+                continue
+            exps = acc.expects.get(group, [])
+            loads = acc.loads.get(group, [])
+            if not exps and not loads:
+                continue
+            expected = completion.total(exps)
+            delivered = completion.total(loads)
+            if expected.is_opaque() or delivered.is_opaque():
+                continue
+            if solver.differ_always(expected, delivered, an.solver_timeout_ms) is not True:
+                continue
+            reported.add(group.split(" ")[0])
+            out.append(ByteMismatch(name, acc, group, exps, loads, expected, delivered))
+    return out
+
+
+# ----------------------------------------------------------------- arrivals --
+
+
+@dataclass
+class ArrivalMismatch:
+    """Barrier `name`: `kind` "none" (initialised for arrivals, waited on, nothing arrives),
+    "silent" (a CTA of the cluster waits on its copy and every arrival lands on other CTAs'
+    copies: `cta`, `wait`, `sources`) or "count" (round `group`: the arrivals per phase differ,
+    always, from the init count)."""
+
+    kind: str
+    name: str
+    acc: completion.BarrierAccount
+    group: str = ""
+    contribs: list = field(default_factory=list)
+    init_count: E.Expr | None = None
+    arrived: E.Expr | None = None
+    cta: int | None = None
+    wait: ir.Op | None = None
+    sources: list = field(default_factory=list)
+
+
+def arrival_mismatches(an: Analysis) -> list[ArrivalMismatch]:
+    return an.fact("violations.arrivals", _arrival_mismatches)
+
+
+def _arrival_mismatches(an: Analysis) -> list[ArrivalMismatch]:
+    out = []
+    for name, acc in sorted(completion.accounts(an).items()):
+        if not acc.ok() or (acc.init_count is None and not acc.group_init):
+            continue
+        if not acc.arrivals and acc.waits and acc.init_count is not None and acc.init_count.eval({}) not in (None, 0):
+            out.append(ArrivalMismatch("none", name, acc, wait=acc.waits[0]))
+            continue
+        out.extend(_silent_copies(an, name, acc))
+        reported = set()  # per-thread elements: one record per round kind
+        for group, contribs in sorted(acc.arrivals.items()):
+            if not contribs:
+                continue
+            if acc.per_thread and group.split(" ")[0] in reported:
+                continue
+            init_count = acc.group_init.get(group, acc.init_count)
+            if init_count is None:
+                continue
+            arrived = completion.total(contribs)
+            if arrived.is_opaque() or init_count.is_opaque():
+                continue
+            if solver.differ_always(arrived, init_count, an.solver_timeout_ms) is not True:
+                continue
+            reported.add(group.split(" ")[0])
+            out.append(ArrivalMismatch("count", name, acc, group, contribs, init_count, arrived))
+    return out
+
+
+def _silent_copies(an: Analysis, name: str, acc: completion.BarrierAccount) -> list[ArrivalMismatch]:
+    """In a cluster: a CTA whose threads wait on their copy of the barrier while every arrival
+    of the kernel lands on the other CTAs' copies (a commit or arrive that is not multicast)."""
+    size = completion.cluster_size(an.model)
+    if size is None or acc.init_count is None or acc.init_count.eval({}) in (None, 0) or not acc.arrivals:
+        return []
+    if acc.group_init or not all(" in CTA " in k for k in acc.arrivals):
+        return []
+    fed = {completion.cta_of(k) for k, cs in acc.arrivals.items() if cs}
+    out = []
+    for d in range(size):
+        waits = [w for w in acc.waits if (r := completion.ranks_running(w, size)) is not None and d in r]
+        if not waits or d in fed or any(completion.ranks_running(w, size) is None for w in acc.waits):
+            continue
+        sources = [c.op for cs in acc.arrivals.values() for c in cs][:3]
+        out.append(ArrivalMismatch("silent", name, acc, cta=d, wait=waits[0], sources=sources))
+    return out
+
+
+# ---------------------------------------------------------- loads on a ring --
+
+
+@dataclass
+class WrongBarrierLoad:
+    """A TMA load of a ring that fills stage `buffer_stage` at `iteration` but completes on the
+    barrier of stage `barrier_stage`; `matched`: the loads / expects that pair stage and barrier
+    as intended (the evidence)."""
+
+    op: ir.Op
+    barrier: str
+    iteration: int | None
+    buffer_stage: int
+    barrier_stage: int
+    matched: list
+
+
+def _moving(op: ir.Op, index, names=None) -> list:
+    names = names if names is not None else {f"k{lid}" for lid in op.loops}
+    return [ix for ix in index if any(v.kind == E.LOOP and v.name in names for v in ix.free_vars())]
+
+
+def load_stage(op: ir.Op) -> E.Expr | None:
+    """The index of the buffer that moves with the loop (the stage), when there is one. With
+    a loop of sub-tile loads (`B_s[s][p]`), the dims that move with the loops the barrier's
+    index moves with."""
+    if op.buffer is None or not op.loops:
+        return None
+    moving = _moving(op, op.buffer.index)
+    if len(moving) > 1 and op.barrier is not None:
+        names = {v.name for ix in op.barrier.index for v in ix.free_vars() if v.kind == E.LOOP}
+        moving = _moving(op, op.buffer.index, names)
+        if len(moving) > 1 or any(v.kind == E.LOOP and v.name not in names for ix in moving for v in ix.free_vars()):
+            return None
+    return moving[0] if len(moving) == 1 else None
+
+
+def barrier_stage(op: ir.Op) -> E.Expr | None:
+    """The barrier's index that moves with the loop: `full[s]`, or `bar[warp][s]` of a
+    per-warp barrier array (its other dims are fixed per thread)."""
+    if len(op.barrier.index) == 1:
+        return op.barrier.index[0]
+    moving = _moving(op, op.barrier.index)
+    return moving[0] if len(moving) == 1 else None
+
+
+def wrong_barrier_loads(an: Analysis) -> list[WrongBarrierLoad]:
+    return an.fact("violations.wrong_barrier_loads", _wrong_barrier_loads)
+
+
+def _wrong_barrier_loads(an: Analysis) -> list[WrongBarrierLoad]:
+    _stage, _bar_stage = load_stage, barrier_stage
+    m = an.model
+    out = []
+    loads = [
+        o
+        for o in m.ops_of(ir.TMA_LOAD)
+        if o.barrier is not None and o.barrier.index and o.buffer is not None and _bar_stage(o) is not None
+    ]
+    groups: dict[tuple, list[ir.Op]] = {}
+    for o in loads:
+        groups.setdefault((o.barrier.name, o.loops), []).append(o)
+    for (bname, lps), ops in sorted(groups.items(), key=lambda kv: kv[1][0].order):
+        matched, suspects = [], []
+        for o in ops:
+            st, bi = _stage(o), _bar_stage(o)
+            if st is None or st.is_opaque() or bi.is_opaque():
+                continue
+            if solver.always(E.binop("==", st, bi), an.solver_timeout_ms) is True:
+                matched.append(o)
+            else:
+                suspects.append((o, st, bi))
+        # evidence of the intended stage <-> barrier pairing: a load of the same loop that
+        # completes on its own stage's barrier, or the expect the load is issued with
+        # (same loop, same threads) naming the barrier of the load's stage
+        expects = [
+            e
+            for e in m.ops
+            if e.kind in (ir.MBAR_EXPECT, ir.TMA_LOAD)
+            and e.barrier is not None
+            and e.barrier.name == bname
+            and e.loops
+            and e.loops == lps[: len(e.loops)]
+            and e.order < max(o.order for o in ops)
+            and all(e is not o for o in ops)
+        ]
+        for o, st, bi in list(suspects):
+            for e in expects:
+                eb = _bar_stage(e) if e.barrier.index else None
+                if eb is None or eb.is_opaque() or an.threads.issuers(e) != an.threads.issuers(o):
+                    continue
+                if e.kind == ir.TMA_LOAD and (
+                    _stage(e) is None or solver.always(E.binop("==", _stage(e), eb), an.solver_timeout_ms) is not True
+                ):
+                    continue  # a load as evidence must itself pair its stage with its barrier
+                if solver.always(E.binop("==", st, eb), an.solver_timeout_ms) is True:
+                    matched.append(e)
+                    break
+        if not matched:
+            continue
+        for o, st, bi in suspects:
+            ks = [m.loops[lid].counter for lid in o.loops]
+            w = phases._smallest_counterexample(E.binop("!=", st, bi), ks[-1] if ks else None, [], an.solver_timeout_ms)
+            if w is None:
+                continue
+            env = dict(w)
+            k = {f"k{lid}": env.get(f"k{lid}") for lid in o.loops}
+            sv, bv = st.eval(env), bi.eval(env)
+            if sv is None or bv is None or sv == bv:
+                continue
+            it = next((v for v in k.values() if v is not None), None)
+            out.append(WrongBarrierLoad(o, bname, it, sv, bv, matched))
+    return out
