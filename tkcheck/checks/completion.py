@@ -739,6 +739,13 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                         f"{key} sites of '{acc.barrier.name}' are at different loop depths of one "
                         "role: they need not share a phase"
                     )
+                elif _several_waits_per_round(m, acc, contribs):
+                    # `wait(b, p); p ^= 1; ... arrive(b); wait(b, p); p ^= 1;` in one iteration: one
+                    # round completes more than one phase, so a round's sum is no phase's count
+                    acc.unknown.append(
+                        f"{key} sites of '{acc.barrier.name}': the barrier is waited at several sites "
+                        "in one round (more than one phase per round)"
+                    )
                 elif len(pats) > 1 or None in sigs or len(sigs) > 1:
                     acc.unknown.append(
                         f"{key} sites of '{acc.barrier.name}' visit it in different patterns "
@@ -747,6 +754,12 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 elif any(RUNNING in s for s in sigs) and ASSUMPTION not in acc.assumptions:
                     acc.assumptions.append(ASSUMPTION)
     return out
+
+
+def _several_waits_per_round(m: ir.KernelModel, acc: BarrierAccount, contribs: list[Contribution]) -> bool:
+    """Two wait sites on the barrier inside the round loop of a group's contributions."""
+    loops = {c.round_loop for c in contribs if c.round_loop is not None}
+    return any(sum(1 for w in acc.waits if rl in w.loops) > 1 for rl in loops)
 
 
 def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:
