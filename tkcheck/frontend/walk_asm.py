@@ -133,8 +133,13 @@ class AsmLowering:
         evaluated: the mbarrier its address names, the counts, bytes and parity."""
         w = self.w
         op = ir.Op(a.kind, a.api, loc, ctx.guard, ctx.loops, asm=facts)
+        remote = False
         if a.barrier is not None:
             addr = self._addr_value(c, ctx, a.barrier)
+            if isinstance(addr, E.Bin) and addr.op == "&" and isinstance(addr.b, E.Const):
+                # `addr & 0xFEFFFFFF`: the same barrier in another CTA of the cluster (its
+                # shared::cluster address): the barrier is known, the CTA is not followed
+                addr, remote = addr.a, True
             ref = self.mbarrier_at(addr, c) if addr is not None else None
             if ref is not None:
                 op.barrier = ref
@@ -176,12 +181,23 @@ class AsmLowering:
         if a.mbar is not None:
             mask = self._ptx_value(c, ctx, a.mask) if a.mask is not None else None
             op.mbar = replace(a.mbar, mask=mask if isinstance(mask, Expr) else None)
+        if remote:
+            op.mbar = replace(op.mbar or ir.BarrierFacts(), remote=True)
         if a.fence is not None:
             op.fence = a.fence
         if a.tmem is not None:
-            op.tmem = ir.TmemFacts(a.tmem)
+            cols = self._ptx_value(c, ctx, a.cols) if a.cols is not None else None
+            n = cols.eval({}) if isinstance(cols, Expr) else None
+            op.tmem = ir.TmemFacts(a.tmem, cols=n if isinstance(n, int) and not isinstance(n, bool) else None)
+            if a.tmem in ("alloc", "dealloc", "load", "store", "wait_ld", "wait_st"):
+                # .sync.aligned: every thread of the warp
+                op.scope, op.group_warps, op.issuers_per_group = "warp", 1, 0
         if a.mma is not None:
             op.mma = a.mma
+        if a.sync is not None:
+            op.sync = a.sync
+        if a.warpgroup:
+            op.scope, op.group_warps, op.issuers_per_group = "warpgroup", 4, 0
         w.emit(op, ctx)
 
     def _addr_value(self, c: Any, ctx: Ctx, text: str) -> Expr | None:

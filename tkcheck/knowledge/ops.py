@@ -426,7 +426,7 @@ def ptx_ops(ptx: str) -> PtxOps:
 # Raw PTX of the asynchronous machinery (mbarriers, bulk and tensor copies, tcgen05, wgmma), as
 # kernels without TK write it in small `__device__` helpers: each instruction maps to the op a TK call
 # performing it maps to. The operands stay text (`%0`, `8`, `%1+8`): the front end evaluates them.
-_PTX_ASYNC_WORDS = ("mbarrier.", "cp.async.bulk", "wgmma.", "tcgen05.")
+_PTX_ASYNC_WORDS = ("mbarrier.", "cp.async.bulk", "wgmma.", "tcgen05.", "barrier.cluster.")
 
 
 @dataclass(frozen=True)
@@ -446,7 +446,10 @@ class PtxAsyncOp:
     fence: ir.FenceFacts | None = None
     tmem: str | None = None  # TMEM_OP action
     mma: ir.MmaFacts | None = None
+    sync: ir.SyncFacts | None = None
     read_only: bool = False  # bulk wait_group.read
+    cols: str | None = None  # tcgen05.alloc: the columns
+    warpgroup: bool = False  # wgmma's fence / commit / wait: .sync.aligned over the warpgroup
 
 
 def _ptx_instructions(ptx: str) -> list[tuple[str, list[str]]]:
@@ -586,16 +589,31 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
             return PtxAsyncOp(ir.FENCE, f"tcgen05.{what}", fence=ir.FenceFacts(kind)) if kind else None
         if what in ("wait::ld", "wait::st"):
             return PtxAsyncOp(ir.TMEM_OP, f"tcgen05.{what}", tmem="wait_ld" if what == "wait::ld" else "wait_st")
+        if what == "alloc" and len(ops) == 2:
+            return PtxAsyncOp(ir.TMEM_OP, "tcgen05.alloc", tmem="alloc", cols=ops[1])
+        if what == "dealloc":
+            return PtxAsyncOp(ir.TMEM_OP, "tcgen05.dealloc", tmem="dealloc")
+        if what == "relinquish_alloc_permit":
+            return PtxAsyncOp("", "")
+        if what in ("ld", "st"):
+            return PtxAsyncOp(ir.TMEM_OP, f"tcgen05.{what}", tmem="load" if what == "ld" else "store")
+        if what == "mma":
+            # D (TMEM) = A*B (+ D when the enable-input-d predicate holds): the operands are
+            # descriptors and TMEM addresses the model does not follow
+            return PtxAsyncOp(ir.MMA, "tcgen05.mma", mma=ir.MmaFacts("tcgen05", accumulate=True, ncta=ncta or 1))
         return None
     if q[0] == "wgmma":
         what = q[1] if len(q) > 1 else ""
         if what == "fence":
-            return PtxAsyncOp(ir.MMA_FENCE, "wgmma.fence")
+            return PtxAsyncOp(ir.MMA_FENCE, "wgmma.fence", warpgroup=True)
         if what == "commit_group":
-            return PtxAsyncOp(ir.MMA_COMMIT, "wgmma.commit_group")
+            return PtxAsyncOp(ir.MMA_COMMIT, "wgmma.commit_group", warpgroup=True)
         if what == "wait_group" and len(ops) == 1:
-            return PtxAsyncOp(ir.MMA_WAIT, "wgmma.wait_group", count=ops[0])
+            return PtxAsyncOp(ir.MMA_WAIT, "wgmma.wait_group", count=ops[0], warpgroup=True)
         return None
+    if q[:2] == ["barrier", "cluster"] and len(q) > 2 and q[2] in ("arrive", "wait"):
+        kind = "cluster_arrive" if q[2] == "arrive" else "cluster_wait"
+        return PtxAsyncOp(ir.SYNC, f"barrier.cluster.{q[2]}", sync=ir.SyncFacts(kind))
     return None
 
 
