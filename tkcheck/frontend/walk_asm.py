@@ -136,10 +136,20 @@ class AsmLowering:
         remote = False
         if a.barrier is not None:
             addr = self._addr_value(c, ctx, a.barrier)
-            if isinstance(addr, E.Bin) and addr.op == "&" and isinstance(addr.b, E.Const):
-                # `addr & 0xFEFFFFFF`: the same barrier in another CTA of the cluster (its
-                # shared::cluster address): the barrier is known, the CTA is not followed
-                addr, remote = addr.a, True
+            masked: list[Expr] = []
+
+            def unmask(x: Expr) -> Expr | None:
+                # `addr & 0xFEFFFFFF` (also of the base, then offset): the same barrier in another
+                # CTA of the cluster (its shared::cluster address): the barrier is known, the CTA
+                # is not followed
+                if isinstance(x, E.Bin) and x.op == "&" and isinstance(x.b, E.Const):
+                    masked.append(x)
+                    return x.a
+                return None
+
+            if addr is not None:
+                addr = E.rewrite(addr, unmask)
+                remote = bool(masked)
             ref = self.mbarrier_at(addr, c) if addr is not None else None
             if ref is not None:
                 op.barrier = ref
