@@ -149,12 +149,43 @@ def _nested_loops(n: int) -> str:
     return s + "if (threadIdx.x < 32) __syncthreads();\n" + "}\n" * n + "}\n"
 
 
-def test_deep_nesting_is_not_analysed_without_a_traceback(tmp_path):
+def test_deep_nesting_is_analysed_without_a_traceback(tmp_path):
+    # 250 nested loops (nvcc compiles them): past clang's default bracket depth of 256 with the
+    # kernel's own braces, and deeper than libclang's parse thread and Python's default
+    # recursion limit hold; the check runs on a deep stack and finds the planted barrier
     (tmp_path / "deep.cu").write_text(_nested_loops(250))
     rc, out = tkcheck(["--output-format", "full", "deep.cu"], tmp_path)
-    assert rc == 0, out
     assert "Traceback" not in out and "Exception ignored" not in out and "internal error" not in out, out
-    assert "kernel 'deep' not analysed" in out
+    assert "died with signal" not in out and "TK000" not in out, out
+    assert rc == 1 and "TK501" in out, out
+
+
+def test_sixteen_thousand_term_expression_does_not_crash(tmp_path):
+    # one expression of 16,000 terms (nvcc compiles it): libclang's recursion used to overflow
+    # its parse thread's stack (SIGSEGV, the checking process gone, "no kernels found")
+    body = "".join(f" + x * {i % 7}" for i in range(16000))
+    src = (
+        "__device__ int wide(int x) { return x" + body + "; }\n"
+        "__global__ __launch_bounds__(128, 1) void k(int *p) {\n"
+        "  __shared__ int s[128];\n  s[threadIdx.x] = wide(threadIdx.x);\n"
+        "  if (threadIdx.x < 32) __syncthreads();\n  p[threadIdx.x] = s[127 - threadIdx.x];\n}\n"
+    )
+    (tmp_path / "wide.cu").write_text(src)
+    rc, out = tkcheck(["--output-format", "concise", "wide.cu"], tmp_path)
+    assert "Traceback" not in out and "died with signal" not in out and "TK000" not in out, out
+    assert rc == 1 and "TK501" in out, out
+
+
+def test_ifs_nested_past_clangs_bracket_depth(tmp_path):
+    # clang stops at 256 nested brackets (TK000); nvcc goes on: tkcheck parses with a deeper limit
+    n = 300
+    src = "__global__ __launch_bounds__(128, 1) void k(int *p, int x) {\n"
+    src += "".join(f"if (x > {i}) {{\n" for i in range(n)) + "p[0] = 1;\n" + "}\n" * n
+    src += "if (threadIdx.x < 32) __syncthreads();\n}\n"
+    (tmp_path / "ifs.cu").write_text(src)
+    rc, out = tkcheck(["--output-format", "concise", "ifs.cu"], tmp_path)
+    assert "Traceback" not in out and "died with signal" not in out and "bracket nesting" not in out, out
+    assert rc == 1 and "TK501" in out, out
 
 
 def test_moderate_nesting_is_still_analysed(tmp_path):

@@ -175,3 +175,40 @@ def test_the_front_end_fills_each_kinds_facts(tmp_path):
     assert (mma.family, mma.transpose_a, mma.transpose_b) == ("wgmma", False, True)
     assert [mma.kind_of(r) for r in ("acc", "a", "b")] == ["regtile", "buffer", "buffer"]
     assert {o.access_mode for o in m.ops if o.kind in (ir.SMEM_ACCESS, ir.REG_ACCESS)} == {"read", "write"}
+
+
+def test_ptx_async_ops_table():
+    """The asynchronous-machinery PTX of helpers written without TK: each instruction's op and
+    its operands as text (the front end evaluates them); an instruction of these families not
+    understood leaves the statement an opaque call."""
+
+    def ops(ptx):
+        out, understood = K.ptx_async_ops(ptx)
+        return [(a.kind, a.barrier, a.count or a.bytes or a.parity) for a in out], understood
+
+    assert ops("mbarrier.init.shared::cta.b64 [%0], %1;") == ([(ir.MBAR_INIT, "%0", "%1")], True)
+    assert ops("mbarrier.arrive.release.cta.shared::cluster.b64 _, [%0];") == ([(ir.MBAR_ARRIVE, "%0", "1")], True)
+    assert ops("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;") == (
+        [(ir.MBAR_EXPECT, "%0", "%1")],
+        True,
+    )
+    # a wait is one only where the asm repeats it (a branch back); without, the C++ loop decides
+    loop = "{\\n\\t.reg .pred P1;\\n\\tLAB:\\n\\tmbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\\n\\t@!P1 bra.uni LAB;\\n\\t}"
+    assert ops(loop) == ([(ir.MBAR_WAIT, "%0", "%1")], True)
+    assert ops("mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;") == ([], False)
+    bulk = "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+    assert ops(bulk) == ([(ir.TMA_LOAD, "%3", "%2")], True)
+    tensor = "cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+    (load,), ok = K.ptx_async_ops(tensor)
+    assert ok and load.kind == ir.TMA_LOAD and load.barrier == "%4" and load.buffer == "%0" and load.bytes is None
+    (commit,), ok = K.ptx_async_ops(
+        "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;"
+    )
+    assert ok and commit.kind == ir.MBAR_ARRIVE and commit.mask == "%1"
+    assert commit.mbar == ir.BarrierFacts(tcgen05_commit=True, ncta=2, multicast=True)
+    assert [
+        a.kind for a in K.ptx_async_ops("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;")[0]
+    ] == [ir.TMEM_OP]
+    assert K.ptx_async_ops("barrier.cluster.wait.acquire.aligned;")[0][0].sync == ir.SyncFacts("cluster_wait")
+    assert K.ptx_async_ops("wgmma.wait_group.sync.aligned 1;")[0][0].count == "1"
+    assert ops("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;") == ([], False)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Mapping, cast
 from . import cache, registry
 from .solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
 from .findings import Finding, Location
-from .frontend.parse import InputError, ParseOptions, parse_source, read_source
+from .frontend.parse import InputError, ParseOptions, on_deep_stack, parse_source, read_source
 from .rules import PARSE_ERROR
 from .model.ir import KernelModel
 from .suppress import apply_suppressions, parse_suppressions
@@ -145,7 +145,9 @@ def check_file(path: str, opts: CheckOptions, text: str | None = None, parsed: P
             cached.cached = True
             return cached
     try:
-        _check_text(path, text, opts, res, rules, parsed)
+        # on a deep stack: libclang and the walk recurse once per nesting level of the code
+        # (frontend/parse.py `on_deep_stack`); past what that holds a kernel is named not analysed
+        on_deep_stack(_check_text, path, text, opts, res, rules, parsed)
     except InputError as e:
         res.input_error = str(e)
         res.findings.append(_fill(Finding(PARSE_ERROR.code, str(e), Location(path, 1, 1)), rules))

@@ -739,6 +739,13 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                         f"{key} sites of '{acc.barrier.name}' are at different loop depths of one "
                         "role: they need not share a phase"
                     )
+                elif _several_waits_per_round(an, acc, contribs):
+                    # `wait(b, p); p ^= 1; ... arrive(b); wait(b, p); p ^= 1;` in one iteration: one
+                    # round completes more than one phase, so a round's sum is no phase's count
+                    acc.unknown.append(
+                        f"{key} sites of '{acc.barrier.name}': the barrier is waited at several sites "
+                        "in one round (more than one phase per round)"
+                    )
                 elif len(pats) > 1 or None in sigs or len(sigs) > 1:
                     acc.unknown.append(
                         f"{key} sites of '{acc.barrier.name}' visit it in different patterns "
@@ -747,6 +754,37 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 elif any(RUNNING in s for s in sigs) and ASSUMPTION not in acc.assumptions:
                     acc.assumptions.append(ASSUMPTION)
     return out
+
+
+def _several_waits_per_round(an: Analysis, acc: BarrierAccount, contribs: list[Contribution]) -> bool:
+    """Two wait sites on the barrier inside the round loop of a group's contributions that a
+    thread may both run (threads not known: may): that thread sees more than one phase a round.
+    (Two roles waiting at a site each see one phase a round.)"""
+    from .. import solver
+
+    to = an.solver_timeout_ms
+    loops = {c.round_loop for c in contribs if c.round_loop is not None}
+    for rl in loops:
+        ws = [w for w in acc.waits if rl in w.loops]
+        for i, a in enumerate(ws):
+            for b in ws[i + 1 :]:
+                ea, eb = an.threads.executing(a), an.threads.executing(b)
+                if ea is not None and eb is not None and not ea & eb:
+                    continue
+                ia, ib = a.barrier.index if a.barrier else (), b.barrier.index if b.barrier else ()
+                same = (
+                    E.conj(*[E.binop("==", x, y) for x, y in zip(ia, ib)]) if len(ia) == len(ib) else E.Const(True)
+                )
+                if solver.always(E.negate(same), to) is True:
+                    continue  # two elements (a ring's two slots): one phase of each
+                if (
+                    a.parity is not None
+                    and b.parity is not None
+                    and solver.always(E.binop("==", a.parity, b.parity), to, assume=(same,)) is True
+                ):
+                    continue  # the same parity again: the same phase seen twice
+                return True
+    return False
 
 
 def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:

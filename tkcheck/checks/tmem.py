@@ -115,6 +115,8 @@ def lane_violations(an: Analysis) -> list[LaneViolation]:
     m = an.model
     out = []
     for op in tmem_ops(m, "load") + tmem_ops(m, "store"):
+        if not op.operands:
+            continue  # raw tcgen05.ld/st PTX: its TMEM address is not followed
         ex = an.threads.executing(op)
         if not ex or not op.guard.exact:
             continue
@@ -458,7 +460,7 @@ def drain_issues(an: Analysis) -> list[DrainIssue]:
     m = an.model
     out: list[DrainIssue] = []
     mmas = tc_mmas(m)
-    loads = tmem_ops(m, "load")
+    loads = [o for o in tmem_ops(m, "load") if o.operands]
     if not mmas or not loads:
         return out
     by_tile: dict[str, tuple[list, list]] = {}

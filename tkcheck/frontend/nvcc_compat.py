@@ -268,6 +268,12 @@ struct CUDAStream { operator cudaStream_t() const; cudaStream_t stream() const; 
 CUDAStream getCurrentCUDAStream(signed char device_index = -1);
 } }
 namespace at { namespace cuda { using c10::cuda::CUDAStream; using c10::cuda::getCurrentCUDAStream; } }
+// the element types of tensors, which kernels templated on them name (`std::is_same_v<T, c10::Half>`)
+namespace c10 {
+struct Half { __host__ __device__ Half(); __host__ __device__ Half(float); __host__ __device__ operator float() const; };
+struct BFloat16 { __host__ __device__ BFloat16(); __host__ __device__ BFloat16(float); __host__ __device__ operator float() const; };
+}
+namespace at { using c10::Half; using c10::BFloat16; }
 #define TORCH_CHECK(...) ((void)0)
 #define TORCH_INTERNAL_ASSERT(...) ((void)0)
 #define AT_ASSERT(...) ((void)0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,6 +144,72 @@ def _tolerate_unknown_kinds():
     _patched = True
 
 
+# The stack libclang parses on. clang's parser and semantic analysis recurse once per level of
+# an expression or a statement: its own parse thread (8 MiB) overflows -- SIGSEGV, the checking
+# process gone -- on code nvcc compiles (a 16,000-term sum, 3,000 nested ifs). The parse runs on
+# a thread of this size instead (address space reserved, pages used as the recursion goes), with
+# LIBCLANG_NOTHREADS so that libclang parses on the calling thread.
+DEEP_STACK_BYTES = 512 << 20
+# nvcc follows brackets (parentheses, braces, square brackets) far deeper than clang's default of
+# 256; set by tkcheck itself (as a parse option, never by the repository being checked)
+BRACKET_DEPTH = 16384
+# Python's recursion limit while on that stack (the walk recurses once per level as well)
+DEEP_RECURSION_LIMIT = 60000
+
+
+def on_deep_stack(fn, *args):
+    """fn(*args) on a thread with a DEEP_STACK_BYTES stack (its result, or its exception raised
+    here); in this thread, libclang on its own thread, when such a thread cannot be made."""
+    out: dict[str, Any] = {}
+
+    def run():
+        try:
+            out["value"] = fn(*args)
+        except BaseException as e:  # re-raised in the caller's thread
+            out["error"] = e
+
+    import sys
+
+    old_limit = sys.getrecursionlimit()
+    # the walk recurses in Python (through libclang's child visitor) once per level too
+    sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
+    try:
+        return _on_thread(run, out, fn, args)
+    finally:
+        sys.setrecursionlimit(old_limit)
+
+
+def _on_thread(run, out: dict, fn, args):
+    import threading
+
+    old_env = os.environ.get("LIBCLANG_NOTHREADS")
+    os.environ["LIBCLANG_NOTHREADS"] = "1"
+    try:
+        old_size = threading.stack_size()
+        try:
+            # the size applies to the threads started while it is set
+            threading.stack_size(DEEP_STACK_BYTES)
+            t = threading.Thread(target=run, name="tkcheck-deep-stack")
+            t.start()
+        except (ValueError, RuntimeError, MemoryError):
+            t = None
+        finally:
+            threading.stack_size(old_size)
+        if t is None:
+            if old_env is None:
+                os.environ.pop("LIBCLANG_NOTHREADS", None)
+            return fn(*args)
+        t.join()
+    finally:
+        if old_env is None:
+            os.environ.pop("LIBCLANG_NOTHREADS", None)
+        else:
+            os.environ["LIBCLANG_NOTHREADS"] = old_env
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 def _index():
     global _clang_index
     if _clang_index is None:
@@ -265,6 +332,7 @@ def build_args(opts: ParseOptions, main_dir: str, arch: str | None = None, std_c
         # no error limit: clang stops at its limit and drops the rest of the file (statements
         # of later kernels included), which would be analysed as if they were not there
         "-ferror-limit=0",
+        f"-fbracket-depth={BRACKET_DEPTH}",
         "-Wno-everything",
         # only tkcheck's stand-in system headers: the machine's libstdc++ must
         # not mix with them (and may not exist at all)
@@ -548,6 +616,10 @@ class _Parse:
         return parsed
 
     def _parse_tu(self, args, unsaved, flags, pch_file):
+        """libclang's parse (on a thread with a deep stack: see `on_deep_stack`)."""
+        return on_deep_stack(self._parse_tu_here, args, unsaved, flags, pch_file)
+
+    def _parse_tu_here(self, args, unsaved, flags, pch_file):
         """libclang's parse, with the precompiled header when there is one (parsed again without it
         when libclang fails with it or rejects it); (translation unit, the header used)."""
         import clang.cindex as ci

@@ -15,6 +15,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .value_types import Obj
+from .walk_arith import _ArrVal
 from .walk_env import Ctx, loc_of, tokens_of
 from .walker_core import AsmWalker
 
@@ -25,6 +26,10 @@ class AsmLowering:
 
     def __init__(self, walker: AsmWalker):
         self.w = walker
+        # Var name -> (the `__shared__` array or scalar, its dims, its element bytes): the shared
+        # address `__cvta_generic_to_shared(x)` of a whole array or scalar that is not a TK tile,
+        # where raw PTX may keep its mbarriers (`[x + 8*i]`)
+        self.bases: dict[str, tuple[ir.Ref, tuple[Expr, ...], int | None]] = {}
 
     def walk(self, c: Any, ctx: Ctx) -> None:
         """The ops of the asm statement at cursor `c`."""
@@ -32,8 +37,10 @@ class AsmLowering:
         text = " ".join(tokens_of(c))
         loc = loc_of(c, w.filename)
         ptx = " ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', text))
+        self._outputs(c, ctx, ptx)
         if ctx.dry:
             return
+        ptx = self._immediates(c, ctx, ptx)
         facts = K.classify_ptx(ptx[:200])
 
         def op(kind: str, api: str, **kw: Any) -> None:
@@ -56,9 +63,12 @@ class AsmLowering:
             if p.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE) and p.global_access is not None:
                 kw["global_access"] = self._global_operands(c, ctx, p, p.global_access)
             op(p.kind, p.api, **kw)
+        asyncs, understood = K.ptx_async_ops(ptx)
+        for a in asyncs:
+            self._async_op(c, ctx, a, loc, facts)
         if does.shared_access is not None:
             self._smem_access(c, ctx, ptx, loc, facts, does.shared_access)
-        if does.untracked:
+        if does.untracked and not understood:
             op(ir.CALL, "asm")
             w.note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
 
@@ -81,6 +91,222 @@ class AsmLowering:
                     ctx.env.define(toks[0], v)
                 result = v.name
         return replace(ga, base=base, result=result)
+    def _outputs(self, c: Any, ctx: Ctx, ptx: str) -> None:
+        """The variables the asm statement writes (`"=r"(x)`, `"+r"(x)`) take what it leaves in
+        them: the election of `elect.sync` (lane 0 of the warp, as TK's elect_one_sync is
+        modelled) where the output is the elected predicate or set to 1 under it from 0, an
+        unknown value otherwise (never the value they held before)."""
+        cons = self._constraints(c)
+        if not any(k.startswith(("=", "+")) for k in cons):
+            return
+        ops = self._operands(c)
+        elected = self._elected_outputs(ptx)
+        for k, (con, toks) in enumerate(zip(cons, ops)):
+            if not con.startswith(("=", "+")) or len(toks) != 1 or not re.fullmatch(r"[A-Za-z_]\w*", toks[0]):
+                continue
+            name = toks[0]
+            old = ctx.env.lookup(name)
+            if not isinstance(old, Expr) and old is not None:
+                continue  # not a plain value (an object the walk tracks)
+            value: Expr = E.opaque(f"asm output {name}")
+            if k in elected and (con.startswith("=") or (isinstance(old, Expr) and old.eval({}) == 0)):
+                value = E.binop("==", E.binop("%", E.TID, E.Const(32)), E.Const(0))
+            if not ctx.env.assign(name, value):
+                ctx.env.define(name, value)
+
+    @staticmethod
+    def _elected_outputs(ptx: str) -> set[int]:
+        """The operands an `elect.sync` statement sets to its election: `elect.sync _|%k, mask`
+        (k a predicate output) or `elect.sync _|P, mask; @P mov.* %k, 1`."""
+        out: set[int] = set()
+        preds: set[str] = set()
+        text = ptx.replace("\\n", " ").replace("\\t", " ")
+        for mm in re.finditer(r"\belect\.sync\s+[^|;]*\|\s*(%*\w+)", text):
+            p = mm.group(1)
+            if re.fullmatch(r"%\d+", p):
+                out.add(int(p[1:]))
+            else:
+                preds.add(p.lstrip("%"))
+        for mm in re.finditer(r"@(%*\w+)\s+mov\.[a-z0-9.]+\s+%(\d+)\s*,\s*1\s*;", text):
+            if mm.group(1).lstrip("%") in preds:
+                out.add(int(mm.group(2)))
+        return out
+
+    def _immediates(self, c: Any, ctx: Ctx, ptx: str) -> str:
+        """The PTX with each `%N` of an immediate operand (`"n"(CTA_GROUP)`) replaced by its
+        value, as nvcc writes it into the instruction (`.cta_group::%2` -> `.cta_group::1`)."""
+        cons = self._constraints(c)
+        if "n" not in cons:
+            return ptx
+
+        def value(mm: re.Match) -> str:
+            k = int(mm.group(2))
+            if k >= len(cons) or cons[k] != "n":
+                return mm.group(0)
+            v = self._ptx_value(c, ctx, f"%{k}")
+            n = v.eval({}) if isinstance(v, Expr) else None
+            return mm.group(1) + str(n) if isinstance(n, int) and not isinstance(n, bool) else mm.group(0)
+
+        return re.sub(r"(^|[^%])%(\d+)", value, ptx)
+
+    def _async_op(self, c: Any, ctx: Ctx, a: K.PtxAsyncOp, loc: Location, facts: ir.AsmFacts) -> None:
+        """The model op of one mbarrier / bulk-copy / tcgen05 / wgmma instruction, its operands
+        evaluated: the mbarrier its address names, the counts, bytes and parity."""
+        w = self.w
+        op = ir.Op(a.kind, a.api, loc, ctx.guard, ctx.loops, asm=facts)
+        remote = False
+        if a.barrier is not None:
+            addr = self._addr_value(c, ctx, a.barrier)
+            masked: list[Expr] = []
+
+            def unmask(x: Expr) -> Expr | None:
+                # `addr & 0xFEFFFFFF` (also of the base, then offset): the same barrier in another
+                # CTA of the cluster (its shared::cluster address): the barrier is known, the CTA
+                # is not followed
+                if isinstance(x, E.Bin) and x.op == "&" and isinstance(x.b, E.Const):
+                    masked.append(x)
+                    return x.a
+                return None
+
+            if addr is not None:
+                addr = E.rewrite(addr, unmask)
+                remote = bool(masked)
+            ref = self.mbarrier_at(addr, c) if addr is not None else None
+            if ref is not None:
+                op.barrier = ref
+            else:
+                op.barrier_unknown = self._operand_text(c, a.barrier)
+        if a.buffer is not None and a.kind in (ir.TMA_LOAD, ir.TMA_STORE):
+            addr = self._addr_value(c, ctx, a.buffer)
+            model = w.model
+            names = (
+                sorted({v.name for v in addr.free_vars() if v.name in model.smem_addresses})
+                if isinstance(addr, Expr) and model is not None
+                else []
+            )
+            if len(names) == 1 and model is not None:
+                op.buffer = model.smem_addresses[names[0]].buffer
+        if a.kind in (ir.TMA_LOAD, ir.TMA_STORE):
+            op.transfer = ir.TransferFacts()
+
+        def num(text: str | None, what: str) -> Expr:
+            v = self._ptx_value(c, ctx, text) if text is not None else None
+            return v if isinstance(v, Expr) else E.opaque(what)
+
+        if a.kind == ir.MBAR_INIT:
+            op.count = num(a.count, "count")
+        elif a.kind == ir.MBAR_ARRIVE:
+            op.count = num(a.count, "count")
+        elif a.kind == ir.MBAR_EXPECT:
+            op.bytes = num(a.bytes, "bytes")
+        elif a.kind == ir.MBAR_WAIT:
+            op.parity = num(a.parity, "parity")
+        elif a.kind == ir.TMA_LOAD:
+            # a tensor copy's size is the tensor map's box, which the kernel does not show
+            op.bytes = num(a.bytes, "tensor map box bytes")
+        elif a.kind == ir.TMA_STORE:
+            op.bytes = E.opaque("bulk store bytes")
+        elif a.kind in (ir.TMA_STORE_WAIT, ir.MMA_WAIT):
+            op.count = num(a.count, "wait_group N")
+            op.read_only = a.read_only
+        if a.mbar is not None:
+            mask = self._ptx_value(c, ctx, a.mask) if a.mask is not None else None
+            op.mbar = replace(a.mbar, mask=mask if isinstance(mask, Expr) else None)
+        if remote:
+            op.mbar = replace(op.mbar or ir.BarrierFacts(), remote=True)
+        if a.fence is not None:
+            op.fence = a.fence
+        if a.tmem is not None:
+            cols = self._ptx_value(c, ctx, a.cols) if a.cols is not None else None
+            n = cols.eval({}) if isinstance(cols, Expr) else None
+            op.tmem = ir.TmemFacts(a.tmem, cols=n if isinstance(n, int) and not isinstance(n, bool) else None)
+            if a.tmem in ("alloc", "dealloc", "load", "store", "wait_ld", "wait_st"):
+                # .sync.aligned: every thread of the warp
+                op.scope, op.group_warps, op.issuers_per_group = "warp", 1, 0
+        if a.mma is not None:
+            op.mma = a.mma
+        if a.sync is not None:
+            op.sync = a.sync
+        if a.warpgroup:
+            op.scope, op.group_warps, op.issuers_per_group = "warpgroup", 4, 0
+        w.emit(op, ctx)
+
+    def _addr_value(self, c: Any, ctx: Ctx, text: str) -> Expr | None:
+        """An address operand's inside (`%0`, `%0+8`, `%1 + 16`) as an Expr."""
+        mm = re.fullmatch(r"\s*(%\d+|\d+)\s*(?:\+\s*(\d+))?\s*", text)
+        if not mm:
+            return None
+        v = self._ptx_value(c, ctx, mm.group(1))
+        if v is None:
+            return None
+        return E.binop("+", v, E.Const(int(mm.group(2)))) if mm.group(2) else v
+
+    def _operand_text(self, c: Any, text: str) -> str:
+        """What the user wrote for an address operand (`mbar_addr` for `%0`), for messages."""
+        mm = re.fullmatch(r"\s*%(\d+)\s*(.*)", text)
+        ops = self._operands(c)
+        if mm and int(mm.group(1)) < len(ops):
+            return " ".join(ops[int(mm.group(1))]) + (f" {mm.group(2)}" if mm.group(2) else "")
+        return text
+
+    def mbarrier_at(self, addr: Expr, cursor: Any) -> ir.Ref | None:
+        """The mbarrier a shared address names: the base address of a `__shared__` array (or
+        scalar, or element) plus a constant multiple of 8 bytes, `[mbars + 8*i]` -> mbars[i].
+        The barrier is recorded in the model on first use. None: the address is not of that
+        shape (another CTA's address through a mask, an address read from memory)."""
+        model = self.w.model
+        if model is None:
+            return None
+        terms: list[tuple[int, Expr]] = []
+
+        def split(e: Expr, sign: int) -> None:
+            if isinstance(e, E.Bin) and e.op == "+":
+                split(e.a, sign)
+                split(e.b, sign)
+            elif isinstance(e, E.Bin) and e.op == "-":
+                split(e.a, sign)
+                split(e.b, -sign)
+            else:
+                terms.append((sign, e))
+
+        split(addr, 1)
+        bases = [
+            (s, t)
+            for s, t in terms
+            if isinstance(t, E.Var) and (t.name in self.bases or t.name in model.smem_addresses)
+        ]
+        if len(bases) != 1 or bases[0][0] != 1:
+            return None
+        base = bases[0][1]
+        assert isinstance(base, E.Var)
+        index: Expr = E.Const(0)
+        for s, t in terms:
+            if t is base:
+                continue
+            q = _div8(t)
+            if q is None:
+                return None
+            index = E.binop("+" if s > 0 else "-", index, q)
+        if base.name in self.bases:
+            ref, dims, elem = self.bases[base.name]
+        else:
+            sa = model.smem_addresses[base.name]
+            elem = sa.tile_type.dtype_bytes if sa.tile_type is not None and sa.tile_type.kind == "scalar" else None
+            if not sa.buffer.index or elem != 8:
+                return None
+            ref = ir.Ref(sa.buffer.name, sa.buffer.index[:-1])
+            index = E.binop("+", sa.buffer.index[-1], index)
+            dims = ()
+        if elem != 8:
+            # a byte array carved by hand (dynamic shared memory): its 8-byte slots
+            dims = (E.opaque("mbarrier slots"),)
+        if ref.name not in model.barriers:
+            model.barriers[ref.name] = ir.Barrier(
+                ref.name, dims, loc_of(cursor, self.w.filename) if cursor is not None else model.location, "static"
+            )
+        if not dims and not ref.index:
+            return ref if index == E.Const(0) else None
+        return ir.Ref(ref.name, ref.index + (index,))
 
     def _operand_value(self, c: Any, ctx: Ctx, k: int) -> Any:
         ops = self._operands(c)
@@ -146,6 +372,22 @@ class AsmLowering:
                     name, v.ref, v.type, loc_of(cursor, w.filename) if cursor is not None else model.location
                 )
             return E.Var(name, E.PARAM)
+        base = v.obj if isinstance(v, _ArrVal) and isinstance(v.obj, Obj) else v
+        if (
+            isinstance(base, Obj)
+            and base.kind == "shared"
+            and not base.ref.index
+            and model is not None
+            and extra == E.Const(0)
+        ):
+            # a whole `__shared__` array (`mbars`, decaying to its first element) or a scalar
+            # (`&bar`) that is not a TK tile: its base address, where raw PTX may address mbarriers
+            dims = tuple(d if isinstance(d, Expr) else E.opaque("dim") for d in v.dims) if v is not base else ()
+            t = base.type
+            elem = t.dtype_bytes if t is not None and t.kind == "scalar" else None
+            name = f"smem_base({base.ref})"
+            self.bases[name] = (base.ref, dims, elem)
+            return E.Var(name, E.PARAM)
         if not isinstance(v, Obj) or v.kind != "buffer" or model is None:
             return None
         name = f"smem_addr({v.ref})"
@@ -175,6 +417,20 @@ class AsmLowering:
         node = cexpr.parse_expression(ops[int(mm.group(1))], ctx.env.has)
         v = self.w.ev(node, replace(ctx, dry=True), c)
         return v if isinstance(v, Expr) else None
+
+    @staticmethod
+    def _constraints(c: Any) -> list[str]:
+        """The constraint letters of the asm statement's operands (`"=r"` -> `r`, `"n"` -> `n`),
+        numbered as `%N` counts them."""
+        toks = tokens_of(c)
+        colon = next((k for k, t in enumerate(toks) if t in (":", "::")), None)
+        if colon is None:
+            return []
+        return [
+            t.strip('"').replace("&", "")
+            for k, t in enumerate(toks[colon:], colon)
+            if t.startswith('"') and k + 1 < len(toks) and toks[k + 1] == "("
+        ]
 
     @staticmethod
     def _operands(c: Any) -> list[list[str]]:
@@ -227,3 +483,21 @@ class AsmLowering:
             ),
             ctx,
         )
+
+
+def _div8(t: Expr) -> Expr | None:
+    """t / 8 for a term that is a multiple of 8 by its shape (`8`, `x * 16`, `x << 3`); None
+    otherwise."""
+    if isinstance(t, E.Const) and isinstance(t.value, int) and not isinstance(t.value, bool):
+        return E.Const(t.value // 8) if t.value % 8 == 0 else None
+    if isinstance(t, E.Bin) and t.op == "*":
+        for k, x in ((t.b, t.a), (t.a, t.b)):
+            if isinstance(k, E.Const) and isinstance(k.value, int) and k.value % 8 == 0:
+                return E.binop("*", x, E.Const(k.value // 8))
+            q = _div8(k)
+            if q is not None:
+                return E.binop("*", x, q)
+    if isinstance(t, E.Bin) and t.op == "<<" and isinstance(t.b, E.Const) and isinstance(t.b.value, int):
+        if t.b.value >= 3:
+            return E.binop("<<", t.a, E.Const(t.b.value - 3))
+    return None

@@ -487,6 +487,200 @@ def ptx_ops(ptx: str) -> PtxOps:
     return PtxOps(tuple(ops), shared, any(w in ptx for w in _PTX_UNTRACKED))
 
 
+# Raw PTX of the asynchronous machinery (mbarriers, bulk and tensor copies, tcgen05, wgmma), as
+# kernels without TK write it in small `__device__` helpers: each instruction maps to the op a TK call
+# performing it maps to. The operands stay text (`%0`, `8`, `%1+8`): the front end evaluates them.
+_PTX_ASYNC_WORDS = ("mbarrier.", "cp.async.bulk", "wgmma.", "tcgen05.", "barrier.cluster.")
+
+
+@dataclass(frozen=True)
+class PtxAsyncOp:
+    """One asynchronous-machinery instruction of an asm statement: its op kind, the instruction
+    as shown, and its operands as PTX text."""
+
+    kind: str
+    api: str
+    barrier: str | None = None  # the mbarrier's shared address (inside `[...]`)
+    buffer: str | None = None  # a copy's shared address
+    count: str | None = None  # init count / arrive count / wait_group N
+    bytes: str | None = None  # expect_tx bytes / a bulk copy's size
+    parity: str | None = None
+    mask: str | None = None  # multicast mask
+    mbar: ir.BarrierFacts | None = None
+    fence: ir.FenceFacts | None = None
+    tmem: str | None = None  # TMEM_OP action
+    mma: ir.MmaFacts | None = None
+    sync: ir.SyncFacts | None = None
+    read_only: bool = False  # bulk wait_group.read
+    cols: str | None = None  # tcgen05.alloc: the columns
+    warpgroup: bool = False  # wgmma's fence / commit / wait: .sync.aligned over the warpgroup
+
+
+def _ptx_instructions(ptx: str) -> list[tuple[str, list[str]]]:
+    """(opcode, operands) of each instruction of a PTX text: braces, labels and guard predicates
+    dropped, operands split at top-level commas."""
+    text = ptx.replace("\\n", " ").replace("\\t", " ")
+    out = []
+    for raw in text.split(";"):
+        ins = raw.strip()
+        while True:
+            ins = ins.lstrip("{} \t\n")
+            mm = re.match(r"[A-Za-z_$][\w$]*\s*:(?!:)", ins)
+            if mm:
+                ins = ins[mm.end() :]
+                continue
+            mm = re.match(r"@!?%*[\w$]+\s+", ins)
+            if mm:
+                ins = ins[mm.end() :]
+                continue
+            break
+        ins = ins.rstrip("} \t\n")
+        if not ins:
+            continue
+        parts = ins.split(None, 1)
+        ops: list[str] = []
+        if len(parts) > 1:
+            depth, cur = 0, ""
+            for ch in parts[1]:
+                depth += ch in "[{"
+                depth -= ch in "]}"
+                if ch == "," and depth == 0:
+                    ops.append(cur.strip())
+                    cur = ""
+                else:
+                    cur += ch
+            if cur.strip():
+                ops.append(cur.strip())
+        out.append((parts[0], ops))
+    return out
+
+
+def _bracket(text: str) -> str | None:
+    """`[%0]` -> `%0`: an address operand's inside; None for any other operand."""
+    t = text.strip()
+    return t[1:-1].strip() if t.startswith("[") and t.endswith("]") else None
+
+
+def _cta_group(opcode: str) -> int | None:
+    mm = re.search(r"\.cta_group::(\d+)", opcode)
+    return int(mm.group(1)) if mm else None
+
+
+def ptx_async_ops(ptx: str) -> tuple[tuple[PtxAsyncOp, ...], bool]:
+    """The asynchronous-machinery ops of one asm statement's PTX, and whether every such
+    instruction in it was understood (False: at least one is left to an opaque call)."""
+    out: list[PtxAsyncOp] = []
+    understood = True
+    loops = re.search(r"\bbra(\.uni)?\b", ptx) is not None
+    for opcode, ops in _ptx_instructions(ptx):
+        if not any(opcode.startswith(w) for w in _PTX_ASYNC_WORDS):
+            continue
+        q = opcode.split(".")
+        op = _ptx_async_op(opcode, q, ops, loops)
+        if op is None:
+            understood = False
+        elif op.kind:
+            out.append(op)
+    return tuple(out), understood
+
+
+def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> PtxAsyncOp | None:
+    """One instruction; None: not understood; kind "": understood, nothing to model."""
+    if q[0] == "mbarrier":
+        what = q[1] if len(q) > 1 else ""
+        if what == "init" and len(ops) == 2 and _bracket(ops[0]):
+            return PtxAsyncOp(ir.MBAR_INIT, "mbarrier.init", barrier=_bracket(ops[0]), count=ops[1])
+        if what == "arrive" and "noComplete" not in q and len(ops) >= 2 and _bracket(ops[1]):
+            if len(q) > 2 and q[2] == "expect_tx":
+                if len(ops) != 3:
+                    return None
+                return PtxAsyncOp(ir.MBAR_EXPECT, "mbarrier.arrive.expect_tx", barrier=_bracket(ops[1]), bytes=ops[2])
+            if len(ops) > 3:
+                return None
+            return PtxAsyncOp(
+                ir.MBAR_ARRIVE, "mbarrier.arrive", barrier=_bracket(ops[1]), count=ops[2] if len(ops) == 3 else "1"
+            )
+        if what in ("try_wait", "test_wait") and "parity" in q and len(ops) >= 3 and _bracket(ops[1]) and loops:
+            # a wait that the asm itself repeats until the phase with this parity completed
+            return PtxAsyncOp(ir.MBAR_WAIT, f"mbarrier.{what}.parity", barrier=_bracket(ops[1]), parity=ops[2])
+        return None
+    if opcode.startswith("cp.async.bulk"):
+        if q[3:4] == ["commit_group"]:
+            return PtxAsyncOp(ir.TMA_STORE_COMMIT, "cp.async.bulk.commit_group")
+        if q[3:4] == ["wait_group"] and len(ops) == 1:
+            return PtxAsyncOp(ir.TMA_STORE_WAIT, "cp.async.bulk.wait_group", count=ops[0], read_only="read" in q[4:])
+        tensor = q[3:4] == ["tensor"]
+        dirs = [w for w in q if w in ("shared::cta", "shared::cluster", "global")]
+        to_shared = dirs[:1] in (["shared::cta"], ["shared::cluster"]) and "global" in dirs
+        api = "cp.async.bulk.tensor" if tensor else "cp.async.bulk"
+        if to_shared and "mbarrier::complete_tx::bytes" in q:
+            multicast = "multicast::cluster" in q
+            # `[dst], [tensor_map, {coords}], [mbar]` / `[dst], [src], size, [mbar]`
+            bars = [i for i, o in enumerate(ops) if _bracket(o) is not None]
+            if len(bars) < 3:
+                return None
+            mbar_at = bars[2]
+            rest = ops[mbar_at + 1 :]
+            return PtxAsyncOp(
+                ir.TMA_LOAD,
+                api,
+                barrier=_bracket(ops[mbar_at]),
+                buffer=_bracket(ops[0]),
+                bytes=None if tensor else (ops[2] if len(ops) > 3 else None),
+                mask=rest[0] if multicast and rest else None,
+                mbar=ir.BarrierFacts(multicast=multicast),
+            )
+        if dirs[:1] == ["global"] and "bulk_group" in q:
+            return PtxAsyncOp(ir.TMA_STORE, api, buffer=_bracket(ops[1]) if len(ops) > 1 else None)
+        return None
+    if q[0] == "tcgen05":
+        what = q[1] if len(q) > 1 else ""
+        ncta = _cta_group(opcode)
+        if what == "commit" and "mbarrier::arrive::one" in q and ops and _bracket(ops[0]):
+            multicast = "multicast::cluster" in q
+            return PtxAsyncOp(
+                ir.MBAR_ARRIVE,
+                "tcgen05.commit",
+                barrier=_bracket(ops[0]),
+                count="1",
+                mask=ops[1] if multicast and len(ops) > 1 else None,
+                mbar=ir.BarrierFacts(tcgen05_commit=True, ncta=ncta or 1, multicast=multicast),
+            )
+        if what.startswith("fence::"):
+            kind = {"fence::before_thread_sync": "tcgen05_before", "fence::after_thread_sync": "tcgen05_after"}.get(
+                what
+            )
+            return PtxAsyncOp(ir.FENCE, f"tcgen05.{what}", fence=ir.FenceFacts(kind)) if kind else None
+        if what in ("wait::ld", "wait::st"):
+            return PtxAsyncOp(ir.TMEM_OP, f"tcgen05.{what}", tmem="wait_ld" if what == "wait::ld" else "wait_st")
+        if what == "alloc" and len(ops) == 2:
+            return PtxAsyncOp(ir.TMEM_OP, "tcgen05.alloc", tmem="alloc", cols=ops[1])
+        if what == "dealloc":
+            return PtxAsyncOp(ir.TMEM_OP, "tcgen05.dealloc", tmem="dealloc")
+        if what == "relinquish_alloc_permit":
+            return PtxAsyncOp("", "")
+        if what in ("ld", "st"):
+            return PtxAsyncOp(ir.TMEM_OP, f"tcgen05.{what}", tmem="load" if what == "ld" else "store")
+        if what == "mma":
+            # D (TMEM) = A*B (+ D when the enable-input-d predicate holds): the operands are
+            # descriptors and TMEM addresses the model does not follow
+            return PtxAsyncOp(ir.MMA, "tcgen05.mma", mma=ir.MmaFacts("tcgen05", accumulate=True, ncta=ncta or 1))
+        return None
+    if q[0] == "wgmma":
+        what = q[1] if len(q) > 1 else ""
+        if what == "fence":
+            return PtxAsyncOp(ir.MMA_FENCE, "wgmma.fence", warpgroup=True)
+        if what == "commit_group":
+            return PtxAsyncOp(ir.MMA_COMMIT, "wgmma.commit_group", warpgroup=True)
+        if what == "wait_group" and len(ops) == 1:
+            return PtxAsyncOp(ir.MMA_WAIT, "wgmma.wait_group", count=ops[0], warpgroup=True)
+        return None
+    if q[:2] == ["barrier", "cluster"] and len(q) > 2 and q[2] in ("arrive", "wait"):
+        kind = "cluster_arrive" if q[2] == "arrive" else "cluster_wait"
+        return PtxAsyncOp(ir.SYNC, f"barrier.cluster.{q[2]}", sync=ir.SyncFacts(kind))
+    return None
+
+
 # `group<N>::tma::...` — the group versions elect lane 0 of the group.
 GROUP_TMA_OPS: dict[str, OpSpec] = {
     k: replace(v, group_elects=True, tma_lane_guarded=False) for k, v in TMA_OPS.items()

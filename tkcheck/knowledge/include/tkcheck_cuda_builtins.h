@@ -46,6 +46,9 @@
 #define __grid_constant__ __attribute__((annotate("tkcheck_grid_constant")))
 #define __cluster_dims__(...) __attribute__((annotate("tkcheck_cluster_dims", __VA_ARGS__)))
 #define __maxnreg__(n) __attribute__((annotate("tkcheck_maxnreg", n)))
+// `__block_size__((x, y, z))` (CUDA 12.9+): the block shape a kernel is compiled for; kept as a
+// marker (the walk takes the block size from __launch_bounds__ and the launches)
+#define __block_size__(...) __attribute__((annotate("tkcheck_block_size")))
 // nvcc accepts `__shared__ alignas(128) float buf[...]`; clang rejects a C++11 attribute after
 // the GNU attribute __shared__ expands to. Spell alignas as the GNU aligned attribute (accepted in
 // every position alignas is) -- with an argument that may be a type or a constant expression.
@@ -399,4 +402,13 @@ extern "C" __host__ __device__ void __assert_fail(const char *assertion, const c
 #include "std/cuda_fp16.h"
 #include "std/cuda_bf16.h"
 #include "tkcheck_cuda_intrinsics.h"
+// nvcc's implicit host headers bring the standard library's two-argument std::min / std::max
+// into every .cu file (no #include needed; device code calls them with --expt-relaxed-constexpr)
+#ifndef TKCHECK_STD_MINMAX
+#define TKCHECK_STD_MINMAX 1
+namespace std {
+template<typename T> constexpr const T &min(const T &a, const T &b) { return b < a ? b : a; }
+template<typename T> constexpr const T &max(const T &a, const T &b) { return a < b ? b : a; }
+}
+#endif
 
