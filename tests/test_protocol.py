@@ -1,6 +1,5 @@
 """Protocol exploration (TK502-TK505): roles, interleavings, traces, SVG."""
 
-import tempfile
 import tomllib
 from pathlib import Path
 
@@ -105,30 +104,30 @@ def _mutation_params():
     return out
 
 
+def _planted(mu, corpus_checks):
+    """The planted bug checked as the corpus sweeps check it: the session memo's check, shared
+    with test_corpus and test_solver_budget (read, never changed)."""
+    m = next(x for x in corpus_checks.mutations if x.id == mu["id"])
+    return corpus_checks.mutation(m)
+
+
 @pytest.mark.parametrize("mu", _mutation_params())
-def test_planted_deadlocks_reported_with_trace(mu):
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / Path(mu["kernel"]).name
-        p.write_text(_mutated(mu))
-        res = check_file(str(p), CheckOptions(enabled=ALL))
-        got = {f.code for f in res.findings}
-        for code in set(mu["rules"]) & DEADLOCK_RULES:
-            assert code in got, (mu["id"], sorted(got))
-            f = next(f for f in res.findings if f.code == code)
-            assert f.witness
-            if code in ("TK502", "TK503"):
-                assert f.trace and any(s.blocked for s in f.trace)
-                assert "blocks forever" in f.trace[-1].text or any("blocks forever" in s.text for s in f.trace)
-                paths = write_trace_svgs(res.findings, d + "/svg")
-                assert paths and Path(paths[0]).read_text().startswith("<svg")
+def test_planted_deadlocks_reported_with_trace(mu, corpus_checks, tmp_path):
+    res = _planted(mu, corpus_checks)
+    got = {f.code for f in res.findings}
+    for code in set(mu["rules"]) & DEADLOCK_RULES:
+        assert code in got, (mu["id"], sorted(got))
+        f = next(f for f in res.findings if f.code == code)
+        assert f.witness
+        if code in ("TK502", "TK503"):
+            assert f.trace and any(s.blocked for s in f.trace)
+            assert "blocks forever" in f.trace[-1].text or any("blocks forever" in s.text for s in f.trace)
+            paths = write_trace_svgs(res.findings, str(tmp_path / "svg"))
+            assert paths and Path(paths[0]).read_text().startswith("<svg")
 
 
-def test_trace_reads_as_numbered_story():
-    mu = next(m for m in _mutations() if m["id"] == "attn_fwd-q-after-kv-loop")
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "attn_fwd.cu"
-        p.write_text(_mutated(mu))
-        res = check_file(str(p), CheckOptions(enabled=ALL))
+def test_trace_reads_as_numbered_story(corpus_checks):
+    res = _planted(next(m for m in _mutations() if m["id"] == "attn_fwd-q-after-kv-loop"), corpus_checks)
     f = next(f for f in res.findings if f.code == "TK503")
     texts = [s.text for s in f.trace]
     assert any(t.startswith("wait(kv_empty[0], 1) passes (fresh barrier)") for t in texts)
@@ -137,11 +136,8 @@ def test_trace_reads_as_numbered_story():
     assert any("needs 1 more arrival" in s.text for s in blocked)
 
 
-def test_svg_is_deterministic(tmp_path):
-    mu = next(m for m in _mutations() if m["id"] == "gemm_ring-producer-short-trip")
-    p = tmp_path / "gemm_ring.cu"
-    p.write_text(_mutated(mu))
-    res = check_file(str(p), CheckOptions(enabled=ALL))
+def test_svg_is_deterministic(tmp_path, corpus_checks):
+    res = _planted(next(m for m in _mutations() if m["id"] == "gemm_ring-producer-short-trip"), corpus_checks)
     a = [Path(x).read_text() for x in write_trace_svgs(res.findings, str(tmp_path / "a"))]
     b = [Path(x).read_text() for x in write_trace_svgs(res.findings, str(tmp_path / "b"))]
     assert a and a == b
