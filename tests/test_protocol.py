@@ -1,7 +1,5 @@
 """Protocol exploration (TK502-TK505): roles, interleavings, traces, SVG."""
 
-import tempfile
-import time
 import tomllib
 from pathlib import Path
 
@@ -106,30 +104,30 @@ def _mutation_params():
     return out
 
 
+def _planted(mu, corpus_checks):
+    """The planted bug checked as the corpus sweeps check it: the session memo's check, shared
+    with test_corpus and test_solver_budget (read, never changed)."""
+    m = next(x for x in corpus_checks.mutations if x.id == mu["id"])
+    return corpus_checks.mutation(m)
+
+
 @pytest.mark.parametrize("mu", _mutation_params())
-def test_planted_deadlocks_reported_with_trace(mu):
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / Path(mu["kernel"]).name
-        p.write_text(_mutated(mu))
-        res = check_file(str(p), CheckOptions(enabled=ALL))
-        got = {f.code for f in res.findings}
-        for code in set(mu["rules"]) & DEADLOCK_RULES:
-            assert code in got, (mu["id"], sorted(got))
-            f = next(f for f in res.findings if f.code == code)
-            assert f.witness
-            if code in ("TK502", "TK503"):
-                assert f.trace and any(s.blocked for s in f.trace)
-                assert "blocks forever" in f.trace[-1].text or any("blocks forever" in s.text for s in f.trace)
-                paths = write_trace_svgs(res.findings, d + "/svg")
-                assert paths and Path(paths[0]).read_text().startswith("<svg")
+def test_planted_deadlocks_reported_with_trace(mu, corpus_checks, tmp_path):
+    res = _planted(mu, corpus_checks)
+    got = {f.code for f in res.findings}
+    for code in set(mu["rules"]) & DEADLOCK_RULES:
+        assert code in got, (mu["id"], sorted(got))
+        f = next(f for f in res.findings if f.code == code)
+        assert f.witness
+        if code in ("TK502", "TK503"):
+            assert f.trace and any(s.blocked for s in f.trace)
+            assert "blocks forever" in f.trace[-1].text or any("blocks forever" in s.text for s in f.trace)
+            paths = write_trace_svgs(res.findings, str(tmp_path / "svg"))
+            assert paths and Path(paths[0]).read_text().startswith("<svg")
 
 
-def test_trace_reads_as_numbered_story():
-    mu = next(m for m in _mutations() if m["id"] == "attn_fwd-q-after-kv-loop")
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "attn_fwd.cu"
-        p.write_text(_mutated(mu))
-        res = check_file(str(p), CheckOptions(enabled=ALL))
+def test_trace_reads_as_numbered_story(corpus_checks):
+    res = _planted(next(m for m in _mutations() if m["id"] == "attn_fwd-q-after-kv-loop"), corpus_checks)
     f = next(f for f in res.findings if f.code == "TK503")
     texts = [s.text for s in f.trace]
     assert any(t.startswith("wait(kv_empty[0], 1) passes (fresh barrier)") for t in texts)
@@ -138,25 +136,42 @@ def test_trace_reads_as_numbered_story():
     assert any("needs 1 more arrival" in s.text for s in blocked)
 
 
-def test_svg_is_deterministic(tmp_path):
-    mu = next(m for m in _mutations() if m["id"] == "gemm_ring-producer-short-trip")
-    p = tmp_path / "gemm_ring.cu"
-    p.write_text(_mutated(mu))
-    res = check_file(str(p), CheckOptions(enabled=ALL))
+def test_svg_is_deterministic(tmp_path, corpus_checks):
+    res = _planted(next(m for m in _mutations() if m["id"] == "gemm_ring-producer-short-trip"), corpus_checks)
     a = [Path(x).read_text() for x in write_trace_svgs(res.findings, str(tmp_path / "a"))]
     b = [Path(x).read_text() for x in write_trace_svgs(res.findings, str(tmp_path / "b"))]
     assert a and a == b
 
 
-def test_exploration_is_bounded_and_cached():
+def test_exploration_is_bounded_in_steps_not_time(monkeypatch):
+    """The explorer's bound is a count (states, events run), never a clock: the same kernel gets
+    the same answer on any machine under any load, and a bound reached is unknown, not a finding."""
     path = ROOT / "corpus" / "hopper" / "attn_fwd.cu"
-    ms = models_of(str(path))
-    an = Analysis(ms[0])
-    t = time.perf_counter()
+    an = Analysis(models_of(str(path))[0])
     ex = protocol.explore(an)
-    assert time.perf_counter() - t < protocol.TIME_CAP_S + 0.5
+    assert ex.status == "explored" and ex.deadlock is None
+    assert 0 < ex.steps <= protocol.MAX_STEPS and 0 < ex.states <= protocol.MAX_STATES
     assert protocol.explore(an) is ex
     assert "protocol" in an.timings
+    assert not hasattr(protocol, "TIME_CAP_S")
+    monkeypatch.setattr(protocol, "MAX_STEPS", ex.steps // 2)
+    short = protocol.explore(Analysis(models_of(str(path))[0]))
+    assert short.status == "unknown" and short.reason == "exploration bound reached" and short.deadlock is None
+    monkeypatch.setattr(protocol, "MAX_STEPS", ex.steps)
+    again = protocol.explore(Analysis(models_of(str(path))[0]))
+    assert (again.status, again.states, again.steps) == (ex.status, ex.states, ex.steps)
+
+
+def test_a_spent_exploration_bound_is_undecided_coverage_not_a_finding(monkeypatch, tmp_path):
+    mu = next(m for m in _mutations() if m["id"] == "gemm_ring-producer-short-trip")
+    p = tmp_path / "gemm_ring.cu"
+    p.write_text(_mutated(mu))
+    assert {f.code for f in check_file(str(p), CheckOptions(enabled=ALL)).findings} & DEADLOCK_RULES
+    monkeypatch.setattr(protocol, "MAX_STEPS", 0)
+    res = check_file(str(p), CheckOptions(enabled=ALL))
+    assert not {f.code for f in res.findings} & DEADLOCK_RULES
+    reasons = [u.why for c in res.coverage for u in c.unknowns]
+    assert any("progress (no role blocked forever) not established: exploration bound reached" in r for r in reasons)
 
 
 def test_committed_trace_svg_exists():

@@ -54,6 +54,32 @@ def test_budget_decides_and_a_spent_budget_is_unknown():
         solver.configure(*saved)
 
 
+def test_decided_answers_are_kept_per_context_and_budget_and_unknowns_asked_again():
+    """solver.always keeps a decided answer for the rest of the file's z3 context, keyed by the
+    budget too; an unknown is asked (and counted) again; a new file's context starts empty."""
+    x, y = E.Var("x", E.PARAM), E.Var("y", E.PARAM)
+    hard = E.binop("!=", E.binop("+", E.binop("*", x, x), E.binop("*", y, y)), E.Const(26))
+    saved = (solver.LIMITS.budget, solver.LIMITS.safety_net_ms)
+    try:
+        solver.fresh_context()
+        solver.configure(budget=1)
+        mark = solver.inconclusive_count()
+        assert solver.always(hard) is None and solver.always(hard) is None
+        assert solver.inconclusive_count() - mark == 2
+        solver.configure(budget=10_000_000)
+        assert solver.always(hard) is False and solver.always(hard) is False
+        assert solver.inconclusive_count() - mark == 2
+        solver.configure(budget=1)
+        assert solver.always(hard) is None  # the decided answer belongs to the other budget
+        solver.configure(budget=10_000_000)
+        assert solver._ALWAYS  # noqa: SLF001
+        solver.fresh_context()
+        assert not solver._ALWAYS  # noqa: SLF001
+    finally:
+        solver.configure(*saved)
+        solver.fresh_context()
+
+
 def test_no_wall_clock_decides_a_proof():
     """Only solver.py may set a z3 timeout (the safety net); no check stops a search at a deadline."""
     offenders = []

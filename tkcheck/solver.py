@@ -49,6 +49,12 @@ class Inconclusive:
 
 _LEDGER: list[Inconclusive] = []
 _SCOPE: list[str] = []
+# the decided answers of `always` in the current z3 context, by (predicate, assumptions, budget):
+# a check asks the same question many times (a branch's guard at each op under it, a phase at
+# each wait); an unknown answer is not kept (it is asked, and counted, again). Emptied with the
+# context (`fresh_context`), so that a file's answers never depend on the files checked before.
+_ALWAYS: dict[tuple, bool] = {}
+_ALWAYS_MAX = 20_000
 
 
 def configure(budget: int | None = None, safety_net_ms: int | None = None) -> None:
@@ -64,6 +70,7 @@ def fresh_context() -> None:
     of files checked before it in the same process (z3's heuristics follow term ids)."""
     z3.main_ctx()  # make sure one exists before it is replaced
     z3._main_ctx = None  # noqa: SLF001 - z3 creates a new one at the next main_ctx()
+    _ALWAYS.clear()
 
 
 @contextmanager
@@ -159,15 +166,20 @@ def always(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> b
     `timeout_ms` is accepted for compatibility and ignored: the budget decides."""
     if isinstance(pred, E.Const):
         return bool(pred.value)
+    key = (pred, tuple(assume), LIMITS.budget)
+    got = _ALWAYS.get(key)
+    if got is not None:
+        return got
     s, _ = _solver(pred, assume, negate=True)
     if s is None:
         return None
     r = checked(s)
-    if r == z3.unsat:
-        return True
-    if r == z3.sat:
-        return False
-    return None
+    answer = True if r == z3.unsat else False if r == z3.sat else None
+    if answer is not None:
+        if len(_ALWAYS) >= _ALWAYS_MAX:
+            _ALWAYS.clear()
+        _ALWAYS[key] = answer
+    return answer
 
 
 def witness(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> dict[str, int] | None:

@@ -772,9 +772,7 @@ def _several_waits_per_round(an: Analysis, acc: BarrierAccount, contribs: list[C
                 if ea is not None and eb is not None and not ea & eb:
                     continue
                 ia, ib = a.barrier.index if a.barrier else (), b.barrier.index if b.barrier else ()
-                same = (
-                    E.conj(*[E.binop("==", x, y) for x, y in zip(ia, ib)]) if len(ia) == len(ib) else E.Const(True)
-                )
+                same = E.conj(*[E.binop("==", x, y) for x, y in zip(ia, ib)]) if len(ia) == len(ib) else E.Const(True)
                 if solver.always(E.negate(same), to) is True:
                     continue  # two elements (a ring's two slots): one phase of each
                 if (

@@ -19,7 +19,9 @@ barrier of the warpgroup's own (ids from 1000 up).
 
 The search is an explicit-state DFS over interleavings (a role runs its local
 events atomically up to its next wait or barrier), memoised on the state,
-bounded in states and time. A state where no role can move and some role has
+bounded in states and in steps (events run), never by a clock: the same kernel
+gets the same answer on any machine under any load, and an exploration that
+reaches a bound is unknown (undecided coverage), never a finding. A state where no role can move and some role has
 not finished is a *deadlock*: it is reachable, so it is a proof, and the path
 to it is the trace. Unknown structure (guards over runtime values, unknown
 trip counts, unknown init counts, ...) means no exploration and no finding.
@@ -38,7 +40,9 @@ from .analysis import Analysis
 from .threads import describe
 
 MAX_STATES = 20000
-TIME_CAP_S = 1.0
+# events run over one exploration (every role's run from every state, the runs that cannot move
+# included): a deterministic bound on its work, in place of a wall-clock cap
+MAX_STEPS = 400_000
 MAX_EVENTS = 4000
 EVENT_KINDS = (
     ir.MBAR_INIT,
@@ -95,7 +99,8 @@ class Exploration:
     params: dict = field(default_factory=dict)
     deadlock: Deadlock | None = None
     states: int = 0
-    seconds: float = 0.0
+    steps: int = 0  # events run (bounded by MAX_STEPS)
+    seconds: float = 0.0  # for the record only: nothing is decided by it
     counts: dict = field(default_factory=dict)  # element -> arrivals per phase (init count)
     rounds: int | None = None  # data-exit loops: rounds unrolled past their break (then the stop round)
     assumption: str = ""  # what the exploration assumed (stated in findings)
@@ -177,11 +182,11 @@ def _races(an: Analysis, names: frozenset[str]) -> Exploration:
                 f"assuming every role's instruction loop runs the same {rounds} round"
                 f"{'s' if rounds > 1 else ''} and then stops at its break"
             )
-            _explore_with(an, ops, ex, t0, rounds, memory=True)  # one time budget for every round
+            _explore_with(an, ops, ex, rounds, memory=True)  # each round within the search's bound
             if ex.race is not None or ex.status != "explored":
                 break
     else:
-        _explore_with(an, ops, ex, t0, None, memory=True)
+        _explore_with(an, ops, ex, None, memory=True)
     ex.seconds = time.perf_counter() - t0
     return ex
 
@@ -359,51 +364,93 @@ def _trip_params(m: ir.KernelModel, trips: list) -> dict | None:
     return None
 
 
+_TIDS = frozenset(("tid", "tid_y", "tid_z"))
+
+
+def _over_threads(e: E.Expr) -> bool:
+    """Does `e` name a thread index (its value per thread can differ)?"""
+    return any(v.name in _TIDS for v in e.free_vars())
+
+
 def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tuple[frozenset[int], tuple]] | None:
     """Warps with the same participation in every op (a lane-0 arrive is its warp's op:
     the lanes of a warp pass a wait together). `per_thread` (the race search): threads with the
     same participation, so that the lanes of a warp that do different things (lane 0 arrives, the
-    others only read) are roles of their own and may run apart (independent thread scheduling)."""
+    others only read) are roles of their own and may run apart (independent thread scheduling).
+
+    A guard, barrier index or barrier id that names no thread index has one value for every
+    thread: it is evaluated once per op, not once per thread (the answer is the same)."""
     n = an.threads.n
     if n is None or n % 32:
         return None
+    per_op = []  # per op: (guard per thread or None when uniform, the uniform answer, idx, sid)
+    for o in ops:
+        gx = o.guard.thread
+        uniform = None if _over_threads(gx) else _guard_at(gx, 0)
+        if uniform is not None and uniform[0] is None:
+            return None  # undecided for every thread: no roles
+        ix_t = [ix for ix in (o.barrier.index if o.barrier else ())]
+        idx1 = (
+            None
+            if any(_over_threads(ix) for ix in ix_t)
+            else tuple(str(E.substitute(ix, {"tid": E.Const(0)})) for ix in ix_t)
+        )
+        sid1 = None
+        if o.sync_id is not None and not _over_threads(o.sync_id):
+            sid1 = str(E.substitute(o.sync_id, {"tid": E.Const(0)}))
+        per_op.append((uniform, idx1, sid1))
     sigs: dict[tuple, list[int]] = {}
     units = [range(t, t + 1) for t in range(n)] if per_thread else [range(32 * w, 32 * w + 32) for w in range(n // 32)]
     for unit in units:
         sig = []
-        for o in ops:
+        for o, (uniform, idx1, sid1) in zip(ops, per_op):
             lanes = []
             per_iter = set()
             for t in unit:
-                g = o.guard.thread.eval({"tid": t, "tid_y": 0, "tid_z": 0})
+                g, it = uniform if uniform is not None else _guard_at(o.guard.thread, t)
                 if g is None:
-                    gt = E.substitute(o.guard.thread, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)})
-                    if o.guard.thread.depends_on(E.LOOP) and not gt.depends_on(E.THREAD):
-                        # a condition on the iteration, per thread (`if (i + 1 < T)` in a loop
-                        # `for (i = c; ...)` whose start is the role's index): the walk of the
-                        # role's program decides it per iteration (`emit`); warps whose
-                        # conditions differ are different roles
-                        g = True
-                        per_iter.add(str(gt))
-                    else:
-                        return None
+                    return None
+                if it is not None:
+                    per_iter.add(it)
                 if g:
                     lanes.append(t)
             if not lanes:
                 sig.append(None)
                 continue
-            idx = {
-                tuple(str(E.substitute(ix, {"tid": E.Const(t)})) for ix in (o.barrier.index if o.barrier else ()))
-                for t in lanes
-            }
+            if idx1 is not None:
+                idx = {idx1}
+            else:
+                idx = {
+                    tuple(str(E.substitute(ix, {"tid": E.Const(t)})) for ix in (o.barrier.index if o.barrier else ()))
+                    for t in lanes
+                }
+            if o.sync_id is None:
+                sid: set = set()
+            elif sid1 is not None:
+                sid = {sid1}
+            else:
+                sid = {str(E.substitute(o.sync_id, {"tid": E.Const(t)})) for t in lanes}
             if o.kind == ir.SMEM_ACCESS:
                 idx = {()}  # the race search's accesses: each lane's element is evaluated per lane
-            sid = {str(E.substitute(o.sync_id, {"tid": E.Const(t)})) for t in lanes} if o.sync_id is not None else set()
             if len(idx) > 1 or len(sid) > 1:
                 return None
             sig.append((len(lanes), idx.pop(), tuple(sid), tuple(sorted(per_iter))))
         sigs.setdefault(tuple(sig), []).extend(unit)
     return [(frozenset(ts), s) for s, ts in sigs.items()]
+
+
+def _guard_at(g: E.Expr, t: int) -> tuple[bool | None, str | None]:
+    """Does thread t run an op under thread guard g: (True/False, None); (True, the condition)
+    for a condition on the iteration that the walk of the role's program decides per
+    iteration (`if (i + 1 < T)` in a loop `for (i = c; ...)` whose start is the role's index:
+    warps whose conditions differ are different roles); (None, None) when undecided."""
+    v = g.eval({"tid": t, "tid_y": 0, "tid_z": 0})
+    if v is not None:
+        return bool(v), None
+    gt = E.substitute(g, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)})
+    if g.depends_on(E.LOOP) and not gt.depends_on(E.THREAD):
+        return True, str(gt)
+    return None, None
 
 
 def _role_name(m: ir.KernelModel, threads: frozenset[int], n: int | None, hints: set) -> str:
@@ -780,7 +827,7 @@ def _explore(an: Analysis) -> Exploration:
                 f"assuming every role's instruction loop runs the same {rounds} round"
                 f"{'s' if rounds > 1 else ''} and then stops at its break"
             )
-            _explore_with(an, ops, ex_r, time.perf_counter(), rounds)
+            _explore_with(an, ops, ex_r, rounds)
             if ex_r.deadlock is not None:
                 ex_r.seconds = time.perf_counter() - t0
                 return ex_r
@@ -790,12 +837,12 @@ def _explore(an: Analysis) -> Exploration:
             last = ex_r
         last.seconds = time.perf_counter() - t0
         return last
-    _explore_with(an, ops, ex, t0, None)
+    _explore_with(an, ops, ex, None)
     ex.seconds = time.perf_counter() - t0
     return ex
 
 
-def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, rounds: int | None, memory: bool = False):
+def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, rounds: int | None, memory: bool = False):
     m = an.model
     params = _choose_params(m, ops, rounds)
     if params is None:
@@ -848,10 +895,10 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, t0: float, ro
         ex.reason = f"named barrier {mixed[0]} used with two thread counts (undefined)"
         return
     ex.roles = roles
-    _search(ex, roles, counts, t0, memory)
+    _search(ex, roles, counts, memory)
 
 
-def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float, memory: bool = False):
+def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = False):
     elems = sorted(counts)
     eidx = {e: i for i, e in enumerate(elems)}
     sizes = [len(r.threads) for r in roles]
@@ -860,14 +907,18 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float, memory:
     init_b = tuple((0, counts[e], 0) for e in elems)
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
-    stack = deque([(start, [])])
+    # a path is a chain (previous chain, steps): extending it costs nothing, a trace is spelled
+    # out only for the deadlock or race found
+    stack: deque[tuple[tuple, tuple | None]] = deque([(start, None)])
     # the race search goes breadth first: the first race it reaches has the shortest trace
     pop = stack.popleft if memory else stack.pop
+    steps_run = 0
     while stack:
-        if len(visited) > MAX_STATES or time.perf_counter() - t0 > TIME_CAP_S:
+        if len(visited) > MAX_STATES or steps_run > MAX_STEPS:
             ex.status = "unknown"
             ex.reason = "exploration bound reached"
             ex.states = len(visited)
+            ex.steps = steps_run
             return
         state, path = pop()
         if state in visited:
@@ -878,7 +929,7 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float, memory:
             race = _race_at(roles, pcs)
             if race is not None:
                 a, ea, ta, b, eb, tb, elem = race
-                ex.race = MemRace(a, ea, ta, b, eb, tb, elem, trace=path, state=state)
+                ex.race = MemRace(a, ea, ta, b, eb, tb, elem, trace=_trace(path), state=state)
                 ex.status = "explored"
                 ex.states = len(visited)
                 return
@@ -888,11 +939,13 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float, memory:
         gone = sum(sizes[i] for i, r in enumerate(roles) if pcs[i] >= len(r.events))
         for ri, r in enumerate(roles):
             res = _run_role(ri, r, state, eidx, gone, counts, elems, memory)
+            steps_run += 1
             if res is None:
                 continue
             nstate, steps = res
+            steps_run += len(steps)
             moved = True
-            succ.append((nstate, path + steps))
+            succ.append((nstate, (path, steps)))
         if not moved:
             if memory or all(pcs[i] >= len(r.events) for i, r in enumerate(roles)):
                 continue  # (the race search goes on past a deadlock: the deadlock rules report it)
@@ -903,17 +956,28 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, t0: float, memory:
                 blocked,
                 finished,
                 ex_roles,
-                path,
+                _trace(path),
                 {"barriers": {elems[i]: b for i, b in enumerate(bars)}, "syncs": dict(syncs)},
             )
             ex.status = "explored"
             ex.states = len(visited)
+            ex.steps = steps_run
             return
         for s in succ if memory else reversed(succ):
             if s[0] not in visited:
                 stack.append(s)
     ex.status = "explored"
     ex.states = len(visited)
+    ex.steps = steps_run
+
+
+def _trace(path: tuple | None) -> list:
+    """The steps of a path chain (previous chain, steps), first to last."""
+    parts = []
+    while path is not None:
+        path, steps = path
+        parts.append(steps)
+    return [st for steps in reversed(parts) for st in steps]
 
 
 def _complete(b, count):

@@ -91,6 +91,7 @@ class AsmLowering:
                     ctx.env.define(toks[0], v)
                 result = v.name
         return replace(ga, base=base, result=result)
+
     def _outputs(self, c: Any, ctx: Ctx, ptx: str) -> None:
         """The variables the asm statement writes (`"=r"(x)`, `"+r"(x)`) take what it leaves in
         them: the election of `elect.sync` (lane 0 of the warp, as TK's elect_one_sync is
