@@ -39,7 +39,7 @@ CACHE_DIR_NAME = ".tkcheck_cache"
 MAX_COMPILE_COMMANDS_BYTES = 1 << 30
 SEVERITY_RANK = {"note": 0, "warning": 1, "error": 2}
 # commands other modules add, imported only when used (start-up stays lean for `tkcheck check`)
-_LAZY_COMMANDS = {"confirm": "tkcheck.confirm", "triage": "tkcheck.confirm"}
+_LAZY_COMMANDS = {"confirm": "tkcheck.confirm", "triage": "tkcheck.confirm", "server": "tkcheck.server"}
 
 # Set by a command that takes --debug: internal errors then show their traceback.
 _DEBUG = {"on": False}

@@ -99,9 +99,11 @@ def models_of(path: str, options: ParseOptions | None = None, text: str | None =
     Raises InputError for a file tkcheck cannot read."""
     from . import solver
     from .frontend.builder import ModelBuilder
+    from .frontend.walk_env import forget_source_texts
     from .model.expr import reset_unknowns
 
     reset_unknowns()  # as check_file: the names of unknowns and the solver's answers
+    forget_source_texts()
     if text is None:
         text = read_source(path)
     with solver.session():  # the default limits, as a check's
@@ -181,9 +183,11 @@ def _check_text(
     # the model builder, the checks and z3 are imported when a file is checked (a cached result,
     # a file that cannot be read need none of them)
     from . import solver
+    from .frontend.walk_env import forget_source_texts
     from .model.expr import reset_unknowns
 
     reset_unknowns()  # names of unknowns restart per file: output does not depend on order
+    forget_source_texts()  # a header edited since the last check in this process is read again
     with solver.session(budget=opts.solver_budget, safety_net_ms=opts.solver_timeout_ms) as ctx:
         solver.fresh_context()  # nor do the solver's answers: each file starts from a fresh z3 context
         _check_in_session(path, text, opts, res, rules, parsed, ctx)
