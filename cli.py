@@ -562,7 +562,8 @@ def _run_workers(jobs: list[_Job], workers: int, results: list, bar, file_timeou
             if file_timeout:
                 oldest = min(started for _, _, started in busy.values())
                 timeout = max(0.0, oldest + file_timeout - time.monotonic())
-            for conn in wait(list(busy), timeout=timeout):  # type: ignore[assignment]  # wait() returns the connections it was given
+            ready: list = list(wait(list(busy), timeout=timeout))  # the connections it was given
+            for conn in ready:
                 proc, job, _ = busy.pop(conn)
                 try:
                     value = pickle.loads(conn.recv_bytes())

@@ -577,8 +577,8 @@ def _need_position(v: Any) -> dict[str, int]:
 def _contains(rng: dict[str, Any], pos: dict[str, int], whole_line: bool) -> bool:
     s, e = rng["start"], rng["end"]
     if whole_line:
-        return s["line"] <= pos["line"] <= e["line"]
-    return (s["line"], s["character"]) <= (pos["line"], pos["character"]) <= (e["line"], e["character"])
+        return bool(s["line"] <= pos["line"] <= e["line"])
+    return bool((s["line"], s["character"]) <= (pos["line"], pos["character"]) <= (e["line"], e["character"]))
 
 
 def _offset(text: str, pos: Any) -> int:
