@@ -394,34 +394,21 @@ def _failed(job: _Job, why: str):
     return res
 
 
-def _worker_main(conn):
-    """In a forked worker: check the files the parent sends (a pickled _Job each; None: stop),
-    one after the other, and send each pickled FileResult back (or the text of an exception
-    that escaped). Every check starts from a fresh solver context, fresh unknown names and fresh
-    source texts (tkcheck.engine), so a file's result does not depend on the files before it."""
+def _child_main(conn, job: _Job):
+    """In a forked child: check one file, send the pickled FileResult back."""
     import pickle
 
-    # nothing a file names may read the terminal or the caller's pipe (`#include "/dev/stdin"`)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    _limit_memory(FILE_MEMORY_LIMIT["bytes"])
-    while True:
-        try:
-            job = conn.recv()
-        except (EOFError, OSError):
-            break
-        if job is None:
-            break
-        try:
-            _, res = _check_job(job)
-            payload = pickle.dumps(res)
-        except BaseException as e:  # noqa: BLE001 - reported by the parent
-            payload = pickle.dumps(f"{type(e).__name__}: {e}")
-        try:
-            conn.send_bytes(payload)
-        except (OSError, ValueError):
-            break
+    try:
+        # nothing a file names may read the terminal or the caller's pipe (`#include "/dev/stdin"`)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        _limit_memory(FILE_MEMORY_LIMIT["bytes"])
+        _, res = _check_job(job)
+        payload = pickle.dumps(res)
+    except BaseException as e:  # noqa: BLE001 - reported by the parent
+        payload = pickle.dumps(f"{type(e).__name__}: {e}")
+    conn.send_bytes(payload)
     conn.close()
 
 
@@ -473,13 +460,15 @@ def run_jobs(
 ) -> list:
     """FileResults in job order.
 
-    A file whose result is in the cache is answered here (no process, no parse). The others are
-    checked by up to `workers` forked worker processes, each checking many files one after the
-    other (libclang and z3 are not thread-safe, and a crash of libclang on hostile input, or a
-    check that runs past `file_timeout`, must cost that one file, not the whole run: the worker
-    is ended, the file reported, a new worker takes the rest). The engine is imported once, in
-    this process, before the workers are forked. Without fork (or with `isolate=False`, as
-    --debug does) files are checked in this process, one after the other.
+    A file whose result is in the cache is answered here (no process, no parse, no engine
+    import). The others are checked in forked child processes, up to `workers` at once, one
+    child per file (libclang and z3 are not thread-safe; a crash of libclang on hostile input,
+    or a check that runs past `file_timeout`, must cost that one file, not the whole run; and z3
+    answers differently after other checks in the same process: see docs/DEVELOPING.md). The
+    engine, the builder and the checks are imported once, here, before the first fork, so a
+    child starts warm: this process is the template every check is forked from. Without fork
+    (or with `isolate=False`, as --debug does) files are checked in this process, one after the
+    other.
     """
     results: list = [None] * len(jobs)
     bar = None
@@ -504,73 +493,51 @@ def run_jobs(
                 if bar:
                     bar.update(1)
             if to_check:
-                _run_workers(to_check, max(min(workers, len(to_check)), 1), results, bar, file_timeout)
+                _run_forked(to_check, max(min(workers, len(to_check)), 1), results, bar, file_timeout)
     finally:
         if bar:
             bar.__exit__(None, None, None)
     return results
 
 
-def _run_workers(jobs: list[_Job], workers: int, results: list, bar, file_timeout: float | None):
+def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout: float | None):
     import multiprocessing as mp
     import pickle
     from collections import deque
     from multiprocessing.connection import wait
 
-    import tkcheck.engine  # noqa: F401 - imported once here: the forked workers start with it
+    # imported once here: every child forked below starts with them (no import per file)
     import tkcheck.checks.analysis  # noqa: F401
+    import tkcheck.engine  # noqa: F401
     import tkcheck.frontend.builder  # noqa: F401
 
     ctx = mp.get_context("fork")
     pending = deque(jobs)
-    idle: list = []  # (process, connection) waiting for a job
-    busy: dict = {}  # connection -> (process, job, started)
+    running: dict = {}  # reader -> (process, job, started)
     sys.stdout.flush()
     sys.stderr.flush()
-
-    def start():
-        parent, child = ctx.Pipe(duplex=True)
-        proc = ctx.Process(target=_worker_main, args=(child,), daemon=True)
-        proc.start()
-        child.close()  # the worker holds the only other end: its death reads as EOF here
-        return proc, parent
-
-    def retire(proc, conn, kill: bool):
-        if kill:
-            proc.kill()
-        proc.join()
-        conn.close()
-
-    def done(job, value):
-        results[job.index] = value
-        if bar:
-            bar.update(1)
-
     try:
-        while pending or busy:
-            while pending and (idle or len(busy) < workers):
-                proc, conn = idle.pop() if idle else start()
+        while pending or running:
+            while pending and len(running) < workers:
                 job = pending.popleft()
-                try:
-                    conn.send(job)
-                except (OSError, ValueError):  # the worker is gone: another one takes the file
-                    retire(proc, conn, kill=True)
-                    pending.appendleft(job)
-                    continue
-                busy[conn] = (proc, job, time.monotonic())
+                reader, writer = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child_main, args=(writer, job), daemon=True)
+                proc.start()
+                writer.close()  # the child holds the only writer: its death reads as EOF here
+                running[reader] = (proc, job, time.monotonic())
             timeout = None
             if file_timeout:
-                oldest = min(started for _, _, started in busy.values())
+                oldest = min(started for _, _, started in running.values())
                 timeout = max(0.0, oldest + file_timeout - time.monotonic())
-            ready: list = list(wait(list(busy), timeout=timeout))  # the connections it was given
-            for conn in ready:
-                proc, job, _ = busy.pop(conn)
+            for reader in wait(list(running), timeout=timeout):  # type: ignore[assignment]  # wait() returns the readers it was given
+                proc, job, _ = running.pop(reader)
                 try:
-                    value = pickle.loads(conn.recv_bytes())
+                    value = pickle.loads(reader.recv_bytes())
                 except (EOFError, OSError, pickle.UnpicklingError):
                     value = None
+                reader.close()
+                proc.join()
                 if value is None:
-                    retire(proc, conn, kill=True)
                     code = proc.exitcode
                     why = (
                         f"the checking process died with signal {-code}"
@@ -580,29 +547,29 @@ def _run_workers(jobs: list[_Job], workers: int, results: list, bar, file_timeou
                     value = _failed(
                         job, why + " (libclang or z3 crashed, or the file passed the memory limit of --file-memory)"
                     )
-                else:
-                    idle.append((proc, conn))
-                    if isinstance(value, str):
-                        value = _failed(job, value)
-                done(job, value)
+                elif isinstance(value, str):
+                    value = _failed(job, value)
+                results[job.index] = value
+                if bar:
+                    bar.update(1)
             if file_timeout:
                 now = time.monotonic()
-                for conn, (proc, job, started) in list(busy.items()):
+                for reader, (proc, job, started) in list(running.items()):
                     if now - started > file_timeout:
-                        del busy[conn]
-                        retire(proc, conn, kill=True)
-                        done(
-                            job, _failed(job, f"stopped after {file_timeout:g} s (raise the limit with --file-timeout)")
+                        proc.kill()
+                        proc.join()
+                        reader.close()
+                        del running[reader]
+                        results[job.index] = _failed(
+                            job, f"stopped after {file_timeout:g} s (raise the limit with --file-timeout)"
                         )
+                        if bar:
+                            bar.update(1)
     finally:
-        for proc, conn in idle:
-            try:
-                conn.send(None)
-            except (OSError, ValueError):
-                proc.kill()
-            retire(proc, conn, kill=False)
-        for conn, (proc, _, _) in busy.items():
-            retire(proc, conn, kill=True)
+        for reader, (proc, _, _) in running.items():
+            proc.kill()
+            proc.join()
+            reader.close()
 
 
 # ---------------------------------------------------------------- the check command

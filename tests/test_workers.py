@@ -1,7 +1,8 @@
-"""-j N: worker processes that each check many files; a cached result costs no process.
+"""-j N: a check per forked child of a warm parent (the engine imported once, before the first
+fork); a cached result costs no process.
 
-The checks are patched in the parent before the workers are forked (fork copies them): a file
-named `crash*` ends its worker, `hang*` never finishes. Nothing here is timed."""
+The checks are patched in the parent before the children are forked (fork copies them): a file
+named `crash*` ends its process, `hang*` never finishes. Nothing here is timed."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def _summary(res):
     return (res.path, [(f.code, f.location.row, f.message) for f in res.findings], res.notes, res.internal_errors)
 
 
-def test_workers_check_many_files_each_as_a_process_of_its_own_would(tmp_path):
+def test_forked_checks_give_what_checks_in_this_process_give(tmp_path):
     jobs = _jobs(tmp_path, 9)
     in_process = C.run_jobs(jobs, 1, False, isolate=False)
     for workers in (1, 2):
@@ -48,7 +49,7 @@ def test_workers_check_many_files_each_as_a_process_of_its_own_would(tmp_path):
     assert [sorted({f.code for f in r.findings}) for r in in_process[:2]] == [["TK302", "TK403"], []]
 
 
-def test_a_crashed_or_stuck_worker_costs_only_its_file(tmp_path, monkeypatch):
+def test_a_crashed_or_stuck_check_costs_only_its_file(tmp_path, monkeypatch):
     names = ["a.cu", "crash.cu", "b.cu", "hang.cu", "c.cu", "d.cu"]
     jobs = _jobs(tmp_path, len(names), names=names)
     real = C._check_job
@@ -72,7 +73,7 @@ def test_a_crashed_or_stuck_worker_costs_only_its_file(tmp_path, monkeypatch):
     assert by_name["a.cu"].findings  # a.cu is job 0: the racy kernel
 
 
-def test_a_cached_result_is_answered_without_a_worker(tmp_path, monkeypatch):
+def test_a_cached_result_is_answered_without_a_process(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     cache.mkdir()
     jobs = _jobs(tmp_path, 4, cache_dir=str(cache))
@@ -80,13 +81,13 @@ def test_a_cached_result_is_answered_without_a_worker(tmp_path, monkeypatch):
     assert not any(r.cached for r in first)
 
     def no_workers(*a, **k):
-        raise AssertionError("a worker was started for cached results")
+        raise AssertionError("a process was started for cached results")
 
-    monkeypatch.setattr(C, "_run_workers", no_workers)
+    monkeypatch.setattr(C, "_run_forked", no_workers)
     again = C.run_jobs(jobs, 2, False)
     assert all(r.cached for r in again)
     assert [_summary(r) for r in again] == [_summary(r) for r in first]
-    # an edited file is checked again (by a worker), the others still come from the cache
+    # an edited file is checked again (in a child), the others still come from the cache
     monkeypatch.undo()
     (tmp_path / "k1.cu").write_text(KERNEL.format(i=41), encoding="utf-8")
     mixed = C.run_jobs([replace(j) for j in jobs], 2, False)

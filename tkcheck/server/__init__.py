@@ -65,6 +65,14 @@ def register_cli(group: click.Group) -> None:
     metavar="MS",
 )
 @click.option(
+    "--file-timeout",
+    type=click.FloatRange(min=0, max=86400),
+    default=300,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop checking a buffer after this long (a diagnostic says so); 0: no limit.",
+)
+@click.option(
     "--debounce",
     "debounce_ms",
     type=click.IntRange(min=0, max=60_000),
@@ -89,6 +97,7 @@ def server_command(
     no_cache,
     solver_budget,
     solver_timeout_ms,
+    file_timeout,
     debounce_ms,
 ):
     from ..cli import cli as C
@@ -133,4 +142,8 @@ def server_command(
         settings._selectors.clear()
         settings._compile_tables.clear()
 
-    sys.exit(run_stdio(options_for, forget_config, debounce_ms / 1000))
+    def check(path: str, opts, text: str):
+        # the command line's runner: a cached result here, else a child forked from this warm process
+        return C.run_jobs([C._Job(0, path, opts, text=text)], 1, False, file_timeout=file_timeout or None)[0]
+
+    sys.exit(run_stdio(options_for, forget_config, debounce_ms / 1000, check))

@@ -1,9 +1,11 @@
 """The language server: LSP over stdio, checks of the editor's unsaved buffers.
 
-One process serves every check of a session. A reader thread only reads and frames messages
+One process serves a session. A reader thread only reads and frames messages
 (`jsonrpc.read_message`) into a queue; the main thread answers requests and runs the checks,
-one at a time (libclang and z3 are not thread-safe, and each check has its own solver context,
-tkcheck.solver.session). An edit marks its document due after the debounce; when no message has
+one at a time, each in a child forked from this warm process (`tkcheck server` hands in the
+command line's `run_jobs`: a result in the cache is answered here; a check that crashes, passes
+--file-timeout or the memory limit costs that check, not the server; and z3 answers as in a
+process of its own, as the command line's do). An edit marks its document due after the debounce; when no message has
 come for that long, the due documents are checked (only those: a change re-checks that file).
 
 Warm between edits: the results memo (`_Memo`, keyed by the file's path, its bytes and its
@@ -134,6 +136,13 @@ class _Memo:
             self.items.popitem(last=False)
 
 
+def _check_here(path: str, opts: CheckOptions, text: str) -> FileResult:
+    """A check in this process (tests; `tkcheck server` checks in a forked child, see __init__)."""
+    from ..engine import check_file
+
+    return check_file(path, opts, text=text)
+
+
 def _memo_key(path: str, text: str, opts: CheckOptions) -> tuple:
     """(path, text, options): the options as text (ParseOptions holds lists), the rules sorted."""
     from dataclasses import replace
@@ -160,6 +169,7 @@ class Server:
         forget_config: Callable[[], None] = lambda: None,
         debounce: float = 0.3,
         log: Callable[[str], None] | None = None,
+        check: Callable[[str, CheckOptions, str], FileResult] | None = None,
     ):
         self.out = R.Writer(writer)
         self.reader = reader
@@ -175,6 +185,7 @@ class Server:
         self.checks = 0  # checks made (not answered from the memo): for tests and --verbose
         self.log = log or (lambda s: None)
         self.root: str | None = None
+        self.check = check or _check_here
 
     # -- the loop
 
@@ -344,7 +355,6 @@ class Server:
     # -- checking
 
     def _check(self, doc: Document) -> None:
-        from ..engine import check_file
         from ..frontend.parse import MAX_FILE_BYTES
 
         text = doc.text
@@ -361,9 +371,10 @@ class Server:
         res = self.memo.get(key)
         if res is None:
             t0 = time.perf_counter()
-            res = check_file(doc.path, opts, text=text)
+            res = self.check(doc.path, opts, text)
             self.checks += 1
-            self.memo.put(key, res)
+            if not res.internal_errors:  # a check that failed (a limit, a crash) is tried again
+                self.memo.put(key, res)
             self.log(f"checked {doc.path} in {time.perf_counter() - t0:.3f} s")
         self._publish(doc, res, text)
 
@@ -629,7 +640,12 @@ def _message(f: Finding) -> str:
     return "\n".join(out)
 
 
-def run_stdio(options_for: Callable[[str], CheckOptions], forget_config: Callable[[], None], debounce: float) -> int:
+def run_stdio(
+    options_for: Callable[[str], CheckOptions],
+    forget_config: Callable[[], None],
+    debounce: float,
+    check: Callable[[str, CheckOptions, str], FileResult] | None = None,
+) -> int:
     """Serve on this process's stdin/stdout; returns the exit status (0 after shutdown + exit).
 
     The protocol gets private copies of the two descriptors; descriptor 0 then reads /dev/null
@@ -642,5 +658,5 @@ def run_stdio(options_for: Callable[[str], CheckOptions], forget_config: Callabl
     os.dup2(devnull, 0)
     os.close(devnull)
     os.dup2(2, 1)
-    server = Server(proto_in, proto_out, options_for, forget_config, debounce)
+    server = Server(proto_in, proto_out, options_for, forget_config, debounce, check=check)
     return server.serve()
