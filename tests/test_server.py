@@ -158,6 +158,12 @@ def test_diagnostics_hover_code_action_and_a_fix_that_clears_them(client, tmp_pa
         {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": BAD}]},
     )
     assert sorted(x["code"] for x in client.diagnostics(uri, 3)) == ["TK302", "TK403", "TK403"]
+    # a save checks at once (the buffer the client sends with it)
+    client.notify("textDocument/didSave", {"textDocument": {"uri": uri}, "text": GOOD})
+    assert client.diagnostics(uri, 3) == []
+    # a closed document's diagnostics are cleared
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri) == []
     assert client.request("shutdown", None)["result"] is None
     client.notify("exit", None)
     assert client.proc.wait(timeout=TIMEOUT) == 0
