@@ -225,3 +225,23 @@ def test_exit_without_shutdown_is_status_1(client, tmp_path):
     _init(client, tmp_path)
     client.notify("exit", None)
     assert client.proc.wait(timeout=TIMEOUT) == 1
+
+
+def test_a_broken_config_is_told_and_the_server_goes_on(client, tmp_path):
+    _init(client, tmp_path)
+    (tmp_path / "tkcheck.toml").write_text("select = [\n", encoding="utf-8")  # not TOML
+    uri = (tmp_path / "k.cu").as_uri()
+    client.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "cuda", "version": 1, "text": BAD}}
+    )
+    shown = client.wait(lambda m: m.get("method") == "window/showMessage")
+    assert "tkcheck.toml" in shown["params"]["message"]
+    diags = client.diagnostics(uri, 1)
+    assert len(diags) == 1 and diags[0]["message"].startswith("not checked:") and "code" not in diags[0]
+    # the config is fixed and saved: the open buffers are checked again
+    (tmp_path / "tkcheck.toml").write_text('select = ["ALL"]\n', encoding="utf-8")
+    client.notify("textDocument/didSave", {"textDocument": {"uri": (tmp_path / "tkcheck.toml").as_uri()}})
+    assert sorted(d["code"] for d in client.diagnostics(uri, 1)) == ["TK302", "TK403", "TK403"]
+    assert client.request("shutdown", None)["result"] is None
+    client.notify("exit", None)
+    assert client.proc.wait(timeout=TIMEOUT) == 0
