@@ -39,7 +39,7 @@ CACHE_DIR_NAME = ".tkcheck_cache"
 MAX_COMPILE_COMMANDS_BYTES = 1 << 30
 SEVERITY_RANK = {"note": 0, "warning": 1, "error": 2}
 # commands other modules add, imported only when used (start-up stays lean for `tkcheck check`)
-_LAZY_COMMANDS = {"confirm": "tkcheck.confirm", "triage": "tkcheck.confirm"}
+_LAZY_COMMANDS = {"confirm": "tkcheck.confirm", "triage": "tkcheck.confirm", "server": "tkcheck.server"}
 
 # Set by a command that takes --debug: internal errors then show their traceback.
 _DEBUG = {"on": False}
@@ -412,6 +412,25 @@ def _child_main(conn, job: _Job):
     conn.close()
 
 
+def _cache_hit(job: _Job):
+    """The cached FileResult of a job, looked up here (no process, no parse, no engine import),
+    as `check_file` would find it; None when the job must be checked."""
+    if not job.opts.cache_dir:
+        return None
+    from tkcheck import cache
+    from tkcheck.frontend.parse import InputError, read_source
+
+    try:
+        text = job.text if job.text is not None else read_source(job.path)
+    except InputError:
+        return None  # told by the check
+    res = cache.lookup(job.opts.cache_dir, job.path, text, job.opts)
+    if res is not None:
+        res.source = text
+        res.cached = True
+    return res
+
+
 # The address space one checking process may use: a macro bomb that clang expands without end,
 # or a solver blow-up, ends that file's check (exit 2) instead of the machine's memory.
 FILE_MEMORY_LIMIT = {"bytes": 8 << 30}
@@ -441,11 +460,15 @@ def run_jobs(
 ) -> list:
     """FileResults in job order.
 
-    Each file is checked in a forked child process (libclang and z3 are not
-    thread-safe, and a crash of libclang on hostile input, or a check that
-    runs past `file_timeout`, must cost that one file, not the whole run); up
-    to `workers` children run at once. Without fork (or with `isolate=False`,
-    as --debug does) files are checked in this process, one after the other.
+    A file whose result is in the cache is answered here (no process, no parse, no engine
+    import). The others are checked in forked child processes, up to `workers` at once, one
+    child per file (libclang and z3 are not thread-safe; a crash of libclang on hostile input,
+    or a check that runs past `file_timeout`, must cost that one file, not the whole run; and z3
+    answers differently after other checks in the same process: see docs/DEVELOPING.md). The
+    engine, the builder and the checks are imported once, here, before the first fork, so a
+    child starts warm: this process is the template every check is forked from. Without fork
+    (or with `isolate=False`, as --debug does) files are checked in this process, one after the
+    other.
     """
     results: list = [None] * len(jobs)
     bar = None
@@ -460,7 +483,17 @@ def run_jobs(
                 if bar:
                     bar.update(1)
         else:
-            _run_forked(jobs, max(workers, 1), results, bar, file_timeout)
+            to_check = []
+            for job in jobs:
+                hit = _cache_hit(job)
+                if hit is None:
+                    to_check.append(job)
+                    continue
+                results[job.index] = hit
+                if bar:
+                    bar.update(1)
+            if to_check:
+                _run_forked(to_check, max(min(workers, len(to_check)), 1), results, bar, file_timeout)
     finally:
         if bar:
             bar.__exit__(None, None, None)
@@ -472,6 +505,11 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
     import pickle
     from collections import deque
     from multiprocessing.connection import wait
+
+    # imported once here: every child forked below starts with them (no import per file)
+    import tkcheck.checks.analysis  # noqa: F401
+    import tkcheck.engine  # noqa: F401
+    import tkcheck.frontend.builder  # noqa: F401
 
     ctx = mp.get_context("fork")
     pending = deque(jobs)

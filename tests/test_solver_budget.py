@@ -39,19 +39,22 @@ def run(args, cwd=ROOT):
 def test_budget_decides_and_a_spent_budget_is_unknown():
     x, y = E.Var("x", E.PARAM), E.Var("y", E.PARAM)
     hard = E.binop("!=", E.binop("+", E.binop("*", x, x), E.binop("*", y, y)), E.Const(26))
-    saved = (solver.LIMITS.budget, solver.LIMITS.safety_net_ms)
-    try:
-        solver.configure(budget=1)
-        mark = solver.inconclusive_count()
+    with solver.session(budget=1) as ctx:
         assert solver.always(hard) is None
         assert solver.witness(E.negate(hard)) is None
-        events = solver.inconclusive_since(mark)
-        assert len(events) == 2 and "budget of 1 steps" in events[0].reason
-        solver.configure(budget=10_000_000)
+        events = solver.inconclusive_since(0)
+        assert len(events) == 2 and "budget of 1 steps" in events[0].reason and ctx.ledger == events
+    with solver.session(budget=10_000_000) as ctx:
         answers = {solver.always(hard) for _ in range(5)}
         assert answers == {False}  # x=1, y=5: refuted, every time
-    finally:
-        solver.configure(*saved)
+        assert ctx.ledger == []
+
+
+def test_a_session_restores_the_outer_context():
+    with solver.session(budget=7) as outer:
+        with solver.session(budget=1) as inner:
+            assert solver.current() is inner and inner.budget == 1
+        assert solver.current() is outer and solver.current().budget == 7
 
 
 def test_decided_answers_are_kept_per_context_and_budget_and_unknowns_asked_again():
@@ -59,25 +62,23 @@ def test_decided_answers_are_kept_per_context_and_budget_and_unknowns_asked_agai
     budget too; an unknown is asked (and counted) again; a new file's context starts empty."""
     x, y = E.Var("x", E.PARAM), E.Var("y", E.PARAM)
     hard = E.binop("!=", E.binop("+", E.binop("*", x, x), E.binop("*", y, y)), E.Const(26))
-    saved = (solver.LIMITS.budget, solver.LIMITS.safety_net_ms)
-    try:
+    with solver.session(budget=1) as ctx:
         solver.fresh_context()
-        solver.configure(budget=1)
         mark = solver.inconclusive_count()
         assert solver.always(hard) is None and solver.always(hard) is None
         assert solver.inconclusive_count() - mark == 2
-        solver.configure(budget=10_000_000)
+        ctx.budget = 10_000_000
         assert solver.always(hard) is False and solver.always(hard) is False
         assert solver.inconclusive_count() - mark == 2
-        solver.configure(budget=1)
+        ctx.budget = 1
         assert solver.always(hard) is None  # the decided answer belongs to the other budget
-        solver.configure(budget=10_000_000)
-        assert solver._ALWAYS  # noqa: SLF001
+        ctx.budget = 10_000_000
+        assert ctx.answers
         solver.fresh_context()
-        assert not solver._ALWAYS  # noqa: SLF001
-    finally:
-        solver.configure(*saved)
-        solver.fresh_context()
+        assert not ctx.answers
+    with solver.session(budget=10_000_000) as other:
+        assert not other.answers  # a new check starts with no kept answers
+    solver.fresh_context()
 
 
 def test_no_wall_clock_decides_a_proof():
@@ -243,3 +244,54 @@ def test_the_session_memo_keys_the_bytes_the_budget_and_the_rules(corpus_checks)
     lines[26] += "  // tkcheck: ignore[TK303]"
     assert corpus_checks.check(FLIPPED, opts, "\n".join(lines) + "\n").findings == []
     assert [f.code for f in corpus_checks.check(FLIPPED, opts).findings] == ["TK303"]
+
+
+# ---------------------------------------------------------------- one process, many checks
+
+_ALONE = """
+import json, sys
+from tkcheck import evaluate
+from tkcheck.engine import CheckOptions, check_file
+res = check_file(sys.argv[1], CheckOptions(enabled=evaluate.all_codes(), solver_budget=int(sys.argv[2])))
+print(json.dumps({"findings": [f.to_json() for f in res.findings], "notes": res.notes,
+                  "inconclusive": res.inconclusive, "coverage": [c.to_json() for c in res.coverage]},
+                 sort_keys=True, default=str))
+"""
+
+
+def test_two_budgets_interleaved_in_one_process_answer_as_separate_processes():
+    """Nothing of a check lives in a module global (solver.session): a spent budget, then the
+    default, then a spent budget again on two files in one process give what a process of its
+    own gives each check."""
+    import subprocess
+    import sys
+
+    second = ROOT / "fixtures" / "deadlock" / "bad_one_shot_load_after_ring.cu"
+    order = [(FLIPPED, 1), (second, 10_000_000), (FLIPPED, 10_000_000), (second, 1), (FLIPPED, 1)]
+
+    def here(path, budget):
+        res = check_file(str(path), CheckOptions(enabled=evaluate.all_codes(), solver_budget=budget))
+        return json.loads(
+            json.dumps(
+                {
+                    "findings": [f.to_json() for f in res.findings],
+                    "notes": res.notes,
+                    "inconclusive": res.inconclusive,
+                    "coverage": [c.to_json() for c in res.coverage],
+                },
+                sort_keys=True,
+                default=str,
+            )
+        )
+
+    in_one = [here(p, b) for p, b in order]
+    alone = {}
+    for p, b in set(order):
+        out = subprocess.run(
+            [sys.executable, "-c", _ALONE, str(p), str(b)], capture_output=True, text=True, timeout=300, check=True
+        )
+        alone[(p, b)] = json.loads(out.stdout)
+    for (p, b), got in zip(order, in_one):
+        assert got == alone[(p, b)], f"{p.name} with budget {b}"
+    assert in_one[0]["inconclusive"] and not in_one[2]["inconclusive"]  # the budgets did differ
+    assert in_one[0] == in_one[4]

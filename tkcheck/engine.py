@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .registry import RuleInfo
     from .rule import Rule
     from .sass.model import SassResult
-    from .solver import Inconclusive
+    from .solver import Inconclusive, SolverContext
 
 
 # A CUDA block has at most 1024 threads: a kernel declaring more cannot launch, and is not analysed.
@@ -99,13 +99,16 @@ def models_of(path: str, options: ParseOptions | None = None, text: str | None =
     Raises InputError for a file tkcheck cannot read."""
     from . import solver
     from .frontend.builder import ModelBuilder
+    from .frontend.walk_env import forget_source_texts
     from .model.expr import reset_unknowns
 
     reset_unknowns()  # as check_file: the names of unknowns and the solver's answers
-    solver.fresh_context()  # do not depend on what this process built before
+    forget_source_texts()
     if text is None:
         text = read_source(path)
-    return ModelBuilder(parse_source(path, text, options or ParseOptions())).build()
+    with solver.session():  # the default limits, as a check's
+        solver.fresh_context()  # do not depend on what this process built before
+        return ModelBuilder(parse_source(path, text, options or ParseOptions())).build()
 
 
 def parse_for_check(path: str, text: str, opts: CheckOptions) -> ParsedFile:
@@ -182,13 +185,30 @@ def _check_text(
     # the model builder, the checks and z3 are imported when a file is checked (a cached result,
     # a file that cannot be read need none of them)
     from . import solver
-    from .checks.analysis import Analysis
-    from .frontend.builder import ModelBuilder
+    from .frontend.walk_env import forget_source_texts
     from .model.expr import reset_unknowns
 
     reset_unknowns()  # names of unknowns restart per file: output does not depend on order
-    solver.configure(budget=opts.solver_budget, safety_net_ms=opts.solver_timeout_ms)
-    solver.fresh_context()  # nor do the solver's answers: each file starts from a fresh z3 context
+    forget_source_texts()  # a header edited since the last check in this process is read again
+    with solver.session(budget=opts.solver_budget, safety_net_ms=opts.solver_timeout_ms) as ctx:
+        solver.fresh_context()  # nor do the solver's answers: each file starts from a fresh z3 context
+        _check_in_session(path, text, opts, res, rules, parsed, ctx)
+
+
+def _check_in_session(
+    path: str,
+    text: str,
+    opts: CheckOptions,
+    res: FileResult,
+    rules: Mapping[str, RuleInfo],
+    parsed: ParsedFile | None,
+    ctx: SolverContext,
+) -> None:
+    """`_check_text` inside the check's own solver context `ctx` (its limits, ledger and time)."""
+    from . import solver
+    from .checks.analysis import Analysis
+    from .frontend.builder import ModelBuilder
+
     t = time.perf_counter()
     if parsed is None:  # the parse reads no model and asks no solver: one made earlier stands for it
         parsed = parse_source(path, text, opts.parse, pch_dir=_pch_dir(opts))
@@ -237,11 +257,11 @@ def _check_text(
     res.kernels = [m.name for m in checked]
     sass_result = _run_sass(path, text, opts, res, parsed.arch) if opts.sass and checked else None
     t = time.perf_counter()
-    solver_before = solver_seconds()
+    solver_before = ctx.seconds
     for m in checked:
         res.notes.extend(n for n in m.notes if n not in res.notes)
         mark = solver.inconclusive_count()
-        an = Analysis(m, arch=parsed.arch, solver_timeout_ms=opts.solver_timeout_ms)
+        an = Analysis(m, arch=parsed.arch, solver_timeout_ms=ctx.safety_net_ms)
         if opts.sass:
             from .checks import sass_cross  # only with --sass: keeps start-up light
 
@@ -302,7 +322,7 @@ def _check_text(
                 res.notes.append(f"{loc.filename}:{loc.row}:{loc.column}: unknown: {why}")
     res.findings = _merge_instantiations(res.findings)
     res.timing["rules"] = time.perf_counter() - t
-    res.timing["solver"] = solver_seconds() - solver_before
+    res.timing["solver"] = ctx.seconds - solver_before
     # suppression comments
     sup = parse_suppressions(path, text)
     kept, new = apply_suppressions(res.findings, {path: sup}, set(opts.enabled), resolver=registry.expand)
@@ -515,39 +535,6 @@ def _run_sass(path: str, text: str, opts: CheckOptions, res: FileResult, arch: s
     if not result.cache_hit:
         res.timing["sass_compile"] = result.compile_seconds + result.disassemble_seconds
     return result
-
-
-# ----------------------------------------------------------- solver time ----
-
-_SOLVER_SECONDS = [0.0]
-
-
-def solver_seconds() -> float:
-    """Seconds spent in z3's Solver.check in this process so far (for `--timing`).
-
-    Measured by wrapping z3.Solver.check once, so the checks need not time
-    their own queries.
-    """
-    _time_solver()
-    return _SOLVER_SECONDS[0]
-
-
-def _time_solver() -> None:
-    import z3
-
-    if getattr(z3.Solver.check, "_tkcheck_timed", False):
-        return
-    orig = z3.Solver.check
-
-    def check(self: Any, *args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return orig(self, *args, **kwargs)
-        finally:
-            _SOLVER_SECONDS[0] += time.perf_counter() - t0
-
-    check._tkcheck_timed = True  # type: ignore[attr-defined]  # the mark that it is wrapped once
-    z3.Solver.check = check
 
 
 __all__ = ["check_file", "models_of", "CheckOptions", "FileResult", "ParseOptions", "InputError"]

@@ -12,15 +12,23 @@ ends `unknown` (budget spent, safety net, or an incomplete theory) is an
 cache.
 
 Every z3 Solver/Optimize a check creates goes through `limited()` and its
-`check()` through `checked()`, so that the budget applies and unknowns are
-counted in one place.
+`check()` through `checked()` (or `timed_check()`), so that the budget applies
+and unknowns are counted in one place. The limits, the ledger and the solver
+time belong to one check (`SolverContext`, set by `session()` for the
+duration of the check): two checks with different budgets in one process answer
+as two processes would.
+
+The `timeout_ms` argument of `always` / `witness` / `differ_always` is accepted for the callers
+that still pass one and ignored: the current check's context decides.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 import z3
@@ -28,15 +36,6 @@ import z3
 from .model import expr as E
 
 from .solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
-
-
-@dataclass
-class Limits:
-    budget: int = DEFAULT_BUDGET
-    safety_net_ms: int = DEFAULT_SAFETY_NET_MS
-
-
-LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -47,81 +46,131 @@ class Inconclusive:
     scope: tuple[str, ...]
 
 
-_LEDGER: list[Inconclusive] = []
-_SCOPE: list[str] = []
-# the decided answers of `always` in the current z3 context, by (predicate, assumptions, budget):
-# a check asks the same question many times (a branch's guard at each op under it, a phase at
-# each wait); an unknown answer is not kept (it is asked, and counted, again). Emptied with the
-# context (`fresh_context`), so that a file's answers never depend on the files checked before.
-_ALWAYS: dict[tuple, bool] = {}
+@dataclass
+class SolverContext:
+    """Everything of one check the solver keeps: its limits, the ledger of inconclusive proofs,
+    the fact/rule scopes open now and the seconds spent in z3. One is made per check
+    (`session`); nothing of a check lives in a module global, so that one process (the language
+    server, a worker checking many files) runs checks with different budgets one after another
+    and each gets the answers a process of its own would."""
+
+    budget: int = DEFAULT_BUDGET
+    safety_net_ms: int = DEFAULT_SAFETY_NET_MS
+    ledger: list[Inconclusive] = field(default_factory=list)
+    scopes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    # the decided answers of `always` in this check's z3 context, by (predicate, assumptions,
+    # budget): a check asks the same question many times (a branch's guard at each op under it, a
+    # phase at each wait); an unknown answer is not kept (it is asked, and counted, again).
+    # Emptied with the context (`fresh_context`), so that a file's answers never depend on the
+    # files checked before.
+    answers: dict[tuple, bool] = field(default_factory=dict)
+
+
 _ALWAYS_MAX = 20_000
 
 
-def configure(budget: int | None = None, safety_net_ms: int | None = None) -> None:
-    """Set the per-query budget (z3 rlimit steps) and the wall-clock safety net (ms)."""
-    if budget is not None:
-        LIMITS.budget = max(int(budget), 1)
-    if safety_net_ms is not None:
-        LIMITS.safety_net_ms = max(int(safety_net_ms), 1)
+# The check running now in this thread (or asyncio task). A ContextVar rather than an argument
+# handed down: the limits are read at the few places a z3 solver is made or asked (`limited`,
+# `checked`), hundreds of calls below the check's entry, and a ContextVar is per thread and per
+# task, so a server thread checking a buffer and another process-wide caller never see each
+# other's budget. Outside any session (a test asking `always` directly) a context with the
+# default limits is made for the call's thread on first use.
+_CURRENT: ContextVar[SolverContext | None] = ContextVar("tkcheck_solver_context", default=None)
+
+
+def current() -> SolverContext:
+    """The solver context of the check running now (a default one outside any `session`)."""
+    ctx = _CURRENT.get()
+    if ctx is None:
+        ctx = SolverContext()
+        _CURRENT.set(ctx)
+    return ctx
+
+
+@contextmanager
+def session(budget: int | None = None, safety_net_ms: int | None = None) -> Iterator[SolverContext]:
+    """One check's solver context: `budget` z3 rlimit steps per query, `safety_net_ms` the
+    wall-clock net; z3's main context starts afresh (`fresh_context`). Restored on exit."""
+    ctx = SolverContext(
+        budget=max(int(budget), 1) if budget is not None else DEFAULT_BUDGET,
+        safety_net_ms=max(int(safety_net_ms), 1) if safety_net_ms is not None else DEFAULT_SAFETY_NET_MS,
+    )
+    token = _CURRENT.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _CURRENT.reset(token)
 
 
 def fresh_context() -> None:
     """Start z3's main context afresh, so that a file's queries do not depend on the queries
-    of files checked before it in the same process (z3's heuristics follow term ids)."""
+    of files checked before it in the same process (z3's heuristics follow term ids). z3's main
+    context is z3's own process-wide state: checks in one process run one at a time (libclang
+    and z3 are not thread-safe), each from a fresh one."""
     z3.main_ctx()  # make sure one exists before it is replaced
     z3._main_ctx = None  # noqa: SLF001 - z3 creates a new one at the next main_ctx()
-    _ALWAYS.clear()
+    current().answers.clear()
 
 
 @contextmanager
 def scope(label: str) -> Iterator[None]:
     """Attribute the inconclusive queries run inside to `label` (a fact or a rule)."""
-    _SCOPE.append(label)
+    scopes = current().scopes
+    scopes.append(label)
     try:
         yield
     finally:
-        _SCOPE.pop()
+        scopes.pop()
 
 
 def inconclusive_count() -> int:
-    return len(_LEDGER)
+    return len(current().ledger)
 
 
 def inconclusive_since(mark: int) -> list[Inconclusive]:
-    return list(_LEDGER[mark:])
-
-
-def reset_ledger() -> None:
-    _LEDGER.clear()
+    return list(current().ledger[mark:])
 
 
 # z3 has no type information: its solvers, answers and terms are `Any` here
 
 
 def limited(s: Any) -> Any:
-    """A z3 Solver or Optimize with the budget and the safety net applied."""
-    s.set("rlimit", LIMITS.budget)
-    s.set("timeout", LIMITS.safety_net_ms)
+    """A z3 Solver or Optimize with the current check's budget and safety net applied."""
+    ctx = current()
+    s.set("rlimit", ctx.budget)
+    s.set("timeout", ctx.safety_net_ms)
     return s
+
+
+def timed_check(s: Any, *assumptions: Any) -> Any:
+    """`s.check()`, its seconds added to the current check's (`--timing`); nothing recorded."""
+    ctx = current()
+    t0 = time.perf_counter()
+    try:
+        return s.check(*assumptions)
+    finally:
+        ctx.seconds += time.perf_counter() - t0
 
 
 def checked(s: Any, *assumptions: Any) -> Any:
     """`s.check()`, with an unknown answer recorded as an inconclusive proof."""
-    r = s.check(*assumptions)
+    r = timed_check(s, *assumptions)
     if r == z3.unknown:
         try:
             reason = s.reason_unknown() or "unknown"
         except z3.Z3Exception:
             reason = "unknown"
-        _LEDGER.append(Inconclusive(_reason_text(reason), tuple(_SCOPE)))
+        ctx = current()
+        ctx.ledger.append(Inconclusive(_reason_text(reason, ctx), tuple(ctx.scopes)))
     return r
 
 
-def _reason_text(reason: str) -> str:
+def _reason_text(reason: str, ctx: SolverContext) -> str:
     if "resource limit" in reason or reason == "canceled":
-        return f"solver budget of {LIMITS.budget} steps spent"
+        return f"solver budget of {ctx.budget} steps spent"
     if "timeout" in reason:
-        return f"wall-clock safety net of {LIMITS.safety_net_ms} ms reached"
+        return f"wall-clock safety net of {ctx.safety_net_ms} ms reached"
     return f"solver answered unknown ({reason})"
 
 
@@ -166,8 +215,9 @@ def always(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> b
     `timeout_ms` is accepted for compatibility and ignored: the budget decides."""
     if isinstance(pred, E.Const):
         return bool(pred.value)
-    key = (pred, tuple(assume), LIMITS.budget)
-    got = _ALWAYS.get(key)
+    ctx = current()
+    key = (pred, tuple(assume), ctx.budget)
+    got = ctx.answers.get(key)
     if got is not None:
         return got
     s, _ = _solver(pred, assume, negate=True)
@@ -176,9 +226,9 @@ def always(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> b
     r = checked(s)
     answer = True if r == z3.unsat else False if r == z3.sat else None
     if answer is not None:
-        if len(_ALWAYS) >= _ALWAYS_MAX:
-            _ALWAYS.clear()
-        _ALWAYS[key] = answer
+        if len(ctx.answers) >= _ALWAYS_MAX:
+            ctx.answers.clear()
+        ctx.answers[key] = answer
     return answer
 
 

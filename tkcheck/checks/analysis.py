@@ -20,7 +20,7 @@ from .threads import ThreadSets
 class Analysis:
     model: ir.KernelModel
     arch: str = "sm_90a"
-    solver_timeout_ms: int | None = None  # the wall-clock safety net (the budget lives in solver.LIMITS)
+    solver_timeout_ms: int | None = None  # the check's safety net, for reading (solver.current() decides)
     facts: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 

@@ -19,7 +19,8 @@ from typing import Callable, Iterable, Union
 
 import z3
 
-from tkcheck.solver import LIMITS, checked, limited
+from tkcheck.solver import checked, limited, timed_check
+from tkcheck.solver import current as solver_context
 from tkcheck.knowledge.layouts import (
     ADDR_BITS,
     ALIGNMENT_REQUIREMENTS,
@@ -32,7 +33,7 @@ from tkcheck.knowledge.layouts import (
 )
 
 #: Accepted for compatibility and ignored: every query runs under the solver's deterministic budget
-#: (tkcheck.solver.LIMITS), with its wall-clock safety net.
+#: (tkcheck.solver.current(): the check's own), with its wall-clock safety net.
 DEFAULT_TIMEOUT_MS = None
 
 
@@ -135,7 +136,7 @@ def _shrink(s: z3.Solver, var: z3.BitVecRef, current: int) -> tuple[int, bool]:
     lo, hi, exact = 0, current, True
     while lo < hi:
         mid = (lo + hi) // 2
-        res = s.check(z3.ULE(var, mid))  # (shrinking a proved counterexample: unknown just stops it)
+        res = timed_check(s, z3.ULE(var, mid))  # (shrinking a proved counterexample: unknown just stops it)
         if res == z3.sat:
             hi = min(mid, s.model().eval(var, model_completion=True).as_long())
         elif res == z3.unsat:
@@ -187,7 +188,7 @@ def _prove_maps(
         )
     if res != z3.sat:
         return Unknown(
-            f"solver: {s.reason_unknown() or 'unknown'} (budget {LIMITS.budget} steps)", time.monotonic() - t0
+            f"solver: {s.reason_unknown() or 'unknown'} (budget {solver_context().budget} steps)", time.monotonic() - t0
         )
     m = s.model()
     rv = m.eval(r, model_completion=True).as_long()

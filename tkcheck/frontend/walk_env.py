@@ -189,6 +189,12 @@ _texts: dict[str, "SourceText | None"] = {}
 _unsaved: dict[str, str] = {}
 
 
+def forget_source_texts() -> None:
+    """Forget the texts read so far: each check (a process checks many: a worker, the language
+    server) reads the files it includes as they are now."""
+    _texts.clear()
+
+
 def register_text(abs_path: str, text: str) -> None:
     """The text a file was parsed from (the main file comes from memory)."""
     import os
