@@ -30,9 +30,13 @@ class AsmLowering:
         # address `__cvta_generic_to_shared(x)` of a whole array or scalar that is not a TK tile,
         # where raw PTX may keep its mbarriers (`[x + 8*i]`)
         self.bases: dict[str, tuple[ir.Ref, tuple[Expr, ...], int | None]] = {}
+        # `__shared__` array (not a TK type) -> its declared dims: the dims of the mbarrier an
+        # element's address (`__cvta_generic_to_shared(&bars[i])`) names
+        self.shared_dims: dict[str, tuple[Expr, ...]] = {}
 
-    def walk(self, c: Any, ctx: Ctx) -> None:
-        """The ops of the asm statement at cursor `c`."""
+    def walk(self, c: Any, ctx: Ctx, looped: bool = False) -> None:
+        """The ops of the asm statement at cursor `c`; `looped`: a C++ loop repeats it until its
+        `try_wait` succeeds (the wait is the loop, as in a try_wait that branches back)."""
         w = self.w
         text = " ".join(tokens_of(c))
         loc = loc_of(c, w.filename)
@@ -63,7 +67,7 @@ class AsmLowering:
             if p.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE) and p.global_access is not None:
                 kw["global_access"] = self._global_operands(c, ctx, p, p.global_access)
             op(p.kind, p.api, **kw)
-        asyncs, understood = K.ptx_async_ops(ptx)
+        asyncs, understood = K.ptx_async_ops(ptx, looped=looped)
         for a in asyncs:
             self._async_op(c, ctx, a, loc, facts)
         if does.shared_access is not None:
@@ -297,7 +301,10 @@ class AsmLowering:
                 return None
             ref = ir.Ref(sa.buffer.name, sa.buffer.index[:-1])
             index = E.binop("+", sa.buffer.index[-1], index)
-            dims = ()
+            # an element of an array: the barrier is the array (its declared last dim; a member
+            # array of a struct, whose dims are not recorded: slots of unknown number)
+            known = self.shared_dims.get(sa.buffer.name)
+            dims = known if known and len(known) == len(sa.buffer.index) else (E.opaque("mbarrier slots"),)
         if elem != 8:
             # a byte array carved by hand (dynamic shared memory): its 8-byte slots
             dims = (E.opaque("mbarrier slots"),)

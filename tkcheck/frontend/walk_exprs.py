@@ -133,6 +133,11 @@ class ExprEvaluation:
                     if op in ("&&", "||"):
                         a, b = _to_bool(a), _to_bool(b)
                     return E.binop(op, a, b)
+                if op == "+" and isinstance(b, _ArrVal) and isinstance(a, Expr):
+                    a, b = b, a
+                if op == "+" and isinstance(a, _ArrVal) and isinstance(b, Expr) and _shared_array(a):
+                    # `bars + i`: a pointer to the element, as `&bars[i]` is
+                    return a.index(b, cexpr.render(node))
                 return self.opaque_from(node, (a, b))
             case cexpr.Un(op, inner):
                 return self._ev_unary(node, op, inner, ctx, cursor)
@@ -911,3 +916,8 @@ def _is_clc_handle(node: cexpr.Node, walker, ctx) -> bool:
         return False
     src = walker.mb.source()
     return re.search(r"\bclc\s*::\s*handle\s+" + re.escape(name) + r"\s*[\[;=]", src) is not None
+
+
+def _shared_array(v: _ArrVal) -> bool:
+    """An array of `__shared__` scalars or mbarriers (not a tile array, not a pointer's target)."""
+    return isinstance(v.obj, Obj) and v.obj.kind in ("shared", "barrier")

@@ -393,6 +393,9 @@ class StatementWalk:
                 value = Obj("buffer", ir.Ref(name), t)
             else:
                 value = Obj("shared", ir.Ref(name), t)
+                if dims:
+                    # its elements' addresses may name mbarriers in raw PTX (`&bars[i]`)
+                    self.w.asm.shared_dims[name] = tuple(dims)
             if dims:
                 value = _arr(value, dims)
         elif is_shared and isinstance(t, StructType):
@@ -900,6 +903,38 @@ class StatementWalk:
                 new = a if a is b else (E.opaque(f"{name}@branch") if isinstance(a, Expr) or isinstance(b, Expr) else a)
             ctx.env.assign(name, new)
 
+    @staticmethod
+    def _try_wait_loop(c, kids) -> Any:
+        """The asm statement of a `while (!x) asm(...)` / `do asm(...); while (!x)` / `x == 0`
+        loop whose only statement is an mbarrier `try_wait.parity` / `test_wait.parity` that
+        writes `x` (its output operand): the loop repeats the test until the phase completed.
+        None for any other loop."""
+        if c.kind == CK.WHILE_STMT and len(kids) == 2:
+            cond_c, body = kids
+        elif c.kind == CK.DO_STMT and len(kids) == 2:
+            body, cond_c = kids
+        else:
+            return None
+        while body.kind == CK.COMPOUND_STMT:
+            stmts = [ch for ch in body.get_children() if ch.kind != CK.NULL_STMT]
+            if len(stmts) != 1:
+                return None
+            body = stmts[0]
+        if body.kind not in (CK.ASM_STMT, CK.MS_ASM_STMT):
+            return None
+        toks = tokens_of(body)
+        ptx = " ".join(t for t in toks if t.startswith('"'))
+        if not re.search(r"mbarrier\.(try|test)_wait\.parity", ptx):
+            return None
+        outs = [toks[k + 2] for k, t in enumerate(toks[:-3]) if re.fullmatch(r'"[=+]r"', t) and toks[k + 1] == "("]
+        ctoks = [t for t in tokens_of(cond_c) if t not in ("(", ")")]
+        if len(outs) != 1 or not re.fullmatch(r"[A-Za-z_]\w*", outs[0]):
+            return None
+        x = outs[0]
+        if ctoks in (["!", x], [x, "==", "0"], ["0", "==", x], [x, "==", "0u"], [x, "!=", "1"]):
+            return body
+        return None
+
     def _walk_return(self, c, ctx: Ctx):
         kids = list(c.get_children())
         if ctx.frame is not None:
@@ -914,6 +949,12 @@ class StatementWalk:
 
     def _walk_loop(self, c, ctx: Ctx):
         kids = list(c.get_children())
+        wait = self._try_wait_loop(c, kids)
+        if wait is not None:
+            # `while (!done) asm("mbarrier.try_wait.parity ... p; selp.u32 %0, 1, 0, p;" : "=r"(done) ...)`:
+            # the loop is the wait, as a try_wait that branches back on itself is
+            self.w.asm.walk(wait, ctx, looped=True)
+            return
         toks = tokens_of(c)
         loc = loc_of(c, self.w.filename)
         env = ctx.env.child()

@@ -566,12 +566,13 @@ def _cta_group(opcode: str) -> int | None:
     return int(mm.group(1)) if mm else None
 
 
-def ptx_async_ops(ptx: str) -> tuple[tuple[PtxAsyncOp, ...], bool]:
+def ptx_async_ops(ptx: str, looped: bool = False) -> tuple[tuple[PtxAsyncOp, ...], bool]:
     """The asynchronous-machinery ops of one asm statement's PTX, and whether every such
-    instruction in it was understood (False: at least one is left to an opaque call)."""
+    instruction in it was understood (False: at least one is left to an opaque call).
+    `looped`: the statement is repeated by a C++ loop until its try_wait succeeds."""
     out: list[PtxAsyncOp] = []
     understood = True
-    loops = re.search(r"\bbra(\.uni)?\b", ptx) is not None
+    loops = looped or re.search(r"\bbra(\.uni)?\b", ptx) is not None
     for opcode, ops in _ptx_instructions(ptx):
         if not any(opcode.startswith(w) for w in _PTX_ASYNC_WORDS):
             continue
