@@ -33,6 +33,9 @@ class AsmLowering:
         # `__shared__` array (not a TK type) -> its declared dims: the dims of the mbarrier an
         # element's address (`__cvta_generic_to_shared(&bars[i])`) names
         self.shared_dims: dict[str, tuple[Expr, ...]] = {}
+        # the Var a `mapa.shared::cluster` output holds -> (the local shared address it maps,
+        # the CTA of the cluster it maps it into)
+        self.mapped: dict[str, tuple[Expr, Expr]] = {}
 
     def walk(self, c: Any, ctx: Ctx, looped: bool = False) -> None:
         """The ops of the asm statement at cursor `c`; `looped`: a C++ loop repeats it until its
@@ -106,6 +109,14 @@ class AsmLowering:
             return
         ops = self._operands(c)
         elected = self._elected_outputs(ptx)
+        flat = ptx.replace("\\n", " ").replace("\\t", " ")
+        # `mov.u32 %k, %%cluster_ctarank;`: the CTA's rank in its cluster
+        ranks = {int(m.group(1)) for m in re.finditer(r"\bmov\.[us]32\s+%(\d+)\s*,\s*%%cluster_ctarank\s*;", flat)}
+        # `mapa.shared::cluster.u32 %k, %a, %r;`: address a of this CTA's shared memory in CTA r
+        maps = {
+            int(m.group(1)): (m.group(2), m.group(3))
+            for m in re.finditer(r"\bmapa\.shared::cluster\.u32\s+%(\d+)\s*,\s*(%\d+)\s*,\s*(%\d+|\d+)\s*;", flat)
+        }
         for k, (con, toks) in enumerate(zip(cons, ops)):
             if not con.startswith(("=", "+")) or len(toks) != 1 or not re.fullmatch(r"[A-Za-z_]\w*", toks[0]):
                 continue
@@ -116,6 +127,12 @@ class AsmLowering:
             value: Expr = E.opaque(f"asm output {name}")
             if k in elected and (con.startswith("=") or (isinstance(old, Expr) and old.eval({}) == 0)):
                 value = E.binop("==", E.binop("%", E.TID, E.Const(32)), E.Const(0))
+            elif k in ranks and len(ptx.split(";")) <= 2:
+                value = E.Var("cta_rank", E.PARAM)
+            elif k in maps and len(ptx.split(";")) <= 2:
+                a, r = (self._ptx_value(c, ctx, t) for t in maps[k])
+                if a is not None and r is not None:
+                    self.mapped[value.name] = (a, r)
             if not ctx.env.assign(name, value):
                 ctx.env.define(name, value)
 
@@ -160,6 +177,7 @@ class AsmLowering:
         w = self.w
         op = ir.Op(a.kind, a.api, loc, ctx.guard, ctx.loops, asm=facts)
         remote = False
+        mapped_cta: Expr | None = None
         if a.barrier is not None:
             addr = self._addr_value(c, ctx, a.barrier)
             masked: list[Expr] = []
@@ -173,12 +191,17 @@ class AsmLowering:
                     return x.a
                 return None
 
+            cta = None
+            if isinstance(addr, E.Var) and addr.name in self.mapped:
+                # an address `mapa` mapped into CTA r of the cluster: r's copy of the barrier
+                addr, cta = self.mapped[addr.name]
             if addr is not None:
                 addr = E.rewrite(addr, unmask)
                 remote = bool(masked)
             ref = self.mbarrier_at(addr, c) if addr is not None else None
             if ref is not None:
                 op.barrier = ref
+                mapped_cta = cta
             else:
                 op.barrier_unknown = self._operand_text(c, a.barrier)
         if a.buffer is not None and a.kind in (ir.TMA_LOAD, ir.TMA_STORE):
@@ -219,6 +242,8 @@ class AsmLowering:
             op.mbar = replace(a.mbar, mask=mask if isinstance(mask, Expr) else None)
         if remote:
             op.mbar = replace(op.mbar or ir.BarrierFacts(), remote=True)
+        if mapped_cta is not None:
+            op.mbar = replace(op.mbar or ir.BarrierFacts(), cta=mapped_cta)
         if a.fence is not None:
             op.fence = a.fence
         if a.tmem is not None:
