@@ -131,7 +131,7 @@ class AsmLowering:
                 value = E.Var("cta_rank", E.PARAM)
             elif k in maps and len(ptx.split(";")) <= 2:
                 a, r = (self._ptx_value(c, ctx, t) for t in maps[k])
-                if a is not None and r is not None:
+                if a is not None and r is not None and isinstance(value, E.Var):
                     self.mapped[value.name] = (a, r)
             if not ctx.env.assign(name, value):
                 ctx.env.define(name, value)
