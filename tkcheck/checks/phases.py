@@ -73,28 +73,62 @@ def _shift(e: E.Expr, k: E.Var, d: E.Expr) -> E.Expr:
     return E.substitute(e, {k.name: E.binop("+", k, d)})
 
 
-def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int) -> E.Expr | None:
-    """Smallest proved period of the element index in k (1 for a constant index)."""
+def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int, assume: tuple[E.Expr, ...] = ()) -> E.Expr | None:
+    """Smallest proved period of the element index in k (1 for a constant index).
+
+    The candidates are the moduli of the index and, for a constant modulus, its divisors: a
+    loop with a stride (`for (t = c; t < N; t += 2)`, stage `t % S`) visits the S slots with
+    period S / gcd(S, 2) in its iteration k. `assume` (the wait's threads: a start `c` that
+    depends on the thread) holds for both sides of the proofs."""
     from .. import solver
 
     if not any(k in ix.free_vars() for ix in index):
         return E.Const(1)
-    cands = []
+    cands: list[E.Expr] = []
     for ix in index:
         _moduli(ix, cands)
+    for p0 in list(cands):
+        v = p0.eval({}) if isinstance(p0, E.Const) else None
+        if isinstance(v, int) and not isinstance(v, bool) and 1 < v <= 64:
+            for q in range(1, v):
+                if v % q == 0 and E.Const(q) not in cands:
+                    cands.append(E.Const(q))
+    # the smallest proved period first
+    cands.sort(key=lambda p: (0, p.value) if isinstance(p, E.Const) else (1, 0))
     for p in cands:
         if p.is_opaque() or k in p.free_vars():
             continue
         same = E.conj(*[E.binop("==", _shift(ix, k, p), ix) for ix in index])
-        if solver.always(E.binop("||", E.binop("<=", p, E.Const(0)), same), timeout) is not True:
+        if solver.always(E.binop("||", E.binop("<=", p, E.Const(0)), same), timeout, assume=assume) is not True:
             continue
         d = E.Var("d@gap", E.PARAM)
         clash = E.conj(
             E.binop(">", d, E.Const(0)), E.binop("<", d, p), *[E.binop("==", _shift(ix, k, d), ix) for ix in index]
         )
-        if solver.witness(clash, timeout) is None and _unsat(clash, timeout):
+        if solver.witness(clash, timeout, assume=assume) is None and _unsat_under(clash, timeout, assume):
             return p
     return None
+
+
+def _unsat_under(pred: E.Expr, timeout: int, assume: tuple[E.Expr, ...]) -> bool:
+    from .. import solver
+
+    return solver.always(E.negate(pred), timeout, assume=assume) is True
+
+
+def _thread_range(an: Analysis, w: ir.Op, index, parity) -> list[E.Expr]:
+    """For a wait whose element or parity depends on the thread (a loop that starts at the
+    consumer's number: `for (t = c; t < N; t += 2)`): the block's thread range, so that the
+    proofs hold for the threads that run the wait (with its thread guard), not for every
+    integer."""
+    if not any(x.depends_on(E.THREAD) for x in (*index, parity)):
+        return []
+    n = an.threads.n
+    if n is None:
+        return []
+    if any(v.kind == E.THREAD and v.name != "tid" for x in (*index, parity) for v in x.free_vars()):
+        return []  # a 2-D / 3-D thread index: no range stated
+    return [E.binop("<", E.Var("tid", E.THREAD), E.Const(n))]
 
 
 def _unsat(pred: E.Expr, timeout: int) -> bool:
@@ -807,8 +841,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         return
     # the round loop: the innermost loop; outer loops must not move the index or parity
     assume: list[E.Expr] = list(w.guard.uniform)
-    if w.guard.thread.depends_on(E.LOOP):
+    th_assume = _thread_range(an, w, index, parity)
+    if w.guard.thread.depends_on(E.LOOP) or th_assume:
         assume.append(w.guard.thread)
+    assume.extend(th_assume)
+    p_assume = tuple(assume) if th_assume else ()
     trip_assume: list[E.Expr] = []
     reach: list[E.Expr] = []
     if cont is not None:
@@ -824,7 +861,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         ):
             wp.reason = "barrier waited at several sites in the loop"
             return
-        period = _period(index, k, to)
+        period = _period(index, k, to, p_assume)
         if period is None:
             wp.reason = "ring period not recognised"
             return
@@ -861,7 +898,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         k = rl.counter
         wp.loop = rl.id
-        period = _period(index, k, to)
+        period = _period(index, k, to, p_assume)
         if period is None:
             wp.reason = "ring period not recognised"
             return
