@@ -1182,7 +1182,8 @@ def element(wp: WaitPhase) -> str:
 
 
 def _ring_form(pos: E.Expr, k: E.Var):
-    """(R, p, c) when pos == (R + k) % p + c with R free of k, p, c constants."""
+    """(R, p, c) when pos == (R + k) % p + c with R free of k, p, c constants; a constant
+    position c is (0, 1, c)."""
     terms: list[E.Expr] = []
 
     def flat(x):
@@ -1195,9 +1196,12 @@ def _ring_form(pos: E.Expr, k: E.Var):
     flat(pos)
     consts = [t for t in terms if isinstance(t, E.Const) and isinstance(t.value, int) and not isinstance(t.value, bool)]
     rest = [t for t in terms if t not in consts or not isinstance(t, E.Const)]
-    if len(rest) != 1:
+    if len(rest) > 1:
         return None
     c = sum(t.value for t in consts)
+    if not rest:
+        # a fixed bit (`get_phasebit<1>(bits, 0)`): a ring of one position
+        return E.Const(0), 1, c
     e = rest[0]
     if not (
         isinstance(e, E.Bin)
