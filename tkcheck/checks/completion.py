@@ -665,6 +665,11 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             acc.unknown.append(f"{op.api} at line {op.location.row} crosses CTAs")
             continue
         issuers = an.threads.issuers(op)
+        if issuers is None and not any(ix.depends_on(E.THREAD) for ix in op.barrier.index):
+            # a warp picked by the iteration (`if (warpid() == iter % 4)`): as many issuers in
+            # every round, so the per-round sum counts those of iteration 0
+            pr = an.threads.per_round(op)
+            issuers = pr[1] if pr is not None else None
         if issuers is None:
             acc.unknown.append(f"threads of {op.api} at line {op.location.row} unknown")
             continue

@@ -159,23 +159,42 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
     # a barrier every arrival of which publishes shared memory the arriving threads wrote in
     # the same round (`warpgroup::store(C_s, acc); warpgroup::sync(); warpgroup::arrive(full)`):
     # a "full" barrier too, whose waiters read that memory
+    # -- when its waiters then use that memory: a consumer that writes its output tile before
+    # it releases an input stage (`inputs_finished`) publishes nothing to the producer, which
+    # only refills the stage
     arrives = [o for o in sig if o.kind == ir.MBAR_ARRIVE]
-    return (
-        bool(arrives)
-        and len(arrives) == len(sig)
-        and all(
-            o.loops
-            and any(
-                x.kind == ir.SMEM_ACCESS
-                and x.access_mode == "write"
-                and x.order < o.order
-                and x.loops == o.loops
-                and x.callers == o.callers
-                for x in m.ops
-            )
-            for o in arrives
-        )
-    )
+    written: set[str] = set()
+    for o in arrives:
+        ws = {
+            x.buffer.name
+            for x in m.ops
+            if x.kind == ir.SMEM_ACCESS
+            and x.access_mode == "write"
+            and x.buffer is not None
+            and x.order < o.order
+            and x.loops == o.loops
+            and x.callers == o.callers
+        }
+        if not o.loops or not ws:
+            return False
+        written |= ws
+    return bool(arrives) and len(arrives) == len(sig) and _waiters_use(m, name, written)
+
+
+def _waiters_use(m: ir.KernelModel, name: str, buffers: set[str]) -> bool:
+    """Some wait on `name` is followed, in its loop body, by an op that names one of `buffers`
+    other than a plain shared-memory write (a read, a TMA store from it, an MMA operand)."""
+    waits = [w for w in m.ops if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == name]
+    for w in waits:
+        for o in m.ops:
+            if o.order <= w.order or o.loops[: len(w.loops)] != w.loops:
+                continue
+            if o.kind == ir.SMEM_ACCESS and o.access_mode == "write":
+                continue
+            names = {r.name for r in (o.buffer, *o.operands) if r is not None}
+            if names & buffers:
+                return True
+    return False
 
 
 def _refills_after_wait(m: ir.KernelModel, name: str) -> bool:
@@ -223,11 +242,21 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         and o.barrier is not None
         and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
     ]
-    after = {o.barrier.name for o in later if (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
-    # signals after w whose issuing threads are not known (a lane picked by the iteration,
-    # `if (warpid() == k % 4)`): w's role may signal these barriers too, so a signaller that
-    # waits on one of them makes the direction unknown, never "not a handshake"
-    unsure = {o.barrier.name for o in later if th.issuers(o) is None} - after
+
+    def issuing(o):
+        # the threads that issue o in some iteration: a lane picked by the iteration
+        # (`if (warpid() == k % 4)`) issues in one of its role's warps each round
+        iss = th.issuers(o)
+        if iss is None:
+            pr = th.per_round(o)
+            iss = pr[0] if pr is not None else None
+        return iss
+
+    after = {o.barrier.name for o in later if (issuing(o) or frozenset()) <= mine and issuing(o)}
+    # signals after w whose issuing threads are not known: w's role may signal these barriers
+    # too, so a signaller that waits on one of them makes the direction unknown, never "not a
+    # handshake"
+    unsure = {o.barrier.name for o in later if issuing(o) is None} - after
     verdicts = set()
     paired = []  # per signaller: its wait on a barrier of w's role was found
     for s in _signals(m, w.barrier.name):
@@ -235,7 +264,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
             continue
         if w.loops and _one_visit(m, s):
             continue  # a one-visit (pre-arrival) signal, not the steady-state handshake
-        iss = th.issuers(s)
+        iss = issuing(s)
         if iss is None:
             return None
         hit = False
