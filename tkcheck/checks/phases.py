@@ -116,6 +116,14 @@ def _unsat_under(pred: E.Expr, timeout: int, assume: tuple[E.Expr, ...]) -> bool
     return solver.always(E.negate(pred), timeout, assume=assume) is True
 
 
+def _one_shot_signal(an: Analysis, s: ir.Op) -> bool:
+    """A signal inside a loop that still belongs to the barrier's one-shot phase: the barrier
+    accounts put it there (TMA loads in a loop over tiles, delivering their bytes to the phase of
+    one expect issued outside every loop)."""
+    r = completion._round_of(an.model, s, an)
+    return r is not None and r[0] is None
+
+
 def _thread_range(an: Analysis, w: ir.Op, index, parity) -> list[E.Expr]:
     """For a wait whose element or parity depends on the thread (a loop that starts at the
     consumer's number: `for (t = c; t < N; t += 2)`): the block's thread range, so that the
@@ -439,12 +447,18 @@ def _prefilled(an: Analysis, w: ir.Op) -> int | None:
     return 1
 
 
-def _waited_outside(m: ir.KernelModel, w: ir.Op) -> bool:
-    """Some wait on w's barrier lies outside w's loops (its phases are not w's alone to count)."""
-    return any(
-        o.barrier is not None and o.barrier.name == w.barrier.name and o.loops[: len(w.loops)] != w.loops
-        for o in m.ops_of(ir.MBAR_WAIT)
-    )
+def _waited_outside(an: Analysis, w: ir.Op) -> bool:
+    """Some wait on w's barrier lies outside w's loops (its phases are not w's alone to count).
+    A wait changes no phase: only waits some of w's threads run count (another consumer
+    warpgroup waiting in its own loop is not a use by w's threads)."""
+    mine = an.threads.executing(w)
+    for o in an.model.ops_of(ir.MBAR_WAIT):
+        if o.barrier is None or o.barrier.name != w.barrier.name or o.loops[: len(w.loops)] == w.loops:
+            continue
+        theirs = an.threads.executing(o)
+        if mine is None or theirs is None or mine & theirs:
+            return True
+    return False
 
 
 def _one_visit(m: ir.KernelModel, s: ir.Op) -> bool:
@@ -579,8 +593,8 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
             offset == 0
             and s.order < first
             and _carries_data(m, w.barrier.name)
-            and completion.fill_visits(m, s) is not None
-            and not _waited_outside(m, w)
+            and (completion.fill_visits(m, s) is not None or _const_fill(m, s))
+            and not _waited_outside(an, w)
         ):
             # the prologue of a prefilled data ring (all its stages or the first few, before the
             # loop that refills them): the first signal of each element it visits is the phase
@@ -655,6 +669,20 @@ def _hits_waited_element(an: Analysis, s: ir.Op, w: ir.Op) -> bool | None:
             return None
         seen.add(tuple(vals) == tuple(ix.eval({}) for ix in si))
     return seen.pop() if len(seen) == 1 else None
+
+
+def _const_fill(m: ir.KernelModel, s: ir.Op) -> bool:
+    """A signal outside every loop on one constant element of a barrier array (the prologue
+    that fills the first stage, `expect(q_b[0]); load(q_b[0])`, before a loop that fills the
+    next stage ahead of each use)."""
+    decl = m.barriers.get(s.barrier.name) if s.barrier is not None else None
+    if s.loops or decl is None or not decl.dims or len(decl.dims) != len(s.barrier.index):
+        return False
+    for ix, d in zip(s.barrier.index, decl.dims):
+        v, n = ix.eval({}), d.eval({})
+        if not isinstance(v, int) or not isinstance(n, int) or not 0 <= v < n:
+            return False
+    return True
 
 
 def _prologue_signal(an: Analysis, s: ir.Op, first: int) -> bool:
@@ -964,7 +992,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         if len(same) != len(earlier):
             wp.reason = "barrier waited before by other threads / elements"
             return
-        if any(s.loops for s in _signals(m, w.barrier.name)):
+        if any(s.loops and not _one_shot_signal(an, s) for s in _signals(m, w.barrier.name)):
             wp.reason = "one-shot wait on a barrier signalled in loops"
             return
         use = E.Const(len(same))
