@@ -116,6 +116,52 @@ def _unsat_under(pred: E.Expr, timeout: int, assume: tuple[E.Expr, ...]) -> bool
     return solver.always(E.negate(pred), timeout, assume=assume) is True
 
 
+def _element_loops(an: Analysis, w: ir.Op, chain: list, index, parity) -> int:
+    """How many of w's innermost loops only pick the element it waits on: constant trip
+    counts, counters in the index alone (not in the parity, the guards, the other loops'
+    trips), the index injective over their iterations (proved by z3), the index free of the
+    counters of the loops around them. Such a wait uses each element once per iteration of
+    the loops around them."""
+    from .. import solver
+
+    n = 0
+    for i in range(len(chain) - 1, 0, -1):
+        L = chain[i]
+        t = L.trip.eval({}) if L.trip is not None else None
+        if not isinstance(t, int) or isinstance(t, bool) or t <= 0 or L.continues or not L.uniform:
+            break
+        k = L.counter
+        if k in parity.free_vars() or k in w.guard.thread.free_vars():
+            break
+        if any(k in c.free_vars() for c in w.guard.uniform):
+            break
+        if not any(k in ix.free_vars() for ix in index):
+            break
+        n += 1
+    if not n:
+        return 0
+    inner = chain[len(chain) - n :]
+    outer = chain[: len(chain) - n]
+    ks = {L.counter for L in inner}
+    if any(o.counter in ix.free_vars() for ix in index for o in outer):
+        return 0
+    if any(L.trip is not None and L.trip.free_vars() & ks for L in chain):
+        return 0
+    # injective: two different iterations of the element loops hit different elements
+    ren = {L.counter.name: E.Var(L.counter.name + "@other", E.PARAM) for L in inner}
+    other = [E.substitute(ix, ren) for ix in index]
+    bounds = []
+    for L in inner:
+        for v in (L.counter, ren[L.counter.name]):
+            bounds += [E.binop(">=", v, E.Const(0)), E.binop("<", v, L.trip)]
+    differ = E.disj(*[E.binop("!=", L.counter, ren[L.counter.name]) for L in inner])
+    same = E.conj(*[E.binop("==", a, b) for a, b in zip(index, other)])
+    clash = E.conj(differ, same)
+    if solver.always(E.negate(clash), an.solver_timeout_ms, assume=tuple(bounds)) is not True:
+        return 0
+    return n
+
+
 def _one_shot_signal(an: Analysis, s: ir.Op) -> bool:
     """A signal inside a loop that still belongs to the barrier's one-shot phase: the barrier
     accounts put it there (TMA loads in a loop over tiles, delivering their bytes to the phase of
@@ -893,6 +939,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         v.name for v in parity.free_vars() if v.kind == E.LOOP
     }
     chain = [m.loops[i] for i in site.loops]
+    if pb is None and flat is None and cont is None and len(chain) > 1:
+        # innermost loops that only pick the element (`for (i = 0; i < N; i++) wait(bar[i],
+        # phase)`): each element once per iteration of the loop around them, which is the round
+        elem = _element_loops(an, w, chain, index, parity)
+        if elem:
+            chain = chain[: len(chain) - elem]
     if any("@" in n for n in loop_vars):
         wp.reason = "loop-carried value not solved"
         return
