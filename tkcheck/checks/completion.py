@@ -779,6 +779,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             for key, contribs in groups.items():
                 _merge_exclusive(contribs, an.solver_timeout_ms)
                 _merge_continued(m, contribs, an.solver_timeout_ms)
+                _merge_peeled(m, contribs, an.solver_timeout_ms)
                 pats = {c.pattern for c in contribs}
                 sigs = {_uniform_sig(c.op, m, c.consumed, c.round_loop, c.exclusive) for c in contribs}
                 if _nested_rounds(contribs):
@@ -885,6 +886,79 @@ def _merge_continued(m: ir.KernelModel, contribs: list[Contribution], timeout_ms
                 and continues(m, a.op, b.op, timeout_ms)
             ):
                 contribs.remove(b)
+                break
+
+
+def peeled(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> bool:
+    """a is the first iteration of b's loop, peeled out before it (`wait(bar[ring]); ...;
+    ring = advance(ring); for (k = 1; k < K; k++) { wait(bar[ring]); ... }` in a task loop):
+    b's loop I sits directly in a's innermost loop O, a comes before I's body, both under the
+    same guards, on a one-dimensional array of S elements, and the elements a, b(0), b(1), ...
+    walk the ring with one step s: b(0) == (a + s) % S and b(k + 1) == (b(k) + s) % S for every
+    k >= 0 (proved by z3 for any a in [0, S), so also for a ring position carried across the
+    tasks that the model does not follow). a's visit is then the round before I's first: the
+    rounds of a and b are one sequence, one visit each."""
+    from .. import solver
+
+    if a.barrier is None or b.barrier is None or a.barrier.name != b.barrier.name:
+        return False
+    decl = m.barriers.get(a.barrier.name)
+    if decl is None or len(decl.dims) != 1 or len(a.barrier.index) != 1 or len(b.barrier.index) != 1:
+        return False
+    size = decl.dims[0].eval({})
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 < size <= 64:
+        return False
+    if not a.loops or b.loops[:-1] != a.loops:
+        return False
+    I = m.loops.get(b.loops[-1])
+    if I is None or I.parent != a.loops[-1] or I.continues or not I.uniform:
+        return False
+    first = min((o.order for o in m.ops if I.id in o.loops), default=b.order)
+    if a.order > first:
+        return False
+    k = I.counter
+    for o in (a, b):
+        # the same conditions (over the task loop's counter too: a task's `if (done) break;`),
+        # none over I's counter
+        g = o.guard
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(k in c.free_vars() or c.is_opaque() for c in g.uniform):
+            return False
+    if set(a.guard.uniform) != set(b.guard.uniform) or a.guard.thread != b.guard.thread:
+        return False
+    xa, xb = a.barrier.index[0], b.barrier.index[0]
+    if k not in xb.free_vars() or k in xa.free_vars():
+        return False
+    S = E.Const(size)
+    assume = (E.binop(">=", xa, E.Const(0)), E.binop("<", xa, S), *a.guard.uniform)
+    b0 = E.substitute(xb, {k.name: E.Const(0)})
+    b1 = E.substitute(xb, {k.name: E.binop("+", k, E.Const(1))})
+    for step in range(1, size):
+        st = E.Const(step)
+        first_ok = E.binop("==", b0, E.binop("%", E.binop("+", xa, st), S))
+        if solver.always(first_ok, timeout_ms, assume=assume) is not True:
+            continue
+        walk = E.binop("==", b1, E.binop("%", E.binop("+", xb, st), S))
+        return solver.always(walk, timeout_ms, assume=assume) is True
+    return False
+
+
+def _merge_peeled(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: int) -> None:
+    """A peeled first iteration (see `peeled`) with the same threads, amount, kind and
+    multiplicity as its loop's site contributes to one round of the same sequence, the same
+    per round: the loop's contribution stands for both (in place)."""
+    for a in list(contribs):
+        for b in contribs:
+            if (
+                a is not b
+                and a.issuers == b.issuers
+                and str(a.amount) == str(b.amount)
+                and str(a.times) == str(b.times)
+                and a.op.kind == b.op.kind
+                and not a.consumed
+                and not b.consumed
+                and peeled(m, a.op, b.op, timeout_ms)
+            ):
+                contribs.remove(a)
                 break
 
 

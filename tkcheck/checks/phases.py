@@ -116,6 +116,18 @@ def _unsat_under(pred: E.Expr, timeout: int, assume: tuple[E.Expr, ...]) -> bool
     return solver.always(E.negate(pred), timeout, assume=assume) is True
 
 
+def _round_loops(an: Analysis, w: ir.Op) -> tuple[int, ...]:
+    """w's loops without the innermost ones that only pick the element it waits on
+    (`_element_loops`): the loop body a round of w spans."""
+    if w.kind != ir.MBAR_WAIT or len(w.loops) < 2 or w.barrier is None or w.parity is None:
+        return w.loops
+    if w.parity.is_opaque() or any(ix.is_opaque() for ix in w.barrier.index):
+        return w.loops
+    chain = [an.model.loops[i] for i in w.loops]
+    n = _element_loops(an, w, chain, tuple(linear(ix) for ix in w.barrier.index), linear(w.parity))
+    return w.loops[: len(w.loops) - n] if n else w.loops
+
+
 def _element_loops(an: Analysis, w: ir.Op, chain: list, index, parity) -> int:
     """How many of w's innermost loops only pick the element it waits on: constant trip
     counts, counters in the index alone (not in the parity, the guards, the other loops'
@@ -288,11 +300,12 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         # inner's loops are outer's loops or loops nested in them (the same round body)
         return inner[: len(outer)] == outer
 
+    w_loops = _round_loops(an, w)
     later = [
         o
         for o in m.ops
         if o.order > w.order
-        and within(o.loops, w.loops)
+        and within(o.loops, w_loops)
         and o.barrier is not None
         and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
     ]
@@ -330,7 +343,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
                 o.kind == ir.MBAR_WAIT
                 and o.order < s.order
                 and o.loops
-                and within(s.loops, o.loops)
+                and within(s.loops, _round_loops(an, o))
                 and o.barrier is not None
                 and o.barrier.name in unsure
                 and o.barrier.name != w.barrier.name
@@ -342,7 +355,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
                 o.kind == ir.MBAR_WAIT
                 and o.order < s.order
                 and o.loops
-                and within(s.loops, o.loops)
+                and within(s.loops, _round_loops(an, o))
                 and o.barrier is not None
                 and o.barrier.name in after
                 and o.barrier.name != w.barrier.name
