@@ -84,18 +84,18 @@ def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int, assume: tuple[E.E
 
     if not any(k in ix.free_vars() for ix in index):
         return E.Const(1)
-    cands: list[E.Expr] = []
+    moduli: list[E.Expr] = []
     for ix in index:
-        _moduli(ix, cands)
-    for p0 in list(cands):
+        _moduli(ix, moduli)
+    # the moduli first (each proof costs solver budget: an ordinary ring asks what it asked
+    # before), then the proper divisors of the constant ones, smallest first
+    divisors: list[E.Expr] = []
+    for p0 in moduli:
         v = p0.eval({}) if isinstance(p0, E.Const) else None
         if isinstance(v, int) and not isinstance(v, bool) and 1 < v <= 64:
-            for q in range(1, v):
-                if v % q == 0 and E.Const(q) not in cands:
-                    cands.append(E.Const(q))
-    # the smallest proved period first
-    cands.sort(key=lambda p: (0, p.value) if isinstance(p, E.Const) else (1, 0))
-    for p in cands:
+            divisors += [E.Const(q) for q in range(1, v) if v % q == 0 and E.Const(q) not in moduli + divisors]
+    divisors.sort(key=lambda p: p.value if isinstance(p, E.Const) else 0)
+    for p in moduli + divisors:
         if p.is_opaque() or k in p.free_vars():
             continue
         same = E.conj(*[E.binop("==", _shift(ix, k, p), ix) for ix in index])
