@@ -182,6 +182,46 @@ def _one_shot_signal(an: Analysis, s: ir.Op) -> bool:
     return r is not None and r[0] is None
 
 
+def _own_elements(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr) -> bool:
+    """A period that is no modulus of the index (a strided loop: `t = c; t += 2`), or an index
+    that depends on the thread, counts the uses of an element by w's threads alone; that is the element's phase count only when no
+    other waiting threads use the element: the threads of w grouped by their element pattern
+    (the index with the thread substituted) must visit pairwise disjoint elements (z3), and no
+    other wait site on the barrier may be run by other threads. (Three stages shared by two
+    alternating consumers: each element's phases alternate between them.)"""
+    moduli: list[E.Expr] = []
+    for ix in index:
+        _moduli(ix, moduli)
+    strided = period not in moduli and not (period == E.Const(1) and not moduli)
+    if not strided and not any(ix.depends_on(E.THREAD) for ix in index):
+        return True
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    if mine is None:
+        return False
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o is w or o.barrier is None or o.barrier.name != w.barrier.name:
+            continue
+        theirs = th.executing(o)
+        if theirs is None or not theirs <= mine:
+            return False
+    if not any(ix.depends_on(E.THREAD) for ix in index):
+        return True
+    pats: dict[tuple, None] = {}
+    ren = {k.name: E.Var("r", E.LOOP)}
+    for t in sorted(mine):
+        pat = tuple(
+            E.substitute(ix, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0), **ren}) for ix in index
+        )
+        if any(x.depends_on(E.THREAD) for x in pat):
+            return False
+        pats.setdefault(pat, None)
+        if len(pats) > 8:
+            return False
+    ps = list(pats)
+    return all(completion._disjoint(a, b, an.solver_timeout_ms) for i, a in enumerate(ps) for b in ps[i + 1 :])
+
+
 def _thread_range(an: Analysis, w: ir.Op, index, parity) -> list[E.Expr]:
     """For a wait whose element or parity depends on the thread (a loop that starts at the
     consumer's number: `for (t = c; t < N; t += 2)`): the block's thread range, so that the
@@ -987,6 +1027,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         if period is None:
             wp.reason = "ring period not recognised"
             return
+        if not _own_elements(an, w, index, k, period):
+            wp.reason = "ring elements shared with another waiting role"
+            return
         wp.period = period
         use = E.binop("/", k, period) if period != E.Const(1) else k
         if O.trip is None and not _data_exit_ok(O):
@@ -1023,6 +1066,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         period = _period(index, k, to, p_assume)
         if period is None:
             wp.reason = "ring period not recognised"
+            return
+        if not _own_elements(an, w, index, k, period):
+            wp.reason = "ring elements shared with another waiting role"
             return
         wp.period = period
         use = E.binop("/", k, period) if period != E.Const(1) else k
