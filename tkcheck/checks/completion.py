@@ -36,6 +36,7 @@ class Contribution:
     pattern: tuple  # how the element index moves with the round counter
     consumed: tuple = ()  # conditions over inner loop counters counted into `times`
     exclusive: tuple = ()  # uniform conditions of op left out: it merges exclusive sites
+    pattern_exprs: tuple = ()  # `pattern` as expressions (round counter `r`, outer `o0`, ...)
 
     @property
     def total(self) -> E.Expr:
@@ -174,16 +175,41 @@ def _element_parts(op: ir.Op, issuers: frozenset[int]):
     return [(frozenset(ts), idx) for idx, ts in groups.items()]
 
 
-def _split_by_element(acc: "BarrierAccount"):
+def _disjoint(a: tuple, b: tuple, timeout_ms: int) -> bool:
+    """The element patterns a and b (expressions over the round counter `r` and outer
+    counters `o0`, ...) never hit one element, for any rounds of either (each pattern's loop
+    counters are its own): proved by z3 (two consumers alternating over a ring, one taking
+    the even tiles `(2 r) % S`, the other the odd ones `(2 r + 1) % S`)."""
+    from .. import solver
+
+    if not a or len(a) != len(b):
+        return False
+
+    def own(xs, tag):
+        ren = {v.name: E.Var(f"{v.name}@{tag}", E.PARAM) for x in xs for v in x.free_vars() if v.kind == E.LOOP}
+        return [E.substitute(x, ren) for x in xs], [E.binop(">=", v, E.Const(0)) for v in ren.values()]
+
+    xa, ca = own(a, "a")
+    xb, cb = own(b, "b")
+    if any(x.is_opaque() or x.depends_on(E.THREAD) for x in xa + xb):
+        return False
+    meet = E.conj(*[E.binop("==", x, y) for x, y in zip(xa, xb)])
+    return solver.always(E.negate(meet), timeout_ms, assume=tuple(ca + cb)) is True
+
+
+def _split_by_element(acc: "BarrierAccount", timeout_ms: int = 0):
     """Accounts of a barrier array some of whose sites pick the element by thread (each warp
     its own `bar[w][s]`): contributions are summed per element pattern, each compared with
     the init count on its own. Two patterns that do not differ in some constant index (the
-    warp's element) might hit one element in one round: unknown then."""
+    warp's element) and are not proved disjoint (`_disjoint`) might hit one element in one
+    round: unknown then."""
+    exprs: dict[tuple, tuple] = {}
     for groups in (acc.arrivals, acc.expects, acc.loads):
         regrouped: dict[str, list] = {}
         for key, contribs in groups.items():
             for c in contribs:
                 regrouped.setdefault(f"{key} {', '.join(c.pattern)}", []).append(c)
+                exprs.setdefault(tuple(c.pattern), c.pattern_exprs)
         groups.clear()
         groups.update(regrouped)
     kinds: dict[str, set] = {}
@@ -195,9 +221,10 @@ def _split_by_element(acc: "BarrierAccount"):
         pats_l = sorted(pats)
         for i, a in enumerate(pats_l):
             for b in pats_l[i + 1 :]:
-                if len(a) != len(b) or not any(
-                    x != y and x.lstrip("-").isdigit() and y.lstrip("-").isdigit() for x, y in zip(a, b)
-                ):
+                if (
+                    len(a) != len(b)
+                    or not any(x != y and x.lstrip("-").isdigit() and y.lstrip("-").isdigit() for x, y in zip(a, b))
+                ) and not _disjoint(exprs.get(a, ()), exprs.get(b, ()), timeout_ms):
                     # patterns that might hit one element in one round: the per-element
                     # sums are not the per-phase sums
                     acc.unknown.append(
@@ -261,12 +288,14 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
         ren = {rc: E.Var("r", E.LOOP)}
         for depth, lid in enumerate(op.loops[: op.loops.index(round_loop)]):
             ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
-        pattern = tuple(str(E.substitute(ix, ren)) for ix in index)
+        exprs = tuple(E.substitute(ix, ren) for ix in index)
+        pattern = tuple(str(x) for x in exprs)
         if any(v.kind == E.LOOP and v.name not in ren for ix in index for v in ix.free_vars()):
             return None
     else:
+        exprs = tuple(index)
         pattern = tuple(str(ix) for ix in index)
-    return round_loop, times, pattern, consumed
+    return round_loop, times, pattern, consumed, exprs
 
 
 _UNKNOWN = object()
@@ -636,6 +665,11 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             acc.unknown.append(f"{op.api} at line {op.location.row} crosses CTAs")
             continue
         issuers = an.threads.issuers(op)
+        if issuers is None and not any(ix.depends_on(E.THREAD) for ix in op.barrier.index):
+            # a warp picked by the iteration (`if (warpid() == iter % 4)`): as many issuers in
+            # every round, so the per-round sum counts those of iteration 0
+            pr = an.threads.per_round(op)
+            issuers = pr[1] if pr is not None else None
         if issuers is None:
             acc.unknown.append(f"threads of {op.api} at line {op.location.row} unknown")
             continue
@@ -652,10 +686,11 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             if r is None:
                 acc.unknown.append(f"rounds of {op.api} at line {op.location.row} not recognised")
                 break
-            round_loop, times, pattern, consumed = r
+            round_loop, times, pattern, consumed, exprs = r
             if index is not None:
                 acc.per_thread = True
             c_args = (round_loop, pattern, consumed)
+            c_kw = {"pattern_exprs": exprs}
             for cta, mult in sorted(dests.items()) if dests is not None else [(None, 1)]:
                 key = _group_key(round_loop)
                 if elems_of is not None:
@@ -665,20 +700,32 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 times_c = times if mult == 1 else E.binop("*", times, E.Const(mult))
                 if op.kind == ir.MBAR_ARRIVE:
                     amount = op.count if op.count is not None else E.opaque("count")
-                    acc.arrivals.setdefault(key, []).append(Contribution(op, part_issuers, amount, times_c, *c_args))
+                    acc.arrivals.setdefault(key, []).append(
+                        Contribution(op, part_issuers, amount, times_c, *c_args, **c_kw)
+                    )
                 elif op.kind == ir.MBAR_EXPECT:
                     acc.arrivals.setdefault(key, []).append(
-                        Contribution(op, part_issuers, E.Const(K.EXPECT_ARRIVALS), times_c, *c_args)
+                        Contribution(op, part_issuers, E.Const(K.EXPECT_ARRIVALS), times_c, *c_args, **c_kw)
                     )
                     acc.expects.setdefault(key, []).append(
                         Contribution(
-                            op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times_c, *c_args
+                            op,
+                            part_issuers,
+                            op.bytes if op.bytes is not None else E.opaque("bytes"),
+                            times_c,
+                            *c_args,
+                            **c_kw,
                         )
                     )
                 else:
                     acc.loads.setdefault(key, []).append(
                         Contribution(
-                            op, part_issuers, op.bytes if op.bytes is not None else E.opaque("bytes"), times_c, *c_args
+                            op,
+                            part_issuers,
+                            op.bytes if op.bytes is not None else E.opaque("bytes"),
+                            times_c,
+                            *c_args,
+                            **c_kw,
                         )
                     )
     # mbarrier operations the front end could not attribute (raw PTX, an
@@ -712,7 +759,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                         del groups[key]
     for acc in out.values():
         if acc.per_thread:
-            _split_by_element(acc)
+            _split_by_element(acc, an.solver_timeout_ms)
         _separate_fills(m, acc)
     for acc in out.values():
         counts = {str(o.count) for o in acc.inits if o.count is not None}
@@ -732,6 +779,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             for key, contribs in groups.items():
                 _merge_exclusive(contribs, an.solver_timeout_ms)
                 _merge_continued(m, contribs, an.solver_timeout_ms)
+                _merge_peeled(m, contribs, an.solver_timeout_ms)
                 pats = {c.pattern for c in contribs}
                 sigs = {_uniform_sig(c.op, m, c.consumed, c.round_loop, c.exclusive) for c in contribs}
                 if _nested_rounds(contribs):
@@ -874,6 +922,79 @@ def _merge_continued(m: ir.KernelModel, contribs: list[Contribution], timeout_ms
                 and continues(m, a.op, b.op, timeout_ms)
             ):
                 contribs.remove(b)
+                break
+
+
+def peeled(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> bool:
+    """a is the first iteration of b's loop, peeled out before it (`wait(bar[ring]); ...;
+    ring = advance(ring); for (k = 1; k < K; k++) { wait(bar[ring]); ... }` in a task loop):
+    b's loop I sits directly in a's innermost loop O, a comes before I's body, both under the
+    same guards, on a one-dimensional array of S elements, and the elements a, b(0), b(1), ...
+    walk the ring with one step s: b(0) == (a + s) % S and b(k + 1) == (b(k) + s) % S for every
+    k >= 0 (proved by z3 for any a in [0, S), so also for a ring position carried across the
+    tasks that the model does not follow). a's visit is then the round before I's first: the
+    rounds of a and b are one sequence, one visit each."""
+    from .. import solver
+
+    if a.barrier is None or b.barrier is None or a.barrier.name != b.barrier.name:
+        return False
+    decl = m.barriers.get(a.barrier.name)
+    if decl is None or len(decl.dims) != 1 or len(a.barrier.index) != 1 or len(b.barrier.index) != 1:
+        return False
+    size = decl.dims[0].eval({})
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 < size <= 64:
+        return False
+    if not a.loops or b.loops[:-1] != a.loops:
+        return False
+    I = m.loops.get(b.loops[-1])
+    if I is None or I.parent != a.loops[-1] or I.continues or not I.uniform:
+        return False
+    first = min((o.order for o in m.ops if I.id in o.loops), default=b.order)
+    if a.order > first:
+        return False
+    k = I.counter
+    for o in (a, b):
+        # the same conditions (over the task loop's counter too: a task's `if (done) break;`),
+        # none over I's counter
+        g = o.guard
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(k in c.free_vars() or c.is_opaque() for c in g.uniform):
+            return False
+    if set(a.guard.uniform) != set(b.guard.uniform) or a.guard.thread != b.guard.thread:
+        return False
+    xa, xb = a.barrier.index[0], b.barrier.index[0]
+    if k not in xb.free_vars() or k in xa.free_vars():
+        return False
+    S = E.Const(size)
+    assume = (E.binop(">=", xa, E.Const(0)), E.binop("<", xa, S), *a.guard.uniform)
+    b0 = E.substitute(xb, {k.name: E.Const(0)})
+    b1 = E.substitute(xb, {k.name: E.binop("+", k, E.Const(1))})
+    for step in range(1, size):
+        st = E.Const(step)
+        first_ok = E.binop("==", b0, E.binop("%", E.binop("+", xa, st), S))
+        if solver.always(first_ok, timeout_ms, assume=assume) is not True:
+            continue
+        walk = E.binop("==", b1, E.binop("%", E.binop("+", xb, st), S))
+        return solver.always(walk, timeout_ms, assume=assume) is True
+    return False
+
+
+def _merge_peeled(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: int) -> None:
+    """A peeled first iteration (see `peeled`) with the same threads, amount, kind and
+    multiplicity as its loop's site contributes to one round of the same sequence, the same
+    per round: the loop's contribution stands for both (in place)."""
+    for a in list(contribs):
+        for b in contribs:
+            if (
+                a is not b
+                and a.issuers == b.issuers
+                and str(a.amount) == str(b.amount)
+                and str(a.times) == str(b.times)
+                and a.op.kind == b.op.kind
+                and not a.consumed
+                and not b.consumed
+                and peeled(m, a.op, b.op, timeout_ms)
+            ):
+                contribs.remove(a)
                 break
 
 

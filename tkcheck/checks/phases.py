@@ -73,28 +73,168 @@ def _shift(e: E.Expr, k: E.Var, d: E.Expr) -> E.Expr:
     return E.substitute(e, {k.name: E.binop("+", k, d)})
 
 
-def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int) -> E.Expr | None:
-    """Smallest proved period of the element index in k (1 for a constant index)."""
+def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int, assume: tuple[E.Expr, ...] = ()) -> E.Expr | None:
+    """Smallest proved period of the element index in k (1 for a constant index).
+
+    The candidates are the moduli of the index and, for a constant modulus, its divisors: a
+    loop with a stride (`for (t = c; t < N; t += 2)`, stage `t % S`) visits the S slots with
+    period S / gcd(S, 2) in its iteration k. `assume` (the wait's threads: a start `c` that
+    depends on the thread) holds for both sides of the proofs."""
     from .. import solver
 
     if not any(k in ix.free_vars() for ix in index):
         return E.Const(1)
-    cands = []
+    moduli: list[E.Expr] = []
     for ix in index:
-        _moduli(ix, cands)
-    for p in cands:
+        _moduli(ix, moduli)
+    # the moduli first (each proof costs solver budget: an ordinary ring asks what it asked
+    # before), then the proper divisors of the constant ones, smallest first
+    divisors: list[E.Expr] = []
+    for p0 in moduli:
+        v = p0.eval({}) if isinstance(p0, E.Const) else None
+        if isinstance(v, int) and not isinstance(v, bool) and 1 < v <= 64:
+            divisors += [E.Const(q) for q in range(1, v) if v % q == 0 and E.Const(q) not in moduli + divisors]
+    divisors.sort(key=lambda p: p.value if isinstance(p, E.Const) else 0)
+    for p in moduli + divisors:
         if p.is_opaque() or k in p.free_vars():
             continue
         same = E.conj(*[E.binop("==", _shift(ix, k, p), ix) for ix in index])
-        if solver.always(E.binop("||", E.binop("<=", p, E.Const(0)), same), timeout) is not True:
+        if solver.always(E.binop("||", E.binop("<=", p, E.Const(0)), same), timeout, assume=assume) is not True:
             continue
         d = E.Var("d@gap", E.PARAM)
         clash = E.conj(
             E.binop(">", d, E.Const(0)), E.binop("<", d, p), *[E.binop("==", _shift(ix, k, d), ix) for ix in index]
         )
-        if solver.witness(clash, timeout) is None and _unsat(clash, timeout):
+        if solver.witness(clash, timeout, assume=assume) is None and _unsat_under(clash, timeout, assume):
             return p
     return None
+
+
+def _unsat_under(pred: E.Expr, timeout: int, assume: tuple[E.Expr, ...]) -> bool:
+    from .. import solver
+
+    return solver.always(E.negate(pred), timeout, assume=assume) is True
+
+
+def _round_loops(an: Analysis, w: ir.Op) -> tuple[int, ...]:
+    """w's loops without the innermost ones that only pick the element it waits on
+    (`_element_loops`): the loop body a round of w spans."""
+    if w.kind != ir.MBAR_WAIT or len(w.loops) < 2 or w.barrier is None or w.parity is None:
+        return w.loops
+    if w.parity.is_opaque() or any(ix.is_opaque() for ix in w.barrier.index):
+        return w.loops
+    chain = [an.model.loops[i] for i in w.loops]
+    n = _element_loops(an, w, chain, tuple(linear(ix) for ix in w.barrier.index), linear(w.parity))
+    return w.loops[: len(w.loops) - n] if n else w.loops
+
+
+def _element_loops(an: Analysis, w: ir.Op, chain: list, index, parity) -> int:
+    """How many of w's innermost loops only pick the element it waits on: constant trip
+    counts, counters in the index alone (not in the parity, the guards, the other loops'
+    trips), the index injective over their iterations (proved by z3), the index free of the
+    counters of the loops around them. Such a wait uses each element once per iteration of
+    the loops around them."""
+    from .. import solver
+
+    n = 0
+    for i in range(len(chain) - 1, 0, -1):
+        L = chain[i]
+        t = L.trip.eval({}) if L.trip is not None else None
+        if not isinstance(t, int) or isinstance(t, bool) or t <= 0 or L.continues or not L.uniform:
+            break
+        k = L.counter
+        if k in parity.free_vars() or k in w.guard.thread.free_vars():
+            break
+        if any(k in c.free_vars() for c in w.guard.uniform):
+            break
+        if not any(k in ix.free_vars() for ix in index):
+            break
+        n += 1
+    if not n:
+        return 0
+    inner = chain[len(chain) - n :]
+    outer = chain[: len(chain) - n]
+    ks = {L.counter for L in inner}
+    if any(o.counter in ix.free_vars() for ix in index for o in outer):
+        return 0
+    if any(L.trip is not None and L.trip.free_vars() & ks for L in chain):
+        return 0
+    # injective: two different iterations of the element loops hit different elements
+    ren = {L.counter.name: E.Var(L.counter.name + "@other", E.PARAM) for L in inner}
+    other = [E.substitute(ix, ren) for ix in index]
+    bounds = []
+    for L in inner:
+        for v in (L.counter, ren[L.counter.name]):
+            bounds += [E.binop(">=", v, E.Const(0)), E.binop("<", v, L.trip)]
+    differ = E.disj(*[E.binop("!=", L.counter, ren[L.counter.name]) for L in inner])
+    same = E.conj(*[E.binop("==", a, b) for a, b in zip(index, other)])
+    clash = E.conj(differ, same)
+    if solver.always(E.negate(clash), an.solver_timeout_ms, assume=tuple(bounds)) is not True:
+        return 0
+    return n
+
+
+def _one_shot_signal(an: Analysis, s: ir.Op) -> bool:
+    """A signal inside a loop that still belongs to the barrier's one-shot phase: the barrier
+    accounts put it there (TMA loads in a loop over tiles, delivering their bytes to the phase of
+    one expect issued outside every loop)."""
+    r = completion._round_of(an.model, s, an)
+    return r is not None and r[0] is None
+
+
+def _own_elements(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr) -> bool:
+    """A period that is no modulus of the index (a strided loop: `t = c; t += 2`), or an index
+    that depends on the thread, counts the uses of an element by w's threads alone; that is the element's phase count only when no
+    other waiting threads use the element: the threads of w grouped by their element pattern
+    (the index with the thread substituted) must visit pairwise disjoint elements (z3), and no
+    other wait site on the barrier may be run by other threads. (Three stages shared by two
+    alternating consumers: each element's phases alternate between them.)"""
+    moduli: list[E.Expr] = []
+    for ix in index:
+        _moduli(ix, moduli)
+    strided = period not in moduli and not (period == E.Const(1) and not moduli)
+    if not strided and not any(ix.depends_on(E.THREAD) for ix in index):
+        return True
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    if mine is None:
+        return False
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o is w or o.barrier is None or o.barrier.name != w.barrier.name:
+            continue
+        theirs = th.executing(o)
+        if theirs is None or not theirs <= mine:
+            return False
+    if not any(ix.depends_on(E.THREAD) for ix in index):
+        return True
+    pats: dict[tuple, None] = {}
+    ren = {k.name: E.Var("r", E.LOOP)}
+    for t in sorted(mine):
+        pat = tuple(
+            E.substitute(ix, {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0), **ren}) for ix in index
+        )
+        if any(x.depends_on(E.THREAD) for x in pat):
+            return False
+        pats.setdefault(pat, None)
+        if len(pats) > 8:
+            return False
+    ps = list(pats)
+    return all(completion._disjoint(a, b, an.solver_timeout_ms) for i, a in enumerate(ps) for b in ps[i + 1 :])
+
+
+def _thread_range(an: Analysis, w: ir.Op, index, parity) -> list[E.Expr]:
+    """For a wait whose element or parity depends on the thread (a loop that starts at the
+    consumer's number: `for (t = c; t < N; t += 2)`): the block's thread range, so that the
+    proofs hold for the threads that run the wait (with its thread guard), not for every
+    integer."""
+    if not any(x.depends_on(E.THREAD) for x in (*index, parity)):
+        return []
+    n = an.threads.n
+    if n is None:
+        return []
+    if any(v.kind == E.THREAD and v.name != "tid" for x in (*index, parity) for v in x.free_vars()):
+        return []  # a 2-D / 3-D thread index: no range stated
+    return [E.binop("<", E.Var("tid", E.THREAD), E.Const(n))]
 
 
 def _unsat(pred: E.Expr, timeout: int) -> bool:
@@ -125,23 +265,42 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
     # a barrier every arrival of which publishes shared memory the arriving threads wrote in
     # the same round (`warpgroup::store(C_s, acc); warpgroup::sync(); warpgroup::arrive(full)`):
     # a "full" barrier too, whose waiters read that memory
+    # -- when its waiters then use that memory: a consumer that writes its output tile before
+    # it releases an input stage (`inputs_finished`) publishes nothing to the producer, which
+    # only refills the stage
     arrives = [o for o in sig if o.kind == ir.MBAR_ARRIVE]
-    return (
-        bool(arrives)
-        and len(arrives) == len(sig)
-        and all(
-            o.loops
-            and any(
-                x.kind == ir.SMEM_ACCESS
-                and x.access_mode == "write"
-                and x.order < o.order
-                and x.loops == o.loops
-                and x.callers == o.callers
-                for x in m.ops
-            )
-            for o in arrives
-        )
-    )
+    written: set[str] = set()
+    for o in arrives:
+        ws = {
+            x.buffer.name
+            for x in m.ops
+            if x.kind == ir.SMEM_ACCESS
+            and x.access_mode == "write"
+            and x.buffer is not None
+            and x.order < o.order
+            and x.loops == o.loops
+            and x.callers == o.callers
+        }
+        if not o.loops or not ws:
+            return False
+        written |= ws
+    return bool(arrives) and len(arrives) == len(sig) and _waiters_use(m, name, written)
+
+
+def _waiters_use(m: ir.KernelModel, name: str, buffers: set[str]) -> bool:
+    """Some wait on `name` is followed, in its loop body, by an op that names one of `buffers`
+    other than a plain shared-memory write (a read, a TMA store from it, an MMA operand)."""
+    waits = [w for w in m.ops if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == name]
+    for w in waits:
+        for o in m.ops:
+            if o.order <= w.order or o.loops[: len(w.loops)] != w.loops:
+                continue
+            if o.kind == ir.SMEM_ACCESS and o.access_mode == "write":
+                continue
+            names = {r.name for r in (o.buffer, *o.operands) if r is not None}
+            if names & buffers:
+                return True
+    return False
 
 
 def _refills_after_wait(m: ir.KernelModel, name: str) -> bool:
@@ -181,19 +340,30 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         # inner's loops are outer's loops or loops nested in them (the same round body)
         return inner[: len(outer)] == outer
 
+    w_loops = _round_loops(an, w)
     later = [
         o
         for o in m.ops
         if o.order > w.order
-        and within(o.loops, w.loops)
+        and within(o.loops, w_loops)
         and o.barrier is not None
         and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
     ]
-    after = {o.barrier.name for o in later if (th.issuers(o) or frozenset()) <= mine and th.issuers(o)}
-    # signals after w whose issuing threads are not known (a lane picked by the iteration,
-    # `if (warpid() == k % 4)`): w's role may signal these barriers too, so a signaller that
-    # waits on one of them makes the direction unknown, never "not a handshake"
-    unsure = {o.barrier.name for o in later if th.issuers(o) is None} - after
+
+    def issuing(o):
+        # the threads that issue o in some iteration: a lane picked by the iteration
+        # (`if (warpid() == k % 4)`) issues in one of its role's warps each round
+        iss = th.issuers(o)
+        if iss is None:
+            pr = th.per_round(o)
+            iss = pr[0] if pr is not None else None
+        return iss
+
+    after = {o.barrier.name for o in later if (issuing(o) or frozenset()) <= mine and issuing(o)}
+    # signals after w whose issuing threads are not known: w's role may signal these barriers
+    # too, so a signaller that waits on one of them makes the direction unknown, never "not a
+    # handshake"
+    unsure = {o.barrier.name for o in later if issuing(o) is None} - after
     verdicts = set()
     paired = []  # per signaller: its wait on a barrier of w's role was found
     for s in _signals(m, w.barrier.name):
@@ -201,7 +371,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
             continue
         if w.loops and _one_visit(m, s):
             continue  # a one-visit (pre-arrival) signal, not the steady-state handshake
-        iss = th.issuers(s)
+        iss = issuing(s)
         if iss is None:
             return None
         hit = False
@@ -213,7 +383,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
                 o.kind == ir.MBAR_WAIT
                 and o.order < s.order
                 and o.loops
-                and within(s.loops, o.loops)
+                and within(s.loops, _round_loops(an, o))
                 and o.barrier is not None
                 and o.barrier.name in unsure
                 and o.barrier.name != w.barrier.name
@@ -225,7 +395,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
                 o.kind == ir.MBAR_WAIT
                 and o.order < s.order
                 and o.loops
-                and within(s.loops, o.loops)
+                and within(s.loops, _round_loops(an, o))
                 and o.barrier is not None
                 and o.barrier.name in after
                 and o.barrier.name != w.barrier.name
@@ -376,12 +546,18 @@ def _prefilled(an: Analysis, w: ir.Op) -> int | None:
     return 1
 
 
-def _waited_outside(m: ir.KernelModel, w: ir.Op) -> bool:
-    """Some wait on w's barrier lies outside w's loops (its phases are not w's alone to count)."""
-    return any(
-        o.barrier is not None and o.barrier.name == w.barrier.name and o.loops[: len(w.loops)] != w.loops
-        for o in m.ops_of(ir.MBAR_WAIT)
-    )
+def _waited_outside(an: Analysis, w: ir.Op) -> bool:
+    """Some wait on w's barrier lies outside w's loops (its phases are not w's alone to count).
+    A wait changes no phase: only waits some of w's threads run count (another consumer
+    warpgroup waiting in its own loop is not a use by w's threads)."""
+    mine = an.threads.executing(w)
+    for o in an.model.ops_of(ir.MBAR_WAIT):
+        if o.barrier is None or o.barrier.name != w.barrier.name or o.loops[: len(w.loops)] == w.loops:
+            continue
+        theirs = an.threads.executing(o)
+        if mine is None or theirs is None or mine & theirs:
+            return True
+    return False
 
 
 def _one_visit(m: ir.KernelModel, s: ir.Op) -> bool:
@@ -521,8 +697,8 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
             offset == 0
             and s.order < first
             and _carries_data(m, w.barrier.name)
-            and completion.fill_visits(m, s) is not None
-            and not _waited_outside(m, w)
+            and (completion.fill_visits(m, s) is not None or _const_fill(m, s))
+            and not _waited_outside(an, w)
         ):
             # the prologue of a prefilled data ring (all its stages or the first few, before the
             # loop that refills them): the first signal of each element it visits is the phase
@@ -597,6 +773,20 @@ def _hits_waited_element(an: Analysis, s: ir.Op, w: ir.Op) -> bool | None:
             return None
         seen.add(tuple(vals) == tuple(ix.eval({}) for ix in si))
     return seen.pop() if len(seen) == 1 else None
+
+
+def _const_fill(m: ir.KernelModel, s: ir.Op) -> bool:
+    """A signal outside every loop on one constant element of a barrier array (the prologue
+    that fills the first stage, `expect(q_b[0]); load(q_b[0])`, before a loop that fills the
+    next stage ahead of each use)."""
+    decl = m.barriers.get(s.barrier.name) if s.barrier is not None else None
+    if s.loops or decl is None or not decl.dims or len(decl.dims) != len(s.barrier.index):
+        return False
+    for ix, d in zip(s.barrier.index, decl.dims):
+        v, n = ix.eval({}), d.eval({})
+        if not isinstance(v, int) or not isinstance(n, int) or not 0 <= v < n:
+            return False
+    return True
 
 
 def _prologue_signal(an: Analysis, s: ir.Op, first: int) -> bool:
@@ -807,13 +997,22 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         v.name for v in parity.free_vars() if v.kind == E.LOOP
     }
     chain = [m.loops[i] for i in site.loops]
+    if pb is None and flat is None and cont is None and len(chain) > 1:
+        # innermost loops that only pick the element (`for (i = 0; i < N; i++) wait(bar[i],
+        # phase)`): each element once per iteration of the loop around them, which is the round
+        elem = _element_loops(an, w, chain, index, parity)
+        if elem:
+            chain = chain[: len(chain) - elem]
     if any("@" in n for n in loop_vars):
         wp.reason = "loop-carried value not solved"
         return
     # the round loop: the innermost loop; outer loops must not move the index or parity
     assume: list[E.Expr] = list(w.guard.uniform)
-    if w.guard.thread.depends_on(E.LOOP):
+    th_assume = _thread_range(an, w, index, parity)
+    if w.guard.thread.depends_on(E.LOOP) or th_assume:
         assume.append(w.guard.thread)
+    assume.extend(th_assume)
+    p_assume = tuple(assume) if th_assume else ()
     trip_assume: list[E.Expr] = []
     reach: list[E.Expr] = []
     if cont is not None:
@@ -829,9 +1028,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         ):
             wp.reason = "barrier waited at several sites in the loop"
             return
-        period = _period(index, k, to)
+        period = _period(index, k, to, p_assume)
         if period is None:
             wp.reason = "ring period not recognised"
+            return
+        if not _own_elements(an, w, index, k, period):
+            wp.reason = "ring elements shared with another waiting role"
             return
         wp.period = period
         use = E.binop("/", k, period) if period != E.Const(1) else k
@@ -866,9 +1068,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         k = rl.counter
         wp.loop = rl.id
-        period = _period(index, k, to)
+        period = _period(index, k, to, p_assume)
         if period is None:
             wp.reason = "ring period not recognised"
+            return
+        if not _own_elements(an, w, index, k, period):
+            wp.reason = "ring elements shared with another waiting role"
             return
         wp.period = period
         use = E.binop("/", k, period) if period != E.Const(1) else k
@@ -903,7 +1108,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         if len(same) != len(earlier):
             wp.reason = "barrier waited before by other threads / elements"
             return
-        if any(s.loops for s in _signals(m, w.barrier.name)):
+        if any(s.loops and not _one_shot_signal(an, s) for s in _signals(m, w.barrier.name)):
             wp.reason = "one-shot wait on a barrier signalled in loops"
             return
         use = E.Const(len(same))
@@ -1150,7 +1355,8 @@ def element(wp: WaitPhase) -> str:
 
 
 def _ring_form(pos: E.Expr, k: E.Var):
-    """(R, p, c) when pos == (R + k) % p + c with R free of k, p, c constants."""
+    """(R, p, c) when pos == (R + k) % p + c with R free of k, p, c constants; a constant
+    position c is (0, 1, c)."""
     terms: list[E.Expr] = []
 
     def flat(x):
@@ -1163,9 +1369,12 @@ def _ring_form(pos: E.Expr, k: E.Var):
     flat(pos)
     consts = [t for t in terms if isinstance(t, E.Const) and isinstance(t.value, int) and not isinstance(t.value, bool)]
     rest = [t for t in terms if t not in consts or not isinstance(t, E.Const)]
-    if len(rest) != 1:
+    if len(rest) > 1:
         return None
     c = sum(t.value for t in consts)
+    if not rest:
+        # a fixed bit (`get_phasebit<1>(bits, 0)`): a ring of one position
+        return E.Const(0), 1, c
     e = rest[0]
     if not (
         isinstance(e, E.Bin)

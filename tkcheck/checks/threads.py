@@ -13,11 +13,15 @@ from ..model import ir
 from ..model.threads import threads_satisfying
 
 
+_ROUND_PERIOD_MAX = 64  # the longest period of a per-iteration thread choice enumerated
+
+
 class ThreadSets:
     def __init__(self, model: ir.KernelModel):
         self.model = model
         self.n = model.num_threads()
         self._cache: dict[int, frozenset[int] | None] = {}
+        self._rounds: dict[tuple, tuple[frozenset[int], frozenset[int]] | None] = {}
 
     def satisfying(self, pred: E.Expr) -> frozenset[int] | None:
         if self.n is None:
@@ -48,6 +52,64 @@ class ThreadSets:
             size = 32 * op.group_warps
             return frozenset(t for t in ex if t % size == 0)
         return ex
+
+    def per_round(self, op: ir.Op) -> tuple[frozenset[int], frozenset[int]] | None:
+        """For an op whose thread guard also tests one loop counter periodically (a warp picked
+        by the iteration: `if (warpid() == iter % 4)`): (the threads that issue it in some
+        iteration, the issuers of iteration 0), when every iteration has as many issuers as
+        iteration 0 -- proved: the guard is periodic in the counter (z3, every counter value
+        >= 0 and every thread) and the issuers of each residue are enumerated. None otherwise
+        (and for guards that `issuers` already answers)."""
+        key = ("per_round", id(op))
+        if key in self._rounds:
+            return self._rounds[key]
+        res = self._per_round(op)
+        self._rounds[key] = res
+        return res
+
+    def _per_round(self, op: ir.Op) -> tuple[frozenset[int], frozenset[int]] | None:
+        from .. import solver
+
+        g = op.guard
+        if self.n is None or not g.exact or g.thread.is_opaque():
+            return None
+        fv = g.thread.free_vars()
+        loops = [v for v in fv if v.kind == E.LOOP]
+        if len(loops) != 1 or any(v.kind not in (E.LOOP, E.THREAD) for v in fv):
+            return None
+        k = loops[0]
+        if k not in {self.model.loops[i].counter for i in op.loops if i in self.model.loops}:
+            return None
+        period = 1
+        for x in E.subexprs(g.thread):
+            if isinstance(x, E.Bin) and x.op == "%" and k in x.a.free_vars():
+                m = x.b.eval({}) if isinstance(x.b, E.Const) else None
+                if not isinstance(m, int) or isinstance(m, bool) or not 0 < m <= _ROUND_PERIOD_MAX:
+                    return None
+                from math import gcd
+
+                period = period * m // gcd(period, m)
+        if period > _ROUND_PERIOD_MAX:
+            return None
+        shifted = E.substitute(g.thread, {k.name: E.binop("+", k, E.Const(period))})
+        same = E.binop("==", shifted, g.thread)
+        if solver.always(same, None, assume=(E.binop("<", E.Var("tid", E.THREAD), E.Const(self.n)),)) is not True:
+            return None
+        union: set[int] = set()
+        first: frozenset[int] | None = None
+        size = 32 * op.group_warps if op.issuers_per_group and op.group_warps > 0 else 1
+        for j in range(period):
+            ts = threads_satisfying(E.substitute(g.thread, {k.name: E.Const(j)}), self.n)
+            if ts is None:
+                return None
+            iss = frozenset(t for t in ts if t % size == 0)
+            if first is None:
+                first = iss
+            elif len(iss) != len(first):
+                return None
+            union |= iss
+        assert first is not None
+        return frozenset(union), first
 
     def all_threads(self) -> frozenset[int] | None:
         return None if self.n is None else frozenset(range(self.n))
