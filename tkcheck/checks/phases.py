@@ -680,9 +680,15 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
         one_visit = all(isinstance(t, int) for t in trips) and _prod(trips) <= elems
         if not one_visit:
             mine, iss_s = th.executing(w), th.issuers(s)
-            if s.order < first and not set(s.loops) & set(w.loops) and (mine is None or iss_s is None or iss_s & mine):
+            if (
+                w.loops
+                and s.order < first
+                and not set(s.loops) & set(w.loops)
+                and (mine is None or iss_s is None or iss_s & mine)
+            ):
                 # a loop of w's own threads before w's loop (a main loop, then a drain loop
-                # without a carried counter): the phases it completed are not counted here
+                # without a carried counter): the phases it completed are not counted here (a
+                # wait in no loop is a one-shot use: its phase is the accounts' one-shot phase)
                 return None
             continue  # the steady-state signals of another role's loop
         iss = th.issuers(s) or frozenset()
