@@ -42,7 +42,10 @@ def rename(text: str, rng: random.Random) -> str | None:
     new = f"{name}_rw{rng.randrange(100)}"
     if re.search(r"\b" + new + r"\b", text):
         return None
-    return re.sub(r"(?<![\w.>:])" + re.escape(name) + r"\b", new, text)
+    # outside string literals: an asm constraint "r" or "n" is no use of a variable named r or n
+    pat = re.compile(r"(?<![\w.>:])" + re.escape(name) + r"\b")
+    parts = re.split(r'("(?:\\.|[^"\\\n])*")', text)
+    return "".join(p if i % 2 else pat.sub(new, p) for i, p in enumerate(parts))
 
 
 _SWAPPABLE = re.compile(r"^\s*(tma::load_async\(|init_semaphore\(|warp::zero\()")
