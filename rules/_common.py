@@ -18,6 +18,17 @@ def related(op, note: str) -> Related:
     return Related(op.location, note)
 
 
+def user_site(op) -> Location:
+    """Where a finding about op points: the kernel's call of the user's helper function that op
+    is in (the helper may be called from several places), else op itself."""
+    return op.callers[0] if op.callers else op.location
+
+
+def in_helper(op, note: str = "the instruction, in the helper called there") -> list[Related]:
+    """The instruction itself as a related site when `user_site` shows its helper's call."""
+    return [related(op, note)] if op.callers else []
+
+
 def finding(code: str, message: str, location: Location, **kw) -> Finding:
     return Finding(code=code, message=message, location=location, **kw)
 

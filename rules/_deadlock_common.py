@@ -6,7 +6,7 @@ from tkcheck.checks import phases, violations
 from tkcheck.checks import protocol as P
 from tkcheck.findings import TraceStep
 
-from ._common import finding, related
+from ._common import finding, in_helper, related, user_site
 
 MAX_STEPS = 24
 
@@ -201,7 +201,4 @@ def deadlock_finding(an, code, ri, e, others, message, help_):
         message = f"{message} ({ex.assumption})"
     # an instruction inside the user's helper function is shown where the kernel calls the helper
     # (the helper may be called from several places), the instruction itself as a related site
-    site = e.op.callers[0] if e.op.callers else e.op.location
-    if e.op.callers:
-        rel.append(related(e.op, "the instruction, in the helper called there"))
-    return finding(code, message, site, related=rel, witness=wit, trace=trace, help=help_)
+    return finding(code, message, user_site(e.op), related=rel + in_helper(e.op), witness=wit, trace=trace, help=help_)

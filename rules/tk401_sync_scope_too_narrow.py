@@ -6,7 +6,7 @@ from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Confirm, Explains, Rule
 
-from ._common import HEADER, finding, related
+from ._common import HEADER, finding, in_helper, related, user_site
 
 
 def check(an):
@@ -83,9 +83,9 @@ def _global_acquire_scope(an):
                 f"(`{(a.observe.global_access.text if a.observe.global_access else None) or a.observe.api}`"
                 "), and no barrier orders the read after that acquire: the acquire orders the polling "
                 "thread only, so the read may run before the flag is seen",
-                a.read.callers[0] if a.read.callers else a.read.location,
+                user_site(a.read),
                 related=[related(a.observe, "the acquiring poll (one thread)")]
-                + ([related(a.read, "the load, in the helper called there")] if a.read.callers else []),
+                + in_helper(a.read, "the load, in the helper called there"),
                 witness={"reader_thread": a.thread, "poller": a.poller},
                 help="a barrier of the polling thread and the readers after the spin: `__syncthreads()` "
                 "right after the polling thread's loop",

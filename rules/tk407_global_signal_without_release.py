@@ -6,7 +6,7 @@ from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Confirm, Rule
 
-from ._common import HEADER, finding, related
+from ._common import HEADER, finding, in_helper, related, user_site
 
 _RELEASE_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
 
@@ -160,16 +160,6 @@ def _published(an) -> list:
     return out
 
 
-def _site(op):
-    """Where a finding about op points: the kernel's call of the helper that op is in (a
-    `red.release` in a user's `__device__` function), else op itself."""
-    return op.callers[0] if op.callers else op.location
-
-
-def _helper(op) -> list:
-    return [related(op, "the instruction, in the helper called there")] if op.callers else []
-
-
 def _unordered(an, p):
     """A release signal that does not cover other threads' stores: no barrier orders them before
     the signalling thread's release."""
@@ -183,8 +173,8 @@ def _unordered(an, p):
         f"{describe(frozenset([p.data_thread]), n)} are not ordered before it: no barrier between "
         "them includes both threads, and a release publishes only what happens before it in the "
         "signalling thread; a block that sees the count may read stale data",
-        _site(p.signal),
-        related=[related(p.data, "the stores the counter should publish")] + _helper(p.signal),
+        user_site(p.signal),
+        related=[related(p.data, "the stores the counter should publish")] + in_helper(p.signal),
         witness={"thread": p.signal_thread, "writer": p.data_thread, "released": True, "ordered": False},
         help="`__syncthreads();` (a barrier of every writing thread) right before the signalling "
         "thread's release, so that the release covers the whole block's stores (cumulativity)",
