@@ -2,12 +2,10 @@
 the two sites named, and the corpus kernels stay clean."""
 
 import tomllib
-from pathlib import Path
 
 import pytest
 
 from tkcheck import registry
-from tkcheck.engine import CheckOptions, check_file
 
 from conftest import ROOT
 
@@ -35,17 +33,17 @@ def mutations(codes):
     return out
 
 
-def run_mutation(m, tmp_path):
-    src = (ROOT / "corpus" / m["kernel"]).read_text()
-    assert src.count(m["find"]) == 1, m["id"]
-    p = tmp_path / Path(m["kernel"]).name
-    p.write_text(src.replace(m["find"], m["replace"]))
-    return check_file(str(p), CheckOptions(enabled=ALL))
+def run_mutation(m, corpus_checks):
+    """The planted bug checked as tests/test_corpus.py checks it (`tkcheck eval`'s check of the
+    mutant, every rule): one check per session for all the test files that ask."""
+    assert (ROOT / "corpus" / m["kernel"]).read_text().count(m["find"]) == 1, m["id"]
+    (spec,) = [x for x in corpus_checks.mutations if x.id == m["id"]]
+    return corpus_checks.mutation(spec)
 
 
 @pytest.mark.parametrize("m", mutations(MINE))
-def test_planted_accumulator_bug_found(m, tmp_path):
-    res = run_mutation(m, tmp_path)
+def test_planted_accumulator_bug_found(m, corpus_checks):
+    res = run_mutation(m, corpus_checks)
     want = set(m["rules"]) & MINE
     got = {f.code for f in res.findings}
     assert want <= got, (m["id"], sorted(got), res.notes)
@@ -59,7 +57,8 @@ CORPUS = sorted(p for p in (ROOT / "corpus").rglob("*.cu") if not p.name.startsw
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT / "corpus")))
 def test_corpus_clean_for_accumulator_and_scope_rules(path, corpus_checks):
-    res = corpus_checks.check(path, CheckOptions(enabled=ALL))
+    # the check tests/test_corpus.py makes of the kernel (its own architecture, every rule): one per session
+    res = corpus_checks.clean(path)
     bad = [(f.code, f.location.row, f.message) for f in res.findings if f.code in MINE | SCOPE]
     assert not bad
 

@@ -23,11 +23,13 @@ def _check(path: Path, text: str | None = None):
 
 
 @pytest.mark.parametrize("mut", MUTATIONS, ids=[m["id"] for m in MUTATIONS])
-def test_planted_layout_bug_reported_with_element(mut):
+def test_planted_layout_bug_reported_with_element(mut, corpus_checks):
     src_path = ROOT / "corpus" / mut["kernel"]
     src = src_path.read_text()
     assert src.count(mut["find"]) == 1
-    res = _check(src_path, src.replace(mut["find"], mut["replace"]))
+    # the mutant as tests/test_corpus.py checks it (`tkcheck eval`'s check): one per session
+    (m,) = [m for m in corpus_checks.mutations if m.id == mut["id"]]
+    res = corpus_checks.mutation(m)
     got = [f for f in res.findings if f.code in LAYOUT]
     assert sorted({f.code for f in got}) == sorted(mut["rules"]), [(f.code, f.message) for f in got]
     for f in got:
@@ -37,8 +39,9 @@ def test_planted_layout_bug_reported_with_element(mut):
 
 
 @pytest.mark.parametrize("kernel", sorted((ROOT / "corpus").glob("*/*.cu")), ids=lambda p: p.name)
-def test_corpus_layout_clean(kernel):
-    res = _check(kernel)
+def test_corpus_layout_clean(kernel, corpus_checks):
+    # the check tests/test_corpus.py makes of the kernel (its own architecture, every rule): one per session
+    res = corpus_checks.clean(kernel)
     assert [f for f in res.findings if f.code in LAYOUT] == []
 
 

@@ -9,8 +9,8 @@ from test_accumulator import SCOPE, _model, mutations, run_mutation
 
 
 @pytest.mark.parametrize("m", mutations(SCOPE))
-def test_planted_scope_bug_found(m, tmp_path):
-    res = run_mutation(m, tmp_path)
+def test_planted_scope_bug_found(m, corpus_checks):
+    res = run_mutation(m, corpus_checks)
     want = set(m["rules"]) & SCOPE
     got = {f.code for f in res.findings}
     assert want <= got, (m["id"], sorted(got), res.notes)
