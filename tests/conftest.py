@@ -85,8 +85,12 @@ class CorpusChecks:
 
     # ------------------------------------------------------------ the memo
 
-    def check(self, path, opts, text: str | None = None):
-        """`check_file(path, opts, text)`, once per session for each (path, bytes, options)."""
+    def check(self, path, opts, text: str | None = None, parsed=None):
+        """`check_file(path, opts, text)`, once per session for each (path, bytes, options).
+
+        `parsed`: the caller's `engine.parse_for_check(path, text, opts)`, used when the check
+        must be made here (the engine holds a check on a handed parse to a fresh one's answer,
+        tests/test_solver_budget.py holds it to that), so the file is not parsed twice."""
         from tkcheck.engine import check_file
 
         path = str(Path(path).resolve())
@@ -107,7 +111,7 @@ class CorpusChecks:
                 if not all(_stamp(d) == s for d, s in stamps):
                     res = None
             if res is None:
-                res = check_file(path, opts, text=text)
+                res = check_file(path, opts, text=text, parsed=parsed)
                 MEMO_STATS["made"] += 1
                 stamps = [(d, _stamp(d)) for d in res.dependencies]
                 if entry is not None:

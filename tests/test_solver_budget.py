@@ -174,7 +174,8 @@ def test_a_spent_budget_never_adds_a_finding(case, corpus_checks):
     site): a check that cannot decide says nothing, it does not report something else instead.
 
     The default budget's check is the session memo's (the corpus, fixture and planted-bug sweeps
-    make the same one); the tiny budgets share one parse and run the walk and the rules again."""
+    make the same one); it and the tiny budgets share one parse (the walk and the rules run again).
+    A check on a handed parse is a fresh check's (`test_a_reused_parse_checks_as_a_fresh_one`)."""
     kind, what = case
     if kind == "file":  # a fixture with its arch and TK version and every rule; a corpus kernel as evaluated
         path, text = what, what.read_text(encoding="utf-8", errors="replace")
@@ -182,8 +183,8 @@ def test_a_spent_budget_never_adds_a_finding(case, corpus_checks):
     else:
         path, text, opts = corpus_checks.mutation_input(what)
     path = str(Path(path).resolve())
-    default = set().union(*[_identities(f) for f in corpus_checks.check(path, opts, text).findings])
-    parsed = parse_for_check(path, text, opts)
+    parsed = parse_for_check(path, text, opts)  # one parse: the memo's check when it makes one, and the budgets'
+    default = set().union(*[_identities(f) for f in corpus_checks.check(path, opts, text, parsed=parsed).findings])
     for budget in TINY_BUDGETS:
         res = check_file(path, replace(opts, solver_budget=budget), text=text, parsed=parsed)
         extra = set().union(*[_identities(f) for f in res.findings]) - default
