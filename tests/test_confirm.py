@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import copy
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -210,10 +210,10 @@ def test_blackwell_kernel_on_hopper_gpu_is_not_built(tmp_path):
         "attn_fwd-syncthreads-in-producer",
     ],
 )
-def test_planted_bug_confirmed_from_recorded_run(mid):
-    m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == mid)
-    with tempfile.TemporaryDirectory() as td:
-        res = evaluate.check_mutation(CORPUS, m, Path(td))
+def test_planted_bug_confirmed_from_recorded_run(mid, corpus_checks):
+    m = next(m for m in corpus_checks.mutations if m.id == mid)
+    # the session memo's check of the mutant (`tkcheck eval`'s); verdicts are set on a copy
+    res = copy.deepcopy(corpus_checks.mutation(m))
     planted = [f for f in res.findings if f.code in m.rules]
     if not planted:
         pytest.skip(f"{mid}: rule {m.rules} does not fire in this build")
@@ -233,10 +233,10 @@ def test_planted_bug_confirmed_from_recorded_run(mid):
         ("attn_fwd-store-reinterpret-unswizzled", None),
     ],
 )
-def test_recorded_failure_at_another_site_confirms_nothing(mid, what):
-    m = next(m for m in evaluate.load_mutations(CORPUS) if m.id == mid)
-    with tempfile.TemporaryDirectory() as td:
-        res = evaluate.check_mutation(CORPUS, m, Path(td))
+def test_recorded_failure_at_another_site_confirms_nothing(mid, what, corpus_checks):
+    m = next(m for m in corpus_checks.mutations if m.id == mid)
+    # the session memo's check of the mutant (`tkcheck eval`'s); verdicts are set on a copy
+    res = copy.deepcopy(corpus_checks.mutation(m))
     planted = [f for f in res.findings if f.code in m.rules]
     assert planted
     R.apply_verdicts(planted, R.evidence_from_dir(DATA / mid))
