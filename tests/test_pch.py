@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+from conftest import ROOT
+
 from tkcheck.frontend.pch import prefix_includes, uses_allocation
 
 
@@ -87,3 +89,21 @@ def test_results_are_the_same_and_a_changed_header_is_read_again(tmp_path):
     (work / "k3.cu").write_text(KERNEL.replace("void k()", "void k3()"))
     rc, third, _ = run(["--tk-include", str(inc), "k3.cu"], work)
     assert rc == 2 and any("the header changed" in m for m in third), third  # the new text, not the stale
+
+
+def test_a_file_without_tk_gets_the_forced_includes_precompiled_and_the_same_findings(tmp_path):
+    # nothing from TK: the precompiled header holds only what every parse includes first (the
+    # CUDA builtins), so the file's own text is read after exactly what it would be read after
+    src = (ROOT / "fixtures" / "async" / "bad_wait_too_shallow.cu").read_text(encoding="utf-8")
+    assert "#include" not in src
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.cu").write_text(src)
+    rc, nocache, _ = run(["--no-cache", "a.cu"], work)
+    assert nocache, "the fixture has a finding: an empty result would prove nothing"
+    rc, first, _ = run(["a.cu"], work)
+    pch = list((work / ".tkcheck_cache" / "pch").glob("*.pch"))
+    assert len(pch) == 1 and first == nocache
+    (work / "b.cu").write_text(src)
+    rc, second, _ = run(["b.cu"], work)  # another file of the folder: the same precompiled header
+    assert list((work / ".tkcheck_cache" / "pch").glob("*.pch")) == pch and second == nocache

@@ -187,6 +187,77 @@ def test_related_sites_and_the_trace_travel_with_a_diagnostic(client, tmp_path):
     assert client.proc.wait(timeout=TIMEOUT) == 0
 
 
+def _cli_findings(path: Path) -> list[tuple]:
+    """`tkcheck check` of a file on disk, as (code, row, column, message, related rows), sorted."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run(
+        [sys.executable, "-m", "tkcheck", "check", "--no-cache", "--output-format", "json", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=path.parent,
+        env=env,
+        timeout=TIMEOUT,
+    )
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    return sorted(
+        (
+            f["code"],
+            f["location"]["row"] - 1,
+            f["location"]["column"] - 1,
+            f["message"],
+            tuple(sorted(r["location"]["row"] - 1 for r in f["related"])),
+        )
+        for f in json.loads(out.stdout)
+    )
+
+
+def _server_findings(diags: list[dict]) -> list[tuple]:
+    """The same shape from LSP diagnostics (ASCII fixtures: UTF-16 columns are byte columns)."""
+    return sorted(
+        (
+            d["code"],
+            d["range"]["start"]["line"],
+            d["range"]["start"]["character"],
+            d["message"].split("\n")[0],
+            tuple(sorted(r["location"]["range"]["start"]["line"] for r in d.get("relatedInformation", []))),
+        )
+        for d in diags
+    )
+
+
+@pytest.mark.parametrize(
+    "fixture", ["fixtures/server/lane_elect_bad.cu", "fixtures/completion/bad_consumer_parity_flipped.cu"]
+)
+def test_a_re_check_after_an_edit_equals_a_cold_cli_check_of_the_same_text(client, tmp_path, fixture):
+    """Whatever the server keeps warm between edits (the process, its imports, a parse), the result
+    of a didChange is the result of `tkcheck check` of the same text, read cold from disk."""
+    _init(client, tmp_path)
+    text = (ROOT / fixture).read_text(encoding="utf-8")
+    path = tmp_path / "edited.cu"
+    path.write_text("// on disk: not what the server checks\n", encoding="utf-8")
+    uri = path.as_uri()
+    client.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "cuda", "version": 1, "text": text}}
+    )
+    client.diagnostics(uri, 1)
+    # an edit never seen before (no memo answers it): two lines more at the top move every site
+    edited = "// an edit\n// and another\n" + text
+    client.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": edited}]},
+    )
+    served = _server_findings(client.diagnostics(uri, 2))
+    client.request("shutdown", None)
+    client.notify("exit", None)
+    assert client.proc.wait(timeout=TIMEOUT) == 0
+    path.write_text(edited, encoding="utf-8")
+    cold = _cli_findings(path)
+    assert served, "the fixture has findings: an empty result would prove nothing"
+    assert [f[:3] + f[4:] for f in served] == [f[:3] + f[4:] for f in cold]
+    for s, c in zip(served, cold):
+        assert s[3].startswith(c[3]) or c[3] in s[3], (s, c)
+
+
 def test_bad_input_is_an_error_response_never_a_crash(client, tmp_path):
     # a request before initialize
     r = client.request("textDocument/hover", {})

@@ -666,8 +666,11 @@ class _Parse:
         from . import pch
         from .lexer import blank_comments_and_strings
 
-        includes = pch.prefix_includes(self.text)
-        if not includes or pch.user_code_allocates(
+        # the file's leading TK includes, or none: the forced includes (the CUDA builtins header,
+        # the standard stand-ins) come before any text of the file, so a precompiled header of
+        # them alone is the prefix of every file, also of one that includes nothing from TK
+        includes = pch.prefix_includes(self.text) or []
+        if pch.user_code_allocates(
             self.text, os.path.dirname(self.abs_path), self.opts.include_dirs, blank_comments_and_strings
         ):
             return None
