@@ -56,6 +56,24 @@ def _self_fenced(op: ir.Op) -> bool:
     return False
 
 
+def _nested_done(an: Analysis, w: ir.Op, r: ir.Op) -> bool:
+    """The write and the read are in the same loop body, or the write is in inner loops of the
+    read's body that run at least once with a constant trip count (the consumers' `for j`
+    filling a staging row, then the bulk store of the row): every iteration's write precedes
+    the read, and whatever lies between the last write and the read in program order lies
+    between each write and the read."""
+    if w.loops == r.loops:
+        return True
+    if len(w.loops) <= len(r.loops) or w.loops[: len(r.loops)] != r.loops:
+        return False
+    for lid in w.loops[len(r.loops) :]:
+        lp = an.model.loops.get(lid)
+        trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if lp is None or lp.infinite or not isinstance(trip, int) or isinstance(trip, bool) or trip < 1:
+            return False
+    return True
+
+
 def dependencies(an: Analysis) -> list[Dependency]:
     return an.fact("syncscope.dependencies", _dependencies)
 
@@ -63,6 +81,10 @@ def dependencies(an: Analysis) -> list[Dependency]:
 def _dependencies(an: Analysis) -> list[Dependency]:
     fl = flow(an)
     out = []
+    no_proxy_fence = not any(
+        o.kind == ir.CALL or (o.kind == ir.FENCE and o.fence_kind in ("proxy_async", None)) or _self_fenced(o)
+        for o in fl.ops
+    )
     writers = [
         o
         for o in fl.ops
@@ -73,7 +95,7 @@ def _dependencies(an: Analysis) -> list[Dependency]:
         if not tw:
             continue
         for r in fl.ops:
-            if r.order <= w.order or r.loops != w.loops or not r.guard.exact:
+            if r.order <= w.order or not r.guard.exact or not _nested_done(an, w, r):
                 continue
             reads = [(ref, asy) for ref, asy in readers_of(r) if ref.name == w.buffer.name]
             if not reads:
@@ -84,11 +106,14 @@ def _dependencies(an: Analysis) -> list[Dependency]:
             if set(r.guard.uniform) != set(w.guard.uniform):
                 continue
             between = fl.same_iteration_between(w, r)
-            if any(
-                o.kind in ORDER_UNKNOWN_KINDS or not o.guard.exact
-                for o in between
-                if o.kind in (ir.SYNC, ir.FENCE) + ORDER_UNKNOWN_KINDS
-            ):
+            if any(not o.guard.exact for o in between if o.kind in (ir.SYNC, ir.FENCE) + ORDER_UNKNOWN_KINDS):
+                continue
+            # an mbarrier arrive / wait or a call in between may order the writers before the
+            # reader another way: only the proxy-fence question stays decidable, and only where no
+            # path can carry a proxy fence (none in the kernel) and the barriers in between already
+            # order every writer before the reader
+            order_unknown = any(o.kind in ORDER_UNKNOWN_KINDS for o in between)
+            if order_unknown and not no_proxy_fence:
                 continue
             syncs = [o for o in between if o.kind == ir.SYNC]
             sync_sets = [(s, an.threads.executing(s)) for s in syncs]
@@ -130,6 +155,8 @@ def _dependencies(an: Analysis) -> list[Dependency]:
                 if unknown:
                     break
             if unknown:
+                continue
+            if order_unknown and (uncovered or not unfenced):
                 continue
             narrow = [s for s, ss in sync_sets if uncovered and any(t in ss for t in uncovered)]
             if uncovered or unfenced:

@@ -405,6 +405,23 @@ class AsmLowering:
                     name, v.ref, v.type, loc_of(cursor, w.filename) if cursor is not None else model.location
                 )
             return E.Var(name, E.PARAM)
+        if (
+            isinstance(v, _ArrVal)
+            and isinstance(v.obj, Obj)
+            and v.obj.kind == "shared"
+            and v.obj.ref.index
+            and model is not None
+            and extra == E.Const(0)
+        ):
+            # a row of a multi-dimensional `__shared__` array (`out_s[b]` of `float out_s[2][CH]`,
+            # decaying to its first element): a bulk copy's source or destination is that row
+            row = v.obj.ref
+            name = f"smem_addr({row})#{zlib.crc32(repr(row.index).encode()):08x}"
+            if name not in model.smem_addresses:
+                model.smem_addresses[name] = ir.SmemAddress(
+                    name, row, v.obj.type, loc_of(cursor, w.filename) if cursor is not None else model.location
+                )
+            return E.Var(name, E.PARAM)
         base = v.obj if isinstance(v, _ArrVal) and isinstance(v.obj, Obj) else v
         if (
             isinstance(base, Obj)
