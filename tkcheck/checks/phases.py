@@ -1024,6 +1024,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if cont is not None:
         assume.append(in_range[0])
         trip_assume.append(in_range[1])
+    sites = None
     if flat is not None:
         O, I = chain
         k = F
@@ -1062,9 +1063,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             for o in m.ops_of(ir.MBAR_WAIT)
         ):
             # two wait sites on one barrier in a loop (page tokens: 2 pages a round out of
-            # 3): one site's uses of an element are not its element's uses
-            wp.reason = "barrier waited at several sites in the loop"
-            return
+            # 3): one site's uses of an element are not its element's uses -- unless the
+            # sites, in program order, are the uses of one ring (`_sites_in_order`)
+            sites = _sites_in_order(an, site, rl, cont is None and pb is None and len(chain) == 1)
+            if sites is None:
+                wp.reason = "barrier waited at several sites in the loop"
+                return
         data_exit = rl.trip is None and (_data_exit_ok(rl) or _counter_exit(rl)) and len(chain) == 1
         if data_exit and _counter_exit(rl):
             # a counterexample must be reached: every earlier iteration went on
@@ -1074,6 +1078,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         k = rl.counter
         wp.loop = rl.id
+        if sites is not None:
+            # the flat use counter u = P k + j of the P sites (j: w's place among them): the
+            # element and parity of use u are site (u % P)'s at iteration u / P
+            k, index, parity, extra, _ = sites
+            assume.extend(extra)
+            p_assume = tuple(p_assume) + tuple(extra)
         period = _period(index, k, to, p_assume)
         if period is None:
             wp.reason = "ring period not recognised"
@@ -1087,6 +1097,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             # the loop ends on data the model does not follow: every iteration k may be
             # entered; a counterexample at k holds if the loop gets that far (stated)
             wp.assumption = "data-exit"
+        elif cont is None and sites is not None:
+            trip_assume.append(E.binop("<", k, E.binop("*", E.Const(len(sites[4])), rl.trip)))
         elif cont is None:
             trip_assume.append(E.binop("<", k, rl.trip))
         if pb is not None:
@@ -1118,7 +1130,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             wp.reason = "one-shot wait on a barrier signalled in loops"
             return
         use = E.Const(len(same))
-    sp = _self_paced(an, site, index, k, wp.period) if k is not None and flat is None else None
+    if sites is not None and _filled_by_waiters(an, w):
+        # a pipeline its own threads fill, with several uses an iteration: not modelled
+        wp.reason = "barrier waited at several sites in the loop (filled by its own waiters)"
+        return
+    sp = _self_paced(an, site, index, k, wp.period) if k is not None and flat is None and sites is None else None
     if sp is not None:
         # a pipeline its own threads fill (per-warp prefetch-ahead ring): the wait at k
         # observes completion use(k) + prologue fills of its element - the uses the
@@ -1205,6 +1221,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         return
     stage = tuple(ix.eval(env) for ix in index)
     it = env.get(k.name, 0) if k is not None else None
+    if sites is not None and it is not None:
+        it //= len(sites[4])  # the flat use u = P k + j: the loop's iteration k
     if cont is not None and it is not None:
         # the continuing loop's own iteration
         t0 = chain[-1].trip.eval(env) if chain[-1].trip is not None else None
@@ -1257,6 +1275,75 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
 
 
 _BIT_OPS = frozenset(("&", ">>", "<<", "|", "^"))
+
+
+def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool):
+    """Several wait sites on one barrier in the loop rl (a ring advanced after each of two
+    uses an iteration: `wait(full[s], ph); ...; if (++s == S) { s = 0; ph ^= 1; }` twice).
+    When every site is directly in rl (no inner loop, no branch that depends on the
+    iteration), run by w's threads alone in every iteration under one guard, with modelled
+    element and parity, the sites in program order are the uses u = P k + j (site j of P at
+    iteration k) of one sequence, and the element and parity of use u are site (u % P)'s at
+    iteration u / P. Returns (u, index of use u, w's parity at u, assumptions (u >= 0, u % P
+    == j), the sites), or None. The due phase is then proved over u as for one site: the
+    completions before use u of its element are u / period when the flat element sequence
+    is a ring of that period (`_period`)."""
+    if not plain:
+        return None
+    m, th = an.model, an.threads
+    name = w.barrier.name
+    ops = [o for o in m.ops_of(ir.MBAR_WAIT) if o.barrier is not None and o.barrier.name == name]
+    sites = sorted((o for o in ops if rl.id in o.loops), key=lambda o: o.order)
+    mine = th.executing(w)
+    if mine is None or len(sites) < 2 or len(sites) > 8:
+        return None
+    if any(th.executing(o) is None or th.executing(o) & mine and o not in sites for o in ops if o.loops):
+        return None  # other waits by w's threads in other loops: not counted here
+    k = rl.counter
+    tab_index, tab_parity = [], []
+    for o in sites:
+        g = o.guard
+        if o.loops != w.loops or th.executing(o) != mine or len(o.barrier.index) != len(w.barrier.index):
+            return None
+        if not g.exact or g.thread.depends_on(E.LOOP) or g.thread.is_opaque():
+            return None
+        if any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform) or set(g.uniform) != set(w.guard.uniform):
+            return None
+        if o.parity is None or o.parity.is_opaque() or o.phasebit is not None:
+            return None
+        if any(ix.is_opaque() for ix in o.barrier.index):
+            return None
+        ix = tuple(_tabulated(linear(x), o, m, k) for x in o.barrier.index)
+        par = _tabulated(linear(o.parity), o, m, k)
+        if any("@" in v.name for x in (*ix, par) for v in x.free_vars() if v.kind == E.LOOP):
+            return None
+        tab_index.append(ix)
+        tab_parity.append(par)
+    P = len(sites)
+    u = E.Var(f"{k.name}#use", E.LOOP)
+    it = E.binop("/", u, E.Const(P))
+    j = E.binop("%", u, E.Const(P))
+    at = {k.name: it}
+    index = []
+    for d in range(len(w.barrier.index)):
+        e = E.substitute(tab_index[-1][d], at)
+        for q in range(P - 2, -1, -1):
+            e = E.ite(E.binop("==", j, E.Const(q)), E.substitute(tab_index[q][d], at), e)
+        index.append(e)
+    me = sites.index(w)
+    parity = E.substitute(tab_parity[me], at)
+    extra = [E.binop(">=", u, E.Const(0)), E.binop("==", j, E.Const(me))]
+    return u, tuple(index), parity, extra, sites
+
+
+def _filled_by_waiters(an: Analysis, w: ir.Op) -> bool:
+    """Some arrival or copy on w's barrier is issued by threads that also wait on it."""
+    mine = an.threads.executing(w)
+    for s in _signals(an.model, w.barrier.name):
+        theirs = an.threads.executing(s)
+        if mine is None or theirs is None or theirs & mine:
+            return True
+    return False
 
 
 def _continuation(an: Analysis, w: ir.Op, index, parity):
