@@ -1066,7 +1066,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             # 3): one site's uses of an element are not its element's uses -- unless the
             # sites, in program order, are the uses of one ring (`_sites_in_order`)
             sites = _sites_in_order(an, site, rl, cont is None and pb is None and len(chain) == 1)
-            if sites is None:
+            if sites is None or rl.trip is None:
                 wp.reason = "barrier waited at several sites in the loop"
                 return
         data_exit = rl.trip is None and (_data_exit_ok(rl) or _counter_exit(rl)) and len(chain) == 1
@@ -1079,9 +1079,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         k = rl.counter
         wp.loop = rl.id
         if sites is not None:
-            # the flat use counter u = P k + j of the P sites (j: w's place among them): the
-            # element and parity of use u are site (u % P)'s at iteration u / P
-            k, index, parity, extra, _ = sites
+            # the use counter v = Q + P k + j of the Q prologue waits and the P sites (j: w's
+            # place among them): the element and parity of use v are site j's at iteration k
+            k, index, parity, extra, _, _ = sites
             assume.extend(extra)
             p_assume = tuple(p_assume) + tuple(extra)
         period = _period(index, k, to, p_assume)
@@ -1098,7 +1098,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             # entered; a counterexample at k holds if the loop gets that far (stated)
             wp.assumption = "data-exit"
         elif cont is None and sites is not None:
-            trip_assume.append(E.binop("<", k, E.binop("*", E.Const(len(sites[4])), rl.trip)))
+            trip_assume.append(
+                E.binop("<", k, E.binop("+", E.Const(sites[5]), E.binop("*", E.Const(sites[4]), rl.trip)))
+            )
         elif cont is None:
             trip_assume.append(E.binop("<", k, rl.trip))
         if pb is not None:
@@ -1222,7 +1224,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     stage = tuple(ix.eval(env) for ix in index)
     it = env.get(k.name, 0) if k is not None else None
     if sites is not None and it is not None:
-        it //= len(sites[4])  # the flat use u = P k + j: the loop's iteration k
+        it = (it - sites[5]) // sites[4]  # the use v = Q + P k + j: the loop's iteration k
     if cont is not None and it is not None:
         # the continuing loop's own iteration
         t0 = chain[-1].trip.eval(env) if chain[-1].trip is not None else None
@@ -1277,17 +1279,18 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
 _BIT_OPS = frozenset(("&", ">>", "<<", "|", "^"))
 
 
-def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool):
-    """Several wait sites on one barrier in the loop rl (a ring advanced after each of two
-    uses an iteration: `wait(full[s], ph); ...; if (++s == S) { s = 0; ph ^= 1; }` twice).
-    When every site is directly in rl (no inner loop, no branch that depends on the
-    iteration), run by w's threads alone in every iteration under one guard, with modelled
-    element and parity, the sites in program order are the uses u = P k + j (site j of P at
-    iteration k) of one sequence, and the element and parity of use u are site (u % P)'s at
-    iteration u / P. Returns (u, index of use u, w's parity at u, assumptions (u >= 0, u % P
-    == j), the sites), or None. The due phase is then proved over u as for one site: the
-    completions before use u of its element are u / period when the flat element sequence
-    is a ring of that period (`_period`)."""
+def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool, several: bool = True):
+    """The uses of one barrier by w's threads as one sequence: Q waits before the loop rl (a
+    prologue use: "first QK, then the loop") and P wait sites directly in rl (a ring advanced
+    after each of two uses an iteration: `wait(full[s], ph); ...; if (++s == S) { s = 0; ph
+    ^= 1; }` twice). When every site is run by w's threads alone, under one guard that does
+    not change from iteration to iteration (a prologue site under no condition the loop's
+    sites lack), with modelled element and parity, the sites in program order are the uses v
+    = 0 .. Q - 1 (prologue) and v = Q + P k + j (site j of P at iteration k) of one sequence:
+    the element of use v is that site's at that iteration. Returns (v, element of use v, w's
+    parity at v, assumptions (v >= Q, (v - Q) % P == j), P, Q), or None. The due phase is
+    then proved over v as for one site: the completions of its element before use v are v /
+    period when the whole element sequence is a ring of that period (`_period`)."""
     if not plain:
         return None
     m, th = an.model, an.threads
@@ -1295,45 +1298,64 @@ def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool):
     ops = [o for o in m.ops_of(ir.MBAR_WAIT) if o.barrier is not None and o.barrier.name == name]
     sites = sorted((o for o in ops if rl.id in o.loops), key=lambda o: o.order)
     mine = th.executing(w)
-    if mine is None or len(sites) < 2 or len(sites) > 8:
+    if mine is None or len(sites) > 8:
         return None
-    if any(th.executing(o) is None or th.executing(o) & mine and o not in sites for o in ops if o.loops):
-        return None  # other waits by w's threads in other loops: not counted here
+    start = min(o.order for o in m.ops if rl.id in o.loops)
+    for o in ops:
+        if o in sites:
+            continue
+        theirs = th.executing(o)
+        if theirs is not None and not theirs & mine:
+            continue  # another role's waits change no phase of w's
+        if o.loops or theirs is None:
+            return None  # w's threads wait in another loop too: not counted here
+    pro = sorted((o for o in ops if not o.loops and o.order < start and th.executing(o) == mine), key=lambda o: o.order)
+    if len(pro) > 8 or (len(sites) < 2 and not pro) or (not several and len(sites) > 1):
+        return None
     k = rl.counter
     tab_index, tab_parity = [], []
-    for o in sites:
+    for o in pro + sites:
         g = o.guard
-        if o.loops != w.loops or th.executing(o) != mine or len(o.barrier.index) != len(w.barrier.index):
+        if o not in pro and o.loops != w.loops:
+            return None
+        if th.executing(o) != mine or len(o.barrier.index) != len(w.barrier.index):
             return None
         if not g.exact or g.thread.depends_on(E.LOOP) or g.thread.is_opaque():
             return None
-        if any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform) or set(g.uniform) != set(w.guard.uniform):
+        if any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform):
+            return None
+        if (set(g.uniform) != set(w.guard.uniform)) if o not in pro else not set(g.uniform) <= set(w.guard.uniform):
             return None
         if o.parity is None or o.parity.is_opaque() or o.phasebit is not None:
             return None
         if any(ix.is_opaque() for ix in o.barrier.index):
             return None
-        ix = tuple(_tabulated(linear(x), o, m, k) for x in o.barrier.index)
-        par = _tabulated(linear(o.parity), o, m, k)
-        if any("@" in v.name for x in (*ix, par) for v in x.free_vars() if v.kind == E.LOOP):
+        ix = tuple(_tabulated(linear(x), o, m, k if o in sites else None) for x in o.barrier.index)
+        par = _tabulated(linear(o.parity), o, m, k if o in sites else None)
+        if any(v.kind == E.LOOP and ("@" in v.name or o in pro) for x in (*ix, par) for v in x.free_vars()):
             return None
         tab_index.append(ix)
         tab_parity.append(par)
-    P = len(sites)
-    u = E.Var(f"{k.name}#use", E.LOOP)
-    it = E.binop("/", u, E.Const(P))
-    j = E.binop("%", u, E.Const(P))
+    P, Q = len(sites), len(pro)
+    v = E.Var(f"{k.name}#use", E.LOOP)
+    rel = E.binop("-", v, E.Const(Q)) if Q else v
+    it = E.binop("/", rel, E.Const(P)) if P > 1 else rel
+    j = E.binop("%", rel, E.Const(P))
     at = {k.name: it}
     index = []
     for d in range(len(w.barrier.index)):
         e = E.substitute(tab_index[-1][d], at)
         for q in range(P - 2, -1, -1):
-            e = E.ite(E.binop("==", j, E.Const(q)), E.substitute(tab_index[q][d], at), e)
+            e = E.ite(E.binop("==", j, E.Const(q)), E.substitute(tab_index[Q + q][d], at), e)
+        for q in range(Q - 1, -1, -1):
+            e = E.ite(E.binop("==", v, E.Const(q)), tab_index[q][d], e)
         index.append(e)
     me = sites.index(w)
-    parity = E.substitute(tab_parity[me], at)
-    extra = [E.binop(">=", u, E.Const(0)), E.binop("==", j, E.Const(me))]
-    return u, tuple(index), parity, extra, sites
+    parity = E.substitute(tab_parity[Q + me], at)
+    extra = [E.binop(">=", v, E.Const(Q))]
+    if P > 1:
+        extra.append(E.binop("==", j, E.Const(me)))
+    return v, tuple(index), parity, extra, P, Q
 
 
 def _filled_by_waiters(an: Analysis, w: ir.Op) -> bool:
