@@ -725,6 +725,11 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
             return None
         if not hit:
             continue  # another element of the barrier array
+        if _after_wait_on_waiter(an, s, w):
+            # the signaller waited before it for something w's threads signal (a consumer's
+            # release of its first use, before its loop of uses): no completion ahead of w's
+            # loop but the release of a use, whose phase is not modelled here
+            return None
         pre_ops.append(s)
     if not pre_ops:
         return 0
@@ -793,6 +798,25 @@ def _const_fill(m: ir.KernelModel, s: ir.Op) -> bool:
         if not isinstance(v, int) or not isinstance(n, int) or not 0 <= v < n:
             return False
     return True
+
+
+def _after_wait_on_waiter(an: Analysis, s: ir.Op, w: ir.Op) -> bool:
+    """The threads of signal s wait, before s, on a barrier that w's threads signal."""
+    m, th = an.model, an.threads
+    iss, mine = th.issuers(s), th.executing(w)
+    if iss is None or mine is None:
+        return True
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o.order >= s.order or o.barrier is None:
+            continue
+        theirs = th.executing(o)
+        if theirs is None or not theirs & iss:
+            continue
+        for g in _signals(m, o.barrier.name):
+            gi = th.issuers(g)
+            if gi is None or gi & mine:
+                return True
+    return False
 
 
 def _prologue_signal(an: Analysis, s: ir.Op, first: int) -> bool:
@@ -1068,6 +1092,13 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             sites = _sites_in_order(an, site, rl, cont is None and pb is None and len(chain) == 1)
             if sites is None or rl.trip is None:
                 wp.reason = "barrier waited at several sites in the loop"
+                return
+        elif cont is None and pb is None and len(chain) == 1 and _waited_before(an, site, rl):
+            # the same threads used the ring before the loop (a peeled first use): those uses
+            # come first in the sequence of the element's uses
+            sites = _sites_in_order(an, site, rl, True, several=False)
+            if sites is None or rl.trip is None:
+                wp.reason = "barrier also waited before the loop by the same threads"
                 return
         data_exit = rl.trip is None and (_data_exit_ok(rl) or _counter_exit(rl)) and len(chain) == 1
         if data_exit and _counter_exit(rl):
@@ -1356,6 +1387,20 @@ def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool, several: b
     if P > 1:
         extra.append(E.binop("==", j, E.Const(me)))
     return v, tuple(index), parity, extra, P, Q
+
+
+def _waited_before(an: Analysis, w: ir.Op, rl: ir.Loop) -> bool:
+    """w's threads wait on w's barrier outside every loop before the loop rl."""
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    start = min(o.order for o in m.ops if rl.id in o.loops)
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o.loops or o.order >= start or o.barrier is None or o.barrier.name != w.barrier.name:
+            continue
+        theirs = th.executing(o)
+        if mine is None or theirs is None or theirs & mine:
+            return True
+    return False
 
 
 def _filled_by_waiters(an: Analysis, w: ir.Op) -> bool:
