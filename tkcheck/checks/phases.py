@@ -394,7 +394,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
             if (
                 o.kind == ir.MBAR_WAIT
                 and o.order < s.order
-                and o.loops
+                and (o.loops or _precedes_nest(m, o, s))
                 and within(s.loops, _round_loops(an, o))
                 and o.barrier is not None
                 and o.barrier.name in after
@@ -798,6 +798,15 @@ def _const_fill(m: ir.KernelModel, s: ir.Op) -> bool:
         if not isinstance(v, int) or not isinstance(n, int) or not 0 <= v < n:
             return False
     return True
+
+
+def _precedes_nest(m: ir.KernelModel, o: ir.Op, s: ir.Op) -> bool:
+    """o, in no loop, comes before the whole loop nest of s (every execution of s follows o):
+    the last uses of a ring after its loop (`wait(kv_arrived[v], ph)` then a loop over the
+    query tiles that releases `kv_finished[v]`)."""
+    if o.loops or not s.loops:
+        return False
+    return o.order < min(x.order for x in m.ops if s.loops[0] in x.loops)
 
 
 def _after_wait_on_waiter(an: Analysis, s: ir.Op, w: ir.Op) -> bool:
