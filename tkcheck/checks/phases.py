@@ -394,7 +394,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
             if (
                 o.kind == ir.MBAR_WAIT
                 and o.order < s.order
-                and o.loops
+                and (o.loops or _precedes_nest(m, o, s))
                 and within(s.loops, _round_loops(an, o))
                 and o.barrier is not None
                 and o.barrier.name in after
@@ -725,6 +725,11 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
             return None
         if not hit:
             continue  # another element of the barrier array
+        if _after_wait_on_waiter(an, s, w):
+            # the signaller waited before it for something w's threads signal (a consumer's
+            # release of its first use, before its loop of uses): no completion ahead of w's
+            # loop but the release of a use, whose phase is not modelled here
+            return None
         pre_ops.append(s)
     if not pre_ops:
         return 0
@@ -793,6 +798,34 @@ def _const_fill(m: ir.KernelModel, s: ir.Op) -> bool:
         if not isinstance(v, int) or not isinstance(n, int) or not 0 <= v < n:
             return False
     return True
+
+
+def _precedes_nest(m: ir.KernelModel, o: ir.Op, s: ir.Op) -> bool:
+    """o, in no loop, comes before the whole loop nest of s (every execution of s follows o):
+    the last uses of a ring after its loop (`wait(kv_arrived[v], ph)` then a loop over the
+    query tiles that releases `kv_finished[v]`)."""
+    if o.loops or not s.loops:
+        return False
+    return o.order < min(x.order for x in m.ops if s.loops[0] in x.loops)
+
+
+def _after_wait_on_waiter(an: Analysis, s: ir.Op, w: ir.Op) -> bool:
+    """The threads of signal s wait, before s, on a barrier that w's threads signal."""
+    m, th = an.model, an.threads
+    iss, mine = th.issuers(s), th.executing(w)
+    if iss is None or mine is None:
+        return True
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o.order >= s.order or o.barrier is None:
+            continue
+        theirs = th.executing(o)
+        if theirs is None or not theirs & iss:
+            continue
+        for g in _signals(m, o.barrier.name):
+            gi = th.issuers(g)
+            if gi is None or gi & mine:
+                return True
+    return False
 
 
 def _prologue_signal(an: Analysis, s: ir.Op, first: int) -> bool:
@@ -1024,6 +1057,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if cont is not None:
         assume.append(in_range[0])
         trip_assume.append(in_range[1])
+    sites = None
     if flat is not None:
         O, I = chain
         k = F
@@ -1062,9 +1096,19 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             for o in m.ops_of(ir.MBAR_WAIT)
         ):
             # two wait sites on one barrier in a loop (page tokens: 2 pages a round out of
-            # 3): one site's uses of an element are not its element's uses
-            wp.reason = "barrier waited at several sites in the loop"
-            return
+            # 3): one site's uses of an element are not its element's uses -- unless the
+            # sites, in program order, are the uses of one ring (`_sites_in_order`)
+            sites = _sites_in_order(an, site, rl, cont is None and pb is None and len(chain) == 1)
+            if sites is None or rl.trip is None:
+                wp.reason = "barrier waited at several sites in the loop"
+                return
+        elif cont is None and pb is None and len(chain) == 1 and _waited_before(an, site, rl):
+            # the same threads used the ring before the loop (a peeled first use): those uses
+            # come first in the sequence of the element's uses
+            sites = _sites_in_order(an, site, rl, True, several=False)
+            if sites is None or rl.trip is None:
+                wp.reason = "barrier also waited before the loop by the same threads"
+                return
         data_exit = rl.trip is None and (_data_exit_ok(rl) or _counter_exit(rl)) and len(chain) == 1
         if data_exit and _counter_exit(rl):
             # a counterexample must be reached: every earlier iteration went on
@@ -1074,6 +1118,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         k = rl.counter
         wp.loop = rl.id
+        if sites is not None:
+            # the use counter v = Q + P k + j of the Q prologue waits and the P sites (j: w's
+            # place among them): the element and parity of use v are site j's at iteration k
+            k, index, parity, extra, _, _ = sites
+            assume.extend(extra)
+            p_assume = tuple(p_assume) + tuple(extra)
         period = _period(index, k, to, p_assume)
         if period is None:
             wp.reason = "ring period not recognised"
@@ -1087,6 +1137,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             # the loop ends on data the model does not follow: every iteration k may be
             # entered; a counterexample at k holds if the loop gets that far (stated)
             wp.assumption = "data-exit"
+        elif cont is None and sites is not None:
+            trip_assume.append(
+                E.binop("<", k, E.binop("+", E.Const(sites[5]), E.binop("*", E.Const(sites[4]), rl.trip)))
+            )
         elif cont is None:
             trip_assume.append(E.binop("<", k, rl.trip))
         if pb is not None:
@@ -1118,7 +1172,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             wp.reason = "one-shot wait on a barrier signalled in loops"
             return
         use = E.Const(len(same))
-    sp = _self_paced(an, site, index, k, wp.period) if k is not None and flat is None else None
+    if sites is not None and _filled_by_waiters(an, w):
+        # a pipeline its own threads fill, with several uses an iteration: not modelled
+        wp.reason = "barrier waited at several sites in the loop (filled by its own waiters)"
+        return
+    sp = _self_paced(an, site, index, k, wp.period) if k is not None and flat is None and sites is None else None
     if sp is not None:
         # a pipeline its own threads fill (per-warp prefetch-ahead ring): the wait at k
         # observes completion use(k) + prologue fills of its element - the uses the
@@ -1205,6 +1263,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         return
     stage = tuple(ix.eval(env) for ix in index)
     it = env.get(k.name, 0) if k is not None else None
+    if sites is not None and it is not None:
+        it = (it - sites[5]) // sites[4]  # the use v = Q + P k + j: the loop's iteration k
     if cont is not None and it is not None:
         # the continuing loop's own iteration
         t0 = chain[-1].trip.eval(env) if chain[-1].trip is not None else None
@@ -1257,6 +1317,109 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
 
 
 _BIT_OPS = frozenset(("&", ">>", "<<", "|", "^"))
+
+
+def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool, several: bool = True):
+    """The uses of one barrier by w's threads as one sequence: Q waits before the loop rl (a
+    prologue use: "first QK, then the loop") and P wait sites directly in rl (a ring advanced
+    after each of two uses an iteration: `wait(full[s], ph); ...; if (++s == S) { s = 0; ph
+    ^= 1; }` twice). When every site is run by w's threads alone, under one guard that does
+    not change from iteration to iteration (a prologue site under no condition the loop's
+    sites lack), with modelled element and parity, the sites in program order are the uses v
+    = 0 .. Q - 1 (prologue) and v = Q + P k + j (site j of P at iteration k) of one sequence:
+    the element of use v is that site's at that iteration. Returns (v, element of use v, w's
+    parity at v, assumptions (v >= Q, (v - Q) % P == j), P, Q), or None. The due phase is
+    then proved over v as for one site: the completions of its element before use v are v /
+    period when the whole element sequence is a ring of that period (`_period`)."""
+    if not plain:
+        return None
+    m, th = an.model, an.threads
+    name = w.barrier.name
+    ops = [o for o in m.ops_of(ir.MBAR_WAIT) if o.barrier is not None and o.barrier.name == name]
+    sites = sorted((o for o in ops if rl.id in o.loops), key=lambda o: o.order)
+    mine = th.executing(w)
+    if mine is None or len(sites) > 8:
+        return None
+    start = min(o.order for o in m.ops if rl.id in o.loops)
+    for o in ops:
+        if o in sites:
+            continue
+        theirs = th.executing(o)
+        if theirs is not None and not theirs & mine:
+            continue  # another role's waits change no phase of w's
+        if o.loops or theirs is None:
+            return None  # w's threads wait in another loop too: not counted here
+    pro = sorted((o for o in ops if not o.loops and o.order < start and th.executing(o) == mine), key=lambda o: o.order)
+    if len(pro) > 8 or (len(sites) < 2 and not pro) or (not several and len(sites) > 1):
+        return None
+    k = rl.counter
+    tab_index, tab_parity = [], []
+    for o in pro + sites:
+        g = o.guard
+        if o not in pro and o.loops != w.loops:
+            return None
+        if th.executing(o) != mine or len(o.barrier.index) != len(w.barrier.index):
+            return None
+        if not g.exact or g.thread.depends_on(E.LOOP) or g.thread.is_opaque():
+            return None
+        if any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform):
+            return None
+        if (set(g.uniform) != set(w.guard.uniform)) if o not in pro else not set(g.uniform) <= set(w.guard.uniform):
+            return None
+        if o.parity is None or o.parity.is_opaque() or o.phasebit is not None:
+            return None
+        if any(ix.is_opaque() for ix in o.barrier.index):
+            return None
+        ix = tuple(_tabulated(linear(x), o, m, k if o in sites else None) for x in o.barrier.index)
+        par = _tabulated(linear(o.parity), o, m, k if o in sites else None)
+        if any(v.kind == E.LOOP and ("@" in v.name or o in pro) for x in (*ix, par) for v in x.free_vars()):
+            return None
+        tab_index.append(ix)
+        tab_parity.append(par)
+    P, Q = len(sites), len(pro)
+    v = E.Var(f"{k.name}#use", E.LOOP)
+    rel = E.binop("-", v, E.Const(Q)) if Q else v
+    it = E.binop("/", rel, E.Const(P)) if P > 1 else rel
+    j = E.binop("%", rel, E.Const(P))
+    at = {k.name: it}
+    index = []
+    for d in range(len(w.barrier.index)):
+        e = E.substitute(tab_index[-1][d], at)
+        for q in range(P - 2, -1, -1):
+            e = E.ite(E.binop("==", j, E.Const(q)), E.substitute(tab_index[Q + q][d], at), e)
+        for q in range(Q - 1, -1, -1):
+            e = E.ite(E.binop("==", v, E.Const(q)), tab_index[q][d], e)
+        index.append(e)
+    me = sites.index(w)
+    parity = E.substitute(tab_parity[Q + me], at)
+    extra = [E.binop(">=", v, E.Const(Q))]
+    if P > 1:
+        extra.append(E.binop("==", j, E.Const(me)))
+    return v, tuple(index), parity, extra, P, Q
+
+
+def _waited_before(an: Analysis, w: ir.Op, rl: ir.Loop) -> bool:
+    """w's threads wait on w's barrier outside every loop before the loop rl."""
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    start = min(o.order for o in m.ops if rl.id in o.loops)
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o.loops or o.order >= start or o.barrier is None or o.barrier.name != w.barrier.name:
+            continue
+        theirs = th.executing(o)
+        if mine is None or theirs is None or theirs & mine:
+            return True
+    return False
+
+
+def _filled_by_waiters(an: Analysis, w: ir.Op) -> bool:
+    """Some arrival or copy on w's barrier is issued by threads that also wait on it."""
+    mine = an.threads.executing(w)
+    for s in _signals(an.model, w.barrier.name):
+        theirs = an.threads.executing(s)
+        if mine is None or theirs is None or theirs & mine:
+            return True
+    return False
 
 
 def _continuation(an: Analysis, w: ir.Op, index, parity):

@@ -293,8 +293,10 @@ class StatementWalk:
         condition's value, the loaded values in it as the Vars the loads name."""
         if c is None or ctx.dry or self.w.model is None:
             return
+        # in a scope whose writes are dropped: the dry walk already applied the condition's
+        # side effects (`if (++s == S)` advances s once, not twice)
         with self.w.exprs.memory_only():
-            return self.exec_expr(c, replace(ctx, env=ctx.env.child()))
+            return self.exec_expr(c, replace(ctx, env=BranchEnv(ctx.env)))
 
     def note_unmodelled(self, c, why: str):
         if self.w.model is not None:
