@@ -272,8 +272,11 @@ def _runtime_trip(m: ir.KernelModel, lid: int) -> bool:
 
 
 def _data_cond(c: E.Expr) -> bool:
-    """A condition on values read from memory (`op == OP_STOP`): not a function of the sizes."""
-    return any(v.kind == E.OPAQUE or (v.kind == E.PARAM and v.name.startswith("?")) for v in c.free_vars())
+    """A condition on values read from memory (`op == OP_STOP`, a cluster launch control
+    response's `success`): not a function of the sizes. A CLC response is one value for the block
+    (every role that queries the slot reads the same), so the rounds assumption -- every role's
+    loop runs the same rounds -- is what the hardware does."""
+    return any(v.kind == E.OPAQUE or (v.kind == E.PARAM and v.name.startswith(("?", "clc:"))) for v in c.free_vars())
 
 
 def _stop_params(m: ir.KernelModel, lids: set, env: dict, rounds: int) -> dict | None:
@@ -517,8 +520,17 @@ def _unroll(
     params: dict,
     rounds: int | None = None,
     memory: bool = False,
+    why: list | None = None,
 ) -> list[Event] | None:
+    """The events of the role of `threads`, in program order, loops unrolled. None when the
+    program cannot be unrolled; `why` then gets the cause and the op (line) where it stopped."""
     m = an.model
+
+    def no(o: ir.Op, cause: str) -> bool:
+        if why is not None and not why:
+            why.append(f"{cause} (`{o.api}`, line {o.location.row})")
+        return False
+
     rep = min(threads)
     out: list[Event] = []
     sched: dict = {}  # continues condition of a data-exit loop -> its value in this round
@@ -540,7 +552,8 @@ def _unroll(
                         env2[lp.counter.name] = k
                         v = c.eval(dict(env2, tid=rep, tid_y=0, tid_z=0))
                         if v is not None and bool(v) != (k < rounds):
-                            return False  # its stop condition disagrees with the rounds assumed
+                            # its stop condition disagrees with the rounds assumed
+                            return no(o, "a loop's stop condition disagrees with the rounds assumed")
                         sched[c] = k < rounds
                         ok = walk(seq[i:j], depth + 1, env2)
                         del sched[c]
@@ -555,7 +568,7 @@ def _unroll(
                     trips = {lp.trip.eval(dict(env, tid=t, tid_y=0, tid_z=0)) for t in threads}
                     trip = trips.pop() if len(trips) == 1 else None
                 if not isinstance(trip, int) or trip < 0:
-                    return False
+                    return no(o, f"trip count {lp.trip} not known")
                 for k in range(trip):
                     env2 = dict(env)
                     env2[lp.counter.name] = k
@@ -566,7 +579,7 @@ def _unroll(
             if not emit(o, env):
                 return False
             if len(out) > MAX_EVENTS:
-                return False
+                return no(o, f"more than {MAX_EVENTS} events")
             i += 1
         return True
 
@@ -586,7 +599,7 @@ def _unroll(
             if v is None and _data_cond(c) and _data_branch_sync(an, o, c, ops):
                 v = True
             if v is None:
-                return False
+                return no(o, f"condition {c} not decided")
             if not v:
                 return True
         if o.guard.thread.depends_on(E.LOOP):
@@ -594,18 +607,18 @@ def _unroll(
             for t in threads:
                 g = o.guard.thread.eval(dict(env, tid=t, tid_y=0, tid_z=0))
                 if g is None:
-                    return False
+                    return no(o, "its threads per iteration not known")
                 if g:
                     lanes.add(t)
         else:
             ex_ = an.threads.executing(o)
             if ex_ is None:
-                return False
+                return no(o, "its threads not known")
             lanes = ex_ & threads
         if not lanes:
             return True
         if not o.guard.exact:
-            return False
+            return no(o, "its guard not exact")
         full = dict(env, tid=min(lanes), tid_y=0, tid_z=0)
         ctr = tuple(sorted((k, v) for k, v in env.items() if k.startswith("k")))
         if o.kind == ir.EXIT:
@@ -617,7 +630,7 @@ def _unroll(
             return _emit_syncwarp(an, o, lanes, env, ctr, out)
         arrivals = _arrivals(an, o, lanes, env) if memory else WARP * len({t // WARP for t in lanes})
         if arrivals is None:
-            return False
+            return no(o, "its arrivals not known")
         if o.kind == ir.MMA:
             # a warpgroup MMA: its 128 threads execute it together, like a
             # barrier of their own (ids above the 16 hardware barrier ids)
@@ -628,7 +641,7 @@ def _unroll(
             cnt = an.threads.n if kind == "block" else (o.count.eval(full) if o.count is not None else None)
             sid = o.sync_id.eval(full) if o.sync_id is not None else (0 if kind == "block" else None)
             if not isinstance(cnt, int) or not isinstance(sid, int) or cnt <= 0:
-                return False
+                return no(o, "barrier id or count not known")
             # the hardware counts a barrier per warp: a warp any of whose lanes executes it
             # arrives with all its 32 threads
             ev = "sync" if o.kind == ir.SYNC else "barrive"
@@ -638,10 +651,10 @@ def _unroll(
             out.append(Event(ev, o, arrivals=arrivals, sync=(sid, cnt), block=block, env=ctr))
             return True
         if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast):
-            return False
+            return no(o, "an mbarrier op on another CTA's barrier")
         idx = tuple(ix.eval(full) for ix in o.barrier.index)
         if any(not isinstance(x, int) for x in idx):
-            return False
+            return no(o, "barrier index not known")
         elem = (o.barrier.name,) + idx
         if o.issuers_per_group and o.group_warps > 0:
             k = len({t for t in lanes if t % (32 * o.group_warps) == 0})
@@ -652,13 +665,13 @@ def _unroll(
                 # re-armed inside the instruction loop (invalidate + init): a reset
                 c = o.count.eval(full) if o.count is not None else None
                 if not isinstance(c, int):
-                    return False
+                    return no(o, "init count not known")
                 out.append(Event("init", o, elem, arrivals=c, env=ctr))
             return True
         if o.kind == ir.MBAR_WAIT:
             p = o.parity.eval(full) if o.parity is not None else None
             if p is None:
-                return False
+                return no(o, "wait parity not known")
             out.append(Event("wait", o, elem, parity=int(p) & 1, env=ctr))
         elif o.kind == ir.MBAR_ARRIVE:
             c = o.count.eval(full) if o.count is not None else 1
@@ -668,13 +681,13 @@ def _unroll(
         elif o.kind == ir.MBAR_EXPECT:
             b = o.bytes.eval(full) if o.bytes is not None else None
             if not isinstance(b, int):
-                return False
+                return no(o, "expected bytes not known")
             if k:
                 out.append(Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=k * b, env=ctr))
         elif o.kind == ir.TMA_LOAD:
             b = o.bytes.eval(full) if o.bytes is not None else None
             if not isinstance(b, int):
-                return False
+                return no(o, "loaded bytes not known")
             if k:
                 out.append(Event("load", o, elem, bytes=k * b, env=ctr))
         return True
@@ -860,9 +873,10 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, rounds: int |
         return
     roles = []
     for threads, _ in sorted(groups, key=lambda g: min(g[0])):
-        evs = _unroll(an, ops, threads, params, rounds, memory)
+        why: list[str] = []
+        evs = _unroll(an, ops, threads, params, rounds, memory, why)
         if evs is None:
-            ex.reason = "a role's program could not be unrolled"
+            ex.reason = "a role's program could not be unrolled" + (f": {why[0]}" if why else "")
             return
         if not evs:
             continue
