@@ -279,6 +279,53 @@ def _data_cond(c: E.Expr) -> bool:
     return any(v.kind == E.OPAQUE or (v.kind == E.PARAM and v.name.startswith(("?", "clc:"))) for v in c.free_vars())
 
 
+def _per_round(m: ir.KernelModel, lid: int) -> frozenset[str]:
+    """The values a data-exit loop's stop test reads that its body sets anew every round (a task
+    loop's `num_iters`, set by the user's setup for the task, tested by `if (num_iters < 0)
+    break;` and run by the loops inside as their trip count): uniform names (no `.`, no call,
+    not a launch index) in a stop test that does not read the loop's counter, which trip counts
+    of loops nested in it also read. One value for every role in a round (the same setup on the
+    same task): the search gives it the value chosen for the trip counts in the rounds that go
+    on, and leaves it unknown in the round that stops (the break is then the rounds assumption's
+    choice). Empty when the stop test is not of that form."""
+    lp = m.loops[lid]
+    if not _data_exit(m, lid):
+        return frozenset()
+    c = lp.continues[0]
+    fv = c.free_vars()
+    if _data_cond(c) or any(v.kind != E.PARAM for v in fv) or not fv:
+        return frozenset()
+    names = {v.name for v in fv}
+    if any("." in n or "(" in n or "[" in n or ":" in n for n in names):
+        return frozenset()
+    inner = set()
+    for q in m.loops.values():
+        if q.trip is None or not _nested_in(m, q, lid):
+            continue
+        inner |= {v.name for v in q.trip.free_vars() if v.kind == E.PARAM}
+    return frozenset(names) if names <= inner else frozenset()
+
+
+def _own_cta(m: ir.KernelModel, o: ir.Op) -> bool:
+    """A cluster launch control response in a launch of one CTA per cluster (`__cluster_dims__(1)`):
+    "every CTA of the cluster" is this one, its barrier is the issuer's own."""
+    if o.mbar is None or not o.mbar.clc or o.mbar.remote or o.mbar.cta is not None:
+        return False
+    v = m.cluster.eval({}) if m.cluster is not None else None
+    return v == 1 and not isinstance(v, bool)
+
+
+def _nested_in(m: ir.KernelModel, q: ir.Loop, lid: int) -> bool:
+    p = q.parent
+    seen = 0
+    while p is not None and seen < len(m.loops):
+        if p == lid:
+            return True
+        p = m.loops[p].parent if p in m.loops else None
+        seen += 1
+    return False
+
+
 def _stop_params(m: ir.KernelModel, lids: set, env: dict, rounds: int) -> dict | None:
     """Values for the launch/argument sizes in the evaluable stop conditions of data-exit loops
     such that each goes on in rounds 0..rounds-1 and stops in round `rounds`."""
@@ -288,8 +335,8 @@ def _stop_params(m: ir.KernelModel, lids: set, env: dict, rounds: int) -> dict |
     for lid in sorted(lids):
         lp = m.loops[lid]
         c = lp.continues[0]
-        if _data_cond(c):
-            continue  # data: scheduled by the assumption
+        if _data_cond(c) or _per_round(m, lid):
+            continue  # data, or a value set anew every round: scheduled by the assumption
         if any(v.kind == E.LOOP and v.name != lp.counter.name for v in c.free_vars()):
             return None
         conds.append((lp, c))
@@ -356,9 +403,20 @@ def _trip_params(m: ir.KernelModel, trips: list) -> dict | None:
     target = min(2 * ring + 1, 9)
     if not names:
         return {}
+    # a block index is 0 when a size alone cannot make the trips wrap (block 0 runs in every
+    # launch: `min(8, rows / 16 - blockIdx.x * 8)` is then the first block's share)
+    fixed_sets = [{}, {n: 0 for n in names if n.startswith("blockIdx.")}]
     cands = sorted({c * (2**e) for c in range(1, 13) for e in range(0, 14)})
+    for fixed in fixed_sets:
+        env = _trip_env(trips, names, cands, target, fixed)
+        if env is not None:
+            return env
+    return None
+
+
+def _trip_env(trips: list, names: list, cands: list, target: int, fixed: dict) -> dict | None:
     for x in cands:
-        env = {n: x for n in names}
+        env = {n: fixed.get(n, x) for n in names}
         vals = [t.eval(env) for t in trips]
         if any(v is None for v in vals):
             continue
@@ -547,9 +605,13 @@ def _unroll(
                 lp = m.loops[lid]
                 if rounds is not None and _data_exit(m, lid):
                     c = lp.continues[0]
+                    fresh = _per_round(m, lid)
                     for k in range(rounds + 1):
                         env2 = dict(env)
                         env2[lp.counter.name] = k
+                        if k == rounds:
+                            for n in fresh:  # the round that stops: its value is the stop's
+                                env2.pop(n, None)
                         v = c.eval(dict(env2, tid=rep, tid_y=0, tid_z=0))
                         if v is not None and bool(v) != (k < rounds):
                             # its stop condition disagrees with the rounds assumed
@@ -560,6 +622,9 @@ def _unroll(
                         if not ok:
                             return False
                     i = j
+                    continue
+                if sched and all(any(sched.get(c) is False for c in q.guard.uniform) for q in seq[i:j]):
+                    i = j  # a loop after the break of the round that stops: not run
                     continue
                 trip = lp.trip.eval(env) if lp.trip is not None else None
                 if trip is None and lp.trip is not None and lp.trip.depends_on(E.THREAD):
@@ -650,7 +715,7 @@ def _unroll(
             block = ev == "sync" and kind == "block"
             out.append(Event(ev, o, arrivals=arrivals, sync=(sid, cnt), block=block, env=ctr))
             return True
-        if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast):
+        if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast) and not _own_cta(m, o):
             return no(o, "an mbarrier op on another CTA's barrier")
         idx = tuple(ix.eval(full) for ix in o.barrier.index)
         if any(not isinstance(x, int) for x in idx):
