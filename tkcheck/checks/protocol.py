@@ -272,8 +272,58 @@ def _runtime_trip(m: ir.KernelModel, lid: int) -> bool:
 
 
 def _data_cond(c: E.Expr) -> bool:
-    """A condition on values read from memory (`op == OP_STOP`): not a function of the sizes."""
-    return any(v.kind == E.OPAQUE or (v.kind == E.PARAM and v.name.startswith("?")) for v in c.free_vars())
+    """A condition on values read from memory (`op == OP_STOP`, a cluster launch control
+    response's `success`): not a function of the sizes. A CLC response is one value for the block
+    (every role that queries the slot reads the same), so the rounds assumption -- every role's
+    loop runs the same rounds -- is what the hardware does."""
+    return any(v.kind == E.OPAQUE or (v.kind == E.PARAM and v.name.startswith(("?", "clc:"))) for v in c.free_vars())
+
+
+def _per_round(m: ir.KernelModel, lid: int) -> frozenset[str]:
+    """The values a data-exit loop's stop test reads that its body sets anew every round (a task
+    loop's `num_iters`, set by the user's setup for the task, tested by `if (num_iters < 0)
+    break;` and run by the loops inside as their trip count): uniform names (no `.`, no call,
+    not a launch index) in a stop test that does not read the loop's counter, which trip counts
+    of loops nested in it also read. One value for every role in a round (the same setup on the
+    same task): the search gives it the value chosen for the trip counts in the rounds that go
+    on, and leaves it unknown in the round that stops (the break is then the rounds assumption's
+    choice). Empty when the stop test is not of that form."""
+    lp = m.loops[lid]
+    if not _data_exit(m, lid):
+        return frozenset()
+    c = lp.continues[0]
+    fv = c.free_vars()
+    if _data_cond(c) or any(v.kind != E.PARAM for v in fv) or not fv:
+        return frozenset()
+    names = {v.name for v in fv}
+    if any("." in n or "(" in n or "[" in n or ":" in n for n in names):
+        return frozenset()
+    inner = set()
+    for q in m.loops.values():
+        if q.trip is None or not _nested_in(m, q, lid):
+            continue
+        inner |= {v.name for v in q.trip.free_vars() if v.kind == E.PARAM}
+    return frozenset(names) if names <= inner else frozenset()
+
+
+def _own_cta(m: ir.KernelModel, o: ir.Op) -> bool:
+    """A cluster launch control response in a launch of one CTA per cluster (`__cluster_dims__(1)`):
+    "every CTA of the cluster" is this one, its barrier is the issuer's own."""
+    if o.mbar is None or not o.mbar.clc or o.mbar.remote or o.mbar.cta is not None:
+        return False
+    v = m.cluster.eval({}) if m.cluster is not None else None
+    return v == 1 and not isinstance(v, bool)
+
+
+def _nested_in(m: ir.KernelModel, q: ir.Loop, lid: int) -> bool:
+    p = q.parent
+    seen = 0
+    while p is not None and seen < len(m.loops):
+        if p == lid:
+            return True
+        p = m.loops[p].parent if p in m.loops else None
+        seen += 1
+    return False
 
 
 def _stop_params(m: ir.KernelModel, lids: set, env: dict, rounds: int) -> dict | None:
@@ -285,8 +335,8 @@ def _stop_params(m: ir.KernelModel, lids: set, env: dict, rounds: int) -> dict |
     for lid in sorted(lids):
         lp = m.loops[lid]
         c = lp.continues[0]
-        if _data_cond(c):
-            continue  # data: scheduled by the assumption
+        if _data_cond(c) or _per_round(m, lid):
+            continue  # data, or a value set anew every round: scheduled by the assumption
         if any(v.kind == E.LOOP and v.name != lp.counter.name for v in c.free_vars()):
             return None
         conds.append((lp, c))
@@ -353,9 +403,20 @@ def _trip_params(m: ir.KernelModel, trips: list) -> dict | None:
     target = min(2 * ring + 1, 9)
     if not names:
         return {}
+    # a block index is 0 when a size alone cannot make the trips wrap (block 0 runs in every
+    # launch: `min(8, rows / 16 - blockIdx.x * 8)` is then the first block's share)
+    fixed_sets = [{}, {n: 0 for n in names if n.startswith("blockIdx.")}]
     cands = sorted({c * (2**e) for c in range(1, 13) for e in range(0, 14)})
+    for fixed in fixed_sets:
+        env = _trip_env(trips, names, cands, target, fixed)
+        if env is not None:
+            return env
+    return None
+
+
+def _trip_env(trips: list, names: list, cands: list, target: int, fixed: dict) -> dict | None:
     for x in cands:
-        env = {n: x for n in names}
+        env = {n: fixed.get(n, x) for n in names}
         vals = [t.eval(env) for t in trips]
         if any(v is None for v in vals):
             continue
@@ -517,8 +578,17 @@ def _unroll(
     params: dict,
     rounds: int | None = None,
     memory: bool = False,
+    why: list | None = None,
 ) -> list[Event] | None:
+    """The events of the role of `threads`, in program order, loops unrolled. None when the
+    program cannot be unrolled; `why` then gets the cause and the op (line) where it stopped."""
     m = an.model
+
+    def no(o: ir.Op, cause: str) -> bool:
+        if why is not None and not why:
+            why.append(f"{cause} (`{o.api}`, line {o.location.row})")
+        return False
+
     rep = min(threads)
     out: list[Event] = []
     sched: dict = {}  # continues condition of a data-exit loop -> its value in this round
@@ -535,18 +605,26 @@ def _unroll(
                 lp = m.loops[lid]
                 if rounds is not None and _data_exit(m, lid):
                     c = lp.continues[0]
+                    fresh = _per_round(m, lid)
                     for k in range(rounds + 1):
                         env2 = dict(env)
                         env2[lp.counter.name] = k
+                        if k == rounds:
+                            for n in fresh:  # the round that stops: its value is the stop's
+                                env2.pop(n, None)
                         v = c.eval(dict(env2, tid=rep, tid_y=0, tid_z=0))
                         if v is not None and bool(v) != (k < rounds):
-                            return False  # its stop condition disagrees with the rounds assumed
+                            # its stop condition disagrees with the rounds assumed
+                            return no(o, "a loop's stop condition disagrees with the rounds assumed")
                         sched[c] = k < rounds
                         ok = walk(seq[i:j], depth + 1, env2)
                         del sched[c]
                         if not ok:
                             return False
                     i = j
+                    continue
+                if sched and all(any(sched.get(c) is False for c in q.guard.uniform) for q in seq[i:j]):
+                    i = j  # a loop after the break of the round that stops: not run
                     continue
                 trip = lp.trip.eval(env) if lp.trip is not None else None
                 if trip is None and lp.trip is not None and lp.trip.depends_on(E.THREAD):
@@ -555,7 +633,7 @@ def _unroll(
                     trips = {lp.trip.eval(dict(env, tid=t, tid_y=0, tid_z=0)) for t in threads}
                     trip = trips.pop() if len(trips) == 1 else None
                 if not isinstance(trip, int) or trip < 0:
-                    return False
+                    return no(o, f"trip count {lp.trip} not known")
                 for k in range(trip):
                     env2 = dict(env)
                     env2[lp.counter.name] = k
@@ -566,7 +644,7 @@ def _unroll(
             if not emit(o, env):
                 return False
             if len(out) > MAX_EVENTS:
-                return False
+                return no(o, f"more than {MAX_EVENTS} events")
             i += 1
         return True
 
@@ -586,7 +664,7 @@ def _unroll(
             if v is None and _data_cond(c) and _data_branch_sync(an, o, c, ops):
                 v = True
             if v is None:
-                return False
+                return no(o, f"condition {c} not decided")
             if not v:
                 return True
         if o.guard.thread.depends_on(E.LOOP):
@@ -594,18 +672,18 @@ def _unroll(
             for t in threads:
                 g = o.guard.thread.eval(dict(env, tid=t, tid_y=0, tid_z=0))
                 if g is None:
-                    return False
+                    return no(o, "its threads per iteration not known")
                 if g:
                     lanes.add(t)
         else:
             ex_ = an.threads.executing(o)
             if ex_ is None:
-                return False
+                return no(o, "its threads not known")
             lanes = ex_ & threads
         if not lanes:
             return True
         if not o.guard.exact:
-            return False
+            return no(o, "its guard not exact")
         full = dict(env, tid=min(lanes), tid_y=0, tid_z=0)
         ctr = tuple(sorted((k, v) for k, v in env.items() if k.startswith("k")))
         if o.kind == ir.EXIT:
@@ -617,7 +695,7 @@ def _unroll(
             return _emit_syncwarp(an, o, lanes, env, ctr, out)
         arrivals = _arrivals(an, o, lanes, env) if memory else WARP * len({t // WARP for t in lanes})
         if arrivals is None:
-            return False
+            return no(o, "its arrivals not known")
         if o.kind == ir.MMA:
             # a warpgroup MMA: its 128 threads execute it together, like a
             # barrier of their own (ids above the 16 hardware barrier ids)
@@ -628,7 +706,7 @@ def _unroll(
             cnt = an.threads.n if kind == "block" else (o.count.eval(full) if o.count is not None else None)
             sid = o.sync_id.eval(full) if o.sync_id is not None else (0 if kind == "block" else None)
             if not isinstance(cnt, int) or not isinstance(sid, int) or cnt <= 0:
-                return False
+                return no(o, "barrier id or count not known")
             # the hardware counts a barrier per warp: a warp any of whose lanes executes it
             # arrives with all its 32 threads
             ev = "sync" if o.kind == ir.SYNC else "barrive"
@@ -637,11 +715,11 @@ def _unroll(
             block = ev == "sync" and kind == "block"
             out.append(Event(ev, o, arrivals=arrivals, sync=(sid, cnt), block=block, env=ctr))
             return True
-        if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast):
-            return False
+        if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast) and not _own_cta(m, o):
+            return no(o, "an mbarrier op on another CTA's barrier")
         idx = tuple(ix.eval(full) for ix in o.barrier.index)
         if any(not isinstance(x, int) for x in idx):
-            return False
+            return no(o, "barrier index not known")
         elem = (o.barrier.name,) + idx
         if o.issuers_per_group and o.group_warps > 0:
             k = len({t for t in lanes if t % (32 * o.group_warps) == 0})
@@ -652,13 +730,13 @@ def _unroll(
                 # re-armed inside the instruction loop (invalidate + init): a reset
                 c = o.count.eval(full) if o.count is not None else None
                 if not isinstance(c, int):
-                    return False
+                    return no(o, "init count not known")
                 out.append(Event("init", o, elem, arrivals=c, env=ctr))
             return True
         if o.kind == ir.MBAR_WAIT:
             p = o.parity.eval(full) if o.parity is not None else None
             if p is None:
-                return False
+                return no(o, "wait parity not known")
             out.append(Event("wait", o, elem, parity=int(p) & 1, env=ctr))
         elif o.kind == ir.MBAR_ARRIVE:
             c = o.count.eval(full) if o.count is not None else 1
@@ -668,13 +746,13 @@ def _unroll(
         elif o.kind == ir.MBAR_EXPECT:
             b = o.bytes.eval(full) if o.bytes is not None else None
             if not isinstance(b, int):
-                return False
+                return no(o, "expected bytes not known")
             if k:
                 out.append(Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=k * b, env=ctr))
         elif o.kind == ir.TMA_LOAD:
             b = o.bytes.eval(full) if o.bytes is not None else None
             if not isinstance(b, int):
-                return False
+                return no(o, "loaded bytes not known")
             if k:
                 out.append(Event("load", o, elem, bytes=k * b, env=ctr))
         return True
@@ -860,9 +938,10 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, rounds: int |
         return
     roles = []
     for threads, _ in sorted(groups, key=lambda g: min(g[0])):
-        evs = _unroll(an, ops, threads, params, rounds, memory)
+        why: list[str] = []
+        evs = _unroll(an, ops, threads, params, rounds, memory, why)
         if evs is None:
-            ex.reason = "a role's program could not be unrolled"
+            ex.reason = "a role's program could not be unrolled" + (f": {why[0]}" if why else "")
             return
         if not evs:
             continue
