@@ -130,6 +130,9 @@ class ModelBuilder:
         self.templates: list = []  # structs that look like lcf/lcsf kernel templates
         self.macros: dict[str, list[str]] = {}
         self.macro_constants: dict[str, Any] = {}  # object-like macros whose value is a constant
+        # function-like macros of the user's files: name -> (parameters, body tokens); the
+        # carried-variable pass reads a loop body's tokens, so it expands them
+        self.fn_macros: dict[str, tuple[list[str], list[str]]] = {}
         # -D NAME[=VALUE] of the build (command line, config, compile_commands): object-like
         # macros for constant evaluation; a #define in the file parsed later wins, as in cpp
         for d in getattr(parsed, "defines", ()):
@@ -249,6 +252,10 @@ class ModelBuilder:
                 # object-like macros only: NAME value...
                 if len(toks) >= 2 and not (len(toks) > 2 and toks[1] == "(" and _adjacent(c)):
                     self.macros[toks[0]] = toks[1:]
+                elif len(toks) > 2 and ")" in toks:
+                    close = toks.index(")")
+                    params = [t for t in toks[2:close] if t != ","]
+                    self.fn_macros[toks[0]] = (params, toks[close + 1 :])
             return
         if not self._in_user_code(c):
             # a namespace opened in a header that is not the user's (TK's `kittens`) holds none of
