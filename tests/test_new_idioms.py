@@ -1,4 +1,4 @@
-"""The new-idiom kernels of issue 25 (corpus/idioms2/, corpus/idioms3/): their planted bugs,
+"""The new-idiom kernels of issue 25 (corpus/idioms2/, idioms3/, idioms4/): their planted bugs,
 scored apart from the gating corpus set.
 
 Each set is kernels in shapes none of our other files had, with bugs planted and run on a GPU
@@ -18,7 +18,7 @@ from tkcheck import evaluate
 from conftest import CORPUS
 
 # set -> (the GPUs its outcomes were observed on, the fewest and most bugs planted in one kernel)
-SETS = {"idioms2": (("H200",), (4, 7)), "idioms3": (("H100", "H200"), (4, 6))}
+SETS = {"idioms2": (("H200",), (4, 7)), "idioms3": (("H100", "H200"), (4, 6)), "idioms4": (("H100", "H200"), (4, 6))}
 MUTATIONS = {name: evaluate.load_mutations(CORPUS / name) for name in SETS}
 KNOWN = evaluate.all_codes()
 SYMPTOMS = ("hang", "nan", "stripes", "wrong", "slow")
