@@ -405,7 +405,12 @@ def _trip_params(m: ir.KernelModel, trips: list) -> dict | None:
         return {}
     # a block index is 0 when a size alone cannot make the trips wrap (block 0 runs in every
     # launch: `min(8, rows / 16 - blockIdx.x * 8)` is then the first block's share)
-    fixed_sets = [{}, {n: 0 for n in names if n.startswith("blockIdx.")}]
+    # (and then, a launch of one block: `for (c = blockIdx.x; c < N; c += gridDim.x)`)
+    fixed_sets = [
+        {},
+        {n: 0 for n in names if n.startswith("blockIdx.")},
+        {n: (0 if n.startswith("blockIdx.") else 1) for n in names if n.startswith(("blockIdx.", "gridDim."))},
+    ]
     cands = sorted({c * (2**e) for c in range(1, 13) for e in range(0, 14)})
     for fixed in fixed_sets:
         env = _trip_env(trips, names, cands, target, fixed)
@@ -661,6 +666,11 @@ def _unroll(
             v = c.eval(full)
             if v is None:
                 v = sched.get(c)
+            if v is None and sched:
+                # the branch that breaks (`if (idx >= n) { publish; break; }`): the negation of
+                # the condition its round goes on under
+                nv = sched.get(E.negate(c))
+                v = None if nv is None else not nv
             if v is None and _data_cond(c) and _data_branch_sync(an, o, c, ops):
                 v = True
             if v is None:
