@@ -37,6 +37,7 @@ def check(an):
         after = [o for o in ops if o.order > st.order and o.loops[: len(body)] == body]
         wrap = [o for o in ops if o.order < st.order and o.loops[: len(body)] == body] if body else []
         path = after + wrap
+        real = any(st is x for x in ops)  # not one of an unrolled store loop's sites
         for pos, o in enumerate(path):
             if o.loops != st.loops or not _writes(o) or o.buffer is None or o.buffer.name != st.buffer.name:
                 continue
@@ -61,15 +62,23 @@ def check(an):
             waited = False
             unknown = False
             wait_at = None
+            # bulk groups the storing threads committed after this store (each store_async is
+            # one): a store_async_read_wait<N> covers this store once N or more came after it
+            later = 0 if real else None
+            partial_wait: tuple[ir.Op, int] | None = None  # a read wait<N> that still lets this store read
             for i, x in enumerate(between):
+                if x.kind == ir.TMA_STORE and later is not None:
+                    later = _groups_after(an, st, x, iss, later)
                 if x.kind == ir.TMA_STORE_WAIT:
                     ex = an.threads.executing(x)
                     n = x.count.eval({}) if x.count is not None else 0
-                    if ex is None or n is None:
+                    if ex is None or not isinstance(n, int):
                         unknown = True
-                    elif iss <= ex and n == 0 and x.loops == st.loops:
+                    elif iss <= ex and x.loops == st.loops and (n == 0 or (later is not None and later >= n)):
                         waited = True
                         wait_at = i if wait_at is None else wait_at
+                    elif n and iss <= ex and x.loops == st.loops and later is not None and x.guard.exact:
+                        partial_wait = (x, later)  # the last one before the overwrite
                     elif n:
                         unknown = True
                 if x.kind == ir.CALL and x.asm is not None:
@@ -107,18 +116,28 @@ def check(an):
                         )
                     )
                 break
+            why = "no store_async_read_wait in between"
+            rel = [related(st, f"tma::store_async reads '{st.buffer}' asynchronously here")]
+            if partial_wait is not None:
+                pw, later = partial_wait
+                n = pw.count.eval({}) if pw.count is not None else 0
+                why = (
+                    f"the store_async_read_wait<{n}> in between waits for all but the {n} most recent bulk stores "
+                    f"of the storing thread, and this store is one of them ({later} later stores before the wait)"
+                )
+                rel.append(related(pw, f"store_async_read_wait<{n}>: this store may still be reading"))
             out.append(
                 finding(
                     "TK306",
                     f"'{o.buffer}' is overwritten by {o.api} while the tma::store_async from it (issued by "
-                    f"{describe(iss, an.threads.n)}) may still be reading it: no store_async_read_wait in between"
+                    f"{describe(iss, an.threads.n)}) may still be reading it: {why}"
                     + (
                         " (in the next iteration, assuming the loop runs at least twice)"
                         if wrapped and m.loops[st.loops[-1]].trip is None
                         else ""
                     ),
                     o.location,
-                    related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here")],
+                    related=rel,
                     witness={"buffer": str(o.buffer), "store_line": st.location.row, "overwrite_line": o.location.row},
                     help="call tma::store_async_read_wait() on the storing thread after the store and before the "
                     "buffer is written again (then a barrier so the other writers see it)",
@@ -137,6 +156,18 @@ def check(an):
             seen.add(key)
             unique.append(f)
     return unique
+
+
+def _groups_after(an, st: ir.Op, x: ir.Op, iss, later: int) -> int | None:
+    """`later` plus the bulk groups store `x` commits in every storing thread of `st` (one per
+    store_async), or None when that is not certain: a store of other threads or part of them,
+    under another condition, or in a loop of its own."""
+    ex = an.threads.issuers(x)
+    if not x.guard.exact or ex is None or not iss & ex:
+        return later if x.guard.exact and ex is not None else None
+    if not iss <= ex or x.loops != st.loops or tuple(map(str, x.guard.uniform)) != tuple(map(str, st.guard.uniform)):
+        return None
+    return later + 1
 
 
 def _ordered_after(an, ops, issuers, writers) -> bool:

@@ -1,7 +1,9 @@
 """TK504: a role exits while async work it issued is pending, or while others still wait on it."""
 
+from tkcheck import solver
 from tkcheck.checks import protocol as P
 from tkcheck.checks.threads import describe
+from tkcheck.model import expr as E
 from tkcheck.model import ir
 from tkcheck.rule import Confirm, Explains, Rule
 
@@ -13,7 +15,7 @@ def _stores_in_flight(an):
     m = an.model
     out = []
     for st in m.ops_of(ir.TMA_STORE):
-        if not st.guard.exact or st.guard.uniform:
+        if not st.guard.exact:
             continue
         iss = an.threads.issuers(st)
         if not iss:
@@ -34,15 +36,18 @@ def _stores_in_flight(an):
             if o.kind == ir.EXIT and o.guard.exact:
                 ex = an.threads.executing(o)
                 if ex is None or iss & ex:
-                    waited = ex is None
+                    # an exit under a block-uniform condition the store's may exclude
+                    # (`if (owner) store ...; if (!owner) return;`) is not proved reached
+                    waited = ex is None or not _compatible(st.guard.uniform, o.guard.uniform)
                     break
         if waited:
             continue
+        when = f" (when {' && '.join(f'`{c}`' for c in st.guard.uniform)})" if st.guard.uniform else ""
         out.append(
             finding(
                 "TK504",
-                f"{describe(iss, an.threads.n)} finishes with the tma::store_async from '{st.buffer}' still in flight: "
-                "no store_async_wait / store_async_read_wait before the thread exits",
+                f"{describe(iss, an.threads.n)} finishes with the tma::store_async from '{st.buffer}' still in flight"
+                f"{when}: no store_async_wait / store_async_read_wait before the thread exits",
                 st.location,
                 related=[related(st, "bulk store issued here")],
                 witness={"buffer": str(st.buffer), "issuers": len(iss)},
@@ -51,6 +56,15 @@ def _stores_in_flight(an):
             )
         )
     return out
+
+
+def _compatible(store_conds, exit_conds) -> bool:
+    """Proved: some launch satisfies the store's block-uniform conditions and the exit's."""
+    have = {str(c) for c in store_conds}
+    rest = [c for c in exit_conds if str(c) not in have]
+    if not rest:
+        return True
+    return solver.witness(E.conj(*store_conds, *rest)) is True
 
 
 def check(an):
