@@ -1,10 +1,8 @@
 """TK504: a role exits while async work it issued is pending, or while others still wait on it."""
 
-from tkcheck import solver
+from tkcheck.checks import bulk_stores
 from tkcheck.checks import protocol as P
 from tkcheck.checks.threads import describe
-from tkcheck.model import expr as E
-from tkcheck.model import ir
 from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
@@ -12,36 +10,12 @@ from ._deadlock_common import classify, deadlock_finding
 
 
 def _stores_in_flight(an):
-    m = an.model
+    """The bulk-store engine's stores whose thread exits with no read wait after them."""
     out = []
-    for st in m.ops_of(ir.TMA_STORE):
-        if not st.guard.exact:
+    for fl in bulk_stores.exits(an):
+        if fl.status != "in-flight":
             continue
-        iss = an.threads.issuers(st)
-        if not iss:
-            continue
-        later = [o for o in m.ops if o.order > st.order]
-        if any(o.kind == ir.CALL and o.asm is not None for o in later):
-            continue
-        waited = False
-        for o in later:
-            if o.kind == ir.TMA_STORE_WAIT:
-                ex = an.threads.executing(o)
-                if ex is None or not o.guard.exact or (o.loops and o.loops != st.loops):
-                    waited = True  # unknown: no finding
-                    break
-                if iss <= ex:
-                    waited = True
-                    break
-            if o.kind == ir.EXIT and o.guard.exact:
-                ex = an.threads.executing(o)
-                if ex is None or iss & ex:
-                    # an exit under a block-uniform condition the store's may exclude
-                    # (`if (owner) store ...; if (!owner) return;`) is not proved reached
-                    waited = ex is None or not _compatible(st.guard.uniform, o.guard.uniform)
-                    break
-        if waited:
-            continue
+        st, iss = fl.store, fl.issuers
         when = f" (when {' && '.join(f'`{c}`' for c in st.guard.uniform)})" if st.guard.uniform else ""
         out.append(
             finding(
@@ -56,15 +30,6 @@ def _stores_in_flight(an):
             )
         )
     return out
-
-
-def _compatible(store_conds, exit_conds) -> bool:
-    """Proved: some launch satisfies the store's block-uniform conditions and the exit's."""
-    have = {str(c) for c in store_conds}
-    rest = [c for c in exit_conds if str(c) not in have]
-    if not rest:
-        return True
-    return solver.witness(E.conj(*store_conds, *rest)) is True
 
 
 def check(an):
