@@ -1,204 +1,46 @@
 """TK308: a thread reads a shared buffer after it released the buffer (arrived on the barrier
 its producer waits before refilling it)."""
 
-from dataclasses import dataclass, field
-
-from tkcheck.checks import paths
+from tkcheck.checks import releases
 from tkcheck.checks.threads import describe
-from tkcheck.model import expr as E
 from tkcheck.model import ir
 from tkcheck.rule import Rule
 
 from ._common import HEADER, finding, related
 
 
-def _index(ref: ir.Ref) -> tuple | None:
-    if any(ix.is_opaque() or ix.depends_on(E.THREAD) for ix in ref.index):
-        return None
-    return tuple(str(ix) for ix in ref.index)
-
-
-def _refill(o: ir.Op) -> bool:
-    return o.buffer is not None and (o.kind == ir.TMA_LOAD or (o.kind == ir.SMEM_ACCESS and o.access_mode == "write"))
-
-
-@dataclass
-class Gate:
-    """What releasing one barrier element hands over: the buffer elements a role refills after
-    waiting on it. `tails` are the refills' index components past the barrier's index (empty
-    when the buffer has the barrier's shape: the whole element), each with the loops the refill
-    runs in inside the wait's loops (a stage refilled strip by strip, `x[s][r]` for r < 8 after
-    `wait(empty[s])`); `done` the barriers the refills complete on."""
-
-    done: set[str] = field(default_factory=set)
-    tails: list[tuple[tuple[E.Expr, ...], tuple[int, ...]]] = field(default_factory=list)
-
-
-def _gates(an) -> dict[tuple[str, str], Gate]:
-    """(barrier, buffer) -> the gate, where some role refills the buffer element right after
-    waiting on the barrier element of the same index (a ring's `empty[s]` before the load into
-    `a[s]`, an MK page token before the load into that page; the buffer's index may go on past
-    the barrier's, `x[s][r]` refilled in an inner loop after `wait(empty[s])`): releasing the
-    barrier hands the buffer over. Only the refilling threads' nearest wait before the refill
-    gates it: a producer that refills several buffers in one pass, each after its own release
-    wait, hands each buffer over with its own barrier."""
-    m, th = an.model, an.threads
-    out: dict[tuple[str, str], Gate] = {}
-    waits = [o for o in m.ops if o.kind == ir.MBAR_WAIT and o.barrier is not None and o.guard.exact]
-    for r in m.ops:
-        if not _refill(r) or not r.guard.exact:
-            continue
-        rt = th.executing(r)
-        if not rt:
-            continue
-        before = [
-            w
-            for w in waits
-            if w.order < r.order and r.loops[: len(w.loops)] == w.loops and (th.executing(w) or frozenset()) >= rt
-        ]
-        if not before:
-            continue
-        w = max(before, key=lambda o: o.order)
-        wi = _index(w.barrier)
-        if wi is None or len(r.buffer.index) < len(wi):
-            continue
-        head = ir.Ref(r.buffer.name, r.buffer.index[: len(wi)])
-        if _index(head) != wi:
-            continue
-        g = out.setdefault((w.barrier.name, r.buffer.name), Gate())
-        g.tails.append((tuple(r.buffer.index[len(wi) :]), tuple(r.loops[len(w.loops) :])))
-        if r.barrier is not None:
-            g.done.add(r.barrier.name)
-    return out
-
-
-def _covers(m: ir.KernelModel, tail: tuple[E.Expr, ...], inner: tuple[int, ...], seen: tuple) -> bool:
-    """Proved: the refill indexed `tail` (over the counters of its `inner` loops) writes the
-    element `seen` (the read's index past the barrier's, as the reading thread names it) in
-    some iteration. Compared over the common prefix (a shorter index names a whole sub-array);
-    each component is the same expression, the same constant, or the counter of an inner loop
-    with constant start, step and trip whose range holds the read's value."""
-    counters = {m.loops[i].counter.name: m.loops[i] for i in inner if i in m.loops}
-    for ix, v in zip(tail, seen):
-        if isinstance(v, E.Expr):
-            if ix.depends_on(E.THREAD) or ix.is_opaque() or str(ix) != str(v):
-                return False
-            continue
-        c = ix.eval({})
-        if c is not None:
-            if c != v:
-                return False
-            continue
-        lp = counters.get(ix.name) if isinstance(ix, E.Var) else None
-        if lp is None:
-            return False
-        init, step, trip = (x.eval({}) if x is not None else None for x in (lp.init, lp.step, lp.trip))
-        if not isinstance(init, int) or not isinstance(step, int) or not isinstance(trip, int) or step == 0:
-            return False
-        if (v - init) % step or not 0 <= (v - init) // step < trip:
-            return False
-    return True
-
-
-def _read_covered(m: ir.KernelModel, g: Gate, r: ir.Op, n_head: int, t: int) -> bool:
-    seen = paths.index_key(ir.Ref(r.buffer.name, r.buffer.index[n_head:]), t)
-    if any(isinstance(v, E.Expr) and (v.depends_on(E.THREAD) or v.is_opaque()) for v in seen):
-        return False
-    return any(_covers(m, tail, inner, seen) for tail, inner in g.tails)
-
-
 def check(an):
+    """The release engine's reads after release (`checks/releases.py`)."""
     out = []
-    m, th, n = an.model, an.threads, an.threads.n
-    fl = paths.flow(an)
-    gates = _gates(an)
-    if not gates:
-        return out
+    m, n = an.model, an.threads.n
     seen = set()
-    for a in m.ops:
-        if (
-            a.kind != ir.MBAR_ARRIVE
-            or a.barrier is None
-            or not a.guard.exact
-            or (a.mbar is not None and (a.mbar.tcgen05_commit or a.mbar.remote or a.mbar.cta is not None))
-        ):
+    for v in releases.reads_after_release(an).violations:
+        a, r, t = v.arrive, v.read, v.thread
+        assert a.barrier is not None and r.buffer is not None
+        key = (r.location.row, r.location.column, a.location.row)
+        if key in seen:
             continue
-        ai = _index(a.barrier)
-        ea = th.executing(a)
-        if ai is None or not ea:
-            continue
-        bufs = {b for (bar, b) in gates if bar == a.barrier.name}
-        if not bufs:
-            continue
-        for r in m.ops:
-            if (
-                r.kind != ir.SMEM_ACCESS
-                or r.access_mode != "read"
-                or r.buffer is None
-                or r.buffer.name not in bufs
-                or r.order <= a.order
-                or r.loops != a.loops
-                or not r.guard.exact
-                or len(r.buffer.index) < len(ai)
-                or _index(ir.Ref(r.buffer.name, r.buffer.index[: len(ai)])) != ai
-            ):
-                continue
-            gate = gates[(a.barrier.name, r.buffer.name)]
-            # a releasing thread that reads an element the refill writes (its strip of the stage)
-            common = [t for t in sorted(ea & (th.executing(r) or frozenset())) if _read_covered(m, gate, r, len(ai), t)]
-            if not common:
-                continue
-            t = common[0]
-            between = fl.same_iteration_between(a, r)
-            if any(fl.runs(o, t, a.guard.uniform) is None for o in between if o.kind in (ir.CALL, ir.EXIT)):
-                continue
-            if fl.runs(r, t, a.guard.uniform) is not True:
-                continue
-            # a wait for the refill itself between the release and the read: the new contents are read
-            landed = gate.done
-            if any(
-                o.kind == ir.MBAR_WAIT
-                and o.barrier is not None
-                and o.barrier.name in landed
-                and t in (th.executing(o) or frozenset())
-                for o in between
-            ):
-                continue
-            # a later arrival of the same threads on the barrier (two-part release) keeps the phase open
-            if any(
-                o.kind == ir.MBAR_ARRIVE
-                and o.barrier is not None
-                and o.barrier.name == a.barrier.name
-                and o.order > r.order
-                and o.loops[: len(a.loops)] == a.loops
-                and (th.executing(o) or frozenset()) & frozenset(common)
-                for o in m.ops
-            ):
-                continue
-            key = (r.location.row, r.location.column, a.location.row)
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(
-                finding(
-                    "TK308",
-                    f"{describe(frozenset([t]), n)} reads `{r.buffer}` (`{r.api}`) after releasing it "
-                    f"(`{a.api}` on `{a.barrier}`): the producer that waits on `{a.barrier.name}` may refill "
-                    f"`{r.buffer.name}` while this read is still going on",
-                    r.location,
-                    related=[
-                        related(a, f"`{a.barrier}` released here"),
-                        *[
-                            related(w, "the refill waits here")
-                            for w in m.ops
-                            if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == a.barrier.name
-                        ][:1],
-                    ],
-                    witness={"thread": t, "barrier": str(a.barrier), "buffer": str(r.buffer)},
-                    help="release a buffer after the last read of every thread that reads it: read, then "
-                    "synchronise the readers (`warpgroup::sync`, `__syncwarp`), then one lane arrives",
-                )
+        seen.add(key)
+        out.append(
+            finding(
+                "TK308",
+                f"{describe(frozenset([t]), n)} reads `{r.buffer}` (`{r.api}`) after releasing it "
+                f"(`{a.api}` on `{a.barrier}`): the producer that waits on `{a.barrier.name}` may refill "
+                f"`{r.buffer.name}` while this read is still going on",
+                r.location,
+                related=[
+                    related(a, f"`{a.barrier}` released here"),
+                    *[
+                        related(w, "the refill waits here")
+                        for w in m.ops
+                        if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == a.barrier.name
+                    ][:1],
+                ],
+                witness={"thread": t, "barrier": str(a.barrier), "buffer": str(r.buffer)},
+                help="release a buffer after the last read of every thread that reads it: read, then "
+                "synchronise the readers (`warpgroup::sync`, `__syncwarp`), then one lane arrives",
             )
+        )
     return out
 
 

@@ -412,6 +412,35 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     add_memory_undecided(entry, an)
     add_spin_undecided(entry, an)
     add_bulk_store_undecided(entry, an)
+    add_release_undecided(entry, an)
+
+
+def add_release_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One obligation per release arrive and buffer it hands back that the release engine
+    asked about (`checks.releases`: is the released element read after the arrive?), decided
+    unless a read of it was left undecided, listed with its reason."""
+    from .checks import releases
+
+    facts = releases.reads_after_release(an)
+    undecided = {(id(a), r.buffer.name): (a, r, why) for a, r, why in facts.undecided if r.buffer is not None}
+    entry.obligations += len(facts.asked)
+    entry.obligations_decided += len(facts.asked - set(undecided))
+    for a, r, why in undecided.values():
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    r.location,
+                    an.model,
+                    f"read of '{r.buffer}' after `{a.api}` on '{a.barrier}' released it: not proved before or "
+                    f"after the refill: {why}",
+                    r.callers,
+                )
+            )
+        )
+
+
+def _source(st: ir.Op) -> str:
+    return f"from '{st.buffer}'" if st.buffer is not None else f"`{st.api}`"
 
 
 def add_bulk_store_undecided(entry: KernelCoverage, an: Analysis) -> None:
@@ -437,7 +466,7 @@ def add_bulk_store_undecided(entry: KernelCoverage, an: Analysis) -> None:
                 *_user_place(
                     at.location,
                     an.model,
-                    f"TMA store from '{ru.store.buffer}': whether a read wait covers it before this write "
+                    f"TMA store {_source(ru.store)}: whether a read wait covers it before this write "
                     f"not established: {ru.why}",
                     at.callers,
                 )
@@ -454,7 +483,7 @@ def add_bulk_store_undecided(entry: KernelCoverage, an: Analysis) -> None:
                 *_user_place(
                     st.location,
                     an.model,
-                    f"TMA store from '{st.buffer}': waited for before its thread exits not established: {fl.why}",
+                    f"TMA store {_source(st)}: waited for before its thread exits not established: {fl.why}",
                     st.callers,
                 )
             )
