@@ -286,7 +286,10 @@ RULE = Rule(
 Follows every `tma::store_async(global, tile, coord)` along program order and
 reports the first later write into the same shared tile (register-tile store,
 TMA load) when no `tma::store_async_read_wait()` (or `store_async_wait()`)
-executed by the storing thread lies in between.
+executed by the storing thread lies in between. `store_async_read_wait<N>` waits
+for all but the N most recent bulk stores of the thread: it covers a store only
+when N or more stores of that thread come after it (a staging buffer written again
+one tile later under the double buffer's `<1>` is reported).
 Across roles: when the storing thread arrives on a barrier right after the store
 (no read wait) and another role waits on that barrier before writing the same slot,
 the write is reported once the writer's loop can revisit the slot.

@@ -124,10 +124,13 @@ RULE = Rule(
 Pairs each barrier with the shared buffers a role refills right after waiting on it, element
 by element (a ring's `empty[s]` before the TMA load into `a[s]`; an MK page token
 `page_finished[p]` before the load into page `p`): arriving on that barrier element releases
-that buffer element. Then reports a read of the buffer element (`warp::load`,
+that buffer element (a stage refilled strip by strip, `x[s][r]` for every `r`, after one
+`wait(empty[s])`: every strip of stage `s`). Then reports a read of the buffer element (`warp::load`,
 `warpgroup::load`, `ld.shared`) that a releasing thread makes later in the same iteration,
 after its own arrive, when no later arrival of those threads keeps the phase open. This is the
-MK consumer that releases a page before its last read of it.
+MK consumer that releases a page before its last read of it. A read it cannot place (in a loop
+of its own after the release, an element not known to be refilled) is listed by
+`tkcheck coverage`, not reported.
 
 Asynchronous readers are the business of other rules: an in-flight wgmma operand (TK206), a
 TMA store still reading its source (TK306).

@@ -96,7 +96,9 @@ RULE = Rule(
     doc=f"""\
 ## What it does
 Reports (1) a thread that issues `tma::store_async` and reaches the end of the
-kernel (or a `return`) without a `store_async_wait` / `store_async_read_wait`,
+kernel (or a `return`) without a `store_async_wait` / `store_async_read_wait`
+(also a store under a block-uniform condition, `if (owner) store_async(...)`; a
+`return` under a condition that excludes the store's is not taken by it),
 and (2) from the protocol exploration (see TK502), a reachable state in which
 a role waits on a barrier that only a role which already returned early would
 have signalled, with the interleaving.
