@@ -1,9 +1,7 @@
 """TK306: a shared buffer is overwritten while a tma::store_async may still be reading it."""
 
-from dataclasses import replace
-
 from tkcheck import solver
-from tkcheck.checks import paths
+from tkcheck.checks import bulk_stores, paths
 from tkcheck.checks.threads import describe
 from tkcheck.model import expr as E
 from tkcheck.model import ir
@@ -11,120 +9,75 @@ from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
 
-WRITES = (ir.SMEM_ACCESS, ir.TMA_LOAD)
-
-
-def _writes(o: ir.Op) -> bool:
-    if o.kind == ir.TMA_LOAD:
-        return True
-    return o.kind == ir.SMEM_ACCESS and o.access_mode == "write"
-
 
 def check(an):
+    """The bulk-store engine's reuses (`checks/bulk_stores.py`): a write into the source of a
+    store its thread's read waits do not cover; then the hand-over across roles below."""
     m = an.model
     out = []
-    ops = m.ops
+    for ru in bulk_stores.reuses(an):
+        st, o, iss = ru.store, ru.write, ru.issuers
+        if o is None or ru.status not in ("unwaited", "unordered-writers"):
+            continue
+        if ru.status == "unordered-writers":
+            out.append(
+                finding(
+                    "TK306",
+                    f"'{o.buffer}' is overwritten by {o.api} on {describe(ru.writers, an.threads.n)} while the "
+                    f"tma::store_async from it may still be reading it: the store_async_read_wait runs in the "
+                    f"storing thread(s) ({describe(iss, an.threads.n)}) and no barrier orders the other "
+                    f"writers after it",
+                    o.location,
+                    related=[
+                        related(st, f"tma::store_async reads '{st.buffer}' asynchronously here"),
+                        *([related(ru.wait, "the read wait, in the storing thread")] if ru.wait is not None else []),
+                    ],
+                    witness={
+                        "buffer": str(o.buffer),
+                        "store_line": st.location.row,
+                        "overwrite_line": o.location.row,
+                        "unordered_writers": describe(ru.writers, an.threads.n),
+                    },
+                    help="after store_async_read_wait(), synchronise the storing lane with the other writers "
+                    "(`__syncwarp()` within a warp, a group or block barrier across warps) before the "
+                    "tile is written again",
+                )
+            )
+            continue
+        why = "no store_async_read_wait in between"
+        rel = [related(st, f"tma::store_async reads '{st.buffer}' asynchronously here")]
+        if ru.partial is not None:
+            pw, later = ru.partial
+            n = pw.count.eval({}) if pw.count is not None else 0
+            why = (
+                f"the store_async_read_wait<{n}> in between waits for all but the {n} most recent bulk stores "
+                f"of the storing thread, and this store is one of them ({later} later stores before the wait)"
+            )
+            rel.append(related(pw, f"store_async_read_wait<{n}>: this store may still be reading"))
+        out.append(
+            finding(
+                "TK306",
+                f"'{o.buffer}' is overwritten by {o.api} while the tma::store_async from it (issued by "
+                f"{describe(iss, an.threads.n)}) may still be reading it: {why}"
+                + (
+                    " (in the next iteration, assuming the loop runs at least twice)"
+                    if ru.wrapped and m.loops[st.loops[-1]].trip is None
+                    else ""
+                ),
+                o.location,
+                related=rel,
+                witness={"buffer": str(o.buffer), "store_line": st.location.row, "overwrite_line": o.location.row},
+                help="call tma::store_async_read_wait() on the storing thread after the store and before the "
+                "buffer is written again (then a barrier so the other writers see it)",
+            )
+        )
     handed = set()
-    for st in _store_sites(m):
+    for st in bulk_stores.store_sites(m):
         if st.buffer is None or not st.guard.exact:
             continue
         iss = an.threads.issuers(st)
         if not iss:
             continue
-        # program order after the store in the same loop body, then (when the store is in a
-        # loop) around the back edge into the next iteration, up to the store itself
-        body = st.loops
-        after = [o for o in ops if o.order > st.order and o.loops[: len(body)] == body]
-        wrap = [o for o in ops if o.order < st.order and o.loops[: len(body)] == body] if body else []
-        path = after + wrap
-        for pos, o in enumerate(path):
-            if o.loops != st.loops or not _writes(o) or o.buffer is None or o.buffer.name != st.buffer.name:
-                continue
-            if not o.guard.exact or tuple(map(str, o.guard.uniform)) != tuple(map(str, st.guard.uniform)):
-                break
-            wt = an.threads.executing(o) if o.kind == ir.SMEM_ACCESS else an.threads.issuers(o)
-            if not wt:
-                continue
-            wrapped = pos >= len(after)  # the write runs in the next iteration
-            if wrapped:
-                # no read wait anywhere in the loop body: a write any number of iterations
-                # later (double-buffered staging reused two tiles on) is unprotected too
-                unwaited = not any(x.kind == ir.TMA_STORE_WAIT for x in path)
-                to = an.solver_timeout_ms
-                if not paths.same_element_next_iteration(m, st, o, to, iss, wt) and not (
-                    unwaited and paths.same_element_next_iteration(m, st, o, to, iss, wt, later=True)
-                ):
-                    continue
-            elif not paths.same_element_proved(st.buffer, o.buffer, iss, wt):
-                continue
-            between = path[:pos]
-            waited = False
-            unknown = False
-            wait_at = None
-            for i, x in enumerate(between):
-                if x.kind == ir.TMA_STORE_WAIT:
-                    ex = an.threads.executing(x)
-                    n = x.count.eval({}) if x.count is not None else 0
-                    if ex is None or n is None:
-                        unknown = True
-                    elif iss <= ex and n == 0 and x.loops == st.loops:
-                        waited = True
-                        wait_at = i if wait_at is None else wait_at
-                    elif n:
-                        unknown = True
-                if x.kind == ir.CALL and x.asm is not None:
-                    unknown = True
-                if x.kind == ir.EXIT:
-                    unknown = True
-            if unknown:
-                break
-            if waited:
-                # the read wait runs in the storing lane; other lanes that overwrite the tile
-                # must be ordered after it by a barrier (`__syncwarp()` within the warp)
-                others = wt - iss
-                if others and not _ordered_after(an, between[wait_at + 1 :], iss, others):
-                    out.append(
-                        finding(
-                            "TK306",
-                            f"'{o.buffer}' is overwritten by {o.api} on {describe(others, an.threads.n)} while the "
-                            f"tma::store_async from it may still be reading it: the store_async_read_wait runs in the "
-                            f"storing thread(s) ({describe(iss, an.threads.n)}) and no barrier orders the other "
-                            f"writers after it",
-                            o.location,
-                            related=[
-                                related(st, f"tma::store_async reads '{st.buffer}' asynchronously here"),
-                                related(between[wait_at], "the read wait, in the storing thread"),
-                            ],
-                            witness={
-                                "buffer": str(o.buffer),
-                                "store_line": st.location.row,
-                                "overwrite_line": o.location.row,
-                                "unordered_writers": describe(others, an.threads.n),
-                            },
-                            help="after store_async_read_wait(), synchronise the storing lane with the other writers "
-                            "(`__syncwarp()` within a warp, a group or block barrier across warps) before the "
-                            "tile is written again",
-                        )
-                    )
-                break
-            out.append(
-                finding(
-                    "TK306",
-                    f"'{o.buffer}' is overwritten by {o.api} while the tma::store_async from it (issued by "
-                    f"{describe(iss, an.threads.n)}) may still be reading it: no store_async_read_wait in between"
-                    + (
-                        " (in the next iteration, assuming the loop runs at least twice)"
-                        if wrapped and m.loops[st.loops[-1]].trip is None
-                        else ""
-                    ),
-                    o.location,
-                    related=[related(st, f"tma::store_async reads '{st.buffer}' asynchronously here")],
-                    witness={"buffer": str(o.buffer), "store_line": st.location.row, "overwrite_line": o.location.row},
-                    help="call tma::store_async_read_wait() on the storing thread after the store and before the "
-                    "buffer is written again (then a barrier so the other writers see it)",
-                )
-            )
-            break
         for f in _handed_over(an, st, iss):
             if (f.location.row, f.location.column) not in handed:
                 handed.add((f.location.row, f.location.column))
@@ -137,57 +90,6 @@ def check(an):
             seen.add(key)
             unique.append(f)
     return unique
-
-
-def _ordered_after(an, ops, issuers, writers) -> bool:
-    """Some barrier in `ops` orders every writer after the storing thread of its warp (a
-    `__syncwarp()` when they share a warp), or a wider barrier includes both."""
-    for x in ops:
-        if x.kind != ir.SYNC or not x.guard.exact:
-            continue
-        ss = an.threads.executing(x)
-        if ss is None:
-            continue
-        kind = x.sync_kind
-        ok = True
-        for w in writers:
-            mates = [i for i in issuers if kind != "warp" or i // 32 == w // 32]
-            if w not in ss or not mates or not all(i in ss for i in mates):
-                ok = False
-                break
-        if ok:
-            return True
-    return False
-
-
-MAX_UNROLL = 16
-
-
-def _store_sites(m):
-    """The TMA stores; a store in a short inner loop of constant trip that only walks the
-    tiles of a staging array (`for (w < 4) store_async(g.Y, o_s[j % 2][w], ...)`) also as one
-    store per value of that loop's counter, placed in the enclosing loop body, so that its
-    reuse by the enclosing loop's next iterations is seen."""
-    out = []
-    for st in m.ops_of(ir.TMA_STORE):
-        out.append(st)
-        if st.buffer is None or len(st.loops) < 2:
-            continue
-        lp = m.loops.get(st.loops[-1])
-        trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
-        if not isinstance(trip, int) or not 0 < trip <= MAX_UNROLL:
-            continue
-        k = lp.counter.name
-        if any(k in {v.name for v in c.free_vars()} for c in st.guard.uniform) or k in {
-            v.name for v in st.guard.thread.free_vars()
-        }:
-            continue
-        if not any(k in {v.name for v in ix.free_vars()} for ix in st.buffer.index):
-            continue
-        for v in range(trip):
-            idx = tuple(E.substitute(ix, {k: E.Const(v)}) for ix in st.buffer.index)
-            out.append(replace(st, buffer=ir.Ref(st.buffer.name, idx), loops=st.loops[:-1]))
-    return out
 
 
 def _between(ops, a: ir.Op, b: ir.Op) -> list[ir.Op]:
@@ -238,7 +140,7 @@ def _handed_over(an, st: ir.Op, iss) -> list:
             continue
         for o in m.ops:
             if (
-                not _writes(o)
+                not bulk_stores.writes(o)
                 or o.buffer is None
                 or o.buffer.name != st.buffer.name
                 or not o.loops
@@ -384,7 +286,10 @@ RULE = Rule(
 Follows every `tma::store_async(global, tile, coord)` along program order and
 reports the first later write into the same shared tile (register-tile store,
 TMA load) when no `tma::store_async_read_wait()` (or `store_async_wait()`)
-executed by the storing thread lies in between.
+executed by the storing thread lies in between. `store_async_read_wait<N>` waits
+for all but the N most recent bulk stores of the thread: it covers a store only
+when N or more stores of that thread come after it (a staging buffer written again
+one tile later under the double buffer's `<1>` is reported).
 Across roles: when the storing thread arrives on a barrier right after the store
 (no read wait) and another role waits on that barrier before writing the same slot,
 the write is reported once the writer's loop can revisit the slot.

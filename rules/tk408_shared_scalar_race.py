@@ -43,16 +43,21 @@ def check(an: Analysis) -> Iterator[Finding]:
             yield _searched(an, race, w, r, tw, tr, loc)
             continue
         when = "in the next iteration of the loop" if race.next_iteration else "later"
+        # an access asked per iteration of its own loop: which iteration races
+        it1 = it2 = ""
+        if race.inner:
+            its = " (in its loop's iteration " + ", ".join(f"`{v} = {k}`" for v, k in race.inner) + ")"
+            it1, it2 = (its, "") if race.inner_first else ("", its)
         if race.first is w:
             msg = (
-                f"{describe(frozenset([tw]), n)} {_what(w)} the shared scalar `{w.buffer}` and "
-                f"{describe(frozenset([tr]), n)} reads it {when} with no barrier both take part in between: "
+                f"{describe(frozenset([tw]), n)} {_what(w)} the shared scalar `{w.buffer}`{it1} and "
+                f"{describe(frozenset([tr]), n)} reads it {when}{it2} with no barrier both take part in between: "
                 "the read may see the value from before the write"
             )
         else:
             msg = (
-                f"{describe(frozenset([tr]), n)} reads the shared scalar `{w.buffer}` and "
-                f"{describe(frozenset([tw]), n)} {_what(w)} it {when} with no barrier both take part in "
+                f"{describe(frozenset([tr]), n)} reads the shared scalar `{w.buffer}`{it1} and "
+                f"{describe(frozenset([tw]), n)} {_what(w)} it {when}{it2} with no barrier both take part in "
                 "between: the write may land before the read has read the old value"
             )
         yield finding(
@@ -60,7 +65,12 @@ def check(an: Analysis) -> Iterator[Finding]:
             msg,
             loc,
             related=[related(w, f"the write of `{w.buffer}`")],
-            witness={"writer": tw, "reader": tr, "next_iteration": race.next_iteration},
+            witness={
+                "writer": tw,
+                "reader": tr,
+                "next_iteration": race.next_iteration,
+                **({"iteration": dict(race.inner)} if race.inner else {}),
+            },
             help="put a barrier both warps take part in between the write and the read "
             "(`__syncthreads()`, or a named barrier `group<N>::sync(id)` / `bar.sync id, count` of both)",
         )

@@ -1,8 +1,8 @@
 """TK504: a role exits while async work it issued is pending, or while others still wait on it."""
 
+from tkcheck.checks import bulk_stores
 from tkcheck.checks import protocol as P
 from tkcheck.checks.threads import describe
-from tkcheck.model import ir
 from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, related
@@ -10,39 +10,18 @@ from ._deadlock_common import classify, deadlock_finding
 
 
 def _stores_in_flight(an):
-    m = an.model
+    """The bulk-store engine's stores whose thread exits with no read wait after them."""
     out = []
-    for st in m.ops_of(ir.TMA_STORE):
-        if not st.guard.exact or st.guard.uniform:
+    for fl in bulk_stores.exits(an):
+        if fl.status != "in-flight":
             continue
-        iss = an.threads.issuers(st)
-        if not iss:
-            continue
-        later = [o for o in m.ops if o.order > st.order]
-        if any(o.kind == ir.CALL and o.asm is not None for o in later):
-            continue
-        waited = False
-        for o in later:
-            if o.kind == ir.TMA_STORE_WAIT:
-                ex = an.threads.executing(o)
-                if ex is None or not o.guard.exact or (o.loops and o.loops != st.loops):
-                    waited = True  # unknown: no finding
-                    break
-                if iss <= ex:
-                    waited = True
-                    break
-            if o.kind == ir.EXIT and o.guard.exact:
-                ex = an.threads.executing(o)
-                if ex is None or iss & ex:
-                    waited = ex is None
-                    break
-        if waited:
-            continue
+        st, iss = fl.store, fl.issuers
+        when = f" (when {' && '.join(f'`{c}`' for c in st.guard.uniform)})" if st.guard.uniform else ""
         out.append(
             finding(
                 "TK504",
-                f"{describe(iss, an.threads.n)} finishes with the tma::store_async from '{st.buffer}' still in flight: "
-                "no store_async_wait / store_async_read_wait before the thread exits",
+                f"{describe(iss, an.threads.n)} finishes with the tma::store_async from '{st.buffer}' still in flight"
+                f"{when}: no store_async_wait / store_async_read_wait before the thread exits",
                 st.location,
                 related=[related(st, "bulk store issued here")],
                 witness={"buffer": str(st.buffer), "issuers": len(iss)},
@@ -117,7 +96,9 @@ RULE = Rule(
     doc=f"""\
 ## What it does
 Reports (1) a thread that issues `tma::store_async` and reaches the end of the
-kernel (or a `return`) without a `store_async_wait` / `store_async_read_wait`,
+kernel (or a `return`) without a `store_async_wait` / `store_async_read_wait`
+(also a store under a block-uniform condition, `if (owner) store_async(...)`; a
+`return` under a condition that excludes the store's is not taken by it),
 and (2) from the protocol exploration (see TK502), a reachable state in which
 a role waits on a barrier that only a role which already returned early would
 have signalled, with the interleaving.

@@ -411,6 +411,83 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     entry.undecided += n
     add_memory_undecided(entry, an)
     add_spin_undecided(entry, an)
+    add_bulk_store_undecided(entry, an)
+    add_release_undecided(entry, an)
+
+
+def add_release_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One obligation per release arrive and buffer it hands back that the release engine
+    asked about (`checks.releases`: is the released element read after the arrive?), decided
+    unless a read of it was left undecided, listed with its reason."""
+    from .checks import releases
+
+    facts = releases.reads_after_release(an)
+    undecided = {(id(a), r.buffer.name): (a, r, why) for a, r, why in facts.undecided if r.buffer is not None}
+    entry.obligations += len(facts.asked)
+    entry.obligations_decided += len(facts.asked - set(undecided))
+    for a, r, why in undecided.values():
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    r.location,
+                    an.model,
+                    f"read of '{r.buffer}' after `{a.api}` on '{a.barrier}' released it: not proved before or "
+                    f"after the refill: {why}",
+                    r.callers,
+                )
+            )
+        )
+
+
+def _source(st: ir.Op) -> str:
+    return f"from '{st.buffer}'" if st.buffer is not None else f"`{st.api}`"
+
+
+def add_bulk_store_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """Two obligations per TMA store the bulk-store engine asks about (`checks.bulk_stores`):
+    its source's next write (covered by a read wait of the storing thread or not), when the
+    store's path reaches one, and its thread's exit (the store waited for before it or not);
+    an undecided one is listed with its reason."""
+    from .checks import bulk_stores
+
+    seen: set = set()
+    for ru in bulk_stores.reuses(an):
+        entry.obligations += 1
+        if ru.status != "undecided":
+            entry.obligations_decided += 1
+            continue
+        at = ru.write if ru.write is not None else ru.store
+        key = (at.location.filename, at.location.row, at.location.column, "reuse")
+        if key in seen:
+            continue
+        seen.add(key)
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    at.location,
+                    an.model,
+                    f"TMA store {_source(ru.store)}: whether a read wait covers it before this write "
+                    f"not established: {ru.why}",
+                    at.callers,
+                )
+            )
+        )
+    for fl in bulk_stores.exits(an):
+        entry.obligations += 1
+        if fl.status != "undecided":
+            entry.obligations_decided += 1
+            continue
+        st = fl.store
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    st.location,
+                    an.model,
+                    f"TMA store {_source(st)}: waited for before its thread exits not established: {fl.why}",
+                    st.callers,
+                )
+            )
+        )
 
 
 def add_spin_undecided(entry: KernelCoverage, an: Analysis) -> None:

@@ -38,7 +38,7 @@ proved to run twice, the next iteration):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..model import expr as E
 from ..model import ir
@@ -77,6 +77,10 @@ class Race:
     # from the race search (`protocol.races`): the loop counters of each end, the role names and
     # the interleaving that reaches the state where both can run
     search: dict | None = None
+    # an access asked per iteration of its own inner loops (`_race_into_inner_loop`): the loop
+    # variables' values at the racing iteration, outermost first
+    inner: tuple[tuple[str, int | str], ...] = ()
+    inner_first: bool = False  # that access is `first` (else `second`)
 
 
 @dataclass
@@ -291,6 +295,13 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 elif r.loops != w.loops:
                     if _ordered_into_loop(an, fl, w, r, tw, tr):
                         continue
+                    inner = _race_into_inner_loop(an, fl, w, r, tw, tr, out)
+                    if inner is True:
+                        continue  # proved ordered, or undecided with its own reason
+                    if isinstance(inner, Race):
+                        out.races.append(inner)
+                        found = True
+                        continue
                     why = "they are in different loops"
                 elif set(w.guard.uniform) != set(r.guard.uniform):
                     why = "they run under different block-uniform conditions"
@@ -394,6 +405,83 @@ def _ordered_into_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr) -> bool:
     probe = MemoryFacts()
     race = _race_over(an, outer, first, second, tw if first is w else tr, tr if first is w else tw, probe)
     return race is None and not probe.undecided
+
+
+MAX_INNER_ITERATIONS = 64  # iterations of an access's own inner loops enumerated
+
+
+def _race_into_inner_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> Race | bool:
+    """One access in the loops the other is in, the other in further loops of its own with
+    constant trip counts and no synchronisation inside them (a loop of thread 0 over the warp
+    sums `for (w < 8) s += red_s[w]` after each warp's lane 0 wrote its slot): every iteration
+    of those inner loops runs, so the inner access is asked as one access per iteration, its
+    index at that iteration, in the iteration of the enclosing loops both share. A Race when one
+    is proved unordered; True when every iteration is proved ordered (or a pair was left
+    undecided, recorded in `out`); False when the shape does not apply (the caller's
+    "different loops")."""
+    m = an.model
+    outer, deep = (w, r) if len(w.loops) < len(r.loops) else (r, w)
+    if deep.loops[: len(outer.loops)] != outer.loops or len(deep.loops) == len(outer.loops):
+        return False
+    if set(w.guard.uniform) != set(r.guard.uniform) or deep.buffer is None:
+        return False
+    own = deep.loops[len(outer.loops) :]
+    envs: list[dict[str, int]] = [{}]
+    for lid in own:
+        lp = m.loops.get(lid)
+        trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if (
+            lp is None
+            or not isinstance(trip, int)
+            or isinstance(trip, bool)
+            or trip <= 0
+            or lp.infinite
+            or lp.continues
+            or lp.data_cond
+            or lp.cond is not None
+        ):
+            return False
+        envs = [dict(e, **{lp.counter.name: k}) for e in envs for k in range(trip)]
+        if len(envs) > MAX_INNER_ITERATIONS:
+            return False
+    body = [o for o in fl.ops if o.loops[: len(outer.loops) + 1] == deep.loops[: len(outer.loops) + 1]]
+    if any(o.kind in (ir.SYNC, ir.NAMED_ARRIVE) or may_order(o) for o in body):
+        return False
+    if any(v.kind == E.LOOP and v.name in {n for e in envs for n in e} for v in deep.guard.thread.free_vars()):
+        return False
+    lo, hi = min(w.order, r.order), max(w.order, r.order)
+    between = [o for o in fl.ops if lo < o.order < hi]
+    # a barrier in a loop of its own between the two may run any number of times (none)
+    nested = any(o.loops != outer.loops for o in between if o.kind in (ir.SYNC, ir.NAMED_ARRIVE) or may_order(o))
+    probe = MemoryFacts()
+    for env in envs:
+        idx = tuple(E.substitute(ix, {k: E.Const(v) for k, v in env.items()}) for ix in deep.buffer.index)
+        it = replace(deep, buffer=ir.Ref(deep.buffer.name, idx), loops=outer.loops)
+        a, b = (it, outer) if deep.order < outer.order else (outer, it)
+        ta, tb = (tw, tr) if (a is outer) == (outer is w) else (tr, tw)
+        race = _race_over(an, between, a, b, ta, tb, probe, nested=nested)
+        if probe.undecided:
+            out.undecided.append((w, r, probe.undecided[0][2]))
+            return True
+        if race is not None:
+            race.inner_first = race.first is it
+            race.inner = tuple(
+                (m.loops[lid].var or "iteration", _loop_value(m.loops[lid], env[m.loops[lid].counter.name]))
+                for lid in own
+            )
+            return race
+    if outer.loops and _repeats(an, outer.loops[-1], outer.guard.uniform):
+        # the other order, across the enclosing loop's back edge: not asked here
+        out.undecided.append((w, r, "in different loops, across iterations of the loop around both"))
+    return True
+
+
+def _loop_value(lp: ir.Loop, k: int) -> int | str:
+    init = lp.init.eval({}) if lp.init is not None else 0
+    step = lp.step.eval({}) if lp.step is not None else 1
+    if isinstance(init, int) and isinstance(step, int):
+        return init + step * k
+    return f"iteration {k}"
 
 
 def _race_in(an, fl, first, second, t_first, t_second, out):

@@ -1,0 +1,276 @@
+"""Bulk (TMA) stores as asynchronous readers of shared memory: the bulk-group semantics.
+
+Each `tma::store_async` (and TK's reduce-stores) is a bulk copy that reads its shared source
+after the call returns, and commits one bulk group of the issuing thread.
+`store_async_read_wait<N>` returns once every bulk group of the thread but the N most recent
+has finished reading its source (`store_async_wait` once every group has completed). Two
+queries over these events, one fact each per kernel (no rule names here):
+
+* `reuses(an)`: for each store, the first later write into the same shared element by the
+  same role's path (program order after the store, then around the loop's back edge), and
+  whether a read wait of the storing thread covers the store before it: the wait's N against
+  the bulk groups the thread committed after this store on that path (`Reuse.status`:
+  "unwaited", "unordered-writers" -- waited in the storing lane, but no barrier orders the other
+  writing threads after it --, "ordered", or "undecided" with its reason).
+* `exits(an)`: for each store, whether its thread reaches the end of the kernel (or a `return`)
+  with no read wait after it (`InFlight.status`: "in-flight", "waited", "undecided").
+
+Undecided answers are coverage (`coverage.add_bulk_store_undecided`), never findings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .. import solver
+from ..model import expr as E
+from ..model import ir
+from . import paths
+from .analysis import Analysis
+
+MAX_UNROLL = 16
+
+
+@dataclass
+class Reuse:
+    store: ir.Op
+    write: ir.Op | None  # the overwriting op (None when undecided before one was reached)
+    status: str  # "unwaited" | "unordered-writers" | "ordered" | "undecided"
+    issuers: frozenset[int]
+    writers: frozenset[int] = frozenset()
+    wrapped: bool = False  # the write runs in a later iteration of the store's loop
+    # a read wait<N> on the path that does not cover the store: (the wait, groups after the store)
+    partial: tuple[ir.Op, int] | None = None
+    wait: ir.Op | None = None  # the covering wait ("unordered-writers")
+    why: str = ""
+
+
+@dataclass
+class InFlight:
+    store: ir.Op
+    status: str  # "in-flight" | "waited" | "undecided"
+    issuers: frozenset[int] = frozenset()
+    why: str = ""
+
+
+def writes(o: ir.Op) -> bool:
+    if o.kind == ir.TMA_LOAD:
+        return True
+    return o.kind == ir.SMEM_ACCESS and o.access_mode == "write"
+
+
+def store_sites(m: ir.KernelModel) -> list[ir.Op]:
+    """The TMA stores; a store in a short inner loop of constant trip that only walks the
+    tiles of a staging array (`for (w < 4) store_async(g.Y, o_s[j % 2][w], ...)`) also as one
+    store per value of that loop's counter, placed in the enclosing loop body, so that its
+    reuse by the enclosing loop's next iterations is seen."""
+    out = []
+    for st in m.ops_of(ir.TMA_STORE):
+        out.append(st)
+        if st.buffer is None or len(st.loops) < 2:
+            continue
+        lp = m.loops.get(st.loops[-1])
+        trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if not isinstance(trip, int) or not 0 < trip <= MAX_UNROLL:
+            continue
+        k = lp.counter.name
+        if any(k in {v.name for v in c.free_vars()} for c in st.guard.uniform) or k in {
+            v.name for v in st.guard.thread.free_vars()
+        }:
+            continue
+        if not any(k in {v.name for v in ix.free_vars()} for ix in st.buffer.index):
+            continue
+        for v in range(trip):
+            idx = tuple(E.substitute(ix, {k: E.Const(v)}) for ix in st.buffer.index)
+            out.append(replace(st, buffer=ir.Ref(st.buffer.name, idx), loops=st.loops[:-1]))
+    return out
+
+
+def reuses(an: Analysis) -> list[Reuse]:
+    return an.fact("bulk_stores.reuses", _reuses)
+
+
+def exits(an: Analysis) -> list[InFlight]:
+    return an.fact("bulk_stores.exits", _exits)
+
+
+def _same_condition(a: ir.Op, b: ir.Op) -> bool:
+    return tuple(map(str, a.guard.uniform)) == tuple(map(str, b.guard.uniform))
+
+
+def _reuses(an: Analysis) -> list[Reuse]:
+    m = an.model
+    ops = m.ops
+    out: list[Reuse] = []
+    for st in store_sites(m):
+        if st.buffer is None:
+            continue
+        iss = an.threads.issuers(st) if st.guard.exact else None
+        if not iss:
+            if iss is None:
+                out.append(Reuse(st, None, "undecided", frozenset(), why="the storing threads are not known"))
+            continue
+        # program order after the store in the same loop body, then (when the store is in a
+        # loop) around the back edge into the next iteration, up to the store itself
+        body = st.loops
+        after = [o for o in ops if o.order > st.order and o.loops[: len(body)] == body]
+        wrap = [o for o in ops if o.order < st.order and o.loops[: len(body)] == body] if body else []
+        path = after + wrap
+        real = any(st is x for x in ops)  # not one of an unrolled store loop's sites
+        for pos, o in enumerate(path):
+            if o.loops != st.loops or not writes(o) or o.buffer is None or o.buffer.name != st.buffer.name:
+                continue
+            if not o.guard.exact or not _same_condition(o, st):
+                out.append(
+                    Reuse(st, o, "undecided", iss, why="a write of the buffer under another condition than the store's")
+                )
+                break
+            wt = an.threads.executing(o) if o.kind == ir.SMEM_ACCESS else an.threads.issuers(o)
+            if not wt:
+                continue
+            wrapped = pos >= len(after)  # the write runs in the next iteration
+            if wrapped:
+                # no read wait anywhere in the loop body: a write any number of iterations
+                # later (double-buffered staging reused two tiles on) is unprotected too
+                unwaited = not any(x.kind == ir.TMA_STORE_WAIT for x in path)
+                to = an.solver_timeout_ms
+                if not paths.same_element_next_iteration(m, st, o, to, iss, wt) and not (
+                    unwaited and paths.same_element_next_iteration(m, st, o, to, iss, wt, later=True)
+                ):
+                    continue
+            elif not paths.same_element_proved(st.buffer, o.buffer, iss, wt):
+                continue
+            out.append(_covered(an, st, o, path[:pos], iss, wt, wrapped, real))
+            break
+    return out
+
+
+def _covered(an: Analysis, st: ir.Op, o: ir.Op, between: list[ir.Op], iss, wt, wrapped: bool, real: bool) -> Reuse:
+    """Is the store `st` covered by a read wait of its thread among `between`, before `o`?"""
+    wait_at = None
+    unknown = ""
+    # bulk groups the storing threads committed after this store (each store_async is one): a
+    # store_async_read_wait<N> covers this store once N or more came after it
+    later: int | None = 0 if real else None
+    partial: tuple[ir.Op, int] | None = None  # a read wait<N> that still lets this store read
+    for i, x in enumerate(between):
+        if x.kind == ir.TMA_STORE and later is not None:
+            later = _groups_after(an, st, x, iss, later)
+        if x.kind == ir.TMA_STORE_WAIT:
+            ex = an.threads.executing(x)
+            n = x.count.eval({}) if x.count is not None else 0
+            if ex is None or not isinstance(n, int):
+                unknown = unknown or f"`{x.api}` whose threads or count are not known"
+            elif iss <= ex and x.loops == st.loops and (n == 0 or (later is not None and later >= n)):
+                wait_at = i if wait_at is None else wait_at
+            elif n and iss <= ex and x.loops == st.loops and later is not None and x.guard.exact:
+                partial = (x, later)  # the last one before the overwrite
+            elif n:
+                unknown = unknown or f"`{x.api}`<{n}> with the bulk stores before it not counted"
+        if x.kind == ir.CALL and x.asm is not None:
+            unknown = unknown or "inline PTX between (a bulk wait in assembly is not read)"
+        if x.kind == ir.EXIT:
+            unknown = unknown or "a `return` between"
+    if unknown:
+        return Reuse(st, o, "undecided", iss, wt, wrapped, why=unknown)
+    if wait_at is not None:
+        # the read wait runs in the storing lane; other lanes that overwrite the tile must be
+        # ordered after it by a barrier (`__syncwarp()` within the warp)
+        others = wt - iss
+        if others and not _ordered_after(an, between[wait_at + 1 :], iss, others):
+            return Reuse(st, o, "unordered-writers", iss, frozenset(others), wrapped, wait=between[wait_at])
+        return Reuse(st, o, "ordered", iss, wt, wrapped, wait=between[wait_at])
+    return Reuse(st, o, "unwaited", iss, wt, wrapped, partial=partial)
+
+
+def _groups_after(an: Analysis, st: ir.Op, x: ir.Op, iss, later: int) -> int | None:
+    """`later` plus the bulk groups store `x` commits in every storing thread of `st` (one per
+    store_async), or None when that is not certain: a store of other threads or part of them,
+    under another condition, or in a loop of its own."""
+    ex = an.threads.issuers(x)
+    if not x.guard.exact or ex is None or not iss & ex:
+        return later if x.guard.exact and ex is not None else None
+    if not iss <= ex or x.loops != st.loops or not _same_condition(x, st):
+        return None
+    return later + 1
+
+
+def _ordered_after(an: Analysis, ops: list[ir.Op], issuers, writers) -> bool:
+    """Some barrier in `ops` orders every writer after the storing thread of its warp (a
+    `__syncwarp()` when they share a warp), or a wider barrier includes both."""
+    for x in ops:
+        if x.kind != ir.SYNC or not x.guard.exact:
+            continue
+        ss = an.threads.executing(x)
+        if ss is None:
+            continue
+        kind = x.sync_kind
+        ok = True
+        for w in writers:
+            mates = [i for i in issuers if kind != "warp" or i // 32 == w // 32]
+            if w not in ss or not mates or not all(i in ss for i in mates):
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
+def _compatible(store_conds, exit_conds) -> bool | None:
+    """Can one launch satisfy the store's block-uniform conditions and the exit's? True:
+    proved (some launch does); False: proved exclusive; None: not known."""
+    have = {str(c) for c in store_conds}
+    rest = [c for c in exit_conds if str(c) not in have]
+    if not rest:
+        return True
+    excl = solver.always(E.negate(E.conj(*store_conds, *rest)))
+    return None if excl is None else not excl
+
+
+def _exits(an: Analysis) -> list[InFlight]:
+    """Per store: does its thread reach the kernel's end, or a `return`, with no read wait of
+    its own after the store? A wait under any condition counts (not proved skipped); an exit
+    under a block-uniform condition the store's may exclude is not taken as reached."""
+    m = an.model
+    out: list[InFlight] = []
+    for st in m.ops_of(ir.TMA_STORE):
+        iss = an.threads.issuers(st) if st.guard.exact else None
+        if not iss:
+            if iss is None:
+                out.append(InFlight(st, "undecided", why="the storing threads are not known"))
+            continue
+        later = [o for o in m.ops if o.order > st.order]
+        asm = next((o for o in later if o.kind == ir.CALL and o.asm is not None), None)
+        if asm is not None:
+            out.append(
+                InFlight(st, "undecided", iss, "inline PTX after the store (a bulk wait in assembly is not read)")
+            )
+            continue
+        res = InFlight(st, "in-flight", iss)
+        for o in later:
+            if o.kind == ir.TMA_STORE_WAIT:
+                ex = an.threads.executing(o)
+                if ex is None or not o.guard.exact or (o.loops and o.loops != st.loops):
+                    res = InFlight(st, "undecided", iss, f"`{o.api}` in another loop or of threads not known")
+                    break
+                if iss <= ex:
+                    res = InFlight(st, "waited", iss)
+                    break
+            if o.kind == ir.EXIT and o.guard.exact:
+                ex = an.threads.executing(o)
+                if ex is None:
+                    res = InFlight(st, "undecided", iss, "a `return` of threads not known")
+                    break
+                if iss & ex:
+                    # an exit under a block-uniform condition that excludes the store's
+                    # (`if (owner) store ...; if (!owner) return;`) is not taken by the storing
+                    # blocks; one whose condition is not known to meet the store's is not
+                    # proved reached
+                    both = _compatible(st.guard.uniform, o.guard.uniform)
+                    if both is False:
+                        continue
+                    if both is None:
+                        res = InFlight(st, "undecided", iss, "a `return` under a condition the store's may exclude")
+                    break
+        out.append(res)
+    return out
