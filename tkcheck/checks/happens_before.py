@@ -145,6 +145,8 @@ def _is_shared_scalar_access(an: Analysis, o: ir.Op) -> bool:
     scalars (not of a tile: tiles are the sync-scope checks')."""
     if o.kind != ir.SMEM_ACCESS or o.buffer is None or o.access is None:
         return False
+    if o.access.cta is not None:
+        return False  # another CTA's shared memory (map_shared_rank): `_dsmem`'s question
     if o.access.via == "scalar":
         return True
     return o.access.via == "element" and o.buffer.name not in an.model.buffers
@@ -154,8 +156,9 @@ def _barrier_key(o: ir.Op):
     """The hardware barrier a SYNC / NAMED_ARRIVE waits at, as a comparable key; None: unknown."""
     if o.kind == ir.SYNC:
         k = o.sync_kind
-        if k == "cluster":
-            return ("cluster",)
+        if k in ("cluster", "grid"):
+            # every thread of the cluster / of the grid (cooperative groups' grid.sync())
+            return (k,)
         if k == "block" and (o.sync is not None and o.sync.syncthreads):
             return ("bar", 0)
         if k in ("block", "named"):
@@ -191,7 +194,12 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
         ex = an.threads.executing(o)
         if ex is None or not o.guard.exact:
             return None
-        if o.kind == ir.SYNC and o.sync_kind == "block" and an.threads.n is not None and len(ex) < an.threads.n:
+        if (
+            o.kind == ir.SYNC
+            and o.sync_kind in ("block", "grid")
+            and an.threads.n is not None
+            and len(ex) < an.threads.n
+        ):
             # a block-wide barrier some threads never reach (the divergent-barrier contract's): what it orders is not defined
             return None
         for t in (t1, t2):
