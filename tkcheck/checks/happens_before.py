@@ -354,14 +354,28 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
 # ---------------------------------------------------- distributed shared memory ----
 
 
-def _is_dsmem_barrier(o: ir.Op, common: tuple, n: int, an: Analysis) -> bool:
+def _is_dsmem_barrier(o: ir.Op, common: tuple, n: int, an: Analysis, kinds=("cluster", "grid")) -> bool:
     """A barrier of every thread of the cluster that runs once per iteration of the loops
     `common` (no condition of its own): `cluster.sync()`, a grid barrier."""
-    if o.kind != ir.SYNC or o.sync_kind not in ("cluster", "grid"):
+    if o.kind != ir.SYNC or o.sync_kind not in kinds:
         return False
     if tuple(o.loops) != common or not o.guard.exact or o.guard.uniform:
         return False
     return an.threads.executing(o) == frozenset(range(n))
+
+
+def _dsmem_ordered(ops: list[ir.Op], common: tuple, n: int, an: Analysis) -> bool:
+    """Does `ops` (program order) hold a barrier of the whole cluster: a cluster (or grid)
+    barrier, or a cluster arrive (release) followed by a cluster wait (acquire)?"""
+    arrived = False
+    for o in ops:
+        if _is_dsmem_barrier(o, common, n, an):
+            return True
+        if _is_dsmem_barrier(o, common, n, an, ("cluster_arrive",)):
+            arrived = True
+        elif arrived and _is_dsmem_barrier(o, common, n, an, ("cluster_wait",)):
+            return True
+    return False
 
 
 def _dsmem(an: Analysis, out: MemoryFacts) -> None:
@@ -426,7 +440,7 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
     if any(may_order(o) for o in between):
         out.undecided.append((lo, r, f"`{next(o for o in between if may_order(o)).api}` between"))
         return None
-    forward_ordered = any(_is_dsmem_barrier(o, common, n, an) for o in between)
+    forward_ordered = _dsmem_ordered(between, common, n, an)
     if not forward_ordered:
         w = _dsmem_meet(an, lo, r, common, None, n)
         if w is None and _dsmem_unknown(lo, r):
@@ -442,14 +456,14 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
     if any(may_order(o) for o in back):
         out.undecided.append((lo, r, f"`{next(o for o in back if may_order(o)).api}` between"))
         return None
-    if not an.model.loops.get(lid) or len(common) > 1 and not any(_is_dsmem_barrier(o, common, n, an) for o in body):
+    if not an.model.loops.get(lid) or len(common) > 1 and not _dsmem_ordered(body, common, n, an):
         out.undecided.append((lo, r, "a pair in nested loops"))
         return None
     # `second` at iteration k, `first` at iteration k + d: d = 1 passes `back` only; d >= 2 a
     # whole iteration (any barrier of the body)
-    if any(_is_dsmem_barrier(o, common, n, an) for o in back):
+    if _dsmem_ordered(back, common, n, an):
         return None
-    whole = any(_is_dsmem_barrier(o, common, n, an) for o in body)
+    whole = _dsmem_ordered(body + body, common, n, an)
     w = _dsmem_meet(an, lo, r, common, (first, 1 if whole else None), n)
     if w is not None:
         race = Race(second, first, w[0] if second is lo else w[1], w[1] if second is lo else w[0])

@@ -78,7 +78,7 @@ class CallLowering:
         if base == "sync" and len(args) == 1 and quals:
             g0 = self.w.ev(args[0], replace(ctx, dry=True), cursor)
             if isinstance(g0, CgGroup):
-                return self._cg_method(g0, "sync", (), ctx, cursor, f"cg::sync({cexpr.render(args[0])})")
+                return self._cg_method(g0, "sync", (), ctx, cursor, "cg::sync")
         # scope qualifier: '', 'tma', 'warp', 'warpgroup', 'group<N>', 'everyone', user alias
         scope_warps, qual = self._qualifier(quals, ctx)
         # -- thread identity -------------------------------------------------
