@@ -72,8 +72,8 @@ class CallLowering:
         if base in K.CG_FACTORIES:
             g = _cg_group_of(_call_type(cursor, base))
             if g is not None:
-                for a in args:
-                    self.w.ev(a, replace(ctx, dry=True), cursor)
+                for arg in args:
+                    self.w.ev(arg, replace(ctx, dry=True), cursor)
                 return g
         if base == "sync" and len(args) == 1 and quals:
             g0 = self.w.ev(args[0], replace(ctx, dry=True), cursor)
