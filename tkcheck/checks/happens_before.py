@@ -692,10 +692,18 @@ def _is_counter(o: ir.Op) -> bool:
     return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form in ("atomic", "ptx") and not ga.data
 
 
+def _grid_barrier(o: ir.Op) -> bool:
+    """Cooperative groups' grid.sync(): a block barrier around a gpu-scope release/acquire
+    exchange among the blocks -- a release and an acquire at gpu scope for every thread."""
+    return o.kind == ir.SYNC and o.sync_kind == "grid"
+
+
 def _releases(o: ir.Op) -> bool:
     ga = _ga(o)
     if o.kind == ir.FENCE:
         return o.fence_kind in GPU_FENCES
+    if _grid_barrier(o):
+        return True
     return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.sem in RELEASE_SEMS
 
 
@@ -703,6 +711,8 @@ def _acquires(o: ir.Op) -> bool:
     ga = _ga(o)
     if o.kind == ir.FENCE:
         return o.fence_kind in GPU_FENCES
+    if _grid_barrier(o):
+        return True
     return o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD) and ga is not None and ga.sem in ACQUIRE_SEMS
 
 
@@ -837,7 +847,7 @@ def _publishes_with_release(fl) -> bool:
     fence before a relaxed counter in the same iteration)? Then its polls must acquire."""
     last_fence: dict[tuple, int] = {}
     for o in fl.ops:
-        if o.kind == ir.FENCE and o.fence_kind in GPU_FENCES:
+        if (o.kind == ir.FENCE and o.fence_kind in GPU_FENCES) or _grid_barrier(o):
             last_fence[o.loops] = o.order
         elif o.kind == ir.GLOBAL_SIGNAL and _is_counter(o):
             ga = _ga(o)
