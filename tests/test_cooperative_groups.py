@@ -97,3 +97,26 @@ def test_a_tile_the_model_cannot_sync_is_an_unknown(tmp_path):
     )
     assert not [o for o in m.ops if o.kind == ir.SYNC]
     assert any("64 threads" in why for _, why in m.unmodelled)
+
+
+def test_groups_through_helpers_and_members(tmp_path):
+    from tkcheck.engine import models_of
+
+    src = """#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__device__ void phase(cg::grid_group &g, float *p) { p[blockIdx.x] = 1.0f; g.sync(); }
+template <typename G> __device__ void meet(const G &g) { g.sync(); }
+struct Ctx { cg::thread_block block; };
+__global__ __launch_bounds__(128) void k(float *p) {
+    cg::grid_group grid = cg::this_grid();
+    phase(grid, p);
+    Ctx c{cg::this_thread_block()};
+    c.block.sync();
+    meet(grid);
+}
+"""
+    p = tmp_path / "k.cu"
+    p.write_text(src)
+    m = next(m for m in models_of(str(p), text=src) if m.name == "k")
+    assert [o.sync_kind for o in m.ops if o.kind == ir.SYNC] == ["grid", "block", "grid"]
+    assert not m.unmodelled

@@ -1078,8 +1078,22 @@ def _member_object_type(cursor, mname: str) -> str | None:
         for c in cursor.walk_preorder():
             if c.kind == CK.MEMBER_REF_EXPR and c.spelling == mname:
                 kids = list(c.get_children())
-                if kids:
-                    types.add(kids[0].type.get_canonical().spelling)
+                if not kids:
+                    continue
+                # below the implicit derived-to-base conversion to `thread_group` (the class that
+                # declares sync()): the object's own type
+                obj = kids[0]
+                spelling = obj.type.get_canonical().spelling
+                while obj.kind == CK.UNEXPOSED_EXPR:
+                    inner = list(obj.get_children())
+                    if len(inner) != 1:
+                        break
+                    obj = inner[0]
+                    g = K.cg_group_type(obj.type.get_canonical().spelling)
+                    if g is not None and g[0] != "group":
+                        spelling = obj.type.get_canonical().spelling
+                        break
+                types.add(spelling)
     except (ValueError, AttributeError):
         return None
     return types.pop() if len(types) == 1 else None
