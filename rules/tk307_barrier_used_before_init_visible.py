@@ -13,7 +13,7 @@ def _orders(o: ir.Op) -> bool:
     """A block-wide barrier (or cluster barrier) orders the init before later uses."""
     if o.kind == ir.SYNC:
         k = o.sync_kind
-        return k in ("block", "cluster", "cluster_wait") or (k == "named" and o.count is not None)
+        return k in ("block", "cluster", "cluster_wait", "grid") or (k == "named" and o.count is not None)
     return False
 
 

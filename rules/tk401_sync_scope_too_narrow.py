@@ -4,6 +4,7 @@ the writers and the reader."""
 from tkcheck.checks import async_groups as G
 from tkcheck.checks import syncscope as S
 from tkcheck.checks.threads import describe
+from tkcheck.model import ir
 from tkcheck.rule import Confirm, Explains, Rule
 
 from ._common import HEADER, finding, in_helper, related, user_site
@@ -63,6 +64,62 @@ def check(an):
         )
     out.extend(_async_copies(an))
     out.extend(_global_acquire_scope(an))
+    out.extend(_dsmem(an))
+    return out
+
+
+def _dsmem(an):
+    """The happens-before engine's distributed-shared-memory races (`checks/happens_before.py`):
+    a CTA's access of its own shared memory and a peer CTA's access of it through
+    `cluster.map_shared_rank`, with no barrier of the whole cluster between them."""
+    from tkcheck.checks.happens_before import memory
+
+    n = an.threads.n
+    out = []
+    for race in memory(an).dsmem_races:
+        peer = race.first if race.first.access is not None and race.first.access.cta is not None else race.second
+        own = race.second if peer is race.first else race.first
+        tp = race.first_thread if peer is race.first else race.second_thread
+        to = race.second_thread if peer is race.first else race.first_thread
+        barriers = [
+            o
+            for o in an.model.ops_of(ir.SYNC)
+            if o.sync_kind not in ("cluster", "cluster_arrive", "cluster_wait", "grid")
+            and min(own.order, peer.order) < o.order < max(own.order, peer.order)
+        ]
+        how = (
+            f"the only barrier between them (`{barriers[0].api}`) orders the threads of one CTA"
+            if barriers and not race.next_iteration
+            else "no cluster barrier lies between them"
+        )
+        mode = "reads" if peer.access is not None and peer.access.mode == "read" else "writes"
+        other = "writes" if own.access is not None and own.access.mode == "write" else "reads"
+        when = " in the next iteration of the loop" if race.next_iteration else ""
+        if race.next_iteration and race.first is peer:
+            when = ", and the owner's next iteration " + other + " it again"
+            msg = (
+                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in this CTA's shared memory "
+                f"(`cluster.map_shared_rank`){when} (`{own.api}`, {describe(frozenset([to]), n)}), and "
+                f"{how}"
+            )
+        else:
+            msg = (
+                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in the shared memory of a CTA "
+                f"whose {describe(frozenset([to]), n)} {other} it (`{own.api}`){when}, and {how}"
+            )
+        out.append(
+            finding(
+                "TK401",
+                msg,
+                user_site(peer),
+                related=[related(own, f"the owner CTA's {describe(frozenset([to]), n)} accesses it here")]
+                + [related(b, f"`{b.api}` orders one CTA's threads only") for b in barriers[:1]],
+                witness={"peer_thread": tp, "owner_thread": to, "next_iteration": race.next_iteration},
+                help="order a CTA's accesses of its shared memory and its peers' (distributed shared memory) by a "
+                "cluster barrier between them: `cluster.sync()` (barrier.cluster.arrive.release + "
+                "wait.acquire) reached by every thread of the cluster",
+            )
+        )
     return out
 
 

@@ -1,6 +1,7 @@
 """TK501: a block or group barrier reached by only part of its participants."""
 
 from tkcheck.checks.threads import describe
+from tkcheck.checks.wide_barriers import divergences
 from tkcheck.model import ir
 from tkcheck.rule import Explains, Rule
 
@@ -161,6 +162,47 @@ def check(an):
                     "condition",
                 )
             )
+    out.extend(_wide(an))
+    return out
+
+
+def _wide(an):
+    """Grid and cluster barriers some threads or blocks reach fewer times than others
+    (`checks/wide_barriers.py`)."""
+    out = []
+    for d in divergences(an):
+        what = (
+            "grid barrier: every thread of every block"
+            if d.kind == "grid"
+            else "cluster barrier: every thread of every CTA of the cluster"
+        )
+        if d.threads is not None and d.blocks is None:
+            t1, t2 = d.threads
+            c1, c2 = d.counts or ("?", "?")
+            who = f"thread {t1} reaches it {c1} time(s), thread {t2} {c2} time(s)"
+        elif d.blocks is not None:
+            b = ", ".join(f"{k}={v}" for k, v in sorted(d.blocks.items()) if not k.endswith("'"))
+            b2 = ", ".join(f"{k.rstrip(chr(39))}={v}" for k, v in sorted(d.blocks.items()) if k.endswith("'"))
+            c1, c2 = d.counts or ("?", "?")
+            who = f"the block with {b} reaches it {c1} time(s), the block with {b2} {c2} time(s)"
+        else:
+            who = "its participants reach it a different number of times"
+        out.append(
+            finding(
+                "TK501",
+                f"`{d.site.api}` is a {what} must arrive, as often as the others; {who}",
+                d.site.location,
+                related=[related(o, "also a site of this barrier") for o in d.sites if o is not d.site][:3],
+                witness={
+                    "barrier": d.kind,
+                    "threads": list(d.threads) if d.threads else None,
+                    "counts": list(d.counts) if d.counts else None,
+                    "blocks": d.blocks,
+                },
+                help=f"every thread{' of every block' if d.kind == 'grid' else ' of the cluster'} must reach the "
+                f"{d.kind} barrier the same number of times: move it out of the condition",
+            )
+        )
     return out
 
 
@@ -218,6 +260,15 @@ Computes the threads that reach every `__syncthreads()` / `everyone::sync`
 `warpgroup::sync(id)` (all 32*N threads of each group instance must), taking
 role branches and earlier `return`s into account, and reports a barrier that
 some of its participants can never reach.
+
+Barriers wider than a block -- the grid barrier (cooperative groups'
+`grid.sync()`) and the cluster barrier (`cluster.sync()`,
+`everyone::tma::cluster::sync()`, `barrier.cluster.arrive`) -- wait for every
+thread of the grid / cluster as many times as the waiter arrives: the rule
+counts, per thread and (for the grid barrier) per block, how often each
+reaches one (z3 gives two blocks whose counts differ when a site depends on
+`blockIdx`); a CTA of the cluster skipping a cluster barrier by its rank is
+TK505's.
 
 Named barriers with an explicit count reached from several role branches (as
 TK's `prototype::lcf` does) are legal when exactly `count` threads arrive; that

@@ -44,7 +44,14 @@ def check(an):
                 "of the rank-dependent branch",
             )
         )
-    remote = [o for o in m.ops if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None)]
+    # signals to a peer CTA, and accesses of a peer CTA's shared memory (distributed shared
+    # memory through cooperative groups' `cluster.map_shared_rank`)
+    remote = [
+        o
+        for o in m.ops
+        if (o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None))
+        or (o.kind == ir.SMEM_ACCESS and o.access is not None and o.access.cta is not None)
+    ]
     if remote and not out:
         last = max(remote, key=lambda o: o.order)
         # a cluster barrier after the last remote signal that runs whenever that signal does: no
@@ -72,7 +79,7 @@ def check(an):
             out.append(
                 finding(
                     "TK505",
-                    f"{last.describe()} signals another CTA of the cluster, but no cluster barrier follows before "
+                    f"{last.describe()} {_touches(last)} another CTA of the cluster, but no cluster barrier follows before "
                     "the kernel ends: this CTA may exit while its peer still uses the shared memory it targets",
                     last.location,
                     related=[related(o, "remote cluster operation") for o in remote[:3] if o is not last],
@@ -82,6 +89,12 @@ def check(an):
                 )
             )
     return out
+
+
+def _touches(o) -> str:
+    if o.kind == ir.SMEM_ACCESS and o.access is not None:
+        return "reads the shared memory of" if o.access.mode == "read" else "writes the shared memory of"
+    return "signals"
 
 
 _BAD = (

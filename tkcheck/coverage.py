@@ -52,6 +52,9 @@ SYNC_APIS = frozenset(
         "__syncthreads",
         "__syncwarp",
         "sync",
+        # cooperative groups' cluster_group split barrier (cluster.sync() is `sync`)
+        "barrier_arrive",
+        "barrier_wait",
         "mma_AB",
         "mma_ABt",
         "mma_AtB",

@@ -3,7 +3,7 @@
 // consumers through a named barrier (bar.arrive by the producers, bar.sync by the consumers);
 // register budgets moved with warpgroup::decrease_registers / increase_registers.
 //
-// O[b] = sum_{i < TPB} X[b TPB + i] + 0.5 * B[b] for 64 x 64 float tiles, one block per b.
+// O[b] = sum_{i < TPB} X[b TPB + i] + 0.5 * B[b] for 128 x 64 float tiles, one block per b.
 // 384 threads = 3 warpgroups: warpgroup 0 the producer (setmaxnreg 64), warpgroups 1-2 the
 // consumers (setmaxnreg 200; 128 * 64 + 256 * 200 <= 65536 registers).
 // Shared: x_s[STAGES=2][8] st_fl<16,64> (a tile as 8 row strips, one per consumer warp) and
@@ -100,7 +100,7 @@ static float lcg_uniform(uint32_t &state) {
 
 int main() {
     const int NB = 132;
-    const size_t te = 64 * 64;
+    const size_t te = 128 * 64;  // a tile: 8 strips of 16 x 64
     std::vector<float> hX((size_t)NB * TPB * te), hB(NB * te);
     uint32_t seed = 4505u;
     for (auto &v : hX) v = 2.0f * lcg_uniform(seed);
@@ -111,8 +111,8 @@ int main() {
     CUDA_CHECK(cudaMalloc(&dO, hB.size() * 4));
     CUDA_CHECK(cudaMemcpy(dX, hX.data(), hX.size() * 4, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dB, hB.data(), hB.size() * 4, cudaMemcpyHostToDevice));
-    ws_globals g{strip_gl{dX, nullptr, nullptr, NB * TPB * 64, 64}, strip_gl{dB, nullptr, nullptr, NB * 64, 64},
-                 strip_gl{dO, nullptr, nullptr, NB * 64, 64}};
+    ws_globals g{strip_gl{dX, nullptr, nullptr, NB * TPB * 128, 64}, strip_gl{dB, nullptr, nullptr, NB * 128, 64},
+                 strip_gl{dO, nullptr, nullptr, NB * 128, 64}};
     CUDA_CHECK(cudaFuncSetAttribute(ws_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM_BYTES));
     std::vector<float> hO(hB.size());
     double max_err = 0.0;

@@ -299,7 +299,7 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
 
 
 _UNKNOWN = object()
-_PACING_SYNCS = ("block", "named", "group", "cluster")
+_PACING_SYNCS = ("block", "named", "group", "cluster", "grid")
 MAX_ENUMERATED = 1 << 16
 
 

@@ -120,6 +120,9 @@ class MemoryFacts:
     # acquired (the acquire orders that thread only): the sync-scope side of a flag
     unpropagated: list[Acquisition] = field(default_factory=list)
     undecided: list[tuple[ir.Op, ir.Op, str]] = field(default_factory=list)  # (a, b, why)
+    # races on distributed shared memory: a CTA's access of its own shared memory and a peer
+    # CTA's access of it (`cluster.map_shared_rank`) with no cluster barrier between
+    dsmem_races: list[Race] = field(default_factory=list)
     # the locations whose ordering was asked (coverage's obligations): ("shared", buffer name)
     # per shared scalar written and read, ("global", id(signal op)) per counter raised after data
     examined: set[tuple] = field(default_factory=set)
@@ -133,6 +136,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     out = MemoryFacts()
     _shared(an, out)
     _shared_by_search(an, out)
+    _dsmem(an, out)
     _publish(an, out)
     _acquire(an, out)
     _spin_acquire(an, out)
@@ -149,6 +153,8 @@ def _is_shared_scalar_access(an: Analysis, o: ir.Op) -> bool:
     scalars (not of a tile: tiles are the sync-scope checks')."""
     if o.kind != ir.SMEM_ACCESS or o.buffer is None or o.access is None:
         return False
+    if o.access.cta is not None:
+        return False  # another CTA's shared memory (map_shared_rank): `_dsmem`'s question
     if o.access.via == "scalar":
         return True
     return o.access.via == "element" and o.buffer.name not in an.model.buffers
@@ -158,8 +164,9 @@ def _barrier_key(o: ir.Op):
     """The hardware barrier a SYNC / NAMED_ARRIVE waits at, as a comparable key; None: unknown."""
     if o.kind == ir.SYNC:
         k = o.sync_kind
-        if k == "cluster":
-            return ("cluster",)
+        if k in ("cluster", "grid"):
+            # every thread of the cluster / of the grid (cooperative groups' grid.sync())
+            return (k,)
         if k == "block" and (o.sync is not None and o.sync.syncthreads):
             return ("bar", 0)
         if k in ("block", "named"):
@@ -195,7 +202,12 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
         ex = an.threads.executing(o)
         if ex is None or not o.guard.exact:
             return None
-        if o.kind == ir.SYNC and o.sync_kind == "block" and an.threads.n is not None and len(ex) < an.threads.n:
+        if (
+            o.kind == ir.SYNC
+            and o.sync_kind in ("block", "grid")
+            and an.threads.n is not None
+            and len(ex) < an.threads.n
+        ):
             # a block-wide barrier some threads never reach (the divergent-barrier contract's): what it orders is not defined
             return None
         for t in (t1, t2):
@@ -348,6 +360,202 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 if race is not None:
                     out.races.append(race)
                     found = True
+
+
+# ---------------------------------------------------- distributed shared memory ----
+
+
+def _is_dsmem_barrier(o: ir.Op, common: tuple, n: int, an: Analysis, kinds=("cluster", "grid")) -> bool:
+    """A barrier of every thread of the cluster that runs once per iteration of the loops
+    `common` (no condition of its own): `cluster.sync()`, a grid barrier."""
+    if o.kind != ir.SYNC or o.sync_kind not in kinds:
+        return False
+    if tuple(o.loops) != common or not o.guard.exact or o.guard.uniform:
+        return False
+    return an.threads.executing(o) == frozenset(range(n))
+
+
+def _dsmem_ordered(ops: list[ir.Op], common: tuple, n: int, an: Analysis) -> bool:
+    """Does `ops` (program order) hold a barrier of the whole cluster: a cluster (or grid)
+    barrier, or a cluster arrive (release) followed by a cluster wait (acquire)?"""
+    arrived = False
+    for o in ops:
+        if _is_dsmem_barrier(o, common, n, an):
+            return True
+        if _is_dsmem_barrier(o, common, n, an, ("cluster_arrive",)):
+            arrived = True
+        elif arrived and _is_dsmem_barrier(o, common, n, an, ("cluster_wait",)):
+            return True
+    return False
+
+
+def _dsmem(an: Analysis, out: MemoryFacts) -> None:
+    """Pairs of a CTA's access of its own shared memory and a peer CTA's access of the same
+    location through `cluster.map_shared_rank` (at least one a write): ordered only by a barrier
+    of the whole cluster between them (`cluster.sync()`; a block barrier orders one CTA's
+    threads only). A pair whose indices may meet (z3: two threads of two different CTAs, the
+    peer's rank expression naming the owner) with no such barrier between them, in the same
+    iteration of their common loops or from one iteration to a later one, is a race; a
+    barrier the engine does not pair (an mbarrier wait, a call it does not model) or a pair it
+    cannot phrase leaves it undecided."""
+    m = an.model
+    n = an.threads.n
+    remote = [
+        o
+        for o in m.ops
+        if o.kind == ir.SMEM_ACCESS and o.access is not None and o.access.cta is not None and o.buffer is not None
+    ]
+    if not remote:
+        return
+    fl = flow(an)
+    names = {o.buffer.name for o in remote if o.buffer is not None}
+    for name in sorted(names):
+        out.examined.add(("dsmem", name))
+        local = [
+            o
+            for o in m.ops
+            if o.kind == ir.SMEM_ACCESS
+            and o.buffer is not None
+            and o.buffer.name == name
+            and o.access is not None
+            and o.access.cta is None
+        ]
+        found = False
+        for r in (o for o in remote if o.buffer is not None and o.buffer.name == name):
+            for lo in local:
+                if found:
+                    break
+                assert r.access is not None and lo.access is not None
+                if r.access.mode != "write" and lo.access.mode != "write":
+                    continue
+                if n is None or m.cluster is None:
+                    out.undecided.append((lo, r, "the block's threads or the cluster's size are not known"))
+                    continue
+                race = _dsmem_pair(an, fl, lo, r, n, out)
+                if race is not None:
+                    out.dsmem_races.append(race)
+                    found = True
+
+
+def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts) -> Race | None:
+    if not lo.guard.exact or not r.guard.exact:
+        out.undecided.append((lo, r, "the threads that run one of them are not known"))
+        return None
+    common: tuple = ()
+    for a, b in zip(lo.loops, r.loops):
+        if a != b:
+            break
+        common += (a,)
+    first, second = (lo, r) if lo.order < r.order else (r, lo)
+    between = fl.same_iteration_between(first, second)
+    if any(may_order(o) for o in between):
+        out.undecided.append((lo, r, f"`{next(o for o in between if may_order(o)).api}` between"))
+        return None
+    forward_ordered = _dsmem_ordered(between, common, n, an)
+    if not forward_ordered:
+        w = _dsmem_meet(an, lo, r, common, None, n)
+        if w is None and _dsmem_unknown(lo, r):
+            out.undecided.append((lo, r, "their addresses are not known"))
+            return None
+        if w is not None:
+            return Race(first, second, w[0] if first is lo else w[1], w[1] if first is lo else w[0])
+    if not common:
+        return None
+    lid = common[-1]
+    body = [o for o in fl.ops if lid in o.loops]
+    back = [o for o in body if o.order > second.order] + [o for o in body if o.order < first.order]
+    if any(may_order(o) for o in back):
+        out.undecided.append((lo, r, f"`{next(o for o in back if may_order(o)).api}` between"))
+        return None
+    if not an.model.loops.get(lid) or len(common) > 1 and not _dsmem_ordered(body, common, n, an):
+        out.undecided.append((lo, r, "a pair in nested loops"))
+        return None
+    # `second` at iteration k, `first` at iteration k + d: d = 1 passes `back` only; d >= 2 a
+    # whole iteration (any barrier of the body)
+    if _dsmem_ordered(back, common, n, an):
+        return None
+    whole = _dsmem_ordered(body + body, common, n, an)
+    w = _dsmem_meet(an, lo, r, common, (first, 1 if whole else None), n)
+    if w is not None:
+        race = Race(second, first, w[0] if second is lo else w[1], w[1] if second is lo else w[0])
+        race.next_iteration = True
+        return race
+    if _dsmem_unknown(lo, r):
+        out.undecided.append((lo, r, "their addresses are not known"))
+    return None
+
+
+def _dsmem_unknown(a: ir.Op, b: ir.Op) -> bool:
+    assert a.buffer is not None and b.buffer is not None and b.access is not None
+    cta = b.access.cta
+    exprs = list(a.buffer.index) + list(b.buffer.index) + ([cta] if cta is not None else [])
+    return any(not isinstance(x, E.Expr) or x.is_opaque() for x in exprs) or len(a.buffer.index) != len(b.buffer.index)
+
+
+def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple | None, n: int):
+    """(owner thread, peer thread) of CTAs A != B, A's `lo` and B's `r` touching one element of
+    A's shared memory (r's rank expression names A), in the same iteration of the loops
+    `common`, or with `later = (op, d)` op one of the two running d (None: any d >= 1)
+    iterations of the innermost common loop after the other. None: they never meet, or unknown."""
+    from .. import solver
+
+    m = an.model
+    assert lo.buffer is not None and r.buffer is not None and r.access is not None and r.access.cta is not None
+    if _dsmem_unknown(lo, r):
+        return None
+    cluster = m.cluster
+    assert cluster is not None
+    shift = E.Var("dsmem.d", E.LOOP)
+
+    def side(o: ir.Op, tag: str) -> dict[str, E.Expr]:
+        mp: dict[str, E.Expr] = {
+            "tid": E.Var(f"tid.{tag}", E.THREAD),
+            "tid_y": E.Const(0),
+            "tid_z": E.Const(0),
+            "cta_rank": E.Var(f"cta_rank.{tag}", E.PARAM),
+        }
+        for lid in o.loops:
+            lp = m.loops.get(lid)
+            if lp is None:
+                continue
+            c = lp.counter.name
+            if lid in common:
+                mp[c] = E.Var(c, E.LOOP)
+                if later is not None and later[0] is o and lid == common[-1]:
+                    mp[c] = E.binop("+", E.Var(c, E.LOOP), shift)
+            else:
+                mp[c] = E.Var(f"{c}.{tag}", E.LOOP)
+        return mp
+
+    ma, mb = side(lo, "a"), side(r, "b")
+    conds: list[E.Expr] = []
+    for o, mp in ((lo, ma), (r, mb)):
+        conds.append(E.substitute(o.guard.thread, mp))
+        conds.extend(E.substitute(c, mp) for c in o.guard.uniform)
+        t = mp["tid"]
+        conds += [E.binop(">=", t, E.Const(0)), E.binop("<", t, E.Const(n))]
+        k = mp["cta_rank"]
+        conds += [E.binop(">=", k, E.Const(0)), E.binop("<", k, cluster)]
+        for lid in o.loops:
+            lp = m.loops.get(lid)
+            if lp is None:
+                continue
+            ctr = E.substitute(lp.counter, mp)
+            conds.append(E.binop(">=", ctr, E.Const(0)))
+            if lp.trip is not None and not lp.trip.is_opaque():
+                conds.append(E.binop("<", ctr, lp.trip))
+    conds.append(E.binop("!=", ma["cta_rank"], mb["cta_rank"]))
+    conds.append(E.binop("==", E.substitute(r.access.cta, mb), ma["cta_rank"]))
+    for x, y in zip(lo.buffer.index, r.buffer.index):
+        conds.append(E.binop("==", E.substitute(x, ma), E.substitute(y, mb)))
+    if later is not None:
+        d = later[1]
+        conds.append(E.binop("==", shift, E.Const(d)) if d is not None else E.binop(">=", shift, E.Const(1)))
+    w = solver.witness(E.conj(*conds), an.solver_timeout_ms)
+    if w is None:
+        return None
+    ta, tb = w.get("tid.a"), w.get("tid.b")
+    return (ta if isinstance(ta, int) else 0, tb if isinstance(tb, int) else 0)
 
 
 def _shared_by_search(an: Analysis, out: MemoryFacts) -> None:
@@ -572,10 +780,18 @@ def _is_counter(o: ir.Op) -> bool:
     return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form in ("atomic", "ptx") and not ga.data
 
 
+def _grid_barrier(o: ir.Op) -> bool:
+    """Cooperative groups' grid.sync(): a block barrier around a gpu-scope release/acquire
+    exchange among the blocks -- a release and an acquire at gpu scope for every thread."""
+    return o.kind == ir.SYNC and o.sync_kind == "grid"
+
+
 def _releases(o: ir.Op) -> bool:
     ga = _ga(o)
     if o.kind == ir.FENCE:
         return o.fence_kind in GPU_FENCES
+    if _grid_barrier(o):
+        return True
     return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.sem in RELEASE_SEMS
 
 
@@ -583,6 +799,8 @@ def _acquires(o: ir.Op) -> bool:
     ga = _ga(o)
     if o.kind == ir.FENCE:
         return o.fence_kind in GPU_FENCES
+    if _grid_barrier(o):
+        return True
     return o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD) and ga is not None and ga.sem in ACQUIRE_SEMS
 
 
@@ -717,7 +935,7 @@ def _publishes_with_release(fl) -> bool:
     fence before a relaxed counter in the same iteration)? Then its polls must acquire."""
     last_fence: dict[tuple, int] = {}
     for o in fl.ops:
-        if o.kind == ir.FENCE and o.fence_kind in GPU_FENCES:
+        if (o.kind == ir.FENCE and o.fence_kind in GPU_FENCES) or _grid_barrier(o):
             last_fence[o.loops] = o.order
         elif o.kind == ir.GLOBAL_SIGNAL and _is_counter(o):
             ga = _ga(o)

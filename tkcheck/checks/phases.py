@@ -834,7 +834,7 @@ def _prologue_signal(an: Analysis, s: ir.Op, first: int) -> bool:
     for o in an.model.ops_of(ir.SYNC):
         if not (s.order < o.order < first):
             continue
-        if o.sync_kind not in ("block", "cluster", "cluster_wait"):
+        if o.sync_kind not in ("block", "cluster", "cluster_wait", "grid"):
             continue
         if o.guard.uniform or o.guard.thread != E.TRUE:
             continue

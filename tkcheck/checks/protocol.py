@@ -152,7 +152,7 @@ def _races(an: Analysis, names: frozenset[str]) -> Exploration:
         o
         for o in m.ops
         if (o.kind in RACE_BLIND and not _persistent_loop(m, o))
-        or (o.kind == ir.SYNC and o.sync_kind not in ("block", "named", "group", "warp"))
+        or (o.kind == ir.SYNC and o.sync_kind not in ("block", "named", "group", "warp", "grid"))
         # an mbarrier op on a barrier the model does not name would be left out of the roles
         or (o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is None)
         or o.barrier_unknown is not None
@@ -244,7 +244,9 @@ def _relevant(o: ir.Op) -> bool:
     if o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD, ir.MBAR_INIT):
         return o.barrier is not None
     if o.kind == ir.SYNC:
-        return o.sync_kind in ("block", "named", "group")
+        # a grid barrier is, within a block, its bar.sync 0 (cooperative groups' grid.sync():
+        # __syncthreads, the gpu-scope exchange among the blocks, __syncthreads)
+        return o.sync_kind in ("block", "named", "group", "grid")
     if o.kind == ir.NAMED_ARRIVE:
         return True
     if o.kind == ir.MMA and o.scope == "warpgroup":
@@ -531,7 +533,7 @@ def _sync_id_of(an: Analysis, q: ir.Op):
         return None
     if q.kind == ir.MMA:
         return ("wg", min(qe) // 128)
-    if q.sync_kind == "block":
+    if q.sync_kind in ("block", "grid"):
         return ("bar", 0)
     v = q.sync_id.eval({"tid": min(qe), "tid_y": 0, "tid_z": 0}) if q.sync_id is not None else None
     return ("bar", v) if isinstance(v, int) else None
@@ -712,7 +714,7 @@ def _unroll(
             out.append(Event("sync", o, arrivals=arrivals, sync=(MMA_IDS + min(lanes) // 128, 128), env=ctr))
             return True
         if o.kind in (ir.SYNC, ir.NAMED_ARRIVE):
-            kind = o.sync_kind
+            kind = "block" if o.sync_kind == "grid" else o.sync_kind
             cnt = an.threads.n if kind == "block" else (o.count.eval(full) if o.count is not None else None)
             sid = o.sync_id.eval(full) if o.sync_id is not None else (0 if kind == "block" else None)
             if not isinstance(cnt, int) or not isinstance(sid, int) or cnt <= 0:

@@ -37,12 +37,19 @@ class Dependency:
 def readers_of(op: ir.Op) -> list[tuple[ir.Ref, bool]]:
     """(buffer, async proxy?) read by op."""
     if op.kind == ir.SMEM_ACCESS and op.buffer is not None and op.access_mode == "read":
+        if _remote(op):
+            return []  # a peer CTA's shared memory: the happens-before engine's DSMEM question
         return [(op.buffer, False)]
     if op.kind == ir.TMA_STORE and op.buffer is not None:
         return [(op.buffer, True)]
     if op.kind == ir.MMA:
         return [(r, True) for r in smem_operands(op)]
     return []
+
+
+def _remote(op: ir.Op) -> bool:
+    """An access of another CTA's shared memory (`cluster.map_shared_rank`)."""
+    return op.access is not None and op.access.cta is not None
 
 
 def _self_fenced(op: ir.Op) -> bool:
@@ -88,7 +95,11 @@ def _dependencies(an: Analysis) -> list[Dependency]:
     writers = [
         o
         for o in fl.ops
-        if o.kind == ir.SMEM_ACCESS and o.buffer is not None and o.access_mode == "write" and o.guard.exact
+        if o.kind == ir.SMEM_ACCESS
+        and o.buffer is not None
+        and o.access_mode == "write"
+        and o.guard.exact
+        and not _remote(o)
     ]
     for w in writers:
         tw = an.threads.executing(w)
@@ -206,6 +217,7 @@ def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
                 or r.buffer is None
                 or r.access_mode != "read"
                 or r.buffer.name != w.buffer.name
+                or _remote(r)
             ):
                 continue
             if set(r.guard.uniform) != set(w.guard.uniform):

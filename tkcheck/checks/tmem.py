@@ -22,7 +22,7 @@ from .analysis import Analysis
 TMEM_LANES = 128
 TMEM_COLS = 512  # 32-bit columns per CTA (PTX ISA: tensor memory is 128 lanes x 512 columns)
 
-_PROTECTIVE_SYNCS = ("block", "named", "cluster", "cluster_wait", "group")
+_PROTECTIVE_SYNCS = ("block", "named", "cluster", "cluster_wait", "group", "grid")
 
 
 def _const(e) -> int | None:

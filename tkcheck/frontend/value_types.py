@@ -25,13 +25,16 @@ class Obj:
     # tmem: (lane offset, column offset in 32-bit TMEM columns) from the tile element's base,
     # accumulated through `.subtile<TT>(row, col)`; None: at the base
     tmem_offset: tuple | None = None
+    # shared: the CTA of the cluster whose copy of the object this is (an Expr: distributed shared
+    # memory reached through `cluster.map_shared_rank(p, r)`); None: the CTA's own
+    cta: Any = None
 
     def sub(self, member: str, mtype: TileType | None, kind: str | None = None) -> "Obj":
-        return Obj(kind or self.kind, Ref(f"{self.ref.name}.{member}", self.ref.index), mtype)
+        return Obj(kind or self.kind, Ref(f"{self.ref.name}.{member}", self.ref.index), mtype, cta=self.cta)
 
     def at(self, index, etype: TileType | None, spelling: str | None = None) -> "Obj":
         """The element at `index`; `spelling`: the subscript as the user wrote it (`full[k % STAGES]`)."""
-        return Obj(self.kind, Ref(self.ref.name, self.ref.index + (index,), spelling), etype)
+        return Obj(self.kind, Ref(self.ref.name, self.ref.index + (index,), spelling), etype, cta=self.cta)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,26 @@ class Lambda:
     cursor: Any
     env: Any
     by_value: bool = False
+
+
+@dataclass(frozen=True)
+class CgGroup:
+    """A cooperative-groups group object, known by its C++ type (knowledge/ops.py
+    `cg_group_type`): kind block | tile | coalesced | cluster | grid | group (a thread_group of
+    unknown kind); size: a thread_block_tile's threads."""
+
+    kind: str
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class DsmemPtr:
+    """`cluster.map_shared_rank(p, r)`: the address p names in the shared memory of CTA `cta`
+    of the cluster (distributed shared memory). `target` is the element p points at; indexing
+    the pointer (`peer[e]`) offsets its last subscript."""
+
+    target: Obj
+    cta: Any
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .value_types import Allocator, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType
+from .value_types import Allocator, CgGroup, DsmemPtr, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, Ctx, Env, loc_of, tokens_of, _THREAD_FUNCS_GROUP
 from .walk_arith import _ArrVal, _TMEM_ACCESS_NAMES, convert_int
 from .walker_core import CallWalker
@@ -68,6 +68,17 @@ class CallLowering:
             nb = self.w.exprs.named_bar(full_segs, self.w.ev(args[0], ctx, cursor), ctx)
             if nb is not None:
                 return nb
+        # -- cooperative groups: the group factories, `cg::sync(g)` ---------------
+        if base in K.CG_FACTORIES:
+            g = _cg_group_of(_call_type(cursor, base))
+            if g is not None:
+                for arg in args:
+                    self.w.ev(arg, replace(ctx, dry=True), cursor)
+                return g
+        if base == "sync" and len(args) == 1 and quals:
+            g0 = self.w.ev(args[0], replace(ctx, dry=True), cursor)
+            if isinstance(g0, CgGroup):
+                return self._cg_method(g0, "sync", (), ctx, cursor, "cg::sync")
         # scope qualifier: '', 'tma', 'warp', 'warpgroup', 'group<N>', 'everyone', user alias
         scope_warps, qual = self._qualifier(quals, ctx)
         # -- thread identity -------------------------------------------------
@@ -874,6 +885,16 @@ class CallLowering:
         obj = self.w.ev(callee.obj, ctx, cursor)
         mname = callee.field
         targs = callee.targs
+        if not isinstance(obj, CgGroup) and mname in _CG_METHODS:
+            # a group the walk holds no value for (a member of a struct, an opaque parameter):
+            # libclang's type of the object the method is called on
+            g = _cg_group_of(_member_object_type(cursor, mname))
+            if g is not None:
+                obj = g
+        if isinstance(obj, CgGroup):
+            res = self._cg_method(obj, mname, args, ctx, cursor, f"{_CG_API[obj.kind]}::{mname}")
+            if res is not _NOT_CG:
+                return res
         if isinstance(obj, Allocator) and mname == "allocate":
             t = None
             dims = []
@@ -914,6 +935,53 @@ class CallLowering:
         self.w.stmts.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
         return self.w.exprs.opaque_from(callee, [obj] + vals)
 
+    # -- cooperative groups ------------------------------------------------------
+    def _cg_method(self, g: CgGroup, mname: str, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, api: str) -> Any:
+        """A method of a cooperative-groups group (knowledge/ops.py, "Cooperative groups"): its
+        barriers as SYNC ops, its ranks and sizes as the values they are, `map_shared_rank` as a
+        pointer into a peer CTA's shared memory. _NOT_CG: a method the model has no meaning for."""
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+        spec = K.CG_SYNC_OPS.get(g.kind) if mname == "sync" and not args else None
+        if g.kind == "cluster" and mname in K.CG_CLUSTER_OPS and not args:
+            spec = K.CG_CLUSTER_OPS[mname]
+        if mname == "sync" and not args and spec is None:
+            self.w.note_unmodelled(cursor, f"{api}: a barrier of a group whose kind is not known")
+            return None
+        if spec is not None:
+            assert spec.sync_kind is not None
+            mask: Expr | None = None
+            if g.kind == "tile":
+                if g.size is None or g.size > 32 or g.size & (g.size - 1):
+                    self.w.note_unmodelled(cursor, f"{api}: a tile of {g.size} threads (its barrier is not modelled)")
+                    return None
+                if g.size < 32:
+                    # __syncwarp over the tile's lanes: the N lanes from (lane / N) * N
+                    first = E.binop(
+                        "*", E.binop("/", E.binop("%", E.TID, E.Const(32)), E.Const(g.size)), E.Const(g.size)
+                    )
+                    mask = E.binop("<<", E.Const((1 << g.size) - 1), first)
+            elif g.kind == "coalesced":
+                mask = E.opaque("coalesced_group lanes")
+            op = ir.Op(ir.SYNC, api, loc, ctx.guard, ctx.loops)
+            op.scope = "cluster" if g.kind == "cluster" else "thread"
+            op.sync = ir.SyncFacts(spec.sync_kind, mask, syncthreads=spec.syncthreads)
+            self.w.emit(op, ctx)
+            return None
+        if mname == "map_shared_rank" and g.kind == "cluster" and len(args) == 2:
+            self.w.exprs._no_elem_access += 1
+            try:
+                p = self.w.ev(args[0], ctx, cursor)
+            finally:
+                self.w.exprs._no_elem_access -= 1
+            r = self.w.ev(args[1], ctx, cursor)
+            if isinstance(p, Obj) and p.kind == "shared" and p.ref.index and isinstance(r, Expr):
+                return DsmemPtr(p, r)
+            self.w.note_unmodelled(cursor, f"{api}: an address in a peer CTA's shared memory the model does not follow")
+            return E.opaque("map_shared_rank")
+        if mname in K.CG_VALUE_METHODS and not args:
+            return _cg_value(g, mname, self.w.model.block_threads, self.w.model.cluster)
+        return _NOT_CG
+
     # -- TMEM (Blackwell) ------------------------------------------------------
 
 
@@ -940,6 +1008,92 @@ def _call_type(cursor, name: str) -> str | None:
         for c in cursor.walk_preorder():
             if c.kind == CK.CALL_EXPR and c.spelling == name:
                 types.add(c.type.get_canonical().spelling)
+    except (ValueError, AttributeError):
+        return None
+    return types.pop() if len(types) == 1 else None
+
+
+# cooperative groups: the methods the walk gives a meaning (the others: unknown calls)
+_CG_METHODS = frozenset(("sync", "map_shared_rank") + tuple(K.CG_CLUSTER_OPS) + tuple(K.CG_VALUE_METHODS))
+_CG_API = {
+    "block": "thread_block",
+    "tile": "thread_block_tile",
+    "coalesced": "coalesced_group",
+    "cluster": "cluster_group",
+    "grid": "grid_group",
+    "group": "thread_group",
+}
+_NOT_CG = object()
+
+
+def _cg_group_of(type_spelling: str | None) -> CgGroup | None:
+    g = K.cg_group_type(type_spelling) if type_spelling else None
+    return CgGroup(*g) if g is not None else None
+
+
+def _cg_value(g: CgGroup, mname: str, block_threads: Expr | None, cluster: Expr | None) -> Expr:
+    """The value of a group's rank or size (1-D blocks, as the model's threads are)."""
+    n = g.size
+    rank = E.Var("cta_rank", E.PARAM)
+    if g.kind == "block":
+        if mname == "thread_rank":
+            return E.TID
+        if mname in ("num_threads", "size") and block_threads is not None:
+            return block_threads
+    elif g.kind == "tile" and n is not None and 0 < n <= 32 and not n & (n - 1):
+        if mname == "thread_rank":
+            return E.binop("%", E.TID, E.Const(n))
+        if mname == "meta_group_rank":
+            return E.binop("/", E.TID, E.Const(n))
+        if mname in ("num_threads", "size"):
+            return E.Const(n)
+        if mname == "meta_group_size" and block_threads is not None:
+            return E.binop("/", block_threads, E.Const(n))
+    elif g.kind == "cluster":
+        if mname == "block_rank":
+            return rank
+        if mname == "num_blocks":
+            return cluster if cluster is not None else E.Var("cluster_nctarank", E.PARAM)
+        if mname == "thread_rank" and block_threads is not None:
+            return E.binop("+", E.binop("*", rank, block_threads), E.TID)
+    elif g.kind == "grid":
+        # the block's linear rank in the grid: the same for every thread of the block, another
+        # for each block (a block-dependent value, like blockIdx)
+        if mname == "block_rank":
+            return E.Var("grid.block_rank", E.PARAM)
+        if mname == "num_blocks":
+            return E.Var("grid.num_blocks", E.PARAM)
+        if mname == "thread_rank" and block_threads is not None:
+            return E.binop("+", E.binop("*", E.Var("grid.block_rank", E.PARAM), block_threads), E.TID)
+    return E.opaque(f"{_CG_API[g.kind]}::{mname}")
+
+
+def _member_object_type(cursor, mname: str) -> str | None:
+    """The canonical type of the object of the member call `obj.mname(...)` in the statement at
+    `cursor`; None when there is no such call or several of different types."""
+    if cursor is None:
+        return None
+    types = set()
+    try:
+        for c in cursor.walk_preorder():
+            if c.kind == CK.MEMBER_REF_EXPR and c.spelling == mname:
+                kids = list(c.get_children())
+                if not kids:
+                    continue
+                # below the implicit derived-to-base conversion to `thread_group` (the class that
+                # declares sync()): the object's own type
+                obj = kids[0]
+                spelling = obj.type.get_canonical().spelling
+                while obj.kind == CK.UNEXPOSED_EXPR:
+                    inner = list(obj.get_children())
+                    if len(inner) != 1:
+                        break
+                    obj = inner[0]
+                    g = K.cg_group_type(obj.type.get_canonical().spelling)
+                    if g is not None and g[0] != "group":
+                        spelling = obj.type.get_canonical().spelling
+                        break
+                types.add(spelling)
     except (ValueError, AttributeError):
         return None
     return types.pop() if len(types) == 1 else None

@@ -12,7 +12,7 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .value_types import Allocator, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType, TypeVal
+from .value_types import Allocator, DsmemPtr, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType, TypeVal
 from .walk_env import CK, Ctx, loc_of, tokens_of, value_names
 from .walk_arith import _ArrVal, _tile_attr, _to_bool, convert_int
 from .walker_core import ExprWalker
@@ -304,6 +304,16 @@ class ExprEvaluation:
             code = self._mk_opcode_read(base, idx)
             if code is not None:
                 return code
+        if isinstance(base, DsmemPtr):
+            # `peer[e]` of `peer = cluster.map_shared_rank(&x[i][0], r)`: element x[i][0 + e] of
+            # CTA r's shared memory (distributed shared memory)
+            t = base.target
+            off = idx if isinstance(idx, Expr) else E.opaque("index")
+            last = t.ref.index[-1]
+            index = t.ref.index[:-1] + ((E.binop("+", last, off) if isinstance(last, Expr) else E.opaque("index")),)
+            res = Obj(t.kind, ir.Ref(t.ref.name, index, cexpr.spelled(node)), t.type, cta=base.cta)
+            self._elem_access(res, "read", ctx, cursor)
+            return res
         if isinstance(base, Obj):
             et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
             res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et, cexpr.spelled(node))
@@ -834,7 +844,7 @@ class ExprEvaluation:
                 ctx.guard,
                 ctx.loops,
                 buffer=v.ref,
-                access=ir.AccessFacts(access, via="element", tile_type=v.type),
+                access=ir.AccessFacts(access, via="element", tile_type=v.type, cta=v.cta),
             ),
             ctx,
         )

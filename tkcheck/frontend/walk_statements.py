@@ -6,11 +6,12 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .value_types import Allocator, NamedBar, Obj, Rec, StructType
+from .value_types import Allocator, CgGroup, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
 from .walk_arith import (
     _ArrVal,
@@ -465,6 +466,11 @@ class StatementWalk:
         tt0 = [x for x in type_toks if x not in ("kittens", "::")]
         if tt0 and tt0[0] in ("tensor_allocator", "tm_allocator") and not is_ref and self.w.model is not None:
             value = self.w.tmem.allocator(name, tt0, ctx, loc)
+        if not dims and not isinstance(value, CgGroup):
+            # a cooperative-groups group, by its C++ type (`cg::grid_group grid = cg::this_grid();`)
+            g = K.cg_group_type(d.type.get_canonical().spelling)
+            if g is not None:
+                value = CgGroup(*g)
         if isinstance(value, E.Const):
             value = convert_int(value, d.type.spelling)
         self.w.exprs.note_phasebit_set(name, value, ctx, d)

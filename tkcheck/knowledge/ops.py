@@ -841,3 +841,63 @@ TILE_ALIASES = {
     "gl": ("gl", None),
     "semaphore": ("semaphore", None),
 }
+
+
+# ======================================================================================
+# Cooperative groups (CUDA's <cooperative_groups.h>)
+# ======================================================================================
+# A group object is known by its C++ type (libclang's canonical spelling of the variable or
+# the call's value: `cooperative_groups::__v1::grid_group` with CUDA's headers,
+# `cooperative_groups::grid_group` with tkcheck's stand-in), never by a variable's name.
+# kind: block (thread_block), tile (thread_block_tile<N>), coalesced (coalesced_group),
+# cluster (cluster_group), grid (grid_group), group (thread_group: a partition of unknown kind)
+CG_GROUP_TYPES: dict[str, str] = {
+    "thread_block": "block",
+    "thread_block_tile": "tile",
+    "coalesced_group": "coalesced",
+    "cluster_group": "cluster",
+    "grid_group": "grid",
+    "thread_group": "group",
+}
+
+_CG_TYPE = re.compile(
+    r"^(?:const\s+|volatile\s+)*(?:::)?cooperative_groups::(?:__v\d+::)?(?:details::)?(\w+)\s*(?:<\s*(\d+)[^>]*>)?\s*&?$"
+)
+
+
+def cg_group_type(spelling: str) -> tuple[str, int | None] | None:
+    """(kind, tile size) of a cooperative-groups group type spelling; None: not a group."""
+    m = _CG_TYPE.match(spelling.strip())
+    if m is None:
+        return None
+    kind = CG_GROUP_TYPES.get(m.group(1))
+    if kind is None:
+        return None
+    return kind, (int(m.group(2)) if m.group(2) else None)
+
+
+# `g.sync()` / `cg::sync(g)` by the group's kind (CUDA's cooperative_groups/details/sync.h):
+# thread_block -> bar.sync 0 (__syncthreads: the same hardware barrier, paired with it);
+# thread_block_tile<N>, N <= 32, and coalesced_group -> __syncwarp(the group's lanes);
+# cluster_group -> barrier.cluster.arrive.release + barrier.cluster.wait.acquire (TK's
+# cluster::sync); grid_group -> the grid barrier: every thread of every block of a cooperative
+# launch (a block barrier, then a gpu-scope release/acquire on a counter in global memory)
+CG_SYNC_OPS: dict[str, OpSpec] = {
+    "block": OpSpec(ir.SYNC, (), sync_kind="block", syncthreads=True),
+    "tile": OpSpec(ir.SYNC, (), sync_kind="warp"),
+    "coalesced": OpSpec(ir.SYNC, (), sync_kind="warp"),
+    "cluster": OpSpec(ir.SYNC, (), sync_kind="cluster"),
+    "grid": OpSpec(ir.SYNC, (), sync_kind="grid"),
+}
+# cluster_group's split barrier: barrier.cluster.arrive (release) / barrier.cluster.wait (acquire)
+CG_CLUSTER_OPS: dict[str, OpSpec] = {
+    "barrier_arrive": OpSpec(ir.SYNC, (), sync_kind="cluster_arrive"),
+    "barrier_wait": OpSpec(ir.SYNC, (), sync_kind="cluster_wait"),
+}
+# the group methods whose values the walk computes (frontend/walk_calls.py `_cg_value`):
+# thread_rank, num_threads / size, block_rank, num_blocks, meta_group_rank, meta_group_size
+CG_VALUE_METHODS = frozenset(
+    ("thread_rank", "num_threads", "size", "block_rank", "num_blocks", "meta_group_rank", "meta_group_size")
+)
+# the functions that make a group (their value's type names the kind)
+CG_FACTORIES = frozenset(("this_thread_block", "this_grid", "this_cluster", "coalesced_threads", "tiled_partition"))

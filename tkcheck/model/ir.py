@@ -278,7 +278,7 @@ class AsmFacts:
 class SyncFacts:
     """A SYNC: which barrier it waits at."""
 
-    kind: str  # block | named | warp | cluster | cluster_arrive | cluster_wait
+    kind: str  # block | named | warp | cluster | cluster_arrive | cluster_wait | grid
     mask: Expr | None = None  # __syncwarp(mask)
     # the block-wide barriers the checks pair across sites: CUDA's __syncthreads() (barrier 0)
     # and TK's everyone::sync(id) (barrier `sync_id`); a block sync that is neither (the
@@ -336,6 +336,9 @@ class AccessFacts:
     addr: Expr | None = None  # via asm: the address operand
     atomic: str | None = None  # an atomic read-modify-write of the element (`atomicAdd` -> "add")
     value: Expr | None = None  # via scalar, a write: the value stored (`am_last = (old == n - 1)`)
+    # distributed shared memory: the rank of the CTA of the cluster whose shared memory the
+    # access reads or writes (`cluster.map_shared_rank(p, r)[i]`); None: the CTA's own
+    cta: Expr | None = None
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,11 @@ public:
     template<typename T> __device__ T shfl(T var, int src_rank) const;
     __device__ unsigned int ballot(int predicate) const;
 };
-template<unsigned int Size, typename Parent = void> class thread_block_tile : public thread_group {
+template<unsigned int Size, typename Parent = void> class thread_block_tile;
+// a tile of a known parent converts to the tile of no parent (`thread_block_tile<32> w =
+// tiled_partition<32>(block);`)
+template<unsigned int Size, typename Parent> class thread_block_tile : public thread_block_tile<Size, void> {};
+template<unsigned int Size> class thread_block_tile<Size, void> : public thread_group {
 public:
     static constexpr unsigned int __size = Size;
     __device__ unsigned long long meta_group_rank() const;

@@ -1,0 +1,122 @@
+"""Cooperative groups as events (issue 25, task cg): group objects known by their C++ type, their
+barriers as SYNC ops of the one synchronisation semantics, ranks as values, map_shared_rank's
+accesses as distributed-shared-memory events."""
+
+import pytest
+
+from tkcheck.knowledge import ops as K
+from tkcheck.model import ir
+
+
+@pytest.mark.parametrize(
+    "spelling, expected",
+    [
+        ("cooperative_groups::grid_group", ("grid", None)),
+        ("cooperative_groups::__v1::grid_group", ("grid", None)),
+        ("const cooperative_groups::__v1::thread_block &", ("block", None)),
+        ("cooperative_groups::__v1::thread_block_tile<16, cooperative_groups::__v1::thread_block>", ("tile", 16)),
+        ("cooperative_groups::thread_block_tile<32, void>", ("tile", 32)),
+        ("cooperative_groups::cluster_group", ("cluster", None)),
+        ("cooperative_groups::coalesced_group", ("coalesced", None)),
+        ("my::grid_group", None),
+        ("grid_group", None),
+        ("cooperative_groups::thread_block_tile_base<32>", None),
+    ],
+)
+def test_group_kind_from_the_type(spelling, expected):
+    assert K.cg_group_type(spelling) == expected
+
+
+def _model(tmp_path, body: str, attrs: str = "__launch_bounds__(128)") -> ir.KernelModel:
+    from tkcheck.engine import models_of
+
+    src = (
+        "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+        f"__global__ void {attrs} k(const float *x, float *y) {{\n{body}\n}}\n"
+    )
+    p = tmp_path / "k.cu"
+    p.write_text(src)
+    return next(m for m in models_of(str(p), text=src) if m.name == "k")
+
+
+def test_barriers_by_group_kind_not_by_name(tmp_path):
+    m = _model(
+        tmp_path,
+        """
+    cg::grid_group block = cg::this_grid();          // a grid, whatever its name
+    cg::thread_block grid = cg::this_thread_block(); // a block
+    auto tile = cg::tiled_partition<16>(grid);
+    block.sync();
+    grid.sync();
+    cg::sync(grid);
+    cg::this_thread_block().sync();
+    tile.sync();
+    y[tile.meta_group_rank() * 16 + tile.thread_rank()] = x[threadIdx.x];
+    """,
+    )
+    syncs = [o for o in m.ops if o.kind == ir.SYNC]
+    assert [o.sync_kind for o in syncs] == ["grid", "block", "block", "block", "warp"]
+    assert all(o.sync is not None and o.sync.syncthreads for o in syncs[1:4])
+    mask = syncs[4].sync.mask
+    assert mask is not None
+    assert mask.eval({"tid": 20}) == 0xFFFF0000
+    assert mask.eval({"tid": 33}) == 0x0000FFFF
+    assert not m.unmodelled
+
+
+def test_cluster_split_barrier_ranks_and_peer_accesses(tmp_path):
+    m = _model(
+        tmp_path,
+        """
+    __shared__ float buf[2][128];
+    cg::cluster_group cluster = cg::this_cluster();
+    buf[1][threadIdx.x] = x[threadIdx.x];
+    cluster.barrier_arrive();
+    cluster.barrier_wait();
+    float *peer = cluster.map_shared_rank(&buf[1][0], 1 - cluster.block_rank());
+    y[threadIdx.x] = peer[threadIdx.x + 1];
+    """,
+        "__cluster_dims__(2, 1, 1) __launch_bounds__(128)",
+    )
+    assert [o.sync_kind for o in m.ops if o.kind == ir.SYNC] == ["cluster_arrive", "cluster_wait"]
+    acc = [o for o in m.ops if o.kind == ir.SMEM_ACCESS]
+    own, remote = acc[0], acc[-1]
+    assert own.access is not None and own.access.cta is None
+    assert remote.access is not None and remote.access.cta is not None
+    assert remote.access.cta.eval({"cta_rank": 0}) == 1
+    assert remote.buffer is not None and remote.buffer.index[-1].eval({"tid": 5}) == 6
+
+
+def test_a_tile_the_model_cannot_sync_is_an_unknown(tmp_path):
+    m = _model(
+        tmp_path,
+        """
+    auto t = cg::tiled_partition<64>(cg::this_thread_block());
+    t.sync();
+    """,
+    )
+    assert not [o for o in m.ops if o.kind == ir.SYNC]
+    assert any("64 threads" in why for _, why in m.unmodelled)
+
+
+def test_groups_through_helpers_and_members(tmp_path):
+    from tkcheck.engine import models_of
+
+    src = """#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__device__ void phase(cg::grid_group &g, float *p) { p[blockIdx.x] = 1.0f; g.sync(); }
+template <typename G> __device__ void meet(const G &g) { g.sync(); }
+struct Ctx { cg::thread_block block; };
+__global__ __launch_bounds__(128) void k(float *p) {
+    cg::grid_group grid = cg::this_grid();
+    phase(grid, p);
+    Ctx c{cg::this_thread_block()};
+    c.block.sync();
+    meet(grid);
+}
+"""
+    p = tmp_path / "k.cu"
+    p.write_text(src)
+    m = next(m for m in models_of(str(p), text=src) if m.name == "k")
+    assert [o.sync_kind for o in m.ops if o.kind == ir.SYNC] == ["grid", "block", "grid"]
+    assert not m.unmodelled
