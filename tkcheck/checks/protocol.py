@@ -405,7 +405,13 @@ def _trip_params(m: ir.KernelModel, trips: list) -> dict | None:
         return {}
     # a block index is 0 when a size alone cannot make the trips wrap (block 0 runs in every
     # launch: `min(8, rows / 16 - blockIdx.x * 8)` is then the first block's share)
-    fixed_sets = [{}, {n: 0 for n in names if n.startswith("blockIdx.")}]
+    # and a grid of one block (a grid-stride loop `for (t = blockIdx.x; t < n; t += gridDim.x)`
+    # wraps only when the grid is smaller than the work: one block is a launch like any other)
+    fixed_sets = [
+        {},
+        {n: 0 for n in names if n.startswith("blockIdx.")},
+        {**{n: 0 for n in names if n.startswith("blockIdx.")}, **{n: 1 for n in names if n.startswith("gridDim.")}},
+    ]
     cands = sorted({c * (2**e) for c in range(1, 13) for e in range(0, 14)})
     for fixed in fixed_sets:
         env = _trip_env(trips, names, cands, target, fixed)
