@@ -16,8 +16,18 @@ def _index(ref: ir.Ref) -> tuple | None:
     return tuple(str(ix) for ix in ref.index)
 
 
+def _stage(ref: ir.Ref, n: int) -> tuple | None:
+    """The first `n` indices of a buffer reference (its stage, when a barrier of n indices
+    guards it: `buf[s][j]` under `empty[s]`), as `_index` gives them."""
+    if len(ref.index) < n:
+        return None
+    return _index(ir.Ref(ref.name, ref.index[:n]))
+
+
 def _refill(o: ir.Op) -> bool:
-    return o.buffer is not None and (o.kind == ir.TMA_LOAD or (o.kind == ir.SMEM_ACCESS and o.access_mode == "write"))
+    return o.buffer is not None and (
+        o.kind in (ir.TMA_LOAD, ir.CP_ASYNC) or (o.kind == ir.SMEM_ACCESS and o.access_mode == "write")
+    )
 
 
 def _gates(an) -> dict[tuple[str, str], set[str]]:
@@ -36,14 +46,21 @@ def _gates(an) -> dict[tuple[str, str], set[str]]:
         rt = th.executing(r)
         if not rt:
             continue
+        # the nearest wait of the refilling threads in the refill's round (the refill possibly in
+        # a loop nested in it: a copy loop of cp.async)
         before = [
-            w for w in waits if w.order < r.order and w.loops == r.loops and (th.executing(w) or frozenset()) >= rt
-        ]
+            w
+            for w in waits
+            if w.order < r.order
+            and w.loops
+            and r.loops[: len(w.loops)] == w.loops
+            and (th.executing(w) or frozenset()) >= rt
+        ] or [w for w in waits if w.order < r.order and w.loops == r.loops and (th.executing(w) or frozenset()) >= rt]
         if not before:
             continue
         w = max(before, key=lambda o: o.order)
         wi = _index(w.barrier)
-        if wi is not None and _index(r.buffer) == wi:
+        if wi is not None and _stage(r.buffer, len(wi)) == wi:
             done = out.setdefault((w.barrier.name, r.buffer.name), set())
             if r.barrier is not None:
                 done.add(r.barrier.name)
@@ -80,9 +97,9 @@ def check(an):
                 or r.buffer is None
                 or r.buffer.name not in bufs
                 or r.order <= a.order
-                or r.loops != a.loops
+                or r.loops[: len(a.loops)] != a.loops
                 or not r.guard.exact
-                or _index(r.buffer) != ai
+                or _stage(r.buffer, len(ai)) != ai
             ):
                 continue
             common = sorted(ea & (th.executing(r) or frozenset()))
