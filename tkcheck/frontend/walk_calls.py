@@ -290,8 +290,9 @@ class CallLowering:
             ts = [self._transpose_value(t, ctx) for t in btargs]
             if ts[0] is not None and ts[1] is not None:
                 base = K.transposed_mma_name(base, ts[0], ts[1])
-        if base in K.LIBCU_FUNCTIONS and not (quals and qual not in ("cuda", "cuda::device", "cuda::device::experimental")):
-            # libcu++'s pipeline / barrier / memcpy_async (walk_libcu)
+        if base in K.LIBCU_FUNCTIONS:
+            # libcu++'s pipeline / barrier / memcpy_async (walk_libcu: it takes the call when its
+            # arguments are libcu++'s objects)
             r = self.w.libcu.call(base, qual, btargs, args, ctx, cursor)
             if r is not NotImplemented:
                 return r

@@ -91,7 +91,10 @@ THREAD_OPS: dict[str, OpSpec] = {
 # pipeline methods -> what they are (partitioned | unified)
 LIBCU_PIPELINE_METHODS: dict[str, tuple[str, str]] = {
     "producer_acquire": ("wait consumed[head % S], parity (head / S + 1) % 2", "nothing"),
-    "producer_commit": ("arrive produced[head % S] (after the thread's copies); ++head", "cp.async.commit_group; ++head"),
+    "producer_commit": (
+        "arrive produced[head % S] (after the thread's copies); ++head",
+        "cp.async.commit_group; ++head",
+    ),
     "consumer_wait": ("wait produced[tail % S], parity (tail / S) % 2", "cp.async.wait_group head - tail - 1; ++tail"),
     "consumer_release": ("arrive consumed[tail % S]; ++tail", "nothing"),
 }
