@@ -87,11 +87,59 @@ def _assume(e: Any, guard: ir.Guard) -> Any:
     return E.rewrite(e, fix)
 
 
+def _affine(e: Expr) -> dict[str, int] | None:
+    """e as a sum of integer multiples of variables plus a constant (key ""), or None."""
+    if isinstance(e, E.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return {"": e.value}
+    if isinstance(e, E.Var) and e.kind != E.OPAQUE:
+        return {e.name: 1}
+    if isinstance(e, E.Bin) and e.op in ("+", "-"):
+        a, b = _affine(e.a), _affine(e.b)
+        if a is None or b is None:
+            return None
+        sign = 1 if e.op == "+" else -1
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = out.get(k, 0) + sign * v
+        return out
+    if isinstance(e, E.Bin) and e.op == "*":
+        a, b = _affine(e.a), _affine(e.b)
+        if a is None or b is None:
+            return None
+        for x, y in ((a, b), (b, a)):
+            if set(x) <= {""}:
+                return {k: v * x.get("", 0) for k, v in y.items()}
+    return None
+
+
+def _plus(e: Expr, n: int) -> Expr:
+    """e + n, folding into a constant term e already has (`(x + 1) + 1` is `x + 2`): a counter
+    advanced twice a round stays `start + c`, which the loop recurrence solves."""
+    if isinstance(e, E.Bin) and e.op == "+" and isinstance(e.b, E.Const) and isinstance(e.b.value, int):
+        return E.binop("+", e.a, E.Const(e.b.value + n))
+    return E.binop("+", e, E.Const(n))
+
+
+def _difference(a: Expr, b: Expr) -> int | None:
+    """a - b when it is a constant whatever the variables hold."""
+    d = _affine(E.binop("-", a, b))
+    if d is None or any(v for k, v in d.items() if k):
+        return None
+    return d.get("", 0)
+
+
 class LibcuLowering:
     """The walker's part for libcu++'s barrier, pipeline and memcpy_async."""
 
     def __init__(self, walker: Any):
         self.w = walker
+        # a barrier's token is the parity of the thread's arrival count: exact while each phase
+        # gets one arrival per participant. Where a thread arrives at two sites of one round (two
+        # phases a round) the arrival account is not decided, so the token parities are not
+        # either: the waits of such a barrier wait on an unknown parity (undecided, never a hang)
+        self._arrive_sites: dict[str, set[tuple]] = {}
+        self._token_waits: dict[str, list[ir.Op]] = {}
+        self._several: set[str] = set()
 
     # -- declarations ------------------------------------------------------------
     def shared_object(self, name: str, canonical: str, dims: Sequence[Expr], loc: Any, ctx: Ctx) -> Any:
@@ -234,7 +282,7 @@ class LibcuLowering:
             if not (isinstance(n, Expr) and n.eval({}) == 1):
                 more = E.binop("-", n, E.Const(1)) if isinstance(n, Expr) else E.opaque("count")
                 self._op(ir.MBAR_ARRIVE, api, ctx, cursor, barrier=ref, count=more, mbar=ir.BarrierFacts())
-            return self._advance(bar, ctx)
+            return self._advance(bar, ctx, cursor)
         if base == "cp_async_bulk_global_to_shared" and len(args) == 4:
             bar = self._value(args[3], ctx, cursor)
             dst = self._value(args[0], ctx, cursor)
@@ -265,10 +313,19 @@ class LibcuLowering:
         return NotImplemented
 
     # -- the barrier ----------------------------------------------------------------------
-    def _advance(self, bar: Rec, ctx: Ctx) -> Expr:
+    def _advance(self, bar: Rec, ctx: Ctx, cursor: Any = None) -> Expr:
         """The token of this arrival (the parity of the thread's phase), and the next."""
+        name = bar.fields["@bar"].ref.name
+        if not ctx.dry and cursor is not None:
+            loc = self._loc(cursor)
+            sites = self._arrive_sites.setdefault(name, set())
+            sites.add((loc.row, loc.column, ctx.loops))
+            if sum(1 for (_, _, lp) in sites if lp and lp == ctx.loops) > 1:
+                self._several.add(name)
+                for w in self._token_waits.get(name, []):
+                    w.parity = E.opaque("token")
         k = self._get(bar, "arrivals", ctx)
-        self._set(bar, "arrivals", E.binop("+", k, E.Const(1)), ctx)
+        self._set(bar, "arrivals", _plus(k, 1), ctx)
         return E.binop("%", k, E.Const(2))
 
     def _barrier_method(self, bar: Rec, mname: str, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:
@@ -285,21 +342,20 @@ class LibcuLowering:
                 count=n if isinstance(n, Expr) else E.opaque("count"),
                 mbar=ir.BarrierFacts(),
             )
-            return self._advance(bar, ctx)
+            return self._advance(bar, ctx, cursor)
         if mname == "arrive_and_wait" and not args:
-            parity = self._advance(bar, ctx)
-            self._op(
-                ir.MBAR_ARRIVE,
-                api,
-                ctx,
-                cursor,
-                barrier=ref,
-                count=E.Const(1),
-                parity=parity,
-                mbar=ir.BarrierFacts(and_wait=True),
-            )
+            # `wait(arrive())`: the arrival, then the wait on its phase
+            parity = self._advance(bar, ctx, cursor)
+            self._op(ir.MBAR_ARRIVE, api, ctx, cursor, barrier=ref, count=E.Const(1), mbar=ir.BarrierFacts())
+            self._token_wait(ref, parity, api, ctx, cursor)
             return None
-        if mname in ("wait", "wait_parity") and len(args) == 1:
+        if mname == "wait" and len(args) == 1:
+            p = self._value(args[0], ctx, cursor)
+            if not isinstance(p, Expr):
+                return NotImplemented
+            self._token_wait(ref, p, api, ctx, cursor)
+            return None
+        if mname == "wait_parity" and len(args) == 1:
             p = self._value(args[0], ctx, cursor)
             if not isinstance(p, Expr):
                 return NotImplemented
@@ -307,9 +363,17 @@ class LibcuLowering:
             return None
         return NotImplemented
 
+    def _token_wait(self, ref: ir.Ref, parity: Expr, api: str, ctx: Ctx, cursor: Any) -> None:
+        if ref.name in self._several:
+            parity = E.opaque("token")
+        op = self._op(ir.MBAR_WAIT, api, ctx, cursor, barrier=ref, parity=parity, mbar=ir.BarrierFacts())
+        if not ctx.dry:
+            self._token_waits.setdefault(ref.name, []).append(op)
+
     # -- the pipeline -------------------------------------------------------------------------
     def _make_pipeline(self, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, qual: str) -> Any:
         if not args:
+            self._op(ir.NOP, "cuda::make_pipeline", ctx, cursor)
             return Rec({"@unified": True}, PIPELINE)
         if len(args) != 3:
             return NotImplemented
@@ -400,13 +464,24 @@ class LibcuLowering:
         if pipe.fields.get("@unified"):
             if mname == "producer_commit":
                 self._op(ir.CP_ASYNC_COMMIT, api, ctx, cursor)
-                self._set(pipe, "head", E.binop("+", self._get(pipe, "head", ctx), E.Const(1)), ctx)
+                self._set(pipe, "head", _plus(self._get(pipe, "head", ctx), 1), ctx)
                 return None
             if mname == "consumer_wait":
+                # `if (head == tail) return; wait_group(head - tail - 1); ++tail;`
+                # (head - tail is a number in a walk with values, symbolic in the dry walk that
+                # finds a loop's updates: there the stage is taken as pending, as in any use that
+                # committed before it waits)
                 h, t = self._get(pipe, "head", ctx), self._get(pipe, "tail", ctx)
-                n = E.ite(E.binop(">", h, t), E.binop("-", E.binop("-", h, t), E.Const(1)), E.Const(0))
+                d = _difference(h, t)
+                if d is not None and d <= 0 and not ctx.loops:
+                    self._op(ir.NOP, api, ctx, cursor)
+                    return None
+                n = E.Const(d - 1) if d is not None and d > 0 else E.opaque("head - tail - 1")
                 self._op(ir.CP_ASYNC_WAIT, api, ctx, cursor, count=n)
-                self._set(pipe, "tail", E.ite(E.binop(">", h, t), E.binop("+", t, E.Const(1)), t), ctx)
+                self._set(pipe, "tail", _plus(t, 1), ctx)
+                return None
+            if mname in ("producer_acquire", "consumer_release"):
+                self._op(ir.NOP, api, ctx, cursor)
                 return None
             return NotImplemented
         state: Rec = pipe.fields["@state"]
@@ -429,7 +504,7 @@ class LibcuLowering:
                 count=E.Const(1),
                 mbar=ir.BarrierFacts(),
             )
-            self._set(pipe, "head", E.binop("+", h, E.Const(1)), ctx)
+            self._set(pipe, "head", _plus(h, 1), ctx)
             return None
         if mname in ("consumer_wait", "consumer_release"):
             t = self._get(pipe, "tail", ctx)
@@ -447,7 +522,7 @@ class LibcuLowering:
                 count=E.Const(1),
                 mbar=ir.BarrierFacts(),
             )
-            self._set(pipe, "tail", E.binop("+", t, E.Const(1)), ctx)
+            self._set(pipe, "tail", _plus(t, 1), ctx)
             return None
         return NotImplemented
 
