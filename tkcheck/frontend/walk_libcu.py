@@ -454,9 +454,9 @@ class LibcuLowering:
                     return None
                 p += 1 if v else 0
             return E.Const(p), E.Const(n - p)
-        v = self.w.ev(node, ctx, cursor)
-        if isinstance(v, Expr) and not v.depends_on(E.THREAD):
-            return v, E.binop("-", E.Const(n), v)
+        count = self.w.ev(node, ctx, cursor)
+        if isinstance(count, Expr) and not count.depends_on(E.THREAD):
+            return count, E.binop("-", E.Const(n), count)
         return None
 
     def _pipeline_method(self, pipe: Rec, mname: str, ctx: Ctx, cursor: Any) -> Any:
