@@ -18,7 +18,10 @@ def _index(ref: ir.Ref) -> tuple | None:
 
 def _stage(ref: ir.Ref, n: int) -> tuple | None:
     """The first `n` indices of a buffer reference (its stage, when a barrier of n indices
-    guards it: `buf[s][j]` under `empty[s]`), as `_index` gives them."""
+    guards it: `buf[s][j]` under `empty[s]`), as `_index` gives them. A scalar barrier (n = 0)
+    guards a buffer only as a whole: the buffer's whole index then (its slot is not the barrier's)."""
+    if n == 0:
+        return _index(ref)
     if len(ref.index) < n:
         return None
     return _index(ir.Ref(ref.name, ref.index[:n]))
