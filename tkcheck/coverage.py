@@ -125,10 +125,11 @@ SYNC_APIS = frozenset(
     )
 )
 # libcu++ calls whose base name alone is too common to count (`init`, `quit`): a site only when
-# spelled with the qualifier (`cuda::init(&bar, n)`) or as a method (`pipe.quit()`); and the
+# spelled with the qualifier (`cuda::init(&bar, n)`), unqualified on an address (`init(&bar, n)`,
+# found by argument-dependent lookup) or as a method (`pipe.quit()`); and the
 # `cuda::ptx::` wrappers of mbarrier / bulk-copy / fence PTX, each a site under its own name
 _LIBCU_CALL = re.compile(
-    r"(?:\bcuda\s*::\s*(init)|\.\s*(quit)|\bptx\s*::\s*((?:mbarrier|cp_async|fence|barrier_cluster|"
+    r"(?:\bcuda\s*::\s*(init)|(?<![\w.:>])\s*\b(init)(?=\s*\(\s*&)|\.\s*(quit)|\bptx\s*::\s*((?:mbarrier|cp_async|fence|barrier_cluster|"
     r"cp_reduce_async|elect_sync|tensormap)\w*))\s*(?:<[^;(){}]*?>)?\s*\("
 )
 # PTX that synchronises: an asm statement with any of these is one site
@@ -242,8 +243,10 @@ def census(
             row, col = _pos(text, m.start(1), base_line, base_col)
             out[(fname, row, col)] = Site(fname, shown, row, col, name)
         for m in _LIBCU_CALL.finditer(code):
-            g = next(i for i in (1, 2, 3) if m.group(i))
-            name = m.group(g) if g < 3 else f"ptx::{m.group(g)}"
+            g = next(i for i in (1, 2, 3, 4) if m.group(i))
+            if g == 2 and "init" in user_functions:
+                continue  # the user's own `init(&x, ...)`
+            name = m.group(g) if g < 4 else f"ptx::{m.group(g)}"
             row, col = _pos(text, m.start(g), base_line, base_col)
             out[(fname, row, col)] = Site(fname, shown, row, col, name)
         for m in re.finditer(r"\b(?:asm|__asm__)\s*(?:volatile|__volatile__)?\s*\(", code):
