@@ -135,6 +135,7 @@ TEXT_READERS = {
     "walk_statements": "alignment attributes, asm operand strings",
     "walk_exprs": "identifiers of tokens, TK's CLC handle declarations",
     "walk_arith": "type qualifiers in type spellings",
+    "walk_libcu": "libclang's canonical type spellings of libcu++ objects (their scope, the stage count)",
 }
 TREE_ONLY = ("discovery", "instances")
 

@@ -88,6 +88,52 @@ SYNC_APIS = frozenset(
         "signal_all",
         "barrier_all",
     }
+    | frozenset(
+        {
+            # libcu++ (<cuda/barrier>, <cuda/pipeline>): the barrier's own methods (arrive, wait,
+            # arrive_and_wait are above), the pipeline's, the async copies and the tx helpers
+            "arrive_and_drop",
+            "wait_parity",
+            "try_wait",
+            "try_wait_parity",
+            "producer_acquire",
+            "producer_commit",
+            "consumer_wait",
+            "consumer_wait_for",
+            "consumer_wait_until",
+            "consumer_release",
+            "make_pipeline",
+            "memcpy_async",
+            "memcpy_async_tx",
+            "pipeline_consumer_wait_prior",
+            "pipeline_producer_commit",
+            "barrier_arrive_tx",
+            "barrier_expect_tx",
+            "cp_async_bulk_global_to_shared",
+            "cp_async_bulk_shared_to_global",
+            "cp_async_bulk_tensor_1d_global_to_shared",
+            "cp_async_bulk_tensor_2d_global_to_shared",
+            "cp_async_bulk_tensor_3d_global_to_shared",
+            "cp_async_bulk_tensor_4d_global_to_shared",
+            "cp_async_bulk_tensor_5d_global_to_shared",
+            "cp_async_bulk_tensor_1d_shared_to_global",
+            "cp_async_bulk_tensor_2d_shared_to_global",
+            "cp_async_bulk_tensor_3d_shared_to_global",
+            "cp_async_bulk_tensor_4d_shared_to_global",
+            "cp_async_bulk_tensor_5d_shared_to_global",
+            "cp_async_bulk_commit_group",
+            "cp_async_bulk_wait_group_read",
+            "fence_proxy_async_shared_cta",
+        }
+    )
+)
+# libcu++ calls whose base name alone is too common to count (`init`, `quit`): a site only when
+# spelled with the qualifier (`cuda::init(&bar, n)`), unqualified on an address (`init(&bar, n)`,
+# found by argument-dependent lookup) or as a method (`pipe.quit()`); and the
+# `cuda::ptx::` wrappers of mbarrier / bulk-copy / fence PTX, each a site under its own name
+_LIBCU_CALL = re.compile(
+    r"(?:\bcuda\s*::\s*(init)|(?<![\w.:>])\s*\b(init)(?=\s*\(\s*&)|\.\s*(quit)|\bptx\s*::\s*((?:mbarrier|cp_async|fence|barrier_cluster|"
+    r"cp_reduce_async|elect_sync|tensormap)\w*))\s*(?:<[^;(){}]*?>)?\s*\("
 )
 # PTX that synchronises: an asm statement with any of these is one site
 SYNC_PTX = re.compile(
@@ -198,6 +244,13 @@ def census(
             if name not in SYNC_APIS or name in user_functions:
                 continue
             row, col = _pos(text, m.start(1), base_line, base_col)
+            out[(fname, row, col)] = Site(fname, shown, row, col, name)
+        for m in _LIBCU_CALL.finditer(code):
+            g = next(i for i in (1, 2, 3, 4) if m.group(i))
+            if g == 2 and "init" in user_functions:
+                continue  # the user's own `init(&x, ...)`
+            name = m.group(g) if g < 4 else f"ptx::{m.group(g)}"
+            row, col = _pos(text, m.start(g), base_line, base_col)
             out[(fname, row, col)] = Site(fname, shown, row, col, name)
         for m in re.finditer(r"\b(?:asm|__asm__)\s*(?:volatile|__volatile__)?\s*\(", code):
             end = code.find(";", m.end())

@@ -280,6 +280,17 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
             and x.order < o.order
             and x.loops == o.loops
             and x.callers == o.callers
+        } | {
+            # the arriving threads' own cp.async copies of the round (libcu++'s producer_commit
+            # arrives once they land), also from a loop nested in the round, under the same guard
+            x.buffer.name
+            for x in m.ops
+            if x.kind == ir.CP_ASYNC
+            and x.buffer is not None
+            and x.guard.thread == o.guard.thread
+            and x.order < o.order
+            and x.loops[: len(o.loops)] == o.loops
+            and x.callers == o.callers
         }
         if not o.loops or not ws:
             return False

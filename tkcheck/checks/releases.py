@@ -29,7 +29,10 @@ def index_of(ref: ir.Ref) -> tuple | None:
 
 
 def _refill(o: ir.Op) -> bool:
-    return o.buffer is not None and (o.kind == ir.TMA_LOAD or (o.kind == ir.SMEM_ACCESS and o.access_mode == "write"))
+    # a TMA load, a cp.async copy (libcu++'s memcpy_async into a pipeline stage) or a plain store
+    return o.buffer is not None and (
+        o.kind in (ir.TMA_LOAD, ir.CP_ASYNC) or (o.kind == ir.SMEM_ACCESS and o.access_mode == "write")
+    )
 
 
 @dataclass

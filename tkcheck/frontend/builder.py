@@ -30,6 +30,7 @@ from .walk_statements import StatementWalk
 from .walk_asm import AsmLowering
 from .walk_exprs import ExprEvaluation
 from .walk_calls import CallLowering
+from .walk_libcu import LibcuLowering
 from .walk_tmem import TmemLowering
 from .walk_inline import InlineExpansion
 
@@ -714,6 +715,7 @@ class KernelWalker:
         self.tmem = TmemLowering(self)
         self.inline = InlineExpansion(self)
         self.calls = CallLowering(self)
+        self.libcu = LibcuLowering(self)
         # the core operations (WalkerCore), bound once: no extra call on the walk's hot paths
         self.emit = self.exprs.emit
         self.ev = self.exprs.ev

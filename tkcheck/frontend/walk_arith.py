@@ -319,6 +319,21 @@ def solve_recurrence(start: E.Var, end, v0: Expr, name: str, counter: E.Var | No
     ):
         n = end.c.b
         return lambda k: E.binop("%", E.binop("+", v0, k), n)
+    # a per-thread counter advanced in one role's branch only (`if (producer) ++head; else
+    # ++tail;`, libcu++'s pipeline head and tail): the condition reads no loop-carried value and
+    # nothing opaque, so every thread takes the same branch in every iteration -- each branch's
+    # update is solved on its own and the closed form picks by the same condition
+    if (
+        isinstance(end, E.Ite)
+        and not any(v.kind in (E.LOOP, E.OPAQUE) for v in end.c.free_vars())
+        and (end.t == start or end.e == start or start in end.t.free_vars() or start in end.e.free_vars())
+    ):
+        ft = solve_recurrence(start, end.t, v0, name, counter)
+        fe = solve_recurrence(start, end.e, v0, name, counter)
+        probe = E.Var("k@probe", E.LOOP)
+        if not any(isinstance(f(probe), E.Var) and f(probe).kind == E.OPAQUE for f in (ft, fe)):
+            cond = end.c
+            return lambda k: E.ite(cond, ft(k), fe(k))
     # `if (k % S == r) phase ^= 1` (also `1 - phase`): the phase flips once per
     # S iterations; before iteration k it flipped (k + S - 1 - r) / S times
     if isinstance(end, E.Ite) and end.e == start:

@@ -10,7 +10,7 @@ from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
-from . import cexpr
+from . import cexpr, walk_libcu
 from .value_types import Allocator, CgGroup, DsmemPtr, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, Ctx, Env, loc_of, tokens_of, _THREAD_FUNCS_GROUP
 from .walk_arith import _ArrVal, _TMEM_ACCESS_NAMES, convert_int
@@ -301,6 +301,12 @@ class CallLowering:
             ts = [self._transpose_value(t, ctx) for t in btargs]
             if ts[0] is not None and ts[1] is not None:
                 base = K.transposed_mma_name(base, ts[0], ts[1])
+        if base in K.LIBCU_FUNCTIONS:
+            # libcu++'s pipeline / barrier / memcpy_async (walk_libcu: it takes the call when its
+            # arguments are libcu++'s objects)
+            r = self.w.libcu.call(base, qual, btargs, args, ctx, cursor)
+            if r is not NotImplemented:
+                return r
         spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
         if (
             spec is None
@@ -914,6 +920,10 @@ class CallLowering:
             return self.w.tmem.subtile(obj, targs, args, ctx, cursor)
         if isinstance(obj, Obj) and mname in ("subtile",):
             return obj
+        if isinstance(obj, Rec) and obj.type_name in (walk_libcu.PIPELINE, walk_libcu.BARRIER):
+            r = self.w.libcu.method(obj, mname, args, ctx, cursor)
+            if r is not NotImplemented:
+                return r
         if isinstance(obj, StructType):
             f = obj.env.vars.get(mname)
             if isinstance(f, Func):

@@ -385,6 +385,9 @@ class StatementWalk:
             # `barrier<8> b(2);` / `= barrier<8>(2)`: TK's named-barrier object (its id, 32*N threads)
             v = self.w.ev(init_node, ctx, cursor=d) if init_node is not None else None
             value = v if isinstance(v, NamedBar) else NamedBar(v if isinstance(v, Expr) else None, nbar.warps)
+        elif is_shared and (libcu := self.w.libcu.shared_object(name, d.type.get_canonical().spelling, dims, loc, ctx)):
+            # libcu++'s cuda::barrier / pipeline_shared_state (walk_libcu)
+            value = libcu
         elif is_shared and isinstance(t, ir.TileType):
             if t.kind == "semaphore":
                 m.barriers[name] = ir.Barrier(name, tuple(dims), loc, "static")
@@ -473,6 +476,7 @@ class StatementWalk:
                 value = CgGroup(*g)
         if isinstance(value, E.Const):
             value = convert_int(value, d.type.spelling)
+        value = self.w.libcu.bind(name, value, ctx)
         self.w.exprs.note_phasebit_set(name, value, ctx, d)
         ctx.env.define(name, value)
         return toks[: toks.index(name)] if name in toks else first_type

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .walk_calls import CallLowering
     from .walk_exprs import ExprEvaluation
     from .walk_inline import InlineExpansion
+    from .walk_libcu import LibcuLowering
     from .walk_statements import StatementWalk
     from .walk_tmem import TmemLowering
     from .walk_types import TypeResolution
@@ -92,6 +93,7 @@ class StatementWalker(WalkerCore, Protocol):
     tmem: TmemLowering
     exprs: ExprEvaluation
     types: TypeResolution
+    libcu: LibcuLowering
 
 
 class InlineWalker(WalkerCore, Protocol):
@@ -127,6 +129,7 @@ class CallWalker(WalkerCore, Protocol):
     exprs: ExprEvaluation
     stmts: StatementWalk
     types: TypeResolution
+    libcu: LibcuLowering
 
 
 class AsmWalker(WalkerCore, Protocol):

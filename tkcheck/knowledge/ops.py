@@ -82,6 +82,40 @@ THREAD_OPS: dict[str, OpSpec] = {
     "__threadfence_block": OpSpec(ir.FENCE, (), fence_kind="membar_cta"),
 }
 
+# ---- libcu++ (<cuda/barrier>, <cuda/pipeline>; frontend/walk_libcu.py lowers them) ----------
+# Read from libcu++'s headers (cuda/pipeline, cuda/__barrier, cuda/__memcpy_async): a block-scope
+# `cuda::barrier` is an mbarrier; a partitioned `cuda::pipeline` is a ring of (produced, consumed)
+# barrier pairs in its `pipeline_shared_state`, with per-thread head / tail counters and phase
+# parities (consumed starts at parity 1: a fresh stage is free); the unified (thread-scope)
+# pipeline is cp.async commit groups.
+# pipeline methods -> what they are (partitioned | unified)
+LIBCU_PIPELINE_METHODS: dict[str, tuple[str, str]] = {
+    "producer_acquire": ("wait consumed[head % S], parity (head / S + 1) % 2", "nothing"),
+    "producer_commit": (
+        "arrive produced[head % S] (after the thread's copies); ++head",
+        "cp.async.commit_group; ++head",
+    ),
+    "consumer_wait": ("wait produced[tail % S], parity (tail / S) % 2", "cp.async.wait_group head - tail - 1; ++tail"),
+    "consumer_release": ("arrive consumed[tail % S]; ++tail", "nothing"),
+}
+# barrier methods: arrive(n) -> token (the parity of the thread's phase), wait(token), wait_parity(p),
+# arrive_and_wait()
+LIBCU_BARRIER_METHODS = frozenset({"arrive", "wait", "wait_parity", "arrive_and_wait"})
+# free functions: cuda::make_pipeline, cuda::memcpy_async (a cp.async copy of the issuing thread),
+# cuda::init (mbarrier init), cuda::pipeline_consumer_wait_prior<N> (cp.async.wait_group N),
+# cuda::device::barrier_arrive_tx (arrive.expect_tx, then the other arrivals),
+# cuda::device::experimental::cp_async_bulk_global_to_shared (a bulk copy completing bytes on the barrier)
+LIBCU_FUNCTIONS = frozenset(
+    {
+        "make_pipeline",
+        "memcpy_async",
+        "init",
+        "pipeline_consumer_wait_prior",
+        "barrier_arrive_tx",
+        "cp_async_bulk_global_to_shared",
+    }
+)
+
 # CUDA atomics (relaxed, gpu scope; `_system` variants system scope): on a global counter they are
 # the signal side of a cross-block dependency (which needs release ordering before them)
 CUDA_ATOMICS = (

@@ -443,6 +443,8 @@ SPIN = "spin"  # the head of a loop left when a value allows it (`while (flag !=
 #                 break): inside the loop, each iteration; its condition's memory events follow it
 EXIT = "exit"  # return from the kernel (early exit)
 CALL = "call"  # a call the front end recognised but does not model
+NOP = "nop"  # a synchronisation call the front end modelled that does nothing (libcu++'s unified
+#              pipeline producer_acquire / consumer_release): no check reads it
 
 
 @dataclass
