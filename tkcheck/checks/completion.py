@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..frontend.walk_statements import flat_base
 from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
@@ -288,6 +289,8 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
         ren = {rc: E.Var("r", E.LOOP)}
         for depth, lid in enumerate(op.loops[: op.loops.index(round_loop)]):
             ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
+            # the steps the earlier tasks took (a ring carried across tasks of varying length)
+            ren[flat_base(model.loops[lid].counter).name] = E.Var(f"o{depth}base", E.LOOP)
         exprs = tuple(E.substitute(ix, ren) for ix in index)
         pattern = tuple(str(x) for x in exprs)
         if any(v.kind == E.LOOP and v.name not in ren for ix in index for v in ix.free_vars()):
@@ -609,6 +612,8 @@ def _uniform_sig(
         ren[model.loops[round_loop].counter.name] = E.Var("r", E.LOOP)
         for depth, lid in enumerate(op.loops[: op.loops.index(round_loop)]):
             ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
+            # the steps the earlier tasks took (a ring carried across tasks of varying length)
+            ren[flat_base(model.loops[lid].counter).name] = E.Var(f"o{depth}base", E.LOOP)
     for c in op.guard.uniform:
         if c in consumed or c in leave:
             continue
@@ -780,6 +785,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 _merge_exclusive(contribs, an.solver_timeout_ms)
                 _merge_continued(m, contribs, an.solver_timeout_ms)
                 _merge_peeled(m, contribs, an.solver_timeout_ms)
+                _merge_steps(m, contribs, an.solver_timeout_ms)
                 pats = {c.pattern for c in contribs}
                 sigs = {_uniform_sig(c.op, m, c.consumed, c.round_loop, c.exclusive) for c in contribs}
                 if _nested_rounds(contribs):
@@ -996,6 +1002,79 @@ def _merge_peeled(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: i
             ):
                 contribs.remove(a)
                 break
+
+
+def ring_steps(m: ir.KernelModel, ops: list[ir.Op], round_loop: int, timeout_ms: int) -> bool:
+    """ops (two or more, in program order) are the steps of one ring an iteration of their
+    round loop R (`use(bar[s]); if (++s == S) { s = 0; ...; } use(bar[s]); ...` twice or more
+    in R's body): each runs once in every iteration of R, directly in R, under the same
+    guards (none over R's counter), on a one-dimensional array of S elements, and the elements
+    x_0(k), ..., x_{P-1}(k), x_0(k + 1), ... walk the ring with one step s: x_{j+1}(k) ==
+    (x_j(k) + s) % S and x_0(k + 1) == (x_{P-1}(k) + s) % S, proved by z3 for any x_0(k) in
+    [0, S) (so also for a ring position carried across tasks). Every visit of an element is
+    then one step of one sequence, as a single site's visits are in its rounds."""
+    from .. import solver
+
+    if len(ops) < 2:
+        return False
+    a = ops[0]
+    if a.barrier is None:
+        return False
+    decl = m.barriers.get(a.barrier.name)
+    if decl is None or len(decl.dims) != 1:
+        return False
+    size = decl.dims[0].eval({})
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 < size <= 64 or len(ops) > size:
+        return False
+    R = m.loops.get(round_loop)
+    if R is None or R.continues or not R.uniform:
+        return False
+    k = R.counter
+    for o in ops:
+        g = o.guard
+        if o.barrier is None or o.barrier.name != a.barrier.name or len(o.barrier.index) != 1:
+            return False
+        if not o.loops or o.loops[-1] != round_loop or o.loops != a.loops:
+            return False
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(k in c.free_vars() or c.is_opaque() for c in g.uniform):
+            return False
+        if set(g.uniform) != set(a.guard.uniform) or g.thread != a.guard.thread:
+            return False
+        if o.barrier.index[0].is_opaque():
+            return False
+    xs = [o.barrier.index[0] for o in ops]
+    S = E.Const(size)
+    assume = (E.binop(">=", xs[0], E.Const(0)), E.binop("<", xs[0], S), *a.guard.uniform)
+    nxt = E.substitute(xs[0], {k.name: E.binop("+", k, E.Const(1))})
+    for step in range(1, size):
+        st = E.Const(step)
+        if (
+            solver.always(E.binop("==", xs[1], E.binop("%", E.binop("+", xs[0], st), S)), timeout_ms, assume=assume)
+            is not True
+        ):
+            continue
+        walk = [E.binop("==", y, E.binop("%", E.binop("+", x, st), S)) for x, y in zip(xs[1:], xs[2:] + [nxt])]
+        return solver.always(E.conj(*walk), timeout_ms, assume=assume) is True
+    return False
+
+
+def _merge_steps(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: int) -> None:
+    """Sites of one round loop with the same threads, amount, kind and multiplicity that are
+    the steps of one ring (see `ring_steps`): each visit of an element gets one site's
+    contribution, as a single site's would; the first site stands for all (in place)."""
+    groups: dict[tuple, list[Contribution]] = {}
+    for c in contribs:
+        if c.round_loop is None or c.consumed or c.exclusive:
+            continue
+        key = (c.round_loop, c.issuers, str(c.amount), str(c.times), c.op.kind)
+        groups.setdefault(key, []).append(c)
+    for key, cs in groups.items():
+        if len(cs) < 2 or len({c.pattern for c in cs}) < 2:
+            continue
+        cs = sorted(cs, key=lambda c: c.op.order)
+        if ring_steps(m, [c.op for c in cs], key[0], timeout_ms):
+            for c in cs[1:]:
+                contribs.remove(c)
 
 
 def _nested_rounds(contribs: list[Contribution]) -> bool:
