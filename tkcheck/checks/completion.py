@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..frontend.walk_statements import flat_base
 from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
+from ..recurrence import flat_base
 from .analysis import Analysis
 
 

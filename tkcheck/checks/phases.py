@@ -30,8 +30,7 @@ import z3
 
 from ..model import expr as E
 from ..model import ir
-from ..frontend.walk_statements import flat_base
-from ..recurrence import tabulate
+from ..recurrence import flat_base, tabulate
 from . import completion
 from .analysis import Analysis
 from .threads import describe

@@ -12,6 +12,7 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import Allocator, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
+from ..recurrence import flat_base
 from .walk_arith import (
     _ArrVal,
     _TK_TYPE_ALIGN,
@@ -1576,14 +1577,6 @@ class StatementWalk:
             out[sl] = lambda k, g=g, base=base: g(E.binop("+", base, k))
 
     # -- asm ---------------------------------------------------------------
-
-
-def flat_base(counter: E.Var) -> E.Var:
-    """The number of inner-loop steps the tasks before the current iteration of the outer loop
-    with this counter took, when the inner trip count varies from task to task: a
-    non-negative integer the model does not follow (`checks/phases` counts the uses of a ring
-    carried across such tasks over the flat step B + k)."""
-    return E.Var(f"f{counter.name[1:]}base", E.LOOP, label=f"steps before this {counter.label or 'iteration'}")
 
 
 def _counter_label(var, init_v, step, loc) -> str:
