@@ -128,7 +128,7 @@ def _round_loops(an: Analysis, w: ir.Op) -> tuple[int, ...]:
     return w.loops[: len(w.loops) - n] if n else w.loops
 
 
-def _element_loops(an: Analysis, w: ir.Op, chain: list, index, parity) -> int:
+def _element_loops(an: Analysis, w: ir.Op, chain: list, index, parity, outermost: bool = False) -> int:
     """How many of w's innermost loops only pick the element it waits on: constant trip
     counts, counters in the index alone (not in the parity, the guards, the other loops'
     trips), the index injective over their iterations (proved by z3), the index free of the
@@ -137,7 +137,7 @@ def _element_loops(an: Analysis, w: ir.Op, chain: list, index, parity) -> int:
     from .. import solver
 
     n = 0
-    for i in range(len(chain) - 1, 0, -1):
+    for i in range(len(chain) - 1, -1 if outermost else 0, -1):
         L = chain[i]
         t = L.trip.eval({}) if L.trip is not None else None
         if not isinstance(t, int) or isinstance(t, bool) or t <= 0 or L.continues or not L.uniform:
@@ -179,7 +179,15 @@ def _one_shot_signal(an: Analysis, s: ir.Op) -> bool:
     accounts put it there (TMA loads in a loop over tiles, delivering their bytes to the phase of
     one expect issued outside every loop)."""
     r = completion._round_of(an.model, s, an)
-    return r is not None and r[0] is None
+    if r is not None and r[0] is None:
+        return True
+    # a signal in loops that only pick the element (`for (i = 0; i < N; i++) expect(bar[i], ..)`
+    # once per kernel): each element signalled once
+    if s.barrier is None or not s.loops or any(ix.is_opaque() for ix in s.barrier.index):
+        return False
+    chain = [an.model.loops[i] for i in s.loops]
+    index = tuple(linear(ix) for ix in s.barrier.index)
+    return _element_loops(an, s, chain, index, E.Const(0), outermost=True) == len(chain)
 
 
 def _own_elements(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr) -> bool:
@@ -1042,6 +1050,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         elem = _element_loops(an, w, chain, index, parity)
         if elem:
             chain = chain[: len(chain) - elem]
+    elif pb is None and flat is None and cont is None and chain and not w.guard.thread.depends_on(E.LOOP):
+        # loops that only pick the element, around a wait in no other loop (`for (i = 0; i < N;
+        # i++) wait(bar[i], 0)` once per kernel): each element is waited once, a one-shot use
+        if _element_loops(an, w, chain, index, parity, outermost=True) == len(chain):
+            chain = []
     if any("@" in n for n in loop_vars):
         wp.reason = "loop-carried value not solved"
         return
