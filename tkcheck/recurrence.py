@@ -460,3 +460,11 @@ def tabulate(e: Expr, k: E.Var) -> Expr | None:
             return None
         seq.append(int(v))
     return canonical_form(seq + seq, 0, p, k)
+
+
+def flat_base(counter: E.Var) -> E.Var:
+    """The number of inner-loop steps the tasks before the current iteration of the outer loop
+    with this counter took, when the inner trip count varies from task to task: a
+    non-negative integer the model does not follow (`checks/phases` counts the uses of a ring
+    carried across such tasks over the flat step B + k)."""
+    return E.Var(f"f{counter.name[1:]}base", E.LOOP, label=f"steps before this {counter.label or 'iteration'}")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
+from ..recurrence import flat_base
 from .analysis import Analysis
 
 
@@ -288,6 +289,8 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
         ren = {rc: E.Var("r", E.LOOP)}
         for depth, lid in enumerate(op.loops[: op.loops.index(round_loop)]):
             ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
+            # the steps the earlier tasks took (a ring carried across tasks of varying length)
+            ren[flat_base(model.loops[lid].counter).name] = E.Var(f"o{depth}base", E.LOOP)
         exprs = tuple(E.substitute(ix, ren) for ix in index)
         pattern = tuple(str(x) for x in exprs)
         if any(v.kind == E.LOOP and v.name not in ren for ix in index for v in ix.free_vars()):
@@ -609,6 +612,8 @@ def _uniform_sig(
         ren[model.loops[round_loop].counter.name] = E.Var("r", E.LOOP)
         for depth, lid in enumerate(op.loops[: op.loops.index(round_loop)]):
             ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
+            # the steps the earlier tasks took (a ring carried across tasks of varying length)
+            ren[flat_base(model.loops[lid].counter).name] = E.Var(f"o{depth}base", E.LOOP)
     for c in op.guard.uniform:
         if c in consumed or c in leave:
             continue
@@ -780,6 +785,8 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 _merge_exclusive(contribs, an.solver_timeout_ms)
                 _merge_continued(m, contribs, an.solver_timeout_ms)
                 _merge_peeled(m, contribs, an.solver_timeout_ms)
+                _merge_steps(m, contribs, an.solver_timeout_ms)
+                _merge_lookahead(m, contribs, an.solver_timeout_ms)
                 pats = {c.pattern for c in contribs}
                 sigs = {_uniform_sig(c.op, m, c.consumed, c.round_loop, c.exclusive) for c in contribs}
                 if _nested_rounds(contribs):
@@ -974,8 +981,30 @@ def peeled(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> bool:
         if solver.always(first_ok, timeout_ms, assume=assume) is not True:
             continue
         walk = E.binop("==", b1, E.binop("%", E.binop("+", xb, st), S))
-        return solver.always(walk, timeout_ms, assume=assume) is True
+        if solver.always(walk, timeout_ms, assume=assume) is not True:
+            return False
+        return _next_task_continues(m, a, I, xa, st, S, E.Const(1), assume, timeout_ms)
     return False
+
+
+def _next_task_continues(m, a: ir.Op, I: ir.Loop, xa, st, S, extra, assume, timeout_ms: int) -> bool:
+    """Where a's element moves with the task loop O around I (a ring carried across tasks in
+    closed form): the next task's first visit is the step after this task's last, (xa + (T +
+    extra) s) % S with T I's trip count -- else a prefetch of the next task's first stage in
+    the last k iteration and that task's own first fill would visit one element twice. An
+    element the model does not follow from task to task is taken as it comes (any a)."""
+    from .. import solver
+
+    O = m.loops.get(a.loops[-1])
+    if O is None or O.counter not in xa.free_vars():
+        return True
+    T = I.trip
+    if T is None or T.depends_on(E.LOOP) or T.is_opaque():
+        return False
+    nxt = E.substitute(xa, {O.counter.name: E.binop("+", O.counter, E.Const(1))})
+    steps = E.binop("+", T, extra) if extra != E.Const(0) else T
+    cont = E.binop("==", nxt, E.binop("%", E.binop("+", xa, E.binop("*", steps, st)), S))
+    return solver.always(cont, timeout_ms, assume=assume) is True
 
 
 def _merge_peeled(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: int) -> None:
@@ -993,6 +1022,165 @@ def _merge_peeled(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: i
                 and not a.consumed
                 and not b.consumed
                 and peeled(m, a.op, b.op, timeout_ms)
+            ):
+                contribs.remove(a)
+                break
+
+
+def ring_steps(m: ir.KernelModel, ops: list[ir.Op], round_loop: int, timeout_ms: int) -> bool:
+    """ops (two or more, in program order) are the steps of one ring an iteration of their
+    round loop R (`use(bar[s]); if (++s == S) { s = 0; ...; } use(bar[s]); ...` twice or more
+    in R's body): each runs once in every iteration of R, directly in R, under the same
+    guards (none over R's counter), on a one-dimensional array of S elements, and the elements
+    x_0(k), ..., x_{P-1}(k), x_0(k + 1), ... walk the ring with one step s: x_{j+1}(k) ==
+    (x_j(k) + s) % S and x_0(k + 1) == (x_{P-1}(k) + s) % S, proved by z3 for any x_0(k) in
+    [0, S) (so also for a ring position carried across tasks). Every visit of an element is
+    then one step of one sequence, as a single site's visits are in its rounds."""
+    from .. import solver
+
+    if len(ops) < 2:
+        return False
+    a = ops[0]
+    if a.barrier is None:
+        return False
+    decl = m.barriers.get(a.barrier.name)
+    if decl is None or len(decl.dims) != 1:
+        return False
+    size = decl.dims[0].eval({})
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 < size <= 64 or len(ops) > size:
+        return False
+    R = m.loops.get(round_loop)
+    if R is None or R.continues or not R.uniform:
+        return False
+    k = R.counter
+    for o in ops:
+        g = o.guard
+        if o.barrier is None or o.barrier.name != a.barrier.name or len(o.barrier.index) != 1:
+            return False
+        if not o.loops or o.loops[-1] != round_loop or o.loops != a.loops:
+            return False
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(k in c.free_vars() or c.is_opaque() for c in g.uniform):
+            return False
+        if set(g.uniform) != set(a.guard.uniform) or g.thread != a.guard.thread:
+            return False
+        if o.barrier.index[0].is_opaque():
+            return False
+    xs = [o.barrier.index[0] for o in ops]
+    S = E.Const(size)
+    assume = (E.binop(">=", xs[0], E.Const(0)), E.binop("<", xs[0], S), *a.guard.uniform)
+    nxt = E.substitute(xs[0], {k.name: E.binop("+", k, E.Const(1))})
+    for step in range(1, size):
+        st = E.Const(step)
+        if (
+            solver.always(E.binop("==", xs[1], E.binop("%", E.binop("+", xs[0], st), S)), timeout_ms, assume=assume)
+            is not True
+        ):
+            continue
+        walk = [E.binop("==", y, E.binop("%", E.binop("+", x, st), S)) for x, y in zip(xs[1:], xs[2:] + [nxt])]
+        return solver.always(E.conj(*walk), timeout_ms, assume=assume) is True
+    return False
+
+
+def _merge_steps(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: int) -> None:
+    """Sites of one round loop with the same threads, amount, kind and multiplicity that are
+    the steps of one ring (see `ring_steps`): each visit of an element gets one site's
+    contribution, as a single site's would; the first site stands for all (in place)."""
+    groups: dict[tuple, list[Contribution]] = {}
+    for c in contribs:
+        if c.round_loop is None or c.consumed or c.exclusive:
+            continue
+        key = (c.round_loop, c.issuers, str(c.amount), str(c.times), c.op.kind)
+        groups.setdefault(key, []).append(c)
+    for key, cs in groups.items():
+        if len(cs) < 2 or len({c.pattern for c in cs}) < 2:
+            continue
+        cs = sorted(cs, key=lambda c: c.op.order)
+        if ring_steps(m, [c.op for c in cs], key[0], timeout_ms):
+            for c in cs[1:]:
+                contribs.remove(c)
+
+
+def lookahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> bool:
+    """a fills a ring's first stage of a task before the k loop I, b prefetches the next stage
+    in I's iterations but the last (`fill(bar[s]); for (k = 0; k < T; k++) { wait(bar[s]);
+    ...; advance(s); if (k + 1 < T) fill(bar[s]); }` in a task loop O): a directly in O
+    before I, b directly in I, the same guards but for b's one condition over I's counter,
+    which holds exactly for k + 1 < T; on a one-dimensional array of S elements, with one
+    step s: b(k) == (a + (k + 1) s) % S, the next task's a == (a + T s) % S and T >= 1
+    (proved by z3 for any a in [0, S)). The elements the two visit are then one walk of the
+    ring, a visit a step, as a single site's are in its rounds."""
+    from .. import solver
+
+    if a.barrier is None or b.barrier is None or a.barrier.name != b.barrier.name:
+        return False
+    decl = m.barriers.get(a.barrier.name)
+    if decl is None or len(decl.dims) != 1 or len(a.barrier.index) != 1 or len(b.barrier.index) != 1:
+        return False
+    size = decl.dims[0].eval({})
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 < size <= 64:
+        return False
+    if not a.loops or b.loops[:-1] != a.loops:
+        return False
+    O, I = m.loops.get(a.loops[-1]), m.loops.get(b.loops[-1])
+    if O is None or I is None or I.parent != O.id or I.continues or not I.uniform or I.trip is None:
+        return False
+    if I.trip.depends_on(E.LOOP) or I.trip.is_opaque() or O.continues:
+        return False
+    first = min((o.order for o in m.ops if I.id in o.loops), default=b.order)
+    if a.order > first:
+        return False
+    k, kO, T = I.counter, O.counter, I.trip
+    for o in (a, b):
+        g = o.guard
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(c.is_opaque() for c in g.uniform):
+            return False
+    if a.guard.thread != b.guard.thread or any(k in c.free_vars() for c in a.guard.uniform):
+        return False
+    extra = [c for c in b.guard.uniform if c not in a.guard.uniform]
+    if not set(a.guard.uniform) <= set(b.guard.uniform) or len(extra) != 1 or k not in extra[0].free_vars():
+        return False
+    xa, xb = a.barrier.index[0], b.barrier.index[0]
+    if k not in xb.free_vars() or k in xa.free_vars() or any(v.kind == E.OPAQUE for v in xa.free_vars()):
+        return False
+    if kO not in xa.free_vars():
+        return False  # the walk from task to task must be shown (`_next_task_continues`)
+    S = E.Const(size)
+    in_loop = (E.binop(">=", k, E.Const(0)), E.binop("<", k, T))
+    assume = (E.binop(">=", xa, E.Const(0)), E.binop("<", xa, S), *a.guard.uniform)
+    # b runs exactly in the iterations k + 1 < T
+    last = E.binop(
+        "==",
+        E.ite(extra[0], E.Const(1), E.Const(0)),
+        E.ite(E.binop("<", E.binop("+", k, E.Const(1)), T), E.Const(1), E.Const(0)),
+    )
+    if solver.always(last, timeout_ms, assume=assume + in_loop) is not True:
+        return False
+    if solver.always(E.binop(">=", T, E.Const(1)), timeout_ms, assume=tuple(a.guard.uniform)) is not True:
+        return False
+    for step in range(1, size):
+        st = E.Const(step)
+        at = E.binop("%", E.binop("+", xa, E.binop("*", E.binop("+", k, E.Const(1)), st)), S)
+        if solver.always(E.binop("==", xb, at), timeout_ms, assume=assume + in_loop) is not True:
+            continue
+        return _next_task_continues(m, a, I, xa, st, S, E.Const(0), assume, timeout_ms)
+    return False
+
+
+def _merge_lookahead(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: int) -> None:
+    """A task's first fill and the k loop's prefetches of the stages after it (see
+    `lookahead`) with the same threads, amount, kind and multiplicity: one visit each of one
+    ring walk; the prefetch's contribution stands for both (in place)."""
+    for a in list(contribs):
+        for b in contribs:
+            if (
+                a is not b
+                and a.issuers == b.issuers
+                and str(a.amount) == str(b.amount)
+                and str(a.times) == str(b.times)
+                and a.op.kind == b.op.kind
+                and not a.consumed
+                and not b.consumed
+                and lookahead(m, a.op, b.op, timeout_ms)
             ):
                 contribs.remove(a)
                 break

@@ -30,7 +30,7 @@ import z3
 
 from ..model import expr as E
 from ..model import ir
-from ..recurrence import tabulate
+from ..recurrence import flat_base, tabulate
 from . import completion
 from .analysis import Analysis
 from .threads import describe
@@ -128,7 +128,7 @@ def _round_loops(an: Analysis, w: ir.Op) -> tuple[int, ...]:
     return w.loops[: len(w.loops) - n] if n else w.loops
 
 
-def _element_loops(an: Analysis, w: ir.Op, chain: list, index, parity) -> int:
+def _element_loops(an: Analysis, w: ir.Op, chain: list, index, parity, outermost: bool = False) -> int:
     """How many of w's innermost loops only pick the element it waits on: constant trip
     counts, counters in the index alone (not in the parity, the guards, the other loops'
     trips), the index injective over their iterations (proved by z3), the index free of the
@@ -137,7 +137,7 @@ def _element_loops(an: Analysis, w: ir.Op, chain: list, index, parity) -> int:
     from .. import solver
 
     n = 0
-    for i in range(len(chain) - 1, 0, -1):
+    for i in range(len(chain) - 1, -1 if outermost else 0, -1):
         L = chain[i]
         t = L.trip.eval({}) if L.trip is not None else None
         if not isinstance(t, int) or isinstance(t, bool) or t <= 0 or L.continues or not L.uniform:
@@ -179,7 +179,15 @@ def _one_shot_signal(an: Analysis, s: ir.Op) -> bool:
     accounts put it there (TMA loads in a loop over tiles, delivering their bytes to the phase of
     one expect issued outside every loop)."""
     r = completion._round_of(an.model, s, an)
-    return r is not None and r[0] is None
+    if r is not None and r[0] is None:
+        return True
+    # a signal in loops that only pick the element (`for (i = 0; i < N; i++) expect(bar[i], ..)`
+    # once per kernel): each element signalled once
+    if s.barrier is None or not s.loops or any(ix.is_opaque() for ix in s.barrier.index):
+        return False
+    chain = [an.model.loops[i] for i in s.loops]
+    index = tuple(linear(ix) for ix in s.barrier.index)
+    return _element_loops(an, s, chain, index, E.Const(0), outermost=True) == len(chain)
 
 
 def _own_elements(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr) -> bool:
@@ -1053,6 +1061,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         elem = _element_loops(an, w, chain, index, parity)
         if elem:
             chain = chain[: len(chain) - elem]
+    elif pb is None and flat is None and cont is None and chain and not w.guard.thread.depends_on(E.LOOP):
+        # loops that only pick the element, around a wait in no other loop (`for (i = 0; i < N;
+        # i++) wait(bar[i], 0)` once per kernel): each element is waited once, a one-shot use
+        if _element_loops(an, w, chain, index, parity, outermost=True) == len(chain):
+            chain = []
     if any("@" in n for n in loop_vars):
         wp.reason = "loop-carried value not solved"
         return
@@ -1069,6 +1082,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         assume.append(in_range[0])
         trip_assume.append(in_range[1])
     sites = None
+    first_task: list[E.Expr] | None = []  # a varying-trip flat nest: where a counterexample is reached
     if flat is not None:
         O, I = chain
         k = F
@@ -1077,8 +1091,14 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             o is not w and o.barrier is not None and o.barrier.name == w.barrier.name and I.id in o.loops
             for o in m.ops_of(ir.MBAR_WAIT)
         ):
-            wp.reason = "barrier waited at several sites in the loop"
-            return
+            # several uses of one ring an inner iteration: their uses v = P F + j in program order
+            sites = _sites_in_order(an, w, I, True, flat=F)
+            if sites is None:
+                wp.reason = "barrier waited at several sites in the loop"
+                return
+            k, index, parity, extra, _, _ = sites
+            assume.extend(extra)
+            p_assume = tuple(p_assume) + tuple(extra)
         period = _period(index, k, to, p_assume)
         if period is None:
             wp.reason = "ring period not recognised"
@@ -1088,15 +1108,27 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         wp.period = period
         use = E.binop("/", k, period) if period != E.Const(1) else k
-        if O.trip is None and not _data_exit_ok(O):
+        P = E.Const(sites[4] if sites is not None else 1)
+        if _varying_trip(m, w):
+            # F = B + k over the steps B of the earlier tasks, a symbol: the proof below is for
+            # every F; a counterexample is one only where it is reached, in the first task
+            # (B = 0, F = k < its trip count, the task loop entered at all)
+            T0 = E.substitute(I.trip, {O.counter.name: E.Const(0)})
+            if T0.depends_on(E.LOOP) or T0.is_opaque():
+                first_task = None
+            else:
+                first_task = [E.binop("<", k, E.binop("*", P, T0))]
+                if O.trip is not None:
+                    first_task.append(E.binop(">", O.trip, E.Const(0)))
+        elif O.trip is None and not _data_exit_ok(O):
             wp.reason = "trip count unknown"
             return
-        if O.trip is None:
+        elif O.trip is None:
             # a task loop that ends on data (a scheduler's sentinel): its trip count N is a
             # symbol; the proof below is for every flat iteration, so for every N
             wp.assumption = "data-exit"
         else:
-            trip_assume.append(E.binop("<", k, E.binop("*", I.trip, O.trip)))
+            trip_assume.append(E.binop("<", k, E.binop("*", P, E.binop("*", I.trip, O.trip))))
     elif chain:
         rl = chain[-1]
         if len(chain) > 1 and (pb is None or pb[1] is None):
@@ -1247,6 +1279,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if ok is True:
         wp.status = "ok"
         return
+    if flat is not None and _varying_trip(m, w):
+        if first_task is None or ok is None:
+            wp.reason = "ring carried across tasks of varying length: not proved, no counterexample in the first task"
+            return
+        trip_assume = first_task
     assume.extend(trip_assume)
     ok = solver.always(E.negate(bad), to, assume=tuple(assume)) if trip_assume else ok
     if ok is True:
@@ -1293,7 +1330,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     }
     if len(chain) > 1 and chain[0].counter.name in env:
         wp.witness["outer_iteration"] = env[chain[0].counter.name]
-    if flat is not None and it is not None:
+    if flat is not None and it is not None and _varying_trip(m, w):
+        wp.witness["outer_iteration"], wp.witness["iteration"] = 0, it
+    elif flat is not None and it is not None:
         tv = chain[1].trip.eval(env)
         if isinstance(tv, int) and tv > 0:
             wp.witness["outer_iteration"], wp.witness["iteration"] = divmod(it, tv)
@@ -1330,7 +1369,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
 _BIT_OPS = frozenset(("&", ">>", "<<", "|", "^"))
 
 
-def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool, several: bool = True):
+def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool, several: bool = True, flat: E.Var | None = None):
     """The uses of one barrier by w's threads as one sequence: Q waits before the loop rl (a
     prologue use: "first QK, then the loop") and P wait sites directly in rl (a ring advanced
     after each of two uses an iteration: `wait(full[s], ph); ...; if (++s == S) { s = 0; ph
@@ -1341,7 +1380,9 @@ def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool, several: b
     the element of use v is that site's at that iteration. Returns (v, element of use v, w's
     parity at v, assumptions (v >= Q, (v - Q) % P == j), P, Q), or None. The due phase is
     then proved over v as for one site: the completions of its element before use v are v /
-    period when the whole element sequence is a ring of that period (`_period`)."""
+    period when the whole element sequence is a ring of that period (`_period`). With `flat`
+    (the wait's flat iteration F of a (task, k) nest, `_flatten`) the sites' elements and
+    parities are read over F, a prologue counts only in no task loop, and v = P F + j."""
     if not plain:
         return None
     m, th = an.model, an.threads
@@ -1361,9 +1402,11 @@ def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool, several: b
         if o.loops or theirs is None:
             return None  # w's threads wait in another loop too: not counted here
     pro = sorted((o for o in ops if not o.loops and o.order < start and th.executing(o) == mine), key=lambda o: o.order)
+    if flat is not None and pro:
+        return None
     if len(pro) > 8 or (len(sites) < 2 and not pro) or (not several and len(sites) > 1):
         return None
-    k = rl.counter
+    k = rl.counter if flat is None else flat
     tab_index, tab_parity = [], []
     for o in pro + sites:
         g = o.guard
@@ -1381,8 +1424,14 @@ def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool, several: b
             return None
         if any(ix.is_opaque() for ix in o.barrier.index):
             return None
-        ix = tuple(_tabulated(linear(x), o, m, k if o in sites else None) for x in o.barrier.index)
-        par = _tabulated(linear(o.parity), o, m, k if o in sites else None)
+        ix, par = tuple(linear(x) for x in o.barrier.index), linear(o.parity)
+        if flat is not None:
+            fl = _flatten(m, o, ix, par)
+            if fl is None or fl[0] != flat:
+                return None
+            _, ix, par = fl
+        ix = tuple(_tabulated(x, o, m, k if o in sites else None) for x in ix)
+        par = _tabulated(par, o, m, k if o in sites else None)
         if any(v.kind == E.LOOP and ("@" in v.name or o in pro) for x in (*ix, par) for v in x.free_vars()):
             return None
         tab_index.append(ix)
@@ -1505,16 +1554,26 @@ def _flatten(m: ir.KernelModel, w: ir.Op, index, parity):
         return None
     O, I = (m.loops[i] for i in w.loops)
     T = I.trip
-    if T is None or T.depends_on(E.LOOP) or T.depends_on(E.THREAD) or T.is_opaque():
+    if T is None or T.depends_on(E.THREAD):
         return None
-    base = E.binop("+", E.binop("*", T, O.counter), I.counter)
     F = E.Var(f"f{I.counter.name[1:]}", E.LOOP)
+    B = flat_base(O.counter)
+    # the inner trip count varies from task to task: the front end named the steps of the
+    # earlier tasks B (`flat_base`), F = B + k
+    varying = T.depends_on(E.LOOP) or T.is_opaque()
+    base = E.binop("+", B if varying else E.binop("*", T, O.counter), I.counter)
     idx = tuple(E.replace_sub(ix, base, F) for ix in index)
     par = E.replace_sub(parity, base, F)
     used = {v for x in idx + (par,) for v in x.free_vars()}
-    if O.counter in used or I.counter in used or F not in used:
+    if O.counter in used or I.counter in used or B in used or F not in used:
         return None
     return F, idx, par
+
+
+def _varying_trip(m: ir.KernelModel, w: ir.Op) -> bool:
+    """w sits in a (task, k) nest whose inner trip count changes from task to task."""
+    T = m.loops[w.loops[-1]].trip
+    return T is not None and (T.depends_on(E.LOOP) or T.is_opaque())
 
 
 def element(wp: WaitPhase) -> str:

@@ -13,6 +13,7 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import Allocator, CgGroup, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
+from ..recurrence import flat_base
 from .walk_arith import (
     _ArrVal,
     _TK_TYPE_ALIGN,
@@ -1504,8 +1505,13 @@ class StatementWalk:
             if not group:
                 continue
             T = sysrec.trip
-            if T is None or T.depends_on(E.LOOP) or T.depends_on(E.THREAD) or T.is_opaque():
+            if T is None or T.depends_on(E.THREAD):
                 continue
+            # an inner trip count that changes from task to task (`for (k = 0; k < iters(task);
+            # ++k)`): the steps taken before an outer iteration are a sum over the earlier
+            # tasks, no closed form of kO; they are then one symbol B >= 0 (`flat_base`), and
+            # what is proved at G(B + k) holds for every such sum
+            varying = T.depends_on(E.LOOP) or T.is_opaque()
             # the closure of the group under the inner update's dependencies
             inner_start_names = {sysrec.starts[sl].name: sl for sl in sysrec.ends}
             system = list(group)
@@ -1541,12 +1547,17 @@ class StatementWalk:
             if len(flat) != len(system):
                 continue
             signature = _signature(sysrec, system)
+            B = flat_base(counter) if varying else None
             for sl in system:
                 g = flat[sl]
 
                 # bound now: a later system of this loop rebinds T and signature
-                def closed(k, g=g, sl=sl, T=T, signature=signature):
-                    base = E.binop("*", T, k)
+                def closed(k, g=g, sl=sl, T=T, signature=signature, B=B):
+                    if B is not None and k != counter:
+                        # only the current outer iteration's start has a name (B); after the
+                        # loop, or at another iteration, the step count is unknown
+                        return E.opaque(f"{sl.label}@flat")
+                    base = B if B is not None else E.binop("*", T, k)
                     v = g(base)
                     self._flat_registry[v] = (signature, sl, g, base)
                     return v
