@@ -535,19 +535,20 @@ class ModelBuilder:
                 # one kernel per spelled instantiation (`S<192, 192, 64>`); one whose arguments do
                 # not resolve is not analysed, with why; when none resolves, the struct is analysed
                 # with its parameters unbound, as a struct nobody instantiates
-                built, failed = [], []
+                inst_models: list[ir.KernelModel] = []
+                not_resolved: list[str] = []
                 for sp, site in spelled:
                     m = self._guarded(t, lambda sp=sp: KernelWalker(self, t).build_prototype(inst_spelling=sp))
                     if m is not None:
                         m.instance_site, m.instance_how = site, "reference"
-                        built.append(m)
+                        inst_models.append(m)
                     elif sp not in self._not_analysed_cursors:
-                        failed.append(sp)
-                for m in built:
+                        not_resolved.append(sp)
+                for m in inst_models:
                     models.append(m)
                     self.model_cursors[id(m)] = t
-                if built or t.spelling in self._not_analysed_cursors:
-                    for sp in failed:
+                if inst_models or t.spelling in self._not_analysed_cursors:
+                    for sp in not_resolved:
                         self.not_analysed.append(
                             (sp, loc_of(t, self.filename), "template arguments of this instantiation not understood")
                         )

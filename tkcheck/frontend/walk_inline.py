@@ -351,7 +351,7 @@ class InlineExpansion:
                 continue
             # a part the walk could not model stays the value the template started from (a
             # block-uniform count, the same symbol as when the callback is not followed)
-            after = E.rewrite(after, lambda x, b=before: b if isinstance(x, E.Var) and x.kind == E.OPAQUE else None)
+            after = E.rewrite(after, _opaque_to(before))
             ctx.env.assign(name, after)
         return rec
 
@@ -376,6 +376,15 @@ class InlineExpansion:
                 callers=ctx.callers + ((call_loc,) if call_loc else ()),
             ),
         )
+
+
+def _opaque_to(value: Expr):
+    """A rewrite that puts `value` where a part could not be modelled."""
+
+    def fn(x: Expr) -> Expr | None:
+        return value if isinstance(x, E.Var) and x.kind == E.OPAQUE else None
+
+    return fn
 
 
 def _merge_returns(returns: list[tuple[Guard, Any]], outer: Guard) -> Any:
