@@ -53,13 +53,13 @@ def _static(an):
             continue
         if len(counts) > 1:
             us_sorted = sorted(us, key=lambda u: u.op.order)
-            # a use by the whole block outside loops (the prologue's __syncthreads) completes before
-            # any thread reaches a later use: the barrier is free again, and may take another count
-            everyone = an.threads.all_threads()
+            # a use outside loops by every thread that ever uses this id (the prologue's
+            # __syncthreads, the consumers' `group<8>::sync(0)` in their setup) completes before any
+            # of them reaches a later use: the barrier is free again, and may take another count
             while (
                 len(us_sorted) > 1
-                and everyone is not None
-                and us_sorted[0].threads == everyone
+                and us_sorted[0].threads is not None
+                and all(u.threads is not None and u.threads <= us_sorted[0].threads for u in us_sorted)
                 and not us_sorted[0].op.loops
                 and not us_sorted[0].op.guard.uniform
                 and us_sorted[0].op.guard.exact

@@ -342,6 +342,15 @@ def same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int, 
     # a loop without a trip count (a persistent task loop ending on a
     # data-dependent break) may run a second iteration: the finding says so
     bound = E.TRUE if loop.trip is None else E.binop("<", E.binop("+", k, d), loop.trip)
+    # the store runs at iteration k and the write at k+d: their block-uniform conditions hold
+    # there (a task loop whose later tasks leave at its `break` never writes again)
+    for c in store.guard.uniform:
+        if not c.is_opaque():
+            bound = E.binop("&&", bound, c)
+    for c in write.guard.uniform:
+        if not c.is_opaque():
+            bound = E.binop("&&", bound, E.substitute(c, nxt))
+    bound = E.binop("&&", bound, E.binop(">=", k, E.Const(0)))
     return solver.witness(E.binop("&&", same, bound), timeout_ms) is not None
 
 

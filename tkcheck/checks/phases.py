@@ -1078,6 +1078,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     p_assume = tuple(assume) if th_assume else ()
     trip_assume: list[E.Expr] = []
     reach: list[E.Expr] = []
+    if pb is not None and w.loops and _counter_exit(m.loops[w.loops[0]]):
+        # a task loop that ends on its counter (`num_iters` set from `task_iter`): a
+        # counterexample must be reached, every earlier task went on
+        reach = _reached(m.loops[w.loops[0]])
     if cont is not None:
         assume.append(in_range[0])
         trip_assume.append(in_range[1])
@@ -1694,7 +1698,7 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
     if (
         len(chain) not in (1, 2)
         or any(l.trip is None for l in chain[1:])
-        or (chain[0].trip is None and not _data_exit_ok(chain[0]))
+        or (chain[0].trip is None and not (_data_exit_ok(chain[0]) or _counter_exit(chain[0])))
     ):
         return "phase bitfield: loop nest not recognised"
     O = chain[0]

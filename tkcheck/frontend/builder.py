@@ -18,6 +18,7 @@ from their tokens (`cexpr`) and folded into model values by the walker's `ev`
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..model import expr as E
@@ -33,6 +34,8 @@ from .walk_calls import CallLowering
 from .walk_libcu import LibcuLowering
 from .walk_tmem import TmemLowering
 from .walk_inline import InlineExpansion
+
+_TEMPLATE_PARAMS = (CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_TEMPLATE_PARAMETER)
 
 
 def _visible_from(root, cands: list) -> list:
@@ -204,6 +207,74 @@ class ModelBuilder:
         # an interpreter op looks like an lcf template (layout, producer, consumer): it is not one
         ops = {st.hash for _, st in self.interpreter_ops}
         self.templates = [t for t in self.templates if t.hash not in ops]
+        # a template struct with a parameter that has no default, launched through a function
+        # template's type parameter (`run_bench<S<192, 192, 64>>(...)` whose body launches
+        # `lcf::kernel<fmt>`): each instantiation the user's code spells is a kernel of its own
+        self.template_instances: dict[int, list[tuple[str, ir.Location]]] = {}
+        if self.templates:
+            scopes = self._template_scopes()
+            for t in self.templates:
+                sp = self._spelled_instances(t, scopes)
+                if sp:
+                    self.template_instances[t.hash] = sp
+
+    def _template_scopes(self) -> list[tuple[str, int, int, frozenset[str]]]:
+        """(file, start, end, parameter names) of every template the user's code declares: a
+        spelling inside one that names one of its parameters is not an instantiation of its own
+        (it is instantiated with the enclosing template's arguments)."""
+        kinds = (CK.FUNCTION_TEMPLATE, CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
+        containers = (CK.NAMESPACE, CK.STRUCT_DECL, CK.CLASS_DECL, CK.UNEXPOSED_DECL) + kinds
+        out = []
+        stack = list(self.code.decls)
+        while stack:
+            c = stack.pop()
+            if c.kind in kinds and c.extent.start.file is not None:
+                names = frozenset(ch.spelling for ch in c.get_children() if ch.kind in _TEMPLATE_PARAMS)
+                if names:
+                    ext = c.extent
+                    out.append((os.path.abspath(ext.start.file.name), ext.start.offset, ext.end.offset, names))
+            if c.kind in containers:
+                stack.extend(c.get_children())
+        return out
+
+    def _spelled_instances(self, t, scopes) -> list[tuple[str, ir.Location]]:
+        """`S<192, 192, 64>` for every reference to the class template t in the user's code that
+        spells its arguments, when one of t's parameters has no default (else the defaults bind
+        them, as before), with where it is first spelled. Distinct spellings, in order of
+        appearance; a spelling inside a template that names that template's parameters is left out."""
+        if t.kind != CK.CLASS_TEMPLATE:
+            return []
+        params = [ch for ch in t.get_children() if ch.kind in _TEMPLATE_PARAMS]
+        if not params or all("=" in tokens_of(p) for p in params):
+            return []
+        from .instances import _angle_args
+
+        out: list[tuple[str, ir.Location]] = []
+        for r in self.code.refs(t.spelling):
+            node = r.cursor
+            if node.kind != CK.TEMPLATE_REF or node.referenced is None or node.referenced.hash != t.hash:
+                continue
+            f = node.location.file
+            if f is None:
+                continue
+            path = os.path.abspath(f.name)
+            start = node.extent.start.offset
+            try:
+                size = len(self.parsed.text.encode()) if path == self.parsed.abs_path else os.path.getsize(f.name)
+                ext = self.tu.get_extent(f.name, (start, min(start + 600, size)))
+                toks = [x.spelling for x in self.tu.get_tokens(extent=ext) if x.kind.name != "COMMENT"]
+            except Exception:  # noqa: BLE001 - an unreadable extent spells no instance
+                continue
+            got = _angle_args(toks, 1) if len(toks) > 1 and toks[0] == t.spelling else None
+            if got is None or not got[0] or len(got[0]) > len(params):
+                continue
+            named = {x for a in got[0] for x in a}
+            if any(p == path and s0 <= start < e0 and names & named for p, s0, e0, names in scopes):
+                continue
+            spelling = f"{t.spelling}<{', '.join(' '.join(a) for a in got[0])}>"
+            if all(spelling != sp for sp, _ in out):
+                out.append((spelling, self.code.location(node)))
+        return out
 
     def _user_struct(self, decl):
         """The user's struct a type argument declares (by its declaration; by name for a
@@ -384,6 +455,7 @@ class ModelBuilder:
         """Models of the kernels clang's errors do not stop (see `blocked` for the others)."""
         from .diagnostics import place_errors
         from .instances import InstanceFinder
+        from .parse import protocol_function
 
         self.errors = errors = place_errors(self.parsed)
         models = []
@@ -459,6 +531,30 @@ class ModelBuilder:
         for t in self.templates:
             if self._blocked(t, errors):
                 continue
+            spelled = self.template_instances.get(t.hash) if protocol_function(self.template_kind(t)) else None
+            if spelled:
+                # one kernel per spelled instantiation (`S<192, 192, 64>`); one whose arguments do
+                # not resolve is not analysed, with why; when none resolves, the struct is analysed
+                # with its parameters unbound, as a struct nobody instantiates
+                inst_models: list[ir.KernelModel] = []
+                not_resolved: list[str] = []
+                for sp, site in spelled:
+                    m = self._guarded(t, lambda sp=sp: KernelWalker(self, t).build_prototype(inst_spelling=sp))
+                    if m is not None:
+                        m.instance_site, m.instance_how = site, "reference"
+                        inst_models.append(m)
+                    elif sp not in self._not_analysed_cursors:
+                        not_resolved.append(sp)
+                for m in inst_models:
+                    models.append(m)
+                    self.model_cursors[id(m)] = t
+                if inst_models or t.spelling in self._not_analysed_cursors:
+                    for sp in not_resolved:
+                        self.not_analysed.append(
+                            (sp, loc_of(t, self.filename), "template arguments of this instantiation not understood")
+                        )
+                        self._not_analysed_cursors[sp] = t
+                    continue
             m = self._guarded(t, lambda: KernelWalker(self, t).build_prototype())
             if m is not None:
                 models.append(m)
@@ -780,7 +876,9 @@ class KernelWalker:
             self.walk(body, ctx)
         return m
 
-    def build_prototype(self, op_spelling: str | None = None) -> ir.KernelModel | None:
+    def build_prototype(
+        self, op_spelling: str | None = None, inst_spelling: str | None = None
+    ) -> ir.KernelModel | None:
         """A kernel built from TK's lcf/lcsf/lcsc template, or one op (`op_spelling`, e.g.
         `partial_template<16>`) of a prototype::interpreter launch: the user's callbacks run
         inside tkcheck's model of the template's protocol."""
@@ -796,10 +894,17 @@ class KernelWalker:
         else:
             kind = self.mb.template_kind(tmpl)
             st = None
+            if inst_spelling is not None:
+                # `S<192, 192, 64>`: the struct with these arguments bound
+                st = self.types.resolve_type_spelling(inst_spelling, env)
+                if not isinstance(st, StructType):
+                    return None
         proto_fn = protocol_function(kind)
         if proto_fn is None:
             return None
-        self.model = m = self._new_model(op_spelling or tmpl.spelling, "interpreter" if op_spelling else kind)
+        self.model = m = self._new_model(
+            op_spelling or inst_spelling or tmpl.spelling, "interpreter" if op_spelling else kind
+        )
         if st is None:
             st = self.types.struct_type(tmpl, {})
         env.define("lcft", st)

@@ -320,11 +320,19 @@ class InlineExpansion:
             segs = list(target.segments)
             fn = self.resolve_callable([s for s in segs if s.name not in self.w.ns_names] or segs, ctx)
         rec = Rec(type_name="args")
+        # `"&num_iters", num_iters`: a field the template hands by reference (`int &num_iters` of
+        # TK's uniform_args): what the callback assigns to it is the protocol variable's value after
+        by_ref: list[tuple[str, str, Any]] = []
         i = 1
         while i + 1 < len(args):
             field = args[i]
             key = field.text.strip('"') if isinstance(field, cexpr.Str) else None
             val = self.w.ev(args[i + 1], ctx, cursor)
+            if key and key.startswith("&"):
+                key = key[1:]
+                arg = args[i + 1]
+                if isinstance(arg, cexpr.Name) and len(arg.segments) == 1 and isinstance(val, Expr):
+                    by_ref.append((key, arg.segments[0].name, val))
             if key:
                 rec.fields[key] = val
             i += 2
@@ -337,6 +345,14 @@ class InlineExpansion:
         )
         sub = replace(ctx, role_hint=role or ctx.role_hint)
         self._inline_with_record(fn, rec, sub, cursor)
+        for key, name, before in by_ref:
+            after = rec.fields.get(key)
+            if after is before or not isinstance(after, Expr):
+                continue
+            # a part the walk could not model stays the value the template started from (a
+            # block-uniform count, the same symbol as when the callback is not followed)
+            after = E.rewrite(after, _opaque_to(before))
+            ctx.env.assign(name, after)
         return rec
 
     def _inline_with_record(self, f: Func, rec: Rec, ctx: Ctx, cursor: Any) -> None:
@@ -360,6 +376,15 @@ class InlineExpansion:
                 callers=ctx.callers + ((call_loc,) if call_loc else ()),
             ),
         )
+
+
+def _opaque_to(value: Expr):
+    """A rewrite that puts `value` where a part could not be modelled."""
+
+    def fn(x: Expr) -> Expr | None:
+        return value if isinstance(x, E.Var) and x.kind == E.OPAQUE else None
+
+    return fn
 
 
 def _merge_returns(returns: list[tuple[Guard, Any]], outer: Guard) -> Any:

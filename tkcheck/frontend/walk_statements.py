@@ -12,7 +12,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .value_types import Allocator, CgGroup, NamedBar, Obj, Rec, StructType
-from .walk_env import CK, BranchEnv, Ctx, loc_of, tokens_of, value_names
+from .walk_env import CK, BranchEnv, Ctx, ThisEnv, loc_of, tokens_of, value_names
 from ..recurrence import flat_base
 from .walk_arith import (
     _ArrVal,
@@ -764,6 +764,8 @@ class StatementWalk:
                 if r == "break":
                     # what lets an iteration go on past this break (None: not a uniform condition)
                     self._loop_breaks.append(None if cls != "uniform" else E.negate(cexp) if positive else cexp)
+                if cls == "uniform":
+                    _refine_after_exit(ctx.env, E.negate(cexp) if positive else cexp)
         return None
 
     def _walk_switch(self, c, ctx: Ctx) -> str | None:
@@ -1680,3 +1682,26 @@ def _expand_fn_macros(toks: list[str], macros: dict, depth: int = 0) -> list[str
         out.append(t)
         i += 1
     return _expand_fn_macros(out, macros, depth + 1)
+
+
+def _refine_after_exit(env, goes_on: Expr) -> None:
+    """After `if (c) break;` (or return / continue) the code that follows runs only where `goes_on`
+    holds: a variable holding `p ? a : b` that `goes_on` names, and whose arm b (a) would make
+    `goes_on` false outright, holds a (b) there (`num_iters = task == 0 ? n : -1` past
+    `if (num_iters < 0) break;` is n)."""
+    seen: set[str] = set()
+    e = env
+    while e is not None:
+        for name, v in list(e.vars.items()):
+            if name in seen:
+                continue
+            seen.add(name)
+            if not isinstance(v, E.Ite) or not any(x == v for x in E.subexprs(goes_on)):
+                continue
+            for keep, drop in ((v.t, v.e), (v.e, v.t)):
+                if E.replace_sub(goes_on, v, drop) == E.FALSE:
+                    env.assign(name, keep)
+                    break
+        if isinstance(e, (BranchEnv, ThisEnv)):
+            break
+        e = e.parent

@@ -15,6 +15,8 @@
 using namespace kittens;
 template<class... A> __device__ int tkcheck_flag(A...);
 template<class... A> __device__ void tkcheck_callback(A...);
+// a field named "&x" is handed by reference (TK's `int &num_iters`): the callback's assignment
+// to it is the variable's value afterwards
 template<class... A> __device__ int tkcheck_uniform(A...);
 template<class... A> __device__ void tkcheck_block_threads(A...);
 // group<N>::sync(id) with N one of the flags above (clang cannot take them as template arguments)
@@ -53,7 +55,7 @@ __global__ void tkcheck_lcf_protocol(const typename lcft::layout::globals global
                          "scratch", scratch_smem, "task_iter", 0);
         for (int task_iter = 0; true; task_iter++) {
             int num_iters = tkcheck_uniform(num_iters);
-            tkcheck_callback(lcft::common_setup, "common", common, "task_iter", task_iter, "num_iters", num_iters,
+            tkcheck_callback(lcft::common_setup, "common", common, "task_iter", task_iter, "&num_iters", num_iters,
                              "globals", globals, "scratch", scratch_smem);
             if (num_iters < 0) break;
             int input_ring = 0;
@@ -76,7 +78,7 @@ __global__ void tkcheck_lcf_protocol(const typename lcft::layout::globals global
                          "scratch", scratch_smem, "task_iter", 0);
         for (int task_iter = 0; true; task_iter++) {
             int num_iters = tkcheck_uniform(num_iters);
-            tkcheck_callback(lcft::common_setup, "common", common, "task_iter", task_iter, "num_iters", num_iters,
+            tkcheck_callback(lcft::common_setup, "common", common, "task_iter", task_iter, "&num_iters", num_iters,
                              "globals", globals, "scratch", scratch_smem);
             if (num_iters < 0) break;
             int input_ring = 0;
