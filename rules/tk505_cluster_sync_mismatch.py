@@ -66,6 +66,12 @@ def check(an):
             and not any(_rank_dependent(c) for c in o.guard.uniform)
         ]
         unknown = any(o.kind == ir.CALL and o.asm is not None for o in m.ops)
+        # a rank-dependent cluster barrier after the last remote op is the first check's question
+        # (reached by every rank, or skipped by one): whatever it answered, or could not answer
+        # within the solver budget, a closing barrier may be there, so "none follows" is not proved
+        unknown = unknown or any(
+            o.order > last.order and any(_rank_dependent(c) for c in o.guard.uniform) for o in syncs
+        )
         # a closing exchange instead of a cluster barrier: after its last remote signal the CTA
         # waits (outside any loop) on a barrier of its own that the peer signals remotely, as the
         # peer does on this CTA's signal: neither CTA leaves before the other's signal landed
