@@ -389,9 +389,130 @@ def _choose_params(m: ir.KernelModel, ops: list[ir.Op], rounds: int | None = Non
             return None
         trips.append(t)
     env = _trip_params(m, trips)
-    if env is None or not exits:
+    if env is not None and not exits:
         return env
-    return _stop_params(m, exits, env, rounds)
+    got = _stop_params(m, exits, env, rounds) if env is not None else None
+    if got is None:
+        # no instance of the one-value / few-names search: ask the solver for one (each size its
+        # own value), checked again by evaluation below
+        got = _solved_instance(m, trips, exits, rounds)
+    return got
+
+
+# the bounds a solved instance's sizes are tried under, smallest first: instances stay small
+INSTANCE_CAPS = (64, 1024, 1 << 14)
+
+
+def _ring_target(m: ir.KernelModel) -> int:
+    ring = 2
+    for b in m.barriers.values():
+        for d in b.dims:
+            v = d.eval({})
+            if isinstance(v, int) and v > ring:
+                ring = v
+    return min(2 * ring + 1, 9)
+
+
+def _first_iteration(t: E.Expr) -> E.Expr:
+    """A trip count read inside an outer loop (`n - 148 * cur`): its value in the outer loop's
+    first iteration, the one a small instance is chosen by (the walk evaluates every iteration's)."""
+    loops = {v.name: E.Const(0) for v in t.free_vars() if v.kind == E.LOOP}
+    return E.substitute(t, loops) if loops else t
+
+
+def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | None) -> dict | None:
+    """One small launch in which every loop the roles run has at least one iteration, the longest
+    makes every ring wrap twice (as `_trip_params`), and each data-exit loop whose stop test the
+    sizes decide goes on for `rounds` rounds and stops in the next (as `_stop_params`): values
+    for all the sizes at once, each its own (`min(8, rows / 16 - blockIdx.x * 8)` and
+    `batches * depth` need different ones), found by z3 with launch constraints (launch
+    dimensions at least 1, a block / cluster index below its grid dimension, every size in
+    [0, 64], else [0, 1024], else [0, 2**14]). The answer is evaluated again with the model's own arithmetic and
+    dropped unless every condition holds there: the instance is a launch the kernel can be given,
+    so a deadlock found in it is one of that launch. None when there is none (or the solver's
+    budget is spent)."""
+    import z3
+
+    from .. import solver as S
+
+    target = _ring_target(m)
+    ts = [_first_iteration(t) for t in trips if not t.depends_on(E.THREAD)]
+    # a role's trip count (`for (i = warp; i < n; i += 3)`): not negative for thread 0 (its sizes
+    # get values; the walk evaluates it for each role)
+    zero = {n: E.Const(0) for n in _TIDS}
+    tt = [_first_iteration(E.substitute(t, zero)) for t in trips if t.depends_on(E.THREAD)]
+    if any(t.depends_on(E.LOOP) or t.depends_on(E.THREAD) for t in ts + tt):
+        return None
+    conds: list[tuple[E.Expr, int, bool]] = []  # (stop test with its counter set, must hold?)
+    for lid in sorted(exits):
+        lp = m.loops[lid]
+        c = lp.continues[0]
+        if _data_cond(c) or _per_round(m, lid):
+            continue
+        if any(v.kind == E.LOOP and v.name != lp.counter.name for v in c.free_vars()):
+            return None
+        if any(v.kind not in (E.PARAM, E.LOOP) for v in c.free_vars()):
+            return None
+        assert rounds is not None
+        for k in range(rounds + 1):
+            conds.append((E.substitute(c, {lp.counter.name: E.Const(k)}), k, k < rounds))
+    if not ts and not conds:
+        return {}
+    if any(v.kind not in (E.PARAM, E.OPAQUE) for t in ts + tt for v in t.free_vars()):
+        return None
+    zv = E.Z3Vars()
+    try:
+        zt = [E.as_int(t.to_z3(zv)) for t in ts]
+        zr = [E.as_int(t.to_z3(zv)) for t in tt]
+        zc = [(E.as_bool(c.to_z3(zv)), want) for c, _, want in conds]
+    except (z3.Z3Exception, TypeError):
+        return None
+    s = S.limited(z3.Solver())
+    for t in zt:
+        s.add(t >= 1, t <= 3 * target)
+    if zt:
+        s.add(z3.Or(*[t >= target for t in zt]))
+    for t in zr:
+        s.add(t >= 0, t <= 3 * target)
+    for c, want in zc:
+        s.add(c if want else z3.Not(c))
+    names = dict(zv.items())
+    for name, v in names.items():
+        if not z3.is_int(v):
+            continue
+        s.add(v >= (1 if name.startswith(("gridDim.", "blockDim.", "clusterDim.")) else 0))
+        for pre in ("blockIdx.", "clusterIdx."):
+            if name.startswith(pre):
+                n = names.get("gridDim." + name[len(pre) :])
+                if n is not None:
+                    s.add(v < n)
+    model = None
+    for cap in INSTANCE_CAPS:  # the smallest sizes first
+        s.push()
+        s.add(*[v <= cap for v in names.values() if z3.is_int(v)])
+        if S.timed_check(s) == z3.sat:
+            model = s.model()
+        s.pop()
+        if model is not None:
+            break
+    if model is None:
+        return None
+    env: dict = {}
+    for name, v in names.items():
+        if z3.is_int(v):
+            env[name] = model.eval(v, model_completion=True).as_long()
+    vals = [t.eval(env) for t in ts]
+    if any(not isinstance(x, int) or isinstance(x, bool) for x in vals):
+        return None
+    if vals and (min(vals) < 1 or max(vals) < target or max(vals) > 3 * target):
+        return None
+    if any(not isinstance(t.eval(env), int) for t in tt):
+        return None
+    for c, _, want in conds:
+        r = c.eval(env)
+        if r is None or bool(r) != want:
+            return None
+    return env
 
 
 def _trip_params(m: ir.KernelModel, trips: list) -> dict | None:
@@ -449,7 +570,12 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
     A guard, barrier index or barrier id that names no thread index has one value for every
     thread: it is evaluated once per op, not once per thread (the answer is the same)."""
     n = an.threads.n
-    if n is None or n % 32:
+    if n is None or n < 1:
+        return None
+    if n % WARP and any(o.kind in (ir.SYNC, ir.NAMED_ARRIVE, ir.MMA) for o in ops):
+        # a block with a partial warp (`<<<g, 1>>>`, one thread moving data with TMA): its
+        # mbarrier events count threads, but what a warp of fewer than 32 threads contributes to
+        # a counted barrier is not modelled
         return None
     per_op = []  # per op: (guard per thread or None when uniform, the uniform answer, idx, sid)
     for o in ops:
@@ -468,7 +594,11 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
             sid1 = str(E.substitute(o.sync_id, {"tid": E.Const(0)}))
         per_op.append((uniform, idx1, sid1))
     sigs: dict[tuple, list[int]] = {}
-    units = [range(t, t + 1) for t in range(n)] if per_thread else [range(32 * w, 32 * w + 32) for w in range(n // 32)]
+    units = (
+        [range(t, t + 1) for t in range(n)]
+        if per_thread
+        else [range(WARP * w, min(WARP * w + WARP, n)) for w in range((n + WARP - 1) // WARP)]
+    )
     for unit in units:
         sig = []
         for o, (uniform, idx1, sid1) in zip(ops, per_op):
