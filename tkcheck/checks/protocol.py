@@ -73,6 +73,15 @@ class Event:
     # mem: (buffer name, write?, atomic?, ((element, lanes), ...)) -- a shared-memory access of
     # the race search (`races`); the element is the index tuple each of the lanes names
     mem: tuple | None = None
+    # expect / load: the byte count as the model writes it when it is a value of the data (a
+    # ragged tile's `rows * D * 4`); `bytes` is then SYM_BYTES per issuing thread (see
+    # `_paired_bytes`)
+    sym: str = ""
+
+
+# the stand-in for a byte count the data decides, paired expect-to-load in one role: any positive
+# value gives the same net transaction count per pair
+SYM_BYTES = 1
 
 
 @dataclass
@@ -887,21 +896,65 @@ def _unroll(
             out.append(Event("arrive", o, elem, arrivals=k * c, env=ctr))
         elif o.kind == ir.MBAR_EXPECT:
             b = o.bytes.eval(full) if o.bytes is not None else None
-            if not isinstance(b, int):
+            sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else ""
+            if not isinstance(b, int) and not sym:
                 return no(o, "expected bytes not known")
             if k:
-                out.append(Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=k * b, env=ctr))
+                nb = k * (SYM_BYTES if sym else b)
+                out.append(Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=sym))
         elif o.kind == ir.TMA_LOAD:
             b = o.bytes.eval(full) if o.bytes is not None else None
-            if not isinstance(b, int):
+            sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else ""
+            if not isinstance(b, int) and not sym:
                 return no(o, "loaded bytes not known")
             if k:
-                out.append(Event("load", o, elem, bytes=k * b, env=ctr))
+                out.append(Event("load", o, elem, bytes=k * (SYM_BYTES if sym else b), env=ctr, sym=sym))
         return True
 
     if not walk(ops, 0, dict(params)):
         return None
+    bad = _paired_bytes(out)
+    if bad is not None:
+        no(bad.op, "expected bytes not known" if bad.kind == "expect" else "loaded bytes not known")
+        return None
     return out
+
+
+def _data_bytes(b: E.Expr | None, env: dict) -> str:
+    """The byte count `b` with the walk's values put in, as text, when what is left is data only
+    (values read from memory, `?`-named: a tile's row count from a descriptor); "" otherwise."""
+    if b is None:
+        return ""
+    bs = E.substitute(b, {n: E.Const(v) for n, v in env.items() if isinstance(v, int)})
+    fv = bs.free_vars()
+    if not fv or any(v.kind not in (E.OPAQUE, E.PARAM) or not v.name.startswith("?") for v in fv):
+        return ""
+    return str(bs)
+
+
+def _paired_bytes(evs: list[Event]) -> Event | None:
+    """A role's byte counts that the data decides must pair up: each load of a data-decided
+    count on a barrier element follows an expect of the same count (the same expression, the
+    same iteration's values) on that element, by the same threads, with no wait of the role on
+    the element between them, and every such expect is met by such a load before the role next
+    waits on the element or ends. Then the count's value does not matter (it is one value of
+    the data, the same on both sides): the transaction count of the phase goes up and down by
+    it, and SYM_BYTES stands in for it. The first event that breaks the pairing, or None."""
+    open_: dict[tuple, list[tuple[str, int]]] = {}
+    for e in evs:
+        if e.kind == "expect" and e.sym:
+            open_.setdefault(e.elem, []).append((e.sym, e.bytes))
+        elif e.kind == "load" and e.sym:
+            pend = open_.get(e.elem, [])
+            if (e.sym, e.bytes) not in pend:
+                return e
+            pend.remove((e.sym, e.bytes))
+        elif e.kind == "wait" and open_.get(e.elem):
+            return e
+    for e in evs:
+        if e.kind == "expect" and e.sym and open_.get(e.elem):
+            return e
+    return None
 
 
 WARP_SYNC_IDS = 2000  # `__syncwarp(mask)` of the warps from w up: id WARP_SYNC_IDS + w
@@ -1386,9 +1439,9 @@ def event_text(e: Event) -> str:
     if e.kind == "arrive":
         return f"arrive({elem_str(e.elem)}) x{e.arrivals}"
     if e.kind == "expect":
-        return f"expect({elem_str(e.elem)}, {e.bytes} B) +{e.arrivals} arrival(s)"
+        return f"expect({elem_str(e.elem)}, {e.sym or e.bytes} B) +{e.arrivals} arrival(s)"
     if e.kind == "load":
-        return f"load -> {elem_str(e.elem)} ({e.bytes} B)"
+        return f"load -> {elem_str(e.elem)} ({e.sym or e.bytes} B)"
     if e.kind in ("sync", "barrive"):
         if e.sync[0] >= MMA_IDS:
             return f"{e.op.api} (warpgroup {e.sync[0] - MMA_IDS}, {e.sync[1]} threads)"
