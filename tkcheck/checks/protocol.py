@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..knowledge import ops as K
 from ..model import expr as E
@@ -82,6 +82,9 @@ class Event:
 # the stand-in for a byte count the data decides, paired expect-to-load in one role: any positive
 # value gives the same net transaction count per pair
 SYM_BYTES = 1
+# values the data is tried at to find the unit count and each count's multiple of it (each
+# multiple is then proved for every value)
+SYM_PROBES = (1, 2, 3, 4, 5, 7, 8, 16, 64)
 
 
 @dataclass
@@ -737,6 +740,7 @@ def _unroll(
 
     rep = min(threads)
     out: list[Event] = []
+    symx: dict[int, E.Expr] = {}  # event index -> a byte count the data decides
     sched: dict = {}  # continues condition of a data-exit loop -> its value in this round
 
     def walk(seq: list[ir.Op], depth: int, env: dict) -> bool:
@@ -896,65 +900,111 @@ def _unroll(
             out.append(Event("arrive", o, elem, arrivals=k * c, env=ctr))
         elif o.kind == ir.MBAR_EXPECT:
             b = o.bytes.eval(full) if o.bytes is not None else None
-            sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else ""
-            if not isinstance(b, int) and not sym:
+            sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
+            if not isinstance(b, int) and sym is None:
                 return no(o, "expected bytes not known")
             if k:
-                nb = k * (SYM_BYTES if sym else b)
-                out.append(Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=sym))
+                if sym is not None:
+                    symx[len(out)] = sym
+                nb = k * (SYM_BYTES if sym is not None else b)
+                ev = Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=str(sym or ""))
+                out.append(ev)
         elif o.kind == ir.TMA_LOAD:
             b = o.bytes.eval(full) if o.bytes is not None else None
-            sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else ""
-            if not isinstance(b, int) and not sym:
+            sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
+            if not isinstance(b, int) and sym is None:
                 return no(o, "loaded bytes not known")
             if k:
-                out.append(Event("load", o, elem, bytes=k * (SYM_BYTES if sym else b), env=ctr, sym=sym))
+                if sym is not None:
+                    symx[len(out)] = sym
+                nb = k * (SYM_BYTES if sym is not None else b)
+                out.append(Event("load", o, elem, bytes=nb, env=ctr, sym=str(sym or "")))
         return True
 
     if not walk(ops, 0, dict(params)):
         return None
-    bad = _paired_bytes(out)
+    if not symx:
+        return out
+    paired, bad = _paired_bytes(out, symx)
     if bad is not None:
         no(bad.op, "expected bytes not known" if bad.kind == "expect" else "loaded bytes not known")
         return None
-    return out
+    return paired
 
 
-def _data_bytes(b: E.Expr | None, env: dict) -> str:
-    """The byte count `b` with the walk's values put in, as text, when what is left is data only
-    (values read from memory, `?`-named: a tile's row count from a descriptor); "" otherwise."""
+def _data_bytes(b: E.Expr | None, env: dict) -> E.Expr | None:
+    """The byte count `b` with the walk's values put in, when what is left is data or a value the
+    front end could not resolve only (`?`-named: a tile's row count read from a descriptor, an
+    unresolved `sizeof`); None otherwise."""
     if b is None:
-        return ""
+        return None
     bs = E.substitute(b, {n: E.Const(v) for n, v in env.items() if isinstance(v, int)})
     fv = bs.free_vars()
     if not fv or any(v.kind not in (E.OPAQUE, E.PARAM) or not v.name.startswith("?") for v in fv):
-        return ""
-    return str(bs)
+        return None
+    return bs
 
 
-def _paired_bytes(evs: list[Event]) -> Event | None:
-    """A role's byte counts that the data decides must pair up: each load of a data-decided
-    count on a barrier element follows an expect of the same count (the same expression, the
-    same iteration's values) on that element, by the same threads, with no wait of the role on
-    the element between them, and every such expect is met by such a load before the role next
-    waits on the element or ends. Then the count's value does not matter (it is one value of
-    the data, the same on both sides): the transaction count of the phase goes up and down by
-    it, and SYM_BYTES stands in for it. The first event that breaks the pairing, or None."""
-    open_: dict[tuple, list[tuple[str, int]]] = {}
-    for e in evs:
-        if e.kind == "expect" and e.sym:
-            open_.setdefault(e.elem, []).append((e.sym, e.bytes))
-        elif e.kind == "load" and e.sym:
-            pend = open_.get(e.elem, [])
-            if (e.sym, e.bytes) not in pend:
-                return e
-            pend.remove((e.sym, e.bytes))
-        elif e.kind == "wait" and open_.get(e.elem):
-            return e
-    for e in evs:
-        if e.kind == "expect" and e.sym and open_.get(e.elem):
-            return e
-    return None
+def _paired_bytes(evs: list[Event], symx: dict[int, E.Expr]) -> tuple[list[Event], Event | None]:
+    """A role's byte counts that the data decides (`symx`: event index -> count) must pair up:
+    on each barrier element, the counts of the role's expects and copies between two of its
+    blocking events (a wait or a barrier, of any element) are integer multiples of one count B
+    (proved for every value of the data) and add up to as much expected as copied. Then B's value
+    does not matter: the role runs them in one step (nothing blocks between them), other roles
+    see the phase's transaction count back where it was, and B = SYM_BYTES stands in for it. The
+    events with their stand-in counts, and the first event that breaks the pairing (or None)."""
+    from .. import solver as S
+
+    out = list(evs)
+    window: dict[tuple, list[tuple[int, E.Expr]]] = {}  # element -> (event index, count)
+
+    def close() -> Event | None:
+        for items in window.values():
+            if len({x for _, x in items}) == 1:  # one count: each is one unit
+                total = sum(1 if out[i].kind == "expect" else -1 for i, _ in items)
+                if total:
+                    return out[items[0][0]]
+                continue
+            names = sorted({v.name for x in items for v in x[1].free_vars()})
+            probe = None  # one value of the data at which every count is positive
+            for val in SYM_PROBES:
+                env = {n: val * (j + 1) for j, n in enumerate(names)}
+                vals = [x.eval(env) for _, x in items]
+                if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in vals):
+                    probe = env
+                    break
+            if probe is None:
+                return out[items[0][0]]
+            base = min((x for _, x in items), key=lambda x: x.eval(probe))
+            b1 = base.eval(probe)
+            total = 0
+            for i, x in items:
+                x1 = x.eval(probe)
+                if not isinstance(x1, int) or isinstance(x1, bool) or x1 % b1:
+                    return out[i]
+                c = x1 // b1
+                if x != base and S.always(E.binop("==", x, E.binop("*", E.Const(c), base))) is not True:
+                    return out[i]
+                e = out[i]
+                total += c if e.kind == "expect" else -c
+                out[i] = replace(e, bytes=(e.bytes // SYM_BYTES) * c * SYM_BYTES)
+            if total:
+                return out[items[0][0]]
+        window.clear()
+        return None
+
+    for i, e in enumerate(evs):
+        if i in symx:
+            window.setdefault(e.elem, []).append((i, symx[i]))
+        elif e.kind in ("wait", "sync") or (e.kind in ("expect", "load") and e.elem in window):
+            # blocking, or a count of the data's and a known one on one element: not paired
+            if e.kind in ("expect", "load"):
+                return out, e
+            bad = close()
+            if bad is not None:
+                return out, bad
+    bad = close()
+    return out, bad
 
 
 WARP_SYNC_IDS = 2000  # `__syncwarp(mask)` of the warps from w up: id WARP_SYNC_IDS + w
