@@ -488,6 +488,13 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
         s.add(t >= 0, t <= 3 * target)
     for c, want in zc:
         s.add(c if want else z3.Not(c))
+    try:  # no division by zero: the instance is evaluated with the model's arithmetic after
+        for x in ts + tt + [c for c, _, _ in conds]:
+            for d in E.subexprs(x):
+                if isinstance(d, E.Bin) and d.op in ("/", "%") and not isinstance(d.b, E.Const):
+                    s.add(E.as_int(d.b.to_z3(zv)) != 0)
+    except (z3.Z3Exception, TypeError):
+        return None
     names = dict(zv.items())
     for name, v in names.items():
         if not z3.is_int(v):
@@ -498,6 +505,13 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
                 n = names.get("gridDim." + name[len(pre) :])
                 if n is not None:
                     s.add(v < n)
+    cl = m.cluster.eval({}) if m.cluster is not None else None
+    gx = names.get("gridDim.x")
+    if isinstance(cl, int) and not isinstance(cl, bool) and cl > 1 and gx is not None:
+        s.add(gx % cl == 0)  # a grid of whole clusters (the cluster's dimension along x)
+        cx = names.get("clusterIdx.x")
+        if cx is not None:
+            s.add(cx * cl < gx)
     model = None
     for cap in INSTANCE_CAPS:  # the smallest sizes first
         s.push()
