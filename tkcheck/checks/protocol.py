@@ -921,8 +921,8 @@ def _unroll(
                 if sym is not None:
                     symx[len(out)] = sym
                 nb = k * (SYM_BYTES if sym is not None else b)
-                ev = Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=str(sym or ""))
-                out.append(ev)
+                xe = Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=str(sym or ""))
+                out.append(xe)
         elif o.kind == ir.TMA_LOAD:
             b = o.bytes.eval(full) if o.bytes is not None else None
             sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
