@@ -513,12 +513,18 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
         if cx is not None:
             s.add(cx * cl < gx)
     model = None
-    for cap in INSTANCE_CAPS:  # the smallest sizes first
-        s.push()
-        s.add(*[v <= cap for v in names.values() if z3.is_int(v)])
-        if S.timed_check(s) == z3.sat:
-            model = s.model()
-        s.pop()
+    # block 0 first (it runs in every launch, as `_trip_params` prefers), then any block; the
+    # smallest sizes first
+    firsts = [v == 0 for n, v in names.items() if n.startswith(("blockIdx.", "clusterIdx.")) and z3.is_int(v)]
+    for cap in INSTANCE_CAPS:
+        for pin in [firsts, []] if firsts else [[]]:
+            s.push()
+            s.add(*[v <= cap for v in names.values() if z3.is_int(v)], *pin)
+            if S.timed_check(s) == z3.sat:
+                model = s.model()
+            s.pop()
+            if model is not None:
+                break
         if model is not None:
             break
     if model is None:
@@ -1125,11 +1131,19 @@ def _init_counts(an: Analysis, params: dict) -> dict | None:
             if not isinstance(tv, int):
                 return None
             envs = [dict(e, **{lp.counter.name: k}) for e in envs for k in range(tv)]
+        per_thread = any(ix.depends_on(E.THREAD) for ix in o.barrier.index)
+        execs = an.threads.executing(o) if per_thread else None
+        if per_thread and not execs:
+            return None
         for env in envs:
-            idx = tuple(ix.eval(env) for ix in o.barrier.index)
-            if any(not isinstance(x, int) for x in idx):
-                return None
-            counts[(o.barrier.name,) + idx] = c + t
+            # an index over the thread (`init(bar[warpid()])` by each warp's leader): the element
+            # each executing thread initialises
+            tenvs = [dict(env, tid=t, tid_y=0, tid_z=0) for t in sorted(execs)] if execs else [env]
+            for te in tenvs:
+                idx = tuple(ix.eval(te) for ix in o.barrier.index)
+                if any(not isinstance(x, int) for x in idx):
+                    return None
+                counts[(o.barrier.name,) + idx] = c + t
     return counts
 
 
