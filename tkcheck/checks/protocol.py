@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..knowledge import ops as K
 from ..model import expr as E
@@ -73,6 +73,18 @@ class Event:
     # mem: (buffer name, write?, atomic?, ((element, lanes), ...)) -- a shared-memory access of
     # the race search (`races`); the element is the index tuple each of the lanes names
     mem: tuple | None = None
+    # expect / load: the byte count as the model writes it when it is a value of the data (a
+    # ragged tile's `rows * D * 4`); `bytes` is then SYM_BYTES per issuing thread (see
+    # `_paired_bytes`)
+    sym: str = ""
+
+
+# the stand-in for a byte count the data decides, paired expect-to-load in one role: any positive
+# value gives the same net transaction count per pair
+SYM_BYTES = 1
+# values the data is tried at to find the unit count and each count's multiple of it (each
+# multiple is then proved for every value)
+SYM_PROBES = (1, 2, 3, 4, 5, 7, 8, 16, 64)
 
 
 @dataclass
@@ -389,9 +401,150 @@ def _choose_params(m: ir.KernelModel, ops: list[ir.Op], rounds: int | None = Non
             return None
         trips.append(t)
     env = _trip_params(m, trips)
-    if env is None or not exits:
+    if env is not None and not exits:
         return env
-    return _stop_params(m, exits, env, rounds)
+    got = _stop_params(m, exits, env, rounds) if env is not None else None
+    if got is None:
+        # no instance of the one-value / few-names search: ask the solver for one (each size its
+        # own value), checked again by evaluation below
+        got = _solved_instance(m, trips, exits, rounds)
+    return got
+
+
+# the bounds a solved instance's sizes are tried under, smallest first: instances stay small
+INSTANCE_CAPS = (64, 1024, 1 << 14)
+
+
+def _ring_target(m: ir.KernelModel) -> int:
+    ring = 2
+    for b in m.barriers.values():
+        for d in b.dims:
+            v = d.eval({})
+            if isinstance(v, int) and v > ring:
+                ring = v
+    return min(2 * ring + 1, 9)
+
+
+def _first_iteration(t: E.Expr) -> E.Expr:
+    """A trip count read inside an outer loop (`n - 148 * cur`): its value in the outer loop's
+    first iteration, the one a small instance is chosen by (the walk evaluates every iteration's)."""
+    loops = {v.name: E.Const(0) for v in t.free_vars() if v.kind == E.LOOP}
+    return E.substitute(t, loops) if loops else t
+
+
+def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | None) -> dict | None:
+    """One small launch in which every loop the roles run has at least one iteration, the longest
+    makes every ring wrap twice (as `_trip_params`), and each data-exit loop whose stop test the
+    sizes decide goes on for `rounds` rounds and stops in the next (as `_stop_params`): values
+    for all the sizes at once, each its own (`min(8, rows / 16 - blockIdx.x * 8)` and
+    `batches * depth` need different ones), found by z3 with launch constraints (launch
+    dimensions at least 1, a block / cluster index below its grid dimension, every size in
+    [0, 64], else [0, 1024], else [0, 2**14]). The answer is evaluated again with the model's own arithmetic and
+    dropped unless every condition holds there: the instance is a launch the kernel can be given,
+    so a deadlock found in it is one of that launch. None when there is none (or the solver's
+    budget is spent)."""
+    import z3
+
+    from .. import solver as S
+
+    target = _ring_target(m)
+    ts = [_first_iteration(t) for t in trips if not t.depends_on(E.THREAD)]
+    # a role's trip count (`for (i = warp; i < n; i += 3)`): not negative for thread 0 (its sizes
+    # get values; the walk evaluates it for each role)
+    zero = {n: E.Const(0) for n in _TIDS}
+    tt = [_first_iteration(E.substitute(t, zero)) for t in trips if t.depends_on(E.THREAD)]
+    if any(t.depends_on(E.LOOP) or t.depends_on(E.THREAD) for t in ts + tt):
+        return None
+    conds: list[tuple[E.Expr, int, bool]] = []  # (stop test with its counter set, must hold?)
+    for lid in sorted(exits):
+        lp = m.loops[lid]
+        c = lp.continues[0]
+        if _data_cond(c) or _per_round(m, lid):
+            continue
+        if any(v.kind == E.LOOP and v.name != lp.counter.name for v in c.free_vars()):
+            return None
+        if any(v.kind not in (E.PARAM, E.LOOP) for v in c.free_vars()):
+            return None
+        assert rounds is not None
+        for k in range(rounds + 1):
+            conds.append((E.substitute(c, {lp.counter.name: E.Const(k)}), k, k < rounds))
+    if not ts and not conds:
+        return {}
+    if any(v.kind not in (E.PARAM, E.OPAQUE) for t in ts + tt for v in t.free_vars()):
+        return None
+    zv = E.Z3Vars()
+    try:
+        zt = [E.as_int(t.to_z3(zv)) for t in ts]
+        zr = [E.as_int(t.to_z3(zv)) for t in tt]
+        zc = [(E.as_bool(c.to_z3(zv)), want) for c, _, want in conds]
+    except (z3.Z3Exception, TypeError):
+        return None
+    s = S.limited(z3.Solver())
+    for t in zt:
+        s.add(t >= 1, t <= 3 * target)
+    if zt:
+        s.add(z3.Or(*[t >= target for t in zt]))
+    for t in zr:
+        s.add(t >= 0, t <= 3 * target)
+    for c, want in zc:
+        s.add(c if want else z3.Not(c))
+    try:  # no division by zero: the instance is evaluated with the model's arithmetic after
+        for x in ts + tt + [c for c, _, _ in conds]:
+            for d in E.subexprs(x):
+                if isinstance(d, E.Bin) and d.op in ("/", "%") and not isinstance(d.b, E.Const):
+                    s.add(E.as_int(d.b.to_z3(zv)) != 0)
+    except (z3.Z3Exception, TypeError):
+        return None
+    names = dict(zv.items())
+    for name, v in names.items():
+        if not z3.is_int(v):
+            continue
+        s.add(v >= (1 if name.startswith(("gridDim.", "blockDim.", "clusterDim.")) else 0))
+        for pre in ("blockIdx.", "clusterIdx."):
+            if name.startswith(pre):
+                n = names.get("gridDim." + name[len(pre) :])
+                if n is not None:
+                    s.add(v < n)
+    cl = m.cluster.eval({}) if m.cluster is not None else None
+    gx = names.get("gridDim.x")
+    if isinstance(cl, int) and not isinstance(cl, bool) and cl > 1 and gx is not None:
+        s.add(gx % cl == 0)  # a grid of whole clusters (the cluster's dimension along x)
+        cx = names.get("clusterIdx.x")
+        if cx is not None:
+            s.add(cx * cl < gx)
+    model = None
+    # block 0 first (it runs in every launch, as `_trip_params` prefers), then any block; the
+    # smallest sizes first
+    firsts = [v == 0 for n, v in names.items() if n.startswith(("blockIdx.", "clusterIdx.")) and z3.is_int(v)]
+    for cap in INSTANCE_CAPS:
+        for pin in [firsts, []] if firsts else [[]]:
+            s.push()
+            s.add(*[v <= cap for v in names.values() if z3.is_int(v)], *pin)
+            if S.timed_check(s) == z3.sat:
+                model = s.model()
+            s.pop()
+            if model is not None:
+                break
+        if model is not None:
+            break
+    if model is None:
+        return None
+    env: dict = {}
+    for name, v in names.items():
+        if z3.is_int(v):
+            env[name] = model.eval(v, model_completion=True).as_long()
+    vals = [t.eval(env) for t in ts]
+    if any(not isinstance(x, int) or isinstance(x, bool) for x in vals):
+        return None
+    if vals and (min(vals) < 1 or max(vals) < target or max(vals) > 3 * target):
+        return None
+    if any(not isinstance(t.eval(env), int) for t in tt):
+        return None
+    for c, _, want in conds:
+        r = c.eval(env)
+        if r is None or bool(r) != want:
+            return None
+    return env
 
 
 def _trip_params(m: ir.KernelModel, trips: list) -> dict | None:
@@ -449,7 +602,12 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
     A guard, barrier index or barrier id that names no thread index has one value for every
     thread: it is evaluated once per op, not once per thread (the answer is the same)."""
     n = an.threads.n
-    if n is None or n % 32:
+    if n is None or n < 1:
+        return None
+    if n % WARP and any(o.kind in (ir.SYNC, ir.NAMED_ARRIVE, ir.MMA) for o in ops):
+        # a block with a partial warp (`<<<g, 1>>>`, one thread moving data with TMA): its
+        # mbarrier events count threads, but what a warp of fewer than 32 threads contributes to
+        # a counted barrier is not modelled
         return None
     per_op = []  # per op: (guard per thread or None when uniform, the uniform answer, idx, sid)
     for o in ops:
@@ -468,7 +626,11 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
             sid1 = str(E.substitute(o.sync_id, {"tid": E.Const(0)}))
         per_op.append((uniform, idx1, sid1))
     sigs: dict[tuple, list[int]] = {}
-    units = [range(t, t + 1) for t in range(n)] if per_thread else [range(32 * w, 32 * w + 32) for w in range(n // 32)]
+    units = (
+        [range(t, t + 1) for t in range(n)]
+        if per_thread
+        else [range(WARP * w, min(WARP * w + WARP, n)) for w in range((n + WARP - 1) // WARP)]
+    )
     for unit in units:
         sig = []
         for o, (uniform, idx1, sid1) in zip(ops, per_op):
@@ -598,6 +760,7 @@ def _unroll(
 
     rep = min(threads)
     out: list[Event] = []
+    symx: dict[int, E.Expr] = {}  # event index -> a byte count the data decides
     sched: dict = {}  # continues condition of a data-exit loop -> its value in this round
 
     def walk(seq: list[ir.Op], depth: int, env: dict) -> bool:
@@ -757,21 +920,111 @@ def _unroll(
             out.append(Event("arrive", o, elem, arrivals=k * c, env=ctr))
         elif o.kind == ir.MBAR_EXPECT:
             b = o.bytes.eval(full) if o.bytes is not None else None
-            if not isinstance(b, int):
+            sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
+            if not isinstance(b, int) and sym is None:
                 return no(o, "expected bytes not known")
             if k:
-                out.append(Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=k * b, env=ctr))
+                if sym is not None:
+                    symx[len(out)] = sym
+                nb = k * (SYM_BYTES if sym is not None else b)
+                xe = Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=str(sym or ""))
+                out.append(xe)
         elif o.kind == ir.TMA_LOAD:
             b = o.bytes.eval(full) if o.bytes is not None else None
-            if not isinstance(b, int):
+            sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
+            if not isinstance(b, int) and sym is None:
                 return no(o, "loaded bytes not known")
             if k:
-                out.append(Event("load", o, elem, bytes=k * b, env=ctr))
+                if sym is not None:
+                    symx[len(out)] = sym
+                nb = k * (SYM_BYTES if sym is not None else b)
+                out.append(Event("load", o, elem, bytes=nb, env=ctr, sym=str(sym or "")))
         return True
 
     if not walk(ops, 0, dict(params)):
         return None
-    return out
+    if not symx:
+        return out
+    paired, bad = _paired_bytes(out, symx)
+    if bad is not None:
+        no(bad.op, "expected bytes not known" if bad.kind == "expect" else "loaded bytes not known")
+        return None
+    return paired
+
+
+def _data_bytes(b: E.Expr | None, env: dict) -> E.Expr | None:
+    """The byte count `b` with the walk's values put in, when what is left is data or a value the
+    front end could not resolve only (`?`-named: a tile's row count read from a descriptor, an
+    unresolved `sizeof`); None otherwise."""
+    if b is None:
+        return None
+    bs = E.substitute(b, {n: E.Const(v) for n, v in env.items() if isinstance(v, int)})
+    fv = bs.free_vars()
+    if not fv or any(v.kind not in (E.OPAQUE, E.PARAM) or not v.name.startswith("?") for v in fv):
+        return None
+    return bs
+
+
+def _paired_bytes(evs: list[Event], symx: dict[int, E.Expr]) -> tuple[list[Event], Event | None]:
+    """A role's byte counts that the data decides (`symx`: event index -> count) must pair up:
+    on each barrier element, the counts of the role's expects and copies between two of its
+    blocking events (a wait or a barrier, of any element) are integer multiples of one count B
+    (proved for every value of the data) and add up to as much expected as copied. Then B's value
+    does not matter: the role runs them in one step (nothing blocks between them), other roles
+    see the phase's transaction count back where it was, and B = SYM_BYTES stands in for it. The
+    events with their stand-in counts, and the first event that breaks the pairing (or None)."""
+    from .. import solver as S
+
+    out = list(evs)
+    window: dict[tuple, list[tuple[int, E.Expr]]] = {}  # element -> (event index, count)
+
+    def close() -> Event | None:
+        for items in window.values():
+            if len({x for _, x in items}) == 1:  # one count: each is one unit
+                total = sum(1 if out[i].kind == "expect" else -1 for i, _ in items)
+                if total:
+                    return out[items[0][0]]
+                continue
+            names = sorted({v.name for x in items for v in x[1].free_vars()})
+            probe = None  # one value of the data at which every count is positive
+            for val in SYM_PROBES:
+                env = {n: val * (j + 1) for j, n in enumerate(names)}
+                vals = [x.eval(env) for _, x in items]
+                if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in vals):
+                    probe = env
+                    break
+            if probe is None:
+                return out[items[0][0]]
+            base = min((x for _, x in items), key=lambda x: x.eval(probe))
+            b1 = base.eval(probe)
+            total = 0
+            for i, x in items:
+                x1 = x.eval(probe)
+                if not isinstance(x1, int) or isinstance(x1, bool) or x1 % b1:
+                    return out[i]
+                c = x1 // b1
+                if x != base and S.always(E.binop("==", x, E.binop("*", E.Const(c), base))) is not True:
+                    return out[i]
+                e = out[i]
+                total += c if e.kind == "expect" else -c
+                out[i] = replace(e, bytes=(e.bytes // SYM_BYTES) * c * SYM_BYTES)
+            if total:
+                return out[items[0][0]]
+        window.clear()
+        return None
+
+    for i, e in enumerate(evs):
+        if i in symx:
+            window.setdefault(e.elem, []).append((i, symx[i]))
+        elif e.kind in ("wait", "sync") or (e.kind in ("expect", "load") and e.elem in window):
+            # blocking, or a count of the data's and a known one on one element: not paired
+            if e.kind in ("expect", "load"):
+                return out, e
+            bad = close()
+            if bad is not None:
+                return out, bad
+    bad = close()
+    return out, bad
 
 
 WARP_SYNC_IDS = 2000  # `__syncwarp(mask)` of the warps from w up: id WARP_SYNC_IDS + w
@@ -878,11 +1131,19 @@ def _init_counts(an: Analysis, params: dict) -> dict | None:
             if not isinstance(tv, int):
                 return None
             envs = [dict(e, **{lp.counter.name: k}) for e in envs for k in range(tv)]
+        per_thread = any(ix.depends_on(E.THREAD) for ix in o.barrier.index)
+        execs = an.threads.executing(o) if per_thread else None
+        if per_thread and not execs:
+            return None
         for env in envs:
-            idx = tuple(ix.eval(env) for ix in o.barrier.index)
-            if any(not isinstance(x, int) for x in idx):
-                return None
-            counts[(o.barrier.name,) + idx] = c + t
+            # an index over the thread (`init(bar[warpid()])` by each warp's leader): the element
+            # each executing thread initialises
+            tenvs = [dict(env, tid=t, tid_y=0, tid_z=0) for t in sorted(execs)] if execs else [env]
+            for te in tenvs:
+                idx = tuple(ix.eval(te) for ix in o.barrier.index)
+                if any(not isinstance(x, int) for x in idx):
+                    return None
+                counts[(o.barrier.name,) + idx] = c + t
     return counts
 
 
@@ -1256,9 +1517,9 @@ def event_text(e: Event) -> str:
     if e.kind == "arrive":
         return f"arrive({elem_str(e.elem)}) x{e.arrivals}"
     if e.kind == "expect":
-        return f"expect({elem_str(e.elem)}, {e.bytes} B) +{e.arrivals} arrival(s)"
+        return f"expect({elem_str(e.elem)}, {e.sym or e.bytes} B) +{e.arrivals} arrival(s)"
     if e.kind == "load":
-        return f"load -> {elem_str(e.elem)} ({e.bytes} B)"
+        return f"load -> {elem_str(e.elem)} ({e.sym or e.bytes} B)"
     if e.kind in ("sync", "barrive"):
         if e.sync[0] >= MMA_IDS:
             return f"{e.op.api} (warpgroup {e.sync[0] - MMA_IDS}, {e.sync[1]} threads)"
