@@ -379,11 +379,17 @@ def _dsmem_ordered(ops: list[ir.Op], common: tuple, n: int, an: Analysis) -> boo
     """Does `ops` (program order) hold a barrier of the whole cluster: a cluster (or grid)
     barrier, or a cluster arrive (release) followed by a cluster wait (acquire)?"""
     arrived = False
+    fenced = False
     for o in ops:
         if _is_dsmem_barrier(o, common, n, an):
             return True
+        if o.kind == ir.FENCE and o.fence_kind in ("membar_cluster", "membar_gl", "membar_sys"):
+            # `fence.acq_rel.cluster` (or wider) before a relaxed arrive: the arrive releases
+            fenced = True
         if _is_dsmem_barrier(o, common, n, an, ("cluster_arrive",)):
-            arrived = True
+            # `barrier.cluster.arrive.relaxed` synchronises execution only: no release of the
+            # writes before it, unless a cluster-scope fence came first
+            arrived = arrived or fenced or o.sync is None or not o.sync.relaxed
         elif arrived and _is_dsmem_barrier(o, common, n, an, ("cluster_wait",)):
             return True
     return False
@@ -454,6 +460,9 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
     forward_ordered = _dsmem_ordered(between, common, n, an)
     if not forward_ordered:
         w = _dsmem_meet(an, lo, r, common, None, n)
+        if isinstance(w, str):
+            out.undecided.append((lo, r, "the solver did not decide whether they meet"))
+            return None
         if w is None and _dsmem_unknown(lo, r):
             out.undecided.append((lo, r, "their addresses are not known"))
             return None
@@ -476,6 +485,9 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         return None
     whole = _dsmem_ordered(body + body, common, n, an)
     w = _dsmem_meet(an, lo, r, common, (first, 1 if whole else None), n)
+    if isinstance(w, str):
+        out.undecided.append((lo, r, "the solver did not decide whether they meet"))
+        return None
     if w is not None:
         race = Race(second, first, w[0] if second is lo else w[1], w[1] if second is lo else w[0])
         race.next_iteration = True
@@ -490,6 +502,9 @@ def _dsmem_unknown(a: ir.Op, b: ir.Op) -> bool:
     cta = b.access.cta
     exprs = list(a.buffer.index) + list(b.buffer.index) + ([cta] if cta is not None else [])
     return any(not isinstance(x, E.Expr) or x.is_opaque() for x in exprs) or len(a.buffer.index) != len(b.buffer.index)
+
+
+UNKNOWN = "unknown"  # `_dsmem_meet`: the solver did not answer
 
 
 def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple | None, n: int):
@@ -529,6 +544,7 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
 
     ma, mb = side(lo, "a"), side(r, "b")
     conds: list[E.Expr] = []
+    trips: list[E.Expr] = []  # iteration < trip count (often nonlinear: a grid-stride loop's)
     for o, mp in ((lo, ma), (r, mb)):
         conds.append(E.substitute(o.guard.thread, mp))
         conds.extend(E.substitute(c, mp) for c in o.guard.uniform)
@@ -543,7 +559,7 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
             ctr = E.substitute(lp.counter, mp)
             conds.append(E.binop(">=", ctr, E.Const(0)))
             if lp.trip is not None and not lp.trip.is_opaque():
-                conds.append(E.binop("<", ctr, lp.trip))
+                trips.append(E.binop("<", ctr, lp.trip))
     conds.append(E.binop("!=", ma["cta_rank"], mb["cta_rank"]))
     conds.append(E.binop("==", E.substitute(r.access.cta, mb), ma["cta_rank"]))
     for x, y in zip(lo.buffer.index, r.buffer.index):
@@ -551,9 +567,14 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
     if later is not None:
         d = later[1]
         conds.append(E.binop("==", shift, E.Const(d)) if d is not None else E.binop(">=", shift, E.Const(1)))
+    # the question without the trip counts first (a relaxation: no meeting there is none at
+    # all), then with them for a witness; an unknown answer is UNKNOWN, never "they never meet"
+    mark = solver.inconclusive_count()
     w = solver.witness(E.conj(*conds), an.solver_timeout_ms)
+    if w is not None and trips:
+        w = solver.witness(E.conj(*conds, *trips), an.solver_timeout_ms)
     if w is None:
-        return None
+        return UNKNOWN if solver.inconclusive_count() > mark else None
     ta, tb = w.get("tid.a"), w.get("tid.b")
     return (ta if isinstance(ta, int) else 0, tb if isinstance(tb, int) else 0)
 
