@@ -394,7 +394,7 @@ def row_written_at_distance(m, store: ir.Op, write: ir.Op, d: int, timeout_ms: i
         cond = E.binop("&&", cond, E.binop("&&", E.binop(">=", j, E.Const(0)), E.binop("<", j, E.Const(trip))))
     for ia, ib in zip(a.index, b.index):
         cond = E.binop("&&", cond, E.binop("==", ia, E.substitute(ib, nxt)))
-    first = E.TRUE
+    first: E.Expr = E.TRUE
     for ix in b.index[len(a.index) :]:
         first = E.binop("&&", first, E.binop("==", E.substitute(ix, nxt), E.Const(0)))
     some_thread: E.Expr = E.FALSE
