@@ -1205,3 +1205,93 @@ def describe_location(o: ir.Op) -> str:
 
 
 __all__ = ["memory", "MemoryFacts", "Race", "Publication", "Acquisition", "describe_location", "E"]
+
+
+# ------------------------------------------- barrier inits used by peer CTAs (dsmem) ----
+
+
+@dataclass
+class PeerUse:
+    """A barrier initialised by this CTA's `init` and used by a peer CTA's `use` (a remote
+    arrive on it, a multicast copy completing bytes on it), no barrier of the whole cluster
+    between them: the peer may reach its use before this CTA's init ran. `target`: a rank the
+    use names that is not the using CTA's own (`cta_rank`)."""
+
+    init: ir.Op
+    use: ir.Op
+    rank: int
+    target: int
+
+
+def peer_init_uses(an: Analysis) -> list[PeerUse]:
+    return an.fact("happens_before.peer_init_uses", _peer_init_uses)
+
+
+def _peer_targets(o: ir.Op, rank: int, cluster: int) -> list[int] | None:
+    """The other CTAs of the cluster whose copy of the barrier `o` touches when run by CTA
+    `rank`: a mapped CTA (`mapa`) or the bits of a multicast mask; None: not known."""
+    if o.mbar is None:
+        return []
+    env = {"cta_rank": rank}
+    if o.mbar.cta is not None:
+        v = o.mbar.cta.eval(env)
+        if not isinstance(v, int) or isinstance(v, bool):
+            return None
+        return [v] if v != rank and 0 <= v < cluster else []
+    if o.mbar.multicast:
+        v = o.mbar.mask.eval(env) if o.mbar.mask is not None else None
+        if not isinstance(v, int) or isinstance(v, bool):
+            return None
+        return [j for j in range(cluster) if j != rank and v >> j & 1]
+    return [] if not o.mbar.remote else None
+
+
+def _peer_init_uses(an: Analysis) -> list[PeerUse]:
+    """Each barrier's init (`mbarrier.init` by some threads of every CTA) against the uses of that
+    barrier by peer CTAs: the happens-before path from CTA A's init to CTA B's remote arrive or
+    multicast into A's copy must pass a barrier of the whole cluster (`barrier.cluster.arrive` +
+    `wait`, `cluster.sync()`; fence.mbarrier_init makes the init visible at cluster scope); a
+    `__syncthreads()` orders A's threads only. Proved when the use names another CTA (its rank
+    expression or multicast mask, per rank of a cluster of known size) and no cluster barrier,
+    no call the model does not follow, no exit lies between the last init and the use in
+    program order; anything else is not reported."""
+    m = an.model
+    cluster = m.cluster.eval({}) if m.cluster is not None else None
+    if not isinstance(cluster, int) or isinstance(cluster, bool) or cluster < 2:
+        return []
+    out: list[PeerUse] = []
+    names = sorted({o.barrier.name for o in m.ops_of(ir.MBAR_INIT) if o.barrier is not None})
+    for name in names:
+        inits = [o for o in m.ops_of(ir.MBAR_INIT) if o.barrier is not None and o.barrier.name == name]
+        if any(not o.guard.exact or o.guard.uniform for o in inits):
+            continue
+        last = max(inits, key=lambda o: o.order)
+        init_loops = {lid for o in inits for lid in o.loops}
+        for use in m.ops:
+            if use.order <= last.order or use.barrier is None or use.barrier.name != name:
+                continue
+            if use.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD) or init_loops & set(use.loops):
+                continue
+            if not use.guard.exact:
+                break
+            between = [x for x in m.ops if last.order < x.order < use.order]
+            if any(
+                (x.kind == ir.SYNC and x.sync_kind in ("cluster", "cluster_wait", "grid"))
+                or x.kind == ir.EXIT
+                or (x.kind == ir.CALL and (x.asm is not None or x.not_inlined))
+                for x in between
+            ):
+                break
+            ex = an.threads.issuers(use) if use.issuers_per_group else an.threads.executing(use)
+            if not ex:
+                continue
+            hit = None
+            for rank in range(cluster):
+                ts = _peer_targets(use, rank, cluster)
+                if ts:
+                    hit = (rank, ts[0])
+                    break
+            if hit is not None:
+                out.append(PeerUse(last, use, hit[0], hit[1]))
+                break
+    return out
