@@ -163,6 +163,11 @@ def _reuses(an: Analysis) -> list[Reuse]:
             )
             ru = _covered(an, st, o, between, iss, wt, wrapped, real)
             ru.distance = distance
+            if (distance > 1 or deeper) and ru.status == "undecided":
+                # a write only the row / distance search reaches, on a path whose groups are not
+                # counted (TK's group stores in loops of their own): not asked, as before that
+                # search (no obligation, no finding)
+                continue
             out.append(ru)
             break
     return out

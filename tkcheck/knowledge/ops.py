@@ -608,7 +608,8 @@ def _ptx_instructions(ptx: str) -> list[tuple[str, list[str]]]:
         ins = raw.strip()
         while True:
             ins = ins.lstrip("{} \t\n")
-            mm = re.match(r"[A-Za-z_$][\w$]*\s*:(?!:)", ins)
+            # a label; `WAIT_%=:` takes nvcc's per-asm-instance number (`%=`)
+            mm = re.match(r"[A-Za-z_$][\w$]*(?:%=)?\s*:(?!:)", ins)
             if mm:
                 ins = ins[mm.end() :]
                 continue
