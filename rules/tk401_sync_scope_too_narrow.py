@@ -112,7 +112,7 @@ def _dsmem(an):
             when = ", and the owner's next iteration " + other + " it again"
             msg = (
                 f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in this CTA's shared memory "
-                f"(`cluster.map_shared_rank`){when} (`{own.api}`, {describe(frozenset([to]), n)}), and "
+                f"(`{peer.api if peer.asm is not None else 'cluster.map_shared_rank'}`){when} (`{own.api}`, {describe(frozenset([to]), n)}), and "
                 f"{how}"
             )
         else:

@@ -549,13 +549,20 @@ class AsmLowering:
         ops = self._operands(c)
         emitted: list[ir.Op] = []
         for a in accesses:
-            if a.addr_operand is None or a.addr_operand >= len(ops):
-                return False
-            node = cexpr.parse_expression(ops[a.addr_operand], ctx.env.has)
-            addr = self.w.ev(node, replace(ctx, dry=True), c)
-            if not isinstance(addr, E.Var) or addr.name not in self.mapped:
-                return False
-            local, cta = self.mapped[addr.name]
+            if a.mapa is not None:
+                # mapped in the same statement: `mapa.shared::cluster.u32 ra, %1, %2; ld [ra]`
+                lv, cv = (self._ptx_value(c, ctx, t) for t in a.mapa)
+                if lv is None or cv is None:
+                    return False
+                local, cta = lv, cv
+            else:
+                if a.addr_operand is None or a.addr_operand >= len(ops):
+                    return False
+                node = cexpr.parse_expression(ops[a.addr_operand], ctx.env.has)
+                addr = self.w.ev(node, replace(ctx, dry=True), c)
+                if not isinstance(addr, E.Var) or addr.name not in self.mapped:
+                    return False
+                local, cta = self.mapped[addr.name]
             sa = model.smem_addresses.get(local.name) if isinstance(local, E.Var) else None
             t = sa.tile_type if sa is not None else None
             if sa is None or t is None or t.kind != "scalar" or not sa.buffer.index or not t.dtype_bytes:

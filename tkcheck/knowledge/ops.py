@@ -360,12 +360,20 @@ class PtxDsmemAccess:
     addr_operand: int | None
     offset: int = 0
     api: str = ""
+    # the address is a PTX register a `mapa.shared::cluster` of the same statement set
+    # (`mapa.shared::cluster.u32 ra, %1, %2; ld.shared::cluster.f32 %0, [ra];`): its local
+    # address and CTA operands (`%1`, `%2`)
+    mapa: tuple[str, str] | None = None
 
 
 def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
     """The `.shared::cluster` accesses of one asm statement's PTX (not `mapa`, not bulk copies)."""
     out = []
+    mapas: dict[str, tuple[str, str]] = {}
     for opcode, ops in _ptx_instructions(ptx):
+        if opcode.startswith("mapa.shared::cluster") and len(ops) == 3 and not ops[0].startswith("%"):
+            mapas[ops[0]] = (ops[1], ops[2])
+            continue
         mm = _PTX_DSMEM.fullmatch(opcode)
         if mm is None:
             continue
@@ -373,6 +381,22 @@ def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
         quals = [q for q in (mm.group(2) + mm.group(3)).split(".") if q]
         addr = next((b for b in (_bracket(o) for o in ops) if b is not None), None)
         am = re.fullmatch(r"%(\d+)\s*(?:\+\s*(\d+))?", addr or "")
+        rm = re.fullmatch(r"([A-Za-z_$][\w$]*)\s*(?:\+\s*(\d+))?", addr or "")
+        if am is None and rm is not None and rm.group(1) in mapas:
+            sem = next(
+                (q for q in quals if q in ("relaxed", "acquire", "release", "acq_rel", "volatile", "mmio")), None
+            )
+            out.append(
+                PtxDsmemAccess(
+                    "read" if what == "ld" else "write",
+                    what if what in ("red", "atom") else sem,
+                    None,
+                    int(rm.group(2)) if rm.group(2) else 0,
+                    f"{what}.shared::cluster",
+                    mapa=mapas[rm.group(1)],
+                )
+            )
+            continue
         sem = next((q for q in quals if q in ("relaxed", "acquire", "release", "acq_rel", "volatile", "mmio")), None)
         out.append(
             PtxDsmemAccess(
