@@ -44,20 +44,27 @@ def check(an):
                 )
             )
             continue
+        # raw PTX (`cp.async.bulk` + `cp.async.bulk.commit_group`, `cp.async.bulk.wait_group.read N`)
+        # is named as written; TK's store_async commits one bulk group per store
+        ptx = st.asm is not None
+        store_api = st.api if ptx else "tma::store_async"
         why = "no store_async_read_wait in between"
-        rel = [related(st, f"tma::store_async reads '{st.buffer}' asynchronously here")]
+        rel = [related(st, f"{store_api} reads '{st.buffer}' asynchronously here")]
         if ru.partial is not None:
             pw, later = ru.partial
             n = pw.count.eval({}) if pw.count is not None else 0
+            wait_api = f"{pw.api}.read {n}" if ptx else f"store_async_read_wait<{n}>"
             why = (
-                f"the store_async_read_wait<{n}> in between waits for all but the {n} most recent bulk stores "
-                f"of the storing thread, and this store is one of them ({later} later stores before the wait)"
+                f"the {wait_api} in between waits for all but the {n} most recent bulk "
+                f"{'groups' if ptx else 'stores'} of the storing thread, and this store is in one of them "
+                f"({later} later {'groups committed' if ptx else 'stores'} before the wait"
+                + (f", the write {ru.distance} iterations after the store)" if ru.distance > 1 else ")")
             )
-            rel.append(related(pw, f"store_async_read_wait<{n}>: this store may still be reading"))
+            rel.append(related(pw, f"{wait_api}: this store may still be reading"))
         out.append(
             finding(
                 "TK306",
-                f"'{o.buffer}' is overwritten by {o.api} while the tma::store_async from it (issued by "
+                f"'{o.buffer}' is overwritten by {o.api} while the {store_api} from it (issued by "
                 f"{describe(iss, an.threads.n)}) may still be reading it: {why}"
                 + (
                     " (in the next iteration, assuming the loop runs at least twice)"

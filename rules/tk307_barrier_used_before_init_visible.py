@@ -117,6 +117,46 @@ def check(an):
                 )
             )
             break
+    out.extend(_peer_uses(an, seen))
+    return out
+
+
+def _peer_uses(an, seen) -> list:
+    """The happens-before engine's peer uses (`checks/happens_before.peer_init_uses`): a peer
+    CTA arrives on (or multicasts into) this CTA's barrier with no cluster barrier after the
+    init; a block barrier orders one CTA's threads only."""
+    from tkcheck.checks.happens_before import peer_init_uses
+
+    out = []
+    for pu in peer_init_uses(an):
+        if pu.init.barrier is None or pu.init.barrier.name in seen or pu.use.barrier is None:
+            continue
+        seen.add(pu.init.barrier.name)
+        how = "multicasts into" if pu.use.kind == ir.TMA_LOAD else "arrives on"
+        blocks = [
+            x
+            for x in an.model.ops_of(ir.SYNC)
+            if x.sync_kind in ("block", "named") and pu.init.order < x.order < pu.use.order
+        ]
+        only = (
+            f"the only barrier between them (`{blocks[0].api}`) orders the threads of one CTA"
+            if blocks
+            else "no barrier lies between them"
+        )
+        out.append(
+            finding(
+                "TK307",
+                f"CTA {pu.rank} of the cluster {how} '{pu.use.barrier}' of CTA {pu.target} ({pu.use.api}) with no "
+                f"cluster barrier after CTA {pu.target} initialised it: {only}, so the peer may use the "
+                "barrier before its initialisation",
+                pu.use.location,
+                related=[related(pu.init, "initialised here")],
+                witness={"barrier": pu.init.barrier.name, "using_cta": pu.rank, "owner_cta": pu.target},
+                help="make the init visible to the cluster before any peer uses it: fence.mbarrier_init.release.cluster "
+                "then a cluster barrier (barrier.cluster.arrive.release + barrier.cluster.wait.acquire, "
+                "cluster.sync()) between the init and the first remote arrive or multicast",
+            )
+        )
     return out
 
 

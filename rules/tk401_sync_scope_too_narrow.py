@@ -92,6 +92,19 @@ def _dsmem(an):
             if barriers and not race.next_iteration
             else "no cluster barrier lies between them"
         )
+        relaxed = [
+            o
+            for o in an.model.ops_of(ir.SYNC)
+            if o.sync_kind == "cluster_arrive"
+            and o.sync is not None
+            and o.sync.relaxed
+            and min(own.order, peer.order) < o.order < max(own.order, peer.order)
+        ]
+        if relaxed and not race.next_iteration:
+            how = (
+                "the cluster barrier between them arrives with `.relaxed` "
+                "(no release: the writes before it are not ordered before the peer's accesses after its wait)"
+            )
         mode = "reads" if peer.access is not None and peer.access.mode == "read" else "writes"
         other = "writes" if own.access is not None and own.access.mode == "write" else "reads"
         when = " in the next iteration of the loop" if race.next_iteration else ""
@@ -99,7 +112,7 @@ def _dsmem(an):
             when = ", and the owner's next iteration " + other + " it again"
             msg = (
                 f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in this CTA's shared memory "
-                f"(`cluster.map_shared_rank`){when} (`{own.api}`, {describe(frozenset([to]), n)}), and "
+                f"(`{peer.api if peer.asm is not None else 'cluster.map_shared_rank'}`){when} (`{own.api}`, {describe(frozenset([to]), n)}), and "
                 f"{how}"
             )
         else:

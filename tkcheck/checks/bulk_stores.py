@@ -29,6 +29,7 @@ from . import paths
 from .analysis import Analysis
 
 MAX_UNROLL = 16
+MAX_DISTANCE = 4  # iterations on which a write into a store's staging row is looked for
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Reuse:
     partial: tuple[ir.Op, int] | None = None
     wait: ir.Op | None = None  # the covering wait ("unordered-writers")
     why: str = ""
+    distance: int = 1  # wrapped: the write runs this many iterations after the store
 
 
 @dataclass
@@ -117,8 +119,14 @@ def _reuses(an: Analysis) -> list[Reuse]:
         wrap = [o for o in ops if o.order < st.order and o.loops[: len(body)] == body] if body else []
         path = after + wrap
         real = any(st is x for x in ops)  # not one of an unrolled store loop's sites
+        waited = any(x.kind == ir.TMA_STORE_WAIT for x in path)
         for pos, o in enumerate(path):
-            if o.loops != st.loops or not writes(o) or o.buffer is None or o.buffer.name != st.buffer.name:
+            # a write in an inner loop of the store's loop body (`for (j) out_s[b][ct + 128 * j] = ...`)
+            # is asked around the back edge only, of the row the store reads (`row_written_at_distance`)
+            deeper = len(o.loops) > len(body) and o.loops[: len(body)] == body and pos >= len(after)
+            if (o.loops != st.loops and not deeper) or not writes(o) or o.buffer is None:
+                continue
+            if o.buffer.name != st.buffer.name:
                 continue
             if not o.guard.exact or not _same_condition(o, st):
                 out.append(
@@ -129,18 +137,38 @@ def _reuses(an: Analysis) -> list[Reuse]:
             if not wt:
                 continue
             wrapped = pos >= len(after)  # the write runs in the next iteration
+            distance = 1
             if wrapped:
                 # no read wait anywhere in the loop body: a write any number of iterations
                 # later (double-buffered staging reused two tiles on) is unprotected too
-                unwaited = not any(x.kind == ir.TMA_STORE_WAIT for x in path)
+                unwaited = not waited
                 to = an.solver_timeout_ms
-                if not paths.same_element_next_iteration(m, st, o, to, iss, wt) and not (
-                    unwaited and paths.same_element_next_iteration(m, st, o, to, iss, wt, later=True)
+                if deeper or not (
+                    paths.same_element_next_iteration(m, st, o, to, iss, wt)
+                    or (unwaited and paths.same_element_next_iteration(m, st, o, to, iss, wt, later=True))
                 ):
-                    continue
+                    # the first iteration d on whose write lands in what the store reads (a ring of
+                    # staging rows reused d iterations on, a read wait<N> between)
+                    reach = range(1, MAX_DISTANCE + 1) if deeper else range(2, MAX_DISTANCE + 1) if waited else ()
+                    hit = next((d for d in reach if paths.row_written_at_distance(m, st, o, d, to, wt)), None)
+                    if hit is None:
+                        continue
+                    distance = hit
             elif not paths.same_element_proved(st.buffer, o.buffer, iss, wt):
                 continue
-            out.append(_covered(an, st, o, path[:pos], iss, wt, wrapped, real))
+            # the path from the store to the write d iterations on: the rest of the store's
+            # iteration, d - 1 whole iterations, the write's iteration up to it
+            between = (
+                path[:pos] if distance == 1 else after + (wrap + [st] + after) * (distance - 1) + path[len(after) : pos]
+            )
+            ru = _covered(an, st, o, between, iss, wt, wrapped, real)
+            ru.distance = distance
+            if (distance > 1 or deeper) and ru.status == "undecided":
+                # a write only the row / distance search reaches, on a path whose groups are not
+                # counted (TK's group stores in loops of their own): not asked, as before that
+                # search (no obligation, no finding)
+                continue
+            out.append(ru)
             break
     return out
 
@@ -151,17 +179,22 @@ def _covered(an: Analysis, st: ir.Op, o: ir.Op, between: list[ir.Op], iss, wt, w
     unknown = ""
     # bulk groups the storing threads committed after this store (each store_async is one): a
     # store_async_read_wait<N> covers this store once N or more came after it
-    later: int | None = 0 if real else None
+    # a raw-PTX `cp.async.bulk` store commits no group: the next `cp.async.bulk.commit_group`
+    # closes the store's own group (later = -1 until then), each further commit one more
+    ptx = st.asm is not None
+    later: int | None = (-1 if ptx else 0) if real else None
     partial: tuple[ir.Op, int] | None = None  # a read wait<N> that still lets this store read
     for i, x in enumerate(between):
-        if x.kind == ir.TMA_STORE and later is not None:
+        if later is not None and (
+            (x.kind == ir.TMA_STORE and x.asm is None) or (x.kind == ir.TMA_STORE_COMMIT and x.asm is not None)
+        ):
             later = _groups_after(an, st, x, iss, later)
         if x.kind == ir.TMA_STORE_WAIT:
             ex = an.threads.executing(x)
             n = x.count.eval({}) if x.count is not None else 0
             if ex is None or not isinstance(n, int):
                 unknown = unknown or f"`{x.api}` whose threads or count are not known"
-            elif iss <= ex and x.loops == st.loops and (n == 0 or (later is not None and later >= n)):
+            elif iss <= ex and x.loops == st.loops and (n == 0 and not ptx or (later is not None and later >= n)):
                 wait_at = i if wait_at is None else wait_at
             elif n and iss <= ex and x.loops == st.loops and later is not None and x.guard.exact:
                 partial = (x, later)  # the last one before the overwrite

@@ -379,11 +379,17 @@ def _dsmem_ordered(ops: list[ir.Op], common: tuple, n: int, an: Analysis) -> boo
     """Does `ops` (program order) hold a barrier of the whole cluster: a cluster (or grid)
     barrier, or a cluster arrive (release) followed by a cluster wait (acquire)?"""
     arrived = False
+    fenced = False
     for o in ops:
         if _is_dsmem_barrier(o, common, n, an):
             return True
+        if o.kind == ir.FENCE and o.fence_kind in ("membar_cluster", "membar_gl", "membar_sys"):
+            # `fence.acq_rel.cluster` (or wider) before a relaxed arrive: the arrive releases
+            fenced = True
         if _is_dsmem_barrier(o, common, n, an, ("cluster_arrive",)):
-            arrived = True
+            # `barrier.cluster.arrive.relaxed` synchronises execution only: no release of the
+            # writes before it, unless a cluster-scope fence came first
+            arrived = arrived or fenced or o.sync is None or not o.sync.relaxed
         elif arrived and _is_dsmem_barrier(o, common, n, an, ("cluster_wait",)):
             return True
     return False
@@ -454,6 +460,9 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
     forward_ordered = _dsmem_ordered(between, common, n, an)
     if not forward_ordered:
         w = _dsmem_meet(an, lo, r, common, None, n)
+        if isinstance(w, str):
+            out.undecided.append((lo, r, "the solver did not decide whether they meet"))
+            return None
         if w is None and _dsmem_unknown(lo, r):
             out.undecided.append((lo, r, "their addresses are not known"))
             return None
@@ -476,6 +485,9 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         return None
     whole = _dsmem_ordered(body + body, common, n, an)
     w = _dsmem_meet(an, lo, r, common, (first, 1 if whole else None), n)
+    if isinstance(w, str):
+        out.undecided.append((lo, r, "the solver did not decide whether they meet"))
+        return None
     if w is not None:
         race = Race(second, first, w[0] if second is lo else w[1], w[1] if second is lo else w[0])
         race.next_iteration = True
@@ -490,6 +502,9 @@ def _dsmem_unknown(a: ir.Op, b: ir.Op) -> bool:
     cta = b.access.cta
     exprs = list(a.buffer.index) + list(b.buffer.index) + ([cta] if cta is not None else [])
     return any(not isinstance(x, E.Expr) or x.is_opaque() for x in exprs) or len(a.buffer.index) != len(b.buffer.index)
+
+
+UNKNOWN = "unknown"  # `_dsmem_meet`: the solver did not answer
 
 
 def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple | None, n: int):
@@ -529,6 +544,7 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
 
     ma, mb = side(lo, "a"), side(r, "b")
     conds: list[E.Expr] = []
+    trips: list[E.Expr] = []  # iteration < trip count (often nonlinear: a grid-stride loop's)
     for o, mp in ((lo, ma), (r, mb)):
         conds.append(E.substitute(o.guard.thread, mp))
         conds.extend(E.substitute(c, mp) for c in o.guard.uniform)
@@ -543,7 +559,7 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
             ctr = E.substitute(lp.counter, mp)
             conds.append(E.binop(">=", ctr, E.Const(0)))
             if lp.trip is not None and not lp.trip.is_opaque():
-                conds.append(E.binop("<", ctr, lp.trip))
+                trips.append(E.binop("<", ctr, lp.trip))
     conds.append(E.binop("!=", ma["cta_rank"], mb["cta_rank"]))
     conds.append(E.binop("==", E.substitute(r.access.cta, mb), ma["cta_rank"]))
     for x, y in zip(lo.buffer.index, r.buffer.index):
@@ -551,9 +567,14 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
     if later is not None:
         d = later[1]
         conds.append(E.binop("==", shift, E.Const(d)) if d is not None else E.binop(">=", shift, E.Const(1)))
+    # the question without the trip counts first (a relaxation: no meeting there is none at
+    # all), then with them for a witness; an unknown answer is UNKNOWN, never "they never meet"
+    mark = solver.inconclusive_count()
     w = solver.witness(E.conj(*conds), an.solver_timeout_ms)
+    if w is not None and trips:
+        w = solver.witness(E.conj(*conds, *trips), an.solver_timeout_ms)
     if w is None:
-        return None
+        return UNKNOWN if solver.inconclusive_count() > mark else None
     ta, tb = w.get("tid.a"), w.get("tid.b")
     return (ta if isinstance(ta, int) else 0, tb if isinstance(tb, int) else 0)
 
@@ -1184,3 +1205,93 @@ def describe_location(o: ir.Op) -> str:
 
 
 __all__ = ["memory", "MemoryFacts", "Race", "Publication", "Acquisition", "describe_location", "E"]
+
+
+# ------------------------------------------- barrier inits used by peer CTAs (dsmem) ----
+
+
+@dataclass
+class PeerUse:
+    """A barrier initialised by this CTA's `init` and used by a peer CTA's `use` (a remote
+    arrive on it, a multicast copy completing bytes on it), no barrier of the whole cluster
+    between them: the peer may reach its use before this CTA's init ran. `target`: a rank the
+    use names that is not the using CTA's own (`cta_rank`)."""
+
+    init: ir.Op
+    use: ir.Op
+    rank: int
+    target: int
+
+
+def peer_init_uses(an: Analysis) -> list[PeerUse]:
+    return an.fact("happens_before.peer_init_uses", _peer_init_uses)
+
+
+def _peer_targets(o: ir.Op, rank: int, cluster: int) -> list[int] | None:
+    """The other CTAs of the cluster whose copy of the barrier `o` touches when run by CTA
+    `rank`: a mapped CTA (`mapa`) or the bits of a multicast mask; None: not known."""
+    if o.mbar is None:
+        return []
+    env = {"cta_rank": rank}
+    if o.mbar.cta is not None:
+        v = o.mbar.cta.eval(env)
+        if not isinstance(v, int) or isinstance(v, bool):
+            return None
+        return [v] if v != rank and 0 <= v < cluster else []
+    if o.mbar.multicast:
+        v = o.mbar.mask.eval(env) if o.mbar.mask is not None else None
+        if not isinstance(v, int) or isinstance(v, bool):
+            return None
+        return [j for j in range(cluster) if j != rank and v >> j & 1]
+    return [] if not o.mbar.remote else None
+
+
+def _peer_init_uses(an: Analysis) -> list[PeerUse]:
+    """Each barrier's init (`mbarrier.init` by some threads of every CTA) against the uses of that
+    barrier by peer CTAs: the happens-before path from CTA A's init to CTA B's remote arrive or
+    multicast into A's copy must pass a barrier of the whole cluster (`barrier.cluster.arrive` +
+    `wait`, `cluster.sync()`; fence.mbarrier_init makes the init visible at cluster scope); a
+    `__syncthreads()` orders A's threads only. Proved when the use names another CTA (its rank
+    expression or multicast mask, per rank of a cluster of known size) and no cluster barrier,
+    no call the model does not follow, no exit lies between the last init and the use in
+    program order; anything else is not reported."""
+    m = an.model
+    cluster = m.cluster.eval({}) if m.cluster is not None else None
+    if not isinstance(cluster, int) or isinstance(cluster, bool) or cluster < 2:
+        return []
+    out: list[PeerUse] = []
+    names = sorted({o.barrier.name for o in m.ops_of(ir.MBAR_INIT) if o.barrier is not None})
+    for name in names:
+        inits = [o for o in m.ops_of(ir.MBAR_INIT) if o.barrier is not None and o.barrier.name == name]
+        if any(not o.guard.exact or o.guard.uniform for o in inits):
+            continue
+        last = max(inits, key=lambda o: o.order)
+        init_loops = {lid for o in inits for lid in o.loops}
+        for use in m.ops:
+            if use.order <= last.order or use.barrier is None or use.barrier.name != name:
+                continue
+            if use.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD) or init_loops & set(use.loops):
+                continue
+            if not use.guard.exact:
+                break
+            between = [x for x in m.ops if last.order < x.order < use.order]
+            if any(
+                (x.kind == ir.SYNC and x.sync_kind in ("cluster", "cluster_wait", "grid"))
+                or x.kind == ir.EXIT
+                or (x.kind == ir.CALL and (x.asm is not None or x.not_inlined))
+                for x in between
+            ):
+                break
+            ex = an.threads.issuers(use) if use.issuers_per_group else an.threads.executing(use)
+            if not ex:
+                continue
+            hit = None
+            for rank in range(cluster):
+                ts = _peer_targets(use, rank, cluster)
+                if ts:
+                    hit = (rank, ts[0])
+                    break
+            if hit is not None:
+                out.append(PeerUse(last, use, hit[0], hit[1]))
+                break
+    return out

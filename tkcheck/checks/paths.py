@@ -354,6 +354,56 @@ def same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int, 
     return solver.witness(E.binop("&&", same, bound), timeout_ms) is not None
 
 
+def row_written_at_distance(m, store: ir.Op, write: ir.Op, d: int, timeout_ms: int, tw) -> bool:
+    """Proved: the store reads a whole row (`out_s[it & 1]`, a prefix of the write's indices: a
+    bulk copy from the row's start) or the element the write names, and `write`, d iterations of the store's innermost loop
+    later, writes that row's first element for some writing thread and some iteration of the
+    write's own inner loops (constant trips): an element every non-empty copy of the row reads.
+    The row's indices may not depend on the thread."""
+    a, b = store.buffer, write.buffer
+    if a is None or b is None or a.name != b.name or not store.loops or len(a.index) > len(b.index):
+        return False
+    if write.loops[: len(store.loops)] != store.loops or not tw:
+        return False
+    if any(ix.is_opaque() for ix in a.index + b.index):
+        return False
+    if any(ix.depends_on(E.THREAD) for ix in a.index + b.index[: len(a.index)]):
+        return False
+    loop = m.loops.get(store.loops[-1])
+    if loop is None or (loop.trip is not None and loop.trip.is_opaque()):
+        return False
+    k = loop.counter
+    nxt = {k.name: E.binop("+", k, E.Const(d))}
+    cond: E.Expr = E.binop(">=", k, E.Const(0))
+    if loop.trip is not None:
+        cond = E.binop("&&", cond, E.binop("<", E.binop("+", k, E.Const(d)), loop.trip))
+    for c in store.guard.uniform:
+        if c.is_opaque():
+            return False
+        cond = E.binop("&&", cond, c)
+    for c in write.guard.uniform:
+        if c.is_opaque():
+            return False
+        cond = E.binop("&&", cond, E.substitute(c, nxt))
+    for lid in write.loops[len(store.loops) :]:
+        inner = m.loops.get(lid)
+        trip = inner.trip.eval({}) if inner is not None and inner.trip is not None else None
+        if inner is None or not isinstance(trip, int) or isinstance(trip, bool) or trip <= 0:
+            return False
+        j = inner.counter
+        cond = E.binop("&&", cond, E.binop("&&", E.binop(">=", j, E.Const(0)), E.binop("<", j, E.Const(trip))))
+    for ia, ib in zip(a.index, b.index):
+        cond = E.binop("&&", cond, E.binop("==", ia, E.substitute(ib, nxt)))
+    first: E.Expr = E.TRUE
+    for ix in b.index[len(a.index) :]:
+        first = E.binop("&&", first, E.binop("==", E.substitute(ix, nxt), E.Const(0)))
+    some_thread: E.Expr = E.FALSE
+    for t in sorted(tw):
+        some_thread = E.binop("||", some_thread, E.binop("==", E.TID, E.Const(t)))
+    q = E.binop("&&", E.binop("&&", cond, first), some_thread)
+    return solver.witness(q, timeout_ms) is not None
+
+
 def slot_prefix(index: tuple, ref: ir.Ref) -> bool:
     """The barrier element guards the buffer slot: its index is a prefix of the buffer's (a
     scalar barrier guards the whole staging array)."""

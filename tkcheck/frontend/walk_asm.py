@@ -73,7 +73,8 @@ class AsmLowering:
         asyncs, understood = K.ptx_async_ops(ptx, looped=looped)
         for a in asyncs:
             self._async_op(c, ctx, a, loc, facts)
-        if does.shared_access is not None:
+        remote = self._dsmem_accesses(c, ctx, ptx, loc, facts)
+        if does.shared_access is not None and not remote:
             self._smem_access(c, ctx, ptx, loc, facts, does.shared_access)
         if does.untracked and not understood:
             op(ir.CALL, "asm")
@@ -533,6 +534,60 @@ class AsmLowering:
             ),
             ctx,
         )
+
+    # ---- dsmem: peer shared memory through `mapa` (issue 25, round 5) ----
+    def _dsmem_accesses(self, c: Any, ctx: Ctx, ptx: str, loc: Location, facts: ir.AsmFacts) -> bool:
+        """`ld/st/red/atom.shared::cluster [%N]` whose address a `mapa.shared::cluster` made from
+        the shared address of a `__shared__` element (`mapa %r, smem_u32(&x[i]), rank`): an
+        SMEM_ACCESS of x[i] in CTA `rank`'s shared memory, the op `cluster.map_shared_rank(&x[i],
+        rank)[0]` is. True when every such access of the statement was emitted so; False (the
+        generic shared access is emitted instead) when one's address is not known."""
+        accesses = K.ptx_dsmem_accesses(ptx)
+        model = self.w.model
+        if not accesses or model is None:
+            return False
+        ops = self._operands(c)
+        emitted: list[ir.Op] = []
+        for a in accesses:
+            if a.mapa is not None:
+                # mapped in the same statement: `mapa.shared::cluster.u32 ra, %1, %2; ld [ra]`
+                lv, cv = (self._ptx_value(c, ctx, t) for t in a.mapa)
+                if lv is None or cv is None:
+                    return False
+                local, cta = lv, cv
+            else:
+                if a.addr_operand is None or a.addr_operand >= len(ops):
+                    return False
+                node = cexpr.parse_expression(ops[a.addr_operand], ctx.env.has)
+                addr = self.w.ev(node, replace(ctx, dry=True), c)
+                if not isinstance(addr, E.Var) or addr.name not in self.mapped:
+                    return False
+                local, cta = self.mapped[addr.name]
+            sa = model.smem_addresses.get(local.name) if isinstance(local, E.Var) else None
+            t = sa.tile_type if sa is not None else None
+            if sa is None or t is None or t.kind != "scalar" or not sa.buffer.index or not t.dtype_bytes:
+                return False
+            ref = sa.buffer
+            if a.offset:
+                if a.offset % t.dtype_bytes:
+                    return False
+                last = ref.index[-1]
+                ref = ir.Ref(ref.name, ref.index[:-1] + (E.binop("+", last, E.Const(a.offset // t.dtype_bytes)),))
+            emitted.append(
+                ir.Op(
+                    ir.SMEM_ACCESS,
+                    a.api,
+                    loc,
+                    ctx.guard,
+                    ctx.loops,
+                    asm=facts,
+                    buffer=ref,
+                    access=ir.AccessFacts(a.mode, via="element", tile_type=t, atomic=a.sync, cta=cta),
+                )
+            )
+        for op in emitted:
+            self.w.emit(op, ctx)
+        return True
 
 
 def _div8(t: Expr) -> Expr | None:

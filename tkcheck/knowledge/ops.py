@@ -338,6 +338,79 @@ def _ptx_instruction(ptx: str, start: int) -> str:
 
 
 _PTX_SHARED = re.compile(r"\b(st|ld)\.shared\b|\bldmatrix\b|\bstmatrix\b")
+
+
+# ---- dsmem: distributed shared memory in inline PTX (issue 25, round 5) ----
+# `ld/st/red/atom{.sem}{.scope}.shared::cluster ... [%N]`: an access of the shared memory of a CTA
+# of the cluster, its address the output of a `mapa.shared::cluster` (frontend/walk_asm.py maps it
+# back to the `__shared__` element and the CTA): the same SMEM_ACCESS a cooperative-groups
+# `cluster.map_shared_rank(p, r)[i]` is, `cta` the rank. A weak ld/st is a data access; a
+# `.relaxed` / `.acquire` / `.release` / `.volatile` one and every red/atom synchronise (or race
+# by design): `atomic` names them, and the happens-before engine leaves their pairs undecided.
+_PTX_DSMEM = re.compile(r"\b(ld|st|red|atom)((?:\.[\w]+)*)\.shared::cluster((?:\.[\w]+)*)")
+
+
+@dataclass(frozen=True)
+class PtxDsmemAccess:
+    """One ld/st/red/atom of `.shared::cluster` memory: read/write, the synchronising form (None:
+    a weak ld/st), the address operand (`%N` inside the brackets) and its constant offset."""
+
+    mode: str
+    sync: str | None
+    addr_operand: int | None
+    offset: int = 0
+    api: str = ""
+    # the address is a PTX register a `mapa.shared::cluster` of the same statement set
+    # (`mapa.shared::cluster.u32 ra, %1, %2; ld.shared::cluster.f32 %0, [ra];`): its local
+    # address and CTA operands (`%1`, `%2`)
+    mapa: tuple[str, str] | None = None
+
+
+def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
+    """The `.shared::cluster` accesses of one asm statement's PTX (not `mapa`, not bulk copies)."""
+    out = []
+    mapas: dict[str, tuple[str, str]] = {}
+    for opcode, ops in _ptx_instructions(ptx):
+        if opcode.startswith("mapa.shared::cluster") and len(ops) == 3 and not ops[0].startswith("%"):
+            mapas[ops[0]] = (ops[1], ops[2])
+            continue
+        mm = _PTX_DSMEM.fullmatch(opcode)
+        if mm is None:
+            continue
+        what = mm.group(1)
+        quals = [q for q in (mm.group(2) + mm.group(3)).split(".") if q]
+        addr = next((b for b in (_bracket(o) for o in ops) if b is not None), None)
+        am = re.fullmatch(r"%(\d+)\s*(?:\+\s*(\d+))?", addr or "")
+        rm = re.fullmatch(r"([A-Za-z_$][\w$]*)\s*(?:\+\s*(\d+))?", addr or "")
+        if am is None and rm is not None and rm.group(1) in mapas:
+            sem = next(
+                (q for q in quals if q in ("relaxed", "acquire", "release", "acq_rel", "volatile", "mmio")), None
+            )
+            out.append(
+                PtxDsmemAccess(
+                    "read" if what == "ld" else "write",
+                    what if what in ("red", "atom") else sem,
+                    None,
+                    int(rm.group(2)) if rm.group(2) else 0,
+                    f"{what}.shared::cluster",
+                    mapa=mapas[rm.group(1)],
+                )
+            )
+            continue
+        sem = next((q for q in quals if q in ("relaxed", "acquire", "release", "acq_rel", "volatile", "mmio")), None)
+        out.append(
+            PtxDsmemAccess(
+                "read" if what == "ld" else "write",
+                what if what in ("red", "atom") else sem,
+                int(am.group(1)) if am else None,
+                int(am.group(2)) if am and am.group(2) else 0,
+                f"{what}.shared::cluster",
+            )
+        )
+    return tuple(out)
+
+
+# ---- end dsmem block ----
 _PTX_UNTRACKED = ("mbarrier", "cp.async.bulk", "wgmma")
 # non-bulk cp.async (sm_80): the copy (its shared address the first `[%N]`, its size the last
 # immediate), the commit, the waits; wait_all is commit_group + wait_group 0
@@ -421,7 +494,7 @@ def ptx_ops(ptx: str) -> PtxOps:
         ops.append(PtxOp(ir.FENCE, mf.group(1), fence=ir.FenceFacts(what)))
     if "setmaxnreg" in ptx:
         ops.append(PtxOp(ir.SETMAXNREG, "setmaxnreg", increase=".inc" in ptx))
-    if any(p.search(ptx) for p in _PTX_GLOBAL_SIGNAL):
+    if any(p.search(ptx) for p in _PTX_GLOBAL_SIGNAL) and not _PTX_DSMEM.search(ptx):
         sem = (
             "release"
             if ".release" in ptx
@@ -559,7 +632,8 @@ def _ptx_instructions(ptx: str) -> list[tuple[str, list[str]]]:
         ins = raw.strip()
         while True:
             ins = ins.lstrip("{} \t\n")
-            mm = re.match(r"[A-Za-z_$][\w$]*\s*:(?!:)", ins)
+            # a label; `WAIT_%=:` takes nvcc's per-asm-instance number (`%=`)
+            mm = re.match(r"[A-Za-z_$][\w$]*(?:%=)?\s*:(?!:)", ins)
             if mm:
                 ins = ins[mm.end() :]
                 continue
@@ -712,7 +786,9 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
         return None
     if q[:2] == ["barrier", "cluster"] and len(q) > 2 and q[2] in ("arrive", "wait"):
         kind = "cluster_arrive" if q[2] == "arrive" else "cluster_wait"
-        return PtxAsyncOp(ir.SYNC, f"barrier.cluster.{q[2]}", sync=ir.SyncFacts(kind))
+        # dsmem: `barrier.cluster.arrive.relaxed` orders nothing the thread did before it (no
+        # release); the default arrive is .release, the wait is always .acquire
+        return PtxAsyncOp(ir.SYNC, f"barrier.cluster.{q[2]}", sync=ir.SyncFacts(kind, relaxed="relaxed" in q[3:]))
     return None
 
 

@@ -199,6 +199,11 @@ class Bin(Expr):
             return z3.If(b == 0, zv.fresh("divzero"), z3.If(a >= 0, a / b, -((-a) / b)))
         if op == "%":
             return z3.If(b == 0, zv.fresh("modzero"), z3.If(a >= 0, a % b, -((-a) % b)))
+        if op == "&" and isinstance(self.b, Const) and _low_mask(self.b.value):
+            # `x & (2^m - 1)` (a ring slot, a parity bit) is x mod 2^m for every integer x (two's
+            # complement): linear integer arithmetic, where the bit-vector round trip leaves z3
+            # answering unknown on a question as small as (k + 1) & 1 == k & 1
+            return a % (self.b.value + 1)
         # bitwise ops: go through 64-bit vectors
         ba, bb = z3.Int2BV(a, 64), z3.Int2BV(b, 64)
         r = {"&": ba & bb, "|": ba | bb, "^": ba ^ bb, "<<": ba << bb, ">>": z3.LShR(ba, bb)}[op]
@@ -206,6 +211,11 @@ class Bin(Expr):
 
     def __str__(self):
         return f"({self.a} {self.op} {self.b})"
+
+
+def _low_mask(v: object) -> bool:
+    """v is 2^m - 1 for some 1 <= m <= 62 (an int, not a bool)."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 < v < (1 << 62) and (v + 1) & v == 0
 
 
 @dataclass(frozen=True, slots=True)

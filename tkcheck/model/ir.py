@@ -285,6 +285,9 @@ class SyncFacts:
     # bar.sync 0 inside a TMEM allocation) is not paired
     syncthreads: bool = False
     everyone: bool = False
+    # cluster_arrive: `barrier.cluster.arrive.relaxed` (no release: the thread's earlier writes are
+    # not ordered before what its peers do after their wait)
+    relaxed: bool = False
 
 
 @dataclass(frozen=True)
