@@ -44,6 +44,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .value_types import Obj, Rec
+from .walk_arith import _ArrVal
 from .walk_env import CK, Ctx, loc_of
 
 _BARRIER_T = re.compile(r"\bbarrier<\s*(?:::)?(?:cuda::)?(?:\w+::)*thread_scope_(\w+)")
@@ -287,9 +288,13 @@ class LibcuLowering:
                 more = E.binop("-", n, E.Const(1)) if isinstance(n, Expr) else E.opaque("count")
                 self._op(ir.MBAR_ARRIVE, api, ctx, cursor, barrier=ref, count=more, mbar=ir.BarrierFacts())
             return self._advance(bar, ctx, cursor)
-        if base == "cp_async_bulk_global_to_shared" and len(args) == 4:
+        if base in ("cp_async_bulk_global_to_shared", "memcpy_async_tx") and len(args) == 4:
+            # `cuda::device::memcpy_async_tx(dst, src, aligned_size_t<16>(n), bar)` is the same
+            # bulk copy (cp.async.bulk ... mbarrier::complete_tx::bytes): its bytes land on the barrier
             bar = self._value(args[3], ctx, cursor)
             dst = self._value(args[0], ctx, cursor)
+            if isinstance(dst, _ArrVal):
+                dst = dst.obj  # an array as the destination: the whole array
             if not (isinstance(bar, Rec) and bar.type_name == BARRIER) or not isinstance(dst, Obj):
                 return NotImplemented
             size = self._size(args[2], ctx, cursor)

@@ -113,6 +113,8 @@ LIBCU_FUNCTIONS = frozenset(
         "pipeline_consumer_wait_prior",
         "barrier_arrive_tx",
         "cp_async_bulk_global_to_shared",
+        # pipe (round 5): cuda::device::memcpy_async_tx, a bulk copy completing bytes on the barrier
+        "memcpy_async_tx",
     }
 )
 
