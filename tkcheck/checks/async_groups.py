@@ -461,6 +461,7 @@ def _ordered(r: _Ev, c: _Ev) -> bool:
 # (every thread left waits), or meets a barrier the run cannot place, decides nothing.
 
 SCHEDULES = ("lowest", "highest")  # which runnable thread goes next, run until it blocks
+MAX_TRIES = 4 * MAX_STEPS  # events tried per run (blocked tries included)
 
 
 def _mbar_unrun(o: ir.Op) -> str | None:
@@ -663,11 +664,15 @@ def _check_mbar_run(
     # the low threads (a producer warp) run as far ahead as the barriers let them
     order = list(range(n)) if policy == "lowest" else list(range(n - 1, -1, -1))
     live = [t for t in order if runs[t]]
+    tries = 0  # events tried, blocked ones included: a run that crawls is left undecided
     while live:
         moved = False
         for t in live:
             evs = runs[t]
             while ptr[t] < len(evs):
+                tries += 1
+                if tries > MAX_TRIES:
+                    raise _Undecided("the run takes too many scheduling steps")
                 try:
                     step(t, evs[ptr[t]])
                 except _Blocked:
