@@ -128,8 +128,11 @@ that buffer element (a stage refilled strip by strip, `x[s][r]` for every `r`, a
 `wait(empty[s])`: every strip of stage `s`). Then reports a read of the buffer element (`warp::load`,
 `warpgroup::load`, `ld.shared`) that a releasing thread makes later in the same iteration,
 after its own arrive, when no later arrival of those threads keeps the phase open. This is the
-MK consumer that releases a page before its last read of it. A read it cannot place (in a loop
-of its own after the release, an element not known to be refilled) is listed by
+MK consumer that releases a page before its last read of it, and the libcu++ consumer that calls
+`consumer_release()` before reading the stage (the pipeline's implicit stage `tail % S` and the
+ring index proved equal). A read in a loop of its own after the release is reported when some
+iteration of that loop the thread runs reads a refilled element. A read it cannot place (a trip
+count or index not evaluated, an element not known to be refilled) is listed by
 `tkcheck coverage`, not reported.
 
 Asynchronous readers are the business of other rules: an in-flight wgmma operand (TK206), a

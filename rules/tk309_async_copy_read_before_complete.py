@@ -22,8 +22,23 @@ def check(an: Analysis) -> Iterator[Finding]:
         at = ", ".join(
             f"{k} = {v}"
             for k, v in w.items()
-            if k not in ("reader_thread", "writer_thread", "group", "completed_groups")
+            if k not in ("reader_thread", "writer_thread", "group", "completed_groups", "via")
         )
+        if w.get("via") == "mbarrier":
+            yield finding(
+                "TK309",
+                f"`{ob.read.api}` of `{ob.read.buffer}` on thread {w.get('reader_thread')} reads words that "
+                f"`{ob.copy.api}` (line {ob.copy.location.row}) copies on thread {w.get('writer_thread')}, but "
+                "no wait of the reader observes that copy landed (no wait on the mbarrier phase its commit "
+                "arrives on, nor a barrier after the copying thread's own wait)" + (f" ({at})" if at else ""),
+                ob.read.location,
+                related=[related(ob.copy, f"thread {w.get('writer_thread')} copies `{ob.copy.buffer}` here")],
+                witness=w,
+                help="wait for the stage before reading it (`pipe.consumer_wait()`, a wait on the barrier its "
+                "`producer_commit` / `cp.async.mbarrier.arrive` arrives on), and index the shared ring with "
+                "as many buffers as the pipeline has stages",
+            )
+            continue
         rel = [
             related(
                 ob.copy, f"thread {w.get('writer_thread')} copies `{ob.copy.buffer}` here (its group {w.get('group')})"
@@ -121,8 +136,15 @@ joins the group the next commit closes, and a wait with count N completes every 
 of the thread but the N most recent. A read of a copied element is reported when the
 copy's group is not complete in the copying thread by the last wait that thread runs
 before the read (prologue commits, commits under a condition and loop iterations all
-counted). Unmodelled ordering (mbarriers, named barriers, unknown destinations) makes the
-obligation undecided (coverage), never a finding.
+counted). Copies ordered by mbarriers (libcu++'s partitioned `cuda::pipeline`:
+`producer_commit` is `cp.async.mbarrier.arrive` on the stage's barrier, `consumer_wait` a
+wait on it; `memcpy_async` with a `cuda::barrier`; raw `cp.async.mbarrier.arrive.noinc`)
+are run as executions of all threads with the mbarriers' phase semantics: a read is
+reported when, in a run, the reader has observed no phase that the copy's commit arrived
+on (a skipped `consumer_wait`, a shared ring with fewer buffers than the pipeline has
+stages). Reads no run finds unordered stay undecided: a run is one schedule, not a proof.
+Unmodelled ordering (named barriers, mbarriers with transaction bytes, unknown
+destinations) makes the obligation undecided (coverage), never a finding.
 
 ## Why is this bad?
 `cp.async.wait_group N` waits only until at most N of the thread's most recent groups

@@ -174,7 +174,7 @@ def _async_copies(an):
             continue
         w = ob.witness
         r, c = w.get("reader_thread"), w.get("writer_thread")
-        at = ", ".join(f"{k} = {v}" for k, v in w.items() if k not in ("reader_thread", "writer_thread"))
+        at = ", ".join(f"{k} = {v}" for k, v in w.items() if k not in ("reader_thread", "writer_thread", "via"))
         at = f" ({at})" if at else ""
         if ob.kind == "visible":
             msg = (

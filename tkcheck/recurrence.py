@@ -468,3 +468,44 @@ def flat_base(counter: E.Var) -> E.Var:
     non-negative integer the model does not follow (`checks/phases` counts the uses of a ring
     carried across such tasks over the flat step B + k)."""
     return E.Var(f"f{counter.name[1:]}base", E.LOOP, label=f"steps before this {counter.label or 'iteration'}")
+
+
+def solve_guarded(
+    start: E.Var, end: Expr, v0: Expr, name: str, counter: E.Var | None, trip: Expr | None, solve: Callable
+) -> Callable | None:
+    """A carried value advanced under a condition on the iteration (`if (t + gridDim.x < nt)
+    pipe.producer_commit();`: the pipeline's head counts the iterations the condition held).
+    Each such condition whose truth z3 proves for every iteration but the last (0 <= k and
+    k + 1 < trip: `c`, or `!c` for the else branch) is replaced by that branch, and the update
+    solved by `solve` (the front end's one-variable solver). The value at iteration k depends
+    on iterations 0 .. k - 1 only, all of them not the last: the form holds in the body of every
+    iteration that runs. It is given for the loop's own counter only; anywhere else (the value
+    after the loop, where the last iteration's condition counts) it is an unknown."""
+    if trip is None or counter is None or not isinstance(end, Expr):
+        return None
+    from . import solver
+
+    hyp = E.binop("&&", E.binop(">=", counter, E.Const(0)), E.binop("<", E.binop("+", counter, E.Const(1)), trip))
+    failed = []
+
+    def branch(x: Expr) -> Expr | None:
+        if not (isinstance(x, E.Ite) and counter in x.c.free_vars()):
+            return None
+        c = x.c
+        if c.depends_on(E.THREAD) or c.is_opaque() or any(v.kind == E.LOOP and v != counter for v in c.free_vars()):
+            failed.append(x)
+            return None
+        for cond, keep in ((c, x.t), (E.negate(c), x.e)):
+            if solver.always(E.binop("||", E.negate(hyp), cond), timeout_ms=2000) is True:
+                return E.rewrite(keep, branch)
+        failed.append(x)
+        return None
+
+    fixed = E.rewrite(end, branch)
+    if failed or fixed == end:
+        return None
+    f = solve(start, fixed, v0, name, counter)
+    if _is_opaque_form(f):
+        return None
+    unknown = E.opaque(f"{name}@iter")
+    return lambda k: f(k) if k == counter else unknown

@@ -256,15 +256,19 @@ def _obligations(an: Analysis) -> list[Obligation]:
         if s.sync_kind == "warp" and s.sync is not None and s.sync.mask is not None:
             if _int(s.sync.mask.eval({})) not in (0xFFFFFFFF, -1):
                 return undecided_all(f"`{s.api}` at line {s.location.row}: a partial warp mask")
+    mbar_ops = [o for o in m.ops if o.kind in (ir.MBAR_INIT, ir.MBAR_WAIT, ir.MBAR_ARRIVE)]
     for o in m.ops:
-        if o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.NAMED_ARRIVE) or (
-            o.kind == ir.CALL and (o.not_inlined or o.api == "asm")
-        ):
+        if o.kind == ir.NAMED_ARRIVE or (o.kind == ir.CALL and (o.not_inlined or o.api == "asm")):
             return undecided_all(
                 f"`{o.api}` at line {o.location.row} may order threads in a way this check does not run"
             )
         if o.kind == ir.EXIT:
             return undecided_all(f"the early exit at line {o.location.row}")
+        why = _mbar_unrun(o) if mbar_ops else None
+        if why:
+            return undecided_all(why)
+    if mbar_ops:
+        skel_ops += mbar_ops
     for o in skel_ops:
         if o.kind == ir.CP_ASYNC_WAIT and _int(o.count.eval({}) if o.count is not None else None) is None:
             return undecided_all(f"the count of `{o.api}` at line {o.location.row} is not a constant")
@@ -296,11 +300,30 @@ def _obligations(an: Analysis) -> list[Obligation]:
     budget = [MAX_STEPS]
     try:
         for params in assignments:
-            _check_run(m, sk, n, params, budget, found)
+            if mbar_ops:
+                for policy in SCHEDULES:
+                    _check_mbar_run(m, sk, n, params, budget, found, policy)
+            else:
+                _check_run(m, sk, n, params, budget, found)
     except _Undecided as exc:
         if not found:
             return undecided_all(str(exc))
     out.extend(found.values())
+    if mbar_ops:
+        # a run is one execution: a race in it is a race, its absence proves nothing for the
+        # other schedules; the reads no run found racing stay undecided
+        met = {ob.read.order for ob in out}
+        out.extend(
+            Obligation(
+                "complete",
+                r,
+                None,
+                "undecided",
+                f"ordered by mbarrier phases in the {len(SCHEDULES)} schedules run, not proved for every schedule",
+            )
+            for r in reads
+            if r.order not in met
+        )
     return out
 
 
@@ -414,3 +437,251 @@ def _ordered(r: _Ev, c: _Ev) -> bool:
     if r.epoch < c.epoch:
         return True
     return r.thread // 32 == c.thread // 32 and r.wepoch < c.wepoch
+
+
+# ------------------------------------------------------ runs over mbarriers ----
+#
+# A kernel whose copies are ordered by mbarriers (libcu++'s partitioned pipeline, a cuda::barrier
+# completion, `cp.async.mbarrier.arrive`) is run as one execution of all its threads at once, under
+# a scheduler, with the hardware's mbarrier semantics: an arrival decrements the pending count of
+# the phase in progress, the phase completes when it reaches zero (the count re-armed from the
+# init); `try_wait.parity(p)` passes once the phase in progress has a parity other than p, and
+# then observes every completed phase. Happens-before is vector clocks: `vc[t]` the events of
+# each thread that thread t is ordered after; `cc[t]` the copies (per issuing thread, by their
+# number) t has seen land. An arrival releases the arriving thread's clocks into the phase; a
+# cp.async arrival (`BarrierFacts.cp_async`) also the thread's copies issued before it (they land
+# before the arrival counts: in the run they land at once); a copy with `CopyFacts.mbarrier`
+# likewise into the phase in progress; a wait joins what the completed phases hold; a block
+# barrier joins every thread, a warp barrier its warp; `cp.async.wait_group` lands the thread's
+# own groups. A read of a copied element whose last copy the reader has not seen land is a
+# violation (`complete`; `visible` when the copying thread itself saw it land); a copy into an
+# element some thread read since the last copy, with the read not ordered before it, is a
+# `refill` violation. Each run is a real execution of the modelled semantics, so what it finds is
+# a race; the first unordered pair of a run is one the hardware may reorder. A run that blocks
+# (every thread left waits), or meets a barrier the run cannot place, decides nothing.
+
+SCHEDULES = ("lowest", "highest")  # which runnable thread goes next, run until it blocks
+MAX_TRIES = 4 * MAX_STEPS  # events tried per run (blocked tries included)
+
+
+def _mbar_unrun(o: ir.Op) -> str | None:
+    """Why a kernel with mbarriers cannot be run by the cp.async engine (None: it can)."""
+    if o.kind in (ir.MBAR_EXPECT, ir.TMA_LOAD, ir.TMEM_OP, ir.MMA):
+        return f"`{o.api}` at line {o.location.row}: bytes or async work on mbarriers are not run by this check"
+    if o.kind in (ir.MBAR_INIT, ir.MBAR_WAIT, ir.MBAR_ARRIVE):
+        if o.barrier is None or not o.guard.exact:
+            return f"`{o.api}` at line {o.location.row}: its barrier or condition is not modelled"
+        mb = o.mbar
+        if mb is not None and (mb.remote or mb.cta is not None or mb.tcgen05_commit or mb.multicast or mb.clc):
+            return f"`{o.api}` at line {o.location.row}: a remote or asynchronous arrival is not run by this check"
+    return None
+
+
+class _Blocked(Exception):
+    pass
+
+
+@dataclass
+class _Bar:
+    count: int
+    pending: int
+    phase: int = 0  # the phase in progress
+    acc_vc: list[int] = field(default_factory=list)  # what the phase in progress has been given
+    acc_cc: list[int] = field(default_factory=list)
+    seen_vc: list[int] = field(default_factory=list)  # what the completed phases hold
+    seen_cc: list[int] = field(default_factory=list)
+
+
+def _join(a: list[int], b: list[int]) -> None:
+    for i, v in enumerate(b):
+        if v > a[i]:
+            a[i] = v
+
+
+def _check_mbar_run(
+    m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[int], found: dict, policy: str
+) -> None:
+    runs = {t: _run_thread(m, sk, t, params, budget) for t in range(n)}
+    vc = {t: [0] * n for t in range(n)}
+    cc = {t: [0] * n for t in range(n)}
+    copies = [0] * n  # copies issued per thread (their numbers count from 1)
+    groups: dict[int, list[int]] = {t: [] for t in range(n)}  # per thread: last copy of each commit group
+    bars: dict[tuple, _Bar] = {}
+    syncs: dict[tuple, set[int] | frozenset[int]] = {}  # (kind, warp or -1, instance) -> threads arrived
+    sync_no = {t: [0, 0] for t in range(n)}  # block / warp barriers passed
+    waiting_sync: dict[int, tuple] = {}
+    ptr = {t: 0 for t in range(n)}
+    latest: dict[tuple, tuple[int, int, _Ev]] = {}  # element -> (copier, copy number, event)
+    readers: dict[tuple, list[tuple[_Ev, int]]] = {}  # element -> (read, reader's clock) since the copy
+    key_len: dict[str, int] = {}
+    for o in m.ops_of(ir.CP_ASYNC):
+        if o.buffer is not None:
+            key_len[o.buffer.name] = max(key_len.get(o.buffer.name, 0), len(o.buffer.index))
+
+    def record(kind: str, r: _Ev, c: _Ev | None, **wit: Any) -> None:
+        key = (kind, r.op.order)
+        if key in found:
+            return
+        env = dict(r.env)
+        env.pop("tid", None)
+        w = {**m.user_iteration(env), "reader_thread": r.thread, **wit, "via": "mbarrier"}
+        found[key] = Obligation(kind, r.op, c.op if c else None, "violated", witness=w)
+
+    def bar_of(ev: _Ev) -> tuple[tuple, _Bar | None]:
+        ref = ev.op.barrier
+        assert ref is not None
+        ix = tuple(_int(e.eval(ev.env)) for e in ref.index)
+        if any(v is None for v in ix):
+            raise _Undecided(f"the barrier index of `{ev.op.api}` at line {ev.op.location.row} is not decided")
+        key = (ref.name, ix)
+        return key, bars.get(key)
+
+    def hold(b: _Bar, t: int, upto: int) -> None:
+        """Thread t's clocks (and its copies 1..upto landed) into the phase in progress."""
+        _join(b.acc_vc, vc[t])
+        _join(b.acc_cc, cc[t])
+        if upto > b.acc_cc[t]:
+            b.acc_cc[t] = upto
+
+    def step(t: int, ev: _Ev) -> None:
+        """Run one event of thread t; _Blocked when it cannot run yet."""
+        op = ev.op
+        k = op.kind
+        if k == ir.MBAR_INIT:
+            key, _ = bar_of(ev)
+            c = _int(op.count.eval(ev.env)) if op.count is not None else None
+            if c is None or c <= 0:
+                raise _Undecided(f"the count of `{op.api}` at line {op.location.row} is not decided")
+            bars[key] = _Bar(c, c, 0, [0] * n, [0] * n, [0] * n, [0] * n)
+        elif k == ir.MBAR_ARRIVE:
+            key, b = bar_of(ev)
+            if b is None:
+                raise _Undecided(f"`{op.api}` at line {op.location.row} arrives on a barrier not initialised yet")
+            c = _int(op.count.eval(ev.env)) if op.count is not None else None
+            if c is None or c < 0:
+                raise _Undecided(f"the count of `{op.api}` at line {op.location.row} is not decided")
+            hold(b, t, copies[t] if op.mbar is not None and op.mbar.cp_async else 0)
+            b.pending -= c
+            if b.pending < 0:
+                raise _Undecided(f"more arrivals than the count on `{key[0]}` at line {op.location.row}")
+            if b.pending == 0:
+                _join(b.seen_vc, b.acc_vc)
+                _join(b.seen_cc, b.acc_cc)
+                b.acc_vc, b.acc_cc = [0] * n, [0] * n
+                b.phase += 1
+                b.pending = b.count
+        elif k == ir.MBAR_WAIT:
+            key, b = bar_of(ev)
+            p = _int(op.parity.eval(ev.env)) if op.parity is not None else None
+            if b is None or p is None:
+                raise _Undecided(f"the barrier or parity of `{op.api}` at line {op.location.row} is not decided")
+            if b.phase % 2 == p % 2:
+                raise _Blocked
+            _join(vc[t], b.seen_vc)
+            _join(cc[t], b.seen_cc)
+        elif k == ir.SYNC:
+            kind = 0 if op.sync_kind == "block" else 1
+            inst = (kind, -1 if kind == 0 else t // 32, sync_no[t][kind])
+            if waiting_sync.get(t) != inst:
+                waiting_sync[t] = inst
+                syncs.setdefault(inst, set())
+            members = syncs[inst]
+            if isinstance(members, set) and t not in members:
+                members.add(t)
+            size = n if kind == 0 else min(32, n - (t // 32) * 32)
+            if len(members) < size:
+                raise _Blocked
+            if len(members) == size and not isinstance(members, frozenset):
+                # the last one in: everyone's clocks joined, then all pass
+                jv, jc = [0] * n, [0] * n
+                for u in members:
+                    _join(jv, vc[u])
+                    _join(jc, cc[u])
+                for u in members:
+                    vc[u] = list(jv)
+                    cc[u] = list(jc)
+                syncs[inst] = frozenset(members)
+            del waiting_sync[t]
+            sync_no[t][kind] += 1
+        elif k == ir.CP_ASYNC:
+            els = _elements(op, ev.env)
+            if els is None:
+                raise _Undecided(f"the destination index of `{op.api}` at line {op.location.row} is not decided")
+            copies[t] += 1
+            for el in els:
+                key = (op.buffer.name, el)  # type: ignore[union-attr]
+                for r, at in readers.pop(key, []):
+                    if r.thread != t and vc[t][r.thread] < at:
+                        record("refill", r, ev, writer_thread=t)
+                latest[key] = (t, copies[t], ev)
+            mb = op.copy.mbarrier if op.copy is not None else None
+            if mb is not None:
+                ix = tuple(_int(e.eval(ev.env)) for e in mb.index)
+                b = bars.get((mb.name, ix))
+                if b is None:
+                    raise _Undecided(f"the barrier of `{op.api}` at line {op.location.row} is not initialised yet")
+                hold(b, t, copies[t])
+        elif k == ir.CP_ASYNC_COMMIT:
+            groups[t].append(copies[t])
+        elif k == ir.CP_ASYNC_WAIT:
+            upto = completed_upto(len(groups[t]), _int(op.count.eval({})) or 0)  # type: ignore[union-attr]
+            if upto > 0 and groups[t][upto - 1] > cc[t][t]:
+                cc[t][t] = groups[t][upto - 1]
+        elif k == ir.SMEM_ACCESS and op.access_mode in ("write", "zero"):
+            els = _elements(op, ev.env)
+            if els is None:
+                raise _Undecided(f"the index of `{op.api}` at line {op.location.row} is not decided")
+            (el,) = els
+            for key in [k2 for k2 in latest if k2[0] == op.buffer.name and k2[1][: len(el)] == el]:  # type: ignore[union-attr]
+                latest.pop(key, None)
+                readers.pop(key, None)
+        elif readers_of(op) and not (
+            op.access is not None
+            and op.access.via == "element"
+            and op.buffer is not None
+            and len(op.buffer.index) < key_len.get(op.buffer.name, 0)
+        ):
+            els = _elements(op, ev.env)
+            if els is not None:
+                (el,) = els
+                name = op.buffer.name  # type: ignore[union-attr]
+                if (name, el) in latest or key_len.get(name, 0) <= len(el):
+                    hits = [(name, el)]
+                else:
+                    hits = [k2 for k2 in latest if k2[0] == name and k2[1][: len(el)] == el]
+                for key in hits:
+                    readers.setdefault(key, []).append((ev, vc[t][t] + 1))
+                    got = latest.get(key)
+                    if got is None:
+                        continue
+                    w, num, cev = got
+                    if cc[t][w] >= num:
+                        continue
+                    record("visible" if w != t and cc[w][w] >= num else "complete", ev, cev, writer_thread=w)
+        vc[t][t] += 1
+
+    # passes over the threads in the policy's order, each run until it blocks: under "lowest"
+    # the low threads (a producer warp) run as far ahead as the barriers let them
+    order = list(range(n)) if policy == "lowest" else list(range(n - 1, -1, -1))
+    live = [t for t in order if runs[t]]
+    tries = 0  # events tried, blocked ones included: a run that crawls is left undecided
+    while live:
+        moved = False
+        for t in live:
+            evs = runs[t]
+            while ptr[t] < len(evs):
+                tries += 1
+                if tries > MAX_TRIES:
+                    raise _Undecided("the run takes too many scheduling steps")
+                try:
+                    step(t, evs[ptr[t]])
+                except _Blocked:
+                    break
+                ptr[t] += 1
+                moved = True
+        live = [t for t in live if ptr[t] < len(runs[t])]
+        if live and not moved:
+            ev = runs[live[0]][ptr[live[0]]]
+            raise _Undecided(
+                f"the run blocks: thread {live[0]} waits at `{ev.op.api}` (line {ev.op.location.row}) for ever"
+            )

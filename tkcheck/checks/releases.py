@@ -25,7 +25,61 @@ from .analysis import Analysis
 def index_of(ref: ir.Ref) -> tuple | None:
     if any(ix.is_opaque() or ix.depends_on(E.THREAD) for ix in ref.index):
         return None
-    return tuple(str(ix) for ix in ref.index)
+    key = tuple(str(ix) for ix in ref.index)
+    _index_exprs[key] = tuple(ref.index)
+    return key
+
+
+def same_index(a: tuple | None, b: tuple[E.Expr, ...], an: Analysis | None = None) -> bool:
+    """Proved: two indices name the same element in every iteration (their components equal for
+    every value of the loop counters and kernel arguments: a pipeline's implicit stage
+    `tail % S` and the user's ring index `r & (S - 1)`, both advanced once a round from 0); `a`
+    as `index_of` gives it, `b` the expressions."""
+    if a is None or len(a) != len(b) or any(ix.is_opaque() or ix.depends_on(E.THREAD) for ix in b):
+        return False
+    if a == tuple(str(ix) for ix in b):
+        return True
+    if an is None:
+        return False
+    from .. import solver
+
+    exprs = _index_exprs.get(a)
+    if exprs is None:
+        return False
+    key = (a, tuple(str(ix) for ix in b))
+    if key not in _proved:
+        _proved[key] = all(
+            str(x) == str(y)
+            or solver.always(E.binop("==", _masks_as_mod(x, an), _masks_as_mod(y, an)), an.solver_timeout_ms) is True
+            for x, y in zip(exprs, b)
+        )
+    return _proved[key]
+
+
+def _masks_as_mod(e: E.Expr, an: Analysis) -> E.Expr:
+    """`x & (2^n - 1)` as `x % 2^n` where x is proved non-negative (the same number; z3 decides
+    the integer form, where the bit-vector one mixes theories it rarely decides)."""
+    from .. import solver
+
+    def fix(x: E.Expr) -> E.Expr | None:
+        if isinstance(x, E.Bin) and x.op == "&":
+            for v, c in ((x.a, x.b), (x.b, x.a)):
+                k = c.eval({})
+                if (
+                    isinstance(k, int)
+                    and not isinstance(k, bool)
+                    and k >= 0
+                    and (k + 1) & k == 0
+                    and solver.always(E.binop(">=", v, E.Const(0)), an.solver_timeout_ms) is True
+                ):
+                    return E.binop("%", E.rewrite(v, fix), E.Const(k + 1))
+        return None
+
+    return E.rewrite(e, fix)
+
+
+_index_exprs: dict[tuple, tuple[E.Expr, ...]] = {}  # index_of's answer -> the expressions it came from
+_proved: dict[tuple, bool] = {}  # (index, other index's text) -> same_index's answer
 
 
 def _refill(o: ir.Op) -> bool:
@@ -45,6 +99,7 @@ class Gate:
 
     done: set[str] = field(default_factory=set)
     tails: list[tuple[tuple[E.Expr, ...], tuple[int, ...]]] = field(default_factory=list)
+    refills: list[ir.Op] = field(default_factory=list)  # the refill of each tail
 
 
 def gates(an: Analysis) -> dict[tuple[str, str], Gate]:
@@ -75,13 +130,29 @@ def gates(an: Analysis) -> dict[tuple[str, str], Gate]:
         wi = index_of(w.barrier)
         if wi is None or len(r.buffer.index) < len(wi):
             continue
-        head = ir.Ref(r.buffer.name, r.buffer.index[: len(wi)])
-        if index_of(head) != wi:
+        if not same_index(wi, tuple(r.buffer.index[: len(wi)]), an):
             continue
         g = out.setdefault((w.barrier.name, r.buffer.name), Gate())
         g.tails.append((tuple(r.buffer.index[len(wi) :]), tuple(r.loops[len(w.loops) :])))
+        g.refills.append(r)
         if r.barrier is not None:
             g.done.add(r.barrier.name)
+        if r.kind == ir.CP_ASYNC:
+            # a cp.async refill lands on the barrier its copy holds open, or that the refilling
+            # threads' next cp.async arrival of the round arrives on (a pipeline's producer_commit)
+            if r.copy is not None and r.copy.mbarrier is not None:
+                g.done.add(r.copy.mbarrier.name)
+            g.done |= {
+                o.barrier.name
+                for o in m.ops
+                if o.kind == ir.MBAR_ARRIVE
+                and o.barrier is not None
+                and o.mbar is not None
+                and o.mbar.cp_async
+                and o.order > r.order
+                and o.loops == w.loops
+                and (th.executing(o) or frozenset()) & rt
+            }
     return out
 
 
@@ -127,6 +198,79 @@ def _read_covered(m: ir.KernelModel, g: Gate, r: ir.Op, n_head: int, t: int) -> 
     if any(x is True for x in res):
         return True
     return None if any(x is None for x in res) else False
+
+
+MAX_INNER = 64  # iterations of a read's (or a refill's) own loops tried
+
+
+def _iterations(m: ir.KernelModel, loops: tuple[int, ...], t: int) -> list[dict[str, int]] | None:
+    """Every combination of iterations of `loops` (innermost last) thread t runs, as counter
+    values: each loop's trip count a number for t (a constant, or one of the thread id), at
+    most MAX_INNER combinations; None: not known."""
+    combos: list[dict[str, int]] = [{}]
+    for lid in loops:
+        lp = m.loops.get(lid)
+        if lp is None or lp.trip is None:
+            return None
+        trip = E.substitute(lp.trip, {"tid": E.Const(t)}).eval({})
+        if not isinstance(trip, int) or isinstance(trip, bool) or trip < 0:
+            return None
+        combos = [{**c, lp.counter.name: k} for c in combos for k in range(trip)]
+        if len(combos) > MAX_INNER:
+            return None
+    return combos
+
+
+def _elem_bytes(o: ir.Op) -> int | None:
+    tt = o.access.tile_type if o.access is not None else None
+    return tt.dtype_bytes if tt is not None and tt.kind == "scalar" and tt.dtype_bytes else None
+
+
+def _inner_read_covered(an: Analysis, g: Gate, a: ir.Op, r: ir.Op, n_head: int, t: int) -> bool | None:
+    """Does thread t, in some iteration of the read's loops inside the release's, read an
+    element of the stage that some refill behind gate g writes (a refilling thread, an
+    iteration of the refill's own loops, the bytes a cp.async copies from its index)? Every
+    index past the barrier's evaluated to numbers; None: not known."""
+    m = an.model
+    assert r.buffer is not None
+    own = tuple(r.loops[len(a.loops) :])
+    if any(
+        o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.SYNC, ir.NAMED_ARRIVE, ir.CALL, ir.EXIT, ir.SPIN)
+        and o.loops[: len(a.loops) + 1] == r.loops[: len(a.loops) + 1]
+        for o in m.ops
+    ):
+        return None  # the read's loops wait or arrive themselves: a later iteration may follow a wait
+    inner = _iterations(m, own, t)
+    if inner is None:
+        return None
+    size = _elem_bytes(r)
+    written: set[tuple[int, ...]] = set()
+    for f in g.refills:
+        assert f.buffer is not None
+        width = 1
+        if f.kind == ir.CP_ASYNC:
+            b = f.bytes.eval({}) if f.bytes is not None else None
+            if not isinstance(b, int) or size is None or b % size:
+                return None
+            width = b // size
+        for u in sorted(an.threads.executing(f) or ()):
+            its = _iterations(m, tuple(lid for lid in f.loops if lid not in a.loops), u)
+            if its is None:
+                return None
+            for env in its:
+                ix = [E.substitute(x, {"tid": E.Const(u)}).eval(env) for x in f.buffer.index[n_head:]]
+                if any(not isinstance(v, int) or isinstance(v, bool) for v in ix):
+                    return None
+                for j in range(width):
+                    written.add(tuple(ix[:-1]) + (ix[-1] + j,) if ix else ())
+    for env in inner:
+        ix = [E.substitute(x, {"tid": E.Const(t)}).eval(env) for x in r.buffer.index[n_head:]]
+        if any(not isinstance(v, int) or isinstance(v, bool) for v in ix):
+            return None
+        key = tuple(ix)
+        if any(w[: len(key)] == key or key[: len(w)] == w for w in written):
+            return True
+    return False
 
 
 @dataclass
@@ -178,7 +322,7 @@ def _reads_after_release(an: Analysis) -> ReleaseFacts:
                 or r.order <= a.order
                 or r.loops[: len(a.loops)] != a.loops
                 or len(r.buffer.index) < len(ai)
-                or index_of(ir.Ref(r.buffer.name, r.buffer.index[: len(ai)])) != ai
+                or not same_index(ai, tuple(r.buffer.index[: len(ai)]), an)
             ):
                 continue
             readers = th.executing(r)
@@ -187,12 +331,18 @@ def _reads_after_release(an: Analysis) -> ReleaseFacts:
             if not r.guard.exact or readers is None:
                 out.undecided.append((a, r, "the threads that read it are not known"))
                 continue
-            if r.loops != a.loops:
-                out.undecided.append((a, r, "the read is in a loop of its own after the release"))
-                continue
             gate = gs[(a.barrier.name, r.buffer.name)]
-            # a releasing thread that reads an element the refill writes (its strip of the stage)
-            cover = {t: _read_covered(m, gate, r, len(ai), t) for t in sorted(ea & readers)}
+            if r.loops != a.loops:
+                # a read in loops of its own inside the release's iteration: some iteration of
+                # them that thread t runs reads an element a refill writes
+                cover = {t: _inner_read_covered(an, gate, a, r, len(ai), t) for t in sorted(ea & readers)}
+                if not any(cover.values()):
+                    if any(c is None for c in cover.values()):
+                        out.undecided.append((a, r, "the read is in a loop of its own after the release"))
+                    continue
+            else:
+                # a releasing thread that reads an element the refill writes (its strip of the stage)
+                cover = {t: _read_covered(m, gate, r, len(ai), t) for t in sorted(ea & readers)}
             common = [t for t, c in cover.items() if c]
             if not common:
                 if any(c is None for c in cover.values()):

@@ -16,8 +16,12 @@ is the table `knowledge/ops.py` LIBCU_*).
   parity (head / S + 1) % 2 (a fresh stage is free), producer_commit arrives on
   produced[head % S] and advances head; consumer_wait waits on produced[tail % S] with parity
   (tail / S) % 2, consumer_release arrives on consumed[tail % S] and advances tail.
-  `memcpy_async(..., pipe)` is a cp.async copy of the issuing thread (its completion is joined
-  to the stage's produced barrier by the commit: the cp.async engine leaves such reads undecided).
+  `memcpy_async(..., pipe)` is a cp.async copy of the issuing thread; producer_commit's arrival
+  carries `BarrierFacts.cp_async` (libcu++ issues `cp.async.mbarrier.arrive` first: the phase
+  completes once the thread's copies have landed), so a wait observing that phase observes the
+  copies complete (the cp.async engine's mbarrier runs, checks/async_groups.py).
+  `memcpy_async(..., bar)` with a `cuda::barrier` names the barrier in `CopyFacts.mbarrier`: the
+  copy holds the phase in progress open until it lands.
 * The unified pipeline (`cuda::make_pipeline()`, thread scope) is cp.async groups: producer_commit
   commits a group, consumer_wait waits for all but the head - tail - 1 newest,
   `pipeline_consumer_wait_prior<N>(pipe)` for all but N; acquire and release do nothing.
@@ -40,6 +44,7 @@ from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
 from .value_types import Obj, Rec
+from .walk_arith import _ArrVal
 from .walk_env import CK, Ctx, loc_of
 
 _BARRIER_T = re.compile(r"\bbarrier<\s*(?:::)?(?:cuda::)?(?:\w+::)*thread_scope_(\w+)")
@@ -283,9 +288,13 @@ class LibcuLowering:
                 more = E.binop("-", n, E.Const(1)) if isinstance(n, Expr) else E.opaque("count")
                 self._op(ir.MBAR_ARRIVE, api, ctx, cursor, barrier=ref, count=more, mbar=ir.BarrierFacts())
             return self._advance(bar, ctx, cursor)
-        if base == "cp_async_bulk_global_to_shared" and len(args) == 4:
+        if base in ("cp_async_bulk_global_to_shared", "memcpy_async_tx") and len(args) == 4:
+            # `cuda::device::memcpy_async_tx(dst, src, aligned_size_t<16>(n), bar)` is the same
+            # bulk copy (cp.async.bulk ... mbarrier::complete_tx::bytes): its bytes land on the barrier
             bar = self._value(args[3], ctx, cursor)
             dst = self._value(args[0], ctx, cursor)
+            if isinstance(dst, _ArrVal):
+                dst = dst.obj  # an array as the destination: the whole array
             if not (isinstance(bar, Rec) and bar.type_name == BARRIER) or not isinstance(dst, Obj):
                 return NotImplemented
             size = self._size(args[2], ctx, cursor)
@@ -495,6 +504,8 @@ class LibcuLowering:
                 parity = E.binop("%", E.binop("+", E.binop("/", h, s), E.Const(1)), E.Const(2))
                 self._op(ir.MBAR_WAIT, api, ctx, cursor, barrier=ir.Ref(consumed, (slot,)), parity=parity)
                 return None
+            # `cp.async.mbarrier.arrive` then an arrival: the stage's phase completes once the
+            # thread's copies before the commit have landed
             self._op(
                 ir.MBAR_ARRIVE,
                 api,
@@ -502,7 +513,7 @@ class LibcuLowering:
                 cursor,
                 barrier=ir.Ref(produced, (slot,)),
                 count=E.Const(1),
-                mbar=ir.BarrierFacts(),
+                mbar=ir.BarrierFacts(cp_async=True),
             )
             self._set(pipe, "head", _plus(h, 1), ctx)
             return None
@@ -540,6 +551,10 @@ class LibcuLowering:
             buffer=ref,
             operands=(ref,) if ref is not None else (),
             bytes=size,
-            copy=ir.CopyFacts("libcu", None if ref is not None else cexpr.render(dst_n)),
+            copy=ir.CopyFacts(
+                "libcu",
+                None if ref is not None else cexpr.render(dst_n),
+                mbarrier=sync.fields["@bar"].ref if sync.type_name == BARRIER else None,
+            ),
         )
         return None

@@ -13,7 +13,7 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import Allocator, CgGroup, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, BranchEnv, Ctx, ThisEnv, loc_of, tokens_of, value_names
-from ..recurrence import flat_base
+from ..recurrence import _is_opaque_form, flat_base, solve_guarded
 from .walk_arith import (
     _ArrVal,
     _TK_TYPE_ALIGN,
@@ -129,6 +129,7 @@ class StatementWalk:
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system: tuple | None = None  # the carried-variable system of the loop walked last
         self._fresh_slots = 0  # carried-variable systems solved so far (names their start values)
+        self._carried_trip_of: Expr | None = None  # the trip count of the loop whose carried values are solved next
         # values a loop left in its carried slots -> (loop id, trip, closed form, update): a later
         # loop starting from them with the same update continues the sequence
         self._seq_registry: dict = {}
@@ -1026,6 +1027,7 @@ class StatementWalk:
         # loop-carried variables: solve their per-iteration closed forms
         self._last_system = None
         self._last_continued = None
+        self._carried_trip_of = trip
         carried = self._carried_variables(
             body, inc_c, lctx, exclude={var_name} if var_name else set(), counter=counter, ivar=ivar
         )
@@ -1312,6 +1314,8 @@ class StatementWalk:
         """slot -> function(counter) giving the value at the start of iteration k. Slots are
         the scalar variables the loop body assigns and the scalar fields of records it
         changes (also inside the functions it calls)."""
+        # the loop's trip count (set by the caller; read before the dry pass walks inner loops)
+        trip, self._carried_trip_of = self._carried_trip_of, None
         out = {}
         names = [n for n in self._assigned_names(body, inc_c, ctx.env) if n not in exclude]
         scalars = {}
@@ -1388,9 +1392,14 @@ class StatementWalk:
                 ends[sl] = E.substitute(ends[sl], unchanged)
         for sl, v0 in slots.items():
             out[sl] = solve_recurrence(start[sl], ends[sl], v0, sl.label, counter)
+            if _is_opaque_form(out[sl]):
+                # advanced under a condition on the iteration that holds in all but the last
+                g = solve_guarded(start[sl], ends[sl], v0, sl.label, counter, trip, solve_recurrence)
+                if g is not None:
+                    out[sl] = g
         # phases that flip with the ring index (`if (++s == N) { s = 0; phase ^= 1; }`,
         # TK's phase bitfield): solved once the ring index has a closed form
-        from ..recurrence import _is_opaque_form, solve_dependent, solve_by_simulation
+        from ..recurrence import solve_dependent, solve_by_simulation
 
         solved = {sl: f for sl, f in out.items() if not _is_opaque_form(f)}
         for sl, v0 in slots.items():

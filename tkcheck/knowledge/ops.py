@@ -113,6 +113,8 @@ LIBCU_FUNCTIONS = frozenset(
         "pipeline_consumer_wait_prior",
         "barrier_arrive_tx",
         "cp_async_bulk_global_to_shared",
+        # pipe (round 5): cuda::device::memcpy_async_tx, a bulk copy completing bytes on the barrier
+        "memcpy_async_tx",
     }
 )
 
@@ -597,7 +599,7 @@ def ptx_ops(ptx: str) -> PtxOps:
 # Raw PTX of the asynchronous machinery (mbarriers, bulk and tensor copies, tcgen05, wgmma), as
 # kernels without TK write it in small `__device__` helpers: each instruction maps to the op a TK call
 # performing it maps to. The operands stay text (`%0`, `8`, `%1+8`): the front end evaluates them.
-_PTX_ASYNC_WORDS = ("mbarrier.", "cp.async.bulk", "wgmma.", "tcgen05.", "barrier.cluster.")
+_PTX_ASYNC_WORDS = ("mbarrier.", "cp.async.bulk", "wgmma.", "tcgen05.", "barrier.cluster.", "cp.async.mbarrier.")
 
 
 @dataclass(frozen=True)
@@ -695,6 +697,22 @@ def ptx_async_ops(ptx: str, looped: bool = False) -> tuple[tuple[PtxAsyncOp, ...
 
 def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> PtxAsyncOp | None:
     """One instruction; None: not understood; kind "": understood, nothing to model."""
+    # --- pipe (round 5): cp.async completion on an mbarrier ---------------------------------
+    # `cp.async.mbarrier.arrive.noinc.shared{::cta}.b64 [mbar]`: one arrival of the barrier's
+    # count that lands once the thread's earlier cp.async copies have landed (a wait observing
+    # its phase observes them). Without .noinc the pending count is raised first (a hold, no net
+    # arrival): not modelled, the statement stays an opaque call.
+    if opcode.startswith("cp.async.mbarrier.arrive"):
+        if "noinc" in q and len(ops) == 1 and _bracket(ops[0]):
+            return PtxAsyncOp(
+                ir.MBAR_ARRIVE,
+                "cp.async.mbarrier.arrive.noinc",
+                barrier=_bracket(ops[0]),
+                count="1",
+                mbar=ir.BarrierFacts(cp_async=True),
+            )
+        return None
+    # --- end pipe ---------------------------------------------------------------------------
     if q[0] == "mbarrier":
         what = q[1] if len(q) > 1 else ""
         if what == "init" and len(ops) == 2 and _bracket(ops[0]):

@@ -313,6 +313,10 @@ class BarrierFacts:
     of_mma: bool = False  # the commit of an MMA overload with a semaphore
     and_wait: bool = False  # arrive_and_wait
     clc: bool = False  # the 16-byte response of a cluster launch control request
+    # an arrive that lands once the issuing thread's earlier cp.async copies have landed
+    # (`cp.async.mbarrier.arrive.noinc`, libcu++'s partitioned producer_commit): a wait that
+    # observes its phase observes those copies complete
+    cp_async: bool = False
 
 
 @dataclass(frozen=True)
@@ -395,6 +399,10 @@ class CopyFacts:
 
     via: str  # ptx (inline cp.async.{ca,cg}) | pipeline (__pipeline_memcpy_async) | tk (load_async)
     dst_unknown: str | None = None  # the destination operand, when it is not a known shared buffer
+    # the mbarrier the copy's completion holds open (libcu++'s `memcpy_async(.., barrier)`:
+    # cp.async then `cp.async.mbarrier.arrive` on it): the phase in progress when it is issued
+    # does not complete before the copy lands
+    mbarrier: Ref | None = None
 
 
 @dataclass(frozen=True)
