@@ -345,6 +345,21 @@ def _scalar_round(model: ir.KernelModel, op: ir.Op, an: Analysis | None):
         best = max(shared(a) for a in arrivals)
         rounds = {_arrival_round(model, a, an) for a in arrivals if shared(a) == best}
         if len(rounds) != 1:
+            # the arrivals the load runs inside the loops of, before it, by its own threads (a
+            # prologue's `expect(bar, all tiles); for (m ..) load(.., bar)` beside the loop's
+            # refill): the load is issued with those, not with one in a loop it is not in
+            mine = an.threads.issuers(op) if an is not None else None
+            enclosing = [
+                a
+                for a in arrivals
+                if shared(a) == best == len(a.loops)
+                and a.order < op.order
+                and mine is not None
+                and (theirs := an.threads.issuers(a)) is not None
+                and theirs == mine
+            ]
+            rounds = {_arrival_round(model, a, an) for a in enclosing}
+        if len(rounds) != 1:
             return _UNKNOWN
         r = rounds.pop()
         if r is None:

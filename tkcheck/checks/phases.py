@@ -695,6 +695,12 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
             continue
         if round_loop is None and s.loops == w.loops:
             continue
+        if s.kind == ir.TMA_LOAD and s.loops and s.order < first and not set(s.loops) & set(w.loops):
+            r = completion._round_of(m, s, an)
+            if r is not None and r[0] is None:
+                # loads in loops over tiles that deliver to the phase of an expect outside every
+                # loop (the accounts' one-shot group): that expect's fill, counted with it below
+                continue
         trips = [m.loops[i].trip.eval({}) if m.loops[i].trip is not None else None for i in s.loops]
         one_visit = all(isinstance(t, int) for t in trips) and _prod(trips) <= elems
         if not one_visit:
@@ -810,8 +816,9 @@ def _const_fill(m: ir.KernelModel, s: ir.Op) -> bool:
     that fills the first stage, `expect(q_b[0]); load(q_b[0])`, before a loop that fills the
     next stage ahead of each use)."""
     decl = m.barriers.get(s.barrier.name) if s.barrier is not None else None
-    if s.loops or decl is None or not decl.dims or len(decl.dims) != len(s.barrier.index):
+    if s.loops or decl is None or len(decl.dims) != len(s.barrier.index):
         return False
+    # (a barrier that is no array: its one element)
     for ix, d in zip(s.barrier.index, decl.dims):
         v, n = ix.eval({}), d.eval({})
         if not isinstance(v, int) or not isinstance(n, int) or not 0 <= v < n:
