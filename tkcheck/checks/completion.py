@@ -345,6 +345,21 @@ def _scalar_round(model: ir.KernelModel, op: ir.Op, an: Analysis | None):
         best = max(shared(a) for a in arrivals)
         rounds = {_arrival_round(model, a, an) for a in arrivals if shared(a) == best}
         if len(rounds) != 1:
+            # the arrivals the load runs inside the loops of, before it, by its own threads (a
+            # prologue's `expect(bar, all tiles); for (m ..) load(.., bar)` beside the loop's
+            # refill): the load is issued with those, not with one in a loop it is not in
+            mine = an.threads.issuers(op) if an is not None else None
+            enclosing = [
+                a
+                for a in arrivals
+                if shared(a) == best == len(a.loops)
+                and a.order < op.order
+                and mine is not None
+                and (theirs := an.threads.issuers(a)) is not None
+                and theirs == mine
+            ]
+            rounds = {_arrival_round(model, a, an) for a in enclosing}
+        if len(rounds) != 1:
             return _UNKNOWN
         r = rounds.pop()
         if r is None:
@@ -780,13 +795,21 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             # an MK op's dynamic semaphores: one array, elements with counts of their own
             _element_inits(m, acc)
         # the same visiting pattern and uniform conditions across a group
+        alts: list[tuple[dict, str, list[Contribution]]] = []
         for groups in (acc.arrivals, acc.expects, acc.loads):
-            for key, contribs in groups.items():
+            for key, contribs in list(groups.items()):
                 _merge_exclusive(contribs, an.solver_timeout_ms)
                 _merge_continued(m, contribs, an.solver_timeout_ms)
                 _merge_peeled(m, contribs, an.solver_timeout_ms)
                 _merge_steps(m, contribs, an.solver_timeout_ms)
-                _merge_lookahead(m, contribs, an.solver_timeout_ms)
+                alt = _merge_lookahead(m, contribs, an.solver_timeout_ms)
+                if alt is not None:
+                    alts.append((groups, key + FIRST_FILL, alt))
+        for groups, key, alt in alts:
+            groups[key] = alt
+        _pair_first_fills(acc)
+        for groups in (acc.arrivals, acc.expects, acc.loads):
+            for key, contribs in groups.items():
                 pats = {c.pattern for c in contribs}
                 sigs = {_uniform_sig(c.op, m, c.consumed, c.round_loop, c.exclusive) for c in contribs}
                 if _nested_rounds(contribs):
@@ -1166,16 +1189,23 @@ def lookahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> bool:
     return False
 
 
-def _merge_lookahead(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: int) -> None:
+FIRST_FILL = " (phases a task's first fill completes)"
+
+
+def _merge_lookahead(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: int) -> list[Contribution] | None:
     """A task's first fill and the k loop's prefetches of the stages after it (see
-    `lookahead`) with the same threads, amount, kind and multiplicity: one visit each of one
-    ring walk; the prefetch's contribution stands for both (in place)."""
+    `lookahead`) with the same threads, kind and multiplicity: one visit each of one ring
+    walk, so every phase of the ring gets exactly one of the two contributions. With the same
+    amount the prefetch's contribution stands for both (in place, None returned). With
+    different amounts (a prefetch that expects other bytes than the first fill) the phases
+    the two complete are counted apart: the group keeps the prefetch and the contributions
+    returned -- the group with the first fill in the prefetch's place -- are the phases the
+    first fill completes (the caller adds them as a group of their own, `FIRST_FILL`)."""
     for a in list(contribs):
         for b in contribs:
             if (
                 a is not b
                 and a.issuers == b.issuers
-                and str(a.amount) == str(b.amount)
                 and str(a.times) == str(b.times)
                 and a.op.kind == b.op.kind
                 and not a.consumed
@@ -1183,7 +1213,22 @@ def _merge_lookahead(m: ir.KernelModel, contribs: list[Contribution], timeout_ms
                 and lookahead(m, a.op, b.op, timeout_ms)
             ):
                 contribs.remove(a)
+                if str(a.amount) != str(b.amount):
+                    return [a if c is b else c for c in contribs]
                 break
+    return None
+
+
+def _pair_first_fills(acc: BarrierAccount) -> None:
+    """The bytes of a phase are its expects' against its loads' of one group: where one kind
+    counts a task's first fill apart (`_merge_lookahead`, different amounts) and the other
+    merged it (equal amounts), the other's merged group stands for the first fill's phases too."""
+    for mine, other in ((acc.expects, acc.loads), (acc.loads, acc.expects)):
+        for key in list(mine):
+            if key.endswith(FIRST_FILL):
+                base = key[: -len(FIRST_FILL)]
+                if key not in other and base in other:
+                    other[key] = list(other[base])
 
 
 def _nested_rounds(contribs: list[Contribution]) -> bool:

@@ -695,6 +695,12 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
             continue
         if round_loop is None and s.loops == w.loops:
             continue
+        if s.kind == ir.TMA_LOAD and s.loops and s.order < first and not set(s.loops) & set(w.loops):
+            r = completion._round_of(m, s, an)
+            if r is not None and r[0] is None:
+                # loads in loops over tiles that deliver to the phase of an expect outside every
+                # loop (the accounts' one-shot group): that expect's fill, counted with it below
+                continue
         trips = [m.loops[i].trip.eval({}) if m.loops[i].trip is not None else None for i in s.loops]
         one_visit = all(isinstance(t, int) for t in trips) and _prod(trips) <= elems
         if not one_visit:
@@ -810,8 +816,9 @@ def _const_fill(m: ir.KernelModel, s: ir.Op) -> bool:
     that fills the first stage, `expect(q_b[0]); load(q_b[0])`, before a loop that fills the
     next stage ahead of each use)."""
     decl = m.barriers.get(s.barrier.name) if s.barrier is not None else None
-    if s.loops or decl is None or not decl.dims or len(decl.dims) != len(s.barrier.index):
+    if s.loops or decl is None or len(decl.dims) != len(s.barrier.index):
         return False
+    # (a barrier that is no array: its one element)
     for ix, d in zip(s.barrier.index, decl.dims):
         v, n = ix.eval({}), d.eval({})
         if not isinstance(v, int) or not isinstance(n, int) or not 0 <= v < n:
@@ -1570,6 +1577,38 @@ def _flatten(m: ir.KernelModel, w: ir.Op, index, parity):
     par = E.replace_sub(parity, base, F)
     used = {v for x in idx + (par,) for v in x.free_vars()}
     if O.counter in used or I.counter in used or B in used or F not in used:
+        return None if varying else _flat_by_first_task(w, O, I, T, F, index, parity)
+    return F, idx, par
+
+
+def _flat_by_first_task(w: ir.Op, O: ir.Loop, I: ir.Loop, T: E.Expr, F: E.Var, index, parity):
+    """(F, index, parity) when the wait's index and parity at (task kO, step k) are the first
+    task's closed forms continued to the flat step F = T kO + k: v(kO, k) == v(0, T kO + k) for
+    every kO >= 0 and 0 <= k < T (T >= 1, the same in every task), proved by z3. A ring the
+    front end solved per loop (the inner loop's index starting from the outer loop's closed
+    form, `s = ((4 kO) % 2 + k) % 2`, no phase carried with it) is then one walk of the ring
+    over F, as the flat closed forms are; anything not proved stays None (undecided)."""
+    from .. import solver
+
+    loop_vars = {v for x in tuple(index) + (parity,) for v in x.free_vars() if v.kind == E.LOOP}
+    if not loop_vars or not loop_vars <= {O.counter, I.counter} or I.counter not in loop_vars:
+        return None
+    if any(x.is_opaque() for x in tuple(index) + (parity,)):
+        return None
+    first = {O.counter.name: E.Const(0), I.counter.name: F}
+    idx = tuple(E.substitute(ix, first) for ix in index)
+    par = E.substitute(parity, first)
+    flat_at = E.binop("+", E.binop("*", T, O.counter), I.counter)
+    same = E.conj(
+        *[E.binop("==", ix, E.substitute(fx, {F.name: flat_at})) for ix, fx in zip(index, idx)],
+        E.binop("==", _mod2(parity), _mod2(E.substitute(par, {F.name: flat_at}))),
+    )
+    assume = (
+        E.binop(">=", T, E.Const(1)),
+        E.binop("<", I.counter, T),
+        *w.guard.uniform,
+    )
+    if solver.always(same, assume=assume) is not True:
         return None
     return F, idx, par
 
