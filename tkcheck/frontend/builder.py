@@ -874,6 +874,7 @@ class KernelWalker:
         ctx = Ctx(env=env, guard=ir.Guard())
         if body is not None:
             self.walk(body, ctx)
+        _keep_accumulator_accesses(m)
         return m
 
     def build_prototype(
@@ -930,7 +931,24 @@ class KernelWalker:
         body = next((ch for ch in proto_fn.get_children() if ch.kind == CK.COMPOUND_STMT), None)
         ctx = Ctx(env=env, guard=ir.Guard())
         self.walk(body, ctx)
+        _keep_accumulator_accesses(m)
         return m
+
+
+def _keep_accumulator_accesses(m: ir.KernelModel) -> None:
+    """Drop the register accesses of local arrays (REG_ACCESS via "local") that no MMA takes as
+    its accumulator: only an accumulator's accesses are events a check reads."""
+    accs = {o.operands[0].name for o in m.ops if o.kind == ir.MMA and o.operands}
+    m.ops = [
+        o
+        for o in m.ops
+        if not (
+            o.kind == ir.REG_ACCESS
+            and o.access is not None
+            and o.access.via == "local"
+            and (o.buffer is None or o.buffer.name not in accs)
+        )
+    ]
 
 
 def _site_order(s, main: str) -> tuple:

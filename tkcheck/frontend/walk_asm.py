@@ -255,11 +255,45 @@ class AsmLowering:
                 op.scope, op.group_warps, op.issuers_per_group = "warp", 1, 0
         if a.mma is not None:
             op.mma = a.mma
+            if a.mma.family == "wgmma" and a.kind == ir.MMA:
+                acc = self._wgmma_accumulator(c, ctx)
+                if acc is not None:
+                    op.operands = (acc[0],)
+                    op.mma = replace(a.mma, acc=ir.MmaOperand("regtile", acc[1]))
+                else:
+                    w.note_unmodelled(c, "wgmma.mma_async: accumulator operands not followed")
         if a.sync is not None:
             op.sync = a.sync
         if a.warpgroup:
             op.scope, op.group_warps, op.issuers_per_group = "warpgroup", 4, 0
         w.emit(op, ctx)
+
+    def _wgmma_accumulator(self, c: Any, ctx: Ctx) -> tuple[ir.Ref, ir.TileType | None] | None:
+        """The accumulator of a raw `wgmma.mma_async`: the local register array its `"+f"` /
+        `"=f"` operands are elements of (`d[0]` ... `d[31]` of `float (&d)[32]` bound to the
+        caller's `acc0`), as a Ref with the index prefix every operand shares (`acc[m]` for
+        `"+f"(acc[m][j][0])` ...). None: an operand is not such an element, or two arrays."""
+        cons = self._constraints(c)
+        refs: list[ir.Ref] = []
+        etype = None
+        for k, con in enumerate(cons):
+            if con not in ("+f", "=f"):
+                continue
+            v = self._operand_value(c, ctx, k)
+            if not isinstance(v, Obj) or v.kind != "local" or not v.ref.index:
+                return None
+            refs.append(v.ref)
+            etype = v.type
+        if not refs or len({r.name for r in refs}) != 1:
+            return None
+        prefix: list[Expr] = []
+        for ixs in zip(*(r.index for r in refs)):
+            if any(x != ixs[0] for x in ixs[1:]):
+                break
+            prefix.append(ixs[0])
+        if len(prefix) == len(refs[0].index) and len(refs) > 1:
+            return None  # every operand names one element: not an accumulator fragment
+        return ir.Ref(refs[0].name, tuple(prefix)), etype
 
     def _addr_value(self, c: Any, ctx: Ctx, text: str) -> Expr | None:
         """An address operand's inside (`%0`, `%0+8`, `%1 + 16`) as an Expr."""

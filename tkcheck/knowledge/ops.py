@@ -709,6 +709,13 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
             return PtxAsyncOp(ir.MMA_COMMIT, "wgmma.commit_group", warpgroup=True)
         if what == "wait_group" and len(ops) == 1:
             return PtxAsyncOp(ir.MMA_WAIT, "wgmma.wait_group", count=ops[0], warpgroup=True)
+        # ---- wgptx: `wgmma.mma_async` as the MMA event TK's `warpgroup::mma_*` produce; its
+        # accumulator is the asm's `"+f"` operands (the front end resolves them), its A/B
+        # operands descriptors (not followed); it commits no group of its own
+        if what == "mma_async":
+            return PtxAsyncOp(
+                ir.MMA, "wgmma.mma_async", mma=ir.MmaFacts("wgmma", accumulate=True, self_commit=False), warpgroup=True
+            )
         return None
     if q[:2] == ["barrier", "cluster"] and len(q) > 2 and q[2] in ("arrive", "wait"):
         kind = "cluster_arrive" if q[2] == "arrive" else "cluster_wait"
