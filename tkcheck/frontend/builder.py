@@ -31,6 +31,7 @@ from .walk_statements import StatementWalk
 from .walk_asm import AsmLowering
 from .walk_exprs import ExprEvaluation
 from .walk_calls import CallLowering
+from .tensor_maps import TensorMaps
 from .walk_libcu import LibcuLowering
 from .walk_tmem import TmemLowering
 from .walk_inline import InlineExpansion
@@ -158,6 +159,7 @@ class ModelBuilder:
         self.template_kinds: dict = {}  # struct hash -> the prototype template it is launched with
         self.lcsc_types: dict = {}  # struct hash -> (config, globals) structs of its lcsc launch
         self._collect()
+        self.tensor_maps = TensorMaps(self)  # host-encoded tensor maps of the kernels' parameters
 
     # -- collection of top-level declarations ------------------------------
     def _in_user_code(self, cursor) -> bool:
@@ -819,6 +821,9 @@ class KernelWalker:
         self.resolve_type = self.types.resolve_type
         self.walk = self.stmts.walk
         self.note_unmodelled = self.stmts.note_unmodelled
+        # kernel parameter (a `CUtensorMap`) -> the bytes one tensor copy through it delivers,
+        # from the host code that encodes it (tensor_maps.py)
+        self.tensor_boxes: dict[str, int] = {}
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:
@@ -867,6 +872,7 @@ class KernelWalker:
                 f"block size of kernel '{name}' unknown (no __launch_bounds__): thread counts are not checked"
             )
         # parameters: uniform values, global layouts, struct records
+        self.tensor_boxes = self.mb.tensor_maps.box_bytes(c.spelling)
         for p in c.get_children():
             if p.kind == CK.PARM_DECL:
                 env.define(p.spelling, self.types.param_value(p, env))

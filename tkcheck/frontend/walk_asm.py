@@ -230,8 +230,14 @@ class AsmLowering:
         elif a.kind == ir.MBAR_WAIT:
             op.parity = num(a.parity, "parity")
         elif a.kind == ir.TMA_LOAD:
-            # a tensor copy's size is the tensor map's box, which the kernel does not show
+            # a tensor copy's size is the tensor map's box, which the kernel does not show: the
+            # host code that encodes the map passed to this parameter does (tensor_maps.py)
             op.bytes = num(a.bytes, "tensor map box bytes")
+            if a.tensor_map is not None:
+                m = self._ptx_value(c, ctx, a.tensor_map)
+                box = w.tensor_boxes.get(m.name) if isinstance(m, E.Var) and m.kind == E.PARAM else None
+                if box is not None:
+                    op.bytes = E.Const(box)
         elif a.kind == ir.TMA_STORE:
             op.bytes = E.opaque("bulk store bytes")
         elif a.kind in (ir.TMA_STORE_WAIT, ir.MMA_WAIT):
