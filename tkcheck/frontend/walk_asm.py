@@ -214,6 +214,8 @@ class AsmLowering:
             )
             if len(names) == 1 and model is not None:
                 op.buffer = model.smem_addresses[names[0]].buffer
+            elif not names and a.kind == ir.TMA_LOAD and isinstance(addr, Expr):
+                op.buffer = self._region_stage(addr)
         if a.kind in (ir.TMA_LOAD, ir.TMA_STORE):
             op.transfer = ir.TransferFacts()
 
@@ -300,6 +302,48 @@ class AsmLowering:
         if len(prefix) == len(refs[0].index) and len(refs) > 1:
             return None  # every operand names one element: not an accumulator fragment
         return ir.Ref(refs[0].name, tuple(prefix)), etype
+
+    def _region_stage(self, addr: Expr) -> ir.Ref | None:
+        """A raw load destination carved from a `__shared__` array by hand (`sB + s * TILE`,
+        `sB = base + STAGES * TILE`, `base` the aligned address of `dyn`): the region at that
+        constant offset from the array's (aligned) address, indexed by the stage s whose stride is
+        the constant TILE. None for any other shape (one term over the array's base, constant
+        terms, and exactly one term `s * TILE` whose s moves with a loop)."""
+        terms: list[Expr] = []
+
+        def split(e: Expr) -> None:
+            if isinstance(e, E.Bin) and e.op == "+":
+                split(e.a)
+                split(e.b)
+            else:
+                terms.append(e)
+
+        split(addr)
+        anchors = [t for t in terms if any(v.name in self.bases for v in t.free_vars())]
+        if len(anchors) != 1 or any(v.kind != E.PARAM for v in anchors[0].free_vars()):
+            return None
+        offset, stage, stride = 0, None, None
+        for t in terms:
+            if t is anchors[0]:
+                continue
+            k = t.eval({})
+            if isinstance(k, int) and not isinstance(k, bool):
+                offset += k
+                continue
+            if stage is not None or not (isinstance(t, E.Bin) and t.op == "*"):
+                return None
+            for x, y in ((t.a, t.b), (t.b, t.a)):
+                n = y.eval({})
+                if isinstance(n, int) and not isinstance(n, bool) and n > 0 and x.depends_on(E.LOOP):
+                    stage, stride = x, n
+                    break
+            if stage is None or stage.is_opaque():
+                return None
+        if stage is None or stride is None or not 0 <= offset:
+            return None
+        base = sorted(v.name for v in anchors[0].free_vars() if v.name in self.bases)[0]
+        name = f"{self.bases[base][0].name}+{offset}/{stride}"
+        return ir.Ref(name, (stage,), f"{self.bases[base][0].name} + {offset} + {ir._bare(str(stage))} * {stride}")
 
     def _addr_value(self, c: Any, ctx: Ctx, text: str) -> Expr | None:
         """An address operand's inside (`%0`, `%0+8`, `%1 + 16`) as an Expr."""
