@@ -36,6 +36,14 @@ from .walker_core import StatementWalker
 _REGISTER_FLOATS = frozenset({"float"})
 
 
+def _is_array_type(t) -> bool:
+    """A C array type (`float x[4][8]`), not a pointer to one (`float (*p)[8]`)."""
+    try:
+        return t.get_canonical().kind.spelling == "ConstantArray"
+    except (ValueError, AttributeError):  # a type kind this libclang does not name
+        return False
+
+
 class _Slot:
     """Where a loop-carried value lives: a variable of the scope (`name`), or a scalar field
     of a record (`rec.fields[name]`, e.g. `regs.stage` of a struct passed by reference)."""
@@ -417,7 +425,7 @@ class StatementWalk:
             and isinstance(t, ir.TileType)
             and t.kind == "scalar"
             and t.dtype in _REGISTER_FLOATS
-            and "*" not in type_toks
+            and _is_array_type(d.type)
         ):
             # `float acc[32];`: a local array of floating-point registers, which raw-PTX wgmma may
             # take as its accumulator (`"+f"(acc[i])`): its element reads and writes are register
