@@ -131,6 +131,12 @@ only if at least N wgmma groups were committed after it on that path (loop
 back edges included, so a read at the top of the next iteration counts).
 Chaining another wgmma into the same accumulator is not an access.
 
+Raw-PTX wgmma counts the same way: a `wgmma.mma_async` writes the local
+`float` array its `"+f"` operands are elements of, joins the group the next
+`wgmma.commit_group` closes (until then no `wgmma.wait_group` retires it), and
+the array's element reads and writes in C are its accesses (an empty asm that
+only names the registers, a compiler fence, is none).
+
 A wait the analysis cannot place (unknown guard, a condition it cannot relate
 to the access) counts as present: only a path with provably no retiring wait
 is reported.
