@@ -24,7 +24,7 @@ def check(an):
 
         def is_target(op, acc=acc):
             if op.kind == ir.REG_ACCESS and op.buffer is not None:
-                return paths.refs_may_alias(op.buffer, acc) is True
+                return A.reg_access_touches(op.buffer, acc) is True
             if op.kind == ir.MMA:
                 ra = A.reg_a_operand(op)
                 return ra is not None and paths.refs_may_alias(ra, acc) is True
@@ -45,16 +45,20 @@ def check(an):
                 )
                 how = "in the next loop iteration, " if hit.back_edge else ""
                 waits = [o for o in fl.ops if o.kind == ir.MMA_WAIT]
+                raw = mma.mma is not None and not mma.mma.self_commit
+                wait_name = "`wgmma.wait_group N`" if raw else "`warpgroup::mma_async_wait`"
                 out.append(
                     finding(
                         "TK201",
                         f"{how}{describe(frozenset([t]), n).split(' (')[0]} {what} while the wgmma "
-                        f"`{mma.api}` writing it may still be in flight: no `warpgroup::mma_async_wait` "
+                        f"`{mma.api}` writing it may still be in flight: no {wait_name} "
                         f"that retires it lies on this path"
                         + (
                             f" ({hit.groups} wgmma group(s) committed after it; the waits on the path allow more "
                             "in flight)"
-                            if hit.groups and any(o.count is not None and o.count != ir.E.Const(0) for o in waits)
+                            if hit.groups > 0 and any(o.count is not None and o.count != ir.E.Const(0) for o in waits)
+                            else " (its wgmma group is not committed on this path)"
+                            if hit.groups < 0
                             else ""
                         ),
                         op.location,
@@ -126,6 +130,12 @@ An access is reported when some path reaches it with no
 only if at least N wgmma groups were committed after it on that path (loop
 back edges included, so a read at the top of the next iteration counts).
 Chaining another wgmma into the same accumulator is not an access.
+
+Raw-PTX wgmma counts the same way: a `wgmma.mma_async` writes the local
+`float` array its `"+f"` operands are elements of, joins the group the next
+`wgmma.commit_group` closes (until then no `wgmma.wait_group` retires it), and
+the array's element reads and writes in C are its accesses (an empty asm that
+only names the registers, a compiler fence, is none).
 
 A wait the analysis cannot place (unknown guard, a condition it cannot relate
 to the access) counts as present: only a path with provably no retiring wait

@@ -25,6 +25,17 @@ def acc_ref(op: ir.Op) -> ir.Ref | None:
     return None
 
 
+def reg_access_touches(access: ir.Ref, acc: ir.Ref) -> bool | None:
+    """Does a register access (REG_ACCESS's buffer) touch the accumulator `acc`? True / False /
+    None (unknown). An element of a local register array (`acc0[i]`, `d[m][j][k]`) touches the
+    accumulator a raw wgmma names by the index prefix its operands share (`acc0`, `d[m]`)."""
+    if access.name != acc.name:
+        return False
+    if len(access.index) > len(acc.index):
+        access = ir.Ref(access.name, access.index[: len(acc.index)])
+    return refs_may_alias(access, acc)
+
+
 def _operand_refs(op: ir.Op) -> list[tuple[str, str, ir.Ref]]:
     """(role, kind, ref) of an MMA's known operands (`op.operands` holds them in role order)."""
     if op.mma is None:

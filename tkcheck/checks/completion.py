@@ -1076,21 +1076,30 @@ def ring_steps(m: ir.KernelModel, ops: list[ir.Op], round_loop: int, timeout_ms:
     if R is None or R.continues or not R.uniform:
         return False
     k = R.counter
+    # the first step may skip the first iteration (`if (k > 0) release(bar[(2k - 1) % S])`, the
+    # release of the previous iteration's last stage, lagging one step): the walk then starts
+    # at the next step, as a single site's does at its first round
+    base = _lagged_first(a, k, timeout_ms)
     for o in ops:
         g = o.guard
+        uniform = tuple(c for c in g.uniform if o is not a or c != base)
         if o.barrier is None or o.barrier.name != a.barrier.name or len(o.barrier.index) != 1:
             return False
         if not o.loops or o.loops[-1] != round_loop or o.loops != a.loops:
             return False
-        if not g.exact or g.thread.depends_on(E.LOOP) or any(k in c.free_vars() or c.is_opaque() for c in g.uniform):
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(k in c.free_vars() or c.is_opaque() for c in uniform):
             return False
-        if set(g.uniform) != set(a.guard.uniform) or g.thread != a.guard.thread:
+        if set(uniform) != {c for c in a.guard.uniform if c != base} or g.thread != a.guard.thread:
             return False
         if o.barrier.index[0].is_opaque():
             return False
     xs = [o.barrier.index[0] for o in ops]
     S = E.Const(size)
-    assume = (E.binop(">=", xs[0], E.Const(0)), E.binop("<", xs[0], S), *a.guard.uniform)
+    assume = (
+        E.binop(">=", xs[0], E.Const(0)),
+        E.binop("<", xs[0], S),
+        *(c for c in a.guard.uniform if c != base),
+    )
     nxt = E.substitute(xs[0], {k.name: E.binop("+", k, E.Const(1))})
     for step in range(1, size):
         st = E.Const(step)
@@ -1104,10 +1113,30 @@ def ring_steps(m: ir.KernelModel, ops: list[ir.Op], round_loop: int, timeout_ms:
     return False
 
 
+def _lagged_first(op: ir.Op, k: E.Var, timeout_ms: int) -> E.Expr | None:
+    """The one uniform condition of op over the round counter k that holds exactly in the
+    iterations k >= 1 (`kt > 0` of `kt = 2 * k`); None: no such condition."""
+    from .. import solver
+
+    over_k = [c for c in op.guard.uniform if k in c.free_vars()]
+    if len(over_k) != 1 or over_k[0].is_opaque():
+        return None
+    c = over_k[0]
+    same = E.binop(
+        "==",
+        E.ite(c, E.Const(1), E.Const(0)),
+        E.ite(E.binop(">=", k, E.Const(1)), E.Const(1), E.Const(0)),
+    )
+    if solver.always(same, timeout_ms, assume=(E.binop(">=", k, E.Const(0)),)) is not True:
+        return None
+    return c
+
+
 def _merge_steps(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: int) -> None:
     """Sites of one round loop with the same threads, amount, kind and multiplicity that are
     the steps of one ring (see `ring_steps`): each visit of an element gets one site's
-    contribution, as a single site's would; the first site stands for all (in place)."""
+    contribution, as a single site's would; the first site stands for all (in place), or the
+    first that runs in every iteration where the first lags one step (`_lagged_first`)."""
     groups: dict[tuple, list[Contribution]] = {}
     for c in contribs:
         if c.round_loop is None or c.consumed or c.exclusive:
@@ -1119,8 +1148,10 @@ def _merge_steps(m: ir.KernelModel, contribs: list[Contribution], timeout_ms: in
             continue
         cs = sorted(cs, key=lambda c: c.op.order)
         if ring_steps(m, [c.op for c in cs], key[0], timeout_ms):
-            for c in cs[1:]:
-                contribs.remove(c)
+            keep = cs[1] if _lagged_first(cs[0].op, m.loops[key[0]].counter, timeout_ms) is not None else cs[0]
+            for c in cs:
+                if c is not keep:
+                    contribs.remove(c)
 
 
 def lookahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> bool:

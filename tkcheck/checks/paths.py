@@ -170,8 +170,9 @@ def wait_retires(op: ir.Op, groups_after: int) -> bool | None:
 
 
 def commits(op: ir.Op) -> bool:
-    """TK's mma_* commit one wgmma group each; mma_commit_group commits one."""
-    return is_wgmma(op) or op.kind == ir.MMA_COMMIT
+    """TK's mma_* commit one wgmma group each; mma_commit_group commits one (a raw
+    `wgmma.mma_async` commits none: the next `wgmma.commit_group` closes its group)."""
+    return (is_wgmma(op) and op.mma is not None and op.mma.self_commit) or op.kind == ir.MMA_COMMIT
 
 
 def in_flight_hits(an: Analysis, mma: ir.Op, t: int, is_target) -> list[PathHit]:
@@ -189,7 +190,10 @@ def in_flight_hits(an: Analysis, mma: ir.Op, t: int, is_target) -> list[PathHit]
     def step(op, r, st):
         return min(st + 1, MAX_GROUPS) if commits(op) else st
 
-    return search(fl, mma, t, is_target, blocks, step, mma.guard.uniform)
+    # groups committed after the MMA's own group; a raw `wgmma.mma_async` starts outside any
+    # committed group (-1): the first commit after it closes its group, no wait retires it before
+    start = 0 if mma.mma is None or mma.mma.self_commit else -1
+    return search(fl, mma, t, is_target, blocks, step, mma.guard.uniform, state0=start)
 
 
 def representatives(an: Analysis, op: ir.Op, relevant: list[ir.Op]) -> list[int]:

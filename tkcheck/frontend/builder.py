@@ -31,6 +31,7 @@ from .walk_statements import StatementWalk
 from .walk_asm import AsmLowering
 from .walk_exprs import ExprEvaluation
 from .walk_calls import CallLowering
+from .tensor_maps import TensorMaps
 from .walk_libcu import LibcuLowering
 from .walk_tmem import TmemLowering
 from .walk_inline import InlineExpansion
@@ -158,6 +159,7 @@ class ModelBuilder:
         self.template_kinds: dict = {}  # struct hash -> the prototype template it is launched with
         self.lcsc_types: dict = {}  # struct hash -> (config, globals) structs of its lcsc launch
         self._collect()
+        self.tensor_maps = TensorMaps(self)  # host-encoded tensor maps of the kernels' parameters
 
     # -- collection of top-level declarations ------------------------------
     def _in_user_code(self, cursor) -> bool:
@@ -819,6 +821,9 @@ class KernelWalker:
         self.resolve_type = self.types.resolve_type
         self.walk = self.stmts.walk
         self.note_unmodelled = self.stmts.note_unmodelled
+        # kernel parameter (a `CUtensorMap`) -> the bytes one tensor copy through it delivers,
+        # from the host code that encodes it (tensor_maps.py)
+        self.tensor_boxes: dict[str, int] = {}
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:
@@ -867,6 +872,7 @@ class KernelWalker:
                 f"block size of kernel '{name}' unknown (no __launch_bounds__): thread counts are not checked"
             )
         # parameters: uniform values, global layouts, struct records
+        self.tensor_boxes = self.mb.tensor_maps.box_bytes(c.spelling)
         for p in c.get_children():
             if p.kind == CK.PARM_DECL:
                 env.define(p.spelling, self.types.param_value(p, env))
@@ -874,6 +880,7 @@ class KernelWalker:
         ctx = Ctx(env=env, guard=ir.Guard())
         if body is not None:
             self.walk(body, ctx)
+        _keep_accumulator_accesses(m)
         return m
 
     def build_prototype(
@@ -930,7 +937,24 @@ class KernelWalker:
         body = next((ch for ch in proto_fn.get_children() if ch.kind == CK.COMPOUND_STMT), None)
         ctx = Ctx(env=env, guard=ir.Guard())
         self.walk(body, ctx)
+        _keep_accumulator_accesses(m)
         return m
+
+
+def _keep_accumulator_accesses(m: ir.KernelModel) -> None:
+    """Drop the register accesses of local arrays (REG_ACCESS via "local") that no MMA takes as
+    its accumulator: only an accumulator's accesses are events a check reads."""
+    accs = {o.operands[0].name for o in m.ops if o.kind == ir.MMA and o.operands}
+    m.ops = [
+        o
+        for o in m.ops
+        if not (
+            o.kind == ir.REG_ACCESS
+            and o.access is not None
+            and o.access.via == "local"
+            and (o.buffer is None or o.buffer.name not in accs)
+        )
+    ]
 
 
 def _site_order(s, main: str) -> tuple:

@@ -244,6 +244,8 @@ _TYPE_WORDS = {
     "uint8_t",
     "int8_t",
     "size_t",
+    "cuuint32_t",  # the driver API's (cuda.h), in host code encoding tensor maps
+    "cuuint64_t",
     "const",
     "volatile",
     "auto",

@@ -79,6 +79,7 @@ class UserCode:
         # generic lambdas held by a variable (`auto go = [&](auto tag) {...}`): (lambda, variable)
         self.generic_lambdas: list[tuple[Any, str]] = []
         self.nodes = 0
+        self.launches: list[Any] = []  # the `k<<<...>>>(...)` call expressions, in walk order
         self._walk()
 
     def _walk(self) -> None:
@@ -108,6 +109,8 @@ class UserCode:
             launch = kind == CK.CALL_EXPR and any(
                 k.kind == CK.CALL_EXPR and k.spelling == "cudaConfigureCall" for k in kids[1:]
             )
+            if launch:
+                self.launches.append(node)
             lambda_call = node if kind == CK.CALL_EXPR and node.spelling == "operator()" else None
             for i in range(len(kids) - 1, -1, -1):
                 # the callee of `k<<<...>>>(...)` is its first child; so is the object of `go(...)`

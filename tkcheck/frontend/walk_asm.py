@@ -215,6 +215,8 @@ class AsmLowering:
             )
             if len(names) == 1 and model is not None:
                 op.buffer = model.smem_addresses[names[0]].buffer
+            elif not names and a.kind == ir.TMA_LOAD and isinstance(addr, Expr):
+                op.buffer = self._region_stage(addr)
         if a.kind in (ir.TMA_LOAD, ir.TMA_STORE):
             op.transfer = ir.TransferFacts()
 
@@ -231,8 +233,14 @@ class AsmLowering:
         elif a.kind == ir.MBAR_WAIT:
             op.parity = num(a.parity, "parity")
         elif a.kind == ir.TMA_LOAD:
-            # a tensor copy's size is the tensor map's box, which the kernel does not show
+            # a tensor copy's size is the tensor map's box, which the kernel does not show: the
+            # host code that encodes the map passed to this parameter does (tensor_maps.py)
             op.bytes = num(a.bytes, "tensor map box bytes")
+            if a.tensor_map is not None:
+                m = self._ptx_value(c, ctx, a.tensor_map)
+                box = w.tensor_boxes.get(m.name) if isinstance(m, E.Var) and m.kind == E.PARAM else None
+                if box is not None:
+                    op.bytes = E.Const(box)
         elif a.kind == ir.TMA_STORE:
             op.bytes = E.opaque("bulk store bytes")
         elif a.kind in (ir.TMA_STORE_WAIT, ir.MMA_WAIT):
@@ -256,11 +264,87 @@ class AsmLowering:
                 op.scope, op.group_warps, op.issuers_per_group = "warp", 1, 0
         if a.mma is not None:
             op.mma = a.mma
+            if a.mma.family == "wgmma" and a.kind == ir.MMA:
+                acc = self._wgmma_accumulator(c, ctx)
+                if acc is not None:
+                    op.operands = (acc[0],)
+                    op.mma = replace(a.mma, acc=ir.MmaOperand("regtile", acc[1]))
+                else:
+                    w.note_unmodelled(c, "wgmma.mma_async: accumulator operands not followed")
         if a.sync is not None:
             op.sync = a.sync
         if a.warpgroup:
             op.scope, op.group_warps, op.issuers_per_group = "warpgroup", 4, 0
         w.emit(op, ctx)
+
+    def _wgmma_accumulator(self, c: Any, ctx: Ctx) -> tuple[ir.Ref, ir.TileType | None] | None:
+        """The accumulator of a raw `wgmma.mma_async`: the local register array its `"+f"` /
+        `"=f"` operands are elements of (`d[0]` ... `d[31]` of `float (&d)[32]` bound to the
+        caller's `acc0`), as a Ref with the index prefix every operand shares (`acc[m]` for
+        `"+f"(acc[m][j][0])` ...). None: an operand is not such an element, or two arrays."""
+        cons = self._constraints(c)
+        refs: list[ir.Ref] = []
+        etype = None
+        for k, con in enumerate(cons):
+            if con not in ("+f", "=f"):
+                continue
+            v = self._operand_value(c, ctx, k)
+            if not isinstance(v, Obj) or v.kind != "local" or not v.ref.index:
+                return None
+            refs.append(v.ref)
+            etype = v.type
+        if not refs or len({r.name for r in refs}) != 1:
+            return None
+        prefix: list[Expr] = []
+        for ixs in zip(*(r.index for r in refs)):
+            if any(x != ixs[0] for x in ixs[1:]):
+                break
+            prefix.append(ixs[0])
+        if len(prefix) == len(refs[0].index) and len(refs) > 1:
+            return None  # every operand names one element: not an accumulator fragment
+        return ir.Ref(refs[0].name, tuple(prefix)), etype
+
+    def _region_stage(self, addr: Expr) -> ir.Ref | None:
+        """A raw load destination carved from a `__shared__` array by hand (`sB + s * TILE`,
+        `sB = base + STAGES * TILE`, `base` the aligned address of `dyn`): the region at that
+        constant offset from the array's (aligned) address, indexed by the stage s whose stride is
+        the constant TILE. None for any other shape (one term over the array's base, constant
+        terms, and exactly one term `s * TILE` whose s moves with a loop)."""
+        terms: list[Expr] = []
+
+        def split(e: Expr) -> None:
+            if isinstance(e, E.Bin) and e.op == "+":
+                split(e.a)
+                split(e.b)
+            else:
+                terms.append(e)
+
+        split(addr)
+        anchors = [t for t in terms if any(v.name in self.bases for v in t.free_vars())]
+        if len(anchors) != 1 or any(v.kind != E.PARAM for v in anchors[0].free_vars()):
+            return None
+        offset, stage, stride = 0, None, None
+        for t in terms:
+            if t is anchors[0]:
+                continue
+            k = t.eval({})
+            if isinstance(k, int) and not isinstance(k, bool):
+                offset += k
+                continue
+            if stage is not None or not (isinstance(t, E.Bin) and t.op == "*"):
+                return None
+            for x, y in ((t.a, t.b), (t.b, t.a)):
+                n = y.eval({})
+                if isinstance(n, int) and not isinstance(n, bool) and n > 0 and x.depends_on(E.LOOP):
+                    stage, stride = x, n
+                    break
+            if stage is None or stage.is_opaque():
+                return None
+        if stage is None or stride is None or not 0 <= offset:
+            return None
+        base = sorted(v.name for v in anchors[0].free_vars() if v.name in self.bases)[0]
+        name = f"{self.bases[base][0].name}+{offset}/{stride}"
+        return ir.Ref(name, (stage,), f"{self.bases[base][0].name} + {offset} + {ir._bare(str(stage))} * {stride}")
 
     def _addr_value(self, c: Any, ctx: Ctx, text: str) -> Expr | None:
         """An address operand's inside (`%0`, `%0+8`, `%1 + 16`) as an Expr."""

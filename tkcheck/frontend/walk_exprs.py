@@ -827,6 +827,21 @@ class ExprEvaluation:
         whose buffer Ref carries the per-thread index expressions."""
         if self._no_elem_access and access == "read":
             return
+        if isinstance(v, Obj) and v.kind == "local" and v.ref.index and cursor is not None:
+            # an element of a local register array (`acc[i]`): a register access
+            self.emit(
+                ir.Op(
+                    ir.REG_ACCESS,
+                    "register write" if access == "write" else "register read",
+                    loc_of(cursor, self.w.filename),
+                    ctx.guard,
+                    ctx.loops,
+                    buffer=v.ref,
+                    access=ir.AccessFacts(access, via="local", tile_type=v.type),
+                ),
+                ctx,
+            )
+            return
         if (
             not isinstance(v, Obj)
             or v.kind not in ("shared", "smem_data")

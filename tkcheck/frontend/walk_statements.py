@@ -32,6 +32,17 @@ from .walk_arith import (
 )
 from .walker_core import StatementWalker
 
+# the element types of a local register array that raw-PTX wgmma may accumulate into (`"+f"`)
+_REGISTER_FLOATS = frozenset({"float"})
+
+
+def _is_array_type(t) -> bool:
+    """A C array type (`float x[4][8]`), not a pointer to one (`float (*p)[8]`)."""
+    try:
+        return t.get_canonical().kind.spelling == "ConstantArray"
+    except (ValueError, AttributeError):  # a type kind this libclang does not name
+        return False
+
 
 class _Slot:
     """Where a loop-carried value lives: a variable of the scope (`name`), or a scalar field
@@ -408,6 +419,19 @@ class StatementWalk:
                 value = _arr(value, dims)
         elif is_shared and isinstance(t, StructType):
             value = self._register_struct_buffer(name, t, tuple(dims), loc, "static", max(align or 0, _TK_TYPE_ALIGN))
+        elif (
+            not is_shared
+            and not is_ref
+            and dims
+            and isinstance(t, ir.TileType)
+            and t.kind == "scalar"
+            and t.dtype in _REGISTER_FLOATS
+            and _is_array_type(d.type)
+        ):
+            # `float acc[32];`: a local array of floating-point registers, which raw-PTX wgmma may
+            # take as its accumulator (`"+f"(acc[i])`): its element reads and writes are register
+            # accesses (REG_ACCESS via "local"; the builder keeps those of accumulators only)
+            value = _arr(Obj("local", ir.Ref(name), t), dims)
         elif init_node is not None:
             v = self.w.ev(init_node, ctx, cursor=d)
             if (

@@ -137,3 +137,4 @@ class AsmWalker(WalkerCore, Protocol):
     global loads and atomics, their loaded values)."""
 
     exprs: ExprEvaluation
+    tensor_boxes: dict[str, int]  # `CUtensorMap` parameter -> box bytes (tensor_maps.py)

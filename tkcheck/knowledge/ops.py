@@ -623,6 +623,7 @@ class PtxAsyncOp:
     read_only: bool = False  # bulk wait_group.read
     cols: str | None = None  # tcgen05.alloc: the columns
     warpgroup: bool = False  # wgmma's fence / commit / wait: .sync.aligned over the warpgroup
+    tensor_map: str | None = None  # cp.async.bulk.tensor: the tensor map's address operand
 
 
 def _ptx_instructions(ptx: str) -> list[tuple[str, list[str]]]:
@@ -748,6 +749,7 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
                 return None
             mbar_at = bars[2]
             rest = ops[mbar_at + 1 :]
+            src = _bracket(ops[1]) if tensor else None
             return PtxAsyncOp(
                 ir.TMA_LOAD,
                 api,
@@ -756,6 +758,8 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
                 bytes=None if tensor else (ops[2] if len(ops) > 3 else None),
                 mask=rest[0] if multicast and rest else None,
                 mbar=ir.BarrierFacts(multicast=multicast),
+                # `[%1, {%2, %3}]`: the tensor map's address, then the coordinates
+                tensor_map=src.split(",")[0].strip() if src else None,
             )
         if dirs[:1] == ["global"] and "bulk_group" in q:
             return PtxAsyncOp(ir.TMA_STORE, api, buffer=_bracket(ops[1]) if len(ops) > 1 else None)
@@ -801,6 +805,13 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
             return PtxAsyncOp(ir.MMA_COMMIT, "wgmma.commit_group", warpgroup=True)
         if what == "wait_group" and len(ops) == 1:
             return PtxAsyncOp(ir.MMA_WAIT, "wgmma.wait_group", count=ops[0], warpgroup=True)
+        # ---- wgptx: `wgmma.mma_async` as the MMA event TK's `warpgroup::mma_*` produce; its
+        # accumulator is the asm's `"+f"` operands (the front end resolves them), its A/B
+        # operands descriptors (not followed); it commits no group of its own
+        if what == "mma_async":
+            return PtxAsyncOp(
+                ir.MMA, "wgmma.mma_async", mma=ir.MmaFacts("wgmma", accumulate=True, self_commit=False), warpgroup=True
+            )
         return None
     if q[:2] == ["barrier", "cluster"] and len(q) > 2 and q[2] in ("arrive", "wait"):
         kind = "cluster_arrive" if q[2] == "arrive" else "cluster_wait"
@@ -927,6 +938,25 @@ DTYPE_CANON = {
     "__nv_fp8_e5m2": "fp8e5m2",
     "__nv_fp8_e8m0": "fp8e8m0",
     "__nv_fp4x2_e2m1": "fp4e2m1_2",
+}
+
+# ---- wgptx: the element sizes of the host's tensor maps (`CUtensorMapDataType`), for the bytes
+# of a raw `cp.async.bulk.tensor` through a map the host encodes (frontend/tensor_maps.py);
+# the packed sub-byte types are left out (their box bytes are not a product of elements)
+TENSOR_MAP_DTYPE_BYTES = {
+    "CU_TENSOR_MAP_DATA_TYPE_UINT8": 1,
+    "CU_TENSOR_MAP_DATA_TYPE_UINT16": 2,
+    "CU_TENSOR_MAP_DATA_TYPE_UINT32": 4,
+    "CU_TENSOR_MAP_DATA_TYPE_INT32": 4,
+    "CU_TENSOR_MAP_DATA_TYPE_UINT64": 8,
+    "CU_TENSOR_MAP_DATA_TYPE_INT64": 8,
+    "CU_TENSOR_MAP_DATA_TYPE_FLOAT16": 2,
+    "CU_TENSOR_MAP_DATA_TYPE_FLOAT32": 4,
+    "CU_TENSOR_MAP_DATA_TYPE_FLOAT64": 8,
+    "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16": 2,
+    "CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ": 4,
+    "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32": 4,
+    "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ": 4,
 }
 
 # Tile aliases: alias -> (kind, dtype). st_bf<R, C> == st<bf16, R, C>.

@@ -250,6 +250,9 @@ class MmaFacts:
     transpose_a: bool | None = None
     transpose_b: bool | None = None
     commit_barrier: Ref | None = None  # tcgen05 overloads with a semaphore: committed to it after
+    # wgmma: the MMA closes its own commit group (TK's `warpgroup::mma_*`); False for a raw
+    # `wgmma.mma_async`, which joins the group the next `wgmma.commit_group` closes
+    self_commit: bool = True
     acc: MmaOperand | None = None  # None: the argument is not a known object
     a: MmaOperand | None = None
     b: MmaOperand | None = None

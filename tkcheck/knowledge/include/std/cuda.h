@@ -19,6 +19,8 @@ typedef enum cudaError_enum {
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_UNKNOWN = 999
 } CUresult;
+typedef uint32_t cuuint32_t;
+typedef uint64_t cuuint64_t;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUctx_st *CUcontext;
