@@ -6,7 +6,7 @@ import pickle
 import shutil
 import tempfile
 from contextlib import contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -210,6 +210,33 @@ def corpus_checks(tmp_path_factory, request) -> CorpusChecks:
         root = tmp_path_factory.getbasetemp().parent
         return CorpusChecks(root / "mutants", shared=root / "checks")
     return CorpusChecks(tmp_path_factory.mktemp("mutants"))
+
+
+@dataclass
+class CliRun:
+    """What a `tkcheck` run answered, as `subprocess.run` names it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(args, cwd: Path, input: str | None = None) -> CliRun:
+    """`tkcheck ARGS` run in this process from `cwd` (click's CliRunner; the CLI still checks each
+    file in a forked child, as a subprocess would): the same answer as `python -m tkcheck ARGS`
+    without a Python start and the imports per run (issue 29). Tests of the process itself (the
+    entry point, PYTHONSAFEPATH, limits, signals, hostile environments) run the subprocess."""
+    from click.testing import CliRunner
+
+    from tkcheck.cli.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        r = CliRunner().invoke(main, [str(a) for a in args], input=input, env={"NO_COLOR": "1"}, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return CliRun(r.exit_code, r.stdout, r.stderr)
 
 
 def tk_root() -> Path | None:
