@@ -365,8 +365,8 @@ class Outcome:
 
 
 def run_case(case: Case, workdir: Path, limit_s: float = LIMIT_S, file_timeout_s: float = FILE_TIMEOUT_S) -> Outcome:
-    """`file_timeout_s`: tkcheck's own `--file-timeout` for the run (the test suite gives the
-    bombs a shorter one: what they test is that the limit ends them, not how long it waits)."""
+    """`file_timeout_s`: tkcheck's own `--file-timeout` for the run (the test suite gives a shorter
+    one to the bomb that only this limit ends: the answer is the same, the CPU spent is not)."""
     d = Path(tempfile.mkdtemp(prefix="case-", dir=workdir))
     _setup(case, d)
     args = case.args or list(case.files)[:1]
