@@ -6,7 +6,7 @@ import pickle
 import shutil
 import tempfile
 from contextlib import contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "corpus"
 FIXTURE_RESULTS = []
 MEMO_STATS = {"asked": 0, "made": 0}  # checks asked of the memo, and made (summed over the workers)
+CPU_BY_FILE: dict[str, list[float]] = {}  # --cpu-by-file: test file -> [tests, own CPU s, subprocesses' CPU s]
 
 try:
     import fcntl
@@ -35,6 +36,35 @@ def pytest_addoption(parser):
         help="with pytest-xdist: one memo of checks for all workers (files under the session's "
         "temporary folder, a lock per check) or one per worker (default: shared; env TKCHECK_TEST_MEMO)",
     )
+    parser.addoption(
+        "--cpu-by-file",
+        action="store_true",
+        help="print the CPU time (user + sys) each test file took, its subprocesses apart, summed over "
+        "the xdist workers (issue 29: on a shared machine CPU time, not wall time, says where the time goes)",
+    )
+
+
+def _cpu() -> tuple[float, float]:
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """--cpu-by-file: a test's setup, call and teardown (a session fixture's first build counts
+    to the test that asks first; a subprocess counts once it has been waited for)."""
+    if not item.config.getoption("cpu_by_file"):
+        yield
+        return
+    own0, kids0 = _cpu()
+    yield
+    own1, kids1 = _cpu()
+    row = CPU_BY_FILE.setdefault(item.nodeid.split("::", 1)[0], [0, 0.0, 0.0])
+    row[0] += 1
+    row[1] += own1 - own0
+    row[2] += kids1 - kids0
 
 
 def _options_key(opts) -> str:
@@ -182,6 +212,33 @@ def corpus_checks(tmp_path_factory, request) -> CorpusChecks:
     return CorpusChecks(tmp_path_factory.mktemp("mutants"))
 
 
+@dataclass
+class CliRun:
+    """What a `tkcheck` run answered, as `subprocess.run` names it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(args, cwd: Path, input: str | None = None) -> CliRun:
+    """`tkcheck ARGS` run in this process from `cwd` (click's CliRunner; the CLI still checks each
+    file in a forked child, as a subprocess would): the same answer as `python -m tkcheck ARGS`
+    without a Python start and the imports per run (issue 29). Tests of the process itself (the
+    entry point, PYTHONSAFEPATH, limits, signals, hostile environments) run the subprocess."""
+    from click.testing import CliRunner
+
+    from tkcheck.cli.cli import main
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        r = CliRunner().invoke(main, [str(a) for a in args], input=input, env={"NO_COLOR": "1"}, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+    return CliRun(r.exit_code, r.stdout, r.stderr)
+
+
 def tk_root() -> Path | None:
     """A ThunderKittens checkout for tests that need the real headers (never committed)."""
     cand = os.environ.get("TK_ROOT")
@@ -207,6 +264,7 @@ def pytest_sessionfinish(session):
     if workeroutput is not None:  # an xdist worker: its fixtures' results go to the controller
         workeroutput["tkcheck_fixture_results"] = pickle.dumps(FIXTURE_RESULTS)
         workeroutput["tkcheck_memo_stats"] = dict(MEMO_STATS)
+        workeroutput["tkcheck_cpu_by_file"] = dict(CPU_BY_FILE)
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a worker is done
@@ -216,6 +274,10 @@ def pytest_testnodedown(node, error):
         FIXTURE_RESULTS.extend(pickle.loads(out["tkcheck_fixture_results"]))
     for k, v in out.get("tkcheck_memo_stats", {}).items():
         MEMO_STATS[k] += v
+    for f, row in out.get("tkcheck_cpu_by_file", {}).items():
+        mine = CPU_BY_FILE.setdefault(f, [0, 0.0, 0.0])
+        for i, v in enumerate(row):
+            mine[i] += v
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -224,6 +286,14 @@ def pytest_terminal_summary(terminalreporter):
             f"check memo: {MEMO_STATS['asked']} checks asked, {MEMO_STATS['made']} made "
             f"(tests/conftest.py; with xdist: summed over the workers)"
         )
+    if CPU_BY_FILE:
+        terminalreporter.write_sep("-", "CPU time per test file (user + sys, s; --cpu-by-file)")
+        rows = sorted(CPU_BY_FILE.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))
+        terminalreporter.write_line(f"{'file':48} {'tests':>6} {'own':>8} {'subproc':>8} {'total':>8}")
+        for f, (n, own, kids) in rows:
+            terminalreporter.write_line(f"{f:48} {int(n):6d} {own:8.1f} {kids:8.1f} {own + kids:8.1f}")
+        n, own, kids = (sum(r[i] for _, r in rows) for i in range(3))
+        terminalreporter.write_line(f"{'all':48} {int(n):6d} {own:8.1f} {kids:8.1f} {own + kids:8.1f}")
     if FIXTURE_RESULTS:
         from tkcheck.expectations import table
 

@@ -2,12 +2,11 @@
 TK version detected on every header layout TK has had."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import cli
 from tkcheck.frontend.parse import detect_tk_semantics, find_tk_include
 
 KERNEL = """#include "kittens.cuh"
@@ -26,14 +25,8 @@ __global__ __launch_bounds__(128, 1) void k() {
 
 
 def run(args, cwd):
-    p = subprocess.run(
-        [sys.executable, "-m", "tkcheck", "--no-cache", "--output-format", "json", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"PYTHONSAFEPATH": "1", **__import__("os").environ},
-    )
+    """The CLI in this process (conftest.cli): what `python -m tkcheck` answers, without its start-up."""
+    p = cli(["--no-cache", "--output-format", "json", *args], cwd)
     return p.returncode, p.stdout, p.stderr
 
 

@@ -2,11 +2,10 @@
 model understood; `--require-coverage` makes a silent pass fail."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+
+from conftest import cli
 
 KERNELS = """#include "kittens.cuh"
 using namespace kittens;
@@ -39,10 +38,8 @@ KEYS = {"file", "kernel", "analysed", "reason", "sync_ops", "sync_ops_modelled",
 
 
 def run(args, cwd):
-    env = {**os.environ, "PYTHONSAFEPATH": "1", "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "tkcheck", *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env
-    )
+    """The CLI in this process (conftest.cli): what `python -m tkcheck` answers, without its start-up."""
+    return cli(args, cwd)
 
 
 @pytest.fixture
