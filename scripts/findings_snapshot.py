@@ -11,7 +11,10 @@ coverage (analysed or why not, sync operations modelled, unknowns). Paths are wr
 to the folder each PATH names, so snapshots taken from two clones compare equal.
 
 Flags after the paths (`--tk-include`, `-I`, `-D`, `--arch`, `--exclude GLOB`, `-j N`) are passed
-to both `tkcheck check` and `tkcheck coverage`; the cache is never used.
+to both `tkcheck check` and `tkcheck coverage`; the cache is never used. No file time limit
+(`--file-timeout 0`): a snapshot must not depend on how loaded the machine is (the default 300 s
+stops a large kernel's check on a busy machine and its findings vanish from the JSON). A file
+whose check still could not finish (a crash, the memory limit) is written as an `error` line.
 """
 
 from __future__ import annotations
@@ -46,13 +49,21 @@ def run_json(command: str, files: list[Path], flags: list[str]) -> list[dict]:
         "NO_COLOR": "1",
         "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
     }
-    args = [sys.executable, "-m", "tkcheck", command, *flags, "--output-format", "json"]
+    args = [sys.executable, "-m", "tkcheck", command, *flags, "--output-format", "json", "--file-timeout", "0"]
     if command == "check":
         args += ["--no-cache", "--exit-zero", "-q"]
     out = subprocess.run([*args, *map(str, files)], capture_output=True, text=True, env=env)
     if out.returncode not in (0, 1, 2) or not out.stdout.strip():
         sys.exit(f"tkcheck {command} failed (exit {out.returncode}): {out.stderr[-2000:]}")
+    ERRORS.extend(
+        f"{command}: {line.strip()}"
+        for line in out.stderr.splitlines()
+        if "stopped:" in line or "internal error while checking" in line
+    )
     return json.loads(out.stdout)
+
+
+ERRORS: list[str] = []  # files whose check could not finish, as tkcheck said on stderr
 
 
 def relative(obj, roots: list[tuple[str, str]]):
@@ -100,13 +111,18 @@ def main(argv: list[str] | None = None) -> int:
         lines.append("finding " + json.dumps(f, sort_keys=True))
     for c in relative(run_json("coverage", files, flags), roots):
         lines.append("coverage " + json.dumps(c, sort_keys=True))
+    for e in ERRORS:
+        for prefix, name in roots:
+            e = e.replace(prefix, name)
+        lines.append("error " + json.dumps(e))
     lines.sort()
     text = "\n".join(lines) + "\n"
     if a.output:
         a.output.write_text(text)
         print(
             f"{sum(l.startswith('finding') for l in lines)} findings, "
-            f"{sum(l.startswith('coverage') for l in lines)} kernels, {len(files)} files -> {a.output}"
+            f"{sum(l.startswith('coverage') for l in lines)} kernels, {len(files)} files, "
+            f"{len(ERRORS)} not finished -> {a.output}"
         )
     else:
         sys.stdout.write(text)
