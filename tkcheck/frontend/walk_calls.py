@@ -301,6 +301,12 @@ class CallLowering:
             ts = [self._transpose_value(t, ctx) for t in btargs]
             if ts[0] is not None and ts[1] is not None:
                 base = K.transposed_mma_name(base, ts[0], ts[1])
+        if not quals and base in self.w.mb.functions and _calls_user_function(cursor, base, self.w.mb):
+            # the user's own `arrive` / `wait` / `init` (PTX helpers named as TK's calls are): the
+            # compiler calls the user's definition, so its body is walked, never TK's op
+            target = self.w.inline.resolve_callable(segs, ctx)
+            if isinstance(target, Func):
+                return self.w.inline.expand(target, args, ctx, cursor, btargs)
         if base in K.LIBCU_FUNCTIONS:
             # libcu++'s pipeline / barrier / memcpy_async (walk_libcu: it takes the call when its
             # arguments are libcu++'s objects)
@@ -1005,6 +1011,27 @@ def _enclosing_this(env: Env | None) -> Rec | None:
             return e.rec
         e = e.parent
     return None
+
+
+def _calls_user_function(cursor, name: str, mb) -> bool:
+    """Whether every call `name(...)` in the statement at `cursor` is resolved by the compiler
+    (libclang's referenced declaration) to a function of the user's own files; False when a
+    call is unresolved (a dependent call in a template) or resolves elsewhere (TK's headers)."""
+    if cursor is None:
+        return False
+    seen = False
+    try:
+        for c in cursor.walk_preorder():
+            if c.kind == CK.CALL_EXPR and c.spelling == name:
+                ref = c.referenced
+                if ref is None or ref.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
+                    return False
+                if not mb._in_user_code(ref):
+                    return False
+                seen = True
+    except (ValueError, AttributeError):
+        return False
+    return seen
 
 
 def _call_type(cursor, name: str) -> str | None:
