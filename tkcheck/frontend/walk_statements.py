@@ -1071,8 +1071,9 @@ class StatementWalk:
             ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
         elif ivar is not None:
             ivar.set(env, E.opaque(f"{cexpr.render(var)}@loop"), define=True)
-        for slot, closed in carried.items():
-            slot.set(env, closed(counter))
+        heads = {slot: closed(counter) for slot, closed in carried.items()}
+        for slot, v in heads.items():
+            slot.set(env, v)
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
         if cond_c is not None and trip is None and var is None and carried:
@@ -1138,6 +1139,8 @@ class StatementWalk:
             else:
                 after[slot] = E.opaque(f"{slot.label}@after-loop")
             slot.set(ctx.env, after[slot])
+        if system is not None and not ctx.dry:
+            loop.simulated = _simulated(heads, after, system)
         if system is not None and loop.trip is not None and not loop.trip.depends_on(E.THREAD):
             self._register_sequence(lid, loop.trip, carried, system, after, ctx.dry)
         if self._system_logs and system is not None:
@@ -1622,6 +1625,25 @@ class StatementWalk:
             out[sl] = lambda k, g=g, base=base: g(E.binop("+", base, k))
 
     # -- asm ---------------------------------------------------------------
+
+
+def _simulated(heads: dict, after: dict, system) -> tuple:
+    """`Loop.simulated`: the carried slots whose value at the start of an iteration is an unknown
+    (no closed form), with their start value and their update from one symbolic iteration (the
+    dry walk's end values, every slot's start name put back as its value in the iteration)."""
+    start, ends, slots = system
+    sub = {start[sl].name: v for sl, v in heads.items() if sl in start and isinstance(v, Expr)}
+    out = []
+    for sl, h in heads.items():
+        if not (isinstance(h, E.Var) and h.kind == E.OPAQUE) or sl not in start:
+            continue
+        v0, end = slots.get(sl), ends.get(sl)
+        if not isinstance(v0, Expr) or not isinstance(end, Expr):
+            continue
+        a = after.get(sl)
+        aname = a.name if isinstance(a, E.Var) and a.kind == E.OPAQUE and a != h else None
+        out.append((h.name, v0, E.substitute(end, sub), aname))
+    return tuple(out)
 
 
 def _counter_label(var, init_v, step, loc) -> str:
