@@ -773,7 +773,7 @@ def _unroll(
                 while j < len(seq) and len(seq[j].loops) > depth and seq[j].loops[depth] == lid:
                     j += 1
                 lp = m.loops[lid]
-                cur = {h: sim_value(v0, env) for h, v0, _, _ in lp.simulated}
+                cur = {x: sim_value(v0, env) for x, v0, _, _, _ in lp.simulated}
                 if rounds is not None and _data_exit(m, lid):
                     c = lp.continues[0]
                     fresh = _per_round(m, lid)
@@ -836,19 +836,25 @@ def _unroll(
 
     def sim_step(lp: ir.Loop, cur: dict, prev: dict | None, env2: dict) -> dict:
         # the values at the start of this iteration: `cur` in the first, else the update over
-        # the previous iteration's (`prev`: that iteration's environment); put into env2
+        # the previous iteration's (`prev`: that iteration's environment). Each unknown is bound
+        # in env2 only where the head the body sees then evaluates to that value
         if prev is not None:
-            cur = {h: (sim_value(upd, prev) if cur.get(h) is not None else None) for h, _, upd, _ in lp.simulated}
-        for h, v in cur.items():
-            if v is not None:
-                env2[h] = v
+            cur = {x: (sim_value(upd, prev) if cur.get(x) is not None else None) for x, _, upd, _, _ in lp.simulated}
+        for x, _, _, _, head in lp.simulated:
+            v = cur.get(x)
+            if v is None:
+                continue
+            env2[x] = v
+            if sim_value(head, env2) != v:
+                del env2[x]
+                cur[x] = None
         return cur
 
     def sim_after(lp: ir.Loop, cur: dict, prev: dict | None) -> dict:
         # the values after the loop, under the unknowns that stand for them
         out = {}
-        for h, _, upd, a in lp.simulated:
-            v = cur.get(h)
+        for x, _, upd, a, _ in lp.simulated:
+            v = cur.get(x)
             if prev is not None and v is not None:
                 v = sim_value(upd, prev)
             if a is not None and v is not None:

@@ -195,13 +195,14 @@ class Loop:
     # is a number N >= 0 the model does not bound (proofs hold for every N)
     data_cond: bool = False
     # loop-carried values with no closed form (a phase bitfield flipped under a condition: TK's
-    # `update_phasebit` inside `if (k == S - 1)`): (head, start, update, after) each. `head` names
-    # the unknown that stands for the value at the start of every iteration, `start` is its value
-    # before the loop, `update` its value at the end of an iteration (over `head`, the counter and
-    # the other carried values' closed forms: the front end's own symbolic walk of the body) and
-    # `after` names the unknown that stands for its value after the loop (None: none). An unrolling
-    # with concrete sizes runs these updates (checks/protocol._unroll); nothing else reads them.
-    simulated: tuple[tuple[str, Expr, Expr, str | None], ...] = ()
+    # `update_phasebit` inside `if (k == S - 1)`): (unknown, start, update, after, head) each.
+    # `head` is the form the body sees for the value at the start of an iteration, over one
+    # `unknown` (the unknown itself, or `k == 0 ? v0 : unknown`); `start` is the value before the
+    # loop, `update` the value at the end of an iteration (over `head`, the counter and the other
+    # carried values' closed forms: the front end's own symbolic walk of the body) and `after`
+    # names the unknown that stands for the value after the loop (None: none). An unrolling with
+    # concrete sizes runs these updates (checks/protocol._unroll); nothing else reads them.
+    simulated: tuple[tuple[str, Expr, Expr, str | None, Expr], ...] = ()
 
 
 @dataclass
