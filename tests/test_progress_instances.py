@@ -93,22 +93,3 @@ def test_roles_with_one_program_share_a_visited_key():
     s2 = ((0, 1, 0), (0, -1, -1), (), ())
     assert key(s1) == key(s2)
     assert key(((1, 0, 1), (-1, -1, -1), (), ())) != key(((1, 0, 0), (-1, -1, -1), (), ()))
-
-
-def test_a_callback_that_returns_early_hands_back_the_path_value():
-    """`if (done) { args.num_iters = -1; return; } args.num_iters = n;` in common_setup: the
-    template's `num_iters` after the callback is -1 in the round that stops and n in the others,
-    so the task loop has a stop condition and an instance. The correct kernel explores clean; the
-    consumers skipping the release of a task's last stage is a circular wait in the next task
-    (found at the template's line, so the variant is made here, not as a fixture)."""
-    path = PROGRESS / "lcf_early_return_good.cu"
-    (good,) = _explore(path)
-    assert good.status == "explored" and good.deadlock is None, good.reason
-    text = path.read_text()
-    old = "if (laneid() == 0) arrive(args.inputs_finished);"
-    assert old in text
-    bad_text = text.replace(old, "if (args.iter < args.num_iters - 1 && laneid() == 0) arrive(args.inputs_finished);")
-    (bad,) = _explore(path, bad_text)
-    assert bad.deadlock is not None and bad.rounds == 2
-    blocked = {protocol.event_text(e) for _, e in bad.deadlock.blocked}
-    assert any(b.startswith("wait(inputs_finished[0]") for b in blocked)

@@ -167,10 +167,6 @@ class Frame:
     """An inlined function call: collects its return value."""
 
     returns: list = field(default_factory=list)
-    # a protocol callback's `args` record (walk_inline.protocol_callback): its fields at each
-    # `return` (guard, fields), so that a field handed by reference gets the value of the path taken
-    record: Any = None
-    record_at_returns: list = field(default_factory=list)
 
 
 def loc_of(cursor, filename: str) -> Location:

@@ -344,17 +344,9 @@ class InlineExpansion:
             else ("consumer" if "consumer" in cexpr.render(target) else None)
         )
         sub = replace(ctx, role_hint=role or ctx.role_hint)
-        ends = self._inline_with_record(fn, rec, sub, cursor)
+        self._inline_with_record(fn, rec, sub, cursor)
         for key, name, before in by_ref:
             after = rec.fields.get(key)
-            if ends is not None and ends[1]:
-                # `if (done) { args.num_iters = -1; return; } ... args.num_iters = n;`: the value of
-                # the path taken (block-uniform conditions only; otherwise as before)
-                end_guard, at_returns = ends
-                paths = [(g, f.get(key)) for g, f in at_returns] + [(end_guard, after)]
-                merged = _merge_returns(paths, ctx.guard)
-                if isinstance(merged, Expr):
-                    after = merged
             if after is before or not isinstance(after, Expr):
                 continue
             # a part the walk could not model stays the value the template started from (a
@@ -363,12 +355,10 @@ class InlineExpansion:
             ctx.env.assign(name, after)
         return rec
 
-    def _inline_with_record(self, f: Func, rec: Rec, ctx: Ctx, cursor: Any) -> tuple | None:
-        """Walk the callback `f` with `rec` as its argument. (guard at its end, [(guard, fields)
-        at each `return`]), or None when it is not walked."""
+    def _inline_with_record(self, f: Func, rec: Rec, ctx: Ctx, cursor: Any) -> None:
         cands = [c for c in f.cursors if any(ch.kind == CK.COMPOUND_STMT for ch in c.get_children())]
         if not cands:
-            return None
+            return
         chosen = cands[0]
         fenv = Env(f.owner.env if f.owner is not None else self.w.mb.env_for(chosen), dynamic=ctx.env)
         params = [p for p in chosen.get_children() if p.kind == CK.PARM_DECL]
@@ -376,16 +366,16 @@ class InlineExpansion:
             fenv.define(params[0].spelling, rec)
         body = next(ch for ch in chosen.get_children() if ch.kind == CK.COMPOUND_STMT)
         call_loc = loc_of(cursor, self.w.filename) if cursor is not None else None
-        frame = Frame(record=rec)
-        inner = replace(
-            ctx,
-            env=fenv,
-            frame=frame,
-            depth=ctx.depth + 1,
-            callers=ctx.callers + ((call_loc,) if call_loc else ()),
+        self.w.walk(
+            body,
+            replace(
+                ctx,
+                env=fenv,
+                frame=Frame(),
+                depth=ctx.depth + 1,
+                callers=ctx.callers + ((call_loc,) if call_loc else ()),
+            ),
         )
-        self.w.walk(body, inner)
-        return inner.guard, frame.record_at_returns
 
 
 def _opaque_to(value: Expr):

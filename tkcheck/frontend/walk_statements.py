@@ -978,8 +978,6 @@ class StatementWalk:
     def _walk_return(self, c, ctx: Ctx):
         kids = list(c.get_children())
         if ctx.frame is not None:
-            if ctx.frame.record is not None:
-                ctx.frame.record_at_returns.append((ctx.guard, dict(ctx.frame.record.fields)))
             if kids:
                 v = self.exec_expr(kids[0], ctx)
                 ctx.frame.returns.append((ctx.guard, v))
