@@ -505,6 +505,14 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
                 n = names.get("gridDim." + name[len(pre) :])
                 if n is not None:
                     s.add(v < n)
+    # the front end's unresolved reads of one source text (`?G.A.rows#4`, `?G.A.rows#52`: two
+    # reads of `G.A.rows()` it could not name) are one value in any launch
+    same: dict[str, list] = {}
+    for name, v in names.items():
+        if name.startswith("?") and "#" in name and z3.is_int(v):
+            same.setdefault(name.rsplit("#", 1)[0], []).append(v)
+    for vs in same.values():
+        s.add(*[v == vs[0] for v in vs[1:]])
     cl = m.cluster.eval({}) if m.cluster is not None else None
     gx = names.get("gridDim.x")
     if isinstance(cl, int) and not isinstance(cl, bool) and cl > 1 and gx is not None:
