@@ -524,8 +524,11 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     # block 0 first (it runs in every launch, as `_trip_params` prefers), then any block; the
     # smallest sizes first
     firsts = [v == 0 for n, v in names.items() if n.startswith(("blockIdx.", "clusterIdx.")) and z3.is_int(v)]
+    # every loop at least `target` iterations first (each ring wraps in every loop: a loop's
+    # short corner, e.g. fewer k steps than a kernel's documented multiple, is tried only after)
+    long_all = [z >= target for z, t in zip(zt, ts) if t.free_vars()]  # (constant trips stay as written)
     for cap in INSTANCE_CAPS:
-        for pin in [firsts, []] if firsts else [[]]:
+        for pin in ([firsts + long_all, firsts, long_all, []] if firsts else [long_all, []]):
             s.push()
             s.add(*[v <= cap for v in names.values() if z3.is_int(v)], *pin)
             if S.timed_check(s) == z3.sat:
