@@ -528,7 +528,7 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     # short corner, e.g. fewer k steps than a kernel's documented multiple, is tried only after)
     long_all = [z >= target for z, t in zip(zt, ts) if t.free_vars()]  # (constant trips stay as written)
     for cap in INSTANCE_CAPS:
-        for pin in ([firsts + long_all, firsts, long_all, []] if firsts else [long_all, []]):
+        for pin in [firsts + long_all, firsts, long_all, []] if firsts else [long_all, []]:
             s.push()
             s.add(*[v <= cap for v in names.values() if z3.is_int(v)], *pin)
             if S.timed_check(s) == z3.sat:
