@@ -54,3 +54,42 @@ def test_a_known_expect_beside_a_data_copy_stays_unknown():
     text = text.replace("bar_arrive_tx(&full[s], len * 4);", "bar_arrive_tx(&full[s], MAXLEN * 4);")
     (ex,) = _explore(path, text)
     assert ex.status == "unknown" and "bytes not known" in ex.reason
+
+
+def test_a_conditional_phase_bit_flip_is_run_with_the_instance():
+    """The producer's bit of the storer's barrier is flipped under `kk == STAGES - 1`: no closed
+    form over the loop counters. The unrolling runs the front end's own end-of-body value of the
+    bitfield (`Loop.simulated`) with the instance's sizes: the correct kernel explores clean, the
+    flip one step early is a circular wait (producer at out_empty, consumers at full)."""
+    (good,) = _explore(PROGRESS / "phasebit_conditional_flip_good.cu")
+    assert good.status == "explored" and good.deadlock is None, good.reason
+    waits = [e for r in good.roles for e in r.events if e.kind == "wait" and e.elem == ("out_empty",)]
+    assert [e.parity for e in waits][:2] == [1, 0]  # task 0 passes the fresh barrier, task 1 waits
+    (bad,) = _explore(PROGRESS / "phasebit_conditional_flip_bad.cu")
+    assert bad.deadlock is not None
+    blocked = {protocol.event_text(e) for _, e in bad.deadlock.blocked}
+    assert "wait(out_empty, 0)" in blocked and "wait(full[3], 0)" in blocked
+
+
+def test_a_model_with_sequential_duties_reports_no_deadlock_of_its_own():
+    """lcsf / interpreter protocol files run the two producer duties the template polls in sequence
+    (`tkcheck_sequential_duties`): a deadlock reached there is unknown, never a finding."""
+    (m,) = models_of(str(ROOT / "corpus" / "hopper" / "rotary_lcsf.cu"))
+    assert m.progress_approx and "polls" in m.progress_approx
+    (b,) = models_of(str(PROGRESS / "phasebit_conditional_flip_bad.cu"))
+    b.progress_approx = m.progress_approx
+    ex = protocol.explore(Analysis(b))
+    assert ex.deadlock is None and ex.status == "unknown" and ex.reason.startswith("a deadlock of the model only")
+
+
+def test_roles_with_one_program_share_a_visited_key():
+    """Warps with the same events (the same ops, elements, counts) are interchangeable: the search
+    visits a state and the one with two such roles' (pc, mark) swapped once."""
+    (ex,) = _explore(PROGRESS / "phasebit_conditional_flip_good.cu")
+    r = ex.roles[0]
+    twins = [protocol.Role("a", r.threads, r.events), protocol.Role("b", r.threads, r.events), ex.roles[1]]
+    key = protocol._symmetry(twins)
+    s1 = ((1, 0, 0), (-1, 0, -1), (), ())
+    s2 = ((0, 1, 0), (0, -1, -1), (), ())
+    assert key(s1) == key(s2)
+    assert key(((1, 0, 1), (-1, -1, -1), (), ())) != key(((1, 0, 0), (-1, -1, -1), (), ()))

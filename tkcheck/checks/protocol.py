@@ -39,10 +39,10 @@ from ..model import ir
 from .analysis import Analysis
 from .threads import describe
 
-MAX_STATES = 20000
+MAX_STATES = 50_000
 # events run over one exploration (every role's run from every state, the runs that cannot move
 # included): a deterministic bound on its work, in place of a wall-clock cap
-MAX_STEPS = 400_000
+MAX_STEPS = 1_000_000
 MAX_EVENTS = 4000
 EVENT_KINDS = (
     ir.MBAR_INIT,
@@ -505,6 +505,14 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
                 n = names.get("gridDim." + name[len(pre) :])
                 if n is not None:
                     s.add(v < n)
+    # the front end's unresolved reads of one source text (`?G.A.rows#4`, `?G.A.rows#52`: two
+    # reads of `G.A.rows()` it could not name) are one value in any launch
+    same: dict[str, list] = {}
+    for name, v in names.items():
+        if name.startswith("?") and "#" in name and z3.is_int(v):
+            same.setdefault(name.rsplit("#", 1)[0], []).append(v)
+    for vs in same.values():
+        s.add(*[v == vs[0] for v in vs[1:]])
     cl = m.cluster.eval({}) if m.cluster is not None else None
     gx = names.get("gridDim.x")
     if isinstance(cl, int) and not isinstance(cl, bool) and cl > 1 and gx is not None:
@@ -516,8 +524,11 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     # block 0 first (it runs in every launch, as `_trip_params` prefers), then any block; the
     # smallest sizes first
     firsts = [v == 0 for n, v in names.items() if n.startswith(("blockIdx.", "clusterIdx.")) and z3.is_int(v)]
+    # every loop at least `target` iterations first (each ring wraps in every loop: a loop's
+    # short corner, e.g. fewer k steps than a kernel's documented multiple, is tried only after)
+    long_all = [z >= target for z, t in zip(zt, ts) if t.free_vars()]  # (constant trips stay as written)
     for cap in INSTANCE_CAPS:
-        for pin in [firsts, []] if firsts else [[]]:
+        for pin in [firsts + long_all, firsts, long_all, []] if firsts else [long_all, []]:
             s.push()
             s.add(*[v <= cap for v in names.values() if z3.is_int(v)], *pin)
             if S.timed_check(s) == z3.sat:
@@ -773,12 +784,15 @@ def _unroll(
                 while j < len(seq) and len(seq[j].loops) > depth and seq[j].loops[depth] == lid:
                     j += 1
                 lp = m.loops[lid]
+                cur = {x: sim_value(v0, env) for x, v0, _, _, _ in lp.simulated}
                 if rounds is not None and _data_exit(m, lid):
                     c = lp.continues[0]
                     fresh = _per_round(m, lid)
+                    prev = None
                     for k in range(rounds + 1):
                         env2 = dict(env)
                         env2[lp.counter.name] = k
+                        cur, prev = sim_step(lp, cur, prev, env2), env2
                         if k == rounds:
                             for n in fresh:  # the round that stops: its value is the stop's
                                 env2.pop(n, None)
@@ -804,11 +818,15 @@ def _unroll(
                     trip = trips.pop() if len(trips) == 1 else None
                 if not isinstance(trip, int) or trip < 0:
                     return no(o, f"trip count {lp.trip} not known")
+                prev = None
                 for k in range(trip):
                     env2 = dict(env)
                     env2[lp.counter.name] = k
+                    cur, prev = sim_step(lp, cur, prev, env2), env2
                     if not walk(seq[i:j], depth + 1, env2):
                         return False
+                if lp.simulated:
+                    env.update(sim_after(lp, cur, prev))
                 i = j
                 continue
             if not emit(o, env):
@@ -817,6 +835,42 @@ def _unroll(
                 return no(o, f"more than {MAX_EVENTS} events")
             i += 1
         return True
+
+    def sim_value(e: E.Expr, env: dict):
+        # a carried value the front end has no closed form for (`ir.Loop.simulated`), run with
+        # the concrete sizes: one value for every thread of the role, else unknown (left out of
+        # the environment: whatever reads it stops there with its own cause)
+        ts = threads if e.depends_on(E.THREAD) else (rep,)
+        vals = {e.eval(dict(env, tid=t, tid_y=0, tid_z=0)) for t in ts}
+        v = vals.pop() if len(vals) == 1 else None
+        return v if isinstance(v, int) else None
+
+    def sim_step(lp: ir.Loop, cur: dict, prev: dict | None, env2: dict) -> dict:
+        # the values at the start of this iteration: `cur` in the first, else the update over
+        # the previous iteration's (`prev`: that iteration's environment). Each unknown is bound
+        # in env2 only where the head the body sees then evaluates to that value
+        if prev is not None:
+            cur = {x: (sim_value(upd, prev) if cur.get(x) is not None else None) for x, _, upd, _, _ in lp.simulated}
+        for x, _, _, _, head in lp.simulated:
+            v = cur.get(x)
+            if v is None:
+                continue
+            env2[x] = v
+            if sim_value(head, env2) != v:
+                del env2[x]
+                cur[x] = None
+        return cur
+
+    def sim_after(lp: ir.Loop, cur: dict, prev: dict | None) -> dict:
+        # the values after the loop, under the unknowns that stand for them
+        out = {}
+        for x, _, upd, a, _ in lp.simulated:
+            v = cur.get(x)
+            if prev is not None and v is not None:
+                v = sim_value(upd, prev)
+            if a is not None and v is not None:
+                out[a] = v
+        return out
 
     def emit(o: ir.Op, env: dict) -> bool:
         if memory and o.kind == ir.SMEM_ACCESS:
@@ -1151,6 +1205,18 @@ def _init_counts(an: Analysis, params: dict) -> dict | None:
 
 
 def _explore(an: Analysis) -> Exploration:
+    ex = _explore_model(an)
+    why = an.model.progress_approx
+    if ex.deadlock is not None and why:
+        # the model runs a schedule the code may leave (two duties the template polls, run one
+        # after the other): a deadlock of the model is no deadlock of the code; unknown
+        ex.deadlock = None
+        ex.status = "unknown"
+        ex.reason = f"a deadlock of the model only: {why}"
+    return ex
+
+
+def _explore_model(an: Analysis) -> Exploration:
     t0 = time.perf_counter()
     ex = Exploration()
     m = an.model
@@ -1259,6 +1325,7 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
     init_b = tuple((0, counts[e], 0) for e in elems)
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
+    key = _symmetry(roles) if not memory else (lambda st: st)
     # a path is a chain (previous chain, steps): extending it costs nothing, a trace is spelled
     # out only for the deadlock or race found
     stack: deque[tuple[tuple, tuple | None]] = deque([(start, None)])
@@ -1273,9 +1340,10 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
             ex.steps = steps_run
             return
         state, path = pop()
-        if state in visited:
+        k = key(state)
+        if k in visited:
             continue
-        visited.add(state)
+        visited.add(k)
         pcs, marks, bars, syncs = state
         if memory:
             race = _race_at(roles, pcs)
@@ -1316,11 +1384,39 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
             ex.steps = steps_run
             return
         for s in succ if memory else reversed(succ):
-            if s[0] not in visited:
+            if key(s[0]) not in visited:
                 stack.append(s)
     ex.status = "explored"
     ex.states = len(visited)
     ex.steps = steps_run
+
+
+def _symmetry(roles: list[Role]):
+    """The key a state is visited under: roles with the same program (the same events, the same
+    number of threads: warps that differ only in what the search does not see) are interchangeable,
+    so a state and the one with two such roles' (pc, generation mark) swapped have the same
+    successors up to that swap and the same deadlocks. The key sorts those pairs within each
+    class of such roles (an exact reduction: what is reachable is kept, up to the swap)."""
+    sig: dict = {}
+    for i, r in enumerate(roles):
+        ev = tuple(
+            (e.kind, id(e.op), e.elem, e.parity, e.arrivals, e.bytes, e.sync, e.block, e.mem, e.sym) for e in r.events
+        )
+        sig.setdefault((len(r.threads), ev), []).append(i)
+    classes = [ix for ix in sig.values() if len(ix) > 1]
+    if not classes:
+        return lambda st: st
+
+    def key(st):
+        pcs, marks, bars, syncs = st
+        p, mk = list(pcs), list(marks)
+        for ix in classes:
+            pairs = sorted((pcs[i], marks[i]) for i in ix)
+            for i, (a, b) in zip(ix, pairs):
+                p[i], mk[i] = a, b
+        return (tuple(p), tuple(mk), bars, syncs)
+
+    return key
 
 
 def _trace(path: tuple | None) -> list:

@@ -237,6 +237,14 @@ class CallLowering:
                 self.w.model.block_threads = v
                 self.w.model.block_threads_source = "template flags"
             return None
+        if base == "tkcheck_sequential_duties":
+            # a template protocol that polls two producer duties, modelled as two loops in sequence
+            if self.w.model is not None and not ctx.dry:
+                self.w.model.progress_approx = (
+                    "the template polls its producer duties (loads and stores) in one loop; "
+                    "tkcheck's model of it runs them one after the other"
+                )
+            return None
         if base == "tkcheck_group_sync" and len(args) == 2:
             # group<N>::sync(id) of a template protocol whose N is one of its flags
             n = self.w.ev(args[0], replace(ctx, dry=True))

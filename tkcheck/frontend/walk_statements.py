@@ -1071,8 +1071,9 @@ class StatementWalk:
             ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
         elif ivar is not None:
             ivar.set(env, E.opaque(f"{cexpr.render(var)}@loop"), define=True)
-        for slot, closed in carried.items():
-            slot.set(env, closed(counter))
+        heads = {slot: closed(counter) for slot, closed in carried.items()}
+        for slot, v in heads.items():
+            slot.set(env, v)
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
         if cond_c is not None and trip is None and var is None and carried:
@@ -1104,13 +1105,17 @@ class StatementWalk:
                 # the condition with the values its polls load as Vars (the progress engine asks
                 # which loaded values let the loop end)
                 spin.spin = ir.SpinFacts(_to_bool(cv) if isinstance(cv, Expr) else None)
+        real_ends = None  # the carried values at the end of the body this walk saw (`_simulated`)
         if body is not None:
             r = self.walk(body, bctx)
+            if r is None and not ctx.dry:
+                real_ends = {sl: sl.get(env) for sl in carried}
             if inc_c is not None and r is None and not ctx.dry:
                 # the increment runs at the end of every iteration: its operations too
                 # (`for (...; ...; mks.next_instruction())` arrives on the slot's barrier)
                 saved_vals = {sl: sl.get(env) for sl in carried}
                 self.exec_expr(inc_c, replace(bctx, env=bctx.env.child()))
+                real_ends = {sl: sl.get(env) for sl in carried}
                 for sl, v in saved_vals.items():
                     sl.set(env, v)
         if spin is not None and self._loop_breaks:
@@ -1138,6 +1143,8 @@ class StatementWalk:
             else:
                 after[slot] = E.opaque(f"{slot.label}@after-loop")
             slot.set(ctx.env, after[slot])
+        if system is not None and real_ends is not None:
+            loop.simulated = _simulated(heads, after, system[2], real_ends)
         if system is not None and loop.trip is not None and not loop.trip.depends_on(E.THREAD):
             self._register_sequence(lid, loop.trip, carried, system, after, ctx.dry)
         if self._system_logs and system is not None:
@@ -1622,6 +1629,28 @@ class StatementWalk:
             out[sl] = lambda k, g=g, base=base: g(E.binop("+", base, k))
 
     # -- asm ---------------------------------------------------------------
+
+
+def _simulated(heads: dict, after: dict, v0s: dict, ends: dict) -> tuple:
+    """`Loop.simulated`: the carried slots whose value at the start of an iteration has no closed
+    form (an unknown, or a form over one unknown), with their value before the loop and their value
+    at the end of the body as the (non-dry) walk of the body left it: over the heads of this
+    iteration and the unknowns the inner loops' own `simulated` stand for after them."""
+    out = []
+    for sl, h in heads.items():
+        if not isinstance(h, Expr):
+            continue
+        # the head is the unknown itself, or a form over one unknown (`k == 0 ? v0 : x`)
+        xs = [v for v in h.free_vars() if v.kind == E.OPAQUE]
+        if len(xs) != 1:
+            continue
+        v0, end = v0s.get(sl), ends.get(sl)
+        if not isinstance(v0, Expr) or not isinstance(end, Expr):
+            continue
+        a = after.get(sl)
+        aname = a.name if isinstance(a, E.Var) and a.kind == E.OPAQUE and a != xs[0] else None
+        out.append((xs[0].name, v0, end, aname, h))
+    return tuple(out)
 
 
 def _counter_label(var, init_v, step, loc) -> str:

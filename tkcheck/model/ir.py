@@ -194,6 +194,15 @@ class Loop:
     # opaque) and that has no `break`: like an infinite loop with `continues`, its trip count
     # is a number N >= 0 the model does not bound (proofs hold for every N)
     data_cond: bool = False
+    # loop-carried values with no closed form (a phase bitfield flipped under a condition: TK's
+    # `update_phasebit` inside `if (k == S - 1)`): (unknown, start, update, after, head) each.
+    # `head` is the form the body sees for the value at the start of an iteration, over one
+    # `unknown` (the unknown itself, or `k == 0 ? v0 : unknown`); `start` is the value before the
+    # loop, `update` the value at the end of an iteration (over `head`, the counter and the other
+    # carried values' closed forms: the front end's own symbolic walk of the body) and `after`
+    # names the unknown that stands for the value after the loop (None: none). An unrolling with
+    # concrete sizes runs these updates (checks/protocol._unroll); nothing else reads them.
+    simulated: tuple[tuple[str, Expr, Expr, str | None, Expr], ...] = ()
 
 
 @dataclass
@@ -554,6 +563,9 @@ class KernelModel:
     # source ranges (file, (line, col), (line, col)) this kernel never runs: the branch of an
     # `if constexpr` (or a constant condition) not taken
     dead_code: set = field(default_factory=set)
+    # why the progress exploration's deadlocks are not the kernel's (a template model that runs
+    # in sequence two duties the template polls: `tkcheck_sequential_duties` in its protocol file)
+    progress_approx: str | None = None
 
     # queries ----------------------------------------------------------------
     def ops_of(self, *kinds: str) -> Iterator[Op]:

@@ -32,6 +32,9 @@ template<class... A> __device__ int tkcheck_flag(A...);
 template<class... A> __device__ void tkcheck_callback(A...);
 template<class... A> __device__ int tkcheck_uniform(A...);
 template<class... A> __device__ void tkcheck_block_threads(A...);
+// the two producer duties run in sequence here, polled in the template: a deadlock of this
+// model is not one of the template (the progress exploration says unknown)
+template<class... A> __device__ void tkcheck_sequential_duties(A...);
 template<class... A> __device__ void tkcheck_group_sync(A...);
 
 // an op with producer::store (the template's `has_store<Op>`)
@@ -42,6 +45,7 @@ __global__ void tkcheck_interpreter_protocol(const typename lcft::layout::global
     constexpr int INPUT_PIPE_STAGES = tkcheck_flag(lcft, INPUT_PIPE_STAGES, 1);
     constexpr int OUTPUT_PIPE_STAGES = tkcheck_flag(lcft, OUTPUT_PIPE_STAGES, 1);
     tkcheck_block_threads((NUM_CONSUMER_WARPS + NUM_PRODUCER_WARPS) * 32);
+    tkcheck_sequential_duties();
     extern __shared__ int __shm[];
     shared_allocator alloc(&__shm[0]);
     typename lcft::layout::input_block (&input_smem)[INPUT_PIPE_STAGES] = alloc.allocate<typename lcft::layout::input_block, INPUT_PIPE_STAGES>();

@@ -24,6 +24,9 @@ template<class... A> __device__ void tkcheck_callback(A...);
 // to it is the variable's value afterwards
 template<class... A> __device__ int tkcheck_uniform(A...);
 template<class... A> __device__ void tkcheck_block_threads(A...);
+// the two producer duties run in sequence here, polled in the template: a deadlock of this
+// model is not one of the template (the progress exploration says unknown)
+template<class... A> __device__ void tkcheck_sequential_duties(A...);
 // group<N>::sync(id) with N one of the flags above (clang cannot take them as template arguments)
 template<class... A> __device__ void tkcheck_group_sync(A...);
 
@@ -36,6 +39,7 @@ __global__ void tkcheck_lcsf_protocol(const typename lcft::layout::globals globa
     constexpr int PRODUCER_BARRIER_ARRIVALS = tkcheck_flag(lcft, PRODUCER_BARRIER_ARRIVALS, NUM_PRODUCER_WARPS);
     constexpr int CONSUMER_BARRIER_ARRIVALS = tkcheck_flag(lcft, CONSUMER_BARRIER_ARRIVALS, NUM_CONSUMER_WARPS);
     tkcheck_block_threads((NUM_CONSUMER_WARPS + NUM_PRODUCER_WARPS) * 32);
+    tkcheck_sequential_duties();
     extern __shared__ int __shm[];
     shared_allocator alloc(&__shm[0]);
     typename lcft::layout::scratch_block (&scratch_smem) = alloc.allocate<typename lcft::layout::scratch_block>();
