@@ -461,6 +461,67 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     return verdicts.pop()
 
 
+def _release_chain(an: Analysis, w: ir.Op) -> bool:
+    """w (no bytes land on its barrier) is the back channel of a cycle through a third role:
+    every signaller s of w's barrier waits, before s in the same iteration of s's loops, on a
+    barrier X whose every signaller waits, before it in the same iteration of its loops, on a
+    data barrier that w's own threads fill after w in w's loop body (loader -> `full` -> consumer
+    -> `out_full` -> storer -> `out_free` -> loader). Its completion j then needs w's own use j to
+    pass first: w waits for the release of the use before (a release, offset -1)."""
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    if mine is None or _carries_bytes(m, w.barrier.name) or not w.loops:
+        return False
+    to = an.solver_timeout_ms
+    after = {
+        o.barrier.name
+        for o in m.ops
+        if o.order > w.order
+        and o.loops[: len(w.loops)] == w.loops
+        and o.barrier is not None
+        and o.kind in (ir.MBAR_EXPECT, ir.TMA_LOAD)
+        and _carries_data(m, o.barrier.name)
+        and (th.issuers(o) or frozenset()) <= mine
+        and th.issuers(o)
+    }
+    if not after:
+        return False
+
+    def waits_before(s: ir.Op) -> list[ir.Op] | None:
+        iss = th.issuers(s)
+        if iss is None or not s.loops:
+            return None
+        out = []
+        for o in m.ops_of(ir.MBAR_WAIT):
+            if o.order >= s.order or o.barrier is None or o.loops[: len(s.loops)] != s.loops:
+                continue
+            ex = th.executing(o)
+            if ex is not None and iss <= ex:
+                out.append(o)
+        return out
+
+    sigs = [s for s in _signals(m, w.barrier.name) if not _other_blocks(s, w, to)]
+    if not sigs:
+        return False
+    for s in sigs:
+        if s.kind != ir.MBAR_ARRIVE or (th.issuers(s) or frozenset()) & mine:
+            return False
+        found = False
+        for o in waits_before(s) or ():
+            x = o.barrier.name
+            if x == w.barrier.name or x in after:
+                continue
+            xs = [t for t in _signals(m, x) if not _other_blocks(t, o, to)]
+            if not xs or any(t.kind != ir.MBAR_ARRIVE for t in xs):
+                continue
+            if all(any(o2.barrier.name in after for o2 in (waits_before(t) or ())) for t in xs):
+                found = True
+                break
+        if not found:
+            return False
+    return True
+
+
 def _self_paced(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr | None) -> E.Expr | None:
     """due(k) - use(k) for a data barrier that the waiting threads fill themselves: every
     arrival on it in the loop (an expect issued by a lane of the waiting warp) sits in the
@@ -1278,9 +1339,13 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         and any(u.depends_on(E.LOOP) for u in w.guard.uniform)
     ):
         # a bitfield wait under a loop condition (once a task, at one step of the k loop) whose
-        # signaller answers through a third role: the direction is not told by one handshake
-        wp.reason = "handshake direction not established (conditional wait, no direct handshake)"
-        return
+        # signaller answers through a third role: a release when the cycle closes through the
+        # data w's own role fills after it, else the direction is not told by one handshake
+        if not _release_chain(an, site):
+            wp.reason = "handshake direction not established (conditional wait, no direct handshake)"
+            return
+        hs = True
+        why.append("pair")
     if wp.assumption == "data-exit" and hs is False and sp is None and "skip" not in why and "pair" not in why:
         # `False` is also the answer when no handshake was found at all; in a loop whose
         # trip the model does not know, only a direction proved from the guards is used
