@@ -462,10 +462,10 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
 
 
 def _release_chain(an: Analysis, w: ir.Op) -> bool:
-    """w (no bytes land on its barrier) is the back channel of a cycle through a third role:
-    every signaller s of w's barrier waits, before s in the same iteration of s's loops, on a
-    barrier X whose every signaller waits, before it in the same iteration of its loops, on a
-    data barrier that w's own threads fill after w in w's loop body (loader -> `full` -> consumer
+    """w (no bytes land on its barrier) is the back channel of a cycle, directly or through a
+    third role: every signaller s of w's barrier waits, before s in the same iteration of s's
+    loops (also in a loop nested there), on a data barrier that w's own threads fill after w in
+    w's loop body, or on a barrier X whose every signaller waits so (loader -> `full` -> consumer
     -> `out_full` -> storer -> `out_free` -> loader). Its completion j then needs w's own use j to
     pass first: w waits for the release of the use before (a release, offset -1)."""
     m, th = an.model, an.threads
@@ -509,7 +509,10 @@ def _release_chain(an: Analysis, w: ir.Op) -> bool:
         found = False
         for o in waits_before(s) or ():
             x = o.barrier.name
-            if x == w.barrier.name or x in after:
+            if x in after:
+                found = True  # the signaller itself waits for that data (one hop)
+                break
+            if x == w.barrier.name:
                 continue
             xs = [t for t in _signals(m, x) if not _other_blocks(t, o, to)]
             if not xs or any(t.kind != ir.MBAR_ARRIVE for t in xs):
