@@ -235,11 +235,18 @@ def _own_elements(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr) -> bo
 def _other_blocks(a: ir.Op, w: ir.Op, to: int) -> bool:
     """a and w never run in one block: their block-uniform conditions exclude each other (a
     kernel that runs one function on its compute blocks and another on its communication blocks,
-    `if (blockIdx.x < n) f(); else g();`, each with its own `__shared__` barriers and bitfield)."""
+    `if (blockIdx.x < n) f(); else g();`, each with its own `__shared__` barriers and bitfield),
+    and neither lands on another CTA's barrier (a remote arrive, a multicast load or commit)."""
     from .. import solver
 
     if not a.guard.uniform or not w.guard.uniform or not a.guard.exact or not w.guard.exact:
         return False
+    for o in (a, w):
+        b = o.mbar
+        if b is not None and (
+            b.remote or b.multicast or b.cta is not None or b.mbar_cta is not None or b.mask is not None
+        ):
+            return False  # it may land on another CTA's barrier: the blocks may meet there
     both = [u for u in (*a.guard.uniform, *w.guard.uniform) if not u.depends_on(E.LOOP) and not u.is_opaque()]
     if not both:
         return False
