@@ -1857,7 +1857,9 @@ def _cnt_in(n: E.Expr, R: E.Expr, p: int, c: int, b: E.Expr, bounds) -> E.Expr:
     return E.ite(E.binop(">", e, a), E.binop("-", _cnt(e, R, p, c, b), _cnt(a, R, p, c, b)), zero)
 
 
-def _count_site(site: ir.Op, w: ir.Op, form, kO: E.Var, inner, n_in: E.Expr, b: E.Expr, carried: bool, to: int):
+def _count_site(
+    site: ir.Op, w: ir.Op, form, kO: E.Var, inner, n_in: E.Expr, b: E.Expr, carried: bool, to: int, cont=()
+):
     """Executions of `site` (a flip of the bitfield, or the wait itself) before the point of the
     wait `w` that hit bit / element b: the site at ring position (R + k) % p + c of the innermost
     loop, run where its conditions hold -- a conditional flip counts only the iterations whose
@@ -1865,7 +1867,9 @@ def _count_site(site: ir.Op, w: ir.Op, form, kO: E.Var, inner, n_in: E.Expr, b: 
     (counter, trip) of the k loop, or None for a wait in the task loop alone; n_in: the site's
     runs of the current (innermost) iteration range, [0, n_in). Conditions free of the loop
     counters must follow from the wait's own; those over one counter must bound it to an
-    interval. None when the count is not modelled."""
+    interval. `cont`: the task loop's `continues` (held by every iteration that went on past its
+    breaks: every task before the wait's); such a condition that the wait runs under too holds
+    in every task the count covers. None when the count is not modelled."""
     from .. import solver
 
     if not site.guard.exact:
@@ -1874,6 +1878,8 @@ def _count_site(site: ir.Op, w: ir.Op, form, kO: E.Var, inner, n_in: E.Expr, b: 
     inv, on_o, on_i = [], [], []
     for u in site.guard.uniform:
         lv = {v.name for v in u.free_vars() if v.kind == E.LOOP}
+        if u in cont and u in w.guard.uniform:
+            continue
         if not lv:
             inv.append(u)
         elif not lv <= loop_names or len(lv) > 1:
@@ -1968,6 +1974,21 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
                 return "phase bitfield: threads of a set/flip unknown"
             if same:
                 (sets if o.kind == ir.PHASEBIT_SET else flips).append(o)
+    # the uses counted are the wait's own: another wait site on the barrier by the same threads
+    # that may come before it (in or before the task loop) is not counted here -- except one
+    # that runs only in the task that leaves the loop (`if (idx == -1) { drain; break; }`)
+    mine = an.threads.executing(w)
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o is w or o.barrier is None or o.barrier.name != w.barrier.name or _other_blocks(o, w, to):
+            continue
+        theirs = an.threads.executing(o)
+        if theirs is not None and mine is not None and not theirs & mine:
+            continue
+        if O.id not in o.loops and o.order > w.order:
+            continue  # after the task loop
+        if O.id in o.loops and any(E.negate(c) in o.guard.uniform for c in O.continues):
+            continue  # only in the task that breaks out: never before a use of a task that went on
+        return "phase bitfield: barrier waited at another site by the same threads"
     before = [s for s in sets if s.order < w.order]
     if not before:
         return "phase bitfield: initial value unknown"
@@ -2011,7 +2032,7 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
                 return "phase bitfield: flip position not a ring index"
             n_in = E.binop("+", kin, E.Const(1)) if F.order < w.order else kin
             # a conditional flip counts the iterations its condition held in
-            cnt = _count_site(F, w, ff, kO, (kin, T) if I is not None else None, n_in, posw, carried, to)
+            cnt = _count_site(F, w, ff, kO, (kin, T) if I is not None else None, n_in, posw, carried, to, O.continues)
             if cnt is None:
                 if not F.guard.exact or F.guard.uniform != w.guard.uniform:
                     return "phase bitfield: conditional flip"
@@ -2052,7 +2073,16 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
         if fi is None:
             return "phase bitfield: barrier index not a ring index"
         use = _count_site(
-            w, w, fi, kO, (kin, T) if I is not None else None, kin, idx[0] if idx else E.Const(0), True, to
+            w,
+            w,
+            fi,
+            kO,
+            (kin, T) if I is not None else None,
+            kin,
+            idx[0] if idx else E.Const(0),
+            True,
+            to,
+            O.continues,
         )
         if use is None:
             if any(u.depends_on(E.LOOP) for u in w.guard.uniform):
