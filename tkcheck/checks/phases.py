@@ -1483,6 +1483,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         wp.witness["params"] = params
     # phase never advanced: the parity is the same on every iteration
     invariant = k is not None and k not in parity.free_vars()
+    if not invariant and k is not None and pb is not None:
+        # a phase bit that no flip touches reads the same value whatever the position (the
+        # other half's bits: `get_phasebit<1>` where only `<0>` is flipped)
+        ren = {v.name: E.Var(v.name + "@again", E.PARAM) for v in parity.free_vars() if v.kind == E.LOOP}
+        same = E.binop("==", _mod2(parity), _mod2(E.substitute(parity, ren)))
+        invariant = bool(ren) and solver.always(same, to, assume=tuple(w.guard.uniform)) is True
     wp.status = "not-advanced" if invariant else "mismatch"
 
 
