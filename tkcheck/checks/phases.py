@@ -1487,8 +1487,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         # a phase bit that no flip touches reads the same value whatever the position (the
         # other half's bits: `get_phasebit<1>` where only `<0>` is flipped)
         ren = {v.name: E.Var(v.name + "@again", E.PARAM) for v in parity.free_vars() if v.kind == E.LOOP}
-        same = E.binop("==", _mod2(parity), _mod2(E.substitute(parity, ren)))
-        invariant = bool(ren) and solver.always(same, to, assume=tuple(w.guard.uniform)) is True
+        same_par = E.binop("==", _mod2(parity), _mod2(E.substitute(parity, ren)))
+        invariant = bool(ren) and solver.always(same_par, to, assume=tuple(w.guard.uniform)) is True
     wp.status = "not-advanced" if invariant else "mismatch"
 
 
