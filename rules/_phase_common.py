@@ -25,7 +25,8 @@ def phase_finding(an, wp: P.WaitPhase, code: str):
     msg = f"wait on '{elem}' passes parity {wit['parity_waited']} at {where}, but that use is due to observe {due_txt}"
     if code == "TK304":
         msg = (
-            f"the parity waited on '{wp.barrier}' never changes, but slot {stage} is reused: at {where} "
+            f"the parity waited on '{wp.barrier}' never changes, but "
+            f"{f'slot {stage} is reused' if stage is not None else 'it is waited on again'}: at {where} "
             f"the wait passes parity {wit['parity_waited']} while {due_txt} is due"
         )
     if wp.assumption:

@@ -210,6 +210,8 @@ def _own_elements(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr) -> bo
     for o in m.ops_of(ir.MBAR_WAIT):
         if o is w or o.barrier is None or o.barrier.name != w.barrier.name:
             continue
+        if _other_blocks(o, w, an.solver_timeout_ms):
+            continue  # never in w's block (a kernel's other kind of block, its own barriers)
         theirs = th.executing(o)
         if theirs is None or not theirs <= mine:
             return False
@@ -228,6 +230,27 @@ def _own_elements(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr) -> bo
             return False
     ps = list(pats)
     return all(completion._disjoint(a, b, an.solver_timeout_ms) for i, a in enumerate(ps) for b in ps[i + 1 :])
+
+
+def _other_blocks(a: ir.Op, w: ir.Op, to: int) -> bool:
+    """a and w never run in one block: their block-uniform conditions exclude each other (a
+    kernel that runs one function on its compute blocks and another on its communication blocks,
+    `if (blockIdx.x < n) f(); else g();`, each with its own `__shared__` barriers and bitfield),
+    and neither lands on another CTA's barrier (a remote arrive, a multicast load or commit)."""
+    from .. import solver
+
+    if not a.guard.uniform or not w.guard.uniform or not a.guard.exact or not w.guard.exact:
+        return False
+    for o in (a, w):
+        b = o.mbar
+        if b is not None and (
+            b.remote or b.multicast or b.cta is not None or b.mbar_cta is not None or b.mask is not None
+        ):
+            return False  # it may land on another CTA's barrier: the blocks may meet there
+    both = [u for u in (*a.guard.uniform, *w.guard.uniform) if not u.depends_on(E.LOOP) and not u.is_opaque()]
+    if not both:
+        return False
+    return solver.always(E.negate(E.conj(*both)), to) is True
 
 
 def _thread_range(an: Analysis, w: ir.Op, index, parity) -> list[E.Expr]:
@@ -386,7 +409,7 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     verdicts = set()
     paired = []  # per signaller: its wait on a barrier of w's role was found
     for s in _signals(m, w.barrier.name):
-        if s.kind == ir.TMA_LOAD:
+        if s.kind == ir.TMA_LOAD or _other_blocks(s, w, an.solver_timeout_ms):
             continue
         if w.loops and _one_visit(m, s):
             continue  # a one-visit (pre-arrival) signal, not the steady-state handshake
@@ -443,6 +466,70 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
     if why is not None and paired and all(paired):
         why.append("pair")
     return verdicts.pop()
+
+
+def _release_chain(an: Analysis, w: ir.Op) -> bool:
+    """w (no bytes land on its barrier) is the back channel of a cycle, directly or through a
+    third role: every signaller s of w's barrier waits, before s in the same iteration of s's
+    loops (also in a loop nested there), on a data barrier that w's own threads fill after w in
+    w's loop body, or on a barrier X whose every signaller waits so (loader -> `full` -> consumer
+    -> `out_full` -> storer -> `out_free` -> loader). Its completion j then needs w's own use j to
+    pass first: w waits for the release of the use before (a release, offset -1)."""
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    if mine is None or _carries_bytes(m, w.barrier.name) or not w.loops:
+        return False
+    to = an.solver_timeout_ms
+    after = {
+        o.barrier.name
+        for o in m.ops
+        if o.order > w.order
+        and o.loops[: len(w.loops)] == w.loops
+        and o.barrier is not None
+        and o.kind in (ir.MBAR_EXPECT, ir.TMA_LOAD)
+        and _carries_data(m, o.barrier.name)
+        and (th.issuers(o) or frozenset()) <= mine
+        and th.issuers(o)
+    }
+    if not after:
+        return False
+
+    def waits_before(s: ir.Op) -> list[ir.Op] | None:
+        iss = th.issuers(s)
+        if iss is None or not s.loops:
+            return None
+        out = []
+        for o in m.ops_of(ir.MBAR_WAIT):
+            if o.order >= s.order or o.barrier is None or o.loops[: len(s.loops)] != s.loops:
+                continue
+            ex = th.executing(o)
+            if ex is not None and iss <= ex:
+                out.append(o)
+        return out
+
+    sigs = [s for s in _signals(m, w.barrier.name) if not _other_blocks(s, w, to)]
+    if not sigs:
+        return False
+    for s in sigs:
+        if s.kind != ir.MBAR_ARRIVE or (th.issuers(s) or frozenset()) & mine:
+            return False
+        found = False
+        for o in waits_before(s) or ():
+            x = o.barrier.name
+            if x in after:
+                found = True  # the signaller itself waits for that data (one hop)
+                break
+            if x == w.barrier.name:
+                continue
+            xs = [t for t in _signals(m, x) if not _other_blocks(t, o, to)]
+            if not xs or any(t.kind != ir.MBAR_ARRIVE for t in xs):
+                continue
+            if all(any(o2.barrier.name in after for o2 in (waits_before(t) or ())) for t in xs):
+                found = True
+                break
+        if not found:
+            return False
+    return True
 
 
 def _self_paced(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr | None) -> E.Expr | None:
@@ -691,6 +778,8 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
         elems *= v
     first = min((o.order for o in m.ops if round_loop is not None and round_loop in o.loops), default=w.order)
     for s in _signals(m, w.barrier.name):
+        if _other_blocks(s, w, an.solver_timeout_ms):
+            continue  # never in w's block
         if round_loop is not None and round_loop in s.loops:
             continue
         if round_loop is None and s.loops == w.loops:
@@ -1016,7 +1105,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         w.parity is not None
         and w.phasebit is not None
         and w.loops
-        and (w.parity.is_opaque() or len(w.loops) > 1)
+        and (
+            w.parity.is_opaque()
+            or len(w.loops) > 1
+            or (w.phasebit.pos is not None and w.phasebit.pos.depends_on(E.THREAD))
+        )
         and not any(ix.is_opaque() for ix in w.barrier.index)
     ):
         pb = _phasebit_counts(an, w)
@@ -1247,6 +1340,22 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
+    if (
+        pb is not None
+        and hs is False
+        and sp is None
+        and "skip" not in why
+        and "pair" not in why
+        and any(u.depends_on(E.LOOP) for u in w.guard.uniform)
+    ):
+        # a bitfield wait under a loop condition (once a task, at one step of the k loop) whose
+        # signaller answers through a third role: a release when the cycle closes through the
+        # data w's own role fills after it, else the direction is not told by one handshake
+        if not _release_chain(an, site):
+            wp.reason = "handshake direction not established (conditional wait, no direct handshake)"
+            return
+        hs = True
+        why.append("pair")
     if wp.assumption == "data-exit" and hs is False and sp is None and "skip" not in why and "pair" not in why:
         # `False` is also the answer when no handshake was found at all; in a loop whose
         # trip the model does not know, only a direction proved from the guards is used
@@ -1374,6 +1483,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         wp.witness["params"] = params
     # phase never advanced: the parity is the same on every iteration
     invariant = k is not None and k not in parity.free_vars()
+    if not invariant and k is not None and pb is not None:
+        # a phase bit that no flip touches reads the same value whatever the position (the
+        # other half's bits: `get_phasebit<1>` where only `<0>` is flipped)
+        ren = {v.name: E.Var(v.name + "@again", E.PARAM) for v in parity.free_vars() if v.kind == E.LOOP}
+        same_par = E.binop("==", _mod2(parity), _mod2(E.substitute(parity, ren)))
+        invariant = bool(ren) and solver.always(same_par, to, assume=tuple(w.guard.uniform)) is True
     wp.status = "not-advanced" if invariant else "mismatch"
 
 
@@ -1651,9 +1766,16 @@ def _ring_form(pos: E.Expr, k: E.Var):
     flat(pos)
     consts = [t for t in terms if isinstance(t, E.Const) and isinstance(t.value, int) and not isinstance(t.value, bool)]
     rest = [t for t in terms if t not in consts or not isinstance(t, E.Const)]
+    c: int | E.Expr = sum(t.value for t in consts)
+    # terms free of the loop counters (a warp's own bit: `get_phasebit<0>(bits, warp_id)`) are
+    # a fixed offset of each thread: the bitfield is per thread
+    fixed = [t for t in rest if not t.depends_on(E.LOOP) and not t.is_opaque()]
+    if fixed and len(fixed) >= len(rest) - 1:
+        rest = [t for t in rest if t not in fixed]
+        for t in fixed:
+            c = E.binop("+", c if isinstance(c, E.Expr) else E.Const(c), t)
     if len(rest) > 1:
         return None
-    c = sum(t.value for t in consts)
     if not rest:
         # a fixed bit (`get_phasebit<1>(bits, 0)`): a ring of one position
         return E.Const(0), 1, c
@@ -1677,9 +1799,9 @@ def _ring_form(pos: E.Expr, k: E.Var):
     return None
 
 
-def _cnt(n: E.Expr, R: E.Expr, p: int, c: int, b: E.Expr) -> E.Expr:
+def _cnt(n: E.Expr, R: E.Expr, p: int, c: int | E.Expr, b: E.Expr) -> E.Expr:
     """#{j in [0, n) : (R + j) % p + c == b} for n >= 0."""
-    d = E.binop("-", b, E.Const(c))
+    d = E.binop("-", b, c if isinstance(c, E.Expr) else E.Const(c))
     r = E.binop("%", E.binop("+", E.binop("%", E.binop("-", d, R), E.Const(p)), E.Const(p)), E.Const(p))
     inside = E.binop("&&", E.binop(">=", d, E.Const(0)), E.binop("<", d, E.Const(p)))
     return E.ite(inside, E.binop("/", E.binop("-", E.binop("+", n, E.Const(p - 1)), r), E.Const(p)), E.Const(0))
@@ -1705,6 +1827,108 @@ def _count_inner(form, kO: E.Var, T: E.Expr, n_in: E.Expr, b: E.Expr, carried: b
     return _cnt(E.binop("+", E.binop("*", T, kO), n_in), R0, p, c, b)
 
 
+def _bounds(conds, k: E.Var):
+    """The interval [lo, hi) of k that a conjunction of comparisons of k with expressions free of
+    k allows (None for an open side), or None when some conjunct is not such a comparison."""
+    lo: E.Expr | None = None
+    hi: E.Expr | None = None
+    flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
+    for c in conds:
+        if not (isinstance(c, E.Bin) and c.op in flip):
+            return None
+        op, a, b = c.op, c.a, c.b
+        if b == k and k not in a.free_vars():
+            op, a, b = flip[op], b, a
+        if a != k or k in b.free_vars():
+            return None
+        one = E.Const(1)
+        los = {">=": b, ">": E.binop("+", b, one), "==": b}.get(op)
+        his = {"<": b, "<=": E.binop("+", b, one), "==": E.binop("+", b, one)}.get(op)
+        if los is not None:
+            lo = los if lo is None else E.ite(E.binop(">", los, lo), los, lo)
+        if his is not None:
+            hi = his if hi is None else E.ite(E.binop("<", his, hi), his, hi)
+    return lo, hi
+
+
+def _cnt_in(n: E.Expr, R: E.Expr, p: int, c: int, b: E.Expr, bounds) -> E.Expr:
+    """#{j in [0, n) : lo <= j < hi and (R + j) % p + c == b} for n >= 0 (`_cnt` cut to the
+    interval `bounds` = (lo, hi), either side None when open)."""
+    lo, hi = bounds
+    if lo is None and hi is None:
+        return _cnt(n, R, p, c, b)
+    zero = E.Const(0)
+    a = zero if lo is None else E.ite(E.binop(">", lo, zero), lo, zero)
+    e = n if hi is None else E.ite(E.binop("<", hi, n), hi, n)
+    return E.ite(E.binop(">", e, a), E.binop("-", _cnt(e, R, p, c, b), _cnt(a, R, p, c, b)), zero)
+
+
+def _count_site(
+    site: ir.Op, w: ir.Op, form, kO: E.Var, inner, n_in: E.Expr, b: E.Expr, carried: bool, to: int, cont=()
+):
+    """Executions of `site` (a flip of the bitfield, or the wait itself) before the point of the
+    wait `w` that hit bit / element b: the site at ring position (R + k) % p + c of the innermost
+    loop, run where its conditions hold -- a conditional flip counts only the iterations whose
+    condition held (`if (k == S - 1) update_phasebit(bits, S)`: once a task). `inner` is
+    (counter, trip) of the k loop, or None for a wait in the task loop alone; n_in: the site's
+    runs of the current (innermost) iteration range, [0, n_in). Conditions free of the loop
+    counters must follow from the wait's own; those over one counter must bound it to an
+    interval. `cont`: the task loop's `continues` (held by every iteration that went on past its
+    breaks: every task before the wait's); such a condition that the wait runs under too holds
+    in every task the count covers. None when the count is not modelled."""
+    from .. import solver
+
+    if not site.guard.exact:
+        return None
+    loop_names = {kO.name} | ({inner[0].name} if inner is not None else set())
+    inv, on_o, on_i = [], [], []
+    for u in site.guard.uniform:
+        lv = {v.name for v in u.free_vars() if v.kind == E.LOOP}
+        if u in cont and u in w.guard.uniform:
+            continue
+        if not lv:
+            inv.append(u)
+        elif not lv <= loop_names or len(lv) > 1:
+            return None
+        elif kO.name in lv:
+            on_o.append(u)
+        else:
+            on_i.append(u)
+    if inv and site is not w and solver.always(E.conj(*inv), to, assume=tuple(w.guard.uniform)) is not True:
+        return None
+    bo = _bounds(on_o, kO)
+    if bo is None:
+        return None
+    R, p, c = form
+    if inner is None:
+        if kO in R.free_vars():
+            return None
+        return _cnt_in(n_in, R, p, c, b, bo)
+    kin, T = inner
+    bi = _bounds(on_i, kin)
+    if bi is None:
+        return None
+    in_o = E.conj(*on_o) if on_o else None
+    cur = _cnt_in(n_in, R, p, c, b, bi) if kO not in R.free_vars() or not carried else None
+    if not carried:
+        if cur is None:
+            return None
+        return cur if in_o is None else E.ite(in_o, cur, E.Const(0))
+    if kO in R.free_vars():
+        # a ring carried across the tasks: closed form over the flat iteration only without
+        # conditions over the counters
+        if on_o or on_i:
+            return None
+        return _count_inner(form, kO, T, n_in, b, True, to)
+    assert cur is not None
+    before = _cnt_in(kO, E.Const(0), 1, 0, E.Const(0), bo)  # earlier tasks whose condition held
+    return E.binop(
+        "+",
+        E.binop("*", before, _cnt_in(T, R, p, c, b, bi)),
+        cur if in_o is None else E.ite(in_o, cur, E.Const(0)),
+    )
+
+
 def _bit_of(value: int, b: E.Expr, lo: int, hi: int) -> E.Expr:
     out: E.Expr = E.Const(0)
     for i in range(lo, hi):
@@ -1716,6 +1940,8 @@ def _applies_to_waiters(an: Analysis, a: ir.Op, w: ir.Op) -> bool | None:
     """A set/flip `a` of a per-thread bitfield counts for the wait `w` when every thread that runs
     the wait runs it too (a template's `bitfield = 0xFFFF0000` by all threads, read in one role),
     never when no waiting thread runs it (the other role's copy); otherwise unknown."""
+    if _other_blocks(a, w, an.solver_timeout_ms):
+        return False  # never in the wait's block: another function's bitfield of the same name
     ea, eb = an.threads.executing(a), an.threads.executing(w)
     if ea is None or eb is None:
         return None
@@ -1754,6 +1980,21 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
                 return "phase bitfield: threads of a set/flip unknown"
             if same:
                 (sets if o.kind == ir.PHASEBIT_SET else flips).append(o)
+    # the uses counted are the wait's own: another wait site on the barrier by the same threads
+    # that may come before it (in or before the task loop) is not counted here -- except one
+    # that runs only in the task that leaves the loop (`if (idx == -1) { drain; break; }`)
+    mine = an.threads.executing(w)
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o is w or o.barrier is None or o.barrier.name != w.barrier.name or _other_blocks(o, w, to):
+            continue
+        theirs = an.threads.executing(o)
+        if theirs is not None and mine is not None and not theirs & mine:
+            continue
+        if O.id not in o.loops and o.order > w.order:
+            continue  # after the task loop
+        if O.id in o.loops and any(E.negate(c) in o.guard.uniform for c in O.continues):
+            continue  # only in the task that breaks out: never before a use of a task that went on
+        return "phase bitfield: barrier waited at another site by the same threads"
     before = [s for s in sets if s.order < w.order]
     if not before:
         return "phase bitfield: initial value unknown"
@@ -1776,40 +2017,43 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
     fw = _ring_form(posw, kin)
     if fw is None:
         return "phase bitfield: bit position not a ring index"
-    lo, hi = fw[2], fw[2] + fw[1]
+    thread_pos = isinstance(fw[2], E.Expr)
+    # a bit chosen per thread: any bit of the 32-bit word, for the threads that run the wait
+    lo, hi = (0, 32) if isinstance(fw[2], E.Expr) else (fw[2], fw[2] + fw[1])
     total: E.Expr = E.Const(0)
     for F in flips:
-        if F.order < S.order or not F.guard.exact or F.guard.uniform != w.guard.uniform:
-            if F.order < S.order:
-                continue
-            return "phase bitfield: conditional flip"
+        if F.order < S.order:
+            continue
         assert F.phasebit is not None and F.phasebit.pos is not None
         posf = linear(F.phasebit.pos)
+        # a flip that never touches the bit the wait reads (another element's bit: the stage
+        # bits beside a scalar barrier's bit), whatever its condition and place
+        ren = {v.name: E.Var(v.name + "@other", E.PARAM) for v in posf.free_vars() if v.kind == E.LOOP}
+        other = E.substitute(posf, ren)
+        if solver.always(E.binop("!=", other, posw), to) is True:
+            continue
         if F.loops == w.loops:
             ff = _ring_form(posf, kin)
             if ff is None:
                 return "phase bitfield: flip position not a ring index"
             n_in = E.binop("+", kin, E.Const(1)) if F.order < w.order else kin
-            if I is None:
-                R, p, c = ff
-                if kO in R.free_vars():
-                    return "phase bitfield: flip position not recognised"
-                cnt = _cnt(n_in, R, p, c, posw)
-            else:
-                cnt = _count_inner(ff, kO, T, n_in, posw, carried, to)
+            # a conditional flip counts the iterations its condition held in
+            cnt = _count_site(F, w, ff, kO, (kin, T) if I is not None else None, n_in, posw, carried, to, O.continues)
             if cnt is None:
+                if not F.guard.exact or F.guard.uniform != w.guard.uniform:
+                    return "phase bitfield: conditional flip"
+                if I is None:
+                    return "phase bitfield: flip position not recognised"
                 return "phase bitfield: ring not carried in a recognised way"
             total = E.binop("+", total, cnt)
             continue
+        if not F.guard.exact or F.guard.uniform != w.guard.uniform:
+            return "phase bitfield: conditional flip"
         if F.order > w.order and O.id not in F.loops:
             continue  # after the task loop (a drain): no wait inside it sees the flip
-        # a flip elsewhere in the loop nest: fine when it never touches the bit the wait reads
+        # a flip elsewhere in the loop nest that may touch the bit the wait reads
         if not F.loops or F.loops[0] != O.id or len(F.loops) > 2:
             return "phase bitfield: flip outside the task loop"
-        ren = {v.name: E.Var(v.name + "@other", E.PARAM) for v in posf.free_vars() if v.kind == E.LOOP}
-        other = E.substitute(posf, ren)
-        if solver.always(E.binop("!=", other, posw), to) is True:
-            continue
         if not carried and I is not None and F.loops == (O.id,) and not (S.order < F.order < w.order):
             continue  # reset before the wait's next use
         if not carried and I is not None and F.loops == (O.id,):
@@ -1820,17 +2064,35 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
     parity = E.binop("%", E.binop("+", _bit_of(S.phasebit.value, posw, lo, hi), total), E.Const(2))
     # a task loop that ends on data (a CLC or instruction stream): every iteration may run
     assume = [E.binop("<", kO, O.trip)] if O.trip is not None else []
+    if thread_pos or posw.depends_on(E.THREAD):
+        assume.append(w.guard.thread)
     use = None
     if I is not None:
         assume.append(E.binop("<", I.counter, T))
+    if I is not None or any(u.depends_on(E.LOOP) for u in w.guard.uniform):
+        # the wait's earlier uses of its element, counted where its condition held (a wait
+        # once a task at one step of the k loop); a scalar barrier is a ring of one element
         idx = tuple(linear(ix) for ix in w.barrier.index)
-        if len(idx) != 1:
+        if len(idx) > 1:
             return "phase bitfield: barrier index not a ring index"
-        fi = _ring_form(idx[0], kin)
+        fi = _ring_form(idx[0], kin) if idx else (E.Const(0), 1, 0)
         if fi is None:
             return "phase bitfield: barrier index not a ring index"
-        use = _count_inner(fi, kO, T, kin, idx[0], True, to)
+        use = _count_site(
+            w,
+            w,
+            fi,
+            kO,
+            (kin, T) if I is not None else None,
+            kin,
+            idx[0] if idx else E.Const(0),
+            True,
+            to,
+            O.continues,
+        )
         if use is None:
+            if any(u.depends_on(E.LOOP) for u in w.guard.uniform):
+                return "phase bitfield: uses of a conditional wait not counted"
             return "phase bitfield: ring not carried in a recognised way"
     return parity, use, assume
 

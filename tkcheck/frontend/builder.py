@@ -107,6 +107,8 @@ def _plain_name(arg) -> str | None:
         if len(kids) != 1:
             return None
         arg = kids[0]
+    if arg.kind == CK.MEMBER_REF_EXPR and arg.spelling:
+        return "." + arg.spelling  # a record's field (`regs.phasebits`): any record's field of that name
     return arg.spelling if arg.kind == CK.DECL_REF_EXPR else None
 
 

@@ -131,11 +131,10 @@ class CallLowering:
                 if bit is not None:
                     return bit
                 out = E.binop("&", E.binop(">>", bf, E.binop("+", ring, E.Const(16 * n))), E.Const(1))
-                if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1:
+                bname = self.w.exprs.bitfield_name(args[0], ctx, cursor)
+                if bname is not None:
                     # which bitfield / bit a wait's parity reads (phase reasoning across nested loops)
-                    self.w.phasebit_reads[out] = ir.PhasebitFacts(
-                        args[0].segments[0].name, pos=E.binop("+", ring, E.Const(16 * n))
-                    )
+                    self.w.phasebit_reads[out] = ir.PhasebitFacts(bname, pos=E.binop("+", ring, E.Const(16 * n)))
                 return out
             return E.opaque("phasebit")
         if base == "update_phasebit" and len(args) == 2:
@@ -143,8 +142,9 @@ class CallLowering:
             ring = self.w.ev(args[1], ctx, cursor)
             if n is not None and isinstance(ring, Expr):
                 flip = cexpr.Value(E.binop("<<", E.Const(1), E.binop("+", ring, E.Const(16 * n))))
+                bname = self.w.exprs.bitfield_name(args[0], ctx, cursor)
                 self.w.exprs.assign(cexpr.Assign("^=", args[0], flip), ctx, cursor)
-                if isinstance(args[0], cexpr.Name) and len(args[0].segments) == 1 and cursor is not None:
+                if bname is not None and cursor is not None:
                     self.w.emit(
                         ir.Op(
                             ir.PHASEBIT_FLIP,
@@ -152,9 +152,7 @@ class CallLowering:
                             loc_of(cursor, self.w.filename),
                             ctx.guard,
                             ctx.loops,
-                            phasebit=ir.PhasebitFacts(
-                                args[0].segments[0].name, pos=E.binop("+", ring, E.Const(16 * n))
-                            ),
+                            phasebit=ir.PhasebitFacts(bname, pos=E.binop("+", ring, E.Const(16 * n))),
                         ),
                         ctx,
                     )

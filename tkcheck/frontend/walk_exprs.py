@@ -760,6 +760,9 @@ class ExprEvaluation:
                     val = (
                         E.binop(op[:-1], old, val) if isinstance(old, Expr) and isinstance(val, Expr) else E.opaque(key)
                     )
+                elif "." + lhs.field in self.w.mb.phase_bitfields():
+                    # a phase bitfield kept in a record (`regs.phasebits = 0xFFFF0000`)
+                    self.note_phasebit_set(key, val, ctx, cursor, known=True)
                 ctx.env.assign(key, val)
                 return val
             if isinstance(obj, Rec):
@@ -898,10 +901,24 @@ class ExprEvaluation:
             ctx,
         )
 
-    def note_phasebit_set(self, name, value, ctx: Ctx, cursor):
+    def bitfield_name(self, node, ctx: Ctx, cursor) -> str | None:
+        """The name a phase bitfield argument stands for: a variable (`bits`), or a scalar field of
+        a record variable (`regs.phasebits`, also inside the functions it is passed to by
+        reference: the record's own path)."""
+        if isinstance(node, cexpr.Name) and len(node.segments) == 1:
+            return node.segments[0].name
+        if isinstance(node, cexpr.Member):
+            obj = self.ev(node.obj, replace(ctx, dry=True), cursor)
+            if isinstance(obj, Rec) and obj.path is not None and node.field in obj.scalars:
+                return f"{obj.path}.{node.field}"
+        return None
+
+    def note_phasebit_set(self, name, value, ctx: Ctx, cursor, known: bool = False):
         """A phase bitfield (re)initialised to a constant: an op, so that phase
         reasoning across nested loops can find where the bits were last set."""
-        if ctx.dry or self.w.model is None or cursor is None or name not in self.w.mb.phase_bitfields():
+        if ctx.dry or self.w.model is None or cursor is None:
+            return
+        if not known and name not in self.w.mb.phase_bitfields():
             return
         if not isinstance(value, E.Const) or not isinstance(value.value, int) or isinstance(value.value, bool):
             return
