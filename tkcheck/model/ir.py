@@ -554,6 +554,10 @@ class KernelModel:
     # source ranges (file, (line, col), (line, col)) this kernel never runs: the branch of an
     # `if constexpr` (or a constant condition) not taken
     dead_code: set = field(default_factory=set)
+    # ring walks (frontend/ring_walk.py): walk id -> (task loop id, B: visits of the earlier
+    # tasks, visits of one task); op.order -> (walk id, the visit the op's index/parity are at)
+    ring_walks: dict = field(default_factory=dict)
+    ring_visits: dict = field(default_factory=dict)
 
     # queries ----------------------------------------------------------------
     def ops_of(self, *kinds: str) -> Iterator[Op]:
