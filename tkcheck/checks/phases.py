@@ -1513,6 +1513,8 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     if mine is None:
         return "threads unknown"
     sites = []
+    loops_of: dict[int, tuple[int, ...]] = {}
+    uniform_of: dict[int, set] = {}
     for o in m.ops_of(ir.MBAR_WAIT):
         if o.barrier is None or o.barrier.name != w.barrier.name:
             continue
@@ -1522,22 +1524,27 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
         if not theirs & mine:
             continue
         g = o.guard
+        pinned = _pinned_loops(m, o)
+        loops = o.loops[: len(o.loops) - len(pinned)]
+        uniform = {c for c in g.uniform if c not in pinned.values()}
         if (
             theirs != mine
             or m.ring_visits.get(o.order, (None,))[0] != wid
-            or not o.loops
-            or o.loops[0] != O_id
-            or len(o.loops) > 2
+            or not loops
+            or loops[0] != O_id
+            or len(loops) > 2
             or not g.exact
             or g.thread.depends_on(E.LOOP)
             or g.thread.is_opaque()
-            or any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform)
-            or set(g.uniform) != set(w.guard.uniform)
+            or any(c.depends_on(E.LOOP) or c.is_opaque() for c in uniform)
             or len(o.barrier.index) != len(w.barrier.index)
         ):
             return "ring walk: a use of the ring not in one sequence with this wait"
+        loops_of[o.order], uniform_of[o.order] = loops, uniform
         sites.append(o)
-    inner_ids = {o.loops[1] for o in sites if len(o.loops) == 2}
+    if w not in sites or any(uniform_of[o.order] != uniform_of[w.order] for o in sites):
+        return "ring walk: a use of the ring not in one sequence with this wait"
+    inner_ids = {loops_of[o.order][1] for o in sites if len(loops_of[o.order]) == 2}
     if len(inner_ids) > 1:
         return "ring walk: uses in several inner loops"
     I = m.loops[inner_ids.pop()] if inner_ids else None
@@ -1546,9 +1553,9 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     sites.sort(key=lambda o: o.order)
     if I is not None:
         lo = min(o.order for o in m.ops if I.id in o.loops)
-        pre = [o for o in sites if len(o.loops) == 1 and o.order < lo]
-        ins = [o for o in sites if len(o.loops) == 2]
-        post = [o for o in sites if len(o.loops) == 1 and o.order > lo]
+        pre = [o for o in sites if len(loops_of[o.order]) == 1 and o.order < lo]
+        ins = [o for o in sites if len(loops_of[o.order]) == 2]
+        post = [o for o in sites if len(loops_of[o.order]) == 1 and o.order > lo]
     else:
         pre, ins, post = sites, [], []
     Q, P, R = len(pre), len(ins), len(post)
@@ -1562,15 +1569,24 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
             return E.binop("+", E.Const(Q + ins.index(o)), E.binop("*", E.Const(P), kI))
         return E.binop("+", E.Const(Q + post.index(o)), E.binop("*", E.Const(P), T))
 
-    bounds = [E.binop(">=", B, E.Const(0))]
+    # the trip count as one symbol (the same expression on both sides: its arithmetic, often
+    # non-linear, is no part of the question)
+    Ts = E.Var("T#walk", E.LOOP)
+
+    def sym(e):
+        return E.replace_sub(e, T, Ts) if I is not None else e
+
+    bounds = [E.binop(">=", B, E.Const(0)), E.binop(">=", Ts, E.Const(0))]
     if kI is not None:
-        bounds += [E.binop(">=", kI, E.Const(0)), E.binop("<", kI, T)]
+        bounds += [E.binop(">=", kI, E.Const(0)), E.binop("<", kI, Ts)]
     for o in sites:
         xo = m.ring_visits[o.order][1]
-        if solver.always(E.binop("==", xo, E.binop("+", B, rank(o))), to, assume=tuple(bounds)) is not True:
+        same = E.binop("==", sym(xo), E.binop("+", B, sym(rank(o))))
+        if solver.always(same, to, assume=tuple(bounds)) is not True:
             return "ring walk: a wait's visit is not its use (an advance skipped or repeated)"
-    per_task = E.binop("+", E.Const(Q + R), E.binop("*", E.Const(P), T))
-    if solver.always(E.binop("==", steps, per_task), to) is not True:
+    # a task's visits (a + b) + m T (T the trip count of the inner loop that advances the
+    # ring, m >= 1): its uses Q + R + P T, so no uses in that loop is no match
+    if tuple(steps) != (Q + R, P):
         return "ring walk: a task's visits are not its uses"
     v = E.Var("v#walk", E.LOOP, label="use of the ring")
     idx = tuple(E.replace_sub(ix, X, v) for ix in index)
@@ -1591,6 +1607,39 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     if O.trip is not None:
         reached.append(E.binop(">", E.substitute(O.trip, first), E.Const(0)))
     return (v, idx, par, reached, O)
+
+
+def _pinned_loops(m: ir.KernelModel, o: ir.Op) -> dict:
+    """o's innermost loops whose iteration o's guard pins to one (`for (qid = 0; qid < 2;
+    qid++) { ...; if (qid == 0) wait(...); }`: a constant trip, a condition `counter == c`
+    with 0 <= c < trip, the counter nowhere in o's element or parity): o runs once per
+    iteration of the loop around them. Loop id -> the pinning condition."""
+    out: dict = {}
+    for lid in reversed(o.loops[1:]):
+        L = m.loops.get(lid)
+        trip = L.trip.eval({}) if L is not None and L.trip is not None else None
+        if not isinstance(trip, int) or isinstance(trip, bool):
+            break
+        pin = None
+        for c in o.guard.uniform:
+            if (
+                isinstance(c, E.Bin)
+                and c.op == "=="
+                and c.a == L.counter
+                and isinstance(c.b, E.Const)
+                and isinstance(c.b.value, int)
+                and 0 <= c.b.value < trip
+            ):
+                pin = c
+        if pin is None:
+            break
+        used = [*o.barrier.index, o.parity] if o.barrier is not None else []
+        if any(isinstance(x, E.Expr) and L.counter in x.free_vars() for x in used):
+            break
+        if any(c is not pin and L.counter in c.free_vars() for c in o.guard.uniform):
+            break
+        out[lid] = pin
+    return out
 
 
 def _waited_before(an: Analysis, w: ir.Op, rl: ir.Loop) -> bool:

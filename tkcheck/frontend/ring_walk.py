@@ -42,7 +42,7 @@ class Walk:
         self.orbit = orbit  # states (tuples in slot order), orbit[i] = u^i(start)
         self.p = len(orbit)
         self.B = B
-        self.steps = steps  # visits of one task: a + m T + b
+        self.steps = steps  # visits of one task: (a + b, m) for a + m T + b
         n = E.Var("n@walk", E.LOOP)
         self._forms = {}
         for i, sl in enumerate(slots):
@@ -79,11 +79,39 @@ class Walk:
             if not ok:
                 continue
             names = {sl: state[sl].name for sl in self.slots}
-            j = _exponent(lambda st: _apply(fns, names, self.slots, st), self.orbit)
+            j = _exponent(lambda st, fns=fns, names=names: _apply(fns, names, self.slots, st), self.orbit)
             if j is None:
                 return None
             return x if j == 0 else E.binop("+", x, E.Const(j))
         return None
+
+    def component(self, e):
+        """e, when it is a copy of one slot's value at some visit named so far (`int k_slot =
+        kv_idx;` taken before the slots moved on: a function of the state at visit x that
+        equals slot c's value at x + j on every state of the orbit), as that slot's canonical
+        form g_c(x + j) (smallest j); else e."""
+        if not isinstance(e, Expr) or self.B not in e.free_vars():
+            return e
+        state = {sl: E.Var(f"{sl.label}@walkstate", E.LOOP) for sl in self.slots}
+        names = {sl: state[sl].name for sl in self.slots}
+        for x in reversed(self.xs):
+            v = e
+            for c, st in sorted(((self.g(sl, x), state[sl]) for sl in self.slots), key=lambda t: -len(str(t[0]))):
+                v = E.replace_sub(v, c, st)
+            if v.is_opaque() or any(fv not in state.values() for fv in v.free_vars()):
+                continue
+            vals = []
+            for st in self.orbit:
+                r = v.eval({names[sl]: st[i] for i, sl in enumerate(self.slots)})
+                if r is None:
+                    return e
+                vals.append(int(r))
+            for j in range(self.p):
+                for ci, sl in enumerate(self.slots):
+                    if all(vals[i] == self.orbit[(i + j) % self.p][ci] for i in range(self.p)):
+                        return self.g(sl, x if j == 0 else E.binop("+", x, E.Const(j)))
+            return e
+        return e
 
 
 def _apply(fns: dict, names: dict, slots, st) -> tuple | None:
@@ -126,79 +154,128 @@ def _orbit(fn, x0) -> list | None:
     return None
 
 
-def outer(sw, out, slots, start, ends, nested, counter) -> Walk | None:
-    """A ring walk of the task loop whose carried values the front end left opaque (see the
-    module doc); sets their closed forms in `out` and returns the Walk, else None."""
-    from ..recurrence import _is_opaque_form
-
+def outer(sw, out, slots, start, ends, nested, counter) -> list[Walk]:
+    """The ring walks of the task loop whose carried values the front end left opaque (see the
+    module doc): each set of slots that update only one another (a ring's index and phase; a
+    phase flipped once an iteration) is tried on its own. Sets their closed forms in `out`."""
     if counter is None:
-        return None
+        return []
     # slots no other solver solved at the loop's own iteration (a flat sequence of `_flat_outer`
     # is solved there and stays as it is)
-    todo = [sl for sl in slots if sl in out and (_is_opaque_form(out[sl]) or out[sl](counter).is_opaque())]
-    if not todo:
-        return None
+    todo = [sl for sl in slots if sl in out and out[sl](counter).is_opaque()]
+    walks: list[Walk] = []
     for sysrec in nested:
-        group = [sl for sl in todo if sl in sysrec.ends]
+        # every slot the inner loop changes: a set that reads a slot another solver solved is
+        # left to that solver (its closed form stays)
+        group = [sl for sl in slots if sl in sysrec.ends]
         if not group:
             continue
         if any(other is not sysrec and any(sl in other.ends for sl in group) for other in nested):
             continue
-        group = sorted(group, key=lambda sl: sl.label)
-        x0 = []
-        for sl in group:
-            v = slots[sl]
-            c = v.eval({}) if isinstance(v, Expr) else None
-            if not isinstance(c, int):
-                break
-            x0.append(int(c))
-        if len(x0) != len(group):
-            continue
-        T = sysrec.trip
-        if T is None or T.depends_on(E.THREAD) or T.is_opaque():
-            continue
-        names_o = {sl: start[sl].name for sl in group}
-        names_i = {sl: sysrec.starts[sl].name for sl in group if sl in sysrec.starts}
-        if len(names_i) != len(group):
-            continue
-        pro = {sl: sysrec.v0s.get(sl) for sl in group}
-        inner = {sl: sysrec.ends.get(sl) for sl in group}
-        epi = {}
-        for sl in group:
-            e = ends.get(sl)
+        for comp in _components(group, start, ends, sysrec):
+            if any(sl not in todo for sl in _components_closure(comp, group)):
+                continue
+            w = _walk_of(sw, out, slots, start, ends, sysrec, comp, counter)
+            if w is not None:
+                walks.append(w)
+                todo = [sl for sl in todo if sl not in comp]
+    return walks
+
+
+def _components_closure(comp, group) -> list:
+    return comp
+
+
+def _components(group, start, ends, sysrec) -> list[list]:
+    """group split into sets of slots whose updates (before, in and after the inner loop)
+    read only one another."""
+    of = {}
+    for sl in group:
+        of[start[sl].name] = sl
+        if sl in sysrec.starts:
+            of[sysrec.starts[sl].name] = sl
+        of[f"{sl.label}@walkafter"] = sl
+    parent = {sl: sl for sl in group}
+
+    def find(x):
+        while parent[x] is not x:
+            x = parent[x]
+        return x
+
+    for sl in group:
+        for e in (sysrec.v0s.get(sl), sysrec.ends.get(sl), ends.get(sl)):
             if not isinstance(e, Expr):
-                break
-            for sl2 in group:
-                a = sysrec.after.get(sl2)
-                if isinstance(a, Expr):
-                    e = E.replace_sub(e, a, start[sl2])
-            epi[sl] = e
-        if len(epi) != len(group):
-            continue
-        pieces = [(pro, names_o), (inner, names_i), (epi, names_o)]
-        if not all(_closed_over(fns, names) for fns, names in pieces):
-            continue
-        fn = [lambda st, f=f, n=n: _apply(f, n, group, st) for f, n in pieces]
-        for cand in (1, 0, 2):
-            orbit = _orbit(fn[cand], tuple(x0))
-            if orbit is None or len(orbit) < 2:
                 continue
-            exps = [_exponent(f, orbit) for f in fn]
-            if any(x is None for x in exps) or exps[1] == 0:
-                continue
-            a, m, b = exps
-            steps = E.binop("+", E.Const(a + b), E.binop("*", E.Const(m), T))
-            sw._ring_walk_count += 1
-            walk = Walk(sw._ring_walk_count, None, group, orbit, flat_base(counter), steps)
-            for sl in group:
+            for v in e.free_vars():
+                other = of.get(v.name)
+                if other is not None:
+                    parent[find(other)] = find(sl)
+    comps: dict = {}
+    for sl in group:
+        comps.setdefault(find(sl), []).append(sl)
+    return [sorted(c, key=lambda sl: sl.label) for c in comps.values()]
 
-                def closed(k, sl=sl, walk=walk):
-                    if k != counter:
-                        return E.opaque(f"{sl.label}@walk")
-                    return walk.g(sl, walk.B)
 
-                out[sl] = closed
-            return walk
+def _walk_of(sw, out, slots, start, ends, sysrec, group, counter) -> Walk | None:
+    x0 = []
+    for sl in group:
+        v = slots[sl]
+        c = v.eval({}) if isinstance(v, Expr) else None
+        if not isinstance(c, int):
+            return None
+        x0.append(int(c))
+    T = sysrec.trip
+    if T is None or T.depends_on(E.THREAD) or T.is_opaque():
+        return None
+    names_o = {sl: start[sl].name for sl in group}
+    names_i = {sl: sysrec.starts[sl].name for sl in group if sl in sysrec.starts}
+    if len(names_i) != len(group):
+        return None
+    pro = {sl: sysrec.v0s.get(sl) for sl in group}
+    inner = {sl: sysrec.ends.get(sl) for sl in group}
+    epi = {}
+    for sl in group:
+        e = ends.get(sl)
+        if not isinstance(e, Expr):
+            return None
+        for sl2 in group:
+            a = sysrec.after.get(sl2)
+            if isinstance(a, Expr):
+                e = E.replace_sub(e, a, start[sl2])
+        epi[sl] = e
+    pieces = [(pro, names_o), (inner, names_i), (epi, names_o)]
+    if not all(_closed_over(fns, names) for fns, names in pieces):
+        return None
+    fn = [lambda st, f=f, n=n, group=group: _apply(f, n, group, st) for f, n in pieces]
+    # the unit step: the piece with the longest orbit of which every piece is a power (the
+    # finest step: one advance, not the two of an inner iteration)
+    best = None
+    for cand in (0, 2, 1):
+        orbit = _orbit(fn[cand], tuple(x0))
+        if orbit is None or len(orbit) < 2 or (best is not None and len(orbit) <= len(best[0])):
+            continue
+        exps = [_exponent(f, orbit) for f in fn]
+        if any(x is None for x in exps) or exps[1] == 0:
+            continue
+        best = (orbit, exps)
+    if best is not None:
+        orbit, (a, m, b) = best
+        steps = (a + b, m)  # visits of one task: (a + b) + m T, T the inner loop's trip count
+        sw._ring_walk_count += 1
+        # the visits of the earlier tasks: a symbol of this walk alone (another walk of the
+        # loop, or `_flat_outer`'s inner steps B, counts other things)
+        fb = flat_base(counter)
+        B = E.Var(f"{fb.name}{sw._ring_walk_count}", E.LOOP, label=f"visits of '{group[0].label}' before this task")
+        walk = Walk(sw._ring_walk_count, None, group, orbit, B, steps)
+        for sl in group:
+
+            def closed(k, sl=sl, walk=walk):
+                if k != counter:
+                    return E.opaque(f"{sl.label}@walk")
+                return walk.g(sl, walk.B)
+
+            out[sl] = closed
+        return walk
     return None
 
 
@@ -215,34 +292,39 @@ def _closed_over(fns: dict, names: dict) -> bool:
 def inner(sw, out, slots, start, ends, counter) -> None:
     """An inner loop of an active ring walk: its carried group values enter at a known visit
     X (canonical), and its update is u^m on the orbit: g(X + m k) at its iteration k."""
-    if counter is None or not sw._ring_walks:
+    if counter is None:
         return
-    walk = sw._ring_walks[-1]
-    if not all(sl in slots for sl in walk.slots):
-        return
-    x = walk.canonical({sl: slots[sl] for sl in walk.slots})
-    if x is None:
-        return
-    names = {sl: start[sl].name for sl in walk.slots}
-    fns = {sl: ends.get(sl) for sl in walk.slots}
-    if not _closed_over(fns, names):
-        return
-    m = _exponent(lambda st: _apply(fns, names, walk.slots, st), walk.orbit)
-    if m is None:
-        return
-    for sl in walk.slots:
-        out[sl] = lambda k, sl=sl, x=x, m=m: walk.g(sl, E.binop("+", x, E.binop("*", E.Const(m), k)) if m else x)
+    for walk in sw._ring_walks:
+        if not all(sl in slots for sl in walk.slots):
+            continue
+        x = walk.canonical({sl: slots[sl] for sl in walk.slots})
+        if x is None:
+            continue
+        names = {sl: start[sl].name for sl in walk.slots}
+        fns = {sl: ends.get(sl) for sl in walk.slots}
+        if not _closed_over(fns, names):
+            continue
+        m = _exponent(lambda st, fns=fns, names=names, walk=walk: _apply(fns, names, walk.slots, st), walk.orbit)
+        if m is None:
+            continue
+        for sl in walk.slots:
+            out[sl] = lambda k, sl=sl, x=x, m=m, walk=walk: walk.g(
+                sl, E.binop("+", x, E.binop("*", E.Const(m), k)) if m else x
+            )
 
 
 def visit(sw, op, ctx) -> None:
     """At an op on a barrier inside an active ring walk: the slots' values put back into
     canonical form (the state is g(X)), the op's index and parity rewritten over them, and its
     visit X recorded for `phases`."""
-    if not sw._ring_walks or op.barrier is None:
+    if op.barrier is None:
         return
-    walk = sw._ring_walks[-1]
-    if walk.loop_id is None or walk.loop_id not in ctx.loops:
-        return
+    for walk in reversed(sw._ring_walks):
+        if walk.loop_id is not None and walk.loop_id in ctx.loops:
+            _visit(sw, walk, op, ctx)
+
+
+def _visit(sw, walk, op, ctx) -> None:
     values = {sl: sl.get(ctx.env) for sl in walk.slots}
     if not all(isinstance(v, Expr) for v in values.values()):
         return
@@ -262,16 +344,20 @@ def visit(sw, op, ctx) -> None:
             e = E.replace_sub(e, values[sl], new[sl])
         return e
 
-    index = tuple(rew(ix) for ix in op.barrier.index)
-    parity = rew(op.parity)
-    # the op's values must now be functions of the state at visit x alone
-    for e in (*index, parity):
-        if isinstance(e, Expr) and walk.B in e.free_vars():
-            rest = e
-            for v in new.values():
-                rest = E.replace_sub(rest, v, E.Const(0))
-            if walk.B in rest.free_vars():
-                return
+    def at_x(e) -> bool:
+        if not isinstance(e, Expr) or walk.B not in e.free_vars():
+            return True
+        rest = e
+        for v in new.values():
+            rest = E.replace_sub(rest, v, E.Const(0))
+        return walk.B not in rest.free_vars()
+
+    # the op's values must now be functions of the state at visit x alone; a copy of a slot
+    # taken at another visit is put in canonical form first
+    index = tuple(rew(ix) if at_x(rew(ix)) else walk.component(rew(ix)) for ix in op.barrier.index)
+    parity = rew(op.parity) if at_x(rew(op.parity)) else walk.component(rew(op.parity))
+    if not all(at_x(e) for e in (*index, parity)):
+        return
     op.barrier = replace(op.barrier, index=index)
     if op.parity is not None:
         op.parity = parity

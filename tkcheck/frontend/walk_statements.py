@@ -1063,7 +1063,7 @@ class StatementWalk:
         system = self._last_system
         self._last_system = None
         continued, self._last_continued = self._last_continued, None
-        rwalk, self._last_ring_walk = self._last_ring_walk, None
+        rwalks, self._last_ring_walk = self._last_ring_walk or [], None
         loop = ir.Loop(
             lid, var_name, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None, infinite=infinite
         )
@@ -1081,9 +1081,9 @@ class StatementWalk:
             slot.set(env, closed(counter))
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
-        if rwalk is not None:
-            rwalk.loop_id = lid
-            self._ring_walks.append(rwalk)
+        for rw in rwalks:
+            rw.loop_id = lid
+            self._ring_walks.append(rw)
         if cond_c is not None and trip is None and var is None and carried:
             ct = self._carried_trip(cond_c, bctx, counter)
             if ct is not None:
@@ -1122,8 +1122,8 @@ class StatementWalk:
                 self.exec_expr(inc_c, replace(bctx, env=bctx.env.child()))
                 for sl, v in saved_vals.items():
                     sl.set(env, v)
-        if rwalk is not None:
-            self._ring_walks.remove(rwalk)
+        for rw in rwalks:
+            self._ring_walks.remove(rw)
         if spin is not None and self._loop_breaks:
             spin.spin = replace(spin.spin or ir.SpinFacts(), breaks=True)
         if self._loop_breaks and trip is not None:

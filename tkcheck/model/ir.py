@@ -560,6 +560,10 @@ class KernelModel:
     ring_visits: dict = field(default_factory=dict)
 
     # queries ----------------------------------------------------------------
+    def ring_walk_bases(self, loop_id: int) -> list[str]:
+        """The names of the visit counters B of the ring walks of this task loop."""
+        return sorted({w[1].name for w in self.ring_walks.values() if w[0] == loop_id})
+
     def ops_of(self, *kinds: str) -> Iterator[Op]:
         return (o for o in self.ops if o.kind in kinds)
 
