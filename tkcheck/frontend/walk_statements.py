@@ -150,7 +150,7 @@ class StatementWalk:
         # counter, innermost last; the walk the loop solved last hands to `_walk_loop`
         self._ring_walks: list = []
         self._ring_walk_count = 0
-        self._last_ring_walk = None
+        self._last_ring_walk: list | None = None
 
     def walk(self, c, ctx: Ctx) -> str | None:
         """Walk a statement. Returns 'return'/'break'/'continue' when the
