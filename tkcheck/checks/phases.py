@@ -1269,6 +1269,19 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
+    if (
+        walk is not None
+        and hs is False
+        and "skip" not in why
+        and "pair" not in why
+        and not _carries_data(m, w.barrier.name)
+    ):
+        # a ring walk's sites sit before, in and after the inner loop: "no handshake found" from
+        # one site's loop body is no proof of the direction (the role's signal on the forward
+        # barrier may come before the wait in the body); only a data barrier, or a direction
+        # proved from the pairs, is taken
+        wp.reason = "handshake direction not established (ring walk)"
+        return
     if wp.assumption == "data-exit" and hs is False and sp is None and "skip" not in why and "pair" not in why:
         # `False` is also the answer when no handshake was found at all; in a loop whose
         # trip the model does not know, only a direction proved from the guards is used
