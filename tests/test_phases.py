@@ -203,3 +203,39 @@ def test_loops_without_a_count_are_proved_for_every_trip_count():
         wps = _phases(ROOT / "fixtures" / "loops" / fixture)
         mine = [wp for (name, _), wp in wps.items() if name == good]
         assert mine and all(wp.status == "ok" for wp in mine), [(wp.op.location.row, wp.reason) for wp in mine]
+
+
+def test_a_ring_walked_at_several_sites_of_a_task_is_one_visit_counter():
+    """Ring walks (`frontend/ring_walk.py`): a ring advanced before, inside and after the inner
+    loop of a persistent task loop whose inner trip changes from task to task. Every wait's visit
+    is recorded; the reducer's waits (head, body, two tail waits) are proved; the same walk with
+    the parity flipped at every site is a counterexample in the first task; an advance skipped
+    after the head wait leaves that wait undecided (visits and uses differ), never a finding."""
+    path = ROOT / "fixtures" / "loops" / "ring_walk_task_sites.cu"
+    ms = {m.name: m for m in _models(path)}
+    good = ms["walk_head_body_tail"]
+    assert good.ring_walks and good.ring_visits
+    wps = _phases(path)
+    by = {}
+    for (name, row), wp in wps.items():
+        by.setdefault(name, []).append((row, wp))
+    assert [wp.status for _, wp in sorted(by["walk_head_body_tail"])] == ["ok"] * 5
+    flipped = [
+        wp
+        for _, wp in sorted(by["walk_parity_flipped"])
+        if wp.op.guard.thread != by["walk_parity_flipped"][0][1].op.guard.thread
+    ]
+    assert [wp.status for wp in flipped] == ["mismatch"] * 3
+    assert all(wp.witness.get("outer_iteration") in (None, 0) for wp in flipped)
+    skipped = sorted(by["walk_advance_skipped"])
+    assert skipped[1][1].status == "unknown"
+    assert all(wp.status != "mismatch" for _, wp in skipped)
+
+
+def test_the_b300_shaped_ring_is_decided():
+    """`ring_steps_around_k_loop.cu`: the first K tile before the k loop, V then K in each
+    iteration, the last V after it -- the consumer's four waits are proved (they were "parity or
+    barrier index not modelled")."""
+    wps = _phases(ROOT / "fixtures" / "loops" / "ring_steps_around_k_loop.cu")
+    good = [wp for (name, _), wp in wps.items() if name == "steps_around_k_loop"]
+    assert [wp.status for wp in good] == ["ok"] * 6

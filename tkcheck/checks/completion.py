@@ -253,7 +253,9 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
             return None
         if loop.counter.name in inst:
             break  # the instruction loop: fresh semaphores every iteration
-        if loop.counter.name in index_vars:
+        if loop.counter.name in index_vars or (not inner and index_vars & set(model.ring_walk_bases(lid))):
+            # (a ring walk's site directly in its task loop: its element moves with the visits
+            # of the earlier tasks, B, one round a task; `frontend/ring_walk.py`)
             round_loop = lid
             break
         inner.append(loop)
@@ -287,10 +289,14 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
         # loops around the round loop may move the index too (a ring carried across the tasks
         # of a persistent loop): their counters are named by position
         ren = {rc: E.Var("r", E.LOOP)}
+        for i, b in enumerate(model.ring_walk_bases(round_loop)):
+            ren[b] = E.Var(f"rbase{i}", E.LOOP)
         for depth, lid in enumerate(op.loops[: op.loops.index(round_loop)]):
             ren[model.loops[lid].counter.name] = E.Var(f"o{depth}", E.LOOP)
             # the steps the earlier tasks took (a ring carried across tasks of varying length)
             ren[flat_base(model.loops[lid].counter).name] = E.Var(f"o{depth}base", E.LOOP)
+            for i, b in enumerate(model.ring_walk_bases(lid)):
+                ren[b] = E.Var(f"o{depth}base{i}", E.LOOP)
         exprs = tuple(E.substitute(ix, ren) for ix in index)
         pattern = tuple(str(x) for x in exprs)
         if any(v.kind == E.LOOP and v.name not in ren for ix in index for v in ix.free_vars()):

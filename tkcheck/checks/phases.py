@@ -1136,7 +1136,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         return
     index = tuple(linear(ix) for ix in w.barrier.index)
     parity = linear(w.parity) if pb is None else pb[0]
-    flat = _flatten(m, w, index, parity) if pb is None else None
+    walk = _ring_walk_uses(an, w, index, parity) if pb is None and w.order in m.ring_visits else None
+    if isinstance(walk, str):
+        wp.reason = walk
+        return
+    flat = _flatten(m, w, index, parity) if pb is None and walk is None else None
     if flat is not None:
         # a ring carried across the tasks of a persistent loop: the uses are counted over the
         # flat iteration F = T * task + k of the (task, k) nest
@@ -1148,7 +1152,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     # a loop that goes on with the counter / ring a previous loop advanced (a drain loop): its
     # wait is the previous loop's wait site at iterations trip .. trip + its own trip - 1
     site = w
-    cont = _continuation(an, w, index, parity) if flat is None and pb is None else None
+    cont = _continuation(an, w, index, parity) if flat is None and pb is None and walk is None else None
     if cont is not None:
         site, index, parity, in_range = cont
     loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | {
@@ -1187,7 +1191,21 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         trip_assume.append(in_range[1])
     sites = None
     first_task: list[E.Expr] | None = []  # a varying-trip flat nest: where a counterexample is reached
-    if flat is not None:
+    if walk is not None:
+        # a ring walk (`_ring_walk_uses`): w's use v of the ring is its visit v
+        k, index, parity, first_task, O = walk
+        wp.loop = O.id
+        assume.append(E.binop(">=", k, E.Const(0)))
+        period = _period(index, k, to, p_assume)
+        if period is None:
+            wp.reason = "ring period not recognised"
+            return
+        if not _own_elements(an, w, index, k, period):
+            wp.reason = "ring elements shared with another waiting role"
+            return
+        wp.period = period
+        use = E.binop("/", k, period) if period != E.Const(1) else k
+    elif flat is not None:
         O, I = chain
         k = F
         wp.loop = O.id
@@ -1323,7 +1341,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         # a pipeline its own threads fill, with several uses an iteration: not modelled
         wp.reason = "barrier waited at several sites in the loop (filled by its own waiters)"
         return
-    sp = _self_paced(an, site, index, k, wp.period) if k is not None and flat is None and sites is None else None
+    sp = (
+        _self_paced(an, site, index, k, wp.period)
+        if k is not None and flat is None and sites is None and walk is None
+        else None
+    )
     if sp is not None:
         # a pipeline its own threads fill (per-warp prefetch-ahead ring): the wait at k
         # observes completion use(k) + prologue fills of its element - the uses the
@@ -1356,6 +1378,19 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         hs = True
         why.append("pair")
+    if (
+        walk is not None
+        and hs is False
+        and "skip" not in why
+        and "pair" not in why
+        and not _carries_data(m, w.barrier.name)
+    ):
+        # a ring walk's sites sit before, in and after the inner loop: "no handshake found" from
+        # one site's loop body is no proof of the direction (the role's signal on the forward
+        # barrier may come before the wait in the body); only a data barrier, or a direction
+        # proved from the pairs, is taken
+        wp.reason = "handshake direction not established (ring walk)"
+        return
     if wp.assumption == "data-exit" and hs is False and sp is None and "skip" not in why and "pair" not in why:
         # `False` is also the answer when no handshake was found at all; in a loop whose
         # trip the model does not know, only a direction proved from the guards is used
@@ -1399,7 +1434,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if ok is True:
         wp.status = "ok"
         return
-    if flat is not None and _varying_trip(m, w):
+    if (flat is not None and _varying_trip(m, w)) or walk is not None:
         if first_task is None or ok is None:
             wp.reason = "ring carried across tasks of varying length: not proved, no counterexample in the first task"
             return
@@ -1582,6 +1617,157 @@ def _sites_in_order(an: Analysis, w: ir.Op, rl: ir.Loop, plain: bool, several: b
     if P > 1:
         extra.append(E.binop("==", j, E.Const(me)))
     return v, tuple(index), parity, extra, P, Q
+
+
+def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
+    """A wait whose ring state the front end read as a ring walk (`frontend/ring_walk.py`:
+    the state at visit X is g(X), X = B + c with B the visits of the earlier tasks of the task
+    loop O). The waits of w's threads on the barrier, all in O (before, inside or after one
+    inner loop I of trip T, or in no inner loop), in program order are the uses of one task:
+    Q before I, P an iteration of I, R after it; use rank j (before), Q + P k + j (inside),
+    Q + P T + j (after). When every site's visit is B + its rank (z3) and a task's visits are
+    Q + P T + R (so the uses of the earlier tasks are B too), use v sees the ring's state g(v):
+    returns (v, element at v, parity at v, where a counterexample is reached: the first task,
+    B = 0, O). Else a reason (undecided)."""
+    from .. import solver
+
+    m, th, to = an.model, an.threads, an.solver_timeout_ms
+    wid, X = m.ring_visits[w.order]
+    O_id, B, steps = m.ring_walks[wid]
+    if not w.loops or w.loops[0] != O_id:
+        return "ring walk: wait outside its task loop"
+    O = m.loops[O_id]
+    mine = th.executing(w)
+    if mine is None:
+        return "threads unknown"
+    sites = []
+    loops_of: dict[int, tuple[int, ...]] = {}
+    uniform_of: dict[int, set] = {}
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o.barrier is None or o.barrier.name != w.barrier.name:
+            continue
+        theirs = th.executing(o)
+        if theirs is None:
+            return "threads unknown"
+        if not theirs & mine:
+            continue
+        g = o.guard
+        pinned = _pinned_loops(m, o)
+        loops = o.loops[: len(o.loops) - len(pinned)]
+        uniform = {c for c in g.uniform if c not in pinned.values()}
+        if (
+            theirs != mine
+            or m.ring_visits.get(o.order, (None,))[0] != wid
+            or not loops
+            or loops[0] != O_id
+            or len(loops) > 2
+            or not g.exact
+            or g.thread.depends_on(E.LOOP)
+            or g.thread.is_opaque()
+            or any(c.depends_on(E.LOOP) or c.is_opaque() for c in uniform)
+            or len(o.barrier.index) != len(w.barrier.index)
+        ):
+            return "ring walk: a use of the ring not in one sequence with this wait"
+        loops_of[o.order], uniform_of[o.order] = loops, uniform
+        sites.append(o)
+    if w not in sites or any(uniform_of[o.order] != uniform_of[w.order] for o in sites):
+        return "ring walk: a use of the ring not in one sequence with this wait"
+    inner_ids = {loops_of[o.order][1] for o in sites if len(loops_of[o.order]) == 2}
+    if len(inner_ids) > 1:
+        return "ring walk: uses in several inner loops"
+    I = m.loops[inner_ids.pop()] if inner_ids else None
+    if I is not None and (I.trip is None or I.parent != O_id or I.trip.depends_on(E.THREAD)):
+        return "ring walk: inner trip count unknown"
+    sites.sort(key=lambda o: o.order)
+    if I is not None:
+        lo = min(o.order for o in m.ops if I.id in o.loops)
+        pre = [o for o in sites if len(loops_of[o.order]) == 1 and o.order < lo]
+        ins = [o for o in sites if len(loops_of[o.order]) == 2]
+        post = [o for o in sites if len(loops_of[o.order]) == 1 and o.order > lo]
+    else:
+        pre, ins, post = sites, [], []
+    Q, P, R = len(pre), len(ins), len(post)
+    T = I.trip if I is not None else E.Const(0)
+    kI = I.counter if I is not None else None
+
+    def rank(o):
+        if o in pre:
+            return E.Const(pre.index(o))
+        if o in ins:
+            return E.binop("+", E.Const(Q + ins.index(o)), E.binop("*", E.Const(P), kI))
+        return E.binop("+", E.Const(Q + post.index(o)), E.binop("*", E.Const(P), T))
+
+    # the trip count as one symbol (the same expression on both sides: its arithmetic, often
+    # non-linear, is no part of the question)
+    Ts = E.Var("T#walk", E.LOOP)
+
+    def sym(e):
+        return E.replace_sub(e, T, Ts) if I is not None else e
+
+    bounds = [E.binop(">=", B, E.Const(0)), E.binop(">=", Ts, E.Const(0))]
+    if kI is not None:
+        bounds += [E.binop(">=", kI, E.Const(0)), E.binop("<", kI, Ts)]
+    for o in sites:
+        xo = m.ring_visits[o.order][1]
+        same = E.binop("==", sym(xo), E.binop("+", B, sym(rank(o))))
+        if solver.always(same, to, assume=tuple(bounds)) is not True:
+            return "ring walk: a wait's visit is not its use (an advance skipped or repeated)"
+    # a task's visits (a + b) + m T (T the trip count of the inner loop that advances the
+    # ring, m >= 1): its uses Q + R + P T, so no uses in that loop is no match
+    if tuple(steps) != (Q + R, P):
+        return "ring walk: a task's visits are not its uses"
+    v = E.Var("v#walk", E.LOOP, label="use of the ring")
+    idx = tuple(E.replace_sub(ix, X, v) for ix in index)
+    par = E.replace_sub(parity, X, v)
+    if any(B in x.free_vars() or (kI is not None and kI in x.free_vars()) for x in (*idx, par)):
+        return "ring walk: the wait's element or parity not read at its visit"
+    # a counterexample is one where it is reached: in the first task (B = 0), O entered
+    first = {O.counter.name: E.Const(0)}
+    T0 = E.substitute(T, first)
+    if T0.depends_on(E.LOOP) or T0.is_opaque():
+        return (v, idx, par, None, O)
+    r0 = E.substitute(rank(w), first)
+    if kI is not None:
+        r0 = E.substitute(r0, {kI.name: kI})
+    reached = [E.binop("==", v, r0)]
+    if w in ins:
+        reached += [E.binop(">=", kI, E.Const(0)), E.binop("<", kI, T0)]
+    if O.trip is not None:
+        reached.append(E.binop(">", E.substitute(O.trip, first), E.Const(0)))
+    return (v, idx, par, reached, O)
+
+
+def _pinned_loops(m: ir.KernelModel, o: ir.Op) -> dict:
+    """o's innermost loops whose iteration o's guard pins to one (`for (qid = 0; qid < 2;
+    qid++) { ...; if (qid == 0) wait(...); }`: a constant trip, a condition `counter == c`
+    with 0 <= c < trip, the counter nowhere in o's element or parity): o runs once per
+    iteration of the loop around them. Loop id -> the pinning condition."""
+    out: dict = {}
+    for lid in reversed(o.loops[1:]):
+        L = m.loops.get(lid)
+        trip = L.trip.eval({}) if L is not None and L.trip is not None else None
+        if not isinstance(trip, int) or isinstance(trip, bool):
+            break
+        pin = None
+        for c in o.guard.uniform:
+            if (
+                isinstance(c, E.Bin)
+                and c.op == "=="
+                and c.a == L.counter
+                and isinstance(c.b, E.Const)
+                and isinstance(c.b.value, int)
+                and 0 <= c.b.value < trip
+            ):
+                pin = c
+        if pin is None:
+            break
+        used = [*o.barrier.index, o.parity] if o.barrier is not None else []
+        if any(isinstance(x, E.Expr) and L.counter in x.free_vars() for x in used):
+            break
+        if any(c is not pin and L.counter in c.free_vars() for c in o.guard.uniform):
+            break
+        out[lid] = pin
+    return out
 
 
 def _waited_before(an: Analysis, w: ir.Op, rl: ir.Loop) -> bool:

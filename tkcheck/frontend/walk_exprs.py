@@ -71,6 +71,10 @@ class ExprEvaluation:
                 op.phasebit = self.w.phasebit_reads[op.parity]
         op.callers = ctx.callers
         op.role_hint = ctx.role_hint
+        if op.barrier is not None and self.w.stmts._ring_walks:
+            from .ring_walk import visit
+
+            visit(self.w.stmts, op, ctx)
         self.w.model.ops.append(op)
 
     # ========================================================== evaluation

@@ -146,6 +146,11 @@ class StatementWalk:
         self._seq_registry: dict = {}
         self._last_continued: int | None = None  # the loop the loop walked last continues
         self._seq_walks = 0  # loop walks registered in _seq_registry
+        # ring walks (`ring_walk`): the task loops being walked whose ring state is one visit
+        # counter, innermost last; the walk the loop solved last hands to `_walk_loop`
+        self._ring_walks: list = []
+        self._ring_walk_count = 0
+        self._last_ring_walk: list | None = None
 
     def walk(self, c, ctx: Ctx) -> str | None:
         """Walk a statement. Returns 'return'/'break'/'continue' when the
@@ -1058,6 +1063,7 @@ class StatementWalk:
         system = self._last_system
         self._last_system = None
         continued, self._last_continued = self._last_continued, None
+        rwalks, self._last_ring_walk = self._last_ring_walk or [], None
         loop = ir.Loop(
             lid, var_name, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None, infinite=infinite
         )
@@ -1076,6 +1082,9 @@ class StatementWalk:
             slot.set(env, v)
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
+        for rw in rwalks:
+            rw.loop_id = lid
+            self._ring_walks.append(rw)
         if cond_c is not None and trip is None and var is None and carried:
             ct = self._carried_trip(cond_c, bctx, counter)
             if ct is not None:
@@ -1118,6 +1127,8 @@ class StatementWalk:
                 real_ends = {sl: sl.get(env) for sl in carried}
                 for sl, v in saved_vals.items():
                     sl.set(env, v)
+        for rw in rwalks:
+            self._ring_walks.remove(rw)
         if spin is not None and self._loop_breaks:
             spin.spin = replace(spin.spin or ir.SpinFacts(), breaks=True)
         if self._loop_breaks and trip is not None:
@@ -1408,6 +1419,12 @@ class StatementWalk:
             for sl, v in fields.items():
                 ends[sl] = sl.rec.fields.get(sl.name)
                 sl.rec.fields[sl.name] = v
+        # the symbolic states inner loops left for `ring_walk.outer` (dry_after): unknowns to
+        # every other solver
+        from . import ring_walk
+
+        walk_ends, walk_nested = dict(ends), nested
+        ends, nested = ring_walk.hide(ends, nested)
         # fields left as they were: their start values stand for their values before the loop
         unchanged = {start[sl].name: v for sl, v in fields.items() if ends[sl] == start[sl]}
         for sl in handed:
@@ -1448,6 +1465,10 @@ class StatementWalk:
         # carried across the tasks of a persistent loop): one flat sequence of steps
         self._flat_outer(out, slots, start, ends, nested, counter, unchanged)
         self._flat_inner(out, slots, start, ends, counter)
+        # a ring advanced before, inside and after an inner loop of each task: one walk
+        self._last_ring_walk = ring_walk.outer(self, out, slots, start, walk_ends, walk_nested, counter)
+        ring_walk.inner(self, out, slots, start, ends, counter)
+        ring_walk.dry_after(out, slots, counter, trip, ctx.dry)
         self._continue_sequence(out, slots, start, ends)
         self._last_system = (dict(start), dict(ends), dict(slots))
         return out

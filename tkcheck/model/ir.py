@@ -566,8 +566,16 @@ class KernelModel:
     # why the progress exploration's deadlocks are not the kernel's (a template model that runs
     # in sequence two duties the template polls: `tkcheck_sequential_duties` in its protocol file)
     progress_approx: str | None = None
+    # ring walks (frontend/ring_walk.py): walk id -> (task loop id, B: visits of the earlier
+    # tasks, visits of one task); op.order -> (walk id, the visit the op's index/parity are at)
+    ring_walks: dict = field(default_factory=dict)
+    ring_visits: dict = field(default_factory=dict)
 
     # queries ----------------------------------------------------------------
+    def ring_walk_bases(self, loop_id: int) -> list[str]:
+        """The names of the visit counters B of the ring walks of this task loop."""
+        return sorted({w[1].name for w in self.ring_walks.values() if w[0] == loop_id})
+
     def ops_of(self, *kinds: str) -> Iterator[Op]:
         return (o for o in self.ops if o.kind in kinds)
 
