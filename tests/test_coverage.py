@@ -264,3 +264,19 @@ def test_libcu_sync_calls_are_counted_and_the_unmodelled_ones_named(tmp_path):
     assert rec["sync_ops_modelled"] == 7
     rows = sorted(int(u["location"].split(":")[1]) for u in rec["unknowns"] if "not modelled" in u["why"])
     assert rows == [12, 12, 25, 26]
+
+
+def test_the_census_of_a_prototype_struct_is_its_own_nested_callbacks():
+    """Two prototype structs in one file, each with a nested `producer` / `consumer` whose
+    callbacks share their names: each kernel's census counts its own struct's sites only (the
+    other struct's `producer::load` is named by no code of this one), so both are 8/8 modelled."""
+    from pathlib import Path
+
+    fx = Path(__file__).resolve().parent.parent / "fixtures" / "prototype"
+    p = run(["coverage", "two_structs_namesake_callbacks.cu", "--output-format", "json"], fx)
+    assert p.returncode == 0, p.stderr
+    recs = {r["kernel"]: r for r in json.loads(p.stdout)}
+    assert set(recs) == {"one_task", "persistent"}
+    for r in recs.values():
+        assert r["analysed"] and r["sync_ops"] == 8 and r["sync_ops_modelled"] == 8, r["unknowns"]
+        assert not [u for u in r["unknowns"] if "not modelled" in u["why"]]

@@ -621,7 +621,7 @@ class ModelBuilder:
         waiting: list = []  # members of a struct whose name no reached code names yet
         while todo or waiting:
             if not todo:
-                ready = [f for f in waiting if f.semantic_parent.spelling in names]
+                ready = [f for f in waiting if all(s.spelling in names for s in _enclosing_structs(f))]
                 if not ready:
                     break
                 waiting = [f for f in waiting if f not in ready]
@@ -645,14 +645,14 @@ class ModelBuilder:
                 for f in _qualified_as(quals.get(t), _visible_from(root, index.get(t, []))):
                     if f.hash in seen:
                         continue
-                    sp = f.semantic_parent
                     # a member function named by a common name (`init_semaphores`, `run`) belongs to
-                    # this code only when its struct is named by it too (directly or by an alias's body)
-                    if (
-                        sp is not None
-                        and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE)
-                        and sp.spelling not in names
-                        and not _contains(_extent_key(sp), _extent_key(cur))
+                    # this code only when its struct is named by it too (directly or by an alias's
+                    # body), and so is every struct around that one: `producer::load` of another
+                    # prototype struct of the file (both have a `producer`) is not this code
+                    here = _extent_key(cur)
+                    if any(
+                        sp.spelling not in names and not (_extent_key(sp) == here or _contains(_extent_key(sp), here))
+                        for sp in _enclosing_structs(f)
                     ):
                         waiting.append(f)
                         continue
@@ -965,6 +965,22 @@ def _has_store(st) -> bool:
     """The interpreter op has `producer::store` (the template's has_store<Op>)."""
     prod = st.members.get("producer")
     return prod is not None and any(ch.spelling == "store" for ch in prod.get_children())
+
+
+def _enclosing_structs(cursor) -> list:
+    """The structs and classes a declaration is a member of, innermost first, up to the first
+    namespace (`fft::producer` of `fft::producer::load`)."""
+    out = []
+    p = cursor.semantic_parent
+    while p is not None and p.kind in (
+        CK.STRUCT_DECL,
+        CK.CLASS_DECL,
+        CK.CLASS_TEMPLATE,
+        CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION,
+    ):
+        out.append(p)
+        p = p.semantic_parent
+    return out
 
 
 def _inside_any(cur, exclude, mb) -> bool:
