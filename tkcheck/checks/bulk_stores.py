@@ -27,6 +27,7 @@ from ..model import expr as E
 from ..model import ir
 from . import paths
 from .analysis import Analysis
+from .single_issue import conjuncts
 
 MAX_UNROLL = 16
 MAX_DISTANCE = 4  # iterations on which a write into a store's staging row is looked for
@@ -287,9 +288,14 @@ def _thread_facts(an: Analysis, *ops: ir.Op) -> tuple:
 
 
 def _symbolic_guard(o: ir.Op) -> bool:
-    """A guard over the thread index and loop counters only, every part of it modelled."""
+    """A guard over the thread index, loop counters and block-uniform values (taken for any
+    value), every part of it modelled."""
     g = o.guard
-    return g.exact and not g.thread.is_opaque() and all(v.kind in (E.THREAD, E.LOOP) for v in g.thread.free_vars())
+    return (
+        g.exact
+        and not g.thread.is_opaque()
+        and all(v.kind in (E.THREAD, E.LOOP, E.PARAM) for v in g.thread.free_vars())
+    )
 
 
 def _runs_in_every_issuer(an: Analysis, st: ir.Op, o: ir.Op) -> bool:
@@ -297,6 +303,9 @@ def _runs_in_every_issuer(an: Analysis, st: ir.Op, o: ir.Op) -> bool:
     thread guard holds wherever st's does, for every value of the loop counters they share)."""
     if not (_symbolic_guard(st) and _symbolic_guard(o)):
         return False
+    have = {str(c) for c in conjuncts(st.guard.thread)}
+    if all(str(c) in have or c == E.TRUE for c in conjuncts(o.guard.thread)):
+        return True  # each of o's conditions is one of the store's (no solver on long index terms)
     imp = E.disj(E.negate(_issue_pred(an, st)), o.guard.thread)
     return solver.always(imp, an.solver_timeout_ms, assume=_thread_facts(an, st, o)) is True
 
@@ -328,6 +337,7 @@ def _exit_symbolic(an: Analysis, st: ir.Op) -> InFlight:
     store's) is proved run by every issuing thread; a wait or `return` proved never run by them
     is passed over; anything else leaves it undecided (never a finding from here)."""
     why = "the storing threads are not known"
+    partial: ir.Op | None = None  # a wait that may be run by some of them (a later one may still cover all)
     for o in an.model.ops:
         if o.order <= st.order:
             continue
@@ -336,11 +346,15 @@ def _exit_symbolic(an: Analysis, st: ir.Op) -> InFlight:
         if o.kind == ir.TMA_STORE_WAIT:
             if _encloses(o, st) and _runs_in_every_issuer(an, st, o):
                 return InFlight(st, "waited")
-            if _no_issuer_runs(an, st, o):
-                continue
-            return InFlight(st, "undecided", why=f"{why}: `{o.api}` at line {o.location.row} may wait for part of them")
+            if not _no_issuer_runs(an, st, o):
+                partial = partial or o
+            continue
         if o.kind == ir.EXIT and not _no_issuer_runs(an, st, o):
             return InFlight(st, "undecided", why=f"{why}: a `return` at line {o.location.row} before a wait")
+    if partial is not None:
+        return InFlight(
+            st, "undecided", why=f"{why}: `{partial.api}` at line {partial.location.row} may wait for part of them"
+        )
     # no later wait any issuing thread runs, in any iteration: the threads of the store's first
     # iteration (those of a periodic per-iteration choice, `checks.threads.per_round`) end with it
     # in flight, as a store of known threads in a loop does
