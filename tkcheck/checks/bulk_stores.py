@@ -303,6 +303,8 @@ def _runs_in_every_issuer(an: Analysis, st: ir.Op, o: ir.Op) -> bool:
     thread guard holds wherever st's does, for every value of the loop counters they share)."""
     if not (_symbolic_guard(st) and _symbolic_guard(o)):
         return False
+    if not {str(c) for c in o.guard.uniform} <= {str(c) for c in st.guard.uniform}:
+        return False  # o may be in blocks (or under block-uniform branches) the store's are not
     have = {str(c) for c in conjuncts(st.guard.thread)}
     if all(str(c) in have or c == E.TRUE for c in conjuncts(o.guard.thread)):
         return True  # each of o's conditions is one of the store's (no solver on long index terms)
