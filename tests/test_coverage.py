@@ -264,3 +264,55 @@ def test_libcu_sync_calls_are_counted_and_the_unmodelled_ones_named(tmp_path):
     assert rec["sync_ops_modelled"] == 7
     rows = sorted(int(u["location"].split(":")[1]) for u in rec["unknowns"] if "not modelled" in u["why"])
     assert rows == [12, 12, 25, 26]
+
+
+def test_the_census_of_a_prototype_struct_is_its_own_nested_callbacks():
+    """Two prototype structs in one file, each with a nested `producer` / `consumer` whose
+    callbacks share their names: each kernel's census counts its own struct's sites only (the
+    other struct's `producer::load` is named by no code of this one), so both are 8/8 modelled."""
+    from pathlib import Path
+
+    fx = Path(__file__).resolve().parent.parent / "fixtures" / "prototype"
+    p = run(["coverage", "two_structs_namesake_callbacks.cu", "--output-format", "json"], fx)
+    assert p.returncode == 0, p.stderr
+    recs = {r["kernel"]: r for r in json.loads(p.stdout)}
+    assert set(recs) == {"one_task", "persistent"}
+    for r in recs.values():
+        assert r["analysed"] and r["sync_ops"] == 8 and r["sync_ops_modelled"] == 8, r["unknowns"]
+        assert not [u for u in r["unknowns"] if "not modelled" in u["why"]]
+
+
+CONSTEXPR_HELPERS = """#include "kittens.cuh"
+using namespace kittens;
+
+__device__ inline void wide_barrier() { __syncthreads(); }
+__device__ inline void lane_barrier() { __syncwarp(); }
+
+template <bool WIDE>
+__global__ __launch_bounds__(128, 1) void k(float *out) {
+    if constexpr (WIDE) {
+        wide_barrier();
+    } else {
+        lane_barrier();
+    }
+    out[threadIdx.x] = 1.0f;
+}
+
+void run(float *out) {
+    k<true><<<1, 128>>>(out);
+    k<false><<<1, 128>>>(out);
+}
+"""
+
+
+def test_a_helper_named_only_in_a_branch_not_taken_is_not_this_instance_code(tmp_path):
+    """An `if constexpr` branch an instantiation does not take is not its code, and neither is a
+    helper only that branch calls: each instance counts the one barrier it runs, modelled (before,
+    the other branch's helper was reached by name and its site listed as not modelled)."""
+    (tmp_path / "k.cu").write_text(CONSTEXPR_HELPERS)
+    p = run(["coverage", "k.cu", "--output-format", "json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    recs = {r["kernel"]: r for r in json.loads(p.stdout)}
+    assert set(recs) == {"k<true>", "k<false>"}
+    for r in recs.values():
+        assert r["analysed"] and r["sync_ops"] == 1 and r["sync_ops_modelled"] == 1, r["unknowns"]

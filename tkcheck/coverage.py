@@ -208,7 +208,7 @@ class CodeIndex(Protocol):
     @property
     def functions(self) -> Mapping[str, object]: ...  # the user's device functions, by name
     def reachable_code(
-        self, root: Any, exclude: Collection[Any] = ..., more_roots: Iterable[Any] = ...
+        self, root: Any, exclude: Collection[Any] = ..., more_roots: Iterable[Any] = ..., dead: Collection[Any] = ...
     ) -> list[Any]: ...
 
 
@@ -217,13 +217,15 @@ def census(
     root_cursor: Any,
     exclude: Collection[Any] = frozenset(),
     more_roots: Iterable[Any] = (),
+    dead: Collection[Any] = (),
 ) -> list[Site]:
     """The synchronisation sites in the code of the kernel at `root_cursor` (see the docstring);
-    `exclude`: declarations that are not this model's code (the other ops of an MK interpreter)."""
+    `exclude`: declarations that are not this model's code (the other ops of an MK interpreter);
+    `dead`: the model's code never run (functions only it names are not reached)."""
     from .frontend.lexer import blank_comments_and_strings
     from .frontend.walk_env import _text_for
 
-    cursors = builder.reachable_code(root_cursor, exclude, more_roots)
+    cursors = builder.reachable_code(root_cursor, exclude, more_roots, dead)
     out: dict[tuple[str, int, int], Site] = {}
     user_functions = set(builder.functions)
     for cur in cursors:
@@ -338,7 +340,7 @@ def for_model(
     # `if (config::CLUSTER_BLOCKS == 1) ... else ...`, `if constexpr`) is not its code
     sites = [
         s
-        for s in census(builder, root_cursor, exclude, more_roots)
+        for s in census(builder, root_cursor, exclude, more_roots, tuple(model.dead_code))
         if not any(f == s.file and a <= (s.row, s.col) <= b for f, a, b in model.dead_code)
     ]
     rows = _modelled_rows(model)

@@ -27,6 +27,7 @@ from ..model import expr as E
 from ..model import ir
 from . import paths
 from .analysis import Analysis
+from .single_issue import conjuncts
 
 MAX_UNROLL = 16
 MAX_DISTANCE = 4  # iterations on which a write into a store's staging row is looked for
@@ -108,16 +109,21 @@ def _reuses(an: Analysis) -> list[Reuse]:
         if st.buffer is None:
             continue
         iss = an.threads.issuers(st) if st.guard.exact else None
-        if not iss:
-            if iss is None:
-                out.append(Reuse(st, None, "undecided", frozenset(), why="the storing threads are not known"))
-            continue
         # program order after the store in the same loop body, then (when the store is in a
         # loop) around the back edge into the next iteration, up to the store itself
         body = st.loops
         after = [o for o in ops if o.order > st.order and o.loops[: len(body)] == body]
         wrap = [o for o in ops if o.order < st.order and o.loops[: len(body)] == body] if body else []
         path = after + wrap
+        if not iss:
+            if iss is None and any(
+                writes(o) and o.buffer is not None and o.buffer.name == st.buffer.name and o.loops[: len(body)] == body
+                for o in path
+            ):
+                # a write of the store's buffer on its path: who stores decides whether it is
+                # covered (with no such write, as with known threads, there is nothing to ask)
+                out.append(Reuse(st, None, "undecided", frozenset(), why="the storing threads are not known"))
+            continue
         real = any(st is x for x in ops)  # not one of an unrolled store loop's sites
         waited = any(x.kind == ir.TMA_STORE_WAIT for x in path)
         for pos, o in enumerate(path):
@@ -260,6 +266,106 @@ def _compatible(store_conds, exit_conds) -> bool | None:
     return None if excl is None else not excl
 
 
+def _issue_pred(an: Analysis, st: ir.Op) -> E.Expr:
+    """The threads that issue `st` in one execution of its iteration, as a predicate over `tid`
+    (and the loop counters its guard names: `warpid() == iter % 4`)."""
+    pred = st.guard.thread
+    if st.issuers_per_group and st.group_warps > 0:
+        pred = E.conj(pred, E.binop("==", E.binop("%", E.TID, E.Const(32 * st.group_warps)), E.Const(0)))
+    return pred
+
+
+def _thread_facts(an: Analysis, *ops: ir.Op) -> tuple:
+    """What the solver may assume of the thread index and the loop counters the ops' guards name."""
+    facts = [E.binop(">=", E.TID, E.Const(0))]
+    if an.threads.n is not None:
+        facts.append(E.binop("<", E.TID, E.Const(an.threads.n)))
+    for o in ops:
+        for v in o.guard.thread.free_vars():
+            if v.kind == E.LOOP:
+                facts.append(E.binop(">=", v, E.Const(0)))
+    return tuple(facts)
+
+
+def _symbolic_guard(o: ir.Op) -> bool:
+    """A guard over the thread index, loop counters and block-uniform values (taken for any
+    value), every part of it modelled."""
+    g = o.guard
+    return (
+        g.exact
+        and not g.thread.is_opaque()
+        and all(v.kind in (E.THREAD, E.LOOP, E.PARAM) for v in g.thread.free_vars())
+    )
+
+
+def _runs_in_every_issuer(an: Analysis, st: ir.Op, o: ir.Op) -> bool:
+    """Proved: every thread that issues `st` in an iteration runs `o` in that iteration (o's
+    thread guard holds wherever st's does, for every value of the loop counters they share)."""
+    if not (_symbolic_guard(st) and _symbolic_guard(o)):
+        return False
+    if not {str(c) for c in o.guard.uniform} <= {str(c) for c in st.guard.uniform}:
+        return False  # o may be in blocks (or under block-uniform branches) the store's are not
+    have = {str(c) for c in conjuncts(st.guard.thread)}
+    if all(str(c) in have or c == E.TRUE for c in conjuncts(o.guard.thread)):
+        return True  # each of o's conditions is one of the store's (no solver on long index terms)
+    imp = E.disj(E.negate(_issue_pred(an, st)), o.guard.thread)
+    return solver.always(imp, an.solver_timeout_ms, assume=_thread_facts(an, st, o)) is True
+
+
+def _no_issuer_runs(an: Analysis, st: ir.Op, o: ir.Op) -> bool:
+    """Proved: no thread that issues `st` in some iteration runs `o` in any iteration (their
+    thread guards exclude each other whatever the loop counters, each of o's taken afresh: a
+    wait by warp `(k + 1) % 4` of the store of warp `k % 4` is the next store's wait, and still
+    one of this thread three iterations on), or o's block-uniform conditions exclude the store's."""
+    if o.guard.exact and _compatible(st.guard.uniform, o.guard.uniform) is False:
+        return True
+    if not (_symbolic_guard(st) and _symbolic_guard(o)):
+        return False
+    fresh = {v.name: E.Var(f"{v.name}'", E.LOOP) for v in o.guard.thread.free_vars() if v.kind == E.LOOP}
+    other = replace(o, guard=replace(o.guard, thread=E.substitute(o.guard.thread, fresh)))
+    both = E.conj(_issue_pred(an, st), other.guard.thread)
+    return solver.always(E.negate(both), an.solver_timeout_ms, assume=_thread_facts(an, st, other)) is True
+
+
+def _encloses(o: ir.Op, st: ir.Op) -> bool:
+    """o runs in the store's iteration of every loop o is in: its loops are a prefix of the
+    store's (the same loop body, or one around the store's inner loop, or none)."""
+    return tuple(st.loops[: len(o.loops)]) == tuple(o.loops)
+
+
+def _exit_symbolic(an: Analysis, st: ir.Op) -> InFlight:
+    """A store whose threads are picked per iteration (`if (warpid() == iter % 4) store_async(...)`)
+    or not enumerable: waited when a later wait in the same iteration (its loops enclosing the
+    store's) is proved run by every issuing thread; a wait or `return` proved never run by them
+    is passed over; anything else leaves it undecided (never a finding from here)."""
+    why = "the storing threads are not known"
+    partial: ir.Op | None = None  # a wait that may be run by some of them (a later one may still cover all)
+    for o in an.model.ops:
+        if o.order <= st.order:
+            continue
+        if o.kind == ir.CALL and o.asm is not None:
+            return InFlight(st, "undecided", why="inline PTX after the store (a bulk wait in assembly is not read)")
+        if o.kind == ir.TMA_STORE_WAIT:
+            if _encloses(o, st) and _runs_in_every_issuer(an, st, o):
+                return InFlight(st, "waited")
+            if not _no_issuer_runs(an, st, o):
+                partial = partial or o
+            continue
+        if o.kind == ir.EXIT and not _no_issuer_runs(an, st, o):
+            return InFlight(st, "undecided", why=f"{why}: a `return` at line {o.location.row} before a wait")
+    if partial is not None:
+        return InFlight(
+            st, "undecided", why=f"{why}: `{partial.api}` at line {partial.location.row} may wait for part of them"
+        )
+    # no later wait any issuing thread runs, in any iteration: the threads of the store's first
+    # iteration (those of a periodic per-iteration choice, `checks.threads.per_round`) end with it
+    # in flight, as a store of known threads in a loop does
+    rounds = an.threads.per_round(st)
+    if rounds is not None and rounds[1] and len(st.guard.thread.free_vars()) > 0:
+        return InFlight(st, "in-flight", rounds[1])
+    return InFlight(st, "undecided", why=why)
+
+
 def _exits(an: Analysis) -> list[InFlight]:
     """Per store: does its thread reach the kernel's end, or a `return`, with no read wait of
     its own after the store? A wait under any condition counts (not proved skipped); an exit
@@ -270,7 +376,7 @@ def _exits(an: Analysis) -> list[InFlight]:
         iss = an.threads.issuers(st) if st.guard.exact else None
         if not iss:
             if iss is None:
-                out.append(InFlight(st, "undecided", why="the storing threads are not known"))
+                out.append(_exit_symbolic(an, st))
             continue
         later = [o for o in m.ops if o.order > st.order]
         asm = next((o for o in later if o.kind == ir.CALL and o.asm is not None), None)
@@ -282,8 +388,13 @@ def _exits(an: Analysis) -> list[InFlight]:
         res = InFlight(st, "in-flight", iss)
         for o in later:
             if o.kind == ir.TMA_STORE_WAIT:
+                if o.guard.exact and _compatible(st.guard.uniform, o.guard.uniform) is False:
+                    continue  # in blocks the store's do not run (another role of the grid)
                 ex = an.threads.executing(o)
-                if ex is None or not o.guard.exact or (o.loops and o.loops != st.loops):
+                if ex is None and _encloses(o, st) and _runs_in_every_issuer(an, st, o):
+                    res = InFlight(st, "waited", iss)  # a wait of threads picked per iteration, proved to include them
+                    break
+                if ex is None or not o.guard.exact or not _encloses(o, st):
                     res = InFlight(st, "undecided", iss, f"`{o.api}` in another loop or of threads not known")
                     break
                 if iss <= ex:

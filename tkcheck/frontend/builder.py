@@ -604,11 +604,12 @@ class ModelBuilder:
                         todo.append(self.structs[name])
         return out
 
-    def reachable_code(self, root, exclude=frozenset(), more_roots=()) -> list:
+    def reachable_code(self, root, exclude=frozenset(), more_roots=(), dead=()) -> list:
         """`root` (a kernel, a template struct) and the user's device code its code names,
         transitively (free functions and struct members by name, so an interpreter's
         `dispatcher<op>::run` reaches every op's `run`): the code a kernel may run, as the census
-        of `tkcheck.coverage` reads it."""
+        of `tkcheck.coverage` reads it. `dead`: the model's code never run (`model.dead_code`,
+        an `if constexpr` branch not taken): what only it names is not reached."""
         if self._device_code_by_name is None:
             from .diagnostics import function_spans
 
@@ -623,7 +624,7 @@ class ModelBuilder:
         waiting: list = []  # members of a struct whose name no reached code names yet
         while todo or waiting:
             if not todo:
-                ready = [f for f in waiting if f.semantic_parent.spelling in names]
+                ready = [f for f in waiting if all(s.spelling in names for s in _enclosing_structs(f))]
                 if not ready:
                     break
                 waiting = [f for f in waiting if f not in ready]
@@ -634,7 +635,7 @@ class ModelBuilder:
                 continue
             seen.add(cur.hash)
             out.append(cur)
-            seq = tokens_of(cur)
+            seq = _live_tokens(cur, dead)
             names |= set(seq)
             # a function's own name where it is declared names no other code (its namesakes in
             # other namespaces are reached only where some code calls them)
@@ -647,14 +648,14 @@ class ModelBuilder:
                 for f in _qualified_as(quals.get(t), _visible_from(root, index.get(t, []))):
                     if f.hash in seen:
                         continue
-                    sp = f.semantic_parent
                     # a member function named by a common name (`init_semaphores`, `run`) belongs to
-                    # this code only when its struct is named by it too (directly or by an alias's body)
-                    if (
-                        sp is not None
-                        and sp.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE)
-                        and sp.spelling not in names
-                        and not _contains(_extent_key(sp), _extent_key(cur))
+                    # this code only when its struct is named by it too (directly or by an alias's
+                    # body), and so is every struct around that one: `producer::load` of another
+                    # prototype struct of the file (both have a `producer`) is not this code
+                    here = _extent_key(cur)
+                    if any(
+                        sp.spelling not in names and not (_extent_key(sp) == here or _contains(_extent_key(sp), here))
+                        for sp in _enclosing_structs(f)
                     ):
                         waiting.append(f)
                         continue
@@ -967,6 +968,53 @@ def _has_store(st) -> bool:
     """The interpreter op has `producer::store` (the template's has_store<Op>)."""
     prod = st.members.get("producer")
     return prod is not None and any(ch.spelling == "store" for ch in prod.get_children())
+
+
+def _live_tokens(cur, dead) -> list[str]:
+    """The tokens of `cur` outside the regions `dead` ((file, (line, col), (line, col)), the
+    model's code never run): an `if constexpr` branch not taken names no code of this kernel."""
+    ext = cur.extent
+    f = os.path.abspath(ext.start.file.name) if ext.start.file is not None else ""
+    start, end = (ext.start.line, ext.start.column), (ext.end.line, ext.end.column)
+    regions = [(a, b) for df, a, b in dead if df == f and a < end and start < b]
+    if not regions:
+        return tokens_of(cur)
+    from .walk_env import _drop_inactive, _skipped_lines, _text_for
+
+    src = _text_for(ext.start.file.name)
+    if src is None:
+        return tokens_of(cur)
+    text = src.slice(ext.start.line, ext.start.column, ext.end.line, ext.end.column)
+    skipped = _skipped_lines(cur.translation_unit, ext.start.file.name)
+    if skipped:
+        text = _drop_inactive(text, ext.start.line, skipped)
+    out, line, col = [], ext.start.line, ext.start.column
+    for ch in text:
+        if ch != "\n" and any(a <= (line, col) < b for a, b in regions):
+            out.append(" ")
+        else:
+            out.append(ch)
+        if ch == "\n":
+            line, col = line + 1, 1
+        else:
+            col += 1
+    return lex("".join(out))
+
+
+def _enclosing_structs(cursor) -> list:
+    """The structs and classes a declaration is a member of, innermost first, up to the first
+    namespace (`fft::producer` of `fft::producer::load`)."""
+    out = []
+    p = cursor.semantic_parent
+    while p is not None and p.kind in (
+        CK.STRUCT_DECL,
+        CK.CLASS_DECL,
+        CK.CLASS_TEMPLATE,
+        CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION,
+    ):
+        out.append(p)
+        p = p.semantic_parent
+    return out
 
 
 def _inside_any(cur, exclude, mb) -> bool:

@@ -424,6 +424,27 @@ class Parser:
 
     def _looks_like_cast(self) -> bool:
         nxt = self.peek(1)
+        if nxt is not None and (nxt[0].isalpha() or nxt[0] == "_" or nxt == "::") and nxt not in _TYPE_WORDS:
+            # `(float2 *)&v[i]`, `(const ns::T &)x`: a name ending in a declarator before ')' is a
+            # type (no expression ends in `*` or `&`), so a cast when an operand follows
+            j, depth = self.i + 1, 0
+            while j < len(self.t):
+                tk = self.t[j]
+                if tk in ("(", "[", "{"):
+                    depth += 1
+                elif tk in (")", "]", "}"):
+                    if depth == 0:
+                        break
+                    depth -= 1
+                j += 1
+            if j < len(self.t) and self.t[j] == ")" and self.t[j - 1] in ("*", "&"):
+                after = self.t[j + 1] if j + 1 < len(self.t) else None
+                return (
+                    after is not None
+                    and after not in (")", ",", ";", "]", "?", ":", "=", *_ASSIGN)
+                    and (after not in _BIN_PREC or after in ("*", "&", "-", "+"))
+                )
+            return False
         if nxt in _TYPE_WORDS:
             # "(int)x", "(uint32_t)(...)" — but not "(int(x))"
             j = self.i + 1

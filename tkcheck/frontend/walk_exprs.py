@@ -247,6 +247,11 @@ class ExprEvaluation:
                 ctx,
             )
             return self.opaque_from(node, (a,))
+        if op == "*" and isinstance(a, Obj) and a.kind in ("shared", "smem_data"):
+            # `*(float2 *)&vec[c]`, `*p` of `p = &x[i]`: a load of the shared element the pointer
+            # addresses (its first element when the pointer type is wider)
+            self._elem_access(a, "read", ctx, cursor)
+            return a
         if op == "&" or op == "*":
             return a  # address-of / dereference keep the object
         if isinstance(a, Expr):
@@ -318,6 +323,21 @@ class ExprEvaluation:
             res = Obj(t.kind, ir.Ref(t.ref.name, index, cexpr.spelled(node)), t.type, cta=base.cta)
             self._elem_access(res, "read", ctx, cursor)
             return res
+        if (
+            isinstance(base, Obj)
+            and base.kind == "buffer"
+            and base.type is not None
+            and base.type.kind == "sv"
+            and base.type.dtype
+            and isinstance(idx, Expr)
+        ):
+            # `vec[i]` of a shared vector (TK's `sv::operator[]`): element i of its data, as `vec.data[i]`
+            base = Obj(
+                "smem_data",
+                base.ref,
+                ir.TileType("scalar", base.type.dtype, dtype=base.type.dtype, dtype_bytes=base.type.dtype_bytes),
+                cta=base.cta,
+            )
         if isinstance(base, Obj):
             et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
             res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et, cexpr.spelled(node))
@@ -656,6 +676,10 @@ class ExprEvaluation:
                 a = _tile_attr(t, field_name)
                 if a is not None:
                     return a
+            if obj.kind == "regtile":
+                # a part of a register tile (`reg.tiles[0][i].data[0]`): registers of the thread,
+                # no memory (a uniform unknown here would be taken for a global pointer)
+                return Obj("regtile", ir.Ref(f"{obj.ref.name}.{field_name}", obj.ref.index))
             return E.Var(f"?{obj.ref}.{field_name}", E.PARAM)
         if isinstance(obj, Allocator):
             return ("allocmethod", obj, field_name, node.targs)
