@@ -99,6 +99,20 @@ def _searched(an: Analysis, race, w: ir.Op, r: ir.Op, tw: int, tr: int, loc) -> 
         f"{_what(w)} it{at(it_w)}: a reachable interleaving of the roles lets both run with no barrier, "
         "arrive or wait ordering one before the other"
     )
+    made = s.get("made")
+    if made == "write":
+        msg = (
+            f"{describe(frozenset([tr]), n)} reads `{elem}`{at(it_r)} after {describe(frozenset([tw]), n)} "
+            f"{_what(w)} it{at(it_w)}, but the writer has not released since that write (its arrive or barrier "
+            "comes before it; a bulk copy's complete_tx releases nothing): nothing the reader acquired orders "
+            "the write before the read"
+        )
+    elif made == "read":
+        msg = (
+            f"{describe(frozenset([tw]), n)} {_what(w)} `{elem}`{at(it_w)} after {describe(frozenset([tr]), n)} "
+            f"read it{at(it_r)}, but the reader has not released since that read: nothing orders the read "
+            "before the write"
+        )
     if s["assumption"]:
         msg += f" ({s['assumption']})"
     steps = [(role, e, what) for role, e, what in s["trace"] if e.kind != "mem"]
@@ -113,7 +127,14 @@ def _searched(an: Analysis, race, w: ir.Op, r: ir.Op, tw: int, tr: int, loc) -> 
     wr, rr = s["roles"]
     trace.append(TraceStep(wr, f"{w.api}: {_what(w)} `{elem}`{at(it_w)}", w.location, None, None, fault=True))
     trace.append(
-        TraceStep(rr, f"{r.api}: reads `{elem}`{at(it_r)}, at the same time", r.location, None, None, fault=True)
+        TraceStep(
+            rr,
+            f"{r.api}: reads `{elem}`{at(it_r)}" + (", at the same time" if not made else ", unordered with the write"),
+            r.location,
+            None,
+            None,
+            fault=True,
+        )
     )
     return finding(
         "TK408",
