@@ -21,11 +21,16 @@ def check(an):
         if key in seen:
             continue
         seen.add(key)
+        # a read in a loop whose trip count is data: the violation holds when that loop runs
+        when = "".join(
+            f" (when the `{lp.var or 'inner'}` loop runs, as the data lets it: its first iteration reads it)"
+            for lp, _ in v.cases[:1]
+        )
         out.append(
             finding(
                 "TK308",
                 f"{describe(frozenset([t]), n)} reads `{r.buffer}` (`{r.api}`) after releasing it "
-                f"(`{a.api}` on `{a.barrier}`): the producer that waits on `{a.barrier.name}` may refill "
+                f"(`{a.api}` on `{a.barrier}`){when}: the producer that waits on `{a.barrier.name}` may refill "
                 f"`{r.buffer.name}` while this read is still going on",
                 r.location,
                 related=[
@@ -36,7 +41,8 @@ def check(an):
                         if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == a.barrier.name
                     ][:1],
                 ],
-                witness={"thread": t, "barrier": str(a.barrier), "buffer": str(r.buffer)},
+                witness={"thread": t, "barrier": str(a.barrier), "buffer": str(r.buffer)}
+                | ({"when": [str(c) for _, c in v.cases]} if v.cases else {}),
                 help="release a buffer after the last read of every thread that reads it: read, then "
                 "synchronise the readers (`warpgroup::sync`, `__syncwarp`), then one lane arrives",
             )
