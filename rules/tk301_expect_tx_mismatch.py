@@ -135,6 +135,11 @@ For every mbarrier, adds up per phase the transaction bytes announced by
 bytes delivered by the TMA loads that complete on it (`size_bytes` of each
 destination tile, times issuers and inner-loop trips), symbolically over
 template parameters, and reports when they differ for every instantiation.
+A byte count the data picks, `c ? t : e` or `min(TR, rows_left)` with a
+condition over kernel arguments or loaded values (a ragged tail tile), is also
+asked per side: where the side the kernel computes for that case makes the
+totals differ for every value, the finding says when ("which differs when
+`rows_left` < `16`").
 
 ## Why is this bad?
 A phase completes when both its arrival count and its pending tx bytes reach

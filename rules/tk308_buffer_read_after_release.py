@@ -137,7 +137,9 @@ after its own arrive, when no later arrival of those threads keeps the phase ope
 MK consumer that releases a page before its last read of it, and the libcu++ consumer that calls
 `consumer_release()` before reading the stage (the pipeline's implicit stage `tail % S` and the
 ring index proved equal). A read in a loop of its own after the release is reported when some
-iteration of that loop the thread runs reads a refilled element. A read it cannot place (a trip
+iteration of that loop the thread runs reads a refilled element; a loop whose trip count is
+data (`r < d.w`) is tried at its first iteration, and the finding says it holds when that loop
+runs. A read it cannot place (a trip
 count or index not evaluated, an element not known to be refilled) is listed by
 `tkcheck coverage`, not reported.
 

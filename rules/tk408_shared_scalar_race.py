@@ -215,7 +215,10 @@ refill through named barriers that does not wait for the readers' release, a slo
 releases before the other lanes of its warp have read it (no `__syncwarp()`), one named-barrier
 id used for two hand-overs (its generations complete with the wrong threads). The search runs
 the kernel with small concrete sizes, as the deadlock rules' does (stated in the message when
-it assumes a number of rounds of a persistent loop).
+it assumes a number of rounds of a persistent loop). It also reports an access one role makes
+while another role's conflicting access is made and not released yet: no arrive or barrier of
+that role has come after it (a descriptor written after the producer's `arrive.expect_tx`, whose
+phase then completes when the bytes land; a bulk copy's complete_tx releases nothing).
 
 ## Why is this bad?
 Shared memory written by one thread is visible to another warp only after a barrier (or
