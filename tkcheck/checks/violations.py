@@ -117,11 +117,19 @@ def _data_case(expected: E.Expr, delivered: E.Expr, contribs, loops) -> tuple[E.
     contributions' own block-uniform conditions (and a loop counter in the condition below its
     loop's trip count), the accounts are asked to differ for every
     value. One side proved to differ is a mismatch *in that case* (the finding says when); the
-    case must be satisfiable. Anything else (no such choice, a contribution whose conditions are
+    case must be satisfiable with every byte count and trip count non-negative. Anything else (no such choice, a contribution whose conditions are
     not exact or merged as exclusive) is no mismatch here."""
     if any(not c.op.guard.exact or c.exclusive for c in contribs):
         return None
-    base = _guards(contribs)
+    # byte counts and trip counts are never negative: a case that makes one negative (the
+    # clamp `n < 0 ? 0 : n` of a loop's trip count, an expect of a block past the data's end)
+    # is no case of the program
+    zero = E.Const(0)
+    base = _guards(contribs) + tuple(
+        E.binop(">=", x, zero)
+        for x in (expected, delivered, *(c.amount for c in contribs), *(c.times for c in contribs))
+        if x is not None
+    )
     seen = []
     for x in (expected, delivered):
         for sub in E.subexprs(x):
