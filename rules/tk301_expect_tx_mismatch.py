@@ -53,9 +53,18 @@ def check(an):
             msg = f"expect_tx of {e} bytes per phase on '{name}' but no TMA load completes on it: the phase never completes"
         else:
             msg = f"expect_tx of {e} bytes per phase on '{name}' but the TMA loads completing on it deliver {d}"
+        if v.case is not None:
+            # a mismatch in one case the data picks: the byte count is a `?:` / `min` whose other
+            # side the kernel computes for that case (a ragged tail tile)
+            e, d = violations.readable(expected), violations.readable(delivered)
+            msg = (
+                f"expect_tx of {e} bytes per phase on '{name}' but the TMA loads completing on it deliver {d}, "
+                f"which differs {violations.case_text(v.case)} (the case the kernel's own `?:` / `min` computes)"
+            )
         hint = (
             "fewer bytes than expected: the phase never completes (hang)"
             if not loads
+            or v.short
             or (
                 expected.eval({}) is not None
                 and delivered.eval({}) is not None
@@ -69,7 +78,8 @@ def check(an):
                 msg,
                 anchor.location,
                 related=rel,
-                witness={"barrier": name, "expected_bytes": e, "delivered_bytes": d, "phase": group},
+                witness={"barrier": name, "expected_bytes": e, "delivered_bytes": d, "phase": group}
+                | ({"case": violations.case_text(v.case)} if v.case is not None else {}),
                 help=f"{hint}; expect exactly the bytes of every load on this barrier, e.g. "
                 f"tma::expect(bar, tiles...) with the same tiles the loads fill",
             )
@@ -125,6 +135,11 @@ For every mbarrier, adds up per phase the transaction bytes announced by
 bytes delivered by the TMA loads that complete on it (`size_bytes` of each
 destination tile, times issuers and inner-loop trips), symbolically over
 template parameters, and reports when they differ for every instantiation.
+A byte count the data picks, `c ? t : e` or `min(TR, rows_left)` with a
+condition over kernel arguments or loaded values (a ragged tail tile), is also
+asked per side: where the side the kernel computes for that case makes the
+totals differ for every value, the finding says when ("which differs when
+`rows_left` < `16`").
 
 ## Why is this bad?
 A phase completes when both its arrival count and its pending tx bytes reach

@@ -21,11 +21,16 @@ def check(an):
         if key in seen:
             continue
         seen.add(key)
+        # a read in a loop whose trip count is data: the violation holds when that loop runs
+        when = "".join(
+            f" (when the `{lp.var or 'inner'}` loop runs, as the data lets it: its first iteration reads it)"
+            for lp, _ in v.cases[:1]
+        )
         out.append(
             finding(
                 "TK308",
                 f"{describe(frozenset([t]), n)} reads `{r.buffer}` (`{r.api}`) after releasing it "
-                f"(`{a.api}` on `{a.barrier}`): the producer that waits on `{a.barrier.name}` may refill "
+                f"(`{a.api}` on `{a.barrier}`){when}: the producer that waits on `{a.barrier.name}` may refill "
                 f"`{r.buffer.name}` while this read is still going on",
                 r.location,
                 related=[
@@ -36,7 +41,8 @@ def check(an):
                         if w.kind == ir.MBAR_WAIT and w.barrier is not None and w.barrier.name == a.barrier.name
                     ][:1],
                 ],
-                witness={"thread": t, "barrier": str(a.barrier), "buffer": str(r.buffer)},
+                witness={"thread": t, "barrier": str(a.barrier), "buffer": str(r.buffer)}
+                | ({"when": [str(c) for _, c in v.cases]} if v.cases else {}),
                 help="release a buffer after the last read of every thread that reads it: read, then "
                 "synchronise the readers (`warpgroup::sync`, `__syncwarp`), then one lane arrives",
             )
@@ -131,7 +137,9 @@ after its own arrive, when no later arrival of those threads keeps the phase ope
 MK consumer that releases a page before its last read of it, and the libcu++ consumer that calls
 `consumer_release()` before reading the stage (the pipeline's implicit stage `tail % S` and the
 ring index proved equal). A read in a loop of its own after the release is reported when some
-iteration of that loop the thread runs reads a refilled element. A read it cannot place (a trip
+iteration of that loop the thread runs reads a refilled element; a loop whose trip count is
+data (`r < d.w`) is tried at its first iteration, and the finding says it holds when that loop
+runs. A read it cannot place (a trip
 count or index not evaluated, an element not known to be refilled) is listed by
 `tkcheck coverage`, not reported.
 

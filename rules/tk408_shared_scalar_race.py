@@ -99,6 +99,20 @@ def _searched(an: Analysis, race, w: ir.Op, r: ir.Op, tw: int, tr: int, loc) -> 
         f"{_what(w)} it{at(it_w)}: a reachable interleaving of the roles lets both run with no barrier, "
         "arrive or wait ordering one before the other"
     )
+    made = s.get("made")
+    if made == "write":
+        msg = (
+            f"{describe(frozenset([tr]), n)} reads `{elem}`{at(it_r)} after {describe(frozenset([tw]), n)} "
+            f"{_what(w)} it{at(it_w)}, but the writer has not released since that write (its arrive or barrier "
+            "comes before it; a bulk copy's complete_tx releases nothing): nothing the reader acquired orders "
+            "the write before the read"
+        )
+    elif made == "read":
+        msg = (
+            f"{describe(frozenset([tw]), n)} {_what(w)} `{elem}`{at(it_w)} after {describe(frozenset([tr]), n)} "
+            f"read it{at(it_r)}, but the reader has not released since that read: nothing orders the read "
+            "before the write"
+        )
     if s["assumption"]:
         msg += f" ({s['assumption']})"
     steps = [(role, e, what) for role, e, what in s["trace"] if e.kind != "mem"]
@@ -113,7 +127,14 @@ def _searched(an: Analysis, race, w: ir.Op, r: ir.Op, tw: int, tr: int, loc) -> 
     wr, rr = s["roles"]
     trace.append(TraceStep(wr, f"{w.api}: {_what(w)} `{elem}`{at(it_w)}", w.location, None, None, fault=True))
     trace.append(
-        TraceStep(rr, f"{r.api}: reads `{elem}`{at(it_r)}, at the same time", r.location, None, None, fault=True)
+        TraceStep(
+            rr,
+            f"{r.api}: reads `{elem}`{at(it_r)}" + (", at the same time" if not made else ", unordered with the write"),
+            r.location,
+            None,
+            None,
+            fault=True,
+        )
     )
     return finding(
         "TK408",
@@ -194,7 +215,10 @@ refill through named barriers that does not wait for the readers' release, a slo
 releases before the other lanes of its warp have read it (no `__syncwarp()`), one named-barrier
 id used for two hand-overs (its generations complete with the wrong threads). The search runs
 the kernel with small concrete sizes, as the deadlock rules' does (stated in the message when
-it assumes a number of rounds of a persistent loop).
+it assumes a number of rounds of a persistent loop). It also reports an access one role makes
+while another role's conflicting access is made and not released yet: no arrive or barrier of
+that role has come after it (a descriptor written after the producer's `arrive.expect_tx`, whose
+phase then completes when the bytes land; a bulk copy's complete_tx releases nothing).
 
 ## Why is this bad?
 Shared memory written by one thread is visible to another warp only after a barrier (or

@@ -614,6 +614,9 @@ def _shared_by_search(an: Analysis, out: MemoryFacts) -> None:
                     "roles": (ex.roles[r.a if w is r.ea else r.b].name, ex.roles[r.b if w is r.ea else r.a].name),
                     "trace": [(ex.roles[i].name, e, what) for i, e, what in r.trace],
                     "assumption": ex.assumption,
+                    # the first access was made already and not released by its thread since
+                    # (None: both can run next); "write" or "read": which one was made
+                    "made": ("write" if r.ea is w else "read") if r.unreleased else None,
                 },
             )
         )

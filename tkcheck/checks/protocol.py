@@ -133,6 +133,8 @@ class MemRace:
     element: tuple
     trace: list = field(default_factory=list)
     state: tuple = ()
+    # `ea` was made already, and role `a` has not released since (`_unreleased`); False: both next
+    unreleased: bool = False
 
 
 def explore(an: Analysis) -> Exploration:
@@ -163,7 +165,7 @@ def _races(an: Analysis, names: frozenset[str]) -> Exploration:
     blind = [
         o
         for o in m.ops
-        if (o.kind in RACE_BLIND and not _persistent_loop(m, o))
+        if (o.kind in RACE_BLIND and not _persistent_loop(m, o) and not _computes_only(m, o))
         or (o.kind == ir.SYNC and o.sync_kind not in ("block", "named", "group", "warp", "grid"))
         # an mbarrier op on a barrier the model does not name would be left out of the roles
         or (o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is None)
@@ -218,9 +220,42 @@ def _persistent_loop(m: ir.KernelModel, o: ir.Op) -> bool:
     )
 
 
-def _race_at(roles: list[Role], pcs: tuple):
+def _computes_only(m: ir.KernelModel, o: ir.Op) -> bool:
+    """A SPIN that marks a loop of unknown trip which only computes (`while (off[g + 1] <= t)
+    g++;`, a scan of the kernel's input): its condition is evaluated, and the loop reads no
+    memory but plain loads of global arrays no op of the kernel writes, and does not wait, arrive,
+    store or call. It cannot observe another thread, so it orders nothing."""
+    if o.kind != ir.SPIN or not o.loops or o.spin is None or o.spin.cond is None:
+        return False
+    lid = o.loops[-1]
+    written = {
+        q.global_access.base
+        for q in m.ops
+        if q.kind in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL) and q.global_access is not None
+    }
+    for q in m.ops:
+        if q is o or lid not in q.loops or q.kind == ir.REG_ACCESS:
+            continue
+        ga = q.global_access
+        if not (
+            q.kind == ir.GLOBAL_LOAD
+            and ga is not None
+            and ga.sem == "weak"
+            and ga.form == "plain"
+            and ga.base is not None
+            and ga.base not in written
+            and None not in written
+        ):
+            return False
+    return True
+
+
+def _race_at(roles: list[Role], pcs: tuple, marks: tuple = ()):
     """Two roles whose next accesses (before their next synchronising event) conflict: one
-    element, one of them a write, not both atomic, lanes of two different warps."""
+    element, one of them a write, not both atomic, lanes of two different warps. Else a role's
+    next access that conflicts with an access another role has made since its last release
+    (`_unreleased`): nothing the second can have acquired orders the first before it. The last
+    item says which: False (both next), True (the first access made, not released)."""
     nxt = []
     for i, r in enumerate(roles):
         evs = []
@@ -233,20 +268,68 @@ def _race_at(roles: list[Role], pcs: tuple):
     for x in range(len(nxt)):
         for y in range(x + 1, len(nxt)):
             (i, ei), (j, ej) = nxt[x], nxt[y]
-            for a in ei:
-                for b in ej:
-                    if a.mem[0] != b.mem[0] or not (a.mem[1] or b.mem[1]) or (a.mem[2] and b.mem[2]):
-                        continue
-                    kb = dict(b.mem[3])
-                    for k, la in a.mem[3]:
-                        lb = kb.get(k)
-                        if not lb:
-                            continue
-                        for ta in la:
-                            tb = next((t for t in lb if t // WARP != ta // WARP), None)
-                            if tb is not None:
-                                return (i, a, ta, j, b, tb, k)
+            hit = _conflict(ei, ej)
+            if hit is not None:
+                a, ta, b, tb, k = hit
+                return (i, a, ta, j, b, tb, k, False)
+    for i, r in enumerate(roles):
+        past = _unreleased(r, pcs[i], marks[i] if marks else -1)
+        if not past:
+            continue
+        for j, ej in nxt:
+            if j == i:
+                continue
+            hit = _conflict(past, ej)
+            if hit is not None:
+                a, ta, b, tb, k = hit
+                return (i, a, ta, j, b, tb, k, True)
     return None
+
+
+def _conflict(ei: list[Event], ej: list[Event]):
+    for a in ei:
+        for b in ej:
+            if a.mem[0] != b.mem[0] or not (a.mem[1] or b.mem[1]) or (a.mem[2] and b.mem[2]):
+                continue
+            kb = dict(b.mem[3])
+            for k, la in a.mem[3]:
+                lb = kb.get(k)
+                if not lb:
+                    continue
+                for ta in la:
+                    tb = next((t for t in lb if t // WARP != ta // WARP), None)
+                    if tb is not None:
+                        return (a, ta, b, tb, k)
+    return None
+
+
+def _releases(e: Event) -> bool:
+    """A release of the role's earlier accesses to whoever acquires it: an mbarrier arrive
+    (`arrive`, `arrive.expect_tx`), a named or block barrier (`bar.sync`, `bar.arrive`,
+    `__syncwarp`, and the wgmma groups counted as one). Not an mbarrier wait (an acquire), not
+    an `expect_tx` without an arrival, and not the complete_tx of a bulk copy the role issues:
+    PTX's complete-tx is relaxed, and the copy carries the bytes it copies, not the issuing
+    thread's own writes before it."""
+    if e.kind in ("arrive", "sync", "barrive"):
+        return True
+    return e.kind == "expect" and e.arrivals > 0
+
+
+def _unreleased(r: Role, pc: int, mark: int) -> list[Event]:
+    """The accesses role r has made since its last release, up to its pc (a role that has
+    arrived at the `bar.sync` it waits at has released there: `mark` >= 0)."""
+    if pc < len(r.events) and mark >= 0 and r.events[pc].kind == "sync":
+        return []
+    out = []
+    j = min(pc, len(r.events)) - 1
+    while j >= 0:
+        e = r.events[j]
+        if _releases(e):
+            break
+        if e.kind == "mem":
+            out.append(e)
+        j -= 1
+    return out
 
 
 # ------------------------------------------------------------ role building --
@@ -1346,10 +1429,10 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
         visited.add(k)
         pcs, marks, bars, syncs = state
         if memory:
-            race = _race_at(roles, pcs)
+            race = _race_at(roles, pcs, marks)
             if race is not None:
-                a, ea, ta, b, eb, tb, elem = race
-                ex.race = MemRace(a, ea, ta, b, eb, tb, elem, trace=_trace(path), state=state)
+                a, ea, ta, b, eb, tb, elem, made = race
+                ex.race = MemRace(a, ea, ta, b, eb, tb, elem, trace=_trace(path), state=state, unreleased=made)
                 ex.status = "explored"
                 ex.states = len(visited)
                 return

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .. import solver
 from ..model import expr as E
 from ..model import ir
 from . import paths
@@ -203,22 +204,42 @@ def _read_covered(m: ir.KernelModel, g: Gate, r: ir.Op, n_head: int, t: int) -> 
 MAX_INNER = 64  # iterations of a read's (or a refill's) own loops tried
 
 
-def _iterations(m: ir.KernelModel, loops: tuple[int, ...], t: int) -> list[dict[str, int]] | None:
+def _iterations(
+    m: ir.KernelModel, loops: tuple[int, ...], t: int, cases: list | None = None
+) -> list[dict[str, int]] | None:
     """Every combination of iterations of `loops` (innermost last) thread t runs, as counter
     values: each loop's trip count a number for t (a constant, or one of the thread id), at
-    most MAX_INNER combinations; None: not known."""
+    most MAX_INNER combinations; None: not known. With `cases` (a list), a loop whose trip
+    count for t is data (`for (r = cw; r < d.w; r += 4)`: kernel arguments or loaded values,
+    no unknown thread term) runs its first iteration in the case the data gives it one: its
+    `trip > 0` is added to `cases` (some, not every, iteration: a match is then a match in
+    that case, no match proves nothing)."""
     combos: list[dict[str, int]] = [{}]
     for lid in loops:
         lp = m.loops.get(lid)
         if lp is None or lp.trip is None:
             return None
-        trip = E.substitute(lp.trip, {"tid": E.Const(t)}).eval({})
+        tripx = E.substitute(lp.trip, {"tid": E.Const(t)})
+        trip = tripx.eval({})
         if not isinstance(trip, int) or isinstance(trip, bool) or trip < 0:
-            return None
+            if cases is None or not _data_trip(tripx):
+                return None
+            runs = E.binop(">", tripx, E.Const(0))
+            if solver.witness(runs) is None:
+                return None
+            cases.append((lp, runs))
+            trip = 1
         combos = [{**c, lp.counter.name: k} for c in combos for k in range(trip)]
         if len(combos) > MAX_INNER:
             return None
     return combos
+
+
+def _data_trip(trip: E.Expr) -> bool:
+    """A trip count the data decides: over kernel arguments and loaded or unmodelled values,
+    with neither the thread nor a loop counter left in it."""
+    vs = trip.free_vars()
+    return any(v.kind in (E.PARAM, E.OPAQUE) for v in vs) and all(v.kind in (E.PARAM, E.OPAQUE) for v in vs)
 
 
 def _elem_bytes(o: ir.Op) -> int | None:
@@ -226,11 +247,15 @@ def _elem_bytes(o: ir.Op) -> int | None:
     return tt.dtype_bytes if tt is not None and tt.kind == "scalar" and tt.dtype_bytes else None
 
 
-def _inner_read_covered(an: Analysis, g: Gate, a: ir.Op, r: ir.Op, n_head: int, t: int) -> bool | None:
+def _inner_read_covered(
+    an: Analysis, g: Gate, a: ir.Op, r: ir.Op, n_head: int, t: int, cases: list | None = None
+) -> bool | None:
     """Does thread t, in some iteration of the read's loops inside the release's, read an
     element of the stage that some refill behind gate g writes (a refilling thread, an
     iteration of the refill's own loops, the bytes a cp.async copies from its index)? Every
-    index past the barrier's evaluated to numbers; None: not known."""
+    index past the barrier's evaluated to numbers; None: not known. A read loop of a data trip
+    count is tried at its first iteration (`_iterations`' cases, appended to `cases`): True
+    then holds in the case that loop runs, and no match is None."""
     m = an.model
     assert r.buffer is not None
     own = tuple(r.loops[len(a.loops) :])
@@ -240,12 +265,13 @@ def _inner_read_covered(an: Analysis, g: Gate, a: ir.Op, r: ir.Op, n_head: int, 
         for o in m.ops
     ):
         return None  # the read's loops wait or arrive themselves: a later iteration may follow a wait
-    inner = _iterations(m, own, t)
+    mine: list = []
+    inner = _iterations(m, own, t, mine)
     if inner is None:
         return None
     size = _elem_bytes(r)
     written: set[tuple[int, ...]] = set()
-    for f in g.refills:
+    for f, (_, refill_loops) in zip(g.refills, g.tails):
         assert f.buffer is not None
         width = 1
         if f.kind == ir.CP_ASYNC:
@@ -254,7 +280,8 @@ def _inner_read_covered(an: Analysis, g: Gate, a: ir.Op, r: ir.Op, n_head: int, 
                 return None
             width = b // size
         for u in sorted(an.threads.executing(f) or ()):
-            its = _iterations(m, tuple(lid for lid in f.loops if lid not in a.loops), u)
+            # the refill's loops inside its gate wait's: those run once per hand-over
+            its = _iterations(m, refill_loops, u)
             if its is None:
                 return None
             for env in its:
@@ -269,8 +296,10 @@ def _inner_read_covered(an: Analysis, g: Gate, a: ir.Op, r: ir.Op, n_head: int, 
             return None
         key = tuple(ix)
         if any(w[: len(key)] == key or key[: len(w)] == w for w in written):
+            if cases is not None:
+                cases.extend(mine)
             return True
-    return False
+    return None if mine else False
 
 
 @dataclass
@@ -278,6 +307,9 @@ class ReadAfterRelease:
     arrive: ir.Op
     read: ir.Op
     thread: int
+    # the loops of a data trip count the read runs in, each with its `trip > 0`: the violation
+    # holds in the case they run (the finding says when); empty: in every execution
+    cases: list = field(default_factory=list)
 
 
 @dataclass
@@ -335,13 +367,15 @@ def _reads_after_release(an: Analysis) -> ReleaseFacts:
             if r.loops != a.loops:
                 # a read in loops of its own inside the release's iteration: some iteration of
                 # them that thread t runs reads an element a refill writes
-                cover = {t: _inner_read_covered(an, gate, a, r, len(ai), t) for t in sorted(ea & readers)}
+                cases: dict[int, list] = {t: [] for t in ea & readers}
+                cover = {t: _inner_read_covered(an, gate, a, r, len(ai), t, cases[t]) for t in sorted(ea & readers)}
                 if not any(cover.values()):
                     if any(c is None for c in cover.values()):
                         out.undecided.append((a, r, "the read is in a loop of its own after the release"))
                     continue
             else:
                 # a releasing thread that reads an element the refill writes (its strip of the stage)
+                cases = {}
                 cover = {t: _read_covered(m, gate, r, len(ai), t) for t in sorted(ea & readers)}
             common = [t for t, c in cover.items() if c]
             if not common:
@@ -378,5 +412,5 @@ def _reads_after_release(an: Analysis) -> ReleaseFacts:
                 for o in m.ops
             ):
                 continue
-            out.violations.append(ReadAfterRelease(a, r, t))
+            out.violations.append(ReadAfterRelease(a, r, t, cases.get(t, [])))
     return out

@@ -35,6 +35,10 @@ class ByteMismatch:
     loads: list
     expected: E.Expr
     delivered: E.Expr
+    # a mismatch in one case the data picks (`_data_case`): the `?:` / `min` and the side
+    # taken, None when the accounts differ for every value
+    case: tuple[E.Ite, bool] | None = None
+    short: bool | None = None  # fewer bytes than expected (None: not known)
 
 
 def byte_mismatches(an: Analysis) -> list[ByteMismatch]:
@@ -56,13 +60,117 @@ def _byte_mismatches(an: Analysis) -> list[ByteMismatch]:
                 continue
             expected = completion.total(exps)
             delivered = completion.total(loads)
-            if expected.is_opaque() or delivered.is_opaque():
-                continue
-            if solver.differ_always(expected, delivered, an.solver_timeout_ms) is not True:
-                continue
+            case = None
+            if (
+                expected.is_opaque()
+                or delivered.is_opaque()
+                or (solver.differ_always(expected, delivered, an.solver_timeout_ms) is not True)
+            ):
+                case = _data_case(expected, delivered, exps + loads, an.model.loops)
+                if case is None:
+                    continue
             reported.add(group.split(" ")[0])
-            out.append(ByteMismatch(name, acc, group, exps, loads, expected, delivered))
+            assume = (_case_pred(case[0].c, case[1]),) if case else ()
+            short = solver.always(E.binop(">", expected, delivered), assume=assume + _guards(exps + loads))
+            out.append(ByteMismatch(name, acc, group, exps, loads, expected, delivered, case, short))
     return out
+
+
+def _is_data(c: E.Expr) -> bool:
+    """A condition the data decides: over kernel arguments, loaded values or unmodelled ones
+    (and perhaps loop counters: the tail iteration of `n - off < CH`), not over the thread."""
+    vs = c.free_vars()
+    return any(v.kind in (E.PARAM, E.OPAQUE) for v in vs) and all(v.kind in (E.PARAM, E.OPAQUE, E.LOOP) for v in vs)
+
+
+def _runs(c: E.Expr, loops) -> tuple | None:
+    """Each loop counter of `c` below its loop's trip count (the iterations that run), or None
+    when a trip count is not known."""
+    by_counter = {lp.counter.name: lp for lp in loops.values()}
+    out = []
+    for v in c.free_vars():
+        if v.kind != E.LOOP:
+            continue
+        lp = by_counter.get(v.name)
+        if lp is None or lp.trip is None or lp.trip.is_opaque():
+            return None
+        out.append(E.binop("<", v, lp.trip))
+    return tuple(out)
+
+
+def _case_pred(c: E.Expr, side: bool) -> E.Expr:
+    """The data case of `c ? t : e` in which the side `side` is taken and matters."""
+    return c if side else E.unop("!", c)
+
+
+def _guards(contribs) -> tuple:
+    return tuple(u for c in contribs for u in c.op.guard.uniform)
+
+
+def _data_case(expected: E.Expr, delivered: E.Expr, contribs, loops) -> tuple[E.Ite, bool] | None:
+    """A case the program itself distinguishes in which the byte accounts differ, always.
+
+    A byte count of the form `c ? t : e` whose condition is data (`min(TR, rows_left)` of a
+    ragged tail tile, `last ? tail : full`) says by its own code that either side may be taken:
+    the kernel computes the smaller count because a tile may be shorter. For each side of each
+    such choice, taken where the two sides differ (`min` taking its other operand), with the
+    contributions' own block-uniform conditions (and a loop counter in the condition below its
+    loop's trip count), the accounts are asked to differ for every
+    value. One side proved to differ is a mismatch *in that case* (the finding says when); the
+    case must be satisfiable with every byte count and trip count non-negative. Anything else (no such choice, a contribution whose conditions are
+    not exact or merged as exclusive) is no mismatch here."""
+    if any(not c.op.guard.exact or c.exclusive for c in contribs):
+        return None
+    # byte counts and trip counts are never negative: a case that makes one negative (the
+    # clamp `n < 0 ? 0 : n` of a loop's trip count, an expect of a block past the data's end)
+    # is no case of the program
+    zero = E.Const(0)
+    base = _guards(contribs) + tuple(
+        E.binop(">=", x, zero)
+        for x in (expected, delivered, *(c.amount for c in contribs), *(c.times for c in contribs))
+        if x is not None
+    )
+    seen = []
+    for x in (expected, delivered):
+        for sub in E.subexprs(x):
+            if isinstance(sub, E.Ite) and _is_data(sub.c) and sub not in seen:
+                seen.append(sub)
+    for ite in seen:
+        runs = _runs(ite.c, loops)
+        if runs is None:
+            continue
+        guards = base + runs
+        for side in (True, False):
+            pred = E.binop("&&", _case_pred(ite.c, side), E.binop("!=", ite.t, ite.e))
+            if solver.witness(pred, assume=guards) is None:
+                continue
+            if solver.always(E.binop("!=", expected, delivered), assume=(pred, *guards)) is True:
+                return ite, side
+    return None
+
+
+def case_text(case: tuple[E.Ite, bool]) -> str:
+    """For messages, with the unmodelled values spelled as the source spells them
+    (`?grp.row_off[g + 1]#31` -> `grp.row_off[g + 1]`): a `min` / `max` case as the comparison
+    of the side taken with the other (`when `rows_left` < 16`), else the condition's truth."""
+    ite, side = case
+    c, s, other = ite.c, (ite.t if side else ite.e), (ite.e if side else ite.t)
+    if isinstance(c, E.Bin) and c.op in ("<", "<=", ">", ">=") and {c.a, c.b} == {ite.t, ite.e}:
+        smaller_first = c.op in ("<", "<=")
+        is_min = (c.a == ite.t) == smaller_first
+        return f"when `{readable(s)}` {'<' if is_min else '>'} `{readable(other)}`"
+    return f"when `{readable(c)}` is {'true' if side else 'false'}"
+
+
+def readable(x: E.Expr) -> str:
+    def fn(v):
+        if isinstance(v, E.Var) and v.name.startswith("?") and not v.label:
+            text = v.name[1:]
+            head, sep, tail = text.rpartition("#")
+            return E.Var(v.name, v.kind, v.is_bool, head if sep and tail.isdigit() else text)
+        return None
+
+    return str(E.rewrite(x, fn))
 
 
 # ----------------------------------------------------------------- arrivals --
