@@ -13,7 +13,8 @@ OUT=${OUT:-results}; mkdir -p "$OUT" bin
 LOG=$OUT/log.txt
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nvcc --version | tail -1; uname -r; } > $LOG 2>&1
 FLAGS="-std=c++20 -O3 --expt-relaxed-constexpr --expt-extended-lambda -DKITTENS_HOPPER -gencode arch=compute_90a,code=sm_90a -I tk/include -I tk/prototype"
-ls variants/*.cu | grep -E "${PAT:-.}" | xargs -P 16 -I{} bash -c 'b=$(basename {} .cu); nvcc '"$FLAGS"' {} -o bin/$b -lcuda > bin/$b.build 2>&1 || echo "BUILD FAIL $b"' >> $LOG 2>&1
+# PREBUILT=1: bin/NAME were built elsewhere (nvcc 13.0 for sm_90a) and travel with the folder
+[ -n "$PREBUILT" ] || ls variants/*.cu | grep -E "${PAT:-.}" | xargs -P 16 -I{} bash -c 'b=$(basename {} .cu); nvcc '"$FLAGS"' {} -o bin/$b -lcuda > bin/$b.build 2>&1 || echo "BUILD FAIL $b"' >> $LOG 2>&1
 echo "build done $(( $(date +%s) - START )) s" >> $LOG
 printf "variant\trc\tverdict\twall_ms\toutput\n" > $OUT/results.tsv
 for f in $(ls variants/*.cu | grep -E "${PAT:-.}"); do
@@ -40,10 +41,15 @@ fi
 # sanitizer on every variant that did not hang, while time is left (deadline 500 s)
 printf "variant\ttool\trc\tsummary\n" > $OUT/sanitizer.tsv
 # SAN_PAT: a regex choosing the variants the sanitizer runs on (default: all that did not hang)
-for b in $(awk -F'\t' 'NR>1 && ($3=="PASS"||$3=="FAIL"||$3=="ERROR") {print $1}' $OUT/results.tsv | grep -E "${SAN_PAT:-.}"); do
+# order: the clean kernels (names without '-'), then the variants that passed, then the rest
+# SAN_TIMEOUT: seconds one sanitizer run may take (40)
+SAN_LIST=$( { awk -F'\t' 'NR>1 && $3=="PASS" && $1 !~ /-/ {print $1}' $OUT/results.tsv;
+              awk -F'\t' 'NR>1 && $3=="PASS" && $1 ~ /-/ {print $1}' $OUT/results.tsv;
+              awk -F'\t' 'NR>1 && ($3=="FAIL"||$3=="ERROR") {print $1}' $OUT/results.tsv; } | grep -E "${SAN_PAT:-.}")
+for b in $SAN_LIST; do
   for tool in racecheck synccheck; do
     if [ $(( $(date +%s) - START )) -gt ${DEADLINE:-500} ]; then echo "sanitizer: out of time before $tool $b" >> $LOG; break 2; fi
-    ONE_REP=1 timeout -k 2 40 compute-sanitizer --tool $tool --print-limit 3 ./bin/$b > bin/$b.$tool 2>&1; rc=$?
+    ONE_REP=1 timeout -k 2 ${SAN_TIMEOUT:-40} compute-sanitizer --tool $tool --print-limit 3 ./bin/$b > bin/$b.$tool 2>&1; rc=$?
     s=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|hazard|Barrier|error" bin/$b.$tool | head -4 | tr '\n\t' '  ' | head -c 400)
     printf "%s\t%s\t%s\t%s\n" $b $tool $rc "$s" >> $OUT/sanitizer.tsv
   done
