@@ -310,9 +310,9 @@ class CallLowering:
         if not quals and base in self.w.mb.functions and _calls_user_function(cursor, base, self.w.mb):
             # the user's own `arrive` / `wait` / `init` (PTX helpers named as TK's calls are): the
             # compiler calls the user's definition, so its body is walked, never TK's op
-            target = self.w.inline.resolve_callable(segs, ctx)
-            if isinstance(target, Func):
-                return self.w.inline.expand(target, args, ctx, cursor, btargs)
+            own = self.w.inline.resolve_callable(segs, ctx)
+            if isinstance(own, Func):
+                return self.w.inline.expand(own, args, ctx, cursor, btargs)
         if base in K.LIBCU_FUNCTIONS:
             # libcu++'s pipeline / barrier / memcpy_async (walk_libcu: it takes the call when its
             # arguments are libcu++'s objects)
