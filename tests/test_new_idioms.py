@@ -22,8 +22,7 @@ SETS = {
     "idioms2": (("H200",), (4, 7)),
     "idioms3": (("H100", "H200"), (4, 6)),
     "idioms4": (("H100", "H200"), (4, 6)),
-    # no device machine could be started for idioms5's batch (2026-12-06): its specs say so instead
-    "idioms5": ((), (5, 6)),
+    "idioms5": (("H100",), (5, 6)),
 }
 MUTATIONS = {name: evaluate.load_mutations(CORPUS / name) for name in SETS}
 KNOWN = evaluate.all_codes()
