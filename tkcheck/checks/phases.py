@@ -24,6 +24,7 @@ refutation comes with the smallest k. Anything not recognised is `unknown`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import z3
@@ -1051,7 +1052,12 @@ def _is_bool(e: E.Expr) -> bool:
     )
 
 
-def _smallest_counterexample(pred: E.Expr, k: E.Var | None, assume: list[E.Expr], timeout: int) -> dict | None:
+def _smallest_counterexample(
+    pred: E.Expr, k: E.Var | None, assume: list[E.Expr], timeout: int, outer: Sequence[E.Var] = ()
+) -> dict | None:
+    """A model of `pred` under `assume`, lexicographically smallest in the outer loops'
+    counters (outermost first) and then in k: the first use that goes wrong, which is reached
+    (an earlier use of this wait going wrong would be smaller)."""
     zv = E.Z3Vars()
     try:
         zp = E.as_bool(pred.to_z3(zv))
@@ -1063,8 +1069,10 @@ def _smallest_counterexample(pred: E.Expr, k: E.Var | None, assume: list[E.Expr]
     opt = limited(z3.Optimize())
     opt.add(*_constraints(zv, za))
     opt.add(zp)
-    if k is not None:
-        opt.minimize(zv.get(k))
+    known = {name for name, _ in zv.items()}
+    for v in (*outer, *([k] if k is not None else [])):
+        if v.name in known:
+            opt.minimize(zv.get(v))
     if checked(opt) != z3.sat:
         return None
     mdl = opt.model()
@@ -1449,7 +1457,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         return
     if reach:
         assume.extend(reach)
-    cex = _smallest_counterexample(bad, k, assume, to)
+    outer = [lp.counter for lp in chain[:-1]] if chain else []
+    cex = _smallest_counterexample(bad, k, assume, to, outer=[c for c in outer if c is not None and c != k])
     if cex is None and reach:
         wp.reason = "no counterexample reached within the first iterations of a loop that ends on its counter"
         return
