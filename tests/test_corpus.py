@@ -46,13 +46,7 @@ def test_specs_are_well_formed():
 
 # Clean kernels on which tkcheck still makes a false finding, recorded (not hidden) with its cause;
 # a strict xfail, so the entry must go the day the engine is fixed.
-KNOWN_FALSE = {
-    "idioms5/wgmma_ws_tmastore.cu": "false TK502 at the wgmma (line 127): the progress exploration "
-    "(checks/protocol.py) splits the two consumer warpgroups by the `threadIdx.x % 128 == 0` release guard "
-    "into {warp 0}, {warp 4} and one role of warps 1-3 and 5-7 spanning both warpgroups; that role has one "
-    "position, so each warpgroup's wgmma collective waits for warps that are at the other warpgroup's k-step "
-    "(by reading, the four warps of each warpgroup run the same code; not yet run on a GPU)",
-}
+KNOWN_FALSE: dict[str, str] = {}
 
 
 def _clean_param(p):

@@ -756,11 +756,27 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
                 sid = {str(E.substitute(o.sync_id, {"tid": E.Const(t)})) for t in lanes}
             if o.kind == ir.SMEM_ACCESS:
                 idx = {()}  # the race search's accesses: each lane's element is evaluated per lane
+            grp = _collective_group(o)
+            if grp:
+                # an op whose participants are the threads of one group (a warpgroup's wgmma):
+                # its group is its barrier, as a named barrier's id is, so threads of two groups
+                # are never one role (a role has one position; each group meets at its own step)
+                sid = {("group", t // grp) for t in lanes}
             if len(idx) > 1 or len(sid) > 1:
                 return None
             sig.append((len(lanes), idx.pop(), tuple(sid), tuple(sorted(per_iter))))
         sigs.setdefault(tuple(sig), []).extend(unit)
     return [(frozenset(ts), s) for s, ts in sigs.items()]
+
+
+def _collective_group(o: ir.Op) -> int | None:
+    """Threads per group of an op that the threads of one group execute together, each group on
+    its own (a warpgroup's wgmma: its 128 threads meet, like a barrier of their own: the event's
+    id is `MMA_IDS` + the warpgroup); None for an op of a thread / warp, or whose participants an
+    id names (a named barrier: the id is part of a role's signature already)."""
+    if o.kind == ir.MMA:
+        return 128
+    return None
 
 
 def _guard_at(g: E.Expr, t: int) -> tuple[bool | None, str | None]:
@@ -1395,8 +1411,45 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, rounds: int |
     if mixed:
         ex.reason = f"named barrier {mixed[0]} used with two thread counts (undefined)"
         return
+    roles = _merge_mma_runs(roles)
     ex.roles = roles
     _search(ex, roles, counts, memory)
+
+
+def _merge_mma_runs(roles: list[Role]) -> list[Role]:
+    """Back-to-back MMAs of one warpgroup (`for (kk = 0; kk < 4; kk++) wgmma`) as one meeting, when
+    that is exact: a warpgroup's MMA barrier completes a generation only when every role of the
+    warpgroup has arrived (the roles are disjoint parts of its 128 threads), so when every role
+    that meets there runs its MMAs in runs of the same lengths, with nothing between the MMAs of a
+    run, the roles pass each run together or all stop at its first MMA: one event per run has the
+    same reachable blocked states. Otherwise the roles are left as they are."""
+
+    def runs(evs: list[Event], sid: int) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []  # (first event index, length)
+        for i, e in enumerate(evs):
+            if e.kind == "sync" and e.sync is not None and e.sync[0] == sid:
+                if out and out[-1][0] + out[-1][1] == i:
+                    out[-1] = (out[-1][0], out[-1][1] + 1)
+                else:
+                    out.append((i, 1))
+        return out
+
+    sids = {e.sync[0] for r in roles for e in r.events if e.kind == "sync" and e.sync and e.sync[0] >= MMA_IDS}
+    drop: dict[int, set[int]] = {}
+    for sid in sorted(sids):
+        per = {i: runs(r.events, sid) for i, r in enumerate(roles)}
+        per = {i: rs for i, rs in per.items() if rs}
+        shapes = {tuple(n for _, n in rs) for rs in per.values()}
+        if len(shapes) != 1 or all(n == 1 for n in next(iter(shapes))):
+            continue
+        for i, rs in per.items():
+            drop.setdefault(i, set()).update(j for first, n in rs for j in range(first + 1, first + n))
+    if not drop:
+        return roles
+    return [
+        Role(r.name, r.threads, [e for j, e in enumerate(r.events) if j not in drop.get(i, ())]) if i in drop else r
+        for i, r in enumerate(roles)
+    ]
 
 
 def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = False):
@@ -1441,7 +1494,14 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
         # threads that have left the kernel: a block-wide barrier waits for the others only
         gone = sum(sizes[i] for i, r in enumerate(roles) if pcs[i] >= len(r.events))
         for ri, r in enumerate(roles):
-            res = _run_role(ri, r, state, eidx, gone, counts, elems, memory)
+            try:
+                res = _run_role(ri, r, state, eidx, gone, counts, elems, memory)
+            except _NotModelled as exc:
+                ex.status = "unknown"
+                ex.reason = str(exc)
+                ex.states = len(visited)
+                ex.steps = steps_run
+                return
             steps_run += 1
             if res is None:
                 continue
@@ -1518,6 +1578,24 @@ def _complete(b, count):
     return b
 
 
+class _NotModelled(Exception):
+    """A state the roles cannot represent: the search ends unknown with this reason."""
+
+
+def _split_arrival(e: Event, arrived: int, need: int) -> None:
+    """A role of several warps arriving at a named barrier whose open generation completes with
+    only some of them (`bar.sync 1, 128` met by two warpgroups, a role of three warps arriving to
+    64): the hardware counts each warp, so the warps that come after the count open the next
+    generation, while the role has one position for all its warps. Not modelled: unknown, never
+    a generation completed with the rest of the role's arrivals dropped (a false deadlock)."""
+    if not e.block and arrived < need < arrived + e.arrivals:
+        sid = e.sync[0] if e.sync is not None else None
+        what = f"the MMA of warpgroup {sid - MMA_IDS}" if sid is not None and sid >= MMA_IDS else f"named barrier {sid}"
+        raise _NotModelled(
+            f"the warps of one role arrive across two generations of {what} (line {e.op.location.row}; not modelled)"
+        )
+
+
 def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = False):
     """Run role ri from its pc through local events up to and including one wait/sync.
     None when it cannot move. `memory` (the race search): shared-memory accesses are local
@@ -1556,6 +1634,7 @@ def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = Fals
             # bar.arrive: counted in the current generation, no wait
             sid, cnt = e.sync
             arrived, gen = syncs.get(sid, (0, 0))
+            _split_arrival(e, arrived, cnt)
             arrived += e.arrivals
             if arrived >= cnt:
                 gen, arrived = gen + 1, 0
@@ -1571,6 +1650,7 @@ def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = Fals
             need = cnt - gone if e.block else cnt
             arrived, gen = syncs.get(sid, (0, 0))
             if marks[ri] < 0:
+                _split_arrival(e, arrived, need)
                 arrived += e.arrivals
                 marks[ri] = gen
             if marks[ri] == gen and arrived >= need:
@@ -1638,9 +1718,11 @@ def signals_left(ex: Exploration, ri_blocked: int, elem) -> list[int]:
 
 
 def arrivals_left(ex: Exploration, ri_blocked: int, sid: int) -> list[int]:
-    """Roles that can still arrive at named barrier `sid` (a bar.sync or bar.arrive ahead of
-    their pc; a role blocked at a bar.sync of `sid` has arrived already, so it counts only
-    what follows that sync)."""
+    """Roles that can still arrive at named barrier `sid` in the generation the blocked role
+    waits for (a bar.sync or bar.arrive ahead of their pc). A role blocked at a bar.sync of `sid`
+    has arrived in that generation already and waits for it to complete, so what follows that
+    sync comes in a later generation: it is not counted (two roles of one warpgroup blocked at
+    its MMA, a third that never comes: no role left)."""
     d = ex.deadlock
     out = []
     for i, r in enumerate(ex.roles):
@@ -1649,7 +1731,7 @@ def arrivals_left(ex: Exploration, ri_blocked: int, sid: int) -> list[int]:
         start = _pc_of(ex, i)
         here = r.events[start]
         if here.kind == "sync" and here.sync[0] == sid:
-            start += 1
+            continue
         if any(e.kind in ("sync", "barrive") and e.sync[0] == sid for e in r.events[start:]):
             out.append(i)
     return out
