@@ -307,7 +307,12 @@ class CallLowering:
             ts = [self._transpose_value(t, ctx) for t in btargs]
             if ts[0] is not None and ts[1] is not None:
                 base = K.transposed_mma_name(base, ts[0], ts[1])
-        if not quals and base in self.w.mb.functions and _calls_user_function(cursor, base, self.w.mb):
+        if (
+            not quals
+            and base in self.w.mb.functions
+            and (base in K.THREAD_OPS or base in K.LIBCU_FUNCTIONS or base in K.REGISTER_OPS)
+            and _calls_user_function(cursor, base, self.w.mb)
+        ):
             # the user's own `arrive` / `wait` / `init` (PTX helpers named as TK's calls are): the
             # compiler calls the user's definition, so its body is walked, never TK's op
             own = self.w.inline.resolve_callable(segs, ctx)
@@ -1019,22 +1024,26 @@ def _enclosing_this(env: Env | None) -> Rec | None:
     return None
 
 
+def _calls_named(cursor, name: str):
+    """The `CALL_EXPR` cursors of `name(...)` in the statement at `cursor` (none without one)."""
+    if cursor is None:
+        return
+    for c in cursor.walk_preorder():
+        if c.kind == CK.CALL_EXPR and c.spelling == name:
+            yield c
+
+
 def _calls_user_function(cursor, name: str, mb) -> bool:
     """Whether every call `name(...)` in the statement at `cursor` is resolved by the compiler
     (libclang's referenced declaration) to a function of the user's own files; False when a
     call is unresolved (a dependent call in a template) or resolves elsewhere (TK's headers)."""
-    if cursor is None:
-        return False
     seen = False
     try:
-        for c in cursor.walk_preorder():
-            if c.kind == CK.CALL_EXPR and c.spelling == name:
-                ref = c.referenced
-                if ref is None or ref.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
-                    return False
-                if not mb._in_user_code(ref):
-                    return False
-                seen = True
+        for c in _calls_named(cursor, name):
+            ref = c.referenced
+            if ref is None or ref.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE) or not mb._in_user_code(ref):
+                return False
+            seen = True
     except (ValueError, AttributeError):
         return False
     return seen
@@ -1044,13 +1053,8 @@ def _call_type(cursor, name: str) -> str | None:
     """The value type of the call `name(...)` in the statement at `cursor` (libclang's type of
     the call: `float` for a float atomicAdd); None when the statement has no such call or several
     calls of different types."""
-    if cursor is None:
-        return None
-    types = set()
     try:
-        for c in cursor.walk_preorder():
-            if c.kind == CK.CALL_EXPR and c.spelling == name:
-                types.add(c.type.get_canonical().spelling)
+        types = {c.type.get_canonical().spelling for c in _calls_named(cursor, name)}
     except (ValueError, AttributeError):
         return None
     return types.pop() if len(types) == 1 else None
