@@ -107,3 +107,35 @@ def test_a_file_without_tk_gets_the_forced_includes_precompiled_and_the_same_fin
     (work / "b.cu").write_text(src)
     rc, second, _ = run(["b.cu"], work)  # another file of the folder: the same precompiled header
     assert list((work / ".tkcheck_cache" / "pch").glob("*.pch")) == pch and second == nocache
+
+
+# Run in a child: libclang reports the crash as a load error, but a crash must never reach pytest.
+_ALLOCATION_ACROSS_A_PCH = r"""
+import os, sys, tempfile
+import clang.cindex as ci
+from tkcheck.frontend.parse import ParseOptions, build_args
+d = tempfile.mkdtemp()
+open(os.path.join(d, "h.cuh"), "w").write("#include <new>\n")  # placement operator new declared
+open(os.path.join(d, "a.cu"), "w").write("void f() { float *p = new float[4]; delete[] p; }\n")
+args = build_args(ParseOptions(), d)
+idx = ci.Index.create()
+idx.parse(os.path.join(d, "h.cuh"), args=args, options=0x01 | 0x02 | 0x200).save(os.path.join(d, "h.pch"))
+try:
+    idx.parse(os.path.join(d, "a.cu"), args=args + ["-include-pch", os.path.join(d, "h.pch")], options=0x01 | 0x200)
+except ci.TranslationUnitLoadError:
+    sys.exit(3)
+"""
+
+
+def test_the_allocation_guard_is_still_needed_by_this_libclang():
+    """Why files with new/delete stay off the precompiled header (pch.user_code_allocates): the
+    libclang wheel in use (18.1.1) crashes parsing a new-expression across a precompiled header
+    that declares any global `operator new` (`<new>`'s placement form is enough; the stand-ins
+    of the C++ headers TK includes hold it). Declaring the usual allocation functions there too
+    does not help: as clang's own (__host__, __device__) the crash stays, as __host__ __device__
+    they are errors. When this test fails, the libclang in use no longer crashes: the guard can go."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run(
+        [sys.executable, "-c", _ALLOCATION_ACROSS_A_PCH], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert p.returncode == 3, (p.returncode, p.stderr[-2000:])

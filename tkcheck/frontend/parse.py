@@ -297,13 +297,7 @@ def find_tk_include(folder: str | os.PathLike) -> str | None:
 
 BLACKWELL_ARCH = "sm_100a"
 STUB_DIR = MODEL_INCLUDE / "host_stubs"  # virtual: host-only stand-ins live in unsaved files
-# Names only Blackwell code uses (TMEM tiles and their allocator, tcgen05, cluster launch
-# control, the sm_100 number formats): with no arch configured, a file that uses one is parsed
-# for sm_100a (for sm_90a again when only that parses: a file written for both).
-_BLACKWELL_MARKERS = re.compile(
-    r"\btt\s*<|\btensor_allocator\b|\btm_allocator\b|\btcgen05\b|"
-    r"\bclc::|\be8m0|\bfp4e2m1"
-)
+# Which code is parsed for sm_100a (and with which TK macros): build_target.py
 
 
 def is_blackwell(arch: str) -> bool:
@@ -389,8 +383,8 @@ def decode_source(path: str, data: bytes) -> str:
 def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None = None) -> ParsedFile:
     """Parse a file as nvcc would read it (see `nvcc_compat`): rewrites that keep positions,
     stand-ins for missing host-only libraries, clang errors nvcc does not make marked as
-    recovered, and (with no arch configured) a second parse for sm_100a when Blackwell code
-    does not parse for sm_90a."""
+    recovered; the arch and TK's build macros are settled before the first parse
+    (build_target.py)."""
     from . import nvcc_compat
 
     if len(text.encode("utf-8", errors="replace")) > MAX_FILE_BYTES:
@@ -420,10 +414,19 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
     for line, what in rewrites:
         notes.append(f"{path}:{line}: read as nvcc reads it: {what}")
     stubs = set(nvcc_compat.COMMON_HOST_HEADERS)
+    # the arch and the TK build macros, settled before the first parse (build_target.py): one
+    # parse per file, for the build its code and its headers ask for
+    from .build_target import settle
+    from .lexer import blank_comments_and_strings
+
+    target = settle(blank_comments_and_strings(fixed), opts.arch, opts.arch_auto, opts.tk_dirs(), opts.defines)
+    if target.extra_defines:
+        from dataclasses import replace as _replace
+
+        opts = _replace(opts, defines=opts.defines + target.extra_defines)
+        notes.append(target.note or "")
+    arch = target.arch
     state = _Parse(path, abs_path, fixed, opts, semantics, pch_dir)
-    # no arch configured: code that uses what only Blackwell has is parsed for sm_100a
-    blackwell_code = opts.arch_auto and bool(_BLACKWELL_MARKERS.search(fixed))
-    arch = BLACKWELL_ARCH if blackwell_code else opts.arch
     parsed = state.run(arch, stubs)
     # host-only includes not named in advance: stand-ins, and parse once more
     more = {
@@ -445,30 +448,6 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
             f"{path}: read as nvcc reads it: an alias template with default arguments named "
             f"without '<>' (line{'s' if len(alias[1]) > 1 else ''} {', '.join(map(str, alias[1][:6]))})"
         )
-    if (
-        is_blackwell(parsed.arch)
-        and parsed.user_errors()
-        and opts.tk_include
-        and not any(d.split("=")[0] == "KITTENS_HOPPER" for d in opts.defines)
-    ):
-        # ThunderKittens before 2.0 built its Blackwell kernels with -DKITTENS_BLACKWELL
-        # -DKITTENS_HOPPER (the TMA, gl and semaphore code sat under KITTENS_HOPPER alone)
-        from dataclasses import replace as _replace
-
-        both = _Parse(
-            path, abs_path, state.text, _replace(opts, defines=opts.defines + ("KITTENS_HOPPER",)), semantics, pch_dir
-        )
-        other = both.run(parsed.arch, stubs)
-        if len(other.user_errors()) < len(parsed.user_errors()):
-            parsed = other
-            notes.append(
-                "KITTENS_HOPPER defined next to KITTENS_BLACKWELL, as ThunderKittens before 2.0 "
-                "builds its Blackwell kernels (these headers need it)"
-            )
-    if blackwell_code and parsed.user_errors() and not is_blackwell(opts.arch):
-        other = state.run(opts.arch, stubs)  # a file for both, whose Hopper side parses
-        if len(other.user_errors()) < len(parsed.user_errors()):
-            parsed = other
     if parsed.arch != opts.arch:
         notes.append(f"arch {parsed.arch} assumed: the file uses what only Blackwell has (set arch / --arch to choose)")
     used = sorted(s for s in stubs if any(s == inc for inc in state.included_names(parsed)))
