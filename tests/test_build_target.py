@@ -2,6 +2,7 @@
 the file's code and the headers' own conditions (tkcheck/frontend/build_target.py), never by
 parsing again for another arch or other macros."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,14 @@ def test_model_headers_blackwell_file_parsed_once(tmp_path, parse_count):
     src.write_text(BLACKWELL_KERNEL + "void host() { undeclared_thing(); }\n")
     check_file(str(src), CheckOptions(parse=P.ParseOptions(arch_auto=True)))
     assert parse_count == [("sm_100a", ())]
+
+
+def test_an_edited_tk_header_is_read_again(tmp_path):
+    inc = _tk_tree(tmp_path / "tk", "defined(KITTENS_HOPPER)", 3)
+    assert tk_build_macros((inc,)).blackwell_needs_hopper
+    gl = Path(inc) / "types" / "gl.cuh"
+    gl.write_text(
+        gl.read_text().replace("defined(KITTENS_HOPPER)", "defined(KITTENS_HOPPER) || defined(KITTENS_BLACKWELL)")
+    )
+    os.utime(gl, ns=(gl.stat().st_atime_ns, gl.stat().st_mtime_ns + 1_000_000_000))
+    assert not tk_build_macros((inc,)).blackwell_needs_hopper

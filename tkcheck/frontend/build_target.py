@@ -55,34 +55,51 @@ def uses_blackwell(code: str) -> bool:
     return bool(BLACKWELL_MARKERS.search(code))
 
 
-@lru_cache(maxsize=16)
 def tk_build_macros(tk_dirs: tuple[str, ...]) -> TkBuildMacros:
-    """The build macros the headers under `tk_dirs` test (read as text, once per process)."""
+    """The build macros the headers under `tk_dirs` test (read as text). Memoised per process by
+    the headers' names, sizes and modification times: a header edited while a long-lived process
+    (the language server) runs is read again."""
+    headers = _headers(tk_dirs)
+    return _scan(tuple(headers))
+
+
+def _headers(tk_dirs: tuple[str, ...]) -> list[tuple[str, int, int]]:
+    out: list[tuple[str, int, int]] = []
+    for root in tk_dirs:
+        for folder, dirs, files in os.walk(root, followlinks=False):
+            dirs.sort()
+            for name in sorted(files):
+                if not name.endswith(_HEADER_SUFFIXES) or len(out) >= MAX_HEADERS:
+                    continue
+                path = os.path.join(folder, name)
+                try:
+                    st = os.stat(path, follow_symlinks=False)
+                except OSError:
+                    continue
+                out.append((path, st.st_size, st.st_mtime_ns))
+    return out
+
+
+@lru_cache(maxsize=8)
+def _scan(headers: tuple[tuple[str, int, int], ...]) -> TkBuildMacros:
     from ..safe_io import read_regular
     from .includes import MAX_HEADER_BYTES
 
     has_bw = False
     lone = shared = 0
-    seen = 0
-    for root in tk_dirs:
-        for folder, dirs, files in os.walk(root, followlinks=False):
-            dirs.sort()
-            for name in sorted(files):
-                if not name.endswith(_HEADER_SUFFIXES) or seen >= MAX_HEADERS:
-                    continue
-                seen += 1
-                try:
-                    text = read_regular(os.path.join(folder, name), MAX_HEADER_BYTES).decode("utf-8", "replace")
-                except OSError:
-                    continue
-                for m in _CONDITION.finditer(text):
-                    cond = m.group(1)
-                    hopper, blackwell = "KITTENS_HOPPER" in cond, "KITTENS_BLACKWELL" in cond
-                    has_bw = has_bw or blackwell
-                    if hopper and blackwell:
-                        shared += 1
-                    elif hopper:
-                        lone += 1
+    for path, _, _ in headers:
+        try:
+            text = read_regular(path, MAX_HEADER_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for m in _CONDITION.finditer(text):
+            cond = m.group(1)
+            hopper, blackwell = "KITTENS_HOPPER" in cond, "KITTENS_BLACKWELL" in cond
+            has_bw = has_bw or blackwell
+            if hopper and blackwell:
+                shared += 1
+            elif hopper:
+                lone += 1
     return TkBuildMacros(has_bw, lone, shared)
 
 
