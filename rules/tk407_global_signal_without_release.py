@@ -109,6 +109,8 @@ def _published(an) -> list:
         if p.why == "unordered":
             out.append(_unordered(an, p))
             continue
+        ga = p.signal.global_access
+        scope = ga.scope if ga is not None else None
         what = (
             f"the float atomic `{_text(p.data)[:50]}`"
             if p.data.kind == ir.GLOBAL_SIGNAL
@@ -122,12 +124,19 @@ def _published(an) -> list:
         out.append(
             finding(
                 "TK407",
-                who + ", but the counter is a relaxed atomic and no release fence (`__threadfence()`, "
-                "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read "
-                "stale data",
+                who
+                + (
+                    f", but its release holds at {scope} scope only, which orders nothing for the other "
+                    "blocks that read the count, and no gpu-scope release fence (`__threadfence()`, "
+                    "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read stale data"
+                    if p.why == "scope"
+                    else ", but the counter is a relaxed atomic and no release fence (`__threadfence()`, "
+                    "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read "
+                    "stale data"
+                ),
                 p.signal.location,
                 related=[related(p.data, "the data the counter publishes")],
-                witness={"thread": p.signal_thread, "writer": p.data_thread, "released": False},
+                witness={"thread": p.signal_thread, "writer": p.data_thread, "released": False, "scope": scope},
                 help="`__threadfence();` right before the counter's `atomicAdd` (after the barrier that "
                 "gathers the block's stores), or `red.release.gpu` / `cuda::atomic_ref<..., "
                 "cuda::thread_scope_device>::fetch_add(1, cuda::memory_order_release)`",
