@@ -9,6 +9,8 @@ from tkcheck.rule import Confirm, Rule
 from ._common import HEADER, finding, in_helper, related, user_site
 
 _RELEASE_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
+# a release's scope (GlobalAccessFacts.scope, PTX's words) as libcu++ names it, for messages
+_SCOPE_WORDS = {"cta": "block", "thread": "thread", "cluster": "cluster"}
 
 
 def _sem(op: ir.Op) -> str | None:
@@ -126,7 +128,8 @@ def _published(an) -> list:
                 "TK407",
                 who
                 + (
-                    f", but its release holds at {scope} scope only, which orders nothing for the other "
+                    f", but its release holds at {_SCOPE_WORDS.get(scope or '', scope)} scope only, which orders "
+                    "nothing for the other "
                     "blocks that read the count, and no gpu-scope release fence (`__threadfence()`, "
                     "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read stale data"
                     if p.why == "scope"

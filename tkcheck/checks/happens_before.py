@@ -918,8 +918,19 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
             if not d.guard.exact or set(d.guard.uniform) - set(sig.guard.uniform):
                 continue
             dga = _ga(d)
-            if read is not None and dga is not None and dga.base is not None and dga.base not in read:
-                continue  # data no thread of the kernel reads back: the counter publishes it to no one
+            if (
+                d.kind == ir.GLOBAL_STORE
+                and read is not None
+                and dga is not None
+                and dga.form == "plain"
+                and dga.base is not None
+                and not any(r == dga.base or r.startswith(dga.base + ".") for r in read)
+            ):
+                # a plain store of memory no thread of the kernel reads (and nothing else may read:
+                # `_read_bases`): the kernel's output, which the counter publishes to no one (an
+                # owner's reset of its semaphore after writing y). A float atomic accumulates into
+                # memory other blocks share, and stays asked
+                continue
             td = an.threads.executing(d)
             if not td:
                 continue
