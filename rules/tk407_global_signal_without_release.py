@@ -111,6 +111,9 @@ def _published(an) -> list:
         if p.why == "unordered":
             out.append(_unordered(an, p))
             continue
+        if p.why == "after":
+            out.append(_stored_after_release(an, p))
+            continue
         ga = p.signal.global_access
         scope = ga.scope if ga is not None else None
         what = (
@@ -190,6 +193,25 @@ def _unordered(an, p):
         witness={"thread": p.signal_thread, "writer": p.data_thread, "released": True, "ordered": False},
         help="`__syncthreads();` (a barrier of every writing thread) right before the signalling "
         "thread's release, so that the release covers the whole block's stores (cumulativity)",
+    )
+
+
+def _stored_after_release(an, p):
+    """Data stored after the release that should publish it: the flag is up before the value."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    return finding(
+        "TK407",
+        f"{describe(frozenset([p.data_thread]), n)} stores `{describe_location(p.data)[:50]}` after it raised "
+        f"the flag with release (`{_text(p.signal)[:50]}`), and no later release publishes the store: a "
+        "release orders only the writes before it, so a block that sees the flag (and reads this data "
+        "after its spin) may read the value from before the store",
+        user_site(p.data),
+        related=[related(p.signal, "the release that comes too early")] + in_helper(p.signal),
+        witness={"thread": p.data_thread, "released": True, "order": "store after release"},
+        help="store the value first, then raise the flag with release (`st.release.gpu`, "
+        "`cuda::atomic_ref::store(1, cuda::memory_order_release)`)",
     )
 
 

@@ -100,7 +100,9 @@ class Publication:
     # releases (a release atomic, a fence before it), but data_thread's stores are not ordered
     # before the signalling thread's release by any barrier (release is cumulative only over
     # what happens before it); "scope": the signal releases at a scope that stops at the block
-    # (`thread_scope_block`, `.cta`), which orders nothing for the other blocks that read the count
+    # (`thread_scope_block`, `.cta`), which orders nothing for the other blocks that read the count;
+    # "after": the data is stored after the signal's release, by the signalling thread, and no
+    # later release of that thread publishes it
     why: str = "relaxed"
 
 
@@ -145,6 +147,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _acquire(an, out)
     _spin_acquire(an, out)
     _publish_cumulative(an, out)
+    _publish_after_release(an, out)
     _acquire_scope(an, out)
     return out
 
@@ -1187,6 +1190,61 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             if writer is not None:
                 out.publications.append(Publication(d, sig, writer, t_sig, td, False, "unordered"))
                 break
+
+
+def _publish_after_release(an: Analysis, out: MemoryFacts) -> None:
+    """Publication order: a release (a release store or atomic on flag F) orders what the
+    signalling thread wrote *before* it. Data the same thread stores after it, in the same
+    iteration, with no later release of its own (no further signal on F, no gpu-scope fence) up
+    to the end of the thread's code, is published by no release on F -- yet the kernel reads that
+    data after a spin on F (the next block's look-back reads the value right after the flag).
+    Proved when every op after the store in the thread's path is modelled."""
+    fl = flow(an)
+    spins = [o for o in fl.ops if o.kind == ir.SPIN and o.loops]
+    if not spins:
+        return
+    for sig in fl.ops:
+        ga = _ga(sig)
+        if not _is_counter(sig) or ga is None or ga.base is None or not releases(sig) or not sig.guard.exact:
+            continue
+        ts = an.threads.executing(sig)
+        if not ts:
+            continue
+        # the data the kernel reads after a spin on this flag: (spin, the reading load) per pointer
+        after_spin: dict[str, ir.Op] = {}
+        for sp in spins:
+            lid = sp.loops[-1]
+            body = [o for o in fl.ops if lid in o.loops]
+            if not any((pga := _ga(p)) is not None and pga.base == ga.base for p in _polls(fl, lid)):
+                continue
+            end = max(o.order for o in body)
+            for rd in fl.ops:
+                rga = _ga(rd)
+                if rd.order > end and _is_data_read(rd) and rga is not None and rga.base is not None:
+                    after_spin.setdefault(rga.base, rd)
+        for d in fl.ops:
+            dga = _ga(d)
+            if d.kind != ir.GLOBAL_STORE or dga is None or dga.base not in after_spin or dga.base == ga.base:
+                continue
+            if d.order <= sig.order or d.loops != sig.loops or not d.guard.exact:
+                continue
+            td = an.threads.executing(d)
+            if not td or not td <= ts or set(d.guard.uniform) - set(sig.guard.uniform):
+                continue
+            out.examined.add(("global", id(sig)))
+            later = [o for o in fl.ops if o.order > d.order and o.loops[: len(d.loops)] == d.loops]
+            t = min(td)
+            if any(o.kind == ir.CALL or (o.kind == ir.EXIT and o.loops) for o in later):
+                out.undecided.append((sig, d, "an op after the store that may release it"))
+                continue
+            if any(
+                (releases(o) or _scope_unknown(o) or (o.kind == ir.GLOBAL_SIGNAL and _ga(o).base == ga.base))  # type: ignore[union-attr]
+                and fl.runs(o, t, d.guard.uniform) is not False
+                for o in later
+            ):
+                continue  # a later release (or a later raise of the flag) may publish it
+            out.publications.append(Publication(d, sig, t, t, td, False, "after"))
+            break
 
 
 def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
