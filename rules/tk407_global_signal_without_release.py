@@ -393,10 +393,25 @@ counters. Inline PTX in small helpers (`__device__ int ld_acquire(const int *p)
 `atom.acq_rel`) is modelled at each call, with the kernel pointer its address
 comes from; the finding points at the helper's call.
 
+libcu++ / C++ atomic objects are the same events (frontend/walk_atomics.py):
+`cuda::atomic_ref<T, cuda::thread_scope_device>(x).fetch_add(1, order)`,
+`cuda::atomic<T, scope>` / `cuda::std::atomic<T>` (system scope) objects reached
+through a kernel pointer (`flags[i].load(order)`, `f->store(1, order)`), with the
+order of the call's `memory_order` argument or the declared default (seq_cst),
+and `cuda::atomic_thread_fence(order, scope)` a fence of its scope. The scope is
+part of the order: a release or acquire at block scope (`thread_scope_block`,
+`.cta`, `atomicAdd_block`) orders nothing for another block, so a counter raised
+with a block-scope release is reported like a relaxed one (at cluster scope the
+question stays undecided). Publication order is asked too: a value the
+signalling thread stores *after* raising the flag with release (and no later
+release publishes), in a kernel that reads that data after a spin on the flag.
+
 Not decided here (no finding either way): whether a bulk (async-proxy) store
 needs an extra `fence.proxy.async.global` before a generic-proxy release — one
 of the open questions listed in the MegaKittens seed; a pair with an mbarrier
-operation, another atomic or an unmodelled call between its ends; `cuda::atomic_ref`.
+operation, another atomic or an unmodelled call between its ends; an atomic
+object's blocking `wait` / `notify_*` and its operators (`++`, `=`), listed as
+not modelled.
 
 ## Why is this bad?
 A relaxed reduction may become visible before the data it announces. The
