@@ -129,10 +129,11 @@ def _order_of(c: Any, depth: int = 0) -> str | None:
         if x.kind != CK.DECL_REF_EXPR:
             continue
         r = x.referenced
-        if r is None:
-            continue
-        if r.kind == CK.ENUM_CONSTANT_DECL:
-            name = r.spelling[len("memory_order_") :] if r.spelling.startswith("memory_order_") else r.spelling
+        if r is None or r.kind == CK.ENUM_CONSTANT_DECL:
+            # an enumerator (a default argument of a class template's member is not instantiated:
+            # its reference is spelled, not resolved)
+            spelled = r.spelling if r is not None else x.spelling
+            name = spelled[len("memory_order_") :] if spelled.startswith("memory_order_") else spelled
             return name if name in K.MEMORY_ORDERS else None
         if r.kind == CK.VAR_DECL:
             return _order_of(r, depth + 1)
@@ -181,7 +182,10 @@ def atomic_calls(cursor: Any, mname: str) -> list[AtomicCall]:
             )
             order = None
             if idx is not None:
-                order = _order_of(args[idx]) if idx < len(args) else _order_of(params[idx])
+                # an argument the call does not spell (libclang shows a default argument as an
+                # expression without tokens) takes the method's declared default
+                spelled = idx < len(args) and next(iter(args[idx].get_tokens()), None) is not None
+                order = _order_of(args[idx]) if spelled else _order_of(params[idx]) if idx < len(params) else None
             out.append(AtomicCall(at, order, idx, _object_decl(member)))
     except (ValueError, AttributeError):
         return []
@@ -198,7 +202,8 @@ def _fence_calls(cursor: Any, name: str) -> list[tuple[str | None, str | None]]:
             f = c.referenced
             if f is None or not _namespace_of(f) or _namespace_of(f)[-1] not in ("cuda", "std"):
                 continue
-            args = list(c.get_arguments())
+            # the arguments the call spells (a default argument is an expression without tokens)
+            args = [a for a in c.get_arguments() if next(iter(a.get_tokens()), None) is not None]
             params = list(f.get_arguments())
             order = _order_of(args[0]) if args else (_order_of(params[0]) if params else None)
             if _namespace_of(f)[-1] == "std":
