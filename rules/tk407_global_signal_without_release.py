@@ -9,6 +9,8 @@ from tkcheck.rule import Confirm, Rule
 from ._common import HEADER, finding, in_helper, related, user_site
 
 _RELEASE_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
+# a release's scope (GlobalAccessFacts.scope, PTX's words) as libcu++ names it, for messages
+_SCOPE_WORDS = {"cta": "block", "thread": "thread", "cluster": "cluster"}
 
 
 def _sem(op: ir.Op) -> str | None:
@@ -109,6 +111,11 @@ def _published(an) -> list:
         if p.why == "unordered":
             out.append(_unordered(an, p))
             continue
+        if p.why == "after":
+            out.append(_stored_after_release(an, p))
+            continue
+        ga = p.signal.global_access
+        scope = ga.scope if ga is not None else None
         what = (
             f"the float atomic `{_text(p.data)[:50]}`"
             if p.data.kind == ir.GLOBAL_SIGNAL
@@ -122,12 +129,20 @@ def _published(an) -> list:
         out.append(
             finding(
                 "TK407",
-                who + ", but the counter is a relaxed atomic and no release fence (`__threadfence()`, "
-                "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read "
-                "stale data",
+                who
+                + (
+                    f", but its release holds at {_SCOPE_WORDS.get(scope or '', scope)} scope only, which orders "
+                    "nothing for the other "
+                    "blocks that read the count, and no gpu-scope release fence (`__threadfence()`, "
+                    "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read stale data"
+                    if p.why == "scope"
+                    else ", but the counter is a relaxed atomic and no release fence (`__threadfence()`, "
+                    "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read "
+                    "stale data"
+                ),
                 p.signal.location,
                 related=[related(p.data, "the data the counter publishes")],
-                witness={"thread": p.signal_thread, "writer": p.data_thread, "released": False},
+                witness={"thread": p.signal_thread, "writer": p.data_thread, "released": False, "scope": scope},
                 help="`__threadfence();` right before the counter's `atomicAdd` (after the barrier that "
                 "gathers the block's stores), or `red.release.gpu` / `cuda::atomic_ref<..., "
                 "cuda::thread_scope_device>::fetch_add(1, cuda::memory_order_release)`",
@@ -178,6 +193,25 @@ def _unordered(an, p):
         witness={"thread": p.signal_thread, "writer": p.data_thread, "released": True, "ordered": False},
         help="`__syncthreads();` (a barrier of every writing thread) right before the signalling "
         "thread's release, so that the release covers the whole block's stores (cumulativity)",
+    )
+
+
+def _stored_after_release(an, p):
+    """Data stored after the release that should publish it: the flag is up before the value."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    return finding(
+        "TK407",
+        f"{describe(frozenset([p.data_thread]), n)} stores `{describe_location(p.data)[:50]}` after it raised "
+        f"the flag with release (`{_text(p.signal)[:50]}`), and no later release publishes the store: a "
+        "release orders only the writes before it, so a block that sees the flag (and reads this data "
+        "after its spin) may read the value from before the store",
+        user_site(p.data),
+        related=[related(p.signal, "the release that comes too early")] + in_helper(p.signal),
+        witness={"thread": p.data_thread, "released": True, "order": "store after release"},
+        help="store the value first, then raise the flag with release (`st.release.gpu`, "
+        "`cuda::atomic_ref::store(1, cuda::memory_order_release)`)",
     )
 
 
@@ -359,10 +393,25 @@ counters. Inline PTX in small helpers (`__device__ int ld_acquire(const int *p)
 `atom.acq_rel`) is modelled at each call, with the kernel pointer its address
 comes from; the finding points at the helper's call.
 
+libcu++ / C++ atomic objects are the same events (frontend/walk_atomics.py):
+`cuda::atomic_ref<T, cuda::thread_scope_device>(x).fetch_add(1, order)`,
+`cuda::atomic<T, scope>` / `cuda::std::atomic<T>` (system scope) objects reached
+through a kernel pointer (`flags[i].load(order)`, `f->store(1, order)`), with the
+order of the call's `memory_order` argument or the declared default (seq_cst),
+and `cuda::atomic_thread_fence(order, scope)` a fence of its scope. The scope is
+part of the order: a release or acquire at block scope (`thread_scope_block`,
+`.cta`, `atomicAdd_block`) orders nothing for another block, so a counter raised
+with a block-scope release is reported like a relaxed one (at cluster scope the
+question stays undecided). Publication order is asked too: a value the
+signalling thread stores *after* raising the flag with release (and no later
+release publishes), in a kernel that reads that data after a spin on the flag.
+
 Not decided here (no finding either way): whether a bulk (async-proxy) store
 needs an extra `fence.proxy.async.global` before a generic-proxy release — one
 of the open questions listed in the MegaKittens seed; a pair with an mbarrier
-operation, another atomic or an unmodelled call between its ends; `cuda::atomic_ref`.
+operation, another atomic or an unmodelled call between its ends; an atomic
+object's blocking `wait` / `notify_*` and its operators (`++`, `=`), listed as
+not modelled.
 
 ## Why is this bad?
 A relaxed reduction may become visible before the data it announces. The

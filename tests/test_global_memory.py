@@ -60,3 +60,44 @@ def test_spin_nobody_can_leave_first():
     assert [why for _, why in good.undecided] == [
         "a block may pass first; the turns of the later blocks are not followed"
     ]
+
+
+ATOMIC_FACTS = """#include <cuda/atomic>
+#include <cuda/std/atomic>
+using sys_ref = cuda::atomic_ref<int>;
+__global__ void k(int *sem, cuda::atomic<int, cuda::thread_scope_block> *f, cuda::std::atomic<int> *g) {
+    cuda::atomic_ref<int, cuda::thread_scope_device> c(sem[blockIdx.x]);
+    c.fetch_add(1, cuda::memory_order_release);
+    int v = f[0].load(cuda::std::memory_order_acquire);
+    g->store(v);
+    sys_ref(sem[1]).exchange(2, cuda::memory_order_relaxed);
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
+    cuda::atomic_thread_fence(cuda::memory_order_relaxed, cuda::thread_scope_device);
+    cuda::atomic_thread_fence(cuda::memory_order_acq_rel);
+    cuda::std::atomic_thread_fence(cuda::std::memory_order_acquire);
+}
+"""
+
+
+def test_libcu_atomics_are_global_events_with_order_and_scope(tmp_path):
+    """libcu++ / C++ atomic objects (frontend/walk_atomics.py): each call is the event its PTX
+    spelling is, the order from the call (or the default, seq_cst), the scope from the type's
+    template argument (an alias, the declared default system scope, `cuda::std::` = system), the
+    address from the atomic_ref's constructor argument or the kernel pointer reached."""
+    (tmp_path / "a.cu").write_text(ATOMIC_FACTS)
+    (m,) = models_of(str(tmp_path / "a.cu"))
+    got = [
+        (o.kind, o.api, o.global_access.sem, o.global_access.scope, o.global_access.base, o.global_access.atomic)
+        for o in m.ops
+        if o.global_access is not None
+    ]
+    assert got == [
+        (ir.GLOBAL_SIGNAL, "cuda::atomic_ref::fetch_add", "release", "gpu", "sem", "add"),
+        (ir.GLOBAL_LOAD, "cuda::atomic::load", "acquire", "cta", "f", None),
+        (ir.GLOBAL_SIGNAL, "cuda::atomic::store", "release", "sys", "g", "st"),
+        (ir.GLOBAL_SIGNAL, "cuda::atomic_ref::exchange", "relaxed", "sys", "sem", "exch"),
+    ]
+    fences = [o.fence_kind for o in m.ops if o.kind == ir.FENCE]
+    # the relaxed fence orders nothing (no event); the default scope is system
+    assert fences == ["membar_gl", "membar_sys", "membar_sys"]
+    assert all(o.kind != ir.GLOBAL_LOAD or o.global_access.form != "plain" for o in m.ops)  # no load of sem[t]

@@ -89,8 +89,13 @@ def test_ptx_ops_table():
     assert (inc.ops[0].increase, dec.ops[0].increase) == (True, False)
     sig = K.ptx_ops("red.release.gpu.global.add.u32 [%0], %1;").ops[0]
     assert sig.kind == ir.GLOBAL_SIGNAL and sig.global_access == ir.GlobalAccessFacts(
-        "release", "red.release.gpu.global.add.u32 [%0], %1", atomic="add", dtype="u32", form="ptx"
+        "release", "red.release.gpu.global.add.u32 [%0], %1", atomic="add", dtype="u32", form="ptx", scope="gpu"
     )
+    # the scope is part of the order: a release at cta scope holds within the block only
+    cta = K.ptx_ops("red.release.cta.global.add.u32 [%0], %1;").ops[0].global_access
+    assert cta is not None and cta.scope == "cta" and cta.across_blocks is False
+    assert K.ptx_ops("st.release.cluster.global.b32 [%0], %1;").ops[0].global_access.across_blocks is None
+    assert K.ptx_ops("ld.global.acquire.sys.b32 %0, [%1];").ops[0].global_access.scope == "sys"
     assert (sig.addr_operand, sig.out_operand) == (0, None)
     ld = K.ptx_ops("ld.acquire.gpu.global.u32 %0, [%1];").ops[0]
     assert ld.kind == ir.GLOBAL_LOAD and ld.global_access is not None and ld.global_access.sem == "acquire"

@@ -136,9 +136,10 @@ _LIBCU_CALL = re.compile(
     r"cp_reduce_async|elect_sync|tensormap)\w*))\s*(?:<[^;(){}]*?>)?\s*\("
 )
 # libcu++ / C++ atomics spelled as objects (`cuda::atomic_ref<int, cuda::thread_scope_device> c(x);`,
-# `cuda::std::atomic<int>`, `cuda::atomic_thread_fence(...)`): the model has no event for them yet,
-# so each is a site that stays "not modelled" -- an acquire / release the checks cannot see must
-# show in the coverage, never make a kernel look fully modelled
+# `cuda::std::atomic<int>`, `cuda::atomic_thread_fence(...)`): a site each, modelled when the walk
+# made the object's calls events (frontend/walk_atomics.py, `KernelModel.atomic_sites`) or the
+# fence one; otherwise "not modelled" -- an acquire / release the checks cannot see must show in
+# the coverage, never make a kernel look fully modelled
 _ATOMIC_OBJECT = re.compile(
     r"\b(?:cuda\s*::\s*(?:std\s*::\s*)?|std\s*::\s*)(atomic_ref|atomic|atomic_thread_fence|atomic_signal_fence)\b\s*[<(]"
 )
@@ -311,6 +312,9 @@ def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
         # a multi-line call: the op's extent covers the rows after its first
         for r in range(loc.row + 1, (loc.end_row or loc.row) + 1):
             rows.setdefault((os.path.abspath(loc.filename), r), set()).add(base)
+    # libcu++ atomic objects whose calls the walk made events, relaxed fences (no event of their own)
+    for fname, row, name in model.atomic_sites:
+        rows.setdefault((os.path.abspath(fname), row), set()).add(name)
     return rows
 
 

@@ -63,6 +63,9 @@ MAY_ORDER = (
 GPU_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
 RELEASE_SEMS = ("release", "acq_rel")
 ACQUIRE_SEMS = ("acquire", "acq_rel")
+# the spellings of atomics on global memory: CUDA's atomicAdd & co, PTX red / atom / st.release,
+# a libcu++ / C++ atomic object's member call
+ATOMIC_FORMS = ("atomic", "ptx", "object")
 
 
 @dataclass
@@ -96,7 +99,10 @@ class Publication:
     # "relaxed": the signal is relaxed and nothing releases the data; "unordered": the signal
     # releases (a release atomic, a fence before it), but data_thread's stores are not ordered
     # before the signalling thread's release by any barrier (release is cumulative only over
-    # what happens before it)
+    # what happens before it); "scope": the signal releases at a scope that stops at the block
+    # (`thread_scope_block`, `.cta`), which orders nothing for the other blocks that read the count;
+    # "after": the data is stored after the signal's release, by the signalling thread, and no
+    # later release of that thread publishes it
     why: str = "relaxed"
 
 
@@ -141,6 +147,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _acquire(an, out)
     _spin_acquire(an, out)
     _publish_cumulative(an, out)
+    _publish_after_release(an, out)
     _acquire_scope(an, out)
     return out
 
@@ -801,7 +808,7 @@ def _is_counter(o: ir.Op) -> bool:
     """An atomic that counts (integer, relaxed): the signal side of a split-K / last-arriver
     protocol, or of a flag."""
     ga = _ga(o)
-    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form in ("atomic", "ptx") and not ga.data
+    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form in ATOMIC_FORMS and not ga.data
 
 
 def _grid_barrier(o: ir.Op) -> bool:
@@ -810,22 +817,43 @@ def _grid_barrier(o: ir.Op) -> bool:
     return o.kind == ir.SYNC and o.sync_kind == "grid"
 
 
-def _releases(o: ir.Op) -> bool:
+def releases(o: ir.Op) -> bool:
+    """Is o a release towards the other blocks of the grid: a gpu-scope (or wider) fence, a
+    grid barrier, or a release / acq_rel atomic whose scope holds across blocks? (A release at
+    block scope -- `thread_scope_block`, `.cta` -- orders nothing for another block.)"""
     ga = _ga(o)
     if o.kind == ir.FENCE:
         return o.fence_kind in GPU_FENCES
     if _grid_barrier(o):
         return True
-    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.sem in RELEASE_SEMS
+    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.sem in RELEASE_SEMS and ga.across_blocks is True
 
 
-def _acquires(o: ir.Op) -> bool:
+def acquires(o: ir.Op) -> bool:
+    """Is o an acquire of what other blocks released: a gpu-scope fence, a grid barrier, or an
+    acquiring load / atomic whose scope holds across blocks?"""
     ga = _ga(o)
     if o.kind == ir.FENCE:
         return o.fence_kind in GPU_FENCES
     if _grid_barrier(o):
         return True
-    return o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD) and ga is not None and ga.sem in ACQUIRE_SEMS
+    return (
+        o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD)
+        and ga is not None
+        and ga.sem in ACQUIRE_SEMS
+        and ga.across_blocks is True
+    )
+
+
+def _scope_unknown(o: ir.Op) -> bool:
+    """A release / acquire at cluster scope: it orders only the blocks of one cluster, and whether
+    the other side is one of them is not known (an undecided question, never a finding)."""
+    ga = _ga(o)
+    return ga is not None and ga.sem != "relaxed" and ga.across_blocks is None
+
+
+_releases = releases
+_acquires = acquires
 
 
 def _is_data_read(o: ir.Op) -> bool:
@@ -841,7 +869,7 @@ def _is_data_write(o: ir.Op) -> bool:
     ga = _ga(o)
     if o.kind == ir.GLOBAL_STORE:
         return True
-    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form in ("atomic", "ptx") and ga.data
+    return o.kind == ir.GLOBAL_SIGNAL and ga is not None and ga.form in ATOMIC_FORMS and ga.data
 
 
 def _observed(an: Analysis, fl) -> bool:
@@ -879,9 +907,10 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
     fl = flow(an)
     if not _observed(an, fl):
         return
+    read = _read_bases(fl)
     for sig in fl.ops:
         ga = _ga(sig)
-        if not _is_counter(sig) or ga is None or ga.sem in RELEASE_SEMS or not sig.guard.exact:
+        if not _is_counter(sig) or ga is None or _releases(sig) or not sig.guard.exact:
             continue
         ts = an.threads.executing(sig)
         if not ts:
@@ -891,10 +920,27 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
                 continue
             if not d.guard.exact or set(d.guard.uniform) - set(sig.guard.uniform):
                 continue
+            dga = _ga(d)
+            if (
+                d.kind == ir.GLOBAL_STORE
+                and read is not None
+                and dga is not None
+                and dga.form == "plain"
+                and dga.base is not None
+                and not any(r == dga.base or r.startswith(dga.base + ".") for r in read)
+            ):
+                # a plain store of memory no thread of the kernel reads (and nothing else may read:
+                # `_read_bases`): the kernel's output, which the counter publishes to no one (an
+                # owner's reset of its semaphore after writing y). A float atomic accumulates into
+                # memory other blocks share, and stays asked
+                continue
             td = an.threads.executing(d)
             if not td:
                 continue
             out.examined.add(("global", id(sig)))
+            if _scope_unknown(sig):
+                out.undecided.append((d, sig, "a release at cluster scope: the readers' cluster is not known"))
+                continue
             between = fl.same_iteration_between(d, sig)
             if any(may_order(o) and o is not sig for o in between):
                 # an arrive, a wait, another atomic: an order this query does not pair
@@ -918,7 +964,9 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
                 out.undecided.append((d, sig, "no barrier orders the data's writer before the signal"))
                 continue
             gathered = any(o.kind == ir.SYNC for o in between) and td != frozenset([t_sig])
-            out.publications.append(Publication(d, sig, pick, t_sig, td, gathered))
+            # a release whose scope stops at the block (`thread_scope_block`, `.cta`): "scope"
+            why = "scope" if ga.sem in RELEASE_SEMS else "relaxed"
+            out.publications.append(Publication(d, sig, pick, t_sig, td, gathered, why))
             break
 
 
@@ -937,7 +985,7 @@ def _acquire(an: Analysis, out: MemoryFacts) -> None:
             if sig is None or id(sig) in seen or sig.order >= rd.order or not sig.guard.exact:
                 continue
             sga = _ga(sig)
-            if sga is None or sga.sem in ACQUIRE_SEMS:
+            if sga is None or _acquires(sig) or _scope_unknown(sig):
                 continue
             if rd.loops[: len(sig.loops)] != sig.loops:
                 continue
@@ -962,8 +1010,7 @@ def _publishes_with_release(fl) -> bool:
         if (o.kind == ir.FENCE and o.fence_kind in GPU_FENCES) or _grid_barrier(o):
             last_fence[o.loops] = o.order
         elif o.kind == ir.GLOBAL_SIGNAL and _is_counter(o):
-            ga = _ga(o)
-            if (ga is not None and ga.sem in RELEASE_SEMS) or o.loops in last_fence:
+            if _releases(o) or o.loops in last_fence:
                 return True
     return False
 
@@ -1053,6 +1100,22 @@ def _touched_bases(fl) -> set[str] | None:
     return out
 
 
+def _read_bases(fl) -> set[str] | None:
+    """The kernel pointers some thread of the kernel reads data through (plain loads); None when
+    a data read's address is not known, or global memory may be read otherwise (a TMA load, a
+    cp.async, a call the model does not follow)."""
+    out: set[str] = set()
+    for o in fl.ops:
+        if o.kind in (ir.TMA_LOAD, ir.CP_ASYNC, ir.CALL):
+            return None
+        if _is_data_read(o):
+            ga = _ga(o)
+            if ga is None or ga.base is None:
+                return None
+            out.add(ga.base)
+    return out
+
+
 def _written_bases(fl) -> set[str]:
     """The kernel pointers some thread of the kernel writes data through (plain stores, data
     atomics): memory other blocks may publish, unlike a read-only input."""
@@ -1103,7 +1166,7 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             if not td or not (td - ts):
                 continue
             between = fl.same_iteration_between(d, sig)
-            if not (ga.sem in RELEASE_SEMS or any(_releases(o) for o in between)):
+            if not (_releases(sig) or any(_releases(o) for o in between)):
                 continue  # no release at all: `_publish`'s question
             out.examined.add(("global", id(sig)))
             if any(may_order(o, touched) and o is not sig for o in between):
@@ -1127,6 +1190,61 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             if writer is not None:
                 out.publications.append(Publication(d, sig, writer, t_sig, td, False, "unordered"))
                 break
+
+
+def _publish_after_release(an: Analysis, out: MemoryFacts) -> None:
+    """Publication order: a release (a release store or atomic on flag F) orders what the
+    signalling thread wrote *before* it. Data the same thread stores after it, in the same
+    iteration, with no later release of its own (no further signal on F, no gpu-scope fence) up
+    to the end of the thread's code, is published by no release on F -- yet the kernel reads that
+    data after a spin on F (the next block's look-back reads the value right after the flag).
+    Proved when every op after the store in the thread's path is modelled."""
+    fl = flow(an)
+    spins = [o for o in fl.ops if o.kind == ir.SPIN and o.loops]
+    if not spins:
+        return
+    for sig in fl.ops:
+        ga = _ga(sig)
+        if not _is_counter(sig) or ga is None or ga.base is None or not releases(sig) or not sig.guard.exact:
+            continue
+        ts = an.threads.executing(sig)
+        if not ts:
+            continue
+        # the data the kernel reads after a spin on this flag: (spin, the reading load) per pointer
+        after_spin: dict[str, ir.Op] = {}
+        for sp in spins:
+            lid = sp.loops[-1]
+            body = [o for o in fl.ops if lid in o.loops]
+            if not any((pga := _ga(p)) is not None and pga.base == ga.base for p in _polls(fl, lid)):
+                continue
+            end = max(o.order for o in body)
+            for rd in fl.ops:
+                rga = _ga(rd)
+                if rd.order > end and _is_data_read(rd) and rga is not None and rga.base is not None:
+                    after_spin.setdefault(rga.base, rd)
+        for d in fl.ops:
+            dga = _ga(d)
+            if d.kind != ir.GLOBAL_STORE or dga is None or dga.base not in after_spin or dga.base == ga.base:
+                continue
+            if d.order <= sig.order or d.loops != sig.loops or not d.guard.exact:
+                continue
+            td = an.threads.executing(d)
+            if not td or not td <= ts or set(d.guard.uniform) - set(sig.guard.uniform):
+                continue
+            out.examined.add(("global", id(sig)))
+            later = [o for o in fl.ops if o.order > d.order and o.loops[: len(d.loops)] == d.loops]
+            t = min(td)
+            if any(o.kind == ir.CALL or (o.kind == ir.EXIT and o.loops) for o in later):
+                out.undecided.append((sig, d, "an op after the store that may release it"))
+                continue
+            if any(
+                (releases(o) or _scope_unknown(o) or (o.kind == ir.GLOBAL_SIGNAL and _ga(o).base == ga.base))  # type: ignore[union-attr]
+                and fl.runs(o, t, d.guard.uniform) is not False
+                for o in later
+            ):
+                continue  # a later release (or a later raise of the flag) may publish it
+            out.publications.append(Publication(d, sig, t, t, td, False, "after"))
+            break
 
 
 def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
@@ -1165,7 +1283,7 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
                 continue
             if rd.loops[: len(outer)] != outer or lid in rd.loops or not rd.guard.exact:
                 continue
-            if set(rd.guard.uniform) != set(sp.guard.uniform):
+            if set(rd.guard.uniform) != set(sp.guard.uniform) and not _runs_after(an, rd, sp):
                 continue
             if ga.base is None or ga.base not in written or ga.base == flag:
                 continue
@@ -1194,6 +1312,31 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
             if reader is not None:
                 out.unpropagated.append(Acquisition(poll, rd, reader, "not-propagated", poller=t_poll))
                 break
+
+
+def _runs_after(an: Analysis, rd: ir.Op, sp: ir.Op) -> bool:
+    """Does `rd` run in some run that passes the spin `sp`: its block-uniform conditions are the
+    spin's and more, and z3 finds values of the loop counters of rd's own loops (within their
+    constant trip counts) that make the extra ones hold (`if (q != OWNER)` in a loop over q)?"""
+    extra = [c for c in rd.guard.uniform if c not in set(sp.guard.uniform)]
+    if not set(sp.guard.uniform) <= set(rd.guard.uniform) or not extra:
+        return False
+    m = an.model
+    own = [lid for lid in rd.loops if lid not in sp.loops]
+    if any(c.is_opaque() for c in extra):
+        return False
+    conds = list(extra)
+    for lid in own:
+        lp = m.loops.get(lid)
+        if lp is None or lp.trip is None or not isinstance(lp.trip.eval({}), int):
+            return False
+        conds += [E.binop(">=", lp.counter, E.Const(0)), E.binop("<", lp.counter, lp.trip)]
+    allowed = {m.loops[lid].counter.name for lid in own}
+    if any(v.kind == E.LOOP and v.name not in allowed for c in extra for v in c.free_vars()):
+        return False  # a condition on a counter of a loop around both: not this question's
+    from .. import solver
+
+    return solver.witness(E.conj(*conds), an.solver_timeout_ms) is not None
 
 
 def describe_location(o: ir.Op) -> str:

@@ -186,6 +186,7 @@ class CallLowering:
                         result=old.name,
                         form="atomic",
                         base=self.w.exprs.address_base(args[0], ctx, cursor),
+                        scope=K.CUDA_ATOMICS_SCOPE.get(base.rsplit("_", 1)[-1]),
                     ),
                 ),
                 ctx,
@@ -318,6 +319,10 @@ class CallLowering:
             own = self.w.inline.resolve_callable(segs, ctx)
             if isinstance(own, Func):
                 return self.w.inline.expand(own, args, ctx, cursor, btargs)
+        if base in ("atomic_thread_fence", "atomic_signal_fence") and base not in self.w.mb.functions:
+            r = self.w.atomics.fence(base, args, ctx, cursor)
+            if r is not NotImplemented:
+                return r
         if base in K.LIBCU_FUNCTIONS:
             # libcu++'s pipeline / barrier / memcpy_async (walk_libcu: it takes the call when its
             # arguments are libcu++'s objects)
@@ -905,8 +910,14 @@ class CallLowering:
                 self.w.emit(op, ctx)
 
     def _ev_method(self, callee: cexpr.Member, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:
-        obj = self.w.ev(callee.obj, ctx, cursor)
         mname = callee.field
+        if mname in K.ATOMIC_METHODS or mname in K.ATOMIC_OTHER_METHODS:
+            # a libcu++ / C++ atomic object's member (walk_atomics: it takes the call when
+            # libclang types its object as one)
+            r = self.w.atomics.method(callee, args, ctx, cursor)
+            if r is not NotImplemented:
+                return r
+        obj = self.w.ev(callee.obj, ctx, cursor)
         targs = callee.targs
         if not isinstance(obj, CgGroup) and mname in _CG_METHODS:
             # a group the walk holds no value for (a member of a struct, an opaque parameter):

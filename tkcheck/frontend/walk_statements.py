@@ -403,6 +403,9 @@ class StatementWalk:
             # `barrier<8> b(2);` / `= barrier<8>(2)`: TK's named-barrier object (its id, 32*N threads)
             v = self.w.ev(init_node, ctx, cursor=d) if init_node is not None else None
             value = v if isinstance(v, NamedBar) else NamedBar(v if isinstance(v, Expr) else None, nbar.warps)
+        elif not is_shared and not dims and (ref := self.w.atomics.declared(d, init_node, ctx)) is not None:
+            # `cuda::atomic_ref<T, S> a(x)`: the address of x (walk_atomics)
+            value = ref
         elif is_shared and (libcu := self.w.libcu.shared_object(name, d.type.get_canonical().spelling, dims, loc, ctx)):
             # libcu++'s cuda::barrier / pipeline_shared_state (walk_libcu)
             value = libcu

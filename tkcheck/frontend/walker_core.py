@@ -25,6 +25,7 @@ from .walk_env import Ctx, Env
 if TYPE_CHECKING:
     from .builder import ModelBuilder
     from .walk_asm import AsmLowering
+    from .walk_atomics import AtomicLowering
     from .walk_calls import CallLowering
     from .walk_exprs import ExprEvaluation
     from .walk_inline import InlineExpansion
@@ -94,6 +95,7 @@ class StatementWalker(WalkerCore, Protocol):
     exprs: ExprEvaluation
     types: TypeResolution
     libcu: LibcuLowering
+    atomics: AtomicLowering
 
 
 class InlineWalker(WalkerCore, Protocol):
@@ -130,6 +132,7 @@ class CallWalker(WalkerCore, Protocol):
     stmts: StatementWalk
     types: TypeResolution
     libcu: LibcuLowering
+    atomics: AtomicLowering
 
 
 class AsmWalker(WalkerCore, Protocol):

@@ -139,6 +139,48 @@ CUDA_ATOMICS = (
 
 # the read-modify-write each of them performs (GlobalAccessFacts.atomic / AccessFacts.atomic)
 CUDA_ATOMICS_OP = {name: name[len("atomic") :].split("_")[0].lower() for name in CUDA_ATOMICS}
+# the scope of the `_block` / `_system` variants (the others: gpu, GlobalAccessFacts.scope None)
+CUDA_ATOMICS_SCOPE = {"block": "cta", "system": "sys"}
+# libcu++ / C++ atomic objects (`cuda::atomic_ref<T, scope>`, `cuda::atomic<T, scope>`,
+# `cuda::std::atomic` / `atomic_ref`; frontend/walk_atomics.py): the class templates, and each
+# member call as the event it is -- (kind, read-modify-write) as for CUDA's atomics and PTX's
+# red / atom (GLOBAL_SIGNAL), a flag store (`st`, like `st.release`), a poll (GLOBAL_LOAD)
+ATOMIC_OBJECT_TEMPLATES = ("atomic", "atomic_ref")
+ATOMIC_METHODS: dict[str, tuple[str, str | None]] = {
+    "fetch_add": (ir.GLOBAL_SIGNAL, "add"),
+    "fetch_sub": (ir.GLOBAL_SIGNAL, "sub"),
+    "fetch_or": (ir.GLOBAL_SIGNAL, "or"),
+    "fetch_and": (ir.GLOBAL_SIGNAL, "and"),
+    "fetch_xor": (ir.GLOBAL_SIGNAL, "xor"),
+    "fetch_max": (ir.GLOBAL_SIGNAL, "max"),
+    "fetch_min": (ir.GLOBAL_SIGNAL, "min"),
+    "exchange": (ir.GLOBAL_SIGNAL, "exch"),
+    "compare_exchange_strong": (ir.GLOBAL_SIGNAL, "cas"),
+    "compare_exchange_weak": (ir.GLOBAL_SIGNAL, "cas"),
+    "store": (ir.GLOBAL_SIGNAL, "st"),
+    "load": (ir.GLOBAL_LOAD, None),
+}
+# member calls of atomic objects that are not events of the model (yet): recorded as not modelled
+ATOMIC_OTHER_METHODS = ("wait", "notify_one", "notify_all")
+MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
+# a C++ memory_order -> the event's order (GlobalAccessFacts.sem), per kind of access (an order a
+# kind does not allow -- a release load -- is missing: not modelled). seq_cst is at least as
+# strong as acq_rel / acquire / release, which is all the happens-before engine asks of it
+ATOMIC_RMW_ORDER = {
+    "relaxed": "relaxed",
+    "consume": "acquire",
+    "acquire": "acquire",
+    "release": "release",
+    "acq_rel": "acq_rel",
+    "seq_cst": "acq_rel",
+}
+ATOMIC_LOAD_ORDER = {"relaxed": "relaxed", "consume": "acquire", "acquire": "acquire", "seq_cst": "acquire"}
+ATOMIC_STORE_ORDER = {"relaxed": "relaxed", "release": "release", "seq_cst": "release"}
+# `cuda::thread_scope_X` -> the scope of the event, in PTX's words (GlobalAccessFacts.scope)
+THREAD_SCOPES = {"system": "sys", "device": "gpu", "block": "cta", "cluster": "cluster", "thread": "thread"}
+# `atomic_thread_fence(order, scope)` (order not relaxed): libcu++ emits `fence.acq_rel` /
+# `fence.sc` at the scope, the fence kinds of `__threadfence*` and PTX fences
+ATOMIC_FENCE_KIND = {"sys": "membar_sys", "gpu": "membar_gl", "cta": "membar_cta", "cluster": "membar_cluster"}
 # TK's multi-GPU synchronisation over a `barrier_t` (a pgl of int counters, one per device): not
 # mbarriers but counters in global memory. `signal` / `signal_all` add with red.release.sys (the
 # latter through the multicast address), `wait(bar, coord, dev_idx, expected)` spins with
@@ -333,6 +375,12 @@ _PTX_LOAD_OPERANDS = re.compile(r"\bld[.\w:]*\s+(?:%(\d+)|\{[^}]*\})\s*,\s*\[\s*
 _PTX_ATOMIC_OPERANDS = re.compile(r"\b(?:red|atom)[.\w:]*\s+(?:%(?P<out>\d+)\s*,\s*)?\[\s*%(?P<addr>\d+)\s*\]")
 
 
+def _ptx_scope(quals: list[str]) -> str | None:
+    """The scope qualifier of an instruction's qualifiers (`.cta`, `.cluster`, `.gpu`, `.sys`);
+    None: none written (PTX's default for atomics and fences is gpu)."""
+    return next((q for q in quals if q in ("cta", "cluster", "gpu", "sys")), None)
+
+
 def _ptx_instruction(ptx: str, start: int) -> str:
     """The one instruction of the PTX text that starts at `start` (for messages)."""
     end = ptx.find(";", start)
@@ -508,6 +556,7 @@ def ptx_ops(ptx: str) -> PtxOps:
             (q for q in quals if q in ("add", "inc", "dec", "exch", "cas", "min", "max", "or", "and", "xor")), None
         )
         dtype = next((q for q in quals if re.fullmatch(r"[usbf]\d+|bf16(x2)?|f16x2", q)), None)
+        scope = _ptx_scope(quals)
         mops = _PTX_ATOMIC_OPERANDS.search(ptx)
         ops.append(
             PtxOp(
@@ -518,6 +567,7 @@ def ptx_ops(ptx: str) -> PtxOps:
                     _ptx_instruction(ptx, mo.start() if mo else 0),
                     atomic=op,
                     dtype=("float" if dtype and dtype[0] in "fb" and dtype != "b32" else dtype),
+                    scope=scope,
                 ),
                 addr_operand=int(mops.group("addr")) if mops else None,
                 out_operand=int(mops.group("out")) if mops and mops.group("out") else None,
@@ -532,7 +582,12 @@ def ptx_ops(ptx: str) -> PtxOps:
             PtxOp(
                 ir.GLOBAL_SIGNAL,
                 "asm st.global",
-                global_access=ir.GlobalAccessFacts(ms.group(1), _ptx_instruction(ptx, ms.start()), atomic="st"),
+                global_access=ir.GlobalAccessFacts(
+                    ms.group(1),
+                    _ptx_instruction(ptx, ms.start()),
+                    atomic="st",
+                    scope=_ptx_scope(_ptx_instruction(ptx, ms.start()).split()[0].split(".")),
+                ),
                 addr_operand=int(mops.group(1)) if mops else None,
             )
         )
@@ -579,7 +634,7 @@ def ptx_ops(ptx: str) -> PtxOps:
             PtxOp(
                 ir.GLOBAL_LOAD,
                 "asm ld.global",
-                global_access=ir.GlobalAccessFacts(sem, _ptx_instruction(ptx, ml.start())),
+                global_access=ir.GlobalAccessFacts(sem, _ptx_instruction(ptx, ml.start()), scope=_ptx_scope(quals)),
                 addr_operand=int(mops.group(2)) if mops else None,
                 out_operand=int(mops.group(1)) if mops and mops.group(1) else None,
             )

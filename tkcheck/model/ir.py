@@ -383,10 +383,25 @@ class GlobalAccessFacts:
     dtype: str | None = None  # the atomic's value type as the source spells it (`float`, `unsigned int`)
     # the atomic's old value, as the Var the walk bound it to (a last-arriver test compares it)
     result: str | None = None
-    form: str = "ptx"  # how the source spells it: ptx | volatile | atomic (CUDA's atomicAdd & co) | plain | tk
+    # how the source spells it: ptx | volatile | atomic (CUDA's atomicAdd & co) | object (a libcu++ /
+    # C++ atomic object's member call) | plain | tk
+    form: str = "ptx"
     # the kernel pointer parameter the address is computed from (`sem` for `&sem[tile]`, through
     # local pointers and helper arguments); None: not known
     base: str | None = None
+    # the scope the order holds at, in PTX's words: cta | cluster | gpu | sys | thread (libcu++'s
+    # `thread_scope_block` is cta, `_device` gpu, `_system` sys); None: gpu (CUDA's atomicAdd,
+    # PTX without a scope qualifier)
+    scope: str | None = None
+
+    @property
+    def across_blocks(self) -> bool | None:
+        """Does the order (a release, an acquire) hold between threads of different blocks? True
+        at gpu / sys scope, False at cta / thread scope, None at cluster scope (only the blocks of
+        one cluster: whether the other side is one of them is not known)."""
+        if self.scope in (None, "gpu", "sys"):
+            return True
+        return None if self.scope == "cluster" else False
 
     @property
     def data(self) -> bool:
@@ -555,6 +570,9 @@ class KernelModel:
     tmem_tiles: dict[str, TmemTile] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # assumptions stated to the user
     unmodelled: list[tuple[Location, str]] = field(default_factory=list)  # for --show-unknown
+    # (file, row, census name) of libcu++ atomic sites the walk modelled that no event stands at: the
+    # declaration of an atomic object whose calls are events, a relaxed fence (coverage's census)
+    atomic_sites: set = field(default_factory=set)
     tk_semantics: str = "thread-scope"  # or "lane-guarded" (pre late-2025 TK)
     # one instantiation of a template kernel, or a function a TK launcher runs as a kernel:
     # where the file names it (findings point there too), and how (launch, explicit, ...)

@@ -13,6 +13,7 @@
 #include "../type_traits"
 #include "../chrono"
 #include "../utility"
+#include "../atomic"
 namespace cuda {
 namespace std = ::std;
 enum thread_scope { thread_scope_system = 0, thread_scope_device = 1, thread_scope_block = 2, thread_scope_thread = 3 };
@@ -120,7 +121,14 @@ private:
 };
 template<thread_scope Scope> using binary_semaphore = counting_semaphore<Scope, 1>;
 
-enum memory_order { memory_order_relaxed, memory_order_consume, memory_order_acquire, memory_order_release, memory_order_acq_rel, memory_order_seq_cst };
+// `cuda::memory_order` is `cuda::std::memory_order` (one type, as in libcu++)
+using ::std::memory_order;
+using ::std::memory_order_relaxed;
+using ::std::memory_order_consume;
+using ::std::memory_order_acquire;
+using ::std::memory_order_release;
+using ::std::memory_order_acq_rel;
+using ::std::memory_order_seq_cst;
 template<typename T, thread_scope Scope = thread_scope_system> struct atomic {
     T __v;
     atomic() = default;
@@ -134,7 +142,9 @@ template<typename T, thread_scope Scope = thread_scope_system> struct atomic {
     __host__ __device__ T fetch_sub(T v, memory_order o = memory_order_seq_cst) noexcept;
     __host__ __device__ T fetch_or(T v, memory_order o = memory_order_seq_cst) noexcept;
     __host__ __device__ T fetch_and(T v, memory_order o = memory_order_seq_cst) noexcept;
+    __host__ __device__ T fetch_xor(T v, memory_order o = memory_order_seq_cst) noexcept;
     __host__ __device__ T fetch_max(T v, memory_order o = memory_order_seq_cst) noexcept;
+    __host__ __device__ T fetch_min(T v, memory_order o = memory_order_seq_cst) noexcept;
     __host__ __device__ void wait(T old, memory_order o = memory_order_seq_cst) const noexcept;
     __host__ __device__ void notify_one() noexcept;
     __host__ __device__ void notify_all() noexcept;
@@ -145,10 +155,20 @@ template<typename T, thread_scope Scope = thread_scope_system> struct atomic_ref
     __host__ __device__ explicit atomic_ref(T &r) : __p(&r) {}
     __host__ __device__ T load(memory_order o = memory_order_seq_cst) const noexcept;
     __host__ __device__ void store(T v, memory_order o = memory_order_seq_cst) const noexcept;
+    __host__ __device__ T exchange(T v, memory_order o = memory_order_seq_cst) const noexcept;
+    __host__ __device__ bool compare_exchange_strong(T &expected, T desired, memory_order o = memory_order_seq_cst) const noexcept;
+    __host__ __device__ bool compare_exchange_weak(T &expected, T desired, memory_order o = memory_order_seq_cst) const noexcept;
     __host__ __device__ T fetch_add(T v, memory_order o = memory_order_seq_cst) const noexcept;
     __host__ __device__ T fetch_sub(T v, memory_order o = memory_order_seq_cst) const noexcept;
-    __host__ __device__ bool compare_exchange_strong(T &expected, T desired, memory_order o = memory_order_seq_cst) const noexcept;
-    __host__ __device__ T exchange(T v, memory_order o = memory_order_seq_cst) const noexcept;
+    __host__ __device__ T fetch_or(T v, memory_order o = memory_order_seq_cst) const noexcept;
+    __host__ __device__ T fetch_and(T v, memory_order o = memory_order_seq_cst) const noexcept;
+    __host__ __device__ T fetch_xor(T v, memory_order o = memory_order_seq_cst) const noexcept;
+    __host__ __device__ T fetch_max(T v, memory_order o = memory_order_seq_cst) const noexcept;
+    __host__ __device__ T fetch_min(T v, memory_order o = memory_order_seq_cst) const noexcept;
+    __host__ __device__ void wait(T old, memory_order o = memory_order_seq_cst) const noexcept;
+    __host__ __device__ void notify_one() const noexcept;
+    __host__ __device__ void notify_all() const noexcept;
+    __host__ __device__ operator T() const noexcept;
 };
 __host__ __device__ void atomic_thread_fence(memory_order order, thread_scope scope = thread_scope_system) noexcept;
 }  // namespace cuda
