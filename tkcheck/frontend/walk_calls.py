@@ -82,7 +82,7 @@ class CallLowering:
             g0 = self.w.ev(args[0], replace(ctx, dry=True), cursor)
             if isinstance(g0, CgGroup):
                 return self._cg_method(g0, "sync", (), ctx, cursor, "cg::sync")
-        if base in K.CG_ASYNC_OPS and args:
+        if base in K.CG_ASYNC_OPS and (len(args) >= 4 if base == "memcpy_async" else len(args) in (1, 2)):
             # `cg::memcpy_async(g, ...)`, `cg::wait_prior<N>(g)`, `cg::wait(g)`: a group's
             # collective copies and their waits (not the user's own function of that name)
             g0 = self.w.ev(args[0], replace(ctx, dry=True), cursor)
