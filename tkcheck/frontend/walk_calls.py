@@ -1055,7 +1055,7 @@ class CallLowering:
                 self.w.ev(args[4], replace(ctx, dry=True), cursor),
             )
             n_el = E.ite(E.binop("<", a, b), a, b) if isinstance(a, Expr) and isinstance(b, Expr) else None
-            eb = dst[1] if dst is not None else None
+            eb = dst[1] if dst is not None else None  # the element size
             nbytes: Expr = E.binop("*", n_el, E.Const(eb)) if n_el is not None and eb else E.opaque("copy size")
             size_node = args[2]
         else:
@@ -1068,9 +1068,13 @@ class CallLowering:
             what = cexpr.render(args[1]) if dst is None else f"{_CG_API[g.kind]} of {g.size or '?'} threads"
             op.copy = ir.CopyFacts("cg", what)
         else:
-            ref, eb, extents = dst
+            ref, eb, extents, dtype = dst
             size = g.size if g.kind == "tile" else _int_const(self.w.model.block_threads)
             hint = self._cg_copy_alignment(size_node, ctx, cursor)
+            if hint is None and dtype in K.DTYPE_BYTES:
+                # a call in a template, dependent on its parameters: the destination array's
+                # element type (a CUDA number or vector type: alignof is its size)
+                hint = K.DTYPE_BYTES[dtype]
             if size is None:
                 op.copy = ir.CopyFacts("cg", f"{cexpr.render(args[1])} (the block size is not known)")
             else:
@@ -1093,10 +1097,11 @@ class CallLowering:
 
     def _cg_copy_destination(
         self, node: cexpr.Node, ctx: Ctx, cursor: Any
-    ) -> tuple[ir.Ref, int | None, tuple[int, ...] | None] | None:
+    ) -> tuple[ir.Ref, int | None, tuple[int, ...] | None, str | None] | None:
         """A collective copy's destination: the first element it writes (all indices of the
         `__shared__` array: a row `buf[s]` is `buf[s][0]`), the array's element bytes and the
-        extents of its dims after the first; None: not a `__shared__` array the walk follows."""
+        extents of its dims after the first, and its element type's name; None: not a
+        `__shared__` array the walk follows."""
         self.w.exprs._no_elem_access += 1
         try:
             v = self.w.ev(node, ctx, cursor)
@@ -1106,17 +1111,29 @@ class CallLowering:
         if isinstance(v, _ArrVal) and isinstance(v.obj, Obj):
             pad = len(v.dims)
             v = v.obj
-        if not (isinstance(v, Obj) and v.kind == "shared"):
-            return None
+        if not (isinstance(v, Obj) and v.kind == "shared") or v.reinterpreted_from is not None:
+            return None  # (a cast pointer's indices are not the declared array's elements)
+        # the array's declared dims (recorded at its declaration: a helper's parameter names it
+        # under another name)
+        known = self.w.asm.shared_dims.get(v.ref.name)
         root = ctx.env.lookup(v.ref.name)
-        dims = list(root.dims) if isinstance(root, _ArrVal) and root.obj.ref.name == v.ref.name else None
+        dims = (
+            list(known)
+            if known
+            else list(root.dims)
+            if isinstance(root, _ArrVal) and root.obj.ref.name == v.ref.name
+            else []
+            if not v.ref.index and not pad
+            else None
+        )
         extents: tuple[int, ...] | None = None
         if dims is not None and len(dims) == len(v.ref.index) + pad:
             ints = [_int_const(d) for d in dims[1:]]
             extents = tuple(i for i in ints if i is not None) if all(i is not None for i in ints) else None
         ref = ir.Ref(v.ref.name, v.ref.index + (E.Const(0),) * pad, v.ref.spelling)
-        eb = v.type.dtype_bytes if v.type is not None and v.type.kind == "scalar" else None
-        return ref, eb, extents
+        scalar = v.type is not None and v.type.kind == "scalar"
+        eb = v.type.dtype_bytes if scalar and v.type is not None else None
+        return ref, eb, extents, v.type.dtype if scalar and v.type is not None else None
 
     def _cg_copy_alignment(self, size_node: cexpr.Node, ctx: Ctx, cursor: Any) -> int | None:
         """The static alignment hint of a collective copy: the N of a `cuda::aligned_size_t<N>(n)`
@@ -1133,16 +1150,26 @@ class CallLowering:
         hints = set()
         try:
             for c in _calls_named(cursor, "memcpy_async"):
+                # the callee's parameter types; in a template the call may be dependent: then
+                # the types of the arguments as written, when they are not dependent themselves
                 ref = c.referenced
                 params = list(ref.type.argument_types()) if ref is not None else []
+                if len(params) < 4:
+                    params = [a.type for a in c.get_arguments()]
                 if len(params) < 4:
                     return None
                 m = re.search(r"aligned_size_t<\s*(\d+)", params[-1].get_canonical().spelling)
                 if m:
                     hints.add(int(m.group(1)))
                     continue
-                pointee = params[1].get_canonical().get_pointee()
-                hints.add(1 if pointee.kind == TypeKind.VOID else pointee.get_align())
+                t = params[1].get_canonical()
+                elem = t.get_pointee() if t.kind == TypeKind.POINTER else t.element_type
+                if elem.kind == TypeKind.VOID:
+                    hints.add(1)
+                elif elem.kind not in (TypeKind.INVALID, TypeKind.DEPENDENT, TypeKind.UNEXPOSED):
+                    hints.add(elem.get_align())
+                else:
+                    return None
         except (ValueError, AttributeError):
             return None
         h = hints.pop() if len(hints) == 1 else None
