@@ -230,3 +230,20 @@ def test_libcu_group_memcpy_async_with_a_pipeline_stays_libcu(tmp_path):
     )
     copies = [o for o in m.ops if o.kind == ir.CP_ASYNC]
     assert copies and all(o.copy.via == "libcu" for o in copies)
+
+
+def test_a_copy_from_shared_memory_is_no_async_copy(tmp_path):
+    """CUDA copies a shared-memory source with plain loads and stores (`inline_copy`), at once:
+    no group to wait for, so its reads are not asked (undecided), never a TK309."""
+    m = _copy_model(
+        tmp_path,
+        """
+    __shared__ alignas(16) float a[256], b[256];
+    auto block = cg::this_thread_block();
+    cg::memcpy_async(block, b, a, sizeof(float) * 256);
+    block.sync();
+    y[threadIdx.x] = b[(threadIdx.x + 1) % 256];
+    """,
+    )
+    (copy,) = [o for o in m.ops if o.kind == ir.CP_ASYNC]
+    assert copy.buffer is None and copy.copy.collective is None and "shared memory" in copy.copy.dst_unknown

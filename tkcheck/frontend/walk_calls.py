@@ -1062,10 +1062,18 @@ class CallLowering:
             nbytes = self.w.libcu._size(args[3], ctx, cursor)
         op = ir.Op(ir.CP_ASYNC, api, loc, ctx.guard, ctx.loops)
         op.bytes = nbytes
-        if dst is None or g.kind not in K.CG_COPY_GROUPS or (g.kind == "tile" and not _pow2_tile(g.size)):
-            # a destination the model does not follow, or a group whose ranks it does not know:
-            # a copy of unknown words (its reads stay undecided, never a finding)
-            what = cexpr.render(args[1]) if dst is None else f"{_CG_API[g.kind]} of {g.size or '?'} threads"
+        src_shared = self._shared_source(args[3] if len(args) == 5 else args[2], ctx, cursor)
+        if dst is None or src_shared or g.kind not in K.CG_COPY_GROUPS or (g.kind == "tile" and not _pow2_tile(g.size)):
+            # a destination the model does not follow, a shared-memory source (CUDA then copies
+            # synchronously, `inline_copy`), or a group whose ranks it does not know: a copy of
+            # unknown words (its reads stay undecided, never a finding)
+            what = (
+                cexpr.render(args[1])
+                if dst is None
+                else f"{cexpr.render(args[1])} (from shared memory: a synchronous copy)"
+                if src_shared
+                else f"{_CG_API[g.kind]} of {g.size or '?'} threads"
+            )
             op.copy = ir.CopyFacts("cg", what)
         else:
             ref, eb, extents, dtype = dst
@@ -1134,6 +1142,18 @@ class CallLowering:
         scalar = v.type is not None and v.type.kind == "scalar"
         eb = v.type.dtype_bytes if scalar and v.type is not None else None
         return ref, eb, extents, v.type.dtype if scalar and v.type is not None else None
+
+    def _shared_source(self, node: cexpr.Node, ctx: Ctx, cursor: Any) -> bool:
+        """Whether a collective copy's source is shared memory the walk knows (CUDA's
+        `accelerated_async_copy` copies such a source with plain loads and stores, at once)."""
+        self.w.exprs._no_elem_access += 1
+        try:
+            v = self.w.ev(node, replace(ctx, dry=True), cursor)
+        finally:
+            self.w.exprs._no_elem_access -= 1
+        if isinstance(v, _ArrVal):
+            v = v.obj
+        return isinstance(v, Obj) and v.kind in ("shared", "buffer")
 
     def _cg_copy_alignment(self, size_node: cexpr.Node, ctx: Ctx, cursor: Any) -> int | None:
         """The static alignment hint of a collective copy: the N of a `cuda::aligned_size_t<N>(n)`
