@@ -246,4 +246,4 @@ def test_a_copy_from_shared_memory_is_no_async_copy(tmp_path):
     """,
     )
     (copy,) = [o for o in m.ops if o.kind == ir.CP_ASYNC]
-    assert copy.buffer is None and copy.copy.collective is None and "shared memory" in copy.copy.dst_unknown
+    assert copy.buffer is None and copy.copy.collective is None and "global memory" in copy.copy.dst_unknown

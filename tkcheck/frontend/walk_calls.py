@@ -1062,16 +1062,22 @@ class CallLowering:
             nbytes = self.w.libcu._size(args[3], ctx, cursor)
         op = ir.Op(ir.CP_ASYNC, api, loc, ctx.guard, ctx.loops)
         op.bytes = nbytes
-        src_shared = self._shared_source(args[3] if len(args) == 5 else args[2], ctx, cursor)
-        if dst is None or src_shared or g.kind not in K.CG_COPY_GROUPS or (g.kind == "tile" and not _pow2_tile(g.size)):
-            # a destination the model does not follow, a shared-memory source (CUDA then copies
-            # synchronously, `inline_copy`), or a group whose ranks it does not know: a copy of
-            # unknown words (its reads stay undecided, never a finding)
+        src_global = self._global_source(args[3] if len(args) == 5 else args[2], ctx, cursor)
+        if (
+            dst is None
+            or not src_global
+            or g.kind not in K.CG_COPY_GROUPS
+            or (g.kind == "tile" and not _pow2_tile(g.size))
+        ):
+            # a destination the model does not follow, a source not known to be global memory
+            # (CUDA copies shared or local memory synchronously, `inline_copy`), or a group whose
+            # ranks it does not know: a copy of unknown words (its reads stay undecided)
             what = (
                 cexpr.render(args[1])
                 if dst is None
-                else f"{cexpr.render(args[1])} (from shared memory: a synchronous copy)"
-                if src_shared
+                else f"{cexpr.render(args[1])} (its source is not known to be global memory: CUDA copies "
+                "any other source synchronously)"
+                if not src_global
                 else f"{_CG_API[g.kind]} of {g.size or '?'} threads"
             )
             op.copy = ir.CopyFacts("cg", what)
@@ -1143,17 +1149,19 @@ class CallLowering:
         eb = v.type.dtype_bytes if scalar and v.type is not None else None
         return ref, eb, extents, v.type.dtype if scalar and v.type is not None else None
 
-    def _shared_source(self, node: cexpr.Node, ctx: Ctx, cursor: Any) -> bool:
-        """Whether a collective copy's source is shared memory the walk knows (CUDA's
-        `accelerated_async_copy` copies such a source with plain loads and stores, at once)."""
+    def _global_source(self, node: cexpr.Node, ctx: Ctx, cursor: Any) -> bool:
+        """Whether a collective copy's source is known to be global memory: an address computed
+        from a kernel pointer parameter (`x + off`, through locals and helpers). CUDA's
+        `accelerated_async_copy` copies any other source (shared or local memory) with plain
+        loads and stores, at once: no async copy, no group to wait for."""
         self.w.exprs._no_elem_access += 1
         try:
             v = self.w.ev(node, replace(ctx, dry=True), cursor)
         finally:
             self.w.exprs._no_elem_access -= 1
-        if isinstance(v, _ArrVal):
-            v = v.obj
-        return isinstance(v, Obj) and v.kind in ("shared", "buffer")
+        while isinstance(v, E.Bin) and v.op in ("+", "-"):
+            v = v.a  # `p + off`: the memory p points into
+        return self.w.exprs._global_pointer(v)
 
     def _cg_copy_alignment(self, size_node: cexpr.Node, ctx: Ctx, cursor: Any) -> int | None:
         """The static alignment hint of a collective copy: the N of a `cuda::aligned_size_t<N>(n)`
