@@ -63,7 +63,7 @@ def check(an: Analysis) -> Iterator[Finding]:
             related=rel,
             witness=w,
             help="wait with a smaller N (`cp.async.wait_group N` / `__pipeline_wait_prior(N)` / "
-            "`load_async_wait<N>`): N is the number of groups committed after the one the read needs; "
+            "`load_async_wait<N>` / `cg::wait_prior<N>(group)`): N is the number of groups committed after the one the read needs; "
             "commit one group per stage in the prologue and in every iteration, also when no copy was issued",
         )
 
@@ -128,9 +128,11 @@ RULE = Rule(
     doc=f"""\
 ## What it does
 Runs the kernel's cp.async events (`cp.async.{{ca,cg}}` in inline PTX,
-`__pipeline_memcpy_async`, TK's `load_async`; `cp.async.commit_group` /
-`__pipeline_commit`; `cp.async.wait_group N` / `wait_all` / `__pipeline_wait_prior(N)` /
-`load_async_wait<N>`) for every thread, with the loops' trip counts tried from 0 to 8
+`__pipeline_memcpy_async`, TK's `load_async`, cooperative groups' `cg::memcpy_async(group,
+...)`, whose copy every thread of the group issues for its chunks and commits as one group;
+`cp.async.commit_group` / `__pipeline_commit`; `cp.async.wait_group N` / `wait_all` /
+`__pipeline_wait_prior(N)` / `load_async_wait<N>` / `cg::wait_prior<N>(group)` /
+`cg::wait(group)`) for every thread, with the loops' trip counts tried from 0 to 8
 where they depend on kernel arguments, and counts each thread's commit groups: a copy
 joins the group the next commit closes, and a wait with count N completes every group
 of the thread but the N most recent. A read of a copied element is reported when the

@@ -283,6 +283,15 @@ right after thread 0's spin. Without it their reads may run before the flag is
 seen. An op between that may synchronise in a way not followed (an mbarrier, an
 unmodelled call, another atomic) leaves it undecided.
 
+The same scope question for cp.async copies (the cp.async engine,
+`checks/async_groups.py`): a wait (`cp.async.wait_group N`, `__pipeline_wait_prior`,
+TK's `load_async_wait`, `cg::wait_prior<N>(group)`, `cg::wait(group)`) completes the
+copies of the waiting thread only, so words another thread copied need a barrier over
+both after that thread's wait (`cg::wait_prior` ends with its group's barrier: a warp
+tile's collective copy is visible to the other warps only after a block barrier); and a
+copy refilling a stage must come after a barrier that every earlier reader of the stage
+passed after its read.
+
 ## Why is this bad?
 `__syncwarp()` orders only the lanes of one warp. The lane that issues the TMA
 store can run ahead of warps 1-3 of its warpgroup, and the copy reads rows

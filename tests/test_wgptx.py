@@ -51,3 +51,18 @@ def test_tensor_copy_bytes_are_the_host_box():
     two = _model("fixtures/completion/ptx_tensor_map_box_good.cu", "two_encodings")
     (load,) = [o for o in two.ops if o.kind == ir.TMA_LOAD]
     assert load.bytes.is_opaque()
+
+
+def test_tensor_store_source_is_named_as_its_writers_name_it():
+    """A PTX tensor store reads the shared memory its source address names (round 7): a named
+    array's base is the array; a tile carved from dynamic shared memory by hand is dyn[offset],
+    the prefix of the element the kernel's own writes through its float pointer name."""
+    named = _model("fixtures/proxy/tensor_store_named_good.cu", "scale_tile")
+    (store,) = [o for o in named.ops if o.kind == ir.TMA_STORE]
+    assert store.buffer == ir.Ref("y_s")
+    carved = _model("fixtures/proxy/tensor_store_dynamic_good.cu", "epilogue")
+    (store,) = [o for o in carved.ops if o.kind == ir.TMA_STORE]
+    writes = [o for o in carved.ops if o.kind == ir.SMEM_ACCESS and o.access_mode == "write"]
+    assert store.buffer is not None and writes
+    assert all(w.buffer.name == store.buffer.name == "dyn" for w in writes)
+    assert all(w.buffer.index[: len(store.buffer.index)] == store.buffer.index for w in writes)

@@ -107,6 +107,9 @@ SYNC_APIS = frozenset(
             "memcpy_async_tx",
             "pipeline_consumer_wait_prior",
             "pipeline_producer_commit",
+            # cooperative groups' collective copies: cg::memcpy_async (above), cg::wait (above),
+            # cg::wait_prior<N>
+            "wait_prior",
             "barrier_arrive_tx",
             "barrier_expect_tx",
             "cp_async_bulk_global_to_shared",

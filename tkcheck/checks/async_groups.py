@@ -174,6 +174,8 @@ def _elements(op: ir.Op, env: dict) -> list[tuple] | None:
             return None
         ix.append(v)
     key = tuple(ix)
+    if op.kind == ir.CP_ASYNC and op.copy is not None and op.copy.collective is not None:
+        return _collective_elements(op, op.copy.collective, key, env)
     if op.kind != ir.CP_ASYNC or not key:
         return [key]
     b = _int(op.bytes.eval(env)) if op.bytes is not None else None
@@ -181,6 +183,53 @@ def _elements(op: ir.Op, env: dict) -> list[tuple] | None:
     if b is None or size is None or size <= 0 or b % size:
         return [key]
     return [key[:-1] + (key[-1] + j,) for j in range(b // size)]
+
+
+def _split_unknown(o: ir.Op) -> str | None:
+    """Why the words each thread copies in a collective copy are not known (None: they are)."""
+    cc = o.copy.collective if o.copy is not None else None
+    if cc is None:
+        return None
+    if cc.chunk is None:
+        return (
+            "its split over the group's threads depends on the pointers' alignment at run time "
+            "(an element type of 1 or 2 bytes and no `cuda::aligned_size_t<4/8/16>` size)"
+        )
+    if not cc.elem_bytes or cc.extents is None:
+        return "the layout of its destination array is not known"
+    return None
+
+
+def _collective_elements(op: ir.Op, cc: ir.CollectiveCopy, first: tuple, env: dict) -> list[tuple] | None:
+    """The elements the thread of `env` copies in a group's collective copy (CollectiveCopy: its
+    chunks by rank, as CUDA's `accelerated_async_copy` splits them), from the destination's first
+    element `first`; None: the split or the layout is not known."""
+    rank = _int(cc.rank.eval(env))
+    b = _int(op.bytes.eval(env)) if op.bytes is not None else None
+    if rank is None or b is None or cc.chunk is None or not cc.elem_bytes or cc.extents is None:
+        return None
+    if len(first) != len(cc.extents) + 1:
+        return None
+    n, size = max(b, 0) // cc.chunk, cc.size
+    if cc.tile_tail:
+        whole = n - n % size  # `count & ~(size - 1)`: every thread copies in step
+        chunks = list(range(rank, whole, size))
+        if n > whole:
+            chunks.append(whole + min(rank, n - whole - 1))  # the remainder: rank min(r, rem - 1)
+    else:
+        chunks = list(range(rank, n, size))
+    flat = first[0]
+    for i, e in zip(first[1:], cc.extents):
+        flat = flat * e + i
+    out: set[tuple] = set()
+    for j in chunks:
+        for f in range(j * cc.chunk // cc.elem_bytes, ((j + 1) * cc.chunk - 1) // cc.elem_bytes + 1):
+            idx, rest = [], flat + f
+            for e in reversed(cc.extents):
+                rest, r = divmod(rest, e)
+                idx.append(r)
+            out.add((rest,) + tuple(reversed(idx)))
+    return sorted(out)
 
 
 _elem_bytes: dict[str, int] = {}  # scalar shared arrays: bytes per element (from their addresses)
@@ -221,6 +270,10 @@ def _obligations(an: Analysis) -> list[Obligation]:
         ]
     if not reads:
         return []
+    for o in copies:
+        why = _split_unknown(o)
+        if why:
+            return undecided_all(f"`{o.api}` at line {o.location.row}: {why}")
     n = an.threads.n
     if n is None or n > MAX_THREADS:
         return undecided_all("the block size is not known")

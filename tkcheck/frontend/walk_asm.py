@@ -217,6 +217,8 @@ class AsmLowering:
                 op.buffer = model.smem_addresses[names[0]].buffer
             elif not names and a.kind == ir.TMA_LOAD and isinstance(addr, Expr):
                 op.buffer = self._region_stage(addr)
+            elif not names and a.kind == ir.TMA_STORE and isinstance(addr, Expr):
+                op.buffer = self._store_source(addr)
         if a.kind in (ir.TMA_LOAD, ir.TMA_STORE):
             op.transfer = ir.TransferFacts()
 
@@ -345,6 +347,30 @@ class AsmLowering:
         base = sorted(v.name for v in anchors[0].free_vars() if v.name in self.bases)[0]
         name = f"{self.bases[base][0].name}+{offset}/{stride}"
         return ir.Ref(name, (stage,), f"{self.bases[base][0].name} + {offset} + {ir._bare(str(stage))} * {stride}")
+
+    def _store_source(self, addr: Expr) -> ir.Ref | None:
+        """What a bulk or tensor store reads, from a source address built on the base of a
+        `__shared__` array (`smem_base(x)`: x decayed to its first element): the whole array at
+        offset 0 (the store reads from its first element on); for a byte array (dynamic shared
+        memory carved by hand), x[d] with d = addr - base, the byte offset, which is the form the
+        walk gives a pointer carved from it (`reinterpret_cast<float *>(dyn + d)[i]` is
+        dyn[d][i]), so the store's source is a prefix of its writers' elements; for a
+        one-dimensional array of wider elements, the element of a constant offset. None for any
+        other shape (the store's reads stay unpaired)."""
+        bases = sorted({v.name for v in addr.free_vars() if v.name in self.bases})
+        if len(bases) != 1:
+            return None
+        ref, dims, elem = self.bases[bases[0]]
+        base = E.Var(bases[0], E.PARAM)
+        if addr == base:
+            return ref
+        d = E.binop("-", addr, base)
+        k = d.eval({})
+        if elem == 1 and len(dims) <= 1:
+            return ir.Ref(ref.name, (E.Const(k) if isinstance(k, int) and not isinstance(k, bool) else d,))
+        if elem and len(dims) == 1 and isinstance(k, int) and not isinstance(k, bool) and k >= 0 and k % elem == 0:
+            return ir.Ref(ref.name, (E.Const(k // elem),))
+        return None
 
     def _addr_value(self, c: Any, ctx: Ctx, text: str) -> Expr | None:
         """An address operand's inside (`%0`, `%0+8`, `%1 + 16`) as an Expr."""

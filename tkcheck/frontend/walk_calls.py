@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
+
+from clang.cindex import TypeKind
 
 from ..knowledge import ops as K
 from ..model import expr as E
@@ -79,6 +82,16 @@ class CallLowering:
             g0 = self.w.ev(args[0], replace(ctx, dry=True), cursor)
             if isinstance(g0, CgGroup):
                 return self._cg_method(g0, "sync", (), ctx, cursor, "cg::sync")
+        if base in K.CG_ASYNC_OPS and (len(args) >= 4 if base == "memcpy_async" else len(args) in (1, 2)):
+            # `cg::memcpy_async(g, ...)`, `cg::wait_prior<N>(g)`, `cg::wait(g)`: a group's
+            # collective copies and their waits (not the user's own function of that name)
+            g0 = self.w.ev(args[0], replace(ctx, dry=True), cursor)
+            if isinstance(g0, CgGroup) and not (
+                base in self.w.mb.functions and _calls_user_function(cursor, base, self.w.mb)
+            ):
+                r = self._cg_async(g0, base, btargs, args, ctx, cursor)
+                if r is not NotImplemented:
+                    return r
         # scope qualifier: '', 'tma', 'warp', 'warpgroup', 'group<N>', 'everyone', user alias
         scope_warps, qual = self._qualifier(quals, ctx)
         # -- thread identity -------------------------------------------------
@@ -1020,6 +1033,187 @@ class CallLowering:
             return _cg_value(g, mname, self.w.model.block_threads, self.w.model.cluster)
         return _NOT_CG
 
+    def _cg_async(self, g: CgGroup, base: str, btargs: Targs, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:
+        """A group's collective async copy or its wait (knowledge/ops.py CG_ASYNC_OPS) as the cp.async
+        events: the copy is a CP_ASYNC of every thread of the group (its chunks, CollectiveCopy)
+        closed by a CP_ASYNC_COMMIT; a wait is a CP_ASYNC_WAIT N followed by the group's barrier.
+        NotImplemented: libcu++'s `cuda::memcpy_async(group, dst, src, size, pipe | bar)`."""
+        api = f"cg::{base}"
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+        if base in ("wait", "wait_prior"):
+            if len(args) != 1:
+                # the deprecated forms with an nvcuda::experimental::pipeline
+                self.w.note_unmodelled(cursor, f"{api}: the form with a pipeline object is not modelled")
+                return None
+            n = 0 if base == "wait" else self.w.targ_int(btargs, ctx, 0)
+            op = ir.Op(ir.CP_ASYNC_WAIT, api, loc, ctx.guard, ctx.loops)
+            op.count = E.Const(n) if n is not None else E.opaque("wait_prior N")
+            self.w.emit(op, ctx)
+            return self._cg_method(g, "sync", (), ctx, cursor, api)
+        if len(args) == 5:
+            last = self.w.ev(walk_libcu.LibcuLowering._unwrap(args[4]), replace(ctx, dry=True), cursor)
+            if isinstance(last, Rec) and last.type_name in (walk_libcu.PIPELINE, walk_libcu.BARRIER):
+                return NotImplemented
+        if len(args) not in (4, 5):
+            self.w.note_unmodelled(cursor, f"{api}: the form with a pipeline object is not modelled")
+            return None
+        dst = self._cg_copy_destination(args[1], ctx, cursor)
+        size_node = args[3]
+        if len(args) == 5:
+            # the datum form `memcpy_async(g, dst, dst_count, src, src_count)`: min(counts) elements
+            a, b = (
+                self.w.ev(args[2], replace(ctx, dry=True), cursor),
+                self.w.ev(args[4], replace(ctx, dry=True), cursor),
+            )
+            n_el = E.ite(E.binop("<", a, b), a, b) if isinstance(a, Expr) and isinstance(b, Expr) else None
+            eb = dst[1] if dst is not None else None  # the element size
+            nbytes: Expr = E.binop("*", n_el, E.Const(eb)) if n_el is not None and eb else E.opaque("copy size")
+            size_node = args[2]
+        else:
+            nbytes = self.w.libcu._size(args[3], ctx, cursor)
+        op = ir.Op(ir.CP_ASYNC, api, loc, ctx.guard, ctx.loops)
+        op.bytes = nbytes
+        src_global = self._global_source(args[3] if len(args) == 5 else args[2], ctx, cursor)
+        if (
+            dst is None
+            or not src_global
+            or g.kind not in K.CG_COPY_GROUPS
+            or (g.kind == "tile" and not _pow2_tile(g.size))
+        ):
+            # a destination the model does not follow, a source not known to be global memory
+            # (CUDA copies shared or local memory synchronously, `inline_copy`), or a group whose
+            # ranks it does not know: a copy of unknown words (its reads stay undecided)
+            what = (
+                cexpr.render(args[1])
+                if dst is None
+                else f"{cexpr.render(args[1])} (its source is not known to be global memory: CUDA copies "
+                "any other source synchronously)"
+                if not src_global
+                else f"{_CG_API[g.kind]} of {g.size or '?'} threads"
+            )
+            op.copy = ir.CopyFacts("cg", what)
+        else:
+            ref, eb, extents, dtype = dst
+            size = g.size if g.kind == "tile" else _int_const(self.w.model.block_threads)
+            hint = self._cg_copy_alignment(size_node, ctx, cursor)
+            if hint is None and dtype in K.DTYPE_BYTES:
+                # a call in a template, dependent on its parameters: the destination array's
+                # element type (a CUDA number or vector type: alignof is its size)
+                hint = K.DTYPE_BYTES[dtype]
+            if size is None:
+                op.copy = ir.CopyFacts("cg", f"{cexpr.render(args[1])} (the block size is not known)")
+            else:
+                op.buffer, op.operands = ref, (ref,)
+                rank = E.binop("%", E.TID, E.Const(size)) if g.kind == "tile" else E.TID
+                op.copy = ir.CopyFacts(
+                    "cg",
+                    collective=ir.CollectiveCopy(
+                        size,
+                        rank,
+                        K.cg_copy_chunk(hint) if hint is not None else None,
+                        eb,
+                        extents,
+                        tile_tail=g.kind == "tile" and size > 1,
+                    ),
+                )
+        self.w.emit(op, ctx)
+        self.w.emit(ir.Op(ir.CP_ASYNC_COMMIT, api, loc, ctx.guard, ctx.loops), ctx)
+        return None
+
+    def _cg_copy_destination(
+        self, node: cexpr.Node, ctx: Ctx, cursor: Any
+    ) -> tuple[ir.Ref, int | None, tuple[int, ...] | None, str | None] | None:
+        """A collective copy's destination: the first element it writes (all indices of the
+        `__shared__` array: a row `buf[s]` is `buf[s][0]`), the array's element bytes and the
+        extents of its dims after the first, and its element type's name; None: not a
+        `__shared__` array the walk follows."""
+        self.w.exprs._no_elem_access += 1
+        try:
+            v = self.w.ev(node, ctx, cursor)
+        finally:
+            self.w.exprs._no_elem_access -= 1
+        pad = 0
+        if isinstance(v, _ArrVal) and isinstance(v.obj, Obj):
+            pad = len(v.dims)
+            v = v.obj
+        if not (isinstance(v, Obj) and v.kind == "shared") or v.reinterpreted_from is not None:
+            return None  # (a cast pointer's indices are not the declared array's elements)
+        # the array's declared dims (recorded at its declaration: a helper's parameter names it
+        # under another name)
+        known = self.w.asm.shared_dims.get(v.ref.name)
+        root = ctx.env.lookup(v.ref.name)
+        dims = (
+            list(known)
+            if known
+            else list(root.dims)
+            if isinstance(root, _ArrVal) and root.obj.ref.name == v.ref.name
+            else []
+            if not v.ref.index and not pad
+            else None
+        )
+        extents: tuple[int, ...] | None = None
+        if dims is not None and len(dims) == len(v.ref.index) + pad:
+            ints = [_int_const(d) for d in dims[1:]]
+            extents = tuple(i for i in ints if i is not None) if all(i is not None for i in ints) else None
+        ref = ir.Ref(v.ref.name, v.ref.index + (E.Const(0),) * pad, v.ref.spelling)
+        scalar = v.type is not None and v.type.kind == "scalar"
+        eb = v.type.dtype_bytes if scalar and v.type is not None else None
+        return ref, eb, extents, v.type.dtype if scalar and v.type is not None else None
+
+    def _global_source(self, node: cexpr.Node, ctx: Ctx, cursor: Any) -> bool:
+        """Whether a collective copy's source is known to be global memory: an address computed
+        from a kernel pointer parameter (`x + off`, through locals and helpers). CUDA's
+        `accelerated_async_copy` copies any other source (shared or local memory) with plain
+        loads and stores, at once: no async copy, no group to wait for."""
+        self.w.exprs._no_elem_access += 1
+        try:
+            v = self.w.ev(node, replace(ctx, dry=True), cursor)
+        finally:
+            self.w.exprs._no_elem_access -= 1
+        while isinstance(v, E.Bin) and v.op in ("+", "-"):
+            v = v.a  # `p + off`: the memory p points into
+        return self.w.exprs._global_pointer(v)
+
+    def _cg_copy_alignment(self, size_node: cexpr.Node, ctx: Ctx, cursor: Any) -> int | None:
+        """The static alignment hint of a collective copy: the N of a `cuda::aligned_size_t<N>(n)`
+        size, else alignof the element type the call deduces (libclang's parameter type of the
+        destination); None: not known."""
+        if (
+            isinstance(size_node, cexpr.Call)
+            and isinstance(size_node.callee, cexpr.Name)
+            and size_node.callee.segments[-1].name == "aligned_size_t"
+        ):
+            n = self.w.targ_int(size_node.callee.segments[-1].targs, ctx, 0)
+            if n is not None:
+                return n
+        hints = set()
+        try:
+            for c in _calls_named(cursor, "memcpy_async"):
+                # the callee's parameter types; in a template the call may be dependent: then
+                # the types of the arguments as written, when they are not dependent themselves
+                ref = c.referenced
+                params = list(ref.type.argument_types()) if ref is not None else []
+                if len(params) < 4:
+                    params = [a.type for a in c.get_arguments()]
+                if len(params) < 4:
+                    return None
+                m = re.search(r"aligned_size_t<\s*(\d+)", params[-1].get_canonical().spelling)
+                if m:
+                    hints.add(int(m.group(1)))
+                    continue
+                t = params[1].get_canonical()
+                elem = t.get_pointee() if t.kind == TypeKind.POINTER else t.element_type
+                if elem.kind == TypeKind.VOID:
+                    hints.add(1)
+                elif elem.kind not in (TypeKind.INVALID, TypeKind.DEPENDENT, TypeKind.UNEXPOSED):
+                    hints.add(elem.get_align())
+                else:
+                    return None
+        except (ValueError, AttributeError):
+            return None
+        h = hints.pop() if len(hints) == 1 else None
+        return h if h is not None and h > 0 else None
+
     # -- TMEM (Blackwell) ------------------------------------------------------
 
 
@@ -1082,6 +1276,16 @@ _CG_API = {
     "group": "thread_group",
 }
 _NOT_CG = object()
+
+
+def _int_const(e: Any) -> int | None:
+    v = e.eval({}) if isinstance(e, Expr) else None
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _pow2_tile(size: int | None) -> bool:
+    """A thread_block_tile whose ranks the model knows: 1 .. 32 threads, a power of two."""
+    return size is not None and 0 < size <= 32 and not size & (size - 1)
 
 
 def _cg_group_of(type_spelling: str | None) -> CgGroup | None:

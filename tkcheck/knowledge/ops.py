@@ -1114,3 +1114,26 @@ CG_VALUE_METHODS = frozenset(
 )
 # the functions that make a group (their value's type names the kind)
 CG_FACTORIES = frozenset(("this_thread_block", "this_grid", "this_cluster", "coalesced_threads", "tiled_partition"))
+
+# Cooperative groups' collective async copies (CUDA's cooperative_groups/memcpy_async.h and
+# details/async.h), lowered onto the cp.async commit-group events (frontend/walk_calls.py
+# `_cg_async`):
+#   memcpy_async(g, dst, src, n)  -> every thread of g issues cp.async of its chunks of the n bytes
+#                                    (CollectiveCopy), then __pipeline_commit: one group per call
+#   wait_prior<N>(g)              -> __pipeline_wait_prior(N), then g.sync()
+#   wait(g)                       -> __pipeline_wait_prior(0), then g.sync()
+# The copies' data is visible to g's threads after the wait (its g.sync()); to other threads of
+# the block only after a block barrier.
+CG_ASYNC_OPS = frozenset(("memcpy_async", "wait_prior", "wait"))
+# the groups memcpy_async supports (`_async_copy_group_supported`) whose ranks the model knows
+CG_COPY_GROUPS = frozenset(("block", "tile"))
+
+
+def cg_copy_chunk(align_hint: int) -> int | None:
+    """Bytes per cp.async of a collective copy, from its static alignment hint (the N of a
+    `cuda::aligned_size_t<N>` size, else alignof of the element type): `_memcpy_async_align_dispatch`
+    copies 4-, 8- and 16-byte segments straight (a hint over 16 is 16); a hint of 1 or 2 picks the
+    segment from the pointers' alignment at run time (None: the split over the threads is not
+    known statically)."""
+    hint = min(align_hint, 16)
+    return hint if hint in (4, 8, 16) else None

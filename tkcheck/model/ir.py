@@ -430,6 +430,27 @@ class CopyFacts:
     # cp.async then `cp.async.mbarrier.arrive` on it): the phase in progress when it is issued
     # does not complete before the copy lands
     mbarrier: Ref | None = None
+    # a copy the threads of a group issue together (cooperative groups' memcpy_async): the op
+    # stands for every thread's part; None: `buffer` / `bytes` are the issuing thread's own copy
+    collective: CollectiveCopy | None = None
+
+
+@dataclass(frozen=True)
+class CollectiveCopy:
+    """How a group-wide copy is split over its threads (CUDA's cooperative_groups/details/async.h,
+    `accelerated_async_copy`): the `bytes` from `buffer` are `bytes // chunk` chunks; the thread of
+    rank r in a group of `size` threads copies the chunks r, r + size, r + 2 size, ... For a
+    `thread_block_tile` (`tile_tail`) only the chunks below the last multiple of size go that way;
+    the remainder, chunk w + k (k < rem), is copied by the rank min(r, rem - 1) = k."""
+
+    size: int  # threads of the group
+    rank: Expr  # the thread's rank in the group (over tid)
+    chunk: int | None  # bytes per cp.async: 4, 8 or 16 (None: chosen at run time by the pointers)
+    elem_bytes: int | None  # bytes per element of the destination array
+    # extents of the destination array's dims after the first (row-major): an index (i0, ..., ik)
+    # is the flat element ((i0 e1 + i1) e2 + ...) + ik; None: not constants
+    extents: tuple[int, ...] | None
+    tile_tail: bool = False
 
 
 @dataclass(frozen=True)
