@@ -11,6 +11,7 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
+from .poll_helpers import polled_probe
 from .value_types import Allocator, CgGroup, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, BranchEnv, Ctx, ThisEnv, loc_of, tokens_of, value_names
 from ..recurrence import _is_opaque_form, flat_base, solve_guarded
@@ -999,6 +1000,14 @@ class StatementWalk:
             # `while (!done) asm("mbarrier.try_wait.parity ... p; selp.u32 %0, 1, 0, p;" : "=r"(done) ...)`:
             # the loop is the wait, as a try_wait that branches back on itself is
             self.w.asm.walk(wait, ctx, looped=True)
+            return
+        polled = polled_probe(c, kids)
+        if polled is not None:
+            # `while (!phase_done(bar, ph)) {}` over a helper whose inline PTX probes the phase
+            # once and returns the answer: the loop is the wait the probe's operands name
+            cond_c, probe = polled
+            with self.w.asm.polling(probe):
+                self.exec_expr(cond_c, ctx)
             return
         toks = tokens_of(c)
         loc = loc_of(c, self.w.filename)
