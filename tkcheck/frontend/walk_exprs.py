@@ -42,6 +42,16 @@ class ExprEvaluation:
         finally:
             self._memory_only -= 1
 
+    @contextmanager
+    def address_only(self):
+        """Evaluate an object's address inside, not its value: no load of the shared element or
+        scalar it names (a pointer handed on to a callee)."""
+        self._no_elem_access += 1
+        try:
+            yield
+        finally:
+            self._no_elem_access -= 1
+
     def global_base(self, v) -> str | None:
         """The kernel pointer parameter a value points into: the parameter itself, or an address
         computed from it (`&p[i]`); None when the value is no known global address."""
