@@ -355,10 +355,12 @@ DATA_EXIT_ROUNDS = (1, 2)
 
 
 def _data_exit(m: ir.KernelModel, lid: int) -> bool:
-    """A `for (;;)` left only through one `if (c) break;` on block-uniform conditions (an
-    interpreter's `if (op == STOP) break;`): unrolled a bounded number of rounds."""
+    """A `for (;;)` left only through `if (c) break;` on one block-uniform condition (an
+    interpreter's `if (op == STOP) break;`): unrolled a bounded number of rounds. The same
+    condition may be tested at several breaks (`if (t >= n) break;` before and after publishing):
+    one value a round, so the round that stops leaves at the first of them it reaches."""
     lp = m.loops[lid]
-    return lp.trip is None and lp.infinite and len(lp.continues) == 1
+    return lp.trip is None and lp.infinite and len(set(lp.continues)) == 1
 
 
 def _runtime_trip(m: ir.KernelModel, lid: int) -> bool:

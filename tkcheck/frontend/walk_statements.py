@@ -17,6 +17,7 @@ from .walk_env import CK, BranchEnv, Ctx, ThisEnv, loc_of, tokens_of, value_name
 from ..recurrence import _is_opaque_form, flat_base, solve_guarded
 from .walk_arith import (
     _ArrVal,
+    shared_copy,
     _TK_TYPE_ALIGN,
     _arr,
     _const_strides,
@@ -472,7 +473,7 @@ class StatementWalk:
                 value = self._object_record(t, name, v, ctx)
             elif not is_ref and isinstance(v, Obj) and v.kind == "shared" and not v.ref.index:
                 # `const int tile = tile_s;`: a copy of a `__shared__` scalar (read once, here)
-                value = E.opaque(f"{name} = {v.ref.name}")
+                value = shared_copy(name, v)
             else:
                 value = v
                 if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and t.dtype in ("bool",):
