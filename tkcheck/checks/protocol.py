@@ -37,6 +37,7 @@ from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
+from .happens_before import polls_other_blocks
 from .threads import describe
 
 MAX_STATES = 50_000
@@ -165,7 +166,12 @@ def _races(an: Analysis, names: frozenset[str]) -> Exploration:
     blind = [
         o
         for o in m.ops
-        if (o.kind in RACE_BLIND and not _persistent_loop(m, o) and not _computes_only(m, o))
+        if (
+            o.kind in RACE_BLIND
+            and not _persistent_loop(m, o)
+            and not _computes_only(m, o)
+            and not polls_other_blocks(an, o)
+        )
         or (o.kind == ir.SYNC and o.sync_kind not in ("block", "named", "group", "warp", "grid"))
         # an mbarrier op on a barrier the model does not name would be left out of the roles
         or (o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is None)
