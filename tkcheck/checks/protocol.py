@@ -366,7 +366,18 @@ def _data_exit(m: ir.KernelModel, lid: int) -> bool:
     condition may be tested at several breaks (`if (t >= n) break;` before and after publishing):
     one value a round, so the round that stops leaves at the first of them it reaches."""
     lp = m.loops[lid]
-    return lp.trip is None and lp.infinite and len(set(lp.continues)) == 1
+    if not (lp.trip is None and lp.infinite and len(set(lp.continues)) == 1):
+        return False
+    if any(E.is_shared_copy(v) for v in lp.continues[0].free_vars()):
+        # a stop value read from a shared scalar (a mailbox) is one value for every reader of a
+        # round only when it is published behind a barrier each round: the loop must wait at
+        # one (a loop that only re-reads a shared flag is a poll, which the rounds do not model)
+        return any(
+            lid in q.loops
+            and (q.kind == ir.MBAR_WAIT or (q.kind == ir.SYNC and q.sync_kind in ("block", "named", "group")))
+            for q in m.ops
+        )
+    return True
 
 
 def _runtime_trip(m: ir.KernelModel, lid: int) -> bool:

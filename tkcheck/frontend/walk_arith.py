@@ -414,4 +414,4 @@ def shared_copy(name: str, v: Obj) -> Expr:
     and block-uniform as a value read at a uniform address is (`len_s[s]`): the readers agree when
     the read is ordered after the one write it observes and before the next, which the race
     searches check on the same accesses (a racing read is TK408 there, never a silent pass)."""
-    return E.Var(f"?{name} = {v.ref.name}#{E.fresh_number()}", E.PARAM)
+    return E.shared_copy(name, v.ref.name)
