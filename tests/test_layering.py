@@ -132,6 +132,7 @@ TEXT_READERS = {
     "walk_types": "attribute text libclang does not expose (__launch_bounds__, __cluster_dims__) "
     "and launch configurations",
     "walk_asm": "inline PTX strings",
+    "poll_helpers": "the inline PTX string of a try-wait helper's probe, identifiers of its asm operands",
     "walk_statements": "alignment attributes, asm operand strings",
     "walk_exprs": "identifiers of tokens, TK's CLC handle declarations",
     "walk_arith": "type qualifiers in type spellings",

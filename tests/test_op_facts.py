@@ -217,3 +217,26 @@ def test_ptx_async_ops_table():
     assert K.ptx_async_ops("barrier.cluster.wait.acquire.aligned;")[0][0].sync == ir.SyncFacts("cluster_wait")
     assert K.ptx_async_ops("wgmma.wait_group.sync.aligned 1;")[0][0].count == "1"
     assert ops("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;") == ([], False)
+
+
+@pytest.mark.parametrize(
+    "ptx, outputs",
+    [
+        # the probe's predicate selected into %0: nonzero exactly when the phase completed
+        ("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }", {0: True}),
+        # the other way round: nonzero while the phase is pending
+        ("{ .reg .pred q; mbarrier.test_wait.parity.shared::cta.b64 q, [%1], %2; selp.b32 %0, 0, 1, q; }", {0: False}),
+        # a try_wait that branches back on itself is a wait by itself, no probe
+        ("{ .reg .pred p; W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1; @!p bra W; }", {}),
+        # selp of values that are both nonzero says nothing
+        ("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 2, 1, p; }", {}),
+        # two probes: not one answer
+        (
+            "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%3], %2; selp.u32 %0, 1, 0, p; }",
+            {},
+        ),
+    ],
+)
+def test_ptx_probe_outputs(ptx, outputs):
+    assert K.ptx_probe_outputs(ptx) == outputs

@@ -239,3 +239,22 @@ def test_the_b300_shaped_ring_is_decided():
     wps = _phases(ROOT / "fixtures" / "loops" / "ring_steps_around_k_loop.cu")
     good = [wp for (name, _), wp in wps.items() if name == "steps_around_k_loop"]
     assert [wp.status for wp in good] == ["ok"] * 6
+
+
+def test_counted_uses_of_uneven_visits():
+    """8 steps a task over 3 stages (0 1 2 0 1 2 0 1 | 0 ...): the uses of step v's element
+    before v, tabulated over the period 8, against a count by hand."""
+    from tkcheck.checks import ring_uses
+
+    k = E.Var("f1", E.LOOP)
+    index = (E.binop("%", E.binop("%", k, E.Const(8)), E.Const(3)),)
+    got = ring_uses.counted_uses(index, k, 10_000)
+    assert got is not None
+    use, period = got
+    assert period == E.Const(8)
+    seq = [(v % 8) % 3 for v in range(40)]
+    for v in range(40):
+        assert use.eval({"f1": v}) == seq[:v].count(seq[v])
+    # once a period (a plain ring): v / S
+    plain = ring_uses.counted_uses((E.binop("%", k, E.Const(3)),), k, 10_000)
+    assert plain is not None and all(plain[0].eval({"f1": v}) == v // 3 for v in range(20))

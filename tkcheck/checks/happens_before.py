@@ -740,8 +740,54 @@ def may_order(o: ir.Op, touched: set[str] | None = None) -> bool:
     return o.kind in MAY_ORDER
 
 
+def polls_other_blocks(an: Analysis, o: ir.Op) -> bool:
+    """A SPIN, or a load of global memory, that can observe no write of another thread of the
+    block: every store or atomic of the kernel to the memory it reads is made by its own threads
+    (a chained scan's `while (ld_acquire(&flag[t - 1]) == 0)`, the flags raised by the same chain
+    thread for its own tile, in other blocks). It waits for other blocks and orders none of this
+    block's threads: no edge of a shared-memory race query (as a loop that only computes). For
+    global data it is still an acquire (`publications` / `acquisitions` keep it); whether the spin
+    is ever left is the spin-wait argument's question."""
+    m = an.model
+    spinning = an.threads.executing(o)
+    if spinning is None or o.kind not in (ir.SPIN, ir.GLOBAL_LOAD):
+        return False
+    polled = set()
+    if o.kind == ir.GLOBAL_LOAD:
+        ga = o.global_access
+        if ga is None or ga.base is None:
+            return False
+        polled.add(ga.base)
+    else:
+        if not o.loops:
+            return False
+        lid = o.loops[-1]
+        for q in m.ops:
+            if q is o or lid not in q.loops or q.kind == ir.REG_ACCESS:
+                continue
+            ga = q.global_access
+            if q.kind != ir.GLOBAL_LOAD or ga is None or ga.base is None:
+                return False  # the loop does more than poll global memory
+            polled.add(ga.base)
+        if not polled:
+            return False
+    for q in m.ops:
+        ga = q.global_access
+        if q.kind not in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL) or ga is None:
+            continue
+        if ga.base is None or ga.base in polled:
+            writers = an.threads.executing(q)
+            if writers is None or not writers <= spinning:
+                return False
+    return True
+
+
 def _race_over(an, between, first, second, t_first, t_second, out, nested: bool = False, next_iteration: bool = False):
-    undecided = [o for o in between if may_order(o) or (o.kind == ir.SYNC and not o.guard.exact)]
+    undecided = [
+        o
+        for o in between
+        if (may_order(o) and not polls_other_blocks(an, o)) or (o.kind == ir.SYNC and not o.guard.exact)
+    ]
     if undecided or nested:
         out.undecided.append((first, second, f"`{undecided[0].api}` between" if undecided else "a nested loop"))
         return None

@@ -32,7 +32,7 @@ import z3
 from ..model import expr as E
 from ..model import ir
 from ..recurrence import flat_base, tabulate
-from . import completion
+from . import completion, ring_uses
 from .analysis import Analysis
 from .threads import describe
 
@@ -311,7 +311,7 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
             and x.buffer is not None
             and x.order < o.order
             and x.loops == o.loops
-            and x.callers == o.callers
+            and _same_frame_or_caller(x, o)
         } | {
             # the arriving threads' own cp.async copies of the round (libcu++'s producer_commit
             # arrives once they land), also from a loop nested in the round, under the same guard
@@ -328,6 +328,14 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
             return False
         written |= ws
     return bool(arrives) and len(arrives) == len(sig) and _waiters_use(m, name, written)
+
+
+def _same_frame_or_caller(x: ir.Op, o: ir.Op) -> bool:
+    """x is written in o's own function body, or by the same threads in a caller of it: the
+    kernel's `tile_s = t;` before `mb_arrive(&slot_full)`, whose arrive is a helper's PTX."""
+    if x.callers == o.callers:
+        return True
+    return x.callers == o.callers[: len(x.callers)] and x.guard.thread == o.guard.thread
 
 
 def _waiters_use(m: ir.KernelModel, name: str, buffers: set[str]) -> bool:
@@ -1230,14 +1238,20 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             assume.extend(extra)
             p_assume = tuple(p_assume) + tuple(extra)
         period = _period(index, k, to, p_assume)
-        if period is None:
+        counted = ring_uses.counted_uses(index, k, to, p_assume) if period is None and sites is None else None
+        if period is None and counted is None:
             wp.reason = "ring period not recognised"
             return
+        if counted is not None:
+            # elements visited unevenly in a period (a ring restarted per task of 8 steps over
+            # 3 stages): the uses before step F tabulated over one period
+            use, period = counted
         if not _own_elements(an, w, index, k, period):
             wp.reason = "ring elements shared with another waiting role"
             return
-        wp.period = period
-        use = E.binop("/", k, period) if period != E.Const(1) else k
+        if counted is None:
+            wp.period = period
+            use = E.binop("/", k, period) if period != E.Const(1) else k
         P = E.Const(sites[4] if sites is not None else 1)
         if _varying_trip(m, w):
             # F = B + k over the steps B of the earlier tasks, a symbol: the proof below is for
@@ -1298,14 +1312,20 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             assume.extend(extra)
             p_assume = tuple(p_assume) + tuple(extra)
         period = _period(index, k, to, p_assume)
-        if period is None:
+        counted = (
+            ring_uses.counted_uses(index, k, to, p_assume) if period is None and sites is None and pb is None else None
+        )
+        if period is None and counted is None:
             wp.reason = "ring period not recognised"
             return
+        if counted is not None:
+            use, period = counted  # elements visited unevenly in a period: the uses tabulated
         if not _own_elements(an, w, index, k, period):
             wp.reason = "ring elements shared with another waiting role"
             return
-        wp.period = period
-        use = E.binop("/", k, period) if period != E.Const(1) else k
+        if counted is None:
+            wp.period = period
+            use = E.binop("/", k, period) if period != E.Const(1) else k
         if data_exit:
             # the loop ends on data the model does not follow: every iteration k may be
             # entered; a counterexample at k holds if the loop gets that far (stated)
@@ -1887,7 +1907,11 @@ def _flatten(m: ir.KernelModel, w: ir.Op, index, parity):
     par = E.replace_sub(parity, base, F)
     used = {v for x in idx + (par,) for v in x.free_vars()}
     if O.counter in used or I.counter in used or B in used or F not in used:
-        return None if varying else _flat_by_first_task(w, O, I, T, F, index, parity)
+        if varying:
+            return None
+        got = _flat_by_first_task(w, O, I, T, F, index, parity)
+        restarted = ring_uses.restarted_flat(O, I, F, index, parity) if got is None else None
+        return (F, *restarted) if restarted is not None else got
     return F, idx, par
 
 

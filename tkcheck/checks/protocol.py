@@ -37,6 +37,7 @@ from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
+from .happens_before import polls_other_blocks
 from .threads import describe
 
 MAX_STATES = 50_000
@@ -165,7 +166,12 @@ def _races(an: Analysis, names: frozenset[str]) -> Exploration:
     blind = [
         o
         for o in m.ops
-        if (o.kind in RACE_BLIND and not _persistent_loop(m, o) and not _computes_only(m, o))
+        if (
+            o.kind in RACE_BLIND
+            and not _persistent_loop(m, o)
+            and not _computes_only(m, o)
+            and not polls_other_blocks(an, o)
+        )
         or (o.kind == ir.SYNC and o.sync_kind not in ("block", "named", "group", "warp", "grid"))
         # an mbarrier op on a barrier the model does not name would be left out of the roles
         or (o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is None)
@@ -355,10 +361,23 @@ DATA_EXIT_ROUNDS = (1, 2)
 
 
 def _data_exit(m: ir.KernelModel, lid: int) -> bool:
-    """A `for (;;)` left only through one `if (c) break;` on block-uniform conditions (an
-    interpreter's `if (op == STOP) break;`): unrolled a bounded number of rounds."""
+    """A `for (;;)` left only through `if (c) break;` on one block-uniform condition (an
+    interpreter's `if (op == STOP) break;`): unrolled a bounded number of rounds. The same
+    condition may be tested at several breaks (`if (t >= n) break;` before and after publishing):
+    one value a round, so the round that stops leaves at the first of them it reaches."""
     lp = m.loops[lid]
-    return lp.trip is None and lp.infinite and len(lp.continues) == 1
+    if not (lp.trip is None and lp.infinite and len(set(lp.continues)) == 1):
+        return False
+    if any(E.is_shared_copy(v) for v in lp.continues[0].free_vars()):
+        # a stop value read from a shared scalar (a mailbox) is one value for every reader of a
+        # round only when it is published behind a barrier each round: the loop must wait at
+        # one (a loop that only re-reads a shared flag is a poll, which the rounds do not model)
+        return any(
+            lid in q.loops
+            and (q.kind == ir.MBAR_WAIT or (q.kind == ir.SYNC and q.sync_kind in ("block", "named", "group")))
+            for q in m.ops
+        )
+    return True
 
 
 def _runtime_trip(m: ir.KernelModel, lid: int) -> bool:

@@ -406,3 +406,12 @@ def convert_int(v, spelling: str | None):
     if signed and x >= 1 << (bits - 1):
         x -= 1 << bits
     return v if x == v.value else E.Const(x)
+
+
+def shared_copy(name: str, v: Obj) -> Expr:
+    """The value a copy of a `__shared__` scalar takes (`const int t = tile_s;`): read once, here,
+    at one address every thread reads. It is data (named `?..`, as every value read from memory),
+    and block-uniform as a value read at a uniform address is (`len_s[s]`): the readers agree when
+    the read is ordered after the one write it observes and before the next, which the race
+    searches check on the same accesses (a racing read is TK408 there, never a silent pass)."""
+    return E.shared_copy(name, v.ref.name)

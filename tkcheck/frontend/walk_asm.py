@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -36,11 +38,28 @@ class AsmLowering:
         # the Var a `mapa.shared::cluster` output holds -> (the local shared address it maps,
         # the CTA of the cluster it maps it into)
         self.mapped: dict[str, tuple[Expr, Expr]] = {}
+        # asm statements (by their place in the source) a caller's loop is polling now: the probe
+        # of a bool-returning try-wait helper (`poll_helpers.polled_probe`) is walked as the wait
+        self._polled: set[tuple[str, int]] = set()
+
+    @contextmanager
+    def polling(self, asm: Any) -> Iterator[None]:
+        """While the caller's loop that polls the probe `asm` is walked, `asm` is a wait (as a
+        try_wait that branches back on itself is)."""
+        key = _place(asm)
+        added = key not in self._polled
+        self._polled.add(key)
+        try:
+            yield
+        finally:
+            if added:
+                self._polled.discard(key)
 
     def walk(self, c: Any, ctx: Ctx, looped: bool = False) -> None:
         """The ops of the asm statement at cursor `c`; `looped`: a C++ loop repeats it until its
         `try_wait` succeeds (the wait is the loop, as in a try_wait that branches back)."""
         w = self.w
+        looped = looped or _place(c) in self._polled
         text = " ".join(tokens_of(c))
         loc = loc_of(c, w.filename)
         ptx = " ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', text))
@@ -698,6 +717,12 @@ class AsmLowering:
         for op in emitted:
             self.w.emit(op, ctx)
         return True
+
+
+def _place(c: Any) -> tuple[str, int]:
+    """Where a statement starts in its file: the same asm statement of a helper at every call."""
+    start = c.extent.start
+    return (start.file.name if start.file is not None else "", start.offset)
 
 
 def _div8(t: Expr) -> Expr | None:

@@ -14,7 +14,7 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import Allocator, DsmemPtr, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType, TypeVal
 from .walk_env import CK, Ctx, loc_of, tokens_of, value_names
-from .walk_arith import _ArrVal, _tile_attr, _to_bool, convert_int
+from .walk_arith import _ArrVal, _tile_attr, _to_bool, convert_int, shared_copy
 from .walker_core import ExprWalker
 
 
@@ -41,6 +41,16 @@ class ExprEvaluation:
             yield
         finally:
             self._memory_only -= 1
+
+    @contextmanager
+    def address_only(self):
+        """Evaluate an object's address inside, not its value: no load of the shared element or
+        scalar it names (a pointer handed on to a callee)."""
+        self._no_elem_access += 1
+        try:
+            yield
+        finally:
+            self._no_elem_access -= 1
 
     def global_base(self, v) -> str | None:
         """The kernel pointer parameter a value points into: the parameter itself, or an address
@@ -717,7 +727,7 @@ class ExprEvaluation:
             self.scalar_access(target, "write", ctx, cursor, value=val if isinstance(val, Expr) else None)
             return val
         if _is_shared_scalar(val):
-            val = E.opaque(f"{cexpr.render(lhs)[:30]} = {val.ref.name}")  # a copy of a `__shared__` scalar
+            val = shared_copy(cexpr.render(lhs)[:30], val)  # a copy of a `__shared__` scalar
         if isinstance(lhs, cexpr.Name) and len(lhs.segments) == 1:
             name = lhs.segments[0].name
             if op != "=":

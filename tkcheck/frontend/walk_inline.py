@@ -160,7 +160,8 @@ class InlineExpansion:
             vals = [self.w.ev(a, ctx, cursor) for a in args]
             self.w.stmts.unmodelled_use(vals, ctx, cursor, f.name)
             return self.w.exprs.opaque_from(cexpr.Name.simple(f.name), vals)
-        vals = [self.w.ev(a, ctx, cursor) for a in args]
+        params = [p for p in chosen.get_children() if p.kind == CK.PARM_DECL]
+        vals = [self._argument(a, params[i] if i < len(params) else None, ctx, cursor) for i, a in enumerate(args)]
         parent_env = f.owner.env if f.owner is not None else self.w.mb.env_for(chosen)
         if this is not None:
             parent_env = ThisEnv(this.struct.env if this.struct is not None else parent_env, this, ctx.env)
@@ -184,7 +185,6 @@ class InlineExpansion:
         missing = [p for p in tparams if p.spelling not in fenv.vars]
         if missing:
             self.w.types.bind_template_params_list(missing, fenv)
-        params = [p for p in chosen.get_children() if p.kind == CK.PARM_DECL]
         for i, p in enumerate(params):
             if i < len(vals):
                 fenv.define(p.spelling, convert_int(vals[i], p.type.spelling))
@@ -223,6 +223,16 @@ class InlineExpansion:
             merged = _merge_returns(frame.returns, ctx.guard)
             return merged if merged is not None else E.opaque(f.name)
         return None
+
+    def _argument(self, a: cexpr.Node, param: Any, ctx: Ctx, cursor: Any) -> Any:
+        """An argument's value. A variable passed on to a pointer or reference parameter
+        (`mb_try(b, ph)` inside `mb_wait(uint64_t *b, ..)`, `b` bound to `&slot`) hands over the
+        object it points to: no load of a `__shared__` scalar it names."""
+        spelled = param.type.spelling if param is not None else ""
+        if isinstance(a, cexpr.Name) and a.ident() is not None and ("*" in spelled or "&" in spelled):
+            with self.w.exprs.address_only():
+                return self.w.ev(a, ctx, cursor)
+        return self.w.ev(a, ctx, cursor)
 
     def call_operator(self, v: Any) -> Func | None:
         """The `operator()` of a user struct instance or type, or None."""

@@ -11,11 +11,13 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
+from .poll_helpers import polled_probe
 from .value_types import Allocator, CgGroup, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, BranchEnv, Ctx, ThisEnv, loc_of, tokens_of, value_names
 from ..recurrence import _is_opaque_form, flat_base, solve_guarded
 from .walk_arith import (
     _ArrVal,
+    shared_copy,
     _TK_TYPE_ALIGN,
     _arr,
     _const_strides,
@@ -474,7 +476,7 @@ class StatementWalk:
                 value = self._object_record(t, name, v, ctx)
             elif not is_ref and isinstance(v, Obj) and v.kind == "shared" and not v.ref.index:
                 # `const int tile = tile_s;`: a copy of a `__shared__` scalar (read once, here)
-                value = E.opaque(f"{name} = {v.ref.name}")
+                value = shared_copy(name, v)
             else:
                 value = v
                 if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and t.dtype in ("bool",):
@@ -1002,6 +1004,14 @@ class StatementWalk:
             # `while (!done) asm("mbarrier.try_wait.parity ... p; selp.u32 %0, 1, 0, p;" : "=r"(done) ...)`:
             # the loop is the wait, as a try_wait that branches back on itself is
             self.w.asm.walk(wait, ctx, looped=True)
+            return
+        polled = polled_probe(c, kids)
+        if polled is not None:
+            # `while (!phase_done(bar, ph)) {}` over a helper whose inline PTX probes the phase
+            # once and returns the answer: the loop is the wait the probe's operands name
+            cond_c, probe = polled
+            with self.w.asm.polling(probe):
+                self.exec_expr(cond_c, ctx)
             return
         toks = tokens_of(c)
         loc = loc_of(c, self.w.filename)

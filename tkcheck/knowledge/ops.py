@@ -751,6 +751,35 @@ def ptx_async_ops(ptx: str, looped: bool = False) -> tuple[tuple[PtxAsyncOp, ...
     return tuple(out), understood
 
 
+def ptx_probe_outputs(ptx: str) -> dict[int, bool]:
+    """The outputs of a one-shot mbarrier probe (`mbarrier.try_wait.parity` / `test_wait.parity`
+    into a predicate, then `selp.<t> %k, A, B, pred;` with integer literals) that say whether the
+    phase completed: output k -> True when `%k` is nonzero exactly when the phase with the given
+    parity completed, False when exactly when it did not. Empty for any other statement (no
+    probe, several probes, a branch back: the statement is a wait by itself then)."""
+    ins = _ptx_instructions(ptx)
+    probes = [
+        ops[0]
+        for opcode, ops in ins
+        if re.fullmatch(r"mbarrier\.(try|test)_wait\.parity(\.[\w:]+)*", opcode) and len(ops) >= 3
+    ]
+    if len(probes) != 1 or re.search(r"\bbra(\.uni)?\b", ptx) or not re.fullmatch(r"%*[\w$]+", probes[0]):
+        return {}
+    pred = probes[0].lstrip("%")
+    out: dict[int, bool] = {}
+    for opcode, ops in ins:
+        if not opcode.startswith("selp.") or len(ops) != 4:
+            continue
+        dst, a, b, p = (o.strip() for o in ops)
+        negated = p.startswith("!")
+        if not re.fullmatch(r"%\d+", dst) or p.lstrip("!").lstrip("%") != pred:
+            continue
+        if not (re.fullmatch(r"-?\d+", a) and re.fullmatch(r"-?\d+", b)) or (int(a) != 0) == (int(b) != 0):
+            continue
+        out[int(dst[1:])] = (int(a) != 0) != negated
+    return out
+
+
 def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> PtxAsyncOp | None:
     """One instruction; None: not understood; kind "": understood, nothing to model."""
     # --- pipe (round 5): cp.async completion on an mbarrier ---------------------------------

@@ -17,6 +17,8 @@ reported) rather than being decided by a made-up value.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping
 
@@ -413,6 +415,17 @@ def fresh_number() -> int:
 
 def reset_unknowns() -> None:
     _opaque_counter[0] = 0
+
+
+def shared_copy(name: str, shared: str) -> Var:
+    """The value of a copy of the `__shared__` scalar `shared` into `name` (`const int t = tile_s;`):
+    data read from memory (`?`-named), block-uniform: every reader of the same write reads it."""
+    return Var(f"?{name} = {shared}#{fresh_number()}", PARAM)
+
+
+def is_shared_copy(v: Var) -> bool:
+    """v is a `shared_copy` value."""
+    return v.kind == PARAM and re.fullmatch(r"\?.+ = [\w.\[\]]+#\d+", v.name) is not None
 
 
 def opaque(text: str) -> Var:
