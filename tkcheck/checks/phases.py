@@ -1109,6 +1109,7 @@ def _compute(an: Analysis) -> list[WaitPhase]:
 def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     m, to = an.model, an.solver_timeout_ms
     pb = None
+    pb_reason = ""  # why the bitfield's counts did not decide w, when the ring walk is tried instead
     if (
         w.parity is not None
         and w.phasebit is not None
@@ -1122,8 +1123,13 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     ):
         pb = _phasebit_counts(an, w)
         if isinstance(pb, str):
-            wp.reason = pb
-            return
+            if w.order not in m.ring_visits or w.parity.is_opaque():
+                wp.reason = pb
+                return
+            # the bit counts do not tell (another wait site of the same threads on the barrier:
+            # a peeled first use before the k loop), but the front end read the bitfield with
+            # the ring as one walk (`frontend/ring_walk.py`): its uses are the walk's visits
+            pb_reason, pb = pb, None
     if w.parity is None or (w.parity.is_opaque() and pb is None) or any(ix.is_opaque() for ix in w.barrier.index):
         wp.reason = "parity or barrier index not modelled"
         return
@@ -1146,7 +1152,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     parity = linear(w.parity) if pb is None else pb[0]
     walk = _ring_walk_uses(an, w, index, parity) if pb is None and w.order in m.ring_visits else None
     if isinstance(walk, str):
-        wp.reason = walk
+        wp.reason = pb_reason or walk
+        return
+    if walk is None and pb_reason:
+        wp.reason = pb_reason
         return
     flat = _flatten(m, w, index, parity) if pb is None and walk is None else None
     if flat is not None:
@@ -1202,6 +1211,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if walk is not None:
         # a ring walk (`_ring_walk_uses`): w's use v of the ring is its visit v
         k, index, parity, first_task, O = walk
+        # read at the use v: a bitfield's `(bits >> ring) & 1` over the walk's orbit as its
+        # table form (linear arithmetic for the solver, as for a loop counter)
+        index = tuple(_tabulated(ix, w, m, k) for ix in index)
+        parity = _tabulated(parity, w, m, k)
         wp.loop = O.id
         assume.append(E.binop(">=", k, E.Const(0)))
         period = _period(index, k, to, p_assume)
@@ -1649,6 +1662,11 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     mine = th.executing(w)
     if mine is None:
         return "threads unknown"
+    # the task loop's own exits (`for (t = 0; ; t++) { if (task(t).x == -1) break; ... }`): a
+    # site after the break runs under "this task went on", a condition over O's counter that
+    # every site of the sequence shares (checked below); a task that fails it ends O, so no
+    # later task runs and the earlier tasks' visits are still B. No other condition over a loop
+    exits = set(O.continues) if _counter_exit(O) else set()
     sites = []
     loops_of: dict[int, tuple[int, ...]] = {}
     uniform_of: dict[int, set] = {}
@@ -1673,7 +1691,7 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
             or not g.exact
             or g.thread.depends_on(E.LOOP)
             or g.thread.is_opaque()
-            or any(c.depends_on(E.LOOP) or c.is_opaque() for c in uniform)
+            or any((c.depends_on(E.LOOP) and c not in exits) or c.is_opaque() for c in uniform)
             or len(o.barrier.index) != len(w.barrier.index)
         ):
             return "ring walk: a use of the ring not in one sequence with this wait"
@@ -1743,6 +1761,8 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
         reached += [E.binop(">=", kI, E.Const(0)), E.binop("<", kI, T0)]
     if O.trip is not None:
         reached.append(E.binop(">", E.substitute(O.trip, first), E.Const(0)))
+    # a loop that ends on its counter: the first task is entered when it goes on past each break
+    reached.extend(E.substitute(c, first) for c in uniform_of[w.order] if c in exits)
     return (v, idx, par, reached, O)
 
 
