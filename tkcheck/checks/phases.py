@@ -1667,6 +1667,7 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     # every site of the sequence shares (checked below); a task that fails it ends O, so no
     # later task runs and the earlier tasks' visits are still B. No other condition over a loop
     exits = set(O.continues) if _counter_exit(O) else set()
+    elem_loops: dict[int, list] = {}  # a site's loops that only pick its element
     sites = []
     loops_of: dict[int, tuple[int, ...]] = {}
     uniform_of: dict[int, set] = {}
@@ -1682,6 +1683,12 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
         pinned = _pinned_loops(m, o)
         loops = o.loops[: len(o.loops) - len(pinned)]
         uniform = {c for c in g.uniform if c not in pinned.values()}
+        if len(loops) > 1 and o.parity is not None:
+            # innermost loops that only pick the element (`for (qid ..) wait(bar[qid], phase)`)
+            ne = _element_loops(an, o, [m.loops[i] for i in loops], tuple(o.barrier.index), o.parity)
+            if ne:
+                elem_loops[o.order] = [m.loops[i] for i in loops[len(loops) - ne :]]
+                loops = loops[: len(loops) - ne]
         if (
             theirs != mine
             or m.ring_visits.get(o.order, (None,))[0] != wid
@@ -1706,23 +1713,28 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     if I is not None and (I.trip is None or I.parent != O_id or I.trip.depends_on(E.THREAD)):
         return "ring walk: inner trip count unknown"
     sites.sort(key=lambda o: o.order)
+    groups = _element_visits(sites, elem_loops, m)
+    if isinstance(groups, str):
+        return groups
     if I is not None:
         lo = min(o.order for o in m.ops if I.id in o.loops)
-        pre = [o for o in sites if len(loops_of[o.order]) == 1 and o.order < lo]
-        ins = [o for o in sites if len(loops_of[o.order]) == 2]
-        post = [o for o in sites if len(loops_of[o.order]) == 1 and o.order > lo]
+        pre = [gr for gr in groups if len(loops_of[gr[0].order]) == 1 and gr[0].order < lo]
+        ins = [gr for gr in groups if len(loops_of[gr[0].order]) == 2]
+        post = [gr for gr in groups if len(loops_of[gr[0].order]) == 1 and gr[0].order > lo]
     else:
-        pre, ins, post = sites, [], []
+        pre, ins, post = groups, [], []
     Q, P, R = len(pre), len(ins), len(post)
     T = I.trip if I is not None else E.Const(0)
     kI = I.counter if I is not None else None
+    group_of = {o.order: gr for gr in groups for o in gr}
 
     def rank(o):
-        if o in pre:
-            return E.Const(pre.index(o))
-        if o in ins:
-            return E.binop("+", E.Const(Q + ins.index(o)), E.binop("*", E.Const(P), kI))
-        return E.binop("+", E.Const(Q + post.index(o)), E.binop("*", E.Const(P), T))
+        gr = group_of[o.order]
+        if gr in pre:
+            return E.Const(pre.index(gr))
+        if gr in ins:
+            return E.binop("+", E.Const(Q + ins.index(gr)), E.binop("*", E.Const(P), kI))
+        return E.binop("+", E.Const(Q + post.index(gr)), E.binop("*", E.Const(P), T))
 
     # the trip count as one symbol (the same expression on both sides: its arithmetic, often
     # non-linear, is no part of the question)
@@ -1764,6 +1776,62 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     # a loop that ends on its counter: the first task is entered when it goes on past each break
     reached.extend(E.substitute(c, first) for c in uniform_of[w.order] if c in exits)
     return (v, idx, par, reached, O)
+
+
+def _element_visits(sites: list, elem_loops: dict, m: ir.KernelModel) -> list | str:
+    """The walk's sites (in program order) as groups that are one use each: a site alone, as
+    before -- or, where some site picks its element by a loop (`for (qid ..) wait(bar[qid],
+    phase)`) or two sites share a visit (`wait(bar[0], ph); wait(bar[1], ph); ph ^= 1;`), the
+    sites of one visit (one walk state, no advance between them) together. Each group must then
+    wait on every element of one set exactly once (elements enumerated: constant indices,
+    element loops of constant trip; disjoint within a group, the same set in every group), so
+    that visit v of the walk is use v of each element: a phase per element, one counter."""
+    if not elem_loops and len({str(m.ring_visits[o.order][1]) for o in sites}) == len(sites):
+        return [[o] for o in sites]
+    groups: list[list] = []
+    for o in sites:
+        x = str(m.ring_visits[o.order][1])
+        if groups and str(m.ring_visits[groups[-1][0].order][1]) == x:
+            groups[-1].append(o)
+        else:
+            groups.append([o])
+    why = "ring walk: the elements of one visit not enumerated"
+    full = None
+    for gr in groups:
+        seen: set = set()
+        for o in gr:
+            els = _enumerated_elements(o, elem_loops.get(o.order, []))
+            if els is None:
+                return why
+            if seen & els:
+                return "ring walk: an element used twice at one visit"
+            seen |= els
+        if full is None:
+            full = seen
+        elif seen != full:
+            return "ring walk: the visits use different elements"
+    return groups
+
+
+def _enumerated_elements(o: ir.Op, loops: list) -> set | None:
+    """The elements (index tuples) o waits on over its element loops' iterations, or None when
+    an index is not a constant there."""
+    from itertools import product
+
+    ranges = []
+    for L in loops:
+        t = L.trip.eval({}) if L.trip is not None else None
+        if not isinstance(t, int) or isinstance(t, bool) or not 0 < t <= 64:
+            return None
+        ranges.append([(L.counter.name, i) for i in range(t)])
+    out = set()
+    for combo in product(*ranges):
+        env = dict(combo)
+        vals = tuple(ix.eval(env) for ix in o.barrier.index)
+        if any(not isinstance(v, int) or isinstance(v, bool) for v in vals):
+            return None
+        out.add(vals)
+    return out
 
 
 def _pinned_loops(m: ir.KernelModel, o: ir.Op) -> dict:
