@@ -1412,6 +1412,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         # proved from the pairs, is taken
         wp.reason = "handshake direction not established (ring walk)"
         return
+    if walk is not None and hs and _task_prologue_signal(an, w, walk[4]):
+        # w's role signals another barrier in the task before w, outside w's inner loop (the
+        # MMA warp's first QK commit before its k loop): the cycle through that barrier may start
+        # on w's side, so w need not be the back channel -- its direction is not told
+        wp.reason = "handshake direction not established (ring walk: the task signals before the wait)"
+        return
     if wp.assumption == "data-exit" and hs is False and sp is None and "skip" not in why and "pair" not in why:
         # `False` is also the answer when no handshake was found at all; in a loop whose
         # trip the model does not know, only a direction proved from the guards is used
@@ -1776,6 +1782,37 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     # a loop that ends on its counter: the first task is entered when it goes on past each break
     reached.extend(E.substitute(c, first) for c in uniform_of[w.order] if c in exits)
     return (v, idx, par, reached, O)
+
+
+def _task_prologue_signal(an: Analysis, w: ir.Op, O: ir.Loop) -> bool:
+    """w's threads signal a barrier X (not w's) in the task loop O both before w, outside the
+    inner loop that holds w (a per-task prologue fill: the MMA warp's first QK commit), and
+    after w in the task (the loop's own fills of X): or threads not known. The cycle through X
+    may then start on w's side."""
+    mine = an.threads.executing(w)
+    if mine is None:
+        return True
+    before: set = set()
+    after: set = set()
+    for o in an.model.ops:
+        if (
+            o.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
+            or o.barrier is None
+            or o.barrier.name == w.barrier.name
+            or not o.loops
+            or o.loops[0] != O.id
+        ):
+            continue
+        iss = an.threads.issuers(o)
+        if iss is None:
+            return True
+        if not iss & mine:
+            continue
+        if o.order > w.order:
+            after.add(o.barrier.name)
+        elif not (len(w.loops) > 1 and len(o.loops) > 1 and o.loops[1] == w.loops[1]):
+            before.add(o.barrier.name)
+    return bool(before & after)
 
 
 def _element_visits(sites: list, elem_loops: dict, m: ir.KernelModel) -> list | str:
