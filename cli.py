@@ -1514,7 +1514,11 @@ def coverage_command(
         show_unknown=False,
         debug=debug,
         no_cache=True,
-        solver_timeout_ms=2000,
+        # the limits of `tkcheck check` (deterministic budget, the far safety net): what was
+        # decided must not depend on the machine's load (a 2 s net here left ring proofs of a
+        # busy machine undecided that an idle one decided)
+        solver_timeout_ms=DEFAULT_SAFETY_NET_MS,
+        solver_budget=DEFAULT_BUDGET,
         tk_extra_dirs=_tk_dirs(tk_include)[1],
         include_dirs=_include_dirs(include_dir),
         defines=_defines(define),

@@ -351,3 +351,26 @@ def test_an_atomic_object_is_a_site_the_coverage_names(tmp_path):
     nm = sorted((u["location"].rsplit(":", 2)[-2], u["why"]) for u in rec["unknowns"] if "not modelled" in u["why"])
     assert {r for r, _ in nm} == {"7", "8"}, rec["unknowns"]
     assert any(w.startswith("atomic_ref::wait") for _, w in nm), rec["unknowns"]
+
+
+def test_coverage_proves_with_the_checks_solver_limits(kernels, monkeypatch):
+    """`tkcheck coverage` decides what `tkcheck check` decides: the same deterministic solver
+    budget and the same wall-clock safety net. A short net (it was 2 s) made a proof's answer
+    depend on the machine's load: on a busy machine a ring proof ran past it and the obligation
+    was counted undecided, on an idle one decided (issue 26: decided is the coverage number)."""
+    import tkcheck.cli.cli as C
+    from tkcheck.solver_limits import DEFAULT_BUDGET, DEFAULT_SAFETY_NET_MS
+
+    seen = []
+    real = C.run_jobs
+
+    def spy(jobs, *a, **k):
+        seen.extend(j.opts for j in jobs)
+        return real(jobs, *a, **k)
+
+    monkeypatch.setattr(C, "run_jobs", spy)
+    p = run(["coverage", "k.cu", "--output-format", "json"], kernels)
+    assert p.returncode == 0, p.stderr
+    assert seen and all(
+        (o.solver_timeout_ms, o.solver_budget) == (DEFAULT_SAFETY_NET_MS, DEFAULT_BUDGET) for o in seen
+    ), [(o.solver_timeout_ms, o.solver_budget) for o in seen]

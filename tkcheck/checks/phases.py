@@ -1117,6 +1117,7 @@ def _compute(an: Analysis) -> list[WaitPhase]:
 def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     m, to = an.model, an.solver_timeout_ms
     pb = None
+    pb_reason = ""  # why the bitfield's counts did not decide w, when the ring walk is tried instead
     if (
         w.parity is not None
         and w.phasebit is not None
@@ -1130,8 +1131,13 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     ):
         pb = _phasebit_counts(an, w)
         if isinstance(pb, str):
-            wp.reason = pb
-            return
+            if w.order not in m.ring_visits or w.parity.is_opaque():
+                wp.reason = pb
+                return
+            # the bit counts do not tell (another wait site of the same threads on the barrier:
+            # a peeled first use before the k loop), but the front end read the bitfield with
+            # the ring as one walk (`frontend/ring_walk.py`): its uses are the walk's visits
+            pb_reason, pb = pb, None
     if w.parity is None or (w.parity.is_opaque() and pb is None) or any(ix.is_opaque() for ix in w.barrier.index):
         wp.reason = "parity or barrier index not modelled"
         return
@@ -1154,7 +1160,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     parity = linear(w.parity) if pb is None else pb[0]
     walk = _ring_walk_uses(an, w, index, parity) if pb is None and w.order in m.ring_visits else None
     if isinstance(walk, str):
-        wp.reason = walk
+        wp.reason = pb_reason or walk
+        return
+    if walk is None and pb_reason:
+        wp.reason = pb_reason
         return
     flat = _flatten(m, w, index, parity) if pb is None and walk is None else None
     if flat is not None:
@@ -1210,6 +1219,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if walk is not None:
         # a ring walk (`_ring_walk_uses`): w's use v of the ring is its visit v
         k, index, parity, first_task, O = walk
+        # read at the use v: a bitfield's `(bits >> ring) & 1` over the walk's orbit as its
+        # table form (linear arithmetic for the solver, as for a loop counter)
+        index = tuple(_tabulated(ix, w, m, k) for ix in index)
+        parity = _tabulated(parity, w, m, k)
         wp.loop = O.id
         assume.append(E.binop(">=", k, E.Const(0)))
         period = _period(index, k, to, p_assume)
@@ -1418,6 +1431,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         # barrier may come before the wait in the body); only a data barrier, or a direction
         # proved from the pairs, is taken
         wp.reason = "handshake direction not established (ring walk)"
+        return
+    if walk is not None and hs and _task_prologue_signal(an, w, walk[4]):
+        # w's role signals another barrier in the task before w, outside w's inner loop (the
+        # MMA warp's first QK commit before its k loop): the cycle through that barrier may start
+        # on w's side, so w need not be the back channel -- its direction is not told
+        wp.reason = "handshake direction not established (ring walk: the task signals before the wait)"
         return
     if wp.assumption == "data-exit" and hs is False and sp is None and "skip" not in why and "pair" not in why:
         # `False` is also the answer when no handshake was found at all; in a loop whose
@@ -1669,6 +1688,12 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     mine = th.executing(w)
     if mine is None:
         return "threads unknown"
+    # the task loop's own exits (`for (t = 0; ; t++) { if (task(t).x == -1) break; ... }`): a
+    # site after the break runs under "this task went on", a condition over O's counter that
+    # every site of the sequence shares (checked below); a task that fails it ends O, so no
+    # later task runs and the earlier tasks' visits are still B. No other condition over a loop
+    exits = set(O.continues) if _counter_exit(O) else set()
+    elem_loops: dict[int, list] = {}  # a site's loops that only pick its element
     sites = []
     loops_of: dict[int, tuple[int, ...]] = {}
     uniform_of: dict[int, set] = {}
@@ -1684,6 +1709,12 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
         pinned = _pinned_loops(m, o)
         loops = o.loops[: len(o.loops) - len(pinned)]
         uniform = {c for c in g.uniform if c not in pinned.values()}
+        if len(loops) > 1 and o.parity is not None:
+            # innermost loops that only pick the element (`for (qid ..) wait(bar[qid], phase)`)
+            ne = _element_loops(an, o, [m.loops[i] for i in loops], tuple(o.barrier.index), o.parity)
+            if ne:
+                elem_loops[o.order] = [m.loops[i] for i in loops[len(loops) - ne :]]
+                loops = loops[: len(loops) - ne]
         if (
             theirs != mine
             or m.ring_visits.get(o.order, (None,))[0] != wid
@@ -1693,7 +1724,7 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
             or not g.exact
             or g.thread.depends_on(E.LOOP)
             or g.thread.is_opaque()
-            or any(c.depends_on(E.LOOP) or c.is_opaque() for c in uniform)
+            or any((c.depends_on(E.LOOP) and c not in exits) or c.is_opaque() for c in uniform)
             or len(o.barrier.index) != len(w.barrier.index)
         ):
             return "ring walk: a use of the ring not in one sequence with this wait"
@@ -1708,23 +1739,28 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     if I is not None and (I.trip is None or I.parent != O_id or I.trip.depends_on(E.THREAD)):
         return "ring walk: inner trip count unknown"
     sites.sort(key=lambda o: o.order)
+    groups = _element_visits(sites, elem_loops, m)
+    if isinstance(groups, str):
+        return groups
     if I is not None:
         lo = min(o.order for o in m.ops if I.id in o.loops)
-        pre = [o for o in sites if len(loops_of[o.order]) == 1 and o.order < lo]
-        ins = [o for o in sites if len(loops_of[o.order]) == 2]
-        post = [o for o in sites if len(loops_of[o.order]) == 1 and o.order > lo]
+        pre = [gr for gr in groups if len(loops_of[gr[0].order]) == 1 and gr[0].order < lo]
+        ins = [gr for gr in groups if len(loops_of[gr[0].order]) == 2]
+        post = [gr for gr in groups if len(loops_of[gr[0].order]) == 1 and gr[0].order > lo]
     else:
-        pre, ins, post = sites, [], []
+        pre, ins, post = groups, [], []
     Q, P, R = len(pre), len(ins), len(post)
     T = I.trip if I is not None else E.Const(0)
     kI = I.counter if I is not None else None
+    group_of = {o.order: gr for gr in groups for o in gr}
 
     def rank(o):
-        if o in pre:
-            return E.Const(pre.index(o))
-        if o in ins:
-            return E.binop("+", E.Const(Q + ins.index(o)), E.binop("*", E.Const(P), kI))
-        return E.binop("+", E.Const(Q + post.index(o)), E.binop("*", E.Const(P), T))
+        gr = group_of[o.order]
+        if gr in pre:
+            return E.Const(pre.index(gr))
+        if gr in ins:
+            return E.binop("+", E.Const(Q + ins.index(gr)), E.binop("*", E.Const(P), kI))
+        return E.binop("+", E.Const(Q + post.index(gr)), E.binop("*", E.Const(P), T))
 
     # the trip count as one symbol (the same expression on both sides: its arithmetic, often
     # non-linear, is no part of the question)
@@ -1763,7 +1799,96 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
         reached += [E.binop(">=", kI, E.Const(0)), E.binop("<", kI, T0)]
     if O.trip is not None:
         reached.append(E.binop(">", E.substitute(O.trip, first), E.Const(0)))
+    # a loop that ends on its counter: the first task is entered when it goes on past each break
+    reached.extend(E.substitute(c, first) for c in uniform_of[w.order] if c in exits)
     return (v, idx, par, reached, O)
+
+
+def _task_prologue_signal(an: Analysis, w: ir.Op, O: ir.Loop) -> bool:
+    """w's threads signal a barrier X (not w's) in the task loop O both before w, outside the
+    inner loop that holds w (a per-task prologue fill: the MMA warp's first QK commit), and
+    after w in the task (the loop's own fills of X): or threads not known. The cycle through X
+    may then start on w's side."""
+    mine = an.threads.executing(w)
+    if mine is None:
+        return True
+    before: set = set()
+    after: set = set()
+    for o in an.model.ops:
+        if (
+            o.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
+            or o.barrier is None
+            or o.barrier.name == w.barrier.name
+            or not o.loops
+            or o.loops[0] != O.id
+        ):
+            continue
+        iss = an.threads.issuers(o)
+        if iss is None:
+            return True
+        if not iss & mine:
+            continue
+        if o.order > w.order:
+            after.add(o.barrier.name)
+        elif not (len(w.loops) > 1 and len(o.loops) > 1 and o.loops[1] == w.loops[1]):
+            before.add(o.barrier.name)
+    return bool(before & after)
+
+
+def _element_visits(sites: list, elem_loops: dict, m: ir.KernelModel) -> list | str:
+    """The walk's sites (in program order) as groups that are one use each: a site alone, as
+    before -- or, where some site picks its element by a loop (`for (qid ..) wait(bar[qid],
+    phase)`) or two sites share a visit (`wait(bar[0], ph); wait(bar[1], ph); ph ^= 1;`), the
+    sites of one visit (one walk state, no advance between them) together. Each group must then
+    wait on every element of one set exactly once (elements enumerated: constant indices,
+    element loops of constant trip; disjoint within a group, the same set in every group), so
+    that visit v of the walk is use v of each element: a phase per element, one counter."""
+    if not elem_loops and len({str(m.ring_visits[o.order][1]) for o in sites}) == len(sites):
+        return [[o] for o in sites]
+    groups: list[list] = []
+    for o in sites:
+        x = str(m.ring_visits[o.order][1])
+        if groups and str(m.ring_visits[groups[-1][0].order][1]) == x:
+            groups[-1].append(o)
+        else:
+            groups.append([o])
+    why = "ring walk: the elements of one visit not enumerated"
+    full = None
+    for gr in groups:
+        seen: set = set()
+        for o in gr:
+            els = _enumerated_elements(o, elem_loops.get(o.order, []))
+            if els is None:
+                return why
+            if seen & els:
+                return "ring walk: an element used twice at one visit"
+            seen |= els
+        if full is None:
+            full = seen
+        elif seen != full:
+            return "ring walk: the visits use different elements"
+    return groups
+
+
+def _enumerated_elements(o: ir.Op, loops: list) -> set | None:
+    """The elements (index tuples) o waits on over its element loops' iterations, or None when
+    an index is not a constant there."""
+    from itertools import product
+
+    ranges = []
+    for L in loops:
+        t = L.trip.eval({}) if L.trip is not None else None
+        if not isinstance(t, int) or isinstance(t, bool) or not 0 < t <= 64:
+            return None
+        ranges.append([(L.counter.name, i) for i in range(t)])
+    out = set()
+    for combo in product(*ranges):
+        env = dict(combo)
+        vals = tuple(ix.eval(env) for ix in o.barrier.index)
+        if any(not isinstance(v, int) or isinstance(v, bool) for v in vals):
+            return None
+        out.add(vals)
+    return out
 
 
 def _pinned_loops(m: ir.KernelModel, o: ir.Op) -> dict:
