@@ -244,10 +244,8 @@ def in_flight_distances(an: Analysis, mma: ir.Op, t: int, target: ir.Op, loop: i
         seen.add((j, st, d))
         op = fl.ops[j]
         r = fl.runs(op, t, uniform)
-        if op is target:
-            if r is True:
-                found.add(d)
-            continue
+        if op is target and r is True:
+            found.add(d)  # and on: the same op may be reached again an iteration later
         if op.kind == ir.MMA_WAIT and r is not False and wait_retires(op, st) is not False:
             continue  # retired, or unknown: not a witness
         if op.kind == ir.EXIT and r is True:
