@@ -27,11 +27,28 @@ def descriptor_operands(an: Analysis) -> dict[int, tuple[ir.Ref, ...]]:
     return an.fact("descriptors.operands", _descriptor_operands)
 
 
+def unresolved_descriptors(an: Analysis) -> list[tuple[ir.Op, str]]:
+    """(MMA, role) of the descriptor operands of a kernel with hand-carved stage regions that
+    resolve to none of them: which stage they read (and so whether a refill may overwrite it in
+    flight) is not decided. The asked ones are every descriptor operand of such a kernel."""
+    return an.fact("descriptors.unresolved", lambda a: _descriptor_reads(a)[1])
+
+
+def asked_descriptors(an: Analysis) -> int:
+    return an.fact("descriptors.asked", lambda a: _descriptor_reads(a)[2])
+
+
 def _descriptor_operands(an: Analysis) -> dict[int, tuple[ir.Ref, ...]]:
+    return _descriptor_reads(an)[0]
+
+
+def _descriptor_reads(an: Analysis) -> tuple[dict[int, tuple[ir.Ref, ...]], list[tuple[ir.Op, str]], int]:
     m = an.model
     out: dict[int, tuple[ir.Ref, ...]] = {}
+    unresolved: list[tuple[ir.Op, str]] = []
+    asked = 0
     if not m.regions:
-        return out
+        return out, unresolved, asked
     extents = _region_extents(m)
     for op in m.ops:
         if op.kind != ir.MMA or op.mma is None:
@@ -41,12 +58,15 @@ def _descriptor_operands(an: Analysis) -> dict[int, tuple[ir.Ref, ...]]:
             o = op.mma.operand(role)
             if o is None or o.kind != "descriptor" or o.address is None:
                 continue
+            asked += 1
             ref = _region_read(an, op, o.address, extents)
             if ref is not None:
                 refs.append(ref)
+            else:
+                unresolved.append((op, role))
         if refs:
             out[id(op)] = tuple(refs)
-    return out
+    return out, unresolved, asked
 
 
 def _region_extents(m: ir.KernelModel) -> dict[str, int]:
@@ -81,7 +101,11 @@ def _region_read(an: Analysis, op: ir.Op, addr: E.Expr, extents: dict[str, int])
             offset = [x for x in rest if x is not t]
             span = _offset_range(an, op, offset)
             if span is not None and region.offset <= span[0] and span[1] < region.offset + extent:
-                return ir.Ref(region.name, (stage,), f"{region.array} + {region.offset} + {ir._bare(str(stage))} * {region.stride}")
+                return ir.Ref(
+                    region.name,
+                    (stage,),
+                    f"{region.array} + {region.offset} + {ir._bare(str(stage))} * {region.stride}",
+                )
     return None
 
 

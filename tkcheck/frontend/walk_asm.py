@@ -272,7 +272,8 @@ class AsmLowering:
                     op.mma = replace(a.mma, acc=ir.MmaOperand("regtile", acc[1]))
                 else:
                     w.note_unmodelled(c, "wgmma.mma_async: accumulator operands not followed")
-                op.mma = replace(op.mma, **self._wgmma_descriptors(c, ctx, a))
+                da, db = self._wgmma_descriptors(c, ctx, a)
+                op.mma = replace(op.mma, a=da, b=db)
         if a.sync is not None:
             op.sync = a.sync
         if a.warpgroup:
@@ -306,7 +307,9 @@ class AsmLowering:
             return None  # every operand names one element: not an accumulator fragment
         return ir.Ref(refs[0].name, tuple(prefix)), etype
 
-    def _wgmma_descriptors(self, c: Any, ctx: Ctx, a: K.PtxAsyncOp) -> dict[str, ir.MmaOperand]:
+    def _wgmma_descriptors(
+        self, c: Any, ctx: Ctx, a: K.PtxAsyncOp
+    ) -> tuple[ir.MmaOperand | None, ir.MmaOperand | None]:
         """The A / B operands of a raw `wgmma.mma_async` given as shared-memory descriptors: the
         start address each encodes (`descriptor_start`), as MmaFacts fields. A descriptor whose
         start address is not an encoded shared address (loaded from memory, a field we cannot
@@ -318,10 +321,12 @@ class AsmLowering:
             v = self._ptx_value(c, ctx, text)
             start = descriptor_start(v) if isinstance(v, Expr) else None
             if start is None or start.is_opaque():
-                self.w.note_unmodelled(c, f"wgmma.mma_async: the {role.upper()} descriptor's start address not followed")
+                self.w.note_unmodelled(
+                    c, f"wgmma.mma_async: the {role.upper()} descriptor's start address not followed"
+                )
                 continue
             out[role] = ir.MmaOperand("descriptor", address=start)
-        return out
+        return out.get("a"), out.get("b")
 
     def _region_stage(self, addr: Expr) -> ir.Ref | None:
         """A raw load destination carved from a `__shared__` array by hand (`sB + s * TILE`,
