@@ -210,8 +210,8 @@ def _release_races(
     wait. When they reach the barrier's init count, the phase the refill waits for can complete
     under the wgmma."""
     out: list[OperandRace] = []
-    stage = _first_index(opnd)
-    if stage is None or stage.is_opaque():
+    stage = _first_index(opnd)  # None: one buffer, released by a barrier without stages
+    if stage is not None and stage.is_opaque():
         return out
     candidates: list[tuple[OperandRace, ir.Op]] = []
     safe_barriers: set[str] = set()
@@ -229,8 +229,13 @@ def _release_races(
         loop = _shared_loop(mma, [o for o in arrivals if (an.threads.executing(o) or frozenset()) & ex])
         if loop is None:
             continue
-        # the arrivals (op, distance) on the element the operand's stage names
-        pairs = [(o, d) for o in arrivals if loop in o.loops for d in (0, 1) if _releases(an, mma, stage, o, d, loop)]
+        # the arrivals on the element the operand's stage names that complete the phase after the
+        # wgmma: each site's first such visit (this iteration after the wgmma, else the next)
+        pairs = []
+        for o in arrivals:
+            d = next((d for d in (0, 1) if loop in o.loops and _releases(an, mma, stage, o, d, loop)), None)
+            if d is not None:
+                pairs.append((o, d))
         if not pairs:
             continue
         per = []
@@ -302,18 +307,29 @@ def _shared_loop(mma: ir.Op, arrivals: list[ir.Op]) -> int | None:
     return mma.loops[depth - 1] if depth > 0 else None
 
 
-def _releases(an: Analysis, mma: ir.Op, stage: E.Expr, arrive: ir.Op, d: int, loop: int) -> bool:
+def _releases(an: Analysis, mma: ir.Op, stage: E.Expr | None, arrive: ir.Op, d: int, loop: int) -> bool:
     """Proved: for some iteration k of `loop` (k + d inside its trip), `arrive` at k + d (after the
-    wgmma in program order when d = 0) names the barrier element `stage` names at k, its and the
-    wgmma's block-uniform guards holding."""
+    wgmma in program order when d = 0) names the barrier element `stage` names at k (no stage:
+    a barrier without elements), its and the wgmma's block-uniform guards holding."""
     assert arrive.barrier is not None
     if d == 0 and arrive.order < mma.order:
         return False
     index = _first_index(arrive.barrier)
-    if index is None or index.is_opaque() or len(arrive.barrier.index) != 1:
+    if stage is None:
+        if arrive.barrier.index:
+            return False
+        index = stage = E.Const(0)
+    elif index is None or index.is_opaque() or len(arrive.barrier.index) != 1:
         return False
     lp = an.model.loops.get(loop)
     if lp is None or (lp.trip is not None and lp.trip.is_opaque()):
+        return False
+    # counters of loops inside `loop` would stand for two iterations at once: not decided here
+    inner = {an.model.loops[i].counter.name for i in mma.loops[mma.loops.index(loop) + 1 :] if i in an.model.loops}
+    inner |= {
+        an.model.loops[i].counter.name for i in arrive.loops[arrive.loops.index(loop) + 1 :] if i in an.model.loops
+    }
+    if {v.name for v in (index.free_vars() | stage.free_vars())} & inner:
         return False
     k = lp.counter
     later = {k.name: E.binop("+", k, E.Const(d))}
