@@ -129,19 +129,26 @@ RULE = Rule(
     good_example=_GOOD,
     doc=f"""\
 ## What it does
-For every `warpgroup::mma_*` with a shared-memory operand, finds the
-operations that overwrite that buffer — TMA loads, `warpgroup::store`/`load`
-into it, raw `st.shared` — and proves that one of them can run while the
-wgmma of some issuing warp is still in flight:
+For every wgmma with a shared-memory operand — a tile of `warpgroup::mma_*`,
+or the stage a raw `wgmma.mma_async` reads through its matrix descriptor (the
+descriptor's start address, `(addr & 0x3FFFF) >> 4` in bits 0-13, followed back
+to the stage region of dynamic shared memory that the kernel's bulk copies
+fill) — finds the operations that overwrite that buffer — TMA loads,
+`warpgroup::store`/`load` into it, raw `st.shared` — and proves that one of
+them can run while the wgmma of some issuing warp is still in flight:
 
 * the issuing threads themselves overwrite it on a path with no
   `mma_async_wait` that retires the wgmma; or
 * another role refills it after waiting on an mbarrier that the consumers
-  arrive on (the ring's `empty`/`inputs_finished` slot, same stage index as the
-  buffer), and the arrivals that are **not** ordered after warp w's
-  `mma_async_wait` are already enough to complete the barrier's phase (its init
-  count). An arrival is ordered after warp w's wait when warp w makes it after
-  its own wait, or when a barrier that warp w passes after its wait precedes it.
+  arrive on (the ring's `empty`/`inputs_finished` slot), and the arrivals that
+  are **not** ordered after warp w's `mma_async_wait` are already enough to
+  complete the barrier's phase (its init count). The arrivals counted are those
+  on the element the wgmma's stage names: in the same iteration after the
+  wgmma, or in the next one (`wgmma.wait_group 1` keeps a group in flight across
+  the loop's back edge, so the stage of k-tile kt - 1 may only be released
+  after the wait of iteration kt). An arrival is ordered after warp w's wait
+  when warp w makes it after its own wait, or when a barrier that warp w passes
+  after its wait precedes it.
 
 `wgmma.wait_group` waits for the executing warp's share of the wgmma only, so
 `mma_async_wait(); if (laneid() == 0) arrive(empty)` with `empty` counting

@@ -488,6 +488,31 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     add_spin_undecided(entry, an)
     add_bulk_store_undecided(entry, an)
     add_release_undecided(entry, an)
+    add_descriptor_undecided(entry, an)
+
+
+def add_descriptor_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One obligation per shared-memory descriptor operand of an MMA in a kernel that carves
+    stage regions by hand (`checks.descriptors`): which stage it reads, so that a refill of that
+    stage under the MMA in flight is asked; undecided when its start address falls in none."""
+    from .checks import descriptors
+
+    unresolved = descriptors.unresolved_descriptors(an)
+    entry.obligations += descriptors.asked_descriptors(an)
+    entry.obligations_decided += descriptors.asked_descriptors(an) - len(unresolved)
+    for op, role in unresolved:
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    op.location,
+                    an.model,
+                    f"`{op.api}` reads its {role.upper()} operand through a shared-memory descriptor whose "
+                    "start address lies in no stage region the copies fill (bounds not established): "
+                    "a refill of it in flight is not asked",
+                    op.callers,
+                )
+            )
+        )
 
 
 def add_release_undecided(entry: KernelCoverage, an: Analysis) -> None:

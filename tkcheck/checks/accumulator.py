@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model import expr as E
+from .. import solver
 from ..model import ir
 from .analysis import Analysis
-from .paths import Flow, flow, in_flight_hits, is_wgmma, refs_may_alias, uniform_feasible
+from .descriptors import descriptor_operands
+from .paths import Flow, flow, in_flight_distances, in_flight_hits, is_wgmma, refs_may_alias, uniform_feasible
 
 
 # ------------------------------------------------------- MMA specifics ----
@@ -40,7 +42,8 @@ def _operand_refs(op: ir.Op) -> list[tuple[str, str, ir.Ref]]:
     """(role, kind, ref) of an MMA's known operands (`op.operands` holds them in role order)."""
     if op.mma is None:
         return []
-    known = [(r, k) for r in ("acc", "a", "b") if (k := op.mma.kind_of(r)) is not None]
+    # a descriptor operand has no Ref of its own (`descriptors.descriptor_operands` resolves it)
+    known = [(r, k) for r in ("acc", "a", "b") if (k := op.mma.kind_of(r)) not in (None, "descriptor")]
     return [(r, k, ref) for (r, k), ref in zip(known, op.operands)]
 
 
@@ -162,7 +165,7 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
         if not ex:
             continue
         warps = sorted({t // 32 for t in ex})
-        for opnd in smem_operands(mma):
+        for opnd in smem_operands(mma) + list(descriptor_operands(an).get(id(mma), ())):
             refills = [o for o in fl.ops if is_refill(o) and o.buffer.name == opnd.name]
             if not refills:
                 continue
@@ -181,132 +184,7 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
                         if uniform_feasible(mma, h.target, h.back_edge):
                             out.append(OperandRace(mma, h.target, opnd, w))
             # (2) another role refills after waiting on a barrier the issuing warps arrive on
-            if not mma.loops:
-                continue
-            inner = mma.loops[-1]
-            candidates: list = []
-            safe_barriers: set[str] = set()
-            arrives = [
-                o
-                for o in fl.ops
-                if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
-                and o.barrier is not None
-                and inner in o.loops
-                and o.order > mma.order
-            ]
-            for rel in arrives:
-                bname = rel.barrier.name
-                if _first_index(rel.barrier) != _first_index(opnd):
-                    continue
-                cnts = {o.count.eval({}) if o.count is not None else None for o in inits.get(bname, [])}
-                if len(cnts) != 1:
-                    continue
-                init_count = cnts.pop()
-                if not isinstance(init_count, int) or init_count <= 0:
-                    continue
-                # every arrival on this barrier in the releasing loop iteration
-                same = [
-                    o
-                    for o in fl.ops
-                    if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is not None and o.barrier.name == bname
-                ]
-                if any(o.loops[: len(mma.loops)] != mma.loops for o in same if o.role_hint == rel.role_hint) or any(
-                    inner not in o.loops for o in same if an.threads.executing(o) and an.threads.executing(o) & ex
-                ):
-                    continue
-                same = [o for o in same if inner in o.loops]
-                issuers = [(o, an.threads.issuers(o)) for o in same]
-                if any(s is None or not o.guard.exact or o.guard.uniform != mma.guard.uniform for o, s in issuers):
-                    continue
-                per = []
-                bad = False
-                for o, s in issuers:
-                    c = o.count.eval({}) if (o.kind == ir.MBAR_ARRIVE and o.count is not None) else 1
-                    if not isinstance(c, int):
-                        bad = True
-                    per.append((o, s, c))
-                if bad:
-                    continue
-                # the refills gated by a wait on this barrier, slot matching the buffer slot
-                gated = []
-                for r in refills:
-                    if not r.loops:
-                        continue
-                    # a wait of the refilling threads themselves (another role's wait gates nothing here)
-                    r_threads = an.threads.issuers(r) or an.threads.executing(r)
-                    waits = [
-                        o
-                        for o in fl.ops
-                        if o.kind == ir.MBAR_WAIT
-                        and o.barrier is not None
-                        and o.barrier.name == bname
-                        and o.loops == r.loops
-                        and o.order < r.order
-                        and r_threads
-                        and (an.threads.executing(o) or frozenset()) >= r_threads
-                    ]
-                    if not waits:
-                        continue
-                    wt = waits[-1]
-                    if _first_index(wt.barrier) is None and _first_index(r.buffer) is not None:
-                        continue
-                    if _first_index(wt.barrier) != _first_index(r.buffer):
-                        continue
-                    gated.append(r)
-                if not gated:
-                    continue
-                releases_early = False
-                for w in warps:
-                    tw = 32 * w
-                    early = 0
-                    for o, s, c in per:
-                        for t in s:
-                            if _ordered_after_wait(an, fl, mma, o, tw, t):
-                                continue
-                            early += c
-                    if early >= init_count:
-                        releases_early = True
-                        for r in gated:
-                            tr = (
-                                min(an.threads.issuers(r) or an.threads.executing(r) or [None])
-                                if (an.threads.issuers(r) or an.threads.executing(r))
-                                else None
-                            )
-                            if tr is None:
-                                continue
-                            tails_mma = opnd.index[1:]
-                            tails_r = r.buffer.index[1:]
-                            ok = True
-                            for x, y in zip(tails_mma, tails_r):
-                                xv = E.substitute(x, {"tid": E.Const(tw)}).eval({})
-                                yv = E.substitute(y, {"tid": E.Const(tr)}).eval({})
-                                if xv is None or yv is None:
-                                    if x != y:
-                                        ok = None
-                                elif xv != yv:
-                                    ok = False
-                            if ok is not True:
-                                continue
-                            candidates.append((OperandRace(mma, r, opnd, w, rel, bname, init_count, early), r))
-                        break
-                if not releases_early:
-                    safe_barriers.add(bname)
-            # a refill that also waits on a barrier every issuing warp releases only after its own
-            # retiring wait (a later handshake of the same iteration) is ordered after the wgmma
-            for race, r in candidates:
-                r_threads = an.threads.issuers(r) or an.threads.executing(r)
-                if any(
-                    o.kind == ir.MBAR_WAIT
-                    and o.barrier is not None
-                    and o.barrier.name in safe_barriers
-                    and o.loops == r.loops
-                    and o.order < r.order
-                    and r_threads
-                    and (an.threads.executing(o) or frozenset()) >= r_threads
-                    for o in fl.ops
-                ):
-                    continue
-                out.append(race)
+            out.extend(_release_races(an, fl, mma, opnd, refills, warps, ex, inits))
     # one race per (refill, mma)
     seen, uniq = set(), []
     for r in out:
@@ -317,12 +195,221 @@ def _operand_races(an: Analysis) -> list[OperandRace]:
     return uniq
 
 
-def _ordered_after_wait(an: Analysis, fl: Flow, mma: ir.Op, arrive: ir.Op, tw: int, t: int) -> bool:
-    """Is thread t's arrival at `arrive` ordered after warp(tw)'s retiring wait of mma?"""
+def _release_races(
+    an: Analysis, fl: Flow, mma: ir.Op, opnd: ir.Ref, refills: list[ir.Op], warps: list[int], ex, inits
+) -> list[OperandRace]:
+    """Refills of `opnd` by another role, gated by a wait on a barrier whose phase the issuing
+    warps complete while some warp's share of `mma` may be in flight.
+
+    The release of the stage the wgmma of iteration k read is an arrival at iteration k + d of
+    the loop L both share (d = 0: after the wgmma; d = 1: the next iteration, a wgmma kept in
+    flight across the back edge by `wait_group<N>`), on the barrier element whose index at k + d
+    is the operand's stage index at k (z3, with the arrival's block-uniform guard at k + d). For
+    warp w, the arrivals not ordered after w's retiring wait are counted: w's own when a path
+    reaches them with w's wgmma in flight, another warp's unless a barrier both pass follows w's
+    wait. When they reach the barrier's init count, the phase the refill waits for can complete
+    under the wgmma."""
+    out: list[OperandRace] = []
+    stage = _first_index(opnd)  # None: one buffer, released by a barrier without stages
+    if stage is not None and stage.is_opaque():
+        return out
+    candidates: list[tuple[OperandRace, ir.Op]] = []
+    safe_barriers: set[str] = set()
+    by_barrier: dict[str, list[ir.Op]] = {}
+    for o in fl.ops:
+        if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is not None:
+            by_barrier.setdefault(o.barrier.name, []).append(o)
+    for bname, arrivals in by_barrier.items():
+        cnts = {o.count.eval({}) if o.count is not None else None for o in inits.get(bname, [])}
+        if len(cnts) != 1:
+            continue
+        init_count = cnts.pop()
+        if not isinstance(init_count, int) or init_count <= 0:
+            continue
+        loop = _shared_loop(mma, [o for o in arrivals if (an.threads.executing(o) or frozenset()) & ex])
+        if loop is None:
+            continue
+        # the arrivals on the element the operand's stage names that complete the phase after the
+        # wgmma: each site's first such visit (this iteration after the wgmma, else the next)
+        pairs = []
+        for o in arrivals:
+            d = next((d for d in (0, 1) if loop in o.loops and _releases(an, mma, stage, o, d, loop)), None)
+            if d is not None:
+                pairs.append((o, d))
+        if not pairs:
+            continue
+        per = []
+        for o, d in pairs:
+            s = an.threads.issuers(o)
+            c = o.count.eval({}) if (o.kind == ir.MBAR_ARRIVE and o.count is not None) else 1
+            if s is None or not o.guard.exact or not isinstance(c, int) or any(u.is_opaque() for u in o.guard.uniform):
+                per = []
+                break
+            per.append((o, d, s, c))
+        if not per:
+            continue
+        gated = _gated_refills(an, fl, refills, bname)
+        if not gated:
+            continue
+        releases_early = False
+        for w in warps:
+            tw = 32 * w
+            early = 0
+            first: tuple[ir.Op, int] | None = None
+            for o, d, s, c in per:
+                for t in s:
+                    if _arrival_ordered(an, fl, mma, o, d, loop, tw, t):
+                        continue
+                    early += c
+                    first = first or (o, d)
+            if early < init_count or first is None:
+                continue
+            releases_early = True
+            for r in gated:
+                threads_r = an.threads.issuers(r) or an.threads.executing(r)
+                if not threads_r or _tails_differ(opnd, r.buffer, tw, min(threads_r)):
+                    continue
+                race = OperandRace(mma, r, opnd, w, first[0], bname, init_count, early)
+                candidates.append((race, r))
+            break
+        if not releases_early:
+            safe_barriers.add(bname)
+    # a refill that also waits on a barrier every issuing warp releases only after its own
+    # retiring wait (a later handshake of the same iteration) is ordered after the wgmma
+    for race, r in candidates:
+        r_threads = an.threads.issuers(r) or an.threads.executing(r)
+        if any(
+            o.kind == ir.MBAR_WAIT
+            and o.barrier is not None
+            and o.barrier.name in safe_barriers
+            and o.loops == r.loops
+            and o.order < r.order
+            and r_threads
+            and (an.threads.executing(o) or frozenset()) >= r_threads
+            for o in fl.ops
+        ):
+            continue
+        out.append(race)
+    return out
+
+
+def _shared_loop(mma: ir.Op, arrivals: list[ir.Op]) -> int | None:
+    """The deepest loop of the wgmma that holds every arrival on the barrier by threads of the
+    wgmma (None: one of them lies outside the wgmma's loops: not decided here)."""
+    if not arrivals:
+        return None
+    depth = len(mma.loops)
+    for o in arrivals:
+        n = 0
+        while n < min(depth, len(o.loops)) and o.loops[n] == mma.loops[n]:
+            n += 1
+        depth = min(depth, n)
+    return mma.loops[depth - 1] if depth > 0 else None
+
+
+def _releases(an: Analysis, mma: ir.Op, stage: E.Expr | None, arrive: ir.Op, d: int, loop: int) -> bool:
+    """Proved: for some iteration k of `loop` (k + d inside its trip), `arrive` at k + d (after the
+    wgmma in program order when d = 0) names the barrier element `stage` names at k (no stage:
+    a barrier without elements), its and the wgmma's block-uniform guards holding."""
+    assert arrive.barrier is not None
+    if d == 0 and arrive.order < mma.order:
+        return False
+    index = _first_index(arrive.barrier)
+    if stage is None:
+        if arrive.barrier.index:
+            return False
+        index = stage = E.Const(0)
+    elif index is None or index.is_opaque() or len(arrive.barrier.index) != 1:
+        return False
+    lp = an.model.loops.get(loop)
+    if lp is None or (lp.trip is not None and lp.trip.is_opaque()):
+        return False
+    # counters of loops inside `loop` would stand for two iterations at once: not decided here
+    inner = {an.model.loops[i].counter.name for i in mma.loops[mma.loops.index(loop) + 1 :] if i in an.model.loops}
+    inner |= {
+        an.model.loops[i].counter.name for i in arrive.loops[arrive.loops.index(loop) + 1 :] if i in an.model.loops
+    }
+    if {v.name for v in (index.free_vars() | stage.free_vars())} & inner:
+        return False
+    k = lp.counter
+    later = {k.name: E.binop("+", k, E.Const(d))}
+    if d == 0 and index == stage and not arrive.guard.uniform:
+        return True
+    cond = E.binop("==", E.substitute(index, later), stage)
+    cond = E.binop("&&", cond, E.binop(">=", k, E.Const(0)))
+    if lp.trip is not None:
+        cond = E.binop("&&", cond, E.binop("<", E.binop("+", k, E.Const(d)), lp.trip))
+    for c in mma.guard.uniform:
+        if c.is_opaque():
+            return False
+        cond = E.binop("&&", cond, c)
+    for c in arrive.guard.uniform:
+        cond = E.binop("&&", cond, E.substitute(c, later))
+    if cond.depends_on(E.THREAD):
+        return False
+    return solver.witness(cond, 1000) is not None
+
+
+def _gated_refills(an: Analysis, fl: Flow, refills: list[ir.Op], bname: str) -> list[ir.Op]:
+    """The refills preceded (same loops, same stage index) by a wait of the refilling threads
+    themselves on `bname` (another role's wait gates nothing here)."""
+    gated = []
+    for r in refills:
+        if not r.loops:
+            continue
+        r_threads = an.threads.issuers(r) or an.threads.executing(r)
+        waits = [
+            o
+            for o in fl.ops
+            if o.kind == ir.MBAR_WAIT
+            and o.barrier is not None
+            and o.barrier.name == bname
+            and o.loops == r.loops
+            and o.order < r.order
+            and r_threads
+            and (an.threads.executing(o) or frozenset()) >= r_threads
+        ]
+        if not waits:
+            continue
+        wt = waits[-1]
+        assert wt.barrier is not None and r.buffer is not None
+        if _first_index(wt.barrier) is None and _first_index(r.buffer) is not None:
+            continue
+        if _first_index(wt.barrier) != _first_index(r.buffer):
+            continue
+        gated.append(r)
+    return gated
+
+
+def _tails_differ(opnd: ir.Ref, buf: ir.Ref | None, tw: int, tr: int) -> bool:
+    """The operand's and the refill's indices past the stage are not shown to be the same."""
+    if buf is None:
+        return True
+    for x, y in zip(opnd.index[1:], buf.index[1:]):
+        xv = E.substitute(x, {"tid": E.Const(tw)}).eval({})
+        yv = E.substitute(y, {"tid": E.Const(tr)}).eval({})
+        if xv is None or yv is None:
+            if x != y:
+                return True
+        elif xv != yv:
+            return True
+    return False
+
+
+def _arrival_ordered(an: Analysis, fl: Flow, mma: ir.Op, arrive: ir.Op, d: int, loop: int, tw: int, t: int) -> bool:
+    """Is thread t's arrival at `arrive` (iteration k + d of `loop`) ordered after warp(tw)'s
+    retiring wait of the wgmma of iteration k?"""
+    uniform = tuple(mma.guard.uniform) + tuple(u for u in arrive.guard.uniform if u not in mma.guard.uniform)
     if t // 32 == tw // 32:
-        return not in_flight_hits(an, mma, t, lambda o: o is arrive)
+        return d not in in_flight_distances(an, mma, t, arrive, loop, uniform)
     # a barrier both threads pass between tw's retiring wait and t's arrival
-    for s in fl.same_iteration_between(mma, arrive):
+    if d == 0:
+        between = fl.same_iteration_between(mma, arrive)
+    else:
+        first = fl.first[loop]
+        i, j = fl.index[id(mma)], fl.index[id(arrive)]
+        between = [o for o in fl.ops[i + 1 :] if loop in o.loops] + fl.ops[first:j]
+    for s in between:
         if s.kind != ir.SYNC or s.sync_kind in ("warp", None):
             continue
         ex = an.threads.executing(s)

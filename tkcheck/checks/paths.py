@@ -8,7 +8,8 @@ Paths (`flow(an)`, a `Flow`):
   * `search(fl, start, t, is_target, blocks, step)`: the targets thread t reaches after
     `start` without passing a blocking op, each with whether a back edge was used.
   * `in_flight_hits(an, mma, t, is_target)`: the targets thread t reaches while a wgmma may
-    still be in flight (no `mma_async_wait<N>` retiring its commit group in between).
+    still be in flight (no `mma_async_wait<N>` retiring its commit group in between);
+    `in_flight_distances`: the same for one target, by iterations of a loop (this one, the next).
   * `representatives(an, op, relevant)`: one thread per class of threads that run the same
     relevant ops (enough to cover every distinct path); `uniform_feasible(a, b, back_edge)`:
     the two ops' uniform conditions can hold together.
@@ -81,6 +82,19 @@ class Flow:
             if self.may_repeat(lid):
                 out.append((self.first[lid], True))
         out.append((i + 1, False))
+        return out
+
+    def succ_edges(self, i: int) -> list[tuple[int, int | None]]:
+        """`succ` with the loop each back edge repeats (None: program order)."""
+        out: list[tuple[int, int | None]] = []
+        cur = self.ops[i].loops
+        nxt = self.ops[i + 1].loops if i + 1 < len(self.ops) else ()
+        for lid in reversed(cur):
+            if lid in nxt:
+                break
+            if self.may_repeat(lid):
+                out.append((self.first[lid], lid))
+        out.append((i + 1, None))
         return out
 
     # -- who runs an op ---------------------------------------------------
@@ -194,6 +208,53 @@ def in_flight_hits(an: Analysis, mma: ir.Op, t: int, is_target) -> list[PathHit]
     # committed group (-1): the first commit after it closes its group, no wait retires it before
     start = 0 if mma.mma is None or mma.mma.self_commit else -1
     return search(fl, mma, t, is_target, blocks, step, mma.guard.uniform, state0=start)
+
+
+def in_flight_distances(an: Analysis, mma: ir.Op, t: int, target: ir.Op, loop: int, uniform: tuple) -> set[int]:
+    """The distances d in {0, 1} such that thread t reaches `target` at iteration k + d of
+    `loop` (a loop of both ops) while the wgmma `mma` of iteration k may still be in flight (no
+    `wgmma.wait_group` retiring its group on the way). Inner loops' back edges keep d; a path
+    leaving `loop` (its counter would restart) or repeating it twice is not followed.
+    `uniform`: conditions taken to hold (the endpoints' block-uniform guards)."""
+    fl = flow(an)
+    n = len(fl.ops)
+    i0 = fl.index[id(mma)]
+    start = 0 if mma.mma is None or mma.mma.self_commit else -1
+    found: set[int] = set()
+    seen: set[tuple[int, int, int]] = set()
+    q: deque[tuple[int, int, int]] = deque()
+
+    def push(j: int, st: int, d: int, lid: int | None) -> None:
+        if j >= n or loop not in fl.ops[j].loops:
+            return  # `loop` is left
+        loops = fl.ops[j].loops
+        if lid == loop:
+            d += 1
+        elif lid is not None and lid not in loops[loops.index(loop) + 1 :]:
+            return  # an enclosing loop repeats: `loop` starts over
+        if d <= 1:
+            q.append((j, st, d))
+
+    for j, lid in fl.succ_edges(i0):
+        push(j, start, 0, lid)
+    while q:
+        j, st, d = q.popleft()
+        if (j, st, d) in seen:
+            continue
+        seen.add((j, st, d))
+        op = fl.ops[j]
+        r = fl.runs(op, t, uniform)
+        if op is target and r is True:
+            found.add(d)  # and on: the same op may be reached again an iteration later
+        if op.kind == ir.MMA_WAIT and r is not False and wait_retires(op, st) is not False:
+            continue  # retired, or unknown: not a witness
+        if op.kind == ir.EXIT and r is True:
+            continue
+        if r is not False and commits(op):
+            st = min(st + 1, MAX_GROUPS)
+        for k, lid in fl.succ_edges(j):
+            push(k, st, d, lid)
+    return found
 
 
 def representatives(an: Analysis, op: ir.Op, relevant: list[ir.Op]) -> list[int]:

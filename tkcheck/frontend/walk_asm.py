@@ -14,6 +14,7 @@ from ..findings import Location
 from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
+from ..model.descriptors import descriptor_start
 from ..model.expr import Expr
 from . import cexpr
 from .value_types import Obj
@@ -292,6 +293,8 @@ class AsmLowering:
                     op.mma = replace(a.mma, acc=ir.MmaOperand("regtile", acc[1]))
                 else:
                     w.note_unmodelled(c, "wgmma.mma_async: accumulator operands not followed")
+                da, db = self._wgmma_descriptors(c, ctx, a)
+                op.mma = replace(op.mma, a=da, b=db)
         if a.sync is not None:
             op.sync = a.sync
         if a.warpgroup:
@@ -324,6 +327,27 @@ class AsmLowering:
         if len(prefix) == len(refs[0].index) and len(refs) > 1:
             return None  # every operand names one element: not an accumulator fragment
         return ir.Ref(refs[0].name, tuple(prefix)), etype
+
+    def _wgmma_descriptors(
+        self, c: Any, ctx: Ctx, a: K.PtxAsyncOp
+    ) -> tuple[ir.MmaOperand | None, ir.MmaOperand | None]:
+        """The A / B operands of a raw `wgmma.mma_async` given as shared-memory descriptors: the
+        start address each encodes (`descriptor_start`), as MmaFacts fields. A descriptor whose
+        start address is not an encoded shared address (loaded from memory, a field we cannot
+        place) is noted unmodelled: its reads are not followed, never taken as none."""
+        out: dict[str, ir.MmaOperand] = {}
+        for role, text in (("a", a.desc_a), ("b", a.desc_b)):
+            if text is None:
+                continue
+            v = self._ptx_value(c, ctx, text)
+            start = descriptor_start(v) if isinstance(v, Expr) else None
+            if start is None or start.is_opaque():
+                self.w.note_unmodelled(
+                    c, f"wgmma.mma_async: the {role.upper()} descriptor's start address not followed"
+                )
+                continue
+            out[role] = ir.MmaOperand("descriptor", address=start)
+        return out.get("a"), out.get("b")
 
     def _region_stage(self, addr: Expr) -> ir.Ref | None:
         """A raw load destination carved from a `__shared__` array by hand (`sB + s * TILE`,
@@ -364,7 +388,10 @@ class AsmLowering:
         if stage is None or stride is None or not 0 <= offset:
             return None
         base = sorted(v.name for v in anchors[0].free_vars() if v.name in self.bases)[0]
-        name = f"{self.bases[base][0].name}+{offset}/{stride}"
+        array = self.bases[base][0].name
+        name = f"{array}+{offset}/{stride}"
+        if self.w.model is not None:
+            self.w.model.regions.setdefault(name, ir.SharedRegion(name, array, anchors[0], offset, stride))
         return ir.Ref(name, (stage,), f"{self.bases[base][0].name} + {offset} + {ir._bare(str(stage))} * {stride}")
 
     def _store_source(self, addr: Expr) -> ir.Ref | None:

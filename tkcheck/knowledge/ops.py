@@ -679,6 +679,10 @@ class PtxAsyncOp:
     cols: str | None = None  # tcgen05.alloc: the columns
     warpgroup: bool = False  # wgmma's fence / commit / wait: .sync.aligned over the warpgroup
     tensor_map: str | None = None  # cp.async.bulk.tensor: the tensor map's address operand
+    # wgmma.mma_async: the A and B shared-memory descriptor operands (`%32`); A None when it is
+    # a register fragment (`{...}`)
+    desc_a: str | None = None
+    desc_b: str | None = None
 
 
 def _ptx_instructions(ptx: str) -> list[tuple[str, list[str]]]:
@@ -891,10 +895,18 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
             return PtxAsyncOp(ir.MMA_WAIT, "wgmma.wait_group", count=ops[0], warpgroup=True)
         # ---- wgptx: `wgmma.mma_async` as the MMA event TK's `warpgroup::mma_*` produce; its
         # accumulator is the asm's `"+f"` operands (the front end resolves them), its A/B
-        # operands descriptors (not followed); it commits no group of its own
+        # operands shared-memory descriptors (`d, a-desc|{a regs}, b-desc, ...`: the front end
+        # follows them to their start address); it commits no group of its own
         if what == "mma_async":
+            desc_a = ops[1] if len(ops) > 1 and not ops[1].startswith("{") else None
+            desc_b = ops[2] if len(ops) > 2 else None
             return PtxAsyncOp(
-                ir.MMA, "wgmma.mma_async", mma=ir.MmaFacts("wgmma", accumulate=True, self_commit=False), warpgroup=True
+                ir.MMA,
+                "wgmma.mma_async",
+                mma=ir.MmaFacts("wgmma", accumulate=True, self_commit=False),
+                warpgroup=True,
+                desc_a=desc_a,
+                desc_b=desc_b,
             )
         return None
     if q[:2] == ["barrier", "cluster"] and len(q) > 2 and q[2] in ("arrive", "wait"):

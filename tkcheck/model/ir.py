@@ -114,6 +114,20 @@ class SharedBuffer:
 
 
 @dataclass(frozen=True)
+class SharedRegion:
+    """A stage region carved by hand from a `__shared__` array (dynamic shared memory): stage s
+    starts at `anchor + offset + s * stride` bytes, `anchor` the array's (aligned) shared address
+    as the kernel computes it. Raw TMA destinations name it (`Ref(name, (s,))`); its extent is
+    what the copies into it write."""
+
+    name: str
+    array: str
+    anchor: Expr
+    offset: int
+    stride: int
+
+
+@dataclass(frozen=True)
 class SmemAddress:
     """`__cvta_generic_to_shared(&tile)`: the 32-bit shared address of a buffer element, as the
     kernel computes it for its own address math (the Var standing for it in Exprs is `var`)."""
@@ -241,9 +255,12 @@ class Guard:
 class MmaOperand:
     """One operand of an MMA (`acc`, `a`, `b`) as the front end resolved it."""
 
-    kind: str  # what the argument is: regtile | buffer | tmem | ...
+    kind: str  # what the argument is: regtile | buffer | tmem | descriptor | ...
     type: TileType | None = None
     reinterpreted_from: TileType | None = None  # a shared tile viewed as another tile type
+    # kind "descriptor": the shared-memory matrix descriptor's start address (a 32-bit shared
+    # address, `model.descriptors.descriptor_start`); the checks resolve it to the region it reads
+    address: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -587,6 +604,7 @@ class KernelModel:
     loops: dict[int, Loop] = field(default_factory=dict)
     ops: list[Op] = field(default_factory=list)
     smem_addresses: dict[str, SmemAddress] = field(default_factory=dict)  # Var name -> buffer
+    regions: dict[str, SharedRegion] = field(default_factory=dict)  # hand-carved stage regions
     tmem_allocators: dict[str, TmemAllocator] = field(default_factory=dict)
     tmem_tiles: dict[str, TmemTile] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # assumptions stated to the user
