@@ -36,12 +36,13 @@ for spec in sorted(src.glob("mutations*.toml")):
 print(f"{n} variants")
 EOF
 
+# built from inside WORK with relative names, so messages name variants/X.cu (no scratch path)
+cd "$WORK"
 FLAGS="-std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a"
-ls "$WORK"/variants/*.cu | xargs -P "${JOBS:-16}" -I{} bash -c \
-  'b=$(basename {} .cu); nvcc '"$FLAGS"' {} -o '"$WORK"'/bin/$b > '"$WORK"'/bin/$b.build 2>&1 || echo "BUILD FAIL $b"' >> "$LOG" 2>&1
+ls variants/*.cu | xargs -P "${JOBS:-16}" -I{} bash -c \
+  'b=$(basename {} .cu); nvcc '"$FLAGS"' {} -o bin/$b > bin/$b.build 2>&1 || echo "BUILD FAIL $b"' >> "$LOG" 2>&1
 echo "build done $(( $(date +%s) - START )) s" >> "$LOG"
 
-cd "$WORK"
 printf "variant\trc\tverdict\twall_ms\toutput\n" > "$OUT/results.tsv"
 for f in variants/*.cu; do
   b=$(basename "$f" .cu)
