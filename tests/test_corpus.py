@@ -47,14 +47,6 @@ def test_specs_are_well_formed():
 # Clean kernels on which tkcheck still makes a false finding, recorded (not hidden) with its cause;
 # a strict xfail, so the entry must go the day the engine is fixed.
 KNOWN_FALSE: dict[str, str] = {
-    "idioms5/wgmma_ws_tmastore.cu": (
-        "TK206 by the per-warp wgmma wait contract (docs/rules.md TK206): thread 0 of each consumer "
-        "warpgroup releases empty[s] (count 2) after its own warp's `wgmma.wait_group 0`, with no "
-        "warpgroup barrier ordering warps 1-3's waits before it; CUTLASS's sm90 pipeline releases the "
-        "same way. Whether a warp's wait covers its warpgroup's share is the open contract question "
-        "of ring_attn_h100's UNCLEAR TK206 (docs/BENCHMARKS.md); seen since the wgmma's descriptor "
-        "operands are followed to the stage they read (r7-desc)"
-    ),
     "idioms6/ptx_wrappers_ring.cu": (
         "TK000 'cuda/ptx' file not found: the kernel includes libcu++'s <cuda/ptx> (the cuda::ptx:: "
         "wrappers of mbarrier / bulk-copy PTX) and tkcheck's header model has no stand-in for it "

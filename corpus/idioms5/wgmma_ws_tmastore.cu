@@ -9,8 +9,10 @@
 // Shared (dynamic, 1024-byte aligned): a stage is [A 128 x 64 | B 64 x 64] bf16 (16 KiB + 8 KiB,
 //   128-byte swizzle, one TMA load each), 3 stages; then c_s, 128 x 64 fp32 (32 KiB, no swizzle).
 // Barriers: full[s] (count 1: the producer's arrive.expect_tx of the stage's 24576 bytes);
-//   empty[s] (count 2: thread 0 of each consumer warpgroup, after `wgmma.wait_group 0` retired the
-//   k-tile that read stage s). Producer waits empty[s] with ((kt / 3) & 1) ^ 1, consumers wait
+//   empty[s] (count 8: lane 0 of each consumer warp, after its own `wgmma.wait_group 0` retired
+//   the k-tile that read stage s; one thread per warpgroup, as CUTLASS's sm90 pipeline releases,
+//   would rely on one warp's wait covering the warpgroup's share, which TK206's contract does
+//   not grant: docs/rules.md TK206). Producer waits empty[s] with ((kt / 3) & 1) ^ 1, consumers wait
 //   full[s] with (kt / 3) & 1.
 // Epilogue: each consumer thread writes its 32 accumulator values into c_s, fences the generic
 //   writes for the async proxy, named barrier 1 (256 consumer threads), then thread 0 stores c_s
@@ -94,7 +96,7 @@ void gemm_two_wg_kernel(const __grid_constant__ CUtensorMap mapA, const __grid_c
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             bar_init(sptr(&full[s]), 1);
-            bar_init(sptr(&empty[s]), 2);
+            bar_init(sptr(&empty[s]), 8);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -127,7 +129,7 @@ void gemm_two_wg_kernel(const __grid_constant__ CUtensorMap mapA, const __grid_c
             mma_m64n64k16(acc, desc_sw128(st + wg * (A_BYTES / 2) + kk * 32), desc_sw128(st + A_BYTES + kk * 32));
         mma_commit();
         mma_wait0();
-        if (threadIdx.x % 128 == 0) bar_arrive(sptr(&empty[s]));
+        if (lane == 0) bar_arrive(sptr(&empty[s]));
     }
 #pragma unroll
     for (int i = 0; i < 32; i++) {
