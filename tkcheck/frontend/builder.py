@@ -33,6 +33,7 @@ from .walk_exprs import ExprEvaluation
 from .walk_calls import CallLowering
 from .tensor_maps import TensorMaps
 from .walk_libcu import LibcuLowering
+from .walk_ptxns import PtxnsLowering
 from .walk_tmem import TmemLowering
 from .walk_inline import InlineExpansion
 
@@ -817,6 +818,7 @@ class KernelWalker:
         self.inline = InlineExpansion(self)
         self.calls = CallLowering(self)
         self.libcu = LibcuLowering(self)
+        self.ptxns = PtxnsLowering(self)
         # the core operations (WalkerCore), bound once: no extra call on the walk's hot paths
         self.emit = self.exprs.emit
         self.ev = self.exprs.ev

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .walk_exprs import ExprEvaluation
     from .walk_inline import InlineExpansion
     from .walk_libcu import LibcuLowering
+    from .walk_ptxns import PtxnsLowering
     from .walk_statements import StatementWalk
     from .walk_tmem import TmemLowering
     from .walk_types import TypeResolution
@@ -94,6 +95,7 @@ class StatementWalker(WalkerCore, Protocol):
     exprs: ExprEvaluation
     types: TypeResolution
     libcu: LibcuLowering
+    ptxns: PtxnsLowering
 
 
 class InlineWalker(WalkerCore, Protocol):
@@ -130,6 +132,7 @@ class CallWalker(WalkerCore, Protocol):
     stmts: StatementWalk
     types: TypeResolution
     libcu: LibcuLowering
+    ptxns: PtxnsLowering
 
 
 class AsmWalker(WalkerCore, Protocol):
