@@ -46,14 +46,7 @@ def test_specs_are_well_formed():
 
 # Clean kernels on which tkcheck still makes a false finding, recorded (not hidden) with its cause;
 # a strict xfail, so the entry must go the day the engine is fixed.
-KNOWN_FALSE: dict[str, str] = {
-    "idioms6/ptx_wrappers_ring.cu": (
-        "TK000 'cuda/ptx' file not found: the kernel includes libcu++'s <cuda/ptx> (the cuda::ptx:: "
-        "wrappers of mbarrier / bulk-copy PTX) and tkcheck's header model has no stand-in for it "
-        "(knowledge/include/std/cuda/ has atomic, barrier, pipeline, semaphore), so the clean kernel "
-        "is not analysed; docs/BENCHMARKS.md 'New-idiom kernels, sixth set (round 7)'"
-    ),
-}
+KNOWN_FALSE: dict[str, str] = {}
 
 
 def _clean_param(p):

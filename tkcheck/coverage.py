@@ -83,6 +83,11 @@ SYNC_APIS = frozenset(
         "__cluster_barrier_wait",
         "cp_async_bulk_wait_group",
         "fence_proxy_async",
+        # programmatic dependent launch spelled with the CUDA runtime's device calls (the PTX
+        # `griddepcontrol.wait` / `.launch_dependents` they are): the model has no event for them
+        # outside TK's pdl::, so each is a site that stays "not modelled"
+        "cudaGridDependencySynchronize",
+        "cudaTriggerProgrammaticLaunchCompletion",
         # TK's multi-GPU counters (barrier_t): signal, signal_all, barrier_all (and its 4-argument wait)
         "signal",
         "signal_all",
@@ -148,7 +153,7 @@ _ATOMIC_OBJECT = re.compile(
 )
 # PTX that synchronises: an asm statement with any of these is one site
 SYNC_PTX = re.compile(
-    r"\b(mbarrier\.|cp\.async|wgmma\.|tcgen05\.|bar\.sync|bar\.arrive|barrier\.|fence\.|membar\.|"
+    r"\b(mbarrier\.|cp\.async|cp\.reduce\.async|wgmma\.|tcgen05\.|bar\.sync|bar\.arrive|barrier\.|fence\.|membar\.|"
     r"griddepcontrol\.|red\.release|atom\.release|ld\.acquire|st\.release)"
 )
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;(){}]*?>)?\s*\(")
@@ -343,6 +348,8 @@ def _matches(site: Site, names: set[str]) -> bool:
         "arrive_and_wait": {"arrive"},
         "commit": {"mma_commit", "tensor_commit", "commit"},
     }
+    if site.name.startswith("ptx::") and site.name[len("ptx::") :] in names:
+        return True  # a `cuda::ptx::` wrapper, recorded as `cuda::ptx::<name>` (frontend/walk_ptxns.py)
     return bool(aliases.get(site.name, set()) & names) or (site.name == "asm" and bool(names))
 
 

@@ -155,7 +155,7 @@ def _reuses(an: Analysis) -> list[Reuse]:
                 ):
                     # the first iteration d on whose write lands in what the store reads (a ring of
                     # staging rows reused d iterations on, a read wait<N> between)
-                    reach = range(1, MAX_DISTANCE + 1) if deeper else range(2, MAX_DISTANCE + 1) if waited else ()
+                    reach = range(1, MAX_DISTANCE + 1) if deeper else range(2, MAX_DISTANCE + 1)
                     hit = next((d for d in reach if paths.row_written_at_distance(m, st, o, d, to, wt)), None)
                     if hit is None:
                         continue

@@ -34,6 +34,7 @@ from .walk_calls import CallLowering
 from .tensor_maps import TensorMaps
 from .walk_atomics import AtomicLowering
 from .walk_libcu import LibcuLowering
+from .walk_ptxns import PtxnsLowering
 from .walk_tmem import TmemLowering
 from .walk_inline import InlineExpansion
 
@@ -819,6 +820,7 @@ class KernelWalker:
         self.calls = CallLowering(self)
         self.libcu = LibcuLowering(self)
         self.atomics = AtomicLowering(self)
+        self.ptxns = PtxnsLowering(self)
         # the core operations (WalkerCore), bound once: no extra call on the walk's hot paths
         self.emit = self.exprs.emit
         self.ev = self.exprs.ev

@@ -17,6 +17,7 @@ from ..model import ir
 from ..model.descriptors import descriptor_start
 from ..model.expr import Expr
 from . import cexpr
+from .lexer import lex
 from .value_types import Obj
 from .walk_arith import _ArrVal
 from .walk_env import Ctx, loc_of, tokens_of
@@ -42,6 +43,10 @@ class AsmLowering:
         # asm statements (by their place in the source) a caller's loop is polling now: the probe
         # of a bool-returning try-wait helper (`poll_helpers.polled_probe`) is walked as the wait
         self._polled: set[tuple[str, int]] = set()
+        # the operand expressions of the wrapper call being lowered (walk_instruction), None
+        # while an asm statement is walked (its operands are read from its tokens)
+        self._synthetic: list[cexpr.Node] | None = None
+        self._api: str | None = None
 
     @contextmanager
     def polling(self, asm: Any) -> Iterator[None]:
@@ -59,11 +64,28 @@ class AsmLowering:
     def walk(self, c: Any, ctx: Ctx, looped: bool = False) -> None:
         """The ops of the asm statement at cursor `c`; `looped`: a C++ loop repeats it until its
         `try_wait` succeeds (the wait is the loop, as in a try_wait that branches back)."""
-        w = self.w
         looped = looped or _place(c) in self._polled
         text = " ".join(tokens_of(c))
-        loc = loc_of(c, w.filename)
         ptx = " ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', text))
+        self._walk_ptx(c, ctx, ptx, looped)
+
+    def walk_instruction(
+        self, c: Any, ctx: Ctx, ptx: str, operands: list[cexpr.Node], api: str, looped: bool = False
+    ) -> None:
+        """The ops of one PTX instruction written by a wrapper call at cursor `c` (libcu++'s
+        `cuda::ptx::` functions, frontend/walk_ptxns.py) rather than an asm statement: `%N` of
+        `ptx` is `operands[N]`, every one an input. The instruction has exactly the semantics
+        it has in inline PTX; its ops are named `api` (the wrapper, as the user spelled the call)."""
+        saved = self._synthetic, self._api
+        self._synthetic, self._api = list(operands), api
+        try:
+            self._walk_ptx(c, ctx, ptx, looped)
+        finally:
+            self._synthetic, self._api = saved
+
+    def _walk_ptx(self, c: Any, ctx: Ctx, ptx: str, looped: bool) -> None:
+        w = self.w
+        loc = loc_of(c, w.filename)
         self._outputs(c, ctx, ptx)
         if ctx.dry:
             return
@@ -71,7 +93,7 @@ class AsmLowering:
         facts = K.classify_ptx(ptx[:200])
 
         def op(kind: str, api: str, **kw: Any) -> None:
-            w.emit(ir.Op(kind, api, loc, ctx.guard, ctx.loops, asm=facts, **kw), ctx)
+            w.emit(ir.Op(kind, self._api or api, loc, ctx.guard, ctx.loops, asm=facts, **kw), ctx)
 
         does = K.ptx_ops(ptx)
         for p in does.ops:
@@ -108,7 +130,7 @@ class AsmLowering:
         base = None
         ops = self._operands(c)
         if p.addr_operand is not None and p.addr_operand < len(ops):
-            node = cexpr.parse_expression(ops[p.addr_operand], ctx.env.has)
+            node = self._operand_node(c, ctx, p.addr_operand)
             base = self.w.exprs.address_base(node, ctx, c)
         result = None
         if p.out_operand is not None and p.out_operand < len(ops):
@@ -196,7 +218,7 @@ class AsmLowering:
         """The model op of one mbarrier / bulk-copy / tcgen05 / wgmma instruction, its operands
         evaluated: the mbarrier its address names, the counts, bytes and parity."""
         w = self.w
-        op = ir.Op(a.kind, a.api, loc, ctx.guard, ctx.loops, asm=facts)
+        op = ir.Op(a.kind, self._api or a.api, loc, ctx.guard, ctx.loops, asm=facts)
         remote = False
         mapped_cta: Expr | None = None
         if a.barrier is not None:
@@ -502,8 +524,7 @@ class AsmLowering:
         ops = self._operands(c)
         if k >= len(ops):
             return None
-        node = cexpr.parse_expression(ops[k], ctx.env.has)
-        return self.w.ev(node, replace(ctx, dry=True), c)
+        return self.w.ev(self._operand_node(c, ctx, k), replace(ctx, dry=True), c)
 
     def _cp_async_operands(self, c: Any, ctx: Ctx, p: K.PtxOp) -> dict[str, Any]:
         """The Op fields of a cp.async / wait_group whose operands say what they do: the copy's
@@ -621,14 +642,21 @@ class AsmLowering:
         ops = self._operands(c)
         if not ops or int(mm.group(1)) >= len(ops):
             return None
-        node = cexpr.parse_expression(ops[int(mm.group(1))], ctx.env.has)
-        v = self.w.ev(node, replace(ctx, dry=True), c)
+        v = self.w.ev(self._operand_node(c, ctx, int(mm.group(1))), replace(ctx, dry=True), c)
         return v if isinstance(v, Expr) else None
 
-    @staticmethod
-    def _constraints(c: Any) -> list[str]:
+    def _operand_node(self, c: Any, ctx: Ctx, k: int) -> cexpr.Node:
+        """The expression of operand `%k`: the wrapper call's argument, or the asm statement's
+        operand tokens parsed."""
+        if self._synthetic is not None:
+            return self._synthetic[k]
+        return cexpr.parse_expression(self._operands(c)[k], ctx.env.has)
+
+    def _constraints(self, c: Any) -> list[str]:
         """The constraint letters of the asm statement's operands (`"=r"` -> `r`, `"n"` -> `n`),
-        numbered as `%N` counts them."""
+        numbered as `%N` counts them (a wrapper call's: every one an input, `r`)."""
+        if self._synthetic is not None:
+            return ["r"] * len(self._synthetic)
         toks = tokens_of(c)
         colon = next((k for k, t in enumerate(toks) if t in (":", "::")), None)
         if colon is None:
@@ -639,10 +667,11 @@ class AsmLowering:
             if t.startswith('"') and k + 1 < len(toks) and toks[k + 1] == "("
         ]
 
-    @staticmethod
-    def _operands(c: Any) -> list[list[str]]:
+    def _operands(self, c: Any) -> list[list[str]]:
         """The token lists of the asm statement's operand expressions (outputs, then inputs),
-        numbered as `%N` counts them; [] without operands."""
+        numbered as `%N` counts them; [] without operands (a wrapper call's: its arguments)."""
+        if self._synthetic is not None:
+            return [lex(cexpr.render(n)) for n in self._synthetic]
         toks = tokens_of(c)
         colon = next((k for k, t in enumerate(toks) if t in (":", "::")), None)
         if colon is None:
@@ -672,7 +701,7 @@ class AsmLowering:
         mm = re.search(r"\[\s*%(\d+)\s*(?:\+\s*(\d+))?\s*\]", ptx)
         if not mm or int(mm.group(1)) >= len(ops):
             return
-        node = cexpr.parse_expression(ops[int(mm.group(1))], ctx.env.has)
+        node = self._operand_node(c, ctx, int(mm.group(1)))
         addr = self.w.ev(node, replace(ctx, dry=True), c)
         if not isinstance(addr, Expr):
             return
@@ -714,7 +743,7 @@ class AsmLowering:
             else:
                 if a.addr_operand is None or a.addr_operand >= len(ops):
                     return False
-                node = cexpr.parse_expression(ops[a.addr_operand], ctx.env.has)
+                node = self._operand_node(c, ctx, a.addr_operand)
                 addr = self.w.ev(node, replace(ctx, dry=True), c)
                 if not isinstance(addr, E.Var) or addr.name not in self.mapped:
                     return False

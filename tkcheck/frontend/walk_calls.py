@@ -13,7 +13,7 @@ from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
-from . import cexpr, walk_libcu
+from . import cexpr, walk_libcu, walk_ptxns
 from .value_types import Allocator, CgGroup, DsmemPtr, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, Ctx, Env, loc_of, tokens_of, _THREAD_FUNCS_GROUP
 from .walk_arith import _ArrVal, _TMEM_ACCESS_NAMES, convert_int
@@ -62,6 +62,11 @@ class CallLowering:
             segs = segs[1:]
         base, btargs = segs[-1]
         quals = segs[:-1]
+        # libcu++'s `cuda::ptx::` wrappers: each the one PTX instruction it writes (walk_ptxns)
+        if walk_ptxns.is_cuda_ptx_call(cursor, base, [sg.name for sg in full_segs[:-1]]):
+            r = self.w.ptxns.call(base, args, ctx, cursor)
+            if r is not NotImplemented:
+                return r
         # constructor-style declarations parsed as calls: `__ctor{...}`
         if base == "__ctor":
             fields = tuple(self.w.ev(a, ctx, cursor) for a in args)

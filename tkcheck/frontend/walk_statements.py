@@ -10,7 +10,7 @@ from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
-from . import cexpr
+from . import cexpr, walk_ptxns
 from .poll_helpers import polled_probe
 from .value_types import Allocator, CgGroup, NamedBar, Obj, Rec, StructType
 from .walk_env import CK, BranchEnv, Ctx, ThisEnv, loc_of, tokens_of, value_names
@@ -997,6 +997,39 @@ class StatementWalk:
         if not ctx.dry:
             self.w.emit(ir.Op(ir.EXIT, "return", loc_of(c, self.w.filename), ctx.guard, ctx.loops), ctx)
 
+    def _ptx_wait_loop(self, c, kids, ctx: Ctx) -> tuple[str, tuple[cexpr.Node, ...]] | None:
+        """The wrapper name and arguments of a `while (!cuda::ptx::mbarrier_try_wait_parity(...))`
+        loop with an empty body (or `do {} while (!...)`; `test_wait_parity` alike): the loop
+        repeats the test until the phase completed. None for any other loop."""
+        if c.kind == CK.WHILE_STMT and len(kids) == 2:
+            cond_c, body = kids
+        elif c.kind == CK.DO_STMT and len(kids) == 2:
+            body, cond_c = kids
+        else:
+            return None
+        if body.kind not in (CK.COMPOUND_STMT, CK.NULL_STMT) or any(
+            ch.kind != CK.NULL_STMT for ch in body.get_children()
+        ):
+            return None
+        toks = tokens_of(cond_c)
+        if not any(t in walk_ptxns.WAITS for t in toks):
+            return None
+        try:
+            node = cexpr.parse_expression(toks, value_names(ctx.env))
+        except cexpr.ParseError:
+            return None
+        while isinstance(node, cexpr.Cast):
+            node = node.a
+        if not (isinstance(node, cexpr.Un) and node.op == "!" and isinstance(node.a, cexpr.Call)):
+            return None
+        callee = node.a.callee
+        if not isinstance(callee, cexpr.Name) or callee.segments[-1].name not in walk_ptxns.WAITS:
+            return None
+        base = callee.segments[-1].name
+        if not walk_ptxns.is_cuda_ptx_call(cond_c, base, [sg.name for sg in callee.segments[:-1]]):
+            return None
+        return base, node.a.args
+
     def _walk_loop(self, c, ctx: Ctx):
         kids = list(c.get_children())
         wait = self._try_wait_loop(c, kids)
@@ -1012,6 +1045,12 @@ class StatementWalk:
             cond_c, probe = polled
             with self.w.asm.polling(probe):
                 self.exec_expr(cond_c, ctx)
+            return
+        call = self._ptx_wait_loop(c, kids, ctx)
+        if call is not None:
+            # `while (!cuda::ptx::mbarrier_try_wait_parity(&bar, p)) {}`: the same wait, written
+            # with libcu++'s wrapper of the instruction
+            self.w.ptxns.call(call[0], call[1], ctx, c, looped=True)
             return
         toks = tokens_of(c)
         loc = loc_of(c, self.w.filename)

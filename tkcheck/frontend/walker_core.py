@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .walk_exprs import ExprEvaluation
     from .walk_inline import InlineExpansion
     from .walk_libcu import LibcuLowering
+    from .walk_ptxns import PtxnsLowering
     from .walk_statements import StatementWalk
     from .walk_tmem import TmemLowering
     from .walk_types import TypeResolution
@@ -96,6 +97,7 @@ class StatementWalker(WalkerCore, Protocol):
     types: TypeResolution
     libcu: LibcuLowering
     atomics: AtomicLowering
+    ptxns: PtxnsLowering
 
 
 class InlineWalker(WalkerCore, Protocol):
@@ -133,6 +135,7 @@ class CallWalker(WalkerCore, Protocol):
     types: TypeResolution
     libcu: LibcuLowering
     atomics: AtomicLowering
+    ptxns: PtxnsLowering
 
 
 class AsmWalker(WalkerCore, Protocol):

@@ -654,7 +654,15 @@ def ptx_ops(ptx: str) -> PtxOps:
 # Raw PTX of the asynchronous machinery (mbarriers, bulk and tensor copies, tcgen05, wgmma), as
 # kernels without TK write it in small `__device__` helpers: each instruction maps to the op a TK call
 # performing it maps to. The operands stay text (`%0`, `8`, `%1+8`): the front end evaluates them.
-_PTX_ASYNC_WORDS = ("mbarrier.", "cp.async.bulk", "wgmma.", "tcgen05.", "barrier.cluster.", "cp.async.mbarrier.")
+_PTX_ASYNC_WORDS = (
+    "mbarrier.",
+    "cp.async.bulk",
+    "cp.reduce.async.bulk",
+    "wgmma.",
+    "tcgen05.",
+    "barrier.cluster.",
+    "cp.async.mbarrier.",
+)
 
 
 @dataclass(frozen=True)
@@ -819,6 +827,16 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
         if what in ("try_wait", "test_wait") and "parity" in q and len(ops) >= 3 and _bracket(ops[1]) and loops:
             # a wait that the asm itself repeats until the phase with this parity completed
             return PtxAsyncOp(ir.MBAR_WAIT, f"mbarrier.{what}.parity", barrier=_bracket(ops[1]), parity=ops[2])
+        return None
+    if opcode.startswith("cp.reduce.async.bulk"):
+        # a bulk reduction into global memory (`cp.reduce.async.bulk{.tensor.Nd}.global.shared::cta
+        # .bulk_group.add.f32 [dst], [src], size` / `[tmap, {coords}], [src]`) is, for
+        # synchronisation, a bulk store: the async proxy reads its shared source, its bulk group's
+        # commit_group / wait_group(.read) complete it. Into another CTA's shared memory (completing
+        # on an mbarrier): not modelled.
+        if "global" in q and "bulk_group" in q and len(ops) >= 2:
+            api = "cp.reduce.async.bulk.tensor" if q[4:5] == ["tensor"] else "cp.reduce.async.bulk"
+            return PtxAsyncOp(ir.TMA_STORE, api, buffer=_bracket(ops[1]))
         return None
     if opcode.startswith("cp.async.bulk"):
         if q[3:4] == ["commit_group"]:
