@@ -137,6 +137,10 @@ TEXT_READERS = {
     "walk_exprs": "identifiers of tokens, TK's CLC handle declarations",
     "walk_arith": "type qualifiers in type spellings",
     "walk_libcu": "libclang's canonical type spellings of libcu++ objects (their scope, the stage count)",
+    "walk_calls": "the canonical type spelling of cooperative groups' `cuda::aligned_size_t<N>` argument",
+    "walk_atomics": "libclang's canonical type spellings of libcu++ atomics (their `thread_scope_X`)",
+    "walk_ptxns": "the type spellings of `cuda::ptx` tag arguments (`sem_release_t`, `scope_cta_t`, ...)",
+    "build_target": "the TK headers' `#if` lines and Blackwell-only names in the code (before the first parse)",
 }
 TREE_ONLY = ("discovery", "instances")
 

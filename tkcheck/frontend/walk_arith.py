@@ -413,5 +413,6 @@ def shared_copy(name: str, v: Obj) -> Expr:
     at one address every thread reads. It is data (named `?..`, as every value read from memory),
     and block-uniform as a value read at a uniform address is (`len_s[s]`): the readers agree when
     the read is ordered after the one write it observes and before the next, which the race
-    searches check on the same accesses (a racing read is TK408 there, never a silent pass)."""
+    searches check on the same accesses (a racing read is a shared-memory race there, never a silent
+    pass)."""
     return E.shared_copy(name, v.ref.name)
