@@ -374,3 +374,25 @@ def test_coverage_proves_with_the_checks_solver_limits(kernels, monkeypatch):
     assert seen and all(
         (o.solver_timeout_ms, o.solver_budget) == (DEFAULT_SAFETY_NET_MS, DEFAULT_BUDGET) for o in seen
     ), [(o.solver_timeout_ms, o.solver_budget) for o in seen]
+
+
+PDL_RUNTIME = """__global__ void consumer(const float *in, float *out) {
+    cudaGridDependencySynchronize();
+    out[threadIdx.x] = in[threadIdx.x];
+    cudaTriggerProgrammaticLaunchCompletion();
+}
+"""
+
+
+def test_pdl_runtime_calls_are_analysed_and_named_not_modelled(tmp_path):
+    """The CUDA runtime's device calls of programmatic dependent launch parse (they were a clang
+    error, TK000, so the kernel was not analysed at all) and are sync ops of the census left "not
+    modelled" at the user's line: no happens-before question about the previous grid is asked yet,
+    and coverage says so instead of counting them modelled."""
+    (tmp_path / "k.cu").write_text(PDL_RUNTIME)
+    p = run(["coverage", "k.cu", "--output-format", "json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    (rec,) = json.loads(p.stdout)
+    assert rec["analysed"] and rec["sync_ops"] == 2 and rec["sync_ops_modelled"] == 0, rec
+    rows = sorted(u["location"].rsplit(":", 2)[-2] for u in rec["unknowns"] if "not modelled" in u["why"])
+    assert rows == ["2", "4"], rec["unknowns"]
