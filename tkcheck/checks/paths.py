@@ -72,23 +72,14 @@ class Flow:
 
     def succ(self, i: int) -> list[tuple[int, bool]]:
         """(next index, via a back edge). len(ops) means the end of the kernel."""
-        out = []
-        cur = self.ops[i].loops
-        nxt = self.ops[i + 1].loops if i + 1 < len(self.ops) else ()
-        # loops left between i and i+1, innermost first
-        for lid in reversed(cur):
-            if lid in nxt:
-                break
-            if self.may_repeat(lid):
-                out.append((self.first[lid], True))
-        out.append((i + 1, False))
-        return out
+        return [(j, lid is not None) for j, lid in self.succ_edges(i)]
 
     def succ_edges(self, i: int) -> list[tuple[int, int | None]]:
         """`succ` with the loop each back edge repeats (None: program order)."""
         out: list[tuple[int, int | None]] = []
         cur = self.ops[i].loops
         nxt = self.ops[i + 1].loops if i + 1 < len(self.ops) else ()
+        # loops left between i and i+1, innermost first
         for lid in reversed(cur):
             if lid in nxt:
                 break

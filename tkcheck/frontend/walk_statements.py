@@ -959,12 +959,10 @@ class StatementWalk:
         loop whose only statement is an mbarrier `try_wait.parity` / `test_wait.parity` that
         writes `x` (its output operand): the loop repeats the test until the phase completed.
         None for any other loop."""
-        if c.kind == CK.WHILE_STMT and len(kids) == 2:
-            cond_c, body = kids
-        elif c.kind == CK.DO_STMT and len(kids) == 2:
-            body, cond_c = kids
-        else:
+        parts = _cond_and_body(c, kids)
+        if parts is None:
             return None
+        cond_c, body = parts
         while body.kind == CK.COMPOUND_STMT:
             stmts = [ch for ch in body.get_children() if ch.kind != CK.NULL_STMT]
             if len(stmts) != 1:
@@ -1001,12 +999,10 @@ class StatementWalk:
         """The wrapper name and arguments of a `while (!cuda::ptx::mbarrier_try_wait_parity(...))`
         loop with an empty body (or `do {} while (!...)`; `test_wait_parity` alike): the loop
         repeats the test until the phase completed. None for any other loop."""
-        if c.kind == CK.WHILE_STMT and len(kids) == 2:
-            cond_c, body = kids
-        elif c.kind == CK.DO_STMT and len(kids) == 2:
-            body, cond_c = kids
-        else:
+        parts = _cond_and_body(c, kids)
+        if parts is None:
             return None
+        cond_c, body = parts
         if body.kind not in (CK.COMPOUND_STMT, CK.NULL_STMT) or any(
             ch.kind != CK.NULL_STMT for ch in body.get_children()
         ):
@@ -1840,3 +1836,12 @@ def _refine_after_exit(env, goes_on: Expr) -> None:
         if isinstance(e, (BranchEnv, ThisEnv)):
             break
         e = e.parent
+
+
+def _cond_and_body(c, kids) -> tuple[Any, Any] | None:
+    """(condition, body) of a `while` or `do ... while` statement, None for any other loop."""
+    if c.kind == CK.WHILE_STMT and len(kids) == 2:
+        return kids[0], kids[1]
+    if c.kind == CK.DO_STMT and len(kids) == 2:
+        return kids[1], kids[0]
+    return None
