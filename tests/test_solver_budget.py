@@ -162,24 +162,28 @@ def _cases():
         for m in evaluate.load_mutations(corpus):
             if not m.problem:
                 cases.append(("mutation", m, f"mutation:{m.id}"))
-    return [pytest.param((kind, what), _sweep_budget(cid), id=f"{cid}@{_sweep_budget(cid)}") for kind, what, cid in cases]
+    return [
+        pytest.param((kind, what), _sweep_budgets(cid), id=cid + "@" + ",".join(map(str, _sweep_budgets(cid))))
+        for kind, what, cid in cases
+    ]
 
 
-def _sweep_budget(case_id: str) -> int:
-    """The tiny budget a sweep case runs at: each case at one of TINY_BUDGETS, chosen by a stable
-    hash of its id, so that about half the cases of every rule run with nothing decided and half
-    with some proofs decided and others not (issue 29: the sweep ran both on every case, ~390 s of
-    the suite's CPU for a property each budget tests alone; the regression probes it was measured
-    with are in docs/DEVELOPING.md, "Round 8 (issue 29)")."""
-    return TINY_BUDGETS[zlib.crc32(case_id.encode()) % len(TINY_BUDGETS)]
+def _sweep_budgets(case_id: str) -> tuple[int, ...]:
+    """The tiny budgets a sweep case runs at: budget 1 (nothing decided) on every case, budget 3000
+    (some proofs decided and others not) on the half of the cases a stable hash of the id picks.
+    Issue 29: both on every case were ~390 s of the suite's CPU, nearly all of it the 3000 runs of
+    the large kernels (budget 1 stops their per-thread analyses at the first unknown). The probe
+    "an unknown z3 answer read as a refutation" is caught by budget 1 alone on the cases it was
+    tried on (docs/DEVELOPING.md, "Round 8 (issue 29)"), so every case keeps that run."""
+    return TINY_BUDGETS if zlib.crc32(case_id.encode()) % 2 else TINY_BUDGETS[:1]
 
 
 CASES = _cases()
 
 
 @pytest.mark.skipif(not CASES, reason="no corpus or fixtures")
-@pytest.mark.parametrize("case,budget", CASES)
-def test_a_spent_budget_never_adds_a_finding(case, budget, corpus_checks):
+@pytest.mark.parametrize("case,budgets", CASES)
+def test_a_spent_budget_never_adds_a_finding(case, budgets, corpus_checks):
     """Whatever the budget, every finding is one the default budget makes too (same rule, same
     site): a check that cannot decide says nothing, it does not report something else instead.
 
@@ -195,22 +199,23 @@ def test_a_spent_budget_never_adds_a_finding(case, budget, corpus_checks):
     path = str(Path(path).resolve())
     parsed = parse_for_check(path, text, opts)  # one parse: the memo's check when it makes one, and the budgets'
     default = set().union(*[_identities(f) for f in corpus_checks.check(path, opts, text, parsed=parsed).findings])
-    res = check_file(path, replace(opts, solver_budget=budget), text=text, parsed=parsed)
-    extra = set().union(*[_identities(f) for f in res.findings]) - default
-    assert not extra, f"budget {budget}: findings the default run does not make: {sorted(extra)}"
+    for budget in budgets:
+        res = check_file(path, replace(opts, solver_budget=budget), text=text, parsed=parsed)
+        extra = set().union(*[_identities(f) for f in res.findings]) - default
+        assert not extra, f"budget {budget}: findings the default run does not make: {sorted(extra)}"
 
 
 def test_the_sweep_runs_every_tiny_budget_on_every_rule_family():
-    """The split of the sweep over the budgets leaves each budget a share of the corpus kernels,
-    the fixtures and the planted bugs (a renamed case moves, it does not vanish)."""
-    seen = {}
+    """Budget 1 on every case; budget 3000 on a share of the corpus kernels, the fixtures and the
+    planted bugs each (a renamed case moves between the shares, it does not vanish)."""
+    seen: dict[str, list[int]] = {}
     for p in CASES:
-        (kind, what), budget = p.values
+        (kind, what), budgets = p.values
+        assert budgets[0] == 1, p.id
         family = kind if kind == "mutation" else ("corpus" if "corpus" in Path(what).parts else "fixtures")
-        seen.setdefault(family, set()).add(budget)
-    assert all(budgets == set(TINY_BUDGETS) for budgets in seen.values()), seen
-    per_budget = [sum(1 for p in CASES if p.values[1] == b) for b in TINY_BUDGETS]
-    assert min(per_budget) >= len(CASES) // 3, per_budget
+        seen.setdefault(family, []).append(len(budgets))
+    for family, counts in seen.items():
+        assert counts.count(2) >= len(counts) // 4, (family, counts.count(2), len(counts))
 
 
 def _everything(res) -> str:
