@@ -24,7 +24,7 @@ SETS = {
     "idioms4": (("H100", "H200"), (4, 6)),
     "idioms5": (("H100",), (5, 6)),
     "idioms6": (("H100",), (5, 6)),
-    "idioms7": ((), (6, 6)),
+    "idioms7": (("H100",), (6, 6)),
 }
 MUTATIONS = {name: evaluate.load_mutations(CORPUS / name) for name in SETS}
 KNOWN = evaluate.all_codes()
