@@ -59,7 +59,10 @@ def _clean_param(p):
     from test_corpus import KNOWN_FALSE
 
     rel = p.relative_to(ROOT / "corpus").as_posix()
-    marks = [pytest.mark.xfail(reason=KNOWN_FALSE[rel], strict=True)] if rel in KNOWN_FALSE else []
+    # a recorded false finding fails this test only when it is one of the rules it looks at (the
+    # idioms7 kernels' false TK301 / TK503 are not)
+    known = KNOWN_FALSE.get(rel, "")
+    marks = [pytest.mark.xfail(reason=known, strict=True)] if any(c in known for c in MINE | SCOPE) else []
     return pytest.param(p, id=rel, marks=marks)
 
 
