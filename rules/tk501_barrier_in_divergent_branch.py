@@ -1,11 +1,12 @@
 """TK501: a block or group barrier reached by only part of its participants."""
 
 from tkcheck.checks.threads import describe
+from tkcheck.checks.warp_collectives import collectives, describe_lanes
 from tkcheck.checks.wide_barriers import divergences
 from tkcheck.model import ir
 from tkcheck.rule import Explains, Rule
 
-from ._common import HEADER, finding, related
+from ._common import HEADER, finding, in_helper, related, user_site
 
 
 def _block_barrier_id(op):
@@ -163,6 +164,53 @@ def check(an):
                 )
             )
     out.extend(_wide(an))
+    out.extend(_warp(an))
+    return out
+
+
+def _warp(an):
+    """Warp collectives (`__shfl_*_sync`, votes, `elect.sync`, `__syncwarp(mask)`, ...) whose
+    member mask names lanes that never execute them, or executed by a lane outside their mask
+    (`checks/warp_collectives.py`)."""
+    out = []
+    for mm in collectives(an).mismatches:
+        op = mm.site
+        shown = f"{mm.instr}, " if mm.instr != op.api else ""
+        what = f"`{op.api}` ({shown}member mask 0x{mm.mask:08x})"
+        if mm.kind == "not_in_mask":
+            msg = (
+                f"{what} is executed by {describe_lanes(mm.missing)} of warp {mm.warp}, not in its member mask: "
+                "the behaviour is undefined"
+            )
+            help_ = "the executing lane must be in the mask: pass the mask of the lanes that take this branch"
+            rel = []
+        else:
+            msg = (
+                f"{what} is a warp collective every lane named in its mask must execute, but in warp {mm.warp} "
+                f"only {describe_lanes(mm.reaching)} reach it; {describe_lanes(mm.missing)} never do (they reach "
+                f"{'fewer ' + mm.instr + ' sites of that mask' if mm.others else 'no ' + mm.instr + ' of that mask'})"
+            )
+            help_ = (
+                "give the collective the mask of the lanes that reach it (e.g. 0x0000ffff in a `lane < 16` branch), "
+                "or move it out of the lane condition"
+            )
+            rel = [related(o, "the lanes left out reach this one") for o in mm.others[:3]]
+        out.append(
+            finding(
+                "TK501",
+                msg,
+                user_site(op),
+                related=in_helper(op) + rel,
+                witness={
+                    "instruction": mm.instr,
+                    "mask": f"0x{mm.mask:08x}",
+                    "warp": mm.warp,
+                    "reaching": describe_lanes(mm.reaching),
+                    "missing": describe_lanes(mm.missing),
+                },
+                help=help_,
+            )
+        )
     return out
 
 

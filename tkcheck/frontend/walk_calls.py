@@ -347,6 +347,18 @@ class CallLowering:
             r = self.w.libcu.call(base, qual, btargs, args, ctx, cursor)
             if r is not NotImplemented:
                 return r
+        if not quals and base in K.WARP_COLLECTIVE_CALLS and base not in self.w.mb.functions:
+            # `__shfl_down_sync(mask, v, d)`, `__ballot_sync(mask, p)`, ...: a warp collective
+            # with its member mask (argument 0); the value it returns stays unknown
+            vals = [self.w.ev(a, ctx, cursor) for a in args]
+            mask = convert_int(vals[0], "unsigned int") if vals and isinstance(vals[0], Expr) else None
+            instr = K.WARP_COLLECTIVE_CALLS[base]
+            loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+            self.w.emit(
+                ir.Op(ir.WARP_COLL, base, loc, ctx.guard, ctx.loops, warp_coll=ir.WarpCollFacts(instr, mask)), ctx
+            )
+            self.w.stmts.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+            return self.w.exprs.opaque_from(node, vals)
         spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
         if (
             spec is None
