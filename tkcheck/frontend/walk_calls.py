@@ -124,6 +124,18 @@ class CallLowering:
             # elect.sync over the full warp: one lane, the lowest (lane 0 when the warp is whole);
             # a group's elect_leader is that lane of the group's first warp
             n = 32 * (scope_warps or 1)
+            if (scope_warps or 1) == 1:
+                # the election is a warp collective of the full mask (of the lanes active at the
+                # call, for `elect_leader_from_active`: a mask the model does not know)
+                mask = None if base == "elect_leader_from_active" else E.Const(0xFFFFFFFF)
+                loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+                api = f"{qual}::{base}" if qual else base
+                self.w.emit(
+                    ir.Op(
+                        ir.WARP_COLL, api, loc, ctx.guard, ctx.loops, warp_coll=ir.WarpCollFacts("elect.sync", mask)
+                    ),
+                    ctx,
+                )
             return E.binop("==", E.binop("%", E.TID, E.Const(n)), E.Const(0))
         if base in ("cluster_ctarank", "block_rank_in_cluster"):
             return E.Var("cta_rank", E.PARAM)
