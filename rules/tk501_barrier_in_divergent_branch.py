@@ -322,10 +322,30 @@ Named barriers with an explicit count reached from several role branches (as
 TK's `prototype::lcf` does) are legal when exactly `count` threads arrive; that
 is TK404's question, not this rule's.
 
+Warp collectives are barriers of the lanes their member mask names:
+`__syncwarp(mask)` / `bar.warp.sync`, the shuffles (`__shfl_*_sync`,
+`shfl.sync`), votes (`__ballot_sync`, `__any_sync`, `vote.sync`), matches,
+reductions (`__reduce_*_sync`, `redux.sync`) and `elect.sync` (TK's
+`elect_one_sync` / `elect_leader`, inline PTX). PTX waits until every
+non-exited lane of the mask has executed the same instruction with the same
+mask (any `bar.warp.sync` of that mask on sm_70+), and the executing lane must
+be in the mask. Per warp and mask, the rule reports a lane that executes a
+collective outside its own mask, and a site reached by some lanes of the mask
+that other lanes of it never reach, when those lanes reach only sites the
+first ones reach too (so they run the collective fewer times): a full-mask
+`__shfl_down_sync` or `__syncwarp()` inside `if (lane < 16)`, an
+`elect.sync` under `lane < 16 && ...`. Masks computed at run time
+(`__activemask()`) and lanes chosen by data leave the question undecided
+(`tkcheck coverage`).
+
 ## Why is this bad?
 `bar.sync` waits for its full thread count. Threads that skip the branch never
 arrive: the block hangs (or, with `__syncthreads` in some architectures'
-implementations, synchronises with an unrelated later barrier).
+implementations, synchronises with an unrelated later barrier). A warp
+collective whose mask names lanes that never execute it is undefined: it
+hangs, or returns values of lanes that never took part (the H100 gave wrong
+results for a half-warp shuffle and `__syncwarp()` with the full mask, and
+hung on a half-warp `elect.sync`).
 
 ## Example
 ```cuda
