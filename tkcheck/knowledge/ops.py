@@ -1048,6 +1048,7 @@ CONSTANTS = {
     "WARPGROUP_THREADS": 128,
     "MAX_SHARED_MEMORY": 227 * 1024,
     "MAX_TENSOR_ROWS": 128,
+    "MASK_ALL": 0xFFFFFFFF,  # the full warp mask of the shuffles (common/util.cuh)
     "warpSize": 32,
 }
 
