@@ -53,7 +53,9 @@ class Mismatch:
     mask: int
     warp: int
     reaching: frozenset[int]  # lanes (0-31) of the warp that execute the site
-    missing: frozenset[int]  # lanes named by the mask that never execute it (not_in_mask: the executing lanes outside it)
+    missing: frozenset[
+        int
+    ]  # lanes named by the mask that never execute it (not_in_mask: the executing lanes outside it)
     others: list[ir.Op] = field(default_factory=list)  # the class's sites the missing lanes do reach
 
 
@@ -258,8 +260,10 @@ def _collectives(an: Analysis) -> WarpCollectives:
                             verdict = _compare(an, sites, weights, sa, sb, surely_reached)
                             pairs_done[key] = verdict
                         if verdict == "unknown" and unknown is None:
-                            unknown = (sites[min(sa ^ sb or sa)], "lanes named by one mask reach its sites a number "
-                                       "of times not proved equal")
+                            unknown = (
+                                sites[min(sa ^ sb or sa)],
+                                "lanes named by one mask reach its sites a number of times not proved equal",
+                            )
                         if verdict.startswith("missing:"):
                             i = int(verdict.split(":")[1])
                             site = sites[i]

@@ -131,9 +131,7 @@ class CallLowering:
                 loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
                 api = f"{qual}::{base}" if qual else base
                 self.w.emit(
-                    ir.Op(
-                        ir.WARP_COLL, api, loc, ctx.guard, ctx.loops, warp_coll=ir.WarpCollFacts("elect.sync", mask)
-                    ),
+                    ir.Op(ir.WARP_COLL, api, loc, ctx.guard, ctx.loops, warp_coll=ir.WarpCollFacts("elect.sync", mask)),
                     ctx,
                 )
             return E.binop("==", E.binop("%", E.TID, E.Const(n)), E.Const(0))

@@ -1317,7 +1317,13 @@ class StatementWalk:
                         trip = E.ite(E.binop("<=", span, E.Const(0)), E.Const(0), t)
             elif isinstance(node, cexpr.Bin) and node.op == "&&":
                 trip = None
-        if cond_c is not None and var is not None and step is None and isinstance(init_v, E.Const) and inc_c is not None:
+        if (
+            cond_c is not None
+            and var is not None
+            and step is None
+            and isinstance(init_v, E.Const)
+            and inc_c is not None
+        ):
             trip = self._geometric_trip(var, init_v, cond_c, inc_c, ctx)
         if cond_c is not None and (
             var is None
