@@ -1,11 +1,12 @@
 """TK501: a block or group barrier reached by only part of its participants."""
 
 from tkcheck.checks.threads import describe
+from tkcheck.checks.warp_collectives import collectives, describe_lanes
 from tkcheck.checks.wide_barriers import divergences
 from tkcheck.model import ir
 from tkcheck.rule import Explains, Rule
 
-from ._common import HEADER, finding, related
+from ._common import HEADER, finding, in_helper, related, user_site
 
 
 def _block_barrier_id(op):
@@ -163,6 +164,53 @@ def check(an):
                 )
             )
     out.extend(_wide(an))
+    out.extend(_warp(an))
+    return out
+
+
+def _warp(an):
+    """Warp collectives (`__shfl_*_sync`, votes, `elect.sync`, `__syncwarp(mask)`, ...) whose
+    member mask names lanes that never execute them, or executed by a lane outside their mask
+    (`checks/warp_collectives.py`)."""
+    out = []
+    for mm in collectives(an).mismatches:
+        op = mm.site
+        shown = f"{mm.instr}, " if mm.instr != op.api else ""
+        what = f"`{op.api}` ({shown}member mask 0x{mm.mask:08x})"
+        if mm.kind == "not_in_mask":
+            msg = (
+                f"{what} is executed by {describe_lanes(mm.missing)} of warp {mm.warp}, not in its member mask: "
+                "the behaviour is undefined"
+            )
+            help_ = "the executing lane must be in the mask: pass the mask of the lanes that take this branch"
+            rel = []
+        else:
+            msg = (
+                f"{what} is a warp collective every lane named in its mask must execute, but in warp {mm.warp} "
+                f"only {describe_lanes(mm.reaching)} reach it; {describe_lanes(mm.missing)} never do (they reach "
+                f"{'fewer ' + mm.instr + ' sites of that mask' if mm.others else 'no ' + mm.instr + ' of that mask'})"
+            )
+            help_ = (
+                "give the collective the mask of the lanes that reach it (e.g. 0x0000ffff in a `lane < 16` branch), "
+                "or move it out of the lane condition"
+            )
+            rel = [related(o, "the lanes left out reach this one") for o in mm.others[:3]]
+        out.append(
+            finding(
+                "TK501",
+                msg,
+                user_site(op),
+                related=in_helper(op) + rel,
+                witness={
+                    "instruction": mm.instr,
+                    "mask": f"0x{mm.mask:08x}",
+                    "warp": mm.warp,
+                    "reaching": describe_lanes(mm.reaching),
+                    "missing": describe_lanes(mm.missing),
+                },
+                help=help_,
+            )
+        )
     return out
 
 
@@ -274,10 +322,30 @@ Named barriers with an explicit count reached from several role branches (as
 TK's `prototype::lcf` does) are legal when exactly `count` threads arrive; that
 is TK404's question, not this rule's.
 
+Warp collectives are barriers of the lanes their member mask names:
+`__syncwarp(mask)` / `bar.warp.sync`, the shuffles (`__shfl_*_sync`,
+`shfl.sync`), votes (`__ballot_sync`, `__any_sync`, `vote.sync`), matches,
+reductions (`__reduce_*_sync`, `redux.sync`) and `elect.sync` (TK's
+`elect_one_sync` / `elect_leader`, inline PTX). PTX waits until every
+non-exited lane of the mask has executed the same instruction with the same
+mask (any `bar.warp.sync` of that mask on sm_70+), and the executing lane must
+be in the mask. Per warp and mask, the rule reports a lane that executes a
+collective outside its own mask, and a site reached by some lanes of the mask
+that other lanes of it never reach, when those lanes reach only sites the
+first ones reach too (so they run the collective fewer times): a full-mask
+`__shfl_down_sync` or `__syncwarp()` inside `if (lane < 16)`, an
+`elect.sync` under `lane < 16 && ...`. Masks computed at run time
+(`__activemask()`) and lanes chosen by data leave the question undecided
+(`tkcheck coverage`).
+
 ## Why is this bad?
 `bar.sync` waits for its full thread count. Threads that skip the branch never
 arrive: the block hangs (or, with `__syncthreads` in some architectures'
-implementations, synchronises with an unrelated later barrier).
+implementations, synchronises with an unrelated later barrier). A warp
+collective whose mask names lanes that never execute it is undefined: it
+hangs, or returns values of lanes that never took part (the H100 gave wrong
+results for a half-warp shuffle and `__syncwarp()` with the full mask, and
+hung on a half-warp `elect.sync`).
 
 ## Example
 ```cuda

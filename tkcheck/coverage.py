@@ -135,6 +135,28 @@ SYNC_APIS = frozenset(
         }
     )
 )
+# the warp collectives of CUDA (knowledge/ops.WARP_COLLECTIVE_CALLS): each a site, modelled as a
+# WARP_COLL event with its member mask
+SYNC_APIS = SYNC_APIS | frozenset(
+    {
+        "__shfl_sync",
+        "__shfl_up_sync",
+        "__shfl_down_sync",
+        "__shfl_xor_sync",
+        "__ballot_sync",
+        "__any_sync",
+        "__all_sync",
+        "__uni_sync",
+        "__match_any_sync",
+        "__match_all_sync",
+        "__reduce_add_sync",
+        "__reduce_min_sync",
+        "__reduce_max_sync",
+        "__reduce_and_sync",
+        "__reduce_or_sync",
+        "__reduce_xor_sync",
+    }
+)
 # libcu++ calls whose base name alone is too common to count (`init`, `quit`): a site only when
 # spelled with the qualifier (`cuda::init(&bar, n)`), unqualified on an address (`init(&bar, n)`,
 # found by argument-dependent lookup) or as a method (`pipe.quit()`); and the
@@ -154,7 +176,9 @@ _ATOMIC_OBJECT = re.compile(
 # PTX that synchronises: an asm statement with any of these is one site
 SYNC_PTX = re.compile(
     r"\b(mbarrier\.|cp\.async|cp\.reduce\.async|wgmma\.|tcgen05\.|bar\.sync|bar\.arrive|barrier\.|fence\.|membar\.|"
-    r"griddepcontrol\.|red\.release|atom\.release|ld\.acquire|st\.release)"
+    r"griddepcontrol\.|red\.release|atom\.release|ld\.acquire|st\.release|"
+    # warp collectives with a member mask
+    r"shfl\.sync|vote\.sync|match\.(?:any|all)\.sync|redux\.sync|elect\.sync|bar\.warp\.sync)"
 )
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;(){}]*?>)?\s*\(")
 _NOT_MODELLED_KINDS = {ir.CALL}
@@ -496,6 +520,30 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     add_bulk_store_undecided(entry, an)
     add_release_undecided(entry, an)
     add_descriptor_undecided(entry, an)
+    add_warp_collective_undecided(entry, an)
+
+
+def add_warp_collective_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One obligation per warp-collective instruction the kernel uses (`checks.warp_collectives`:
+    does every lane named by a member mask execute the collective as often as the lanes that do?),
+    decided unless a site of it was left undecided, listed with its reason."""
+    from .checks import warp_collectives
+
+    facts = warp_collectives.collectives(an)
+    entry.obligations += facts.asked
+    entry.obligations_decided += facts.asked - len({u.instr for u in facts.undecided})
+    for u in facts.undecided:
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    u.site.location,
+                    an.model,
+                    f"warp collective {u.instr}: whether every lane named by its member mask executes it is not "
+                    f"decided: {u.why}",
+                    u.site.callers,
+                )
+            )
+        )
 
 
 def add_descriptor_undecided(entry: KernelCoverage, an: Analysis) -> None:

@@ -112,6 +112,14 @@ class AsmLowering:
             if p.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE) and p.global_access is not None:
                 kw["global_access"] = self._global_operands(c, ctx, p, p.global_access)
             op(p.kind, p.api, **kw)
+        for instr, mtext in K.ptx_warp_collectives(ptx):
+            # a warp collective and its member mask (checks/warp_collectives.py); bar.warp.sync
+            # is `__syncwarp(mask)`, a SYNC of the mask's lanes
+            mask = self._mask_value(c, ctx, mtext)
+            if instr == "bar.warp.sync":
+                op(ir.SYNC, instr, sync=ir.SyncFacts("warp", mask))
+            else:
+                op(ir.WARP_COLL, instr, warp_coll=ir.WarpCollFacts(instr, mask))
         asyncs, understood = K.ptx_async_ops(ptx, looped=looped)
         for a in asyncs:
             self._async_op(c, ctx, a, loc, facts)
@@ -628,6 +636,12 @@ class AsmLowering:
             db = v.type.dtype_bytes if v.type is not None and v.type.dtype_bytes else None
             a = E.binop("+", a, E.binop("*", extra, E.Const(db)) if db else E.opaque("data offset"))
         return a
+
+    def _mask_value(self, c: Any, ctx: Ctx, text: str | None) -> Expr | None:
+        """A member mask operand: a hexadecimal or decimal literal, or `%N` (`_ptx_value`)."""
+        if text is not None and re.fullmatch(r"0[xX][0-9a-fA-F]+", text):
+            return E.Const(int(text, 16))
+        return self._ptx_value(c, ctx, text)
 
     def _ptx_value(self, c: Any, ctx: Ctx, text: str | None) -> Expr | None:
         """An instruction operand of the asm statement at `c` as an Expr: an integer literal, or

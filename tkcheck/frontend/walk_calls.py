@@ -124,6 +124,20 @@ class CallLowering:
             # elect.sync over the full warp: one lane, the lowest (lane 0 when the warp is whole);
             # a group's elect_leader is that lane of the group's first warp
             n = 32 * (scope_warps or 1)
+            own = self.w.mb.functions.get(base) if not quals else None
+            if (scope_warps or 1) == 1 and (
+                # the user's own helper of that name is a collective only if it elects with elect.sync
+                not own or any(re.search(r"elect[._]sync\b", " ".join(tokens_of(c))) for c in own)
+            ):
+                # the election is a warp collective of the full mask (of the lanes active at the
+                # call, for `elect_leader_from_active`: a mask the model does not know)
+                mask = None if base == "elect_leader_from_active" else E.Const(0xFFFFFFFF)
+                loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+                api = f"{qual}::{base}" if qual else base
+                self.w.emit(
+                    ir.Op(ir.WARP_COLL, api, loc, ctx.guard, ctx.loops, warp_coll=ir.WarpCollFacts("elect.sync", mask)),
+                    ctx,
+                )
             return E.binop("==", E.binop("%", E.TID, E.Const(n)), E.Const(0))
         if base in ("cluster_ctarank", "block_rank_in_cluster"):
             return E.Var("cta_rank", E.PARAM)
@@ -347,6 +361,18 @@ class CallLowering:
             r = self.w.libcu.call(base, qual, btargs, args, ctx, cursor)
             if r is not NotImplemented:
                 return r
+        if not quals and base in K.WARP_COLLECTIVE_CALLS and base not in self.w.mb.functions:
+            # `__shfl_down_sync(mask, v, d)`, `__ballot_sync(mask, p)`, ...: a warp collective
+            # with its member mask (argument 0); the value it returns stays unknown
+            vals = [self.w.ev(a, ctx, cursor) for a in args]
+            mask = convert_int(vals[0], "unsigned int") if vals and isinstance(vals[0], Expr) else None
+            instr = K.WARP_COLLECTIVE_CALLS[base]
+            loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+            self.w.emit(
+                ir.Op(ir.WARP_COLL, base, loc, ctx.guard, ctx.loops, warp_coll=ir.WarpCollFacts(instr, mask)), ctx
+            )
+            self.w.stmts.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+            return self.w.exprs.opaque_from(node, vals)
         spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
         if (
             spec is None

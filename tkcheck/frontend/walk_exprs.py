@@ -31,7 +31,9 @@ class ExprEvaluation:
         # it): Var name -> the kernel pointer parameter the address is computed from
         self._global_ptrs: dict[str, str] = {}
 
-    _MEMORY_KINDS = (ir.SMEM_ACCESS, ir.GLOBAL_LOAD, ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL)
+    # and the warp collectives (`if (__any_sync(m, p))`, `if (lane < 16 && elect_one())`): they
+    # synchronise their lanes wherever they are evaluated
+    _MEMORY_KINDS = (ir.SMEM_ACCESS, ir.GLOBAL_LOAD, ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL, ir.WARP_COLL)
 
     @contextmanager
     def memory_only(self):
@@ -142,7 +144,14 @@ class ExprEvaluation:
                 a = self.ev(na, ctx, cursor)
                 if op in ("&&", "||") and isinstance(a, E.Const) and bool(a.value) == (op == "||"):
                     return E.Const(op == "||")  # short-circuit: the right operand is not evaluated
-                b = self.ev(nb, ctx, cursor)
+                bctx = ctx
+                if op in ("&&", "||") and isinstance(a, Expr) and not ctx.dry:
+                    # the right operand runs only where the left one let it (`lane < 16 &&
+                    # elect_one()`): the events it emits are guarded by that
+                    st = self.w.stmts
+                    cls, cexp = st._classify(_to_bool(a), ctx)
+                    bctx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, op == "&&"))
+                b = self.ev(nb, bctx, cursor)
                 if isinstance(a, Expr) and isinstance(b, Expr):
                     if op in ("&&", "||"):
                         a, b = _to_bool(a), _to_bool(b)

@@ -1317,6 +1317,14 @@ class StatementWalk:
                         trip = E.ite(E.binop("<=", span, E.Const(0)), E.Const(0), t)
             elif isinstance(node, cexpr.Bin) and node.op == "&&":
                 trip = None
+        if (
+            cond_c is not None
+            and var is not None
+            and step is None
+            and isinstance(init_v, E.Const)
+            and inc_c is not None
+        ):
+            trip = self._geometric_trip(var, init_v, cond_c, inc_c, ctx)
         if cond_c is not None and (
             var is None
             or not re.search(
@@ -1329,6 +1337,56 @@ class StatementWalk:
             if isinstance(cv, E.Const) and cv.value:
                 infinite = True
         return var, init_v, step, trip, infinite
+
+    _GEOMETRIC_MAX = 64  # iterations run to find the trip count of a halving / doubling loop
+
+    def _geometric_trip(self, var, init_v: E.Const, cond_c, inc_c, ctx: Ctx) -> E.Expr | None:
+        """The trip count of a loop whose variable starts at a constant and is shifted, halved or
+        doubled by a constant (`for (int off = 16; off > 0; off >>= 1)`, the tree reduction of a
+        warp shuffle) against a constant bound, found by running it (at most _GEOMETRIC_MAX
+        iterations); None for any other shape (the induction variable stays opaque)."""
+        dry = replace(ctx, dry=True)
+        inc = cexpr.parse_expression(tokens_of(inc_c), value_names(ctx.env))
+        upd = None
+        if isinstance(inc, cexpr.Assign) and inc.target == var and inc.op in (">>=", "<<=", "/=", "*="):
+            upd, rhs = inc.op[:-1], inc.value
+        elif (
+            isinstance(inc, cexpr.Assign)
+            and inc.target == var
+            and inc.op == "="
+            and isinstance(inc.value, cexpr.Bin)
+            and inc.value.op in (">>", "<<", "/", "*")
+            and inc.value.a == var
+        ):
+            upd, rhs = inc.value.op, inc.value.b
+        if upd is None:
+            return None
+        c = self.w.ev(rhs, dry)
+        cond = cexpr.parse_expression(tokens_of(cond_c), value_names(ctx.env))
+        if not (isinstance(cond, cexpr.Bin) and cond.a == var and cond.op in ("<", "<=", ">", ">=", "!=")):
+            return None
+        bound = self.w.ev(cond.b, dry)
+        ints = [x.value if isinstance(x, E.Const) and type(x.value) is int else None for x in (init_v, c, bound)]
+        if any(x is None for x in ints):
+            return None
+        x, k, b = ints
+        if (upd in ("/", "*") and k < 2) or (upd in (">>", "<<") and not 0 < k < 32):
+            return None
+        tests = {
+            "<": lambda v: v < b,
+            "<=": lambda v: v <= b,
+            ">": lambda v: v > b,
+            ">=": lambda v: v >= b,
+            "!=": lambda v: v != b,
+        }
+        for n in range(self._GEOMETRIC_MAX + 1):
+            if not tests[cond.op](x):
+                return E.Const(n)
+            q = abs(x) // k
+            x = {">>": x >> k, "<<": x << k, "/": q if x >= 0 else -q, "*": x * k}[upd]
+            if abs(x) >= 1 << 62:
+                return None
+        return None
 
     def _assigned_names(self, body, inc_c, env=None) -> list[str]:
         names = []

@@ -353,6 +353,67 @@ def classify_ptx(ptx: str) -> ir.AsmFacts:
     )
 
 
+# Warp collectives with a member mask (PTX ISA, "Parallel Synchronization and Communication
+# Instructions": shfl.sync, vote.sync, match.sync, redux.sync, elect.sync, bar.warp.sync). Each
+# makes the executing thread wait until every non-exited thread named in its membermask has
+# executed the instruction "with the same qualifiers and same membermask value" (elect.sync: "all
+# threads in the membermask"); the behaviour is undefined when the executing thread is not in the
+# mask. bar.warp.sync (CUDA's __syncwarp) pairs any bar.warp.sync of the same mask on sm_70+.
+# The CUDA intrinsics are those instructions (CUDA C++ Programming Guide, warp shuffle / vote /
+# match / reduce functions: "all non-exited threads named in mask must execute the same intrinsic
+# with the same mask"). The name kept is the instruction with the qualifiers that must agree
+# (the data type aside: two sites that differ only in it are taken as one, which can only hide a
+# mismatch, never make one). Argument 0 is the mask.
+WARP_COLLECTIVE_CALLS: dict[str, str] = {
+    "__shfl_sync": "shfl.sync.idx",
+    "__shfl_up_sync": "shfl.sync.up",
+    "__shfl_down_sync": "shfl.sync.down",
+    "__shfl_xor_sync": "shfl.sync.bfly",
+    "__ballot_sync": "vote.sync.ballot",
+    "__any_sync": "vote.sync.any",
+    "__all_sync": "vote.sync.all",
+    "__uni_sync": "vote.sync.uni",
+    "__match_any_sync": "match.sync.any",
+    "__match_all_sync": "match.sync.all",
+    "__reduce_add_sync": "redux.sync.add",
+    "__reduce_min_sync": "redux.sync.min",
+    "__reduce_max_sync": "redux.sync.max",
+    "__reduce_and_sync": "redux.sync.and",
+    "__reduce_or_sync": "redux.sync.or",
+    "__reduce_xor_sync": "redux.sync.xor",
+}
+# `shfl.sync.down.b32 d|p, a, b, c, membermask;`, `vote.sync.ballot.b32 d, p, membermask;`,
+# `match.any.sync.b32 d, a, membermask;`, `redux.sync.add.u32 d, a, membermask;`,
+# `elect.sync d|p, membermask;`, `bar.warp.sync membermask;`: the membermask is the last operand
+_PTX_WARP_COLL = re.compile(
+    r"(?<![\w.])(shfl\.sync|vote\.sync|match\.(?:any|all)\.sync|redux\.sync|elect\.sync|bar\.warp\.sync)"
+    r"((?:\.[a-z0-9]+)*)\s*([^;]*);"
+)
+_PTX_WARP_MODES = {
+    "shfl.sync": ("up", "down", "bfly", "idx"),
+    "vote.sync": ("all", "any", "uni", "ballot"),
+    "redux.sync": ("add", "min", "max", "and", "or", "xor"),
+}
+
+
+def ptx_warp_collectives(ptx: str) -> list[tuple[str, str | None]]:
+    """The warp collectives of one asm statement's PTX, in order: (the instruction with the
+    qualifiers that must agree -- "shfl.sync.down", "match.sync.any", "elect.sync",
+    "bar.warp.sync" --, the membermask operand's text: `0xffffffff`, `%3`, or None)."""
+    out: list[tuple[str, str | None]] = []
+    text = ptx.replace("\\n", " ").replace("\\t", " ")
+    for m in _PTX_WARP_COLL.finditer(text):
+        base, quals, args = m.group(1), [q for q in m.group(2).split(".") if q], m.group(3)
+        if base.startswith("match."):
+            name = "match.sync." + base.split(".")[1]
+        else:
+            mode = next((q for q in quals if q in _PTX_WARP_MODES.get(base, ())), None)
+            name = base + ("." + mode if mode else "")
+        ops = [a.strip() for a in args.split(",") if a.strip()]
+        out.append((name, ops[-1] if ops else None))
+    return out
+
+
 # The model ops an asm statement's PTX performs (frontend/walk_asm.py emits them in this order):
 # block and named barriers, fences, register reallocation, global signals and loads, then a shared
 # access (its address operand tracked) and, for raw mbarrier / bulk-copy / wgmma PTX, an opaque
@@ -987,6 +1048,7 @@ CONSTANTS = {
     "WARPGROUP_THREADS": 128,
     "MAX_SHARED_MEMORY": 227 * 1024,
     "MAX_TENSOR_ROWS": 128,
+    "MASK_ALL": 0xFFFFFFFF,  # the full warp mask of the shuffles (common/util.cuh)
     "warpSize": 32,
 }
 

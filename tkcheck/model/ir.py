@@ -320,6 +320,20 @@ class SyncFacts:
 
 
 @dataclass(frozen=True)
+class WarpCollFacts:
+    """A WARP_COLL: a warp collective with a member mask (PTX `shfl.sync`, `vote.sync`,
+    `match.sync`, `redux.sync`, `elect.sync`; CUDA's `__shfl_*_sync`, `__ballot_sync`, ...). Each
+    executing thread waits until every non-exited lane named in `mask` has executed the same
+    instruction (`instr`: its name with the qualifiers that must agree, "shfl.sync.down") with
+    the same mask; the executing lane must be in the mask. No memory ordering: not a SYNC.
+    `__syncwarp(mask)` / `bar.warp.sync` stays a SYNC of kind warp (it orders memory too);
+    checks/warp_collectives.py reads both."""
+
+    instr: str
+    mask: Expr | None = None  # None: not known (e.g. `__activemask()`)
+
+
+@dataclass(frozen=True)
 class FenceFacts:
     """A FENCE: proxy_async | tcgen05_before | tcgen05_after | mbarrier_init | membar_gl |
     membar_sys | membar_cta | membar_cluster."""
@@ -500,6 +514,7 @@ MMA_COMMIT = "mma_commit"
 MMA_WAIT = "mma_wait"  # n
 MMA_FENCE = "mma_fence"
 SYNC = "sync"  # sync (SyncFacts); sync_id, count
+WARP_COLL = "warp_coll"  # warp_coll (WarpCollFacts): shfl/vote/match/redux/elect .sync with a member mask
 NAMED_ARRIVE = "named_arrive"  # bar.arrive id, count
 FENCE = "fence"  # fence (FenceFacts)
 SETMAXNREG = "setmaxnreg"  # increase, count (registers)
@@ -544,6 +559,7 @@ class Op:
     mma: MmaFacts | None = None  # MMA
     asm: AsmFacts | None = None  # any op written as inline PTX
     sync: SyncFacts | None = None  # SYNC
+    warp_coll: WarpCollFacts | None = None  # WARP_COLL
     fence: FenceFacts | None = None  # FENCE
     mbar: BarrierFacts | None = None  # MBAR_ARRIVE, MBAR_EXPECT, MBAR_WAIT, TMA_LOAD
     transfer: TransferFacts | None = None  # TMA_LOAD, TMA_STORE
