@@ -388,7 +388,7 @@ def test_pdl_runtime_calls_are_events_and_an_unlaunched_kernel_is_coverage(tmp_p
     """The CUDA runtime's device calls of programmatic dependent launch parse (they were a clang
     error, TK000) and are PDL events (modelled sync ops, round 8): the happens-before engine asks
     whether the kernel's global accesses are ordered after its wait against the grid launched
-    before it (TK409). A kernel no host code of the file launches has no known prerequisite grid:
+    before it. A kernel no host code of the file launches has no known prerequisite grid:
     that obligation is undecided, with why, never a pass and never a finding."""
     (tmp_path / "k.cu").write_text(PDL_RUNTIME)
     p = run(["coverage", "k.cu", "--output-format", "json"], tmp_path)

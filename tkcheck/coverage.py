@@ -84,7 +84,7 @@ SYNC_APIS = frozenset(
         "cp_async_bulk_wait_group",
         "fence_proxy_async",
         # programmatic dependent launch spelled with the CUDA runtime's device calls (the PTX
-        # `griddepcontrol.wait` / `.launch_dependents` they are): PDL events (TK409's question)
+        # `griddepcontrol.wait` / `.launch_dependents` they are): PDL events (checks/pdl.py asks about them)
         "cudaGridDependencySynchronize",
         "cudaTriggerProgrammaticLaunchCompletion",
         # TK's multi-GPU counters (barrier_t): signal, signal_all, barrier_all (and its 4-argument wait)

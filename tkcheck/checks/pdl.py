@@ -15,7 +15,7 @@ trigger before its own wait returned. Each global access A of this kernel is *af
 *before* it (some thread of A reaches it with no wait and nothing that could order it after
 another thread's wait: no barrier, mbarrier wait, spin, acquire or unmodelled call before it; or
 the kernel has no wait at all), or undecided. A before-access that conflicts with an access of a
-running grid to the same host buffer (one of them a write) is a proved race (TK409) when the
+running grid to the same host buffer (one of them a write) is a proved race when the
 running grid surely triggers early (unconditionally, in every block) and every hop of the chain
 surely does; otherwise, and wherever a buffer, a predecessor or a grid's accesses are not known,
 the pair is undecided (coverage, never a finding).
