@@ -242,6 +242,11 @@ def _conflicts(an: Analysis) -> PdlFacts:
     if len(grid.models.get(base, [])) != 1:
         facts.undecided.append("several kernels of this name: which one a launch runs is not resolved")
         return facts
+    if base in grid.unfollowed or grid.notes:
+        facts.undecided.append(
+            "a launch of the kernel (or host code of the file) was not followed: "
+            + (grid.notes[0] if grid.notes else "arguments passed through a `void **` array")
+        )
     acc = accesses(an)
     cache: dict = {}
     seen = set()

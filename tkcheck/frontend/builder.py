@@ -597,7 +597,7 @@ class ModelBuilder:
 
         try:
             grid = LaunchChain(self).read()
-        except (ValueError, AttributeError, RecursionError):  # a libclang cursor this does not read
+        except Exception:  # noqa: BLE001 - host code this does not read: the grid stays unknown (coverage)
             grid = ir.GridModel(notes=["host launches not read"])
             grid.unfollowed.update(m.name.split("<")[0] for m in models)
         for m in models:
