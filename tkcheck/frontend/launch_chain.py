@@ -169,15 +169,9 @@ def _arguments(call: Any) -> list:
 
 def _is_pointer(t: Any) -> bool:
     try:
-        return t.get_canonical().kind == ci_pointer()
-    except Exception:  # noqa: BLE001
+        return t.get_canonical().kind.name == "POINTER"
+    except Exception:  # noqa: BLE001 - a type libclang cannot canonicalise
         return False
-
-
-def ci_pointer() -> Any:
-    import clang.cindex as ci
-
-    return ci.TypeKind.POINTER
 
 
 class LaunchChain:
@@ -424,7 +418,6 @@ class LaunchChain:
             return
         if k == CK.BINARY_OPERATOR:
             kids = _children(c)
-            toks = tokens_of(c)
             lhs = _strip(kids[0]) if kids else None
             if len(kids) == 2 and lhs is not None and lhs.kind == CK.DECL_REF_EXPR and self._is_assign(c, kids[0]):
                 self._expr(kids[1], p, depth)
@@ -432,7 +425,6 @@ class LaunchChain:
                 if d is not None and (d in p.vars or _is_pointer(d.type)):
                     p.vars[d] = self._value(kids[1], p)
                 return
-            del toks
         if k == CK.COMPOUND_ASSIGNMENT_OPERATOR:
             kids = _children(c)
             lhs = _strip(kids[0]) if kids else None
