@@ -84,8 +84,7 @@ SYNC_APIS = frozenset(
         "cp_async_bulk_wait_group",
         "fence_proxy_async",
         # programmatic dependent launch spelled with the CUDA runtime's device calls (the PTX
-        # `griddepcontrol.wait` / `.launch_dependents` they are): the model has no event for them
-        # outside TK's pdl::, so each is a site that stays "not modelled"
+        # `griddepcontrol.wait` / `.launch_dependents` they are): PDL events (checks/pdl.py asks about them)
         "cudaGridDependencySynchronize",
         "cudaTriggerProgrammaticLaunchCompletion",
         # TK's multi-GPU counters (barrier_t): signal, signal_all, barrier_all (and its 4-argument wait)
@@ -163,7 +162,7 @@ SYNC_APIS = SYNC_APIS | frozenset(
 # `cuda::ptx::` wrappers of mbarrier / bulk-copy / fence PTX, each a site under its own name
 _LIBCU_CALL = re.compile(
     r"(?:\bcuda\s*::\s*(init)|(?<![\w.:>])\s*\b(init)(?=\s*\(\s*&)|\.\s*(quit)|\bptx\s*::\s*((?:mbarrier|cp_async|fence|barrier_cluster|"
-    r"cp_reduce_async|elect_sync|tensormap)\w*))\s*(?:<[^;(){}]*?>)?\s*\("
+    r"cp_reduce_async|elect_sync|tensormap|griddepcontrol)\w*))\s*(?:<[^;(){}]*?>)?\s*\("
 )
 # libcu++ / C++ atomics spelled as objects (`cuda::atomic_ref<int, cuda::thread_scope_device> c(x);`,
 # `cuda::std::atomic<int>`, `cuda::atomic_thread_fence(...)`): a site each, modelled when the walk
@@ -521,6 +520,7 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     add_release_undecided(entry, an)
     add_descriptor_undecided(entry, an)
     add_warp_collective_undecided(entry, an)
+    add_pdl_undecided(entry, an)
 
 
 def add_warp_collective_undecided(entry: KernelCoverage, an: Analysis) -> None:
@@ -544,6 +544,30 @@ def add_warp_collective_undecided(entry: KernelCoverage, an: Analysis) -> None:
                 )
             )
         )
+
+
+def add_pdl_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One obligation per kernel with a PDL op or launched with programmatic stream
+    serialisation (`checks.pdl`): are its global accesses that conflict with a grid still running
+    ordered after its `griddepcontrol.wait`? Decided when every such pair was decided (a race or
+    ordered); undecided with the first reason (a launch chain not in the file, a buffer not
+    followed, an access not proved before or after the wait)."""
+    from .checks import pdl
+
+    facts = pdl.conflicts(an)
+    if not facts.asked:
+        return
+    entry.obligations += 1
+    if not facts.undecided:
+        entry.obligations_decided += 1
+        return
+    loc = an.model.location
+    entry.unknowns.append(
+        Unknown(
+            f"{loc.filename}:{loc.row}:{loc.column}",
+            f"grid dependency (PDL): global accesses against the prerequisite grid not decided: {facts.undecided[0]}",
+        )
+    )
 
 
 def add_descriptor_undecided(entry: KernelCoverage, an: Analysis) -> None:

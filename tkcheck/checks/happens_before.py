@@ -57,8 +57,8 @@ MAY_ORDER = (
     ir.SPIN,
     ir.GLOBAL_SIGNAL,
     ir.GLOBAL_LOAD,
-    ir.PDL,
 )
+# (a PDL op orders a thread after the previous grid, never after another thread of this grid)
 # gpu-scope (or wider) fences: `__threadfence()`, `fence.sc/acq_rel.gpu`, `membar.sys`
 GPU_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
 RELEASE_SEMS = ("release", "acq_rel")

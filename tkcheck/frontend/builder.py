@@ -588,7 +588,22 @@ class ModelBuilder:
                     (spelling, loc_of(t, self.filename), "interpreter op not understood (its layout or callbacks)")
                 )
                 self._not_analysed_cursors[spelling] = t
+        self._attach_grid(models)
         return models
+
+    def _attach_grid(self, models: list[ir.KernelModel]) -> None:
+        """The file's launch sequence (launch_chain.py), shared by its kernels' models."""
+        from .launch_chain import LaunchChain
+
+        try:
+            grid = LaunchChain(self).read()
+        except Exception:  # noqa: BLE001 - host code this does not read: the grid stays unknown (coverage)
+            grid = ir.GridModel(notes=["host launches not read"])
+            grid.unfollowed.update(m.name.split("<")[0] for m in models)
+        for m in models:
+            base = m.name.split(" [op ")[0].split("<")[0].split("::")[-1]
+            grid.models.setdefault(base, []).append(m)
+            m.grid = grid
 
     def _decl_family(self, cursor) -> set:
         """A struct's cursor hash and its base classes', transitively (by name, as declared)."""

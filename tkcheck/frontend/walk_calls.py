@@ -859,6 +859,8 @@ class CallLowering:
                 op.mma = replace(op.mma, acc=mma_operands.get("acc"), a=mma_operands.get("a"), b=mma_operands.get("b"))
         elif spec.kind == ir.SETMAXNREG:
             op.increase = spec.increase
+        elif spec.kind == ir.PDL:
+            op.pdl = spec.pdl
         elif spec.kind == ir.TMA_STORE_WAIT:
             op.read_only = spec.read_only
         if spec.kind in (ir.TMA_LOAD, ir.TMA_STORE):

@@ -68,7 +68,10 @@ class ExprEvaluation:
 
     def _global_pointer(self, v) -> bool:
         """Does v point into global memory (a kernel pointer parameter or an address computed
-        from one)? A `*v` through it is a global access."""
+        from one, `&p[i]`, or `p + off`: a local `const float *row = in + r * COLS`)? A `*v` or
+        `v[i]` through it is a global access."""
+        if isinstance(v, E.Bin) and v.op in ("+", "-") and isinstance(v.a, E.Var):
+            return v.a.name in self._global_ptrs or (v.a.kind == E.PARAM and not v.a.name.startswith("?"))
         return isinstance(v, E.Var) and (v.kind == E.PARAM or v.name in self._global_ptrs)
 
     def emit(self, op: ir.Op, ctx: Ctx):

@@ -56,6 +56,8 @@ WRAPPERS = frozenset(
         "fence_proxy_async",
         "fence_mbarrier_init",
         "elect_sync",
+        "griddepcontrol_wait",
+        "griddepcontrol_launch_dependents",
     }
 )
 WAITS = frozenset({"mbarrier_try_wait_parity", "mbarrier_test_wait_parity"})
@@ -213,6 +215,8 @@ class PtxnsLowering:
             return (f"fence.proxy.async.{spaces[0]};" if spaces else "fence.proxy.async;"), []
         if base == "fence_mbarrier_init" and not v:
             return "fence.mbarrier_init.release.cluster;", []
+        if base in ("griddepcontrol_wait", "griddepcontrol_launch_dependents") and not v:
+            return f"griddepcontrol.{base[len('griddepcontrol_') :]};", []
         if base == "elect_sync" and len(v) == 1:
             return "elect.sync _|p, %0;", [v[0]]
         return None

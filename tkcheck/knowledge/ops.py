@@ -51,6 +51,7 @@ class OpSpec:
     copy_via: str | None = None
     commits: bool = False
     then_sync: str | None = None
+    pdl: str | None = None  # PDL: wait | launch_dependents
 
 
 # Base names valid at thread scope ('' or 'kittens' qualifier, or 'tma').
@@ -80,6 +81,10 @@ THREAD_OPS: dict[str, OpSpec] = {
     "__threadfence": OpSpec(ir.FENCE, (), fence_kind="membar_gl"),
     "__threadfence_system": OpSpec(ir.FENCE, (), fence_kind="membar_sys"),
     "__threadfence_block": OpSpec(ir.FENCE, (), fence_kind="membar_cta"),
+    # programmatic dependent launch, the CUDA runtime's device calls: griddepcontrol.wait and
+    # griddepcontrol.launch_dependents (one PDL event whatever the spelling, PDL_OPS)
+    "cudaGridDependencySynchronize": OpSpec(ir.PDL, (), pdl="wait"),
+    "cudaTriggerProgrammaticLaunchCompletion": OpSpec(ir.PDL, (), pdl="launch_dependents"),
 }
 
 # ---- libcu++ (<cuda/barrier>, <cuda/pipeline>; frontend/walk_libcu.py lowers them) ----------
@@ -231,6 +236,11 @@ TMA_OPS: dict[str, OpSpec] = {
 CLC_RESPONSE_BYTES = 16
 # `pdl::arrive()` = griddepcontrol.launch_dependents, `pdl::wait()` = griddepcontrol.wait
 PDL_OPS = {"arrive": "launch_dependents", "wait": "wait"}
+_PTX_GRIDDEP = re.compile(r"\bgriddepcontrol\.(wait|launch_dependents)\b")
+# the host side of PDL (frontend/launch_chain.py): the launch attribute that lets a kernel start
+# before its predecessor in the stream completed, and the field of its value that switches it on
+PDL_LAUNCH_ATTRIBUTE = "cudaLaunchAttributeProgrammaticStreamSerialization"
+PDL_LAUNCH_VALUE_FIELD = "programmaticStreamSerializationAllowed"
 # `tma::cluster::store_async(dst, src, dst_cta, [bytes,] sem)`: a copy of shared memory into another
 # CTA's shared memory (distributed shared memory), completing as transaction bytes on that CTA's
 # mbarrier `sem` (same address there): a delivery to a barrier of another CTA, not a bulk store
@@ -558,10 +568,12 @@ class PtxOp:
     count_operand: int | None = None
     count: int | None = None
     bytes: int | None = None
+    pdl: str | None = None  # PDL: wait | launch_dependents (griddepcontrol.*)
 
     def op_fields(self) -> dict[str, object]:
         """The `ir.Op` fields this op sets (its kind facts)."""
         fields = {
+            "pdl": self.pdl,
             "sync": self.sync,
             "fence": self.fence,
             "global_access": self.global_access,
@@ -583,6 +595,9 @@ class PtxOps:
 def ptx_ops(ptx: str) -> PtxOps:
     """The model ops of one asm statement's PTX text (its strings, joined)."""
     ops: list[PtxOp] = []
+    for m in _PTX_GRIDDEP.finditer(ptx):
+        # programmatic dependent launch: the same PDL event as TK's pdl::wait() / pdl::arrive()
+        ops.append(PtxOp(ir.PDL, f"griddepcontrol.{m.group(1)}", pdl=m.group(1)))
     mb = _PTX_BAR.search(ptx)
     if mb:
         what, args = mb.group(1), [a.strip() for a in mb.group(3).split(",") if a.strip()]

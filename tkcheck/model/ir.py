@@ -600,6 +600,46 @@ class Op:
         return f"{self.api}({what})" if what else self.api
 
 
+# ---- the grid level: kernels launched in order on a stream (frontend/launch_chain.py) ----------
+# what a launch's predecessor on its stream is when it is no launch of this file
+PRED_NONE = -1  # nothing runs on the stream (program start, after a synchronisation or a copy)
+PRED_UNKNOWN = -2  # not known (host code not followed, another stream, an event wait)
+
+
+@dataclass(frozen=True)
+class GridLaunch:
+    """One launch of a kernel by the translation unit's host code, on one path of it."""
+
+    kernel: str  # the kernel function's name (its models: GridModel.models[kernel])
+    location: Location
+    # launched with `cudaLaunchAttributeProgrammaticStreamSerialization` on: the kernel may start
+    # before its predecessor on the stream completed (None: not known)
+    pdl: bool | None
+    # kernel parameter -> the host buffer it receives (a token naming one allocation or host
+    # variable; None: not known)
+    args: tuple[tuple[str, str | None], ...]
+    predecessor: int  # index in GridModel.launches, or PRED_NONE / PRED_UNKNOWN
+
+    def buffer(self, param: str) -> str | None:
+        return next((b for p, b in self.args if p == param), None)
+
+
+@dataclass
+class GridModel:
+    """The launch sequence of the whole translation unit, shared by its kernels' models."""
+
+    launches: list[GridLaunch] = field(default_factory=list)
+    # kernel name -> its models (several for the instances of a template)
+    models: dict[str, list] = field(default_factory=dict)
+    # kernels launched somewhere the host walk did not follow (a launch with PRED_UNKNOWN is
+    # listed in launches; a kernel in neither is launched by no host code of this file)
+    unfollowed: set = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+
+    def launches_of(self, kernel: str) -> list[tuple[int, GridLaunch]]:
+        return [(i, g) for i, g in enumerate(self.launches) if g.kernel == kernel]
+
+
 @dataclass
 class KernelModel:
     name: str
@@ -643,6 +683,9 @@ class KernelModel:
     # tasks, visits of one task); op.order -> (walk id, the visit the op's index/parity are at)
     ring_walks: dict = field(default_factory=dict)
     ring_visits: dict = field(default_factory=dict)
+    # the launch sequence of the file's host code (frontend/launch_chain.py), one object shared
+    # by every kernel of the file; None where it was not read
+    grid: GridModel | None = None
 
     # queries ----------------------------------------------------------------
     def ring_walk_bases(self, loop_id: int) -> list[str]:

@@ -133,7 +133,7 @@ __device__ int __syncthreads_or(int predicate);
 __device__ void __syncwarp(unsigned int mask = 0xffffffffu);
 __device__ void __threadfence();
 // programmatic dependent launch (PTX griddepcontrol.wait / .launch_dependents): declared so a kernel
-// calling them is analysed; the calls are census sites left 'not modelled' (coverage.py)
+// calling them is analysed; each is a PDL event (knowledge/ops.THREAD_OPS)
 __device__ void cudaGridDependencySynchronize();
 __device__ void cudaTriggerProgrammaticLaunchCompletion();
 __device__ void __threadfence_block();

@@ -1,0 +1,300 @@
+"""Programmatic dependent launch: the happens-before engine's question across grids.
+
+Semantics (PTX ISA, `griddepcontrol`): `griddepcontrol.wait` (`cudaGridDependencySynchronize()`,
+TK's `pdl::wait()`, `cuda::ptx::griddepcontrol_wait()`) makes the executing thread wait until all
+prerequisite grids in flight have completed and their memory operations are performed and visible
+to the current grid; `griddepcontrol.launch_dependents` only lets the dependent grid be scheduled
+once every CTA issued it or completed (one thread per CTA suffices): it orders no memory. Without
+the programmatic-serialization attribute the stream orders the kernels fully.
+
+For a launch L of this kernel with the attribute on (`ir.GridModel`, frontend/launch_chain.py),
+the grids that may still run while L's code before its wait runs (`running`): its predecessor P on
+the stream when P triggers early (a `launch_dependents` op), and P's own running set when P may
+trigger before its own wait returned. Each global access A of this kernel is *after the wait*
+(every thread of A waited before it, or a block barrier orders it after a thread that waited),
+*before* it (some thread of A reaches it with no wait and nothing that could order it after
+another thread's wait: no barrier, mbarrier wait, spin, acquire or unmodelled call before it; or
+the kernel has no wait at all), or undecided. A before-access that conflicts with an access of a
+running grid to the same host buffer (one of them a write) is a proved race when the
+running grid surely triggers early (unconditionally, in every block) and every hop of the chain
+surely does; otherwise, and wherever a buffer, a predecessor or a grid's accesses are not known,
+the pair is undecided (coverage, never a finding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import ir
+from .analysis import Analysis
+
+# ops that may order a thread after another thread (and so after that thread's wait)
+_ORDERING = (ir.SYNC, ir.NAMED_ARRIVE, ir.MBAR_WAIT, ir.SPIN, ir.CALL, ir.CP_ASYNC_WAIT, ir.MMA_WAIT)
+_GLOBAL = (ir.GLOBAL_LOAD, ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL)
+# ops that access global memory through operands the grid question does not resolve
+_OPAQUE_GLOBAL = (ir.TMA_LOAD, ir.TMA_STORE, ir.CP_ASYNC, ir.CALL)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    access: ir.Op  # this kernel's access, not ordered after its wait
+    other: ir.Op | None  # the running grid's conflicting access (None: not known)
+    other_kernel: str
+    launch: ir.GridLaunch  # the launch of this kernel
+    runner: ir.GridLaunch  # the running grid's launch
+    buffer: str | None
+    proved: bool
+    why: str = ""
+
+
+@dataclass
+class PdlFacts:
+    asked: bool = False  # the kernel has a PDL op or a PDL launch: one obligation
+    races: list[Conflict] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)
+
+
+def _mode(o: ir.Op) -> str:
+    return "read" if o.kind == ir.GLOBAL_LOAD else "write"
+
+
+def _prefix(a: tuple, b: tuple) -> bool:
+    return tuple(b[: len(a)]) == tuple(a)
+
+
+def _index(model: ir.KernelModel) -> dict[int, int]:
+    return {id(o): i for i, o in enumerate(model.ops)}
+
+
+def accesses(an: Analysis) -> dict[int, tuple[ir.Op, str]]:
+    """id(op) -> (global access, "after" | "before" | "undecided": its order to the PDL wait)."""
+    return an.fact("pdl.accesses", _accesses)
+
+
+def _accesses(an: Analysis) -> dict[int, tuple[ir.Op, str]]:
+    m = an.model
+    ops = m.ops
+    waits = [(i, o) for i, o in enumerate(ops) if o.kind == ir.PDL and o.pdl == "wait"]
+    hidden = any(o.kind == ir.CALL or o.not_inlined for o in ops)
+    out: dict[int, tuple[ir.Op, str]] = {}
+    for i, a in enumerate(ops):
+        if a.kind not in _GLOBAL and a.kind not in _OPAQUE_GLOBAL:
+            continue
+        ta = an.threads.executing(a)
+        if not ta:
+            out[id(a)] = (a, "undecided")
+            continue
+        if not waits:
+            out[id(a)] = (a, "undecided" if hidden else "before")
+            continue
+        if _after(an, ops, waits, i, a, ta):
+            out[id(a)] = (a, "after")
+            continue
+        # a thread of A that reaches it with nothing before it that could order it after a wait
+        cand = set(ta)
+        for j in range(i):
+            o = ops[j]
+            if o.kind in _ORDERING or (o.kind == ir.PDL and o.pdl == "wait") or _acquires(o):
+                to = an.threads.executing(o)
+                if to is None:
+                    cand = set()
+                    break
+                cand -= set(to)
+                if not cand:
+                    break
+        out[id(a)] = (a, "before" if cand and a.guard.exact else "undecided")
+    return out
+
+
+def _acquires(o: ir.Op) -> bool:
+    ga = o.global_access
+    return o.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL) and ga is not None and ga.sem not in ("weak",)
+
+
+def _after(an: Analysis, ops: list, waits: list, i: int, a: ir.Op, ta: frozenset) -> bool:
+    """Every thread of A waited before A (same loops or outer), or a block barrier between a
+    wait some thread surely makes and A orders every thread after it."""
+    left = set(ta)
+    for j, w in waits:
+        if j >= i or not _prefix(w.loops, a.loops) or not w.guard.exact:
+            continue
+        tw = an.threads.executing(w)
+        if tw is None:
+            continue
+        left -= set(tw)
+        if not left:
+            return True
+        if tw:
+            for k in range(j + 1, i):
+                s = ops[k]
+                if (
+                    s.kind == ir.SYNC
+                    and s.sync is not None
+                    and s.sync.kind == "block"
+                    and s.guard.exact
+                    and not s.guard.uniform
+                    and _prefix(w.loops, s.loops)
+                    and _prefix(s.loops, a.loops)
+                    and an.threads.executing(s) == frozenset(range(an.threads.n))
+                ):
+                    return True
+    return False
+
+
+# -- a grid's summary, from its model alone ------------------------------------------------------
+@dataclass(frozen=True)
+class _Grid:
+    accesses: tuple  # (op, param, mode)
+    opaque: bool  # accesses global memory through operands not resolved
+    trigger: str  # "early" (every block, before any wait) | "may" | "none" | "late" (only after a wait)
+    passes_on: str  # its running set is still running when it triggers: "yes" | "no" | "maybe"
+
+
+def _grid(m: ir.KernelModel) -> _Grid:
+    acc = []
+    opaque = False
+    for o in m.ops:
+        if o.kind in _GLOBAL:
+            b = o.global_access.base if o.global_access is not None else None
+            if b is None:
+                opaque = True
+            else:
+                acc.append((o, b, _mode(o)))
+        elif o.kind in _OPAQUE_GLOBAL:
+            opaque = True
+    waits = [i for i, o in enumerate(m.ops) if o.kind == ir.PDL and o.pdl == "wait"]
+    trigs = [(i, o) for i, o in enumerate(m.ops) if o.kind == ir.PDL and o.pdl == "launch_dependents"]
+    first_wait = waits[0] if waits else len(m.ops)
+    if not trigs:
+        return _Grid(tuple(acc), opaque, "none", "no")
+    early = [(i, o) for i, o in trigs if i < first_wait]
+    sure = any(not o.loops and not o.guard.uniform and o.guard.exact and not o.guard.opaque for _, o in early)
+    late_all = not early and all(
+        any(j < i and _prefix(m.ops[j].loops, o.loops) and m.ops[j].guard.exact and _covers(m.ops[j], o) for j in waits)
+        for i, o in trigs
+    )
+    trigger = "early" if sure else ("late" if late_all else "may")
+    passes = "yes" if sure else ("no" if late_all else "maybe")
+    return _Grid(tuple(acc), opaque, trigger, passes)
+
+
+def _covers(w: ir.Op, t: ir.Op) -> bool:
+    """The wait's thread guard is the trigger's or weaker (both unconditional, or equal)."""
+    return bool(w.guard.thread == t.guard.thread or getattr(w.guard.thread, "value", None) is True)
+
+
+def _grid_of(grid: ir.GridModel, kernel: str, cache: dict) -> _Grid | None:
+    if kernel not in cache:
+        ms = grid.models.get(kernel, [])
+        cache[kernel] = _grid(ms[0]) if len(ms) == 1 else None
+    return cache[kernel]
+
+
+def _running(grid: ir.GridModel, i: int, cache: dict, depth: int = 0) -> tuple[list[tuple[int, bool]], str]:
+    """The launches that may run while launch i's code before its wait runs: (index, surely)
+    pairs, and why the set is not complete ("" when it is)."""
+    g = grid.launches[i]
+    if g.pdl is False:
+        return [], ""
+    if g.pdl is None:
+        return [], "whether the launch carries the programmatic-serialization attribute is not known"
+    if g.predecessor == ir.PRED_NONE:
+        return [], ""
+    if g.predecessor == ir.PRED_UNKNOWN or depth > 32:
+        return [], "the grid launched before it on the stream is not known"
+    p = grid.launches[g.predecessor]
+    pg = _grid_of(grid, p.kernel, cache)
+    if pg is None:
+        return [], f"the kernel '{p.kernel}' launched before it is not modelled"
+    out: list[tuple[int, bool]] = []
+    why = ""
+    if pg.trigger == "none":
+        why = f"'{p.kernel}' before it never triggers: whether its writes are visible before the wait is not modelled"
+        out.append((g.predecessor, False))
+    else:
+        out.append((g.predecessor, pg.trigger == "early"))
+    if pg.passes_on != "no" and pg.trigger != "none":
+        more, w2 = _running(grid, g.predecessor, cache, depth + 1)
+        sure = pg.passes_on == "yes"
+        out += [(j, s and sure and pg.trigger == "early") for j, s in more]
+        why = why or w2
+    return out, why
+
+
+def conflicts(an: Analysis) -> PdlFacts:
+    return an.fact("pdl.conflicts", _conflicts)
+
+
+def _conflicts(an: Analysis) -> PdlFacts:
+    m = an.model
+    facts = PdlFacts()
+    has_pdl = any(o.kind == ir.PDL for o in m.ops)
+    grid = m.grid
+    base = m.name.split(" [op ")[0].split("<")[0].split("::")[-1]
+    launches = grid.launches_of(base) if grid is not None else []
+    if not has_pdl and not any(g.pdl is not False for _, g in launches):
+        return facts
+    facts.asked = True
+    if grid is None or not launches:
+        if has_pdl:
+            facts.undecided.append("no launch of the kernel in this file: its prerequisite grid is not known")
+        return facts
+    if len(grid.models.get(base, [])) != 1:
+        facts.undecided.append("several kernels of this name: which one a launch runs is not resolved")
+        return facts
+    if base in grid.unfollowed or grid.notes:
+        facts.undecided.append(
+            "a launch of the kernel (or host code of the file) was not followed: "
+            + (grid.notes[0] if grid.notes else "arguments passed through a `void **` array")
+        )
+    acc = accesses(an)
+    cache: dict = {}
+    seen = set()
+    for i, g in launches:
+        running, why = _running(grid, i, cache)
+        if why:
+            facts.undecided.append(why)
+        for j, sure in running:
+            r = grid.launches[j]
+            rg = _grid_of(grid, r.kernel, cache)
+            if rg is None:
+                continue
+            for a, status in acc.values():
+                if status == "after":
+                    continue
+                if a.kind not in _GLOBAL or a.global_access is None or a.global_access.base is None:
+                    if rg.accesses or rg.opaque:
+                        facts.undecided.append(f"`{a.api}` at line {a.location.row}: global operands not resolved")
+                    continue
+                ba = g.buffer(a.global_access.base)
+                for o, param, mode in rg.accesses:
+                    if mode == "read" and _mode(a) == "read":
+                        continue
+                    bo = r.buffer(param)
+                    if ba is None or bo is None:
+                        facts.undecided.append(
+                            f"`{a.global_access.base}` / '{r.kernel}'s `{param}`: which host buffers they are is not known"
+                        )
+                        continue
+                    if ba != bo:
+                        continue
+                    proved = status == "before" and sure
+                    key = (id(a), proved)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    if proved:
+                        facts.races.append(Conflict(a, o, r.kernel, g, r, ba, True))
+                    else:
+                        facts.undecided.append(
+                            f"`{a.global_access.base}` at line {a.location.row} and '{r.kernel}'s `{param}` (one buffer): "
+                            + (
+                                "the access is not proved before or after the wait"
+                                if status != "before"
+                                else "the prerequisite grid is not proved to run concurrently"
+                            )
+                        )
+                if rg.opaque:
+                    facts.undecided.append(f"'{r.kernel}' accesses global memory through operands not resolved")
+    # a race proved at an access makes its undecided entries moot
+    return facts
