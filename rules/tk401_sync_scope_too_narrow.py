@@ -63,6 +63,7 @@ def check(an):
             )
         )
     out.extend(_async_copies(an))
+    out.extend(_lane_masks(an))
     out.extend(_global_acquire_scope(an))
     out.extend(_dsmem(an))
     return out
@@ -131,6 +132,54 @@ def _dsmem(an):
                 help="order a CTA's accesses of its shared memory and its peers' (distributed shared memory) by a "
                 "cluster barrier between them: `cluster.sync()` (barrier.cluster.arrive.release + "
                 "wait.acquire) reached by every thread of the cluster",
+            )
+        )
+    return out
+
+
+def _lane_masks(an):
+    """The happens-before engine's shared-scalar races between two lanes of one warp that both
+    run a `__syncwarp(mask)` between their accesses whose member mask leaves one of them out
+    (`Race.narrow`): the barrier is there but too narrow for the pair (and a lane outside the
+    mask that executes it is undefined behaviour)."""
+    from tkcheck.checks.happens_before import in_warp_mask, memory
+
+    n = an.threads.n
+    out = []
+    seen = set()
+    for race in memory(an).races:
+        if not race.narrow:
+            continue
+        w = race.first if race.first.access_mode == "write" else race.second
+        r = race.second if w is race.first else race.first
+        tw = race.first_thread if w is race.first else race.second_thread
+        tr = race.second_thread if w is race.first else race.first_thread
+        loc = r.location if r.access_mode == "read" else race.second.location
+        key = (loc.row, loc.column)  # one finding per site, as the other TK401 queries
+        if key in seen:
+            continue
+        seen.add(key)
+        s = race.narrow[0]
+        left = [t for t in (tw, tr) if in_warp_mask(s, t) is False]
+        outside = ", ".join(f"lane {t % 32}" for t in left) or "one of them"
+        when = "in the next iteration of the loop" if race.next_iteration else "later"
+        if race.first is w:
+            what = f"writes `{w.buffer}` and {describe(frozenset([tr]), n)} (another lane of its warp) reads it {when}"
+        else:
+            what = f"is read by {describe(frozenset([tr]), n)} and written by {describe(frozenset([tw]), n)} {when}"
+            what = f"`{w.buffer}` {what}"
+        lead = f"{describe(frozenset([tw]), n)} " if race.first is w else ""
+        out.append(
+            finding(
+                "TK401",
+                f"{lead}{what}, and the only barrier between them, `{s.api}`, leaves {outside} out of its "
+                "member mask although both lanes run it: it orders neither access before the other (a lane "
+                "outside the mask that executes `__syncwarp(mask)` is undefined behaviour)",
+                loc,
+                related=[related(w, f"the write of `{w.buffer}`"), related(s, f"`{s.api}`: its mask leaves {outside} out")],
+                witness={"writer": tw, "reader": tr, "next_iteration": race.next_iteration},
+                help="give `__syncwarp` a mask that holds every lane that runs it and uses the location "
+                "(`__syncwarp()` for the whole warp)",
             )
         )
     return out

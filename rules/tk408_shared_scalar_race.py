@@ -39,6 +39,8 @@ def check(an: Analysis) -> Iterator[Finding]:
         if key in seen:
             continue
         seen.add(key)
+        if race.narrow:
+            continue  # two lanes of one warp at a `__syncwarp(mask)` too narrow for them: TK401
         if race.search is not None:
             yield _searched(an, race, w, r, tw, tr, loc)
             continue
@@ -48,16 +50,19 @@ def check(an: Analysis) -> Iterator[Finding]:
         if race.inner:
             its = " (in its loop's iteration " + ", ".join(f"`{v} = {k}`" for v, k in race.inner) + ")"
             it1, it2 = (its, "") if race.inner_first else ("", its)
+        # two lanes of one warp are two threads (independent thread scheduling; a shuffle is no
+        # memory barrier): say so, the usual surprise
+        lanes = " (another lane of its warp)" if tw // 32 == tr // 32 else ""
         if race.first is w:
             msg = (
                 f"{describe(frozenset([tw]), n)} {_what(w)} the shared scalar `{w.buffer}`{it1} and "
-                f"{describe(frozenset([tr]), n)} reads it {when}{it2} with no barrier both take part in between: "
+                f"{describe(frozenset([tr]), n)}{lanes} reads it {when}{it2} with no barrier both take part in between: "
                 "the read may see the value from before the write"
             )
         else:
             msg = (
                 f"{describe(frozenset([tr]), n)} reads the shared scalar `{w.buffer}`{it1} and "
-                f"{describe(frozenset([tw]), n)} {_what(w)} it {when}{it2} with no barrier both take part in "
+                f"{describe(frozenset([tw]), n)}{lanes} {_what(w)} it {when}{it2} with no barrier both take part in "
                 "between: the write may land before the read has read the old value"
             )
         yield finding(
@@ -71,8 +76,13 @@ def check(an: Analysis) -> Iterator[Finding]:
                 "next_iteration": race.next_iteration,
                 **({"iteration": dict(race.inner)} if race.inner else {}),
             },
-            help="put a barrier both warps take part in between the write and the read "
-            "(`__syncthreads()`, or a named barrier `group<N>::sync(id)` / `bar.sync id, count` of both)",
+            help=(
+                "put a `__syncwarp()` whose mask holds both lanes between the write and the read "
+                "(lanes of one warp are not in lock step, and a shuffle orders no memory)"
+                if lanes
+                else "put a barrier both warps take part in between the write and the read "
+                "(`__syncthreads()`, or a named barrier `group<N>::sync(id)` / `bar.sync id, count` of both)"
+            ),
         )
 
 
