@@ -39,15 +39,28 @@ def check(an):
             if d.narrow
             else "there is no barrier between them"
         )
-        whose = "of other warps" if any(x // 32 != r // 32 for x in ws) else "(other lanes of its warp)"
+        whose = (
+            "of other warps"
+            if any(x // 32 != r // 32 for x in ws)
+            else "(another lane of its warp)"
+            if len(ws) == 1
+            else "(other lanes of its warp)"
+        )
+        verb = "overwrites" if len(ws) == 1 else "overwrite"
         msg = (
             f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
             f"written by {describe(ws, n)} {whose}, and {how}"
         )
+        if d.kind == "war-same":
+            msg = (
+                f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer}`, which "
+                f"{describe(ws, n)} {whose} {verb} (`{d.writer.api}`) later in the same iteration, and "
+                f"{how.replace('between them', 'between the read and that write')}"
+            )
         if d.kind == "war":
             msg = (
                 f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer}`, which "
-                f"{describe(ws, n)} {whose} overwrite (`{d.writer.api}`) in the next iteration of the "
+                f"{describe(ws, n)} {whose} {verb} (`{d.writer.api}`) in the next iteration of the "
                 f"loop, and {how.replace('between them', 'between the read and that write')}"
             )
         out.append(
