@@ -85,7 +85,7 @@ class Race:
     inner: tuple[tuple[str, int | str], ...] = ()
     inner_first: bool = False  # that access is `first` (else `second`)
     # two lanes of one warp: the `__syncwarp(mask)` ops between that both lanes execute but whose
-    # mask leaves one of them out (a barrier too narrow for the pair: TK401's contract)
+    # mask leaves one of them out (a barrier too narrow for the pair: the scope contract's)
     narrow: tuple[ir.Op, ...] = ()
 
 
