@@ -354,6 +354,21 @@ tile's collective copy is visible to the other warps only after a block barrier)
 copy refilling a stage must come after a barrier that every earlier reader of the stage
 passed after its read.
 
+Two lanes of one warp that both run a `__syncwarp(mask)` between a write and a read of one
+`__shared__` scalar (or element of an array of scalars), with one of them outside the mask: the
+barrier is there but orders neither (PTX `bar.warp.sync` orders memory among the threads of its
+member mask; a lane outside the mask that executes it is undefined behaviour). The pair is the
+happens-before engine's (TK408's query); TK401 reports it because the barrier is too narrow.
+
+A bulk copy (`cp.async.bulk`, a TMA load) that refills shared memory which a generic read of
+another thread read earlier -- in the same iteration, or in the previous iteration of the copy's
+loop -- with no barrier both the reader and the issuing thread take part in between the read and
+the issue: the async proxy may overwrite the element before the read has read it. The reader may
+be another lane of the issuing thread's own warp (an elected lane refilling the stage its warp
+reads needs a `__syncwarp()` before the issue). An mbarrier wait, a call or another op between
+that may order them another way (a producer's wait on an `empty` barrier) leaves the pair alone;
+the element must be proved shared (z3).
+
 ## Why is this bad?
 `__syncwarp()` orders only the lanes of one warp. The lane that issues the TMA
 store can run ahead of warps 1-3 of its warpgroup, and the copy reads rows
