@@ -199,9 +199,10 @@ def _repeats(an: Analysis, lid: int, guards) -> bool:
 
 
 def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
-    """A generic read in iteration k, then a write of the same element by a thread of another
-    warp in iteration k + 1 of the same loop, with no barrier covering both in between (around
-    the back edge): the writer may overwrite the value before the reader has read it."""
+    """A generic read in iteration k, then a write of the same element by another thread (of
+    another warp, or another lane of the reader's warp: lanes are not in lock step) in iteration
+    k + 1 of the same loop, with no barrier covering both in between (around the back edge): the
+    writer may overwrite the value before the reader has read it."""
     out = []
     for w in writers:
         if not w.loops:
@@ -255,7 +256,8 @@ def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
                         ws |= ts
                 if unknown:
                     break
-                bad = frozenset(x for x in ws if x // 32 != t // 32 and not _covered(sync_sets, x, t))
+                # another lane of the reader's own warp is another thread too (no lock step)
+                bad = frozenset(x for x in ws if x != t and not _covered(sync_sets, x, t))
                 if bad:
                     uncovered[t] = bad
             if unknown or not uncovered or not _repeats(an, lid, w.guard.uniform):
