@@ -39,15 +39,28 @@ def check(an):
             if d.narrow
             else "there is no barrier between them"
         )
-        whose = "of other warps" if any(x // 32 != r // 32 for x in ws) else "(other lanes of its warp)"
+        whose = (
+            "of other warps"
+            if any(x // 32 != r // 32 for x in ws)
+            else "(another lane of its warp)"
+            if len(ws) == 1
+            else "(other lanes of its warp)"
+        )
+        verb = "overwrites" if len(ws) == 1 else "overwrite"
         msg = (
             f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
             f"written by {describe(ws, n)} {whose}, and {how}"
         )
+        if d.kind == "war-same":
+            msg = (
+                f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer}`, which "
+                f"{describe(ws, n)} {whose} {verb} (`{d.writer.api}`) later in the same iteration, and "
+                f"{how.replace('between them', 'between the read and that write')}"
+            )
         if d.kind == "war":
             msg = (
                 f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer}`, which "
-                f"{describe(ws, n)} {whose} overwrite (`{d.writer.api}`) in the next iteration of the "
+                f"{describe(ws, n)} {whose} {verb} (`{d.writer.api}`) in the next iteration of the "
                 f"loop, and {how.replace('between them', 'between the read and that write')}"
             )
         out.append(
@@ -63,6 +76,7 @@ def check(an):
             )
         )
     out.extend(_async_copies(an))
+    out.extend(_lane_masks(an))
     out.extend(_global_acquire_scope(an))
     out.extend(_dsmem(an))
     return out
@@ -131,6 +145,54 @@ def _dsmem(an):
                 help="order a CTA's accesses of its shared memory and its peers' (distributed shared memory) by a "
                 "cluster barrier between them: `cluster.sync()` (barrier.cluster.arrive.release + "
                 "wait.acquire) reached by every thread of the cluster",
+            )
+        )
+    return out
+
+
+def _lane_masks(an):
+    """The happens-before engine's shared-scalar races between two lanes of one warp that both
+    run a `__syncwarp(mask)` between their accesses whose member mask leaves one of them out
+    (`Race.narrow`): the barrier is there but too narrow for the pair (and a lane outside the
+    mask that executes it is undefined behaviour)."""
+    from tkcheck.checks.happens_before import in_warp_mask, memory
+
+    n = an.threads.n
+    out = []
+    seen = set()
+    for race in memory(an).races:
+        if not race.narrow:
+            continue
+        w = race.first if race.first.access_mode == "write" else race.second
+        r = race.second if w is race.first else race.first
+        tw = race.first_thread if w is race.first else race.second_thread
+        tr = race.second_thread if w is race.first else race.first_thread
+        loc = r.location if r.access_mode == "read" else race.second.location
+        key = (loc.row, loc.column)  # one finding per site, as the other TK401 queries
+        if key in seen:
+            continue
+        seen.add(key)
+        s = race.narrow[0]
+        left = [t for t in (tw, tr) if in_warp_mask(s, t) is False]
+        outside = ", ".join(f"lane {t % 32}" for t in left) or "one of them"
+        when = "in the next iteration of the loop" if race.next_iteration else "later"
+        if race.first is w:
+            what = f"writes `{w.buffer}` and {describe(frozenset([tr]), n)} (another lane of its warp) reads it {when}"
+        else:
+            what = f"is read by {describe(frozenset([tr]), n)} and written by {describe(frozenset([tw]), n)} {when}"
+            what = f"`{w.buffer}` {what}"
+        lead = f"{describe(frozenset([tw]), n)} " if race.first is w else ""
+        out.append(
+            finding(
+                "TK401",
+                f"{lead}{what}, and the only barrier between them, `{s.api}`, leaves {outside} out of its "
+                "member mask although both lanes run it: it orders neither access before the other (a lane "
+                "outside the mask that executes `__syncwarp(mask)` is undefined behaviour)",
+                loc,
+                related=[related(w, f"the write of `{w.buffer}`"), related(s, f"`{s.api}`: its mask leaves {outside} out")],
+                witness={"writer": tw, "reader": tr, "next_iteration": race.next_iteration},
+                help="give `__syncwarp` a mask that holds every lane that runs it and uses the location "
+                "(`__syncwarp()` for the whole warp)",
             )
         )
     return out
@@ -291,6 +353,21 @@ both after that thread's wait (`cg::wait_prior` ends with its group's barrier: a
 tile's collective copy is visible to the other warps only after a block barrier); and a
 copy refilling a stage must come after a barrier that every earlier reader of the stage
 passed after its read.
+
+Two lanes of one warp that both run a `__syncwarp(mask)` between a write and a read of one
+`__shared__` scalar (or element of an array of scalars), with one of them outside the mask: the
+barrier is there but orders neither (PTX `bar.warp.sync` orders memory among the threads of its
+member mask; a lane outside the mask that executes it is undefined behaviour). The pair is the
+happens-before engine's (TK408's query); TK401 reports it because the barrier is too narrow.
+
+A bulk copy (`cp.async.bulk`, a TMA load) that refills shared memory which a generic read of
+another thread read earlier -- in the same iteration, or in the previous iteration of the copy's
+loop -- with no barrier both the reader and the issuing thread take part in between the read and
+the issue: the async proxy may overwrite the element before the read has read it. The reader may
+be another lane of the issuing thread's own warp (an elected lane refilling the stage its warp
+reads needs a `__syncwarp()` before the issue). An mbarrier wait, a call or another op between
+that may order them another way (a producer's wait on an `empty` barrier) leaves the pair alone;
+the element must be proved shared (z3).
 
 ## Why is this bad?
 `__syncwarp()` orders only the lanes of one warp. The lane that issues the TMA

@@ -39,6 +39,8 @@ def check(an: Analysis) -> Iterator[Finding]:
         if key in seen:
             continue
         seen.add(key)
+        if race.narrow:
+            continue  # two lanes of one warp at a `__syncwarp(mask)` too narrow for them: TK401
         if race.search is not None:
             yield _searched(an, race, w, r, tw, tr, loc)
             continue
@@ -48,16 +50,19 @@ def check(an: Analysis) -> Iterator[Finding]:
         if race.inner:
             its = " (in its loop's iteration " + ", ".join(f"`{v} = {k}`" for v, k in race.inner) + ")"
             it1, it2 = (its, "") if race.inner_first else ("", its)
+        # two lanes of one warp are two threads (independent thread scheduling; a shuffle is no
+        # memory barrier): say so, the usual surprise
+        lanes = " (another lane of its warp)" if tw // 32 == tr // 32 else ""
         if race.first is w:
             msg = (
                 f"{describe(frozenset([tw]), n)} {_what(w)} the shared scalar `{w.buffer}`{it1} and "
-                f"{describe(frozenset([tr]), n)} reads it {when}{it2} with no barrier both take part in between: "
+                f"{describe(frozenset([tr]), n)}{lanes} reads it {when}{it2} with no barrier both take part in between: "
                 "the read may see the value from before the write"
             )
         else:
             msg = (
                 f"{describe(frozenset([tr]), n)} reads the shared scalar `{w.buffer}`{it1} and "
-                f"{describe(frozenset([tw]), n)} {_what(w)} it {when}{it2} with no barrier both take part in "
+                f"{describe(frozenset([tw]), n)}{lanes} {_what(w)} it {when}{it2} with no barrier both take part in "
                 "between: the write may land before the read has read the old value"
             )
         yield finding(
@@ -71,8 +76,13 @@ def check(an: Analysis) -> Iterator[Finding]:
                 "next_iteration": race.next_iteration,
                 **({"iteration": dict(race.inner)} if race.inner else {}),
             },
-            help="put a barrier both warps take part in between the write and the read "
-            "(`__syncthreads()`, or a named barrier `group<N>::sync(id)` / `bar.sync id, count` of both)",
+            help=(
+                "put a `__syncwarp()` whose mask holds both lanes between the write and the read "
+                "(lanes of one warp are not in lock step, and a shuffle orders no memory)"
+                if lanes
+                else "put a barrier both warps take part in between the write and the read "
+                "(`__syncthreads()`, or a named barrier `group<N>::sync(id)` / `bar.sync id, count` of both)"
+            ),
         )
 
 
@@ -188,7 +198,7 @@ RULE = Rule(
     symptoms=("wrong",),
     # a race on shared memory between warps: racecheck observes it
     confirm=Confirm(),
-    summary="A __shared__ scalar is written by some threads and read by other warps with no barrier between",
+    summary="A __shared__ scalar is written by some threads and read by other threads (other warps, or other lanes of the warp) with no barrier between",
     check=check,
     bad_example=_BAD,
     good_example=_GOOD,
@@ -197,11 +207,15 @@ RULE = Rule(
 Asks the happens-before engine (`tkcheck/checks/happens_before.py`) about every write and read
 of one `__shared__` scalar variable, or of one element of a `__shared__` array of scalars: an
 "am I last" flag set from an atomic's old value, a tile index a scheduler warp broadcasts, a
-sentinel. It reports the pair when the two run on threads of two different warps (proved from
-their guards), in the same loop iteration or in consecutive iterations (the read of iteration
-k, the next write in iteration k + 1), and no barrier both threads take part in lies between
-them: `__syncthreads()`, `everyone::sync(id)`, a named barrier `group<N>::sync(id)` (or the
-writer's `bar.arrive id` and the reader's `bar.sync id`). An mbarrier, a spin loop, an
+sentinel. It reports the pair when the two run on two different threads (proved from their
+guards) -- of two warps, or two lanes of one warp: lanes are threads that may run apart
+(independent thread scheduling, Volta and later), and a warp shuffle or vote orders no memory --
+in the same loop iteration or in consecutive iterations (the read of iteration k, the next
+write in iteration k + 1), and no barrier both threads take part in lies between them:
+`__syncthreads()`, `everyone::sync(id)`, a named barrier `group<N>::sync(id)` (or the writer's
+`bar.arrive id` and the reader's `bar.sync id`), or, for two lanes of one warp, a
+`__syncwarp(mask)` both run with both lanes in its mask (a pair that both run a `__syncwarp(mask)`
+whose mask leaves one out is TK401's: the barrier is too narrow). An mbarrier, a spin loop, an
 atomic, a call it does not model or an unknown guard between them leaves the pair undecided:
 no finding.
 
@@ -222,7 +236,9 @@ phase then completes when the bytes land; a bulk copy's complete_tx releases not
 
 ## Why is this bad?
 Shared memory written by one thread is visible to another warp only after a barrier (or
-another synchronisation) orders them; warps run independently. The reader may see the value
+another synchronisation) orders them; warps run independently, and so do the lanes of one warp
+(a hand-off through a per-warp slot, `if (lane == 0) s[warp] = v;` then every lane reads
+`s[warp]`, needs a `__syncwarp()` between, and another one before the slot is rewritten). The reader may see the value
 from before the write (a stale tile index, the flag from a previous tile) -- or, across
 iterations, the writer may overwrite the value before a slow warp has read the old one.
 The results are wrong only sometimes, under load.

@@ -710,7 +710,7 @@ def add_memory_undecided(entry: KernelCoverage, an: Analysis) -> None:
             key: Any = ("shared", a.buffer.name)
             if a.buffer.name in raced:
                 continue
-            what = f"shared scalar '{a.buffer.name}': a write and another warp's access not proved ordered or racing"
+            what = f"shared scalar '{a.buffer.name}': a write and another thread's access not proved ordered or racing"
         else:
             sig = b if b.kind == ir.GLOBAL_SIGNAL else a
             key = ("global", id(sig))

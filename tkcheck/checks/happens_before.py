@@ -84,6 +84,9 @@ class Race:
     # variables' values at the racing iteration, outermost first
     inner: tuple[tuple[str, int | str], ...] = ()
     inner_first: bool = False  # that access is `first` (else `second`)
+    # two lanes of one warp: the `__syncwarp(mask)` ops between that both lanes execute but whose
+    # mask leaves one of them out (a barrier too narrow for the pair: the scope contract's)
+    narrow: tuple[ir.Op, ...] = ()
 
 
 @dataclass
@@ -204,7 +207,14 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
             continue
         if o.kind == ir.SYNC and o.sync_kind in ("warp", "cluster_arrive", "cluster_wait"):
             if o.sync_kind == "warp":
-                continue  # orders lanes of one warp only; the pairs asked are of two warps
+                if t1 // 32 != t2 // 32:
+                    continue  # orders lanes of one warp only
+                both = _warp_sync_orders(an, o, t1, t2)
+                if both is None:
+                    return None
+                if both:
+                    return True
+                continue
             return None
         ex = an.threads.executing(o)
         if ex is None or not o.guard.exact:
@@ -229,14 +239,54 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
     return False
 
 
+def warp_mask(o: ir.Op, t: int) -> int | None:
+    """The member mask of a `__syncwarp(mask)` as thread t runs it (no mask: the full warp);
+    None: not evaluated."""
+    mask = o.sync.mask if o.sync is not None else None
+    if mask is None:
+        return 0xFFFFFFFF
+    v = mask.eval({"tid": t, "tid_y": 0, "tid_z": 0})
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def in_warp_mask(o: ir.Op, t: int) -> bool | None:
+    """Is thread t's lane in the member mask of `__syncwarp(mask)` o (as t runs it)?"""
+    mv = warp_mask(o, t)
+    return None if mv is None else bool((mv >> (t % 32)) & 1)
+
+
+def _warp_sync_orders(an: Analysis, o: ir.Op, t1: int, t2: int) -> bool | None:
+    """Does `__syncwarp(mask)` o order lanes t1 and t2 of one warp? PTX `bar.warp.sync`
+    guarantees memory ordering among the threads participating in it: both must execute it and
+    both lanes be in its member mask (a lane outside the mask that executes it is undefined
+    behaviour and waits for no one). None: its threads or its mask are not known."""
+    ex = an.threads.executing(o)
+    if ex is None or not o.guard.exact:
+        return None
+    if t1 not in ex or t2 not in ex:
+        return False
+    m1, m2 = in_warp_mask(o, t1), in_warp_mask(o, t2)
+    if m1 is None or m2 is None:
+        return None
+    return m1 and m2
+
+
 def _chain_possible(an: Analysis, between: list[ir.Op], t1: int, t2: int) -> bool:
     """Does t1 take part in a barrier (sync or arrive) that comes before a barrier t2 waits at,
-    among `between`? Then a third thread in both may order t1 before t2 (a chain of barriers)."""
+    among `between`? Then a third thread in both may order t1 before t2 (a chain of barriers).
+    A `__syncwarp` is a link only for two lanes of one warp (it orders nothing across warps)."""
     t1_signalled = False
+    same_warp = t1 // 32 == t2 // 32
     for o in between:
-        if o.kind not in (ir.SYNC, ir.NAMED_ARRIVE) or (o.kind == ir.SYNC and o.sync_kind == "warp"):
+        if o.kind not in (ir.SYNC, ir.NAMED_ARRIVE):
             continue
-        ex = an.threads.executing(o) or frozenset()
+        if o.kind == ir.SYNC and o.sync_kind == "warp":
+            if not same_warp:
+                continue
+            ex = an.threads.executing(o) or frozenset()
+            ex = frozenset(t for t in ex if in_warp_mask(o, t) is not False)
+        else:
+            ex = an.threads.executing(o) or frozenset()
         if t1_signalled and o.kind == ir.SYNC and t2 in ex:
             return True
         if t1 in ex:
@@ -306,8 +356,9 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 if a is not None and b is not None and a.atomic and b.atomic:
                     continue
                 tw, tr = an.threads.executing(w), an.threads.executing(r)
-                if tw is not None and tr is not None and len({t // 32 for t in tw | tr}) <= 1:
-                    continue  # one warp (or no thread): not a pair of two warps
+                if tw is not None and tr is not None and len(tw | tr) <= 1:
+                    continue  # one thread (or none): program order. Two lanes of one warp are
+                    # two threads (independent thread scheduling): asked like two warps
                 why = None
                 if not w.guard.exact or not r.guard.exact or not tw or not tr:
                     why = "the threads that run one of them are not known"
@@ -803,20 +854,31 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
         out.undecided.append((first, second, "a barrier whose threads are not known"))
         return None
 
+    def member(o, s, t):
+        # a `__syncwarp(mask)` orders the lanes of its mask that execute it
+        if t not in s:
+            return False
+        return in_warp_mask(o, t) if o.kind == ir.SYNC and o.sync_kind == "warp" else True
+
     def classes(threads, ref):
         # threads that take part in the same barriers and name the same element behave alike
-        # (up to their warp): one representative per class and warp
+        # (up to their warp): two representatives per class and warp (two lanes of one warp are
+        # a pair too, and a class may hold the other end's thread)
         cls: dict = {}
         for t in sorted(threads):
-            sig = tuple(t in s for s in sets if s is not None)
-            cls.setdefault((sig, index_key(ref, t), t // 32), t)
+            sig = tuple(member(o, s, t) for o, s in zip(syncs, sets) if s is not None)
+            reps = cls.setdefault((sig, index_key(ref, t), t // 32), [])
+            if len(reps) < 2:
+                reps.append(t)
         return list(cls.items())
 
     c1, c2 = classes(t_first, first.buffer), classes(t_second, second.buffer)
-    for (sig2, k2, w2), t2 in c2:
-        for (sig1, k1, w1), t1 in c1:
-            if w1 == w2:
-                continue
+    for (sig2, k2, w2), reps2 in c2:
+        for (sig1, k1, w1), reps1 in c1:
+            pair = next(((a, b) for a in reps1 for b in reps2 if a != b), None)
+            if pair is None:
+                continue  # one thread: program order
+            t1, t2 = pair
             alias = keys_may_alias(k1, k2)
             if alias is None:
                 out.undecided.append((first, second, "whether both name the same element is not known"))
@@ -833,7 +895,14 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
                 out.undecided.append((first, second, "barriers between that other threads may chain"))
                 return None
             if not ordered:
-                return Race(first, second, t1, t2)
+                narrow: tuple = ()
+                if t1 // 32 == t2 // 32:
+                    narrow = tuple(
+                        o
+                        for o, s in zip(syncs, sets)
+                        if o.kind == ir.SYNC and o.sync_kind == "warp" and s is not None and t1 in s and t2 in s
+                    )
+                return Race(first, second, t1, t2, narrow=narrow)
     return None
 
 

@@ -153,7 +153,7 @@ def races(an: Analysis, names: frozenset[str]) -> Exploration:
     barrier semantics as `explore` (mbarrier phases, named-barrier generations counted per warp,
     `__syncwarp(mask)` as a barrier of the mask's lanes), with the accesses as local events and
     roles split down to lanes that do different things. `ex.race`: a reachable state where two
-    roles, of threads in two different warps, can each access one element (one of them writing)
+    roles, of two different threads (two lanes of one warp too), can each access one element (one of them writing)
     before they synchronise again -- a proof of a race in the small instance explored, with the
     trace to it. No race and `status == "explored"`: none in that instance (not a proof for
     every size); anything else: unknown."""
@@ -260,7 +260,8 @@ def _computes_only(m: ir.KernelModel, o: ir.Op) -> bool:
 
 def _race_at(roles: list[Role], pcs: tuple, marks: tuple = ()):
     """Two roles whose next accesses (before their next synchronising event) conflict: one
-    element, one of them a write, not both atomic, lanes of two different warps. Else a role's
+    element, one of them a write, not both atomic, two different threads (two lanes of one warp
+    too: lanes are threads under independent thread scheduling, ordered only by a barrier). Else a role's
     next access that conflicts with an access another role has made since its last release
     (`_unreleased`): nothing the second can have acquired orders the first before it. The last
     item says which: False (both next), True (the first access made, not released)."""
@@ -305,7 +306,7 @@ def _conflict(ei: list[Event], ej: list[Event]):
                 if not lb:
                     continue
                 for ta in la:
-                    tb = next((t for t in lb if t // WARP != ta // WARP), None)
+                    tb = next((t for t in lb if t != ta), None)
                     if tb is not None:
                         return (a, ta, b, tb, k)
     return None

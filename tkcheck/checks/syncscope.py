@@ -173,6 +173,7 @@ def _dependencies(an: Analysis) -> list[Dependency]:
             if uncovered or unfenced:
                 out.append(Dependency(w, r, tr, uncovered, narrow, unfenced))
     out.extend(_war_across_iterations(an, fl, writers))
+    out.extend(_async_refills(an, fl))
     return out
 
 
@@ -198,9 +199,10 @@ def _repeats(an: Analysis, lid: int, guards) -> bool:
 
 
 def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
-    """A generic read in iteration k, then a write of the same element by a thread of another
-    warp in iteration k + 1 of the same loop, with no barrier covering both in between (around
-    the back edge): the writer may overwrite the value before the reader has read it."""
+    """A generic read in iteration k, then a write of the same element by another thread (of
+    another warp, or another lane of the reader's warp: lanes are not in lock step) in iteration
+    k + 1 of the same loop, with no barrier covering both in between (around the back edge): the
+    writer may overwrite the value before the reader has read it."""
     out = []
     for w in writers:
         if not w.loops:
@@ -254,7 +256,8 @@ def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
                         ws |= ts
                 if unknown:
                     break
-                bad = frozenset(x for x in ws if x // 32 != t // 32 and not _covered(sync_sets, x, t))
+                # another lane of the reader's own warp is another thread too (no lock step)
+                bad = frozenset(x for x in ws if x != t and not _covered(sync_sets, x, t))
                 if bad:
                     uncovered[t] = bad
             if unknown or not uncovered or not _repeats(an, lid, w.guard.uniform):
@@ -266,15 +269,183 @@ def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:
 
 
 def _covered(sync_sets, w: int, r: int) -> bool:
+    """A barrier both threads take part in: a block / named barrier both run, or a
+    `__syncwarp(mask)` both lanes of one warp run with both in its member mask (PTX
+    `bar.warp.sync` orders memory among the threads participating in it; a lane outside the
+    mask that runs it is undefined behaviour and waits for no one). A mask not evaluated covers
+    (as before: never a finding from a mask not read)."""
+    from .happens_before import in_warp_mask
+
     for s, ss in sync_sets:
         if w in ss and r in ss:
             kind = s.sync_kind
             if kind == "warp":
-                if w // 32 == r // 32:
+                if w // 32 == r // 32 and in_warp_mask(s, w) is not False and in_warp_mask(s, r) is not False:
                     return True
                 continue
             return True
     return False
+
+
+MAX_REFILL_QUERIES = 256  # z3 alias questions per (copy, read) pair of `_async_refills`
+
+
+def _async_refills(an: Analysis, fl) -> list[Dependency]:
+    """A bulk copy (TMA_LOAD: `cp.async.bulk`, a tensor-map load) that refills shared memory a
+    generic read of another thread read earlier -- in the same iteration, or in the previous
+    iteration of the copy's innermost loop (around its back edge) -- with no barrier between
+    the read and the copy's issue that both the reader and the issuing thread take part in:
+    the async proxy may overwrite the element before the read has read it (WAR). Two lanes of
+    one warp are two threads (independent thread scheduling): an elected lane that refills a
+    stage its own warp's lanes read needs a `__syncwarp()` before the issue. An mbarrier wait,
+    a call or anything else between that may order the reader before the copy another way
+    (the producer's wait on an `empty` barrier) leaves the pair alone, as the generic
+    dependencies. A race needs the element proved shared (z3, the reader's thread and the
+    loop counters free)."""
+    from .. import solver
+
+    m = an.model
+    out: list[Dependency] = []
+    copies = [o for o in fl.ops if o.kind == ir.TMA_LOAD and o.buffer is not None and o.guard.exact and o.loops]
+    if not copies:
+        return out
+    reads = [
+        o
+        for o in fl.ops
+        if o.kind == ir.SMEM_ACCESS
+        and o.access_mode == "read"
+        and o.buffer is not None
+        and o.guard.exact
+        and not _remote(o)
+        and o.access is not None
+    ]
+    for c in copies:
+        lid = c.loops[-1]
+        tw = an.threads.issuers(c)
+        if not tw:
+            continue
+        body = [o for o in fl.ops if lid in o.loops]
+        for r in reads:
+            if r.buffer.name != c.buffer.name or r.loops[: len(c.loops)] != c.loops:
+                continue
+            if not _nested_runs(an, r, c):
+                continue
+            tr = an.threads.executing(r)
+            if not tr:
+                continue
+            if r.order < c.order:
+                cases = [(0, [o for o in body if r.order < o.order < c.order])]
+            else:
+                cases = [(1, [o for o in body if o.order > r.order] + [o for o in body if o.order < c.order])]
+                if not _repeats(an, lid, c.guard.uniform):
+                    continue
+            for d, between in cases:
+                dep = _refill_pair(an, m, c, r, tw, tr, d, between, solver)
+                if dep is not None:
+                    out.append(dep)
+                    break
+    return out
+
+
+def _nested_runs(an: Analysis, r: ir.Op, c: ir.Op) -> bool:
+    """r is in c's loops plus inner loops of constant trip counts that run at least once."""
+    for lid in r.loops[len(c.loops) :]:
+        lp = an.model.loops.get(lid)
+        trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if lp is None or lp.infinite or lp.continues or not isinstance(trip, int) or isinstance(trip, bool) or trip < 1:
+            return False
+    return True
+
+
+def _refill_pair(an, m, c: ir.Op, r: ir.Op, tw, tr, d: int, between: list[ir.Op], solver) -> Dependency | None:
+    """The readers of r not ordered before copy c (d: c runs d iterations of its innermost loop
+    after r's iteration) whose element c overwrites: a Dependency (kind war), else None."""
+    if any(o.loops[: len(c.loops)] != c.loops for o in between if o.kind in (ir.SYNC, ir.EXIT) + ORDER_UNKNOWN_KINDS):
+        return None
+    # an mbarrier arrive (arrive.expect_tx) only releases: it orders the reader's read before the
+    # copy only through a wait of the issuing thread (or a barrier chain) between, so with no
+    # wait, call, named arrive nor barrier between, it orders nothing here
+    releases_only = (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+    if any(
+        (o.kind in ORDER_UNKNOWN_KINDS and o.kind not in releases_only)
+        or o.kind in (ir.EXIT, ir.SPIN, ir.PDL)
+        or (o.kind == ir.SYNC and not o.guard.exact)
+        or (o.kind in releases_only and (not o.guard.exact or any(q.kind == ir.SYNC for q in between)))
+        for o in between
+    ):
+        return None
+    if any(o.kind == ir.SYNC and o.loops != c.loops for o in between):
+        return None  # a barrier in a loop of its own between: it may run any number of times
+    # the generic syncscope question skips ops that may wait another way: the same here (an
+    # mbarrier wait of the issuing thread, the producer's `empty` handshake, is ORDER_UNKNOWN)
+    sync_sets = [(s, an.threads.executing(s)) for s in between if s.kind == ir.SYNC]
+    if any(ss is None for _, ss in sync_sets):
+        return None
+    esize = r.access.tile_type.dtype_bytes if r.access.tile_type is not None else None
+    nbytes = c.bytes.eval({}) if c.bytes is not None else None
+    ci, ri = c.buffer.index, r.buffer.index
+    if len(ci) > len(ri) or any(x.is_opaque() for x in ci + ri):
+        return None
+    extra: list = []
+    if len(ci) == len(ri):
+        # a copy into an element: it covers nbytes / esize elements along the last index
+        if not ci or not isinstance(nbytes, int) or not esize:
+            return None
+        ci, last = ci[:-1], ci[-1]
+        extra.append(("range", last, ri[-1], nbytes // esize))
+    elif len(ri) == len(ci) + 1 and isinstance(nbytes, int) and esize:
+        extra.append(("row", None, ri[-1], nbytes // esize))
+    elif len(ri) != len(ci):
+        return None
+    loop = m.loops.get(c.loops[-1])
+    if loop is None or loop.counter is None or (loop.trip is not None and loop.trip.is_opaque()):
+        return None
+    k = loop.counter
+    nxt = {k.name: E.binop("+", k, E.Const(d))} if d else {}
+    rtid = E.Var("tid@reader", E.PARAM)
+    bound = [E.binop(">=", k, E.Const(0))]
+    if loop.trip is not None:
+        bound.append(E.binop("<", E.binop("+", k, E.Const(d)), loop.trip))
+    for g in r.guard.uniform:
+        if not g.is_opaque():
+            bound.append(g)
+    for g in c.guard.uniform:
+        if not g.is_opaque():
+            bound.append(E.substitute(g, nxt))
+    for lid in r.loops[len(c.loops) :]:
+        lp = m.loops[lid]
+        bound += [E.binop(">=", lp.counter, E.Const(0)), E.binop("<", lp.counter, lp.trip)]
+    asked = 0
+    for t_w in sorted(tw):
+        wsub = {"tid": E.Const(t_w), "tid_y": E.Const(0), "tid_z": E.Const(0), **nxt}
+        rsub = {"tid": rtid, "tid_y": E.Const(0), "tid_z": E.Const(0)}
+        by_warp: dict[int, list[int]] = {}
+        for t in sorted(tr):
+            if t != t_w and not _covered(sync_sets, t_w, t):
+                by_warp.setdefault(t // 32, []).append(t)
+        for w, ts in sorted(by_warp.items(), key=lambda kv: (kv[0] != t_w // 32, kv[0])):
+            asked += 1
+            if asked > MAX_REFILL_QUERIES:
+                return None
+            same = [E.binop("==", E.substitute(a, rsub), E.substitute(b, wsub)) for a, b in zip(ri, ci)]
+            for kind, last, rl, cnt in extra:
+                rv = E.substitute(rl, rsub)
+                if kind == "range":
+                    lo = E.substitute(last, wsub)
+                    same += [E.binop(">=", rv, lo), E.binop("<", rv, E.binop("+", lo, E.Const(cnt)))]
+                else:
+                    same += [E.binop(">=", rv, E.Const(0)), E.binop("<", rv, E.Const(cnt))]
+            who = E.disj(*[E.binop("==", rtid, E.Const(t)) for t in ts])
+            pred = E.conj(*same, *[E.substitute(b, rsub) for b in bound], who)
+            wit = solver.witness(pred, an.solver_timeout_ms)
+            if wit is None:
+                continue
+            t_r = wit.get("tid@reader")
+            if not isinstance(t_r, int) or t_r not in ts:
+                continue
+            narrow = [s for s, ss in sync_sets if t_r in ss or t_w in ss]
+            return Dependency(c, r, tr, {t_r: frozenset([t_w])}, narrow, {}, kind="war" if d else "war-same")
+    return None
 
 
 def _fenced(fences, sync_sets, w: int, r: int) -> bool:
