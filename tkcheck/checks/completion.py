@@ -1278,13 +1278,16 @@ def _one_phase_per_visit(m: ir.KernelModel, acc: BarrierAccount, contribs: list[
     each iteration, one after it) whose every visit brings a phase's whole count: each visit
     completes one phase by itself, so no two sites need to share a phase, whatever the trip
     counts and conditions. The sites' visits are one sequence of phases when they are run by the
-    same threads (one role, in program order) and each visit is one issue (`times` 1, one element)
-    of a known number of arrivals. Returns the group that stands for them all: one site, whose
-    total is the count (decided), or a site whose one visit brings more than the count,
-    unconditionally (a warp's 32 arrivals on a barrier of count 1: every phase it lands in
-    overflows, TK302 with that site as evidence). None: not this shape (the group stays
-    "at different loop depths"). Arrivals only: an expect's bytes pair with another role's loads
-    phase by phase, which one site's visit does not decide."""
+    same threads (one role, in program order) and each visit is one issue, or the issues of loops
+    no other site of the group runs in, on one element (`_contiguous_visit`), of a known number of
+    arrivals. As for one site in a loop, the threads of a visit are taken to arrive in the same
+    round (a lane of one warp that runs two visits ahead of another warp is not modelled).
+    Returns the group that stands for them all: one site, whose total is the count (decided), or
+    a site whose one visit brings more than the count, under no block-uniform condition (a warp's
+    32 arrivals on a barrier of count 1: every phase it lands in overflows, an arrival mismatch
+    with that site as evidence). None: not this shape (the group stays "at different loop
+    depths"). Arrivals only: an expect's bytes pair with another role's loads phase by phase,
+    which one site's visit does not decide."""
     if acc.init_count is None or acc.group_init:
         return None
     count = acc.init_count.eval({})
