@@ -1305,7 +1305,7 @@ def _one_phase_per_visit(m: ir.KernelModel, acc: BarrierAccount, contribs: list[
         totals.append(t)
     for c, t in zip(contribs, totals):
         # one visit alone is more than any phase can take: refuted wherever it runs
-        if t > count and c.op.guard.exact and not c.op.guard.uniform and not c.op.guard.opaque:
+        if t > count and not c.exclusive and c.op.guard.exact and not c.op.guard.uniform and not c.op.guard.opaque:
             return [c]
     if all(t == count for t in totals) and len({c.issuers for c in contribs}) == 1:
         return [contribs[0]]
