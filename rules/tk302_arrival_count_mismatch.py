@@ -156,6 +156,11 @@ counted per destination CTA (remote `tma::cluster::arrive(bar, cta)`, the pair
 commit `tensor_commit<2>` landing on both CTAs, `tma::cluster::expect(bar,
 cta, ...)`), and a CTA that waits on its copy while every arrival lands on
 another CTA's copy is reported too (a `tensor_commit<1>` where the peer waits).
+Sites of one role at different loop depths (a commit before the k loop, one in
+each iteration, one after it) are checked visit by visit: when every visit
+brings the whole count, each completes a phase of its own; a visit that alone
+brings more than the count (the tail's arrive made by a whole warp) is reported
+at that site.
 
 ## Why is this bad?
 Too few arrivals and the phase never completes: a hang. Too many and phases

@@ -814,6 +814,11 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         for groups, key, alt in alts:
             groups[key] = alt
         _pair_first_fills(acc)
+        for key, contribs in list(acc.arrivals.items()):
+            if _nested_rounds(contribs):
+                one = _one_phase_per_visit(m, acc, contribs)
+                if one is not None:
+                    acc.arrivals[key] = one
         for groups in (acc.arrivals, acc.expects, acc.loads):
             for key, contribs in groups.items():
                 pats = {c.pattern for c in contribs}
@@ -1266,6 +1271,60 @@ def _pair_first_fills(acc: BarrierAccount) -> None:
                 base = key[: -len(FIRST_FILL)]
                 if key not in other and base in other:
                     other[key] = list(other[base])
+
+
+def _one_phase_per_visit(m: ir.KernelModel, acc: BarrierAccount, contribs: list[Contribution]) -> list | None:
+    """Arrival sites of one barrier at different loop depths (a commit before the k loop, one in
+    each iteration, one after it) whose every visit brings a phase's whole count: each visit
+    completes one phase by itself, so no two sites need to share a phase, whatever the trip
+    counts and conditions. The sites' visits are one sequence of phases when they are run by the
+    same threads (one role, in program order) and each visit is one issue, or the issues of loops
+    no other site of the group runs in, on one element (`_contiguous_visit`), of a known number of
+    arrivals. As for one site in a loop, the threads of a visit are taken to arrive in the same
+    round (a lane of one warp that runs two visits ahead of another warp is not modelled).
+    Returns the group that stands for them all: one site, whose total is the count (decided), or
+    a site whose one visit brings more than the count, under no block-uniform condition (a warp's
+    32 arrivals on a barrier of count 1: every phase it lands in overflows, an arrival mismatch
+    with that site as evidence). None: not this shape (the group stays "at different loop
+    depths"). Arrivals only: an expect's bytes pair with another role's loads phase by phase,
+    which one site's visit does not decide."""
+    if acc.init_count is None or acc.group_init:
+        return None
+    count = acc.init_count.eval({})
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return None
+    totals = []
+    for c in contribs:
+        if c.op.kind != ir.MBAR_ARRIVE or not c.issuers:
+            return None
+        if c.times.eval({}) != 1 and not _contiguous_visit(c, contribs):
+            return None
+        t = c.total.eval({})
+        if not isinstance(t, int) or isinstance(t, bool):
+            return None
+        totals.append(t)
+    for c, t in zip(contribs, totals):
+        # one visit alone is more than any phase can take: refuted wherever it runs
+        if t > count and not c.exclusive and c.op.guard.exact and not c.op.guard.uniform and not c.op.guard.opaque:
+            return [c]
+    if all(t == count for t in totals) and len({c.issuers for c in contribs}) == 1:
+        return [contribs[0]]
+    return None
+
+
+def _contiguous_visit(c: Contribution, contribs: list[Contribution]) -> bool:
+    """c's issues of one round (several: the loops inside its round loop, an element loop over
+    the softmax groups) are one visit: they all land on one element (its index reads none of those
+    loops' counters) and no other site of the group runs inside those loops, so nothing of the
+    group comes between them."""
+    loops = c.op.loops
+    inner = loops[loops.index(c.round_loop) + 1 :] if c.round_loop in loops else loops
+    if not inner or c.op.barrier is None:
+        return False
+    names = {f"k{lid}" for lid in inner}
+    if any(v.kind == E.LOOP and v.name in names for ix in c.op.barrier.index for v in ix.free_vars()):
+        return False
+    return not any(o is not c and set(o.op.loops) & set(inner) for o in contribs)
 
 
 def _nested_rounds(contribs: list[Contribution]) -> bool:

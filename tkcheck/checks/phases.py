@@ -803,6 +803,10 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
         one_visit = all(isinstance(t, int) for t in trips) and _prod(trips) <= elems
         if not one_visit:
             mine, iss_s = th.executing(w), th.issuers(s)
+            if iss_s is None and (pr := th.per_round(s)) is not None:
+                # a warp picked by the iteration (`if (warpid() == k % 4)`, TK's lcsf / lcf
+                # producers): the threads that issue it in some iteration, proved periodic
+                iss_s = pr[0]
             if (
                 w.loops
                 and s.order < first
