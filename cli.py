@@ -626,7 +626,12 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
                         if code and code < 0
                         else f"the checking process exited with status {code}"
                     )
-                    done(job, _failed(job, why + " (libclang or z3 crashed, or the file passed the memory limit of --file-memory)"))
+                    done(
+                        job,
+                        _failed(
+                            job, why + " (libclang or z3 crashed, or the file passed the memory limit of --file-memory)"
+                        ),
+                    )
                     continue
                 w.checked += 1
                 w.job = None
@@ -642,7 +647,10 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
                         del busy[reader]
                         w.stop(kill=True)
                         assert w.job is not None
-                        done(w.job, _failed(w.job, f"stopped after {file_timeout:g} s (raise the limit with --file-timeout)"))
+                        done(
+                            w.job,
+                            _failed(w.job, f"stopped after {file_timeout:g} s (raise the limit with --file-timeout)"),
+                        )
     finally:
         for w in idle:
             w.stop()

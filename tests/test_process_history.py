@@ -42,9 +42,25 @@ AFTER = [
 def _json_check(files: list[str], *extra: str) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     out = subprocess.run(
-        [sys.executable, "-m", "tkcheck", "check", "--no-cache", "--exit-zero", "-q", "--output-format", "json",
-         "--file-timeout", "0", *extra, *files],
-        capture_output=True, text=True, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "tkcheck",
+            "check",
+            "--no-cache",
+            "--exit-zero",
+            "-q",
+            "--output-format",
+            "json",
+            "--file-timeout",
+            "0",
+            *extra,
+            *files,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     found = json.loads(out.stdout)

@@ -33,6 +33,7 @@ _K = TypeVar("_K", bound=Hashable)
 J = E.Var("j@iter", E.LOOP)
 MAX_PERIOD = 64
 
+
 def _bitfields() -> dict[Expr, tuple[Expr, dict[int, Expr]]]:
     """Closed forms of phase bitfields derived in this check: expr -> (initial value, {bit
     position: flips before k}). Per check (solver.memo), never a process global: a form another
