@@ -516,10 +516,13 @@ def run_jobs(
     return results
 
 
-# A worker checks this many files, then is replaced by a fresh fork of the warm parent: what
-# a long run leaves in a process (the allocator's fragments, libclang's and z3's own caches)
-# stays bounded under the --file-memory limit. Answers do not depend on it.
-WORKER_FILES = 64
+# A worker checks this many files, then is replaced by a fresh fork of the warm parent. 1 (a
+# fresh process per file, as before round 8) until the last dependence of a check on what its
+# process checked before is found: with 64, the corpus+fixtures snapshot had 6 witnesses of 3
+# fixtures/loops/bitfield_* files with other parameter values (the findings themselves equal);
+# see docs/BENCHMARKS.md, round 8, r8-many. With more than 1, what a long run leaves in a process
+# (the allocator's fragments, libclang's and z3's caches) stays bounded under --file-memory.
+WORKER_FILES = 1
 
 
 class _Worker:

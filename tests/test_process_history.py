@@ -113,13 +113,14 @@ def test_memos_live_as_long_as_their_check():
 
 @pytest.mark.skipif(not C._can_fork(), reason="workers need fork")
 def test_a_worker_checks_many_files_and_answers_as_a_process_per_file(tmp_path, monkeypatch):
-    """-j 1 with workers that check every file in one process gives what a process per file
-    gives (WORKER_FILES = 1: a fresh worker per file)."""
+    """-j 1 with a worker that checks every file in one process (WORKER_FILES = 64) gives what a
+    process per file gives (WORKER_FILES = 1, the default) on these files."""
     from tkcheck import evaluate
     from tkcheck.engine import CheckOptions
 
     opts = CheckOptions(enabled=evaluate.all_codes())
     jobs = [C._Job(i, str(ROOT / p), opts) for i, p in enumerate([*BEFORE[:2], *AFTER])]
+    monkeypatch.setattr(C, "WORKER_FILES", 64)
     pooled = C.run_jobs(jobs, 1, False, file_timeout=0)
     monkeypatch.setattr(C, "WORKER_FILES", 1)
     per_file = C.run_jobs(jobs, 1, False, file_timeout=0)
