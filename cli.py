@@ -394,22 +394,37 @@ def _failed(job: _Job, why: str):
     return res
 
 
-def _child_main(conn, job: _Job):
-    """In a forked child: check one file, send the pickled FileResult back."""
+def _worker_main(jobs_in, results_out, parent: int):
+    """In a forked worker: check the jobs the parent sends, one after the other, each result
+    sent back pickled (or the error's text), until the parent sends an empty message, closes
+    the pipe or is gone. Every check
+    answers as a process of its own would: its own z3 context, the unknowns' numbering, the
+    source texts and the checks' memos start afresh per check (engine.check_file)."""
     import pickle
 
-    try:
-        # nothing a file names may read the terminal or the caller's pipe (`#include "/dev/stdin"`)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
-        _limit_memory(FILE_MEMORY_LIMIT["bytes"])
-        _, res = _check_job(job)
-        payload = pickle.dumps(res)
-    except BaseException as e:  # noqa: BLE001 - reported by the parent
-        payload = pickle.dumps(f"{type(e).__name__}: {e}")
-    conn.send_bytes(payload)
-    conn.close()
+    # nothing a file names may read the terminal or the caller's pipe (`#include "/dev/stdin"`)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    _limit_memory(FILE_MEMORY_LIMIT["bytes"])
+    while True:
+        try:
+            while not jobs_in.poll(1.0):
+                if os.getppid() != parent:  # the parent died: nobody reads what this checks
+                    os._exit(0)
+            message = jobs_in.recv_bytes()
+        except (EOFError, OSError):
+            break
+        if not message:
+            break
+        job = pickle.loads(message)
+        try:
+            _, res = _check_job(job)
+            payload = pickle.dumps(res)
+        except BaseException as e:  # noqa: BLE001 - reported by the parent
+            payload = pickle.dumps(f"{type(e).__name__}: {e}")
+        results_out.send_bytes(payload)
+    results_out.close()
 
 
 def _cache_hit(job: _Job):
@@ -461,12 +476,13 @@ def run_jobs(
     """FileResults in job order.
 
     A file whose result is in the cache is answered here (no process, no parse, no engine
-    import). The others are checked in forked child processes, up to `workers` at once, one
-    child per file (libclang and z3 are not thread-safe; a crash of libclang on hostile input,
-    or a check that runs past `file_timeout`, must cost that one file, not the whole run; and z3
-    answers differently after other checks in the same process: see docs/DEVELOPING.md). The
-    engine, the builder and the checks are imported once, here, before the first fork, so a
-    child starts warm: this process is the template every check is forked from. Without fork
+    import). The others are checked in up to `workers` long-lived worker processes forked from
+    this one, each checking many files one after the other (`_run_forked`): libclang and z3 are
+    not thread-safe, and a crash of libclang on hostile input, or a check that runs past
+    `file_timeout`, must cost that one file, not the whole run. Each check answers as a process
+    of its own would (its own z3 context and memos: solver.session). The engine, the builder
+    and the checks are imported once, here, before the first fork, so a worker starts warm.
+    Without fork
     (or with `isolate=False`, as --debug does) files are checked in this process, one after the
     other.
     """
@@ -500,76 +516,149 @@ def run_jobs(
     return results
 
 
+# A worker checks this many files, then is replaced by a fresh fork of the warm parent. 1 (a
+# fresh process per file, as before round 8) until the last dependence of a check on what its
+# process checked before is found: with 64, the corpus+fixtures snapshot had 6 witnesses of 3
+# fixtures/loops/bitfield_* files with other parameter values (the findings themselves equal);
+# see docs/BENCHMARKS.md, round 8, r8-many. With more than 1, what a long run leaves in a process
+# (the allocator's fragments, libclang's and z3's caches) stays bounded under --file-memory.
+WORKER_FILES = 1
+
+
+class _Worker:
+    """A process forked from the warm parent that checks files one after the other."""
+
+    def __init__(self, ctx):
+        self.jobs_out_r, self.jobs_out = ctx.Pipe(duplex=False)  # parent -> worker
+        self.results_in, results_w = ctx.Pipe(duplex=False)  # worker -> parent
+        self.proc = ctx.Process(target=_worker_main, args=(self.jobs_out_r, results_w, os.getpid()), daemon=True)
+        self.proc.start()
+        self.jobs_out_r.close()
+        results_w.close()  # the worker holds the only writer: its death reads as EOF here
+        self.checked = 0  # files this worker finished
+        self.job: _Job | None = None
+        self.started = 0.0
+
+    def send(self, job: _Job) -> None:
+        import pickle
+
+        self.job, self.started = job, time.monotonic()
+        self.jobs_out.send_bytes(pickle.dumps(job))
+
+    def stop(self, kill: bool = False) -> None:
+        """End the worker: an empty message ends its loop (a later fork holds a copy of this
+        pipe's writer, so closing it here is no EOF there); `kill` for one busy or dead."""
+        if not kill:
+            try:
+                self.jobs_out.send_bytes(b"")
+            except OSError:
+                kill = True
+            else:
+                self.proc.join(30)
+                kill = self.proc.exitcode is None
+        if kill:
+            self.proc.kill()
+        self.proc.join()
+        self.jobs_out.close()
+        self.results_in.close()
+
+
 def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout: float | None):
+    """Check `jobs` in up to `workers` long-lived worker processes forked from this warm one,
+    each checking files one after the other (`_worker_main`). A worker that dies (libclang or
+    z3 crashed, the --file-memory limit) costs the file it was checking: that file is checked
+    again once in a fresh worker when the dead one had checked other files before (so a crash
+    is the file's own, as with a process per file), then told as failed. A check that runs past
+    `file_timeout` kills its worker; a fresh one takes its place."""
     import multiprocessing as mp
     import pickle
     from collections import deque
     from multiprocessing.connection import wait
 
-    # imported once here: every child forked below starts with them (no import per file)
+    # imported once here: every worker forked below starts with them (no import per file)
     import tkcheck.checks.analysis  # noqa: F401
     import tkcheck.engine  # noqa: F401
     import tkcheck.frontend.builder  # noqa: F401
 
     ctx = mp.get_context("fork")
     pending = deque(jobs)
-    running: dict = {}  # reader -> (process, job, started)
+    retried: set[int] = set()
+    idle: list[_Worker] = []
+    busy: dict = {}  # results_in -> worker
     sys.stdout.flush()
     sys.stderr.flush()
+
+    def done(job: _Job, value) -> None:
+        results[job.index] = value
+        if bar:
+            bar.update(1)
+
     try:
-        while pending or running:
-            while pending and len(running) < workers:
+        while pending or busy:
+            while pending and len(busy) < workers:
                 job = pending.popleft()
-                reader, writer = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child_main, args=(writer, job), daemon=True)
-                proc.start()
-                writer.close()  # the child holds the only writer: its death reads as EOF here
-                running[reader] = (proc, job, time.monotonic())
+                w = idle.pop() if idle and job.index not in retried else _Worker(ctx)
+                try:
+                    w.send(job)
+                except OSError:  # the worker is gone: a fresh one takes the job
+                    w.stop(kill=True)
+                    w = _Worker(ctx)
+                    w.send(job)
+                busy[w.results_in] = w
             timeout = None
             if file_timeout:
-                oldest = min(started for _, _, started in running.values())
+                oldest = min(w.started for w in busy.values())
                 timeout = max(0.0, oldest + file_timeout - time.monotonic())
-            for reader in wait(list(running), timeout=timeout):  # type: ignore[assignment]  # wait() returns the readers it was given
-                proc, job, _ = running.pop(reader)
+            for reader in wait(list(busy), timeout=timeout):  # type: ignore[assignment]  # wait() returns the readers it was given
+                w = busy.pop(reader)
+                job = w.job
+                assert job is not None
                 try:
                     value = pickle.loads(reader.recv_bytes())
                 except (EOFError, OSError, pickle.UnpicklingError):
                     value = None
-                reader.close()
-                proc.join()
-                if value is None:
-                    code = proc.exitcode
+                if value is None:  # the worker died
+                    w.stop(kill=True)
+                    if w.checked and job.index not in retried:
+                        retried.add(job.index)
+                        pending.appendleft(job)  # again, alone in a fresh worker
+                        continue
+                    code = w.proc.exitcode
                     why = (
                         f"the checking process died with signal {-code}"
                         if code and code < 0
                         else f"the checking process exited with status {code}"
                     )
-                    value = _failed(
-                        job, why + " (libclang or z3 crashed, or the file passed the memory limit of --file-memory)"
+                    done(
+                        job,
+                        _failed(
+                            job, why + " (libclang or z3 crashed, or the file passed the memory limit of --file-memory)"
+                        ),
                     )
-                elif isinstance(value, str):
-                    value = _failed(job, value)
-                results[job.index] = value
-                if bar:
-                    bar.update(1)
+                    continue
+                w.checked += 1
+                w.job = None
+                done(job, _failed(job, value) if isinstance(value, str) else value)
+                if w.checked >= WORKER_FILES:
+                    w.stop()
+                else:
+                    idle.append(w)
             if file_timeout:
                 now = time.monotonic()
-                for reader, (proc, job, started) in list(running.items()):
-                    if now - started > file_timeout:
-                        proc.kill()
-                        proc.join()
-                        reader.close()
-                        del running[reader]
-                        results[job.index] = _failed(
-                            job, f"stopped after {file_timeout:g} s (raise the limit with --file-timeout)"
+                for reader, w in list(busy.items()):
+                    if now - w.started > file_timeout:
+                        del busy[reader]
+                        w.stop(kill=True)
+                        assert w.job is not None
+                        done(
+                            w.job,
+                            _failed(w.job, f"stopped after {file_timeout:g} s (raise the limit with --file-timeout)"),
                         )
-                        if bar:
-                            bar.update(1)
     finally:
-        for reader, (proc, _, _) in running.items():
-            proc.kill()
-            proc.join()
-            reader.close()
+        for w in idle:
+            w.stop()
+        for w in busy.values():
+            w.stop(kill=True)
 
 
 # ---------------------------------------------------------------- the check command

@@ -106,8 +106,7 @@ def models_of(path: str, options: ParseOptions | None = None, text: str | None =
     forget_source_texts()
     if text is None:
         text = read_source(path)
-    with solver.session():  # the default limits, as a check's
-        solver.fresh_context()  # do not depend on what this process built before
+    with solver.session():  # the default limits and a z3 context of its own, as a check's
         return ModelBuilder(parse_source(path, text, options or ParseOptions())).build()
 
 
@@ -190,8 +189,8 @@ def _check_text(
 
     reset_unknowns()  # names of unknowns restart per file: output does not depend on order
     forget_source_texts()  # a header edited since the last check in this process is read again
+    # nor do the solver's answers: each check has a z3 context of its own (solver.session)
     with solver.session(budget=opts.solver_budget, safety_net_ms=opts.solver_timeout_ms) as ctx:
-        solver.fresh_context()  # nor do the solver's answers: each file starts from a fresh z3 context
         _check_in_session(path, text, opts, res, rules, parsed, ctx)
 
 

@@ -33,8 +33,14 @@ _K = TypeVar("_K", bound=Hashable)
 J = E.Var("j@iter", E.LOOP)
 MAX_PERIOD = 64
 
-# closed forms of phase bitfields: expr -> (initial value, {bit position: flips before k})
-_BITFIELDS: dict[Expr, tuple[Expr, dict[int, Expr]]] = {}
+
+def _bitfields() -> dict[Expr, tuple[Expr, dict[int, Expr]]]:
+    """Closed forms of phase bitfields derived in this check: expr -> (initial value, {bit
+    position: flips before k}). Per check (solver.memo), never a process global: a form another
+    file registered must not answer for this one."""
+    from . import solver
+
+    return solver.memo("recurrence.bitfields")
 
 
 def _is_opaque_form(fn: Callable) -> bool:
@@ -177,7 +183,7 @@ def solve_dependent(
             value: Expr = init
             for bit, cnt in sorted(counts.items()):
                 value = E.binop("^", value, E.binop("*", E.binop("%", cnt, E.Const(2)), E.Const(1 << bit)))
-            _BITFIELDS[value] = (init, counts)
+            _bitfields()[value] = (init, counts)
             return value
 
         return closed
@@ -186,7 +192,7 @@ def solve_dependent(
 
 def phase_bit(bits: Expr, position: Expr) -> Expr | None:
     """Bit `position` of a bitfield with a registered closed form, as a cheap term."""
-    info = _BITFIELDS.get(bits)
+    info = _bitfields().get(bits)
     if info is None:
         return None
     init, counts = info

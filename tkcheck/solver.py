@@ -65,6 +65,10 @@ class SolverContext:
     # Emptied with the context (`fresh_context`), so that a file's answers never depend on the
     # files checked before.
     answers: dict[tuple, bool] = field(default_factory=dict)
+    # the z3 context every z3 object of this check is made in (`fresh_context`); None before
+    z3ctx: Any = None
+    # what the front end and the checks remember during one check (`memo`): by name, a dict
+    memos: dict[str, dict] = field(default_factory=dict)
 
 
 _ALWAYS_MAX = 20_000
@@ -91,26 +95,60 @@ def current() -> SolverContext:
 @contextmanager
 def session(budget: int | None = None, safety_net_ms: int | None = None) -> Iterator[SolverContext]:
     """One check's solver context: `budget` z3 rlimit steps per query, `safety_net_ms` the
-    wall-clock net; z3's main context starts afresh (`fresh_context`). Restored on exit."""
+    wall-clock net, and a z3 context of its own (`fresh_context`): every z3 term, solver and
+    model the check makes lives in it, so the check's answers do not depend on what this process
+    solved before. The outer solver context and z3 context are restored on exit."""
     ctx = SolverContext(
         budget=max(int(budget), 1) if budget is not None else DEFAULT_BUDGET,
         safety_net_ms=max(int(safety_net_ms), 1) if safety_net_ms is not None else DEFAULT_SAFETY_NET_MS,
     )
+    outer_z3 = _z3_main_context()
     token = _CURRENT.set(ctx)
     try:
+        fresh_context()
         yield ctx
     finally:
         _CURRENT.reset(token)
+        ctx.answers.clear()
+        _install_z3_context(outer_z3)
+
+
+def _z3_main_context() -> Any:
+    """z3's default context now (the one `z3.Int(...)` etc. use when given none), or None."""
+    return z3.z3._main_ctx  # noqa: SLF001 - z3's module global; see fresh_context
+
+
+def _install_z3_context(c: Any) -> None:
+    z3.z3._main_ctx = c  # noqa: SLF001
 
 
 def fresh_context() -> None:
-    """Start z3's main context afresh, so that a file's queries do not depend on the queries
-    of files checked before it in the same process (z3's heuristics follow term ids). z3's main
-    context is z3's own process-wide state: checks in one process run one at a time (libclang
-    and z3 are not thread-safe), each from a fresh one."""
-    z3.main_ctx()  # make sure one exists before it is replaced
-    z3._main_ctx = None  # noqa: SLF001 - z3 creates a new one at the next main_ctx()
+    """Give the current check a new z3 context, made the default one, so that its queries do not
+    depend on the queries of checks before it in the same process (z3's heuristics, and so its
+    models and counterexamples, follow the term ids and the caches of the context a term is made
+    in). Every z3 object of tkcheck is made without an explicit context (`z3.BitVec(...)`,
+    `z3.Solver()`), which z3 puts in its default context: the module global `z3.z3._main_ctx`
+    (not the package's attribute `z3._main_ctx`, which z3's `main_ctx()` never reads: until round 8
+    this function set that one, and every check of a process shared one z3 context). Checks in one
+    process run one at a time (libclang and z3 are not thread-safe), each in its own context; the
+    decided answers kept for the old context go with it."""
+    c = z3.Context()
+    current().z3ctx = c
+    _install_z3_context(c)
     current().answers.clear()
+
+
+def memo(name: str) -> dict:
+    """A dict that lives as long as the current check (`session`): what a module remembers while
+    it checks one file (answers already proved, closed forms already derived, names read from a
+    translation unit). Not a module global: what one check remembered must not change what a
+    later check of the same process asks z3 or answers (a worker or the language server checks
+    many files one after the other, each as a process of its own would)."""
+    memos = current().memos
+    d = memos.get(name)
+    if d is None:
+        d = memos[name] = {}
+    return d
 
 
 @contextmanager

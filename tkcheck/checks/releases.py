@@ -27,7 +27,7 @@ def index_of(ref: ir.Ref) -> tuple | None:
     if any(ix.is_opaque() or ix.depends_on(E.THREAD) for ix in ref.index):
         return None
     key = tuple(str(ix) for ix in ref.index)
-    _index_exprs[key] = tuple(ref.index)
+    _index_exprs()[key] = tuple(ref.index)
     return key
 
 
@@ -44,17 +44,18 @@ def same_index(a: tuple | None, b: tuple[E.Expr, ...], an: Analysis | None = Non
         return False
     from .. import solver
 
-    exprs = _index_exprs.get(a)
+    exprs = _index_exprs().get(a)
     if exprs is None:
         return False
     key = (a, tuple(str(ix) for ix in b))
-    if key not in _proved:
-        _proved[key] = all(
+    proved = _proved()
+    if key not in proved:
+        proved[key] = all(
             str(x) == str(y)
             or solver.always(E.binop("==", _masks_as_mod(x, an), _masks_as_mod(y, an)), an.solver_timeout_ms) is True
             for x, y in zip(exprs, b)
         )
-    return _proved[key]
+    return proved[key]
 
 
 def _masks_as_mod(e: E.Expr, an: Analysis) -> E.Expr:
@@ -79,8 +80,14 @@ def _masks_as_mod(e: E.Expr, an: Analysis) -> E.Expr:
     return E.rewrite(e, fix)
 
 
-_index_exprs: dict[tuple, tuple[E.Expr, ...]] = {}  # index_of's answer -> the expressions it came from
-_proved: dict[tuple, bool] = {}  # (index, other index's text) -> same_index's answer
+def _index_exprs() -> dict[tuple, tuple[E.Expr, ...]]:
+    """index_of's answer -> the expressions it came from (this check's: solver.memo)."""
+    return solver.memo("releases.index_exprs")
+
+
+def _proved() -> dict[tuple, bool]:
+    """(index, other index's text) -> same_index's answer (this check's: solver.memo)."""
+    return solver.memo("releases.proved")
 
 
 def _refill(o: ir.Op) -> bool:

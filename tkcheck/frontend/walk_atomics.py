@@ -75,11 +75,12 @@ def _namespace_of(decl: Any) -> list[str]:
     return out
 
 
-_ENUMS: dict[Any, dict[int, str]] = {}
-
-
 def _scope_names(ns: Any) -> dict[int, str]:
-    """value -> enumerator name of the `thread_scope` enum declared in namespace cursor ns."""
+    """value -> enumerator name of the `thread_scope` enum declared in namespace cursor ns
+    (remembered for this check: a cursor's hash names it in its own translation unit only)."""
+    from .. import solver
+
+    _ENUMS = solver.memo("walk_atomics.enums")
     key = ns.hash
     if key not in _ENUMS:
         names: dict[int, str] = {}
