@@ -257,7 +257,7 @@ def _computes_only(m: ir.KernelModel, o: ir.Op) -> bool:
     return True
 
 
-def _race_at(roles: list[Role], pcs: tuple, marks: tuple = ()):
+def _race_at(roles: list[Role], pcs: tuple, marks: tuple = (), program_order: bool = False):
     """Two roles whose next accesses (before their next synchronising event) conflict: one
     element, one of them a write, not both atomic, lanes of two different warps. Else a role's
     next access that conflicts with an access another role has made since its last release
@@ -283,6 +283,11 @@ def _race_at(roles: list[Role], pcs: tuple, marks: tuple = ()):
         past = _unreleased(r, pcs[i], marks[i] if marks else -1)
         if not past:
             continue
+        if program_order:
+            # (the reduced search makes access runs eagerly, so it meets as "made" what the
+            # unreduced one meets as "next": the made ones are then asked in the order of the
+            # next ones, first access first)
+            past = past[::-1]
         for j, ej in nxt:
             if j == i:
                 continue
@@ -1505,7 +1510,7 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
         visited.add(k)
         pcs, marks, bars, syncs = state
         if memory:
-            race = _race_at(roles, pcs, marks)
+            race = _race_at(roles, pcs, marks, por is not None)
             if race is not None:
                 a, ea, ta, b, eb, tb, elem, made = race
                 ex.race = MemRace(a, ea, ta, b, eb, tb, elem, trace=_trace(path), state=state, unreleased=made)
