@@ -1646,7 +1646,12 @@ class _LocalSteps:
             if pc >= len(r.events):
                 continue
             e = r.events[pc]
-            if e.kind in ("mem", "exit"):
+            if e.kind == "mem":
+                # an access run commutes with everything, but taken eagerly it turns a race the
+                # unreduced search meets with both accesses next into one met with this one made
+                # (another witness, another message): access runs are interleaved in full
+                continue
+            if e.kind == "exit":
                 out.append(ri)
                 continue
             if e.kind == "sync" and marks[ri] >= 0:
