@@ -1573,19 +1573,22 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
 class _LocalSteps:
     """The race search's partial-order reduction, exact for its question (a reachable state where
     two roles' accesses of one element are unordered). A role's next step is taken as the state's
-    only successor when (1) it commutes with every step every other role can still make: an
-    access run (it touches no barrier), the pass of a barrier generation that has completed (only
-    the role's own position moves, and nothing can undo the completion), or a step on a barrier
-    element / named barrier id that no other role's remaining program touches (waits of two roles
-    on one element commute: neither changes it); a step that ends the role's program changes the
-    count a block-wide barrier waits for, so it commutes only when no other role still meets one;
-    and (2) it keeps every access of the role that can race with another role's (those it can make
-    next and those it made and has not released, `_race_at`): it moves accesses from "next" to
-    "made", never drops one. The state graph has no cycle (each step moves a role's position or
-    its arrival mark forward), so no cycle proviso is needed. Why no race is lost: a race reachable
-    without the step (which stays enabled, the others commute with it) is, after it, a race of the
-    same two accesses -- or, when the other access was made on the way while this role's was next,
-    the state just before that access had both next. A race reached with it was reachable before."""
+    only successor when (1) it commutes with every step every other role can make before it: the
+    pass of a barrier generation that has completed (only the role's position moves, and nothing
+    can undo the completion), an exit, or a step on a barrier element / named barrier id that no
+    other role touches within its remaining program or within `_reach` of it while this role is
+    held (waits of two roles on one element commute: neither changes it; arrivals at one named
+    barrier commute when the others cannot complete the generation without this role nor pass its
+    count, with `_run_role(split=True)`); a step that ends the role's program changes the count a
+    block-wide barrier waits for, so it commutes only when no other role still meets one; and
+    (2) it keeps every access of the role that can race with another role's live (those it can
+    make next and those it made and has not released, `_race_at`): no release after racy
+    accesses. Access runs are not taken eagerly (that would meet a race with both accesses next
+    as one with the first made: another witness). The state graph has no cycle (each step moves a
+    role's position or its arrival mark forward), so no cycle proviso is needed. Why no race is
+    lost: a race reachable without the step (which stays enabled; the others' steps on the way
+    commute with it) is still a race after it, of the same two accesses. A race reached with it
+    was reachable before."""
 
     def __init__(self, roles: list[Role]):
         self.roles = roles
