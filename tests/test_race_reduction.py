@@ -3,8 +3,6 @@ races and without, the reduced search gives the unreduced one's answer (the same
 of the same two accesses), over no more states. The unreduced search (`races(..., reduce=False)`)
 exists for this comparison only."""
 
-from pathlib import Path
-
 import pytest
 
 from tkcheck.checks import protocol
@@ -44,7 +42,11 @@ def _answer(ex: protocol.Exploration):
 def test_reduced_race_search_answers_as_the_unreduced(fixture, name, race):
     path = MEM / fixture
     for m in models_of(str(path), text=path.read_text()):
-        names = [name] if name else sorted({o.buffer.name for o in m.ops if o.buffer is not None and o.kind == "smem_access"})
+        names = (
+            [name]
+            if name
+            else sorted({o.buffer.name for o in m.ops if o.buffer is not None and o.kind == "smem_access"})
+        )
         for nm in names:
             a = protocol.races(Analysis(m), frozenset([nm]))
             b = protocol.races(Analysis(m), frozenset([nm]), reduce=False)

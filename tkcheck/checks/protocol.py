@@ -1705,13 +1705,7 @@ class _LocalSteps:
         pos = (self.pos_write if writes_only else self.pos_touch)[j].get(o, ())
         if _within(pos, lo, hi - 1):
             return True
-        return (
-            arrivals
-            and o[0] == "S"
-            and hi < len(evs)
-            and evs[hi].kind == "sync"
-            and evs[hi].sync[0] == o[1]
-        )
+        return arrivals and o[0] == "S" and hi < len(evs) and evs[hi].kind == "sync" and evs[hi].sync[0] == o[1]
 
     def _reach(self, state, fi: int, eidx: dict) -> tuple[list[int], dict, bool]:
         """An over-approximation of how far each role can run while role fi stays where it is:
@@ -1941,7 +1935,13 @@ def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = Fals
                     if arrived >= need:
                         gen, arrived = gen + 1, 0
                     syncs[sid] = (arrived, gen)
-                    steps.append((ri, e, "arrives, completes the barrier" if gen > marks[ri] else "arrives, waits for the others"))
+                    steps.append(
+                        (
+                            ri,
+                            e,
+                            "arrives, completes the barrier" if gen > marks[ri] else "arrives, waits for the others",
+                        )
+                    )
                     break
             if marks[ri] == gen and arrived >= need:
                 gen, arrived = gen + 1, 0
