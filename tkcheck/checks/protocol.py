@@ -29,6 +29,7 @@ trip counts, unknown init counts, ...) means no exploration and no finding.
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -148,7 +149,7 @@ def explore(an: Analysis) -> Exploration:
 RACE_BLIND = (ir.SPIN, ir.CALL)
 
 
-def races(an: Analysis, names: frozenset[str]) -> Exploration:
+def races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Exploration:
     """The race search over the shared scalars / arrays of scalars `names`: the same roles and
     barrier semantics as `explore` (mbarrier phases, named-barrier generations counted per warp,
     `__syncwarp(mask)` as a barrier of the mask's lanes), with the accesses as local events and
@@ -157,11 +158,11 @@ def races(an: Analysis, names: frozenset[str]) -> Exploration:
     before they synchronise again -- a proof of a race in the small instance explored, with the
     trace to it. No race and `status == "explored"`: none in that instance (not a proof for
     every size); anything else: unknown."""
-    key = "protocol.races:" + ",".join(sorted(names))
-    return an.fact(key, lambda an_: _races(an_, names))
+    key = "protocol.races:" + ",".join(sorted(names)) + ("" if reduce else ":unreduced")
+    return an.fact(key, lambda an_: _races(an_, names, reduce))
 
 
-def _races(an: Analysis, names: frozenset[str]) -> Exploration:
+def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Exploration:
     t0 = time.perf_counter()
     ex = Exploration()
     m = an.model
@@ -204,11 +205,11 @@ def _races(an: Analysis, names: frozenset[str]) -> Exploration:
                 f"assuming every role's instruction loop runs the same {rounds} round"
                 f"{'s' if rounds > 1 else ''} and then stops at its break"
             )
-            _explore_with(an, ops, ex, rounds, memory=True)  # each round within the search's bound
+            _explore_with(an, ops, ex, rounds, memory=True, reduce=reduce)  # each round within the search's bound
             if ex.race is not None or ex.status != "explored":
                 break
     else:
-        _explore_with(an, ops, ex, None, memory=True)
+        _explore_with(an, ops, ex, None, memory=True, reduce=reduce)
     ex.seconds = time.perf_counter() - t0
     return ex
 
@@ -258,7 +259,7 @@ def _computes_only(m: ir.KernelModel, o: ir.Op) -> bool:
     return True
 
 
-def _race_at(roles: list[Role], pcs: tuple, marks: tuple = ()):
+def _race_at(roles: list[Role], pcs: tuple, marks: tuple = (), program_order: bool = False):
     """Two roles whose next accesses (before their next synchronising event) conflict: one
     element, one of them a write, not both atomic, two different threads (two lanes of one warp
     too: lanes are threads under independent thread scheduling, ordered only by a barrier). Else a role's
@@ -285,6 +286,11 @@ def _race_at(roles: list[Role], pcs: tuple, marks: tuple = ()):
         past = _unreleased(r, pcs[i], marks[i] if marks else -1)
         if not past:
             continue
+        if program_order:
+            # (the reduced search makes access runs eagerly, so it meets as "made" what the
+            # unreduced one meets as "next": the made ones are then asked in the order of the
+            # next ones, first access first)
+            past = past[::-1]
         for j, ej in nxt:
             if j == i:
                 continue
@@ -1380,7 +1386,9 @@ def _explore_model(an: Analysis) -> Exploration:
     return ex
 
 
-def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, rounds: int | None, memory: bool = False):
+def _explore_with(
+    an: Analysis, ops: list[ir.Op], ex: Exploration, rounds: int | None, memory: bool = False, reduce: bool = True
+):
     m = an.model
     params = _choose_params(m, ops, rounds)
     if params is None:
@@ -1435,7 +1443,7 @@ def _explore_with(an: Analysis, ops: list[ir.Op], ex: Exploration, rounds: int |
         return
     roles = _merge_mma_runs(roles)
     ex.roles = roles
-    _search(ex, roles, counts, memory)
+    _search(ex, roles, counts, memory, reduce)
 
 
 def _merge_mma_runs(roles: list[Role]) -> list[Role]:
@@ -1474,7 +1482,7 @@ def _merge_mma_runs(roles: list[Role]) -> list[Role]:
     ]
 
 
-def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = False):
+def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = False, reduce: bool = True):
     elems = sorted(counts)
     eidx = {e: i for i, e in enumerate(elems)}
     sizes = [len(r.threads) for r in roles]
@@ -1484,6 +1492,7 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
     key = _symmetry(roles) if not memory else (lambda st: st)
+    por = _LocalSteps(roles) if memory and reduce else None
     # a path is a chain (previous chain, steps): extending it costs nothing, a trace is spelled
     # out only for the deadlock or race found
     stack: deque[tuple[tuple, tuple | None]] = deque([(start, None)])
@@ -1504,7 +1513,7 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
         visited.add(k)
         pcs, marks, bars, syncs = state
         if memory:
-            race = _race_at(roles, pcs, marks)
+            race = _race_at(roles, pcs, marks, por is not None)
             if race is not None:
                 a, ea, ta, b, eb, tb, elem, made = race
                 ex.race = MemRace(a, ea, ta, b, eb, tb, elem, trace=_trace(path), state=state, unreleased=made)
@@ -1515,9 +1524,15 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
         succ = []
         # threads that have left the kernel: a block-wide barrier waits for the others only
         gone = sum(sizes[i] for i, r in enumerate(roles) if pcs[i] >= len(r.events))
-        for ri, r in enumerate(roles):
+        # the partial-order reduction (`_LocalSteps`): a role whose next step commutes with
+        # everything the others can still do, and keeps every access it can race with, is the
+        # state's one successor; else every role's step
+        tries = [(ri, True) for ri in (por.candidates(state, eidx) if por is not None else ())]
+        tries += [(ri, False) for ri in range(len(roles))]
+        for ri, only in tries:
+            r = roles[ri]
             try:
-                res = _run_role(ri, r, state, eidx, gone, counts, elems, memory)
+                res = _run_role(ri, r, state, eidx, gone, counts, elems, memory, por is not None)
             except _NotModelled as exc:
                 ex.status = "unknown"
                 ex.reason = str(exc)
@@ -1525,12 +1540,14 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
                 ex.steps = steps_run
                 return
             steps_run += 1
-            if res is None:
+            if res is None or (only and not por.keeps(ri, state, res[0])):
                 continue
             nstate, steps = res
             steps_run += len(steps)
             moved = True
             succ.append((nstate, (path, steps)))
+            if only:
+                break
         if not moved:
             if memory or all(pcs[i] >= len(r.events) for i, r in enumerate(roles)):
                 continue  # (the race search goes on past a deadlock: the deadlock rules report it)
@@ -1554,6 +1571,246 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
     ex.status = "explored"
     ex.states = len(visited)
     ex.steps = steps_run
+
+
+class _LocalSteps:
+    """The race search's partial-order reduction, exact for its question (a reachable state where
+    two roles' accesses of one element are unordered). A role's next step is taken as the state's
+    only successor when (1) it commutes with every step every other role can make before it: the
+    pass of a barrier generation that has completed (only the role's position moves, and nothing
+    can undo the completion), an exit, or a step on a barrier element / named barrier id that no
+    other role touches within its remaining program or within `_reach` of it while this role is
+    held (waits of two roles on one element commute: neither changes it; arrivals at one named
+    barrier commute when the others cannot complete the generation without this role nor pass its
+    count, with `_run_role(split=True)`); a step that ends the role's program changes the count a
+    block-wide barrier waits for, so it commutes only when no other role still meets one; and
+    (2) it keeps every access of the role that can race with another role's live (those it can
+    make next and those it made and has not released, `_race_at`): no release after racy
+    accesses. Access runs are not taken eagerly (that would meet a race with both accesses next
+    as one with the first made: another witness). The state graph has no cycle (each step moves a
+    role's position or its arrival mark forward), so no cycle proviso is needed. Why no race is
+    lost: a race reachable without the step (which stays enabled; the others' steps on the way
+    commute with it) is still a race after it, of the same two accesses. A race reached with it
+    was reachable before."""
+
+    def __init__(self, roles: list[Role]):
+        self.roles = roles
+        self.last_touch: list[dict] = []
+        self.last_write: list[dict] = []
+        self.last_block: list[int] = []
+        for r in roles:
+            touch: dict = {}
+            write: dict = {}
+            block = -1
+            for j, e in enumerate(r.events):
+                o = _footprint(e)
+                if o is not None:
+                    touch[o] = j
+                    if e.kind != "wait":
+                        write[o] = j
+                if e.kind == "sync" and e.block:
+                    block = j
+            self.last_touch.append(touch)
+            self.last_write.append(write)
+            self.last_block.append(block)
+        # the accesses of each role that conflict with an access of another role
+        mems = [[(j, e) for j, e in enumerate(r.events) if e.kind == "mem"] for r in roles]
+        self.racy: list[set[int]] = [set() for _ in roles]
+        for a in range(len(roles)):
+            for b in range(a + 1, len(roles)):
+                for j, ea in mems[a]:
+                    for k, eb in mems[b]:
+                        if _conflict([ea], [eb]) is not None:
+                            self.racy[a].add(j)
+                            self.racy[b].add(k)
+        self._live: dict = {}
+        # positions of each role's steps on each barrier element / named barrier id
+        self.pos_touch: list[dict] = []
+        self.pos_write: list[dict] = []
+        for r in roles:
+            touch: dict = {}
+            write: dict = {}
+            for j, e in enumerate(r.events):
+                o = _footprint(e)
+                if o is not None:
+                    touch.setdefault(o, []).append(j)
+                    if e.kind != "wait":
+                        write.setdefault(o, []).append(j)
+            self.pos_touch.append(touch)
+            self.pos_write.append(write)
+
+    def candidates(self, state, eidx: dict) -> tuple[int, ...]:
+        """Roles whose next step is independent of every step the others can make before it
+        (condition 1 but for the end of the program): by its kind, or because no other role's
+        remaining program touches what it touches, or because none can reach such a step while
+        this role stays where it is (`_reach`)."""
+        pcs, marks, _, syncs = state
+        out = []
+        later = []
+        for ri, r in enumerate(self.roles):
+            pc = pcs[ri]
+            if pc >= len(r.events):
+                continue
+            e = r.events[pc]
+            if e.kind == "mem":
+                # an access run commutes with everything, but taken eagerly it turns a race the
+                # unreduced search meets with both accesses next into one met with this one made
+                # (another witness, another message): access runs are interleaved in full
+                continue
+            if e.kind == "exit":
+                out.append(ri)
+                continue
+            if e.kind == "sync" and marks[ri] >= 0:
+                gen = next((g for sid, (_, g) in syncs if sid == e.sync[0]), 0)
+                if gen > marks[ri]:
+                    out.append(ri)  # the pass of a completed generation
+                continue
+            o = _footprint(e)
+            if o is None:
+                continue
+            last = self.last_touch if e.kind != "wait" else self.last_write
+            if not (e.kind == "sync" and e.block) and all(
+                j == ri or last[j].get(o, -1) < pcs[j] for j in range(len(self.roles))
+            ):
+                out.append(ri)
+            else:
+                later.append((ri, e, o))
+        for ri, e, o in later:
+            rc, avail, finish = self._reach(state, ri, eidx)
+            others = [j for j in range(len(self.roles)) if j != ri]
+            if e.kind in ("sync", "barrive"):
+                # arrivals commute when no other role can complete the generation without this
+                # one and all of them together do not pass its count (`_run_role`'s split
+                # completion); a block-wide count moves with every role that ends, so none may
+                sid, cnt = e.sync
+                arrived = next((a for x, (a, _) in syncs if x == sid), 0)
+                need = cnt - sum(len(r.threads) for j, r in enumerate(self.roles) if pcs[j] >= len(r.events))
+                need = need if e.block else cnt
+                if (e.block and finish) or arrived + avail.get(sid, 0) + e.arrivals > need:
+                    continue
+                if all(not self._runs(j, o, pcs[j], rc[j], writes_only=False, arrivals=False) for j in others):
+                    out.append(ri)
+                continue
+            writes = e.kind != "wait"
+            if all(not self._runs(j, o, pcs[j], rc[j], writes_only=not writes, arrivals=True) for j in others):
+                out.append(ri)
+        return tuple(out)
+
+    def _runs(self, j: int, o, lo: int, hi: int, writes_only: bool, arrivals: bool) -> bool:
+        """Role j may make a step on o at a position in lo..hi - 1, or (`arrivals`) arrive at
+        the barrier it stops at, hi, while `_reach` holds another role still. Arrivals at a named
+        barrier id are left out when not `arrivals` (the caller proved they commute)."""
+        evs = self.roles[j].events
+        if o[0] == "S" and not arrivals:
+            # only the passes of a completed generation could matter; `_reach` lets none through
+            # at this id without the held role, and passes of earlier ones commute
+            return False
+        pos = (self.pos_write if writes_only else self.pos_touch)[j].get(o, ())
+        if _within(pos, lo, hi - 1):
+            return True
+        return arrivals and o[0] == "S" and hi < len(evs) and evs[hi].kind == "sync" and evs[hi].sync[0] == o[1]
+
+    def _reach(self, state, fi: int, eidx: dict) -> tuple[list[int], dict, bool]:
+        """An over-approximation of how far each role can run while role fi stays where it is:
+        the first event of each role it may not get past. A wait may pass if it can now or some
+        role may still write its element; a named / block barrier if the arrivals the others may
+        still make (every generation counted at once) reach its count."""
+        pcs, marks, bars, syncs = state
+        syncd = dict(syncs)
+        roles = self.roles
+        n = len(roles)
+        rc = list(pcs)
+        written: set = set()
+        avail: dict = {}
+        counted = [False] * n
+        gone = sum(len(r.threads) for x, r in enumerate(roles) if pcs[x] >= len(r.events))
+        changed = True
+        while changed:
+            changed = False
+            for x in range(n):
+                if x == fi:
+                    continue
+                evs = roles[x].events
+                while rc[x] < len(evs):
+                    e = evs[rc[x]]
+                    k = e.kind
+                    if k == "wait":
+                        if bars[eidx[e.elem]][0] % 2 == e.parity and ("B", e.elem) not in written:
+                            break
+                    elif k == "sync":
+                        sid, cnt = e.sync
+                        arrived, gen = syncd.get(sid, (0, 0))
+                        if not (rc[x] == pcs[x] and marks[x] >= 0 and gen > marks[x]):
+                            if not counted[x] and not (rc[x] == pcs[x] and marks[x] >= 0):
+                                avail[sid] = avail.get(sid, 0) + e.arrivals
+                                counted[x] = True
+                            need = cnt - gone if e.block else cnt
+                            if arrived + avail.get(sid, 0) < need:
+                                break
+                    elif k == "barrive":
+                        avail[e.sync[0]] = avail.get(e.sync[0], 0) + e.arrivals
+                    elif k in ("arrive", "expect", "load", "init"):
+                        written.add(("B", e.elem))
+                    elif k == "exit":
+                        rc[x] = len(evs)
+                        break
+                    rc[x] += 1
+                    counted[x] = False
+                    changed = True
+                if rc[x] >= len(evs) and pcs[x] < len(evs) and not counted[x]:
+                    counted[x] = True  # (a finished role: its threads leave the block-wide count)
+                    gone += len(roles[x].threads)
+                    changed = True
+        finish = any(rc[x] >= len(roles[x].events) > pcs[x] for x in range(n) if x != fi)
+        return rc, avail, finish
+
+    def keeps(self, ri: int, state, nstate) -> bool:
+        """The step of role ri from `state` to `nstate` ends no other role's block-wide barrier
+        count and keeps every racy access of the role live (condition 2)."""
+        r = self.roles[ri]
+        pcs, marks = state[0], state[1]
+        npc = nstate[0][ri]
+        if npc >= len(r.events) and any(
+            j != ri and pcs[j] < len(self.roles[j].events) and self.last_block[j] >= pcs[j]
+            for j in range(len(self.roles))
+        ):
+            return False
+        return self.live(ri, pcs[ri], marks[ri]) <= self.live(ri, npc, nstate[1][ri])
+
+    def live(self, ri: int, pc: int, mark: int) -> frozenset[int]:
+        """The racy accesses role ri can make next or has made without releasing (`_race_at`)."""
+        k = (ri, pc, mark >= 0)
+        got = self._live.get(k)
+        if got is None:
+            r, racy = self.roles[ri], self.racy[ri]
+            out = set()
+            j = pc
+            while j < len(r.events) and r.events[j].kind == "mem":
+                out.add(j)
+                j += 1
+            if not (pc < len(r.events) and mark >= 0 and r.events[pc].kind == "sync"):
+                j = min(pc, len(r.events)) - 1
+                while j >= 0 and not _releases(r.events[j]):
+                    out.add(j)
+                    j -= 1
+            got = self._live[k] = frozenset(out & racy)
+        return got
+
+
+def _within(positions, lo: int, hi: int) -> bool:
+    """Some position in lo..hi (both included) of the sorted list."""
+    i = bisect.bisect_left(positions, lo)
+    return i < len(positions) and positions[i] <= hi
+
+
+def _footprint(e: Event):
+    """The shared object of the search's state a step of event e reads or writes: a barrier
+    element, a named barrier id; None for an access or an exit."""
+    if e.kind in ("wait", "arrive", "expect", "load", "init"):
+        return ("B", e.elem)
+    if e.kind in ("sync", "barrive") and e.sync is not None:
+        return ("S", e.sync[0])
+    return None
 
 
 def _symmetry(roles: list[Role]):
@@ -1618,7 +1875,7 @@ def _split_arrival(e: Event, arrived: int, need: int) -> None:
         )
 
 
-def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = False):
+def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = False, split: bool = False):
     """Run role ri from its pc through local events up to and including one wait/sync.
     None when it cannot move. `memory` (the race search): shared-memory accesses are local
     events, and the run stops after every synchronising event, so that each state shows every
@@ -1675,6 +1932,20 @@ def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = Fals
                 _split_arrival(e, arrived, need)
                 arrived += e.arrivals
                 marks[ri] = gen
+                if split:
+                    # (the reduced race search: the arrival that completes the generation is a
+                    # step of its own, its pass another, so that arrivals commute, `_LocalSteps`)
+                    if arrived >= need:
+                        gen, arrived = gen + 1, 0
+                    syncs[sid] = (arrived, gen)
+                    steps.append(
+                        (
+                            ri,
+                            e,
+                            "arrives, completes the barrier" if gen > marks[ri] else "arrives, waits for the others",
+                        )
+                    )
+                    break
             if marks[ri] == gen and arrived >= need:
                 gen, arrived = gen + 1, 0
             syncs[sid] = (arrived, gen)
