@@ -25,7 +25,6 @@ import dataclasses
 import enum
 import json
 import multiprocessing
-import os
 import resource
 import sys
 import time
@@ -68,7 +67,9 @@ def targets(workdir: Path) -> list[tuple[str, str, object, str]]:
     corpus = ROOT / "corpus"
     out: list[tuple[str, str, object, str]] = []
     for p in evaluate.clean_kernels(corpus):
-        out.append((f"corpus:{p.relative_to(ROOT)}", str(p), evaluate.options(arch=evaluate.kernel_arch(p)), p.read_text()))
+        out.append(
+            (f"corpus:{p.relative_to(ROOT)}", str(p), evaluate.options(arch=evaluate.kernel_arch(p)), p.read_text())
+        )
     for p in sorted((ROOT / "fixtures").rglob("*.cu")):
         text = p.read_text(errors="replace")
         settings, _ = parse_fixture(text)

@@ -543,9 +543,9 @@ def _check_run(m: ir.KernelModel, rs: _Runs, n: int, params: dict, budget: list[
     done_pos: dict[int, list[tuple]] = {}
     done_val: dict[int, list[tuple[int, int, int, ir.Op]]] = {}  # (upto, epoch, wepoch, op)
     for t, evs in runs.items():
-        r = rs.rep[t]
-        if r != t:  # a thread of r's class: r's waits, at the same positions, with the same counts
-            done_pos[t], done_val[t] = done_pos[r], done_val[r]
+        first = rs.rep[t]
+        if first != t:  # a thread of first's class: its waits, at the same positions, with the same counts
+            done_pos[t], done_val[t] = done_pos[first], done_val[first]
             continue
         best = 0
         ps, vs = [], []
