@@ -94,9 +94,19 @@ def _one(job: tuple[str, str, object, str]) -> tuple[str, object, float]:
     return name, plain(res), cpu
 
 
+def _load(path: Path) -> dict:
+    """A dump's checks, with the path of the tkcheck package that made it written `<tkcheck>` (a
+    finding's related note may name a file of the package's own, such as a protocol's template)."""
+    text = path.read_text()
+    package = json.loads(text).get("package")
+    if package:
+        text = text.replace(json.dumps(package + "/")[1:-1], "<tkcheck>/")
+    return json.loads(text)["checks"]
+
+
 def compare(a_path: Path, b_path: Path) -> int:
-    a = json.loads(a_path.read_text())["checks"]
-    b = json.loads(b_path.read_text())["checks"]
+    a = _load(a_path)
+    b = _load(b_path)
     bad = 0
     only = sorted(set(a) ^ set(b))
     for name in only:
@@ -135,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, res, c in pool.imap_unordered(_one, jobs):
             checks[name] = res
             cpu[name] = round(c, 2)
-    a.output.write_text(json.dumps({"checks": checks, "cpu": cpu}, sort_keys=True, indent=0))
+    package = str(Path(evaluate.__file__).resolve().parent)
+    a.output.write_text(json.dumps({"checks": checks, "cpu": cpu, "package": package}, sort_keys=True, indent=0))
     top = sorted(cpu.items(), key=lambda kv: -kv[1])[:15]
     for name, c in top:
         print(f"{c:8.2f} s  {name}")
