@@ -104,7 +104,7 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Ev:
     pos: tuple
     op: ir.Op
@@ -158,6 +158,162 @@ def _run_thread(model: ir.KernelModel, sk: list, t: int, params: dict, budget: l
                 walk(it[2], {**env, lp.counter.name: k}, pos + (i, k))
 
     walk(sk, {**params, "tid": t}, ())
+    return out
+
+
+# --------------------------------------------------- threads run by classes ----
+#
+# A thread's run of the skeleton (which ops it executes, how often each loop turns, the barrier
+# and commit counts before each event) depends on the thread only through the values of the
+# expressions the walk evaluates (the ops' guards, the loops' trip counts) at that thread. Each
+# such expression is a function of its *thread atoms* (its largest subexpressions that name
+# thread indices and nothing else: `tid / 32`, `tid % 32 == 0`, `tid < 64`) and of variables that
+# are the same for every thread at one point of the walk (kernel arguments, loop counters). So two
+# threads whose atoms all have equal values run alike: the first thread of each class is walked,
+# the others take its events with their own `tid` (what depends on the thread beyond its class,
+# the elements an event touches, is still evaluated per thread, from that thread's environment).
+# An expression whose thread-dependent part cannot be split off (`tid + k < n`: the atom is `tid`
+# itself) makes every thread a class of its own: the plain per-thread run.
+
+_THREAD_NAMES = frozenset(("tid", "tid_y", "tid_z"))
+
+
+def _threadish(v: E.Var) -> bool:
+    return v.kind == E.THREAD or v.name in _THREAD_NAMES
+
+
+def _thread_atoms(e: E.Expr, out: dict[E.Expr, None]) -> None:
+    fv = e.free_vars()
+    if not any(_threadish(v) for v in fv):
+        return
+    if all(_threadish(v) for v in fv):
+        out.setdefault(e, None)
+        return
+    for c in e.children():  # Bin, Un, Ite: evaluated from their children's values alone
+        _thread_atoms(c, out)
+
+
+class _Runs:
+    """One kernel's runs of the skeleton (per `_obligations` call: nothing outlives the check):
+    the threads' event lists by classes of threads (above), the elements an op touches in an
+    environment, memoised by the values of the variables its index expressions name (the same
+    element of the same op recurs across the argument assignments, whose loops run 0 .. 8 times),
+    and each op's readers."""
+
+    def __init__(self, m: ir.KernelModel, sk: list, n: int) -> None:
+        self.m, self.sk, self.n = m, sk, n
+        atoms: dict[E.Expr, None] = {}
+        for e in self._walked(sk):
+            _thread_atoms(e, atoms)
+        self.atoms = list(atoms)
+        self._elems: dict[tuple, list[tuple] | None] = {}
+        self._elem_vars: dict[int, tuple[str, ...]] = {}
+        self._readers: dict[int, list] = {}
+        self._touches: dict[int, bool] = {}
+        self.rep: dict[int, int] = {}
+
+    def _walked(self, items: list):
+        """Every expression `_run_thread` evaluates."""
+        for it in items:
+            if it[0] == "op":
+                yield it[1].guard.thread
+                yield from it[1].guard.uniform
+                continue
+            lp = self.m.loops[it[1]]
+            if lp.trip is not None:
+                yield lp.trip
+            yield from self._walked(it[2])
+
+    def threads(self, params: dict, budget: list[int], whole: bool = True) -> dict[int, list[_Ev]]:
+        """`{t: _run_thread(m, sk, t, params, budget) for t in range(n)}`, the same answer (the
+        same events, the same exception, the budget spent alike). `whole=False`: a thread
+        that is not the first of its class gets only the events `touches` keeps (`_check_run`
+        reads the others, the waits, from the first thread's run: `rep`)."""
+        first: dict[tuple, tuple[int, list[_Ev]]] = {}
+        out: dict[int, list[_Ev]] = {}
+        shown: dict[int, list[_Ev]] = {}
+        self.rep = {}  # thread -> the first thread of its class (whose run it took)
+        for t in range(self.n):
+            env = {**params, "tid": t}
+            key = tuple((type(v), v) for v in (a.eval(env) for a in self.atoms))
+            got = first.get(key)
+            if got is None:
+                out[t] = _run_thread(self.m, self.sk, t, params, budget)
+                first[key] = (t, out[t])
+                self.rep[t] = t
+                continue
+            r, evs = got
+            budget[0] -= len(evs)
+            if budget[0] < 0:
+                raise _Undecided("too many events to run")
+            if not whole:
+                kept = shown.get(r)
+                if kept is None:
+                    kept = shown[r] = [ev for ev in evs if self.touches(ev.op)]
+                evs = kept
+            out[t] = _as_thread(evs, t)
+            self.rep[t] = r
+        return out
+
+    def touches(self, op: ir.Op) -> bool:
+        """Does `_check_run`'s pass over the events do anything at `op` (a copy, a generic
+        write of shared memory, a read)? The others (commits, waits, barriers) count only in
+        the per-thread numbers each event carries."""
+        got = self._touches.get(id(op))
+        if got is None:
+            got = self._touches[id(op)] = bool(
+                op.kind == ir.CP_ASYNC
+                or (op.kind == ir.SMEM_ACCESS and op.access_mode in ("write", "zero"))
+                or self.readers(op)
+            )
+        return got
+
+    def touches_ev(self, ev: _Ev) -> bool:
+        return self.touches(ev.op)
+
+    def elements(self, op: ir.Op, env: dict) -> list[tuple] | None:
+        """`_elements(op, env)` (the list is shared: read it, never change it)."""
+        names = self._elem_vars.get(id(op))
+        if names is None:
+            exprs = list(op.buffer.index) if op.buffer is not None else []
+            if op.bytes is not None:
+                exprs.append(op.bytes)
+            cc = op.copy.collective if op.copy is not None else None
+            if cc is not None:
+                exprs.append(cc.rank)
+            names = self._elem_vars[id(op)] = tuple(sorted({v.name for e in exprs for v in e.free_vars()}))
+        key = [id(op)]
+        for k in names:
+            v = env.get(k)
+            if v is not None and type(v) is not int:
+                return _elements(op, env)  # a bool or another type: `True == 1` in a key, not in `_int`
+            key.append(v)
+        tkey = tuple(key)
+        got = self._elems.get(tkey, _MISSING)
+        if got is _MISSING:
+            got = self._elems[tkey] = _elements(op, env)
+        return got  # type: ignore[return-value]
+
+    def readers(self, op: ir.Op) -> list:
+        got = self._readers.get(id(op))
+        if got is None:
+            got = self._readers[id(op)] = readers_of(op)
+        return got
+
+
+_MISSING = object()
+
+
+def _as_thread(evs: list[_Ev], t: int) -> list[_Ev]:
+    """Another thread's events of a run of its class: its own `tid` in each environment (one
+    environment per loop iteration, shared by that iteration's events, as `_run_thread` makes)."""
+    envs: dict[int, dict] = {}
+    out = []
+    for ev in evs:
+        env = envs.get(id(ev.env))
+        if env is None:
+            env = envs[id(ev.env)] = {**ev.env, "tid": t}
+        out.append(_Ev(ev.pos, ev.op, t, env, ev.epoch, ev.wepoch, ev.commits))
     return out
 
 
@@ -351,13 +507,14 @@ def _obligations(an: Analysis) -> list[Obligation]:
             assignments.append(w)
     found: dict[tuple, Obligation] = {}
     budget = [MAX_STEPS]
+    runs = _Runs(m, sk, n)
     try:
         for params in assignments:
             if mbar_ops:
                 for policy in SCHEDULES:
-                    _check_mbar_run(m, sk, n, params, budget, found, policy)
+                    _check_mbar_run(m, runs, n, params, budget, found, policy)
             else:
-                _check_run(m, sk, n, params, budget, found)
+                _check_run(m, runs, n, params, budget, found)
     except _Undecided as exc:
         if not found:
             return undecided_all(str(exc))
@@ -380,12 +537,16 @@ def _obligations(an: Analysis) -> list[Obligation]:
     return out
 
 
-def _check_run(m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[int], found: dict) -> None:
-    runs = {t: _run_thread(m, sk, t, params, budget) for t in range(n)}
+def _check_run(m: ir.KernelModel, rs: _Runs, n: int, params: dict, budget: list[int], found: dict) -> None:
+    runs = rs.threads(params, budget, whole=False)
     # per thread: running max of completed groups at each wait, by program position
     done_pos: dict[int, list[tuple]] = {}
     done_val: dict[int, list[tuple[int, int, int, ir.Op]]] = {}  # (upto, epoch, wepoch, op)
     for t, evs in runs.items():
+        first = rs.rep[t]
+        if first != t:  # a thread of first's class: its waits, at the same positions, with the same counts
+            done_pos[t], done_val[t] = done_pos[first], done_val[first]
+            continue
         best = 0
         ps, vs = [], []
         for ev in evs:
@@ -395,7 +556,11 @@ def _check_run(m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[i
                 ps.append(ev.pos)
                 vs.append((best, ev.epoch, ev.wepoch, ev.op))
         done_pos[t], done_val[t] = ps, vs
-    events = sorted((ev for evs in runs.values() for ev in evs), key=lambda e: (e.pos, e.thread))
+    # the events the pass below acts at, in program order, threads in order at one point
+    events = sorted(
+        (ev for t, evs in runs.items() for ev in (evs if rs.rep[t] != t else filter(rs.touches_ev, evs))),
+        key=lambda e: (e.pos, e.thread),
+    )
     latest: dict[tuple, _Ev] = {}  # (buffer, element) -> the copy that last wrote it
     key_len: dict[str, int] = {}  # buffer -> the most indices a copy into it names
     for o in m.ops_of(ir.CP_ASYNC):
@@ -415,7 +580,7 @@ def _check_run(m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[i
     for ev in events:
         op = ev.op
         if op.kind == ir.CP_ASYNC:
-            els = _elements(op, ev.env)
+            els = rs.elements(op, ev.env)
             if els is None:
                 raise _Undecided(f"the destination index of `{op.api}` at line {op.location.row} is not decided")
             for el in els:
@@ -426,7 +591,7 @@ def _check_run(m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[i
                 latest[key] = ev
             continue
         if op.kind == ir.SMEM_ACCESS and op.access_mode in ("write", "zero"):
-            els = _elements(op, ev.env)
+            els = rs.elements(op, ev.env)
             if els is None:
                 raise _Undecided(f"the index of `{op.api}` at line {op.location.row} is not decided")
             (el,) = els
@@ -438,7 +603,7 @@ def _check_run(m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[i
                 latest.pop(key, None)
                 readers.pop(key, None)
             continue
-        refs = [ref for ref, _ in readers_of(op)]
+        refs = rs.readers(op)
         if not refs or op.kind == ir.CP_ASYNC:
             continue
         if (
@@ -448,7 +613,7 @@ def _check_run(m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[i
             and len(op.buffer.index) < key_len.get(op.buffer.name, 0)
         ):
             continue  # a scalar array indexed partly (`float (*row)[N] = a[s]`): an address, not a load
-        els = _elements(op, ev.env)
+        els = rs.elements(op, ev.env)
         if els is None:
             continue
         (el,) = els
@@ -552,9 +717,9 @@ def _join(a: list[int], b: list[int]) -> None:
 
 
 def _check_mbar_run(
-    m: ir.KernelModel, sk: list, n: int, params: dict, budget: list[int], found: dict, policy: str
+    m: ir.KernelModel, rs: _Runs, n: int, params: dict, budget: list[int], found: dict, policy: str
 ) -> None:
-    runs = {t: _run_thread(m, sk, t, params, budget) for t in range(n)}
+    runs = rs.threads(params, budget)
     vc = {t: [0] * n for t in range(n)}
     cc = {t: [0] * n for t in range(n)}
     copies = [0] * n  # copies issued per thread (their numbers count from 1)
@@ -657,7 +822,7 @@ def _check_mbar_run(
             del waiting_sync[t]
             sync_no[t][kind] += 1
         elif k == ir.CP_ASYNC:
-            els = _elements(op, ev.env)
+            els = rs.elements(op, ev.env)
             if els is None:
                 raise _Undecided(f"the destination index of `{op.api}` at line {op.location.row} is not decided")
             copies[t] += 1
@@ -681,20 +846,20 @@ def _check_mbar_run(
             if upto > 0 and groups[t][upto - 1] > cc[t][t]:
                 cc[t][t] = groups[t][upto - 1]
         elif k == ir.SMEM_ACCESS and op.access_mode in ("write", "zero"):
-            els = _elements(op, ev.env)
+            els = rs.elements(op, ev.env)
             if els is None:
                 raise _Undecided(f"the index of `{op.api}` at line {op.location.row} is not decided")
             (el,) = els
             for key in [k2 for k2 in latest if k2[0] == op.buffer.name and k2[1][: len(el)] == el]:  # type: ignore[union-attr]
                 latest.pop(key, None)
                 readers.pop(key, None)
-        elif readers_of(op) and not (
+        elif rs.readers(op) and not (
             op.access is not None
             and op.access.via == "element"
             and op.buffer is not None
             and len(op.buffer.index) < key_len.get(op.buffer.name, 0)
         ):
-            els = _elements(op, ev.env)
+            els = rs.elements(op, ev.env)
             if els is not None:
                 (el,) = els
                 name = op.buffer.name  # type: ignore[union-attr]

@@ -747,6 +747,27 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
         if o.sync_id is not None and not _over_threads(o.sync_id):
             sid1 = str(E.substitute(o.sync_id, {"tid": E.Const(0)}))
         per_op.append((uniform, idx1, sid1))
+    # an op's guard, barrier index and id per thread, evaluated once per expression object (the
+    # ops of one `if` share their guard): the same answers as evaluating them op by op (keyed by
+    # the object, not by equality: equal expressions may print their variables differently)
+    guard_rows: dict[int, dict[int, tuple[bool | None, str | None]]] = {}
+    text_rows: dict[tuple[int, ...], dict[int, tuple[str, ...]]] = {}
+    rows = []
+    for o, (uniform, idx1, sid1) in zip(ops, per_op):
+        grow = None if uniform is not None else guard_rows.setdefault(id(o.guard.thread), {})
+        ix_t = tuple(o.barrier.index) if o.barrier else ()
+        irow = None if idx1 is not None else text_rows.setdefault(tuple(map(id, ix_t)), {})
+        srow = None
+        if o.sync_id is not None and sid1 is None:
+            srow = text_rows.setdefault((id(o.sync_id),), {})
+        rows.append((grow, irow, srow))
+
+    def at(row: dict, exprs: tuple[E.Expr, ...], t: int) -> tuple[str, ...]:
+        got = row.get(t)
+        if got is None:
+            got = row[t] = tuple(str(E.substitute(ix, {"tid": E.Const(t)})) for ix in exprs)
+        return got
+
     sigs: dict[tuple, list[int]] = {}
     units = (
         [range(t, t + 1) for t in range(n)]
@@ -755,11 +776,17 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
     )
     for unit in units:
         sig = []
-        for o, (uniform, idx1, sid1) in zip(ops, per_op):
+        for o, (uniform, idx1, sid1), (grow, irow, srow) in zip(ops, per_op, rows):
             lanes = []
             per_iter = set()
             for t in unit:
-                g, it = uniform if uniform is not None else _guard_at(o.guard.thread, t)
+                if uniform is not None:
+                    g, it = uniform
+                else:
+                    got = grow.get(t)  # type: ignore[union-attr]
+                    if got is None:
+                        got = grow[t] = _guard_at(o.guard.thread, t)  # type: ignore[index]
+                    g, it = got
                 if g is None:
                     return None
                 if it is not None:
@@ -772,16 +799,14 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
             if idx1 is not None:
                 idx = {idx1}
             else:
-                idx = {
-                    tuple(str(E.substitute(ix, {"tid": E.Const(t)})) for ix in (o.barrier.index if o.barrier else ()))
-                    for t in lanes
-                }
+                ix_t = tuple(o.barrier.index) if o.barrier else ()
+                idx = {at(irow, ix_t, t) for t in lanes}  # type: ignore[arg-type]
             if o.sync_id is None:
                 sid: set = set()
             elif sid1 is not None:
                 sid = {sid1}
             else:
-                sid = {str(E.substitute(o.sync_id, {"tid": E.Const(t)})) for t in lanes}
+                sid = {at(srow, (o.sync_id,), t)[0] for t in lanes}  # type: ignore[arg-type]
             if o.kind == ir.SMEM_ACCESS:
                 idx = {()}  # the race search's accesses: each lane's element is evaluated per lane
             grp = _collective_group(o)
