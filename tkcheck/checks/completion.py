@@ -759,7 +759,14 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
     blind = [
         o
         for o in m.ops
-        if o.barrier_unknown is not None or (o.kind == ir.CALL and o.asm is not None and o.asm.mbarrier)
+        if o.barrier_unknown is not None
+        or (
+            o.kind == ir.CALL
+            and o.asm is not None
+            and o.asm.mbarrier
+            # an unmodelled instruction on a barrier it names: that barrier's account alone (below)
+            and not (o.unmodelled_barrier_use and o.barrier is not None)
+        )
     ]
     # a call tkcheck does not model received the barrier: its account is unknown
     for o in m.ops:

@@ -118,7 +118,12 @@ class AsmLowering:
         remote = self._dsmem_accesses(c, ctx, ptx, loc, facts)
         if does.shared_access is not None and not remote:
             self._smem_access(c, ctx, ptx, loc, facts, does.shared_access)
-        if does.untracked and not understood:
+        blind = [a for a in asyncs if a.unmodelled]
+        if blind:
+            # i7model: each instruction the table does not model on a barrier it names is an
+            # unmodelled use of that barrier (emitted by _async_op): coverage, never a pass
+            w.note_unmodelled(c, f"`{blind[0].api}` on an mbarrier: not modelled (its account is unknown)")
+        elif (does.untracked or facts.mbarrier) and not understood:
             op(ir.CALL, "asm")
             w.note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
 
@@ -247,6 +252,10 @@ class AsmLowering:
                 mapped_cta = cta
             else:
                 op.barrier_unknown = self._operand_text(c, a.barrier)
+        if a.unmodelled:
+            # an instruction the model does not know on this barrier (ptx_async_ops): it may
+            # arrive, complete bytes or re-arm; unresolved barrier: barrier_unknown (every account)
+            op.unmodelled_barrier_use = True
         if a.buffer is not None and a.kind in (ir.TMA_LOAD, ir.TMA_STORE):
             addr = self._addr_value(c, ctx, a.buffer)
             model = w.model

@@ -691,6 +691,8 @@ class PtxAsyncOp:
     # a register fragment (`{...}`)
     desc_a: str | None = None
     desc_b: str | None = None
+    # an instruction on `barrier` the table does not model (kind CALL): an unmodelled use
+    unmodelled: bool = False
 
 
 def _ptx_instructions(ptx: str) -> list[tuple[str, list[str]]]:
@@ -752,15 +754,39 @@ def ptx_async_ops(ptx: str, looped: bool = False) -> tuple[tuple[PtxAsyncOp, ...
     understood = True
     loops = looped or re.search(r"\bbra(\.uni)?\b", ptx) is not None
     for opcode, ops in _ptx_instructions(ptx):
-        if not any(opcode.startswith(w) for w in _PTX_ASYNC_WORDS):
+        if not any(opcode.startswith(w) for w in _PTX_ASYNC_WORDS) and "mbarrier" not in opcode:
             continue
         q = opcode.split(".")
         op = _ptx_async_op(opcode, q, ops, loops)
         if op is None:
             understood = False
+            # i7model: an instruction the table does not know that names an mbarrier operand
+            # (`mbarrier.arrive_drop [b]`, `st.async ... mbarrier::complete_tx::bytes [d], v, [b]`)
+            # may arrive on it, complete bytes or re-arm it: an opaque use of THAT barrier (its
+            # account, its waits' phases and the progress that rests on it are unknown)
+            bar = _unmodelled_barrier_operand(opcode, ops)
+            if bar is not None:
+                out.append(PtxAsyncOp(ir.CALL, opcode, barrier=bar, unmodelled=True))
         elif op.kind:
             out.append(op)
     return tuple(out), understood
+
+
+def _unmodelled_barrier_operand(opcode: str, ops: list[str]) -> str | None:
+    """The mbarrier address operand of an instruction the table does not model: the first
+    `[...]` operand of an `mbarrier.*` instruction, the last of one completing on an mbarrier
+    (`.mbarrier::complete_tx::bytes`, whose barrier is its last address operand); None when the
+    instruction names no barrier so (it stays an unattributed mbarrier operation)."""
+    addrs = [b for b in (_bracket(o) for o in ops) if b]
+    q = opcode.split(".")
+    if not addrs or (q[0] == "mbarrier" and len(q) > 1 and q[1] in ("try_wait", "test_wait", "pending_count")):
+        # a probe reads the barrier's phase and changes nothing of its account
+        return None
+    if q[0] == "mbarrier" or "mbarrier" in q[1:]:
+        return addrs[0]
+    if "mbarrier::" in opcode:
+        return addrs[-1]
+    return None
 
 
 def ptx_probe_outputs(ptx: str) -> dict[int, bool]:
