@@ -794,6 +794,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         if acc.per_thread:
             _split_by_element(acc, an.solver_timeout_ms)
         _separate_fills(m, acc)
+        _merge_arm_ahead(m, acc, an.solver_timeout_ms)
     for acc in out.values():
         counts = {str(o.count) for o in acc.inits if o.count is not None}
         if (
@@ -1231,6 +1232,81 @@ def lookahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> bool:
             continue
         return _next_task_continues(m, a, I, xa, st, S, E.Const(0), assume, timeout_ms)
     return False
+
+
+def arm_ahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> E.Expr | None:
+    """a arms a scalar barrier once directly before a loop I, b re-arms it in I's iterations but
+    the last (`arm(bar); for (k = 0; k < T; k++) { ...; wait(bar, k & 1); if (k + 1 < T)
+    arm(bar); }`): the same threads and guards but for b's one condition over I's counter, which
+    holds exactly for k + 1 < T, and T >= 1 (proved by z3). Round k's phase is then armed once:
+    by a for k = 0, by b of round k - 1 after -- together one contribution a round, as b's
+    would be without its condition. b's condition (to count as consumed) or None."""
+    from .. import solver
+
+    if a.barrier is None or b.barrier is None or a.barrier != b.barrier or a.barrier.index:
+        return None
+    if not b.loops or b.loops[:-1] != a.loops:
+        return None
+    I = m.loops.get(b.loops[-1])
+    if I is None or I.continues or not I.uniform or I.trip is None:
+        return None
+    if I.trip.depends_on(E.LOOP) or I.trip.is_opaque():
+        return None
+    first = min((o.order for o in m.ops if I.id in o.loops), default=b.order)
+    if a.order > first:
+        return None
+    k, T = I.counter, I.trip
+    for o in (a, b):
+        g = o.guard
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(c.is_opaque() for c in g.uniform):
+            return None
+    if a.guard.thread != b.guard.thread or any(k in c.free_vars() for c in a.guard.uniform):
+        return None
+    extra = [c for c in b.guard.uniform if c not in a.guard.uniform]
+    if not set(a.guard.uniform) <= set(b.guard.uniform) or len(extra) != 1 or k not in extra[0].free_vars():
+        return None
+    in_loop = (E.binop(">=", k, E.Const(0)), E.binop("<", k, T), *a.guard.uniform)
+    last = E.binop(
+        "==",
+        E.ite(extra[0], E.Const(1), E.Const(0)),
+        E.ite(E.binop("<", E.binop("+", k, E.Const(1)), T), E.Const(1), E.Const(0)),
+    )
+    if solver.always(last, timeout_ms, assume=in_loop) is not True:
+        return None
+    if solver.always(E.binop(">=", T, E.Const(1)), timeout_ms, assume=tuple(a.guard.uniform)) is not True:
+        return None
+    return extra[0]
+
+
+def _merge_arm_ahead(m: ir.KernelModel, acc: BarrierAccount, timeout_ms: int) -> None:
+    """i7model: a one-shot contribution that arms the first round of a loop whose steady
+    contribution re-arms the next round (`arm_ahead`), with the same threads, kind, amount and
+    multiplicity and the same destination: one contribution a round of the loop -- the one-shot
+    one leaves its group and the steady one's condition counts as consumed (every round)."""
+    for groups in (acc.arrivals, acc.expects, acc.loads):
+        for key in [k for k in groups if k.split(" ")[0] == "one-shot"]:
+            skey = "steady" + key[len("one-shot") :]
+            for a in list(groups.get(key, [])):
+                for i, b in enumerate(groups.get(skey, [])):
+                    if not (
+                        a.issuers == b.issuers
+                        and str(a.times) == str(b.times)
+                        and str(a.amount) == str(b.amount)
+                        and a.op.kind == b.op.kind
+                        and not a.consumed
+                    ):
+                        continue
+                    cond = arm_ahead(m, a.op, b.op, timeout_ms)
+                    if cond is None:
+                        continue
+                    groups[key].remove(a)
+                    if not groups[key]:
+                        del groups[key]
+                    groups[skey][i] = Contribution(
+                        b.op, b.issuers, b.amount, b.times, b.round_loop, b.pattern,
+                        b.consumed + (cond,), b.exclusive, b.pattern_exprs,
+                    )
+                    break
 
 
 FIRST_FILL = " (phases a task's first fill completes)"

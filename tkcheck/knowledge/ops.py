@@ -754,7 +754,8 @@ def ptx_async_ops(ptx: str, looped: bool = False) -> tuple[tuple[PtxAsyncOp, ...
     understood = True
     loops = looped or re.search(r"\bbra(\.uni)?\b", ptx) is not None
     for opcode, ops in _ptx_instructions(ptx):
-        if not any(opcode.startswith(w) for w in _PTX_ASYNC_WORDS) and "mbarrier" not in opcode:
+        # (and any instruction completing on an mbarrier: `st.async ... .mbarrier::complete_tx`)
+        if not any(opcode.startswith(w) for w in _PTX_ASYNC_WORDS) and "mbarrier::" not in opcode:
             continue
         q = opcode.split(".")
         op = _ptx_async_op(opcode, q, ops, loops)
@@ -854,6 +855,26 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
             # a wait that the asm itself repeats until the phase with this parity completed
             return PtxAsyncOp(ir.MBAR_WAIT, f"mbarrier.{what}.parity", barrier=_bracket(ops[1]), parity=ops[2])
         return None
+    # --- i7model: `st.async{.weak}.shared::cluster.mbarrier::complete_tx::bytes{.v2|.v4}.<t>
+    # [addr], value, [remote_bar]` (and `red.async...`, PTX ISA 8.1, sm_90): a store into a CTA
+    # of the cluster's shared memory (its address by `mapa`) whose bytes complete on THAT CTA's
+    # mbarrier -- for the barrier's account the delivery a TMA load is (bytes on the barrier, no
+    # arrival), issued by every thread that runs it; its data a write the peer's wait on the
+    # barrier orders (the front end makes it the remote shared write too)
+    if q[0] in ("st", "red") and "async" in q[1:2] and "shared::cluster" in q and "mbarrier::complete_tx::bytes" in q:
+        addrs = [b for b in (_bracket(o) for o in ops) if b]
+        width = next((int(t[1:]) for t in q if re.fullmatch(r"[busf](8|16|32|64)", t)), None)
+        vec = next((int(t[1:]) for t in q if t in ("v2", "v4")), 1)
+        if len(addrs) != 2 or width is None:
+            return None
+        return PtxAsyncOp(
+            ir.TMA_LOAD,
+            f"{q[0]}.async",
+            barrier=addrs[1],
+            buffer=addrs[0],
+            bytes=str(width // 8 * vec),
+            mbar=ir.BarrierFacts(remote_store=True),
+        )
     if opcode.startswith("cp.reduce.async.bulk"):
         # a bulk reduction into global memory (`cp.reduce.async.bulk{.tensor.Nd}.global.shared::cta
         # .bulk_group.add.f32 [dst], [src], size` / `[tmap, {coords}], [src]`) is, for
