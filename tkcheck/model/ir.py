@@ -350,6 +350,9 @@ class BarrierFacts:
     # completes on that CTA's barrier: every thread that runs it issues it (no TMA engine, no
     # tensor map); for the account a delivery of bytes as a TMA load's
     remote_store: bool = False
+    # i7model: `mbarrier.arrive_drop`: the arrival also lowers the barrier's expected count for the
+    # current and every later phase by its count (the thread leaves the barrier)
+    drop: bool = False
 
 
 @dataclass(frozen=True)
