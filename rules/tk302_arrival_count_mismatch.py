@@ -120,7 +120,7 @@ def _phase_finding(v):
     return finding(
         "TK302",
         f"phase {p} of '{name}' {expects} but {a} arrive in it "
-        f"(arrivals per phase: {rg.arrived[: p + 2]}, expected: {rg.expected[: p + 2]})",
+        f"(arrivals per phase: {rg.arrived[: p + 2]}, expected: {[max(x, 0) for x in rg.expected[: p + 2]]})",
         anchor.location,
         related=rel,
         witness={"barrier": name, "phase": p, "expected": e, "arrivals": a, "assumptions": ["one round of the arrivals' loop a phase"]},
