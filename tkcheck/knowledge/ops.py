@@ -780,8 +780,9 @@ def _unmodelled_barrier_operand(opcode: str, ops: list[str]) -> str | None:
     instruction names no barrier so (it stays an unattributed mbarrier operation)."""
     addrs = [b for b in (_bracket(o) for o in ops) if b]
     q = opcode.split(".")
-    if not addrs or (q[0] == "mbarrier" and len(q) > 1 and q[1] in ("try_wait", "test_wait", "pending_count")):
-        # a probe reads the barrier's phase and changes nothing of its account
+    if not addrs or (q[0] == "mbarrier" and len(q) > 1 and q[1] in ("try_wait", "test_wait", "pending_count", "inval")):
+        # a probe reads the barrier's phase and changes nothing of its account; `inval` ends the
+        # barrier's life (no arrival, no bytes): both stay the opaque asm call they were
         return None
     if q[0] == "mbarrier" or "mbarrier" in q[1:]:
         return addrs[0]
