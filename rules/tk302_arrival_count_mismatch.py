@@ -192,6 +192,13 @@ counted per destination CTA (remote `tma::cluster::arrive(bar, cta)`, the pair
 commit `tensor_commit<2>` landing on both CTAs, `tma::cluster::expect(bar,
 cta, ...)`), and a CTA that waits on its copy while every arrival lands on
 another CTA's copy is reported too (a `tensor_commit<1>` where the peer waits).
+A barrier with an `mbarrier.arrive_drop` (an arrival that also lowers the
+expected count of every later phase) or with arrivals in a loop whose trip
+count depends on the thread (warps leaving after different rounds) is counted
+phase by phase, one round of that loop a phase: phase p expects the init count
+less the drops of the phases before it, and the first phase whose arrivals
+differ is reported (a leaving warp's plain arrive, an arrive_drop on every
+round). Where those counts are not numbers, the account is left undecided.
 
 ## Why is this bad?
 Too few arrivals and the phase never completes: a hang. Too many and phases
