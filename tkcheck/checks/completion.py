@@ -685,7 +685,7 @@ def accounts(an: Analysis) -> dict[str, BarrierAccount]:
 def _compute(an: Analysis) -> dict[str, BarrierAccount]:
     m = an.model
     out: dict[str, BarrierAccount] = {name: BarrierAccount(b) for name, b in m.barriers.items()}
-    ragged = _ragged_barriers(m)
+    ragged = _ragged_barriers(an)
     for op in m.ops:
         if op.barrier is None or op.barrier.name not in out:
             continue
@@ -1261,18 +1261,31 @@ def lookahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> bool:
     return False
 
 
-def _ragged_barriers(m: ir.KernelModel) -> set[str]:
+def _ragged_barriers(an: Analysis) -> set[str]:
     """i7model: the barriers whose arrivals are enumerated phase by phase: one with an
-    `arrive_drop` (its expected count changes from phase to phase), or with an arrival in a loop
-    whose trip count depends on the thread (a ragged tail: warps leave after different rounds)."""
+    `arrive_drop` (its expected count changes from phase to phase), and a scalar barrier with an
+    arrival in a loop whose trip count is not the same number for all its arriving threads (a
+    ragged tail: warps leave after different rounds). The per-round sums count every issuer in
+    every round, which such a loop does not do: they would prove a count no phase has."""
+    m = an.model
     out = set()
     for o in m.ops:
         if o.kind != ir.MBAR_ARRIVE or o.barrier is None:
             continue
-        if (o.mbar is not None and o.mbar.drop) or any(
-            lid in m.loops and not m.loops[lid].uniform and m.loops[lid].trip is not None for lid in o.loops
-        ):
+        if o.mbar is not None and o.mbar.drop:
             out.add(o.barrier.name)
+            continue
+        if o.barrier.index:
+            continue  # an array's elements: each its own issuers (open: threads of unequal trips on one element)
+        for lid in o.loops:
+            L = m.loops.get(lid)
+            if L is None or L.uniform or L.trip is None:
+                continue
+            ex = an.threads.executing(replace_guard_loopfree(o))
+            trips = {L.trip.eval({"tid": t, "tid_y": 0, "tid_z": 0}) for t in ex} if ex is not None else {None}
+            if len(trips) != 1 or not isinstance(next(iter(trips)), int):
+                out.add(o.barrier.name)
+                break
     return out
 
 
