@@ -38,6 +38,9 @@ def check(an):
         for o in acc.waits[:2]:
             rel.append(related(o, "waited on here"))
         e, d = num(expected), num(delivered)
+        # i7model: bytes a thread's st.async / red.async completes on the (peer's) barrier
+        stores = any(c.op.mbar is not None and c.op.mbar.remote_store for c in loads)
+        loads_word = "the st.async stores" if stores else "the TMA loads"
         if not exps and not acc.arrivals.get(group):
             where = f" in CTA {completion.cta_of(group)}" if " in CTA " in group else ""
             msg = (
@@ -52,7 +55,7 @@ def check(an):
         elif not loads:
             msg = f"expect_tx of {e} bytes per phase on '{name}' but no TMA load completes on it: the phase never completes"
         else:
-            msg = f"expect_tx of {e} bytes per phase on '{name}' but the TMA loads completing on it deliver {d}"
+            msg = f"expect_tx of {e} bytes per phase on '{name}' but {loads_word} completing on it deliver {d}"
         if v.case is not None:
             # a mismatch in one case the data picks: the byte count is a `?:` / `min` whose other
             # side the kernel computes for that case (a ragged tail tile)

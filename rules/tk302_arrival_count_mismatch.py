@@ -51,6 +51,9 @@ def check(an):
                 )
             )
             continue
+        if v.kind == "phase":
+            out.append(_phase_finding(v))
+            continue
         group, contribs, init_count, arrived = v.group, v.contribs, v.init_count, v.arrived
         rel = [related(o, f"'{name}' initialised for {num(o.count)} arrivals per phase") for o in acc.inits]
         for c in contribs:
@@ -91,6 +94,39 @@ def check(an):
             )
         )
     return out
+
+
+def _phase_finding(v):
+    """i7model: a barrier whose arrivals were enumerated phase by phase (arrive_drop lowering the
+    expected count, warps leaving a loop after different rounds): the first phase whose arrivals
+    differ from the count it expects."""
+    name, acc, p, rg = v.name, v.acc, v.phase, v.acc.ragged
+    a, e = rg.arrived[p], rg.expected[p]
+    dropped = acc.init_count.eval({}) - e if acc.init_count is not None else 0
+    expects = f"expects {e} arrival{'s' if e != 1 else ''}" + (
+        f" (initialised for {num(acc.init_count)}, {dropped} dropped by arrive_drop in earlier phases)" if dropped else ""
+    )
+    if e <= 0:
+        effect = "its expected count has run down to 0: every later arrival is undefined (a launch failure or a hang)"
+    elif a < e:
+        effect = "too few arrivals: the phase never completes (hang)"
+    else:
+        effect = "too many arrivals: the phase completes early and the rest lands in the next (stale data, drifting counts)"
+    anchor = (rg.drops or rg.sites)[0]
+    rel = [related(o, f"'{name}' initialised for {num(o.count)} arrivals per phase") for o in acc.inits]
+    rel += [related(o, f"{o.api}: one arrival a round of its loop") for o in rg.sites[:2]]
+    rel += [related(o, f"{o.api}: arrives and lowers the expected count of every later phase") for o in rg.drops[:2]]
+    rel += [related(o, "waited on here") for o in acc.waits[:2]]
+    return finding(
+        "TK302",
+        f"phase {p} of '{name}' {expects} but {a} arrive in it "
+        f"(arrivals per phase: {rg.arrived[: p + 2]}, expected: {[max(x, 0) for x in rg.expected[: p + 2]]})",
+        anchor.location,
+        related=rel,
+        witness={"barrier": name, "phase": p, "expected": e, "arrivals": a, "assumptions": ["one round of the arrivals' loop a phase"]},
+        help=f"{effect}; a thread that leaves the barrier for good must leave with `mbarrier.arrive_drop` "
+        "(once, on its last arrival) so the later phases stop counting it",
+    )
 
 
 _BAD = (
@@ -161,6 +197,13 @@ each iteration, one after it) are checked visit by visit: when every visit
 brings the whole count, each completes a phase of its own; a visit that alone
 brings more than the count (the tail's arrive made by a whole warp) is reported
 at that site.
+A barrier with an `mbarrier.arrive_drop` (an arrival that also lowers the
+expected count of every later phase) or with arrivals in a loop whose trip
+count depends on the thread (warps leaving after different rounds) is counted
+phase by phase, one round of that loop a phase: phase p expects the init count
+less the drops of the phases before it, and the first phase whose arrivals
+differ is reported (a leaving warp's plain arrive, an arrive_drop on every
+round). Where those counts are not numbers, the account is left undecided.
 
 ## Why is this bad?
 Too few arrivals and the phase never completes: a hang. Too many and phases

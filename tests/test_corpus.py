@@ -46,18 +46,7 @@ def test_specs_are_well_formed():
 
 # Clean kernels on which tkcheck still makes a false finding, recorded (not hidden) with its cause;
 # a strict xfail, so the entry must go the day the engine is fixed.
-KNOWN_FALSE: dict[str, str] = {
-    "idioms7/dsmem_st_async_exchange.cu": "four false TK301 at the arming expect_tx (line 47: 'no TMA load "
-    "completes on it: the phase never completes'): the peer's `st.async.shared::cluster.mbarrier::complete_tx"
-    "::bytes` that deliver recv_bar's 4096 bytes a phase are no op of the PTX table and no census site "
-    "(coverage.py SYNC_PTX), so the barrier is seen with its expect_tx and no completing transfer while "
-    "coverage reads 6/6 sync ops modelled, 3/3 obligations decided (the kernel PASSed 4 of 4 runs on an H100)",
-    "idioms7/arrive_drop_ragged.cu": "false TK503 (line 71: circular wait between the consumers on free_bar "
-    "and the epilogue on done): `mbarrier.arrive_drop` is no op of the PTX table ('asm: not modelled'), and "
-    "with done's and free_bar's arrivals per phase 'not established' the progress exploration still reports "
-    "a cycle -- a finding resting on an unmodelled arrival, where coverage says the barrier accounts are "
-    "undecided (the kernel PASSed 4 of 4 runs on an H100, synccheck clean)",
-}
+KNOWN_FALSE: dict[str, str] = {}
 
 
 def _clean_param(p):

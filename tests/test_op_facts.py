@@ -216,7 +216,12 @@ def test_ptx_async_ops_table():
     ] == [ir.TMEM_OP]
     assert K.ptx_async_ops("barrier.cluster.wait.acquire.aligned;")[0][0].sync == ir.SyncFacts("cluster_wait")
     assert K.ptx_async_ops("wgmma.wait_group.sync.aligned 1;")[0][0].count == "1"
-    assert ops("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;") == ([], False)
+    # an instruction of the family not modelled: an unmodelled use of the barrier it names (i7model)
+    assert ops("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;") == ([(ir.CALL, "%0", None)], False)
+    (drop,), ok = K.ptx_async_ops("mbarrier.arrive_drop.shared::cta.b64 _, [%0];")
+    assert ok and drop.kind == ir.MBAR_ARRIVE and drop.mbar == ir.BarrierFacts(drop=True)
+    (sta,), ok = K.ptx_async_ops("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];")
+    assert ok and (sta.kind, sta.barrier, sta.buffer, sta.bytes) == (ir.TMA_LOAD, "%3", "%0", "8")
 
 
 @pytest.mark.parametrize(

@@ -175,7 +175,7 @@ _ATOMIC_OBJECT = re.compile(
 # PTX that synchronises: an asm statement with any of these is one site
 SYNC_PTX = re.compile(
     r"\b(mbarrier\.|cp\.async|cp\.reduce\.async|wgmma\.|tcgen05\.|bar\.sync|bar\.arrive|barrier\.|fence\.|membar\.|"
-    r"griddepcontrol\.|red\.release|atom\.release|ld\.acquire|st\.release|"
+    r"griddepcontrol\.|red\.release|atom\.release|ld\.acquire|st\.release|st\.async|red\.async|mbarrier::|"
     # warp collectives with a member mask
     r"shfl\.sync|vote\.sync|match\.(?:any|all)\.sync|redux\.sync|elect\.sync|bar\.warp\.sync)"
 )
@@ -331,8 +331,17 @@ def _pos(text: str, i: int, line: int, col: int) -> tuple[int, int]:
 def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
     """(file, row) -> the base names of the modelled operations there."""
     rows: dict[tuple[str, int], set[str]] = {}
+    # i7model: an asm statement with an instruction the model does not know on a barrier is no
+    # modelled site, whatever else of it (a remote store's memory event) was modelled
+    blind = {
+        (os.path.abspath(op.location.filename), op.location.row)
+        for op in model.ops
+        if op.unmodelled_barrier_use and op.asm is not None
+    }
     for op in model.ops:
         if op.kind in _NOT_MODELLED_KINDS or op.barrier_unknown is not None or op.unmodelled_barrier_use:
+            continue
+        if (os.path.abspath(op.location.filename), op.location.row) in blind:
             continue
         if _memory_event_only(op):
             continue  # a load, store or spin head the census does not count: it models no sync site on its row

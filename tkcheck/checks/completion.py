@@ -57,9 +57,26 @@ class BarrierAccount:
     per_thread: bool = False  # some site picks the element by thread: sums per element pattern
     group_init: dict[str, E.Expr] = field(default_factory=dict)  # per-group init counts (MK dynamic semaphores)
     assumptions: list[str] = field(default_factory=list)  # stated with any finding made from it
+    # i7model: the arrivals enumerated phase by phase (a barrier with `arrive_drop` or arrivals in
+    # a loop whose trip count depends on the thread); its groups above are then empty
+    ragged: "RaggedAccount | None" = None
 
     def ok(self) -> bool:
         return not self.unknown
+
+
+@dataclass
+class RaggedAccount:
+    """Phase p's arrivals (every arriving thread's round p, one round a phase) and the count it
+    expects (the init count less the drops of earlier phases); `sites` the arrival ops."""
+
+    arrived: list[int]
+    expected: list[int]
+    sites: list[ir.Op]
+    drops: list[ir.Op]
+
+    def first_mismatch(self) -> int | None:
+        return next((p for p, (a, e) in enumerate(zip(self.arrived, self.expected)) if a != e or e <= 0), None)
 
 
 def instance_loops(model: ir.KernelModel, op: ir.Op) -> dict:
@@ -668,6 +685,7 @@ def accounts(an: Analysis) -> dict[str, BarrierAccount]:
 def _compute(an: Analysis) -> dict[str, BarrierAccount]:
     m = an.model
     out: dict[str, BarrierAccount] = {name: BarrierAccount(b) for name, b in m.barriers.items()}
+    ragged = _ragged_barriers(an)
     for op in m.ops:
         if op.barrier is None or op.barrier.name not in out:
             continue
@@ -680,6 +698,8 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             continue
         if op.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD):
             continue
+        if op.barrier.name in ragged:
+            continue  # enumerated phase by phase below (`_ragged_account`)
         pair_commit = _pair_commit(op)
         dests = destinations(m, op)
         b = op.mbar if op.mbar is not None else ir.BarrierFacts()
@@ -759,7 +779,14 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
     blind = [
         o
         for o in m.ops
-        if o.barrier_unknown is not None or (o.kind == ir.CALL and o.asm is not None and o.asm.mbarrier)
+        if o.barrier_unknown is not None
+        or (
+            o.kind == ir.CALL
+            and o.asm is not None
+            and o.asm.mbarrier
+            # an unmodelled instruction on a barrier it names: that barrier's account alone (below)
+            and not (o.unmodelled_barrier_use and o.barrier is not None)
+        )
     ]
     # a call tkcheck does not model received the barrier: its account is unknown
     for o in m.ops:
@@ -768,6 +795,13 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
     if blind:
         for acc in out.values():
             acc.unknown.append(f"unattributed mbarrier operation at line {blind[0].location.row}")
+    for name in ragged:
+        acc = out[name]
+        r = _ragged_account(an, acc)
+        if isinstance(r, str):
+            acc.unknown.append(r)
+        else:
+            acc.ragged = r
     size = cluster_size(m)
     if size is not None:
         # a barrier copy no thread of that CTA waits on does not gate anything: its groups go
@@ -787,6 +821,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         if acc.per_thread:
             _split_by_element(acc, an.solver_timeout_ms)
         _separate_fills(m, acc)
+        _merge_arm_ahead(m, acc, an.solver_timeout_ms)
     for acc in out.values():
         counts = {str(o.count) for o in acc.inits if o.count is not None}
         if (
@@ -1229,6 +1264,217 @@ def lookahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> bool:
             continue
         return _next_task_continues(m, a, I, xa, st, S, E.Const(0), assume, timeout_ms)
     return False
+
+
+def _ragged_barriers(an: Analysis) -> set[str]:
+    """i7model: the barriers whose arrivals are enumerated phase by phase: one with an
+    `arrive_drop` (its expected count changes from phase to phase), and a scalar barrier with an
+    arrival in a loop whose trip count is not the same number for all its arriving threads (a
+    ragged tail: warps leave after different rounds). The per-round sums count every issuer in
+    every round, which such a loop does not do: they would prove a count no phase has."""
+    m = an.model
+    out = set()
+    for o in m.ops:
+        if o.kind != ir.MBAR_ARRIVE or o.barrier is None:
+            continue
+        if o.mbar is not None and o.mbar.drop:
+            out.add(o.barrier.name)
+            continue
+        if o.barrier.index:
+            continue  # an array's elements: each its own issuers (open: threads of unequal trips on one element)
+        for lid in o.loops:
+            L = m.loops.get(lid)
+            if L is None or L.uniform or L.trip is None:
+                continue
+            ex = an.threads.executing(replace_guard_loopfree(o))
+            trips = {L.trip.eval({"tid": t, "tid_y": 0, "tid_z": 0}) for t in ex} if ex is not None else {None}
+            if len(trips) != 1 or not isinstance(next(iter(trips)), int):
+                out.add(o.barrier.name)
+                break
+    return out
+
+
+MAX_RAGGED_PHASES = 4096
+
+
+def _ragged_account(an: Analysis, acc: BarrierAccount) -> "RaggedAccount | str":
+    """The arrivals of each phase of a scalar barrier of one CTA whose arrival sites (plain
+    arrives and arrive_drops, count given) all sit in one loop L directly, each thread's round
+    k of L one phase (L's body paces the thread: it waits there, as `_arrival_round` asks of a
+    round), L's trip count and every site's guard a number for each thread and round. Phase p
+    expects the init count less every drop of phases before p (PTX ISA: arrive_drop lowers the
+    expected count of the current and the later phases; its own arrival counts in its phase).
+    A reason (str) when any of that is not so: the account is then unknown, never a finding."""
+    m = an.model
+    name = acc.barrier.name
+    sites = [
+        o
+        for o in m.ops
+        if o.barrier is not None and o.barrier.name == name and o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
+    ]
+    why = f"arrivals of '{name}' (arrive_drop / a ragged loop) not enumerated: "
+    if any(o.kind != ir.MBAR_ARRIVE for o in sites):
+        return why + "expects or byte deliveries on it"
+    if acc.barrier.dims or any(o.barrier.index for o in sites):
+        return why + "a barrier array"
+    if cluster_size(m) is not None and any(
+        o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast) for o in sites
+    ):
+        return why + "an arrival on another CTA's copy"
+    inits = [o for o in m.ops if o.kind == ir.MBAR_INIT and o.barrier is not None and o.barrier.name == name]
+    if len(inits) != 1 or inits[0].loops or inits[0].count is None:
+        return why + "not initialised once"
+    init = inits[0].count.eval({})
+    if not isinstance(init, int) or isinstance(init, bool) or init <= 0:
+        return why + "init count not a number"
+    loops = {o.loops for o in sites}
+    if len(loops) != 1 or len(next(iter(loops))) != 1:
+        return why + "arrival sites not all directly in one loop"
+    lid = next(iter(loops))[0]
+    L = m.loops.get(lid)
+    if L is None or L.trip is None or L.continues or L.parent is not None and L.parent in m.loops:
+        return why + "the loop's trip count not known (or the loop nested)"
+    k = L.counter.name
+    mine: set[int] = set()
+    for o in sites:
+        ex = an.threads.executing(replace_guard_loopfree(o))
+        if ex is None:
+            return why + f"threads of {o.api} at line {o.location.row} not known"
+        mine |= ex
+    # one round a phase: each arriving thread waits in the loop's body (`_arrival_round`)
+    if not any(lid in o.loops and _paces(o) and (an.threads.executing(o) or frozenset()) & mine for o in m.ops):
+        return why + "the loop does not wait: a thread's arrivals need not be a phase apart"
+    arrived: dict[int, int] = {}
+    drops: dict[int, int] = {}
+    for t in sorted(mine):
+        env: dict = {"tid": t, "tid_y": 0, "tid_z": 0}
+        trip = L.trip.eval(env)
+        if not isinstance(trip, int) or isinstance(trip, bool) or trip > MAX_RAGGED_PHASES:
+            return why + f"the trip count of thread {t} not a number"
+        for r in range(max(trip, 0)):
+            env[k] = r
+            for o in sites:
+                g = o.guard
+                if not g.exact:
+                    return why + f"the guard of {o.api} at line {o.location.row} not exact"
+                runs = [c.eval(env) for c in (g.thread, *g.uniform)]
+                if any(not isinstance(v, (bool, int)) for v in runs):
+                    return why + f"the guard of {o.api} at line {o.location.row} not a number for thread {t}"
+                if not all(runs):
+                    continue
+                n = o.count.eval(env) if o.count is not None else None
+                if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+                    return why + f"the count of {o.api} at line {o.location.row} not a number"
+                arrived[r] = arrived.get(r, 0) + n
+                if o.mbar is not None and o.mbar.drop:
+                    drops[r] = drops.get(r, 0) + n
+    phases = max(arrived, default=-1) + 1
+    exp, dropped = [], 0
+    for p in range(phases):
+        exp.append(init - dropped)
+        dropped += drops.get(p, 0)
+    return RaggedAccount(
+        [arrived.get(p, 0) for p in range(phases)],
+        exp,
+        [o for o in sites if not (o.mbar is not None and o.mbar.drop)],
+        [o for o in sites if o.mbar is not None and o.mbar.drop],
+    )
+
+
+def replace_guard_loopfree(o: ir.Op) -> ir.Op:
+    """op with its thread guard's conjuncts over loop counters left out (who may run it at
+    all, in some round): `lane == 0 && t == last(warp)` -> `lane == 0`."""
+    from dataclasses import replace as _replace
+
+    def parts(e: E.Expr) -> list[E.Expr]:
+        if isinstance(e, E.Bin) and e.op == "&&":
+            return parts(e.a) + parts(e.b)
+        return [e]
+
+    keep = [c for c in parts(o.guard.thread) if not c.depends_on(E.LOOP)]
+    g = E.Const(True)
+    for c in keep:
+        g = c if g == E.Const(True) else E.binop("&&", g, c)
+    return _replace(o, guard=_replace(o.guard, thread=g))
+
+
+def arm_ahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> E.Expr | None:
+    """a arms a scalar barrier once directly before a loop I, b re-arms it in I's iterations but
+    the last (`arm(bar); for (k = 0; k < T; k++) { ...; wait(bar, k & 1); if (k + 1 < T)
+    arm(bar); }`): the same threads and guards but for b's one condition over I's counter, which
+    holds exactly for k + 1 < T, and T >= 1 (proved by z3). Round k's phase is then armed once:
+    by a for k = 0, by b of round k - 1 after -- together one contribution a round, as b's
+    would be without its condition. b's condition (to count as consumed) or None."""
+    from .. import solver
+
+    if a.barrier is None or b.barrier is None or a.barrier != b.barrier or a.barrier.index:
+        return None
+    if not b.loops or b.loops[:-1] != a.loops:
+        return None
+    I = m.loops.get(b.loops[-1])
+    if I is None or I.continues or not I.uniform or I.trip is None:
+        return None
+    if I.trip.depends_on(E.LOOP) or I.trip.is_opaque():
+        return None
+    first = min((o.order for o in m.ops if I.id in o.loops), default=b.order)
+    if a.order > first:
+        return None
+    k, T = I.counter, I.trip
+    for o in (a, b):
+        g = o.guard
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(c.is_opaque() for c in g.uniform):
+            return None
+    if a.guard.thread != b.guard.thread or any(k in c.free_vars() for c in a.guard.uniform):
+        return None
+    extra = [c for c in b.guard.uniform if c not in a.guard.uniform]
+    if not set(a.guard.uniform) <= set(b.guard.uniform) or len(extra) != 1 or k not in extra[0].free_vars():
+        return None
+    in_loop = (E.binop(">=", k, E.Const(0)), E.binop("<", k, T), *a.guard.uniform)
+    last = E.binop(
+        "==",
+        E.ite(extra[0], E.Const(1), E.Const(0)),
+        E.ite(E.binop("<", E.binop("+", k, E.Const(1)), T), E.Const(1), E.Const(0)),
+    )
+    if solver.always(last, timeout_ms, assume=in_loop) is not True:
+        return None
+    if solver.always(E.binop(">=", T, E.Const(1)), timeout_ms, assume=tuple(a.guard.uniform)) is not True:
+        return None
+    return extra[0]
+
+
+def _merge_arm_ahead(m: ir.KernelModel, acc: BarrierAccount, timeout_ms: int) -> None:
+    """i7model: a one-shot contribution that arms the first round of a loop whose steady
+    contribution re-arms the next round (`arm_ahead`), with the same threads, kind, amount and
+    multiplicity and the same destination: one contribution a round of the loop -- the one-shot
+    one leaves its group and the steady one's condition counts as consumed (every round)."""
+    for groups in (acc.arrivals, acc.expects, acc.loads):
+        for key in [k for k in groups if k.split(" ")[0] == "one-shot"]:
+            skey = "steady" + key[len("one-shot") :]
+            for a in list(groups.get(key, [])):
+                for i, b in enumerate(groups.get(skey, [])):
+                    if not (
+                        a.issuers == b.issuers
+                        and str(a.times) == str(b.times)
+                        and a.op.kind == b.op.kind
+                        and not a.consumed
+                    ):
+                        continue
+                    cond = arm_ahead(m, a.op, b.op, timeout_ms)
+                    if cond is None:
+                        continue
+                    groups[key].remove(a)
+                    if not groups[key]:
+                        del groups[key]
+                    merged = Contribution(
+                        b.op, b.issuers, b.amount, b.times, b.round_loop, b.pattern,
+                        b.consumed + (cond,), b.exclusive, b.pattern_exprs,
+                    )
+                    if str(a.amount) != str(b.amount):
+                        # the first round's phase armed with another amount: counted apart, as a
+                        # task's first fill is (`_merge_lookahead`; `_pair_first_fills` pairs it)
+                        groups[skey + FIRST_FILL] = [a if c is b else c for c in groups[skey]]
+                    groups[skey][i] = merged
+                    break
 
 
 FIRST_FILL = " (phases a task's first fill completes)"

@@ -568,7 +568,7 @@ def _self_paced(an: Analysis, w: ir.Op, index, k: E.Var, period: E.Expr | None) 
     if any(s.order > loop_start for s in prologue):
         return None
     acc = completion.accounts(an).get(name)
-    if acc is None or not acc.ok() or acc.init_count is None:
+    if acc is None or not acc.ok() or acc.init_count is None or acc.ragged is not None:
         return None
     for contribs in acc.arrivals.values():
         if solver.always(E.binop("==", completion.total(contribs), acc.init_count), to) is not True:

@@ -162,6 +162,11 @@ def races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorati
     return an.fact(key, lambda an_: _races(an_, names, reduce))
 
 
+def _drops(o: ir.Op) -> bool:
+    """An `mbarrier.arrive_drop` (completion.py follows it per phase; the searches do not)."""
+    return o.kind == ir.MBAR_ARRIVE and o.mbar is not None and o.mbar.drop
+
+
 def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Exploration:
     t0 = time.perf_counter()
     ex = Exploration()
@@ -180,11 +185,11 @@ def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorat
         or (o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is None)
         or o.barrier_unknown is not None
     ]
-    if blind or any(o.unmodelled_barrier_use for o in m.ops):
+    if blind or any(o.unmodelled_barrier_use or _drops(o) for o in m.ops):
         ex.reason = (
             f"`{blind[0].api}` may order threads in a way the search does not follow"
             if blind
-            else "unmodelled barrier use"
+            else "unmodelled barrier use (or an arrive_drop, whose later phases the search does not follow)"
         )
         return ex
     ops = [
@@ -1384,6 +1389,15 @@ def _explore_model(an: Analysis) -> Exploration:
     if blind:
         # a call tkcheck does not model may signal any barrier it was given
         ex.reason = f"mbarrier passed to {blind[0].api} (line {blind[0].location.row}), which is not modelled"
+        return ex
+    drops = [o for o in m.ops if _drops(o)]
+    if drops:
+        # i7model: the search's barrier state resets each phase to the init count; an
+        # arrive_drop lowers that count for the later phases, which the state does not carry
+        ex.reason = (
+            f"`{drops[0].api}` (line {drops[0].location.row}) lowers the expected count of later phases, "
+            "which the search does not follow"
+        )
         return ex
     if any(_data_exit(m, lid) for o in ops for lid in o.loops):
         # an instruction / task stream: unroll each such loop a few rounds past its break and

@@ -193,6 +193,7 @@ class ArrivalMismatch:
     cta: int | None = None
     wait: ir.Op | None = None
     sources: list = field(default_factory=list)
+    phase: int | None = None  # kind "phase": the first phase whose arrivals differ (ragged account)
 
 
 def arrival_mismatches(an: Analysis) -> list[ArrivalMismatch]:
@@ -203,6 +204,22 @@ def _arrival_mismatches(an: Analysis) -> list[ArrivalMismatch]:
     out = []
     for name, acc in sorted(completion.accounts(an).items()):
         if not acc.ok() or (acc.init_count is None and not acc.group_init):
+            continue
+        if acc.ragged is not None:
+            # i7model: arrivals enumerated phase by phase (arrive_drop, a ragged loop)
+            p = acc.ragged.first_mismatch()
+            if p is not None and acc.waits:
+                out.append(
+                    ArrivalMismatch(
+                        "phase",
+                        name,
+                        acc,
+                        f"phase {p}",
+                        init_count=E.Const(acc.ragged.expected[p]),
+                        arrived=E.Const(acc.ragged.arrived[p]),
+                        phase=p,
+                    )
+                )
             continue
         if not acc.arrivals and acc.waits and acc.init_count is not None and acc.init_count.eval({}) not in (None, 0):
             out.append(ArrivalMismatch("none", name, acc, wait=acc.waits[0]))

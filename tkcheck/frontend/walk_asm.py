@@ -126,7 +126,12 @@ class AsmLowering:
         remote = self._dsmem_accesses(c, ctx, ptx, loc, facts)
         if does.shared_access is not None and not remote:
             self._smem_access(c, ctx, ptx, loc, facts, does.shared_access)
-        if does.untracked and not understood:
+        blind = [a for a in asyncs if a.unmodelled]
+        if blind:
+            # i7model: each instruction the table does not model on a barrier it names is an
+            # unmodelled use of that barrier (emitted by _async_op): coverage, never a pass
+            w.note_unmodelled(c, f"`{blind[0].api}` on an mbarrier: not modelled (its account is unknown)")
+        elif (does.untracked or facts.mbarrier) and not understood:
             op(ir.CALL, "asm")
             w.note_unmodelled(c, "inline PTX on mbarriers/bulk copies: operands not tracked")
 
@@ -255,6 +260,10 @@ class AsmLowering:
                 mapped_cta = cta
             else:
                 op.barrier_unknown = self._operand_text(c, a.barrier)
+        if a.unmodelled:
+            # an instruction the model does not know on this barrier (ptx_async_ops): it may
+            # arrive, complete bytes or re-arm; unresolved barrier: barrier_unknown (every account)
+            op.unmodelled_barrier_use = True
         if a.buffer is not None and a.kind in (ir.TMA_LOAD, ir.TMA_STORE):
             addr = self._addr_value(c, ctx, a.buffer)
             model = w.model
@@ -269,6 +278,16 @@ class AsmLowering:
                 op.buffer = self._region_stage(addr)
             elif not names and a.kind == ir.TMA_STORE and isinstance(addr, Expr):
                 op.buffer = self._store_source(addr)
+        if a.kind == ir.TMA_LOAD and a.mbar is not None and a.mbar.remote_store and a.buffer is not None:
+            # st.async: the element of the (peer) CTA's array its mapped address names; the
+            # CTA is the mapped barrier's (checked equal below, or the delivery is unknown)
+            addr = self._addr_value(c, ctx, a.buffer)
+            el = self._mapped_element(addr) if addr is not None else None
+            op.buffer = el[0] if el is not None else None
+            if el is None or mapped_cta is None or el[1] != mapped_cta:
+                op.barrier, op.barrier_unknown = None, self._operand_text(c, a.barrier or "?")
+                op.unmodelled_barrier_use = True
+                w.note_unmodelled(c, f"`{a.api}`: its address or barrier not mapped to one CTA's `__shared__` element")
         if a.kind in (ir.TMA_LOAD, ir.TMA_STORE):
             op.transfer = ir.TransferFacts()
 
@@ -447,6 +466,54 @@ class AsmLowering:
         if elem and len(dims) == 1 and isinstance(k, int) and not isinstance(k, bool) and k >= 0 and k % elem == 0:
             return ir.Ref(ref.name, (E.Const(k // elem),))
         return None
+
+    def _mapped_element(self, addr: Expr) -> tuple[ir.Ref, Expr] | None:
+        """The `__shared__` element a `mapa`-mapped address plus a byte offset names, and the CTA
+        it was mapped into: `mapa(smem(recv), r) + 4*(t + 256*k)` -> (recv[t + 256*k], r) for a
+        one-dimensional array of 4-byte elements (also `mapa(smem(&x[i]), r)` + a multiple of
+        its element size). None for any other shape."""
+        model = self.w.model
+        if model is None:
+            return None
+        terms: list[tuple[int, Expr]] = []
+
+        def split(e: Expr, sign: int) -> None:
+            if isinstance(e, E.Bin) and e.op in ("+", "-"):
+                split(e.a, sign)
+                split(e.b, sign if e.op == "+" else -sign)
+            else:
+                terms.append((sign, e))
+
+        split(addr, 1)
+        mapped = [(s, t) for s, t in terms if isinstance(t, E.Var) and t.name in self.mapped]
+        if len(mapped) != 1 or mapped[0][0] != 1:
+            return None
+        local, cta = self.mapped[mapped[0][1].name]  # type: ignore[union-attr]
+        if not isinstance(local, E.Var):
+            return None
+        if local.name in self.bases:
+            ref, dims, elem = self.bases[local.name]
+            if len(dims) != 1 or not elem or ref.index:
+                return None
+            index: Expr = E.Const(0)
+        elif local.name in model.smem_addresses:
+            sa = model.smem_addresses[local.name]
+            t = sa.tile_type
+            if t is None or t.kind != "scalar" or not t.dtype_bytes or not sa.buffer.index:
+                return None
+            elem = t.dtype_bytes
+            ref = ir.Ref(sa.buffer.name, sa.buffer.index[:-1])
+            index = sa.buffer.index[-1]
+        else:
+            return None
+        for sgn, t in terms:
+            if t is mapped[0][1]:
+                continue
+            q = _div_by(t, elem)
+            if q is None:
+                return None
+            index = E.binop("+" if sgn > 0 else "-", index, q)
+        return ir.Ref(ref.name, ref.index + (index,)), cta
 
     def _addr_value(self, c: Any, ctx: Ctx, text: str) -> Expr | None:
         """An address operand's inside (`%0`, `%0+8`, `%1 + 16`) as an Expr."""
@@ -793,6 +860,24 @@ def _place(c: Any) -> tuple[str, int]:
     """Where a statement starts in its file: the same asm statement of a helper at every call."""
     start = c.extent.start
     return (start.file.name if start.file is not None else "", start.offset)
+
+
+def _div_by(t: Expr, n: int) -> Expr | None:
+    """t / n for a term that is a multiple of n by its shape (`4`, `4u * (t + 256 * k)`,
+    `x << 2`); None otherwise."""
+    if n == 1:
+        return t
+    if isinstance(t, E.Const) and isinstance(t.value, int) and not isinstance(t.value, bool):
+        return E.Const(t.value // n) if t.value % n == 0 else None
+    if isinstance(t, E.Bin) and t.op == "*":
+        for k, x in ((t.b, t.a), (t.a, t.b)):
+            if isinstance(k, E.Const) and isinstance(k.value, int) and not isinstance(k.value, bool) and k.value % n == 0:
+                return x if k.value == n else E.binop("*", x, E.Const(k.value // n))
+    if isinstance(t, E.Bin) and t.op == "<<" and isinstance(t.b, E.Const) and isinstance(t.b.value, int):
+        sh = n.bit_length() - 1
+        if 1 << sh == n and t.b.value >= sh:
+            return E.binop("<<", t.a, E.Const(t.b.value - sh)) if t.b.value > sh else t.a
+    return None
 
 
 def _div8(t: Expr) -> Expr | None:

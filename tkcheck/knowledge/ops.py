@@ -767,6 +767,8 @@ class PtxAsyncOp:
     # a register fragment (`{...}`)
     desc_a: str | None = None
     desc_b: str | None = None
+    # an instruction on `barrier` the table does not model (kind CALL): an unmodelled use
+    unmodelled: bool = False
 
 
 def _ptx_instructions(ptx: str) -> list[tuple[str, list[str]]]:
@@ -828,15 +830,41 @@ def ptx_async_ops(ptx: str, looped: bool = False) -> tuple[tuple[PtxAsyncOp, ...
     understood = True
     loops = looped or re.search(r"\bbra(\.uni)?\b", ptx) is not None
     for opcode, ops in _ptx_instructions(ptx):
-        if not any(opcode.startswith(w) for w in _PTX_ASYNC_WORDS):
+        # (and any instruction completing on an mbarrier: `st.async ... .mbarrier::complete_tx`)
+        if not any(opcode.startswith(w) for w in _PTX_ASYNC_WORDS) and "mbarrier::" not in opcode:
             continue
         q = opcode.split(".")
         op = _ptx_async_op(opcode, q, ops, loops)
         if op is None:
             understood = False
+            # i7model: an instruction the table does not know that names an mbarrier operand
+            # (`mbarrier.arrive_drop [b]`, `st.async ... mbarrier::complete_tx::bytes [d], v, [b]`)
+            # may arrive on it, complete bytes or re-arm it: an opaque use of THAT barrier (its
+            # account, its waits' phases and the progress that rests on it are unknown)
+            bar = _unmodelled_barrier_operand(opcode, ops)
+            if bar is not None:
+                out.append(PtxAsyncOp(ir.CALL, opcode, barrier=bar, unmodelled=True))
         elif op.kind:
             out.append(op)
     return tuple(out), understood
+
+
+def _unmodelled_barrier_operand(opcode: str, ops: list[str]) -> str | None:
+    """The mbarrier address operand of an instruction the table does not model: the first
+    `[...]` operand of an `mbarrier.*` instruction, the last of one completing on an mbarrier
+    (`.mbarrier::complete_tx::bytes`, whose barrier is its last address operand); None when the
+    instruction names no barrier so (it stays an unattributed mbarrier operation)."""
+    addrs = [b for b in (_bracket(o) for o in ops) if b]
+    q = opcode.split(".")
+    if not addrs or (q[0] == "mbarrier" and len(q) > 1 and q[1] in ("try_wait", "test_wait", "pending_count", "inval")):
+        # a probe reads the barrier's phase and changes nothing of its account; `inval` ends the
+        # barrier's life (no arrival, no bytes): both stay the opaque asm call they were
+        return None
+    if q[0] == "mbarrier" or "mbarrier" in q[1:]:
+        return addrs[0]
+    if "mbarrier::" in opcode:
+        return addrs[-1]
+    return None
 
 
 def ptx_probe_outputs(ptx: str) -> dict[int, bool]:
@@ -900,10 +928,41 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
             return PtxAsyncOp(
                 ir.MBAR_ARRIVE, "mbarrier.arrive", barrier=_bracket(ops[1]), count=ops[2] if len(ops) == 3 else "1"
             )
+        if what == "arrive_drop" and len(q) > 2 and q[2] not in ("expect_tx", "noComplete") and len(ops) in (2, 3) and _bracket(ops[1]):
+            # i7model: an arrival on the current phase that also lowers the expected count of the
+            # current and every later phase by `count` (PTX ISA `mbarrier.arrive_drop`; libcu++'s
+            # `arrive_and_drop`): the barrier account follows it per phase (completion.py)
+            return PtxAsyncOp(
+                ir.MBAR_ARRIVE,
+                "mbarrier.arrive_drop",
+                barrier=_bracket(ops[1]),
+                count=ops[2] if len(ops) == 3 else "1",
+                mbar=ir.BarrierFacts(drop=True),
+            )
         if what in ("try_wait", "test_wait") and "parity" in q and len(ops) >= 3 and _bracket(ops[1]) and loops:
             # a wait that the asm itself repeats until the phase with this parity completed
             return PtxAsyncOp(ir.MBAR_WAIT, f"mbarrier.{what}.parity", barrier=_bracket(ops[1]), parity=ops[2])
         return None
+    # --- i7model: `st.async{.weak}.shared::cluster.mbarrier::complete_tx::bytes{.v2|.v4}.<t>
+    # [addr], value, [remote_bar]` (and `red.async...`, PTX ISA 8.1, sm_90): a store into a CTA
+    # of the cluster's shared memory (its address by `mapa`) whose bytes complete on THAT CTA's
+    # mbarrier -- for the barrier's account the delivery a TMA load is (bytes on the barrier, no
+    # arrival), issued by every thread that runs it; its data a write the peer's wait on the
+    # barrier orders (the front end makes it the remote shared write too)
+    if q[0] in ("st", "red") and "async" in q[1:2] and "shared::cluster" in q and "mbarrier::complete_tx::bytes" in q:
+        addrs = [b for b in (_bracket(o) for o in ops) if b]
+        width = next((int(t[1:]) for t in q if re.fullmatch(r"[busf](8|16|32|64)", t)), None)
+        vec = next((int(t[1:]) for t in q if t in ("v2", "v4")), 1)
+        if len(addrs) != 2 or width is None:
+            return None
+        return PtxAsyncOp(
+            ir.TMA_LOAD,
+            f"{q[0]}.async",
+            barrier=addrs[1],
+            buffer=addrs[0],
+            bytes=str(width // 8 * vec),
+            mbar=ir.BarrierFacts(remote_store=True),
+        )
     if opcode.startswith("cp.reduce.async.bulk"):
         # a bulk reduction into global memory (`cp.reduce.async.bulk{.tensor.Nd}.global.shared::cta
         # .bulk_group.add.f32 [dst], [src], size` / `[tmap, {coords}], [src]`) is, for

@@ -360,6 +360,13 @@ class BarrierFacts:
     # (`cp.async.mbarrier.arrive.noinc`, libcu++'s partitioned producer_commit): a wait that
     # observes its phase observes those copies complete
     cp_async: bool = False
+    # i7model: bytes a thread's `st.async` / `red.async` into a (peer) CTA's shared memory
+    # completes on that CTA's barrier: every thread that runs it issues it (no TMA engine, no
+    # tensor map); for the account a delivery of bytes as a TMA load's
+    remote_store: bool = False
+    # i7model: `mbarrier.arrive_drop`: the arrival also lowers the barrier's expected count for the
+    # current and every later phase by its count (the thread leaves the barrier)
+    drop: bool = False
 
 
 @dataclass(frozen=True)
