@@ -104,14 +104,18 @@ def _phase_finding(v):
     a, e = rg.arrived[p], rg.expected[p]
     dropped = acc.init_count.eval({}) - e if acc.init_count is not None else 0
     expects = f"expects {e} arrival{'s' if e != 1 else ''}" + (
-        f" (initialised for {num(acc.init_count)}, {dropped} dropped by arrive_drop in earlier phases)" if dropped else ""
+        f" (initialised for {num(acc.init_count)}, {dropped} dropped by arrive_drop in earlier phases)"
+        if dropped
+        else ""
     )
     if e <= 0:
         effect = "its expected count has run down to 0: every later arrival is undefined (a launch failure or a hang)"
     elif a < e:
         effect = "too few arrivals: the phase never completes (hang)"
     else:
-        effect = "too many arrivals: the phase completes early and the rest lands in the next (stale data, drifting counts)"
+        effect = (
+            "too many arrivals: the phase completes early and the rest lands in the next (stale data, drifting counts)"
+        )
     anchor = (rg.drops or rg.sites)[0]
     rel = [related(o, f"'{name}' initialised for {num(o.count)} arrivals per phase") for o in acc.inits]
     rel += [related(o, f"{o.api}: one arrival a round of its loop") for o in rg.sites[:2]]
@@ -123,7 +127,13 @@ def _phase_finding(v):
         f"(arrivals per phase: {rg.arrived[: p + 2]}, expected: {[max(x, 0) for x in rg.expected[: p + 2]]})",
         anchor.location,
         related=rel,
-        witness={"barrier": name, "phase": p, "expected": e, "arrivals": a, "assumptions": ["one round of the arrivals' loop a phase"]},
+        witness={
+            "barrier": name,
+            "phase": p,
+            "expected": e,
+            "arrivals": a,
+            "assumptions": ["one round of the arrivals' loop a phase"],
+        },
         help=f"{effect}; a thread that leaves the barrier for good must leave with `mbarrier.arrive_drop` "
         "(once, on its last arrival) so the later phases stop counting it",
     )

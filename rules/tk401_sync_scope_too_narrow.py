@@ -189,7 +189,10 @@ def _lane_masks(an):
                 "member mask although both lanes run it: it orders neither access before the other (a lane "
                 "outside the mask that executes `__syncwarp(mask)` is undefined behaviour)",
                 loc,
-                related=[related(w, f"the write of `{w.buffer}`"), related(s, f"`{s.api}`: its mask leaves {outside} out")],
+                related=[
+                    related(w, f"the write of `{w.buffer}`"),
+                    related(s, f"`{s.api}`: its mask leaves {outside} out"),
+                ],
                 witness={"writer": tw, "reader": tr, "next_iteration": race.next_iteration},
                 help="give `__syncwarp` a mask that holds every lane that runs it and uses the location "
                 "(`__syncwarp()` for the whole warp)",

@@ -14,10 +14,14 @@ def test_an_unknown_instruction_on_a_barrier_names_it():
     assert not ok and a.unmodelled and a.barrier == "%0"
     # a completion on an mbarrier not modelled (a shared-to-peer bulk copy): the barrier is the
     # last address operand
-    (b,), ok = K.ptx_async_ops("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];")
+    (b,), ok = K.ptx_async_ops(
+        "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+    )
     assert not ok and b.unmodelled and b.barrier == "%3"
     # red.async into a peer's shared memory: a 4-byte delivery on the barrier, as st.async
-    (r,), ok = K.ptx_async_ops("red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 [%0], %1, [%2];")
+    (r,), ok = K.ptx_async_ops(
+        "red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 [%0], %1, [%2];"
+    )
     assert ok and not r.unmodelled and (r.barrier, r.buffer, r.bytes) == ("%2", "%0", "4") and r.mbar.remote_store
     # a one-shot probe changes no account: not an unmodelled use
     probes, ok = K.ptx_async_ops("mbarrier.test_wait.parity.shared::cta.b64 p, [%0], %1;")

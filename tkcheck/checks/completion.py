@@ -1466,8 +1466,15 @@ def _merge_arm_ahead(m: ir.KernelModel, acc: BarrierAccount, timeout_ms: int) ->
                     if not groups[key]:
                         del groups[key]
                     merged = Contribution(
-                        b.op, b.issuers, b.amount, b.times, b.round_loop, b.pattern,
-                        b.consumed + (cond,), b.exclusive, b.pattern_exprs,
+                        b.op,
+                        b.issuers,
+                        b.amount,
+                        b.times,
+                        b.round_loop,
+                        b.pattern,
+                        b.consumed + (cond,),
+                        b.exclusive,
+                        b.pattern_exprs,
                     )
                     if str(a.amount) != str(b.amount):
                         # the first round's phase armed with another amount: counted apart, as a

@@ -871,7 +871,12 @@ def _div_by(t: Expr, n: int) -> Expr | None:
         return E.Const(t.value // n) if t.value % n == 0 else None
     if isinstance(t, E.Bin) and t.op == "*":
         for k, x in ((t.b, t.a), (t.a, t.b)):
-            if isinstance(k, E.Const) and isinstance(k.value, int) and not isinstance(k.value, bool) and k.value % n == 0:
+            if (
+                isinstance(k, E.Const)
+                and isinstance(k.value, int)
+                and not isinstance(k.value, bool)
+                and k.value % n == 0
+            ):
                 return x if k.value == n else E.binop("*", x, E.Const(k.value // n))
     if isinstance(t, E.Bin) and t.op == "<<" and isinstance(t.b, E.Const) and isinstance(t.b.value, int):
         sh = n.bit_length() - 1

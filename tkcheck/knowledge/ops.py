@@ -928,7 +928,13 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
             return PtxAsyncOp(
                 ir.MBAR_ARRIVE, "mbarrier.arrive", barrier=_bracket(ops[1]), count=ops[2] if len(ops) == 3 else "1"
             )
-        if what == "arrive_drop" and len(q) > 2 and q[2] not in ("expect_tx", "noComplete") and len(ops) in (2, 3) and _bracket(ops[1]):
+        if (
+            what == "arrive_drop"
+            and len(q) > 2
+            and q[2] not in ("expect_tx", "noComplete")
+            and len(ops) in (2, 3)
+            and _bracket(ops[1])
+        ):
             # i7model: an arrival on the current phase that also lowers the expected count of the
             # current and every later phase by `count` (PTX ISA `mbarrier.arrive_drop`; libcu++'s
             # `arrive_and_drop`): the barrier account follows it per phase (completion.py)
