@@ -19,7 +19,7 @@ import shlex
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import click
 
@@ -609,7 +609,8 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
             if file_timeout:
                 oldest = min(w.started for w in busy.values())
                 timeout = max(0.0, oldest + file_timeout - time.monotonic())
-            for reader in wait(list(busy), timeout=timeout):  # type: ignore[assignment]  # wait() returns the readers it was given
+            for ready in wait(list(busy), timeout=timeout):
+                reader: Any = ready  # wait() returns the connections it was given
                 w = busy.pop(reader)
                 job = w.job
                 assert job is not None

@@ -1667,16 +1667,16 @@ class _LocalSteps:
         self.pos_touch: list[dict] = []
         self.pos_write: list[dict] = []
         for r in roles:
-            touch: dict = {}
-            write: dict = {}
+            pos_t: dict = {}
+            pos_w: dict = {}
             for j, e in enumerate(r.events):
                 o = _footprint(e)
                 if o is not None:
-                    touch.setdefault(o, []).append(j)
+                    pos_t.setdefault(o, []).append(j)
                     if e.kind != "wait":
-                        write.setdefault(o, []).append(j)
-            self.pos_touch.append(touch)
-            self.pos_write.append(write)
+                        pos_w.setdefault(o, []).append(j)
+            self.pos_touch.append(pos_t)
+            self.pos_write.append(pos_w)
 
     def candidates(self, state, eidx: dict) -> tuple[int, ...]:
         """Roles whose next step is independent of every step the others can make before it

@@ -238,7 +238,7 @@ def _collectives(an: Analysis) -> WarpCollectives:
             if len(lanes) < WARP:
                 unknown = unknown or (sites[0], "a partial warp")
                 continue
-            per_mask: dict[int, dict[int, frozenset[int]]] = {}  # mask -> lane -> site indices
+            per_mask: dict[int, dict[int, set[int]]] = {}  # mask -> lane -> site indices
             for i, s in enumerate(sites):
                 for t in lanes:
                     if t in s.threads:

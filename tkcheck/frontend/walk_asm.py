@@ -506,10 +506,10 @@ class AsmLowering:
             index = sa.buffer.index[-1]
         else:
             return None
-        for sgn, t in terms:
-            if t is mapped[0][1]:
+        for sgn, term in terms:
+            if term is mapped[0][1]:
                 continue
-            q = _div_by(t, elem)
+            q = _div_by(term, elem)
             if q is None:
                 return None
             index = E.binop("+" if sgn > 0 else "-", index, q)

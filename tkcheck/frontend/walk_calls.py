@@ -124,10 +124,10 @@ class CallLowering:
             # elect.sync over the full warp: one lane, the lowest (lane 0 when the warp is whole);
             # a group's elect_leader is that lane of the group's first warp
             n = 32 * (scope_warps or 1)
-            own = self.w.mb.functions.get(base) if not quals else None
+            helpers = self.w.mb.functions.get(base) if not quals else None
             if (scope_warps or 1) == 1 and (
                 # the user's own helper of that name is a collective only if it elects with elect.sync
-                not own or any(re.search(r"elect[._]sync\b", " ".join(tokens_of(c))) for c in own)
+                not helpers or any(re.search(r"elect[._]sync\b", " ".join(tokens_of(c))) for c in helpers)
             ):
                 # the election is a warp collective of the full mask (of the lanes active at the
                 # call, for `elect_leader_from_active`: a mask the model does not know)
