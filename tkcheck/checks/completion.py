@@ -1398,13 +1398,14 @@ def replace_guard_loopfree(o: ir.Op) -> ir.Op:
     return _replace(o, guard=_replace(o.guard, thread=g))
 
 
-def arm_ahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> E.Expr | None:
+def arm_ahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> E.Expr | str | None:
     """a arms a scalar barrier once directly before a loop I, b re-arms it in I's iterations but
     the last (`arm(bar); for (k = 0; k < T; k++) { ...; wait(bar, k & 1); if (k + 1 < T)
     arm(bar); }`): the same threads and guards but for b's one condition over I's counter, which
     holds exactly for k + 1 < T, and T >= 1 (proved by z3). Round k's phase is then armed once:
     by a for k = 0, by b of round k - 1 after -- together one contribution a round, as b's
-    would be without its condition. b's condition (to count as consumed) or None."""
+    would be without its condition. b's condition (to count as consumed), None when the shape is
+    not there or is refuted, ARM_AHEAD_UNDECIDED when a proof was not decided."""
     from .. import solver
 
     if a.barrier is None or b.barrier is None or a.barrier != b.barrier or a.barrier.index:
@@ -1435,11 +1436,18 @@ def arm_ahead(m: ir.KernelModel, a: ir.Op, b: ir.Op, timeout_ms: int) -> E.Expr 
         E.ite(extra[0], E.Const(1), E.Const(0)),
         E.ite(E.binop("<", E.binop("+", k, E.Const(1)), T), E.Const(1), E.Const(0)),
     )
-    if solver.always(last, timeout_ms, assume=in_loop) is not True:
-        return None
-    if solver.always(E.binop(">=", T, E.Const(1)), timeout_ms, assume=tuple(a.guard.uniform)) is not True:
-        return None
+    for pred, assume in ((last, in_loop), (E.binop(">=", T, E.Const(1)), tuple(a.guard.uniform))):
+        got = solver.always(pred, timeout_ms, assume=assume)
+        if got is None:  # the shape is there, the proof was not decided: the account cannot be read
+            return ARM_AHEAD_UNDECIDED
+        if got is not True:
+            return None
     return extra[0]
+
+
+# `arm_ahead`'s answer when the shape matched and a proof was not decided (a spent solver budget):
+# read without the merge, the account would count the loop's first round armed twice or not at all
+ARM_AHEAD_UNDECIDED = "whether the loop's re-arm covers each next round was not decided (solver)"
 
 
 def _merge_arm_ahead(m: ir.KernelModel, acc: BarrierAccount, timeout_ms: int) -> None:
@@ -1462,6 +1470,9 @@ def _merge_arm_ahead(m: ir.KernelModel, acc: BarrierAccount, timeout_ms: int) ->
                     cond = arm_ahead(m, a.op, b.op, timeout_ms)
                     if cond is None:
                         continue
+                    if isinstance(cond, str):
+                        acc.unknown.append(f"{cond}, line {b.op.location.row}")
+                        return
                     groups[key].remove(a)
                     if not groups[key]:
                         del groups[key]
