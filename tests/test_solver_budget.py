@@ -174,7 +174,8 @@ def _sweep_budgets(case_id: str) -> tuple[int, ...]:
     Issue 29: both on every case were ~390 s of the suite's CPU, nearly all of it the 3000 runs of
     the large kernels (budget 1 stops their per-thread analyses at the first unknown). The probe
     "an unknown z3 answer read as a refutation" is caught by budget 1 alone on the cases it was
-    tried on (docs/DEVELOPING.md, "Round 8 (issue 29)"), so every case keeps that run."""
+    tried on (docs/DEVELOPING.md, "Round 8 (issue 29): the budget sweep"), so every case keeps
+    that run."""
     return TINY_BUDGETS if zlib.crc32(case_id.encode()) % 2 else TINY_BUDGETS[:1]
 
 
