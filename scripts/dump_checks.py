@@ -27,6 +27,7 @@ import json
 import multiprocessing
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -126,7 +127,7 @@ def compare(a_path: Path, b_path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--output", type=Path)
-    ap.add_argument("--workdir", type=Path, default=Path("/tmp/tkcheck_dump_checks"))
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "tkcheck_dump_checks")
     ap.add_argument("-j", "--jobs", type=int, default=1)
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--compare", nargs=2, type=Path)
