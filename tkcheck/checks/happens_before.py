@@ -239,19 +239,12 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
     return False
 
 
-def warp_mask(o: ir.Op, t: int) -> int | None:
-    """The member mask of a `__syncwarp(mask)` as thread t runs it (no mask: the full warp);
-    None: not evaluated."""
-    mask = o.sync.mask if o.sync is not None else None
-    if mask is None:
-        return 0xFFFFFFFF
-    v = mask.eval({"tid": t, "tid_y": 0, "tid_z": 0})
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
 def in_warp_mask(o: ir.Op, t: int) -> bool | None:
-    """Is thread t's lane in the member mask of `__syncwarp(mask)` o (as t runs it)?"""
-    mv = warp_mask(o, t)
+    """Is thread t's lane in the member mask of `__syncwarp(mask)` o (as t runs it)? None: the
+    mask is not known (`warp_collectives.member_mask`, the one reading of a mask)."""
+    from .warp_collectives import member_mask
+
+    mv = member_mask(o, t)
     return None if mv is None else bool((mv >> (t % 32)) & 1)
 
 

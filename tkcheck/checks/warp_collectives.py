@@ -91,8 +91,15 @@ def _mask_expr(op: ir.Op) -> E.Expr | None:
     return op.warp_coll.mask if op.warp_coll is not None else None
 
 
-def _lanes(mask: int) -> frozenset[int]:
-    return frozenset(i for i in range(WARP) if mask >> i & 1)
+def member_mask(op: ir.Op, t: int) -> int | None:
+    """The member mask of a warp collective or `__syncwarp(mask)` as thread t runs it (no mask:
+    the full warp), as 32 bits; None: not known (`__activemask()`, a value of run time). The one
+    reading of a mask: the race questions (`happens_before.in_warp_mask`) ask it too."""
+    mexpr = _mask_expr(op)
+    if mexpr is None:
+        return None
+    v = mexpr.eval({"tid": t, "tid_y": 0, "tid_z": 0})
+    return v % (1 << 32) if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def describe_lanes(lanes) -> str:
@@ -139,11 +146,11 @@ class _Site:
             self.why = "its member mask is not known (`__activemask()` or a value computed at run time)"
             return
         for t in self.threads:
-            v = mexpr.eval({"tid": t, "tid_y": 0, "tid_z": 0})
-            if not isinstance(v, int) or isinstance(v, bool):
+            v = member_mask(op, t)
+            if v is None:
                 self.why = f"its member mask `{mexpr}` is not a number the model knows"
                 return
-            self.masks[t] = v % (1 << 32)
+            self.masks[t] = v
 
 
 def _reached(an: Analysis, op: ir.Op) -> bool:
