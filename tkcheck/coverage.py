@@ -434,10 +434,10 @@ def _user_place(loc: Location, model: ir.KernelModel, why: str, callers: Iterabl
     protocol files (knowledge/protocols/*.cu) is no place a user can act on: the innermost
     caller in the user's code, else the kernel's own declaration (the user's template struct),
     naming the template's step in the text."""
-    from .knowledge.protocols import HERE
+    from .knowledge.protocols import in_protocol_file
 
     def in_protocols(loc: Location) -> bool:
-        return os.path.abspath(loc.filename).startswith(str(HERE) + os.sep)
+        return in_protocol_file(loc.filename)
 
     if not in_protocols(loc):
         return f"{loc.filename}:{loc.row}:{loc.column}", why

@@ -281,6 +281,7 @@ def _check_in_session(
                     f.kernel = m.name
                     if m.instance_site is not None:
                         _tell_instance(f, m)
+                    _place_at_user(f, m)
                     res.findings.append(_fill(f, rules))
             except RecursionError:
                 # expressions nested a few hundred levels deep: this rule says nothing about the kernel
@@ -433,6 +434,25 @@ def _tell_instance(f: Finding, m: KernelModel) -> None:
     f.related.append(Related(m.instance_site, f"{m.name} {what}"))
     if f.witness is not None and "kernel" not in f.witness:
         f.witness = {**f.witness, "kernel": m.name}
+
+
+def _place_at_user(f: Finding, m: KernelModel) -> None:
+    """A finding whose site is a line of tkcheck's own protocol files (its model of a TK
+    prototype template) is told at the user's declaration of the template struct, the place a
+    user can act on (and suppress); the template's step stays in the text, the trace and a
+    related note."""
+    from .findings import Related, Location
+    from .knowledge.protocols import in_protocol_file
+
+    if not in_protocol_file(f.location.filename) or in_protocol_file(m.location.filename):
+        return
+    step = f.location
+    f.related.insert(0, Related(step, f"the {m.kind or 'prototype'} template's step (tkcheck's model of it)"))
+    f.message = (
+        f"{f.message} (at the {m.kind or 'prototype'} template's {os.path.basename(step.filename)}:{step.row} step)"
+    )
+    user = m.location
+    f.location = Location(user.filename, user.row, user.column, user.end_row, user.end_column)
 
 
 def _report_errors(

@@ -40,6 +40,14 @@ def protocol_file(kind: str) -> Path | None:
     return path if path.exists() else None
 
 
+def in_protocol_file(filename: str) -> bool:
+    """Whether a source file is one of tkcheck's own protocol files: a line there is no place a
+    user can act on (coverage and findings are told at the user's line instead)."""
+    import os
+
+    return os.path.abspath(filename).startswith(str(HERE) + os.sep)
+
+
 def protocol_function_name(kind: str) -> str:
     """The function in `protocol_file(kind)` that holds the protocol."""
     return {"mk_worker": "tkcheck_mk_worker"}.get(kind, f"tkcheck_{kind}_protocol")
@@ -48,6 +56,7 @@ def protocol_function_name(kind: str) -> str:
 __all__ = [
     "HERE",
     "PROTOCOL_FILES",
+    "in_protocol_file",
     "protocol_file",
     "protocol_function_name",
 ]
