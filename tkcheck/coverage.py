@@ -50,6 +50,9 @@ SYNC_APIS = frozenset(
         "__pipeline_commit",
         "__pipeline_wait_prior",
         "__syncthreads",
+        "__syncthreads_or",
+        "__syncthreads_and",
+        "__syncthreads_count",
         "__syncwarp",
         "sync",
         # cooperative groups' cluster_group split barrier (cluster.sync() is `sync`)

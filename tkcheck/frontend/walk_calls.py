@@ -917,6 +917,9 @@ class CallLowering:
                 ),
                 ctx,
             )
+        if spec.uniform_result:
+            # a block-wide reduction: one unknown value, the same for every thread of the block
+            return E.Var(f"?{base}#{E.fresh_number()}", E.PARAM)
         return None
 
     def _emit_reg_access(self, base: str, qual: str, vals: list[Any], ctx: Ctx, cursor: Any) -> None:

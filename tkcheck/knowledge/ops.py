@@ -35,6 +35,8 @@ class OpSpec:
     sync_kind: str | None = None  # SYNC: block | warp | cluster | ...; group (named or warp by
     #                                   its arguments), block_named (everyone::sync(id))
     syncthreads: bool = False  # SYNC: CUDA's __syncthreads (barrier 0)
+    # the call's value is the same for every thread of the block (a voting barrier's reduction)
+    uniform_result: bool = False
     fence_kind: str | None = None  # FENCE
     tmem: str | None = None  # TMEM_OP: the action
     tcgen05_commit: bool = False  # MBAR_ARRIVE by tcgen05.commit
@@ -63,6 +65,11 @@ THREAD_OPS: dict[str, OpSpec] = {
     "careful_wait": OpSpec(ir.MBAR_WAIT, ("barrier", "parity")),
     "arrive_and_wait": OpSpec(ir.MBAR_ARRIVE, ("barrier", "parity"), and_wait=True),
     "__syncthreads": OpSpec(ir.SYNC, (), sync_kind="block", syncthreads=True),
+    # the voting barriers (`bar.red.{or,and,popc}` on barrier 0): __syncthreads plus a block-wide
+    # reduction of a predicate, the same value for every thread of the block
+    "__syncthreads_or": OpSpec(ir.SYNC, ("predicate",), sync_kind="block", syncthreads=True, uniform_result=True),
+    "__syncthreads_and": OpSpec(ir.SYNC, ("predicate",), sync_kind="block", syncthreads=True, uniform_result=True),
+    "__syncthreads_count": OpSpec(ir.SYNC, ("predicate",), sync_kind="block", syncthreads=True, uniform_result=True),
     "__syncwarp": OpSpec(ir.SYNC, ("mask",), sync_kind="warp"),
     "tensor_commit": OpSpec(ir.MBAR_ARRIVE, ("barrier",), tcgen05_commit=True),
     "tensor_before_thread_sync": OpSpec(ir.FENCE, (), fence_kind="tcgen05_before"),
