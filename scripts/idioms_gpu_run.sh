@@ -1,32 +1,34 @@
 #!/bin/bash
-# GPU ground truth for the seventh set of issue-25 idiom kernels (corpus/idioms7): writes the five
-# clean kernels and every planted bug of corpus/idioms7/mutations_idioms7.toml as stand-alone
-# programs, builds them in parallel (nvcc, sm_90a), runs each once under a timeout (a hang is a
-# timeout), runs each one that passed STRESS more times, then compute-sanitizer racecheck and
-# synccheck on the variants SAN_PAT chooses while time is left. Plain CUDA: no ThunderKittens.
-# The set: a 2-CTA cluster exchange by st.async (cluster launch), mbarrier.arrive_drop, a
-# hand-written grid barrier (cudaLaunchCooperativeKernel: no extra link flag), a shared-memory
-# SPSC queue between two warps, a global spin lock. No TMA descriptor, so no -lcuda.
+# GPU ground truth for one set of issue-25 idiom kernels (corpus/idiomsN): writes the set's clean
+# kernels and every planted bug of its mutations*.toml as stand-alone programs, builds them in
+# parallel (nvcc, sm_90a), runs each once under a timeout (a hang is a timeout), runs each one that
+# passed STRESS more times, then compute-sanitizer racecheck and synccheck on the variants SAN_PAT
+# chooses while time is left. Replaces the per-set scripts idioms6_gpu_run.sh / idioms7_gpu_run.sh
+# (same steps, same outputs).
 #
-#   bash scripts/idioms7_gpu_run.sh            (from the repository root, on an H100/H200)
+#   bash scripts/idioms_gpu_run.sh corpus/idioms8     (from the repository root, on an H100/H200)
 #
-# Needs nvcc (CUDA 12.3+ / 13, for st.async and mbarrier.arrive_drop with `_`), python3 >= 3.11 (tomllib,
-# to apply the mutations; no tkcheck import) and compute-sanitizer. Writes under $OUT (default
-# results/): log.txt, results.tsv, stress.tsv, sanitizer.tsv. Knobs: RUN_TIMEOUT (6 s), STRESS (3),
-# SAN_PAT (a regex over variant names; default below), SAN_TIMEOUT (30 s a sanitizer run),
-# DEADLINE (470 s after the start no stress or sanitizer run starts, so that the whole script ends
-# within 540 s: the last sanitizer run ends by DEADLINE + SAN_TIMEOUT + 2), JOBS (16 parallel builds),
-# WORK (scratch folder for sources and binaries, default a fresh mktemp -d).
+# Needs nvcc (CUDA 12.8+ / 13: the sets use <cuda/ptx>, st.async, tensormap.replace, ...), the
+# driver library (every variant links -lcuda, for the sets that encode a TMA descriptor on the
+# host), python3 >= 3.11 (tomllib, to apply the mutations; no tkcheck import) and compute-sanitizer.
+# Writes under $OUT (default results/): log.txt, results.tsv, stress.tsv, sanitizer.tsv. Knobs:
+# RUN_TIMEOUT (6 s), STRESS (3), SAN_PAT (a regex over variant names; default: every variant),
+# SAN_TIMEOUT (30 s a sanitizer run), DEADLINE (470 s after the start no stress or sanitizer run
+# starts, so that the whole script ends within 540 s: the last sanitizer run ends by DEADLINE +
+# SAN_TIMEOUT + 2), JOBS (16 parallel builds), WORK (scratch folder for sources and binaries,
+# default a fresh mktemp -d), EXTRA_FLAGS (more nvcc flags).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SET=${1:?usage: idioms_gpu_run.sh corpus/<set folder>}
+SET=$(cd "$SET" && pwd) || exit 2
 START=$(date +%s)
 OUT=${OUT:-results}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 WORK=${WORK:-$(mktemp -d)}; mkdir -p "$WORK/variants" "$WORK/bin"
 LOG=$OUT/log.txt
-{ date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nvcc --version | tail -1; uname -r; } > "$LOG" 2>&1
+{ date -u; echo "set $(basename "$SET")"; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nvcc --version | tail -1; uname -r; } > "$LOG" 2>&1
 
 # the variants: each clean kernel under its own name, each mutant under its id
-python3 - "$ROOT/corpus/idioms7" "$WORK/variants" >> "$LOG" 2>&1 <<'EOF' || { echo "variant generation failed" | tee -a "$LOG"; exit 2; }
+python3 - "$SET" "$WORK/variants" >> "$LOG" 2>&1 <<'PY' || { echo "variant generation failed" | tee -a "$LOG"; exit 2; }
 import sys, tomllib, pathlib
 src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 n = 0
@@ -38,13 +40,13 @@ for spec in sorted(src.glob("mutations*.toml")):
         assert text.count(m["find"]) == 1, f"{m['id']}: find must occur exactly once"
         (dst / f"{m['id']}.cu").write_text(text.replace(m["find"], m["replace"], 1)); n += 1
 print(f"{n} variants")
-EOF
+PY
 
 # built from inside WORK with relative names, so messages name variants/X.cu (no scratch path)
 cd "$WORK"
-FLAGS="-std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a"
+FLAGS="-std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a ${EXTRA_FLAGS:-}"
 ls variants/*.cu | xargs -P "${JOBS:-16}" -I{} bash -c \
-  'b=$(basename {} .cu); nvcc '"$FLAGS"' {} -o bin/$b > bin/$b.build 2>&1 || echo "BUILD FAIL $b"' >> "$LOG" 2>&1
+  'b=$(basename {} .cu); nvcc '"$FLAGS"' {} -o bin/$b -lcuda > bin/$b.build 2>&1 || echo "BUILD FAIL $b"' >> "$LOG" 2>&1
 echo "build done $(( $(date +%s) - START )) s" >> "$LOG"
 
 printf "variant\trc\tverdict\twall_ms\toutput\n" > "$OUT/results.tsv"
@@ -70,10 +72,9 @@ for b in $(awk -F'\t' 'NR>1 && $3=="PASS" {print $1}' "$OUT/results.tsv"); do
 done
 echo "stress done $(( $(date +%s) - START )) s" >> "$LOG"
 
-# sanitizer: the clean kernels first, then the chosen mutants that did not hang (ONE_REP=1: one
-# launch each). Default choice: every variant of the set (the order above puts the clean kernels
-# and the latent-looking mutants first).
-SAN_PAT=${SAN_PAT:-'^(dsmem_st_async_exchange|arrive_drop_ragged|coop_sense_barrier|smem_spsc_queue|spinlock_accum|sa-|ad-|gb-|q-|sl-)'}
+# sanitizer: the clean kernels first, then the chosen mutants that passed, then those that failed
+# (never the hangs; ONE_REP=1: one launch each). A clean kernel's name has no '-', a mutant's id has.
+SAN_PAT=${SAN_PAT:-'.'}
 printf "variant\ttool\trc\tsummary\n" > "$OUT/sanitizer.tsv"
 SAN_LIST=$( { awk -F'\t' 'NR>1 && $3=="PASS" && $1 !~ /-/ {print $1}' "$OUT/results.tsv";
               awk -F'\t' 'NR>1 && $3=="PASS" && $1 ~ /-/ {print $1}' "$OUT/results.tsv";
