@@ -1599,56 +1599,8 @@ def _explore_with(
         ex.reason = f"named barrier {mixed[0]} used with two thread counts (undefined)"
         return
     roles = _merge_mma_runs(roles)
-    roles = _merge_meeting_runs(roles)
     ex.roles = roles
     _search(ex, roles, counts, memory, reduce)
-
-
-def _merge_meeting_runs(roles: list[Role]) -> list[Role]:
-    """Back-to-back generations of a named barrier that every role using it must reach (its
-    count is the arrivals of all of them, each arriving alike at each of its syncs, no
-    `bar.arrive` there): generation k of such a barrier is each role's k-th sync of it. When
-    every role's k-th and (k+1)-th syncs are adjacent events, no role can do anything between
-    the two generations, and no role can stop between them (a sync's arrival is always
-    enabled): the two are one meeting, with the same blocked states reachable. The roles keep
-    the first sync of each such run (the warps of a warpgroup syncing once per step of an
-    epilogue loop). Otherwise the roles are left as they are. An exact reduction, like
-    `_merge_mma_runs`, that keeps the search of a cluster's roles within its bound."""
-    users: dict = {}
-    for i, r in enumerate(roles):
-        for j, e in enumerate(r.events):
-            if e.kind in ("sync", "barrive") and e.sync is not None and e.sync[0] < MMA_IDS:
-                users.setdefault(e.sync[0], {}).setdefault(i, []).append(j)
-    drop: dict[int, set[int]] = {}
-    for sid, per in users.items():
-        evs = [(i, roles[i].events[j]) for i, js in per.items() for j in js]
-        if any(e.kind != "sync" or e.block for _, e in evs):
-            continue
-        if len({e.sync[1] for _, e in evs}) != 1:
-            continue
-        arr = {}
-        for i, e in evs:
-            arr.setdefault(i, set()).add(e.arrivals)
-        if any(len(a) != 1 for a in arr.values()):
-            continue
-        if sum(next(iter(a)) for a in arr.values()) != evs[0][1].sync[1]:
-            continue  # a generation some roles can complete without the others
-        lens = {len(js) for js in per.values()}
-        if len(lens) != 1:
-            continue
-        n = lens.pop()
-        for k in range(1, n):
-            if all(js[k] == js[k - 1] + 1 for js in per.values()):
-                for i, js in per.items():
-                    drop.setdefault(i, set()).add(js[k])
-    if not drop:
-        return roles
-    return [
-        Role(r.name, r.threads, [e for j, e in enumerate(r.events) if j not in drop.get(i, ())], r.cta)
-        if i in drop
-        else r
-        for i, r in enumerate(roles)
-    ]
 
 
 def _merge_mma_runs(roles: list[Role]) -> list[Role]:
