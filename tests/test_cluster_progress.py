@@ -47,7 +47,12 @@ def test_destinations_at_reads_the_rank_of_the_issuer():
     bar = ir.Ref("b", ())
     rank = E.Var("cta_rank", E.PARAM)
     peer = ir.Op(
-        ir.MBAR_ARRIVE, "tma::cluster::arrive", LOC, ir.Guard(), (), barrier=bar,
+        ir.MBAR_ARRIVE,
+        "tma::cluster::arrive",
+        LOC,
+        ir.Guard(),
+        (),
+        barrier=bar,
         mbar=ir.BarrierFacts(remote=True, cta=E.binop("-", E.Const(1), rank)),
     )
     assert completion.destinations_at(peer, 0, 2) == [1]
@@ -55,7 +60,12 @@ def test_destinations_at_reads_the_rank_of_the_issuer():
     own = ir.Op(ir.MBAR_ARRIVE, "arrive", LOC, ir.Guard(), (), barrier=bar)
     assert completion.destinations_at(own, 1, 2) == [1]
     mc = ir.Op(
-        ir.TMA_LOAD, "tma::cluster::load_async", LOC, ir.Guard(), (), barrier=bar,
+        ir.TMA_LOAD,
+        "tma::cluster::load_async",
+        LOC,
+        ir.Guard(),
+        (),
+        barrier=bar,
         mbar=ir.BarrierFacts(multicast=True, mask=E.binop("<<", E.Const(1), rank), mbar_cta=E.Const(0)),
     )
     assert completion.destinations_at(mc, 1, 2) == [0]

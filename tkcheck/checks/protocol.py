@@ -497,7 +497,9 @@ def _at_rank(ops: list[ir.Op], rank: int) -> list[ir.Op]:
         if b is not None and any(_reads_rank(ix) for ix in b.index):
             b = replace(b, index=tuple(E.substitute(ix, val) for ix in b.index))
         sid = E.substitute(o.sync_id, val) if _reads_rank(o.sync_id) else o.sync_id
-        out.append(o if (g is o.guard and b is o.barrier and sid is o.sync_id) else replace(o, guard=g, barrier=b, sync_id=sid))
+        out.append(
+            o if (g is o.guard and b is o.barrier and sid is o.sync_id) else replace(o, guard=g, barrier=b, sync_id=sid)
+        )
     return out
 
 
@@ -1230,7 +1232,9 @@ def _unroll(
                 for d in dests:
                     if sym is not None:
                         symx[len(out)] = sym
-                    out.append(Event("expect", o, d, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=str(sym or "")))
+                    out.append(
+                        Event("expect", o, d, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=str(sym or ""))
+                    )
         elif o.kind == ir.TMA_LOAD:
             b = o.bytes.eval(full) if o.bytes is not None else None
             sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
