@@ -581,53 +581,68 @@ def destinations(model: ir.KernelModel, op: ir.Op) -> dict[int, int] | None:
     ranks = _ranks_running(op, size)
     if ranks is None:
         return None
-    b = op.mbar if op.mbar is not None else ir.BarrierFacts()
     out: dict[int, int] = {}
+    for r in ranks:
+        got = destinations_at(op, r, size)
+        if got is None:
+            return None
+        for d in got:
+            out[d] = out.get(d, 0) + 1
+    return out
+
+
+def destinations_at(op: ir.Op, r: int, size: int, env: dict | None = None) -> list[int] | None:
+    """One execution of op by a thread of the CTA of rank r, in a cluster of `size` CTAs: the
+    CTAs whose copy of op's barrier it signals, once per delivery (a CTA twice when it gets two:
+    a pair multicast whose bytes all complete on one `dst_mbar_cta`). The one reading of where
+    an mbarrier op lands, for the counting engine (`destinations`) and the progress search's
+    cluster exploration (`protocol`, which gives the walk's values in `env`). None: not known."""
+    b = op.mbar if op.mbar is not None else ir.BarrierFacts()
+    env = dict(env or {}, cta_rank=r)
+    out: list[int] = []
 
     def add(d):
         if not isinstance(d, int) or isinstance(d, bool) or not 0 <= d < size:
             raise ValueError
-        out[d] = out.get(d, 0) + 1
+        out.append(d)
 
     try:
-        for r in ranks:
-            env = {"cta_rank": r}
-            if b.clc:
-                for d in range(size):
-                    add(d)
-            elif _pair_commit(op):
-                for d in range(min(size, 2)):
-                    add(d)
-            elif b.mbar_cta is not None:
-                n = 1
-                if op.kind == ir.TMA_LOAD and b.multicast:
-                    # cta_group::2 multicast with the barrier of one CTA of the pair
-                    # (`load_async(..., mask, dst_mbar_cta)`): every destination's bytes complete
-                    # on that barrier, so a 0b11 mask delivers twice the tile to it
-                    mask = b.mask
-                    mv = mask.eval(env) if isinstance(mask, E.Expr) else None
-                    if not isinstance(mv, int) or isinstance(mv, bool):
-                        return None
-                    n = bin(mv & ((1 << size) - 1)).count("1")
-                    if size != 2 and n > 1:
-                        return None
-                for _ in range(n):
-                    add(b.mbar_cta.eval(env))
-            elif op.kind == ir.TMA_LOAD and b.multicast:
+        if b.clc:
+            for d in range(size):
+                add(d)
+        elif _pair_commit(op):
+            for d in range(min(size, 2)):
+                add(d)
+        elif b.mbar_cta is not None:
+            n = 1
+            if op.kind == ir.TMA_LOAD and b.multicast:
+                # cta_group::2 multicast with the barrier of one CTA of the pair
+                # (`load_async(..., mask, dst_mbar_cta)`): every destination's bytes complete
+                # on that barrier, so a 0b11 mask delivers twice the tile to it
                 mask = b.mask
                 mv = mask.eval(env) if isinstance(mask, E.Expr) else None
-                if not isinstance(mv, int):
+                if not isinstance(mv, int) or isinstance(mv, bool):
                     return None
-                for d in range(size):
-                    if mv >> d & 1:
-                        add(d)
-            elif b.cta is not None:
-                c = b.cta
-                add(c.eval(env) if isinstance(c, E.Expr) else None)
-            elif b.remote or b.multicast:
+                n = bin(mv & ((1 << size) - 1)).count("1")
+                if size != 2 and n > 1:
+                    return None
+            for _ in range(n):
+                add(b.mbar_cta.eval(env))
+        elif op.kind == ir.TMA_LOAD and b.multicast:
+            mask = b.mask
+            mv = mask.eval(env) if isinstance(mask, E.Expr) else None
+            if not isinstance(mv, int):
                 return None
-            else:
-                add(r)
+            for d in range(size):
+                if mv >> d & 1:
+                    add(d)
+        elif b.cta is not None:
+            c = b.cta
+            add(c.eval(env) if isinstance(c, E.Expr) else None)
+        elif b.remote or b.multicast:
+            return None
+        else:
+            add(r)
     except ValueError:
         return None
     return out

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
+from . import completion
 from .analysis import Analysis
 from .happens_before import polls_other_blocks
 from .threads import describe
@@ -59,6 +60,11 @@ EVENT_KINDS = (
 )
 WARP = 32
 MMA_IDS = 1000  # the barrier of warpgroup g's wgmma is id MMA_IDS + g (past the 16 hardware ids)
+# the cluster exploration (`_cluster_size`): the most CTAs run side by side, and the stride of the
+# barrier ids of one CTA's named barriers and warpgroup MMAs (CTA c's id i is i + CTA_IDS * c:
+# below 32 hardware ids and warpgroups, so a named barrier stays below MMA_IDS)
+CLUSTER_MAX = 2
+CTA_IDS = 32
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,7 @@ class Role:
     name: str
     threads: frozenset[int]
     events: list[Event]
+    cta: int = 0  # the CTA's rank in its cluster (the cluster exploration), else 0
 
 
 @dataclass
@@ -118,6 +125,7 @@ class Exploration:
     counts: dict = field(default_factory=dict)  # element -> arrivals per phase (init count)
     rounds: int | None = None  # data-exit loops: rounds unrolled past their break (then the stop round)
     assumption: str = ""  # what the exploration assumed (stated in findings)
+    cluster: int | None = None  # the CTAs of one cluster explored side by side (`_cluster_size`)
     race: MemRace | None = None  # the race search (`races`): two roles' conflicting accesses both enabled
 
 
@@ -443,6 +451,61 @@ def _own_cta(m: ir.KernelModel, o: ir.Op) -> bool:
         return False
     v = m.cluster.eval({}) if m.cluster is not None else None
     return v == 1 and not isinstance(v, bool)
+
+
+def _cluster_size(an: Analysis, ops: list[ir.Op]) -> int | None:
+    """The CTAs of one cluster to explore side by side: the cluster's size (a constant, at most
+    CLUSTER_MAX) when an op of the search depends on the CTA's rank (a condition, barrier index,
+    parity or count that reads `cta_rank`) or signals a barrier of another CTA (a remote arrive,
+    a copy completing on another CTA's barrier, a multicast, a commit to the CTA pair, a cluster
+    launch control response). None: one CTA, as before (a kernel whose CTAs all run the same
+    program on their own barriers: one CTA stands for each)."""
+    m = an.model
+    size = completion.cluster_size(m)
+    if size is None or size > CLUSTER_MAX:
+        return None
+    for o in ops:
+        b = o.mbar
+        if b is not None and not _own_cta(m, o):
+            if b.remote or b.cta is not None or b.mbar_cta is not None or b.multicast or b.clc:
+                return size
+            if b.tcgen05_commit and b.ncta == 2:
+                return size
+        exprs = [*o.guard.uniform, o.guard.thread, o.parity, o.count, o.bytes, o.sync_id]
+        exprs += list(o.barrier.index) if o.barrier is not None else []
+        if any(_reads_rank(x) for x in exprs):
+            return size
+    return None
+
+
+def _reads_rank(x: E.Expr | None) -> bool:
+    return x is not None and any(v.name == "cta_rank" for v in x.free_vars())
+
+
+def _at_rank(ops: list[ir.Op], rank: int) -> list[ir.Op]:
+    """The ops as the CTA of rank `rank` runs them, for `_roles`: `cta_rank` replaced by its
+    value in the thread guards, barrier indices and barrier ids (one substitution per shared
+    guard object, so that the ops of one `if` still share theirs)."""
+    val = {"cta_rank": E.Const(rank)}
+    guards: dict[int, ir.Guard] = {}
+    out = []
+    for o in ops:
+        g = o.guard
+        if _reads_rank(g.thread):
+            g = guards.setdefault(id(o.guard), replace(o.guard, thread=E.substitute(o.guard.thread, val)))
+        b = o.barrier
+        if b is not None and any(_reads_rank(ix) for ix in b.index):
+            b = replace(b, index=tuple(E.substitute(ix, val) for ix in b.index))
+        sid = E.substitute(o.sync_id, val) if _reads_rank(o.sync_id) else o.sync_id
+        out.append(
+            o if (g is o.guard and b is o.barrier and sid is o.sync_id) else replace(o, guard=g, barrier=b, sync_id=sid)
+        )
+    return out
+
+
+def _at_cta(elem: tuple, cta: int) -> tuple:
+    """A barrier element in the cluster exploration: CTA `cta`'s copy of it."""
+    return (f"{elem[0]}@cta{cta}",) + tuple(elem[1:])
 
 
 def _nested_in(m: ir.KernelModel, q: ir.Loop, lid: int) -> bool:
@@ -916,9 +979,13 @@ def _unroll(
     rounds: int | None = None,
     memory: bool = False,
     why: list | None = None,
+    cluster: tuple[int, int] | None = None,
 ) -> list[Event] | None:
     """The events of the role of `threads`, in program order, loops unrolled. None when the
-    program cannot be unrolled; `why` then gets the cause and the op (line) where it stopped."""
+    program cannot be unrolled; `why` then gets the cause and the op (line) where it stopped.
+    `cluster` (the cluster exploration): (this CTA's rank, the cluster's size): barrier elements
+    are named with the CTA whose copy they are (`_at_cta`), an arrive / expect / copy lands on
+    the copies `completion.destinations_at` names, named barriers are the CTA's own."""
     m = an.model
 
     def no(o: ir.Op, cause: str) -> bool:
@@ -1053,7 +1120,7 @@ def _unroll(
                 return no(o, f"condition {c} not decided")
             if not v:
                 return True
-        if o.guard.thread.depends_on(E.LOOP):
+        if o.guard.thread.depends_on(E.LOOP) or (cluster is not None and _reads_rank(o.guard.thread)):
             lanes = set()
             for t in threads:
                 g = o.guard.thread.eval(dict(env, tid=t, tid_y=0, tid_z=0))
@@ -1082,10 +1149,14 @@ def _unroll(
         arrivals = _arrivals(an, o, lanes, env) if memory else WARP * len({t // WARP for t in lanes})
         if arrivals is None:
             return no(o, "its arrivals not known")
+        # the cluster exploration: CTA c's barrier ids are its own (`CTA_IDS`)
+        off = CTA_IDS * cluster[0] if cluster is not None else 0
         if o.kind == ir.MMA:
             # a warpgroup MMA: its 128 threads execute it together, like a
             # barrier of their own (ids above the 16 hardware barrier ids)
-            out.append(Event("sync", o, arrivals=arrivals, sync=(MMA_IDS + min(lanes) // 128, 128), env=ctr))
+            if cluster is not None and min(lanes) // 128 >= CTA_IDS:
+                return no(o, "warpgroup beyond the cluster exploration's ids")
+            out.append(Event("sync", o, arrivals=arrivals, sync=(MMA_IDS + min(lanes) // 128 + off, 128), env=ctr))
             return True
         if o.kind in (ir.SYNC, ir.NAMED_ARRIVE):
             kind = "block" if o.sync_kind == "grid" else o.sync_kind
@@ -1093,6 +1164,10 @@ def _unroll(
             sid = o.sync_id.eval(full) if o.sync_id is not None else (0 if kind == "block" else None)
             if not isinstance(cnt, int) or not isinstance(sid, int) or cnt <= 0:
                 return no(o, "barrier id or count not known")
+            if cluster is not None:
+                if not 0 <= sid < CTA_IDS:
+                    return no(o, "barrier id beyond the cluster exploration's ids")
+                sid += off
             # the hardware counts a barrier per warp: a warp any of whose lanes executes it
             # arrives with all its 32 threads
             ev = "sync" if o.kind == ir.SYNC else "barrive"
@@ -1101,12 +1176,30 @@ def _unroll(
             block = ev == "sync" and kind == "block"
             out.append(Event(ev, o, arrivals=arrivals, sync=(sid, cnt), block=block, env=ctr))
             return True
-        if o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast) and not _own_cta(m, o):
+        if (
+            cluster is None
+            and o.mbar is not None
+            and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast)
+            and not _own_cta(m, o)
+        ):
             return no(o, "an mbarrier op on another CTA's barrier")
         idx = tuple(ix.eval(full) for ix in o.barrier.index)
         if any(not isinstance(x, int) for x in idx):
             return no(o, "barrier index not known")
         elem = (o.barrier.name,) + idx
+        dests = [elem]
+        if cluster is not None:
+            rank, size = cluster
+            if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD):
+                ds = completion.destinations_at(o, rank, size, full)
+                if ds is None:
+                    return no(o, "the CTAs whose barrier it signals not known")
+            elif o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None or o.mbar.multicast or o.mbar.clc):
+                return no(o, "a wait or init on another CTA's barrier (not modelled)")
+            else:
+                ds = [rank]
+            dests = [_at_cta(elem, d) for d in ds]
+            elem = _at_cta(elem, rank)
         if o.issuers_per_group and o.group_warps > 0:
             k = len({t for t in lanes if t % (32 * o.group_warps) == 0})
         else:
@@ -1128,28 +1221,31 @@ def _unroll(
             c = o.count.eval(full) if o.count is not None else 1
             if not isinstance(c, int) or k == 0:
                 return k == 0
-            out.append(Event("arrive", o, elem, arrivals=k * c, env=ctr))
+            out.extend(Event("arrive", o, d, arrivals=k * c, env=ctr) for d in dests)
         elif o.kind == ir.MBAR_EXPECT:
             b = o.bytes.eval(full) if o.bytes is not None else None
             sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
             if not isinstance(b, int) and sym is None:
                 return no(o, "expected bytes not known")
             if k:
-                if sym is not None:
-                    symx[len(out)] = sym
                 nb = k * (SYM_BYTES if sym is not None else b)
-                xe = Event("expect", o, elem, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=str(sym or ""))
-                out.append(xe)
+                for d in dests:
+                    if sym is not None:
+                        symx[len(out)] = sym
+                    out.append(
+                        Event("expect", o, d, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=str(sym or ""))
+                    )
         elif o.kind == ir.TMA_LOAD:
             b = o.bytes.eval(full) if o.bytes is not None else None
             sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
             if not isinstance(b, int) and sym is None:
                 return no(o, "loaded bytes not known")
             if k:
-                if sym is not None:
-                    symx[len(out)] = sym
                 nb = k * (SYM_BYTES if sym is not None else b)
-                out.append(Event("load", o, elem, bytes=nb, env=ctr, sym=str(sym or "")))
+                for d in dests:
+                    if sym is not None:
+                        symx[len(out)] = sym
+                    out.append(Event("load", o, d, bytes=nb, env=ctr, sym=str(sym or "")))
         return True
 
     if not walk(ops, 0, dict(params)):
@@ -1363,6 +1459,18 @@ def _init_counts(an: Analysis, params: dict) -> dict | None:
 
 def _explore(an: Analysis) -> Exploration:
     ex = _explore_model(an)
+    if ex.deadlock is not None and ex.cluster:
+        # the cluster exploration leaves the cluster barriers (barrier.cluster arrive / wait) out,
+        # as the one-CTA search does: its runs include schedules those barriers forbid, so its
+        # "no deadlock" holds for the code, but a deadlock it reaches need not (unknown, never a
+        # finding)
+        ex.deadlock = None
+        ex.status = "unknown"
+        ex.reason = (
+            f"a deadlock of the {ex.cluster}-CTA model only (its cluster barriers are not in the search): "
+            "not established"
+        )
+        return ex
     why = an.model.progress_approx
     if ex.deadlock is not None and why:
         # the model runs a schedule the code may leave (two duties the template polls, run one
@@ -1438,29 +1546,43 @@ def _explore_with(
     if counts is None:
         ex.reason = "init counts unknown"
         return
-    ex.counts = counts
-    groups = _roles(an, ops, per_thread=memory)
-    if groups is None:
-        ex.reason = "roles not computable"
-        return
-    roles = []
-    for threads, _ in sorted(groups, key=lambda g: min(g[0])):
-        why: list[str] = []
-        evs = _unroll(an, ops, threads, params, rounds, memory, why)
-        if evs is None:
-            ex.reason = "a role's program could not be unrolled" + (f": {why[0]}" if why else "")
+    size = None if memory else _cluster_size(an, ops)
+    if size is not None:
+        # every CTA of the cluster has its own copy of each barrier, initialised alike
+        if any(completion.ranks_running(o, size) != list(range(size)) for o in m.ops_of(ir.MBAR_INIT)):
+            ex.reason = "a barrier initialised in some CTAs of the cluster only (not modelled)"
             return
-        if not evs:
-            continue
-        hints = {
-            o.role_hint
-            for o in m.ops
-            if o.role_hint and an.threads.executing(o) is not None and threads <= an.threads.executing(o)
-        }
-        if not hints and not memory:  # (the race search names roles by their threads: lanes of one warp differ)
-            kinds = {e.kind for e in evs}
-            hints = {"producer"} if kinds & {"expect", "load"} else ({"consumer"} if "wait" in kinds else set())
-        roles.append(Role(_role_name(m, threads, an.threads.n, hints), threads, evs))
+        counts = {_at_cta(e, c): v for c in range(size) for e, v in counts.items()}
+        ex.cluster = size
+    ex.counts = counts
+    roles = []
+    for cta in range(size) if size is not None else (None,):
+        # the roles of CTA `cta`: its rank put into the ops' thread guards, indices and ids
+        groups = _roles(an, ops if cta is None else _at_rank(ops, cta), per_thread=memory)
+        if groups is None:
+            ex.reason = "roles not computable"
+            return
+        for threads, _ in sorted(groups, key=lambda g: min(g[0])):
+            why: list[str] = []
+            env = params if cta is None else dict(params, cta_rank=cta)
+            evs = _unroll(an, ops, threads, env, rounds, memory, why, None if cta is None else (cta, size))
+            if evs is None:
+                ex.reason = "a role's program could not be unrolled" + (f": {why[0]}" if why else "")
+                return
+            if not evs:
+                continue
+            hints = {
+                o.role_hint
+                for o in m.ops
+                if o.role_hint and an.threads.executing(o) is not None and threads <= an.threads.executing(o)
+            }
+            if not hints and not memory:  # (the race search names roles by their threads: lanes of one warp differ)
+                kinds = {e.kind for e in evs}
+                hints = {"producer"} if kinds & {"expect", "load"} else ({"consumer"} if "wait" in kinds else set())
+            name = _role_name(m, threads, an.threads.n, hints)
+            if cta is not None:
+                name = f"CTA {cta}: {name}"
+            roles.append(Role(name, threads, evs, cta or 0))
     for r in roles:
         for e in r.events:
             if e.elem is not None and e.elem not in counts:
@@ -1516,7 +1638,9 @@ def _merge_mma_runs(roles: list[Role]) -> list[Role]:
     if not drop:
         return roles
     return [
-        Role(r.name, r.threads, [e for j, e in enumerate(r.events) if j not in drop.get(i, ())]) if i in drop else r
+        Role(r.name, r.threads, [e for j, e in enumerate(r.events) if j not in drop.get(i, ())], r.cta)
+        if i in drop
+        else r
         for i, r in enumerate(roles)
     ]
 
@@ -1562,7 +1686,11 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
         moved = False
         succ = []
         # threads that have left the kernel: a block-wide barrier waits for the others only
-        gone = sum(sizes[i] for i, r in enumerate(roles) if pcs[i] >= len(r.events))
+        # (per CTA of the cluster exploration: a block barrier is its CTA's)
+        gone: dict[int, int] = {}
+        for i, r in enumerate(roles):
+            if pcs[i] >= len(r.events):
+                gone[r.cta] = gone.get(r.cta, 0) + sizes[i]
         # the partial-order reduction (`_LocalSteps`): a role whose next step commutes with
         # everything the others can still do, and keeps every access it can race with, is the
         # state's one successor; else every role's step
@@ -1571,7 +1699,7 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
         for ri, only in tries:
             r = roles[ri]
             try:
-                res = _run_role(ri, r, state, eidx, gone, counts, elems, memory, por is not None)
+                res = _run_role(ri, r, state, eidx, gone.get(r.cta, 0), counts, elems, memory, por is not None)
             except _NotModelled as exc:
                 ex.status = "unknown"
                 ex.reason = str(exc)
@@ -1863,7 +1991,7 @@ def _symmetry(roles: list[Role]):
         ev = tuple(
             (e.kind, id(e.op), e.elem, e.parity, e.arrivals, e.bytes, e.sync, e.block, e.mem, e.sym) for e in r.events
         )
-        sig.setdefault((len(r.threads), ev), []).append(i)
+        sig.setdefault((len(r.threads), r.cta, ev), []).append(i)
     classes = [ix for ix in sig.values() if len(ix) > 1]
     if not classes:
         return lambda st: st

@@ -544,6 +544,9 @@ class TypeResolution:
         return None
 
     def _resolve_type_name(self, segments: tuple[cexpr.Segment, ...], env: Env):
+        picked = self._conditional_type(segments, env)
+        if picked is not None:
+            return picked
         q = self.qualified_decl(segments, env)
         if q is not None:
             cur = self.type_of_value(q[0], q[1], env)
@@ -571,6 +574,25 @@ class TypeResolution:
                 return ir.TileType("scalar", head, dtype=head, dtype_bytes=None)
             return None
         return self._type_member_chain(cur, segs[1:], env)
+
+    def _conditional_type(self, segments: tuple[cexpr.Segment, ...], env: Env):
+        """`std::conditional_t<B, T, F>` / `std::conditional<B, T, F>::type` (cuda::std's too):
+        T or F as the constant B says; None when it is not that spelling or B is not a constant."""
+        names = [sg.name for sg in segments]
+        if names and names[0] == "cuda":
+            names, segments = names[1:], segments[1:]
+        if names[:1] == ["std"]:
+            names, segments = names[1:], segments[1:]
+        if not segments or segments[0].targs is None or len(segments[0].targs) != 3:
+            return None
+        if not (names == ["conditional_t"] or names == ["conditional", "type"]):
+            return None
+        cond, t, f = segments[0].targs
+        v = self.w.ev(cond, Ctx(env=env, guard=ir.Guard(), dry=True))
+        b = v.eval({}) if isinstance(v, Expr) else None
+        if not isinstance(b, (bool, int)):
+            return None
+        return self.resolve_type(t if b else f, env)
 
     def qualified_decl(self, segs, env):
         """`ns::name...` where ns are the user's namespaces and `ns::name` was declared: (the

@@ -1,0 +1,71 @@
+"""The progress search over the CTAs of a cluster (issue 25, round 9): a kernel whose sync ops
+depend on the CTA's rank or land on another CTA's barrier is explored with one copy of its roles
+and barriers per CTA (`protocol._cluster_size`), each op landing where
+`completion.destinations_at` says. A deadlock of that model stays undecided (the cluster
+barriers are not in the search), never a finding."""
+
+from tkcheck.checks import completion, protocol
+from tkcheck.checks.analysis import Analysis
+from tkcheck.engine import models_of
+from tkcheck.findings import Location
+from tkcheck.model import expr as E
+from tkcheck.model import ir
+
+from conftest import ROOT
+
+GOOD = ROOT / "fixtures" / "progress" / "cluster_pair_good.cu"
+LOC = Location("f.cu", 1, 1)
+BAD = ROOT / "fixtures" / "progress" / "cluster_pair_bad.cu"
+
+
+def _explore(path):
+    (m,) = models_of(str(path), text=path.read_text())
+    return protocol.explore(Analysis(m))
+
+
+def test_a_pair_whose_waits_the_other_cta_signals_is_explored_clean():
+    ex = _explore(GOOD)
+    assert ex.cluster == 2
+    assert ex.status == "explored", ex.reason
+    assert ex.deadlock is None
+    assert {r.cta for r in ex.roles} == {0, 1}
+    # CTA 1's loader waits on its own `empty`, which CTA 0's consumer arrives on remotely
+    (loader1,) = [r for r in ex.roles if r.cta == 1 and any(e.kind == "load" for e in r.events)]
+    assert {e.elem[0] for e in loader1.events if e.kind == "wait"} == {"empty@cta1"}
+    # its copies complete on CTA 0's `full`
+    assert {e.elem[0] for e in loader1.events if e.kind == "load"} == {"full@cta0"}
+
+
+def test_a_stage_never_handed_back_to_the_peer_is_a_deadlock_of_the_model_left_undecided():
+    ex = _explore(BAD)
+    assert ex.cluster == 2
+    assert ex.status == "unknown" and ex.deadlock is None
+    assert "2-CTA model" in ex.reason
+
+
+def test_destinations_at_reads_the_rank_of_the_issuer():
+    bar = ir.Ref("b", ())
+    rank = E.Var("cta_rank", E.PARAM)
+    peer = ir.Op(
+        ir.MBAR_ARRIVE,
+        "tma::cluster::arrive",
+        LOC,
+        ir.Guard(),
+        (),
+        barrier=bar,
+        mbar=ir.BarrierFacts(remote=True, cta=E.binop("-", E.Const(1), rank)),
+    )
+    assert completion.destinations_at(peer, 0, 2) == [1]
+    assert completion.destinations_at(peer, 1, 2) == [0]
+    own = ir.Op(ir.MBAR_ARRIVE, "arrive", LOC, ir.Guard(), (), barrier=bar)
+    assert completion.destinations_at(own, 1, 2) == [1]
+    mc = ir.Op(
+        ir.TMA_LOAD,
+        "tma::cluster::load_async",
+        LOC,
+        ir.Guard(),
+        (),
+        barrier=bar,
+        mbar=ir.BarrierFacts(multicast=True, mask=E.binop("<<", E.Const(1), rank), mbar_cta=E.Const(0)),
+    )
+    assert completion.destinations_at(mc, 1, 2) == [0]
