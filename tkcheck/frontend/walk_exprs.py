@@ -172,7 +172,15 @@ class ExprEvaluation:
                 if isinstance(c, E.Const):
                     # only the chosen operand is evaluated (a constexpr recursion ends here)
                     return self.ev(na if c.value else nb, ctx, cursor)
-                a, b = self.ev(na, ctx, cursor), self.ev(nb, ctx, cursor)
+                actx = bctx = ctx
+                if isinstance(c, Expr) and not ctx.dry:
+                    # each operand runs only where the condition picks it (`t < 128 ?
+                    # __syncthreads_count(p) : 0`): the events it emits are guarded by that
+                    st = self.w.stmts
+                    cls, cexp = st._classify(_to_bool(c), ctx)
+                    actx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, True))
+                    bctx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, False))
+                a, b = self.ev(na, actx, cursor), self.ev(nb, bctx, cursor)
                 if isinstance(c, Expr) and isinstance(a, Expr) and isinstance(b, Expr):
                     return E.ite(_to_bool(c), a, b)
                 return self.opaque_from(node, (c, a, b))
