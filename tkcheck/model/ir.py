@@ -396,6 +396,12 @@ class AccessFacts:
     # distributed shared memory: the rank of the CTA of the cluster whose shared memory the
     # access reads or writes (`cluster.map_shared_rank(p, r)[i]`); None: the CTA's own
     cta: Expr | None = None
+    # a `__shared__` variable declared volatile: a volatile load / store (relaxed in PTX's memory
+    # model, a morally strong access that the compiler performs every time it is spelled)
+    volatile: bool = False
+    # a read in a condition the walk evaluates for its memory events (a spin's `while (tail <= i)`):
+    # the Var that stands for the loaded value in SpinFacts.cond
+    result: str | None = None
 
 
 @dataclass(frozen=True)
