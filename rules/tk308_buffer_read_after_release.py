@@ -6,6 +6,7 @@ from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Rule
 
+from ._handoff import handoff_findings
 from ._common import HEADER, finding, related
 
 
@@ -47,6 +48,7 @@ def check(an):
                 "synchronise the readers (`warpgroup::sync`, `__syncwarp`), then one lane arrives",
             )
         )
+    out.extend(handoff_findings(an, "TK308", ("after_release",)))
     return out
 
 

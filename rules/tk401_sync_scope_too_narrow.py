@@ -7,6 +7,7 @@ from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Confirm, Explains, Rule
 
+from ._handoff import handoff_findings
 from ._common import HEADER, finding, in_helper, related, user_site
 
 
@@ -79,6 +80,7 @@ def check(an):
     out.extend(_lane_masks(an))
     out.extend(_global_acquire_scope(an))
     out.extend(_dsmem(an))
+    out.extend(handoff_findings(an, "TK401", ("lanes", "fill", "unwaited")))
     return out
 
 

@@ -6,6 +6,7 @@ from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Confirm, Rule
 
+from ._handoff import handoff_findings
 from ._common import HEADER, finding, in_helper, related, user_site
 
 _RELEASE_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
@@ -94,6 +95,7 @@ def check(an):
             break
     out.extend(_relaxed_polls(an, fl))
     out.extend(_published(an))
+    out.extend(handoff_findings(an, "TK407", ("release",)))
     return out
 
 

@@ -31,17 +31,17 @@ element one direction holds; a pair of iterations where neither does is a **race
 side's thread can run its access while the other runs its own, with the values that let every
 poll pass (both sides' other waits are these polls; the loops hold nothing else that orders
 threads). The cause is named by asking the same question again with one ingredient supplied
-(`_CAUSES`): a fence (release / acquire missing: TK407), a `__syncwarp` (a lane of the warp not
-ordered by the storing lane's fence: TK401), the access's place before the store (a slot filled
-after its index was stored: TK401; read after it was handed back: TK308); none of these: the other
-side never waits for the index that would order it (TK401).
+(`_CAUSES`): a fence (release / acquire missing), a `__syncwarp` (a lane of the warp not
+ordered by the storing lane's fence), the access's place before the store (a slot filled
+after its index was stored; read after it was handed back); none of these: the other
+side never waits for the index that would order it.
 
 Not modelled (the pair stays undecided, coverage): an index written by two stores or by several
 threads, an element of an array used as an index (a ring of flags), a poll that `break`s or reads
 more than its index, loops with any other synchronisation (a block barrier, an mbarrier, an
 unmodelled call, another spin), loops of one warp, `cuda::atomic_ref` orders on shared indices.
 
-The **hoisted poll** (progress, TK502): a spin whose condition reads a plain (not volatile, not
+The **hoisted poll** (progress): a spin whose condition reads a plain (not volatile, not
 atomic) shared scalar and whose loop does nothing else: the compiler may load the value once and
 spin on a register (a data race and a loop without side effects; C++ [intro.progress]). When the
 spinning thread reaches the spin's first iteration with no wait since the block barrier after the
