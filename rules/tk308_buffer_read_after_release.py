@@ -148,6 +148,10 @@ count or index not evaluated, an element not known to be refilled) is listed by
 Asynchronous readers are the business of other rules: an in-flight wgmma operand (TK206), a
 TMA store still reading its source (TK306).
 
+The same for a slot of a shared-memory queue handed back through a volatile `__shared__` index
+(`head = i + 1` stored before the slot's read): the producer that polls `head` may refill it
+(`checks/shared_handoff.py`).
+
 ## Why is this bad?
 Once the arrival completes the barrier's phase, the producer's wait returns and its refill (a
 TMA load, the next instruction's loader) may overwrite the buffer while this thread is still

@@ -374,6 +374,11 @@ reads needs a `__syncwarp()` before the issue). An mbarrier wait, a call or anot
 that may order them another way (a producer's wait on an `empty` barrier) leaves the pair alone;
 the element must be proved shared (z3).
 
+Shared-memory queues handed off through volatile `__shared__` indices (`checks/shared_handoff.py`):
+a lane's slot access that no `__syncwarp` joins to the lane that stores the index (or that polled
+it), a slot written after the index store that announces it, and a slot reused by a side that
+never polls the other side's index are reported as accesses of two warps the indices do not order.
+
 ## Why is this bad?
 `__syncwarp()` orders only the lanes of one warp. The lane that issues the TMA
 store can run ahead of warps 1-3 of its warpgroup, and the copy reads rows

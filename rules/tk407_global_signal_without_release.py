@@ -415,6 +415,13 @@ operation, another atomic or an unmodelled call between its ends; an atomic
 object's blocking `wait` / `notify_*` and its operators (`++`, `=`), listed as
 not modelled.
 
+Shared-memory queues handed off through volatile `__shared__` indices (a slot written, then
+`tail = i + 1` stored; the other warp spins until `tail > i`, then reads): a slot access of one
+loop and a conflicting access of the other that the indices would order but for a fence -- no
+`__threadfence_block()` by the storing lane between the data and the index store, or by the
+polling lane after its spin -- is reported too (`checks/shared_handoff.py`: the iterations of the
+two loops paired through the index values).
+
 ## Why is this bad?
 A relaxed reduction may become visible before the data it announces. The
 consumer block sees the counter, reads the tile and gets stale values — a

@@ -233,6 +233,11 @@ the blocks, for every grid size; undecided (coverage) when the flag is written
 elsewhere or through an unknown address, when the loop can end otherwise (a
 `break`, a `return`), inside an outer loop or under a block-uniform condition.
 
+A spin on a plain (neither volatile nor atomic) `__shared__` scalar whose loop does nothing else
+(`while (tail <= i) {{ }}`) is reported when its first look can read the initial value, at which the
+loop goes on: the compiler may load it once and spin on a register (`checks/shared_handoff.py`,
+`hoisted_spins`).
+
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only
 reports a timeout. Typical causes are roles disagreeing on the trip count
