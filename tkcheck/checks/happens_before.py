@@ -350,8 +350,11 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                     break
                 a = w.access
                 b = r.access
-                if a is not None and b is not None and (a.atomic or a.volatile) and (b.atomic or b.volatile):
-                    continue  # morally strong accesses (atomics, volatile: relaxed in PTX) race with none
+                if a is not None and b is not None and a.atomic and b.atomic:
+                    continue
+                if w.buffer.name in shared_handoff.handoffs(an).indices:
+                    continue  # an index of a hand-off: volatile (relaxed, morally strong) accesses race
+                    # with none, and which value a poll may see is the hand-off engine's question
                 tw, tr = an.threads.executing(w), an.threads.executing(r)
                 if tw is not None and tr is not None and len(tw | tr) <= 1:
                     continue  # one thread (or none): program order. Two lanes of one warp are
