@@ -16,6 +16,10 @@ _WHY = {
         "`__threadfence_block()` between the data and the store (and after the poll) a thread that sees the "
         "new index may still see the slot's old contents"
     ),
+    "acquire": (
+        "no fence orders this access after its warp's poll of {idx}: the volatile poll is relaxed, and without "
+        "a `__threadfence_block()` after the spin this thread may still see the slot's old contents"
+    ),
     "lanes": (
         "no `__syncwarp` orders {who}'s access before its warp's store of {idx} (or after its warp's poll): "
         "the storing lane's fence orders that lane's own accesses only"
@@ -34,6 +38,8 @@ _WHY = {
 _HELP = {
     "release": "write the slot, `__syncwarp()`, then the storing lane: `__threadfence_block()` and the index "
     "store; the poller: spin, then `__threadfence_block()` before reading the slot",
+    "acquire": "spin on the index, then `__threadfence_block()` (then `__syncwarp()` for the other lanes) "
+    "before reading the slot",
     "lanes": "`__syncwarp()` between every lane's access of the slot and the lane that stores the index (after "
     "the poll: between the polling lane's fence and the other lanes' accesses)",
     "fill": "store the index after the slot is written (write, `__syncwarp()`, fence, then the index)",

@@ -95,7 +95,7 @@ def check(an):
             break
     out.extend(_relaxed_polls(an, fl))
     out.extend(_published(an))
-    out.extend(handoff_findings(an, "TK407", ("release",)))
+    out.extend(handoff_findings(an, "TK407", ("release", "acquire")))
     return out
 
 

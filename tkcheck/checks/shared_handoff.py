@@ -96,7 +96,8 @@ class HandoffRace:
     second_thread: int
     first_iteration: int  # the values of the loops' counters (iterations from 0)
     second_iteration: int
-    # release (a fence missing at a store or after a poll) | lanes (a `__syncwarp` missing between
+    # release (a fence missing at a store) | acquire (a fence missing after a poll: `first` is the
+    # access after it) | lanes (a `__syncwarp` missing between
     # a lane and the storing or polling lane) | fill (written after the store that announces it) |
     # after_release (accessed after the store that hands it back) | unwaited (the other side polls
     # no index that orders it)
@@ -287,7 +288,7 @@ def _released(an: Analysis, path: list[ir.Op], t_data: int, t_store: int, ideal:
             if "sync" not in ideal:
                 return False
             pos = -1
-    return "fence" in ideal or any(_fence(o) and _runs(an, o, t_store) for o in path[pos + 1 :])
+    return bool(ideal & {"fence", "fence_store"}) or any(_fence(o) and _runs(an, o, t_store) for o in path[pos + 1 :])
 
 
 def _acquired(an: Analysis, path: list[ir.Op], t_poll: int, t_acc: int, ideal: frozenset[str]) -> bool:
@@ -295,7 +296,7 @@ def _acquired(an: Analysis, path: list[ir.Op], t_poll: int, t_acc: int, ideal: f
     acquire: a fence of t_poll (then a `__syncwarp` joining them)."""
     f = next((i for i, o in enumerate(path) if _fence(o) and _runs(an, o, t_poll)), None)
     if f is None:
-        if "fence" not in ideal:
+        if not ideal & {"fence", "fence_poll"}:
             return False
         f = -1
     if t_poll == t_acc or "sync" in ideal:
@@ -382,7 +383,12 @@ def _classes(an: Analysis, h: Handoffs, op: ir.Op, lid: int) -> list[frozenset[i
     return [frozenset(v) for _, v in sorted(by.items())]
 
 
-_CAUSES = (("release", frozenset({"fence"})), ("lanes", frozenset({"fence", "sync"})))
+_CAUSES = (
+    ("release", frozenset({"fence_store"})),
+    ("acquire", frozenset({"fence_poll"})),
+    ("release", frozenset({"fence"})),
+    ("lanes", frozenset({"fence", "sync"})),
+)
 
 
 def order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
@@ -458,12 +464,15 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
                 if name == "order":
                     name = "fill" if towards_r else "after_release"
                 race.cause = name
+                fixed = pairs_wr if towards_r else pairs_rw  # the direction the ingredient orders
+                if name == "acquire":
+                    towards_r = not towards_r  # point at the access after the poll
                 if not towards_r:
                     race.first, race.second = r, w
                     race.first_thread, race.second_thread = tr, tw
                     race.first_iteration, race.second_iteration = race.second_iteration, race.first_iteration
-                    race.indices = tuple(i.name for i, _ in pairs_rw)
-                    race.polls = tuple(p.index.name for _, p in pairs_rw)
+                race.indices = tuple(i.name for i, _ in fixed)
+                race.polls = tuple(p.index.name for _, p in fixed)
             elif not pairs_wr or not pairs_rw:
                 # one direction has no index at all: point at the side that never waits
                 if not pairs_rw:
