@@ -43,7 +43,8 @@ unmodelled call, another spin), loops of one warp, `cuda::atomic_ref` orders on 
 
 The **hoisted poll** (progress): a spin whose condition reads a plain (not volatile, not
 atomic) shared scalar and whose loop does nothing else: the compiler may load the value once and
-spin on a register (a data race and a loop without side effects; C++ [intro.progress]). When the
+spin on a register (a data race and a loop without side effects; C++ [intro.progress]); asked of
+loops whose body is empty (`SpinFacts.empty`: `while (c) { }`, nothing a call could reload). When the
 spinning thread reaches the spin's first iteration with no wait since the block barrier after the
 initial stores, no other thread's store is ordered before its first look, and the condition holds
 at the initial value, that look can see the initial value: it spins forever.
@@ -514,6 +515,8 @@ def _hoisted(an: Analysis) -> list[HoistedSpin]:
     for sp in ordered:
         if sp.kind != ir.SPIN or sp.spin is None or sp.spin.cond is None or sp.spin.breaks or not sp.guard.exact:
             continue
+        if not sp.spin.empty:
+            continue  # a body may call what reloads it (an opaque function, `__nanosleep`)
         own = sp.loops[-1] if sp.loops else None
         if own is None or len(sp.loops) > 2:
             continue
@@ -524,6 +527,8 @@ def _hoisted(an: Analysis) -> list[HoistedSpin]:
         a = rd.access
         if rd.kind != ir.SMEM_ACCESS or a is None or a.via != "scalar" or a.result is None or a.volatile or a.atomic:
             continue
+        if _unmodelled_in(an, own):
+            continue  # something in the loop the walk did not model (a call, `__nanosleep`): it may reload
         if rd.buffer is None:
             continue
         name = rd.buffer.name
@@ -552,6 +557,19 @@ def _hoisted(an: Analysis) -> list[HoistedSpin]:
             continue
         out.append(HoistedSpin(sp, rd, name, init, t, later))
     return out
+
+
+def _unmodelled_in(an: Analysis, lid: int) -> bool:
+    """Did the walk note anything it did not model inside the loop's source range?"""
+    loc = an.model.loops[lid].location
+    if loc is None:
+        return True
+    for where, _ in an.model.unmodelled:
+        if getattr(where, "filename", None) != loc.filename:
+            continue
+        if (loc.row, loc.column) <= (where.row, where.column) <= (loc.end_row or loc.row, loc.end_column or 10**9):
+            return True
+    return False
 
 
 def _waits(an: Analysis, o: ir.Op, t: int) -> bool:

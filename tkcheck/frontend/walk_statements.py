@@ -1162,7 +1162,7 @@ class StatementWalk:
                 cv = self.w.exprs.read_value(cv)  # `while (!ready)` / `while (flag)`: the loaded value
                 # the condition with the values its polls load as Vars (the progress engine asks
                 # which loaded values let the loop end)
-                spin.spin = ir.SpinFacts(_to_bool(cv) if isinstance(cv, Expr) else None)
+                spin.spin = ir.SpinFacts(_to_bool(cv) if isinstance(cv, Expr) else None, empty=_empty_body(body))
         real_ends = None  # the carried values at the end of the body this walk saw (`_simulated`)
         if body is not None:
             r = self.walk(body, bctx)
@@ -1915,3 +1915,12 @@ def _volatile_type(t) -> bool:
         return bool(t.is_volatile_qualified())
     except Exception:  # a type libclang cannot describe: not known to be volatile
         return False
+
+
+def _empty_body(body) -> bool:
+    """A loop body with no statement: `{ }` or `;`."""
+    if body is None:
+        return False
+    if body.kind == CK.NULL_STMT:
+        return True
+    return body.kind == CK.COMPOUND_STMT and next(iter(body.get_children()), None) is None

@@ -460,6 +460,7 @@ class SpinFacts:
 
     cond: Expr | None = None
     breaks: bool = False  # the loop has a `break` (it may end without the condition failing)
+    empty: bool = False  # the loop's body is empty (`while (c) { }`, `while (c);`): only its condition runs
 
 
 @dataclass(frozen=True)
