@@ -71,7 +71,8 @@ def handoff_findings(an, code: str, causes: tuple[str, ...]) -> list:
         msg = (
             f"{who} {'writes' if a.access_mode == 'write' else 'reads'} `{a.buffer}` in its loop's iteration {it_a}, "
             f"and {describe(frozenset([race.second_thread]), n)} "
-            f"{'writes' if b.access_mode == 'write' else 'reads'} the same element in the other loop's iteration {it_b}, "
+            f"{'writes' if b.access_mode == 'write' else 'reads'} the same element "
+            f"in the other loop's iteration {it_b}, "
             f"and only shared indices pass between the two loops: {why}"
         )
         rel = [related(b, "the other access")]

@@ -372,11 +372,11 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                         out.races.append(inner)
                         found = True
                         continue
-                    handed = shared_handoff.order(an, w, r)
-                    if handed == "ordered":
+                    through_index = shared_handoff.order(an, w, r)
+                    if through_index == "ordered":
                         continue
-                    if isinstance(handed, shared_handoff.HandoffRace):
-                        out.handoff_races.append(handed)
+                    if isinstance(through_index, shared_handoff.HandoffRace):
+                        out.handoff_races.append(through_index)
                         found = True
                         continue
                     why = "they are in different loops"

@@ -39,7 +39,9 @@ side never waits for the index that would order it.
 Not modelled (the pair stays undecided, coverage): an index written by two stores or by several
 threads, an element of an array used as an index (a ring of flags), a poll that `break`s or reads
 more than its index, loops with any other synchronisation (a block barrier, an mbarrier, an
-unmodelled call, another spin), loops of one warp, `cuda::atomic_ref` orders on shared indices.
+unmodelled call, another spin), loops under a block-uniform condition, a poll that the index's
+last value does not let pass in every iteration (`_passable`), loops of one warp,
+`cuda::atomic_ref` orders on shared indices.
 
 The **hoisted poll** (progress): a spin whose condition reads a plain (not volatile, not
 atomic) shared scalar and whose loop does nothing else: the compiler may load the value once and
@@ -173,7 +175,13 @@ def _handoffs(an: Analysis) -> Handoffs:
     start = _start_barrier(an)
     if start is None or an.threads.n is None:
         return out
-    names = sorted({o.buffer.name for o in m.ops if o.kind == ir.SMEM_ACCESS and o.access is not None and o.access.via == "scalar" and o.buffer is not None})
+    names = sorted(
+        {
+            o.buffer.name
+            for o in m.ops
+            if o.kind == ir.SMEM_ACCESS and o.access is not None and o.access.via == "scalar" and o.buffer is not None
+        }
+    )
     for name in names:
         ops = _scalar_ops(an, name)
         if not ops or not all(o.access is not None and o.access.volatile and not o.access.atomic for o in ops):
@@ -233,8 +241,8 @@ def _eligible(an: Analysis, h: Handoffs, lid: int) -> bool:
     polls = {id(p.spin) for p in h.polls if p.loop == lid}
     reads = {id(p.read) for p in h.polls if p.loop == lid}
     for o in h.loops.get(lid, []):
-        if not o.guard.exact or an.threads.executing(o) is None:
-            return False
+        if not o.guard.exact or o.guard.uniform or an.threads.executing(o) is None:
+            return False  # (a loop under a block-uniform condition may not run at all)
         if o.kind == ir.SPIN:
             if id(o) not in polls:
                 return False
@@ -267,7 +275,12 @@ def _joins(an: Analysis, o: ir.Op, t1: int, t2: int) -> bool:
     """Does `__syncwarp` o order lanes t1 and t2 (both run it, both in its mask)?"""
     from .happens_before import _warp_sync_orders
 
-    return o.kind == ir.SYNC and o.sync_kind == "warp" and t1 // 32 == t2 // 32 and _warp_sync_orders(an, o, t1, t2) is True
+    return (
+        o.kind == ir.SYNC
+        and o.sync_kind == "warp"
+        and t1 // 32 == t2 // 32
+        and _warp_sync_orders(an, o, t1, t2) is True
+    )
 
 
 def _runs(an: Analysis, o: ir.Op, t: int) -> bool:
@@ -377,7 +390,12 @@ def _index_of(op: ir.Op, t: E.Expr) -> tuple:
 def _classes(an: Analysis, h: Handoffs, op: ir.Op, lid: int) -> list[frozenset[int]]:
     """The threads running op, split by the synchronising ops of its loop they run."""
     ex = sorted(an.threads.executing(op) or ())
-    marks = [o for o in h.loops[lid] if o.kind in (ir.SYNC, ir.FENCE, ir.SPIN) or (o.kind == ir.SMEM_ACCESS and o.access_mode == "write" and o.access is not None and o.access.volatile)]
+    marks = [
+        o
+        for o in h.loops[lid]
+        if o.kind in (ir.SYNC, ir.FENCE, ir.SPIN)
+        or (o.kind == ir.SMEM_ACCESS and o.access_mode == "write" and o.access is not None and o.access.volatile)
+    ]
     by: dict[tuple, set[int]] = {}
     for t in ex:
         by.setdefault((t // 32, tuple(_runs(an, o, t) for o in marks)), set()).add(t)
@@ -416,6 +434,8 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
         return None
     if _warps(an, h.loops[lw]) & _warps(an, h.loops[lr]):
         return None  # the loops share a warp: its lanes' order is the lane queries'
+    if not all(_passable(an, p) for p in h.polls if p.loop in (lw, lr)):
+        return None  # a poll that the last value stored may not let pass: a hang, not this question
     if w.buffer is None or r.buffer is None or len(w.buffer.index) != len(r.buffer.index):
         return None
     klw, klr = an.model.loops[lw].counter, an.model.loops[lr].counter
@@ -448,8 +468,15 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
                 return None
             tw, tr = int(wit.get("t_w", min(cw))), int(wit.get("t_r", min(cr)))
             race = HandoffRace(
-                w, r, tw, tr, int(wit.get(klw.name, 0)), int(wit.get(klr.name, 0)), "unwaited",
-                tuple(i.name for i, _ in pairs_wr), tuple(p.index.name for _, p in pairs_wr),
+                w,
+                r,
+                tw,
+                tr,
+                int(wit.get(klw.name, 0)),
+                int(wit.get(klr.name, 0)),
+                "unwaited",
+                tuple(i.name for i, _ in pairs_wr),
+                tuple(p.index.name for _, p in pairs_wr),
             )
             cause = None
             for name, ideal in _CAUSES + (("order", frozenset({"fence", "sync", "order"})),):
@@ -480,9 +507,21 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
                     race.indices, race.polls = (), ()
                     race.first, race.second = w, r
                     race.first_thread, race.second_thread = tw, tr
-            race.indices = race.indices or tuple(sorted({i.name for i in h.indices.values() if i.loop == race.second.loops[0]}))
+            race.indices = race.indices or tuple(
+                sorted({i.name for i in h.indices.values() if i.loop == race.second.loops[0]})
+            )
             return race
     return "ordered"
+
+
+def _passable(an: Analysis, p: Poll) -> bool:
+    """Does the index's last value (f at the storing loop's last iteration) let the poll pass in
+    every iteration of its loop? (Every poll can end once the storing side is done; a witness
+    of `order` then needs no run that hangs.)"""
+    la, lb = an.model.loops[p.index.loop], an.model.loops[p.loop]
+    last = E.substitute(p.index.value, {la.counter.name: E.binop("-", la.trip, E.Const(1))})
+    goes_on = E.substitute(p.cond, {p.var: last})
+    return solver.always(E.negate(goes_on), assume=(E.binop("<", lb.counter, lb.trip),)) is True
 
 
 # --------------------------------------------------------- hoisted polls ----
@@ -538,7 +577,10 @@ def _hoisted(an: Analysis) -> list[HoistedSpin]:
         spinners = an.threads.executing(sp)
         if init is None or not later or not spinners:
             continue
-        if any(not o.guard.exact or (an.threads.executing(o) or frozenset()) & spinners or an.threads.executing(o) is None for o in later):
+        if any(
+            not o.guard.exact or (an.threads.executing(o) or frozenset()) & spinners or an.threads.executing(o) is None
+            for o in later
+        ):
             continue  # a spinning thread stores it itself, or the storing threads are not known
         outer = sp.loops[0] if len(sp.loops) == 2 else None
         sub: dict[str, E.Expr] = {a.result: init}
@@ -552,7 +594,11 @@ def _hoisted(an: Analysis) -> list[HoistedSpin]:
             continue
         # the spinner's way from the block barrier to its first look: no wait on another thread
         t = min(spinners)
-        before = [o for o in ordered if start.order < o.order < sp.order and (outer is None or not o.loops or o.loops[0] == outer)]
+        before = [
+            o
+            for o in ordered
+            if start.order < o.order < sp.order and (outer is None or not o.loops or o.loops[0] == outer)
+        ]
         if any(_waits(an, o, t) for o in before):
             continue
         out.append(HoistedSpin(sp, rd, name, init, t, later))

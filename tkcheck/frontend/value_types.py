@@ -34,7 +34,11 @@ class Obj:
 
     def sub(self, member: str, mtype: TileType | None, kind: str | None = None) -> "Obj":
         return Obj(
-            kind or self.kind, Ref(f"{self.ref.name}.{member}", self.ref.index), mtype, cta=self.cta, volatile=self.volatile
+            kind or self.kind,
+            Ref(f"{self.ref.name}.{member}", self.ref.index),
+            mtype,
+            cta=self.cta,
+            volatile=self.volatile,
         )
 
     def at(self, index, etype: TileType | None, spelling: str | None = None) -> "Obj":
