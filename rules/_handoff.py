@@ -12,13 +12,14 @@ from ._common import finding, related
 
 _WHY = {
     "release": (
-        "no fence orders them around the index: a volatile store or poll of {idx} is relaxed, and without a "
-        "`__threadfence_block()` between the data and the store (and after the poll) a thread that sees the "
-        "new index may still see the slot's old contents"
+        "no release orders the data before the store of {idx}: the store is relaxed (volatile, or an atomic "
+        "without `memory_order_release`), and without a `__threadfence_block()` between the data and the "
+        "store a thread that sees the new index may still see the slot's old contents"
     ),
     "acquire": (
-        "no fence orders this access after its warp's poll of {idx}: the volatile poll is relaxed, and without "
-        "a `__threadfence_block()` after the spin this thread may still see the slot's old contents"
+        "no fence orders this access after its warp's poll of {idx}: the poll is relaxed (volatile, or an "
+        "atomic without `memory_order_acquire`), and without a `__threadfence_block()` after the spin this "
+        "thread may still see the slot's old contents"
     ),
     "lanes": (
         "no `__syncwarp` orders {who}'s access before its warp's store of {idx} (or after its warp's poll): "

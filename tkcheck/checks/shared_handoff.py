@@ -4,18 +4,20 @@ warps whose loops are different loops, ordered only by a `__shared__` index one 
 
 The primitives, as the model represents them (no name of a queue is read):
 
-* an **index**: a `__shared__` scalar every access of which is volatile (`AccessFacts.volatile`),
-  written with constant values before the block barrier that starts the kernel's work (its
-  initial value) and after it by exactly one store, made by one thread in a loop with a constant
+* an **index**: a `__shared__` scalar every access of which after the block barrier that starts
+  the kernel's work is volatile (`AccessFacts.volatile`) or a libcu++ atomic load / store at block
+  scope or wider (`cuda::atomic_ref<T, cuda::thread_scope_block>`, `AccessFacts.order` / `scope`),
+  written with constant values before that barrier (its initial value) and after it by exactly one store, made by one thread in a loop with a constant
   trip count, whose value is an expression over that loop's counter (`Index.value`, f(k));
 * a **poll**: a spin loop (`SPIN`) whose condition reads one index (the read's Var,
   `AccessFacts.result`) and the counter of the loop around the spin, and that reads nothing else;
 * **release** at the store: the storing thread's fence at block scope or wider
   (`__threadfence_block()`, `fence.acq_rel.cta`, ...) after the data, with a `__syncwarp` that
-  joins a data thread of the same warp to the storing thread before that fence (PTX: a fence
-  followed by a relaxed store is a release pattern; `bar.warp.sync` orders memory among its
+  joins a data thread of the same warp to the storing thread before that fence, or a release
+  store itself (PTX: a fence followed by a relaxed store is a release pattern; `bar.warp.sync` orders memory among its
   threads); **acquire** at the poll: a fence of the polling thread after its spin, and a
-  `__syncwarp` to the reader when the reader is not the poller. A *write* after the poll needs no
+  `__syncwarp` to the reader when the reader is not the poller (an acquiring load needs no
+  fence). A *write* after the poll needs no
   fence: the spin's exit is a control dependency on the loaded value, and a store is never
   performed before the load it depends on returns (the refill of a slot handed back, the
   write-after-read direction; the clean corpus kernel `idioms7/smem_spsc_queue.cu` relies on it).
@@ -183,9 +185,9 @@ def _handoffs(an: Analysis) -> Handoffs:
         }
     )
     for name in names:
-        ops = _scalar_ops(an, name)
-        if not ops or not all(o.access is not None and o.access.volatile and not o.access.atomic for o in ops):
-            continue
+        ops = [o for o in _scalar_ops(an, name) if o.loops or o.order > start.order]
+        if not ops or not all(_strong(o) for o in ops):
+            continue  # (its stores before the block barrier may be plain: the barrier orders them)
         init, later = _initial(an, name, start)
         if init is None or len(later) != 1:
             continue
@@ -206,6 +208,16 @@ def _handoffs(an: Analysis) -> Handoffs:
     for lid in {i.loop for i in out.indices.values()} | {p.loop for p in out.polls}:
         out.loops[lid] = sorted((o for o in m.ops if lid in o.loops), key=lambda o: o.order)
     return out
+
+
+def _strong(o: ir.Op) -> bool:
+    """A volatile access, or a libcu++ atomic load / store at block scope or wider."""
+    a = o.access
+    if a is None:
+        return False
+    if a.atomic is None:
+        return a.volatile
+    return a.atomic in ("load", "st") and a.scope in ("cta", "cluster", "gpu", "sys")
 
 
 def _poll(an: Analysis, sp: ir.Op, indices: dict[str, Index]) -> Poll | None:
@@ -247,7 +259,9 @@ def _eligible(an: Analysis, h: Handoffs, lid: int) -> bool:
             if id(o) not in polls:
                 return False
         elif o.kind == ir.SMEM_ACCESS:
-            if o.access is None or o.access.atomic or o.access.cta is not None:
+            if o.access is None or o.access.cta is not None:
+                return False
+            if o.access.atomic and (o.buffer is None or o.buffer.name not in h.indices):
                 return False
             if len(o.loops) > 1 and id(o) not in reads:
                 return False
@@ -321,6 +335,9 @@ def _acquired(an: Analysis, path: list[ir.Op], t_poll: int, t_acc: int, ideal: f
 def _store_offset(an: Analysis, h: Handoffs, acc: ir.Op, t: int, idx: Index, ideal: frozenset[str]) -> int | None:
     """0 when the store of the access's own iteration releases it, 1 when the next iteration's
     does, None when none does."""
+    st = idx.store.access
+    if st is not None and st.order in ("release", "acq_rel"):
+        ideal = ideal | {"fence_store"}  # a release store orders what happens before it itself
     body = [o for o in h.loops[idx.loop] if len(o.loops) == 1]
     if acc.order < idx.store.order or "order" in ideal:
         between = [o for o in body if acc.order < o.order < idx.store.order]
@@ -340,6 +357,9 @@ def _poll_offset(an: Analysis, h: Handoffs, acc: ir.Op, t: int, p: Poll, ideal: 
     if not pollers:
         return None
     tp = pollers[0]
+    rd = p.read.access
+    if rd is not None and rd.order in ("acquire", "acq_rel"):
+        ideal = ideal | {"fence_poll"}  # an acquiring load orders what comes after it itself
     if acc.access_mode == "write":
         # a store is not performed before the load its execution depends on returns (the spin's
         # exit is a control dependency: stores are never speculated), so the poll's observation

@@ -928,12 +928,22 @@ class ExprEvaluation:
             return self._scalar_reads.get(v.ref.name, v)
         return v
 
-    def scalar_access(self, v, access: str, ctx: Ctx, cursor, atomic: str | None = None, value: Expr | None = None):
+    def scalar_access(
+        self,
+        v,
+        access: str,
+        ctx: Ctx,
+        cursor,
+        atomic: str | None = None,
+        value: Expr | None = None,
+        order: str | None = None,
+        scope: str | None = None,
+        result: str | None = None,
+    ):
         """A generic load/store (or an atomic) of a `__shared__` scalar variable: an SMEM_ACCESS op
         via "scalar", its buffer Ref the variable's name."""
         if cursor is None or ctx.dry or self.w.model is None:
             return
-        result = None
         if self._memory_only and access == "read" and atomic is None:
             loaded = E.Var(f"?{v.ref.name}#{E.fresh_number()}", E.PARAM)
             self._scalar_reads[v.ref.name] = loaded
@@ -954,6 +964,8 @@ class ExprEvaluation:
                     value=value,
                     volatile=getattr(v, "volatile", False),
                     result=result,
+                    order=order,
+                    scope=scope,
                 ),
             ),
             ctx,

@@ -399,6 +399,10 @@ class AccessFacts:
     # a `__shared__` variable declared volatile: a volatile load / store (relaxed in PTX's memory
     # model, a morally strong access that the compiler performs every time it is spelled)
     volatile: bool = False
+    # an atomic of a libcu++ atomic_ref (`atomic` "load" / "st" / an RMW): its memory order in
+    # GlobalAccessFacts.sem's words (relaxed | acquire | release | acq_rel) and scope (cta | ...)
+    order: str | None = None
+    scope: str | None = None
     # a read in a condition the walk evaluates for its memory events (a spin's `while (tail <= i)`):
     # the Var that stands for the loaded value in SpinFacts.cond
     result: str | None = None
