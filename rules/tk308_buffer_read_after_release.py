@@ -6,6 +6,7 @@ from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Rule
 
+from ._handoff import handoff_findings
 from ._common import HEADER, finding, related
 
 
@@ -47,6 +48,7 @@ def check(an):
                 "synchronise the readers (`warpgroup::sync`, `__syncwarp`), then one lane arrives",
             )
         )
+    out.extend(handoff_findings(an, "TK308", ("after_release",)))
     return out
 
 
@@ -145,6 +147,10 @@ count or index not evaluated, an element not known to be refilled) is listed by
 
 Asynchronous readers are the business of other rules: an in-flight wgmma operand (TK206), a
 TMA store still reading its source (TK306).
+
+The same for a slot of a shared-memory queue handed back through a volatile `__shared__` index
+(`head = i + 1` stored before the slot's read): the producer that polls `head` may refill it
+(`checks/shared_handoff.py`).
 
 ## Why is this bad?
 Once the arrival completes the barrier's phase, the producer's wait returns and its refill (a

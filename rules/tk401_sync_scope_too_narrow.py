@@ -7,6 +7,7 @@ from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Confirm, Explains, Rule
 
+from ._handoff import handoff_findings
 from ._common import HEADER, finding, in_helper, related, user_site
 
 
@@ -79,6 +80,7 @@ def check(an):
     out.extend(_lane_masks(an))
     out.extend(_global_acquire_scope(an))
     out.extend(_dsmem(an))
+    out.extend(handoff_findings(an, "TK401", ("lanes", "fill", "unwaited")))
     return out
 
 
@@ -371,6 +373,11 @@ be another lane of the issuing thread's own warp (an elected lane refilling the 
 reads needs a `__syncwarp()` before the issue). An mbarrier wait, a call or another op between
 that may order them another way (a producer's wait on an `empty` barrier) leaves the pair alone;
 the element must be proved shared (z3).
+
+Shared-memory queues handed off through volatile `__shared__` indices (`checks/shared_handoff.py`):
+a lane's slot access that no `__syncwarp` joins to the lane that stores the index (or that polled
+it), a slot written after the index store that announces it, and a slot reused by a side that
+never polls the other side's index are reported as accesses of two warps the indices do not order.
 
 ## Why is this bad?
 `__syncwarp()` orders only the lanes of one warp. The lane that issues the TMA

@@ -6,6 +6,7 @@ from tkcheck.checks.threads import describe
 from tkcheck.model import ir
 from tkcheck.rule import Confirm, Rule
 
+from ._handoff import handoff_findings
 from ._common import HEADER, finding, in_helper, related, user_site
 
 _RELEASE_FENCES = ("membar_gl", "membar_sys", "membar_gpu")
@@ -94,6 +95,7 @@ def check(an):
             break
     out.extend(_relaxed_polls(an, fl))
     out.extend(_published(an))
+    out.extend(handoff_findings(an, "TK407", ("release", "acquire")))
     return out
 
 
@@ -412,6 +414,13 @@ of the open questions listed in the MegaKittens seed; a pair with an mbarrier
 operation, another atomic or an unmodelled call between its ends; an atomic
 object's blocking `wait` / `notify_*` and its operators (`++`, `=`), listed as
 not modelled.
+
+Shared-memory queues handed off through volatile `__shared__` indices (a slot written, then
+`tail = i + 1` stored; the other warp spins until `tail > i`, then reads): a slot access of one
+loop and a conflicting access of the other that the indices would order but for a fence -- no
+`__threadfence_block()` by the storing lane between the data and the index store, or by the
+polling lane after its spin -- is reported too (`checks/shared_handoff.py`: the iterations of the
+two loops paired through the index values).
 
 ## Why is this bad?
 A relaxed reduction may become visible before the data it announces. The

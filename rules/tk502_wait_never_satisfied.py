@@ -10,7 +10,56 @@ from ._deadlock_common import classify, deadlock_finding
 
 
 def check(an):
-    return _spins(an) + _roles(an)
+    return _spins(an) + _hoisted(an) + _roles(an)
+
+
+def _hoisted(an):
+    """The progress side of the shared-index engine (`checks/shared_handoff.hoisted_spins`): a spin
+    on a plain (not volatile) `__shared__` scalar, with nothing else in its loop, whose first look
+    can see the initial value, at which the loop goes on."""
+    from tkcheck.checks import shared_handoff as H
+    from tkcheck.checks.threads import describe
+
+    out = []
+    n = an.threads.n
+    for hs in H.hoisted_spins(an):
+        who = describe(an.threads.executing(hs.spin) or frozenset(), n)
+        cond = hs.spin.spin.cond if hs.spin.spin is not None else None
+        shown = str(E.substitute(cond, {hs.read.access.result: E.Var(hs.name, E.PARAM)})) if cond is not None else "?"
+        trace = [
+            TraceStep(
+                describe(frozenset([hs.thread]), n),
+                f"first look at `{hs.name}`: nothing orders another thread's store of it before this read, so it "
+                f"may read {hs.initial}, the value stored before the block barrier",
+                hs.read.location,
+            ),
+            TraceStep(
+                describe(frozenset([hs.thread]), n),
+                f"`{shown}` holds at `{hs.name}` == {hs.initial}; `{hs.name}` is not volatile and the loop does "
+                "nothing else, so the compiler may keep the first value in a register: the loop never reads it again",
+                hs.spin.location,
+                blocked=True,
+            ),
+        ]
+        trace += [
+            TraceStep("another thread", f"stores `{hs.name}`: never seen by the spinning loop", w.location)
+            for w in hs.writes[:2]
+        ]
+        out.append(
+            finding(
+                "TK502",
+                f"{who} spins on `{hs.name}`, a plain (not volatile, not atomic) `__shared__` variable, in a loop "
+                f"that does nothing else: the compiler may load it once and spin on a register; a first look that "
+                f"sees {hs.initial} (`{shown}` holds) spins forever",
+                hs.spin.location,
+                related=[related(w, f"`{hs.name}` stored here by another thread") for w in hs.writes[:2]],
+                witness={"variable": hs.name, "initial": str(hs.initial), "condition": shown},
+                trace=trace,
+                help=f"declare it `volatile` (`__shared__ volatile ... {hs.name}`), or read it with "
+                "`cuda::atomic_ref<T, cuda::thread_scope_block>(x).load(cuda::memory_order_acquire)`",
+            )
+        )
+    return out
 
 
 def _spins(an):
@@ -183,6 +232,11 @@ passes first and every block spins: the "wait one ahead" of a serial split-K fix
 the blocks, for every grid size; undecided (coverage) when the flag is written
 elsewhere or through an unknown address, when the loop can end otherwise (a
 `break`, a `return`), inside an outer loop or under a block-uniform condition.
+
+A spin on a plain (neither volatile nor atomic) `__shared__` scalar whose loop does nothing else
+(`while (tail <= i) {{ }}`) is reported when its first look can read the initial value, at which the
+loop goes on: the compiler may load it once and spin on a register (`checks/shared_handoff.py`,
+`hoisted_spins`).
 
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only

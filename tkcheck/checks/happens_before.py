@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
+from . import shared_handoff
 from .paths import flow, index_key, keys_may_alias
 
 # ops that may synchronise two threads in ways this engine does not pair (phases, flags):
@@ -132,6 +133,9 @@ class MemoryFacts:
     # races on distributed shared memory: a CTA's access of its own shared memory and a peer
     # CTA's access of it (`cluster.map_shared_rank`) with no cluster barrier between
     dsmem_races: list[Race] = field(default_factory=list)
+    # accesses of a shared element in two loops handed off through volatile shared indices
+    # (`shared_handoff.order`) that no index orders
+    handoff_races: list = field(default_factory=list)
     # the locations whose ordering was asked (coverage's obligations): ("shared", buffer name)
     # per shared scalar written and read, ("global", id(signal op)) per counter raised after data
     examined: set[tuple] = field(default_factory=set)
@@ -348,6 +352,9 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 b = r.access
                 if a is not None and b is not None and a.atomic and b.atomic:
                     continue
+                if w.buffer.name in shared_handoff.handoffs(an).indices:
+                    continue  # an index of a hand-off: volatile (relaxed, morally strong) accesses race
+                    # with none, and which value a poll may see is the hand-off engine's question
                 tw, tr = an.threads.executing(w), an.threads.executing(r)
                 if tw is not None and tr is not None and len(tw | tr) <= 1:
                     continue  # one thread (or none): program order. Two lanes of one warp are
@@ -363,6 +370,13 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                         continue  # proved ordered, or undecided with its own reason
                     if isinstance(inner, Race):
                         out.races.append(inner)
+                        found = True
+                        continue
+                    through_index = shared_handoff.order(an, w, r)
+                    if through_index == "ordered":
+                        continue
+                    if isinstance(through_index, shared_handoff.HandoffRace):
+                        out.handoff_races.append(through_index)
                         found = True
                         continue
                     why = "they are in different loops"

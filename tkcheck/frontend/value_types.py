@@ -28,13 +28,28 @@ class Obj:
     # shared: the CTA of the cluster whose copy of the object this is (an Expr: distributed shared
     # memory reached through `cluster.map_shared_rank(p, r)`); None: the CTA's own
     cta: Any = None
+    # shared: declared `volatile` (`__shared__ volatile unsigned head;`): every access is a
+    # volatile load / store (PTX ld.volatile / st.volatile: relaxed, never cached in a register)
+    volatile: bool = False
 
     def sub(self, member: str, mtype: TileType | None, kind: str | None = None) -> "Obj":
-        return Obj(kind or self.kind, Ref(f"{self.ref.name}.{member}", self.ref.index), mtype, cta=self.cta)
+        return Obj(
+            kind or self.kind,
+            Ref(f"{self.ref.name}.{member}", self.ref.index),
+            mtype,
+            cta=self.cta,
+            volatile=self.volatile,
+        )
 
     def at(self, index, etype: TileType | None, spelling: str | None = None) -> "Obj":
         """The element at `index`; `spelling`: the subscript as the user wrote it (`full[k % STAGES]`)."""
-        return Obj(self.kind, Ref(self.ref.name, self.ref.index + (index,), spelling), etype, cta=self.cta)
+        return Obj(
+            self.kind,
+            Ref(self.ref.name, self.ref.index + (index,), spelling),
+            etype,
+            cta=self.cta,
+            volatile=self.volatile,
+        )
 
 
 @dataclass(frozen=True)

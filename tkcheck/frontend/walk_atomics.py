@@ -274,16 +274,27 @@ class AtomicLowering:
         v = self._address(target, ctx, cursor)
         if not self._known(v):
             return self._unmodelled(args, ctx, cursor, f"{what}: an atomic object whose address is not known")
-        for i, a in enumerate(args):
-            if i != call.order_index:
-                self.w.ev(a, ctx, cursor)
+        vals = [self.w.ev(a, ctx, cursor) for i, a in enumerate(args) if i != call.order_index]
         self._note_site(call.decl)
         if isinstance(v, Obj):
-            # an atomic_ref of a `__shared__` scalar: an atomic access of it (memory order and
-            # scope do not enter the shared-scalar queries: atomics do not race with each other)
+            # an atomic_ref of a `__shared__` scalar: an atomic access of it, with its order and
+            # scope (atomics do not race with each other; the order is a release / acquire of a
+            # hand-off index, checks/shared_handoff.py); a load's value is the Var it returns
             access = "read" if kind == ir.GLOBAL_LOAD else "write"
-            self.w.exprs.scalar_access(v, access, ctx, cursor, atomic=rmw or "load")
-            return E.opaque(what)
+            loaded = E.opaque(what)
+            stored = vals[0] if rmw == "st" and vals and isinstance(vals[0], E.Expr) else None
+            self.w.exprs.scalar_access(
+                v,
+                access,
+                ctx,
+                cursor,
+                atomic=rmw or "load",
+                value=stored,
+                order=sem,
+                scope=call.type.scope,
+                result=loaded.name if kind == ir.GLOBAL_LOAD else None,
+            )
+            return loaded
         loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         old = E.opaque(what)
         self.w.emit(

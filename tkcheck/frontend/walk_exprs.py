@@ -27,6 +27,8 @@ class ExprEvaluation:
         self._order = 0  # ops emitted so far (an op's `order`)
         self._no_elem_access = 0  # > 0 while evaluating an lvalue or an address (`&x[i]`)
         self._memory_only = 0  # > 0 while a dry-walked condition's memory events are emitted
+        # in such a condition: the Var of the last read of each `__shared__` scalar (`read_value`)
+        self._scalar_reads: dict[str, E.Var] = {}
         # the Vars that stand for addresses in global memory (`&C[i]`, a local `float *c` set from
         # it): Var name -> the kernel pointer parameter the address is computed from
         self._global_ptrs: dict[str, str] = {}
@@ -144,7 +146,7 @@ class ExprEvaluation:
                     self.scalar_access(v, "read", ctx, cursor)
                 return v
             case cexpr.Bin(op, na, nb):
-                a = self.ev(na, ctx, cursor)
+                a = self.read_value(self.ev(na, ctx, cursor))
                 if op in ("&&", "||") and isinstance(a, E.Const) and bool(a.value) == (op == "||"):
                     return E.Const(op == "||")  # short-circuit: the right operand is not evaluated
                 bctx = ctx
@@ -154,7 +156,7 @@ class ExprEvaluation:
                     st = self.w.stmts
                     cls, cexp = st._classify(_to_bool(a), ctx)
                     bctx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, op == "&&"))
-                b = self.ev(nb, bctx, cursor)
+                b = self.read_value(self.ev(nb, bctx, cursor))
                 if isinstance(a, Expr) and isinstance(b, Expr):
                     if op in ("&&", "||"):
                         a, b = _to_bool(a), _to_bool(b)
@@ -284,6 +286,7 @@ class ExprEvaluation:
             return a
         if op == "&" or op == "*":
             return a  # address-of / dereference keep the object
+        a = self.read_value(a)  # `!ready` in a spin's condition: the loaded value
         if isinstance(a, Expr):
             return E.unop(op, _to_bool(a) if op == "!" else a)
         return self.opaque_from(node, (a,))
@@ -920,16 +923,39 @@ class ExprEvaluation:
                 ctx.guard,
                 ctx.loops,
                 buffer=v.ref,
-                access=ir.AccessFacts(access, via="element", tile_type=v.type, cta=v.cta),
+                access=ir.AccessFacts(access, via="element", tile_type=v.type, cta=v.cta, volatile=v.volatile),
             ),
             ctx,
         )
 
-    def scalar_access(self, v, access: str, ctx: Ctx, cursor, atomic: str | None = None, value: Expr | None = None):
+    def read_value(self, v):
+        """In a condition walked for its memory events (`_memory_only`), a `__shared__` scalar read
+        there stands for the value it loaded: the Var its SMEM_ACCESS names (`AccessFacts.result`),
+        so a spin's condition `while (i - head >= N)` is an Expr over it. Anything else: v."""
+        if self._memory_only and _is_shared_scalar(v):
+            return self._scalar_reads.get(v.ref.name, v)
+        return v
+
+    def scalar_access(
+        self,
+        v,
+        access: str,
+        ctx: Ctx,
+        cursor,
+        atomic: str | None = None,
+        value: Expr | None = None,
+        order: str | None = None,
+        scope: str | None = None,
+        result: str | None = None,
+    ):
         """A generic load/store (or an atomic) of a `__shared__` scalar variable: an SMEM_ACCESS op
         via "scalar", its buffer Ref the variable's name."""
         if cursor is None or ctx.dry or self.w.model is None:
             return
+        if self._memory_only and access == "read" and atomic is None:
+            loaded = E.Var(f"?{v.ref.name}#{E.fresh_number()}", E.PARAM)
+            self._scalar_reads[v.ref.name] = loaded
+            result = loaded.name
         self.emit(
             ir.Op(
                 ir.SMEM_ACCESS,
@@ -938,7 +964,17 @@ class ExprEvaluation:
                 ctx.guard,
                 ctx.loops,
                 buffer=v.ref,
-                access=ir.AccessFacts(access, via="scalar", tile_type=v.type, atomic=atomic, value=value),
+                access=ir.AccessFacts(
+                    access,
+                    via="scalar",
+                    tile_type=v.type,
+                    atomic=atomic,
+                    value=value,
+                    volatile=getattr(v, "volatile", False),
+                    result=result,
+                    order=order,
+                    scope=scope,
+                ),
             ),
             ctx,
         )

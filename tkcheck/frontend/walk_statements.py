@@ -421,7 +421,7 @@ class StatementWalk:
                 )
                 value = Obj("buffer", ir.Ref(name), t)
             else:
-                value = Obj("shared", ir.Ref(name), t)
+                value = Obj("shared", ir.Ref(name), t, volatile=_volatile_type(d.type))
                 if dims:
                     # its elements' addresses may name mbarriers in raw PTX (`&bars[i]`)
                     self.w.asm.shared_dims[name] = tuple(dims)
@@ -1159,9 +1159,10 @@ class StatementWalk:
                 self.w.emit(spin, entry)
             if cond_c is not None:
                 cv = self.condition_memory(cond_c, entry)
+                cv = self.w.exprs.read_value(cv)  # `while (!ready)` / `while (flag)`: the loaded value
                 # the condition with the values its polls load as Vars (the progress engine asks
                 # which loaded values let the loop end)
-                spin.spin = ir.SpinFacts(_to_bool(cv) if isinstance(cv, Expr) else None)
+                spin.spin = ir.SpinFacts(_to_bool(cv) if isinstance(cv, Expr) else None, empty=_empty_body(body))
         real_ends = None  # the carried values at the end of the body this walk saw (`_simulated`)
         if body is not None:
             r = self.walk(body, bctx)
@@ -1903,3 +1904,23 @@ def _cond_and_body(c, kids) -> tuple[Any, Any] | None:
     if c.kind == CK.DO_STMT and len(kids) == 2:
         return kids[1], kids[0]
     return None
+
+
+def _volatile_type(t) -> bool:
+    """A libclang type declared volatile: the type itself, or the element type of an array of it
+    (`__shared__ volatile int flags[4]`)."""
+    try:
+        while t.get_array_element_type().spelling:
+            t = t.get_array_element_type()
+        return bool(t.is_volatile_qualified())
+    except Exception:  # a type libclang cannot describe: not known to be volatile
+        return False
+
+
+def _empty_body(body) -> bool:
+    """A loop body with no statement: `{ }` or `;`."""
+    if body is None:
+        return False
+    if body.kind == CK.NULL_STMT:
+        return True
+    return body.kind == CK.COMPOUND_STMT and next(iter(body.get_children()), None) is None

@@ -396,6 +396,16 @@ class AccessFacts:
     # distributed shared memory: the rank of the CTA of the cluster whose shared memory the
     # access reads or writes (`cluster.map_shared_rank(p, r)[i]`); None: the CTA's own
     cta: Expr | None = None
+    # a `__shared__` variable declared volatile: a volatile load / store (relaxed in PTX's memory
+    # model, a morally strong access that the compiler performs every time it is spelled)
+    volatile: bool = False
+    # an atomic of a libcu++ atomic_ref (`atomic` "load" / "st" / an RMW): its memory order in
+    # GlobalAccessFacts.sem's words (relaxed | acquire | release | acq_rel) and scope (cta | ...)
+    order: str | None = None
+    scope: str | None = None
+    # a read in a condition the walk evaluates for its memory events (a spin's `while (tail <= i)`):
+    # the Var that stands for the loaded value in SpinFacts.cond
+    result: str | None = None
 
 
 @dataclass(frozen=True)
@@ -454,6 +464,7 @@ class SpinFacts:
 
     cond: Expr | None = None
     breaks: bool = False  # the loop has a `break` (it may end without the condition failing)
+    empty: bool = False  # the loop's body is empty (`while (c) { }`, `while (c);`): only its condition runs
 
 
 @dataclass(frozen=True)
