@@ -183,11 +183,28 @@ def _covers(w: ir.Op, t: ir.Op) -> bool:
     return bool(w.guard.thread == t.guard.thread or getattr(w.guard.thread, "value", None) is True)
 
 
-def _grid_of(grid: ir.GridModel, kernel: str, cache: dict) -> _Grid | None:
-    if kernel not in cache:
-        ms = grid.models.get(kernel, [])
-        cache[kernel] = _grid(ms[0]) if len(ms) == 1 else None
-    return cache[kernel]
+def _model_name(m: ir.KernelModel) -> str:
+    return m.name.split(" [op ")[0].replace(" ", "")
+
+
+def model_of(grid: ir.GridModel, launch: ir.GridLaunch) -> ir.KernelModel | None:
+    """The model a launch runs: the kernel's only model, or the template instance it names."""
+    ms = grid.models.get(launch.kernel, [])
+    if len(ms) == 1:
+        return ms[0]
+    if launch.instance is None:
+        return None
+    want = launch.instance.replace(" ", "")
+    got = [m for m in ms if _model_name(m) == want]
+    return got[0] if len(got) == 1 else None
+
+
+def _grid_of(grid: ir.GridModel, launch: ir.GridLaunch, cache: dict) -> _Grid | None:
+    key = (launch.kernel, launch.instance)
+    if key not in cache:
+        m = model_of(grid, launch)
+        cache[key] = _grid(m) if m is not None else None
+    return cache[key]
 
 
 def _running(grid: ir.GridModel, i: int, cache: dict, depth: int = 0) -> tuple[list[tuple[int, bool]], str]:
@@ -203,7 +220,7 @@ def _running(grid: ir.GridModel, i: int, cache: dict, depth: int = 0) -> tuple[l
     if g.predecessor == ir.PRED_UNKNOWN or depth > 32:
         return [], "the grid launched before it on the stream is not known"
     p = grid.launches[g.predecessor]
-    pg = _grid_of(grid, p.kernel, cache)
+    pg = _grid_of(grid, p, cache)
     if pg is None:
         return [], f"the kernel '{p.kernel}' launched before it is not modelled"
     out: list[tuple[int, bool]] = []
@@ -232,15 +249,21 @@ def _conflicts(an: Analysis) -> PdlFacts:
     grid = m.grid
     base = m.name.split(" [op ")[0].split("<")[0].split("::")[-1]
     launches = grid.launches_of(base) if grid is not None else []
+    several = grid is not None and len(grid.models.get(base, [])) > 1
+    if several:
+        # the launches of this instance; one whose instance is not resolved may be one of them
+        unresolved = [(i, g) for i, g in launches if model_of(grid, g) is None]
+        launches = [(i, g) for i, g in launches if model_of(grid, g) is m]
+        if unresolved and (has_pdl or any(g.pdl is not False for _, g in unresolved)):
+            facts.asked = True
+            facts.undecided.append("several kernels of this name: which one a launch runs is not resolved")
+            return facts
     if not has_pdl and not any(g.pdl is not False for _, g in launches):
         return facts
     facts.asked = True
     if grid is None or not launches:
         if has_pdl:
             facts.undecided.append("no launch of the kernel in this file: its prerequisite grid is not known")
-        return facts
-    if len(grid.models.get(base, [])) != 1:
-        facts.undecided.append("several kernels of this name: which one a launch runs is not resolved")
         return facts
     if base in grid.unfollowed or grid.notes:
         facts.undecided.append(
@@ -256,7 +279,7 @@ def _conflicts(an: Analysis) -> PdlFacts:
             facts.undecided.append(why)
         for j, sure in running:
             r = grid.launches[j]
-            rg = _grid_of(grid, r.kernel, cache)
+            rg = _grid_of(grid, r, cache)
             if rg is None:
                 continue
             for a, status in acc.values():
