@@ -23,6 +23,7 @@ the pair is undecided (coverage, never a finding).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..model import ir
@@ -54,6 +55,14 @@ class PdlFacts:
     undecided: list[str] = field(default_factory=list)
 
 
+def _global(o: ir.Op) -> bool:
+    """Does the op access global memory (a cluster launch control request's response lands in
+    shared memory: no global access)?"""
+    if o.kind == ir.TMA_LOAD and o.mbar is not None and o.mbar.clc:
+        return False
+    return o.kind in _GLOBAL or o.kind in _OPAQUE_GLOBAL
+
+
 def _mode(o: ir.Op) -> str:
     return "read" if o.kind == ir.GLOBAL_LOAD else "write"
 
@@ -78,7 +87,7 @@ def _accesses(an: Analysis) -> dict[int, tuple[ir.Op, str]]:
     hidden = any(o.kind == ir.CALL or o.not_inlined for o in ops)
     out: dict[int, tuple[ir.Op, str]] = {}
     for i, a in enumerate(ops):
-        if a.kind not in _GLOBAL and a.kind not in _OPAQUE_GLOBAL:
+        if not _global(a):
             continue
         ta = an.threads.executing(a)
         if not ta:
@@ -160,7 +169,7 @@ def _grid(m: ir.KernelModel) -> _Grid:
                 opaque = True
             else:
                 acc.append((o, b, _mode(o)))
-        elif o.kind in _OPAQUE_GLOBAL:
+        elif _global(o):
             opaque = True
     waits = [i for i, o in enumerate(m.ops) if o.kind == ir.PDL and o.pdl == "wait"]
     trigs = [(i, o) for i, o in enumerate(m.ops) if o.kind == ir.PDL and o.pdl == "launch_dependents"]
@@ -183,8 +192,14 @@ def _covers(w: ir.Op, t: ir.Op) -> bool:
     return bool(w.guard.thread == t.guard.thread or getattr(w.guard.thread, "value", None) is True)
 
 
+def _plain(name: str) -> str:
+    """An instance's name compared without spaces and namespace qualifiers (the model's name and
+    the host code's spelling of a type argument may qualify it differently)."""
+    return re.sub(r"\b\w+::", "", name).replace(" ", "")
+
+
 def _model_name(m: ir.KernelModel) -> str:
-    return m.name.split(" [op ")[0].replace(" ", "")
+    return _plain(m.name.split(" [op ")[0])
 
 
 def model_of(grid: ir.GridModel, launch: ir.GridLaunch) -> ir.KernelModel | None:
@@ -194,7 +209,7 @@ def model_of(grid: ir.GridModel, launch: ir.GridLaunch) -> ir.KernelModel | None
         return ms[0]
     if launch.instance is None:
         return None
-    want = launch.instance.replace(" ", "")
+    want = _plain(launch.instance)
     got = [m for m in ms if _model_name(m) == want]
     return got[0] if len(got) == 1 else None
 
