@@ -6,7 +6,7 @@ from __future__ import annotations
 from tkcheck.engine import models_of
 from tkcheck.model import ir
 
-from conftest import CORPUS
+from conftest import CORPUS, ROOT
 
 
 def _grid(path) -> ir.GridModel:
@@ -63,3 +63,51 @@ int main() {
         ("a", False, ir.PRED_NONE),
         ("b", False, ir.PRED_UNKNOWN),
     ]
+
+
+def test_config_helper_object_and_template_instances():
+    """A launch-config helper object (`pdl_config<true> lc(grid, block, s)`, converted to
+    `cudaLaunchConfig_t *` at the launch): its constructor's assignments read with `if constexpr
+    (PDL)` decided by the class's template argument; the stream it stores; the instance of the
+    template kernel each launch names (`stage<1>`)."""
+    g = _grid(ROOT / "fixtures" / "pdl" / "config_helper_template_good.cu")
+    seq = [(x.kernel, x.instance, x.pdl, x.predecessor) for x in g.launches]
+    assert seq == [
+        ("stage", "stage<0>", True, ir.PRED_NONE),
+        ("stage", "stage<1>", False, 0),
+        ("stage", "stage<0>", True, 1),
+    ]
+
+
+def test_config_object_changed_after_construction_is_not_known(tmp_path):
+    """A config object used other than as a launch's config (a member written after its
+    constructor ran) is not read: its attribute is not known."""
+    src = (ROOT / "fixtures" / "pdl" / "config_helper_template_bad.cu").read_text()
+    src = src.replace(
+        "    cudaLaunchKernelEx(lc, stage<0>,", "    lc.cfg.numAttrs = 0;\n    cudaLaunchKernelEx(lc, stage<0>,"
+    )
+    (tmp_path / "k.cu").write_text(src)
+    g = _grid(tmp_path / "k.cu")
+    assert [x.pdl for x in g.launches] == [None, None]
+
+
+def test_host_template_instance_names_the_kernel_instance(tmp_path):
+    """`kernel<C>` launched inside `run<C>` called as `run<cfg<2>>()`: the launch runs the
+    instance `kernel<cfg<2>>` (the host template's parameter bound to the call's argument)."""
+    (tmp_path / "k.cu").write_text(
+        """
+template <int N> struct cfg { static constexpr int n = N; };
+template <typename C> __global__ void kernel(float *x) { x[threadIdx.x] = C::n; }
+template <typename C> void run(float *x) { kernel<C><<<1, 32>>>(x); }
+int main() {
+    float *x;
+    cudaMalloc(&x, 128);
+    run<cfg<2>>(x);
+    run<cfg<3>>(x);
+    cudaDeviceSynchronize();
+}
+"""
+    )
+    g = _grid(tmp_path / "k.cu")
+    assert [x.instance for x in g.launches] == ["kernel<cfg<2>>", "kernel<cfg<3>>"]
+    assert sorted(m.name for m in g.models["kernel"]) == ["kernel<cfg<2>>", "kernel<cfg<3>>"]

@@ -153,6 +153,37 @@ class _Site:
             self.masks[t] = v
 
 
+def warp_uniform_full(an: Analysis, op: ir.Op) -> bool:
+    """Does every lane of a warp execute the site alike -- each time one lane runs it, all 32
+    do -- with the full member mask? Its guard is exact, its loops and block-uniform conditions
+    the same for every thread, and its thread guard depends on the thread index only through
+    the warp index (`warpgroup::warpid() == iter % 4`: the same value for the 32 lanes at every
+    iteration of block-uniform loops; z3: g(tid) == g(tid / 32 * 32) for every tid and every
+    value of the loop counters and launch values it names)."""
+    m = an.model
+    mexpr = _mask_expr(op)
+    if not isinstance(mexpr, E.Const) or not isinstance(mexpr.value, int) or mexpr.value % (1 << 32) != FULL:
+        return False
+    g = op.guard
+    if not g.exact or g.opaque:
+        return False
+    if not all(m.loops.get(lid) is not None and m.loops[lid].uniform for lid in op.loops):
+        return False
+    if any(c.is_opaque() or c.depends_on(E.THREAD) for c in g.uniform):
+        return False
+    counters = {lp.counter.name: lp for lp in m.loops.values() if isinstance(lp.counter, E.Var)}
+    for v in g.thread.free_vars():
+        if v.kind == E.THREAD and v.name != "tid":
+            return False
+        if v.kind == E.LOOP and (v.name not in counters or not counters[v.name].uniform):
+            return False
+        if v.kind not in (E.THREAD, E.LOOP, E.PARAM) or v.name.startswith("?"):
+            return False
+    base = E.binop("*", E.binop("/", E.TID, E.Const(WARP)), E.Const(WARP))
+    same = E.binop("==", g.thread, E.substitute(g.thread, {"tid": base}))
+    return solver.always(same, an.solver_timeout_ms) is True
+
+
 def _reached(an: Analysis, op: ir.Op) -> bool:
     """The site runs at least once (for some launch values): its loops' ranges admit an iteration
     in which its block-uniform conditions hold (z3)."""
@@ -209,6 +240,8 @@ def _collectives(an: Analysis) -> WarpCollectives:
         return reached[id(s.op)]
 
     for ins, ops in sorted(by_instr.items()):
+        if all(warp_uniform_full(an, o) for o in ops):
+            continue  # every lane of a warp runs each site alike, and each is in the full mask: kept
         sites = [_Site(an, o) for o in ops]
         bad = next((s for s in sites if s.why is not None), None)
         if bad is not None:
