@@ -155,11 +155,11 @@ class _Site:
 
 def warp_uniform_full(an: Analysis, op: ir.Op) -> bool:
     """Does every lane of a warp execute the site alike -- each time one lane runs it, all 32
-    do -- with the full member mask? Its guard is exact, its loops and block-uniform conditions
-    the same for every thread, and its thread guard depends on the thread index only through
-    the warp index (`warpgroup::warpid() == iter % 4`: the same value for the 32 lanes at every
-    iteration of block-uniform loops; z3: g(tid) == g(tid / 32 * 32) for every tid and every
-    value of the loop counters and launch values it names)."""
+    do -- with the full member mask? Its guard is exact, its block-uniform conditions the same
+    for every thread, its loops run as often by every lane of a warp (block-uniform, or a trip
+    count over the warp index: `for (idx = 0; idx < tile + warpgroup::groupid(); idx++)`), and its
+    thread guard depends on the thread index only through the warp index
+    (`warpgroup::warpid() == iter % 4`)."""
     m = an.model
     mexpr = _mask_expr(op)
     if not isinstance(mexpr, E.Const) or not isinstance(mexpr.value, int) or mexpr.value % (1 << 32) != FULL:
@@ -167,21 +167,71 @@ def warp_uniform_full(an: Analysis, op: ir.Op) -> bool:
     g = op.guard
     if not g.exact or g.opaque:
         return False
-    if not all(m.loops.get(lid) is not None and m.loops[lid].uniform for lid in op.loops):
+    if not all(_warp_uniform_loop(an, lid) for lid in op.loops):
         return False
     if any(c.is_opaque() or c.depends_on(E.THREAD) for c in g.uniform):
         return False
-    counters = {lp.counter.name: lp for lp in m.loops.values() if isinstance(lp.counter, E.Var)}
-    for v in g.thread.free_vars():
-        if v.kind == E.THREAD and v.name != "tid":
+    return _warp_uniform(an, g.thread)
+
+
+def _warp_uniform_loop(an: Analysis, lid: int) -> bool:
+    """Every lane of a warp runs loop `lid` (and the loops around it) the same number of times."""
+    memo = an.fact("warp_collectives.warp_uniform_loops", lambda _an: {})
+    if lid not in memo:
+        memo[lid] = False  # a cycle of parents: not
+        lp = an.model.loops.get(lid)
+        ok = lp is not None and (lp.parent is None or _warp_uniform_loop(an, lp.parent))
+        if ok and not lp.uniform:
+            ok = (
+                lp.trip is not None
+                and not lp.infinite
+                and lp.cond is None
+                and not lp.data_cond
+                and not lp.continues
+                and _warp_uniform(an, lp.trip)
+            )
+        memo[lid] = ok
+    return memo[lid]
+
+
+def _multiple_of_warp(x: E.Expr) -> bool:
+    return isinstance(x, E.Const) and type(x.value) is int and x.value > 0 and x.value % WARP == 0
+
+
+def _warp_index(x: E.Expr) -> E.Expr | None:
+    """`tid / c` or `(tid % d) / c` (c, d multiples of 32) as a value the same for a warp's lanes."""
+    if isinstance(x, E.Bin) and x.op == "/" and _multiple_of_warp(x.b):
+        a = x.a
+        if a == E.TID or (isinstance(a, E.Bin) and a.op == "%" and a.a == E.TID and _multiple_of_warp(a.b)):
+            return E.Var(f"warp_index:{x}", E.PARAM)
+    return None
+
+
+def _warp_uniform(an: Analysis, e: E.Expr) -> bool:
+    """Is `e` the same for the 32 lanes of a warp: over the thread index only through the warp
+    index (z3: e(tid) == e(tid / 32 * 32) for every tid and every value of the rest), the rest
+    launch values (block-uniform by the model's kind) and counters of loops every lane of a warp
+    runs alike?"""
+    counters = {lp.counter.name: lid for lid, lp in an.model.loops.items() if isinstance(lp.counter, E.Var)}
+    thread = False
+    for v in e.free_vars():
+        if v.kind == E.THREAD:
+            if v.name != "tid":
+                return False
+            thread = True
+        elif v.kind == E.LOOP:
+            if v.name not in counters or not _warp_uniform_loop(an, counters[v.name]):
+                return False
+        elif v.kind != E.PARAM:
             return False
-        if v.kind == E.LOOP and (v.name not in counters or not counters[v.name].uniform):
-            return False
-        if v.kind not in (E.THREAD, E.LOOP, E.PARAM) or v.name.startswith("?"):
-            return False
+    if not thread:
+        return True
+    # syntactically: every use of tid is `tid / c` or `(tid % d) / c` with c and d multiples of 32
+    # (the 32 lanes of a warp lie in one aligned block of c, and of d)
+    if not any(v.kind == E.THREAD for v in E.rewrite(e, _warp_index).free_vars()):
+        return True
     base = E.binop("*", E.binop("/", E.TID, E.Const(WARP)), E.Const(WARP))
-    same = E.binop("==", g.thread, E.substitute(g.thread, {"tid": base}))
-    return solver.always(same, an.solver_timeout_ms) is True
+    return solver.always(E.binop("==", e, E.substitute(e, {"tid": base})), an.solver_timeout_ms) is True
 
 
 def _reached(an: Analysis, op: ir.Op) -> bool:
