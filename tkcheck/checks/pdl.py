@@ -302,7 +302,11 @@ def _conflicts(an: Analysis) -> PdlFacts:
                     continue
                 if a.kind not in _GLOBAL or a.global_access is None or a.global_access.base is None:
                     if rg.accesses or rg.opaque:
-                        facts.undecided.append(f"`{a.api}` at line {a.location.row}: global operands not resolved")
+                        facts.undecided.append(
+                            f"`{a.api}` at line {a.location.row}: "
+                            + ("before the wait" if status == "before" else "not proved after the wait")
+                            + " and its global operands not resolved"
+                        )
                     continue
                 ba = g.buffer(a.global_access.base)
                 for o, param, mode in rg.accesses:
