@@ -111,3 +111,38 @@ int main() {
     g = _grid(tmp_path / "k.cu")
     assert [x.instance for x in g.launches] == ["kernel<cfg<2>>", "kernel<cfg<3>>"]
     assert sorted(m.name for m in g.models["kernel"]) == ["kernel<cfg<2>>", "kernel<cfg<3>>"]
+
+
+def test_struct_passed_by_value_binds_its_pointer_members(tmp_path):
+    """A struct of pointers passed by value: each pointer member is the host buffer it was
+    assigned from (aggregate initialiser, member assignment, a copy of another struct); a struct
+    whose address is taken is not followed; `k<<<g, b>>>` runs on the default stream."""
+    (tmp_path / "k.cu").write_text(
+        """
+struct Args { const float *in; float *out; };
+__global__ void k(Args a) { a.out[threadIdx.x] = a.in[threadIdx.x]; }
+void touch(Args *a);
+int main() {
+    float *x, *y;
+    cudaMalloc(&x, 128);
+    cudaMalloc(&y, 128);
+    Args a{x, y};
+    k<<<1, 32>>>(a);
+    Args b;
+    b.in = y;
+    b.out = x;
+    k<<<1, 32>>>(b);
+    Args c = b;
+    k<<<1, 32>>>(c);
+    Args d{x, y};
+    touch(&d);
+    k<<<1, 32>>>(d);
+    cudaDeviceSynchronize();
+}
+"""
+    )
+    g = _grid(tmp_path / "k.cu")
+    x, y = g.launches[0].buffer("a.in"), g.launches[0].buffer("a.out")
+    assert x and y and x != y
+    assert [(la.buffer("a.in"), la.buffer("a.out")) for la in g.launches] == [(x, y), (y, x), (y, x), (None, None)]
+    assert [la.predecessor for la in g.launches[:3]] == [ir.PRED_NONE, 0, 1]

@@ -174,6 +174,30 @@ def _is_pointer(t: Any) -> bool:
         return False
 
 
+def _is_record(t: Any) -> bool:
+    try:
+        return t.get_canonical().kind.name == "RECORD"
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _pointer_fields(t: Any) -> list[str]:
+    """The names of a struct type's pointer members, in declaration order."""
+    try:
+        return [f.spelling for f in t.get_canonical().get_fields() if _is_pointer(f.type)]
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _is_copy(c: Any) -> bool:
+    """A call of a copy or move constructor (a struct passed or initialised by value)."""
+    ref = c.referenced if c is not None and c.kind == CK.CALL_EXPR else None
+    try:
+        return ref is not None and ref.kind == CK.CONSTRUCTOR and (ref.is_copy_constructor() or ref.is_move_constructor())
+    except Exception:  # noqa: BLE001
+        return False
+
+
 class LaunchChain:
     """Reads the launch sequence of one translation unit (see the module docstring)."""
 
@@ -296,6 +320,9 @@ class LaunchChain:
                 lhs = _strip(kids[0]) if kids else None
                 if lhs is not None and lhs.kind == CK.DECL_REF_EXPR and lhs.referenced in p.vars:
                     p.vars[lhs.referenced] = None
+                member = self._member_of(lhs)
+                if member is not None:
+                    p.vars[member] = None
 
     def _if(self, s: Any, paths: list[_Path], depth: int) -> list[_Path]:
         kids = _children(s)
@@ -427,12 +454,22 @@ class LaunchChain:
                 d = lhs.referenced
                 if d is not None and (d in p.vars or _is_pointer(d.type)):
                     p.vars[d] = self._value(kids[1], p)
+                elif d is not None and _is_record(d.type):
+                    self._struct_from(d, kids[1], p)  # `ca = pa;`: its members
+                return
+            member = self._member_of(lhs) if len(kids) == 2 and self._is_assign(c, kids[0]) else None
+            if member is not None:
+                self._expr(kids[1], p, depth)
+                p.vars[member] = self._value(kids[1], p) if _is_pointer(lhs.type) else None
                 return
         if k == CK.COMPOUND_ASSIGNMENT_OPERATOR:
             kids = _children(c)
             lhs = _strip(kids[0]) if kids else None
             if lhs is not None and lhs.kind == CK.DECL_REF_EXPR and lhs.referenced in p.vars:
                 p.vars[lhs.referenced] = None  # `p += n`: another address
+            member = self._member_of(lhs)
+            if member is not None:
+                p.vars[member] = None
         for ch in _children(c):
             self._expr(ch, p, depth)
 
@@ -451,6 +488,9 @@ class LaunchChain:
             init = kids[-1] if kids else None
         if init is not None:
             self._expr(init, p, depth)
+        if _is_record(d.type):
+            self._struct_from(d, init, p)
+            return
         if not _is_pointer(d.type):
             return
         if init is None:
@@ -461,6 +501,8 @@ class LaunchChain:
     def _value(self, c: Any, p: _Path) -> Any:
         """The token an expression evaluates to (a pointer), None when not known."""
         c = _strip(c)
+        while c is not None and c.kind == CK.CALL_EXPR and _is_copy(c):
+            c = _strip(_children(c)[0])  # a struct passed by value: its copy
         if c is None:
             return None
         if c.kind == CK.DECL_REF_EXPR:
@@ -469,6 +511,8 @@ class LaunchChain:
                 return None
             if d in p.vars:
                 return p.vars[d]
+            if d.kind == CK.VAR_DECL and _is_record(d.type):
+                return None if self._escapes(d) else ("struct", d.hash)
             if d.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
                 return d
             return None
@@ -485,7 +529,10 @@ class LaunchChain:
             for a in args:
                 self._expr(a, p, depth)
             ckids = list(config.get_arguments())
-            stream = self._stream(ckids[3], p) if len(ckids) > 3 and not self._is_zero(ckids[3]) else _DEFAULT_STREAM
+            # `k<<<g, b>>>` / `k<<<g, b, smem>>>`: the stream is the declaration's default argument
+            # (no tokens of its own): 0, the default stream
+            given = len(ckids) > 3 and bool(tokens_of(ckids[3]))
+            stream = self._stream(ckids[3], p) if given and not self._is_zero(ckids[3]) else _DEFAULT_STREAM
             self._launch(kids[0], args, stream, False, c, p)
             return
         args = _arguments(c)
@@ -542,9 +589,16 @@ class LaunchChain:
             finally:
                 self._tbinds.pop()
             return
-        if callee is not None and self._user(callee) and defn is None:
+        if callee is not None and self._user(callee) and defn is None and not _is_copy(c):
             p.set_all(ir.PRED_UNKNOWN)  # a user function whose body is not in the file
             return
+        for a in args:  # a struct passed to a function (by reference) may have its members changed
+            s = _strip(a)
+            s = _strip(_children(s)[0]) if s is not None and s.kind == CK.UNARY_OPERATOR and _children(s) else s
+            d = s.referenced if s is not None and s.kind == CK.DECL_REF_EXPR else None
+            if d is not None and _is_record(d.type) and not _is_copy(c):
+                for key in [k for k in p.vars if isinstance(k, tuple) and k[0] == d.hash]:
+                    p.vars[key] = None
         # a library function (printf, std::vector, ...): launches nothing of this file, but it
         # may change a pointer it receives by address
         for a in args:
@@ -653,11 +707,17 @@ class LaunchChain:
         )
         params = _params(decl) if decl is not None else []
         vals = self._expand(args, p)
-        bound = tuple(
-            (prm.spelling, vals[i] if i < len(vals) and isinstance(vals[i], str) else None)
-            for i, prm in enumerate(params)
-            if _is_pointer(prm.type)
-        )
+        bound_l = []
+        for i, prm in enumerate(params):
+            v = vals[i] if i < len(vals) else None
+            if _is_pointer(prm.type):
+                bound_l.append((prm.spelling, v if isinstance(v, str) else None))
+            elif _is_record(prm.type):
+                # a struct passed by value: its pointer members as the buffers they were assigned
+                for f in _pointer_fields(prm.type):
+                    got = p.vars.get((v[1], f)) if isinstance(v, tuple) and v[:1] == ("struct",) else None
+                    bound_l.append((f"{prm.spelling}.{f}", got if isinstance(got, str) else None))
+        bound = tuple(bound_l)
         g = ir.GridLaunch(
             kernel,
             loc_of(self._sites[0] if self._sites else site, self.mb.filename),
@@ -953,3 +1013,60 @@ class LaunchChain:
                 return
         for ch in _children(s):
             self._scan_config(ch, func, binds, state, p, arg_of, sure)
+
+    # -- structs passed by value --------------------------------------------
+    def _member_of(self, lhs: Any) -> tuple | None:
+        """`v.f` for a struct variable v (not through a pointer): the key of its member f."""
+        if lhs is None or lhs.kind != CK.MEMBER_REF_EXPR:
+            return None
+        kids = _children(lhs)
+        base = _strip(kids[0]) if len(kids) == 1 else None
+        d = base.referenced if base is not None and base.kind == CK.DECL_REF_EXPR else None
+        if d is None or not _is_record(d.type) or "->" in tokens_of(lhs):
+            return None
+        return (d.hash, lhs.spelling)
+
+    def _struct_from(self, d: Any, init: Any, p: _Path) -> None:
+        """The pointer members of struct variable d after its declaration or assignment: from
+        an aggregate initialiser in field order, from another struct variable, or unknown."""
+        fields = _pointer_fields(d.type)
+        allf = []
+        try:
+            allf = [f for f in d.type.get_canonical().get_fields()]
+        except Exception:  # noqa: BLE001
+            pass
+        vals: dict[str, Any] = {f: None for f in fields}
+        c = _strip(init) if init is not None else None
+        while c is not None and c.kind == CK.CALL_EXPR and _is_copy(c):
+            c = _strip(_children(c)[0])
+        if c is not None and c.kind == CK.INIT_LIST_EXPR:
+            elems = _children(c)
+            if len(elems) <= len(allf):
+                for f, e in zip(allf, elems, strict=False):
+                    if f.spelling in vals:
+                        vals[f.spelling] = self._value(e, p)
+        elif c is not None and c.kind == CK.DECL_REF_EXPR and c.referenced is not None and _is_record(c.referenced.type):
+            src = c.referenced.hash
+            for f in fields:
+                vals[f] = p.vars.get((src, f))
+        for f, v in vals.items():
+            p.vars[(d.hash, f)] = v if isinstance(v, str) else None
+
+    def _escapes(self, d: Any) -> bool:
+        """Is struct variable d's address taken, or a reference bound to it, in the function
+        declaring it (its members could change where the walk does not look)?"""
+        key = ("escapes", d.hash)
+        got = self._matter.get(key)  # type: ignore[call-overload]
+        if got is None:
+            func = d.semantic_parent
+            body = _body(func) if func is not None else None
+            toks = tokens_of(body) if body is not None else []
+            got = body is None or any(a == "&" and b == d.spelling for a, b in zip(toks, toks[1:], strict=False))
+            if not got and body is not None:
+                for n in body.walk_preorder():
+                    if n.kind == CK.VAR_DECL and n.type.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
+                        if any(x.kind == CK.DECL_REF_EXPR and x.referenced == d for x in n.walk_preorder()):
+                            got = True
+                            break
+            self._matter[key] = got  # type: ignore[index]
+        return bool(got)
