@@ -160,7 +160,6 @@ def warp_uniform_full(an: Analysis, op: ir.Op) -> bool:
     count over the warp index: `for (idx = 0; idx < tile + warpgroup::groupid(); idx++)`), and its
     thread guard depends on the thread index only through the warp index
     (`warpgroup::warpid() == iter % 4`)."""
-    m = an.model
     mexpr = _mask_expr(op)
     if not isinstance(mexpr, E.Const) or not isinstance(mexpr.value, int) or mexpr.value % (1 << 32) != FULL:
         return False

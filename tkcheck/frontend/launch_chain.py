@@ -193,7 +193,9 @@ def _is_copy(c: Any) -> bool:
     """A call of a copy or move constructor (a struct passed or initialised by value)."""
     ref = c.referenced if c is not None and c.kind == CK.CALL_EXPR else None
     try:
-        return ref is not None and ref.kind == CK.CONSTRUCTOR and (ref.is_copy_constructor() or ref.is_move_constructor())
+        return (
+            ref is not None and ref.kind == CK.CONSTRUCTOR and (ref.is_copy_constructor() or ref.is_move_constructor())
+        )
     except Exception:  # noqa: BLE001
         return False
 
@@ -992,7 +994,9 @@ class LaunchChain:
             if len(kids) == 2 and self._is_assign(s, kids[0]):
                 lhs, rhs = kids[0], kids[1]
                 lt = tokens_of(lhs)
-                if any(n.kind == CK.DECL_REF_EXPR and n.spelling == K.PDL_LAUNCH_ATTRIBUTE for n in rhs.walk_preorder()):
+                if any(
+                    n.kind == CK.DECL_REF_EXPR and n.spelling == K.PDL_LAUNCH_ATTRIBUTE for n in rhs.walk_preorder()
+                ):
                     state["named"] = True
                     state["sure"] = state["sure"] and sure
                 elif lt[-1:] == [K.PDL_LAUNCH_VALUE_FIELD]:
@@ -1045,7 +1049,9 @@ class LaunchChain:
                 for f, e in zip(allf, elems, strict=False):
                     if f.spelling in vals:
                         vals[f.spelling] = self._value(e, p)
-        elif c is not None and c.kind == CK.DECL_REF_EXPR and c.referenced is not None and _is_record(c.referenced.type):
+        elif (
+            c is not None and c.kind == CK.DECL_REF_EXPR and c.referenced is not None and _is_record(c.referenced.type)
+        ):
             src = c.referenced.hash
             for f in fields:
                 vals[f] = p.vars.get((src, f))
