@@ -146,3 +146,19 @@ int main() {
     assert x and y and x != y
     assert [(la.buffer("a.in"), la.buffer("a.out")) for la in g.launches] == [(x, y), (y, x), (y, x), (None, None)]
     assert [la.predecessor for la in g.launches[:3]] == [ir.PRED_NONE, 0, 1]
+
+
+def test_config_object_attribute_set_by_a_helper_call_is_not_known(tmp_path):
+    """The constructor names the attribute outside an assignment the walk reads (a helper's
+    argument): the attribute is not known, never read as off."""
+    src = (ROOT / "fixtures" / "pdl" / "config_helper_template_bad.cu").read_text()
+    src = src.replace(
+        """            attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attrs[0].val.programmaticStreamSerializationAllowed = 1;
+""",
+        "            put(attrs[0], cudaLaunchAttributeProgrammaticStreamSerialization);\n",
+    ).replace("template <bool PDL>", "void put(cudaLaunchAttribute &a, cudaLaunchAttributeID id);\ntemplate <bool PDL>")
+    assert "put(attrs[0]" in src
+    (tmp_path / "k.cu").write_text(src)
+    g = _grid(tmp_path / "k.cu")
+    assert [x.pdl for x in g.launches] == [None, None]

@@ -869,10 +869,27 @@ class LaunchChain:
             return None, None
         binds = self._class_binds(var.type)
         state: dict[str, Any] = {"stream": None, "stream_set": False, "named": False, "value": None, "sure": True}
+        # the attribute or the stream set by a member the launch may run besides the constructor
+        # (the conversion operator, a field's initialiser, a method): not read, so not known
+        stream_elsewhere = False
+        try:
+            members = _children(var.type.get_canonical().get_declaration())
+        except Exception:  # noqa: BLE001
+            members = []
+        for mem in members:
+            if mem.kind in (CK.CONSTRUCTOR, CK.CXX_ACCESS_SPEC_DECL):
+                continue
+            toks = tokens_of(mem)
+            if K.PDL_LAUNCH_ATTRIBUTE in toks or K.PDL_LAUNCH_VALUE_FIELD in toks:
+                state["sure"] = False
+            if mem.kind != CK.FIELD_DECL and "stream" in toks:
+                stream_elsewhere = True
         outer = {"args": list(_arguments(ctor_call)), "binds": None}
         if not self._read_ctor(ctor_call.referenced, outer["args"], {}, binds, state, p, 0):
             return None, None
         stream = state["stream"] if state["stream_set"] else _DEFAULT_STREAM
+        if stream_elsewhere:
+            stream = None
         if not state["named"]:
             return stream, False if state["sure"] else None
         return stream, state["value"] if state["sure"] else None
@@ -970,8 +987,29 @@ class LaunchChain:
         body = _body(defn)
         if body is None:
             return False
+        seen_before = state.get("seen", 0)
         self._scan_config(body, defn, binds, state, p, arg_of, True)
+        # every mention of the attribute or its value field in the constructor (its member
+        # initialisers, a helper's arguments) must be one the scan read or skipped; a delegated-to
+        # constructor's own are counted by its own reading
+        delegated = sum(
+            self._mentions(ch)
+            for ch in _children(defn)
+            if ch.kind == CK.CALL_EXPR and ch.referenced is not None and ch.referenced.kind == CK.CONSTRUCTOR
+        )
+        if self._mentions(defn) - delegated != state.get("seen", 0) - seen_before:
+            state["sure"] = False
         return True
+
+    @staticmethod
+    def _mentions(c: Any) -> int:
+        """Mentions of the PDL attribute or its value field under c."""
+        return sum(
+            1
+            for n in c.walk_preorder()
+            if n.kind in (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR)
+            and n.spelling in (K.PDL_LAUNCH_ATTRIBUTE, K.PDL_LAUNCH_VALUE_FIELD)
+        )
 
     def _scan_config(self, s: Any, func: Any, binds: dict, state: dict, p: _Path, arg_of: Any, sure: bool) -> None:
         if s.kind == CK.IF_STMT:
@@ -981,6 +1019,9 @@ class LaunchChain:
             branches = kids[1:3]
             if v is not None:
                 taken = branches[0] if v else (branches[1] if len(branches) > 1 else None)
+                for b in branches:
+                    if b is not taken:
+                        state["seen"] = state.get("seen", 0) + self._mentions(b)  # never runs
                 if taken is not None:
                     self._scan_config(taken, func, binds, state, p, arg_of, sure)
                 return
@@ -994,6 +1035,7 @@ class LaunchChain:
             if len(kids) == 2 and self._is_assign(s, kids[0]):
                 lhs, rhs = kids[0], kids[1]
                 lt = tokens_of(lhs)
+                state["seen"] = state.get("seen", 0) + self._mentions(s)
                 if any(
                     n.kind == CK.DECL_REF_EXPR and n.spelling == K.PDL_LAUNCH_ATTRIBUTE for n in rhs.walk_preorder()
                 ):
