@@ -6,7 +6,7 @@ from __future__ import annotations
 from tkcheck.engine import models_of
 from tkcheck.model import ir
 
-from conftest import CORPUS
+from conftest import CORPUS, ROOT
 
 
 def _grid(path) -> ir.GridModel:
@@ -63,3 +63,102 @@ int main() {
         ("a", False, ir.PRED_NONE),
         ("b", False, ir.PRED_UNKNOWN),
     ]
+
+
+def test_config_helper_object_and_template_instances():
+    """A launch-config helper object (`pdl_config<true> lc(grid, block, s)`, converted to
+    `cudaLaunchConfig_t *` at the launch): its constructor's assignments read with `if constexpr
+    (PDL)` decided by the class's template argument; the stream it stores; the instance of the
+    template kernel each launch names (`stage<1>`)."""
+    g = _grid(ROOT / "fixtures" / "pdl" / "config_helper_template_good.cu")
+    seq = [(x.kernel, x.instance, x.pdl, x.predecessor) for x in g.launches]
+    assert seq == [
+        ("stage", "stage<0>", True, ir.PRED_NONE),
+        ("stage", "stage<1>", False, 0),
+        ("stage", "stage<0>", True, 1),
+    ]
+
+
+def test_config_object_changed_after_construction_is_not_known(tmp_path):
+    """A config object used other than as a launch's config (a member written after its
+    constructor ran) is not read: its attribute is not known."""
+    src = (ROOT / "fixtures" / "pdl" / "config_helper_template_bad.cu").read_text()
+    src = src.replace(
+        "    cudaLaunchKernelEx(lc, stage<0>,", "    lc.cfg.numAttrs = 0;\n    cudaLaunchKernelEx(lc, stage<0>,"
+    )
+    (tmp_path / "k.cu").write_text(src)
+    g = _grid(tmp_path / "k.cu")
+    assert [x.pdl for x in g.launches] == [None, None]
+
+
+def test_host_template_instance_names_the_kernel_instance(tmp_path):
+    """`kernel<C>` launched inside `run<C>` called as `run<cfg<2>>()`: the launch runs the
+    instance `kernel<cfg<2>>` (the host template's parameter bound to the call's argument)."""
+    (tmp_path / "k.cu").write_text(
+        """
+template <int N> struct cfg { static constexpr int n = N; };
+template <typename C> __global__ void kernel(float *x) { x[threadIdx.x] = C::n; }
+template <typename C> void run(float *x) { kernel<C><<<1, 32>>>(x); }
+int main() {
+    float *x;
+    cudaMalloc(&x, 128);
+    run<cfg<2>>(x);
+    run<cfg<3>>(x);
+    cudaDeviceSynchronize();
+}
+"""
+    )
+    g = _grid(tmp_path / "k.cu")
+    assert [x.instance for x in g.launches] == ["kernel<cfg<2>>", "kernel<cfg<3>>"]
+    assert sorted(m.name for m in g.models["kernel"]) == ["kernel<cfg<2>>", "kernel<cfg<3>>"]
+
+
+def test_struct_passed_by_value_binds_its_pointer_members(tmp_path):
+    """A struct of pointers passed by value: each pointer member is the host buffer it was
+    assigned from (aggregate initialiser, member assignment, a copy of another struct); a struct
+    whose address is taken is not followed; `k<<<g, b>>>` runs on the default stream."""
+    (tmp_path / "k.cu").write_text(
+        """
+struct Args { const float *in; float *out; };
+__global__ void k(Args a) { a.out[threadIdx.x] = a.in[threadIdx.x]; }
+void touch(Args *a);
+int main() {
+    float *x, *y;
+    cudaMalloc(&x, 128);
+    cudaMalloc(&y, 128);
+    Args a{x, y};
+    k<<<1, 32>>>(a);
+    Args b;
+    b.in = y;
+    b.out = x;
+    k<<<1, 32>>>(b);
+    Args c = b;
+    k<<<1, 32>>>(c);
+    Args d{x, y};
+    touch(&d);
+    k<<<1, 32>>>(d);
+    cudaDeviceSynchronize();
+}
+"""
+    )
+    g = _grid(tmp_path / "k.cu")
+    x, y = g.launches[0].buffer("a.in"), g.launches[0].buffer("a.out")
+    assert x and y and x != y
+    assert [(la.buffer("a.in"), la.buffer("a.out")) for la in g.launches] == [(x, y), (y, x), (y, x), (None, None)]
+    assert [la.predecessor for la in g.launches[:3]] == [ir.PRED_NONE, 0, 1]
+
+
+def test_config_object_attribute_set_by_a_helper_call_is_not_known(tmp_path):
+    """The constructor names the attribute outside an assignment the walk reads (a helper's
+    argument): the attribute is not known, never read as off."""
+    src = (ROOT / "fixtures" / "pdl" / "config_helper_template_bad.cu").read_text()
+    src = src.replace(
+        """            attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attrs[0].val.programmaticStreamSerializationAllowed = 1;
+""",
+        "            put(attrs[0], cudaLaunchAttributeProgrammaticStreamSerialization);\n",
+    ).replace("template <bool PDL>", "void put(cudaLaunchAttribute &a, cudaLaunchAttributeID id);\ntemplate <bool PDL>")
+    assert "put(attrs[0]" in src
+    (tmp_path / "k.cu").write_text(src)
+    g = _grid(tmp_path / "k.cu")
+    assert [x.pdl for x in g.launches] == [None, None]

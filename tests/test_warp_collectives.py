@@ -59,3 +59,32 @@ def test_half_warp_election_is_a_mismatch():
     assert facts.asked == 2 and not facts.undecided
     (mm,) = facts.mismatches
     assert mm.kind == "missing" and mm.instr == "elect.sync" and mm.missing == frozenset(range(16, 32))
+
+
+_TURN = """
+__global__ __launch_bounds__(128) void k(float *y, int iters) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int it = 0; it < iters; it++) {
+        float v = y[threadIdx.x];
+        if (warp == it % 4) v += __shfl_xor_sync(0xffffffffu, v, 1);
+        if (lane == it % 32) __syncwarp();
+        y[threadIdx.x] = v;
+    }
+}
+"""
+
+
+def test_warp_uniform_guard_over_a_loop_counter_is_kept_a_lane_dependent_one_undecided():
+    """`warp == it % 4` names the loop counter but splits no warp (z3: the guard at tid equals
+    the guard at its warp's lane 0): the full-mask shuffle is kept. `lane == it % 32` picks one
+    lane per iteration: its full-mask `__syncwarp()` is not decided (no finding, no pass)."""
+    from tkcheck.checks.warp_collectives import warp_uniform_full
+
+    (m,) = models_of("k.cu", text=_TURN)
+    an = Analysis(m)
+    shfl = next(o for o in m.ops if o.kind == ir.WARP_COLL)
+    sync = next(o for o in m.ops if o.kind == ir.SYNC and o.sync_kind == "warp")
+    assert warp_uniform_full(an, shfl) and not warp_uniform_full(an, sync)
+    facts = collectives(an)
+    assert facts.asked == 2 and not facts.mismatches
+    assert [u.instr for u in facts.undecided] == ["bar.warp.sync"]

@@ -23,6 +23,7 @@ the pair is undecided (coverage, never a finding).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..model import ir
@@ -54,6 +55,14 @@ class PdlFacts:
     undecided: list[str] = field(default_factory=list)
 
 
+def _global(o: ir.Op) -> bool:
+    """Does the op access global memory (a cluster launch control request's response lands in
+    shared memory: no global access)?"""
+    if o.kind == ir.TMA_LOAD and o.mbar is not None and o.mbar.clc:
+        return False
+    return o.kind in _GLOBAL or o.kind in _OPAQUE_GLOBAL
+
+
 def _mode(o: ir.Op) -> str:
     return "read" if o.kind == ir.GLOBAL_LOAD else "write"
 
@@ -78,7 +87,7 @@ def _accesses(an: Analysis) -> dict[int, tuple[ir.Op, str]]:
     hidden = any(o.kind == ir.CALL or o.not_inlined for o in ops)
     out: dict[int, tuple[ir.Op, str]] = {}
     for i, a in enumerate(ops):
-        if a.kind not in _GLOBAL and a.kind not in _OPAQUE_GLOBAL:
+        if not _global(a):
             continue
         ta = an.threads.executing(a)
         if not ta:
@@ -160,7 +169,7 @@ def _grid(m: ir.KernelModel) -> _Grid:
                 opaque = True
             else:
                 acc.append((o, b, _mode(o)))
-        elif o.kind in _OPAQUE_GLOBAL:
+        elif _global(o):
             opaque = True
     waits = [i for i, o in enumerate(m.ops) if o.kind == ir.PDL and o.pdl == "wait"]
     trigs = [(i, o) for i, o in enumerate(m.ops) if o.kind == ir.PDL and o.pdl == "launch_dependents"]
@@ -183,11 +192,34 @@ def _covers(w: ir.Op, t: ir.Op) -> bool:
     return bool(w.guard.thread == t.guard.thread or getattr(w.guard.thread, "value", None) is True)
 
 
-def _grid_of(grid: ir.GridModel, kernel: str, cache: dict) -> _Grid | None:
-    if kernel not in cache:
-        ms = grid.models.get(kernel, [])
-        cache[kernel] = _grid(ms[0]) if len(ms) == 1 else None
-    return cache[kernel]
+def _plain(name: str) -> str:
+    """An instance's name compared without spaces and namespace qualifiers (the model's name and
+    the host code's spelling of a type argument may qualify it differently)."""
+    return re.sub(r"\b\w+::", "", name).replace(" ", "")
+
+
+def _model_name(m: ir.KernelModel) -> str:
+    return _plain(m.name.split(" [op ")[0])
+
+
+def model_of(grid: ir.GridModel, launch: ir.GridLaunch) -> ir.KernelModel | None:
+    """The model a launch runs: the kernel's only model, or the template instance it names."""
+    ms = grid.models.get(launch.kernel, [])
+    if len(ms) == 1:
+        return ms[0]
+    if launch.instance is None:
+        return None
+    want = _plain(launch.instance)
+    got = [m for m in ms if _model_name(m) == want]
+    return got[0] if len(got) == 1 else None
+
+
+def _grid_of(grid: ir.GridModel, launch: ir.GridLaunch, cache: dict) -> _Grid | None:
+    key = (launch.kernel, launch.instance)
+    if key not in cache:
+        m = model_of(grid, launch)
+        cache[key] = _grid(m) if m is not None else None
+    return cache[key]
 
 
 def _running(grid: ir.GridModel, i: int, cache: dict, depth: int = 0) -> tuple[list[tuple[int, bool]], str]:
@@ -203,7 +235,7 @@ def _running(grid: ir.GridModel, i: int, cache: dict, depth: int = 0) -> tuple[l
     if g.predecessor == ir.PRED_UNKNOWN or depth > 32:
         return [], "the grid launched before it on the stream is not known"
     p = grid.launches[g.predecessor]
-    pg = _grid_of(grid, p.kernel, cache)
+    pg = _grid_of(grid, p, cache)
     if pg is None:
         return [], f"the kernel '{p.kernel}' launched before it is not modelled"
     out: list[tuple[int, bool]] = []
@@ -232,15 +264,21 @@ def _conflicts(an: Analysis) -> PdlFacts:
     grid = m.grid
     base = m.name.split(" [op ")[0].split("<")[0].split("::")[-1]
     launches = grid.launches_of(base) if grid is not None else []
+    several = grid is not None and len(grid.models.get(base, [])) > 1
+    if several:
+        # the launches of this instance; one whose instance is not resolved may be one of them
+        unresolved = [(i, g) for i, g in launches if model_of(grid, g) is None]
+        launches = [(i, g) for i, g in launches if model_of(grid, g) is m]
+        if unresolved and (has_pdl or any(g.pdl is not False for _, g in unresolved)):
+            facts.asked = True
+            facts.undecided.append("several kernels of this name: which one a launch runs is not resolved")
+            return facts
     if not has_pdl and not any(g.pdl is not False for _, g in launches):
         return facts
     facts.asked = True
     if grid is None or not launches:
         if has_pdl:
             facts.undecided.append("no launch of the kernel in this file: its prerequisite grid is not known")
-        return facts
-    if len(grid.models.get(base, [])) != 1:
-        facts.undecided.append("several kernels of this name: which one a launch runs is not resolved")
         return facts
     if base in grid.unfollowed or grid.notes:
         facts.undecided.append(
@@ -256,7 +294,7 @@ def _conflicts(an: Analysis) -> PdlFacts:
             facts.undecided.append(why)
         for j, sure in running:
             r = grid.launches[j]
-            rg = _grid_of(grid, r.kernel, cache)
+            rg = _grid_of(grid, r, cache)
             if rg is None:
                 continue
             for a, status in acc.values():
@@ -264,7 +302,11 @@ def _conflicts(an: Analysis) -> PdlFacts:
                     continue
                 if a.kind not in _GLOBAL or a.global_access is None or a.global_access.base is None:
                     if rg.accesses or rg.opaque:
-                        facts.undecided.append(f"`{a.api}` at line {a.location.row}: global operands not resolved")
+                        facts.undecided.append(
+                            f"`{a.api}` at line {a.location.row}: "
+                            + ("before the wait" if status == "before" else "not proved after the wait")
+                            + " and its global operands not resolved"
+                        )
                     continue
                 ba = g.buffer(a.global_access.base)
                 for o, param, mode in rg.accesses:

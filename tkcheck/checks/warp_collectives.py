@@ -153,6 +153,83 @@ class _Site:
             self.masks[t] = v
 
 
+def warp_uniform_full(an: Analysis, op: ir.Op) -> bool:
+    """Does every lane of a warp execute the site alike -- each time one lane runs it, all 32
+    do -- with the full member mask? Its guard is exact, its block-uniform conditions the same
+    for every thread, its loops run as often by every lane of a warp (block-uniform, or a trip
+    count over the warp index: `for (idx = 0; idx < tile + warpgroup::groupid(); idx++)`), and its
+    thread guard depends on the thread index only through the warp index
+    (`warpgroup::warpid() == iter % 4`)."""
+    mexpr = _mask_expr(op)
+    if not isinstance(mexpr, E.Const) or not isinstance(mexpr.value, int) or mexpr.value % (1 << 32) != FULL:
+        return False
+    g = op.guard
+    if not g.exact or g.opaque:
+        return False
+    if not all(_warp_uniform_loop(an, lid) for lid in op.loops):
+        return False
+    if any(c.is_opaque() or c.depends_on(E.THREAD) for c in g.uniform):
+        return False
+    return _warp_uniform(an, g.thread)
+
+
+def _warp_uniform_loop(an: Analysis, lid: int) -> bool:
+    """Every lane of a warp runs loop `lid` (and the loops around it) the same number of times."""
+    memo = an.fact("warp_collectives.warp_uniform_loops", lambda _an: {})
+    if lid not in memo:
+        memo[lid] = False  # a cycle of parents: not
+        lp = an.model.loops.get(lid)
+        ok = lp is not None and (lp.parent is None or _warp_uniform_loop(an, lp.parent))
+        if ok and not lp.uniform:
+            ok = (
+                lp.trip is not None
+                and not lp.infinite
+                and lp.cond is None
+                and not lp.data_cond
+                and not lp.continues
+                and _warp_uniform(an, lp.trip)
+            )
+        memo[lid] = ok
+    return memo[lid]
+
+
+def _multiple_of_warp(x: E.Expr) -> bool:
+    return isinstance(x, E.Const) and type(x.value) is int and x.value > 0 and x.value % WARP == 0
+
+
+def _warp_index(x: E.Expr) -> E.Expr | None:
+    """`tid / c` or `(tid % d) / c` (c, d multiples of 32) as a value the same for a warp's lanes."""
+    if isinstance(x, E.Bin) and x.op == "/" and _multiple_of_warp(x.b):
+        a = x.a
+        if a == E.TID or (isinstance(a, E.Bin) and a.op == "%" and a.a == E.TID and _multiple_of_warp(a.b)):
+            return E.Var(f"warp_index:{x}", E.PARAM)
+    return None
+
+
+def _warp_uniform(an: Analysis, e: E.Expr) -> bool:
+    """Is `e` the same for the 32 lanes of a warp: over the thread index only through the warp
+    index, the rest launch values (block-uniform by the model's kind) and counters of loops every
+    lane of a warp runs alike?"""
+    counters = {lp.counter.name: lid for lid, lp in an.model.loops.items() if isinstance(lp.counter, E.Var)}
+    thread = False
+    for v in e.free_vars():
+        if v.kind == E.THREAD:
+            if v.name != "tid":
+                return False
+            thread = True
+        elif v.kind == E.LOOP:
+            if v.name not in counters or not _warp_uniform_loop(an, counters[v.name]):
+                return False
+        elif v.kind != E.PARAM:
+            return False
+    if not thread:
+        return True
+    # every use of tid is `tid / c` or `(tid % d) / c` with c and d multiples of 32 (the 32 lanes
+    # of a warp lie in one aligned block of c, and of d); read from the expression, no solver
+    # query (a z3 identity over the large trip counts of TK's loops spends the budget)
+    return not any(v.kind == E.THREAD for v in E.rewrite(e, _warp_index).free_vars())
+
+
 def _reached(an: Analysis, op: ir.Op) -> bool:
     """The site runs at least once (for some launch values): its loops' ranges admit an iteration
     in which its block-uniform conditions hold (z3)."""
@@ -209,6 +286,8 @@ def _collectives(an: Analysis) -> WarpCollectives:
         return reached[id(s.op)]
 
     for ins, ops in sorted(by_instr.items()):
+        if all(warp_uniform_full(an, o) for o in ops):
+            continue  # every lane of a warp runs each site alike, and each is in the full mask: kept
         sites = [_Site(an, o) for o in ops]
         bad = next((s for s in sites if s.why is not None), None)
         if bad is not None:

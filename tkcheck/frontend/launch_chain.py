@@ -174,6 +174,32 @@ def _is_pointer(t: Any) -> bool:
         return False
 
 
+def _is_record(t: Any) -> bool:
+    try:
+        return t.get_canonical().kind.name == "RECORD"
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _pointer_fields(t: Any) -> list[str]:
+    """The names of a struct type's pointer members, in declaration order."""
+    try:
+        return [f.spelling for f in t.get_canonical().get_fields() if _is_pointer(f.type)]
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _is_copy(c: Any) -> bool:
+    """A call of a copy or move constructor (a struct passed or initialised by value)."""
+    ref = c.referenced if c is not None and c.kind == CK.CALL_EXPR else None
+    try:
+        return (
+            ref is not None and ref.kind == CK.CONSTRUCTOR and (ref.is_copy_constructor() or ref.is_move_constructor())
+        )
+    except Exception:  # noqa: BLE001
+        return False
+
+
 class LaunchChain:
     """Reads the launch sequence of one translation unit (see the module docstring)."""
 
@@ -185,6 +211,9 @@ class LaunchChain:
         self._matter: dict[int, bool] = {}
         self._index: dict[tuple, int] = {}
         self._sites: list = []  # the user's calls being followed (a launch is placed at the outermost)
+        # the template arguments of the host function templates being followed (innermost last):
+        # parameter name -> its argument as a kernel instance's name shows it (None: not known)
+        self._tbinds: list[dict[str, str | None]] = []
         self._kernels = {k.spelling for k in getattr(mb, "kernels", ())} | {
             t.spelling for t in getattr(mb, "kernel_templates", ())
         }
@@ -293,6 +322,9 @@ class LaunchChain:
                 lhs = _strip(kids[0]) if kids else None
                 if lhs is not None and lhs.kind == CK.DECL_REF_EXPR and lhs.referenced in p.vars:
                     p.vars[lhs.referenced] = None
+                member = self._member_of(lhs)
+                if member is not None:
+                    p.vars[member] = None
 
     def _if(self, s: Any, paths: list[_Path], depth: int) -> list[_Path]:
         kids = _children(s)
@@ -424,12 +456,22 @@ class LaunchChain:
                 d = lhs.referenced
                 if d is not None and (d in p.vars or _is_pointer(d.type)):
                     p.vars[d] = self._value(kids[1], p)
+                elif d is not None and _is_record(d.type):
+                    self._struct_from(d, kids[1], p)  # `ca = pa;`: its members
+                return
+            member = self._member_of(lhs) if len(kids) == 2 and self._is_assign(c, kids[0]) else None
+            if member is not None:
+                self._expr(kids[1], p, depth)
+                p.vars[member] = self._value(kids[1], p) if _is_pointer(lhs.type) else None
                 return
         if k == CK.COMPOUND_ASSIGNMENT_OPERATOR:
             kids = _children(c)
             lhs = _strip(kids[0]) if kids else None
             if lhs is not None and lhs.kind == CK.DECL_REF_EXPR and lhs.referenced in p.vars:
                 p.vars[lhs.referenced] = None  # `p += n`: another address
+            member = self._member_of(lhs)
+            if member is not None:
+                p.vars[member] = None
         for ch in _children(c):
             self._expr(ch, p, depth)
 
@@ -448,6 +490,9 @@ class LaunchChain:
             init = kids[-1] if kids else None
         if init is not None:
             self._expr(init, p, depth)
+        if _is_record(d.type):
+            self._struct_from(d, init, p)
+            return
         if not _is_pointer(d.type):
             return
         if init is None:
@@ -458,6 +503,8 @@ class LaunchChain:
     def _value(self, c: Any, p: _Path) -> Any:
         """The token an expression evaluates to (a pointer), None when not known."""
         c = _strip(c)
+        while c is not None and c.kind == CK.CALL_EXPR and _is_copy(c):
+            c = _strip(_children(c)[0])  # a struct passed by value: its copy
         if c is None:
             return None
         if c.kind == CK.DECL_REF_EXPR:
@@ -466,6 +513,8 @@ class LaunchChain:
                 return None
             if d in p.vars:
                 return p.vars[d]
+            if d.kind == CK.VAR_DECL and _is_record(d.type):
+                return None if self._escapes(d) else ("struct", d.hash)
             if d.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE):
                 return d
             return None
@@ -482,7 +531,10 @@ class LaunchChain:
             for a in args:
                 self._expr(a, p, depth)
             ckids = list(config.get_arguments())
-            stream = self._stream(ckids[3], p) if len(ckids) > 3 and not self._is_zero(ckids[3]) else _DEFAULT_STREAM
+            # `k<<<g, b>>>` / `k<<<g, b, smem>>>`: the stream is the declaration's default argument
+            # (no tokens of its own): 0, the default stream
+            given = len(ckids) > 3 and bool(tokens_of(ckids[3]))
+            stream = self._stream(ckids[3], p) if given and not self._is_zero(ckids[3]) else _DEFAULT_STREAM
             self._launch(kids[0], args, stream, False, c, p)
             return
         args = _arguments(c)
@@ -490,7 +542,8 @@ class LaunchChain:
             self._expr(a, p, depth)
         if name in _LAUNCH_EX and len(args) >= 2:
             cfg = self._addr_of(args[0])
-            stream, pdl = self._config(cfg, p)
+            obj = self._config_object(args[0]) if cfg is None else None
+            stream, pdl = self._object_config(obj, p) if obj is not None else self._config(cfg, p)
             self._launch(args[1], args[2:], stream, pdl, c, p)
             return
         if name in _LAUNCH_PLAIN:
@@ -532,11 +585,22 @@ class LaunchChain:
             )
         if defn is not None and self._user(defn) and not self._is_device(defn):
             self._site = c
-            self._inline(defn, args, p, depth)
+            self._tbinds.append(self._template_binds(callee, defn))
+            try:
+                self._inline(defn, args, p, depth)
+            finally:
+                self._tbinds.pop()
             return
-        if callee is not None and self._user(callee) and defn is None:
+        if callee is not None and self._user(callee) and defn is None and not _is_copy(c):
             p.set_all(ir.PRED_UNKNOWN)  # a user function whose body is not in the file
             return
+        for a in args:  # a struct passed to a function (by reference) may have its members changed
+            s = _strip(a)
+            s = _strip(_children(s)[0]) if s is not None and s.kind == CK.UNARY_OPERATOR and _children(s) else s
+            d = s.referenced if s is not None and s.kind == CK.DECL_REF_EXPR else None
+            if d is not None and _is_record(d.type) and not _is_copy(c):
+                for key in [k for k in p.vars if isinstance(k, tuple) and k[0] == d.hash]:
+                    p.vars[key] = None
         # a library function (printf, std::vector, ...): launches nothing of this file, but it
         # may change a pointer it receives by address
         for a in args:
@@ -639,20 +703,32 @@ class LaunchChain:
             p.set_all(ir.PRED_UNKNOWN)
             return
         kernel = names.pop()
+        instance = self._instance(callee, kernel)
         decl = next((k for k in getattr(self.mb, "kernels", ()) if k.spelling == kernel), None) or next(
             (t for t in getattr(self.mb, "kernel_templates", ()) if t.spelling == kernel), None
         )
         params = _params(decl) if decl is not None else []
         vals = self._expand(args, p)
-        bound = tuple(
-            (prm.spelling, vals[i] if i < len(vals) and isinstance(vals[i], str) else None)
-            for i, prm in enumerate(params)
-            if _is_pointer(prm.type)
-        )
+        bound_l = []
+        for i, prm in enumerate(params):
+            v = vals[i] if i < len(vals) else None
+            if _is_pointer(prm.type):
+                bound_l.append((prm.spelling, v if isinstance(v, str) else None))
+            elif _is_record(prm.type):
+                # a struct passed by value: its pointer members as the buffers they were assigned
+                for f in _pointer_fields(prm.type):
+                    got = p.vars.get((v[1], f)) if isinstance(v, tuple) and v[:1] == ("struct",) else None
+                    bound_l.append((f"{prm.spelling}.{f}", got if isinstance(got, str) else None))
+        bound = tuple(bound_l)
         g = ir.GridLaunch(
-            kernel, loc_of(self._sites[0] if self._sites else site, self.mb.filename), pdl, bound, p.pred(stream)
+            kernel,
+            loc_of(self._sites[0] if self._sites else site, self.mb.filename),
+            pdl,
+            bound,
+            p.pred(stream),
+            instance,
         )
-        key = (g.kernel, g.location, g.pdl, g.args, g.predecessor)
+        key = (g.kernel, g.location, g.pdl, g.args, g.predecessor, g.instance)
         idx = self._index.get(key)
         if idx is None:
             idx = self._index[key] = len(self.grid.launches)
@@ -692,3 +768,353 @@ class LaunchChain:
         if not named:
             return stream, False
         return stream, value
+
+    # -- template instances -------------------------------------------------
+    def _template_binds(self, callee: Any, defn: Any) -> dict[str, str | None]:
+        """A function template's parameters bound to the arguments of the instance a call names
+        (`run<config<256, 64>>(...)`: C -> "config<256, 64>"), as an instance's name shows them."""
+        from .instances import _template_params, clang_args
+
+        if defn is None or defn.kind != CK.FUNCTION_TEMPLATE or callee is None:
+            return {}
+        params = [t.spelling for t in _template_params(defn)]
+        got = clang_args(callee)
+        if got is None or len(got) != len(params):
+            return {n: None for n in params}
+        return {n: a.show() for n, a in zip(params, got, strict=True)}
+
+    def _instance(self, callee: Any, kernel: str) -> str | None:
+        """The name of the instance of template kernel `kernel` a launch names: the
+        specialization libclang resolved (`stage<1>`), or the written arguments with the host
+        template's parameters bound (`kernel<C>` in `run<config<...>>`). None when the kernel is
+        no template or an argument is not known."""
+        from .instances import _angle_args, clang_args
+
+        if not any(t.spelling == kernel for t in getattr(self.mb, "kernel_templates", ())):
+            return None
+        ref = None
+        for n in callee.walk_preorder():
+            if n.kind in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF) and n.spelling == kernel:
+                ref = n
+                break
+        if ref is None:
+            return None
+        d = ref.referenced
+        if d is not None and d.kind == CK.FUNCTION_DECL:
+            got = clang_args(d)
+            if got:
+                return f"{kernel}<{', '.join(a.show() for a in got)}>"
+        toks = tokens_of(ref)
+        i = toks.index(kernel) + 1 if kernel in toks else len(toks)
+        parsed = _angle_args(toks, i)
+        if parsed is None:
+            return None
+        binds = self._tbinds[-1] if self._tbinds else {}
+        shown = []
+        for arg in parsed[0]:
+            if len(arg) == 1 and arg[0] in binds:
+                v = binds[arg[0]]
+                if v is None:
+                    return None
+                shown.append(v)
+            elif len(arg) == 1 and (arg[0].isdigit() or arg[0] in ("true", "false")):
+                shown.append(arg[0])
+            else:
+                return None
+        return f"{kernel}<{', '.join(shown)}>"
+
+    # -- launch-config objects ----------------------------------------------
+    def _config_object(self, a: Any) -> Any:
+        """The variable of a launch-config object passed where `cudaLaunchKernelEx` takes a
+        `cudaLaunchConfig_t *`: `obj` converted by its class's `operator cudaLaunchConfig_t *()`."""
+        c = _strip(a)
+        while c is not None and c.kind == CK.CALL_EXPR:
+            ref = c.referenced
+            if ref is None or ref.kind != CK.CONVERSION_FUNCTION:
+                return None
+            kids = _children(c)
+            c = _strip(kids[0]) if len(kids) == 1 else None
+            if c is not None and c.kind == CK.MEMBER_REF_EXPR:
+                kids = _children(c)
+                c = _strip(kids[0]) if len(kids) == 1 else None
+        if c is None or c.kind != CK.DECL_REF_EXPR:
+            return None
+        d = c.referenced
+        if d is None or d.kind != CK.VAR_DECL or d.type.get_canonical().kind.name != "RECORD":
+            return None
+        return d
+
+    def _object_config(self, var: Any, p: _Path) -> tuple[str | None, bool | None]:
+        """The stream and PDL attribute of a launch-config object: what the constructor its
+        declaration calls (and the constructor that one delegates to) assigns to the
+        `cudaLaunchConfig_t` fields and attributes, `if constexpr` over the class's template
+        arguments decided. Not known when the object is used other than in launches after its
+        declaration (a member changed later), or the constructor is not readable."""
+        func = var.semantic_parent
+        body = _body(func) if func is not None else None
+        if body is None:
+            return None, None
+        for n in body.walk_preorder():
+            if n.kind == CK.DECL_REF_EXPR and n.referenced == var and not self._in_launch_config(n, body):
+                return None, None
+        ctor_call = next(
+            (
+                n
+                for n in var.walk_preorder()
+                if n.kind == CK.CALL_EXPR and n.referenced is not None and n.referenced.kind == CK.CONSTRUCTOR
+            ),
+            None,
+        )
+        if ctor_call is None:
+            return None, None
+        binds = self._class_binds(var.type)
+        state: dict[str, Any] = {"stream": None, "stream_set": False, "named": False, "value": None, "sure": True}
+        # the attribute or the stream set by a member the launch may run besides the constructor
+        # (the conversion operator, a field's initialiser, a method): not read, so not known
+        stream_elsewhere = False
+        try:
+            members = _children(var.type.get_canonical().get_declaration())
+        except Exception:  # noqa: BLE001
+            members = []
+        for mem in members:
+            if mem.kind in (CK.CONSTRUCTOR, CK.CXX_ACCESS_SPEC_DECL):
+                continue
+            toks = tokens_of(mem)
+            if K.PDL_LAUNCH_ATTRIBUTE in toks or K.PDL_LAUNCH_VALUE_FIELD in toks:
+                state["sure"] = False
+            if mem.kind != CK.FIELD_DECL and "stream" in toks:
+                stream_elsewhere = True
+        outer = {"args": list(_arguments(ctor_call)), "binds": None}
+        if not self._read_ctor(ctor_call.referenced, outer["args"], {}, binds, state, p, 0):
+            return None, None
+        stream = state["stream"] if state["stream_set"] else _DEFAULT_STREAM
+        if stream_elsewhere:
+            stream = None
+        if not state["named"]:
+            return stream, False if state["sure"] else None
+        return stream, state["value"] if state["sure"] else None
+
+    def _in_launch_config(self, ref: Any, body: Any) -> bool:
+        """Is this reference to a config object the config argument of a `cudaLaunchKernelEx`?"""
+        for n in body.walk_preorder():
+            if n.kind == CK.CALL_EXPR and _callee_name(n) in _LAUNCH_EX:
+                args = _arguments(n)
+                if args and any(x == ref for x in args[0].walk_preorder()):
+                    return True
+        return False
+
+    def _class_binds(self, t: Any) -> dict[str, Any]:
+        """A class template instance's non-type template parameters -> their values."""
+        import clang.cindex as ci
+
+        try:
+            decl = t.get_canonical().get_declaration()
+            n = decl.get_num_template_arguments()
+            pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(decl)
+        except Exception:  # noqa: BLE001 - a type libclang does not resolve
+            return {}
+        if n <= 0 or pattern is None:
+            return {}
+        params = [
+            ch
+            for ch in _children(pattern)
+            if ch.kind in (CK.TEMPLATE_TYPE_PARAMETER, CK.TEMPLATE_NON_TYPE_PARAMETER, CK.TEMPLATE_TEMPLATE_PARAMETER)
+        ]
+        out: dict[str, Any] = {}
+        for i, prm in enumerate(params[:n]):
+            if prm.kind != CK.TEMPLATE_NON_TYPE_PARAMETER:
+                continue
+            try:
+                if decl.get_template_argument_kind(i) != ci.TemplateArgumentKind.INTEGRAL:
+                    continue
+                v = decl.get_template_argument_value(i)
+            except Exception:  # noqa: BLE001
+                continue
+            is_bool = tokens_of(prm)[:1] == ["bool"]
+            out[prm.spelling] = bool(v) if is_bool else int(v)
+        return out
+
+    def _const_in(self, c: Any, func: Any, binds: dict[str, Any]) -> int | None:
+        """A constant expression of a class template's member, its template parameters bound."""
+        tm = getattr(self.mb, "tensor_maps", None)
+        if tm is None:
+            return None
+        try:
+            from . import cexpr
+
+            env = self.mb.env_for(func).child()
+            for name, v in binds.items():
+                env.define(name, E.const(v))
+            v = tm._ev(cexpr.parse_expression(tokens_of(c), env.has), env)
+        except Exception:  # noqa: BLE001 - an expression the evaluator does not take
+            return None
+        if isinstance(v, E.Const) and isinstance(v.value, int | bool):
+            return int(v.value)
+        return None
+
+    def _read_ctor(
+        self, ctor: Any, args: list, outer: dict, binds: dict[str, Any], state: dict, p: _Path, depth: int
+    ) -> bool:
+        """Reads one constructor into `state`; `args` its argument cursors (each a cursor of the
+        caller, or of the delegating constructor whose parameters `outer` maps)."""
+        defn = ctor.get_definition() if ctor is not None else None
+        if defn is None or depth > 4:
+            return False
+        params = _params(defn)
+        here = {prm.hash: (args[i] if i < len(args) else None) for i, prm in enumerate(params)}
+
+        def arg_of(e: Any) -> tuple[bool, Any]:
+            s = _strip(e)
+            if s is not None and s.kind == CK.DECL_REF_EXPR and s.referenced is not None:
+                h = s.referenced.hash
+                if h in here:
+                    a = here[h]
+                    return (True, outer_arg(a)) if a is not None else (True, None)
+            return False, e
+
+        def outer_arg(a: Any) -> Any:
+            s = _strip(a)
+            if s is not None and s.kind == CK.DECL_REF_EXPR and s.referenced is not None and s.referenced.hash in outer:
+                return outer[s.referenced.hash]
+            return a
+
+        for ch in _children(defn):
+            if ch.kind == CK.CALL_EXPR and ch.referenced is not None and ch.referenced.kind == CK.CONSTRUCTOR:
+                if ch.referenced.semantic_parent == defn.semantic_parent:  # a delegating constructor
+                    inner = {k: outer_arg(v) if v is not None else None for k, v in here.items()}
+                    if not self._read_ctor(ch.referenced, list(_arguments(ch)), inner, binds, state, p, depth + 1):
+                        return False
+        body = _body(defn)
+        if body is None:
+            return False
+        seen_before = state.get("seen", 0)
+        self._scan_config(body, defn, binds, state, p, arg_of, True)
+        # every mention of the attribute or its value field in the constructor (its member
+        # initialisers, a helper's arguments) must be one the scan read or skipped; a delegated-to
+        # constructor's own are counted by its own reading
+        delegated = sum(
+            self._mentions(ch)
+            for ch in _children(defn)
+            if ch.kind == CK.CALL_EXPR and ch.referenced is not None and ch.referenced.kind == CK.CONSTRUCTOR
+        )
+        if self._mentions(defn) - delegated != state.get("seen", 0) - seen_before:
+            state["sure"] = False
+        return True
+
+    @staticmethod
+    def _mentions(c: Any) -> int:
+        """Mentions of the PDL attribute or its value field under c."""
+        return sum(
+            1
+            for n in c.walk_preorder()
+            if n.kind in (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR)
+            and n.spelling in (K.PDL_LAUNCH_ATTRIBUTE, K.PDL_LAUNCH_VALUE_FIELD)
+        )
+
+    def _scan_config(self, s: Any, func: Any, binds: dict, state: dict, p: _Path, arg_of: Any, sure: bool) -> None:
+        if s.kind == CK.IF_STMT:
+            kids = _children(s)
+            toks = tokens_of(s)
+            v = self._const_in(kids[0], func, binds) if toks[1:2] == ["constexpr"] else None
+            branches = kids[1:3]
+            if v is not None:
+                taken = branches[0] if v else (branches[1] if len(branches) > 1 else None)
+                for b in branches:
+                    if b is not taken:
+                        state["seen"] = state.get("seen", 0) + self._mentions(b)  # never runs
+                if taken is not None:
+                    self._scan_config(taken, func, binds, state, p, arg_of, sure)
+                return
+            for b in branches:
+                self._scan_config(b, func, binds, state, p, arg_of, False)
+            return
+        if s.kind in (CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT, CK.SWITCH_STMT):
+            sure = False
+        if s.kind == CK.BINARY_OPERATOR:
+            kids = _children(s)
+            if len(kids) == 2 and self._is_assign(s, kids[0]):
+                lhs, rhs = kids[0], kids[1]
+                lt = tokens_of(lhs)
+                state["seen"] = state.get("seen", 0) + self._mentions(s)
+                if any(
+                    n.kind == CK.DECL_REF_EXPR and n.spelling == K.PDL_LAUNCH_ATTRIBUTE for n in rhs.walk_preorder()
+                ):
+                    state["named"] = True
+                    state["sure"] = state["sure"] and sure
+                elif lt[-1:] == [K.PDL_LAUNCH_VALUE_FIELD]:
+                    bound, e = arg_of(rhs)
+                    v = None if bound and e is None else (self._const(e) if bound else self._const_in(e, func, binds))
+                    state["value"] = None if v is None or state["value"] is False else v != 0
+                    state["sure"] = state["sure"] and sure
+                elif lt[-1:] == ["stream"] and _strip(lhs) is not None and _strip(lhs).kind == CK.MEMBER_REF_EXPR:
+                    bound, e = arg_of(rhs)
+                    if e is None:
+                        stream = None
+                    elif self._is_zero(e):
+                        stream = _DEFAULT_STREAM
+                    else:
+                        stream = self._stream(e, p) if bound else None
+                    state["stream"] = stream if sure else None
+                    state["stream_set"] = True
+                return
+        for ch in _children(s):
+            self._scan_config(ch, func, binds, state, p, arg_of, sure)
+
+    # -- structs passed by value --------------------------------------------
+    def _member_of(self, lhs: Any) -> tuple | None:
+        """`v.f` for a struct variable v (not through a pointer): the key of its member f."""
+        if lhs is None or lhs.kind != CK.MEMBER_REF_EXPR:
+            return None
+        kids = _children(lhs)
+        base = _strip(kids[0]) if len(kids) == 1 else None
+        d = base.referenced if base is not None and base.kind == CK.DECL_REF_EXPR else None
+        if d is None or not _is_record(d.type) or "->" in tokens_of(lhs):
+            return None
+        return (d.hash, lhs.spelling)
+
+    def _struct_from(self, d: Any, init: Any, p: _Path) -> None:
+        """The pointer members of struct variable d after its declaration or assignment: from
+        an aggregate initialiser in field order, from another struct variable, or unknown."""
+        fields = _pointer_fields(d.type)
+        allf = []
+        try:
+            allf = [f for f in d.type.get_canonical().get_fields()]
+        except Exception:  # noqa: BLE001
+            pass
+        vals: dict[str, Any] = {f: None for f in fields}
+        c = _strip(init) if init is not None else None
+        while c is not None and c.kind == CK.CALL_EXPR and _is_copy(c):
+            c = _strip(_children(c)[0])
+        if c is not None and c.kind == CK.INIT_LIST_EXPR:
+            elems = _children(c)
+            if len(elems) <= len(allf):
+                for f, e in zip(allf, elems, strict=False):
+                    if f.spelling in vals:
+                        vals[f.spelling] = self._value(e, p)
+        elif (
+            c is not None and c.kind == CK.DECL_REF_EXPR and c.referenced is not None and _is_record(c.referenced.type)
+        ):
+            src = c.referenced.hash
+            for f in fields:
+                vals[f] = p.vars.get((src, f))
+        for f, v in vals.items():
+            p.vars[(d.hash, f)] = v if isinstance(v, str) else None
+
+    def _escapes(self, d: Any) -> bool:
+        """Is struct variable d's address taken, or a reference bound to it, in the function
+        declaring it (its members could change where the walk does not look)?"""
+        key = ("escapes", d.hash)
+        got = self._matter.get(key)  # type: ignore[call-overload]
+        if got is None:
+            func = d.semantic_parent
+            body = _body(func) if func is not None else None
+            toks = tokens_of(body) if body is not None else []
+            got = body is None or any(a == "&" and b == d.spelling for a, b in zip(toks, toks[1:], strict=False))
+            if not got and body is not None:
+                for n in body.walk_preorder():
+                    if n.kind == CK.VAR_DECL and n.type.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
+                        if any(x.kind == CK.DECL_REF_EXPR and x.referenced == d for x in n.walk_preorder()):
+                            got = True
+                            break
+            self._matter[key] = got  # type: ignore[index]
+        return bool(got)

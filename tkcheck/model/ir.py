@@ -637,6 +637,9 @@ class GridLaunch:
     # variable; None: not known)
     args: tuple[tuple[str, str | None], ...]
     predecessor: int  # index in GridModel.launches, or PRED_NONE / PRED_UNKNOWN
+    # the instance of a template kernel the launch names, as its model is named
+    # (`stage<1>`, `kernel<config<256, 64>>`); None: not a template, or not resolved
+    instance: str | None = None
 
     def buffer(self, param: str) -> str | None:
         return next((b for p, b in self.args if p == param), None)
