@@ -720,11 +720,20 @@ def _over_threads(e: E.Expr) -> bool:
     return any(v.name in _TIDS for v in e.free_vars())
 
 
-def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tuple[frozenset[int], tuple]] | None:
+def _roles(
+    an: Analysis, ops: list[ir.Op], per_thread: bool = False, split: list | None = None
+) -> list[tuple[frozenset[int], tuple]] | None:
     """Warps with the same participation in every op (a lane-0 arrive is its warp's op:
     the lanes of a warp pass a wait together). `per_thread` (the race search): threads with the
     same participation, so that the lanes of a warp that do different things (lane 0 arrives, the
     others only read) are roles of their own and may run apart (independent thread scheduling).
+
+    Progress (r9-i7async): a warp whose lanes run two programs that may wait for each other is
+    split into its lane classes (`_lane_split`: lane 0 a producer loop, lanes 1-31 a consumer
+    loop); run as one role, the warp would run one loop after the other and wait for itself. The
+    warps split are appended to `split` (their roles count a named barrier per lane, `_arrivals`,
+    and meet at `__syncwarp`). A warp whose lane classes nest (lane 0 waits and arrives, the
+    others only what lane 0 does too) stays one role, as before.
 
     A guard, barrier index or barrier id that names no thread index has one value for every
     thread: it is evaluated once per op, not once per thread (the answer is the same)."""
@@ -779,8 +788,8 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
         if per_thread
         else [range(WARP * w, min(WARP * w + WARP, n)) for w in range((n + WARP - 1) // WARP)]
     )
-    for unit in units:
-        sig = []
+    def sig_of(unit) -> list | None:
+        sig: list = []
         for o, (uniform, idx1, sid1), (grow, irow, srow) in zip(ops, per_op, rows):
             lanes = []
             per_iter = set()
@@ -823,8 +832,67 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
             if len(idx) > 1 or len(sid) > 1:
                 return None
             sig.append((len(lanes), idx.pop(), tuple(sid), tuple(sorted(per_iter))))
-        sigs.setdefault(tuple(sig), []).extend(unit)
+        return sig
+
+    for unit in units:
+        sig = sig_of(unit)
+        if sig is None:
+            return None
+        partial = any(x is not None and x[0] < len(unit) for x in sig)
+        parts = None if per_thread or not partial else _lane_split(ops, unit, sig_of)
+        if parts is None:
+            sigs.setdefault(tuple(sig), []).extend(unit)
+            continue
+        if parts is False:
+            return None
+        if split is not None:
+            split.append(unit[0] // WARP)
+        for lanes, lsig in parts:
+            sigs.setdefault(("lanes",) + tuple(lsig), []).extend(lanes)
     return [(frozenset(ts), s) for s, ts in sigs.items()]
+
+
+def _lane_split(ops: list[ir.Op], unit, sig_of):
+    """The lane classes of one warp when they must be roles of their own in the progress search:
+    two classes each running an op the other does not, one of those a wait (an mbarrier wait or a
+    named / block barrier). None: the warp stays one role (its lanes do the same, or one class's
+    ops are all the other's: the warp's program is that class's, the others' steps a subset at
+    the same positions). False: a lane's signature not computable (no roles).
+
+    Lanes are threads (independent thread scheduling since Volta): a warp whose lane 0 runs a
+    producer loop and lanes 1-31 a consumer loop of the same ring runs the two loops side by
+    side; one role for the warp would run them one after the other (a false TK502)."""
+    classes: dict[tuple, list[int]] = {}
+    for t in unit:
+        ls = sig_of(range(t, t + 1))
+        if ls is None:
+            return False
+        classes.setdefault(tuple(x is not None for x in ls), []).append(t)
+    if len(classes) < 2:
+        return None
+
+    def blocking(o: ir.Op) -> bool:
+        return o.kind == ir.MBAR_WAIT or (o.kind == ir.SYNC and o.sync_kind != "warp")
+
+    keys = list(classes)
+    need = False
+    for a in keys:
+        for b in keys:
+            if a is b:
+                continue
+            only_a = [i for i, (x, y) in enumerate(zip(a, b)) if x and not y]
+            only_b = [i for i, (x, y) in enumerate(zip(a, b)) if y and not x]
+            if only_b and any(blocking(ops[i]) for i in only_a):
+                need = True
+    if not need:
+        return None
+    out = []
+    for lanes in classes.values():
+        ls = sig_of(lanes)
+        if ls is None:
+            return False
+        out.append((lanes, ls))
+    return out
 
 
 def _collective_group(o: ir.Op) -> int | None:
@@ -916,9 +984,12 @@ def _unroll(
     rounds: int | None = None,
     memory: bool = False,
     why: list | None = None,
+    lanes_split: bool = False,
 ) -> list[Event] | None:
     """The events of the role of `threads`, in program order, loops unrolled. None when the
-    program cannot be unrolled; `why` then gets the cause and the op (line) where it stopped."""
+    program cannot be unrolled; `why` then gets the cause and the op (line) where it stopped.
+    `lanes_split`: some warp's lanes are in several roles (`_lane_split`): barriers are counted
+    per lane where a warp is split (`_arrivals`) and `__syncwarp` is a barrier of its lanes."""
     m = an.model
 
     def no(o: ir.Op, cause: str) -> bool:
@@ -1077,9 +1148,10 @@ def _unroll(
             return True
         if memory and o.kind == ir.SMEM_ACCESS:
             return _emit_access(o, lanes, env, ctr, out)
-        if memory and o.kind == ir.SYNC and o.sync_kind == "warp":
-            return _emit_syncwarp(an, o, lanes, env, ctr, out)
-        arrivals = _arrivals(an, o, lanes, env) if memory else WARP * len({t // WARP for t in lanes})
+        if (memory or lanes_split) and o.kind == ir.SYNC and o.sync_kind == "warp":
+            return _emit_syncwarp(an, o, lanes, env, ctr, out) or no(o, "its lanes are not its mask's")
+        split = memory or lanes_split
+        arrivals = _arrivals(an, o, lanes, env) if split else WARP * len({t // WARP for t in lanes})
         if arrivals is None:
             return no(o, "its arrivals not known")
         if o.kind == ir.MMA:
@@ -1439,14 +1511,18 @@ def _explore_with(
         ex.reason = "init counts unknown"
         return
     ex.counts = counts
-    groups = _roles(an, ops, per_thread=memory)
+    split: list[int] = []
+    groups = _roles(an, ops, per_thread=memory, split=split)
     if groups is None:
         ex.reason = "roles not computable"
         return
+    # a warp split by lanes (`_lane_split`): its roles meet at `__syncwarp` (a barrier of its lanes)
+    lane_ops = [o for o in m.ops if _relevant(o) or (o.kind == ir.SYNC and o.sync_kind == "warp")] if split else ops
     roles = []
     for threads, _ in sorted(groups, key=lambda g: min(g[0])):
         why: list[str] = []
-        evs = _unroll(an, ops, threads, params, rounds, memory, why)
+        in_split = bool(split) and any(t // WARP in split for t in threads)
+        evs = _unroll(an, lane_ops if in_split else ops, threads, params, rounds, memory, why, lanes_split=bool(split))
         if evs is None:
             ex.reason = "a role's program could not be unrolled" + (f": {why[0]}" if why else "")
             return
