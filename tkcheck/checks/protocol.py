@@ -79,6 +79,9 @@ class Event:
     # ragged tile's `rows * D * 4`); `bytes` is then SYM_BYTES per issuing thread (see
     # `_paired_bytes`)
     sym: str = ""
+    # arrive: an `mbarrier.arrive_drop` (its arrivals also leave the expected count of every
+    # later phase of the element)
+    drop: bool = False
 
 
 # the stand-in for a byte count the data decides, paired expect-to-load in one role: any positive
@@ -162,11 +165,6 @@ def races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorati
     return an.fact(key, lambda an_: _races(an_, names, reduce))
 
 
-def _drops(o: ir.Op) -> bool:
-    """An `mbarrier.arrive_drop` (completion.py follows it per phase; the searches do not)."""
-    return o.kind == ir.MBAR_ARRIVE and o.mbar is not None and o.mbar.drop
-
-
 def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Exploration:
     t0 = time.perf_counter()
     ex = Exploration()
@@ -185,11 +183,11 @@ def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorat
         or (o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is None)
         or o.barrier_unknown is not None
     ]
-    if blind or any(o.unmodelled_barrier_use or _drops(o) for o in m.ops):
+    if blind or any(o.unmodelled_barrier_use for o in m.ops):
         ex.reason = (
             f"`{blind[0].api}` may order threads in a way the search does not follow"
             if blind
-            else "unmodelled barrier use (or an arrive_drop, whose later phases the search does not follow)"
+            else "unmodelled barrier use"
         )
         return ex
     ops = [
@@ -775,6 +773,22 @@ def _roles(
         if o.sync_id is not None and sid1 is None:
             srow = text_rows.setdefault((id(o.sync_id),), {})
         rows.append((grow, irow, srow))
+    # per op: the trip counts of its loops that name the thread (a ragged tail: `for (t = 0; t <
+    # tiles_of(warp); t++)`); a trip that is a number per thread is part of the signature, so
+    # warps of different trips are different roles (one role has one program)
+    m = an.model
+    trip_of = [
+        [m.loops[lid].trip for lid in o.loops if m.loops[lid].trip is not None and _over_threads(m.loops[lid].trip)]
+        for o in ops
+    ]
+    trip_rows: dict[tuple[int, int], int | None] = {}
+
+    def trip_at(tr: E.Expr, t: int) -> int | None:
+        k = (id(tr), t)
+        if k not in trip_rows:
+            v = tr.eval({"tid": t, "tid_y": 0, "tid_z": 0})
+            trip_rows[k] = v if isinstance(v, int) and not isinstance(v, bool) else None
+        return trip_rows[k]
 
     def at(row: dict, exprs: tuple[E.Expr, ...], t: int) -> tuple[str, ...]:
         got = row.get(t)
@@ -790,10 +804,14 @@ def _roles(
     )
     def sig_of(unit) -> list | None:
         sig: list = []
-        for o, (uniform, idx1, sid1), (grow, irow, srow) in zip(ops, per_op, rows):
+        for o, (uniform, idx1, sid1), (grow, irow, srow), trs in zip(ops, per_op, rows, trip_of):
             lanes = []
             per_iter = set()
             for t in unit:
+                for tr in trs:
+                    v = trip_at(tr, t)
+                    if v is not None:
+                        per_iter.add(f"trip {tr} = {v}")
                 if uniform is not None:
                     g, it = uniform
                 else:
@@ -861,7 +879,7 @@ def _lane_split(ops: list[ir.Op], unit, sig_of):
 
     Lanes are threads (independent thread scheduling since Volta): a warp whose lane 0 runs a
     producer loop and lanes 1-31 a consumer loop of the same ring runs the two loops side by
-    side; one role for the warp would run them one after the other (a false TK502)."""
+    side; one role for the warp would run them one after the other (a deadlock that is not there)."""
     classes: dict[tuple, list[int]] = {}
     for t in unit:
         ls = sig_of(range(t, t + 1))
@@ -985,11 +1003,14 @@ def _unroll(
     memory: bool = False,
     why: list | None = None,
     lanes_split: bool = False,
+    warp_apart: bool = False,
 ) -> list[Event] | None:
     """The events of the role of `threads`, in program order, loops unrolled. None when the
     program cannot be unrolled; `why` then gets the cause and the op (line) where it stopped.
     `lanes_split`: some warp's lanes are in several roles (`_lane_split`): barriers are counted
-    per lane where a warp is split (`_arrivals`) and `__syncwarp` is a barrier of its lanes."""
+    per lane where a warp is split (`_arrivals`) and `__syncwarp` is a barrier of its lanes.
+    `warp_apart`: another role holds lanes of some but not all of this role's warps, so each
+    warp's `__syncwarp` is a barrier of its own (`_emit_syncwarp`)."""
     m = an.model
 
     def no(o: ir.Op, cause: str) -> bool:
@@ -1149,7 +1170,7 @@ def _unroll(
         if memory and o.kind == ir.SMEM_ACCESS:
             return _emit_access(o, lanes, env, ctr, out)
         if (memory or lanes_split) and o.kind == ir.SYNC and o.sync_kind == "warp":
-            return _emit_syncwarp(an, o, lanes, env, ctr, out) or no(o, "its lanes are not its mask's")
+            return _emit_syncwarp(an, o, lanes, env, ctr, out, warp_apart) or no(o, "its lanes are not its mask's")
         split = memory or lanes_split
         arrivals = _arrivals(an, o, lanes, env) if split else WARP * len({t // WARP for t in lanes})
         if arrivals is None:
@@ -1200,7 +1221,8 @@ def _unroll(
             c = o.count.eval(full) if o.count is not None else 1
             if not isinstance(c, int) or k == 0:
                 return k == 0
-            out.append(Event("arrive", o, elem, arrivals=k * c, env=ctr))
+            drop = o.mbar is not None and o.mbar.drop
+            out.append(Event("arrive", o, elem, arrivals=k * c, env=ctr, drop=drop))
         elif o.kind == ir.MBAR_EXPECT:
             b = o.bytes.eval(full) if o.bytes is not None else None
             sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
@@ -1353,10 +1375,15 @@ def _arrivals(an: Analysis, o: ir.Op, lanes: set[int], env: dict) -> int | None:
     return n
 
 
-def _emit_syncwarp(an: Analysis, o: ir.Op, lanes: set[int], env: dict, ctr: tuple, out: list) -> bool:
+def _emit_syncwarp(
+    an: Analysis, o: ir.Op, lanes: set[int], env: dict, ctr: tuple, out: list, apart: bool = False
+) -> bool:
     """`__syncwarp(mask)`: a barrier of the lanes in mask of each warp (they wait for each other);
     the warps a role's lanes are in meet as one barrier (roles run in lock step, so a role in
-    several warps reaches each warp's barrier at once). The executing lanes must be the mask's."""
+    several warps reaches each warp's barrier at once). The executing lanes must be the mask's.
+    `apart`: the roles of these warps do not all hold the same warps (lane 0 of warp 0 alone,
+    lanes 1-31 of warps 0-3 together): one barrier per warp, met in the order of the warps (every
+    role meets its warps' barriers in that one order, so the sequence adds no wait cycle)."""
     warps = {t // WARP for t in lanes}
     all_ex = _lanes_of(an, o, env, warps)
     if all_ex is None or not lanes <= all_ex:
@@ -1369,6 +1396,12 @@ def _emit_syncwarp(an: Analysis, o: ir.Op, lanes: set[int], env: dict, ctr: tupl
         in_mask = {WARP * w + i for i in range(WARP) if (mv >> i) & 1}
         if {t for t in all_ex if t // WARP == w} != in_mask:
             return False  # lanes of the mask that never arrive, or lanes outside it: not modelled
+    if apart:
+        for w in sorted(warps):
+            mine = sum(1 for t in lanes if t // WARP == w)
+            theirs = sum(1 for t in all_ex if t // WARP == w)
+            out.append(Event("sync", o, arrivals=mine, sync=(WARP_SYNC_IDS + w, theirs), env=ctr))
+        return True
     out.append(Event("sync", o, arrivals=len(lanes), sync=(WARP_SYNC_IDS + min(warps), len(all_ex)), env=ctr))
     return True
 
@@ -1462,15 +1495,6 @@ def _explore_model(an: Analysis) -> Exploration:
         # a call tkcheck does not model may signal any barrier it was given
         ex.reason = f"mbarrier passed to {blind[0].api} (line {blind[0].location.row}), which is not modelled"
         return ex
-    drops = [o for o in m.ops if _drops(o)]
-    if drops:
-        # i7model: the search's barrier state resets each phase to the init count; an
-        # arrive_drop lowers that count for the later phases, which the state does not carry
-        ex.reason = (
-            f"`{drops[0].api}` (line {drops[0].location.row}) lowers the expected count of later phases, "
-            "which the search does not follow"
-        )
-        return ex
     if any(_data_exit(m, lid) for o in ops for lid in o.loops):
         # an instruction / task stream: unroll each such loop a few rounds past its break and
         # stop at the break in the next, every role alike (stated with every finding)
@@ -1519,10 +1543,15 @@ def _explore_with(
     # a warp split by lanes (`_lane_split`): its roles meet at `__syncwarp` (a barrier of its lanes)
     lane_ops = [o for o in m.ops if _relevant(o) or (o.kind == ir.SYNC and o.sync_kind == "warp")] if split else ops
     roles = []
+    warpsets = [frozenset(t // WARP for t in ts) for ts, _ in groups]
     for threads, _ in sorted(groups, key=lambda g: min(g[0])):
         why: list[str] = []
         in_split = bool(split) and any(t // WARP in split for t in threads)
-        evs = _unroll(an, lane_ops if in_split else ops, threads, params, rounds, memory, why, lanes_split=bool(split))
+        ws = frozenset(t // WARP for t in threads)
+        apart = any(v != ws and v & ws for v in warpsets)
+        evs = _unroll(
+            an, lane_ops if in_split else ops, threads, params, rounds, memory, why, lanes_split=bool(split), warp_apart=apart
+        )
         if evs is None:
             ex.reason = "a role's program could not be unrolled" + (f": {why[0]}" if why else "")
             return
@@ -1602,8 +1631,9 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
     eidx = {e: i for i, e in enumerate(elems)}
     sizes = [len(r.threads) for r in roles]
     # state: (pcs, sync-arrival marks, barrier states, sync states)
-    # barrier state per element: (completed, pending arrivals, pending tx)
-    init_b = tuple((0, counts[e], 0) for e in elems)
+    # barrier state per element: (completed, pending arrivals, pending tx, arrivals dropped: the
+    # expected count of the next phases is the init count less these, `_complete`)
+    init_b = tuple((0, counts[e], 0, 0) for e in elems)
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
     key = _symmetry(roles) if not memory else (lambda st: st)
@@ -1674,7 +1704,8 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
                 finished,
                 ex_roles,
                 _trace(path),
-                {"barriers": {elems[i]: b for i, b in enumerate(bars)}, "syncs": dict(syncs)},
+                # (completed, pending arrivals, pending tx) per element: the dropped count stays inside
+                {"barriers": {elems[i]: b[:3] for i, b in enumerate(bars)}, "syncs": dict(syncs)},
             )
             ex.status = "explored"
             ex.states = len(visited)
@@ -1937,7 +1968,8 @@ def _symmetry(roles: list[Role]):
     sig: dict = {}
     for i, r in enumerate(roles):
         ev = tuple(
-            (e.kind, id(e.op), e.elem, e.parity, e.arrivals, e.bytes, e.sync, e.block, e.mem, e.sym) for e in r.events
+            (e.kind, id(e.op), e.elem, e.parity, e.arrivals, e.bytes, e.sync, e.block, e.mem, e.sym, e.drop)
+            for e in r.events
         )
         sig.setdefault((len(r.threads), ev), []).append(i)
     classes = [ix for ix in sig.values() if len(ix) > 1]
@@ -1965,11 +1997,28 @@ def _trace(path: tuple | None) -> list:
     return [st for steps in reversed(parts) for st in steps]
 
 
-def _complete(b, count):
-    done, pend, tx = b
+def _complete(b, count, e: Event | None = None):
+    """The phase completes when no arrival and no byte is pending; the next phase then expects the
+    init count less the arrivals dropped so far (`mbarrier.arrive_drop`: PTX decrements the
+    expected count of the current and later phases; the current one still takes the dropping
+    arrival, completion._ragged_account counts it so). A phase that expects no arrival (every
+    arrival dropped) is left alone: a later event on the element is not modelled (`_dead`)."""
+    done, pend, tx, dropped = b
     if pend <= 0 and tx == 0:
-        return (done + 1, count + pend, 0)
+        nxt = count - dropped
+        if nxt <= 0:
+            return (done + 1, 0, 0, dropped)
+        return (done + 1, nxt + pend, 0, dropped)
     return b
+
+
+def _dead(b, count, e: Event) -> None:
+    """An event on a barrier element whose every arrival was dropped (its phases expect none):
+    PTX leaves such a phase undefined (the accounts report the drop); the search stops."""
+    if b[3] and count - b[3] <= 0:
+        raise _NotModelled(
+            f"`{e.op.api}` (line {e.op.location.row}) on a barrier whose phases expect no arrival after arrive_drop"
+        )
 
 
 class _NotModelled(Exception):
@@ -2017,6 +2066,7 @@ def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = Fals
             i = eidx[e.elem]
             done = bars[i][0]
             if done % 2 == e.parity:
+                _dead(bars[i], counts[elems[i]], e)
                 if first:
                     return None
                 break
@@ -2080,20 +2130,23 @@ def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = Fals
             break
         i = eidx[e.elem]
         if e.kind == "init":
-            bars[i] = (0, counts[elems[i]], 0)
+            bars[i] = (0, counts[elems[i]], 0, 0)
             steps.append((ri, e, "re-initialises it"))
             pc += 1
             first = False
             continue
-        done, pend, tx = bars[i]
+        done, pend, tx, dropped = bars[i]
+        _dead(bars[i], counts[elems[i]], e)
         if e.kind == "arrive":
             pend -= e.arrivals
+            if e.drop:
+                dropped += e.arrivals
         elif e.kind == "expect":
             pend -= e.arrivals
             tx += e.bytes
         elif e.kind == "load":
             tx -= e.bytes
-        nb = _complete((done, pend, tx), counts[elems[i]])
+        nb = _complete((done, pend, tx, dropped), counts[elems[i]], e)
         bars[i] = nb
         steps.append((ri, e, f"completes phase {done}" if nb[0] > done else ""))
         pc += 1
