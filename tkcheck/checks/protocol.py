@@ -806,6 +806,7 @@ def _roles(
         if per_thread
         else [range(WARP * w, min(WARP * w + WARP, n)) for w in range((n + WARP - 1) // WARP)]
     )
+
     def sig_of(unit) -> list | None:
         sig: list = []
         for o, (uniform, idx1, sid1), (grow, irow, srow), trs in zip(ops, per_op, rows, trip_of):
@@ -1554,7 +1555,15 @@ def _explore_with(
         ws = frozenset(t // WARP for t in threads)
         apart = any(v != ws and v & ws for v in warpsets)
         evs = _unroll(
-            an, lane_ops if in_split else ops, threads, params, rounds, memory, why, lanes_split=bool(split), warp_apart=apart
+            an,
+            lane_ops if in_split else ops,
+            threads,
+            params,
+            rounds,
+            memory,
+            why,
+            lanes_split=bool(split),
+            warp_apart=apart,
         )
         if evs is None:
             ex.reason = "a role's program could not be unrolled" + (f": {why[0]}" if why else "")
