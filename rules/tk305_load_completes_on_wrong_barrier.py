@@ -32,6 +32,20 @@ def check(an):
                 f"otherwise reads the tile before its bytes land, and stage {bv} completes on bytes of another stage",
             )
         )
+    for v in violations.split_remote_stores(an):
+        o = v.op
+        out.append(
+            finding(
+                "TK305",
+                f"`{o.api}` writes '{v.buffer}' in the shared memory of CTA {violations.readable(v.store_cta)} but completes "
+                f"its bytes on '{v.barrier}' of CTA {violations.readable(v.barrier_cta)}: the destination and the barrier "
+                "are in different CTAs for every thread",
+                o.location,
+                witness={"barrier": v.barrier, "store_cta": str(v.store_cta), "barrier_cta": str(v.barrier_cta)},
+                help="map the barrier to the destination's CTA (`mapa` with the same rank): the CTA that reads "
+                f"'{v.buffer}' waits on its own '{v.barrier}', which these bytes otherwise never complete",
+            )
+        )
     return out
 
 

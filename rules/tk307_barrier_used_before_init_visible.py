@@ -133,6 +133,8 @@ def _peer_uses(an, seen) -> list:
             continue
         seen.add(pu.init.barrier.name)
         how = "multicasts into" if pu.use.kind == ir.TMA_LOAD else "arrives on"
+        if pu.use.mbar is not None and pu.use.mbar.remote_store:
+            how = "completes st.async bytes on"
         blocks = [
             x
             for x in an.model.ops_of(ir.SYNC)
@@ -143,11 +145,16 @@ def _peer_uses(an, seen) -> list:
             if blocks
             else "no barrier lies between them"
         )
+        if pu.relaxed is not None:
+            only = (
+                f"the cluster barrier between them arrives relaxed (line {pu.relaxed.location.row}) with no "
+                "fence.mbarrier_init.release.cluster after the init: it releases nothing"
+            )
         out.append(
             finding(
                 "TK307",
                 f"CTA {pu.rank} of the cluster {how} '{pu.use.barrier}' of CTA {pu.target} ({pu.use.api}) with no "
-                f"cluster barrier after CTA {pu.target} initialised it: {only}, so the peer may use the "
+                f"releasing cluster barrier after CTA {pu.target} initialised it: {only}, so the peer may use the "
                 "barrier before its initialisation",
                 pu.use.location,
                 related=[related(pu.init, "initialised here")],

@@ -1489,6 +1489,40 @@ class PeerUse:
     use: ir.Op
     rank: int
     target: int
+    # r9-i7async: the cluster barrier between them whose arrive is `.relaxed` with no
+    # fence.mbarrier_init (nor a cluster-scope fence) after the init: it orders no init
+    relaxed: ir.Op | None = None
+
+
+# fences after an mbarrier.init that make it visible at cluster scope before a relaxed cluster
+# arrive: `fence.mbarrier_init.release.cluster`, and the full fences at cluster scope or wider
+_INIT_FENCES = ("mbarrier_init", "membar_cluster", "membar_gl", "membar_sys")
+
+
+def _releases_init(m: ir.KernelModel, init: ir.Op, wait: ir.Op) -> tuple[bool, ir.Op | None]:
+    """Does the cluster barrier completed by `wait` (a `barrier.cluster.wait`) order `init`
+    before the peers' later uses? Its arrive (the last `barrier.cluster.arrive` before it)
+    releases unless `.relaxed`; a relaxed one orders the init only after a fence that makes it
+    visible at cluster scope (PTX: fence.mbarrier_init.release.cluster, for mbarrier.init then a
+    relaxed cluster arrive, as CUTLASS's cluster_arrive_relaxed after fence_barrier_init). Any
+    such fence between the init and the arrive is taken (whatever thread runs it: fewer
+    findings). (True, None) when ordered or not known; (False, arrive) when not ordered."""
+    arrives = [x for x in m.ops if x.kind == ir.SYNC and x.sync_kind == "cluster_arrive" and x.order < wait.order]
+    if not arrives:
+        return True, None
+    arr = max(arrives, key=lambda x: x.order)
+    if arr.order < init.order or arr.loops != wait.loops:
+        return True, None
+    if arr.sync is None or not arr.sync.relaxed:
+        return True, None
+    if any(
+        x.kind == ir.FENCE and x.fence is not None and x.fence.kind in _INIT_FENCES and init.order < x.order < arr.order
+        for x in m.ops
+    ):
+        return True, None
+    if any(init.order < x.order < arr.order and x.kind == ir.CALL for x in m.ops):
+        return True, None  # a call the model does not follow may fence
+    return False, arr
 
 
 def peer_init_uses(an: Analysis) -> list[PeerUse]:
@@ -1543,12 +1577,23 @@ def _peer_init_uses(an: Analysis) -> list[PeerUse]:
             if not use.guard.exact:
                 break
             between = [x for x in m.ops if last.order < x.order < use.order]
-            if any(
-                (x.kind == ir.SYNC and x.sync_kind in ("cluster", "cluster_wait", "grid"))
-                or x.kind == ir.EXIT
-                or (x.kind == ir.CALL and (x.asm is not None or x.not_inlined))
-                for x in between
-            ):
+            relaxed = None
+            ordered = False
+            for x in between:
+                if x.kind == ir.SYNC and x.sync_kind == "cluster_wait":
+                    ok, arr = _releases_init(m, last, x)
+                    if ok:
+                        ordered = True
+                        break
+                    relaxed = relaxed or arr
+                elif (
+                    (x.kind == ir.SYNC and x.sync_kind in ("cluster", "grid"))
+                    or x.kind == ir.EXIT
+                    or (x.kind == ir.CALL and (x.asm is not None or x.not_inlined))
+                ):
+                    ordered = True
+                    break
+            if ordered:
                 break
             ex = an.threads.issuers(use) if use.issuers_per_group else an.threads.executing(use)
             if not ex:
@@ -1560,6 +1605,6 @@ def _peer_init_uses(an: Analysis) -> list[PeerUse]:
                     hit = (rank, ts[0])
                     break
             if hit is not None:
-                out.append(PeerUse(last, use, hit[0], hit[1]))
+                out.append(PeerUse(last, use, hit[0], hit[1], relaxed))
                 break
     return out

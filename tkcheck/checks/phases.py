@@ -408,6 +408,10 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
         if iss is None:
             pr = th.per_round(o)
             iss = pr[0] if pr is not None else None
+        if iss is None:
+            # a guard on the iteration of a loop whose trip is the thread's (a ragged tail's
+            # last-round arrive_drop): the threads that issue it in some iteration, enumerated
+            iss = th.over_iterations(o)
         return iss
 
     after = {o.barrier.name for o in later if (issuing(o) or frozenset()) <= mine and issuing(o)}
@@ -807,6 +811,9 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
                 # a warp picked by the iteration (`if (warpid() == k % 4)`, TK's lcsf / lcf
                 # producers): the threads that issue it in some iteration, proved periodic
                 iss_s = pr[0]
+            if iss_s is None:
+                # a guard on the iteration of a loop of per-thread trip (a ragged tail)
+                iss_s = th.over_iterations(s)
             if (
                 w.loops
                 and s.order < first

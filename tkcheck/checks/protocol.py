@@ -85,6 +85,9 @@ class Event:
     # ragged tile's `rows * D * 4`); `bytes` is then SYM_BYTES per issuing thread (see
     # `_paired_bytes`)
     sym: str = ""
+    # arrive: an `mbarrier.arrive_drop` (its arrivals also leave the expected count of every
+    # later phase of the element)
+    drop: bool = False
 
 
 # the stand-in for a byte count the data decides, paired expect-to-load in one role: any positive
@@ -170,11 +173,6 @@ def races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorati
     return an.fact(key, lambda an_: _races(an_, names, reduce))
 
 
-def _drops(o: ir.Op) -> bool:
-    """An `mbarrier.arrive_drop` (completion.py follows it per phase; the searches do not)."""
-    return o.kind == ir.MBAR_ARRIVE and o.mbar is not None and o.mbar.drop
-
-
 def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Exploration:
     t0 = time.perf_counter()
     ex = Exploration()
@@ -193,11 +191,15 @@ def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorat
         or (o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is None)
         or o.barrier_unknown is not None
     ]
-    if blind or any(o.unmodelled_barrier_use or _drops(o) for o in m.ops):
+    drops = any(o.kind == ir.MBAR_ARRIVE and o.mbar is not None and o.mbar.drop for o in m.ops)
+    if blind or any(o.unmodelled_barrier_use for o in m.ops) or drops:
+        # (r9-i7async: the state carries an arrive_drop's lowered count, and the progress search
+        # follows it; the race search does not take it yet: on the ragged kernels seen, 13 lane
+        # roles, it runs to its step bound, minutes a kernel, deciding nothing)
         ex.reason = (
             f"`{blind[0].api}` may order threads in a way the search does not follow"
             if blind
-            else "unmodelled barrier use (or an arrive_drop, whose later phases the search does not follow)"
+            else "unmodelled barrier use (or an arrive_drop: the race search does not take it)"
         )
         return ex
     ops = [
@@ -783,11 +785,20 @@ def _over_threads(e: E.Expr) -> bool:
     return any(v.name in _TIDS for v in e.free_vars())
 
 
-def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tuple[frozenset[int], tuple]] | None:
+def _roles(
+    an: Analysis, ops: list[ir.Op], per_thread: bool = False, split: list | None = None
+) -> list[tuple[frozenset[int], tuple]] | None:
     """Warps with the same participation in every op (a lane-0 arrive is its warp's op:
     the lanes of a warp pass a wait together). `per_thread` (the race search): threads with the
     same participation, so that the lanes of a warp that do different things (lane 0 arrives, the
     others only read) are roles of their own and may run apart (independent thread scheduling).
+
+    Progress (r9-i7async): a warp whose lanes run two programs that may wait for each other is
+    split into its lane classes (`_lane_split`: lane 0 a producer loop, lanes 1-31 a consumer
+    loop); run as one role, the warp would run one loop after the other and wait for itself. The
+    warps split are appended to `split` (their roles count a named barrier per lane, `_arrivals`,
+    and meet at `__syncwarp`). A warp whose lane classes nest (lane 0 waits and arrives, the
+    others only what lane 0 does too) stays one role, as before.
 
     A guard, barrier index or barrier id that names no thread index has one value for every
     thread: it is evaluated once per op, not once per thread (the answer is the same)."""
@@ -829,6 +840,22 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
         if o.sync_id is not None and sid1 is None:
             srow = text_rows.setdefault((id(o.sync_id),), {})
         rows.append((grow, irow, srow))
+    # per op: the trip counts of its loops that name the thread (a ragged tail: `for (t = 0; t <
+    # tiles_of(warp); t++)`); a trip that is a number per thread is part of the signature, so
+    # warps of different trips are different roles (one role has one program)
+    m = an.model
+    trip_of = [
+        [m.loops[lid].trip for lid in o.loops if m.loops[lid].trip is not None and _over_threads(m.loops[lid].trip)]
+        for o in ops
+    ]
+    trip_rows: dict[tuple[int, int], int | None] = {}
+
+    def trip_at(tr: E.Expr, t: int) -> int | None:
+        k = (id(tr), t)
+        if k not in trip_rows:
+            v = tr.eval({"tid": t, "tid_y": 0, "tid_z": 0})
+            trip_rows[k] = v if isinstance(v, int) and not isinstance(v, bool) else None
+        return trip_rows[k]
 
     def at(row: dict, exprs: tuple[E.Expr, ...], t: int) -> tuple[str, ...]:
         got = row.get(t)
@@ -842,12 +869,17 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
         if per_thread
         else [range(WARP * w, min(WARP * w + WARP, n)) for w in range((n + WARP - 1) // WARP)]
     )
-    for unit in units:
-        sig = []
-        for o, (uniform, idx1, sid1), (grow, irow, srow) in zip(ops, per_op, rows):
+
+    def sig_of(unit) -> list | None:
+        sig: list = []
+        for o, (uniform, idx1, sid1), (grow, irow, srow), trs in zip(ops, per_op, rows, trip_of):
             lanes = []
             per_iter = set()
             for t in unit:
+                for tr in trs:
+                    v = trip_at(tr, t)
+                    if v is not None:
+                        per_iter.add(f"trip {tr} = {v}")
                 if uniform is not None:
                     g, it = uniform
                 else:
@@ -886,8 +918,67 @@ def _roles(an: Analysis, ops: list[ir.Op], per_thread: bool = False) -> list[tup
             if len(idx) > 1 or len(sid) > 1:
                 return None
             sig.append((len(lanes), idx.pop(), tuple(sid), tuple(sorted(per_iter))))
-        sigs.setdefault(tuple(sig), []).extend(unit)
+        return sig
+
+    for unit in units:
+        sig = sig_of(unit)
+        if sig is None:
+            return None
+        partial = any(x is not None and x[0] < len(unit) for x in sig)
+        parts = None if per_thread or not partial else _lane_split(ops, unit, sig_of)
+        if parts is None:
+            sigs.setdefault(tuple(sig), []).extend(unit)
+            continue
+        if parts is False:
+            return None
+        if split is not None:
+            split.append(unit[0] // WARP)
+        for lanes, lsig in parts:
+            sigs.setdefault(("lanes",) + tuple(lsig), []).extend(lanes)
     return [(frozenset(ts), s) for s, ts in sigs.items()]
+
+
+def _lane_split(ops: list[ir.Op], unit, sig_of):
+    """The lane classes of one warp when they must be roles of their own in the progress search:
+    two classes each running an op the other does not, one of those a wait (an mbarrier wait or a
+    named / block barrier). None: the warp stays one role (its lanes do the same, or one class's
+    ops are all the other's: the warp's program is that class's, the others' steps a subset at
+    the same positions). False: a lane's signature not computable (no roles).
+
+    Lanes are threads (independent thread scheduling since Volta): a warp whose lane 0 runs a
+    producer loop and lanes 1-31 a consumer loop of the same ring runs the two loops side by
+    side; one role for the warp would run them one after the other (a deadlock that is not there)."""
+    classes: dict[tuple, list[int]] = {}
+    for t in unit:
+        ls = sig_of(range(t, t + 1))
+        if ls is None:
+            return False
+        classes.setdefault(tuple(x is not None for x in ls), []).append(t)
+    if len(classes) < 2:
+        return None
+
+    def blocking(o: ir.Op) -> bool:
+        return o.kind == ir.MBAR_WAIT or (o.kind == ir.SYNC and o.sync_kind != "warp")
+
+    keys = list(classes)
+    need = False
+    for a in keys:
+        for b in keys:
+            if a is b:
+                continue
+            only_a = [i for i, (x, y) in enumerate(zip(a, b)) if x and not y]
+            only_b = [i for i, (x, y) in enumerate(zip(a, b)) if y and not x]
+            if only_b and any(blocking(ops[i]) for i in only_a):
+                need = True
+    if not need:
+        return None
+    out = []
+    for lanes in classes.values():
+        ls = sig_of(lanes)
+        if ls is None:
+            return False
+        out.append((lanes, ls))
+    return out
 
 
 def _collective_group(o: ir.Op) -> int | None:
@@ -980,12 +1071,18 @@ def _unroll(
     memory: bool = False,
     why: list | None = None,
     cluster: tuple[int, int] | None = None,
+    lanes_split: bool = False,
+    warp_apart: bool = False,
 ) -> list[Event] | None:
     """The events of the role of `threads`, in program order, loops unrolled. None when the
     program cannot be unrolled; `why` then gets the cause and the op (line) where it stopped.
     `cluster` (the cluster exploration): (this CTA's rank, the cluster's size): barrier elements
     are named with the CTA whose copy they are (`_at_cta`), an arrive / expect / copy lands on
-    the copies `completion.destinations_at` names, named barriers are the CTA's own."""
+    the copies `completion.destinations_at` names, named barriers are the CTA's own.
+    `lanes_split`: some warp's lanes are in several roles (`_lane_split`): barriers are counted
+    per lane where a warp is split (`_arrivals`) and `__syncwarp` is a barrier of its lanes.
+    `warp_apart`: another role holds lanes of some but not all of this role's warps, so each
+    warp's `__syncwarp` is a barrier of its own (`_emit_syncwarp`)."""
     m = an.model
 
     def no(o: ir.Op, cause: str) -> bool:
@@ -1144,9 +1241,10 @@ def _unroll(
             return True
         if memory and o.kind == ir.SMEM_ACCESS:
             return _emit_access(o, lanes, env, ctr, out)
-        if memory and o.kind == ir.SYNC and o.sync_kind == "warp":
-            return _emit_syncwarp(an, o, lanes, env, ctr, out)
-        arrivals = _arrivals(an, o, lanes, env) if memory else WARP * len({t // WARP for t in lanes})
+        if (memory or lanes_split) and o.kind == ir.SYNC and o.sync_kind == "warp":
+            return _emit_syncwarp(an, o, lanes, env, ctr, out, warp_apart) or no(o, "its lanes are not its mask's")
+        split = memory or lanes_split
+        arrivals = _arrivals(an, o, lanes, env) if split else WARP * len({t // WARP for t in lanes})
         if arrivals is None:
             return no(o, "its arrivals not known")
         # the cluster exploration: CTA c's barrier ids are its own (`CTA_IDS`)
@@ -1221,7 +1319,8 @@ def _unroll(
             c = o.count.eval(full) if o.count is not None else 1
             if not isinstance(c, int) or k == 0:
                 return k == 0
-            out.extend(Event("arrive", o, d, arrivals=k * c, env=ctr) for d in dests)
+            drop = o.mbar is not None and o.mbar.drop
+            out.extend(Event("arrive", o, d, arrivals=k * c, env=ctr, drop=drop) for d in dests)
         elif o.kind == ir.MBAR_EXPECT:
             b = o.bytes.eval(full) if o.bytes is not None else None
             sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
@@ -1377,10 +1476,15 @@ def _arrivals(an: Analysis, o: ir.Op, lanes: set[int], env: dict) -> int | None:
     return n
 
 
-def _emit_syncwarp(an: Analysis, o: ir.Op, lanes: set[int], env: dict, ctr: tuple, out: list) -> bool:
+def _emit_syncwarp(
+    an: Analysis, o: ir.Op, lanes: set[int], env: dict, ctr: tuple, out: list, apart: bool = False
+) -> bool:
     """`__syncwarp(mask)`: a barrier of the lanes in mask of each warp (they wait for each other);
     the warps a role's lanes are in meet as one barrier (roles run in lock step, so a role in
-    several warps reaches each warp's barrier at once). The executing lanes must be the mask's."""
+    several warps reaches each warp's barrier at once). The executing lanes must be the mask's.
+    `apart`: the roles of these warps do not all hold the same warps (lane 0 of warp 0 alone,
+    lanes 1-31 of warps 0-3 together): one barrier per warp, met in the order of the warps (every
+    role meets its warps' barriers in that one order, so the sequence adds no wait cycle)."""
     warps = {t // WARP for t in lanes}
     all_ex = _lanes_of(an, o, env, warps)
     if all_ex is None or not lanes <= all_ex:
@@ -1393,6 +1497,12 @@ def _emit_syncwarp(an: Analysis, o: ir.Op, lanes: set[int], env: dict, ctr: tupl
         in_mask = {WARP * w + i for i in range(WARP) if (mv >> i) & 1}
         if {t for t in all_ex if t // WARP == w} != in_mask:
             return False  # lanes of the mask that never arrive, or lanes outside it: not modelled
+    if apart:
+        for w in sorted(warps):
+            mine = sum(1 for t in lanes if t // WARP == w)
+            theirs = sum(1 for t in all_ex if t // WARP == w)
+            out.append(Event("sync", o, arrivals=mine, sync=(WARP_SYNC_IDS + w, theirs), env=ctr))
+        return True
     out.append(Event("sync", o, arrivals=len(lanes), sync=(WARP_SYNC_IDS + min(warps), len(all_ex)), env=ctr))
     return True
 
@@ -1498,15 +1608,6 @@ def _explore_model(an: Analysis) -> Exploration:
         # a call tkcheck does not model may signal any barrier it was given
         ex.reason = f"mbarrier passed to {blind[0].api} (line {blind[0].location.row}), which is not modelled"
         return ex
-    drops = [o for o in m.ops if _drops(o)]
-    if drops:
-        # i7model: the search's barrier state resets each phase to the init count; an
-        # arrive_drop lowers that count for the later phases, which the state does not carry
-        ex.reason = (
-            f"`{drops[0].api}` (line {drops[0].location.row}) lowers the expected count of later phases, "
-            "which the search does not follow"
-        )
-        return ex
     if any(_data_exit(m, lid) for o in ops for lid in o.loops):
         # an instruction / task stream: unroll each such loop a few rounds past its break and
         # stop at the break in the next, every role alike (stated with every finding)
@@ -1558,14 +1659,32 @@ def _explore_with(
     roles = []
     for cta in range(size) if size is not None else (None,):
         # the roles of CTA `cta`: its rank put into the ops' thread guards, indices and ids
-        groups = _roles(an, ops if cta is None else _at_rank(ops, cta), per_thread=memory)
+        split: list[int] = []
+        groups = _roles(an, ops if cta is None else _at_rank(ops, cta), per_thread=memory, split=split)
         if groups is None:
             ex.reason = "roles not computable"
             return
+        # a warp split by lanes (`_lane_split`): its roles meet at `__syncwarp` (a barrier of its lanes)
+        lane_ops = [o for o in m.ops if _relevant(o) or (o.kind == ir.SYNC and o.sync_kind == "warp")] if split else ops
+        warpsets = [frozenset(t // WARP for t in ts) for ts, _ in groups]
         for threads, _ in sorted(groups, key=lambda g: min(g[0])):
             why: list[str] = []
             env = params if cta is None else dict(params, cta_rank=cta)
-            evs = _unroll(an, ops, threads, env, rounds, memory, why, None if cta is None else (cta, size))
+            in_split = bool(split) and any(t // WARP in split for t in threads)
+            ws = frozenset(t // WARP for t in threads)
+            apart = any(v != ws and v & ws for v in warpsets)
+            evs = _unroll(
+                an,
+                lane_ops if in_split else ops,
+                threads,
+                env,
+                rounds,
+                memory,
+                why,
+                None if cta is None else (cta, size),
+                lanes_split=bool(split),
+                warp_apart=apart,
+            )
             if evs is None:
                 ex.reason = "a role's program could not be unrolled" + (f": {why[0]}" if why else "")
                 return
@@ -1650,8 +1769,9 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
     eidx = {e: i for i, e in enumerate(elems)}
     sizes = [len(r.threads) for r in roles]
     # state: (pcs, sync-arrival marks, barrier states, sync states)
-    # barrier state per element: (completed, pending arrivals, pending tx)
-    init_b = tuple((0, counts[e], 0) for e in elems)
+    # barrier state per element: (completed, pending arrivals, pending tx, arrivals dropped: the
+    # expected count of the next phases is the init count less these, `_complete`)
+    init_b = tuple((0, counts[e], 0, 0) for e in elems)
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
     key = _symmetry(roles) if not memory else (lambda st: st)
@@ -1726,7 +1846,8 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
                 finished,
                 ex_roles,
                 _trace(path),
-                {"barriers": {elems[i]: b for i, b in enumerate(bars)}, "syncs": dict(syncs)},
+                # (completed, pending arrivals, pending tx) per element: the dropped count stays inside
+                {"barriers": {elems[i]: b[:3] for i, b in enumerate(bars)}, "syncs": dict(syncs)},
             )
             ex.status = "explored"
             ex.states = len(visited)
@@ -1989,7 +2110,8 @@ def _symmetry(roles: list[Role]):
     sig: dict = {}
     for i, r in enumerate(roles):
         ev = tuple(
-            (e.kind, id(e.op), e.elem, e.parity, e.arrivals, e.bytes, e.sync, e.block, e.mem, e.sym) for e in r.events
+            (e.kind, id(e.op), e.elem, e.parity, e.arrivals, e.bytes, e.sync, e.block, e.mem, e.sym, e.drop)
+            for e in r.events
         )
         sig.setdefault((len(r.threads), r.cta, ev), []).append(i)
     classes = [ix for ix in sig.values() if len(ix) > 1]
@@ -2017,11 +2139,28 @@ def _trace(path: tuple | None) -> list:
     return [st for steps in reversed(parts) for st in steps]
 
 
-def _complete(b, count):
-    done, pend, tx = b
+def _complete(b, count, e: Event | None = None):
+    """The phase completes when no arrival and no byte is pending; the next phase then expects the
+    init count less the arrivals dropped so far (`mbarrier.arrive_drop`: PTX decrements the
+    expected count of the current and later phases; the current one still takes the dropping
+    arrival, completion._ragged_account counts it so). A phase that expects no arrival (every
+    arrival dropped) is left alone: a later event on the element is not modelled (`_dead`)."""
+    done, pend, tx, dropped = b
     if pend <= 0 and tx == 0:
-        return (done + 1, count + pend, 0)
+        nxt = count - dropped
+        if nxt <= 0:
+            return (done + 1, 0, 0, dropped)
+        return (done + 1, nxt + pend, 0, dropped)
     return b
+
+
+def _dead(b, count, e: Event) -> None:
+    """An event on a barrier element whose every arrival was dropped (its phases expect none):
+    PTX leaves such a phase undefined (the accounts report the drop); the search stops."""
+    if b[3] and count - b[3] <= 0:
+        raise _NotModelled(
+            f"`{e.op.api}` (line {e.op.location.row}) on a barrier whose phases expect no arrival after arrive_drop"
+        )
 
 
 class _NotModelled(Exception):
@@ -2069,6 +2208,7 @@ def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = Fals
             i = eidx[e.elem]
             done = bars[i][0]
             if done % 2 == e.parity:
+                _dead(bars[i], counts[elems[i]], e)
                 if first:
                     return None
                 break
@@ -2132,20 +2272,23 @@ def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = Fals
             break
         i = eidx[e.elem]
         if e.kind == "init":
-            bars[i] = (0, counts[elems[i]], 0)
+            bars[i] = (0, counts[elems[i]], 0, 0)
             steps.append((ri, e, "re-initialises it"))
             pc += 1
             first = False
             continue
-        done, pend, tx = bars[i]
+        done, pend, tx, dropped = bars[i]
+        _dead(bars[i], counts[elems[i]], e)
         if e.kind == "arrive":
             pend -= e.arrivals
+            if e.drop:
+                dropped += e.arrivals
         elif e.kind == "expect":
             pend -= e.arrivals
             tx += e.bytes
         elif e.kind == "load":
             tx -= e.bytes
-        nb = _complete((done, pend, tx), counts[elems[i]])
+        nb = _complete((done, pend, tx, dropped), counts[elems[i]], e)
         bars[i] = nb
         steps.append((ri, e, f"completes phase {done}" if nb[0] > done else ""))
         pc += 1

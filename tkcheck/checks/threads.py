@@ -14,6 +14,7 @@ from ..model.threads import threads_satisfying
 
 
 _ROUND_PERIOD_MAX = 64  # the longest period of a per-iteration thread choice enumerated
+_ITERATIONS_MAX = 200_000  # thread-iterations enumerated by `over_iterations`
 
 
 class ThreadSets:
@@ -110,6 +111,52 @@ class ThreadSets:
             union |= iss
         assert first is not None
         return frozenset(union), first
+
+    def over_iterations(self, op: ir.Op) -> frozenset[int] | None:
+        """The threads that issue `op` in some iteration of its loops, for a guard over the
+        thread and the counters of its own loops whose trip counts are numbers per thread (a
+        ragged tail: `if (t == last) arrive_drop(..)` in `for (t = 0; t <= last; t++)`, `last`
+        the warp's): every thread's iterations enumerated (at most `_ITERATIONS_MAX` in all).
+        None otherwise."""
+        key = ("iterations", id(op))
+        if key not in self._rounds:
+            self._rounds[key] = self._over_iterations(op)
+        return self._rounds[key]  # type: ignore[return-value]
+
+    def _over_iterations(self, op: ir.Op) -> frozenset[int] | None:
+        g = op.guard
+        if self.n is None or not g.exact or g.thread.is_opaque():
+            return None
+        loops = [self.model.loops[i] for i in op.loops if i in self.model.loops]
+        if len(loops) != len(op.loops) or any(lp.trip is None for lp in loops):
+            return None
+        names = {lp.counter.name for lp in loops}
+        if any(v.kind != E.THREAD and v.name not in names for v in g.thread.free_vars()):
+            return None
+        size = 32 * op.group_warps if op.issuers_per_group and op.group_warps > 0 else 1
+        out: set[int] = set()
+        budget = _ITERATIONS_MAX
+        for t in range(self.n):
+            envs: list[dict] = [{"tid": t, "tid_y": 0, "tid_z": 0}]
+            for lp in loops:
+                nxt = []
+                for env in envs:
+                    trip = lp.trip.eval(env)  # type: ignore[union-attr]
+                    if not isinstance(trip, int) or isinstance(trip, bool):
+                        return None
+                    budget -= max(trip, 0)
+                    if budget < 0:
+                        return None
+                    nxt.extend(dict(env, **{lp.counter.name: k}) for k in range(trip))
+                envs = nxt
+            for env in envs:
+                v = g.thread.eval(env)
+                if v is None:
+                    return None
+                if v:
+                    out.add(t)
+                    break
+        return frozenset(x for x in out if x % size == 0)
 
     def all_threads(self) -> frozenset[int] | None:
         return None if self.n is None else frozenset(range(self.n))

@@ -376,3 +376,44 @@ def _wrong_barrier_loads(an: Analysis) -> list[WrongBarrierLoad]:
             it = next((v for v in k.values() if v is not None), None)
             out.append(WrongBarrierLoad(o, bname, it, sv, bv, matched))
     return out
+
+
+@dataclass
+class SplitRemoteStore:
+    """r9-i7async: an `st.async` / `red.async` that writes the shared memory of CTA `store_cta`
+    but completes its bytes on the barrier `barrier` of CTA `barrier_cta`, the two proved
+    different for every thread of every CTA of the cluster (PTX ISA, st.async: the destination
+    and the mbarrier object must be in the same CTA). The waiter on the destination CTA's barrier
+    is not told when these bytes land, and the other barrier's phase counts bytes of another
+    buffer."""
+
+    op: ir.Op
+    barrier: str
+    buffer: str
+    store_cta: E.Expr
+    barrier_cta: E.Expr
+
+
+def split_remote_stores(an: Analysis) -> list[SplitRemoteStore]:
+    return an.fact("violations.split_remote_stores", _split_remote_stores)
+
+
+def _split_remote_stores(an: Analysis) -> list[SplitRemoteStore]:
+    m = an.model
+    out = []
+    rank = E.Var("cta_rank", E.PARAM)
+    for o in m.ops_of(ir.TMA_LOAD):
+        mb = o.mbar
+        if mb is None or not mb.remote_store or mb.store_cta is None or mb.cta is None or mb.store_bar is None:
+            continue
+        if o.buffer is None:
+            continue
+        assume = [E.binop(">=", rank, E.Const(0))]
+        if m.cluster is not None:
+            assume.append(E.binop("<", rank, m.cluster))
+        differ = E.binop("!=", mb.store_cta, mb.cta)
+        if differ.depends_on(E.LOOP) or differ.is_opaque():
+            continue
+        if solver.always(differ, an.solver_timeout_ms, assume=tuple(assume)) is True:
+            out.append(SplitRemoteStore(o, mb.store_bar.shown(), o.buffer.name, mb.store_cta, mb.cta))
+    return out

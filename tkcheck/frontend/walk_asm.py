@@ -285,6 +285,10 @@ class AsmLowering:
             el = self._mapped_element(addr) if addr is not None else None
             op.buffer = el[0] if el is not None else None
             if el is None or mapped_cta is None or el[1] != mapped_cta:
+                if el is not None and mapped_cta is not None and op.barrier is not None:
+                    # both mapped, to CTAs not shown equal: kept for the CTA question (PTX: the
+                    # destination and the mbarrier of st.async must be in the same CTA)
+                    a = replace(a, mbar=replace(a.mbar, store_cta=el[1], store_bar=op.barrier))
                 op.barrier, op.barrier_unknown = None, self._operand_text(c, a.barrier or "?")
                 op.unmodelled_barrier_use = True
                 w.note_unmodelled(c, f"`{a.api}`: its address or barrier not mapped to one CTA's `__shared__` element")

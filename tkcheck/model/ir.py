@@ -367,6 +367,12 @@ class BarrierFacts:
     # i7model: `mbarrier.arrive_drop`: the arrival also lowers the barrier's expected count for the
     # current and every later phase by its count (the thread leaves the barrier)
     drop: bool = False
+    # r9-i7async: an `st.async` / `red.async` whose destination and barrier are mapped (`mapa`)
+    # to CTAs not shown to be one: the destination's CTA and the barrier named (`cta` is then the
+    # barrier's CTA). The op stays an unmodelled use of the barrier (no account counts it);
+    # `violations.split_remote_stores` asks whether the two CTAs differ for every thread
+    store_cta: Expr | None = None
+    store_bar: Ref | None = None
 
 
 @dataclass(frozen=True)
