@@ -10,7 +10,57 @@ from ._deadlock_common import classify, deadlock_finding
 
 
 def check(an):
-    return _spins(an) + _roles(an)
+    return _spins(an) + _counter_barriers(an) + _roles(an)
+
+
+def _counter_barriers(an):
+    """A hand-written grid barrier (checks/grid_barriers.py) one of whose instances no block's
+    arrival opens: every block but the releaser waits for a word only the releaser raises."""
+    from tkcheck.checks.threads import describe
+
+    out = []
+    n = an.threads.n
+    for h in P.spin_waits(an).counter_hangs:
+        b = h.barrier
+        who = describe(an.threads.executing(b.spin) or frozenset(), n)
+        aga = b.arrive.global_access
+        rel = str(E.substitute(b.release, {aga.result: E.Var("old", E.PARAM)})).replace("gridDim.x", "N")
+        start = str(h.start).replace("gridDim.x", "N")
+        last = f"{start} + {h.amount} * (N - 1)" if start != "0" else f"{h.amount} * (N - 1)"
+        where = f" (iteration {h.iteration} of its loop)" if b.arrive.loops else ""
+        trace = [
+            TraceStep("every block", line, b.arrive.location) for line in h.history
+        ] + [
+            TraceStep(
+                "every block",
+                f"{who} arrives with `{aga.text}`: the N blocks read {start} .. {last}, and none satisfies the "
+                f"release condition `{rel}`",
+                b.arrive.location,
+            ),
+            TraceStep(
+                "every block",
+                f"{who} waits for `{b.flag}` to change, but only a releasing block raises it: never",
+                b.spin.location,
+                blocked=True,
+            ),
+        ]
+        out.append(
+            finding(
+                "TK502",
+                f"{who} of every block waits in a grid barrier on `{b.counter}` / `{b.flag}`{where}, but no block "
+                f"opens it: the count starts at {start} there (N = gridDim.x, the counter zeroed before the launch), "
+                f"the blocks' arrivals read {start} .. {last}, and none of them satisfies `{rel}` for any grid size, so "
+                f"no block raises `{b.flag}` and every block spins forever",
+                b.spin.location,
+                related=[related(b.arrive, "the arrival whose old value decides the releaser")]
+                + [related(r, "the only raise of the flag, never reached") for r in b.raises[:2]],
+                witness={"counter": b.counter, "flag": b.flag, "start": start, "release": rel, "iteration": h.iteration},
+                trace=trace,
+                help="the last arrival reads start + N - 1 (atomicAdd returns the old value), and the releaser must "
+                "reset the counter (before it raises the flag) so that the next instance starts from the same value",
+            )
+        )
+    return out
 
 
 def _spins(an):

@@ -1050,12 +1050,12 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
                 out.undecided.append((d, sig, "a release at cluster scope: the readers' cluster is not known"))
                 continue
             between = fl.same_iteration_between(d, sig)
-            if any(may_order(o) and o is not sig for o in between):
+            if any(_releases(o) for o in between):
+                continue  # a fence on the path (in the writer or the signaller): released
+            if any(may_order(o) and o is not sig and not _acquires_only(an, o, ts) for o in between):
                 # an arrive, a wait, another atomic: an order this query does not pair
                 out.undecided.append((d, sig, "an op that may synchronise between"))
                 continue
-            if any(_releases(o) for o in between):
-                continue  # a fence on the path (in the writer or the signaller): released
             if any(o.kind == ir.SYNC and (not o.guard.exact or an.threads.executing(o) is None) for o in between):
                 out.undecided.append((d, sig, "a barrier whose threads are not known"))
                 continue
@@ -1108,6 +1108,27 @@ def _acquire(an: Analysis, out: MemoryFacts) -> None:
                 continue
             seen.add(id(sig))
             out.acquisitions.append(Acquisition(sig, rd, min(ts), "last-arriver"))
+
+
+def _acquires_only(an: Analysis, o: ir.Op, signallers) -> bool:
+    """Is o a load (no read-modify-write) of a word that only the signalling threads write (in
+    any block: thread 0's snapshot of a grid barrier's generation before its arrival)? Such a
+    load releases nothing, and what it may acquire comes from the signalling threads' own
+    releases, so it orders no other thread's data before the signal (round 9, grid barriers)."""
+    ga = _ga(o)
+    if o.kind != ir.GLOBAL_LOAD or ga is None or ga.base is None or not signallers:
+        return False
+    for w in an.model.ops:
+        if w.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE, ir.TMA_STORE, ir.CALL):
+            wga = _ga(w)
+            if w.kind in (ir.TMA_STORE, ir.CALL) or wga is None or wga.base is None:
+                return False
+            if wga.base != ga.base:
+                continue
+            tw = an.threads.executing(w)
+            if not tw or not tw <= signallers or not w.guard.exact:
+                return False
+    return True
 
 
 def _publishes_with_release(fl) -> bool:
@@ -1277,7 +1298,7 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             if not (_releases(sig) or any(_releases(o) for o in between)):
                 continue  # no release at all: `_publish`'s question
             out.examined.add(("global", id(sig)))
-            if any(may_order(o, touched) and o is not sig for o in between):
+            if any(may_order(o, touched) and o is not sig and not _acquires_only(an, o, ts) for o in between):
                 out.undecided.append((d, sig, "an op that may synchronise between"))
                 continue
             if any(o.kind == ir.SYNC and (not o.guard.exact or an.threads.executing(o) is None) for o in between):

@@ -431,6 +431,10 @@ class GlobalAccessFacts:
     # `thread_scope_block` is cta, `_device` gpu, `_system` sys); None: gpu (CUDA's atomicAdd,
     # PTX without a scope qualifier)
     scope: str | None = None
+    # an atomic's operand: the amount added (`add`, `sub`, `inc`'s bound), the value exchanged or
+    # stored (`exch`, `st`); None where the walk did not evaluate it (round 9, the counters of a
+    # hand-written grid barrier, checks/grid_barriers.py)
+    operand: Expr | None = None
 
     @property
     def across_blocks(self) -> bool | None:
