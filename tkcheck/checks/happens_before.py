@@ -105,7 +105,9 @@ class Publication:
     # what happens before it); "scope": the signal releases at a scope that stops at the block
     # (`thread_scope_block`, `.cta`), which orders nothing for the other blocks that read the count;
     # "after": the data is stored after the signal's release, by the signalling thread, and no
-    # later release of that thread publishes it
+    # later release of that thread publishes it; "reset-after" / "reset-relaxed": a grid
+    # barrier's counter reset after the raise that releases the waiters, or not released before
+    # it (checks/grid_barriers.py)
     why: str = "relaxed"
 
 
@@ -152,7 +154,25 @@ def _memory(an: Analysis) -> MemoryFacts:
     _publish_cumulative(an, out)
     _publish_after_release(an, out)
     _acquire_scope(an, out)
+    _counter_resets(an, out)
     return out
+
+
+def _counter_resets(an: Analysis, out: MemoryFacts) -> None:
+    """A grid barrier's releaser resets the arrival counter after raising the flag the others
+    wait on, or with no release between the reset and the raise (checks/grid_barriers.py): a
+    released block's next arrival on the counter follows its observation of the flag, and a
+    reset not ordered before the raise may come after that arrival in the counter's order and
+    erase it. The reset is the data the raise should publish."""
+    from . import grid_barriers
+
+    for lr in grid_barriers.barriers(an).late_resets:
+        ts = an.threads.executing(lr.reset)
+        if not ts or not lr.reset.guard.exact or not lr.raise_.guard.exact:
+            continue
+        t = min(ts)
+        out.examined.add(("global", id(lr.raise_)))
+        out.publications.append(Publication(lr.reset, lr.raise_, t, t, ts, False, "reset-" + lr.why))
 
 
 # ---------------------------------------------------------------- shared ----
