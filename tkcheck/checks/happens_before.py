@@ -120,6 +120,9 @@ class Acquisition:
     thread: int
     how: str  # "last-arriver" | "spin" | "not-propagated" (the poll acquires; `thread` is not ordered after it)
     poller: int | None = None  # the thread that observed the flag, when it is not `thread`
+    # "not-propagated-write": `read` is a write of data other blocks read before the barrier
+    # (`earlier`, their read), by a thread no barrier orders after the poll
+    earlier: ir.Op | None = None
 
 
 @dataclass
@@ -155,7 +158,91 @@ def _memory(an: Analysis) -> MemoryFacts:
     _publish_after_release(an, out)
     _acquire_scope(an, out)
     _counter_resets(an, out)
+    _release_scope_writes(an, out)
     return out
+
+
+def _release_scope_writes(an: Analysis, out: MemoryFacts) -> None:
+    """The write side of `_acquire_scope`: a spin whose poll acquires a flag the kernel raises
+    (a grid barrier's wait) also tells the block that every other block is done with the data it
+    read before arriving. A thread other than the poller that then overwrites such data -- data
+    the kernel reads before the spin, in the same iteration of the loops around it, that is not
+    each thread's own (`thread_private`) -- must be ordered after the poll by a barrier both take
+    part in: later in the same iteration, or (a loop proved to run twice) in the next iteration
+    before the spin. Else it may overwrite a value another block has not read yet (write after
+    read across blocks). Asked only on paths whose ops are all modelled."""
+    fl = flow(an)
+    touched = _touched_bases(fl)
+    if not any(o.kind == ir.SPIN for o in fl.ops):
+        return
+    raised = {ga.base for o in fl.ops if _is_counter(o) and (ga := _ga(o)) is not None and ga.base is not None}
+    m = an.model
+    for sp in fl.ops:
+        if sp.kind != ir.SPIN or len(sp.loops) < 2:
+            continue
+        lid = sp.loops[-1]
+        polls = [p for p in _polls(fl, lid) if p.guard.exact and _acquires(p)]
+        if not polls:
+            continue
+        poll = polls[0]
+        flag = _ga(poll).base  # type: ignore[union-attr]
+        if flag is None or flag not in raised:
+            continue
+        tp = an.threads.executing(poll)
+        if not tp:
+            continue
+        t_poll = min(tp)
+        outer = sp.loops[:-1]
+        lp = m.loops.get(outer[-1])
+        trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if not isinstance(trip, int) or trip < 2:
+            continue
+        body = [o for o in fl.ops if lid in o.loops]
+        end = max(o.order for o in body)
+        level = [o for o in fl.ops if o.loops[: len(outer)] == outer]
+        for w in fl.ops:
+            ga = _ga(w)
+            if w.kind != ir.GLOBAL_STORE or ga is None or ga.base is None or ga.base in (flag,) or not w.guard.exact:
+                continue
+            if w.loops[: len(outer)] != outer or lid in w.loops or not set(w.guard.uniform) <= set(sp.guard.uniform):
+                continue
+            tw = an.threads.executing(w)
+            if not tw or not (tw - tp):
+                continue
+            reads = [
+                r
+                for r in level
+                if _is_data_read(r) and (rga := _ga(r)) is not None and rga.base == ga.base and r.order < sp.order
+            ]
+            if not reads or thread_private(an, ga.base):
+                continue
+            if w.order > end:
+                between = [o for o in level if end < o.order < w.order]
+            else:
+                between = [o for o in level if o.order > end] + [o for o in level if o.order < w.order]
+            if any(o.kind in (ir.SYNC, ir.NAMED_ARRIVE) and o.loops != outer for o in between):
+                out.undecided.append((poll, w, "a barrier in a loop between"))
+                break
+            if any(may_order(o, touched) for o in between):
+                out.undecided.append((poll, w, "an op that may synchronise between"))
+                break
+            writer, unknown = None, False
+            for t in _representatives(an, between, tw - tp):
+                ob = _ordered_by_barrier(an, between, t_poll, t)
+                if ob is None or (not ob and _chain_possible(an, between, t_poll, t)):
+                    unknown = True
+                    break
+                if not ob:
+                    writer = t
+                    break
+            if unknown:
+                out.undecided.append((poll, w, "a barrier whose order is not followed"))
+                break
+            if writer is not None:
+                out.unpropagated.append(
+                    Acquisition(poll, w, writer, "not-propagated-write", poller=t_poll, earlier=reads[0])
+                )
+                break
 
 
 def _counter_resets(an: Analysis, out: MemoryFacts) -> None:
@@ -1151,6 +1238,73 @@ def _acquires_only(an: Analysis, o: ir.Op, signallers) -> bool:
     return True
 
 
+def thread_private(an: Analysis, base: str) -> bool:
+    """Does every element of global memory `base` belong to one thread of the grid: every access
+    (load, store, atomic) of it is `base[i]` with a known index, and z3 proves that two accesses
+    naming one element are made by the same thread of the same block (in whatever iterations of
+    their loops: `y[blockIdx.x * T + tid + k * gridDim.x * T]`, a grid-stride loop)? Such data is
+    no communication between threads: no barrier publishes it to anyone (round 9)."""
+    return an.fact(f"happens_before.thread_private:{base}", lambda an: _thread_private(an, base))
+
+
+def _thread_private(an: Analysis, base: str) -> bool:
+    from .. import solver
+
+    m = an.model
+    n = an.threads.n
+    if n is None:
+        return False
+    accs = []
+    for o in m.ops:
+        ga = _ga(o)
+        if o.kind in (ir.TMA_STORE, ir.TMA_LOAD, ir.CP_ASYNC, ir.CALL):
+            return False
+        if ga is None or ga.base != base:
+            continue
+        if ga.index is None or o.kind not in (ir.GLOBAL_LOAD, ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL):
+            return False
+        accs.append(o)
+    if not accs:
+        return False
+    allowed = {"tid", "blockIdx.x", "gridDim.x"}
+
+    def side(o: ir.Op, tag: str):
+        ren: dict[str, E.Expr] = {"tid": E.Var("tid" + tag, E.PARAM), "blockIdx.x": E.Var("blockIdx.x" + tag, E.PARAM)}
+        bounds = [
+            E.binop(">=", ren["tid"], E.Const(0)),
+            E.binop("<", ren["tid"], E.Const(n)),
+            E.binop(">=", ren["blockIdx.x"], E.Const(0)),
+            E.binop("<", ren["blockIdx.x"], E.Var("gridDim.x", E.PARAM)),
+        ]
+        for lid in o.loops:
+            lp = m.loops.get(lid)
+            if lp is None:
+                return None
+            ren[lp.counter.name] = E.Var(lp.counter.name + tag, E.PARAM)
+        for lid in o.loops:
+            lp = m.loops[lid]
+            k = ren[lp.counter.name]
+            bounds.append(E.binop(">=", k, E.Const(0)))  # (no trip bound: a weaker assumption)
+        idx = o.global_access.index  # type: ignore[union-attr]
+        if any(v.name not in allowed and v.name not in ren for v in idx.free_vars()):
+            return None
+        return E.substitute(idx, ren), bounds, ren
+
+    for i, a in enumerate(accs):
+        for b in accs[i:]:
+            sa, sb = side(a, "#1"), side(b, "#2")
+            if sa is None or sb is None:
+                return False
+            (ia, ba, ra), (ib, bb, rb) = sa, sb
+            same = E.conj(
+                E.binop("==", ra["tid"], rb["tid"]), E.binop("==", ra["blockIdx.x"], rb["blockIdx.x"])
+            )
+            claim = E.disj(E.binop("!=", ia, ib), same)
+            if solver.always(claim, assume=tuple(ba + bb)) is not True:
+                return False
+    return True
+
+
 def _publishes_with_release(fl) -> bool:
     """Does the kernel raise a counter with release ordering (a release atomic, or a gpu-scope
     fence before a relaxed counter in the same iteration)? Then its polls must acquire."""
@@ -1314,6 +1468,8 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             td = an.threads.executing(d)
             if not td or not (td - ts):
                 continue
+            if thread_private(an, dga.base):
+                continue  # each element is its own thread's: read back by its writer only
             between = fl.same_iteration_between(d, sig)
             if not (_releases(sig) or any(_releases(o) for o in between)):
                 continue  # no release at all: `_publish`'s question

@@ -435,6 +435,10 @@ class GlobalAccessFacts:
     # stored (`exch`, `st`); None where the walk did not evaluate it (round 9, the counters of a
     # hand-written grid barrier, checks/grid_barriers.py)
     operand: Expr | None = None
+    # `p[i]` of the kernel pointer itself: the element index i (over tid, the block index, loop
+    # counters); None where the address is not an index of the parameter (round 9: whether
+    # other threads of the grid touch an element, `happens_before.thread_private`)
+    index: Expr | None = None
 
     @property
     def across_blocks(self) -> bool | None:
