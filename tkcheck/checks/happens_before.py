@@ -939,6 +939,12 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
         for o in between
         if (may_order(o) and not polls_other_blocks(an, o)) or (o.kind == ir.SYNC and not o.guard.exact)
     ]
+    if (undecided or nested) and all(o.kind in _ONLY_ADD_ORDER for o in undecided):
+        # atomics and polls of global memory may add order, never take it away, and a barrier
+        # outside the loops nested between runs once on the path: a barrier both threads take
+        # part in still orders them (round 9: a grid barrier's counter between)
+        if _all_ordered_by_barrier(an, between, first, second, t_first, t_second):
+            return None
     if undecided or nested:
         out.undecided.append((first, second, f"`{undecided[0].api}` between" if undecided else "a nested loop"))
         return None
@@ -1004,6 +1010,33 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
                     )
                 return Race(first, second, t1, t2, narrow=narrow)
     return None
+
+
+_ONLY_ADD_ORDER = (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD, ir.SPIN)
+
+
+def _all_ordered_by_barrier(an, between, first, second, t_first, t_second) -> bool:
+    """Is every pair of a thread of `t_first` and another of `t_second` ordered by a block or
+    named barrier among `between` that both take part in (exact guards, known threads)?"""
+    common = 0
+    while common < min(len(first.loops), len(second.loops)) and first.loops[common] == second.loops[common]:
+        common += 1
+    top = first.loops[:common]
+    syncs = [o for o in between if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
+    if any(o.kind == ir.SYNC and not o.guard.exact for o in syncs):
+        return False
+    if any(an.threads.executing(o) is None for o in syncs):
+        return False
+    once = [o for o in syncs if o.loops == top]  # on the path once, whatever the inner loops do
+    if not once:
+        return False
+    for t1 in _representatives(an, once, t_first):
+        for t2 in _representatives(an, once, t_second):
+            if t1 == t2:
+                continue
+            if _ordered_by_barrier(an, once, t1, t2) is not True:
+                return False
+    return True
 
 
 def _repeats(an: Analysis, lid: int, guards) -> bool:
@@ -1152,6 +1185,8 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
             td = an.threads.executing(d)
             if not td:
                 continue
+            if dga is not None and dga.base is not None and thread_private(an, dga.base):
+                continue  # each element is its own thread's: no other thread reads what it wrote
             out.examined.add(("global", id(sig)))
             if _scope_unknown(sig):
                 out.undecided.append((d, sig, "a release at cluster scope: the readers' cluster is not known"))
@@ -1218,12 +1253,18 @@ def _acquire(an: Analysis, out: MemoryFacts) -> None:
 
 
 def _acquires_only(an: Analysis, o: ir.Op, signallers) -> bool:
-    """Is o a load (no read-modify-write) of a word that only the signalling threads write (in
-    any block: thread 0's snapshot of a grid barrier's generation before its arrival)? Such a
-    load releases nothing, and what it may acquire comes from the signalling threads' own
-    releases, so it orders no other thread's data before the signal (round 9, grid barriers)."""
+    """Is o a load or an atomic, made by signalling threads, of a word that only the signalling
+    threads write (in any block: thread 0's snapshot of a grid barrier's generation, its arrival
+    on the counter)? What it may acquire comes from the signalling threads' own releases, so it
+    orders no other thread's data before the signal (whether it releases is asked apart, of
+    every op between: round 9, grid barriers)."""
     ga = _ga(o)
-    if o.kind != ir.GLOBAL_LOAD or ga is None or ga.base is None or not signallers:
+    to = an.threads.executing(o)
+    if not to or not signallers or not to <= signallers or not o.guard.exact:
+        return False
+    if o.kind == ir.SPIN:
+        return True  # the loop's head: its polls are ops between of their own, asked as such
+    if o.kind not in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL) or ga is None or ga.base is None:
         return False
     for w in an.model.ops:
         if w.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE, ir.TMA_STORE, ir.CALL):
@@ -1449,6 +1490,7 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
     if not _observed(an, fl):
         return
     read = {ga.base for o in fl.ops if _is_data_read(o) and (ga := _ga(o)) is not None and ga.base is not None}
+    reported: set[int] = set()  # one finding per store (its first signal)
     for sig in fl.ops:
         ga = _ga(sig)
         if not _is_counter(sig) or ga is None or not sig.guard.exact:
@@ -1492,7 +1534,8 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             if unknown:
                 out.undecided.append((d, sig, "a barrier whose order is not followed"))
                 continue
-            if writer is not None:
+            if writer is not None and id(d) not in reported:
+                reported.add(id(d))
                 out.publications.append(Publication(d, sig, writer, t_sig, td, False, "unordered"))
                 break
 
