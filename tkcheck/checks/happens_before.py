@@ -1156,6 +1156,7 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
     if not _observed(an, fl):
         return
     read = _read_bases(fl)
+    reported: set[int] = set()  # one finding per store: the first counter raised after it
     for sig in fl.ops:
         ga = _ga(sig)
         if not _is_counter(sig) or ga is None or _releases(sig) or not sig.guard.exact:
@@ -1216,6 +1217,9 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
             gathered = any(o.kind == ir.SYNC for o in between) and td != frozenset([t_sig])
             # a release whose scope stops at the block (`thread_scope_block`, `.cta`): "scope"
             why = "scope" if ga.sem in RELEASE_SEMS else "relaxed"
+            if id(d) in reported:
+                continue
+            reported.add(id(d))
             out.publications.append(Publication(d, sig, pick, t_sig, td, gathered, why))
             break
 
