@@ -18,10 +18,10 @@ What is asked (`barriers(an)`, one fact per kernel):
   counter starts at 0, the host zeroes it). In an instance whose counter starts at c the blocks
   read c, c + a, ..., c + (N - 1) a (one arrival of amount a per block, in some order). When no
   value satisfies P for any N, no block raises F in that instance and every block waits forever
-  (`CounterHang`, TK502). When exactly the last value does, the instance opens; the counter then
+  (`CounterHang`, a wait no block satisfies). When exactly the last value does, the instance opens; the counter then
   holds the reset's value, or c + N a without a reset. Anything else (a release before the last
   arrival, values z3 does not decide, writes of C or F elsewhere) is undecided.
-* order (`late_resets`, TK407 through happens_before.memory): the releaser's reset of C must be
+* order (`late_resets`, an unpublished write through happens_before.memory): the releaser's reset of C must be
   ordered before its raise of F -- the released blocks' next arrivals on C follow their
   observation of F, and a reset not released before the raise may land after such an arrival and
   erase it (the barrier after it never opens).
@@ -340,7 +340,7 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
             # what the counter holds for the next instance
             late = any(lr.reset in b.resets for lr in out.late_resets)
             if late:
-                out.undecided.setdefault(id(b.spin), "the reset may erase a later arrival (TK407)")
+                out.undecided.setdefault(id(b.spin), "the reset may erase a later arrival")
                 return
             if b.resets:
                 r = b.resets[-1]

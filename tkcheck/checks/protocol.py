@@ -2142,7 +2142,7 @@ class SpinNever:
 class SpinFacts:
     never: list[SpinNever] = field(default_factory=list)
     # spins that are the wait of a hand-written grid barrier (checks/grid_barriers.py): an
-    # instance no block's arrival releases (TK502), and the spins proved left by every block
+    # instance no block's arrival releases, and the spins proved left by every block
     counter_hangs: list = field(default_factory=list)  # grid_barriers.CounterHang
     proved: list[ir.Op] = field(default_factory=list)
     # (spin head, why the argument does not apply): coverage, never a finding
