@@ -371,7 +371,11 @@ some block of the kernel writes, behind a flag the kernel raises) must be ordere
 after the polling thread by a barrier both take part in -- the `__syncthreads()`
 right after thread 0's spin. Without it their reads may run before the flag is
 seen. An op between that may synchronise in a way not followed (an mbarrier, an
-unmodelled call, another atomic) leaves it undecided.
+unmodelled call, another atomic) leaves it undecided. The write side of the same
+acquire (a grid barrier's wait): other threads that overwrite data other blocks read
+before the barrier -- later in the iteration, or in the next one before the spin --
+must be ordered after the polling thread too (the `__syncthreads()` closing the
+barrier), or the write may land before another block has read the old value.
 
 The same scope question for cp.async copies (the cp.async engine,
 `checks/async_groups.py`): a wait (`cp.async.wait_group N`, `__pipeline_wait_prior`,

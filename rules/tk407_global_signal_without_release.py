@@ -434,6 +434,10 @@ with a block-scope release is reported like a relaxed one (at cluster scope the
 question stays undecided). Publication order is asked too: a value the
 signalling thread stores *after* raising the flag with release (and no later
 release publishes), in a kernel that reads that data after a spin on the flag.
+The same order for a hand-written grid barrier's counter (`checks/grid_barriers.py`):
+the releasing block must reset the arrival counter before it raises the word the
+other blocks wait on, with a release between (`__threadfence()`); a reset after the
+raise, or not released before it, may erase a released block's next arrival.
 
 Not decided here (no finding either way): whether a bulk (async-proxy) store
 needs an extra `fence.proxy.async.global` before a generic-proxy release — one

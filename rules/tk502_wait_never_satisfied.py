@@ -234,6 +234,15 @@ the blocks, for every grid size; undecided (coverage) when the flag is written
 elsewhere or through an unknown address, when the loop can end otherwise (a
 `break`, a `return`), inside an outer loop or under a block-uniform condition.
 
+A hand-written grid barrier (`checks/grid_barriers.py`): one thread of every block
+arrives on a counter (`atomicAdd(count, 1)`), the block whose old value passes the
+release test resets the counter and raises a word, the others spin until that word
+changes from the value they read before arriving. Its instances are followed in
+program order over the grid size N (z3; the counter zeroed before the launch): when
+the N arrivals of an instance read c .. c + N - 1 and none of them passes the test
+for any N (`old == gridDim.x`, or a counter never reset whose second instance starts
+at N), no block raises the word and every block spins forever.
+
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only
 reports a timeout. Typical causes are roles disagreeing on the trip count
