@@ -234,6 +234,9 @@ def _barriers(an: Analysis) -> GridBarrierFacts:
     if _unknown_writes(m):
         undecide("a write whose address is not known (or an unmodelled call) may touch the counter or the flag")
         return out
+    if any(o.kind == ir.EXIT for o in m.ops):
+        undecide("a block may leave the kernel before it arrives")
+        return out
     by_counter: dict[str, list[CounterBarrier]] = {}
     for b in found:
         by_counter.setdefault(b.counter, []).append(b)
@@ -284,9 +287,16 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
     trips = []
     for lid in lps:
         lp = m.loops.get(lid)
-        t = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if lp is None or lp.trip is None or any(
+            v.kind in (E.THREAD, E.OPAQUE) or v.name.startswith(("?", "blockIdx", "cta_rank", "grid.block_rank"))
+            for v in lp.trip.free_vars()
+        ):
+            for b in bs:  # a trip count some block may not share: not followed
+                out.undecided.setdefault(id(b.spin), "the loop around the arrivals may run a different count per block")
+            return
+        t = lp.trip.eval({})
         trips.append(t if isinstance(t, int) and t >= 0 else None)
-    if len(lps) > 1 or (trips and trips[0] is None and len(lps) != 1):
+    if len(lps) > 1:
         for b in bs:
             out.undecided.setdefault(id(b.spin), "arrivals in nested loops")
         return
@@ -327,8 +337,8 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
                 return
             last = E.substitute(vals, {"gb.i": E.binop("-", n, E.Const(1))})
             opens = solver.always(at(last))
-            early = solver.witness(E.conj(E.binop(">=", i, E.Const(0)), E.binop("<", i, E.binop("-", n, E.Const(1))), at(vals)))
-            if opens is not True or early is not None:
+            early = E.conj(E.binop(">=", i, E.Const(0)), E.binop("<", i, E.binop("-", n, E.Const(1))), at(vals))
+            if opens is not True or solver.always(E.negate(early)) is not True:
                 out.undecided.setdefault(
                     id(b.spin), "the barrier may open before every block arrived (or not at the last arrival)"
                 )

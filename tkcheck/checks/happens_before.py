@@ -1027,7 +1027,8 @@ def _all_ordered_by_barrier(an, between, first, second, t_first, t_second) -> bo
         return False
     if any(an.threads.executing(o) is None for o in syncs):
         return False
-    once = [o for o in syncs if o.loops == top]  # on the path once, whatever the inner loops do
+    # on the path once, whatever the inner loops do, and in every block (no block-uniform condition)
+    once = [o for o in syncs if o.loops == top and not o.guard.uniform]
     if not once:
         return False
     for t1 in _representatives(an, once, t_first):
