@@ -28,6 +28,24 @@ def _counter_barriers(an):
         start = str(h.start).replace("gridDim.x", "N")
         last = f"{start} + {h.amount} * (N - 1)" if start != "0" else f"{h.amount} * (N - 1)"
         where = f" (iteration {h.iteration} of its loop)" if b.arrive.loops else ""
+        if h.wrote is not None:
+            target = str(b.target)
+            out.append(
+                finding(
+                    "TK502",
+                    f"{who} of every block but the releaser waits in a grid barrier on `{b.counter}` / `{b.flag}`{where} "
+                    f"until `{b.flag}` holds its sense {target}, but the releasing block stores {h.wrote} there "
+                    f"(`{(b.raises[-1].global_access.text if b.raises[-1].global_access else b.raises[-1].api)}`), "
+                    f"and `{b.flag}` held {h.before} before (the flag zeroed before the launch): the waiting blocks "
+                    "never leave, and no later instance can release them (they never arrive at it)",
+                    b.spin.location,
+                    related=[related(b.raises[-1], "the release stores a value the waiters do not wait for")],
+                    witness={"counter": b.counter, "flag": b.flag, "sense": target, "stored": str(h.wrote)},
+                    trace=[TraceStep("every block", line, b.arrive.location) for line in h.history],
+                    help="store the sense the waiters wait for (the block's flipped sense) when releasing",
+                )
+            )
+            continue
         trace = [
             TraceStep("every block", line, b.arrive.location) for line in h.history
         ] + [

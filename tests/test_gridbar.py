@@ -47,3 +47,15 @@ def test_grid_stride_data_is_thread_private_and_slots_are_not():
     with solver.session():
         assert H.thread_private(an, "y") is True
         assert H.thread_private(an, "partial") is False
+
+
+def test_a_sense_flag_is_followed_by_its_value():
+    good = _an(ROOT / "fixtures" / "gridbar" / "sense_barrier_good.cu")
+    with solver.session():
+        facts = G.barriers(good)
+        assert len(facts.barriers) == 2 and all(b.target is not None for b in facts.barriers)
+        assert len(facts.proved) == 2 and not facts.hangs
+    bad = _an(ROOT / "fixtures" / "gridbar" / "sense_barrier_bad.cu", "sense_const")
+    with solver.session():
+        (h,) = G.barriers(bad).hangs
+    assert str(h.wrote) == "1" and str(h.barrier.target) == "0" and str(h.before) == "1"

@@ -47,10 +47,13 @@ class CounterBarrier:
     flag: str  # the word the waiters spin on
     spin: ir.Op  # the waiters' SPIN head
     poll: ir.Op  # the load the spin's condition tests
-    snapshot: ir.Op  # the waiter's read of the flag before its arrival (the value it waits to change)
+    # the waiter's read of the flag before its arrival (the value it waits to change); None for a
+    # sense flag (the loop goes on while the flag differs from `target`, the block's sense)
+    snapshot: ir.Op | None
     release: E.Expr  # P over the arrival's old value (the Var `arrive.global_access.result`)
     resets: list[ir.Op] = field(default_factory=list)  # the release branch's writes of the counter
     raises: list[ir.Op] = field(default_factory=list)  # the release branch's writes of the flag
+    target: E.Expr | None = None  # a sense flag: the value the waiter waits for (`while (ld(F) != s)`)
 
 
 @dataclass
@@ -62,6 +65,10 @@ class CounterHang:
     start: E.Expr  # the counter's value when the instance begins, over gridDim.x
     amount: int
     history: list[str]  # how the counter got there (one line per earlier instance)
+    # a sense flag raised with a value the waiters do not wait for (the instance opens, but its
+    # waiters never leave); None: no block releases
+    wrote: E.Expr | None = None
+    before: E.Expr | None = None  # the sense flag's value when the instance began
 
 
 @dataclass
@@ -196,17 +203,27 @@ def _recognise(an: Analysis, sp: ir.Op) -> CounterBarrier | str | None:
                     and an.threads.executing(o) == ta
                 ):
                     snap = o
+    target = None
     if snap is None:
-        return "the spin does not wait for the flag to change from a value read before the arrival"
-    sga = snap.global_access
-    assert sga is not None
-    between = [o for o in m.ops if snap.order < o.order < arr.order and o.loops == outer]
-    if not (sga.sem in ("acquire", "acq_rel") or any(o.kind == ir.FENCE for o in between)):
-        return "the read of the flag is not ordered before the arrival"
+        # a sense flag: `while (ld(F) != s)` with s a value of the launch (the block's sense,
+        # which the walk evaluates per iteration)
+        if isinstance(cond, E.Bin) and cond.op == "!=":
+            other = cond.b if isinstance(cond.a, E.Var) and cond.a.name == v_name else cond.a
+            if other is not cond.a or (isinstance(cond.b, E.Var) and cond.b.name == v_name):
+                if not any(x.name == v_name or x.kind in (E.THREAD, E.OPAQUE) or x.name.startswith("?") for x in other.free_vars()):
+                    target = other
+        if target is None:
+            return "the spin waits neither for the flag to change from a value read before the arrival nor for a sense value"
+    else:
+        sga = snap.global_access
+        assert sga is not None
+        between = [o for o in m.ops if snap.order < o.order < arr.order and o.loops == outer]
+        if not (sga.sem in ("acquire", "acq_rel") or any(o.kind == ir.FENCE for o in between)):
+            return "the read of the flag is not ordered before the arrival"
     branch = [o for o in m.ops if o.loops[: len(outer)] == outer and release in o.guard.uniform and o.order > arr.order]
     resets = [o for o in branch if o.global_access is not None and o.global_access.base == aga.base and o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE)]
     raises = [o for o in branch if o.global_access is not None and o.global_access.base == flag and o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE)]
-    return CounterBarrier(arr, aga.base, flag, sp, poll, snap, release, resets, raises)
+    return CounterBarrier(arr, aga.base, flag, sp, poll, snap, release, resets, raises, target)
 
 
 def _barriers(an: Analysis) -> GridBarrierFacts:
@@ -304,6 +321,7 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
     n = E.Var(_N, E.PARAM)
     i = E.Var("gb.i", E.PARAM)
     c: E.Expr = E.Const(0)
+    fval: E.Expr = E.Const(0)  # the flag's value (sense flags), zeroed before the launch
     history: list[str] = []
     bad: CounterBarrier | None = None
     rounds = trip if trip is not None else 2
@@ -329,6 +347,9 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
             anyone = solver.witness(E.conj(*dom, at(vals)))
             if anyone is None:
                 nobody = solver.always(E.negate(E.conj(*dom, at(vals))))
+                if nobody is True and b.target is not None and solver.always(E.binop("!=", fval, b.target)) is not True:
+                    out.undecided.setdefault(id(b.spin), "no block releases, but the sense flag may already hold the sense")
+                    return
                 if nobody is True:
                     out.hangs.append(CounterHang(b, k, c, a, list(history)))
                     bad = b
@@ -347,6 +368,34 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
                 out.hangs.append(CounterHang(b, k, c, a, list(history)))
                 bad = b
                 break
+            # the raise lets the waiters go: a generation moved by a non-zero add, or a sense flag
+            # given the value the waiters wait for
+            rs = b.raises[-1]
+            fga = rs.global_access
+            assert fga is not None
+            wval = fga.operand if fga.atomic in ("exch", "st") else None
+            if len(b.raises) != 1 or (
+                b.target is None
+                and (fga.atomic != "add" or fga.operand is None or fga.operand.eval({}) in (0, None))
+            ):
+                out.undecided.setdefault(id(b.spin), "the raise of the flag is not an add of a non-zero constant")
+                return
+            if b.target is not None:
+                if wval is None or any(v.kind != E.PARAM or v.name.startswith("?") for v in wval.free_vars()):
+                    out.undecided.setdefault(id(b.spin), "the sense flag's raise is not a store of a known value")
+                    return
+                lets_go = solver.always(E.binop("==", wval, b.target))
+                if lets_go is not True:
+                    stuck = solver.always(E.conj(E.binop("!=", wval, b.target), E.binop("!=", fval, b.target)))
+                    if stuck is True:
+                        h = CounterHang(b, k, c, a, list(history))
+                        h.wrote, h.before = wval, fval
+                        out.hangs.append(h)
+                        bad = b
+                        break
+                    out.undecided.setdefault(id(b.spin), "whether the raised sense lets the waiters go is not decided")
+                    return
+                fval = wval
             # what the counter holds for the next instance
             late = any(lr.reset in b.resets for lr in out.late_resets)
             if late:
