@@ -212,6 +212,9 @@ def _global_acquire_scope(an):
     n = an.threads.n
     out = []
     for a in memory(an).unpropagated:
+        if a.how == "not-propagated-write":
+            out.append(_write_after_wait(an, a))
+            continue
         out.append(
             finding(
                 "TK401",
@@ -229,6 +232,28 @@ def _global_acquire_scope(an):
             )
         )
     return out
+
+
+def _write_after_wait(an, a):
+    """A write after a grid barrier's wait by a thread the wait's acquire does not cover."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    ga = a.observe.global_access
+    return finding(
+        "TK401",
+        f"{describe(frozenset([a.thread]), n)} writes `{describe_location(a.read)[:50]}`, data that threads of other "
+        f"blocks read before they arrive at the barrier whose flag {describe(frozenset([a.poller]), n)} waits for "
+        f"(`{(ga.text if ga else None) or a.observe.api}`), and no barrier orders the write after that wait: the "
+        "wait orders the polling thread only, so the write may land before another block has read the old value",
+        user_site(a.read),
+        related=[related(a.observe, "the acquiring poll (one thread)")]
+        + ([related(a.earlier, "another block reads the old value here")] if a.earlier is not None else [])
+        + in_helper(a.read, "the store, in the helper called there"),
+        witness={"writer_thread": a.thread, "poller": a.poller},
+        help="a barrier of the polling thread and the writers after the spin: `__syncthreads()` right after the "
+        "polling thread's loop (the closing barrier of the grid barrier)",
+    )
 
 
 def _async_copies(an):
@@ -348,7 +373,11 @@ some block of the kernel writes, behind a flag the kernel raises) must be ordere
 after the polling thread by a barrier both take part in -- the `__syncthreads()`
 right after thread 0's spin. Without it their reads may run before the flag is
 seen. An op between that may synchronise in a way not followed (an mbarrier, an
-unmodelled call, another atomic) leaves it undecided.
+unmodelled call, another atomic) leaves it undecided. The write side of the same
+acquire (a grid barrier's wait): other threads that overwrite data other blocks read
+before the barrier -- later in the iteration, or in the next one before the spin --
+must be ordered after the polling thread too (the `__syncthreads()` closing the
+barrier), or the write may land before another block has read the old value.
 
 The same scope question for cp.async copies (the cp.async engine,
 `checks/async_groups.py`): a wait (`cp.async.wait_group N`, `__pipeline_wait_prior`,

@@ -116,6 +116,9 @@ def _published(an) -> list:
         if p.why == "after":
             out.append(_stored_after_release(an, p))
             continue
+        if p.why.startswith("reset-"):
+            out.append(_reset_after_release(an, p))
+            continue
         ga = p.signal.global_access
         scope = ga.scope if ga is not None else None
         what = (
@@ -214,6 +217,32 @@ def _stored_after_release(an, p):
         witness={"thread": p.data_thread, "released": True, "order": "store after release"},
         help="store the value first, then raise the flag with release (`st.release.gpu`, "
         "`cuda::atomic_ref::store(1, cuda::memory_order_release)`)",
+    )
+
+
+def _reset_after_release(an, p):
+    """A grid barrier's counter reset that the raise releasing the waiters does not publish."""
+    n = an.threads.n
+    ga = p.data.global_access
+    counter = ga.base if ga is not None else "the counter"
+    if p.why == "reset-after":
+        how = f"after it raised the flag (`{_text(p.signal)[:40]}`) that releases the waiting blocks"
+    else:
+        how = (
+            f"before it raises the flag (`{_text(p.signal)[:40]}`), but no release (`__threadfence()`, a "
+            "release atomic) orders the reset before that raise"
+        )
+    return finding(
+        "TK407",
+        f"{describe(frozenset([p.data_thread]), n)} of the releasing block resets the grid barrier's arrival counter "
+        f"`{counter}` (`{_text(p.data)[:40]}`) {how}: a released block's next arrival on `{counter}` may come "
+        "before the reset in the counter's order, the reset erases it, and the next instance of the barrier never "
+        "counts every block",
+        user_site(p.data),
+        related=[related(p.signal, "the raise that releases the waiting blocks")] + in_helper(p.data),
+        witness={"thread": p.data_thread, "counter": counter, "order": p.why},
+        help="reset the counter first, then `__threadfence()`, then raise the flag (or raise it with a release "
+        "atomic): the reset must happen before any block can arrive again",
     )
 
 
@@ -407,6 +436,10 @@ with a block-scope release is reported like a relaxed one (at cluster scope the
 question stays undecided). Publication order is asked too: a value the
 signalling thread stores *after* raising the flag with release (and no later
 release publishes), in a kernel that reads that data after a spin on the flag.
+The same order for a hand-written grid barrier's counter (`checks/grid_barriers.py`):
+the releasing block must reset the arrival counter before it raises the word the
+other blocks wait on, with a release between (`__threadfence()`); a reset after the
+raise, or not released before it, may erase a released block's next arrival.
 
 Not decided here (no finding either way): whether a bulk (async-proxy) store
 needs an extra `fence.proxy.async.global` before a generic-proxy release — one

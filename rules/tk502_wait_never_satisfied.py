@@ -10,7 +10,7 @@ from ._deadlock_common import classify, deadlock_finding
 
 
 def check(an):
-    return _spins(an) + _hoisted(an) + _roles(an)
+    return _spins(an) + _hoisted(an) + _counter_barriers(an) + _roles(an)
 
 
 def _hoisted(an):
@@ -57,6 +57,74 @@ def _hoisted(an):
                 trace=trace,
                 help=f"declare it `volatile` (`__shared__ volatile ... {hs.name}`), or read it with "
                 "`cuda::atomic_ref<T, cuda::thread_scope_block>(x).load(cuda::memory_order_acquire)`",
+            )
+        )
+    return out
+
+
+def _counter_barriers(an):
+    """A hand-written grid barrier (checks/grid_barriers.py) one of whose instances no block's
+    arrival opens: every block but the releaser waits for a word only the releaser raises."""
+    from tkcheck.checks.threads import describe
+
+    out = []
+    n = an.threads.n
+    for h in P.spin_waits(an).counter_hangs:
+        b = h.barrier
+        who = describe(an.threads.executing(b.spin) or frozenset(), n)
+        aga = b.arrive.global_access
+        rel = str(E.substitute(b.release, {aga.result: E.Var("old", E.PARAM)})).replace("gridDim.x", "N")
+        start = str(h.start).replace("gridDim.x", "N")
+        last = f"{start} + {h.amount} * (N - 1)" if start != "0" else f"{h.amount} * (N - 1)"
+        where = f" (iteration {h.iteration} of its loop)" if b.arrive.loops else ""
+        if h.wrote is not None:
+            target = str(b.target)
+            out.append(
+                finding(
+                    "TK502",
+                    f"{who} of every block but the releaser waits in a grid barrier on `{b.counter}` / `{b.flag}`{where} "
+                    f"until `{b.flag}` holds its sense {target}, but the releasing block stores {h.wrote} there "
+                    f"(`{(b.raises[-1].global_access.text if b.raises[-1].global_access else b.raises[-1].api)}`), "
+                    f"and `{b.flag}` held {h.before} before (the flag zeroed before the launch): the waiting blocks "
+                    "never leave, and no later instance can release them (they never arrive at it)",
+                    b.spin.location,
+                    related=[related(b.raises[-1], "the release stores a value the waiters do not wait for")],
+                    witness={"counter": b.counter, "flag": b.flag, "sense": target, "stored": str(h.wrote)},
+                    trace=[TraceStep("every block", line, b.arrive.location) for line in h.history],
+                    help="store the sense the waiters wait for (the block's flipped sense) when releasing",
+                )
+            )
+            continue
+        trace = [
+            TraceStep("every block", line, b.arrive.location) for line in h.history
+        ] + [
+            TraceStep(
+                "every block",
+                f"{who} arrives with `{aga.text}`: the N blocks read {start} .. {last}, and none satisfies the "
+                f"release condition `{rel}`",
+                b.arrive.location,
+            ),
+            TraceStep(
+                "every block",
+                f"{who} waits for `{b.flag}` to change, but only a releasing block raises it: never",
+                b.spin.location,
+                blocked=True,
+            ),
+        ]
+        out.append(
+            finding(
+                "TK502",
+                f"{who} of every block waits in a grid barrier on `{b.counter}` / `{b.flag}`{where}, but no block "
+                f"opens it: the count starts at {start} there (N = gridDim.x, the counter zeroed before the launch), "
+                f"the blocks' arrivals read {start} .. {last}, and none of them satisfies `{rel}` for any grid size, so "
+                f"no block raises `{b.flag}` and every block spins forever",
+                b.spin.location,
+                related=[related(b.arrive, "the arrival whose old value decides the releaser")]
+                + [related(r, "the only raise of the flag, never reached") for r in b.raises[:2]],
+                witness={"counter": b.counter, "flag": b.flag, "start": start, "release": rel, "iteration": h.iteration},
+                trace=trace,
+                help="the last arrival reads start + N - 1 (atomicAdd returns the old value), and the releaser must "
+                "reset the counter (before it raises the flag) so that the next instance starts from the same value",
             )
         )
     return out
@@ -237,6 +305,15 @@ A spin on a plain (neither volatile nor atomic) `__shared__` scalar whose loop d
 (`while (tail <= i) {{ }}`) is reported when its first look can read the initial value, at which the
 loop goes on: the compiler may load it once and spin on a register (`checks/shared_handoff.py`,
 `hoisted_spins`).
+
+A hand-written grid barrier (`checks/grid_barriers.py`): one thread of every block
+arrives on a counter (`atomicAdd(count, 1)`), the block whose old value passes the
+release test resets the counter and raises a word, the others spin until that word
+changes from the value they read before arriving. Its instances are followed in
+program order over the grid size N (z3; the counter zeroed before the launch): when
+the N arrivals of an instance read c .. c + N - 1 and none of them passes the test
+for any N (`old == gridDim.x`, or a counter never reset whose second instance starts
+at N), no block raises the word and every block spins forever.
 
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only

@@ -688,8 +688,9 @@ def add_spin_undecided(entry: KernelCoverage, an: Analysis) -> None:
     from .checks import protocol
 
     facts = protocol.spin_waits(an)
-    entry.obligations += len(facts.never) + len(facts.undecided)
-    entry.obligations_decided += len(facts.never)
+    decided = len(facts.never) + len(facts.counter_hangs) + len(facts.proved)
+    entry.obligations += decided + len(facts.undecided)
+    entry.obligations_decided += decided
     for sp, why in facts.undecided:
         loc = sp.location
         entry.unknowns.append(

@@ -106,7 +106,9 @@ class Publication:
     # what happens before it); "scope": the signal releases at a scope that stops at the block
     # (`thread_scope_block`, `.cta`), which orders nothing for the other blocks that read the count;
     # "after": the data is stored after the signal's release, by the signalling thread, and no
-    # later release of that thread publishes it
+    # later release of that thread publishes it; "reset-after" / "reset-relaxed": a grid
+    # barrier's counter reset after the raise that releases the waiters, or not released before
+    # it (checks/grid_barriers.py)
     why: str = "relaxed"
 
 
@@ -119,6 +121,9 @@ class Acquisition:
     thread: int
     how: str  # "last-arriver" | "spin" | "not-propagated" (the poll acquires; `thread` is not ordered after it)
     poller: int | None = None  # the thread that observed the flag, when it is not `thread`
+    # "not-propagated-write": `read` is a write of data other blocks read before the barrier
+    # (`earlier`, their read), by a thread no barrier orders after the poll
+    earlier: ir.Op | None = None
 
 
 @dataclass
@@ -156,7 +161,109 @@ def _memory(an: Analysis) -> MemoryFacts:
     _publish_cumulative(an, out)
     _publish_after_release(an, out)
     _acquire_scope(an, out)
+    _counter_resets(an, out)
+    _release_scope_writes(an, out)
     return out
+
+
+def _release_scope_writes(an: Analysis, out: MemoryFacts) -> None:
+    """The write side of `_acquire_scope`: a spin whose poll acquires a flag the kernel raises
+    (a grid barrier's wait) also tells the block that every other block is done with the data it
+    read before arriving. A thread other than the poller that then overwrites such data -- data
+    the kernel reads before the spin, in the same iteration of the loops around it, that is not
+    each thread's own (`thread_private`) -- must be ordered after the poll by a barrier both take
+    part in: later in the same iteration, or (a loop proved to run twice) in the next iteration
+    before the spin. Else it may overwrite a value another block has not read yet (write after
+    read across blocks). Asked only on paths whose ops are all modelled."""
+    fl = flow(an)
+    touched = _touched_bases(fl)
+    if not any(o.kind == ir.SPIN for o in fl.ops):
+        return
+    raised = {ga.base for o in fl.ops if _is_counter(o) and (ga := _ga(o)) is not None and ga.base is not None}
+    m = an.model
+    for sp in fl.ops:
+        if sp.kind != ir.SPIN or len(sp.loops) < 2:
+            continue
+        lid = sp.loops[-1]
+        polls = [p for p in _polls(fl, lid) if p.guard.exact and _acquires(p)]
+        if not polls:
+            continue
+        poll = polls[0]
+        flag = _ga(poll).base  # type: ignore[union-attr]
+        if flag is None or flag not in raised:
+            continue
+        tp = an.threads.executing(poll)
+        if not tp:
+            continue
+        t_poll = min(tp)
+        outer = sp.loops[:-1]
+        lp = m.loops.get(outer[-1])
+        trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if not isinstance(trip, int) or trip < 2:
+            continue
+        body = [o for o in fl.ops if lid in o.loops]
+        end = max(o.order for o in body)
+        level = [o for o in fl.ops if o.loops[: len(outer)] == outer]
+        for w in fl.ops:
+            ga = _ga(w)
+            if w.kind != ir.GLOBAL_STORE or ga is None or ga.base is None or ga.base in (flag,) or not w.guard.exact:
+                continue
+            if w.loops[: len(outer)] != outer or lid in w.loops or not set(w.guard.uniform) <= set(sp.guard.uniform):
+                continue
+            tw = an.threads.executing(w)
+            if not tw or not (tw - tp):
+                continue
+            reads = [
+                r
+                for r in level
+                if _is_data_read(r) and (rga := _ga(r)) is not None and rga.base == ga.base and r.order < sp.order
+            ]
+            if not reads or thread_private(an, ga.base):
+                continue
+            if w.order > end:
+                between = [o for o in level if end < o.order < w.order]
+            else:
+                between = [o for o in level if o.order > end] + [o for o in level if o.order < w.order]
+            if any(o.kind in (ir.SYNC, ir.NAMED_ARRIVE) and o.loops != outer for o in between):
+                out.undecided.append((poll, w, "a barrier in a loop between"))
+                break
+            if any(may_order(o, touched) for o in between):
+                out.undecided.append((poll, w, "an op that may synchronise between"))
+                break
+            writer, unknown = None, False
+            for t in _representatives(an, between, tw - tp):
+                ob = _ordered_by_barrier(an, between, t_poll, t)
+                if ob is None or (not ob and _chain_possible(an, between, t_poll, t)):
+                    unknown = True
+                    break
+                if not ob:
+                    writer = t
+                    break
+            if unknown:
+                out.undecided.append((poll, w, "a barrier whose order is not followed"))
+                break
+            if writer is not None:
+                out.unpropagated.append(
+                    Acquisition(poll, w, writer, "not-propagated-write", poller=t_poll, earlier=reads[0])
+                )
+                break
+
+
+def _counter_resets(an: Analysis, out: MemoryFacts) -> None:
+    """A grid barrier's releaser resets the arrival counter after raising the flag the others
+    wait on, or with no release between the reset and the raise (checks/grid_barriers.py): a
+    released block's next arrival on the counter follows its observation of the flag, and a
+    reset not ordered before the raise may come after that arrival in the counter's order and
+    erase it. The reset is the data the raise should publish."""
+    from . import grid_barriers
+
+    for lr in grid_barriers.barriers(an).late_resets:
+        ts = an.threads.executing(lr.reset)
+        if not ts or not lr.reset.guard.exact or not lr.raise_.guard.exact:
+            continue
+        t = min(ts)
+        out.examined.add(("global", id(lr.raise_)))
+        out.publications.append(Publication(lr.reset, lr.raise_, t, t, ts, False, "reset-" + lr.why))
 
 
 # ---------------------------------------------------------------- shared ----
@@ -846,6 +953,12 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
         for o in between
         if (may_order(o) and not polls_other_blocks(an, o)) or (o.kind == ir.SYNC and not o.guard.exact)
     ]
+    if (undecided or nested) and all(o.kind in _ONLY_ADD_ORDER for o in undecided):
+        # atomics and polls of global memory may add order, never take it away, and a barrier
+        # outside the loops nested between runs once on the path: a barrier both threads take
+        # part in still orders them (round 9: a grid barrier's counter between)
+        if _all_ordered_by_barrier(an, between, first, second, t_first, t_second):
+            return None
     if undecided or nested:
         out.undecided.append((first, second, f"`{undecided[0].api}` between" if undecided else "a nested loop"))
         return None
@@ -911,6 +1024,34 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
                     )
                 return Race(first, second, t1, t2, narrow=narrow)
     return None
+
+
+_ONLY_ADD_ORDER = (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD, ir.SPIN)
+
+
+def _all_ordered_by_barrier(an, between, first, second, t_first, t_second) -> bool:
+    """Is every pair of a thread of `t_first` and another of `t_second` ordered by a block or
+    named barrier among `between` that both take part in (exact guards, known threads)?"""
+    common = 0
+    while common < min(len(first.loops), len(second.loops)) and first.loops[common] == second.loops[common]:
+        common += 1
+    top = first.loops[:common]
+    syncs = [o for o in between if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
+    if any(o.kind == ir.SYNC and not o.guard.exact for o in syncs):
+        return False
+    if any(an.threads.executing(o) is None for o in syncs):
+        return False
+    # on the path once, whatever the inner loops do, and in every block (no block-uniform condition)
+    once = [o for o in syncs if o.loops == top and not o.guard.uniform]
+    if not once:
+        return False
+    for t1 in _representatives(an, once, t_first):
+        for t2 in _representatives(an, once, t_second):
+            if t1 == t2:
+                continue
+            if _ordered_by_barrier(an, once, t1, t2) is not True:
+                return False
+    return True
 
 
 def _repeats(an: Analysis, lid: int, guards) -> bool:
@@ -1030,6 +1171,7 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
     if not _observed(an, fl):
         return
     read = _read_bases(fl)
+    reported: set[int] = set()  # one finding per store: the first counter raised after it
     for sig in fl.ops:
         ga = _ga(sig)
         if not _is_counter(sig) or ga is None or _releases(sig) or not sig.guard.exact:
@@ -1059,17 +1201,19 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
             td = an.threads.executing(d)
             if not td:
                 continue
+            if dga is not None and dga.base is not None and thread_private(an, dga.base):
+                continue  # each element is its own thread's: no other thread reads what it wrote
             out.examined.add(("global", id(sig)))
             if _scope_unknown(sig):
                 out.undecided.append((d, sig, "a release at cluster scope: the readers' cluster is not known"))
                 continue
             between = fl.same_iteration_between(d, sig)
-            if any(may_order(o) and o is not sig for o in between):
+            if any(_releases(o) for o in between):
+                continue  # a fence on the path (in the writer or the signaller): released
+            if any(may_order(o) and o is not sig and not _acquires_only(an, o, ts) for o in between):
                 # an arrive, a wait, another atomic: an order this query does not pair
                 out.undecided.append((d, sig, "an op that may synchronise between"))
                 continue
-            if any(_releases(o) for o in between):
-                continue  # a fence on the path (in the writer or the signaller): released
             if any(o.kind == ir.SYNC and (not o.guard.exact or an.threads.executing(o) is None) for o in between):
                 out.undecided.append((d, sig, "a barrier whose threads are not known"))
                 continue
@@ -1088,6 +1232,9 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
             gathered = any(o.kind == ir.SYNC for o in between) and td != frozenset([t_sig])
             # a release whose scope stops at the block (`thread_scope_block`, `.cta`): "scope"
             why = "scope" if ga.sem in RELEASE_SEMS else "relaxed"
+            if id(d) in reported:
+                continue
+            reported.add(id(d))
             out.publications.append(Publication(d, sig, pick, t_sig, td, gathered, why))
             break
 
@@ -1122,6 +1269,100 @@ def _acquire(an: Analysis, out: MemoryFacts) -> None:
                 continue
             seen.add(id(sig))
             out.acquisitions.append(Acquisition(sig, rd, min(ts), "last-arriver"))
+
+
+def _acquires_only(an: Analysis, o: ir.Op, signallers) -> bool:
+    """Is o a load or an atomic, made by signalling threads, of a word that only the signalling
+    threads write (in any block: thread 0's snapshot of a grid barrier's generation, its arrival
+    on the counter)? What it may acquire comes from the signalling threads' own releases, so it
+    orders no other thread's data before the signal (whether it releases is asked apart, of
+    every op between: round 9, grid barriers)."""
+    ga = _ga(o)
+    to = an.threads.executing(o)
+    if not to or not signallers or not to <= signallers or not o.guard.exact:
+        return False
+    if o.kind == ir.SPIN:
+        return True  # the loop's head: its polls are ops between of their own, asked as such
+    if o.kind not in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL) or ga is None or ga.base is None:
+        return False
+    for w in an.model.ops:
+        if w.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE, ir.TMA_STORE, ir.CALL):
+            wga = _ga(w)
+            if w.kind in (ir.TMA_STORE, ir.CALL) or wga is None or wga.base is None:
+                return False
+            if wga.base != ga.base:
+                continue
+            tw = an.threads.executing(w)
+            if not tw or not tw <= signallers or not w.guard.exact:
+                return False
+    return True
+
+
+def thread_private(an: Analysis, base: str) -> bool:
+    """Does every element of global memory `base` belong to one thread of the grid: every access
+    (load, store, atomic) of it is `base[i]` with a known index, and z3 proves that two accesses
+    naming one element are made by the same thread of the same block (in whatever iterations of
+    their loops: `y[blockIdx.x * T + tid + k * gridDim.x * T]`, a grid-stride loop)? Such data is
+    no communication between threads: no barrier publishes it to anyone (round 9)."""
+    return an.fact(f"happens_before.thread_private:{base}", lambda an: _thread_private(an, base))
+
+
+def _thread_private(an: Analysis, base: str) -> bool:
+    from .. import solver
+
+    m = an.model
+    n = an.threads.n
+    if n is None:
+        return False
+    accs = []
+    for o in m.ops:
+        ga = _ga(o)
+        if o.kind in (ir.TMA_STORE, ir.TMA_LOAD, ir.CP_ASYNC, ir.CALL):
+            return False
+        if ga is None or ga.base != base:
+            continue
+        if ga.index is None or o.kind not in (ir.GLOBAL_LOAD, ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL):
+            return False
+        accs.append(o)
+    if not accs:
+        return False
+    allowed = {"tid", "blockIdx.x", "gridDim.x"}
+
+    def side(o: ir.Op, tag: str):
+        ren: dict[str, E.Expr] = {"tid": E.Var("tid" + tag, E.PARAM), "blockIdx.x": E.Var("blockIdx.x" + tag, E.PARAM)}
+        bounds = [
+            E.binop(">=", ren["tid"], E.Const(0)),
+            E.binop("<", ren["tid"], E.Const(n)),
+            E.binop(">=", ren["blockIdx.x"], E.Const(0)),
+            E.binop("<", ren["blockIdx.x"], E.Var("gridDim.x", E.PARAM)),
+        ]
+        for lid in o.loops:
+            lp = m.loops.get(lid)
+            if lp is None:
+                return None
+            ren[lp.counter.name] = E.Var(lp.counter.name + tag, E.PARAM)
+        for lid in o.loops:
+            lp = m.loops[lid]
+            k = ren[lp.counter.name]
+            bounds.append(E.binop(">=", k, E.Const(0)))  # (no trip bound: a weaker assumption)
+        idx = o.global_access.index  # type: ignore[union-attr]
+        if any(v.name not in allowed and v.name not in ren for v in idx.free_vars()):
+            return None
+        return E.substitute(idx, ren), bounds, ren
+
+    for i, a in enumerate(accs):
+        for b in accs[i:]:
+            sa, sb = side(a, "#1"), side(b, "#2")
+            if sa is None or sb is None:
+                return False
+            (ia, ba, ra), (ib, bb, rb) = sa, sb
+            same = E.conj(
+                E.binop("==", ra["tid"], rb["tid"]), E.binop("==", ra["blockIdx.x"], rb["blockIdx.x"])
+            )
+            claim = E.disj(E.binop("!=", ia, ib), same)
+            if solver.always(claim, assume=tuple(ba + bb)) is not True:
+                return False
+    return True
 
 
 def _publishes_with_release(fl) -> bool:
@@ -1268,6 +1509,7 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
     if not _observed(an, fl):
         return
     read = {ga.base for o in fl.ops if _is_data_read(o) and (ga := _ga(o)) is not None and ga.base is not None}
+    reported: set[int] = set()  # one finding per store (its first signal)
     for sig in fl.ops:
         ga = _ga(sig)
         if not _is_counter(sig) or ga is None or not sig.guard.exact:
@@ -1287,11 +1529,13 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             td = an.threads.executing(d)
             if not td or not (td - ts):
                 continue
+            if thread_private(an, dga.base):
+                continue  # each element is its own thread's: read back by its writer only
             between = fl.same_iteration_between(d, sig)
             if not (_releases(sig) or any(_releases(o) for o in between)):
                 continue  # no release at all: `_publish`'s question
             out.examined.add(("global", id(sig)))
-            if any(may_order(o, touched) and o is not sig for o in between):
+            if any(may_order(o, touched) and o is not sig and not _acquires_only(an, o, ts) for o in between):
                 out.undecided.append((d, sig, "an op that may synchronise between"))
                 continue
             if any(o.kind == ir.SYNC and (not o.guard.exact or an.threads.executing(o) is None) for o in between):
@@ -1309,7 +1553,8 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             if unknown:
                 out.undecided.append((d, sig, "a barrier whose order is not followed"))
                 continue
-            if writer is not None:
+            if writer is not None and id(d) not in reported:
+                reported.add(id(d))
                 out.publications.append(Publication(d, sig, writer, t_sig, td, False, "unordered"))
                 break
 

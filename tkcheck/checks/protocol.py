@@ -2412,6 +2412,10 @@ class SpinNever:
 @dataclass
 class SpinFacts:
     never: list[SpinNever] = field(default_factory=list)
+    # spins that are the wait of a hand-written grid barrier (checks/grid_barriers.py): an
+    # instance no block's arrival releases, and the spins proved left by every block
+    counter_hangs: list = field(default_factory=list)  # grid_barriers.CounterHang
+    proved: list[ir.Op] = field(default_factory=list)
     # (spin head, why the argument does not apply): coverage, never a finding
     undecided: list[tuple[ir.Op, str]] = field(default_factory=list)
 
@@ -2433,6 +2437,23 @@ def spin_waits(an: Analysis) -> SpinFacts:
     end otherwise (a `break`, a `return`), or when the condition reads anything but the flag and
     launch values."""
     return an.fact("protocol.spin_waits", _spin_waits)
+
+
+def _counter_barrier_wait(an: Analysis, sp: ir.Op):
+    """The spin as the wait of a hand-written grid barrier (an arrival counter and a word the
+    last arriver raises, checks/grid_barriers.py): ("hang", CounterHang) | ("proved", None) |
+    ("undecided", why) | None when the spin is no such wait."""
+    from . import grid_barriers
+
+    facts = grid_barriers.barriers(an)
+    for h in facts.hangs:
+        if h.barrier.spin is sp:
+            return "hang", h
+    if id(sp) in facts.proved:
+        return "proved", None
+    if id(sp) in facts.undecided and any(b.spin is sp for b in facts.barriers):
+        return "undecided", facts.undecided[id(sp)]
+    return None
 
 
 def _spin_waits(an: Analysis) -> SpinFacts:
@@ -2467,6 +2488,16 @@ def _spin_waits(an: Analysis) -> SpinFacts:
         def undecided(why: str, sp: ir.Op = sp) -> None:
             out.undecided.append((sp, why))
 
+        gb = _counter_barrier_wait(an, sp)
+        if gb is not None:
+            verdict, what = gb
+            if verdict == "hang":
+                out.counter_hangs.append(what)
+            elif verdict == "proved":
+                out.proved.append(sp)
+            else:
+                undecided(f"the wait of a grid barrier: {what}")
+            continue
         if len(sp.loops) != 1 or sp.guard.uniform or not sp.guard.exact:
             undecided("a spin inside a loop or under a block-uniform condition")
             continue

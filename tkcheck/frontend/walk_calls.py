@@ -198,11 +198,22 @@ class CallLowering:
                     return E.binop("%", E.binop("+", r, d), E.Const(s))
                 return E.binop("%", E.binop("+", E.binop("-", r, d), E.Const(s)), E.Const(s))
             return E.opaque(base)
-        if base in K.CUDA_ATOMICS and args and not quals and self.w.exprs.global_target(args[0], ctx, cursor):
-            # CUDA's atomicAdd & co on global memory: relaxed read-modify-writes at gpu scope
+        bare = (
+            base in K.CUDA_ATOMICS
+            and args
+            and not quals
+            and not self.w.exprs.global_target(args[0], ctx, cursor)
+            and self.w.exprs.global_target(args[0], ctx, cursor, bare_param=True)
+        )
+        if base in K.CUDA_ATOMICS and args and not quals and (bare or self.w.exprs.global_target(args[0], ctx, cursor)):
+            # CUDA's atomicAdd & co on global memory: relaxed read-modify-writes at gpu scope.
+            # On a bare kernel pointer (`atomicAdd(count, 1)`, round 9) the event is the same; its
+            # old value stays the block-uniform unknown it was before (a scheduler's ticket, data
+            # the progress engine unrolls), so that only the memory event is new
             vals = [self.w.ev(a, ctx, cursor) for a in args[1:]]
             loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
-            old = E.opaque(base)
+            old = self._bare_atomic_value(node, vals, ctx, cursor) if bare else E.opaque(base)
+            operand = vals[0] if vals and isinstance(vals[0], Expr) and base != "atomicCAS" else None
             self.w.emit(
                 ir.Op(
                     ir.GLOBAL_SIGNAL,
@@ -219,6 +230,7 @@ class CallLowering:
                         form="atomic",
                         base=self.w.exprs.address_base(args[0], ctx, cursor),
                         scope=K.CUDA_ATOMICS_SCOPE.get(base.rsplit("_", 1)[-1]),
+                        operand=operand,
                     ),
                 ),
                 ctx,
@@ -502,6 +514,21 @@ class CallLowering:
         v = self.w.ev(targ, replace(ctx, dry=True)) if isinstance(targ, cexpr.Node) else targ
         c = v.const() if isinstance(v, Expr) else None
         return c if c in (0, 1) else None
+
+    def _bare_atomic_value(self, node, vals, ctx: Ctx, cursor) -> Expr:
+        """The old value of an atomic on a bare kernel pointer: the block-uniform unknown it always
+        was (`opaque_from`), named once per call site and caller chain, so that the dry walk of a
+        condition (`if (atomicAdd(count, 1) == n - 1)`, the guard) and the walk that emits the
+        event (`condition_memory`) name the same value (the event's `result`)."""
+        v = self.w.exprs.opaque_from(node, vals)
+        if cursor is None or not isinstance(v, E.Var) or v.kind != E.PARAM:
+            return v
+        loc = loc_of(cursor, self.w.filename)
+        key = (loc.filename, loc.row, loc.column, ctx.callers, ctx.loops)
+        memo = self.__dict__.setdefault("_bare_atomics", {})
+        if key not in memo:
+            memo[key] = v
+        return memo[key]
 
     def _on_global_layout(self, node: cexpr.Node, ctx: Ctx, cursor: Any, nargs: int, arity: int) -> bool:
         """The first argument is a global layout (a gl / pgl, e.g. TK's `barrier_t`), not an

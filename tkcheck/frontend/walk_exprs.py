@@ -402,7 +402,11 @@ class ExprEvaluation:
                     ctx.guard,
                     ctx.loops,
                     global_access=ir.GlobalAccessFacts(
-                        "weak", cexpr.render(node)[:80], form="plain", base=self.global_base(base)
+                        "weak",
+                        cexpr.render(node)[:80],
+                        form="plain",
+                        base=self.global_base(base),
+                        index=self._param_index(base, idx),
                     ),
                 ),
                 ctx,
@@ -782,6 +786,11 @@ class ExprEvaluation:
             self._elem_access(target, "write", ctx, cursor)
             if self.global_target(lhs, ctx, cursor):
                 base = self.address_base(lhs.obj, ctx, cursor)
+                index = None
+                if not ctx.dry and cursor is not None:
+                    obj = self.ev(lhs.obj, replace(ctx, dry=True), cursor)
+                    idx = self.ev(lhs.index, replace(ctx, dry=True), cursor)
+                    index = self._param_index(obj, idx)
                 if op != "=" and not ctx.dry and cursor is not None:
                     # `p[i] += x` reads p[i] first (the index is not evaluated twice)
                     self.emit(
@@ -795,7 +804,7 @@ class ExprEvaluation:
                         ),
                         ctx,
                     )
-                self.global_store(lhs, ctx, cursor, base=base)
+                self.global_store(lhs, ctx, cursor, base=base, index=index)
             return val
         if isinstance(lhs, cexpr.Un) and lhs.op == "*":
             # `*p = v` through a pointer the kernel received (or an address computed from one,
@@ -979,7 +988,7 @@ class ExprEvaluation:
             ctx,
         )
 
-    def global_store(self, lhs: cexpr.Node, ctx: Ctx, cursor, base: str | None = None):
+    def global_store(self, lhs: cexpr.Node, ctx: Ctx, cursor, base: str | None = None, index=None):
         """A plain (weak) store to global memory: `p[i] = v`, `g.layout[{...}] = v`, `*p = v`."""
         if cursor is None:
             return
@@ -990,10 +999,25 @@ class ExprEvaluation:
                 loc_of(cursor, self.w.filename),
                 ctx.guard,
                 ctx.loops,
-                global_access=ir.GlobalAccessFacts("weak", cexpr.render(lhs)[:80], form="plain", base=base),
+                global_access=ir.GlobalAccessFacts(
+                    "weak", cexpr.render(lhs)[:80], form="plain", base=base, index=index
+                ),
             ),
             ctx,
         )
+
+    def _param_index(self, base, idx) -> Expr | None:
+        """`p[i]` of a kernel pointer parameter itself (not of a pointer computed from one): i."""
+        if (
+            isinstance(base, E.Var)
+            and base.kind == E.PARAM
+            and not base.name.startswith("?")
+            and base.name not in self._global_ptrs
+            and isinstance(idx, Expr)
+            and not idx.is_opaque()
+        ):
+            return idx
+        return None
 
     def bitfield_name(self, node, ctx: Ctx, cursor) -> str | None:
         """The name a phase bitfield argument stands for: a variable (`bits`), or a scalar field of

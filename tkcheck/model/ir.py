@@ -447,6 +447,14 @@ class GlobalAccessFacts:
     # `thread_scope_block` is cta, `_device` gpu, `_system` sys); None: gpu (CUDA's atomicAdd,
     # PTX without a scope qualifier)
     scope: str | None = None
+    # an atomic's operand: the amount added (`add`, `sub`, `inc`'s bound), the value exchanged or
+    # stored (`exch`, `st`); None where the walk did not evaluate it (round 9, the counters of a
+    # hand-written grid barrier, checks/grid_barriers.py)
+    operand: Expr | None = None
+    # `p[i]` of the kernel pointer itself: the element index i (over tid, the block index, loop
+    # counters); None where the address is not an index of the parameter (round 9: whether
+    # other threads of the grid touch an element, `happens_before.thread_private`)
+    index: Expr | None = None
 
     @property
     def across_blocks(self) -> bool | None:
