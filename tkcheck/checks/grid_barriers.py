@@ -341,7 +341,7 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
             if free:
                 out.undecided.setdefault(id(b.spin), "the release condition reads other values than the count and the grid size")
                 return
-            at = lambda x: E.substitute(p, {res: x})  # noqa: E731
+            at = lambda x, p=p, res=res: E.substitute(p, {res: x})  # noqa: E731
             vals = E.binop("+", c, E.binop("*", i, E.Const(a)))
             dom = (E.binop(">=", i, E.Const(0)), E.binop("<", i, n))
             anyone = solver.witness(E.conj(*dom, at(vals)))
