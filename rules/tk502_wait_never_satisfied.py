@@ -95,9 +95,7 @@ def _counter_barriers(an):
                 )
             )
             continue
-        trace = [
-            TraceStep("every block", line, b.arrive.location) for line in h.history
-        ] + [
+        trace = [TraceStep("every block", line, b.arrive.location) for line in h.history] + [
             TraceStep(
                 "every block",
                 f"{who} arrives with `{aga.text}`: the N blocks read {start} .. {last}, and none satisfies the "
@@ -121,7 +119,13 @@ def _counter_barriers(an):
                 b.spin.location,
                 related=[related(b.arrive, "the arrival whose old value decides the releaser")]
                 + [related(r, "the only raise of the flag, never reached") for r in b.raises[:2]],
-                witness={"counter": b.counter, "flag": b.flag, "start": start, "release": rel, "iteration": h.iteration},
+                witness={
+                    "counter": b.counter,
+                    "flag": b.flag,
+                    "start": start,
+                    "release": rel,
+                    "iteration": h.iteration,
+                },
                 trace=trace,
                 help="the last arrival reads start + N - 1 (atomicAdd returns the old value), and the releaser must "
                 "reset the counter (before it raises the flag) so that the next instance starts from the same value",

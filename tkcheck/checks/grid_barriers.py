@@ -157,9 +157,7 @@ def _recognise(an: Analysis, sp: ir.Op) -> CounterBarrier | str | None:
         for o in m.ops
         if o.kind == ir.GLOBAL_SIGNAL and o.global_access is not None and o.global_access.result
     }
-    tests = [
-        (c, signals[v.name]) for c in sp.guard.uniform for v in c.free_vars() if v.name in signals
-    ]
+    tests = [(c, signals[v.name]) for c in sp.guard.uniform for v in c.free_vars() if v.name in signals]
     if not tests:
         return None
     if len(tests) != 1:
@@ -210,7 +208,10 @@ def _recognise(an: Analysis, sp: ir.Op) -> CounterBarrier | str | None:
         if isinstance(cond, E.Bin) and cond.op == "!=":
             other = cond.b if isinstance(cond.a, E.Var) and cond.a.name == v_name else cond.a
             if other is not cond.a or (isinstance(cond.b, E.Var) and cond.b.name == v_name):
-                if not any(x.name == v_name or x.kind in (E.THREAD, E.OPAQUE) or x.name.startswith("?") for x in other.free_vars()):
+                if not any(
+                    x.name == v_name or x.kind in (E.THREAD, E.OPAQUE) or x.name.startswith("?")
+                    for x in other.free_vars()
+                ):
                     target = other
         if target is None:
             return "the spin waits neither for the flag to change from a value read before the arrival nor for a sense value"
@@ -221,8 +222,20 @@ def _recognise(an: Analysis, sp: ir.Op) -> CounterBarrier | str | None:
         if not (sga.sem in ("acquire", "acq_rel") or any(o.kind == ir.FENCE for o in between)):
             return "the read of the flag is not ordered before the arrival"
     branch = [o for o in m.ops if o.loops[: len(outer)] == outer and release in o.guard.uniform and o.order > arr.order]
-    resets = [o for o in branch if o.global_access is not None and o.global_access.base == aga.base and o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE)]
-    raises = [o for o in branch if o.global_access is not None and o.global_access.base == flag and o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE)]
+    resets = [
+        o
+        for o in branch
+        if o.global_access is not None
+        and o.global_access.base == aga.base
+        and o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE)
+    ]
+    raises = [
+        o
+        for o in branch
+        if o.global_access is not None
+        and o.global_access.base == flag
+        and o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE)
+    ]
     return CounterBarrier(arr, aga.base, flag, sp, poll, snap, release, resets, raises, target)
 
 
@@ -304,9 +317,13 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
     trips = []
     for lid in lps:
         lp = m.loops.get(lid)
-        if lp is None or lp.trip is None or any(
-            v.kind in (E.THREAD, E.OPAQUE) or v.name.startswith(("?", "blockIdx", "cta_rank", "grid.block_rank"))
-            for v in lp.trip.free_vars()
+        if (
+            lp is None
+            or lp.trip is None
+            or any(
+                v.kind in (E.THREAD, E.OPAQUE) or v.name.startswith(("?", "blockIdx", "cta_rank", "grid.block_rank"))
+                for v in lp.trip.free_vars()
+            )
         ):
             for b in bs:  # a trip count some block may not share: not followed
                 out.undecided.setdefault(id(b.spin), "the loop around the arrivals may run a different count per block")
@@ -339,7 +356,9 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
             p = b.release
             free = {v.name for v in p.free_vars()} - {res, _N}
             if free:
-                out.undecided.setdefault(id(b.spin), "the release condition reads other values than the count and the grid size")
+                out.undecided.setdefault(
+                    id(b.spin), "the release condition reads other values than the count and the grid size"
+                )
                 return
             at = lambda x, p=p, res=res: E.substitute(p, {res: x})  # noqa: E731
             vals = E.binop("+", c, E.binop("*", i, E.Const(a)))
@@ -348,7 +367,9 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
             if anyone is None:
                 nobody = solver.always(E.negate(E.conj(*dom, at(vals))))
                 if nobody is True and b.target is not None and solver.always(E.binop("!=", fval, b.target)) is not True:
-                    out.undecided.setdefault(id(b.spin), "no block releases, but the sense flag may already hold the sense")
+                    out.undecided.setdefault(
+                        id(b.spin), "no block releases, but the sense flag may already hold the sense"
+                    )
                     return
                 if nobody is True:
                     out.hangs.append(CounterHang(b, k, c, a, list(history)))
@@ -375,8 +396,7 @@ def _progress(an: Analysis, bs: list[CounterBarrier], out: GridBarrierFacts, sol
             assert fga is not None
             wval = fga.operand if fga.atomic in ("exch", "st") else None
             if len(b.raises) != 1 or (
-                b.target is None
-                and (fga.atomic != "add" or fga.operand is None or fga.operand.eval({}) in (0, None))
+                b.target is None and (fga.atomic != "add" or fga.operand is None or fga.operand.eval({}) in (0, None))
             ):
                 out.undecided.setdefault(id(b.spin), "the raise of the flag is not an add of a non-zero constant")
                 return

@@ -1356,9 +1356,7 @@ def _thread_private(an: Analysis, base: str) -> bool:
             if sa is None or sb is None:
                 return False
             (ia, ba, ra), (ib, bb, rb) = sa, sb
-            same = E.conj(
-                E.binop("==", ra["tid"], rb["tid"]), E.binop("==", ra["blockIdx.x"], rb["blockIdx.x"])
-            )
+            same = E.conj(E.binop("==", ra["tid"], rb["tid"]), E.binop("==", ra["blockIdx.x"], rb["blockIdx.x"]))
             claim = E.disj(E.binop("!=", ia, ib), same)
             if solver.always(claim, assume=tuple(ba + bb)) is not True:
                 return False
