@@ -174,20 +174,25 @@ def test_memos_live_as_long_as_their_check():
 
 @pytest.mark.skipif(not C._can_fork(), reason="workers need fork")
 def test_a_worker_checks_many_files_and_answers_as_a_process_per_file(tmp_path, monkeypatch):
-    """-j 1 with a worker that checks every file in one process (WORKER_FILES = 64) gives what a
-    process per file gives (WORKER_FILES = 1, the default) on these files."""
+    """-j 1 with a worker that checks every file in one process (WORKER_FILES = 64, the default
+    since round 9) gives what a process per file gives (WORKER_FILES = 1) on these files,
+    witnesses included."""
     from tkcheck import evaluate
     from tkcheck.engine import CheckOptions
 
     opts = CheckOptions(enabled=evaluate.all_codes())
-    jobs = [C._Job(i, str(ROOT / p), opts) for i, p in enumerate([*BEFORE[:2], *AFTER])]
+    jobs = [C._Job(i, str(ROOT / p), opts) for i, p in enumerate([*BEFORE[:2], *AFTER, *HISTORY])]
     monkeypatch.setattr(C, "WORKER_FILES", 64)
     pooled = C.run_jobs(jobs, 1, False, file_timeout=0)
     monkeypatch.setattr(C, "WORKER_FILES", 1)
     per_file = C.run_jobs(jobs, 1, False, file_timeout=0)
 
     def summary(r):
-        return (r.path, [(f.code, f.location.row, f.location.column, f.message) for f in r.findings], r.notes)
+        return (
+            r.path,
+            [(f.code, f.location.row, f.location.column, f.message, f.witness) for f in r.findings],
+            r.notes,
+        )
 
     assert [summary(r) for r in pooled] == [summary(r) for r in per_file]
     assert not any(r.internal_errors for r in pooled)
