@@ -516,13 +516,14 @@ def run_jobs(
     return results
 
 
-# A worker checks this many files, then is replaced by a fresh fork of the warm parent. 1 (a
-# fresh process per file, as before round 8) until the last dependence of a check on what its
-# process checked before is found: with 64, the corpus+fixtures snapshot had 6 witnesses of 3
-# fixtures/loops/bitfield_* files with other parameter values (the findings themselves equal);
-# see docs/BENCHMARKS.md, round 8, r8-many. With more than 1, what a long run leaves in a process
-# (the allocator's fragments, libclang's and z3's caches) stays bounded under --file-memory.
-WORKER_FILES = 1
+# A worker checks this many files, then is replaced by a fresh fork of the warm parent. Each check
+# answers as in a process of its own: a z3 context per check (solver.session), per-check memos
+# (solver.memo), and every value read out of a z3 model is the smallest model
+# (solver.smallest_model), not z3's pick, which followed z3's process-wide history (round 8 shipped
+# 1 for that; docs/DEVELOPING.md "Models are chosen, not taken"). What a long run leaves in a
+# process (the allocator's fragments, libclang's and z3's caches) stays bounded by the replacement
+# and under --file-memory.
+WORKER_FILES = 64
 
 
 class _Worker:

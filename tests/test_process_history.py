@@ -83,6 +83,67 @@ def test_files_checked_after_others_in_one_process_answer_as_alone():
     assert any("element (10, 0)" in f["message"] for f in _of(together, AFTER[0]))
 
 
+# files whose witnesses (a phase counterexample's sizes and block) came from z3's own pick among
+# the models, which follows z3's process-wide history even in a fresh context (round 8 shipped
+# WORKER_FILES = 1 for them); now the smallest model (solver.smallest_model)
+HISTORY = [
+    "fixtures/loops/bitfield_conditional_flip.cu",
+    "fixtures/loops/bitfield_in_record.cu",
+    "fixtures/loops/counter_exit.cu",
+]
+
+
+def _z3_history(n: int) -> None:
+    """Work in a z3 context of its own, then dropped: what an earlier check leaves behind."""
+    c = z3.Context()
+    xs = [z3.Int(f"v{i}", c) for i in range(n)]
+    o = z3.Optimize(ctx=c)
+    o.add(z3.Sum(xs) > 5)
+    o.minimize(xs[0])
+    assert o.check() == z3.sat
+    o.model()
+
+
+@pytest.mark.parametrize("rel", HISTORY)
+def test_a_check_answers_the_same_after_z3_was_used_in_other_contexts(rel):
+    """The same check before and after z3 worked in other contexts of the process: the whole
+    result equal (findings with witnesses, notes, coverage). Before round 9,
+    bitfield_conditional_flip's TK303 at line 63 gave tasks 60, gridDim.x 2 first and tasks 2,
+    gridDim.x 1 after `_z3_history(10)` (tasks 47, gridDim.x 15 after `_z3_history(1000)`)."""
+    import importlib.util as iu
+
+    from tkcheck.engine import check_file
+    from tkcheck.expectations import options_for, parse_fixture
+
+    spec = iu.spec_from_file_location("tkcheck_dump_checks", ROOT / "scripts" / "dump_checks.py")
+    assert spec is not None and spec.loader is not None
+    dump = iu.module_from_spec(spec)
+    spec.loader.exec_module(dump)
+    path = ROOT / rel
+    text = path.read_text()
+    opts = options_for(parse_fixture(text)[0])
+
+    def result() -> str:
+        # the whole result as scripts/dump_checks.py writes it (clock fields dropped)
+        return json.dumps(dump.plain(check_file(str(path), opts, text)), sort_keys=True)
+
+    first = result()
+    assert '"witness"' in first
+    for n in (5, 10, 1000):
+        _z3_history(n)
+        assert result() == first, (rel, n)
+
+
+def test_the_history_files_after_others_in_one_process_answer_as_alone():
+    """The files whose witnesses followed the process's history, after others in one process
+    (--debug) and each in a process of its own (one forked child per file)."""
+    together = _json_check([*BEFORE, *HISTORY], "--debug")
+    alone = _json_check(HISTORY)
+    for path in HISTORY:
+        assert _of(together, path) == _of(alone, path), path
+        assert _of(alone, path), path
+
+
 def test_a_session_has_a_z3_context_of_its_own_and_restores_the_outer_one():
     outer = z3.main_ctx()
     with solver.session() as ctx:
@@ -113,20 +174,25 @@ def test_memos_live_as_long_as_their_check():
 
 @pytest.mark.skipif(not C._can_fork(), reason="workers need fork")
 def test_a_worker_checks_many_files_and_answers_as_a_process_per_file(tmp_path, monkeypatch):
-    """-j 1 with a worker that checks every file in one process (WORKER_FILES = 64) gives what a
-    process per file gives (WORKER_FILES = 1, the default) on these files."""
+    """-j 1 with a worker that checks every file in one process (WORKER_FILES = 64, the default
+    since round 9) gives what a process per file gives (WORKER_FILES = 1) on these files,
+    witnesses included."""
     from tkcheck import evaluate
     from tkcheck.engine import CheckOptions
 
     opts = CheckOptions(enabled=evaluate.all_codes())
-    jobs = [C._Job(i, str(ROOT / p), opts) for i, p in enumerate([*BEFORE[:2], *AFTER])]
+    jobs = [C._Job(i, str(ROOT / p), opts) for i, p in enumerate([*BEFORE[:2], *AFTER, *HISTORY])]
     monkeypatch.setattr(C, "WORKER_FILES", 64)
     pooled = C.run_jobs(jobs, 1, False, file_timeout=0)
     monkeypatch.setattr(C, "WORKER_FILES", 1)
     per_file = C.run_jobs(jobs, 1, False, file_timeout=0)
 
     def summary(r):
-        return (r.path, [(f.code, f.location.row, f.location.column, f.message) for f in r.findings], r.notes)
+        return (
+            r.path,
+            [(f.code, f.location.row, f.location.column, f.message, f.witness) for f in r.findings],
+            r.notes,
+        )
 
     assert [summary(r) for r in pooled] == [summary(r) for r in per_file]
     assert not any(r.internal_errors for r in pooled)

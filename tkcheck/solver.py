@@ -270,12 +270,47 @@ def always(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> b
     return answer
 
 
+def smallest_model(assertions: Iterable[Any], zv: E.Z3Vars, first: Iterable[Any] = ()) -> Any | None:
+    """The model of `assertions` that is lexicographically smallest in `first` (z3 terms, in order)
+    and then in every variable of `zv` (in the order the query named them): a non-negative
+    variable by its value, a Boolean false before true, an unconstrained unknown (`?...`) by its
+    magnitude, then non-negative first. Any model z3 gives is a function of z3's whole process
+    history (a fresh z3 context per check is not enough: the same query in a fresh context
+    after other contexts were used gives another model), so a value shown to the user or steering
+    what is checked next is taken from this one, which is unique. None when z3 cannot tell the
+    optimum within the check's budget; the caller then keeps the model it has. Not counted as an
+    inconclusive proof: the question (is there a model) is already decided."""
+    first = list(first)
+    if not first and not any(z3.is_bool(v) or z3.is_int(v) for _, v in zv.items()):
+        return None  # no value to choose: z3's model is the only one
+    opt = limited(z3.Optimize())
+    opt.add(*assertions)
+    for t in first:
+        opt.minimize(t)
+    for name, v in zv.items():
+        if z3.is_bool(v):
+            opt.minimize(z3.If(v, 1, 0))
+        elif z3.is_int(v) and name.startswith("?"):
+            opt.minimize(z3.If(v >= 0, v, -v))
+            opt.minimize(z3.If(v >= 0, 0, 1))
+        elif z3.is_int(v):
+            opt.minimize(v)
+    try:
+        if timed_check(opt) != z3.sat:
+            return None
+        return opt.model()
+    except z3.Z3Exception:
+        return None
+
+
 def witness(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> dict[str, int] | None:
-    """Values of the free variables making `pred` true, or None (none exists, or unknown)."""
+    """Values of the free variables making `pred` true, or None (none exists, or unknown): the
+    smallest such values (`smallest_model`) where z3 finds them within the budget. A caller that
+    needs only whether values exist asks `feasible`."""
     s, zv = _solver(pred, assume, negate=False)
     if s is None or checked(s) != z3.sat:
         return None
-    m = s.model()
+    m = smallest_model(s.assertions(), zv) or s.model()
     out: dict[str, int] = {}
     for name, v in zv.items():
         val = m.eval(v, model_completion=True)
@@ -284,6 +319,13 @@ def witness(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> 
         except AttributeError:
             pass
     return out
+
+
+def feasible(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> bool:
+    """Some values of the free variables make `pred` true (`witness(...) is not None`, without
+    the values): False when none exists or z3 cannot tell (counted as inconclusive)."""
+    s, _ = _solver(pred, assume, negate=False)
+    return s is not None and checked(s) == z3.sat
 
 
 def differ_always(a: E.Expr, b: E.Expr, timeout_ms: int | None = None) -> bool | None:

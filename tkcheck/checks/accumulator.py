@@ -347,7 +347,7 @@ def _releases(an: Analysis, mma: ir.Op, stage: E.Expr | None, arrive: ir.Op, d: 
         cond = E.binop("&&", cond, E.substitute(c, later))
     if cond.depends_on(E.THREAD):
         return False
-    return solver.witness(cond, 1000) is not None
+    return solver.feasible(cond, 1000)
 
 
 def _gated_refills(an: Analysis, fl: Flow, refills: list[ir.Op], bname: str) -> list[ir.Op]:

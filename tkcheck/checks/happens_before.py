@@ -1701,7 +1701,7 @@ def _runs_after(an: Analysis, rd: ir.Op, sp: ir.Op) -> bool:
         return False  # a condition on a counter of a loop around both: not this question's
     from .. import solver
 
-    return solver.witness(E.conj(*conds), an.solver_timeout_ms) is not None
+    return solver.feasible(E.conj(*conds), an.solver_timeout_ms)
 
 
 def describe_location(o: ir.Op) -> str:

@@ -272,8 +272,7 @@ def uniform_feasible(a: ir.Op, b: ir.Op, back_edge: bool, timeout_ms: int = 1000
         return False
     if any(c.is_opaque() for c in conds):
         return False
-    w = solver.witness(E.conj(*conds), timeout_ms)
-    return w is not None
+    return solver.feasible(E.conj(*conds), timeout_ms)
 
 
 # ------------------------------------------------------------- aliasing ----
@@ -407,7 +406,7 @@ def same_element_next_iteration(m, store: ir.Op, write: ir.Op, timeout_ms: int, 
         if not c.is_opaque():
             bound = E.binop("&&", bound, E.substitute(c, nxt))
     bound = E.binop("&&", bound, E.binop(">=", k, E.Const(0)))
-    return solver.witness(E.binop("&&", same, bound), timeout_ms) is not None
+    return solver.feasible(E.binop("&&", same, bound), timeout_ms)
 
 
 def row_written_at_distance(m, store: ir.Op, write: ir.Op, d: int, timeout_ms: int, tw) -> bool:
@@ -457,7 +456,7 @@ def row_written_at_distance(m, store: ir.Op, write: ir.Op, d: int, timeout_ms: i
     for t in sorted(tw):
         some_thread = E.binop("||", some_thread, E.binop("==", E.TID, E.Const(t)))
     q = E.binop("&&", E.binop("&&", cond, first), some_thread)
-    return solver.witness(q, timeout_ms) is not None
+    return solver.feasible(q, timeout_ms)
 
 
 def slot_prefix(index: tuple, ref: ir.Ref) -> bool:

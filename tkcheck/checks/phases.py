@@ -106,7 +106,7 @@ def _period(index: tuple[E.Expr, ...], k: E.Var, timeout: int, assume: tuple[E.E
         clash = E.conj(
             E.binop(">", d, E.Const(0)), E.binop("<", d, p), *[E.binop("==", _shift(ix, k, d), ix) for ix in index]
         )
-        if solver.witness(clash, timeout, assume=assume) is None and _unsat_under(clash, timeout, assume):
+        if not solver.feasible(clash, timeout, assume=assume) and _unsat_under(clash, timeout, assume):
             return p
     return None
 
@@ -1083,18 +1083,20 @@ def _smallest_counterexample(
         za = [E.as_bool(a.to_z3(zv)) for a in assume]
     except (z3.Z3Exception, TypeError):
         return None
-    from ..solver import _constraints, checked, limited
+    from ..solver import _constraints, checked, limited, smallest_model
 
     opt = limited(z3.Optimize())
     opt.add(*_constraints(zv, za))
     opt.add(zp)
     known = {name for name, _ in zv.items()}
-    for v in (*outer, *([k] if k is not None else [])):
-        if v.name in known:
-            opt.minimize(zv.get(v))
+    first = [zv.get(v) for v in (*outer, *([k] if k is not None else [])) if v.name in known]
+    for t in first:
+        opt.minimize(t)
     if checked(opt) != z3.sat:
         return None
-    mdl = opt.model()
+    # the other values (the sizes and block shown as the witness's parameters) the smallest too:
+    # z3's own choice among the models follows the process's history
+    mdl = smallest_model(opt.assertions(), zv, first) or opt.model()
     out = {}
     for name, v in zv.items():
         val = mdl.eval(v, model_completion=True)

@@ -713,7 +713,8 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
             s.push()
             s.add(*[v <= cap for v in names.values() if z3.is_int(v)], *pin)
             if S.timed_check(s) == z3.sat:
-                model = s.model()
+                # the smallest instance, not z3's pick (which follows the process's history)
+                model = S.smallest_model(s.assertions(), zv) or s.model()
             s.pop()
             if model is not None:
                 break

@@ -232,7 +232,7 @@ def _iterations(
             if cases is None or not _data_trip(tripx):
                 return None
             runs = E.binop(">", tripx, E.Const(0))
-            if solver.witness(runs) is None:
+            if not solver.feasible(runs):
                 return None
             cases.append((lp, runs))
             trip = 1

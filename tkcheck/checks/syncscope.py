@@ -195,7 +195,7 @@ def _repeats(an: Analysis, lid: int, guards) -> bool:
         return False
     if any(c.is_opaque() or c.depends_on(E.LOOP) for c in conds):
         return False
-    return solver.witness(E.conj(*conds), an.solver_timeout_ms) is not None
+    return solver.feasible(E.conj(*conds), an.solver_timeout_ms)
 
 
 def _war_across_iterations(an: Analysis, fl, writers) -> list[Dependency]:

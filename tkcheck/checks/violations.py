@@ -142,7 +142,7 @@ def _data_case(expected: E.Expr, delivered: E.Expr, contribs, loops) -> tuple[E.
         guards = base + runs
         for side in (True, False):
             pred = E.binop("&&", _case_pred(ite.c, side), E.binop("!=", ite.t, ite.e))
-            if solver.witness(pred, assume=guards) is None:
+            if not solver.feasible(pred, assume=guards):
                 continue
             if solver.always(E.binop("!=", expected, delivered), assume=(pred, *guards)) is True:
                 return ite, side

@@ -247,7 +247,7 @@ def _reached(an: Analysis, op: ir.Op) -> bool:
             return False  # how often it runs is not known
     if not conds:
         return True
-    return solver.witness(E.conj(*conds), an.solver_timeout_ms) is not None
+    return solver.feasible(E.conj(*conds), an.solver_timeout_ms)
 
 
 def _collectives(an: Analysis) -> WarpCollectives:
