@@ -198,7 +198,7 @@ class CallLowering:
                     return E.binop("%", E.binop("+", r, d), E.Const(s))
                 return E.binop("%", E.binop("+", E.binop("-", r, d), E.Const(s)), E.Const(s))
             return E.opaque(base)
-        if base in K.CUDA_ATOMICS and args and not quals and self.w.exprs.global_target(args[0], ctx, cursor):
+        if base in K.CUDA_ATOMICS and args and not quals and self.w.exprs.global_target(args[0], ctx, cursor, bare_param=True):
             # CUDA's atomicAdd & co on global memory: relaxed read-modify-writes at gpu scope
             vals = [self.w.ev(a, ctx, cursor) for a in args[1:]]
             loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location

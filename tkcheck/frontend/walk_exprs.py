@@ -706,6 +706,22 @@ class ExprEvaluation:
         if isinstance(obj, Allocator):
             return ("allocmethod", obj, field_name, node.targs)
         if isinstance(obj, Expr):
+            if node.arrow and not self._no_elem_access and cursor is not None and self._global_pointer(obj):
+                # `p->field` of a pointer into global memory (a kernel's struct pointer, `volatile
+                # Acc *a = acc; a->sum`): a plain load of that field (volatile is no acquire)
+                self.emit(
+                    ir.Op(
+                        ir.GLOBAL_LOAD,
+                        "load",
+                        loc_of(cursor, self.w.filename),
+                        ctx.guard,
+                        ctx.loops,
+                        global_access=ir.GlobalAccessFacts(
+                            "weak", cexpr.render(node)[:80], form="plain", base=self.global_base(obj)
+                        ),
+                    ),
+                    ctx,
+                )
             return self.opaque_from(node, (obj,))
         if (
             isinstance(obj, tuple)
@@ -798,6 +814,12 @@ class ExprEvaluation:
         if isinstance(lhs, cexpr.Member):
             # record fields written by callbacks: `args.num_iters = ...`
             obj = self.ev(lhs.obj, replace(ctx, dry=True), cursor)
+            if lhs.arrow and isinstance(obj, Expr) and self._global_pointer(obj):
+                # `p->field = v` through a pointer into global memory: a plain store of the field
+                if op != "=" and not ctx.dry:
+                    self.ev(lhs, ctx, cursor)  # `p->f += v` reads p->f
+                self.global_store(lhs, ctx, cursor, base=self.global_base(obj))
+                return val
             if (
                 isinstance(obj, Rec)
                 and obj.path is not None
