@@ -94,6 +94,7 @@ def check(an):
             break
     out.extend(_relaxed_polls(an, fl))
     out.extend(_published(an))
+    out.extend(_unprotected(an))
     return out
 
 
@@ -194,6 +195,37 @@ def _unordered(an, p):
         help="`__syncthreads();` (a barrier of every writing thread) right before the signalling "
         "thread's release, so that the release covers the whole block's stores (cumulativity)",
     )
+
+
+def _unprotected(an) -> list:
+    """The happens-before engine's lock question (`checks/locks.py`): a word of global data
+    stored in every block, accessed outside every held region of the kernel's spin lock."""
+    from tkcheck.checks.happens_before import memory
+
+    n = an.threads.n
+    out = []
+    for u in memory(an).unprotected:
+        lk = u.lock
+        who = describe(an.threads.executing(u.first) or frozenset(), n)
+        rel = [related(lk.take, f"the lock `{lk.word}` is taken here")]
+        rel += [related(r, "the lock is released here") for r in lk.releases[:2]]
+        if u.second is not u.first:
+            rel.append(related(u.second, "the other access of the same word"))
+        out.append(
+            finding(
+                "TK407",
+                f"{who} accesses `{_text(u.first)[:50]}` outside the spin lock `{lk.word}` (not between the "
+                f"loop that takes it at line {lk.spin.location.row} and its release), while every block "
+                f"stores `{u.word}`: with two or more blocks, one block's access and another's store are "
+                "ordered by no release -> acquire of the lock (a data race between blocks: updates are lost)",
+                user_site(u.first),
+                related=rel,
+                witness={"word": u.word, "lock": lk.word, "assumption": "a launch of two or more blocks"},
+                help="take the lock before the read-modify-write of the shared data and release it after "
+                "the last store (fence, then `atomicExch(lock, free)`)",
+            )
+        )
+    return out
 
 
 def _stored_after_release(an, p):

@@ -133,8 +133,12 @@ class MemoryFacts:
     # CTA's access of it (`cluster.map_shared_rank`) with no cluster barrier between
     dsmem_races: list[Race] = field(default_factory=list)
     # the locations whose ordering was asked (coverage's obligations): ("shared", buffer name)
-    # per shared scalar written and read, ("global", id(signal op)) per counter raised after data
+    # per shared scalar written and read, ("global", id(signal op)) per counter raised after data,
+    # ("lock", base, where) per word of global data in a kernel with a spin lock
     examined: set[tuple] = field(default_factory=set)
+    # a word of global data accessed outside every held region of the kernel's spin locks, with
+    # a store (checks/locks.py: the lock's release -> acquire chain orders only what it holds)
+    unprotected: list = field(default_factory=list)
 
 
 def memory(an: Analysis) -> MemoryFacts:
@@ -152,7 +156,20 @@ def _memory(an: Analysis) -> MemoryFacts:
     _publish_cumulative(an, out)
     _publish_after_release(an, out)
     _acquire_scope(an, out)
+    _locked(an, out)
     return out
+
+
+def _locked(an: Analysis, out: MemoryFacts) -> None:
+    """Global data and the kernel's spin locks (checks/locks.py): accesses held by one lock are
+    ordered by its release -> acquire chain; a store and an access of one word outside it, in
+    every block, race between blocks."""
+    from . import locks
+
+    races, asked, undecided = locks.unprotected(an)
+    out.unprotected += races
+    out.examined |= asked
+    out.undecided += [(o, o, why) for o, why in undecided]
 
 
 # ---------------------------------------------------------------- shared ----

@@ -66,6 +66,11 @@ class ExprEvaluation:
             return self._global_ptrs[v.name]
         return v.name if v.kind == E.PARAM else None
 
+    def one_word(self, v) -> bool:
+        """Is v a kernel pointer parameter itself (or a local holding it: `volatile Acc *a = acc`),
+        so that `*v`, `v->f` and an atomic on v name one address for every thread of the grid?"""
+        return isinstance(v, E.Var) and v.kind == E.PARAM and not v.name.startswith("?") and self.global_base(v) == v.name
+
     def _global_pointer(self, v) -> bool:
         """Does v point into global memory (a kernel pointer parameter or an address computed
         from one, `&p[i]`, or `p + off`: a local `const float *row = in + r * COLS`)? A `*v` or
@@ -717,7 +722,11 @@ class ExprEvaluation:
                         ctx.guard,
                         ctx.loops,
                         global_access=ir.GlobalAccessFacts(
-                            "weak", cexpr.render(node)[:80], form="plain", base=self.global_base(obj)
+                            "weak",
+                            cexpr.render(node)[:80],
+                            form="plain",
+                            base=self.global_base(obj),
+                            where=f"->{field_name}" if self.one_word(obj) else None,
                         ),
                     ),
                     ctx,
@@ -818,7 +827,9 @@ class ExprEvaluation:
                 # `p->field = v` through a pointer into global memory: a plain store of the field
                 if op != "=" and not ctx.dry:
                     self.ev(lhs, ctx, cursor)  # `p->f += v` reads p->f
-                self.global_store(lhs, ctx, cursor, base=self.global_base(obj))
+                self.global_store(
+                    lhs, ctx, cursor, base=self.global_base(obj), where=f"->{lhs.field}" if self.one_word(obj) else None
+                )
                 return val
             if (
                 isinstance(obj, Rec)
@@ -957,7 +968,7 @@ class ExprEvaluation:
             ctx,
         )
 
-    def global_store(self, lhs: cexpr.Node, ctx: Ctx, cursor, base: str | None = None):
+    def global_store(self, lhs: cexpr.Node, ctx: Ctx, cursor, base: str | None = None, where: str | None = None):
         """A plain (weak) store to global memory: `p[i] = v`, `g.layout[{...}] = v`, `*p = v`."""
         if cursor is None:
             return
@@ -968,7 +979,7 @@ class ExprEvaluation:
                 loc_of(cursor, self.w.filename),
                 ctx.guard,
                 ctx.loops,
-                global_access=ir.GlobalAccessFacts("weak", cexpr.render(lhs)[:80], form="plain", base=base),
+                global_access=ir.GlobalAccessFacts("weak", cexpr.render(lhs)[:80], form="plain", base=base, where=where),
             ),
             ctx,
         )

@@ -431,6 +431,13 @@ class GlobalAccessFacts:
     # `thread_scope_block` is cta, `_device` gpu, `_system` sys); None: gpu (CUDA's atomicAdd,
     # PTX without a scope qualifier)
     scope: str | None = None
+    # the word within `base` when it is one address for every thread of the grid: "" the pointer
+    # itself (`atomicCAS(lock, 0, 1)`, `*flag`), "->f" a field through it (`a->sum`); None: not
+    # known to be one address (an element `p[i]`, an offset pointer)
+    where: str | None = None
+    # an atomic's value operands as evaluated (atomicCAS: compare, new; atomicExch / atomicAdd:
+    # the value); () where none was recorded
+    operands: tuple = ()
 
     @property
     def across_blocks(self) -> bool | None:
