@@ -19,17 +19,17 @@ the user's line), never a silent pass and never a finding.
 
 Three questions are answered here (the rules word them; none is asked of another rule):
 
-* progress (`never_freed`, TK502): the word starts free (the host zeroes it before the launch,
+* progress (`never_freed`): the word starts free (the host zeroes it before the launch,
   the assumption spin_waits makes too, stated in the finding) and the first holder passes; when
   neither the take nor any release ever writes the free value again (z3, every value of the
   unknowns), the second acquisition -- a second holder thread of the block, or the holder of a
   second block of the grid (stated: a launch of two or more blocks) -- spins forever. A lock whose
   first release is unconditional and proved to write the free value is decided freed.
-* lanes (`lanes`, TK403): two or more lanes of one warp take the one lock word while its release
+* lanes (`lanes`): two or more lanes of one warp take the one lock word while its release
   follows the loop: the lane that wins leaves the loop and must reach the release, which the
   compiler puts after the warp's reconvergence point; its warp-mates spin on the lock it holds
   (observed on H100 to hang: corpus/idioms7 `sl-all-lanes-of-warp0`).
-* protection (`unprotected`, asked by `happens_before.memory`, TK407): global data at one word
+* protection (`unprotected`, asked by `happens_before.memory`): global data at one word
   (`p->f`, `*p`) written with plain stores in a kernel whose only cross-block synchronisation is
   its locks. Accesses all inside the held regions of one lock are ordered by the lock's
   release -> acquire chain (whether the fences make that chain a release and an acquire is the
@@ -147,7 +147,12 @@ def _read_lock(an: Analysis, sp: ir.Op, body: list[ir.Op], rmws: list[ir.Op], ou
 
     facts = sp.spin
     cond = facts.cond if facts is not None else None
-    if cond is None or facts is None or facts.breaks:
+    if facts is not None and cond is None and facts.breaks and facts.goes_on is not None:
+        # `for (;;) { if (atomicCAS(l, 0, 1) == 0) break; backoff; }`: left by its one break
+        cond = facts.goes_on
+    elif facts is not None and facts.breaks:
+        cond = None
+    if cond is None or facts is None:
         undecided("a loop shape the lock model does not read (a `break`, or a condition over a carried value)")
         return None
     names = {v.name for v in cond.free_vars()}

@@ -203,7 +203,6 @@ class CallLowering:
             vals = [self.w.ev(a, ctx, cursor) for a in args[1:]]
             loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
             old = E.opaque(base)
-            addr = self.w.ev(args[0], replace(ctx, dry=True), cursor)
             self.w.emit(
                 ir.Op(
                     ir.GLOBAL_SIGNAL,
@@ -220,7 +219,7 @@ class CallLowering:
                         form="atomic",
                         base=self.w.exprs.address_base(args[0], ctx, cursor),
                         scope=K.CUDA_ATOMICS_SCOPE.get(base.rsplit("_", 1)[-1]),
-                        where="" if self.w.exprs.one_word(addr) else None,
+                        where=self.w.exprs.word_of(args[0], ctx, cursor),
                         operands=tuple(v if isinstance(v, Expr) else None for v in vals),
                     ),
                 ),

@@ -249,7 +249,9 @@ class ExprEvaluation:
                     ctx,
                 )
             return loaded
-        if op == "&" and isinstance(inner, (cexpr.Index, cexpr.Name)):
+        if op == "&" and (
+            isinstance(inner, (cexpr.Index, cexpr.Name)) or (isinstance(inner, cexpr.Member) and inner.arrow)
+        ):
             # the address of an element (or of a `__shared__` scalar) is no access to it
             self._no_elem_access += 1
             try:
@@ -268,7 +270,11 @@ class ExprEvaluation:
                     ctx.guard,
                     ctx.loops,
                     global_access=ir.GlobalAccessFacts(
-                        "weak", cexpr.render(node)[:80], form="plain", base=self.global_base(a)
+                        "weak",
+                        cexpr.render(node)[:80],
+                        form="plain",
+                        base=self.global_base(a),
+                        where="" if self.one_word(a) else None,
                     ),
                 ),
                 ctx,
@@ -427,6 +433,9 @@ class ExprEvaluation:
         addr_of = isinstance(node, cexpr.Un) and node.op == "&"
         if isinstance(node, cexpr.Un) and node.op == "&":
             node = node.a
+        if addr_of and isinstance(node, cexpr.Member) and node.arrow:
+            # `&p->f`: a field of a record a kernel pointer points to
+            return self._global_pointer(self.ev(node.obj, replace(ctx, dry=True), cursor))
         if not isinstance(node, cexpr.Index):
             # a pointer into global memory held in a variable (`int *c = &sem[t]`; `atomicAdd(c, 1)`);
             # with `bare_param`, a kernel pointer parameter itself (`*(volatile int *)flag`). `&x`
@@ -442,8 +451,21 @@ class ExprEvaluation:
             return base.kind == "gl"
         return self._global_pointer(base)
 
+    def word_of(self, node: cexpr.Node, ctx: Ctx, cursor) -> str | None:
+        """GlobalAccessFacts.where of an address: "" for a kernel pointer itself (`lock`), "->f"
+        for `&p->f` of one, None when it is not one address for every thread (`&p[i]`)."""
+        addr_of = isinstance(node, cexpr.Un) and node.op == "&"
+        inner = node.a if addr_of else node
+        if addr_of and isinstance(inner, cexpr.Member) and inner.arrow:
+            return f"->{inner.field}" if self.one_word(self.ev(inner.obj, replace(ctx, dry=True), cursor)) else None
+        if addr_of:
+            return None
+        return "" if self.one_word(self.ev(node, replace(ctx, dry=True), cursor)) else None
+
     def address_base(self, node: cexpr.Node, ctx: Ctx, cursor) -> str | None:
         """The kernel pointer parameter an address expression (`&p[i]`, `p`, `c`) points into."""
+        if isinstance(node, cexpr.Un) and node.op == "&" and isinstance(node.a, cexpr.Member) and node.a.arrow:
+            return self.global_base(self.ev(node.a.obj, replace(ctx, dry=True), cursor))
         self._no_elem_access += 1
         try:
             v = self.ev(
@@ -818,7 +840,9 @@ class ExprEvaluation:
             if self._global_pointer(ptr):
                 if op != "=" and not ctx.dry:
                     self.ev(lhs, ctx, cursor)  # `*c += v` reads *c
-                self.global_store(lhs, ctx, cursor, base=self.global_base(ptr))
+                self.global_store(
+                    lhs, ctx, cursor, base=self.global_base(ptr), where="" if self.one_word(ptr) else None
+                )
             return val
         if isinstance(lhs, cexpr.Member):
             # record fields written by callbacks: `args.num_iters = ...`

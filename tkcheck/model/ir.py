@@ -461,6 +461,10 @@ class SpinFacts:
 
     cond: Expr | None = None
     breaks: bool = False  # the loop has a `break` (it may end without the condition failing)
+    # a loop with no condition left by one `break` under an `if` (`for (;;) { if (atomicCAS(l, 0,
+    # 1) == 0) break; ... }`): what lets an iteration go on past it, the values its polls load as
+    # the Vars their events name; None otherwise
+    goes_on: Expr | None = None
 
 
 @dataclass(frozen=True)
