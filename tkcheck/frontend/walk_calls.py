@@ -203,6 +203,11 @@ class CallLowering:
             vals = [self.w.ev(a, ctx, cursor) for a in args[1:]]
             loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
             old = E.opaque(base)
+            if not self.w.exprs.global_target(args[0], ctx, cursor):
+                # on a bare kernel pointer (`atomicCAS(lock, 0, 1)`, round 9): an event now, but its
+                # old value stays the unknown it was before (uniform when its operands are): the
+                # scheduler loops the progress engine unrolls read it as data
+                old = self.w.exprs.opaque_from(node, tuple(vals))
             self.w.emit(
                 ir.Op(
                     ir.GLOBAL_SIGNAL,

@@ -323,8 +323,8 @@ class StatementWalk:
         after = self.exec_expr(cond_c, replace(bctx, dry=True))
         if not isinstance(after, Expr):
             return head
-        unknown = [v for v in after.free_vars() if v.kind == E.OPAQUE]
-        if not unknown or any(v.name not in results for v in unknown):
+        fv = after.free_vars()
+        if not any(v.name in results for v in fv) or any(v.kind == E.OPAQUE and v.name not in results for v in fv):
             return head
         return _to_bool(after)
 
