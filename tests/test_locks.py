@@ -1,0 +1,76 @@
+"""Round 9 (issue 25, branch r9-spinlock): global spin locks as primitives (checks/locks.py).
+
+The take (a spin on the old value of a CAS / exchange on one word), its releases and the held
+region are read from the events whatever the loop's shape; progress (never freed), lanes of one
+warp and the data outside the held region are the engines' answers; a shape not read stays
+coverage, never a silent pass."""
+
+from tkcheck.checks import happens_before, locks
+from tkcheck.checks.analysis import Analysis
+from tkcheck.engine import models_of
+
+from conftest import ROOT
+
+LOCKS = ROOT / "fixtures" / "locks"
+
+
+def _facts(name: str, kernel: str | None = None):
+    ms = models_of(str(LOCKS / name))
+    m = next(m for m in ms if kernel is None or m.name == kernel)
+    an = Analysis(m)
+    return an, locks.locks(an)
+
+
+def test_cas_take_release_and_held_region():
+    an, lf = _facts("cas_lock_good.cu")
+    (lk,) = lf.locks
+    assert (lk.base, lk.where, str(lk.free), str(lk.taken)) == ("lock", "", "0", "1")
+    assert lk.take.global_access.atomic == "cas" and lk.take.global_access.operands
+    assert [r.global_access.atomic for r in lk.releases] == ["exch"]
+    held = {o.global_access.text for o in lk.held if o.global_access is not None}
+    assert {"s->count", "s->total"} <= held
+    assert lf.freed == [lk] and not lf.never_freed and not lf.lanes and not lf.undecided
+    mem = happens_before.memory(an)
+    assert not mem.unprotected and ("lock", "sum", "->total") in mem.examined
+
+
+def test_every_loop_shape_is_a_take():
+    for name, kernel in (
+        ("do_while_lock_good.cu", "do_while_lock"),
+        ("do_while_lock_good.cu", "tas_lock"),
+        ("trylock_backoff_good.cu", None),
+    ):
+        _an, lf = _facts(name, kernel)
+        assert len(lf.locks) == 1 and lf.freed and not lf.undecided, (name, kernel, lf.undecided)
+
+
+def test_never_freed_lanes_and_outside():
+    _an, lf = _facts("cas_lock_never_freed_bad.cu")
+    (nf,) = lf.never_freed
+    assert [str(v) for _w, v in nf.values] == ["1"] and "second block" in nf.second
+    _an, lf = _facts("cas_lock_warp_lanes_bad.cu")
+    (lc,) = lf.lanes
+    assert (lc.warp, lc.lanes) == (0, 32)
+    an, _lf = _facts("cas_lock_outside_bad.cu")
+    words = sorted(u.word for u in happens_before.memory(an).unprotected)
+    assert words == ["sum->count", "sum->total"]
+
+
+def test_a_spin_on_an_rmw_not_read_as_a_lock_is_undecided():
+    """A CAS spin whose released word is also written elsewhere: coverage, no finding."""
+    src = """
+__global__ __launch_bounds__(64) void k(int *lock, int *data) {
+    if (threadIdx.x == 0) {
+        lock[0] = 0;
+        while (atomicCAS(lock, 0, 1) != 0) {}
+        __threadfence();
+        *data = *data + 1;
+        __threadfence();
+        atomicExch(lock, 0);
+    }
+}
+"""
+    (m,) = models_of("inline_lock.cu", text=src)
+    an = Analysis(m)
+    lf = locks.locks(an)
+    assert not lf.locks and lf.undecided and "written elsewhere" in lf.undecided[0][1]
