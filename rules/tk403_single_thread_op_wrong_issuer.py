@@ -230,6 +230,14 @@ Several threads writing the same `init_semaphore` before the block barrier
 that precedes every use is benign (TK's own `lcf` template initialises from a
 whole warp) and is not reported; an init that races with a use is TK307.
 
+A global spin lock is a one-thread-of-a-warp acquisition too (`checks/locks.py`):
+a lock word taken by a spin on a CAS or exchange (`while (atomicCAS(lock, 0, 1) != 0)`,
+a `do {{}} while`, a `for (;;)` left by a `break`) by two or more lanes of one warp,
+released after the loop, is reported: the lane that wins must leave the loop and
+reach the release, while its warp-mates spin on the lock it holds (the warp
+reconverges after the loop; observed to hang on H100), and every lane repeats the
+critical section.
+
 ## Why is this bad?
 32 copies of one load deliver 32x the bytes and 32 arrivals: the barrier's
 counts are off (a hang or early completion), and the copies race on the same

@@ -415,6 +415,14 @@ after a spin on a flag with volatile/relaxed loads, with no acquire fence betwee
 to the other threads (a barrier carries what one thread saw; a relaxed observation
 synchronises with no release).
 
+Global spin locks (`checks/locks.py`): the loop that takes the lock is a spin on a
+relaxed read-modify-write (no acquire without the `__threadfence()` after it), the
+`atomicExch` that frees it a relaxed signal (no release without the fence before
+it), both read by the queries above. A word of global data (`p->f`, `*p`) stored in
+every block and accessed outside the held region (between the loop and the first
+release) is reported: one block's access and another's store are ordered by no
+release -> acquire of the lock (assuming a launch of two or more blocks).
+
 Release is cumulative only over what happens before it: a release atomic (or a
 fence and a relaxed atomic) by thread 0 publishes thread 0's stores and those a
 barrier orders before it. Other threads' stores with no barrier between them and

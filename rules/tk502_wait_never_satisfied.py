@@ -244,6 +244,13 @@ the blocks, for every grid size; undecided (coverage) when the flag is written
 elsewhere or through an unknown address, when the loop can end otherwise (a
 `break`, a `return`), inside an outer loop or under a block-uniform condition.
 
+Spin locks (`checks/locks.py`): a lock word taken by a spin on a CAS or exchange
+starts free (zeroed before the launch); when neither the take nor any release ever
+writes the free value back (z3: `atomicExch(lock, 1)` where 0 frees it), the
+second acquisition -- a second thread of the block, or the holder of a second
+block -- spins forever. A lock whose first release writes the free value is
+decided freed; a release of an unknown value is undecided.
+
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only
 reports a timeout. Typical causes are roles disagreeing on the trip count
