@@ -74,3 +74,11 @@ __global__ __launch_bounds__(64) void k(int *lock, int *data) {
     an = Analysis(m)
     lf = locks.locks(an)
     assert not lf.locks and lf.undecided and "written elsewhere" in lf.undecided[0][1]
+
+
+def test_atomic_ref_and_ptx_locks_are_coverage():
+    """A compare_exchange loop (its result a bool, no old value) and a PTX atom.cas through a
+    helper's address: each spin one undecided lock question, no lock read, no finding."""
+    for kernel in ("ref_lock", "ptx_lock"):
+        _an, lf = _facts("atomic_ref_and_ptx_lock.cu", kernel)
+        assert not lf.locks and len(lf.undecided) == 1, (kernel, lf.undecided)

@@ -127,7 +127,7 @@ def _locks(an: Analysis) -> LockFacts:
         rmws = [
             o
             for o in body
-            if o.kind == ir.GLOBAL_SIGNAL and (ga := _ga(o)) is not None and ga.atomic in RMW_TAKES and ga.result
+            if o.kind == ir.GLOBAL_SIGNAL and (ga := _ga(o)) is not None and ga.atomic in RMW_TAKES
         ]
         if not rmws:
             continue  # a poll of a flag (protocol.spin_waits), not a lock
@@ -156,7 +156,7 @@ def _read_lock(an: Analysis, sp: ir.Op, body: list[ir.Op], rmws: list[ir.Op], ou
         undecided("a loop shape the lock model does not read (a `break`, or a condition over a carried value)")
         return None
     names = {v.name for v in cond.free_vars()}
-    read = [o for o in rmws if _ga(o).result in names]  # type: ignore[union-attr]
+    read = [o for o in rmws if _ga(o).result and _ga(o).result in names]  # type: ignore[union-attr]
     polls = [o for o in body if o.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL) and _ga(o) is not None and _ga(o).result in names]  # type: ignore[union-attr]
     if len(read) != 1 or len(polls) != 1:
         undecided("the condition does not test the old value of exactly one read-modify-write")
