@@ -236,12 +236,14 @@ def _read_lock(an: Analysis, sp: ir.Op, body: list[ir.Op], rmws: list[ir.Op], ou
 
 
 def _value(w: ir.Op) -> E.Expr | None:
-    """The value a release writes to the lock word: an exchange's operand; None when not known
-    (a plain store, an add)."""
+    """The value a release writes to the lock word: an exchange's operand, a plain store's
+    value (`*(volatile int *)lock = 0`); None when not known (an add, a store of `+=`)."""
     ga = _ga(w)
-    if ga is None or w.kind != ir.GLOBAL_SIGNAL or ga.atomic != "exch" or not ga.operands:
+    if ga is None or not ga.operands or ga.operands[0] is None:
         return None
-    return ga.operands[0]
+    if (w.kind == ir.GLOBAL_SIGNAL and ga.atomic == "exch") or w.kind == ir.GLOBAL_STORE:
+        return ga.operands[0]
+    return None
 
 
 def _progress(an: Analysis, lock: Lock, out: LockFacts) -> None:

@@ -841,7 +841,12 @@ class ExprEvaluation:
                 if op != "=" and not ctx.dry:
                     self.ev(lhs, ctx, cursor)  # `*c += v` reads *c
                 self.global_store(
-                    lhs, ctx, cursor, base=self.global_base(ptr), where="" if self.one_word(ptr) else None
+                    lhs,
+                    ctx,
+                    cursor,
+                    base=self.global_base(ptr),
+                    where="" if self.one_word(ptr) else None,
+                    value=val if op == "=" and isinstance(val, Expr) else None,
                 )
             return val
         if isinstance(lhs, cexpr.Member):
@@ -992,7 +997,9 @@ class ExprEvaluation:
             ctx,
         )
 
-    def global_store(self, lhs: cexpr.Node, ctx: Ctx, cursor, base: str | None = None, where: str | None = None):
+    def global_store(
+        self, lhs: cexpr.Node, ctx: Ctx, cursor, base: str | None = None, where: str | None = None, value=None
+    ):
         """A plain (weak) store to global memory: `p[i] = v`, `g.layout[{...}] = v`, `*p = v`."""
         if cursor is None:
             return
@@ -1003,7 +1010,14 @@ class ExprEvaluation:
                 loc_of(cursor, self.w.filename),
                 ctx.guard,
                 ctx.loops,
-                global_access=ir.GlobalAccessFacts("weak", cexpr.render(lhs)[:80], form="plain", base=base, where=where),
+                global_access=ir.GlobalAccessFacts(
+                    "weak",
+                    cexpr.render(lhs)[:80],
+                    form="plain",
+                    base=base,
+                    where=where,
+                    operands=(value,) if value is not None else (),
+                ),
             ),
             ctx,
         )

@@ -435,8 +435,8 @@ class GlobalAccessFacts:
     # itself (`atomicCAS(lock, 0, 1)`, `*flag`), "->f" a field through it (`a->sum`); None: not
     # known to be one address (an element `p[i]`, an offset pointer)
     where: str | None = None
-    # an atomic's value operands as evaluated (atomicCAS: compare, new; atomicExch / atomicAdd:
-    # the value); () where none was recorded
+    # the values as evaluated: an atomic's value operands (atomicCAS: compare, new; atomicExch /
+    # atomicAdd: the value), a plain `*p = v` store's v; () where none was recorded
     operands: tuple = ()
 
     @property
