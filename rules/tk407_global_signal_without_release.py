@@ -216,11 +216,11 @@ def _unprotected(an) -> list:
                 "TK407",
                 f"{who} accesses `{_text(u.first)[:50]}` outside the spin lock `{lk.word}` (not between the "
                 f"loop that takes it at line {lk.spin.location.row} and its release), while every block "
-                f"stores `{u.word}`: with two or more blocks, one block's access and another's store are "
-                "ordered by no release -> acquire of the lock (a data race between blocks: updates are lost)",
+                f"stores `{u.word}`: with two or more blocks ({u.grid}), one block's access and another's store "
+                "are ordered by no release -> acquire of the lock (a data race between blocks: updates are lost)",
                 user_site(u.first),
                 related=rel,
-                witness={"word": u.word, "lock": lk.word, "assumption": "a launch of two or more blocks"},
+                witness={"word": u.word, "lock": lk.word, "blocks": u.grid},
                 help="take the lock before the read-modify-write of the shared data and release it after "
                 "the last store (fence, then `atomicExch(lock, free)`)",
             )

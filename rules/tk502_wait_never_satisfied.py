@@ -54,15 +54,15 @@ def _locks(an):
                 f"{who} spins to take the lock `{lk.word}` (free at {lk.free}), but once the first holder has "
                 f"taken it nothing ever writes {lk.free} again"
                 + (f" (its release {writes} writes another value)" if writes else " (it is never released)")
-                + f": {nf.second} spins forever",
+                + f": {nf.second} spins forever" + (f" ({nf.grid})" if nf.grid else ""),
                 lk.spin.location,
                 related=[related(w, "the release, which does not free the lock") for w, _v in nf.values[:3]],
                 witness={
                     "lock": lk.word,
                     "free": str(lk.free),
                     "released_with": [str(v) for _w, v in nf.values],
-                    "assumption": "lock word zeroed before the launch"
-                    + ("; a launch of two or more blocks" if len(lk.holders) == 1 else ""),
+                    "assumption": "lock word zeroed before the launch",
+                    "blocks": nf.grid or "two holders in each block",
                 },
                 trace=trace,
                 help=f"release the lock by writing its free value: `atomicExch(&{lk.word.lstrip('*')}, {lk.free})`"

@@ -73,6 +73,22 @@ class NeverFreed:
     lock: Lock
     values: list[tuple[ir.Op, E.Expr]]  # each write of the word after the first pass and its value
     second: str  # who takes it second: "a second thread of the block" / "the holder of a second block"
+    grid: str = ""  # why there is a second block (`second_block`), "" when a second thread is
+
+
+def second_block(an: Analysis) -> str | None:
+    """Why a second block runs the kernel: the file's launches of it (`GridLaunch.blocks`, when
+    every one is known to have two or more blocks), else the assumption, stated; None when a
+    launch of one block is known (then two blocks are not given)."""
+    grid = an.model.grid
+    base = an.model.name.split(" [op ")[0].split("<")[0].split("::")[-1]
+    launches = [g for _i, g in grid.launches_of(base)] if grid is not None else []
+    if any(g.blocks is not None and g.blocks < 2 for g in launches):
+        return None
+    if launches and all(g.blocks is not None for g in launches):
+        shown = ", ".join(f"line {g.location.row}: {g.blocks} blocks" for g in launches[:3])
+        return f"the launches of this file ({shown})"
+    return "assumed: a launch of two or more blocks"
 
 
 @dataclass
@@ -91,6 +107,7 @@ class Unprotected:
     second: ir.Op  # the store (or the other access), possibly inside one
     lock: Lock  # the lock the data is (elsewhere) accessed under, or the kernel's lock
     word: str
+    grid: str = ""  # why two blocks run it (`second_block`)
 
 
 @dataclass
@@ -277,8 +294,14 @@ def _progress(an: Analysis, lock: Lock, out: LockFacts) -> None:
         if solver.always(E.binop("!=", v, lock.free)) is not True:
             out.undecided.append((sp, "lock progress: a release may write the free value only on some paths"))
             return
-    second = "a second thread of the block" if len(lock.holders) > 1 else "the holder of a second block"
-    out.never_freed.append(NeverFreed(lock, values, second))
+    if len(lock.holders) > 1:
+        out.never_freed.append(NeverFreed(lock, values, "a second thread of the block"))
+        return
+    grid = second_block(an)
+    if grid is None:
+        out.undecided.append((sp, "lock progress: a launch of one block (one holder) is in the file"))
+        return
+    out.never_freed.append(NeverFreed(lock, values, "the holder of a second block", grid))
 
 
 def _lanes(an: Analysis, lock: Lock, out: LockFacts) -> None:
@@ -364,5 +387,9 @@ def unprotected(an: Analysis) -> tuple[list[Unprotected], set[tuple], list[tuple
         if not (every_block(x) and every_block(y)):
             undecided.append((x, f"`{word}` is accessed outside the lock by threads not known to run in every block"))
             continue
-        races.append(Unprotected(x, y, lk, word))
+        grid = second_block(an)
+        if grid is None:
+            undecided.append((x, f"`{word}` is accessed outside the lock, but a launch of one block is in the file"))
+            continue
+        races.append(Unprotected(x, y, lk, word, grid))
     return races, asked, undecided

@@ -483,7 +483,8 @@ class LaunchChain:
                 self._expr(a, p, depth)
             ckids = list(config.get_arguments())
             stream = self._stream(ckids[3], p) if len(ckids) > 3 and not self._is_zero(ckids[3]) else _DEFAULT_STREAM
-            self._launch(kids[0], args, stream, False, c, p)
+            blocks = self._const(ckids[0]) if ckids else None
+            self._launch(kids[0], args, stream, False, c, p, blocks=blocks)
             return
         args = _arguments(c)
         for a in args:
@@ -633,7 +634,9 @@ class LaunchChain:
             out.append(self._value(a, p))
         return out
 
-    def _launch(self, callee: Any, args: list, stream: str | None, pdl: bool | None, site: Any, p: _Path) -> None:
+    def _launch(
+        self, callee: Any, args: list, stream: str | None, pdl: bool | None, site: Any, p: _Path, blocks=None
+    ) -> None:
         names = self._kernel_names(callee, p)
         if len(names) != 1:
             p.set_all(ir.PRED_UNKNOWN)
@@ -650,7 +653,12 @@ class LaunchChain:
             if _is_pointer(prm.type)
         )
         g = ir.GridLaunch(
-            kernel, loc_of(self._sites[0] if self._sites else site, self.mb.filename), pdl, bound, p.pred(stream)
+            kernel,
+            loc_of(self._sites[0] if self._sites else site, self.mb.filename),
+            pdl,
+            bound,
+            p.pred(stream),
+            blocks=blocks,
         )
         key = (g.kernel, g.location, g.pdl, g.args, g.predecessor)
         idx = self._index.get(key)

@@ -637,6 +637,9 @@ class GridLaunch:
     # variable; None: not known)
     args: tuple[tuple[str, str | None], ...]
     predecessor: int  # index in GridModel.launches, or PRED_NONE / PRED_UNKNOWN
+    # the number of blocks of a `k<<<g, b>>>` launch whose g the host walk evaluates to an
+    # integer (round 9: a spin lock's second block); None: not known (a dim3, a config struct)
+    blocks: int | None = None
 
     def buffer(self, param: str) -> str | None:
         return next((b for p, b in self.args if p == param), None)
