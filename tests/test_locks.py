@@ -82,3 +82,22 @@ def test_atomic_ref_and_ptx_locks_are_coverage():
     for kernel in ("ref_lock", "ptx_lock"):
         _an, lf = _facts("atomic_ref_and_ptx_lock.cu", kernel)
         assert not lf.locks and len(lf.undecided) == 1, (kernel, lf.undecided)
+
+
+def test_second_block_from_the_launch():
+    """The idioms7 kernel's launch reads 1056 blocks; a file that launches its lock kernel with one
+    block leaves never-freed and outside-the-lock undecided (coverage), no finding."""
+    (m,) = models_of(str(ROOT / "corpus" / "idioms7" / "spinlock_accum.cu"))
+    assert [g.blocks for g in m.grid.launches] == [1056]
+    assert "1056 blocks" in locks.second_block(Analysis(m))
+    an, lf = _facts("one_block_launch.cu")
+    assert locks.second_block(an) is None
+    assert not lf.never_freed and any("one block" in why for _o, why in lf.undecided)
+    assert not happens_before.memory(an).unprotected
+
+
+def test_a_plain_store_releases_with_its_value():
+    _an, lf = _facts("store_release_lock.cu", "store_release_good")
+    assert lf.freed and lf.locks[0].releases[0].kind == "global_store"
+    _an, lf = _facts("store_release_lock.cu", "store_release_bad")
+    assert [str(v) for _w, v in lf.never_freed[0].values] == ["1"]
