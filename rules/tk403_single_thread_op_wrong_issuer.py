@@ -13,6 +13,43 @@ _WHAT = {ir.TMA_LOAD: "TMA load", ir.TMA_STORE: "TMA store", ir.MBAR_EXPECT: "ex
 
 
 def check(an):
+    return _ops(an) + _locks(an)
+
+
+def _locks(an):
+    """A spin lock (`checks/locks.py`) taken by several lanes of one warp: a lock is a
+    one-thread-of-a-warp acquisition; the lane that takes it must leave the loop and reach the
+    release after it, while its warp-mates spin on the lock it holds."""
+    from tkcheck.checks import locks
+
+    out = []
+    n = an.threads.n
+    for lc in locks.locks(an).lanes:
+        lk = lc.lock
+        out.append(
+            finding(
+                "TK403",
+                f"{lc.lanes} lanes of warp {lc.warp} take the one spin lock `{lk.word}` ({describe(lk.holders, n)} "
+                f"run the loop): the lane that wins must leave the loop and reach the release after it, while its "
+                "warp-mates spin on the lock it holds (the warp reconverges after the loop: a hang, observed on "
+                "H100), and each lane repeats the critical section",
+                lk.spin.location,
+                related=[paths_related(r) for r in lk.releases[:1]],
+                witness={"lock": lk.word, "lanes": lc.lanes, "warp": lc.warp, "threads": describe(lk.holders, n)},
+                help="take the lock from one lane of the warp (`if (threadIdx.x % 32 == 0)`) and share the result "
+                "with `__shfl_sync`, or combine the lanes' values first (a warp reduction)",
+            )
+        )
+    return out
+
+
+def paths_related(op):
+    from ._common import related
+
+    return related(op, "the release, after the loop")
+
+
+def _ops(an):
     out = []
     n = an.threads.n
     for op in an.model.ops_of(*single_issue.SINGLE_ISSUE_KINDS):
@@ -192,6 +229,14 @@ headers given with `--tk-include`, or set with `tk-version`).
 Several threads writing the same `init_semaphore` before the block barrier
 that precedes every use is benign (TK's own `lcf` template initialises from a
 whole warp) and is not reported; an init that races with a use is TK307.
+
+A global spin lock is a one-thread-of-a-warp acquisition too (`checks/locks.py`):
+a lock word taken by a spin on a CAS or exchange (`while (atomicCAS(lock, 0, 1) != 0)`,
+a `do {{}} while`, a `for (;;)` left by a `break`) by two or more lanes of one warp,
+released after the loop, is reported: the lane that wins must leave the loop and
+reach the release, while its warp-mates spin on the lock it holds (the warp
+reconverges after the loop; observed to hang on H100), and every lane repeats the
+critical section.
 
 ## Why is this bad?
 32 copies of one load deliver 32x the bytes and 32 arrivals: the barrier's

@@ -96,6 +96,7 @@ def check(an):
     out.extend(_relaxed_polls(an, fl))
     out.extend(_published(an))
     out.extend(handoff_findings(an, "TK407", ("release", "acquire")))
+    out.extend(_unprotected(an))
     return out
 
 
@@ -370,6 +371,38 @@ __global__ __launch_bounds__(128, 1) void k(const __grid_constant__ layout C, un
 """
 )
 
+
+def _unprotected(an) -> list:
+    """The happens-before engine's lock question (`checks/locks.py`): a word of global data
+    stored in every block, accessed outside every held region of the kernel's spin lock."""
+    from tkcheck.checks.happens_before import memory
+
+    n = an.threads.n
+    out = []
+    for u in memory(an).unprotected:
+        lk = u.lock
+        who = describe(an.threads.executing(u.first) or frozenset(), n)
+        rel = [related(lk.take, f"the lock `{lk.word}` is taken here")]
+        rel += [related(r, "the lock is released here") for r in lk.releases[:2]]
+        if u.second is not u.first:
+            rel.append(related(u.second, "the other access of the same word"))
+        out.append(
+            finding(
+                "TK407",
+                f"{who} accesses `{_text(u.first)[:50]}` outside the spin lock `{lk.word}` (not between the "
+                f"loop that takes it at line {lk.spin.location.row} and its release), while every block "
+                f"stores `{u.word}`: with two or more blocks ({u.grid}), one block's access and another's store "
+                "are ordered by no release -> acquire of the lock (a data race between blocks: updates are lost)",
+                user_site(u.first),
+                related=rel,
+                witness={"word": u.word, "lock": lk.word, "blocks": u.grid},
+                help="take the lock before the read-modify-write of the shared data and release it after "
+                "the last store (fence, then `atomicExch(lock, free)`)",
+            )
+        )
+    return out
+
+
 RULE = Rule(
     code="TK407",
     name="global-signal-without-release",
@@ -413,6 +446,14 @@ after a spin on a flag with volatile/relaxed loads, with no acquire fence betwee
 -- also when a block barrier after the polling thread's spin hands the observation
 to the other threads (a barrier carries what one thread saw; a relaxed observation
 synchronises with no release).
+
+Global spin locks (`checks/locks.py`): the loop that takes the lock is a spin on a
+relaxed read-modify-write (no acquire without the `__threadfence()` after it), the
+`atomicExch` that frees it a relaxed signal (no release without the fence before
+it), both read by the queries above. A word of global data (`p->f`, `*p`) stored in
+every block and accessed outside the held region (between the loop and the first
+release) is reported: one block's access and another's store are ordered by no
+release -> acquire of the lock (assuming a launch of two or more blocks).
 
 Release is cumulative only over what happens before it: a release atomic (or a
 fence and a relaxed atomic) by thread 0 publishes thread 0's stores and those a

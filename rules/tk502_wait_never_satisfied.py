@@ -10,7 +10,7 @@ from ._deadlock_common import classify, deadlock_finding
 
 
 def check(an):
-    return _spins(an) + _hoisted(an) + _counter_barriers(an) + _roles(an)
+    return _spins(an) + _hoisted(an) + _counter_barriers(an) + _locks(an) + _roles(an)
 
 
 def _hoisted(an):
@@ -129,6 +129,71 @@ def _counter_barriers(an):
                 trace=trace,
                 help="the last arrival reads start + N - 1 (atomicAdd returns the old value), and the releaser must "
                 "reset the counter (before it raises the flag) so that the next instance starts from the same value",
+            )
+        )
+    return out
+
+
+def _locks(an):
+    """The progress engine's spin locks (`checks/locks.py`): a lock word that, once taken, no
+    write ever sets back to its free value: the second acquisition spins forever."""
+    from tkcheck.checks import locks
+    from tkcheck.checks.threads import describe
+
+    out = []
+    n = an.threads.n
+    for nf in locks.locks(an).never_freed:
+        lk = nf.lock
+        who = describe(lk.holders, n)
+        ga = lk.take.global_access
+        take = (ga.text if ga is not None else None) or lk.take.api
+        writes = ", ".join(f"`{(w.global_access.text if w.global_access else None) or w.api}`" for w, _v in nf.values)
+        trace = [
+            TraceStep(
+                "first holder",
+                f"{who} finds `{lk.word}` == {lk.free} (free: its value before the launch) and takes it with "
+                f"`{take}`, which writes {lk.taken}",
+                lk.take.location,
+            )
+        ]
+        trace += [
+            TraceStep(
+                "first holder",
+                f"releases it with `{(w.global_access.text if w.global_access else None) or w.api}`, "
+                f"which writes {v}, not the free value {lk.free}",
+                w.location,
+            )
+            for w, v in nf.values[:3]
+        ]
+        trace.append(
+            TraceStep(
+                "second holder",
+                f"{nf.second} spins until `{lk.word}` == {lk.free}: no write sets it back, it spins forever",
+                lk.spin.location,
+                blocked=True,
+            )
+        )
+        out.append(
+            finding(
+                "TK502",
+                f"{who} spins to take the lock `{lk.word}` (free at {lk.free}), but once the first holder has "
+                f"taken it nothing ever writes {lk.free} again"
+                + (f" (its release {writes} writes another value)" if writes else " (it is never released)")
+                + f": {nf.second} spins forever"
+                + (f" ({nf.grid})" if nf.grid else ""),
+                lk.spin.location,
+                related=[related(w, "the release, which does not free the lock") for w, _v in nf.values[:3]],
+                witness={
+                    "lock": lk.word,
+                    "free": str(lk.free),
+                    "released_with": [str(v) for _w, v in nf.values],
+                    "assumption": "lock word zeroed before the launch",
+                    "blocks": nf.grid or "two holders in each block",
+                },
+                trace=trace,
+                help=f"release the lock by writing its free value: `atomicExch(&{lk.word.lstrip('*')}, {lk.free})`"
+                if not lk.where
+                else f"release the lock by writing its free value {lk.free}",
             )
         )
     return out
@@ -318,6 +383,13 @@ program order over the grid size N (z3; the counter zeroed before the launch): w
 the N arrivals of an instance read c .. c + N - 1 and none of them passes the test
 for any N (`old == gridDim.x`, or a counter never reset whose second instance starts
 at N), no block raises the word and every block spins forever.
+
+Spin locks (`checks/locks.py`): a lock word taken by a spin on a CAS or exchange
+starts free (zeroed before the launch); when neither the take nor any release ever
+writes the free value back (z3: `atomicExch(lock, 1)` where 0 frees it), the
+second acquisition -- a second thread of the block, or the holder of a second
+block -- spins forever. A lock whose first release writes the free value is
+decided freed; a release of an unknown value is undecided.
 
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only

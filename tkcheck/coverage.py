@@ -528,6 +528,7 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     entry.undecided += n
     add_memory_undecided(entry, an)
     add_spin_undecided(entry, an)
+    add_lock_undecided(entry, an)
     add_bulk_store_undecided(entry, an)
     add_release_undecided(entry, an)
     add_descriptor_undecided(entry, an)
@@ -705,6 +706,20 @@ def add_spin_undecided(entry: KernelCoverage, an: Analysis) -> None:
         )
 
 
+def add_lock_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One obligation per spin on a read-modify-write (`checks.locks`): decided when it was read
+    as a lock whose progress is settled (freed by its first release, or never freed), else listed
+    with why. (Which data a lock protects is a memory obligation: add_memory_undecided.)"""
+    from .checks import locks
+
+    facts = locks.locks(an)
+    decided = len(facts.freed) + len(facts.never_freed)
+    entry.obligations += decided + len(facts.undecided)
+    entry.obligations_decided += decided
+    for sp, why in facts.undecided:
+        entry.unknowns.append(Unknown(*_user_place(sp.location, an.model, why, sp.callers)))
+
+
 def add_memory_undecided(entry: KernelCoverage, an: Analysis) -> None:
     """One entry per shared location, and per global signal, with a pair the happens-before
     engine left undecided (and no race found on it)."""
@@ -724,6 +739,10 @@ def add_memory_undecided(entry: KernelCoverage, an: Analysis) -> None:
             if a.buffer.name in raced:
                 continue
             what = f"shared scalar '{a.buffer.name}': a write and another thread's access not proved ordered or racing"
+        elif a is b and (ga := a.global_access) is not None and ("lock", ga.base, ga.where) in facts.examined:
+            # a word of global data in a kernel with a spin lock (checks/locks.py)
+            key = ("lock", ga.base, ga.where)
+            what = f"global data `{ga.text}` and the kernel's spin lock: that every access is held by it, or races, not established"
         else:
             sig = b if b.kind == ir.GLOBAL_SIGNAL else a
             key = ("global", id(sig))

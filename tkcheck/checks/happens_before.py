@@ -142,8 +142,12 @@ class MemoryFacts:
     # (`shared_handoff.order`) that no index orders
     handoff_races: list = field(default_factory=list)
     # the locations whose ordering was asked (coverage's obligations): ("shared", buffer name)
-    # per shared scalar written and read, ("global", id(signal op)) per counter raised after data
+    # per shared scalar written and read, ("global", id(signal op)) per counter raised after data,
+    # ("lock", base, where) per word of global data in a kernel with a spin lock
     examined: set[tuple] = field(default_factory=set)
+    # a word of global data accessed outside every held region of the kernel's spin locks, with
+    # a store (checks/locks.py: the lock's release -> acquire chain orders only what it holds)
+    unprotected: list = field(default_factory=list)
 
 
 def memory(an: Analysis) -> MemoryFacts:
@@ -163,6 +167,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _acquire_scope(an, out)
     _counter_resets(an, out)
     _release_scope_writes(an, out)
+    _locked(an, out)
     return out
 
 
@@ -264,6 +269,18 @@ def _counter_resets(an: Analysis, out: MemoryFacts) -> None:
         t = min(ts)
         out.examined.add(("global", id(lr.raise_)))
         out.publications.append(Publication(lr.reset, lr.raise_, t, t, ts, False, "reset-" + lr.why))
+
+
+def _locked(an: Analysis, out: MemoryFacts) -> None:
+    """Global data and the kernel's spin locks (checks/locks.py): accesses held by one lock are
+    ordered by its release -> acquire chain; a store and an access of one word outside it, in
+    every block, race between blocks."""
+    from . import locks
+
+    races, asked, undecided = locks.unprotected(an)
+    out.unprotected += races
+    out.examined |= asked
+    out.undecided += [(o, o, why) for o, why in undecided]
 
 
 # ---------------------------------------------------------------- shared ----

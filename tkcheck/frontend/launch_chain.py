@@ -535,7 +535,8 @@ class LaunchChain:
             # (no tokens of its own): 0, the default stream
             given = len(ckids) > 3 and bool(tokens_of(ckids[3]))
             stream = self._stream(ckids[3], p) if given and not self._is_zero(ckids[3]) else _DEFAULT_STREAM
-            self._launch(kids[0], args, stream, False, c, p)
+            blocks = self._const(ckids[0]) if ckids else None
+            self._launch(kids[0], args, stream, False, c, p, blocks=blocks)
             return
         args = _arguments(c)
         for a in args:
@@ -697,7 +698,9 @@ class LaunchChain:
             out.append(self._value(a, p))
         return out
 
-    def _launch(self, callee: Any, args: list, stream: str | None, pdl: bool | None, site: Any, p: _Path) -> None:
+    def _launch(
+        self, callee: Any, args: list, stream: str | None, pdl: bool | None, site: Any, p: _Path, blocks=None
+    ) -> None:
         names = self._kernel_names(callee, p)
         if len(names) != 1:
             p.set_all(ir.PRED_UNKNOWN)
@@ -727,6 +730,7 @@ class LaunchChain:
             bound,
             p.pred(stream),
             instance,
+            blocks=blocks,
         )
         key = (g.kernel, g.location, g.pdl, g.args, g.predecessor, g.instance)
         idx = self._index.get(key)

@@ -231,6 +231,8 @@ class CallLowering:
                         base=self.w.exprs.address_base(args[0], ctx, cursor),
                         scope=K.CUDA_ATOMICS_SCOPE.get(base.rsplit("_", 1)[-1]),
                         operand=operand,
+                        where=self.w.exprs.word_of(args[0], ctx, cursor),
+                        operands=tuple(v if isinstance(v, Expr) else None for v in vals),
                     ),
                 ),
                 ctx,
@@ -538,8 +540,6 @@ class CallLowering:
         if isinstance(v, Obj):
             return v.kind == "gl"
         return nargs == arity
-        v = self.w.ev(node, replace(ctx, dry=True), cursor)
-        return isinstance(v, Obj) and v.kind == "gl"
 
     def _emit_tcgen05_commit(
         self, btargs: Targs, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, api: str, ncta: int | None = None

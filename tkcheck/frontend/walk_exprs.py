@@ -68,6 +68,13 @@ class ExprEvaluation:
             return self._global_ptrs[v.name]
         return v.name if v.kind == E.PARAM else None
 
+    def one_word(self, v) -> bool:
+        """Is v a kernel pointer parameter itself (or a local holding it: `volatile Acc *a = acc`),
+        so that `*v`, `v->f` and an atomic on v name one address for every thread of the grid?"""
+        return (
+            isinstance(v, E.Var) and v.kind == E.PARAM and not v.name.startswith("?") and self.global_base(v) == v.name
+        )
+
     def _global_pointer(self, v) -> bool:
         """Does v point into global memory (a kernel pointer parameter or an address computed
         from one, `&p[i]`, or `p + off`: a local `const float *row = in + r * COLS`)? A `*v` or
@@ -254,7 +261,9 @@ class ExprEvaluation:
                     ctx,
                 )
             return loaded
-        if op == "&" and isinstance(inner, (cexpr.Index, cexpr.Name)):
+        if op == "&" and (
+            isinstance(inner, (cexpr.Index, cexpr.Name)) or (isinstance(inner, cexpr.Member) and inner.arrow)
+        ):
             # the address of an element (or of a `__shared__` scalar) is no access to it
             self._no_elem_access += 1
             try:
@@ -273,7 +282,11 @@ class ExprEvaluation:
                     ctx.guard,
                     ctx.loops,
                     global_access=ir.GlobalAccessFacts(
-                        "weak", cexpr.render(node)[:80], form="plain", base=self.global_base(a)
+                        "weak",
+                        cexpr.render(node)[:80],
+                        form="plain",
+                        base=self.global_base(a),
+                        where="" if self.one_word(a) else None,
                     ),
                 ),
                 ctx,
@@ -437,6 +450,9 @@ class ExprEvaluation:
         addr_of = isinstance(node, cexpr.Un) and node.op == "&"
         if isinstance(node, cexpr.Un) and node.op == "&":
             node = node.a
+        if addr_of and isinstance(node, cexpr.Member) and node.arrow:
+            # `&p->f`: a field of a record a kernel pointer points to
+            return self._global_pointer(self.ev(node.obj, replace(ctx, dry=True), cursor))
         if not isinstance(node, cexpr.Index):
             # a pointer into global memory held in a variable (`int *c = &sem[t]`; `atomicAdd(c, 1)`);
             # with `bare_param`, a kernel pointer parameter itself (`*(volatile int *)flag`). `&x`
@@ -452,8 +468,21 @@ class ExprEvaluation:
             return base.kind == "gl"
         return self._global_pointer(base)
 
+    def word_of(self, node: cexpr.Node, ctx: Ctx, cursor) -> str | None:
+        """GlobalAccessFacts.where of an address: "" for a kernel pointer itself (`lock`), "->f"
+        for `&p->f` of one, None when it is not one address for every thread (`&p[i]`)."""
+        addr_of = isinstance(node, cexpr.Un) and node.op == "&"
+        inner = node.a if addr_of else node
+        if addr_of and isinstance(inner, cexpr.Member) and inner.arrow:
+            return f"->{inner.field}" if self.one_word(self.ev(inner.obj, replace(ctx, dry=True), cursor)) else None
+        if addr_of:
+            return None
+        return "" if self.one_word(self.ev(node, replace(ctx, dry=True), cursor)) else None
+
     def address_base(self, node: cexpr.Node, ctx: Ctx, cursor) -> str | None:
         """The kernel pointer parameter an address expression (`&p[i]`, `p`, `c`) points into."""
+        if isinstance(node, cexpr.Un) and node.op == "&" and isinstance(node.a, cexpr.Member) and node.a.arrow:
+            return self.global_base(self.ev(node.a.obj, replace(ctx, dry=True), cursor))
         self._no_elem_access += 1
         try:
             v = self.ev(
@@ -721,6 +750,26 @@ class ExprEvaluation:
         if isinstance(obj, Allocator):
             return ("allocmethod", obj, field_name, node.targs)
         if isinstance(obj, Expr):
+            if node.arrow and not self._no_elem_access and cursor is not None and self._global_pointer(obj):
+                # `p->field` of a pointer into global memory (a kernel's struct pointer, `volatile
+                # Acc *a = acc; a->sum`): a plain load of that field (volatile is no acquire)
+                self.emit(
+                    ir.Op(
+                        ir.GLOBAL_LOAD,
+                        "load",
+                        loc_of(cursor, self.w.filename),
+                        ctx.guard,
+                        ctx.loops,
+                        global_access=ir.GlobalAccessFacts(
+                            "weak",
+                            cexpr.render(node)[:80],
+                            form="plain",
+                            base=self.global_base(obj),
+                            where=f"->{field_name}" if self.one_word(obj) else None,
+                        ),
+                    ),
+                    ctx,
+                )
             return self.opaque_from(node, (obj,))
         if (
             isinstance(obj, tuple)
@@ -813,11 +862,26 @@ class ExprEvaluation:
             if self._global_pointer(ptr):
                 if op != "=" and not ctx.dry:
                     self.ev(lhs, ctx, cursor)  # `*c += v` reads *c
-                self.global_store(lhs, ctx, cursor, base=self.global_base(ptr))
+                self.global_store(
+                    lhs,
+                    ctx,
+                    cursor,
+                    base=self.global_base(ptr),
+                    where="" if self.one_word(ptr) else None,
+                    value=val if op == "=" and isinstance(val, Expr) else None,
+                )
             return val
         if isinstance(lhs, cexpr.Member):
             # record fields written by callbacks: `args.num_iters = ...`
             obj = self.ev(lhs.obj, replace(ctx, dry=True), cursor)
+            if lhs.arrow and isinstance(obj, Expr) and self._global_pointer(obj):
+                # `p->field = v` through a pointer into global memory: a plain store of the field
+                if op != "=" and not ctx.dry:
+                    self.ev(lhs, ctx, cursor)  # `p->f += v` reads p->f
+                self.global_store(
+                    lhs, ctx, cursor, base=self.global_base(obj), where=f"->{lhs.field}" if self.one_word(obj) else None
+                )
+                return val
             if (
                 isinstance(obj, Rec)
                 and obj.path is not None
@@ -988,7 +1052,16 @@ class ExprEvaluation:
             ctx,
         )
 
-    def global_store(self, lhs: cexpr.Node, ctx: Ctx, cursor, base: str | None = None, index=None):
+    def global_store(
+        self,
+        lhs: cexpr.Node,
+        ctx: Ctx,
+        cursor,
+        base: str | None = None,
+        index=None,
+        where: str | None = None,
+        value=None,
+    ):
         """A plain (weak) store to global memory: `p[i] = v`, `g.layout[{...}] = v`, `*p = v`."""
         if cursor is None:
             return
@@ -1000,7 +1073,13 @@ class ExprEvaluation:
                 ctx.guard,
                 ctx.loops,
                 global_access=ir.GlobalAccessFacts(
-                    "weak", cexpr.render(lhs)[:80], form="plain", base=base, index=index
+                    "weak",
+                    cexpr.render(lhs)[:80],
+                    form="plain",
+                    base=base,
+                    index=index,
+                    where=where,
+                    operands=(value,) if value is not None else (),
                 ),
             ),
             ctx,

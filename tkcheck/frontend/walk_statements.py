@@ -138,6 +138,9 @@ class StatementWalk:
         self.w = walker
         self._loop_ids = 0  # loops walked so far (a loop's id)
         self._loop_breaks: list = []  # `break`s seen in the loop being walked (its trip is then unknown)
+        # per `break` of the loop being walked: what lets an iteration go on past it, over the
+        # Vars the condition's memory events name (SpinFacts.goes_on); None: not known
+        self._break_goes_on: list = []
         self._system_logs: list = []  # per loop being analysed: the updates of its nested loops
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system: tuple | None = None  # the carried-variable system of the loop walked last
@@ -305,6 +308,25 @@ class StatementWalk:
             self.note_unmodelled(c, "expression not understood")
             return None
         return self.w.ev(node, ctx, cursor=c)
+
+    def _do_condition(self, cond_c, bctx: Ctx, head: Expr, lid: int) -> Expr:
+        """A do-while's condition as the end of its body leaves it: evaluated dry with the body's
+        values, kept when every unknown it reads is the old value of a memory event of the loop
+        (and the condition read at the head names none: it loads nothing of its own)."""
+        results = {
+            o.global_access.result
+            for o in (self.w.model.ops if self.w.model is not None else [])
+            if lid in o.loops and o.global_access is not None and o.global_access.result
+        }
+        if any(v.name in results for v in head.free_vars()):
+            return head
+        after = self.exec_expr(cond_c, replace(bctx, dry=True))
+        if not isinstance(after, Expr):
+            return head
+        fv = after.free_vars()
+        if not any(v.name in results for v in fv) or any(v.kind == E.OPAQUE and v.name not in results for v in fv):
+            return head
+        return _to_bool(after)
 
     def condition_memory(self, c, ctx: Ctx):
         """The memory events of a condition (`if (am_last)`, `while (*(volatile int *)f != 1)`,
@@ -739,8 +761,9 @@ class StatementWalk:
         toks = tokens_of(c)
         is_constexpr = len(toks) > 1 and toks[1] == "constexpr"
         cond = self.exec_expr(cond_cursor, replace(ctx, dry=True)) if cond_cursor is not None else None
+        mem_cond = None
         if not is_constexpr:
-            self.condition_memory(cond_cursor, ctx)
+            mem_cond = self.condition_memory(cond_cursor, ctx)
         if isinstance(cond, Obj) and cond.kind == "shared" and not cond.ref.index:
             # `if (am_last)`: a `__shared__` flag, an unknown value named for what it reads
             cond = E.Var(f"?shared:{cond.ref.name}", E.OPAQUE)
@@ -799,6 +822,10 @@ class StatementWalk:
                 if r == "break":
                     # what lets an iteration go on past this break (None: not a uniform condition)
                     self._loop_breaks.append(None if cls != "uniform" else E.negate(cexp) if positive else cexp)
+                    mc = (
+                        _to_bool(mem_cond) if isinstance(mem_cond, Expr) and not isinstance(mem_cond, E.Const) else None
+                    )
+                    self._break_goes_on.append(None if mc is None else E.negate(mc) if positive else mc)
                 if cls == "uniform":
                     _refine_after_exit(ctx.env, E.negate(cexp) if positive else cexp)
         return None
@@ -1130,6 +1157,8 @@ class StatementWalk:
             slot.set(env, v)
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
+        saved_goes_on = self._break_goes_on
+        self._break_goes_on = []
         for rw in rwalks:
             rw.loop_id = lid
             self._ring_walks.append(rw)
@@ -1179,7 +1208,19 @@ class StatementWalk:
         for rw in rwalks:
             self._ring_walks.remove(rw)
         if spin is not None and self._loop_breaks:
-            spin.spin = replace(spin.spin or ir.SpinFacts(), breaks=True)
+            one = self._break_goes_on[0] if len(self._break_goes_on) == 1 and len(self._loop_breaks) == 1 else None
+            spin.spin = replace(spin.spin or ir.SpinFacts(), breaks=True, goes_on=one if cond_c is None else None)
+        if (
+            spin is not None
+            and c.kind == CK.DO_STMT
+            and spin.spin is not None
+            and spin.spin.cond is not None
+            and real_ends is not None
+        ):
+            # `do { old = atomicCAS(l, 0, 1); } while (old != 0);`: the condition is evaluated
+            # after the body, over the values the body's events name (the walk above read it at
+            # the head, with the carried value); kept only when the condition loads nothing itself
+            spin.spin = replace(spin.spin, cond=self._do_condition(cond_c, bctx, spin.spin.cond, lid))
         if self._loop_breaks and trip is not None:
             loop.trip = None
         if infinite and self._loop_breaks and all(b is not None for b in self._loop_breaks):
@@ -1194,6 +1235,7 @@ class StatementWalk:
         ):
             loop.data_cond = True  # `while (next_tile >= 0)`: ends on data
         self._loop_breaks = saved_breaks
+        self._break_goes_on = saved_goes_on
         # after the loop: carried variables hold their value after `trip`
         # iterations when the trip count is known, else an unknown
         after = {}

@@ -455,6 +455,13 @@ class GlobalAccessFacts:
     # counters); None where the address is not an index of the parameter (round 9: whether
     # other threads of the grid touch an element, `happens_before.thread_private`)
     index: Expr | None = None
+    # the word within `base` when it is one address for every thread of the grid: "" the pointer
+    # itself (`atomicCAS(lock, 0, 1)`, `*flag`), "->f" a field through it (`a->sum`); None: not
+    # known to be one address (an element `p[i]`, an offset pointer)
+    where: str | None = None
+    # the values as evaluated: an atomic's value operands (atomicCAS: compare, new; atomicExch /
+    # atomicAdd: the value), a plain `*p = v` store's v; () where none was recorded
+    operands: tuple = ()
 
     @property
     def across_blocks(self) -> bool | None:
@@ -479,6 +486,10 @@ class SpinFacts:
     cond: Expr | None = None
     breaks: bool = False  # the loop has a `break` (it may end without the condition failing)
     empty: bool = False  # the loop's body is empty (`while (c) { }`, `while (c);`): only its condition runs
+    # a loop with no condition left by one `break` under an `if` (`for (;;) { if (atomicCAS(l, 0,
+    # 1) == 0) break; ... }`): what lets an iteration go on past it, the values its polls load as
+    # the Vars their events name; None otherwise
+    goes_on: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -654,6 +665,9 @@ class GridLaunch:
     # the instance of a template kernel the launch names, as its model is named
     # (`stage<1>`, `kernel<config<256, 64>>`); None: not a template, or not resolved
     instance: str | None = None
+    # the number of blocks of a `k<<<g, b>>>` launch whose g the host walk evaluates to an
+    # integer (round 9: a spin lock's second block); None: not known (a dim3, a config struct)
+    blocks: int | None = None
 
     def buffer(self, param: str) -> str | None:
         return next((b for p, b in self.args if p == param), None)
