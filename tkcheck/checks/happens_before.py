@@ -235,15 +235,7 @@ def _release_scope_writes(an: Analysis, out: MemoryFacts) -> None:
             if any(may_order(o, touched) for o in between):
                 out.undecided.append((poll, w, "an op that may synchronise between"))
                 break
-            writer, unknown = None, False
-            for t in _representatives(an, between, tw - tp):
-                ob = _ordered_by_barrier(an, between, t_poll, t)
-                if ob is None or (not ob and _chain_possible(an, between, t_poll, t)):
-                    unknown = True
-                    break
-                if not ob:
-                    writer = t
-                    break
+            writer, unknown = _first_unordered(an, between, tw - tp, t_poll, fixed_first=True)
             if unknown:
                 out.undecided.append((poll, w, "a barrier whose order is not followed"))
                 break
@@ -1556,15 +1548,7 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             if any(o.kind == ir.SYNC and (not o.guard.exact or an.threads.executing(o) is None) for o in between):
                 out.undecided.append((d, sig, "a barrier whose threads are not known"))
                 continue
-            writer, unknown = None, False
-            for t in _representatives(an, between, td - ts):
-                ob = _ordered_by_barrier(an, between, t, t_sig)
-                if ob is None or (not ob and _chain_possible(an, between, t, t_sig)):
-                    unknown = True
-                    break
-                if not ob:
-                    writer = t
-                    break
+            writer, unknown = _first_unordered(an, between, td - ts, t_sig, fixed_first=False)
             if unknown:
                 out.undecided.append((d, sig, "a barrier whose order is not followed"))
                 continue
@@ -1676,24 +1660,41 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
             if any(may_order(o, touched) for o in between):
                 out.undecided.append((poll, rd, "an op that may synchronise between"))
                 break
-            reader, unknown = None, False
-            for t in _representatives(an, between, tr - tp):
-                if t // 32 == t_poll // 32 and any(o.kind == ir.SYNC and o.sync_kind == "warp" for o in between):
-                    unknown = True  # `__syncwarp()` orders the lanes of the poll's warp
-                    break
-                ob = _ordered_by_barrier(an, between, t_poll, t)
-                if ob is None or (not ob and _chain_possible(an, between, t_poll, t)):
-                    unknown = True
-                    break
-                if not ob:
-                    reader = t
-                    break
+            syncwarp = any(o.kind == ir.SYNC and o.sync_kind == "warp" for o in between)
+            # `__syncwarp()` orders the lanes of the poll's warp: not followed here
+            reader, unknown = _first_unordered(
+                an, between, tr - tp, t_poll, fixed_first=True, unknown_warp=t_poll // 32 if syncwarp else None
+            )
             if unknown:
                 out.undecided.append((poll, rd, "a barrier whose order is not followed"))
                 break
             if reader is not None:
                 out.unpropagated.append(Acquisition(poll, rd, reader, "not-propagated", poller=t_poll))
                 break
+
+
+def _first_unordered(
+    an: Analysis,
+    between: list[ir.Op],
+    threads: frozenset[int],
+    fixed: int,
+    fixed_first: bool,
+    unknown_warp: int | None = None,
+) -> tuple[int | None, bool]:
+    """The first representative thread t of `threads` that no barrier in `between` orders after
+    the thread `fixed` (`fixed_first`) or before it, and whether some representative's order is
+    not followed (a barrier the engine cannot decide, a chain through other threads, a thread of
+    `unknown_warp`): (t or None, unknown)."""
+    for t in _representatives(an, between, threads):
+        if unknown_warp is not None and t // 32 == unknown_warp:
+            return None, True
+        a, b = (fixed, t) if fixed_first else (t, fixed)
+        ob = _ordered_by_barrier(an, between, a, b)
+        if ob is None or (not ob and _chain_possible(an, between, a, b)):
+            return None, True
+        if not ob:
+            return t, False
+    return None, False
 
 
 def _runs_after(an: Analysis, rd: ir.Op, sp: ir.Op) -> bool:
