@@ -184,7 +184,7 @@ def _recognise(an: Analysis, sp: ir.Op) -> CounterBarrier | str | None:
     v_name = pga.result
     snap = None
     if isinstance(cond, E.Bin) and cond.op == "==" and all(isinstance(x, E.Var) for x in (cond.a, cond.b)):
-        names = {cond.a.name, cond.b.name}  # type: ignore[union-attr]
+        names = {cond.a.name, cond.b.name}  # type: ignore[union-attr,attr-defined]
         if v_name in names and len(names) == 2:
             (g_name,) = names - {v_name}
             for o in m.ops:

@@ -8,6 +8,8 @@ front end could not model gives None: unknown, never a guess.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..model import expr as E
 from ..model import ir
 from ..model.threads import threads_satisfying
@@ -22,7 +24,7 @@ class ThreadSets:
         self.model = model
         self.n = model.num_threads()
         self._cache: dict[int, frozenset[int] | None] = {}
-        self._rounds: dict[tuple, tuple[frozenset[int], frozenset[int]] | None] = {}
+        self._rounds: dict[tuple, Any] = {}  # rounds() pairs and over_iterations() sets, by key
 
     def satisfying(self, pred: E.Expr) -> frozenset[int] | None:
         if self.n is None:
@@ -121,7 +123,7 @@ class ThreadSets:
         key = ("iterations", id(op))
         if key not in self._rounds:
             self._rounds[key] = self._over_iterations(op)
-        return self._rounds[key]  # type: ignore[return-value]
+        return self._rounds[key]
 
     def _over_iterations(self, op: ir.Op) -> frozenset[int] | None:
         g = op.guard

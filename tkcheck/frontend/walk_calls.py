@@ -226,7 +226,7 @@ class CallLowering:
                         cexpr.render(node)[:80],
                         atomic=K.CUDA_ATOMICS_OP.get(base),
                         dtype=_call_type(cursor, base),
-                        result=old.name,
+                        result=old.name if isinstance(old, E.Var) else None,
                         form="atomic",
                         base=self.w.exprs.address_base(args[0], ctx, cursor),
                         scope=K.CUDA_ATOMICS_SCOPE.get(base.rsplit("_", 1)[-1]),
@@ -720,7 +720,7 @@ class CallLowering:
         ctx: Ctx,
         cursor: Any,
         node: cexpr.Call,
-    ) -> None:
+    ) -> Any:
         vals = [self.w.ev(a, ctx, cursor) for a in args]
         loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
         api = f"{qual}::{base}" if qual else base

@@ -472,7 +472,7 @@ class ExprEvaluation:
         """GlobalAccessFacts.where of an address: "" for a kernel pointer itself (`lock`), "->f"
         for `&p->f` of one, None when it is not one address for every thread (`&p[i]`)."""
         addr_of = isinstance(node, cexpr.Un) and node.op == "&"
-        inner = node.a if addr_of else node
+        inner = node.a if isinstance(node, cexpr.Un) and addr_of else node
         if addr_of and isinstance(inner, cexpr.Member) and inner.arrow:
             return f"->{inner.field}" if self.one_word(self.ev(inner.obj, replace(ctx, dry=True), cursor)) else None
         if addr_of:
