@@ -984,7 +984,10 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
         # on an mbarrier): not modelled.
         if "global" in q and "bulk_group" in q and len(ops) >= 2:
             api = "cp.reduce.async.bulk.tensor" if q[4:5] == ["tensor"] else "cp.reduce.async.bulk"
-            return PtxAsyncOp(ir.TMA_STORE, api, buffer=_bracket(ops[1]))
+            dst = _bracket(ops[0]) if api.endswith(".tensor") else None
+            return PtxAsyncOp(
+                ir.TMA_STORE, api, buffer=_bracket(ops[1]), tensor_map=dst.split(",")[0].strip() if dst else None
+            )
         return None
     if opcode.startswith("cp.async.bulk"):
         if q[3:4] == ["commit_group"]:
@@ -1016,7 +1019,14 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
                 tensor_map=src.split(",")[0].strip() if src else None,
             )
         if dirs[:1] == ["global"] and "bulk_group" in q:
-            return PtxAsyncOp(ir.TMA_STORE, api, buffer=_bracket(ops[1]) if len(ops) > 1 else None)
+            dst = _bracket(ops[0]) if tensor and ops else None
+            return PtxAsyncOp(
+                ir.TMA_STORE,
+                api,
+                buffer=_bracket(ops[1]) if len(ops) > 1 else None,
+                # `[tensor_map, {coords}], [src]`
+                tensor_map=dst.split(",")[0].strip() if dst else None,
+            )
         return None
     if q[0] == "tcgen05":
         what = q[1] if len(q) > 1 else ""

@@ -385,6 +385,11 @@ class TransferFacts:
     gl: str | None = None  # the global layout's name
     gl_type: TileType | None = None
     proxy_fence: bool = False  # TK fences the async proxy in the issuing thread first
+    # a raw tensor copy through a tensor map that is not a `__grid_constant__` parameter (a map in
+    # global memory, which the device may patch and publish: `tensormap.replace`,
+    # `tensormap.cp_fenceproxy`, `fence.proxy.tensormap::generic.acquire`): whether its
+    # descriptor read is ordered after the map's writes in the tensormap proxy is not modelled
+    map_unordered: bool = False
 
 
 @dataclass(frozen=True)
