@@ -348,7 +348,12 @@ def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
     blind |= {
         (os.path.abspath(op.location.filename), op.location.row)
         for op in model.ops
-        if op.transfer is not None and op.transfer.map_unordered and op.asm is not None
+        if op.asm is not None
+        and (
+            (op.transfer is not None and op.transfer.map_unordered)
+            # an aligned warp instruction modelled as a collective only (tensormap.cp_fenceproxy)
+            or (op.warp_coll is not None and op.warp_coll.effect_unmodelled)
+        )
     }
     for op in model.ops:
         if op.kind in _NOT_MODELLED_KINDS or op.barrier_unknown is not None or op.unmodelled_barrier_use:

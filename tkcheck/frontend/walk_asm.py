@@ -119,7 +119,11 @@ class AsmLowering:
             if instr == "bar.warp.sync":
                 op(ir.SYNC, instr, sync=ir.SyncFacts("warp", mask))
             else:
-                op(ir.WARP_COLL, instr, warp_coll=ir.WarpCollFacts(instr, mask))
+                op(
+                    ir.WARP_COLL,
+                    instr,
+                    warp_coll=ir.WarpCollFacts(instr, mask, effect_unmodelled=instr in K.ALIGNED_UNMODELLED),
+                )
         asyncs, understood = K.ptx_async_ops(ptx, looped=looped)
         for a in asyncs:
             self._async_op(c, ctx, a, loc, facts)

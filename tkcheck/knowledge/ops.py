@@ -413,12 +413,24 @@ _PTX_WARP_MODES = {
 }
 
 
+# `.sync.aligned` instructions that take no member mask: every lane of the warp must execute the
+# same instruction convergently (PTX ISA, tensormap.cp_fenceproxy: "all threads in the warp must
+# execute the same instruction"); a warp collective of the full warp. Their memory effect (the
+# copy to global memory, the proxy release) is not modelled: ALIGNED_UNMODELLED
+_PTX_ALIGNED_WARP = re.compile(r"(?<![\w.])(tensormap\.cp_fenceproxy)((?:\.[\w:]+)*)\s*[^;]*;")
+ALIGNED_UNMODELLED = frozenset({"tensormap.cp_fenceproxy"})
+
+
 def ptx_warp_collectives(ptx: str) -> list[tuple[str, str | None]]:
     """The warp collectives of one asm statement's PTX, in order: (the instruction with the
     qualifiers that must agree -- "shfl.sync.down", "match.sync.any", "elect.sync",
-    "bar.warp.sync" --, the membermask operand's text: `0xffffffff`, `%3`, or None)."""
+    "bar.warp.sync", "tensormap.cp_fenceproxy" --, the membermask operand's text: `0xffffffff`,
+    `%3`, or None)."""
     out: list[tuple[str, str | None]] = []
     text = ptx.replace("\\n", " ").replace("\\t", " ")
+    for m in _PTX_ALIGNED_WARP.finditer(text):
+        if {"sync", "aligned"} <= set(m.group(2).split(".")):
+            out.append((m.group(1), "0xffffffff"))
     for m in _PTX_WARP_COLL.finditer(text):
         base, quals, args = m.group(1), [q for q in m.group(2).split(".") if q], m.group(3)
         if base.startswith("match."):

@@ -331,6 +331,9 @@ class WarpCollFacts:
 
     instr: str
     mask: Expr | None = None  # None: not known (e.g. `__activemask()`)
+    # a `.sync.aligned` instruction whose other effect (tensormap.cp_fenceproxy: a copy to global
+    # memory with a proxy release) the model does not have: its site stays unmodelled (coverage)
+    effect_unmodelled: bool = False
 
 
 @dataclass(frozen=True)
