@@ -2,8 +2,9 @@
 (`tensormap.replace`), published (`tensormap.cp_fenceproxy ... release`) and acquired
 (`fence.proxy.tensormap::generic.acquire`) is not modelled yet: every such instruction is a
 counted sync site, and a raw tensor copy through a map that is not a `__grid_constant__`
-parameter is not a modelled site either -- coverage, never a silent "100% modelled", never a
-finding."""
+parameter is not a modelled site either -- coverage, never a silent "100% modelled". The
+`.sync.aligned` publication is a full-warp collective (TK501); a copy through a map this kernel
+published with no acquire fence anywhere in the kernel is TK402 (fixtures/tensormap/)."""
 
 import json
 
@@ -46,8 +47,25 @@ def test_missing_acquire_is_no_silent_pass():
 
 def test_acquired_patch_is_counted_too():
     rec = _coverage(ROOT / "fixtures" / "tensormap" / "patch_acquired.cu")
-    # ... and the acquire fence (32): counted, not modelled
-    assert {23, 28, 32, 34} <= _rows(rec)
+    # the acquire fence (32) is an event (FENCE tensormap_acquire): a modelled site; the copy
+    # through the map stays unmodelled (its ordering after the publication is not proved)
+    rows = _rows(rec)
+    assert {23, 28, 34} <= rows and 32 not in rows
+
+
+def test_tensormap_orders():
+    assert K.ptx_tensormap_orders(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;"
+    ) == [("tensormap_release", "%0")]
+    assert K.ptx_tensormap_orders("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;") == [
+        ("tensormap_acquire", "%0")
+    ]
+    # a release fence of the tensormap proxy is no acquire
+    assert K.ptx_tensormap_orders("fence.proxy.tensormap::generic.release.gpu;") == []
+    colls = K.ptx_warp_collectives(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;"
+    )
+    assert colls == [("tensormap.cp_fenceproxy", "0xffffffff")]
 
 
 def test_grid_constant_map_stays_modelled():

@@ -124,6 +124,10 @@ class AsmLowering:
                     instr,
                     warp_coll=ir.WarpCollFacts(instr, mask, effect_unmodelled=instr in K.ALIGNED_UNMODELLED),
                 )
+        for what, atext in K.ptx_tensormap_orders(ptx):
+            # the tensormap proxy's release (cp_fenceproxy) / acquire fence at a global map
+            addr = self._ptx_value(c, ctx, atext) if atext is not None else None
+            op(ir.FENCE, what, fence=ir.FenceFacts(what, address=addr if isinstance(addr, Expr) else None))
         asyncs, understood = K.ptx_async_ops(ptx, looped=looped)
         for a in asyncs:
             self._async_op(c, ctx, a, loc, facts)
@@ -303,7 +307,8 @@ class AsmLowering:
                 # (`tensormap.replace`, `tensormap.cp_fenceproxy`), and the copy's descriptor read
                 # must be ordered after that in the tensormap proxy -- not modelled: the copy's
                 # site stays unmodelled (coverage), never taken as ordered
-                op.transfer = ir.TransferFacts(map_unordered=True)
+                mv = self._ptx_value(c, ctx, a.tensor_map)
+                op.transfer = ir.TransferFacts(map_unordered=True, map_addr=mv if isinstance(mv, Expr) else None)
                 w.note_unmodelled(
                     c,
                     f"`{a.api}` through a tensor map not a `__grid_constant__` parameter "

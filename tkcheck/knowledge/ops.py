@@ -421,6 +421,31 @@ _PTX_ALIGNED_WARP = re.compile(r"(?<![\w.])(tensormap\.cp_fenceproxy)((?:\.[\w:]
 ALIGNED_UNMODELLED = frozenset({"tensormap.cp_fenceproxy"})
 
 
+_PTX_TENSORMAP_ORDER = re.compile(
+    r"(?<![\w.])(tensormap\.cp_fenceproxy|fence\.proxy\.tensormap::generic)((?:\.[\w:]+)*)\s*([^;]*);"
+)
+
+
+def ptx_tensormap_orders(ptx: str) -> list[tuple[str, str | None]]:
+    """The tensormap-proxy orderings of one asm statement's PTX, in order: ("tensormap_release",
+    the global map operand) for `tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic
+    .release.<scope>.sync.aligned [gmap], [smap], size`, ("tensormap_acquire", the map operand)
+    for `fence.proxy.tensormap::generic.acquire.<scope> [addr], size`; the operand's text inside
+    its brackets (`%0`), None when it is not one address operand. A release fence of the tensormap
+    proxy (`fence.proxy.tensormap::generic.release`) and other forms give nothing."""
+    text = ptx.replace("\\n", " ").replace("\\t", " ")
+    out: list[tuple[str, str | None]] = []
+    for m in _PTX_TENSORMAP_ORDER.finditer(text):
+        quals = set(m.group(2).split("."))
+        args = [a.strip() for a in m.group(3).split(",")]
+        addr = _bracket(args[0]) if args else None
+        if m.group(1) == "tensormap.cp_fenceproxy" and "release" in quals and "global" in quals:
+            out.append(("tensormap_release", addr))
+        elif m.group(1).startswith("fence.") and "acquire" in quals:
+            out.append(("tensormap_acquire", addr))
+    return out
+
+
 def ptx_warp_collectives(ptx: str) -> list[tuple[str, str | None]]:
     """The warp collectives of one asm statement's PTX, in order: (the instruction with the
     qualifiers that must agree -- "shfl.sync.down", "match.sync.any", "elect.sync",

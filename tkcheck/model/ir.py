@@ -339,9 +339,12 @@ class WarpCollFacts:
 @dataclass(frozen=True)
 class FenceFacts:
     """A FENCE: proxy_async | tcgen05_before | tcgen05_after | mbarrier_init | membar_gl |
-    membar_sys | membar_cta | membar_cluster."""
+    membar_sys | membar_cta | membar_cluster | tensormap_release (the release into the tensormap
+    proxy of `tensormap.cp_fenceproxy`, at the global map it writes; the copy itself is no event)
+    | tensormap_acquire (`fence.proxy.tensormap::generic.acquire [addr]`)."""
 
     kind: str
+    address: Expr | None = None  # tensormap_*: the global tensor map's address (None: not known)
 
 
 @dataclass(frozen=True)
@@ -393,6 +396,7 @@ class TransferFacts:
     # `tensormap.cp_fenceproxy`, `fence.proxy.tensormap::generic.acquire`): whether its
     # descriptor read is ordered after the map's writes in the tensormap proxy is not modelled
     map_unordered: bool = False
+    map_addr: Expr | None = None  # then: the map operand's value (None: not evaluated)
 
 
 @dataclass(frozen=True)
