@@ -2,6 +2,7 @@
 (TMA store, tensor-core operand) with no fence.proxy.async in between."""
 
 from tkcheck.checks import syncscope as S
+from tkcheck.checks import tensormaps as TM
 from tkcheck.checks.threads import describe
 from tkcheck.rule import Rule
 
@@ -26,6 +27,24 @@ def check(an):
                 witness={"reader_thread": r, "writers": describe(ws, n)},
                 help="issue `fence.proxy.async.shared::cta` after the stores and before the barrier (or in the "
                 "issuing thread after it), e.g. `asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");`",
+            )
+        )
+    told = set()
+    for u in TM.unacquired(an):
+        if u.copy.location in told:
+            continue  # one helper's copy inlined at several calls: one finding at its line
+        told.add(u.copy.location)
+        out.append(
+            finding(
+                "TK402",
+                f"`{u.copy.api}` reads a tensor map in global memory through the tensormap proxy, but the "
+                f"`tensormap.cp_fenceproxy` that published it is not followed by "
+                f"`fence.proxy.tensormap::generic.acquire` of that map in the issuing thread (the kernel has none): "
+                "the copy may use the stale map",
+                u.copy.location,
+                related=[related(u.release, "the map published (released into the tensormap proxy) here")],
+                help="issue `fence.proxy.tensormap::generic.acquire.gpu [map], 128;` in the thread that issues the "
+                "copy, after the publication and before its first use of the map",
             )
         )
     return out

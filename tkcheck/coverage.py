@@ -179,6 +179,8 @@ _ATOMIC_OBJECT = re.compile(
 SYNC_PTX = re.compile(
     r"\b(mbarrier\.|cp\.async|cp\.reduce\.async|wgmma\.|tcgen05\.|bar\.sync|bar\.arrive|barrier\.|fence\.|membar\.|"
     r"griddepcontrol\.|red\.release|atom\.release|ld\.acquire|st\.release|st\.async|red\.async|mbarrier::|"
+    # the tensor-map proxy: `tensormap.replace` / `tensormap.cp_fenceproxy` (and `fence.proxy.tensormap`, above)
+    r"tensormap\.|"
     # warp collectives with a member mask
     r"shfl\.sync|vote\.sync|match\.(?:any|all)\.sync|redux\.sync|elect\.sync|bar\.warp\.sync)"
 )
@@ -340,6 +342,18 @@ def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
         (os.path.abspath(op.location.filename), op.location.row)
         for op in model.ops
         if op.unmodelled_barrier_use and op.asm is not None
+    }
+    # a raw tensor copy through a map in global memory: its descriptor's order in the tensormap
+    # proxy is not modelled (walk_asm), so its asm site is not a modelled one
+    blind |= {
+        (os.path.abspath(op.location.filename), op.location.row)
+        for op in model.ops
+        if op.asm is not None
+        and (
+            (op.transfer is not None and op.transfer.map_unordered)
+            # an aligned warp instruction modelled as a collective only (tensormap.cp_fenceproxy)
+            or (op.warp_coll is not None and op.warp_coll.effect_unmodelled)
+        )
     }
     for op in model.ops:
         if op.kind in _NOT_MODELLED_KINDS or op.barrier_unknown is not None or op.unmodelled_barrier_use:

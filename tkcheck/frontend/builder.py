@@ -19,6 +19,7 @@ from their tokens (`cexpr`) and folded into model values by the walker's `ev`
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from ..model import expr as E
@@ -846,6 +847,8 @@ class KernelWalker:
         # kernel parameter (a `CUtensorMap`) -> the bytes one tensor copy through it delivers,
         # from the host code that encodes it (tensor_maps.py)
         self.tensor_boxes: dict[str, int] = {}
+        # the kernel's parameters of type `CUtensorMap` (by value: `__grid_constant__` maps)
+        self.tensor_map_params: set[str] = set()
 
     # ================================================================ entry
     def _new_model(self, name, kind) -> ir.KernelModel:
@@ -895,6 +898,13 @@ class KernelWalker:
             )
         # parameters: uniform values, global layouts, struct records
         self.tensor_boxes = self.mb.tensor_maps.box_bytes(c.spelling)
+        self.tensor_map_params = {
+            p.spelling
+            for p in c.get_children()
+            if p.kind == CK.PARM_DECL
+            and re.search(r"\bCUtensorMap\b", p.type.spelling)
+            and not re.search(r"[*&]", p.type.spelling)
+        }
         for p in c.get_children():
             if p.kind == CK.PARM_DECL:
                 env.define(p.spelling, self.types.param_value(p, env))

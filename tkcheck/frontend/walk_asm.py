@@ -119,7 +119,15 @@ class AsmLowering:
             if instr == "bar.warp.sync":
                 op(ir.SYNC, instr, sync=ir.SyncFacts("warp", mask))
             else:
-                op(ir.WARP_COLL, instr, warp_coll=ir.WarpCollFacts(instr, mask))
+                op(
+                    ir.WARP_COLL,
+                    instr,
+                    warp_coll=ir.WarpCollFacts(instr, mask, effect_unmodelled=instr in K.ALIGNED_UNMODELLED),
+                )
+        for what, atext in K.ptx_tensormap_orders(ptx):
+            # the tensormap proxy's release (cp_fenceproxy) / acquire fence at a global map
+            addr = self._ptx_value(c, ctx, atext) if atext is not None else None
+            op(ir.FENCE, what, fence=ir.FenceFacts(what, address=addr if isinstance(addr, Expr) else None))
         asyncs, understood = K.ptx_async_ops(ptx, looped=looped)
         for a in asyncs:
             self._async_op(c, ctx, a, loc, facts)
@@ -294,6 +302,19 @@ class AsmLowering:
                 w.note_unmodelled(c, f"`{a.api}`: its address or barrier not mapped to one CTA's `__shared__` element")
         if a.kind in (ir.TMA_LOAD, ir.TMA_STORE):
             op.transfer = ir.TransferFacts()
+            if a.tensor_map is not None and not self._grid_constant_map(c, ctx, a.tensor_map):
+                # a map in global memory (tensormap proxy): the device may patch and publish it
+                # (`tensormap.replace`, `tensormap.cp_fenceproxy`), and the copy's descriptor read
+                # must be ordered after that in the tensormap proxy -- not modelled: the copy's
+                # site stays unmodelled (coverage), never taken as ordered
+                mv = self._ptx_value(c, ctx, a.tensor_map)
+                op.transfer = ir.TransferFacts(map_unordered=True, map_addr=mv if isinstance(mv, Expr) else None)
+                w.note_unmodelled(
+                    c,
+                    f"`{a.api}` through a tensor map not a `__grid_constant__` parameter "
+                    f"(`{self._operand_text(c, a.tensor_map)}`): its descriptor read's order after the "
+                    "map's writes (tensormap proxy) not modelled",
+                )
 
         def num(text: str | None, what: str) -> Expr:
             v = self._ptx_value(c, ctx, text) if text is not None else None
@@ -353,6 +374,13 @@ class AsmLowering:
         if a.warpgroup:
             op.scope, op.group_warps, op.issuers_per_group = "warpgroup", 4, 0
         w.emit(op, ctx)
+
+    def _grid_constant_map(self, c: Any, ctx: Ctx, text: str) -> bool:
+        """The tensor-map operand `text` of a raw tensor copy is (the address of) a kernel
+        parameter of type `CUtensorMap` (a `__grid_constant__` map the host encoded: the device
+        cannot have patched it)."""
+        m = self._ptx_value(c, ctx, text)
+        return isinstance(m, E.Var) and m.kind == E.PARAM and m.name in self.w.tensor_map_params
 
     def _wgmma_accumulator(self, c: Any, ctx: Ctx) -> tuple[ir.Ref, ir.TileType | None] | None:
         """The accumulator of a raw `wgmma.mma_async`: the local register array its `"+f"` /

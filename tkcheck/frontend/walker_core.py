@@ -144,3 +144,4 @@ class AsmWalker(WalkerCore, Protocol):
 
     exprs: ExprEvaluation
     tensor_boxes: dict[str, int]  # `CUtensorMap` parameter -> box bytes (tensor_maps.py)
+    tensor_map_params: set[str]  # the kernel's `CUtensorMap` parameters (by value: `__grid_constant__`)

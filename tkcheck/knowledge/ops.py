@@ -413,12 +413,49 @@ _PTX_WARP_MODES = {
 }
 
 
+# `.sync.aligned` instructions that take no member mask: every lane of the warp must execute the
+# same instruction convergently (PTX ISA, tensormap.cp_fenceproxy: "all threads in the warp must
+# execute the same instruction"); a warp collective of the full warp. Their memory effect (the
+# copy to global memory, the proxy release) is not modelled: ALIGNED_UNMODELLED
+_PTX_ALIGNED_WARP = re.compile(r"(?<![\w.])(tensormap\.cp_fenceproxy)((?:\.[\w:]+)*)\s*[^;]*;")
+ALIGNED_UNMODELLED = frozenset({"tensormap.cp_fenceproxy"})
+
+
+_PTX_TENSORMAP_ORDER = re.compile(
+    r"(?<![\w.])(tensormap\.cp_fenceproxy|fence\.proxy\.tensormap::generic)((?:\.[\w:]+)*)\s*([^;]*);"
+)
+
+
+def ptx_tensormap_orders(ptx: str) -> list[tuple[str, str | None]]:
+    """The tensormap-proxy orderings of one asm statement's PTX, in order: ("tensormap_release",
+    the global map operand) for `tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic
+    .release.<scope>.sync.aligned [gmap], [smap], size`, ("tensormap_acquire", the map operand)
+    for `fence.proxy.tensormap::generic.acquire.<scope> [addr], size`; the operand's text inside
+    its brackets (`%0`), None when it is not one address operand. A release fence of the tensormap
+    proxy (`fence.proxy.tensormap::generic.release`) and other forms give nothing."""
+    text = ptx.replace("\\n", " ").replace("\\t", " ")
+    out: list[tuple[str, str | None]] = []
+    for m in _PTX_TENSORMAP_ORDER.finditer(text):
+        quals = set(m.group(2).split("."))
+        args = [a.strip() for a in m.group(3).split(",")]
+        addr = _bracket(args[0]) if args else None
+        if m.group(1) == "tensormap.cp_fenceproxy" and "release" in quals and "global" in quals:
+            out.append(("tensormap_release", addr))
+        elif m.group(1).startswith("fence.") and "acquire" in quals:
+            out.append(("tensormap_acquire", addr))
+    return out
+
+
 def ptx_warp_collectives(ptx: str) -> list[tuple[str, str | None]]:
     """The warp collectives of one asm statement's PTX, in order: (the instruction with the
     qualifiers that must agree -- "shfl.sync.down", "match.sync.any", "elect.sync",
-    "bar.warp.sync" --, the membermask operand's text: `0xffffffff`, `%3`, or None)."""
+    "bar.warp.sync", "tensormap.cp_fenceproxy" --, the membermask operand's text: `0xffffffff`,
+    `%3`, or None)."""
     out: list[tuple[str, str | None]] = []
     text = ptx.replace("\\n", " ").replace("\\t", " ")
+    for m in _PTX_ALIGNED_WARP.finditer(text):
+        if {"sync", "aligned"} <= set(m.group(2).split(".")):
+            out.append((m.group(1), "0xffffffff"))
     for m in _PTX_WARP_COLL.finditer(text):
         base, quals, args = m.group(1), [q for q in m.group(2).split(".") if q], m.group(3)
         if base.startswith("match."):
@@ -984,7 +1021,10 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
         # on an mbarrier): not modelled.
         if "global" in q and "bulk_group" in q and len(ops) >= 2:
             api = "cp.reduce.async.bulk.tensor" if q[4:5] == ["tensor"] else "cp.reduce.async.bulk"
-            return PtxAsyncOp(ir.TMA_STORE, api, buffer=_bracket(ops[1]))
+            dst = _bracket(ops[0]) if api.endswith(".tensor") else None
+            return PtxAsyncOp(
+                ir.TMA_STORE, api, buffer=_bracket(ops[1]), tensor_map=dst.split(",")[0].strip() if dst else None
+            )
         return None
     if opcode.startswith("cp.async.bulk"):
         if q[3:4] == ["commit_group"]:
@@ -1016,7 +1056,14 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
                 tensor_map=src.split(",")[0].strip() if src else None,
             )
         if dirs[:1] == ["global"] and "bulk_group" in q:
-            return PtxAsyncOp(ir.TMA_STORE, api, buffer=_bracket(ops[1]) if len(ops) > 1 else None)
+            dst = _bracket(ops[0]) if tensor and ops else None
+            return PtxAsyncOp(
+                ir.TMA_STORE,
+                api,
+                buffer=_bracket(ops[1]) if len(ops) > 1 else None,
+                # `[tensor_map, {coords}], [src]`
+                tensor_map=dst.split(",")[0].strip() if dst else None,
+            )
         return None
     if q[0] == "tcgen05":
         what = q[1] if len(q) > 1 else ""

@@ -331,14 +331,20 @@ class WarpCollFacts:
 
     instr: str
     mask: Expr | None = None  # None: not known (e.g. `__activemask()`)
+    # a `.sync.aligned` instruction whose other effect (tensormap.cp_fenceproxy: a copy to global
+    # memory with a proxy release) the model does not have: its site stays unmodelled (coverage)
+    effect_unmodelled: bool = False
 
 
 @dataclass(frozen=True)
 class FenceFacts:
     """A FENCE: proxy_async | tcgen05_before | tcgen05_after | mbarrier_init | membar_gl |
-    membar_sys | membar_cta | membar_cluster."""
+    membar_sys | membar_cta | membar_cluster | tensormap_release (the release into the tensormap
+    proxy of `tensormap.cp_fenceproxy`, at the global map it writes; the copy itself is no event)
+    | tensormap_acquire (`fence.proxy.tensormap::generic.acquire [addr]`)."""
 
     kind: str
+    address: Expr | None = None  # tensormap_*: the global tensor map's address (None: not known)
 
 
 @dataclass(frozen=True)
@@ -385,6 +391,12 @@ class TransferFacts:
     gl: str | None = None  # the global layout's name
     gl_type: TileType | None = None
     proxy_fence: bool = False  # TK fences the async proxy in the issuing thread first
+    # a raw tensor copy through a tensor map that is not a `__grid_constant__` parameter (a map in
+    # global memory, which the device may patch and publish: `tensormap.replace`,
+    # `tensormap.cp_fenceproxy`, `fence.proxy.tensormap::generic.acquire`): whether its
+    # descriptor read is ordered after the map's writes in the tensormap proxy is not modelled
+    map_unordered: bool = False
+    map_addr: Expr | None = None  # then: the map operand's value (None: not evaluated)
 
 
 @dataclass(frozen=True)
