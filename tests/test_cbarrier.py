@@ -23,3 +23,18 @@ def test_arrive_and_drop_is_modelled_and_the_good_kernel_has_no_finding():
     found = json.loads(c.stdout)
     assert not [f for f in found if f["kernel"] == "drop_good"]
     assert {(f["kernel"], f["code"]) for f in found} == {("drop_plain", "TK302"), ("drop_count", "TK302")}
+
+
+def test_break_at_a_per_thread_round_is_a_per_thread_trip_count():
+    """`for (k = 0; k < 4; k++) { if (k == last) { drop; break; } arrive; wait; }`: each thread
+    starts last + 1 iterations (4 where last >= 4), so the barrier's phases are enumerated."""
+    fix = ROOT / "fixtures" / "libcu" / "barrier_drop_break.cu"
+    c = cli(["check", str(fix), "--output-format", "json"], ROOT)
+    found = json.loads(c.stdout)
+    assert {(f["kernel"], f["code"]) for f in found} == {("break_plain", "TK302"), ("break_count", "TK302")}
+    (plain,) = [f for f in found if f["kernel"] == "break_plain"]
+    assert "[128, 128, 96, 64]" in plain["message"]
+    p = cli(["coverage", str(fix), "--output-format", "json"], ROOT)
+    good = [r for r in json.loads(p.stdout) if r["kernel"] == "break_good"][0]
+    assert "arrivals/bytes per phase" not in json.dumps(good["unknowns"])
+
