@@ -130,6 +130,13 @@ def _conjuncts(e: Expr) -> list[Expr]:
     return [e]
 
 
+def _negated(x: Expr) -> Expr:
+    """-x, without a double negation (`0 - (0 - e)` is e, `0 - (a - b)` is b - a)."""
+    if isinstance(x, E.Bin) and x.op == "-":
+        return x.b if x.a == E.Const(0) else E.binop("-", x.b, x.a)
+    return E.binop("-", E.Const(0), x)
+
+
 class StatementWalk:
     """The walker's part for statements: blocks, declarations, branches (guards), returns, loops
     and the variables they carry (solved into closed forms over the loop counter)."""
@@ -1304,7 +1311,7 @@ class StatementWalk:
         for sign in (1, -1):
             lin = E.binop("+" if sign == 1 else "-", f0, counter)
             if solver.always(E.binop("==", f, lin), 500) is True:
-                e = E.binop("-", E.Const(0), f0) if sign == 1 else f0
+                e = f0 if sign == -1 else _negated(f0)
                 inside = E.binop("&&", E.binop(">=", e, E.Const(0)), E.binop("<", e, trip))
                 return E.ite(inside, E.binop("+", e, E.Const(1)), trip)
         return None
