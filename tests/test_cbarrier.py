@@ -41,4 +41,3 @@ def test_break_at_a_per_thread_round_is_a_per_thread_trip_count():
     p = cli(["coverage", str(fix), "--output-format", "json"], ROOT)
     good = [r for r in json.loads(p.stdout) if r["kernel"] == "break_good"][0]
     assert "arrivals/bytes per phase" not in json.dumps(good["unknowns"])
-

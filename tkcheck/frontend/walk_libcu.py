@@ -363,9 +363,7 @@ class LibcuLowering:
             # libcu++ lowers it to `mbarrier.arrive_drop` (cuda/__barrier): an arrival on the
             # phase in progress that also lowers the expected count of it and every later phase
             # by one; no token (the thread leaves the barrier), so its arrival count stays
-            self._op(
-                ir.MBAR_ARRIVE, api, ctx, cursor, barrier=ref, count=E.Const(1), mbar=ir.BarrierFacts(drop=True)
-            )
+            self._op(ir.MBAR_ARRIVE, api, ctx, cursor, barrier=ref, count=E.Const(1), mbar=ir.BarrierFacts(drop=True))
             return None
         if mname == "wait" and len(args) == 1:
             p = self._value(args[0], ctx, cursor)
