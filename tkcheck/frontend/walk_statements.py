@@ -211,7 +211,12 @@ class StatementWalk:
                         self.walk(ch, ctx)
                 return None
             if k == CK.SWITCH_STMT:
-                return self._walk_switch(c, ctx)
+                # a `break` in a switch leaves the switch, not the loop: no trip from it
+                n_at = len(self._break_at)
+                try:
+                    return self._walk_switch(c, ctx)
+                finally:
+                    self._break_at[n_at:] = [None] * (len(self._break_at) - n_at)
             if k == CK.UNEXPOSED_STMT:
                 # `#pragma unroll` before a loop: clang's AttributedStmt, unexposed in libclang
                 kids = [ch for ch in c.get_children() if ch.kind.is_statement()]
