@@ -96,6 +96,12 @@ def check(an):
                 break
             # a group-scoped op (`warp::tma::expect`) touches the barrier from its elected lane
             users = an.threads.issuers(use) if use.issuers_per_group else an.threads.executing(use)
+            if users is None and use.loops and not use.guard.uniform and not use.issuers_per_group:
+                # a use in some iteration only (`if (k == last) bar.arrive_and_drop()`, last the
+                # thread's): the threads that run it in some iteration, where no block barrier
+                # in its loops could order an earlier iteration's init-visibility before it
+                if not any(_orders(x) and set(x.loops) & set(use.loops) for x in m.ops):
+                    users = an.threads.over_iterations(use)
             if users is None:
                 break
             others = users - who

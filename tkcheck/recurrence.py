@@ -498,7 +498,14 @@ def solve_guarded(
         if not (isinstance(x, E.Ite) and counter in x.c.free_vars()):
             return None
         c = x.c
-        if c.depends_on(E.THREAD) or c.is_opaque() or any(v.kind == E.LOOP and v != counter for v in c.free_vars()):
+        # a condition over the thread only where the trip count is the thread's own (`for (k = 0;
+        # k <= last; k++) if (k != last) bar.arrive()`, last per thread): z3 proves it for every
+        # thread, each against its own trip
+        if (
+            (c.depends_on(E.THREAD) and not trip.depends_on(E.THREAD))
+            or c.is_opaque()
+            or any(v.kind == E.LOOP and v != counter for v in c.free_vars())
+        ):
             failed.append(x)
             return None
         for cond, keep in ((c, x.t), (E.negate(c), x.e)):

@@ -1357,7 +1357,10 @@ def _ragged_account(an: Analysis, acc: BarrierAccount) -> "RaggedAccount | str":
             return why + f"threads of {o.api} at line {o.location.row} not known"
         mine |= ex
     # one round a phase: each arriving thread waits in the loop's body (`_arrival_round`)
-    if not any(lid in o.loops and _paces(o) and (an.threads.executing(o) or frozenset()) & mine for o in m.ops):
+    pacers = [o for o in m.ops if lid in o.loops and _paces(o)]
+    # per thread and round (below) where no pacing op runs for every thread in every round
+    per_round = not any((an.threads.executing(o) or frozenset()) & mine for o in pacers)
+    if per_round and not pacers:
         return why + "the loop does not wait: a thread's arrivals need not be a phase apart"
     arrived: dict[int, int] = {}
     drops: dict[int, int] = {}
@@ -1366,8 +1369,19 @@ def _ragged_account(an: Analysis, acc: BarrierAccount) -> "RaggedAccount | str":
         trip = L.trip.eval(env)
         if not isinstance(trip, int) or isinstance(trip, bool) or trip > MAX_RAGGED_PHASES:
             return why + f"the trip count of thread {t} not a number"
+        unpaced = False  # the thread arrived in a round it did not wait in (per_round only)
         for r in range(max(trip, 0)):
             env[k] = r
+            paced = not per_round
+            if per_round:
+                # one round a phase: a thread that arrives in a later round waited in each earlier
+                # round it arrived in (a pacing op whose exact guard holds for it there)
+                for o in pacers:
+                    g = o.guard
+                    runs = [c.eval(env) for c in (g.thread, *g.uniform)]
+                    if not g.exact or any(not isinstance(v, (bool, int)) for v in runs):
+                        return why + f"the guard of {o.api} at line {o.location.row} not a number for thread {t}"
+                    paced = paced or all(runs)
             for o in sites:
                 g = o.guard
                 if not g.exact:
@@ -1380,7 +1394,10 @@ def _ragged_account(an: Analysis, acc: BarrierAccount) -> "RaggedAccount | str":
                 n = o.count.eval(env) if o.count is not None else None
                 if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
                     return why + f"the count of {o.api} at line {o.location.row} not a number"
+                if unpaced:
+                    return why + f"thread {t} arrives in round {r} not having waited since its last arrival"
                 arrived[r] = arrived.get(r, 0) + n
+                unpaced = unpaced or not paced
                 if o.mbar is not None and o.mbar.drop:
                     drops[r] = drops.get(r, 0) + n
     phases = max(arrived, default=-1) + 1

@@ -4,7 +4,8 @@ is the table `knowledge/ops.py` LIBCU_*).
 
 * A `__shared__ cuda::barrier<cuda::thread_scope_block>` is an mbarrier. `init(&bar, n)` is its
   init; `bar.arrive(n)` an arrival that returns a token, `bar.wait(token)` a wait on the phase of
-  that token, `bar.arrive_and_wait()` both, `bar.wait_parity(p)` a parity wait. The token is the
+  that token, `bar.arrive_and_wait()` both, `bar.wait_parity(p)` a parity wait,
+  `bar.arrive_and_drop()` an arrival with `BarrierFacts.drop` (PTX `mbarrier.arrive_drop`). The token is the
   parity of the phase the thread arrived in: a per-thread count of the thread's arrivals on the
   barrier (each participant arrives once per phase), carried by loops like a user's phase bit.
 * A `__shared__ cuda::pipeline_shared_state<scope, S>` is a ring of S (produced, consumed)
@@ -26,7 +27,7 @@ is the table `knowledge/ops.py` LIBCU_*).
   commits a group, consumer_wait waits for all but the head - tail - 1 newest,
   `pipeline_consumer_wait_prior<N>(pipe)` for all but N; acquire and release do nothing.
 
-Anything else of libcu++ (a barrier of another scope, arrays of pipeline states, arrive_and_drop,
+Anything else of libcu++ (a barrier of another scope, arrays of pipeline states,
 barrier_expect_tx, consumer_wait_for, quit) is not modelled: the coverage census names it at the
 user's line.
 """
@@ -357,6 +358,12 @@ class LibcuLowering:
             parity = self._advance(bar, ctx, cursor)
             self._op(ir.MBAR_ARRIVE, api, ctx, cursor, barrier=ref, count=E.Const(1), mbar=ir.BarrierFacts())
             self._token_wait(ref, parity, api, ctx, cursor)
+            return None
+        if mname == "arrive_and_drop" and not args:
+            # libcu++ lowers it to `mbarrier.arrive_drop` (cuda/__barrier): an arrival on the
+            # phase in progress that also lowers the expected count of it and every later phase
+            # by one; no token (the thread leaves the barrier), so its arrival count stays
+            self._op(ir.MBAR_ARRIVE, api, ctx, cursor, barrier=ref, count=E.Const(1), mbar=ir.BarrierFacts(drop=True))
             return None
         if mname == "wait" and len(args) == 1:
             p = self._value(args[0], ctx, cursor)

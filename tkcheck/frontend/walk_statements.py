@@ -130,6 +130,13 @@ def _conjuncts(e: Expr) -> list[Expr]:
     return [e]
 
 
+def _negated(x: Expr) -> Expr:
+    """-x, without a double negation (`0 - (0 - e)` is e, `0 - (a - b)` is b - a)."""
+    if isinstance(x, E.Bin) and x.op == "-":
+        return x.b if x.a == E.Const(0) else E.binop("-", x.b, x.a)
+    return E.binop("-", E.Const(0), x)
+
+
 class StatementWalk:
     """The walker's part for statements: blocks, declarations, branches (guards), returns, loops
     and the variables they carry (solved into closed forms over the loop counter)."""
@@ -141,6 +148,9 @@ class StatementWalk:
         # per `break` of the loop being walked: what lets an iteration go on past it, over the
         # Vars the condition's memory events name (SpinFacts.goes_on); None: not known
         self._break_goes_on: list = []
+        # per `break` of the loop being walked: (the guard at its `if`, the condition under which
+        # it breaks) for an `if` over the thread or uniform values, else None (`_break_trip`)
+        self._break_at: list = []
         self._system_logs: list = []  # per loop being analysed: the updates of its nested loops
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system: tuple | None = None  # the carried-variable system of the loop walked last
@@ -201,7 +211,12 @@ class StatementWalk:
                         self.walk(ch, ctx)
                 return None
             if k == CK.SWITCH_STMT:
-                return self._walk_switch(c, ctx)
+                # a `break` in a switch leaves the switch, not the loop: no trip from it
+                n_at = len(self._break_at)
+                try:
+                    return self._walk_switch(c, ctx)
+                finally:
+                    self._break_at[n_at:] = [None] * (len(self._break_at) - n_at)
             if k == CK.UNEXPOSED_STMT:
                 # `#pragma unroll` before a loop: clang's AttributedStmt, unexposed in libclang
                 kids = [ch for ch in c.get_children() if ch.kind.is_statement()]
@@ -816,10 +831,14 @@ class StatementWalk:
             return results[0] if results[0] == results[1] else "return"
         # one branch always leaves (return/break/continue): later code runs only
         # under the other branch's condition
+        at_if = ctx.guard
         for r, positive in ((results[0], True), (results[1], False)):
             if r is not None:
                 ctx.guard = self._branch_guard(ctx.guard, cls, cexp, not positive)
                 if r == "break":
+                    self._break_at.append(
+                        (at_if, cexp if positive else E.negate(cexp)) if cls in ("thread", "uniform") else None
+                    )
                     # what lets an iteration go on past this break (None: not a uniform condition)
                     self._loop_breaks.append(None if cls != "uniform" else E.negate(cexp) if positive else cexp)
                     mc = (
@@ -1159,6 +1178,8 @@ class StatementWalk:
         self._loop_breaks = []
         saved_goes_on = self._break_goes_on
         self._break_goes_on = []
+        saved_break_at = self._break_at
+        self._break_at = []
         for rw in rwalks:
             rw.loop_id = lid
             self._ring_walks.append(rw)
@@ -1193,6 +1214,8 @@ class StatementWalk:
                 # which loaded values let the loop end)
                 spin.spin = ir.SpinFacts(_to_bool(cv) if isinstance(cv, Expr) else None, empty=_empty_body(body))
         real_ends = None  # the carried values at the end of the body this walk saw (`_simulated`)
+        body_guard = bctx.guard
+        r = None
         if body is not None:
             r = self.walk(body, bctx)
             if r is None and not ctx.dry:
@@ -1221,8 +1244,11 @@ class StatementWalk:
             # after the body, over the values the body's events name (the walk above read it at
             # the head, with the carried value); kept only when the condition loads nothing itself
             spin.spin = replace(spin.spin, cond=self._do_condition(cond_c, bctx, spin.spin.cond, lid))
+        break_trip = None
         if self._loop_breaks and trip is not None:
             loop.trip = None
+            if r is None and not infinite and len(self._break_at) == 1 and self._break_at[0] is not None:
+                break_trip = self._break_trip(trip, counter, body_guard, *self._break_at[0])
         if infinite and self._loop_breaks and all(b is not None for b in self._loop_breaks):
             loop.continues = tuple(self._loop_breaks)
         elif (
@@ -1236,6 +1262,7 @@ class StatementWalk:
             loop.data_cond = True  # `while (next_tile >= 0)`: ends on data
         self._loop_breaks = saved_breaks
         self._break_goes_on = saved_goes_on
+        self._break_at = saved_break_at
         # after the loop: carried variables hold their value after `trip`
         # iterations when the trip count is known, else an unknown
         after = {}
@@ -1261,6 +1288,38 @@ class StatementWalk:
                 if loop.trip is not None and init_v is not None and step is not None
                 else E.opaque(f"{ivar.label}@after-loop"),
             )
+        if break_trip is not None:
+            # the iterations each thread starts (the values after the loop stay unknowns above:
+            # the breaking iteration does not finish)
+            loop.trip = break_trip
+            if break_trip.depends_on(E.THREAD):
+                loop.uniform = False
+
+    def _break_trip(self, trip: Expr, counter: E.Var, body_guard: ir.Guard, at_if: ir.Guard, cond: Expr):
+        """The iterations a thread starts in a loop of `trip` iterations left by its one `break`
+        under `if (c)` directly in the body (the guard at the `if` is the body's): c is
+        `a == b` with a - b = f0 +- k over the loop's counter k (proved by z3), so the thread
+        breaks in iteration e = -+f0 when 0 <= e < trip, and starts e + 1 iterations; else trip.
+        None when the break is not of that form (the trip count stays unknown)."""
+        if at_if != body_guard or not body_guard.exact:
+            return None
+        if not (isinstance(cond, E.Bin) and cond.op == "=="):
+            return None
+        f = E.binop("-", cond.a, cond.b)
+        if f.is_opaque() or any(v.kind == E.LOOP and v != counter for v in f.free_vars()):
+            return None
+        if counter not in f.free_vars():
+            return None
+        from .. import solver
+
+        f0 = E.substitute(f, {counter.name: E.Const(0)})
+        for sign in (1, -1):
+            lin = E.binop("+" if sign == 1 else "-", f0, counter)
+            if solver.always(E.binop("==", f, lin), 500) is True:
+                e = f0 if sign == -1 else _negated(f0)
+                inside = E.binop("&&", E.binop(">=", e, E.Const(0)), E.binop("<", e, trip))
+                return E.ite(inside, E.binop("+", e, E.Const(1)), trip)
+        return None
 
     def _carried_trip(self, cond_c, ctx: Ctx, counter: E.Var):
         """`x < n` where the carried x is `x0 + k` (an object's index advanced by a member
@@ -1556,6 +1615,8 @@ class StatementWalk:
         dctx = replace(ctx, env=denv, dry=True)
         saved = self._loop_breaks
         self._loop_breaks = []
+        saved_at = self._break_at
+        self._break_at = []
         self._system_logs.append([])
         try:
             self.walk(body, replace(dctx, env=denv.child()))
@@ -1563,6 +1624,7 @@ class StatementWalk:
                 self.exec_expr(inc_c, dctx)
         finally:
             self._loop_breaks = saved
+            self._break_at = saved_at
             nested = self._system_logs.pop()
             ends = {sl: denv.vars.get(sl.name) for sl in scalars}
             for sl, v in fields.items():

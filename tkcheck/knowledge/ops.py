@@ -112,7 +112,7 @@ LIBCU_PIPELINE_METHODS: dict[str, tuple[str, str]] = {
 }
 # barrier methods: arrive(n) -> token (the parity of the thread's phase), wait(token), wait_parity(p),
 # arrive_and_wait()
-LIBCU_BARRIER_METHODS = frozenset({"arrive", "wait", "wait_parity", "arrive_and_wait"})
+LIBCU_BARRIER_METHODS = frozenset({"arrive", "wait", "wait_parity", "arrive_and_wait", "arrive_and_drop"})
 # free functions: cuda::make_pipeline, cuda::memcpy_async (a cp.async copy of the issuing thread),
 # cuda::init (mbarrier init), cuda::pipeline_consumer_wait_prior<N> (cp.async.wait_group N),
 # cuda::device::barrier_arrive_tx (arrive.expect_tx, then the other arrivals),
