@@ -54,3 +54,9 @@ def test_spin_on_memory_still_orders():
     an_models = models_of(str(MEMORY / "serial_fixup_good.cu"))
     spins = [o for m in an_models for o in m.ops if o.kind == ir.SPIN]
     assert spins and not any(happens_before.spins_on_votes(o) for o in spins)
+
+
+def test_barriers_not_on_every_path_leave_the_pair_undecided():
+    for name, f in _facts(MEMORY / "loop_boundary_undecided.cu").items():
+        assert not f.races, name
+        assert f.undecided, name

@@ -946,7 +946,9 @@ def _across_loops(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts
         for o in between
     )
     if nested:
-        out.undecided.append((w, r, "a barrier in a loop between (it may run any number of times)"))
+        out.undecided.append(
+            (w, r, "a barrier between that not every path runs (under a condition, or in a loop of its own)")
+        )
         return True
     own_f = {an.model.loops[lid].counter.name for lid in first.loops[common:]}
     own_s = {an.model.loops[lid].counter.name for lid in second.loops[common:]}
