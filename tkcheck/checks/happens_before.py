@@ -88,6 +88,9 @@ class Race:
     # two lanes of one warp: the `__syncwarp(mask)` ops between that both lanes execute but whose
     # mask leaves one of them out (a barrier too narrow for the pair: the scope contract's)
     narrow: tuple[ir.Op, ...] = ()
+    # the accesses are in different loops (`_across_loops`): `second` in the first iteration of
+    # its own loops, after `first`'s last
+    across_loops: bool = False
 
 
 @dataclass
@@ -495,6 +498,13 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                         out.handoff_races.append(through_index)
                         found = True
                         continue
+                    across = _across_loops(an, fl, w, r, tw, tr, out)
+                    if across is True:
+                        continue  # proved ordered, or undecided with its own reason
+                    if isinstance(across, Race):
+                        out.races.append(across)
+                        found = True
+                        continue
                     why = "they are in different loops"
                 elif set(w.guard.uniform) != set(r.guard.uniform):
                     why = "they run under different block-uniform conditions"
@@ -820,6 +830,152 @@ def _ordered_into_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr) -> bool:
     return race is None and not probe.undecided
 
 
+def _chain(fl, x: ir.Op, lo: int, hi: int, depth: int) -> list[ir.Op]:
+    """The ops strictly between orders lo and hi that run on every path through x's loops: in
+    the loops around x (from `depth` on, the levels of the loops x's partner is not in), or
+    at their common level. An op in a loop of its own (a sibling loop) is not among them."""
+    return [o for o in fl.ops if lo < o.order < hi and len(o.loops) >= depth and x.loops[: len(o.loops)] == o.loops]
+
+
+def _own_loops_ok(an: Analysis, x: ir.Op, depth: int) -> bool:
+    """x's loops past `depth` are known loops with one trip count for the whole block."""
+    return all(an.model.loops.get(lid) is not None and an.model.loops[lid].uniform for lid in x.loops[depth:])
+
+
+def _loop_conds(an: Analysis, x: ir.Op, depth: int) -> set:
+    """The uniform conditions of x's own loops past `depth` (true in every iteration that runs)."""
+    out = set()
+    for lid in x.loops[depth:]:
+        lp = an.model.loops.get(lid)
+        if lp is not None and lp.cond is not None:
+            out.add(lp.cond)
+    return out
+
+
+def _first_iteration_runs(an: Analysis, x: ir.Op, depth: int) -> bool:
+    """Proved: some launch runs iteration 0 of each of x's loops past `depth` with x's uniform
+    conditions holding there (the trip count may be symbolic: z3 over the parameters)."""
+    from .. import solver
+
+    env: dict = {}
+    conds = []
+    for lid in x.loops[depth:]:
+        lp = an.model.loops[lid]
+        env[lp.counter.name] = E.Const(0)
+        if lp.trip is not None:
+            conds.append(E.binop("<", E.Const(0), E.substitute(lp.trip, env)))
+    conds += [E.substitute(c, env) for c in x.guard.uniform]
+    if any(c.is_opaque() or c.depends_on(E.LOOP) for c in conds):
+        return False
+    if not conds:
+        return True
+    return solver.feasible(E.conj(*conds), an.solver_timeout_ms)
+
+
+def _across_loops(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> Race | bool:
+    """Two accesses of one shared element in different loops nested at one common level: one
+    before a loop and the other in it (a write before a sweep loop, its reads in every sweep),
+    one in a loop and the other after it, or each in a loop of its own. The path from the
+    earlier access (in any iteration of its loops) to the later one (in any iteration of its
+    own) runs the rest of the earlier one's loop bodies, the ops between at the common level,
+    and the later one's loop bodies up to it: a barrier both threads take part in there (no
+    condition beyond the loops' own) is on every path and orders every iteration pair. With
+    none there, the pair in the later access's iteration 0 (after the earlier one's last) is a
+    race when that iteration runs for some launch (z3 over the trip count) and no loop of its
+    own between holds a barrier (which may run any number of times). True when proved ordered
+    or left undecided with a reason (recorded in `out`); a Race; False when the shape does not
+    apply (the caller's "different loops")."""
+    first, second = (w, r) if w.order < r.order else (r, w)
+    tf, ts = (tw, tr) if first is w else (tr, tw)
+    common = 0
+    while common < min(len(first.loops), len(second.loops)) and first.loops[common] == second.loops[common]:
+        common += 1
+    if first.buffer is None or second.buffer is None:
+        return False
+    if len(first.loops) > common and len(second.loops) > common and not (set(tf) & set(ts)):
+        # a loop of some threads and another loop of others (a producer's and a consumer's):
+        # roles, whose interleavings the race search explores (`_shared_by_search`)
+        return False
+    if not (_own_loops_ok(an, first, common) and _own_loops_ok(an, second, common)):
+        return False
+    uf, us = set(first.guard.uniform), set(second.guard.uniform)
+    if uf - _loop_conds(an, first, common) != us - _loop_conds(an, second, common):
+        return False
+    lo, hi = first.order, second.order
+    after_first = [o for o in _chain(fl, first, lo, hi, common + 1)]
+    before_second = [o for o in _chain(fl, second, lo, hi, common + 1)]
+    level = [o for o in fl.ops if lo < o.order < hi and o.loops == first.loops[:common]]
+    path = sorted(
+        [o for o in after_first if set(o.guard.uniform) <= uf]
+        + [o for o in level if set(o.guard.uniform) <= uf & us]
+        + [o for o in before_second if set(o.guard.uniform) <= us],
+        key=lambda o: o.order,
+    )
+    on_path = {id(o) for o in path}
+    repeats = common > 0 and _repeats(an, first.loops[common - 1], first.guard.uniform)
+    back = "in different loops, across iterations of the loop around both"
+    # proved ordered: every pair of threads meets at a barrier on the path (atomics and polls
+    # there may add order, never take it away)
+    syncs = [o for o in path if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
+    if syncs and all(o.guard.exact and an.threads.executing(o) is not None for o in syncs):
+        ok = True
+        for t1 in _representatives(an, path, tf):
+            for t2 in _representatives(an, path, ts):
+                if _ordered_by_barrier(an, path, t1, t2) is not True:
+                    ok = False
+                    break
+            if not ok:
+                break
+        if ok:
+            if repeats:
+                out.undecided.append((w, r, back))
+            return True
+    # a race in the later access's first iteration, after the earlier one's last
+    between = [o for o in fl.ops if lo < o.order < hi]
+    nested = any(
+        id(o) not in on_path
+        and (o.kind in (ir.SYNC, ir.NAMED_ARRIVE) or (may_order(o) and not polls_other_blocks(an, o)))
+        for o in between
+    )
+    if nested:
+        out.undecided.append(
+            (w, r, "a barrier between that not every path runs (under a condition, or in a loop of its own)")
+        )
+        return True
+    own_f = {an.model.loops[lid].counter.name for lid in first.loops[common:]}
+    own_s = {an.model.loops[lid].counter.name for lid in second.loops[common:]}
+
+    def uses(x: ir.Op, names: set) -> bool:
+        exprs = list(x.buffer.index) + [x.guard.thread]
+        return any(v.kind == E.LOOP and v.name in names for ix in exprs for v in ix.free_vars())
+
+    if uses(first, own_f):
+        out.undecided.append((w, r, "an index over the counter of the loop the earlier access is in"))
+        return True
+    if any(v.kind == E.LOOP and v.name in own_s for v in second.guard.thread.free_vars()):
+        out.undecided.append((w, r, "a thread condition over the loop counter"))
+        return True
+    if not _first_iteration_runs(an, second, common) or not _first_iteration_runs(an, first, common):
+        out.undecided.append((w, r, "whether the loop runs an iteration is not known"))
+        return True
+    zero = {n: E.Const(0) for n in own_s}
+    idx = tuple(E.substitute(ix, zero) for ix in second.buffer.index)
+    second0 = replace(second, buffer=replace(second.buffer, index=idx), loops=first.loops[:common])
+    first0 = replace(first, loops=first.loops[:common])
+    probe = MemoryFacts()
+    race = _race_over(an, path, first0, second0, tf, ts, probe)
+    if probe.undecided:
+        out.undecided.append((w, r, probe.undecided[0][2]))
+        return True
+    if race is None:
+        if repeats:
+            out.undecided.append((w, r, back))
+        return True
+    race.first, race.second = first, second
+    race.across_loops = True
+    return race
+
+
 MAX_INNER_ITERATIONS = 64  # iterations of an access's own inner loops enumerated
 
 
@@ -907,11 +1063,34 @@ def may_order(o: ir.Op, touched: set[str] | None = None) -> bool:
     global memory does not (it is no flag: a poll is volatile, relaxed or acquiring, or in a SPIN)."""
     if _is_data_read(o):
         return False
+    if o.kind == ir.SPIN and spins_on_votes(o):
+        return False
     ga = _ga(o)
     if touched is not None and o.kind == ir.GLOBAL_LOAD and ga is not None and ga.base is not None:
         if ga.base not in touched:
             return False  # a load of memory no thread of this kernel writes (weights): it observes nothing
     return o.kind in MAY_ORDER
+
+
+_VOTES = ("__syncthreads_or", "__syncthreads_and", "__syncthreads_count")
+
+
+def spins_on_votes(o: ir.Op) -> bool:
+    """A SPIN whose condition reads no memory: it is over thread indices, loop counters, kernel
+    parameters and the results of block-wide voting barriers only (`while (more)` with `more =
+    __syncthreads_or(c)`). Such a loop head observes no other thread's store, so it orders nothing
+    beyond the voting barrier itself (which the barrier queries pair)."""
+    cond = o.spin.cond if o.spin is not None else None
+    if cond is None or cond.is_opaque() or o.spin.breaks or o.spin.goes_on is not None:
+        return False
+    for v in cond.free_vars():
+        if v.kind in (E.THREAD, E.LOOP):
+            continue
+        if v.kind != E.PARAM:
+            return False
+        if v.name.startswith("?") and not any(v.name.startswith(f"?{b}#") for b in _VOTES):
+            return False
+    return True
 
 
 def polls_other_blocks(an: Analysis, o: ir.Op) -> bool:
@@ -971,12 +1150,26 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
     if undecided or nested:
         out.undecided.append((first, second, f"`{undecided[0].api}` between" if undecided else "a nested loop"))
         return None
+    asked_second = second
     if next_iteration and any(
         ix.depends_on(E.LOOP) or ix.is_opaque() for o in (first, second) for ix in (o.buffer.index if o.buffer else ())
     ):
-        # `flag[k % 2]` in iterations k and k + 1 names two elements: a double buffer
-        out.undecided.append((first, second, "an index over the loop counter, across iterations"))
-        return None
+        # `flag[k % 2]` in iterations k and k + 1 names two elements: a double buffer. An index
+        # over the counter of the loop around both only (not opaque) is asked with `second`'s
+        # counter at k + 1 (z3 over the counter decides whether the two name one element)
+        lp = an.model.loops.get(first.loops[-1]) if first.loops and first.loops == second.loops else None
+        only = lp is not None and all(
+            not ix.is_opaque() and all(v.kind != E.LOOP or v.name == lp.counter.name for v in ix.free_vars())
+            for o in (first, second)
+            for ix in (o.buffer.index if o.buffer else ())
+        )
+        if not only or second.buffer is None:
+            out.undecided.append((first, second, "an index over the loop counter, across iterations"))
+            return None
+        nxt = {lp.counter.name: E.binop("+", lp.counter, E.Const(1))}
+        second = replace(
+            second, buffer=replace(second.buffer, index=tuple(E.substitute(ix, nxt) for ix in second.buffer.index))
+        )
     syncs = [o for o in between if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
     sets = [an.threads.executing(o) for o in syncs]
     if any(s is None for s in sets):
@@ -1009,6 +1202,8 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
                 continue  # one thread: program order
             t1, t2 = pair
             alias = keys_may_alias(k1, k2)
+            if alias is None and _keys_never_equal(an, k1, k2):
+                alias = False
             if alias is None:
                 out.undecided.append((first, second, "whether both name the same element is not known"))
                 return None
@@ -1031,8 +1226,22 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
                         for o, s in zip(syncs, sets)
                         if o.kind == ir.SYNC and o.sync_kind == "warp" and s is not None and t1 in s and t2 in s
                     )
-                return Race(first, second, t1, t2, narrow=narrow)
+                return Race(first, asked_second, t1, t2, narrow=narrow)
     return None
+
+
+def _keys_never_equal(an: Analysis, k1, k2) -> bool:
+    """Proved: two `index_key`s (thread indices substituted, both in one iteration of the loops
+    around them) name different elements for every value of the loop counters and parameters
+    they mention (`u[k & 1]` and `u[(k + 1) & 1]`: z3 over the counter)."""
+    from .. import solver
+
+    for a, b in zip(k1, k2):
+        ea = a if isinstance(a, E.Expr) else E.Const(a)
+        eb = b if isinstance(b, E.Expr) else E.Const(b)
+        if solver.differ_always(ea, eb) is True:
+            return True  # one index differs in every iteration: another element
+    return False
 
 
 _ONLY_ADD_ORDER = (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD, ir.SPIN)
