@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from . import shared_handoff
+from . import cluster_handoff, shared_handoff
 from .paths import flow, index_key, keys_may_alias
 
 # ops that may synchronise two threads in ways this engine does not pair (phases, flags):
@@ -623,19 +623,39 @@ def _dsmem(an: Analysis, out: MemoryFacts) -> None:
                 assert r.access is not None and lo.access is not None
                 if r.access.mode != "write" and lo.access.mode != "write":
                     continue
+                if _morally_strong(lo) and _morally_strong(r):
+                    continue  # ordered (atomic) accesses at cluster scope race with none (a flag's)
                 if n is None or m.cluster is None:
                     out.undecided.append((lo, r, "the block's threads or the cluster's size are not known"))
                     continue
+                flagged = len(out.handoff_races)
                 race = _dsmem_pair(an, fl, lo, r, n, out)
+                if len(out.handoff_races) > flagged:
+                    found = True  # a race of a flag hand-off between the CTAs (one per location)
                 if race is not None:
                     out.dsmem_races.append(race)
                     found = True
+
+
+def _morally_strong(o: ir.Op) -> bool:
+    """An ordered access (`ld.acquire` / `st.release` / `.relaxed`) at cluster scope or wider."""
+    a = o.access
+    return a is not None and a.order in ("relaxed", "acquire", "release") and a.scope in ("cluster", "gpu", "sys")
 
 
 def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts) -> Race | None:
     if not lo.guard.exact or not r.guard.exact:
         out.undecided.append((lo, r, "the threads that run one of them are not known"))
         return None
+    if lo.loops and r.loops and lo.loops[0] != r.loops[0]:
+        # the loops of two CTAs of the cluster, ordered by flags (checks/cluster_handoff.py)
+        w, rd = (r, lo) if r.access_mode == "write" else (lo, r)
+        through_flag = cluster_handoff.order(an, w, rd)
+        if through_flag == "ordered":
+            return None
+        if isinstance(through_flag, shared_handoff.HandoffRace):
+            out.handoff_races.append(through_flag)
+            return None
     common: tuple = ()
     for a, b in zip(lo.loops, r.loops):
         if a != b:
@@ -643,10 +663,11 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         common += (a,)
     first, second = (lo, r) if lo.order < r.order else (r, lo)
     between = fl.same_iteration_between(first, second)
-    if any(may_order(o) for o in between):
+    forward_ordered = _dsmem_ordered(between, common, n, an)
+    if not forward_ordered and any(may_order(o) for o in between):
+        # (a barrier of the whole cluster between them orders them, whatever else is there)
         out.undecided.append((lo, r, f"`{next(o for o in between if may_order(o)).api}` between"))
         return None
-    forward_ordered = _dsmem_ordered(between, common, n, an)
     if not forward_ordered:
         w = _dsmem_meet(an, lo, r, common, None, n)
         if isinstance(w, str):

@@ -915,6 +915,10 @@ class AsmLowering:
             t = sa.tile_type if sa is not None else None
             if sa is None or t is None or t.kind != "scalar" or not sa.buffer.index or not t.dtype_bytes:
                 return False
+            value = None
+            if a.value_operand is not None and a.value_operand < len(ops) and a.sync in ("relaxed", "release"):
+                v = self._operand_value(c, ctx, a.value_operand)
+                value = v if isinstance(v, Expr) else None
             ref = sa.buffer
             if a.offset:
                 if a.offset % t.dtype_bytes:
@@ -930,7 +934,19 @@ class AsmLowering:
                     ctx.loops,
                     asm=facts,
                     buffer=ref,
-                    access=ir.AccessFacts(a.mode, via="element", tile_type=t, atomic=a.sync, cta=cta),
+                    access=ir.AccessFacts(
+                        a.mode,
+                        via="element",
+                        tile_type=t,
+                        atomic=a.sync,
+                        cta=cta,
+                        # an ordered ld / st (`st.release.cluster.shared::cluster`): its order and
+                        # scope, and a store's value (a flag of a cluster hand-off,
+                        # checks/cluster_handoff.py)
+                        order=a.sync if a.sync in ("relaxed", "acquire", "release") else None,
+                        scope=a.scope,
+                        value=value,
+                    ),
                 )
             )
         for op in emitted:

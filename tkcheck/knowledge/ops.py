@@ -492,6 +492,9 @@ class PtxDsmemAccess:
     # (`mapa.shared::cluster.u32 ra, %1, %2; ld.shared::cluster.f32 %0, [ra];`): its local
     # address and CTA operands (`%1`, `%2`)
     mapa: tuple[str, str] | None = None
+    scope: str | None = None  # `.cta` / `.cluster` / `.gpu` / `.sys` as written
+    # a st / red / atom: the stored value's operand (`%N`, the last operand); None: another form
+    value_operand: int | None = None
 
 
 def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
@@ -510,6 +513,9 @@ def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
         addr = next((b for b in (_bracket(o) for o in ops) if b is not None), None)
         am = re.fullmatch(r"%(\d+)\s*(?:\+\s*(\d+))?", addr or "")
         rm = re.fullmatch(r"([A-Za-z_$][\w$]*)\s*(?:\+\s*(\d+))?", addr or "")
+        scope = _ptx_scope(quals)
+        vm = re.fullmatch(r"%(\d+)", ops[-1].strip()) if what == "st" and len(ops) == 2 else None
+        value_operand = int(vm.group(1)) if vm else None
         if am is None and rm is not None and rm.group(1) in mapas:
             sem = next(
                 (q for q in quals if q in ("relaxed", "acquire", "release", "acq_rel", "volatile", "mmio")), None
@@ -522,6 +528,8 @@ def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
                     int(rm.group(2)) if rm.group(2) else 0,
                     f"{what}.shared::cluster",
                     mapa=mapas[rm.group(1)],
+                    scope=scope,
+                    value_operand=value_operand,
                 )
             )
             continue
@@ -533,6 +541,8 @@ def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
                 int(am.group(1)) if am else None,
                 int(am.group(2)) if am and am.group(2) else 0,
                 f"{what}.shared::cluster",
+                scope=scope,
+                value_operand=value_operand,
             )
         )
     return tuple(out)
