@@ -343,7 +343,19 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
                 if both:
                     return True
                 continue
-            return None
+            # the split cluster barrier: t1's arrive (with its default .release) and then t2's
+            # wait (.acquire), every thread of the block taking part in both (the wait returns
+            # once every thread of the cluster arrived); a relaxed arrive releases nothing
+            ex = an.threads.executing(o)
+            if ex is None or not o.guard.exact or an.threads.n is None or len(ex) < an.threads.n:
+                return None
+            if o.sync_kind == "cluster_arrive":
+                if o.sync is not None and o.sync.relaxed:
+                    return None
+                seen1.add(("cluster_split",))
+            elif ("cluster_split",) in seen1:
+                return True
+            continue
         ex = an.threads.executing(o)
         if ex is None or not o.guard.exact:
             return None
@@ -841,9 +853,13 @@ def _ordered_into_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr) -> bool:
     and a barrier both threads take part in lies between them outside those loops (it runs
     before every iteration of the later op)."""
     first, second = (w, r) if w.order < r.order else (r, w)
-    if first.loops or first.guard.uniform != second.guard.uniform:
+    if first.loops or not set(first.guard.uniform) <= set(second.guard.uniform):
         return False
-    outer = [o for o in fl.same_iteration_between(first, second) if not o.loops]
+    # (the later one may run under block-uniform conditions of its own, a CTA's role in its
+    # cluster: the ops between that run under no condition the earlier one lacks run whenever
+    # both do)
+    mine = set(first.guard.uniform)
+    outer = [o for o in fl.same_iteration_between(first, second) if not o.loops and set(o.guard.uniform) <= mine]
     probe = MemoryFacts()
     race = _race_over(an, outer, first, second, tw if first is w else tr, tr if first is w else tw, probe)
     return race is None and not probe.undecided
@@ -1038,12 +1054,14 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
                 continue  # one thread: program order
             t1, t2 = pair
             alias = keys_may_alias(k1, k2)
-            if alias is None:
-                out.undecided.append((first, second, "whether both name the same element is not known"))
-                return None
-            if not alias:
+            if alias is False:
                 continue
             ordered = _ordered_by_barrier(an, between, t1, t2)
+            if alias is None:
+                if ordered is True:
+                    continue  # a barrier orders the two threads, whichever elements they name
+                out.undecided.append((first, second, "whether both name the same element is not known"))
+                return None
             if ordered is None:
                 out.undecided.append((first, second, "a barrier whose threads are not known"))
                 return None
