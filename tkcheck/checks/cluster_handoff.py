@@ -382,7 +382,7 @@ def _released(an, path, t_data, t_store, ideal) -> bool:
     if t_data != t_store:
         pos = next((i for i, o in enumerate(path) if _joins(an, o, t_data, t_store)), None)
         if pos is None:
-            if "sync" not in ideal:
+            if not ideal & {"sync", "sync_store"}:
                 return False
             pos = -1
     return bool(ideal & {"fence", "fence_store"}) or any(_fence(o) and _runs(an, o, t_store) for o in path[pos + 1 :])
@@ -394,7 +394,7 @@ def _acquired(an, path, t_poll, t_acc, ideal) -> bool:
         if not ideal & {"fence", "fence_poll"}:
             return False
         f = -1
-    if t_poll == t_acc or "sync" in ideal:
+    if t_poll == t_acc or ideal & {"sync", "sync_poll"}:
         return True
     return any(_joins(an, o, t_poll, t_acc) for o in path[f + 1 :])
 
@@ -482,6 +482,17 @@ def _classes(an: Analysis, h: Handoffs, op: ir.Op, lid: int) -> list[frozenset[i
 
 def _is_flag_store(h: Handoffs, o: ir.Op) -> bool:
     return any(f.store is o for f in h.flags.values())
+
+
+# shared_handoff's causes, the barrier that joins a data thread to the flag's thread asked of
+# each side apart (the storing CTA's before its release, the polling CTA's after its poll)
+_CAUSES_CLUSTER = (
+    *(c for c in _CAUSES if c[0] != "lanes"),
+    ("lanes", frozenset({"fence", "sync_store"})),
+    ("lanes_poll", frozenset({"fence", "sync_poll"})),
+    ("lanes", frozenset({"fence", "sync"})),
+    ("order", frozenset({"fence", "sync", "order"})),
+)
 
 
 def order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
@@ -573,7 +584,7 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
                 tuple(sorted({p.flag.name for _, p in pairs_wr})),
             )
             cause = None
-            for name, ideal in _CAUSES + (("order", frozenset({"fence", "sync", "order"})),):
+            for name, ideal in _CAUSES_CLUSTER:
                 for towards_r in (True, False):
                     fi = formula(cw, cr, ideal if towards_r else none, none if towards_r else ideal)
                     if solver.always(E.negate(fi)) is True:
@@ -587,8 +598,10 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
                     name = "fill" if towards_r else "after_release"
                 race.cause = name
                 fixed = pairs_wr if towards_r else pairs_rw
-                if name == "acquire":
-                    towards_r = not towards_r
+                if name in ("acquire", "lanes_poll"):
+                    towards_r = not towards_r  # point at the access after the poll
+                    name = "lanes" if name == "lanes_poll" else name
+                    race.cause = name
                 if not towards_r:
                     race.first, race.second = r, w
                     race.first_thread, race.second_thread = tr, tw
@@ -600,6 +613,7 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
             race.indices = race.indices or tuple(
                 sorted({fl.name for fl in h.flags.values() if fl.loop == race.second.loops[0]})
             )
+            race.ranks = (h.roles[race.first.loops[0]], h.roles[race.second.loops[0]])
             return race
     return "ordered"
 
