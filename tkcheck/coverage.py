@@ -381,7 +381,8 @@ def _memory_event_only(op: ir.Op) -> bool:
         return True
     if op.kind == ir.GLOBAL_LOAD and op.global_access is not None and op.global_access.form == "plain":
         return True
-    return op.kind == ir.SMEM_ACCESS and op.access is not None and op.access.via == "scalar"
+    # (an ordered access -- `ld.acquire` / `st.release` of PTX, an atomic_ref's -- synchronises)
+    return op.kind == ir.SMEM_ACCESS and op.access is not None and op.access.via == "scalar" and op.access.order is None
 
 
 def _matches(site: Site, names: set[str]) -> bool:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from . import shared_handoff
+from . import cluster_handoff, shared_handoff
 from .paths import flow, index_key, keys_may_alias
 
 # ops that may synchronise two threads in ways this engine does not pair (phases, flags):
@@ -338,7 +338,19 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
                 if both:
                     return True
                 continue
-            return None
+            # the split cluster barrier: t1's arrive (with its default .release) and then t2's
+            # wait (.acquire), every thread of the block taking part in both (the wait returns
+            # once every thread of the cluster arrived); a relaxed arrive releases nothing
+            ex = an.threads.executing(o)
+            if ex is None or not o.guard.exact or an.threads.n is None or len(ex) < an.threads.n:
+                return None
+            if o.sync_kind == "cluster_arrive":
+                if o.sync is not None and o.sync.relaxed:
+                    return None
+                seen1.add(("cluster_split",))
+            elif ("cluster_split",) in seen1:
+                return True
+            continue
         ex = an.threads.executing(o)
         if ex is None or not o.guard.exact:
             return None
@@ -625,19 +637,39 @@ def _dsmem(an: Analysis, out: MemoryFacts) -> None:
                 assert r.access is not None and lo.access is not None
                 if r.access.mode != "write" and lo.access.mode != "write":
                     continue
+                if _morally_strong(lo) and _morally_strong(r):
+                    continue  # ordered (atomic) accesses at cluster scope race with none (a flag's)
                 if n is None or m.cluster is None:
                     out.undecided.append((lo, r, "the block's threads or the cluster's size are not known"))
                     continue
+                flagged = len(out.handoff_races)
                 race = _dsmem_pair(an, fl, lo, r, n, out)
+                if len(out.handoff_races) > flagged:
+                    found = True  # a race of a flag hand-off between the CTAs (one per location)
                 if race is not None:
                     out.dsmem_races.append(race)
                     found = True
+
+
+def _morally_strong(o: ir.Op) -> bool:
+    """An ordered access (`ld.acquire` / `st.release` / `.relaxed`) at cluster scope or wider."""
+    a = o.access
+    return a is not None and a.order in ("relaxed", "acquire", "release") and a.scope in ("cluster", "gpu", "sys")
 
 
 def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts) -> Race | None:
     if not lo.guard.exact or not r.guard.exact:
         out.undecided.append((lo, r, "the threads that run one of them are not known"))
         return None
+    if lo.loops and r.loops and lo.loops[0] != r.loops[0]:
+        # the loops of two CTAs of the cluster, ordered by flags (checks/cluster_handoff.py)
+        w, rd = (r, lo) if r.access_mode == "write" else (lo, r)
+        through_flag = cluster_handoff.order(an, w, rd)
+        if through_flag == "ordered":
+            return None
+        if isinstance(through_flag, shared_handoff.HandoffRace):
+            out.handoff_races.append(through_flag)
+            return None
     common: tuple = ()
     for a, b in zip(lo.loops, r.loops):
         if a != b:
@@ -645,10 +677,11 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         common += (a,)
     first, second = (lo, r) if lo.order < r.order else (r, lo)
     between = fl.same_iteration_between(first, second)
-    if any(may_order(o) for o in between):
+    forward_ordered = _dsmem_ordered(between, common, n, an)
+    if not forward_ordered and any(may_order(o) for o in between):
+        # (a barrier of the whole cluster between them orders them, whatever else is there)
         out.undecided.append((lo, r, f"`{next(o for o in between if may_order(o)).api}` between"))
         return None
-    forward_ordered = _dsmem_ordered(between, common, n, an)
     if not forward_ordered:
         w = _dsmem_meet(an, lo, r, common, None, n)
         if isinstance(w, str):
@@ -822,9 +855,13 @@ def _ordered_into_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr) -> bool:
     and a barrier both threads take part in lies between them outside those loops (it runs
     before every iteration of the later op)."""
     first, second = (w, r) if w.order < r.order else (r, w)
-    if first.loops or first.guard.uniform != second.guard.uniform:
+    if first.loops or not set(first.guard.uniform) <= set(second.guard.uniform):
         return False
-    outer = [o for o in fl.same_iteration_between(first, second) if not o.loops]
+    # (the later one may run under block-uniform conditions of its own, a CTA's role in its
+    # cluster: the ops between that run under no condition the earlier one lacks run whenever
+    # both do)
+    mine = set(first.guard.uniform)
+    outer = [o for o in fl.same_iteration_between(first, second) if not o.loops and set(o.guard.uniform) <= mine]
     probe = MemoryFacts()
     race = _race_over(an, outer, first, second, tw if first is w else tr, tr if first is w else tw, probe)
     return race is None and not probe.undecided
@@ -1204,12 +1241,14 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
             alias = keys_may_alias(k1, k2)
             if alias is None and _keys_never_equal(an, k1, k2):
                 alias = False
-            if alias is None:
-                out.undecided.append((first, second, "whether both name the same element is not known"))
-                return None
-            if not alias:
+            if alias is False:
                 continue
             ordered = _ordered_by_barrier(an, between, t1, t2)
+            if alias is None:
+                if ordered is True:
+                    continue  # a barrier orders the two threads, whichever elements they name
+                out.undecided.append((first, second, "whether both name the same element is not known"))
+                return None
             if ordered is None:
                 out.undecided.append((first, second, "a barrier whose threads are not known"))
                 return None

@@ -109,6 +109,9 @@ class HandoffRace:
     cause: str
     indices: tuple[str, ...] = ()  # the indices stored by `first`'s side towards `second`'s
     polls: tuple[str, ...] = ()  # the indices `second`'s side polls
+    # a hand-off between two CTAs of a cluster (checks/cluster_handoff.py): the ranks of the CTAs
+    # of `first`'s and `second`'s threads; None: two warps of one CTA
+    ranks: tuple[int, int] | None = None
 
 
 @dataclass

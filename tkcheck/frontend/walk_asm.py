@@ -40,6 +40,8 @@ class AsmLowering:
         # the Var a `mapa.shared::cluster` output holds -> (the local shared address it maps,
         # the CTA of the cluster it maps it into)
         self.mapped: dict[str, tuple[Expr, Expr]] = {}
+        # the `__shared__` object of each `smem_base(...)` Var of `bases` (its type, volatility)
+        self.base_objs: dict[str, Obj] = {}
         # asm statements (by their place in the source) a caller's loop is polling now: the probe
         # of a bool-returning try-wait helper (`poll_helpers.polled_probe`) is walked as the wait
         self._polled: set[tuple[str, int]] = set()
@@ -132,6 +134,7 @@ class AsmLowering:
         for a in asyncs:
             self._async_op(c, ctx, a, loc, facts)
         remote = self._dsmem_accesses(c, ctx, ptx, loc, facts)
+        self._ordered_shared(c, ctx, ptx)
         if does.shared_access is not None and not remote:
             self._smem_access(c, ctx, ptx, loc, facts, does.shared_access)
         blind = [a for a in asyncs if a.unmodelled]
@@ -722,6 +725,7 @@ class AsmLowering:
             elem = t.dtype_bytes if t is not None and t.kind == "scalar" else None
             name = f"smem_base({base.ref})"
             self.bases[name] = (base.ref, dims, elem)
+            self.base_objs[name] = base
             return E.Var(name, E.PARAM)
         if not isinstance(v, Obj) or v.kind != "buffer" or model is None:
             return None
@@ -833,6 +837,80 @@ class AsmLowering:
             ctx,
         )
 
+    # ---- ordered shared accesses (issue 25, round 9) ----
+    def _ordered_shared(self, c: Any, ctx: Ctx, ptx: str) -> None:
+        """`ld.acquire.{scope}.shared::cta` / `st.release.{scope}.shared::cta` (and `.relaxed`,
+        `.volatile`) of a `__shared__` scalar or of an element of a `__shared__` array of scalars,
+        its address `__cvta_generic_to_shared(&x)` / `(&x[i])`: the same SMEM_ACCESS as a libcu++
+        `atomic_ref<T, scope>` load / store of it (atomic "load" / "st", its order and scope; a
+        load's value a fresh Var bound to the output operand and named by `result`, a store's the
+        stored operand's value). An address not known emits nothing (the asm stays unmodelled)."""
+        found = K.ptx_shared_ordered(ptx)
+        model = self.w.model
+        if not found or model is None:
+            return
+        ops = self._operands(c)
+        for a in found:
+            if a.addr_operand >= len(ops):
+                continue
+            node = self._operand_node(c, ctx, a.addr_operand)
+            addr = self.w.ev(node, replace(ctx, dry=True), c)
+            if not isinstance(addr, E.Var):
+                continue
+            loaded: Expr | None = None
+            stored: Expr | None = None
+            if a.mode == "read" and a.value_operand is not None and a.value_operand < len(ops):
+                toks = [t for t in ops[a.value_operand] if t not in ("(", ")")]
+                loaded = E.opaque(a.api)
+                if len(toks) == 1 and (toks[0][:1].isalpha() or toks[0][:1] == "_") and ctx.env.has(toks[0]):
+                    if not ctx.env.assign(toks[0], loaded):
+                        ctx.env.define(toks[0], loaded)
+                else:
+                    loaded = None
+            elif a.mode == "write" and a.value_operand is not None:
+                stored = self._operand_value(c, ctx, a.value_operand)
+                stored = stored if isinstance(stored, Expr) else None
+            result = loaded.name if isinstance(loaded, E.Var) else None
+            obj = self.base_objs.get(addr.name)
+            if obj is not None and not obj.ref.index and not self.bases[addr.name][1]:
+                self.w.exprs.scalar_access(
+                    obj,
+                    a.mode,
+                    ctx,
+                    c,
+                    atomic="load" if a.mode == "read" else "st",
+                    value=stored,
+                    order=a.order,
+                    scope=a.scope,
+                    result=result,
+                )
+                continue
+            sa = model.smem_addresses.get(addr.name)
+            t = sa.tile_type if sa is not None else None
+            if sa is None or t is None or t.kind != "scalar" or not sa.buffer.index:
+                continue
+            self.w.emit(
+                ir.Op(
+                    ir.SMEM_ACCESS,
+                    a.api,
+                    loc_of(c, self.w.filename),
+                    ctx.guard,
+                    ctx.loops,
+                    buffer=sa.buffer,
+                    access=ir.AccessFacts(
+                        a.mode,
+                        via="element",
+                        tile_type=t,
+                        atomic="load" if a.mode == "read" else "st",
+                        value=stored,
+                        order=a.order,
+                        scope=a.scope,
+                        result=result,
+                    ),
+                ),
+                ctx,
+            )
+
     # ---- dsmem: peer shared memory through `mapa` (issue 25, round 5) ----
     def _dsmem_accesses(self, c: Any, ctx: Ctx, ptx: str, loc: Location, facts: ir.AsmFacts) -> bool:
         """`ld/st/red/atom.shared::cluster [%N]` whose address a `mapa.shared::cluster` made from
@@ -865,6 +943,10 @@ class AsmLowering:
             t = sa.tile_type if sa is not None else None
             if sa is None or t is None or t.kind != "scalar" or not sa.buffer.index or not t.dtype_bytes:
                 return False
+            value = None
+            if a.value_operand is not None and a.value_operand < len(ops) and a.sync in ("relaxed", "release"):
+                v = self._operand_value(c, ctx, a.value_operand)
+                value = v if isinstance(v, Expr) else None
             ref = sa.buffer
             if a.offset:
                 if a.offset % t.dtype_bytes:
@@ -880,7 +962,19 @@ class AsmLowering:
                     ctx.loops,
                     asm=facts,
                     buffer=ref,
-                    access=ir.AccessFacts(a.mode, via="element", tile_type=t, atomic=a.sync, cta=cta),
+                    access=ir.AccessFacts(
+                        a.mode,
+                        via="element",
+                        tile_type=t,
+                        atomic=a.sync,
+                        cta=cta,
+                        # an ordered ld / st (`st.release.cluster.shared::cluster`): its order and
+                        # scope, and a store's value (a flag of a cluster hand-off,
+                        # checks/cluster_handoff.py)
+                        order=a.sync if a.sync in ("relaxed", "acquire", "release") else None,
+                        scope=a.scope,
+                        value=value,
+                    ),
                 )
             )
         for op in emitted:

@@ -832,7 +832,7 @@ class ExprEvaluation:
                     self.ev(lhs.index, ctx, cursor)
             if op != "=":
                 self._elem_access(target, "read", ctx, cursor)
-            self._elem_access(target, "write", ctx, cursor)
+            self._elem_access(target, "write", ctx, cursor, value=val if op == "=" and isinstance(val, Expr) else None)
             if self.global_target(lhs, ctx, cursor):
                 base = self.address_base(lhs.obj, ctx, cursor)
                 index = None
@@ -958,7 +958,7 @@ class ExprEvaluation:
         )
         return True
 
-    def _elem_access(self, v, access: str, ctx: Ctx, cursor):
+    def _elem_access(self, v, access: str, ctx: Ctx, cursor, value: Expr | None = None):
         """A generic load/store of one element of shared memory: an element of a
         `__shared__ T x[...]` array or of a tile's `.data[...]`, as an SMEM_ACCESS op
         whose buffer Ref carries the per-thread index expressions."""
@@ -996,7 +996,9 @@ class ExprEvaluation:
                 ctx.guard,
                 ctx.loops,
                 buffer=v.ref,
-                access=ir.AccessFacts(access, via="element", tile_type=v.type, cta=v.cta, volatile=v.volatile),
+                access=ir.AccessFacts(
+                    access, via="element", tile_type=v.type, cta=v.cta, volatile=v.volatile, value=value
+                ),
             ),
             ctx,
         )

@@ -529,6 +529,9 @@ class PtxDsmemAccess:
     # (`mapa.shared::cluster.u32 ra, %1, %2; ld.shared::cluster.f32 %0, [ra];`): its local
     # address and CTA operands (`%1`, `%2`)
     mapa: tuple[str, str] | None = None
+    scope: str | None = None  # `.cta` / `.cluster` / `.gpu` / `.sys` as written
+    # a st / red / atom: the stored value's operand (`%N`, the last operand); None: another form
+    value_operand: int | None = None
 
 
 def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
@@ -547,6 +550,9 @@ def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
         addr = next((b for b in (_bracket(o) for o in ops) if b is not None), None)
         am = re.fullmatch(r"%(\d+)\s*(?:\+\s*(\d+))?", addr or "")
         rm = re.fullmatch(r"([A-Za-z_$][\w$]*)\s*(?:\+\s*(\d+))?", addr or "")
+        scope = _ptx_scope(quals)
+        vm = re.fullmatch(r"%(\d+)", ops[-1].strip()) if what == "st" and len(ops) == 2 else None
+        value_operand = int(vm.group(1)) if vm else None
         if am is None and rm is not None and rm.group(1) in mapas:
             sem = next(
                 (q for q in quals if q in ("relaxed", "acquire", "release", "acq_rel", "volatile", "mmio")), None
@@ -559,6 +565,8 @@ def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
                     int(rm.group(2)) if rm.group(2) else 0,
                     f"{what}.shared::cluster",
                     mapa=mapas[rm.group(1)],
+                    scope=scope,
+                    value_operand=value_operand,
                 )
             )
             continue
@@ -570,12 +578,72 @@ def ptx_dsmem_accesses(ptx: str) -> tuple[PtxDsmemAccess, ...]:
                 int(am.group(1)) if am else None,
                 int(am.group(2)) if am and am.group(2) else 0,
                 f"{what}.shared::cluster",
+                scope=scope,
+                value_operand=value_operand,
             )
         )
     return tuple(out)
 
 
 # ---- end dsmem block ----
+# ---- ordered shared accesses: `ld.acquire` / `st.release` on shared memory (issue 25, round 9) ----
+# `ld{.relaxed,.acquire}.{scope}.shared{::cta}.{type} %0, [%1]` / `st{.relaxed,.release}.{scope}
+# .shared{::cta}.{type} [%0], %1` (also `.volatile`, no scope): a memory-model ordered access of the
+# CTA's own shared memory, the same event as a libcu++ `atomic_ref<T, scope>` load / store of it
+# (AccessFacts atomic "load" / "st", `order`, `scope`; volatile: relaxed at cta scope, as PTX
+# defines it). A weak `ld.shared` / `st.shared` is a data access (`shared_access`), never this.
+_PTX_SHARED_ORDERED = re.compile(
+    r"\b(ld|st)\.(relaxed|acquire|release|volatile)((?:\.(?:cta|cluster|gpu|sys))?)\.shared(?:::cta)?((?:\.[\w]+)*)"
+)
+
+
+@dataclass(frozen=True)
+class PtxSharedOrdered:
+    """One ordered ld/st of the CTA's own shared memory: read/write, its order (relaxed |
+    acquire | release), its scope, the address operand (`%N` in the brackets), the loaded
+    value's output operand (ld) or the stored value's operand (st)."""
+
+    mode: str
+    order: str
+    scope: str | None
+    addr_operand: int
+    value_operand: int | None
+    api: str
+
+
+def ptx_shared_ordered(ptx: str) -> tuple[PtxSharedOrdered, ...] | None:
+    """The ordered shared::cta accesses of one asm statement's PTX; None when it has one whose
+    operands are not plain `%N` (the statement is then not modelled by this table)."""
+    out = []
+    for opcode, ops in _ptx_instructions(ptx):
+        mm = _PTX_SHARED_ORDERED.fullmatch(opcode)
+        if mm is None:
+            continue
+        what, sem, scope = mm.group(1), mm.group(2), mm.group(3).lstrip(".") or None
+        if sem == ("release" if what == "ld" else "acquire") or len(ops) != 2:
+            return None
+        if sem == "volatile":
+            sem, scope = "relaxed", "cta"
+        elif scope is None:
+            scope = "sys"  # PTX: the default scope of a .relaxed / .acquire / .release access
+        addr_text, val_text = (ops[1], ops[0]) if what == "ld" else (ops[0], ops[1])
+        am = re.fullmatch(r"%(\d+)", _bracket(addr_text) or "")
+        vm = re.fullmatch(r"%(\d+)", val_text.strip())
+        if am is None:
+            return None
+        out.append(
+            PtxSharedOrdered(
+                "read" if what == "ld" else "write",
+                sem,
+                scope,
+                int(am.group(1)),
+                int(vm.group(1)) if vm else None,
+                f"{what}.{sem}.shared",
+            )
+        )
+    return tuple(out)
+
+
 _PTX_UNTRACKED = ("mbarrier", "cp.async.bulk", "wgmma")
 # non-bulk cp.async (sm_80): the copy (its shared address the first `[%N]`, its size the last
 # immediate), the commit, the waits; wait_all is commit_group + wait_group 0
