@@ -48,11 +48,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import solver
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from .shared_handoff import _CAUSES, ORDER_FENCES, HandoffRace
+from .shared_handoff import _CAUSES, ORDER_FENCES, HandoffRace, Unordered, first_unordered
 
 RANK = "cta_rank"
 WIDE = ("cluster", "gpu", "sys")
@@ -559,63 +558,45 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
         parts += [_not_ordered(an, h, r, tr0, klr, w, tw0, klw, f, p, ideal_rw) for f, p in pairs_rw]
         return E.conj(*parts)
 
-    none: frozenset[str] = frozenset()
-    for cw in _classes(an, h, w, lw):
-        for cr in _classes(an, h, r, lr):
-            f = formula(cw, cr, none, none)
-            ok = solver.always(E.negate(f))
-            if ok is None:
-                return None
-            if ok:
-                continue
-            wit = solver.witness(f)
-            if wit is None:
-                return None
-            tw, tr = int(wit.get("t_w", min(cw))), int(wit.get("t_r", min(cr)))
-            race = HandoffRace(
-                w,
-                r,
-                tw,
-                tr,
-                int(wit.get(klw.name, 0)),
-                int(wit.get(klr.name, 0)),
-                "unwaited",
-                tuple(sorted({fl.name for fl, _ in pairs_wr})),
-                tuple(sorted({p.flag.name for _, p in pairs_wr})),
-            )
-            cause = None
-            for name, ideal in _CAUSES_CLUSTER:
-                for towards_r in (True, False):
-                    fi = formula(cw, cr, ideal if towards_r else none, none if towards_r else ideal)
-                    if solver.always(E.negate(fi)) is True:
-                        cause = (name, towards_r)
-                        break
-                if cause is not None:
-                    break
-            if cause is not None:
-                name, towards_r = cause
-                if name == "order":
-                    name = "fill" if towards_r else "after_release"
-                race.cause = name
-                fixed = pairs_wr if towards_r else pairs_rw
-                if name in ("acquire", "lanes_poll"):
-                    towards_r = not towards_r  # point at the access after the poll
-                    name = "lanes" if name == "lanes_poll" else name
-                    race.cause = name
-                if not towards_r:
-                    race.first, race.second = r, w
-                    race.first_thread, race.second_thread = tr, tw
-                    race.first_iteration, race.second_iteration = race.second_iteration, race.first_iteration
-                race.indices = tuple(sorted({fl.name for fl, _ in fixed}))
-                race.polls = tuple(sorted({p.flag.name for _, p in fixed}))
-            elif not pairs_rw:
-                race.indices, race.polls = (), ()
-            race.indices = race.indices or tuple(
-                sorted({fl.name for fl in h.flags.values() if fl.loop == race.second.loops[0]})
-            )
-            race.ranks = (h.roles[race.first.loops[0]], h.roles[race.second.loops[0]])
-            return race
-    return "ordered"
+    found = first_unordered(_classes(an, h, w, lw), _classes(an, h, r, lr), formula, _CAUSES_CLUSTER)
+    if not isinstance(found, Unordered):
+        return found
+    wit = found.witness
+    tw, tr = int(wit.get("t_w", min(found.cw))), int(wit.get("t_r", min(found.cr)))
+    race = HandoffRace(
+        w,
+        r,
+        tw,
+        tr,
+        int(wit.get(klw.name, 0)),
+        int(wit.get(klr.name, 0)),
+        "unwaited",
+        tuple(sorted({fl.name for fl, _ in pairs_wr})),
+        tuple(sorted({p.flag.name for _, p in pairs_wr})),
+    )
+    if found.cause is not None:
+        name, towards_r = found.cause
+        if name == "order":
+            name = "fill" if towards_r else "after_release"
+        race.cause = name
+        fixed = pairs_wr if towards_r else pairs_rw
+        if name in ("acquire", "lanes_poll"):
+            towards_r = not towards_r  # point at the access after the poll
+            name = "lanes" if name == "lanes_poll" else name
+            race.cause = name
+        if not towards_r:
+            race.first, race.second = r, w
+            race.first_thread, race.second_thread = tr, tw
+            race.first_iteration, race.second_iteration = race.second_iteration, race.first_iteration
+        race.indices = tuple(sorted({fl.name for fl, _ in fixed}))
+        race.polls = tuple(sorted({p.flag.name for _, p in fixed}))
+    elif not pairs_rw:
+        race.indices, race.polls = (), ()
+    race.indices = race.indices or tuple(
+        sorted({fl.name for fl in h.flags.values() if fl.loop == race.second.loops[0]})
+    )
+    race.ranks = (h.roles[race.first.loops[0]], h.roles[race.second.loops[0]])
+    return race
 
 
 __all__ = ["ORDER_FENCES", "Flag", "Handoffs", "Poll", "handoffs", "order"]

@@ -56,6 +56,7 @@ at the initial value, that look can see the initial value: it spins forever.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import solver
@@ -433,6 +434,53 @@ _CAUSES = (
 )
 
 
+@dataclass
+class Unordered:
+    """The first pair of thread classes (a writer's, a reader's) that the hand-off does not order,
+    with z3's witness and the missing ingredient: (cause, towards_r) -- the first `causes` entry
+    whose ideal, supplied in one direction (towards the reader when towards_r), orders the pair;
+    None when no single ingredient does."""
+
+    cw: frozenset[int]
+    cr: frozenset[int]
+    witness: dict
+    cause: tuple[str, bool] | None
+
+
+Formula = Callable[[frozenset[int], frozenset[int], frozenset[str], frozenset[str]], E.Expr]
+
+
+def first_unordered(
+    classes_w: list[frozenset[int]],
+    classes_r: list[frozenset[int]],
+    formula: Formula,
+    causes: tuple[tuple[str, frozenset[str]], ...],
+) -> str | Unordered | None:
+    """The search both hand-off engines (shared indices, cluster flags) run over their own pairing
+    formula: `formula(cw, cr, ideal_wr, ideal_rw)` holds when a writer of class cw and a reader of
+    class cr touch one element unordered, the ingredients named in ideal_* assumed present in that
+    direction. "ordered" when no pair of classes is unordered; None when z3 cannot tell."""
+    none: frozenset[str] = frozenset()
+    for cw in classes_w:
+        for cr in classes_r:
+            f = formula(cw, cr, none, none)
+            ok = solver.always(E.negate(f))
+            if ok is None:
+                return None
+            if ok:
+                continue
+            wit = solver.witness(f)
+            if wit is None:
+                return None
+            for name, ideal in causes:
+                for towards_r in (True, False):
+                    fi = formula(cw, cr, ideal if towards_r else none, none if towards_r else ideal)
+                    if solver.always(E.negate(fi)) is True:
+                        return Unordered(cw, cr, wit, (name, towards_r))
+            return Unordered(cw, cr, wit, None)
+    return "ordered"
+
+
 def order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
     """Two accesses of one shared element (one a write) in two different loops: "ordered" when
     the indices between the loops order every pair that names the same element, a HandoffRace
@@ -477,64 +525,46 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
         parts += [_not_ordered(an, h, r, tr0, klr, w, tw0, klw, i, p, ideal_rw) for i, p in pairs_rw]
         return E.conj(*parts)
 
-    none: frozenset[str] = frozenset()
-    for cw in _classes(an, h, w, lw):
-        for cr in _classes(an, h, r, lr):
-            f = formula(cw, cr, none, none)
-            ok = solver.always(E.negate(f))
-            if ok is None:
-                return None
-            if ok:
-                continue
-            wit = solver.witness(f)
-            if wit is None:
-                return None
-            tw, tr = int(wit.get("t_w", min(cw))), int(wit.get("t_r", min(cr)))
-            race = HandoffRace(
-                w,
-                r,
-                tw,
-                tr,
-                int(wit.get(klw.name, 0)),
-                int(wit.get(klr.name, 0)),
-                "unwaited",
-                tuple(i.name for i, _ in pairs_wr),
-                tuple(p.index.name for _, p in pairs_wr),
-            )
-            cause = None
-            for name, ideal in _CAUSES + (("order", frozenset({"fence", "sync", "order"})),):
-                for towards_r in (True, False):
-                    fi = formula(cw, cr, ideal if towards_r else none, none if towards_r else ideal)
-                    if solver.always(E.negate(fi)) is True:
-                        cause = (name, towards_r)
-                        break
-                if cause is not None:
-                    break
-            if cause is not None:
-                name, towards_r = cause
-                if name == "order":
-                    name = "fill" if towards_r else "after_release"
-                race.cause = name
-                fixed = pairs_wr if towards_r else pairs_rw  # the direction the ingredient orders
-                if name == "acquire":
-                    towards_r = not towards_r  # point at the access after the poll
-                if not towards_r:
-                    race.first, race.second = r, w
-                    race.first_thread, race.second_thread = tr, tw
-                    race.first_iteration, race.second_iteration = race.second_iteration, race.first_iteration
-                race.indices = tuple(i.name for i, _ in fixed)
-                race.polls = tuple(p.index.name for _, p in fixed)
-            elif not pairs_wr or not pairs_rw:
-                # one direction has no index at all: point at the side that never waits
-                if not pairs_rw:
-                    race.indices, race.polls = (), ()
-                    race.first, race.second = w, r
-                    race.first_thread, race.second_thread = tw, tr
-            race.indices = race.indices or tuple(
-                sorted({i.name for i in h.indices.values() if i.loop == race.second.loops[0]})
-            )
-            return race
-    return "ordered"
+    found = first_unordered(
+        _classes(an, h, w, lw),
+        _classes(an, h, r, lr),
+        formula,
+        _CAUSES + (("order", frozenset({"fence", "sync", "order"})),),
+    )
+    if not isinstance(found, Unordered):
+        return found
+    wit = found.witness
+    tw, tr = int(wit.get("t_w", min(found.cw))), int(wit.get("t_r", min(found.cr)))
+    race = HandoffRace(
+        w,
+        r,
+        tw,
+        tr,
+        int(wit.get(klw.name, 0)),
+        int(wit.get(klr.name, 0)),
+        "unwaited",
+        tuple(i.name for i, _ in pairs_wr),
+        tuple(p.index.name for _, p in pairs_wr),
+    )
+    if found.cause is not None:
+        name, towards_r = found.cause
+        if name == "order":
+            name = "fill" if towards_r else "after_release"
+        race.cause = name
+        fixed = pairs_wr if towards_r else pairs_rw  # the direction the ingredient orders
+        if name == "acquire":
+            towards_r = not towards_r  # point at the access after the poll
+        if not towards_r:
+            race.first, race.second = r, w
+            race.first_thread, race.second_thread = tr, tw
+            race.first_iteration, race.second_iteration = race.second_iteration, race.first_iteration
+        race.indices = tuple(i.name for i, _ in fixed)
+        race.polls = tuple(p.index.name for _, p in fixed)
+    elif not pairs_rw:
+        # one direction has no index at all: point at the side that never waits
+        race.indices, race.polls = (), ()
+    race.indices = race.indices or tuple(sorted({i.name for i in h.indices.values() if i.loop == race.second.loops[0]}))
+    return race
 
 
 def _passable(an: Analysis, p: Poll) -> bool:
