@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from .shared_handoff import _CAUSES, ORDER_FENCES, HandoffRace, Unordered, first_unordered
+from .shared_handoff import _CAUSES, ORDER_FENCES, HandoffRace, Unordered, first_unordered, observed_before_release
 
 RANK = "cta_rank"
 WIDE = ("cluster", "gpu", "sys")
@@ -435,36 +435,17 @@ def _poll_offset(an, h, acc: ir.Op, t: int, p: Poll, ideal) -> int | None:
     return 1 if _acquired(an, around, tp, t, ideal) else None
 
 
-_fresh = [0]
-
-
 def _not_ordered(an, h, a_op, ta, ka, b_op, tb, kb, fl: Flag, p: Poll, ideal) -> E.Expr:
     d = _store_offset(an, h, a_op, ta, fl, ideal)
     e = _poll_offset(an, h, b_op, tb, p, ideal)
     if d is None or e is None:
         return E.TRUE
-    lb = an.model.loops[p.loop]
-    la = an.model.loops[fl.loop]
-    bb = E.binop("-", kb, E.Const(e))
-    _fresh[0] += 1
-    kp = E.Var(f"k_flag{_fresh[0]}", E.PARAM)
+    la, lb = an.model.loops[fl.loop].counter.name, an.model.loops[p.loop].counter.name
 
-    def cond(v):
-        return E.substitute(p.cond, {p.var: v, lb.counter.name: bb})
+    def same(kp, bb):  # the store and the poll name one element of the flag array
+        return [E.binop("==", E.substitute(g, {la: kp}), E.substitute(hh, {lb: bb})) for g, hh in zip(fl.elem, p.elem)]
 
-    val = E.substitute(fl.value, {la.counter.name: kp})
-    same = [
-        E.binop("==", E.substitute(g, {la.counter.name: kp}), E.substitute(hh, {lb.counter.name: bb}))
-        for g, hh in zip(fl.elem, p.elem)
-    ]
-    observe = E.conj(
-        E.binop(">=", kp, E.Const(0)),
-        E.binop("<", kp, la.trip),
-        *same,
-        E.negate(cond(val)),
-        E.binop("<", kp, E.binop("+", ka, E.Const(d))),
-    )
-    return E.disj(E.binop("<", bb, E.Const(0)), E.negate(cond(fl.initial)), observe)
+    return observed_before_release(an, d, e, fl.loop, p.loop, fl.value, fl.initial, p.cond, p.var, ka, kb, same)
 
 
 def _classes(an: Analysis, h: Handoffs, op: ir.Op, lid: int) -> list[frozenset[int]]:

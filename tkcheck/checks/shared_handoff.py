@@ -377,7 +377,43 @@ def _poll_offset(an: Analysis, h: Handoffs, acc: ir.Op, t: int, p: Poll, ideal: 
     return 1 if _acquired(an, around, tp, t, ideal) else None
 
 
-_fresh = [0]
+def observed_before_release(
+    an: Analysis,
+    d: int,
+    e: int,
+    store_loop: int,
+    poll_loop: int,
+    value: E.Expr,
+    initial: E.Expr,
+    cond: E.Expr,
+    var: str,
+    ka: E.Expr,
+    kb: E.Expr,
+    same: Callable[[E.Expr, E.Expr], list[E.Expr]] = lambda kp, bb: [],
+) -> E.Expr:
+    """Holds for the iterations ka (of the storing side's loop) and kb (of the polling side's)
+    that a scalar hand-off does not order: the poll `cond` (over `var` and its loop's counter)
+    passes at iteration kb - e on the initial value or on a value stored (`value`, over the
+    storing loop's counter) before iteration ka + d -- the release the access waits for.
+    `same(kp, bb)`: conditions that the store kp and the poll bb name one element (a flag array)."""
+    lb = an.model.loops[poll_loop]
+    la = an.model.loops[store_loop]
+    bb = E.binop("-", kb, E.Const(e))
+    # a fresh name per formula, numbered per analysis (never a process-wide counter)
+    n = an.facts["handoff.fresh"] = an.facts.get("handoff.fresh", 0) + 1
+    kp = E.Var(f"k_obs{n}", E.PARAM)
+
+    def passes(v):
+        return E.substitute(cond, {var: v, lb.counter.name: bb})
+
+    observe = E.conj(
+        E.binop(">=", kp, E.Const(0)),
+        E.binop("<", kp, la.trip),
+        *same(kp, bb),
+        E.negate(passes(E.substitute(value, {la.counter.name: kp}))),
+        E.binop("<", kp, E.binop("+", ka, E.Const(d))),
+    )
+    return E.disj(E.binop("<", bb, E.Const(0)), E.negate(passes(initial)), observe)
 
 
 def _not_ordered(an, h, a_op, ta, ka, b_op, tb, kb, idx: Index, p: Poll, ideal) -> E.Expr:
@@ -387,23 +423,7 @@ def _not_ordered(an, h, a_op, ta, ka, b_op, tb, kb, idx: Index, p: Poll, ideal) 
     e = _poll_offset(an, h, b_op, tb, p, ideal)
     if d is None or e is None:
         return E.TRUE
-    lb = an.model.loops[p.loop]
-    la = an.model.loops[idx.loop]
-    bb = E.binop("-", kb, E.Const(e))
-    _fresh[0] += 1
-    kp = E.Var(f"k_obs{_fresh[0]}", E.PARAM)
-
-    def cond(v):
-        return E.substitute(p.cond, {p.var: v, lb.counter.name: bb})
-
-    val = E.substitute(idx.value, {la.counter.name: kp})
-    observe = E.conj(
-        E.binop(">=", kp, E.Const(0)),
-        E.binop("<", kp, la.trip),
-        E.negate(cond(val)),
-        E.binop("<", kp, E.binop("+", ka, E.Const(d))),
-    )
-    return E.disj(E.binop("<", bb, E.Const(0)), E.negate(cond(idx.initial)), observe)
+    return observed_before_release(an, d, e, idx.loop, p.loop, idx.value, idx.initial, p.cond, p.var, ka, kb)
 
 
 def _index_of(op: ir.Op, t: E.Expr) -> tuple:
