@@ -274,23 +274,7 @@ class ExprEvaluation:
         if op == "*" and not self._no_elem_access and cursor is not None and self._global_pointer(a):
             # `*c` of a pointer into global memory (a kernel parameter, `float *c = &C[i]`): a
             # plain (weak) load
-            self.emit(
-                ir.Op(
-                    ir.GLOBAL_LOAD,
-                    "load",
-                    loc_of(cursor, self.w.filename),
-                    ctx.guard,
-                    ctx.loops,
-                    global_access=ir.GlobalAccessFacts(
-                        "weak",
-                        cexpr.render(node)[:80],
-                        form="plain",
-                        base=self.global_base(a),
-                        where="" if self.one_word(a) else None,
-                    ),
-                ),
-                ctx,
-            )
+            self.global_load(node, ctx, cursor, base=self.global_base(a), where="" if self.one_word(a) else None)
             return self.opaque_from(node, (a,))
         if op == "*" and isinstance(a, Obj) and a.kind in ("shared", "smem_data"):
             # `*(float2 *)&vec[c]`, `*p` of `p = &x[i]`: a load of the shared element the pointer
@@ -407,23 +391,7 @@ class ExprEvaluation:
             return res
         if self._global_pointer(base) and not self._no_elem_access and cursor is not None:
             # `p[i]` of a pointer the kernel received: a plain (weak) load of global memory
-            self.emit(
-                ir.Op(
-                    ir.GLOBAL_LOAD,
-                    "load",
-                    loc_of(cursor, self.w.filename),
-                    ctx.guard,
-                    ctx.loops,
-                    global_access=ir.GlobalAccessFacts(
-                        "weak",
-                        cexpr.render(node)[:80],
-                        form="plain",
-                        base=self.global_base(base),
-                        index=self._param_index(base, idx),
-                    ),
-                ),
-                ctx,
-            )
+            self.global_load(node, ctx, cursor, base=self.global_base(base), index=self._param_index(base, idx))
         value = self.opaque_from(node, (base, idx))
         if self._no_elem_access and self._global_pointer(base):
             # `&p[i]`: an address in the memory p points into
@@ -753,23 +721,8 @@ class ExprEvaluation:
             if node.arrow and not self._no_elem_access and cursor is not None and self._global_pointer(obj):
                 # `p->field` of a pointer into global memory (a kernel's struct pointer, `volatile
                 # Acc *a = acc; a->sum`): a plain load of that field (volatile is no acquire)
-                self.emit(
-                    ir.Op(
-                        ir.GLOBAL_LOAD,
-                        "load",
-                        loc_of(cursor, self.w.filename),
-                        ctx.guard,
-                        ctx.loops,
-                        global_access=ir.GlobalAccessFacts(
-                            "weak",
-                            cexpr.render(node)[:80],
-                            form="plain",
-                            base=self.global_base(obj),
-                            where=f"->{field_name}" if self.one_word(obj) else None,
-                        ),
-                    ),
-                    ctx,
-                )
+                where = f"->{field_name}" if self.one_word(obj) else None
+                self.global_load(node, ctx, cursor, base=self.global_base(obj), where=where)
             return self.opaque_from(node, (obj,))
         if (
             isinstance(obj, tuple)
@@ -842,17 +795,7 @@ class ExprEvaluation:
                     index = self._param_index(obj, idx)
                 if op != "=" and not ctx.dry and cursor is not None:
                     # `p[i] += x` reads p[i] first (the index is not evaluated twice)
-                    self.emit(
-                        ir.Op(
-                            ir.GLOBAL_LOAD,
-                            "load",
-                            loc_of(cursor, self.w.filename),
-                            ctx.guard,
-                            ctx.loops,
-                            global_access=ir.GlobalAccessFacts("weak", cexpr.render(lhs)[:80], form="plain", base=base),
-                        ),
-                        ctx,
-                    )
+                    self.global_load(lhs, ctx, cursor, base=base)
                 self.global_store(lhs, ctx, cursor, base=base, index=index)
             return val
         if isinstance(lhs, cexpr.Un) and lhs.op == "*":
@@ -1049,6 +992,22 @@ class ExprEvaluation:
                     result=result,
                     order=order,
                     scope=scope,
+                ),
+            ),
+            ctx,
+        )
+
+    def global_load(self, node, ctx, cursor, *, base: str | None, index=None, where: str | None = None):
+        """A plain (weak) load of global memory: `p[i]`, `*p`, `p->field`, the read of `p[i] += x`."""
+        self.emit(
+            ir.Op(
+                ir.GLOBAL_LOAD,
+                "load",
+                loc_of(cursor, self.w.filename),
+                ctx.guard,
+                ctx.loops,
+                global_access=ir.GlobalAccessFacts(
+                    "weak", cexpr.render(node)[:80], form="plain", base=base, index=index, where=where
                 ),
             ),
             ctx,
