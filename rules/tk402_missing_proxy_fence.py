@@ -47,6 +47,26 @@ def check(an):
                 "copy, after the publication and before its first use of the map",
             )
         )
+    for u in TM.unreleased(an):
+        if u.copy.location in told:
+            continue
+        told.add(u.copy.location)
+        out.append(
+            finding(
+                "TK402",
+                f"`{u.copy.api}` reads a tensor map in global memory through the tensormap proxy, but the kernel "
+                f"writes that map with generic-proxy stores (`{u.write.global_access.text if u.write.global_access else u.write.api}`) "
+                "and releases no map into the tensormap proxy (no `tensormap.cp_fenceproxy ... release`, no "
+                "`fence.proxy.tensormap::generic.release`): no acquire fence of the reader has a release to pair with, and the copy "
+                "may use the stale map",
+                u.copy.location,
+                related=[related(u.write, "the map written through the generic proxy here")],
+                help="patch the map in shared memory and publish it with the warp's `tensormap.cp_fenceproxy.global."
+                "shared::cta.tensormap::generic.release.gpu.sync.aligned [map], [smem_map], 128;` (or issue "
+                "`fence.proxy.tensormap::generic.release.gpu;` after the stores, in the writing threads), then "
+                "`fence.proxy.tensormap::generic.acquire.gpu [map], 128;` in the thread that issues the copy",
+            )
+        )
     return out
 
 
