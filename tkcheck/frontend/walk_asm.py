@@ -300,6 +300,23 @@ class AsmLowering:
             addr = self._addr_value(c, ctx, a.buffer)
             el = self._mapped_element(addr) if addr is not None else None
             op.buffer = el[0] if el is not None else None
+            if el is not None:
+                # round 10: its data is a write of that element in that CTA's shared memory, a
+                # memory event like a `map_shared_rank` store (happens_before._dsmem); the bytes'
+                # complete_tx on the barrier is relaxed (PTX), no release of the writer's own ops
+                w.emit(
+                    ir.Op(
+                        ir.SMEM_ACCESS,
+                        self._api or a.api,
+                        loc,
+                        ctx.guard,
+                        ctx.loops,
+                        asm=facts,
+                        buffer=el[0],
+                        access=ir.AccessFacts("write", via="element", cta=el[1]),
+                    ),
+                    ctx,
+                )
             if el is None or mapped_cta is None or el[1] != mapped_cta:
                 if el is not None and mapped_cta is not None and op.barrier is not None:
                     # both mapped, to CTAs not shown equal: kept for the CTA question (PTX: the
