@@ -705,6 +705,11 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         if pending is not None:
             out.undecided.append((lo, r, pending))
         return None
+    if pending is not None and not _cta_local_orders(an, common, n):
+        # the op between may carry the owner's access to the peer along another thread's path
+        # (a release in the owner's next iteration, acquired by a lagging peer): undecided
+        out.undecided.append((lo, r, pending))
+        return None
     if any(may_order(o) for o in back) and not (
         # ops that order the threads of one CTA only (its own mbarriers, bar.sync), in a kernel
         # whose only order between CTAs is a whole-cluster barrier: none of them carries the
