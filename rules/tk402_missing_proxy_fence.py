@@ -142,6 +142,16 @@ read. So TK402 never fires on TK's own TMA stores or wgmma calls; it fires on
 tcgen05 MMAs (TK's tcgen05 `mma*` issue no proxy fence) and on async reads
 whose issuing path has no fence.
 
+**Tensor maps patched on the device** (the tensormap proxy). A TMA copy through
+a `CUtensorMap` in global memory that the kernel itself wrote reads the map
+through the tensormap proxy: the generic writes of the map must be released
+into that proxy (`tensormap.cp_fenceproxy ... release`, or
+`fence.proxy.tensormap::generic.release` after plain stores) and acquired by
+the issuing thread (`fence.proxy.tensormap::generic.acquire [map], 128`).
+Reported when proved: the map published with no acquire fence anywhere in the
+kernel; the map written with plain stores (or `tensormap.replace ... .global`)
+in a kernel with no release into the tensormap proxy at all.
+
 mbarrier initialisation followed by TMA use is **not** reported here: TK's
 headers and templates issue no proxy fence after `init_semaphore` and rely on
 the CTA barrier that follows, and tkcheck has no proof that this is wrong for
