@@ -131,6 +131,15 @@ def _dsmem(an):
                 f"(`{peer.api if peer.asm is not None else 'cluster.map_shared_rank'}`){when} (`{own.api}`, {describe(frozenset([to]), n)}), and "
                 f"{how}"
             )
+        elif race.next_iteration:
+            # the owner's access first, the peer's in its next iteration (round 10: a st.async of
+            # the next round into a buffer the owner is still reading)
+            msg = (
+                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in the shared memory of a CTA "
+                f"(`{peer.api if peer.asm is not None else 'cluster.map_shared_rank'}`) in its next iteration of the "
+                f"loop, while that CTA's {describe(frozenset([to]), n)} may still {other[:-1]} it "
+                f"(`{own.api}`) in the iteration before, and {how}"
+            )
         else:
             msg = (
                 f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in the shared memory of a CTA "

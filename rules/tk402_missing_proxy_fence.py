@@ -47,6 +47,26 @@ def check(an):
                 "copy, after the publication and before its first use of the map",
             )
         )
+    for u in TM.unreleased(an):
+        if u.copy.location in told:
+            continue
+        told.add(u.copy.location)
+        out.append(
+            finding(
+                "TK402",
+                f"`{u.copy.api}` reads a tensor map in global memory through the tensormap proxy, but the kernel "
+                f"writes that map with generic-proxy stores (`{u.write.global_access.text if u.write.global_access else u.write.api}`) "
+                "and releases no map into the tensormap proxy (no `tensormap.cp_fenceproxy ... release`, no "
+                "`fence.proxy.tensormap::generic.release`): no acquire fence of the reader has a release to pair with, and the copy "
+                "may use the stale map",
+                u.copy.location,
+                related=[related(u.write, "the map written through the generic proxy here")],
+                help="patch the map in shared memory and publish it with the warp's `tensormap.cp_fenceproxy.global."
+                "shared::cta.tensormap::generic.release.gpu.sync.aligned [map], [smem_map], 128;` (or issue "
+                "`fence.proxy.tensormap::generic.release.gpu;` after the stores, in the writing threads), then "
+                "`fence.proxy.tensormap::generic.acquire.gpu [map], 128;` in the thread that issues the copy",
+            )
+        )
     return out
 
 
@@ -121,6 +141,16 @@ it must lie on the causality path between the generic write and the async
 read. So TK402 never fires on TK's own TMA stores or wgmma calls; it fires on
 tcgen05 MMAs (TK's tcgen05 `mma*` issue no proxy fence) and on async reads
 whose issuing path has no fence.
+
+**Tensor maps patched on the device** (the tensormap proxy). A TMA copy through
+a `CUtensorMap` in global memory that the kernel itself wrote reads the map
+through the tensormap proxy: the generic writes of the map must be released
+into that proxy (`tensormap.cp_fenceproxy ... release`, or
+`fence.proxy.tensormap::generic.release` after plain stores) and acquired by
+the issuing thread (`fence.proxy.tensormap::generic.acquire [map], 128`).
+Reported when proved: the map published with no acquire fence anywhere in the
+kernel; the map written with plain stores (or `tensormap.replace ... .global`)
+in a kernel with no release into the tensormap proxy at all.
 
 mbarrier initialisation followed by TMA use is **not** reported here: TK's
 headers and templates issue no proxy fence after `init_semaphore` and rely on

@@ -377,6 +377,8 @@ def _modelled_rows(model: ir.KernelModel) -> dict[tuple[str, int], set[str]]:
 
 def _memory_event_only(op: ir.Op) -> bool:
     """The generic memory events (plain loads and stores, shared scalars, spin-loop heads)."""
+    if op.api == "tensormap.replace" and op.asm is not None:
+        return False  # a patch of a tensor map (round 10): the sync site's whole effect is this write
     if op.kind in (ir.SPIN, ir.GLOBAL_STORE):
         return True
     if op.kind == ir.GLOBAL_LOAD and op.global_access is not None and op.global_access.form == "plain":

@@ -678,11 +678,13 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
     first, second = (lo, r) if lo.order < r.order else (r, lo)
     between = fl.same_iteration_between(first, second)
     forward_ordered = _dsmem_ordered(between, common, n, an)
+    # the same iteration's pair left undecided (an op between may order it: an mbarrier wait
+    # observing a st.async's bytes): the pair across the back edge is still asked (round 10)
+    pending: str | None = None
     if not forward_ordered and any(may_order(o) for o in between):
         # (a barrier of the whole cluster between them orders them, whatever else is there)
-        out.undecided.append((lo, r, f"`{next(o for o in between if may_order(o)).api}` between"))
-        return None
-    if not forward_ordered:
+        pending = f"`{next(o for o in between if may_order(o)).api}` between"
+    elif not forward_ordered:
         w = _dsmem_meet(an, lo, r, common, None, n)
         if isinstance(w, str):
             out.undecided.append((lo, r, "the solver did not decide whether they meet"))
@@ -693,22 +695,41 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         if w is not None:
             return Race(first, second, w[0] if first is lo else w[1], w[1] if first is lo else w[0])
     if not common:
+        if pending is not None:
+            out.undecided.append((lo, r, pending))
         return None
     lid = common[-1]
     body = [o for o in fl.ops if lid in o.loops]
     back = [o for o in body if o.order > second.order] + [o for o in body if o.order < first.order]
-    if any(may_order(o) for o in back):
-        out.undecided.append((lo, r, f"`{next(o for o in back if may_order(o)).api}` between"))
+    if _dsmem_ordered(back, common, n, an):
+        if pending is not None:
+            out.undecided.append((lo, r, pending))
+        return None
+    if pending is not None and not _cta_local_orders(an, common, n):
+        # the op between may carry the owner's access to the peer along another thread's path
+        # (a release in the owner's next iteration, acquired by a lagging peer): undecided
+        out.undecided.append((lo, r, pending))
+        return None
+    if any(may_order(o) for o in back) and not (
+        # ops that order the threads of one CTA only (its own mbarriers, bar.sync), in a kernel
+        # whose only order between CTAs is a whole-cluster barrier: none of them carries the
+        # owner's access to the peer (round 10, `_cta_local_orders`)
+        _cta_local_orders(an, common, n)
+    ):
+        out.undecided.append((lo, r, pending or f"`{next(o for o in back if may_order(o)).api}` between"))
+        return None
+    if pending is not None and not an.model.loops.get(lid):
+        out.undecided.append((lo, r, pending))
         return None
     if not an.model.loops.get(lid) or len(common) > 1 and not _dsmem_ordered(body, common, n, an):
-        out.undecided.append((lo, r, "a pair in nested loops"))
+        out.undecided.append((lo, r, pending or "a pair in nested loops"))
         return None
     # `second` at iteration k, `first` at iteration k + d: d = 1 passes `back` only; d >= 2 a
     # whole iteration (any barrier of the body)
-    if _dsmem_ordered(back, common, n, an):
-        return None
     whole = _dsmem_ordered(body + body, common, n, an)
-    w = _dsmem_meet(an, lo, r, common, (first, 1 if whole else None), n)
+    w = _dsmem_meet(an, lo, r, common, (first, 1), n)
+    if w is None and not whole:
+        w = _dsmem_meet(an, lo, r, common, (first, None), n)
     if isinstance(w, str):
         out.undecided.append((lo, r, "the solver did not decide whether they meet"))
         return None
@@ -716,9 +737,50 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         race = Race(second, first, w[0] if second is lo else w[1], w[1] if second is lo else w[0])
         race.next_iteration = True
         return race
-    if _dsmem_unknown(lo, r):
+    if pending is not None:
+        out.undecided.append((lo, r, pending))
+    elif _dsmem_unknown(lo, r):
         out.undecided.append((lo, r, "their addresses are not known"))
     return None
+
+
+_CLUSTER_SYNCS = ("cluster", "cluster_arrive", "cluster_wait", "grid")
+
+
+def _cta_local_orders(an: Analysis, common: tuple, n: int) -> bool:
+    """Can threads of two different CTAs be ordered only by barriers of the whole cluster that
+    every thread runs once (outside every loop, or a full `cluster.sync()` once per iteration of
+    the loops `common`)? Every other op that may synchronise must order threads of one CTA only:
+    an mbarrier op on a barrier of its own CTA (no remote, mapped or multicast barrier), a block,
+    named or warp barrier. Then a chain of one CTA's barriers after an access reaches a peer CTA
+    only through such a cluster barrier, whose instances pair iteration by iteration (`_dsmem_meet`
+    asks the rest). A st.async's complete_tx is relaxed (PTX): no release, no order."""
+    for o in an.model.ops:
+        if o.kind == ir.SYNC and o.sync_kind in _CLUSTER_SYNCS:
+            if not o.loops and _is_dsmem_barrier(o, (), n, an, _CLUSTER_SYNCS):
+                continue
+            if o.loops and tuple(o.loops) == common and _is_dsmem_barrier(o, common, n, an, ("cluster",)):
+                continue
+            return False
+        if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.MBAR_WAIT, ir.MBAR_INIT):
+            mb = o.mbar
+            if o.barrier is None or o.unmodelled_barrier_use:
+                return False
+            if mb is not None and (mb.remote or mb.cta is not None or mb.multicast or mb.mask is not None or mb.ncta):
+                return False
+            continue
+        if o.kind in (ir.NAMED_ARRIVE, ir.SYNC, ir.TMA_LOAD, ir.TMA_STORE, ir.GLOBAL_STORE):
+            continue
+        if o.kind == ir.SMEM_ACCESS:
+            a = o.access
+            if a is not None and a.cta is not None and (a.order is not None or a.atomic is not None):
+                return False  # an ordered access of a peer's shared memory: a flag between CTAs
+            continue
+        if o.kind == ir.FENCE and o.fence_kind in ("membar_cluster", "membar_gl", "membar_sys", "membar_gpu"):
+            return False
+        if o.kind in MAY_ORDER and not _is_data_read(o):
+            return False
+    return True
 
 
 def _dsmem_unknown(a: ir.Op, b: ir.Op) -> bool:

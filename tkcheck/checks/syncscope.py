@@ -306,7 +306,17 @@ def _async_refills(an: Analysis, fl) -> list[Dependency]:
 
     m = an.model
     out: list[Dependency] = []
-    copies = [o for o in fl.ops if o.kind == ir.TMA_LOAD and o.buffer is not None and o.guard.exact and o.loops]
+    copies = [
+        o
+        for o in fl.ops
+        if o.kind == ir.TMA_LOAD
+        and o.buffer is not None
+        and o.guard.exact
+        and o.loops
+        # a st.async writes a peer CTA's element: its SMEM_ACCESS (with the CTA) is the
+        # happens-before engine's DSMEM question (round 10), no refill of this CTA's memory
+        and not (o.mbar is not None and o.mbar.remote_store)
+    ]
     if not copies:
         return out
     reads = [

@@ -114,6 +114,11 @@ class AsmLowering:
             if p.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE) and p.global_access is not None:
                 kw["global_access"] = self._global_operands(c, ctx, p, p.global_access)
             op(p.kind, p.api, **kw)
+        for mode, space, atext in K.ptx_tensormap_accesses(ptx):
+            # round 10: a patch of a map (`tensormap.replace`) writes the whole map object, the
+            # publication's copy (`tensormap.cp_fenceproxy`) reads all of the shared one; before
+            # the collective's op, which orders no lane's memory before another's
+            self._tensormap_access(c, ctx, loc, facts, mode, space, atext)
         for instr, mtext in K.ptx_warp_collectives(ptx):
             # a warp collective and its member mask (checks/warp_collectives.py); bar.warp.sync
             # is `__syncwarp(mask)`, a SYNC of the mask's lanes
@@ -295,6 +300,23 @@ class AsmLowering:
             addr = self._addr_value(c, ctx, a.buffer)
             el = self._mapped_element(addr) if addr is not None else None
             op.buffer = el[0] if el is not None else None
+            if el is not None:
+                # round 10: its data is a write of that element in that CTA's shared memory, a
+                # memory event like a `map_shared_rank` store (happens_before._dsmem); the bytes'
+                # complete_tx on the barrier is relaxed (PTX), no release of the writer's own ops
+                w.emit(
+                    ir.Op(
+                        ir.SMEM_ACCESS,
+                        self._api or a.api,
+                        loc,
+                        ctx.guard,
+                        ctx.loops,
+                        asm=facts,
+                        buffer=el[0],
+                        access=ir.AccessFacts("write", via="element", cta=el[1]),
+                    ),
+                    ctx,
+                )
             if el is None or mapped_cta is None or el[1] != mapped_cta:
                 if el is not None and mapped_cta is not None and op.barrier is not None:
                     # both mapped, to CTAs not shown equal: kept for the CTA question (PTX: the
@@ -833,6 +855,59 @@ class AsmLowering:
                 ctx.loops,
                 asm=facts,
                 access=ir.AccessFacts("read" if kind.startswith("ld") else "write", via="asm", addr=addr),
+            ),
+            ctx,
+        )
+
+    # ---- tensor-map objects as memory (issue 25, round 10) ----
+    def _tensormap_access(
+        self, c: Any, ctx: Ctx, loc: Location, facts: ir.AsmFacts, mode: str, space: str, atext: str
+    ) -> None:
+        """A generic-proxy access of a whole tensor map (`K.ptx_tensormap_accesses`). In shared
+        memory: an SMEM_ACCESS of the `__shared__` object its address is the base of
+        (`__cvta_generic_to_shared(&tm_s)`), via "scalar" (the 128-byte map is one location:
+        every replace writes the whole object, the copy reads all of it), named by the
+        instruction. In global memory (`tensormap.replace ... .global [gmap]`): a GLOBAL_STORE
+        whose `pointer` is the map's address, element 0. An address not known emits nothing (the
+        site stays unmodelled in the census)."""
+        model = self.w.model
+        if model is None:
+            return
+        addr = self._ptx_value(c, ctx, atext)
+        api = "tensormap.replace" if mode == "write" else "tensormap.cp_fenceproxy"
+        if space == "shared":
+            if not isinstance(addr, E.Var):
+                return
+            obj = self.base_objs.get(addr.name)
+            if obj is None or obj.ref.index or self.bases[addr.name][1]:
+                return  # an element of an array of maps, a carved byte array: not one object
+            self.w.emit(
+                ir.Op(
+                    ir.SMEM_ACCESS,
+                    api,
+                    loc,
+                    ctx.guard,
+                    ctx.loops,
+                    asm=facts,
+                    buffer=obj.ref,
+                    access=ir.AccessFacts(mode, via="scalar", tile_type=obj.type),
+                ),
+                ctx,
+            )
+            return
+        if addr is None or addr.is_opaque():
+            return
+        self.w.emit(
+            ir.Op(
+                ir.GLOBAL_STORE,
+                api,
+                loc,
+                ctx.guard,
+                ctx.loops,
+                asm=facts,
+                global_access=ir.GlobalAccessFacts(
+                    "weak", api, form="ptx", base=self.w.exprs.global_base(addr), pointer=addr, element=E.Const(0)
+                ),
             ),
             ctx,
         )

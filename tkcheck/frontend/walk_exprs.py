@@ -60,8 +60,9 @@ class ExprEvaluation:
         """The kernel pointer parameter a value points into: the parameter itself, or an address
         computed from it (`&p[i]`); None when the value is no known global address."""
         if isinstance(v, E.Bin) and v.op in ("+", "-"):
-            # `p + off` in an address (a helper's `ldg(ptr + col)`): the memory p points into
-            return self.global_base(v.a) if isinstance(v.a, E.Var) else None
+            # `p + off` in an address (a helper's `ldg(ptr + col)`; `ws + g * S + s`, round 10):
+            # the memory p points into
+            return self.global_base(v.a) if isinstance(v.a, (E.Var, E.Bin)) else None
         if not isinstance(v, E.Var):
             return None
         if v.name in self._global_ptrs:
@@ -81,6 +82,9 @@ class ExprEvaluation:
         `v[i]` through it is a global access."""
         if isinstance(v, E.Bin) and v.op in ("+", "-") and isinstance(v.a, E.Var):
             return v.a.name in self._global_ptrs or (v.a.kind == E.PARAM and not v.a.name.startswith("?"))
+        if isinstance(v, E.Bin) and v.op in ("+", "-") and isinstance(v.a, E.Bin) and v.a.op in ("+", "-"):
+            # `p + a + b` (round 10: `CUtensorMap *gmap = ws + g * SPLIT + s`)
+            return self._global_pointer(v.a)
         return isinstance(v, E.Var) and (v.kind == E.PARAM or v.name in self._global_ptrs)
 
     def emit(self, op: ir.Op, ctx: Ctx):
@@ -788,15 +792,17 @@ class ExprEvaluation:
             self._elem_access(target, "write", ctx, cursor, value=val if op == "=" and isinstance(val, Expr) else None)
             if self.global_target(lhs, ctx, cursor):
                 base = self.address_base(lhs.obj, ctx, cursor)
-                index = None
+                index = pointer = element = None
                 if not ctx.dry and cursor is not None:
                     obj = self.ev(lhs.obj, replace(ctx, dry=True), cursor)
                     idx = self.ev(lhs.index, replace(ctx, dry=True), cursor)
                     index = self._param_index(obj, idx)
+                    if isinstance(obj, Expr) and isinstance(idx, Expr):
+                        pointer, element = obj, idx
                 if op != "=" and not ctx.dry and cursor is not None:
                     # `p[i] += x` reads p[i] first (the index is not evaluated twice)
                     self.global_load(lhs, ctx, cursor, base=base)
-                self.global_store(lhs, ctx, cursor, base=base, index=index)
+                self.global_store(lhs, ctx, cursor, base=base, index=index, pointer=pointer, element=element)
             return val
         if isinstance(lhs, cexpr.Un) and lhs.op == "*":
             # `*p = v` through a pointer the kernel received (or an address computed from one,
@@ -812,6 +818,8 @@ class ExprEvaluation:
                     base=self.global_base(ptr),
                     where="" if self.one_word(ptr) else None,
                     value=val if op == "=" and isinstance(val, Expr) else None,
+                    pointer=ptr if isinstance(ptr, Expr) else None,
+                    element=E.Const(0),
                 )
             return val
         if isinstance(lhs, cexpr.Member):
@@ -1022,8 +1030,11 @@ class ExprEvaluation:
         index=None,
         where: str | None = None,
         value=None,
+        pointer: Expr | None = None,
+        element: Expr | None = None,
     ):
-        """A plain (weak) store to global memory: `p[i] = v`, `g.layout[{...}] = v`, `*p = v`."""
+        """A plain (weak) store to global memory: `p[i] = v`, `g.layout[{...}] = v`, `*p = v`
+        (`pointer` / `element`: p and i, round 10)."""
         if cursor is None:
             return
         self.emit(
@@ -1041,6 +1052,8 @@ class ExprEvaluation:
                     index=index,
                     where=where,
                     operands=(value,) if value is not None else (),
+                    pointer=pointer,
+                    element=element,
                 ),
             ),
             ctx,

@@ -448,6 +448,12 @@ class StatementWalk:
         elif is_shared and (libcu := self.w.libcu.shared_object(name, d.type.get_canonical().spelling, dims, loc, ctx)):
             # libcu++'s cuda::barrier / pipeline_shared_state (walk_libcu)
             value = libcu
+        elif is_shared and not dims and re.search(r"\bCUtensorMap(_st)?\b", d.type.get_canonical().spelling):
+            # a tensor map in shared memory (round 10): one 128-byte object the tensormap.* PTX
+            # patches and copies whole (walk_asm._tensormap_access), a shared scalar of the model
+            value = Obj(
+                "shared", ir.Ref(name), ir.TileType("scalar", "CUtensorMap", dtype="CUtensorMap", dtype_bytes=128)
+            )
         elif is_shared and isinstance(t, ir.TileType):
             if t.kind == "semaphore":
                 m.barriers[name] = ir.Barrier(name, tuple(dims), loc, "static")

@@ -431,8 +431,10 @@ def ptx_tensormap_orders(ptx: str) -> list[tuple[str, str | None]]:
     the global map operand) for `tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic
     .release.<scope>.sync.aligned [gmap], [smap], size`, ("tensormap_acquire", the map operand)
     for `fence.proxy.tensormap::generic.acquire.<scope> [addr], size`; the operand's text inside
-    its brackets (`%0`), None when it is not one address operand. A release fence of the tensormap
-    proxy (`fence.proxy.tensormap::generic.release`) and other forms give nothing."""
+    its brackets (`%0`), None when it is not one address operand; ("tensormap_release", None) for
+    the release fence of the tensormap proxy (`fence.proxy.tensormap::generic.release.<scope>`,
+    round 10: it releases the thread's generic writes of maps, at no one address). Other forms
+    give nothing."""
     text = ptx.replace("\\n", " ").replace("\\t", " ")
     out: list[tuple[str, str | None]] = []
     for m in _PTX_TENSORMAP_ORDER.finditer(text):
@@ -443,6 +445,39 @@ def ptx_tensormap_orders(ptx: str) -> list[tuple[str, str | None]]:
             out.append(("tensormap_release", addr))
         elif m.group(1).startswith("fence.") and "acquire" in quals:
             out.append(("tensormap_acquire", addr))
+        elif m.group(1).startswith("fence.") and "release" in quals:
+            # `fence.proxy.tensormap::generic.release.<scope>;` (no address): the writing thread's
+            # release of its generic writes of any map into the tensormap proxy (round 10)
+            out.append(("tensormap_release", None))
+    return out
+
+
+_PTX_TENSORMAP_ACCESS = re.compile(r"(?<![\w.])(tensormap\.replace|tensormap\.cp_fenceproxy)((?:\.[\w:]+)*)\s*([^;]*);")
+
+
+def ptx_tensormap_accesses(ptx: str) -> list[tuple[str, str, str]]:
+    """The generic-proxy memory accesses of tensor-map objects in one asm statement's PTX (round
+    10), in order: (mode, state space, address operand text). `tensormap.replace.<mode>.<field>
+    .<space>.b1024.<type> [addr], ...` is a weak write of the whole 128-byte map at `addr` in the
+    generic proxy (PTX ISA: a write of the entire opaque tensor-map object), `space` "shared" or
+    "global"; `tensormap.cp_fenceproxy.global.shared::cta... [gmap], [smap], 128` reads all of
+    the shared map `smap` ("read", "shared"; its write of gmap and its release into the tensormap
+    proxy are `ptx_tensormap_orders`' event). An operand that is not one bracketed address gives
+    nothing."""
+    text = ptx.replace("\\n", " ").replace("\\t", " ")
+    out: list[tuple[str, str, str]] = []
+    for m in _PTX_TENSORMAP_ACCESS.finditer(text):
+        quals = set(m.group(2).split("."))
+        args = [a.strip() for a in m.group(3).split(",")]
+        if m.group(1) == "tensormap.replace":
+            addr = _bracket(args[0]) if args else None
+            space = "shared" if "shared::cta" in quals else "global" if "global" in quals else None
+            if addr is not None and space is not None:
+                out.append(("write", space, addr))
+        elif "shared::cta" in quals and len(args) >= 2:
+            addr = _bracket(args[1])
+            if addr is not None:
+                out.append(("read", "shared", addr))
     return out
 
 

@@ -474,6 +474,12 @@ class GlobalAccessFacts:
     # the values as evaluated: an atomic's value operands (atomicCAS: compare, new; atomicExch /
     # atomicAdd: the value), a plain `*p = v` store's v; () where none was recorded
     operands: tuple = ()
+    # a store's address as pointer + element (round 10, the tensor-map proxy): `pointer` the
+    # pointer value indexed or dereferenced (`ws + blockIdx.x` of `reinterpret_cast<uint32_t *>
+    # (gmap)[lane]`, casts dropped), `element` the index in that pointer's elements (`lane`; 0
+    # for `*p`); None where not evaluated. Only stores fill them (checks/tensormaps.unreleased)
+    pointer: Expr | None = None
+    element: Expr | None = None
 
     @property
     def across_blocks(self) -> bool | None:
