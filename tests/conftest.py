@@ -42,6 +42,13 @@ def pytest_addoption(parser):
         help="print the CPU time (user + sys) each test file took, its subprocesses apart, summed over "
         "the xdist workers (issue 29: on a shared machine CPU time, not wall time, says where the time goes)",
     )
+    parser.addoption(
+        "--cpu-by-test",
+        metavar="FILE",
+        default=None,
+        help="append one line per test to FILE as it ends: own CPU s, subprocesses' CPU s, node id "
+        "(tab-separated; every xdist worker appends, so a run stopped early still says where its CPU went)",
+    )
 
 
 def _cpu() -> tuple[float, float]:
@@ -55,7 +62,8 @@ def _cpu() -> tuple[float, float]:
 def pytest_runtest_protocol(item, nextitem):
     """--cpu-by-file: a test's setup, call and teardown (a session fixture's first build counts
     to the test that asks first; a subprocess counts once it has been waited for)."""
-    if not item.config.getoption("cpu_by_file"):
+    by_test = item.config.getoption("cpu_by_test")
+    if not item.config.getoption("cpu_by_file") and not by_test:
         yield
         return
     own0, kids0 = _cpu()
@@ -65,6 +73,9 @@ def pytest_runtest_protocol(item, nextitem):
     row[0] += 1
     row[1] += own1 - own0
     row[2] += kids1 - kids0
+    if by_test:
+        with open(by_test, "a", encoding="utf-8") as out:  # one short line per write: appends do not interleave
+            out.write(f"{own1 - own0:.3f}\t{kids1 - kids0:.3f}\t{item.nodeid}\n")
 
 
 def _options_key(opts) -> str:

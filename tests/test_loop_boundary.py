@@ -60,3 +60,22 @@ def test_barriers_not_on_every_path_leave_the_pair_undecided():
     for name, f in _facts(MEMORY / "loop_boundary_undecided.cu").items():
         assert not f.races, name
         assert f.undecided, name
+
+
+def test_a_pair_a_barrier_orders_asks_no_element_question():
+    """Whether two threads name one element is asked (z3, over the loop counter) only of a pair no
+    barrier orders: a barrier orders them whichever elements they name. Issue 29: asked first, of
+    each of `vote_sweeps`' 256 x 256 thread-class pairs (`s[k & 1][t + 1]`), at a spent budget every
+    answer was unknown and asked again -- the budget sweep's check of this file ran for minutes.
+    Counted, not timed: the solver's unknown answers while the engine decides the kernel at budget
+    1 (259 on the tree of this change; one per class pair would be 65,536 for one access pair)."""
+    from tkcheck import solver
+
+    (m,) = [m for m in models_of(str(MEMORY / "loop_boundary_good.cu")) if m.name == "vote_sweeps"]
+    with solver.session(budget=1):
+        solver.fresh_context()
+        mark = solver.inconclusive_count()
+        f = happens_before.memory(Analysis(m))
+        unknown = solver.inconclusive_count() - mark
+    assert not f.races
+    assert unknown < 1000, unknown
