@@ -93,3 +93,32 @@ def test_roles_with_one_program_share_a_visited_key():
     s2 = ((0, 1, 0), (0, -1, -1), (), ())
     assert key(s1) == key(s2)
     assert key(((1, 0, 1), (-1, -1, -1), (), ())) != key(((1, 0, 0), (-1, -1, -1), (), ()))
+
+
+def test_a_task_head_read_through_the_flip_after_the_k_loop_is_run_with_the_instance():
+    """The producer waits at the head of each task on a bit it flips after its k loop, whose flips
+    are indexed by a stage carried from task to task: the head is `t == 0 ? v0 : x ^ m` over the
+    value x the k loop left, solved for x (`_solve_for`). The good kernel explores to the end over
+    several tasks; the bad one (the storer's first arrival missing) reaches the circular wait."""
+    (good,) = _explore(PROGRESS / "phasebit_after_inner_loop_good.cu")
+    assert good.status == "explored" and good.deadlock is None, good.reason
+    producer = [r for r in good.roles if any(e.elem == ("out_empty",) and e.kind == "wait" for e in r.events)]
+    assert len(producer) == 1
+    parities = [e.parity for e in producer[0].events if e.kind == "wait" and e.elem == ("out_empty",)]
+    assert len(parities) >= 2 and parities[:2] == [0, 1]
+    (bad,) = _explore(PROGRESS / "phasebit_after_inner_loop_bad.cu")
+    assert bad.deadlock is not None
+    assert "wait(out_empty, 0)" in [protocol.event_text(e) for _, e in bad.deadlock.blocked]
+
+
+def test_solve_for_inverts_the_update_through_the_conditionals_it_decides():
+    from tkcheck.model import expr as E
+
+    k, x = E.Var("k", E.LOOP), E.Var("?x", E.OPAQUE)
+    head = E.ite(E.binop("==", k, E.const(0)), E.const(5), E.binop("^", x, E.const(8)))
+    assert protocol._solve_for(head, "?x", {"k": 1}, 3) == 11
+    assert protocol._solve_for(E.binop("-", E.const(10), x), "?x", {}, 4) == 6
+    assert protocol._solve_for(E.binop("+", x, E.const(2)), "?x", {}, 4) == 2
+    # the condition is not decided, or x on both sides: no answer
+    assert protocol._solve_for(head, "?x", {}, 3) is None
+    assert protocol._solve_for(E.binop("^", x, x), "?x", {}, 0) is None

@@ -1178,9 +1178,20 @@ def _unroll(
             if v is None:
                 continue
             env2[x] = v
-            if sim_value(head, env2) != v:
+            if sim_value(head, env2) == v:
+                continue
+            # the head reads the unknown through an update (`k == 0 ? v0 : x ^ m`: x the value an
+            # inner loop left in the previous iteration, `update_phasebit` after it): x is the
+            # value under which the head reads v, solved through `^`, `+`, `-` and kept only when
+            # the head then evaluates to v
+            del env2[x]
+            w = _solve_for(head, x, dict(env2, tid=rep, tid_y=0, tid_z=0), v)
+            if w is not None:
+                env2[x] = w
+                if sim_value(head, env2) == v:
+                    continue
                 del env2[x]
-                cur[x] = None
+            cur[x] = None
         return cur
 
     def sim_after(lp: ir.Loop, cur: dict, prev: dict | None) -> dict:
@@ -1357,6 +1368,38 @@ def _unroll(
         no(bad.op, "expected bytes not known" if bad.kind == "expect" else "loaded bytes not known")
         return None
     return paired
+
+
+def _solve_for(e: E.Expr, x: str, env: dict, v: int) -> int | None:
+    """The value of the variable named x under which e evaluates to v in env, when e reaches x
+    through conditionals env decides and `^`, `+`, `-` with operands env evaluates; else None.
+    (The caller checks the answer by evaluating e.)"""
+    while True:
+        if isinstance(e, E.Var):
+            return v if e.name == x else None
+        if isinstance(e, E.Ite):
+            c = e.c.eval(env)
+            if c is None:
+                return None
+            e = e.t if c else e.e
+            continue
+        if isinstance(e, E.Bin) and e.op in ("^", "+", "-"):
+            left = any(u.name == x for u in e.a.free_vars())
+            right = any(u.name == x for u in e.b.free_vars())
+            if left == right:
+                return None
+            c = (e.b if left else e.a).eval(env)
+            if not isinstance(c, int) or isinstance(c, bool):
+                return None
+            if e.op == "^":
+                v = v ^ c
+            elif e.op == "+":
+                v = v - c
+            else:
+                v = v + c if left else c - v
+            e = e.a if left else e.b
+            continue
+        return None
 
 
 def _data_bytes(b: E.Expr | None, env: dict) -> E.Expr | None:
