@@ -190,6 +190,10 @@ class StatementWalk:
                 return None
             if k == CK.IF_STMT:
                 return self._walk_if(c, ctx)
+            if k == CK.DO_STMT and _runs_once(c):
+                # `do { ... } while (0)`, the statement macros' wrapper: its body, once
+                kids = list(c.get_children())
+                return self.walk(kids[0], ctx) if kids else None
             if k in (CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT, CK.CXX_FOR_RANGE_STMT):
                 self._walk_loop(c, ctx)
                 return None
@@ -2034,3 +2038,38 @@ def _empty_body(body) -> bool:
     if body.kind == CK.NULL_STMT:
         return True
     return body.kind == CK.COMPOUND_STMT and next(iter(body.get_children()), None) is None
+
+
+def _runs_once(c) -> bool:
+    """A `do { ... } while (0)` (or `while (false)`) whose body has no `break` or `continue`:
+    one pass of its body, no loop. The condition's value is clang's (a macro's `while (0)` has
+    the macro's invocation as its extent, so its tokens are not the condition's)."""
+    kids = list(c.get_children())
+    if len(kids) != 2 or _constant_int(kids[1]) != 0:
+        return False
+    return not any(d.kind in (CK.BREAK_STMT, CK.CONTINUE_STMT) for d in kids[0].walk_preorder())
+
+
+def _constant_int(c) -> int | None:
+    """clang's value of an integer constant expression at cursor `c` (libclang's
+    clang_Cursor_Evaluate), None when it is not one."""
+    import ctypes
+
+    import clang.cindex as ci
+
+    lib = ci.conf.lib
+    if lib.clang_Cursor_Evaluate.restype is not ctypes.c_void_p:
+        lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
+        lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
+        lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
+        lib.clang_EvalResult_getKind.restype = ctypes.c_int
+        lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
+        lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
+        lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+    r = lib.clang_Cursor_Evaluate(c)
+    if not r:
+        return None
+    try:
+        return int(lib.clang_EvalResult_getAsLongLong(r)) if lib.clang_EvalResult_getKind(r) == 1 else None
+    finally:
+        lib.clang_EvalResult_dispose(r)
