@@ -1647,9 +1647,11 @@ def _explore_model(an: Analysis) -> Exploration:
         # its own count, a bar.arrive (a turn handed to another group) or an mbarrier wait needs the interleavings
         ex.reason = "no waits"
         return ex
-    blind = [o for o in m.ops if o.unmodelled_barrier_use]
+    blind = [o for o in m.ops if o.unmodelled_barrier_use or o.barrier_unknown is not None]
     if blind:
-        # a call tkcheck does not model may signal any barrier it was given
+        # a call tkcheck does not model may signal any barrier it was given; an op on a barrier
+        # the front end could not name (a helper past the inlining bound, an asm statement of a
+        # macro not read) may signal any barrier at all
         ex.reason = f"mbarrier passed to {blind[0].api} (line {blind[0].location.row}), which is not modelled"
         return ex
     if any(_data_exit(m, lid) for o in ops for lid in o.loops):
