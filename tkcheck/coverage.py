@@ -419,6 +419,17 @@ def for_model(
         for s in census(builder, root_cursor, exclude, more_roots, tuple(model.dead_code))
         if not any(f == s.file and a <= (s.row, s.col) <= b for f, a, b in model.dead_code)
     ]
+    # asm statements macros wrote (their text is the macro's, which the census does not read):
+    # the walk's record of those that synchronise or that it could not read
+    have = {(s.file, s.row, s.col) for s in sites}
+    for loc in model.macro_asm:
+        fname = os.path.abspath(loc.filename)
+        made = [o for o in model.ops if o.location.filename == loc.filename and o.location.row == loc.row]
+        if all(_memory_event_only(o) for o in made):
+            continue  # a plain shared load or store in a macro: no sync site, as the census's regex
+        if (fname, loc.row, loc.column) not in have:
+            have.add((fname, loc.row, loc.column))
+            sites.append(Site(fname, loc.filename, loc.row, loc.column, "asm"))
     rows = _modelled_rows(model)
     modelled = 0
     unknowns: list[Unknown] = []

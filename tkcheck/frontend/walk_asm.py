@@ -58,6 +58,7 @@ class AsmLowering:
         # the translation unit's macros: definitions by name, and the definition each
         # invocation (by its place) names; read on the first asm statement a macro wrote
         self._macros: tuple[dict[str, Any], dict[tuple[str, int], Any]] | None = None
+        self._from_macro: set[tuple[str, int]] = set()  # the places of asm statements macros wrote
 
     @contextmanager
     def polling(self, asm: Any) -> Iterator[None]:
@@ -77,6 +78,19 @@ class AsmLowering:
         `try_wait` succeeds (the wait is the loop, as in a try_wait that branches back)."""
         looped = looped or _place(c) in self._polled
         toks = self._asm_tokens(c)
+        m = self.w.model
+        before = len(m.ops) if m is not None else 0
+        try:
+            self._walk_tokens(c, ctx, toks, looped)
+        finally:
+            if m is not None and not ctx.dry and _place(c) in self._from_macro and len(m.ops) > before:
+                # a coverage site of its own where it made ops or could not be read (the census
+                # reads text, and this statement's text is the macro's)
+                loc = loc_of(c, self.w.filename)
+                if loc not in m.macro_asm:
+                    m.macro_asm.append(loc)
+
+    def _walk_tokens(self, c: Any, ctx: Ctx, toks: list[str] | None, looped: bool) -> None:
         if toks is None:
             # an asm statement written by a macro tkcheck could not expand: its instruction is
             # unknown, so any barrier its operands name is used in a way no account may claim
@@ -108,21 +122,17 @@ class AsmLowering:
         key = _place(c)
         if key not in self._tokens_memo:
             toks = tokens_of(c)
-            self._tokens_memo[key] = toks if toks and toks[0] in _ASM_WORDS else self._expanded(c, toks)
+            if toks and toks[0] in _ASM_WORDS:
+                self._tokens_memo[key] = toks
+            else:
+                self._from_macro.add(key)
+                self._tokens_memo[key] = self._expanded(c, toks)
         return self._tokens_memo[key]
 
     def _expanded(self, c: Any, toks: list[str]) -> list[str] | None:
         if self._macros is None:
             self._macros = _macro_table(c.translation_unit)
-        defs, uses = self._macros
-        d = uses.get(_place(c))
-        if d is not None and toks and d.spelling == toks[0]:
-            defs = {**defs, toks[0]: d}  # the definition this invocation names (a macro redefined later)
-        body = _expand_all(toks, defs, frozenset(), 0)
-        if body is None:
-            return None
-        starts = [i for i, t in enumerate(body) if t in _ASM_WORDS]
-        return _one_statement(body[starts[0] :]) if len(starts) == 1 else None
+        return _expanded(c, toks, self._macros)
 
     def _walk_ptx(self, c: Any, ctx: Ctx, ptx: str, looped: bool) -> None:
         w = self.w
@@ -1144,6 +1154,18 @@ def _div8(t: Expr) -> Expr | None:
 
 
 _ASM_WORDS = frozenset({"asm", "__asm__", "__asm"})
+
+
+def _expanded(c: Any, toks: list[str], macros: tuple[dict[str, Any], dict[tuple[str, int], Any]]) -> list[str] | None:
+    defs, uses = macros
+    d = uses.get(_place(c))
+    if d is not None and toks and d.spelling == toks[0]:
+        defs = {**defs, toks[0]: d}  # the definition this invocation names (a macro redefined later)
+    body = _expand_all(toks, defs, frozenset(), 0)
+    if body is None:
+        return None
+    starts = [i for i, t in enumerate(body) if t in _ASM_WORDS]
+    return _one_statement(body[starts[0] :]) if len(starts) == 1 else None
 
 
 def _macro_table(tu: Any) -> tuple[dict[str, Any], dict[tuple[str, int], Any]]:

@@ -732,6 +732,8 @@ class KernelModel:
     tmem_tiles: dict[str, TmemTile] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # assumptions stated to the user
     unmodelled: list[tuple[Location, str]] = field(default_factory=list)  # for --show-unknown
+    # asm statements written by macros that synchronise or could not be read (coverage sites)
+    macro_asm: list[Location] = field(default_factory=list)
     # (file, row, census name) of libcu++ atomic sites the walk modelled that no event stands at: the
     # declaration of an atomic object whose calls are events, a relaxed fence (coverage's census)
     atomic_sites: set = field(default_factory=set)
