@@ -2041,13 +2041,17 @@ def _empty_body(body) -> bool:
 
 
 def _runs_once(c) -> bool:
-    """A `do { ... } while (0)` (or `while (false)`) whose body has no `break` or `continue`:
-    one pass of its body, no loop. The condition's value is clang's (a macro's `while (0)` has
-    the macro's invocation as its extent, so its tokens are not the condition's)."""
+    """A `do { asm ...; } while (0)` (or `while (false)`), a statement macro's wrapper around
+    inline PTX: one pass of its body, no loop. The condition's value is clang's (a macro's
+    `while (0)` has the macro's invocation as its extent, so its tokens are not the condition's).
+    Only bodies of asm statements: a body that assigns (`ADVANCE(s, ph)`) stays a loop of one
+    trip, as the carried-value pass that reads the enclosing loop's tokens expects."""
     kids = list(c.get_children())
     if len(kids) != 2 or _constant_int(kids[1]) != 0:
         return False
-    return not any(d.kind in (CK.BREAK_STMT, CK.CONTINUE_STMT) for d in kids[0].walk_preorder())
+    body = kids[0]
+    stmts = list(body.get_children()) if body.kind == CK.COMPOUND_STMT else [body]
+    return bool(stmts) and all(x.kind in (CK.ASM_STMT, CK.MS_ASM_STMT, CK.NULL_STMT) for x in stmts)
 
 
 def _constant_int(c) -> int | None:
