@@ -53,17 +53,21 @@ def check(an: Analysis) -> Iterator[Finding]:
         # two lanes of one warp are two threads (independent thread scheduling; a shuffle is no
         # memory barrier): say so, the usual surprise
         lanes = " (another lane of its warp)" if tw // 32 == tr // 32 else ""
+        elem = race.element or str(w.buffer)
+        # an atomic read-modify-write reads the element too (its read races with a plain write)
+        reads = _what(r) if r.access is not None and r.access.atomic else "reads"
+        given = f" (for input data where {race.input})" if race.input else ""
         if race.first is w:
             msg = (
-                f"{describe(frozenset([tw]), n)} {_what(w)} the shared scalar `{w.buffer}`{it1} and "
-                f"{describe(frozenset([tr]), n)}{lanes} reads it {when}{it2} with no barrier both take part in between: "
-                "the read may see the value from before the write"
+                f"{describe(frozenset([tw]), n)} {_what(w)} the shared scalar `{elem}`{it1} and "
+                f"{describe(frozenset([tr]), n)}{lanes} {reads} it {when}{it2} with no barrier both take part in "
+                f"between{given}: the read may see the value from before the write"
             )
         else:
             msg = (
-                f"{describe(frozenset([tr]), n)} reads the shared scalar `{w.buffer}`{it1} and "
+                f"{describe(frozenset([tr]), n)} {reads} the shared scalar `{elem}`{it1} and "
                 f"{describe(frozenset([tw]), n)}{lanes} {_what(w)} it {when}{it2} with no barrier both take part in "
-                "between: the write may land before the read has read the old value"
+                f"between{given}: the write may land before the read has read the old value"
             )
         yield finding(
             "TK408",
@@ -75,6 +79,7 @@ def check(an: Analysis) -> Iterator[Finding]:
                 "reader": tr,
                 "next_iteration": race.next_iteration,
                 **({"iteration": dict(race.inner)} if race.inner else {}),
+                **({"input": race.input} if race.input else {}),
             },
             help=(
                 "put a `__syncwarp()` whose mask holds both lanes between the write and the read "

@@ -185,9 +185,15 @@ def _warp(an):
             help_ = "the executing lane must be in the mask: pass the mask of the lanes that take this branch"
             rel = []
         else:
+            when = (
+                f" for input data where `{mm.input_text}` holds for {describe_lanes(mm.reaching)} only (each lane "
+                "loads its own element, which the kernel never writes)"
+                if mm.input_cond is not None
+                else ""
+            )
             msg = (
-                f"{what} is a warp collective every lane named in its mask must execute, but in warp {mm.warp} "
-                f"only {describe_lanes(mm.reaching)} reach it; {describe_lanes(mm.missing)} never do (they reach "
+                f"{what} is a warp collective every lane named in its mask must execute, but in warp {mm.warp}"
+                f"{when} only {describe_lanes(mm.reaching)} reach it; {describe_lanes(mm.missing)} never do (they reach "
                 f"{'fewer ' + mm.instr + ' sites of that mask' if mm.others else 'no ' + mm.instr + ' of that mask'})"
             )
             help_ = (
@@ -207,6 +213,7 @@ def _warp(an):
                     "warp": mm.warp,
                     "reaching": describe_lanes(mm.reaching),
                     "missing": describe_lanes(mm.missing),
+                    **({"input": mm.input_text} if mm.input_cond is not None else {}),
                 },
                 help=help_,
             )

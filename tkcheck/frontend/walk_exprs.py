@@ -405,8 +405,10 @@ class ExprEvaluation:
             res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"), cexpr.spelled(node))
             self._elem_access(res, "read", ctx, cursor)
             return res
+        value = self.opaque_from(node, (base, idx))
         if self._global_pointer(base) and not self._no_elem_access and cursor is not None:
-            # `p[i]` of a pointer the kernel received: a plain (weak) load of global memory
+            # `p[i]` of a pointer the kernel received: a plain (weak) load of global memory; its
+            # value the Var it names (a lane's input: checks/warp_collectives.py `lane_input`)
             self.emit(
                 ir.Op(
                     ir.GLOBAL_LOAD,
@@ -420,11 +422,11 @@ class ExprEvaluation:
                         form="plain",
                         base=self.global_base(base),
                         index=self._param_index(base, idx),
+                        value=value.name if isinstance(value, E.Var) else None,
                     ),
                 ),
                 ctx,
             )
-        value = self.opaque_from(node, (base, idx))
         if self._no_elem_access and self._global_pointer(base):
             # `&p[i]`: an address in the memory p points into
             b = self.global_base(base)
