@@ -186,14 +186,15 @@ def _warp(an):
             rel = []
         else:
             when = (
-                f" for input data where `{mm.input_text}` holds for {describe_lanes(mm.reaching)} only (each lane "
-                "loads its own element, which the kernel never writes)"
+                f", for input data where `{mm.input_text}` holds for {describe_lanes(mm.reaching)} only (each lane "
+                "loads its own element, which the kernel never writes),"
                 if mm.input_cond is not None
                 else ""
             )
+            reach = "reaches" if len(mm.reaching) == 1 else "reach"
             msg = (
                 f"{what} is a warp collective every lane named in its mask must execute, but in warp {mm.warp}"
-                f"{when} only {describe_lanes(mm.reaching)} reach it; {describe_lanes(mm.missing)} never do (they reach "
+                f"{when} only {describe_lanes(mm.reaching)} {reach} it; {describe_lanes(mm.missing)} never do (they reach "
                 f"{'fewer ' + mm.instr + ' sites of that mask' if mm.others else 'no ' + mm.instr + ' of that mask'})"
             )
             help_ = (

@@ -459,6 +459,22 @@ def _truth_forms(e: E.Expr) -> set[E.Expr]:
     return {e, E.binop("!=", e, E.Const(0))}
 
 
+def opaque_atoms(g: ir.Guard) -> tuple[E.Expr, ...]:
+    """The guard's conditions over unmodelled values, `a && b` split into a and b."""
+    out: list[E.Expr] = []
+
+    def walk(c: E.Expr) -> None:
+        if isinstance(c, E.Bin) and c.op == "&&":
+            walk(c.a)
+            walk(c.b)
+        else:
+            out.append(c)
+
+    for c in g.opaque:
+        walk(c)
+    return tuple(out)
+
+
 def kept_by_its_mask(an: Analysis, op: ir.Op, depth: int = 0) -> bool:
     """Is `op`'s member mask a run-time value naming exactly the lanes that execute `op`, each of
     them computing that same value and being in it? Its producer P (a ballot or `match_any`) is
@@ -471,13 +487,14 @@ def kept_by_its_mask(an: Analysis, op: ir.Op, depth: int = 0) -> bool:
         return False
     if p.guard.thread != op.guard.thread or set(p.guard.uniform) != set(op.guard.uniform):
         return False
-    if not set(p.guard.opaque) <= set(op.guard.opaque):
+    if not set(opaque_atoms(p.guard)) <= set(opaque_atoms(op.guard)):
         return False
-    extra = set(op.guard.opaque) - set(p.guard.opaque)
+    extra = set(opaque_atoms(op.guard)) - set(opaque_atoms(p.guard))
     if p.warp_coll.instr == "vote.sync.ballot":
         if not p.warp_coll.operands:
             return False
-        if extra - _truth_forms(p.warp_coll.operands[0]):
+        pred = p.warp_coll.operands[0]
+        if extra - _truth_forms(pred) and extra != set(opaque_atoms(ir.Guard(opaque=(pred,)))):
             return False
         # the executing lane is in the ballot's value: it executed P with p true and is in P's mask
         pm = _mask_expr(p)
@@ -611,7 +628,7 @@ def _input_mismatch(an: Analysis, ins: str, ops: list[ir.Op], exited: set[int], 
         ):
             continue
         others_gated = all(
-            o is s or (not o.guard.blind and set(g.opaque) <= set(o.guard.opaque)) for o in ops
+            o is s or (not o.guard.blind and set(opaque_atoms(g)) <= set(opaque_atoms(o.guard))) for o in ops
         )
         if not others_gated:
             continue
@@ -697,7 +714,7 @@ def instances(an: Analysis, ops: list[ir.Op], target: tuple[ir.Op, int] | None =
             continue
         if g.blind or not g.opaque or an.threads.satisfying(g.thread) is None:
             return None
-        for c in g.opaque:
+        for c in opaque_atoms(g):
             m = _leader_atom(an, c)
             if m is not None:
                 p = _producer_of(an, m)
@@ -771,7 +788,7 @@ def _leader_producer_ok(an: Analysis, p: ir.Op, o: ir.Op) -> bool:
         return False
     if p.guard.thread != o.guard.thread or set(p.guard.uniform) != set(o.guard.uniform):
         return False
-    if not set(p.guard.opaque) <= set(o.guard.opaque):
+    if not set(opaque_atoms(p.guard)) <= set(opaque_atoms(o.guard)):
         return False
     pm = _mask_expr(p)
     full = isinstance(pm, E.Const) and isinstance(pm.value, int) and pm.value % (1 << 32) == FULL
