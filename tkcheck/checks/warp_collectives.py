@@ -520,9 +520,7 @@ def lane_input(an: Analysis, v: E.Var) -> ir.Op | None:
     """The plain load whose value `v` is, when it is a lane's input (see above); None otherwise."""
     m = an.model
     loads = [
-        o
-        for o in m.ops
-        if o.kind == ir.GLOBAL_LOAD and o.global_access is not None and o.global_access.value == v.name
+        o for o in m.ops if o.kind == ir.GLOBAL_LOAD and o.global_access is not None and o.global_access.value == v.name
     ]
     if len(loads) != 1:
         return None
@@ -623,9 +621,7 @@ def _input_mismatch(an: Analysis, ins: str, ops: list[ir.Op], exited: set[int], 
         if ld is None or ld.loops != s.loops or ld.order > s.order:
             continue
         cond = E.conj(*g.opaque)
-        if not solver.feasible(cond, an.solver_timeout_ms) or not solver.feasible(
-            E.negate(cond), an.solver_timeout_ms
-        ):
+        if not solver.feasible(cond, an.solver_timeout_ms) or not solver.feasible(E.negate(cond), an.solver_timeout_ms):
             continue
         others_gated = all(
             o is s or (not o.guard.blind and set(opaque_atoms(g)) <= set(opaque_atoms(o.guard))) for o in ops
