@@ -222,7 +222,14 @@ write in iteration k + 1), and no barrier both threads take part in lies between
 `__syncwarp(mask)` both run with both lanes in its mask (a pair that both run a `__syncwarp(mask)`
 whose mask leaves one out is TK401's: the barrier is too narrow). An mbarrier, a spin loop, an
 atomic, a call it does not model or an unknown guard between them leaves the pair undecided:
-no finding.
+no finding. An atomic read-modify-write (`atomicAdd(&s[k], v)`) reads its element too: a plain
+write of another thread unordered with it is a race (two atomics are not).
+
+Accesses run by leaders elected from a run-time mask (`if (lane == __ffs(peers) - 1)`, `peers`
+from `__match_any_sync` or `__ballot_sync`) under conditions on data each lane loads for itself
+are asked under one input: every lane loads the same value, so the lowest lane of each warp
+leads its group, and the element is the one the other access names. A race then is reported
+with that input; a pair the barriers order for every thread the guards admit is proved ordered.
 
 Pairs in different loops (a producer's loop and a consumer's, a scheduler warp's and its
 workers') are asked of the race search (`protocol.races`): the roles' programs run
