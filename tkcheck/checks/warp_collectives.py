@@ -789,8 +789,8 @@ def _leader_producer_ok(an: Analysis, p: ir.Op, o: ir.Op) -> bool:
     pm = _mask_expr(p)
     full = isinstance(pm, E.Const) and isinstance(pm.value, int) and pm.value % (1 << 32) == FULL
     if full:
-        # the full mask: every warp its thread guard admits must be whole (else p is broken,
-        # TK501's question, and its value no group)
+        # the full mask: every warp its thread guard admits must be whole (else p is a broken
+        # collective, and its value names no group)
         ts = an.threads.satisfying(p.guard.thread)
         return ts is not None and all(all(w * WARP + i in ts for i in range(WARP)) for w in {t // WARP for t in ts})
     return kept_by_its_mask(an, p)
