@@ -53,17 +53,21 @@ def check(an: Analysis) -> Iterator[Finding]:
         # two lanes of one warp are two threads (independent thread scheduling; a shuffle is no
         # memory barrier): say so, the usual surprise
         lanes = " (another lane of its warp)" if tw // 32 == tr // 32 else ""
+        elem = race.element or str(w.buffer)
+        # an atomic read-modify-write reads the element too (its read races with a plain write)
+        reads = _what(r) if r.access is not None and r.access.atomic else "reads"
+        given = f" (for input data where {race.input})" if race.input else ""
         if race.first is w:
             msg = (
-                f"{describe(frozenset([tw]), n)} {_what(w)} the shared scalar `{w.buffer}`{it1} and "
-                f"{describe(frozenset([tr]), n)}{lanes} reads it {when}{it2} with no barrier both take part in between: "
-                "the read may see the value from before the write"
+                f"{describe(frozenset([tw]), n)} {_what(w)} the shared scalar `{elem}`{it1} and "
+                f"{describe(frozenset([tr]), n)}{lanes} {reads} it {when}{it2} with no barrier both take part in "
+                f"between{given}: the read may see the value from before the write"
             )
         else:
             msg = (
-                f"{describe(frozenset([tr]), n)} reads the shared scalar `{w.buffer}`{it1} and "
+                f"{describe(frozenset([tr]), n)} {reads} the shared scalar `{elem}`{it1} and "
                 f"{describe(frozenset([tw]), n)}{lanes} {_what(w)} it {when}{it2} with no barrier both take part in "
-                "between: the write may land before the read has read the old value"
+                f"between{given}: the write may land before the read has read the old value"
             )
         yield finding(
             "TK408",
@@ -75,6 +79,7 @@ def check(an: Analysis) -> Iterator[Finding]:
                 "reader": tr,
                 "next_iteration": race.next_iteration,
                 **({"iteration": dict(race.inner)} if race.inner else {}),
+                **({"input": race.input} if race.input else {}),
             },
             help=(
                 "put a `__syncwarp()` whose mask holds both lanes between the write and the read "
@@ -217,7 +222,14 @@ write in iteration k + 1), and no barrier both threads take part in lies between
 `__syncwarp(mask)` both run with both lanes in its mask (a pair that both run a `__syncwarp(mask)`
 whose mask leaves one out is TK401's: the barrier is too narrow). An mbarrier, a spin loop, an
 atomic, a call it does not model or an unknown guard between them leaves the pair undecided:
-no finding.
+no finding. An atomic read-modify-write (`atomicAdd(&s[k], v)`) reads its element too: a plain
+write of another thread unordered with it is a race (two atomics are not).
+
+Accesses run by leaders elected from a run-time mask (`if (lane == __ffs(peers) - 1)`, `peers`
+from `__match_any_sync` or `__ballot_sync`) under conditions on data each lane loads for itself
+are asked under one input: every lane loads the same value, so the lowest lane of each warp
+leads its group, and the element is the one the other access names. A race then is reported
+with that input; a pair the barriers order for every thread the guards admit is proved ordered.
 
 Pairs in different loops (a producer's loop and a consumer's, a scheduler warp's and its
 workers') are asked of the race search (`protocol.races`): the roles' programs run

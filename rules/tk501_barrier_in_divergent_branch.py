@@ -185,9 +185,16 @@ def _warp(an):
             help_ = "the executing lane must be in the mask: pass the mask of the lanes that take this branch"
             rel = []
         else:
+            when = (
+                f", for input data where `{mm.input_text}` holds for {describe_lanes(mm.reaching)} only (each lane "
+                "loads its own element, which the kernel never writes),"
+                if mm.input_cond is not None
+                else ""
+            )
+            reach = "reaches" if len(mm.reaching) == 1 else "reach"
             msg = (
-                f"{what} is a warp collective every lane named in its mask must execute, but in warp {mm.warp} "
-                f"only {describe_lanes(mm.reaching)} reach it; {describe_lanes(mm.missing)} never do (they reach "
+                f"{what} is a warp collective every lane named in its mask must execute, but in warp {mm.warp}"
+                f"{when} only {describe_lanes(mm.reaching)} {reach} it; {describe_lanes(mm.missing)} never do (they reach "
                 f"{'fewer ' + mm.instr + ' sites of that mask' if mm.others else 'no ' + mm.instr + ' of that mask'})"
             )
             help_ = (
@@ -207,6 +214,7 @@ def _warp(an):
                     "warp": mm.warp,
                     "reaching": describe_lanes(mm.reaching),
                     "missing": describe_lanes(mm.missing),
+                    **({"input": mm.input_text} if mm.input_cond is not None else {}),
                 },
                 help=help_,
             )
@@ -334,9 +342,14 @@ collective outside its own mask, and a site reached by some lanes of the mask
 that other lanes of it never reach, when those lanes reach only sites the
 first ones reach too (so they run the collective fewer times): a full-mask
 `__shfl_down_sync` or `__syncwarp()` inside `if (lane < 16)`, an
-`elect.sync` under `lane < 16 && ...`. Masks computed at run time
-(`__activemask()`) and lanes chosen by data leave the question undecided
-(`tkcheck coverage`).
+`elect.sync` under `lane < 16 && ...`. A branch on data each lane loads for
+itself (memory the kernel never writes, an element no other lane of its warp
+loads) is chosen by the input: a full-mask collective inside `if (key >= 0)`
+is reported for the input where only one lane takes the branch. A mask that is
+a `__ballot_sync` / `__match_any_sync` value names exactly the lanes that ran
+it (with the ballot's predicate true): a collective over it in the same
+iteration under the same guard is kept. `__activemask()` and other data leave
+the question undecided (`tkcheck coverage`).
 
 ## Why is this bad?
 `bar.sync` waits for its full thread count. Threads that skip the branch never

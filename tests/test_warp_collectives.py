@@ -88,3 +88,67 @@ def test_warp_uniform_guard_over_a_loop_counter_is_kept_a_lane_dependent_one_und
     facts = collectives(an)
     assert facts.asked == 2 and not facts.mismatches
     assert [u.instr for u in facts.undecided] == ["bar.warp.sync"]
+
+
+_AGG = """
+__global__ __launch_bounds__(64) void k(const int *keys, int *out) {
+    __shared__ int bins_s[8];
+    const int t = threadIdx.x, lane = t % 32;
+    if (t < 8) bins_s[t] = 0;
+    __syncthreads();
+    const int key = keys[blockIdx.x * 64 + t];
+    const unsigned valid = __ballot_sync(0xffffffffu, key >= 0);
+    if (key >= 0) {
+        const unsigned peers = __match_any_sync(valid, key);
+        if (lane == __ffs(peers) - 1) atomicAdd(&bins_s[key & 7], __popc(peers));
+    }
+    __syncthreads();
+    if (t < 8) out[blockIdx.x * 8 + t] = bins_s[t];
+}
+"""
+
+
+def test_run_time_masks_are_lane_sets_of_their_producers():
+    """The match's mask is the ballot's value (the lanes that took the branch), the ballot is
+    reached by whole warps: every class kept, nothing undecided; `__ffs(peers)` names its mask."""
+    from tkcheck.checks.warp_collectives import kept_by_its_mask, mask_producer
+
+    (m,) = models_of("k.cu", text=_AGG)
+    an = Analysis(m)
+    match = next(o for o in m.ops if o.kind == ir.WARP_COLL and o.warp_coll.instr == "match.sync.any")
+    assert mask_producer(an, match).warp_coll.instr == "vote.sync.ballot"
+    assert kept_by_its_mask(an, match)
+    facts = collectives(an)
+    assert facts.asked == 2 and not facts.undecided and not facts.mismatches
+    assert set(m.lowest_lane_of.values()) == {match.warp_coll.result}
+
+
+def test_full_mask_under_a_lane_input_is_a_mismatch_for_some_input():
+    (m,) = models_of("k.cu", text=_AGG.replace("__match_any_sync(valid, key)", "__match_any_sync(0xffffffffu, key)"))
+    (mm,) = collectives(Analysis(m)).mismatches
+    assert mm.kind == "missing" and mm.instr == "match.sync.any" and mm.input_cond is not None
+    assert mm.reaching == frozenset({0}) and mm.missing == frozenset(range(1, 32))
+    assert "keys[" in mm.input_text
+
+
+def test_a_value_other_lanes_share_is_no_lane_input():
+    """`keys[blockIdx.x * 64 + t / 2]`: two lanes load one element, so no lane chooses its own
+    value: no mismatch is claimed (undecided)."""
+    src = _AGG.replace("keys[blockIdx.x * 64 + t]", "keys[blockIdx.x * 64 + t / 2]").replace(
+        "__match_any_sync(valid, key)", "__match_any_sync(0xffffffffu, key)"
+    )
+    (m,) = models_of("k.cu", text=src)
+    facts = collectives(Analysis(m))
+    assert not facts.mismatches and facts.undecided
+
+
+def test_leaders_are_one_lane_a_warp_under_one_chosen_input():
+    from tkcheck.checks.warp_collectives import instances
+
+    (m,) = models_of("k.cu", text=_AGG)
+    an = Analysis(m)
+    add = next(o for o in m.ops if o.kind == ir.SMEM_ACCESS and o.access is not None and o.access.atomic)
+    zero = next(o for o in m.ops if o.kind == ir.SMEM_ACCESS and o.access_mode == "write" and o.guard.exact)
+    (inst,) = instances(an, [zero, add], (zero, 3))
+    assert an.threads.executing(inst.op) == frozenset({0, 32})
+    assert inst.op.buffer.index[0].eval({}) == 3

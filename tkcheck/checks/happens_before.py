@@ -91,6 +91,10 @@ class Race:
     # the accesses are in different loops (`_across_loops`): `second` in the first iteration of
     # its own loops, after `first`'s last
     across_loops: bool = False
+    # the accesses run under conditions over the lanes' inputs (a leader elected from a run-time
+    # mask): the input under which they race (`_race_for_an_input`); "" for every input
+    input: str = ""
+    element: str = ""  # under that input, the element both name (`cnt_s[0]`)
 
 
 @dataclass
@@ -470,7 +474,9 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
         by_name.setdefault(o.buffer.name, []).append(o)
     for ops in by_name.values():
         writes = [o for o in ops if o.access_mode == "write"]
-        reads = [o for o in ops if o.access_mode == "read"]
+        # an atomic read-modify-write (`atomicAdd(&s[k], v)`) reads the element too: a plain
+        # write of another thread that no barrier orders against it races with its read
+        reads = [o for o in ops if o.access_mode == "read" or (o.access is not None and o.access.atomic)]
         if not writes or not reads:
             continue
         out.examined.add(("shared", writes[0].buffer.name))
@@ -490,79 +496,158 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 if tw is not None and tr is not None and len(tw | tr) <= 1:
                     continue  # one thread (or none): program order. Two lanes of one warp are
                     # two threads (independent thread scheduling): asked like two warps
-                why = None
-                if not w.guard.exact or not r.guard.exact or not tw or not tr:
-                    why = "the threads that run one of them are not known"
-                elif r.loops != w.loops:
-                    if _ordered_into_loop(an, fl, w, r, tw, tr):
-                        continue
-                    inner = _race_into_inner_loop(an, fl, w, r, tw, tr, out)
-                    if inner is True:
-                        continue  # proved ordered, or undecided with its own reason
-                    if isinstance(inner, Race):
-                        out.races.append(inner)
+                if not w.guard.exact or not r.guard.exact:
+                    chosen = _race_for_an_input(an, fl, w, r)
+                    if chosen is not None:
+                        out.races.append(chosen)
                         found = True
                         continue
-                    through_index = shared_handoff.order(an, w, r)
-                    if through_index == "ordered":
+                    if _ordered_for_every_input(an, fl, w, r):
                         continue
-                    if isinstance(through_index, shared_handoff.HandoffRace):
-                        out.handoff_races.append(through_index)
-                        found = True
-                        continue
-                    across = _across_loops(an, fl, w, r, tw, tr, out)
-                    if across is True:
-                        continue  # proved ordered, or undecided with its own reason
-                    if isinstance(across, Race):
-                        out.races.append(across)
-                        found = True
-                        continue
-                    why = "they are in different loops"
-                elif set(w.guard.uniform) != set(r.guard.uniform):
-                    why = "they run under different block-uniform conditions"
-                if why is not None or not tw or not tr:
-                    out.undecided.append((w, r, why or "threads not known"))
-                    continue
-                first, second = (w, r) if w.order < r.order else (r, w)
-                race = _race_in(an, fl, first, second, tw if first is w else tr, tr if first is w else tw, out)
-                if race is not None and w.loops:
-                    # the other direction in the same iteration: `second`'s thread hands its turn
-                    # over after `second`, and `first`'s thread waits for it before `first`
-                    lid = w.loops[-1]
-                    body = [o for o in fl.ops if lid in o.loops]
-                    handed = _may_hand_over(
-                        an,
-                        [o for o in body if o.order > second.order],
-                        [o for o in body if o.order < first.order],
-                        race.second_thread,
-                        race.first_thread,
-                    )
-                    if handed is not False:
-                        out.undecided.append(
-                            (w, r, "a barrier hand-over between the two threads' turns (its generations not matched)")
-                        )
-                        continue
-                if race is None and w.loops and _repeats(an, w.loops[-1], w.guard.uniform):
-                    # the other order: `second` at iteration k, `first` at k + 1
-                    lid = w.loops[-1]
-                    body = [o for o in fl.ops if lid in o.loops]
-                    between = [o for o in body if o.order > second.order] + [o for o in body if o.order < first.order]
-                    race = _race_over(
-                        an,
-                        between,
-                        second,
-                        first,
-                        tw if second is w else tr,
-                        tr if second is w else tw,
-                        out,
-                        nested=any(o.loops != w.loops for o in between if o.kind == ir.SYNC or may_order(o)),
-                        next_iteration=True,
-                    )
-                    if race is not None:
-                        race.next_iteration = True
-                if race is not None:
-                    out.races.append(race)
+                if _ask_pair(an, fl, w, r, tw, tr, out):
                     found = True
+
+
+def _race_for_an_input(an: Analysis, fl, w: ir.Op, r: ir.Op) -> Race | None:
+    """Accesses run under conditions over the lanes' inputs and a leader test
+    (`warp_collectives.instances`): asked under one input that fixes who runs them and which
+    element they name (for an exact other end, the element one of its threads names). A race of
+    those instances is a race of the kernel for that input (`Race.input`). Anything else: None
+    (the pair stays undecided, as before)."""
+    from .warp_collectives import instances
+
+    exact = [o for o in (w, r) if o.guard.exact]
+    targets: list = [None]
+    if exact:
+        te = an.threads.executing(exact[0])
+        if not te:
+            return None
+        targets = [(exact[0], t) for t in sorted(te)[:2]]
+    for tg in targets:
+        inst = instances(an, [w, r], tg)
+        if inst is None:
+            continue
+        by = {id(i.original): i for i in inst}
+        w2 = by[id(w)].op if id(w) in by else w
+        r2 = by[id(r)].op if id(r) in by else r
+        fl.alias(w2, w)
+        fl.alias(r2, r)
+        tw2, tr2 = an.threads.executing(w2), an.threads.executing(r2)
+        scratch = MemoryFacts()
+        if not tw2 or not tr2 or not _ask_pair(an, fl, w2, r2, tw2, tr2, scratch) or not scratch.races:
+            continue
+        race = scratch.races[0]
+        race.element = str(w2.buffer if w2 is not w else r2.buffer)
+        back = {id(w2): w, id(r2): r}
+        race.first = back.get(id(race.first), race.first)
+        race.second = back.get(id(race.second), race.second)
+        race.input = inst[0].input_text
+        return race
+    return None
+
+
+def _ordered_for_every_input(an: Analysis, fl, w: ir.Op, r: ir.Op) -> bool:
+    """Proved ordered whoever runs them: each access asked as if every thread its thread guard
+    admits ran it in every iteration (a superset of who does, for any input; conditions that
+    are no expression excluded), and the barriers between order every such pair, whichever
+    elements they name."""
+    sup = []
+    for o in (w, r):
+        if o.guard.exact:
+            sup.append(o)
+            continue
+        if o.guard.blind or an.threads.satisfying(o.guard.thread) is None:
+            return False
+        sup.append(replace(o, guard=ir.Guard(o.guard.thread, o.guard.uniform, True, ())))
+    w2, r2 = sup
+    fl.alias(w2, w)
+    fl.alias(r2, r)
+    tw2, tr2 = an.threads.executing(w2), an.threads.executing(r2)
+    if not tw2 or not tr2:
+        return False
+    scratch = MemoryFacts()
+    return (
+        not _ask_pair(an, fl, w2, r2, tw2, tr2, scratch)
+        and not scratch.undecided
+        and not scratch.races
+        and not scratch.handoff_races
+    )
+
+
+def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> bool:
+    """A write and a read of one shared scalar by threads `tw` / `tr`: a Race (or a hand-off race)
+    appended to `out` (True), proved ordered, or undecided with its reason (False)."""
+    why = None
+    if not w.guard.exact or not r.guard.exact or not tw or not tr:
+        why = "the threads that run one of them are not known"
+    elif r.loops != w.loops:
+        if _ordered_into_loop(an, fl, w, r, tw, tr):
+            return False
+        inner = _race_into_inner_loop(an, fl, w, r, tw, tr, out)
+        if inner is True:
+            return False  # proved ordered, or undecided with its own reason
+        if isinstance(inner, Race):
+            out.races.append(inner)
+            return True
+        through_index = shared_handoff.order(an, w, r)
+        if through_index == "ordered":
+            return False
+        if isinstance(through_index, shared_handoff.HandoffRace):
+            out.handoff_races.append(through_index)
+            return True
+        across = _across_loops(an, fl, w, r, tw, tr, out)
+        if across is True:
+            return False  # proved ordered, or undecided with its own reason
+        if isinstance(across, Race):
+            out.races.append(across)
+            return True
+        why = "they are in different loops"
+    elif set(w.guard.uniform) != set(r.guard.uniform):
+        why = "they run under different block-uniform conditions"
+    if why is not None or not tw or not tr:
+        out.undecided.append((w, r, why or "threads not known"))
+        return False
+    first, second = (w, r) if w.order < r.order else (r, w)
+    race = _race_in(an, fl, first, second, tw if first is w else tr, tr if first is w else tw, out)
+    if race is not None and w.loops:
+        # the other direction in the same iteration: `second`'s thread hands its turn
+        # over after `second`, and `first`'s thread waits for it before `first`
+        lid = w.loops[-1]
+        body = [o for o in fl.ops if lid in o.loops]
+        handed = _may_hand_over(
+            an,
+            [o for o in body if o.order > second.order],
+            [o for o in body if o.order < first.order],
+            race.second_thread,
+            race.first_thread,
+        )
+        if handed is not False:
+            out.undecided.append(
+                (w, r, "a barrier hand-over between the two threads' turns (its generations not matched)")
+            )
+            return False
+    if race is None and w.loops and _repeats(an, w.loops[-1], w.guard.uniform):
+        # the other order: `second` at iteration k, `first` at k + 1
+        lid = w.loops[-1]
+        body = [o for o in fl.ops if lid in o.loops]
+        between = [o for o in body if o.order > second.order] + [o for o in body if o.order < first.order]
+        race = _race_over(
+            an,
+            between,
+            second,
+            first,
+            tw if second is w else tr,
+            tr if second is w else tw,
+            out,
+            nested=any(o.loops != w.loops for o in between if o.kind == ir.SYNC or may_order(o)),
+            next_iteration=True,
+        )
+        if race is not None:
+            race.next_iteration = True
+    if race is not None:
+        out.races.append(race)
+        return True
+    return False
 
 
 # ---------------------------------------------------- distributed shared memory ----
@@ -937,8 +1022,30 @@ def _chain(fl, x: ir.Op, lo: int, hi: int, depth: int) -> list[ir.Op]:
 
 
 def _own_loops_ok(an: Analysis, x: ir.Op, depth: int) -> bool:
-    """x's loops past `depth` are known loops with one trip count for the whole block."""
-    return all(an.model.loops.get(lid) is not None and an.model.loops[lid].uniform for lid in x.loops[depth:])
+    """x's loops past `depth` are known loops with one trip count for the whole block, or with a
+    trip count over the thread index that is at least 1 for every thread (`_runs_for_every_thread`)."""
+    return all(
+        an.model.loops.get(lid) is not None
+        and (an.model.loops[lid].uniform or _runs_for_every_thread(an, an.model.loops[lid]))
+        for lid in x.loops[depth:]
+    )
+
+
+def _runs_for_every_thread(an: Analysis, lp: ir.Loop) -> bool:
+    """A loop with no condition of its own whose trip count is over the thread index and
+    constants only (`for (i = tid; i < 16384; i += 256)`) and at least 1 for every thread of the
+    block: evaluated per thread. Every thread runs its iteration 0."""
+    n = an.threads.n
+    trip = lp.trip
+    if n is None or trip is None or lp.infinite or lp.cond is not None or lp.data_cond or lp.continues:
+        return False
+    if any(v.name != "tid" for v in trip.free_vars()):
+        return False
+    memo = an.fact("happens_before.runs_for_every_thread", lambda _an: {})
+    if id(lp) not in memo:
+        vals = [trip.eval({"tid": t, "tid_y": 0, "tid_z": 0}) for t in range(n)]
+        memo[id(lp)] = all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in vals)
+    return memo[id(lp)]
 
 
 def _loop_conds(an: Analysis, x: ir.Op, depth: int) -> set:
@@ -961,7 +1068,7 @@ def _first_iteration_runs(an: Analysis, x: ir.Op, depth: int) -> bool:
     for lid in x.loops[depth:]:
         lp = an.model.loops[lid]
         env[lp.counter.name] = E.Const(0)
-        if lp.trip is not None:
+        if lp.trip is not None and not (not lp.uniform and _runs_for_every_thread(an, lp)):
             conds.append(E.binop("<", E.Const(0), E.substitute(lp.trip, env)))
     conds += [E.substitute(c, env) for c in x.guard.uniform]
     if any(c.is_opaque() or c.depends_on(E.LOOP) for c in conds):

@@ -56,6 +56,7 @@ class Flow:
         self.model = an.model
         self.ops = sorted(an.model.ops, key=lambda o: o.order)
         self.index = {id(o): i for i, o in enumerate(self.ops)}
+        self._instances: list[ir.Op] = []
         self.first: dict[int, int] = {}
         for i, o in enumerate(self.ops):
             for lid in o.loops:
@@ -102,6 +103,13 @@ class Flow:
         if op.guard.uniform and not all(u in ctx_uniform for u in op.guard.uniform):
             return None
         return True
+
+    def alias(self, instance: ir.Op, original: ir.Op) -> None:
+        """`instance` (an op rewritten for one input: `warp_collectives.instances`) stands where
+        `original` is in program order."""
+        if instance is not original:
+            self._instances.append(instance)  # kept alive: its id names its place
+            self.index[id(instance)] = self.index[id(original)]
 
     def same_iteration_between(self, a: ir.Op, b: ir.Op) -> list[ir.Op]:
         """Ops strictly between a and b in program order (no back edge)."""

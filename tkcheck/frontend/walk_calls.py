@@ -382,11 +382,32 @@ class CallLowering:
             mask = convert_int(vals[0], "unsigned int") if vals and isinstance(vals[0], Expr) else None
             instr = K.WARP_COLLECTIVE_CALLS[base]
             loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
-            self.w.emit(
-                ir.Op(ir.WARP_COLL, base, loc, ctx.guard, ctx.loops, warp_coll=ir.WarpCollFacts(instr, mask)), ctx
+            value = self.w.exprs.opaque_from(node, vals)
+            facts = ir.WarpCollFacts(
+                instr,
+                mask,
+                result=value.name if isinstance(value, E.Var) else None,
+                operands=tuple(v for v in vals[1:] if isinstance(v, Expr)),
             )
+            self.w.emit(ir.Op(ir.WARP_COLL, base, loc, ctx.guard, ctx.loops, warp_coll=facts), ctx)
             self.w.stmts.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
-            return self.w.exprs.opaque_from(node, vals)
+            return value
+        if not quals and base == "__ffs" and len(args) == 1 and base not in self.w.mb.functions:
+            # `__ffs(m)`: one plus the lowest set bit of m; of a member mask computed at run time,
+            # the lowest lane it names (the model keeps which mask: a group's leader)
+            arg = self.w.ev(args[0], ctx, cursor)
+            value = E.opaque(cexpr.render(node))
+            if isinstance(arg, E.Var) and arg.is_opaque():
+                self.w.model.lowest_lane_of[value.name] = arg.name
+            return value
+        if not quals and base == "__activemask" and not args and base not in self.w.mb.functions:
+            # `__activemask()`: the lanes of the warp executing it now (no collective: it waits for
+            # none). An event whose value names them (checks/warp_collectives.py `MaskValue`)
+            loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+            value = E.opaque(cexpr.render(node))
+            facts = ir.WarpCollFacts(K.ACTIVEMASK, None, result=value.name)
+            self.w.emit(ir.Op(ir.WARP_COLL, base, loc, ctx.guard, ctx.loops, warp_coll=facts), ctx)
+            return value
         spec, scope, gwarps = self._lookup_op(qual, base, scope_warps, len(args))
         if (
             spec is None

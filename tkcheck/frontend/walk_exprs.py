@@ -393,10 +393,18 @@ class ExprEvaluation:
             res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"), cexpr.spelled(node))
             self._elem_access(res, "read", ctx, cursor)
             return res
-        if self._global_pointer(base) and not self._no_elem_access and cursor is not None:
-            # `p[i]` of a pointer the kernel received: a plain (weak) load of global memory
-            self.global_load(node, ctx, cursor, base=self.global_base(base), index=self._param_index(base, idx))
         value = self.opaque_from(node, (base, idx))
+        if self._global_pointer(base) and not self._no_elem_access and cursor is not None:
+            # `p[i]` of a pointer the kernel received: a plain (weak) load of global memory; its
+            # value the Var it names (a lane's input: checks/warp_collectives.py `lane_input`)
+            self.global_load(
+                node,
+                ctx,
+                cursor,
+                base=self.global_base(base),
+                index=self._param_index(base, idx),
+                value=value.name if isinstance(value, E.Var) else None,
+            )
         if self._no_elem_access and self._global_pointer(base):
             # `&p[i]`: an address in the memory p points into
             b = self.global_base(base)
@@ -1005,8 +1013,11 @@ class ExprEvaluation:
             ctx,
         )
 
-    def global_load(self, node, ctx, cursor, *, base: str | None, index=None, where: str | None = None):
-        """A plain (weak) load of global memory: `p[i]`, `*p`, `p->field`, the read of `p[i] += x`."""
+    def global_load(
+        self, node, ctx, cursor, *, base: str | None, index=None, where: str | None = None, value: str | None = None
+    ):
+        """A plain (weak) load of global memory: `p[i]`, `*p`, `p->field`, the read of `p[i] += x`;
+        `value`: the Var the load's value is (where the caller made one)."""
         self.emit(
             ir.Op(
                 ir.GLOBAL_LOAD,
@@ -1015,7 +1026,7 @@ class ExprEvaluation:
                 ctx.guard,
                 ctx.loops,
                 global_access=ir.GlobalAccessFacts(
-                    "weak", cexpr.render(node)[:80], form="plain", base=base, index=index, where=where
+                    "weak", cexpr.render(node)[:80], form="plain", base=base, index=index, where=where, value=value
                 ),
             ),
             ctx,

@@ -381,6 +381,9 @@ def classify_ptx(ptx: str) -> ir.AsmFacts:
 # with the same mask"). The name kept is the instruction with the qualifiers that must agree
 # (the data type aside: two sites that differ only in it are taken as one, which can only hide a
 # mismatch, never make one). Argument 0 is the mask.
+# `__activemask()`: a WARP_COLL event with this instr, no collective (it waits for no lane); its
+# value is a run-time member mask (checks/warp_collectives.py)
+ACTIVEMASK = "activemask"
 WARP_COLLECTIVE_CALLS: dict[str, str] = {
     "__shfl_sync": "shfl.sync.idx",
     "__shfl_up_sync": "shfl.sync.up",

@@ -235,15 +235,26 @@ class Guard:
     # the conditions that made it inexact, where they are expressions at all (over unmodelled
     # values: an atomic's old value, a `__shared__` flag): what a test of them guards
     opaque: tuple[Expr, ...] = ()
+    # made inexact by something that is no expression (an unmodelled loop exit, a condition the
+    # walk could not evaluate): then `thread`, `uniform` and `opaque` together do not say who runs
+    # it. False: the guard is exactly `thread && uniform && opaque` (checks/warp_collectives.py
+    # reads conditions over a lane's input through it)
+    blind: bool = False
 
     def with_thread(self, cond: Expr) -> "Guard":
-        return Guard(E.binop("&&", self.thread, cond), self.uniform, self.exact, self.opaque)
+        return Guard(E.binop("&&", self.thread, cond), self.uniform, self.exact, self.opaque, self.blind)
 
     def with_uniform(self, cond: Expr) -> "Guard":
-        return Guard(self.thread, self.uniform + (cond,), self.exact, self.opaque)
+        return Guard(self.thread, self.uniform + (cond,), self.exact, self.opaque, self.blind)
 
     def inexact(self, cond: Expr | None = None) -> "Guard":
-        return Guard(self.thread, self.uniform, False, self.opaque + ((cond,) if cond is not None else ()))
+        return Guard(
+            self.thread,
+            self.uniform,
+            False,
+            self.opaque + ((cond,) if cond is not None else ()),
+            self.blind or cond is None,
+        )
 
 
 # ------------------------------------------------------------- op facts ----
@@ -334,6 +345,12 @@ class WarpCollFacts:
     # a `.sync.aligned` instruction whose other effect (tensormap.cp_fenceproxy: a copy to global
     # memory with a proxy release) the model does not have: its site stays unmodelled (coverage)
     effect_unmodelled: bool = False
+    # the value the collective returns, as the Var the walk bound it to (a run-time member mask
+    # computed by `__ballot_sync` / `__match_any_sync` / `__activemask()` names its lanes through
+    # it: checks/warp_collectives.py `MaskValue`); None: not bound
+    result: str | None = None
+    # its operands after the mask (`__ballot_sync`'s predicate, `__match_any_sync`'s value)
+    operands: tuple[Expr, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -449,6 +466,10 @@ class GlobalAccessFacts:
     dtype: str | None = None  # the atomic's value type as the source spells it (`float`, `unsigned int`)
     # the atomic's old value, as the Var the walk bound it to (a last-arriver test compares it)
     result: str | None = None
+    # a plain load's value (`p[i]`), as the Var the walk bound it to: a lane's input where no
+    # thread of the kernel writes that memory (checks/warp_collectives.py `lane_inputs`); kept
+    # apart from `result`, which the polls of spin loops read
+    value: str | None = None
     # how the source spells it: ptx | volatile | atomic (CUDA's atomicAdd & co) | object (a libcu++ /
     # C++ atomic object's member call) | plain | tk
     form: str = "ptx"
@@ -725,6 +746,10 @@ class KernelModel:
     reg_tiles: dict[str, TileType] = field(default_factory=dict)
     globals: dict[str, TileType] = field(default_factory=dict)
     loops: dict[int, Loop] = field(default_factory=dict)
+    # `__ffs(m)` of a run-time member mask m: the Var of its value -> the Var of m (the lowest lane
+    # of m plus one: a group's leader is the lane with `lane == __ffs(m) - 1`;
+    # checks/warp_collectives.py `leader_lanes`)
+    lowest_lane_of: dict[str, str] = field(default_factory=dict)
     ops: list[Op] = field(default_factory=list)
     smem_addresses: dict[str, SmemAddress] = field(default_factory=dict)  # Var name -> buffer
     regions: dict[str, SharedRegion] = field(default_factory=dict)  # hand-carved stage regions
