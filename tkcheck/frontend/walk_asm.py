@@ -94,7 +94,7 @@ class AsmLowering:
         if toks is None:
             # an asm statement written by a macro tkcheck could not expand: its instruction is
             # unknown, so any barrier its operands name is used in a way no account may claim
-            self.w.stmts.note_unmodelled(c, "asm statement in a macro expansion tkcheck could not read")
+            self.w.note_unmodelled(c, "asm statement in a macro expansion tkcheck could not read")
             if not ctx.dry and self.w.model is not None:
                 # its operands' barrier where they name one, else a barrier not known: no account
                 # of the kernel is claimed (as a helper past the inlining bound)

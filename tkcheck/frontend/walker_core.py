@@ -143,5 +143,6 @@ class AsmWalker(WalkerCore, Protocol):
     global loads and atomics, their loaded values)."""
 
     exprs: ExprEvaluation
+    stmts: StatementWalk  # an asm statement tkcheck could not read is an unmodelled barrier use
     tensor_boxes: dict[str, int]  # `CUtensorMap` parameter -> box bytes (tensor_maps.py)
     tensor_map_params: set[str]  # the kernel's `CUtensorMap` parameters (by value: `__grid_constant__`)
