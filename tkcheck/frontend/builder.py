@@ -327,7 +327,8 @@ class ModelBuilder:
                 self.globals_env.define("::".join(ns[i:] + (c.spelling,)), val)
         if kind == CK.MACRO_DEFINITION:
             if c.location.file is not None and self.parsed.is_user_file(c.location.file.name):
-                toks = tokens_of(c)
+                # (a definition's line continuations are no tokens of it)
+                toks = [t for t in tokens_of(c) if t != "\\"]
                 # object-like macros only: NAME value...
                 if len(toks) >= 2 and not (len(toks) > 2 and toks[1] == "(" and _adjacent(c)):
                     self.macros[toks[0]] = toks[1:]

@@ -22,6 +22,7 @@ from . import cexpr
 from .lexer import lex
 from .value_types import Obj
 from .walk_arith import _ArrVal
+from .macros import ASM_WORDS, asm_of_macro
 from .walk_env import Ctx, loc_of, tokens_of
 from .walker_core import AsmWalker
 
@@ -55,9 +56,6 @@ class AsmLowering:
         self._api: str | None = None
         # the tokens of each asm statement (by its place); a macro's expansion read once
         self._tokens_memo: dict[tuple[str, int], list[str] | None] = {}
-        # the translation unit's macros: definitions by name, and the definition each
-        # invocation (by its place) names; read on the first asm statement a macro wrote
-        self._macros: tuple[dict[str, Any], dict[tuple[str, int], Any]] | None = None
         self._from_macro: set[tuple[str, int]] = set()  # the places of asm statements macros wrote
 
     @contextmanager
@@ -122,17 +120,12 @@ class AsmLowering:
         key = _place(c)
         if key not in self._tokens_memo:
             toks = tokens_of(c)
-            if toks and toks[0] in _ASM_WORDS:
+            if toks and toks[0] in ASM_WORDS:
                 self._tokens_memo[key] = toks
             else:
                 self._from_macro.add(key)
-                self._tokens_memo[key] = self._expanded(c, toks)
+                self._tokens_memo[key] = asm_of_macro(toks, self.w.mb.macros, self.w.mb.fn_macros)
         return self._tokens_memo[key]
-
-    def _expanded(self, c: Any, toks: list[str]) -> list[str] | None:
-        if self._macros is None:
-            self._macros = _macro_table(c.translation_unit)
-        return _expanded(c, toks, self._macros)
 
     def _walk_ptx(self, c: Any, ctx: Ctx, ptx: str, looped: bool) -> None:
         w = self.w
@@ -1150,126 +1143,4 @@ def _div8(t: Expr) -> Expr | None:
     if isinstance(t, E.Bin) and t.op == "<<" and isinstance(t.b, E.Const) and isinstance(t.b.value, int):
         if t.b.value >= 3:
             return E.binop("<<", t.a, E.Const(t.b.value - 3))
-    return None
-
-
-_ASM_WORDS = frozenset({"asm", "__asm__", "__asm"})
-
-
-def _expanded(c: Any, toks: list[str], macros: tuple[dict[str, Any], dict[tuple[str, int], Any]]) -> list[str] | None:
-    defs, uses = macros
-    d = uses.get(_place(c))
-    if d is not None and toks and d.spelling == toks[0]:
-        defs = {**defs, toks[0]: d}  # the definition this invocation names (a macro redefined later)
-    body = _expand_all(toks, defs, frozenset(), 0)
-    if body is None:
-        return None
-    starts = [i for i, t in enumerate(body) if t in _ASM_WORDS]
-    return _one_statement(body[starts[0] :]) if len(starts) == 1 else None
-
-
-def _macro_table(tu: Any) -> tuple[dict[str, Any], dict[tuple[str, int], Any]]:
-    """The macro definitions of the translation unit by name (the last one read), and each macro
-    invocation's definition by the invocation's place (libclang's detailed preprocessing record)."""
-    defs: dict[str, Any] = {}
-    uses: dict[tuple[str, int], Any] = {}
-    for m in tu.cursor.get_children():
-        if m.kind == CK.MACRO_DEFINITION:
-            defs[m.spelling] = m
-        elif m.kind == CK.MACRO_INSTANTIATION:
-            ref = m.referenced
-            if ref is not None:
-                uses[_place(m)] = ref
-    return defs, uses
-
-
-def _function_like(d: Any) -> tuple[list[str], list[str]] | None:
-    """(parameters, body) of a function-like macro definition (`NAME(` with no space), None for
-    an object-like one."""
-    toks = list(d.get_tokens())
-    if len(toks) < 2 or toks[1].spelling != "(":
-        return None
-    a, b = toks[0].extent.end, toks[1].extent.start
-    if (a.line, a.column) != (b.line, b.column):
-        return None
-    spelled = [t.spelling for t in toks]
-    close = spelled.index(")", 1) if ")" in spelled[1:] else len(spelled)
-    return [p for p in spelled[2:close] if p != ","], spelled[close + 1 :]
-
-
-def _expand_all(toks: list[str], defs: dict[str, Any], hide: frozenset[str], depth: int) -> list[str] | None:
-    """`toks` with every macro invocation replaced by its expansion, rescanned (a macro is not
-    expanded inside its own expansion). None where the plain substitution would be inexact:
-    `#`, `##`, variadic parameters, unbalanced arguments, nesting past 16."""
-    if depth > 16:
-        return None
-    out: list[str] = []
-    i = 0
-    while i < len(toks):
-        t = toks[i]
-        d = defs.get(t) if t not in hide and not t.startswith('"') else None
-        if d is None:
-            out.append(t)
-            i += 1
-            continue
-        fl = _function_like(d)
-        if fl is None:
-            body = [x.spelling for x in list(d.get_tokens())[1:]]
-            end = i + 1
-        else:
-            if i + 1 >= len(toks) or toks[i + 1] != "(":
-                out.append(t)  # a function-like macro's name without arguments is no invocation
-                i += 1
-                continue
-            params, body = fl
-            args = _arguments(toks[i + 1 :])
-            if args is None or "..." in params:
-                return None
-            if not params and args == [[]]:
-                args = []
-            if len(args) != len(params):
-                return None
-            end = i + 1 + 2 + sum(len(a) for a in args) + max(len(args) - 1, 0)
-            subst = dict(zip(params, args))
-            body = [x for b in body for x in subst.get(b, [b])]
-        if "#" in body or "##" in body:
-            return None
-        expanded = _expand_all(body, defs, hide | {t}, depth + 1)
-        if expanded is None:
-            return None
-        out += expanded
-        i = end
-    return out
-
-
-def _arguments(rest: list[str]) -> list[list[str]] | None:
-    """The argument token lists of `( a, f(b, c) )`, split at the commas outside parentheses."""
-    if not rest or rest[0] != "(":
-        return None
-    args: list[list[str]] = [[]]
-    depth = 0
-    for t in rest[1:]:
-        if t in ("(", "[", "{"):
-            depth += 1
-        elif t in (")", "]", "}"):
-            if depth == 0:
-                return args
-            depth -= 1
-        elif t == "," and depth == 0:
-            args.append([])
-            continue
-        args[-1].append(t)
-    return None
-
-
-def _one_statement(toks: list[str]) -> list[str] | None:
-    """`asm volatile ( ... )` up to its closing parenthesis."""
-    depth = 0
-    for i, t in enumerate(toks):
-        if t == "(":
-            depth += 1
-        elif t == ")":
-            depth -= 1
-            if depth == 0:
-                return toks[: i + 1]
     return None

@@ -13,6 +13,7 @@ from ..model.expr import Expr
 from . import cexpr, walk_ptxns
 from .poll_helpers import polled_probe
 from .value_types import Allocator, CgGroup, NamedBar, Obj, Rec, StructType
+from .macros import expand_fn_macros
 from .walk_env import CK, BranchEnv, Ctx, ThisEnv, loc_of, tokens_of, value_names
 from ..recurrence import _is_opaque_form, flat_base, solve_guarded
 from .walk_arith import (
@@ -1505,7 +1506,7 @@ class StatementWalk:
         for cur in (body, inc_c):
             if cur is None:
                 continue
-            toks = _expand_fn_macros(tokens_of(cur), getattr(self.w.mb, "fn_macros", {}))
+            toks = expand_fn_macros(tokens_of(cur), getattr(self.w.mb, "fn_macros", {}))
             for i, t in enumerate(toks):
                 if (
                     env is not None
@@ -1932,60 +1933,6 @@ def _top_level_comma(toks) -> bool:
         elif t == "," and depth <= 0:
             return True
     return False
-
-
-def _expand_fn_macros(toks: list[str], macros: dict, depth: int = 0) -> list[str]:
-    """toks with the user's function-like macros expanded (`ADVANCE(s, ph)` -> its body with
-    the arguments in place of the parameters), a few levels deep; `#`/`##` are left as they
-    are. Used where the walk reads a statement's tokens, not its AST (assigned names)."""
-    if not macros or depth > 4 or not any(t in macros for t in toks):
-        return toks
-    out: list[str] = []
-    i = 0
-    while i < len(toks):
-        t = toks[i]
-        if t in macros and i + 1 < len(toks) and toks[i + 1] == "(":
-            params, body = macros[t]
-            args: list[list[str]] = [[]]
-            level, j = 0, i + 2
-            while j < len(toks):
-                x = toks[j]
-                if x in ("(", "[", "{"):
-                    level += 1
-                elif x in (")", "]", "}"):
-                    if level == 0:
-                        break
-                    level -= 1
-                elif x == "," and level == 0:
-                    args.append([])
-                    j += 1
-                    continue
-                args[-1].append(x)
-                j += 1
-            sub = dict(zip(params, args))
-            exp: list[str] = []
-            for b in body:
-                exp.extend(sub.get(b, [b]))
-            # `(s)` -> `s` (a macro's parenthesised parameter), not a call's `f(s)`
-            k = 0
-            while k < len(exp):
-                if (
-                    exp[k] == "("
-                    and k + 2 < len(exp)
-                    and exp[k + 2] == ")"
-                    and _is_ident(exp[k + 1])
-                    and not (k > 0 and (_is_ident(exp[k - 1]) or exp[k - 1] in (")", "]", ">")))
-                ):
-                    out.append(exp[k + 1])
-                    k += 3
-                    continue
-                out.append(exp[k])
-                k += 1
-            i = j + 1
-            continue
-        out.append(t)
-        i += 1
-    return _expand_fn_macros(out, macros, depth + 1)
 
 
 def _refine_after_exit(env, goes_on: Expr) -> None:

@@ -144,5 +144,6 @@ class AsmWalker(WalkerCore, Protocol):
 
     exprs: ExprEvaluation
     stmts: StatementWalk  # an asm statement tkcheck could not read is an unmodelled barrier use
+    mb: ModelBuilder  # the user's macros (an asm statement a macro wrote)
     tensor_boxes: dict[str, int]  # `CUtensorMap` parameter -> box bytes (tensor_maps.py)
     tensor_map_params: set[str]  # the kernel's `CUtensorMap` parameters (by value: `__grid_constant__`)
