@@ -951,8 +951,10 @@ def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:
                     continue
                 ua = [c for c in a.op.guard.uniform if c not in a.exclusive]
                 ub = [c for c in b.op.guard.uniform if c not in b.exclusive]
-                if a.exclusive and (len(ua) != len(a.op.guard.uniform) - len(a.exclusive)
-                                    or len(ub) != len(b.op.guard.uniform) - len(b.exclusive)):
+                if a.exclusive and (
+                    len(ua) != len(a.op.guard.uniform) - len(a.exclusive)
+                    or len(ub) != len(b.op.guard.uniform) - len(b.exclusive)
+                ):
                     continue  # a left-out condition that is not one of the site's own conjuncts
                 da = [c for c in ua if c not in ub]
                 db = [c for c in ub if c not in ua]
