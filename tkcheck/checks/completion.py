@@ -928,7 +928,10 @@ def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:
     """Two sites of one role that differ only in one uniform condition, c and its negation
     (`if (k == 0) mm2_AB(acc, a, b, sem); else mma2_AB(acc, a, b, sem);`), with the same
     threads, amount, multiplicity and pattern: exactly one of them runs in every round, so
-    they count once, as one site without that condition (in place)."""
+    they count once, as one site without that condition (in place). Sites merged so are
+    merged again by the same rule over the conditions they keep, when both left out the same
+    ones: the leaves of a tree of if/else on uniform conditions (`if (a) { if (b) load(x) else
+    load(y) } else { if (b) load(z) else load(w) }`) count as one site."""
     from .. import solver
 
     changed = True
@@ -943,11 +946,16 @@ def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:
                     or str(a.amount) != str(b.amount)
                     or str(a.times) != str(b.times)
                     or a.op.guard.thread != b.op.guard.thread
-                    or a.exclusive
-                    or b.exclusive
+                    or set(map(str, a.exclusive)) != set(map(str, b.exclusive))
                 ):
                     continue
-                ua, ub = list(a.op.guard.uniform), list(b.op.guard.uniform)
+                ua = [c for c in a.op.guard.uniform if c not in a.exclusive]
+                ub = [c for c in b.op.guard.uniform if c not in b.exclusive]
+                if a.exclusive and (
+                    len(ua) != len(a.op.guard.uniform) - len(a.exclusive)
+                    or len(ub) != len(b.op.guard.uniform) - len(b.exclusive)
+                ):
+                    continue  # a left-out condition that is not one of the site's own conjuncts
                 da = [c for c in ua if c not in ub]
                 db = [c for c in ub if c not in ua]
                 if len(da) != 1 or len(db) != 1:
@@ -960,7 +968,7 @@ def _merge_exclusive(contribs: list[Contribution], timeout_ms: int) -> None:
                     is not True
                 ):
                     continue
-                a.exclusive = (da[0],)
+                a.exclusive = (*a.exclusive, da[0])
                 contribs.remove(b)
                 changed = True
                 break

@@ -125,6 +125,27 @@ def _extent(c) -> tuple:
     return (f, (e.start.line, e.start.column), (e.end.line, e.end.column))
 
 
+def _distinct_static_name(barriers: dict, name: str, loc: ir.Location, decl) -> str:
+    """The model's name of a `__shared__` barrier declared at `loc`: its own name, unless a
+    barrier of that name was declared elsewhere (another function's local `__shared__` variable:
+    a distinct object), then qualified by its function (`comp_sm::inputs_arrived`), as C++
+    scopes it. One declaration walked again (a function inlined twice) keeps its name."""
+    old = barriers.get(name)
+    if old is None or _same_place(old.location, loc):
+        return name
+    parent = getattr(decl, "semantic_parent", None)
+    fn = getattr(parent, "spelling", "") or f"line {loc.row}"
+    qualified = f"{fn}::{name}"
+    n, out = 2, qualified
+    while out in barriers and not _same_place(barriers[out].location, loc):
+        out, n = f"{qualified}#{n}", n + 1
+    return out
+
+
+def _same_place(a: ir.Location, b: ir.Location) -> bool:
+    return (a.filename, a.row, a.column) == (b.filename, b.row, b.column)
+
+
 def _conjuncts(e: Expr) -> list[Expr]:
     if isinstance(e, E.Bin) and e.op == "&&":
         return _conjuncts(e.a) + _conjuncts(e.b)
@@ -461,8 +482,12 @@ class StatementWalk:
             )
         elif is_shared and isinstance(t, ir.TileType):
             if t.kind == "semaphore":
-                m.barriers[name] = ir.Barrier(name, tuple(dims), loc, "static")
-                value = Obj("barrier", ir.Ref(name), t)
+                # a `__shared__` semaphore of another function with the same name (a kernel that
+                # runs `comm_sm()` on some blocks and `comp_sm()` on the others, each declaring its
+                # own `inputs_arrived`) is another object: its own barrier in the model
+                bname = _distinct_static_name(m.barriers, name, loc, d)
+                m.barriers[bname] = ir.Barrier(bname, tuple(dims), loc, "static")
+                value = Obj("barrier", ir.Ref(bname), t)
             elif t.kind in ("st", "sv"):
                 m.buffers[name] = ir.SharedBuffer(
                     name, t, tuple(dims), loc, alignment=max(align or 0, _TK_TYPE_ALIGN), storage="static"
