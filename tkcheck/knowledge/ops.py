@@ -94,6 +94,25 @@ THREAD_OPS: dict[str, OpSpec] = {
     "cudaTriggerProgrammaticLaunchCompletion": OpSpec(ir.PDL, (), pdl="launch_dependents"),
 }
 
+# ---- wide shared accesses (issue 25, round 10) ------------------------------------------------
+# A store or load through a pointer to a wider type than the element (`*reinterpret_cast<uint4 *>(
+# &a_s[r][c]) = v`, CUDA's vector types) and a warp's `ldmatrix` / `stmatrix` row (16 bytes a row,
+# each lane of `.x4` naming one row) touch several consecutive elements of the last index: the
+# walk lowers such an access to an access of its first element (frontend/walk_exprs.py,
+# walk_asm.py), as it lowers a wide load (`*(float2 *)&x[i]`). A conflict found on it is real; one
+# on the other elements only (a partial overlap at another offset) is not seen. One access per
+# covered element found the same bugs and cost 90x the check time on a 16-step K loop (idioms9
+# ldmatrix_mma_stmatrix: 116 s against 1.3 s). Bytes of the vector types by name.
+VECTOR_TYPE_BYTES: dict[str, int] = {
+    **{f"{b}{n}": s * n for b, s in (("char", 1), ("uchar", 1), ("short", 2), ("ushort", 2), ("int", 4),
+                                       ("uint", 4), ("float", 4)) for n in (2, 4)},
+    **{f"{b}2": 16 for b in ("double", "longlong", "ulonglong", "long", "ulong")},
+    "__half2": 4, "half2": 4, "__nv_bfloat162": 4, "nv_bfloat162": 4,
+}
+# ldmatrix / stmatrix `.x4`: every lane names the shared address of one 16-byte row (`.x1` / `.x2`
+# read the addresses of lanes 0-7 / 0-15 only: not lowered, the access stays address math)
+MATRIX_ROW_BYTES = 16
+
 # ---- libcu++ (<cuda/barrier>, <cuda/pipeline>; frontend/walk_libcu.py lowers them) ----------
 # Read from libcu++'s headers (cuda/pipeline, cuda/__barrier, cuda/__memcpy_async): a block-scope
 # `cuda::barrier` is an mbarrier; a partitioned `cuda::pipeline` is a ring of (produced, consumed)
