@@ -822,7 +822,11 @@ class AsmLowering:
         addr = self.w.ev(node, replace(ctx, dry=True), c)
         if not isinstance(addr, Expr):
             return
-        if kind in ("ldmatrix", "stmatrix") and not mm.group(2) and self._matrix_rows(addr, ptx, ctx, c, loc, facts, kind):
+        if (
+            kind in ("ldmatrix", "stmatrix")
+            and not mm.group(2)
+            and self._matrix_rows(addr, ptx, ctx, c, loc, facts, kind)
+        ):
             return
         if mm.group(2):
             addr = E.binop("+", addr, E.Const(int(mm.group(2))))
@@ -839,7 +843,9 @@ class AsmLowering:
             ctx,
         )
 
-    def _matrix_rows(self, addr: Expr, ptx: str, ctx: Ctx, c: Any, loc: Location, facts: ir.AsmFacts, kind: str) -> bool:
+    def _matrix_rows(
+        self, addr: Expr, ptx: str, ctx: Ctx, c: Any, loc: Location, facts: ir.AsmFacts, kind: str
+    ) -> bool:
         """`ldmatrix` / `stmatrix` `.x4` at the shared address of an element of a `__shared__`
         array of scalars (`__cvta_generic_to_shared(&a_s[r][c])`): each lane's 16-byte row, lowered
         to a read (write) of its first element, as a wide load is (knowledge/ops.MATRIX_ROW_BYTES).

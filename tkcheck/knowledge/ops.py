@@ -104,10 +104,16 @@ THREAD_OPS: dict[str, OpSpec] = {
 # covered element found the same bugs and cost 90x the check time on a 16-step K loop (idioms9
 # ldmatrix_mma_stmatrix: 116 s against 1.3 s). Bytes of the vector types by name.
 VECTOR_TYPE_BYTES: dict[str, int] = {
-    **{f"{b}{n}": s * n for b, s in (("char", 1), ("uchar", 1), ("short", 2), ("ushort", 2), ("int", 4),
-                                       ("uint", 4), ("float", 4)) for n in (2, 4)},
+    **{
+        f"{b}{n}": s * n
+        for b, s in (("char", 1), ("uchar", 1), ("short", 2), ("ushort", 2), ("int", 4), ("uint", 4), ("float", 4))
+        for n in (2, 4)
+    },
     **{f"{b}2": 16 for b in ("double", "longlong", "ulonglong", "long", "ulong")},
-    "__half2": 4, "half2": 4, "__nv_bfloat162": 4, "nv_bfloat162": 4,
+    "__half2": 4,
+    "half2": 4,
+    "__nv_bfloat162": 4,
+    "nv_bfloat162": 4,
 }
 # ldmatrix / stmatrix `.x4`: every lane names the shared address of one 16-byte row (`.x1` / `.x2`
 # read the addresses of lanes 0-7 / 0-15 only: not lowered, the access stays address math)
@@ -139,8 +145,17 @@ LIBCU_BARRIER_METHODS = frozenset({"arrive", "wait", "wait_parity", "arrive_and_
 # (coverage), never a finding and never a silent pass. Matched on libclang's type of the object.
 LIBCU_UNLOWERED_SYNC_TYPES = re.compile(r"\bcuda::(?:__\d+::)?(?:latch|counting_semaphore)<")
 LIBCU_UNLOWERED_SYNC_METHODS = frozenset(
-    {"count_down", "arrive_and_wait", "wait", "try_wait", "acquire", "try_acquire", "try_acquire_for",
-     "try_acquire_until", "release"}
+    {
+        "count_down",
+        "arrive_and_wait",
+        "wait",
+        "try_wait",
+        "acquire",
+        "try_acquire",
+        "try_acquire_for",
+        "try_acquire_until",
+        "release",
+    }
 )
 # free functions: cuda::make_pipeline, cuda::memcpy_async (a cp.async copy of the issuing thread),
 # cuda::init (mbarrier init), cuda::pipeline_consumer_wait_prior<N> (cp.async.wait_group N),
