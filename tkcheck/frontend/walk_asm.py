@@ -886,6 +886,12 @@ class AsmLowering:
         addr = self.w.ev(node, replace(ctx, dry=True), c)
         if not isinstance(addr, Expr):
             return
+        if (
+            kind in ("ldmatrix", "stmatrix")
+            and not mm.group(2)
+            and self._matrix_rows(addr, ptx, ctx, c, loc, facts, kind)
+        ):
+            return
         if mm.group(2):
             addr = E.binop("+", addr, E.Const(int(mm.group(2))))
         self.w.emit(
@@ -953,6 +959,39 @@ class AsmLowering:
             ),
             ctx,
         )
+
+    def _matrix_rows(
+        self, addr: Expr, ptx: str, ctx: Ctx, c: Any, loc: Location, facts: ir.AsmFacts, kind: str
+    ) -> bool:
+        """`ldmatrix` / `stmatrix` `.x4` at the shared address of an element of a `__shared__`
+        array of scalars (`__cvta_generic_to_shared(&a_s[r][c])`): each lane's 16-byte row, lowered
+        to a read (write) of its first element, as a wide load is (knowledge/ops.MATRIX_ROW_BYTES).
+        The lane that names a row stands for the warp's collective access of it. False (the access
+        stays address math) for `.x1` / `.x2` or an address that is no such element."""
+        model = self.w.model
+        if model is None or not re.search(r"\.x4\b", ptx) or not isinstance(addr, E.Var):
+            return False
+        sa = model.smem_addresses.get(addr.name)
+        t = sa.tile_type if sa is not None else None
+        if sa is None or t is None or t.kind != "scalar" or not sa.buffer.index or not t.dtype_bytes:
+            return False
+        if K.MATRIX_ROW_BYTES % t.dtype_bytes:
+            return False
+        mode = "read" if kind == "ldmatrix" else "write"
+        self.w.emit(
+            ir.Op(
+                ir.SMEM_ACCESS,
+                kind,
+                loc,
+                ctx.guard,
+                ctx.loops,
+                asm=facts,
+                buffer=sa.buffer,
+                access=ir.AccessFacts(mode, via="element", tile_type=t),
+            ),
+            ctx,
+        )
+        return True
 
     # ---- ordered shared accesses (issue 25, round 9) ----
     def _ordered_shared(self, c: Any, ctx: Ctx, ptx: str) -> None:

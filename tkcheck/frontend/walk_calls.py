@@ -1068,6 +1068,15 @@ class CallLowering:
                 return self.w.inline.expand(f, args, ctx, cursor, targs, this=obj)
         vals = [self.w.ev(a, ctx, cursor) for a in args]
         self.w.stmts.unmodelled_use(vals, ctx, cursor, cexpr.render(callee))
+        if mname in K.LIBCU_UNLOWERED_SYNC_METHODS and not ctx.dry:
+            t = _member_object_type(cursor, mname)
+            if t is not None and K.LIBCU_UNLOWERED_SYNC_TYPES.search(t):
+                # a cuda::latch / cuda::counting_semaphore method: a synchronisation the model
+                # does not lower (knowledge/ops.py): an opaque CALL, so the engines go blind here
+                api = cexpr.render(callee)
+                loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
+                self.w.emit(ir.Op(ir.CALL, api, loc, ctx.guard, ctx.loops), ctx)
+                self.w.note_unmodelled(cursor, f"`{api}`: a libcu++ latch / semaphore method, not modelled")
         return self.w.exprs.opaque_from(callee, [obj] + vals)
 
     # -- cooperative groups ------------------------------------------------------

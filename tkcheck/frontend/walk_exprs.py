@@ -816,6 +816,12 @@ class ExprEvaluation:
             # `*p = v` through a pointer the kernel received (or an address computed from one,
             # `float *c = &C[i]`): a plain store to global memory
             ptr = self.ev(lhs.a, replace(ctx, dry=True), cursor)
+            if op == "=" and not ctx.dry and _vector_width(lhs.a, ptr):
+                # `*reinterpret_cast<uint4 *>(&a_s[r][c]) = v`: a store of the elements the vector
+                # covers, lowered to its first element's (knowledge/ops.VECTOR_TYPE_BYTES), as a
+                # wide load is (`_ev_unary`)
+                self._elem_access(ptr, "write", ctx, cursor)
+                return val
             if self._global_pointer(ptr):
                 if op != "=" and not ctx.dry:
                     self.ev(lhs, ctx, cursor)  # `*c += v` reads *c
@@ -1115,6 +1121,34 @@ class ExprEvaluation:
             ),
             ctx,
         )
+
+
+def _vector_width(pnode: cexpr.Node, ptr) -> int | None:
+    """How many elements of a shared array a store through `pnode` covers, where pnode is a cast
+    to a pointer of a CUDA vector type (`reinterpret_cast<uint4 *>(&x[i])`, `(float4 *)&x[i]`) of
+    an element of a `__shared__` array of scalars that the vector's size is a multiple of; None
+    otherwise (the access is no wide one)."""
+    if not (isinstance(ptr, Obj) and ptr.kind == "shared" and ptr.type is not None and ptr.type.kind == "scalar"):
+        return None
+    if not ptr.ref.index or not ptr.type.dtype_bytes or not isinstance(pnode, cexpr.Cast):
+        return None
+    # the cast's type: words (`(const uint4 *)`, one `*`) or a bare name (the parser reads
+    # `reinterpret_cast<uint4 *>` as the name; the dereference makes it a pointer)
+    if isinstance(pnode.type, cexpr.TypeWords):
+        words = pnode.type.words
+        if words.count("*") != 1 or words[-1] != "*":
+            return None
+    elif isinstance(pnode.type, cexpr.Name) and len(pnode.type.segments) == 1:
+        words = (pnode.type.segments[0].name,)
+    else:
+        return None
+    named = [w for w in words if w in K.VECTOR_TYPE_BYTES]
+    if len(named) != 1:
+        return None
+    size = K.VECTOR_TYPE_BYTES[named[0]]
+    if size % ptr.type.dtype_bytes or size <= ptr.type.dtype_bytes:
+        return None
+    return size // ptr.type.dtype_bytes
 
 
 def _is_shared_scalar(v) -> bool:

@@ -94,6 +94,31 @@ THREAD_OPS: dict[str, OpSpec] = {
     "cudaTriggerProgrammaticLaunchCompletion": OpSpec(ir.PDL, (), pdl="launch_dependents"),
 }
 
+# ---- wide shared accesses (issue 25, round 10) ------------------------------------------------
+# A store or load through a pointer to a wider type than the element (`*reinterpret_cast<uint4 *>(
+# &a_s[r][c]) = v`, CUDA's vector types) and a warp's `ldmatrix` / `stmatrix` row (16 bytes a row,
+# each lane of `.x4` naming one row) touch several consecutive elements of the last index: the
+# walk lowers such an access to an access of its first element (frontend/walk_exprs.py,
+# walk_asm.py), as it lowers a wide load (`*(float2 *)&x[i]`). A conflict found on it is real; one
+# on the other elements only (a partial overlap at another offset) is not seen. One access per
+# covered element found the same bugs and cost 90x the check time on a 16-step K loop (idioms9
+# ldmatrix_mma_stmatrix: 116 s against 1.3 s). Bytes of the vector types by name.
+VECTOR_TYPE_BYTES: dict[str, int] = {
+    **{
+        f"{b}{n}": s * n
+        for b, s in (("char", 1), ("uchar", 1), ("short", 2), ("ushort", 2), ("int", 4), ("uint", 4), ("float", 4))
+        for n in (2, 4)
+    },
+    **{f"{b}2": 16 for b in ("double", "longlong", "ulonglong", "long", "ulong")},
+    "__half2": 4,
+    "half2": 4,
+    "__nv_bfloat162": 4,
+    "nv_bfloat162": 4,
+}
+# ldmatrix / stmatrix `.x4`: every lane names the shared address of one 16-byte row (`.x1` / `.x2`
+# read the addresses of lanes 0-7 / 0-15 only: not lowered, the access stays address math)
+MATRIX_ROW_BYTES = 16
+
 # ---- libcu++ (<cuda/barrier>, <cuda/pipeline>; frontend/walk_libcu.py lowers them) ----------
 # Read from libcu++'s headers (cuda/pipeline, cuda/__barrier, cuda/__memcpy_async): a block-scope
 # `cuda::barrier` is an mbarrier; a partitioned `cuda::pipeline` is a ring of (produced, consumed)
@@ -113,6 +138,25 @@ LIBCU_PIPELINE_METHODS: dict[str, tuple[str, str]] = {
 # barrier methods: arrive(n) -> token (the parity of the thread's phase), wait(token), wait_parity(p),
 # arrive_and_wait()
 LIBCU_BARRIER_METHODS = frozenset({"arrive", "wait", "wait_parity", "arrive_and_wait", "arrive_and_drop"})
+# libcu++ synchronisation objects the model does not lower yet: `cuda::latch` (<cuda/latch>) and
+# `cuda::counting_semaphore` / `binary_semaphore` (<cuda/semaphore>). A call of one of their
+# methods is a synchronisation the engines cannot see through: the walk emits an opaque CALL there
+# (every engine is blind across a CALL), so an access ordered only by it stays undecided
+# (coverage), never a finding and never a silent pass. Matched on libclang's type of the object.
+LIBCU_UNLOWERED_SYNC_TYPES = re.compile(r"\bcuda::(?:__\d+::)?(?:latch|counting_semaphore)<")
+LIBCU_UNLOWERED_SYNC_METHODS = frozenset(
+    {
+        "count_down",
+        "arrive_and_wait",
+        "wait",
+        "try_wait",
+        "acquire",
+        "try_acquire",
+        "try_acquire_for",
+        "try_acquire_until",
+        "release",
+    }
+)
 # free functions: cuda::make_pipeline, cuda::memcpy_async (a cp.async copy of the issuing thread),
 # cuda::init (mbarrier init), cuda::pipeline_consumer_wait_prior<N> (cp.async.wait_group N),
 # cuda::device::barrier_arrive_tx (arrive.expect_tx, then the other arrivals),

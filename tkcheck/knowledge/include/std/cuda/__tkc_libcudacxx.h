@@ -1,5 +1,5 @@
 // tkcheck stand-in for the parts of libcu++ (<cuda/barrier>, <cuda/pipeline>, <cuda/semaphore>,
-// <cuda/atomic>) that asynchronous kernels use: cuda::barrier (an mbarrier in shared memory),
+// <cuda/latch>, <cuda/atomic>) that asynchronous kernels use: cuda::barrier (an mbarrier in shared memory),
 // memcpy_async, the TMA/bulk-copy helpers in cuda::device::experimental, cuda::pipeline.
 // Declaration-only, written for tkcheck from the libcu++ documentation.
 #pragma once
@@ -120,6 +120,21 @@ private:
     ::ptrdiff_t __c;
 };
 template<thread_scope Scope> using binary_semaphore = counting_semaphore<Scope, 1>;
+
+// cuda::latch: a one-shot count-down (libcu++ <cuda/latch>; constructed in place, no default
+// constructor, so a `__shared__` one is raw storage plus placement new)
+template<thread_scope Scope> class latch {
+public:
+    __host__ __device__ constexpr explicit latch(::ptrdiff_t expected) : __c(expected) {}
+    latch(const latch &) = delete;
+    __host__ __device__ void count_down(::ptrdiff_t update = 1);
+    __host__ __device__ bool try_wait() const noexcept;
+    __host__ __device__ void wait() const;
+    __host__ __device__ void arrive_and_wait(::ptrdiff_t update = 1);
+    static constexpr ::ptrdiff_t max() noexcept { return 0x7fffffff; }
+private:
+    ::ptrdiff_t __c;
+};
 
 // `cuda::memory_order` is `cuda::std::memory_order` (one type, as in libcu++)
 using ::std::memory_order;
