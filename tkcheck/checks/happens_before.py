@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from . import cluster_handoff, shared_handoff
+from . import cluster_handoff, ragged, shared_handoff
 from .paths import flow, index_key, keys_may_alias
 
 # ops that may synchronise two threads in ways this engine does not pair (phases, flags):
@@ -91,6 +91,9 @@ class Race:
     # the accesses are in different loops (`_across_loops`): `second` in the first iteration of
     # its own loops, after `first`'s last
     across_loops: bool = False
+    # the two accesses are in a loop each thread leaves at its own iteration (`checks/ragged.py`):
+    # each end's iteration, the split barrier asked and the launches the race needs
+    ragged: "ragged.RaggedPair | None" = None
 
 
 @dataclass
@@ -490,6 +493,28 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 if tw is not None and tr is not None and len(tw | tr) <= 1:
                     continue  # one thread (or none): program order. Two lanes of one warp are
                     # two threads (independent thread scheduling): asked like two warps
+                rp = ragged.pair(an, w, r)
+                if rp is True:
+                    continue  # ordered in every pair of iterations of a loop threads leave on their own
+                if rp == ragged.UNKNOWN:
+                    out.undecided.append((w, r, "in a loop each thread leaves at its own iteration: not decided"))
+                    continue
+                if isinstance(rp, ragged.RaggedPair):
+                    out.races.append(
+                        Race(
+                            rp.first,
+                            rp.second,
+                            rp.first_thread,
+                            rp.second_thread,
+                            next_iteration=rp.first_iteration != rp.second_iteration,
+                            narrow=rp.narrow,
+                            ragged=rp,
+                        )
+                    )
+                    found = True
+                    continue
+                if ragged.into_loop(an, w, r) and _ordered_into_loop(an, fl, w, r, frozenset(range(n)), frozenset(range(n))):
+                    continue  # a write before a loop threads leave on their own, a barrier between
                 why = None
                 if not w.guard.exact or not r.guard.exact or not tw or not tr:
                     why = "the threads that run one of them are not known"

@@ -208,6 +208,11 @@ class Loop:
     # opaque) and that has no `break`: like an infinite loop with `continues`, its trip count
     # is a number N >= 0 the model does not bound (proofs hold for every N)
     data_cond: bool = False
+    # a `while (c)` whose condition reads a value each thread computes on its own (data the model
+    # does not follow: `more = delta > TOL`, a warp vote's answer): every thread leaves at an
+    # iteration of its own. Its trip count is a symbol N(t) >= 1 per thread; the body's ops carry
+    # the loop in `Guard.exits` (inexact for that reason alone)
+    thread_exit: bool = False
     # loop-carried values with no closed form (a phase bitfield flipped under a condition: TK's
     # `update_phasebit` inside `if (k == S - 1)`): (unknown, start, update, after, head) each.
     # `head` is the form the body sees for the value at the start of an iteration, over one
@@ -235,15 +240,30 @@ class Guard:
     # the conditions that made it inexact, where they are expressions at all (over unmodelled
     # values: an atomic's old value, a `__shared__` flag): what a test of them guards
     opaque: tuple[Expr, ...] = ()
+    # the loops (`Loop.thread_exit`) each thread leaves on data of its own that alone made the
+    # guard inexact: the op runs, for each thread the rest of the guard names, in every iteration
+    # that thread has not left yet (its own trip count, a symbol N(t)); None: inexact for another
+    # reason as well
+    exits: tuple[int, ...] | None = ()
 
     def with_thread(self, cond: Expr) -> "Guard":
-        return Guard(E.binop("&&", self.thread, cond), self.uniform, self.exact, self.opaque)
+        return Guard(E.binop("&&", self.thread, cond), self.uniform, self.exact, self.opaque, self.exits)
 
     def with_uniform(self, cond: Expr) -> "Guard":
-        return Guard(self.thread, self.uniform + (cond,), self.exact, self.opaque)
+        return Guard(self.thread, self.uniform + (cond,), self.exact, self.opaque, self.exits)
 
     def inexact(self, cond: Expr | None = None) -> "Guard":
-        return Guard(self.thread, self.uniform, False, self.opaque + ((cond,) if cond is not None else ()))
+        return Guard(self.thread, self.uniform, False, self.opaque + ((cond,) if cond is not None else ()), None)
+
+    def exit_inexact(self, lid: int) -> "Guard":
+        """Inside loop `lid`, which each thread leaves on data of its own (`Loop.thread_exit`)."""
+        exits = None if self.exits is None or (not self.exact and not self.exits) else self.exits + (lid,)
+        return Guard(self.thread, self.uniform, False, self.opaque, exits)
+
+    @property
+    def exact_but_exits(self) -> bool:
+        """Exact but for the per-thread exits of `exits` (which every thread may take at its own iteration)."""
+        return not self.exact and bool(self.exits)
 
 
 # ------------------------------------------------------------- op facts ----
