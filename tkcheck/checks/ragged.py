@@ -51,7 +51,7 @@ class RaggedPair:
     first_iteration: int
     second_iteration: int
     # the warp-scoped ops in the loop that order the lanes of one warp only (the two threads are
-    # of different warps): the scope contract's (TK401)
+    # of different warps): the sync-scope contract's
     narrow: tuple[ir.Op, ...] = ()
     # the split barrier whose phases were asked (None: no barrier in the loop)
     barrier: str | None = None
@@ -135,6 +135,13 @@ def _body(an: Analysis, lp: ir.Loop) -> _Body | None:
     from .happens_before import _is_shared_scalar_access, may_order
 
     body = [o for o in an.model.ops if lp.id in o.loops]
+    if lp.thread_exit:
+        # a `while` / `do` loop: its head is a SPIN (a `for` with such a condition has its loads
+        # unwalked), left only through its condition (a `break` would end a thread's iterations
+        # where its guard does not say)
+        heads = [o for o in body if o.kind == ir.SPIN and o.location == lp.location]
+        if len(heads) != 1 or heads[0].spin is None or heads[0].spin.breaks:
+            return None
     warp: list[ir.Op] = []
     mb: list[ir.Op] = []
     for o in body:
@@ -150,7 +157,7 @@ def _body(an: Analysis, lp: ir.Loop) -> _Body | None:
         if o.kind == ir.SPIN:
             # L's own head: its condition loads nothing (no event of the body runs under the
             # head's guard: the condition's loads would) -- it is each thread's own exit test
-            if not lp.thread_exit or o.location.row != lp.location.row:
+            if not lp.thread_exit or o.location != lp.location:
                 return None
             if any(q is not o and q.guard.exact and not q.guard.exits for q in body):
                 return None
@@ -235,7 +242,9 @@ def _barrier_shape(an: Analysis, lp: ir.Loop, b: _Body) -> bool:
         if w.parity is None:
             return False
         p = E.substitute(w.parity, mp)
-        claims.append(E.binop("||", E.negate(g(w)), E.binop("==", E.binop("%", p, E.Const(2)), E.binop("%", k, E.Const(2)))))
+        claims.append(
+            E.binop("||", E.negate(g(w)), E.binop("==", E.binop("%", p, E.Const(2)), E.binop("%", k, E.Const(2))))
+        )
     for c in claims:
         if solver.always(c, an.solver_timeout_ms, assume=tuple(assume)) is not True:
             return False
