@@ -513,9 +513,7 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                     )
                     found = True
                     continue
-                if ragged.into_loop(an, w, r) and _ordered_into_loop(
-                    an, fl, w, r, frozenset(range(n)), frozenset(range(n))
-                ):
+                if ragged.ordered_into_loop(an, w, r):
                     continue  # a write before a loop threads leave on their own, a barrier between
                 why = None
                 if not w.guard.exact or not r.guard.exact or not tw or not tr:

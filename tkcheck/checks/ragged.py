@@ -251,6 +251,15 @@ def _barrier_shape(an: Analysis, lp: ir.Loop, b: _Body) -> bool:
     return True
 
 
+def _loop_facts(an: Analysis, lp: ir.Loop) -> tuple[_Body, bool] | None:
+    """L's synchronisation and whether its split barrier (if it waits on one) has the shape the
+    phase pairing needs; None: L is not asked here. Once per loop (`Analysis.fact`)."""
+    b = _body(an, lp)
+    if b is None or not _outside_ok(an, lp, b.barrier):
+        return None
+    return b, not (b.barrier is not None and b.waits and not _barrier_shape(an, lp, b))
+
+
 def pair(an: Analysis, w: ir.Op, r: ir.Op) -> RaggedPair | bool | str | None:
     """Two accesses of one shared location, both directly in one ragged loop: a RaggedPair (a
     race, proved), True (ordered in every pair of iterations), UNKNOWN (asked, not decided), or
@@ -265,10 +274,11 @@ def pair(an: Analysis, w: ir.Op, r: ir.Op) -> RaggedPair | bool | str | None:
         return None
     if set(w.guard.uniform) != set(r.guard.uniform):
         return None
-    b = _body(an, lp)
-    if b is None or not _outside_ok(an, lp, b.barrier):
+    got_loop = an.fact(f"ragged.loop:{lp.id}", lambda an_: _loop_facts(an_, lp))
+    if got_loop is None:
         return None
-    if b.barrier is not None and b.waits and not _barrier_shape(an, lp, b):
+    b, shaped = got_loop
+    if not shaped:
         return UNKNOWN
     ma, mb = _side(lp, "a"), _side(lp, "b")
     ta, tb = ma["tid"], mb["tid"]
@@ -315,7 +325,9 @@ def pair(an: Analysis, w: ir.Op, r: ir.Op) -> RaggedPair | bool | str | None:
         conds.append(E.negate(hb(w, ma, ka, trip_a, r, mb, kb)))
         conds.append(E.negate(hb(r, mb, kb, trip_b, w, ma, ka)))
     mark = solver.inconclusive_count()
-    got = solver.witness(E.conj(*conds), an.solver_timeout_ms)
+    query = E.conj(*conds)
+    # whether a pair exists first (cheap), then the smallest one for the witness
+    got = solver.witness(query, an.solver_timeout_ms) if solver.feasible(query, an.solver_timeout_ms) else None
     if got is None:
         return UNKNOWN if solver.inconclusive_count() > mark else True
     xa, xb = got.get("tid.a", 0), got.get("tid.b", 0)
@@ -334,13 +346,31 @@ def pair(an: Analysis, w: ir.Op, r: ir.Op) -> RaggedPair | bool | str | None:
     return RaggedPair(r, w, int(xb), int(xa), int(ib), int(ia), tuple(b.warp), b.barrier, assumption, waited)
 
 
-def into_loop(an: Analysis, a: ir.Op, b: ir.Op) -> bool:
-    """One of the two is in no loop with an exact guard, the other directly in a ragged loop:
-    the barrier query before the loop (`happens_before._ordered_into_loop`) decides the pair for
-    every thread (each thread runs its iterations after everything before the loop)."""
+def ordered_into_loop(an: Analysis, a: ir.Op, b: ir.Op) -> bool:
+    """Proved ordered: one of the two is in no loop with an exact guard and comes before a ragged
+    loop the other is directly in, and a block barrier every thread runs unconditionally (exact
+    guard `true`, no condition, in no loop) lies between it and the loop's first op: both threads
+    pass that barrier, the first after its access, the second before every iteration it runs."""
     for x, y in ((a, b), (b, a)):
-        if not x.loops and x.guard.exact and ragged_loop(an, y) is not None:
-            return True
+        if x.loops or not x.guard.exact:
+            continue
+        lp = ragged_loop(an, y)
+        if lp is None:
+            continue
+        start = min(o.order for o in an.model.ops if lp.id in o.loops)
+        if x.order >= start:
+            continue
+        for o in an.model.ops:
+            if (
+                x.order < o.order < start
+                and o.kind == ir.SYNC
+                and o.sync_kind == "block"
+                and not o.loops
+                and o.guard.exact
+                and not o.guard.uniform
+                and o.guard.thread == E.TRUE
+            ):
+                return True
     return False
 
 
