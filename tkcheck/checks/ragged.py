@@ -245,8 +245,8 @@ def _barrier_shape(an: Analysis, lp: ir.Loop, b: _Body) -> bool:
         claims.append(
             E.binop("||", E.negate(g(w)), E.binop("==", E.binop("%", p, E.Const(2)), E.binop("%", k, E.Const(2))))
         )
-    for c in claims:
-        if solver.always(c, an.solver_timeout_ms, assume=tuple(assume)) is not True:
+    for claim in claims:
+        if solver.always(claim, an.solver_timeout_ms, assume=tuple(assume)) is not True:
             return False
     return True
 
