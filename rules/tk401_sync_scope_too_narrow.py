@@ -184,6 +184,9 @@ def _lane_masks(an):
             continue
         seen.add(key)
         s = race.narrow[0]
+        if race.ragged is not None:
+            out.append(_ragged_narrow(an, race, w, loc))
+            continue
         left = [t for t in (tw, tr) if in_warp_mask(s, t) is False]
         outside = ", ".join(f"lane {t % 32}" for t in left) or "one of them"
         when = "in the next iteration of the loop" if race.next_iteration else "later"
@@ -210,6 +213,42 @@ def _lane_masks(an):
             )
         )
     return out
+
+
+def _ragged_narrow(an, race, w, loc):
+    """A race of two threads of different warps in a loop each warp leaves on its own (a warp
+    vote as the loop's exit test, `checks/ragged.py`): the loop's only synchronisation is
+    warp-scoped, so iteration i of one warp and iteration j of another are unordered."""
+    from tkcheck.checks import ragged as R
+
+    n = an.threads.n
+    rp = race.ragged
+    a, b = rp.first, rp.second
+    s = rp.narrow[0]
+    verb_a = "writes" if a is w else "reads"
+    verb_b = "writes" if b is w else "reads"
+    msg = (
+        f"{describe(frozenset([rp.first_thread]), n)} {verb_a} `{w.buffer}` in {R.iteration_text(an, a, rp.first_iteration)} "
+        f"and {describe(frozenset([rp.second_thread]), n)} of another warp {verb_b} it in "
+        f"{R.iteration_text(an, b, rp.second_iteration)}, and the only synchronisation in the loop, `{s.api}`, "
+        "orders the threads of each warp only: nothing orders the two warps' iterations"
+    )
+    if rp.assumption:
+        msg += f" ({rp.assumption})"
+    return finding(
+        "TK401",
+        msg,
+        loc,
+        related=[related(w, f"the write of `{w.buffer}`"), related(s, f"`{s.api}` orders one warp's lanes only")],
+        witness={
+            "writer": rp.first_thread if a is w else rp.second_thread,
+            "reader": rp.second_thread if a is w else rp.first_thread,
+            "next_iteration": race.next_iteration,
+            "iterations": [rp.first_iteration, rp.second_iteration],
+        },
+        help="synchronise the whole block once an iteration: a block-wide vote (`__syncthreads_or(c)`) both "
+        "closes the iteration and decides, for every thread alike, whether another one runs",
+    )
 
 
 def _global_acquire_scope(an):

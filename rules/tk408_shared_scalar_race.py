@@ -44,6 +44,9 @@ def check(an: Analysis) -> Iterator[Finding]:
         if race.search is not None:
             yield _searched(an, race, w, r, tw, tr, loc)
             continue
+        if race.ragged is not None:
+            yield _ragged(an, race, w, loc)
+            continue
         when = "in the next iteration of the loop" if race.next_iteration else "later"
         # an access asked per iteration of its own loop: which iteration races
         it1 = it2 = ""
@@ -168,6 +171,46 @@ def _searched(an: Analysis, race, w: ir.Op, r: ir.Op, tw: int, tr: int, loc) -> 
         help="order the read before the next write of the location: the reader releases it (an arrive, "
         "a `bar.arrive` on a barrier the writer syncs, or a `__syncwarp()` of the lanes that read before "
         "lane 0 releases) and the writer waits for that release before writing",
+    )
+
+
+def _ragged(an: Analysis, race, w: ir.Op, loc) -> Finding:
+    """A race of two iterations of a loop each thread leaves at its own iteration
+    (`checks/ragged.py`): thread A's iteration i and thread B's iteration j, unordered."""
+    from tkcheck.checks import ragged as R
+
+    n = an.threads.n
+    rp = race.ragged
+    a, b = rp.first, rp.second
+    lanes = " (another lane of its warp)" if rp.first_thread // 32 == rp.second_thread // 32 else ""
+    verb_a = _what(a) if a is w else "reads"
+    verb_b = _what(b) if b is w else "reads"
+    msg = (
+        f"{describe(frozenset([rp.first_thread]), n)} {verb_a} the shared scalar `{w.buffer}` in "
+        f"{R.iteration_text(an, a, rp.first_iteration)} and {describe(frozenset([rp.second_thread]), n)}{lanes} "
+        f"{verb_b} it in {R.iteration_text(an, b, rp.second_iteration)}, and {R.order_text(rp)}: "
+        + (
+            "the read may see the value from before the write"
+            if a is w
+            else "the write may land before the read has read the old value"
+        )
+    )
+    if rp.assumption:
+        msg += f" ({rp.assumption})"
+    return finding(
+        "TK408",
+        msg,
+        loc,
+        related=[related(w, f"the write of `{w.buffer}`")],
+        witness={
+            "writer": rp.first_thread if a is w else rp.second_thread,
+            "reader": rp.second_thread if a is w else rp.first_thread,
+            "next_iteration": race.next_iteration,
+            "iterations": [rp.first_iteration, rp.second_iteration],
+        },
+        help="order every thread's iteration before its neighbours' next one: a barrier all threads still in "
+        "the loop take part in each iteration (`__syncthreads_or(more)` as the loop's vote, or a split barrier "
+        "whose arrive follows the write and whose wait precedes the read)",
     )
 
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from . import cluster_handoff, shared_handoff
+from . import cluster_handoff, ragged, shared_handoff
 from .paths import flow, index_key, keys_may_alias
 
 # ops that may synchronise two threads in ways this engine does not pair (phases, flags):
@@ -95,6 +95,9 @@ class Race:
     # mask): the input under which they race (`_race_for_an_input`); "" for every input
     input: str = ""
     element: str = ""  # under that input, the element both name (`cnt_s[0]`)
+    # the two accesses are in a loop each thread leaves at its own iteration (`checks/ragged.py`):
+    # each end's iteration, the split barrier asked and the launches the race needs
+    ragged: "ragged.RaggedPair | None" = None
 
 
 @dataclass
@@ -496,6 +499,28 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                 if tw is not None and tr is not None and len(tw | tr) <= 1:
                     continue  # one thread (or none): program order. Two lanes of one warp are
                     # two threads (independent thread scheduling): asked like two warps
+                rp = ragged.pair(an, w, r)
+                if rp is True:
+                    continue  # ordered in every pair of iterations of a loop threads leave on their own
+                if rp == ragged.UNKNOWN:
+                    out.undecided.append((w, r, "in a loop each thread leaves at its own iteration: not decided"))
+                    continue
+                if isinstance(rp, ragged.RaggedPair):
+                    out.races.append(
+                        Race(
+                            rp.first,
+                            rp.second,
+                            rp.first_thread,
+                            rp.second_thread,
+                            next_iteration=rp.first_iteration != rp.second_iteration,
+                            narrow=rp.narrow,
+                            ragged=rp,
+                        )
+                    )
+                    found = True
+                    continue
+                if ragged.ordered_into_loop(an, w, r):
+                    continue  # a write before a loop threads leave on their own, a barrier between
                 if not w.guard.exact or not r.guard.exact:
                     chosen = _race_for_an_input(an, fl, w, r)
                     if chosen is not None:

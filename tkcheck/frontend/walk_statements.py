@@ -1235,7 +1235,10 @@ class StatementWalk:
                 bctx.guard = bctx.guard.with_uniform(cexp)
                 loop.cond = cexp  # holds in every iteration that runs
             elif cls == "unknown":
-                bctx.guard = bctx.guard.inexact()
+                # a condition over values the model does not follow (`more = delta > TOL`): each
+                # thread may leave at an iteration of its own, a trip count N(t) of its own
+                bctx.guard = bctx.guard.exit_inexact(lid)
+                loop.thread_exit = True
         spin: ir.Op | None = None
         if (c.kind in (CK.WHILE_STMT, CK.DO_STMT) or infinite) and loop.trip is None and not ctx.dry:
             # a loop left when a value allows it: a spin on a flag where that value is loaded

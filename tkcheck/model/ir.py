@@ -9,7 +9,7 @@ plus uniform conditions), and *how often* (the loops around it), so that
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from ..findings import Location
@@ -208,6 +208,11 @@ class Loop:
     # opaque) and that has no `break`: like an infinite loop with `continues`, its trip count
     # is a number N >= 0 the model does not bound (proofs hold for every N)
     data_cond: bool = False
+    # a `while (c)` whose condition reads a value each thread computes on its own (data the model
+    # does not follow: `more = delta > TOL`, a warp vote's answer): every thread leaves at an
+    # iteration of its own. Its trip count is a symbol N(t) >= 1 per thread; the body's ops carry
+    # the loop in `Guard.exits` (inexact for that reason alone)
+    thread_exit: bool = False
     # loop-carried values with no closed form (a phase bitfield flipped under a condition: TK's
     # `update_phasebit` inside `if (k == S - 1)`): (unknown, start, update, after, head) each.
     # `head` is the form the body sees for the value at the start of an iteration, over one
@@ -240,12 +245,17 @@ class Guard:
     # it. False: the guard is exactly `thread && uniform && opaque` (checks/warp_collectives.py
     # reads conditions over a lane's input through it)
     blind: bool = False
+    # the loops (`Loop.thread_exit`) each thread leaves on data of its own that alone made the
+    # guard inexact: the op runs, for each thread the rest of the guard names, in every iteration
+    # that thread has not left yet (its own trip count, a symbol N(t)); None: inexact for another
+    # reason as well
+    exits: tuple[int, ...] | None = ()
 
     def with_thread(self, cond: Expr) -> "Guard":
-        return Guard(E.binop("&&", self.thread, cond), self.uniform, self.exact, self.opaque, self.blind)
+        return replace(self, thread=E.binop("&&", self.thread, cond))
 
     def with_uniform(self, cond: Expr) -> "Guard":
-        return Guard(self.thread, self.uniform + (cond,), self.exact, self.opaque, self.blind)
+        return replace(self, uniform=self.uniform + (cond,))
 
     def inexact(self, cond: Expr | None = None) -> "Guard":
         return Guard(
@@ -254,7 +264,19 @@ class Guard:
             False,
             self.opaque + ((cond,) if cond is not None else ()),
             self.blind or cond is None,
+            None,
         )
+
+    def exit_inexact(self, lid: int) -> "Guard":
+        """Inside loop `lid`, which each thread leaves on data of its own (`Loop.thread_exit`): an
+        unmodelled exit, so blind as well (who runs it is not `thread && uniform && opaque`)."""
+        exits = None if self.exits is None or (not self.exact and not self.exits) else self.exits + (lid,)
+        return Guard(self.thread, self.uniform, False, self.opaque, True, exits)
+
+    @property
+    def exact_but_exits(self) -> bool:
+        """Exact but for the per-thread exits of `exits` (which every thread may take at its own iteration)."""
+        return not self.exact and bool(self.exits)
 
 
 # ------------------------------------------------------------- op facts ----
