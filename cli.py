@@ -564,6 +564,41 @@ class _Worker:
         self.results_in.close()
 
 
+def _warm_for_workers(jobs: list[_Job]) -> None:
+    """Before the first fork, when several files are to be checked: import what every check
+    imports on first use (the checks, the front end's parts, the rules the jobs enable) and read
+    what a check reads once per process (libclang's version, the model's digest), so that each
+    worker starts with them instead of paying for them again: a worker lives for WORKER_FILES
+    files, and 500 small files took 8 workers, each importing about 130 modules. Only imports
+    and pure per-process values: nothing a check's answer depends on (each check still makes
+    its own z3 context and memos)."""
+    import importlib
+    import pkgutil
+
+    import tkcheck.checks
+    import tkcheck.frontend
+    from tkcheck import registry
+
+    sass = any(j.opts.sass for j in jobs)
+    for pkg in (tkcheck.checks, tkcheck.frontend):
+        for m in pkgutil.iter_modules(pkg.__path__):
+            if m.name == "sass_cross" and not sass:
+                continue  # only with --sass (keeps start-up light)
+            importlib.import_module(f"{pkg.__name__}.{m.name}")
+    for name in ("tkcheck.coverage", "tkcheck.fixes", "tkcheck.knowledge.launchers", "tkcheck.knowledge.layouts"):
+        importlib.import_module(name)
+    infos = registry.catalog()
+    for code in sorted(set().union(*(j.opts.enabled for j in jobs))):
+        info = infos.get(code)
+        if info is not None and (not info.engine_only or sass):
+            registry.rule(code)
+    if any(j.opts.cache_dir for j in jobs):
+        from tkcheck.frontend.parse import _libclang_version, _tool_digest
+
+        _libclang_version()
+        _tool_digest()
+
+
 def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout: float | None):
     """Check `jobs` in up to `workers` long-lived worker processes forked from this warm one,
     each checking files one after the other (`_worker_main`). A worker that dies (libclang or
@@ -581,6 +616,8 @@ def _run_forked(jobs: list[_Job], workers: int, results: list, bar, file_timeout
     import tkcheck.engine  # noqa: F401
     import tkcheck.frontend.builder  # noqa: F401
 
+    if len(jobs) > 1:
+        _warm_for_workers(jobs)
     ctx = mp.get_context("fork")
     pending = deque(jobs)
     retried: set[int] = set()

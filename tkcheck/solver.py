@@ -65,10 +65,23 @@ class SolverContext:
     # Emptied with the context (`fresh_context`), so that a file's answers never depend on the
     # files checked before.
     answers: dict[tuple, bool] = field(default_factory=dict)
-    # the z3 context every z3 object of this check is made in (`fresh_context`); None before
-    z3ctx: Any = None
+    # the z3 context every z3 object of this check is made in (`fresh_context`, or z3's own
+    # `main_ctx()` at the check's first term: see `session`); read it through `z3ctx`
+    made_z3ctx: Any = None
     # what the front end and the checks remember during one check (`memo`): by name, a dict
     memos: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def z3ctx(self) -> Any:
+        """The z3 context of this check: made on first use when the check has made none yet
+        (a check that asks z3 nothing, a kernel with no synchronisation, makes none)."""
+        if self.made_z3ctx is None and _CURRENT.get() is self:
+            self.made_z3ctx = z3.main_ctx()  # z3's default is None inside a session until used
+        return self.made_z3ctx
+
+    @z3ctx.setter
+    def z3ctx(self, c: Any) -> None:
+        self.made_z3ctx = c
 
 
 _ALWAYS_MAX = 20_000
@@ -105,7 +118,11 @@ def session(budget: int | None = None, safety_net_ms: int | None = None) -> Iter
     outer_z3 = _z3_main_context()
     token = _CURRENT.set(ctx)
     try:
-        fresh_context()
+        # z3's default context is None until the check makes its first term or solver, when
+        # z3's `main_ctx()` makes a new one for it: a context of the check's own, as
+        # `fresh_context` makes, but only when the check uses z3 (making and deleting a context
+        # was a tenth of the check of a small kernel that asks z3 nothing)
+        _install_z3_context(None)
         yield ctx
     finally:
         _CURRENT.reset(token)

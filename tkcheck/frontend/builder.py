@@ -26,6 +26,7 @@ from ..model import expr as E
 from ..model import ir
 from .value_types import StructType
 from .lexer import lex
+from .parse import top_level
 from .walk_env import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
 from .walk_types import TypeResolution
 from .walk_statements import StatementWalk
@@ -181,7 +182,7 @@ class ModelBuilder:
     def _collect(self):
         # the top-level declarations, listed once: listing a TU's children costs a libclang
         # callback per declaration of every header, and whole-file facts need them again
-        self._top_level = list(self.tu.cursor.get_children())
+        self._top_level = top_level(self.parsed)
         for c in self._top_level:
             self._collect_decl(c, self.globals_env, top=True)
         # the user's code of the translation unit (the main file, the user's headers) and what

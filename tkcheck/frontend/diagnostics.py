@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import clang.cindex as ci
 
-from .parse import Diagnostic, ParsedFile
+from .parse import Diagnostic, ParsedFile, top_level
 
 CK = ci.CursorKind
 
@@ -217,7 +217,7 @@ def function_spans(parsed: ParsedFile) -> list[FunctionSpan]:
             for ch in c.get_children():
                 visit(ch, depth + 1)
 
-    for c in parsed.tu.cursor.get_children():
+    for c in top_level(parsed):
         visit(c)
     parsed._function_spans = out
     return out

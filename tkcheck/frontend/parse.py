@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+from functools import lru_cache
 from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +93,9 @@ class ParsedFile:
     host_stubs: tuple[str, ...] = ()  # host-only includes given empty stand-ins
     user_texts: dict[str, str] = field(default_factory=dict)  # abs path -> text parsed (rewritten headers)
     defines: tuple[str, ...] = ()  # -D NAME[=VALUE] of the build (constant evaluation uses them)
+    # parsed through the index that lists only the file's own declarations (`_index(True)`):
+    # read the top level through `top_level(parsed)`
+    local_listing: bool = False
 
     def errors_in_main(self) -> list[Diagnostic]:
         return [
@@ -115,12 +120,52 @@ class ParsedFile:
         return [d for d in self.diagnostics if d.is_error() and d.abs_file and self.is_user_file(d.abs_file)]
 
 
+def top_level(parsed: ParsedFile) -> list:
+    """The top-level cursors of the parse's translation unit (declarations and preprocessing
+    entities), listed once per parse: what the builder, `diagnostics.function_spans` and
+    discovery read. Parsed with a precompiled header through the local-only index
+    (`_Parse._parse_tu_here`), the listing holds the file's own entities and not the header's,
+    and libclang lists there, after the file's declarations, the implicit instantiations of
+    function templates and of class templates' member functions (the declarations clang's
+    consumer is handed at the end of the file), which the full listing never shows: those are
+    left out, so that the user's entities are listed as the full listing lists them
+    (checked file by file over the corpus, the fixtures and TK's kernels, docs/BENCHMARKS.md
+    round 10 `r10-many`)."""
+    cached = getattr(parsed, "_top_level", None)
+    if cached is not None:
+        return cached
+    kids = list(parsed.tu.cursor.get_children())  # type: ignore[attr-defined]
+    if parsed.local_listing:
+        kids = [c for c in kids if not _implicit_instantiation(c)]
+    parsed._top_level = kids  # type: ignore[attr-defined]
+    return kids
+
+
+_FUNCTION_CURSOR_KINDS = frozenset(("FUNCTION_DECL", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION"))
+
+
+def _implicit_instantiation(c) -> bool:
+    """A function made from a template (a function template's, a class template's member): it
+    is a specialization whose declaration is its template's own (an explicit specialization the
+    user wrote has a place of its own)."""
+    if c.kind.name not in _FUNCTION_CURSOR_KINDS:
+        return False
+    import clang.cindex as ci
+
+    tmpl = ci.conf.lib.clang_getSpecializedCursorTemplate(c)
+    if tmpl is None:
+        return False
+    a, b = c.location, tmpl.location
+    return a.file is not None and b.file is not None and a.file.name == b.file.name and a.offset == b.offset
+
+
 def _under(path: str, folder: str) -> bool:
     folder = os.path.abspath(folder)
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 _clang_index = None
+_local_index = None
 _patched = False
 
 
@@ -157,12 +202,20 @@ BRACKET_DEPTH = 16384
 DEEP_RECURSION_LIMIT = 60000
 
 
+_ON_DEEP_STACK = threading.local()  # `yes` on a thread `on_deep_stack` started
+
+
 def on_deep_stack(fn, *args):
     """fn(*args) on a thread with a DEEP_STACK_BYTES stack (its result, or its exception raised
     here); in this thread, libclang on its own thread, when such a thread cannot be made."""
+    if getattr(_ON_DEEP_STACK, "yes", False):
+        # already on such a thread (the parse inside a check's walk): its stack serves, and no
+        # thread is started for it (the check and its parse used to take two per file)
+        return fn(*args)
     out: dict[str, Any] = {}
 
     def run():
+        _ON_DEEP_STACK.yes = True
         try:
             out["value"] = fn(*args)
         except BaseException as e:  # re-raised in the caller's thread
@@ -210,14 +263,19 @@ def _on_thread(run, out: dict, fn, args):
     return out["value"]
 
 
-def _index():
-    global _clang_index
+def _index(local_only: bool = False):
+    """libclang's index (one per process). `local_only`: the index whose translation units list,
+    as the children of their cursor, only the declarations and preprocessing entities parsed
+    from the file's own text, not those of a precompiled header it was given (libclang's
+    `excludeDeclarationsFromPCH`); see `_Parse._parse_tu_here`."""
+    global _clang_index, _local_index
     if _clang_index is None:
         import clang.cindex as ci
 
         _tolerate_unknown_kinds()
         _clang_index = ci.Index.create()
-    return _clang_index
+        _local_index = ci.Index.create(excludeDecls=True)
+    return _local_index if local_only else _clang_index
 
 
 def detect_tk_semantics(tk_include: str | None, setting: str) -> tuple[str, str]:
@@ -465,7 +523,10 @@ def parse_source(path: str, text: str, opts: ParseOptions, pch_dir: str | None =
     return parsed
 
 
+@lru_cache(maxsize=1)
 def _libclang_version() -> str:
+    """The installed libclang's version (its package metadata, read once per process: reading it
+    parses the package's METADATA file, a few ms that every parse with a cache paid)."""
     try:
         from importlib.metadata import version
 
@@ -518,6 +579,21 @@ def protocol_function(kind: str):
     return None
 
 
+@lru_cache(maxsize=1)
+def _model_header_files() -> tuple[tuple[str, str], ...]:
+    """The unsaved files that map TK's header names to the model's headers (the same for every
+    parse: made once per process)."""
+    return tuple(
+        (str(MODEL_INCLUDE / user_name), f'#pragma once\n#include "{model_name}"\n')
+        for user_name, model_name in TK_HEADER_MAP.items()
+    )
+
+
+@lru_cache(maxsize=256)
+def _stub_path(name: str) -> str:
+    return str(STUB_DIR / name)
+
+
 class _Parse:
     """One file's parse, repeatable with other stand-ins or another arch."""
 
@@ -526,6 +602,7 @@ class _Parse:
         self.header_texts: dict[str, str] = {}
         self.pch_dir = pch_dir
         self.pch_used: str | None = None
+        self.local_listing = False  # the last parse went through the local-only index
 
     def run(self, arch: str, stubs: set[str]) -> ParsedFile:
         import clang.cindex as ci
@@ -542,11 +619,10 @@ class _Parse:
         headers = "real" if self.opts.tk_include else "model"
         if headers == "model":
             # `#include "kittens.cuh"` resolves against the model include dir
-            for user_name, model_name in TK_HEADER_MAP.items():
-                unsaved.append((str(MODEL_INCLUDE / user_name), f'#pragma once\n#include "{model_name}"\n'))
+            unsaved.extend(_model_header_files())
         stub = nvcc_compat.stub_text()
         for name in sorted(stubs):
-            unsaved.append((str(STUB_DIR / name), stub))
+            unsaved.append((_stub_path(name), stub))
         flags = (
             ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD | 0x200
         )  # CXTranslationUnit_KeepGoing: keep parsing after a missing include
@@ -563,6 +639,7 @@ class _Parse:
             raise InputError(f"{self.path}: {guard.violation}")
         self.pch_used = pch_file
         parsed = ParsedFile(
+            local_listing=self.local_listing,
             path=self.path,
             text=self.text,
             tu=tu,
@@ -603,9 +680,17 @@ class _Parse:
         when libclang fails with it or rejects it); (translation unit, the header used)."""
         import clang.cindex as ci
 
+        # With a precompiled header that holds nothing of the user's (only tkcheck's model and
+        # stand-ins and the real TK folders), the parse goes through the index that lists only
+        # the file's own top-level declarations: every reader of the translation unit's children
+        # (the builder's collection, `diagnostics.function_spans`, discovery) keeps only the
+        # user's code, and listing the header's thousands of declarations (a libclang callback
+        # each, then their locations) was most of a small file's check. A header holding a user
+        # file (a `<config.h>` found through -I) keeps the full listing.
+        local = bool(pch_file) and self._pch_is_foreign(pch_file)
         try:
             try:
-                tu = _index().parse(
+                tu = _index(local).parse(
                     self.abs_path,
                     args=args + (["-include-pch", pch_file] if pch_file else []),
                     unsaved_files=unsaved,
@@ -636,7 +721,15 @@ class _Parse:
                     tu = _index().parse(self.abs_path, args=args, unsaved_files=unsaved, options=flags)
         except ci.TranslationUnitLoadError as e:
             raise InputError(f"{self.path}: libclang could not parse the file ({e})") from None
+        self.local_listing = local and pch_file is not None
         return tu, pch_file
+
+    def _pch_is_foreign(self, pch_file: str) -> bool:
+        """Whether every file the precompiled header read is tkcheck's model or a real TK folder
+        (none is the user's: `ParsedFile.is_user_file` is false for each)."""
+        from . import pch
+
+        return pch.reads_only(pch_file, (str(MODEL_INCLUDE), *self.opts.tk_dirs()), _index())
 
     def _pch(self, args, unsaved, stubs) -> str | None:
         """The precompiled TK headers for this parse (frontend/pch.py), or None."""

@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]\s*(?://.*|/\*.*\*/\s*)?$')
@@ -92,12 +93,40 @@ def verified(pch_dir: str, key: str) -> bool:
     precompiled header planted by a repository is never handed to clang."""
     from .. import cache_io
 
+    stamp = _stamp(pch_dir, key)
+    if stamp is not None and stamp in _VERIFIED:
+        return True
     base, part = os.path.split(os.path.normpath(pch_dir))
     tag = cache_io.read_file(base, (part,), f"{key}.pch.mac", 256)
     if tag is None:
         return False
     data = cache_io.read_file(base, (part,), f"{key}.pch", MAX_PCH_BYTES)
-    return data is not None and cache_io.mac_ok(_mac_material(key, data), tag.decode("ascii", "replace"))
+    ok = data is not None and cache_io.mac_ok(_mac_material(key, data), tag.decode("ascii", "replace"))
+    if ok and stamp is not None and stamp == _stamp(pch_dir, key):
+        if len(_VERIFIED) > 64:
+            _VERIFIED.clear()
+        _VERIFIED.add(stamp)
+    return ok
+
+
+# the precompiled headers this process authenticated, by their files' identity (device, inode,
+# size, modification time of the header and of its MAC): a worker that checks many files with one
+# header reads and hashes it once (a TK header is tens of MB), not once per file; a header
+# replaced or rewritten since has another identity and is authenticated again
+_VERIFIED: set[tuple] = set()
+
+
+def _stamp(pch_dir: str, key: str) -> tuple | None:
+    out: list = [os.path.abspath(pch_dir), key]
+    for name in (f"{key}.pch", f"{key}.pch.mac"):
+        try:
+            st = os.lstat(os.path.join(pch_dir, name))
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        out += [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    return tuple(out)
 
 
 def build(pch_dir: str, key: str, includes: list[str], args: list[str], unsaved, index) -> str | None:
@@ -146,6 +175,38 @@ def build(pch_dir: str, key: str, includes: list[str], args: list[str], unsaved,
     finally:
         cache_io.remove_file(base, (part,), tmp.name)
     return str(target)
+
+
+# (path, inode, size, mtime, folders) -> whether the header read only files under the folders:
+# a pure function of the file, which is authenticated before it is used (`verified`)
+_READS_ONLY: dict[tuple, bool] = {}
+
+
+def reads_only(pch_file: str, folders: tuple[str, ...], index) -> bool:
+    """Whether every file the precompiled header `pch_file` read (its include tree, as libclang
+    lists it from the saved header) lies under one of `folders`; False when that cannot be told.
+    Remembered per file version for the process (a worker checks many files with one header)."""
+    try:
+        st = os.stat(pch_file)
+    except OSError:
+        return False
+    key = (pch_file, st.st_ino, st.st_size, st.st_mtime_ns, folders)
+    known = _READS_ONLY.get(key)
+    if known is not None:
+        return known
+    roots = [os.path.abspath(f).rstrip(os.sep) + os.sep for f in folders]
+    try:
+        import clang.cindex as ci
+
+        tu = ci.TranslationUnit.from_ast_file(pch_file, index)
+        names = [inc.include.name for inc in tu.get_includes() if inc.include is not None]
+        ok = bool(names) and all(os.path.abspath(n).startswith(tuple(roots)) for n in names)
+    except Exception:  # noqa: BLE001 - not known: the parse lists every declaration, as before
+        ok = False
+    if len(_READS_ONLY) > 64:
+        _READS_ONLY.clear()
+    _READS_ONLY[key] = ok
+    return ok
 
 
 def rejected(diagnostics) -> bool:
