@@ -139,3 +139,42 @@ def test_the_allocation_guard_is_still_needed_by_this_libclang():
         [sys.executable, "-c", _ALLOCATION_ACROSS_A_PCH], capture_output=True, text=True, env=env, timeout=120
     )
     assert p.returncode == 3, (p.returncode, p.stderr[-2000:])
+
+
+LISTED = """#include "kittens.cuh"
+using namespace kittens;
+template <int N> __device__ int twice(int x) { return N * x; }
+template <typename T> struct Box { __device__ T get(T v) const { return v + 1; } };
+template <> __device__ int twice<7>(int x) { return 7 + x; }
+__global__ __launch_bounds__(128, 1) void k(int *p) {
+    Box<int> b;
+    p[threadIdx.x] = twice<3>(p[0]) + twice<7>(1) + b.get(2);
+}
+"""
+
+
+def test_the_local_listing_of_a_precompiled_parse_lists_the_users_entities_as_the_full_one(tmp_path):
+    """r10-many: with a precompiled header of TK alone the parse lists only the file's own top
+    level (libclang's local-only index), where libclang adds the implicit instantiations of
+    function templates and members after the file's declarations; `parse.top_level` leaves those
+    out, so the user's entities are exactly the full listing's (an explicit specialization stays)."""
+    from tkcheck.frontend.parse import ParseOptions, parse_source, top_level
+
+    inc = fake_tk(tmp_path / "tk", 1)
+    path = str(tmp_path / "k.cu")
+    (tmp_path / "k.cu").write_text(LISTED)
+    opts = ParseOptions(tk_include=str(inc))
+
+    def users(parsed):
+        return [
+            (c.kind.name, c.spelling, c.location.line)
+            for c in top_level(parsed)
+            if c.location.file is not None and os.path.abspath(c.location.file.name) == path
+        ]
+
+    full = parse_source(path, LISTED, opts)
+    local = parse_source(path, LISTED, opts, pch_dir=str(tmp_path / "pch"))
+    assert not full.local_listing and local.local_listing  # the two paths, both taken
+    assert users(local) == users(full)
+    assert ("FUNCTION_DECL", "twice", 5) in users(full)  # the explicit specialization is the user's
+    assert ("FUNCTION_DECL", "k", 6) in users(full)
