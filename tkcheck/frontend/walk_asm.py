@@ -127,6 +127,20 @@ class AsmLowering:
                 self._tokens_memo[key] = asm_of_macro(toks, self.w.mb.macros, self.w.mb.fn_macros)
         return self._tokens_memo[key]
 
+    def walk_instruction(
+        self, c: Any, ctx: Ctx, ptx: str, operands: list[cexpr.Node], api: str, looped: bool = False
+    ) -> None:
+        """The ops of one PTX instruction written by a wrapper call at cursor `c` (libcu++'s
+        `cuda::ptx::` functions, frontend/walk_ptxns.py) rather than an asm statement: `%N` of
+        `ptx` is `operands[N]`, every one an input. The instruction has exactly the semantics
+        it has in inline PTX; its ops are named `api` (the wrapper, as the user spelled the call)."""
+        saved = self._synthetic, self._api
+        self._synthetic, self._api = list(operands), api
+        try:
+            self._walk_ptx(c, ctx, ptx, looped)
+        finally:
+            self._synthetic, self._api = saved
+
     def _walk_ptx(self, c: Any, ctx: Ctx, ptx: str, looped: bool) -> None:
         w = self.w
         loc = loc_of(c, w.filename)
