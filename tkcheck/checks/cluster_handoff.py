@@ -542,19 +542,9 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
     found = first_unordered(_classes(an, h, w, lw), _classes(an, h, r, lr), formula, _CAUSES_CLUSTER)
     if not isinstance(found, Unordered):
         return found
-    wit = found.witness
-    tw, tr = int(wit.get("t_w", min(found.cw))), int(wit.get("t_r", min(found.cr)))
-    race = HandoffRace(
-        w,
-        r,
-        tw,
-        tr,
-        int(wit.get(klw.name, 0)),
-        int(wit.get(klr.name, 0)),
-        "unwaited",
-        tuple(sorted({fl.name for fl, _ in pairs_wr})),
-        tuple(sorted({p.flag.name for _, p in pairs_wr})),
-    )
+    flags = tuple(sorted({fl.name for fl, _ in pairs_wr}))
+    race = found.race(w, r, klw.name, klr.name, flags, tuple(sorted({p.flag.name for _, p in pairs_wr})))
+    tw, tr = race.first_thread, race.second_thread
     if found.cause is not None:
         name, towards_r = found.cause
         if name == "order":

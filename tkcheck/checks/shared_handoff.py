@@ -466,6 +466,13 @@ class Unordered:
     witness: dict
     cause: tuple[str, bool] | None
 
+    def race(self, w: ir.Op, r: ir.Op, kw: str, kr: str, indices: tuple, polls: tuple) -> "HandoffRace":
+        """The witness as a race of `w` (thread of class cw, iteration of counter `kw`) against
+        `r`, cause "unwaited" until the caller names the missing ingredient."""
+        wit = self.witness
+        tw, tr = int(wit.get("t_w", min(self.cw))), int(wit.get("t_r", min(self.cr)))
+        return HandoffRace(w, r, tw, tr, int(wit.get(kw, 0)), int(wit.get(kr, 0)), "unwaited", indices, polls)
+
 
 Formula = Callable[[frozenset[int], frozenset[int], frozenset[str], frozenset[str]], E.Expr]
 
@@ -553,19 +560,10 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
     )
     if not isinstance(found, Unordered):
         return found
-    wit = found.witness
-    tw, tr = int(wit.get("t_w", min(found.cw))), int(wit.get("t_r", min(found.cr)))
-    race = HandoffRace(
-        w,
-        r,
-        tw,
-        tr,
-        int(wit.get(klw.name, 0)),
-        int(wit.get(klr.name, 0)),
-        "unwaited",
-        tuple(i.name for i, _ in pairs_wr),
-        tuple(p.index.name for _, p in pairs_wr),
+    race = found.race(
+        w, r, klw.name, klr.name, tuple(i.name for i, _ in pairs_wr), tuple(p.index.name for _, p in pairs_wr)
     )
+    tw, tr = race.first_thread, race.second_thread
     if found.cause is not None:
         name, towards_r = found.cause
         if name == "order":

@@ -61,12 +61,7 @@ def _unacquired(an: Analysis) -> list[UnacquiredMapRead]:
         and an.threads.executing(o)
     ]
     out = []
-    for t in ops:
-        tf = t.transfer
-        if t.kind not in (ir.TMA_LOAD, ir.TMA_STORE) or tf is None or not tf.map_unordered or tf.map_addr is None:
-            continue
-        if tf.map_addr.is_opaque() or not t.guard.exact or not an.threads.executing(t):
-            continue
+    for t, tf in _copies_through_known_maps(an, ops):
         for p in releases:
             assert p.fence is not None
             if p.order < t.order and p.fence.address == tf.map_addr and set(p.guard.uniform) <= set(t.guard.uniform):
@@ -102,14 +97,23 @@ def _unreleased(an: Analysis) -> list[UnreleasedMapWrite]:
         return []
     stores = [o for o in ops if o.kind == ir.GLOBAL_STORE and not o.loops]
     out = []
+    for t, tf in _copies_through_known_maps(an, ops):
+        for s in stores:
+            if s.order < t.order and set(s.guard.uniform) <= set(t.guard.uniform) and _writes_map(an, s, tf.map_addr):
+                out.append(UnreleasedMapWrite(t, s))
+                break
+    return out
+
+
+def _copies_through_known_maps(an: Analysis, ops: list[ir.Op]) -> list[tuple[ir.Op, ir.TransferFacts]]:
+    """The TMA loads and stores whose map is a global one the kernel names at a known address
+    (`map_unordered`: no acquire pairs with its patch yet), run by known threads."""
+    out = []
     for t in ops:
         tf = t.transfer
         if t.kind not in (ir.TMA_LOAD, ir.TMA_STORE) or tf is None or not tf.map_unordered or tf.map_addr is None:
             continue
         if tf.map_addr.is_opaque() or not t.guard.exact or not an.threads.executing(t):
             continue
-        for s in stores:
-            if s.order < t.order and set(s.guard.uniform) <= set(t.guard.uniform) and _writes_map(an, s, tf.map_addr):
-                out.append(UnreleasedMapWrite(t, s))
-                break
+        out.append((t, tf))
     return out
