@@ -101,3 +101,11 @@ def test_libcu_atomics_are_global_events_with_order_and_scope(tmp_path):
     # the relaxed fence orders nothing (no event); the default scope is system
     assert fences == ["membar_gl", "membar_sys", "membar_sys"]
     assert all(o.kind != ir.GLOBAL_LOAD or o.global_access.form != "plain" for o in m.ops)  # no load of sem[t]
+
+
+def test_spin_left_by_a_break_on_data_is_an_open_obligation():
+    # round 11: a loop left only by a `break` on a loaded value was skipped by every engine, so
+    # the kernel read "100% decided"; it is the progress engine's question, open with its reason
+    facts = protocol.spin_waits(_analysis("spin_break_on_data_undecided.cu"))
+    assert not facts.never and not facts.proved
+    assert [why for _, why in facts.undecided] == ["the loop is left by a `break` on data, not by its condition"]

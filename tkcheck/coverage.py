@@ -711,9 +711,9 @@ def add_bulk_store_undecided(entry: KernelCoverage, an: Analysis) -> None:
 
 
 def add_spin_undecided(entry: KernelCoverage, an: Analysis) -> None:
-    """One obligation per spin loop on a global flag the progress engine asked about
-    (`checks.protocol.spin_waits`): decided when it proved the spin never ends, else listed with
-    why the argument did not settle it."""
+    """One obligation per spin loop the progress engine asked about (`checks.protocol.spin_waits`:
+    every spin whose progress no other question owns): decided when it proved the spin never
+    ends or always ends, else listed with why the argument did not settle it."""
     from .checks import protocol
 
     facts = protocol.spin_waits(an)
@@ -727,7 +727,7 @@ def add_spin_undecided(entry: KernelCoverage, an: Analysis) -> None:
                 *_user_place(
                     loc,
                     an.model,
-                    f"spin on a global flag: that every block leaves it not established: {why}",
+                    f"spin loop: that every thread running it leaves it not established: {why}",
                     sp.callers,
                 )
             )

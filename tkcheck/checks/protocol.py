@@ -2502,6 +2502,20 @@ def _counter_barrier_wait(an: Analysis, sp: ir.Op):
     return None
 
 
+def _asked_elsewhere(m: ir.KernelModel, sp: ir.Op, body: list[ir.Op]) -> bool:
+    """A spin whose progress another question owns, or that has none to ask: a lock's spin on a
+    read-modify-write (checks/locks.py), a persistent loop whose iterations wait at barriers (the
+    roles' exploration runs it, `_persistent_loop`), a loop that only computes over the kernel's
+    input (`_computes_only`: it waits for no thread)."""
+    from .locks import RMW_TAKES
+
+    if any(
+        o.kind == ir.GLOBAL_SIGNAL and o.global_access is not None and o.global_access.atomic in RMW_TAKES for o in body
+    ):
+        return True
+    return _persistent_loop(m, sp) or _computes_only(m, sp)
+
+
 def _spin_waits(an: Analysis) -> SpinFacts:
     from .. import solver
 
@@ -2514,25 +2528,36 @@ def _spin_waits(an: Analysis) -> SpinFacts:
     writes = [o for o in ops if o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE, ir.TMA_STORE)]
     for sp in spins:
         facts = sp.spin
-        if facts is None or facts.cond is None or not sp.loops:
+        if not sp.loops:
             continue
         lid = sp.loops[-1]
         body = [o for o in ops if lid in o.loops]
+
+        def undecided(why: str, sp: ir.Op = sp) -> None:
+            out.undecided.append((sp, why))
+
+        if _asked_elsewhere(m, sp, body):
+            continue
+        if facts is None or facts.cond is None:
+            # a loop left by a `break` on data (`for (;;) { ...; if (s == last) break; }`): a
+            # wait on whoever makes that data true, which no argument here follows -- an open
+            # obligation, never a silent pass
+            undecided("the loop is left by a `break` on data, not by its condition")
+            continue
         polls = [o for o in body if o.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL) and o.global_access is not None]
         results = {o.global_access.result: o for o in polls if o.global_access.result}  # type: ignore[union-attr]
         names = {v.name for v in facts.cond.free_vars()}
         read = [results[n] for n in names if n in results]
         if len(read) != 1:
-            continue  # not a spin on one loaded value
+            undecided("its condition is no test of one value loaded from global memory")
+            continue
         poll = read[0]
         ga = poll.global_access
         assert ga is not None
         flag = ga.base
         if poll.kind != ir.GLOBAL_LOAD or flag is None:
+            undecided("the flag's address is not known")
             continue
-
-        def undecided(why: str, sp: ir.Op = sp) -> None:
-            out.undecided.append((sp, why))
 
         gb = _counter_barrier_wait(an, sp)
         if gb is not None:
@@ -2592,7 +2617,10 @@ def _spin_waits(an: Analysis) -> SpinFacts:
             undecided("the flag is written where no pass of the spin comes first")
             continue
         if not raises:
-            continue  # nobody writes the flag: another kernel or the host may (not this model's)
+            # nobody in this kernel writes the flag: another kernel or the host may, which this
+            # model does not see -- open, never a pass
+            undecided("no thread of this kernel writes the flag (the host or another kernel may)")
+            continue
         init = 0
         cont = E.substitute(facts.cond, {ga.result: E.Const(init)})  # type: ignore[dict-item]
         assume = (sp.guard.thread,) if sp.guard.thread is not None else ()

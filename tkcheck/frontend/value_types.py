@@ -31,6 +31,11 @@ class Obj:
     # shared: declared `volatile` (`__shared__ volatile unsigned head;`): every access is a
     # volatile load / store (PTX ld.volatile / st.volatile: relaxed, never cached in a register)
     volatile: bool = False
+    # shared: a pointer to this element made by the program (`&z_s[8]`, `z_s + 8`), so `p[i]` is
+    # the element i further on, not a new dimension; `pointee_bytes` the size it points to when
+    # a cast made it another (`reinterpret_cast<float2 *>(&z_s[8])`: 8). Not part of identity.
+    elem_ptr: bool = field(default=False, compare=False)
+    pointee_bytes: int | None = field(default=None, compare=False)
 
     def sub(self, member: str, mtype: TileType | None, kind: str | None = None) -> "Obj":
         return Obj(

@@ -176,7 +176,7 @@ class ExprEvaluation:
                     a, b = b, a
                 if op == "+" and isinstance(a, _ArrVal) and isinstance(b, Expr) and _shared_array(a):
                     # `bars + i`: a pointer to the element, as `&bars[i]` is
-                    return a.index(b, cexpr.render(node))
+                    return _element_pointer(a.index(b, cexpr.render(node)))
                 return self.opaque_from(node, (a, b))
             case cexpr.Un(op, inner):
                 return self._ev_unary(node, op, inner, ctx, cursor)
@@ -271,7 +271,7 @@ class ExprEvaluation:
             # the address of an element (or of a `__shared__` scalar) is no access to it
             self._no_elem_access += 1
             try:
-                return self.ev(inner, ctx, cursor)
+                return _element_pointer(self.ev(inner, ctx, cursor))
             finally:
                 self._no_elem_access -= 1
         a = self.ev(inner, ctx, cursor)
@@ -293,6 +293,11 @@ class ExprEvaluation:
         return self.opaque_from(node, (a,))
 
     def _ev_cast(self, tnode: cexpr.Node, inner, ctx: Ctx):
+        if isinstance(inner, Obj) and inner.elem_ptr:
+            # a pointer to an element cast to a pointer of a size known (`(float2 *)&z_s[8]`)
+            # stays one, stepping by that size; to anything else it is no such pointer
+            pb = _pointee_bytes(cexpr.Cast(tnode, cexpr.Num(0)))
+            inner = replace(inner, elem_ptr=pb is not None, pointee_bytes=pb)
         words = tnode.words if isinstance(tnode, cexpr.TypeWords) else None
         if isinstance(inner, Obj) and words is not None and words[:1] == ("?",):
             arr = self._array_ref_cast(list(words[1:]), inner, ctx)
@@ -372,6 +377,14 @@ class ExprEvaluation:
                 ir.TileType("scalar", base.type.dtype, dtype=base.type.dtype, dtype_bytes=base.type.dtype_bytes),
                 cta=base.cta,
             )
+        stepped = _pointer_subscript(nbase, base, idx)
+        if stepped is not None:
+            # `p[i]` of a pointer into a `__shared__` array of scalars (`&z_s[8]`, `z_s + 8`, or
+            # the array itself cast to `float4 *`): the element i steps of the pointee's size
+            # further on, in the array's own elements (its first one for a wider pointee)
+            res = stepped
+            self._elem_access(res, "read", ctx, cursor)
+            return res
         if isinstance(base, Obj):
             et = base.type.element if (base.type is not None and base.type.kind == "array") else base.type
             res = base.at(idx if isinstance(idx, Expr) else E.opaque("index"), et, cexpr.spelled(node))
@@ -1149,6 +1162,89 @@ def _vector_width(pnode: cexpr.Node, ptr) -> int | None:
     if size % ptr.type.dtype_bytes or size <= ptr.type.dtype_bytes:
         return None
     return size // ptr.type.dtype_bytes
+
+
+def _pointee_bytes(pnode: cexpr.Node) -> int | None:
+    """The size of what a cast pointer points to (`reinterpret_cast<float4 *>(x)`, `(const int2 *)p`:
+    16, 8), for the CUDA vector types and the element types of knowledge/ops; None when pnode is
+    no such cast."""
+    if not isinstance(pnode, cexpr.Cast):
+        return None
+    if isinstance(pnode.type, cexpr.TypeWords):
+        words = pnode.type.words
+        if words.count("*") != 1 or words[-1] != "*":
+            return None
+        words = tuple(w for w in words[:-1] if w not in ("const", "volatile", "__restrict__"))
+    elif isinstance(pnode.type, cexpr.Name) and len(pnode.type.segments) == 1:
+        # the parser reads `reinterpret_cast<uint4 *>` as the name (as `_vector_width` says)
+        words = (pnode.type.segments[0].name,)
+    else:
+        return None
+    name = " ".join(words)
+    return K.VECTOR_TYPE_BYTES.get(name) or K.DTYPE_BYTES.get(name)
+
+
+def _element_pointer(v):
+    """`&x[i]` / `x + i` of a `__shared__` array of scalars: the element, marked as a pointer the
+    program made (`Obj.elem_ptr`); anything else as it is. A byte array (`extern __shared__
+    uint8_t dyn[]`) is carved into regions that keep their own element index (`dyn[off][i]`: the
+    region at byte `off`, as the proxy and staging checks read it): no such pointer."""
+    t = v.type if isinstance(v, Obj) else None
+    if isinstance(v, Obj) and v.kind == "shared" and v.ref.index and t is not None and t.kind == "scalar":
+        if (t.dtype_bytes or 0) > 1:
+            return replace(v, elem_ptr=True, pointee_bytes=None)
+    return v
+
+
+def _pointer_subscript(nbase: cexpr.Node, base, idx) -> Obj | None:
+    """`p[i]` where p points into a `__shared__` array of scalars and pointer arithmetic decides
+    the element: a pointer to an element (`&z_s[8]`, `z_s + 8`: z_s[8 + i], not a new dimension),
+    or the array or an element cast to a pointer of another size (`reinterpret_cast<float4 *>(x_s)[i]`
+    of floats: x_s[4 * i], its first element, as a wide store is lowered). A narrower pointee
+    (a byte of an int) addresses part of an element: an unknown index (no two such accesses are
+    claimed to meet). None: no such subscript (the plain one applies)."""
+    if not isinstance(idx, Expr):
+        return None
+    if isinstance(base, _ArrVal):
+        obj, dims = base.obj, list(base.dims)
+        et = obj.type
+        if obj.kind != "shared" or et is None or et.kind != "scalar" or (et.dtype_bytes or 0) <= 1 or not dims:
+            return None  # (a byte array is carved into regions: `_element_pointer`)
+        pb = _pointee_bytes(nbase)
+        if pb is None or pb == et.dtype_bytes:
+            return None  # `x[i]`: the plain subscript
+        if pb % et.dtype_bytes:
+            return obj.at(E.opaque("index"), et, cexpr.spelled(nbase))
+        lin = E.binop("*", idx, E.Const(pb // et.dtype_bytes))
+        # the linear element, split over the array's (remaining) dimensions, row-major
+        sizes = [d.eval({}) if isinstance(d, Expr) else d for d in dims[1:]]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in sizes):
+            return None
+        parts: list[Expr] = []
+        rest = 1
+        for n in reversed(sizes):
+            parts.append(E.binop("%", E.binop("/", lin, E.Const(rest)) if rest > 1 else lin, E.Const(n)))
+            rest *= n
+        parts.append(E.binop("/", lin, E.Const(rest)) if rest > 1 else lin)
+        res = obj
+        for ix in reversed(parts):
+            res = res.at(ix, et)
+        return Obj(
+            res.kind, ir.Ref(res.ref.name, res.ref.index, cexpr.spelled(nbase)), et, cta=obj.cta, volatile=obj.volatile
+        )
+    if not isinstance(base, Obj) or base.kind != "shared" or not base.ref.index or not base.elem_ptr:
+        return None
+    et = base.type
+    if et is None or et.kind != "scalar" or not et.dtype_bytes:
+        return None
+    pb = base.pointee_bytes or et.dtype_bytes
+    if pb % et.dtype_bytes:
+        step: Expr = E.opaque("index")
+    else:
+        step = E.binop("*", idx, E.Const(pb // et.dtype_bytes)) if pb != et.dtype_bytes else idx
+    last = base.ref.index[-1]
+    index = base.ref.index[:-1] + (E.binop("+", last, step) if isinstance(last, Expr) else E.opaque("index"),)
+    return Obj(base.kind, ir.Ref(base.ref.name, index, cexpr.spelled(nbase)), et, cta=base.cta, volatile=base.volatile)
 
 
 def _is_shared_scalar(v) -> bool:
