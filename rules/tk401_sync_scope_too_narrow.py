@@ -52,6 +52,11 @@ def check(an):
             f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
             f"written by {describe(ws, n)} {whose}, and {how}"
         )
+        if d.kind == "raw-next":
+            msg = (
+                f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
+                f"written by {describe(ws, n)} {whose} in the previous iteration of the loop, and {how}"
+            )
         if d.kind == "war-same":
             msg = (
                 f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer}`, which "
@@ -88,7 +93,7 @@ def _dsmem(an):
     """The happens-before engine's distributed-shared-memory races (`checks/happens_before.py`):
     a CTA's access of its own shared memory and a peer CTA's access of it through
     `cluster.map_shared_rank`, with no barrier of the whole cluster between them."""
-    from tkcheck.checks.happens_before import memory
+    from tkcheck.checks.happens_before import memory, shown_ref
 
     n = an.threads.n
     out = []
@@ -124,26 +129,28 @@ def _dsmem(an):
         mode = "reads" if peer.access is not None and peer.access.mode == "read" else "writes"
         other = "writes" if own.access is not None and own.access.mode == "write" else "reads"
         when = " in the next iteration of the loop" if race.next_iteration else ""
+        buf = shown_ref(an, peer)
+        given = f" (for input data where {race.input})" if race.input else ""
         if race.next_iteration and race.first is peer:
             when = ", and the owner's next iteration " + other + " it again"
             msg = (
-                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in this CTA's shared memory "
-                f"(`{peer.api if peer.asm is not None else 'cluster.map_shared_rank'}`){when} (`{own.api}`, {describe(frozenset([to]), n)}), and "
+                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{buf}` in this CTA's shared memory "
+                f"(`{peer.api if peer.asm is not None else 'cluster.map_shared_rank'}`){when} (`{own.api}`, {describe(frozenset([to]), n)}){given}, and "
                 f"{how}"
             )
         elif race.next_iteration:
             # the owner's access first, the peer's in its next iteration (round 10: a st.async of
             # the next round into a buffer the owner is still reading)
             msg = (
-                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in the shared memory of a CTA "
+                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{buf}` in the shared memory of a CTA "
                 f"(`{peer.api if peer.asm is not None else 'cluster.map_shared_rank'}`) in its next iteration of the "
                 f"loop, while that CTA's {describe(frozenset([to]), n)} may still {other[:-1]} it "
-                f"(`{own.api}`) in the iteration before, and {how}"
+                f"(`{own.api}`) in the iteration before{given}, and {how}"
             )
         else:
             msg = (
-                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in the shared memory of a CTA "
-                f"whose {describe(frozenset([to]), n)} {other} it (`{own.api}`){when}, and {how}"
+                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{buf}` in the shared memory of a CTA "
+                f"whose {describe(frozenset([to]), n)} {other} it (`{own.api}`){when}{given}, and {how}"
             )
         out.append(
             finding(
@@ -152,7 +159,12 @@ def _dsmem(an):
                 user_site(peer),
                 related=[related(own, f"the owner CTA's {describe(frozenset([to]), n)} accesses it here")]
                 + [related(b, f"`{b.api}` orders one CTA's threads only") for b in barriers[:1]],
-                witness={"peer_thread": tp, "owner_thread": to, "next_iteration": race.next_iteration},
+                witness={
+                    "peer_thread": tp,
+                    "owner_thread": to,
+                    "next_iteration": race.next_iteration,
+                    **({"input": race.input} if race.input else {}),
+                },
                 help="order a CTA's accesses of its shared memory and its peers' (distributed shared memory) by a "
                 "cluster barrier between them: `cluster.sync()` (barrier.cluster.arrive.release + "
                 "wait.acquire) reached by every thread of the cluster",

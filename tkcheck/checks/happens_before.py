@@ -799,11 +799,11 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         if isinstance(w, str):
             out.undecided.append((lo, r, "the solver did not decide whether they meet"))
             return None
-        if w is None and _dsmem_unknown(lo, r):
+        if w is None and _dsmem_unknown(lo, r, an):
             out.undecided.append((lo, r, "their addresses are not known"))
             return None
         if w is not None:
-            return Race(first, second, w[0] if first is lo else w[1], w[1] if first is lo else w[0])
+            return Race(first, second, w[0] if first is lo else w[1], w[1] if first is lo else w[0], input=w[2])
     if not common:
         if pending is not None:
             out.undecided.append((lo, r, pending))
@@ -844,12 +844,12 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         out.undecided.append((lo, r, "the solver did not decide whether they meet"))
         return None
     if w is not None:
-        race = Race(second, first, w[0] if second is lo else w[1], w[1] if second is lo else w[0])
+        race = Race(second, first, w[0] if second is lo else w[1], w[1] if second is lo else w[0], input=w[2])
         race.next_iteration = True
         return race
     if pending is not None:
         out.undecided.append((lo, r, pending))
-    elif _dsmem_unknown(lo, r):
+    elif _dsmem_unknown(lo, r, an):
         out.undecided.append((lo, r, "their addresses are not known"))
     return None
 
@@ -893,11 +893,89 @@ def _cta_local_orders(an: Analysis, common: tuple, n: int) -> bool:
     return True
 
 
-def _dsmem_unknown(a: ir.Op, b: ir.Op) -> bool:
+def _dsmem_unknown(a: ir.Op, b: ir.Op, an: Analysis | None = None) -> bool:
+    """Are the two accesses' addresses (the element, the peer's rank) not expressions the solver
+    can ask? A value loaded from input memory (`_dsmem_inputs`) is asked as a free input."""
     assert a.buffer is not None and b.buffer is not None and b.access is not None
-    cta = b.access.cta
-    exprs = list(a.buffer.index) + list(b.buffer.index) + ([cta] if cta is not None else [])
-    return any(not isinstance(x, E.Expr) or x.is_opaque() for x in exprs) or len(a.buffer.index) != len(b.buffer.index)
+    if len(a.buffer.index) != len(b.buffer.index):
+        return True
+    exprs = _dsmem_exprs(a) + _dsmem_exprs(b)
+    if any(not isinstance(x, E.Expr) for x in exprs):
+        return True
+    if not any(x.is_opaque() for x in exprs):
+        return False
+    return an is None or _dsmem_inputs(an, a, b) is None
+
+
+def _dsmem_exprs(o: ir.Op) -> list:
+    assert o.buffer is not None
+    cta = o.access.cta if o.access is not None else None
+    return list(o.buffer.index) + ([cta] if cta is not None else [])
+
+
+def _dsmem_inputs(an: Analysis, a: ir.Op, b: ir.Op) -> dict[str, tuple[ir.Op, ir.Op]] | None:
+    """The unmodelled values in the addresses of a and b when each is a lane's input: the value of
+    a plain load (`words[i]`) from a kernel parameter no thread of the kernel writes, loaded in the
+    same iteration as the access that uses it, on one side of the pair only (one thread's value of
+    one element: any value is some input's; a value both sides used would tie the two threads'
+    loads, not asked). {var name: (load, access)}; None when some value is no such input."""
+    out: dict[str, tuple[ir.Op, ir.Op]] = {}
+    sides: dict[str, set[int]] = {}
+    for o in (a, b):
+        for x in _dsmem_exprs(o):
+            for v in x.free_vars():
+                if v.kind != E.OPAQUE:
+                    continue
+                ld = _input_load(an, v)
+                if ld is None or tuple(ld.loops) != tuple(o.loops) or ld.order > o.order:
+                    return None
+                if ld.guard.thread != o.guard.thread or set(ld.guard.uniform) != set(o.guard.uniform):
+                    return None  # the load must run wherever the access runs
+                out[v.name] = (ld, o)
+                sides.setdefault(v.name, set()).add(id(o))
+    if any(len(s) > 1 for s in sides.values()):
+        return None
+    return out
+
+
+def shown_ref(an: Analysis, o: ir.Op) -> str:
+    """o's buffer as a user reads it: a value loaded from input memory named by its load
+    (`cnt[words[i] % 64]`, not the model's placeholder)."""
+    assert o.buffer is not None
+    sub: dict[str, E.Expr] = {}
+    for x in o.buffer.index:
+        for v in x.free_vars():
+            if v.kind == E.OPAQUE and v.name not in sub:
+                ld = _input_load(an, v)
+                text = ld.global_access.text if ld is not None and ld.global_access is not None else None
+                if text:
+                    sub[v.name] = E.Var(text, E.PARAM)
+    if not sub:
+        return str(o.buffer)
+    return o.buffer.name + "".join(f"[{E.substitute(x, sub)}]" for x in o.buffer.index)
+
+
+def _input_load(an: Analysis, v: E.Var) -> ir.Op | None:
+    """The plain load from input memory whose value v is (a weak load of an element of a kernel
+    pointer parameter that no store or atomic of the kernel writes), else None."""
+    loads = [
+        o
+        for o in an.model.ops
+        if o.kind == ir.GLOBAL_LOAD and o.global_access is not None and o.global_access.value == v.name
+    ]
+    if len(loads) != 1:
+        return None
+    ld = loads[0]
+    ga = ld.global_access
+    assert ga is not None
+    if ga.base is None or ga.sem != "weak" or ld.guard.blind or not ld.guard.exact:
+        return None
+    for o in an.model.ops:
+        if o.kind in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL) and (
+            o.global_access is None or o.global_access.base is None or o.global_access.base == ga.base
+        ):
+            return None  # written by the kernel (or by a store whose memory is not known)
+    return ld
 
 
 UNKNOWN = "unknown"  # `_dsmem_meet`: the solver did not answer
@@ -912,7 +990,7 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
 
     m = an.model
     assert lo.buffer is not None and r.buffer is not None and r.access is not None and r.access.cta is not None
-    if _dsmem_unknown(lo, r):
+    if _dsmem_unknown(lo, r, an):
         return None
     cluster = m.cluster
     assert cluster is not None
@@ -939,6 +1017,11 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
         return mp
 
     ma, mb = side(lo, "a"), side(r, "b")
+    inputs = _dsmem_inputs(an, lo, r) or {}
+    for name, (_ld, o) in inputs.items():
+        # a lane's input: a free value, named per side (the one thread that loads it)
+        mp = ma if o is lo else mb
+        mp[name] = E.Var(f"{name}.{'a' if o is lo else 'b'}", E.PARAM)
     conds: list[E.Expr] = []
     trips: list[E.Expr] = []  # iteration < trip count (often nonlinear: a grid-stride loop's)
     for o, mp in ((lo, ma), (r, mb)):
@@ -972,7 +1055,17 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
     if w is None:
         return UNKNOWN if solver.inconclusive_count() > mark else None
     ta, tb = w.get("tid.a"), w.get("tid.b")
-    return (ta if isinstance(ta, int) else 0, tb if isinstance(tb, int) else 0)
+    text = ""
+    if inputs:
+        texts = []
+        for name, (ld, o) in sorted(inputs.items()):
+            v = w.get(f"{name}.{'a' if o is lo else 'b'}")
+            ga = ld.global_access
+            assert ga is not None
+            texts.append(f"`{ga.text or name}` = {v if isinstance(v, int) else '?'} for that thread")
+        text = ", ".join(texts)
+    # (owner thread, peer thread, the input under which they meet: "" for every input)
+    return (ta if isinstance(ta, int) else 0, tb if isinstance(tb, int) else 0, text)
 
 
 def _shared_by_search(an: Analysis, out: MemoryFacts) -> None:
