@@ -85,6 +85,7 @@ def check(an):
     out.extend(_lane_masks(an))
     out.extend(_global_acquire_scope(an))
     out.extend(_dsmem(an))
+    out.extend(_dsmem_peers(an))
     out.extend(handoff_findings(an, "TK401", ("lanes", "fill", "unwaited")))
     return out
 
@@ -168,6 +169,39 @@ def _dsmem(an):
                 help="order a CTA's accesses of its shared memory and its peers' (distributed shared memory) by a "
                 "cluster barrier between them: `cluster.sync()` (barrier.cluster.arrive.release + "
                 "wait.acquire) reached by every thread of the cluster",
+            )
+        )
+    return out
+
+
+def _dsmem_peers(an):
+    """The happens-before engine's races of two peer CTAs on a third CTA's (or one of theirs)
+    shared memory (`happens_before._dsmem_peers`): both through `mapa` addresses, one a plain
+    write, not both atomic, with no cluster barrier between them."""
+    from tkcheck.checks.happens_before import memory, shown_ref
+
+    n = an.threads.n
+    out = []
+    for race in memory(an).dsmem_peer_races:
+        a, b = race.first, race.second
+        (ra, ta), (rb, tb) = divmod(race.first_thread, n), divmod(race.second_thread, n)
+        va = "writes" if a.access_mode == "write" else "reads"
+        vb = "writes" if b.access_mode == "write" else "reads"
+        given = f" (for input data where {race.input})" if race.input else ""
+        site = b if b.access_mode == "write" else a
+        out.append(
+            finding(
+                "TK401",
+                f"{describe(frozenset([ta]), n)} of CTA rank {ra} {va} `{shown_ref(an, a)}` (`{a.api}`) and "
+                f"{describe(frozenset([tb]), n)} of CTA rank {rb} {vb} the same element (`{b.api}`) in the shared "
+                f"memory of one CTA of the cluster{given}, and no cluster barrier lies between them: neither access "
+                "is atomic for the other (a read-modify-write of two CTAs loses an update)",
+                user_site(site),
+                related=[related(a if site is b else b, "the other CTA's access")],
+                witness={"first": [ra, ta], "second": [rb, tb], **({"input": race.input} if race.input else {})},
+                help="make the update one atomic operation (`red.shared::cluster.add` / `atom.shared::cluster`), "
+                "or order the two CTAs' accesses by a cluster barrier (`barrier.cluster.arrive.release` + "
+                "`wait.acquire`) between them",
             )
         )
     return out
