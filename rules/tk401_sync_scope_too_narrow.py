@@ -455,6 +455,14 @@ a named/group barrier both reach, or `__syncwarp` only when they share a warp.
 Buffer indices are evaluated per thread, so a per-warpgroup staging tile
 `c[warpgroup::groupid()]` is only a dependency inside its warpgroup.
 
+The same question across iterations and loop depths (`checks/loop_pairs.py`), asked at
+concrete iterations of loops with constant trip counts: a slot stored before a loop and read in
+its first iteration; a ring slot written in iteration k and read in iteration k + 1, or read in
+iteration k and overwritten in k + 1 (the read in an inner loop of its own, as the `ldmatrix`
+of a K step); a slot read and then overwritten by another thread later in the same iteration
+(the next slice stored into the slot still being read). `ldmatrix` / `stmatrix` `.x1` / `.x2` /
+`.x4` read (write) the 16-byte row each row-naming lane addresses (lanes 0-7, 0-15, 0-31).
+
 Dependencies across roles are ordered by mbarriers (the completion rules'
 business): when an mbarrier operation or unmodelled code lies between the two
 sites, nothing is reported.
@@ -481,6 +489,17 @@ both after that thread's wait (`cg::wait_prior` ends with its group's barrier: a
 tile's collective copy is visible to the other warps only after a block barrier); and a
 copy refilling a stage must come after a barrier that every earlier reader of the stage
 passed after its read.
+
+Distributed shared memory (the happens-before engine): a CTA's access of its own shared memory
+and a peer CTA's access of it through a `mapa` address (`red` / `atom` / `ld` / `st.shared::cluster`)
+are ordered only by a cluster barrier of every thread between them, whose arrive releases
+(`barrier.cluster.arrive.relaxed` does not, unless a cluster-scope fence precedes it) and whose
+wait acquires; a `__syncthreads()` orders one CTA's threads only. Two peer CTAs' plain accesses
+of one remote element (one a write, not both atomic: a read-modify-write spelled as
+`ld.shared::cluster` then `st.shared::cluster`) race with no cluster barrier between. A rank or
+element computed from a value the kernel loads from memory it never writes (`key[i] % BINS`) is
+asked as a free input of the one thread that loads it, and the finding says under which input
+the two accesses meet.
 
 Two lanes of one warp that both run a `__syncwarp(mask)` between a write and a read of one
 `__shared__` scalar (or element of an array of scalars), with one of them outside the mask: the

@@ -70,10 +70,11 @@ def _runs(op: ir.Op, env: dict) -> bool | None:
 
 
 def _key(ref: ir.Ref, t: int, env: dict) -> tuple | None:
-    sub = dict(env, tid=E.Const(t), tid_y=E.Const(0), tid_z=E.Const(0))
+    vals = {name: c.value for name, c in env.items()}
+    vals.update(tid=t, tid_y=0, tid_z=0)
     out = []
     for ix in ref.index:
-        v = E.substitute(ix, sub).eval({})
+        v = ix.eval(vals)
         if not isinstance(v, int) or isinstance(v, bool):
             return None
         out.append(v)
@@ -240,9 +241,12 @@ def _ask(an, kind, w, r, tw, tr, a, b, common, shift, between, covered, Dependen
             if kr is None:
                 return None
             ws: set[int] = set()
-            for kw, ts in wkeys.items():
-                if keys_may_alias(kw, kr):
-                    ws |= ts
+            if len(kr) == len(w.buffer.index):
+                ws = wkeys.get(kr, set())
+            else:
+                for kw, ts in wkeys.items():
+                    if keys_may_alias(kw, kr):
+                        ws |= ts
             bad = frozenset(x for x in ws if x != t and not covered(live, x, t))
             if bad:
                 uncovered[t] = bad

@@ -471,6 +471,7 @@ _PTX_WARP_MODES = {
 # `_matrix_rows`); a lane that skips it leaves the others undefined (observed: a hang)
 _PTX_ALIGNED_WARP = re.compile(r"(?<![\w.])(tensormap\.cp_fenceproxy|ldmatrix|stmatrix)((?:\.[\w:]+)*)\s*[^;]*;")
 ALIGNED_UNMODELLED = frozenset({"tensormap.cp_fenceproxy"})
+ALIGNED_WARP = frozenset({"tensormap.cp_fenceproxy", "ldmatrix", "stmatrix"})
 
 
 _PTX_TENSORMAP_ORDER = re.compile(
