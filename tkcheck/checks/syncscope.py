@@ -177,7 +177,7 @@ def _dependencies(an: Analysis) -> list[Dependency]:
     # pairs across iterations and loop depths (a ring's slots), asked at concrete iterations
     from .loop_pairs import loop_dependencies
 
-    reads = [
+    plain_reads = [
         o
         for o in fl.ops
         if o.kind == ir.SMEM_ACCESS
@@ -186,7 +186,7 @@ def _dependencies(an: Analysis) -> list[Dependency]:
         and o.guard.exact
         and not _remote(o)
     ]
-    out.extend(loop_dependencies(an, fl, writers, reads, {id(d.reader) for d in out}))
+    out.extend(loop_dependencies(an, fl, writers, plain_reads, {id(d.reader) for d in out}))
     return out
 
 
