@@ -208,6 +208,10 @@ def _ask(an, kind, w, r, tw, tr, a, b, common, shift, between, covered, Dependen
     sets = [(s, tag, an.threads.executing(s)) for s, tag in relevant if s.kind == ir.SYNC]
     if any(ss is None for _, _, ss in sets):
         return None
+    # who runs an op is asked once for all iterations: a thread condition over a loop counter
+    # (`if (t < s)` in a halving loop) names other threads at each iteration: not asked
+    if any(o.guard.thread.depends_on(E.LOOP) for o in [a, b] + [s for s, _, _ in sets]):
+        return None
     # one side's threads among the other's: both follow the same control flow, and program order
     # between the two ends is each thread's order. Otherwise (two roles of a branch) only where
     # every barrier between is run by all of them: a barrier one role reaches at another site
