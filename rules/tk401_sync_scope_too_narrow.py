@@ -52,6 +52,11 @@ def check(an):
             f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
             f"written by {describe(ws, n)} {whose}, and {how}"
         )
+        if d.kind == "raw-next":
+            msg = (
+                f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer or d.writer.buffer}` "
+                f"written by {describe(ws, n)} {whose} in the previous iteration of the loop, and {how}"
+            )
         if d.kind == "war-same":
             msg = (
                 f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.reader.buffer}`, which "
@@ -80,6 +85,7 @@ def check(an):
     out.extend(_lane_masks(an))
     out.extend(_global_acquire_scope(an))
     out.extend(_dsmem(an))
+    out.extend(_dsmem_peers(an))
     out.extend(handoff_findings(an, "TK401", ("lanes", "fill", "unwaited")))
     return out
 
@@ -88,7 +94,7 @@ def _dsmem(an):
     """The happens-before engine's distributed-shared-memory races (`checks/happens_before.py`):
     a CTA's access of its own shared memory and a peer CTA's access of it through
     `cluster.map_shared_rank`, with no barrier of the whole cluster between them."""
-    from tkcheck.checks.happens_before import memory
+    from tkcheck.checks.happens_before import memory, shown_ref
 
     n = an.threads.n
     out = []
@@ -124,26 +130,28 @@ def _dsmem(an):
         mode = "reads" if peer.access is not None and peer.access.mode == "read" else "writes"
         other = "writes" if own.access is not None and own.access.mode == "write" else "reads"
         when = " in the next iteration of the loop" if race.next_iteration else ""
+        buf = shown_ref(an, peer)
+        given = f" (for input data where {race.input})" if race.input else ""
         if race.next_iteration and race.first is peer:
             when = ", and the owner's next iteration " + other + " it again"
             msg = (
-                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in this CTA's shared memory "
-                f"(`{peer.api if peer.asm is not None else 'cluster.map_shared_rank'}`){when} (`{own.api}`, {describe(frozenset([to]), n)}), and "
+                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{buf}` in this CTA's shared memory "
+                f"(`{peer.api if peer.asm is not None else 'cluster.map_shared_rank'}`){when} (`{own.api}`, {describe(frozenset([to]), n)}){given}, and "
                 f"{how}"
             )
         elif race.next_iteration:
             # the owner's access first, the peer's in its next iteration (round 10: a st.async of
             # the next round into a buffer the owner is still reading)
             msg = (
-                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in the shared memory of a CTA "
+                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{buf}` in the shared memory of a CTA "
                 f"(`{peer.api if peer.asm is not None else 'cluster.map_shared_rank'}`) in its next iteration of the "
                 f"loop, while that CTA's {describe(frozenset([to]), n)} may still {other[:-1]} it "
-                f"(`{own.api}`) in the iteration before, and {how}"
+                f"(`{own.api}`) in the iteration before{given}, and {how}"
             )
         else:
             msg = (
-                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{peer.buffer}` in the shared memory of a CTA "
-                f"whose {describe(frozenset([to]), n)} {other} it (`{own.api}`){when}, and {how}"
+                f"{describe(frozenset([tp]), n)} of a peer CTA {mode} `{buf}` in the shared memory of a CTA "
+                f"whose {describe(frozenset([to]), n)} {other} it (`{own.api}`){when}{given}, and {how}"
             )
         out.append(
             finding(
@@ -152,10 +160,48 @@ def _dsmem(an):
                 user_site(peer),
                 related=[related(own, f"the owner CTA's {describe(frozenset([to]), n)} accesses it here")]
                 + [related(b, f"`{b.api}` orders one CTA's threads only") for b in barriers[:1]],
-                witness={"peer_thread": tp, "owner_thread": to, "next_iteration": race.next_iteration},
+                witness={
+                    "peer_thread": tp,
+                    "owner_thread": to,
+                    "next_iteration": race.next_iteration,
+                    **({"input": race.input} if race.input else {}),
+                },
                 help="order a CTA's accesses of its shared memory and its peers' (distributed shared memory) by a "
                 "cluster barrier between them: `cluster.sync()` (barrier.cluster.arrive.release + "
                 "wait.acquire) reached by every thread of the cluster",
+            )
+        )
+    return out
+
+
+def _dsmem_peers(an):
+    """The happens-before engine's races of two peer CTAs on a third CTA's (or one of theirs)
+    shared memory (`happens_before._dsmem_peers`): both through `mapa` addresses, one a plain
+    write, not both atomic, with no cluster barrier between them."""
+    from tkcheck.checks.happens_before import memory, shown_ref
+
+    n = an.threads.n
+    out = []
+    for race in memory(an).dsmem_peer_races:
+        a, b = race.first, race.second
+        (ra, ta), (rb, tb) = divmod(race.first_thread, n), divmod(race.second_thread, n)
+        va = "writes" if a.access_mode == "write" else "reads"
+        vb = "writes" if b.access_mode == "write" else "reads"
+        given = f" (for input data where {race.input})" if race.input else ""
+        site = b if b.access_mode == "write" else a
+        out.append(
+            finding(
+                "TK401",
+                f"{describe(frozenset([ta]), n)} of CTA rank {ra} {va} `{shown_ref(an, a)}` (`{a.api}`) and "
+                f"{describe(frozenset([tb]), n)} of CTA rank {rb} {vb} the same element (`{b.api}`) in the shared "
+                f"memory of one CTA of the cluster{given}, and no cluster barrier lies between them: neither access "
+                "is atomic for the other (a read-modify-write of two CTAs loses an update)",
+                user_site(site),
+                related=[related(a if site is b else b, "the other CTA's access")],
+                witness={"first": [ra, ta], "second": [rb, tb], **({"input": race.input} if race.input else {})},
+                help="make the update one atomic operation (`red.shared::cluster.add` / `atom.shared::cluster`), "
+                "or order the two CTAs' accesses by a cluster barrier (`barrier.cluster.arrive.release` + "
+                "`wait.acquire`) between them",
             )
         )
     return out
@@ -409,6 +455,14 @@ a named/group barrier both reach, or `__syncwarp` only when they share a warp.
 Buffer indices are evaluated per thread, so a per-warpgroup staging tile
 `c[warpgroup::groupid()]` is only a dependency inside its warpgroup.
 
+The same question across iterations and loop depths (`checks/loop_pairs.py`), asked at
+concrete iterations of loops with constant trip counts: a slot stored before a loop and read in
+its first iteration; a ring slot written in iteration k and read in iteration k + 1, or read in
+iteration k and overwritten in k + 1 (the read in an inner loop of its own, as the `ldmatrix`
+of a K step); a slot read and then overwritten by another thread later in the same iteration
+(the next slice stored into the slot still being read). `ldmatrix` / `stmatrix` `.x1` / `.x2` /
+`.x4` read (write) the 16-byte row each row-naming lane addresses (lanes 0-7, 0-15, 0-31).
+
 Dependencies across roles are ordered by mbarriers (the completion rules'
 business): when an mbarrier operation or unmodelled code lies between the two
 sites, nothing is reported.
@@ -435,6 +489,17 @@ both after that thread's wait (`cg::wait_prior` ends with its group's barrier: a
 tile's collective copy is visible to the other warps only after a block barrier); and a
 copy refilling a stage must come after a barrier that every earlier reader of the stage
 passed after its read.
+
+Distributed shared memory (the happens-before engine): a CTA's access of its own shared memory
+and a peer CTA's access of it through a `mapa` address (`red` / `atom` / `ld` / `st.shared::cluster`)
+are ordered only by a cluster barrier of every thread between them, whose arrive releases
+(`barrier.cluster.arrive.relaxed` does not, unless a cluster-scope fence precedes it) and whose
+wait acquires; a `__syncthreads()` orders one CTA's threads only. Two peer CTAs' plain accesses
+of one remote element (one a write, not both atomic: a read-modify-write spelled as
+`ld.shared::cluster` then `st.shared::cluster`) race with no cluster barrier between. A rank or
+element computed from a value the kernel loads from memory it never writes (`key[i] % BINS`) is
+asked as a free input of the one thread that loads it, and the finding says under which input
+the two accesses meet.
 
 Two lanes of one warp that both run a `__syncwarp(mask)` between a write and a read of one
 `__shared__` scalar (or element of an array of scalars), with one of them outside the mask: the

@@ -2,6 +2,7 @@
 
 from tkcheck.checks.threads import describe
 from tkcheck.checks.warp_collectives import collectives, describe_lanes
+from tkcheck.knowledge.ops import ALIGNED_WARP
 from tkcheck.checks.wide_barriers import divergences
 from tkcheck.model import ir
 from tkcheck.rule import Explains, Rule
@@ -177,6 +178,8 @@ def _warp(an):
         op = mm.site
         shown = f"{mm.instr}, " if mm.instr != op.api else ""
         what = f"`{op.api}` ({shown}member mask 0x{mm.mask:08x})"
+        if op.warp_coll is not None and op.warp_coll.instr in ALIGNED_WARP:
+            what = f"`{op.api}` (`.sync.aligned`: every lane of the warp)"
         if mm.kind == "not_in_mask":
             msg = (
                 f"{what} is executed by {describe_lanes(mm.missing)} of warp {mm.warp}, not in its member mask: "
@@ -334,7 +337,10 @@ Warp collectives are barriers of the lanes their member mask names:
 `__syncwarp(mask)` / `bar.warp.sync`, the shuffles (`__shfl_*_sync`,
 `shfl.sync`), votes (`__ballot_sync`, `__any_sync`, `vote.sync`), matches,
 reductions (`__reduce_*_sync`, `redux.sync`) and `elect.sync` (TK's
-`elect_one_sync` / `elect_leader`, inline PTX). PTX waits until every
+`elect_one_sync` / `elect_leader`, inline PTX), and the `.sync.aligned`
+instructions without a mask that the whole warp executes as one: `ldmatrix`,
+`stmatrix`, `tensormap.cp_fenceproxy` (a lane that skips an `ldmatrix` leaves
+the warp's collective undefined; observed as a hang). PTX waits until every
 non-exited lane of the mask has executed the same instruction with the same
 mask (any `bar.warp.sync` of that mask on sm_70+), and the executing lane must
 be in the mask. Per warp and mask, the rule reports a lane that executes a

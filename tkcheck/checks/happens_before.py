@@ -148,6 +148,11 @@ class MemoryFacts:
     # races on distributed shared memory: a CTA's access of its own shared memory and a peer
     # CTA's access of it (`cluster.map_shared_rank`) with no cluster barrier between
     dsmem_races: list[Race] = field(default_factory=list)
+    # two peer CTAs' accesses of one element of a third (or of one of the two) CTA's shared memory,
+    # both through `mapa` addresses, one a write, not both atomic, with no cluster barrier between
+    # (`_dsmem_peers`): first_thread / second_thread are (rank, thread) pairs flattened as
+    # rank * block size + thread; `input` the input data under which they meet
+    dsmem_peer_races: list[Race] = field(default_factory=list)
     # accesses of a shared element in two loops handed off through volatile shared indices
     # (`shared_handoff.order`) that no index orders
     handoff_races: list = field(default_factory=list)
@@ -169,6 +174,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _shared(an, out)
     _shared_by_search(an, out)
     _dsmem(an, out)
+    _dsmem_peers(an, out)
     _publish(an, out)
     _acquire(an, out)
     _spin_acquire(an, out)
@@ -761,6 +767,152 @@ def _dsmem(an: Analysis, out: MemoryFacts) -> None:
                     found = True
 
 
+def _dsmem_peers(an: Analysis, out: MemoryFacts) -> None:
+    """Two accesses of one element of a CTA's shared memory through `mapa` addresses by threads of
+    two different CTAs of the cluster (a plain remote read and write, or two writes; not both
+    atomic), in a kernel whose CTAs are ordered only by whole-cluster barriers (`_cta_local_orders`)
+    and with no such barrier between them: in the same loop with no cluster barrier in its body
+    (any iteration of one thread runs beside any of the other), or outside loops with none between
+    in program order. z3 asks for two threads of CTAs P != Q naming one owner rank and one element
+    (a value loaded from input memory free per thread, the two equal when both load one: an input
+    holding that value in both elements is some input). Anything else is not asked."""
+    from .. import solver
+
+    m = an.model
+    n = an.threads.n
+    if n is None or m.cluster is None:
+        return
+    remote = [
+        o
+        for o in m.ops
+        if o.kind == ir.SMEM_ACCESS
+        and o.access is not None
+        and o.access.cta is not None
+        and o.buffer is not None
+        and o.guard.exact
+    ]
+    if len(remote) < 1 or not _cta_local_orders(an, (), n):
+        return
+    fl = flow(an)
+    done: set[str] = set()
+    for i, a in enumerate(remote):
+        for b in remote[i:]:
+            assert a.buffer is not None and b.buffer is not None and a.access is not None and b.access is not None
+            if a.buffer.name != b.buffer.name or a.buffer.name in done:
+                continue
+            if a.access.mode != "write" and b.access.mode != "write":
+                continue
+            if (a.access.atomic is not None or _morally_strong(a)) and (
+                b.access.atomic is not None or _morally_strong(b)
+            ):
+                continue
+            if tuple(a.loops) != tuple(b.loops) or len(a.loops) > 1:
+                continue
+            first, second = (a, b) if a.order <= b.order else (b, a)
+            if a.loops:
+                lid = a.loops[0]
+                body = [o for o in fl.ops if lid in o.loops]
+                if any(o.kind == ir.SYNC and o.sync_kind in _CLUSTER_SYNCS for o in body):
+                    continue
+                if any(may_order(o) and not _is_data_read(o) for o in body):
+                    continue
+            else:
+                between = fl.same_iteration_between(first, second)
+                if any(o.kind == ir.SYNC and o.sync_kind in _CLUSTER_SYNCS for o in between):
+                    continue
+                if any(may_order(o) and not _is_data_read(o) for o in between):
+                    continue
+            w = _peers_meet(an, first, second, n, solver)
+            if w is None:
+                continue
+            (ra, ta), (rb, tb), text = w
+            race = Race(first, second, ra * n + ta, rb * n + tb, input=text)
+            out.dsmem_peer_races.append(race)
+            done.add(a.buffer.name)
+
+
+def _peers_meet(an: Analysis, a: ir.Op, b: ir.Op, n: int, solver):
+    """((rank, thread) of a, (rank, thread) of b, input text) meeting at one element of one owner
+    CTA, the two ranks different; None when they never do or it is not known."""
+    m = an.model
+    assert a.buffer is not None and b.buffer is not None and a.access is not None and b.access is not None
+    assert a.access.cta is not None and b.access.cta is not None
+    if len(a.buffer.index) != len(b.buffer.index):
+        return None
+    conds: list[E.Expr] = []
+    inputs: dict[str, ir.Op] = {}
+    maps = []
+    for o, tag in ((a, "a"), (b, "b")):
+        mp: dict[str, E.Expr] = {
+            "tid": E.Var(f"tid.{tag}", E.THREAD),
+            "tid_y": E.Const(0),
+            "tid_z": E.Const(0),
+            "cta_rank": E.Var(f"cta_rank.{tag}", E.PARAM),
+        }
+        for lid in o.loops:
+            lp = m.loops.get(lid)
+            if lp is None or lp.counter is None:
+                return None
+            mp[lp.counter.name] = E.Var(f"{lp.counter.name}.{tag}", E.LOOP)
+        for x in list(o.buffer.index) + [o.access.cta]:  # type: ignore[list-item]
+            for v in x.free_vars():
+                if v.kind != E.OPAQUE:
+                    continue
+                ld = _input_load(an, v)
+                if ld is None or tuple(ld.loops) != tuple(o.loops) or ld.order > o.order:
+                    return None
+                if ld.guard.thread != o.guard.thread or set(ld.guard.uniform) != set(o.guard.uniform):
+                    return None
+                inputs[v.name] = ld
+                mp[v.name] = E.Var(f"{v.name}.{tag}", E.PARAM)
+        maps.append(mp)
+    ma, mb = maps
+    trips: list[E.Expr] = []
+    for o, mp in ((a, ma), (b, mb)):
+        assert o.access is not None and o.access.cta is not None
+        conds.append(E.substitute(o.guard.thread, mp))
+        conds.extend(E.substitute(c, mp) for c in o.guard.uniform)
+        t = mp["tid"]
+        conds += [E.binop(">=", t, E.Const(0)), E.binop("<", t, E.Const(n))]
+        k = mp["cta_rank"]
+        conds += [E.binop(">=", k, E.Const(0)), E.binop("<", k, m.cluster)]
+        owner = E.substitute(o.access.cta, mp)
+        conds += [E.binop(">=", owner, E.Const(0)), E.binop("<", owner, m.cluster)]
+        for lid in o.loops:
+            lp = m.loops[lid]
+            ctr = E.substitute(lp.counter, mp)
+            conds.append(E.binop(">=", ctr, E.Const(0)))
+            if lp.trip is None or lp.trip.is_opaque():
+                return None
+            trips.append(E.binop("<", ctr, E.substitute(lp.trip, mp)))
+    for name in inputs:
+        if name in ma and name in mb:
+            conds.append(E.binop("==", ma[name], mb[name]))  # one value in both loaded elements
+    conds.append(E.binop("!=", ma["cta_rank"], mb["cta_rank"]))
+    conds.append(E.binop("==", E.substitute(a.access.cta, ma), E.substitute(b.access.cta, mb)))
+    for x, y in zip(a.buffer.index, b.buffer.index):
+        conds.append(E.binop("==", E.substitute(x, ma), E.substitute(y, mb)))
+    exprs = conds + trips
+    if any(c.is_opaque() for c in exprs):
+        return None
+    w = solver.witness(E.conj(*exprs), an.solver_timeout_ms)
+    if w is None:
+        return None
+    vals = []
+    for tag in ("a", "b"):
+        r, t = w.get(f"cta_rank.{tag}"), w.get(f"tid.{tag}")
+        if not isinstance(r, int) or not isinstance(t, int):
+            return None
+        vals.append((r, t))
+    texts = []
+    for name, ld in sorted(inputs.items()):
+        v = w.get(f"{name}.a", w.get(f"{name}.b"))
+        ga = ld.global_access
+        assert ga is not None
+        texts.append(f"`{ga.text or name}` = {v if isinstance(v, int) else '?'} for both threads")
+    return vals[0], vals[1], ", ".join(texts)
+
+
 def _morally_strong(o: ir.Op) -> bool:
     """An ordered access (`ld.acquire` / `st.release` / `.relaxed`) at cluster scope or wider."""
     a = o.access
@@ -799,11 +951,11 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         if isinstance(w, str):
             out.undecided.append((lo, r, "the solver did not decide whether they meet"))
             return None
-        if w is None and _dsmem_unknown(lo, r):
+        if w is None and _dsmem_unknown(lo, r, an):
             out.undecided.append((lo, r, "their addresses are not known"))
             return None
         if w is not None:
-            return Race(first, second, w[0] if first is lo else w[1], w[1] if first is lo else w[0])
+            return Race(first, second, w[0] if first is lo else w[1], w[1] if first is lo else w[0], input=w[2])
     if not common:
         if pending is not None:
             out.undecided.append((lo, r, pending))
@@ -844,12 +996,12 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         out.undecided.append((lo, r, "the solver did not decide whether they meet"))
         return None
     if w is not None:
-        race = Race(second, first, w[0] if second is lo else w[1], w[1] if second is lo else w[0])
+        race = Race(second, first, w[0] if second is lo else w[1], w[1] if second is lo else w[0], input=w[2])
         race.next_iteration = True
         return race
     if pending is not None:
         out.undecided.append((lo, r, pending))
-    elif _dsmem_unknown(lo, r):
+    elif _dsmem_unknown(lo, r, an):
         out.undecided.append((lo, r, "their addresses are not known"))
     return None
 
@@ -893,11 +1045,89 @@ def _cta_local_orders(an: Analysis, common: tuple, n: int) -> bool:
     return True
 
 
-def _dsmem_unknown(a: ir.Op, b: ir.Op) -> bool:
+def _dsmem_unknown(a: ir.Op, b: ir.Op, an: Analysis | None = None) -> bool:
+    """Are the two accesses' addresses (the element, the peer's rank) not expressions the solver
+    can ask? A value loaded from input memory (`_dsmem_inputs`) is asked as a free input."""
     assert a.buffer is not None and b.buffer is not None and b.access is not None
-    cta = b.access.cta
-    exprs = list(a.buffer.index) + list(b.buffer.index) + ([cta] if cta is not None else [])
-    return any(not isinstance(x, E.Expr) or x.is_opaque() for x in exprs) or len(a.buffer.index) != len(b.buffer.index)
+    if len(a.buffer.index) != len(b.buffer.index):
+        return True
+    exprs = _dsmem_exprs(a) + _dsmem_exprs(b)
+    if any(not isinstance(x, E.Expr) for x in exprs):
+        return True
+    if not any(x.is_opaque() for x in exprs):
+        return False
+    return an is None or _dsmem_inputs(an, a, b) is None
+
+
+def _dsmem_exprs(o: ir.Op) -> list:
+    assert o.buffer is not None
+    cta = o.access.cta if o.access is not None else None
+    return list(o.buffer.index) + ([cta] if cta is not None else [])
+
+
+def _dsmem_inputs(an: Analysis, a: ir.Op, b: ir.Op) -> dict[str, tuple[ir.Op, ir.Op]] | None:
+    """The unmodelled values in the addresses of a and b when each is a lane's input: the value of
+    a plain load (`words[i]`) from a kernel parameter no thread of the kernel writes, loaded in the
+    same iteration as the access that uses it, on one side of the pair only (one thread's value of
+    one element: any value is some input's; a value both sides used would tie the two threads'
+    loads, not asked). {var name: (load, access)}; None when some value is no such input."""
+    out: dict[str, tuple[ir.Op, ir.Op]] = {}
+    sides: dict[str, set[int]] = {}
+    for o in (a, b):
+        for x in _dsmem_exprs(o):
+            for v in x.free_vars():
+                if v.kind != E.OPAQUE:
+                    continue
+                ld = _input_load(an, v)
+                if ld is None or tuple(ld.loops) != tuple(o.loops) or ld.order > o.order:
+                    return None
+                if ld.guard.thread != o.guard.thread or set(ld.guard.uniform) != set(o.guard.uniform):
+                    return None  # the load must run wherever the access runs
+                out[v.name] = (ld, o)
+                sides.setdefault(v.name, set()).add(id(o))
+    if any(len(s) > 1 for s in sides.values()):
+        return None
+    return out
+
+
+def shown_ref(an: Analysis, o: ir.Op) -> str:
+    """o's buffer as a user reads it: a value loaded from input memory named by its load
+    (`cnt[words[i] % 64]`, not the model's placeholder)."""
+    assert o.buffer is not None
+    sub: dict[str, E.Expr] = {}
+    for x in o.buffer.index:
+        for v in x.free_vars():
+            if v.kind == E.OPAQUE and v.name not in sub:
+                ld = _input_load(an, v)
+                text = ld.global_access.text if ld is not None and ld.global_access is not None else None
+                if text:
+                    sub[v.name] = E.Var(text, E.PARAM)
+    if not sub:
+        return str(o.buffer)
+    return o.buffer.name + "".join(f"[{E.substitute(x, sub)}]" for x in o.buffer.index)
+
+
+def _input_load(an: Analysis, v: E.Var) -> ir.Op | None:
+    """The plain load from input memory whose value v is (a weak load of an element of a kernel
+    pointer parameter that no store or atomic of the kernel writes), else None."""
+    loads = [
+        o
+        for o in an.model.ops
+        if o.kind == ir.GLOBAL_LOAD and o.global_access is not None and o.global_access.value == v.name
+    ]
+    if len(loads) != 1:
+        return None
+    ld = loads[0]
+    ga = ld.global_access
+    assert ga is not None
+    if ga.base is None or ga.sem != "weak" or ld.guard.blind or not ld.guard.exact:
+        return None
+    for o in an.model.ops:
+        if o.kind in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL) and (
+            o.global_access is None or o.global_access.base is None or o.global_access.base == ga.base
+        ):
+            return None  # written by the kernel (or by a store whose memory is not known)
+    return ld
 
 
 UNKNOWN = "unknown"  # `_dsmem_meet`: the solver did not answer
@@ -912,7 +1142,7 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
 
     m = an.model
     assert lo.buffer is not None and r.buffer is not None and r.access is not None and r.access.cta is not None
-    if _dsmem_unknown(lo, r):
+    if _dsmem_unknown(lo, r, an):
         return None
     cluster = m.cluster
     assert cluster is not None
@@ -939,6 +1169,11 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
         return mp
 
     ma, mb = side(lo, "a"), side(r, "b")
+    inputs = _dsmem_inputs(an, lo, r) or {}
+    for name, (_ld, o) in inputs.items():
+        # a lane's input: a free value, named per side (the one thread that loads it)
+        mp = ma if o is lo else mb
+        mp[name] = E.Var(f"{name}.{'a' if o is lo else 'b'}", E.PARAM)
     conds: list[E.Expr] = []
     trips: list[E.Expr] = []  # iteration < trip count (often nonlinear: a grid-stride loop's)
     for o, mp in ((lo, ma), (r, mb)):
@@ -972,7 +1207,17 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
     if w is None:
         return UNKNOWN if solver.inconclusive_count() > mark else None
     ta, tb = w.get("tid.a"), w.get("tid.b")
-    return (ta if isinstance(ta, int) else 0, tb if isinstance(tb, int) else 0)
+    text = ""
+    if inputs:
+        texts = []
+        for name, (ld, o) in sorted(inputs.items()):
+            v = w.get(f"{name}.{'a' if o is lo else 'b'}")
+            ga = ld.global_access
+            assert ga is not None
+            texts.append(f"`{ga.text or name}` = {v if isinstance(v, int) else '?'} for that thread")
+        text = ", ".join(texts)
+    # (owner thread, peer thread, the input under which they meet: "" for every input)
+    return (ta if isinstance(ta, int) else 0, tb if isinstance(tb, int) else 0, text)
 
 
 def _shared_by_search(an: Analysis, out: MemoryFacts) -> None:

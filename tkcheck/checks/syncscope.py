@@ -174,6 +174,19 @@ def _dependencies(an: Analysis) -> list[Dependency]:
                 out.append(Dependency(w, r, tr, uncovered, narrow, unfenced))
     out.extend(_war_across_iterations(an, fl, writers))
     out.extend(_async_refills(an, fl))
+    # pairs across iterations and loop depths (a ring's slots), asked at concrete iterations
+    from .loop_pairs import loop_dependencies
+
+    plain_reads = [
+        o
+        for o in fl.ops
+        if o.kind == ir.SMEM_ACCESS
+        and o.buffer is not None
+        and o.access_mode == "read"
+        and o.guard.exact
+        and not _remote(o)
+    ]
+    out.extend(loop_dependencies(an, fl, writers, plain_reads, {id(d.reader) for d in out}))
     return out
 
 

@@ -977,13 +977,16 @@ class AsmLowering:
     def _matrix_rows(
         self, addr: Expr, ptx: str, ctx: Ctx, c: Any, loc: Location, facts: ir.AsmFacts, kind: str
     ) -> bool:
-        """`ldmatrix` / `stmatrix` `.x4` at the shared address of an element of a `__shared__`
-        array of scalars (`__cvta_generic_to_shared(&a_s[r][c])`): each lane's 16-byte row, lowered
-        to a read (write) of its first element, as a wide load is (knowledge/ops.MATRIX_ROW_BYTES).
-        The lane that names a row stands for the warp's collective access of it. False (the access
-        stays address math) for `.x1` / `.x2` or an address that is no such element."""
+        """`ldmatrix` / `stmatrix` `.x1` / `.x2` / `.x4` at the shared address of an element of a
+        `__shared__` array of scalars (`__cvta_generic_to_shared(&a_s[r][c])`): each row-naming
+        lane's 16-byte row, lowered to a read (write) of its first element, as a wide load is
+        (knowledge/ops.MATRIX_ROW_BYTES). The lane that names a row stands for the warp's
+        collective access of it; `.x1` / `.x2` read the addresses of lanes 0-7 / 0-15 only (the
+        access is guarded by that lane range). False (the access stays address math) for an
+        address that is no such element."""
         model = self.w.model
-        if model is None or not re.search(r"\.x4\b", ptx) or not isinstance(addr, E.Var):
+        mx = re.search(r"\.x([124])\b", ptx)
+        if model is None or not mx or not isinstance(addr, E.Var):
             return False
         sa = model.smem_addresses.get(addr.name)
         t = sa.tile_type if sa is not None else None
@@ -992,12 +995,17 @@ class AsmLowering:
         if K.MATRIX_ROW_BYTES % t.dtype_bytes:
             return False
         mode = "read" if kind == "ldmatrix" else "write"
+        guard = ctx.guard
+        rows = K.MATRIX_ROWS_PER_PIECE * int(mx.group(1))
+        if rows < 32:  # only the lanes that name a row
+            lane = E.binop("%", E.TID, E.Const(32))
+            guard = replace(guard, thread=E.conj(guard.thread, E.binop("<", lane, E.Const(rows))))
         self.w.emit(
             ir.Op(
                 ir.SMEM_ACCESS,
                 kind,
                 loc,
-                ctx.guard,
+                guard,
                 ctx.loops,
                 asm=facts,
                 buffer=sa.buffer,

@@ -115,9 +115,11 @@ VECTOR_TYPE_BYTES: dict[str, int] = {
     "__nv_bfloat162": 4,
     "nv_bfloat162": 4,
 }
-# ldmatrix / stmatrix `.x4`: every lane names the shared address of one 16-byte row (`.x1` / `.x2`
-# read the addresses of lanes 0-7 / 0-15 only: not lowered, the access stays address math)
+# ldmatrix / stmatrix `.xN` (N = 1, 2, 4): N 8x8 matrices, each of 8 rows of 16 bytes; lanes
+# 0 .. 8N - 1 name the shared address of one row each (`.x1` / `.x2` read the addresses of lanes
+# 0-7 / 0-15 only)
 MATRIX_ROW_BYTES = 16
+MATRIX_ROWS_PER_PIECE = 8
 
 # ---- libcu++ (<cuda/barrier>, <cuda/pipeline>; frontend/walk_libcu.py lowers them) ----------
 # Read from libcu++'s headers (cuda/pipeline, cuda/__barrier, cuda/__memcpy_async): a block-scope
@@ -464,8 +466,12 @@ _PTX_WARP_MODES = {
 # same instruction convergently (PTX ISA, tensormap.cp_fenceproxy: "all threads in the warp must
 # execute the same instruction"); a warp collective of the full warp. Their memory effect (the
 # copy to global memory, the proxy release) is not modelled: ALIGNED_UNMODELLED
-_PTX_ALIGNED_WARP = re.compile(r"(?<![\w.])(tensormap\.cp_fenceproxy)((?:\.[\w:]+)*)\s*[^;]*;")
+# `ldmatrix` / `stmatrix` (`.sync.aligned` mandatory): the warp's lanes name the rows of the
+# matrices it reads or writes as one instruction (their memory accesses: frontend/walk_asm.py
+# `_matrix_rows`); a lane that skips it leaves the others undefined (observed: a hang)
+_PTX_ALIGNED_WARP = re.compile(r"(?<![\w.])(tensormap\.cp_fenceproxy|ldmatrix|stmatrix)((?:\.[\w:]+)*)\s*[^;]*;")
 ALIGNED_UNMODELLED = frozenset({"tensormap.cp_fenceproxy"})
+ALIGNED_WARP = frozenset({"tensormap.cp_fenceproxy", "ldmatrix", "stmatrix"})
 
 
 _PTX_TENSORMAP_ORDER = re.compile(
