@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import cli
+from conftest import ROOT, cli
 
 KERNELS = """#include "kittens.cuh"
 using namespace kittens;
@@ -399,3 +399,20 @@ def test_pdl_runtime_calls_are_events_and_an_unlaunched_kernel_is_coverage(tmp_p
     assert any("grid dependency (PDL)" in u["why"] and "no launch" in u["why"] for u in rec["unknowns"]), rec[
         "unknowns"
     ]
+
+
+def test_pdl_access_ordered_through_an_mbarrier_chain(tmp_path):
+    """A store by threads that never wait for the grid themselves, behind mbarrier waits whose
+    arrivals follow the one thread's grid dependency wait: decided (after the wait), with the
+    loop the chain passes through stated as assumed to run; the same kernel with the arrivals
+    made before the grid wait stays undecided, never a pass."""
+    d = ROOT / "fixtures" / "pdl"
+    p = run(["coverage", str(d / "mbarrier_chain_good.cu"), "--output-format", "json"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    (rec,) = json.loads(p.stdout)
+    assert not [u for u in rec["unknowns"] if "grid dependency (PDL)" in u["why"]], rec["unknowns"]
+    p = run(["check", str(d / "mbarrier_chain_good.cu"), "--output-format", "full"], tmp_path)
+    assert "ordered after the grid dependency wait" in p.stdout and "runs at least once" in p.stdout, p.stdout
+    p = run(["coverage", str(d / "mbarrier_chain_bad.cu"), "--output-format", "json"], tmp_path)
+    (rec,) = json.loads(p.stdout)
+    assert any("grid dependency (PDL)" in u["why"] for u in rec["unknowns"]), rec["unknowns"]

@@ -258,3 +258,18 @@ def test_counted_uses_of_uneven_visits():
     # once a period (a plain ring): v / S
     plain = ring_uses.counted_uses((E.binop("%", k, E.Const(3)),), k, 10_000)
     assert plain is not None and all(plain[0].eval({"f1": v}) == v // 3 for v in range(20))
+
+
+def test_lagging_back_channel_decided_with_its_assumption_stated():
+    """A back channel whose signallers' release of round t needs only what the waiter does before
+    its wait of round t (the lcf/lcsf finish block): the parity of the previous round's release is
+    proved and the lag it assumes is stated (`wp.stated`, a coverage note); the parity of the
+    current round's release is proved with nothing assumed; parities that pass a stale phase are
+    refuted (TK304 / TK303 in the fixtures)."""
+    d = ROOT / "fixtures" / "completion"
+    (lag,) = [w for w in _phases(d / "lagging_release.cu").values() if w.barrier == "out_free"]
+    assert lag.status == "ok" and lag.offset == -1 and "progress obligation" in lag.stated, (lag.status, lag.reason)
+    (cur,) = [w for w in _phases(d / "lagging_release_good.cu").values() if w.barrier == "out_free"]
+    assert cur.status == "ok" and not cur.stated, (cur.status, cur.reason)
+    (half,) = [w for w in _phases(d / "lagging_release_bad_half.cu").values() if w.barrier == "out_free"]
+    assert half.status == "mismatch" and half.witness["iteration"] == 3, (half.status, half.reason, half.witness)

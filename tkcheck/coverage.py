@@ -479,6 +479,32 @@ def _user_place(loc: Location, model: ir.KernelModel, why: str, callers: Iterabl
     )
 
 
+def stated_assumptions(an: Analysis) -> list[str]:
+    """What the decided obligations of one kernel assume that the kernel itself does not order,
+    one note each, at the user's line (a wait phase proved for a back channel whose signallers
+    may run a phase ahead: `checks.phases._lagging_release`; a global access ordered after the
+    PDL wait through mbarriers whose chain passes loops not proved to run: `checks.pdl`)."""
+    from .checks import phases
+
+    out = []
+    for wp in phases.phases(an):
+        if wp.status == "ok" and wp.stated:
+            place, what = _user_place(wp.op.location, an.model, "decided with an assumption", wp.op.callers)
+            out.append(f"{place}: wait on '{wp.barrier}' ({wp.role}) {what}: {wp.stated}")
+    from .checks import pdl
+
+    if pdl.conflicts(an).asked and pdl.assumed(an):
+        acc = pdl.accesses(an)
+        for aid, why in pdl.assumed(an).items():
+            op = acc[aid][0]
+            place, what = _user_place(op.location, an.model, "ordered after the grid dependency wait", op.callers)
+            out.append(
+                f"{place}: `{op.api}` {what} through the mbarrier waits before it, assuming {'; '.join(why)} "
+                "(else it may run before the wait, against the prerequisite grid's accesses)"
+            )
+    return out
+
+
 def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     """Count the proof obligations the contract checks raise about one analysed kernel, how many
     they decided, and describe the undecided ones: one per barrier account (arrivals and bytes

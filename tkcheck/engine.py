@@ -297,10 +297,11 @@ def _check_in_session(
         # what the checks could not decide about this kernel (barrier accounts, wait phases):
         # part of its coverage, whether or not a rule asked (the facts are computed once)
         t_cov = time.perf_counter()
-        from .coverage import add_undecided
+        from .coverage import add_undecided, stated_assumptions
 
         try:
             add_undecided(next((c for c in res.coverage if c.analysed and c.kernel == m.name), None), an)
+            res.notes.extend(n for n in stated_assumptions(an) if n not in res.notes)
         except Exception as e:  # noqa: BLE001
             if opts.debug:
                 raise

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
 
@@ -99,6 +100,12 @@ def _accesses(an: Analysis) -> dict[int, tuple[ir.Op, str]]:
         if _after(an, ops, waits, i, a, ta):
             out[id(a)] = (a, "after")
             continue
+        chain = _after_by_mbarrier(an, waits, a, ta)
+        if chain is not None:
+            out[id(a)] = (a, "after")
+            if chain:
+                assumed(an)[id(a)] = chain
+            continue
         # a thread of A that reaches it with nothing before it that could order it after a wait
         cand = set(ta)
         for j in range(i):
@@ -113,6 +120,127 @@ def _accesses(an: Analysis) -> dict[int, tuple[ir.Op, str]]:
                     break
         out[id(a)] = (a, "before" if cand and a.guard.exact else "undecided")
     return out
+
+
+def assumed(an: Analysis) -> dict[int, list[str]]:
+    """id(access) -> what its order after the wait assumes (`_after_by_mbarrier`): stated with the
+    decision (coverage notes), never left unsaid."""
+    return an.fact("pdl.assumed", lambda _an: {})
+
+
+def _after_by_mbarrier(an: Analysis, waits: list, a: ir.Op, ta: frozenset) -> list[str] | None:
+    """A is ordered after a PDL wait through mbarriers: every thread of A waits, before A (in A's
+    loop iteration, unconditionally), on an mbarrier every phase of which completes only after an
+    op ordered after a PDL wait (`_released_after_wait`), and that wait never passes on the fresh
+    barrier (its due phase, proved by `checks.phases`, is a completion at every use). An mbarrier
+    wait acquires what the arrivals of the phase it observes released, so the prerequisite grid's
+    memory, visible to the thread that waited for the grid, is visible to A's threads too.
+    Returns the assumptions made (the loops around a signaller's own waits run at least once),
+    or None when not shown."""
+    from . import phases
+
+    due = {id(wp.op): wp for wp in phases.phases(an)}
+    for w in an.model.ops_of(ir.MBAR_WAIT):
+        if w.order >= a.order or w.barrier is None or not _prefix(w.loops, a.loops) or not w.guard.exact:
+            continue
+        if any(u not in a.guard.uniform for u in w.guard.uniform):
+            continue
+        tw = an.threads.executing(w)
+        if tw is None or not ta <= tw:
+            continue
+        wp = due.get(id(w))
+        if wp is None or wp.status != "ok" or wp.due is None or not _completes(an, wp):
+            continue
+        why: list[str] = []
+        if _released_after_wait(an, waits, w.barrier.name, 3, why, set()):
+            return why
+    return None
+
+
+def _completes(an: Analysis, wp) -> bool:
+    """The wait's due phase is a completion at every use (never the fresh barrier's phase -1)."""
+    from .. import solver
+
+    return solver.always(E.binop(">=", wp.due, E.Const(0)), an.solver_timeout_ms) is True
+
+
+def _released_after_wait(an: Analysis, waits: list, name: str, depth: int, why: list[str], seen: set) -> bool:
+    """Every phase of mbarrier `name` completes only after an op ordered after a PDL wait: bytes
+    land on it from TMA loads issued after the wait and every arrival on it expects bytes (a phase
+    then needs those bytes), or every arrival on it is issued by threads that waited for the grid
+    before it, or that wait before it, in the same iteration, on such a barrier."""
+    if depth <= 0 or name in seen:
+        return False
+    seen = seen | {name}
+    m, th = an.model, an.threads
+    sigs = [o for o in m.ops if o.barrier is not None and o.barrier.name == name and o.kind in _SIGNALS]
+    if not sigs or any(o.unmodelled_barrier_use or (o.mbar is not None and o.mbar.remote) for o in sigs):
+        return False
+    ops = m.ops
+    index = _index(m)
+    loads = [o for o in sigs if o.kind == ir.TMA_LOAD]
+    if loads:
+        if any(o.kind == ir.MBAR_ARRIVE for o in sigs):
+            return False
+        if any(o.kind == ir.MBAR_EXPECT and not _positive(an, o.bytes) for o in sigs):
+            return False
+        for o in loads:
+            to = th.executing(o)
+            if not to or not _after(an, ops, waits, index[id(o)], o, to):
+                return False
+        return True
+    for s in sigs:
+        if s.kind != ir.MBAR_ARRIVE:
+            return False
+        iss = th.issuers(s)
+        if not iss:
+            return False
+        if _after(an, ops, waits, index[id(s)], s, iss):
+            continue
+        found = False
+        for o in m.ops_of(ir.MBAR_WAIT):
+            if o.order >= s.order or o.barrier is None or not _prefix(s.loops, o.loops) or not o.guard.exact:
+                continue
+            if any(u not in s.guard.uniform for u in o.guard.uniform):
+                continue
+            ex = th.executing(o)
+            if ex is None or not iss <= ex:
+                continue
+            inner = [m.loops[lid] for lid in o.loops[len(s.loops) :]]
+            extra = [lp for lp in inner if not _runs(an, lp)]
+            if any(lp.trip is None for lp in extra):
+                continue
+            sub: list[str] = []
+            if _released_after_wait(an, waits, o.barrier.name, depth - 1, sub, seen):
+                for lp in extra:
+                    over = f" over `{lp.var}`" if lp.var else ""
+                    line = f"the loop{over} at line {lp.location.row} (around a wait on '{o.barrier.name}') runs at least once"
+                    if line not in why:
+                        why.append(line)
+                why.extend(x for x in sub if x not in why)
+                found = True
+                break
+        if not found:
+            return False
+    return True
+
+
+def _runs(an: Analysis, lp: ir.Loop) -> bool:
+    """The loop runs at least once (its trip count proved positive)."""
+    from .. import solver
+
+    return lp.trip is not None and solver.always(E.binop(">=", lp.trip, E.Const(1)), an.solver_timeout_ms) is True
+
+
+def _positive(an: Analysis, e) -> bool:
+    from .. import solver
+
+    return (
+        e is not None and not e.is_opaque() and solver.always(E.binop(">", e, E.Const(0)), an.solver_timeout_ms) is True
+    )
+
+
+_SIGNALS = (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD)
 
 
 def _acquires(o: ir.Op) -> bool:

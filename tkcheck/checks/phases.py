@@ -54,6 +54,7 @@ class WaitPhase:
     witness: dict = field(default_factory=dict)
     role: str = ""
     assumption: str = ""  # stated with a finding (a data-exit loop's trip count)
+    stated: str = ""  # stated with a proof (`ok`): what it assumes that the kernel does not order
 
 
 def phases(an: Analysis) -> list[WaitPhase]:
@@ -542,6 +543,135 @@ def _release_chain(an: Analysis, w: ir.Op) -> bool:
                 break
         if not found:
             return False
+    return True
+
+
+def _lagging_release(an: Analysis, w: ir.Op) -> tuple[ir.Op, ...] | None:
+    """w, in a loop, on a barrier B no data lands on, is the back channel of a handshake whose
+    forward data w's own threads fill *before* w in w's round (the finish block of TK's lcf/lcsf
+    templates: the producer loads a task's inputs, then waits until the consumers released the
+    previous task's output): every signaller s of B arrives after waiting, in s's round, on a data
+    barrier that w's threads fill before w in w's round body. B's completion of round t then needs
+    the fill of round t, which precedes w's wait of round t, and its completion of round t + 1 the
+    fill of round t + 1, which follows it: at w's wait of round t, B completed the phases of the
+    rounds before t, and maybe of round t too. Returns the signallers, or None."""
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    if mine is None or not w.loops or _carries_data(m, w.barrier.name):
+        return None
+    to = an.solver_timeout_ms
+    w_loops = _round_loops(an, w)
+    filled = {
+        o.barrier.name
+        for o in m.ops
+        if o.order < w.order
+        and o.loops[: len(w_loops)] == w_loops
+        and o.barrier is not None
+        and o.kind in (ir.MBAR_EXPECT, ir.TMA_LOAD)
+        and _carries_data(m, o.barrier.name)
+        and _issuing(th, o)
+        and (_issuing(th, o) or frozenset()) <= mine
+    }
+    sigs = [s for s in _signals(m, w.barrier.name) if not _other_blocks(s, w, to)]
+    if not filled or not sigs:
+        return None
+    for s in sigs:
+        iss = th.issuers(s)
+        if s.kind != ir.MBAR_ARRIVE or not s.loops or iss is None or iss & mine or _one_visit(m, s):
+            return None
+        if not any(
+            o.order < s.order
+            and o.barrier is not None
+            and o.barrier.name in filled
+            and o.loops[: len(s.loops)] == s.loops
+            and (th.executing(o) or frozenset()) >= iss
+            for o in m.ops_of(ir.MBAR_WAIT)
+        ):
+            return None
+    return tuple(sigs)
+
+
+def _issuing(th, o: ir.Op) -> frozenset | None:
+    """The threads that issue o in some iteration (as `_handshake` reads them): a lane picked by
+    the iteration (`if (warpid() == k % 4)`) issues in one of its role's warps each round."""
+    iss = th.issuers(o)
+    if iss is None:
+        pr = th.per_round(o)
+        iss = pr[0] if pr is not None else None
+    return iss if iss is not None else th.over_iterations(o)
+
+
+LAG_STATED = (
+    "its signallers' release of a round needs only what this role does before the wait, so nothing in the "
+    "kernel keeps them from completing the next phase before the wait is reached (the wait would then miss "
+    "its parity and block): the parity is proved for the release of the previous round; whether that lag "
+    "can happen is the kernel's progress obligation"
+)
+
+
+def _lag_obligation(an: Analysis, w: ir.Op, wp: WaitPhase, sigs, parity, due: E.Expr, k, assume: list):
+    """The wait of a lagging back channel (`_lagging_release`) at round k finds B completed due(k) + 1
+    phases (the release of the round before: its due phase) or one more (the signallers ran a
+    whole phase ahead). Its parity is right for the current round's completion at every k: proved
+    outright (it waits for the round's own release, which needs nothing after the wait); right for
+    the release of the round before: proved, stating that a lag of a phase is left to the progress
+    obligation. A wait that passes on the previous round's release at k - 1 and then on the
+    current round's at k passes at round k before the release of round k - 1 when those signallers
+    are slow -- a stale pass, refuted when nothing w's threads wait for in the round needs that
+    release. Returns the predicate whose satisfiability is a counterexample, or None when
+    decided here (ok) or left undecided (wp.reason)."""
+    from .. import solver
+
+    to = an.solver_timeout_ms
+    cur = E.binop("==", _mod2(parity), _mod2(E.binop("+", due, E.Const(1))))
+    if solver.always(cur, to, assume=tuple(assume)) is True:
+        wp.status = "ok"
+        return None
+    prev = {k.name: E.binop("-", k, E.Const(1))}
+    switch = E.conj(
+        E.binop("!=", _mod2(parity), _mod2(due)),
+        E.binop(">=", k, E.Const(1)),
+        E.binop("==", _mod2(E.substitute(parity, prev)), _mod2(E.substitute(due, prev))),
+        *[E.substitute(a, prev) for a in assume if k in a.free_vars()],
+    )
+    if not _stale_reachable(an, w, sigs):
+        if solver.always(E.negate(switch), to, assume=tuple(assume)) is True:
+            wp.status, wp.stated = "ok", LAG_STATED
+        else:
+            wp.reason = "lagging back channel: a stale pass is not shown reachable"
+        return None
+    wp.stated = LAG_STATED
+    return switch
+
+
+def _stale_reachable(an: Analysis, w: ir.Op, sigs) -> bool:
+    """w's threads can reach w's wait of round k before the signallers' release of round k - 1:
+    every other barrier they wait on in w's round body is filled by their own TMA loads, or
+    signalled by the signallers before their release in the same round (program order), so the
+    signallers may stall just before that release while w's threads go on."""
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    w_loops = _round_loops(an, w)
+    sig_threads = frozenset().union(*(th.issuers(s) or frozenset() for s in sigs))
+    first = min(s.order for s in sigs)
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o is w or o.barrier is None or o.loops[: len(w_loops)] != w_loops:
+            continue
+        ex = th.executing(o)
+        if ex is None or not (ex & (mine or frozenset())):
+            continue
+        if o.barrier.name == w.barrier.name:
+            return False
+        for t in _signals(m, o.barrier.name):
+            if t.kind == ir.TMA_LOAD:
+                continue
+            iss = _issuing(th, t)
+            if iss is None:
+                return False
+            if iss <= (mine or frozenset()) and t.kind == ir.MBAR_EXPECT:
+                continue
+            if not iss <= sig_threads or t.order > first or not any(t.loops[: len(s.loops)] == s.loops for s in sigs):
+                return False
     return True
 
 
@@ -1432,6 +1562,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
             return
         hs = True
         why.append("pair")
+    lag = None
+    if hs is False and sp is None and walk is None and k is not None and "skip" not in why and "pair" not in why:
+        # no signaller waits for anything w's role does after w; maybe for what it does before w
+        lag = _lagging_release(an, site)
+        if lag is not None:
+            hs = True
     if (
         walk is not None
         and hs is False
@@ -1487,6 +1623,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         wp.due = due
     bad = E.binop("!=", _mod2(parity), _mod2(due))
     from .. import solver
+
+    if lag is not None:
+        bad = _lag_obligation(an, w, wp, lag, parity, due, k, assume)
+        if bad is None:
+            return
 
     # first without the trip bounds (often non-linear: grid-stride task loops); a proof
     # for every iteration is a proof for the iterations that run
