@@ -110,9 +110,28 @@ class Unprotected:
 
     first: ir.Op  # outside the held regions
     second: ir.Op  # the store (or the other access), possibly inside one
-    lock: Lock  # the lock the data is (elsewhere) accessed under, or the kernel's lock
+    lock: Lock | None  # the lock the data is (elsewhere) accessed under, or the kernel's lock
     word: str
     grid: str = ""  # why two blocks run it (`second_block`)
+    untested: Untested | None = None  # the kernel has no lock, only this take whose result nothing tests
+
+
+@dataclass
+class Untested:
+    """A read-modify-write that would take a lock word (an exchange or compare-and-swap, a
+    libcu++ semaphore's `try_acquire()`) whose old value no op of the kernel reads: the thread goes
+    on whether it took the word or not. With the later writes of the word (`writes`: its
+    releases), the only ops that may order blocks, two blocks may both pass their takes before
+    either releases: nothing orders what they do between."""
+
+    take: ir.Op
+    writes: list[ir.Op]  # the other writes of the lock word's memory, all after the take
+
+    @property
+    def word(self) -> str:
+        ga = self.take.global_access
+        assert ga is not None
+        return ga.text or f"{ga.base}"
 
 
 @dataclass
@@ -123,6 +142,7 @@ class LockFacts:
     lanes: list[LaneContention] = field(default_factory=list)
     # (op, why): spins on read-modify-writes not read as a lock, lock questions left open
     undecided: list[tuple[ir.Op, str]] = field(default_factory=list)
+    untested: list[Untested] = field(default_factory=list)  # only where the kernel has no lock
 
 
 def locks(an: Analysis) -> LockFacts:
@@ -154,6 +174,27 @@ def _locks(an: Analysis) -> LockFacts:
             out.locks.append(lock)
             _progress(an, lock, out)
             _lanes(an, lock, out)
+    if not out.locks and not out.undecided:
+        out.untested = _untested(an)
+    return out
+
+
+def _untested(an: Analysis) -> list[Untested]:
+    """The kernel's takes whose old value the source throws away (`Untested`,
+    `GlobalAccessFacts.discarded`): an exchange or CAS outside loops, on one base that nothing but
+    it and later atomic writes of that base write."""
+    ops = an.model.ops
+    out = []
+    for tk in ops:
+        ga = _ga(tk)
+        if tk.kind != ir.GLOBAL_SIGNAL or ga is None or ga.atomic not in RMW_TAKES or not ga.discarded or tk.loops:
+            continue
+        if ga.base is None or any(o.kind in (ir.CALL, ir.TMA_STORE) for o in ops):
+            continue
+        writes = [o for o in ops if o is not tk and _writes_global(o) and (_ga(o) is None or _ga(o).base in (None, ga.base))]  # type: ignore[union-attr]
+        if any(o.order < tk.order or _ga(o) is None or _ga(o).base is None or o.kind != ir.GLOBAL_SIGNAL for o in writes):  # type: ignore[union-attr]
+            continue
+        out.append(Untested(tk, writes))
     return out
 
 
@@ -357,12 +398,13 @@ def unprotected(an: Analysis) -> tuple[list[Unprotected], set[tuple], list[tuple
     races: list[Unprotected] = []
     asked: set[tuple] = set()
     undecided: list[tuple[ir.Op, str]] = []
-    if not lf.locks:
+    if not lf.locks and not lf.untested:
         return races, asked, undecided
     ops = an.model.ops
-    lock_bases = {lk.base for lk in lf.locks}
+    lock_bases = {lk.base for lk in lf.locks} | {_ga(u.take).base for u in lf.untested}  # type: ignore[union-attr]
     lock_ops = {id(lk.take) for lk in lf.locks} | {id(lk.spin) for lk in lf.locks}
     lock_ops |= {id(r) for lk in lf.locks for r in lk.releases}
+    lock_ops |= {id(u.take) for u in lf.untested} | {id(w) for u in lf.untested for w in u.writes}
     words: dict[tuple[str, str], list[ir.Op]] = {}
     for o in ops:
         ga = _ga(o)
@@ -372,6 +414,8 @@ def unprotected(an: Analysis) -> tuple[list[Unprotected], set[tuple], list[tuple
             continue
         words.setdefault((ga.base, ga.where), []).append(o)
     blockers = [o for o in ops if _may_order_blocks(o, lock_ops)]
+    if not lf.locks:
+        words = {}  # an untested take: asked of data indexed per block (`_elements`) only
     for (base, where), acc in sorted(words.items()):
         stores = [o for o in acc if o.kind == ir.GLOBAL_STORE]
         if not stores:
@@ -520,7 +564,7 @@ def _elements(
         stores = [o for o in acc if o.kind == ir.GLOBAL_STORE]
         if not stores:
             continue
-        asked.add(("lock", base, "[]"))
+        asked.add(("lock", base, None))  # the key coverage reads (`where` None: an element)
         if any(_ga(o).index is None or _ga(o).index.is_opaque() or o.loops for o in acc):  # type: ignore[union-attr]
             undecided.append((acc[0], f"`{base}` is indexed where the element is not known (or in a loop)"))
             continue
@@ -552,6 +596,12 @@ def _elements(
                     undecided.append((x, f"`{base}`: whether two blocks name one element is not known"))
                     found = True
                     break
+                if lf.untested:
+                    first = min(w.order for u in lf.untested for w in u.writes) if any(u.writes for u in lf.untested) else None
+                    if first is not None and max(x.order, y.order) > first:
+                        undecided.append((x, f"`{base}` is accessed after a write of the lock word"))
+                        found = True
+                        break
                 common = under.get(id(x), set()) & under.get(id(y), set())
                 ordered = False
                 for lid in common:
@@ -602,8 +652,20 @@ def _elements(
                 grid = f"block {b1} thread {tt1} and block {b2} thread {tt2} name one element; {launches}"
                 outside = x if not under.get(id(x)) else y
                 other = y if outside is x else x
-                lk = next((locks_by_id[i] for o in (x, y) for i in sorted(under.get(id(o), set()))), lf.locks[0])
-                races.append(Unprotected(outside, other, lk, _ga(y).text or base, grid))  # type: ignore[union-attr]
+                lk = next(
+                    (locks_by_id[i] for o in (x, y) for i in sorted(under.get(id(o), set()))),
+                    lf.locks[0] if lf.locks else None,
+                )
+                races.append(
+                    Unprotected(
+                        outside,
+                        other,
+                        lk,
+                        _ga(y).text or base,  # type: ignore[union-attr]
+                        grid,
+                        untested=lf.untested[0] if lk is None and lf.untested else None,
+                    )
+                )
                 found = True
             if found:
                 break

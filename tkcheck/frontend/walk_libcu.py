@@ -195,6 +195,22 @@ def _latch_storage(c: Any, depth: int = 0) -> Any:
     return None
 
 
+def _discarded(cursor: Any, mname: str) -> bool:
+    """Is the statement at cursor `(void)obj.mname()`: the call's value cast away?"""
+    c = cursor
+    while c.kind == CK.PAREN_EXPR:
+        kids = list(c.get_children())
+        if len(kids) != 1:
+            return False
+        c = kids[0]
+    if c.kind not in (CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR):
+        return False
+    if c.type.kind != ci.TypeKind.VOID:
+        return False
+    call = _strip_cursor(c)
+    return call is not None and call.kind == CK.CALL_EXPR and call.spelling == mname
+
+
 def _is_one(v: Any) -> bool:
     return isinstance(v, Expr) and v.eval({}) == 1
 
@@ -583,7 +599,7 @@ class LibcuLowering:
         api = f"cuda::binary_semaphore::{mname}"
         loc = self._loc(cursor)
 
-        def event(kind_ctx: Ctx, atomic: str, sem: str, value: int, old: Any) -> None:
+        def event(kind_ctx: Ctx, atomic: str, sem: str, value: int, old: Any, discarded: bool = False) -> None:
             self.w.emit(
                 ir.Op(
                     ir.GLOBAL_SIGNAL,
@@ -604,6 +620,7 @@ class LibcuLowering:
                         index=index,
                         where=where,
                         operands=(E.Const(value),),
+                        discarded=discarded,
                     ),
                 ),
                 kind_ctx,
@@ -614,7 +631,7 @@ class LibcuLowering:
             return None
         old = E.opaque(f"{text}: the old value")
         if mname == "try_acquire":
-            event(ctx, "exch", "acquire", 0, old)
+            event(ctx, "exch", "acquire", 0, old, _discarded(cursor, mname))
             return E.binop("==", old, E.Const(1))
         # `while (!try_acquire()) wait(0);`: a spin loop on the exchange
         st = self.w.stmts
