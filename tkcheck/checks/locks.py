@@ -191,8 +191,12 @@ def _untested(an: Analysis) -> list[Untested]:
             continue
         if ga.base is None or any(o.kind in (ir.CALL, ir.TMA_STORE) for o in ops):
             continue
-        writes = [o for o in ops if o is not tk and _writes_global(o) and (_ga(o) is None or _ga(o).base in (None, ga.base))]  # type: ignore[union-attr]
-        if any(o.order < tk.order or _ga(o) is None or _ga(o).base is None or o.kind != ir.GLOBAL_SIGNAL for o in writes):  # type: ignore[union-attr]
+        writes = [
+            o for o in ops if o is not tk and _writes_global(o) and (_ga(o) is None or _ga(o).base in (None, ga.base))
+        ]  # type: ignore[union-attr]
+        if any(
+            o.order < tk.order or _ga(o) is None or _ga(o).base is None or o.kind != ir.GLOBAL_SIGNAL for o in writes
+        ):  # type: ignore[union-attr]
             continue
         out.append(Untested(tk, writes))
     return out
@@ -597,7 +601,11 @@ def _elements(
                     found = True
                     break
                 if lf.untested:
-                    first = min(w.order for u in lf.untested for w in u.writes) if any(u.writes for u in lf.untested) else None
+                    first = (
+                        min(w.order for u in lf.untested for w in u.writes)
+                        if any(u.writes for u in lf.untested)
+                        else None
+                    )
                     if first is not None and max(x.order, y.order) > first:
                         undecided.append((x, f"`{base}` is accessed after a write of the lock word"))
                         found = True
