@@ -478,7 +478,17 @@ relaxed read-modify-write (no acquire without the `__threadfence()` after it), t
 it), both read by the queries above. A word of global data (`p->f`, `*p`) stored in
 every block and accessed outside the held region (between the loop and the first
 release) is reported: one block's access and another's store are ordered by no
-release -> acquire of the lock (assuming a launch of two or more blocks).
+release -> acquire of the lock (assuming a launch of two or more blocks). A
+libcu++ `cuda::binary_semaphore` in global memory is such a lock (`acquire()` a spin
+on an exchange of 0, `release()` a release store of 1). Another thread's access is
+held when block barriers order it after the holder's take and before its release
+(`if (t == 0) s.acquire(); __syncthreads(); ...; __syncthreads(); if (t == 0)
+s.release();`); a lock word per block (`sems[blockIdx.x % 8]`) holds data indexed per
+block and thread (`acc[bucket * T + t]`) when z3 proves that two blocks naming one
+element take the same word, and one such access outside the lock is reported with
+two blocks and threads that name one element. A take whose result is thrown away
+(`(void)s.try_acquire()`) is no lock: two blocks may both pass it, so data both then
+access is reported too.
 
 Release is cumulative only over what happens before it: a release atomic (or a
 fence and a relaxed atomic) by thread 0 publishes thread 0's stores and those a
