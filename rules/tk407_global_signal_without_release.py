@@ -382,6 +382,10 @@ def _unprotected(an) -> list:
     for u in memory(an).unprotected:
         lk = u.lock
         who = describe(an.threads.executing(u.first) or frozenset(), n)
+        if lk is None and u.untested is not None:
+            out.append(_untested(an, u, who))
+            continue
+        assert lk is not None
         rel = [related(lk.take, f"the lock `{lk.word}` is taken here")]
         rel += [related(r, "the lock is released here") for r in lk.releases[:2]]
         if u.second is not u.first:
@@ -401,6 +405,27 @@ def _unprotected(an) -> list:
             )
         )
     return out
+
+
+def _untested(an, u, who: str):
+    """A take whose result nothing tests (`checks/locks.Untested`): no lock at all."""
+    tk = u.untested.take
+    rel = [related(tk, "the take whose result nothing tests")]
+    rel += [related(w, "a later write of the lock word") for w in u.untested.writes[:2]]
+    if u.second is not u.first:
+        rel.append(related(u.second, "the other access of the same element"))
+    return finding(
+        "TK407",
+        f"{who} accesses `{_text(u.first)[:50]}` after `{_text(tk)[:50]}` (line {tk.location.row}), whose result "
+        "nothing tests: the block goes on whether or not it took the lock word, so two blocks may both be past "
+        f"their takes before either writes the word again ({u.grid}); their accesses of one element are ordered by "
+        "nothing (a data race between blocks: updates are lost)",
+        user_site(u.first),
+        related=rel,
+        witness={"word": u.word, "take": _text(tk), "blocks": u.grid},
+        help="spin until the take succeeds (`acquire()`, `while (atomicCAS(lock, free, taken) != free)`), or do "
+        "the update only on the path where `try_acquire()` returned true",
+    )
 
 
 RULE = Rule(
@@ -453,7 +478,17 @@ relaxed read-modify-write (no acquire without the `__threadfence()` after it), t
 it), both read by the queries above. A word of global data (`p->f`, `*p`) stored in
 every block and accessed outside the held region (between the loop and the first
 release) is reported: one block's access and another's store are ordered by no
-release -> acquire of the lock (assuming a launch of two or more blocks).
+release -> acquire of the lock (assuming a launch of two or more blocks). A
+libcu++ `cuda::binary_semaphore` in global memory is such a lock (`acquire()` a spin
+on an exchange of 0, `release()` a release store of 1). Another thread's access is
+held when block barriers order it after the holder's take and before its release
+(`if (t == 0) s.acquire(); __syncthreads(); ...; __syncthreads(); if (t == 0)
+s.release();`); a lock word per block (`sems[blockIdx.x % 8]`) holds data indexed per
+block and thread (`acc[bucket * T + t]`) when z3 proves that two blocks naming one
+element take the same word, and one such access outside the lock is reported with
+two blocks and threads that name one element. A take whose result is thrown away
+(`(void)s.try_acquire()`) is no lock: two blocks may both pass it, so data both then
+access is reported too.
 
 Release is cumulative only over what happens before it: a release atomic (or a
 fence and a relaxed atomic) by thread 0 publishes thread 0's stores and those a

@@ -101,3 +101,49 @@ def test_a_plain_store_releases_with_its_value():
     assert lf.freed and lf.locks[0].releases[0].kind == "global_store"
     _an, lf = _facts("store_release_lock.cu", "store_release_bad")
     assert [str(v) for _w, v in lf.never_freed[0].values] == ["1"]
+
+
+# ---- round 11 (branch r11-latch): libcu++ binary semaphores are such locks ----------------------
+
+LIBCU = ROOT / "fixtures" / "libcu"
+
+
+def _libcu(name: str, kernel: str):
+    m = next(m for m in models_of(str(LIBCU / name)) if m.name == kernel)
+    an = Analysis(m)
+    return an, locks.locks(an)
+
+
+def test_semaphore_per_bucket_is_a_lock_holding_the_block_through_barriers():
+    """`sems[bucket].acquire()` by thread 0, block barriers around every thread's update, then
+    `release()`: a lock word per block (index over blockIdx only), freed by its release store of
+    1, and every thread's access held (`holds`: barriers order the holder's take before it and it
+    before the release); the per-element data is asked with z3 and found ordered."""
+    an, lf = _libcu("semaphore_bucket_good.cu", "buckets")
+    (lk,) = lf.locks
+    assert (lk.base, str(lk.free), str(lk.taken)) == ("sems", "1", "0")
+    assert lk.index is not None and "blockIdx.x" in str(lk.index)
+    assert lf.freed == [lk] and not lf.undecided
+    acc = [o for o in an.model.ops if o.global_access is not None and o.global_access.base == "acc"]
+    assert acc and all(locks.holds(an, lk, o) is True for o in acc)
+    mem = happens_before.memory(an)
+    assert not mem.unprotected and ("lock", "acc", None) in mem.examined
+
+
+def test_missing_barrier_leaves_the_access_outside_and_races_between_two_blocks():
+    an, lf = _libcu("semaphore_no_sync_after_acquire_bad.cu", "buckets")
+    (lk,) = lf.locks
+    acc = [o for o in an.model.ops if o.global_access is not None and o.global_access.base == "acc"]
+    assert all(locks.holds(an, lk, o) is False for o in acc)
+    (u,) = happens_before.memory(an).unprotected
+    assert "block 0" in u.grid and "block 4" in u.grid and "64 blocks" in u.grid
+
+
+def test_discarded_try_acquire_is_an_untested_take_and_a_tested_one_is_not():
+    an, lf = _libcu("semaphore_try_acquire_ignored_bad.cu", "buckets")
+    assert not lf.locks and len(lf.untested) == 1
+    (u,) = happens_before.memory(an).unprotected
+    assert u.lock is None and u.untested is lf.untested[0]
+    for kernel in ("own_path", "broadcast"):
+        an, lf = _libcu("semaphore_try_acquire_good.cu", kernel)
+        assert not lf.untested and not happens_before.memory(an).unprotected, kernel

@@ -1611,12 +1611,32 @@ def polls_other_blocks(an: Analysis, o: ir.Op) -> bool:
     return True
 
 
+def _release_only_arrivals(an: Analysis, undecided: list[ir.Op]) -> list[ir.Op]:
+    """`undecided` less its arrivals on mbarriers that no thread of the kernel waits on: an arrival
+    (`mbarrier.arrive`, `.expect_tx`; a libcu++ latch's `count_down`) releases only, and orders a
+    thread before another only through a wait for its phase, so on a barrier nobody waits on (no
+    MBAR_WAIT of it, no unmodelled call in the kernel that might) it orders nothing (libcu++ latch
+    `count_down()` without `wait()`, corpus/idioms9 ls-count-down-no-wait)."""
+    if not any(o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) for o in undecided):
+        return undecided
+    ops = an.model.ops
+    if any(o.kind == ir.CALL for o in ops):
+        return undecided
+    waited = {o.barrier.name for o in ops if o.kind == ir.MBAR_WAIT and o.barrier is not None}
+    return [
+        o
+        for o in undecided
+        if not (o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is not None and o.barrier.name not in waited)
+    ]
+
+
 def _race_over(an, between, first, second, t_first, t_second, out, nested: bool = False, next_iteration: bool = False):
     undecided = [
         o
         for o in between
         if (may_order(o) and not polls_other_blocks(an, o)) or (o.kind == ir.SYNC and not o.guard.exact)
     ]
+    undecided = _release_only_arrivals(an, undecided)
     if (undecided or nested) and all(o.kind in _ONLY_ADD_ORDER for o in undecided):
         # atomics and polls of global memory may add order, never take it away, and a barrier
         # outside the loops nested between runs once on the path: a barrier both threads take

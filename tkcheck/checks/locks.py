@@ -62,9 +62,14 @@ class Lock:
     releases: list[ir.Op]  # the later writes of the word by the holders, in program order
     held: list[ir.Op]  # the ops between the loop and the first release
     holders: frozenset[int]  # the threads of a block that take it
+    # a lock word per block: `locks[i]` with i over the block index (never the thread index, nor
+    # a loop counter): the element; None for one word of the grid (`where`)
+    index: E.Expr | None = None
 
     @property
     def word(self) -> str:
+        if self.index is not None:
+            return f"{self.base}[{self.index}]"
         return f"*{self.base}" if not self.where else f"{self.base}{self.where}"
 
 
@@ -105,9 +110,28 @@ class Unprotected:
 
     first: ir.Op  # outside the held regions
     second: ir.Op  # the store (or the other access), possibly inside one
-    lock: Lock  # the lock the data is (elsewhere) accessed under, or the kernel's lock
+    lock: Lock | None  # the lock the data is (elsewhere) accessed under, or the kernel's lock
     word: str
     grid: str = ""  # why two blocks run it (`second_block`)
+    untested: Untested | None = None  # the kernel has no lock, only this take whose result nothing tests
+
+
+@dataclass
+class Untested:
+    """A read-modify-write that would take a lock word (an exchange or compare-and-swap, a
+    libcu++ semaphore's `try_acquire()`) whose old value no op of the kernel reads: the thread goes
+    on whether it took the word or not. With the later writes of the word (`writes`: its
+    releases), the only ops that may order blocks, two blocks may both pass their takes before
+    either releases: nothing orders what they do between."""
+
+    take: ir.Op
+    writes: list[ir.Op]  # the other writes of the lock word's memory, all after the take
+
+    @property
+    def word(self) -> str:
+        ga = self.take.global_access
+        assert ga is not None
+        return ga.text or f"{ga.base}"
 
 
 @dataclass
@@ -118,6 +142,7 @@ class LockFacts:
     lanes: list[LaneContention] = field(default_factory=list)
     # (op, why): spins on read-modify-writes not read as a lock, lock questions left open
     undecided: list[tuple[ir.Op, str]] = field(default_factory=list)
+    untested: list[Untested] = field(default_factory=list)  # only where the kernel has no lock
 
 
 def locks(an: Analysis) -> LockFacts:
@@ -149,6 +174,31 @@ def _locks(an: Analysis) -> LockFacts:
             out.locks.append(lock)
             _progress(an, lock, out)
             _lanes(an, lock, out)
+    if not out.locks and not out.undecided:
+        out.untested = _untested(an)
+    return out
+
+
+def _untested(an: Analysis) -> list[Untested]:
+    """The kernel's takes whose old value the source throws away (`Untested`,
+    `GlobalAccessFacts.discarded`): an exchange or CAS outside loops, on one base that nothing but
+    it and later atomic writes of that base write."""
+    ops = an.model.ops
+    out = []
+    for tk in ops:
+        ga = _ga(tk)
+        if tk.kind != ir.GLOBAL_SIGNAL or ga is None or ga.atomic not in RMW_TAKES or not ga.discarded or tk.loops:
+            continue
+        if ga.base is None or any(o.kind in (ir.CALL, ir.TMA_STORE) for o in ops):
+            continue
+        writes = [
+            o for o in ops if o is not tk and _writes_global(o) and (_ga(o) is None or _ga(o).base in (None, ga.base))
+        ]  # type: ignore[union-attr]
+        if any(
+            o.order < tk.order or _ga(o) is None or _ga(o).base is None or o.kind != ir.GLOBAL_SIGNAL for o in writes
+        ):  # type: ignore[union-attr]
+            continue
+        out.append(Untested(tk, writes))
     return out
 
 
@@ -181,8 +231,9 @@ def _read_lock(an: Analysis, sp: ir.Op, body: list[ir.Op], rmws: list[ir.Op], ou
     take = read[0]
     ga = _ga(take)
     assert ga is not None and ga.result is not None
-    if ga.base is None or ga.where is None:
-        undecided("the lock word is not one known address")
+    index = _block_index(ga)
+    if ga.base is None or (ga.where is None and index is None):
+        undecided("the lock word is not one known address, nor an element per block")
         return None
     old = next(v for v in cond.free_vars() if v.name == ga.result)
     ops_ = ga.operands
@@ -231,7 +282,7 @@ def _read_lock(an: Analysis, sp: ir.Op, body: list[ir.Op], rmws: list[ir.Op], ou
             return None
         if wga.base != ga.base:
             continue
-        if w.order > end and not w.loops and wga.where == ga.where:
+        if w.order > end and not w.loops and wga.where == ga.where and wga.index == ga.index:
             releases.append(w)
         else:
             others.append(w)
@@ -249,7 +300,18 @@ def _read_lock(an: Analysis, sp: ir.Op, body: list[ir.Op], rmws: list[ir.Op], ou
     first = releases[0].order if releases else None
     lid = sp.loops[-1]
     held = [o for o in an.model.ops if o.order > end and (first is None or o.order < first) and lid not in o.loops]
-    return Lock(sp, take, ga.base, ga.where, free, taken, releases, held, holders)
+    return Lock(sp, take, ga.base, ga.where or "", free, taken, releases, held, holders, index)
+
+
+def _block_index(ga: ir.GlobalAccessFacts) -> E.Expr | None:
+    """The element of a lock word that is one per block (`sems[blockIdx.x % 8]`): its index
+    when it is known and reads no thread index, loop counter or unknown; None otherwise."""
+    ix = ga.index
+    if ga.where is not None or ix is None or ix.is_opaque():
+        return None
+    if ix.depends_on(E.THREAD) or ix.depends_on(E.LOOP):
+        return None
+    return ix
 
 
 def _value(w: ir.Op) -> E.Expr | None:
@@ -258,7 +320,7 @@ def _value(w: ir.Op) -> E.Expr | None:
     ga = _ga(w)
     if ga is None or not ga.operands or ga.operands[0] is None:
         return None
-    if (w.kind == ir.GLOBAL_SIGNAL and ga.atomic == "exch") or w.kind == ir.GLOBAL_STORE:
+    if (w.kind == ir.GLOBAL_SIGNAL and ga.atomic in ("exch", "st")) or w.kind == ir.GLOBAL_STORE:
         return ga.operands[0]
     return None
 
@@ -279,6 +341,10 @@ def _progress(an: Analysis, lock: Lock, out: LockFacts) -> None:
         ):
             out.freed.append(lock)
             return
+    if lock.index is not None:
+        # which blocks share one element is not asked of the progress question
+        out.undecided.append((sp, "lock progress: a lock word per block, not freed by its first release"))
+        return
     # the word starts free (taken to be 0 before the launch) and the first holder passes
     if solver.always(E.binop("==", lock.free, E.Const(0))) is not True:
         out.undecided.append((sp, "lock progress: the free value is not the word's initial 0"))
@@ -336,12 +402,13 @@ def unprotected(an: Analysis) -> tuple[list[Unprotected], set[tuple], list[tuple
     races: list[Unprotected] = []
     asked: set[tuple] = set()
     undecided: list[tuple[ir.Op, str]] = []
-    if not lf.locks:
+    if not lf.locks and not lf.untested:
         return races, asked, undecided
     ops = an.model.ops
-    lock_bases = {lk.base for lk in lf.locks}
+    lock_bases = {lk.base for lk in lf.locks} | {_ga(u.take).base for u in lf.untested}  # type: ignore[union-attr]
     lock_ops = {id(lk.take) for lk in lf.locks} | {id(lk.spin) for lk in lf.locks}
     lock_ops |= {id(r) for lk in lf.locks for r in lk.releases}
+    lock_ops |= {id(u.take) for u in lf.untested} | {id(w) for u in lf.untested for w in u.writes}
     words: dict[tuple[str, str], list[ir.Op]] = {}
     for o in ops:
         ga = _ga(o)
@@ -351,21 +418,18 @@ def unprotected(an: Analysis) -> tuple[list[Unprotected], set[tuple], list[tuple
             continue
         words.setdefault((ga.base, ga.where), []).append(o)
     blockers = [o for o in ops if _may_order_blocks(o, lock_ops)]
+    if not lf.locks:
+        words = {}  # an untested take: asked of data indexed per block (`_elements`) only
     for (base, where), acc in sorted(words.items()):
         stores = [o for o in acc if o.kind == ir.GLOBAL_STORE]
         if not stores:
             continue
         word = f"{base}{where}" if where else f"*{base}"
         asked.add(("lock", base, where))
-        under = {}
-        for lk in lf.locks:
-            held = {id(o) for o in lk.held}
-            for o in acc:
-                # the threads that may run it (its thread condition: a superset when the guard
-                # also tests data, `if (bm > a->max) a->max = bm;`)
-                tr = an.threads.satisfying(o.guard.thread)
-                if id(o) in held and tr is not None and tr <= lk.holders:
-                    under.setdefault(id(o), set()).add(id(lk))
+        under = _under(an, lf, acc)
+        if under is None:
+            undecided.append((acc[0], f"`{word}`: whether a lock's barriers order its accesses is not known"))
+            continue
         common = set.intersection(*(under.get(id(o), set()) for o in acc))
         if common:
             continue  # every access under one lock: ordered by its release -> acquire chain
@@ -397,4 +461,219 @@ def unprotected(an: Analysis) -> tuple[list[Unprotected], set[tuple], list[tuple
             undecided.append((x, f"`{word}` is accessed outside the lock, but a launch of one block is in the file"))
             continue
         races.append(Unprotected(x, y, lk, word, grid))
+    _elements(an, lf, lock_ops, blockers, races, asked, undecided)
     return races, asked, undecided
+
+
+def _under(an: Analysis, lf: LockFacts, acc: list[ir.Op]) -> dict[int, set[int]] | None:
+    """id(access) -> the ids of the locks that hold it (`holds`); None: not known for one."""
+    under: dict[int, set[int]] = {}
+    for lk in lf.locks:
+        for o in acc:
+            h = holds(an, lk, o)
+            if h is None:
+                return None
+            if h:
+                under.setdefault(id(o), set()).add(id(lk))
+    return under
+
+
+def holds(an: Analysis, lk: Lock, o: ir.Op) -> bool | None:
+    """Does lock lk hold access o: is o, for every thread that may run it, after the take of every
+    holder and before its first release? Program order for a holder's own access (o between the
+    loop and the release); for another thread's (`if (t == 0) acquire(); __syncthreads(); every
+    thread updates; __syncthreads(); if (t == 0) release();`), a block barrier between the take
+    and o that both take part in, and one between o and the release (the barrier queries,
+    `happens_before._ordered_by_barrier`). None: a barrier whose threads are not known, or an
+    access or barrier inside a loop there."""
+    if id(o) not in {id(x) for x in lk.held}:
+        return False
+    # the threads that may run it (its thread condition: a superset when the guard also tests
+    # data, `if (bm > a->max) a->max = bm;`)
+    tr = an.threads.satisfying(o.guard.thread)
+    if tr is None:
+        return None
+    if tr <= lk.holders:
+        return True
+    if not lk.releases or o.loops or not o.guard.exact:
+        return None
+    from .happens_before import _ordered_by_barrier
+
+    end, first = max(x.order for x in an.model.ops if lk.spin.loops[-1] in x.loops), lk.releases[0].order
+    before = [x for x in an.model.ops if end < x.order < o.order]
+    after = [x for x in an.model.ops if o.order < x.order < first]
+    if any(x.loops for x in before + after if x.kind in (ir.SYNC, ir.NAMED_ARRIVE)):
+        return None
+    for h in sorted(lk.holders):
+        for t in sorted(tr - {h}):
+            a, b = _ordered_by_barrier(an, before, h, t), _ordered_by_barrier(an, after, t, h)
+            if a is None or b is None:
+                return None
+            if not (a and b):
+                return False
+    return True
+
+
+def _grid_blocks(an: Analysis) -> int | None:
+    """The fewest blocks of the file's launches of this kernel, when every one is known."""
+    grid = an.model.grid
+    base = an.model.name.split(" [op ")[0].split("<")[0].split("::")[-1]
+    launches = [g for _i, g in grid.launches_of(base)] if grid is not None else []
+    if not launches or any(g.blocks is None for g in launches):
+        return None
+    return min(g.blocks for g in launches if g.blocks is not None)
+
+
+_BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+
+
+def _in_block(e: E.Expr, k: int, t: E.Expr) -> E.Expr:
+    """e as block k's thread t evaluates it (block index and thread index renamed)."""
+    m: dict[str, E.Expr] = {v: E.Var(f"{v}#b{k}", E.PARAM) for v in _BLOCK_VARS}
+    m[E.TID.name] = t
+    return E.substitute(e, m)
+
+
+def _elements(
+    an: Analysis,
+    lf: LockFacts,
+    lock_ops: set[int],
+    blockers: list[ir.Op],
+    races: list[Unprotected],
+    asked: set[tuple],
+    undecided: list[tuple[ir.Op, str]],
+) -> None:
+    """The protection question for global data indexed per block and thread (`acc[b % 8 * T +
+    t]`) in a kernel with locks: two blocks' accesses of one element, one a store, are ordered
+    when a lock holds both and, whenever they name one element, both blocks take the same lock
+    word (z3 over two block indices and two threads); a store and an access of one element by two
+    blocks, one of them held by no lock, are a race (z3's smallest such blocks and threads, within
+    the file's launches, stated). Anything else of such data is undecided."""
+    from .. import solver
+
+    n = an.threads.n
+    if n is None:
+        return
+    lock_bases = {lk.base for lk in lf.locks}
+    bases: dict[str, list[ir.Op]] = {}
+    for o in an.model.ops:
+        ga = _ga(o)
+        if o.kind not in (ir.GLOBAL_LOAD, ir.GLOBAL_STORE) or ga is None or ga.base is None or ga.where is not None:
+            continue
+        if ga.base in lock_bases or ga.sem != "weak":
+            continue
+        bases.setdefault(ga.base, []).append(o)
+    blocks = _grid_blocks(an)
+    for base, acc in sorted(bases.items()):
+        stores = [o for o in acc if o.kind == ir.GLOBAL_STORE]
+        if not stores:
+            continue
+        asked.add(("lock", base, None))  # the key coverage reads (`where` None: an element)
+        if any(_ga(o).index is None or _ga(o).index.is_opaque() or o.loops for o in acc):  # type: ignore[union-attr]
+            undecided.append((acc[0], f"`{base}` is indexed where the element is not known (or in a loop)"))
+            continue
+        under = _under(an, lf, acc)
+        if under is None:
+            undecided.append((acc[0], f"`{base}`: whether a lock's barriers order its accesses is not known"))
+            continue
+        locks_by_id = {id(lk): lk for lk in lf.locks}
+        t1, t2 = E.Var("t#1", E.PARAM), E.Var("t#2", E.PARAM)
+        found = False
+        for y in stores:
+            for x in acc:
+                if found:
+                    break
+                bx, by = E.Var("blockIdx.x#b1", E.PARAM), E.Var("blockIdx.x#b2", E.PARAM)
+                same = E.conj(
+                    E.binop("==", _in_block(_ga(x).index, 1, t1), _in_block(_ga(y).index, 2, t2)),  # type: ignore[arg-type, union-attr]
+                    E.binop("!=", bx, by),
+                    E.binop("<", t1, E.Const(n)),
+                    E.binop("<", t2, E.Const(n)),
+                    _in_block(x.guard.thread, 1, t1),
+                    _in_block(y.guard.thread, 2, t2),
+                    *([E.binop("<", bx, E.Const(blocks)), E.binop("<", by, E.Const(blocks))] if blocks else []),
+                )
+                apart = solver.always(E.negate(same))
+                if apart is True:
+                    continue  # two blocks never name one element
+                if apart is None:
+                    undecided.append((x, f"`{base}`: whether two blocks name one element is not known"))
+                    found = True
+                    break
+                if lf.untested:
+                    first = (
+                        min(w.order for u in lf.untested for w in u.writes)
+                        if any(u.writes for u in lf.untested)
+                        else None
+                    )
+                    if first is not None and max(x.order, y.order) > first:
+                        undecided.append((x, f"`{base}` is accessed after a write of the lock word"))
+                        found = True
+                        break
+                common = under.get(id(x), set()) & under.get(id(y), set())
+                ordered = False
+                for lid in common:
+                    lk = locks_by_id[lid]
+                    li = lk.index if lk.index is not None else E.Const(0)
+                    one = E.binop("==", _in_block(li, 1, t1), _in_block(li, 2, t2))
+                    if solver.always(E.disj(E.negate(same), one)) is True:
+                        ordered = True
+                        break
+                if ordered:
+                    continue
+                if under.get(id(x)) and under.get(id(y)):
+                    undecided.append((x, f"`{base}`: two blocks may name one element under different lock words"))
+                    found = True
+                    break
+                if blockers:
+                    b = blockers[0]
+                    undecided.append(
+                        (
+                            x,
+                            f"`{base}` is accessed outside the lock; `{b.api}` (line {b.location.row}) may order the blocks",
+                        )
+                    )
+                    found = True
+                    break
+
+                def every_block(o: ir.Op) -> bool:
+                    return not o.loops and o.guard.exact and not o.guard.uniform and bool(an.threads.executing(o))
+
+                if not (every_block(x) and every_block(y)):
+                    undecided.append(
+                        (x, f"`{base}` is accessed outside the lock by threads not known to run in every block")
+                    )
+                    found = True
+                    break
+                w = solver.witness(same)
+                if w is None:
+                    undecided.append((x, f"`{base}`: no two blocks naming one element were found within the budget"))
+                    found = True
+                    break
+                b1, b2 = w.get("blockIdx.x#b1", 0), w.get("blockIdx.x#b2", 0)
+                tt1, tt2 = w.get("t#1", 0), w.get("t#2", 0)
+                launches = (
+                    f"the launches of this file have {blocks} blocks or more"
+                    if blocks
+                    else f"assumed: a launch of {max(b1, b2) + 1} blocks or more"
+                )
+                grid = f"block {b1} thread {tt1} and block {b2} thread {tt2} name one element; {launches}"
+                outside = x if not under.get(id(x)) else y
+                other = y if outside is x else x
+                lk = next(
+                    (locks_by_id[i] for o in (x, y) for i in sorted(under.get(id(o), set()))),
+                    lf.locks[0] if lf.locks else None,
+                )
+                races.append(
+                    Unprotected(
+                        outside,
+                        other,
+                        lk,
+                        _ga(y).text or base,  # type: ignore[union-attr]
+                        grid,
+                        untested=lf.untested[0] if lk is None and lf.untested else None,
+                    )
+                )
+                found = True
+            if found:
+                break

@@ -1014,6 +1014,15 @@ class CallLowering:
             r = self.w.atomics.method(callee, args, ctx, cursor)
             if r is not NotImplemented:
                 return r
+        if mname in K.LIBCU_UNLOWERED_SYNC_METHODS:
+            # a latch the walk constructed (a one-phase mbarrier), a binary semaphore in global
+            # memory (a spin lock's events): walk_libcu. Before the object is evaluated: a call
+            # on it does not load it
+            r = self.w.libcu.latch_method(mname, args, ctx, cursor)
+            if r is NotImplemented:
+                r = self.w.libcu.semaphore_method(callee, args, ctx, cursor)
+            if r is not NotImplemented:
+                return r
         obj = self.w.ev(callee.obj, ctx, cursor)
         targs = callee.targs
         if not isinstance(obj, CgGroup) and mname in _CG_METHODS:

@@ -821,8 +821,9 @@ class ExprEvaluation:
                     if isinstance(obj, Expr) and isinstance(idx, Expr):
                         pointer, element = obj, idx
                 if op != "=" and not ctx.dry and cursor is not None:
-                    # `p[i] += x` reads p[i] first (the index is not evaluated twice)
-                    self.global_load(lhs, ctx, cursor, base=base)
+                    # `p[i] += x` reads p[i] first (the index is not evaluated twice); the
+                    # element it reads is the one it stores
+                    self.global_load(lhs, ctx, cursor, base=base, index=index)
                 self.global_store(lhs, ctx, cursor, base=base, index=index, pointer=pointer, element=element)
             return val
         if isinstance(lhs, cexpr.Un) and lhs.op == "*":

@@ -27,6 +27,22 @@ is the table `knowledge/ops.py` LIBCU_*).
   commits a group, consumer_wait waits for all but the head - tail - 1 newest,
   `pipeline_consumer_wait_prior<N>(pipe)` for all but N; acquire and release do nothing.
 
+* A `cuda::latch<scope>` constructed by placement new in `__shared__` storage (`new (mem)
+  cuda::latch<...>(n)`, the storage reached again through a reference or pointer initialised
+  from it: `*reinterpret_cast<latch *>(mem)`) is a one-phase mbarrier named after the storage:
+  the construction is its init with count n (under the constructing thread's guard, so the
+  init-visibility, account and progress engines ask about it as about any init), `count_down(n)`
+  an arrival of n, `wait()` a wait for phase 0, `arrive_and_wait(n)` both (table
+  `knowledge/ops.LIBCU_LATCH_METHODS`). `try_wait()`, a thread-scope latch, a latch in global
+  memory or in storage the walk cannot name stay opaque calls (coverage).
+
+* A `cuda::binary_semaphore<scope>` in global memory (`sems[i]` / `*s` of a kernel pointer) is
+  libcu++'s `__atomic_semaphore<scope, 1>`, an int that is 1 while free: `acquire()` is a spin
+  loop on `exchange(0, acquire)` going on while the old value is not 1, `try_acquire()` one such
+  exchange whose value is `old == 1`, `release()` a release store of 1 (table
+  `knowledge/ops.LIBCU_SEMAPHORE_METHODS`); checks/locks.py reads the spin as a lock. A counting
+  semaphore of a larger maximum stays an opaque call.
+
 Anything else of libcu++ (a barrier of another scope, arrays of pipeline states,
 barrier_expect_tx, consumer_wait_for, quit) is not modelled: the coverage census names it at the
 user's line.
@@ -46,7 +62,7 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import Obj, Rec
 from .walk_arith import _ArrVal
-from .walk_env import CK, Ctx, loc_of
+from .walk_env import CK, Ctx, ci, loc_of
 
 _BARRIER_T = re.compile(r"\bbarrier<\s*(?:::)?(?:cuda::)?(?:\w+::)*thread_scope_(\w+)")
 _STATE_T = re.compile(r"\bpipeline_shared_state<\s*(?:::)?(?:cuda::)?(?:\w+::)*thread_scope_(\w+)\s*,\s*(.+)>\s*$")
@@ -134,6 +150,111 @@ def _difference(a: Expr, b: Expr) -> int | None:
     return d.get("", 0)
 
 
+def _strip_cursor(c: Any) -> Any:
+    """c below implicit conversions, parentheses, `*`, `&` and casts (one operand each)."""
+    for _ in range(16):
+        if c.kind not in (
+            CK.UNEXPOSED_EXPR,
+            CK.PAREN_EXPR,
+            CK.UNARY_OPERATOR,
+            CK.CXX_REINTERPRET_CAST_EXPR,
+            CK.CXX_STATIC_CAST_EXPR,
+            CK.CSTYLE_CAST_EXPR,
+        ):
+            return c
+        kids = [k for k in c.get_children() if k.kind not in (CK.TYPE_REF, CK.NAMESPACE_REF, CK.TEMPLATE_REF)]
+        if len(kids) != 1:
+            return None
+        c = kids[0]
+    return None
+
+
+def _latch_scope(canonical: str) -> str | None:
+    """The scope of a `cuda::latch<thread_scope_X>` type (None: not a latch, or thread scope:
+    a latch of one thread orders no other)."""
+    m = K.LIBCU_LATCH_T.search(canonical)
+    return m.group(1) if m and m.group(1) != "thread" else None
+
+
+def _latch_storage(c: Any, depth: int = 0) -> Any:
+    """The `__shared__` variable a latch expression lives in: `mem` of `new (mem) latch(n)`,
+    of `*reinterpret_cast<latch *>(mem)` and of a reference or pointer initialised from it
+    (`latch &l = *reinterpret_cast<latch *>(mem); l.wait()`). None: not known."""
+    c = _strip_cursor(c)
+    if c is None or c.kind != CK.DECL_REF_EXPR or depth > 4:
+        return None
+    d = c.referenced
+    if d is None or d.kind != CK.VAR_DECL:
+        return None
+    if any(k.kind == CK.CUDASHARED_ATTR for k in d.get_children()):
+        return d
+    tk = d.type.kind
+    if tk == ci.TypeKind.LVALUEREFERENCE or (tk == ci.TypeKind.POINTER and _never_reassigned(d)):
+        inits = [k for k in d.get_children() if k.kind.is_expression()]
+        return _latch_storage(inits[-1], depth + 1) if len(inits) == 1 else None
+    return None
+
+
+def _discarded(cursor: Any, mname: str) -> bool:
+    """Is the statement at cursor `(void)obj.mname()`: the call's value cast away?"""
+    c = cursor
+    while c.kind == CK.PAREN_EXPR:
+        kids = list(c.get_children())
+        if len(kids) != 1:
+            return False
+        c = kids[0]
+    if c.kind not in (CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR):
+        return False
+    if c.type.kind != ci.TypeKind.VOID:
+        return False
+    call = _strip_cursor(c)
+    return call is not None and call.kind == CK.CALL_EXPR and call.spelling == mname
+
+
+def _is_one(v: Any) -> bool:
+    return isinstance(v, Expr) and v.eval({}) == 1
+
+
+_ASSIGNING = frozenset({"=", "+=", "-=", "++", "--"})
+
+
+def _never_reassigned(d: Any) -> bool:
+    """A pointer variable that keeps its initial value: its name is never followed by an
+    assignment, incremented or decremented, nor has its address taken, in its function (read
+    on the tokens: a name shadowed elsewhere only makes this answer no)."""
+    if d.type.is_const_qualified():
+        return True
+    fn = d.semantic_parent
+    if fn is None:
+        return False
+    toks = [t.spelling for t in fn.get_tokens()]
+    name = d.spelling
+    for i, t in enumerate(toks):
+        if t != name:
+            continue
+        # `p = q`, `p += 1` (not the declaration's own `T *p = init`, nor a store `*p = v`)
+        if i + 1 < len(toks) and toks[i + 1] in _ASSIGNING and not (i > 0 and toks[i - 1] == "*"):
+            return False
+        if i > 0 and toks[i - 1] in ("&", "++", "--"):
+            return False
+    return True
+
+
+def _member_object(cursor: Any, mname: str) -> Any:
+    """The object cursor of the one member call `obj.mname(...)` / `p->mname(...)` in the
+    statement at cursor (None: none, or several)."""
+    found = []
+    try:
+        for c in cursor.walk_preorder():
+            if c.kind == CK.MEMBER_REF_EXPR and c.spelling == mname:
+                kids = list(c.get_children())
+                if kids:
+                    found.append(kids[0])
+    except (ValueError, AttributeError):
+        return None
+    return found[0] if len(found) == 1 else None
+
+
 class LibcuLowering:
     """The walker's part for libcu++'s barrier, pipeline and memcpy_async."""
 
@@ -146,6 +267,7 @@ class LibcuLowering:
         self._arrive_sites: dict[str, set[tuple]] = {}
         self._token_waits: dict[str, list[ir.Op]] = {}
         self._several: set[str] = set()
+        self._latches: set[str] = set()  # the latches constructed (their storage's names)
 
     # -- declarations ------------------------------------------------------------
     def shared_object(self, name: str, canonical: str, dims: Sequence[Expr], loc: Any, ctx: Ctx) -> Any:
@@ -385,6 +507,168 @@ class LibcuLowering:
         op = self._op(ir.MBAR_WAIT, api, ctx, cursor, barrier=ref, parity=parity, mbar=ir.BarrierFacts())
         if not ctx.dry:
             self._token_waits.setdefault(ref.name, []).append(op)
+
+    # -- the latch ---------------------------------------------------------------------------
+    def placement_new(self, c: Any, ctx: Ctx) -> bool:
+        """`new (mem) cuda::latch<scope>(n)` in the statement at cursor c: the init of the latch
+        named after `mem` (a `__shared__` variable). False: not a latch construction lowered."""
+        m = self.w.model
+        if m is None or c is None:
+            return False
+        new = _strip_cursor(c)
+        if new is None or new.kind != CK.CXX_NEW_EXPR:
+            return False
+        scope = _latch_scope(new.type.get_pointee().get_canonical().spelling)
+        kids = [k for k in new.get_children() if k.kind not in (CK.TYPE_REF, CK.NAMESPACE_REF, CK.TEMPLATE_REF)]
+        if scope is None or len(kids) != 2 or kids[1].kind != CK.CALL_EXPR:
+            return False
+        store = _latch_storage(kids[0])
+        args = [a for a in kids[1].get_arguments()]
+        if store is None or len(args) != 1:
+            return False
+        name = store.spelling
+        toks = [t.spelling for t in args[0].get_tokens()]
+        node = cexpr.parse_expression(toks, None) if toks else cexpr.Unknown("")
+        n = self.w.ev(node, ctx, c) if not isinstance(node, cexpr.Unknown) else None
+        if name not in m.barriers:
+            m.barriers[name] = ir.Barrier(name, (), self._loc(store), "static")
+        self._latches.add(name)
+        self._op(
+            ir.MBAR_INIT,
+            "cuda::latch::latch",
+            ctx,
+            c,
+            barrier=ir.Ref(name),
+            count=n if isinstance(n, Expr) else E.opaque("latch count"),
+        )
+        return True
+
+    def latch_method(self, mname: str, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:
+        """A method of a latch this walk constructed (`placement_new`); NotImplemented when not
+        one lowered (table `knowledge/ops.LIBCU_LATCH_METHODS`)."""
+        if mname not in ("count_down", "wait", "arrive_and_wait") or cursor is None:
+            return NotImplemented
+        obj = _member_object(cursor, mname)
+        if obj is None or _latch_scope(obj.type.get_canonical().spelling) is None:
+            return NotImplemented
+        store = _latch_storage(obj)
+        if store is None or store.spelling not in self._latches:
+            return NotImplemented
+        ref = ir.Ref(store.spelling)
+        api = f"cuda::latch::{mname}"
+        if mname == "wait" and args:
+            return NotImplemented
+        if mname in ("count_down", "arrive_and_wait"):
+            if len(args) > 1:
+                return NotImplemented
+            n = self.w.ev(args[0], ctx, cursor) if args else E.Const(1)
+            self._op(
+                ir.MBAR_ARRIVE,
+                api,
+                ctx,
+                cursor,
+                barrier=ref,
+                count=n if isinstance(n, Expr) else E.opaque("count"),
+                mbar=ir.BarrierFacts(),
+            )
+        if mname in ("wait", "arrive_and_wait"):
+            # the latch's one phase: the counter reaching 0 completes phase 0
+            self._op(ir.MBAR_WAIT, api, ctx, cursor, barrier=ref, parity=E.Const(0), mbar=ir.BarrierFacts())
+        return None
+
+    # -- the binary semaphore ----------------------------------------------------------------
+    def semaphore_method(self, callee: cexpr.Member, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:
+        """`acquire()`, `try_acquire()`, `release()` of a binary semaphore in global memory (the
+        module's text); NotImplemented when not one lowered."""
+        mname = callee.field
+        m = self.w.model
+        if m is None or cursor is None or mname not in ("acquire", "try_acquire", "release"):
+            return NotImplemented
+        obj = _member_object(cursor, mname)
+        sm = K.LIBCU_BINARY_SEMAPHORE_T.search(obj.type.get_canonical().spelling) if obj is not None else None
+        if sm is None or (mname == "release" and args and not _is_one(self.w.ev(args[0], ctx, cursor))):
+            return NotImplemented
+        if mname != "release" and args:
+            return NotImplemented
+        word = self._semaphore_word(callee, ctx, cursor)
+        if word is None:
+            return NotImplemented
+        base, index, where = word
+        scope = K.THREAD_SCOPES.get(sm.group(1))
+        text = cexpr.render(cexpr.Call(callee, tuple(args)))[:80]
+        api = f"cuda::binary_semaphore::{mname}"
+        loc = self._loc(cursor)
+
+        def event(kind_ctx: Ctx, atomic: str, sem: str, value: int, old: Any, discarded: bool = False) -> None:
+            self.w.emit(
+                ir.Op(
+                    ir.GLOBAL_SIGNAL,
+                    api,
+                    loc,
+                    kind_ctx.guard,
+                    kind_ctx.loops,
+                    global_access=ir.GlobalAccessFacts(
+                        sem,
+                        text,
+                        atomic=atomic,
+                        dtype="int",
+                        result=old.name if old is not None else None,
+                        form="object",
+                        base=base,
+                        scope=scope,
+                        operand=E.Const(value),
+                        index=index,
+                        where=where,
+                        operands=(E.Const(value),),
+                        discarded=discarded,
+                    ),
+                ),
+                kind_ctx,
+            )
+
+        if mname == "release":
+            event(ctx, "st", "release", 1, None)
+            return None
+        old = E.opaque(f"{text}: the old value")
+        if mname == "try_acquire":
+            event(ctx, "exch", "acquire", 0, old, _discarded(cursor, mname))
+            return E.binop("==", old, E.Const(1))
+        # `while (!try_acquire()) wait(0);`: a spin loop on the exchange
+        st = self.w.stmts
+        st._loop_ids += 1
+        lid = st._loop_ids
+        cond = E.binop("!=", old, E.Const(1))
+        counter = E.Var(f"k{lid}", E.LOOP, label=f"iteration of the acquire loop at line {loc.row}")
+        loop = ir.Loop(lid, None, counter, None, None, None, loc, ctx.loops[-1] if ctx.loops else None)
+        loop.cond, loop.data_cond = cond, True
+        if not ctx.dry:
+            m.loops[lid] = loop
+        lctx = replace(ctx, loops=ctx.loops + (lid,))
+        spin = ir.Op(ir.SPIN, api, loc, lctx.guard, lctx.loops)
+        spin.spin = ir.SpinFacts(cond, empty=True)
+        self.w.emit(spin, lctx)
+        event(lctx, "exch", "acquire", 0, old)
+        return None
+
+    def _semaphore_word(
+        self, callee: cexpr.Member, ctx: Ctx, cursor: Any
+    ) -> tuple[str, Expr | None, str | None] | None:
+        """(base, element index, where) of the semaphore's word: `p[i]` of a kernel pointer p is
+        (p, i, None), `p->...` / `(*p)....` is (p, None, ""); None: another address."""
+        node = callee.obj
+        ex = self.w.exprs
+        dry = replace(ctx, dry=True)
+        if callee.arrow or (isinstance(node, cexpr.Un) and node.op == "*"):
+            ptr = node if callee.arrow else node.a  # type: ignore[union-attr]
+            v = self.w.ev(ptr, dry, cursor)
+            return (v.name, None, "") if ex.one_word(v) else None
+        if isinstance(node, cexpr.Index):
+            v = self.w.ev(node.obj, dry, cursor)
+            i = self.w.ev(node.index, dry, cursor)
+            if not ex.one_word(v) or not isinstance(i, Expr) or i.is_opaque():
+                return None
+            return v.name, i, None
+        return None
 
     # -- the pipeline -------------------------------------------------------------------------
     def _make_pipeline(self, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, qual: str) -> Any:

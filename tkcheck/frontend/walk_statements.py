@@ -346,6 +346,8 @@ class StatementWalk:
             return None
         node = cexpr.parse_expression(toks, value_names(ctx.env))
         if isinstance(node, cexpr.Unknown):
+            if toks[0] in ("new", "::") and self.w.libcu.placement_new(c, ctx):
+                return None  # `new (mem) cuda::latch<...>(n)`: the latch's init (walk_libcu)
             self.note_unmodelled(c, "expression not understood")
             return None
         return self.w.ev(node, ctx, cursor=c)

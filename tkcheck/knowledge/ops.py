@@ -140,8 +140,34 @@ LIBCU_PIPELINE_METHODS: dict[str, tuple[str, str]] = {
 # barrier methods: arrive(n) -> token (the parity of the thread's phase), wait(token), wait_parity(p),
 # arrive_and_wait()
 LIBCU_BARRIER_METHODS = frozenset({"arrive", "wait", "wait_parity", "arrive_and_wait", "arrive_and_drop"})
-# libcu++ synchronisation objects the model does not lower yet: `cuda::latch` (<cuda/latch>) and
-# `cuda::counting_semaphore` / `binary_semaphore` (<cuda/semaphore>). A call of one of their
+# `cuda::latch<scope>` (<cuda/latch>) in `__shared__` storage (raw bytes and placement new: a
+# latch has no default constructor), block or wider scope, is a one-phase mbarrier of the block
+# (libcu++ keeps a counter the constructor sets, count_down is a release RMW on it, wait an acquire
+# spin until it reads 0: the phase-0 completion of an mbarrier initialised with the count, which
+# orders at block scope, all a shared-memory object's users need). frontend/walk_libcu.py lowers:
+LIBCU_LATCH_METHODS: dict[str, str] = {
+    "latch(n)": "MBAR_INIT count n (placement new on the storage; the constructing thread's guard)",
+    "count_down(n = 1)": "MBAR_ARRIVE count n",
+    "wait()": "MBAR_WAIT parity 0 (the completion of the latch's one phase)",
+    "arrive_and_wait(n = 1)": "MBAR_ARRIVE count n, then MBAR_WAIT parity 0",
+}
+LIBCU_LATCH_T = re.compile(r"\bcuda::(?:__\d+::)?latch<\s*(?:::)?(?:cuda::)?(?:\w+::)*thread_scope_(\w+)")
+# `cuda::binary_semaphore<scope>` (`counting_semaphore<scope, 1>`, <cuda/semaphore>) on global memory
+# (reached through a kernel pointer: `sems[i].acquire()`, `s->release()`) is libcu++'s
+# `__atomic_semaphore<scope, 1>`: an int that is 1 while free. frontend/walk_libcu.py lowers
+# (the word's base, element index and scope as an atomic's; checks/locks.py reads the spin):
+LIBCU_SEMAPHORE_METHODS: dict[str, str] = {
+    "acquire()": "SPIN loop: GLOBAL_SIGNAL exch 0 (acquire), going on while the old value != 1",
+    "try_acquire()": "GLOBAL_SIGNAL exch 0 (acquire); its value is old == 1",
+    "release()": "GLOBAL_SIGNAL st 1 (release)",
+}
+LIBCU_BINARY_SEMAPHORE_T = re.compile(
+    r"\bcuda::(?:__\d+::)?counting_semaphore<\s*(?:::)?(?:cuda::)?(?:\w+::)*thread_scope_(\w+)\s*,\s*1\s*>"
+)
+# libcu++ synchronisation objects the model does not lower: `cuda::latch` where the above does not
+# apply (global storage, a storage not known, `try_wait`, thread scope) and
+# `cuda::counting_semaphore` other than the binary one above (and a binary one in shared memory or
+# at an address not known, `try_acquire_for` / `_until`). A call of one of their
 # methods is a synchronisation the engines cannot see through: the walk emits an opaque CALL there
 # (every engine is blind across a CALL), so an access ordered only by it stays undecided
 # (coverage), never a finding and never a silent pass. Matched on libclang's type of the object.

@@ -523,6 +523,9 @@ class GlobalAccessFacts:
     # for `*p`); None where not evaluated. Only stores fill them (checks/tensormaps.unreleased)
     pointer: Expr | None = None
     element: Expr | None = None
+    # a read-modify-write whose old value the source throws away (`(void)sem.try_acquire();`):
+    # nothing can test it (checks/locks.Untested)
+    discarded: bool = False
 
     @property
     def across_blocks(self) -> bool | None:
