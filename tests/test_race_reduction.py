@@ -65,3 +65,41 @@ def test_pingpong_race_search_completes():
     ex = protocol.races(Analysis(m), frozenset(["carry_s"]))
     assert ex.status == "explored" and ex.race is None, ex.reason
     assert ex.states < 5000
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        MEM / "nbar_refill_good.cu",
+        MEM / "nbar_id_collision_bad.cu",
+        MEM / "syncwarp_release_good.cu",
+        MEM / "mbar_scalar_after_arrive_good.cu",
+        MEM / "mbar_scalar_read_after_release_bad.cu",
+        ROOT / "corpus" / "idioms2" / "pingpong_scan.cu",
+    ],
+    ids=lambda p: p.name,
+)
+def test_compiled_reach_is_the_reference_on_every_state(path, monkeypatch):
+    """`_LocalSteps._reach` (the roles' events compiled to tuples, issue 29) answers as
+    `_reach_reference` (the definition) on every state and held role the search asks about, and
+    the search then visits the same states in the same number of steps."""
+    fast = protocol._LocalSteps._reach
+    asked = []
+
+    def both(self, state, fi, eidx):
+        got = fast(self, state, fi, eidx)
+        assert got == self._reach_reference(state, fi, eidx), (path.name, state, fi)
+        asked.append(fi)
+        return got
+
+    for m in models_of(str(path), text=path.read_text()):
+        names = sorted({o.buffer.name for o in m.ops if o.buffer is not None and o.kind == "smem_access"})
+        for nm in names:
+            with monkeypatch.context() as mp:
+                mp.setattr(protocol._LocalSteps, "_reach", protocol._LocalSteps._reach_reference)
+                ref = protocol.races(Analysis(m), frozenset([nm]))
+            with monkeypatch.context() as mp:
+                mp.setattr(protocol._LocalSteps, "_reach", both)
+                got = protocol.races(Analysis(m), frozenset([nm]))
+            assert (_answer(got), got.states, got.steps) == (_answer(ref), ref.states, ref.steps), (path.name, nm)
+    assert asked, f"{path.name}: the search asked `_reach` nothing: the test compares nothing"
