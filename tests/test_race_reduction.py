@@ -67,6 +67,16 @@ def test_pingpong_race_search_completes():
     assert ex.states < 5000
 
 
+def _touched_reference(self, state, fi, eidx, o, writes_only):
+    """`_LocalSteps._touched_while_held` by its definition: `_runs` over `_reach_reference`."""
+    rc = self._reach_reference(state, fi, eidx)[0]
+    return any(
+        self._runs(j, o, state[0][j], rc[j], writes_only=writes_only, arrivals=True)
+        for j in range(len(self.roles))
+        if j != fi
+    )
+
+
 @pytest.mark.parametrize(
     "path",
     [
@@ -80,26 +90,36 @@ def test_pingpong_race_search_completes():
     ids=lambda p: p.name,
 )
 def test_compiled_reach_is_the_reference_on_every_state(path, monkeypatch):
-    """`_LocalSteps._reach` (the roles' events compiled to tuples, issue 29) answers as
-    `_reach_reference` (the definition) on every state and held role the search asks about, and
-    the search then visits the same states in the same number of steps."""
-    fast = protocol._LocalSteps._reach
+    """`_LocalSteps._reach` (the roles' events compiled to tuples) and `_touched_while_held` (the
+    same fixpoint, stopped at the first step on the element; issue 29) answer as their
+    definitions on every state and held role the search asks about, and the search then visits
+    the same states in the same number of steps as with the definitions."""
+    steps = protocol._LocalSteps
+    fast, fast_touched = steps._reach, steps._touched_while_held
     asked = []
 
     def both(self, state, fi, eidx):
         got = fast(self, state, fi, eidx)
         assert got == self._reach_reference(state, fi, eidx), (path.name, state, fi)
-        asked.append(fi)
+        asked.append("reach")
+        return got
+
+    def both_touched(self, state, fi, eidx, o, writes_only):
+        got = fast_touched(self, state, fi, eidx, o, writes_only)
+        assert got == _touched_reference(self, state, fi, eidx, o, writes_only), (path.name, state, fi, o)
+        asked.append("touched")
         return got
 
     for m in models_of(str(path), text=path.read_text()):
         names = sorted({o.buffer.name for o in m.ops if o.buffer is not None and o.kind == "smem_access"})
         for nm in names:
             with monkeypatch.context() as mp:
-                mp.setattr(protocol._LocalSteps, "_reach", protocol._LocalSteps._reach_reference)
+                mp.setattr(steps, "_reach", steps._reach_reference)
+                mp.setattr(steps, "_touched_while_held", _touched_reference)
                 ref = protocol.races(Analysis(m), frozenset([nm]))
             with monkeypatch.context() as mp:
-                mp.setattr(protocol._LocalSteps, "_reach", both)
+                mp.setattr(steps, "_reach", both)
+                mp.setattr(steps, "_touched_while_held", both_touched)
                 got = protocol.races(Analysis(m), frozenset([nm]))
             assert (_answer(got), got.states, got.steps) == (_answer(ref), ref.states, ref.steps), (path.name, nm)
-    assert asked, f"{path.name}: the search asked `_reach` nothing: the test compares nothing"
+    assert asked, f"{path.name}: the search asked neither: the test compares nothing"

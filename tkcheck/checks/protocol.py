@@ -2027,6 +2027,14 @@ class _LocalSteps:
                 later.append((ri, e, o))
         yield from out
         for ri, e, o in later:
+            if e.kind not in ("sync", "barrive") and o[0] == "B":
+                # a barrier element's step: a candidate when no other role makes a step on it
+                # before `_reach` holds it (the `_runs` question below, asked as the fixpoint
+                # runs: it stops at the first such step, nearly always met early)
+                if self._touched_while_held(state, ri, eidx, o, writes_only=e.kind == "wait"):
+                    continue
+                yield ri
+                continue
             rc, avail, finish = self._reach(state, ri, eidx)
             others = [j for j in range(len(self.roles)) if j != ri]
             if e.kind in ("sync", "barrive"):
@@ -2060,12 +2068,36 @@ class _LocalSteps:
             return True
         return arrivals and o[0] == "S" and hi < len(evs) and evs[hi].kind == "sync" and evs[hi].sync[0] == o[1]
 
+    def _touched_while_held(self, state, fi: int, eidx: dict, o, writes_only: bool) -> bool:
+        """Some role j other than fi makes a step on barrier element o (a write, when
+        `writes_only`) at a position in pcs[j] .. rc[j] - 1, rc being `_reach(state, fi)`'s:
+        `_runs(j, o, pcs[j], rc[j], writes_only, arrivals=True)` for some j (its last clause is
+        for a named barrier id only). The fixpoint only moves positions forward, so it stops as
+        soon as one passes the first such step of its role."""
+        pcs = state[0]
+        big = 1 << 60
+        stop = []
+        for j in range(len(self.roles)):
+            pos = (self.pos_write if writes_only else self.pos_touch)[j].get(o, ())
+            i = bisect.bisect_left(pos, pcs[j])
+            stop.append(pos[i] if i < len(pos) and j != fi else big)
+        got = self._fixpoint(state, fi, eidx, stop)
+        # (an exit moves a position to the end without a step: the final positions are asked too)
+        return got is None or any(r > t for r, t in zip(got[0], stop))
+
     def _reach(self, state, fi: int, eidx: dict) -> tuple[list[int], dict, bool]:
         """`_reach_reference`'s answer, computed over each role's events compiled once per search
         (`_compiled`: tuples instead of Event attributes, the element's index instead of its name)
         -- the search calls it several times a state, and it was most of a race search's time
         (issue 29: `fixtures/completion/ptx_arrive_drop_ragged.cu`). The same fixpoint, step by
         step: every branch below is the reference's branch of the same event kind."""
+        got = self._fixpoint(state, fi, eidx, None)
+        assert got is not None
+        return got
+
+    def _fixpoint(self, state, fi: int, eidx: dict, stop: list[int] | None):
+        """`_reach`'s fixpoint; with `stop`, None as soon as a role x's position passes stop[x]
+        (positions only move forward: its final one would pass it too)."""
         code = self._compiled(eidx)
         pcs, marks, bars, syncs = state
         syncd = dict(syncs)
@@ -2123,6 +2155,8 @@ class _LocalSteps:
                 rc[x] = r
                 if moved:
                     changed = True
+                    if stop is not None and r > stop[x]:
+                        return None
                 if r >= end and px < end and not counted[x]:
                     counted[x] = True  # (a finished role: its threads leave the block-wide count)
                     gone += sizes[x]
