@@ -2173,7 +2173,7 @@ class _LocalSteps:
             return self._code
         out = []
         for r in self.roles:
-            evs = []
+            evs: list[tuple] = []
             for e in r.events:
                 k = e.kind
                 if k == "wait":
