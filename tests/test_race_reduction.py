@@ -65,3 +65,61 @@ def test_pingpong_race_search_completes():
     ex = protocol.races(Analysis(m), frozenset(["carry_s"]))
     assert ex.status == "explored" and ex.race is None, ex.reason
     assert ex.states < 5000
+
+
+def _touched_reference(self, state, fi, eidx, o, writes_only):
+    """`_LocalSteps._touched_while_held` by its definition: `_runs` over `_reach_reference`."""
+    rc = self._reach_reference(state, fi, eidx)[0]
+    return any(
+        self._runs(j, o, state[0][j], rc[j], writes_only=writes_only, arrivals=True)
+        for j in range(len(self.roles))
+        if j != fi
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        MEM / "nbar_refill_good.cu",
+        MEM / "nbar_id_collision_bad.cu",
+        MEM / "syncwarp_release_good.cu",
+        MEM / "mbar_scalar_after_arrive_good.cu",
+        MEM / "mbar_scalar_read_after_release_bad.cu",
+        ROOT / "corpus" / "idioms2" / "pingpong_scan.cu",
+    ],
+    ids=lambda p: p.name,
+)
+def test_compiled_reach_is_the_reference_on_every_state(path, monkeypatch):
+    """`_LocalSteps._reach` (the roles' events compiled to tuples) and `_touched_while_held` (the
+    same fixpoint, stopped at the first step on the element; issue 29) answer as their
+    definitions on every state and held role the search asks about, and the search then visits
+    the same states in the same number of steps as with the definitions."""
+    steps = protocol._LocalSteps
+    fast, fast_touched = steps._reach, steps._touched_while_held
+    asked = []
+
+    def both(self, state, fi, eidx):
+        got = fast(self, state, fi, eidx)
+        assert got == self._reach_reference(state, fi, eidx), (path.name, state, fi)
+        asked.append("reach")
+        return got
+
+    def both_touched(self, state, fi, eidx, o, writes_only):
+        got = fast_touched(self, state, fi, eidx, o, writes_only)
+        assert got == _touched_reference(self, state, fi, eidx, o, writes_only), (path.name, state, fi, o)
+        asked.append("touched")
+        return got
+
+    for m in models_of(str(path), text=path.read_text()):
+        names = sorted({o.buffer.name for o in m.ops if o.buffer is not None and o.kind == "smem_access"})
+        for nm in names:
+            with monkeypatch.context() as mp:
+                mp.setattr(steps, "_reach", steps._reach_reference)
+                mp.setattr(steps, "_touched_while_held", _touched_reference)
+                ref = protocol.races(Analysis(m), frozenset([nm]))
+            with monkeypatch.context() as mp:
+                mp.setattr(steps, "_reach", both)
+                mp.setattr(steps, "_touched_while_held", both_touched)
+                got = protocol.races(Analysis(m), frozenset([nm]))
+            assert (_answer(got), got.states, got.steps) == (_answer(ref), ref.states, ref.steps), (path.name, nm)
+    assert asked, f"{path.name}: the search asked neither: the test compares nothing"

@@ -30,8 +30,10 @@ trip counts, unknown init counts, ...) means no exploration and no finding.
 from __future__ import annotations
 
 import bisect
+import itertools
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..knowledge import ops as K
@@ -1860,8 +1862,12 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
         # the partial-order reduction (`_LocalSteps`): a role whose next step commutes with
         # everything the others can still do, and keeps every access it can race with, is the
         # state's one successor; else every role's step
-        tries = [(ri, True) for ri in (por.candidates(state, eidx) if por is not None else ())]
-        tries += [(ri, False) for ri in range(len(roles))]
+        # (the candidates are made as they are tried: the first one taken ends the tries, and the
+        # later ones cost a `_reach` each)
+        tries = itertools.chain(
+            ((ri, True) for ri in (por.candidates(state, eidx) if por is not None else ())),
+            ((ri, False) for ri in range(len(roles))),
+        )
         for ri, only in tries:
             r = roles[ri]
             try:
@@ -1905,6 +1911,10 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
     ex.status = "explored"
     ex.states = len(visited)
     ex.steps = steps_run
+
+
+# the event kinds as `_LocalSteps._reach` reads them (`_compiled`)
+_K_WAIT, _K_SYNC, _K_BARRIVE, _K_WRITE, _K_EXIT, _K_OTHER = range(6)
 
 
 class _LocalSteps:
@@ -1958,6 +1968,9 @@ class _LocalSteps:
                             self.racy[a].add(j)
                             self.racy[b].add(k)
         self._live: dict = {}
+        self.sizes = [len(r.threads) for r in roles]
+        self._code: list[list[tuple]] | None = None  # `_compiled`, for the search's eidx
+        self._code_eidx: dict | None = None
         # positions of each role's steps on each barrier element / named barrier id
         self.pos_touch: list[dict] = []
         self.pos_write: list[dict] = []
@@ -1973,11 +1986,14 @@ class _LocalSteps:
             self.pos_touch.append(pos_t)
             self.pos_write.append(pos_w)
 
-    def candidates(self, state, eidx: dict) -> tuple[int, ...]:
+    def candidates(self, state, eidx: dict) -> Iterator[int]:
         """Roles whose next step is independent of every step the others can make before it
         (condition 1 but for the end of the program): by its kind, or because no other role's
         remaining program touches what it touches, or because none can reach such a step while
-        this role stays where it is (`_reach`)."""
+        this role stays where it is (`_reach`). Yielded in a fixed order (those decided without
+        `_reach` first, then the others, each by role), each when asked for: the search takes
+        the first that moves and keeps its accesses, and asks for no more (issue 29: most of the
+        `_reach` calls were for candidates never tried)."""
         pcs, marks, _, syncs = state
         out = []
         later = []
@@ -2009,7 +2025,17 @@ class _LocalSteps:
                 out.append(ri)
             else:
                 later.append((ri, e, o))
+        yield from out
         for ri, e, o in later:
+            if e.kind not in ("sync", "barrive") and o[0] == "B":
+                # a barrier element's step: a candidate when no other role makes a step on it
+                # before `_reach` holds it (the `_runs` question below, asked as the fixpoint
+                # runs: it stops at the first such step; nearly every such question is answered
+                # "touched", 176,932 of 176,939 on fixtures/completion/ptx_arrive_drop_ragged.cu)
+                if self._touched_while_held(state, ri, eidx, o, writes_only=e.kind == "wait"):
+                    continue
+                yield ri
+                continue
             rc, avail, finish = self._reach(state, ri, eidx)
             others = [j for j in range(len(self.roles)) if j != ri]
             if e.kind in ("sync", "barrive"):
@@ -2023,12 +2049,11 @@ class _LocalSteps:
                 if (e.block and finish) or arrived + avail.get(sid, 0) + e.arrivals > need:
                     continue
                 if all(not self._runs(j, o, pcs[j], rc[j], writes_only=False, arrivals=False) for j in others):
-                    out.append(ri)
+                    yield ri
                 continue
             writes = e.kind != "wait"
             if all(not self._runs(j, o, pcs[j], rc[j], writes_only=not writes, arrivals=True) for j in others):
-                out.append(ri)
-        return tuple(out)
+                yield ri
 
     def _runs(self, j: int, o, lo: int, hi: int, writes_only: bool, arrivals: bool) -> bool:
         """Role j may make a step on o at a position in lo..hi - 1, or (`arrivals`) arrive at
@@ -2044,11 +2069,138 @@ class _LocalSteps:
             return True
         return arrivals and o[0] == "S" and hi < len(evs) and evs[hi].kind == "sync" and evs[hi].sync[0] == o[1]
 
+    def _touched_while_held(self, state, fi: int, eidx: dict, o, writes_only: bool) -> bool:
+        """Some role j other than fi makes a step on barrier element o (a write, when
+        `writes_only`) at a position in pcs[j] .. rc[j] - 1, rc being `_reach(state, fi)`'s:
+        `_runs(j, o, pcs[j], rc[j], writes_only, arrivals=True)` for some j (its last clause is
+        for a named barrier id only). The fixpoint only moves positions forward, so it stops as
+        soon as one passes the first such step of its role."""
+        pcs = state[0]
+        big = 1 << 60
+        stop = []
+        for j in range(len(self.roles)):
+            pos = (self.pos_write if writes_only else self.pos_touch)[j].get(o, ())
+            i = bisect.bisect_left(pos, pcs[j])
+            stop.append(pos[i] if i < len(pos) and j != fi else big)
+        got = self._fixpoint(state, fi, eidx, stop)
+        # (an exit moves a position to the end without a step: the final positions are asked too)
+        return got is None or any(r > t for r, t in zip(got[0], stop))
+
     def _reach(self, state, fi: int, eidx: dict) -> tuple[list[int], dict, bool]:
+        """`_reach_reference`'s answer, computed over each role's events compiled once per search
+        (`_compiled`: tuples instead of Event attributes, the element's index instead of its name)
+        -- the search calls it several times a state, and it was most of a race search's time
+        (issue 29: `fixtures/completion/ptx_arrive_drop_ragged.cu`). The same fixpoint, step by
+        step: every branch below is the reference's branch of the same event kind."""
+        got = self._fixpoint(state, fi, eidx, None)
+        assert got is not None
+        return got
+
+    def _fixpoint(self, state, fi: int, eidx: dict, stop: list[int] | None):
+        """`_reach`'s fixpoint; with `stop`, None as soon as a role x's position passes stop[x]
+        (positions only move forward: its final one would pass it too)."""
+        code = self._compiled(eidx)
+        pcs, marks, bars, syncs = state
+        syncd = dict(syncs)
+        n = len(code)
+        sizes = self.sizes
+        rc = list(pcs)
+        written: set = set()
+        avail: dict = {}
+        counted = [False] * n
+        gone = sum(sizes[x] for x in range(n) if pcs[x] >= len(code[x]))
+        changed = True
+        while changed:
+            changed = False
+            for x in range(n):
+                if x == fi:
+                    continue
+                evs = code[x]
+                end = len(evs)
+                r = rc[x]
+                if r >= end:
+                    if pcs[x] < end and not counted[x]:
+                        counted[x] = True  # (a finished role: its threads leave the block-wide count)
+                        gone += sizes[x]
+                        changed = True
+                    continue
+                px, held = pcs[x], marks[x] >= 0
+                moved = False
+                while r < end:
+                    e = evs[r]
+                    k = e[0]
+                    if k == _K_WAIT:
+                        if bars[e[1]][0] % 2 == e[2] and e[3] not in written:
+                            break
+                    elif k == _K_SYNC:
+                        sid = e[1]
+                        arrived, gen = syncd.get(sid, (0, 0))
+                        at_mark = r == px and held
+                        if not (at_mark and gen > marks[x]):
+                            if not counted[x] and not at_mark:
+                                avail[sid] = avail.get(sid, 0) + e[4]
+                                counted[x] = True
+                            need = e[2] - gone if e[3] else e[2]
+                            if arrived + avail.get(sid, 0) < need:
+                                break
+                    elif k == _K_BARRIVE:
+                        avail[e[1]] = avail.get(e[1], 0) + e[2]
+                    elif k == _K_WRITE:
+                        written.add(e[1])
+                    elif k == _K_EXIT:
+                        r = end
+                        break
+                    r += 1
+                    counted[x] = False
+                    moved = True
+                rc[x] = r
+                if moved:
+                    changed = True
+                    if stop is not None and r > stop[x]:
+                        return None
+                if r >= end and px < end and not counted[x]:
+                    counted[x] = True  # (a finished role: its threads leave the block-wide count)
+                    gone += sizes[x]
+                    changed = True
+        finish = any(rc[x] >= len(code[x]) > pcs[x] for x in range(n) if x != fi)
+        return rc, avail, finish
+
+    def _compiled(self, eidx: dict) -> list[list[tuple]]:
+        """Each role's events as `_reach` reads them: (kind, ...) with the kind a small int and
+        the fields the kind needs (a wait: its element's index, parity, element; a sync: id,
+        count, block?, arrivals; a bar.arrive: id, arrivals; an arrival / expect / load / init:
+        its element; any other event: nothing it reads)."""
+        if self._code is not None and self._code_eidx is eidx:
+            return self._code
+        out = []
+        for r in self.roles:
+            evs: list[tuple] = []
+            for e in r.events:
+                k = e.kind
+                if k == "wait":
+                    evs.append((_K_WAIT, eidx[e.elem], e.parity, e.elem))
+                elif k == "sync":
+                    evs.append((_K_SYNC, e.sync[0], e.sync[1], e.block, e.arrivals))
+                elif k == "barrive":
+                    evs.append((_K_BARRIVE, e.sync[0], e.arrivals))
+                elif k in ("arrive", "expect", "load", "init"):
+                    evs.append((_K_WRITE, e.elem))
+                elif k == "exit":
+                    evs.append((_K_EXIT,))
+                else:
+                    evs.append((_K_OTHER,))
+            out.append(evs)
+        self._code, self._code_eidx = out, eidx
+        return out
+
+    def _reach_reference(self, state, fi: int, eidx: dict) -> tuple[list[int], dict, bool]:
         """An over-approximation of how far each role can run while role fi stays where it is:
         the first event of each role it may not get past. A wait may pass if it can now or some
         role may still write its element; a named / block barrier if the arrivals the others may
-        still make (every generation counted at once) reach its count."""
+        still make (every generation counted at once) reach its count.
+
+        The definition `_reach` computes faster (tests/test_race_reduction.py holds the two
+        equal on every state the searches of the fixtures visit)."""
         pcs, marks, bars, syncs = state
         syncd = dict(syncs)
         roles = self.roles
