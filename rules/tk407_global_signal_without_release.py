@@ -117,6 +117,9 @@ def _published(an) -> list:
         if p.why == "after":
             out.append(_stored_after_release(an, p))
             continue
+        if p.why == "after-counter":
+            out.append(_written_after_counter(an, p))
+            continue
         if p.why.startswith("reset-"):
             out.append(_reset_after_release(an, p))
             continue
@@ -218,6 +221,31 @@ def _stored_after_release(an, p):
         witness={"thread": p.data_thread, "released": True, "order": "store after release"},
         help="store the value first, then raise the flag with release (`st.release.gpu`, "
         "`cuda::atomic_ref::store(1, cuda::memory_order_release)`)",
+    )
+
+
+def _written_after_counter(an, p):
+    """Data every block writes after its last-arriver counter: the last block reads it after its
+    ticket, and nothing orders another block's late write before that read."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    what = (
+        f"the atomic `{_text(p.data)[:50]}`"
+        if p.data.kind == ir.GLOBAL_SIGNAL
+        else f"the stores `{describe_location(p.data)[:50]}`"
+    )
+    return finding(
+        "TK407",
+        f"{describe(p.writers, n)} write global data ({what}) after their block raised the counter "
+        f"(`{_text(p.signal)[:50]}`) whose old value tells the last block that every block is done: "
+        "the counter publishes only what each block did before it, so the last block, which reads "
+        "this data after its test, may read it before another block's write and miss it",
+        user_site(p.data),
+        related=[related(p.signal, "the counter that comes too early")] + in_helper(p.data),
+        witness={"thread": p.data_thread, "order": "write after counter"},
+        help="make the write before the counter: before the block barrier and the release fence that "
+        "precede the block's `atomicAdd`/`atomicInc` on the counter",
     )
 
 

@@ -116,7 +116,10 @@ class Publication:
     # what happens before it); "scope": the signal releases at a scope that stops at the block
     # (`thread_scope_block`, `.cta`), which orders nothing for the other blocks that read the count;
     # "after": the data is stored after the signal's release, by the signalling thread, and no
-    # later release of that thread publishes it; "reset-after" / "reset-relaxed": a grid
+    # later release of that thread publishes it; "after-counter": the data is written (by any
+    # thread of the block) after the block's counter, whose old value tells the last block that
+    # every block is done, and the last block reads it after that test with nothing that waits
+    # for the write; "reset-after" / "reset-relaxed": a grid
     # barrier's counter reset after the raise that releases the waiters, or not released before
     # it (checks/grid_barriers.py)
     why: str = "relaxed"
@@ -174,6 +177,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _spin_acquire(an, out)
     _publish_cumulative(an, out)
     _publish_after_release(an, out)
+    _publish_after_counter(an, out)
     _acquire_scope(an, out)
     _counter_resets(an, out)
     _release_scope_writes(an, out)
@@ -2056,6 +2060,72 @@ def _publish_after_release(an: Analysis, out: MemoryFacts) -> None:
             ):
                 continue  # a later release (or a later raise of the flag) may publish it
             out.publications.append(Publication(d, sig, t, t, td, False, "after"))
+            break
+
+
+# ops by which a thread may wait for another block after it observed a counter: between a
+# last-arriver test and a read, they leave the read's order after the other blocks undecided
+_WAITS = (ir.SPIN, ir.MBAR_WAIT, ir.CALL, ir.EXIT)
+
+
+def _publish_after_counter(an: Analysis, out: MemoryFacts) -> None:
+    """Publication order through a last-arriver counter: a block's counter (an atomic whose old
+    value a branch tests: the ticket) tells the block that draws the last ticket that every other
+    block has done what it did *before* its own atomic. Global data that threads of every block
+    write after the block's counter, in the same iteration, under conditions that do not depend on
+    the ticket (`atomicMax(gmax, m)` after the ticket and the barrier that follows it), is ordered
+    before nothing the last block does: its read of that data after the test may come before
+    another block's write, whatever fences surround the counter. Proved when nothing between the
+    test and the read may wait for another block (a spin, an mbarrier wait, a call, an exit: else
+    undecided); data whose every element is one thread's (`thread_private`) is not asked."""
+    fl = flow(an)
+    tests = _tests(an, fl)
+    if not tests:
+        return
+    spin_loops = {o.loops[-1] for o in fl.ops if o.kind == ir.SPIN and o.loops}
+    for sig in fl.ops:
+        ga = _ga(sig)
+        if not _is_counter(sig) or ga is None or not ga.result or ga.base is None or not sig.guard.exact:
+            continue
+        if not an.threads.executing(sig):
+            continue
+        depth = len(sig.loops)
+        readers = [
+            rd
+            for rd in fl.ops
+            if rd.kind == ir.GLOBAL_LOAD
+            and ga.result in tests.get(id(rd), ())
+            and rd.order > sig.order
+            and rd.loops[:depth] == sig.loops
+            and not spin_loops & set(rd.loops)
+            and (rga := _ga(rd)) is not None
+            and rga.base is not None
+            and rga.base != ga.base
+        ]
+        if not readers:
+            continue
+        for d in fl.ops:
+            dga = _ga(d)
+            if d.kind not in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL) or dga is None or dga.base in (None, ga.base):
+                continue
+            if d.kind == ir.GLOBAL_SIGNAL and dga.form not in ATOMIC_FORMS:
+                continue
+            if d.order <= sig.order or d.loops[:depth] != sig.loops or id(d) in tests or not d.guard.exact:
+                continue
+            if set(d.guard.uniform) - set(sig.guard.uniform) or spin_loops & set(d.loops):
+                continue  # not every block that counts itself in writes it / a write inside a spin
+            td = an.threads.executing(d)
+            if not td or thread_private(an, dga.base):  # type: ignore[arg-type]
+                continue
+            rd = next((r for r in readers if _ga(r).base == dga.base), None)  # type: ignore[union-attr]
+            if rd is None:
+                continue
+            out.examined.add(("global", id(sig)))
+            between = [o for o in fl.ops if sig.order < o.order < rd.order]
+            if any(o.kind in _WAITS or _grid_barrier(o) for o in between):
+                out.undecided.append((d, rd, "an op between the counter and the read that may wait for the write"))
+                continue
+            out.publications.append(Publication(d, sig, min(td), min(an.threads.executing(sig)), td, False, "after-counter"))
             break
 
 
