@@ -131,7 +131,7 @@ def _published(an) -> list:
             else f"the stores `{describe_location(p.data)[:50]}`"
         )
         who = f"{describe(frozenset([p.signal_thread]), n)} raises a global counter (`{_text(p.signal)[:50]}`) " + (
-            f"after the block barrier that gathers {what} of {describe(p.writers, n)}"
+            f"after the barrier that gathers {what} of {describe(p.writers, n)}"
             if p.gathered
             else f"after {what}"
         )
@@ -161,6 +161,9 @@ def _published(an) -> list:
         if a.poller is not None:
             out.append(_relaxed_observed_elsewhere(an, a))
             continue
+        if a.how == "none":
+            out.append(_read_never_acquired(an, a))
+            continue
         out.append(
             finding(
                 "TK407",
@@ -182,6 +185,26 @@ def _published(an) -> list:
             )
         )
     return out
+
+
+def _read_never_acquired(an, a):
+    """Data other blocks write, read by a block that never acquires."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    return finding(
+        "TK407",
+        f"{describe(frozenset([a.thread]), n)} reads `{describe_location(a.read)[:50]}`, which blocks of another "
+        f"role write (`{describe_location(a.observe)[:50]}`), but no thread of its block acquires anything on the "
+        "way (no spin on the flag that publishes the data, no `__threadfence()` or acquiring load or atomic): "
+        "between blocks only a release -> acquire pair orders memory, so the read may see the data from "
+        "before the write, or from before the slot was filled",
+        user_site(a.read),
+        related=[related(a.observe, "the other blocks' write of the data")] + in_helper(a.read),
+        witness={"thread": a.thread, "how": a.how},
+        help="wait for the flag or sequence number that publishes the data with an acquire load "
+        "(`ld.acquire.gpu`, `cuda::atomic_ref::load(cuda::memory_order_acquire)`) before reading it",
+    )
 
 
 def _unordered(an, p):

@@ -132,7 +132,9 @@ class Acquisition:
     observe: ir.Op  # the atomic / the polling load
     read: ir.Op
     thread: int
-    how: str  # "last-arriver" | "spin" | "not-propagated" (the poll acquires; `thread` is not ordered after it)
+    # "last-arriver" | "spin" | "not-propagated" (the poll acquires; `thread` is not ordered after it)
+    # | "none" (no acquire on the reading block's path at all; `observe` is the other blocks' write)
+    how: str
     poller: int | None = None  # the thread that observed the flag, when it is not `thread`
     # "not-propagated-write": `read` is a write of data other blocks read before the barrier
     # (`earlier`, their read), by a thread no barrier orders after the poll
@@ -178,6 +180,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _publish_cumulative(an, out)
     _publish_after_release(an, out)
     _publish_after_counter(an, out)
+    _read_without_acquire(an, out)
     _acquire_scope(an, out)
     _counter_resets(an, out)
     _release_scope_writes(an, out)
@@ -1689,6 +1692,9 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
                 out.undecided.append((d, sig, "no barrier orders the data's writer before the signal"))
                 continue
             gathered = any(o.kind == ir.SYNC for o in between) and td != frozenset([t_sig])
+            if gathered and all(o.sync_kind == "warp" for o in between if o.kind == ir.SYNC):
+                # `__syncwarp()` gathers the stores of the signalling thread's warp only
+                td = frozenset(t for t in td if t // 32 == t_sig // 32)
             # a release whose scope stops at the block (`thread_scope_block`, `.cta`): "scope"
             why = "scope" if ga.sem in RELEASE_SEMS else "relaxed"
             if id(d) in reported:
@@ -1998,13 +2004,13 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             if any(o.kind == ir.SYNC and (not o.guard.exact or an.threads.executing(o) is None) for o in between):
                 out.undecided.append((d, sig, "a barrier whose threads are not known"))
                 continue
-            writer, unknown = _first_unordered(an, between, td - ts, t_sig, fixed_first=False)
+            writer, signaller, unknown = _unpublished_writer(an, between, td - ts, ts)
             if unknown:
-                out.undecided.append((d, sig, "a barrier whose order is not followed"))
+                out.undecided.append((d, sig, unknown))
                 continue
             if writer is not None and id(d) not in reported:
                 reported.add(id(d))
-                out.publications.append(Publication(d, sig, writer, t_sig, td, False, "unordered"))
+                out.publications.append(Publication(d, sig, writer, signaller, td, False, "unordered"))
                 break
 
 
@@ -2129,6 +2135,88 @@ def _publish_after_counter(an: Analysis, out: MemoryFacts) -> None:
             break
 
 
+# ops that end the "no acquire anywhere" argument of `_read_without_acquire`: an mbarrier (a
+# remote arrive may carry a release of another CTA of the cluster), a bulk copy, a call not
+# followed, a cluster barrier
+_NOT_FOLLOWED = (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD, ir.CALL, ir.CP_ASYNC, ir.PDL)
+
+
+def _blocks_disjoint(a: ir.Op, b: ir.Op) -> bool:
+    """Proved: no block runs both a and b (their block-uniform conditions exclude each other:
+    `blockIdx.x < P` and its negation)."""
+    from .. import solver
+
+    if not a.guard.uniform or not b.guard.uniform:
+        return False
+    return solver.always(E.negate(E.conj(*a.guard.uniform, *b.guard.uniform))) is True
+
+
+def _read_without_acquire(an: Analysis, out: MemoryFacts) -> None:
+    """Global data read by blocks that never acquire: a plain load of memory that blocks of
+    another role write (their block-uniform conditions exclude each other, so writer and reader
+    run in different CTAs of one grid), where no op a thread of the reading block may run, in the
+    whole kernel, acquires (no gpu-scope fence, no acquiring load or atomic, no grid barrier, no
+    mbarrier or call this engine does not follow; a spin loop's polls are ops of the path, so a
+    loop left on a relaxed value acquires nothing). Between CTAs only a release -> acquire
+    pair orders memory (relaxed atomics and volatile loads synchronise with nothing), so no
+    happens-before path can order the write before the read: the consumer that reads a ring slot
+    without waiting for its sequence number. Memory whose every element is one thread's is not
+    asked."""
+    fl = flow(an)
+    m = an.model
+    if m.unmodelled or any(
+        o.kind == ir.SYNC and o.sync_kind in ("cluster", "cluster_arrive", "cluster_wait") for o in m.ops
+    ):
+        return
+    writes = [
+        d
+        for d in fl.ops
+        if _is_data_write(d) or (d.kind == ir.GLOBAL_STORE and _ga(d) is not None)
+    ]
+    if not writes:
+        return
+    seen: set[tuple] = set()
+    for rd in fl.ops:
+        ga = _ga(rd)
+        if not _is_data_read(rd) or ga is None or ga.base is None or not rd.guard.uniform:
+            continue
+        ws = [d for d in writes if (dga := _ga(d)) is not None and dga.base == ga.base and _blocks_disjoint(d, rd)]
+        if not ws or thread_private(an, ga.base):
+            continue
+        path = [o for o in m.ops if o.order < rd.order or set(o.loops) & set(rd.loops)]
+        path = [o for o in path if not _blocks_disjoint(o, rd)]
+        if any(
+            _acquires(o) or _scope_unknown(o) or o.kind in _NOT_FOLLOWED or o.guard.blind
+            for o in path
+        ):
+            continue
+        key = (rd.location.row, rd.location.column)
+        if key in seen:
+            continue
+        seen.add(key)
+        # the threads that run the read where its data-dependent conditions hold (a queue's
+        # `if (pos >= N) break;`: the reads of the iterations that go on)
+        tr = an.threads.executing(rd) or (an.threads.satisfying(rd.guard.thread) if not rd.guard.blind else None)
+        if not tr:
+            continue
+        out.examined.add(("global", id(ws[0])))
+        out.acquisitions.append(Acquisition(ws[0], rd, min(tr), "none"))
+
+
+def _exact_as(rd: ir.Op, sp: ir.Op) -> bool:
+    """Is rd's guard exact but for data-dependent conditions the spin runs under too (the reads
+    after a queue's `if (pos >= N) break;`, in the iterations that go on, as the spin is)? Who runs
+    rd is then its thread guard wherever those conditions hold."""
+    if rd.guard.exact:
+        return True
+    return (
+        not rd.guard.blind
+        and not sp.guard.blind
+        and bool(rd.guard.opaque)
+        and set(rd.guard.opaque) <= set(sp.guard.opaque)
+    )
+
+
 def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
     """A spin whose poll acquires (`ld.acquire.gpu`, an acquiring atomic) orders the polling
     thread's later reads after the producer's release -- that thread's only. Another thread of
@@ -2145,14 +2233,14 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
         if sp.kind != ir.SPIN or not sp.loops:
             continue
         lid = sp.loops[-1]
-        polls = [p for p in _polls(fl, lid) if p.guard.exact and _acquires(p)]
+        polls = [p for p in _polls(fl, lid) if _exact_as(p, sp) and _acquires(p)]
         if not polls:
             continue
         poll = polls[0]
         flag = _ga(poll).base  # type: ignore[union-attr]
         if flag is None or flag not in raised:
             continue
-        tp = an.threads.executing(poll)
+        tp = an.threads.executing(poll) if poll.guard.exact else an.threads.satisfying(poll.guard.thread)
         if not tp:
             continue
         t_poll = min(tp)
@@ -2163,13 +2251,13 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
             ga = _ga(rd)
             if not _is_data_read(rd) or ga is None or rd.order <= end:
                 continue
-            if rd.loops[: len(outer)] != outer or lid in rd.loops or not rd.guard.exact:
+            if rd.loops[: len(outer)] != outer or lid in rd.loops or not _exact_as(rd, sp):
                 continue
             if set(rd.guard.uniform) != set(sp.guard.uniform) and not _runs_after(an, rd, sp):
                 continue
             if ga.base is None or ga.base not in written or ga.base == flag:
                 continue
-            tr = an.threads.executing(rd)
+            tr = an.threads.executing(rd) if rd.guard.exact else an.threads.satisfying(rd.guard.thread)
             if not tr or not (tr - tp):
                 continue
             between = [o for o in fl.ops if end < o.order < rd.order]
@@ -2187,6 +2275,32 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
             if reader is not None:
                 out.unpropagated.append(Acquisition(poll, rd, reader, "not-propagated", poller=t_poll))
                 break
+
+
+def _unpublished_writer(
+    an: Analysis, between: list[ir.Op], writers: frozenset[int], signallers: frozenset[int]
+) -> tuple[int | None, int, str | None]:
+    """A writing thread whose stores no signalling thread's release covers: no barrier in
+    `between` orders it before any of the threads that run the signal (each warp's lane 0
+    publishing its warp's slot after `__syncwarp()`: a lane is covered by its own warp's
+    signaller). (writer or None, the signaller named, why undecided or None). A writer ordered
+    before some signallers but not all is undecided: which signal publishes its data (the flag
+    its reader acquires) is not followed here."""
+    sigs = _representatives(an, between, signallers)
+    first = min(signallers)
+    for t in _representatives(an, between, writers):
+        covered = uncovered = False
+        for s in sigs:
+            ob = _ordered_by_barrier(an, between, t, s)
+            if ob is None or (not ob and _chain_possible(an, between, t, s)):
+                return None, first, "a barrier whose order is not followed"
+            covered |= bool(ob)
+            uncovered |= not ob
+        if not covered:
+            return t, first, None
+        if uncovered:
+            return None, first, "which signalling thread's release publishes the data is not followed"
+    return None, first, None
 
 
 def _first_unordered(

@@ -340,7 +340,12 @@ class ExprEvaluation:
         return E.opaque("sizeof")
 
     def _ev_index(self, node: cexpr.Index, nbase: cexpr.Node, nidx: cexpr.Node, ctx: Ctx, cursor):
-        base = self.ev(nbase, ctx, cursor)
+        if isinstance(nbase, cexpr.Member) and nbase.arrow:
+            # `p->arr[i]`: the field is the array's address, no load of its own
+            with self.address_only():
+                base = self.ev(nbase, ctx, cursor)
+        else:
+            base = self.ev(nbase, ctx, cursor)
         idx = self.ev(nidx, ctx, cursor)
         if isinstance(base, NamedBar):  # TK's barrier<N>::operator[]: barrier(id + i)
             return NamedBar(
@@ -409,8 +414,9 @@ class ExprEvaluation:
                 index=self._param_index(base, idx),
                 value=value.name if isinstance(value, E.Var) else None,
             )
-        if self._no_elem_access and self._global_pointer(base):
-            # `&p[i]`: an address in the memory p points into
+        if self._global_pointer(base):
+            # `&p[i]`: an address in the memory p points into (also a row `p->a[i]` of a
+            # two-dimensional field, indexed again: `p->a[i][lane]`)
             b = self.global_base(base)
             if b is not None and isinstance(value, E.Var):
                 self._global_ptrs[value.name] = b
@@ -760,12 +766,19 @@ class ExprEvaluation:
         if isinstance(obj, Allocator):
             return ("allocmethod", obj, field_name, node.targs)
         if isinstance(obj, Expr):
-            if node.arrow and not self._no_elem_access and cursor is not None and self._global_pointer(obj):
+            gp = node.arrow and self._global_pointer(obj)
+            if gp and not self._no_elem_access and cursor is not None:
                 # `p->field` of a pointer into global memory (a kernel's struct pointer, `volatile
                 # Acc *a = acc; a->sum`): a plain load of that field (volatile is no acquire)
                 where = f"->{field_name}" if self.one_word(obj) else None
                 self.global_load(node, ctx, cursor, base=self.global_base(obj), where=where)
-            return self.opaque_from(node, (obj,))
+            value = self.opaque_from(node, (obj,))
+            gb = self.global_base(obj) if gp else None
+            if gb is not None and isinstance(value, E.Var):
+                # an array (or pointer) field of the record, indexed later (`q->seq[slot]`): the
+                # memory `p->field` names, one base per field whatever the index's uniformity
+                self._global_ptrs[value.name] = f"{gb}->{field_name}"
+            return value
         if (
             isinstance(obj, tuple)
             and field_name in ("x", "y", "z", "w")
