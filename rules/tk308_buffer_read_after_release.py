@@ -7,7 +7,7 @@ from tkcheck.model import ir
 from tkcheck.rule import Rule
 
 from ._handoff import handoff_findings
-from ._common import HEADER, finding, related
+from ._common import HEADER, finding, related, user_site
 
 
 def check(an):
@@ -49,6 +49,34 @@ def check(an):
             )
         )
     out.extend(handoff_findings(an, "TK308", ("after_release",)))
+    out.extend(_global_handbacks(an))
+    return out
+
+
+def _global_handbacks(an) -> list:
+    """The happens-before engine's global hand-backs (`happens_before.memory(an).handbacks`): a
+    slot of global memory read after the flag that hands it back to its writer was stored."""
+    from tkcheck.checks.happens_before import describe_location, memory
+
+    n = an.threads.n
+    out = []
+    for h in memory(an).handbacks:
+        ga = h.release.global_access
+        flag = (ga.text if ga is not None and ga.text else h.release.api)[:50]
+        out.append(
+            finding(
+                "TK308",
+                f"{describe(frozenset([h.thread]), n)} reads `{describe_location(h.read)[:50]}` after its side "
+                f"stored the flag that hands the slot back (`{flag}`): the writer that spins on that flag "
+                f"overwrites the slot (`{describe_location(h.write)[:50]}`) as soon as it sees it, possibly "
+                "while this read is still going on",
+                user_site(h.read),
+                related=[related(h.release, "the slot is handed back here"), related(h.write, "the writer refills it here")],
+                witness={"thread": h.thread, "order": "read after hand-back"},
+                help="hand the slot back after the last read of every lane: read, `__syncwarp()` (or the "
+                "block's barrier), then one thread stores the flag with release",
+            )
+        )
     return out
 
 

@@ -163,6 +163,21 @@ class MemoryFacts:
     # a word of global data accessed outside every held region of the kernel's spin locks, with
     # a store (checks/locks.py: the lock's release -> acquire chain orders only what it holds)
     unprotected: list = field(default_factory=list)
+    # global data read after the reading side stored the flag that hands it back to a writer
+    # which waits (acquires) on that flag before overwriting it (`_read_after_handback`)
+    handbacks: list[HandBack] = field(default_factory=list)
+
+
+@dataclass
+class HandBack:
+    """`read` of global data by `thread` after `release` (the last store of the flag in the
+    iteration, by `thread` or a lane of the same role) hands the data back to `write`, which
+    runs after a spin on that flag: the write may come before the read."""
+
+    release: ir.Op
+    read: ir.Op
+    write: ir.Op
+    thread: int
 
 
 def memory(an: Analysis) -> MemoryFacts:
@@ -181,6 +196,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _publish_after_release(an, out)
     _publish_after_counter(an, out)
     _read_without_acquire(an, out)
+    _read_after_handback(an, out)
     _acquire_scope(an, out)
     _counter_resets(an, out)
     _release_scope_writes(an, out)
@@ -2201,6 +2217,97 @@ def _read_without_acquire(an: Analysis, out: MemoryFacts) -> None:
             continue
         out.examined.add(("global", id(ws[0])))
         out.acquisitions.append(Acquisition(ws[0], rd, min(tr), "none"))
+
+
+def _read_after_handback(an: Analysis, out: MemoryFacts) -> None:
+    """The hand-back side of a slot protocol through a global flag (a ring's sequence number): the
+    writer of the data waits, in a spin on the flag, for the value that hands the slot back, then
+    overwrites the data; the reading side stores that flag when it is done. A read located after
+    the reading side's store of the flag, in the same iteration, is never ordered before that store
+    (program order for the storing thread; no barrier can order a later read before it for another
+    thread), so it is ordered before nothing the writer does after its acquire: the writer may
+    overwrite the slot while it is read. Asked when the store is the only store of the flag by its
+    threads in the iteration (so it is the one that hands the slot back), the writer runs in blocks
+    of another role than the reader (block conditions that exclude each other), and the writer's
+    spin acquires. Base-level: the slot the read names and the slot the writer fills are the same
+    memory, as the other global queries take them."""
+    fl = flow(an)
+    m = an.model
+    if m.unmodelled:
+        return
+    spins = [o for o in fl.ops if o.kind == ir.SPIN and o.loops]
+    if not spins:
+        return
+    # (flag base) -> writes of data after an acquiring spin on that flag, in the same iteration
+    waited: dict[str, list[tuple[ir.Op, ir.Op]]] = {}
+    for sp in spins:
+        lid = sp.loops[-1]
+        polls = [p for p in _polls(fl, lid) if _acquires(p) and (pga := _ga(p)) is not None and pga.base]
+        if not polls:
+            continue
+        flag = _ga(polls[0]).base  # type: ignore[union-attr]
+        end = max(o.order for o in fl.ops if lid in o.loops)
+        outer = sp.loops[:-1]
+        for w in fl.ops:
+            wga = _ga(w)
+            if w.kind != ir.GLOBAL_STORE or wga is None or wga.base in (None, flag) or w.order <= end:
+                continue
+            if w.loops[: len(outer)] != outer or lid in w.loops:
+                continue
+            waited.setdefault(flag, []).append((sp, w))  # type: ignore[arg-type]
+    if not waited:
+        return
+    seen: set[tuple] = set()
+    for rel in fl.ops:
+        ga = _ga(rel)
+        if rel.kind != ir.GLOBAL_SIGNAL or ga is None or ga.base not in waited or ga.data:
+            continue
+        if rel.guard.blind:
+            continue
+        t_rel = an.threads.executing(rel) if rel.guard.exact else an.threads.satisfying(rel.guard.thread)
+        if not t_rel:
+            continue
+        depth = len(rel.loops)
+        same_iter = [o for o in fl.ops if o.loops[:depth] == rel.loops]
+        # the only store of the flag by these threads in the iteration
+        others = [
+            o
+            for o in same_iter
+            if o is not rel
+            and o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE)
+            and (oga := _ga(o)) is not None
+            and oga.base == ga.base
+            and not _blocks_disjoint(o, rel)
+        ]
+        if others:
+            continue
+        for rd in same_iter:
+            rga = _ga(rd)
+            if not _is_data_read(rd) or rga is None or rd.order <= rel.order or rd.guard.blind:
+                continue
+            if set(rd.guard.opaque) - set(rel.guard.opaque) or _blocks_disjoint(rd, rel):
+                continue
+            ws = [
+                w
+                for sp, w in waited[ga.base]  # type: ignore[index]
+                if _ga(w).base == rga.base and _blocks_disjoint(w, rd)  # type: ignore[union-attr]
+            ]
+            if not ws:
+                continue
+            between = [o for o in same_iter if rel.order < o.order < rd.order]
+            if any(o.kind in (ir.CALL, ir.MBAR_WAIT) for o in between):
+                out.undecided.append((rel, rd, "an op between the hand-back and the read that may wait"))
+                continue
+            tr = an.threads.executing(rd) if rd.guard.exact else an.threads.satisfying(rd.guard.thread)
+            if not tr:
+                continue
+            key = (rd.location.row, rd.location.column)
+            if key in seen:
+                continue
+            seen.add(key)
+            common = sorted(tr & t_rel)
+            out.examined.add(("global", id(rel)))
+            out.handbacks.append(HandBack(rel, rd, ws[0], common[0] if common else min(tr)))
 
 
 def _exact_as(rd: ir.Op, sp: ir.Op) -> bool:
