@@ -180,6 +180,12 @@ The same for a slot of a shared-memory queue handed back through a volatile `__s
 (`head = i + 1` stored before the slot's read): the producer that polls `head` may refill it
 (`checks/shared_handoff.py`).
 
+And for a slot of global memory handed back through a flag (a ring's per-slot sequence number,
+round 11): the writer spins with an acquire on the flag, then overwrites the slot; a read the
+other side makes after its store of that flag (the only store of the flag by those threads in the
+iteration, so the one that hands the slot back), by blocks of another role than the writer's, is
+ordered before nothing the writer does (`happens_before.memory(an).handbacks`).
+
 ## Why is this bad?
 Once the arrival completes the barrier's phase, the producer's wait returns and its refill (a
 TMA load, the next instruction's loader) may overwrite the buffer while this thread is still

@@ -498,6 +498,21 @@ after a spin on a flag with volatile/relaxed loads, with no acquire fence betwee
 to the other threads (a barrier carries what one thread saw; a relaxed observation
 synchronises with no release).
 
+Round 11 adds three questions of the same engine. A retirement counter that is a file-scope
+`__device__` variable (`atomicInc(&done_blocks, gridDim.x - 1)`) is a global atomic like one
+on a kernel pointer. Data every block writes *after* its counter (a warp's `atomicMax(gmax, m)`
+moved after the ticket), in a kernel whose last block reads that data after its last-arriver
+test, is published by no counter: the last block may read it before another block's write
+(when nothing between its test and the read may wait for other blocks). And data that blocks of
+one role write (`blockIdx.x < P`: producers) read by blocks of another role none of whose
+threads acquires anything in the whole kernel (no acquiring load or atomic, no gpu-scope fence,
+no grid barrier, no mbarrier or call that is not followed): a consumer of a global ring that
+reads a slot without waiting for its sequence number. Fields of a record in global memory
+(`q->seq[slot]`, `q->payload[slot][lane]`) are memory of their own (`q->seq`, `q->payload`). A
+release by each warp's lane 0 after `__syncwarp()` publishes that warp's stores: a store is
+unpublished only when no signalling thread is ordered after it (ordered before some of them but
+not all: undecided, which flag its reader acquires is not followed).
+
 Global spin locks (`checks/locks.py`): the loop that takes the lock is a spin on a
 relaxed read-modify-write (no acquire without the `__threadfence()` after it), the
 `atomicExch` that frees it a relaxed signal (no release without the fence before
