@@ -71,7 +71,10 @@ def _global_handbacks(an) -> list:
                 f"overwrites the slot (`{describe_location(h.write)[:50]}`) as soon as it sees it, possibly "
                 "while this read is still going on",
                 user_site(h.read),
-                related=[related(h.release, "the slot is handed back here"), related(h.write, "the writer refills it here")],
+                related=[
+                    related(h.release, "the slot is handed back here"),
+                    related(h.write, "the writer refills it here"),
+                ],
                 witness={"thread": h.thread, "order": "read after hand-back"},
                 help="hand the slot back after the last read of every lane: read, `__syncwarp()` (or the "
                 "block's barrier), then one thread stores the flag with release",

@@ -131,9 +131,7 @@ def _published(an) -> list:
             else f"the stores `{describe_location(p.data)[:50]}`"
         )
         who = f"{describe(frozenset([p.signal_thread]), n)} raises a global counter (`{_text(p.signal)[:50]}`) " + (
-            f"after the barrier that gathers {what} of {describe(p.writers, n)}"
-            if p.gathered
-            else f"after {what}"
+            f"after the barrier that gathers {what} of {describe(p.writers, n)}" if p.gathered else f"after {what}"
         )
         out.append(
             finding(

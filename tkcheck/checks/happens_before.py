@@ -1996,7 +1996,6 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
         ts = an.threads.executing(sig)
         if not ts:
             continue
-        t_sig = min(ts)
         for d in fl.ops:
             if not _is_data_write(d) or d.order >= sig.order or d.loops[: len(sig.loops)] != sig.loops:
                 continue
@@ -2147,7 +2146,9 @@ def _publish_after_counter(an: Analysis, out: MemoryFacts) -> None:
             if any(o.kind in _WAITS or _grid_barrier(o) for o in between):
                 out.undecided.append((d, rd, "an op between the counter and the read that may wait for the write"))
                 continue
-            out.publications.append(Publication(d, sig, min(td), min(an.threads.executing(sig)), td, False, "after-counter"))
+            out.publications.append(
+                Publication(d, sig, min(td), min(an.threads.executing(sig)), td, False, "after-counter")
+            )
             break
 
 
@@ -2184,11 +2185,7 @@ def _read_without_acquire(an: Analysis, out: MemoryFacts) -> None:
         o.kind == ir.SYNC and o.sync_kind in ("cluster", "cluster_arrive", "cluster_wait") for o in m.ops
     ):
         return
-    writes = [
-        d
-        for d in fl.ops
-        if _is_data_write(d) or (d.kind == ir.GLOBAL_STORE and _ga(d) is not None)
-    ]
+    writes = [d for d in fl.ops if _is_data_write(d) or (d.kind == ir.GLOBAL_STORE and _ga(d) is not None)]
     if not writes:
         return
     seen: set[tuple] = set()
@@ -2201,10 +2198,7 @@ def _read_without_acquire(an: Analysis, out: MemoryFacts) -> None:
             continue
         path = [o for o in m.ops if o.order < rd.order or set(o.loops) & set(rd.loops)]
         path = [o for o in path if not _blocks_disjoint(o, rd)]
-        if any(
-            _acquires(o) or _scope_unknown(o) or o.kind in _NOT_FOLLOWED or o.guard.blind
-            for o in path
-        ):
+        if any(_acquires(o) or _scope_unknown(o) or o.kind in _NOT_FOLLOWED or o.guard.blind for o in path):
             continue
         key = (rd.location.row, rd.location.column)
         if key in seen:
