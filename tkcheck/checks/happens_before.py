@@ -2188,10 +2188,13 @@ def _read_without_acquire(an: Analysis, out: MemoryFacts) -> None:
     writes = [d for d in fl.ops if _is_data_write(d) or (d.kind == ir.GLOBAL_STORE and _ga(d) is not None)]
     if not writes:
         return
+    # a read the other acquire questions already answer (a relaxed poll before it, a last-arriver
+    # test): one answer per read
+    answered = {id(a.read) for a in out.acquisitions}
     seen: set[tuple] = set()
     for rd in fl.ops:
         ga = _ga(rd)
-        if not _is_data_read(rd) or ga is None or ga.base is None or not rd.guard.uniform:
+        if not _is_data_read(rd) or ga is None or ga.base is None or not rd.guard.uniform or id(rd) in answered:
             continue
         ws = [d for d in writes if (dga := _ga(d)) is not None and dga.base == ga.base and _blocks_disjoint(d, rd)]
         if not ws or thread_private(an, ga.base):
