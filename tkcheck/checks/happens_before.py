@@ -2196,12 +2196,21 @@ def _read_without_acquire(an: Analysis, out: MemoryFacts) -> None:
         ga = _ga(rd)
         if not _is_data_read(rd) or ga is None or ga.base is None or not rd.guard.uniform or id(rd) in answered:
             continue
-        ws = [d for d in writes if (dga := _ga(d)) is not None and dga.base == ga.base and _blocks_disjoint(d, rd)]
-        if not ws or thread_private(an, ga.base):
+        same = [d for d in writes if (dga := _ga(d)) is not None and dga.base == ga.base]
+        if not same:
             continue
-        path = [o for o in m.ops if o.order < rd.order or set(o.loops) & set(rd.loops)]
-        path = [o for o in path if not _blocks_disjoint(o, rd)]
-        if any(_acquires(o) or _scope_unknown(o) or o.kind in _NOT_FOLLOWED or o.guard.blind for o in path):
+        # the ops that would end the argument, on the read's path (before it, or in its loops):
+        # cheap tests first, then z3 only for those, to see whether they are another role's
+        stops = [
+            o
+            for o in m.ops
+            if (o.order < rd.order or set(o.loops) & set(rd.loops))
+            and (_acquires(o) or _scope_unknown(o) or o.kind in _NOT_FOLLOWED or o.guard.blind)
+        ]
+        if any(not _blocks_disjoint(o, rd) for o in stops):
+            continue
+        ws = [d for d in same if _blocks_disjoint(d, rd)]
+        if not ws or thread_private(an, ga.base):
             continue
         key = (rd.location.row, rd.location.column)
         if key in seen:
