@@ -7,7 +7,7 @@ from tkcheck.model import ir
 from tkcheck.rule import Rule
 
 from ._handoff import handoff_findings
-from ._common import HEADER, finding, related
+from ._common import HEADER, finding, related, user_site
 
 
 def check(an):
@@ -49,6 +49,37 @@ def check(an):
             )
         )
     out.extend(handoff_findings(an, "TK308", ("after_release",)))
+    out.extend(_global_handbacks(an))
+    return out
+
+
+def _global_handbacks(an) -> list:
+    """The happens-before engine's global hand-backs (`happens_before.memory(an).handbacks`): a
+    slot of global memory read after the flag that hands it back to its writer was stored."""
+    from tkcheck.checks.happens_before import describe_location, memory
+
+    n = an.threads.n
+    out = []
+    for h in memory(an).handbacks:
+        ga = h.release.global_access
+        flag = (ga.text if ga is not None and ga.text else h.release.api)[:50]
+        out.append(
+            finding(
+                "TK308",
+                f"{describe(frozenset([h.thread]), n)} reads `{describe_location(h.read)[:50]}` after its side "
+                f"stored the flag that hands the slot back (`{flag}`): the writer that spins on that flag "
+                f"overwrites the slot (`{describe_location(h.write)[:50]}`) as soon as it sees it, possibly "
+                "while this read is still going on",
+                user_site(h.read),
+                related=[
+                    related(h.release, "the slot is handed back here"),
+                    related(h.write, "the writer refills it here"),
+                ],
+                witness={"thread": h.thread, "order": "read after hand-back"},
+                help="hand the slot back after the last read of every lane: read, `__syncwarp()` (or the "
+                "block's barrier), then one thread stores the flag with release",
+            )
+        )
     return out
 
 
@@ -151,6 +182,12 @@ TMA store still reading its source (TK306).
 The same for a slot of a shared-memory queue handed back through a volatile `__shared__` index
 (`head = i + 1` stored before the slot's read): the producer that polls `head` may refill it
 (`checks/shared_handoff.py`).
+
+And for a slot of global memory handed back through a flag (a ring's per-slot sequence number,
+round 11): the writer spins with an acquire on the flag, then overwrites the slot; a read the
+other side makes after its store of that flag (the only store of the flag by those threads in the
+iteration, so the one that hands the slot back), by blocks of another role than the writer's, is
+ordered before nothing the writer does (`happens_before.memory(an).handbacks`).
 
 ## Why is this bad?
 Once the arrival completes the barrier's phase, the producer's wait returns and its refill (a

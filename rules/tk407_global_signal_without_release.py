@@ -117,6 +117,9 @@ def _published(an) -> list:
         if p.why == "after":
             out.append(_stored_after_release(an, p))
             continue
+        if p.why == "after-counter":
+            out.append(_written_after_counter(an, p))
+            continue
         if p.why.startswith("reset-"):
             out.append(_reset_after_release(an, p))
             continue
@@ -128,9 +131,7 @@ def _published(an) -> list:
             else f"the stores `{describe_location(p.data)[:50]}`"
         )
         who = f"{describe(frozenset([p.signal_thread]), n)} raises a global counter (`{_text(p.signal)[:50]}`) " + (
-            f"after the block barrier that gathers {what} of {describe(p.writers, n)}"
-            if p.gathered
-            else f"after {what}"
+            f"after the barrier that gathers {what} of {describe(p.writers, n)}" if p.gathered else f"after {what}"
         )
         out.append(
             finding(
@@ -158,6 +159,9 @@ def _published(an) -> list:
         if a.poller is not None:
             out.append(_relaxed_observed_elsewhere(an, a))
             continue
+        if a.how == "none":
+            out.append(_read_never_acquired(an, a))
+            continue
         out.append(
             finding(
                 "TK407",
@@ -179,6 +183,26 @@ def _published(an) -> list:
             )
         )
     return out
+
+
+def _read_never_acquired(an, a):
+    """Data other blocks write, read by a block that never acquires."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    return finding(
+        "TK407",
+        f"{describe(frozenset([a.thread]), n)} reads `{describe_location(a.read)[:50]}`, which blocks of another "
+        f"role write (`{describe_location(a.observe)[:50]}`), but no thread of its block acquires anything on the "
+        "way (no spin on the flag that publishes the data, no `__threadfence()` or acquiring load or atomic): "
+        "between blocks only a release -> acquire pair orders memory, so the read may see the data from "
+        "before the write, or from before the slot was filled",
+        user_site(a.read),
+        related=[related(a.observe, "the other blocks' write of the data")] + in_helper(a.read),
+        witness={"thread": a.thread, "how": a.how},
+        help="wait for the flag or sequence number that publishes the data with an acquire load "
+        "(`ld.acquire.gpu`, `cuda::atomic_ref::load(cuda::memory_order_acquire)`) before reading it",
+    )
 
 
 def _unordered(an, p):
@@ -218,6 +242,31 @@ def _stored_after_release(an, p):
         witness={"thread": p.data_thread, "released": True, "order": "store after release"},
         help="store the value first, then raise the flag with release (`st.release.gpu`, "
         "`cuda::atomic_ref::store(1, cuda::memory_order_release)`)",
+    )
+
+
+def _written_after_counter(an, p):
+    """Data every block writes after its last-arriver counter: the last block reads it after its
+    ticket, and nothing orders another block's late write before that read."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    what = (
+        f"the atomic `{_text(p.data)[:50]}`"
+        if p.data.kind == ir.GLOBAL_SIGNAL
+        else f"the stores `{describe_location(p.data)[:50]}`"
+    )
+    return finding(
+        "TK407",
+        f"{describe(p.writers, n)} write global data ({what}) after their block raised the counter "
+        f"(`{_text(p.signal)[:50]}`) whose old value tells the last block that every block is done: "
+        "the counter publishes only what each block did before it, so the last block, which reads "
+        "this data after its test, may read it before another block's write and miss it",
+        user_site(p.data),
+        related=[related(p.signal, "the counter that comes too early")] + in_helper(p.data),
+        witness={"thread": p.data_thread, "order": "write after counter"},
+        help="make the write before the counter: before the block barrier and the release fence that "
+        "precede the block's `atomicAdd`/`atomicInc` on the counter",
     )
 
 
@@ -471,6 +520,21 @@ after a spin on a flag with volatile/relaxed loads, with no acquire fence betwee
 -- also when a block barrier after the polling thread's spin hands the observation
 to the other threads (a barrier carries what one thread saw; a relaxed observation
 synchronises with no release).
+
+Round 11 adds three questions of the same engine. A retirement counter that is a file-scope
+`__device__` variable (`atomicInc(&done_blocks, gridDim.x - 1)`) is a global atomic like one
+on a kernel pointer. Data every block writes *after* its counter (a warp's `atomicMax(gmax, m)`
+moved after the ticket), in a kernel whose last block reads that data after its last-arriver
+test, is published by no counter: the last block may read it before another block's write
+(when nothing between its test and the read may wait for other blocks). And data that blocks of
+one role write (`blockIdx.x < P`: producers) read by blocks of another role none of whose
+threads acquires anything in the whole kernel (no acquiring load or atomic, no gpu-scope fence,
+no grid barrier, no mbarrier or call that is not followed): a consumer of a global ring that
+reads a slot without waiting for its sequence number. Fields of a record in global memory
+(`q->seq[slot]`, `q->payload[slot][lane]`) are memory of their own (`q->seq`, `q->payload`). A
+release by each warp's lane 0 after `__syncwarp()` publishes that warp's stores: a store is
+unpublished only when no signalling thread is ordered after it (ordered before some of them but
+not all: undecided, which flag its reader acquires is not followed).
 
 Global spin locks (`checks/locks.py`): the loop that takes the lock is a spin on a
 relaxed read-modify-write (no acquire without the `__threadfence()` after it), the

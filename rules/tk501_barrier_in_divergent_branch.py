@@ -38,7 +38,9 @@ def check(an):
         if bid is not None:
             by_id.setdefault(bid, []).append(op)
     for bid, sites in sorted(by_id.items()):
-        sets = [an.threads.executing(o) for o in sites]
+        # who may reach each site: exact, or bounded by its thread guard where only a
+        # `__shared__` flag's value is unknown (the threads outside the bound never reach it)
+        sets = [an.threads.reach_bound(o) for o in sites]
         if any(s is None for s in sets):
             continue
         # sites every thread reaches are complete uses on their own; the rest
@@ -58,10 +60,12 @@ def check(an):
             if an.threads.executing(e) and an.threads.executing(e) & missing
         ]
         rel += [related(o, f"also reached here by {describe(s, n)}") for o, s in zip(sites, sets) if o is not op]
+        flags = sorted({v.name.removeprefix("?shared:") for o in sites for c in o.guard.opaque for v in c.free_vars()})
+        when = f" (when `{'`, `'.join(flags)}` holds)" if flags else ""
         out.append(
             finding(
                 "TK501",
-                f"`{op.api}` is a block-wide barrier (bar.sync {bid}) but only {describe(reach, n)} reach it; "
+                f"`{op.api}` is a block-wide barrier (bar.sync {bid}) but only {describe(reach, n)} reach it{when}; "
                 f"{describe(missing, n)} never do",
                 op.location,
                 related=rel,

@@ -109,3 +109,37 @@ def test_spin_left_by_a_break_on_data_is_an_open_obligation():
     facts = protocol.spin_waits(_analysis("spin_break_on_data_undecided.cu"))
     assert not facts.never and not facts.proved
     assert [why for _, why in facts.undecided] == ["the loop is left by a `break` on data, not by its condition"]
+
+
+def test_device_variable_ticket_is_a_counter_and_writes_after_it_are_unpublished():
+    """`atomicInc(&done_blocks, ...)` on a `__device__` variable is a global atomic on one word; the
+    last block's test goes through a `__shared__` flag inside `&&`; a write every block makes after
+    its ticket is published by nothing (round 11, r11-global)."""
+    an = _analysis("device_ticket_write_after_bad.cu")
+    (tk,) = [o for o in an.model.ops if o.kind == ir.GLOBAL_SIGNAL and o.api == "atomicInc"]
+    ga = tk.global_access
+    assert ga is not None and (ga.base, ga.where, ga.sem) == ("done_blocks", "", "relaxed") and ga.result
+    mf = happens_before.memory(an)
+    (p,) = mf.publications
+    assert p.why == "after-counter" and p.signal is tk and p.data.api == "atomicMax"
+    good = happens_before.memory(_analysis("device_ticket_good.cu"))
+    assert good.publications == [] and good.acquisitions == [] and good.undecided == []
+
+
+def test_ring_fields_are_bases_and_each_engine_answers_its_slot_question():
+    """A sequence-number ring in a struct in global memory: `q->seq[slot]` and
+    `q->payload[slot][lane]` are accesses of the fields; the correct ring has no fact, each bad
+    variant exactly its own."""
+    an = _analysis("seq_ring_good.cu")
+    bases = {o.global_access.base for o in an.model.ops if o.global_access is not None}
+    assert {"q->seq", "q->payload"} <= bases
+    good = happens_before.memory(an)
+    assert not (good.publications or good.acquisitions or good.unpropagated or good.handbacks)
+    nw = happens_before.memory(_analysis("seq_ring_no_wait_bad.cu"))
+    assert [a.how for a in nw.acquisitions] == ["none"] and not nw.handbacks
+    hb = happens_before.memory(_analysis("seq_ring_hand_back_before_read_bad.cu"))
+    (h,) = hb.handbacks
+    assert h.read.global_access.base == "q->payload" and h.write.global_access.base == "q->payload"
+    assert not hb.acquisitions and not hb.publications
+    lanes = happens_before.memory(_analysis("seq_ring_lanes_before_acquire_bad.cu"))
+    assert [a.thread // 32 for a in lanes.unpropagated] == [0] and lanes.unpropagated[0].thread != 0

@@ -116,7 +116,10 @@ class Publication:
     # what happens before it); "scope": the signal releases at a scope that stops at the block
     # (`thread_scope_block`, `.cta`), which orders nothing for the other blocks that read the count;
     # "after": the data is stored after the signal's release, by the signalling thread, and no
-    # later release of that thread publishes it; "reset-after" / "reset-relaxed": a grid
+    # later release of that thread publishes it; "after-counter": the data is written (by any
+    # thread of the block) after the block's counter, whose old value tells the last block that
+    # every block is done, and the last block reads it after that test with nothing that waits
+    # for the write; "reset-after" / "reset-relaxed": a grid
     # barrier's counter reset after the raise that releases the waiters, or not released before
     # it (checks/grid_barriers.py)
     why: str = "relaxed"
@@ -129,7 +132,9 @@ class Acquisition:
     observe: ir.Op  # the atomic / the polling load
     read: ir.Op
     thread: int
-    how: str  # "last-arriver" | "spin" | "not-propagated" (the poll acquires; `thread` is not ordered after it)
+    # "last-arriver" | "spin" | "not-propagated" (the poll acquires; `thread` is not ordered after it)
+    # | "none" (no acquire on the reading block's path at all; `observe` is the other blocks' write)
+    how: str
     poller: int | None = None  # the thread that observed the flag, when it is not `thread`
     # "not-propagated-write": `read` is a write of data other blocks read before the barrier
     # (`earlier`, their read), by a thread no barrier orders after the poll
@@ -163,6 +168,21 @@ class MemoryFacts:
     # a word of global data accessed outside every held region of the kernel's spin locks, with
     # a store (checks/locks.py: the lock's release -> acquire chain orders only what it holds)
     unprotected: list = field(default_factory=list)
+    # global data read after the reading side stored the flag that hands it back to a writer
+    # which waits (acquires) on that flag before overwriting it (`_read_after_handback`)
+    handbacks: list[HandBack] = field(default_factory=list)
+
+
+@dataclass
+class HandBack:
+    """`read` of global data by `thread` after `release` (the last store of the flag in the
+    iteration, by `thread` or a lane of the same role) hands the data back to `write`, which
+    runs after a spin on that flag: the write may come before the read."""
+
+    release: ir.Op
+    read: ir.Op
+    write: ir.Op
+    thread: int
 
 
 def memory(an: Analysis) -> MemoryFacts:
@@ -180,6 +200,9 @@ def _memory(an: Analysis) -> MemoryFacts:
     _spin_acquire(an, out)
     _publish_cumulative(an, out)
     _publish_after_release(an, out)
+    _publish_after_counter(an, out)
+    _read_without_acquire(an, out)
+    _read_after_handback(an, out)
     _acquire_scope(an, out)
     _counter_resets(an, out)
     _release_scope_writes(an, out)
@@ -1950,6 +1973,9 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
                 out.undecided.append((d, sig, "no barrier orders the data's writer before the signal"))
                 continue
             gathered = any(o.kind == ir.SYNC for o in between) and td != frozenset([t_sig])
+            if gathered and all(o.sync_kind == "warp" for o in between if o.kind == ir.SYNC):
+                # `__syncwarp()` gathers the stores of the signalling thread's warp only
+                td = frozenset(t for t in td if t // 32 == t_sig // 32)
             # a release whose scope stops at the block (`thread_scope_block`, `.cta`): "scope"
             why = "scope" if ga.sem in RELEASE_SEMS else "relaxed"
             if id(d) in reported:
@@ -2235,7 +2261,6 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
         ts = an.threads.executing(sig)
         if not ts:
             continue
-        t_sig = min(ts)
         for d in fl.ops:
             if not _is_data_write(d) or d.order >= sig.order or d.loops[: len(sig.loops)] != sig.loops:
                 continue
@@ -2259,13 +2284,13 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
             if any(o.kind == ir.SYNC and (not o.guard.exact or an.threads.executing(o) is None) for o in between):
                 out.undecided.append((d, sig, "a barrier whose threads are not known"))
                 continue
-            writer, unknown = _first_unordered(an, between, td - ts, t_sig, fixed_first=False)
+            writer, signaller, unknown = _unpublished_writer(an, between, td - ts, ts)
             if unknown:
-                out.undecided.append((d, sig, "a barrier whose order is not followed"))
+                out.undecided.append((d, sig, unknown))
                 continue
             if writer is not None and id(d) not in reported:
                 reported.add(id(d))
-                out.publications.append(Publication(d, sig, writer, t_sig, td, False, "unordered"))
+                out.publications.append(Publication(d, sig, writer, signaller, td, False, "unordered"))
                 break
 
 
@@ -2324,6 +2349,252 @@ def _publish_after_release(an: Analysis, out: MemoryFacts) -> None:
             break
 
 
+# ops by which a thread may wait for another block after it observed a counter: between a
+# last-arriver test and a read, they leave the read's order after the other blocks undecided
+_WAITS = (ir.SPIN, ir.MBAR_WAIT, ir.CALL, ir.EXIT)
+
+
+def _publish_after_counter(an: Analysis, out: MemoryFacts) -> None:
+    """Publication order through a last-arriver counter: a block's counter (an atomic whose old
+    value a branch tests: the ticket) tells the block that draws the last ticket that every other
+    block has done what it did *before* its own atomic. Global data that threads of every block
+    write after the block's counter, in the same iteration, under conditions that do not depend on
+    the ticket (`atomicMax(gmax, m)` after the ticket and the barrier that follows it), is ordered
+    before nothing the last block does: its read of that data after the test may come before
+    another block's write, whatever fences surround the counter. Proved when nothing between the
+    test and the read may wait for another block (a spin, an mbarrier wait, a call, an exit: else
+    undecided); data whose every element is one thread's (`thread_private`) is not asked."""
+    fl = flow(an)
+    tests = _tests(an, fl)
+    if not tests:
+        return
+    spin_loops = {o.loops[-1] for o in fl.ops if o.kind == ir.SPIN and o.loops}
+    for sig in fl.ops:
+        ga = _ga(sig)
+        if not _is_counter(sig) or ga is None or not ga.result or ga.base is None or not sig.guard.exact:
+            continue
+        if not an.threads.executing(sig):
+            continue
+        depth = len(sig.loops)
+        readers = [
+            rd
+            for rd in fl.ops
+            if rd.kind == ir.GLOBAL_LOAD
+            and ga.result in tests.get(id(rd), ())
+            and rd.order > sig.order
+            and rd.loops[:depth] == sig.loops
+            and not spin_loops & set(rd.loops)
+            and (rga := _ga(rd)) is not None
+            and rga.base is not None
+            and rga.base != ga.base
+        ]
+        if not readers:
+            continue
+        for d in fl.ops:
+            dga = _ga(d)
+            if d.kind not in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL) or dga is None or dga.base in (None, ga.base):
+                continue
+            if d.kind == ir.GLOBAL_SIGNAL and dga.form not in ATOMIC_FORMS:
+                continue
+            if d.order <= sig.order or d.loops[:depth] != sig.loops or id(d) in tests or not d.guard.exact:
+                continue
+            if set(d.guard.uniform) - set(sig.guard.uniform) or spin_loops & set(d.loops):
+                continue  # not every block that counts itself in writes it / a write inside a spin
+            td = an.threads.executing(d)
+            if not td or thread_private(an, dga.base):  # type: ignore[arg-type]
+                continue
+            rd = next((r for r in readers if _ga(r).base == dga.base), None)  # type: ignore[union-attr]
+            if rd is None:
+                continue
+            out.examined.add(("global", id(sig)))
+            between = [o for o in fl.ops if sig.order < o.order < rd.order]
+            if any(o.kind in _WAITS or _grid_barrier(o) for o in between):
+                out.undecided.append((d, rd, "an op between the counter and the read that may wait for the write"))
+                continue
+            out.publications.append(
+                Publication(d, sig, min(td), min(an.threads.executing(sig)), td, False, "after-counter")
+            )
+            break
+
+
+# ops that end the "no acquire anywhere" argument of `_read_without_acquire`: an mbarrier (a
+# remote arrive may carry a release of another CTA of the cluster), a bulk copy, a call not
+# followed, a cluster barrier
+_NOT_FOLLOWED = (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD, ir.CALL, ir.CP_ASYNC, ir.PDL)
+
+
+def _blocks_disjoint(a: ir.Op, b: ir.Op) -> bool:
+    """Proved: no block runs both a and b (their block-uniform conditions exclude each other:
+    `blockIdx.x < P` and its negation)."""
+    from .. import solver
+
+    if not a.guard.uniform or not b.guard.uniform:
+        return False
+    return solver.always(E.negate(E.conj(*a.guard.uniform, *b.guard.uniform))) is True
+
+
+def _read_without_acquire(an: Analysis, out: MemoryFacts) -> None:
+    """Global data read by blocks that never acquire: a plain load of memory that blocks of
+    another role write (their block-uniform conditions exclude each other, so writer and reader
+    run in different CTAs of one grid), where no op a thread of the reading block may run, in the
+    whole kernel, acquires (no gpu-scope fence, no acquiring load or atomic, no grid barrier, no
+    mbarrier or call this engine does not follow; a spin loop's polls are ops of the path, so a
+    loop left on a relaxed value acquires nothing). Between CTAs only a release -> acquire
+    pair orders memory (relaxed atomics and volatile loads synchronise with nothing), so no
+    happens-before path can order the write before the read: the consumer that reads a ring slot
+    without waiting for its sequence number. Memory whose every element is one thread's is not
+    asked."""
+    fl = flow(an)
+    m = an.model
+    if m.unmodelled or any(
+        o.kind == ir.SYNC and o.sync_kind in ("cluster", "cluster_arrive", "cluster_wait") for o in m.ops
+    ):
+        return
+    writes = [d for d in fl.ops if _is_data_write(d) or (d.kind == ir.GLOBAL_STORE and _ga(d) is not None)]
+    if not writes:
+        return
+    # a read the other acquire questions already answer (a relaxed poll before it, a last-arriver
+    # test): one answer per read
+    answered = {id(a.read) for a in out.acquisitions}
+    seen: set[tuple] = set()
+    for rd in fl.ops:
+        ga = _ga(rd)
+        if not _is_data_read(rd) or ga is None or ga.base is None or not rd.guard.uniform or id(rd) in answered:
+            continue
+        same = [d for d in writes if (dga := _ga(d)) is not None and dga.base == ga.base]
+        if not same:
+            continue
+        # the ops that would end the argument, on the read's path (before it, or in its loops):
+        # cheap tests first, then z3 only for those, to see whether they are another role's
+        stops = [
+            o
+            for o in m.ops
+            if (o.order < rd.order or set(o.loops) & set(rd.loops))
+            and (_acquires(o) or _scope_unknown(o) or o.kind in _NOT_FOLLOWED or o.guard.blind)
+        ]
+        if any(not _blocks_disjoint(o, rd) for o in stops):
+            continue
+        ws = [d for d in same if _blocks_disjoint(d, rd)]
+        if not ws or thread_private(an, ga.base):
+            continue
+        key = (rd.location.row, rd.location.column)
+        if key in seen:
+            continue
+        seen.add(key)
+        # the threads that run the read where its data-dependent conditions hold (a queue's
+        # `if (pos >= N) break;`: the reads of the iterations that go on)
+        tr = an.threads.executing(rd) or (an.threads.satisfying(rd.guard.thread) if not rd.guard.blind else None)
+        if not tr:
+            continue
+        out.examined.add(("global", id(ws[0])))
+        out.acquisitions.append(Acquisition(ws[0], rd, min(tr), "none"))
+
+
+def _read_after_handback(an: Analysis, out: MemoryFacts) -> None:
+    """The hand-back side of a slot protocol through a global flag (a ring's sequence number): the
+    writer of the data waits, in a spin on the flag, for the value that hands the slot back, then
+    overwrites the data; the reading side stores that flag when it is done. A read located after
+    the reading side's store of the flag, in the same iteration, is never ordered before that store
+    (program order for the storing thread; no barrier can order a later read before it for another
+    thread), so it is ordered before nothing the writer does after its acquire: the writer may
+    overwrite the slot while it is read. Asked when the store is the only store of the flag by its
+    threads in the iteration (so it is the one that hands the slot back), the writer runs in blocks
+    of another role than the reader (block conditions that exclude each other), and the writer's
+    spin acquires. Base-level: the slot the read names and the slot the writer fills are the same
+    memory, as the other global queries take them."""
+    fl = flow(an)
+    m = an.model
+    if m.unmodelled:
+        return
+    spins = [o for o in fl.ops if o.kind == ir.SPIN and o.loops]
+    if not spins:
+        return
+    # (flag base) -> writes of data after an acquiring spin on that flag, in the same iteration
+    waited: dict[str, list[tuple[ir.Op, ir.Op]]] = {}
+    for sp in spins:
+        lid = sp.loops[-1]
+        polls = [p for p in _polls(fl, lid) if _acquires(p) and (pga := _ga(p)) is not None and pga.base]
+        if not polls:
+            continue
+        flag = _ga(polls[0]).base  # type: ignore[union-attr]
+        end = max(o.order for o in fl.ops if lid in o.loops)
+        outer = sp.loops[:-1]
+        for w in fl.ops:
+            wga = _ga(w)
+            if w.kind != ir.GLOBAL_STORE or wga is None or wga.base in (None, flag) or w.order <= end:
+                continue
+            if w.loops[: len(outer)] != outer or lid in w.loops:
+                continue
+            waited.setdefault(flag, []).append((sp, w))  # type: ignore[arg-type]
+    if not waited:
+        return
+    seen: set[tuple] = set()
+    for rel in fl.ops:
+        ga = _ga(rel)
+        if rel.kind != ir.GLOBAL_SIGNAL or ga is None or ga.base not in waited or ga.data:
+            continue
+        if rel.guard.blind:
+            continue
+        t_rel = an.threads.executing(rel) if rel.guard.exact else an.threads.satisfying(rel.guard.thread)
+        if not t_rel:
+            continue
+        depth = len(rel.loops)
+        same_iter = [o for o in fl.ops if o.loops[:depth] == rel.loops]
+        # the only store of the flag by these threads in the iteration
+        others = [
+            o
+            for o in same_iter
+            if o is not rel
+            and o.kind in (ir.GLOBAL_SIGNAL, ir.GLOBAL_STORE)
+            and (oga := _ga(o)) is not None
+            and oga.base == ga.base
+            and not _blocks_disjoint(o, rel)
+        ]
+        if others:
+            continue
+        for rd in same_iter:
+            rga = _ga(rd)
+            if not _is_data_read(rd) or rga is None or rd.order <= rel.order or rd.guard.blind:
+                continue
+            if set(rd.guard.opaque) - set(rel.guard.opaque) or _blocks_disjoint(rd, rel):
+                continue
+            ws = [
+                w
+                for sp, w in waited[ga.base]  # type: ignore[index]
+                if _ga(w).base == rga.base and _blocks_disjoint(w, rd)  # type: ignore[union-attr]
+            ]
+            if not ws:
+                continue
+            between = [o for o in same_iter if rel.order < o.order < rd.order]
+            if any(o.kind in (ir.CALL, ir.MBAR_WAIT) for o in between):
+                out.undecided.append((rel, rd, "an op between the hand-back and the read that may wait"))
+                continue
+            tr = an.threads.executing(rd) if rd.guard.exact else an.threads.satisfying(rd.guard.thread)
+            if not tr:
+                continue
+            key = (rd.location.row, rd.location.column)
+            if key in seen:
+                continue
+            seen.add(key)
+            common = sorted(tr & t_rel)
+            out.examined.add(("global", id(rel)))
+            out.handbacks.append(HandBack(rel, rd, ws[0], common[0] if common else min(tr)))
+
+
+def _exact_as(rd: ir.Op, sp: ir.Op) -> bool:
+    """Is rd's guard exact but for data-dependent conditions the spin runs under too (the reads
+    after a queue's `if (pos >= N) break;`, in the iterations that go on, as the spin is)? Who runs
+    rd is then its thread guard wherever those conditions hold."""
+    if rd.guard.exact:
+        return True
+    return (
+        not rd.guard.blind
+        and not sp.guard.blind
+        and bool(rd.guard.opaque)
+        and set(rd.guard.opaque) <= set(sp.guard.opaque)
+    )
+
+
 def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
     """A spin whose poll acquires (`ld.acquire.gpu`, an acquiring atomic) orders the polling
     thread's later reads after the producer's release -- that thread's only. Another thread of
@@ -2340,14 +2611,14 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
         if sp.kind != ir.SPIN or not sp.loops:
             continue
         lid = sp.loops[-1]
-        polls = [p for p in _polls(fl, lid) if p.guard.exact and _acquires(p)]
+        polls = [p for p in _polls(fl, lid) if _exact_as(p, sp) and _acquires(p)]
         if not polls:
             continue
         poll = polls[0]
         flag = _ga(poll).base  # type: ignore[union-attr]
         if flag is None or flag not in raised:
             continue
-        tp = an.threads.executing(poll)
+        tp = an.threads.executing(poll) if poll.guard.exact else an.threads.satisfying(poll.guard.thread)
         if not tp:
             continue
         t_poll = min(tp)
@@ -2358,13 +2629,13 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
             ga = _ga(rd)
             if not _is_data_read(rd) or ga is None or rd.order <= end:
                 continue
-            if rd.loops[: len(outer)] != outer or lid in rd.loops or not rd.guard.exact:
+            if rd.loops[: len(outer)] != outer or lid in rd.loops or not _exact_as(rd, sp):
                 continue
             if set(rd.guard.uniform) != set(sp.guard.uniform) and not _runs_after(an, rd, sp):
                 continue
             if ga.base is None or ga.base not in written or ga.base == flag:
                 continue
-            tr = an.threads.executing(rd)
+            tr = an.threads.executing(rd) if rd.guard.exact else an.threads.satisfying(rd.guard.thread)
             if not tr or not (tr - tp):
                 continue
             between = [o for o in fl.ops if end < o.order < rd.order]
@@ -2382,6 +2653,32 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
             if reader is not None:
                 out.unpropagated.append(Acquisition(poll, rd, reader, "not-propagated", poller=t_poll))
                 break
+
+
+def _unpublished_writer(
+    an: Analysis, between: list[ir.Op], writers: frozenset[int], signallers: frozenset[int]
+) -> tuple[int | None, int, str | None]:
+    """A writing thread whose stores no signalling thread's release covers: no barrier in
+    `between` orders it before any of the threads that run the signal (each warp's lane 0
+    publishing its warp's slot after `__syncwarp()`: a lane is covered by its own warp's
+    signaller). (writer or None, the signaller named, why undecided or None). A writer ordered
+    before some signallers but not all is undecided: which signal publishes its data (the flag
+    its reader acquires) is not followed here."""
+    sigs = _representatives(an, between, signallers)
+    first = min(signallers)
+    for t in _representatives(an, between, writers):
+        covered = uncovered = False
+        for s in sigs:
+            ob = _ordered_by_barrier(an, between, t, s)
+            if ob is None or (not ob and _chain_possible(an, between, t, s)):
+                return None, first, "a barrier whose order is not followed"
+            covered |= bool(ob)
+            uncovered |= not ob
+        if not covered:
+            return t, first, None
+        if uncovered:
+            return None, first, "which signalling thread's release publishes the data is not followed"
+    return None, first, None
 
 
 def _first_unordered(

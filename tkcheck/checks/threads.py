@@ -45,6 +45,20 @@ class ThreadSets:
         self._cache[key] = res
         return res
 
+    def reach_bound(self, op: ir.Op) -> frozenset[int] | None:
+        """Threads that may reach `op`: `executing` for an exact guard; for a guard inexact only
+        through a `__shared__` flag it tests (`if (am_last && t < 128)`: the flag a value of the
+        block's shared memory), the threads its thread guard names -- those that reach it when the
+        flag holds, and no other thread ever does. None otherwise."""
+        if op.guard.exact:
+            return self.executing(op)
+        g = op.guard
+        if g.blind or not g.opaque:
+            return None
+        if not all(v.name.startswith("?shared:") for c in g.opaque for v in c.free_vars()):
+            return None
+        return self.satisfying(g.thread)
+
     def issuers(self, op: ir.Op) -> frozenset[int] | None:
         """Threads that execute the underlying PTX: for group-scoped ops only the
         elected lane (lane 0 of each group instance) issues."""

@@ -158,6 +158,8 @@ class ExprEvaluation:
                 return v
             case cexpr.Bin(op, na, nb):
                 a = self.read_value(self.ev(na, ctx, cursor))
+                if op in ("&&", "||"):
+                    a = _shared_flag(a)
                 if op in ("&&", "||") and isinstance(a, E.Const) and bool(a.value) == (op == "||"):
                     return E.Const(op == "||")  # short-circuit: the right operand is not evaluated
                 bctx = ctx
@@ -168,6 +170,8 @@ class ExprEvaluation:
                     cls, cexp = st._classify(_to_bool(a), ctx)
                     bctx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, op == "&&"))
                 b = self.read_value(self.ev(nb, bctx, cursor))
+                if op in ("&&", "||"):
+                    b = _shared_flag(b)
                 if isinstance(a, Expr) and isinstance(b, Expr):
                     if op in ("&&", "||"):
                         a, b = _to_bool(a), _to_bool(b)
@@ -341,7 +345,12 @@ class ExprEvaluation:
         return E.opaque("sizeof")
 
     def _ev_index(self, node: cexpr.Index, nbase: cexpr.Node, nidx: cexpr.Node, ctx: Ctx, cursor):
-        base = self.ev(nbase, ctx, cursor)
+        if isinstance(nbase, cexpr.Member) and nbase.arrow:
+            # `p->arr[i]`: the field is the array's address, no load of its own
+            with self.address_only():
+                base = self.ev(nbase, ctx, cursor)
+        else:
+            base = self.ev(nbase, ctx, cursor)
         idx = self.ev(nidx, ctx, cursor)
         if isinstance(base, NamedBar):  # TK's barrier<N>::operator[]: barrier(id + i)
             return NamedBar(
@@ -418,8 +427,9 @@ class ExprEvaluation:
                 index=self._param_index(base, idx),
                 value=value.name if isinstance(value, E.Var) else None,
             )
-        if self._no_elem_access and self._global_pointer(base):
-            # `&p[i]`: an address in the memory p points into
+        if self._global_pointer(base):
+            # `&p[i]`: an address in the memory p points into (also a row `p->a[i]` of a
+            # two-dimensional field, indexed again: `p->a[i][lane]`)
             b = self.global_base(base)
             if b is not None and isinstance(value, E.Var):
                 self._global_ptrs[value.name] = b
@@ -443,6 +453,8 @@ class ExprEvaluation:
         addr_of = isinstance(node, cexpr.Un) and node.op == "&"
         if isinstance(node, cexpr.Un) and node.op == "&":
             node = node.a
+        if addr_of and self.device_var(node, ctx) is not None:
+            return True  # `&count` of a `__device__` variable: one word of global memory
         if addr_of and isinstance(node, cexpr.Member) and node.arrow:
             # `&p->f`: a field of a record a kernel pointer points to
             return self._global_pointer(self.ev(node.obj, replace(ctx, dry=True), cursor))
@@ -461,11 +473,32 @@ class ExprEvaluation:
             return base.kind == "gl"
         return self._global_pointer(base)
 
+    def device_var(self, node: cexpr.Node, ctx: Ctx) -> str | None:
+        """The name of a mutable `__device__` variable of the file that node names (`__device__
+        unsigned retire_count;`): global memory, one word (or array) for the whole grid, whose
+        address `&retire_count` an atomic takes. None for anything else (a local, a `const` or
+        `__constant__` variable, a `__shared__` one)."""
+        ident = node.ident() if isinstance(node, cexpr.Name) else None
+        if ident is None:
+            return None
+        v = ctx.env.lookup(ident)
+        if not (isinstance(v, tuple) and len(v) == 2 and v[0] == "var_decl"):
+            return None
+        c = v[1]
+        kinds = {ch.kind for ch in c.get_children()}
+        if CK.CUDADEVICE_ATTR not in kinds or kinds & {CK.CUDASHARED_ATTR, CK.CUDACONSTANT_ATTR}:
+            return None
+        if c.type.is_const_qualified() or "constexpr" in tokens_of(c):
+            return None
+        return ident
+
     def word_of(self, node: cexpr.Node, ctx: Ctx, cursor) -> str | None:
         """GlobalAccessFacts.where of an address: "" for a kernel pointer itself (`lock`), "->f"
         for `&p->f` of one, None when it is not one address for every thread (`&p[i]`)."""
         addr_of = isinstance(node, cexpr.Un) and node.op == "&"
         inner = node.a if isinstance(node, cexpr.Un) and addr_of else node
+        if addr_of and self.device_var(inner, ctx) is not None:
+            return ""
         if addr_of and isinstance(inner, cexpr.Member) and inner.arrow:
             return f"->{inner.field}" if self.one_word(self.ev(inner.obj, replace(ctx, dry=True), cursor)) else None
         if addr_of:
@@ -473,7 +506,10 @@ class ExprEvaluation:
         return "" if self.one_word(self.ev(node, replace(ctx, dry=True), cursor)) else None
 
     def address_base(self, node: cexpr.Node, ctx: Ctx, cursor) -> str | None:
-        """The kernel pointer parameter an address expression (`&p[i]`, `p`, `c`) points into."""
+        """The kernel pointer parameter an address expression (`&p[i]`, `p`, `c`) points into (or
+        the `__device__` variable `&count` names)."""
+        if isinstance(node, cexpr.Un) and node.op == "&" and (dv := self.device_var(node.a, ctx)) is not None:
+            return dv
         if isinstance(node, cexpr.Un) and node.op == "&" and isinstance(node.a, cexpr.Member) and node.a.arrow:
             return self.global_base(self.ev(node.a.obj, replace(ctx, dry=True), cursor))
         self._no_elem_access += 1
@@ -743,12 +779,19 @@ class ExprEvaluation:
         if isinstance(obj, Allocator):
             return ("allocmethod", obj, field_name, node.targs)
         if isinstance(obj, Expr):
-            if node.arrow and not self._no_elem_access and cursor is not None and self._global_pointer(obj):
+            gp = node.arrow and self._global_pointer(obj)
+            if gp and not self._no_elem_access and cursor is not None:
                 # `p->field` of a pointer into global memory (a kernel's struct pointer, `volatile
                 # Acc *a = acc; a->sum`): a plain load of that field (volatile is no acquire)
                 where = f"->{field_name}" if self.one_word(obj) else None
                 self.global_load(node, ctx, cursor, base=self.global_base(obj), where=where)
-            return self.opaque_from(node, (obj,))
+            value = self.opaque_from(node, (obj,))
+            gb = self.global_base(obj) if gp else None
+            if gb is not None and isinstance(value, E.Var):
+                # an array (or pointer) field of the record, indexed later (`q->seq[slot]`): the
+                # memory `p->field` names, one base per field whatever the index's uniformity
+                self._global_ptrs[value.name] = f"{gb}->{field_name}"
+            return value
         if (
             isinstance(obj, tuple)
             and field_name in ("x", "y", "z", "w")
@@ -1246,6 +1289,15 @@ def _pointer_subscript(nbase: cexpr.Node, base, idx) -> Obj | None:
     last = base.ref.index[-1]
     index = base.ref.index[:-1] + (E.binop("+", last, step) if isinstance(last, Expr) else E.opaque("index"),)
     return Obj(base.kind, ir.Ref(base.ref.name, index, cexpr.spelled(nbase)), et, cta=base.cta, volatile=base.volatile)
+
+
+def _shared_flag(v):
+    """An operand of `&&` / `||` that is a `__shared__` scalar (`if (am_last && t < 128)`): an
+    unknown value named for the flag it reads, as a whole condition `if (am_last)` is
+    (`StatementWalk._walk_if`). Anything else: v."""
+    if isinstance(v, Obj) and v.kind == "shared" and not v.ref.index and _is_shared_scalar(v):
+        return E.Var(f"?shared:{v.ref.name}", E.OPAQUE)
+    return v
 
 
 def _is_shared_scalar(v) -> bool:

@@ -798,6 +798,19 @@ class StatementWalk:
             return guard.with_thread(E.negate(cond))
         if cls == "uniform":
             return guard.with_uniform(cond if positive else E.negate(cond))
+        if isinstance(cond, Expr) and positive and len(_conjuncts(cond)) > 1:
+            # `if (am_last && t < 128)`: the conjuncts over known values keep their places (the
+            # thread predicate, the uniform conditions); only the unknown ones make it inexact
+            g = guard
+            for c in _conjuncts(cond):
+                fv = c.free_vars()
+                if any(v.kind == E.OPAQUE for v in fv):
+                    g = g.inexact(c)
+                elif any(v.kind == E.THREAD for v in fv):
+                    g = g.with_thread(c)
+                else:
+                    g = g.with_uniform(c)
+            return g
         if isinstance(cond, Expr):
             return guard.inexact(cond if positive else E.negate(cond))
         return guard.inexact()
