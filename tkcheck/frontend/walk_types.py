@@ -202,16 +202,21 @@ class TypeResolution:
                             henv.define(d.spelling, v)
                     continue
                 if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
-                    toks = tokens_of(d)
-                    if d.kind == CK.TYPE_ALIAS_DECL and "=" in toks:
-                        t = self.resolve_type(
-                            cexpr.parse_expression(toks[toks.index("=") + 1 :], _values_of(henv)), henv
-                        )
-                    else:
-                        t = self.resolve_type_spelling(d.underlying_typedef_type.spelling, henv)
+                    t = self.local_alias(d, henv)
                     if t is not None:
                         henv.define(d.spelling, t)
         return henv
+
+    def local_alias(self, d, env: Env):
+        """`using G = globals<C>;` / `typedef ... T;` declared in a function body: the type in the
+        scope it is declared in (the instantiation's template arguments bound), else None. Read
+        from the file's scope instead (`_alias_target`), a name of the function's template
+        parameters is unbound there, and so is everything that depends on it (`G::scales_t`'s
+        `B[C::NB]`)."""
+        toks = tokens_of(d)
+        if d.kind == CK.TYPE_ALIAS_DECL and "=" in toks:
+            return self.resolve_type(cexpr.parse_expression(toks[toks.index("=") + 1 :], _values_of(env)), env)
+        return self.resolve_type_spelling(d.underlying_typedef_type.spelling, env)
 
     def _template_arg_value(self, arg, param, env: Env, dctx: Ctx):
         """A TemplateArg as the walker's value for `param`: an Expr, a type, or None."""
