@@ -31,9 +31,7 @@ def _replay(ex: protocol.Exploration, trace) -> tuple:
     for ri, e, _ in trace:
         r = ex.roles[ri]
         assert r.events[state[0][ri]] is e
-        gone = sum(
-            len(x.threads) for i, x in enumerate(ex.roles) if state[0][i] >= len(x.events) and x.cta == r.cta
-        )
+        gone = sum(len(x.threads) for i, x in enumerate(ex.roles) if state[0][i] >= len(x.events) and x.cta == r.cta)
         res = protocol._run_role(ri, r, state, eidx, gone, ex.counts, elems, split=True, stepwise=True)
         assert res is not None
         state = res[0]
