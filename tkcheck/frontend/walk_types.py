@@ -10,6 +10,7 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
+from .lexer import lex
 from .value_types import Func, Obj, Rec, StructType, TypeVal
 from .walk_env import CK, Env, Ctx, tokens_of, _same_file, _text_for
 from .walk_arith import _ArrVal, _split_comma, _split_top
@@ -311,7 +312,7 @@ class TypeResolution:
         while j < len(rest) and depth:
             depth += {"(": 1, ")": -1}.get(rest[j], 0)
             j += 1
-        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", rest[: j - 1])
+        toks = lex(rest[: j - 1])
         parts = _split_comma(cexpr.parse_expression(toks, env.has))
         total = 1
         for p in parts:
@@ -384,7 +385,8 @@ class TypeResolution:
             depth += {"(": 1, ")": -1}.get(rest[j], 0)
             j += 1
         inner = rest[: j - 1]
-        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", inner)
+        # (C's tokens: `(D == 64) ? 2 : 1` has a `==`, which a one-character split parses as nothing)
+        toks = lex(inner)
         node = cexpr.parse_expression(toks, env.has)
         parts = _split_comma(node)
         ctx = Ctx(env=env, guard=ir.Guard(), dry=True)
@@ -409,7 +411,7 @@ class TypeResolution:
         return vals.pop() if len(vals) == 1 else None
 
     def _fold_text(self, text: str) -> int | None:
-        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|\d+|::|<<|>>|\S", text)
+        toks = lex(text)
         node = cexpr.parse_expression(toks, self.w.mb.globals_env.has)
         v = self.w.ev(node, Ctx(env=self.w.mb.globals_env, guard=ir.Guard(), dry=True))
         if isinstance(v, Expr):
