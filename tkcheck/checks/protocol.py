@@ -1772,6 +1772,15 @@ def _explore_with(
     roles = _merge_mma_runs(roles)
     ex.roles = roles
     _search(ex, roles, counts, memory, reduce)
+    if not memory and ex.status == "unknown" and ex.reason == "exploration bound reached":
+        # past the bound of the full interleaving: again, one event per step with the
+        # partial-order reduction (`_LocalSteps`, the persistent-set argument for deadlocks)
+        full = (ex.states, ex.steps)
+        ex.status, ex.reason, ex.states, ex.steps = "unknown", "", 0, 0
+        _search(ex, roles, counts, False, reduce, stepwise=True)
+        if ex.status != "explored":
+            ex.reason = "exploration bound reached"
+            ex.states, ex.steps = max(full[0], ex.states), max(full[1], ex.steps)
 
 
 def _merge_mma_runs(roles: list[Role]) -> list[Role]:
@@ -1812,7 +1821,17 @@ def _merge_mma_runs(roles: list[Role]) -> list[Role]:
     ]
 
 
-def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = False, reduce: bool = True):
+def _search(
+    ex: Exploration, roles: list[Role], counts: dict, memory: bool = False, reduce: bool = True, stepwise: bool = False
+):
+    """The interleavings of the roles' programs from the initial state: the race search
+    (`memory`) stops at the first reachable race, the deadlock search at the first state where no
+    role can move (`ex.deadlock`). `stepwise` (the deadlock search past its bound, `_explore_with`):
+    one event per step and `_LocalSteps`' reduction. A state's only successor is then the step of a
+    role that commutes with every step the others can make before it and stays enabled: a
+    persistent set of one, and a search over persistent sets reaches every deadlock the full
+    search reaches (Godefroid 1996, thm. 4.3; the state graph has no cycle). `_LocalSteps`' second
+    condition (racy accesses kept live) holds trivially: the deadlock search has no accesses."""
     elems = sorted(counts)
     eidx = {e: i for i, e in enumerate(elems)}
     sizes = [len(r.threads) for r in roles]
@@ -1823,7 +1842,7 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
     key = _symmetry(roles) if not memory else (lambda st: st)
-    por = _LocalSteps(roles) if memory and reduce else None
+    por = _LocalSteps(roles) if (memory or stepwise) and reduce else None
     # a path is a chain (previous chain, steps): extending it costs nothing, a trace is spelled
     # out only for the deadlock or race found
     stack: deque[tuple[tuple, tuple | None]] = deque([(start, None)])
@@ -1871,7 +1890,9 @@ def _search(ex: Exploration, roles: list[Role], counts: dict, memory: bool = Fal
         for ri, only in tries:
             r = roles[ri]
             try:
-                res = _run_role(ri, r, state, eidx, gone.get(r.cta, 0), counts, elems, memory, por is not None)
+                res = _run_role(
+                    ri, r, state, eidx, gone.get(r.cta, 0), counts, elems, memory, por is not None, stepwise
+                )
             except _NotModelled as exc:
                 ex.status = "unknown"
                 ex.reason = str(exc)
@@ -2379,11 +2400,14 @@ def _split_arrival(e: Event, arrived: int, need: int) -> None:
         )
 
 
-def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = False, split: bool = False):
+def _run_role(
+    ri, r: Role, state, eidx, gone, counts, elems, memory: bool = False, split: bool = False, stepwise: bool = False
+):
     """Run role ri from its pc through local events up to and including one wait/sync.
     None when it cannot move. `memory` (the race search): shared-memory accesses are local
     events, and the run stops after every synchronising event, so that each state shows every
-    role's next accesses (those it can make before it synchronises again)."""
+    role's next accesses (those it can make before it synchronises again); `stepwise` stops
+    there too (a step is one event, what `_LocalSteps` judges by the role's next event)."""
     pcs, marks, bars, syncs = state
     pc = pcs[ri]
     if pc >= len(r.events):
@@ -2395,7 +2419,7 @@ def _run_role(ri, r: Role, state, eidx, gone, counts, elems, memory: bool = Fals
     first = True
     while pc < len(r.events):
         e = r.events[pc]
-        if memory and steps and (e.kind != "mem" or steps[-1][1].kind != "mem"):
+        if (memory or stepwise) and steps and (e.kind != "mem" or steps[-1][1].kind != "mem"):
             break  # a run of accesses, or one synchronising event
         if e.kind == "mem":
             steps.append((ri, e, "writes" if e.mem[1] else "reads"))

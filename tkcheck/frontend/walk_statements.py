@@ -206,7 +206,8 @@ class StatementWalk:
                     if d.kind == CK.VAR_DECL:
                         first_type = self.declare(d, ctx, stmt_toks, first_type)
                     elif d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
-                        ctx.env.define(d.spelling, ("alias_decl", d))
+                        t = self.w.types.local_alias(d, ctx.env)
+                        ctx.env.define(d.spelling, t if t is not None else ("alias_decl", d))
                     elif d.kind in (CK.STRUCT_DECL, CK.CLASS_DECL):
                         ctx.env.define(d.spelling, ("struct_decl", d))
                 return None

@@ -10,6 +10,7 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
+from .lexer import lex
 from .value_types import Func, Obj, Rec, StructType, TypeVal
 from .walk_env import CK, Env, Ctx, tokens_of, _same_file, _text_for
 from .walk_arith import _ArrVal, _split_comma, _split_top
@@ -202,16 +203,21 @@ class TypeResolution:
                             henv.define(d.spelling, v)
                     continue
                 if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
-                    toks = tokens_of(d)
-                    if d.kind == CK.TYPE_ALIAS_DECL and "=" in toks:
-                        t = self.resolve_type(
-                            cexpr.parse_expression(toks[toks.index("=") + 1 :], _values_of(henv)), henv
-                        )
-                    else:
-                        t = self.resolve_type_spelling(d.underlying_typedef_type.spelling, henv)
+                    t = self.local_alias(d, henv)
                     if t is not None:
                         henv.define(d.spelling, t)
         return henv
+
+    def local_alias(self, d, env: Env):
+        """`using G = globals<C>;` / `typedef ... T;` declared in a function body: the type in the
+        scope it is declared in (the instantiation's template arguments bound), else None. Read
+        from the file's scope instead (`_alias_target`), a name of the function's template
+        parameters is unbound there, and so is everything that depends on it (`G::scales_t`'s
+        `B[C::NB]`)."""
+        toks = tokens_of(d)
+        if d.kind == CK.TYPE_ALIAS_DECL and "=" in toks:
+            return self.resolve_type(cexpr.parse_expression(toks[toks.index("=") + 1 :], _values_of(env)), env)
+        return self.resolve_type_spelling(d.underlying_typedef_type.spelling, env)
 
     def _template_arg_value(self, arg, param, env: Env, dctx: Ctx):
         """A TemplateArg as the walker's value for `param`: an Expr, a type, or None."""
@@ -306,7 +312,7 @@ class TypeResolution:
         while j < len(rest) and depth:
             depth += {"(": 1, ")": -1}.get(rest[j], 0)
             j += 1
-        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", rest[: j - 1])
+        toks = lex(rest[: j - 1])
         parts = _split_comma(cexpr.parse_expression(toks, env.has))
         total = 1
         for p in parts:
@@ -379,7 +385,8 @@ class TypeResolution:
             depth += {"(": 1, ")": -1}.get(rest[j], 0)
             j += 1
         inner = rest[: j - 1]
-        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|0[xX][0-9a-fA-F]+|\d+|::|<<|>>|\S", inner)
+        # (C's tokens: `(D == 64) ? 2 : 1` has a `==`, which a one-character split parses as nothing)
+        toks = lex(inner)
         node = cexpr.parse_expression(toks, env.has)
         parts = _split_comma(node)
         ctx = Ctx(env=env, guard=ir.Guard(), dry=True)
@@ -404,7 +411,7 @@ class TypeResolution:
         return vals.pop() if len(vals) == 1 else None
 
     def _fold_text(self, text: str) -> int | None:
-        toks = re.findall(r"[A-Za-z_][A-Za-z_0-9]*|\d+|::|<<|>>|\S", text)
+        toks = lex(text)
         node = cexpr.parse_expression(toks, self.w.mb.globals_env.has)
         v = self.w.ev(node, Ctx(env=self.w.mb.globals_env, guard=ir.Guard(), dry=True))
         if isinstance(v, Expr):
