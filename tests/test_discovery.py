@@ -85,14 +85,35 @@ def test_the_multi_gpu_wait_is_no_mbarrier_wait():
 
 
 def test_unknowns_are_located_in_the_users_code():
-    # an undecided wait of the lcf template's own protocol is told at the user's struct, never at a
-    # line of tkcheck's protocol files (knowledge/protocols/*.cu), which the user cannot act on
+    # an undecided obligation of the lcf template's own protocol is told at the user's code, never
+    # at a line of tkcheck's protocol files (knowledge/protocols/*.cu), which the user cannot act
+    # on (round 11 decided the template's finish handshake; its progress is still open)
     res = check_file(str(ROOT / "corpus" / "hopper" / "gemm_lcf.cu"), CheckOptions())
     [c] = [c for c in res.coverage if c.kernel == "gemm_template"]
-    assert c.unknowns, "the template's finish handshake is undecided today: this test needs an unknown"
+    assert c.unknowns, "the template's progress is undecided today: this test needs an unknown"
     for u in c.unknowns:
         assert "knowledge/protocols" not in u.location and u.location.startswith(str(ROOT / "corpus")), u
-    assert any("lcf template" in u.why for u in c.unknowns)
+
+
+def test_an_unknown_at_a_template_step_is_told_at_the_users_line():
+    # the place and words `coverage._user_place` gives an unknown whose site is a line of a
+    # protocol file: the innermost caller in the user's code (else the user's struct), with the
+    # template's step named
+    from types import SimpleNamespace
+
+    from tkcheck.coverage import _user_place
+    from tkcheck.knowledge.protocols import HERE
+    from tkcheck.model.ir import Location
+
+    step = Location(str(HERE / "lcf.cu"), 120, 9)
+    user = Location(str(ROOT / "corpus" / "hopper" / "gemm_lcf.cu"), 45, 1)
+    model = SimpleNamespace(kind="lcf", location=user)
+    place, why = _user_place(step, model, "wait on 'finish': not established")  # type: ignore[arg-type]
+    assert place == f"{user.filename}:45:1"
+    assert why == "wait on 'finish': not established (in tkcheck's model of the lcf template, at its lcf.cu step)"
+    call = Location(str(ROOT / "corpus" / "hopper" / "gemm_lcf.cu"), 60, 5)
+    place, _ = _user_place(step, model, "x", (call, step))  # type: ignore[arg-type]
+    assert place == f"{call.filename}:60:5"
 
 
 def test_host_headers_of_real_builds_parse(tmp_path):
