@@ -866,12 +866,7 @@ def _peers_meet(an: Analysis, a: ir.Op, b: ir.Op, n: int, solver):
     inputs: dict[str, ir.Op] = {}
     maps = []
     for o, tag in ((a, "a"), (b, "b")):
-        mp: dict[str, E.Expr] = {
-            "tid": E.Var(f"tid.{tag}", E.THREAD),
-            "tid_y": E.Const(0),
-            "tid_z": E.Const(0),
-            "cta_rank": E.Var(f"cta_rank.{tag}", E.PARAM),
-        }
+        mp = _cta_thread_names(tag)
         for lid in o.loops:
             lp = m.loops.get(lid)
             if lp is None or lp.counter is None:
@@ -1172,12 +1167,7 @@ def _dsmem_meet(an: Analysis, lo: ir.Op, r: ir.Op, common: tuple, later: tuple |
     shift = E.Var("dsmem.d", E.LOOP)
 
     def side(o: ir.Op, tag: str) -> dict[str, E.Expr]:
-        mp: dict[str, E.Expr] = {
-            "tid": E.Var(f"tid.{tag}", E.THREAD),
-            "tid_y": E.Const(0),
-            "tid_z": E.Const(0),
-            "cta_rank": E.Var(f"cta_rank.{tag}", E.PARAM),
-        }
+        mp = _cta_thread_names(tag)
         for lid in o.loops:
             lp = m.loops.get(lid)
             if lp is None:
@@ -1753,6 +1743,17 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
                     )
                 return Race(first, asked_second, t1, t2, narrow=narrow)
     return None
+
+
+def _cta_thread_names(tag: str) -> dict[str, E.Expr]:
+    """One side of a DSMEM pair: its thread and its CTA's rank in the cluster as fresh names
+    (`tid.a`, `cta_rank.a`), a block of one dimension."""
+    return {
+        "tid": E.Var(f"tid.{tag}", E.THREAD),
+        "tid_y": E.Const(0),
+        "tid_z": E.Const(0),
+        "cta_rank": E.Var(f"cta_rank.{tag}", E.PARAM),
+    }
 
 
 def _keys_never_equal(an: Analysis, k1, k2) -> bool:

@@ -311,6 +311,20 @@ class LibcuLowering:
     def _loc(self, cursor: Any):
         return loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
 
+    def _arrival(self, api: str, ref: ir.Ref, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> None:
+        """An arrival of `args[0]` (else 1) on the barrier object `ref` (`cuda::barrier::arrive`,
+        `cuda::latch::count_down`): an mbarrier arrive of that count."""
+        n = self.w.ev(args[0], ctx, cursor) if args else E.Const(1)
+        self._op(
+            ir.MBAR_ARRIVE,
+            api,
+            ctx,
+            cursor,
+            barrier=ref,
+            count=n if isinstance(n, Expr) else E.opaque("count"),
+            mbar=ir.BarrierFacts(),
+        )
+
     def _op(self, kind: str, api: str, ctx: Ctx, cursor: Any, **kw: Any) -> ir.Op:
         op = ir.Op(kind, api, self._loc(cursor), ctx.guard, ctx.loops, **kw)
         self.w.emit(op, ctx)
@@ -464,16 +478,7 @@ class LibcuLowering:
         ref = bar.fields["@bar"].ref
         api = f"cuda::barrier::{mname}"
         if mname == "arrive":
-            n = self.w.ev(args[0], ctx, cursor) if args else E.Const(1)
-            self._op(
-                ir.MBAR_ARRIVE,
-                api,
-                ctx,
-                cursor,
-                barrier=ref,
-                count=n if isinstance(n, Expr) else E.opaque("count"),
-                mbar=ir.BarrierFacts(),
-            )
+            self._arrival(api, ref, args, ctx, cursor)
             return self._advance(bar, ctx, cursor)
         if mname == "arrive_and_wait" and not args:
             # `wait(arrive())`: the arrival, then the wait on its phase
@@ -561,16 +566,7 @@ class LibcuLowering:
         if mname in ("count_down", "arrive_and_wait"):
             if len(args) > 1:
                 return NotImplemented
-            n = self.w.ev(args[0], ctx, cursor) if args else E.Const(1)
-            self._op(
-                ir.MBAR_ARRIVE,
-                api,
-                ctx,
-                cursor,
-                barrier=ref,
-                count=n if isinstance(n, Expr) else E.opaque("count"),
-                mbar=ir.BarrierFacts(),
-            )
+            self._arrival(api, ref, args, ctx, cursor)
         if mname in ("wait", "arrive_and_wait"):
             # the latch's one phase: the counter reaching 0 completes phase 0
             self._op(ir.MBAR_WAIT, api, ctx, cursor, barrier=ref, parity=E.Const(0), mbar=ir.BarrierFacts())
