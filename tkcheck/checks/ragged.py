@@ -304,19 +304,19 @@ def pair(an: Analysis, w: ir.Op, r: ir.Op) -> RaggedPair | bool | str | None:
     if b.barrier is not None and b.waits:
         assert trip_a is not None and trip_b is not None
 
-        def arr(o: ir.Op, mp: dict, k: E.Expr) -> E.Expr:
+        def before(sites: list[ir.Op], o: ir.Op, mp: dict, k: E.Expr) -> E.Expr:
+            # k plus the sites of the iteration before o that the thread of `mp` runs
             s: E.Expr = k
-            for a in b.arrivals:
+            for a in sites:
                 if a.order < o.order:
                     s = E.binop("+", s, _ind(E.substitute(a.guard.thread, mp)))
             return s
 
+        def arr(o: ir.Op, mp: dict, k: E.Expr) -> E.Expr:
+            return before(b.arrivals, o, mp, k)
+
         def wt(o: ir.Op, mp: dict, k: E.Expr) -> E.Expr:
-            s: E.Expr = k
-            for q in b.waits:
-                if q.order < o.order:
-                    s = E.binop("+", s, _ind(E.substitute(q.guard.thread, mp)))
-            return s
+            return before(b.waits, o, mp, k)
 
         def hb(x: ir.Op, mx: dict, kx: E.Expr, tx_trip: E.Expr, y: ir.Op, my: dict, ky: E.Expr) -> E.Expr:
             ax = arr(x, mx, kx)
