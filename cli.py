@@ -1472,6 +1472,8 @@ def check_command(
     short = _require_coverage(cov, required)
     # a pass the user asked for that did not run: told in every format, a shortfall of coverage
     skipped = list(dict.fromkeys(m for res in results for m in getattr(res, "skipped_passes", [])))
+    # what decided obligations assume (tkcheck.coverage.stated_assumptions): in every format
+    assumptions = list(dict.fromkeys(a for c in cov["entries"] for a in c.assumptions))
     if required is not None:
         short += [f"a requested pass did not run: {m}" for m in skipped]
 
@@ -1489,6 +1491,7 @@ def check_command(
         "errors": [*input_errors, *internal]
         + [f"coverage below {required:g}%: {m}" for m in short if required is not None],
         "skipped_passes": skipped,
+        "assumptions": assumptions,
         "baseline": {"file": baseline_file, "hidden": hidden, "stale": stale} if baseline_file else None,
     }
     if statistics:
@@ -1512,6 +1515,8 @@ def check_command(
         # the machine-read formats keep stdout to findings: what the run skipped or hid goes beside
         for m in skipped:
             click.echo(f"tkcheck: warning: {m}", err=True)
+        for a in assumptions:
+            click.echo(f"tkcheck: note: {a}", err=True)
         if baseline_file and (hidden or stale):
             click.echo(f"tkcheck: {_baseline_line(baseline_file, hidden, stale)}", err=True)
     if not quiet and not statistics and fmt in ("concise", "github", "junit"):
@@ -1691,6 +1696,8 @@ def coverage_command(
                 lines.append(f"{k['file']}: {k['kernel']}: not analysed: {k['reason']}")
             if show_unknowns:
                 lines += [f"    {u['location']}: {u['why']}" for u in k["unknowns"]]
+            # a decision that rests on an assumption says so on every run, not only with --unknowns
+            lines += [f"    assumption: {a}" for a in k.get("assumptions", [])]
         for res in results:
             if res.input_error:
                 lines.append(f"{display_path_of(res.path, root)}: not read: {res.input_error}")

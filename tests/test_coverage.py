@@ -416,3 +416,27 @@ def test_pdl_access_ordered_through_an_mbarrier_chain(tmp_path):
     p = run(["coverage", str(d / "mbarrier_chain_bad.cu"), "--output-format", "json"], tmp_path)
     (rec,) = json.loads(p.stdout)
     assert any("grid dependency (PDL)" in u["why"] for u in rec["unknowns"]), rec["unknowns"]
+
+
+def test_assumptions_told_in_every_format(tmp_path):
+    """What a decided obligation assumes (here: the k loop the PDL chain passes through runs at
+    least once) is told in every format, not only the full report: the coverage record's
+    `assumptions`, the coverage text, a `note:` beside concise / github / junit output, and a
+    SARIF notification; a kernel that assumes nothing carries none."""
+    d = ROOT / "fixtures" / "pdl"
+    good = str(d / "mbarrier_chain_good.cu")
+    p = run(["coverage", good, "--output-format", "json"], tmp_path)
+    (rec,) = json.loads(p.stdout)
+    assert any("runs at least once" in a for a in rec["assumptions"]), rec
+    p = run(["coverage", good], tmp_path)
+    assert "assumption:" in p.stdout and "runs at least once" in p.stdout, p.stdout
+    for fmt in ("concise", "github", "junit"):
+        p = run(["check", good, "--output-format", fmt], tmp_path)
+        assert "tkcheck: note:" in p.stderr and "runs at least once" in p.stderr, (fmt, p.stderr)
+    p = run(["check", good, "--output-format", "sarif"], tmp_path)
+    inv = json.loads(p.stdout)["runs"][0]["invocations"][0]
+    notes = [n for n in inv.get("toolExecutionNotifications", []) if n["descriptor"]["id"] == "assumption"]
+    assert notes and all(n["level"] == "note" for n in notes), inv
+    p = run(["coverage", str(d / "mbarrier_chain_bad.cu"), "--output-format", "json"], tmp_path)
+    (rec,) = json.loads(p.stdout)
+    assert rec["assumptions"] == [], rec["assumptions"]

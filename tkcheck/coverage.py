@@ -214,6 +214,9 @@ class KernelCoverage:
     # wait's due phase, and its progress: no role blocks forever) and how many they decided
     obligations: int = 0
     obligations_decided: int = 0
+    # what decided obligations assume that the kernel itself does not order (a lagging back
+    # channel, a k loop that runs at least once): stated with the proof, in every format
+    assumptions: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

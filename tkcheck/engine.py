@@ -300,8 +300,12 @@ def _check_in_session(
         from .coverage import add_undecided, stated_assumptions
 
         try:
-            add_undecided(next((c for c in res.coverage if c.analysed and c.kernel == m.name), None), an)
-            res.notes.extend(n for n in stated_assumptions(an) if n not in res.notes)
+            entry = next((c for c in res.coverage if c.analysed and c.kernel == m.name), None)
+            add_undecided(entry, an)
+            stated = stated_assumptions(an)
+            res.notes.extend(n for n in stated if n not in res.notes)
+            if entry is not None:
+                entry.assumptions.extend(n for n in stated if n not in entry.assumptions)
         except Exception as e:  # noqa: BLE001
             if opts.debug:
                 raise

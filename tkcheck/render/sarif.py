@@ -287,12 +287,16 @@ def _invocation(run_info: dict[str, Any]) -> dict[str, Any]:
     """The run itself: `executionSuccessful` false when tkcheck exited 2 (a usage, input or
     internal error, or coverage below --require-coverage), so a broken run does not read as a
     clean one in code scanning; the errors and the passes that were asked for and skipped as
-    notifications; how many findings a baseline hid."""
+    notifications, with what decided obligations assume; how many findings a baseline hid."""
     code = int(run_info.get("exit_code", 0))
     notes = [{"level": "error", "message": {"text": str(m)}} for m in run_info.get("errors", [])]
     notes += [
         {"level": "warning", "message": {"text": str(m)}, "descriptor": {"id": "pass-skipped"}}
         for m in run_info.get("skipped_passes", [])
+    ]
+    notes += [
+        {"level": "note", "message": {"text": str(m)}, "descriptor": {"id": "assumption"}}
+        for m in run_info.get("assumptions", [])
     ]
     inv: dict[str, Any] = {"executionSuccessful": code in (0, 1), "exitCode": code}
     if notes:
