@@ -15,7 +15,8 @@ clock. Each check runs in a child forked from this (warm) process, one at a time
 once: z3's answers drift with what a process checked before (docs/DEVELOPING.md, "One process,
 many checks"), so a check of its own is the comparable unit. `--only SUBSTR` keeps the targets
 whose name contains it; `--cpu` adds each check's CPU seconds (child user + sys) to a separate
-table printed at the end (never compared).
+table printed at the end (never compared). `--budget N` checks everything at solver budget N (the
+budget sweep's tiny budgets, where a change to how unknowns are handled shows).
 """
 
 from __future__ import annotations
@@ -131,12 +132,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=1)
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--compare", nargs=2, type=Path)
+    ap.add_argument("--budget", type=int, help="Every check at this solver budget (the budget sweep's 1 or 3000).")
     a = ap.parse_args(argv)
     if a.compare:
         return compare(*a.compare)
     if not a.output:
         ap.error("-o is needed (or --compare A B)")
     jobs = [j for j in targets(a.workdir) if not a.only or any(s in j[0] for s in a.only)]
+    if a.budget is not None:
+        jobs = [(n, p, dataclasses.replace(o, solver_budget=a.budget), t) for n, p, o, t in jobs]  # type: ignore[type-var]
     print(f"tkcheck from {Path(evaluate.__file__).parent}, {len(jobs)} checks", flush=True)
     t0 = time.time()
     checks: dict[str, object] = {}

@@ -58,9 +58,11 @@ def test_a_session_restores_the_outer_context():
         assert solver.current() is outer and solver.current().budget == 7
 
 
-def test_decided_answers_are_kept_per_context_and_budget_and_unknowns_asked_again():
+def test_decided_answers_are_kept_per_context_and_budget_and_unknowns_counted_again():
     """solver.always keeps a decided answer for the rest of the file's z3 context, keyed by the
-    budget too; an unknown is asked (and counted) again; a new file's context starts empty."""
+    budget too; a question whose step budget was spent is kept as spent for that budget (the
+    budget is deterministic) and counted again each time it is asked; a new file's context
+    starts empty."""
     x, y = E.Var("x", E.PARAM), E.Var("y", E.PARAM)
     hard = E.binop("!=", E.binop("+", E.binop("*", x, x), E.binop("*", y, y)), E.Const(26))
     with solver.session(budget=1) as ctx:
@@ -68,6 +70,7 @@ def test_decided_answers_are_kept_per_context_and_budget_and_unknowns_asked_agai
         mark = solver.inconclusive_count()
         assert solver.always(hard) is None and solver.always(hard) is None
         assert solver.inconclusive_count() - mark == 2
+        assert len(ctx.spent) == 1 and all("budget of 1 steps" in e.reason for e in ctx.ledger[-2:])
         ctx.budget = 10_000_000
         assert solver.always(hard) is False and solver.always(hard) is False
         assert solver.inconclusive_count() - mark == 2
@@ -76,7 +79,7 @@ def test_decided_answers_are_kept_per_context_and_budget_and_unknowns_asked_agai
         ctx.budget = 10_000_000
         assert ctx.answers
         solver.fresh_context()
-        assert not ctx.answers
+        assert not ctx.answers and not ctx.spent
     with solver.session(budget=10_000_000) as other:
         assert not other.answers  # a new check starts with no kept answers
     solver.fresh_context()

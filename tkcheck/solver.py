@@ -61,10 +61,14 @@ class SolverContext:
     seconds: float = 0.0
     # the decided answers of `always` in this check's z3 context, by (predicate, assumptions,
     # budget): a check asks the same question many times (a branch's guard at each op under it, a
-    # phase at each wait); an unknown answer is not kept (it is asked, and counted, again).
-    # Emptied with the context (`fresh_context`), so that a file's answers never depend on the
-    # files checked before.
+    # phase at each wait). Emptied with the context (`fresh_context`), so that a file's answers
+    # never depend on the files checked before.
     answers: dict[tuple, bool] = field(default_factory=dict)
+    # the questions of `always` whose budget z3 spent, by the same key: the step budget is
+    # deterministic, so asking again spends it again; the answer is counted again (one
+    # inconclusive proof per asking, as if asked) without running z3. An unknown of the wall-clock
+    # safety net or of any other cause is not kept: it is asked again.
+    spent: set[tuple] = field(default_factory=set)
     # the z3 context every z3 object of this check is made in (`fresh_context`, or z3's own
     # `main_ctx()` at the check's first term: see `session`); read it through `z3ctx`
     made_z3ctx: Any = None
@@ -153,6 +157,7 @@ def fresh_context() -> None:
     current().z3ctx = c
     _install_z3_context(c)
     current().answers.clear()
+    current().spent.clear()
 
 
 def memo(name: str) -> dict:
@@ -275,6 +280,9 @@ def always(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> b
     got = ctx.answers.get(key)
     if got is not None:
         return got
+    if key in ctx.spent:
+        ctx.ledger.append(Inconclusive(_reason_text("max. resource limit exceeded", ctx), tuple(ctx.scopes)))
+        return None
     s, _ = _solver(pred, assume, negate=True)
     if s is None:
         return None
@@ -284,7 +292,19 @@ def always(pred: E.Expr, timeout_ms: int | None = None, assume: tuple = ()) -> b
         if len(ctx.answers) >= _ALWAYS_MAX:
             ctx.answers.clear()
         ctx.answers[key] = answer
+    elif _budget_spent(s):
+        if len(ctx.spent) >= _ALWAYS_MAX:
+            ctx.spent.clear()
+        ctx.spent.add(key)
     return answer
+
+
+def _budget_spent(s: Any) -> bool:
+    """Did z3 answer unknown because the step budget (rlimit) ran out -- a deterministic cause?"""
+    try:
+        return "resource limit" in (s.reason_unknown() or "")
+    except z3.Z3Exception:
+        return False
 
 
 def smallest_model(assertions: Iterable[Any], zv: E.Z3Vars, first: Iterable[Any] = ()) -> Any | None:
