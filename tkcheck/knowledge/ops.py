@@ -1127,15 +1127,18 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
     # --- pipe (round 5): cp.async completion on an mbarrier ---------------------------------
     # `cp.async.mbarrier.arrive.noinc.shared{::cta}.b64 [mbar]`: one arrival of the barrier's
     # count that lands once the thread's earlier cp.async copies have landed (a wait observing
-    # its phase observes them). Without .noinc the pending count is raised first (a hold, no net
-    # arrival): not modelled, the statement stays an opaque call.
+    # its phase observes them). Without .noinc the pending count of the current phase is raised
+    # by one first and taken back when the copies land: no net arrival (count 0), but the phase
+    # still cannot complete before the copies have landed, so a wait observing it observes them
+    # just the same (the thread's own `mbarrier.arrive` is what counts).
     if opcode.startswith("cp.async.mbarrier.arrive"):
-        if "noinc" in q and len(ops) == 1 and _bracket(ops[0]):
+        if len(ops) == 1 and _bracket(ops[0]):
+            noinc = "noinc" in q
             return PtxAsyncOp(
                 ir.MBAR_ARRIVE,
-                "cp.async.mbarrier.arrive.noinc",
+                "cp.async.mbarrier.arrive.noinc" if noinc else "cp.async.mbarrier.arrive",
                 barrier=_bracket(ops[0]),
-                count="1",
+                count="1" if noinc else "0",
                 mbar=ir.BarrierFacts(cp_async=True),
             )
         return None
