@@ -198,6 +198,8 @@ def _warp(an):
                 if mm.input_cond is not None
                 else ""
             )
+            if mm.when:
+                when += f" {mm.when},"
             reach = "reaches" if len(mm.reaching) == 1 else "reach"
             msg = (
                 f"{what} is a warp collective every lane named in its mask must execute, but in warp {mm.warp}"
@@ -222,6 +224,7 @@ def _warp(an):
                     "reaching": describe_lanes(mm.reaching),
                     "missing": describe_lanes(mm.missing),
                     **({"input": mm.input_text} if mm.input_cond is not None else {}),
+                    **({"execution": mm.when} if mm.when else {}),
                 },
                 help=help_,
             )
