@@ -332,6 +332,8 @@ def _global_acquire_scope(an):
 _TICKET_WHY = {
     "release": "no fence of block scope or wider (`__threadfence_block()`) between the write and the arrival "
     "that publishes it, and the atomic is relaxed: the arrival releases nothing",
+    "gather": "no barrier orders the writer before an arriver whose fence or releasing atomic would publish the "
+    "write with its ticket (a fence orders only what happens before it in its own thread)",
     "after": "the write comes after the writer's arrival on the counter, so the ticket publishes it to no one",
     "count": "the ticket tested is not the last one, so another arriver -- {late} -- may draw a later ticket and "
     "write after the read",

@@ -112,7 +112,7 @@ class TicketRace:
     arriver: int  # the arriver that draws `k` in the witness execution
     k: int
     ticket: Ticket
-    why: str  # release | after | count | acquire
+    why: str  # release | gather | after | count | acquire
     element: str = ""
     late: int | None = None  # why == count: the writer's arriver, which draws a ticket after k
 
@@ -505,7 +505,9 @@ def _unordered(an, fl, tk: Ticket, g: Guarded, w, r, tw: int, tr: int, a: int) -
     if rel is None:
         return None
     if not rel:
-        return "after" if w.order > x.order else "release"
+        if w.order > x.order:
+            return "after"
+        return "release" if tw in tk.arrivers else "gather"
     after_x = fl.same_iteration_between(x, r)
     shfl = next((b.op for b in tk.broadcasts), None)
     reasons = []
