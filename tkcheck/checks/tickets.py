@@ -497,10 +497,10 @@ def _releasers(an: Analysis, fl, tk: Ticket, w: ir.Op, tw: int) -> list[int] | N
 
 def _unordered(an, fl, tk: Ticket, g: Guarded, w, r, tw: int, tr: int, a: int) -> str | None:
     """Why the ticket does not order tw's write before tr's read when arriver a draws g.k: "" when
-    it does; "release" / "after" / "count" / "acquire"; None when not decided."""
+    it does; "release" / "gather" / "after" / "count" / "acquire"; None when not decided."""
     x = tk.arrival
     assert x.access is not None
-    last = g.k == len(tk.arrivers) - 1
+    n = len(tk.arrivers)
     rel = _releasers(an, fl, tk, w, tw)
     if rel is None:
         return None
@@ -508,45 +508,54 @@ def _unordered(an, fl, tk: Ticket, g: Guarded, w, r, tw: int, tr: int, a: int) -
         if w.order > x.order:
             return "after"
         return "release" if tw in tk.arrivers else "gather"
-    after_x = fl.same_iteration_between(x, r)
     shfl = next((b.op for b in tk.broadcasts), None)
-    reasons = []
-    for b in rel:
-        if b != a and not last:
-            reasons.append("count")
-            continue
-        if tr == a:
-            if b == a:
-                return ""  # program order after a's own release
-            acq = x.access.order in ACQUIRE
-            for f in _fences(after_x):
-                ran = _runs(an, f, a, a)
-                if ran is None:
-                    return None
-                acq = acq or ran
-            if acq:
-                return ""
-            reasons.append("acquire")
-            continue
-        # a lane that received a's ticket by the shuffle
-        if shfl is None or not shfl.order < r.order:
-            return None
-        if b == a:
-            # a's own release fence before the shuffle, the lane's fence after it
-            before = fl.same_iteration_between(w, shfl)
-            if not any(_runs(an, f, a, a) for f in _fences(before)):
-                reasons.append("release")
-                continue
+    if tr != a and (shfl is None or not x.order < shfl.order < r.order):
+        return None  # a reader that is not the arriver: only a lane the shuffle gave a's ticket
+
+    def lane_fence() -> bool | None:
+        """tr (a lane that received a's ticket) runs a fence after the shuffle, before the read."""
+        assert shfl is not None
         acq = False
         for f in _fences(fl.same_iteration_between(shfl, r)):
             ran = _runs(an, f, tr, a)
             if ran is None:
                 return None
             acq = acq or ran
-        if acq:
+        return acq
+
+    reason = "release"
+    if a in rel:
+        if tr == a:
+            return ""  # program order after a's own release
+        # a's fence before its ticket and the lane's fence after the shuffle: fence-SC order
+        mine = False
+        for f in _fences(fl.same_iteration_between(w, x)):
+            ran = _runs(an, f, a, a)
+            if ran is None:
+                return None
+            mine = mine or ran
+        lf = lane_fence()
+        if lf is None:
+            return None
+        if mine and lf:
             return ""
-        reasons.append("acquire")
-    for why in ("count", "acquire", "release"):
-        if why in reasons:
-            return why
-    return None
+        reason = "acquire" if mine else "release"
+    others = [b for b in rel if b != a]
+    if not others:
+        return reason
+    if g.k < n - 1 and len(others) <= n - 1 - g.k:
+        return "count"  # every arriver that releases the write may draw a ticket after k
+    # some arriver that releases the write arrives before a: does the reader acquire?
+    if tr == a:
+        acq = x.access.order in ACQUIRE
+        for f in _fences(fl.same_iteration_between(x, r)):
+            ran = _runs(an, f, a, a)
+            if ran is None:
+                return None
+            acq = acq or ran
+    else:
+        lf = lane_fence()
+        if lf is None:
+            return None
+        acq = lf
+    return "" if acq else "acquire"
