@@ -578,6 +578,18 @@ a lane's slot access that no `__syncwarp` joins to the lane that stores the inde
 it), a slot written after the index store that announces it, and a slot reused by a side that
 never polls the other side's index are reported as accesses of two warps the indices do not order.
 
+Block-scope tickets (`checks/tickets.py`): the last warp (or warpgroup) of a block found with an
+atomic on a `__shared__` counter (`atomicAdd(&c, 1)`, `atomicInc`, a `thread_scope_block`
+`atomic_ref::fetch_add`) whose old value a branch tests -- directly, or after `__shfl_sync` passed
+lane 0's ticket to its warp. The counter orders a write before a read under the test only when
+the writer's stores are released before its arrival (`__threadfence_block()` between them, or a
+barrier that gathers them before the arriver's fence; or a release atomic), the read acquires
+(a fence after the test, or an acquiring atomic; a lane that got the ticket by the shuffle
+fences itself), and the tested value is the last ticket (every other arriver came first). A
+write after the arrival, a missing fence on either side or a test of another value (an arriver
+that releases the write may draw a later ticket) is reported with the execution that shows it:
+which thread draws which ticket.
+
 ## Why is this bad?
 `__syncwarp()` orders only the lanes of one warp. The lane that issues the TMA
 store can run ahead of warps 1-3 of its warpgroup, and the copy reads rows
