@@ -422,9 +422,9 @@ def _collectives(an: Analysis) -> WarpCollectives:
     if back:
         for i, mm in enumerate(out.mismatches):
             if id(mm.site) in back:
-                site, when = back[id(mm.site)]
+                user, when = back[id(mm.site)]
                 others = [back[id(o)][0] if id(o) in back else o for o in mm.others]
-                out.mismatches[i] = replace(mm, site=site, others=others, when=when)
+                out.mismatches[i] = replace(mm, site=user, others=others, when=when)
         for u in out.undecided:
             if id(u.site) in back:
                 u.site = back[id(u.site)][0]
