@@ -305,9 +305,15 @@ def _guarded(an: Analysis, o: ir.Op) -> Guarded | None:
 
 
 def _selector(threads: frozenset[int]) -> E.Expr:
+    """A thread predicate that holds for `threads` only (a whole warp as one test)."""
     e: E.Expr = E.FALSE
-    for t in sorted(threads):
-        e = E.binop("||", e, E.binop("==", E.TID, E.Const(t)))
+    for w in sorted({t // WARP for t in threads}):
+        lanes = [t for t in threads if t // WARP == w]
+        if len(lanes) == WARP:
+            e = E.binop("||", e, E.binop("==", E.binop("/", E.TID, E.Const(WARP)), E.Const(w)))
+            continue
+        for t in sorted(lanes):
+            e = E.binop("||", e, E.binop("==", E.TID, E.Const(t)))
     return e
 
 
