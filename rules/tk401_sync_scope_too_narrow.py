@@ -84,6 +84,7 @@ def check(an):
     out.extend(_async_copies(an))
     out.extend(_lane_masks(an))
     out.extend(_global_acquire_scope(an))
+    out.extend(_tickets(an))
     out.extend(_dsmem(an))
     out.extend(_dsmem_peers(an))
     out.extend(handoff_findings(an, "TK401", ("lanes", "fill", "unwaited")))
@@ -328,6 +329,62 @@ def _global_acquire_scope(an):
     return out
 
 
+_TICKET_WHY = {
+    "release": "no fence of block scope or wider (`__threadfence_block()`) between the write and the arrival "
+    "that publishes it, and the atomic is relaxed: the arrival releases nothing",
+    "gather": "no barrier orders the writer before an arriver whose fence or releasing atomic would publish the "
+    "write with its ticket (a fence orders only what happens before it in its own thread)",
+    "after": "the write comes after the writer's arrival on the counter, so the ticket publishes it to no one",
+    "count": "the ticket tested is not the last one, so another arriver -- {late} -- may draw a later ticket and "
+    "write after the read",
+    "acquire": "no fence of block scope or wider after the ticket is observed, and the atomic is relaxed: the "
+    "read is not ordered after the arrivals the ticket counted",
+}
+
+
+def _tickets(an):
+    """The happens-before engine's block-scope tickets (`checks/tickets.py`): a write and a read of
+    one `__shared__` element that the counter's release -> acquire does not order (a missing
+    fence on either side, a write after the arrival, a test of a ticket that is not the last)."""
+    from tkcheck.checks.happens_before import memory
+
+    n = an.threads.n
+    out = []
+    seen = set()
+    for tr in memory(an).ticket_races:
+        key = (tr.read.location.row, tr.read.location.column)
+        if key in seen:
+            continue
+        seen.add(key)
+        tk = tr.ticket
+        why = _TICKET_WHY[tr.why].format(late=describe(frozenset([tr.late]), n) if tr.late is not None else "")
+        out.append(
+            finding(
+                "TK401",
+                f"{describe(frozenset([tr.reader]), n)} reads `{tr.element}` under the test of the ticket drawn "
+                f"from the `__shared__` counter `{tk.counter}` (in the execution where "
+                f"{describe(frozenset([tr.arriver]), n)} draws ticket {tr.k} of {len(tk.arrivers)}), and "
+                f"{describe(frozenset([tr.writer]), n)} writes it: {why}",
+                tr.read.location,
+                related=[
+                    related(tr.write, f"the write of `{tr.write.buffer}`"),
+                    related(tk.arrival, f"the arrival on `{tk.counter}` (the ticket)"),
+                ],
+                witness={
+                    "reader_thread": tr.reader,
+                    "writer_thread": tr.writer,
+                    "arriver": tr.arriver,
+                    "ticket": tr.k,
+                    "arrivals": len(tk.arrivers),
+                    "cause": tr.why,
+                },
+                help="write, then `__threadfence_block()`, then take the ticket; test it against the number of "
+                "arrivals minus one; `__threadfence_block()` after the test before reading (or acq_rel atomics)",
+            )
+        )
+    return out
+
+
 def _write_after_wait(an, a):
     """A write after a grid barrier's wait by a thread the wait's acquire does not cover."""
     from tkcheck.checks.happens_before import describe_location
@@ -520,6 +577,18 @@ Shared-memory queues handed off through volatile `__shared__` indices (`checks/s
 a lane's slot access that no `__syncwarp` joins to the lane that stores the index (or that polled
 it), a slot written after the index store that announces it, and a slot reused by a side that
 never polls the other side's index are reported as accesses of two warps the indices do not order.
+
+Block-scope tickets (`checks/tickets.py`): the last warp (or warpgroup) of a block found with an
+atomic on a `__shared__` counter (`atomicAdd(&c, 1)`, `atomicInc`, a `thread_scope_block`
+`atomic_ref::fetch_add`) whose old value a branch tests -- directly, or after `__shfl_sync` passed
+lane 0's ticket to its warp. The counter orders a write before a read under the test only when
+the writer's stores are released before its arrival (`__threadfence_block()` between them, or a
+barrier that gathers them before the arriver's fence; or a release atomic), the read acquires
+(a fence after the test, or an acquiring atomic; a lane that got the ticket by the shuffle
+fences itself), and the tested value is the last ticket (every other arriver came first). A
+write after the arrival, a missing fence on either side or a test of another value (an arriver
+that releases the write may draw a later ticket) is reported with the execution that shows it:
+which thread draws which ticket.
 
 ## Why is this bad?
 `__syncwarp()` orders only the lanes of one warp. The lane that issues the TMA

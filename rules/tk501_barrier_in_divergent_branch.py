@@ -198,6 +198,8 @@ def _warp(an):
                 if mm.input_cond is not None
                 else ""
             )
+            if mm.when:
+                when += f" {mm.when},"
             reach = "reaches" if len(mm.reaching) == 1 else "reach"
             msg = (
                 f"{what} is a warp collective every lane named in its mask must execute, but in warp {mm.warp}"
@@ -222,6 +224,7 @@ def _warp(an):
                     "reaching": describe_lanes(mm.reaching),
                     "missing": describe_lanes(mm.missing),
                     **({"input": mm.input_text} if mm.input_cond is not None else {}),
+                    **({"execution": mm.when} if mm.when else {}),
                 },
                 help=help_,
             )
@@ -358,8 +361,13 @@ loads) is chosen by the input: a full-mask collective inside `if (key >= 0)`
 is reported for the input where only one lane takes the branch. A mask that is
 a `__ballot_sync` / `__match_any_sync` value names exactly the lanes that ran
 it (with the ballot's predicate true): a collective over it in the same
-iteration under the same guard is kept. `__activemask()` and other data leave
-the question undecided (`tkcheck coverage`).
+iteration under the same guard is kept. A branch on a block-scope ticket (the
+old value of an atomic on a `__shared__` counter, `checks/tickets.py`) is asked
+once per arriver that may draw the tested value: a ticket `__shfl_sync` passed
+from lane 0 to its warp takes every lane of the warp into the branch, a ticket
+only lane 0 holds takes lane 0 alone (a full-mask shuffle there is reported,
+with the execution: which thread draws which ticket). `__activemask()` and
+other data leave the question undecided (`tkcheck coverage`).
 
 ## Why is this bad?
 `bar.sync` waits for its full thread count. Threads that skip the branch never

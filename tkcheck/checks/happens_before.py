@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from . import cluster_handoff, ragged, shared_handoff
+from . import cluster_handoff, ragged, shared_handoff, tickets
 from .paths import flow, index_key, keys_may_alias
 
 # ops that may synchronise two threads in ways this engine does not pair (phases, flags):
@@ -161,6 +161,9 @@ class MemoryFacts:
     # accesses of a shared element in two loops handed off through volatile shared indices
     # (`shared_handoff.order`) that no index orders
     handoff_races: list = field(default_factory=list)
+    # a write and a read under a test of a block-scope ticket (`checks/tickets.py`) that the
+    # ticket's release -> acquire does not order
+    ticket_races: list = field(default_factory=list)
     # the locations whose ordering was asked (coverage's obligations): ("shared", buffer name)
     # per shared scalar written and read, ("global", id(signal op)) per counter raised after data,
     # ("lock", base, where) per word of global data in a kernel with a spin lock
@@ -550,6 +553,13 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                     continue
                 if ragged.ordered_into_loop(an, w, r):
                     continue  # a write before a loop threads leave on their own, a barrier between
+                through_ticket = tickets.pair(an, fl, w, r)
+                if through_ticket == "ordered":
+                    continue  # released before an arrival the reader's ticket acquires
+                if isinstance(through_ticket, tickets.TicketRace):
+                    out.ticket_races.append(through_ticket)
+                    found = True
+                    continue
                 if not w.guard.exact or not r.guard.exact:
                     chosen = _race_for_an_input(an, fl, w, r)
                     if chosen is not None:

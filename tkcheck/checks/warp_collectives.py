@@ -63,6 +63,9 @@ class Mismatch:
     # missing ones, every time they come to it (`_input_mismatch`); None: for every input
     input_cond: E.Expr | None = None
     input_text: str = ""  # input_cond as the source spells its load (`keys[base + i] >= 0`)
+    # a site under a test of a block-scope ticket: the execution asked (`thread 0 draws ticket 7
+    # of `arrived_s``, checks/tickets.py)
+    when: str = ""
 
 
 @dataclass
@@ -305,7 +308,27 @@ def _collectives(an: Analysis) -> WarpCollectives:
             reached[id(s.op)] = s.exact and _reached(an, s.op)
         return reached[id(s.op)]
 
+    # a class with sites under a test of a block-scope ticket (checks/tickets.py): asked once per
+    # arriver that may draw the tested value, its sites then exact instances
+    from . import tickets
+
+    work: list[tuple[str, list[ir.Op], int | None]] = []
+    back: dict[int, tuple[ir.Op, str]] = {}
     for ins, ops in sorted(by_instr.items()):
+        per = tickets.instances(an, ops)
+        if per is None:
+            work.append((ins, ops, None))
+            continue
+        for a, row in zip(per.arrivers, per.rows):
+            work.append((ins, row, a))
+            for o, inst in zip(ops, row):
+                if inst is not o:
+                    back[id(inst)] = (o, per.when(a))
+    for ins, ops, variant in work:
+        if variant is not None and (
+            any(mm.instr == ins for mm in out.mismatches) or any(u.instr == ins for u in out.undecided)
+        ):
+            continue  # settled by an earlier arriver's execution
         if all(warp_uniform_full(an, o) or kept_by_its_mask(an, o) for o in ops):
             continue  # every lane of a warp runs each site alike, and each is in the full mask, or
             # its mask is a run-time value naming exactly lanes that come to it: kept
@@ -396,6 +419,15 @@ def _collectives(an: Analysis) -> WarpCollectives:
                             )
         if unknown is not None and len(out.mismatches) == found_before:
             undecided(ins, unknown[0].op, f"`{unknown[0].op.api}`: {unknown[1]}")
+    if back:
+        for i, mm in enumerate(out.mismatches):
+            if id(mm.site) in back:
+                user, when = back[id(mm.site)]
+                others = [back[id(o)][0] if id(o) in back else o for o in mm.others]
+                out.mismatches[i] = replace(mm, site=user, others=others, when=when)
+        for u in out.undecided:
+            if id(u.site) in back:
+                u.site = back[id(u.site)][0]
     return out
 
 

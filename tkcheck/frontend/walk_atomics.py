@@ -293,6 +293,8 @@ class AtomicLowering:
                 order=sem,
                 scope=call.type.scope,
                 result=loaded.name if kind == ir.GLOBAL_LOAD else None,
+                old=loaded.name if kind != ir.GLOBAL_LOAD and rmw not in ("st", "cas") else None,
+                operand=vals[0] if rmw not in ("st", "cas") and vals and isinstance(vals[0], E.Expr) else None,
             )
             return loaded
         loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location

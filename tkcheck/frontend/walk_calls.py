@@ -247,10 +247,19 @@ class CallLowering:
             finally:
                 self.w.exprs._no_elem_access -= 1
             if isinstance(v, Obj) and v.kind == "shared" and v.type is not None and v.type.kind == "scalar":
-                for a in args[1:]:
-                    self.w.ev(a, ctx, cursor)
-                self.w.exprs.scalar_access(v, "write", ctx, cursor, atomic=K.CUDA_ATOMICS_OP.get(base, base))
-                return E.opaque(base)
+                vals = [self.w.ev(a, ctx, cursor) for a in args[1:]]
+                # the old value is a Var of its own (a ticket a branch may test, checks/tickets.py)
+                old = E.opaque(base)
+                self.w.exprs.scalar_access(
+                    v,
+                    "write",
+                    ctx,
+                    cursor,
+                    atomic=K.CUDA_ATOMICS_OP.get(base, base),
+                    old=old.name if isinstance(old, E.Var) else None,
+                    operand=vals[0] if vals and isinstance(vals[0], Expr) and base != "atomicCAS" else None,
+                )
+                return old
         if (
             base in K.MULTI_GPU_OPS
             and args

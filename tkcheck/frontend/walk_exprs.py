@@ -1044,6 +1044,8 @@ class ExprEvaluation:
         order: str | None = None,
         scope: str | None = None,
         result: str | None = None,
+        old: str | None = None,
+        operand: Expr | None = None,
     ):
         """A generic load/store (or an atomic) of a `__shared__` scalar variable: an SMEM_ACCESS op
         via "scalar", its buffer Ref the variable's name."""
@@ -1071,6 +1073,8 @@ class ExprEvaluation:
                     result=result,
                     order=order,
                     scope=scope,
+                    old=old,
+                    operand=operand,
                 ),
             ),
             ctx,

@@ -463,6 +463,10 @@ class AccessFacts:
     # a read in a condition the walk evaluates for its memory events (a spin's `while (tail <= i)`):
     # the Var that stands for the loaded value in SpinFacts.cond
     result: str | None = None
+    # an atomic read-modify-write: the Var of the old value it returns (a ticket a branch may
+    # test, checks/tickets.py) and its operand (`atomicAdd`'s increment, `atomicInc`'s limit)
+    old: str | None = None
+    operand: Expr | None = None
 
 
 @dataclass(frozen=True)
