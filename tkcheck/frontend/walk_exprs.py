@@ -811,7 +811,8 @@ class ExprEvaluation:
         that operator (a pipeline state's `operator++` advancing slot and phase): the operator's
         body inlined on the object, so its fields change as the method changes them. None when
         the target is no such object (the update is arithmetic)."""
-        obj = self.ev(node.target, replace(ctx, dry=True), cursor)
+        assert isinstance(node.target, cexpr.Name)
+        obj = ctx.env.lookup(node.target.segments[0].name)
         if not isinstance(obj, Rec) or obj.struct is None:
             return None
         members = obj.struct.env.vars
@@ -828,7 +829,7 @@ class ExprEvaluation:
 
     def assign(self, node: cexpr.Assign, ctx: Ctx, cursor):
         op, lhs, rhs = node.op, node.target, node.value
-        if op != "=" and isinstance(lhs, (cexpr.Name, cexpr.Member)):
+        if op != "=" and isinstance(lhs, cexpr.Name) and len(lhs.segments) == 1:
             rec = self._overloaded_update(node, ctx, cursor)
             if rec is not None:
                 return rec
