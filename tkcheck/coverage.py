@@ -257,6 +257,7 @@ class CodeIndex(Protocol):
     def reachable_code(
         self, root: Any, exclude: Collection[Any] = ..., more_roots: Iterable[Any] = ..., dead: Collection[Any] = ...
     ) -> list[Any]: ...
+    def user_method_names(self) -> Collection[str]: ...  # member functions (with bodies) of the user's classes
 
 
 def census(
@@ -274,7 +275,9 @@ def census(
 
     cursors = builder.reachable_code(root_cursor, exclude, more_roots, dead)
     out: dict[tuple[str, int, int], Site] = {}
-    user_functions = set(builder.functions)
+    # the user's own functions and member functions (a pipeline class's `producer_acquire`, its
+    # private static `wait`): the walk inlines them, their sync sites are the PTX / calls inside
+    user_functions = set(builder.functions) | set(builder.user_method_names())
     for cur in cursors:
         ext = cur.extent
         if ext.start.file is None:

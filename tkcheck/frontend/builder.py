@@ -130,6 +130,7 @@ class ModelBuilder:
         self.globals_env = Env()
         self.ns_envs: dict[tuple[str, ...], Env] = {}  # namespace path -> its scope (a child of the enclosing one)
         self.functions: dict[str, list] = {}  # user device functions by name (with bodies)
+        self._method_names: frozenset[str] | None = None  # user_method_names(), computed once
         self.structs: dict[str, Any] = {}  # user struct/class cursors by name
         self.partial_specs: dict[str, list] = {}  # partial specializations of user class templates
         self.kernels: list = []  # __global__ function cursors in the main file
@@ -394,6 +395,20 @@ class ModelBuilder:
                         pass
                     env.define(ch.spelling, E.Const(enum_val))
                     enum_val += 1
+
+    def user_method_names(self) -> frozenset[str]:
+        """The names of the member functions with a body of the user's classes and structs."""
+        if self._method_names is None:
+            names = set()
+            for c in self.structs.values():
+                for d in c.walk_preorder():
+                    if d.kind in (CK.CXX_METHOD, CK.FUNCTION_TEMPLATE) and d.semantic_parent is not None:
+                        if d.semantic_parent.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE) and any(
+                            ch.kind == CK.COMPOUND_STMT for ch in d.get_children()
+                        ):
+                            names.add(d.spelling)
+            self._method_names = frozenset(names)
+        return self._method_names
 
     def env_for(self, cursor) -> Env:
         """The scope a declaration's names resolve in: its namespace's, else the file's."""

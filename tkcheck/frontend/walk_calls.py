@@ -365,15 +365,15 @@ class CallLowering:
                 base = K.transposed_mma_name(base, ts[0], ts[1])
         if (
             not quals
-            and base in self.w.mb.functions
             and (base in K.THREAD_OPS or base in K.LIBCU_FUNCTIONS or base in K.REGISTER_OPS)
             and _calls_user_function(cursor, base, self.w.mb)
         ):
-            # the user's own `arrive` / `wait` / `init` (PTX helpers named as TK's calls are): the
-            # compiler calls the user's definition, so its body is walked, never TK's op
+            # the user's own `arrive` / `wait` / `init` (PTX helpers named as TK's calls are, free
+            # functions or members of the user's class: a pipeline class's private static `wait`):
+            # the compiler calls the user's definition, so its body is walked, never TK's op
             own = self.w.inline.resolve_callable(segs, ctx)
             if isinstance(own, Func):
-                return self.w.inline.expand(own, args, ctx, cursor, btargs)
+                return self.w.inline.expand(own, args, ctx, cursor, btargs, this=_same_object(own, segs, ctx))
         if base in ("atomic_thread_fence", "atomic_signal_fence") and base not in self.w.mb.functions:
             r = self.w.atomics.fence(base, args, ctx, cursor)
             if r is not NotImplemented:
@@ -459,16 +459,7 @@ class CallLowering:
         if target is None:
             target = self.w.inline.resolve_callable(segs, ctx)
         if isinstance(target, Func):
-            # a member function calling another member of the same object: the same `this`
-            this = _enclosing_this(ctx.env) if target.owner is not None and len(segs) == 1 else None
-            if (
-                this is not None
-                and this.struct is not None
-                and target.owner is not None
-                and this.struct.cursor.hash != target.owner.cursor.hash
-            ):
-                this = None
-            return self.w.inline.expand(target, args, ctx, cursor, btargs, this=this)
+            return self.w.inline.expand(target, args, ctx, cursor, btargs, this=_same_object(target, segs, ctx))
         if isinstance(target, Lambda):
             return self.w.inline.expand_lambda(target, args, ctx, cursor)
         # unknown call: evaluate args (for side effects), result opaque
@@ -1340,6 +1331,20 @@ def _enclosing_this(env: Env | None) -> Rec | None:
     return None
 
 
+def _same_object(target: Func, segs: list, ctx: Ctx) -> Rec | None:
+    """A member function calling another member of the same object by its bare name: the same
+    `this` (None for a free function or a member of another struct)."""
+    this = _enclosing_this(ctx.env) if target.owner is not None and len(segs) == 1 else None
+    if (
+        this is not None
+        and this.struct is not None
+        and target.owner is not None
+        and this.struct.cursor.hash != target.owner.cursor.hash
+    ):
+        return None
+    return this
+
+
 def _calls_named(cursor, name: str):
     """The `CALL_EXPR` cursors of `name(...)` in the statement at `cursor` (none without one)."""
     if cursor is None:
@@ -1357,7 +1362,11 @@ def _calls_user_function(cursor, name: str, mb) -> bool:
     try:
         for c in _calls_named(cursor, name):
             ref = c.referenced
-            if ref is None or ref.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE) or not mb._in_user_code(ref):
+            if (
+                ref is None
+                or ref.kind not in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD)
+                or not mb._in_user_code(ref)
+            ):
                 return False
             seen = True
     except (ValueError, AttributeError):

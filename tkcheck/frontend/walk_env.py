@@ -39,6 +39,8 @@ class Env:
             if name in e.vars:
                 return e.vars[name]
             if isinstance(e, (BranchEnv, ThisEnv)):
+                if dyn is not None and "." in name and not e.has(name):
+                    return dyn.lookup(name)  # a caller's object field seen from a method's scope
                 return e.lookup(name)
             dyn = dyn or e.dynamic
             e = e.parent
@@ -52,7 +54,7 @@ class Env:
             if name in e.vars:
                 return True
             if isinstance(e, (BranchEnv, ThisEnv)):
-                return e.has(name)
+                return e.has(name) or (dyn is not None and "." in name and dyn.has(name))
             dyn = dyn or e.dynamic
             e = e.parent
         return dyn is not None and "." in name and dyn.has(name)
@@ -67,6 +69,8 @@ class Env:
                 e.vars[name] = value
                 return True
             if isinstance(e, (BranchEnv, ThisEnv)):
+                if dyn is not None and "." in name and not e.has(name):
+                    return dyn.assign(name, value)
                 return e.assign(name, value)
             dyn = dyn or e.dynamic
             e = e.parent

@@ -806,8 +806,33 @@ class ExprEvaluation:
         return E.opaque(cexpr.render(node))
 
     # -- assignment ----------------------------------------------------------
+    def _overloaded_update(self, node: cexpr.Assign, ctx: Ctx, cursor) -> Rec | None:
+        """`++pos`, `pos++`, `pos += k` on a local object of a user struct whose struct defines
+        that operator (a pipeline state's `operator++` advancing slot and phase): the operator's
+        body inlined on the object, so its fields change as the method changes them. None when
+        the target is no such object (the update is arithmetic)."""
+        assert isinstance(node.target, cexpr.Name)
+        obj = ctx.env.lookup(node.target.segments[0].name)
+        if not isinstance(obj, Rec) or obj.struct is None:
+            return None
+        members = obj.struct.env.vars
+        f, args = None, [node.value]
+        if node.op in ("+=", "-=") and isinstance(node.value, cexpr.Num) and node.value.value == 1:
+            # the parser spells `++x` / `x++` as `x += 1`: the struct's own increment first
+            f, args = members.get("operator++" if node.op == "+=" else "operator--"), []
+        if not isinstance(f, Func):
+            f, args = members.get(f"operator{node.op}"), [node.value]
+        if not isinstance(f, Func):
+            return None
+        self.w.inline.expand(f, args, ctx, cursor, None, this=obj)
+        return obj
+
     def assign(self, node: cexpr.Assign, ctx: Ctx, cursor):
         op, lhs, rhs = node.op, node.target, node.value
+        if op != "=" and isinstance(lhs, cexpr.Name) and len(lhs.segments) == 1:
+            rec = self._overloaded_update(node, ctx, cursor)
+            if rec is not None:
+                return rec
         val = self.ev(rhs, ctx, cursor)
         if op == "=" and isinstance(val, tuple) and val and val[0] == "tmem_tile" and not ctx.dry:
             if self._assign_tmem_tile(lhs, val, ctx, cursor):

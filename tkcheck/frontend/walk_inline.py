@@ -186,7 +186,9 @@ class InlineExpansion:
         if missing:
             self.w.types.bind_template_params_list(missing, fenv)
         for i, p in enumerate(params):
-            if i < len(vals):
+            if i < len(vals) and _by_value_object(vals[i], p.type.spelling):
+                self._copy_object(vals[i], p.spelling, fenv, ctx)
+            elif i < len(vals):
                 fenv.define(p.spelling, convert_int(vals[i], p.type.spelling))
             else:
                 toks = tokens_of(p)
@@ -223,6 +225,17 @@ class InlineExpansion:
             merged = _merge_returns(frame.returns, ctx.guard)
             return merged if merged is not None else E.opaque(f.name)
         return None
+
+    def _copy_object(self, rec: Rec, name: str, fenv: Env, ctx: Ctx) -> None:
+        """A local object of a user struct passed by value (`void acquire(Ring<S> r)`): the
+        callee's own copy, its scalar fields variables of the callee's scope starting from the
+        caller's values, so what the callee changes stays with the copy."""
+        path = f"{name}@{self._inlined}"
+        copy = replace(rec, fields=dict(rec.fields), path=path)
+        for f in rec.scalars:
+            v = ctx.env.lookup(f"{rec.path}.{f}")
+            fenv.define(f"{path}.{f}", v if v is not None else E.opaque(f"{path}.{f}"))
+        fenv.define(name, copy)
 
     def _argument(self, a: cexpr.Node, param: Any, ctx: Ctx, cursor: Any) -> Any:
         """An argument's value. A variable passed on to a pointer or reference parameter
@@ -386,6 +399,12 @@ class InlineExpansion:
                 callers=ctx.callers + ((call_loc,) if call_loc else ()),
             ),
         )
+
+
+def _by_value_object(v: Any, spelled: str) -> bool:
+    """A local object of a user struct handed to a parameter that is neither a reference nor a
+    pointer: the callee gets a copy."""
+    return isinstance(v, Rec) and v.path is not None and "&" not in spelled and "*" not in spelled
 
 
 def _opaque_to(value: Expr):

@@ -655,7 +655,7 @@ class StatementWalk:
         for i, (fn, cur) in enumerate(fields):
             if fn in rec.fields:
                 continue
-            v = init[i] if i < len(init) else None
+            v = init[i] if i < len(init) else self._member_default(st, cur, ctx)
             if isinstance(v, _ArrVal) or isinstance(v, (Obj, Rec, Allocator)) or (isinstance(v, tuple) and v):
                 rec.fields[fn] = v
                 continue
@@ -665,6 +665,27 @@ class StatementWalk:
                 ctx.env.define(f"{name}.{fn}", v if isinstance(v, Expr) else E.opaque(f"{name}.{fn}"))
         rec.scalars = tuple(scalars)
         return rec
+
+    def _member_default(self, st: StructType, cur: Any, ctx: Ctx) -> Any:
+        """The default member initializer of a scalar field (`int index = 0;`, `uint32_t phase{0};`),
+        evaluated in the struct's scope: the value a field of an object declared without an
+        initializer for it starts from (None: no initializer, or not a scalar's)."""
+        toks = tokens_of(cur)
+        if cur.spelling not in toks or "[" in cur.type.spelling:
+            return None
+        rest = toks[toks.index(cur.spelling) + 1 :]
+        if rest[-1:] == [";"]:
+            rest = rest[:-1]
+        if len(rest) >= 2 and rest[0] == "=":
+            expr = rest[1:]
+        elif len(rest) >= 3 and rest[0] == "{" and rest[-1] == "}":
+            expr = rest[1:-1]
+        else:
+            return None
+        if "," in expr or "{" in expr:
+            return None
+        v = self.w.ev(cexpr.parse_expression(expr, st.env.has), Ctx(env=st.env, guard=ctx.guard, dry=True))
+        return v if isinstance(v, Expr) and not v.free_vars() else None
 
     def _local_struct_record(self, st: StructType, prefix: str) -> Rec:
         """A local variable of user struct type (lcf's `consumer_state`): its register-tile

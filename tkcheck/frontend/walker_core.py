@@ -83,6 +83,7 @@ class ExprWalker(WalkerCore, Protocol):
     calls: CallLowering
     stmts: StatementWalk
     types: TypeResolution
+    inline: InlineExpansion  # a user struct's operator (`++pos`) inlined on the object
 
 
 class StatementWalker(WalkerCore, Protocol):
