@@ -97,6 +97,82 @@ def check(an):
     out.extend(_published(an))
     out.extend(handoff_findings(an, "TK407", ("release", "acquire")))
     out.extend(_unprotected(an))
+    out.extend(_torn(an))
+    return out
+
+
+# what each missing piece of a version-validated read leaves unordered (checks/versions.py)
+_TORN = {
+    "odd": (
+        "the reader keeps data read under a version number that the opening store writes (`{value}`, "
+        "the odd number of an update in progress): when both loads of `{ver}` read that number, the "
+        "record is read while the writer stores it, and the check passes",
+        "keep the data only when the first number is also even (`if (s1 & 1) continue;`), i.e. not "
+        "one the writer stores before its data",
+    ),
+    "unbracketed": (
+        "the data load comes after the second load of `{ver}`: the two loads do not bracket it, so "
+        "equal numbers say nothing about the data (the writer may store it after the second load)",
+        "load the version number again after the data (and a `__threadfence()`), then compare",
+    ),
+    "reader-first": (
+        "the data load is not ordered after the first load of `{ver}` (no acquire, no gpu-scope "
+        "fence between, or no barrier carrying it to this thread): it may read data older than that "
+        "version",
+        "load the version with `ld.acquire.gpu` (or `__threadfence()` after it), and `__syncwarp()` "
+        "before other lanes read",
+    ),
+    "reader-second": (
+        "the data load is not ordered before the second load of `{ver}` (no gpu-scope fence between: "
+        "an acquire of the second load orders only what follows it): the data may be read after the "
+        "version is re-read, so a torn record can pass the check",
+        "`__threadfence()` between the data loads and the second load of the version",
+    ),
+    "writer-open": (
+        "the writer's data store is not ordered after its opening store of `{ver}` (no gpu-scope fence "
+        "between, or no barrier carrying it to the storing thread): a reader may see the new data "
+        "before the record is marked as being written, with an even, unchanged number",
+        "`__threadfence()` after the opening store of the version, then `__syncwarp()` / "
+        "`__syncthreads()` before the other threads store",
+    ),
+    "writer-close": (
+        "the writer's data store is not ordered before its closing store of `{ver}` (no release, no "
+        "gpu-scope fence between): a reader may see the closing number before the data",
+        "`__threadfence()` before the closing store, or store it with `st.release.gpu`",
+    ),
+}
+
+
+def _torn(an) -> list:
+    """The happens-before engine's version-validated reads (`checks/versions.py`): a piece of the
+    sequence-lock protocol missing, so a reader may keep a record of two versions."""
+    from tkcheck.checks.versions import versions
+
+    n = an.threads.n
+    out = []
+    for tr in versions(an).torn:
+        rd = tr.read
+        what, fix = _TORN[tr.kind]
+        who = describe(an.threads.satisfying(tr.at.guard.thread) or frozenset(), n)
+        shown = str(tr.value) if tr.value is not None else ""
+        rel = [related(tr.other, "the other end of the pair left unordered")]
+        rel += [
+            related(rd.first, f"the first load of `{rd.version}`"),
+            related(rd.second, f"the second load of `{rd.version}`"),
+        ]
+        out.append(
+            finding(
+                "TK407",
+                f"{who}: `{_text(tr.at)[:50]}` under the version word `{rd.version}` (read, data, read "
+                f"again, kept when both reads agree): "
+                + what.format(ver=rd.version, value=shown)
+                + "; the reader may keep a record of two versions",
+                user_site(tr.at),
+                related=rel,
+                witness={"version": rd.version, "piece": tr.kind, "value": shown},
+                help=fix,
+            )
+        )
     return out
 
 
