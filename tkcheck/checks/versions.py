@@ -333,15 +333,22 @@ def _ask(an: Analysis, ops: list[ir.Op], rd: ValidatedRead, out: VersionFacts, s
     torn_before = len(out.torn)
     # the writers' brackets: per data store, the version stores around it in its iteration
     brackets = []
+    bracketed = []
     for d in rd.data:
+        mine = []
         for w in written[id(d)]:
             before = [v for v in vwrites if v.order < w.order and v.loops == w.loops]
             after = [v for v in vwrites if v.order > w.order and v.loops == w.loops]
-            if not before or not after:
-                undecided.append("a store of the data is not bracketed by two stores of the version word")
-                continue
-            brackets.append((d, before[-1], w, after[0]))
-    for d in rd.data:
+            if before and after:
+                mine.append((d, before[-1], w, after[0]))
+        if len(mine) != len(written[id(d)]):
+            # a store of the data outside a bracket of the version word: no sequence lock's
+            # writer (another protocol, or an initialisation), which this question does not read
+            undecided.append("a store of the data is not bracketed by two stores of the version word")
+            continue
+        brackets += mine
+        bracketed.append(d)
+    for d in bracketed:
         # the reader: the data between the two loads, each load ordered on its side
         if d.order > l2.order:
             out.torn.append(Torn(rd, "unbracketed", d, l2))
