@@ -630,6 +630,21 @@ two blocks and threads that name one element. A take whose result is thrown away
 (`(void)s.try_acquire()`) is no lock: two blocks may both pass it, so data both then
 access is reported too.
 
+Reads validated by a version word (a sequence lock, a generation counter;
+`checks/versions.py`): a reader loads the version (s1), its data, the version again
+(s2), and keeps the data only under a condition that implies `s1 == s2` (a later op's
+guard, or the exit of a retry loop); a writer brackets its data stores with an
+opening and a closing store of the version in one iteration. The reader keeps one
+version's data only when the opening store is ordered before the data stores (a
+gpu-scope fence after it, a barrier carrying that to the storing threads), the data
+stores before the closing store (a release or a fence), the first load before the
+data loads (an acquire or a fence), the data loads before the second load (a fence:
+an acquire of the second load orders nothing before it), the data loads lie between
+the two loads, and the condition rejects every value an opening store writes (z3,
+over the writer's loop counters: an odd number must be refused). Each missing piece
+is reported at the data load (the reader's pieces) or the data store (the writer's),
+with the other end of the pair; a piece whose order is not known is coverage.
+
 Release is cumulative only over what happens before it: a release atomic (or a
 fence and a relaxed atomic) by thread 0 publishes thread 0's stores and those a
 barrier orders before it. Other threads' stores with no barrier between them and

@@ -431,6 +431,15 @@ the blocks, for every grid size; undecided (coverage) when the flag is written
 elsewhere or through an unknown address, when the loop can end otherwise (a
 `break`, a `return`), inside an outer loop or under a block-uniform condition.
 
+A loop left by a `break` on a loaded value (`for (;;) {{ v = ld_acquire(flag); if (v ==
+last) break; ... }}`; `checks/versions.spin_exit`) waits for a value of the flag. Its
+values are its initial one (0, the host zeroing it) and those the kernel's stores of it
+write, each over its loops' counters within their trip counts. When z3 proves that none
+of them lets the loop leave, every thread running it spins forever (reported, with the
+values stored). When the writers' last store writes a value that leaves it (and the
+writers wait for nothing the spinners hold up, and the loop's conditions over the polls
+hold at that value), the loop is proved to end; otherwise undecided (coverage).
+
 A spin on a plain (neither volatile nor atomic) `__shared__` scalar whose loop does nothing else
 (`while (tail <= i) {{ }}`) is reported when its first look can read the initial value, at which the
 loop goes on: the compiler may load it once and spin on a register (`checks/shared_handoff.py`,
