@@ -292,8 +292,11 @@ def _validation(an: Analysis, ops: list[ir.Op], vals, l1: ir.Op, l2: ir.Op):
         if o.order > l2.order and o.loops[: len(l1.loops)] == l1.loops and o.guard.opaque:
             cands.append((E.conj(*o.guard.opaque), o))
     spin = next((o for o in ops if o.kind == ir.SPIN and o.loops and o.loops[-1] == lid), None)
-    if spin is not None and spin.spin is not None and spin.spin.goes_on is not None and spin.spin.cond is None:
-        cands.append((E.negate(spin.spin.goes_on), spin))
+    if spin is not None and spin.spin is not None:
+        if spin.spin.goes_on is not None and spin.spin.cond is None:
+            cands.append((E.negate(spin.spin.goes_on), spin))  # `if (ok) break;`
+        elif spin.spin.cond is not None and not spin.spin.breaks:
+            cands.append((E.negate(spin.spin.cond), spin))  # `do { ... } while (!ok);`
     for cond, where in cands:
         acc = E.substitute(cond, mapping)
         names = {v.name for v in acc.free_vars()}
