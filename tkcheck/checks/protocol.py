@@ -2736,7 +2736,14 @@ def _spin_waits(an: Analysis) -> SpinFacts:
         names = {v.name for v in facts.cond.free_vars()}
         read = [results[n] for n in names if n in results]
         if len(read) != 1:
-            undecided("its condition is no test of one value loaded from global memory")
+            # two loads of one word (`do { s1 = v; ...; s2 = v; } while (s1 != s2)`): the loop
+            # ends once the writers' last value is there, when that value leaves it
+            from .versions import spin_exit
+
+            if read and spin_exit(an, sp, body, facts.cond)[0] == "proved":
+                out.proved.append(sp)
+            else:
+                undecided("its condition is no test of one value loaded from global memory")
             continue
         poll = read[0]
         ga = poll.global_access

@@ -122,15 +122,69 @@ def _fold(e: E.Expr) -> E.Expr:
     return e
 
 
-def _stored(o: ir.Op) -> E.Expr | None:
-    """The value a plain store, a flag store (`st.release`, `atomic_ref::store`) or an exchange
-    writes; None when not known."""
+def _stored(an: Analysis, o: ir.Op) -> E.Expr | None:
+    """The value a plain store, a flag store (`st.release`, `atomic_ref::store`), an exchange or
+    a counted add writes; None when not known."""
     ga = o.global_access
     if ga is None or o.kind not in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL):
         return None
+    if o.kind == ir.GLOBAL_SIGNAL and ga.atomic == "add":
+        return _counted(an, o)
     if o.kind == ir.GLOBAL_SIGNAL and ga.atomic not in ("st", "exch"):
         return None
     return ga.operands[0] if len(ga.operands) == 1 and isinstance(ga.operands[0], E.Expr) else None
+
+
+def _counted(an: Analysis, o: ir.Op) -> E.Expr | None:
+    """The value `atomicAdd(v, c)` leaves in v when one thread is v's only writer and adds
+    constants to it in one loop (or none): after the i-th add of iteration k, k * S + (the
+    amounts of the adds up to it), S the iteration's sum -- from 0, the word's value before the
+    launch as the spin questions take it (the host zeroes it)."""
+    ga = o.global_access
+    assert ga is not None
+    ws = _writes(an, ga.base) if ga.base is not None else None
+    if not ws or len(o.loops) > 1:
+        return None
+    amounts = []
+    for w in sorted(ws, key=lambda x: x.order):
+        wa = w.global_access
+        if (
+            w.kind != ir.GLOBAL_SIGNAL
+            or wa is None
+            or wa.atomic != "add"
+            or len(wa.operands) != 1
+            or not isinstance(wa.operands[0], E.Const)
+            or w.guard != o.guard
+            or w.loops != o.loops
+        ):
+            return None
+        amounts.append((w, int(wa.operands[0].value)))
+    ex = an.threads.satisfying(o.guard.thread)
+    th = o.guard.thread
+    one = (
+        len(ex) == 1
+        if ex is not None
+        else isinstance(th, E.Bin) and th.op == "==" and str(th.a) == "tid" and isinstance(th.b, E.Const)
+    )
+    if not o.guard.exact or not one or not o.guard.uniform or o.guard.uniform != _one_block(o.guard.uniform):
+        return None
+    total = sum(a for _, a in amounts)
+    upto = sum(a for w, a in amounts if w.order <= o.order)
+    if not o.loops:
+        return E.Const(upto)
+    lp = an.model.loops.get(o.loops[0])
+    if lp is None:
+        return None
+    return E.binop("+", E.binop("*", lp.counter, E.Const(total)), E.Const(upto))
+
+
+def _one_block(uniform: tuple) -> tuple:
+    """`uniform` when it names one block (`blockIdx.x == c`): one thread of one block writes."""
+    ok = any(
+        isinstance(u, E.Bin) and u.op == "==" and {str(u.a), str(u.b)} & {"blockIdx.x"} and not u.depends_on(E.LOOP)
+        for u in uniform
+    )
+    return uniform if ok else ()
 
 
 def _writes(an: Analysis, base: str) -> list[ir.Op] | None:
@@ -161,17 +215,20 @@ def _bounds(an: Analysis, o: ir.Op) -> tuple[E.Expr, ...]:
 # ----------------------------------------------------------- who runs what ----
 
 
-def _runs_with(an: Analysis, o: ir.Op, t: int, anchor: ir.Op) -> bool:
-    """Thread t runs o whenever it runs `anchor` (o's conditions are the anchor's, or fewer)."""
-    if o.guard.blind or o.guard.exits is None and anchor.guard.exits is not None:
-        return False
+def _runs_with(an: Analysis, o: ir.Op, t: int, anchor: ir.Op) -> bool | None:
+    """Does thread t run o whenever it runs `anchor`? True: o's conditions are the anchor's, or
+    fewer (a loop each thread leaves on its own data, `Guard.exits`, counts as shared when both
+    are in it); False: t is not among o's threads; None: not known."""
     ex = an.threads.satisfying(o.guard.thread)
-    return (
-        ex is not None
-        and t in ex
-        and set(o.guard.uniform) <= set(anchor.guard.uniform)
-        and set(o.guard.opaque) <= set(anchor.guard.opaque)
-    )
+    if ex is None:
+        return None
+    if t not in ex:
+        return False
+    if o.guard.blind and not (o.guard.exits is not None and set(o.guard.exits) <= set(anchor.guard.exits or ())):
+        return None
+    if set(o.guard.uniform) <= set(anchor.guard.uniform) and set(o.guard.opaque) <= set(anchor.guard.opaque):
+        return True
+    return None
 
 
 def _threads(an: Analysis, o: ir.Op) -> list[int]:
@@ -194,7 +251,8 @@ def _partner(an: Analysis, t: int, o: ir.Op) -> int | None:
 def _joined(an: Analysis, between: list[ir.Op], t1: int, t2: int, anchor: ir.Op) -> bool | None:
     """A barrier among `between` that t1 and t2 both pass whenever `anchor` runs (`__syncwarp` of
     a mask naming both, a block barrier of every thread): t1's ops before it happen before t2's
-    after it. None: an op there may order them otherwise (a named barrier, an mbarrier, a call)."""
+    after it. None: an op there may order them otherwise (a named barrier, an mbarrier, a call,
+    a barrier only one of them or not known to run)."""
     from .happens_before import in_warp_mask
 
     if t1 == t2:
@@ -205,8 +263,10 @@ def _joined(an: Analysis, between: list[ir.Op], t1: int, t2: int, anchor: ir.Op)
             other = True
         if o.kind != ir.SYNC:
             continue
-        if not (_runs_with(an, o, t1, anchor) and _runs_with(an, o, t2, anchor)):
-            other = True
+        r1, r2 = _runs_with(an, o, t1, anchor), _runs_with(an, o, t2, anchor)
+        if not (r1 and r2):
+            if r1 is not False or r2 is not False:
+                other = True  # one of them, or not known: a chain through a third thread may order
             continue
         if o.sync_kind == "warp":
             if t1 // 32 == t2 // 32 and in_warp_mask(o, t1) and in_warp_mask(o, t2):
@@ -223,18 +283,20 @@ def _joined(an: Analysis, between: list[ir.Op], t1: int, t2: int, anchor: ir.Op)
 def _fenced(an: Analysis, ops: list[ir.Op], t_from: int, t_to: int, anchor: ir.Op) -> bool | None:
     """Is a gpu-scope fence among `ops` (program order, from an op of t_from to one of t_to)
     between them in the order: run by t_from and then carried to t_to by a barrier, or run by
-    t_to after a barrier from t_from?"""
+    t_to after a barrier from t_from? None: a fence whose threads are not known, or a barrier."""
     from .happens_before import GPU_FENCES
 
     unknown = False
     for i, f in enumerate(ops):
         if f.kind != ir.FENCE or f.fence_kind not in GPU_FENCES:
             continue
-        if _runs_with(an, f, t_from, anchor):
+        r_from, r_to = _runs_with(an, f, t_from, anchor), _runs_with(an, f, t_to, anchor)
+        if r_from:
             j = _joined(an, ops[i + 1 :], t_from, t_to, anchor)
-        elif _runs_with(an, f, t_to, anchor):
+        elif r_to:
             j = _joined(an, ops[:i], t_from, t_to, anchor)
         else:
+            unknown = unknown or r_from is None or r_to is None
             continue
         if j:
             return True
@@ -405,7 +467,7 @@ def _ask(an: Analysis, ops: list[ir.Op], rd: ValidatedRead, out: VersionFacts, s
                     break
     # the condition against every value an opening store writes
     for _d, w1, _w, _w2 in {id(b[1]): b for b in brackets}.values():
-        v = _stored(w1)
+        v = _stored(an, w1)
         if v is None:
             undecided.append("the value the opening version store writes is not known")
             continue
@@ -442,18 +504,22 @@ class SpinUnreached:
     initial: int
 
 
-def spin_exit(an: Analysis, sp: ir.Op, body: list[ir.Op]):
+def spin_exit(an: Analysis, sp: ir.Op, body: list[ir.Op], goes_on: E.Expr | None = None):
     """("never", SpinUnreached) | ("proved", None) | ("undecided", why) for a SPIN left by one
-    `break` on data (module docstring)."""
+    `break` on data (module docstring). With `goes_on` (a loop's own condition over two loads of
+    one word, `do { .. } while (s1 != s2)`), only "proved" or "undecided"."""
     from .. import solver
 
     facts = sp.spin
-    if facts is None or facts.goes_on is None:
+    only_proof = goes_on is not None
+    if goes_on is None and facts is not None:
+        goes_on = facts.goes_on
+    if facts is None or goes_on is None:
         return "undecided", "the loop is left by a `break` on data, not by its condition"
     if any(o.kind in (ir.EXIT, ir.CALL) for o in body):
         return "undecided", "the loop can end otherwise (a return or an unmodelled call)"
     vals = loaded_values(an)
-    names = {v.name for v in facts.goes_on.free_vars() if v.kind == E.OPAQUE}
+    names = {v.name for v in goes_on.free_vars() if v.kind == E.OPAQUE}
     polls = {n: vals[n] for n in names if n in vals and vals[n] in body}
     if not polls or len(polls) != len(names):
         return "undecided", "the loop is left by a `break` on data other than one value loaded from global memory"
@@ -469,11 +535,11 @@ def spin_exit(an: Analysis, sp: ir.Op, body: list[ir.Op]):
         return "undecided", "no thread of this kernel writes the flag (the host or another kernel may)"
     poll = min(polls.values(), key=lambda o: o.order)
     value = E.Var(f"{flag}[...]", E.OPAQUE)
-    leaves = E.negate(E.substitute(facts.goes_on, {n: value for n in polls}))
-    stored = [(w, _stored(w)) for w in writes]
+    leaves = E.negate(E.substitute(goes_on, {n: value for n in polls}))
+    stored = [(w, _stored(an, w)) for w in writes]
     if any(v is None for _, v in stored):
         return "undecided", "a write of the flag stores a value not known (an atomic update, an unknown operand)"
-    if len({id(p) for p in polls.values()}) != 1:
+    if len({id(p) for p in polls.values()}) != 1 or only_proof:
         # two loads of the flag (a retry loop that leaves once both agree): they may read two
         # values, so no value set bounds the exit; the last value may still end it
         if _last_value_leaves(an, sp, body, writes, leaves, value.name, vals, poll):
@@ -527,7 +593,7 @@ def _last_value_leaves(an, sp, body, writes, leaves, vname, vals, poll) -> bool:
     last = max(writes, key=lambda w: w.order)
     if any(w.guard != last.guard or w.loops != last.loops or not w.guard.exact for w in writes):
         return False
-    v = _stored(last)
+    v = _stored(an, last)
     if v is None:
         return False
     at_end = {}
@@ -541,13 +607,18 @@ def _last_value_leaves(an, sp, body, writes, leaves, vname, vals, poll) -> bool:
     final = E.substitute(v, at_end)
     if solver.always(E.substitute(leaves, {vname: final})) is not True:
         return False
+    # block 0 runs the writes (a writer under another block's condition may not exist)
+    if last.guard.uniform:
+        runs0 = E.substitute(E.conj(*last.guard.uniform), {"blockIdx.x": E.Const(0)})
+        if solver.always(runs0) is not True:
+            return False
     # the writers wait for nothing the spinners hold up: a wait, spin or block barrier on their
     # path is in blocks that never run the spin
     other_blocks = solver.always(E.negate(E.conj(*(last.guard.uniform + sp.guard.uniform)))) is True
     for o in an.model.ops:
         if o.order >= last.order or not set(last.guard.uniform) <= set(o.guard.uniform):
             continue
-        blocking = o.kind in (ir.SPIN, ir.MBAR_WAIT, ir.CALL) or (
+        blocking = o.kind in (ir.SPIN, ir.MBAR_WAIT, ir.CALL, ir.EXIT) or (
             o.kind == ir.SYNC and o.sync_kind not in ("warp", "block")
         )
         if blocking or (o.kind == ir.SYNC and not other_blocks):
