@@ -97,6 +97,82 @@ def check(an):
     out.extend(_published(an))
     out.extend(handoff_findings(an, "TK407", ("release", "acquire")))
     out.extend(_unprotected(an))
+    out.extend(_torn(an))
+    return out
+
+
+# what each missing piece of a version-validated read leaves unordered (checks/versions.py)
+_TORN = {
+    "odd": (
+        "the reader keeps data read under a version number that the opening store writes (`{value}`, "
+        "the odd number of an update in progress): when both loads of `{ver}` read that number, the "
+        "record is read while the writer stores it, and the check passes",
+        "keep the data only when the first number is also even (`if (s1 & 1) continue;`), i.e. not "
+        "one the writer stores before its data",
+    ),
+    "unbracketed": (
+        "the data load comes after the second load of `{ver}`: the two loads do not bracket it, so "
+        "equal numbers say nothing about the data (the writer may store it after the second load)",
+        "load the version number again after the data (and a `__threadfence()`), then compare",
+    ),
+    "reader-first": (
+        "the data load is not ordered after the first load of `{ver}` (no acquire, no gpu-scope "
+        "fence between, or no barrier carrying it to this thread): it may read data older than that "
+        "version",
+        "load the version with `ld.acquire.gpu` (or `__threadfence()` after it), and `__syncwarp()` "
+        "before other lanes read",
+    ),
+    "reader-second": (
+        "the data load is not ordered before the second load of `{ver}` (no gpu-scope fence between: "
+        "an acquire of the second load orders only what follows it): the data may be read after the "
+        "version is re-read, so a torn record can pass the check",
+        "`__threadfence()` between the data loads and the second load of the version",
+    ),
+    "writer-open": (
+        "the writer's data store is not ordered after its opening store of `{ver}` (no gpu-scope fence "
+        "between, or no barrier carrying it to the storing thread): a reader may see the new data "
+        "before the record is marked as being written, with an even, unchanged number",
+        "`__threadfence()` after the opening store of the version, then `__syncwarp()` / "
+        "`__syncthreads()` before the other threads store",
+    ),
+    "writer-close": (
+        "the writer's data store is not ordered before its closing store of `{ver}` (no release, no "
+        "gpu-scope fence between): a reader may see the closing number before the data",
+        "`__threadfence()` before the closing store, or store it with `st.release.gpu`",
+    ),
+}
+
+
+def _torn(an) -> list:
+    """The happens-before engine's version-validated reads (`checks/versions.py`): a piece of the
+    sequence-lock protocol missing, so a reader may keep a record of two versions."""
+    from tkcheck.checks.versions import versions
+
+    n = an.threads.n
+    out = []
+    for tr in versions(an).torn:
+        rd = tr.read
+        what, fix = _TORN[tr.kind]
+        who = describe(an.threads.satisfying(tr.at.guard.thread) or frozenset(), n)
+        shown = str(tr.value) if tr.value is not None else ""
+        rel = [related(tr.other, "the other end of the pair left unordered")]
+        rel += [
+            related(rd.first, f"the first load of `{rd.version}`"),
+            related(rd.second, f"the second load of `{rd.version}`"),
+        ]
+        out.append(
+            finding(
+                "TK407",
+                f"{who}: `{_text(tr.at)[:50]}` under the version word `{rd.version}` (read, data, read "
+                f"again, kept when both reads agree): "
+                + what.format(ver=rd.version, value=shown)
+                + "; the reader may keep a record of two versions",
+                user_site(tr.at),
+                related=rel,
+                witness={"version": rd.version, "piece": tr.kind, "value": shown},
+                help=fix,
+            )
+        )
     return out
 
 
@@ -553,6 +629,21 @@ element take the same word, and one such access outside the lock is reported wit
 two blocks and threads that name one element. A take whose result is thrown away
 (`(void)s.try_acquire()`) is no lock: two blocks may both pass it, so data both then
 access is reported too.
+
+Reads validated by a version word (a sequence lock, a generation counter;
+`checks/versions.py`): a reader loads the version (s1), its data, the version again
+(s2), and keeps the data only under a condition that implies `s1 == s2` (a later op's
+guard, or the exit of a retry loop); a writer brackets its data stores with an
+opening and a closing store of the version in one iteration. The reader keeps one
+version's data only when the opening store is ordered before the data stores (a
+gpu-scope fence after it, a barrier carrying that to the storing threads), the data
+stores before the closing store (a release or a fence), the first load before the
+data loads (an acquire or a fence), the data loads before the second load (a fence:
+an acquire of the second load orders nothing before it), the data loads lie between
+the two loads, and the condition rejects every value an opening store writes (z3,
+over the writer's loop counters: an odd number must be refused). Each missing piece
+is reported at the data load (the reader's pieces) or the data store (the writer's),
+with the other end of the pair; a piece whose order is not known is coverage.
 
 Release is cumulative only over what happens before it: a release atomic (or a
 fence and a relaxed atomic) by thread 0 publishes thread 0's stores and those a

@@ -10,7 +10,68 @@ from ._deadlock_common import classify, deadlock_finding
 
 
 def check(an):
-    return _spins(an) + _hoisted(an) + _counter_barriers(an) + _locks(an) + _roles(an)
+    return _spins(an) + _unreached(an) + _hoisted(an) + _counter_barriers(an) + _locks(an) + _roles(an)
+
+
+def _unreached(an):
+    """The progress engine's spins left by a `break` on a loaded value (`checks/versions.spin_exit`):
+    neither the flag's initial value nor any value the kernel's stores write lets the loop leave."""
+    from tkcheck.checks.threads import describe
+
+    out = []
+    n = an.threads.n
+    for su in P.spin_waits(an).unreached:
+        who = describe(an.threads.satisfying(su.spin.guard.thread) or frozenset(), n)
+        ga = su.poll.global_access
+        shown = str(su.exit)
+        values = [
+            f"`{(w.global_access.text if w.global_access else None) or w.api}` = {w.global_access.operands[0]}"
+            for w in su.writes[:3]
+            if w.global_access is not None and w.global_access.operands
+        ]
+        trace = [
+            TraceStep(
+                "every spinning block",
+                f"{who} polls `{su.flag}` (`{(ga.text if ga else None) or su.poll.api}`)",
+                su.poll.location,
+            )
+        ]
+        trace += [
+            TraceStep(
+                "the writer",
+                f"stores {v} (within its loops' trip counts): the loop's exit `{shown}` is false there",
+                w.location,
+            )
+            for w, v in zip(su.writes[:3], values)
+        ]
+        trace.append(
+            TraceStep(
+                "every spinning block",
+                f"the loop leaves only when `{shown}`, which no value `{su.flag}` ever holds ({su.initial} before "
+                "the launch, or a value stored above): it spins forever",
+                su.spin.location,
+                blocked=True,
+            )
+        )
+        out.append(
+            finding(
+                "TK502",
+                f"a loop left only by a `break` when `{shown}` ({who} spinning in it), but no write of `{su.flag}` in "
+                f"this kernel stores such a value ({'; '.join(values)}), and `{su.flag}` holds {su.initial} before "
+                "them (assuming the host zeroes it): the loop never ends and the kernel hangs",
+                su.spin.location,
+                related=[related(w, "a write of the flag: never the value the loop waits for") for w in su.writes[:3]],
+                witness={
+                    "flag": su.flag,
+                    "exit": shown,
+                    "initial": su.initial,
+                    "assumption": "flag zeroed before the launch",
+                },
+                trace=trace,
+                help="wait for a value the writer stores (its last one), or store the value the readers wait for",
+            )
+        )
+    return out
 
 
 def _hoisted(an):
@@ -369,6 +430,15 @@ passes first and every block spins: the "wait one ahead" of a serial split-K fix
 the blocks, for every grid size; undecided (coverage) when the flag is written
 elsewhere or through an unknown address, when the loop can end otherwise (a
 `break`, a `return`), inside an outer loop or under a block-uniform condition.
+
+A loop left by a `break` on a loaded value (`for (;;) {{ v = ld_acquire(flag); if (v ==
+last) break; ... }}`; `checks/versions.spin_exit`) waits for a value of the flag. Its
+values are its initial one (0, the host zeroing it) and those the kernel's stores of it
+write, each over its loops' counters within their trip counts. When z3 proves that none
+of them lets the loop leave, every thread running it spins forever (reported, with the
+values stored). When the writers' last store writes a value that leaves it (and the
+writers wait for nothing the spinners hold up, and the loop's conditions over the polls
+hold at that value), the loop is proved to end; otherwise undecided (coverage).
 
 A spin on a plain (neither volatile nor atomic) `__shared__` scalar whose loop does nothing else
 (`while (tail <= i) {{ }}`) is reported when its first look can read the initial value, at which the

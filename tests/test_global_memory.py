@@ -106,9 +106,13 @@ def test_libcu_atomics_are_global_events_with_order_and_scope(tmp_path):
 def test_spin_left_by_a_break_on_data_is_an_open_obligation():
     # round 11: a loop left only by a `break` on a loaded value was skipped by every engine, so
     # the kernel read "100% decided"; it is the progress engine's question, open with its reason
+    # round 12 (checks/versions.spin_exit): the exit is read against the values the kernel's
+    # stores of the word write; here no thread of the kernel writes it, so it stays open
     facts = protocol.spin_waits(_analysis("spin_break_on_data_undecided.cu"))
-    assert not facts.never and not facts.proved
-    assert [why for _, why in facts.undecided] == ["the loop is left by a `break` on data, not by its condition"]
+    assert not facts.never and not facts.proved and not facts.unreached
+    assert [why for _, why in facts.undecided] == [
+        "no thread of this kernel writes the flag (the host or another kernel may)"
+    ]
 
 
 def test_device_variable_ticket_is_a_counter_and_writes_after_it_are_unpublished():

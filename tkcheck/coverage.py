@@ -589,6 +589,7 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     add_memory_undecided(entry, an)
     add_spin_undecided(entry, an)
     add_lock_undecided(entry, an)
+    add_version_undecided(entry, an)
     add_bulk_store_undecided(entry, an)
     add_release_undecided(entry, an)
     add_descriptor_undecided(entry, an)
@@ -749,7 +750,7 @@ def add_spin_undecided(entry: KernelCoverage, an: Analysis) -> None:
     from .checks import protocol
 
     facts = protocol.spin_waits(an)
-    decided = len(facts.never) + len(facts.counter_hangs) + len(facts.proved)
+    decided = len(facts.never) + len(facts.counter_hangs) + len(facts.proved) + len(facts.unreached)
     entry.obligations += decided + len(facts.undecided)
     entry.obligations_decided += decided
     for sp, why in facts.undecided:
@@ -778,6 +779,28 @@ def add_lock_undecided(entry: KernelCoverage, an: Analysis) -> None:
     entry.obligations_decided += decided
     for sp, why in facts.undecided:
         entry.unknowns.append(Unknown(*_user_place(sp.location, an.model, why, sp.callers)))
+
+
+def add_version_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One obligation per read validated by a version word (`checks.versions`: are the reader's
+    data loads ordered against the writer's stores by the version protocol?): decided unless its
+    order was left undecided, listed with why."""
+    from .checks import versions
+
+    facts = versions.versions(an)
+    open_ = {id(l1) for l1, _ in facts.undecided}
+    entry.obligations += len(facts.reads) + sum(
+        1 for l1, _ in facts.undecided if all(r.first is not l1 for r in facts.reads)
+    )
+    entry.obligations_decided += sum(1 for r in facts.reads if id(r.first) not in open_)
+    for l1, why in facts.undecided:
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    l1.location, an.model, f"read validated by a version word: order not established: {why}", l1.callers
+                )
+            )
+        )
 
 
 def add_memory_undecided(entry: KernelCoverage, an: Analysis) -> None:

@@ -2638,6 +2638,9 @@ class SpinFacts:
     # instance no block's arrival releases, and the spins proved left by every block
     counter_hangs: list = field(default_factory=list)  # grid_barriers.CounterHang
     proved: list[ir.Op] = field(default_factory=list)
+    # spins left by a `break` on a loaded value that no value of the flag lets them take
+    # (checks/versions.spin_exit): a hang
+    unreached: list = field(default_factory=list)  # versions.SpinUnreached
     # (spin head, why the argument does not apply): coverage, never a finding
     undecided: list[tuple[ir.Op, str]] = field(default_factory=list)
 
@@ -2716,16 +2719,31 @@ def _spin_waits(an: Analysis) -> SpinFacts:
             continue
         if facts is None or facts.cond is None:
             # a loop left by a `break` on data (`for (;;) { ...; if (s == last) break; }`): a
-            # wait on whoever makes that data true, which no argument here follows -- an open
-            # obligation, never a silent pass
-            undecided("the loop is left by a `break` on data, not by its condition")
+            # wait for a value of the word it loads, against the values the kernel's stores of
+            # that word write (checks/versions.spin_exit); what it cannot settle stays open
+            from .versions import spin_exit
+
+            verdict, what = spin_exit(an, sp, body)
+            if verdict == "never":
+                out.unreached.append(what)
+            elif verdict == "proved":
+                out.proved.append(sp)
+            else:
+                undecided(what)
             continue
         polls = [o for o in body if o.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL) and o.global_access is not None]
         results = {o.global_access.result: o for o in polls if o.global_access.result}  # type: ignore[union-attr]
         names = {v.name for v in facts.cond.free_vars()}
         read = [results[n] for n in names if n in results]
         if len(read) != 1:
-            undecided("its condition is no test of one value loaded from global memory")
+            # two loads of one word (`do { s1 = v; ...; s2 = v; } while (s1 != s2)`): the loop
+            # ends once the writers' last value is there, when that value leaves it
+            from .versions import spin_exit
+
+            if read and spin_exit(an, sp, body, facts.cond)[0] == "proved":
+                out.proved.append(sp)
+            else:
+                undecided("its condition is no test of one value loaded from global memory")
             continue
         poll = read[0]
         ga = poll.global_access

@@ -225,7 +225,13 @@ class AsmLowering:
                 if not ctx.env.assign(toks[0], v):
                     ctx.env.define(toks[0], v)
                 result = v.name
-        return replace(ga, base=base, result=result)
+        operands = ga.operands
+        if p.value_operand is not None and p.value_operand < len(ops):
+            # the value a flag store writes (a spin on the word waits for one of them)
+            stored = self._ptx_value(c, ctx, f"%{p.value_operand}")
+            if stored is not None:
+                operands = (stored,)
+        return replace(ga, base=base, result=result, operands=operands)
 
     def _outputs(self, c: Any, ctx: Ctx, ptx: str) -> None:
         """The variables the asm statement writes (`"=r"(x)`, `"+r"(x)`) take what it leaves in

@@ -315,6 +315,8 @@ class AtomicLowering:
                     form="object",
                     base=self.w.exprs.global_base(v),
                     scope=call.type.scope,
+                    # a store's value (a spin on the word may wait for it)
+                    operands=(vals[0],) if rmw == "st" and vals and isinstance(vals[0], E.Expr) else (),
                 ),
             ),
             ctx,
