@@ -97,6 +97,78 @@ def check(an):
     out.extend(_published(an))
     out.extend(handoff_findings(an, "TK407", ("release", "acquire")))
     out.extend(_unprotected(an))
+    out.extend(_epoch_races(an))
+    return out
+
+
+def _epoch_races(an) -> list:
+    """Global data of a loop whose blocks synchronise through epoch flags (`checks/epochs.py`): a
+    store and another block's access of the same element that no raise -> wait of the instance
+    orders, in either direction."""
+    from tkcheck.checks import epochs
+    from tkcheck.checks.happens_before import describe_location
+
+    facts = epochs.epochs(an)
+    out = []
+    # one finding per memory: its first race (a read of an older value before a write ahead)
+    first: dict[str, object] = {}
+    for r in sorted(facts.races, key=lambda r: (r.war, r.second_at[1], r.first_at[1])):
+        first.setdefault(r.first.global_access.base if r.first.global_access else "", r)
+    for r in [x for x in facts.races if any(x is y for y in first.values())]:
+        (fb, fi), (sb, si) = r.first_at, r.second_at
+        flag = r.wait.raise_.flag if r.wait is not None else (facts.raises[0].flag if facts.raises else "flag")
+        if r.wait is None:
+            how = f"no chain of raises and waits orders block {fb}'s access before it"
+        elif r.synced is None or r.synced < 0:
+            how = (
+                f"block {sb}'s last wait on `{flag}[...]` of block {fb} before it (line "
+                f"{r.wait.spin.location.row}) is left by the flag's value from before the launch: it synchronises "
+                "with no raise"
+            )
+        else:
+            how = (
+                f"block {sb}'s last wait on `{flag}[...]` of block {fb} before it (line {r.wait.spin.location.row}) "
+                f"synchronises with block {fb}'s raise of iteration {r.synced} at most, which "
+                + ("comes before that read" if r.war else "does not follow that store")
+            )
+        if r.war:
+            what = (
+                f"block {sb} overwrites `{describe_location(r.second)[:50]}` in iteration {si} while block {fb} may "
+                f"still read the value there in its iteration {fi} (`{describe_location(r.first)[:50]}`): {how}; "
+                "the writer may run ahead of the reader by more iterations than the data has buffers"
+            )
+        elif r.second.kind == ir.GLOBAL_STORE:
+            what = (
+                f"block {sb} stores `{describe_location(r.second)[:50]}` in iteration {si}, which block {fb} stores "
+                f"in its iteration {fi} too (`{describe_location(r.first)[:50]}`), but {how}: the stores race"
+            )
+        else:
+            what = (
+                f"block {sb} reads `{describe_location(r.second)[:50]}` in iteration {si}, which block {fb} stores "
+                f"in its iteration {fi} (`{describe_location(r.first)[:50]}`), but {how}: the read may see an "
+                "older iteration's value"
+            )
+        out.append(
+            finding(
+                "TK407",
+                f"epoch flags: {what} (element {r.element}; an instance of {r.grid} blocks x {r.trip} iterations)",
+                user_site(r.second),
+                related=[related(r.first, "the other block's access of the element")]
+                + ([related(r.wait.spin, "the wait that should order them")] if r.wait is not None else []),
+                witness={
+                    "first": [fb, fi],
+                    "second": [sb, si],
+                    "element": r.element,
+                    "war": r.war,
+                    "synced": r.synced,
+                    "grid": r.grid,
+                },
+                help="wait for the epoch of the iteration whose data is read (the raise after the store: "
+                "`flag >= base + it + 1`), and give the data one buffer per iteration in flight (index it by "
+                "the iteration's parity) so that a block's next store cannot overwrite what a slower neighbour "
+                "still reads",
+            )
+        )
     return out
 
 
@@ -143,6 +215,10 @@ def _published(an) -> list:
                     "blocks that read the count, and no gpu-scope release fence (`__threadfence()`, "
                     "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read stale data"
                     if p.why == "scope"
+                    else ", but the flag is raised with a plain or volatile store, which is relaxed (it releases "
+                    "nothing), and no release fence (`__threadfence()`, `fence.acq_rel.gpu`) orders the data before "
+                    "it: a block whose spin sees the flag may read stale data"
+                    if p.signal.kind == ir.GLOBAL_STORE
                     else ", but the counter is a relaxed atomic and no release fence (`__threadfence()`, "
                     "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read "
                     "stale data"

@@ -10,7 +10,7 @@ from ._deadlock_common import classify, deadlock_finding
 
 
 def check(an):
-    return _spins(an) + _hoisted(an) + _counter_barriers(an) + _locks(an) + _roles(an)
+    return _spins(an) + _epoch_hangs(an) + _hoisted(an) + _counter_barriers(an) + _locks(an) + _roles(an)
 
 
 def _hoisted(an):
@@ -194,6 +194,58 @@ def _locks(an):
                 help=f"release the lock by writing its free value: `atomicExch(&{lk.word.lstrip('*')}, {lk.free})`"
                 if not lk.where
                 else f"release the lock by writing its free value {lk.free}",
+            )
+        )
+    return out
+
+
+def _epoch_hangs(an):
+    """The epoch engine's run of the launch (`checks/epochs.py`, read through
+    `protocol.spin_waits`): a block left at a spin on a neighbour's epoch flag, waiting for an
+    epoch that block does not raise before it waits itself (or ever)."""
+    out = []
+    for h in P.spin_waits(an).epoch_hangs:
+        w = h.wait
+        flag = w.raise_.flag
+        trace = [
+            TraceStep(f"block {st.block}", f"iteration {st.iteration}: {st.text}", st.op.location, blocked="waits" in st.text)
+            for st in h.chain[:4]
+        ]
+        if len(h.chain) > 4:
+            trace.append(
+                TraceStep(f"blocks {h.chain[4].block}..", f"{len(h.chain) - 4} more blocks in the chain", h.chain[-1].op.location)
+            )
+        if h.needed is None:
+            why = (
+                f"block {h.owner} raises it to {h.last} at most, and no value it ever raises ends the wait"
+                if h.last
+                else f"block {h.owner} never raises it"
+            )
+        else:
+            why = (
+                f"block {h.owner} raises the epoch that ends it only in its iteration {h.needed}, which it "
+                "does not reach: it is waiting itself, in a chain of blocks that wait on one another (the trace)"
+            )
+        out.append(
+            finding(
+                "TK502",
+                f"block {h.block} waits in iteration {h.iteration} of its loop until `{flag}[{h.owner}]` leaves "
+                f"`{h.condition}`, but {why}: the block spins for ever (an instance of {h.grid} blocks x "
+                f"{h.trip} iterations, launch values in the epochs at 0)",
+                w.spin.location,
+                related=[related(w.raise_.op, "the only raise of the flag")],
+                witness={
+                    "block": h.block,
+                    "iteration": h.iteration,
+                    "owner": h.owner,
+                    "condition": h.condition,
+                    "last": h.last,
+                    "grid": h.grid,
+                    "trip": h.trip,
+                },
+                trace=trace,
+                help="wait for the epoch the other block raises in the same iteration before it waits "
+                "(`flag >= base + it + 1`), never for one it raises only after waiting on this block",
             )
         )
     return out

@@ -598,7 +598,7 @@ _PTX_ATOMIC_OP = re.compile(r"\b(red|atom)((?:\.[a-z0-9_:]+)+)")
 _PTX_GLOBAL_LOAD = re.compile(r"\bld((?:\.[\w:]+)*?\.global(?:\.[\w:]+)*)")
 _PTX_FLAG_STORE = re.compile(r"\bst\.(release|relaxed)\.[a-z.:]*global\b")
 _PTX_DATA_STORE = re.compile(r"\bst(?:\.weak)?\.global\b")
-_PTX_STORE_OPERANDS = re.compile(r"\bst[.\w:]*\s+\[\s*%(\d+)\s*\]")
+_PTX_STORE_OPERANDS = re.compile(r"\bst[.\w:]*\s+\[\s*%(\d+)\s*\](?:\s*,\s*%(\d+)\b)?")
 # the operands of a global load / atomic: `ld... %0, [%1]`, `red... [%0], %1`, `atom... %0, [%1], %2`
 _PTX_LOAD_OPERANDS = re.compile(r"\bld[.\w:]*\s+(?:%(\d+)|\{[^}]*\})\s*,\s*\[\s*%(\d+)\s*\]")
 _PTX_ATOMIC_OPERANDS = re.compile(r"\b(?:red|atom)[.\w:]*\s+(?:%(?P<out>\d+)\s*,\s*)?\[\s*%(?P<addr>\d+)\s*\]")
@@ -791,6 +791,8 @@ class PtxOp:
     # GLOBAL_LOAD / GLOBAL_SIGNAL: the operand the loaded (old) value is written to (`%0` of
     # `ld.acquire.gpu.global.b32 %0, [%1]`, of `atom.add %0, [%1], %2`)
     out_operand: int | None = None
+    # GLOBAL_SIGNAL `st`: the operand stored (`%1` of `st.release.gpu.global.u32 [%0], %1`)
+    value_operand: int | None = None
     count_operand: int | None = None
     count: int | None = None
     bytes: int | None = None
@@ -891,6 +893,7 @@ def ptx_ops(ptx: str) -> PtxOps:
                     scope=_ptx_scope(_ptx_instruction(ptx, ms.start()).split()[0].split(".")),
                 ),
                 addr_operand=int(mops.group(1)) if mops else None,
+                value_operand=int(mops.group(2)) if mops and mops.group(2) else None,
             )
         )
     elif _PTX_DATA_STORE.search(ptx):
