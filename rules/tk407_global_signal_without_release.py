@@ -630,6 +630,23 @@ two blocks and threads that name one element. A take whose result is thrown away
 (`(void)s.try_acquire()`) is no lock: two blocks may both pass it, so data both then
 access is reported too.
 
+A plain or volatile store of a flag that a spin of the kernel polls, of a value that can end
+that spin (z3: `*(volatile unsigned *)&flag[b] = epoch`), is a signal too, a relaxed one: with
+no gpu-scope fence before it, it publishes none of the data written before it (round 12).
+
+Epoch flags (`checks/epochs.py`, round 12): blocks that synchronise point to point through
+per-block flags raised once per loop iteration with a growing value (`flag[b] = base + it + 1`)
+and spins of other blocks waiting for an epoch of their own iteration. On the launch's instance
+(the grid size of the file's launches, the loop's constant trip count, launch values at 0),
+vector clocks over the raises and waits give, for a store of global data in the loop and
+another block's access of the same element (evaluated per block and iteration), whether a
+raise after one reaches, through the waits, a point before the other. Neither way is a race,
+reported at the second access: a wait one epoch short (`< epoch - 1`: the read sees an older
+iteration's halo), or one buffer where the iterations in flight need two (a neighbour's next
+store while this block still reads the current value: index the buffer by the iteration's
+parity). The memory order of each hop (release, fence, acquire, the block barriers) is the
+queries' above; this one asks only which iteration a wait synchronises with.
+
 Release is cumulative only over what happens before it: a release atomic (or a
 fence and a relaxed atomic) by thread 0 publishes thread 0's stores and those a
 barrier orders before it. Other threads' stores with no barrier between them and

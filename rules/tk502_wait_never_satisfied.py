@@ -208,12 +208,18 @@ def _epoch_hangs(an):
         w = h.wait
         flag = w.raise_.flag
         trace = [
-            TraceStep(f"block {st.block}", f"iteration {st.iteration}: {st.text}", st.op.location, blocked="waits" in st.text)
+            TraceStep(
+                f"block {st.block}", f"iteration {st.iteration}: {st.text}", st.op.location, blocked="waits" in st.text
+            )
             for st in h.chain[:4]
         ]
         if len(h.chain) > 4:
             trace.append(
-                TraceStep(f"blocks {h.chain[4].block}..", f"{len(h.chain) - 4} more blocks in the chain", h.chain[-1].op.location)
+                TraceStep(
+                    f"blocks {h.chain[4].block}..",
+                    f"{len(h.chain) - 4} more blocks in the chain",
+                    h.chain[-1].op.location,
+                )
             )
         if h.needed is None:
             why = (
@@ -442,6 +448,18 @@ writes the free value back (z3: `atomicExch(lock, 1)` where 0 frees it), the
 second acquisition -- a second thread of the block, or the holder of a second
 block -- spins forever. A lock whose first release writes the free value is
 decided freed; a release of an unknown value is undecided.
+
+Epoch flags (`checks/epochs.py`, round 12): per-block flags raised once per iteration of a
+loop with a value that grows with the iteration (`st_release(&flag[b], base + it + 1)`) and
+waited on by spins of other blocks inside the same loop (`while (ld_acquire(&flag[b + 1]) <
+base + it + 1) {{}}`): each wait passes at the raise of the smallest writer iteration whose value
+ends its loop. The launch's instance (the grid size of the file's launches, the loop's constant
+trip count, launch values in the epochs at 0, each flag holding before the launch the value its
+raise gives iteration -1) is run block by block as far as each can go; a block left at a wait is
+reported, with the chain of blocks that wait on one another: a wait for an epoch the neighbour
+raises only after waiting on this block (a cyclic wait), or one no raise of the whole run
+reaches (waiting one epoch too far in the last iteration). A run that ends proves nothing for
+other grids or trip counts: the spin stays undecided (coverage, saying what was run).
 
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only

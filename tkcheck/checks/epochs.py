@@ -135,7 +135,13 @@ def raised_flags(an: Analysis) -> set[str]:
         names = {v.name for v in sp.spin.cond.free_vars()}  # type: ignore[union-attr]
         for o in m.ops:
             ga = o.global_access
-            if o.kind == ir.GLOBAL_LOAD and ga is not None and ga.result in names and ga.base and sp.loops[-1] in o.loops:
+            if (
+                o.kind == ir.GLOBAL_LOAD
+                and ga is not None
+                and ga.result in names
+                and ga.base
+                and sp.loops[-1] in o.loops
+            ):
                 polled.add(ga.base)
     return polled
 
@@ -162,7 +168,10 @@ def _signal_stores(an: Analysis) -> frozenset[int]:
         polls = [
             o
             for o in m.ops
-            if o.kind == ir.GLOBAL_LOAD and sp.loops[-1] in o.loops and (ga := _ga(o)) is not None and ga.result in names
+            if o.kind == ir.GLOBAL_LOAD
+            and sp.loops[-1] in o.loops
+            and (ga := _ga(o)) is not None
+            and ga.result in names
         ]
         for poll in polls:
             pga = _ga(poll)
@@ -232,7 +241,13 @@ def _epochs(an: Analysis) -> EpochFacts:
         ga = _ga(w)
         assert ga is not None
         value = _value_of(w)
-        if not w.loops or value is None or ga.index is None or not w.guard.exact or (ga.atomic not in (None, "st", "exch")):
+        if (
+            not w.loops
+            or value is None
+            or ga.index is None
+            or not w.guard.exact
+            or (ga.atomic not in (None, "st", "exch"))
+        ):
             continue
         lp = m.loops.get(w.loops[-1])
         if lp is None:
@@ -440,7 +455,7 @@ def _run(an: Analysis, out: EpochFacts, grid: int, trip: int, steps) -> None:
     NONE = 0
     done = [0] * grid  # steps run per block
     raised_at: list[dict[int, int]] = [dict() for _ in range(grid)]  # block -> iteration -> step index
-    clocks: list[list[list[tuple[int, int]]]] = [[] for _ in range(grid)]  # per block, per step run
+    clocks: list[list[list[int]]] = [[] for _ in range(grid)]  # per block, per step run: positions
     progress = True
     while progress:
         progress = False
@@ -460,7 +475,7 @@ def _run(an: Analysis, out: EpochFacts, grid: int, trip: int, steps) -> None:
                         if si is None:
                             break  # the raise it needs has not run yet
                         other = clocks[ob][si]
-                        vc = list(map(max, prev, other))
+                        vc = [max(a, c) for a, c in zip(prev, other)]
                     elif jmin is None:
                         break  # no raise of the instance leaves the loop
                     else:

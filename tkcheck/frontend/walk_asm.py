@@ -231,9 +231,7 @@ class AsmLowering:
                 if not ctx.env.assign(toks[0], v):
                     ctx.env.define(toks[0], v)
                 result = v.name
-        return replace(
-            ga, base=base, result=result, index=index, operand=operand if ga.operand is None else ga.operand
-        )
+        return replace(ga, base=base, result=result, index=index, operand=operand if ga.operand is None else ga.operand)
 
     def _outputs(self, c: Any, ctx: Ctx, ptx: str) -> None:
         """The variables the asm statement writes (`"=r"(x)`, `"+r"(x)`) take what it leaves in
