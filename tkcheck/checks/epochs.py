@@ -305,6 +305,19 @@ def _others(an: Analysis, out: EpochFacts) -> str | None:
     loops = {r.loop for r in out.raises}
     if len(loops) != 1:
         return "flags raised in different loops"
+    # each block is run as one program of raises and waits: they must be one thread's (a raise by
+    # one thread and a wait by another may run in either order)
+    who = {an.threads.executing(o) for o in [r.op for r in out.raises] + [w.spin for w in out.waits]}
+    if len(who) != 1 or None in who or frozenset() in who:
+        return "raises and waits made by different threads"
+    if not all(w.spin.guard.exact for w in out.waits):
+        return "a wait under a condition not followed"
+    (lid,) = loops
+    for o in m.ops:
+        if lid in o.loops and o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE, ir.MMA_WAIT):
+            return "another wait inside the loop"
+        if lid in o.loops and o.kind == ir.SYNC and o.sync_kind not in ("block", "warp"):
+            return "a barrier other than the block's inside the loop"
     for o in m.ops:
         if o.kind == ir.SPIN and id(o) not in waits:
             return "another spin loop"
@@ -546,6 +559,8 @@ def _races(an: Analysis, out: EpochFacts, grid, trip, steps, clocks) -> None:
             continue
         if ga.index.depends_on(E.THREAD) or not o.guard.exact:
             continue
+        if not an.threads.executing(o):
+            continue  # no thread runs it (or not known which)
         if o.kind == ir.GLOBAL_STORE or _is_data_read(o):
             data.append(o)
     writes = [o for o in data if o.kind == ir.GLOBAL_STORE]
