@@ -18,7 +18,7 @@ barriers around the polling thread are the other queries' question, `happens_bef
 
 * **progress**: every block is run as far as it can go (a wait passes once the raise of its
   minimal epoch has run); progress is monotone, so the greedy run reaches the one final state.
-  A block left at a wait is a *hang* of that instance (TK502), with the chain of blocks that wait
+  A block left at a wait is a *hang* of that instance, with the chain of blocks that wait
   on one another. A run that ends is no proof for other grids or trip counts (coverage).
 * **happens-before of global data across iterations**: vector clocks over the run (each raise
   and wait of each block, the raise a wait synchronises with joined in): a store of global data
