@@ -422,6 +422,7 @@ def _instance(an: Analysis, out: EpochFacts) -> None:
     steps: list[list[tuple[int, int, object]]] = []  # per block: (iteration, order, Raise | (Wait, owner, jmin))
     for b in range(grid):
         seq: list[tuple[int, int, object]] = []
+        guesses: dict[int, tuple[int, int]] = {}  # per wait: its jmin at the last iteration
         for it in range(trip):
             for o in body:
                 ok = runs(o, b, it)
@@ -441,20 +442,51 @@ def _instance(an: Analysis, out: EpochFacts) -> None:
                     undecided("epoch flags: a wait polls an element no block raises")
                     return
                 # the values grow with j and the condition goes on below a bound: the writer
-                # iterations that leave the loop are a suffix; its first by bisection
+                # iterations that leave the loop are a suffix [jmin, trip); its start found by
+                # a search that begins at the last wait's (an epoch a fixed distance ahead or
+                # behind is found in two looks), bisection otherwise
+                memo: dict[int, bool | None] = {}
+
+                def leaves(j: int, x=x, ob=ob, b=b, it=it, memo=memo) -> bool | None:
+                    if j not in memo:
+                        val = ev(x.raise_.value, ob, j)
+                        g = ev(x.cond, b, it, {x.result: val}) if val is not None else None
+                        memo[j] = None if g is None else not g
+                    return memo[j]
+
+                guess = guesses.get(id(o), (-1, 0))
+                g0 = min(max(guess[0] + 1, -1), trip)  # the last jmin moved one iteration on
                 lo, hi = -1, trip  # the first j in [lo, hi) that leaves, hi: none
-                while lo < hi:
-                    j = (lo + hi) // 2
-                    val = ev(x.raise_.value, ob, j)
-                    goes_on = ev(x.cond, b, it, {x.result: val}) if val is not None else None
-                    if goes_on is None:
+                if g0 < trip:
+                    a = leaves(g0)
+                    if a is None:
                         undecided("epoch flags: an epoch does not evaluate")
                         return
-                    if goes_on:
-                        lo = j + 1
+                    if a:
+                        hi = g0
                     else:
+                        lo = g0 + 1
+                if lo < hi and g0 - 1 >= lo:
+                    a = leaves(g0 - 1)
+                    if a is None:
+                        undecided("epoch flags: an epoch does not evaluate")
+                        return
+                    if a:
+                        hi = g0 - 1
+                    else:
+                        lo = g0
+                while lo < hi:
+                    j = (lo + hi) // 2
+                    a = leaves(j)
+                    if a is None:
+                        undecided("epoch flags: an epoch does not evaluate")
+                        return
+                    if a:
                         hi = j
+                    else:
+                        lo = j + 1
                 jmin = lo if lo < trip else None
+                guesses[id(o)] = (jmin if jmin is not None else trip, 0)
                 seq.append((it, o.order, (x, ob, jmin)))
         steps.append(seq)
     _run(an, out, grid, trip, steps)
