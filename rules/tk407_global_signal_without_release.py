@@ -98,6 +98,7 @@ def check(an):
     out.extend(handoff_findings(an, "TK407", ("release", "acquire")))
     out.extend(_unprotected(an))
     out.extend(_torn(an))
+    out.extend(_epoch_races(an))
     return out
 
 
@@ -176,6 +177,77 @@ def _torn(an) -> list:
     return out
 
 
+def _epoch_races(an) -> list:
+    """Global data of a loop whose blocks synchronise through epoch flags (`checks/epochs.py`): a
+    store and another block's access of the same element that no raise -> wait of the instance
+    orders, in either direction."""
+    from tkcheck.checks import epochs
+    from tkcheck.checks.happens_before import describe_location
+
+    facts = epochs.epochs(an)
+    out = []
+    # one finding per memory: its first race (a read of an older value before a write ahead)
+    first: dict[str, object] = {}
+    for r in sorted(facts.races, key=lambda r: (r.war, r.second_at[1], r.first_at[1])):
+        first.setdefault(r.first.global_access.base if r.first.global_access else "", r)
+    for r in [x for x in facts.races if any(x is y for y in first.values())]:
+        (fb, fi), (sb, si) = r.first_at, r.second_at
+        flag = r.wait.raise_.flag if r.wait is not None else (facts.raises[0].flag if facts.raises else "flag")
+        if r.wait is None:
+            how = f"no chain of raises and waits orders block {fb}'s access before it"
+        elif r.synced is None or r.synced < 0:
+            how = (
+                f"block {sb}'s last wait on `{flag}[...]` of block {fb} before it (line "
+                f"{r.wait.spin.location.row}) is left by the flag's value from before the launch: it synchronises "
+                "with no raise"
+            )
+        else:
+            how = (
+                f"block {sb}'s last wait on `{flag}[...]` of block {fb} before it (line {r.wait.spin.location.row}) "
+                f"synchronises with block {fb}'s raise of iteration {r.synced} at most, which "
+                + ("comes before that read" if r.war else "does not follow that store")
+            )
+        if r.war:
+            what = (
+                f"block {sb} overwrites `{describe_location(r.second)[:50]}` in iteration {si} while block {fb} may "
+                f"still read the value there in its iteration {fi} (`{describe_location(r.first)[:50]}`): {how}; "
+                "the writer may run ahead of the reader by more iterations than the data has buffers"
+            )
+        elif r.second.kind == ir.GLOBAL_STORE:
+            what = (
+                f"block {sb} stores `{describe_location(r.second)[:50]}` in iteration {si}, which block {fb} stores "
+                f"in its iteration {fi} too (`{describe_location(r.first)[:50]}`), but {how}: the stores race"
+            )
+        else:
+            what = (
+                f"block {sb} reads `{describe_location(r.second)[:50]}` in iteration {si}, which block {fb} stores "
+                f"in its iteration {fi} (`{describe_location(r.first)[:50]}`), but {how}: the read may see an "
+                "older iteration's value"
+            )
+        out.append(
+            finding(
+                "TK407",
+                f"epoch flags: {what} (element {r.element}; an instance of {r.grid} blocks x {r.trip} iterations)",
+                user_site(r.second),
+                related=[related(r.first, "the other block's access of the element")]
+                + ([related(r.wait.spin, "the wait that should order them")] if r.wait is not None else []),
+                witness={
+                    "first": [fb, fi],
+                    "second": [sb, si],
+                    "element": r.element,
+                    "war": r.war,
+                    "synced": r.synced,
+                    "grid": r.grid,
+                },
+                help="wait for the epoch of the iteration whose data is read (the raise after the store: "
+                "`flag >= base + it + 1`), and give the data one buffer per iteration in flight (index it by "
+                "the iteration's parity) so that a block's next store cannot overwrite what a slower neighbour "
+                "still reads",
+            )
+        )
+    return out
+
+
 def _published(an) -> list:
     """The happens-before engine's global queries (`checks/happens_before.py`): data written with
     plain stores, `warpgroup::store` or float atomics, then announced by a relaxed integer
@@ -219,6 +291,10 @@ def _published(an) -> list:
                     "blocks that read the count, and no gpu-scope release fence (`__threadfence()`, "
                     "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read stale data"
                     if p.why == "scope"
+                    else ", but the flag is raised with a plain or volatile store, which is relaxed (it releases "
+                    "nothing), and no release fence (`__threadfence()`, `fence.acq_rel.gpu`) orders the data before "
+                    "it: a block whose spin sees the flag may read stale data"
+                    if p.signal.kind == ir.GLOBAL_STORE
                     else ", but the counter is a relaxed atomic and no release fence (`__threadfence()`, "
                     "`fence.acq_rel.gpu`) orders the data before it: a block that sees the count may read "
                     "stale data"
@@ -644,6 +720,23 @@ the two loads, and the condition rejects every value an opening store writes (z3
 over the writer's loop counters: an odd number must be refused). Each missing piece
 is reported at the data load (the reader's pieces) or the data store (the writer's),
 with the other end of the pair; a piece whose order is not known is coverage.
+
+A plain or volatile store of a flag that a spin of the kernel polls, of a value that can end
+that spin (z3: `*(volatile unsigned *)&flag[b] = epoch`), is a signal too, a relaxed one: with
+no gpu-scope fence before it, it publishes none of the data written before it (round 12).
+
+Epoch flags (`checks/epochs.py`, round 12): blocks that synchronise point to point through
+per-block flags raised once per loop iteration with a growing value (`flag[b] = base + it + 1`)
+and spins of other blocks waiting for an epoch of their own iteration. On the launch's instance
+(the grid size of the file's launches, the loop's constant trip count, launch values at 0),
+vector clocks over the raises and waits give, for a store of global data in the loop and
+another block's access of the same element (evaluated per block and iteration), whether a
+raise after one reaches, through the waits, a point before the other. Neither way is a race,
+reported at the second access: a wait one epoch short (`< epoch - 1`: the read sees an older
+iteration's halo), or one buffer where the iterations in flight need two (a neighbour's next
+store while this block still reads the current value: index the buffer by the iteration's
+parity). The memory order of each hop (release, fence, acquire, the block barriers) is the
+queries' above; this one asks only which iteration a wait synchronises with.
 
 Release is cumulative only over what happens before it: a release atomic (or a
 fence and a relaxed atomic) by thread 0 publishes thread 0's stores and those a

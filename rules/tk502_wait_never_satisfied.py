@@ -10,7 +10,9 @@ from ._deadlock_common import classify, deadlock_finding
 
 
 def check(an):
-    return _spins(an) + _unreached(an) + _hoisted(an) + _counter_barriers(an) + _locks(an) + _roles(an)
+    return (
+        _spins(an) + _unreached(an) + _epoch_hangs(an) + _hoisted(an) + _counter_barriers(an) + _locks(an) + _roles(an)
+    )
 
 
 def _unreached(an):
@@ -260,6 +262,64 @@ def _locks(an):
     return out
 
 
+def _epoch_hangs(an):
+    """The epoch engine's run of the launch (`checks/epochs.py`, read through
+    `protocol.spin_waits`): a block left at a spin on a neighbour's epoch flag, waiting for an
+    epoch that block does not raise before it waits itself (or ever)."""
+    out = []
+    for h in P.spin_waits(an).epoch_hangs:
+        w = h.wait
+        flag = w.raise_.flag
+        trace = [
+            TraceStep(
+                f"block {st.block}", f"iteration {st.iteration}: {st.text}", st.op.location, blocked="waits" in st.text
+            )
+            for st in h.chain[:4]
+        ]
+        if len(h.chain) > 4:
+            trace.append(
+                TraceStep(
+                    f"blocks {h.chain[4].block}..",
+                    f"{len(h.chain) - 4} more blocks in the chain",
+                    h.chain[-1].op.location,
+                )
+            )
+        if h.needed is None:
+            why = (
+                f"block {h.owner} raises it to {h.last} at most, and no value it ever raises ends the wait"
+                if h.last
+                else f"block {h.owner} never raises it"
+            )
+        else:
+            why = (
+                f"block {h.owner} raises the epoch that ends it only in its iteration {h.needed}, which it "
+                "does not reach: it is waiting itself, in a chain of blocks that wait on one another (the trace)"
+            )
+        out.append(
+            finding(
+                "TK502",
+                f"block {h.block} waits in iteration {h.iteration} of its loop until `{flag}[{h.owner}]` leaves "
+                f"`{h.condition}`, but {why}: the block spins for ever (an instance of {h.grid} blocks x "
+                f"{h.trip} iterations, launch values in the epochs at 0)",
+                w.spin.location,
+                related=[related(w.raise_.op, "the only raise of the flag")],
+                witness={
+                    "block": h.block,
+                    "iteration": h.iteration,
+                    "owner": h.owner,
+                    "condition": h.condition,
+                    "last": h.last,
+                    "grid": h.grid,
+                    "trip": h.trip,
+                },
+                trace=trace,
+                help="wait for the epoch the other block raises in the same iteration before it waits "
+                "(`flag >= base + it + 1`), never for one it raises only after waiting on this block",
+            )
+        )
+    return out
+
+
 def _spins(an):
     """The progress engine's spin waits (`checks/protocol.spin_waits`): a spin on a flag in
     global memory that the first block to pass would have to leave at the flag's initial value,
@@ -460,6 +520,18 @@ writes the free value back (z3: `atomicExch(lock, 1)` where 0 frees it), the
 second acquisition -- a second thread of the block, or the holder of a second
 block -- spins forever. A lock whose first release writes the free value is
 decided freed; a release of an unknown value is undecided.
+
+Epoch flags (`checks/epochs.py`, round 12): per-block flags raised once per iteration of a
+loop with a value that grows with the iteration (`st_release(&flag[b], base + it + 1)`) and
+waited on by spins of other blocks inside the same loop (`while (ld_acquire(&flag[b + 1]) <
+base + it + 1) {{}}`): each wait passes at the raise of the smallest writer iteration whose value
+ends its loop. The launch's instance (the grid size of the file's launches, the loop's constant
+trip count, launch values in the epochs at 0, each flag holding before the launch the value its
+raise gives iteration -1) is run block by block as far as each can go; a block left at a wait is
+reported, with the chain of blocks that wait on one another: a wait for an epoch the neighbour
+raises only after waiting on this block (a cyclic wait), or one no raise of the whole run
+reaches (waiting one epoch too far in the last iteration). A run that ends proves nothing for
+other grids or trip counts: the spin stays undecided (coverage, saying what was run).
 
 ## Why is this bad?
 The waiting warps spin forever: the kernel hangs, and compute-sanitizer only

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from ..model import expr as E
 from ..model import ir
 from .analysis import Analysis
-from . import cluster_handoff, ragged, shared_handoff, tickets
+from . import cluster_handoff, epochs, ragged, shared_handoff, tickets
 from .paths import flow, index_key, keys_may_alias
 
 # ops that may synchronise two threads in ways this engine does not pair (phases, flags):
@@ -1926,9 +1926,11 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
         return
     read = _read_bases(fl)
     reported: set[int] = set()  # one finding per store: the first counter raised after it
+    # a plain or volatile store that ends a spin of the kernel is a relaxed signal too (round 12)
+    stores = epochs.signal_stores(an)
     for sig in fl.ops:
         ga = _ga(sig)
-        if not _is_counter(sig) or ga is None or _releases(sig) or not sig.guard.exact:
+        if not (_is_counter(sig) or id(sig) in stores) or ga is None or _releases(sig) or not sig.guard.exact:
             continue
         ts = an.threads.executing(sig)
         if not ts:

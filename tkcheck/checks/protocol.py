@@ -2641,6 +2641,9 @@ class SpinFacts:
     # spins left by a `break` on a loaded value that no value of the flag lets them take
     # (checks/versions.spin_exit): a hang
     unreached: list = field(default_factory=list)  # versions.SpinUnreached
+    # spins in a loop that wait on epoch flags (checks/epochs.py) at which a block of the
+    # launch's instance is left for ever
+    epoch_hangs: list = field(default_factory=list)  # epochs.EpochHang
     # (spin head, why the argument does not apply): coverage, never a finding
     undecided: list[tuple[ir.Op, str]] = field(default_factory=list)
 
@@ -2679,6 +2682,28 @@ def _counter_barrier_wait(an: Analysis, sp: ir.Op):
     if id(sp) in facts.undecided and any(b.spin is sp for b in facts.barriers):
         return "undecided", facts.undecided[id(sp)]
     return None
+
+
+def _epoch_wait(an: Analysis, sp: ir.Op, out: SpinFacts) -> bool:
+    """A spin inside a loop that waits on an epoch flag (checks/epochs.py): its progress is the
+    epoch engine's run of the launch's instance -- a hang there, or coverage saying what was run
+    (no proof for other grids or trip counts). False when the spin is no epoch wait."""
+    from . import epochs
+
+    facts = epochs.epochs(an)
+    if not any(w.spin is sp for w in facts.waits):
+        return False
+    hangs = [h for h in facts.hangs if h.wait.spin is sp]
+    if hangs:
+        out.epoch_hangs.extend(hangs)
+        return True
+    why = next((w for s, w in facts.undecided if s is sp), None)
+    if why is None and facts.hangs:
+        why = "epoch flags: the launch's instance hangs at another wait"
+    if why is None:
+        why = next((w for s, w in facts.explored if s is sp), "epoch flags: not run")
+    out.undecided.append((sp, why))
+    return True
 
 
 def _asked_elsewhere(m: ir.KernelModel, sp: ir.Op, body: list[ir.Op]) -> bool:
@@ -2762,6 +2787,8 @@ def _spin_waits(an: Analysis) -> SpinFacts:
                 out.proved.append(sp)
             else:
                 undecided(f"the wait of a grid barrier: {what}")
+            continue
+        if len(sp.loops) > 1 and _epoch_wait(an, sp, out):
             continue
         if len(sp.loops) != 1 or sp.guard.uniform or not sp.guard.exact:
             undecided("a spin inside a loop or under a block-uniform condition")

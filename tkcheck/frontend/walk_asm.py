@@ -212,11 +212,17 @@ class AsmLowering:
         address points into (`[%1]` of `"l"(&sem[tile])`), and the loaded (old) value bound to
         its output operand as a fresh Var the facts' `result` names (a spin's condition and a
         last-arriver test compare it)."""
-        base = None
+        base = index = operand = None
         ops = self._operands(c)
         if p.addr_operand is not None and p.addr_operand < len(ops):
             node = self._operand_node(c, ctx, p.addr_operand)
             base = self.w.exprs.address_base(node, ctx, c)
+            if base is not None:
+                # `[%0]` of `"l"(&flag[b])`: the element of the kernel pointer it names (an
+                # epoch flag's owner, checks/epochs.py)
+                index = self.w.exprs.element_index(self._ptx_value(c, ctx, f"%{p.addr_operand}"))
+        if p.value_operand is not None:
+            operand = self._ptx_value(c, ctx, f"%{p.value_operand}")
         result = None
         if p.out_operand is not None and p.out_operand < len(ops):
             toks = [t for t in ops[p.out_operand] if t not in ("(", ")")]
@@ -231,7 +237,14 @@ class AsmLowering:
             stored = self._ptx_value(c, ctx, f"%{p.value_operand}")
             if stored is not None:
                 operands = (stored,)
-        return replace(ga, base=base, result=result, operands=operands)
+        return replace(
+            ga,
+            base=base,
+            result=result,
+            index=index,
+            operands=operands,
+            operand=operand if ga.operand is None else ga.operand,
+        )
 
     def _outputs(self, c: Any, ctx: Ctx, ptx: str) -> None:
         """The variables the asm statement writes (`"=r"(x)`, `"+r"(x)`) take what it leaves in

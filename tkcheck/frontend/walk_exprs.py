@@ -32,6 +32,9 @@ class ExprEvaluation:
         # the Vars that stand for addresses in global memory (`&C[i]`, a local `float *c` set from
         # it): Var name -> the kernel pointer parameter the address is computed from
         self._global_ptrs: dict[str, str] = {}
+        # of those, the ones that are `&p[i]` of a kernel pointer parameter itself: Var name -> i
+        # (a flag raised or polled through a helper, `st_release(&flag[b], v)`, names its element)
+        self._global_elems: dict[str, Expr] = {}
 
     # and the warp collectives (`if (__any_sync(m, p))`, `if (lane < 16 && elect_one())`): they
     # synchronise their lanes wherever they are evaluated
@@ -68,6 +71,11 @@ class ExprEvaluation:
         if v.name in self._global_ptrs:
             return self._global_ptrs[v.name]
         return v.name if v.kind == E.PARAM else None
+
+    def element_index(self, v) -> Expr | None:
+        """The element i of a kernel pointer parameter p that an address value is `&p[i]` of (also
+        through a cast, `*(volatile unsigned *)&flag[b]`); None when not known."""
+        return self._global_elems.get(v.name) if isinstance(v, E.Var) else None
 
     def one_word(self, v) -> bool:
         """Is v a kernel pointer parameter itself (or a local holding it: `volatile Acc *a = acc`),
@@ -251,6 +259,8 @@ class ExprEvaluation:
             # its value a Var the load names (a spin loop's condition reads it)
             loaded = E.opaque(cexpr.render(node)[:60])
             if cursor is not None:
+                with self.address_only():
+                    addr = self.ev(inner.a, replace(ctx, dry=True), cursor)
                 self.emit(
                     ir.Op(
                         ir.GLOBAL_LOAD,
@@ -264,6 +274,7 @@ class ExprEvaluation:
                             result=loaded.name,
                             form="volatile",
                             base=self.address_base(inner.a, ctx, cursor),
+                            index=self.element_index(addr),
                         ),
                     ),
                     ctx,
@@ -433,6 +444,8 @@ class ExprEvaluation:
             b = self.global_base(base)
             if b is not None and isinstance(value, E.Var):
                 self._global_ptrs[value.name] = b
+                if (pi := self._param_index(base, idx)) is not None:
+                    self._global_elems[value.name] = pi
         return value
 
     def _mk_opcode_read(self, base: Obj | E.Var, idx: E.Const):
@@ -916,6 +929,7 @@ class ExprEvaluation:
                     value=val if op == "=" and isinstance(val, Expr) else None,
                     pointer=ptr if isinstance(ptr, Expr) else None,
                     element=E.Const(0),
+                    index=self.element_index(ptr),
                 )
             return val
         if isinstance(lhs, cexpr.Member):
