@@ -273,3 +273,16 @@ def test_lagging_back_channel_decided_with_its_assumption_stated():
     assert cur.status == "ok" and not cur.stated, (cur.status, cur.reason)
     (half,) = [w for w in _phases(d / "lagging_release_bad_half.cu").values() if w.barrier == "out_free"]
     assert half.status == "mismatch" and half.witness["iteration"] == 3, (half.status, half.reason, half.witness)
+
+
+def test_a_wait_after_the_loop_is_the_loops_next_use():
+    """`for (..; toc ^= 1) wait(freed, toc); wait(freed, toc);`: the wait after the loop, by the
+    threads of the loop's one wait site, is their use number trip-count of the barrier: proved
+    with the carried parity, and refuted (TK303, not TK304: one use) with the parity flipped."""
+    wps = _phases(ROOT / "fixtures" / "loops" / "tail_wait_after_loop.cu")
+    tails = {name: wp for (name, _), wp in wps.items() if not wp.op.loops and wp.barrier in ("freed", "empty")}
+    assert tails["stage_tail_good"].status == "ok" and tails["ring_tail_good"].status == "ok"
+    for name in ("stage_tail_flipped", "ring_tail_behind"):
+        wp = tails[name]
+        assert wp.status == "mismatch", (wp.status, wp.reason)
+        assert wp.witness["iteration"] is None and wp.witness["after_loop"] == 0
