@@ -320,7 +320,7 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
             for x in m.ops
             if x.kind == ir.CP_ASYNC
             and x.buffer is not None
-            and x.guard.thread == o.guard.thread
+            and _guard_within(o.guard.thread, x.guard.thread)
             and x.order < o.order
             and x.loops[: len(o.loops)] == o.loops
             and x.callers == o.callers
@@ -329,6 +329,18 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
             return False
         written |= ws
     return bool(arrives) and len(arrives) == len(sig) and _waiters_use(m, name, written)
+
+
+def _guard_within(inner: E.Expr, outer: E.Expr) -> bool:
+    """`inner` is `outer` or `outer && c` (nested to the left): every thread of `inner` is one
+    of `outer`'s -- the lane that arrives for the warp whose copies it publishes
+    (`load_async(..); load_async_wait(); if (laneid() == 0) arrive(bar);`)."""
+    while True:
+        if inner == outer:
+            return True
+        if not (isinstance(inner, E.Bin) and inner.op == "&&"):
+            return False
+        inner = inner.a
 
 
 def _same_frame_or_caller(x: ir.Op, o: ir.Op) -> bool:
