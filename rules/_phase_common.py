@@ -16,6 +16,8 @@ def phase_finding(an, wp: P.WaitPhase, code: str):
     elem = P.element(wp)
     due = wit["due_phase"]
     where = f"iteration {it}" if it is not None else "its one use"
+    if it is None and wit.get("after_loop") is not None:
+        where = f"its use after the loop's {wit['after_loop']} iteration(s)"
     if it is not None and wit.get("outer_iteration") is not None:
         where += f" of outer-loop iteration {wit['outer_iteration']}"
     if due is not None and due < 0:

@@ -273,3 +273,29 @@ def test_lagging_back_channel_decided_with_its_assumption_stated():
     assert cur.status == "ok" and not cur.stated, (cur.status, cur.reason)
     (half,) = [w for w in _phases(d / "lagging_release_bad_half.cu").values() if w.barrier == "out_free"]
     assert half.status == "mismatch" and half.witness["iteration"] == 3, (half.status, half.reason, half.witness)
+
+
+def test_a_wait_after_the_loop_is_the_loops_next_use():
+    """`for (..; toc ^= 1) wait(freed, toc); wait(freed, toc);`: the wait after the loop, by the
+    threads of the loop's one wait site, is their use number trip-count of the barrier: proved
+    with the carried parity, and refuted (TK303, not TK304: one use) with the parity flipped."""
+    wps = _phases(ROOT / "fixtures" / "loops" / "tail_wait_after_loop.cu")
+    tails = {name: wp for (name, _), wp in wps.items() if not wp.op.loops and wp.barrier in ("freed", "empty")}
+    assert tails["stage_tail_good"].status == "ok" and tails["ring_tail_good"].status == "ok"
+    for name in ("stage_tail_flipped", "ring_tail_behind"):
+        wp = tails[name]
+        assert wp.status == "mismatch", (wp.status, wp.reason)
+        assert wp.witness["iteration"] is None and wp.witness["after_loop"] == 0
+
+
+def test_a_warps_cp_async_copies_and_a_plain_smem_to_global_store_tell_the_handshake_direction():
+    """A loader warp's cp.async copies published by its lane 0's arrive make that barrier the
+    forward (data) one; `warp::store(gl, st)` reads its shared tile (it was taken for a write),
+    so the consumers' `warpgroup::store(st, ..); arrive(out_full)` publishes it to the storer.
+    Both handshakes decided: the correct kernels proved, a parity off by a round refuted."""
+    wps = _phases(ROOT / "fixtures" / "loops" / "warp_copy_handshake.cu")
+    by: dict[str, list] = {}
+    for (name, _), wp in sorted(wps.items()):
+        by.setdefault(name, []).append(wp.status)
+    assert by["cp_async_ring_good"] == ["ok", "ok"] and by["smem_to_global_good"] == ["ok", "ok"]
+    assert by["cp_async_ring_late"] == ["ok", "mismatch"] and by["smem_to_global_ahead"] == ["ok", "mismatch"]

@@ -320,7 +320,7 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
             for x in m.ops
             if x.kind == ir.CP_ASYNC
             and x.buffer is not None
-            and x.guard.thread == o.guard.thread
+            and _guard_within(o.guard.thread, x.guard.thread)
             and x.order < o.order
             and x.loops[: len(o.loops)] == o.loops
             and x.callers == o.callers
@@ -329,6 +329,18 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
             return False
         written |= ws
     return bool(arrives) and len(arrives) == len(sig) and _waiters_use(m, name, written)
+
+
+def _guard_within(inner: E.Expr, outer: E.Expr) -> bool:
+    """`inner` is `outer` or `outer && c` (nested to the left): every thread of `inner` is one
+    of `outer`'s -- the lane that arrives for the warp whose copies it publishes
+    (`load_async(..); load_async_wait(); if (laneid() == 0) arrive(bar);`)."""
+    while True:
+        if inner == outer:
+            return True
+        if not (isinstance(inner, E.Bin) and inner.op == "&&"):
+            return False
+        inner = inner.a
 
 
 def _same_frame_or_caller(x: ir.Op, o: ir.Op) -> bool:
@@ -1321,6 +1333,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     # wait is the previous loop's wait site at iterations trip .. trip + its own trip - 1
     site = w
     cont = _continuation(an, w, index, parity) if flat is None and pb is None and walk is None else None
+    if cont is None and flat is None and pb is None and walk is None:
+        cont = _tail_use(an, w, index, parity)
     if cont is not None:
         site, index, parity, in_range = cont
     loop_vars = {v.name for ix in index for v in ix.free_vars() if v.kind == E.LOOP} | {
@@ -1670,7 +1684,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     it = env.get(k.name, 0) if k is not None else None
     if sites is not None and it is not None:
         it = (it - sites[5]) // sites[4]  # the use v = Q + P k + j: the loop's iteration k
-    if cont is not None and it is not None:
+    after_loop = None
+    if cont is not None and it is not None and not w.loops:
+        # a wait after the loop (`_tail_use`): its one use, after that many iterations
+        after_loop = chain[-1].trip.eval(env) if chain[-1].trip is not None else None
+        it = None
+    elif cont is not None and it is not None:
         # the continuing loop's own iteration
         t0 = chain[-1].trip.eval(env) if chain[-1].trip is not None else None
         it = it - t0 if isinstance(t0, int) else it
@@ -1685,6 +1704,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         "role": wp.role,
         "barrier": w.barrier.shown(),  # as the user wrote it (`empty[k % STAGES]`)
     }
+    if isinstance(after_loop, int) and not isinstance(after_loop, bool):
+        wp.witness["after_loop"] = after_loop
     if len(chain) > 1 and chain[0].counter.name in env:
         wp.witness["outer_iteration"] = env[chain[0].counter.name]
     if flat is not None and it is not None and _varying_trip(m, w):
@@ -1719,7 +1740,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if params:
         wp.witness["params"] = params
     # phase never advanced: the parity is the same on every iteration
-    invariant = k is not None and k not in parity.free_vars()
+    # (a wait after the loop, `_tail_use`, is one use: its parity has no counter to move)
+    invariant = k is not None and k not in parity.free_vars() and bool(w.loops)
     if not invariant and k is not None and pb is not None:
         # a phase bit that no flip touches reads the same value whatever the position (the
         # other half's bits: `get_phasebit<1>` where only `<0>` is flipped)
@@ -2154,6 +2176,54 @@ def _continuation(an: Analysis, w: ir.Op, index, parity):
     if solver.always(same, to, assume=(lo, hi, *w.guard.uniform)) is not True:
         return None
     return site, idx_p, par, (lo, hi)
+
+
+def _tail_use(an: Analysis, w: ir.Op, index, parity):
+    """A wait in no loop, after a loop P in no loop either, whose threads waited on the barrier
+    at one site of P in every iteration and nowhere else before (`for (k..) { wait(freed, toc);
+    ..; toc ^= 1; } wait(freed, toc);`, a producer's last wait for its ring's release): w is
+    those threads' next use of the barrier, the site's use at P's iteration P.trip (the index
+    proved equal to the site's there). Returns, as `_continuation`, (P's site, index and parity
+    over P's counter, (kP >= P.trip, kP < P.trip + 1)), or None."""
+    from .. import solver
+
+    m, th, to = an.model, an.threads, an.solver_timeout_ms
+    if w.loops or w.barrier is None:
+        return None
+    mine = th.executing(w)
+    if mine is None:
+        return None
+    name = w.barrier.name
+    waits = [o for o in m.ops_of(ir.MBAR_WAIT) if o.barrier is not None and o.barrier.name == name]
+    before = [o for o in waits if o.order < w.order and (th.executing(o) is None or th.executing(o) & mine)]
+    if len(before) != 1 or len(before[0].loops) != 1:
+        return None
+    site = before[0]
+    P = m.loops.get(site.loops[0])
+    if P is None or P.parent is not None or P.trip is None:
+        return None
+    if P.trip.depends_on(E.THREAD) or P.trip.is_opaque() or th.executing(site) != mine:
+        return None
+    for o in (w, site):
+        g = o.guard
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform):
+            return None
+    if set(w.guard.uniform) != set(site.guard.uniform) or site.parity is None or site.parity.is_opaque():
+        return None
+    # w after the whole of P, and nothing signals the barrier between the two
+    end_p = max(o.order for o in m.ops if P.id in o.loops)
+    if w.order < end_p or any(end_p < s.order < w.order for s in _signals(m, name)):
+        return None
+    kP = P.counter
+    idx = tuple(linear(ix) for ix in index)
+    idx_p = tuple(linear(ix) for ix in site.barrier.index)
+    if len(idx) != len(idx_p) or any(ix.is_opaque() for ix in idx_p):
+        return None
+    lo, hi = E.binop(">=", kP, P.trip), E.binop("<", kP, E.binop("+", P.trip, E.Const(1)))
+    same = E.conj(*[E.binop("==", a, b) for a, b in zip(idx, idx_p)])
+    if solver.always(same, to, assume=(lo, hi, *w.guard.uniform)) is not True:
+        return None
+    return site, idx_p, linear(parity), (lo, hi)
 
 
 def _tabulated(e: E.Expr, w: ir.Op, m: ir.KernelModel, k: E.Var | None) -> E.Expr:
