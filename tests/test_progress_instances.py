@@ -122,3 +122,45 @@ def test_solve_for_inverts_the_update_through_the_conditionals_it_decides():
     # the condition is not decided, or x on both sides: no answer
     assert protocol._solve_for(head, "?x", {}, 3) is None
     assert protocol._solve_for(E.binop("^", x, x), "?x", {}, 0) is None
+
+
+def _explore_unmerged(path: Path, monkeypatch):
+    with monkeypatch.context() as mp:
+        mp.setattr(protocol, "_merge_pure_waiters", lambda roles, sids, rename: roles)
+        mp.setattr(protocol, "_merge_whole_generations", lambda roles, sids: roles)
+        return _explore(path)
+
+
+def test_waiting_roles_and_back_to_back_meetings_are_run_merged(monkeypatch):
+    """Warps 1 and 2-3 of a consumer warpgroup (split by warp 1's barrier init) only wait and meet:
+    one role of warps 1-3; the warpgroup's three back-to-back `warpgroup::sync(1)` (every
+    generation needs all 128 threads) one meeting. The verdicts are those of the search without
+    the merges: no deadlock on the good kernel, the same blocked sync on the bad one (warp 0
+    leaves out a meeting), told of the merged role."""
+    (good,) = _explore(PROGRESS / "split_warpgroup_epilogue_good.cu")
+    assert good.status == "explored" and good.deadlock is None, good.reason
+    names = [r.name for r in good.roles]
+    assert "consumer (warps 1-3 (threads 32-127))" in names, names
+    merged = next(r for r in good.roles if len(r.threads) == 96)
+    meets = [e for e in merged.events if e.kind == "sync" and not e.block]
+    assert len(meets) == 5 and all(e.arrivals == 96 for e in meets)  # one per k step of the instance
+    (plain,) = _explore_unmerged(PROGRESS / "split_warpgroup_epilogue_good.cu", monkeypatch)
+    assert plain.status == "explored" and plain.deadlock is None and len(plain.roles) == len(good.roles) + 1
+    assert good.states < plain.states
+    (bad,) = _explore(PROGRESS / "split_warpgroup_epilogue_bad.cu")
+    (bad_plain,) = _explore_unmerged(PROGRESS / "split_warpgroup_epilogue_bad.cu", monkeypatch)
+    assert bad.deadlock is not None and bad_plain.deadlock is not None
+    blocked = [(bad.roles[i].name, protocol.event_text(e)) for i, e in bad.deadlock.blocked]
+    assert blocked == [("consumer (warps 1-3 (threads 32-127))", "warpgroup::sync(id 1, 128 threads) +96")]
+    rows = {e.op.location.row for _, e in bad_plain.deadlock.blocked}
+    assert rows == {e.op.location.row for _, e in bad.deadlock.blocked}
+    assert bad.deadlock.trace  # the trace to it is spelled out
+
+
+def test_a_lagging_waiter_is_not_merged_with_the_loader():
+    """A warp that waits and loads is no pure waiter: the lcf producer warps that only wait stay a
+    role apart from the loading warp, so the search still reaches the state where they fell two
+    phases behind (the lagging-waiter class, TK502 where it is reported)."""
+    (ex,) = _explore(ROOT / "fixtures" / "prototype" / "lcf_finish_store_one_task.cu")
+    assert ex.deadlock is not None
+    assert "wait(inputs_finished[1], 0)" in [protocol.event_text(e) for _, e in ex.deadlock.blocked]

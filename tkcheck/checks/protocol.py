@@ -1705,6 +1705,7 @@ def _explore_with(
         ex.cluster = size
     ex.counts = counts
     roles = []
+    role_hints: dict[tuple, set] = {}
     for cta in range(size) if size is not None else (None,):
         # the roles of CTA `cta`: its rank put into the ops' thread guards, indices and ids
         split: list[int] = []
@@ -1749,6 +1750,7 @@ def _explore_with(
             name = _role_name(m, threads, an.threads.n, hints)
             if cta is not None:
                 name = f"CTA {cta}: {name}"
+            role_hints[threads, cta or 0] = hints
             roles.append(Role(name, threads, evs, cta or 0))
     for r in roles:
         for e in r.events:
@@ -1769,7 +1771,17 @@ def _explore_with(
     if mixed:
         ex.reason = f"named barrier {mixed[0]} used with two thread counts (undefined)"
         return
+    if not memory:
+
+        def rename(threads: frozenset[int], cta: int) -> str:
+            hints = set().union(*(h for (ts, c), h in role_hints.items() if c == cta and ts <= threads))
+            name = _role_name(m, threads, an.threads.n, hints)
+            return f"CTA {cta}: {name}" if size is not None else name
+
+        roles = _merge_pure_waiters(roles, _whole_count_syncs(roles), rename)
     roles = _merge_mma_runs(roles)
+    if not memory:
+        roles = _merge_whole_generations(roles, _whole_count_syncs(roles))
     ex.roles = roles
     _search(ex, roles, counts, memory, reduce)
     if not memory and ex.status == "unknown" and ex.reason == "exploration bound reached":
@@ -1781,6 +1793,122 @@ def _explore_with(
         if ex.status != "explored":
             ex.reason = "exploration bound reached"
             ex.states, ex.steps = max(full[0], ex.states), max(full[1], ex.steps)
+
+
+def _whole_count_syncs(roles: list[Role]) -> tuple[int, ...]:
+    """Named barriers (`bar.sync id, n`, not the block barrier) and warpgroup MMA barriers whose every
+    generation needs every role that uses it: no `bar.arrive` on the id, one count, each role
+    arriving with the same number of threads at every sync of the id, and those numbers summing
+    to the count (the warps of one warpgroup split into roles that meet at `warpgroup::sync`).
+    A role blocks at its sync until the generation completes, so it arrives once per generation:
+    the k-th generation is every role's k-th sync, as at a warpgroup's MMA barrier
+    (`_merge_mma_runs` merges their back-to-back runs alike)."""
+    users: dict[int, dict[int, set[tuple[int, int]]]] = {}
+    bad: set[int] = set()
+    for i, r in enumerate(roles):
+        for e in r.events:
+            if e.kind not in ("sync", "barrive") or e.sync is None:
+                continue
+            sid, cnt = e.sync
+            if sid >= WARP_SYNC_IDS:
+                continue
+            if e.kind == "barrive" or e.block:
+                bad.add(sid)
+                continue
+            users.setdefault(sid, {}).setdefault(i, set()).add((e.arrivals, cnt))
+    out = []
+    for sid, per in sorted(users.items()):
+        if sid in bad or any(len(v) != 1 for v in per.values()):
+            continue
+        pairs = [next(iter(v)) for v in per.values()]
+        if len({c for _, c in pairs}) == 1 and sum(a for a, _ in pairs) == pairs[0][1]:
+            out.append(sid)
+    return tuple(out)
+
+
+def _merge_pure_waiters(roles: list[Role], sids: tuple[int, ...], rename) -> list[Role]:
+    """The deadlock search's merge of roles of one CTA that only wait: roles whose programs are the
+    same mbarrier waits and syncs at barriers of `sids` (`_whole_count_syncs`: every generation
+    needs every user role) or at the block barrier (every generation needs each of them until it
+    has finished, and they finish their programs, the same, alike), in the same order, nothing
+    else, run as one role of their threads (a sync's arrivals summed). Exact for deadlocks. Such a
+    role enables no other role's step but at a sync, whose generation needs every one of them: a
+    schedule of the roles apart, with each
+    event of the merged program taken when the later of them takes it, is a schedule (a wait the
+    later one passes is passable then; a generation completes at its last arrival either way), and
+    it reaches a state where no role can move from any such state of the roles apart: the merged
+    role stops at the first event where one of them stopped (a wait neither passes, a sync whose
+    generation the stopped one never joins), and the events the other made past it are waits, which
+    change nothing, and arrivals at a generation that cannot complete. Conversely the merged role's
+    runs are runs of the roles apart. (The warps of a consumer warpgroup split into roles by an
+    extra arrive of one warp: the others wait and sync alike.)"""
+    sidset = set(sids)
+
+    def key(r: Role):
+        if not r.events:
+            return None
+        out = []
+        for e in r.events:
+            if e.kind == "wait":
+                out.append(("wait", id(e.op), e.elem, e.parity, e.env))
+            elif e.kind == "sync" and e.sync is not None and (e.sync[0] in sidset or e.block):
+                out.append(("sync", id(e.op), e.sync, e.block, e.env))
+            else:
+                return None
+        return (r.cta, tuple(out))
+
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(roles):
+        k = key(r)
+        if k is not None:
+            groups.setdefault(k, []).append(i)
+    merged: dict[int, Role] = {}
+    gone: set[int] = set()
+    for ix in groups.values():
+        if len(ix) < 2:
+            continue
+        threads = frozenset().union(*(roles[i].threads for i in ix))
+        evs = [
+            replace(e, arrivals=sum(roles[i].events[j].arrivals for i in ix)) if e.kind == "sync" else e
+            for j, e in enumerate(roles[ix[0]].events)
+        ]
+        merged[ix[0]] = Role(rename(threads, roles[ix[0]].cta), threads, evs, roles[ix[0]].cta)
+        gone.update(ix[1:])
+    if not merged:
+        return roles
+    return [merged.get(i, r) for i, r in enumerate(roles) if i not in gone]
+
+
+def _merge_whole_generations(roles: list[Role], sids: tuple[int, ...]) -> list[Role]:
+    """The deadlock search's merge of back-to-back syncs at a named barrier whose k-th generation
+    is every user role's k-th sync there (`_whole_count_syncs`): generation k (k >= 1) is dropped
+    when, in every user role, its sync comes right after the sync of generation k - 1. Exact for
+    deadlocks: once generation k - 1 completes, every user role can pass it and its next event is
+    its arrival at generation k, so every user role arrives there and none is blocked at it in
+    any reachable state where no role can move; the states before and after are those of the
+    roles without it. (Back-to-back `warpgroup::sync(1)` of a warpgroup whose warps are split into
+    roles by an extra arrive of one warp: runs of different lengths in different roles, which
+    `_merge_mma_runs` leaves alone.)"""
+    drop: dict[int, set[int]] = {}
+    for sid in sids:
+        pos = {
+            i: [j for j, e in enumerate(r.events) if e.kind == "sync" and e.sync is not None and e.sync[0] == sid]
+            for i, r in enumerate(roles)
+        }
+        pos = {i: p for i, p in pos.items() if p}
+        n = min((len(p) for p in pos.values()), default=0)
+        for k in range(1, n):
+            if all(p[k] == p[k - 1] + 1 for p in pos.values()):
+                for i, p in pos.items():
+                    drop.setdefault(i, set()).add(p[k])
+    if not drop:
+        return roles
+    return [
+        Role(r.name, r.threads, [e for j, e in enumerate(r.events) if j not in drop.get(i, ())], r.cta)
+        if i in drop
+        else r
+        for i, r in enumerate(roles)
+    ]
 
 
 def _merge_mma_runs(roles: list[Role]) -> list[Role]:
