@@ -516,9 +516,10 @@ def _obligations(an: Analysis) -> list[Obligation]:
             else:
                 _check_run(m, runs, n, params, budget, found)
     except _Undecided as exc:
-        if not found:
+        if not any(ob.status == "violated" for ob in found.values()):
             return undecided_all(str(exc))
-    out.extend(found.values())
+    violated = {(ob.kind, ob.read.order) for ob in found.values() if ob.status == "violated"}
+    out.extend(ob for ob in found.values() if ob.status == "violated" or (ob.kind, ob.read.order) not in violated)
     if mbar_ops:
         # a run is one execution: a race in it is a race, its absence proves nothing for the
         # other schedules; the reads no run found racing stay undecided
@@ -535,6 +536,32 @@ def _obligations(an: Analysis) -> list[Obligation]:
             if r.order not in met
         )
     return out
+
+
+def _lane_shares_unknown(read: ir.Op, reader: int, copier: int) -> bool:
+    """A read by a TK op that moves a whole tile or vector (not an element the model indexes) and a
+    copy into it by another lane of the same warp: which lane reads which part of the tile is the
+    library's partition, which the model does not follow (TK's vector `store` and `load_async`
+    give each lane the same 16-byte chunks, so a lane refills only what it read itself; its
+    register-tile ops split the tile otherwise). Neither a race nor an order is known."""
+    via = read.access.via if read.access is not None else None
+    return via not in ("element", "scalar", "asm") and reader // 32 == copier // 32
+
+
+def _lanes_undecided(found: dict, read: ir.Op, copy: ir.Op) -> None:
+    """The refill of a tile a lane of the same warp read (`_lane_shares_unknown`): undecided, with
+    why, unless the run finds the read violated by another copy."""
+    found.setdefault(
+        ("refill", read.order, "lanes"),
+        Obligation(
+            "refill",
+            read,
+            copy,
+            "undecided",
+            f"which lanes of the warp read which part of `{read.buffer}` (`{read.api}`) and which refill it "
+            f"(`{copy.api}`, line {copy.location.row}) is the library's partition, not modelled",
+        ),
+    )
 
 
 def _check_run(m: ir.KernelModel, rs: _Runs, n: int, params: dict, budget: list[int], found: dict) -> None:
@@ -587,7 +614,10 @@ def _check_run(m: ir.KernelModel, rs: _Runs, n: int, params: dict, budget: list[
                 key = (op.buffer.name, el)  # type: ignore[union-attr]
                 for r in readers.pop(key, []):
                     if r.thread != ev.thread and not _ordered(r, ev):
-                        record("refill", r, ev, None, writer_thread=ev.thread)
+                        if _lane_shares_unknown(r.op, r.thread, ev.thread):
+                            _lanes_undecided(found, r.op, op)
+                        else:
+                            record("refill", r, ev, None, writer_thread=ev.thread)
                 latest[key] = ev
             continue
         if op.kind == ir.SMEM_ACCESS and op.access_mode in ("write", "zero"):
@@ -830,7 +860,10 @@ def _check_mbar_run(
                 key = (op.buffer.name, el)  # type: ignore[union-attr]
                 for r, at in readers.pop(key, []):
                     if r.thread != t and vc[t][r.thread] < at:
-                        record("refill", r, ev, writer_thread=t)
+                        if _lane_shares_unknown(r.op, r.thread, t):
+                            _lanes_undecided(found, r.op, op)
+                        else:
+                            record("refill", r, ev, writer_thread=t)
                 latest[key] = (t, copies[t], ev)
             mb = op.copy.mbarrier if op.copy is not None else None
             if mb is not None:
