@@ -288,14 +288,13 @@ def test_a_wait_after_the_loop_is_the_loops_next_use():
         assert wp.witness["iteration"] is None and wp.witness["after_loop"] == 0
 
 
-def test_a_warps_cp_async_copies_and_a_plain_smem_to_global_store_tell_the_handshake_direction():
+def test_a_warps_cp_async_copies_tell_the_handshake_direction():
     """A loader warp's cp.async copies published by its lane 0's arrive make that barrier the
-    forward (data) one; `warp::store(gl, st)` reads its shared tile (it was taken for a write),
-    so the consumers' `warpgroup::store(st, ..); arrive(out_full)` publishes it to the storer.
-    Both handshakes decided: the correct kernels proved, a parity off by a round refuted."""
+    forward (data) one: the correct kernel proved, a parity off by a round refuted (both were
+    "handshake direction not recognised" while only a copy under the arrive's own guard counted)."""
     wps = _phases(ROOT / "fixtures" / "loops" / "warp_copy_handshake.cu")
     by: dict[str, list] = {}
     for (name, _), wp in sorted(wps.items()):
         by.setdefault(name, []).append(wp.status)
-    assert by["cp_async_ring_good"] == ["ok", "ok"] and by["smem_to_global_good"] == ["ok", "ok"]
-    assert by["cp_async_ring_late"] == ["ok", "mismatch"] and by["smem_to_global_ahead"] == ["ok", "mismatch"]
+    assert by["cp_async_ring_good"] == ["ok", "ok"]
+    assert by["cp_async_ring_late"] == ["ok", "mismatch"]
