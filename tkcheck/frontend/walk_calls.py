@@ -996,8 +996,10 @@ class CallLowering:
                         ctx.guard,
                         ctx.loops,
                         buffer=v.ref,
+                        # `store(dst, src, ..)`: the shared tile is written only as the
+                        # destination; `warp::store(gl, st, coord)` reads it (smem to global)
                         access=ir.AccessFacts(
-                            "write" if base == "store" else "read",
+                            "write" if base == "store" and i == 0 else "read",
                             tile_type=v.type,
                             reinterpreted_from=v.reinterpreted_from,
                         ),
