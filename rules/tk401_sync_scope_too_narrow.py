@@ -69,6 +69,22 @@ def check(an):
                 f"{describe(ws, n)} {whose} {verb} (`{d.writer.api}`) in the next iteration of the "
                 f"loop, and {how.replace('between them', 'between the read and that write')}"
             )
+        if d.steps is not None:
+            at_w, at_r = (f" ({x})" if x else "" for x in d.steps)
+            earlier = f"at an earlier step{at_w}" if at_w else "before the loop"
+            later = f"at a later step{at_w}" if at_w else "after the loop"
+            cond = " (when its test on the data holds, as it does for some input)" if d.conditional else ""
+            late = how.replace("between them", "between the two")
+            if d.kind == "step-war":
+                msg = (
+                    f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.element}`{at_r}, which "
+                    f"{describe(ws, n)} {whose} {verb} (`{d.writer.api}`) {later}{cond}, and {late}"
+                )
+            else:
+                msg = (
+                    f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.element}`{at_r}, written "
+                    f"by {describe(ws, n)} {whose} {earlier}{cond}, and {late}"
+                )
         out.append(
             finding(
                 "TK401",
