@@ -29,6 +29,7 @@ The run stops (None) past `MAX_STEPS` op instances or `MAX_THREADS` threads.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..model import expr as E
@@ -57,9 +58,23 @@ class StepRace:
 
 
 @dataclass
+class Divergence:
+    """A `__syncthreads()` at the step `at` that only `reaching` reach when every thread's data
+    test takes the value `value` (the rest skip it: a `continue` or a branch on data)."""
+
+    op: ir.Op
+    at: tuple[tuple[str, int], ...]
+    reaching: frozenset[int]
+    missing: frozenset[int]
+    value: int
+
+
+@dataclass
 class StepFacts:
     races: list[StepRace]
     buffers: set[str]  # the shared buffers whose every access pair was decided
+    # the first block barrier some threads skip on data (the run stops there: a hang)
+    divergence: Divergence | None = None
 
 
 def simulate(an: Analysis) -> StepFacts | None:
@@ -96,8 +111,6 @@ def _simulate(an: Analysis) -> StepFacts | None:
                 return None
         if o.guard.blind or (not o.guard.exact and not _data_guard(o.guard)):
             return None
-        if not o.guard.exact and o.kind == ir.SYNC:
-            return None  # a barrier some threads skip on data: the progress engine's question
     for lid in {lid for o in ops for lid in o.loops}:
         lp = m.loops.get(lid)
         if lp is None or lp.counter is None or lp.trip is None or lp.infinite or lp.continues:
@@ -115,12 +128,26 @@ def _simulate(an: Analysis) -> StepFacts | None:
     reads: dict[tuple, list] = {}
     barriers: list[tuple[int, ir.Op, tuple]] = []  # (sequence index, op, at)
     seen: dict = {}
+    blind = False  # past a warp barrier some lanes skip on data
     buffers: set[str] = set()
     for idx, (o, env, ts, cond) in enumerate(seq):
         at = tuple(sorted((k, v) for k, v in env.items()))
         if o.kind == ir.SYNC:
             assert o.sync is not None
             groups: list[list[int]] = []
+            if o.sync.kind == "warp" and cond:
+                # lanes that skip a `__syncwarp()` on data: which later one they meet is not
+                # followed, so no race is claimed past it; a block barrier skipped on data later
+                # is still shown divergent
+                blind = True
+                continue
+            if o.sync.kind == "block" and cond:
+                if len(ts) != n:
+                    return None
+                div = _divergence(o, env, at, n)
+                if div is None:
+                    return None  # not shown divergent: undecided
+                return StepFacts(list(seen.values()), set() if blind else buffers, div)
             if o.sync.kind == "block":
                 if len(ts) != n:
                     return None  # not every thread reaches it: the progress engine's question
@@ -159,6 +186,8 @@ def _simulate(an: Analysis) -> StepFacts | None:
                 for u, tk, po, pat, pcond, pidx in reversed(lst):  # the latest first
                     if u == t or vc[t, u] >= tk:
                         continue
+                    if blind:
+                        continue
                     sig = (id(po), id(o), write, other_write)
                     # one race per pair of sites: the first met, or a later one of two warps
                     # where the first was two lanes of one warp
@@ -179,7 +208,31 @@ def _simulate(an: Analysis) -> StepFacts | None:
                 lst = reads.setdefault(key, [])
                 lst[:] = [x for x in lst if x[0] != t]  # a thread's later read stands for its earlier ones
                 lst.append(mine)
+    if blind:
+        return None
     return StepFacts(list(seen.values()), buffers)
+
+
+def _divergence(o: ir.Op, env: dict, at: tuple, n: int) -> Divergence | None:
+    """The block barrier o under a data test, at the step env: with every thread's unfollowed
+    values equal (0, then 1: an input where every thread's test sees the same outcome), the
+    threads whose test holds; a Divergence when they are some but not all threads."""
+    free = sorted({v.name for c in o.guard.opaque for v in c.free_vars() if v.kind == E.OPAQUE})
+    for value in (0, 1):
+        reach = set()
+        for t in range(n):
+            vals = {**env, "tid": t, "tid_y": 0, "tid_z": 0, **{name: value for name in free}}
+            ok = True
+            for c in o.guard.opaque:
+                v = c.eval(vals)
+                if not isinstance(v, (bool, int)):
+                    return None
+                ok = ok and bool(v)
+            if ok:
+                reach.add(t)
+        if 0 < len(reach) < n:
+            return Divergence(o, at, frozenset(reach), frozenset(range(n)) - frozenset(reach), value)
+    return None
 
 
 def _last_of_each(between: list) -> list:
@@ -196,9 +249,14 @@ def _data_guard(g: ir.Guard) -> bool:
         return False
     for c in g.opaque:
         vs = [v for v in c.free_vars() if v.kind == E.OPAQUE]
-        if not vs or any(v.name.startswith("?shared:") for v in vs):
+        if not vs or any(v.name.startswith("?shared:") or _LITERAL.match(v.name) for v in vs):
             return False
     return True
+
+
+# an opaque value that stands for a constant the walk did not evaluate (`0.0f`: `?float#5`), not
+# for data: a test against it is not free
+_LITERAL = re.compile(r"^\?(float|double|half|__half|bf16|__nv_bfloat16|bool|char|short|int|unsigned|long)\b")
 
 
 def _unroll(an: Analysis, ops: list[ir.Op]):
