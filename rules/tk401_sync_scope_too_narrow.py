@@ -479,6 +479,14 @@ of a K step); a slot read and then overwritten by another thread later in the sa
 (the next slice stored into the slot still being read). `ldmatrix` / `stmatrix` `.x1` / `.x2` /
 `.x4` read (write) the 16-byte row each row-naming lane addresses (lanes 0-7, 0-15, 0-31).
 
+Networks in shared memory whose loops step geometrically (a bitonic sort's `k <<= 1` /
+`j >>= 1`, a tree reduction's `s >>= 1`, a scan's up- and down-sweep) and whose barrier is
+chosen per step (`__syncwarp()` while the partners stay in one warp, `__syncthreads()` otherwise)
+are run step by step (`checks/loop_steps.py`): a write and another thread's later read of one
+element (or a read and a later write) that no chain of the barriers run between orders is
+reported with both steps (`reads key_s[32] (k = 128, j = 64), written ... at an earlier step
+(k = 64, j = 1)`). A write under a test of loaded data (`if ((a > b) == up)`) runs for some input.
+
 Dependencies across roles are ordered by mbarriers (the completion rules'
 business): when an mbarrier operation or unmodelled code lies between the two
 sites, nothing is reported.

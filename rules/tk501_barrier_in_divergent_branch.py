@@ -352,6 +352,11 @@ Computes the threads that reach every `__syncthreads()` / `everyone::sync`
 role branches and earlier `return`s into account, and reports a barrier that
 some of its participants can never reach.
 
+A `__syncthreads()` that threads skip on data (a `continue` under a test of values loaded from
+memory, in loops whose steps are numbers: `checks/loop_steps.py`) is asked at each step with every
+thread's test coming out the same (an input where the loaded values agree): when only some
+threads reach it there, the block waits for threads that never arrive (a hang).
+
 Barriers wider than a block -- the grid barrier (cooperative groups'
 `grid.sync()`) and the cluster barrier (`cluster.sync()`,
 `everyone::tma::cluster::sync()`, `barrier.cluster.arrive`) -- wait for every

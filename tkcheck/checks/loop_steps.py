@@ -319,7 +319,7 @@ def _unroll(an: Analysis, ops: list[ir.Op]):
 def _element(ref: ir.Ref, t: int, env: dict) -> tuple | None:
     vals = dict(env)
     vals.update(tid=t, tid_y=0, tid_z=0)
-    out = [ref.name]
+    out: list = [ref.name]
     for ix in ref.index:
         v = ix.eval(vals)
         if type(v) is not int:

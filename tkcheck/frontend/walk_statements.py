@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from ..knowledge import ops as K
 from ..model import expr as E
@@ -170,7 +170,8 @@ class StatementWalk:
         # the constant trip counts of the loops being walked, by counter name (a geometric loop's
         # start or bound over them is run at each of their iterations: `_geometric_trip`)
         self._const_trips: dict[str, int] = {}
-        self._geometric_form = None  # the closed form `_geometric_trip` found last (counter -> Expr)
+        # the closed form `_geometric_trip` found last (counter -> Expr)
+        self._geometric_form: Callable[[Expr], Expr] | None = None
         self._loop_breaks: list = []  # `break`s seen in the loop being walked (its trip is then unknown)
         # per `break` of the loop being walked: what lets an iteration go on past it, over the
         # Vars the condition's memory events name (SpinFacts.goes_on); None: not known
