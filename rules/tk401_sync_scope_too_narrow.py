@@ -69,6 +69,22 @@ def check(an):
                 f"{describe(ws, n)} {whose} {verb} (`{d.writer.api}`) in the next iteration of the "
                 f"loop, and {how.replace('between them', 'between the read and that write')}"
             )
+        if d.steps is not None:
+            at_w, at_r = (f" ({x})" if x else "" for x in d.steps)
+            earlier = f"at an earlier step{at_w}" if at_w else "before the loop"
+            later = f"at a later step{at_w}" if at_w else "after the loop"
+            cond = " (when its test on the data holds, as it does for some input)" if d.conditional else ""
+            late = how.replace("between them", "between the two")
+            if d.kind == "step-war":
+                msg = (
+                    f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.element}`{at_r}, which "
+                    f"{describe(ws, n)} {whose} {verb} (`{d.writer.api}`) {later}{cond}, and {late}"
+                )
+            else:
+                msg = (
+                    f"`{d.reader.api}` on {describe(frozenset([r]), n)} reads `{d.element}`{at_r}, written "
+                    f"by {describe(ws, n)} {whose} {earlier}{cond}, and {late}"
+                )
         out.append(
             finding(
                 "TK401",
@@ -519,6 +535,14 @@ iteration k and overwritten in k + 1 (the read in an inner loop of its own, as t
 of a K step); a slot read and then overwritten by another thread later in the same iteration
 (the next slice stored into the slot still being read). `ldmatrix` / `stmatrix` `.x1` / `.x2` /
 `.x4` read (write) the 16-byte row each row-naming lane addresses (lanes 0-7, 0-15, 0-31).
+
+Networks in shared memory whose loops step geometrically (a bitonic sort's `k <<= 1` /
+`j >>= 1`, a tree reduction's `s >>= 1`, a scan's up- and down-sweep) and whose barrier is
+chosen per step (`__syncwarp()` while the partners stay in one warp, `__syncthreads()` otherwise)
+are run step by step (`checks/loop_steps.py`): a write and another thread's later read of one
+element (or a read and a later write) that no chain of the barriers run between orders is
+reported with both steps (`reads key_s[32] (k = 128, j = 64), written ... at an earlier step
+(k = 64, j = 1)`). A write under a test of loaded data (`if ((a > b) == up)`) runs for some input.
 
 Dependencies across roles are ordered by mbarriers (the completion rules'
 business): when an mbarrier operation or unmodelled code lies between the two

@@ -170,7 +170,35 @@ def check(an):
             )
     out.extend(_wide(an))
     out.extend(_warp(an))
+    out.extend(_steps(an))
     return out
+
+
+def _steps(an):
+    """A `__syncthreads()` that threads skip on data (a `continue` or a branch on loaded values
+    before it), found by the run over loop steps (`checks/loop_steps.py`) at the step where, with
+    every thread's data test coming out the same, only some threads reach it."""
+    from tkcheck.checks.loop_steps import shown_at, simulate
+
+    facts = simulate(an)
+    if facts is None or facts.divergence is None:
+        return []
+    d = facts.divergence
+    n = an.threads.n
+    at = shown_at(an, d.at)
+    step = f" at the step {at}" if at else ""
+    return [
+        finding(
+            "TK501",
+            f"`{d.op.api}` is a block-wide barrier, but{step} only {describe(d.reaching, n)} reach it when "
+            f"every thread's test on the data comes out the same (an input where the loaded values "
+            f"agree); {describe(d.missing, n)} skip it: the block waits for threads that never arrive",
+            d.op.location,
+            witness={"step": at, "reaching": describe(d.reaching, n), "missing": describe(d.missing, n)},
+            help="every thread must reach each `__syncthreads()` the same number of times: skip the work "
+            "under the data test, never the barrier (no `continue` / `return` past it)",
+        )
+    ]
 
 
 def _warp(an):
@@ -326,6 +354,11 @@ Computes the threads that reach every `__syncthreads()` / `everyone::sync`
 `warpgroup::sync(id)` (all 32*N threads of each group instance must), taking
 role branches and earlier `return`s into account, and reports a barrier that
 some of its participants can never reach.
+
+A `__syncthreads()` that threads skip on data (a `continue` under a test of values loaded from
+memory, in loops whose steps are numbers: `checks/loop_steps.py`) is asked at each step with every
+thread's test coming out the same (an input where the loaded values agree): when only some
+threads reach it there, the block waits for threads that never arrive (a hang).
 
 Barriers wider than a block -- the grid barrier (cooperative groups'
 `grid.sync()`) and the cluster barrier (`cluster.sync()`,

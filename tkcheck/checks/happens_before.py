@@ -638,10 +638,21 @@ def _ordered_for_every_input(an: Analysis, fl, w: ir.Op, r: ir.Op) -> bool:
     )
 
 
+def _decided_by_steps(an: Analysis, o: ir.Op) -> bool:
+    """Every access of o's buffer was run step by step over the kernel's loops, each thread's
+    guard and element evaluated (`loop_steps.simulate`): its pairs are decided there."""
+    from .loop_steps import simulate
+
+    facts = simulate(an)
+    return facts is not None and o.buffer is not None and o.buffer.name in facts.buffers
+
+
 def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> bool:
     """A write and a read of one shared scalar by threads `tw` / `tr`: a Race (or a hand-off race)
     appended to `out` (True), proved ordered, or undecided with its reason (False)."""
     why = None
+    if (not w.guard.exact or not r.guard.exact or not tw or not tr) and _decided_by_steps(an, w):
+        return False  # ordered, or a race `loop_steps` finds with its steps (syncscope reads it)
     if not w.guard.exact or not r.guard.exact or not tw or not tr:
         why = "the threads that run one of them are not known"
     elif r.loops != w.loops:

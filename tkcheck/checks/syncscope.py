@@ -32,6 +32,11 @@ class Dependency:
     narrow: list[ir.Op]  # syncs between that cover too little
     proxy_unfenced: dict[int, frozenset[int]]  # async-proxy reader -> writers with no proxy fence
     kind: str = "raw"  # raw: write then read; war: read, then the next iteration's write
+    # from the run over loop steps (`loop_steps`): the loop variables' values at the write and at
+    # the read ("k = 64, j = 32"), and whether the write runs under a data condition
+    steps: tuple[str, str] | None = None
+    conditional: bool = False
+    element: str = ""  # the element both name (`key_s[64]`)
 
 
 def readers_of(op: ir.Op) -> list[tuple[ir.Ref, bool]]:
@@ -187,6 +192,48 @@ def _dependencies(an: Analysis) -> list[Dependency]:
         and not _remote(o)
     ]
     out.extend(loop_dependencies(an, fl, writers, plain_reads, {id(d.reader) for d in out}))
+    out.extend(_step_dependencies(an, {id(d.reader) for d in out}))
+    return out
+
+
+def _step_dependencies(an: Analysis, done: set[int]) -> list[Dependency]:
+    """The dependencies the run over loop steps finds (`loop_steps.simulate`): a write and a
+    later read of another thread (raw), or a read and a later write (war), of one element with
+    no chain of barriers between, at the loop steps it names; one per reading site."""
+    from .loop_steps import shown_at, simulate
+
+    facts = simulate(an)
+    if facts is None:
+        return []
+    out = []
+    for race in facts.races:
+        a, b = race.first, race.second
+        if a.access_mode == "write" and b.access_mode == "read":
+            w, r, tw, tr, kind = a, b, race.first_thread, race.second_thread, "raw"
+            at_w, at_r = race.first_at, race.second_at
+        elif a.access_mode == "read" and b.access_mode == "write":
+            w, r, tw, tr, kind = b, a, race.second_thread, race.first_thread, "war"
+            at_w, at_r = race.second_at, race.first_at
+        else:
+            continue
+        if id(r) in done:
+            continue
+        done.add(id(r))
+        narrow = [o for o, _ in race.between]
+        out.append(
+            Dependency(
+                w,
+                r,
+                frozenset([tr]),
+                {tr: frozenset([tw])},
+                narrow,
+                {},
+                kind="step-" + kind,
+                steps=(shown_at(an, at_w), shown_at(an, at_r)),
+                conditional=race.conditional,
+                element=f"{race.element[0]}[{']['.join(str(x) for x in race.element[1:])}]",
+            )
+        )
     return out
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from ..knowledge import ops as K
 from ..model import expr as E
@@ -166,6 +167,11 @@ class StatementWalk:
     def __init__(self, walker: StatementWalker):
         self.w = walker
         self._loop_ids = 0  # loops walked so far (a loop's id)
+        # the constant trip counts of the loops being walked, by counter name (a geometric loop's
+        # start or bound over them is run at each of their iterations: `_geometric_trip`)
+        self._const_trips: dict[str, int] = {}
+        # the closed form `_geometric_trip` found last (counter -> Expr)
+        self._geometric_form: Callable[[Expr], Expr] | None = None
         self._loop_breaks: list = []  # `break`s seen in the loop being walked (its trip is then unknown)
         # per `break` of the loop being walked: what lets an iteration go on past it, over the
         # Vars the condition's memory events name (SpinFacts.goes_on); None: not known
@@ -1211,6 +1217,7 @@ class StatementWalk:
         # induction variable: `for (int i = a; i < b; i += s)`, also a struct field
         # (`for (regs.task = regs.first; regs.task < regs.n; regs.task += regs.stride)`)
         var, init_v, step, trip, infinite = self._induction(init_s, cond_c, inc_c, lctx)
+        geometric, self._geometric_form = self._geometric_form, None
         ivar = _Slot.of(var, self.w, lctx) if var is not None else None
         var_name = ivar.name if ivar is not None and ivar.rec is None else None
         shown = var_name if var_name is not None else (cexpr.render(var) if var is not None else None)
@@ -1220,6 +1227,10 @@ class StatementWalk:
         # dry pass below (`const int stage = k % STAGES` in the body)
         if ivar is not None and init_v is not None and step is not None:
             ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
+        elif ivar is not None and geometric is not None:
+            ivar.set(env, geometric(counter), define=True)
+        if isinstance(trip, E.Const) and type(trip.value) is int:
+            self._const_trips[counter.name] = trip.value
         # loop-carried variables: solve their per-iteration closed forms
         self._last_system = None
         self._last_continued = None
@@ -1235,6 +1246,8 @@ class StatementWalk:
             lid, var_name, counter, init_v, step, trip, loc, ctx.loops[-1] if ctx.loops else None, infinite=infinite
         )
         loop.carried_from = continued
+        if geometric is not None:
+            loop.form = geometric(counter)
         if trip is not None and trip.depends_on(E.THREAD):
             loop.uniform = False
         if self.w.model is not None and not ctx.dry:
@@ -1242,6 +1255,8 @@ class StatementWalk:
         bctx = replace(lctx, loops=ctx.loops + (lid,), env=env.child())
         if ivar is not None and init_v is not None and step is not None:
             ivar.set(env, E.binop("+", init_v, E.binop("*", step, counter)), define=True)
+        elif ivar is not None and geometric is not None:
+            ivar.set(env, geometric(counter), define=True)
         elif ivar is not None:
             ivar.set(env, E.opaque(f"{cexpr.render(var)}@loop"), define=True)
         heads = {slot: closed(counter) for slot, closed in carried.items()}
@@ -1495,13 +1510,8 @@ class StatementWalk:
                         trip = E.ite(E.binop("<=", span, E.Const(0)), E.Const(0), t)
             elif isinstance(node, cexpr.Bin) and node.op == "&&":
                 trip = None
-        if (
-            cond_c is not None
-            and var is not None
-            and step is None
-            and isinstance(init_v, E.Const)
-            and inc_c is not None
-        ):
+        self._geometric_form = None
+        if cond_c is not None and var is not None and step is None and init_v is not None and inc_c is not None:
             trip = self._geometric_trip(var, init_v, cond_c, inc_c, ctx)
         if cond_c is not None and (
             var is None
@@ -1517,12 +1527,20 @@ class StatementWalk:
         return var, init_v, step, trip, infinite
 
     _GEOMETRIC_MAX = 64  # iterations run to find the trip count of a halving / doubling loop
+    _GEOMETRIC_TABLE = 256  # iterations of the enclosing loops a geometric trip count is run at
 
-    def _geometric_trip(self, var, init_v: E.Const, cond_c, inc_c, ctx: Ctx) -> E.Expr | None:
-        """The trip count of a loop whose variable starts at a constant and is shifted, halved or
-        doubled by a constant (`for (int off = 16; off > 0; off >>= 1)`, the tree reduction of a
-        warp shuffle) against a constant bound, found by running it (at most _GEOMETRIC_MAX
-        iterations); None for any other shape (the induction variable stays opaque)."""
+    def _geometric_trip(self, var, init_v: E.Expr, cond_c, inc_c, ctx: Ctx) -> E.Expr | None:
+        """The trip count of a loop whose variable is shifted, halved or doubled by a constant
+        (`for (int off = 16; off > 0; off >>= 1)`, the tree reduction of a warp shuffle;
+        `for (j = k >> 1; j > 0; j >>= 1)` inside `for (k = 2; k <= N; k <<= 1)`, a bitonic
+        network) against a bound, found by running it (at most _GEOMETRIC_MAX iterations). The
+        start and the bound are constants or expressions over the counters of enclosing loops
+        with constant trip counts: the trip is run at each of their iterations and given as a
+        linear form of them when one fits, else as a table (`_GEOMETRIC_TABLE` entries at most).
+        Sets `self._geometric_form` to the variable's closed form at the loop's counter
+        (`start << (c k)`, `start >> (c k)`; a multiply or divide by 2^p as a shift by p k) when
+        the update is a shift or a power of two. None for any other shape (the induction
+        variable stays opaque)."""
         dry = replace(ctx, dry=True)
         inc = cexpr.parse_expression(tokens_of(inc_c), value_names(ctx.env))
         upd = None
@@ -1544,27 +1562,63 @@ class StatementWalk:
         if not (isinstance(cond, cexpr.Bin) and cond.a == var and cond.op in ("<", "<=", ">", ">=", "!=")):
             return None
         bound = self.w.ev(cond.b, dry)
-        ints = [x.value if isinstance(x, E.Const) and type(x.value) is int else None for x in (init_v, c, bound)]
-        if any(x is None for x in ints):
+        if not (isinstance(c, E.Const) and type(c.value) is int) or not isinstance(bound, E.Expr):
             return None
-        x, k, b = ints
+        if not isinstance(init_v, E.Expr):
+            return None
+        k = c.value
         if (upd in ("/", "*") and k < 2) or (upd in (">>", "<<") and not 0 < k < 32):
             return None
-        tests = {
-            "<": lambda v: v < b,
-            "<=": lambda v: v <= b,
-            ">": lambda v: v > b,
-            ">=": lambda v: v >= b,
-            "!=": lambda v: v != b,
-        }
-        for n in range(self._GEOMETRIC_MAX + 1):
-            if not tests[cond.op](x):
-                return E.Const(n)
-            q = abs(x) // k
-            x = {">>": x >> k, "<<": x << k, "/": q if x >= 0 else -q, "*": x * k}[upd]
-            if abs(x) >= 1 << 62:
+        # the enclosing loops' counters the start and the bound read, each with a constant trip
+        outer: dict[str, int] = {}
+        outer_vars: dict[str, E.Var] = {}
+        for v in init_v.free_vars() | bound.free_vars():
+            t = self._const_trips.get(v.name) if v.kind == E.LOOP else None
+            if t is None:
                 return None
-        return None
+            outer[v.name], outer_vars[v.name] = t, v
+        names = sorted(outer)
+        points = list(itertools.product(*(range(outer[n]) for n in names)))
+        if len(points) > self._GEOMETRIC_TABLE:
+            return None
+        tests = {
+            "<": lambda v, b: v < b,
+            "<=": lambda v, b: v <= b,
+            ">": lambda v, b: v > b,
+            ">=": lambda v, b: v >= b,
+            "!=": lambda v, b: v != b,
+        }
+        trips: list[int] = []
+        for pt in points:
+            env = dict(zip(names, pt))
+            x, b = init_v.eval(env), bound.eval(env)
+            if not (type(x) is int and type(b) is int):
+                return None
+            n = None
+            for i in range(self._GEOMETRIC_MAX + 1):
+                if not tests[cond.op](x, b):
+                    n = i
+                    break
+                q = abs(x) // k
+                x = {">>": x >> k, "<<": x << k, "/": q if x >= 0 else -q, "*": x * k}[upd]
+                if abs(x) >= 1 << 62:
+                    return None
+            if n is None:
+                return None
+            trips.append(n)
+        trip = _fit_trip([outer_vars[n] for n in names], points, trips)
+        # the closed form: shifts compose (`(x >> a) >> b == x >> (a + b)`, arithmetic or not);
+        # a multiply / truncating divide by 2^p is a shift by p while no bit is lost (`*`: the
+        # values run stay below 2^62, checked above; `/` of a negative value is not a shift)
+        p = k.bit_length() - 1 if upd in ("/", "*") and k & (k - 1) == 0 else None
+        shift = {"<<": "<<", ">>": ">>", "*": "<<" if p else None, "/": ">>" if p else None}[upd]
+        per = k if upd in ("<<", ">>") else p
+        nonneg = all(
+            type(init_v.eval(dict(zip(names, pt)))) is int and init_v.eval(dict(zip(names, pt))) >= 0 for pt in points
+        )
+        if shift is not None and (upd != "/" or nonneg):
+            self._geometric_form = lambda counter: E.binop(shift, init_v, E.binop("*", E.Const(per), counter))
+        return trip
 
     def _assigned_names(self, body, inc_c, env=None) -> list[str]:
         names = []
@@ -2089,3 +2143,21 @@ def _constant_int(c) -> int | None:
         return int(lib.clang_EvalResult_getAsLongLong(r)) if lib.clang_EvalResult_getKind(r) == 1 else None
     finally:
         lib.clang_EvalResult_dispose(r)
+
+
+def _fit_trip(names: list[E.Var], points: list[tuple[int, ...]], trips: list[int]) -> E.Expr:
+    """The trip counts `trips` of a loop at the iterations `points` of the enclosing loops'
+    counters `names`: a constant, a linear form `a * k + b` of one counter that gives every one,
+    or a table (nested `?:` over the points)."""
+    if len(set(trips)) == 1:
+        return E.Const(trips[0])
+    if len(names) == 1 and len(points) >= 2:
+        (x0,), (x1,) = points[0], points[1]
+        a, b = trips[1] - trips[0], trips[0]
+        if x1 - x0 == 1 and x0 == 0 and all(t == a * x + b for (x,), t in zip(points, trips)):
+            return E.binop("+", E.binop("*", E.Const(a), names[0]), E.Const(b))
+    out: E.Expr = E.Const(trips[-1])
+    for pt, t in reversed(list(zip(points[:-1], trips[:-1]))):
+        at = E.conj(*(E.binop("==", n, E.Const(v)) for n, v in zip(names, pt)))
+        out = E.ite(at, E.Const(t), out)
+    return out

@@ -222,6 +222,9 @@ class Loop:
     # names the unknown that stands for the value after the loop (None: none). An unrolling with
     # concrete sizes runs these updates (checks/protocol._unroll); nothing else reads them.
     simulated: tuple[tuple[str, Expr, Expr, str | None, Expr], ...] = ()
+    # the induction variable's value over the counter when it is no `init + step k`: a geometric
+    # loop's closed form (`k <<= 1` from 2: `2 << k1`; frontend `_geometric_trip`)
+    form: Expr | None = None
 
 
 @dataclass
