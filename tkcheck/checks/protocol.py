@@ -211,8 +211,11 @@ def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorat
         or (o.kind == ir.SYNC and o.sync_kind == "warp")
         or (o.kind == ir.SMEM_ACCESS and o.buffer is not None and o.buffer.name in names)
     ]
-    if not any(o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE) for o in ops):
-        ex.reason = "no waits"  # barriers alone: the happens-before engine's own question
+    if not any(o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE, ir.MBAR_ARRIVE) for o in ops):
+        # barriers alone: the happens-before engine's own question (r12-token: mbarrier arrivals
+        # that no thread waits on are explored, non-blocking events that order nothing; the
+        # happens-before engine leaves a pair with one between undecided)
+        ex.reason = "no waits"
         return ex
     if any(_data_exit(m, lid) for o in ops for lid in o.loops):
         for rounds in DATA_EXIT_ROUNDS + (3,):

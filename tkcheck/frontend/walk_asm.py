@@ -57,6 +57,11 @@ class AsmLowering:
         # the tokens of each asm statement (by its place); a macro's expansion read once
         self._tokens_memo: dict[tuple[str, int], list[str] | None] = {}
         self._from_macro: set[tuple[str, int]] = set()  # the places of asm statements macros wrote
+        # r12-token: the sites (place, callers, loops) of state-token arrivals on each barrier,
+        # the token waits emitted on it, and the barriers whose tokens are not followed
+        self._token_sites: dict[str, set[tuple]] = {}
+        self._token_waits: dict[str, list[ir.Op]] = {}
+        self._token_several: set[str] = set()
 
     @contextmanager
     def polling(self, asm: Any) -> Iterator[None]:
@@ -256,6 +261,7 @@ class AsmLowering:
             return
         ops = self._operands(c)
         elected = self._elected_outputs(ptx)
+        tokens = self._arrival_tokens(c, ctx, ptx)
         flat = ptx.replace("\\n", " ").replace("\\t", " ")
         # `mov.u32 %k, %%cluster_ctarank;`: the CTA's rank in its cluster
         ranks = {int(m.group(1)) for m in re.finditer(r"\bmov\.[us]32\s+%(\d+)\s*,\s*%%cluster_ctarank\s*;", flat)}
@@ -272,7 +278,9 @@ class AsmLowering:
             if not isinstance(old, Expr) and old is not None:
                 continue  # not a plain value (an object the walk tracks)
             value: Expr = E.opaque(f"asm output {name}")
-            if k in elected and (con.startswith("=") or (isinstance(old, Expr) and old.eval({}) == 0)):
+            if k in tokens:
+                value = tokens[k]
+            elif k in elected and (con.startswith("=") or (isinstance(old, Expr) and old.eval({}) == 0)):
                 value = E.binop("==", E.binop("%", E.TID, E.Const(32)), E.Const(0))
             elif k in ranks and len(ptx.split(";")) <= 2:
                 value = E.Var("cta_rank", E.PARAM)
@@ -282,6 +290,40 @@ class AsmLowering:
                     self.mapped[value.name] = (a, r)
             if not ctx.env.assign(name, value):
                 ctx.env.define(name, value)
+
+    def _arrival_tokens(self, c: Any, ctx: Ctx, ptx: str) -> dict[int, Expr]:
+        """r12-token: the outputs that receive the state token of an `mbarrier.arrive` (`%k` of
+        `mbarrier.arrive.b64 %k, [b]`), each the parity of the phase the thread arrives in, and
+        the thread's arrival count on the barrier advanced. That parity is the thread's count of
+        its earlier arrivals on the barrier, mod 2 (`<bar>.ptx_arrivals`, set to 0 where the
+        `__shared__` scalar is declared and carried by loops like any variable): exact while each
+        phase gets one arrival of each participant, which the barrier account checks.
+        Where a thread arrives at two sites of one loop body (two phases a round), on an element
+        of an array of barriers, or on a barrier whose count is not followed, the token is
+        unknown: its waits stay undecided (as libcu++'s `cuda::barrier` tokens, walk_libcu)."""
+        out: dict[int, Expr] = {}
+        asyncs, _ = K.ptx_async_ops(ptx)
+        for a in asyncs:
+            if a.kind != ir.MBAR_ARRIVE or a.token is None or a.barrier is None:
+                continue
+            k = int(a.token.lstrip("%"))
+            addr = self._addr_value(c, ctx, a.barrier)
+            ref = self.mbarrier_at(addr, c) if addr is not None else None
+            key = f"{ref.name}.ptx_arrivals" if ref is not None and not ref.index else None
+            n = ctx.env.lookup(key) if key is not None else None
+            if ref is None or key is None or not isinstance(n, Expr):
+                out[k] = E.opaque("mbarrier token")
+                continue
+            if not ctx.dry:
+                sites = self._token_sites.setdefault(ref.name, set())
+                sites.add((_place(c), ctx.callers, ctx.loops))
+                if ctx.loops and sum(1 for (_, _, lp) in sites if lp == ctx.loops) > 1:
+                    self._token_several.add(ref.name)
+                    for w in self._token_waits.get(ref.name, []):
+                        w.parity = E.opaque("mbarrier token")
+            ctx.env.assign(key, E.binop("+", n, E.Const(1)))
+            out[k] = E.opaque("mbarrier token") if ref.name in self._token_several else E.binop("%", n, E.Const(2))
+        return out
 
     @staticmethod
     def _elected_outputs(ptx: str) -> set[int]:
@@ -426,6 +468,14 @@ class AsmLowering:
             op.count = num(a.count, "count")
         elif a.kind == ir.MBAR_EXPECT:
             op.bytes = num(a.bytes, "bytes")
+        elif a.kind == ir.MBAR_WAIT and a.token is not None:
+            # r12-token: the wait for the phase of the arrival that produced the token (its
+            # parity, _arrival_tokens)
+            op.parity = num(a.token, "mbarrier token")
+            if op.barrier is not None:
+                if op.barrier.name in self._token_several:
+                    op.parity = E.opaque("mbarrier token")
+                self._token_waits.setdefault(op.barrier.name, []).append(op)
         elif a.kind == ir.MBAR_WAIT:
             op.parity = num(a.parity, "parity")
         elif a.kind == ir.TMA_LOAD:

@@ -48,6 +48,21 @@ def _is_array_type(t) -> bool:
         return False
 
 
+def _token_counters(env: Any) -> list[str]:
+    """r12-token: the `<shared scalar>.ptx_arrivals` counters the scope sees (its own, its
+    parents', the inlining callers')."""
+    out: list[str] = []
+    todo, seen = [env], set()
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        out.extend(n for n in e.vars if n.endswith(".ptx_arrivals") and n not in out)
+        todo += [e.parent, getattr(e, "dynamic", None)]
+    return out
+
+
 class _Slot:
     """Where a loop-carried value lives: a variable of the scope (`name`), or a scalar field
     of a record (`rec.fields[name]`, e.g. `regs.stage` of a struct passed by reference)."""
@@ -504,6 +519,10 @@ class StatementWalk:
                 value = Obj("buffer", ir.Ref(name), t)
             else:
                 value = Obj("shared", ir.Ref(name), t, volatile=_volatile_type(d.type))
+                if not dims and t.kind == "scalar" and t.dtype_bytes == 8:
+                    # r12-token: a 64-bit scalar raw PTX may use as an mbarrier: the thread's count
+                    # of its state-token arrivals on it (walk_asm._arrival_tokens)
+                    ctx.env.define(f"{name}.ptx_arrivals", E.Const(0))
                 if dims:
                     # its elements' addresses may name mbarriers in raw PTX (`&bars[i]`)
                     self.w.asm.shared_dims[name] = tuple(dims)
@@ -1721,6 +1740,14 @@ class StatementWalk:
                 if isinstance(v, Expr):
                     scalars[_Slot(n)] = v
                     handed.add(_Slot(n))
+        for n in _token_counters(ctx.env):
+            # r12-token: the thread's state-token arrival count of each 64-bit shared scalar
+            # (walk_asm._arrival_tokens), changed by the asm of the functions the body calls:
+            # carried where the dry pass sees it change, put back otherwise
+            v = ctx.env.lookup(n)
+            if n not in exclude and _Slot(n) not in scalars and isinstance(v, Expr):
+                scalars[_Slot(n)] = v
+                handed.add(_Slot(n))
         # record fields: every scalar field of a reachable record gets a symbolic start value;
         # the ones the body changes are carried, the others are put back as they were
         fields = {}

@@ -999,6 +999,11 @@ class PtxAsyncOp:
     desc_b: str | None = None
     # an instruction on `barrier` the table does not model (kind CALL): an unmodelled use
     unmodelled: bool = False
+    # r12-token: the state token of the split-phase mbarrier. On an arrive (`mbarrier.arrive
+    # .b64 %k, [b]`): the output operand that receives the state of the phase the thread arrived
+    # in; on a wait (`mbarrier.try_wait / test_wait .b64 p, [b], %k`, no parity): the operand
+    # holding that state, the wait being for exactly that phase to complete
+    token: str | None = None
 
 
 def _ptx_instructions(ptx: str) -> list[tuple[str, list[str]]]:
@@ -1159,7 +1164,11 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
             if len(ops) > 3:
                 return None
             return PtxAsyncOp(
-                ir.MBAR_ARRIVE, "mbarrier.arrive", barrier=_bracket(ops[1]), count=ops[2] if len(ops) == 3 else "1"
+                ir.MBAR_ARRIVE,
+                "mbarrier.arrive",
+                barrier=_bracket(ops[1]),
+                count=ops[2] if len(ops) == 3 else "1",
+                token=ops[0].strip() if re.fullmatch(r"\s*%\d+\s*", ops[0]) else None,
             )
         if (
             what == "arrive_drop"
@@ -1181,6 +1190,18 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
         if what in ("try_wait", "test_wait") and "parity" in q and len(ops) >= 3 and _bracket(ops[1]) and loops:
             # a wait that the asm itself repeats until the phase with this parity completed
             return PtxAsyncOp(ir.MBAR_WAIT, f"mbarrier.{what}.parity", barrier=_bracket(ops[1]), parity=ops[2])
+        if (
+            what in ("try_wait", "test_wait")
+            and "parity" not in q
+            and len(ops) in (3, 4)
+            and _bracket(ops[1])
+            and re.fullmatch(r"\s*%\d+\s*", ops[2])
+            and loops
+        ):
+            # r12-token: a wait on a state token (`... p, [b], state{, hint}`), repeated until it
+            # succeeds: a wait for the phase the token's arrival was in (the parity the front end
+            # gives the token, walk_asm)
+            return PtxAsyncOp(ir.MBAR_WAIT, f"mbarrier.{what}", barrier=_bracket(ops[1]), token=ops[2].strip())
         return None
     # --- i7model: `st.async{.weak}.shared::cluster.mbarrier::complete_tx::bytes{.v2|.v4}.<t>
     # [addr], value, [remote_bar]` (and `red.async...`, PTX ISA 8.1, sm_90): a store into a CTA
