@@ -85,8 +85,6 @@ _ALLOWED = (ir.SMEM_ACCESS, ir.SYNC, ir.GLOBAL_LOAD, ir.GLOBAL_STORE)
 
 
 def _simulate(an: Analysis) -> StepFacts | None:
-    import numpy as np
-
     from .paths import flow
 
     m = an.model
@@ -121,8 +119,8 @@ def _simulate(an: Analysis) -> StepFacts | None:
     if seq is None:
         return None
     # vector clocks: vc[t, u] = the latest tick of thread u that thread t is ordered after
-    vc = np.zeros((n, n), dtype=np.int64)
-    tick = np.zeros(n, dtype=np.int64)
+    vc: list[list[int]] = [[0] * n for _ in range(n)]
+    tick = [0] * n
     # element -> [(thread, tick, op, at, conditional)] writes / reads not yet ordered away
     writes: dict[tuple, list] = {}
     reads: dict[tuple, list] = {}
@@ -163,10 +161,13 @@ def _simulate(an: Analysis) -> StepFacts | None:
                     byw.setdefault(t // 32, []).append(t)
                 groups = list(byw.values())
             for g in groups:
-                tick[g] += 1
-                vc[g, g] = tick[g]
-                joined = vc[g].max(axis=0)
-                vc[g] = joined
+                for t in g:
+                    tick[t] += 1
+                    vc[t][t] = tick[t]
+                # every thread of the group is ordered after what any of them was ordered after
+                joined = list(map(max, *(vc[t] for t in g))) if len(g) > 1 else vc[g[0]][:]
+                for t in g:
+                    vc[t] = joined.copy()
             barriers.append((idx, o, at))
             continue
         if o.kind != ir.SMEM_ACCESS:
@@ -179,12 +180,12 @@ def _simulate(an: Analysis) -> StepFacts | None:
             if key is None:
                 return None
             tick[t] += 1
-            vc[t, t] = tick[t]
-            mine = (t, int(tick[t]), o, at, cond, idx)
+            vc[t][t] = tick[t]
+            mine = (t, tick[t], o, at, cond, idx)
             # earlier accesses this one conflicts with: every write, and for a write every read
             for lst, other_write in ((writes.get(key, []), True), (reads.get(key, []) if write else [], False)):
                 for u, tk, po, pat, pcond, pidx in reversed(lst):  # the latest first
-                    if u == t or vc[t, u] >= tk:
+                    if u == t or vc[t][u] >= tk:
                         continue
                     if blind:
                         continue
@@ -201,8 +202,8 @@ def _simulate(an: Analysis) -> StepFacts | None:
                 if not cond:
                     # an unconditional write: the accesses ordered before it are ordered before
                     # whatever is ordered after it
-                    writes[key] = [x for x in writes.get(key, []) if not vc[t, x[0]] >= x[1]]
-                    reads[key] = [x for x in reads.get(key, []) if not vc[t, x[0]] >= x[1]]
+                    writes[key] = [x for x in writes.get(key, []) if not vc[t][x[0]] >= x[1]]
+                    reads[key] = [x for x in reads.get(key, []) if not vc[t][x[0]] >= x[1]]
                 writes.setdefault(key, []).append(mine)
             else:
                 lst = reads.setdefault(key, [])
