@@ -638,23 +638,32 @@ def _ordered_for_every_input(an: Analysis, fl, w: ir.Op, r: ir.Op) -> bool:
     )
 
 
-def _decided_by_steps(an: Analysis, o: ir.Op) -> bool:
+def _decided_by_steps(an: Analysis, o: ir.Op, race_free: bool = False) -> bool:
     """Every access of o's buffer was run step by step over the kernel's loops, each thread's
-    guard and element evaluated (`loop_steps.simulate`): its pairs are decided there."""
+    guard and element evaluated (`loop_steps.simulate`): its pairs are decided there. With
+    `race_free`, only a buffer the run found no race on: every pair of it proved ordered."""
     from .loop_steps import simulate
 
     facts = simulate(an)
-    return facts is not None and o.buffer is not None and o.buffer.name in facts.buffers
+    if facts is None or o.buffer is None or o.buffer.name not in facts.buffers:
+        return False
+    name = o.buffer.name
+    return not race_free or not any(
+        r.first.buffer is not None and r.first.buffer.name == name for r in facts.races
+    )
 
 
 def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> bool:
     """A write and a read of one shared scalar by threads `tw` / `tr`: a Race (or a hand-off race)
     appended to `out` (True), proved ordered, or undecided with its reason (False)."""
     why = None
-    if _decided_by_steps(an, w):
-        # every access of the buffer was run thread by thread and step by step: each pair is
-        # ordered there, or a race syncscope reports from the run -- asking again here would
-        # only repeat it over symbolic loop counters (shift closed forms z3 reads slowly)
+    if (not w.guard.exact or not r.guard.exact or not tw or not tr) and _decided_by_steps(an, w):
+        return False  # ordered, or a race `loop_steps` finds with its steps (syncscope reads it)
+    if _decided_by_steps(an, w, race_free=True):
+        # every pair of the buffer was run thread by thread and step by step and proved
+        # ordered: asking again here would only repeat the proof over symbolic loop counters
+        # (slow where they are shift closed forms); a buffer the run found racing is asked
+        # below too, for this engine's own account of the race (TK408)
         return False
     if not w.guard.exact or not r.guard.exact or not tw or not tr:
         why = "the threads that run one of them are not known"
