@@ -648,9 +648,7 @@ def _decided_by_steps(an: Analysis, o: ir.Op, race_free: bool = False) -> bool:
     if facts is None or o.buffer is None or o.buffer.name not in facts.buffers:
         return False
     name = o.buffer.name
-    return not race_free or not any(
-        r.first.buffer is not None and r.first.buffer.name == name for r in facts.races
-    )
+    return not race_free or not any(r.first.buffer is not None and r.first.buffer.name == name for r in facts.races)
 
 
 def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> bool:
