@@ -661,7 +661,7 @@ def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) ->
         # every pair of the buffer was run thread by thread and step by step and proved
         # ordered: asking again here would only repeat the proof over symbolic loop counters
         # (slow where they are shift closed forms); a buffer the run found racing is asked
-        # below too, for this engine's own account of the race (TK408)
+        # below too, for this engine's own account of the race (the shared-scalar race rule reads it)
         return False
     if not w.guard.exact or not r.guard.exact or not tw or not tr:
         why = "the threads that run one of them are not known"
