@@ -2124,6 +2124,17 @@ def _filled_by_waiters(an: Analysis, w: ir.Op) -> bool:
     return False
 
 
+def _same_plain_guards(w: ir.Op, site: ir.Op) -> bool:
+    """The wait and its loop site run under exact guards that name no loop counter, the same
+    block-uniform conditions, and the site's parity is known: the site's use at an iteration is
+    then the wait's use."""
+    for o in (w, site):
+        g = o.guard
+        if not g.exact or g.thread.depends_on(E.LOOP) or any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform):
+            return False
+    return set(w.guard.uniform) == set(site.guard.uniform) and site.parity is not None and not site.parity.is_opaque()
+
+
 def _continuation(an: Analysis, w: ir.Op, index, parity):
     """A wait in a loop D that goes on with the values a previous loop P advanced
     (`Loop.carried_from`: `for (; k < K + S; ++k) wait(empty[k % S], ...)` after the main loop
@@ -2152,11 +2163,7 @@ def _continuation(an: Analysis, w: ir.Op, index, parity):
     mine = th.executing(w)
     if mine is None or th.executing(site) != mine:
         return None
-    for o in (w, site):
-        g = o.guard
-        if not g.exact or g.thread.depends_on(E.LOOP) or any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform):
-            return None
-    if set(w.guard.uniform) != set(site.guard.uniform) or site.parity is None or site.parity.is_opaque():
+    if not _same_plain_guards(w, site):
         return None
     # between the two loops, and in D, nothing else waits on or signals the barrier
     end_p = max(o.order for o in m.ops if P.id in o.loops)
@@ -2204,11 +2211,7 @@ def _tail_use(an: Analysis, w: ir.Op, index, parity):
         return None
     if P.trip.depends_on(E.THREAD) or P.trip.is_opaque() or th.executing(site) != mine:
         return None
-    for o in (w, site):
-        g = o.guard
-        if not g.exact or g.thread.depends_on(E.LOOP) or any(c.depends_on(E.LOOP) or c.is_opaque() for c in g.uniform):
-            return None
-    if set(w.guard.uniform) != set(site.guard.uniform) or site.parity is None or site.parity.is_opaque():
+    if not _same_plain_guards(w, site):
         return None
     # w after the whole of P, and nothing signals the barrier between the two
     end_p = max(o.order for o in m.ops if P.id in o.loops)
