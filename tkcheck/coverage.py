@@ -842,6 +842,34 @@ def add_memory_undecided(entry: KernelCoverage, an: Analysis) -> None:
             entry.obligations_decided -= 1
         else:
             entry.obligations += 1  # a pair asked outside the examined locations (an acquire side)
+    if an.threads.n is None:
+        _add_unknown_block(entry, an, facts, seen)
+
+
+def _add_unknown_block(entry: KernelCoverage, an: Analysis, facts: Any, seen: set) -> None:
+    """With the block size unknown, no thread set is computed and no pair of threads on a shared
+    location is asked: one undecided obligation per shared location the kernel writes and
+    accesses again, never a silent pass."""
+    accessed: dict[str, list[ir.Op]] = {}
+    for o in an.model.ops:
+        if o.kind == ir.SMEM_ACCESS and o.buffer is not None:
+            accessed.setdefault(o.buffer.name, []).append(o)
+    for name, ops in sorted(accessed.items()):
+        writes = [o for o in ops if o.access_mode == "write"]
+        key = ("shared", name)
+        if not writes or len(ops) < 2 or key in seen or key in facts.examined:
+            continue
+        seen.add(key)
+        loc = writes[0].location
+        entry.unknowns.append(
+            Unknown(
+                f"{loc.filename}:{loc.row}:{loc.column}",
+                f"shared '{name}': a write and other threads' accesses not asked: the block size is not "
+                "known (no `__launch_bounds__`, and no launch with a constant block in the translation unit)",
+            )
+        )
+        entry.memory_undecided += 1
+        entry.obligations += 1
 
 
 def not_analysed(

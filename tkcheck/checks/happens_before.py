@@ -413,6 +413,25 @@ def _ordered_by_barrier(an: Analysis, between: list[ir.Op], t1: int, t2: int) ->
     return False
 
 
+def _first_barrier_orders_all(an: Analysis, between: list[ir.Op]) -> bool:
+    """The first barrier among `between` is a `__syncthreads()` every thread of the block reaches
+    (exact guard, a fixed id): `_ordered_by_barrier` then answers True for every pair of threads
+    at that barrier, before any later one is read. Asked once instead of per pair of thread
+    classes, which with element-wise accesses of a large block is one class per thread (a
+    32 x 32 block: a million pairs)."""
+    n = an.threads.n
+    for o in between:
+        if o.kind not in (ir.SYNC, ir.NAMED_ARRIVE):
+            continue
+        if o.kind != ir.SYNC or o.sync_kind != "block" or not o.guard.exact or n is None:
+            return False
+        if o.sync_id is not None and o.sync_id.depends_on(E.THREAD):
+            return False
+        ex = an.threads.executing(o)
+        return ex is not None and len(ex) == n and _barrier_key(o) is not None
+    return False
+
+
 def in_warp_mask(o: ir.Op, t: int) -> bool | None:
     """Is thread t's lane in the member mask of `__syncwarp(mask)` o (as t runs it)? None: the
     mask is not known (`warp_collectives.member_mask`, the one reading of a mask)."""
@@ -1447,7 +1466,7 @@ def _across_loops(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts
             if not ok:
                 break
         if ok:
-            if repeats:
+            if repeats and not _back_edge_ordered(an, fl, first, second, common, tf, ts):
                 out.undecided.append((w, r, back))
             return True
     # a race in the later access's first iteration, after the earlier one's last
@@ -1488,7 +1507,7 @@ def _across_loops(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts
         out.undecided.append((w, r, probe.undecided[0][2]))
         return True
     if race is None:
-        if repeats:
+        if repeats and not _back_edge_ordered(an, fl, first, second, common, tf, ts):
             out.undecided.append((w, r, back))
         return True
     race.first, race.second = first, second
@@ -1560,8 +1579,38 @@ def _race_into_inner_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: Mem
             )
             return race
     if outer.loops and _repeats(an, outer.loops[-1], outer.guard.uniform):
-        # the other order, across the enclosing loop's back edge: not asked here
-        out.undecided.append((w, r, "in different loops, across iterations of the loop around both"))
+        # the other order, across the enclosing loop's back edge
+        first, second = (w, r) if w.order < r.order else (r, w)
+        tf, ts = (tw, tr) if first is w else (tr, tw)
+        if not _back_edge_ordered(an, fl, first, second, len(outer.loops), tf, ts):
+            out.undecided.append((w, r, "in different loops, across iterations of the loop around both"))
+    return True
+
+
+def _back_edge_ordered(an: Analysis, fl, first: ir.Op, second: ir.Op, common: int, tf, ts) -> bool:
+    """Proved: the later access (`second`, threads `ts`) in an iteration of the loop around both
+    (the `common`-th) is ordered before the earlier one (`first`, threads `tf`) in the next
+    iteration. The path across the back edge runs, at the loop body's own level, the ops after
+    `second` (after its own loops) to the end of the body and then those from the body's start
+    to `first`: a barrier there that both threads take part in (no condition beyond the loops'
+    own, so run once an iteration by every thread of a block-uniform loop) orders them. Ops
+    inside nested loops are left out (they may run no iteration), so a False is no race."""
+    if common <= 0:
+        return False
+    lp = an.model.loops.get(first.loops[common - 1])
+    if lp is None or not lp.uniform:
+        return False
+    head = first.loops[:common]
+    uf, us = set(first.guard.uniform), set(second.guard.uniform)
+    level = [o for o in fl.ops if o.loops == head and set(o.guard.uniform) <= uf & us]
+    path = [o for o in level if o.order > second.order] + [o for o in level if o.order < first.order]
+    syncs = [o for o in path if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
+    if not syncs or not all(o.guard.exact and an.threads.executing(o) is not None for o in syncs):
+        return False
+    for t2 in _representatives(an, path, ts):
+        for t1 in _representatives(an, path, tf):
+            if _ordered_by_barrier(an, path, t2, t1) is not True:
+                return False
     return True
 
 
@@ -1734,6 +1783,8 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
                 reps.append(t)
         return list(cls.items())
 
+    if _first_barrier_orders_all(an, between):
+        return None  # every pair below would be ordered at that barrier: `_ordered_by_barrier`
     c1, c2 = classes(t_first, first.buffer), classes(t_second, second.buffer)
     for (sig2, k2, w2), reps2 in c2:
         for (sig1, k1, w1), reps1 in c1:

@@ -27,6 +27,7 @@ from ..model import ir
 from .value_types import StructType
 from .lexer import lex
 from .parse import top_level
+from .launch_shape import block_shapes
 from .walk_env import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
 from .walk_types import TypeResolution
 from .walk_statements import StatementWalk
@@ -892,10 +893,20 @@ class KernelWalker:
         else:
             bounds = self.types.launch_bounds(c, env)
             m.launch_bounds = self.types.has_launch_bounds(c)
+            shapes = block_shapes(self.mb.parsed)
+            shape = shapes.get(c.spelling)
             if bounds is not None:
                 m.block_threads, m.min_blocks = bounds
                 m.block_threads_source = "__launch_bounds__"
-            else:
+                # the launch's own shape where it fills the bound exactly: threadIdx.y / .z are
+                # then positions in it (a smaller launch keeps the bound's count, as before)
+                if shape is not None and bounds[0].eval({}) == shape[0] * shape[1] * shape[2]:
+                    m.block_dims = shape
+            elif shape is not None:
+                m.block_threads = E.Const(shape[0] * shape[1] * shape[2])
+                m.block_dims = shape
+                m.block_threads_source = "launch configuration in the file"
+            elif c.spelling not in shapes:
                 n = self.types.launch_config_threads(c)
                 if n is not None:
                     m.block_threads = E.Const(n)

@@ -734,6 +734,9 @@ class ExprEvaluation:
             return obj.id if obj.id is not None else E.opaque("barrier_id")
         if isinstance(obj, tuple) and obj and obj[0] == "builtin":
             b = obj[1]
+            dims = self.w.model.block_dims if self.w.model is not None else None
+            if dims is not None and field_name in ("x", "y", "z"):
+                return _position_in_block(b, field_name, dims)
             if b == "threadIdx":
                 return {"x": E.TID, "y": E.TID_Y, "z": E.TID_Z}.get(field_name, E.opaque("threadIdx"))
             if (
@@ -1371,3 +1374,19 @@ def _is_clc_handle(node: cexpr.Node, walker, ctx) -> bool:
 def _shared_array(v: _ArrVal) -> bool:
     """An array of `__shared__` scalars or mbarriers (not a tile array, not a pointer's target)."""
     return isinstance(v.obj, Obj) and v.obj.kind in ("shared", "barrier")
+
+
+def _position_in_block(builtin: str, axis: str, dims: tuple[int, int, int]):
+    """`threadIdx.{x,y,z}` and `blockDim.{x,y,z}` in a block of known shape (X, Y, Z): the model's
+    thread is the linear id t = x + X * (y + Y * z), the order in which CUDA numbers a block's
+    threads into warps, so x = t % X, y = (t / X) % Y and z = t / (X * Y)."""
+    x, y, z = dims
+    if builtin == "blockDim":
+        return E.Const({"x": x, "y": y, "z": z}[axis])
+    if builtin != "threadIdx":
+        return E.Var(f"{builtin}.{axis}", E.PARAM)
+    if axis == "x":
+        return E.TID if y * z == 1 else E.binop("%", E.TID, E.Const(x))
+    if axis == "y":
+        return E.Const(0) if y == 1 else E.binop("%", E.binop("/", E.TID, E.Const(x)), E.Const(y))
+    return E.Const(0) if z == 1 else E.binop("/", E.TID, E.Const(x * y))

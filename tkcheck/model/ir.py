@@ -765,8 +765,11 @@ class KernelModel:
     name: str
     location: Location
     kind: str  # "global" | "lcf" | "lcsf" | "lcsc" | "interpreter"
-    block_threads: Expr | None  # threads per block (x), folded when possible
+    block_threads: Expr | None  # threads per block (all dimensions), folded when possible
     block_threads_source: str = ""  # where the number came from (launch_bounds, template flags)
+    # the block's (x, y, z) when the launch in the translation unit fixes it
+    # (frontend/launch_shape.py); None: one-dimensional as far as the model knows
+    block_dims: tuple[int, int, int] | None = None
     # a register cap fixed at entry (`__launch_bounds__`): True / False / None (unknown,
     # e.g. an attribute tkcheck cannot identify) -- setmaxnreg needs it
     launch_bounds: bool | None = None
