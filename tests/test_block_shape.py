@@ -8,6 +8,7 @@ from __future__ import annotations
 from tkcheck.checks import happens_before
 from tkcheck.checks.analysis import Analysis
 from tkcheck.engine import CheckOptions, check_file, models_of
+from tkcheck.evaluate import all_codes
 from tkcheck.frontend.launch_shape import block_shapes
 from tkcheck.frontend.parse import ParseOptions, parse_source, read_source
 
@@ -78,7 +79,7 @@ def test_a_missing_closing_barrier_is_undecided_not_a_finding():
 
 
 def test_an_unknown_block_size_is_an_undecided_obligation():
-    res = check_file(str(SHAPES / "unknown_block_undecided.cu"), CheckOptions())
+    res = check_file(str(SHAPES / "unknown_block_undecided.cu"), CheckOptions(enabled=all_codes()))
     assert not res.findings
     (cov,) = res.coverage
     assert cov.analysed and cov.obligations == 1 and cov.obligations_decided == 0

@@ -39,3 +39,16 @@ def test_user_line_stays() -> None:
     _place_at_user(f, m)
     assert (Path(f.location.filename).name, f.location.row, f.location.column) == (FIXTURE.name, 40, 5)
     assert f.related == [] and f.message == "a message"
+
+
+def test_a_finding_in_a_users_helper_names_the_kernels_call() -> None:
+    from tkcheck.engine import CheckOptions, check_file
+    from tkcheck.evaluate import all_codes
+
+    path = Path(__file__).resolve().parent.parent / "fixtures" / "frontend" / "helper_call_site_bad.cu"
+    res = check_file(str(path), CheckOptions(enabled=all_codes()))
+    assert {f.code for f in res.findings} == {"TK401", "TK408"}
+    for f in res.findings:
+        assert f.location.row == 5
+        calls = [r for r in f.related if r.message.startswith("called from here")]
+        assert [r.location.row for r in calls] == [11], f.related

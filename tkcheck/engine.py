@@ -282,6 +282,7 @@ def _check_in_session(
                     if m.instance_site is not None:
                         _tell_instance(f, m)
                     _place_at_user(f, m)
+                    _tell_call_sites(f, m)
                     res.findings.append(_fill(f, rules))
             except RecursionError:
                 # expressions nested a few hundred levels deep: this rule says nothing about the kernel
@@ -439,6 +440,28 @@ def _tell_instance(f: Finding, m: KernelModel) -> None:
     f.related.append(Related(m.instance_site, f"{m.name} {what}"))
     if f.witness is not None and "kernel" not in f.witness:
         f.witness = {**f.witness, "kernel": m.name}
+
+
+def _tell_call_sites(f: Finding, m: KernelModel) -> None:
+    """A finding on a line of a user's helper function (a `__device__` function tkcheck inlined)
+    names the kernel's call of the helper as a related site: the helper may be called from
+    several places, and its line alone does not say which call the proof is about. The calls are
+    the callers of the model's ops at the finding's site (the outermost call, in the kernel)."""
+    from .findings import Related
+    from .knowledge.protocols import in_protocol_file
+
+    loc = f.location
+    calls = []
+    for op in m.ops:
+        ol = op.location
+        if op.callers and ol.row == loc.row and ol.column == loc.column and ol.filename == loc.filename:
+            c = op.callers[0]
+            if c not in calls and not in_protocol_file(c.filename):
+                calls.append(c)
+    have = {(r.location.filename, r.location.row) for r in f.related}
+    for c in calls:
+        if (c.filename, c.row) not in have and (c.filename, c.row) != (loc.filename, loc.row):
+            f.related.append(Related(c, "called from here (the kernel's call of the helper the finding is in)"))
 
 
 def _place_at_user(f: Finding, m: KernelModel) -> None:
