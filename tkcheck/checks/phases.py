@@ -919,8 +919,13 @@ def _reached(loop: ir.Loop) -> list[E.Expr]:
     return out
 
 
-def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int = 0) -> int | None:
-    """Phases completed per element by arrivals outside w's loops, before w."""
+def _pre_completions(
+    an: Analysis, w: ir.Op, round_loop: int | None, offset: int = 0, armed: bool = False
+) -> int | None:
+    """Phases completed per element by arrivals outside w's loops, before w. `armed` (a body
+    walk, `_body_walk_uses`): an expect of w's own threads that arms the phase their next wait
+    on the same element observes (`expect(bar[s]); wait(bar[s], ph)`) is that use's phase, not
+    one completed ahead of it."""
     m, th = an.model, an.threads
     total = 0
     pre_ops = []
@@ -938,6 +943,8 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
         if round_loop is not None and round_loop in s.loops:
             continue
         if round_loop is None and s.loops == w.loops:
+            continue
+        if armed and _arms_own_wait(an, s, w):
             continue
         if s.kind == ir.TMA_LOAD and s.loops and s.order < first and not set(s.loops) & set(w.loops):
             r = completion._round_of(m, s, an)
@@ -1035,6 +1042,29 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
         return None
     return total // cnt
 
+
+
+def _arms_own_wait(an: Analysis, s: ir.Op, w: ir.Op) -> bool:
+    """s is an expect issued by w's threads alone whose next op on the barrier, in its own loop
+    body, is a wait of the same threads on the same element (`expect(bar[s]); wait(bar[s],
+    ph)`): the phase s arms is the one that wait observes."""
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    iss = th.issuers(s)
+    if s.kind != ir.MBAR_EXPECT or mine is None or iss is None or not iss <= mine:
+        return False
+    nxt = min(
+        (o for o in m.ops if o.order > s.order and o.barrier is not None and o.barrier.name == s.barrier.name),
+        key=lambda o: o.order,
+        default=None,
+    )
+    return (
+        nxt is not None
+        and nxt.kind == ir.MBAR_WAIT
+        and nxt.loops == s.loops
+        and nxt.barrier.index == s.barrier.index
+        and th.executing(nxt) == mine
+    )
 
 def _hits_waited_element(an: Analysis, s: ir.Op, w: ir.Op) -> bool | None:
     """Does a one-time signal land on the element w waits on? (`arrive(bar[0])` and a wait on
@@ -1263,13 +1293,20 @@ def _compute(an: Analysis) -> list[WaitPhase]:
         wp.role = describe(ex, an.threads.n)
         try:
             _analyse(an, w, wp)
+            if wp.status == "unknown" and w.order not in m.ring_visits:
+                # not decided site by site: the role's uses of the barrier before, in and after
+                # one loop read as one walk (`_body_walk_uses`); its answer only where it decides
+                again = WaitPhase(w, w.barrier.name, role=wp.role)
+                _analyse(an, w, again, body=True)
+                if again.status != "unknown":
+                    wp = again
         except (z3.Z3Exception, RecursionError, ZeroDivisionError) as exc:  # pragma: no cover
             wp.status, wp.reason = "unknown", f"solver error: {exc}"
         out.append(wp)
     return out
 
 
-def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
+def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     m, to = an.model, an.solver_timeout_ms
     pb = None
     pb_reason = ""  # why the bitfield's counts did not decide w, when the ring walk is tried instead
@@ -1314,6 +1351,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     index = tuple(linear(ix) for ix in w.barrier.index)
     parity = linear(w.parity) if pb is None else pb[0]
     walk = _ring_walk_uses(an, w, index, parity) if pb is None and w.order in m.ring_visits else None
+    defs: list[E.Expr] = []  # a body walk's use and trip count, as definitions
+    if body:
+        walk = _body_walk_uses(an, w, index, parity) if pb is None and walk is None else "no body walk"
+        if not isinstance(walk, str):
+            k_, index_, parity_, defs, I_ = walk
+            walk = (k_, index_, parity_, [], I_)
     if isinstance(walk, str):
         wp.reason = pb_reason or walk
         return
@@ -1382,6 +1425,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         parity = _tabulated(parity, w, m, k)
         wp.loop = O.id
         assume.append(E.binop(">=", k, E.Const(0)))
+        if defs:
+            assume.extend(defs)
+            p_assume = tuple(p_assume) + (E.binop(">=", k, E.Const(0)),)
         period = _period(index, k, to, p_assume)
         if period is None:
             wp.reason = "ring period not recognised"
@@ -1595,7 +1641,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         # proved from the pairs, is taken
         wp.reason = "handshake direction not established (ring walk)"
         return
-    if walk is not None and hs and _task_prologue_signal(an, w, walk[4]):
+    if walk is not None and hs and (_body_prologue_signal(an, w) if body else _task_prologue_signal(an, w, walk[4])):
         # w's role signals another barrier in the task before w, outside w's inner loop (the
         # MMA warp's first QK commit before its k loop): the cycle through that barrier may start
         # on w's side, so w need not be the back channel -- its direction is not told
@@ -1622,7 +1668,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         # that fill is the first phase w's first use of its slot waits for
         wp.offset += filled
     if due is None:
-        pre = _pre_completions(an, site, wp.loop, wp.offset)
+        pre = _pre_completions(an, site, wp.loop, wp.offset, armed=body)
         if pre is None:
             wp.reason = "arrivals outside the loop not accounted"
             return
@@ -1685,6 +1731,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if sites is not None and it is not None:
         it = (it - sites[5]) // sites[4]  # the use v = Q + P k + j: the loop's iteration k
     after_loop = None
+    if body and walk is not None:
+        # a body walk: the loop's own iteration, or after how many iterations a wait after it runs
+        I_ = walk[4]
+        it = env.get(I_.counter.name) if I_.id in w.loops else None
+        if w.order > max(o.order for o in m.ops if I_.id in o.loops):
+            after_loop = env.get("T#uses")
     if cont is not None and it is not None and not w.loops:
         # a wait after the loop (`_tail_use`): its one use, after that many iterations
         after_loop = chain[-1].trip.eval(env) if chain[-1].trip is not None else None
@@ -1742,6 +1794,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     # phase never advanced: the parity is the same on every iteration
     # (a wait after the loop, `_tail_use`, is one use: its parity has no counter to move)
     invariant = k is not None and k not in parity.free_vars() and bool(w.loops)
+    if body and walk is not None:
+        # a body walk: the parity never changes when the loop's counter is not in it (a wait in
+        # the loop); a wait before or after the loop is one use
+        invariant = walk[4].id in w.loops and walk[4].counter not in parity.free_vars()
     if not invariant and k is not None and pb is not None:
         # a phase bit that no flip touches reads the same value whatever the position (the
         # other half's bits: `get_phasebit<1>` where only `<0>` is flipped)
@@ -1980,6 +2036,197 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     return (v, idx, par, reached, O)
 
 
+def _body_walk_uses(an: Analysis, w: ir.Op, index, parity):
+    """The ring walk of a role with no task loop (`_ring_walk_uses` with the role's body as its
+    one task): the waits of w's threads on w's barrier sit before one loop I outside every
+    loop (Q groups), in I (P groups an iteration) and after it (R groups), in program order,
+    under one set of block-uniform conditions. A group is one site, or -- where sites pick
+    their element by a loop (`for (qid ..) wait(bar[qid], ph)`) or wait on constant elements
+    -- a run of sites that waits on every element of the barrier's one set exactly once (one
+    visit of each element). Use ranks: j before I, Q + P k + j in I, Q + P T + j after it.
+
+    With one site a group, the element of use v is the sites' index read at v: the prologue
+    sites' constants, then site j of I at k = (v - Q) / P; a site after I must be proved to
+    wait on the element I's site j % P would at iteration T + j / P (its index is that site's
+    continued past the loop, for every trip count T). With groups, each use of the walk is a
+    use of every element. Returns (v, index over v, w's parity, definitions (v = w's rank, k
+    in [0, T), T >= 0), I), or a reason (undecided). No counting is guessed: the uses of the
+    ring are exactly these sites' executions, each once per visit."""
+    from .. import solver
+
+    m, th, to = an.model, an.threads, an.solver_timeout_ms
+    mine = th.executing(w)
+    if mine is None:
+        return "threads unknown"
+    elem_loops: dict[int, list] = {}
+    loops_of: dict[int, tuple[int, ...]] = {}
+    uniform_of: dict[int, set] = {}
+    sites = []
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o.barrier is None or o.barrier.name != w.barrier.name:
+            continue
+        theirs = th.executing(o)
+        if theirs is None:
+            return "threads unknown"
+        if not theirs & mine:
+            continue
+        g = o.guard
+        pinned = _pinned_loops(m, o)
+        loops = o.loops[: len(o.loops) - len(pinned)]
+        uniform = {c for c in g.uniform if c not in pinned.values()}
+        if loops and o.parity is not None and not o.parity.is_opaque():
+            ne = _element_loops(
+                an, o, [m.loops[i] for i in loops], tuple(o.barrier.index), o.parity, outermost=True
+            )
+            if ne:
+                elem_loops[o.order] = [m.loops[i] for i in loops[len(loops) - ne :]]
+                loops = loops[: len(loops) - ne]
+        if (
+            theirs != mine
+            or len(loops) > 1
+            or o.parity is None
+            or o.parity.is_opaque()
+            or o.phasebit is not None
+            or any(ix.is_opaque() for ix in o.barrier.index)
+            or not g.exact
+            or g.thread.depends_on(E.LOOP)
+            or g.thread.is_opaque()
+            or any(c.depends_on(E.LOOP) or c.is_opaque() for c in uniform)
+            or len(o.barrier.index) != len(w.barrier.index)
+        ):
+            return "sibling uses: a use of the barrier not in one sequence with this wait"
+        loops_of[o.order], uniform_of[o.order] = loops, uniform
+        sites.append(o)
+    if w not in sites or any(uniform_of[o.order] != uniform_of[w.order] for o in sites):
+        return "sibling uses: a use of the barrier not in one sequence with this wait"
+    inner_ids = {loops_of[o.order][0] for o in sites if loops_of[o.order]}
+    if len(inner_ids) != 1:
+        return "sibling uses: not one loop"
+    I = m.loops[inner_ids.pop()]
+    if I.parent is not None or I.trip is None or I.trip.depends_on(E.THREAD) or I.trip.is_opaque():
+        return "sibling uses: the loop's trip count unknown"
+    if I.continues or not I.uniform:
+        return "sibling uses: a loop that ends early"
+    sites.sort(key=lambda o: o.order)
+    lo = min(o.order for o in m.ops if I.id in o.loops)
+    hi = max(o.order for o in m.ops if I.id in o.loops)
+    region = {o.order: (1 if loops_of[o.order] else (0 if o.order < lo else 2)) for o in sites}
+    if any(region[o.order] == 1 and not lo <= o.order <= hi for o in sites):
+        return "sibling uses: not one loop"
+    grouped = bool(elem_loops) or all(
+        isinstance(ix.eval({}), int) for o in sites for ix in o.barrier.index
+    )
+    groups: list[list] = []
+    if grouped:
+        full: set | None = None
+        sets = {}
+        for o in sites:
+            els = _enumerated_elements(o, elem_loops.get(o.order, []))
+            if els is None:
+                return "sibling uses: the elements of one visit not enumerated"
+            sets[o.order] = els
+        full = set().union(*sets.values())
+        cur: list = []
+        seen: set = set()
+        for o in sites:
+            if cur and region[cur[0].order] != region[o.order]:
+                return "sibling uses: a visit split across the loop"
+            if seen & sets[o.order]:
+                return "sibling uses: an element used twice at one visit"
+            cur.append(o)
+            seen |= sets[o.order]
+            if seen == full:
+                groups.append(cur)
+                cur, seen = [], set()
+        if cur:
+            return "sibling uses: the visits use different elements"
+    else:
+        groups = [[o] for o in sites]
+    pre = [gr for gr in groups if region[gr[0].order] == 0]
+    ins = [gr for gr in groups if region[gr[0].order] == 1]
+    post = [gr for gr in groups if region[gr[0].order] == 2]
+    Q, P, R = len(pre), len(ins), len(post)
+    if not P or Q + R == 0:
+        return "sibling uses: no uses outside the loop"
+    kI = I.counter
+    Ts = E.Var("T#uses", E.LOOP, label="trip count of the loop")
+
+    def sym(e):
+        return E.replace_sub(linear(e), I.trip, Ts)
+
+    group_of = {o.order: gr for gr in groups for o in gr}
+    gw = group_of[w.order]
+    if gw in pre:
+        rank = E.Const(pre.index(gw))
+    elif gw in ins:
+        rank = E.binop("+", E.Const(Q + ins.index(gw)), E.binop("*", E.Const(P), kI))
+    else:
+        rank = E.binop("+", E.Const(Q + post.index(gw)), E.binop("*", E.Const(P), Ts))
+    v = E.Var("v#uses", E.LOOP, label="use of the barrier")
+    defs = [E.binop(">=", Ts, E.Const(0)), E.binop("==", v, rank)]
+    if gw in ins:
+        defs += [E.binop(">=", kI, E.Const(0)), E.binop("<", kI, Ts)]
+    par = sym(parity)
+    if any(x.depends_on(E.LOOP) and x.free_vars() - {kI, Ts} - {L.counter for L in elem_loops.get(w.order, [])}
+           for x in (par,)):
+        return "sibling uses: the wait's parity not read at its use"
+    if grouped:
+        # a use of the walk is a use of every element: the element does not move with v
+        idx = tuple(sym(ix) for ix in index)
+        if any(kI in x.free_vars() or Ts in x.free_vars() for x in idx):
+            return "sibling uses: the elements of one visit not enumerated"
+        return (v, idx, par, defs, I)
+    # one site a group: the element of use v, from the prologue sites and the loop's sites
+    tab = []
+    for gr in ins:
+        o = gr[0]
+        tab.append(tuple(_tabulated(linear(ix), o, m, kI) for ix in o.barrier.index))
+    if any(Ts in x.free_vars() or any(fv.kind == E.LOOP and fv != kI for fv in x.free_vars()) for t in tab for x in t):
+        return "sibling uses: an element not read at its use"
+    head = []
+    for gr in pre:
+        ix = tuple(linear(x) for x in gr[0].barrier.index)
+        if any(x.depends_on(E.LOOP) for x in ix):
+            return "sibling uses: an element not read at its use"
+        head.append(ix)
+    # each site after the loop continues the loop's sites (proved for every trip count)
+    bounds = (E.binop(">=", Ts, E.Const(0)), *w.guard.uniform)
+    # (only those up to w: a use after w changes nothing w observes)
+    for r, gr in enumerate(post):
+        o = gr[0]
+        if o.order > w.order:
+            break
+        at = {kI.name: E.binop("+", Ts, E.Const(r // P))}
+        same = E.conj(
+            *[E.binop("==", sym(a), E.substitute(b, at)) for a, b in zip(o.barrier.index, tab[r % P])]
+        )
+        if solver.always(same, to, assume=bounds) is not True:
+            return "sibling uses: a wait after the loop does not continue the loop's ring"
+    rel = E.binop("-", v, E.Const(Q)) if Q else v
+    it = E.binop("/", rel, E.Const(P)) if P > 1 else rel
+    j = E.binop("%", rel, E.Const(P))
+    idx = []
+    for d in range(len(w.barrier.index)):
+        e = E.substitute(tab[-1][d], {kI.name: it})
+        for q in range(P - 2, -1, -1):
+            e = E.ite(E.binop("==", j, E.Const(q)), E.substitute(tab[q][d], {kI.name: it}), e)
+        # the loop's elements as a table over v (periodic by construction, read at v >= Q); the
+        # prologue's uses must be that table's first entries: one table is every use's element
+        u = E.Var("u#uses", E.LOOP)
+        ku = E.binop("/", u, E.Const(P)) if P > 1 else u
+        eu = E.substitute(tab[-1][d], {kI.name: ku})
+        for q in range(P - 2, -1, -1):
+            eu = E.ite(E.binop("==", E.binop("%", u, E.Const(P)), E.Const(q)), E.substitute(tab[q][d], {kI.name: ku}), eu)
+        t = _table_from(eu, u, Q, v)
+        if t is not None and all(t.eval({v.name: q}) == head[q][d].eval({}) for q in range(Q)):
+            e = t
+        else:
+            for q in range(Q - 1, -1, -1):
+                e = E.ite(E.binop("==", v, E.Const(q)), head[q][d], e)
+        idx.append(e)
+    return (v, tuple(idx), par, defs, I)
+
+
 def _task_prologue_signal(an: Analysis, w: ir.Op, O: ir.Loop) -> bool:
     """w's threads signal a barrier X (not w's) in the task loop O both before w, outside the
     inner loop that holds w (a per-task prologue fill: the MMA warp's first QK commit), and
@@ -2010,6 +2257,52 @@ def _task_prologue_signal(an: Analysis, w: ir.Op, O: ir.Loop) -> bool:
             before.add(o.barrier.name)
     return bool(before & after)
 
+
+
+
+def _table_from(e: E.Expr, u: E.Var, start: int, v: E.Var) -> E.Expr | None:
+    """e, a function of u >= 0 alone with a structural period p, as the canonical table over
+    v = u + start (its values at v < start are the table's too: the caller checks them)."""
+    from ..recurrence import MAX_TABLE, canonical_form, structural_period
+
+    if e.free_vars() != {u}:
+        return None
+    p = structural_period(linear(e), u)
+    if p is None or p > MAX_TABLE:
+        return None
+    seq_u = []
+    for j in range(p):
+        x = e.eval({u.name: j})
+        if x is None:
+            return None
+        seq_u.append(int(x))
+    seq = [seq_u[(i - start) % p] for i in range(p)]
+    return canonical_form(seq + seq, 0, p, v)
+
+def _body_prologue_signal(an: Analysis, w: ir.Op) -> bool:
+    """`_task_prologue_signal` for a body walk (`_body_walk_uses`): w's threads signal a
+    barrier X (not w's) both before w, outside the loop that holds w, and after w; or threads
+    not known. The cycle through X may then start on w's side."""
+    mine = an.threads.executing(w)
+    if mine is None:
+        return True
+    before: set = set()
+    after: set = set()
+    for o in an.model.ops:
+        if o.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD) or o.barrier is None:
+            continue
+        if o.barrier.name == w.barrier.name:
+            continue
+        iss = an.threads.issuers(o)
+        if iss is None:
+            return True
+        if not iss & mine:
+            continue
+        if o.order > w.order:
+            after.add(o.barrier.name)
+        elif not (w.loops and o.loops and o.loops[0] == w.loops[0]):
+            before.add(o.barrier.name)
+    return bool(before & after)
 
 def _element_visits(sites: list, elem_loops: dict, m: ir.KernelModel) -> list | str:
     """The walk's sites (in program order) as groups that are one use each: a site alone, as
