@@ -980,6 +980,8 @@ def _pre_completions(
             for o in _signals(m, w.barrier.name)
             if o is not s and o.loops and (th.issuers(o) or frozenset()) & iss and o.order > s.order
         ]
+        if armed and _visit_of_signaller(an, s, w, first):
+            continue
         if s.order > first and not steady:
             return None  # arrivals after the wait's loop started: not a pre-arrival
         if (
@@ -1001,7 +1003,7 @@ def _pre_completions(
         if steady and not prologue and offset == 0:
             # a software-pipelined signaller (the first QK^T issued before the loop that issues
             # the next one per iteration): its first signal is the waiter's first use, not a
-            # phase completed ahead of it -- only a released token (a handshake wait) is that
+            # phase completed ahead of it -- only a released token (a handshake wait) is that.
             return None
         hit = _hits_waited_element(an, s, w)
         if hit is None:
@@ -1043,6 +1045,24 @@ def _pre_completions(
     return total // cnt
 
 
+
+
+def _visit_of_signaller(an: Analysis, s: ir.Op, w: ir.Op, first: int) -> bool:
+    """In a body walk (`_body_walk_uses`, which counts every use of the waiter from its
+    first): s, outside every loop, is issued by the one role that signals w's barrier, which
+    also signals it in a loop, and no block-wide barrier orders s before the waiter's loop (an
+    init-time token). s is then one visit of that role's walk -- before its loop (a
+    software-pipelined signaller: the first QK^T's commit) or after it (the last PV's) -- the
+    phase of one use of the waiter (data) or the release of one use, not a phase completed
+    ahead of the waiter's uses."""
+    m, th = an.model, an.threads
+    iss = th.issuers(s)
+    if s.loops or iss is None or _prologue_signal(an, s, first):
+        return False
+    sigs = _signals(m, w.barrier.name)
+    if any(th.issuers(o) != iss for o in sigs):
+        return False
+    return any(o is not s and o.loops for o in sigs)
 
 def _arms_own_wait(an: Analysis, s: ir.Op, w: ir.Op) -> bool:
     """s is an expect issued by w's threads alone whose next op on the barrier, in its own loop
@@ -1735,8 +1755,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
         # a body walk: the loop's own iteration, or after how many iterations a wait after it runs
         I_ = walk[4]
         it = env.get(I_.counter.name) if I_.id in w.loops else None
-        if w.order > max(o.order for o in m.ops if I_.id in o.loops):
-            after_loop = env.get("T#uses")
+        trips = [n for n in env if n.startswith("T#uses")]
+        if w.order > max(o.order for o in m.ops if I_.id in o.loops) and len(trips) == 1:
+            after_loop = env.get(trips[0])
     if cont is not None and it is not None and not w.loops:
         # a wait after the loop (`_tail_use`): its one use, after that many iterations
         after_loop = chain[-1].trip.eval(env) if chain[-1].trip is not None else None
@@ -2099,26 +2120,38 @@ def _body_walk_uses(an: Analysis, w: ir.Op, index, parity):
         sites.append(o)
     if w not in sites or any(uniform_of[o.order] != uniform_of[w.order] for o in sites):
         return "sibling uses: a use of the barrier not in one sequence with this wait"
-    inner_ids = {loops_of[o.order][0] for o in sites if loops_of[o.order]}
-    if len(inner_ids) != 1:
-        return "sibling uses: not one loop"
-    I = m.loops[inner_ids.pop()]
-    if I.parent is not None or I.trip is None or I.trip.depends_on(E.THREAD) or I.trip.is_opaque():
-        return "sibling uses: the loop's trip count unknown"
-    if I.continues or not I.uniform:
-        return "sibling uses: a loop that ends early"
+    inner_ids = sorted({loops_of[o.order][0] for o in sites if loops_of[o.order]})
+    if not inner_ids:
+        return "sibling uses: no loop"
+    Ls = [m.loops[i] for i in inner_ids]
+    for L in Ls:
+        # (a trip count of the thread's own, `m_tile` of its warpgroup, is one symbol too: the
+        # uses counted are each thread's own, proved for every trip count)
+        if L.parent is not None or L.trip is None or L.trip.depends_on(E.LOOP) or L.trip.is_opaque():
+            return "sibling uses: the loop's trip count unknown"
+        if L.continues or L.thread_exit or L.data_cond or (not L.uniform and not L.trip.depends_on(E.THREAD)):
+            return "sibling uses: a loop that ends early"
     sites.sort(key=lambda o: o.order)
-    lo = min(o.order for o in m.ops if I.id in o.loops)
-    hi = max(o.order for o in m.ops if I.id in o.loops)
-    region = {o.order: (1 if loops_of[o.order] else (0 if o.order < lo else 2)) for o in sites}
-    if any(region[o.order] == 1 and not lo <= o.order <= hi for o in sites):
-        return "sibling uses: not one loop"
-    grouped = bool(elem_loops) or all(
-        isinstance(ix.eval({}), int) for o in sites for ix in o.barrier.index
+    span = {L.id: (min(o.order for o in m.ops if L.id in o.loops), max(o.order for o in m.ops if L.id in o.loops)) for L in Ls}
+    Ls.sort(key=lambda L: span[L.id][0])
+    if any(span[a.id][1] > span[b.id][0] for a, b in zip(Ls, Ls[1:])):
+        return "sibling uses: loops not one after another"
+    # the region of a site: 2 i + 1 in the i-th loop, 2 i before it (after the loop before)
+    region = {}
+    for o in sites:
+        if loops_of[o.order]:
+            i = [L.id for L in Ls].index(loops_of[o.order][0])
+            if not span[Ls[i].id][0] <= o.order <= span[Ls[i].id][1]:
+                return "sibling uses: not one loop"
+            region[o.order] = 2 * i + 1
+        else:
+            region[o.order] = 2 * sum(1 for L in Ls if span[L.id][1] < o.order)
+    fixed = {tuple(o.barrier.index) for o in sites} == {tuple(w.barrier.index)} and not any(
+        ix.depends_on(E.LOOP) for ix in w.barrier.index
     )
+    grouped = not fixed and (bool(elem_loops) or all(isinstance(ix.eval({}), int) for o in sites for ix in o.barrier.index))
     groups: list[list] = []
     if grouped:
-        full: set | None = None
         sets = {}
         for o in sites:
             els = _enumerated_elements(o, elem_loops.get(o.order, []))
@@ -2141,47 +2174,63 @@ def _body_walk_uses(an: Analysis, w: ir.Op, index, parity):
         if cur:
             return "sibling uses: the visits use different elements"
     else:
+        # one site a use (the same element at every site, or a ring read as a table below)
         groups = [[o] for o in sites]
+    if not grouped and not fixed and len(Ls) > 1:
+        return "sibling uses: a ring over several loops"
+    if not groups:
+        return "sibling uses: no use"
+    Ts = {L.id: E.Var(f"T#uses{i}", E.LOOP, label="trip count of the loop") for i, L in enumerate(Ls)}
+
+    def sym(e):
+        e = linear(e)
+        for L in sorted(Ls, key=lambda L: -len(str(L.trip))):
+            e = E.replace_sub(e, L.trip, Ts[L.id])
+        return e
+
+    # use ranks: the uses of every region before w's, then w's place in its own
+    group_of = {o.order: gr for gr in groups for o in gr}
+    gw = group_of[w.order]
+    rw = region[w.order]
+    rank: E.Expr = E.Const(0)
+    for r in range(rw):
+        n = sum(1 for gr in groups if region[gr[0].order] == r)
+        if r % 2:
+            rank = E.binop("+", rank, E.binop("*", E.Const(n), Ts[Ls[r // 2].id]))
+        elif n:
+            rank = E.binop("+", rank, E.Const(n))
+    mine_region = [gr for gr in groups if region[gr[0].order] == rw]
+    rank = E.binop("+", rank, E.Const(mine_region.index(gw)))
+    I = Ls[rw // 2] if rw % 2 else Ls[0]
+    kI = I.counter
+    if rw % 2:
+        rank = E.binop("+", rank, E.binop("*", E.Const(len(mine_region)), kI))
+    v = E.Var("v#uses", E.LOOP, label="use of the barrier")
+    defs = [*(E.binop(">=", t, E.Const(0)) for t in Ts.values()), E.binop("==", v, rank)]
+    if rw % 2:
+        defs += [E.binop(">=", kI, E.Const(0)), E.binop("<", kI, Ts[I.id])]
+    par = sym(parity)
+    allowed = {kI, *Ts.values()} | {L.counter for L in elem_loops.get(w.order, [])}
+    if par.depends_on(E.LOOP) and par.free_vars() - allowed:
+        return "sibling uses: the wait's parity not read at its use"
+    if grouped or fixed:
+        # a use of the walk is a use of every element (or of the one element): the element
+        # does not move with v
+        idx = tuple(sym(ix) for ix in index)
+        if any(x.free_vars() & ({kI} | set(Ts.values())) for x in idx):
+            return "sibling uses: the elements of one visit not enumerated"
+        return (v, idx, par, defs, I)
+    Ts1 = Ts[I.id]
     pre = [gr for gr in groups if region[gr[0].order] == 0]
     ins = [gr for gr in groups if region[gr[0].order] == 1]
     post = [gr for gr in groups if region[gr[0].order] == 2]
-    Q, P, R = len(pre), len(ins), len(post)
-    if not P or Q + R == 0:
-        return "sibling uses: no uses outside the loop"
-    kI = I.counter
-    Ts = E.Var("T#uses", E.LOOP, label="trip count of the loop")
-
-    def sym(e):
-        return E.replace_sub(linear(e), I.trip, Ts)
-
-    group_of = {o.order: gr for gr in groups for o in gr}
-    gw = group_of[w.order]
-    if gw in pre:
-        rank = E.Const(pre.index(gw))
-    elif gw in ins:
-        rank = E.binop("+", E.Const(Q + ins.index(gw)), E.binop("*", E.Const(P), kI))
-    else:
-        rank = E.binop("+", E.Const(Q + post.index(gw)), E.binop("*", E.Const(P), Ts))
-    v = E.Var("v#uses", E.LOOP, label="use of the barrier")
-    defs = [E.binop(">=", Ts, E.Const(0)), E.binop("==", v, rank)]
-    if gw in ins:
-        defs += [E.binop(">=", kI, E.Const(0)), E.binop("<", kI, Ts)]
-    par = sym(parity)
-    if any(x.depends_on(E.LOOP) and x.free_vars() - {kI, Ts} - {L.counter for L in elem_loops.get(w.order, [])}
-           for x in (par,)):
-        return "sibling uses: the wait's parity not read at its use"
-    if grouped:
-        # a use of the walk is a use of every element: the element does not move with v
-        idx = tuple(sym(ix) for ix in index)
-        if any(kI in x.free_vars() or Ts in x.free_vars() for x in idx):
-            return "sibling uses: the elements of one visit not enumerated"
-        return (v, idx, par, defs, I)
+    Q, P = len(pre), len(ins)
     # one site a group: the element of use v, from the prologue sites and the loop's sites
     tab = []
     for gr in ins:
         o = gr[0]
         tab.append(tuple(_tabulated(linear(ix), o, m, kI) for ix in o.barrier.index))
-    if any(Ts in x.free_vars() or any(fv.kind == E.LOOP and fv != kI for fv in x.free_vars()) for t in tab for x in t):
+    if any(Ts1 in x.free_vars() or any(fv.kind == E.LOOP and fv != kI for fv in x.free_vars()) for t in tab for x in t):
         return "sibling uses: an element not read at its use"
     head = []
     for gr in pre:
@@ -2190,13 +2239,13 @@ def _body_walk_uses(an: Analysis, w: ir.Op, index, parity):
             return "sibling uses: an element not read at its use"
         head.append(ix)
     # each site after the loop continues the loop's sites (proved for every trip count)
-    bounds = (E.binop(">=", Ts, E.Const(0)), *w.guard.uniform)
+    bounds = (E.binop(">=", Ts1, E.Const(0)), *w.guard.uniform)
     # (only those up to w: a use after w changes nothing w observes)
     for r, gr in enumerate(post):
         o = gr[0]
         if o.order > w.order:
             break
-        at = {kI.name: E.binop("+", Ts, E.Const(r // P))}
+        at = {kI.name: E.binop("+", Ts1, E.Const(r // P))}
         same = E.conj(
             *[E.binop("==", sym(a), E.substitute(b, at)) for a, b in zip(o.barrier.index, tab[r % P])]
         )
