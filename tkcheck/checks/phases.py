@@ -284,7 +284,11 @@ def _signals(m: ir.KernelModel, name: str) -> list[ir.Op]:
     ]
 
 
-def _carries_data(m: ir.KernelModel, name: str) -> bool:
+def _carries_data(m: ir.KernelModel, name: str, body: bool = False) -> bool:
+    """Does a signal of the barrier carry data to its waiters? `body` (a body walk,
+    `_body_walk_uses`): an arrive outside every loop by a role that also arrives in a loop (its
+    visit after the loop: `lse_s[..] = m; arrive(corr_arrived)`) publishes what its threads
+    wrote before it outside every loop, as the loop's arrives publish their round's writes."""
     sig = _signals(m, name)
     if any(
         o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
@@ -325,10 +329,15 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
             and x.loops[: len(o.loops)] == o.loops
             and x.callers == o.callers
         }
-        if not o.loops or not ws:
+        if not ws or (not o.loops and not (body and _looped_sibling(o, arrives))):
             return False
         written |= ws
     return bool(arrives) and len(arrives) == len(sig) and _waiters_use(m, name, written)
+
+
+def _looped_sibling(o: ir.Op, arrives: list) -> bool:
+    """Another arrive of the same threads (the same guard) on the barrier, in a loop."""
+    return any(x is not o and x.loops and x.guard.thread == o.guard.thread for x in arrives)
 
 
 def _guard_within(inner: E.Expr, outer: E.Expr) -> bool:
@@ -392,9 +401,10 @@ def _carries_bytes(m: ir.KernelModel, name: str) -> bool:
     )
 
 
-def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
+def _handshake(an: Analysis, w: ir.Op, why: list | None = None, body: bool = False) -> bool | None:
     """True when every signaller of w's barrier first waits on a barrier that w's
-    role signals after w in the same loop body; False when none does; None mixed."""
+    role signals after w in the same loop body; False when none does; None mixed. `body`: a
+    body walk's (`_carries_data`'s arrives after a loop)."""
     m, th = an.model, an.threads
     mine = th.executing(w)
     if mine is None:
@@ -470,8 +480,8 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
             ):
                 ex = th.executing(o)
                 if ex is not None and iss <= ex:
-                    hit = _carries_data(m, o.barrier.name)
-                    if not hit and not _carries_data(m, w.barrier.name):
+                    hit = _carries_data(m, o.barrier.name, body)
+                    if not hit and not _carries_data(m, w.barrier.name, body):
                         # a handshake of two data-less barriers: the side whose wait skips
                         # the first use of every slot (`if (k >= P) wait(...)`) waits for the
                         # release of the previous use; the other side waits for this use's
@@ -1622,7 +1632,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     why: list = []
     # a pipeline the waiting threads fill themselves (`_self_paced`) is no handshake: the
     # direction is theirs, also in a loop that ends on data
-    hs = _handshake(an, site, why) if due is None else False
+    hs = _handshake(an, site, why, body) if due is None else False
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
@@ -1653,7 +1663,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
         and hs is False
         and "skip" not in why
         and "pair" not in why
-        and not _carries_data(m, w.barrier.name)
+        and not _carries_data(m, w.barrier.name, body)
     ):
         # a ring walk's sites sit before, in and after the inner loop: "no handshake found" from
         # one site's loop body is no proof of the direction (the role's signal on the forward
@@ -1692,7 +1702,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
         if pre is None:
             wp.reason = "arrivals outside the loop not accounted"
             return
-        if pre > 0 and wp.offset == 0 and not hs and not _carries_data(m, w.barrier.name):
+        if pre > 0 and wp.offset == 0 and not hs and not _carries_data(m, w.barrier.name, body):
             # a pre-arrived token (page tokens: init 1 and arrived once, so the first use finds it
             # free) carries no data: each use waits for the release of the use before it, the
             # first one for the pre-arrival, whoever releases it (its own role too)
