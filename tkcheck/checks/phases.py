@@ -1055,8 +1055,6 @@ def _pre_completions(
     return total // cnt
 
 
-
-
 def _visit_of_signaller(an: Analysis, s: ir.Op, w: ir.Op, first: int) -> bool:
     """In a body walk (`_body_walk_uses`, which counts every use of the waiter from its
     first): s, outside every loop, is issued by the one role that signals w's barrier, which
@@ -1073,6 +1071,7 @@ def _visit_of_signaller(an: Analysis, s: ir.Op, w: ir.Op, first: int) -> bool:
     if any(th.issuers(o) != iss for o in sigs):
         return False
     return any(o is not s and o.loops for o in sigs)
+
 
 def _arms_own_wait(an: Analysis, s: ir.Op, w: ir.Op) -> bool:
     """s is an expect issued by w's threads alone whose next op on the barrier, in its own loop
@@ -1095,6 +1094,7 @@ def _arms_own_wait(an: Analysis, s: ir.Op, w: ir.Op) -> bool:
         and nxt.barrier.index == s.barrier.index
         and th.executing(nxt) == mine
     )
+
 
 def _hits_waited_element(an: Analysis, s: ir.Op, w: ir.Op) -> bool | None:
     """Does a one-time signal land on the element w waits on? (`arrive(bar[0])` and a wait on
@@ -2106,9 +2106,7 @@ def _body_walk_uses(an: Analysis, w: ir.Op, index, parity):
         loops = o.loops[: len(o.loops) - len(pinned)]
         uniform = {c for c in g.uniform if c not in pinned.values()}
         if loops and o.parity is not None and not o.parity.is_opaque():
-            ne = _element_loops(
-                an, o, [m.loops[i] for i in loops], tuple(o.barrier.index), o.parity, outermost=True
-            )
+            ne = _element_loops(an, o, [m.loops[i] for i in loops], tuple(o.barrier.index), o.parity, outermost=True)
             if ne:
                 elem_loops[o.order] = [m.loops[i] for i in loops[len(loops) - ne :]]
                 loops = loops[: len(loops) - ne]
@@ -2142,7 +2140,10 @@ def _body_walk_uses(an: Analysis, w: ir.Op, index, parity):
         if L.continues or L.thread_exit or L.data_cond or (not L.uniform and not L.trip.depends_on(E.THREAD)):
             return "sibling uses: a loop that ends early"
     sites.sort(key=lambda o: o.order)
-    span = {L.id: (min(o.order for o in m.ops if L.id in o.loops), max(o.order for o in m.ops if L.id in o.loops)) for L in Ls}
+    span = {
+        L.id: (min(o.order for o in m.ops if L.id in o.loops), max(o.order for o in m.ops if L.id in o.loops))
+        for L in Ls
+    }
     Ls.sort(key=lambda L: span[L.id][0])
     if any(span[a.id][1] > span[b.id][0] for a, b in zip(Ls, Ls[1:])):
         return "sibling uses: loops not one after another"
@@ -2159,7 +2160,9 @@ def _body_walk_uses(an: Analysis, w: ir.Op, index, parity):
     fixed = {tuple(o.barrier.index) for o in sites} == {tuple(w.barrier.index)} and not any(
         ix.depends_on(E.LOOP) for ix in w.barrier.index
     )
-    grouped = not fixed and (bool(elem_loops) or all(isinstance(ix.eval({}), int) for o in sites for ix in o.barrier.index))
+    grouped = not fixed and (
+        bool(elem_loops) or all(isinstance(ix.eval({}), int) for o in sites for ix in o.barrier.index)
+    )
     groups: list[list] = []
     if grouped:
         sets = {}
@@ -2256,15 +2259,13 @@ def _body_walk_uses(an: Analysis, w: ir.Op, index, parity):
         if o.order > w.order:
             break
         at = {kI.name: E.binop("+", Ts1, E.Const(r // P))}
-        same = E.conj(
-            *[E.binop("==", sym(a), E.substitute(b, at)) for a, b in zip(o.barrier.index, tab[r % P])]
-        )
+        same = E.conj(*[E.binop("==", sym(a), E.substitute(b, at)) for a, b in zip(o.barrier.index, tab[r % P])])
         if solver.always(same, to, assume=bounds) is not True:
             return "sibling uses: a wait after the loop does not continue the loop's ring"
     rel = E.binop("-", v, E.Const(Q)) if Q else v
     it = E.binop("/", rel, E.Const(P)) if P > 1 else rel
     j = E.binop("%", rel, E.Const(P))
-    idx = []
+    seq: list[E.Expr] = []
     for d in range(len(w.barrier.index)):
         e = E.substitute(tab[-1][d], {kI.name: it})
         for q in range(P - 2, -1, -1):
@@ -2275,15 +2276,17 @@ def _body_walk_uses(an: Analysis, w: ir.Op, index, parity):
         ku = E.binop("/", u, E.Const(P)) if P > 1 else u
         eu = E.substitute(tab[-1][d], {kI.name: ku})
         for q in range(P - 2, -1, -1):
-            eu = E.ite(E.binop("==", E.binop("%", u, E.Const(P)), E.Const(q)), E.substitute(tab[q][d], {kI.name: ku}), eu)
+            eu = E.ite(
+                E.binop("==", E.binop("%", u, E.Const(P)), E.Const(q)), E.substitute(tab[q][d], {kI.name: ku}), eu
+            )
         t = _table_from(eu, u, Q, v)
         if t is not None and all(t.eval({v.name: q}) == head[q][d].eval({}) for q in range(Q)):
             e = t
         else:
             for q in range(Q - 1, -1, -1):
                 e = E.ite(E.binop("==", v, E.Const(q)), head[q][d], e)
-        idx.append(e)
-    return (v, tuple(idx), par, defs, I)
+        seq.append(e)
+    return (v, tuple(seq), par, defs, I)
 
 
 def _task_prologue_signal(an: Analysis, w: ir.Op, O: ir.Loop) -> bool:
@@ -2317,8 +2320,6 @@ def _task_prologue_signal(an: Analysis, w: ir.Op, O: ir.Loop) -> bool:
     return bool(before & after)
 
 
-
-
 def _table_from(e: E.Expr, u: E.Var, start: int, v: E.Var) -> E.Expr | None:
     """e, a function of u >= 0 alone with a structural period p, as the canonical table over
     v = u + start (its values at v < start are the table's too: the caller checks them)."""
@@ -2337,6 +2338,7 @@ def _table_from(e: E.Expr, u: E.Var, start: int, v: E.Var) -> E.Expr | None:
         seq_u.append(int(x))
     seq = [seq_u[(i - start) % p] for i in range(p)]
     return canonical_form(seq + seq, 0, p, v)
+
 
 def _body_prologue_signal(an: Analysis, w: ir.Op) -> bool:
     """`_task_prologue_signal` for a body walk (`_body_walk_uses`): w's threads signal a
@@ -2362,6 +2364,7 @@ def _body_prologue_signal(an: Analysis, w: ir.Op) -> bool:
         elif not (w.loops and o.loops and o.loops[0] == w.loops[0]):
             before.add(o.barrier.name)
     return bool(before & after)
+
 
 def _element_visits(sites: list, elem_loops: dict, m: ir.KernelModel) -> list | str:
     """The walk's sites (in program order) as groups that are one use each: a site alone, as
