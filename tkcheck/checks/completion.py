@@ -865,7 +865,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             groups[key] = alt
         _pair_first_fills(acc)
         for key, contribs in list(acc.arrivals.items()):
-            if _nested_rounds(contribs):
+            if _nested_rounds(contribs) or _one_shot_visits(key, contribs):
                 one = _one_phase_per_visit(m, acc, contribs)
                 if one is not None:
                     acc.arrivals[key] = one
@@ -1614,6 +1614,19 @@ def _one_phase_per_visit(m: ir.KernelModel, acc: BarrierAccount, contribs: list[
     if all(t == count for t in totals) and len({c.issuers for c in contribs}) == 1:
         return [contribs[0]]
     return None
+
+
+def _one_shot_visits(key: str, contribs: list[Contribution]) -> bool:
+    """Several one-shot sites of one role on the barrier (an arrive before its loop and another
+    after it, outside every loop: the head and tail visits of a body walk): they run one after
+    the other, so each may complete a phase of its own -- their sum is no phase's count unless
+    no one of them completes a phase alone (`_one_phase_per_visit` decides)."""
+    return (
+        key.startswith("one-shot")
+        and len(contribs) > 1
+        and len({c.issuers for c in contribs}) == 1
+        and all(c.round_loop is None for c in contribs)
+    )
 
 
 def _contiguous_visit(c: Contribution, contribs: list[Contribution]) -> bool:

@@ -284,7 +284,11 @@ def _signals(m: ir.KernelModel, name: str) -> list[ir.Op]:
     ]
 
 
-def _carries_data(m: ir.KernelModel, name: str) -> bool:
+def _carries_data(m: ir.KernelModel, name: str, body: bool = False) -> bool:
+    """Does a signal of the barrier carry data to its waiters? `body` (a body walk,
+    `_body_walk_uses`): an arrive outside every loop by a role that also arrives in a loop (its
+    visit after the loop: `lse_s[..] = m; arrive(corr_arrived)`) publishes what its threads
+    wrote before it outside every loop, as the loop's arrives publish their round's writes."""
     sig = _signals(m, name)
     if any(
         o.kind in DATA_KINDS or (o.kind == ir.MBAR_EXPECT and o.bytes is not None and o.bytes != E.Const(0))
@@ -325,10 +329,15 @@ def _carries_data(m: ir.KernelModel, name: str) -> bool:
             and x.loops[: len(o.loops)] == o.loops
             and x.callers == o.callers
         }
-        if not o.loops or not ws:
+        if not ws or (not o.loops and not (body and _looped_sibling(o, arrives))):
             return False
         written |= ws
     return bool(arrives) and len(arrives) == len(sig) and _waiters_use(m, name, written)
+
+
+def _looped_sibling(o: ir.Op, arrives: list) -> bool:
+    """Another arrive of the same threads (the same guard) on the barrier, in a loop."""
+    return any(x is not o and x.loops and x.guard.thread == o.guard.thread for x in arrives)
 
 
 def _guard_within(inner: E.Expr, outer: E.Expr) -> bool:
@@ -392,9 +401,10 @@ def _carries_bytes(m: ir.KernelModel, name: str) -> bool:
     )
 
 
-def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
+def _handshake(an: Analysis, w: ir.Op, why: list | None = None, body: bool = False) -> bool | None:
     """True when every signaller of w's barrier first waits on a barrier that w's
-    role signals after w in the same loop body; False when none does; None mixed."""
+    role signals after w in the same loop body; False when none does; None mixed. `body`: a
+    body walk's (`_carries_data`'s arrives after a loop)."""
     m, th = an.model, an.threads
     mine = th.executing(w)
     if mine is None:
@@ -470,8 +480,8 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None) -> bool | None:
             ):
                 ex = th.executing(o)
                 if ex is not None and iss <= ex:
-                    hit = _carries_data(m, o.barrier.name)
-                    if not hit and not _carries_data(m, w.barrier.name):
+                    hit = _carries_data(m, o.barrier.name, body)
+                    if not hit and not _carries_data(m, w.barrier.name, body):
                         # a handshake of two data-less barriers: the side whose wait skips
                         # the first use of every slot (`if (k >= P) wait(...)`) waits for the
                         # release of the previous use; the other side waits for this use's
@@ -919,8 +929,13 @@ def _reached(loop: ir.Loop) -> list[E.Expr]:
     return out
 
 
-def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int = 0) -> int | None:
-    """Phases completed per element by arrivals outside w's loops, before w."""
+def _pre_completions(
+    an: Analysis, w: ir.Op, round_loop: int | None, offset: int = 0, armed: bool = False
+) -> int | None:
+    """Phases completed per element by arrivals outside w's loops, before w. `armed` (a body
+    walk, `_body_walk_uses`): an expect of w's own threads that arms the phase their next wait
+    on the same element observes (`expect(bar[s]); wait(bar[s], ph)`) is that use's phase, not
+    one completed ahead of it."""
     m, th = an.model, an.threads
     total = 0
     pre_ops = []
@@ -938,6 +953,8 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
         if round_loop is not None and round_loop in s.loops:
             continue
         if round_loop is None and s.loops == w.loops:
+            continue
+        if armed and _arms_own_wait(an, s, w):
             continue
         if s.kind == ir.TMA_LOAD and s.loops and s.order < first and not set(s.loops) & set(w.loops):
             r = completion._round_of(m, s, an)
@@ -973,6 +990,8 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
             for o in _signals(m, w.barrier.name)
             if o is not s and o.loops and (th.issuers(o) or frozenset()) & iss and o.order > s.order
         ]
+        if armed and _visit_of_signaller(an, s, w, first):
+            continue
         if s.order > first and not steady:
             return None  # arrivals after the wait's loop started: not a pre-arrival
         if (
@@ -994,7 +1013,7 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
         if steady and not prologue and offset == 0:
             # a software-pipelined signaller (the first QK^T issued before the loop that issues
             # the next one per iteration): its first signal is the waiter's first use, not a
-            # phase completed ahead of it -- only a released token (a handshake wait) is that
+            # phase completed ahead of it -- only a released token (a handshake wait) is that.
             return None
         hit = _hits_waited_element(an, s, w)
         if hit is None:
@@ -1034,6 +1053,47 @@ def _pre_completions(an: Analysis, w: ir.Op, round_loop: int | None, offset: int
     if cnt <= 0 or total % cnt:
         return None
     return total // cnt
+
+
+def _visit_of_signaller(an: Analysis, s: ir.Op, w: ir.Op, first: int) -> bool:
+    """In a body walk (`_body_walk_uses`, which counts every use of the waiter from its
+    first): s, outside every loop, is issued by the one role that signals w's barrier, which
+    also signals it in a loop, and no block-wide barrier orders s before the waiter's loop (an
+    init-time token). s is then one visit of that role's walk -- before its loop (a
+    software-pipelined signaller: the first QK^T's commit) or after it (the last PV's) -- the
+    phase of one use of the waiter (data) or the release of one use, not a phase completed
+    ahead of the waiter's uses."""
+    m, th = an.model, an.threads
+    iss = th.issuers(s)
+    if s.loops or iss is None or _prologue_signal(an, s, first):
+        return False
+    sigs = _signals(m, w.barrier.name)
+    if any(th.issuers(o) != iss for o in sigs):
+        return False
+    return any(o is not s and o.loops for o in sigs)
+
+
+def _arms_own_wait(an: Analysis, s: ir.Op, w: ir.Op) -> bool:
+    """s is an expect issued by w's threads alone whose next op on the barrier, in its own loop
+    body, is a wait of the same threads on the same element (`expect(bar[s]); wait(bar[s],
+    ph)`): the phase s arms is the one that wait observes."""
+    m, th = an.model, an.threads
+    mine = th.executing(w)
+    iss = th.issuers(s)
+    if s.kind != ir.MBAR_EXPECT or mine is None or iss is None or not iss <= mine:
+        return False
+    nxt = min(
+        (o for o in m.ops if o.order > s.order and o.barrier is not None and o.barrier.name == s.barrier.name),
+        key=lambda o: o.order,
+        default=None,
+    )
+    return (
+        nxt is not None
+        and nxt.kind == ir.MBAR_WAIT
+        and nxt.loops == s.loops
+        and nxt.barrier.index == s.barrier.index
+        and th.executing(nxt) == mine
+    )
 
 
 def _hits_waited_element(an: Analysis, s: ir.Op, w: ir.Op) -> bool | None:
@@ -1263,13 +1323,20 @@ def _compute(an: Analysis) -> list[WaitPhase]:
         wp.role = describe(ex, an.threads.n)
         try:
             _analyse(an, w, wp)
+            if wp.status == "unknown" and w.order not in m.ring_visits:
+                # not decided site by site: the role's uses of the barrier before, in and after
+                # one loop read as one walk (`_body_walk_uses`); its answer only where it decides
+                again = WaitPhase(w, w.barrier.name, role=wp.role)
+                _analyse(an, w, again, body=True)
+                if again.status != "unknown":
+                    wp = again
         except (z3.Z3Exception, RecursionError, ZeroDivisionError) as exc:  # pragma: no cover
             wp.status, wp.reason = "unknown", f"solver error: {exc}"
         out.append(wp)
     return out
 
 
-def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
+def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     m, to = an.model, an.solver_timeout_ms
     pb = None
     pb_reason = ""  # why the bitfield's counts did not decide w, when the ring walk is tried instead
@@ -1314,6 +1381,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     index = tuple(linear(ix) for ix in w.barrier.index)
     parity = linear(w.parity) if pb is None else pb[0]
     walk = _ring_walk_uses(an, w, index, parity) if pb is None and w.order in m.ring_visits else None
+    defs: list[E.Expr] = []  # a body walk's use and trip count, as definitions
+    if body:
+        walk = _body_walk_uses(an, w, index, parity) if pb is None and walk is None else "no body walk"
+        if not isinstance(walk, str):
+            k_, index_, parity_, defs, I_ = walk
+            walk = (k_, index_, parity_, [], I_)
     if isinstance(walk, str):
         wp.reason = pb_reason or walk
         return
@@ -1382,6 +1455,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         parity = _tabulated(parity, w, m, k)
         wp.loop = O.id
         assume.append(E.binop(">=", k, E.Const(0)))
+        if defs:
+            assume.extend(defs)
+            p_assume = tuple(p_assume) + (E.binop(">=", k, E.Const(0)),)
         period = _period(index, k, to, p_assume)
         if period is None:
             wp.reason = "ring period not recognised"
@@ -1556,7 +1632,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     why: list = []
     # a pipeline the waiting threads fill themselves (`_self_paced`) is no handshake: the
     # direction is theirs, also in a loop that ends on data
-    hs = _handshake(an, site, why) if due is None else False
+    hs = _handshake(an, site, why, body) if due is None else False
     if hs is None:
         wp.reason = "handshake direction not recognised"
         return
@@ -1587,7 +1663,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         and hs is False
         and "skip" not in why
         and "pair" not in why
-        and not _carries_data(m, w.barrier.name)
+        and not _carries_data(m, w.barrier.name, body)
     ):
         # a ring walk's sites sit before, in and after the inner loop: "no handshake found" from
         # one site's loop body is no proof of the direction (the role's signal on the forward
@@ -1595,7 +1671,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         # proved from the pairs, is taken
         wp.reason = "handshake direction not established (ring walk)"
         return
-    if walk is not None and hs and _task_prologue_signal(an, w, walk[4]):
+    if walk is not None and hs and (_body_prologue_signal(an, w) if body else _task_prologue_signal(an, w, walk[4])):
         # w's role signals another barrier in the task before w, outside w's inner loop (the
         # MMA warp's first QK commit before its k loop): the cycle through that barrier may start
         # on w's side, so w need not be the back channel -- its direction is not told
@@ -1622,11 +1698,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
         # that fill is the first phase w's first use of its slot waits for
         wp.offset += filled
     if due is None:
-        pre = _pre_completions(an, site, wp.loop, wp.offset)
+        pre = _pre_completions(an, site, wp.loop, wp.offset, armed=body)
         if pre is None:
             wp.reason = "arrivals outside the loop not accounted"
             return
-        if pre > 0 and wp.offset == 0 and not hs and not _carries_data(m, w.barrier.name):
+        if pre > 0 and wp.offset == 0 and not hs and not _carries_data(m, w.barrier.name, body):
             # a pre-arrived token (page tokens: init 1 and arrived once, so the first use finds it
             # free) carries no data: each use waits for the release of the use before it, the
             # first one for the pre-arrival, whoever releases it (its own role too)
@@ -1685,6 +1761,13 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     if sites is not None and it is not None:
         it = (it - sites[5]) // sites[4]  # the use v = Q + P k + j: the loop's iteration k
     after_loop = None
+    if body and walk is not None:
+        # a body walk: the loop's own iteration, or after how many iterations a wait after it runs
+        I_ = walk[4]
+        it = env.get(I_.counter.name) if I_.id in w.loops else None
+        trips = [n for n in env if n.startswith("T#uses")]
+        if w.order > max(o.order for o in m.ops if I_.id in o.loops) and len(trips) == 1:
+            after_loop = env.get(trips[0])
     if cont is not None and it is not None and not w.loops:
         # a wait after the loop (`_tail_use`): its one use, after that many iterations
         after_loop = chain[-1].trip.eval(env) if chain[-1].trip is not None else None
@@ -1742,6 +1825,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase):
     # phase never advanced: the parity is the same on every iteration
     # (a wait after the loop, `_tail_use`, is one use: its parity has no counter to move)
     invariant = k is not None and k not in parity.free_vars() and bool(w.loops)
+    if body and walk is not None:
+        # a body walk: the parity never changes when the loop's counter is not in it (a wait in
+        # the loop); a wait before or after the loop is one use
+        invariant = walk[4].id in w.loops and walk[4].counter not in parity.free_vars()
     if not invariant and k is not None and pb is not None:
         # a phase bit that no flip touches reads the same value whatever the position (the
         # other half's bits: `get_phasebit<1>` where only `<0>` is flipped)
@@ -1980,6 +2067,228 @@ def _ring_walk_uses(an: Analysis, w: ir.Op, index, parity):
     return (v, idx, par, reached, O)
 
 
+def _body_walk_uses(an: Analysis, w: ir.Op, index, parity):
+    """The ring walk of a role with no task loop (`_ring_walk_uses` with the role's body as its
+    one task): the waits of w's threads on w's barrier sit before one loop I outside every
+    loop (Q groups), in I (P groups an iteration) and after it (R groups), in program order,
+    under one set of block-uniform conditions. A group is one site, or -- where sites pick
+    their element by a loop (`for (qid ..) wait(bar[qid], ph)`) or wait on constant elements
+    -- a run of sites that waits on every element of the barrier's one set exactly once (one
+    visit of each element). Use ranks: j before I, Q + P k + j in I, Q + P T + j after it.
+
+    With one site a group, the element of use v is the sites' index read at v: the prologue
+    sites' constants, then site j of I at k = (v - Q) / P; a site after I must be proved to
+    wait on the element I's site j % P would at iteration T + j / P (its index is that site's
+    continued past the loop, for every trip count T). With groups, each use of the walk is a
+    use of every element. Returns (v, index over v, w's parity, definitions (v = w's rank, k
+    in [0, T), T >= 0), I), or a reason (undecided). No counting is guessed: the uses of the
+    ring are exactly these sites' executions, each once per visit."""
+    from .. import solver
+
+    m, th, to = an.model, an.threads, an.solver_timeout_ms
+    mine = th.executing(w)
+    if mine is None:
+        return "threads unknown"
+    elem_loops: dict[int, list] = {}
+    loops_of: dict[int, tuple[int, ...]] = {}
+    uniform_of: dict[int, set] = {}
+    sites = []
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o.barrier is None or o.barrier.name != w.barrier.name:
+            continue
+        theirs = th.executing(o)
+        if theirs is None:
+            return "threads unknown"
+        if not theirs & mine:
+            continue
+        g = o.guard
+        pinned = _pinned_loops(m, o)
+        loops = o.loops[: len(o.loops) - len(pinned)]
+        uniform = {c for c in g.uniform if c not in pinned.values()}
+        if loops and o.parity is not None and not o.parity.is_opaque():
+            ne = _element_loops(an, o, [m.loops[i] for i in loops], tuple(o.barrier.index), o.parity, outermost=True)
+            if ne:
+                elem_loops[o.order] = [m.loops[i] for i in loops[len(loops) - ne :]]
+                loops = loops[: len(loops) - ne]
+        if (
+            theirs != mine
+            or len(loops) > 1
+            or o.parity is None
+            or o.parity.is_opaque()
+            or o.phasebit is not None
+            or any(ix.is_opaque() for ix in o.barrier.index)
+            or not g.exact
+            or g.thread.depends_on(E.LOOP)
+            or g.thread.is_opaque()
+            or any(c.depends_on(E.LOOP) or c.is_opaque() for c in uniform)
+            or len(o.barrier.index) != len(w.barrier.index)
+        ):
+            return "sibling uses: a use of the barrier not in one sequence with this wait"
+        loops_of[o.order], uniform_of[o.order] = loops, uniform
+        sites.append(o)
+    if w not in sites or any(uniform_of[o.order] != uniform_of[w.order] for o in sites):
+        return "sibling uses: a use of the barrier not in one sequence with this wait"
+    inner_ids = sorted({loops_of[o.order][0] for o in sites if loops_of[o.order]})
+    if not inner_ids:
+        return "sibling uses: no loop"
+    Ls = [m.loops[i] for i in inner_ids]
+    for L in Ls:
+        # (a trip count of the thread's own, `m_tile` of its warpgroup, is one symbol too: the
+        # uses counted are each thread's own, proved for every trip count)
+        if L.parent is not None or L.trip is None or L.trip.depends_on(E.LOOP) or L.trip.is_opaque():
+            return "sibling uses: the loop's trip count unknown"
+        if L.continues or L.thread_exit or L.data_cond or (not L.uniform and not L.trip.depends_on(E.THREAD)):
+            return "sibling uses: a loop that ends early"
+    sites.sort(key=lambda o: o.order)
+    span = {
+        L.id: (min(o.order for o in m.ops if L.id in o.loops), max(o.order for o in m.ops if L.id in o.loops))
+        for L in Ls
+    }
+    Ls.sort(key=lambda L: span[L.id][0])
+    if any(span[a.id][1] > span[b.id][0] for a, b in zip(Ls, Ls[1:])):
+        return "sibling uses: loops not one after another"
+    # the region of a site: 2 i + 1 in the i-th loop, 2 i before it (after the loop before)
+    region = {}
+    for o in sites:
+        if loops_of[o.order]:
+            i = [L.id for L in Ls].index(loops_of[o.order][0])
+            if not span[Ls[i].id][0] <= o.order <= span[Ls[i].id][1]:
+                return "sibling uses: not one loop"
+            region[o.order] = 2 * i + 1
+        else:
+            region[o.order] = 2 * sum(1 for L in Ls if span[L.id][1] < o.order)
+    fixed = {tuple(o.barrier.index) for o in sites} == {tuple(w.barrier.index)} and not any(
+        ix.depends_on(E.LOOP) for ix in w.barrier.index
+    )
+    grouped = not fixed and (
+        bool(elem_loops) or all(isinstance(ix.eval({}), int) for o in sites for ix in o.barrier.index)
+    )
+    groups: list[list] = []
+    if grouped:
+        sets = {}
+        for o in sites:
+            els = _enumerated_elements(o, elem_loops.get(o.order, []))
+            if els is None:
+                return "sibling uses: the elements of one visit not enumerated"
+            sets[o.order] = els
+        full = set().union(*sets.values())
+        cur: list = []
+        seen: set = set()
+        for o in sites:
+            if cur and region[cur[0].order] != region[o.order]:
+                return "sibling uses: a visit split across the loop"
+            if seen & sets[o.order]:
+                return "sibling uses: an element used twice at one visit"
+            cur.append(o)
+            seen |= sets[o.order]
+            if seen == full:
+                groups.append(cur)
+                cur, seen = [], set()
+        if cur:
+            return "sibling uses: the visits use different elements"
+    else:
+        # one site a use (the same element at every site, or a ring read as a table below)
+        groups = [[o] for o in sites]
+    if not grouped and not fixed and len(Ls) > 1:
+        return "sibling uses: a ring over several loops"
+    if not groups:
+        return "sibling uses: no use"
+    Ts = {L.id: E.Var(f"T#uses{i}", E.LOOP, label="trip count of the loop") for i, L in enumerate(Ls)}
+
+    def sym(e):
+        e = linear(e)
+        for L in sorted(Ls, key=lambda L: -len(str(L.trip))):
+            e = E.replace_sub(e, L.trip, Ts[L.id])
+        return e
+
+    # use ranks: the uses of every region before w's, then w's place in its own
+    group_of = {o.order: gr for gr in groups for o in gr}
+    gw = group_of[w.order]
+    rw = region[w.order]
+    rank: E.Expr = E.Const(0)
+    for r in range(rw):
+        n = sum(1 for gr in groups if region[gr[0].order] == r)
+        if r % 2:
+            rank = E.binop("+", rank, E.binop("*", E.Const(n), Ts[Ls[r // 2].id]))
+        elif n:
+            rank = E.binop("+", rank, E.Const(n))
+    mine_region = [gr for gr in groups if region[gr[0].order] == rw]
+    rank = E.binop("+", rank, E.Const(mine_region.index(gw)))
+    I = Ls[rw // 2] if rw % 2 else Ls[0]
+    kI = I.counter
+    if rw % 2:
+        rank = E.binop("+", rank, E.binop("*", E.Const(len(mine_region)), kI))
+    v = E.Var("v#uses", E.LOOP, label="use of the barrier")
+    defs = [*(E.binop(">=", t, E.Const(0)) for t in Ts.values()), E.binop("==", v, rank)]
+    if rw % 2:
+        defs += [E.binop(">=", kI, E.Const(0)), E.binop("<", kI, Ts[I.id])]
+    par = sym(parity)
+    allowed = {kI, *Ts.values()} | {L.counter for L in elem_loops.get(w.order, [])}
+    if par.depends_on(E.LOOP) and par.free_vars() - allowed:
+        return "sibling uses: the wait's parity not read at its use"
+    if grouped or fixed:
+        # a use of the walk is a use of every element (or of the one element): the element
+        # does not move with v
+        idx = tuple(sym(ix) for ix in index)
+        if any(x.free_vars() & ({kI} | set(Ts.values())) for x in idx):
+            return "sibling uses: the elements of one visit not enumerated"
+        return (v, idx, par, defs, I)
+    Ts1 = Ts[I.id]
+    pre = [gr for gr in groups if region[gr[0].order] == 0]
+    ins = [gr for gr in groups if region[gr[0].order] == 1]
+    post = [gr for gr in groups if region[gr[0].order] == 2]
+    Q, P = len(pre), len(ins)
+    # one site a group: the element of use v, from the prologue sites and the loop's sites
+    tab = []
+    for gr in ins:
+        o = gr[0]
+        tab.append(tuple(_tabulated(linear(ix), o, m, kI) for ix in o.barrier.index))
+    if any(Ts1 in x.free_vars() or any(fv.kind == E.LOOP and fv != kI for fv in x.free_vars()) for t in tab for x in t):
+        return "sibling uses: an element not read at its use"
+    head = []
+    for gr in pre:
+        ix = tuple(linear(x) for x in gr[0].barrier.index)
+        if any(x.depends_on(E.LOOP) for x in ix):
+            return "sibling uses: an element not read at its use"
+        head.append(ix)
+    # each site after the loop continues the loop's sites (proved for every trip count)
+    bounds = (E.binop(">=", Ts1, E.Const(0)), *w.guard.uniform)
+    # (only those up to w: a use after w changes nothing w observes)
+    for r, gr in enumerate(post):
+        o = gr[0]
+        if o.order > w.order:
+            break
+        at = {kI.name: E.binop("+", Ts1, E.Const(r // P))}
+        same = E.conj(*[E.binop("==", sym(a), E.substitute(b, at)) for a, b in zip(o.barrier.index, tab[r % P])])
+        if solver.always(same, to, assume=bounds) is not True:
+            return "sibling uses: a wait after the loop does not continue the loop's ring"
+    rel = E.binop("-", v, E.Const(Q)) if Q else v
+    it = E.binop("/", rel, E.Const(P)) if P > 1 else rel
+    j = E.binop("%", rel, E.Const(P))
+    seq: list[E.Expr] = []
+    for d in range(len(w.barrier.index)):
+        e = E.substitute(tab[-1][d], {kI.name: it})
+        for q in range(P - 2, -1, -1):
+            e = E.ite(E.binop("==", j, E.Const(q)), E.substitute(tab[q][d], {kI.name: it}), e)
+        # the loop's elements as a table over v (periodic by construction, read at v >= Q); the
+        # prologue's uses must be that table's first entries: one table is every use's element
+        u = E.Var("u#uses", E.LOOP)
+        ku = E.binop("/", u, E.Const(P)) if P > 1 else u
+        eu = E.substitute(tab[-1][d], {kI.name: ku})
+        for q in range(P - 2, -1, -1):
+            eu = E.ite(
+                E.binop("==", E.binop("%", u, E.Const(P)), E.Const(q)), E.substitute(tab[q][d], {kI.name: ku}), eu
+            )
+        t = _table_from(eu, u, Q, v)
+        if t is not None and all(t.eval({v.name: q}) == head[q][d].eval({}) for q in range(Q)):
+            e = t
+        else:
+            for q in range(Q - 1, -1, -1):
+                e = E.ite(E.binop("==", v, E.Const(q)), head[q][d], e)
+        seq.append(e)
+    return (v, tuple(seq), par, defs, I)
+
+
 def _task_prologue_signal(an: Analysis, w: ir.Op, O: ir.Loop) -> bool:
     """w's threads signal a barrier X (not w's) in the task loop O both before w, outside the
     inner loop that holds w (a per-task prologue fill: the MMA warp's first QK commit), and
@@ -2007,6 +2316,52 @@ def _task_prologue_signal(an: Analysis, w: ir.Op, O: ir.Loop) -> bool:
         if o.order > w.order:
             after.add(o.barrier.name)
         elif not (len(w.loops) > 1 and len(o.loops) > 1 and o.loops[1] == w.loops[1]):
+            before.add(o.barrier.name)
+    return bool(before & after)
+
+
+def _table_from(e: E.Expr, u: E.Var, start: int, v: E.Var) -> E.Expr | None:
+    """e, a function of u >= 0 alone with a structural period p, as the canonical table over
+    v = u + start (its values at v < start are the table's too: the caller checks them)."""
+    from ..recurrence import MAX_TABLE, canonical_form, structural_period
+
+    if e.free_vars() != {u}:
+        return None
+    p = structural_period(linear(e), u)
+    if p is None or p > MAX_TABLE:
+        return None
+    seq_u = []
+    for j in range(p):
+        x = e.eval({u.name: j})
+        if x is None:
+            return None
+        seq_u.append(int(x))
+    seq = [seq_u[(i - start) % p] for i in range(p)]
+    return canonical_form(seq + seq, 0, p, v)
+
+
+def _body_prologue_signal(an: Analysis, w: ir.Op) -> bool:
+    """`_task_prologue_signal` for a body walk (`_body_walk_uses`): w's threads signal a
+    barrier X (not w's) both before w, outside the loop that holds w, and after w; or threads
+    not known. The cycle through X may then start on w's side."""
+    mine = an.threads.executing(w)
+    if mine is None:
+        return True
+    before: set = set()
+    after: set = set()
+    for o in an.model.ops:
+        if o.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT, ir.TMA_LOAD) or o.barrier is None:
+            continue
+        if o.barrier.name == w.barrier.name:
+            continue
+        iss = an.threads.issuers(o)
+        if iss is None:
+            return True
+        if not iss & mine:
+            continue
+        if o.order > w.order:
+            after.add(o.barrier.name)
+        elif not (w.loops and o.loops and o.loops[0] == w.loops[0]):
             before.add(o.barrier.name)
     return bool(before & after)
 
