@@ -386,6 +386,9 @@ def _exits(an: Analysis) -> list[InFlight]:
             )
             continue
         res = InFlight(st, "in-flight", iss)
+        # a wait that may not cover the store (in a loop of its own, of threads not known): a
+        # later wait may still cover it; without one the store is undecided, never in flight
+        pending: ir.Op | None = None
         for o in later:
             if o.kind == ir.TMA_STORE_WAIT:
                 if o.guard.exact and _compatible(st.guard.uniform, o.guard.uniform) is False:
@@ -395,8 +398,8 @@ def _exits(an: Analysis) -> list[InFlight]:
                     res = InFlight(st, "waited", iss)  # a wait of threads picked per iteration, proved to include them
                     break
                 if ex is None or not o.guard.exact or not _encloses(o, st):
-                    res = InFlight(st, "undecided", iss, f"`{o.api}` in another loop or of threads not known")
-                    break
+                    pending = pending or o
+                    continue
                 if iss <= ex:
                     res = InFlight(st, "waited", iss)
                     break
@@ -416,5 +419,7 @@ def _exits(an: Analysis) -> list[InFlight]:
                     if both is None:
                         res = InFlight(st, "undecided", iss, "a `return` under a condition the store's may exclude")
                     break
+        if res.status == "in-flight" and pending is not None:
+            res = InFlight(st, "undecided", iss, f"`{pending.api}` in another loop or of threads not known")
         out.append(res)
     return out
