@@ -9,6 +9,18 @@ from ._common import HEADER, finding, related
 from ._deadlock_common import classify, deadlock_finding
 
 
+def _spelled(c) -> str:
+    """A test of a value the model does not follow, as the walk read it: the unknown's text
+    (`?src >= 0#12 != 0` is `src >= 0`); a text cut short at its 40 characters is named for what
+    it is."""
+    import re
+
+    m = re.fullmatch(r"\(?\?(.+)#\d+ != 0\)?", str(c))
+    if m and len(m.group(1)) < 40 and "#" not in m.group(1):
+        return f"`{m.group(1)}`"
+    return "a test of data loaded from memory passes"
+
+
 def _stores_in_flight(an):
     """The bulk-store engine's stores whose thread exits with no read wait after them."""
     out = []
@@ -16,7 +28,8 @@ def _stores_in_flight(an):
         if fl.status != "in-flight":
             continue
         st, iss = fl.store, fl.issuers
-        when = f" (when {' && '.join(f'`{c}`' for c in st.guard.uniform)})" if st.guard.uniform else ""
+        conds = [f"`{c}`" for c in st.guard.uniform] + [_spelled(c) for c in st.guard.opaque]
+        when = f" (when {' && '.join(conds)})" if conds else ""
         out.append(
             finding(
                 "TK504",

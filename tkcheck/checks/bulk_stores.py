@@ -298,9 +298,29 @@ def _symbolic_guard(o: ir.Op) -> bool:
     )
 
 
+def _no_stricter(sg: ir.Guard, og: ir.Guard) -> bool:
+    """Every condition of the guard `og` is one of the guard `sg`'s: its thread conditions, its
+    block-uniform ones, and the unmodelled ones it names (`if (src >= 0)` over a loaded value: the
+    same test of the same value). `og` may be blind only by loops each thread leaves at its own
+    iteration (`Guard.exits`) that `sg` is in as well: a thread leaves such a loop at its head, so
+    one that ran the first op in an iteration runs the second, later in that iteration, too. A
+    thread that runs an op of guard `sg` then meets `og` (within one iteration of the loops both
+    are in; a `break` or `return` between would add its negated test to `og`)."""
+    if og.blind and (og.exits is None or sg.exits is None or not set(og.exits) <= set(sg.exits)):
+        return False
+    if not {str(c) for c in og.opaque} <= {str(c) for c in sg.opaque}:
+        return False
+    if not {str(c) for c in og.uniform} <= {str(c) for c in sg.uniform}:
+        return False
+    have = {str(c) for c in conjuncts(sg.thread)}
+    return all(str(c) in have or c == E.TRUE for c in conjuncts(og.thread))
+
+
 def _runs_in_every_issuer(an: Analysis, st: ir.Op, o: ir.Op) -> bool:
     """Proved: every thread that issues `st` in an iteration runs `o` in that iteration (o's
     thread guard holds wherever st's does, for every value of the loop counters they share)."""
+    if _no_stricter(st.guard, o.guard):
+        return True
     if not (_symbolic_guard(st) and _symbolic_guard(o)):
         return False
     if not {str(c) for c in o.guard.uniform} <= {str(c) for c in st.guard.uniform}:
@@ -363,6 +383,17 @@ def _exit_symbolic(an: Analysis, st: ir.Op) -> InFlight:
     rounds = an.threads.per_round(st)
     if rounds is not None and rounds[1] and len(st.guard.thread.free_vars()) > 0:
         return InFlight(st, "in-flight", rounds[1])
+    # a store under tests of values the model does not follow (`if (src >= 0)` on a loaded index)
+    # and nothing else it does not follow: the threads of its thread guard that pass those tests
+    # end with it in flight (no wait of any thread follows it), as a store under a block-uniform
+    # condition does -- the finding names the tests (`Guard.opaque`)
+    g = st.guard
+    if not g.blind and g.opaque and an.threads.n is not None and g.thread.free_vars() <= {E.TID}:
+        from .threads import threads_satisfying
+
+        may = threads_satisfying(g.thread, an.threads.n)
+        if may:
+            return InFlight(st, "in-flight", may)
     return InFlight(st, "undecided", why=why)
 
 
@@ -386,6 +417,9 @@ def _exits(an: Analysis) -> list[InFlight]:
             )
             continue
         res = InFlight(st, "in-flight", iss)
+        # a wait that may not cover the store (in a loop of its own, of threads not known): a
+        # later wait may still cover it; without one the store is undecided, never in flight
+        pending: ir.Op | None = None
         for o in later:
             if o.kind == ir.TMA_STORE_WAIT:
                 if o.guard.exact and _compatible(st.guard.uniform, o.guard.uniform) is False:
@@ -395,8 +429,8 @@ def _exits(an: Analysis) -> list[InFlight]:
                     res = InFlight(st, "waited", iss)  # a wait of threads picked per iteration, proved to include them
                     break
                 if ex is None or not o.guard.exact or not _encloses(o, st):
-                    res = InFlight(st, "undecided", iss, f"`{o.api}` in another loop or of threads not known")
-                    break
+                    pending = pending or o
+                    continue
                 if iss <= ex:
                     res = InFlight(st, "waited", iss)
                     break
@@ -416,5 +450,7 @@ def _exits(an: Analysis) -> list[InFlight]:
                     if both is None:
                         res = InFlight(st, "undecided", iss, "a `return` under a condition the store's may exclude")
                     break
+        if res.status == "in-flight" and pending is not None:
+            res = InFlight(st, "undecided", iss, f"`{pending.api}` in another loop or of threads not known")
         out.append(res)
     return out

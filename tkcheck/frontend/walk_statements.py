@@ -894,6 +894,12 @@ class StatementWalk:
                 cls, cexp = "const", E.Const(False)
             elif self._never(ir.Guard(), E.negate(cexp)):
                 cls, cexp = "const", E.Const(True)
+        if cls == "thread" and not is_constexpr and ctx.loops and _leaves_loop(then_s, else_s):
+            # `if (rowcol.x == -1) break;` with `rowcol` a function of the warpgroup's index whose
+            # -1 case names no thread: the exit test every running thread answers alike
+            u = self._alike_for_runners(ctx.guard, cexp)
+            if u is not None:
+                cls, cexp = "uniform", u
         if cls == "const" and isinstance(cexp, E.Const):
             taken = then_s if cexp.value else else_s
             dead = else_s if cexp.value else then_s
@@ -1009,6 +1015,35 @@ class StatementWalk:
                     break
             carried = None if r is not None else cond
         return None
+
+    def _alike_for_runners(self, guard: ir.Guard, cond: Expr | None) -> Expr | None:
+        """A thread-dependent condition every thread that evaluates it (the threads of `guard`)
+        answers alike, as a block-uniform condition: the condition of the first such thread t0,
+        proved by z3 equal to the condition of every other one for all values of the loop
+        counters and launch values (under the guard's uniform conditions). None when the
+        threads are not known by their index alone or the proof fails."""
+        from .. import solver
+        from ..model.threads import threads_satisfying
+
+        if cond is None or self.w.model is None:
+            return None
+        n = self.w.model.num_threads()
+        if n is None or n > 1024:
+            return None
+        fv = cond.free_vars() | guard.thread.free_vars()
+        if any(v.kind == E.OPAQUE or (v.kind == E.THREAD and v != E.TID) for v in fv):
+            return None
+        if guard.thread.free_vars() - {E.TID}:
+            return None  # who runs it depends on more than the thread's index
+        runners = threads_satisfying(guard.thread, n)
+        if not runners:
+            return None
+        u = E.substitute(cond, {E.TID.name: E.Const(min(runners))})
+        if u.depends_on(E.THREAD):
+            return None
+        same = E.binop("||", E.binop("&&", cond, u), E.binop("&&", E.negate(cond), E.negate(u)))
+        pred = E.binop("||", E.negate(E.conj(E.binop("<", E.TID, E.Const(n)), guard.thread)), same)
+        return u if solver.always(pred, 500, assume=tuple(guard.uniform)) is True else None
 
     def _never(self, guard: ir.Guard, cond: Expr) -> bool:
         """True when no thread under `guard` satisfies `cond` (for any value of the loop
@@ -1467,6 +1502,7 @@ class StatementWalk:
                     if tok == "=" and i > 0:
                         var = cexpr.Name.simple(toks[i - 1])
                         break
+                var = _declared_induction(init_s, cond_c, inc_c) or var
             else:
                 node = cexpr.parse_expression(toks, ctx.env.has)
                 if isinstance(node, cexpr.Comma):
@@ -2040,6 +2076,40 @@ def _simulated(heads: dict, after: dict, v0s: dict, ends: dict) -> tuple:
         aname = a.name if isinstance(a, E.Var) and a.kind == E.OPAQUE and a != xs[0] else None
         out.append((xs[0].name, v0, end, aname, h))
     return tuple(out)
+
+
+def _leaves_loop(then_s, else_s) -> bool:
+    """One branch of an `if` is a bare `break` (`if (c) break;`, `if (c) { break; }`)."""
+
+    def bare(st) -> bool:
+        if st is None:
+            return False
+        if st.kind == CK.COMPOUND_STMT:
+            kids = list(st.get_children())
+            return len(kids) == 1 and kids[0].kind == CK.BREAK_STMT
+        return st.kind == CK.BREAK_STMT
+
+    return bare(then_s) or bare(else_s)
+
+
+def _declared_induction(init_s, cond_c, inc_c) -> cexpr.Name | None:
+    """The induction variable of `for (int a = x, b = 0, i = 0; i < n; i++)`: of the variables
+    the header declares, the one the increment names (of several, the one the condition names
+    too; the first declared one when that is not one variable). Taking the first would make `a` the
+    counter, and the condition `i < n`, read at `i`'s start value, a constant: an infinite loop."""
+    if inc_c is None:
+        return None
+    names = [d.spelling for d in init_s.get_children() if d.kind == CK.VAR_DECL and d.spelling]
+    if len(names) < 2:
+        return None
+    inc_toks = set(tokens_of(inc_c))
+    named = [n for n in names if n in inc_toks]
+    if len(named) > 1 and cond_c is not None:
+        cond_toks = set(tokens_of(cond_c))
+        named = [n for n in named if n in cond_toks]
+    if len(named) != 1 or named[0] == names[0]:
+        return None
+    return cexpr.Name.simple(named[0])
 
 
 def _counter_label(var, init_v, step, loc) -> str:
