@@ -164,3 +164,46 @@ def test_a_lagging_waiter_is_not_merged_with_the_loader():
     (ex,) = _explore(ROOT / "fixtures" / "prototype" / "lcf_finish_store_one_task.cu")
     assert ex.deadlock is not None
     assert "wait(inputs_finished[1], 0)" in [protocol.event_text(e) for _, e in ex.deadlock.blocked]
+
+
+def test_a_deadlock_that_needs_a_starved_waiter_is_undecided():
+    """The idle producer warp can pass its waits on the ring by itself; the full search reaches a
+    deadlock only by leaving it there while the ring completes another phase of the same parity
+    (`Deadlock.missed`). The search with prompt laggers (`_prompt_search`) finds none: progress is
+    undecided with that reason, never a finding."""
+    (ex,) = _explore(PROGRESS / "lagging_helper_good.cu")
+    assert ex.deadlock is None and ex.status == "unknown"
+    assert "a deadlock only when" in ex.reason and "starved by the scheduler" in ex.reason
+    assert "'empty[" in ex.reason
+
+
+def test_a_waiter_behind_by_construction_keeps_its_deadlock():
+    """The checking warp starts its walk after a block barrier that follows every release: it is
+    two phases behind without any warp starved, so the deadlock stands (no lag in its trace)."""
+    (ex,) = _explore(PROGRESS / "lagging_helper_bad.cu")
+    assert ex.status == "explored" and ex.deadlock is not None
+    assert ex.deadlock.missed is None
+    assert [protocol.event_text(e) for _, e in ex.deadlock.blocked] == ["wait(empty[0], 1)"]
+
+
+def test_the_prompt_search_only_drops_lagging_schedules():
+    """The prompt search on a kernel whose deadlock needs no lag finds the same blocked waits as
+    the full search (a subset of its schedules, terminal states kept)."""
+    path = PROGRESS / "lagging_helper_bad.cu"
+    (m,) = models_of(str(path), text=path.read_text())
+    ex = protocol.explore(Analysis(m))
+    again = protocol.Exploration()
+    protocol._search(again, ex.roles, ex.counts, prompt=True)
+    assert again.deadlock is not None
+    assert [protocol.event_text(e) for _, e in again.deadlock.blocked] == [
+        protocol.event_text(e) for _, e in ex.deadlock.blocked
+    ]
+
+
+def test_lcf_early_return_gets_an_instance_and_no_lagging_finding():
+    """The early return of the user's `common_setup` sets the count of the path taken (the task
+    loop stops): the template is explored, and its one deadlock needs an idle producer warp
+    starved for a whole phase, so progress is undecided with that reason (no finding)."""
+    (ex,) = _explore(ROOT / "fixtures" / "prototype" / "lcf_early_return_setup_good.cu")
+    assert ex.params and ex.deadlock is None
+    assert "starved by the scheduler" in ex.reason

@@ -1131,9 +1131,7 @@ class StatementWalk:
         kids = list(c.get_children())
         if ctx.frame is not None:
             if ctx.frame.records:
-                ctx.frame.record_returns.append(
-                    (ctx.guard, ctx.loops, [dict(r.fields) for r in ctx.frame.records])
-                )
+                ctx.frame.record_returns.append((ctx.guard, ctx.loops, [dict(r.fields) for r in ctx.frame.records]))
             if kids:
                 v = self.exec_expr(kids[0], ctx)
                 ctx.frame.returns.append((ctx.guard, v))
