@@ -1991,11 +1991,14 @@ def _search(
     init_b = tuple((0, counts[e], 0, 0) for e in elems)
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
-    key = _symmetry(roles) if not memory else (lambda st: st)
+    # (the prompt search's states carry the solo run: keyed whole, no symmetry)
+    key = _symmetry(roles) if not (memory or prompt) else (lambda st: st)
     por = _LocalSteps(roles) if (memory or stepwise) and reduce else None
     # a path is a chain (previous chain, steps): extending it costs nothing, a trace is spelled
     # out only for the deadlock or race found
-    stack: deque[tuple[tuple, tuple | None]] = deque([(start, None)])
+    # the prompt search's state ends with the solo run: (the role that took the last steps, the
+    # elements whose phases it completed since another role last stepped), `_run_role`'s `own`
+    stack: deque[tuple[tuple, tuple | None]] = deque([(start + ((-1, frozenset()),) if prompt else start, None)])
     # the race search goes breadth first: the first race it reaches has the shortest trace
     pop = stack.popleft if memory else stack.pop
     steps_run = 0
@@ -2011,6 +2014,9 @@ def _search(
         if k in visited:
             continue
         visited.add(k)
+        solo = None
+        if prompt:
+            solo, state = state[4], state[:4]
         pcs, marks, bars, syncs = state
         if memory:
             race = _race_at(roles, pcs, marks, por is not None)
@@ -2040,9 +2046,21 @@ def _search(
         lags = _lagging(roles, state, eidx) if prompt else None
         for ri, only in tries:
             r = roles[ri]
+            own = solo[1] if solo is not None and solo[0] == ri else frozenset()
             try:
                 res = _run_role(
-                    ri, r, state, eidx, gone.get(r.cta, 0), counts, elems, memory, por is not None, stepwise, lags
+                    ri,
+                    r,
+                    state,
+                    eidx,
+                    gone.get(r.cta, 0),
+                    counts,
+                    elems,
+                    memory,
+                    por is not None,
+                    stepwise,
+                    lags,
+                    own,
                 )
             except _NotModelled as exc:
                 ex.status = "unknown"
@@ -2056,6 +2074,9 @@ def _search(
             nstate, steps = res
             steps_run += len(steps)
             moved = True
+            if prompt:
+                done = own | {e.elem for _, e, out in steps if out.startswith("completes phase")}
+                nstate = nstate + ((ri, frozenset(done)),)
             succ.append((nstate, (path, steps)))
             if only:
                 break
@@ -2564,12 +2585,18 @@ def _run_role(
     split: bool = False,
     stepwise: bool = False,
     lags: tuple | None = None,
+    own: frozenset = frozenset(),
 ):
     """Run role ri from its pc through local events up to and including one wait/sync.
     None when it cannot move. `memory` (the race search): shared-memory accesses are local
     events, and the run stops after every synchronising event, so that each state shows every
     role's next accesses (those it can make before it synchronises again); `stepwise` stops
-    there too (a step is one event, what `_LocalSteps` judges by the role's next event)."""
+    there too (a step is one event, what `_LocalSteps` judges by the role's next event).
+    `lags` (the prompt search, `_lagging`): a step that would complete a phase of an element
+    another role lags on is not taken (the role stops before it; the lagging role can move, so no
+    state is made terminal), unless this role completed the element's previous phase in its solo
+    run (`own`: the elements whose phases it completed since another role last stepped)."""
+    own = set(own)
     pcs, marks, bars, syncs = state
     pc = pcs[ri]
     if pc >= len(r.events):
@@ -2673,10 +2700,12 @@ def _run_role(
         elif e.kind == "load":
             tx -= e.bytes
         nb = _complete((done, pend, tx, dropped), counts[elems[i]], e)
-        if lags is not None and nb[0] > done and _lagger(lags, ri, i) is not None:
-            if first:
-                return None
-            break
+        if nb[0] > done and lags is not None:
+            if elems[i] not in own and _lagger(lags, ri, i) is not None:
+                if first:
+                    return None
+                break
+            own.add(elems[i])
         bars[i] = nb
         steps.append((ri, e, f"completes phase {done}" if nb[0] > done else ""))
         pc += 1
@@ -2740,16 +2769,20 @@ def _missed_phase(roles, path, start, eidx, counts, elems, split: bool, stepwise
         runs.append(steps)
     state = start
     sizes = [len(r.threads) for r in roles]
+    runner, own = -1, set()
     for steps in reversed(runs):
         ri = steps[0][0]
+        if ri != runner:
+            runner, own = ri, set()
         pcs = state[0]
         lags = _lagging(roles, state, eidx)
         for _, e, out in steps:
             if out.startswith("completes phase"):
                 done = int(out.split()[2])
                 j = _lagger(lags, ri, eidx[e.elem])
-                if j is not None:
+                if j is not None and e.elem not in own:
                     return (j, e.elem, done)
+                own.add(e.elem)
         gone = sum(sizes[k] for k, r in enumerate(roles) if pcs[k] >= len(r.events) and r.cta == roles[ri].cta)
         res = _run_role(ri, roles[ri], state, eidx, gone, counts, elems, False, split, stepwise)
         if res is None or res[1] != steps:
