@@ -207,3 +207,12 @@ def test_lcf_early_return_gets_an_instance_and_no_lagging_finding():
     (ex,) = _explore(ROOT / "fixtures" / "prototype" / "lcf_early_return_setup_good.cu")
     assert ex.params and ex.deadlock is None
     assert "starved by the scheduler" in ex.reason
+
+
+def test_a_barrier_id_from_warpgroupid_is_known_per_warpgroup():
+    """`group<4>::sync(5 + warpgroupid())`: TK's `warpgroupid()` is threadIdx.x >> 7, so each
+    warpgroup's meeting has its own id and the roles are explored (the id was unknown before)."""
+    (ex,) = _explore(PROGRESS / "warpgroupid_barrier_good.cu")
+    assert ex.status == "explored" and ex.deadlock is None, ex.reason
+    ids = {e.sync[0] for r in ex.roles for e in r.events if e.kind == "sync" and e.sync[0] in (5, 6)}
+    assert ids == {5, 6}
