@@ -160,10 +160,12 @@ def test_waiting_roles_and_back_to_back_meetings_are_run_merged(monkeypatch):
 def test_a_lagging_waiter_is_not_merged_with_the_loader():
     """A warp that waits and loads is no pure waiter: the lcf producer warps that only wait stay a
     role apart from the loading warp, so the search still reaches the state where they fell two
-    phases behind (the lagging-waiter class, TK502 where it is reported)."""
+    phases behind (the lagging-waiter class). That deadlock needs the idle warps starved while the
+    consumers release a stage (round 13, `_prompt_search`): progress is undecided, naming them."""
     (ex,) = _explore(ROOT / "fixtures" / "prototype" / "lcf_finish_store_one_task.cu")
-    assert ex.deadlock is not None
-    assert "wait(inputs_finished[1], 0)" in [protocol.event_text(e) for _, e in ex.deadlock.blocked]
+    assert ex.deadlock is None and ex.status == "unknown"
+    assert "a deadlock only when producer (warps 5-7" in ex.reason
+    assert "'inputs_finished[1]'" in ex.reason
 
 
 def test_a_deadlock_that_needs_a_starved_waiter_is_undecided():
