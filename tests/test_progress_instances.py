@@ -160,7 +160,61 @@ def test_waiting_roles_and_back_to_back_meetings_are_run_merged(monkeypatch):
 def test_a_lagging_waiter_is_not_merged_with_the_loader():
     """A warp that waits and loads is no pure waiter: the lcf producer warps that only wait stay a
     role apart from the loading warp, so the search still reaches the state where they fell two
-    phases behind (the lagging-waiter class, TK502 where it is reported)."""
+    phases behind (the lagging-waiter class). That deadlock needs the idle warps starved while the
+    consumers release a stage (round 13, `_prompt_search`): progress is undecided, naming them."""
     (ex,) = _explore(ROOT / "fixtures" / "prototype" / "lcf_finish_store_one_task.cu")
-    assert ex.deadlock is not None
-    assert "wait(inputs_finished[1], 0)" in [protocol.event_text(e) for _, e in ex.deadlock.blocked]
+    assert ex.deadlock is None and ex.status == "unknown"
+    assert "a deadlock only when producer (warps 5-7" in ex.reason
+    assert "'inputs_finished[1]'" in ex.reason
+
+
+def test_a_deadlock_that_needs_a_starved_waiter_is_undecided():
+    """The idle producer warp can pass its waits on the ring by itself; the full search reaches a
+    deadlock only by leaving it there while the ring completes another phase of the same parity
+    (`Deadlock.missed`). The search with prompt laggers (`_prompt_search`) finds none: progress is
+    undecided with that reason, never a finding."""
+    (ex,) = _explore(PROGRESS / "lagging_helper_good.cu")
+    assert ex.deadlock is None and ex.status == "unknown"
+    assert "a deadlock only when" in ex.reason and "starved by the scheduler" in ex.reason
+    assert "'empty[" in ex.reason
+
+
+def test_a_waiter_behind_by_construction_keeps_its_deadlock():
+    """The checking warp starts its walk after a block barrier that follows every release: it is
+    two phases behind without any warp starved, so the deadlock stands (no lag in its trace)."""
+    (ex,) = _explore(PROGRESS / "lagging_helper_bad.cu")
+    assert ex.status == "explored" and ex.deadlock is not None
+    assert ex.deadlock.missed is None
+    assert [protocol.event_text(e) for _, e in ex.deadlock.blocked] == ["wait(empty[0], 1)"]
+
+
+def test_the_prompt_search_only_drops_lagging_schedules():
+    """The prompt search on a kernel whose deadlock needs no lag finds the same blocked waits as
+    the full search (a subset of its schedules, terminal states kept)."""
+    path = PROGRESS / "lagging_helper_bad.cu"
+    (m,) = models_of(str(path), text=path.read_text())
+    ex = protocol.explore(Analysis(m))
+    again = protocol.Exploration()
+    protocol._search(again, ex.roles, ex.counts, prompt=True)
+    assert again.deadlock is not None
+    assert [protocol.event_text(e) for _, e in again.deadlock.blocked] == [
+        protocol.event_text(e) for _, e in ex.deadlock.blocked
+    ]
+
+
+def test_lcf_early_return_gets_an_instance_and_no_lagging_finding():
+    """The early return of the user's `common_setup` sets the count of the path taken (the task
+    loop stops): the template is explored, and its one deadlock needs an idle producer warp
+    starved for a whole phase, so progress is undecided with that reason (no finding)."""
+    (ex,) = _explore(ROOT / "fixtures" / "prototype" / "lcf_early_return_setup_good.cu")
+    assert ex.params and ex.deadlock is None
+    assert "starved by the scheduler" in ex.reason
+
+
+def test_a_barrier_id_from_warpgroupid_is_known_per_warpgroup():
+    """`group<4>::sync(5 + warpgroupid())`: TK's `warpgroupid()` is threadIdx.x >> 7, so each
+    warpgroup's meeting has its own id and the roles are explored (the id was unknown before)."""
+    (ex,) = _explore(PROGRESS / "warpgroupid_barrier_good.cu")
+    assert ex.status == "explored" and ex.deadlock is None, ex.reason
+    ids = {e.sync[0] for r in ex.roles for e in r.events if e.kind == "sync" and e.sync[0] in (5, 6)}
+    assert ids == {5, 6}

@@ -115,6 +115,10 @@ class Deadlock:
     exited: list[int]  # roles that left through an early return
     trace: list[tuple[int, Event, str]]  # (role index, event, outcome)
     state: dict
+    # the first step of the trace that completes a phase of a barrier element another role lags on
+    # (`_lagging`: it could pass its next wait there by waits alone, and misses the phase,
+    # `_missed_phase`): (lagging role, element, the phase completed); None when no role lags so
+    missed: tuple | None = None
 
 
 @dataclass
@@ -1787,6 +1791,9 @@ def _explore_with(
         roles = _merge_whole_generations(roles, _whole_count_syncs(roles))
     ex.roles = roles
     _search(ex, roles, counts, memory, reduce)
+    # (the cluster exploration's deadlocks are not established anyway, `_explore`: no second search)
+    if not memory and size is None and ex.deadlock is not None and ex.deadlock.missed is not None:
+        _prompt_search(ex, roles, counts)
     if not memory and ex.status == "unknown" and ex.reason == "exploration bound reached":
         # past the bound of the full interleaving: again, one event per step with the
         # partial-order reduction (`_LocalSteps`, the persistent-set argument for deadlocks)
@@ -1796,6 +1803,8 @@ def _explore_with(
         if ex.status != "explored":
             ex.reason = "exploration bound reached"
             ex.states, ex.steps = max(full[0], ex.states), max(full[1], ex.steps)
+        elif size is None and ex.deadlock is not None and ex.deadlock.missed is not None:
+            _prompt_search(ex, roles, counts)
 
 
 def _whole_count_syncs(roles: list[Role]) -> tuple[int, ...]:
@@ -1953,7 +1962,13 @@ def _merge_mma_runs(roles: list[Role]) -> list[Role]:
 
 
 def _search(
-    ex: Exploration, roles: list[Role], counts: dict, memory: bool = False, reduce: bool = True, stepwise: bool = False
+    ex: Exploration,
+    roles: list[Role],
+    counts: dict,
+    memory: bool = False,
+    reduce: bool = True,
+    stepwise: bool = False,
+    prompt: bool = False,
 ):
     """The interleavings of the roles' programs from the initial state: the race search
     (`memory`) stops at the first reachable race, the deadlock search at the first state where no
@@ -1962,7 +1977,11 @@ def _search(
     role that commutes with every step the others can make before it and stays enabled: a
     persistent set of one, and a search over persistent sets reaches every deadlock the full
     search reaches (Godefroid 1996, thm. 4.3; the state graph has no cycle). `_LocalSteps`' second
-    condition (racy accesses kept live) holds trivially: the deadlock search has no accesses."""
+    condition (racy accesses kept live) holds trivially: the deadlock search has no accesses.
+    `prompt` (`_prompt_search`): only the schedules where a role lagging on an element
+    (`_lagging`) takes its waits before the element completes its next phase (no reduction beside
+    it: a subset of the schedules, each of them a schedule of the code, and a state is terminal
+    there only when it is terminal in the full search, since a lagging role can always move)."""
     elems = sorted(counts)
     eidx = {e: i for i, e in enumerate(elems)}
     sizes = [len(r.threads) for r in roles]
@@ -1972,11 +1991,14 @@ def _search(
     init_b = tuple((0, counts[e], 0, 0) for e in elems)
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
-    key = _symmetry(roles) if not memory else (lambda st: st)
+    # (the prompt search's states carry the solo run: keyed whole, no symmetry)
+    key = _symmetry(roles) if not (memory or prompt) else (lambda st: st)
     por = _LocalSteps(roles) if (memory or stepwise) and reduce else None
     # a path is a chain (previous chain, steps): extending it costs nothing, a trace is spelled
     # out only for the deadlock or race found
-    stack: deque[tuple[tuple, tuple | None]] = deque([(start, None)])
+    # the prompt search's state ends with the solo run: (the role that took the last steps, the
+    # elements whose phases it completed since another role last stepped), `_run_role`'s `own`
+    stack: deque[tuple[tuple, tuple | None]] = deque([(start + ((-1, frozenset()),) if prompt else start, None)])
     # the race search goes breadth first: the first race it reaches has the shortest trace
     pop = stack.popleft if memory else stack.pop
     steps_run = 0
@@ -1992,6 +2014,9 @@ def _search(
         if k in visited:
             continue
         visited.add(k)
+        solo = None
+        if prompt:
+            solo, state = state[4], state[:4]
         pcs, marks, bars, syncs = state
         if memory:
             race = _race_at(roles, pcs, marks, por is not None)
@@ -2018,11 +2043,24 @@ def _search(
             ((ri, True) for ri in (por.candidates(state, eidx) if por is not None else ())),
             ((ri, False) for ri in range(len(roles))),
         )
+        lags = _lagging(roles, state, eidx) if prompt else None
         for ri, only in tries:
             r = roles[ri]
+            own = solo[1] if solo is not None and solo[0] == ri else frozenset()
             try:
                 res = _run_role(
-                    ri, r, state, eidx, gone.get(r.cta, 0), counts, elems, memory, por is not None, stepwise
+                    ri,
+                    r,
+                    state,
+                    eidx,
+                    gone.get(r.cta, 0),
+                    counts,
+                    elems,
+                    memory,
+                    por is not None,
+                    stepwise,
+                    lags,
+                    own,
                 )
             except _NotModelled as exc:
                 ex.status = "unknown"
@@ -2036,6 +2074,9 @@ def _search(
             nstate, steps = res
             steps_run += len(steps)
             moved = True
+            if prompt:
+                done = own | {e.elem for _, e, out in steps if out.startswith("completes phase")}
+                nstate = nstate + ((ri, frozenset(done)),)
             succ.append((nstate, (path, steps)))
             if only:
                 break
@@ -2052,6 +2093,7 @@ def _search(
                 _trace(path),
                 # (completed, pending arrivals, pending tx) per element: the dropped count stays inside
                 {"barriers": {elems[i]: b[:3] for i, b in enumerate(bars)}, "syncs": dict(syncs)},
+                None if prompt else _missed_phase(roles, path, start, eidx, counts, elems, por is not None, stepwise),
             )
             ex.status = "explored"
             ex.states = len(visited)
@@ -2532,13 +2574,29 @@ def _split_arrival(e: Event, arrived: int, need: int) -> None:
 
 
 def _run_role(
-    ri, r: Role, state, eidx, gone, counts, elems, memory: bool = False, split: bool = False, stepwise: bool = False
+    ri,
+    r: Role,
+    state,
+    eidx,
+    gone,
+    counts,
+    elems,
+    memory: bool = False,
+    split: bool = False,
+    stepwise: bool = False,
+    lags: tuple | None = None,
+    own: frozenset = frozenset(),
 ):
     """Run role ri from its pc through local events up to and including one wait/sync.
     None when it cannot move. `memory` (the race search): shared-memory accesses are local
     events, and the run stops after every synchronising event, so that each state shows every
     role's next accesses (those it can make before it synchronises again); `stepwise` stops
-    there too (a step is one event, what `_LocalSteps` judges by the role's next event)."""
+    there too (a step is one event, what `_LocalSteps` judges by the role's next event).
+    `lags` (the prompt search, `_lagging`): a step that would complete a phase of an element
+    another role lags on is not taken (the role stops before it; the lagging role can move, so no
+    state is made terminal), unless this role completed the element's previous phase in its solo
+    run (`own`: the elements whose phases it completed since another role last stepped)."""
+    own = set(own)
     pcs, marks, bars, syncs = state
     pc = pcs[ri]
     if pc >= len(r.events):
@@ -2642,6 +2700,12 @@ def _run_role(
         elif e.kind == "load":
             tx -= e.bytes
         nb = _complete((done, pend, tx, dropped), counts[elems[i]], e)
+        if nb[0] > done and lags is not None:
+            if elems[i] not in own and _lagger(lags, ri, i) is not None:
+                if first:
+                    return None
+                break
+            own.add(elems[i])
         bars[i] = nb
         steps.append((ri, e, f"completes phase {done}" if nb[0] > done else ""))
         pc += 1
@@ -2652,6 +2716,111 @@ def _run_role(
     if nstate == state:
         return None
     return nstate, steps
+
+
+def _lagging(roles: list[Role], state, eidx: dict) -> tuple:
+    """Per role, the barrier elements it lags on: the elements of the waits it can reach and pass
+    in this state by waits alone (from its position: a sync whose generation has completed, whose
+    pass it has still to take, then waits that pass now, the first wait on each element), doing
+    nothing else on the way. Such a role needs nothing from any other role to leave those waits:
+    only the scheduler keeps it there."""
+    pcs, marks, bars, syncs = state
+    sy = dict(syncs)
+    out = []
+    for ri, r in enumerate(roles):
+        pc = pcs[ri]
+        got: set[int] = set()
+        if pc < len(r.events) and r.events[pc].kind == "sync" and r.events[pc].sync is not None:
+            if not (marks[ri] >= 0 and sy.get(r.events[pc].sync[0], (0, 0))[1] > marks[ri]):
+                out.append(frozenset())
+                continue
+            pc += 1
+        while pc < len(r.events):
+            e = r.events[pc]
+            if e.kind != "wait":
+                break
+            i = eidx[e.elem]
+            if i in got or bars[i][0] % 2 == e.parity:
+                break
+            got.add(i)
+            pc += 1
+        out.append(frozenset(got))
+    return tuple(out)
+
+
+def _lagger(lags: tuple, ri: int, i: int) -> int | None:
+    """A role other than ri that lags on element i (`_lagging`), else None."""
+    for j, g in enumerate(lags):
+        if j != ri and i in g:
+            return j
+    return None
+
+
+def _missed_phase(roles, path, start, eidx, counts, elems, split: bool, stepwise: bool) -> tuple | None:
+    """The first step of the path (the deadlock search's chain of role runs) that completes a phase
+    of an element another role lags on (`_lagging`): that role, not having taken the waits it could
+    take, then finds the next phase at its wait there (a wait on parity p passes while the count
+    of completed phases has the other parity). (lagging role, element, phase completed), or None
+    when no role of the path lags so. The runs are replayed from `start` (each run is deterministic
+    given its state and role)."""
+    runs = []
+    while path is not None:
+        path, steps = path
+        runs.append(steps)
+    state = start
+    sizes = [len(r.threads) for r in roles]
+    runner, own = -1, set()
+    for steps in reversed(runs):
+        ri = steps[0][0]
+        if ri != runner:
+            runner, own = ri, set()
+        pcs = state[0]
+        lags = _lagging(roles, state, eidx)
+        for _, e, out in steps:
+            if out.startswith("completes phase"):
+                done = int(out.split()[2])
+                j = _lagger(lags, ri, eidx[e.elem])
+                if j is not None and e.elem not in own:
+                    return (j, e.elem, done)
+                own.add(e.elem)
+        gone = sum(sizes[k] for k, r in enumerate(roles) if pcs[k] >= len(r.events) and r.cta == roles[ri].cta)
+        res = _run_role(ri, roles[ri], state, eidx, gone, counts, elems, False, split, stepwise)
+        if res is None or res[1] != steps:
+            return None  # (not replayed: never so, the runs are deterministic)
+        state = res[0]
+    return None
+
+
+def _prompt_search(ex: Exploration, roles: list[Role], counts: dict) -> None:
+    """A deadlock whose trace has a role lag past a phase (`Deadlock.missed`): the role could have
+    taken its waits on an element by waits alone (`_lagging`) and did not before the element
+    completed its next phase, so its wait there then blocks on a phase the other roles may never
+    complete (two phases of one parity bit). The schedule is one of the hardware's (nothing bounds
+    how long a warp stays at a passable `try_wait`), but a GPU runs it only if that warp is starved
+    while the other roles run a whole phase of the barrier: it depends on the warp scheduler, which
+    the model does not know. The search is run again with prompt laggers only
+    (`_search(prompt=True)`): a deadlock found there needs no role starved at passable waits (it
+    replaces the first one); none found leaves progress undecided with the reason, never a
+    finding."""
+    d = ex.deadlock
+    assert d is not None and d.missed is not None
+    j, elem, phase = d.missed
+    again = Exploration()
+    _search(again, roles, counts, prompt=True)
+    ex.states += again.states
+    ex.steps += again.steps
+    if again.deadlock is not None:
+        ex.deadlock = again.deadlock
+        return
+    ex.deadlock = None
+    ex.status = "unknown"
+    ex.reason = (
+        f"a deadlock only when {roles[j].name}, free to pass its waits, has not reached its wait on"
+        f" '{elem_str(elem)}' when that barrier completes phase {phase}, past the phase the wait is for"
+        " (a warp starved by the scheduler for a whole phase)"
+        + (" and the search without such a starved warp reached its bound" if again.status != "explored" else "")
+        + ": not established"
+    )
 
 
 # ------------------------------------------------------------- explanations --

@@ -100,6 +100,11 @@ class CallLowering:
         # scope qualifier: '', 'tma', 'warp', 'warpgroup', 'group<N>', 'everyone', user alias
         scope_warps, qual = self._qualifier(quals, ctx)
         # -- thread identity -------------------------------------------------
+        if base == "warpgroupid" and not args and qual in ("", "kittens"):
+            # TK's `kittens::warpgroupid()`: `threadIdx.x >> 7` (the user's own function of that
+            # name is walked as written)
+            if not (base in self.w.mb.functions and _calls_user_function(cursor, base, self.w.mb)):
+                return E.binop("/", E.TID, E.Const(128))
         if base in _THREAD_FUNCS_GROUP and not args:
             if qual == "" or qual == "kittens":
                 return (

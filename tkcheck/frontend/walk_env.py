@@ -168,9 +168,13 @@ class Ctx:
 
 @dataclass
 class Frame:
-    """An inlined function call: collects its return value."""
+    """An inlined function call: collects its return value. `records`: records the callee writes
+    through (a callback's `args`); `record_returns` gets, at each `return`, the guard and loops
+    there and those records' fields as the return leaves them (`walk_inline._merge_record_returns`)."""
 
     returns: list = field(default_factory=list)
+    records: tuple = ()
+    record_returns: list = field(default_factory=list)
 
 
 def loc_of(cursor, filename: str) -> Location:

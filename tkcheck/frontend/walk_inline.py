@@ -389,16 +389,53 @@ class InlineExpansion:
             fenv.define(params[0].spelling, rec)
         body = next(ch for ch in chosen.get_children() if ch.kind == CK.COMPOUND_STMT)
         call_loc = loc_of(cursor, self.w.filename) if cursor is not None else None
+        frame = Frame(records=(rec,))
         self.w.walk(
             body,
             replace(
                 ctx,
                 env=fenv,
-                frame=Frame(),
+                frame=frame,
                 depth=ctx.depth + 1,
                 callers=ctx.callers + ((call_loc,) if call_loc else ()),
             ),
         )
+        _merge_record_returns(frame, ctx)
+
+
+def _merge_record_returns(frame: Frame, ctx: Ctx) -> None:
+    """The record's fields after the call when the callee left through an early `return`
+    (`if (task >= n) { args.num_iters = -1; return; } args.num_iters = k;`): each field is the
+    value of the path taken, `c ? at-return : after`, the returns in walk order, when each
+    return differs from the call's guard only by block-uniform conditions at the call's loop
+    depth. A field that differs on a path not so described is not known (opaque)."""
+    if not frame.record_returns:
+        return
+    outer = ctx.guard
+
+    def extra(g: Guard, loops: tuple) -> Expr | None:
+        if loops != ctx.loops or g.thread != outer.thread or not g.exact or not outer.exact:
+            return None
+        if g.uniform[: len(outer.uniform)] != outer.uniform:
+            return None
+        return E.conj(*g.uniform[len(outer.uniform) :])
+
+    for i, rec in enumerate(frame.records):
+        end = dict(rec.fields)
+        for name in list(end):
+            if not isinstance(end[name], Expr):
+                continue
+            out = end[name]
+            for g, loops, fields in reversed(frame.record_returns):
+                v = fields[i].get(name)
+                if v is out or v == out:
+                    continue
+                c = extra(g, loops)
+                if c is None or not isinstance(v, Expr):
+                    out = E.opaque(f"{name}@return")
+                    break
+                out = E.ite(c, v, out)
+            rec.fields[name] = out
 
 
 def _by_value_object(v: Any, spelled: str) -> bool:

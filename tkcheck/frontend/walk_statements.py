@@ -1165,6 +1165,8 @@ class StatementWalk:
     def _walk_return(self, c, ctx: Ctx):
         kids = list(c.get_children())
         if ctx.frame is not None:
+            if ctx.frame.records:
+                ctx.frame.record_returns.append((ctx.guard, ctx.loops, [dict(r.fields) for r in ctx.frame.records]))
             if kids:
                 v = self.exec_expr(kids[0], ctx)
                 ctx.frame.returns.append((ctx.guard, v))
