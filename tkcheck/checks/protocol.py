@@ -2936,6 +2936,8 @@ def _own_store_wait(an: Analysis, sp: ir.Op, poll: ir.Op, writes: list[ir.Op]) -
     if (an.threads.executing(st) or frozenset()) - (an.threads.executing(sp) or frozenset()):
         return None
     # nothing between the store and the spin may skip the spin or write the word another way
+    if any(st.order < w.order < sp.order for w in mine):
+        return None  # another store of the word (in a loop or branch of its own) between
     for o in m.ops:
         if st.order < o.order < sp.order and (o.kind in (ir.EXIT, ir.CALL) or (o.kind == ir.SPIN and o is not sp)):
             return None
