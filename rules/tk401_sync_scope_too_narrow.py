@@ -569,7 +569,11 @@ copies of the waiting thread only, so words another thread copied need a barrier
 both after that thread's wait (`cg::wait_prior` ends with its group's barrier: a warp
 tile's collective copy is visible to the other warps only after a block barrier); and a
 copy refilling a stage must come after a barrier that every earlier reader of the stage
-passed after its read.
+passed after its read. Copies that complete on an mbarrier (`cp.async.mbarrier.arrive.noinc`,
+libcu++'s `memcpy_async` with a barrier) are run as executions of the kernel, one thread at a time
+as far as it can go; when such a schedule ends with every thread waiting (copy threads that never
+wait for the release run every phase ahead), the threads are also run one event at a time, an
+execution in which the reads and the refills of a stage meet (round 13).
 
 Distributed shared memory (the happens-before engine): a CTA's access of its own shared memory
 and a peer CTA's access of it through a `mapa` address (`red` / `atom` / `ld` / `st.shared::cluster`)

@@ -11,8 +11,60 @@ from ._deadlock_common import classify, deadlock_finding
 
 def check(an):
     return (
-        _spins(an) + _unreached(an) + _epoch_hangs(an) + _hoisted(an) + _counter_barriers(an) + _locks(an) + _roles(an)
+        _spins(an)
+        + _own_store(an)
+        + _unreached(an)
+        + _epoch_hangs(an)
+        + _hoisted(an)
+        + _counter_barriers(an)
+        + _locks(an)
+        + _roles(an)
     )
+
+
+def _own_store(an):
+    """The progress engine's waits for a change right after the waiting thread's own store of the
+    word, with no other writer in the grid (`checks/protocol.spin_waits`: `own_store`)."""
+    from tkcheck.checks.threads import describe
+
+    out = []
+    n = an.threads.n
+    for ow in P.spin_waits(an).own_store:
+        where = " && ".join(str(u) for u in ow.store.guard.uniform)
+        who = describe(an.threads.executing(ow.store) or frozenset(), n) + (
+            f" of the block with `{where}`" if where else ""
+        )
+        ga, sga = ow.poll.global_access, ow.store.global_access
+        cond = ow.spin.spin.cond if ow.spin.spin is not None else None
+        shown = str(E.substitute(cond, {ga.result: E.Var(f"*{ow.flag}", E.PARAM)})) if cond and ga else "?"
+        store_text = (sga.text if sga else None) or ow.store.api
+        wait_text = (ga.text if ga else None) or ow.poll.api
+        trace = [
+            TraceStep("the writer", f"{who} stores {ow.value} into `*{ow.flag}` (`{store_text}`)", ow.store.location),
+            TraceStep(
+                "the writer",
+                f"then waits while `{shown}` (`{wait_text}`): it holds at the value just stored, and no other "
+                f"thread of the grid writes `*{ow.flag}`: it waits forever",
+                ow.spin.location,
+                blocked=True,
+            ),
+        ]
+        out.append(
+            finding(
+                "TK502",
+                f"{who} waits for `*{ow.flag}` to change (`{wait_text}`: the loop goes on while `{shown}`) right "
+                f"after storing {ow.value} there itself (`{store_text}`, line {ow.store.location.row}), and it is the "
+                f"only thread of the grid that writes `*{ow.flag}`: the value it waits to leave is the one it stored, "
+                "nobody changes it, and it waits forever",
+                ow.spin.location,
+                related=[related(ow.store, "its own store: the value the wait keeps seeing")],
+                witness={"flag": ow.flag, "stored": str(ow.value), "condition": shown},
+                trace=trace,
+                help="wait for the value before your own store (`wait(old)` returns once the value differs from "
+                "`old`), or let another thread make the change",
+            )
+        )
+    return out
 
 
 def _unreached(an):
@@ -490,6 +542,15 @@ passes first and every block spins: the "wait one ahead" of a serial split-K fix
 the blocks, for every grid size; undecided (coverage) when the flag is written
 elsewhere or through an unknown address, when the loop can end otherwise (a
 `break`, a `return`), inside an outer loop or under a block-uniform condition.
+
+C++20 atomic waiting (`cuda::atomic_ref` / `cuda::atomic` / `cuda::std::atomic`, round 13):
+`a.wait(old, order)` blocks while the word equals `old` and may wake spuriously, so it is the
+spin `while (a.load(order) == old) {{}}`, asked like any spin; `notify_one` / `notify_all` only
+wake waiters (no event: the store before them is the release). A wait right after the waiting
+thread's own store of the word (`gen.store(r + 1); ...; gen.wait(r + 1)`), when that thread is the
+only one of the grid that ever writes the word (one thread of one block of a one-dimensional
+launch, z3) and the value it stored keeps the loop going, waits for a change nobody makes: every
+poll reads the thread's own last store. Reported with the store and the wait.
 
 A loop left by a `break` on a loaded value (`for (;;) {{ v = ld_acquire(flag); if (v ==
 last) break; ... }}`; `checks/versions.spin_exit`) waits for a value of the flag. Its

@@ -750,7 +750,9 @@ def add_spin_undecided(entry: KernelCoverage, an: Analysis) -> None:
     from .checks import protocol
 
     facts = protocol.spin_waits(an)
-    decided = len(facts.never) + len(facts.counter_hangs) + len(facts.proved) + len(facts.unreached)
+    decided = (
+        len(facts.never) + len(facts.own_store) + len(facts.counter_hangs) + len(facts.proved) + len(facts.unreached)
+    )
     entry.obligations += decided + len(facts.undecided)
     entry.obligations_decided += decided
     for sp, why in facts.undecided:

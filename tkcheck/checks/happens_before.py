@@ -2175,7 +2175,12 @@ def _thread_private(an: Analysis, base: str) -> bool:
         for lid in o.loops:
             lp = m.loops[lid]
             k = ren[lp.counter.name]
-            bounds.append(E.binop(">=", k, E.Const(0)))  # (no trip bound: a weaker assumption)
+            bounds.append(E.binop(">=", k, E.Const(0)))  # (no symbolic trip bound: a weaker assumption)
+            trip = lp.trip.eval({}) if lp.trip is not None else None
+            if isinstance(trip, int) and not isinstance(trip, bool) and not lp.continues:
+                # a constant trip count keeps the query linear: a block's slice walked in
+                # steps (`mine[i * T + tid]`, i < PER, `mine = v + blockIdx.x * PER * T`)
+                bounds.append(E.binop("<", k, E.Const(trip)))
         idx = o.global_access.index  # type: ignore[union-attr]
         if any(v.name not in allowed and v.name not in ren for v in idx.free_vars()):
             return None
@@ -2720,6 +2725,8 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
                 continue
             if ga.base is None or ga.base not in written or ga.base == flag:
                 continue
+            if thread_private(an, ga.base):
+                continue  # every element one thread's: nothing another block published
             tr = an.threads.executing(rd) if rd.guard.exact else an.threads.satisfying(rd.guard.thread)
             if not tr or not (tr - tp):
                 continue

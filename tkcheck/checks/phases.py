@@ -327,7 +327,7 @@ def _carries_data(m: ir.KernelModel, name: str, body: bool = False) -> bool:
             and _guard_within(o.guard.thread, x.guard.thread)
             and x.order < o.order
             and x.loops[: len(o.loops)] == o.loops
-            and x.callers == o.callers
+            and _same_frame_calls(x, o)
         }
         if not ws or (not o.loops and not (body and _looped_sibling(o, arrives))):
             return False
@@ -350,6 +350,13 @@ def _guard_within(inner: E.Expr, outer: E.Expr) -> bool:
         if not (isinstance(inner, E.Bin) and inner.op == "&&"):
             return False
         inner = inner.a
+
+
+def _same_frame_calls(x: ir.Op, o: ir.Op) -> bool:
+    """x and o are made by one function body: the same frame, or two helper calls of it (the
+    kernel's `cp_async16(...)` in a loop, then `cp_async_arrive(&full[s])`: each helper's PTX
+    is the op, the call sites differ)."""
+    return x.callers == o.callers or (bool(x.callers) and x.callers[:-1] == o.callers[:-1] and bool(o.callers))
 
 
 def _same_frame_or_caller(x: ir.Op, o: ir.Op) -> bool:

@@ -2932,8 +2932,25 @@ class SpinNever:
 
 
 @dataclass
+class SpinOwnStore:
+    """A wait for a change of a word right after the waiting thread's own store of it, with no
+    other thread of the grid writing the word: the value stays the one stored, at which the loop
+    goes on (`gen.store(r + 1); ...; gen.wait(r + 1)`, a C++20 wait returning once the value
+    differs from its argument)."""
+
+    spin: ir.Op  # the SPIN head
+    poll: ir.Op  # the load whose value the condition tests
+    flag: str  # the kernel pointer the word is in
+    store: ir.Op  # the waiting thread's own last store of the word before the spin
+    value: E.Expr  # the value it stores
+
+
+@dataclass
 class SpinFacts:
     never: list[SpinNever] = field(default_factory=list)
+    # spins right after the spinning thread's own store of the only writer's word (a wait for a
+    # change nobody makes): a hang
+    own_store: list[SpinOwnStore] = field(default_factory=list)
     # spins that are the wait of a hand-written grid barrier (checks/grid_barriers.py): an
     # instance no block's arrival releases, and the spins proved left by every block
     counter_hangs: list = field(default_factory=list)  # grid_barriers.CounterHang
@@ -3020,6 +3037,90 @@ def _asked_elsewhere(m: ir.KernelModel, sp: ir.Op, body: list[ir.Op]) -> bool:
     return _persistent_loop(m, sp) or _computes_only(m, sp)
 
 
+def _one_grid_thread(an: Analysis, o: ir.Op) -> bool:
+    """o runs on one thread of the whole grid: one thread of its block (exact guard), in one
+    block (z3: its block-uniform conditions pin `blockIdx.x`) of a one-dimensional launch (every
+    launch of the kernel by this file's host code gives an integer number of blocks, and the
+    kernel names no other block index)."""
+    from .. import solver
+
+    m = an.model
+    ex = an.threads.executing(o) if o.guard.exact else None
+    if not ex or len(ex) != 1 or not o.guard.uniform or any(u.is_opaque() for u in o.guard.uniform):
+        return False
+    launches = m.grid.launches_of(m.name) if m.grid is not None else []
+    if not launches or any(g.blocks is None for _, g in launches):
+        return False
+    conds = list(o.guard.uniform)
+    names = {v.name for c in conds for v in c.free_vars()}
+    if any(n.startswith(("blockIdx.", "clusterid", "cluster_ctarank")) and n != "blockIdx.x" for n in names):
+        return False
+    if any(v.kind != E.PARAM for c in conds for v in c.free_vars()):
+        return False
+    b1, b2 = E.Var("blockIdx.x#1", E.PARAM), E.Var("blockIdx.x#2", E.PARAM)
+    c1 = [E.substitute(c, {"blockIdx.x": b1}) for c in conds]
+    c2 = [E.substitute(c, {"blockIdx.x": b2}) for c in conds]
+    return solver.always(E.binop("==", b1, b2), assume=tuple(c1 + c2)) is True
+
+
+def _own_store_wait(an: Analysis, sp: ir.Op, poll: ir.Op, writes: list[ir.Op]) -> SpinOwnStore | None:
+    """The spin `while (cond(ld(F)))` right after its thread's own store of F, when every write of
+    F in the kernel is made by that one thread of the grid (`_one_grid_thread`) and the last one
+    before the spin (same iteration of the loops around both, no exit or unmodelled call between)
+    stores a value v with `cond(v)` true (z3): while the thread spins nobody writes F, so every poll
+    reads v (a thread's load after its own store reads it or a later write in the word's order)
+    and the loop never ends. None: not this shape, or not proved."""
+    from .. import solver
+
+    m = an.model
+    facts, ga = sp.spin, poll.global_access
+    if facts is None or facts.cond is None or facts.breaks or ga is None or ga.where is None or not ga.result:
+        return None
+    if not sp.guard.exact or any(o.kind == ir.CALL for o in m.ops):
+        return None
+    lid = sp.loops[-1]
+    if any(o.kind in (ir.EXIT, ir.CALL) for o in m.ops if lid in o.loops):
+        return None
+    mine = []
+    for w in writes:
+        wga = w.global_access
+        if w.kind == ir.TMA_STORE or wga is None or wga.base is None:
+            return None
+        if wga.base != ga.base:
+            continue
+        if wga.where != ga.where or not _one_grid_thread(an, w):
+            return None
+        mine.append(w)
+    outer = sp.loops[:-1]
+    before = [w for w in mine if w.order < sp.order and w.loops == outer]
+    if not before or len({an.threads.executing(w) for w in mine}) != 1:
+        return None
+    st = max(before, key=lambda w: w.order)
+    sga = st.global_access
+    assert sga is not None
+    if sga.atomic != "st" or len(sga.operands) != 1:
+        return None
+    if set(st.guard.uniform) != set(sp.guard.uniform) and not set(sp.guard.uniform) <= set(st.guard.uniform):
+        return None
+    if (an.threads.executing(st) or frozenset()) - (an.threads.executing(sp) or frozenset()):
+        return None
+    # nothing between the store and the spin may skip the spin or write the word another way
+    if any(st.order < w.order < sp.order for w in mine):
+        return None  # another store of the word (in a loop or branch of its own) between
+    for o in m.ops:
+        if st.order < o.order < sp.order and (o.kind in (ir.EXIT, ir.CALL) or (o.kind == ir.SPIN and o is not sp)):
+            return None
+    for l in outer:
+        lp = m.loops.get(l)
+        if lp is None or lp.continues:
+            return None
+    v = sga.operands[0]
+    stays = E.substitute(facts.cond, {ga.result: v})
+    if solver.always(stays, assume=(*st.guard.uniform,)) is not True:
+        return None
+    return SpinOwnStore(sp, poll, ga.base or "", st, v)
+
+
 def _spin_waits(an: Analysis) -> SpinFacts:
     from .. import solver
 
@@ -3078,6 +3179,10 @@ def _spin_waits(an: Analysis) -> SpinFacts:
             undecided("the flag's address is not known")
             continue
 
+        own = _own_store_wait(an, sp, poll, writes)
+        if own is not None:
+            out.own_store.append(own)
+            continue
         gb = _counter_barrier_wait(an, sp)
         if gb is not None:
             verdict, what = gb

@@ -17,7 +17,8 @@ or the object itself reached through a kernel pointer (`flags[i].load()`, `f->st
 kernel pointer parameter is the event's `base`, as for `atomicAdd(&sem[t], 1)`. An atomic_ref of
 a `__shared__` scalar is an atomic access of that scalar. What is not modelled (the blocking
 `wait` / `notify_*`, operators, an object whose address is not known, an order not evaluated)
-is recorded as such at the user's line; the declaration of an object with modelled calls counts
+is recorded as such at the user's line (`wait(old, order)` is the spin `while (load(order) == old)
+{}`, `notify_*` no event: knowledge/ops.py ATOMIC_WAIT_METHODS); the declaration of an object with modelled calls counts
 as a modelled census site (`KernelModel.atomic_sites`).
 """
 
@@ -252,6 +253,17 @@ class AtomicLowering:
             return NotImplemented
         facts = {(c.type, c.order, c.order_index) for c in calls}
         what = f"{calls[0].type.template}::{mname}"
+        if mname in K.ATOMIC_NOTIFY_METHODS:
+            # a notify wakes the waiters and orders nothing (the store before it is the release):
+            # no event, a modelled site
+            for a in args:
+                self.w.ev(a, ctx, cursor)
+            if not args:
+                self._note_site(calls[0].decl)
+                return None
+            return self._unmodelled([], ctx, cursor, f"{what}: not modelled (arguments)")
+        if mname in K.ATOMIC_WAIT_METHODS:
+            return self._wait(callee, args, ctx, cursor, calls, what)
         if mname not in K.ATOMIC_METHODS:
             return self._unmodelled(args, ctx, cursor, f"{what}: not modelled (a blocking wait or a notify)")
         if len(facts) != 1:
@@ -315,6 +327,8 @@ class AtomicLowering:
                     form="object",
                     base=self.w.exprs.global_base(v),
                     scope=call.type.scope,
+                    # `atomic_ref a(*p)`: one address for every thread of the grid
+                    where="" if self.w.exprs.one_word(v) else None,
                     # a store's value (a spin on the word may wait for it)
                     operands=(vals[0],) if rmw == "st" and vals and isinstance(vals[0], E.Expr) else (),
                 ),
@@ -322,6 +336,72 @@ class AtomicLowering:
             ctx,
         )
         return old
+
+    def _wait(
+        self, callee: cexpr.Member, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any, calls: list, what: str
+    ) -> Any:
+        """`a.wait(old, order)`: blocks while the value equals `old` (spurious wake-ups allowed), so
+        it is the spin `while (a.load(order) == old) {}` -- a loop of its own (data-bounded), its
+        SPIN head with that condition, and the poll: a GLOBAL_LOAD of the word with the wait's
+        order (an atomic load of a `__shared__` scalar for an atomic_ref of one)."""
+        if len({(c.type, c.order, c.order_index) for c in calls}) != 1:
+            return self._unmodelled(args, ctx, cursor, f"{what}: calls of different orders or scopes in one statement")
+        call = calls[0]
+        sem = K.ATOMIC_LOAD_ORDER.get(call.order) if call.order is not None else None
+        if sem is None or call.type.scope is None:
+            return self._unmodelled(args, ctx, cursor, f"{what}: its memory order or scope is not known")
+        target = callee.obj
+        if isinstance(target, cexpr.Call) and len(target.args) == 1 and not callee.arrow:
+            target = target.args[0]  # a temporary `cuda::atomic_ref<T, S>(x)`
+        v = self._address(target, ctx, cursor)
+        if not self._known(v):
+            return self._unmodelled(args, ctx, cursor, f"{what}: an atomic object whose address is not known")
+        vals = [self.w.ev(a, ctx, cursor) for i, a in enumerate(args) if i != call.order_index]
+        if len(vals) != 1 or not isinstance(vals[0], E.Expr):
+            return self._unmodelled([], ctx, cursor, f"{what}: its old value is not evaluated")
+        self._note_site(call.decl)
+        m = self.w.model
+        loc = loc_of(cursor, self.w.filename) if cursor is not None else m.location
+        st = self.w.stmts
+        st._loop_ids += 1
+        lid = st._loop_ids
+        loaded = E.opaque(f"{what}: the value loaded")
+        cond = E.binop("==", loaded, vals[0])
+        counter = E.Var(f"k{lid}", E.LOOP, label=f"iteration of the wait at line {loc.row}")
+        loop = ir.Loop(lid, None, counter, None, None, None, loc, ctx.loops[-1] if ctx.loops else None)
+        loop.cond, loop.data_cond = cond, True
+        if not ctx.dry and m is not None:
+            m.loops[lid] = loop
+        lctx = replace(ctx, loops=ctx.loops + (lid,))
+        spin = ir.Op(ir.SPIN, f"cuda::{what}", loc, lctx.guard, lctx.loops)
+        spin.spin = ir.SpinFacts(cond, empty=True)
+        self.w.emit(spin, lctx)
+        if isinstance(v, Obj):
+            self.w.exprs.scalar_access(
+                v, "read", lctx, cursor, atomic="load", order=sem, scope=call.type.scope, result=loaded.name
+            )
+            return None
+        self.w.emit(
+            ir.Op(
+                ir.GLOBAL_LOAD,
+                f"cuda::{what}",
+                loc,
+                lctx.guard,
+                lctx.loops,
+                global_access=ir.GlobalAccessFacts(
+                    sem,
+                    cexpr.render(cexpr.Call(callee, tuple(args)))[:80],
+                    dtype=call.type.dtype,
+                    result=loaded.name,
+                    form="object",
+                    base=self.w.exprs.global_base(v),
+                    scope=call.type.scope,
+                    where="" if self.w.exprs.one_word(v) else None,
+                ),
+            ),
+            lctx,
+        )
+        return None
 
     # -- fences ----------------------------------------------------------------
     def fence(self, base: str, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:

@@ -1180,7 +1180,19 @@ class ExprEvaluation:
         )
 
     def _param_index(self, base, idx) -> Expr | None:
-        """`p[i]` of a kernel pointer parameter itself (not of a pointer computed from one): i."""
+        """`p[i]` of a kernel pointer parameter itself (not of a pointer computed from one): i;
+        `q[i]` of a local pointer `q = p + off` (a block's slice, `mine = v + blockIdx.x * SLICE`):
+        off + i."""
+        if (
+            isinstance(base, E.Bin)
+            and base.op == "+"
+            and isinstance(idx, Expr)
+            and not idx.is_opaque()
+            and not base.b.is_opaque()
+            and not base.b.depends_on(E.OPAQUE)
+        ):
+            inner = self._param_index(base.a, base.b)
+            return None if inner is None else E.binop("+", inner, idx)
         if (
             isinstance(base, E.Var)
             and base.kind == E.PARAM

@@ -244,8 +244,14 @@ ATOMIC_METHODS: dict[str, tuple[str, str | None]] = {
     "store": (ir.GLOBAL_SIGNAL, "st"),
     "load": (ir.GLOBAL_LOAD, None),
 }
-# member calls of atomic objects that are not events of the model (yet): recorded as not modelled
-ATOMIC_OTHER_METHODS = ("wait", "notify_one", "notify_all")
+# C++20 atomic waiting (`a.wait(old, order)`, `a.notify_one()` / `notify_all()`): `wait` blocks
+# while the value equals `old` and may wake spuriously, so it is the spin `while (a.load(order) ==
+# old) {}` -- a SPIN over a GLOBAL_LOAD (a poll of the word, with the wait's order: a load order)
+# that both engines read like any spin; a notify only wakes waiters: no event (the store it
+# follows is the release), a modelled site
+ATOMIC_WAIT_METHODS = ("wait",)
+ATOMIC_NOTIFY_METHODS = ("notify_one", "notify_all")
+ATOMIC_OTHER_METHODS = ATOMIC_WAIT_METHODS + ATOMIC_NOTIFY_METHODS
 MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
 # a C++ memory_order -> the event's order (GlobalAccessFacts.sem), per kind of access (an order a
 # kind does not allow -- a release load -- is missing: not modelled). seq_cst is at least as
