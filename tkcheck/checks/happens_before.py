@@ -651,6 +651,38 @@ def _decided_by_steps(an: Analysis, o: ir.Op, race_free: bool = False) -> bool:
     return not race_free or not any(r.first.buffer is not None and r.first.buffer.name == name for r in facts.races)
 
 
+def _uniform_blocks(an: Analysis, fl, w: ir.Op, r: ir.Op) -> str | None:
+    """Two accesses of one block's shared memory under different block-uniform conditions
+    (`if (tile == 0) { if (tid == 0) x = 0; } else ...` and every thread's read of x): asked in
+    the blocks that run both, those where the union U of their conditions holds. "never": no
+    block does (z3: U unsatisfiable; only outside loops, over values each named once per read:
+    a condition over a value read again in each iteration, or over a `__shared__` flag named by
+    the flag and not by the read, may hold at one access and fail at the other). "both": some
+    block does, and every barrier or arrive that may lie between them (in program order between
+    them, or in a loop around either) runs under conditions U implies (a subset of U), so in
+    such a block the pair is the question `_race_in` asks. None: anything else (undecided)."""
+    from .. import solver
+
+    union = tuple(dict.fromkeys((*w.guard.uniform, *r.guard.uniform)))
+    names = {v for c in union for v in c.free_vars()}
+    plain = all(v.kind != E.OPAQUE and not v.name.startswith("?shared:") for v in names)
+    if not plain:
+        return None
+    if not w.loops and not r.loops and not any(v.kind == E.LOOP for v in names):
+        if solver.always(E.negate(E.conj(*union)), an.solver_timeout_ms) is True:
+            return "never"
+    lo, hi = sorted((w.order, r.order))
+    around = set(w.loops) | set(r.loops)
+    for o in fl.ops:
+        if o.kind not in (ir.SYNC, ir.NAMED_ARRIVE):
+            continue
+        if (lo < o.order < hi or around & set(o.loops)) and not set(o.guard.uniform) <= set(union):
+            return None
+    if not solver.feasible(E.conj(*union), an.solver_timeout_ms):
+        return None
+    return "both"
+
+
 def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> bool:
     """A write and a read of one shared scalar by threads `tw` / `tr`: a Race (or a hand-off race)
     appended to `out` (True), proved ordered, or undecided with its reason (False)."""
@@ -688,7 +720,11 @@ def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) ->
             return True
         why = "they are in different loops"
     elif set(w.guard.uniform) != set(r.guard.uniform):
-        why = "they run under different block-uniform conditions"
+        blocks = _uniform_blocks(an, fl, w, r)
+        if blocks == "never":
+            return False  # no block runs both: shared memory is the block's own
+        if blocks is None:
+            why = "they run under different block-uniform conditions"
     if why is not None or not tw or not tr:
         out.undecided.append((w, r, why or "threads not known"))
         return False
