@@ -1506,6 +1506,13 @@ def _across_loops(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts
         return any(v.kind == E.LOOP and v.name in names for ix in exprs for v in ix.free_vars())
 
     if uses(first, own_f):
+        got = _race_from_strided_loop(an, path, first, second, tf, ts, common, own_s)
+        if isinstance(got, Race):
+            return got
+        if got == "ordered":
+            if repeats:
+                out.undecided.append((w, r, back))
+            return True
         out.undecided.append((w, r, "an index over the counter of the loop the earlier access is in"))
         return True
     if any(v.kind == E.LOOP and v.name in own_s for v in second.guard.thread.free_vars()):
@@ -1533,6 +1540,52 @@ def _across_loops(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts
 
 
 MAX_INNER_ITERATIONS = 64  # iterations of an access's own inner loops enumerated
+
+
+def _race_from_strided_loop(
+    an: Analysis, path, first: ir.Op, second: ir.Op, tf, ts, common: int, own_s: set
+) -> Race | str | None:
+    """`_across_loops`' earlier access indexed by the counters of loops of its own (a block-strided
+    staging loop `for (c = tid; c < COLS; c += T) s[c] = ...`), with no barrier on the path to the
+    later one: which threads touch which elements is the set, over those counters, of the
+    iterations each thread runs (`loop_pairs.own_iterations`). Every iteration k is asked as one
+    access by the threads that run it, its index at k, against the later access in its first
+    iteration (when some launch runs it: `_first_iteration_runs`). A Race when one such pair is
+    proved unordered. "ordered" when every iteration was asked and none races or is left open,
+    and the later access is in no loop of its own (its one instance was asked: each thread reads
+    back only elements no other thread stores, or a barrier orders each pair). None otherwise
+    (the caller leaves it undecided)."""
+    from .loop_pairs import own_iterations
+
+    its = own_iterations(an, first, common)
+    if not its:
+        return None
+    own_f = {n for n in its[0][0]}
+    if any(v.kind == E.LOOP and v.name in own_f for v in first.guard.thread.free_vars()):
+        return None
+    if any(v.kind == E.LOOP and v.name in own_s for v in second.guard.thread.free_vars()):
+        return None
+    if not _first_iteration_runs(an, second, common) or not _first_iteration_runs(an, first, common):
+        return None
+    zero = {n: E.Const(0) for n in own_s}
+    idx = tuple(E.substitute(ix, zero) for ix in second.buffer.index)
+    second0 = replace(second, buffer=replace(second.buffer, index=idx), loops=second.loops[:common])
+    for env, who in its:
+        threads = frozenset(tf) & who
+        if not threads:
+            continue
+        sub = {n: E.Const(k) for n, k in env.items()}
+        idx_k = tuple(E.substitute(ix, sub) for ix in first.buffer.index)
+        first_k = replace(first, buffer=replace(first.buffer, index=idx_k), loops=first.loops[:common])
+        probe = MemoryFacts()
+        race = _race_over(an, path, first_k, second0, threads, ts, probe)
+        if isinstance(race, Race) and not probe.undecided:
+            race.first, race.second = first, second
+            race.across_loops = True
+            return race
+        if race is not None or probe.undecided:
+            return None
+    return "ordered" if not own_s else None
 
 
 def _race_into_inner_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> Race | bool:
