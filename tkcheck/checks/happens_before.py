@@ -205,6 +205,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _publish_after_release(an, out)
     _publish_after_counter(an, out)
     _read_without_acquire(an, out)
+    _read_before_acquire(an, out)
     _read_after_handback(an, out)
     _acquire_scope(an, out)
     _counter_resets(an, out)
@@ -2243,6 +2244,116 @@ def _publishes_with_release(fl) -> bool:
             if _releases(o) or o.loops in last_fence:
                 return True
     return False
+
+
+def _flag_publications(fl) -> set[tuple[str, str]]:
+    """(data base D, flag base F) where some thread stores D[i] with a plain store and later, in
+    the same iteration of the same loops, releases F[i] (`agg[t] = v; st.release(&flag[t], 1)`):
+    element i of D is published by element i of F (the index the same expression at both)."""
+    out: set[tuple[str, str]] = set()
+    stores = [o for o in fl.ops if o.kind == ir.GLOBAL_STORE and (ga := _ga(o)) is not None and ga.form == "plain"]
+    for st in stores:
+        sga = _ga(st)
+        if sga is None or sga.base is None or sga.index is None or not st.guard.exact:
+            continue
+        for sig in fl.ops:
+            ga = _ga(sig)
+            if (
+                sig.kind != ir.GLOBAL_SIGNAL
+                or ga is None
+                or ga.base is None
+                or ga.base == sga.base
+                or not _releases(sig)
+                or sig.order <= st.order
+                or sig.loops != st.loops
+                or ga.index is None
+                or ga.index != sga.index
+                or sig.guard.thread != st.guard.thread
+                or not set(sig.guard.uniform) <= set(st.guard.uniform)
+            ):
+                continue
+            out.add((sga.base, ga.base))
+    return out
+
+
+def _read_before_acquire(an: Analysis, out: MemoryFacts) -> None:
+    """Global data read by a thread BEFORE its own acquiring poll of the flag that publishes it
+    (`a = agg[p]; while (ld_acquire(&flag[p]) == 0) {}`, the read hoisted above the spin): the
+    acquire orders only what the thread reads after it, so the read may return the data from
+    before the other block's release (an Acquisition, how "before"). Asked of every spin whose
+    poll acquires a flag F that publishes data D (`_flag_publications`) and every plain read of
+    D at the level of the spin's loop, before it in the same iteration, naming the element the
+    poll names (the same index expression). An obligation per such poll (examined): a read with
+    an acquire, a gpu fence or an op that may synchronise before it in the thread's path, an
+    earlier iteration's poll of F that may name the same element (z3 over the counter), or an
+    index that is not the poll's, is left undecided."""
+    from .. import solver
+
+    fl = flow(an)
+    pubs = _flag_publications(fl)
+    if not pubs:
+        return
+    for sp in fl.ops:
+        if sp.kind != ir.SPIN or not sp.loops:
+            continue
+        lid = sp.loops[-1]
+        outer = tuple(sp.loops[:-1])
+        for poll in _polls(fl, lid):
+            pga = _ga(poll)
+            if poll.kind != ir.GLOBAL_LOAD or pga is None or pga.base is None or not _acquires(poll):
+                continue
+            data = sorted(d for d, f in pubs if f == pga.base)
+            reads = [
+                rd
+                for rd in fl.ops
+                if _is_data_read(rd)
+                and (ga := _ga(rd)) is not None
+                and ga.base in data
+                and tuple(rd.loops) == outer
+                and rd.order < sp.order
+            ]
+            out.examined.add(("global", id(poll)))
+            tp = an.threads.executing(poll)
+            for rd in reads:
+                rga = _ga(rd)
+                tr = an.threads.executing(rd)
+                if not tp or not tr or not rd.guard.exact or not poll.guard.exact or rga is None:
+                    out.undecided.append((poll, rd, "the threads that run the read or the poll are not known"))
+                    continue
+                if rga.index is None or pga.index is None or rga.index != pga.index:
+                    out.undecided.append((poll, rd, "whether the read names the element the poll's flag publishes"))
+                    continue
+                earlier = [o for o in fl.ops if o.order < rd.order and o is not rd]
+                if any(
+                    (o.kind == ir.FENCE and o.fence_kind in GPU_FENCES)
+                    or o.kind in (ir.CALL, ir.EXIT)
+                    or (_acquires(o) and o.kind != ir.GLOBAL_LOAD)
+                    or (o.kind == ir.GLOBAL_LOAD and _acquires(o) and (_ga(o) is None or _ga(o).base == pga.base))
+                    for o in earlier
+                ):
+                    out.undecided.append((poll, rd, "an acquire or a fence before the read"))
+                    continue
+                if any(o.kind == ir.SPIN and o.loops[: len(outer)] == outer and o.order < rd.order for o in fl.ops):
+                    out.undecided.append((poll, rd, "another spin before the read"))
+                    continue
+                # an earlier iteration's poll of the same flag naming the same element
+                if outer:
+                    olp = an.model.loops.get(outer[-1])
+                    c = olp.counter if olp is not None else None
+                    if not isinstance(c, E.Var):
+                        out.undecided.append((poll, rd, "the loop around the spin has no counter"))
+                        continue
+                    k2 = E.Var(c.name + "'", E.LOOP)
+                    before = E.substitute(pga.index, {c.name: k2})
+                    same = E.conj(E.binop("<", k2, c), E.binop(">=", k2, E.Const(0)), E.binop("==", before, rga.index))
+                    if solver.always(E.negate(same), an.solver_timeout_ms) is not True:
+                        out.undecided.append((poll, rd, "an earlier iteration's poll may name the same element"))
+                        continue
+                common = sorted(tp & tr)
+                if not common:
+                    out.undecided.append((poll, rd, "the read and the poll are made by different threads"))
+                    continue
+                out.acquisitions.append(Acquisition(poll, rd, common[0], "before"))
 
 
 def _polls(fl, lid: int) -> list[ir.Op]:
