@@ -355,8 +355,7 @@ def _read_before_acquire(an, a):
         a.read.location,
         related=[related(a.observe, "the acquiring poll of the flag, after the read")],
         witness={"thread": a.thread, "how": a.how},
-        help="read the data after the spin on the flag has seen it raised (move the load below the "
-        "`ld.acquire` loop)",
+        help="read the data after the spin on the flag has seen it raised (move the load below the `ld.acquire` loop)",
     )
 
 

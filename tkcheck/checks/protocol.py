@@ -2857,7 +2857,9 @@ def _asked_elsewhere(m: ir.KernelModel, sp: ir.Op, body: list[ir.Op]) -> bool:
     return _persistent_loop(m, sp) or _computes_only(m, sp)
 
 
-def _unwritten_element(an: Analysis, sp: ir.Op, poll: ir.Op, body: list[ir.Op], writes: list[ir.Op]) -> SpinNever | None:
+def _unwritten_element(
+    an: Analysis, sp: ir.Op, poll: ir.Op, body: list[ir.Op], writes: list[ir.Op]
+) -> SpinNever | None:
     """A spin inside loops or under block-uniform conditions (the look-back of a single-pass scan:
     `for (p = tile - 1; p >= 0; --p) while (ld_acquire(&flag[p]) == 0) {}`), argued element-wise:
     some block reaches the poll in the first iteration of every loop around the spin (z3: a
