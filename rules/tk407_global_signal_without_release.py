@@ -693,7 +693,11 @@ counter's old value (directly or through a `__shared__` flag set from it), or
 after a spin on a flag with volatile/relaxed loads, with no acquire fence between
 -- also when a block barrier after the polling thread's spin hands the observation
 to the other threads (a barrier carries what one thread saw; a relaxed observation
-synchronises with no release).
+synchronises with no release). And data read *before* the acquire that would order it
+(round 13): a plain load of `agg[p]` hoisted above the thread's own `ld.acquire` spin on
+`flag[p]`, where the kernel publishes `agg[i]` by a release of `flag[i]` (a plain store
+of the element, then the release of the same index): the acquire orders only the loads
+after it, so the hoisted one may return the data from before the other block's release.
 
 Round 11 adds three questions of the same engine. A retirement counter that is a file-scope
 `__device__` variable (`atomicInc(&done_blocks, gridDim.x - 1)`) is a global atomic like one

@@ -536,6 +536,13 @@ passes first and every block spins: the "wait one ahead" of a serial split-K fix
 the blocks, for every grid size; undecided (coverage) when the flag is written
 elsewhere or through an unknown address, when the loop can end otherwise (a
 `break`, a `return`), inside an outer loop or under a block-uniform condition.
+Such a spin (the look-back of a single-pass scan, `for (p = tile - 1; p >= 0; --p)
+while (ld_acquire(&flag[p]) == 0) {{}}`) is argued element-wise (round 13,
+`protocol._unwritten_element`): when some block reaches the poll in the first iteration
+of the loops around it (z3 over the block index, launch values and block-uniform
+unknowns such as a ticket drawn from an atomic: the values are shown) naming element
+e of the flag, and no write of the kernel ever names e, the flag keeps 0 there and
+that block spins forever (the first tile that never raises its flag).
 
 A loop left by a `break` on a loaded value (`for (;;) {{ v = ld_acquire(flag); if (v ==
 last) break; ... }}`; `checks/versions.spin_exit`) waits for a value of the flag. Its
