@@ -2323,6 +2323,31 @@ def _read_before_acquire(an: Analysis, out: MemoryFacts) -> None:
                 if rga.index is None or pga.index is None or rga.index != pga.index:
                     out.undecided.append((poll, rd, "whether the read names the element the poll's flag publishes"))
                     continue
+                if not set(poll.guard.uniform) <= set(rd.guard.uniform):
+                    out.undecided.append((poll, rd, "the read runs where the spin may not"))
+                    continue
+                own = [
+                    o
+                    for o in fl.ops
+                    if _is_data_write(o)
+                    and o.order < rd.order
+                    and (oga := _ga(o)) is not None
+                    and oga.base == rga.base
+                    and (an.threads.executing(o) or frozenset()) & tr
+                ]
+                if any(
+                    (oga := _ga(o)) is None
+                    or oga.index is None
+                    or (o.loops and any(x.depends_on(E.LOOP) for x in (oga.index, *o.guard.uniform)))
+                    or solver.always(
+                        E.negate(E.conj(*o.guard.uniform, *rd.guard.uniform, E.binop("==", oga.index, rga.index))),
+                        an.solver_timeout_ms,
+                    )
+                    is not True
+                    for o in own
+                ):
+                    out.undecided.append((poll, rd, "the reading thread may have written the element itself"))
+                    continue
                 earlier = [o for o in fl.ops if o.order < rd.order and o is not rd]
                 if any(
                     (o.kind == ir.FENCE and o.fence_kind in GPU_FENCES)
