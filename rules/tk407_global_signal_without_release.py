@@ -314,6 +314,9 @@ def _published(an) -> list:
         if a.how == "none":
             out.append(_read_never_acquired(an, a))
             continue
+        if a.how == "before":
+            out.append(_read_before_acquire(an, a))
+            continue
         out.append(
             finding(
                 "TK407",
@@ -335,6 +338,25 @@ def _published(an) -> list:
             )
         )
     return out
+
+
+def _read_before_acquire(an, a):
+    """The happens-before engine's read of published data made before the reading thread's own
+    acquire of the flag that publishes it (`Acquisition.how == "before"`)."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    return finding(
+        "TK407",
+        f"{describe(frozenset([a.thread]), n)} reads `{describe_location(a.read)[:50]}` before its acquire of the "
+        f"flag that publishes it (`{_text(a.observe)[:50]}`, polled by the spin after the read): the acquire "
+        "orders only the reads that follow it, so this one may return the data from before the other "
+        "block's release, even when the flag then shows it published",
+        a.read.location,
+        related=[related(a.observe, "the acquiring poll of the flag, after the read")],
+        witness={"thread": a.thread, "how": a.how},
+        help="read the data after the spin on the flag has seen it raised (move the load below the `ld.acquire` loop)",
+    )
 
 
 def _read_never_acquired(an, a):
@@ -671,7 +693,11 @@ counter's old value (directly or through a `__shared__` flag set from it), or
 after a spin on a flag with volatile/relaxed loads, with no acquire fence between
 -- also when a block barrier after the polling thread's spin hands the observation
 to the other threads (a barrier carries what one thread saw; a relaxed observation
-synchronises with no release).
+synchronises with no release). And data read *before* the acquire that would order it
+(round 13): a plain load of `agg[p]` hoisted above the thread's own `ld.acquire` spin on
+`flag[p]`, where the kernel publishes `agg[i]` by a release of `flag[i]` (a plain store
+of the element, then the release of the same index): the acquire orders only the loads
+after it, so the hoisted one may return the data from before the other block's release.
 
 Round 11 adds three questions of the same engine. A retirement counter that is a file-scope
 `__device__` variable (`atomicInc(&done_blocks, gridDim.x - 1)`) is a global atomic like one

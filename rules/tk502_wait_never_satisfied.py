@@ -385,6 +385,9 @@ def _spins(an):
         ga = sw.poll.global_access
         cond = sw.spin.spin.cond if sw.spin.spin is not None else None
         shown = str(E.substitute(cond, {ga.result: E.Var(sw.flag + "[...]", E.PARAM)})) if cond and ga else "?"
+        if sw.element is not None:
+            out.append(_unwritten(an, sw, who, shown))
+            continue
         trace = [
             TraceStep(
                 "every block",
@@ -431,6 +434,49 @@ def _spins(an):
             )
         )
     return out
+
+
+def _unwritten(an, sw, who: str, shown: str):
+    """A spin whose poll names an element of the flag that no write of the kernel names
+    (`protocol._unwritten_element`)."""
+    ga = sw.poll.global_access
+    flag = f"{sw.flag}[{sw.element}]"
+    when = ", ".join(f"{k.split(' = ')[0].lstrip('?')} = {v}" for k, v in sorted((sw.reached_with or {}).items()))
+    trace = [
+        TraceStep(
+            "a block",
+            f"{who} reaches the poll in the first iteration of the loops around it"
+            + (f" ({when})" if when else "")
+            + f", naming `{flag}` (`{(ga.text if ga else None) or sw.poll.api}`)",
+            sw.poll.location,
+        ),
+        TraceStep(
+            "a block",
+            f"no write of `{sw.flag}` in the kernel names element {sw.element}: it keeps {sw.initial}, its value "
+            f"before the launch, and the loop goes on while `{shown}`",
+            sw.spin.location,
+            blocked=True,
+        ),
+    ]
+    return finding(
+        "TK502",
+        f"{who} spins until `{flag}` allows it (`{shown}` must become false), but no write of the kernel ever "
+        f"names `{flag}`: it keeps {sw.initial} (its value before the launch, assuming the host zeroes it), at "
+        f"which the loop goes on; a block that reaches this poll in the first iteration of its loops"
+        + (f" ({when})" if when else "")
+        + " spins forever",
+        sw.spin.location,
+        related=[related(sw.poll, f"the poll of `{flag}`")],
+        witness={
+            "flag": flag,
+            "initial": sw.initial,
+            "condition": shown,
+            "reached_with": when,
+            "assumption": "flag zeroed before the launch",
+        },
+        trace=trace,
+        help=f"raise `{flag}` where the block that owns it is done (the first tile publishes its prefix too)",
+    )
 
 
 def _roles(an):
@@ -542,6 +588,13 @@ passes first and every block spins: the "wait one ahead" of a serial split-K fix
 the blocks, for every grid size; undecided (coverage) when the flag is written
 elsewhere or through an unknown address, when the loop can end otherwise (a
 `break`, a `return`), inside an outer loop or under a block-uniform condition.
+Such a spin (the look-back of a single-pass scan, `for (p = tile - 1; p >= 0; --p)
+while (ld_acquire(&flag[p]) == 0) {{}}`) is argued element-wise (round 13,
+`protocol._unwritten_element`): when some block reaches the poll in the first iteration
+of the loops around it (z3 over the block index, launch values and block-uniform
+unknowns such as a ticket drawn from an atomic: the values are shown) naming element
+e of the flag, and no write of the kernel ever names e, the flag keeps 0 there and
+that block spins forever (the first tile that never raises its flag).
 
 C++20 atomic waiting (`cuda::atomic_ref` / `cuda::atomic` / `cuda::std::atomic`, round 13):
 `a.wait(old, order)` blocks while the word equals `old` and may wake spuriously, so it is the

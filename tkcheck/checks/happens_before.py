@@ -205,6 +205,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _publish_after_release(an, out)
     _publish_after_counter(an, out)
     _read_without_acquire(an, out)
+    _read_before_acquire(an, out)
     _read_after_handback(an, out)
     _acquire_scope(an, out)
     _counter_resets(an, out)
@@ -670,6 +671,38 @@ def _decided_by_steps(an: Analysis, o: ir.Op, race_free: bool = False) -> bool:
     return not race_free or not any(r.first.buffer is not None and r.first.buffer.name == name for r in facts.races)
 
 
+def _uniform_blocks(an: Analysis, fl, w: ir.Op, r: ir.Op) -> str | None:
+    """Two accesses of one block's shared memory under different block-uniform conditions
+    (`if (tile == 0) { if (tid == 0) x = 0; } else ...` and every thread's read of x): asked in
+    the blocks that run both, those where the union U of their conditions holds. "never": no
+    block does (z3: U unsatisfiable; only outside loops, over values each named once per read:
+    a condition over a value read again in each iteration, or over a `__shared__` flag named by
+    the flag and not by the read, may hold at one access and fail at the other). "both": some
+    block does, and every barrier or arrive that may lie between them (in program order between
+    them, or in a loop around either) runs under conditions U implies (a subset of U), so in
+    such a block the pair is the question `_race_in` asks. None: anything else (undecided)."""
+    from .. import solver
+
+    union = tuple(dict.fromkeys((*w.guard.uniform, *r.guard.uniform)))
+    names = {v for c in union for v in c.free_vars()}
+    plain = all(v.kind != E.OPAQUE and not v.name.startswith("?shared:") for v in names)
+    if not plain:
+        return None
+    if not w.loops and not r.loops and not any(v.kind == E.LOOP for v in names):
+        if solver.always(E.negate(E.conj(*union)), an.solver_timeout_ms) is True:
+            return "never"
+    lo, hi = sorted((w.order, r.order))
+    around = set(w.loops) | set(r.loops)
+    for o in fl.ops:
+        if o.kind not in (ir.SYNC, ir.NAMED_ARRIVE):
+            continue
+        if (lo < o.order < hi or around & set(o.loops)) and not set(o.guard.uniform) <= set(union):
+            return None
+    if not solver.feasible(E.conj(*union), an.solver_timeout_ms):
+        return None
+    return "both"
+
+
 def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> bool:
     """A write and a read of one shared scalar by threads `tw` / `tr`: a Race (or a hand-off race)
     appended to `out` (True), proved ordered, or undecided with its reason (False)."""
@@ -707,7 +740,11 @@ def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) ->
             return True
         why = "they are in different loops"
     elif set(w.guard.uniform) != set(r.guard.uniform):
-        why = "they run under different block-uniform conditions"
+        blocks = _uniform_blocks(an, fl, w, r)
+        if blocks == "never":
+            return False  # no block runs both: shared memory is the block's own
+        if blocks is None:
+            why = "they run under different block-uniform conditions"
     if why is not None or not tw or not tr:
         out.undecided.append((w, r, why or "threads not known"))
         return False
@@ -1489,6 +1526,13 @@ def _across_loops(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts
         return any(v.kind == E.LOOP and v.name in names for ix in exprs for v in ix.free_vars())
 
     if uses(first, own_f):
+        got = _race_from_strided_loop(an, path, first, second, tf, ts, common, own_s)
+        if isinstance(got, Race):
+            return got
+        if got == "ordered":
+            if repeats:
+                out.undecided.append((w, r, back))
+            return True
         out.undecided.append((w, r, "an index over the counter of the loop the earlier access is in"))
         return True
     if any(v.kind == E.LOOP and v.name in own_s for v in second.guard.thread.free_vars()):
@@ -1516,6 +1560,52 @@ def _across_loops(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts
 
 
 MAX_INNER_ITERATIONS = 64  # iterations of an access's own inner loops enumerated
+
+
+def _race_from_strided_loop(
+    an: Analysis, path, first: ir.Op, second: ir.Op, tf, ts, common: int, own_s: set
+) -> Race | str | None:
+    """`_across_loops`' earlier access indexed by the counters of loops of its own (a block-strided
+    staging loop `for (c = tid; c < COLS; c += T) s[c] = ...`), with no barrier on the path to the
+    later one: which threads touch which elements is the set, over those counters, of the
+    iterations each thread runs (`loop_pairs.own_iterations`). Every iteration k is asked as one
+    access by the threads that run it, its index at k, against the later access in its first
+    iteration (when some launch runs it: `_first_iteration_runs`). A Race when one such pair is
+    proved unordered. "ordered" when every iteration was asked and none races or is left open,
+    and the later access is in no loop of its own (its one instance was asked: each thread reads
+    back only elements no other thread stores, or a barrier orders each pair). None otherwise
+    (the caller leaves it undecided)."""
+    from .loop_pairs import own_iterations
+
+    its = own_iterations(an, first, common)
+    if not its:
+        return None
+    own_f = {n for n in its[0][0]}
+    if any(v.kind == E.LOOP and v.name in own_f for v in first.guard.thread.free_vars()):
+        return None
+    if any(v.kind == E.LOOP and v.name in own_s for v in second.guard.thread.free_vars()):
+        return None
+    if not _first_iteration_runs(an, second, common) or not _first_iteration_runs(an, first, common):
+        return None
+    zero = {n: E.Const(0) for n in own_s}
+    idx = tuple(E.substitute(ix, zero) for ix in second.buffer.index)
+    second0 = replace(second, buffer=replace(second.buffer, index=idx), loops=second.loops[:common])
+    for env, who in its:
+        threads = frozenset(tf) & who
+        if not threads:
+            continue
+        sub = {n: E.Const(k) for n, k in env.items()}
+        idx_k = tuple(E.substitute(ix, sub) for ix in first.buffer.index)
+        first_k = replace(first, buffer=replace(first.buffer, index=idx_k), loops=first.loops[:common])
+        probe = MemoryFacts()
+        race = _race_over(an, path, first_k, second0, threads, ts, probe)
+        if isinstance(race, Race) and not probe.undecided:
+            race.first, race.second = first, second
+            race.across_loops = True
+            return race
+        if race is not None or probe.undecided:
+            return None
+    return "ordered" if not own_s else None
 
 
 def _race_into_inner_loop(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> Race | bool:
@@ -2210,6 +2300,141 @@ def _publishes_with_release(fl) -> bool:
             if _releases(o) or o.loops in last_fence:
                 return True
     return False
+
+
+def _flag_publications(fl) -> set[tuple[str, str]]:
+    """(data base D, flag base F) where some thread stores D[i] with a plain store and later, in
+    the same iteration of the same loops, releases F[i] (`agg[t] = v; st.release(&flag[t], 1)`):
+    element i of D is published by element i of F (the index the same expression at both)."""
+    out: set[tuple[str, str]] = set()
+    stores = [o for o in fl.ops if o.kind == ir.GLOBAL_STORE and (ga := _ga(o)) is not None and ga.form == "plain"]
+    for st in stores:
+        sga = _ga(st)
+        if sga is None or sga.base is None or sga.index is None or not st.guard.exact:
+            continue
+        for sig in fl.ops:
+            ga = _ga(sig)
+            if (
+                sig.kind != ir.GLOBAL_SIGNAL
+                or ga is None
+                or ga.base is None
+                or ga.base == sga.base
+                or not _releases(sig)
+                or sig.order <= st.order
+                or sig.loops != st.loops
+                or ga.index is None
+                or ga.index != sga.index
+                or sig.guard.thread != st.guard.thread
+                or not set(sig.guard.uniform) <= set(st.guard.uniform)
+            ):
+                continue
+            out.add((sga.base, ga.base))
+    return out
+
+
+def _read_before_acquire(an: Analysis, out: MemoryFacts) -> None:
+    """Global data read by a thread BEFORE its own acquiring poll of the flag that publishes it
+    (`a = agg[p]; while (ld_acquire(&flag[p]) == 0) {}`, the read hoisted above the spin): the
+    acquire orders only what the thread reads after it, so the read may return the data from
+    before the other block's release (an Acquisition, how "before"). Asked of every spin whose
+    poll acquires a flag F that publishes data D (`_flag_publications`) and every plain read of
+    D at the level of the spin's loop, before it in the same iteration, naming the element the
+    poll names (the same index expression). An obligation per such poll (examined): a read with
+    an acquire, a gpu fence or an op that may synchronise before it in the thread's path, an
+    earlier iteration's poll of F that may name the same element (z3 over the counter), or an
+    index that is not the poll's, is left undecided."""
+    from .. import solver
+
+    fl = flow(an)
+    pubs = _flag_publications(fl)
+    if not pubs:
+        return
+    for sp in fl.ops:
+        if sp.kind != ir.SPIN or not sp.loops:
+            continue
+        lid = sp.loops[-1]
+        outer = tuple(sp.loops[:-1])
+        for poll in _polls(fl, lid):
+            pga = _ga(poll)
+            if poll.kind != ir.GLOBAL_LOAD or pga is None or pga.base is None or not _acquires(poll):
+                continue
+            data = sorted(d for d, f in pubs if f == pga.base)
+            reads = [
+                rd
+                for rd in fl.ops
+                if _is_data_read(rd)
+                and (ga := _ga(rd)) is not None
+                and ga.base in data
+                and tuple(rd.loops) == outer
+                and rd.order < sp.order
+            ]
+            out.examined.add(("global", id(poll)))
+            tp = an.threads.executing(poll)
+            for rd in reads:
+                rga = _ga(rd)
+                tr = an.threads.executing(rd)
+                if not tp or not tr or not rd.guard.exact or not poll.guard.exact or rga is None:
+                    out.undecided.append((poll, rd, "the threads that run the read or the poll are not known"))
+                    continue
+                if rga.index is None or pga.index is None or rga.index != pga.index:
+                    out.undecided.append((poll, rd, "whether the read names the element the poll's flag publishes"))
+                    continue
+                if not set(poll.guard.uniform) <= set(rd.guard.uniform):
+                    out.undecided.append((poll, rd, "the read runs where the spin may not"))
+                    continue
+                own = [
+                    o
+                    for o in fl.ops
+                    if _is_data_write(o)
+                    and o.order < rd.order
+                    and (oga := _ga(o)) is not None
+                    and oga.base == rga.base
+                    and (an.threads.executing(o) or frozenset()) & tr
+                ]
+                if any(
+                    (oga := _ga(o)) is None
+                    or oga.index is None
+                    or (o.loops and any(x.depends_on(E.LOOP) for x in (oga.index, *o.guard.uniform)))
+                    or solver.always(
+                        E.negate(E.conj(*o.guard.uniform, *rd.guard.uniform, E.binop("==", oga.index, rga.index))),
+                        an.solver_timeout_ms,
+                    )
+                    is not True
+                    for o in own
+                ):
+                    out.undecided.append((poll, rd, "the reading thread may have written the element itself"))
+                    continue
+                earlier = [o for o in fl.ops if o.order < rd.order and o is not rd]
+                if any(
+                    (o.kind == ir.FENCE and o.fence_kind in GPU_FENCES)
+                    or o.kind in (ir.CALL, ir.EXIT)
+                    or (_acquires(o) and o.kind != ir.GLOBAL_LOAD)
+                    or (o.kind == ir.GLOBAL_LOAD and _acquires(o) and (_ga(o) is None or _ga(o).base == pga.base))
+                    for o in earlier
+                ):
+                    out.undecided.append((poll, rd, "an acquire or a fence before the read"))
+                    continue
+                if any(o.kind == ir.SPIN and o.loops[: len(outer)] == outer and o.order < rd.order for o in fl.ops):
+                    out.undecided.append((poll, rd, "another spin before the read"))
+                    continue
+                # an earlier iteration's poll of the same flag naming the same element
+                if outer:
+                    olp = an.model.loops.get(outer[-1])
+                    c = olp.counter if olp is not None else None
+                    if not isinstance(c, E.Var):
+                        out.undecided.append((poll, rd, "the loop around the spin has no counter"))
+                        continue
+                    k2 = E.Var(c.name + "'", E.LOOP)
+                    before = E.substitute(pga.index, {c.name: k2})
+                    same = E.conj(E.binop("<", k2, c), E.binop(">=", k2, E.Const(0)), E.binop("==", before, rga.index))
+                    if solver.always(E.negate(same), an.solver_timeout_ms) is not True:
+                        out.undecided.append((poll, rd, "an earlier iteration's poll may name the same element"))
+                        continue
+                common = sorted(tp & tr)
+                if not common:
+                    out.undecided.append((poll, rd, "the read and the poll are made by different threads"))
+                    continue
+                out.acquisitions.append(Acquisition(poll, rd, common[0], "before"))
 
 
 def _polls(fl, lid: int) -> list[ir.Op]:

@@ -151,6 +151,9 @@ def loop_dependencies(an: Analysis, fl, writers: list[ir.Op], readers: list[ir.O
             if w.order < r.order and tuple(w.loops) == common and len(r.loops) > len(common):
                 # into: the write, then the read in the first iteration of its own loops
                 cases.append(("raw", w, r, 0, [(o, "b") for o in fl.ops if w.order < o.order < r.order]))
+            if w.order < r.order and len(w.loops) > len(common) and _element_level(w) and _element_level(r):
+                # after: the write in loops of its own (each thread's iterations), the read later
+                cases.append(("after", w, r, 0, [(o, "b") for o in fl.ops if w.order < o.order < r.order]))
             if common:
                 lid = common[-1]
                 body = body_of.setdefault(lid, [o for o in fl.ops if lid in o.loops])
@@ -172,13 +175,119 @@ def loop_dependencies(an: Analysis, fl, writers: list[ir.Op], readers: list[ir.O
                 cases = [c for c in cases if c[0] not in ("war", "war-same")]
             dep = None
             for kind, a, b, shift, between in cases:
-                dep = _ask(an, kind, w, r, tw, tr, a, b, common, shift, between, _covered, Dependency)
+                if kind == "after":
+                    dep = _ask_after(an, w, r, tw, tr, common, between, _covered, Dependency)
+                else:
+                    dep = _ask(an, kind, w, r, tw, tr, a, b, common, shift, between, _covered, Dependency)
                 if dep is not None:
                     break
             if dep is not None:
                 out.append(dep)
                 break
     return out
+
+
+MAX_OWN_ITERATIONS = 64  # iterations of an access's own per-thread loops enumerated
+
+
+def own_iterations(an: Analysis, op: ir.Op, depth: int) -> list[tuple[dict[str, int], frozenset[int]]] | None:
+    """The iterations of op's own loops past `depth` when each loop's trip count is over the
+    thread index and constants (a block-strided loop `for (c = tid; c < COLS; c += T)`: thread t
+    runs ceil((COLS - t) / T) iterations): [(counter values, the threads that run that
+    iteration)], every thread's trip count evaluated; which threads touch which elements is then
+    the index at each iteration over the threads that run it. None when a loop is not of that
+    kind, or past MAX_OWN_ITERATIONS iterations in all."""
+    n = an.threads.n
+    if not n:
+        return None
+    envs: list[dict[str, int]] = [{}]
+    trips: list[tuple[str, list]] = []
+    for lid in op.loops[depth:]:
+        lp = an.model.loops.get(lid)
+        if (
+            lp is None
+            or lp.trip is None
+            or not isinstance(lp.counter, E.Var)
+            or lp.infinite
+            or lp.cond is not None
+            or lp.data_cond
+            or lp.continues
+            or getattr(lp, "thread_exit", False)
+            or any(v.name != "tid" for v in lp.trip.free_vars())
+        ):
+            return None
+        per = [lp.trip.eval({"tid": t, "tid_y": 0, "tid_z": 0}) for t in range(n)]
+        if any(not isinstance(v, int) or isinstance(v, bool) for v in per):
+            return None
+        name = lp.counter.name
+        trips.append((name, per))
+        envs = [dict(e, **{name: k}) for e in envs for k in range(max(0, max(per)))]
+        if len(envs) > MAX_OWN_ITERATIONS:
+            return None
+    return [(e, frozenset(t for t in range(n) if all(e[name] < per[t] for name, per in trips))) for e in envs]
+
+
+def _ask_after(an, w, r, tw, tr, common, between, covered, Dependency):
+    """*after*: the write in loops of its own (`own_iterations`: a block-strided staging loop),
+    the read after them, in the first iteration of its own loops (`for (i ..) s[i * 128 + t]`):
+    each writer thread's elements are its iterations' indices; a reader thread naming one another
+    thread wrote, with no barrier both take part in between, is a dependency. Barriers between
+    must be at the common level or in the read's loops before it, none in the write's own loops."""
+    own_w = tuple(w.loops)[len(common) :]
+    its = own_iterations(an, w, len(common))
+    if not its:
+        return None
+    relevant = [(o, tag) for o, tag in between if _relevant(o)]
+    if any(o.kind in ORDER_UNKNOWN_KINDS or not o.guard.exact for o, _ in relevant):
+        return None
+    for o, _ in relevant:
+        lo = tuple(o.loops)
+        if lo != tuple(r.loops)[: len(lo)]:
+            return None
+    if any(_relevant(o) and set(o.loops) & set(own_w) for o in an.model.ops):
+        return None
+    extra_b = tuple(r.loops)[len(common) :]
+    envs = _envs(an, common, (), extra_b, 0)
+    if not envs:
+        return None
+    envs = [(ea, eb) for ea, eb in envs if all(eb[n].eval({}) == 0 for n in _names(an, extra_b))]
+    sets = [(s, an.threads.executing(s)) for s, _ in relevant if s.kind == ir.SYNC]
+    if any(ss is None for _, ss in sets):
+        return None
+    if any(o.guard.thread.depends_on(E.LOOP) for o in [w, r] + [s for s, _ in sets]):
+        return None
+    if not (tr <= tw or tw <= tr) and any(not (tr | tw) <= ss for _, ss in sets):
+        return None
+    for env_a, env_b in envs:
+        if _runs(w, env_a) is not True or _runs(r, env_b) is not True:
+            continue
+        live = []
+        for s, ss in sets:
+            g = _runs(s, env_b)
+            if g is None:
+                return None
+            if g:
+                live.append((s, ss))
+        wkeys: dict = {}
+        for own_env, who in its:
+            env_k = dict(env_a, **{name: E.Const(k) for name, k in own_env.items()})
+            for t in tw & who:
+                k = _key(w.buffer, t, env_k)
+                if k is None:
+                    return None
+                wkeys.setdefault(k, set()).add(t)
+        uncovered: dict[int, frozenset[int]] = {}
+        for t in sorted(tr):
+            kr = _key(r.buffer, t, env_b)
+            if kr is None or len(kr) != len(w.buffer.index):
+                return None
+            bad = frozenset(x for x in wkeys.get(kr, set()) if x != t and not covered(live, x, t))
+            if bad:
+                uncovered[t] = bad
+        if uncovered:
+            narrow = [s for s, ss in live if any(t in ss for t in uncovered)]
+            return Dependency(w, r, tr, uncovered, narrow, {}, kind="raw")
+    return None
 
 
 def _element_level(o: ir.Op) -> bool:

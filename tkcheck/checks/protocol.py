@@ -2929,6 +2929,12 @@ class SpinNever:
     flag: str  # the kernel pointer the flag is in
     raises: list[ir.Op]  # the ops that write the flag (each after a pass of the spin)
     initial: int  # the value the flag is taken to start at
+    # set when the argument is element-wise (`_unwritten_element`): the element of the flag the
+    # poll names in the first iteration of the loops around the spin, which no write of the kernel
+    # ever names, and the values (block-uniform unknowns, launch values) under which a block
+    # reaches that poll
+    element: int | None = None
+    reached_with: dict[str, int] | None = None
 
 
 @dataclass
@@ -3121,6 +3127,72 @@ def _own_store_wait(an: Analysis, sp: ir.Op, poll: ir.Op, writes: list[ir.Op]) -
     return SpinOwnStore(sp, poll, ga.base or "", st, v)
 
 
+def _unwritten_element(
+    an: Analysis, sp: ir.Op, poll: ir.Op, body: list[ir.Op], writes: list[ir.Op]
+) -> SpinNever | None:
+    """A spin inside loops or under block-uniform conditions (the look-back of a single-pass scan:
+    `for (p = tile - 1; p >= 0; --p) while (ld_acquire(&flag[p]) == 0) {}`), argued element-wise:
+    some block reaches the poll in the first iteration of every loop around the spin (z3: a
+    witness of the spin's block-uniform guard and the loops' conditions at counter 0, over the
+    block index, launch values and the block-uniform unknowns, e.g. a ticket drawn from an
+    atomic), naming element e of the flag there; no write of the kernel ever names element e
+    (z3, for every thread, block and iteration: each write's guard and index == e unsatisfiable);
+    so F[e] keeps its value before the launch, taken to be 0 (the host zeroes its flags, as for
+    `SpinNever`), and the loop's condition holds at 0 (for every value of the rest): that block
+    never leaves the spin. None when any step is not proved (the spin stays undecided): a loop
+    that can end otherwise, an unmodelled call or a write whose address is not known, a poll
+    or write index not known, a guard that is not exact."""
+    from .. import solver
+
+    facts = sp.spin
+    ga = poll.global_access
+    if facts is None or facts.cond is None or facts.breaks or ga is None or ga.result is None or ga.index is None:
+        return None
+    if not sp.guard.exact or not poll.guard.exact or any(o.kind in (ir.EXIT, ir.CALL) for o in body):
+        return None
+    if any(o.kind == ir.CALL for o in an.model.ops) or not an.threads.executing(sp):
+        return None
+    cont = E.substitute(facts.cond, {ga.result: E.Const(0)})
+    if solver.always(cont, assume=(sp.guard.thread,)) is not True:
+        return None
+    env: dict = {}
+    conds: list = []
+    for lid in sp.loops[:-1]:
+        lp = an.model.loops.get(lid)
+        if lp is None or not isinstance(lp.counter, E.Var):
+            return None
+        env[lp.counter.name] = E.Const(0)
+        if lp.trip is not None:
+            conds.append(E.binop("<", E.Const(0), E.substitute(lp.trip, env)))
+        if lp.cond is not None:
+            conds.append(E.substitute(lp.cond, env))
+    conds += [E.substitute(c, env) for c in sp.guard.uniform]
+    idx = E.substitute(ga.index, env)
+    if idx.is_opaque() or any(c.is_opaque() for c in conds) or idx.depends_on(E.THREAD) or idx.depends_on(E.LOOP):
+        return None
+    if any(c.depends_on(E.LOOP) or c.depends_on(E.THREAD) for c in conds):
+        return None
+    seen = solver.witness(E.conj(*conds, E.binop(">=", idx, E.Const(0))), an.solver_timeout_ms)
+    if seen is None:
+        return None
+    e = idx.eval(seen)
+    if not isinstance(e, int) or isinstance(e, bool):
+        return None
+    for w in writes:
+        wga = w.global_access
+        if w.kind == ir.TMA_STORE or wga is None or wga.base is None:
+            return None  # a write whose address is not known may be the flag's
+        if wga.base != ga.base:
+            continue
+        if wga.index is None or wga.index.is_opaque() or w.guard.blind:
+            return None
+        names = E.conj(w.guard.thread, *w.guard.uniform, E.binop("==", wga.index, E.Const(e)))
+        if solver.always(E.negate(names), an.solver_timeout_ms) is not True:
+            return None
+    shown = {k: v for k, v in seen.items() if isinstance(v, int) and not isinstance(v, bool)}
+    return SpinNever(sp, poll, ga.base, [], 0, element=e, reached_with=shown)
+
+
 def _spin_waits(an: Analysis) -> SpinFacts:
     from .. import solver
 
@@ -3196,7 +3268,11 @@ def _spin_waits(an: Analysis) -> SpinFacts:
         if len(sp.loops) > 1 and _epoch_wait(an, sp, out):
             continue
         if len(sp.loops) != 1 or sp.guard.uniform or not sp.guard.exact:
-            undecided("a spin inside a loop or under a block-uniform condition")
+            never = _unwritten_element(an, sp, poll, body, writes)
+            if never is not None:
+                out.never.append(never)
+            else:
+                undecided("a spin inside a loop or under a block-uniform condition")
             continue
         if facts.breaks or any(o.kind in (ir.EXIT, ir.CALL) for o in body):
             undecided("the loop can end otherwise (a break, a return or an unmodelled call)")

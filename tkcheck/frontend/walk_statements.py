@@ -933,6 +933,11 @@ class StatementWalk:
         self._merge_fields(snap, branch_fields, cexp if cls in ("thread", "uniform") else None, results)
         if results[0] is not None and results[1] is not None:
             return results[0] if results[0] == results[1] else "return"
+        # a branch that falls through under a narrower guard than it was entered with (an exit
+        # nested in it: `if (t < s) { if (v == 0) continue; }`): the code after the `if` runs
+        # only where some branch falls through (`_fall_through_guard`)
+        entry = [self._branch_guard(ctx.guard, cls, cexp, positive) for positive in (True, False)]
+        narrowed = [results[i] is None and guards[i] != entry[i] for i in (0, 1)]
         # one branch always leaves (return/break/continue): later code runs only
         # under the other branch's condition
         at_if = ctx.guard
@@ -951,6 +956,9 @@ class StatementWalk:
                     self._break_goes_on.append(None if mc is None else E.negate(mc) if positive else mc)
                 if cls == "uniform":
                     _refine_after_exit(ctx.env, E.negate(cexp) if positive else cexp)
+        if any(narrowed):
+            falls = [guards[i] for i in (0, 1) if results[i] is None]
+            ctx.guard = falls[0] if len(falls) == 1 else _fall_through_guard(at_if, falls)
         return None
 
     def _walk_switch(self, c, ctx: Ctx) -> str | None:
@@ -2151,6 +2159,30 @@ def _top_level_comma(toks) -> bool:
         elif t == "," and depth <= 0:
             return True
     return False
+
+
+def _fall_through_guard(at: ir.Guard, falls: list[ir.Guard]) -> ir.Guard:
+    """The guard after an `if` entered under `at` whose branches fall through under `falls` (each
+    `at` narrowed by the branch's condition and by exits nested in it): `at` with the disjunction
+    of what each branch added -- in the thread predicate (a uniform condition where it names no
+    thread) when every branch stays exact, else as
+    one opaque condition (exactly the guard, so a data test stays a data test); blind when a
+    branch's guard is no narrowing of `at` that these fields can say (an unmodelled exit)."""
+    parts = []
+    opaque = False
+    nu, no = len(at.uniform), len(at.opaque)
+    for g in falls:
+        if g.blind or g.uniform[:nu] != at.uniform or g.opaque[:no] != at.opaque:
+            return at.inexact()
+        opaque = opaque or len(g.opaque) > no
+        parts.append(E.conj(g.thread, *g.uniform[nu:], *g.opaque[no:]))
+    either = E.disj(*parts)
+    if opaque:
+        return at.inexact(either)
+    if not either.depends_on(E.THREAD):
+        # block-uniform as a whole (`if (mode) { if (past_end) return; }`): a uniform condition
+        return replace(at, uniform=at.uniform + (either,))
+    return replace(at, thread=either)
 
 
 def _refine_after_exit(env, goes_on: Expr) -> None:
