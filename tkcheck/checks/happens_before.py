@@ -804,9 +804,12 @@ def _is_dsmem_barrier(o: ir.Op, common: tuple, n: int, an: Analysis, kinds=("clu
     return an.threads.executing(o) == frozenset(range(n))
 
 
-def _dsmem_ordered(ops: list[ir.Op], common: tuple, n: int, an: Analysis) -> bool:
+def _dsmem_ordered(ops: list[ir.Op], common: tuple, n: int, an: Analysis, reach: ir.Op | None = None) -> bool:
     """Does `ops` (program order) hold a barrier of the whole cluster: a cluster (or grid)
-    barrier, or a cluster arrive (release) followed by a cluster wait (acquire)?"""
+    barrier, or a cluster arrive (release) followed by a cluster wait (acquire)? With `reach`
+    (the later access, `ops` the ops between an earlier access and it), the wait may also be
+    one at the top of a loop that holds `reach` (`_entry_wait`): a split barrier whose arrive
+    precedes the loop and whose wait opens every iteration."""
     arrived = False
     fenced = False
     for o in ops:
@@ -819,9 +822,25 @@ def _dsmem_ordered(ops: list[ir.Op], common: tuple, n: int, an: Analysis) -> boo
             # `barrier.cluster.arrive.relaxed` synchronises execution only: no release of the
             # writes before it, unless a cluster-scope fence came first
             arrived = arrived or fenced or o.sync is None or not o.sync.relaxed
-        elif arrived and _is_dsmem_barrier(o, common, n, an, ("cluster_wait",)):
+        elif arrived and (
+            _is_dsmem_barrier(o, common, n, an, ("cluster_wait",)) or _entry_wait(o, common, reach, n, an)
+        ):
             return True
     return False
+
+
+def _entry_wait(o: ir.Op, common: tuple, reach: ir.Op | None, n: int, an: Analysis) -> bool:
+    """A cluster wait in a loop nested in `common` that also holds `reach`, placed before `reach`
+    in that loop's body and run by every thread once per iteration: whatever iteration the thread
+    that runs `reach` is in, it has run this wait at least once since an arrive before the loop,
+    and (arrive and wait alternate per thread) the first such wait completes that arrive's phase
+    -- `arrive; for (...) { wait; ...; reach; ...; arrive; } wait`."""
+    if reach is None or o.order >= reach.order:
+        return False
+    loops = tuple(o.loops)
+    if len(loops) <= len(common) or loops[: len(common)] != common or tuple(reach.loops[: len(loops)]) != loops:
+        return False
+    return _is_dsmem_barrier(o, loops, n, an, ("cluster_wait",))
 
 
 def _dsmem(an: Analysis, out: MemoryFacts) -> None:
@@ -1044,7 +1063,7 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
         common += (a,)
     first, second = (lo, r) if lo.order < r.order else (r, lo)
     between = fl.same_iteration_between(first, second)
-    forward_ordered = _dsmem_ordered(between, common, n, an)
+    forward_ordered = _dsmem_ordered(between, common, n, an, second)
     # the same iteration's pair left undecided (an op between may order it: an mbarrier wait
     # observing a st.async's bytes): the pair across the back edge is still asked (round 10)
     pending: str | None = None
