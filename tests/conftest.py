@@ -6,7 +6,7 @@ import pickle
 import shutil
 import tempfile
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
@@ -183,22 +183,31 @@ class CorpusChecks:
         return self.check(kernel, self._evaluate.options(arch=self._evaluate.kernel_arch(kernel)))
 
     def file_options(self, path: Path):
-        """Every rule on a file: a corpus kernel with the evaluation's options, a fixture with its
-        own parse settings (arch, TK version) and every rule, whatever it selects."""
+        """The options a file is swept with: a corpus kernel with the evaluation's options (every
+        rule), a fixture with its own settings (arch, TK version and its `select=`, every rule
+        when it selects none), the options `fixture(path)` checks it with.
+
+        Issue 29, round 13: a fixture that selects its rules was checked twice, with its
+        selection (test_fixtures) and with every rule (the budget, trace and finding-text
+        sweeps); the second check was ~20% of the suite's CPU, nearly all of it the few costly
+        fixtures, whose costly rule is the one they select. Each rule keeps every sweep on the
+        fixtures written for it; the corpus kernels and planted bugs keep every rule."""
         from tkcheck.expectations import options_for, parse_fixture
 
         path = Path(path).resolve()
         if (ROOT / "fixtures") in path.parents:
             text = path.read_text(encoding="utf-8", errors="replace")
-            return replace(options_for(parse_fixture(text)[0]), enabled=self._evaluate.all_codes())
+            return options_for(parse_fixture(text)[0])
         return self._evaluate.options(arch=self._evaluate.kernel_arch(path))
 
-    def every_rule(self, path: Path):
-        """The file checked with `file_options` (what the sweeps over every finding read)."""
+    def swept(self, path: Path):
+        """The file checked with `file_options` (what the sweeps over every finding read): for a
+        fixture the check `fixture(path)` reads, for a corpus kernel `clean(path)`'s."""
         return self.check(path, self.file_options(path))
 
     def fixture(self, path: Path):
-        """The fixture held to its `// expect:` comments (its own selection), checked once."""
+        """The fixture held to its `// expect:` comments (its own selection), checked once: the
+        check `swept(path)` reads too."""
         from tkcheck.expectations import run_fixture
 
         return run_fixture(path, check=self.check)

@@ -192,10 +192,10 @@ def test_a_spent_budget_never_adds_a_finding(case, budgets, corpus_checks):
     site): a check that cannot decide says nothing, it does not report something else instead.
 
     The default budget's check is the session memo's (the corpus, fixture and planted-bug sweeps
-    make the same one); it and the tiny budgets share one parse (the walk and the rules run again).
+    make the same one: a fixture with its own `select=`, the rules it was written for); it and the tiny budgets share one parse (the walk and the rules run again).
     A check on a handed parse is a fresh check's (`test_a_reused_parse_checks_as_a_fresh_one`)."""
     kind, what = case
-    if kind == "file":  # a fixture with its arch and TK version and every rule; a corpus kernel as evaluated
+    if kind == "file":  # a fixture as test_fixtures checks it (its own selection); a corpus kernel as evaluated
         path, text = what, what.read_text(encoding="utf-8", errors="replace")
         opts = corpus_checks.file_options(what)
     else:

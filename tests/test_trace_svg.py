@@ -51,7 +51,7 @@ def test_every_trace_picture_of_the_fixtures_and_corpus(tmp_path, corpus_checks)
     drawn = 0
     files = sorted((ROOT / "fixtures").rglob("*.cu")) + sorted((ROOT / "corpus").rglob("*.cu"))
     for p in files:
-        res = corpus_checks.every_rule(p)
+        res = corpus_checks.swept(p)
         for f in res.findings:
             if not f.trace:
                 continue
