@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from ..model import expr as E
 from ..model import ir
+from ..model.fast_eval import evaluator
 from .analysis import Analysis
 
 MAX_STEPS = 20000  # op instances run
@@ -128,6 +129,7 @@ def _simulate(an: Analysis) -> StepFacts | None:
     seen: dict = {}
     blind = False  # past a warp barrier some lanes skip on data
     buffers: set[str] = set()
+    compiled: dict[int, tuple] = {}  # `_element_at`'s index evaluators, per reference
     for idx, (o, env, ts, cond) in enumerate(seq):
         at = tuple(sorted((k, v) for k, v in env.items()))
         if o.kind == ir.SYNC:
@@ -175,8 +177,9 @@ def _simulate(an: Analysis) -> StepFacts | None:
         assert o.buffer is not None and o.access is not None
         buffers.add(o.buffer.name)
         write = o.access.mode == "write"
+        element = _element_at(o.buffer, env, compiled)
         for t in sorted(ts):
-            key = _element(o.buffer, t, env)
+            key = element(t)
             if key is None:
                 return None
             tick[t] += 1
@@ -317,16 +320,30 @@ def _unroll(an: Analysis, ops: list[ir.Op]):
     return out
 
 
-def _element(ref: ir.Ref, t: int, env: dict) -> tuple | None:
+def _element_at(ref: ir.Ref, env: dict, compiled: dict[int, tuple]):
+    """The element thread t names through `ref` at the step `env` (a function of t): the
+    buffer's name and the index values, None when one is not an int. The indices are compiled
+    once per reference (model/fast_eval.py: the values `eval` gives) into `compiled`, and one
+    environment serves every thread, its `tid` set per call (eval reads it, never writes it)."""
+    got = compiled.get(id(ref))
+    if got is None or got[0] is not ref:
+        got = compiled[id(ref)] = (ref, tuple(evaluator(ix) for ix in ref.index))
+    fs = got[1]
     vals = dict(env)
-    vals.update(tid=t, tid_y=0, tid_z=0)
-    out: list = [ref.name]
-    for ix in ref.index:
-        v = ix.eval(vals)
-        if type(v) is not int:
-            return None
-        out.append(v)
-    return tuple(out)
+    vals.update(tid=0, tid_y=0, tid_z=0)
+    name = ref.name
+
+    def at(t: int) -> tuple | None:
+        vals["tid"] = t
+        out: list = [name]
+        for f in fs:
+            v = f(vals)
+            if type(v) is not int:
+                return None
+            out.append(v)
+        return tuple(out)
+
+    return at
 
 
 def shown_at(an: Analysis, at: tuple[tuple[str, int], ...]) -> str:

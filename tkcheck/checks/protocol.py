@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
+from ..model.fast_eval import evaluator
 from . import completion
 from .analysis import Analysis
 from .happens_before import polls_other_blocks
@@ -340,6 +341,41 @@ def _conflict(ei: list[Event], ej: list[Event]):
                     if tb is not None:
                         return (a, ta, b, tb, k)
     return None
+
+
+def _racy(roles: list[Role]) -> list[set[int]]:
+    """Per role, the positions of its accesses that conflict with an access of another role:
+    the pairs `_conflict([ea], [eb])` finds (one buffer and element, one of them a write, not both
+    atomic, a lane of each that are two threads), met through an index by buffer and element
+    instead of pair by pair (the same set: two accesses conflict only on an element both name)."""
+    index: list[dict[tuple, list[tuple]]] = []
+    for r in roles:
+        by_elem: dict[tuple, list[tuple]] = {}
+        for j, e in enumerate(r.events):
+            if e.kind != "mem":
+                continue
+            assert e.mem is not None
+            name, write, atomic, elems = e.mem
+            for k, lanes in elems:
+                by_elem.setdefault((name, k), []).append((j, write, atomic, lanes))
+        index.append(by_elem)
+    racy: list[set[int]] = [set() for _ in roles]
+    for a in range(len(roles)):
+        for b in range(a + 1, len(roles)):
+            ib = index[b]
+            for key, xs in index[a].items():
+                ys = ib.get(key)
+                if not ys:
+                    continue
+                for ja, wa, aa, la in xs:
+                    for jb, wb, ab, lb in ys:
+                        if not (wa or wb) or (aa and ab) or not la or not lb:
+                            continue
+                        # some lane of la and some lane of lb that are two threads
+                        if len(la) > 1 or len(lb) > 1 or la[0] != lb[0]:
+                            racy[a].add(ja)
+                            racy[b].add(jb)
+    return racy
 
 
 def _releases(e: Event) -> bool:
@@ -1567,8 +1603,13 @@ def _emit_access(o: ir.Op, lanes: set[int], env: dict, ctr: tuple, out: list) ->
     if o.buffer is None or o.access is None or o.access_mode not in ("read", "write"):
         return True
     by_key: dict[tuple, list[int]] = {}
+    # each index compiled once for the lanes (model/fast_eval.py: the values `eval` gives), one
+    # environment whose `tid` each lane sets (eval reads it, never writes it)
+    fs = [evaluator(ix) for ix in o.buffer.index]
+    vals = dict(env, tid=0, tid_y=0, tid_z=0)
     for t in sorted(lanes):
-        key = tuple(ix.eval(dict(env, tid=t, tid_y=0, tid_z=0)) for ix in o.buffer.index)
+        vals["tid"] = t
+        key = tuple(f(vals) for f in fs)
         if any(not isinstance(x, int) or isinstance(x, bool) for x in key):
             return True
         by_key.setdefault(key, []).append(t)
@@ -2152,15 +2193,7 @@ class _LocalSteps:
             self.last_write.append(write)
             self.last_block.append(block)
         # the accesses of each role that conflict with an access of another role
-        mems = [[(j, e) for j, e in enumerate(r.events) if e.kind == "mem"] for r in roles]
-        self.racy: list[set[int]] = [set() for _ in roles]
-        for a in range(len(roles)):
-            for b in range(a + 1, len(roles)):
-                for j, ea in mems[a]:
-                    for k, eb in mems[b]:
-                        if _conflict([ea], [eb]) is not None:
-                            self.racy[a].add(j)
-                            self.racy[b].add(k)
+        self.racy: list[set[int]] = _racy(roles)
         self._live: dict = {}
         self.sizes = [len(r.threads) for r in roles]
         self._code: list[list[tuple]] | None = None  # `_compiled`, for the search's eidx
