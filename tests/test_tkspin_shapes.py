@@ -65,7 +65,9 @@ def test_a_wait_under_the_stores_own_test_of_loaded_data_covers_it(tmp_path):
     # the wait under another test of loaded data may skip some storing lanes: open, no finding
     src = (COMPLETION / "store_under_loaded_test_good.cu").read_text()
     src = src.replace("                tma::store_async_wait();\n            }", "            }\n")
-    src = src.replace("        __syncthreads();", "        if (idx[it] > 0) tma::store_async_wait();\n        __syncthreads();")
+    src = src.replace(
+        "        __syncthreads();", "        if (idx[it] > 0) tma::store_async_wait();\n        __syncthreads();"
+    )
     (tmp_path / "k.cu").write_text(src)
     (rec,) = _coverage(tmp_path / "k.cu").values()
     assert rec["obligations_decided"] < rec["obligations"]
