@@ -1,4 +1,4 @@
-"""The new-idiom kernels of issue 25 (corpus/idioms2/ .. idioms11/): their planted bugs,
+"""The new-idiom kernels of issue 25 (corpus/idioms2/ .. idioms12/): their planted bugs,
 scored apart from the gating corpus set.
 
 Each set is kernels in shapes none of our other files had, with bugs planted and run on a GPU
@@ -29,6 +29,7 @@ SETS = {
     "idioms9": (("H100",), (5, 6)),
     "idioms10": (("H100",), (5, 6)),
     "idioms11": (("H100",), (6, 6)),
+    "idioms12": (("GPU",), (4, 6)),
 }
 MUTATIONS = {name: evaluate.load_mutations(CORPUS / name) for name in SETS}
 KNOWN = evaluate.all_codes()
