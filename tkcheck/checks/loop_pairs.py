@@ -151,7 +151,7 @@ def loop_dependencies(an: Analysis, fl, writers: list[ir.Op], readers: list[ir.O
             if w.order < r.order and tuple(w.loops) == common and len(r.loops) > len(common):
                 # into: the write, then the read in the first iteration of its own loops
                 cases.append(("raw", w, r, 0, [(o, "b") for o in fl.ops if w.order < o.order < r.order]))
-            if w.order < r.order and len(w.loops) > len(common) and _element_level(w) and _element_level(r):
+            if w.order < r.order and len(w.loops) > len(common) and _array_element(w) and _array_element(r):
                 # after: the write in loops of its own (each thread's iterations), the read later
                 cases.append(("after", w, r, 0, [(o, "b") for o in fl.ops if w.order < o.order < r.order]))
             if common:
@@ -294,6 +294,13 @@ def _element_level(o: ir.Op) -> bool:
     """An access keyed by the element it touches (a scalar of a shared array, a `__shared__`
     scalar, an `ldmatrix` / vector row), not by the whole tile a TK op moves."""
     return o.access is not None and o.access.via in ("element", "scalar")
+
+
+def _array_element(o: ir.Op) -> bool:
+    """An access of one element of a shared array. A `__shared__` scalar written in a loop of its
+    own is one word every iteration rewrites: its pairs are the shared-scalar race search's
+    (`happens_before._ask_pair`, TK408), not the *after* case's element sets."""
+    return o.access is not None and o.access.via == "element"
 
 
 def _relevant(o: ir.Op) -> bool:
