@@ -29,7 +29,7 @@ SETS = {
     "idioms9": (("H100",), (5, 6)),
     "idioms10": (("H100",), (5, 6)),
     "idioms11": (("H100",), (6, 6)),
-    "idioms12": (("GPU",), (4, 6)),
+    "idioms12": (("H100",), (4, 6)),
 }
 MUTATIONS = {name: evaluate.load_mutations(CORPUS / name) for name in SETS}
 KNOWN = evaluate.all_codes()
