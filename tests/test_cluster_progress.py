@@ -69,3 +69,41 @@ def test_destinations_at_reads_the_rank_of_the_issuer():
         mbar=ir.BarrierFacts(multicast=True, mask=E.binop("<<", E.Const(1), rank), mbar_cta=E.Const(0)),
     )
     assert completion.destinations_at(mc, 1, 2) == [0]
+
+
+WATCHERS = ROOT / "fixtures" / "progress"
+
+
+def test_a_cluster_deadlock_that_needs_a_starved_watcher_says_so():
+    """The opening handshake is the cluster's only barrier (`protocol._cluster_barrier_opens`): the
+    2-CTA search without starved warps covers the code's schedules without one, reaches no deadlock,
+    and the obligation is undecided for the lagging watcher, not for the 2-CTA model."""
+    ex = _explore(WATCHERS / "cluster_watchers_lag.cu")
+    assert ex.cluster == 2
+    assert ex.status == "unknown" and ex.deadlock is None
+    assert "warps 2-3" in ex.reason and "starved by the scheduler" in ex.reason
+    assert "2-CTA model" not in ex.reason
+
+
+def test_watchers_that_release_their_rounds_are_explored_clean():
+    ex = _explore(WATCHERS / "cluster_watchers_good.cu")
+    assert ex.cluster == 2
+    assert ex.status == "explored" and ex.deadlock is None, ex.reason
+
+
+def test_a_hang_without_a_starved_warp_stays_a_deadlock_of_the_2cta_model():
+    ex = _explore(WATCHERS / "cluster_watchers_bad.cu")
+    assert ex.status == "unknown" and ex.deadlock is None
+    assert "2-CTA model" in ex.reason
+
+
+def test_a_closing_cluster_sync_keeps_the_prompt_search_out():
+    """cluster_pair_*.cu close with a second cluster sync: the lagging-warp argument does not hold
+    there (a role may be held at that barrier), so a deadlock stays one of the 2-CTA model."""
+    (m,) = models_of(str(BAD), text=BAD.read_text())
+    an = Analysis(m)
+    ops = [o for o in m.ops if protocol._relevant(o)]
+    assert not protocol._cluster_barrier_opens(an, ops)
+    (m,) = models_of(str(WATCHERS / "cluster_watchers_lag.cu"), text=(WATCHERS / "cluster_watchers_lag.cu").read_text())
+    an = Analysis(m)
+    assert protocol._cluster_barrier_opens(an, [o for o in m.ops if protocol._relevant(o)])

@@ -1832,8 +1832,11 @@ def _explore_with(
         roles = _merge_whole_generations(roles, _whole_count_syncs(roles))
     ex.roles = roles
     _search(ex, roles, counts, memory, reduce)
-    # (the cluster exploration's deadlocks are not established anyway, `_explore`: no second search)
-    if not memory and size is None and ex.deadlock is not None and ex.deadlock.missed is not None:
+    # (the cluster exploration's deadlocks are not established anyway, `_explore`; its prompt
+    # search only tells a lagging warp's deadlock apart, where the cluster barrier left out is the
+    # opening handshake alone, `_cluster_barrier_opens`)
+    prompt_ok = size is None or _cluster_barrier_opens(an, ops)
+    if not memory and prompt_ok and ex.deadlock is not None and ex.deadlock.missed is not None:
         _prompt_search(ex, roles, counts)
     if not memory and ex.status == "unknown" and ex.reason == "exploration bound reached":
         # past the bound of the full interleaving: again, one event per step with the
@@ -1844,8 +1847,48 @@ def _explore_with(
         if ex.status != "explored":
             ex.reason = "exploration bound reached"
             ex.states, ex.steps = max(full[0], ex.states), max(full[1], ex.steps)
-        elif size is None and ex.deadlock is not None and ex.deadlock.missed is not None:
+        elif prompt_ok and ex.deadlock is not None and ex.deadlock.missed is not None:
             _prompt_search(ex, roles, counts)
+
+
+def _cluster_barrier_opens(an: Analysis, ops: list[ir.Op]) -> bool:
+    """The cluster barrier (`barrier.cluster.arrive` / `.wait`, left out of the cluster exploration)
+    is one opening handshake: one arrive (or sync) by every thread of the block, outside any loop
+    and branch, before any wait on it; waits outside loops, no thread at two of them; and each op
+    of the search (but an init) run by a thread after a wait of that thread in the same branch
+    (the wait earlier in program order, its conditions a part of the op's, its threads a superset).
+    Then no op of the search runs before every thread of the cluster has arrived, and from then on
+    every thread's wait passes: a role of the code is free to pass its waits exactly where its
+    role in the search (which has no cluster barrier) is, so the search without a starved warp
+    (`_prompt_search`) covers every schedule of the code in which no warp is starved at passable
+    waits: none found there, a deadlock of the cluster model needs a starved warp."""
+    m = an.model
+    cl = [o for o in m.ops if o.kind == ir.SYNC and o.sync_kind in ("cluster", "cluster_arrive", "cluster_wait")]
+    arrives = [o for o in cl if o.sync_kind in ("cluster", "cluster_arrive")]
+    waits = [o for o in cl if o.sync_kind in ("cluster", "cluster_wait")]
+    if len(arrives) != 1 or not waits or any(o.loops for o in cl):
+        return False
+    (a,) = arrives
+    if a.guard.uniform or an.threads.executing(a) != frozenset(range(an.threads.n)):
+        return False
+    wsets = []
+    for w in waits:
+        tw = an.threads.executing(w)
+        if tw is None or w.order < a.order or any(tw & t for t in wsets):
+            return False
+        wsets.append(tw)
+    for o in ops:
+        if o.kind == ir.MBAR_INIT:
+            continue
+        to = an.threads.executing(o)
+        if to is None:
+            return False
+        if not any(
+            w.order < o.order and to <= tw and set(w.guard.uniform) <= set(o.guard.uniform)
+            for w, tw in zip(waits, wsets)
+        ):
+            return False
+    return True
 
 
 def _whole_count_syncs(roles: list[Role]) -> tuple[int, ...]:

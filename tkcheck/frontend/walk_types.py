@@ -570,6 +570,11 @@ class TypeResolution:
                 rest = segs[1:]
                 return self._type_member_chain(cur, rest, env)
         val = env.lookup(head)
+        if val is None and head in ("row_vec", "col_vec") and targs is not None and len(targs) == 1:
+            # TK's `template <typename T> using row_vec = T::row_vec;` (types.cuh; col_vec alike):
+            # `row_vec<st_fl<64, 64>>`, its argument read in the user's scope
+            inner = self.resolve_type(targs[0], env)
+            return self._type_member_chain(inner, [(head, None)] + list(segs[1:]), env)
         if val is None and head in self.w.mb.structs:
             val = ("struct_decl", self.w.mb.structs[head])
         cur = self.type_of_value(val, targs, env)
@@ -695,6 +700,11 @@ class TypeResolution:
                 if seg in ("col_vec", "row_vec") and cur.kind == "rt":
                     n = cur.rows if seg == "col_vec" else cur.cols
                     cur = ir.TileType("rv", f"{cur.spelling}::{seg}", cur.dtype, cur.dtype_bytes, cols=n)
+                elif seg in ("col_vec", "row_vec") and cur.kind == "st":
+                    # a shared tile's vectors (TK st.cuh: `col_vec = sv<dtype, rows>`, `row_vec =
+                    # sv<dtype, cols>`)
+                    n = cur.rows if seg == "col_vec" else cur.cols
+                    cur = ir.TileType("sv", f"{cur.spelling}::{seg}", cur.dtype, cur.dtype_bytes, cols=n)
                 elif seg == "dtype":
                     cur = ir.TileType("scalar", cur.dtype or "?", dtype=cur.dtype, dtype_bytes=cur.dtype_bytes)
                 else:
