@@ -231,3 +231,244 @@ def _after_wait(an: Analysis, w: ir.Op, sp: ir.Op, lp: ir.Loop) -> bool:
         return False
     mine = an.threads.executing(w) or frozenset()
     return bool(mine) and mine <= (an.threads.executing(sp) or frozenset())
+
+
+@dataclass
+class CountRace:
+    """A count wait that can be passed in round 0 while a block has not run at all: its read of
+    global data after the wait and that block's write of the element before it counts itself in
+    are ordered in neither direction."""
+
+    spin: ir.Op  # W's SPIN head
+    counter: str
+    adds: list[ir.Op]  # the additions every block makes before W's first pass can be asked
+    reached: int  # the value of C at which W is passed without the late block
+    write: ir.Op  # the late block's store of the data
+    read: ir.Op  # the waiter's load of it after W
+    late: int  # the late block
+    waiter: int  # the waiter's block
+    grid: int
+    tested: tuple[str, ...] = ()
+
+
+def count_races(an: Analysis) -> list[CountRace]:
+    """The reads after a count wait that a block's write may follow (see `_race`)."""
+    return an.fact("counted_waits.races", _races)
+
+
+def _races(an: Analysis) -> list[CountRace]:
+    m = an.model
+    out: list[CountRace] = []
+    spins = [o for o in m.ops if o.kind == ir.SPIN and o.spin is not None and o.spin.cond is not None]
+    if not spins or any(o.kind == ir.CALL for o in m.ops):
+        return out
+    grid = _grid(an)
+    if grid is None or grid < 2:
+        return out
+    for sp in spins:
+        r = _race(an, sp, grid)
+        if r is not None:
+            out.append(r)
+    return out
+
+
+def _race(an: Analysis, sp: ir.Op, grid: int) -> CountRace | None:
+    """Round 0 of L, in the execution where one block b (not the waiter's) has not started: every
+    other block runs to its additions of C (nothing before them waits for another block: no spin,
+    grid barrier or exit before the read), so C can hold any value up to n = (the additions every
+    block makes before W, amount 1) x (G - 1); when W's condition at its first test lets it go at
+    some value <= n (z3, each tested value that value; the condition reads nothing else), the
+    waiter passes W and reaches its plain load R of global data D after W, while b's plain store
+    of D before its additions has not run: when R and that store name one element (z3, b != the
+    waiter's block) they are ordered in neither direction (a read of the value before b's write).
+    None when any step is not proved."""
+    from .. import solver
+
+    m = an.model
+    facts = sp.spin
+    assert facts is not None and facts.cond is not None
+    if facts.breaks:
+        return None
+    lp = _outer_loop(an, sp)
+    if lp is None:
+        return None
+    assert isinstance(lp.counter, E.Var)
+    got = _polls_of(an, sp)
+    if got is None:
+        return None
+    counter, _polls, named = got
+    waiters = an.threads.executing(sp) or frozenset()
+    if not waiters:
+        return None
+    wl = sp.loops[-1]
+    own_loop = m.loops.get(wl)
+    if own_loop is None:
+        return None
+    # what W's loop runs: loads of C and waits on it (nested spins and their polls)
+    if any(
+        wl in o.loops and o.kind != ir.SPIN and not (o.kind == ir.GLOBAL_LOAD and _word(o) == counter) for o in m.ops
+    ):
+        return None
+    adds = [o for o in m.ops if o.kind in _WRITES and o.global_access is not None and o.global_access.base == counter]
+    early = []
+    for a in adds:
+        ga = a.global_access
+        assert ga is not None
+        if a.kind != ir.GLOBAL_SIGNAL or ga.atomic != "add" or ga.where != "":
+            return None
+        if not isinstance(ga.operand, E.Const) or not isinstance(ga.operand.value, int) or ga.operand.value < 1:
+            return None
+        if (
+            a.loops == (lp.id,)
+            and a.order < sp.order
+            and a.guard.exact
+            and not a.guard.uniform
+            and ga.operand.value == 1
+            and an.threads.executing(a)
+        ):
+            early.append(a)
+    if not early:
+        return None
+    n_other = sum(len(an.threads.executing(a) or ()) for a in early) * (grid - 1)
+    zero = {lp.counter.name: E.Const(0), own_loop.counter.name: E.Const(0)}
+    cond = E.substitute(facts.cond, zero)
+    v = E.Var("?count", E.OPAQUE)
+    cond = E.substitute(cond, {n: v for n in named})
+    bid = E.Var("blockIdx.x", E.PARAM)
+    if any(x.name not in ("?count", "blockIdx.x") for x in cond.free_vars()):
+        return None
+    reach = [E.substitute(u, zero) for u in sp.guard.uniform]
+    if any(x.name != "blockIdx.x" for u in reach for x in u.free_vars()):
+        return None
+    goes = E.conj(
+        E.negate(cond),
+        E.binop(">=", v, E.Const(0)),
+        E.binop("<=", v, E.Const(n_other)),
+        E.binop(">=", bid, E.Const(0)),
+        E.binop("<", bid, E.Const(grid)),
+        *reach,
+    )
+    seen = solver.witness(goes, an.solver_timeout_ms)
+    if seen is None:
+        return None
+    for rd in m.ops:
+        if not _plain_read(rd) or rd.order < sp.order or wl in rd.loops or rd.loops[:1] != (lp.id,):
+            continue
+        if not _in_waiter(an, rd, sp):
+            continue
+        # nothing before the read waits for another block, but W and its nested waits
+        if any(
+            o.order < rd.order
+            and (
+                (o.kind == ir.SPIN and wl not in o.loops)
+                or o.kind in (ir.EXIT, ir.MBAR_WAIT)
+                or (o.kind == ir.SYNC and o.sync_kind in ("grid", "cluster"))
+            )
+            for o in m.ops
+        ):
+            return None
+        for wr in m.ops:
+            if not _plain_write(wr) or wr.global_access.base != rd.global_access.base:  # type: ignore[union-attr]
+                continue
+            if wr.loops[:1] != (lp.id,) or not any(wr.order < a.order for a in early):
+                continue
+            hit = _meet(an, wr, rd, sp, lp, grid)
+            if hit is not None:
+                late, waiter = hit
+                at = seen.get("?count")
+                reached = at if isinstance(at, int) and not isinstance(at, bool) else n_other
+                return CountRace(sp, counter, early, reached, wr, rd, late, waiter, grid, tuple(named))
+    return None
+
+
+def _plain_read(o: ir.Op) -> bool:
+    ga = o.global_access
+    return o.kind == ir.GLOBAL_LOAD and ga is not None and ga.atomic is None and ga.sem == "weak" and bool(ga.base)
+
+
+def _plain_write(o: ir.Op) -> bool:
+    ga = o.global_access
+    return o.kind == ir.GLOBAL_STORE and ga is not None and ga.atomic is None and bool(ga.base)
+
+
+def _in_waiter(an: Analysis, rd: ir.Op, sp: ir.Op) -> bool:
+    """rd runs on W's threads only, in W's blocks, after W in the same iteration of L."""
+    if not rd.guard.exact or not set(sp.guard.uniform) <= set(rd.guard.uniform):
+        return False
+    mine = an.threads.executing(rd) or frozenset()
+    return bool(mine) and mine <= (an.threads.executing(sp) or frozenset())
+
+
+def _meet(an: Analysis, wr: ir.Op, rd: ir.Op, sp: ir.Op, lp: ir.Loop, grid: int) -> tuple[int, int] | None:
+    """(b, c): block b's store wr in round 0 and the waiter's (block c != b) load rd name one
+    element (z3 over each side's thread, block and inner loop counters), or None."""
+    from .. import solver
+
+    m = an.model
+    gw, gr = wr.global_access, rd.global_access
+    assert gw is not None and gr is not None
+    if gw.index is None or gr.index is None or gw.index.is_opaque() or gr.index.is_opaque():
+        return None
+    if wr.guard.blind or rd.guard.blind or not wr.guard.exact:
+        return None
+    assert isinstance(lp.counter, E.Var)
+
+    def side(o: ir.Op, tag: str) -> tuple[dict, list]:
+        ren: dict = {lp.counter.name: E.Const(0)}
+        conds: list = []
+        for lid in o.loops[1:]:
+            il = m.loops.get(lid)
+            if il is None or not isinstance(il.counter, E.Var) or il.trip is None or il.trip.depends_on(E.LOOP):
+                return {}, []
+            k = E.Var(f"{il.counter.name}#{tag}", E.LOOP)
+            ren[il.counter.name] = k
+            conds += [E.binop(">=", k, E.Const(0)), E.binop("<", k, il.trip)]
+        return ren, conds
+
+    rw, cw = side(wr, "w")
+    rr, cr = side(rd, "r")
+    if not rw or not rr:
+        return None
+    n = an.threads.n
+    vals: dict = {}
+    for tag, ren in (("w", rw), ("r", rr)):
+        ren["blockIdx.x"] = E.Var(f"blockIdx.x#{tag}", E.PARAM)
+        for t in ("tid", "threadIdx.x"):
+            ren[t] = E.Var(f"tid#{tag}", E.THREAD)
+        vals[tag] = ren
+    b, c = vals["w"]["blockIdx.x"], vals["r"]["blockIdx.x"]
+    tw, tr = vals["w"]["tid"], vals["r"]["tid"]
+    conds = [
+        E.substitute(gw.index, rw),
+        E.substitute(gr.index, rr),
+    ]
+    allc = [
+        E.binop("==", conds[0], conds[1]),
+        E.binop("!=", b, c),
+        E.binop(">=", b, E.Const(0)),
+        E.binop("<", b, E.Const(grid)),
+        E.binop(">=", c, E.Const(0)),
+        E.binop("<", c, E.Const(grid)),
+        E.binop(">=", tw, E.Const(0)),
+        E.binop(">=", tr, E.Const(0)),
+        E.substitute(wr.guard.thread, rw),
+        E.substitute(rd.guard.thread, rr),
+        *[E.substitute(u, rw) for u in wr.guard.uniform],
+        *[E.substitute(u, rr) for u in rd.guard.uniform],
+        *cw,
+        *cr,
+    ]
+    if isinstance(n, int):
+        allc += [E.binop("<", tw, E.Const(n)), E.binop("<", tr, E.Const(n))]
+    else:
+        return None
+    every = E.conj(*allc)
+    if any(x.is_opaque() for x in allc) or any("#" not in x.name for x in every.free_vars()):
+        return None  # a value not renamed per side (another thread index, a launch value)
+    w = solver.witness(every, an.solver_timeout_ms)
+    if w is None:
+        return None
+    bv, cv = w.get(b.name), w.get(c.name)
+    if not isinstance(bv, int) or not isinstance(cv, int):
+        return None
+    return bv, cv
