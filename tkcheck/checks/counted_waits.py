@@ -281,6 +281,7 @@ def _race(an: Analysis, sp: ir.Op, grid: int) -> CountRace | None:
     waiter passes W and reaches its plain load R of global data D after W, while b's plain store
     of D before its additions has not run: when R and that store name one element (z3, b != the
     waiter's block) they are ordered in neither direction (a read of the value before b's write).
+    The value W tests is at least the waiter's own additions before it (they precede its load).
     None when any step is not proved."""
     from .. import solver
 
@@ -330,6 +331,8 @@ def _race(an: Analysis, sp: ir.Op, grid: int) -> CountRace | None:
     if not early:
         return None
     n_other = sum(len(an.threads.executing(a) or ()) for a in early) * (grid - 1)
+    # the waiter's own additions come before its first load: C is at least that many there
+    own = max(sum(1 for a in early if t in (an.threads.executing(a) or ())) for t in waiters)
     zero = {lp.counter.name: E.Const(0), own_loop.counter.name: E.Const(0)}
     cond = E.substitute(facts.cond, zero)
     v = E.Var("?count", E.OPAQUE)
@@ -342,7 +345,7 @@ def _race(an: Analysis, sp: ir.Op, grid: int) -> CountRace | None:
         return None
     goes = E.conj(
         E.negate(cond),
-        E.binop(">=", v, E.Const(0)),
+        E.binop(">=", v, E.Const(own)),
         E.binop("<=", v, E.Const(n_other)),
         E.binop(">=", bid, E.Const(0)),
         E.binop("<", bid, E.Const(grid)),
