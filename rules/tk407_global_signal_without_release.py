@@ -99,6 +99,51 @@ def check(an):
     out.extend(_unprotected(an))
     out.extend(_torn(an))
     out.extend(_epoch_races(an))
+    out.extend(_count_races(an))
+    return out
+
+
+def _count_races(an) -> list:
+    """Global data read after a wait for a count that does not count its writer
+    (`checks/counted_waits.count_races`): in the first round the wait is passed while a block that
+    writes the element has not run, so the read and that block's store are unordered."""
+    from tkcheck.checks import counted_waits
+    from tkcheck.checks.happens_before import describe_location
+    from tkcheck.model import expr as E
+
+    out = []
+    for r in counted_waits.count_races(an):
+        cond = r.spin.spin.cond if r.spin.spin is not None else None
+        word = E.Var(f"*{r.counter}", E.PARAM)
+        shown = str(E.substitute(cond, {n: word for n in r.tested})) if cond is not None else "?"
+        adds = ", ".join(f"line {a.location.row}" for a in r.adds[:3])
+        out.append(
+            finding(
+                "TK407",
+                f"block {r.waiter} reads `{describe_location(r.read)[:50]}` after its wait for a count of "
+                f"`*{r.counter}` (line {r.spin.location.row}, the loop goes on while `{shown}`), but that count "
+                f"does not count the block that writes it: in the first round, with block {r.late} not yet "
+                f"started, the other {r.grid - 1} blocks' additions ({adds}) bring `*{r.counter}` to {r.reached}, "
+                f"where the wait lets it go; block {r.late}'s store `{describe_location(r.write)[:50]}` (line "
+                f"{r.write.location.row}), before its own addition, then follows the read: the read takes the "
+                "value from before the store (global data announced by a counter the reader does not wait for)",
+                user_site(r.read),
+                related=[
+                    related(r.write, "the late block's store of the element, before it counts itself in"),
+                    related(r.spin, "the wait for the count"),
+                ],
+                witness={
+                    "late_block": r.late,
+                    "reader_block": r.waiter,
+                    "count": r.reached,
+                    "grid": r.grid,
+                    "condition": shown,
+                },
+                help="wait for the count every writer's addition gives (one per block and round: `(r + 1) * "
+                "blocks` after round r), so that the acquire of the counter synchronises with every writer's "
+                "release",
+            )
+        )
     return out
 
 
@@ -698,6 +743,17 @@ synchronises with no release). And data read *before* the acquire that would ord
 `flag[p]`, where the kernel publishes `agg[i]` by a release of `flag[i]` (a plain store
 of the element, then the release of the same index): the acquire orders only the loads
 after it, so the hoisted one may return the data from before the other block's release.
+
+A wait for a count that does not count every writer (`checks/counted_waits.py`, round 13):
+blocks store data, then count themselves in with atomic additions of one (`atomicAdd(c, 1)`,
+`fetch_add(1, release)`) once a round, and a coordinator reads the data after waiting for the
+counter (`while (ld_acquire(c) < need)`, or `seen = c.load(); while (seen < need) {{ c.wait(seen);
+seen = c.load(); }}`). In the first round, with one block not yet started and nothing before the
+read waiting for another block (no other spin, grid or cluster barrier, mbarrier wait or exit),
+the other blocks' additions bring the counter to at most (adders a block) x (blocks - 1); when
+the wait lets the coordinator go at such a value (z3), it reads the data before the late block
+has stored its element (z3: the read and the store name one element, the late block not the
+reader's): `need = (r + 1) * G - 1` waits for one block too few.
 
 Round 11 adds three questions of the same engine. A retirement counter that is a file-scope
 `__device__` variable (`atomicInc(&done_blocks, gridDim.x - 1)`) is a global atomic like one

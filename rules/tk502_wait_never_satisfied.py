@@ -13,6 +13,7 @@ def check(an):
     return (
         _spins(an)
         + _own_store(an)
+        + _count_hangs(an)
         + _unreached(an)
         + _epoch_hangs(an)
         + _hoisted(an)
@@ -62,6 +63,76 @@ def _own_store(an):
                 trace=trace,
                 help="wait for the value before your own store (`wait(old)` returns once the value differs from "
                 "`old`), or let another thread make the change",
+            )
+        )
+    return out
+
+
+def _count_hangs(an):
+    """The progress engine's count waits no thread passes in its loop's first iteration
+    (`checks/counted_waits.py`, asked by `protocol.spin_waits`: `count_hangs`)."""
+    from tkcheck.checks.threads import describe
+
+    out = []
+    n = an.threads.n
+    for ch in P.spin_waits(an).count_hangs:
+        where = " && ".join(str(u) for u in ch.spin.guard.uniform)
+        who = describe(an.threads.executing(ch.spin) or frozenset(), n) + (
+            f" of the block with `{where}`" if where else ""
+        )
+        cond = ch.spin.spin.cond if ch.spin.spin is not None else None
+        word = E.Var(f"*{ch.counter}", E.PARAM)
+        shown = str(E.substitute(cond, {n: word for n in ch.tested})) if cond is not None else "?"
+        adds = ", ".join(f"line {a.location.row}" for a in ch.adds)
+        gate_ga = ch.gate.spin.cond if ch.gate.spin is not None else None
+        gpoll = [o for o in an.model.ops if o.global_access is not None and o.global_access.base == ch.flag]
+        if gate_ga is not None:
+            fword = E.Var(f"*{ch.flag}", E.PARAM)
+            gate_ga = E.substitute(gate_ga, {o.global_access.result: fword for o in gpoll if o.global_access.result})
+        trace = [
+            TraceStep(
+                "every block",
+                f"adds to `*{ch.counter}` ({adds}) before it waits at line {ch.gate.location.row} for "
+                f"`*{ch.flag}`: in the first round `*{ch.counter}` reaches at most {ch.bound} "
+                f"({ch.grid} blocks)",
+                ch.adds[0].location,
+            ),
+            TraceStep(
+                "every block",
+                f"waits while `{gate_ga}`: `*{ch.flag}` holds 0 (its value before the launch) until the "
+                f"waiter below has passed its wait, since every write of it comes after that wait",
+                ch.gate.location,
+                blocked=True,
+            ),
+            TraceStep(
+                "the waiter",
+                f"{who} waits while `{shown}`, which holds for every value of `*{ch.counter}` from 0 to "
+                f"{ch.bound} in the first round: it never passes",
+                ch.spin.location,
+                blocked=True,
+            ),
+        ]
+        out.append(
+            finding(
+                "TK502",
+                f"{who} waits for `*{ch.counter}` to reach a count nobody reaches (the loop goes on while "
+                f"`{shown}`): in the first round the additions that can come before that wait is passed "
+                f"give at most {ch.bound} (the adds before every block's wait for `*{ch.flag}`, which only "
+                f"the waiter raises after passing it, {ch.grid} blocks), and the loop goes on for every "
+                "value up to that: every block waits forever",
+                ch.spin.location,
+                related=[related(a, "an addition to the counter, once a round per block") for a in ch.adds[:2]]
+                + [related(ch.gate, "the blocks' wait for the round the waiter opens")],
+                witness={
+                    "counter": ch.counter,
+                    "bound": ch.bound,
+                    "blocks": ch.grid,
+                    "condition": shown,
+                    "assumption": "counter and flag zeroed before the launch",
+                },
+                trace=trace,
+                help="wait for the count the round's additions give (one per block and round: "
+                "(r + 1) * blocks after round r)",
             )
         )
     return out
@@ -604,6 +675,16 @@ thread's own store of the word (`gen.store(r + 1); ...; gen.wait(r + 1)`), when 
 only one of the grid that ever writes the word (one thread of one block of a one-dimensional
 launch, z3) and the value it stored keeps the loop going, waits for a change nobody makes: every
 poll reads the thread's own last store. Reported with the store and the wait.
+
+A wait for a count (`checks/counted_waits.py`, round 13): a counter every block raises with
+atomic additions of constants once a round (`done.fetch_add(1)` in a loop of constant trip
+count), waited for by a coordinator (`while (ld(done) < target)`, or the carried value
+`seen = done.load(); while (seen < target) {{ done.wait(seen); seen = done.load(); }}`), while
+the blocks then wait on a word only the coordinator writes after its wait (`gen.wait(r)` after
+`gen.store(r + 1)`). In the first round that word keeps its value before the launch (0) until
+the coordinator passes, so no block gets past its wait for it, and the counter holds at most the
+additions before that wait (threads x blocks x amount, the grid size of the file's launches).
+A target above that (`(r + 1) * G + 1`) is reached by nobody: reported at the coordinator's wait.
 
 A loop left by a `break` on a loaded value (`for (;;) {{ v = ld_acquire(flag); if (v ==
 last) break; ... }}`; `checks/versions.spin_exit`) waits for a value of the flag. Its

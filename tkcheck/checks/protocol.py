@@ -3036,6 +3036,9 @@ class SpinFacts:
     # spins that are the wait of a hand-written grid barrier (checks/grid_barriers.py): an
     # instance no block's arrival releases, and the spins proved left by every block
     counter_hangs: list = field(default_factory=list)  # grid_barriers.CounterHang
+    # waits for a count of a counter the rounds' additions never reach in the first round
+    # (checks/counted_waits.py): a hang
+    count_hangs: list = field(default_factory=list)  # counted_waits.CountHang
     proved: list[ir.Op] = field(default_factory=list)
     # spins left by a `break` on a loaded value that no value of the flag lets them take
     # (checks/versions.spin_exit): a hang
@@ -3291,6 +3294,13 @@ def _spin_waits(an: Analysis) -> SpinFacts:
 
         if _asked_elsewhere(m, sp, body):
             continue
+        if facts is not None and facts.cond is not None:
+            from .counted_waits import count_hang
+
+            ch = count_hang(an, sp)
+            if ch is not None:
+                out.count_hangs.append(ch)
+                continue
         if facts is None or facts.cond is None:
             # a loop left by a `break` on data (`for (;;) { ...; if (s == last) break; }`): a
             # wait for a value of the word it loads, against the values the kernel's stores of

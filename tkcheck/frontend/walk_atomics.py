@@ -331,6 +331,8 @@ class AtomicLowering:
                     where="" if self.w.exprs.one_word(v) else None,
                     # a store's value (a spin on the word may wait for it)
                     operands=(vals[0],) if rmw == "st" and vals and isinstance(vals[0], E.Expr) else (),
+                    # a read-modify-write's amount, as for CUDA's atomicAdd (round 13)
+                    operand=vals[0] if rmw not in ("st", "cas") and vals and isinstance(vals[0], E.Expr) else None,
                 ),
             ),
             ctx,

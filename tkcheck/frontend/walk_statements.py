@@ -1406,6 +1406,8 @@ class StatementWalk:
             # after the body, over the values the body's events name (the walk above read it at
             # the head, with the carried value); kept only when the condition loads nothing itself
             spin.spin = replace(spin.spin, cond=self._do_condition(cond_c, bctx, spin.spin.cond, lid))
+        if spin is not None and spin.spin is not None and spin.spin.cond is not None and system is not None:
+            spin.spin = replace(spin.spin, carried=_carried_polls(spin.spin.cond, system[1], real_ends))
         break_trip = None
         if self._loop_breaks and trip is not None:
             loop.trip = None
@@ -2071,6 +2073,29 @@ class StatementWalk:
             out[sl] = lambda k, g=g, base=base: g(E.binop("+", base, k))
 
     # -- asm ---------------------------------------------------------------
+
+
+def _carried_polls(cond: Expr, dry_ends: dict, real_ends: dict | None) -> tuple[tuple[str, str], ...]:
+    """`SpinFacts.carried`: the carried slots the condition reads whose end of the body is one
+    loaded value, in the dry walk that solved the slots (the name the condition's head form gives
+    the previous iteration's value) and in the real walk (the result of the load op the body
+    emits): `seen = ld(C)` as the body's last assignment of `seen`."""
+    if not real_ends:
+        return ()
+    names = {v.name for v in cond.free_vars()}
+    out = []
+    for sl, dry in dry_ends.items():
+        real = real_ends.get(sl)
+        if (
+            isinstance(dry, E.Var)
+            and isinstance(real, E.Var)
+            and dry.kind == E.OPAQUE
+            and real.kind == E.OPAQUE
+            and dry.name != real.name
+            and dry.name in names
+        ):
+            out.append((dry.name, real.name))
+    return tuple(out)
 
 
 def _simulated(heads: dict, after: dict, v0s: dict, ends: dict) -> tuple:

@@ -561,6 +561,10 @@ class SpinFacts:
     # 1) == 0) break; ... }`): what lets an iteration go on past it, the values its polls load as
     # the Vars their events name; None otherwise
     goes_on: Expr | None = None
+    # a condition over a carried value the body's last load leaves (`seen = ld(C); while (seen <
+    # T) { ...; seen = ld(C); }`): (the name `cond` gives that value in the previous iteration,
+    # the result name of the body's load that left it), round 13
+    carried: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
