@@ -32,7 +32,7 @@ import z3
 from ..model import expr as E
 from ..model import ir
 from ..recurrence import flat_base, tabulate
-from . import completion, ring_uses
+from . import alternation, completion, ring_uses
 from .analysis import Analysis
 from .threads import describe
 
@@ -1640,7 +1640,17 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     # a pipeline the waiting threads fill themselves (`_self_paced`) is no handshake: the
     # direction is theirs, also in a loop that ends on data
     hs = _handshake(an, site, why, body) if due is None else False
-    if hs is None:
+    alt = None
+    if walk is not None and wp.period == E.Const(1):
+        # the walk's uses of w's barrier and w's role's requests that its signallers answer
+        # alternate (`alternation.offset`): the due phase is proved from the order of w's own
+        # uses and requests, whatever the handshake's direction read from one loop body says (a
+        # free first use: -1; a request first: 0); nothing else completes a phase
+        O_ = walk[4]
+        prefix = () if body else tuple(w.loops[: w.loops.index(O_.id) + 1]) if O_.id in w.loops else None
+        if prefix is not None:
+            alt = alternation.offset(an, w, prefix, repeated=not body)
+    if hs is None and alt is None:
         wp.reason = "handshake direction not recognised"
         return
     if (
@@ -1665,7 +1675,11 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
         lag = _lagging_release(an, site)
         if lag is not None:
             hs = True
-    if (
+    if alt is not None:
+        wp.offset, wp.pre, wp.use = alt, 0, use
+        due = E.binop("+", use, E.Const(alt))
+        wp.due = due
+    elif (
         walk is not None
         and hs is False
         and "skip" not in why
@@ -1678,13 +1692,25 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
         # proved from the pairs, is taken
         wp.reason = "handshake direction not established (ring walk)"
         return
-    if walk is not None and hs and (_body_prologue_signal(an, w) if body else _task_prologue_signal(an, w, walk[4])):
+    if (
+        alt is None
+        and walk is not None
+        and hs
+        and (_body_prologue_signal(an, w) if body else _task_prologue_signal(an, w, walk[4]))
+    ):
         # w's role signals another barrier in the task before w, outside w's inner loop (the
         # MMA warp's first QK commit before its k loop): the cycle through that barrier may start
         # on w's side, so w need not be the back channel -- its direction is not told
         wp.reason = "handshake direction not established (ring walk: the task signals before the wait)"
         return
-    if wp.assumption == "data-exit" and hs is False and sp is None and "skip" not in why and "pair" not in why:
+    if (
+        alt is None
+        and wp.assumption == "data-exit"
+        and hs is False
+        and sp is None
+        and "skip" not in why
+        and "pair" not in why
+    ):
         # `False` is also the answer when no handshake was found at all; in a loop whose
         # trip the model does not know, only a direction proved from the guards is used
         wp.reason = "handshake direction not established (data-exit loop)"
@@ -1692,11 +1718,12 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     # w is the back channel of a handshake whose forward barrier carries data: a release.
     # Commit arrivals (tcgen05.commit: the MMAs that read a stage are done) release too; only
     # bytes landing on w itself make the direction ambiguous
-    wp.offset = -1 if (hs and not _carries_bytes(m, w.barrier.name)) else 0
-    if hs and _carries_bytes(m, w.barrier.name):
+    if alt is None:
+        wp.offset = -1 if (hs and not _carries_bytes(m, w.barrier.name)) else 0
+    if alt is None and hs and _carries_bytes(m, w.barrier.name):
         wp.reason = "both barriers of the handshake carry data"
         return
-    if wp.offset == -1:
+    if alt is None and wp.offset == -1:
         filled = _prefilled(an, site)
         if filled is None:
             wp.reason = "the data barrier of the handshake is filled before the loop in a way not modelled"
