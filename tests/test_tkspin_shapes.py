@@ -7,6 +7,7 @@ in full; what must stay open stays open."""
 import json
 
 from tkcheck.engine import models_of
+from tkcheck.model.expr import alike_for_all
 
 from conftest import ROOT, cli
 
@@ -73,3 +74,24 @@ def test_a_wait_under_the_stores_own_test_of_loaded_data_covers_it(tmp_path):
     assert rec["obligations_decided"] < rec["obligations"]
     p = cli(["check", "k.cu", "--select", "TK504"], tmp_path)
     assert "TK504" not in p.stdout
+
+
+def test_a_value_every_thread_carries_alike_across_groups_is_uniform():
+    # `tile` left by a walk of a uniform test and no break, carried to the next group: the
+    # walk's test is block-uniform, so the threads of its barriers are known
+    _decided(LOOPS / "uniform_task_walk_good.cu")
+    (m,) = models_of(str(LOOPS / "uniform_task_walk_good.cu"))
+    arrive = next(o for o in m.ops if o.kind == "mbar_arrive")
+    assert arrive.guard.exact and all(alike_for_all(c) for c in arrive.guard.uniform)
+    p = cli(["check", "uniform_task_walk_bad.cu", "--select", "TK302"], LOOPS)
+    assert "TK302" in p.stdout
+
+
+def test_a_carried_value_updated_per_thread_stays_unknown(tmp_path):
+    src = (LOOPS / "uniform_task_walk_good.cu").read_text()
+    # the threads of the second warpgroup step by one tile more: no longer one value for all
+    src = src.replace("tile -= n;", "tile -= n - (threadIdx.x >= 128);")
+    (tmp_path / "k.cu").write_text(src)
+    (m,) = models_of(str(tmp_path / "k.cu"))
+    arrive = next(o for o in m.ops if o.kind == "mbar_arrive")
+    assert not arrive.guard.exact

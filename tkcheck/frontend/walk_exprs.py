@@ -593,18 +593,24 @@ class ExprEvaluation:
     def opaque_from(self, node: cexpr.Node, parts) -> Expr:
         """An unknown value; it is uniform when everything it is computed from is."""
         kinds = set()
+        alike = set()  # kinds of unknowns every thread holds alike (`E.uniform_unknown`)
         for p in parts:
             if isinstance(p, Expr):
-                kinds |= {v.kind for v in p.free_vars()}
+                kinds |= {v.kind for v in p.free_vars() if not v.name.startswith(E.UNIFORM_UNKNOWN)}
+                alike |= {v.kind for v in p.free_vars() if v.name.startswith(E.UNIFORM_UNKNOWN)}
             elif isinstance(p, Obj):
                 for ix in p.ref.index:
-                    kinds |= {v.kind for v in ix.free_vars()}
+                    kinds |= {v.kind for v in ix.free_vars() if not v.name.startswith(E.UNIFORM_UNKNOWN)}
+                    alike |= {v.kind for v in ix.free_vars() if v.name.startswith(E.UNIFORM_UNKNOWN)}
             elif isinstance(p, (Rec, StructType, TypeVal, Allocator, ir.TileType)):
                 pass  # uniform objects
             elif p is not None:
                 kinds.add(E.OPAQUE)
         if E.THREAD in kinds or E.OPAQUE in kinds:
             return E.opaque(cexpr.render(node))
+        if alike:
+            # computed from values every thread holds alike, one of them unknown: so is this
+            return E.uniform_unknown(cexpr.render(node))
         # numbered in walk order (not by object identity): the same input gives
         # the same names, so output that mentions them is deterministic
         return E.Var(f"?{cexpr.render(node)[:40]}#{E.fresh_number()}", E.PARAM)
@@ -872,6 +878,10 @@ class ExprEvaluation:
                 old = ctx.env.lookup(name)
                 if isinstance(old, Expr) and isinstance(val, Expr):
                     val = E.binop(op[:-1], old, val)
+                elif isinstance(old, Expr) and _is_shared_element(val):
+                    # `sum += counts[g]`: as `sum + counts[g]` is (`opaque_from`), an unknown that
+                    # is block-uniform where the element's index is
+                    val = self.opaque_from(node, (old, val))
                 else:
                     val = E.opaque(f"{name}{op}")
             old = ctx.env.lookup(name)
@@ -1356,6 +1366,17 @@ def _shared_flag(v):
     if isinstance(v, Obj) and v.kind == "shared" and not v.ref.index and _is_shared_scalar(v):
         return E.Var(f"?shared:{v.ref.name}", E.OPAQUE)
     return v
+
+
+def _is_shared_element(v) -> bool:
+    """An element of a `__shared__` scalar array (`counts[g]`), read as a value."""
+    return (
+        isinstance(v, Obj)
+        and v.kind == "shared"
+        and bool(v.ref.index)
+        and v.type is not None
+        and v.type.kind == "scalar"
+    )
 
 
 def _is_shared_scalar(v) -> bool:

@@ -197,6 +197,7 @@ class StatementWalk:
         self._system_logs: list = []  # per loop being analysed: the updates of its nested loops
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system: tuple | None = None  # the carried-variable system of the loop walked last
+        self._last_uniform: set = set()  # its slots whose unknown values are block-uniform
         self._fresh_slots = 0  # carried-variable systems solved so far (names their start values)
         self._carried_trip_of: Expr | None = None  # the trip count of the loop whose carried values are solved next
         # values a loop left in its carried slots -> (loop id, trip, closed form, update): a later
@@ -822,6 +823,8 @@ class StatementWalk:
         if isinstance(cond, E.Const):
             return "const", cond
         fv = cond.free_vars()
+        if E.alike_for_all(cond) and any(v.kind == E.OPAQUE for v in fv):
+            return "uniform", cond  # over unknowns every thread holds alike (`E.uniform_unknown`)
         if any(v.kind == E.OPAQUE for v in fv):
             return "unknown", cond
         if any(v.kind == E.THREAD for v in fv):
@@ -1306,9 +1309,11 @@ class StatementWalk:
         self._last_system = None
         self._last_continued = None
         self._carried_trip_of = trip
+        self._last_uniform = set()
         carried = self._carried_variables(
             body, inc_c, lctx, exclude={var_name} if var_name else set(), counter=counter, ivar=ivar
         )
+        uniform_slots, self._last_uniform = self._last_uniform, set()
         system = self._last_system
         self._last_system = None
         continued, self._last_continued = self._last_continued, None
@@ -1330,7 +1335,7 @@ class StatementWalk:
             ivar.set(env, geometric(counter), define=True)
         elif ivar is not None:
             ivar.set(env, E.opaque(f"{cexpr.render(var)}@loop"), define=True)
-        heads = {slot: closed(counter) for slot, closed in carried.items()}
+        heads = {slot: _uniform_unknown(closed(counter), slot in uniform_slots) for slot, closed in carried.items()}
         for slot, v in heads.items():
             slot.set(env, v)
         saved_breaks = self._loop_breaks
@@ -1424,6 +1429,7 @@ class StatementWalk:
             and not loop.cond.is_opaque()
         ):
             loop.data_cond = True  # `while (next_tile >= 0)`: ends on data
+        uniform_exit = _uniform_exit(loop, bool(self._loop_breaks), body)
         self._loop_breaks = saved_breaks
         self._break_goes_on = saved_goes_on
         self._break_at = saved_break_at
@@ -1432,7 +1438,13 @@ class StatementWalk:
         after = {}
         for slot, closed in carried.items():
             if loop.trip is not None:
-                after[slot] = closed(loop.trip)
+                after[slot] = _uniform_unknown(closed(loop.trip), slot in uniform_slots)
+            elif uniform_exit and _uniform_value(_uniform_unknown(closed(counter), slot in uniform_slots)):
+                # every thread that runs the loop leaves it at the same iteration N (a uniform
+                # test, no break) and holds the value of iteration N's head then, the same for
+                # all of them: a block-uniform unknown (the persistent task index after the
+                # tasks of one group, `for (; task < n; task += stride)`)
+                after[slot] = E.uniform_unknown(f"{slot.label}@after-loop")
             else:
                 after[slot] = E.opaque(f"{slot.label}@after-loop")
             slot.set(ctx.env, after[slot])
@@ -1893,6 +1905,7 @@ class StatementWalk:
         ring_walk.inner(self, out, slots, start, ends, counter)
         ring_walk.dry_after(out, slots, counter, trip, ctx.dry)
         self._continue_sequence(out, slots, start, ends)
+        self._last_uniform = _uniform_unknowns(out, slots, start, ends, body, inc_c)
         self._last_system = (dict(start), dict(ends), dict(slots))
         return out
 
@@ -2132,6 +2145,75 @@ def _leaves_loop(then_s, else_s) -> bool:
         return st.kind == CK.BREAK_STMT
 
     return bare(then_s) or bare(else_s)
+
+
+def _uniform_exit(loop: ir.Loop, breaks: bool, body) -> bool:
+    """A loop of unknown trip count that every thread running it leaves at the same iteration:
+    its condition a block-uniform test (`Loop.cond`: no thread index, nothing unmodelled) and
+    nothing else that leaves it or skips the rest of an iteration (no `break`, `continue` or
+    `goto`; a `return` takes its thread out of the loop and out of what follows it)."""
+    if loop.trip is not None or loop.cond is None or breaks or loop.thread_exit or not loop.uniform:
+        return False
+    toks = set(tokens_of(body)) if body is not None else set()
+    return not toks & {"break", "continue", "goto"}
+
+
+def _uniform_value(v) -> bool:
+    """An expression every thread evaluates alike (`E.alike_for_all`)."""
+    return isinstance(v, Expr) and E.alike_for_all(v)
+
+
+def _uniform_unknown(v, uniform: bool):
+    """v, or for an unknown value of a carried slot that every thread holds alike
+    (`_uniform_unknowns`) a block-uniform unknown of the same name."""
+    if uniform and isinstance(v, E.Var) and v.kind == E.OPAQUE and not v.name.startswith(E.UNIFORM_UNKNOWN):
+        return E.uniform_unknown(v.name.lstrip("?").split("#")[0])
+    return v
+
+
+def _uniform_unknowns(out: dict, slots: dict, start: dict, ends: dict, body, inc_c) -> set:
+    """Carried values no closed form was found for (an unknown per iteration) that every thread
+    running the loop holds alike: the value before the loop and the body's update are uniform
+    (`_uniform_value`), over the start values of carried values that are uniform too (a
+    fixpoint), and nothing makes one thread skip an update another makes (no `break`,
+    `continue` or `goto` in the body; a branch on the thread index shows in the update). Each
+    iteration's value is then an unknown marked block-uniform (`E.uniform_unknown`), so a test
+    of it (`for (; task < n; task += stride)` of a task index carried across groups) is a
+    uniform condition (`_walk_loop` names it so; the solvers above keep the plain unknown, so
+    no closed form, phase or ring reads it as one value for every iteration). Returns those
+    slots."""
+    toks = set(tokens_of(body)) if body is not None else set()
+    if inc_c is not None:
+        toks |= set(tokens_of(inc_c))
+    if toks & {"break", "continue", "goto"}:
+        return set()
+    probe = E.Var("k@probe", E.LOOP)
+    todo = {sl for sl in slots if _is_opaque_form(out[sl])}
+    if not todo:
+        return set()
+    start_of = {start[sl].name: sl for sl in slots if sl in start}
+    ok = set(todo)
+    changed = True
+    while changed:
+        changed = False
+        for sl in list(ok):
+            v0, end = slots[sl], ends.get(sl)
+            good = _uniform_value(v0) and _uniform_value(end)
+            if good:
+                for v in end.free_vars():
+                    other = start_of.get(v.name)
+                    if other is None or other == sl:
+                        continue
+                    if other in todo:
+                        good = other in ok
+                    else:
+                        good = _uniform_value(out[other](probe))
+                    if not good:
+                        break
+            if not good:
+                ok.discard(sl)
+                changed = True
+    return ok
 
 
 def _declared_induction(init_s, cond_c, inc_c) -> cexpr.Name | None:

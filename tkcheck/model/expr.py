@@ -434,6 +434,25 @@ def opaque(text: str) -> Var:
     return Var(f"?{text[:40]}#{_opaque_counter[0]}", OPAQUE)
 
 
+UNIFORM_UNKNOWN = "?uniform:"  # the name prefix of `uniform_unknown`s
+
+
+def uniform_unknown(text: str) -> Var:
+    """A value the front end could not model that every thread of the block holds alike at the
+    point of the walk where it is named (a task index carried across loops of uniform tests):
+    still an unknown (OPAQUE, a distinct one per call, and it may differ between iterations of
+    an enclosing loop), but a test of it is the same for every thread that makes it."""
+    _opaque_counter[0] += 1
+    return Var(f"{UNIFORM_UNKNOWN}{text[:40]}#{_opaque_counter[0]}", OPAQUE)
+
+
+def alike_for_all(e: Expr) -> bool:
+    """No thread index and no unknown but `uniform_unknown`s: every thread evaluates e alike."""
+    return not any(
+        v.kind == THREAD or (v.kind == OPAQUE and not v.name.startswith(UNIFORM_UNKNOWN)) for v in e.free_vars()
+    )
+
+
 # ------------------------------------------------------------ traversal --
 
 
