@@ -144,11 +144,10 @@ def _polls_of(an: Analysis, sp: ir.Op) -> tuple[str, list[ir.Op], dict[str, str]
     return words.pop(), polls, named
 
 
-def _hang(an: Analysis, sp: ir.Op, spins: list[ir.Op], grid: int) -> CountHang | None:
-    from .. import solver
-    from .grid_barriers import spin_wait_on_global_word
-
-    m = an.model
+def _count_wait(an: Analysis, sp: ir.Op) -> tuple[ir.Loop, str, list[ir.Op], dict[str, str], frozenset[int]] | None:
+    """What `_hang` and `_race` both start from: (L, C, the polls of C, condition name -> load
+    result name, W's threads) for a spin with no `break` in a loop L around its own; None when it
+    is no count wait."""
     facts = sp.spin
     assert facts is not None and facts.cond is not None
     if facts.breaks:
@@ -164,6 +163,20 @@ def _hang(an: Analysis, sp: ir.Op, spins: list[ir.Op], grid: int) -> CountHang |
     waiters = an.threads.executing(sp) or frozenset()
     if not waiters:
         return None
+    return lp, counter, polls, named, waiters
+
+
+def _hang(an: Analysis, sp: ir.Op, spins: list[ir.Op], grid: int) -> CountHang | None:
+    from .. import solver
+    from .grid_barriers import spin_wait_on_global_word
+
+    m = an.model
+    facts = sp.spin
+    assert facts is not None and facts.cond is not None
+    cw = _count_wait(an, sp)
+    if cw is None:
+        return None
+    lp, counter, polls, named, waiters = cw
     writes = [o for o in m.ops if o.kind in _WRITES]
     if any(o.global_access is None or o.global_access.base is None for o in writes):
         return None  # a write whose address is not known may be C's or F's
@@ -288,19 +301,10 @@ def _race(an: Analysis, sp: ir.Op, grid: int) -> CountRace | None:
     m = an.model
     facts = sp.spin
     assert facts is not None and facts.cond is not None
-    if facts.breaks:
+    cw = _count_wait(an, sp)
+    if cw is None:
         return None
-    lp = _outer_loop(an, sp)
-    if lp is None:
-        return None
-    assert isinstance(lp.counter, E.Var)
-    got = _polls_of(an, sp)
-    if got is None:
-        return None
-    counter, _polls, named = got
-    waiters = an.threads.executing(sp) or frozenset()
-    if not waiters:
-        return None
+    lp, counter, _polls, named, waiters = cw
     wl = sp.loops[-1]
     own_loop = m.loops.get(wl)
     if own_loop is None:
