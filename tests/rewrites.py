@@ -125,7 +125,13 @@ def split(text: str, rng: random.Random) -> str | None:
     m = _INIT_LOOP_1.search(text)
     if m:
         head = m.group("head")
-        new = f"{{ for ({head}) {{ {m.group('a')} }} for ({head}) {{ {m.group('b')} }} }}"
+        new = f"for ({head}) {{ {m.group('a')} }} for ({head}) {{ {m.group('b')} }}"
+        before = text[: m.start()].rstrip().rsplit("\n", 1)[-1].lstrip()
+        if not before.startswith("#pragma"):
+            # braces keep the two loops one statement (the body of an unbraced `if`); after an
+            # `unroll` rewrite's `#pragma unroll` a brace would leave the pragma without its loop
+            # (`unroll` adds a pragma only where the loop is no unbraced body)
+            new = f"{{ {new} }}"
         return text[: m.start()] + new + text[m.end() :]
     return None
 

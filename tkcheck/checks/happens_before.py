@@ -689,7 +689,7 @@ def _uniform_blocks(an: Analysis, fl, w: ir.Op, r: ir.Op) -> str | None:
     if not plain or any(v.kind == E.LOOP for v in names):
         # a condition over a loop counter (`if (s + 1 < STEPS)`) is no property of a block: it
         # holds in some iterations and not in others, so "the blocks that run both" says nothing
-        # of which instances meet (ldmatrix_ring_*_bad.cu: the pair is the ring engine's, TK401)
+        # of which instances meet (ldmatrix_ring_*_bad.cu: the pair is the ring engine's, not a shared-scalar race)
         return None
     if not w.loops and not r.loops:
         if solver.always(E.negate(E.conj(*union)), an.solver_timeout_ms) is True:

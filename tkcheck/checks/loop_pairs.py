@@ -299,7 +299,7 @@ def _element_level(o: ir.Op) -> bool:
 def _array_element(o: ir.Op) -> bool:
     """An access of one element of a shared array. A `__shared__` scalar written in a loop of its
     own is one word every iteration rewrites: its pairs are the shared-scalar race search's
-    (`happens_before._ask_pair`, TK408), not the *after* case's element sets."""
+    (`happens_before._ask_pair`), not the *after* case's element sets."""
     return o.access is not None and o.access.via == "element"
 
 
