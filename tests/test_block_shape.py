@@ -84,3 +84,12 @@ def test_an_unknown_block_size_is_an_undecided_obligation():
     (cov,) = res.coverage
     assert cov.analysed and cov.obligations == 1 and cov.obligations_decided == 0
     assert any("the block size is not known" in u.why for u in cov.unknowns)
+
+
+def test_threadidx_y_with_a_thread_count_and_no_shape_is_undecided():
+    # `__launch_bounds__(256)` and no launch: a 32 x 8 block races, a 256 x 1 block does not
+    res = check_file(str(SHAPES / "bounds_only_tid_y_undecided.cu"), CheckOptions(enabled=all_codes()))
+    assert not res.findings
+    (cov,) = res.coverage
+    assert cov.analysed and cov.obligations == 1 and cov.obligations_decided == 0
+    assert any("the block's shape is not known" in u.why and "threadIdx.y" in u.why for u in cov.unknowns)

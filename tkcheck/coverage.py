@@ -852,6 +852,14 @@ def _add_unknown_block(entry: KernelCoverage, an: Analysis, facts: Any, seen: se
     """With the block size unknown, no thread set is computed and no pair of threads on a shared
     location is asked: one undecided obligation per shared location the kernel writes and
     accesses again, never a silent pass."""
+    why = (
+        f"the block's shape is not known (the kernel reads `{an.model.reads_yz_without_shape}`; "
+        "`__launch_bounds__` counts threads only, and no launch with a constant block is in the "
+        "translation unit)"
+        if an.model.reads_yz_without_shape
+        else "the block size is not known (no `__launch_bounds__`, and no launch with a constant block "
+        "in the translation unit)"
+    )
     accessed: dict[str, list[ir.Op]] = {}
     for o in an.model.ops:
         if o.kind == ir.SMEM_ACCESS and o.buffer is not None:
@@ -866,8 +874,7 @@ def _add_unknown_block(entry: KernelCoverage, an: Analysis, facts: Any, seen: se
         entry.unknowns.append(
             Unknown(
                 f"{loc.filename}:{loc.row}:{loc.column}",
-                f"shared '{name}': a write and other threads' accesses not asked: the block size is not "
-                "known (no `__launch_bounds__`, and no launch with a constant block in the translation unit)",
+                f"shared '{name}': a write and other threads' accesses not asked: {why}",
             )
         )
         entry.memory_undecided += 1

@@ -940,6 +940,14 @@ class KernelWalker:
         ctx = Ctx(env=env, guard=ir.Guard())
         if body is not None:
             self.walk(body, ctx)
+        if m.reads_yz_without_shape and m.block_dims is None and m.block_threads is not None:
+            m.block_threads = None
+            m.notes.append(
+                f"block shape of kernel '{name}' unknown: it reads `{m.reads_yz_without_shape}`, and "
+                f"{m.block_threads_source or 'its thread count'} gives no shape (no launch with a "
+                "constant block in the translation unit): thread positions are not checked"
+            )
+            m.block_threads_source = ""
         _keep_accumulator_accesses(m)
         return m
 

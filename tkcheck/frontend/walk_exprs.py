@@ -743,6 +743,8 @@ class ExprEvaluation:
             dims = self.w.model.block_dims if self.w.model is not None else None
             if dims is not None and field_name in ("x", "y", "z"):
                 return _position_in_block(b, field_name, dims)
+            if b in ("threadIdx", "blockDim") and field_name in ("y", "z") and self.w.model is not None:
+                self.w.model.reads_yz_without_shape = self.w.model.reads_yz_without_shape or f"{b}.{field_name}"
             if b == "threadIdx":
                 return {"x": E.TID, "y": E.TID_Y, "z": E.TID_Z}.get(field_name, E.opaque("threadIdx"))
             if (

@@ -774,6 +774,10 @@ class KernelModel:
     # the block's (x, y, z) when the launch in the translation unit fixes it
     # (frontend/launch_shape.py); None: one-dimensional as far as the model knows
     block_dims: tuple[int, int, int] | None = None
+    # `threadIdx.y` / `.z` or `blockDim.y` / `.z` read with no shape known: the thread count alone
+    # (`__launch_bounds__`) does not say which thread is where, so the walk drops the count after
+    # the kernel (block size unknown: obligations undecided, never read as a 1-D block)
+    reads_yz_without_shape: str = ""
     # a register cap fixed at entry (`__launch_bounds__`): True / False / None (unknown,
     # e.g. an attribute tkcheck cannot identify) -- setmaxnreg needs it
     launch_bounds: bool | None = None
