@@ -28,6 +28,7 @@ from .value_types import StructType
 from .lexer import lex
 from .parse import top_level
 from .launch_shape import block_shapes
+from .explicit_specs import is_explicit_specialization
 from .walk_env import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
 from .walk_types import TypeResolution
 from .walk_statements import StatementWalk
@@ -134,6 +135,9 @@ class ModelBuilder:
         self._method_names: frozenset[str] | None = None  # user_method_names(), computed once
         self.structs: dict[str, Any] = {}  # user struct/class cursors by name
         self.partial_specs: dict[str, list] = {}  # partial specializations of user class templates
+        # explicit specializations (`template <> struct cfg<1> {...}`) by the template's name: a use
+        # `cfg<1>` selects its own (walk_types.type_of_value), never the last one declared
+        self.explicit_specs: dict[str, list] = {}
         self.kernels: list = []  # __global__ function cursors in the main file
         self.kernel_templates: list = []  # template __global__ functions (user files)
         self.header_kernels: list = []  # __global__ functions of the user's headers
@@ -304,6 +308,11 @@ class ModelBuilder:
 
     def _collect_decl(self, c, env: Env, top: bool = False, ns: tuple = ()):
         kind = c.kind
+        if kind in (CK.STRUCT_DECL, CK.CLASS_DECL) and c.spelling and is_explicit_specialization(c):
+            if self._in_user_code(c):
+                self.explicit_specs.setdefault(c.spelling, []).append(c)
+                if c.spelling in self.structs or env.lookup(c.spelling) is not None:
+                    return  # the primary template keeps the name
         if (
             ns
             and c.spelling
@@ -401,7 +410,7 @@ class ModelBuilder:
         """The names of the member functions with a body of the user's classes and structs."""
         if self._method_names is None:
             names = set()
-            for c in self.structs.values():
+            for c in [*self.structs.values(), *(x for xs in self.explicit_specs.values() for x in xs)]:
                 for d in c.walk_preorder():
                     if d.kind in (CK.CXX_METHOD, CK.FUNCTION_TEMPLATE) and d.semantic_parent is not None:
                         if d.semantic_parent.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE) and any(

@@ -14,7 +14,10 @@ from .lexer import lex
 from .value_types import Func, Obj, Rec, StructType, TypeVal
 from .walk_env import CK, Env, Ctx, tokens_of, _same_file, _text_for
 from .walk_arith import _ArrVal, _split_comma, _split_top
+from .explicit_specs import explicit_spec_args
 from .walker_core import TypesWalker
+
+_UNDECIDED = object()  # an explicit specialization that may or may not be the one meant
 
 
 def _values_of(env: Env):
@@ -630,6 +633,12 @@ class TypeResolution:
             return self._alias_target(val[1])
         if isinstance(val, tuple) and val[0] == "struct_decl":
             bound = {}
+            if targs and val[1].kind == CK.CLASS_TEMPLATE and val[1].spelling in self.w.mb.explicit_specs:
+                chosen = self._explicit_specialization(val[1].spelling, targs, env)
+                if chosen is _UNDECIDED:
+                    return None  # which one is meant is not known: no specialization's members
+                if chosen is not None:
+                    return self.struct_type(chosen, {}, parent_env=env)
             if targs:
                 tparams = [
                     ch
@@ -647,6 +656,54 @@ class TypeResolution:
                         if isinstance(v, Expr) or (isinstance(v, tuple) and v and v[0] == "memptr"):
                             bound[p.spelling] = v
             return self.struct_type(val[1], bound, parent_env=env)
+        return None
+
+    def _explicit_specialization(self, name: str, targs, env):
+        """The explicit specialization of `name` whose written arguments equal `targs`; None when
+        none does (the primary template); `_UNDECIDED` when an argument cannot be compared."""
+        cctx = Ctx(env=env, guard=ir.Guard(), dry=True)
+        found = None
+        for spec in self.w.mb.explicit_specs[name]:
+            written = explicit_spec_args(spec)
+            if written is None:
+                return _UNDECIDED
+            if len(written) != len(targs):
+                continue  # fewer written than used (defaults) is compared as no match only when
+                # the counts differ; C++ fills defaults before matching, tkcheck does not
+            senv = self.env_for_decl(spec)
+            sctx = Ctx(env=senv, guard=ir.Guard(), dry=True)
+            same = True
+            for a, toks in zip(targs, written):
+                node = cexpr.parse_expression(toks, senv.has)
+                eq = self._same_template_argument(a, cctx, env, node, sctx, senv)
+                if eq is None:
+                    return _UNDECIDED
+                if not eq:
+                    same = False
+                    break
+            if same:
+                if found is not None:
+                    return _UNDECIDED
+                found = spec
+        return found
+
+    def _same_template_argument(self, a, actx, aenv, b, bctx, benv) -> bool | None:
+        """Whether two template arguments are equal: constants by value, types by what they
+        resolve to; None when that is not known."""
+        va = self.w.ev(a, actx)
+        vb = self.w.ev(b, bctx)
+        if isinstance(va, E.Const) and isinstance(vb, E.Const):
+            return va.value == vb.value
+        if isinstance(va, Expr) and isinstance(vb, Expr):
+            return None
+        ta = self.resolve_type(a, aenv)
+        tb = self.resolve_type(b, benv)
+        if ta is not None and tb is not None:
+            if ta is tb or ta == tb:
+                return True
+            if isinstance(ta, ir.TileType) and isinstance(tb, ir.TileType) and ta.kind == tb.kind == "scalar":
+                return ta.dtype == tb.dtype if ta.dtype and tb.dtype else None
+            return None
         return None
 
     def _alias_target(self, alias_cursor):
