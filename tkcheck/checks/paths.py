@@ -511,4 +511,11 @@ def issue_signature(op: ir.Op, t: int) -> str | None:
     for v in (op.bytes, op.count):
         if isinstance(v, E.Expr):
             parts.append(str(E.substitute(v, sub)))
+    if op.mbar is not None and op.mbar.cta is not None:
+        # the CTA of the cluster whose barrier (and, for st.async / red.async, whose shared memory)
+        # the copy names (`mapa`): the same element of two CTAs is two copies
+        v = E.substitute(op.mbar.cta, sub)
+        if v.is_opaque():
+            return None
+        parts.append(f"cta={v}")
     return "|".join(parts)
