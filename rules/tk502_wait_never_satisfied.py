@@ -418,10 +418,11 @@ def _epoch_hangs(an):
                 f"block {h.owner} raises the epoch that ends it only in its iteration {h.needed}, which it "
                 "does not reach: it is waiting itself, in a chain of blocks that wait on one another (the trace)"
             )
+        element = h.element if h.element is not None else h.owner
         out.append(
             finding(
                 "TK502",
-                f"block {h.block} waits in iteration {h.iteration} of its loop until `{flag}[{h.owner}]` leaves "
+                f"block {h.block} waits in iteration {h.iteration} of its loop until `{flag}[{element}]` leaves "
                 f"`{h.condition}`, but {why}: the block spins for ever (an instance of {h.grid} blocks x "
                 f"{h.trip} iterations, launch values in the epochs at 0)",
                 w.spin.location,

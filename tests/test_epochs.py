@@ -53,3 +53,28 @@ def test_a_relaxed_raise_is_a_signal_store():
     stores = epochs.signal_stores(an)
     raised = [o for o in an.model.ops if id(o) in stores]
     assert len(raised) == 1 and raised[0].global_access.base == "done"
+
+
+def test_raises_in_a_loop_of_rounds_are_matched_round_by_round():
+    _an, ef = _facts("butterfly_allreduce_good.cu")
+    (r,) = ef.raises
+    # the epoch loop is the iteration loop; the round loop inside it names the element only
+    assert r.inner and "r" in str(r.index) and "r" not in {v.label for v in r.value.free_vars()}
+    assert len(ef.waits) == 1 and not ef.hangs and not ef.races
+    assert all("16 blocks x 8 iterations x 4 rounds" in why for _sp, why in ef.explored)
+
+
+def test_a_wait_on_the_mirrored_round_is_a_cyclic_wait_on_the_flag_element_polled():
+    _an, ef = _facts("butterfly_allreduce_mirrored_round_bad.cu")
+    (h,) = ef.hangs
+    # block 0 in round 0 polls flag[(LOG - 1) * G + 1], raised by block 1 in its round 3 only
+    assert (h.block, h.iteration, h.owner, h.element, h.needed) == (0, 0, 1, 49, 0)
+    assert [s.block for s in h.chain][:2] == [0, 1]
+
+
+def test_a_single_slot_per_round_is_overwritten_before_the_peer_reads_it():
+    _an, ef = _facts("butterfly_allreduce_single_slot_bad.cu")
+    assert ef.races and all(r.war for r in ef.races)
+    r = ef.races[0]
+    assert r.first.kind == "global_load" and r.second.kind == "global_store"
+    assert r.second_at[1] == r.first_at[1] + 1

@@ -37,6 +37,7 @@ call), an instance too large to run.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from ..model import expr as E
@@ -55,7 +56,10 @@ class Raise:
     flag: str  # the kernel pointer parameter
     loop: int  # the loop L it is raised once per iteration of
     value: E.Expr  # over L's counter, the block index, launch values
-    index: E.Expr  # the element, over the block index
+    index: E.Expr  # the element, over the block index (and the inner loops' counters)
+    # the loops inside L around the raise (rounds of a dissemination barrier: one element per
+    # round, each raised once per iteration of L), innermost last; () when raised in L's body
+    inner: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,7 @@ class EpochHang:
     chain: list[Step] = field(default_factory=list)  # where each block of the wait chain stopped
     # the owner's iteration whose raise would end the wait (None: no raise of the instance does)
     needed: int | None = None
+    element: int | None = None  # the flag element polled (the owner's index when raised in L's body)
 
 
 @dataclass
@@ -207,6 +212,11 @@ def _grid(an: Analysis) -> int | None:
     return n
 
 
+def _counter_of(m: ir.KernelModel, lid: int) -> E.Var | None:
+    lp = m.loops.get(lid)
+    return lp.counter if lp is not None else None
+
+
 def _value_of(o: ir.Op) -> E.Expr | None:
     ga = _ga(o)
     if ga is None:
@@ -249,17 +259,25 @@ def _epochs(an: Analysis) -> EpochFacts:
             or (ga.atomic not in (None, "st", "exch"))
         ):
             continue
-        lp = m.loops.get(w.loops[-1])
-        if lp is None:
+        # L: the innermost loop around the write whose counter the value names; the loops inside
+        # it (rounds) may name the element, not the value
+        at = next((i for i in range(len(w.loops) - 1, -1, -1) if _counter_of(m, w.loops[i]) in value.free_vars()), None)
+        if at is None:
+            continue
+        lp = m.loops.get(w.loops[at])
+        inner = tuple(w.loops[at + 1 :])
+        if lp is None or any(m.loops.get(i) is None for i in inner):
             continue
         k = lp.counter
-        if k not in value.free_vars() or k in ga.index.free_vars() or ga.index.depends_on(E.THREAD):
+        if k in ga.index.free_vars() or ga.index.depends_on(E.THREAD):
+            continue
+        if any(m.loops[i].counter in value.free_vars() for i in inner):
             continue
         grows = solver.always(E.binop(">", E.substitute(value, {k.name: E.binop("+", k, E.Const(1))}), value))
         if grows is not True:
             out.undecided.append((w, "the flag's value is not proved to grow with the iteration"))
             continue
-        out.raises.append(Raise(w, flag, lp.id, value, ga.index))
+        out.raises.append(Raise(w, flag, lp.id, value, ga.index, inner))
     by_flag = {r.flag: r for r in out.raises}
     for sp in spins:
         facts = sp.spin
@@ -303,7 +321,7 @@ def _others(an: Analysis, out: EpochFacts) -> str | None:
     polls = {id(w.poll) for w in out.waits}
     raises = {id(r.op) for r in out.raises}
     loops = {r.loop for r in out.raises}
-    if len(loops) != 1:
+    if len(loops) != 1 or len({r.op.loops for r in out.raises}) != 1:
         return "flags raised in different loops"
     # each block is run as one program of raises and waits: they must be one thread's (a raise by
     # one thread and a wait by another may run in either order)
@@ -373,15 +391,35 @@ def _instance(an: Analysis, out: EpochFacts) -> None:
     if not isinstance(trip, int) or lp.infinite or lp.continues or lp.data_cond:
         undecided("epoch flags: the loop's trip count is not a constant")
         return
-    if grid * trip > MAX_BLOCK_ITERATIONS:
-        undecided(f"epoch flags: an instance of {grid} blocks x {trip} iterations is too large to run")
-        return
     if not isinstance(lp.init, E.Const) or lp.init.value != 0 or not isinstance(lp.step, E.Const) or lp.step.value != 1:
         undecided("epoch flags: the loop's counter does not run 0, 1, 2, ...")
         return
+    # the loops inside L around the raises and waits (rounds): each run through every iteration
+    # of a constant trip count, in program order, within each iteration of L
+    inner = out.raises[0].inner
+    inner_names: list[str] = []
+    inner_trips: list[int] = []
+    for i in inner:
+        ilp = m.loops[i]
+        itrip = ilp.trip.eval({}) if ilp.trip is not None else None
+        if not isinstance(itrip, int) or isinstance(itrip, bool) or ilp.infinite or ilp.continues or ilp.data_cond:
+            undecided("epoch flags: the trip count of a loop inside the epoch loop is not a constant")
+            return
+        inner_names.append(ilp.counter.name)
+        inner_trips.append(max(itrip, 0))
+    rounds = list(itertools.product(*(range(t) for t in inner_trips)))
+    if grid * trip * max(len(rounds), 1) > MAX_BLOCK_ITERATIONS:
+        undecided(
+            f"epoch flags: an instance of {grid} blocks x {trip} iterations"
+            + (f" x {len(rounds)} rounds" if inner else "")
+            + " is too large to run"
+        )
+        return
     k = lp.counter.name
     out.assumption = (
-        f"an instance of {grid} blocks x {trip} iterations, launch values in the epochs taken at 0, "
+        f"an instance of {grid} blocks x {trip} iterations"
+        + (f" x {len(rounds)} rounds" if inner else "")
+        + ", launch values in the epochs taken at 0, "
         "each flag holding before the launch the value its raise gives iteration -1"
     )
 
@@ -395,9 +433,9 @@ def _instance(an: Analysis, out: EpochFacts) -> None:
         r = e.eval(vals)
         return int(r) if isinstance(r, (int, bool)) else None
 
-    def runs(o: ir.Op, b: int, it: int) -> bool | None:
+    def runs(o: ir.Op, b: int, it: int, extra: dict | None = None) -> bool | None:
         for c in o.guard.uniform:
-            r = ev(c, b, it)
+            r = ev(c, b, it, extra)
             if r is None:
                 return None
             if not r:
@@ -407,25 +445,36 @@ def _instance(an: Analysis, out: EpochFacts) -> None:
     # each block's steps: the raises and waits of L's body, in program order
     body = sorted([r.op for r in out.raises] + [w.spin for w in out.waits], key=lambda o: o.order)
     of = {id(r.op): r for r in out.raises} | {id(w.spin): w for w in out.waits}
-    owner: dict[tuple[str, int], int] = {}  # (flag, element) -> the block raising it
+    span0 = 1 + max((o.order for o in m.ops), default=0)
+    # (flag, element) -> the block raising it, and the round it raises it in
+    owner: dict[tuple[str, int], int] = {}
+    raised_in: dict[tuple[str, int], tuple[int, ...]] = {}
     for r in out.raises:
         for b in range(grid):
-            if runs(r.op, b, 0) is not True:
-                continue
-            x = ev(r.index, b, 0)
-            if x is None:
-                undecided("epoch flags: a flag's element does not evaluate")
-                return
-            if owner.setdefault((r.flag, x), b) != b:
-                undecided("epoch flags: two blocks raise one flag element")
-                return
-    steps: list[list[tuple[int, int, object]]] = []  # per block: (iteration, order, Raise | (Wait, owner, jmin))
+            for rd in rounds:
+                rv = dict(zip(inner_names, rd))
+                if runs(r.op, b, 0, rv) is not True:
+                    continue
+                x = ev(r.index, b, 0, rv)
+                if x is None:
+                    undecided("epoch flags: a flag's element does not evaluate")
+                    return
+                if owner.setdefault((r.flag, x), b) != b or raised_in.setdefault((r.flag, x), rd) != rd:
+                    undecided("epoch flags: two blocks (or two rounds) raise one flag element")
+                    return
+    # per block: (iteration, position in the iteration, Raise | (Wait, owner, jmin, element)); the
+    # position of an op of round number q is q * span0 + its order
+    steps: list[list[tuple[int, int, object]]] = []
+    # per block: (flag, element, iteration) -> the index of its raise in the block's steps
+    raised_idx: list[dict[tuple[str, int, int], int]] = []
     for b in range(grid):
         seq: list[tuple[int, int, object]] = []
-        guesses: dict[int, tuple[int, int]] = {}  # per wait: its jmin at the last iteration
-        for it in range(trip):
+        idx: dict[tuple[str, int, int], int] = {}
+        guesses: dict[tuple[int, int], tuple[int, int]] = {}  # per wait and element: its jmin at the last iteration
+        for it, (q, rd) in itertools.product(range(trip), enumerate(rounds)):
+            rv = dict(zip(inner_names, rd))
             for o in body:
-                ok = runs(o, b, it)
+                ok = runs(o, b, it, rv)
                 if ok is None:
                     undecided("epoch flags: a condition of a raise or a wait does not evaluate")
                     return
@@ -433,10 +482,13 @@ def _instance(an: Analysis, out: EpochFacts) -> None:
                     continue
                 x = of[id(o)]
                 if isinstance(x, Raise):
-                    seq.append((it, o.order, x))
+                    xe = ev(x.index, b, it, rv)
+                    if xe is not None:
+                        idx[(x.flag, xe, it)] = len(seq)
+                    seq.append((it, q * span0 + o.order, x))
                     continue
                 assert isinstance(x, Wait)
-                e = ev(x.poll.global_access.index, b, it)  # type: ignore[union-attr]
+                e = ev(x.poll.global_access.index, b, it, rv)  # type: ignore[union-attr]
                 ob = owner.get((x.raise_.flag, e)) if e is not None else None
                 if ob is None:
                     undecided("epoch flags: a wait polls an element no block raises")
@@ -454,7 +506,7 @@ def _instance(an: Analysis, out: EpochFacts) -> None:
                         memo[j] = None if g is None else not g
                     return memo[j]
 
-                guess = guesses.get(id(o), (-1, 0))
+                guess = guesses.get((id(o), e), (-1, 0))
                 g0 = min(max(guess[0] + 1, -1), trip)  # the last jmin moved one iteration on
                 lo, hi = -1, trip  # the first j in [lo, hi) that leaves, hi: none
                 if g0 < trip:
@@ -486,20 +538,19 @@ def _instance(an: Analysis, out: EpochFacts) -> None:
                     else:
                         lo = j + 1
                 jmin = lo if lo < trip else None
-                guesses[id(o)] = (jmin if jmin is not None else trip, 0)
-                seq.append((it, o.order, (x, ob, jmin)))
+                guesses[(id(o), e)] = (jmin if jmin is not None else trip, 0)
+                seq.append((it, q * span0 + o.order, (x, ob, jmin, e)))
         steps.append(seq)
-    _run(an, out, grid, trip, steps)
+        raised_idx.append(idx)
+    _run(an, out, grid, trip, steps, raised_idx, span0 * max(len(rounds), 1))
 
 
-def _run(an: Analysis, out: EpochFacts, grid: int, trip: int, steps) -> None:
+def _run(an: Analysis, out: EpochFacts, grid: int, trip: int, steps, raised_idx, span: int) -> None:
     """The greedy run of the instance, with vector clocks (per block: the latest position
-    (iteration, order) of each block's raise that happens before the step)."""
-    # a position (iteration, order) as one integer: before every step of the instance is 0
-    span = 1 + max((o.order for o in an.model.ops), default=0)
+    (iteration, position in the iteration) of each block's raise that happens before the step)."""
+    # a position (iteration, position in it) as one integer: before every step of the instance is 0
     NONE = 0
     done = [0] * grid  # steps run per block
-    raised_at: list[dict[int, int]] = [dict() for _ in range(grid)]  # block -> iteration -> step index
     clocks: list[list[list[int]]] = [[] for _ in range(grid)]  # per block, per step run: positions
     progress = True
     while progress:
@@ -512,13 +563,12 @@ def _run(an: Analysis, out: EpochFacts, grid: int, trip: int, steps) -> None:
                 if isinstance(x, Raise):
                     vc = list(prev)
                     vc[b] = (it + 1) * span + order
-                    raised_at[b][it] = done[b]
                 else:
-                    w, ob, jmin = x
+                    w, ob, jmin, elem = x
                     if jmin is not None and jmin >= 0:
-                        si = raised_at[ob].get(jmin)
-                        if si is None:
-                            break  # the raise it needs has not run yet
+                        si = raised_idx[ob].get((w.raise_.flag, elem, jmin))
+                        if si is None or si >= done[ob]:
+                            break  # the raise it needs has not run yet (or never runs)
                         other = clocks[ob][si]
                         vc = [max(a, c) for a, c in zip(prev, other)]
                     elif jmin is None:
@@ -530,53 +580,54 @@ def _run(an: Analysis, out: EpochFacts, grid: int, trip: int, steps) -> None:
                 progress = True
     stuck = [b for b in range(grid) if done[b] < len(steps[b])]
     if stuck:
-        _hang(an, out, grid, trip, steps, done, stuck)
+        _hang(an, out, grid, trip, steps, done, stuck, raised_idx)
         return
     for w in out.waits:
         out.explored.append((w.spin, f"{out.assumption}: every block leaves every wait (not proved for other grids)"))
-    _races(an, out, grid, trip, steps, clocks)
+    _races(an, out, grid, trip, steps, clocks, span)
 
 
-def _hang(an: Analysis, out: EpochFacts, grid, trip, steps, done, stuck) -> None:
+def _hang(an: Analysis, out: EpochFacts, grid, trip, steps, done, stuck, raised_idx) -> None:
     # the first stuck block (by block index) at a wait that no raise of the instance satisfies,
     # else the first stuck one; then the chain of owners it waits on
     def at(b):
         return steps[b][done[b]]
 
     pick = next((b for b in stuck if at(b)[2][2] is None), stuck[0])
-    it, _order, (w, ob, jmin) = at(pick)
+    it, _order, (w, ob, jmin, elem) = at(pick)
     chain: list[Step] = []
     seen = set()
     b = pick
     while b not in seen and done[b] < len(steps[b]):
         seen.add(b)
         s_it, _o, s = steps[b][done[b]]
-        sw, sob, sj = s
+        sw, sob, sj, se = s
         need = f"iteration {sj}'s raise of block {sob}" if sj is not None else "a value no raise of the instance writes"
-        chain.append(Step(b, s_it, sw.spin, f"waits on block {sob}'s flag for {need}"))
+        chain.append(Step(b, s_it, sw.spin, f"waits on block {sob}'s flag `{sw.raise_.flag}[{se}]` for {need}"))
         b = sob
     if b not in seen:
         tail = steps[b][-1][2] if steps[b] else None
         chain.append(Step(b, trip - 1, tail.op if isinstance(tail, Raise) else w.spin, "has left its loop"))
-    last_it = max((i for i, _o, x in steps[ob] if isinstance(x, Raise)), default=None)
+    # the owner's last raise of the polled element
+    last_it = max((i for (f, e, i) in raised_idx[ob] if f == w.raise_.flag and e == elem), default=None)
     last = ""
     if last_it is not None:
-        r = next(x for _i, _o, x in steps[ob] if isinstance(x, Raise))
+        r = w.raise_
         vals = {"blockIdx.x": ob, "gridDim.x": grid, an.model.loops[r.loop].counter.name: last_it}
         for v in r.value.free_vars():
             vals.setdefault(v.name, 0)
         got = r.value.eval(vals)
         last = f"{got} (its iteration {last_it})" if got is not None else ""
     vals = {"blockIdx.x": pick, "gridDim.x": grid, an.model.loops[w.raise_.loop].counter.name: it}
-    shown_flag = f"{w.raise_.flag}[{ob}]"
+    shown_flag = f"{w.raise_.flag}[{elem}]"
     shown = E.substitute(w.cond, {w.result: E.Var(shown_flag, E.PARAM)})
     cvals = {v.name: 0 for v in shown.free_vars() if v.name not in vals and v.name != shown_flag}
     cvals.update(vals)
     shown = E.substitute(shown, {n: E.Const(x) for n, x in cvals.items()})
-    out.hangs.append(EpochHang(w, pick, it, ob, str(shown), last, grid, trip, chain, jmin))
+    out.hangs.append(EpochHang(w, pick, it, ob, str(shown), last, grid, trip, chain, jmin, elem))
 
 
-def _races(an: Analysis, out: EpochFacts, grid, trip, steps, clocks) -> None:
+def _races(an: Analysis, out: EpochFacts, grid, trip, steps, clocks, iteration_span: int) -> None:
     from .happens_before import _is_data_read
 
     m = an.model
@@ -584,10 +635,28 @@ def _races(an: Analysis, out: EpochFacts, grid, trip, steps, clocks) -> None:
     lid = r0.loop
     k = m.loops[lid].counter.name
     flags = {r.flag for r in out.raises}
+    # the data accesses of L's body and of the rounds' loops around the raises (each round q at
+    # the position q * span0 + order); one of L's body after the rounds comes past the last round
+    level = r0.op.loops[: len(r0.op.loops) - len(r0.inner)]
+    span0 = 1 + max((o.order for o in m.ops), default=0)
+    in_rounds = [o.order for o in m.ops if r0.inner and r0.inner[0] in o.loops]
+    first_round = min(in_rounds, default=0)
+    inner_names = [m.loops[i].counter.name for i in r0.inner]
+    rounds = list(itertools.product(*(range(int(m.loops[i].trip.eval({}))) for i in r0.inner)))  # type: ignore[union-attr,arg-type]
+    last_q = max(len(rounds), 1) - 1
+
+    def placements(o: ir.Op) -> list[tuple[int, dict]]:
+        """(position in the iteration, the rounds' counters) of each run of o in an iteration."""
+        if r0.inner and o.loops == r0.op.loops:
+            return [(q * span0 + o.order, dict(zip(inner_names, rd))) for q, rd in enumerate(rounds)]
+        return [(o.order if not r0.inner or o.order < first_round else last_q * span0 + o.order, {})]
+
     data = []
     for o in m.ops:
         ga = _ga(o)
-        if ga is None or ga.base is None or ga.base in flags or o.loops != r0.op.loops or ga.index is None:
+        if ga is None or ga.base is None or ga.base in flags or ga.index is None:
+            continue
+        if o.loops != level and not (r0.inner and o.loops == r0.op.loops):
             continue
         if ga.index.depends_on(E.THREAD) or not o.guard.exact:
             continue
@@ -608,18 +677,20 @@ def _races(an: Analysis, out: EpochFacts, grid, trip, steps, clocks) -> None:
         if v.kind == E.PARAM and not v.name.startswith("?") and v.name not in ("blockIdx.x", "gridDim.x")
     }
 
-    def ev(e, b, it):
+    def ev(e, b, it, rv=None):
         vals = dict(launch)
         vals["blockIdx.x"], vals["gridDim.x"], vals[k] = b, grid, it
+        if rv:
+            vals.update(rv)
         r = e.eval(vals)
         return int(r) if isinstance(r, (int, bool)) else None
 
-    def runs(o, b, it):
-        return all(ev(c, b, it) for c in o.guard.uniform) and (o.guard.thread is None or True)
+    def runs(o, b, it, rv=None):
+        return all(ev(c, b, it, rv) for c in o.guard.uniform)
 
-    # the clock of block b before position (it, order): the last step before it
+    # the clock of block b before position (it, position): the last step before it
     pos = [[(s[0], s[1]) for s in steps[b][: len(clocks[b])]] for b in range(grid)]
-    span1 = 1 + max((o.order for o in m.ops), default=0)
+    span1 = iteration_span
 
     def clock_before(b, it, order):
         import bisect
@@ -631,37 +702,42 @@ def _races(an: Analysis, out: EpochFacts, grid, trip, steps, clocks) -> None:
         vc = clock_before(c_b, *c_pos)
         return vc is not None and (a_pos[0] + 1) * span1 + a_pos[1] < vc[a_b]
 
-    inst: dict[tuple[str, int], list[tuple[ir.Op, int, int]]] = {}
+    inst: dict[tuple[str, int], list[tuple[ir.Op, int, int, int]]] = {}
     for o in data:
         for b in range(grid):
             for it in range(span):
-                if not runs(o, b, it):
-                    continue
-                x = ev(_ga(o).index, b, it)  # type: ignore[union-attr]
-                if x is None:
-                    return
-                inst.setdefault((_ga(o).base, x), []).append((o, b, it))  # type: ignore[arg-type,union-attr]
+                for p, rv in placements(o):
+                    if not runs(o, b, it, rv):
+                        continue
+                    x = ev(_ga(o).index, b, it, rv)  # type: ignore[union-attr]
+                    if x is None:
+                        return
+                    inst.setdefault((_ga(o).base, x), []).append((o, b, it, p))  # type: ignore[arg-type,union-attr]
     reported: set[tuple[int, int]] = set()
     for (base, x), accs in sorted(inst.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-        for wo, wb, wit in accs:
+        for wo, wb, wit, wp in accs:
             if wo.kind != ir.GLOBAL_STORE:
                 continue
-            for ro, rb, rit in accs:
-                if rb == wb or (ro.kind == ir.GLOBAL_STORE and ro.order < wo.order):
+            for ro, rb, rit, rp in accs:
+                if rb == wb or (ro.kind == ir.GLOBAL_STORE and rp < wp):
                     continue
                 key = (id(wo), id(ro)) if wit <= rit else (id(ro), id(wo))
                 if key in reported:
                     continue
-                wpos, rpos = (wit, wo.order), (rit, ro.order)
+                wpos, rpos = (wit, wp), (rit, rp)
                 if ordered(wb, wpos, rb, rpos) or ordered(rb, rpos, wb, wpos):
                     continue
-                war = wit > rit
-                first, second = ((ro, rb, rit), (wo, wb, wit)) if war else ((wo, wb, wit), (ro, rb, rit))
+                # a write after the read in the instance's order (across iterations, or a later
+                # round of one iteration)
+                war = wit > rit or (bool(r0.inner) and wit == rit and wp > rp)
+                first, second = (
+                    ((ro, rb, rit, rp), (wo, wb, wit, wp)) if war else ((wo, wb, wit, wp), (ro, rb, rit, rp))
+                )
                 # the last wait of the second access's block on the first's flag before it
                 last = None
                 for i in range(len(steps[second[1]]) - 1, -1, -1):
                     s_it, s_o, s = steps[second[1]][i]
-                    if (s_it, s_o) < (second[2], second[0].order) and not isinstance(s, Raise) and s[1] == first[1]:
+                    if (s_it, s_o) < (second[2], second[3]) and not isinstance(s, Raise) and s[1] == first[1]:
                         last = s
                         break
                 reported.add(key)

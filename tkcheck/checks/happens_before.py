@@ -2120,7 +2120,9 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
         if not ts:
             continue
         for d in fl.ops:
-            if not _is_data_write(d) or d.order >= sig.order or d.loops[: len(sig.loops)] != sig.loops:
+            if not _is_data_write(d) or d.order >= sig.order:
+                continue
+            if d.loops[: len(sig.loops)] != sig.loops and not _before_signal_loops(an, d, sig):
                 continue
             if not d.guard.exact or set(d.guard.uniform) - set(sig.guard.uniform):
                 continue
@@ -2180,6 +2182,43 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
             reported.add(id(d))
             out.publications.append(Publication(d, sig, pick, t_sig, td, gathered, why))
             break
+
+
+def _before_signal_loops(an: Analysis, d: ir.Op, sig: ir.Op) -> bool:
+    """The data write d comes before the loops that hold the signal and not d (a flag raised in a
+    loop of rounds after the phase's stores: `for r < R: st.relaxed flag[r][..]`), in the same
+    iteration of the loops around both; each of those loops runs at least once (a constant trip
+    count >= 1, no exit of its own), so the path d -> ... -> the signal's first round exists and
+    the ops between them in program order are the ops on it."""
+    common = 0
+    while common < min(len(d.loops), len(sig.loops)) and d.loops[common] == sig.loops[common]:
+        common += 1
+    extra = sig.loops[common:]
+    if not extra:
+        return False
+    for lid in extra:
+        lp = an.model.loops.get(lid)
+        trip = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if (
+            lp is None
+            or not isinstance(trip, int)
+            or isinstance(trip, bool)
+            or trip < 1
+            or lp.infinite
+            or lp.continues
+            or lp.data_cond
+            or lp.thread_exit
+        ):
+            return False
+    # the signal runs in the first iteration of each of them (its conditions name none of their
+    # counters): no earlier round's op after it in program order lies on the path
+    counters = {an.model.loops[lid].counter for lid in extra}
+    conds = [*sig.guard.uniform, *([sig.guard.thread] if sig.guard.thread is not None else [])]
+    if any(counters & c.free_vars() for c in conds):
+        return False
+    # d lies before the first op of the signal's own loops
+    first = min(o.order for o in an.model.ops if extra[0] in o.loops)
+    return d.order < first
 
 
 def _acquire(an: Analysis, out: MemoryFacts) -> None:
