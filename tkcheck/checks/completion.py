@@ -18,12 +18,13 @@ finding is made from it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..recurrence import flat_base
+from . import visit_groups
 from .analysis import Analysis
 
 
@@ -1601,6 +1602,11 @@ def _one_phase_per_visit(m: ir.KernelModel, acc: BarrierAccount, contribs: list[
     for c in contribs:
         if c.op.kind != ir.MBAR_ARRIVE or not c.issuers:
             return None
+        if _visit_loop(m, c, contribs):
+            # a visit made of the iterations of small loops of constant trip (its round loop
+            # one of them): one phase by itself (`visit_groups`)
+            totals.append(count)
+            continue
         if c.times.eval({}) != 1 and not _contiguous_visit(c, contribs):
             return None
         t = c.total.eval({})
@@ -1612,8 +1618,27 @@ def _one_phase_per_visit(m: ir.KernelModel, acc: BarrierAccount, contribs: list[
         if t > count and not c.exclusive and c.op.guard.exact and not c.op.guard.uniform and not c.op.guard.opaque:
             return [c]
     if all(t == count for t in totals) and len({c.issuers for c in contribs}) == 1:
-        return [contribs[0]]
+        whole = [c for c in contribs if c.total.eval({}) == count]
+        if whole:
+            return [whole[0]]
+        # every site a visit loop: the first one, its rounds counted as one visit
+        c = contribs[0]
+        per = c.amount.eval({})
+        if not isinstance(per, int) or per <= 0 or count % (len(c.issuers) * per):
+            return None
+        return [replace(c, times=E.Const(count // (len(c.issuers) * per)))]
     return None
+
+
+def _visit_loop(m: ir.KernelModel, c: Contribution, contribs: list[Contribution]) -> bool:
+    """c's round loop is one of the constant-trip loops of a visit that completes one phase
+    (`visit_groups.one_phase_visit`: a lane's release of a stage once per half it read, before
+    its loop of unknown trip), and no other site of the group runs inside those loops."""
+    if c.round_loop is None or c.round_loop not in c.op.loops:
+        return False
+    if any(o is not c and set(o.op.loops) & set(c.op.loops) for o in contribs):
+        return False
+    return visit_groups.one_phase_visit(m, c.op, c.issuers)
 
 
 def _one_shot_visits(key: str, contribs: list[Contribution]) -> bool:

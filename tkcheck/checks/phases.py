@@ -32,7 +32,7 @@ import z3
 from ..model import expr as E
 from ..model import ir
 from ..recurrence import flat_base, tabulate
-from . import alternation, completion, ring_uses
+from . import alternation, completion, ring_uses, visit_groups
 from .analysis import Analysis
 from .threads import describe
 
@@ -1072,12 +1072,16 @@ def _visit_of_signaller(an: Analysis, s: ir.Op, w: ir.Op, first: int) -> bool:
     ahead of the waiter's uses."""
     m, th = an.model, an.threads
     iss = th.issuers(s)
-    if s.loops or iss is None or _prologue_signal(an, s, first):
+    if iss is None or _prologue_signal(an, s, first):
+        return False
+    # in small loops of constant trip (one commit per query tile), s is one visit only when its
+    # iterations together complete one phase of one element (`visit_groups`)
+    if s.loops and not visit_groups.one_phase_visit(m, s, iss):
         return False
     sigs = _signals(m, w.barrier.name)
     if any(th.issuers(o) != iss for o in sigs):
         return False
-    return any(o is not s and o.loops for o in sigs)
+    return any(o is not s and o.loops and not set(o.loops) <= set(s.loops) for o in sigs)
 
 
 def _arms_own_wait(an: Analysis, s: ir.Op, w: ir.Op) -> bool:
