@@ -1816,9 +1816,13 @@ def _explore_with(
             if e.kind in ("sync", "barrive") and not e.block and e.sync is not None:
                 bar_counts.setdefault(e.sync[0], set()).add(e.sync[1])
     mixed = sorted(sid for sid, cs in bar_counts.items() if len(cs) > 1)
-    if mixed:
+    if mixed and memory:
         ex.reason = f"named barrier {mixed[0]} used with two thread counts (undefined)"
         return
+    # (the deadlock search runs such a barrier: each generation takes the count of its first
+    # arrival, and an arrival with another count in that generation ends the search unknown,
+    # `_generation_count`; the reduced search past the bound is not run, `_LocalSteps` takes
+    # arrivals at one barrier as commuting, which they are not when their counts differ)
     if not memory:
 
         def rename(threads: frozenset[int], cta: int) -> str:
@@ -1838,7 +1842,7 @@ def _explore_with(
     prompt_ok = size is None or _cluster_barrier_opens(an, ops)
     if not memory and prompt_ok and ex.deadlock is not None and ex.deadlock.missed is not None:
         _prompt_search(ex, roles, counts)
-    if not memory and ex.status == "unknown" and ex.reason == "exploration bound reached":
+    if not memory and not mixed and ex.status == "unknown" and ex.reason == "exploration bound reached":
         # past the bound of the full interleaving: again, one event per step with the
         # partial-order reduction (`_LocalSteps`, the persistent-set argument for deadlocks)
         full = (ex.states, ex.steps)
@@ -2649,6 +2653,36 @@ def _split_arrival(e: Event, arrived: int, need: int) -> None:
         )
 
 
+def _generation_count(syncs: dict, e: Event, arrived: int) -> None:
+    """An arrival (`bar.sync` / `bar.arrive`) at a named barrier whose open generation already
+    has arrivals made with another thread count: PTX leaves that generation undefined; the
+    search ends unknown. (A barrier id used with two counts in distinct generations, one
+    group's `bar.sync 0, 256` completed before another's `bar.sync 0, 128`, is defined: each
+    generation expects the count its arrivals name.) The open generation's count is kept
+    under the key `~sid` while it has arrivals (`_open_generation`); the block barrier, whose
+    count moves with the threads that exited, is left out."""
+    if e.block or e.sync is None or arrived <= 0:
+        return
+    sid, cnt = e.sync
+    opened = syncs.get(~sid)
+    if opened is not None and opened[0] != cnt:
+        raise _NotModelled(
+            f"named barrier {sid} met with {opened[0]} and {cnt} threads in one generation "
+            f"(line {e.op.location.row}; undefined in PTX)"
+        )
+
+
+def _open_generation(syncs: dict, e: Event, arrived: int) -> None:
+    """Keep the count of a named barrier's open generation (`_generation_count`)."""
+    if e.block or e.sync is None:
+        return
+    sid, cnt = e.sync
+    if arrived > 0:
+        syncs.setdefault(~sid, (cnt, 0))
+    else:
+        syncs.pop(~sid, None)
+
+
 def _run_role(
     ri,
     r: Role,
@@ -2708,10 +2742,12 @@ def _run_role(
             sid, cnt = e.sync
             arrived, gen = syncs.get(sid, (0, 0))
             _split_arrival(e, arrived, cnt)
+            _generation_count(syncs, e, arrived)
             arrived += e.arrivals
             if arrived >= cnt:
                 gen, arrived = gen + 1, 0
             syncs[sid] = (arrived, gen)
+            _open_generation(syncs, e, arrived)
             steps.append((ri, e, "completes the barrier" if arrived == 0 else ""))
             pc += 1
             first = False
@@ -2724,6 +2760,7 @@ def _run_role(
             arrived, gen = syncs.get(sid, (0, 0))
             if marks[ri] < 0:
                 _split_arrival(e, arrived, need)
+                _generation_count(syncs, e, arrived)
                 arrived += e.arrivals
                 marks[ri] = gen
                 if split:
@@ -2732,6 +2769,7 @@ def _run_role(
                     if arrived >= need:
                         gen, arrived = gen + 1, 0
                     syncs[sid] = (arrived, gen)
+                    _open_generation(syncs, e, arrived)
                     steps.append(
                         (
                             ri,
@@ -2743,6 +2781,7 @@ def _run_role(
             if marks[ri] == gen and arrived >= need:
                 gen, arrived = gen + 1, 0
             syncs[sid] = (arrived, gen)
+            _open_generation(syncs, e, arrived)
             if gen > marks[ri]:
                 marks[ri] = -1
                 steps.append((ri, e, "passes"))
