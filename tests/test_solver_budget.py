@@ -168,19 +168,8 @@ def _cases():
     params = []
     for kind, what, cid in cases:
         budgets = _sweep_budgets(cid)
-        kernel = what.kernel if kind == "mutation" else what.name
-        if kernel in ONE_BUDGET_ONLY:
-            budgets = TINY_BUDGETS[:1]
         params.append(pytest.param((kind, what), budgets, id=cid + "@" + ",".join(map(str, budgets))))
     return params
-
-
-# Kernels whose budget-3000 check does not finish in minutes (issue 29, open; why is not known
-# yet: samples of the stuck check sit in the race search's element questions,
-# `happens_before._keys_never_equal`). Budget 1 still sweeps them and their planted bugs.
-# corpus/idioms12/dsmem_halo_split.cu: not finished after 400 s at budget 3000; 7 s at budget 1
-# (round 13, BENCHMARKS "Round 13, merged").
-ONE_BUDGET_ONLY = {"dsmem_halo_split.cu"}
 
 
 def _sweep_budgets(case_id: str) -> tuple[int, ...]:
