@@ -37,3 +37,25 @@ def test_level_loop_rotating_slots():
     assert not f.races and "tot" in f.asked
     f = _facts(GRIDSYNC / "level_slots_bad.cu")
     assert [r.base for r in f.races] == ["tot"] and f.races[0].later == -1
+
+
+def test_a_claim_under_a_data_test_is_asked_without_it():
+    """The raise runs under a test of data (`Guard.opaque`): asked without that test (a
+    relaxation), the pairs it cannot meet are decided; one it may meet is undecided, never a race."""
+    f = _facts(GRIDSYNC / "converge_flag_good.cu")
+    assert not f.races and not f.undecided and f.asked == {"moved"}
+    f = _facts(GRIDSYNC / "converge_flag_early_undecided.cu")
+    assert not f.races and [(a.location.row, b.location.row) for a, b, _w in f.undecided] == [(17, 19)]
+
+
+def test_grid_barrier_under_a_break_on_unordered_data_is_undecided():
+    """A `break` before the grid barrier on a flag another block may raise in the same level:
+    the per-block counts take the loaded value alike for every block, which is not established
+    (coverage at the barrier), and no divergence is claimed."""
+    from tkcheck.checks import wide_barriers
+
+    for name, rows in (("converge_flag_good.cu", []), ("converge_flag_early_undecided.cu", [(20, 19)])):
+        (m,) = models_of(str(GRIDSYNC / name))
+        an = Analysis(m)
+        got = [(s.location.row, ld.location.row) for s, ld, _w in wide_barriers.data_undecided(an)]
+        assert got == rows and not wide_barriers.divergences(an), name

@@ -596,6 +596,27 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     add_warp_collective_undecided(entry, an)
     add_pdl_undecided(entry, an)
     add_grid_data_undecided(entry, an)
+    add_grid_barrier_data_undecided(entry, an)
+
+
+def add_grid_barrier_data_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One undecided obligation per grid barrier whose conditions read global data that another
+    block may write at the same time (`wide_barriers.data_undecided`): whether every block
+    reaches it as often is not established."""
+    from .checks import wide_barriers
+
+    for site, _ld, why in wide_barriers.data_undecided(an):
+        entry.obligations += 1
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    site.location,
+                    an.model,
+                    f"grid barrier `{site.api}`: reached as often by every block not established: {why}",
+                    site.callers,
+                )
+            )
+        )
 
 
 def add_grid_data_undecided(entry: KernelCoverage, an: Analysis) -> None:

@@ -260,9 +260,13 @@ def _meet(
     from .. import solver
 
     m = an.model
-    if not a.guard.exact or not b.guard.exact:
+    if a.guard.blind or b.guard.blind:
         out.undecided.append((a, b, "the threads that run one of them are not known"))
         return None
+    # a guard made inexact by tests of values the model does not follow (`Guard.opaque`, an
+    # atomic's old value): the rest of it (`thread && uniform`) is asked without them, a
+    # relaxation -- no meeting there is none at all; a witness there is no race (undecided)
+    inexact = not a.guard.exact or not b.guard.exact
     ia, ib = _index(a), _index(b)
     assert ia is not None and ib is not None
     shift = E.Var("grid.d", E.LOOP)
@@ -339,6 +343,9 @@ def _meet(
     if w is None:
         if solver.inconclusive_count() > mark:
             out.undecided.append((a, b, "the solver did not decide whether they meet"))
+        return None
+    if inexact:
+        out.undecided.append((a, b, "the threads that run one of them are not known"))
         return None
 
     def num(name: str) -> int:
