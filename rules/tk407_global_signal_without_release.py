@@ -813,6 +813,15 @@ release by each warp's lane 0 after `__syncwarp()` publishes that warp's stores:
 unpublished only when no signalling thread is ordered after it (ordered before some of them but
 not all: undecided, which flag its reader acquires is not followed).
 
+Global data ordered by grid barriers only (`checks/grid_data.py`, round 14): in a kernel
+whose blocks nothing but `grid.sync()` orders (no gpu-scope fence, no acquire / release /
+volatile access, no cluster barrier or remote mbarrier), two blocks' accesses of one element
+of global memory (`p[i]` loads and stores, `atomicAdd(&p[i], v)` & co; a write among them, not
+both atomic, not two plain stores) with no grid barrier between them in the same iteration of
+their common loop or across its back edge: z3 finds two threads of two blocks naming one
+element: a grid barrier dropped between a clear of a counter slot and another block's additions to
+it, or a level loop without its barrier whose slot is cleared while another block reads it.
+
 Global spin locks (`checks/locks.py`): the loop that takes the lock is a spin on a
 relaxed read-modify-write (no acquire without the `__threadfence()` after it), the
 `atomicExch` that frees it a relaxed signal (no release without the fence before
