@@ -122,6 +122,8 @@ def _grid_races(an) -> list:
             -1: " some iterations later",
         }.get(r.later, "")
         elem = f" (`{r.element}`)" if r.element else ""
+        if r.claims:
+            when += " (when its `atomicCAS` claim succeeds: an input whose claimed element holds the compare value)"
         out.append(
             finding(
                 "TK407",

@@ -59,3 +59,14 @@ def test_grid_barrier_under_a_break_on_unordered_data_is_undecided():
         an = Analysis(m)
         got = [(s.location.row, ld.location.row) for s, ld, _w in wide_barriers.data_undecided(an)]
         assert got == rows and not wide_barriers.divergences(an), name
+
+
+def test_a_cas_claim_is_a_free_choice():
+    """An addition under `atomicCAS(&owner[key], -1, g) == -1` (every write of `owner` such a
+    claim, its element data): the claim succeeds for some input, so the race of the addition with
+    an unordered clear is proved and says so; with the grid barrier between, decided."""
+    f = _facts(GRIDSYNC / "claim_count_good.cu")
+    assert not f.races and not f.undecided and f.asked == {"total"}
+    f = _facts(GRIDSYNC / "claim_count_bad.cu")
+    (r,) = f.races
+    assert r.claims and r.base == "total" and r.element == "total[0]"

@@ -61,6 +61,9 @@ class GridRace:
     second_block: int
     later: int | None = 0
     element: str = ""
+    # an end runs only when its `atomicCAS` claim succeeds (`_claims_only`): the witness takes an
+    # input whose claimed element holds the compare value
+    claims: bool = False
 
 
 @dataclass
@@ -117,6 +120,49 @@ def _many_blocks(an: Analysis) -> bool:
         if lp.trip is not None and any(v.name in names for v in lp.trip.free_vars()):
             return True
     return False
+
+
+def _claims_only(an: Analysis, o: ir.Op) -> bool:
+    """Is o's guard inexact only through claims: tests `old == c` of the old value of an
+    `atomicCAS(&p[j], c, v)` before o in its loops, where every write of p in the kernel is such a
+    CAS with the same compare value c and the element j is data (not an expression over the
+    threads: the input chooses it)? An element that holds c (its input value) changes only by the
+    first claim on it, which sees c: for an input whose element j of this thread holds c and is
+    named by no other thread, the thread's claim succeeds -- the test is a free choice, as the
+    engine takes every data value (`?...`) the model does not follow."""
+    g = o.guard
+    if g.exact or g.blind or not g.opaque:
+        return False
+    for cond in g.opaque:
+        if not (isinstance(cond, E.Bin) and cond.op == "==" and isinstance(cond.b, E.Const)):
+            return False
+        v = cond.a
+        if not (isinstance(v, E.Var) and v.name.startswith("?atomicCAS")):
+            return False
+        cas = [
+            x
+            for x in an.model.ops
+            if x.kind == ir.GLOBAL_SIGNAL
+            and x.global_access is not None
+            and x.global_access.atomic == "cas"
+            and x.global_access.form == "atomic"
+            and x.order < o.order
+            and tuple(x.loops) == tuple(o.loops)[: len(x.loops)]
+        ]
+        if len(cas) != 1:
+            return False
+        ga = cas[0].global_access
+        assert ga is not None
+        if ga.base is None or ga.atomic_index is not None or not ga.operands or ga.operands[0] != cond.b:
+            return False
+        for x in an.model.ops:
+            xa = x.global_access
+            if x.kind in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL) and (xa is None or xa.base in (None, ga.base)):
+                if xa is None or xa.atomic != "cas" or not xa.operands or xa.operands[0] != cond.b:
+                    return False
+            if x.kind in (ir.TMA_STORE, ir.CALL):
+                return False
+    return True
 
 
 def _index(o: ir.Op) -> E.Expr | None:
@@ -266,7 +312,7 @@ def _meet(
     # a guard made inexact by tests of values the model does not follow (`Guard.opaque`, an
     # atomic's old value): the rest of it (`thread && uniform`) is asked without them, a
     # relaxation -- no meeting there is none at all; a witness there is no race (undecided)
-    inexact = not a.guard.exact or not b.guard.exact
+    inexact = not all(o.guard.exact or _claims_only(an, o) for o in (a, b))
     ia, ib = _index(a), _index(b)
     assert ia is not None and ib is not None
     shift = E.Var("grid.d", E.LOOP)
@@ -356,4 +402,7 @@ def _meet(
     env["gridDim.x"] = E.Const(num("gridDim.x"))
     elem = E.substitute(ia, env)
     shown = f"{base}[{elem}]" if isinstance(elem, E.Const) else ""
-    return GridRace(a, b, base, num("tid.a"), num("tid.b"), num("blockIdx.x.a"), num("blockIdx.x.b"), later, shown)
+    claims = not a.guard.exact or not b.guard.exact
+    return GridRace(
+        a, b, base, num("tid.a"), num("tid.b"), num("blockIdx.x.a"), num("blockIdx.x.b"), later, shown, claims
+    )
