@@ -70,3 +70,12 @@ def test_a_cas_claim_is_a_free_choice():
     f = _facts(GRIDSYNC / "claim_count_bad.cu")
     (r,) = f.races
     assert r.claims and r.base == "total" and r.element == "total[0]"
+
+
+def test_a_race_forward_across_iterations():
+    """The read of step k and block 0's store of a later step name one element (seq[k + 1]); the
+    store never meets a later read: the pair is asked from the earlier access to a later
+    iteration of the later one too, where no grid barrier lies in the body."""
+    assert not _facts(GRIDSYNC / "read_ahead_good.cu").races
+    (r,) = _facts(GRIDSYNC / "read_ahead_bad.cu").races
+    assert r.later == -1 and r.first.kind == "global_load" and r.second.kind == "global_store"

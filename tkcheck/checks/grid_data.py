@@ -294,7 +294,12 @@ def _pair(an: Analysis, fl, x: ir.Op, y: ir.Op, base: str, n: int, blocks: int |
         return None
     whole = any(_grid_barrier_at(an, o, common, n) for o in body)
     # y at iteration k, x at iteration k + d: d = 1 passes `back` only; d >= 2 a whole body
-    return _meet(an, y, x, base, common, 1 if whole else -1, n, blocks, out)
+    w = _meet(an, y, x, base, common, 1 if whole else -1, n, blocks, out)
+    if w is not None or same:
+        return w
+    # no grid barrier in the body at all: x at iteration k, y at any later one (the path from
+    # x(k) to y(k + d) holds every op of the body)
+    return _meet(an, x, y, base, common, -1, n, blocks, out)
 
 
 def _meet(
