@@ -169,10 +169,7 @@ def _index(o: ir.Op) -> E.Expr | None:
     ga = o.global_access
     if ga is None:
         return None
-    ix = ga.atomic_index if o.kind == ir.GLOBAL_SIGNAL else ga.index
-    if ix is None and ga.where == "":
-        return E.Const(0)  # the pointer itself (`*total`, `atomicAdd(count, 1)`): its element 0
-    return ix
+    return ga.atomic_index if o.kind == ir.GLOBAL_SIGNAL else ga.index
 
 
 def _strong(o: ir.Op) -> bool:
