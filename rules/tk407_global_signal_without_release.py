@@ -100,6 +100,51 @@ def check(an):
     out.extend(_torn(an))
     out.extend(_epoch_races(an))
     out.extend(_count_races(an))
+    out.extend(_grid_races(an))
+    return out
+
+
+def _grid_races(an) -> list:
+    """Two blocks' accesses of one element of global memory (a write among them, not both atomic)
+    with no grid barrier between them, in a kernel whose blocks only grid barriers order
+    (`checks/grid_data.py`)."""
+    from tkcheck.checks import grid_data
+
+    out = []
+    for r in grid_data.grid_data(an).races:
+        a, b = r.first, r.second
+        ta = _text(a)[:50]
+        tb = _text(b)[:50]
+        when = {
+            None: "",
+            0: " in the same iteration",
+            1: " one iteration later",
+            -1: " some iterations later",
+        }.get(r.later, "")
+        elem = f" (`{r.element}`)" if r.element else ""
+        if r.claims:
+            when += " (when its `atomicCAS` claim succeeds: an input whose claimed element holds the compare value)"
+        out.append(
+            finding(
+                "TK407",
+                f"thread {r.first_thread} of block {r.first_block} (`{ta}`, line {a.location.row}) and thread "
+                f"{r.second_thread} of block {r.second_block} (`{tb}`){when} touch one element of `{r.base}`{elem} "
+                "with no grid barrier between them: in this kernel only `grid.sync()` orders global memory "
+                "between blocks (a relaxed atomic and a block barrier order nothing across blocks), so the "
+                "access may see the element before or after the other block's write (a data race on global memory)",
+                user_site(b),
+                related=[related(a, "the other block's access of the element")],
+                witness={
+                    "first_block": r.first_block,
+                    "second_block": r.second_block,
+                    "first_thread": r.first_thread,
+                    "second_thread": r.second_thread,
+                    "element": r.element,
+                },
+                help="put a `grid.sync()` between the write and the other blocks' accesses of that element "
+                "(or write another slot that no block touches until the next grid barrier)",
+            )
+        )
     return out
 
 
@@ -769,6 +814,15 @@ reads a slot without waiting for its sequence number. Fields of a record in glob
 release by each warp's lane 0 after `__syncwarp()` publishes that warp's stores: a store is
 unpublished only when no signalling thread is ordered after it (ordered before some of them but
 not all: undecided, which flag its reader acquires is not followed).
+
+Global data ordered by grid barriers only (`checks/grid_data.py`, round 14): in a kernel
+whose blocks nothing but `grid.sync()` orders (no gpu-scope fence, no acquire / release /
+volatile access, no cluster barrier or remote mbarrier), two blocks' accesses of one element
+of global memory (`p[i]` loads and stores, `atomicAdd(&p[i], v)` & co; a write among them, not
+both atomic, not two plain stores) with no grid barrier between them in the same iteration of
+their common loop or across its back edge: z3 finds two threads of two blocks naming one
+element: a grid barrier dropped between a clear of a counter slot and another block's additions to
+it, or a level loop without its barrier whose slot is cleared while another block reads it.
 
 Global spin locks (`checks/locks.py`): the loop that takes the lock is a spin on a
 relaxed read-modify-write (no acquire without the `__threadfence()` after it), the

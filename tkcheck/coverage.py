@@ -595,6 +595,59 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     add_descriptor_undecided(entry, an)
     add_warp_collective_undecided(entry, an)
     add_pdl_undecided(entry, an)
+    add_grid_data_undecided(entry, an)
+    add_grid_barrier_data_undecided(entry, an)
+
+
+def add_grid_barrier_data_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One undecided obligation per grid barrier whose conditions read global data that another
+    block may write at the same time (`wide_barriers.data_undecided`): whether every block
+    reaches it as often is not established."""
+    from .checks import wide_barriers
+
+    for site, _ld, why in wide_barriers.data_undecided(an):
+        entry.obligations += 1
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    site.location,
+                    an.model,
+                    f"grid barrier `{site.api}`: reached as often by every block not established: {why}",
+                    site.callers,
+                )
+            )
+        )
+
+
+def add_grid_data_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One obligation per global location whose accesses by two blocks the grid-barrier query
+    asked (`checks.grid_data`): decided unless a pair on it is undecided (and no race on it);
+    an undecided one is listed once per location with its reason, at the later access."""
+    from .checks import grid_data
+
+    facts = grid_data.grid_data(an)
+    raced = {r.base for r in facts.races}
+    entry.obligations += len(facts.asked)
+    open_ = {}
+    for a, b, why in facts.undecided:
+        ga = a.global_access
+        base = ga.base if ga is not None else None
+        if base is None or base in raced or base in open_:
+            continue
+        open_[base] = (a, b, why)
+    entry.obligations_decided += len(facts.asked - set(open_))
+    for base, (a, b, why) in sorted(open_.items()):
+        entry.unknowns.append(
+            Unknown(
+                *_user_place(
+                    b.location,
+                    an.model,
+                    f"global data `{base}`: accesses by two blocks (lines {a.location.row} and {b.location.row}) "
+                    f"not proved ordered by a grid barrier or racing: {why}",
+                    b.callers,
+                )
+            )
+        )
 
 
 def add_warp_collective_undecided(entry: KernelCoverage, an: Analysis) -> None:

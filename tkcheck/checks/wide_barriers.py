@@ -168,3 +168,49 @@ def _count(sites: list[ir.Op], weights: list[int], sig: tuple[int, ...], prime: 
             cond = E.substitute(cond, {v: E.Var(v + prime, E.PARAM) for v in BLOCK_VARS})
         total = E.binop("+", total, E.ite(cond, E.Const(weights[i]), E.Const(0)))
     return total
+
+
+def data_undecided(an: Analysis) -> list[tuple[ir.Op, ir.Op, str]]:
+    """Grid barriers whose block-uniform conditions (a `break` before the barrier, a branch around
+    it) read global data that the per-block counts above take alike for every block, where that
+    is not established: a load of the value that the grid-barrier query of global data
+    (`checks/grid_data.py`) leaves unordered with another block's write (undecided or racing).
+    Each block may then read another value and leave while the others wait: not a proved
+    divergence (which value each block reads is not asked), never a silent pass (issue 25, round
+    14). (site, load, why) per such barrier."""
+    return an.fact("wide_barriers.data_undecided", _data_undecided)
+
+
+def _data_undecided(an: Analysis) -> list[tuple[ir.Op, ir.Op, str]]:
+    from .grid_data import grid_data
+
+    sites = [o for o in an.model.ops_of(ir.SYNC) if o.sync_kind == "grid"]
+    if not sites:
+        return []
+    facts = grid_data(an)
+    unordered: dict[int, ir.Op] = {}
+    for a, b, _why in facts.undecided:
+        unordered.setdefault(id(a), b)
+        unordered.setdefault(id(b), a)
+    for r in facts.races:
+        unordered.setdefault(id(r.first), r.second)
+        unordered.setdefault(id(r.second), r.first)
+    loads = [o for o in an.model.ops if o.kind == ir.GLOBAL_LOAD and id(o) in unordered and o.global_access is not None]
+    out = []
+    for o in sites:
+        texts = {v.name[1:].rsplit("#", 1)[0] for c in o.guard.uniform for v in c.free_vars() if v.name.startswith("?")}
+        for ld in loads:
+            ga = ld.global_access
+            assert ga is not None
+            if ld.order < o.order and ga.text in texts and tuple(ld.loops) == tuple(o.loops)[: len(ld.loops)]:
+                other = unordered[id(ld)]
+                out.append(
+                    (
+                        o,
+                        ld,
+                        f"its condition reads `{ga.text}` (line {ld.location.row}), which another block may write "
+                        f"at the same time (line {other.location.row}): each block may read another value",
+                    )
+                )
+                break
+    return out

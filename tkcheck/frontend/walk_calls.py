@@ -238,6 +238,7 @@ class CallLowering:
                         operand=operand,
                         where=self.w.exprs.word_of(args[0], ctx, cursor),
                         operands=tuple(v if isinstance(v, Expr) else None for v in vals),
+                        atomic_index=self.w.exprs.atomic_element(args[0], ctx, cursor),
                     ),
                 ),
                 ctx,

@@ -536,6 +536,18 @@ class ExprEvaluation:
             return None  # `&x` of a scalar: no address in global memory
         return self.global_base(v)
 
+    def atomic_element(self, node: cexpr.Node, ctx: Ctx, cursor) -> Expr | None:
+        """The element i of `&p[i]`, an atomic's address on a kernel pointer parameter p (evaluated
+        dry: the address is no access of its own); None when the address is not such an element."""
+        if not (isinstance(node, cexpr.Un) and node.op == "&"):
+            return None
+        self._no_elem_access += 1
+        try:
+            v = self.ev(node.a, replace(ctx, dry=True), cursor)
+        finally:
+            self._no_elem_access -= 1
+        return self.element_index(v)
+
     def _array_ref_cast(self, toks: list, inner: Obj, ctx: Ctx):
         """`reinterpret_cast<T(&)[N]>(x)` (also `T(*)[N]` dereferenced later): x's storage read as
         an array of N tiles of type T, the same storage (TK kernels split a wide tile in halves

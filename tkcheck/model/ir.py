@@ -530,6 +530,10 @@ class GlobalAccessFacts:
     # for `*p`); None where not evaluated. Only stores fill them (checks/tensormaps.unreleased)
     pointer: Expr | None = None
     element: Expr | None = None
+    # an atomic's element `i` of `atomicAdd(&p[i], v)` on a kernel pointer parameter (over tid, the
+    # block index, loop counters); None where not known. Kept apart from `index` (plain accesses,
+    # which several engines read as such): the grid-barrier query (checks/grid_data.py) reads both
+    atomic_index: Expr | None = None
     # a read-modify-write whose old value the source throws away (`(void)sem.try_acquire();`):
     # nothing can test it (checks/locks.Untested)
     discarded: bool = False
