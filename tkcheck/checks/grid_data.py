@@ -229,12 +229,14 @@ def _grid_data(an: Analysis) -> GridFacts:
         ga = o.global_access
         if o.kind in _GLOBAL and ga is not None and ga.base is not None and ga.form in ("plain", "atomic", "ptx"):
             by_base.setdefault(ga.base, []).append(o)
+    has_barrier = any(o.kind == ir.SYNC and o.sync_kind == "grid" for o in m.ops)
     for base, accs in sorted(by_base.items()):
         if not any(_writes(o) for o in accs) or thread_private(an, base):
             continue
-        has_barrier = any(o.kind == ir.SYNC and o.sync_kind == "grid" for o in m.ops)
         found = False
         for i, x in enumerate(accs):
+            if found:
+                break
             for y in accs[i:]:
                 if found:
                     break
