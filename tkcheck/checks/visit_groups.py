@@ -53,6 +53,8 @@ def one_phase_visit(m: ir.KernelModel, s: ir.Op, iss: frozenset[int] | None) -> 
 
     if any(ix.is_opaque() for ix in s.barrier.index):
         return False
+    if s.guard.thread is not None and free(s.guard.thread) & names:
+        return False  # the issuing threads change from iteration to iteration: `iss` is no count
     per = s.count.eval({}) if s.count is not None else None
     if not iss or not isinstance(per, int):
         return False
