@@ -1,4 +1,4 @@
-"""The new-idiom kernels of issue 25 (corpus/idioms2/ .. idioms13/): their planted bugs,
+"""The new-idiom kernels of issue 25 (corpus/idioms2/ .. idioms14/): their planted bugs,
 scored apart from the gating corpus set.
 
 Each set is kernels in shapes none of our other files had, with bugs planted and run on a GPU
@@ -31,6 +31,7 @@ SETS = {
     "idioms11": (("H100",), (6, 6)),
     "idioms12": (("H100",), (4, 6)),
     "idioms13": (("H100", "H200"), (5, 6)),
+    "idioms14": (("H100", "H200"), (5, 6)),
 }
 MUTATIONS = {name: evaluate.load_mutations(CORPUS / name) for name in SETS}
 KNOWN = evaluate.all_codes()
