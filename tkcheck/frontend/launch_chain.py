@@ -418,11 +418,10 @@ class LaunchChain:
         """`_const_of(c)`, once per cursor of this read. The loops of the host code are followed
         once per known trip and up to three times when the trip is not known, so the same loop
         header's bounds were asked many times, each time evaluating every `const` local of the
-        function again (`TensorMaps._env`): a third of a budget-1 check of the corpus kernels
-        (issue 29, round 15). The answer is a function of the cursor (the file's constants and
-        the function's `const` locals); what an evaluation advanced the counter of unknown names
-        by (`expr.fresh_number`) is advanced again on a hit, so every later unknown keeps the
-        name it had without the memo."""
+        function again (`TensorMaps._env`; issue 29, round 15, docs/DEVELOPING.md). The answer
+        is a function of the cursor (the file's constants and the function's `const` locals);
+        what an evaluation advanced the counter of unknown names by (`expr.fresh_number`) is
+        advanced again on a hit, so every later unknown keeps the name it had without the memo."""
         got = self._consts.get(c)  # (libclang's cursor equality and hash: one node of the parse)
         if got is None:
             before = E._opaque_counter[0]
