@@ -162,3 +162,50 @@ def test_config_object_attribute_set_by_a_helper_call_is_not_known(tmp_path):
     (tmp_path / "k.cu").write_text(src)
     g = _grid(tmp_path / "k.cu")
     assert [x.pdl for x in g.launches] == [None, None]
+
+
+def test_the_memo_of_host_constants_keeps_every_answer(monkeypatch):
+    """`LaunchChain._const` answers each cursor once per read (issue 29, round 15: the host
+    loops are followed several times, and each time their bounds were evaluated again, with
+    every `const` local of the function). Checked with and without the memo, kernels whose host
+    code loops give the same result, everything in it (the names of unknowns included: a hit
+    advances their counter as the evaluation did), and the memo served some question."""
+    import json
+    from dataclasses import replace
+
+    from tkcheck import evaluate
+    from tkcheck.engine import check_file
+    from tkcheck.frontend.launch_chain import LaunchChain
+    from tkcheck.model import expr as E
+
+    memo_const = LaunchChain._const
+    hits = []
+
+    def counted(self, c):
+        hits.append(c in self._consts)
+        return memo_const(self, c)
+
+    def everything(path):
+        opts = replace(evaluate.options(arch=evaluate.kernel_arch(path)), solver_budget=1)
+        res = check_file(str(path), opts)
+        return json.dumps(
+            {
+                "unknowns named": E._opaque_counter[0],  # the counter where the check left it
+                "findings": [f.to_json() for f in res.findings],
+                "notes": res.notes,
+                "inconclusive": res.inconclusive,
+                "coverage": [c.to_json() for c in res.coverage],
+            },
+            sort_keys=True,
+            default=str,
+        )
+
+    for rel in ("idioms6/pdl_stats_chain.cu", "hopper/gemm_ring.cu", "hopper/rotary_lcsf.cu"):
+        with monkeypatch.context() as mp:
+            mp.setattr(LaunchChain, "_const", counted)
+            got = everything(CORPUS / rel)
+        with monkeypatch.context() as mp:
+            mp.setattr(LaunchChain, "_const", LaunchChain._const_of)
+            ref = everything(CORPUS / rel)
+        assert got == ref, rel
+    assert any(hits), "no host constant was asked twice: the test compares nothing"

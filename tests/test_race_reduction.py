@@ -123,3 +123,45 @@ def test_compiled_reach_is_the_reference_on_every_state(path, monkeypatch):
                 got = protocol.races(Analysis(m), frozenset([nm]))
             assert (_answer(got), got.states, got.steps) == (_answer(ref), ref.states, ref.steps), (path.name, nm)
     assert asked, f"{path.name}: the search asked neither: the test compares nothing"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        MEM / "nbar_refill_bad.cu",
+        MEM / "syncwarp_release_good.cu",
+        MEM / "mbar_scalar_read_after_release_bad.cu",
+        ROOT / "corpus" / "idioms2" / "pingpong_scan.cu",
+    ],
+    ids=lambda p: p.name,
+)
+def test_race_at_with_its_memo_answers_as_without_on_every_state(path, monkeypatch):
+    """`_race_at`'s memo of a search (issue 29, round 15) gives, on every state the search asks
+    about, the answer computed from scratch -- the same race (the same two events, threads and
+    element) or none -- and the search is then the one made without it (status, race, states,
+    steps). The memo must have served some state: else this compares nothing."""
+    plain = protocol._race_at
+    asked = []
+
+    def both(roles, pcs, marks=(), program_order=False, memo=None):
+        assert memo is not None, "the search keeps a memo"
+        served = len(memo)
+        got = plain(roles, pcs, marks, program_order, memo)
+        assert got == plain(roles, pcs, marks, program_order), (path.name, pcs, marks)
+        asked.append(len(memo) == served)  # True: answered from the memo alone
+        return got
+
+    def without(roles, pcs, marks=(), program_order=False, memo=None):
+        return plain(roles, pcs, marks, program_order)
+
+    for m in models_of(str(path), text=path.read_text()):
+        names = sorted({o.buffer.name for o in m.ops if o.buffer is not None and o.kind == "smem_access"})
+        for nm in names:
+            with monkeypatch.context() as mp:
+                mp.setattr(protocol, "_race_at", without)
+                ref = protocol.races(Analysis(m), frozenset([nm]))
+            with monkeypatch.context() as mp:
+                mp.setattr(protocol, "_race_at", both)
+                got = protocol.races(Analysis(m), frozenset([nm]))
+            assert (_answer(got), got.states, got.steps) == (_answer(ref), ref.states, ref.steps), (path.name, nm)
+    assert any(asked), f"{path.name}: no state was answered from the memo"

@@ -284,42 +284,66 @@ def _computes_only(m: ir.KernelModel, o: ir.Op) -> bool:
     return True
 
 
-def _race_at(roles: list[Role], pcs: tuple, marks: tuple = (), program_order: bool = False):
+def _race_at(roles: list[Role], pcs: tuple, marks: tuple = (), program_order: bool = False, memo: dict | None = None):
     """Two roles whose next accesses (before their next synchronising event) conflict: one
     element, one of them a write, not both atomic, two different threads (two lanes of one warp
     too: lanes are threads under independent thread scheduling, ordered only by a barrier). Else a role's
     next access that conflicts with an access another role has made since its last release
     (`_unreleased`): nothing the second can have acquired orders the first before it. The last
-    item says which: False (both next), True (the first access made, not released)."""
+    item says which: False (both next), True (the first access made, not released).
+
+    `memo` (one dict per search, over one list of roles): the answers this function composes,
+    each a function of positions only, kept -- a role's next access run by its position, its
+    unreleased accesses by its position and whether it has arrived, and `_conflict` of two runs
+    by the two roles' positions. The search asks every state it visits; the positions repeat
+    across states far more than the states do (issue 29, round 15: `_conflict` was a third of
+    the costliest test's check, `idioms7:ad-plain-arrive-on-leave`). The same pairs are asked
+    in the same order, so the answer is the one computed without it."""
+    if memo is None:
+        memo = {}
     nxt = []
     for i, r in enumerate(roles):
-        evs = []
-        j = pcs[i]
-        while j < len(r.events) and r.events[j].kind == "mem":
-            evs.append(r.events[j])
-            j += 1
+        evs = memo.get(("n", i, pcs[i]))
+        if evs is None:
+            evs = []
+            j = pcs[i]
+            while j < len(r.events) and r.events[j].kind == "mem":
+                evs.append(r.events[j])
+                j += 1
+            memo[("n", i, pcs[i])] = evs
         if evs:
             nxt.append((i, evs))
     for x in range(len(nxt)):
         for y in range(x + 1, len(nxt)):
             (i, ei), (j, ej) = nxt[x], nxt[y]
-            hit = _conflict(ei, ej)
+            key = ("nn", i, pcs[i], j, pcs[j])
+            hit = memo.get(key, memo)
+            if hit is memo:
+                hit = memo[key] = _conflict(ei, ej)
             if hit is not None:
                 a, ta, b, tb, k = hit
                 return (i, a, ta, j, b, tb, k, False)
     for i, r in enumerate(roles):
-        past = _unreleased(r, pcs[i], marks[i] if marks else -1)
+        arrived = (marks[i] if marks else -1) >= 0
+        pkey = ("p", i, pcs[i], arrived, program_order)
+        past = memo.get(pkey)
+        if past is None:
+            past = _unreleased(r, pcs[i], 0 if arrived else -1)
+            if program_order:
+                # (the reduced search makes access runs eagerly, so it meets as "made" what the
+                # unreduced one meets as "next": the made ones are then asked in the order of the
+                # next ones, first access first)
+                past = past[::-1]
+            memo[pkey] = past
         if not past:
             continue
-        if program_order:
-            # (the reduced search makes access runs eagerly, so it meets as "made" what the
-            # unreduced one meets as "next": the made ones are then asked in the order of the
-            # next ones, first access first)
-            past = past[::-1]
         for j, ej in nxt:
             if j == i:
                 continue
-            hit = _conflict(past, ej)
+            key = ("pn", i, pcs[i], arrived, j, pcs[j])
+            hit = memo.get(key, memo)
+            if hit is memo:
+                hit = memo[key] = _conflict(past, ej)
             if hit is not None:
                 a, ta, b, tb, k = hit
                 return (i, a, ta, j, b, tb, k, True)
@@ -2090,6 +2114,7 @@ def _search(
     # the race search goes breadth first: the first race it reaches has the shortest trace
     pop = stack.popleft if memory else stack.pop
     steps_run = 0
+    race_memo: dict = {}  # `_race_at`'s answers by positions, for this search's roles
     while stack:
         if len(visited) > MAX_STATES or steps_run > MAX_STEPS:
             ex.status = "unknown"
@@ -2107,7 +2132,7 @@ def _search(
             solo, state = state[4], state[:4]
         pcs, marks, bars, syncs = state
         if memory:
-            race = _race_at(roles, pcs, marks, por is not None)
+            race = _race_at(roles, pcs, marks, por is not None, race_memo)
             if race is not None:
                 a, ea, ta, b, eb, tb, elem, made = race
                 ex.race = MemRace(a, ea, ta, b, eb, tb, elem, trace=_trace(path), state=state, unreleased=made)

@@ -210,6 +210,7 @@ class LaunchChain:
         self._site: Any = None
         self._matter: dict[int, bool] = {}
         self._index: dict[tuple, int] = {}
+        self._consts: dict[Any, tuple[int | None, int]] = {}  # `_const`'s answers by cursor
         self._sites: list = []  # the user's calls being followed (a launch is placed at the outermost)
         # the template arguments of the host function templates being followed (innermost last):
         # parameter name -> its argument as a kernel instance's name shows it (None: not known)
@@ -414,6 +415,22 @@ class LaunchChain:
         return max(0, b - a + (1 if toks_c[1] == "<=" else 0))
 
     def _const(self, c: Any) -> int | None:
+        """`_const_of(c)`, once per cursor of this read. The loops of the host code are followed
+        once per known trip and up to three times when the trip is not known, so the same loop
+        header's bounds were asked many times, each time evaluating every `const` local of the
+        function again (`TensorMaps._env`; issue 29, round 15, docs/DEVELOPING.md). The answer
+        is a function of the cursor (the file's constants and the function's `const` locals);
+        what an evaluation advanced the counter of unknown names by (`expr.fresh_number`) is
+        advanced again on a hit, so every later unknown keeps the name it had without the memo."""
+        got = self._consts.get(c)  # (libclang's cursor equality and hash: one node of the parse)
+        if got is None:
+            before = E._opaque_counter[0]
+            got = self._consts[c] = (self._const_of(c), E._opaque_counter[0] - before)
+        else:
+            E._opaque_counter[0] += got[1]
+        return got[0]
+
+    def _const_of(self, c: Any) -> int | None:
         tm = getattr(self.mb, "tensor_maps", None)
         if tm is None:
             return None
