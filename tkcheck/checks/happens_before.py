@@ -211,7 +211,38 @@ def _memory(an: Analysis) -> MemoryFacts:
     _counter_resets(an, out)
     _release_scope_writes(an, out)
     _locked(an, out)
+    _unknown_targets(an, out)
     return out
+
+
+def _unknown_targets(an: Analysis, out: MemoryFacts) -> None:
+    """Accesses through a pointer whose target the model does not follow (UNKNOWN_ACCESS: a
+    local pointer a loop swaps, rotates or advances in a way the walk does not solve). No pair
+    is asked of them: each is an undecided obligation at its own line, and every location of its
+    memory the engine examined -- a shared location among the pointer's candidate objects when
+    they are known, any global question -- is undecided too unless a race was proved on it (the
+    unknown access may be the other end of an unordered pair). Never a finding."""
+    unknown = [o for o in an.model.ops if o.kind == ir.UNKNOWN_ACCESS]
+    if not unknown:
+        return
+    raced = {r.first.buffer.name for r in out.races if r.first.buffer is not None}
+    reps: dict = {}
+    for o in an.model.ops:
+        if o.kind == ir.SMEM_ACCESS and o.buffer is not None:
+            reps.setdefault(("shared", o.buffer.name), o)
+        reps.setdefault(("global", id(o)), o)
+    for u in unknown:
+        assert u.buffer is not None and u.access is not None
+        space = (u.access.via or "").split(" ")[0]
+        cands = {r.name for r in u.operands}
+        why = an.model.pointer_unknowns.get(u.buffer.name, f"the target of `{u.buffer.name}` is not followed")
+        out.undecided.append((u, u, why))
+        for key in sorted(out.examined, key=str):
+            if key[0] != space or (rep := reps.get(key)) is None:
+                continue
+            if space == "shared" and (key[1] in raced or (cands and key[1] not in cands)):
+                continue
+            out.undecided.append((rep, u, f"`{u.api}` at line {u.location.row} may access it ({why})"))
 
 
 def _release_scope_writes(an: Analysis, out: MemoryFacts) -> None:

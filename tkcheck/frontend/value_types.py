@@ -140,6 +140,20 @@ class DsmemPtr:
 
 
 @dataclass(frozen=True)
+class UnknownPtr:
+    """A pointer variable whose value the model does not follow (a local pointer a loop body
+    assigns in a way the walk does not solve: swapped with another, rotated, advanced
+    conditionally). `space`: the memory its values were in (shared | global); `candidates`:
+    the objects it held before the loop (it may hold any of them, or another address). An
+    access through it is an UNKNOWN_ACCESS: coverage, never a finding and never no event."""
+
+    name: str
+    space: str
+    candidates: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
 class GroupScope:
     warps: int
 

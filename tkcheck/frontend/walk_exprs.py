@@ -12,7 +12,19 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .value_types import Allocator, DsmemPtr, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType, TypeVal
+from .value_types import (
+    Allocator,
+    DsmemPtr,
+    Func,
+    GroupScope,
+    Lambda,
+    NamedBar,
+    Obj,
+    Rec,
+    StructType,
+    TypeVal,
+    UnknownPtr,
+)
 from .walk_env import CK, Ctx, loc_of, tokens_of, value_names
 from .walk_arith import _ArrVal, _tile_attr, _to_bool, convert_int, shared_copy
 from .walker_core import ExprWalker
@@ -38,7 +50,14 @@ class ExprEvaluation:
 
     # and the warp collectives (`if (__any_sync(m, p))`, `if (lane < 16 && elect_one())`): they
     # synchronise their lanes wherever they are evaluated
-    _MEMORY_KINDS = (ir.SMEM_ACCESS, ir.GLOBAL_LOAD, ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL, ir.WARP_COLL)
+    _MEMORY_KINDS = (
+        ir.SMEM_ACCESS,
+        ir.GLOBAL_LOAD,
+        ir.GLOBAL_STORE,
+        ir.GLOBAL_SIGNAL,
+        ir.WARP_COLL,
+        ir.UNKNOWN_ACCESS,
+    )
 
     @contextmanager
     def memory_only(self):
@@ -290,6 +309,11 @@ class ExprEvaluation:
             finally:
                 self._no_elem_access -= 1
         a = self.ev(inner, ctx, cursor)
+        if op == "*" and isinstance(a, UnknownPtr):
+            if self._no_elem_access:
+                return a
+            self.unknown_access(a, "read", ctx, cursor)
+            return self.opaque_from(node, ())
         if op == "*" and not self._no_elem_access and cursor is not None and self._global_pointer(a):
             # `*c` of a pointer into global memory (a kernel parameter, `float *c = &C[i]`): a
             # plain (weak) load
@@ -363,6 +387,13 @@ class ExprEvaluation:
         else:
             base = self.ev(nbase, ctx, cursor)
         idx = self.ev(nidx, ctx, cursor)
+        if isinstance(base, UnknownPtr):
+            # `p[i]` of a pointer whose target the walk does not follow: an access of unknown
+            # location (coverage), and `&p[i]` an address as unknown as p
+            if self._no_elem_access:
+                return base
+            self.unknown_access(base, "read", ctx, cursor)
+            return self.opaque_from(node, (idx,))
         if isinstance(base, NamedBar):  # TK's barrier<N>::operator[]: barrier(id + i)
             return NamedBar(
                 E.binop("+", base.id, idx) if isinstance(base.id, Expr) and isinstance(idx, Expr) else None,
@@ -905,6 +936,17 @@ class ExprEvaluation:
             if not ctx.env.assign(name, new):
                 ctx.env.define(name, new)
             return new
+        if isinstance(lhs, (cexpr.Index, cexpr.Un)) and (lhs.op == "*" if isinstance(lhs, cexpr.Un) else True):
+            through = self.ev(lhs.obj if isinstance(lhs, cexpr.Index) else lhs.a, replace(ctx, dry=True), cursor)
+            if isinstance(through, UnknownPtr):
+                # `p[i] = v` / `*p = v` through a pointer whose target the walk does not follow
+                if isinstance(lhs, cexpr.Index) and not ctx.dry:
+                    with self.memory_only():
+                        self.ev(lhs.index, ctx, cursor)
+                if op != "=":
+                    self.unknown_access(through, "read", ctx, cursor)
+                self.unknown_access(through, "write", ctx, cursor)
+                return val
         if isinstance(lhs, cexpr.Index):
             # a store into a shared array element (`x[i] = v`, `tile.data[i] += v`)
             self._no_elem_access += 1
@@ -1090,6 +1132,29 @@ class ExprEvaluation:
             ),
             ctx,
         )
+
+    def unknown_access(self, ptr: UnknownPtr, access: str, ctx: Ctx, cursor) -> None:
+        """A load or store through a pointer whose target is not followed (`UnknownPtr`): an
+        UNKNOWN_ACCESS event at the user's line, so the memory engine leaves what it may touch
+        undecided (never no event, never a finding)."""
+        if cursor is None:
+            return
+        verb = "store" if access == "write" else "load"
+        self.emit(
+            ir.Op(
+                ir.UNKNOWN_ACCESS,
+                f"{ptr.space} {verb} through `{ptr.name}`",
+                loc_of(cursor, self.w.filename),
+                ctx.guard,
+                ctx.loops,
+                buffer=ir.Ref(ptr.name),
+                operands=tuple(ir.Ref(c) for c in ptr.candidates),
+                access=ir.AccessFacts(access, via=f"{ptr.space} pointer"),
+            ),
+            ctx,
+        )
+        if self.w.model is not None and not ctx.dry:
+            self.w.model.pointer_unknowns[ptr.name] = ptr.why
 
     def read_value(self, v):
         """In a condition walked for its memory events (`_memory_only`), a `__shared__` scalar read
