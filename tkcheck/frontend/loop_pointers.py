@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import expr as E
-from .value_types import Obj, UnknownPtr
+from .value_types import ChoicePtr, Obj, UnknownPtr
 from .walk_arith import _ArrVal
 
 
@@ -35,6 +35,11 @@ def pointer_space(v: Any, exprs: Any) -> str | None:
     UnknownPtr's space); None for anything else."""
     if isinstance(v, UnknownPtr):
         return v.space
+    if isinstance(v, PtrStart):
+        return "unknown"  # a pointer an enclosing loop's dry pass follows: whatever it holds
+    if isinstance(v, ChoicePtr):
+        spaces = {pointer_space(x, exprs) for _, x in v.options}
+        return spaces.pop() if len(spaces) == 1 else None
     if isinstance(v, _ArrVal):
         # a `__shared__` array (a pointer to its first element)
         return "shared" if isinstance(v.obj, Obj) and v.obj.kind in ("shared", "smem_data") else None
@@ -42,7 +47,7 @@ def pointer_space(v: Any, exprs: Any) -> str | None:
         # a pointer to an element (`&x[i]`, `x + i`); a `__shared__` scalar itself (no index)
         # is memory a name stands for, not a pointer variable
         return "shared"
-    if isinstance(v, E.Expr) and exprs._global_pointer(v):
+    if isinstance(v, E.Expr) and exprs.pointer_value(v):
         return "global"
     return None
 
@@ -50,6 +55,9 @@ def pointer_space(v: Any, exprs: Any) -> str | None:
 def _target(v: Any, exprs: Any) -> tuple[str, ...]:
     if isinstance(v, UnknownPtr):
         return v.candidates
+    if isinstance(v, ChoicePtr):
+        ts = [_target(x, exprs) for _, x in v.options]
+        return () if not all(ts) else tuple(sorted({t for tt in ts for t in tt}))
     if isinstance(v, _ArrVal):
         v = v.obj
     if isinstance(v, Obj):
@@ -136,3 +144,60 @@ def merged(name: str, a: Any, b: Any, exprs: Any) -> UnknownPtr | None:
             cands = ()
     why = f"`{name}` is set differently by the branches of an `if`: which object it points to is not followed"
     return UnknownPtr(name, space, cands, why)
+
+
+# the longest cycle of pointers a loop may rotate for the walk to follow it per iteration (the
+# body is walked once per residue of the counter modulo the cycle's length)
+MAX_PERIOD = 4
+
+
+def permutation(pointers: dict[str, tuple[Any, Any]], exprs: Any) -> dict[str, str] | None:
+    """sigma when every pointer the body changes is given the value another had at the head of
+    the iteration (`t = src; src = dst; dst = t;`, a rotation): `end[n] = start[sigma(n)]`, a
+    bijection of the changed pointers, each with a target the walk follows before the loop. Then
+    at the head of iteration k, n holds what sigma^k(n) held before the loop. None otherwise."""
+    changed = {n: e for n, (_, e) in pointers.items() if e != PtrStart(n)}
+    if not changed:
+        return None
+    sigma = {}
+    for n, e in changed.items():
+        if not isinstance(e, PtrStart) or e.name not in changed:
+            return None
+        v0 = pointers[n][0]
+        if pointer_space(v0, exprs) is None or isinstance(v0, (UnknownPtr, ChoicePtr, PtrStart)):
+            return None
+        sigma[n] = e.name
+    if len(set(sigma.values())) != len(sigma):
+        return None
+    return sigma
+
+
+def period(sigma: dict[str, str]) -> int:
+    """The order of the permutation (the least p > 0 with sigma^p the identity)."""
+    p, cur = 1, dict(sigma)
+    while any(cur[n] != n for n in cur):
+        cur = {n: sigma[cur[n]] for n in cur}
+        p += 1
+    return p
+
+
+def values_at(sigma: dict[str, str], v0: dict[str, Any], j: int) -> dict[str, Any]:
+    """What each pointer holds at the head of an iteration k with k = j (mod period)."""
+    out = {}
+    for n in sigma:
+        m = n
+        for _ in range(j):
+            m = sigma[m]
+        out[n] = v0[m]
+    return out
+
+
+def choices(sigma: dict[str, str], v0s: dict[str, Any], k: Any) -> dict[str, ChoicePtr]:
+    """Each rotated pointer as a ChoicePtr over the residues of `k` (the loop's counter, or its
+    trip count after it) modulo the rotation's period."""
+    p = period(sigma)
+    per = [values_at(sigma, v0s, j) for j in range(p)]
+    return {
+        n: ChoicePtr(n, tuple((E.binop("==", E.binop("%", k, E.Const(p)), E.Const(j)), per[j][n]) for j in range(p)))
+        for n in sigma
+    }

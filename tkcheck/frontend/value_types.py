@@ -154,6 +154,17 @@ class UnknownPtr:
 
 
 @dataclass(frozen=True)
+class ChoicePtr:
+    """A pointer variable holding one of a few values, each under a block-uniform condition
+    (`options`: (condition, value)): a pointer a loop rotates holds at iteration k the value of
+    residue k mod p (`k % p == j`), and after the loop the value of `trip % p`. An access through
+    it is one access per option, each under its condition."""
+
+    name: str
+    options: tuple[tuple[Any, Any], ...]
+
+
+@dataclass(frozen=True)
 class GroupScope:
     warps: int
 

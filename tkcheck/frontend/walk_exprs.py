@@ -14,6 +14,7 @@ from ..model.expr import Expr
 from . import cexpr
 from .value_types import (
     Allocator,
+    ChoicePtr,
     DsmemPtr,
     Func,
     GroupScope,
@@ -41,6 +42,9 @@ class ExprEvaluation:
         self._memory_only = 0  # > 0 while a dry-walked condition's memory events are emitted
         # in such a condition: the Var of the last read of each `__shared__` scalar (`read_value`)
         self._scalar_reads: dict[str, E.Var] = {}
+        # the names declared with a pointer type (kernel parameters, local variables): a global
+        # address held by one of them is a pointer the loop and branch passes follow (loop_pointers)
+        self.pointer_vars: set[str] = set()
         # the Vars that stand for addresses in global memory (`&C[i]`, a local `float *c` set from
         # it): Var name -> the kernel pointer parameter the address is computed from
         self._global_ptrs: dict[str, str] = {}
@@ -90,6 +94,15 @@ class ExprEvaluation:
         if v.name in self._global_ptrs:
             return self._global_ptrs[v.name]
         return v.name if v.kind == E.PARAM else None
+
+    def pointer_value(self, v) -> bool:
+        """v is an address in global memory held by a pointer: `_global_pointer`, and its root a
+        name declared as a pointer or an address the walk computed (an int parameter is not)."""
+        if not isinstance(v, Expr) or not self._global_pointer(v):
+            return False
+        while isinstance(v, E.Bin):
+            v = v.a
+        return isinstance(v, E.Var) and (v.name in self.pointer_vars or v.name in self._global_ptrs)
 
     def element_index(self, v) -> Expr | None:
         """The element i of a kernel pointer parameter p that an address value is `&p[i]` of (also
@@ -225,6 +238,9 @@ class ExprEvaluation:
                     actx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, True))
                     bctx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, False))
                 a, b = self.ev(na, actx, cursor), self.ev(nb, bctx, cursor)
+                chosen = self._chosen_pointer(node, c, a, b, ctx)
+                if chosen is not None:
+                    return chosen
                 if isinstance(c, Expr) and isinstance(a, Expr) and isinstance(b, Expr):
                     return E.ite(_to_bool(c), a, b)
                 return self.opaque_from(node, (c, a, b))
@@ -309,6 +325,14 @@ class ExprEvaluation:
             finally:
                 self._no_elem_access -= 1
         a = self.ev(inner, ctx, cursor)
+        if op == "*" and isinstance(a, ChoicePtr):
+            name = _plain_name(inner)
+            if name is None or self._no_elem_access:
+                a = _unknown_choice(a)
+            else:
+                for cond, v in a.options:
+                    self._ev_unary(node, op, inner, _bound(ctx, name, v, cond), cursor)
+                return self.opaque_from(node, ())
         if op == "*" and isinstance(a, UnknownPtr):
             if self._no_elem_access:
                 return a
@@ -387,6 +411,16 @@ class ExprEvaluation:
         else:
             base = self.ev(nbase, ctx, cursor)
         idx = self.ev(nidx, ctx, cursor)
+        if isinstance(base, ChoicePtr):
+            # `p[i]` of a pointer holding one of a few values, each under a block-uniform
+            # condition (a rotated pointer): one access per option, under its condition
+            name = _plain_name(nbase)
+            if name is None or self._no_elem_access:
+                base = _unknown_choice(base)
+            else:
+                for cond, v in base.options:
+                    self._ev_index(node, nbase, nidx, _bound(ctx, name, v, cond), cursor)
+                return self.opaque_from(node, (idx,))
         if isinstance(base, UnknownPtr):
             # `p[i]` of a pointer whose target the walk does not follow: an access of unknown
             # location (coverage), and `&p[i]` an address as unknown as p
@@ -894,13 +928,23 @@ class ExprEvaluation:
         self.w.inline.expand(f, args, ctx, cursor, None, this=obj)
         return obj
 
-    def assign(self, node: cexpr.Assign, ctx: Ctx, cursor):
+    def assign(self, node: cexpr.Assign, ctx: Ctx, cursor, value: Any = None):
         op, lhs, rhs = node.op, node.target, node.value
         if op != "=" and isinstance(lhs, cexpr.Name) and len(lhs.segments) == 1:
             rec = self._overloaded_update(node, ctx, cursor)
             if rec is not None:
                 return rec
-        val = self.ev(rhs, ctx, cursor)
+        # `value`: the right-hand side evaluated already (a store through each option of a ChoicePtr)
+        val = self.ev(rhs, ctx, cursor) if value is None else value
+        if isinstance(lhs, (cexpr.Index, cexpr.Un)) and (lhs.op == "*" if isinstance(lhs, cexpr.Un) else True):
+            pnode = lhs.obj if isinstance(lhs, cexpr.Index) else lhs.a
+            choice = self.ev(pnode, replace(ctx, dry=True), cursor)
+            name = _plain_name(pnode)
+            if isinstance(choice, ChoicePtr) and name is not None:
+                # `p[i] = v` through a pointer of a few values: a store through each, under its condition
+                for cond, v in choice.options:
+                    self.assign(node, _bound(ctx, name, v, cond), cursor, value=val)
+                return val
         if op == "=" and isinstance(val, tuple) and val and val[0] == "tmem_tile" and not ctx.dry:
             if self._assign_tmem_tile(lhs, val, ctx, cursor):
                 return val
@@ -938,6 +982,8 @@ class ExprEvaluation:
             return new
         if isinstance(lhs, (cexpr.Index, cexpr.Un)) and (lhs.op == "*" if isinstance(lhs, cexpr.Un) else True):
             through = self.ev(lhs.obj if isinstance(lhs, cexpr.Index) else lhs.a, replace(ctx, dry=True), cursor)
+            if isinstance(through, ChoicePtr):
+                through = _unknown_choice(through)
             if isinstance(through, UnknownPtr):
                 # `p[i] = v` / `*p = v` through a pointer whose target the walk does not follow
                 if isinstance(lhs, cexpr.Index) and not ctx.dry:
@@ -1133,6 +1179,25 @@ class ExprEvaluation:
             ctx,
         )
 
+    def _chosen_pointer(self, node: cexpr.Node, c, a, b, ctx: Ctx) -> ChoicePtr | UnknownPtr | None:
+        """`c ? x : y` of two different pointers (`float *p = odd ? ping : pong;`): under a
+        block-uniform condition a ChoicePtr of the two (an access through it is one per option,
+        under its condition), under any other an UnknownPtr; None when no operand is a pointer."""
+        from . import loop_pointers
+
+        spaces = {loop_pointers.pointer_space(v, self) for v in (a, b)}
+        if spaces == {None} or a == b:
+            return None
+        name = cexpr.render(node)[:40]
+        if isinstance(c, Expr) and None not in spaces and len(spaces) == 1:
+            cls, cexp = self.w.stmts._classify(_to_bool(c), ctx)
+            if cls == "uniform" and isinstance(cexp, Expr):
+                return ChoicePtr(name, ((cexp, a), (E.negate(cexp), b)))
+        merged = loop_pointers.merged(name, a, b, self)
+        if merged is None:
+            return None
+        return replace(merged, why=f"`{name}` chooses its object by a condition that is not block-uniform")
+
     def unknown_access(self, ptr: UnknownPtr, access: str, ctx: Ctx, cursor) -> None:
         """A load or store through a pointer whose target is not followed (`UnknownPtr`): an
         UNKNOWN_ACCESS event at the user's line, so the memory engine leaves what it may touch
@@ -1325,6 +1390,25 @@ class ExprEvaluation:
             ),
             ctx,
         )
+
+
+def _plain_name(n: cexpr.Node) -> str | None:
+    """The variable a node names (`src`), or None."""
+    return n.segments[0].name if isinstance(n, cexpr.Name) and len(n.segments) == 1 else None
+
+
+def _bound(ctx: Ctx, name: str, value: Any, cond: Expr) -> Ctx:
+    """ctx with `name` bound to one option of a ChoicePtr, under its condition."""
+    env = ctx.env.child()
+    env.define(name, value)
+    return replace(ctx, env=env, guard=ctx.guard.with_uniform(cond))
+
+
+def _unknown_choice(c: ChoicePtr) -> UnknownPtr:
+    """A ChoicePtr reached where its options cannot be taken one by one (`&p[i]`, `(p + 1)[i]`)."""
+    return UnknownPtr(
+        c.name, "unknown", (), f"`{c.name}` holds one of several objects by the iteration: not followed here"
+    )
 
 
 def _vector_width(pnode: cexpr.Node, ptr) -> int | None:

@@ -112,6 +112,12 @@ class _Slot:
             env.assign(self.name, value)
 
 
+def _leaves_early(body) -> bool:
+    """A body that may leave its iteration or the loop before its end (`break`, `continue`,
+    `return`, `goto`): its pointers' values per iteration are not the rotation's alone."""
+    return body is None or bool({"break", "continue", "return", "goto"} & set(tokens_of(body)))
+
+
 class _System:
     """A loop's update of its carried slots, as seen by the enclosing loop's analysis."""
 
@@ -228,6 +234,8 @@ class StatementWalk:
                 first_type = None
                 for d in c.get_children():
                     if d.kind == CK.VAR_DECL:
+                        if d.type.get_canonical().kind.name == "POINTER":
+                            self.w.exprs.pointer_vars.add(d.spelling)
                         first_type = self.declare(d, ctx, stmt_toks, first_type)
                     elif d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
                         t = self.w.types.local_alias(d, ctx.env)
@@ -1159,7 +1167,7 @@ class StatementWalk:
         (loop_pointers.merged), unless both are global addresses whose `cond ? a : b` is one."""
         ex = self.w.exprs
         if isinstance(a, Expr) and isinstance(b, Expr):
-            if not (ex._global_pointer(a) or ex._global_pointer(b)):
+            if name not in ex.pointer_vars or not (ex.pointer_value(a) or ex.pointer_value(b)):
                 return None
             if cond is not None and ex._global_pointer(E.ite(cond, a, b)):
                 return None
@@ -1355,9 +1363,16 @@ class StatementWalk:
         for slot, v in heads.items():
             slot.set(env, v)
         # pointers the body changes that the walk does not solve: unknown in the loop and after
-        unknown_ptrs = self._unknown_pointers(pointer_sys, carried, heads, system, loc)
+        unknown_ptrs, rotation = self._unknown_pointers(pointer_sys, carried, heads, system, loc)
         for name, up in unknown_ptrs.items():
             env.assign(name, up)
+        if rotation is not None and (infinite or _leaves_early(body)):
+            rotation = None
+        if rotation is not None:
+            # a rotation the walk follows: at iteration k each pointer holds the value of
+            # residue k mod p (loop_pointers.values_at), an option per residue
+            for name, up in loop_pointers.choices(rotation[0], rotation[1], counter).items():
+                env.assign(name, up)
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
         saved_goes_on = self._break_goes_on
@@ -1470,6 +1485,18 @@ class StatementWalk:
             slot.set(ctx.env, after[slot])
         for name, up in unknown_ptrs.items():
             ctx.env.assign(name, up)
+        if rotation is not None and loop.trip is not None:
+            # after the loop (no early exit: `_leaves_early`) the rotation is where the trip count
+            # leaves it: a known count names the values, a count of the launch's values an option
+            # per residue of it
+            sigma, v0s = rotation
+            n_trip = loop.trip.eval({})
+            if isinstance(n_trip, int) and n_trip >= 0:
+                for name, v in loop_pointers.values_at(sigma, v0s, n_trip % loop_pointers.period(sigma)).items():
+                    ctx.env.assign(name, v)
+            elif not loop.trip.is_opaque() and not loop.trip.depends_on(E.THREAD) and not loop.trip.depends_on(E.LOOP):
+                for name, up in loop_pointers.choices(sigma, v0s, loop.trip).items():
+                    ctx.env.assign(name, up)
         if system is not None and real_ends is not None:
             loop.simulated = _simulated(heads, after, system[2], real_ends)
         if system is not None and loop.trip is not None and not loop.trip.depends_on(E.THREAD):
@@ -1798,19 +1825,22 @@ class StatementWalk:
             e = e.parent
         return out
 
-    def _unknown_pointers(self, pointer_sys, carried, heads, system, loc) -> dict:
+    def _unknown_pointers(self, pointer_sys, carried, heads, system, loc) -> tuple[dict, tuple[dict, dict] | None]:
         """The pointer variables a loop changes and the walk does not solve, as UnknownPtr
         (loop_pointers): shared pointers (objects) the body assigns, and pointers into global
-        memory (scalars here) whose value at the head of an iteration is no global address."""
+        memory (scalars here) whose value at the head of an iteration is no global address.
+        With them, the rotation (sigma, values before the loop) when the body permutes them in a
+        cycle of at most MAX_PERIOD (`_walk_rotated`), else None."""
         where = f"line {loc.row}"
         out = loop_pointers.unknown_heads(pointer_sys, self.w.exprs, where)
+        allp = dict(pointer_sys)
         if system is None:
-            return out
+            return out, self._rotation(allp)
         start, ends, v0s = system
         gl = {}
         for slot, v in heads.items():
             v0 = v0s.get(slot)
-            if slot.rec is not None or not isinstance(v0, Expr) or not self.w.exprs._global_pointer(v0):
+            if slot.rec is not None or slot.name not in self.w.exprs.pointer_vars or not self.w.exprs.pointer_value(v0):
                 continue
             if self.w.exprs._global_pointer(v):
                 continue  # solved (`p = p + stride`: the parameter plus k strides)
@@ -1819,12 +1849,20 @@ class StatementWalk:
             gl[slot.name] = (v0, next((loop_pointers.PtrStart(o.name) for o in start if start[o] == e), e))
         for n, up in loop_pointers.unknown_heads(gl, self.w.exprs, where).items():
             out.setdefault(n, up)
-        return out
+        allp.update(gl)
+        return out, self._rotation(allp)
+
+    def _rotation(self, pointers: dict) -> tuple[dict, dict] | None:
+        sigma = loop_pointers.permutation(pointers, self.w.exprs)
+        if sigma is None or loop_pointers.period(sigma) > loop_pointers.MAX_PERIOD:
+            return None
+        return sigma, {n: pointers[n][0] for n in sigma}
 
     def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None, ivar=None):
         """slot -> function(counter) giving the value at the start of iteration k. Slots are
         the scalar variables the loop body assigns and the scalar fields of records it
         changes (also inside the functions it calls)."""
+        self._last_pointers = {}
         # the loop's trip count (set by the caller; read before the dry pass walks inner loops)
         trip, self._carried_trip_of = self._carried_trip_of, None
         out = {}
