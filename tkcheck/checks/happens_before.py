@@ -758,7 +758,8 @@ def _residue_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts
     d = (b - a) mod p iterations later (d >= 1: two residues differ), and later meetings have
     more ops between. Asked over that path: the rest of iteration k's ops of residue a, the
     iterations between (each its residue's ops), then iteration k + d's ops before the other end;
-    in both orders (write first, read first). A race needs d + 1 iterations some launch runs.
+    in both orders (write first, read first). A race needs iterations a .. a + d, which some
+    launch runs.
     None when the pair is not of this shape (the caller goes on as before)."""
     from .. import solver
 
@@ -797,8 +798,10 @@ def _residue_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts
         a = split(first)[1][0][1]
         b = split(second)[1][0][1]
         d = (b - a) % p
-        trips = [E.binop("<", E.Const(i), lp.trip) for i in range(d + 1)] if lp.trip is not None else []
-        conds = trips + [E.substitute(c, {lp.counter.name: E.Const(i)}) for i in range(d + 1) for c in rest_w]
+        # the first meeting: iterations a .. a + d (the first of residue a, then d more)
+        its = range(a, a + d + 1)
+        trips = [E.binop("<", E.Const(i), lp.trip) for i in its] if lp.trip is not None else []
+        conds = trips + [E.substitute(c, {lp.counter.name: E.Const(i)}) for i in its for c in rest_w]
         if lp.trip is None or any(c.is_opaque() or c.depends_on(E.LOOP) for c in conds):
             out.undecided.append((w, r, "a loop whose iterations' residues are asked: its trip count not known"))
             return False
