@@ -872,8 +872,13 @@ def add_memory_undecided(entry: KernelCoverage, an: Analysis) -> None:
     entry.obligations += len(facts.examined)
     entry.obligations_decided += len(facts.examined)
     for a, b, why in facts.undecided:
-        if a.kind == ir.SMEM_ACCESS and a.buffer is not None:
-            key: Any = ("shared", a.buffer.name)
+        key: Any
+        if a.kind == ir.UNKNOWN_ACCESS and a.buffer is not None:
+            # an access through a pointer whose target is not followed: one obligation per site
+            key = ("pointer", a.location.filename, a.location.row, a.location.column)
+            what = f"{a.api}: its target is not known, no ordering asked of it"
+        elif a.kind == ir.SMEM_ACCESS and a.buffer is not None:
+            key = ("shared", a.buffer.name)
             if a.buffer.name in raced:
                 continue
             what = f"shared scalar '{a.buffer.name}': a write and another thread's access not proved ordered or racing"

@@ -211,7 +211,38 @@ def _memory(an: Analysis) -> MemoryFacts:
     _counter_resets(an, out)
     _release_scope_writes(an, out)
     _locked(an, out)
+    _unknown_targets(an, out)
     return out
+
+
+def _unknown_targets(an: Analysis, out: MemoryFacts) -> None:
+    """Accesses through a pointer whose target the model does not follow (UNKNOWN_ACCESS: a
+    local pointer a loop swaps, rotates or advances in a way the walk does not solve). No pair
+    is asked of them: each is an undecided obligation at its own line, and every location of its
+    memory the engine examined -- a shared location among the pointer's candidate objects when
+    they are known, any global question -- is undecided too unless a race was proved on it (the
+    unknown access may be the other end of an unordered pair). Never a finding."""
+    unknown = [o for o in an.model.ops if o.kind == ir.UNKNOWN_ACCESS]
+    if not unknown:
+        return
+    raced = {r.first.buffer.name for r in out.races if r.first.buffer is not None}
+    reps: dict = {}
+    for o in an.model.ops:
+        if o.kind == ir.SMEM_ACCESS and o.buffer is not None:
+            reps.setdefault(("shared", o.buffer.name), o)
+        reps.setdefault(("global", id(o)), o)
+    for u in unknown:
+        assert u.buffer is not None and u.access is not None
+        space = (u.access.via or "").split(" ")[0]
+        cands = {r.name for r in u.operands}
+        why = an.model.pointer_unknowns.get(u.buffer.name, f"the target of `{u.buffer.name}` is not followed")
+        out.undecided.append((u, u, why))
+        for key in sorted(out.examined, key=str):
+            if key[0] != space or (rep := reps.get(key)) is None:
+                continue
+            if space == "shared" and (key[1] in raced or (cands and key[1] not in cands)):
+                continue
+            out.undecided.append((rep, u, f"the {u.api} at line {u.location.row} may access it ({why})"))
 
 
 def _release_scope_writes(an: Analysis, out: MemoryFacts) -> None:
@@ -706,6 +737,99 @@ def _uniform_blocks(an: Analysis, fl, w: ir.Op, r: ir.Op) -> str | None:
     return "both"
 
 
+def _residue(c: E.Expr, counter: E.Var) -> tuple[int, int] | None:
+    """(p, j) of a condition `k % p == j` over the loop counter k (a body walked once per
+    residue: a loop that rotates pointers, `walk_statements._walk_rotated`); None otherwise."""
+    if not (isinstance(c, E.Bin) and c.op == "==" and isinstance(c.b, E.Const) and isinstance(c.a, E.Bin)):
+        return None
+    m = c.a
+    if m.op != "%" or m.a != counter or not isinstance(m.b, E.Const):
+        return None
+    p, j = m.b.value, c.b.value
+    if type(p) is not int or type(j) is not int or not 0 <= j < p:
+        return None
+    return p, j
+
+
+def _residue_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> bool | None:
+    """A write and a read in one loop whose guards differ only by the residue of the loop's
+    counter (`k % p == j`: the body walked once per residue). Iteration k runs the ops of residue
+    k mod p (and those with none), so an end at residue a meets the other end, at residue b, first
+    d = (b - a) mod p iterations later (d >= 1: two residues differ), and later meetings have
+    more ops between. Asked over that path: the rest of iteration k's ops of residue a, the
+    iterations between (each its residue's ops), then iteration k + d's ops before the other end;
+    in both orders (write first, read first). A race needs iterations a .. a + d, which some
+    launch runs.
+    None when the pair is not of this shape (the caller goes on as before)."""
+    from .. import solver
+
+    if not w.loops or w.loops != r.loops:
+        return None
+    lid = w.loops[-1]
+    lp = an.model.loops.get(lid)
+    if lp is None or not lp.uniform:
+        return None
+
+    def split(o):
+        res = [(c, _residue(c, lp.counter)) for c in o.guard.uniform]
+        return {c for c, x in res if x is None}, [x for _, x in res if x is not None]
+
+    rest_w, rw = split(w)
+    rest_r, rr = split(r)
+    if rest_w != rest_r or len(rw) != 1 or len(rr) != 1 or rw[0][0] != rr[0][0] or rw[0][1] == rr[0][1]:
+        return None
+    p = rw[0][0]
+    body = [o for o in fl.ops if lid in o.loops]
+    if any(o.loops != w.loops for o in body):
+        return None  # a nested loop: which of its iterations run between is not asked here
+    lo_rest = set(rest_w)
+
+    def runs(o, j):
+        # o runs in an iteration of residue j (its other conditions the pair's own)
+        rest, rs = split(o)
+        return rest <= lo_rest and all(q == p and i == j for q, i in rs) and all(q == p for q, _ in rs)
+
+    def unknown(o):
+        rest, rs = split(o)
+        return not (rest <= lo_rest) or any(q != p for q, _ in rs)
+
+    found = False
+    for first, second, t1, t2 in ((w, r, tw, tr), (r, w, tr, tw)):
+        a = split(first)[1][0][1]
+        b = split(second)[1][0][1]
+        d = (b - a) % p
+        # the first meeting: iterations a .. a + d (the first of residue a, then d more)
+        its = range(a, a + d + 1)
+        trips = [E.binop("<", E.Const(i), lp.trip) for i in its] if lp.trip is not None else []
+        conds = trips + [E.substitute(c, {lp.counter.name: E.Const(i)}) for i in its for c in rest_w]
+        if lp.trip is None or any(c.is_opaque() or c.depends_on(E.LOOP) for c in conds):
+            out.undecided.append((w, r, "a loop whose iterations' residues are asked: its trip count not known"))
+            return False
+        if not solver.feasible(E.conj(*conds), an.solver_timeout_ms):
+            continue  # no launch runs the d + 1 iterations: they never meet
+        if any(unknown(o) for o in body):
+            out.undecided.append((w, r, "an op of the loop under a condition the residues do not decide"))
+            return False
+        between = [o for o in body if o.order > first.order and runs(o, a)]
+        for i in range(1, d):
+            between += [o for o in body if runs(o, (a + i) % p)]
+        between += [o for o in body if o.order < second.order and runs(o, b)]
+        if d > 1 and any(
+            ix.depends_on(E.LOOP) or ix.is_opaque()
+            for o in (first, second)
+            for ix in (o.buffer.index if o.buffer else ())
+        ):
+            out.undecided.append((first, second, "an index over the loop counter, iterations apart"))
+            return False
+        race = _race_over(an, between, first, second, t1, t2, out, next_iteration=True)
+        if race is not None:
+            race.next_iteration = True
+            out.races.append(race)
+            found = True
+            break
+    return found
+
+
 def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> bool:
     """A write and a read of one shared scalar by threads `tw` / `tr`: a Race (or a hand-off race)
     appended to `out` (True), proved ordered, or undecided with its reason (False)."""
@@ -742,6 +866,8 @@ def _ask_pair(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) ->
             out.races.append(across)
             return True
         why = "they are in different loops"
+    elif set(w.guard.uniform) != set(r.guard.uniform) and (res := _residue_pair(an, fl, w, r, tw, tr, out)) is not None:
+        return res
     elif set(w.guard.uniform) != set(r.guard.uniform):
         blocks = _uniform_blocks(an, fl, w, r)
         if blocks == "never":
@@ -1470,6 +1596,31 @@ def _first_iteration_runs(an: Analysis, x: ir.Op, depth: int) -> bool:
     return solver.feasible(E.conj(*conds), an.solver_timeout_ms)
 
 
+def _ordered_under_common(an: Analysis, fl, w, r, first, second, tf, ts, common, out, both) -> bool:
+    """`_across_loops`'s proof of order over the path of barriers whose conditions are among
+    `both` (each end's block-uniform conditions): they run in every instance where both ends run.
+    True when every pair of threads meets at one (the back edge of the loop around both asked as
+    `_across_loops` does); False when not proved (the caller leaves the pair undecided)."""
+    lo, hi = first.order, second.order
+    path = sorted(
+        [o for o in _chain(fl, first, lo, hi, common + 1) if set(o.guard.uniform) <= both]
+        + [o for o in fl.ops if lo < o.order < hi and o.loops == first.loops[:common] and set(o.guard.uniform) <= both]
+        + [o for o in _chain(fl, second, lo, hi, common + 1) if set(o.guard.uniform) <= both],
+        key=lambda o: o.order,
+    )
+    syncs = [o for o in path if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
+    if not syncs or not all(o.guard.exact and an.threads.executing(o) is not None for o in syncs):
+        return False
+    for t1 in _representatives(an, path, tf):
+        for t2 in _representatives(an, path, ts):
+            if _ordered_by_barrier(an, path, t1, t2) is not True:
+                return False
+    repeats = common > 0 and _repeats(an, first.loops[common - 1], first.guard.uniform)
+    if repeats and not _back_edge_ordered(an, fl, first, second, common, tf, ts):
+        out.undecided.append((w, r, "in different loops, across iterations of the loop around both"))
+    return True
+
+
 def _across_loops(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts) -> Race | bool:
     """Two accesses of one shared element in different loops nested at one common level: one
     before a loop and the other in it (a write before a sweep loop, its reads in every sweep),
@@ -1498,7 +1649,10 @@ def _across_loops(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr, out: MemoryFacts
         return False
     uf, us = set(first.guard.uniform), set(second.guard.uniform)
     if uf - _loop_conds(an, first, common) != us - _loop_conds(an, second, common):
-        return False
+        # different block-uniform conditions (a rotated pointer's residue `k % p == j` in the loop,
+        # the trip count's residue after it): proved ordered only by barriers that run whenever
+        # both ends do (their conditions among both ends' own); anything else as before
+        return _ordered_under_common(an, fl, w, r, first, second, tf, ts, common, out, uf & us)
     lo, hi = first.order, second.order
     after_first = [o for o in _chain(fl, first, lo, hi, common + 1)]
     before_second = [o for o in _chain(fl, second, lo, hi, common + 1)]

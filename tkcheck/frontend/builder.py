@@ -944,6 +944,8 @@ class KernelWalker:
         }
         for p in c.get_children():
             if p.kind == CK.PARM_DECL:
+                if p.type.get_canonical().kind.name == "POINTER":
+                    self.exprs.pointer_vars.add(p.spelling)
                 env.define(p.spelling, self.types.param_value(p, env))
         body = next((ch for ch in c.get_children() if ch.kind == CK.COMPOUND_STMT), None)
         ctx = Ctx(env=env, guard=ir.Guard())

@@ -140,6 +140,31 @@ class DsmemPtr:
 
 
 @dataclass(frozen=True)
+class UnknownPtr:
+    """A pointer variable whose value the model does not follow (a local pointer a loop body
+    assigns in a way the walk does not solve: swapped with another, rotated, advanced
+    conditionally). `space`: the memory its values were in (shared | global); `candidates`:
+    the objects it held before the loop (it may hold any of them, or another address). An
+    access through it is an UNKNOWN_ACCESS: coverage, never a finding and never no event."""
+
+    name: str
+    space: str
+    candidates: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class ChoicePtr:
+    """A pointer variable holding one of a few values, each under a block-uniform condition
+    (`options`: (condition, value)): a pointer a loop rotates holds at iteration k the value of
+    residue k mod p (`k % p == j`), and after the loop the value of `trip % p`. An access through
+    it is one access per option, each under its condition."""
+
+    name: str
+    options: tuple[tuple[Any, Any], ...]
+
+
+@dataclass(frozen=True)
 class GroupScope:
     warps: int
 

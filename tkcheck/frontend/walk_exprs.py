@@ -12,7 +12,20 @@ from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
 from . import cexpr
-from .value_types import Allocator, DsmemPtr, Func, GroupScope, Lambda, NamedBar, Obj, Rec, StructType, TypeVal
+from .value_types import (
+    Allocator,
+    ChoicePtr,
+    DsmemPtr,
+    Func,
+    GroupScope,
+    Lambda,
+    NamedBar,
+    Obj,
+    Rec,
+    StructType,
+    TypeVal,
+    UnknownPtr,
+)
 from .walk_env import CK, Ctx, loc_of, tokens_of, value_names
 from .walk_arith import _ArrVal, _tile_attr, _to_bool, convert_int, shared_copy
 from .walker_core import ExprWalker
@@ -29,6 +42,9 @@ class ExprEvaluation:
         self._memory_only = 0  # > 0 while a dry-walked condition's memory events are emitted
         # in such a condition: the Var of the last read of each `__shared__` scalar (`read_value`)
         self._scalar_reads: dict[str, E.Var] = {}
+        # the names declared with a pointer type (kernel parameters, local variables): a global
+        # address held by one of them is a pointer the loop and branch passes follow (loop_pointers)
+        self.pointer_vars: set[str] = set()
         # the Vars that stand for addresses in global memory (`&C[i]`, a local `float *c` set from
         # it): Var name -> the kernel pointer parameter the address is computed from
         self._global_ptrs: dict[str, str] = {}
@@ -38,7 +54,14 @@ class ExprEvaluation:
 
     # and the warp collectives (`if (__any_sync(m, p))`, `if (lane < 16 && elect_one())`): they
     # synchronise their lanes wherever they are evaluated
-    _MEMORY_KINDS = (ir.SMEM_ACCESS, ir.GLOBAL_LOAD, ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL, ir.WARP_COLL)
+    _MEMORY_KINDS = (
+        ir.SMEM_ACCESS,
+        ir.GLOBAL_LOAD,
+        ir.GLOBAL_STORE,
+        ir.GLOBAL_SIGNAL,
+        ir.WARP_COLL,
+        ir.UNKNOWN_ACCESS,
+    )
 
     @contextmanager
     def memory_only(self):
@@ -71,6 +94,15 @@ class ExprEvaluation:
         if v.name in self._global_ptrs:
             return self._global_ptrs[v.name]
         return v.name if v.kind == E.PARAM else None
+
+    def pointer_value(self, v) -> bool:
+        """v is an address in global memory held by a pointer: `_global_pointer`, and its root a
+        name declared as a pointer or an address the walk computed (an int parameter is not)."""
+        if not isinstance(v, Expr) or not self._global_pointer(v):
+            return False
+        while isinstance(v, E.Bin):
+            v = v.a
+        return isinstance(v, E.Var) and (v.name in self.pointer_vars or v.name in self._global_ptrs)
 
     def element_index(self, v) -> Expr | None:
         """The element i of a kernel pointer parameter p that an address value is `&p[i]` of (also
@@ -206,6 +238,9 @@ class ExprEvaluation:
                     actx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, True))
                     bctx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, False))
                 a, b = self.ev(na, actx, cursor), self.ev(nb, bctx, cursor)
+                chosen = self._chosen_pointer(node, c, a, b, ctx)
+                if chosen is not None:
+                    return chosen
                 if isinstance(c, Expr) and isinstance(a, Expr) and isinstance(b, Expr):
                     return E.ite(_to_bool(c), a, b)
                 return self.opaque_from(node, (c, a, b))
@@ -290,6 +325,19 @@ class ExprEvaluation:
             finally:
                 self._no_elem_access -= 1
         a = self.ev(inner, ctx, cursor)
+        if op == "*" and isinstance(a, ChoicePtr):
+            name = _plain_name(inner)
+            if name is None or self._no_elem_access:
+                a = _unknown_choice(a)
+            else:
+                for cond, v in a.options:
+                    self._ev_unary(node, op, inner, _bound(ctx, name, v, cond), cursor)
+                return self.opaque_from(node, ())
+        if op == "*" and isinstance(a, UnknownPtr):
+            if self._no_elem_access:
+                return a
+            self.unknown_access(a, "read", ctx, cursor)
+            return self.opaque_from(node, ())
         if op == "*" and not self._no_elem_access and cursor is not None and self._global_pointer(a):
             # `*c` of a pointer into global memory (a kernel parameter, `float *c = &C[i]`): a
             # plain (weak) load
@@ -363,6 +411,23 @@ class ExprEvaluation:
         else:
             base = self.ev(nbase, ctx, cursor)
         idx = self.ev(nidx, ctx, cursor)
+        if isinstance(base, ChoicePtr):
+            # `p[i]` of a pointer holding one of a few values, each under a block-uniform
+            # condition (a rotated pointer): one access per option, under its condition
+            name = _plain_name(nbase)
+            if name is None or self._no_elem_access:
+                base = _unknown_choice(base)
+            else:
+                for cond, v in base.options:
+                    self._ev_index(node, nbase, nidx, _bound(ctx, name, v, cond), cursor)
+                return self.opaque_from(node, (idx,))
+        if isinstance(base, UnknownPtr):
+            # `p[i]` of a pointer whose target the walk does not follow: an access of unknown
+            # location (coverage), and `&p[i]` an address as unknown as p
+            if self._no_elem_access:
+                return base
+            self.unknown_access(base, "read", ctx, cursor)
+            return self.opaque_from(node, (idx,))
         if isinstance(base, NamedBar):  # TK's barrier<N>::operator[]: barrier(id + i)
             return NamedBar(
                 E.binop("+", base.id, idx) if isinstance(base.id, Expr) and isinstance(idx, Expr) else None,
@@ -863,13 +928,23 @@ class ExprEvaluation:
         self.w.inline.expand(f, args, ctx, cursor, None, this=obj)
         return obj
 
-    def assign(self, node: cexpr.Assign, ctx: Ctx, cursor):
+    def assign(self, node: cexpr.Assign, ctx: Ctx, cursor, value: Any = None):
         op, lhs, rhs = node.op, node.target, node.value
         if op != "=" and isinstance(lhs, cexpr.Name) and len(lhs.segments) == 1:
             rec = self._overloaded_update(node, ctx, cursor)
             if rec is not None:
                 return rec
-        val = self.ev(rhs, ctx, cursor)
+        # `value`: the right-hand side evaluated already (a store through each option of a ChoicePtr)
+        val = self.ev(rhs, ctx, cursor) if value is None else value
+        if isinstance(lhs, (cexpr.Index, cexpr.Un)) and (lhs.op == "*" if isinstance(lhs, cexpr.Un) else True):
+            pnode = lhs.obj if isinstance(lhs, cexpr.Index) else lhs.a
+            choice = self.ev(pnode, replace(ctx, dry=True), cursor)
+            name = _plain_name(pnode)
+            if isinstance(choice, ChoicePtr) and name is not None:
+                # `p[i] = v` through a pointer of a few values: a store through each, under its condition
+                for cond, v in choice.options:
+                    self.assign(node, _bound(ctx, name, v, cond), cursor, value=val)
+                return val
         if op == "=" and isinstance(val, tuple) and val and val[0] == "tmem_tile" and not ctx.dry:
             if self._assign_tmem_tile(lhs, val, ctx, cursor):
                 return val
@@ -905,6 +980,19 @@ class ExprEvaluation:
             if not ctx.env.assign(name, new):
                 ctx.env.define(name, new)
             return new
+        if isinstance(lhs, (cexpr.Index, cexpr.Un)) and (lhs.op == "*" if isinstance(lhs, cexpr.Un) else True):
+            through = self.ev(lhs.obj if isinstance(lhs, cexpr.Index) else lhs.a, replace(ctx, dry=True), cursor)
+            if isinstance(through, ChoicePtr):
+                through = _unknown_choice(through)
+            if isinstance(through, UnknownPtr):
+                # `p[i] = v` / `*p = v` through a pointer whose target the walk does not follow
+                if isinstance(lhs, cexpr.Index) and not ctx.dry:
+                    with self.memory_only():
+                        self.ev(lhs.index, ctx, cursor)
+                if op != "=":
+                    self.unknown_access(through, "read", ctx, cursor)
+                self.unknown_access(through, "write", ctx, cursor)
+                return val
         if isinstance(lhs, cexpr.Index):
             # a store into a shared array element (`x[i] = v`, `tile.data[i] += v`)
             self._no_elem_access += 1
@@ -1091,6 +1179,48 @@ class ExprEvaluation:
             ctx,
         )
 
+    def _chosen_pointer(self, node: cexpr.Node, c, a, b, ctx: Ctx) -> ChoicePtr | UnknownPtr | None:
+        """`c ? x : y` of two different pointers (`float *p = odd ? ping : pong;`): under a
+        block-uniform condition a ChoicePtr of the two (an access through it is one per option,
+        under its condition), under any other an UnknownPtr; None when no operand is a pointer."""
+        from . import loop_pointers
+
+        spaces = {loop_pointers.pointer_space(v, self) for v in (a, b)}
+        if spaces == {None} or a == b:
+            return None
+        name = cexpr.render(node)[:40]
+        if isinstance(c, Expr) and None not in spaces and len(spaces) == 1:
+            cls, cexp = self.w.stmts._classify(_to_bool(c), ctx)
+            if cls == "uniform" and isinstance(cexp, Expr):
+                return ChoicePtr(name, ((cexp, a), (E.negate(cexp), b)))
+        merged = loop_pointers.merged(name, a, b, self)
+        if merged is None:
+            return None
+        return replace(merged, why=f"`{name}` chooses its object by a condition that is not block-uniform")
+
+    def unknown_access(self, ptr: UnknownPtr, access: str, ctx: Ctx, cursor) -> None:
+        """A load or store through a pointer whose target is not followed (`UnknownPtr`): an
+        UNKNOWN_ACCESS event at the user's line, so the memory engine leaves what it may touch
+        undecided (never no event, never a finding)."""
+        if cursor is None:
+            return
+        verb = "store" if access == "write" else "load"
+        self.emit(
+            ir.Op(
+                ir.UNKNOWN_ACCESS,
+                f"{ptr.space} {verb} through `{ptr.name}`",
+                loc_of(cursor, self.w.filename),
+                ctx.guard,
+                ctx.loops,
+                buffer=ir.Ref(ptr.name),
+                operands=tuple(ir.Ref(c) for c in ptr.candidates),
+                access=ir.AccessFacts(access, via=f"{ptr.space} pointer"),
+            ),
+            ctx,
+        )
+        if self.w.model is not None and not ctx.dry:
+            self.w.model.pointer_unknowns[ptr.name] = ptr.why
+
     def read_value(self, v):
         """In a condition walked for its memory events (`_memory_only`), a `__shared__` scalar read
         there stands for the value it loaded: the Var its SMEM_ACCESS names (`AccessFacts.result`),
@@ -1260,6 +1390,25 @@ class ExprEvaluation:
             ),
             ctx,
         )
+
+
+def _plain_name(n: cexpr.Node) -> str | None:
+    """The variable a node names (`src`), or None."""
+    return n.segments[0].name if isinstance(n, cexpr.Name) and len(n.segments) == 1 else None
+
+
+def _bound(ctx: Ctx, name: str, value: Any, cond: Expr) -> Ctx:
+    """ctx with `name` bound to one option of a ChoicePtr, under its condition."""
+    env = ctx.env.child()
+    env.define(name, value)
+    return replace(ctx, env=env, guard=ctx.guard.with_uniform(cond))
+
+
+def _unknown_choice(c: ChoicePtr) -> UnknownPtr:
+    """A ChoicePtr reached where its options cannot be taken one by one (`&p[i]`, `(p + 1)[i]`)."""
+    return UnknownPtr(
+        c.name, "unknown", (), f"`{c.name}` holds one of several objects by the iteration: not followed here"
+    )
 
 
 def _vector_width(pnode: cexpr.Node, ptr) -> int | None:

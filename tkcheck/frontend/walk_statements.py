@@ -11,7 +11,7 @@ from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.expr import Expr
-from . import cexpr, walk_ptxns
+from . import cexpr, loop_pointers, walk_ptxns
 from .poll_helpers import polled_probe
 from .value_types import Allocator, CgGroup, NamedBar, Obj, Rec, StructType
 from .macros import expand_fn_macros
@@ -112,6 +112,12 @@ class _Slot:
             env.assign(self.name, value)
 
 
+def _leaves_early(body) -> bool:
+    """A body that may leave its iteration or the loop before its end (`break`, `continue`,
+    `return`, `goto`): its pointers' values per iteration are not the rotation's alone."""
+    return body is None or bool({"break", "continue", "return", "goto"} & set(tokens_of(body)))
+
+
 class _System:
     """A loop's update of its carried slots, as seen by the enclosing loop's analysis."""
 
@@ -197,6 +203,8 @@ class StatementWalk:
         self._system_logs: list = []  # per loop being analysed: the updates of its nested loops
         self._flat_registry: dict = {}  # closed forms of flat sequences (persistent rings) -> origin
         self._last_system: tuple | None = None  # the carried-variable system of the loop walked last
+        # the pointer variables of the loop walked last: name -> (value before, end of the dry pass)
+        self._last_pointers: dict = {}
         self._last_uniform: set = set()  # its slots whose unknown values are block-uniform
         self._fresh_slots = 0  # carried-variable systems solved so far (names their start values)
         self._carried_trip_of: Expr | None = None  # the trip count of the loop whose carried values are solved next
@@ -226,6 +234,8 @@ class StatementWalk:
                 first_type = None
                 for d in c.get_children():
                     if d.kind == CK.VAR_DECL:
+                        if d.type.get_canonical().kind.name == "POINTER":
+                            self.w.exprs.pointer_vars.add(d.spelling)
                         first_type = self.declare(d, ctx, stmt_toks, first_type)
                     elif d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
                         t = self.w.types.local_alias(d, ctx.env)
@@ -1144,11 +1154,24 @@ class StatementWalk:
                 new = b
             elif else_w is None:
                 new = a
+            elif (up := self._merged_pointer(name, a, b, cond)) is not None:
+                new = up  # a pointer each branch points elsewhere: not one branch's value
             elif isinstance(a, Expr) and isinstance(b, Expr):
                 new = E.ite(cond, a, b) if cond is not None else (a if a == b else E.opaque(f"{name}@branch"))
             else:
                 new = a if a is b else (E.opaque(f"{name}@branch") if isinstance(a, Expr) or isinstance(b, Expr) else a)
             ctx.env.assign(name, new)
+
+    def _merged_pointer(self, name: str, a, b, cond):
+        """A pointer variable the two branches of an `if` leave at different values: unknown
+        (loop_pointers.merged), unless both are global addresses whose `cond ? a : b` is one."""
+        ex = self.w.exprs
+        if isinstance(a, Expr) and isinstance(b, Expr):
+            if name not in ex.pointer_vars or not (ex.pointer_value(a) or ex.pointer_value(b)):
+                return None
+            if cond is not None and ex._global_pointer(E.ite(cond, a, b)):
+                return None
+        return loop_pointers.merged(name, a, b, ex)
 
     @staticmethod
     def _try_wait_loop(c, kids) -> Any:
@@ -1314,6 +1337,7 @@ class StatementWalk:
             body, inc_c, lctx, exclude={var_name} if var_name else set(), counter=counter, ivar=ivar
         )
         uniform_slots, self._last_uniform = self._last_uniform, set()
+        pointer_sys, self._last_pointers = self._last_pointers, {}
         system = self._last_system
         self._last_system = None
         continued, self._last_continued = self._last_continued, None
@@ -1338,6 +1362,17 @@ class StatementWalk:
         heads = {slot: _uniform_unknown(closed(counter), slot in uniform_slots) for slot, closed in carried.items()}
         for slot, v in heads.items():
             slot.set(env, v)
+        # pointers the body changes that the walk does not solve: unknown in the loop and after
+        unknown_ptrs, rotation = self._unknown_pointers(pointer_sys, carried, heads, system, loc)
+        for name, up in unknown_ptrs.items():
+            env.assign(name, up)
+        if rotation is not None and (infinite or _leaves_early(body)):
+            rotation = None
+        if rotation is not None:
+            # a rotation the walk follows: at iteration k each pointer holds the value of
+            # residue k mod p (loop_pointers.values_at), an option per residue
+            for name, up in loop_pointers.choices(rotation[0], rotation[1], counter).items():
+                env.assign(name, up)
         saved_breaks = self._loop_breaks
         self._loop_breaks = []
         saved_goes_on = self._break_goes_on
@@ -1448,6 +1483,20 @@ class StatementWalk:
             else:
                 after[slot] = E.opaque(f"{slot.label}@after-loop")
             slot.set(ctx.env, after[slot])
+        for name, up in unknown_ptrs.items():
+            ctx.env.assign(name, up)
+        if rotation is not None and loop.trip is not None:
+            # after the loop (no early exit: `_leaves_early`) the rotation is where the trip count
+            # leaves it: a known count names the values, a count of the launch's values an option
+            # per residue of it
+            sigma, v0s = rotation
+            n_trip = loop.trip.eval({})
+            if isinstance(n_trip, int) and n_trip >= 0:
+                for name, v in loop_pointers.values_at(sigma, v0s, n_trip % loop_pointers.period(sigma)).items():
+                    ctx.env.assign(name, v)
+            elif not loop.trip.is_opaque() and not loop.trip.depends_on(E.THREAD) and not loop.trip.depends_on(E.LOOP):
+                for name, up in loop_pointers.choices(sigma, v0s, loop.trip).items():
+                    ctx.env.assign(name, up)
         if system is not None and real_ends is not None:
             loop.simulated = _simulated(heads, after, system[2], real_ends)
         if system is not None and loop.trip is not None and not loop.trip.depends_on(E.THREAD):
@@ -1776,19 +1825,58 @@ class StatementWalk:
             e = e.parent
         return out
 
+    def _unknown_pointers(self, pointer_sys, carried, heads, system, loc) -> tuple[dict, tuple[dict, dict] | None]:
+        """The pointer variables a loop changes and the walk does not solve, as UnknownPtr
+        (loop_pointers): shared pointers (objects) the body assigns, and pointers into global
+        memory (scalars here) whose value at the head of an iteration is no global address.
+        With them, the rotation (sigma, values before the loop) when the body permutes them in a
+        cycle of at most MAX_PERIOD (`_walk_rotated`), else None."""
+        where = f"line {loc.row}"
+        out = loop_pointers.unknown_heads(pointer_sys, self.w.exprs, where)
+        allp = dict(pointer_sys)
+        if system is None:
+            return out, self._rotation(allp)
+        start, ends, v0s = system
+        gl = {}
+        for slot, v in heads.items():
+            v0 = v0s.get(slot)
+            if slot.rec is not None or slot.name not in self.w.exprs.pointer_vars or not self.w.exprs.pointer_value(v0):
+                continue
+            if self.w.exprs._global_pointer(v):
+                continue  # solved (`p = p + stride`: the parameter plus k strides)
+            e = ends.get(slot)
+            # a swap of two global pointers: the end of one is the start of the other
+            gl[slot.name] = (v0, next((loop_pointers.PtrStart(o.name) for o in start if start[o] == e), e))
+        for n, up in loop_pointers.unknown_heads(gl, self.w.exprs, where).items():
+            out.setdefault(n, up)
+        allp.update(gl)
+        return out, self._rotation(allp)
+
+    def _rotation(self, pointers: dict) -> tuple[dict, dict] | None:
+        sigma = loop_pointers.permutation(pointers, self.w.exprs)
+        if sigma is None or loop_pointers.period(sigma) > loop_pointers.MAX_PERIOD:
+            return None
+        return sigma, {n: pointers[n][0] for n in sigma}
+
     def _carried_variables(self, body, inc_c, ctx: Ctx, exclude: set[str], counter: E.Var | None = None, ivar=None):
         """slot -> function(counter) giving the value at the start of iteration k. Slots are
         the scalar variables the loop body assigns and the scalar fields of records it
         changes (also inside the functions it calls)."""
+        self._last_pointers = {}
         # the loop's trip count (set by the caller; read before the dry pass walks inner loops)
         trip, self._carried_trip_of = self._carried_trip_of, None
         out = {}
         names = [n for n in self._assigned_names(body, inc_c, ctx.env) if n not in exclude]
         scalars = {}
+        # pointers to shared memory (objects) and pointers already unknown: followed by the dry
+        # pass below (loop_pointers); a pointer into global memory is a scalar here
+        ptrs = {}
         for n in names:
             v = ctx.env.lookup(n)
             if isinstance(v, Expr) and ctx.env.has(n):
                 scalars[_Slot(n)] = v
+            elif ctx.env.has(n) and loop_pointers.pointer_space(v, self.w.exprs) is not None:
+                ptrs[n] = v
         if body is None:
             return out
         # a local object's scalars live in the scope as `path.field`: an object the body hands
@@ -1822,7 +1910,7 @@ class StatementWalk:
             for fname, v in rec.fields.items():
                 if isinstance(v, Expr) and not (ivar is not None and ivar.field == fname and ivar.rec is rec):
                     fields[_Slot(fname, rec)] = v
-        if not scalars and not fields:
+        if not scalars and not fields and not ptrs:
             return out
         # one dry pass with symbolic start values
         self._fresh_slots += 1
@@ -1836,6 +1924,8 @@ class StatementWalk:
             denv.define(sl.name, start[sl])
         for sl in fields:
             sl.rec.fields[sl.name] = start[sl]
+        for n in ptrs:
+            denv.define(n, loop_pointers.PtrStart(n))
         dctx = replace(ctx, env=denv, dry=True)
         saved = self._loop_breaks
         self._loop_breaks = []
@@ -1851,6 +1941,7 @@ class StatementWalk:
             self._break_at = saved_at
             nested = self._system_logs.pop()
             ends = {sl: denv.vars.get(sl.name) for sl in scalars}
+            self._last_pointers = {n: (v, denv.vars.get(n)) for n, v in ptrs.items()}
             for sl, v in fields.items():
                 ends[sl] = sl.rec.fields.get(sl.name)
                 sl.rec.fields[sl.name] = v
@@ -1858,6 +1949,8 @@ class StatementWalk:
         # every other solver
         from . import ring_walk
 
+        if not scalars and not fields:
+            return out
         walk_ends, walk_nested = dict(ends), nested
         ends, nested = ring_walk.hide(ends, nested)
         # fields left as they were: their start values stand for their values before the loop

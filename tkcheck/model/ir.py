@@ -646,6 +646,10 @@ GLOBAL_SIGNAL = "global_signal"  # atomic/red on global memory: global_access
 GLOBAL_LOAD = "global_load"  # a load of global memory in inline PTX or volatile: global_access
 GLOBAL_STORE = "global_store"  # a plain (weak) store to global memory: `p[i] = v`, `*p = v`,
 #                                 `warpgroup::store(gl, tile, ...)`: global_access (sem "weak")
+# a load or store through a pointer whose target the model does not follow (a local pointer a loop
+# swaps or rotates): access (AccessFacts: mode), buffer (Ref of the pointer's name), memory (shared |
+# global). No engine pairs it; the memory engine makes the locations it may touch undecided
+UNKNOWN_ACCESS = "unknown_access"
 TMEM_OP = "tmem_op"  # tmem (TmemFacts): alloc | dealloc | load | store | wait_ld | wait_st | cp;
 #                                 load/store: operands (tile Ref), group_warps
 PDL = "pdl"  # pdl: wait (griddepcontrol.wait: the previous grid's results
@@ -804,6 +808,8 @@ class KernelModel:
     tmem_tiles: dict[str, TmemTile] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # assumptions stated to the user
     unmodelled: list[tuple[Location, str]] = field(default_factory=list)  # for --show-unknown
+    # pointer variables whose target the walk does not follow (UNKNOWN_ACCESS ops name them): why
+    pointer_unknowns: dict[str, str] = field(default_factory=dict)
     # asm statements written by macros that synchronise or could not be read (coverage sites)
     macro_asm: list[Location] = field(default_factory=list)
     # (file, row, census name) of libcu++ atomic sites the walk modelled that no event stands at: the
