@@ -3271,8 +3271,9 @@ def _runs_after(an: Analysis, rd: ir.Op, sp: ir.Op) -> bool:
         return False
     m = an.model
     own = [lid for lid in rd.loops if lid not in sp.loops]
-    if any(c.is_opaque() for c in extra):
-        return False
+    if any(c.is_opaque() and not E.alike_for_all(c) for c in extra):
+        return False  # over unknowns every thread holds alike (a pure helper's value of the
+        # broadcast ticket) they are free values of the witness, as a ticket is (`_unwritten_element`)
     conds = list(extra)
     for lid in own:
         lp = m.loops.get(lid)

@@ -3270,6 +3270,23 @@ def _own_store_wait(an: Analysis, sp: ir.Op, poll: ir.Op, writes: list[ir.Op]) -
     return SpinOwnStore(sp, poll, ga.base or "", st, v)
 
 
+def _runs_first_iteration(sp: ir.Op, poll: ir.Op) -> bool:
+    """Does every thread that runs the spin `sp` make the poll in the spin's first iteration? An
+    exact guard says so; so does one made inexact by the spin's own loop alone (`Guard.exits` ==
+    the spin's loop: the body of `do { w = ld(&f[p]); } while (...)`, which runs in every iteration
+    the thread has not left yet, the first included), when the rest of it is the spin's guard."""
+    g = poll.guard
+    if g.exact:
+        return True
+    return (
+        bool(sp.loops)
+        and g.exits == (sp.loops[-1],)
+        and not g.opaque
+        and g.thread == sp.guard.thread
+        and g.uniform == sp.guard.uniform
+    )
+
+
 def _unwritten_element(
     an: Analysis, sp: ir.Op, poll: ir.Op, body: list[ir.Op], writes: list[ir.Op]
 ) -> SpinNever | None:
@@ -3291,7 +3308,7 @@ def _unwritten_element(
     ga = poll.global_access
     if facts is None or facts.cond is None or facts.breaks or ga is None or ga.result is None or ga.index is None:
         return None
-    if not sp.guard.exact or not poll.guard.exact or any(o.kind in (ir.EXIT, ir.CALL) for o in body):
+    if not sp.guard.exact or not _runs_first_iteration(sp, poll) or any(o.kind in (ir.EXIT, ir.CALL) for o in body):
         return None
     if any(o.kind == ir.CALL for o in an.model.ops) or not an.threads.executing(sp):
         return None

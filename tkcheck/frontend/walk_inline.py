@@ -8,6 +8,7 @@ from typing import Any
 
 from ..model import expr as E
 from ..model.expr import Expr
+from ..model import ir
 from ..model.ir import Guard
 from . import cexpr
 from .value_types import Func, Lambda, Rec, StructType
@@ -211,6 +212,7 @@ class InlineExpansion:
         sub = replace(
             ctx, env=fenv, frame=frame, depth=ctx.depth + 1, callers=ctx.callers + ((call_loc,) if call_loc else ())
         )
+        ops_before = len(self.w.model.ops) if self.w.model is not None else 0
         self.w.walk(body, sub)
         # values written through reference parameters flow back
         for p, a in zip(params, args):
@@ -221,9 +223,26 @@ class InlineExpansion:
         if frame.returns:
             vals_r = [v for _, v in frame.returns]
             if len(vals_r) == 1 or all(v == vals_r[0] for v in vals_r):
-                return vals_r[0]
-            merged = _merge_returns(frame.returns, ctx.guard)
-            return merged if merged is not None else E.opaque(f.name)
+                result = vals_r[0]
+            else:
+                merged = _merge_returns(frame.returns, ctx.guard)
+                result = merged if merged is not None else E.opaque(f.name)
+            # the callee's own loops of unknown trip are spin heads (their progress is asked): no
+            # other op may come from a pure function
+            emitted = self.w.model is not None and any(o.kind != ir.SPIN for o in self.w.model.ops[ops_before:])
+            if (
+                isinstance(result, Expr)
+                and not emitted
+                and not _closed_over(result, vals)
+                and all(isinstance(v, Expr) and E.alike_for_all(v) for v in vals)
+                and _pure_scalar_function(chosen, params)
+            ):
+                # a pure function of values every thread holds alike (no thread index, no memory,
+                # no call: `tile_of_ticket(k)` of a broadcast ticket) whose value the walk could not
+                # close over the arguments (a return inside a loop of data-dependent trip): every
+                # thread computes the same value, an unknown the block holds alike
+                return E.uniform_unknown(f.name)
+            return result
         return None
 
     def _copy_object(self, rec: Rec, name: str, fenv: Env, ctx: Ctx) -> None:
@@ -451,6 +470,63 @@ def _opaque_to(value: Expr):
         return value if isinstance(x, E.Var) and x.kind == E.OPAQUE else None
 
     return fn
+
+
+def _closed_over(v: Expr, args: Sequence[Any]) -> bool:
+    """Is the value a pure call returned an expression over its arguments alone? A pure function's
+    value is a function of its arguments; any other name in it (a counter or a carried start value
+    of a loop inside the callee, an unknown of the callee's walk) means nothing once the callee
+    returned."""
+    mine = {x for a in args if isinstance(a, Expr) for x in a.free_vars()}
+    return v.free_vars() <= mine
+
+
+# names a pure function may not read: who runs it, or state that changes under it
+_IMPURE_NAMES = frozenset({"threadIdx", "clock", "clock64", "globaltimer", "laneid", "__activemask"})
+
+
+def _pure_scalar_function(fn: Any, params: list[Any]) -> bool:
+    """Is fn a pure function of its scalar parameters: taken by value (no pointer, no reference),
+    its body with no call, no inline asm, no subscript, no dereference, no member through a
+    pointer, no `static` or `__shared__` local, reading no variable but its own locals, its
+    parameters and constants of the file, and no thread index? Then every thread that calls it
+    with the same arguments gets the same value."""
+    if any("*" in p.type.spelling or "&" in p.type.spelling or "[" in p.type.spelling for p in params):
+        return False
+    body = next((ch for ch in fn.get_children() if ch.kind == CK.COMPOUND_STMT), None)
+    if body is None:
+        return False
+    for c in body.walk_preorder():
+        k = c.kind
+        if k in (CK.CALL_EXPR, CK.ASM_STMT, CK.MS_ASM_STMT, CK.ARRAY_SUBSCRIPT_EXPR, CK.CXX_NEW_EXPR):
+            return False
+        if k == CK.UNARY_OPERATOR:
+            toks = tokens_of(c)
+            if toks and toks[0] in ("*", "&"):
+                return False
+        if k == CK.MEMBER_REF_EXPR:
+            return False
+        if k == CK.VAR_DECL:
+            toks = tokens_of(c)
+            spelled = c.type.spelling
+            if "static" in toks or "__shared__" in toks or "*" in spelled or "&" in spelled or "[" in spelled:
+                return False
+        if k == CK.DECL_REF_EXPR:
+            if c.spelling in _IMPURE_NAMES:
+                return False
+            ref = c.referenced
+            if ref is None:
+                return False
+            if ref.kind in (CK.PARM_DECL, CK.ENUM_CONSTANT_DECL):
+                continue
+            if ref.kind == CK.VAR_DECL:
+                parent = ref.semantic_parent
+                if parent is not None and parent == fn:
+                    continue  # a local of the function
+                if "constexpr" in tokens_of(ref):
+                    continue  # a constant of the file
+            return False
+    return True
 
 
 def _merge_returns(returns: list[tuple[Guard, Any]], outer: Guard) -> Any:

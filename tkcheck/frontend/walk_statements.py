@@ -860,11 +860,13 @@ class StatementWalk:
             return guard.with_uniform(cond if positive else E.negate(cond))
         if isinstance(cond, Expr) and positive and len(_conjuncts(cond)) > 1:
             # `if (am_last && t < 128)`: the conjuncts over known values keep their places (the
-            # thread predicate, the uniform conditions); only the unknown ones make it inexact
+            # thread predicate, the uniform conditions); only the unknown ones make it inexact (a
+            # conjunct over unknowns every thread holds alike is a uniform condition, as a whole
+            # condition over them is: `_classify`)
             g = guard
             for c in _conjuncts(cond):
                 fv = c.free_vars()
-                if any(v.kind == E.OPAQUE for v in fv):
+                if any(v.kind == E.OPAQUE for v in fv) and not E.alike_for_all(c):
                     g = g.inexact(c)
                 elif any(v.kind == E.THREAD for v in fv):
                     g = g.with_thread(c)
