@@ -824,6 +824,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 acc.per_thread = True
             c_args = (round_loop, pattern, consumed)
             c_kw = {"pattern_exprs": exprs}
+            targets: list[tuple[int | None, frozenset[int], E.Expr]]
             if crossing:
                 # a target CTA that is a term over the thread / inner loop counters: the issuers
                 # and deliveries of every CTA summed per target (r15-remote)
@@ -831,8 +832,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 if parts is None:
                     acc.unknown.append(f"{op.api} at line {op.location.row} crosses CTAs")
                     break
-                targets = [(d, ts, n if enum else E.binop("*", times, E.Const(n))) for d, ts, n, enum in parts]
-                targets = [(d, ts, E.Const(t) if isinstance(t, int) else t) for d, ts, t in targets]
+                targets = [(d, ts, E.Const(n) if enum else E.binop("*", times, E.Const(n))) for d, ts, n, enum in parts]
             elif dests is not None:
                 targets = [
                     (d, part_issuers, times if k == 1 else E.binop("*", times, E.Const(k)))
