@@ -649,6 +649,76 @@ def destinations_at(op: ir.Op, r: int, size: int, env: dict | None = None) -> li
     return out
 
 
+def destination_parts(
+    model: ir.KernelModel, op: ir.Op, issuers: frozenset[int], round_loop: int | None
+) -> list[tuple[int, frozenset[int], int, bool]] | None:
+    """r15-remote: where an mbarrier op whose target CTA is a term over the thread and the
+    counters of loops inside its round (`mapa(full, tid / 64)`, `for (p ..) arrive(mapa(full,
+    p))`) lands, summed over the cluster: [(CTA d, the issuing threads of every CTA that signal
+    d's copy, deliveries to d per thread and round, whether that number replaces the round's
+    multiplicity (the inner loops enumerated) or multiplies it)]. Every CTA rank that runs op,
+    every issuing thread and every iteration of the inner loops (constant trips, their uniform
+    conditions counted) is enumerated through `destinations_at`, the one reading of where an op
+    lands. None: not known (cluster size, a trip, a value of the term)."""
+    size = cluster_size(model)
+    b = op.mbar
+    if size is None or b is None or b.cta is None or b.mbar_cta is not None or b.multicast or b.clc:
+        return None
+    ranks = _ranks_running(op, size)
+    if ranks is None or (
+        op.barrier is not None and any(v.name == "cta_rank" for ix in op.barrier.index for v in ix.free_vars())
+    ):
+        return None  # (an element picked by the sender's rank: one pattern per sender, not summed)
+    term_vars = b.cta.free_vars()
+    if any(v.kind not in (E.THREAD, E.LOOP) and v.name != "cta_rank" for v in term_vars):
+        return None
+    start = op.loops.index(round_loop) + 1 if round_loop is not None and round_loop in op.loops else 0
+    inner = [model.loops.get(lid) for lid in op.loops[start:]]
+    if any(lp is None for lp in inner):
+        return None
+    loop_names = {v.name for v in term_vars if v.kind == E.LOOP}
+    if not loop_names <= {lp.counter.name for lp in inner if lp is not None}:
+        return None  # moves with the round (or an outer loop): not one target per round
+    combos: list[dict] = [{}]
+    if loop_names:
+        import itertools
+
+        trips = []
+        for lp in inner:
+            t = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+            if not isinstance(t, int) or isinstance(t, bool) or t > 64:
+                return None
+            trips.append(max(t, 0))
+        names = [lp.counter.name for lp in inner if lp is not None]
+        conds = [c for c in op.guard.uniform if any(v.name in names for v in c.free_vars())]
+        combos = []
+        for vals in itertools.product(*(range(t) for t in trips)):
+            env = dict(zip(names, vals))
+            ok = [c.eval(env) for c in conds]
+            if any(v is None for v in ok):
+                return None
+            if all(ok):
+                combos.append(env)
+    by_thread = any(v.kind == E.THREAD for v in term_vars)
+    threads = sorted(issuers) if by_thread else [None]
+    if len(threads) * len(ranks) * len(combos) > MAX_ENUMERATED:
+        return None
+    groups: dict[tuple[int, int], set] = {}
+    for t in threads:
+        hits: dict[int, int] = {}
+        tenv = {} if t is None else {"tid": t, "tid_y": 0, "tid_z": 0}
+        for r in ranks:
+            for env in combos:
+                got = destinations_at(op, r, size, {**env, **tenv})
+                if got is None:
+                    return None
+                for d in got:
+                    hits[d] = hits.get(d, 0) + 1
+        for d, n in hits.items():
+            groups.setdefault((d, n), set()).update(issuers if t is None else {t})
+    return [(d, frozenset(ts), n, bool(loop_names)) for (d, n), ts in sorted(groups.items())]
+
+
 def _uniform_sig(
     op: ir.Op,
     model: ir.KernelModel | None = None,
@@ -719,11 +789,12 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
         pair_commit = _pair_commit(op)
         dests = destinations(m, op)
         b = op.mbar if op.mbar is not None else ir.BarrierFacts()
-        if (
+        crossing = (
             (b.remote or b.multicast or b.cta is not None or b.mbar_cta is not None)
             and not pair_commit
             and dests is None
-        ):
+        )
+        if crossing and (b.cta is None or b.mbar_cta is not None or b.multicast):
             acc.unknown.append(f"{op.api} at line {op.location.row} crosses CTAs")
             continue
         issuers = an.threads.issuers(op)
@@ -753,26 +824,39 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                 acc.per_thread = True
             c_args = (round_loop, pattern, consumed)
             c_kw = {"pattern_exprs": exprs}
-            for cta, mult in sorted(dests.items()) if dests is not None else [(None, 1)]:
+            targets: list[tuple[int | None, frozenset[int], E.Expr]]
+            if crossing:
+                # a target CTA that is a term over the thread / inner loop counters: the issuers
+                # and deliveries of every CTA summed per target (r15-remote)
+                parts = destination_parts(m, op, part_issuers, round_loop)
+                if parts is None:
+                    acc.unknown.append(f"{op.api} at line {op.location.row} crosses CTAs")
+                    break
+                targets = [(d, ts, E.Const(n) if enum else E.binop("*", times, E.Const(n))) for d, ts, n, enum in parts]
+            elif dests is not None:
+                targets = [
+                    (d, part_issuers, times if k == 1 else E.binop("*", times, E.Const(k)))
+                    for d, k in sorted(dests.items())
+                ]
+            else:
+                targets = [(None, part_issuers, times)]
+            for cta, who, times_c in targets:
                 key = _group_key(round_loop)
                 if elems_of is not None:
                     key += f" elements {sorted(elems_of)}"
                 if cta is not None:
                     key += f" in CTA {cta}"
-                times_c = times if mult == 1 else E.binop("*", times, E.Const(mult))
                 if op.kind == ir.MBAR_ARRIVE:
                     amount = op.count if op.count is not None else E.opaque("count")
-                    acc.arrivals.setdefault(key, []).append(
-                        Contribution(op, part_issuers, amount, times_c, *c_args, **c_kw)
-                    )
+                    acc.arrivals.setdefault(key, []).append(Contribution(op, who, amount, times_c, *c_args, **c_kw))
                 elif op.kind == ir.MBAR_EXPECT:
                     acc.arrivals.setdefault(key, []).append(
-                        Contribution(op, part_issuers, E.Const(K.EXPECT_ARRIVALS), times_c, *c_args, **c_kw)
+                        Contribution(op, who, E.Const(K.EXPECT_ARRIVALS), times_c, *c_args, **c_kw)
                     )
                     acc.expects.setdefault(key, []).append(
                         Contribution(
                             op,
-                            part_issuers,
+                            who,
                             op.bytes if op.bytes is not None else E.opaque("bytes"),
                             times_c,
                             *c_args,
@@ -783,7 +867,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                     acc.loads.setdefault(key, []).append(
                         Contribution(
                             op,
-                            part_issuers,
+                            who,
                             op.bytes if op.bytes is not None else E.opaque("bytes"),
                             times_c,
                             *c_args,

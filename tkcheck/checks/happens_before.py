@@ -3356,23 +3356,77 @@ def peer_init_uses(an: Analysis) -> list[PeerUse]:
     return an.fact("happens_before.peer_init_uses", _peer_init_uses)
 
 
-def _peer_targets(o: ir.Op, rank: int, cluster: int) -> list[int] | None:
+def _peer_targets(
+    o: ir.Op, rank: int, cluster: int, m: ir.KernelModel | None = None, threads: frozenset[int] | None = None
+) -> list[int] | None:
     """The other CTAs of the cluster whose copy of the barrier `o` touches when run by CTA
-    `rank`: a mapped CTA (`mapa`) or the bits of a multicast mask; None: not known."""
+    `rank`: a mapped CTA (`mapa`) or the bits of a multicast mask; None: not known. A mapped
+    CTA that is a term over the thread or a counter of a loop of constant trip count
+    (`mapa(full, tid / 64)`, `for (p ..) arrive(mapa(full, p))`: r15-remote) is evaluated for
+    each of `threads` (those that run o) and each iteration whose uniform conditions hold; a
+    combination it cannot evaluate names no target."""
     if o.mbar is None:
         return []
     env = {"cta_rank": rank}
     if o.mbar.cta is not None:
         v = o.mbar.cta.eval(env)
-        if not isinstance(v, int) or isinstance(v, bool):
+        if isinstance(v, int) and not isinstance(v, bool):
+            return [v] if v != rank and 0 <= v < cluster else []
+        envs = _term_envs(o, o.mbar.cta, m, threads)
+        if envs is None:
             return None
-        return [v] if v != rank and 0 <= v < cluster else []
+        out: set[int] = set()
+        for e in envs:
+            e = {**e, "cta_rank": rank}
+            if not all(c.eval(e) is True for c in o.guard.uniform):
+                continue
+            v = o.mbar.cta.eval(e)
+            if isinstance(v, int) and not isinstance(v, bool) and v != rank and 0 <= v < cluster:
+                out.add(v)
+        return sorted(out) or None
     if o.mbar.multicast:
         v = o.mbar.mask.eval(env) if o.mbar.mask is not None else None
         if not isinstance(v, int) or isinstance(v, bool):
             return None
         return [j for j in range(cluster) if j != rank and v >> j & 1]
     return [] if not o.mbar.remote else None
+
+
+def _term_envs(o: ir.Op, term: E.Expr, m: ir.KernelModel | None, threads: frozenset[int] | None) -> list[dict] | None:
+    """The values of the thread and loop variables of `term` at op o: every thread of `threads`
+    times every iteration of the enclosing loops whose counters it reads (constant trips only).
+    None: a variable of another kind, or too many."""
+    import itertools
+
+    loops = {lid: m.loops.get(lid) for lid in o.loops} if m is not None else {}
+    names: list[str] = []
+    ranges: list[range] = []
+    by_thread = False
+    for v in term.free_vars():
+        if v.name == "cta_rank":
+            continue
+        if v.kind == E.THREAD:
+            by_thread = True
+            continue
+        lp = next((q for q in loops.values() if q is not None and q.counter.name == v.name), None)
+        t = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if v.kind != E.LOOP or not isinstance(t, int) or isinstance(t, bool) or not 0 < t <= 64:
+            return None
+        names.append(v.name)
+        ranges.append(range(t))
+    if by_thread and not threads:
+        return None
+    ts = sorted(threads) if by_thread and threads else [None]
+    if len(ts) * max(1, len(list(itertools.product(*ranges)))) > 1 << 16:
+        return None
+    out = []
+    for t in ts:
+        for vals in itertools.product(*ranges):
+            e: dict = dict(zip(names, vals))
+            if t is not None:
+                e.update(tid=t, tid_y=0, tid_z=0)
+            out.append(e)
+    return out
 
 
 def _peer_init_uses(an: Analysis) -> list[PeerUse]:
@@ -3427,7 +3481,7 @@ def _peer_init_uses(an: Analysis) -> list[PeerUse]:
                 continue
             hit = None
             for rank in range(cluster):
-                ts = _peer_targets(use, rank, cluster)
+                ts = _peer_targets(use, rank, cluster, m, ex)
                 if ts:
                     hit = (rank, ts[0])
                     break

@@ -11,6 +11,7 @@ rules.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .. import solver
@@ -51,6 +52,7 @@ def _byte_mismatches(an: Analysis) -> list[ByteMismatch]:
         if not acc.ok():
             continue
         reported = set()  # per-thread elements: one record per round kind
+        seen_ctas: set = set()
         for group in sorted(set(acc.expects) | set(acc.loads)):
             if acc.per_thread and group.split(" ")[0] in reported:
                 continue
@@ -69,11 +71,25 @@ def _byte_mismatches(an: Analysis) -> list[ByteMismatch]:
                 case = _data_case(expected, delivered, exps + loads, an.model.loops)
                 if case is None:
                     continue
+            if _same_in_other_cta(seen_ctas, group, expected, delivered):
+                continue
             reported.add(group.split(" ")[0])
             assume = (_case_pred(case[0].c, case[1]),) if case else ()
             short = solver.always(E.binop(">", expected, delivered), assume=assume + _guards(exps + loads))
             out.append(ByteMismatch(name, acc, group, exps, loads, expected, delivered, case, short))
     return out
+
+
+def _same_in_other_cta(seen: set, group: str, a: E.Expr, b: E.Expr) -> bool:
+    """r15-remote: the copies of one barrier in several CTAs of the cluster (groups "... in CTA
+    d") whose accounts differ by the same sums: one record, not one a CTA."""
+    if " in CTA " not in group:
+        return False
+    key = (re.sub(r" in CTA \d+", "", group), str(a), str(b))
+    if key in seen:
+        return True
+    seen.add(key)
+    return False
 
 
 def _is_data(c: E.Expr) -> bool:
@@ -226,6 +242,7 @@ def _arrival_mismatches(an: Analysis) -> list[ArrivalMismatch]:
             continue
         out.extend(_silent_copies(an, name, acc))
         reported = set()  # per-thread elements: one record per round kind
+        seen_ctas: set = set()
         for group, contribs in sorted(acc.arrivals.items()):
             if not contribs:
                 continue
@@ -238,6 +255,8 @@ def _arrival_mismatches(an: Analysis) -> list[ArrivalMismatch]:
             if arrived.is_opaque() or init_count.is_opaque():
                 continue
             if solver.differ_always(arrived, init_count, an.solver_timeout_ms) is not True:
+                continue
+            if _same_in_other_cta(seen_ctas, group, init_count, arrived):
                 continue
             reported.add(group.split(" ")[0])
             out.append(ArrivalMismatch("count", name, acc, group, contribs, init_count, arrived))
