@@ -1989,13 +1989,103 @@ def _release_only_arrivals(an: Analysis, undecided: list[ir.Op]) -> list[ir.Op]:
     ]
 
 
+def _uniform_exit(an: Analysis, o: ir.Op) -> bool:
+    """A `return` under a block-uniform condition that every thread of the block runs when it
+    runs at all (`if (!last_s) return;` after a barrier): for all threads or for none. On a path
+    from one access to a later access some thread makes, it was not taken (that thread is still
+    there, so every thread is): it orders nothing and ends nothing on that path."""
+    n = an.threads.n
+    return (
+        o.kind == ir.EXIT
+        and o.guard.exact
+        and bool(o.guard.uniform)
+        and n is not None
+        and an.threads.executing(o) == frozenset(range(n))
+    )
+
+
+def _silent(o: ir.Op) -> bool:
+    """o is nothing another thread can observe: a register op, a warp shuffle or vote (no memory
+    barrier), a plain or ordered load that is no read-modify-write (a load is never read by
+    another thread), or a fence with no write of its thread after it on the path (asked by the
+    caller over the whole path: a fence alone is observed by nobody)."""
+    if o.kind in (ir.REG_ACCESS, ir.WARP_COLL, ir.FENCE):
+        return True
+    if o.kind == ir.SMEM_ACCESS:
+        return o.access_mode == "read" and not (o.access is not None and o.access.atomic)
+    if o.kind == ir.GLOBAL_LOAD:
+        ga = _ga(o)
+        return ga is not None and not ga.atomic
+    return False
+
+
+def _first_end_silent(an: Analysis, between: list[ir.Op], t_first, t_second) -> bool:
+    """Every thread of `t_first` that may pair with another thread of `t_second` runs, among
+    `between`, only ops no other thread can observe (`_silent`), and every op between has known
+    threads. A happens-before path from `first` to `second` by another thread starts with a
+    release of first's thread after it (a barrier arrival, a store, an atomic, an arrive): with
+    none, only a barrier both take part in can order them, and `_race_over` asks that."""
+    if not t_first or not t_second:
+        return False
+    pairing = set(t_first) - set(t_second) if len(t_second) == 1 else set(t_first)
+    if not pairing:
+        return False
+    # the global memory the ops between may observe (a load, a poll, an atomic's read): a write
+    # of first's thread elsewhere is seen by no thread on the path. None: any memory
+    observed: set[str] | None = set()
+    for o in between:
+        if o.kind in (ir.GLOBAL_LOAD, ir.GLOBAL_SIGNAL):
+            ga = _ga(o)
+            if ga is None or ga.base is None:
+                observed = None
+                break
+            observed.add(ga.base)
+        elif o.kind in (ir.SPIN, ir.CALL):
+            observed = None
+            break
+    for o in between:
+        if o.kind in (ir.SYNC, ir.NAMED_ARRIVE):
+            continue  # barriers: asked by `_race_over` itself
+        ex = an.threads.executing(o)
+        if ex is None or not o.guard.exact:
+            return False
+        if not ex & pairing or _silent(o):
+            continue
+        ga = _ga(o)
+        if (
+            o.kind in (ir.GLOBAL_STORE, ir.GLOBAL_SIGNAL)
+            and observed is not None
+            and ga is not None
+            and ga.base is not None
+            and ga.base not in observed
+        ):
+            continue  # a write of global memory nothing on the path reads
+        return False
+    return True
+
+
 def _race_over(an, between, first, second, t_first, t_second, out, nested: bool = False, next_iteration: bool = False):
+    # a block-uniform `return` between was not taken on the path that reaches `second` (its
+    # thread runs it): the pair races only in the launches where it is not (`Race.input`)
+    exits = [o for o in between if _uniform_exit(an, o)]
+    if exits:
+        between = [o for o in between if not _uniform_exit(an, o)]
+        race = _race_over(an, between, first, second, t_first, t_second, out, nested, next_iteration)
+        if race is not None and not race.input:
+            lines = ", ".join(str(o.location.row) for o in exits)
+            race.input = f"the block-uniform `return` at line {lines} is not taken"
+        return race
     undecided = [
         o
         for o in between
         if (may_order(o) and not polls_other_blocks(an, o)) or (o.kind == ir.SYNC and not o.guard.exact)
     ]
     undecided = _release_only_arrivals(an, undecided)
+    if undecided and not nested and _first_end_silent(an, between, t_first, t_second):
+        # no thread of `first`'s end (other than the one thread of `second`'s) runs anything
+        # between that another thread could observe: no chain of synchronisation starts from it,
+        # so the ops between order the pair only as barriers do (asked below)
+        undecided = []
     if (undecided or nested) and all(o.kind in _ONLY_ADD_ORDER for o in undecided):
         # atomics and polls of global memory may add order, never take it away, and a barrier
         # outside the loops nested between runs once on the path: a barrier both threads take
@@ -2270,6 +2360,9 @@ def _tests(an: Analysis, fl) -> dict[int, set[str]]:
             stored = {v.name for v in a.value.free_vars()} & results.keys()
             if stored:
                 flags.setdefault(f"?shared:{o.buffer.name}", set()).update(stored)
+    # a block-uniform test of such a flag (`if (!last_s) return;` after a barrier): its unknown
+    # names the scalars it reads
+    via = an.model.shared_scalar_unknowns
     out: dict[int, set[str]] = {}
     for o in fl.ops:
         names: set[str] = set()
@@ -2278,6 +2371,10 @@ def _tests(an: Analysis, fl) -> dict[int, set[str]]:
                 if v.name in results:
                     names.add(v.name)
                 names |= flags.get(v.name, set())
+        for c in o.guard.uniform:
+            for v in c.free_vars():
+                for sc in via.get(v.name, ()):
+                    names |= flags.get(f"?shared:{sc}", set())
         if names:
             out[id(o)] = names
     return out
@@ -2406,9 +2503,15 @@ def _acquire(an: Analysis, out: MemoryFacts) -> None:
     if not tests:
         return
     by_result = {ga.result: o for o in fl.ops if (ga := _ga(o)) is not None and ga.result}
+    # memory no op of the kernel writes (an input: `in[tile * 256 + tid]` after a work ticket's
+    # test) holds nothing the counter could publish: no acquire question (None: a write, or a
+    # call, whose address is not known)
+    touched = None if any(o.kind == ir.CALL for o in fl.ops) else _touched_bases(fl)
     seen: set[int] = set()
     for rd in fl.ops:
         if rd.kind != ir.GLOBAL_LOAD or (ga := _ga(rd)) is None or ga.form != "plain":
+            continue
+        if touched is not None and ga.base is not None and ga.base not in touched:
             continue
         for name in sorted(tests.get(id(rd), ())):
             sig = by_result.get(name)
@@ -2425,7 +2528,8 @@ def _acquire(an: Analysis, out: MemoryFacts) -> None:
             between = fl.same_iteration_between(sig, rd)
             if any(_acquires(o) for o in between):
                 continue
-            if any(may_order(o) for o in between):
+            if any(may_order(o) and not _uniform_exit(an, o) for o in between):
+                # (a block-uniform `return` between was not taken: the read runs)
                 out.undecided.append((sig, rd, "an op that may synchronise between"))
                 continue
             seen.add(id(sig))

@@ -203,6 +203,16 @@ class CallLowering:
                     return E.binop("%", E.binop("+", r, d), E.Const(s))
                 return E.binop("%", E.binop("+", E.binop("-", r, d), E.Const(s)), E.Const(s))
             return E.opaque(base)
+        if (
+            base in K.CUDA_LOAD_HINTS
+            and len(args) == 1
+            and not quals
+            and not (base in self.w.mb.functions and _calls_user_function(cursor, base, self.w.mb))
+        ):
+            # `__ldcg(&p[i])`: the weak load `p[i]` (a cache operator is no memory order); `__ldg(q)`
+            # of a pointer: `*q`
+            a0 = args[0]
+            return self.w.ev(a0.a if isinstance(a0, cexpr.Un) and a0.op == "&" else cexpr.Un("*", a0), ctx, cursor)
         bare = (
             base in K.CUDA_ATOMICS
             and args

@@ -690,7 +690,11 @@ class ExprEvaluation:
             return E.uniform_unknown(cexpr.render(node))
         # numbered in walk order (not by object identity): the same input gives
         # the same names, so output that mentions them is deterministic
-        return E.Var(f"?{cexpr.render(node)[:40]}#{E.fresh_number()}", E.PARAM)
+        var = E.Var(f"?{cexpr.render(node)[:40]}#{E.fresh_number()}", E.PARAM)
+        scalars = tuple(p.ref.name for p in parts if isinstance(p, Obj) and p.kind == "shared" and not p.ref.index)
+        if scalars and self.w.model is not None:
+            self.w.model.shared_scalar_unknowns[var.name] = scalars
+        return var
 
     # -- names --------------------------------------------------------------
     def _ev_name(self, node: cexpr.Name, ctx: Ctx):

@@ -202,6 +202,10 @@ LIBCU_FUNCTIONS = frozenset(
     }
 )
 
+# CUDA's cache-hinted loads (`__ldg`, `__ldcg`, ...): `__ldcg(&p[i])` is a plain (weak) load of
+# `p[i]` with a cache operator, no memory order (PTX `ld.global.cg` & co)
+CUDA_LOAD_HINTS = ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv")
+
 # CUDA atomics (relaxed, gpu scope; `_system` variants system scope): on a global counter they are
 # the signal side of a cross-block dependency (which needs release ordering before them)
 CUDA_ATOMICS = (

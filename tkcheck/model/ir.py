@@ -801,6 +801,10 @@ class KernelModel:
     # of m plus one: a group's leader is the lane with `lane == __ffs(m) - 1`;
     # checks/warp_collectives.py `leader_lanes`)
     lowest_lane_of: dict[str, str] = field(default_factory=dict)
+    # an unknown every thread holds alike computed from whole `__shared__` scalars (`!last_s`,
+    # `last_s == 1` after a barrier): its Var name -> those scalars' names. What the value tests
+    # (an "am I last" flag set from an atomic's old value) is the memory engine's question
+    shared_scalar_unknowns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     ops: list[Op] = field(default_factory=list)
     smem_addresses: dict[str, SmemAddress] = field(default_factory=dict)  # Var name -> buffer
     regions: dict[str, SharedRegion] = field(default_factory=dict)  # hand-carved stage regions
