@@ -1364,6 +1364,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     ):
         pb = _phasebit_counts(an, w)
         if isinstance(pb, str):
+            pb = _paired_flips(an, w) or pb
+        if isinstance(pb, str):
             if w.order not in m.ring_visits or w.parity.is_opaque():
                 wp.reason = pb
                 return
@@ -1377,7 +1379,14 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     if any(o.unmodelled_barrier_use and o.barrier is not None and o.barrier.name == w.barrier.name for o in m.ops):
         wp.reason = "the barrier is passed to a call tkcheck does not model"
         return
-    if not w.guard.exact or any(c.is_opaque() for c in w.guard.uniform) or w.guard.thread.is_opaque():
+    # uses counted by paired flips (`_paired_flips`) hold under any condition the wait and its
+    # flip share, modelled or not
+    by_pairs = pb is not None and not isinstance(pb, str) and pb[4] == "paired"
+    if (
+        not w.guard.exact
+        or (any(c.is_opaque() for c in w.guard.uniform) and not by_pairs)
+        or w.guard.thread.is_opaque()
+    ):
         wp.reason = "guard not modelled"
         return
     if an.threads.executing(w) is None and not w.guard.thread.depends_on(E.LOOP):
@@ -1557,7 +1566,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
         if data_exit and _counter_exit(rl):
             # a counterexample must be reached: every earlier iteration went on
             reach = _reached(rl)
-        if rl.trip is None and not data_exit:
+        paired = pb is not None and pb[4] == "paired"  # uses counted by the paired flips: no trip needed
+        if rl.trip is None and not data_exit and not paired:
             wp.reason = "trip count unknown"
             return
         k = rl.counter
@@ -1591,7 +1601,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
             trip_assume.append(
                 E.binop("<", k, E.binop("+", E.Const(sites[5]), E.binop("*", E.Const(sites[4]), rl.trip)))
             )
-        elif cont is None:
+        elif cont is None and rl.trip is not None:
             trip_assume.append(E.binop("<", k, rl.trip))
         if pb is not None:
             trip_assume.extend(pb[2])
@@ -1780,6 +1790,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     ok = solver.always(E.negate(bad), to, assume=tuple(assume))
     if ok is True:
         wp.status = "ok"
+        return
+    if pb is not None and pb[4] == "paired":
+        # the paired flips count the uses, not the iterations: no counterexample is read from them
+        wp.reason = "phase bitfield: the parity of an element's first use not proved"
         return
     if (flat is not None and _varying_trip(m, w)) or walk is not None:
         if first_task is None or ok is None:
@@ -3017,6 +3031,114 @@ def _applies_to_waiters(an: Analysis, a: ir.Op, w: ir.Op) -> bool | None:
     return False if not (ea & eb) else None
 
 
+def _bit_offset(pos: E.Expr, index: tuple[E.Expr, ...]) -> int | None:
+    """c when the bit position is the barrier element plus the constant c (`stage + 16` for
+    `bar[stage]`, a constant bit for a scalar barrier); None otherwise."""
+    if not index:
+        return pos.value if isinstance(pos, E.Const) and isinstance(pos.value, int) else None
+    if len(index) != 1:
+        return None
+    e = linear(index[0])
+    if pos == e:
+        return 0
+    if isinstance(pos, E.Bin) and pos.op == "+" and isinstance(pos.b, E.Const) and isinstance(pos.b.value, int):
+        if linear(pos.a) == e:
+            return pos.b.value
+    return None
+
+
+def _paired_flips(an: Analysis, w: ir.Op):
+    """A phase bitfield read as a vector of per-element parities, through any loop nest: when
+    every wait of w's threads on w's barrier reads the bit of its element (element + c, one c)
+    and flips that very bit right after, under the same loops and conditions, and no other flip
+    of these threads may touch such a bit, the bit an element's use reads is its initial value
+    plus the number of the element's earlier uses (each flipped it once), whatever the loops'
+    trip counts. (parity, use, assume) over that number N >= 0, or None."""
+    from .. import solver
+
+    m, to = an.model, an.solver_timeout_ms
+    assert w.phasebit is not None
+    name = w.phasebit.bitfield
+    mine = an.threads.executing(w)
+    if mine is None or w.phasebit.pos is None or w.barrier is None:
+        return None
+    posw = linear(w.phasebit.pos)
+    if posw.is_opaque() or any(ix.is_opaque() for ix in w.barrier.index):
+        return None
+    c = _bit_offset(posw, w.barrier.index)
+    if c is None:
+        return None
+    sets, flips = [], []
+    for o in m.ops:
+        if o.kind in (ir.PHASEBIT_SET, ir.PHASEBIT_FLIP) and o.phasebit is not None and o.phasebit.bitfield == name:
+            same = _applies_to_waiters(an, o, w)
+            if same is None:
+                return None
+            if same:
+                (sets if o.kind == ir.PHASEBIT_SET else flips).append(o)
+    if len(sets) != 1 or sets[0].loops or sets[0].phasebit is None or sets[0].phasebit.value is None:
+        return None
+    S = sets[0]
+    if not S.guard.exact or any(u not in w.guard.uniform for u in S.guard.uniform):
+        return None
+    paired: set[int] = set()
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o.barrier is None or o.barrier.name != w.barrier.name or _other_blocks(o, w, to):
+            continue
+        theirs = an.threads.executing(o)
+        if theirs is None:
+            return None
+        if not theirs & mine:
+            continue
+        if theirs != mine or o.order < S.order or o.phasebit is None or o.phasebit.bitfield != name:
+            return None
+        if o.phasebit.pos is None or not o.guard.exact or any(ix.is_opaque() for ix in o.barrier.index):
+            return None
+        pos = linear(o.phasebit.pos)
+        if _bit_offset(pos, o.barrier.index) != c:
+            return None
+        # the flip right after it: the first flip or wait on the barrier after o, same place
+        nxt = [
+            f
+            for f in m.ops
+            if f.order > o.order
+            and (f in flips or (f.kind == ir.MBAR_WAIT and f.barrier is not None and f.barrier.name == w.barrier.name))
+        ]
+        f = min(nxt, key=lambda x: x.order, default=None)
+        if (
+            f is None
+            or f not in flips
+            or f.loops != o.loops
+            or f.guard.uniform != o.guard.uniform
+            or f.guard.thread != o.guard.thread
+            or not f.guard.exact
+            or f.phasebit is None
+            or f.phasebit.pos is None
+            or linear(f.phasebit.pos) != pos
+        ):
+            return None
+        paired.add(id(f))
+    for f in flips:
+        if id(f) in paired:
+            continue
+        if f.phasebit is None or f.phasebit.pos is None:
+            return None
+        # another flip of these threads: it must never touch the bit of any element of w's barrier
+        posf = linear(f.phasebit.pos)
+        ren = {v.name: E.Var(v.name + "@other", E.PARAM) for v in posf.free_vars() if v.kind == E.LOOP}
+        other = E.substitute(posf, ren)
+        if solver.always(E.binop("!=", other, posw), to) is not True:
+            return None
+    thread_pos = posw.depends_on(E.THREAD)
+    lo, hi = (0, 32) if (thread_pos or not isinstance(posw, E.Const)) else (posw.value, posw.value + 1)
+    n = E.Var("?uses of the element before this wait", E.PARAM)
+    parity = E.binop("%", E.binop("+", _bit_of(S.phasebit.value, posw, lo, hi), n), E.Const(2))
+    assume = [E.binop(">=", n, E.Const(0))]
+    if thread_pos:
+        assume.append(w.guard.thread)
+    return parity, n, assume, (), "paired"
+
+
 def _phasebit_counts(an: Analysis, w: ir.Op):
     """(parity, use, assume) for a wait in a task loop (and optionally a k loop inside it)
     whose parity is a phase bit, or a reason string."""
@@ -3197,7 +3319,7 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
             use = E.binop("+", use, more)
     elif others:
         return "phase bitfield: barrier waited at another site by the same threads"
-    return parity, use, assume, tuple(others)
+    return parity, use, assume, tuple(others), ""
 
 
 def slot_mismatch(an: Analysis, wp: WaitPhase) -> dict | None:
