@@ -1334,11 +1334,16 @@ def _compute(an: Analysis) -> list[WaitPhase]:
         wp.role = describe(ex, an.threads.n)
         try:
             _analyse(an, w, wp)
+            if wp.status == "unknown":
+                # the other wait sites of the role counted as uses did not decide it: read as
+                # before they were counted (the front end's ring walk, the body walk below)
+                wp = WaitPhase(w, w.barrier.name, role=wp.role)
+                _analyse(an, w, wp, others_ok=False)
             if wp.status == "unknown" and w.order not in m.ring_visits:
                 # not decided site by site: the role's uses of the barrier before, in and after
                 # one loop read as one walk (`_body_walk_uses`); its answer only where it decides
                 again = WaitPhase(w, w.barrier.name, role=wp.role)
-                _analyse(an, w, again, body=True)
+                _analyse(an, w, again, body=True, others_ok=False)
                 if again.status != "unknown":
                     wp = again
         except (z3.Z3Exception, RecursionError, ZeroDivisionError) as exc:  # pragma: no cover
@@ -1347,7 +1352,9 @@ def _compute(an: Analysis) -> list[WaitPhase]:
     return out
 
 
-def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
+def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False, others_ok: bool = True):
+    """`others_ok`: the round-15 readings (other wait sites counted as uses, paired flips);
+    False reads the wait as before them (the fallback when they leave it undecided)."""
     m, to = an.model, an.solver_timeout_ms
     pb = None
     pb_reason = ""  # why the bitfield's counts did not decide w, when the ring walk is tried instead
@@ -1362,8 +1369,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
         )
         and not any(ix.is_opaque() for ix in w.barrier.index)
     ):
-        pb = _phasebit_counts(an, w)
-        if isinstance(pb, str):
+        pb = _phasebit_counts(an, w, others_ok)
+        if isinstance(pb, str) and others_ok:
             pb = _paired_flips(an, w) or pb
         if isinstance(pb, str):
             if w.order not in m.ring_visits or w.parity.is_opaque():
@@ -3139,7 +3146,7 @@ def _paired_flips(an: Analysis, w: ir.Op):
     return parity, n, assume, (), "paired"
 
 
-def _phasebit_counts(an: Analysis, w: ir.Op):
+def _phasebit_counts(an: Analysis, w: ir.Op, others_ok: bool = True):
     """(parity, use, assume) for a wait in a task loop (and optionally a k loop inside it)
     whose parity is a phase bit, or a reason string."""
     from .. import solver
@@ -3196,6 +3203,7 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
             and mine is not None
             and mine <= theirs
             and len(o.barrier.index) == len(w.barrier.index) <= 1
+            and others_ok
         ):
             # one sequence of visits in program order: o's runs before w are uses of w's element
             others.append(o)
