@@ -298,3 +298,29 @@ def test_a_warps_cp_async_copies_tell_the_handshake_direction():
         by.setdefault(name, []).append(wp.status)
     assert by["cp_async_ring_good"] == ["ok", "ok"]
     assert by["cp_async_ring_late"] == ["ok", "mismatch"]
+
+
+def test_a_bitfield_flipped_right_after_each_wait_is_decided_through_any_nest():
+    """`bitfield_paired_deep_nest.cu`: each wait reads its barrier's bit and flips it right after,
+    in a three-deep loop nest the closed-form counts do not follow: the good kernel's two waits
+    are proved; the bad kernel's wrong initial bit stays undecided (no counterexample is read
+    from the pairs), never a proof."""
+    wps = _phases(ROOT / "fixtures" / "loops" / "bitfield_paired_deep_nest.cu")
+    good = [wp for (name, _), wp in wps.items() if name == "paired_deep_good"]
+    bad = {wp.barrier: wp for (name, _), wp in wps.items() if name == "paired_deep_bad"}
+    assert [wp.status for wp in good] == ["ok", "ok"], [wp.reason for wp in good]
+    # undecided by the pairs, then read as before them (the closed-form counts' reason)
+    assert bad["done"].status == "unknown"
+    assert bad["ready"].status == "ok"
+
+
+def test_a_drain_in_the_leaving_task_counts_the_k_loops_uses():
+    """`bitfield_drain_past_last.cu`: the drain's waits (in the task that leaves, beside the k
+    loop) are the ring's uses after every earlier task's: proved in the good kernel, a wrong
+    parity (a flip before the wait) refuted in the bad one."""
+    wps = _phases(ROOT / "fixtures" / "loops" / "bitfield_drain_past_last.cu")
+    by: dict = {}
+    for (name, row), wp in wps.items():
+        by.setdefault(name, {})[row] = wp
+    assert all(wp.status == "ok" for wp in by["drain_past_last_good"].values())
+    assert by["drain_past_last_bad"][38].status == "mismatch"

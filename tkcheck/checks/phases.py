@@ -1334,11 +1334,16 @@ def _compute(an: Analysis) -> list[WaitPhase]:
         wp.role = describe(ex, an.threads.n)
         try:
             _analyse(an, w, wp)
+            if wp.status == "unknown":
+                # the other wait sites of the role counted as uses did not decide it: read as
+                # before they were counted (the front end's ring walk, the body walk below)
+                wp = WaitPhase(w, w.barrier.name, role=wp.role)
+                _analyse(an, w, wp, others_ok=False)
             if wp.status == "unknown" and w.order not in m.ring_visits:
                 # not decided site by site: the role's uses of the barrier before, in and after
                 # one loop read as one walk (`_body_walk_uses`); its answer only where it decides
                 again = WaitPhase(w, w.barrier.name, role=wp.role)
-                _analyse(an, w, again, body=True)
+                _analyse(an, w, again, body=True, others_ok=False)
                 if again.status != "unknown":
                     wp = again
         except (z3.Z3Exception, RecursionError, ZeroDivisionError) as exc:  # pragma: no cover
@@ -1347,7 +1352,9 @@ def _compute(an: Analysis) -> list[WaitPhase]:
     return out
 
 
-def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
+def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False, others_ok: bool = True):
+    """`others_ok`: the round-15 readings (other wait sites counted as uses, paired flips);
+    False reads the wait as before them (the fallback when they leave it undecided)."""
     m, to = an.model, an.solver_timeout_ms
     pb = None
     pb_reason = ""  # why the bitfield's counts did not decide w, when the ring walk is tried instead
@@ -1362,7 +1369,9 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
         )
         and not any(ix.is_opaque() for ix in w.barrier.index)
     ):
-        pb = _phasebit_counts(an, w)
+        pb = _phasebit_counts(an, w, others_ok)
+        if isinstance(pb, str) and others_ok:
+            pb = _paired_flips(an, w) or pb
         if isinstance(pb, str):
             if w.order not in m.ring_visits or w.parity.is_opaque():
                 wp.reason = pb
@@ -1377,7 +1386,14 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     if any(o.unmodelled_barrier_use and o.barrier is not None and o.barrier.name == w.barrier.name for o in m.ops):
         wp.reason = "the barrier is passed to a call tkcheck does not model"
         return
-    if not w.guard.exact or any(c.is_opaque() for c in w.guard.uniform) or w.guard.thread.is_opaque():
+    # uses counted by paired flips (`_paired_flips`) hold under any condition the wait and its
+    # flip share, modelled or not
+    by_pairs = pb is not None and not isinstance(pb, str) and pb[4] == "paired"
+    if (
+        not w.guard.exact
+        or (any(c.is_opaque() for c in w.guard.uniform) and not by_pairs)
+        or w.guard.thread.is_opaque()
+    ):
         wp.reason = "guard not modelled"
         return
     if an.threads.executing(w) is None and not w.guard.thread.depends_on(E.LOOP):
@@ -1557,7 +1573,8 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
         if data_exit and _counter_exit(rl):
             # a counterexample must be reached: every earlier iteration went on
             reach = _reached(rl)
-        if rl.trip is None and not data_exit:
+        paired = pb is not None and pb[4] == "paired"  # uses counted by the paired flips: no trip needed
+        if rl.trip is None and not data_exit and not paired:
             wp.reason = "trip count unknown"
             return
         k = rl.counter
@@ -1591,7 +1608,7 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
             trip_assume.append(
                 E.binop("<", k, E.binop("+", E.Const(sites[5]), E.binop("*", E.Const(sites[4]), rl.trip)))
             )
-        elif cont is None:
+        elif cont is None and rl.trip is not None:
             trip_assume.append(E.binop("<", k, rl.trip))
         if pb is not None:
             trip_assume.extend(pb[2])
@@ -1644,6 +1661,24 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     # a pipeline the waiting threads fill themselves (`_self_paced`) is no handshake: the
     # direction is theirs, also in a loop that ends on data
     hs = _handshake(an, site, why, body) if due is None else False
+    if due is None and pb is not None and pb[3] and site is w and not body:
+        # w is one of its role's wait sites of one sequence of uses: the direction is the
+        # sequence's, read at the site that runs in every task (the k loop's); a drain after it
+        # in the task that leaves (no refill after it in its body) takes that site's, any
+        # other site must agree with it
+        cont_ = m.loops[w.loops[0]].continues
+        main = [o for o in pb[3] if not any(E.negate(c) in o.guard.uniform for c in cont_)]
+        if len(main) != 1:
+            wp.reason = "handshake direction not established (several wait sites of the role)"
+            return
+        why2: list = []
+        hs2 = _handshake(an, main[0], why2, body)
+        leaves = any(E.negate(c) in w.guard.uniform for c in cont_)
+        if hs2 is None or (hs is True and hs2 is not True) or (not leaves and hs2 != hs):
+            wp.reason = "handshake direction not established (the role's wait sites disagree)"
+            return
+        if leaves:
+            hs, why = hs2, why2
     alt = None
     if walk is not None and wp.period == E.Const(1):
         # the walk's uses of w's barrier and w's role's requests that its signallers answer
@@ -1762,6 +1797,10 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False):
     ok = solver.always(E.negate(bad), to, assume=tuple(assume))
     if ok is True:
         wp.status = "ok"
+        return
+    if pb is not None and pb[4] == "paired":
+        # the paired flips count the uses, not the iterations: no counterexample is read from them
+        wp.reason = "phase bitfield: the parity of an element's first use not proved"
         return
     if (flat is not None and _varying_trip(m, w)) or walk is not None:
         if first_task is None or ok is None:
@@ -2846,9 +2885,15 @@ def _count_site(
         return None
     loop_names = {kO.name} | ({inner[0].name} if inner is not None else set())
     inv, on_o, on_i = [], [], []
+    last_only = False  # the site runs only in the task that leaves the loop (a drain before the break)
     for u in site.guard.uniform:
         lv = {v.name for v in u.free_vars() if v.kind == E.LOOP}
         if u in cont and u in w.guard.uniform:
+            continue
+        if u in w.guard.uniform and any(E.negate(c) == u for c in cont):
+            # every earlier task went on past the break: the site ran in none of them; the
+            # wait runs in the leaving task too, so the current task's runs are all there is
+            last_only = True
             continue
         if not lv:
             inv.append(u)
@@ -2865,6 +2910,8 @@ def _count_site(
         return None
     R, p, c = form
     if inner is None:
+        if last_only:
+            return None  # a site of the leaving task's own body: not counted here
         if kO in R.free_vars():
             return None
         return _cnt_in(n_in, R, p, c, b, bo)
@@ -2873,7 +2920,10 @@ def _count_site(
     if bi is None:
         return None
     in_o = E.conj(*on_o) if on_o else None
-    cur = _cnt_in(n_in, R, p, c, b, bi) if kO not in R.free_vars() or not carried else None
+    cur = _cnt_in(n_in, R, p, c, b, bi) if kO not in R.free_vars() or not carried or last_only else None
+    if last_only:
+        assert cur is not None
+        return cur if in_o is None else E.ite(in_o, cur, E.Const(0))
     if not carried:
         if cur is None:
             return None
@@ -2891,6 +2941,80 @@ def _count_site(
         E.binop("*", before, _cnt_in(T, R, p, c, b, bi)),
         cur if in_o is None else E.ite(in_o, cur, E.Const(0)),
     )
+
+
+def _count_elsewhere(m: ir.KernelModel, site: ir.Op, w: ir.Op, pos: E.Expr, O: ir.Loop, b: E.Expr, to: int):
+    """Executions of `site` (a flip of the bitfield, or another wait of w's threads on w's
+    barrier) before the point of the wait `w` that hit bit / element b, where `site` sits in the
+    task loop O but in another loop nest than w (a drain before the break beside the k loop, a
+    peeled first use before it): its runs in the earlier tasks and, when it comes before w in
+    program order and runs in w's task, all its runs of the current task. `pos` is the bit or
+    element the site touches; the bitfield must be carried across the tasks (set before O).
+    Its conditions are read as the task loop's: one the loop goes on under (`continues`) held
+    in every earlier task; its negation (the task that leaves) in none; one free of the loop
+    counters must follow from w's own. None when the count is not modelled."""
+    from .. import solver
+
+    if not site.guard.exact or not site.loops or site.loops[0] != O.id or len(site.loops) > 2:
+        return None
+    kO = O.counter
+    earlier, current = True, site.order < w.order
+    for u in site.guard.uniform:
+        if u in O.continues:
+            if u in w.guard.uniform:
+                continue
+            if E.negate(u) in w.guard.uniform:
+                current = False  # w runs in the task that leaves: the site does not
+                continue
+            return None
+        leave = [c for c in O.continues if E.negate(c) == u]
+        if leave:
+            earlier = False  # every earlier task went on past the break
+            if u in w.guard.uniform:
+                continue
+            if leave[0] in w.guard.uniform:
+                current = False
+                continue
+            return None
+        if u.depends_on(E.LOOP) or u.is_opaque():
+            return None
+        if solver.always(u, to, assume=tuple(w.guard.uniform)) is not True:
+            return None
+    if len(site.loops) == 1:
+        form = _ring_form(pos, kO)
+        if form is None or kO in form[0].free_vars():
+            return None
+        R, p, c = form
+        here = E.ite(
+            E.binop(
+                "==",
+                E.binop("+", E.binop("%", E.binop("+", R, kO), E.Const(p)), E.Const(c) if isinstance(c, int) else c),
+                b,
+            ),
+            E.Const(1),
+            E.Const(0),
+        )
+        total: E.Expr = _cnt(kO, R, p, c, b) if earlier else E.Const(0)
+        return E.binop("+", total, here) if current else total
+    J = m.loops[site.loops[1]]
+    T = J.trip
+    if T is None or T.depends_on(E.LOOP) or T.is_opaque():
+        return None
+    form = _ring_form(pos, J.counter)
+    if form is None:
+        return None
+    before = _count_inner(form, kO, T, E.Const(0), b, True, to) if earlier else E.Const(0)
+    if before is None:
+        return None
+    if not current:
+        return before
+    through = _count_inner(form, kO, T, T, b, True, to)  # the earlier tasks and all of this one
+    if through is None:
+        return None
+    if earlier:
+        return through
+    base = _count_inner(form, kO, T, E.Const(0), b, True, to)
+    return None if base is None else E.binop("-", through, base)
 
 
 def _bit_of(value: int, b: E.Expr, lo: int, hi: int) -> E.Expr:
@@ -2914,7 +3038,115 @@ def _applies_to_waiters(an: Analysis, a: ir.Op, w: ir.Op) -> bool | None:
     return False if not (ea & eb) else None
 
 
-def _phasebit_counts(an: Analysis, w: ir.Op):
+def _bit_offset(pos: E.Expr, index: tuple[E.Expr, ...]) -> int | None:
+    """c when the bit position is the barrier element plus the constant c (`stage + 16` for
+    `bar[stage]`, a constant bit for a scalar barrier); None otherwise."""
+    if not index:
+        return pos.value if isinstance(pos, E.Const) and isinstance(pos.value, int) else None
+    if len(index) != 1:
+        return None
+    e = linear(index[0])
+    if pos == e:
+        return 0
+    if isinstance(pos, E.Bin) and pos.op == "+" and isinstance(pos.b, E.Const) and isinstance(pos.b.value, int):
+        if linear(pos.a) == e:
+            return pos.b.value
+    return None
+
+
+def _paired_flips(an: Analysis, w: ir.Op):
+    """A phase bitfield read as a vector of per-element parities, through any loop nest: when
+    every wait of w's threads on w's barrier reads the bit of its element (element + c, one c)
+    and flips that very bit right after, under the same loops and conditions, and no other flip
+    of these threads may touch such a bit, the bit an element's use reads is its initial value
+    plus the number of the element's earlier uses (each flipped it once), whatever the loops'
+    trip counts. (parity, use, assume) over that number N >= 0, or None."""
+    from .. import solver
+
+    m, to = an.model, an.solver_timeout_ms
+    assert w.phasebit is not None
+    name = w.phasebit.bitfield
+    mine = an.threads.executing(w)
+    if mine is None or w.phasebit.pos is None or w.barrier is None:
+        return None
+    posw = linear(w.phasebit.pos)
+    if posw.is_opaque() or any(ix.is_opaque() for ix in w.barrier.index):
+        return None
+    c = _bit_offset(posw, w.barrier.index)
+    if c is None:
+        return None
+    sets, flips = [], []
+    for o in m.ops:
+        if o.kind in (ir.PHASEBIT_SET, ir.PHASEBIT_FLIP) and o.phasebit is not None and o.phasebit.bitfield == name:
+            same = _applies_to_waiters(an, o, w)
+            if same is None:
+                return None
+            if same:
+                (sets if o.kind == ir.PHASEBIT_SET else flips).append(o)
+    if len(sets) != 1 or sets[0].loops or sets[0].phasebit is None or sets[0].phasebit.value is None:
+        return None
+    S = sets[0]
+    if not S.guard.exact or any(u not in w.guard.uniform for u in S.guard.uniform):
+        return None
+    paired: set[int] = set()
+    for o in m.ops_of(ir.MBAR_WAIT):
+        if o.barrier is None or o.barrier.name != w.barrier.name or _other_blocks(o, w, to):
+            continue
+        theirs = an.threads.executing(o)
+        if theirs is None:
+            return None
+        if not theirs & mine:
+            continue
+        if theirs != mine or o.order < S.order or o.phasebit is None or o.phasebit.bitfield != name:
+            return None
+        if o.phasebit.pos is None or not o.guard.exact or any(ix.is_opaque() for ix in o.barrier.index):
+            return None
+        pos = linear(o.phasebit.pos)
+        if _bit_offset(pos, o.barrier.index) != c:
+            return None
+        # the flip right after it: the first flip or wait on the barrier after o, same place
+        nxt = [
+            f
+            for f in m.ops
+            if f.order > o.order
+            and (f in flips or (f.kind == ir.MBAR_WAIT and f.barrier is not None and f.barrier.name == w.barrier.name))
+        ]
+        f = min(nxt, key=lambda x: x.order, default=None)
+        if (
+            f is None
+            or f not in flips
+            or f.loops != o.loops
+            or f.guard.uniform != o.guard.uniform
+            or f.guard.thread != o.guard.thread
+            or not f.guard.exact
+            or f.phasebit is None
+            or f.phasebit.pos is None
+            or linear(f.phasebit.pos) != pos
+        ):
+            return None
+        paired.add(id(f))
+    for f in flips:
+        if id(f) in paired:
+            continue
+        if f.phasebit is None or f.phasebit.pos is None:
+            return None
+        # another flip of these threads: it must never touch the bit of any element of w's barrier
+        posf = linear(f.phasebit.pos)
+        ren = {v.name: E.Var(v.name + "@other", E.PARAM) for v in posf.free_vars() if v.kind == E.LOOP}
+        other = E.substitute(posf, ren)
+        if solver.always(E.binop("!=", other, posw), to) is not True:
+            return None
+    thread_pos = posw.depends_on(E.THREAD)
+    lo, hi = (0, 32) if (thread_pos or not isinstance(posw, E.Const)) else (posw.value, posw.value + 1)
+    n = E.Var("?uses of the element before this wait", E.PARAM)
+    parity = E.binop("%", E.binop("+", _bit_of(S.phasebit.value, posw, lo, hi), n), E.Const(2))
+    assume = [E.binop(">=", n, E.Const(0))]
+    if thread_pos:
+        assume.append(w.guard.thread)
+    return parity, n, assume, (), "paired"
+
+
+def _phasebit_counts(an: Analysis, w: ir.Op, others_ok: bool = True):
     """(parity, use, assume) for a wait in a task loop (and optionally a k loop inside it)
     whose parity is a phase bit, or a reason string."""
     from .. import solver
@@ -2948,6 +3180,8 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
     # that may come before it (in or before the task loop) is not counted here -- except one
     # that runs only in the task that leaves the loop (`if (idx == -1) { drain; break; }`)
     mine = an.threads.executing(w)
+    w_leaves = any(E.negate(c) in w.guard.uniform for c in O.continues)  # w runs in the leaving task
+    others: list[ir.Op] = []  # other wait sites of w's threads in the task loop, counted as uses
     for o in m.ops_of(ir.MBAR_WAIT):
         if o is w or o.barrier is None or o.barrier.name != w.barrier.name or _other_blocks(o, w, to):
             continue
@@ -2956,8 +3190,24 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
             continue
         if O.id not in o.loops and o.order > w.order:
             continue  # after the task loop
-        if O.id in o.loops and any(E.negate(c) in o.guard.uniform for c in O.continues):
+        if (
+            O.id in o.loops
+            and any(E.negate(c) in o.guard.uniform for c in O.continues)
+            and not (w_leaves and o.loops != w.loops)
+        ):
             continue  # only in the task that breaks out: never before a use of a task that went on
+        if (
+            O.id in o.loops
+            and o.loops != w.loops
+            and theirs is not None
+            and mine is not None
+            and mine <= theirs
+            and len(o.barrier.index) == len(w.barrier.index) <= 1
+            and others_ok
+        ):
+            # one sequence of visits in program order: o's runs before w are uses of w's element
+            others.append(o)
+            continue
         return "phase bitfield: barrier waited at another site by the same threads"
     before = [s for s in sets if s.order < w.order]
     if not before:
@@ -2976,6 +3226,8 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
             return "phase bitfield: set after the k loop started"
     else:
         return "phase bitfield: set inside the k loop"
+    if others and not carried:
+        return "phase bitfield: barrier waited at another site by the same threads"
     # the bit position the wait reads: (R + k) % p + c in the innermost loop
     kin = I.counter if I is not None else kO
     fw = _ring_form(posw, kin)
@@ -3011,10 +3263,17 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
                 return "phase bitfield: ring not carried in a recognised way"
             total = E.binop("+", total, cnt)
             continue
-        if not F.guard.exact or F.guard.uniform != w.guard.uniform:
-            return "phase bitfield: conditional flip"
         if F.order > w.order and O.id not in F.loops:
             continue  # after the task loop (a drain): no wait inside it sees the flip
+        if carried and F.loops and F.loops[0] == O.id:
+            # a flip in another loop nest of the task loop (a drain's, a peeled first use's):
+            # its runs in the earlier tasks, and in w's task when it comes first
+            cnt = _count_elsewhere(m, F, w, posf, O, posw, to)
+            if cnt is not None:
+                total = E.binop("+", total, cnt)
+                continue
+        if not F.guard.exact or F.guard.uniform != w.guard.uniform:
+            return "phase bitfield: conditional flip"
         # a flip elsewhere in the loop nest that may touch the bit the wait reads
         if not F.loops or F.loops[0] != O.id or len(F.loops) > 2:
             return "phase bitfield: flip outside the task loop"
@@ -3058,7 +3317,17 @@ def _phasebit_counts(an: Analysis, w: ir.Op):
             if any(u.depends_on(E.LOOP) for u in w.guard.uniform):
                 return "phase bitfield: uses of a conditional wait not counted"
             return "phase bitfield: ring not carried in a recognised way"
-    return parity, use, assume
+        for o in others:
+            # the other sites' runs before w are earlier uses of w's element (one sequence of
+            # visits of the role, in program order)
+            oidx = linear(o.barrier.index[0]) if o.barrier.index else E.Const(0)
+            more = _count_elsewhere(m, o, w, oidx, O, idx[0] if idx else E.Const(0), to)
+            if more is None:
+                return "phase bitfield: barrier waited at another site by the same threads"
+            use = E.binop("+", use, more)
+    elif others:
+        return "phase bitfield: barrier waited at another site by the same threads"
+    return parity, use, assume, tuple(others), ""
 
 
 def slot_mismatch(an: Analysis, wp: WaitPhase) -> dict | None:
