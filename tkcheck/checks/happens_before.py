@@ -2049,6 +2049,11 @@ def _first_end_silent(an: Analysis, between: list[ir.Op], t_first, t_second) -> 
         ex = an.threads.executing(o)
         if ex is None or not o.guard.exact:
             return False
+        if o.kind in (ir.MBAR_WAIT, ir.SPIN, ir.CALL) and ex & set(t_second):
+            # a wait of second's thread that may never pass (a phase nobody completes, a flag
+            # nobody raises: a hang, the progress engine's question) leaves `second` unreached,
+            # so the pair is no proved race (fixtures/async/ptx_mbar_token_rounds_bad.cu)
+            return False
         if not ex & pairing or _silent(o):
             continue
         ga = _ga(o)
