@@ -1608,13 +1608,8 @@ def _ordered_under_common(an: Analysis, fl, w, r, first, second, tf, ts, common,
         + [o for o in _chain(fl, second, lo, hi, common + 1) if set(o.guard.uniform) <= both],
         key=lambda o: o.order,
     )
-    syncs = [o for o in path if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
-    if not syncs or not all(o.guard.exact and an.threads.executing(o) is not None for o in syncs):
+    if not _barriers_order(an, path, tf, ts):
         return False
-    for t1 in _representatives(an, path, tf):
-        for t2 in _representatives(an, path, ts):
-            if _ordered_by_barrier(an, path, t1, t2) is not True:
-                return False
     repeats = common > 0 and _repeats(an, first.loops[common - 1], first.guard.uniform)
     if repeats and not _back_edge_ordered(an, fl, first, second, common, tf, ts):
         out.undecided.append((w, r, "in different loops, across iterations of the loop around both"))
@@ -1870,12 +1865,18 @@ def _back_edge_ordered(an: Analysis, fl, first: ir.Op, second: ir.Op, common: in
     uf, us = set(first.guard.uniform), set(second.guard.uniform)
     level = [o for o in fl.ops if o.loops == head and set(o.guard.uniform) <= uf & us]
     path = [o for o in level if o.order > second.order] + [o for o in level if o.order < first.order]
+    return _barriers_order(an, path, ts, tf)
+
+
+def _barriers_order(an: Analysis, path: list[ir.Op], t_from, t_to) -> bool:
+    """The barriers on `path` (each with exact guard and known threads; at least one) order every
+    representative thread of `t_from` before every one of `t_to`."""
     syncs = [o for o in path if o.kind in (ir.SYNC, ir.NAMED_ARRIVE)]
     if not syncs or not all(o.guard.exact and an.threads.executing(o) is not None for o in syncs):
         return False
-    for t2 in _representatives(an, path, ts):
-        for t1 in _representatives(an, path, tf):
-            if _ordered_by_barrier(an, path, t2, t1) is not True:
+    for t1 in _representatives(an, path, t_from):
+        for t2 in _representatives(an, path, t_to):
+            if _ordered_by_barrier(an, path, t1, t2) is not True:
                 return False
     return True
 
