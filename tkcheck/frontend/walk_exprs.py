@@ -326,12 +326,8 @@ class ExprEvaluation:
                 self._no_elem_access -= 1
         a = self.ev(inner, ctx, cursor)
         if op == "*" and isinstance(a, ChoicePtr):
-            name = _plain_name(inner)
-            if name is None or self._no_elem_access:
-                a = _unknown_choice(a)
-            else:
-                for cond, v in a.options:
-                    self._ev_unary(node, op, inner, _bound(ctx, name, v, cond), cursor)
+            a = self._each_option(a, inner, ctx, lambda c: self._ev_unary(node, op, inner, c, cursor))
+            if a is None:
                 return self.opaque_from(node, ())
         if op == "*" and isinstance(a, UnknownPtr):
             if self._no_elem_access:
@@ -414,12 +410,8 @@ class ExprEvaluation:
         if isinstance(base, ChoicePtr):
             # `p[i]` of a pointer holding one of a few values, each under a block-uniform
             # condition (a rotated pointer): one access per option, under its condition
-            name = _plain_name(nbase)
-            if name is None or self._no_elem_access:
-                base = _unknown_choice(base)
-            else:
-                for cond, v in base.options:
-                    self._ev_index(node, nbase, nidx, _bound(ctx, name, v, cond), cursor)
+            base = self._each_option(base, nbase, ctx, lambda c: self._ev_index(node, nbase, nidx, c, cursor))
+            if base is None:
                 return self.opaque_from(node, (idx,))
         if isinstance(base, UnknownPtr):
             # `p[i]` of a pointer whose target the walk does not follow: an access of unknown
@@ -695,6 +687,18 @@ class ExprEvaluation:
         if scalars and self.w.model is not None:
             self.w.model.shared_scalar_unknowns[var.name] = scalars
         return var
+
+    def _each_option(self, p: ChoicePtr, name_node: cexpr.Node, ctx: Ctx, walk) -> UnknownPtr | None:
+        """An access through a pointer holding one of a few values, each under a block-uniform
+        condition: `walk` once per option, with the pointer's name bound to it under its condition
+        (None). A pointer not named plainly, or an address only, stands for the unknown pointer
+        it may be (returned)."""
+        name = _plain_name(name_node)
+        if name is None or self._no_elem_access:
+            return _unknown_choice(p)
+        for cond, v in p.options:
+            walk(_bound(ctx, name, v, cond))
+        return None
 
     # -- names --------------------------------------------------------------
     def _ev_name(self, node: cexpr.Name, ctx: Ctx):
