@@ -52,7 +52,7 @@ def paths_related(op):
 def _ops(an):
     out = []
     n = an.threads.n
-    for op in an.model.ops_of(*single_issue.SINGLE_ISSUE_KINDS):
+    for op in single_issue.single_issue_ops(an.model):
         issuers = an.threads.issuers(op)
         if issuers is None:
             continue

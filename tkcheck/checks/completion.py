@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..recurrence import flat_base
@@ -850,9 +849,10 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                     amount = op.count if op.count is not None else E.opaque("count")
                     acc.arrivals.setdefault(key, []).append(Contribution(op, who, amount, times_c, *c_args, **c_kw))
                 elif op.kind == ir.MBAR_EXPECT:
-                    acc.arrivals.setdefault(key, []).append(
-                        Contribution(op, who, E.Const(K.EXPECT_ARRIVALS), times_c, *c_args, **c_kw)
-                    )
+                    if op.expect_arrivals:
+                        acc.arrivals.setdefault(key, []).append(
+                            Contribution(op, who, E.Const(op.expect_arrivals), times_c, *c_args, **c_kw)
+                        )
                     acc.expects.setdefault(key, []).append(
                         Contribution(
                             op,

@@ -36,7 +36,6 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from ..knowledge import ops as K
 from ..model import expr as E
 from ..model import ir
 from ..model.fast_eval import evaluator
@@ -1413,7 +1412,7 @@ def _unroll(
                     if sym is not None:
                         symx[len(out)] = sym
                     out.append(
-                        Event("expect", o, d, arrivals=k * K.EXPECT_ARRIVALS, bytes=nb, env=ctr, sym=str(sym or ""))
+                        Event("expect", o, d, arrivals=k * o.expect_arrivals, bytes=nb, env=ctr, sym=str(sym or ""))
                     )
         elif o.kind == ir.TMA_LOAD:
             b = o.bytes.eval(full) if o.bytes is not None else None

@@ -290,8 +290,8 @@ MULTI_GPU_OPS: dict[str, tuple[tuple[str, str], ...]] = {
 # (barrier, coord, dev_idx, expected), (barrier, coord, dev_idx)
 MULTI_GPU_ARITY = {"signal": 4, "signal_all": 3, "wait": 4, "barrier_all": 3}
 
-# TK's expects are mbarrier.arrive.expect_tx: each also arrives once
-EXPECT_ARRIVALS = 1
+# TK's expects are mbarrier.arrive.expect_tx: each also arrives once; PTX's `mbarrier.expect_tx`
+# (`BarrierFacts.tx_only`) arrives not at all. The engines read `ir.Op.expect_arrivals`.
 
 # Base names under `tma::` (and `tma::cluster::`).
 TMA_OPS: dict[str, OpSpec] = {
@@ -1166,6 +1166,17 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
         what = q[1] if len(q) > 1 else ""
         if what == "init" and len(ops) == 2 and _bracket(ops[0]):
             return PtxAsyncOp(ir.MBAR_INIT, "mbarrier.init", barrier=_bracket(ops[0]), count=ops[1])
+        if what == "expect_tx" and len(ops) == 2 and _bracket(ops[0]):
+            # r16-expecttx: `mbarrier.expect_tx{.relaxed}{.cta|.cluster}{.shared{::cta|::cluster}}
+            # .b64 [addr], txCount` raises the pending transaction count of the current phase by
+            # txCount and makes NO arrival (PTX ISA, mbarrier.expect_tx): bytes only, no release
+            return PtxAsyncOp(
+                ir.MBAR_EXPECT,
+                "mbarrier.expect_tx",
+                barrier=_bracket(ops[0]),
+                bytes=ops[1],
+                mbar=ir.BarrierFacts(tx_only=True),
+            )
         if what == "arrive" and "noComplete" not in q and len(ops) >= 2 and _bracket(ops[1]):
             if len(q) > 2 and q[2] == "expect_tx":
                 if len(ops) != 3:

@@ -421,6 +421,11 @@ class BarrierFacts:
     # `violations.split_remote_stores` asks whether the two CTAs differ for every thread
     store_cta: Expr | None = None
     store_bar: Ref | None = None
+    # r16-expecttx: an MBAR_EXPECT that only raises the pending transaction count of the current
+    # phase by its bytes, with no arrival (`mbarrier.expect_tx`, libcu++'s
+    # `cuda::device::barrier_expect_tx`): it neither counts toward the phase's arrivals nor
+    # releases anything (`Op.expect_arrivals` is 0)
+    tx_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -622,7 +627,8 @@ class PhasebitFacts:
 # (tkcheck/knowledge/ops.py holds the table from API spellings to kinds).
 MBAR_INIT = "mbar_init"  # barrier, count (arrivals + tx count, as TK sums them)
 MBAR_ARRIVE = "mbar_arrive"  # barrier, count (arrivals per issuing thread), mbar
-MBAR_EXPECT = "mbar_expect"  # barrier, bytes (tx per issuing thread); arrives once (arrive.expect_tx)
+MBAR_EXPECT = "mbar_expect"  # barrier, bytes (tx per issuing thread); arrives once (arrive.expect_tx),
+# or not at all when `mbar.tx_only` (expect_tx alone: `Op.expect_arrivals`)
 MBAR_WAIT = "mbar_wait"  # barrier, parity
 TMA_LOAD = "tma_load"  # buffer (dst), bytes, barrier, transfer, mbar
 TMA_STORE = "tma_store"  # buffer (src), bytes, transfer
@@ -712,6 +718,19 @@ class Op:
     @property
     def sync_kind(self) -> str | None:
         return self.sync.kind if self.sync is not None else None
+
+    @property
+    def expect_arrivals(self) -> int:
+        """The arrivals an MBAR_EXPECT makes besides its bytes: 1 (arrive.expect_tx), 0 for an
+        expect_tx alone (`mbar.tx_only`); 0 on ops of other kinds."""
+        if self.kind != MBAR_EXPECT:
+            return 0
+        return 0 if self.mbar is not None and self.mbar.tx_only else 1
+
+    @property
+    def tx_only(self) -> bool:
+        """An MBAR_EXPECT with no arrival (`mbarrier.expect_tx`): bytes only, no release."""
+        return self.kind == MBAR_EXPECT and self.mbar is not None and self.mbar.tx_only
 
     @property
     def fence_kind(self) -> str | None:
