@@ -67,3 +67,19 @@ def test_expect_tx_is_no_arrival_of_the_count():
     an = _analyses("expect_tx_only_bad.cu")["count_two"]
     (mm,) = violations.arrival_mismatches(an)
     assert mm.name == "two_bar"
+
+
+WARPCOLL = ROOT / "fixtures" / "warpcoll"
+
+
+def test_elect_sync_elects_the_lowest_lane_of_its_constant_mask():
+    ans = {m.name: Analysis(m) for m in models_of(str(WARPCOLL / "elect_arrival_good.cu"))}
+    an = ans["upper_half_elects"]
+    (arr,) = an.model.ops_of(ir.MBAR_ARRIVE)
+    # lane 16 of each warp: one arrival a warp, the count of `done`
+    assert an.threads.issuers(arr) == frozenset({16, 48, 80, 112})
+    (coll,) = [o for o in an.model.ops_of(ir.WARP_COLL) if o.warp_coll.instr == "elect.sync"]
+    assert coll.warp_coll.mask is not None and coll.warp_coll.mask.eval({}) == 0xFFFF0000
+    for a in ans.values():
+        assert not violations.arrival_mismatches(a)
+        assert completion.accounts(a)[next(iter(a.model.barriers))].ok()

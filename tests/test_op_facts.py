@@ -217,7 +217,9 @@ def test_ptx_async_ops_table():
     assert K.ptx_async_ops("barrier.cluster.wait.acquire.aligned;")[0][0].sync == ir.SyncFacts("cluster_wait")
     assert K.ptx_async_ops("wgmma.wait_group.sync.aligned 1;")[0][0].count == "1"
     # an instruction of the family not modelled: an unmodelled use of the barrier it names (i7model)
-    assert ops("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;") == ([(ir.CALL, "%0", None)], False)
+    assert ops("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;") == ([(ir.CALL, "%0", None)], False)
+    # r16-expecttx: the expect_tx without an arrival is modelled (bytes only, `tx_only`)
+    assert ops("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;") == ([(ir.MBAR_EXPECT, "%0", "%1")], True)
     (drop,), ok = K.ptx_async_ops("mbarrier.arrive_drop.shared::cta.b64 _, [%0];")
     assert ok and drop.kind == ir.MBAR_ARRIVE and drop.mbar == ir.BarrierFacts(drop=True)
     (sta,), ok = K.ptx_async_ops("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];")

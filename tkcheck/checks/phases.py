@@ -462,7 +462,8 @@ def _handshake(an: Analysis, w: ir.Op, why: list | None = None, body: bool = Fal
         hit = False
         # the waiter arms the phase itself just before waiting (`expect_bytes; wait`): it
         # waits for this round's completion
-        found = s.kind == ir.MBAR_EXPECT and s.loops == w.loops and s.order < w.order and iss <= mine
+        # (an expect_tx with no arrival does not hold the phase open: it may land in the next one)
+        found = s.kind == ir.MBAR_EXPECT and not s.tx_only and s.loops == w.loops and s.order < w.order and iss <= mine
         for o in m.ops:
             if (
                 o.kind == ir.MBAR_WAIT
@@ -697,7 +698,7 @@ def _stale_reachable(an: Analysis, w: ir.Op, sigs) -> bool:
             iss = _issuing(th, t)
             if iss is None:
                 return False
-            if iss <= (mine or frozenset()) and t.kind == ir.MBAR_EXPECT:
+            if iss <= (mine or frozenset()) and t.kind == ir.MBAR_EXPECT and not t.tx_only:
                 continue
             if not iss <= sig_threads or t.order > first or not any(t.loops[: len(s.loops)] == s.loops for s in sigs):
                 return False
@@ -1091,7 +1092,7 @@ def _arms_own_wait(an: Analysis, s: ir.Op, w: ir.Op) -> bool:
     m, th = an.model, an.threads
     mine = th.executing(w)
     iss = th.issuers(s)
-    if s.kind != ir.MBAR_EXPECT or mine is None or iss is None or not iss <= mine:
+    if s.kind != ir.MBAR_EXPECT or s.tx_only or mine is None or iss is None or not iss <= mine:
         return False
     nxt = min(
         (o for o in m.ops if o.order > s.order and o.barrier is not None and o.barrier.name == s.barrier.name),

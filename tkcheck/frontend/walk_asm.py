@@ -281,7 +281,7 @@ class AsmLowering:
             if k in tokens:
                 value = tokens[k]
             elif k in elected and (con.startswith("=") or (isinstance(old, Expr) and old.eval({}) == 0)):
-                value = E.binop("==", E.binop("%", E.TID, E.Const(32)), E.Const(0))
+                value = E.binop("==", E.binop("%", E.TID, E.Const(32)), E.Const(self._elected_lane(c, ctx, ptx)))
             elif k in ranks and len(ptx.split(";")) <= 2:
                 value = E.Var("cta_rank", E.PARAM)
             elif k in maps and len(ptx.split(";")) <= 2:
@@ -325,10 +325,24 @@ class AsmLowering:
             out[k] = E.opaque("mbarrier token") if ref.name in self._token_several else E.binop("%", n, E.Const(2))
         return out
 
+    def _elected_lane(self, c: Any, ctx: Ctx, ptx: str) -> int:
+        """The lane `elect.sync` elects: the lowest lane of its member mask when the mask is a
+        constant (r16-expecttx: `elect.sync _|P, 0xffff0000` run by the upper half elects lane
+        16); lane 0 otherwise, as TK's elect_one_sync is modelled."""
+        mm = re.search(
+            r"\belect\.sync\s+[^|;]*\|\s*%*\w+\s*,\s*([^;]+?)\s*;", ptx.replace("\\n", " ").replace("\\t", " ")
+        )
+        mask = self._mask_value(c, ctx, mm.group(1)) if mm else None
+        v = mask.eval({}) if isinstance(mask, Expr) else None
+        if isinstance(v, int) and not isinstance(v, bool) and v & 0xFFFFFFFF:
+            v &= 0xFFFFFFFF
+            return (v & -v).bit_length() - 1
+        return 0
+
     @staticmethod
     def _elected_outputs(ptx: str) -> set[int]:
         """The operands an `elect.sync` statement sets to its election: `elect.sync _|%k, mask`
-        (k a predicate output) or `elect.sync _|P, mask; @P mov.* %k, 1`."""
+        (k a predicate output), `elect.sync _|P, mask; @P mov.* %k, 1` or `... selp.* %k, 1, 0, P`."""
         out: set[int] = set()
         preds: set[str] = set()
         text = ptx.replace("\\n", " ").replace("\\t", " ")
@@ -341,6 +355,11 @@ class AsmLowering:
         for mm in re.finditer(r"@(%*\w+)\s+mov\.[a-z0-9.]+\s+%(\d+)\s*,\s*1\s*;", text):
             if mm.group(1).lstrip("%") in preds:
                 out.add(int(mm.group(2)))
+        # r16-expecttx: `selp.u32 %k, 1, 0, P;` (TK's elect_leader, cute's elect_one_sync): 1 on
+        # the elected lane, 0 on the others
+        for mm in re.finditer(r"\bselp\.[a-z0-9]+\s+%(\d+)\s*,\s*1\s*,\s*0\s*,\s*(%*\w+)\s*;", text):
+            if mm.group(2).lstrip("%") in preds:
+                out.add(int(mm.group(1)))
         return out
 
     def _immediates(self, c: Any, ctx: Ctx, ptx: str) -> str:

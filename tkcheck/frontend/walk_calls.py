@@ -125,15 +125,14 @@ class CallLowering:
             base in ("elect_one_sync", "elect_one", "elect_leader", "elect_leader_from_active")
             and not args
             and (not quals or scope_warps is not None)
+            # r16-expecttx: the user's own helper of that name is walked as written (its asm's
+            # `elect.sync` is the collective of its own mask, its output the election: walk_asm)
+            and not (self.w.mb.functions.get(base) if not quals else None)
         ):
             # elect.sync over the full warp: one lane, the lowest (lane 0 when the warp is whole);
             # a group's elect_leader is that lane of the group's first warp
             n = 32 * (scope_warps or 1)
-            helpers = self.w.mb.functions.get(base) if not quals else None
-            if (scope_warps or 1) == 1 and (
-                # the user's own helper of that name is a collective only if it elects with elect.sync
-                not helpers or any(re.search(r"elect[._]sync\b", " ".join(tokens_of(c))) for c in helpers)
-            ):
+            if (scope_warps or 1) == 1:
                 # the election is a warp collective of the full mask (of the lanes active at the
                 # call, for `elect_leader_from_active`: a mask the model does not know)
                 mask = None if base == "elect_leader_from_active" else E.Const(0xFFFFFFFF)
