@@ -83,3 +83,11 @@ def test_elect_sync_elects_the_lowest_lane_of_its_constant_mask():
     for a in ans.values():
         assert not violations.arrival_mismatches(a)
         assert completion.accounts(a)[next(iter(a.model.barriers))].ok()
+
+
+def test_libcu_barrier_expect_tx_is_bytes_without_arrival():
+    (m,) = models_of(str(ROOT / "fixtures" / "libcu" / "barrier_expect_tx_good.cu"))
+    an = Analysis(m)
+    (exp,) = m.ops_of(ir.MBAR_EXPECT)
+    assert exp.api == "cuda::device::barrier_expect_tx" and exp.tx_only and exp.expect_arrivals == 0
+    assert not violations.byte_mismatches(an) and not violations.arrival_mismatches(an)

@@ -44,7 +44,7 @@ is the table `knowledge/ops.py` LIBCU_*).
   semaphore of a larger maximum stays an opaque call.
 
 Anything else of libcu++ (a barrier of another scope, arrays of pipeline states,
-barrier_expect_tx, consumer_wait_for, quit) is not modelled: the coverage census names it at the
+consumer_wait_for, quit) is not modelled: the coverage census names it at the
 user's line.
 """
 
@@ -425,6 +425,23 @@ class LibcuLowering:
                 more = E.binop("-", n, E.Const(1)) if isinstance(n, Expr) else E.opaque("count")
                 self._op(ir.MBAR_ARRIVE, api, ctx, cursor, barrier=ref, count=more, mbar=ir.BarrierFacts())
             return self._advance(bar, ctx, cursor)
+        if base == "barrier_expect_tx" and len(args) == 2:
+            # r16-expecttx: `mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [bar], tx`: the bytes of
+            # the current phase raised, no arrival (the thread's token does not advance)
+            bar = self._value(args[0], ctx, cursor)
+            if not (isinstance(bar, Rec) and bar.type_name == BARRIER):
+                return NotImplemented
+            tx = self.w.ev(args[1], ctx, cursor)
+            self._op(
+                ir.MBAR_EXPECT,
+                "cuda::device::barrier_expect_tx",
+                ctx,
+                cursor,
+                barrier=bar.fields["@bar"].ref,
+                bytes=tx if isinstance(tx, Expr) else E.opaque("tx"),
+                mbar=ir.BarrierFacts(tx_only=True),
+            )
+            return None
         if base in ("cp_async_bulk_global_to_shared", "memcpy_async_tx") and len(args) == 4:
             # `cuda::device::memcpy_async_tx(dst, src, aligned_size_t<16>(n), bar)` is the same
             # bulk copy (cp.async.bulk ... mbarrier::complete_tx::bytes): its bytes land on the barrier

@@ -196,6 +196,8 @@ LIBCU_FUNCTIONS = frozenset(
         "init",
         "pipeline_consumer_wait_prior",
         "barrier_arrive_tx",
+        # r16-expecttx: cuda::device::barrier_expect_tx(bar, tx): mbarrier.expect_tx, bytes only
+        "barrier_expect_tx",
         "cp_async_bulk_global_to_shared",
         # pipe (round 5): cuda::device::memcpy_async_tx, a bulk copy completing bytes on the barrier
         "memcpy_async_tx",
