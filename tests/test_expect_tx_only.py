@@ -91,3 +91,14 @@ def test_libcu_barrier_expect_tx_is_bytes_without_arrival():
     (exp,) = m.ops_of(ir.MBAR_EXPECT)
     assert exp.api == "cuda::device::barrier_expect_tx" and exp.tx_only and exp.expect_arrivals == 0
     assert not violations.byte_mismatches(an) and not violations.arrival_mismatches(an)
+
+
+def test_expect_after_the_completing_arrival_leaves_the_bytes_undecided():
+    ans = _analyses("expect_tx_only_bad.cu")
+    acc = completion.accounts(ans["arrive_before_expect"])["late_bar"]
+    assert not acc.ok() and acc.arrivals_ok()
+    assert "not shown to come before the arrival that completes its phase" in acc.unknown[0]
+    assert not violations.byte_mismatches(ans["arrive_before_expect"])
+    # ordered by program order (count_two), by `__syncwarp` (short_copy): claimed
+    assert completion.accounts(ans["short_copy"])["short_bar"].ok()
+    assert completion.accounts(ans["count_two"])["two_bar"].ok()

@@ -61,8 +61,16 @@ class BarrierAccount:
     # a loop whose trip count depends on the thread); its groups above are then empty
     ragged: "RaggedAccount | None" = None
 
+    # r16-expecttx: reasons of `unknown` that are the order of an expect_tx without arrival only
+    # (which phase its bytes land in); the arrivals per phase do not depend on it
+    tx_unordered: list[str] = field(default_factory=list)
+
     def ok(self) -> bool:
         return not self.unknown
+
+    def arrivals_ok(self) -> bool:
+        """The arrival sums are usable (whatever phase a tx-only expect's bytes land in)."""
+        return all(u in self.tx_unordered for u in self.unknown)
 
 
 @dataclass
@@ -895,6 +903,11 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
     if blind:
         for acc in out.values():
             acc.unknown.append(f"unattributed mbarrier operation at line {blind[0].location.row}")
+    for name, acc in out.items():
+        why = _tx_only_unordered(an, name)
+        if why is not None:
+            acc.unknown.append(why)
+            acc.tx_unordered.append(why)
     for name in ragged:
         acc = out[name]
         r = _ragged_account(an, acc)
@@ -1403,6 +1416,69 @@ def _ragged_barriers(an: Analysis) -> set[str]:
 
 
 MAX_RAGGED_PHASES = 4096
+
+
+def _tx_only_unordered(an: Analysis, name: str) -> str | None:
+    """r16-expecttx: an expect_tx without an arrival (`Op.tx_only`) adds its bytes to the phase
+    in progress when it runs; made after the arrival that completes the phase it means (tx count
+    0), it lands in the next one. The sums per round hold only when each such expect is ordered
+    before an arrival its phase needs, in the same round: an arrival of the same barrier element
+    in the same loop body after it by each of its own threads (program order), or after a
+    `__syncwarp` / block barrier between them that both the expecting and the arriving threads
+    run. Why not, or None when every tx-only expect of `name` is so ordered."""
+    m, th = an.model, an.threads
+    sites = [o for o in m.ops if o.barrier is not None and o.barrier.name == name]
+    for x in sites:
+        if not x.tx_only:
+            continue
+        xs = th.issuers(x)
+        why = f"expect_tx at line {x.location.row} (no arrival) not shown to come before the arrival that completes its phase"
+        if xs is None:
+            return why
+        arrivals = [
+            a
+            for a in sites
+            if a.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+            and a.expect_arrivals + (a.kind == ir.MBAR_ARRIVE)
+            and a.loops == x.loops
+            and a.order > x.order
+            and a.barrier.index == x.barrier.index
+            and a.guard.exact
+        ]
+        ok = False
+        for a in arrivals:
+            at = th.issuers(a)
+            if at is None or not at:
+                continue
+            if xs <= at:
+                ok = True  # each expecting thread arrives after it (an arrival the phase needs)
+                break
+            between = [
+                o
+                for o in m.ops
+                if o.kind == ir.SYNC and o.loops == x.loops and x.order < o.order < a.order and o.guard.exact
+            ]
+            for sy in between:
+                ex = th.executing(sy)
+                if ex is None or not (xs | at) <= ex:
+                    continue
+                if sy.sync_kind == "block" or (sy.sync_kind == "warp" and _warp_sync_covers(sy, xs | at)):
+                    ok = True
+                    break
+            if ok:
+                break
+        if not ok:
+            return why
+    return None
+
+
+def _warp_sync_covers(sy: ir.Op, threads: frozenset[int]) -> bool:
+    """A `__syncwarp(mask)` that every one of `threads` (all of one warp) takes part in."""
+    if len({t // 32 for t in threads}) != 1:
+        return False
+    mask = sy.sync.mask if sy.sync is not None else None
+    v = mask.eval({}) if mask is not None else 0xFFFFFFFF
+    return isinstance(v, int) and not isinstance(v, bool) and all((v >> (t % 32)) & 1 for t in threads)
 
 
 def _ragged_account(an: Analysis, acc: BarrierAccount) -> "RaggedAccount | str":

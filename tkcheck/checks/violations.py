@@ -219,7 +219,7 @@ def arrival_mismatches(an: Analysis) -> list[ArrivalMismatch]:
 def _arrival_mismatches(an: Analysis) -> list[ArrivalMismatch]:
     out = []
     for name, acc in sorted(completion.accounts(an).items()):
-        if not acc.ok() or (acc.init_count is None and not acc.group_init):
+        if not acc.arrivals_ok() or (acc.init_count is None and not acc.group_init):
             continue
         if acc.ragged is not None:
             # i7model: arrivals enumerated phase by phase (arrive_drop, a ragged loop)
