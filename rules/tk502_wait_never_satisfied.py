@@ -17,6 +17,7 @@ def check(an):
         + _unreached(an)
         + _epoch_hangs(an)
         + _hoisted(an)
+        + _hoisted_global(an)
         + _counter_barriers(an)
         + _locks(an)
         + _roles(an)
@@ -178,10 +179,16 @@ def _unreached(an):
                 blocked=True,
             )
         )
+        block = ", ".join(f"{n} == {v}" for n, v in su.block)
+        head = (
+            f"a spin that re-loads `{su.flag}` until `{shown}` ({who} of the block with {block} spinning in it)"
+            if su.by_condition
+            else f"a loop left only by a `break` when `{shown}` ({who} spinning in it)"
+        )
         out.append(
             finding(
                 "TK502",
-                f"a loop left only by a `break` when `{shown}` ({who} spinning in it), but no write of `{su.flag}` in "
+                f"{head}, but no write of `{su.flag}` in "
                 f"this kernel stores such a value ({'; '.join(values)}), and `{su.flag}` holds {su.initial} before "
                 "them (assuming the host zeroes it): the loop never ends and the kernel hangs",
                 su.spin.location,
@@ -191,6 +198,7 @@ def _unreached(an):
                     "exit": shown,
                     "initial": su.initial,
                     "assumption": "flag zeroed before the launch",
+                    **({"block": block} if su.block else {}),
                 },
                 trace=trace,
                 help="wait for a value the writer stores (its last one), or store the value the readers wait for",
@@ -243,6 +251,50 @@ def _hoisted(an):
                 trace=trace,
                 help=f"declare it `volatile` (`__shared__ volatile ... {hs.name}`), or read it with "
                 "`cuda::atomic_ref<T, cuda::thread_scope_block>(x).load(cuda::memory_order_acquire)`",
+            )
+        )
+    return out
+
+
+def _hoisted_global(an):
+    """The progress engine's spins on a plain load of a global word (`checks/awaited_values.hoisted_poll`):
+    the loop does nothing else, and its first look may see the word's value before the launch."""
+    from tkcheck.checks.threads import describe
+
+    out = []
+    n = an.threads.n
+    for hp in P.spin_waits(an).hoisted:
+        who = describe(an.threads.executing(hp.spin) or frozenset(), n)
+        ga = hp.read.global_access
+        text = (ga.text if ga is not None else None) or hp.read.api
+        at = ", ".join(f"{k} = {v}" for k, v in hp.reached_with)
+        trace = [
+            TraceStep(
+                who,
+                f"first look at `{text}`{f' (with {at})' if at else ''}: nothing on the way orders another block's store "
+                f"of it before this read, so it may read {hp.initial}, the value before the launch",
+                hp.read.location,
+            ),
+            TraceStep(
+                who,
+                f"the loop goes on at {hp.initial}; the load is plain (not volatile, not atomic) and the loop does "
+                "nothing else, so the compiler may load it once and spin on a register: it never reads it again",
+                hp.spin.location,
+                blocked=True,
+            ),
+        ]
+        out.append(
+            finding(
+                "TK502",
+                f"{who} spins on `{text}`, a plain (not volatile, not atomic) load of global memory, in a loop that "
+                f"does nothing else: the compiler may load it once and spin on a register; a first look that sees "
+                f"{hp.initial} (its value before the launch, assuming the host zeroes `{hp.word}`) spins forever",
+                hp.spin.location,
+                related=[related(hp.read, "the plain load the loop repeats")],
+                witness={"word": hp.word, "initial": str(hp.initial), "assumption": "word zeroed before the launch"},
+                trace=trace,
+                help="read it with `cuda::atomic_ref<T, cuda::thread_scope_device>(x).load(cuda::memory_order_acquire)` "
+                "(or `ld.acquire.gpu`, a volatile load and a fence)",
             )
         )
     return out

@@ -804,7 +804,12 @@ def add_spin_undecided(entry: KernelCoverage, an: Analysis) -> None:
 
     facts = protocol.spin_waits(an)
     decided = (
-        len(facts.never) + len(facts.own_store) + len(facts.counter_hangs) + len(facts.proved) + len(facts.unreached)
+        len(facts.never)
+        + len(facts.own_store)
+        + len(facts.counter_hangs)
+        + len(facts.proved)
+        + len(facts.unreached)
+        + len(facts.hoisted)
     )
     entry.obligations += decided + len(facts.undecided)
     entry.obligations_decided += decided

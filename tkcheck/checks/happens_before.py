@@ -2406,7 +2406,7 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
                 continue
             if d.loops[: len(sig.loops)] != sig.loops and not _before_signal_loops(an, d, sig):
                 continue
-            if not d.guard.exact or set(d.guard.uniform) - set(sig.guard.uniform):
+            if not d.guard.exact or not _runs_with_signal(d, sig):
                 continue
             dga = _ga(d)
             if (
@@ -2464,6 +2464,17 @@ def _publish(an: Analysis, out: MemoryFacts) -> None:
             reported.add(id(d))
             out.publications.append(Publication(d, sig, pick, t_sig, td, gathered, why))
             break
+
+
+def _runs_with_signal(d: ir.Op, sig: ir.Op) -> bool:
+    """Does every block that runs the data write d run the signal too: d's block-uniform
+    conditions are the signal's and more, the more over the block index and launch values only
+    (`if (split == 0) y[r] = p; else y[r] += p;` before an unconditional raise: round 16)? A
+    condition over a loaded value or a loop counter keeps the pair unasked, as before."""
+    extra = set(d.guard.uniform) - set(sig.guard.uniform)
+    if not set(sig.guard.uniform) <= set(d.guard.uniform):
+        return not extra
+    return all(not c.is_opaque() and all(v.kind == E.PARAM for v in c.free_vars()) for c in extra)
 
 
 def _before_signal_loops(an: Analysis, d: ir.Op, sig: ir.Op) -> bool:
@@ -2597,6 +2608,10 @@ def _thread_private(an: Analysis, base: str) -> bool:
         accs.append(o)
     if not accs:
         return False
+    if _grid_beyond_x(m):
+        # blocks told apart by blockIdx.y / .z (a split-K grid `dim3(tiles, splits)`): two blocks
+        # of one blockIdx.x name the same element of an index over x alone (round 16)
+        return False
     allowed = {"tid", "blockIdx.x", "gridDim.x"}
 
     def side(o: ir.Op, tag: str):
@@ -2637,6 +2652,25 @@ def _thread_private(an: Analysis, base: str) -> bool:
             if solver.always(claim, assume=tuple(ba + bb)) is not True:
                 return False
     return True
+
+
+def _grid_beyond_x(m: ir.KernelModel) -> bool:
+    """Is the kernel's grid more than one block deep along y or z: a launch in the file gives it
+    so, or the kernel reads `blockIdx.y` / `.z` (in a guard, an address, a stored value, a spin's
+    condition)?"""
+    if m.grid_dims is not None:
+        return m.grid_dims[1] > 1 or m.grid_dims[2] > 1
+    names = {"blockIdx.y", "blockIdx.z"}
+    for o in m.ops:
+        exprs: list = [o.guard.thread, *o.guard.uniform]
+        ga = o.global_access
+        if ga is not None:
+            exprs += [ga.index, ga.operand, *ga.operands]
+        if o.spin is not None:
+            exprs += [o.spin.cond, o.spin.goes_on]
+        if any(isinstance(e, E.Expr) and any(v.name in names for v in e.free_vars()) for e in exprs):
+            return True
+    return False
 
 
 def _publishes_with_release(fl) -> bool:
@@ -2929,7 +2963,7 @@ def _publish_cumulative(an: Analysis, out: MemoryFacts) -> None:
         for d in fl.ops:
             if not _is_data_write(d) or d.order >= sig.order or d.loops[: len(sig.loops)] != sig.loops:
                 continue
-            if not d.guard.exact or set(d.guard.uniform) - set(sig.guard.uniform):
+            if not d.guard.exact or not _runs_with_signal(d, sig):
                 continue
             dga = _ga(d)
             if dga is None or dga.base is None or dga.base not in read or dga.base == ga.base:
@@ -3277,13 +3311,28 @@ def _acquire_scope(an: Analysis, out: MemoryFacts) -> None:
             continue
         lid = sp.loops[-1]
         polls = [p for p in _polls(fl, lid) if _exact_as(p, sp) and _acquires(p)]
+        whose = None
         if not polls:
-            continue
+            # a spin re-loading one word at its body's end (`v = a.load(acquire); while (v != x)
+            # { a.wait(v); v = a.load(acquire); }`, checks/awaited_values.py): it leaves after one
+            # of those loads, each an acquire, made by the spin's own threads
+            from .awaited_values import word_poll
+
+            wp = word_poll(an, sp) if sp.guard.exact else None
+            if wp is None or not all(_acquires(ld) for ld in wp.loads):
+                continue
+            polls, whose = [wp.poll], sp
         poll = polls[0]
         flag = _ga(poll).base  # type: ignore[union-attr]
         if flag is None or flag not in raised:
             continue
-        tp = an.threads.executing(poll) if poll.guard.exact else an.threads.satisfying(poll.guard.thread)
+        tp = (
+            an.threads.executing(whose)
+            if whose is not None
+            else an.threads.executing(poll)
+            if poll.guard.exact
+            else an.threads.satisfying(poll.guard.thread)
+        )
         if not tp:
             continue
         t_poll = min(tp)

@@ -3109,6 +3109,9 @@ class SpinFacts:
     # spins in a loop that wait on epoch flags (checks/epochs.py) at which a block of the
     # launch's instance is left for ever
     epoch_hangs: list = field(default_factory=list)  # epochs.EpochHang
+    # spins on a plain load of a global word that the compiler may hoist out of the loop, at a
+    # first look that may see the word's value before the launch (checks/awaited_values.py): a hang
+    hoisted: list = field(default_factory=list)  # awaited_values.HoistedPoll
     # (spin head, why the argument does not apply): coverage, never a finding
     undecided: list[tuple[ir.Op, str]] = field(default_factory=list)
 
@@ -3374,6 +3377,10 @@ def _spin_waits(an: Analysis) -> SpinFacts:
 
         if _asked_elsewhere(m, sp, body):
             continue
+        from .awaited_values import covered_wait
+
+        if covered_wait(an, sp):
+            continue  # `a.wait(v)` in a spin on the same word: that spin's question
         if facts is not None and facts.cond is not None:
             from .counted_waits import count_hang
 
@@ -3400,6 +3407,31 @@ def _spin_waits(an: Analysis) -> SpinFacts:
         names = {v.name for v in facts.cond.free_vars()}
         read = [results[n] for n in names if n in results]
         if len(read) != 1:
+            # a value carried from the body's last load (`v = a.load(); while (v != x) { a.wait(v);
+            # v = a.load(); }`): a test of one word's value, asked against the values stored
+            from .awaited_values import awaited_never, hoisted_poll, word_poll
+
+            hp = hoisted_poll(an, sp)
+            if hp is not None:
+                out.hoisted.append(hp)
+                continue
+            wp = word_poll(an, sp)
+            if wp is not None:
+                aw = awaited_never(an, wp)
+                if aw.never:
+                    from .versions import SpinUnreached
+
+                    wga = wp.poll.global_access
+                    assert wga is not None and wga.base is not None and wga.result is not None
+                    shown = E.negate(E.substitute(wp.cond, {wga.result: E.Var(f"{wga.base}[...]", E.OPAQUE)}))
+                    out.unreached.append(
+                        SpinUnreached(
+                            sp, wp.poll, wga.base, shown, [w for w, _v in aw.writes], 0, aw.block, by_condition=True
+                        )
+                    )
+                else:
+                    undecided(aw.why)
+                continue
             # two loads of one word (`do { s1 = v; ...; s2 = v; } while (s1 != s2)`): the loop
             # ends once the writers' last value is there, when that value leaves it
             from .versions import spin_exit

@@ -502,6 +502,10 @@ class SpinUnreached:
     exit: E.Expr  # when the loop leaves, over the flag's value (the Var `flag`)
     writes: list[ir.Op]  # every store of the flag, with the values it writes
     initial: int
+    # a spin that re-loads one word and leaves by its condition (checks/awaited_values.py):
+    # the spinning block found, as (block index, value) pairs; () for a loop left by a `break`
+    block: tuple[tuple[str, int], ...] = ()
+    by_condition: bool = False
 
 
 def spin_exit(an: Analysis, sp: ir.Op, body: list[ir.Op], goes_on: E.Expr | None = None):
@@ -547,11 +551,19 @@ def spin_exit(an: Analysis, sp: ir.Op, body: list[ir.Op], goes_on: E.Expr | None
         return "undecided", "the loop's exit tests two loads of the flag"
     init = 0
     never = solver.always(E.negate(E.substitute(leaves, {value.name: E.Const(init)})))
-    for w, v in stored:
+    from .awaited_values import apart
+
+    for i, (w, v) in enumerate(stored):
         if never is not True:
             break
         assert v is not None
-        never = solver.always(E.negate(E.substitute(leaves, {value.name: v})), assume=_bounds(an, w))
+        # the writer's block, thread and loop indices are its own, not the spinner's (round 16:
+        # `f.store(2 * b + 1)` by block b is the value block b + 1 waits for, `s == 2 * b - 1`)
+        tag = f"w{i}"
+        never = solver.always(
+            E.negate(E.substitute(leaves, {value.name: apart(v, tag)})),
+            assume=tuple(apart(b, tag) for b in _bounds(an, w)),
+        )
     if never is True:
         if not _some_spinner(an, sp):
             return "undecided", "no block of the launch runs the loop"

@@ -27,7 +27,7 @@ from ..model import ir
 from .value_types import StructType
 from .lexer import lex
 from .parse import top_level
-from .launch_shape import block_shapes
+from .launch_shape import block_shapes, grid_shapes
 from .explicit_specs import is_explicit_specialization
 from .walk_env import CK, Env, Ctx, loc_of, _same_file, register_text, tokens_of, _adjacent, _NAMESPACES
 from .walk_types import TypeResolution
@@ -904,6 +904,7 @@ class KernelWalker:
             m.launch_bounds = self.types.has_launch_bounds(c)
             shapes = block_shapes(self.mb.parsed)
             shape = shapes.get(c.spelling)
+            m.grid_dims = grid_shapes(self.mb.parsed).get(c.spelling)
             if bounds is not None:
                 m.block_threads, m.min_blocks = bounds
                 m.block_threads_source = "__launch_bounds__"

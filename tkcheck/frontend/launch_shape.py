@@ -29,7 +29,19 @@ def block_shapes(parsed: ParsedFile) -> dict[str, Shape | None]:
     """kernel name -> the one block shape every launch of it in the user's files gives, or None
     (launched with several shapes, or with one not evaluated). Kernels never launched with
     `<<<>>>` are absent."""
-    cached = getattr(parsed, "_block_shapes", None)
+    return _shapes(parsed, 2)
+
+
+def grid_shapes(parsed: ParsedFile) -> dict[str, Shape | None]:
+    """kernel name -> the one grid shape (blocks per dimension) every launch of it in the user's
+    files gives, read as the block shape is (round 16: which block indices a launch holds); None
+    when launched with several or with one not evaluated. Kernels never launched are absent."""
+    return _shapes(parsed, 1)
+
+
+def _shapes(parsed: ParsedFile, slot: int) -> dict[str, Shape | None]:
+    attr = "_block_shapes" if slot == 2 else "_grid_shapes"
+    cached = getattr(parsed, attr, None)
     if cached is not None:
         return cached
     found: dict[str, set[Shape | None]] = {}
@@ -37,21 +49,21 @@ def block_shapes(parsed: ParsedFile) -> dict[str, Shape | None]:
         f = top.location.file
         if f is None or not parsed.is_user_file(f.name):
             continue
-        _scan_scope(top, found)
+        _scan_scope(top, found, slot)
     table = {name: (next(iter(shapes)) if len(shapes) == 1 else None) for name, shapes in found.items()}
-    parsed._block_shapes = table  # type: ignore[attr-defined]
+    setattr(parsed, attr, table)
     return table
 
 
-def _scan_scope(c, found: dict[str, set[Shape | None]]) -> None:
+def _scan_scope(c, found: dict[str, set[Shape | None]], slot: int = 2) -> None:
     if c.kind in _SCOPES:
         for ch in c.get_children():
-            _scan_scope(ch, found)
+            _scan_scope(ch, found, slot)
     elif c.kind in _BODY_KINDS:
-        _scan_function(c, found)
+        _scan_function(c, found, slot)
 
 
-def _scan_function(fn, found: dict[str, set[Shape | None]]) -> None:
+def _scan_function(fn, found: dict[str, set[Shape | None]], slot: int = 2) -> None:
     launches = []
     refs: dict[int, int] = {}  # VAR_DECL hash -> how often the function names it
     stack = [fn]
@@ -69,7 +81,7 @@ def _scan_function(fn, found: dict[str, set[Shape | None]]) -> None:
         if name is None:
             continue
         # cfg: the callee `cudaConfigureCall`, then grid, block, shared bytes, stream
-        shape = _dims(cfg[2], refs) if len(cfg) >= 3 else None
+        shape = _dims(cfg[slot], refs) if len(cfg) > slot else None
         found.setdefault(name, set()).add(shape)
 
 

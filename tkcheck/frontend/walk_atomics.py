@@ -329,6 +329,9 @@ class AtomicLowering:
                     scope=call.type.scope,
                     # `atomic_ref a(*p)`: one address for every thread of the grid
                     where="" if self.w.exprs.one_word(v) else None,
+                    # `atomic_ref a(p[i])`: the element, as PTX's `ld.acquire` / `st.release` of
+                    # `&p[i]` give it (round 16); a read-modify-write's is not recorded
+                    index=self.w.exprs.element_index(v) if rmw in (None, "st") else None,
                     # a store's value (a spin on the word may wait for it)
                     operands=(vals[0],) if rmw == "st" and vals and isinstance(vals[0], E.Expr) else (),
                     # a read-modify-write's amount, as for CUDA's atomicAdd (round 13)
@@ -399,6 +402,7 @@ class AtomicLowering:
                     base=self.w.exprs.global_base(v),
                     scope=call.type.scope,
                     where="" if self.w.exprs.one_word(v) else None,
+                    index=self.w.exprs.element_index(v),
                 ),
             ),
             lctx,

@@ -337,8 +337,17 @@ class ExprEvaluation:
         if op == "*" and not self._no_elem_access and cursor is not None and self._global_pointer(a):
             # `*c` of a pointer into global memory (a kernel parameter, `float *c = &C[i]`): a
             # plain (weak) load
-            self.global_load(node, ctx, cursor, base=self.global_base(a), where="" if self.one_word(a) else None)
-            return self.opaque_from(node, (a,))
+            # its value the Var it names (a spin on the word tests it: round 16)
+            value = self.opaque_from(node, (a,))
+            self.global_load(
+                node,
+                ctx,
+                cursor,
+                base=self.global_base(a),
+                where="" if self.one_word(a) else None,
+                value=value.name if isinstance(value, E.Var) else None,
+            )
+            return value
         if op == "*" and isinstance(a, Obj) and a.kind in ("shared", "smem_data"):
             # `*(float2 *)&vec[c]`, `*p` of `p = &x[i]`: a load of the shared element the pointer
             # addresses (its first element when the pointer type is wider)

@@ -801,6 +801,9 @@ class KernelModel:
     # the block's (x, y, z) when the launch in the translation unit fixes it
     # (frontend/launch_shape.py); None: one-dimensional as far as the model knows
     block_dims: tuple[int, int, int] | None = None
+    # the grid's (x, y, z) blocks when every launch in the translation unit gives that one constant
+    # shape (frontend/launch_shape.grid_shapes, round 16); None: not known
+    grid_dims: tuple[int, int, int] | None = None
     # `threadIdx.y` / `.z` or `blockDim.y` / `.z` read with no shape known: the thread count alone
     # (`__launch_bounds__`) does not say which thread is where, so the walk drops the count after
     # the kernel (block size unknown: obligations undecided, never read as a 1-D block)
