@@ -203,6 +203,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _spin_acquire(an, out)
     _publish_cumulative(an, out)
     _publish_after_release(an, out)
+    _publish_after_release_in_loop(an, out)
     _publish_after_counter(an, out)
     _read_without_acquire(an, out)
     _read_before_acquire(an, out)
@@ -3011,6 +3012,141 @@ def _publish_after_release(an: Analysis, out: MemoryFacts) -> None:
             ):
                 continue  # a later release (or a later raise of the flag) may publish it
             out.publications.append(Publication(d, sig, t, t, td, False, "after"))
+            break
+
+
+def _ticket_loop(fl, lid: int) -> bool:
+    """Does every iteration of loop lid draw a ticket: a global atomic in the loop whose old value
+    (its result) the loop stores to a `__shared__` scalar or tests (`if (i == 0) tile_s =
+    atomicAdd(ticket, 1)`)? Each iteration's draw returns a value no other draw returned."""
+    results = {
+        ga.result
+        for o in fl.ops
+        if lid in o.loops and o.kind == ir.GLOBAL_SIGNAL and (ga := _ga(o)) is not None and ga.result
+    }
+    return any(
+        lid in o.loops
+        and o.kind == ir.SMEM_ACCESS
+        and o.access is not None
+        and o.access.mode == "write"
+        and isinstance(o.access.value, E.Var)
+        and o.access.value.name in results
+        for o in fl.ops
+    )
+
+
+def _fresh_per_iteration(fl, c: E.Expr, lid: int, outside: set[str]) -> bool:
+    """A block-uniform condition over a value read anew in each iteration of ticket loop lid (the
+    ticket broadcast through a `__shared__` int, a pure helper's value of it): every thread
+    answers it alike, no op outside the loop names the value, so it may be false in a later
+    iteration (the ticket past the end) -- the model takes a ticket at any value, as
+    `_runs_after` and `protocol._unwritten_element` do."""
+    if not E.alike_for_all(c):
+        return False
+    fresh = [
+        v
+        for v in c.free_vars()
+        if (v.kind == E.PARAM and v.name.startswith("?") and "#" in v.name) or v.name.startswith(E.UNIFORM_UNKNOWN)
+    ]
+    if not fresh or any(v.name in outside for v in fresh):
+        return False
+    from .. import solver
+
+    return solver.feasible(E.negate(c)) is True
+
+
+def _may_release(o: ir.Op, flag: str) -> bool:
+    """May o publish earlier stores to a reader of flag: a release towards other blocks, a release
+    at a scope not known, or another raise of the flag itself."""
+    return (
+        releases(o)
+        or _scope_unknown(o)
+        or (o.kind == ir.GLOBAL_SIGNAL and (oga := _ga(o)) is not None and oga.base == flag)
+    )
+
+
+def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
+    """Publication order around the back edge of a ticket loop (issue 25, round 16): thread T
+    raises the flag F with release (a release atomic, or a gpu-scope fence of T earlier in the
+    iteration before a relaxed one) and the block stores data D after it in the same iteration --
+    by T or by any thread of the block -- while the kernel reads D after a spin on F. The rest of
+    the iteration releases nothing; every release of the loop body runs under a block-uniform
+    test of the iteration's ticket (`if (k >= NT) break;`), which the next draw may fail; nothing
+    after the loop releases. Then in the run whose next ticket is past the end, no release ever
+    follows the store: the block that passes its spin on F may read D from before it (a finding,
+    why "after-loop"). Anything not modelled on that path (a call, an exit inside the loop, a
+    release at unknown scope) leaves the pair undecided."""
+    fl = flow(an)
+    spins = [o for o in fl.ops if o.kind == ir.SPIN and o.loops]
+    if not spins:
+        return
+    asked = {id(p.data) for p in out.publications}
+    for sig in fl.ops:
+        ga = _ga(sig)
+        if not _is_counter(sig) or ga is None or ga.base is None or not sig.loops or not sig.guard.exact:
+            continue
+        ts = an.threads.executing(sig)
+        if not ts:
+            continue
+        t0 = min(ts)
+        lid = sig.loops[0]
+        if not _ticket_loop(fl, lid):
+            continue
+        depth = len(sig.loops)
+        body = [o for o in fl.ops if lid in o.loops]
+        first = min(o.order for o in body)
+        end = max(o.order for o in body)
+        fenced = any(
+            o.kind == ir.FENCE and releases(o) and fl.runs(o, t0, sig.guard.uniform) is True
+            for o in fl.ops
+            if first <= o.order < sig.order and o.loops[:depth] == sig.loops
+        )
+        if not (releases(sig) or fenced):
+            continue
+        after_spin: dict[str, ir.Op] = {}
+        for sp in spins:
+            slid = sp.loops[-1]
+            if not any((pga := _ga(p)) is not None and pga.base == ga.base for p in _polls(fl, slid)):
+                continue
+            send = max(o.order for o in fl.ops if slid in o.loops)
+            for rd in fl.ops:
+                rga = _ga(rd)
+                if rd.order > send and _is_data_read(rd) and rga is not None and rga.base is not None:
+                    after_spin.setdefault(rga.base, rd)
+        for d in fl.ops:
+            dga = _ga(d)
+            if d.kind != ir.GLOBAL_STORE or dga is None or dga.base not in after_spin or dga.base == ga.base:
+                continue
+            if d.order <= sig.order or d.loops[:depth] != sig.loops or not d.guard.exact or id(d) in asked:
+                continue
+            td = an.threads.executing(d)
+            if not td or set(d.guard.uniform) - set(sig.guard.uniform):
+                continue
+            out.examined.add(("global", id(sig)))
+            outside = {
+                v.name
+                for o in fl.ops
+                if lid not in o.loops
+                for c in (o.guard.thread, *o.guard.uniform)
+                for v in c.free_vars()
+            }
+            rest = [o for o in body if o.order > d.order and o.loops[:depth] == sig.loops]
+            nxt = body  # the next iteration, from its start
+            tail = [o for o in fl.ops if o.order > end]
+
+            if any(o.kind == ir.CALL or (o.kind == ir.EXIT and o.loops) for o in body + tail):
+                out.undecided.append((sig, d, "an op in the loop or after it that may release the store"))
+                continue
+            if any(_may_release(o, ga.base) for o in rest + tail):
+                continue  # a later release of this iteration, or after the loop, may publish it
+            if not all(
+                any(_fresh_per_iteration(fl, c, lid, outside) for c in o.guard.uniform)
+                for o in nxt
+                if _may_release(o, ga.base)
+            ):
+                continue  # a release the next iteration runs whatever its ticket
+            out.publications.append(Publication(d, sig, min(td), t0, td, False, "after-loop"))
+            asked.add(id(d))  # one finding per store, with the first release it follows
             break
 
 

@@ -1,0 +1,44 @@
+"""Round 16 (issue 25, branch r16-loopspin): a release inside a ticket loop, and the data the block
+stores after it -- published by a release of a later iteration only if that iteration comes."""
+
+from __future__ import annotations
+
+from tkcheck.checks import happens_before
+from tkcheck.checks.analysis import Analysis
+from tkcheck.engine import models_of
+
+from conftest import ROOT
+
+MEM = ROOT / "fixtures" / "memory"
+
+
+def _memory(path) -> happens_before.MemoryFacts:
+    (m,) = models_of(str(path))
+    return happens_before.memory(Analysis(m))
+
+
+def test_a_store_after_the_release_of_a_ticket_loop_is_published_by_nothing():
+    bad = _memory(MEM / "segment_chain_release_first_bad.cu")
+    (p,) = [p for p in bad.publications if p.why == "after-loop"]
+    assert p.signal_thread == 0 and len(p.writers) == 128  # thread 0 raises, the whole block stores
+    assert p.signal.api == "asm red/atom" and p.data.location.row == 37
+    fenced = _memory(MEM / "segment_chain_fence_strided_bad.cu")  # fence, then a relaxed atomic
+    assert [p.why for p in fenced.publications] == ["after-loop"]
+
+
+def test_a_later_release_of_the_iteration_or_no_store_after_it_is_no_finding():
+    for name in ("segment_chain_good.cu", "segment_chain_second_raise_good.cu"):
+        facts = _memory(MEM / name)
+        assert not facts.publications, name
+        assert any(k[0] == "global" for k in facts.examined), name
+
+
+def test_a_loop_that_draws_no_ticket_is_not_asked(tmp_path):
+    # the segment comes from the loop's own counter, not from a ticket drawn in the loop: the
+    # next iteration's release is not one a ticket may skip, so the question is not asked here
+    src = (MEM / "segment_chain_release_first_bad.cu").read_text()
+    counted = src.replace("if (i == 0) seg_s = atomicAdd(next, 1);", "if (i == 0) seg_s = blockIdx.x;")
+    assert counted != src
+    p = tmp_path / "counted.cu"
+    p.write_text(counted)
+    assert not [p for p in _memory(p).publications if p.why == "after-loop"]
