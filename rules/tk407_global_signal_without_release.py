@@ -513,8 +513,8 @@ def _stored_after_release(an, p):
 
 
 def _stored_after_release_in_loop(an, p):
-    """Data a ticket loop's block stores after the iteration's release: no release of a later
-    iteration need come (the next ticket may be past the end)."""
+    """Data a loop's block stores after the iteration's release: no release of a later iteration
+    need come (the next ticket may be past the end, the iteration may be the loop's last)."""
     from tkcheck.checks.happens_before import describe_location
 
     n = an.threads.n
@@ -522,11 +522,11 @@ def _stored_after_release_in_loop(an, p):
         "TK407",
         f"{describe(p.writers, n)} store `{describe_location(p.data)[:50]}` after "
         f"{describe(frozenset([p.signal_thread]), n)} raised the flag with release "
-        f"(`{_text(p.signal)[:50]}`) in the same iteration of the ticket loop, and nothing later in the "
-        "iteration releases the store; every release of the next iteration runs only for a ticket that "
-        "is not past the end, so when the block draws no further ticket no release ever follows the "
-        "store: a block that sees the flag (and reads this data after its spin) may read the value "
-        "from before the store",
+        f"(`{_text(p.signal)[:50]}`) in the same iteration of the loop, and nothing later in the "
+        "iteration or after the loop releases the store; a release of a later iteration needs an "
+        "iteration that may not come (a ticket past the end, the loop's last iteration), and then no "
+        "release ever follows the store: a block that sees the flag (and reads this data after its "
+        "spin) may read the value from before the store",
         user_site(p.data),
         related=[related(p.signal, "the release that comes too early")] + in_helper(p.signal),
         witness={"thread": p.data_thread, "released": True, "order": "store after release, last ticket"},

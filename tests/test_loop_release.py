@@ -42,3 +42,21 @@ def test_a_loop_that_draws_no_ticket_is_not_asked(tmp_path):
     p = tmp_path / "counted.cu"
     p.write_text(counted)
     assert not [p for p in _memory(p).publications if p.why == "after-loop"]
+
+
+def test_the_last_iteration_of_a_grid_stride_loop_is_followed_by_no_release():
+    bad = _memory(MEM / "strided_rows_release_first_bad.cu")
+    assert [p.why for p in bad.publications] == ["after-loop"]
+    assert not _memory(MEM / "strided_rows_good.cu").publications
+
+
+def test_a_release_after_the_loop_publishes_the_last_iteration(tmp_path):
+    src = (MEM / "strided_rows_release_first_bad.cu").read_text()
+    tail = "    }\n}\n"
+    assert src.endswith(tail)
+    closed = (
+        src[: -len(tail)] + "    }\n    __syncthreads();\n    if (threadIdx.x == 0) raise_release(&ready[ROWS]);\n}\n"
+    )
+    p = tmp_path / "closed.cu"
+    p.write_text(closed)
+    assert not [p for p in _memory(p).publications if p.why == "after-loop"]

@@ -3065,6 +3065,39 @@ def _may_release(o: ir.Op, flag: str) -> bool:
     )
 
 
+def _may_be_last(an: Analysis, fl, lid: int, sig: ir.Op, d: ir.Op, releases_: list[ir.Op], outside: set[str]) -> bool:
+    """Proved: the iteration of loop lid that runs sig and d may be followed by no release of the
+    loop body. A ticket loop left by `if (c) break;` (`Loop.continues`): every release of the
+    body runs only past a break whose test is of the iteration's own ticket, which the next draw
+    may fail (`_fresh_per_iteration`). A loop with a condition (`for (s = blockIdx.x; s < n; s +=
+    gridDim.x)`: `Loop.cond` over the counter k): z3 finds k, the launch values and the unknowns
+    with sig's and d's conditions at k, the loop's condition at k and not at k + 1. A loop with a
+    trip count: the same at k = trip - 1."""
+    from .. import solver
+
+    lp = an.model.loops[lid]
+    if lp.infinite and lp.continues and _ticket_loop(fl, lid):
+        return all(
+            any(c in lp.continues and _fresh_per_iteration(fl, c, lid, outside) for c in o.guard.uniform)
+            for o in releases_
+        )
+    if lp.infinite or lp.thread_exit or lp.carried_from is not None or not isinstance(lp.counter, E.Var):
+        return False
+    k = lp.counter
+    here = [*sig.guard.uniform, *d.guard.uniform, E.binop(">=", k, E.Const(0))]
+    if lp.cond is not None and lp.trip is None:
+        nxt = E.substitute(lp.cond, {k.name: E.binop("+", k, E.Const(1))})
+        last = [lp.cond, E.negate(nxt)]
+    elif lp.trip is not None:
+        last = [E.binop("==", k, E.binop("-", lp.trip, E.Const(1)))]
+    else:
+        return False
+    pred = E.conj(*here, *last)
+    if pred.is_opaque() or pred.depends_on(E.THREAD):
+        return False
+    return solver.feasible(pred, an.solver_timeout_ms)
+
+
 def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
     """Publication order around the back edge of a ticket loop (issue 25, round 16): thread T
     raises the flag F with release (a release atomic, or a gpu-scope fence of T earlier in the
@@ -3090,7 +3123,8 @@ def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
             continue
         t0 = min(ts)
         lid = sig.loops[0]
-        if not _ticket_loop(fl, lid):
+        lp = an.model.loops.get(lid)
+        if lp is None or not (_ticket_loop(fl, lid) and lp.continues or lp.cond is not None or lp.trip is not None):
             continue
         depth = len(sig.loops)
         body = [o for o in fl.ops if lid in o.loops]
@@ -3139,12 +3173,8 @@ def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
                 continue
             if any(_may_release(o, ga.base) for o in rest + tail):
                 continue  # a later release of this iteration, or after the loop, may publish it
-            if not all(
-                any(_fresh_per_iteration(fl, c, lid, outside) for c in o.guard.uniform)
-                for o in nxt
-                if _may_release(o, ga.base)
-            ):
-                continue  # a release the next iteration runs whatever its ticket
+            if not _may_be_last(an, fl, lid, sig, d, [o for o in nxt if _may_release(o, ga.base)], outside):
+                continue  # a release the next iteration runs, or a next iteration that comes
             out.publications.append(Publication(d, sig, min(td), t0, td, False, "after-loop"))
             asked.add(id(d))  # one finding per store, with the first release it follows
             break
