@@ -60,3 +60,18 @@ def test_a_release_after_the_loop_publishes_the_last_iteration(tmp_path):
     p = tmp_path / "closed.cu"
     p.write_text(closed)
     assert not [p for p in _memory(p).publications if p.why == "after-loop"]
+
+
+def test_a_release_in_an_inner_loop_is_not_asked(tmp_path):
+    # the raise and the store inside a loop nested in the persistent one: the inner loop's next
+    # iteration raises again after the store, which the outer loop's last iteration does not end
+    src = (MEM / "strided_rows_release_first_bad.cu").read_text()
+    nested = src.replace(
+        "        if (threadIdx.x == 0 && row + 1 < ROWS) raise_release(&ready[row + 1]);\n",
+        "        for (int rep = 0; rep < 2; rep++) {\n"
+        "        if (threadIdx.x == 0 && row + 1 < ROWS) raise_release(&ready[row + 1]);\n",
+    ).replace("y[row * COLS + c] = v[j];  // expect: TK407\n", "y[row * COLS + c] = v[j];\n        }\n")
+    assert nested.count("for (int rep") == 1
+    p = tmp_path / "nested.cu"
+    p.write_text(nested)
+    assert not [p for p in _memory(p).publications if p.why == "after-loop"]

@@ -3116,8 +3116,8 @@ def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
     asked = {id(p.data) for p in out.publications}
     for sig in fl.ops:
         ga = _ga(sig)
-        if not _is_counter(sig) or ga is None or ga.base is None or not sig.loops or not sig.guard.exact:
-            continue
+        if not _is_counter(sig) or ga is None or ga.base is None or len(sig.loops) != 1 or not sig.guard.exact:
+            continue  # a signal in an inner loop: that loop's next iteration may raise it again
         ts = an.threads.executing(sig)
         if not ts:
             continue
