@@ -3065,6 +3065,11 @@ def _may_release(o: ir.Op, flag: str) -> bool:
     )
 
 
+def _cross_cta_barrier(o: ir.Op) -> bool:
+    """A barrier that orders threads of other CTAs: a cluster or grid barrier."""
+    return o.kind == ir.SYNC and o.sync_kind in _CLUSTER_SYNCS
+
+
 def _may_be_last(an: Analysis, fl, lid: int, sig: ir.Op, d: ir.Op, releases_: list[ir.Op], outside: set[str]) -> bool:
     """Proved: the iteration of loop lid that runs sig and d may be followed by no release of the
     loop body. A ticket loop left by `if (c) break;` (`Loop.continues`): every release of the
@@ -3168,7 +3173,11 @@ def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
             nxt = body  # the next iteration, from its start
             tail = [o for o in fl.ops if o.order > end]
 
-            if any(o.kind == ir.CALL or (o.kind == ir.EXIT and o.loops) for o in body + tail):
+            if any(
+                o.kind in _NOT_FOLLOWED or (o.kind == ir.EXIT and o.loops) or _cross_cta_barrier(o) for o in body + tail
+            ):
+                # a call, an exit, an mbarrier (a remote arrive releases to a peer CTA, whose own
+                # release may pass the store on), a cluster or grid barrier: not followed
                 out.undecided.append((sig, d, "an op in the loop or after it that may release the store"))
                 continue
             if any(_may_release(o, ga.base) for o in rest + tail):
