@@ -75,3 +75,10 @@ def test_a_release_in_an_inner_loop_is_not_asked(tmp_path):
     p = tmp_path / "nested.cu"
     p.write_text(nested)
     assert not [p for p in _memory(p).publications if p.why == "after-loop"]
+
+
+def test_data_each_thread_keeps_to_itself_is_not_asked():
+    # idioms11 atomic_wait_notify (clean): every thread updates its own words of its block's slice
+    # after the round's release; the read after the spin is the same thread's, in its next round
+    facts = _memory(ROOT / "corpus" / "idioms11" / "atomic_wait_notify.cu")
+    assert not [p for p in facts.publications if p.why == "after-loop"]

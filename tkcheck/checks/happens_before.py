@@ -3161,6 +3161,8 @@ def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
             td = an.threads.executing(d)
             if not td or set(d.guard.uniform) - set(sig.guard.uniform):
                 continue
+            if thread_private(an, dga.base):  # type: ignore[arg-type]
+                continue  # each element is its own thread's: the read after the spin is the writer's own
             out.examined.add(("global", id(sig)))
             outside = {
                 v.name
