@@ -82,3 +82,17 @@ def test_data_each_thread_keeps_to_itself_is_not_asked():
     # after the round's release; the read after the spin is the same thread's, in its next round
     facts = _memory(ROOT / "corpus" / "idioms11" / "atomic_wait_notify.cu")
     assert not [p for p in facts.publications if p.why == "after-loop"]
+
+
+def test_data_each_block_keeps_to_itself_is_not_asked(tmp_path):
+    # atomic_wait_notify with each thread updating from its neighbour's word of the block's slice:
+    # no longer one thread's data, still one block's -- no other block reads it after its spin
+    src = (ROOT / "corpus" / "idioms11" / "atomic_wait_notify.cu").read_text()
+    old = "mine[i * T + tid] = 3u * mine[i * T + tid] + tot;"
+    assert old in src
+    p = tmp_path / "neighbour.cu"
+    p.write_text(src.replace(old, "mine[i * T + tid] = 3u * mine[i * T + (tid + 1) % T] + tot;"))
+    (m,) = models_of(str(p))
+    an = Analysis(m)
+    assert not happens_before.thread_private(an, "v") and happens_before.block_private(an, "v")
+    assert not [p for p in happens_before.memory(an).publications if p.why == "after-loop"]

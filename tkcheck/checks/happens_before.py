@@ -2579,7 +2579,14 @@ def thread_private(an: Analysis, base: str) -> bool:
     return an.fact(f"happens_before.thread_private:{base}", lambda an: _thread_private(an, base))
 
 
-def _thread_private(an: Analysis, base: str) -> bool:
+def block_private(an: Analysis, base: str) -> bool:
+    """`thread_private` with the block for the thread: z3 proves that two accesses naming one
+    element of `base` are made by the same block (`v[blockIdx.x * SLICE + ...]`, whatever the
+    thread): no other block ever reads what a block writes there."""
+    return an.fact(f"happens_before.block_private:{base}", lambda an: _thread_private(an, base, per_block=True))
+
+
+def _thread_private(an: Analysis, base: str, per_block: bool = False) -> bool:
     from .. import solver
 
     m = an.model
@@ -2633,7 +2640,9 @@ def _thread_private(an: Analysis, base: str) -> bool:
             if sa is None or sb is None:
                 return False
             (ia, ba, ra), (ib, bb, rb) = sa, sb
-            same = E.conj(E.binop("==", ra["tid"], rb["tid"]), E.binop("==", ra["blockIdx.x"], rb["blockIdx.x"]))
+            same = E.binop("==", ra["blockIdx.x"], rb["blockIdx.x"])
+            if not per_block:
+                same = E.conj(E.binop("==", ra["tid"], rb["tid"]), same)
             claim = E.disj(E.binop("!=", ia, ib), same)
             if solver.always(claim, assume=tuple(ba + bb)) is not True:
                 return False
@@ -3161,8 +3170,8 @@ def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
             td = an.threads.executing(d)
             if not td or set(d.guard.uniform) - set(sig.guard.uniform):
                 continue
-            if thread_private(an, dga.base):  # type: ignore[arg-type]
-                continue  # each element is its own thread's: the read after the spin is the writer's own
+            if block_private(an, dga.base):  # type: ignore[arg-type]
+                continue  # each element is its own block's: no other block reads it after its spin
             out.examined.add(("global", id(sig)))
             outside = {
                 v.name
