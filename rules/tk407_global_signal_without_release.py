@@ -355,6 +355,9 @@ def _published(an) -> list:
         if p.why == "after":
             out.append(_stored_after_release(an, p))
             continue
+        if p.why == "after-loop":
+            out.append(_stored_after_release_in_loop(an, p))
+            continue
         if p.why == "after-counter":
             out.append(_written_after_counter(an, p))
             continue
@@ -506,6 +509,29 @@ def _stored_after_release(an, p):
         witness={"thread": p.data_thread, "released": True, "order": "store after release"},
         help="store the value first, then raise the flag with release (`st.release.gpu`, "
         "`cuda::atomic_ref::store(1, cuda::memory_order_release)`)",
+    )
+
+
+def _stored_after_release_in_loop(an, p):
+    """Data a loop's block stores after the iteration's release: no release of a later iteration
+    need come (the next ticket may be past the end, the iteration may be the loop's last)."""
+    from tkcheck.checks.happens_before import describe_location
+
+    n = an.threads.n
+    return finding(
+        "TK407",
+        f"{describe(p.writers, n)} store `{describe_location(p.data)[:50]}` after "
+        f"{describe(frozenset([p.signal_thread]), n)} raised the flag with release "
+        f"(`{_text(p.signal)[:50]}`) in the same iteration of the loop, and nothing later in the "
+        "iteration or after the loop releases the store; a release of a later iteration needs an "
+        "iteration that may not come (a ticket past the end, the loop's last iteration), and then no "
+        "release ever follows the store: a block that sees the flag (and reads this data after its "
+        "spin) may read the value from before the store",
+        user_site(p.data),
+        related=[related(p.signal, "the release that comes too early")] + in_helper(p.signal),
+        witness={"thread": p.data_thread, "released": True, "order": "store after release, last ticket"},
+        help="store the data first, then `__syncthreads()` and the release (`__threadfence()` before the "
+        "counter's atomic, or `red.release.gpu`) that hands the element on",
     )
 
 

@@ -203,6 +203,7 @@ def _memory(an: Analysis) -> MemoryFacts:
     _spin_acquire(an, out)
     _publish_cumulative(an, out)
     _publish_after_release(an, out)
+    _publish_after_release_in_loop(an, out)
     _publish_after_counter(an, out)
     _read_without_acquire(an, out)
     _read_before_acquire(an, out)
@@ -2589,7 +2590,14 @@ def thread_private(an: Analysis, base: str) -> bool:
     return an.fact(f"happens_before.thread_private:{base}", lambda an: _thread_private(an, base))
 
 
-def _thread_private(an: Analysis, base: str) -> bool:
+def block_private(an: Analysis, base: str) -> bool:
+    """`thread_private` with the block for the thread: z3 proves that two accesses naming one
+    element of `base` are made by the same block (`v[blockIdx.x * SLICE + ...]`, whatever the
+    thread): no other block ever reads what a block writes there."""
+    return an.fact(f"happens_before.block_private:{base}", lambda an: _thread_private(an, base, per_block=True))
+
+
+def _thread_private(an: Analysis, base: str, per_block: bool = False) -> bool:
     from .. import solver
 
     m = an.model
@@ -2647,7 +2655,9 @@ def _thread_private(an: Analysis, base: str) -> bool:
             if sa is None or sb is None:
                 return False
             (ia, ba, ra), (ib, bb, rb) = sa, sb
-            same = E.conj(E.binop("==", ra["tid"], rb["tid"]), E.binop("==", ra["blockIdx.x"], rb["blockIdx.x"]))
+            same = E.binop("==", ra["blockIdx.x"], rb["blockIdx.x"])
+            if not per_block:
+                same = E.conj(E.binop("==", ra["tid"], rb["tid"]), same)
             claim = E.disj(E.binop("!=", ia, ib), same)
             if solver.always(claim, assume=tuple(ba + bb)) is not True:
                 return False
@@ -3045,6 +3055,182 @@ def _publish_after_release(an: Analysis, out: MemoryFacts) -> None:
             ):
                 continue  # a later release (or a later raise of the flag) may publish it
             out.publications.append(Publication(d, sig, t, t, td, False, "after"))
+            break
+
+
+def _ticket_loop(fl, lid: int) -> bool:
+    """Does every iteration of loop lid draw a ticket: a global atomic in the loop whose old value
+    (its result) the loop stores to a `__shared__` scalar or tests (`if (i == 0) tile_s =
+    atomicAdd(ticket, 1)`)? Each iteration's draw returns a value no other draw returned."""
+    results = {
+        ga.result
+        for o in fl.ops
+        if lid in o.loops and o.kind == ir.GLOBAL_SIGNAL and (ga := _ga(o)) is not None and ga.result
+    }
+    return any(
+        lid in o.loops
+        and o.kind == ir.SMEM_ACCESS
+        and o.access is not None
+        and o.access.mode == "write"
+        and isinstance(o.access.value, E.Var)
+        and o.access.value.name in results
+        for o in fl.ops
+    )
+
+
+def _fresh_per_iteration(fl, c: E.Expr, lid: int, outside: set[str]) -> bool:
+    """A block-uniform condition over a value read anew in each iteration of ticket loop lid (the
+    ticket broadcast through a `__shared__` int, a pure helper's value of it): every thread
+    answers it alike, no op outside the loop names the value, so it may be false in a later
+    iteration (the ticket past the end) -- the model takes a ticket at any value, as
+    `_runs_after` and `protocol._unwritten_element` do."""
+    if not E.alike_for_all(c):
+        return False
+    fresh = [
+        v
+        for v in c.free_vars()
+        if (v.kind == E.PARAM and v.name.startswith("?") and "#" in v.name) or v.name.startswith(E.UNIFORM_UNKNOWN)
+    ]
+    if not fresh or any(v.name in outside for v in fresh):
+        return False
+    from .. import solver
+
+    return solver.feasible(E.negate(c)) is True
+
+
+def _may_release(o: ir.Op, flag: str) -> bool:
+    """May o publish earlier stores to a reader of flag: a release towards other blocks, a release
+    at a scope not known, or another raise of the flag itself."""
+    return (
+        releases(o)
+        or _scope_unknown(o)
+        or (o.kind == ir.GLOBAL_SIGNAL and (oga := _ga(o)) is not None and oga.base == flag)
+    )
+
+
+def _cross_cta_barrier(o: ir.Op) -> bool:
+    """A barrier that orders threads of other CTAs: a cluster or grid barrier."""
+    return o.kind == ir.SYNC and o.sync_kind in _CLUSTER_SYNCS
+
+
+def _may_be_last(an: Analysis, fl, lid: int, sig: ir.Op, d: ir.Op, releases_: list[ir.Op], outside: set[str]) -> bool:
+    """Proved: the iteration of loop lid that runs sig and d may be followed by no release of the
+    loop body. A ticket loop left by `if (c) break;` (`Loop.continues`): every release of the
+    body runs only past a break whose test is of the iteration's own ticket, which the next draw
+    may fail (`_fresh_per_iteration`). A loop with a condition (`for (s = blockIdx.x; s < n; s +=
+    gridDim.x)`: `Loop.cond` over the counter k): z3 finds k, the launch values and the unknowns
+    with sig's and d's conditions at k, the loop's condition at k and not at k + 1. A loop with a
+    trip count: the same at k = trip - 1."""
+    from .. import solver
+
+    lp = an.model.loops[lid]
+    if lp.infinite and lp.continues and _ticket_loop(fl, lid):
+        return all(
+            any(c in lp.continues and _fresh_per_iteration(fl, c, lid, outside) for c in o.guard.uniform)
+            for o in releases_
+        )
+    if lp.infinite or lp.thread_exit or lp.carried_from is not None or not isinstance(lp.counter, E.Var):
+        return False
+    k = lp.counter
+    here = [*sig.guard.uniform, *d.guard.uniform, E.binop(">=", k, E.Const(0))]
+    if lp.cond is not None and lp.trip is None:
+        nxt = E.substitute(lp.cond, {k.name: E.binop("+", k, E.Const(1))})
+        last = [lp.cond, E.negate(nxt)]
+    elif lp.trip is not None:
+        last = [E.binop("==", k, E.binop("-", lp.trip, E.Const(1)))]
+    else:
+        return False
+    pred = E.conj(*here, *last)
+    if pred.is_opaque() or pred.depends_on(E.THREAD):
+        return False
+    return solver.feasible(pred, an.solver_timeout_ms)
+
+
+def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
+    """Publication order around the back edge of a ticket loop (issue 25, round 16): thread T
+    raises the flag F with release (a release atomic, or a gpu-scope fence of T earlier in the
+    iteration before a relaxed one) and the block stores data D after it in the same iteration --
+    by T or by any thread of the block -- while the kernel reads D after a spin on F. The rest of
+    the iteration releases nothing; every release of the loop body runs under a block-uniform
+    test of the iteration's ticket (`if (k >= NT) break;`), which the next draw may fail; nothing
+    after the loop releases. Then in the run whose next ticket is past the end, no release ever
+    follows the store: the block that passes its spin on F may read D from before it (a finding,
+    why "after-loop"). Anything not modelled on that path (a call, an exit inside the loop, a
+    release at unknown scope) leaves the pair undecided."""
+    fl = flow(an)
+    spins = [o for o in fl.ops if o.kind == ir.SPIN and o.loops]
+    if not spins:
+        return
+    asked = {id(p.data) for p in out.publications}
+    for sig in fl.ops:
+        ga = _ga(sig)
+        if not _is_counter(sig) or ga is None or ga.base is None or len(sig.loops) != 1 or not sig.guard.exact:
+            continue  # a signal in an inner loop: that loop's next iteration may raise it again
+        ts = an.threads.executing(sig)
+        if not ts:
+            continue
+        t0 = min(ts)
+        lid = sig.loops[0]
+        lp = an.model.loops.get(lid)
+        if lp is None or not (_ticket_loop(fl, lid) and lp.continues or lp.cond is not None or lp.trip is not None):
+            continue
+        depth = len(sig.loops)
+        body = [o for o in fl.ops if lid in o.loops]
+        first = min(o.order for o in body)
+        end = max(o.order for o in body)
+        fenced = any(
+            o.kind == ir.FENCE and releases(o) and fl.runs(o, t0, sig.guard.uniform) is True
+            for o in fl.ops
+            if first <= o.order < sig.order and o.loops[:depth] == sig.loops
+        )
+        if not (releases(sig) or fenced):
+            continue
+        after_spin: dict[str, ir.Op] = {}
+        for sp in spins:
+            slid = sp.loops[-1]
+            if not any((pga := _ga(p)) is not None and pga.base == ga.base for p in _polls(fl, slid)):
+                continue
+            send = max(o.order for o in fl.ops if slid in o.loops)
+            for rd in fl.ops:
+                rga = _ga(rd)
+                if rd.order > send and _is_data_read(rd) and rga is not None and rga.base is not None:
+                    after_spin.setdefault(rga.base, rd)
+        for d in fl.ops:
+            dga = _ga(d)
+            if d.kind != ir.GLOBAL_STORE or dga is None or dga.base not in after_spin or dga.base == ga.base:
+                continue
+            if d.order <= sig.order or d.loops[:depth] != sig.loops or not d.guard.exact or id(d) in asked:
+                continue
+            td = an.threads.executing(d)
+            if not td or set(d.guard.uniform) - set(sig.guard.uniform):
+                continue
+            if block_private(an, dga.base):  # type: ignore[arg-type]
+                continue  # each element is its own block's: no other block reads it after its spin
+            out.examined.add(("global", id(sig)))
+            outside = {
+                v.name
+                for o in fl.ops
+                if lid not in o.loops
+                for c in (o.guard.thread, *o.guard.uniform)
+                for v in c.free_vars()
+            }
+            rest = [o for o in body if o.order > d.order and o.loops[:depth] == sig.loops]
+            nxt = body  # the next iteration, from its start
+            tail = [o for o in fl.ops if o.order > end]
+
+            if any(
+                o.kind in _NOT_FOLLOWED or (o.kind == ir.EXIT and o.loops) or _cross_cta_barrier(o) for o in body + tail
+            ):
+                # a call, an exit, an mbarrier (a remote arrive releases to a peer CTA, whose own
+                # release may pass the store on), a cluster or grid barrier: not followed
+                out.undecided.append((sig, d, "an op in the loop or after it that may release the store"))
+                continue
+            if any(_may_release(o, ga.base) for o in rest + tail):
+                continue  # a later release of this iteration, or after the loop, may publish it
+            if not _may_be_last(an, fl, lid, sig, d, [o for o in nxt if _may_release(o, ga.base)], outside):
+                continue  # a release the next iteration runs, or a next iteration that comes
+            out.publications.append(Publication(d, sig, min(td), t0, td, False, "after-loop"))
+            asked.add(id(d))  # one finding per store, with the first release it follows
             break
 
 
