@@ -131,6 +131,22 @@ def _dsmem(an):
             if barriers and not race.next_iteration
             else "no cluster barrier lies between them"
         )
+        relaxed_arrives = [
+            o
+            for o in an.model.ops
+            if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+            and o.mbar is not None
+            and o.mbar.sem == "relaxed"
+            and (o.mbar.remote or o.mbar.cta is not None)
+            and min(own.order, peer.order) < o.order < max(own.order, peer.order)
+        ]
+        if relaxed_arrives and not race.next_iteration:
+            # r16-remote: the peer's wait observes the arrival, but a relaxed arrive releases nothing
+            how += (
+                f" (the remote arrive between, `{relaxed_arrives[0].api}` line {relaxed_arrives[0].location.row}, "
+                "is `.relaxed`: "
+                "it releases none of the arriving thread's writes to the peer's acquire wait)"
+            )
         relaxed = [
             o
             for o in an.model.ops_of(ir.SYNC)

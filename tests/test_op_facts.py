@@ -221,7 +221,26 @@ def test_ptx_async_ops_table():
     # r16-expecttx: the expect_tx without an arrival is modelled (bytes only, `tx_only`)
     assert ops("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;") == ([(ir.MBAR_EXPECT, "%0", "%1")], True)
     (drop,), ok = K.ptx_async_ops("mbarrier.arrive_drop.shared::cta.b64 _, [%0];")
-    assert ok and drop.kind == ir.MBAR_ARRIVE and drop.mbar == ir.BarrierFacts(drop=True)
+    assert ok and drop.kind == ir.MBAR_ARRIVE and drop.mbar == ir.BarrierFacts(drop=True, sem="release", scope="cta")
+    # r16-remote: an mbarrier op's .sem / .scope as spelled, PTX's defaults where absent
+    facts = {
+        "mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];": ("relaxed", "cluster"),
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];": ("release", "cluster"),
+        "mbarrier.arrive.shared::cluster.b64 _, [%0];": ("release", "cta"),
+        "mbarrier.arrive.expect_tx.relaxed.cluster.shared::cta.b64 _, [%0], %1;": ("relaxed", "cluster"),
+        "{ W: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1; @!p bra W; }": (
+            "acquire",
+            "cluster",
+        ),
+        "{ W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1; @!p bra W; }": ("acquire", "cta"),
+        "{ W: mbarrier.try_wait.parity.relaxed.cluster.shared::cta.b64 p, [%0], %1; @!p bra W; }": (
+            "relaxed",
+            "cluster",
+        ),
+    }
+    for text, want in facts.items():
+        (op,), ok = K.ptx_async_ops(text)
+        assert ok and op.mbar is not None and (op.mbar.sem, op.mbar.scope) == want, text
     (sta,), ok = K.ptx_async_ops("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];")
     assert ok and (sta.kind, sta.barrier, sta.buffer, sta.bytes) == (ir.TMA_LOAD, "%3", "%0", "8")
 

@@ -1197,7 +1197,7 @@ def _dsmem_pair(an: Analysis, fl, lo: ir.Op, r: ir.Op, n: int, out: MemoryFacts)
     # the same iteration's pair left undecided (an op between may order it: an mbarrier wait
     # observing a st.async's bytes): the pair across the back edge is still asked (round 10)
     pending: str | None = None
-    if not forward_ordered and any(may_order(o) for o in between):
+    if not forward_ordered and any(may_order(o) for o in between) and not _unordered_across_ctas(an, r, common, n):
         # (a barrier of the whole cluster between them orders them, whatever else is there)
         pending = f"`{next(o for o in between if may_order(o)).api}` between"
     elif not forward_ordered:
@@ -1283,6 +1283,8 @@ def _cta_local_orders(an: Analysis, common: tuple, n: int) -> bool:
             if o.barrier is None or o.unmodelled_barrier_use:
                 return False
             if mb is not None and (mb.remote or mb.cta is not None or mb.multicast or mb.mask is not None or mb.ncta):
+                if _relaxed_remote_arrive(o):
+                    continue
                 return False
             continue
         if o.kind in (ir.NAMED_ARRIVE, ir.SYNC, ir.TMA_LOAD, ir.TMA_STORE, ir.GLOBAL_STORE):
@@ -1297,6 +1299,32 @@ def _cta_local_orders(an: Analysis, common: tuple, n: int) -> bool:
         if o.kind in MAY_ORDER and not _is_data_read(o):
             return False
     return True
+
+
+def _relaxed_remote_arrive(o: ir.Op) -> bool:
+    """r16-remote: an arrive (or arrive.expect_tx) on a peer CTA's mbarrier spelled `.relaxed`
+    in PTX: no release (PTX ISA, mbarrier.arrive: .relaxed gives no memory ordering), so the
+    peer's acquire wait that observes its phase synchronises with nothing of the arriving
+    thread's; it carries no order between CTAs (a cluster-scope fence before it would make it a
+    release pattern: `_cta_local_orders` refuses any such fence first). A `.release` arrive, of
+    any scope, or one the op table does not spell (a library call) may order."""
+    mb = o.mbar
+    return (
+        o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+        and mb is not None
+        and mb.sem == "relaxed"
+        and not (mb.multicast or mb.ncta or mb.tcgen05_commit or mb.cp_async or mb.remote_store or mb.clc)
+    )
+
+
+def _unordered_across_ctas(an: Analysis, remote: ir.Op, common: tuple, n: int) -> bool:
+    """r16-remote: do the ops that may order between the two ends of a DSMEM pair order threads
+    of one CTA only? True when the kernel's only order between CTAs is whole-cluster barriers
+    (`_cta_local_orders`: a `.relaxed` remote arrive releases nothing) and the remote access is a
+    generic one (`st.shared::cluster`, `map_shared_rank`): an `st.async`'s data completes on
+    the peer's mbarrier (complete_tx), which the peer's wait observes without any release."""
+    a = remote.access
+    return a is not None and not a.complete_tx and _cta_local_orders(an, common, n)
 
 
 def _dsmem_unknown(a: ir.Op, b: ir.Op, an: Analysis | None = None) -> bool:

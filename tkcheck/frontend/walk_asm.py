@@ -449,7 +449,7 @@ class AsmLowering:
                         ctx.loops,
                         asm=facts,
                         buffer=el[0],
-                        access=ir.AccessFacts("write", via="element", cta=el[1]),
+                        access=ir.AccessFacts("write", via="element", cta=el[1], complete_tx=True),
                     ),
                     ctx,
                 )

@@ -1166,6 +1166,11 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
     # --- end pipe ---------------------------------------------------------------------------
     if q[0] == "mbarrier":
         what = q[1] if len(q) > 1 else ""
+        # r16-remote: the op's .sem and .scope as spelled, PTX's defaults (.release / .acquire,
+        # .cta) where absent
+        waits = what in ("try_wait", "test_wait")
+        sem = "relaxed" if "relaxed" in q else ("acquire" if waits else "release")
+        ordered = ir.BarrierFacts(sem=sem, scope="cluster" if "cluster" in q else "cta")
         if what == "init" and len(ops) == 2 and _bracket(ops[0]):
             return PtxAsyncOp(ir.MBAR_INIT, "mbarrier.init", barrier=_bracket(ops[0]), count=ops[1])
         if what == "expect_tx" and len(ops) == 2 and _bracket(ops[0]):
@@ -1183,7 +1188,9 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
             if len(q) > 2 and q[2] == "expect_tx":
                 if len(ops) != 3:
                     return None
-                return PtxAsyncOp(ir.MBAR_EXPECT, "mbarrier.arrive.expect_tx", barrier=_bracket(ops[1]), bytes=ops[2])
+                return PtxAsyncOp(
+                    ir.MBAR_EXPECT, "mbarrier.arrive.expect_tx", barrier=_bracket(ops[1]), bytes=ops[2], mbar=ordered
+                )
             if len(ops) > 3:
                 return None
             return PtxAsyncOp(
@@ -1192,6 +1199,7 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
                 barrier=_bracket(ops[1]),
                 count=ops[2] if len(ops) == 3 else "1",
                 token=ops[0].strip() if re.fullmatch(r"\s*%\d+\s*", ops[0]) else None,
+                mbar=ordered,
             )
         if (
             what == "arrive_drop"
@@ -1208,11 +1216,13 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
                 "mbarrier.arrive_drop",
                 barrier=_bracket(ops[1]),
                 count=ops[2] if len(ops) == 3 else "1",
-                mbar=ir.BarrierFacts(drop=True),
+                mbar=replace(ordered, drop=True),
             )
         if what in ("try_wait", "test_wait") and "parity" in q and len(ops) >= 3 and _bracket(ops[1]) and loops:
             # a wait that the asm itself repeats until the phase with this parity completed
-            return PtxAsyncOp(ir.MBAR_WAIT, f"mbarrier.{what}.parity", barrier=_bracket(ops[1]), parity=ops[2])
+            return PtxAsyncOp(
+                ir.MBAR_WAIT, f"mbarrier.{what}.parity", barrier=_bracket(ops[1]), parity=ops[2], mbar=ordered
+            )
         if (
             what in ("try_wait", "test_wait")
             and "parity" not in q
@@ -1224,7 +1234,9 @@ def _ptx_async_op(opcode: str, q: list[str], ops: list[str], loops: bool) -> Ptx
             # r12-token: a wait on a state token (`... p, [b], state{, hint}`), repeated until it
             # succeeds: a wait for the phase the token's arrival was in (the parity the front end
             # gives the token, walk_asm)
-            return PtxAsyncOp(ir.MBAR_WAIT, f"mbarrier.{what}", barrier=_bracket(ops[1]), token=ops[2].strip())
+            return PtxAsyncOp(
+                ir.MBAR_WAIT, f"mbarrier.{what}", barrier=_bracket(ops[1]), token=ops[2].strip(), mbar=ordered
+            )
         return None
     # --- i7model: `st.async{.weak}.shared::cluster.mbarrier::complete_tx::bytes{.v2|.v4}.<t>
     # [addr], value, [remote_bar]` (and `red.async...`, PTX ISA 8.1, sm_90): a store into a CTA

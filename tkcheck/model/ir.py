@@ -426,6 +426,12 @@ class BarrierFacts:
     # `cuda::device::barrier_expect_tx`): it neither counts toward the phase's arrivals nor
     # releases anything (`Op.expect_arrivals` is 0)
     tx_only: bool = False
+    # r16-remote: an inline-PTX mbarrier op's memory semantics and scope as spelled, with PTX's
+    # defaults filled in: an arrive (arrive, arrive.expect_tx, arrive_drop) `release` | `relaxed`,
+    # a wait (try_wait / test_wait) `acquire` | `relaxed`; scope `cta` | `cluster`. None: not
+    # inline PTX (a library call whose semantics the op table does not spell)
+    sem: str | None = None
+    scope: str | None = None
 
 
 @dataclass(frozen=True)
@@ -461,6 +467,10 @@ class AccessFacts:
     # distributed shared memory: the rank of the CTA of the cluster whose shared memory the
     # access reads or writes (`cluster.map_shared_rank(p, r)[i]`); None: the CTA's own
     cta: Expr | None = None
+    # r16-remote: the write is the data of an `st.async` / `red.async`, whose bytes complete_tx
+    # on the destination CTA's mbarrier: a wait observing that phase observes the data (no
+    # release needed), unlike a generic `st.shared::cluster`
+    complete_tx: bool = False
     # a `__shared__` variable declared volatile: a volatile load / store (relaxed in PTX's memory
     # model, a morally strong access that the compiler performs every time it is spelled)
     volatile: bool = False
