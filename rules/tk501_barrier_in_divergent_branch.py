@@ -388,7 +388,10 @@ collective outside its own mask, and a site reached by some lanes of the mask
 that other lanes of it never reach, when those lanes reach only sites the
 first ones reach too (so they run the collective fewer times): a full-mask
 `__shfl_down_sync` or `__syncwarp()` inside `if (lane < 16)`, an
-`elect.sync` under `lane < 16 && ...`. A branch on data each lane loads for
+`elect.sync` under `lane < 16 && ...`. Lanes that leave a loop by a `break`
+under a test of the thread (`if (lane >= 8) break;`) start one iteration and
+are still running (they have not exited the kernel): a full-mask collective
+later in the loop, which the other lanes reach, is reported. A branch on data each lane loads for
 itself (memory the kernel never writes, an element no other lane of its warp
 loads) is chosen by the input: a full-mask collective inside `if (key >= 0)`
 is reported for the input where only one lane takes the branch. A mask that is

@@ -620,6 +620,11 @@ def _shared(an: Analysis, out: MemoryFacts) -> None:
                         continue
                     if _ordered_for_every_input(an, fl, w, r):
                         continue
+                chosen = _race_for_input_data(an, fl, w, r, tw, tr)
+                if chosen is not None:
+                    out.races.append(chosen)
+                    found = True
+                    continue
                 if _ask_pair(an, fl, w, r, tw, tr, out):
                     found = True
 
@@ -659,6 +664,72 @@ def _race_for_an_input(an: Analysis, fl, w: ir.Op, r: ir.Op) -> Race | None:
         race.second = back.get(id(race.second), race.second)
         race.input = inst[0].input_text
         return race
+    return None
+
+
+def _race_for_input_data(an: Analysis, fl, w: ir.Op, r: ir.Op, tw, tr) -> Race | None:
+    """Accesses whose elements are computed from the launch's input data (`inputs`: `cnt[(key
+    >> 4) & 15]` with `key` loaded from a pointer no thread writes): asked under one uniform
+    input (every element of the pointer holds one value c, `inputs.uniform`) chosen so that some
+    thread of each end names one element (z3: a value c with equal indices, per pair of the
+    ends' per-thread indices). The instantiated pair is asked as any other (`_ask_pair`: threads,
+    barriers, loops); a race of it is a race of the kernel for that input (`Race.input` names
+    the values). No race under the inputs tried: None, and the pair is asked as before (an
+    undecided element question stays undecided: one family of inputs proves no order)."""
+    from . import inputs
+    from .. import solver
+    from .paths import per_thread_indices
+
+    if w.buffer is None or r.buffer is None or not tw or not tr:
+        return None
+    ins = inputs.inputs_of(an, (*w.buffer.index, *r.buffer.index))
+    if ins is None:
+        return None
+    sub = inputs.uniform(ins)
+    chosen = {v.name: v for v in sub.values() if isinstance(v, E.Var)}
+    bounds = tuple(E.binop("<=", v, E.Const(inputs.INPUT_MAX)) for v in chosen.values())
+    iw = [tuple(E.substitute(x, sub) for x in ix) for ix in per_thread_indices(w.buffer.index, tw)][:32]
+    irr = [tuple(E.substitute(x, sub) for x in ix) for ix in per_thread_indices(r.buffer.index, tr)][:32]
+    tried: set = set()
+    for a in iw:
+        for b in irr:
+            if len(a) != len(b) or len(tried) >= 4:
+                continue
+            eq = E.conj(*(E.binop("==", x, y) for x, y in zip(a, b)))
+            if not any(v.name in chosen for v in eq.free_vars()):
+                continue  # the input decides neither element here: the element question as before
+            got = solver.witness(eq, assume=bounds)
+            if got is None:
+                continue
+            values = {n: got.get(n) for n in chosen}
+            if any(not isinstance(x, int) or isinstance(x, bool) for x in values.values()):
+                continue
+            key = tuple(sorted(values.items()))
+            if key in tried:
+                continue
+            tried.add(key)
+            inst = {name: E.Const(values[v.name]) for name, v in sub.items() if isinstance(v, E.Var)}
+            w2 = replace(w, buffer=replace(w.buffer, index=tuple(E.substitute(x, inst) for x in w.buffer.index)))
+            r2 = replace(r, buffer=replace(r.buffer, index=tuple(E.substitute(x, inst) for x in r.buffer.index)))
+            fl.alias(w2, w)
+            fl.alias(r2, r)
+            scratch = MemoryFacts()
+            if not _ask_pair(an, fl, w2, r2, tw, tr, scratch) or not scratch.races:
+                continue
+            race = scratch.races[0]
+            back = {id(w2): w, id(r2): r}
+            race.first = back.get(id(race.first), race.first)
+            race.second = back.get(id(race.second), race.second)
+            shown = sorted({iv.base: iv.load for iv in ins.values()}.items())
+            race.input = ", ".join(
+                f"every element of `{base}` holds {values[f'input:{base}']} (read by `{ld.global_access.text}`,"
+                f" line {ld.location.row})"
+                if ld.global_access is not None
+                else f"every element of `{base}` holds {values[f'input:{base}']}"
+                for base, ld in shown
+            )
+            race.element = str(w2.buffer if w2.buffer != w.buffer else r2.buffer)
+            return race
     return None
 
 

@@ -345,79 +345,132 @@ def _reads_after_release(an: Analysis) -> ReleaseFacts:
             or (a.mbar is not None and (a.mbar.tcgen05_commit or a.mbar.remote or a.mbar.cta is not None))
         ):
             continue
-        ai = index_of(a.barrier)
-        ea = th.executing(a)
-        if ai is None or not ea:
+        ea_all = th.executing(a)
+        if not ea_all:
             continue
         bufs = {b for (bar, b) in gs if bar == a.barrier.name}
         # one question per release and buffer it hands back: is a released element read after it?
         out.asked |= {(id(a), b) for b in bufs}
-        for r in m.ops:
-            if (
-                r.kind != ir.SMEM_ACCESS
-                or r.access_mode != "read"
-                or r.buffer is None
-                or r.buffer.name not in bufs
-                or r.order <= a.order
-                or r.loops[: len(a.loops)] != a.loops
-                or len(r.buffer.index) < len(ai)
-                or not same_index(ai, tuple(r.buffer.index[: len(ai)]), an)
-            ):
+        for ai, ea, sub in _release_classes(a, ea_all):
+            if ai is None:
+                # an element no thread substitution makes known (data, an unmodelled value)
+                out.undecided += [
+                    (a, r, "the released element is not known")
+                    for r in _reads_of(m, a, bufs)
+                    if (th.executing(r) or ea) & ea
+                ]
                 continue
-            readers = th.executing(r)
-            if readers is not None and not ea & readers:
-                continue  # no releasing thread reads it
-            if not r.guard.exact or readers is None:
-                out.undecided.append((a, r, "the threads that read it are not known"))
-                continue
-            gate = gs[(a.barrier.name, r.buffer.name)]
-            if r.loops != a.loops:
-                # a read in loops of its own inside the release's iteration: some iteration of
-                # them that thread t runs reads an element a refill writes
-                cases: dict[int, list] = {t: [] for t in ea & readers}
-                cover = {t: _inner_read_covered(an, gate, a, r, len(ai), t, cases[t]) for t in sorted(ea & readers)}
-                if not any(cover.values()):
-                    if any(c is None for c in cover.values()):
-                        out.undecided.append((a, r, "the read is in a loop of its own after the release"))
-                    continue
-            else:
-                # a releasing thread that reads an element the refill writes (its strip of the stage)
-                cases = {}
-                cover = {t: _read_covered(m, gate, r, len(ai), t) for t in sorted(ea & readers)}
-            common = [t for t, c in cover.items() if c]
-            if not common:
-                if any(c is None for c in cover.values()):
-                    out.undecided.append((a, r, "whether it reads an element the refill writes is not known"))
-                continue
-            t = common[0]
-            between = fl.same_iteration_between(a, r)
-            if any(fl.runs(o, t, a.guard.uniform) is None for o in between if o.kind in (ir.CALL, ir.EXIT)):
-                out.undecided.append((a, r, "a call or return between whose threads are not known"))
-                continue
-            runs = fl.runs(r, t, a.guard.uniform)
-            if runs is not True:
-                if runs is None:
-                    out.undecided.append((a, r, "whether the releasing thread runs the read is not known"))
-                continue
-            # a wait for the refill itself between the release and the read: the new contents are read
-            if any(
-                o.kind == ir.MBAR_WAIT
-                and o.barrier is not None
-                and o.barrier.name in gate.done
-                and t in (th.executing(o) or frozenset())
-                for o in between
-            ):
-                continue
-            # a later arrival of the same threads on the barrier (two-part release) keeps the phase open
-            if any(
-                o.kind == ir.MBAR_ARRIVE
-                and o.barrier is not None
-                and o.barrier.name == a.barrier.name
-                and o.order > r.order
-                and o.loops[: len(a.loops)] == a.loops
-                and (th.executing(o) or frozenset()) & frozenset(common)
-                for o in m.ops
-            ):
-                continue
-            out.violations.append(ReadAfterRelease(a, r, t, cases.get(t, [])))
+            _ask_release(an, fl, gs, out, a, ai, ea, sub, bufs)
     return out
+
+
+def _release_classes(a: ir.Op, ea: frozenset) -> list[tuple[tuple | None, frozenset, dict[str, E.Expr]]]:
+    """The releasing threads of arrive `a` grouped by the barrier element each releases: one
+    class `(index_of, threads, {})` when the index names no thread; for an index over the thread
+    (a role's ring `empty[(c + 2 * k) % 4]` with `c = tid / 128 - 1`), one class per distinct
+    index with the thread substituted, each with that substitution (its threads name the same
+    element in every iteration: the index's text after substitution is the same). An index no
+    substitution makes known (opaque) is one class of index None (undecided, coverage)."""
+    assert a.barrier is not None
+    ai = index_of(a.barrier)
+    if ai is not None:
+        return [(ai, ea, {})]
+    if any(ix.is_opaque() for ix in a.barrier.index) or len(ea) > 1024:
+        return [(None, ea, {})]
+    by: dict[tuple, tuple[ir.Ref, list[int]]] = {}
+    for t in sorted(ea):
+        ref = ir.Ref(a.barrier.name, tuple(E.substitute(ix, _thread_sub(t)) for ix in a.barrier.index))
+        key = tuple(str(ix) for ix in ref.index)
+        by.setdefault(key, (ref, []))[1].append(t)
+    out: list[tuple[tuple | None, frozenset, dict[str, E.Expr]]] = []
+    for ref, ts in by.values():
+        out.append((index_of(ref), frozenset(ts), _thread_sub(ts[0])))
+    return out
+
+
+def _thread_sub(t: int) -> dict[str, E.Expr]:
+    return {"tid": E.Const(t), "tid_y": E.Const(0), "tid_z": E.Const(0)}
+
+
+def _reads_of(m: ir.KernelModel, a: ir.Op, bufs: set[str]) -> list[ir.Op]:
+    """The shared reads of the buffers `a` releases, after it in its loops' iteration."""
+    return [
+        r
+        for r in m.ops
+        if r.kind == ir.SMEM_ACCESS
+        and r.access_mode == "read"
+        and r.buffer is not None
+        and r.buffer.name in bufs
+        and r.order > a.order
+        and r.loops[: len(a.loops)] == a.loops
+    ]
+
+
+def _ask_release(an: Analysis, fl, gs, out: ReleaseFacts, a: ir.Op, ai: tuple, ea: frozenset, sub, bufs) -> None:
+    """The reads after release `a` by its threads `ea`, which release the element `ai` (the
+    index with `sub`, their thread, substituted where it named the thread)."""
+    m, th = an.model, an.threads
+    assert a.barrier is not None
+    for r in _reads_of(m, a, bufs):
+        assert r.buffer is not None
+        head = tuple(E.substitute(ix, sub) for ix in r.buffer.index[: len(ai)]) if sub else r.buffer.index[: len(ai)]
+        if len(r.buffer.index) < len(ai) or not same_index(ai, tuple(head), an):
+            if sub and any(ix.depends_on(E.THREAD) for ix in r.buffer.index[: len(ai)]):
+                out.undecided.append((a, r, "whether it reads the released element is not known"))
+            continue
+        readers = th.executing(r)
+        if readers is not None and not ea & readers:
+            continue  # no releasing thread reads it
+        if not r.guard.exact or readers is None:
+            out.undecided.append((a, r, "the threads that read it are not known"))
+            continue
+        gate = gs[(a.barrier.name, r.buffer.name)]
+        if r.loops != a.loops:
+            # a read in loops of its own inside the release's iteration: some iteration of
+            # them that thread t runs reads an element a refill writes
+            cases: dict[int, list] = {t: [] for t in ea & readers}
+            cover = {t: _inner_read_covered(an, gate, a, r, len(ai), t, cases[t]) for t in sorted(ea & readers)}
+            if not any(cover.values()):
+                if any(c is None for c in cover.values()):
+                    out.undecided.append((a, r, "the read is in a loop of its own after the release"))
+                continue
+        else:
+            # a releasing thread that reads an element the refill writes (its strip of the stage)
+            cases = {}
+            cover = {t: _read_covered(m, gate, r, len(ai), t) for t in sorted(ea & readers)}
+        common = [t for t, c in cover.items() if c]
+        if not common:
+            if any(c is None for c in cover.values()):
+                out.undecided.append((a, r, "whether it reads an element the refill writes is not known"))
+            continue
+        t = common[0]
+        between = fl.same_iteration_between(a, r)
+        if any(fl.runs(o, t, a.guard.uniform) is None for o in between if o.kind in (ir.CALL, ir.EXIT)):
+            out.undecided.append((a, r, "a call or return between whose threads are not known"))
+            continue
+        runs = fl.runs(r, t, a.guard.uniform)
+        if runs is not True:
+            if runs is None:
+                out.undecided.append((a, r, "whether the releasing thread runs the read is not known"))
+            continue
+        # a wait for the refill itself between the release and the read: the new contents are read
+        if any(
+            o.kind == ir.MBAR_WAIT
+            and o.barrier is not None
+            and o.barrier.name in gate.done
+            and t in (th.executing(o) or frozenset())
+            for o in between
+        ):
+            continue
+        # a later arrival of the same threads on the barrier (two-part release) keeps the phase open
+        if any(
+            o.kind == ir.MBAR_ARRIVE
+            and o.barrier is not None
+            and o.barrier.name == a.barrier.name
+            and o.order > r.order
+            and o.loops[: len(a.loops)] == a.loops
+            and (th.executing(o) or frozenset()) & frozenset(common)
+            for o in m.ops
+        ):
+            continue
+        out.violations.append(ReadAfterRelease(a, r, t, cases.get(t, [])))

@@ -388,10 +388,12 @@ def _collectives(an: Analysis) -> WarpCollectives:
                         sb = sigs[b]
                         if b == a or sb == sa and all(sites[i].exact for i in sa):
                             continue
-                        key = (mask, sa, sb)
+                        # a lane B that reaches no site of the class: asked per lane A (how
+                        # often A runs a site may depend on A: a loop it leaves by a `break`)
+                        key = (mask, sa, sb, a if not sb else None)
                         verdict = pairs_done.get(key)
                         if verdict is None:
-                            verdict = _compare(an, sites, weights, sa, sb, surely_reached)
+                            verdict = _compare(an, sites, weights, sa, sb, surely_reached, a)
                             pairs_done[key] = verdict
                         if verdict == "unknown" and unknown is None:
                             unknown = (
@@ -431,14 +433,23 @@ def _collectives(an: Analysis) -> WarpCollectives:
     return out
 
 
-def _compare(an: Analysis, sites: list[_Site], weights, sa: frozenset[int], sb: frozenset[int], surely_reached) -> str:
-    """Lane A reaching the sites `sa` of one class and mask, lane B `sb`: "missing:i" when B
-    reaches fewer (sb within sa, its sites exact, A surely reaching site i that B does not),
-    "equal" when their counts are proved equal, "unknown" otherwise."""
+def _compare(
+    an: Analysis, sites: list[_Site], weights, sa: frozenset[int], sb: frozenset[int], surely_reached, a: int
+) -> str:
+    """Lane A (thread `a`) reaching the sites `sa` of one class and mask, lane B `sb`:
+    "missing:i" when B reaches fewer (sb within sa, its sites exact, A surely reaching site i
+    that B does not), "equal" when their counts are proved equal, "unknown" otherwise. A lane B
+    that reaches no site of the class at all (no thread guard of one admits it) misses site i
+    that A runs at least once: its guard exact, and A's own iterations of its loops (a loop A
+    leaves by a lane-divergent `break` has a trip count per thread) admit one (`_reached_by`)."""
     if sb < sa and all(sites[i].exact for i in sb):
         for i in sorted(sa - sb):
             if surely_reached(sites[i]):
                 return f"missing:{i}"
+        if not sb:
+            for i in sorted(sa):
+                if sites[i].op.guard.exact and _reached_by(an, sites[i].op, a):
+                    return f"missing:{i}"
     involved = sa | sb
     if sa == sb and all(sites[i].exact for i in involved):
         return "equal"

@@ -40,6 +40,8 @@ class ExprEvaluation:
         self._order = 0  # ops emitted so far (an op's `order`)
         self._no_elem_access = 0  # > 0 while evaluating an lvalue or an address (`&x[i]`)
         self._memory_only = 0  # > 0 while a dry-walked condition's memory events are emitted
+        self._array_base = 0  # > 0 while evaluating the array of `a[i]` (a use of `a` that is no escape)
+        self._address_of: list[cexpr.Node] = []  # the operands of the `&` being evaluated, innermost last
         # in such a condition: the Var of the last read of each `__shared__` scalar (`read_value`)
         self._scalar_reads: dict[str, E.Var] = {}
         # the names declared with a pointer type (kernel parameters, local variables): a global
@@ -320,10 +322,12 @@ class ExprEvaluation:
         ):
             # the address of an element (or of a `__shared__` scalar) is no access to it
             self._no_elem_access += 1
+            self._address_of.append(inner)
             try:
                 return _element_pointer(self.ev(inner, ctx, cursor))
             finally:
                 self._no_elem_access -= 1
+                self._address_of.pop()
         a = self.ev(inner, ctx, cursor)
         if op == "*" and isinstance(a, ChoicePtr):
             a = self._each_option(a, inner, ctx, lambda c: self._ev_unary(node, op, inner, c, cursor))
@@ -414,7 +418,11 @@ class ExprEvaluation:
             with self.address_only():
                 base = self.ev(nbase, ctx, cursor)
         else:
-            base = self.ev(nbase, ctx, cursor)
+            self._array_base += 1
+            try:
+                base = self.ev(nbase, ctx, cursor)
+            finally:
+                self._array_base -= 1
         idx = self.ev(nidx, ctx, cursor)
         if isinstance(base, ChoicePtr):
             # `p[i]` of a pointer holding one of a few values, each under a block-uniform
@@ -493,6 +501,13 @@ class ExprEvaluation:
             self._elem_access(res, "read", ctx, cursor)
             return res
         value = self.opaque_from(node, (base, idx))
+        if _local_array(base) and isinstance(value, E.Var) and self.w.model is not None:
+            # an element of a local array of scalars (`key[j]`): what it holds is what the walk
+            # stored into the array (`KernelModel.local_array_stores`); `&key[j]` lets it escape
+            if self._address_of and self._address_of[-1] is node:
+                self.w.model.local_array_escapes.add(base.name)
+            else:
+                self.w.model.local_array_reads[value.name] = base.name
         if self._global_pointer(base) and not self._no_elem_access and cursor is not None:
             # `p[i]` of a pointer the kernel received: a plain (weak) load of global memory; its
             # value the Var it names (a lane's input: checks/warp_collectives.py `lane_input`)
@@ -728,6 +743,8 @@ class ExprEvaluation:
                 return self._size_bytes(targs, ctx)
             v = ctx.env.lookup(head)
             if v is not None:
+                if not self._array_base and _local_array(v) and self.w.model is not None:
+                    self.w.model.local_array_escapes.add(v.name)  # used as a whole (a call's argument)
                 return self.deref(v, head, ctx)
             if head in self.w.mb.macros:
                 # a macro whose value is a constant is evaluated once per file: `#define M1 (M0 + M0)`
@@ -953,6 +970,17 @@ class ExprEvaluation:
                 return rec
         # `value`: the right-hand side evaluated already (a store through each option of a ChoicePtr)
         val = self.ev(rhs, ctx, cursor) if value is None else value
+        arr = ctx.env.lookup(name) if isinstance(lhs, cexpr.Index) and (name := _plain_name(lhs.obj)) else None
+        if _local_array(arr) and isinstance(lhs, cexpr.Index):
+            # `key[j] = v` into a local array of scalars: no memory event; the value is remembered
+            # for the array's reads (an expression, a compound update: a value not known)
+            if not ctx.dry:
+                with self.memory_only():
+                    self.ev(lhs.index, ctx, cursor)  # the index is read
+            if self.w.model is not None:
+                stored = val.name if op == "=" and isinstance(val, E.Var) else None
+                self.w.model.local_array_stores.setdefault(arr.name, []).append(stored)
+            return val
         if isinstance(lhs, (cexpr.Index, cexpr.Un)) and (lhs.op == "*" if isinstance(lhs, cexpr.Un) else True):
             pnode = lhs.obj if isinstance(lhs, cexpr.Index) else lhs.a
             choice = self.ev(pnode, replace(ctx, dry=True), cursor)
@@ -1407,6 +1435,13 @@ class ExprEvaluation:
             ),
             ctx,
         )
+
+
+def _local_array(v: Any) -> bool:
+    """v is the unknown a declaration without initialiser binds to a local of a scalar type
+    (`unsigned key[8];`, walk_statements: `?uninit key#N`): a local array whose elements the
+    walk keeps no value of."""
+    return isinstance(v, E.Var) and v.kind == E.OPAQUE and v.name.startswith("?uninit ")
 
 
 def _plain_name(n: cexpr.Node) -> str | None:

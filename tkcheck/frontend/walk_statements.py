@@ -1527,9 +1527,19 @@ class StatementWalk:
         under `if (c)` directly in the body (the guard at the `if` is the body's): c is
         `a == b` with a - b = f0 +- k over the loop's counter k (proved by z3), so the thread
         breaks in iteration e = -+f0 when 0 <= e < trip, and starts e + 1 iterations; else trip.
+        A c over the thread and kernel values only (no loop counter, no unknown: the same in
+        every iteration, `if (lane != 0) break;`) breaks in the first iteration: the thread
+        starts one iteration when c holds and the loop runs at all, else trip (round 16).
         None when the break is not of that form (the trip count stays unknown)."""
         if at_if != body_guard or not body_guard.exact:
             return None
+        if (
+            not cond.is_opaque()
+            and not cond.depends_on(E.LOOP)
+            and all(v.kind in (E.THREAD, E.PARAM) and not v.name.startswith("?") for v in cond.free_vars())
+        ):
+            first = E.binop("&&", cond, E.binop(">", trip, E.Const(0)))
+            return E.ite(first, E.Const(1), trip)
         if not (isinstance(cond, E.Bin) and cond.op == "=="):
             return None
         f = E.binop("-", cond.a, cond.b)

@@ -837,6 +837,15 @@ class KernelModel:
     # `last_s == 1` after a barrier): its Var name -> those scalars' names. What the value tests
     # (an "am I last" flag set from an atomic's old value) is the memory engine's question
     shared_scalar_unknowns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # a local array of scalars the model keeps no memory of (`unsigned key[8];`), named by the
+    # unknown its declaration binds (`?uninit key#8`): the values stored into its elements, in walk
+    # order (a Var's name, or None for a value that is no Var: an expression, a compound update),
+    # the Var of each element read -> that array, and the arrays the walk saw used otherwise (its
+    # address taken, handed to a call, an asm operand): what a read may hold is the checks'
+    # question (checks/inputs.py: data of the launch's input)
+    local_array_stores: dict[str, list[str | None]] = field(default_factory=dict)
+    local_array_reads: dict[str, str] = field(default_factory=dict)
+    local_array_escapes: set[str] = field(default_factory=set)
     ops: list[Op] = field(default_factory=list)
     smem_addresses: dict[str, SmemAddress] = field(default_factory=dict)  # Var name -> buffer
     regions: dict[str, SharedRegion] = field(default_factory=dict)  # hand-carved stage regions
