@@ -355,3 +355,12 @@ def test_branches_on_data_read_per_iteration_are_not_exclusive():
         "op_stream_flipped": "unknown",
         "segments_flat": "unknown",
     }, by
+
+
+def test_a_data_exit_tests_the_value_read_in_its_round():
+    """`if (t < 0) break;` with `t = schedule[it]`: the exit tests schedule(it), a value per
+    round, and the loop is still a loop that ends on data (its waits proved for every trip)."""
+    ms = {m.name: m for m in _models(ROOT / "fixtures" / "loops" / "persistent_scheduler.cu")}
+    exits = [lp for lp in ms["scheduled"].loops.values() if lp.trip is None and lp.continues]
+    assert exits and all(any(E.apps(c) for c in lp.continues) for lp in exits)
+    assert all(phases._data_exit_ok(lp) and not phases._counter_exit(lp) for lp in exits)
