@@ -324,3 +324,43 @@ def test_a_drain_in_the_leaving_task_counts_the_k_loops_uses():
         by.setdefault(name, {})[row] = wp
     assert all(wp.status == "ok" for wp in by["drain_past_last_good"].values())
     assert by["drain_past_last_bad"][38].status == "mismatch"
+
+
+def test_a_value_read_at_a_moving_index_is_one_value_per_iteration():
+    """`op = ops[t]` in a loop over t is ops(t), an uninterpreted function of the counter: two
+    iterations may read different values, one iteration reads one."""
+    from tkcheck import solver
+
+    t = E.Var("k1", E.LOOP)
+    ops = E.App("?ops[t]#1", (t,))
+    nxt = E.substitute(ops, {"k1": E.binop("+", t, E.Const(1))})
+    assert nxt == E.App("?ops[t]#1", (E.binop("+", t, E.Const(1)),))
+    assert solver.always(E.binop("==", ops, nxt)) is False
+    assert solver.always(E.binop("==", ops, E.App("?ops[t]#1", (t,)))) is True
+    assert E.loop_outside_data(E.binop("<", ops, E.Const(0))) is False
+    assert E.loop_outside_data(E.binop("<", t, E.Const(4))) is True
+
+
+def test_branches_on_data_read_per_iteration_are_not_exclusive():
+    """`data_per_iteration_{good,bad}.cu`: read as one value for the loop, `op == 0` and `op == 1`
+    excluded each other (a false TK303 on the good op stream) and `lens[t]` made a flat parity
+    `t * n + j` look proved. Now the good stream's wait is undecided, the carried parity over
+    segments of lens(t) waits is proved, and neither bad wait is proved."""
+    good = _phases(ROOT / "fixtures" / "loops" / "data_per_iteration_good.cu")
+    bad = _phases(ROOT / "fixtures" / "loops" / "data_per_iteration_bad.cu")
+    by = {name: wp.status for (name, _), wp in {**good, **bad}.items()}
+    assert by == {
+        "op_stream": "unknown",
+        "segments_carried": "ok",
+        "op_stream_flipped": "unknown",
+        "segments_flat": "unknown",
+    }, by
+
+
+def test_a_data_exit_tests_the_value_read_in_its_round():
+    """`if (t < 0) break;` with `t = schedule[it]`: the exit tests schedule(it), a value per
+    round, and the loop is still a loop that ends on data (its waits proved for every trip)."""
+    ms = {m.name: m for m in _models(ROOT / "fixtures" / "loops" / "persistent_scheduler.cu")}
+    exits = [lp for lp in ms["scheduled"].loops.values() if lp.trip is None and lp.continues]
+    assert exits and all(any(E.apps(c) for c in lp.continues) for lp in exits)
+    assert all(phases._data_exit_ok(lp) and not phases._counter_exit(lp) for lp in exits)

@@ -893,7 +893,8 @@ def _reinitialised(m: ir.KernelModel, name: str) -> bool:
 
 
 def _data_exit_ok(loop: ir.Loop) -> bool:
-    """A `for (;;)` left only through `if (c) break;` on data (c over no loop counter), or a
+    """A `for (;;)` left only through `if (c) break;` on data (c over no loop counter but as the
+    index of a value read from memory, `schedule(it) < 0`), or a
     `while (c)` on such data without a break (`Loop.data_cond`): as far as the model knows, any
     number N >= 0 of iterations may be entered (its trip count is a symbol; a proof holds for
     every N, a counterexample at iteration k holds when N > k, stated with the finding)."""
@@ -902,7 +903,7 @@ def _data_exit_ok(loop: ir.Loop) -> bool:
         or (
             loop.infinite
             and bool(loop.continues)
-            and not any(c.depends_on(E.LOOP) or c.is_opaque() for c in loop.continues)
+            and not any(E.loop_outside_data(c) or c.is_opaque() for c in loop.continues)
         )
     )
 
@@ -920,7 +921,7 @@ def _counter_exit(loop: ir.Loop) -> bool:
         loop.trip is None
         and loop.infinite
         and bool(loop.continues)
-        and not any(c.is_opaque() for c in loop.continues)
+        and not any(c.is_opaque() or E.apps(c) for c in loop.continues)
         and all(v == loop.counter for c in loop.continues for v in c.free_vars() if v.kind == E.LOOP)
         and any(loop.counter in c.free_vars() for c in loop.continues)
     )

@@ -484,7 +484,9 @@ def _data_cond(c: E.Expr) -> bool:
     response's `success`): not a function of the sizes. A CLC response is one value for the block
     (every role that queries the slot reads the same), so the rounds assumption -- every role's
     loop runs the same rounds -- is what the hardware does."""
-    return any(v.kind == E.OPAQUE or (v.kind == E.PARAM and v.name.startswith(("?", "clc:"))) for v in c.free_vars())
+    return bool(E.apps(c)) or any(
+        v.kind == E.OPAQUE or (v.kind == E.PARAM and v.name.startswith(("?", "clc:"))) for v in c.free_vars()
+    )
 
 
 def _per_round(m: ir.KernelModel, lid: int) -> frozenset[str]:

@@ -244,8 +244,11 @@ def _iterations(
 
 def _data_trip(trip: E.Expr) -> bool:
     """A trip count the data decides: over kernel arguments and loaded or unmodelled values,
-    with neither the thread nor a loop counter left in it."""
+    with neither the thread nor a loop counter left in it (but as the index of a value read per
+    iteration, `lens(b)`)."""
     vs = trip.free_vars()
+    if E.apps(trip):
+        return not E.loop_outside_data(trip) and all(v.kind in (E.PARAM, E.OPAQUE, E.LOOP) for v in vs)
     return any(v.kind in (E.PARAM, E.OPAQUE) for v in vs) and all(v.kind in (E.PARAM, E.OPAQUE) for v in vs)
 
 

@@ -500,7 +500,9 @@ class ExprEvaluation:
             res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"), cexpr.spelled(node))
             self._elem_access(res, "read", ctx, cursor)
             return res
-        value = self.opaque_from(node, (base, idx))
+        # a local array's element keeps one name (what the walk stored into it is read through it:
+        # `local_array_reads`); a read of memory at a loop-dependent index is a value per iteration
+        value = self.opaque_from(node, (base, idx), read=not self._no_elem_access and not _local_array(base))
         if _local_array(base) and isinstance(value, E.Var) and self.w.model is not None:
             # an element of a local array of scalars (`key[j]`): what it holds is what the walk
             # stored into the array (`KernelModel.local_array_stores`); `&key[j]` lets it escape
@@ -683,8 +685,11 @@ class ExprEvaluation:
         by_value = bool(caps) and ("=" in caps or "&" not in caps)
         return Lambda(lam, ctx.env, by_value)
 
-    def opaque_from(self, node: cexpr.Node, parts) -> Expr:
-        """An unknown value; it is uniform when everything it is computed from is."""
+    def opaque_from(self, node: cexpr.Node, parts, read: bool = False) -> Expr:
+        """An unknown value; it is uniform when everything it is computed from is. `read`: the
+        value of a memory read (`p[i]`), which is a value per iteration when its index depends
+        on loop counters (an address or any other unknown keeps one name, which the ops that
+        use it -- a poll's address, a load's result -- refer to)."""
         kinds = set()
         alike = set()  # kinds of unknowns every thread holds alike (`E.uniform_unknown`)
         for p in parts:
@@ -707,6 +712,13 @@ class ExprEvaluation:
         # numbered in walk order (not by object identity): the same input gives
         # the same names, so output that mentions them is deterministic
         var = E.Var(f"?{cexpr.render(node)[:40]}#{E.fresh_number()}", E.PARAM)
+        if read and E.LOOP in kinds:
+            # read at an index that depends on loop counters (`tile = order[t]`): a value per
+            # iteration, an uninterpreted function of those counters (one PARAM would be the
+            # same value in every iteration)
+            counters = _loop_counters(parts)
+            if counters:
+                return E.App(var.name, counters)
         scalars = tuple(p.ref.name for p in parts if isinstance(p, Obj) and p.kind == "shared" and not p.ref.index)
         if scalars and self.w.model is not None:
             self.w.model.shared_scalar_unknowns[var.name] = scalars
@@ -1638,3 +1650,15 @@ def _position_in_block(builtin: str, axis: str, dims: tuple[int, int, int]):
     if axis == "y":
         return E.Const(0) if y == 1 else E.binop("%", E.binop("/", E.TID, E.Const(x)), E.Const(y))
     return E.Const(0) if z == 1 else E.binop("/", E.TID, E.Const(x * y))
+
+
+def _loop_counters(parts) -> tuple[Expr, ...]:
+    """The loop counters the values `parts` are computed from, by name."""
+    found: dict[str, E.Var] = {}
+    for p in parts:
+        exprs = [p] if isinstance(p, Expr) else list(p.ref.index) if isinstance(p, Obj) else []
+        for x in exprs:
+            for v in x.free_vars():
+                if v.kind == E.LOOP:
+                    found[v.name] = v
+    return tuple(found[n] for n in sorted(found))

@@ -288,6 +288,58 @@ class Ite(Expr):
         return f"({self.c} ? {self.t} : {self.e})"
 
 
+@dataclass(frozen=True, slots=True)
+class App(Expr):
+    """A value read from memory at an index that depends on loop counters (`tile = order[t]` in
+    a loop over t): an uninterpreted function of those counters, one function per read site
+    (`fn`, a `?`-named unknown). Two iterations read unrelated values (f(t) and f(t + 1)); the
+    same iteration reads one value. Its free variables are its arguments' (a loop counter, and
+    launch values), so it is no OPAQUE term; `eval` knows no value of it."""
+
+    fn: str
+    args: tuple[Expr, ...]
+
+    def eval(self, env):
+        return None
+
+    def free_vars(self):
+        out: frozenset[Var] = frozenset()
+        for a in self.args:
+            out |= a.free_vars()
+        return out
+
+    def children(self):
+        return self.args
+
+    def map_children(self, f):
+        return App(self.fn, tuple(f(a) for a in self.args))
+
+    def to_z3(self, zv):
+        return zv.function(self.fn, len(self.args))(*[as_int(a.to_z3(zv)) for a in self.args])
+
+    def __str__(self):
+        return f"{self.fn}({', '.join(str(a) for a in self.args)})"
+
+
+def apps(e: Expr) -> list[App]:
+    """The `App` terms in e (preorder)."""
+    return [x for x in subexprs(e) if isinstance(x, App)]
+
+
+def loop_outside_data(e: Expr) -> bool:
+    """e names a loop counter other than as the argument of a value read from memory (`App`):
+    `k < K` does, `order(k) < 0` does not."""
+
+    def go(x: Expr) -> bool:
+        if isinstance(x, App):
+            return False
+        if isinstance(x, Var):
+            return x.kind == LOOP
+        return any(go(c) for c in x.children())
+
+    return go(e)
+
+
 def _truth(v):
     return None if v is None else bool(v)
 
@@ -305,6 +357,7 @@ class Z3Vars:
 
     def __init__(self):
         self._vars: dict[str, z3.ExprRef] = {}
+        self._funcs: dict[str, z3.FuncDeclRef] = {}
         self._n = 0
 
     def get(self, v: Var):
@@ -317,6 +370,15 @@ class Z3Vars:
     def fresh(self, hint: str):
         self._n += 1
         return z3.Int(f"?{hint}{self._n}")
+
+    def function(self, name: str, arity: int):
+        """The uninterpreted function of an `App` (one per name and arity)."""
+        key = f"{name}/{arity}"
+        f = self._funcs.get(key)
+        if f is None:
+            f = z3.Function(name, *([z3.IntSort()] * (arity + 1)))
+            self._funcs[key] = f
+        return f
 
     def items(self):
         return self._vars.items()
