@@ -71,3 +71,58 @@ def test_independent_pipelines_past_the_full_bound_are_decided():
     assert red.status == "explored" and red.deadlock is not None
     ((ri, e),) = red.deadlock.blocked
     assert e.kind == "wait" and e.elem == ("full", 5, 1)
+
+
+def test_groups_of_dependent_roles_are_decided_by_persistent_sets():
+    """Six groups of three warps (two producers arriving on one counted element, a consumer):
+    no single warp's step commutes with everything, so one warp at a time did not reduce and the
+    search stopped at its bound; a persistent set of one group's warps (`_LocalSteps.persistent`)
+    decides the good kernel, and still reaches the bad one's hang, a path of the full model."""
+    good = ROOT / "fixtures" / "progress" / "paired_producer_groups_good.cu"
+    (m,) = models_of(str(good), text=good.read_text())
+    ex = protocol._explore_model(Analysis(m))
+    assert ex.status == "explored" and ex.deadlock is None, ex.reason
+    full = _searched(ex, stepwise=False)
+    assert full.status == "unknown" and full.reason == "exploration bound reached"
+    bad = ROOT / "fixtures" / "progress" / "paired_producer_groups_bad.cu"
+    (m,) = models_of(str(bad), text=bad.read_text())
+    ex = protocol._explore_model(Analysis(m))
+    red = _searched(ex, stepwise=True)
+    assert red.status == "explored" and red.deadlock is not None
+    ((ri, e),) = red.deadlock.blocked
+    assert e.kind == "wait" and e.elem == ("freed", 5, 1)
+    end = _replay(ex, red.deadlock.trace)
+    assert [i for i, r in enumerate(ex.roles) if end[0][i] < len(r.events)] == [ri]
+
+
+def test_persistent_set_is_closed_under_interaction():
+    """On every state the reduced search visits on the good fixture, the set taken has an enabled
+    role and no role outside it has, in its remaining program, an event on an object the next
+    event of a role inside it touches (the closure the persistence argument needs)."""
+    good = ROOT / "fixtures" / "progress" / "paired_producer_groups_good.cu"
+    (m,) = models_of(str(good), text=good.read_text())
+    ex = protocol._explore_model(Analysis(m))
+    seen = []
+    orig = protocol._LocalSteps.persistent
+
+    def spy(self, state, enabled):
+        got = orig(self, state, enabled)
+        seen.append((self, state, set(enabled), got))
+        return got
+
+    protocol._LocalSteps.persistent = spy
+    try:
+        _searched(ex, stepwise=True)
+    finally:
+        protocol._LocalSteps.persistent = orig
+    assert seen
+    for por, state, enabled, got in seen:
+        assert got and got <= enabled
+        pcs = state[0]
+        inside = {i for i in range(len(ex.roles)) if i in got}
+        objs = {protocol._footprint(ex.roles[i].events[pcs[i]]) for i in inside}
+        for j, r in enumerate(ex.roles):
+            if j in inside or pcs[j] >= len(r.events) or j not in enabled:
+                continue
+            mine = {protocol._footprint(e) for e in r.events[pcs[j] :]}
+            assert not (objs & mine - {None}), (j, objs & mine)

@@ -2142,6 +2142,7 @@ def _search(
                 return
         moved = False
         succ = []
+        succ_roles: list[int] = []
         # threads that have left the kernel: a block-wide barrier waits for the others only
         # (per CTA of the cluster exploration: a block barrier is its CTA's)
         gone: dict[int, int] = {}
@@ -2192,8 +2193,15 @@ def _search(
                 done = own | {e.elem for _, e, out in steps if out.startswith("completes phase")}
                 nstate = nstate + ((ri, frozenset(done)),)
             succ.append((nstate, (path, steps)))
+            succ_roles.append(ri)
             if only:
                 break
+        if stepwise and por is not None and len(succ) > 1:
+            # no one step commutes with everything: the smallest persistent set of roles
+            # (`_LocalSteps.persistent`), the others' steps left for later states
+            keep = por.persistent(state, succ_roles)
+            if len(keep) < len(succ):
+                succ = [s for s, ri in zip(succ, succ_roles) if ri in keep]
         if not moved:
             if memory or all(pcs[i] >= len(r.events) for i, r in enumerate(roles)):
                 continue  # (the race search goes on past a deadlock: the deadlock rules report it)
@@ -2549,6 +2557,76 @@ class _LocalSteps:
                     changed = True
         finish = any(rc[x] >= len(roles[x].events) > pcs[x] for x in range(n) if x != fi)
         return rc, avail, finish
+
+    def persistent(self, state, enabled: list[int]) -> set[int]:
+        """The deadlock search's persistent set of more than one role (round 16): from each enabled
+        role as a seed, the set T of roles closed under "may interact": for a role of T, every
+        other role whose remaining program (from its position to its end) has an event dependent
+        with the role's next event joins T -- a write to the element it waits on (an arrival, an
+        expect, a copy, an init: it may enable the wait, or disable a wait that passes by
+        completing the next phase), any event on the element it writes (a wait it may enable or
+        disable, a write that does not commute with it where a phase completes in between), any
+        sync or arrive on the named barrier it arrives at (its generation), every role of the CTA
+        for a block-wide barrier (an end of a program moves its count), and, for a step that ends
+        the role's program, every role of the CTA that still meets a block-wide barrier. The pass
+        of a completed generation depends on nothing. No role outside T can, by any sequence of its
+        own steps, enable, disable or fail to commute with a step of T (their events on T's
+        objects are all inside T), so the enabled steps of T are a persistent set (Godefroid 1996,
+        def. 4.1 via the stubborn-set closure of alg. 4.3 at the granularity of roles, whose future
+        events are over-approximated by their whole remaining programs); the state graph has no
+        cycle, so a search over such sets reaches every deadlock the full search reaches (thm.
+        4.3). The smallest T over the seeds (ties: the first) is the state's successors."""
+        pcs, marks, _, syncs = state
+        roles = self.roles
+        n = len(roles)
+        live = [j for j in range(n) if pcs[j] < len(roles[j].events)]
+
+        def has(j: int, o, writes_only: bool) -> bool:
+            pos = (self.pos_write if writes_only else self.pos_touch)[j].get(o, ())
+            return _within(pos, pcs[j], len(roles[j].events) - 1)
+
+        def deps(i: int) -> set[int]:
+            r = roles[i]
+            e = r.events[pcs[i]]
+            out: set[int] = set()
+            others = [j for j in live if j != i]
+            if e.kind == "sync" and marks[i] >= 0:
+                gen = next((g for sid, (_, g) in syncs if sid == e.sync[0]), 0)
+                if gen > marks[i]:
+                    return out  # the pass of a completed generation
+            if e.kind == "sync" and e.block:
+                return {j for j in others if roles[j].cta == r.cta}
+            o = _footprint(e)
+            if o is not None:
+                out.update(j for j in others if has(j, o, writes_only=e.kind == "wait"))
+            elif e.kind != "exit":
+                return set(others)  # (an event the closure does not know: everyone)
+            if e.kind == "exit" or pcs[i] == len(r.events) - 1:
+                out.update(j for j in others if roles[j].cta == r.cta and self.last_block[j] >= pcs[j])
+            return out
+
+        memo: dict[int, set[int]] = {}
+        best: set[int] | None = None
+        en = set(enabled)
+        for seed in enabled:
+            t = {seed}
+            todo = [seed]
+            while todo:
+                i = todo.pop()
+                d = memo.get(i)
+                if d is None:
+                    d = memo[i] = deps(i)
+                for j in d - t:
+                    t.add(j)
+                    todo.append(j)
+                if best is not None and len(t & en) >= len(best):
+                    break
+            k = t & en
+            if best is None or len(k) < len(best):
+                best = k
+                if len(best) == 1:
+                    break
+        return best if best is not None else en
 
     def keeps(self, ri: int, state, nstate) -> bool:
         """The step of role ri from `state` to `nstate` ends no other role's block-wide barrier
