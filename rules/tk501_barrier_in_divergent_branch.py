@@ -272,13 +272,17 @@ def _wide(an):
         )
         if d.threads is not None and d.blocks is None:
             t1, t2 = d.threads
-            c1, c2 = d.counts or ("?", "?")
-            who = f"thread {t1} reaches it {c1} time(s), thread {t2} {c2} time(s)"
+            if d.counts is not None:
+                who = f"thread {t1} reaches it {d.counts[0]} time(s), thread {t2} {d.counts[1]} time(s)"
+            else:  # counts over a value read per iteration: no number to name
+                who = f"thread {t1} reaches it a different number of times than thread {t2}"
         elif d.blocks is not None:
             b = ", ".join(f"{k}={v}" for k, v in sorted(d.blocks.items()) if not k.endswith("'"))
             b2 = ", ".join(f"{k.rstrip(chr(39))}={v}" for k, v in sorted(d.blocks.items()) if k.endswith("'"))
-            c1, c2 = d.counts or ("?", "?")
-            who = f"the block with {b} reaches it {c1} time(s), the block with {b2} {c2} time(s)"
+            if d.counts is not None:
+                who = f"the block with {b} reaches it {d.counts[0]} time(s), the block with {b2} {d.counts[1]} time(s)"
+            else:  # counts over a value read per iteration: no number to name
+                who = f"the block with {b} reaches it a different number of times than the block with {b2}"
         else:
             who = "its participants reach it a different number of times"
         out.append(

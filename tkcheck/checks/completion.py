@@ -41,7 +41,22 @@ class Contribution:
 
     @property
     def total(self) -> E.Expr:
-        return E.binop("*", E.binop("*", E.Const(len(self.issuers)), self.amount), self.times)
+        return E.binop("*", _issuers_sum(self.amount, self.issuers), self.times)
+
+
+def _issuers_sum(amount: E.Expr, issuers: frozenset[int]) -> E.Expr:
+    """What the issuers give together per issue: the amount times their number, or, for an amount
+    that names the issuing thread (`arrive(bar, w == 0 ? 2 : 1)`), each issuer's own amount summed
+    (issuers are x thread indices; an amount over `tid_y`/`tid_z` is not known per issuer)."""
+    thread_vars = {v.name for v in amount.free_vars() if v.kind == E.THREAD}
+    if not thread_vars:
+        return E.binop("*", E.Const(len(issuers)), amount)
+    if thread_vars != {"tid"}:
+        return E.opaque("amount per thread")
+    total: E.Expr = E.Const(0)
+    for t in sorted(issuers):
+        total = E.binop("+", total, E.substitute(amount, {"tid": E.Const(t)}))
+    return total
 
 
 @dataclass

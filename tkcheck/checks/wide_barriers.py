@@ -86,7 +86,10 @@ def _divergence(an: Analysis, kind: str, kinds: tuple[str, ...], per_block: bool
         if ex is None or not o.guard.exact:
             return None
         conds = (o.guard.thread,) + tuple(o.guard.uniform)
-        if any(c.is_opaque() or c.depends_on(E.LOOP) for c in conds):
+        # a value read per iteration (`n = cnt[cur]`, an `App` of the loop counters) is one value
+        # for every block in one iteration, as a launch value is: the counts below are per
+        # iteration; a loop counter tested directly is not
+        if any(c.is_opaque() or E.loop_outside_data(c) for c in conds):
             return None
         if any(not (m.loops.get(lid) and m.loops[lid].uniform) for lid in o.loops):
             return None
