@@ -202,6 +202,8 @@ def _data_undecided(an: Analysis) -> list[tuple[ir.Op, ir.Op, str]]:
     out = []
     for o in sites:
         texts = {v.name[1:].rsplit("#", 1)[0] for c in o.guard.uniform for v in c.free_vars() if v.name.startswith("?")}
+        # a value read per iteration (`moved[it % 3]`, an `E.App`) names its read by its function
+        texts |= {a.fn[1:].rsplit("#", 1)[0] for c in o.guard.uniform for a in E.apps(c) if a.fn.startswith("?")}
         for ld in loads:
             ga = ld.global_access
             assert ga is not None

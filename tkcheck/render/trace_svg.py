@@ -61,8 +61,9 @@ def _kind(text: str, blocked: bool, fault: bool = False) -> str:
 
 
 def _wrap(text: str, width_px: float, size: float) -> list[str]:
-    """Lines of at most width_px, long words broken (never cut off)."""
-    chars = max(int(width_px // char_width(size)), 8)
+    """Lines of at most width_px, long words broken (never cut off): a narrow column (a trace of
+    many roles) gets short lines rather than text running past its column and the picture."""
+    chars = max(int(width_px // char_width(size)), 1)
     lines = []
     for para in text.split("\n"):
         lines += textwrap.wrap(para, chars, break_long_words=True, break_on_hyphens=False) or [""]
