@@ -302,18 +302,10 @@ def hoisted_poll(an: Analysis, sp: ir.Op) -> HoistedPoll | None:
     if solver.always(c0, assume=(sp.guard.thread,)) is not True:
         return None
     # the loops around the spin at their first iteration, and the block's conditions there
-    env: dict[str, E.Expr] = {}
-    conds: list[E.Expr] = []
-    for lid in sp.loops[:-1]:
-        lp = m.loops.get(lid)
-        if lp is None or not isinstance(lp.counter, E.Var) or lp.continues:
-            return None
-        env[lp.counter.name] = E.Const(0)
-        if lp.trip is not None:
-            conds.append(E.binop("<", E.Const(0), E.substitute(lp.trip, env)))
-        if lp.cond is not None:
-            conds.append(E.substitute(lp.cond, env))
-    conds += [E.substitute(c, env) for c in sp.guard.uniform]
+    first = first_iteration(m, sp, plain_loops=True)
+    if first is None:
+        return None
+    env, conds = first
     if any(c.is_opaque() or c.depends_on(E.LOOP) or c.depends_on(E.THREAD) for c in conds):
         return None
     if m.grid_dims is not None:  # the witness block inside the launch's grid
@@ -373,3 +365,24 @@ def hoisted_poll(an: Analysis, sp: ir.Op) -> HoistedPoll | None:
             return None
     shown = tuple((k, v) for k, v in sorted(seen.items()) if isinstance(v, int) and not isinstance(v, bool))
     return HoistedPoll(sp, rd, ga.base, 0, shown)
+
+
+def first_iteration(
+    m: ir.KernelModel, sp: ir.Op, plain_loops: bool = False
+) -> tuple[dict[str, E.Expr], list[E.Expr]] | None:
+    """The loops around a spin (its own loop aside) at their first iteration: (each counter at 0,
+    the conditions that make that iteration run and sp's block-uniform guard there). None when a
+    loop has no counter, or, with `plain_loops`, a data-dependent exit (`Loop.continues`)."""
+    env: dict[str, E.Expr] = {}
+    conds: list[E.Expr] = []
+    for lid in sp.loops[:-1]:
+        lp = m.loops.get(lid)
+        if lp is None or not isinstance(lp.counter, E.Var) or (plain_loops and lp.continues):
+            return None
+        env[lp.counter.name] = E.Const(0)
+        if lp.trip is not None:
+            conds.append(E.binop("<", E.Const(0), E.substitute(lp.trip, env)))
+        if lp.cond is not None:
+            conds.append(E.substitute(lp.cond, env))
+    conds += [E.substitute(c, env) for c in sp.guard.uniform]
+    return env, conds

@@ -3397,18 +3397,12 @@ def _unwritten_element(
     cont = E.substitute(facts.cond, {ga.result: E.Const(0)})
     if solver.always(cont, assume=(sp.guard.thread,)) is not True:
         return None
-    env: dict = {}
-    conds: list = []
-    for lid in sp.loops[:-1]:
-        lp = an.model.loops.get(lid)
-        if lp is None or not isinstance(lp.counter, E.Var):
-            return None
-        env[lp.counter.name] = E.Const(0)
-        if lp.trip is not None:
-            conds.append(E.binop("<", E.Const(0), E.substitute(lp.trip, env)))
-        if lp.cond is not None:
-            conds.append(E.substitute(lp.cond, env))
-    conds += [E.substitute(c, env) for c in sp.guard.uniform]
+    from .awaited_values import first_iteration
+
+    first = first_iteration(an.model, sp)
+    if first is None:
+        return None
+    env, conds = first
     idx = E.substitute(ga.index, env)
     if idx.is_opaque() or any(c.is_opaque() for c in conds) or idx.depends_on(E.THREAD) or idx.depends_on(E.LOOP):
         return None
