@@ -1874,15 +1874,9 @@ def _explore_with(
         ex.status, ex.reason, ex.states, ex.steps = "unknown", "", 0, 0
         _search(ex, roles, counts, False, reduce, stepwise=True)
         if ex.status != "explored":
-            # past that bound too: the full search's runs with persistent sets of roles
-            # (`_search(runs=True)`: the full search's transition system, its deadlocks kept)
-            step = (max(full[0], ex.states), max(full[1], ex.steps))
-            ex.status, ex.reason, ex.states, ex.steps = "unknown", "", 0, 0
-            _search(ex, roles, counts, False, reduce, runs=True)
-            if ex.status != "explored":
-                ex.reason = "exploration bound reached"
-                ex.states, ex.steps = max(step[0], ex.states), max(step[1], ex.steps)
-        if ex.status == "explored" and prompt_ok and ex.deadlock is not None and ex.deadlock.missed is not None:
+            ex.reason = "exploration bound reached"
+            ex.states, ex.steps = max(full[0], ex.states), max(full[1], ex.steps)
+        elif prompt_ok and ex.deadlock is not None and ex.deadlock.missed is not None:
             _prompt_search(ex, roles, counts)
 
 
@@ -2088,7 +2082,6 @@ def _search(
     reduce: bool = True,
     stepwise: bool = False,
     prompt: bool = False,
-    runs: bool = False,
 ):
     """The interleavings of the roles' programs from the initial state: the race search
     (`memory`) stops at the first reachable race, the deadlock search at the first state where no
@@ -2101,11 +2094,7 @@ def _search(
     `prompt` (`_prompt_search`): only the schedules where a role lagging on an element
     (`_lagging`) takes its waits before the element completes its next phase (no reduction beside
     it: a subset of the schedules, each of them a schedule of the code, and a state is terminal
-    there only when it is terminal in the full search, since a lagging role can always move).
-    `runs` (the deadlock search past both bounds, round 17): the full search's steps (each role's
-    run up to and including one wait or barrier, `_run_role`) with persistent sets of roles over
-    those runs (`_LocalSteps.persistent` with each enabled role's whole run as its step): the
-    full search's transition system, reduced exactly for its deadlocks."""
+    there only when it is terminal in the full search, since a lagging role can always move)."""
     elems = sorted(counts)
     eidx = {e: i for i, e in enumerate(elems)}
     sizes = [len(r.threads) for r in roles]
@@ -2117,7 +2106,7 @@ def _search(
     visited = set()
     # (the prompt search's states carry the solo run: keyed whole, no symmetry)
     key = _symmetry(roles) if not (memory or prompt) else (lambda st: st)
-    por = _LocalSteps(roles) if (memory or stepwise or runs) and reduce else None
+    por = _LocalSteps(roles) if (memory or stepwise) and reduce else None
     # a path is a chain (previous chain, steps): extending it costs nothing, a trace is spelled
     # out only for the deadlock or race found
     # the prompt search's state ends with the solo run: (the role that took the last steps, the
@@ -2166,7 +2155,7 @@ def _search(
         # (the candidates are made as they are tried: the first one taken ends the tries, and the
         # later ones cost a `_reach` each)
         tries = itertools.chain(
-            ((ri, True) for ri in (por.candidates(state, eidx) if por is not None and not runs else ())),
+            ((ri, True) for ri in (por.candidates(state, eidx) if por is not None else ())),
             ((ri, False) for ri in range(len(roles))),
         )
         lags = _lagging(roles, state, eidx) if prompt else None
@@ -2183,7 +2172,7 @@ def _search(
                     counts,
                     elems,
                     memory,
-                    por is not None and not runs,
+                    por is not None,
                     stepwise,
                     lags,
                     own,
@@ -2207,16 +2196,10 @@ def _search(
             succ_roles.append(ri)
             if only:
                 break
-        if (stepwise or runs) and por is not None and len(succ) > 1:
+        if stepwise and por is not None and len(succ) > 1:
             # no one step commutes with everything: the smallest persistent set of roles
-            # (`_LocalSteps.persistent`), the others' steps left for later states; a step of the
-            # `runs` search is the role's whole run (its every event counts for the closure)
-            keep = por.persistent(
-                state,
-                succ_roles,
-                {ri: ([e for _, e, _ in s[1][1]], s[0][0][ri]) for s, ri in zip(succ, succ_roles)} if runs else None,
-                eidx,
-            )
+            # (`_LocalSteps.persistent`), the others' steps left for later states
+            keep = por.persistent(state, succ_roles)
             if len(keep) < len(succ):
                 succ = [s for s, ri in zip(succ, succ_roles) if ri in keep]
         if not moved:
@@ -2232,9 +2215,7 @@ def _search(
                 _trace(path),
                 # (completed, pending arrivals, pending tx) per element: the dropped count stays inside
                 {"barriers": {elems[i]: b[:3] for i, b in enumerate(bars)}, "syncs": dict(syncs)},
-                None
-                if prompt
-                else _missed_phase(roles, path, start, eidx, counts, elems, por is not None and not runs, stepwise),
+                None if prompt else _missed_phase(roles, path, start, eidx, counts, elems, por is not None, stepwise),
             )
             ex.status = "explored"
             ex.states = len(visited)
@@ -2250,7 +2231,6 @@ def _search(
 
 # the event kinds as `_LocalSteps._reach` reads them (`_compiled`)
 _K_WAIT, _K_SYNC, _K_BARRIVE, _K_WRITE, _K_EXIT, _K_OTHER = range(6)
-REACH_HORIZON = True
 
 
 class _LocalSteps:
@@ -2424,14 +2404,9 @@ class _LocalSteps:
         assert got is not None
         return got
 
-    def _fixpoint(self, state, fi: int, eidx: dict, stop: list[int] | None, counted_waits: bool = False):
+    def _fixpoint(self, state, fi: int, eidx: dict, stop: list[int] | None):
         """`_reach`'s fixpoint; with `stop`, None as soon as a role x's position passes stop[x]
-        (positions only move forward: its final one would pass it too). `counted_waits` (the
-        `runs` search's horizons, round 17): a wait on an element whose current phase still needs
-        arrivals passes only if the arrivals the others may still make on it before they stop
-        reach that number (a phase completes only when its pending arrivals are made; an init or
-        an arrive_drop on the element, which move the count, make it pass as before), a necessary
-        condition, so the positions stay an over-approximation."""
+        (positions only move forward: its final one would pass it too)."""
         code = self._compiled(eidx)
         pcs, marks, bars, syncs = state
         syncd = dict(syncs)
@@ -2441,9 +2416,6 @@ class _LocalSteps:
         written: set = set()
         avail: dict = {}
         counted = [False] * n
-        made: dict = {}  # counted_waits: element index -> arrivals the others may make on it
-        reset: set = set()  # counted_waits: elements an init / arrive_drop may reset
-        carried: set = set()  # counted_waits: elements a write with transaction bytes may reach
         gone = sum(sizes[x] for x in range(n) if pcs[x] >= len(code[x]))
         changed = True
         while changed:
@@ -2466,12 +2438,8 @@ class _LocalSteps:
                     e = evs[r]
                     k = e[0]
                     if k == _K_WAIT:
-                        b = bars[e[1]]
-                        if b[0] % 2 == e[2]:
-                            if e[3] not in written:
-                                break
-                            if counted_waits and b[1] > 0 and e[1] not in reset and made.get(e[1], 0) < b[1]:
-                                break
+                        if bars[e[1]][0] % 2 == e[2] and e[3] not in written:
+                            break
                     elif k == _K_SYNC:
                         sid = e[1]
                         arrived, gen = syncd.get(sid, (0, 0))
@@ -2487,12 +2455,6 @@ class _LocalSteps:
                         avail[e[1]] = avail.get(e[1], 0) + e[2]
                     elif k == _K_WRITE:
                         written.add(e[1])
-                        if counted_waits:
-                            made[e[2]] = made.get(e[2], 0) + e[3]
-                            if e[4]:
-                                reset.add(e[2])
-                            if e[5]:
-                                carried.add(e[2])
                     elif k == _K_EXIT:
                         r = end
                         break
@@ -2509,8 +2471,6 @@ class _LocalSteps:
                     gone += sizes[x]
                     changed = True
         finish = any(rc[x] >= len(code[x]) > pcs[x] for x in range(n) if x != fi)
-        if counted_waits:
-            return rc, avail, finish, made, reset, carried
         return rc, avail, finish
 
     def _compiled(self, eidx: dict) -> list[list[tuple]]:
@@ -2532,9 +2492,7 @@ class _LocalSteps:
                 elif k == "barrive":
                     evs.append((_K_BARRIVE, e.sync[0], e.arrivals))
                 elif k in ("arrive", "expect", "load", "init"):
-                    # (the arrivals it makes on its element, and whether it may reset the element's
-                    # count: an init or an arrive_drop; `_fixpoint(counted=True)` reads them)
-                    evs.append((_K_WRITE, e.elem, eidx[e.elem], e.arrivals, k == "init" or e.drop, bool(e.bytes)))
+                    evs.append((_K_WRITE, e.elem))
                 elif k == "exit":
                     evs.append((_K_EXIT,))
                 else:
@@ -2600,13 +2558,7 @@ class _LocalSteps:
         finish = any(rc[x] >= len(roles[x].events) > pcs[x] for x in range(n) if x != fi)
         return rc, avail, finish
 
-    def persistent(
-        self,
-        state,
-        enabled: list[int],
-        runs: dict[int, tuple[list[Event], int]] | None = None,
-        eidx: dict | None = None,
-    ) -> set[int]:
+    def persistent(self, state, enabled: list[int]) -> set[int]:
         """The deadlock search's persistent set of more than one role (round 16): from each enabled
         role as a seed, the set T of roles closed under "may interact": for a role of T, every
         other role whose remaining program (from its position to its end) has an event dependent
@@ -2623,93 +2575,22 @@ class _LocalSteps:
         def. 4.1 via the stubborn-set closure of alg. 4.3 at the granularity of roles, whose future
         events are over-approximated by their whole remaining programs); the state graph has no
         cycle, so a search over such sets reaches every deadlock the full search reaches (thm.
-        4.3). The smallest T over the seeds (ties: the first) is the state's successors.
-
-        `runs` (the `runs` search, round 17): the step of an enabled role is its whole run, the
-        events `_run_role` ran from its position (arrivals up to and including one wait or
-        barrier); the role's dependencies are then those of every event of the run (the first
-        event's pass of a completed generation excepted, as above; a later barrier of the run
-        counts as touching its id), and its run ending the program counts as an end; a run that
-        stopped before a wait it cannot pass (nothing blocks inside a run but its last event)
-        also depends on that wait (a write by another role that lets it pass would lengthen the
-        run: another step). The same
-        argument at the granularity of runs: a role outside T has no event on any object of
-        a run of T in its remaining program, so its runs neither change a run of T (the
-        objects the run reads, the waits that stop it, keep their values) nor are changed by
-        one; a disabled role of T is closed over as before (its next event, the wait it is
-        blocked at)."""
+        4.3). The smallest T over the seeds (ties: the first) is the state's successors."""
         pcs, marks, _, syncs = state
         roles = self.roles
         n = len(roles)
         live = [j for j in range(n) if pcs[j] < len(roles[j].events)]
 
-        horizon: list[int] | None = None
-        made: dict = {}
-        reset: set = set()
-        carried: set = set()
-        bars = state[2]
-
-        def lagging_wait(i: int, elem) -> bool:
-            """Some role but i has a wait on elem within its horizon that passes now (its
-            phase completed): completing the current phase would turn it."""
-            k = eidx[elem] if eidx is not None else None
-            for j in live:
-                if j == i or horizon is None:
-                    continue
-                evs = roles[j].events
-                for q in range(pcs[j], min(horizon[j], len(evs) - 1) + 1):
-                    e = evs[q]
-                    if e.kind == "wait" and e.elem == elem and bars[k][0] % 2 != e.parity:
-                        return True
-            return False
-
-        def settled(i: int, o) -> bool:
-            """The `runs` search: role i's run writes barrier element o with arrivals (no init, no
-            arrive_drop) while o's current phase needs more pending arrivals than the run and
-            every role within its horizon can still make (`made`, seed held): no phase of o
-            completes before the others stop, so the run's writes are sums that commute with
-            every other role's writes on o, and no wait on o changes its answer."""
-            if horizon is None or runs is None or o[0] != "B" or eidx is None:
-                return False
-            got = runs.get(i)
-            if not got:
-                return False
-            k = eidx[o[1]]
-            if k in reset:
-                return False
-            mine = 0
-            tx = False
-            for e in got[0]:
-                if e.elem == o[1]:
-                    if e.kind not in ("arrive", "expect", "load") or e.drop:
-                        return False
-                    mine += e.arrivals
-                    tx = tx or bool(e.bytes)
-            if bars[k][1] > made.get(k, 0) + mine:
-                return True
-            # every arrival the horizons hold is one the current phase needs, no byte moves on
-            # the element, and no wait on it passes now: the phase completes at the last of
-            # those arrivals, whichever order they come in (the same state after any order),
-            # and only waits for it observe that
-            return (
-                not tx
-                and mine > 0
-                and k not in carried
-                and bars[k][2] == 0
-                and bars[k][1] >= made.get(k, 0) + mine
-                and not lagging_wait(i, o[1])
-            )
-
         def has(j: int, o, writes_only: bool) -> bool:
             pos = (self.pos_write if writes_only else self.pos_touch)[j].get(o, ())
-            hi = len(roles[j].events) - 1 if horizon is None else min(horizon[j], len(roles[j].events) - 1)
-            return _within(pos, pcs[j], hi)
+            return _within(pos, pcs[j], len(roles[j].events) - 1)
 
-        def deps_of(i: int, e: Event, first: bool, ends: bool) -> set[int]:
+        def deps(i: int) -> set[int]:
             r = roles[i]
+            e = r.events[pcs[i]]
             out: set[int] = set()
             others = [j for j in live if j != i]
-            if first and e.kind == "sync" and marks[i] >= 0:
+            if e.kind == "sync" and marks[i] >= 0:
                 gen = next((g for sid, (_, g) in syncs if sid == e.sync[0]), 0)
                 if gen > marks[i]:
                     return out  # the pass of a completed generation
@@ -2717,25 +2598,11 @@ class _LocalSteps:
                 return {j for j in others if roles[j].cta == r.cta}
             o = _footprint(e)
             if o is not None:
-                if not (e.kind != "wait" and settled(i, o)):
-                    out.update(j for j in others if has(j, o, writes_only=e.kind == "wait"))
+                out.update(j for j in others if has(j, o, writes_only=e.kind == "wait"))
             elif e.kind != "exit":
                 return set(others)  # (an event the closure does not know: everyone)
-            if e.kind == "exit" or ends:
+            if e.kind == "exit" or pcs[i] == len(r.events) - 1:
                 out.update(j for j in others if roles[j].cta == r.cta and self.last_block[j] >= pcs[j])
-            return out
-
-        def deps(i: int) -> set[int]:
-            r = roles[i]
-            got = runs.get(i) if runs is not None else None
-            if not got or not got[0]:
-                return deps_of(i, r.events[pcs[i]], True, pcs[i] == len(r.events) - 1)
-            run, npc = got
-            out: set[int] = set()
-            for k, e in enumerate(run):
-                out |= deps_of(i, e, k == 0, k == len(run) - 1 and npc >= len(r.events))
-            if npc < len(r.events) and run[-1].kind != "wait":
-                out |= deps_of(i, r.events[npc], False, False)
             return out
 
         memo: dict[int, set[int]] = {}
@@ -2744,11 +2611,6 @@ class _LocalSteps:
         for seed in enabled:
             t = {seed}
             todo = [seed]
-            if runs is not None and REACH_HORIZON and eidx is not None:
-                got = self._fixpoint(state, seed, eidx, None, counted_waits=True)
-                assert got is not None
-                horizon, made, reset, carried = got[0], got[3], got[4], got[5]
-                memo = {}
             while todo:
                 i = todo.pop()
                 d = memo.get(i)
