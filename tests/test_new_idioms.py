@@ -1,4 +1,4 @@
-"""The new-idiom kernels of issue 25 (corpus/idioms2/ .. idioms14/): their planted bugs,
+"""The new-idiom kernels of issue 25 (corpus/idioms2/ .. idioms15/): their planted bugs,
 scored apart from the gating corpus set.
 
 Each set is kernels in shapes none of our other files had, with bugs planted and run on a GPU
@@ -32,6 +32,7 @@ SETS = {
     "idioms12": (("H100",), (4, 6)),
     "idioms13": (("H100", "H200"), (5, 6)),
     "idioms14": (("H100", "H200"), (5, 6)),
+    "idioms15": (("H100", "H200"), (6, 6)),
 }
 MUTATIONS = {name: evaluate.load_mutations(CORPUS / name) for name in SETS}
 KNOWN = evaluate.all_codes()
