@@ -364,3 +364,13 @@ def test_a_data_exit_tests_the_value_read_in_its_round():
     exits = [lp for lp in ms["scheduled"].loops.values() if lp.trip is None and lp.continues]
     assert exits and all(any(E.apps(c) for c in lp.continues) for lp in exits)
     assert all(phases._data_exit_ok(lp) and not phases._counter_exit(lp) for lp in exits)
+
+
+def test_a_signal_of_unknown_barrier_leaves_every_phase_undecided():
+    """An arrive on a `mapa` address plus a byte offset is not attributed to `freed[s]`: the
+    barrier's known signallers are a subset of the real ones, so "no handshake found" is no proof
+    of the direction (main gave a false TK303 on this correct kernel; idioms15 dsmem_bulk_relay)."""
+    (m,) = models_of(str(ROOT / "fixtures" / "cluster" / "mapa_arrive_unattributed_good.cu"))
+    (wp,) = phases.phases(Analysis(m))
+    assert wp.status == "unknown"
+    assert "an mbarrier operation whose barrier is not known (line 41) may signal it" in wp.reason

@@ -597,6 +597,35 @@ def add_undecided(entry: KernelCoverage | None, an: Analysis) -> None:
     add_pdl_undecided(entry, an)
     add_grid_data_undecided(entry, an)
     add_grid_barrier_data_undecided(entry, an)
+    add_peer_start_undecided(entry, an)
+
+
+def add_peer_start_undecided(entry: KernelCoverage, an: Analysis) -> None:
+    """One obligation per kernel with a remote shared-memory access (DSMEM, a remote arrive, a
+    multicast) before anything that may tell its CTA that the peer runs (`checks.cluster_start`):
+    decided when an early access is proved or every such access was evaluated; otherwise listed
+    at the first one not evaluated, with why."""
+    from .checks import cluster_start
+
+    ps = cluster_start.peer_start(an)
+    if not ps.asked:
+        return
+    entry.obligations += 1
+    if not ps.undecided:
+        entry.obligations_decided += 1
+        return
+    op, why = ps.undecided[0]
+    entry.unknowns.append(
+        Unknown(
+            *_user_place(
+                op.location,
+                an.model,
+                f"`{op.api}` touches a peer CTA's shared memory before any cluster barrier: whether that CTA "
+                f"has started not established: {why}",
+                op.callers,
+            )
+        )
+    )
 
 
 def add_grid_barrier_data_undecided(entry: KernelCoverage, an: Analysis) -> None:

@@ -23,9 +23,14 @@ load) such that no op of the kinds above lies before U in program order, the loo
 run their first iteration (constant trip counts >= 1), and for some rank r of a cluster of
 known size, some thread t that runs U and, in that first iteration, U's uniform guard holds
 and U names a CTA other than r. Such a U runs, in every execution, before anything that
-would let CTA r know that the CTA it names is running: proved. Anything else is not listed
-(no finding; nothing here is a coverage obligation, since a kernel with an opening cluster
-barrier, the common case, asks nothing).
+would let CTA r know that the CTA it names is running: proved.
+
+The obligation ("no remote access runs before its peer is known to run") is asked of a kernel
+only when some remote access lies before the first op of the kinds above: a kernel with an
+opening cluster barrier, the common case, asks nothing. `peer_start_undecided(an)` lists the
+remote accesses there that could not be evaluated (a guard not modelled exactly, a loop around
+it of unknown trip, a rank or guard reading a value the model does not know, a cluster of
+unknown size) when none was proved early: coverage, never a finding.
 """
 
 from __future__ import annotations
@@ -54,8 +59,25 @@ class EarlyPeerUse:
     block_barrier: ir.Op | None  # the first block barrier before it, if any (orders one CTA only)
 
 
+@dataclass(frozen=True)
+class PeerStart:
+    """What the start question decided about one kernel."""
+
+    early: list[EarlyPeerUse]  # proved early uses (the first one only)
+    asked: bool  # some remote access lies before the first op that may observe a peer
+    undecided: list[tuple[ir.Op, str]]  # remote accesses there not evaluated, with why (none when early)
+
+
 def early_peer_uses(an: Analysis) -> list[EarlyPeerUse]:
-    return an.fact("cluster_start.early_peer_uses", _early_peer_uses)
+    return peer_start(an).early
+
+
+def peer_start_undecided(an: Analysis) -> list[tuple[ir.Op, str]]:
+    return peer_start(an).undecided
+
+
+def peer_start(an: Analysis) -> PeerStart:
+    return an.fact("cluster_start.peer_start", _peer_start)
 
 
 def _cluster_size(m: ir.KernelModel) -> int | None:
@@ -132,12 +154,11 @@ def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _early_peer_uses(an: Analysis) -> list[EarlyPeerUse]:
+def _peer_start(an: Analysis) -> PeerStart:
     m = an.model
     n = _cluster_size(m)
-    if n is None:
-        return []
-    out: list[EarlyPeerUse] = []
+    asked = False
+    undecided: list[tuple[ir.Op, str]] = []
     block_barrier: ir.Op | None = None
     for u in sorted(m.ops, key=lambda o: o.order):
         if _observes(an, u):
@@ -145,7 +166,15 @@ def _early_peer_uses(an: Analysis) -> list[EarlyPeerUse]:
         if u.kind == ir.SYNC and u.sync_kind == "block" and block_barrier is None:
             block_barrier = u
         target, mask = _target(u), _multicast_mask(u)
-        if (target is None and mask is None) or not u.guard.exact:
+        if target is None and mask is None:
+            continue
+        if n is None:  # no cluster size the model knows (none declared, or not a constant)
+            asked = True
+            undecided.append((u, "the cluster's size is not known"))
+            continue
+        asked = True
+        if not u.guard.exact:
+            undecided.append((u, "its guard is not modelled exactly"))
             continue
         threads = an.threads.issuers(u) if u.issuers_per_group else an.threads.executing(u)
         if not threads:
@@ -154,30 +183,48 @@ def _early_peer_uses(an: Analysis) -> list[EarlyPeerUse]:
         assert expr is not None
         envs = _first_iteration_envs(an, u, [expr, *u.guard.uniform], threads)
         if envs is None:
+            undecided.append(
+                (
+                    u,
+                    "its first iteration is not known (a loop around it of unknown trip, or a rank or guard "
+                    "that reads a value the model does not know)",
+                )
+            )
             continue
-        hit = _first_hit(u, n, envs, target, mask)
+        hit, unknown = _first_hit(u, n, envs, target, mask)
         if hit is not None:
             rank, peer, thread = hit
-            out.append(EarlyPeerUse(u, rank, peer, thread, block_barrier))
-            break  # the first one: every later access runs after it
-    return out
+            # the first one: every later access runs after it; the question is answered
+            return PeerStart([EarlyPeerUse(u, rank, peer, thread, block_barrier)], True, [])
+        if unknown:
+            undecided.append((u, "the CTA it names is not known for every rank and thread"))
+    return PeerStart([], asked, undecided)
 
 
 def _first_hit(
     u: ir.Op, n: int, envs: list[dict], target: E.Expr | None, mask: E.Expr | None
-) -> tuple[int, int, int] | None:
+) -> tuple[tuple[int, int, int] | None, bool]:
+    """The first (rank, peer, thread) whose run of u names another CTA, and whether some
+    (rank, thread) could not be evaluated."""
+    unknown = False
     for rank, env in itertools.product(range(n), envs):
         e = {**env, "cta_rank": rank}
-        if not all(c.eval(e) is True for c in u.guard.uniform):
+        held = [c.eval(e) for c in u.guard.uniform]
+        if any(h is False for h in held):
             continue
+        if not all(h is True for h in held):
+            unknown = True
+            continue
+        v = target.eval(e) if target is not None else mask.eval(e) if mask is not None else None
+        if not _is_int(v):
+            unknown = True
+            continue
+        assert isinstance(v, int)
         if target is not None:
-            v = target.eval(e)
-            if _is_int(v) and 0 <= v < n and v != rank:
-                return rank, v, env["tid"]
-        elif mask is not None:
-            v = mask.eval(e)
-            if _is_int(v):
-                peers = [j for j in range(n) if j != rank and v >> j & 1]
-                if peers:
-                    return rank, peers[0], env["tid"]
-    return None
+            if 0 <= v < n and v != rank:
+                return (rank, v, env["tid"]), unknown
+        else:
+            peers = [j for j in range(n) if j != rank and v >> j & 1]
+            if peers:
+                return (rank, peers[0], env["tid"]), unknown
+    return None, unknown

@@ -786,6 +786,24 @@ def _uniform_sig(
     return tuple(sorted(sig))
 
 
+def blind_ops(m: ir.KernelModel) -> list[ir.Op]:
+    """The mbarrier operations the front end could not attribute to a barrier (raw PTX, an
+    unresolved barrier argument, a `mapa` address it does not follow): each may arrive on, or
+    complete bytes of, any barrier of the kernel (in its own CTA or, remotely, in a peer's)."""
+    return [
+        o
+        for o in m.ops
+        if o.barrier_unknown is not None
+        or (
+            o.kind == ir.CALL
+            and o.asm is not None
+            and o.asm.mbarrier
+            # an unmodelled instruction on a barrier it names: that barrier's account alone
+            and not (o.unmodelled_barrier_use and o.barrier is not None)
+        )
+    ]
+
+
 def accounts(an: Analysis) -> dict[str, BarrierAccount]:
     return an.fact("barrier_accounts", _compute)
 
@@ -899,18 +917,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                     )
     # mbarrier operations the front end could not attribute (raw PTX, an
     # unresolved barrier argument) may arrive on any barrier: no sums then
-    blind = [
-        o
-        for o in m.ops
-        if o.barrier_unknown is not None
-        or (
-            o.kind == ir.CALL
-            and o.asm is not None
-            and o.asm.mbarrier
-            # an unmodelled instruction on a barrier it names: that barrier's account alone (below)
-            and not (o.unmodelled_barrier_use and o.barrier is not None)
-        )
-    ]
+    blind = blind_ops(m)
     # a call tkcheck does not model received the barrier: its account is unknown
     for o in m.ops:
         if o.unmodelled_barrier_use and o.barrier is not None and o.barrier.name in out:

@@ -1388,6 +1388,13 @@ def _analyse(an: Analysis, w: ir.Op, wp: WaitPhase, body: bool = False, others_o
     if any(o.unmodelled_barrier_use and o.barrier is not None and o.barrier.name == w.barrier.name for o in m.ops):
         wp.reason = "the barrier is passed to a call tkcheck does not model"
         return
+    # an mbarrier operation whose barrier is not known may signal this one (an arrive on a
+    # `mapa` address, raw PTX on an unresolved operand): the signals `_handshake` and the phase
+    # counts read would be a subset of the real ones, so nothing they say is a proof
+    blind = [o for o in completion.blind_ops(m) if o.kind != ir.MBAR_WAIT]
+    if blind:
+        wp.reason = f"an mbarrier operation whose barrier is not known (line {blind[0].location.row}) may signal it"
+        return
     # uses counted by paired flips (`_paired_flips`) hold under any condition the wait and its
     # flip share, modelled or not
     by_pairs = pb is not None and not isinstance(pb, str) and pb[4] == "paired"
