@@ -46,14 +46,7 @@ def test_specs_are_well_formed():
 
 # Clean kernels on which tkcheck still makes a false finding, recorded (not hidden) with its cause;
 # a strict xfail, so the entry must go the day the engine is fixed.
-KNOWN_FALSE: dict[str, str] = {
-    "idioms15/dsmem_bulk_relay.cu": (
-        "TK303 on rank 0's wait on empty[s] with parity ph ^ 1 (the fresh-barrier producer idiom): the "
-        "remote signals on the peer CTA's barriers (mapa base + 8 * s, arrive.expect_tx and arrive on "
-        "shared::cluster) are not attributed to full / empty, so no handshake is found and the wait "
-        "is taken as a consumer's (due phase 0); round 17 r17-idioms15, docs/BENCHMARKS.md"
-    ),
-}
+KNOWN_FALSE: dict[str, str] = {}
 
 
 def _clean_param(p):
