@@ -79,6 +79,9 @@ class BarrierAccount:
     # r16-expecttx: reasons of `unknown` that are the order of an expect_tx without arrival only
     # (which phase its bytes land in); the arrivals per phase do not depend on it
     tx_unordered: list[str] = field(default_factory=list)
+    # r17-b300: groups whose every contribution stands for visits of one phase each
+    # (`_one_phase_per_visit`): a round's other waits do not split them
+    per_visit: set[str] = field(default_factory=set)
 
     def ok(self) -> bool:
         return not self.unknown
@@ -293,9 +296,10 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
             return None
         if loop.counter.name in inst:
             break  # the instruction loop: fresh semaphores every iteration
-        if loop.counter.name in index_vars or (not inner and index_vars & set(model.ring_walk_bases(lid))):
-            # (a ring walk's site directly in its task loop: its element moves with the visits
-            # of the earlier tasks, B, one round a task; `frontend/ring_walk.py`)
+        if loop.counter.name in index_vars or (_repeat_only(inner) and index_vars & set(model.ring_walk_bases(lid))):
+            # (a ring walk's site directly in its task loop, or in small loops of constant trip
+            # there that only repeat it: its element moves with the visits of the earlier tasks,
+            # B, one round a task; `frontend/ring_walk.py`)
             round_loop = lid
             break
         inner.append(loop)
@@ -345,6 +349,20 @@ def _round_of(model: ir.KernelModel, op: ir.Op, an: Analysis | None = None, inde
         exprs = tuple(index)
         pattern = tuple(str(ix) for ix in index)
     return round_loop, times, pattern, consumed, exprs
+
+
+def _repeat_only(inner: list) -> bool:
+    """Loops between a site and its ring walk's task loop that only repeat the site: each of
+    constant trip (the issues of one visit, `for (h = 0; h < 2; h++) arrive(freed[slot])`) -- the
+    index reads none of their counters (else the round would be theirs), so every issue lands on
+    the task's element; `_multiplicity` counts them. No loops at all: the site itself."""
+    for loop in inner:
+        trip = loop.trip.eval({}) if loop.trip is not None else None
+        if not isinstance(trip, int) or isinstance(trip, bool) or trip < 0:
+            return False
+        if loop.infinite or loop.continues or loop.data_cond or loop.thread_exit:
+            return False
+    return True
 
 
 _UNKNOWN = object()
@@ -988,7 +1006,17 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
             if _nested_rounds(contribs) or _one_shot_visits(key, contribs):
                 one = _one_phase_per_visit(m, acc, contribs)
                 if one is not None:
+                    if any(c.op.kind == ir.MBAR_EXPECT for c in contribs):
+                        # the expects of those visits: one a phase, their bytes against the
+                        # loads' per element and round (`_bytes_per_visit`)
+                        if key not in acc.expects or not _nested_rounds(acc.expects[key]):
+                            continue
+                        pair = _bytes_per_visit(m, contribs, acc.expects[key], acc.loads.get(key, []))
+                        if pair is None:
+                            continue
+                        acc.expects[key], acc.loads[key] = pair
                     acc.arrivals[key] = one
+                    acc.per_visit.add(key)
         for groups in (acc.arrivals, acc.expects, acc.loads):
             for key, contribs in groups.items():
                 pats = {c.pattern for c in contribs}
@@ -998,7 +1026,7 @@ def _compute(an: Analysis) -> dict[str, BarrierAccount]:
                         f"{key} sites of '{acc.barrier.name}' are at different loop depths of one "
                         "role: they need not share a phase"
                     )
-                elif _several_waits_per_round(an, acc, contribs):
+                elif key not in acc.per_visit and _several_waits_per_round(an, acc, contribs):
                     # `wait(b, p); p ^= 1; ... arrive(b); wait(b, p); p ^= 1;` in one iteration: one
                     # round completes more than one phase, so a round's sum is no phase's count
                     acc.unknown.append(
@@ -1773,8 +1801,9 @@ def _one_phase_per_visit(m: ir.KernelModel, acc: BarrierAccount, contribs: list[
     a site whose one visit brings more than the count, under no block-uniform condition (a warp's
     32 arrivals on a barrier of count 1: every phase it lands in overflows, an arrival mismatch
     with that site as evidence). None: not this shape (the group stays "at different loop
-    depths"). Arrivals only: an expect's bytes pair with another role's loads phase by phase,
-    which one site's visit does not decide."""
+    depths"). Arrives, and expects that are one arrival (r17-b300): an expect's bytes pair with
+    another role's loads phase by phase, which one site's visit does not decide -- the caller
+    takes such a group only where `_bytes_per_visit` pairs them."""
     if acc.init_count is None or acc.group_init:
         return None
     count = acc.init_count.eval({})
@@ -1782,8 +1811,10 @@ def _one_phase_per_visit(m: ir.KernelModel, acc: BarrierAccount, contribs: list[
         return None
     totals = []
     for c in contribs:
-        if c.op.kind != ir.MBAR_ARRIVE or not c.issuers:
+        if c.op.kind not in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) or not c.issuers:
             return None
+        if c.op.kind == ir.MBAR_EXPECT and not (c.times.eval({}) == 1 or _contiguous_visit(c, contribs)):
+            return None  # an expect's visit: one issue (its bytes are `_bytes_per_visit`'s)
         if _visit_loop(m, c, contribs):
             # a visit made of the iterations of small loops of constant trip (its round loop
             # one of them): one phase by itself (`visit_groups`)
@@ -1810,6 +1841,55 @@ def _one_phase_per_visit(m: ir.KernelModel, acc: BarrierAccount, contribs: list[
             return None
         return [replace(c, times=E.Const(count // (len(c.issuers) * per)))]
     return None
+
+
+def _const(e: E.Expr) -> int | None:
+    v = e.eval({})
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _bytes_per_visit(
+    m: ir.KernelModel, arrivals: list[Contribution], expects: list[Contribution], loads: list[Contribution]
+) -> tuple[list[Contribution], list[Contribution]] | None:
+    """The bytes of expects at different loop depths of one role whose every visit is one phase
+    (`_one_phase_per_visit` took their arrivals: a software-pipelined consumer that arms each
+    stage before it waits, its first before the k loop, the next ones in it, the last after it).
+    Each phase then holds one expect visit: E bytes, when every site's visit expects the same
+    constant. The loads, of one round loop (a producer's loads of two stages per iteration),
+    are split by element: sites of one element pattern are summed (a stage filled by several
+    copies), patterns proved apart in every round (`_apart_in_round`) are the phases of
+    different elements; each must deliver the same constant L. Returns one expect visit and one
+    element's loads (their totals E and L, which `violations.byte_mismatches` compares), or None
+    (the group stays "at different loop depths")."""
+    if not loads or sorted(id(c.op) for c in arrivals) != sorted(id(c.op) for c in expects):
+        return None
+    per_visit = [_const(c.total) for c in expects]
+    if None in per_visit:
+        return None
+    if len({c.round_loop for c in loads}) != 1 or loads[0].round_loop is None:
+        return None
+    classes: dict[tuple, list[Contribution]] = {}
+    for c in loads:
+        if not c.pattern_exprs:
+            return None
+        classes.setdefault(c.pattern, []).append(c)
+    reps = [cs[0] for cs in classes.values()]
+    for i, a in enumerate(reps):
+        for b in reps[i + 1 :]:
+            if not _apart_in_round(a, b):
+                return None
+    delivered = {_const(total(cs)) for cs in classes.values()}
+    if len(delivered) != 1 or None in delivered:
+        return None
+    got = delivered.pop()
+    one = list(next(iter(classes.values())))
+    for c, e in zip(expects, per_visit, strict=True):
+        # a visit that expects other than every phase receives: wrong wherever it runs
+        if e != got and not c.exclusive and c.op.guard.exact and not c.op.guard.uniform and not c.op.guard.opaque:
+            return [c], one
+    if len(set(per_visit)) != 1:
+        return None
+    return [expects[0]], one
 
 
 def _visit_loop(m: ir.KernelModel, c: Contribution, contribs: list[Contribution]) -> bool:
@@ -1848,7 +1928,25 @@ def _contiguous_visit(c: Contribution, contribs: list[Contribution]) -> bool:
     names = {f"k{lid}" for lid in inner}
     if any(v.kind == E.LOOP and v.name in names for ix in c.op.barrier.index for v in ix.free_vars()):
         return False
-    return not any(o is not c and set(o.op.loops) & set(inner) for o in contribs)
+    return not any(o is not c and set(o.op.loops) & set(inner) and not _apart_in_round(c, o) for o in contribs)
+
+
+def _apart_in_round(a: Contribution, b: Contribution, timeout_ms: int = 0) -> bool:
+    """b's issues inside a's visit loops never land on a's element: both sites have one round
+    loop, and in every round their elements differ (z3, the round counter and the walk's visit
+    bases shared: the same round; a software-pipelined release of two stages per iteration,
+    `for (h ..) { arrive(freed[b]); arrive(freed[c]); }` with c the stage after b)."""
+    from .. import solver
+
+    xa, xb = a.pattern_exprs, b.pattern_exprs
+    if a.round_loop is None or a.round_loop != b.round_loop or not xa or len(xa) != len(xb):
+        return False
+    if any(x.is_opaque() or x.depends_on(E.THREAD) for x in xa + xb):
+        return False
+    free = {v for x in xa + xb for v in x.free_vars() if v.kind == E.LOOP}
+    meet = E.conj(*[E.binop("==", x, y) for x, y in zip(xa, xb, strict=True)])
+    nonneg = tuple(E.binop(">=", v, E.Const(0)) for v in free)
+    return solver.always(E.negate(meet), timeout_ms, assume=nonneg) is True
 
 
 def _nested_rounds(contribs: list[Contribution]) -> bool:

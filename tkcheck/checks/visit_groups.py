@@ -7,7 +7,8 @@ reader lane releases a stage once per half it read. Such a signal s, in loops L1
 constant trip (nested in none of its role's loops of unknown trip), is one visit when
 
 * the threads that issue it do not depend on the counters of L1..Ln, and its element is known
-  in every iteration: one element for all of them, or one per iteration of an element loop
+  in every iteration: one element for all of them (an index that reads none of their counters,
+  whatever its value: a walk's stage), or one per iteration of an element loop
   (`for (qid ..) commit(scores_arrived[qid])`) that visits every element of the array;
 * the conditions on those counters in its guard (`if (q == 3)`) are decided for every
   iteration (the counters enumerated, at most `MAX_ITERATIONS` combinations);
@@ -59,6 +60,9 @@ def one_phase_visit(m: ir.KernelModel, s: ir.Op, iss: frozenset[int] | None) -> 
     if not iss or not isinstance(per, int):
         return False
     conds = [c for c in s.guard.uniform if free(c) & names]
+    # an index that reads none of the loops' counters is one element in every iteration, known
+    # or not (a walk's stage after the k loop, `kv_finished[v_slot]`)
+    one_element = not any(free(ix) & names for ix in s.barrier.index)
     runs: dict[tuple, int] = {}  # element -> executions of s that land on it
     for values in itertools.product(*(range(t) for _, t in counters)):
         env = {c: E.Const(v) for (c, _), v in zip(counters, values)}
@@ -70,9 +74,12 @@ def one_phase_visit(m: ir.KernelModel, s: ir.Op, iss: frozenset[int] | None) -> 
             taken = taken and bool(v)
         if not taken:
             continue
-        elem = tuple(E.substitute(ix, env).eval({}) for ix in s.barrier.index)
-        if not all(isinstance(v, int) for v in elem):
-            return False
+        if one_element:
+            elem: tuple = ()
+        else:
+            elem = tuple(E.substitute(ix, env).eval({}) for ix in s.barrier.index)
+            if not all(isinstance(v, int) for v in elem):
+                return False
         runs[elem] = runs.get(elem, 0) + 1
     init = [o for o in m.ops if o.kind == ir.MBAR_INIT and o.barrier is not None and o.barrier.name == s.barrier.name]
     counts = {o.count.eval({}) if o.count is not None else None for o in init}
