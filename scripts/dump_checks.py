@@ -7,7 +7,8 @@
 What is checked: every corpus kernel with `tkcheck eval`'s options (`evaluate.check_clean`), every
 fixture with its own settings (`expectations.options_for`, as test_fixtures checks it) and every
 planted bug of corpus/mutations*.toml (`evaluate.mutation_input`, written under `--workdir`, which
-must be the same folder for the two runs since the paths are in the results). What is written per
+must be the same folder for the two runs since the paths are in the results) and of the new-idiom
+sets (corpus/idiomsN/mutations*.toml, as tests/test_new_idioms.py checks them: `idiom-mutation:idiomsN:ID`). What is written per
 check: the whole `FileResult` (findings with their witnesses, traces, related notes and fixes;
 notes; kernels; coverage with its obligations; inconclusive counts; internal errors; dependencies),
 less its `timing`, its `source` and any field named `seconds` / `*_s` / `*_ms` measured by the
@@ -84,6 +85,16 @@ def targets(workdir: Path) -> list[tuple[str, str, object, str]]:
         except ValueError:
             continue
         out.append((f"mutation:{m.id}", str(target), opts, text))
+    for folder in sorted(d for d in corpus.iterdir() if d.is_dir() and any(d.glob("mutations*.toml"))):
+        # the new-idiom sets' planted bugs (tests/test_new_idioms.py checks each once)
+        for m in evaluate.load_mutations(folder):
+            if m.problem:
+                continue
+            try:
+                target, text, opts = evaluate.mutation_input(folder, m, workdir / folder.name)
+            except ValueError:
+                continue
+            out.append((f"idiom-mutation:{folder.name}:{m.id}", str(target), opts, text))
     return out
 
 

@@ -165,3 +165,83 @@ def test_race_at_with_its_memo_answers_as_without_on_every_state(path, monkeypat
                 got = protocol.races(Analysis(m), frozenset([nm]))
             assert (_answer(got), got.states, got.steps) == (_answer(ref), ref.states, ref.steps), (path.name, nm)
     assert any(asked), f"{path.name}: no state was answered from the memo"
+
+
+def test_a_run_of_steps_is_what_the_steps_make_one_by_one():
+    """`_runs_of` (issue 29, round 17): from every position of a run of steps that cannot stop
+    `_reach` (writes, bar.arrives, accesses), the run's tuple moves to the role's next wait / sync
+    / exit and makes the writes and bar.arrives of the steps from that position on, in order; a
+    wait, a sync or an exit stays itself."""
+    K = protocol
+    evs = [
+        (K._K_OTHER,),
+        (K._K_WRITE, "full"),
+        (K._K_BARRIVE, 3, 64),
+        (K._K_OTHER,),
+        (K._K_WAIT, 0, 1, "full"),
+        (K._K_WRITE, "empty"),
+        (K._K_SYNC, 1, 128, True, 32),
+        (K._K_BARRIVE, 3, 32),
+        (K._K_WRITE, "empty"),
+        (K._K_BARRIVE, 4, 32),
+        (K._K_EXIT,),
+        (K._K_OTHER,),
+    ]
+    blockers = (K._K_WAIT, K._K_SYNC, K._K_EXIT)
+    runs = K._runs_of(evs)
+    assert len(runs) == len(evs)
+    seen_mid_run = False
+    for p, e in enumerate(evs):
+        if e[0] in blockers:
+            assert runs[p] == e
+            continue
+        q = next((j for j in range(p, len(evs)) if evs[j][0] in blockers), len(evs))
+        writes = tuple(x[1] for x in evs[p:q] if x[0] == K._K_WRITE)
+        barrives = tuple((x[1], x[2]) for x in evs[p:q] if x[0] == K._K_BARRIVE)
+        kind, nxt, ws, wi, bs, bi = runs[p]
+        assert (kind, nxt, ws[wi:], bs[bi:]) == (K._K_RUN, q, writes, barrives), p
+        seen_mid_run |= wi > 0 or bi > 0
+    assert seen_mid_run
+
+
+def test_compiled_reach_is_the_reference_on_random_programs():
+    """`_reach` (runs of steps made at once, `_runs_of`) against `_reach_reference` (one event at
+    a time, the definition) on made-up roles and states: positions inside a run of writes and
+    bar.arrives, waits on elements written before and after a role's position, syncs at and past
+    an arrival mark. The searches of real kernels (the test above) need not meet every such
+    state; this one does (seeded: the same programs each run)."""
+    import random
+    from types import SimpleNamespace as NS
+
+    rng = random.Random(29)
+    elems = ["a", "b", "c"]
+    eidx = {e: i for i, e in enumerate(elems)}
+
+    def event():
+        k = rng.choice(["wait", "wait", "sync", "barrive", "arrive", "expect", "mem", "mem", "exit"])
+        if k == "wait":
+            return NS(kind=k, elem=rng.choice(elems), parity=rng.randrange(2))
+        if k == "sync":
+            return NS(kind=k, sync=(rng.randrange(2), rng.choice([32, 64, 96])), block=rng.random() < 0.3, arrivals=32)
+        if k == "barrive":
+            return NS(kind=k, sync=(rng.randrange(2), 0), arrivals=32)
+        if k in ("arrive", "expect"):
+            return NS(kind=k, elem=rng.choice(elems))
+        return NS(kind=k)
+
+    compared = 0
+    for _ in range(60):
+        roles = [NS(events=[event() for _ in range(rng.randrange(1, 12))], threads=range(32)) for _ in range(3)]
+        steps = protocol._LocalSteps.__new__(protocol._LocalSteps)
+        steps.roles, steps.sizes = roles, [32] * len(roles)
+        steps._code = steps._code_eidx = None
+        for _ in range(40):
+            pcs = tuple(rng.randrange(len(r.events) + 1) for r in roles)
+            marks = tuple(rng.choice([-1, -1, 0, 1]) for _ in roles)
+            bars = tuple((rng.randrange(3), 1, 0, 0) for _ in elems)
+            syncs = tuple((sid, (rng.choice([0, 32, 64]), rng.randrange(3))) for sid in range(2) if rng.random() < 0.6)
+            state = (pcs, marks, bars, syncs)
+            for fi in range(len(roles)):
+                assert steps._reach(state, fi, eidx) == steps._reach_reference(state, fi, eidx), (state, fi)
+                compared += 1
+    assert compared == 60 * 40 * 3

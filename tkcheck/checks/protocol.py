@@ -2229,8 +2229,40 @@ def _search(
     ex.steps = steps_run
 
 
-# the event kinds as `_LocalSteps._reach` reads them (`_compiled`)
-_K_WAIT, _K_SYNC, _K_BARRIVE, _K_WRITE, _K_EXIT, _K_OTHER = range(6)
+# the event kinds as `_LocalSteps._reach` reads them (`_compiled`); _K_RUN: the steps from a
+# position up to the role's next wait / sync / exit, none of which can stop the role
+_K_WAIT, _K_SYNC, _K_BARRIVE, _K_WRITE, _K_EXIT, _K_OTHER, _K_RUN = range(7)
+_NO_SYNC = (0, 0)  # a named barrier id no role has arrived at: (arrived, generation)
+
+
+def _runs_of(evs: list[tuple]) -> list[tuple]:
+    """A role's compiled events with each one that cannot stop `_reach` (a write, a bar.arrive, any
+    other step but a wait, a sync or an exit) replaced by `(_K_RUN, next, writes, wi, barrives, bi)`:
+    `next` the position of the role's next wait / sync / exit (or its end), `writes` the elements
+    written and `barrives` the (id, arrivals) of the bar.arrives between the run's first event and
+    `next`, in program order, shared by every position of the run; `wi` / `bi` the first of them at
+    or after this position. The fixpoint adds `writes[wi:]` and `barrives[bi:]` and moves to `next`:
+    what it did one event at a time (a write and a bar.arrive only add; nothing in between reads)."""
+    out: list[tuple] = list(evs)
+    n = len(evs)
+    i = 0
+    while i < n:
+        if evs[i][0] in (_K_WAIT, _K_SYNC, _K_EXIT):
+            i += 1
+            continue
+        j = i
+        while j < n and evs[j][0] not in (_K_WAIT, _K_SYNC, _K_EXIT):
+            j += 1
+        ws = tuple(e[1] for e in evs[i:j] if e[0] == _K_WRITE)
+        bs = tuple((e[1], e[2]) for e in evs[i:j] if e[0] == _K_BARRIVE)
+        wi = bi = 0
+        for p in range(i, j):
+            out[p] = (_K_RUN, j, ws, wi, bs, bi)
+            k = evs[p][0]
+            wi += k == _K_WRITE
+            bi += k == _K_BARRIVE
+        i = j
+    return out
 
 
 class _LocalSteps:
@@ -2409,12 +2441,13 @@ class _LocalSteps:
         (positions only move forward: its final one would pass it too)."""
         code = self._compiled(eidx)
         pcs, marks, bars, syncs = state
-        syncd = dict(syncs)
+        syncd_get = dict(syncs).get
         n = len(code)
         sizes = self.sizes
         rc = list(pcs)
         written: set = set()
         avail: dict = {}
+        avail_get = avail.get
         counted = [False] * n
         gone = sum(sizes[x] for x in range(n) if pcs[x] >= len(code[x]))
         changed = True
@@ -2440,24 +2473,35 @@ class _LocalSteps:
                     if k == _K_WAIT:
                         if bars[e[1]][0] % 2 == e[2] and e[3] not in written:
                             break
+                    elif k == _K_RUN:
+                        # the steps up to the next wait / sync / exit (e[1]) at once: what they
+                        # write and the bar.arrives they make, from this position on (`_runs_of`)
+                        _, r, ws, wi, bs, bi = e
+                        if wi < len(ws):
+                            written.update(ws[wi:] if wi else ws)
+                        for sid, a in bs[bi:] if bi < len(bs) else ():
+                            avail[sid] = avail.get(sid, 0) + a
+                        counted[x] = False
+                        moved = True
+                        continue
                     elif k == _K_SYNC:
                         sid = e[1]
-                        arrived, gen = syncd.get(sid, (0, 0))
-                        at_mark = r == px and held
-                        if not (at_mark and gen > marks[x]):
-                            if not counted[x] and not at_mark:
-                                avail[sid] = avail.get(sid, 0) + e[4]
-                                counted[x] = True
-                            need = e[2] - gone if e[3] else e[2]
-                            if arrived + avail.get(sid, 0) < need:
+                        arrived, gen = syncd_get(sid, _NO_SYNC)
+                        if r == px and held:  # at its mark: passes a completed generation
+                            if gen <= marks[x] and arrived + avail_get(sid, 0) < (e[2] - gone if e[3] else e[2]):
                                 break
-                    elif k == _K_BARRIVE:
-                        avail[e[1]] = avail.get(e[1], 0) + e[2]
-                    elif k == _K_WRITE:
-                        written.add(e[1])
+                        else:
+                            if counted[x]:
+                                have = avail_get(sid, 0)
+                            else:
+                                have = avail[sid] = avail_get(sid, 0) + e[4]
+                                counted[x] = True
+                            if arrived + have < (e[2] - gone if e[3] else e[2]):
+                                break
                     elif k == _K_EXIT:
                         r = end
                         break
+                    # (a write, a bar.arrive or another step is inside a _K_RUN: never met here)
                     r += 1
                     counted[x] = False
                     moved = True
@@ -2477,7 +2521,11 @@ class _LocalSteps:
         """Each role's events as `_reach` reads them: (kind, ...) with the kind a small int and
         the fields the kind needs (a wait: its element's index, parity, element; a sync: id,
         count, block?, arrivals; a bar.arrive: id, arrivals; an arrival / expect / load / init:
-        its element; any other event: nothing it reads)."""
+        its element; any other event: nothing it reads). An event that cannot stop the role (all
+        but a wait, a sync and an exit) is then a `_K_RUN` of the steps from it to the role's next
+        wait / sync / exit (`_runs_of`): the fixpoint makes them in one go (issue 29: nearly every
+        `_reach` runs each role to its end, and two thirds of the events were accesses and
+        arrivals, a loop turn each)."""
         if self._code is not None and self._code_eidx is eidx:
             return self._code
         out = []
@@ -2497,7 +2545,7 @@ class _LocalSteps:
                     evs.append((_K_EXIT,))
                 else:
                     evs.append((_K_OTHER,))
-            out.append(evs)
+            out.append(_runs_of(evs))
         self._code, self._code_eidx = out, eidx
         return out
 

@@ -40,30 +40,42 @@ def grid_shapes(parsed: ParsedFile) -> dict[str, Shape | None]:
 
 
 def _shapes(parsed: ParsedFile, slot: int) -> dict[str, Shape | None]:
+    """Both tables (grid: slot 1, block: slot 2) from one walk of the user's top level, kept on
+    the parse (issue 29, round 17: each table walked every top-level cursor of the translation
+    unit, a header's thousands included, and the model build asks for both)."""
     attr = "_block_shapes" if slot == 2 else "_grid_shapes"
     cached = getattr(parsed, attr, None)
     if cached is not None:
         return cached
-    found: dict[str, set[Shape | None]] = {}
+    found: dict[int, dict[str, set[Shape | None]]] = {1: {}, 2: {}}
+    user: dict[str, bool] = {}  # file name -> parsed.is_user_file(name), asked once per file
     for top in top_level(parsed):
         f = top.location.file
-        if f is None or not parsed.is_user_file(f.name):
+        if f is None:
             continue
-        _scan_scope(top, found, slot)
-    table = {name: (next(iter(shapes)) if len(shapes) == 1 else None) for name, shapes in found.items()}
-    setattr(parsed, attr, table)
-    return table
+        name = f.name
+        mine = user.get(name)
+        if mine is None:
+            mine = user[name] = parsed.is_user_file(name)
+        if mine:
+            _scan_scope(top, found)
+    tables = {
+        s: {name: (next(iter(shapes)) if len(shapes) == 1 else None) for name, shapes in by_name.items()}
+        for s, by_name in found.items()
+    }
+    parsed._grid_shapes, parsed._block_shapes = tables[1], tables[2]  # type: ignore[attr-defined]
+    return tables[slot]
 
 
-def _scan_scope(c, found: dict[str, set[Shape | None]], slot: int = 2) -> None:
+def _scan_scope(c, found: dict[int, dict[str, set[Shape | None]]]) -> None:
     if c.kind in _SCOPES:
         for ch in c.get_children():
-            _scan_scope(ch, found, slot)
+            _scan_scope(ch, found)
     elif c.kind in _BODY_KINDS:
-        _scan_function(c, found, slot)
+        _scan_function(c, found)
 
 
-def _scan_function(fn, found: dict[str, set[Shape | None]], slot: int = 2) -> None:
+def _scan_function(fn, found: dict[int, dict[str, set[Shape | None]]]) -> None:
     launches = []
     refs: dict[int, int] = {}  # VAR_DECL hash -> how often the function names it
     stack = [fn]
@@ -80,9 +92,9 @@ def _scan_function(fn, found: dict[str, set[Shape | None]], slot: int = 2) -> No
         name = _kernel_name(callee)
         if name is None:
             continue
-        # cfg: the callee `cudaConfigureCall`, then grid, block, shared bytes, stream
-        shape = _dims(cfg[slot], refs) if len(cfg) > slot else None
-        found.setdefault(name, set()).add(shape)
+        # cfg: the callee `cudaConfigureCall`, then grid (slot 1), block (slot 2), shared bytes, stream
+        for slot, by_name in found.items():
+            by_name.setdefault(name, set()).add(_dims(cfg[slot], refs) if len(cfg) > slot else None)
 
 
 def _kernel_name(callee) -> str | None:
