@@ -78,6 +78,10 @@ class Index:
     thread: int
     value: E.Expr  # over the loop's counter
     initial: E.Expr  # its value before the loops (a constant)
+    # an index array (one lap counter per ring slot, `freed[k % D] = k / D + 1`): the element the
+    # store of iteration k writes, over the loop's counter; None for a scalar
+    element: E.Expr | None = None
+    extent: E.Expr | None = None  # an index array's initial stores cover the elements 0 .. extent - 1
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,7 @@ class Poll:
     loop: int
     cond: E.Expr  # the spin goes on while this holds: over `var` and the loop's counter
     var: str  # the Var of the loaded value in `cond`
+    element: E.Expr | None = None  # the element of an index array it reads, over its loop's counter
 
 
 @dataclass
@@ -205,6 +210,11 @@ def _handoffs(an: Analysis) -> Handoffs:
         if any(v.name != lp.counter.name for v in st.access.value.free_vars()):
             continue
         out.indices[name] = Index(name, st, st.loops[0], next(iter(ex)), st.access.value, init)
+    for name in sorted({o.buffer.name for o in m.ops if o.kind == ir.SMEM_ACCESS and o.buffer is not None}):
+        if name not in out.indices:
+            arr = _array_index(an, name, start)
+            if arr is not None:
+                out.indices[name] = arr
     for sp in m.ops:
         p = _poll(an, sp, out.indices)
         if p is not None:
@@ -212,6 +222,50 @@ def _handoffs(an: Analysis) -> Handoffs:
     for lid in {i.loop for i in out.indices.values()} | {p.loop for p in out.polls}:
         out.loops[lid] = sorted((o for o in m.ops if lid in o.loops), key=lambda o: o.order)
     return out
+
+
+def _array_index(an: Analysis, name: str, start: ir.Op) -> Index | None:
+    """An index array: a one-dimensional `__shared__` array whose elements are set to one constant
+    before the start barrier by a top-level loop over them (`for (s = 0; s < D; s++) f[s] = 0;`,
+    which covers the elements 0 .. D-1), and stored after it by exactly one strong store, by one
+    thread, in a top-level counted loop, of an element e(k) and a value f(k) over its counter
+    (one lap counter per ring slot: `freed[k % D] = k / D + 1`); every other access after the
+    barrier is strong."""
+    ops = [
+        o
+        for o in an.model.ops
+        if o.kind == ir.SMEM_ACCESS and o.access is not None and o.buffer is not None and o.buffer.name == name
+    ]
+    if not ops or any(len(o.buffer.index) != 1 for o in ops if o.buffer is not None):
+        return None
+    before = [o for o in ops if o.order < start.order]
+    after = [o for o in ops if o.order > start.order]
+    if len(before) != 1 or not after or not all(_strong(o) for o in after):
+        return None
+    init = before[0]
+    if init.access_mode != "write" or len(init.loops) != 1 or not init.guard.exact or init.guard.uniform:
+        return None
+    ilp = _counted_loop(an, init.loops[0])
+    value = init.access.value if init.access is not None else None
+    if ilp is None or ilp.parent is not None or not isinstance(value, E.Const) or init.buffer is None:
+        return None
+    ix = init.buffer.index[0]
+    if not isinstance(ix, E.Var) or ix.name != ilp.counter.name or ilp.trip is None:
+        return None
+    stores = [o for o in after if o.access_mode == "write"]
+    if len(stores) != 1:
+        return None
+    st = stores[0]
+    if len(st.loops) != 1 or not st.guard.exact or st.access is None or st.access.value is None:
+        return None
+    lp = _counted_loop(an, st.loops[0])
+    ex = an.threads.executing(st)
+    if lp is None or lp.parent is not None or ex is None or len(ex) != 1 or st.buffer is None:
+        return None
+    element = st.buffer.index[0]
+    if any(v.name != lp.counter.name for e in (st.access.value, element) for v in e.free_vars()):
+        return None
+    return Index(name, st, st.loops[0], next(iter(ex)), st.access.value, value, element, ilp.trip)
 
 
 def _strong(o: ir.Op) -> bool:
@@ -243,7 +297,18 @@ def _poll(an: Analysis, sp: ir.Op, indices: dict[str, Index]) -> Poll | None:
     cond = sp.spin.cond
     if any(v.name not in (rd.access.result, lp.counter.name) for v in cond.free_vars()):
         return None
-    return Poll(idx, sp, rd, outer, cond, rd.access.result)
+    if idx.element is None:
+        return None if rd.buffer.index else Poll(idx, sp, rd, outer, cond, rd.access.result)
+    if len(rd.buffer.index) != 1 or idx.extent is None:
+        return None
+    element = rd.buffer.index[0]
+    if any(v.name != lp.counter.name for v in element.free_vars()):
+        return None
+    inside_extent = E.conj(E.binop(">=", element, E.Const(0)), E.binop("<", element, idx.extent))
+    assume = (E.binop(">=", lp.counter, E.Const(0)), E.binop("<", lp.counter, lp.trip))
+    if solver.always(inside_extent, an.solver_timeout_ms, assume=assume) is not True:
+        return None  # an element whose initial value is not known
+    return Poll(idx, sp, rd, outer, cond, rd.access.result, element)
 
 
 # ------------------------------------------------------------ the pairing ----
@@ -423,7 +488,17 @@ def _not_ordered(an, h, a_op, ta, ka, b_op, tb, kb, idx: Index, p: Poll, ideal) 
     e = _poll_offset(an, h, b_op, tb, p, ideal)
     if d is None or e is None:
         return E.TRUE
-    return observed_before_release(an, d, e, idx.loop, p.loop, idx.value, idx.initial, p.cond, p.var, ka, kb)
+    same = None
+    if idx.element is not None and p.element is not None:
+        ca, cb = an.model.loops[idx.loop].counter.name, an.model.loops[p.loop].counter.name
+        st_el, p_el = idx.element, p.element
+
+        def same(kp, bb):  # the store of iteration kp writes the element the poll of bb reads
+            return [E.binop("==", E.substitute(st_el, {ca: kp}), E.substitute(p_el, {cb: bb}))]
+
+    return observed_before_release(
+        an, d, e, idx.loop, p.loop, idx.value, idx.initial, p.cond, p.var, ka, kb, *(() if same is None else (same,))
+    )
 
 
 def _index_of(op: ir.Op, t: E.Expr) -> tuple:
@@ -578,8 +653,9 @@ def _order(an: Analysis, w: ir.Op, r: ir.Op) -> str | HandoffRace | None:
             race.first_iteration, race.second_iteration = race.second_iteration, race.first_iteration
         race.indices = tuple(i.name for i, _ in fixed)
         race.polls = tuple(p.index.name for _, p in fixed)
-    elif not pairs_rw:
-        # one direction has no index at all: point at the side that never waits
+    else:
+        # no one ingredient orders it (one direction has no index at all, or its poll waits for
+        # too early a value): name the indices the other side stores, which this side should wait for
         race.indices, race.polls = (), ()
     race.indices = race.indices or tuple(sorted({i.name for i in h.indices.values() if i.loop == race.second.loops[0]}))
     return race
@@ -590,9 +666,46 @@ def _passable(an: Analysis, p: Poll) -> bool:
     every iteration of its loop? (Every poll can end once the storing side is done; a witness
     of `order` then needs no run that hangs.)"""
     la, lb = an.model.loops[p.index.loop], an.model.loops[p.loop]
+    if p.index.element is not None:
+        return _passable_element(p, la, lb)
     last = E.substitute(p.index.value, {la.counter.name: E.binop("-", la.trip, E.Const(1))})
     goes_on = E.substitute(p.cond, {p.var: last})
     return solver.always(E.negate(goes_on), assume=(E.binop("<", lb.counter, lb.trip),)) is True
+
+
+# the most iterations of either loop `_passable_element` runs through, one by one
+MAX_ELEMENT_ITERATIONS = 4096
+
+
+def _int_at(e: E.Expr, counter: str, k: int) -> int | None:
+    v = E.substitute(e, {counter: E.Const(k)}).eval({})
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _passable_element(p: Poll, la: ir.Loop, lb: ir.Loop) -> bool:
+    """`_passable` for an index array: the last value stored into each element (the storing
+    loop's last iteration that writes it; the initial value for one it never writes) lets the poll
+    of every iteration that reads that element pass. Both loops' constant trips are run through."""
+    ta, tb = la.trip.eval({}) if la.trip else None, lb.trip.eval({}) if lb.trip else None
+    idx = p.index
+    if not isinstance(ta, int) or not isinstance(tb, int) or max(ta, tb) > MAX_ELEMENT_ITERATIONS:
+        return False
+    assert idx.element is not None and p.element is not None
+    last: dict[int, E.Expr] = {}
+    for k in range(ta):
+        el = _int_at(idx.element, la.counter.name, k)
+        if el is None:
+            return False
+        last[el] = E.substitute(idx.value, {la.counter.name: E.Const(k)})
+    for b in range(tb):
+        el = _int_at(p.element, lb.counter.name, b)
+        if el is None:
+            return False
+        v = last.get(el, idx.initial)
+        goes_on = E.substitute(p.cond, {p.var: v, lb.counter.name: E.Const(b)}).eval({})
+        if not isinstance(goes_on, bool) or goes_on:
+            return False
+    return True
 
 
 # --------------------------------------------------------- hoisted polls ----
