@@ -589,6 +589,12 @@ class StatementWalk:
             elif not is_ref and isinstance(v, Obj) and v.kind == "shared" and not v.ref.index:
                 # `const int tile = tile_s;`: a copy of a `__shared__` scalar (read once, here)
                 value = shared_copy(name, v)
+            elif not is_ref and not dims and isinstance(t, ir.TileType) and t.kind == "scalar" and _gl_element(v):
+                # `const int n = g[{0, 0, 0, t}];`: the value of an element of a TK global layout,
+                # read here (the object reference kept it unknown as a whole): an unknown read
+                # anew in every iteration of the loops around (the coordinate may move with them,
+                # the memory may change between them), never one value for the whole loop
+                value = E.per_iteration(E.opaque(f"{v.ref.name}[...]"), _counters(ctx.loops))
             else:
                 value = v
                 if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and t.dtype in ("bool",):
@@ -2511,3 +2517,13 @@ def _fit_trip(names: list[E.Var], points: list[tuple[int, ...]], trips: list[int
         at = E.conj(*(E.binop("==", n, E.Const(v)) for n, v in zip(names, pt)))
         out = E.ite(at, E.Const(t), out)
     return out
+
+
+def _gl_element(v) -> bool:
+    """An element of a TK global layout (`g[{b, d, r, c}]`, walk_exprs `Obj.at` of a `gl`)."""
+    return isinstance(v, Obj) and v.kind == "gl" and bool(v.ref.index)
+
+
+def _counters(loops: tuple[int, ...]) -> tuple[E.Expr, ...]:
+    """The counters of the loops `loops` (their ids, outermost first), as the walk names them."""
+    return tuple(E.Var(f"k{lid}", E.LOOP) for lid in loops)
