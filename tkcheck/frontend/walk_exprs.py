@@ -240,6 +240,12 @@ class ExprEvaluation:
                     actx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, True))
                     bctx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, False))
                 a, b = self.ev(na, actx, cursor), self.ev(nb, bctx, cursor)
+                if isinstance(b, Expr) and _element_value(a):
+                    # `c ? shared_max[l] : 0`: a number (the other operand is one), so the
+                    # element is read (its load emitted above, under c), not pointed to
+                    a = self.opaque_from(na, (a,))
+                elif isinstance(a, Expr) and _element_value(b):
+                    b = self.opaque_from(nb, (b,))
                 chosen = self._chosen_pointer(node, c, a, b, ctx)
                 if chosen is not None:
                     return chosen
@@ -1547,6 +1553,12 @@ def _pointee_bytes(pnode: cexpr.Node) -> int | None:
         return None
     name = " ".join(words)
     return K.VECTOR_TYPE_BYTES.get(name) or K.DTYPE_BYTES.get(name)
+
+
+def _element_value(v) -> bool:
+    """v is an element of a `__shared__` array of scalars named as such (`x[i]`), not a pointer
+    the program made (`&x[i]`, `x + i`: `Obj.elem_ptr`; a byte array's element: a region)."""
+    return _is_shared_element(v) and not v.elem_ptr and (v.type.dtype_bytes or 0) > 1
 
 
 def _element_pointer(v):

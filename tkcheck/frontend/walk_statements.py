@@ -425,9 +425,7 @@ class StatementWalk:
         """A call tkcheck does not model received an mbarrier: it may arrive on
         it, wait on it or re-initialise it. Record that, so no count or phase
         of that barrier is claimed (an unknown is never a finding)."""
-        for v in vals:
-            if isinstance(v, _ArrVal):
-                v = v.obj
+        for v in _barriers_in(vals):
             if isinstance(v, Obj) and v.kind == "barrier":
                 loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
                 self.w.emit(
@@ -2527,3 +2525,19 @@ def _gl_element(v) -> bool:
 def _counters(loops: tuple[int, ...]) -> tuple[E.Expr, ...]:
     """The counters of the loops `loops` (their ids, outermost first), as the walk names them."""
     return tuple(E.Var(f"k{lid}", E.LOOP) for lid in loops)
+
+
+def _barriers_in(vals, depth: int = 0) -> list:
+    """The mbarriers a call's argument values refer to: a barrier object (an element of an array
+    of them: its whole array), and those a libcu++ `cuda::barrier` / `cuda::pipeline` /
+    `pipeline_shared_state` record holds (walk_libcu: the record's `@bar`, its state's
+    `produced` / `consumed` arrays), found through the record's fields."""
+    out: list = []
+    for v in vals:
+        if isinstance(v, _ArrVal):
+            v = v.obj
+        if isinstance(v, Obj) and v.kind == "barrier":
+            out.append(v)
+        elif isinstance(v, Rec) and depth < 3:
+            out.extend(_barriers_in(list(v.fields.values()), depth + 1))
+    return out
