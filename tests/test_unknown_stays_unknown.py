@@ -35,7 +35,9 @@ def test_lengths_read_per_iteration_are_no_single_value_for_the_loop():
     for name in ("segments_local", "segments_gl", "segments_raw_ptr"):
         m = models[name]
         # the producer's segment length is a function of the segment counter
-        counters = {v.kind for lp in m.loops.values() if lp.trip is not None for a in E.apps(lp.trip) for v in a.free_vars()}
+        counters = {
+            v.kind for lp in m.loops.values() if lp.trip is not None for a in E.apps(lp.trip) for v in a.free_vars()
+        }
         assert E.LOOP in counters and E.OPAQUE in counters, (name, counters)
     cov = _coverage(path)
     for name in ("segments_local", "segments_gl", "segments_raw_ptr"):
@@ -60,6 +62,9 @@ def test_a_barrier_passed_to_a_call_tkcheck_does_not_model_is_undecided():
         assert any("arrivals/bytes per phase" in w and call in w for w in whys), (name, whys)
         assert any(w.startswith("wait on 'ready'") for w in whys), (name, whys)
         assert any(w.startswith("progress") and call in w for w in whys), (name, whys)
+    whys = [u["why"] for u in cov["pipeline_call"]["unknowns"]]
+    for arr in ("pss.produced", "pss.consumed"):
+        assert any(f"barrier '{arr}'" in w and "extra_commit" in w for w in whys), (arr, whys)
     good = _coverage(LIBCU / "barrier_unmodelled_call_good.cu")["by_reference"]
     assert not any("ready" in u["why"] and "barrier" in u["why"] for u in good["unknowns"]), good["unknowns"]
 

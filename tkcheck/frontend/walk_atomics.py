@@ -281,9 +281,10 @@ class AtomicLowering:
         if sem is None or call.type.scope is None:
             return self._unmodelled(args, ctx, cursor, f"{what}: its memory order or scope is not known")
         target = callee.obj
-        temporary = isinstance(target, cexpr.Call) and len(target.args) == 1 and not callee.arrow
-        if temporary:
+        temporary = False
+        if isinstance(target, cexpr.Call) and len(target.args) == 1 and not callee.arrow:
             target = target.args[0]  # a temporary `cuda::atomic_ref<T, S>(x)`
+            temporary = True
         v = self._address(target, ctx, cursor)
         if not self._known(v):
             return self._unmodelled(args, ctx, cursor, f"{what}: an atomic object whose address is not known")
@@ -360,9 +361,10 @@ class AtomicLowering:
         if sem is None or call.type.scope is None:
             return self._unmodelled(args, ctx, cursor, f"{what}: its memory order or scope is not known")
         target = callee.obj
-        temporary = isinstance(target, cexpr.Call) and len(target.args) == 1 and not callee.arrow
-        if temporary:
+        temporary = False
+        if isinstance(target, cexpr.Call) and len(target.args) == 1 and not callee.arrow:
             target = target.args[0]  # a temporary `cuda::atomic_ref<T, S>(x)`
+            temporary = True
         v = self._address(target, ctx, cursor)
         if not self._known(v):
             return self._unmodelled(args, ctx, cursor, f"{what}: an atomic object whose address is not known")
