@@ -2208,6 +2208,8 @@ def _carried_polls(cond: Expr, dry_ends: dict, real_ends: dict | None) -> tuple[
     out = []
     for sl, dry in dry_ends.items():
         real = real_ends.get(sl)
+        # a value read anew per iteration of an outer loop (`E.per_iteration`) is named by its unknown
+        dry, real = E.per_iteration_var(dry), E.per_iteration_var(real)
         if (
             isinstance(dry, E.Var)
             and isinstance(real, E.Var)

@@ -341,6 +341,11 @@ def per_iteration_name(e: Any) -> str | None:
     return None
 
 
+def per_iteration_var(e: Any) -> Any:
+    """The unknown a `per_iteration` value is made of (its last argument); anything else as it is."""
+    return e.args[-1] if per_iteration_name(e) is not None else e
+
+
 def apps(e: Expr) -> list[App]:
     """The `App` terms in e (preorder)."""
     return [x for x in subexprs(e) if isinstance(x, App)]
