@@ -346,6 +346,11 @@ def per_iteration_var(e: Any) -> Any:
     return e.args[-1] if per_iteration_name(e) is not None else e
 
 
+def within_iteration(e: Expr) -> Expr:
+    """e read inside one iteration: every `per_iteration` value is its unknown (one value there)."""
+    return rewrite(e, lambda x: per_iteration_var(x) if per_iteration_name(x) is not None else None)
+
+
 def apps(e: Expr) -> list[App]:
     """The `App` terms in e (preorder)."""
     return [x for x in subexprs(e) if isinstance(x, App)]
