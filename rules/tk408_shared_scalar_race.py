@@ -21,6 +21,15 @@ def _what(o: ir.Op) -> str:
     return "writes" if o.access_mode == "write" else "reads"
 
 
+def _noun(w: ir.Op, elem: str) -> str:
+    """What the race is on, in the user's words: a `__shared__` scalar, or an element of a
+    `__shared__` array of scalars (`red_s[w]`: an element, named as the race names it)."""
+    assert w.buffer is not None
+    if w.buffer.index:
+        return f"the element `{elem}` of the shared array `{w.buffer.name}`"
+    return f"the shared scalar `{elem}`"
+
+
 def check(an: Analysis) -> Iterator[Finding]:
     """The happens-before engine's shared-memory races (`checks/happens_before.py`): a write and
     a read of one `__shared__` scalar (or element of a shared array of scalars) by threads of
@@ -62,13 +71,13 @@ def check(an: Analysis) -> Iterator[Finding]:
         given = f" (for input data where {race.input})" if race.input else ""
         if race.first is w:
             msg = (
-                f"{describe(frozenset([tw]), n)} {_what(w)} the shared scalar `{elem}`{it1} and "
+                f"{describe(frozenset([tw]), n)} {_what(w)} {_noun(w, elem)}{it1} and "
                 f"{describe(frozenset([tr]), n)}{lanes} {reads} it {when}{it2} with no barrier both take part in "
                 f"between{given}: the read may see the value from before the write"
             )
         else:
             msg = (
-                f"{describe(frozenset([tr]), n)} {reads} the shared scalar `{elem}`{it1} and "
+                f"{describe(frozenset([tr]), n)} {reads} {_noun(w, elem)}{it1} and "
                 f"{describe(frozenset([tw]), n)}{lanes} {_what(w)} it {when}{it2} with no barrier both take part in "
                 f"between{given}: the write may land before the read has read the old value"
             )
@@ -186,7 +195,7 @@ def _ragged(an: Analysis, race, w: ir.Op, loc) -> Finding:
     verb_a = _what(a) if a is w else "reads"
     verb_b = _what(b) if b is w else "reads"
     msg = (
-        f"{describe(frozenset([rp.first_thread]), n)} {verb_a} the shared scalar `{w.buffer}` in "
+        f"{describe(frozenset([rp.first_thread]), n)} {verb_a} {_noun(w, str(w.buffer))} in "
         f"{R.iteration_text(an, a, rp.first_iteration)} and {describe(frozenset([rp.second_thread]), n)}{lanes} "
         f"{verb_b} it in {R.iteration_text(an, b, rp.second_iteration)}, and {R.order_text(rp)}: "
         + (

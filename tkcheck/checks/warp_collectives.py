@@ -654,16 +654,19 @@ def _input_mismatch(an: Analysis, ins: str, ops: list[ir.Op], exited: set[int], 
         g = s.guard
         if not isinstance(mexpr, E.Const) or g.blind or not g.opaque or g.exact:
             continue
-        inputs = {v for c in g.opaque for v in c.free_vars() if v.kind == E.OPAQUE}
-        if len(inputs) != 1 or any(v.kind in (E.LOOP,) for c in g.opaque for v in c.free_vars()):
+        # a lane's value read anew each iteration (`E.per_iteration`) is one value in the
+        # iteration the load and the collective share (`ld.loops == s.loops` below)
+        here = [E.within_iteration(c) for c in g.opaque]
+        inputs = {v for c in here for v in c.free_vars() if v.kind == E.OPAQUE}
+        if len(inputs) != 1 or any(v.kind in (E.LOOP,) for c in here for v in c.free_vars()):
             continue
         (x,) = inputs
-        if any(v.kind != E.OPAQUE for c in g.opaque for v in c.free_vars()):
+        if any(v.kind != E.OPAQUE for c in here for v in c.free_vars()):
             continue  # over the thread or a counter too: not one lane's choice
         ld = lane_input(an, x)
         if ld is None or ld.loops != s.loops or ld.order > s.order:
             continue
-        cond = E.conj(*g.opaque)
+        cond = E.conj(*here)
         if not solver.feasible(cond, an.solver_timeout_ms) or not solver.feasible(E.negate(cond), an.solver_timeout_ms):
             continue
         others_gated = all(

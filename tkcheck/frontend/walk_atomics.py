@@ -281,13 +281,18 @@ class AtomicLowering:
         if sem is None or call.type.scope is None:
             return self._unmodelled(args, ctx, cursor, f"{what}: its memory order or scope is not known")
         target = callee.obj
+        temporary = False
         if isinstance(target, cexpr.Call) and len(target.args) == 1 and not callee.arrow:
             target = target.args[0]  # a temporary `cuda::atomic_ref<T, S>(x)`
+            temporary = True
         v = self._address(target, ctx, cursor)
         if not self._known(v):
             return self._unmodelled(args, ctx, cursor, f"{what}: an atomic object whose address is not known")
         vals = [self.w.ev(a, ctx, cursor) for i, a in enumerate(args) if i != call.order_index]
         self._note_site(call.decl)
+        if temporary and call.decl is None and cursor is not None:
+            # the temporary's site is the call's statement (no declaration names the object)
+            self._note_row(loc_of(cursor, self.w.filename), call.type.template)
         if isinstance(v, Obj):
             # an atomic_ref of a `__shared__` scalar: an atomic access of it, with its order and
             # scope (atomics do not race with each other; the order is a release / acquire of a
@@ -356,8 +361,10 @@ class AtomicLowering:
         if sem is None or call.type.scope is None:
             return self._unmodelled(args, ctx, cursor, f"{what}: its memory order or scope is not known")
         target = callee.obj
+        temporary = False
         if isinstance(target, cexpr.Call) and len(target.args) == 1 and not callee.arrow:
             target = target.args[0]  # a temporary `cuda::atomic_ref<T, S>(x)`
+            temporary = True
         v = self._address(target, ctx, cursor)
         if not self._known(v):
             return self._unmodelled(args, ctx, cursor, f"{what}: an atomic object whose address is not known")
@@ -365,6 +372,9 @@ class AtomicLowering:
         if len(vals) != 1 or not isinstance(vals[0], E.Expr):
             return self._unmodelled([], ctx, cursor, f"{what}: its old value is not evaluated")
         self._note_site(call.decl)
+        if temporary and call.decl is None and cursor is not None:
+            # the temporary's site is the call's statement (no declaration names the object)
+            self._note_row(loc_of(cursor, self.w.filename), call.type.template)
         m = self.w.model
         loc = loc_of(cursor, self.w.filename) if cursor is not None else m.location
         st = self.w.stmts

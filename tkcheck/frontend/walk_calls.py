@@ -87,6 +87,10 @@ class CallLowering:
             g0 = self.w.ev(args[0], replace(ctx, dry=True), cursor)
             if isinstance(g0, CgGroup):
                 return self._cg_method(g0, "sync", (), ctx, cursor, "cg::sync")
+        if base == "invoke_one" and len(args) >= 2 and quals and base not in self.w.mb.functions:
+            r = self._cg_invoke_one(args, ctx, cursor)
+            if r is not NotImplemented:
+                return r
         if base in K.CG_ASYNC_OPS and (len(args) >= 4 if base == "memcpy_async" else len(args) in (1, 2)):
             # `cg::memcpy_async(g, ...)`, `cg::wait_prior<N>(g)`, `cg::wait(g)`: a group's
             # collective copies and their waits (not the user's own function of that name)
@@ -1151,6 +1155,30 @@ class CallLowering:
         if mname in K.CG_VALUE_METHODS and not args:
             return _cg_value(g, mname, self.w.model.block_threads, self.w.model.cluster)
         return _NOT_CG
+
+    def _cg_invoke_one(self, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:
+        """`cg::invoke_one(g, fn, args...)`: one thread of g calls fn(args...) -- a branch of that
+        one thread, walked as `if (g.thread_rank() == 0) fn(args...)`. Which thread is the
+        implementation's choice (an election for a warp-sized tile); the model takes rank 0, as
+        it takes lane 0 for an election (walk_asm._elected_lane). NotImplemented (an unmodelled
+        call, as before) when g is no group the model knows or fn no callable it follows."""
+        g = self.w.ev(args[0], replace(ctx, dry=True), cursor)
+        if not isinstance(g, CgGroup):
+            return NotImplemented
+        rank = _cg_value(g, "thread_rank", self.w.model.block_threads, self.w.model.cluster)
+        fn = self.w.ev(args[1], replace(ctx, dry=True), cursor)
+        if not isinstance(fn, (Lambda, Func)) or rank.is_opaque():
+            return NotImplemented
+        st = self.w.stmts
+        cls, cexp = st._classify(E.binop("==", rank, E.Const(0)), ctx)
+        if cls == "unknown":
+            return NotImplemented
+        one = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, True))
+        if isinstance(fn, Lambda):
+            self.w.inline.expand_lambda(fn, args[2:], one, cursor)
+        else:
+            self.w.inline.expand(fn, args[2:], one, cursor, None)
+        return None
 
     def _cg_async(self, g: CgGroup, base: str, btargs: Targs, args: Sequence[cexpr.Node], ctx: Ctx, cursor: Any) -> Any:
         """A group's collective async copy or its wait (knowledge/ops.py CG_ASYNC_OPS) as the cp.async

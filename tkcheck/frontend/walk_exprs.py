@@ -240,6 +240,12 @@ class ExprEvaluation:
                     actx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, True))
                     bctx = replace(ctx, guard=st._branch_guard(ctx.guard, cls, cexp, False))
                 a, b = self.ev(na, actx, cursor), self.ev(nb, bctx, cursor)
+                if isinstance(b, Expr) and _element_value(a):
+                    # `c ? shared_max[l] : 0`: a number (the other operand is one), so the
+                    # element is read (its load emitted above, under c), not pointed to
+                    a = self.opaque_from(na, (a,))
+                elif isinstance(a, Expr) and _element_value(b):
+                    b = self.opaque_from(nb, (b,))
                 chosen = self._chosen_pointer(node, c, a, b, ctx)
                 if chosen is not None:
                     return chosen
@@ -349,7 +355,7 @@ class ExprEvaluation:
                 cursor,
                 base=self.global_base(a),
                 where="" if self.one_word(a) else None,
-                value=value.name if isinstance(value, E.Var) else None,
+                value=value.name if isinstance(value, E.Var) else E.per_iteration_name(value),
             )
             return value
         if op == "*" and isinstance(a, Obj) and a.kind in ("shared", "smem_data"):
@@ -500,16 +506,18 @@ class ExprEvaluation:
             res = base.index(idx if isinstance(idx, Expr) else E.opaque("index"), cexpr.spelled(node))
             self._elem_access(res, "read", ctx, cursor)
             return res
-        # a local array's element keeps one name (what the walk stored into it is read through it:
-        # `local_array_reads`); a read of memory at a loop-dependent index is a value per iteration
+        # a read of memory at a loop-dependent index is a value per iteration; so is a local
+        # array's element read inside a loop (`_local_element`)
         value = self.opaque_from(node, (base, idx), read=not self._no_elem_access and not _local_array(base))
         if _local_array(base) and isinstance(value, E.Var) and self.w.model is not None:
             # an element of a local array of scalars (`key[j]`): what it holds is what the walk
-            # stored into the array (`KernelModel.local_array_stores`); `&key[j]` lets it escape
+            # stored into the array (`KernelModel.local_array_stores`, read through its name:
+            # `local_array_reads`); `&key[j]` lets it escape
             if self._address_of and self._address_of[-1] is node:
                 self.w.model.local_array_escapes.add(base.name)
             else:
                 self.w.model.local_array_reads[value.name] = base.name
+                value = _local_element(value, idx, ctx)
         if self._global_pointer(base) and not self._no_elem_access and cursor is not None:
             # `p[i]` of a pointer the kernel received: a plain (weak) load of global memory; its
             # value the Var it names (a lane's input: checks/warp_collectives.py `lane_input`)
@@ -519,7 +527,7 @@ class ExprEvaluation:
                 cursor,
                 base=self.global_base(base),
                 index=self._param_index(base, idx),
-                value=value.name if isinstance(value, E.Var) else None,
+                value=value.name if isinstance(value, E.Var) else E.per_iteration_name(value),
             )
         if self._global_pointer(base):
             # `&p[i]`: an address in the memory p points into (also a row `p->a[i]` of a
@@ -705,7 +713,13 @@ class ExprEvaluation:
             elif p is not None:
                 kinds.add(E.OPAQUE)
         if E.THREAD in kinds or E.OPAQUE in kinds:
-            return E.opaque(cexpr.render(node))
+            unknown = E.opaque(cexpr.render(node))
+            if read and E.LOOP in kinds and not self._array_base:
+                # a thread's own element (`p[tid + 128 * t]`) or an element of memory the walk
+                # does not follow (a `gl`'s `raw_ptr[t]`) read at a loop-dependent index: still
+                # an unknown that may differ between threads, and one per iteration
+                return E.per_iteration(unknown, _loop_counters(parts))
+            return unknown
         if alike:
             # computed from values every thread holds alike, one of them unknown: so is this
             return E.uniform_unknown(cexpr.render(node))
@@ -990,7 +1004,7 @@ class ExprEvaluation:
                 with self.memory_only():
                     self.ev(lhs.index, ctx, cursor)  # the index is read
             if self.w.model is not None:
-                stored = val.name if op == "=" and isinstance(val, E.Var) else None
+                stored = (val.name if isinstance(val, E.Var) else E.per_iteration_name(val)) if op == "=" else None
                 self.w.model.local_array_stores.setdefault(arr.name, []).append(stored)
             return val
         if isinstance(lhs, (cexpr.Index, cexpr.Un)) and (lhs.op == "*" if isinstance(lhs, cexpr.Un) else True):
@@ -1456,6 +1470,24 @@ def _local_array(v: Any) -> bool:
     return isinstance(v, E.Var) and v.kind == E.OPAQUE and v.name.startswith("?uninit ")
 
 
+def _local_element(value: E.Var, idx: Any, ctx: Ctx) -> Expr:
+    """The value of a local array's element read inside loops (`n = len[t]`, `c = coord[0]` of an
+    array the loop body fills anew): one value per iteration of every enclosing loop (the index
+    may move with a counter, the body may store into the array each iteration), as a memory read
+    at a loop-dependent index is (`E.App`). Its arguments are those loops' counters and the
+    read's own unknown (an OPAQUE term): still a value the model does not know,
+    that may differ between threads (a local array is each thread's own), where one name for the
+    whole loop made iterations t and t + 1 read one value (a per-iteration trip count run with
+    one value by the progress search). Outside every loop (and with no counter in the index) it
+    keeps its one name (`E.per_iteration`: the read's unknown is the function's name and its last
+    argument, so `local_array_reads` and `checks/inputs.py` find it as before)."""
+    found: dict[str, E.Var] = {f"k{lid}": E.Var(f"k{lid}", E.LOOP) for lid in ctx.loops}
+    for v in idx.free_vars() if isinstance(idx, Expr) else ():
+        if v.kind == E.LOOP:
+            found.setdefault(v.name, v)
+    return E.per_iteration(value, tuple(found[n] for n in sorted(found)))
+
+
 def _plain_name(n: cexpr.Node) -> str | None:
     """The variable a node names (`src`), or None."""
     return n.segments[0].name if isinstance(n, cexpr.Name) and len(n.segments) == 1 else None
@@ -1521,6 +1553,12 @@ def _pointee_bytes(pnode: cexpr.Node) -> int | None:
         return None
     name = " ".join(words)
     return K.VECTOR_TYPE_BYTES.get(name) or K.DTYPE_BYTES.get(name)
+
+
+def _element_value(v) -> bool:
+    """v is an element of a `__shared__` array of scalars named as such (`x[i]`), not a pointer
+    the program made (`&x[i]`, `x + i`: `Obj.elem_ptr`; a byte array's element: a region)."""
+    return _is_shared_element(v) and not v.elem_ptr and (v.type.dtype_bytes or 0) > 1
 
 
 def _element_pointer(v):

@@ -425,9 +425,7 @@ class StatementWalk:
         """A call tkcheck does not model received an mbarrier: it may arrive on
         it, wait on it or re-initialise it. Record that, so no count or phase
         of that barrier is claimed (an unknown is never a finding)."""
-        for v in vals:
-            if isinstance(v, _ArrVal):
-                v = v.obj
+        for v in _barriers_in(vals):
             if isinstance(v, Obj) and v.kind == "barrier":
                 loc = loc_of(cursor, self.w.filename) if cursor is not None else self.w.model.location
                 self.w.emit(
@@ -589,6 +587,12 @@ class StatementWalk:
             elif not is_ref and isinstance(v, Obj) and v.kind == "shared" and not v.ref.index:
                 # `const int tile = tile_s;`: a copy of a `__shared__` scalar (read once, here)
                 value = shared_copy(name, v)
+            elif not is_ref and not dims and isinstance(t, ir.TileType) and t.kind == "scalar" and _gl_element(v):
+                # `const int n = g[{0, 0, 0, t}];`: the value of an element of a TK global layout,
+                # read here (the object reference kept it unknown as a whole): an unknown read
+                # anew in every iteration of the loops around (the coordinate may move with them,
+                # the memory may change between them), never one value for the whole loop
+                value = E.per_iteration(E.opaque(f"{v.ref.name}[...]"), _counters(ctx.loops))
             else:
                 value = v
                 if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and t.dtype in ("bool",):
@@ -2204,6 +2208,8 @@ def _carried_polls(cond: Expr, dry_ends: dict, real_ends: dict | None) -> tuple[
     out = []
     for sl, dry in dry_ends.items():
         real = real_ends.get(sl)
+        # a value read anew per iteration of an outer loop (`E.per_iteration`) is named by its unknown
+        dry, real = E.per_iteration_var(dry), E.per_iteration_var(real)
         if (
             isinstance(dry, E.Var)
             and isinstance(real, E.Var)
@@ -2510,4 +2516,30 @@ def _fit_trip(names: list[E.Var], points: list[tuple[int, ...]], trips: list[int
     for pt, t in reversed(list(zip(points[:-1], trips[:-1]))):
         at = E.conj(*(E.binop("==", n, E.Const(v)) for n, v in zip(names, pt)))
         out = E.ite(at, E.Const(t), out)
+    return out
+
+
+def _gl_element(v) -> bool:
+    """An element of a TK global layout (`g[{b, d, r, c}]`, walk_exprs `Obj.at` of a `gl`)."""
+    return isinstance(v, Obj) and v.kind == "gl" and bool(v.ref.index)
+
+
+def _counters(loops: tuple[int, ...]) -> tuple[E.Expr, ...]:
+    """The counters of the loops `loops` (their ids, outermost first), as the walk names them."""
+    return tuple(E.Var(f"k{lid}", E.LOOP) for lid in loops)
+
+
+def _barriers_in(vals, depth: int = 0) -> list:
+    """The mbarriers a call's argument values refer to: a barrier object (an element of an array
+    of them: its whole array), and those a libcu++ `cuda::barrier` / `cuda::pipeline` /
+    `pipeline_shared_state` record holds (walk_libcu: the record's `@bar`, its state's
+    `produced` / `consumed` arrays), found through the record's fields."""
+    out: list = []
+    for v in vals:
+        if isinstance(v, _ArrVal):
+            v = v.obj
+        if isinstance(v, Obj) and v.kind == "barrier":
+            out.append(v)
+        elif isinstance(v, Rec) and depth < 3:
+            out.extend(_barriers_in(list(v.fields.values()), depth + 1))
     return out

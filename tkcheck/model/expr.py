@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import z3
 
@@ -321,6 +321,36 @@ class App(Expr):
         return f"{self.fn}({', '.join(str(a) for a in self.args)})"
 
 
+def per_iteration(v: Var, counters: tuple[Expr, ...]) -> Expr:
+    """The unknown v (OPAQUE: a value the model does not know, that may differ between threads)
+    read anew in every iteration of the loops whose counters are given (a local array's element
+    in a loop, a thread's own element of global memory `p[tid + 128 * t]`): `v.name(counters...,
+    v)`, an `App` named by v with v among its arguments, so it is still an OPAQUE term (every
+    reader that leaves unknowns undecided still does), its value differs between iterations (one
+    name for the whole loop made iterations t and t + 1 read one value), and a substitution of
+    v's name replaces it whole (`substitute`). No counter: v itself."""
+    if not counters:
+        return v
+    return App(v.name, tuple(counters) + (v,))
+
+
+def per_iteration_name(e: Any) -> str | None:
+    """The unknown's name of a `per_iteration` value (its function's), else None."""
+    if isinstance(e, App) and e.args and isinstance(e.args[-1], Var) and e.args[-1].name == e.fn:
+        return e.fn
+    return None
+
+
+def per_iteration_var(e: Any) -> Any:
+    """The unknown a `per_iteration` value is made of (its last argument); anything else as it is."""
+    return e.args[-1] if per_iteration_name(e) is not None else e
+
+
+def within_iteration(e: Expr) -> Expr:
+    """e read inside one iteration: every `per_iteration` value is its unknown (one value there)."""
+    return rewrite(e, lambda x: per_iteration_var(x) if per_iteration_name(x) is not None else None)
+
+
 def apps(e: Expr) -> list[App]:
     """The `App` terms in e (preorder)."""
     return [x for x in subexprs(e) if isinstance(x, App)]
@@ -540,8 +570,17 @@ def rewrite(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
 
 
 def substitute(e: Expr, mapping: Mapping[str, Expr]) -> Expr:
-    """Replace variables by expressions (used to instantiate loop counters, roles)."""
-    return rewrite(e, lambda x: mapping.get(x.name, x) if isinstance(x, Var) else None)
+    """Replace variables by expressions (used to instantiate loop counters, roles). An `App` whose
+    function the mapping names is replaced whole (a value per iteration given one value)."""
+
+    def f(x: Expr) -> Expr | None:
+        if isinstance(x, Var):
+            return mapping.get(x.name, x)
+        if isinstance(x, App) and x.fn in mapping:
+            return mapping[x.fn]
+        return None
+
+    return rewrite(e, f)
 
 
 def replace_sub(e: Expr, target: Expr, repl: Expr) -> Expr:

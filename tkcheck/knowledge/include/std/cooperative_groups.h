@@ -70,5 +70,12 @@ __device__ coalesced_group coalesced_threads();
 template<unsigned int Size, typename P> __device__ thread_block_tile<Size, P> tiled_partition(const P &parent);
 __device__ thread_group tiled_partition(const thread_group &parent, unsigned int tile_size);
 template<typename G> __device__ void sync(const G &g);
+// invoke_one(g, fn, args...): one thread of g calls fn(args...) (round 17). Which thread is the
+// implementation's choice (an election over a warp-sized tile); the model takes rank 0, as it
+// takes lane 0 for TK's and PTX's elections (walk_calls, walk_asm._elected_lane). The body is
+// walked: the call is a branch of that one thread.
+template<typename G, typename Fn, typename... Args> __device__ void invoke_one(const G &g, Fn &&fn, Args &&...args) {
+    if (g.thread_rank() == 0) fn(args...);
+}
 namespace details {}
 }
