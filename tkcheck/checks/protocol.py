@@ -733,7 +733,12 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     s = S.limited(z3.Solver())
     for t in zt:
         s.add(t >= 1, t <= 3 * target)
-    if zt:
+    # the loops that can make a ring wrap: those the sizes decide, and a role's (thread 0's) trip
+    # count; a constant trip (`for (s = 0; s < STAGES; s++)` of the inits) is as written
+    wraps = [z for z, t in zip(zt, ts) if t.free_vars()] + [z for z, t in zip(zr, tt) if t.free_vars()]
+    if wraps:
+        s.add(z3.Or(*[t >= target for t in wraps]))
+    elif zt:
         s.add(z3.Or(*[t >= target for t in zt]))
     for t in zr:
         s.add(t >= 0, t <= 3 * target)
@@ -799,9 +804,13 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     vals = [t.eval(env) for t in ts]
     if any(not isinstance(x, int) or isinstance(x, bool) for x in vals):
         return None
-    if vals and (min(vals) < 1 or max(vals) < target or max(vals) > 3 * target):
+    rvals = [t.eval(env) for t in tt]
+    if any(not isinstance(x, int) or isinstance(x, bool) for x in rvals):
         return None
-    if any(not isinstance(t.eval(env), int) for t in tt):
+    wrapv = [v for v, t in zip(vals, ts) if t.free_vars()] + [v for v, t in zip(rvals, tt) if t.free_vars()]
+    if vals and (min(vals) < 1 or max(vals) > 3 * target):
+        return None
+    if (wrapv or vals) and max(wrapv or vals) < target:
         return None
     for c, _, want in conds:
         r = c.eval(env)
@@ -1208,6 +1217,14 @@ def _unroll(
                     # index): one value for all its threads, or the program is not the role's
                     trips = {lp.trip.eval(dict(env, tid=t, tid_y=0, tid_z=0)) for t in threads}
                     trip = trips.pop() if len(trips) == 1 else None
+                if (not isinstance(trip, int) or trip < 0) and not any(runs(q, env) for q in seq[i:j]):
+                    # a loop none of whose ops this role runs (`for (t = warp; t < n; t += W)` of
+                    # lane 0 of some warps, here the other lanes): its trip count is not the
+                    # role's to know; what it carries is unknown after it
+                    for x, _v0, _, _, _ in lp.simulated:
+                        env.pop(x, None)
+                    i = j
+                    continue
                 if not isinstance(trip, int) or trip < 0:
                     return no(o, f"trip count {lp.trip} not known")
                 prev = None
@@ -1227,6 +1244,17 @@ def _unroll(
                 return no(o, f"more than {MAX_EVENTS} events")
             i += 1
         return True
+
+    def runs(q: ir.Op, env: dict) -> bool:
+        # may a thread of the role run q (in some iteration of the loops around it)? False only
+        # when a guard is false for every thread of the role whatever the loop counters are
+        def false(v) -> bool:
+            return v is not None and not v
+
+        if any(false(c.eval(dict(env, tid=rep, tid_y=0, tid_z=0))) for c in q.guard.uniform):
+            return False
+        g = q.guard.thread
+        return any(not false(g.eval(dict(env, tid=t, tid_y=0, tid_z=0))) for t in threads)
 
     def sim_value(e: E.Expr, env: dict):
         # a carried value the front end has no closed form for (`ir.Loop.simulated`), run with
