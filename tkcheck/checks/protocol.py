@@ -659,6 +659,10 @@ def _choose_params(m: ir.KernelModel, ops: list[ir.Op], rounds: int | None = Non
         # no instance of the one-value / few-names search: ask the solver for one (each size its
         # own value), checked again by evaluation below
         got = _solved_instance(m, trips, exits, rounds)
+    if got is None and any(t.depends_on(E.THREAD) for t in trips):
+        # none where a loop the sizes decide wraps a ring: one where a role's loop does (the
+        # trip of `for (t = warp; t < n; t += 4)` beside constant loops only)
+        got = _solved_instance(m, trips, exits, rounds, by_role=True)
     return got
 
 
@@ -683,7 +687,9 @@ def _first_iteration(t: E.Expr) -> E.Expr:
     return E.substitute(t, loops) if loops else t
 
 
-def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | None) -> dict | None:
+def _solved_instance(
+    m: ir.KernelModel, trips: list, exits: set, rounds: int | None, by_role: bool = False
+) -> dict | None:
     """One small launch in which every loop the roles run has at least one iteration, the longest
     makes every ring wrap twice (as `_trip_params`), and each data-exit loop whose stop test the
     sizes decide goes on for `rounds` rounds and stops in the next (as `_stop_params`): values
@@ -693,7 +699,8 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     [0, 64], else [0, 1024], else [0, 2**14]). The answer is evaluated again with the model's own arithmetic and
     dropped unless every condition holds there: the instance is a launch the kernel can be given,
     so a deadlock found in it is one of that launch. None when there is none (or the solver's
-    budget is spent)."""
+    budget is spent). `by_role` (`_choose_params`' second try): the loop that wraps a ring may be
+    a role's trip count at thread 0 instead of one the sizes alone decide."""
     import z3
 
     from .. import solver as S
@@ -733,10 +740,10 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     s = S.limited(z3.Solver())
     for t in zt:
         s.add(t >= 1, t <= 3 * target)
-    # the loops that can make a ring wrap: those the sizes decide, and a role's (thread 0's) trip
-    # count; a constant trip (`for (s = 0; s < STAGES; s++)` of the inits) is as written
+    # `by_role`: the loop that makes a ring wrap may be a role's (thread 0's) trip count, never a
+    # constant one (`for (s = 0; s < STAGES; s++)` of the inits, as written)
     wraps = [z for z, t in zip(zt, ts) if t.free_vars()] + [z for z, t in zip(zr, tt) if t.free_vars()]
-    if wraps:
+    if by_role and wraps:
         s.add(z3.Or(*[t >= target for t in wraps]))
     elif zt:
         s.add(z3.Or(*[t >= target for t in zt]))
@@ -810,7 +817,10 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     wrapv = [v for v, t in zip(vals, ts) if t.free_vars()] + [v for v, t in zip(rvals, tt) if t.free_vars()]
     if vals and (min(vals) < 1 or max(vals) > 3 * target):
         return None
-    if (wrapv or vals) and max(wrapv or vals) < target:
+    if by_role and wrapv:
+        if max(wrapv) < target:
+            return None
+    elif vals and max(vals) < target:
         return None
     for c, _, want in conds:
         r = c.eval(env)
