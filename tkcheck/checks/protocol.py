@@ -1227,10 +1227,14 @@ def _unroll(
                     # index): one value for all its threads, or the program is not the role's
                     trips = {lp.trip.eval(dict(env, tid=t, tid_y=0, tid_z=0)) for t in threads}
                     trip = trips.pop() if len(trips) == 1 else None
-                if (not isinstance(trip, int) or trip < 0) and not any(runs(q, env) for q in seq[i:j]):
-                    # a loop none of whose ops this role runs (`for (t = warp; t < n; t += W)` of
-                    # lane 0 of some warps, here the other lanes): its trip count is not the
-                    # role's to know; what it carries is unknown after it
+                if (
+                    (not isinstance(trip, int) or trip < 0)
+                    and lp.trip is not None
+                    and not any(runs(q, env) for q in seq[i:j])
+                ):
+                    # a counted loop none of whose ops this role runs (`for (t = warp; t < n; t +=
+                    # W)` of lane 0 of some warps, here the other lanes): its trip count (a finite
+                    # one per thread) is not the role's to know; what it carries is unknown after it
                     for x, _v0, _, _, _ in lp.simulated:
                         env.pop(x, None)
                     i = j
