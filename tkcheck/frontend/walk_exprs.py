@@ -48,8 +48,10 @@ class ExprEvaluation:
         # address held by one of them is a pointer the loop and branch passes follow (loop_pointers)
         self.pointer_vars: set[str] = set()
         # the local variables declared by value from a shared element (`float m = part[i];`):
-        # a copy, whose address `&m` is a local's, no memory the model follows (`declare`)
-        self.value_copies: set[str] = set()
+        # a copy, whose address `&m` is a local's, no memory the model follows (`declare`):
+        # name -> the scope that declared it (a parameter or another variable of that name in
+        # another scope is no copy)
+        self.value_copies: dict[str, object] = {}
         # the Vars that stand for addresses in global memory (`&C[i]`, a local `float *c` set from
         # it): Var name -> the kernel pointer parameter the address is computed from
         self._global_ptrs: dict[str, str] = {}
@@ -321,10 +323,11 @@ class ExprEvaluation:
                 )
             return loaded
         if op == "&" and isinstance(inner, cexpr.Name) and len(inner.segments) == 1:
-            if inner.segments[0].name in self.value_copies and ctx.env.has(inner.segments[0].name):
+            name = inner.segments[0].name
+            if name in self.value_copies and _declaring_scope(ctx.env, name) is self.value_copies[name]:
                 # `&m` of a copy of a shared element: a local's address (registers or local
                 # memory), through which no access the model follows is made
-                return E.opaque(f"&{inner.segments[0].name}")
+                return E.opaque(f"&{name}")
         if op == "&" and (
             isinstance(inner, (cexpr.Index, cexpr.Name)) or (isinstance(inner, cexpr.Member) and inner.arrow)
         ):
@@ -1545,6 +1548,16 @@ def _element_pointer(v):
         if (t.dtype_bytes or 0) > 1:
             return replace(v, elem_ptr=True, pointee_bytes=None)
     return v
+
+
+def _declaring_scope(env, name: str):
+    """The innermost scope whose own variables hold `name` (None: none does)."""
+    e = env
+    while e is not None:
+        if name in getattr(e, "vars", {}):
+            return e
+        e = getattr(e, "parent", None)
+    return None
 
 
 def _element_read(v) -> bool:

@@ -647,9 +647,9 @@ class StatementWalk:
         if isinstance(value, E.Const):
             value = convert_int(value, d.type.spelling)
         if copied:
-            self.w.exprs.value_copies.add(name)
+            self.w.exprs.value_copies[name] = ctx.env
         else:
-            self.w.exprs.value_copies.discard(name)  # (the name declared anew as something else)
+            self.w.exprs.value_copies.pop(name, None)  # (the name declared anew as something else)
         value = self.w.libcu.bind(name, value, ctx)
         self.w.exprs.note_phasebit_set(name, value, ctx, d)
         ctx.env.define(name, value)
