@@ -108,3 +108,29 @@ def test_a_pointer_chosen_by_a_uniform_condition_is_one_access_per_option():
     stores = [o for o in m.ops if o.kind == ir.SMEM_ACCESS and o.access_mode == "write"]
     assert sorted(o.buffer.name for o in stores) == ["a", "b"]
     assert all(len(o.guard.uniform) == 1 and "transpose" in str(o.guard.uniform[0]) for o in stores)
+
+
+@pytest.mark.parametrize("bad", [False, True], ids=["good", "bad"])
+def test_a_copy_of_a_shared_element_is_a_value_not_a_pointer(bad):
+    # round 17: `float m = c ? part[i] : 0.0f` held the element itself, so the shuffle loop's
+    # `m = fmaxf(...)` made `m` a pointer of unknown target and `*(unsigned *)&m` a shared load
+    # through it (undecided); the copy is a value: one read of the element at its declaration
+    path = PTRS / f"element_copy_{'bad' if bad else 'good'}.cu"
+    m = models_of(str(path))[0]
+    assert not [o for o in m.ops if o.kind == ir.UNKNOWN_ACCESS]
+    reads = [o for o in m.ops if o.kind == ir.SMEM_ACCESS and o.access_mode == "read"]
+    assert [(o.buffer.name, o.location.row) for o in reads] == [("part", 12 if bad else 13)]
+    res = check_file(str(path), CheckOptions(enabled=all_codes()))
+    for cov in res.coverage:
+        assert cov.obligations and cov.obligations == cov.obligations_decided, [u.why for u in cov.unknowns]
+    assert [f.code for f in res.findings] == (["TK408"] if bad else [])
+
+
+def test_the_address_of_a_copy_is_no_memory():
+    # `*(unsigned *)&first` of `float first = part[0]`: a read of the copy, no access (before
+    # round 17: a second read of the element, or, with the copy a value, a global load)
+    m = models_of(str(PTRS / "element_copy_good.cu"))[1]
+    row = [o for o in m.ops if o.location.row == 31]
+    assert [o.kind for o in row] == [ir.GLOBAL_STORE]
+    reads = [o.location.row for o in m.ops if o.kind == ir.SMEM_ACCESS and o.access_mode == "read"]
+    assert reads == [30]

@@ -659,6 +659,10 @@ def _choose_params(m: ir.KernelModel, ops: list[ir.Op], rounds: int | None = Non
         # no instance of the one-value / few-names search: ask the solver for one (each size its
         # own value), checked again by evaluation below
         got = _solved_instance(m, trips, exits, rounds)
+    if got is None and any(t.depends_on(E.THREAD) for t in trips):
+        # none where a loop the sizes decide wraps a ring: one where a role's loop does (the
+        # trip of `for (t = warp; t < n; t += 4)` beside constant loops only)
+        got = _solved_instance(m, trips, exits, rounds, by_role=True)
     return got
 
 
@@ -683,7 +687,9 @@ def _first_iteration(t: E.Expr) -> E.Expr:
     return E.substitute(t, loops) if loops else t
 
 
-def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | None) -> dict | None:
+def _solved_instance(
+    m: ir.KernelModel, trips: list, exits: set, rounds: int | None, by_role: bool = False
+) -> dict | None:
     """One small launch in which every loop the roles run has at least one iteration, the longest
     makes every ring wrap twice (as `_trip_params`), and each data-exit loop whose stop test the
     sizes decide goes on for `rounds` rounds and stops in the next (as `_stop_params`): values
@@ -693,7 +699,8 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     [0, 64], else [0, 1024], else [0, 2**14]). The answer is evaluated again with the model's own arithmetic and
     dropped unless every condition holds there: the instance is a launch the kernel can be given,
     so a deadlock found in it is one of that launch. None when there is none (or the solver's
-    budget is spent)."""
+    budget is spent). `by_role` (`_choose_params`' second try): the loop that wraps a ring may be
+    a role's trip count at thread 0 instead of one the sizes alone decide."""
     import z3
 
     from .. import solver as S
@@ -733,7 +740,12 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     s = S.limited(z3.Solver())
     for t in zt:
         s.add(t >= 1, t <= 3 * target)
-    if zt:
+    # `by_role`: the loop that makes a ring wrap may be a role's (thread 0's) trip count, never a
+    # constant one (`for (s = 0; s < STAGES; s++)` of the inits, as written)
+    wraps = [z for z, t in zip(zt, ts) if t.free_vars()] + [z for z, t in zip(zr, tt) if t.free_vars()]
+    if by_role and wraps:
+        s.add(z3.Or(*[t >= target for t in wraps]))
+    elif zt:
         s.add(z3.Or(*[t >= target for t in zt]))
     for t in zr:
         s.add(t >= 0, t <= 3 * target)
@@ -799,9 +811,16 @@ def _solved_instance(m: ir.KernelModel, trips: list, exits: set, rounds: int | N
     vals = [t.eval(env) for t in ts]
     if any(not isinstance(x, int) or isinstance(x, bool) for x in vals):
         return None
-    if vals and (min(vals) < 1 or max(vals) < target or max(vals) > 3 * target):
+    rvals = [t.eval(env) for t in tt]
+    if any(not isinstance(x, int) or isinstance(x, bool) for x in rvals):
         return None
-    if any(not isinstance(t.eval(env), int) for t in tt):
+    wrapv = [v for v, t in zip(vals, ts) if t.free_vars()] + [v for v, t in zip(rvals, tt) if t.free_vars()]
+    if vals and (min(vals) < 1 or max(vals) > 3 * target):
+        return None
+    if by_role and wrapv:
+        if max(wrapv) < target:
+            return None
+    elif vals and max(vals) < target:
         return None
     for c, _, want in conds:
         r = c.eval(env)
@@ -1208,6 +1227,18 @@ def _unroll(
                     # index): one value for all its threads, or the program is not the role's
                     trips = {lp.trip.eval(dict(env, tid=t, tid_y=0, tid_z=0)) for t in threads}
                     trip = trips.pop() if len(trips) == 1 else None
+                if (
+                    (not isinstance(trip, int) or trip < 0)
+                    and lp.trip is not None
+                    and not any(runs(q, env) for q in seq[i:j])
+                ):
+                    # a counted loop none of whose ops this role runs (`for (t = warp; t < n; t +=
+                    # W)` of lane 0 of some warps, here the other lanes): its trip count (a finite
+                    # one per thread) is not the role's to know; what it carries is unknown after it
+                    for x, _v0, _, _, _ in lp.simulated:
+                        env.pop(x, None)
+                    i = j
+                    continue
                 if not isinstance(trip, int) or trip < 0:
                     return no(o, f"trip count {lp.trip} not known")
                 prev = None
@@ -1227,6 +1258,17 @@ def _unroll(
                 return no(o, f"more than {MAX_EVENTS} events")
             i += 1
         return True
+
+    def runs(q: ir.Op, env: dict) -> bool:
+        # may a thread of the role run q (in some iteration of the loops around it)? False only
+        # when a guard is false for every thread of the role whatever the loop counters are
+        def false(v) -> bool:
+            return v is not None and not v
+
+        if any(false(c.eval(dict(env, tid=rep, tid_y=0, tid_z=0))) for c in q.guard.uniform):
+            return False
+        g = q.guard.thread
+        return any(not false(g.eval(dict(env, tid=t, tid_y=0, tid_z=0))) for t in threads)
 
     def sim_value(e: E.Expr, env: dict):
         # a carried value the front end has no closed form for (`ir.Loop.simulated`), run with

@@ -47,6 +47,11 @@ class ExprEvaluation:
         # the names declared with a pointer type (kernel parameters, local variables): a global
         # address held by one of them is a pointer the loop and branch passes follow (loop_pointers)
         self.pointer_vars: set[str] = set()
+        # the local variables declared by value from a shared element (`float m = part[i];`):
+        # a copy, whose address `&m` is a local's, no memory the model follows (`declare`):
+        # name -> the scope that declared it (a parameter or another variable of that name in
+        # another scope is no copy)
+        self.value_copies: dict[str, object] = {}
         # the Vars that stand for addresses in global memory (`&C[i]`, a local `float *c` set from
         # it): Var name -> the kernel pointer parameter the address is computed from
         self._global_ptrs: dict[str, str] = {}
@@ -323,6 +328,12 @@ class ExprEvaluation:
                     ctx,
                 )
             return loaded
+        if op == "&" and isinstance(inner, cexpr.Name) and len(inner.segments) == 1:
+            name = inner.segments[0].name
+            if name in self.value_copies and _declaring_scope(ctx.env, name) is self.value_copies[name]:
+                # `&m` of a copy of a shared element: a local's address (registers or local
+                # memory), through which no access the model follows is made
+                return E.opaque(f"&{name}")
         if op == "&" and (
             isinstance(inner, (cexpr.Index, cexpr.Name)) or (isinstance(inner, cexpr.Member) and inner.arrow)
         ):
@@ -1259,6 +1270,10 @@ class ExprEvaluation:
         spaces = {loop_pointers.pointer_space(v, self) for v in (a, b)}
         if spaces == {None} or a == b:
             return None
+        if None in spaces and any(_element_read(v) for v in (a, b)):
+            # `c ? part[i] : 0.0f`: an element beside a value that is no pointer is read, and the
+            # expression is that value (C++: an lvalue beside a prvalue is a prvalue), no object
+            return None
         name = cexpr.render(node)[:40]
         if isinstance(c, Expr) and None not in spaces and len(spaces) == 1:
             cls, cexp = self.w.stmts._classify(_to_bool(c), ctx)
@@ -1571,6 +1586,31 @@ def _element_pointer(v):
         if (t.dtype_bytes or 0) > 1:
             return replace(v, elem_ptr=True, pointee_bytes=None)
     return v
+
+
+def _declaring_scope(env, name: str):
+    """The innermost scope whose own variables hold `name` (None: none does)."""
+    e = env
+    while e is not None:
+        if name in getattr(e, "vars", {}):
+            return e
+        e = getattr(e, "parent", None)
+    return None
+
+
+def _element_read(v) -> bool:
+    """An element of a `__shared__` array of scalars wider than a byte that no `&` made a
+    pointer (`part[i]`, not `&part[i]`): where it is an operand of a value, the value read."""
+    t = v.type if isinstance(v, Obj) else None
+    return (
+        isinstance(v, Obj)
+        and v.kind == "shared"
+        and bool(v.ref.index)
+        and not v.elem_ptr
+        and t is not None
+        and t.kind == "scalar"
+        and (t.dtype_bytes or 0) > 1
+    )
 
 
 def _pointer_subscript(nbase: cexpr.Node, base, idx) -> Obj | None:

@@ -147,6 +147,10 @@ def _extent(c) -> tuple:
     return (f, (e.start.line, e.start.column), (e.end.line, e.end.column))
 
 
+# declared types whose variable is no copy of its initialiser (a pointer, a reference, an array)
+_NOT_A_COPY = frozenset({"POINTER", "LVALUEREFERENCE", "RVALUEREFERENCE", "CONSTANTARRAY", "INCOMPLETEARRAY"})
+
+
 def _distinct_static_name(barriers: dict, name: str, loc: ir.Location, decl) -> str:
     """The model's name of a `__shared__` barrier declared at `loc`: its own name, unless a
     barrier of that name was declared elsewhere (another function's local `__shared__` variable:
@@ -492,6 +496,7 @@ class StatementWalk:
         loc = loc_of(d, self.w.filename)
         m = self.w.model
         value: Any = None
+        copied = False  # a copy of a shared element (`float m = part[i];`)
         nbar = (
             self.w.exprs.named_bar(tnode.segments, None, ctx)
             if isinstance(tnode, cexpr.Name) and not is_shared and not dims
@@ -593,6 +598,23 @@ class StatementWalk:
                 # anew in every iteration of the loops around (the coordinate may move with them,
                 # the memory may change between them), never one value for the whole loop
                 value = E.per_iteration(E.opaque(f"{v.ref.name}[...]"), _counters(ctx.loops))
+            elif (
+                not is_ref
+                and not is_shared
+                and not dims
+                and d.type.get_canonical().kind.name not in _NOT_A_COPY
+                and isinstance(v, Obj)
+                and v.kind == "shared"
+                and v.ref.index
+                and not v.elem_ptr
+                and v.type is not None
+                and v.type.kind == "scalar"
+            ):
+                # `float m = part[i];`: a copy of the element (read here, once), a value of its own:
+                # never the element itself, whose address `&m` is not (a local's address is
+                # local memory) and whose later assignments in a loop are no pointer's
+                value = self.w.exprs.opaque_from(init_node, (v,), read=True)
+                copied = True
             else:
                 value = v
                 if isinstance(t, ir.TileType) and t.kind == "scalar" and isinstance(v, Expr) and t.dtype in ("bool",):
@@ -628,6 +650,10 @@ class StatementWalk:
                 value = CgGroup(*g)
         if isinstance(value, E.Const):
             value = convert_int(value, d.type.spelling)
+        if copied:
+            self.w.exprs.value_copies[name] = ctx.env
+        else:
+            self.w.exprs.value_copies.pop(name, None)  # (the name declared anew as something else)
         value = self.w.libcu.bind(name, value, ctx)
         self.w.exprs.note_phasebit_set(name, value, ctx, d)
         ctx.env.define(name, value)
