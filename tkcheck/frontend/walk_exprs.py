@@ -228,6 +228,10 @@ class ExprEvaluation:
                 if op == "+" and isinstance(a, _ArrVal) and isinstance(b, Expr) and _shared_array(a):
                     # `bars + i`: a pointer to the element, as `&bars[i]` is
                     return _element_pointer(a.index(b, cexpr.render(node)))
+                if op in ("+", "-"):
+                    moved = _moved_pointer(node, op, a, b)
+                    if moved is not None:
+                        return moved
                 return self.opaque_from(node, (a, b))
             case cexpr.Un(op, inner):
                 return self._ev_unary(node, op, inner, ctx, cursor)
@@ -1611,6 +1615,19 @@ def _element_read(v) -> bool:
         and t.kind == "scalar"
         and (t.dtype_bytes or 0) > 1
     )
+
+
+def _moved_pointer(node: cexpr.Node, op: str, a, b) -> Obj | None:
+    """`p + i` / `i + p` / `p - i` where p is a pointer the program made to an element of a
+    `__shared__` array of scalars (`Obj.elem_ptr`: `&buf[w][s][0]`, perhaps bound to a helper's
+    pointer parameter): a pointer to the element i pointees further on (`p[i]`'s element, by the
+    same arithmetic), still a pointer of the same pointee size. None: no such pointer."""
+    if op == "+" and isinstance(a, Expr) and isinstance(b, Obj):
+        a, b = b, a
+    if not isinstance(a, Obj) or not a.elem_ptr or not isinstance(b, Expr):
+        return None
+    at = _pointer_subscript(node, a, b if op == "+" else E.binop("-", E.Const(0), b))
+    return replace(at, elem_ptr=True, pointee_bytes=a.pointee_bytes) if at is not None else None
 
 
 def _pointer_subscript(nbase: cexpr.Node, base, idx) -> Obj | None:
