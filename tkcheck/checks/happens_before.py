@@ -3355,11 +3355,7 @@ def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
             }
             # the rest of d's iteration: not the other arm of a block-uniform branch d is in (the
             # owner's reset of its flag in the `else` of a contributor's raise, round 17)
-            rest = [
-                o
-                for o in body
-                if o.order > d.order and o.loops[:depth] == sig.loops and not _exclusive_arms(d, o)
-            ]
+            rest = [o for o in body if o.order > d.order and o.loops[:depth] == sig.loops and not _exclusive_arms(d, o)]
             nxt = body  # the next iteration, from its start
             tail = [o for o in fl.ops if o.order > end]
 
