@@ -2196,7 +2196,11 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
         # atomics and polls of global memory may add order, never take it away, and a barrier
         # outside the loops nested between runs once on the path: a barrier both threads take
         # part in still orders them (round 9: a grid barrier's counter between)
-        if _all_ordered_by_barrier(an, between, first, second, t_first, t_second):
+        given: tuple = ()
+        if next_iteration and first.loops and first.loops == second.loops:
+            lp = an.model.loops.get(first.loops[-1])
+            given = lp.continues if lp is not None and lp.infinite else ()
+        if _all_ordered_by_barrier(an, between, first, second, t_first, t_second, given):
             return None
     if undecided or nested:
         out.undecided.append((first, second, f"`{undecided[0].api}` between" if undecided else "a nested loop"))
@@ -2342,9 +2346,12 @@ def _keys_never_equal(an: Analysis, k1, k2, differ: dict | None = None) -> bool:
 _ONLY_ADD_ORDER = (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD, ir.SPIN)
 
 
-def _all_ordered_by_barrier(an, between, first, second, t_first, t_second) -> bool:
+def _all_ordered_by_barrier(an, between, first, second, t_first, t_second, given: tuple = ()) -> bool:
     """Is every pair of a thread of `t_first` and another of `t_second` ordered by a block or
-    named barrier among `between` that both take part in (exact guards, known threads)?"""
+    named barrier among `between` that both take part in (exact guards, known threads)? `given`:
+    block-uniform conditions true on the path for the ops after `first` in program order (the
+    rest of `first`'s iteration when the path goes round the back edge of a loop left by `if (c)
+    break;`: `Loop.continues`, which the next iteration's coming proves)."""
     common = 0
     while common < min(len(first.loops), len(second.loops)) and first.loops[common] == second.loops[common]:
         common += 1
@@ -2355,7 +2362,13 @@ def _all_ordered_by_barrier(an, between, first, second, t_first, t_second) -> bo
     if any(an.threads.executing(o) is None for o in syncs):
         return False
     # on the path once, whatever the inner loops do, and in every block (no block-uniform condition)
-    once = [o for o in syncs if o.loops == top and not o.guard.uniform]
+    once = [
+        o
+        for o in syncs
+        if o.loops == top
+        and all(c in given for c in o.guard.uniform)
+        and (not o.guard.uniform or o.order > first.order)
+    ]
     if not once:
         return False
     for t1 in _representatives(an, once, t_first):
