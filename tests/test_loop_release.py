@@ -96,3 +96,28 @@ def test_data_each_block_keeps_to_itself_is_not_asked(tmp_path):
     an = Analysis(m)
     assert not happens_before.thread_private(an, "v") and happens_before.block_private(an, "v")
     assert not [p for p in happens_before.memory(an).publications if p.why == "after-loop"]
+
+
+def test_a_loop_over_a_carried_value_asks_its_first_iteration():
+    """Round 17 (r17-silent): `while (pos < hi) { ...; pos = stop; }` has a condition over a carried
+    value with no closed form, not over the loop's counter; the last-iteration question was
+    `cond(k) and not cond(k + 1)` with both the same, never satisfiable, and the pair passed in
+    silence. Now the first iteration is asked with the value at its start: proved (the carrier's
+    whole range inside one segment); the other arm's reset of the flag is no later release."""
+    bad = _memory(MEM / "segment_carry_release_first_bad.cu")
+    (p,) = [p for p in bad.publications if p.why == "after-loop"]
+    assert p.signal_thread == 0 and len(p.writers) == 128 and p.data.location.row == 30
+    good = _memory(MEM / "segment_carry_good.cu")
+    assert not good.publications and not good.undecided
+
+
+def test_a_first_iteration_that_is_never_last_leaves_the_pair_undecided(tmp_path):
+    """Ranges longer than a segment: the carrier's first piece is never its last, and whether a
+    later iteration may end the loop after a carry is not known: undecided, not silence."""
+    src = (MEM / "segment_carry_release_first_bad.cu").read_text()
+    assert "R = 48, G = 64" in src
+    p = tmp_path / "long.cu"
+    p.write_text(src.replace("R = 48, G = 64", "R = 96, G = 32"))
+    mem = _memory(p)
+    assert not mem.publications
+    assert [why for _, _, why in mem.undecided] == ["whether the iteration may be the loop's last is not known"]

@@ -2196,7 +2196,11 @@ def _race_over(an, between, first, second, t_first, t_second, out, nested: bool 
         # atomics and polls of global memory may add order, never take it away, and a barrier
         # outside the loops nested between runs once on the path: a barrier both threads take
         # part in still orders them (round 9: a grid barrier's counter between)
-        if _all_ordered_by_barrier(an, between, first, second, t_first, t_second):
+        given: tuple = ()
+        if next_iteration and first.loops and first.loops == second.loops:
+            lp = an.model.loops.get(first.loops[-1])
+            given = lp.continues if lp is not None and lp.infinite else ()
+        if _all_ordered_by_barrier(an, between, first, second, t_first, t_second, given):
             return None
     if undecided or nested:
         out.undecided.append((first, second, f"`{undecided[0].api}` between" if undecided else "a nested loop"))
@@ -2342,9 +2346,12 @@ def _keys_never_equal(an: Analysis, k1, k2, differ: dict | None = None) -> bool:
 _ONLY_ADD_ORDER = (ir.GLOBAL_SIGNAL, ir.GLOBAL_LOAD, ir.SPIN)
 
 
-def _all_ordered_by_barrier(an, between, first, second, t_first, t_second) -> bool:
+def _all_ordered_by_barrier(an, between, first, second, t_first, t_second, given: tuple = ()) -> bool:
     """Is every pair of a thread of `t_first` and another of `t_second` ordered by a block or
-    named barrier among `between` that both take part in (exact guards, known threads)?"""
+    named barrier among `between` that both take part in (exact guards, known threads)? `given`:
+    block-uniform conditions true on the path for the ops after `first` in program order (the
+    rest of `first`'s iteration when the path goes round the back edge of a loop left by `if (c)
+    break;`: `Loop.continues`, which the next iteration's coming proves)."""
     common = 0
     while common < min(len(first.loops), len(second.loops)) and first.loops[common] == second.loops[common]:
         common += 1
@@ -2355,7 +2362,13 @@ def _all_ordered_by_barrier(an, between, first, second, t_first, t_second) -> bo
     if any(an.threads.executing(o) is None for o in syncs):
         return False
     # on the path once, whatever the inner loops do, and in every block (no block-uniform condition)
-    once = [o for o in syncs if o.loops == top and not o.guard.uniform]
+    once = [
+        o
+        for o in syncs
+        if o.loops == top
+        and all(c in given for c in o.guard.uniform)
+        and (not o.guard.uniform or o.order > first.order)
+    ]
     if not once:
         return False
     for t1 in _representatives(an, once, t_first):
@@ -3212,14 +3225,21 @@ def _cross_cta_barrier(o: ir.Op) -> bool:
     return o.kind == ir.SYNC and o.sync_kind in _CLUSTER_SYNCS
 
 
-def _may_be_last(an: Analysis, fl, lid: int, sig: ir.Op, d: ir.Op, releases_: list[ir.Op], outside: set[str]) -> bool:
+def _may_be_last(
+    an: Analysis, fl, lid: int, sig: ir.Op, d: ir.Op, releases_: list[ir.Op], outside: set[str]
+) -> bool | None:
     """Proved: the iteration of loop lid that runs sig and d may be followed by no release of the
     loop body. A ticket loop left by `if (c) break;` (`Loop.continues`): every release of the
     body runs only past a break whose test is of the iteration's own ticket, which the next draw
     may fail (`_fresh_per_iteration`). A loop with a condition (`for (s = blockIdx.x; s < n; s +=
     gridDim.x)`: `Loop.cond` over the counter k): z3 finds k, the launch values and the unknowns
     with sig's and d's conditions at k, the loop's condition at k and not at k + 1. A loop with a
-    trip count: the same at k = trip - 1."""
+    trip count: the same at k = trip - 1. A loop whose condition names no counter but carried
+    values with no closed form (`while (it < end) { ...; it = seg_end; }`: `Loop.simulated`):
+    the same question at its first iteration, the values at their starts (`_first_may_be_last`);
+    None (not known: the caller asks the pair undecided) where that does not prove it -- the
+    counter's substitution would leave such a condition as it is, and "the condition holds and
+    does not" passed the pair in silence (round 17)."""
     from .. import solver
 
     lp = an.model.loops[lid]
@@ -3233,6 +3253,8 @@ def _may_be_last(an: Analysis, fl, lid: int, sig: ir.Op, d: ir.Op, releases_: li
     k = lp.counter
     here = [*sig.guard.uniform, *d.guard.uniform, E.binop(">=", k, E.Const(0))]
     if lp.cond is not None and lp.trip is None:
+        if k not in lp.cond.free_vars():
+            return True if _first_may_be_last(an, lp, sig, d) else None
         nxt = E.substitute(lp.cond, {k.name: E.binop("+", k, E.Const(1))})
         last = [lp.cond, E.negate(nxt)]
     elif lp.trip is not None:
@@ -3242,6 +3264,37 @@ def _may_be_last(an: Analysis, fl, lid: int, sig: ir.Op, d: ir.Op, releases_: li
     pred = E.conj(*here, *last)
     if pred.is_opaque() or pred.depends_on(E.THREAD):
         return False
+    return solver.feasible(pred, an.solver_timeout_ms)
+
+
+def _exclusive_arms(a: ir.Op, b: ir.Op) -> bool:
+    """a and b lie in the two arms of one block-uniform branch: a condition of one is the other's
+    negation, the same value (one Expr) in both, so no iteration runs both."""
+
+    def neg(c: E.Expr, u: E.Expr) -> bool:
+        return u == E.Un("!", c) or u == E.negate(c)
+
+    return any(neg(c, u) or neg(u, c) for c in a.guard.uniform for u in b.guard.uniform)
+
+
+def _first_may_be_last(an: Analysis, lp: ir.Loop, sig: ir.Op, d: ir.Op) -> bool:
+    """Proved: the loop's first iteration runs sig and d and is its last. The condition names
+    carried values with no closed form (`Loop.simulated`: unknown, start, update, ...); at the
+    first iteration each is its start, exactly (no free value stands for a state the loop may
+    never reach), and the next iteration's condition is the condition over their updates at
+    counter 0. z3 finds the launch values with sig's and d's conditions, the condition, and not
+    the next condition."""
+    from .. import solver
+
+    if lp.cond is None or not lp.simulated or not isinstance(lp.counter, E.Var):
+        return False
+    start: dict[str, E.Expr] = {x: v0 for x, v0, _, _, _ in lp.simulated}
+    start[lp.counter.name] = E.Const(0)
+    nxt = {x: E.substitute(upd, start) for x, _, upd, _, _ in lp.simulated}
+    here = [E.substitute(c, start) for c in (*sig.guard.uniform, *d.guard.uniform, lp.cond)]
+    pred = E.conj(*here, E.negate(E.substitute(lp.cond, nxt)))
+    if pred.is_opaque() or pred.depends_on(E.THREAD):
+        return False  # a value the first iteration reads that the loop's starts do not give
     return solver.feasible(pred, an.solver_timeout_ms)
 
 
@@ -3313,7 +3366,9 @@ def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
                 for c in (o.guard.thread, *o.guard.uniform)
                 for v in c.free_vars()
             }
-            rest = [o for o in body if o.order > d.order and o.loops[:depth] == sig.loops]
+            # the rest of d's iteration: not the other arm of a block-uniform branch d is in (the
+            # owner's reset of its flag in the `else` of a contributor's raise, round 17)
+            rest = [o for o in body if o.order > d.order and o.loops[:depth] == sig.loops and not _exclusive_arms(d, o)]
             nxt = body  # the next iteration, from its start
             tail = [o for o in fl.ops if o.order > end]
 
@@ -3326,7 +3381,11 @@ def _publish_after_release_in_loop(an: Analysis, out: MemoryFacts) -> None:
                 continue
             if any(_may_release(o, ga.base) for o in rest + tail):
                 continue  # a later release of this iteration, or after the loop, may publish it
-            if not _may_be_last(an, fl, lid, sig, d, [o for o in nxt if _may_release(o, ga.base)], outside):
+            last = _may_be_last(an, fl, lid, sig, d, [o for o in nxt if _may_release(o, ga.base)], outside)
+            if last is None:
+                out.undecided.append((sig, d, "whether the iteration may be the loop's last is not known"))
+                continue
+            if not last:
                 continue  # a release the next iteration runs, or a next iteration that comes
             out.publications.append(Publication(d, sig, min(td), t0, td, False, "after-loop"))
             asked.add(id(d))  # one finding per store, with the first release it follows

@@ -239,7 +239,10 @@ def _step_dependencies(an: Analysis, done: set[int]) -> list[Dependency]:
 
 def _repeats(an: Analysis, lid: int, guards) -> bool:
     """Proved: some launch runs at least two iterations of loop lid (its trip count and the
-    uniform conditions of the ops in it hold for iterations 0 and 1)."""
+    uniform conditions of the ops in it hold for iterations 0 and 1). An infinite loop left only
+    by `if (c) break;` on block-uniform values (`Loop.continues`: `for (;;) { ...; if (c >= N)
+    break; ... }`, c a value the block read): iteration 0 goes on past every break (round 17: such
+    a loop answered "not proved" and the pairs around its back edge were never asked)."""
     from .. import solver
 
     loop = an.model.loops.get(lid)
@@ -251,7 +254,10 @@ def _repeats(an: Analysis, lid: int, guards) -> bool:
         if loop.trip is not None:
             conds.append(E.binop("<", E.Const(k), loop.trip))
         conds += [E.substitute(c, env) for c in guards]
-    if loop.trip is None and not guards:
+    goes_on = loop.trip is None and loop.infinite and bool(loop.continues)
+    if goes_on:
+        conds += [E.substitute(c, {loop.counter.name: E.Const(0)}) for c in loop.continues]
+    if loop.trip is None and not guards and not goes_on:
         return False
     if any(c.is_opaque() or c.depends_on(E.LOOP) for c in conds):
         return False
