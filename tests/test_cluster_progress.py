@@ -223,3 +223,22 @@ def test_the_cluster_race_search_refuses_what_it_cannot_place():
     assert protocol._join_cluster([e_arr, e_mem, e_wait]) is None
     joined = protocol._join_cluster([e_mem, e_arr, e_wait])
     assert joined is not None and [e.kind for e in joined] == ["mem", "sync"]
+
+
+def _dsmem_undecided(text: str, name: str) -> list:
+    from tkcheck.checks import happens_before
+
+    (m,) = models_of(str(CLUSTER / "remote_pair_rounds_good.cu"), text=text)
+    facts = happens_before.memory(Analysis(m))
+    return [u for u in facts.undecided if any(o.buffer is not None and o.buffer.name == name for o in u[:2])]
+
+
+def test_the_pairs_are_proved_only_with_cluster_scoped_release_and_acquire():
+    text = (CLUSTER / "remote_pair_rounds_good.cu").read_text()
+    assert _dsmem_undecided(text, "box") == []
+    # a `.cta`-scoped remote arrive is not morally strong with the peer's thread: no proof
+    cta = text.replace("mbarrier.arrive.release.cluster.shared::cluster", "mbarrier.arrive.release.cta.shared::cluster")
+    assert cta != text and _dsmem_undecided(cta, "box")
+    # nor a `.cta`-scoped acquire wait on a barrier a peer arrives on
+    wait = text.replace("try_wait.parity.acquire.cluster", "try_wait.parity.acquire.cta")
+    assert wait != text and _dsmem_undecided(wait, "box")

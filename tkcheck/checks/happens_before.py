@@ -1167,8 +1167,33 @@ def _dsmem_by_search(an: Analysis, out: MemoryFacts) -> None:
             and not ex.within
             and ex.rounds is None
             and _launch_instance(m, ex.roles)
+            and _cluster_scoped(m)
         ):
             out.undecided[:] = [u for u in out.undecided if u not in mine]
+
+
+def _cluster_scoped(m: ir.KernelModel) -> bool:
+    """The search takes every arrive as a release and every wait as an acquire of whatever
+    synchronised with it (a role's access is "released" by any later arrive of its). That is the
+    memory model only when each arrive on a peer's barrier is `.release.cluster` and each wait on a
+    barrier a peer arrives on is an acquire at cluster scope (PTX: a `.cta`-scoped one, the
+    default, is not morally strong with the other CTA's thread; a `.relaxed` one orders nothing):
+    no proof otherwise (a race the search reaches is still one)."""
+    remote = [
+        o
+        for o in m.ops
+        if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None)
+    ]
+    names = {o.barrier.name for o in remote if o.barrier is not None}
+    if any(o.mbar is None or o.mbar.sem not in ("release", "acq_rel") or o.mbar.scope != "cluster" for o in remote):
+        return False
+    waits = [o for o in m.ops if o.kind == ir.MBAR_WAIT and o.barrier is not None and o.barrier.name in names]
+    if any(o.mbar is None or o.mbar.sem not in ("acquire", "acq_rel") or o.mbar.scope != "cluster" for o in waits):
+        return False
+    # any `.relaxed` arrive or cluster barrier: the search's "released" is not the model's
+    if any(o.mbar is not None and o.mbar.sem == "relaxed" for o in m.ops if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)):
+        return False
+    return not any(o.kind == ir.SYNC and o.sync is not None and o.sync.relaxed for o in m.ops)
 
 
 def _launch_instance(m: ir.KernelModel, roles) -> bool:
