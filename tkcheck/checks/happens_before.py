@@ -1182,7 +1182,9 @@ def _cluster_scoped(m: ir.KernelModel) -> bool:
     remote = [
         o
         for o in m.ops
-        if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None)
+        if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+        and o.mbar is not None
+        and (o.mbar.remote or o.mbar.cta is not None)
     ]
     names = {o.barrier.name for o in remote if o.barrier is not None}
     if any(o.mbar is None or o.mbar.sem not in ("release", "acq_rel") or o.mbar.scope != "cluster" for o in remote):
