@@ -50,8 +50,8 @@ MAX_STATES = 50_000
 MAX_STEPS = 1_000_000
 # the cluster race search's bounds (r17-remote): it runs for every DSMEM location left undecided
 # in a kernel with remote arrivals, each access a step of its own; past them it decides nothing
-CLUSTER_RACE_STATES = 20_000
-CLUSTER_RACE_STEPS = 250_000
+CLUSTER_RACE_STATES = 10_000
+CLUSTER_RACE_STEPS = 100_000
 MAX_EVENTS = 4000
 EVENT_KINDS = (
     ir.MBAR_INIT,
@@ -3012,6 +3012,7 @@ def _rank_automorphisms(
     for i, r in enumerate(roles):
         by_cta.setdefault(r.cta, []).append(i)
     out = []
+    plain: list = []  # each role's signature, not renamed
     for pi in candidates:
 
         def ren_elem(e, pi=pi):
@@ -3071,11 +3072,13 @@ def _rank_automorphisms(
                 segs.append(tuple(sorted(((k, tuple(v)) for k, v in run.items()), key=repr)))
             return (len(r.threads), tuple(segs))
 
+        if not plain:
+            plain.extend(sig(r, False) for r in roles)  # (the same for every pi)
         sigma = [-1] * len(roles)
         if aligned:
             for c, ix in by_cta.items():
                 jx = by_cta.get(pi[c], [])
-                if len(jx) != len(ix) or any(sig(roles[i], True) != sig(roles[j], False) for i, j in zip(ix, jx)):
+                if len(jx) != len(ix) or any(sig(roles[i], True) != plain[j] for i, j in zip(ix, jx)):
                     ok = False
                     break
                 for i, j in zip(ix, jx):
@@ -3083,7 +3086,7 @@ def _rank_automorphisms(
         else:
             want: dict = {}
             for j, r in enumerate(roles):
-                want.setdefault((r.cta, sig(r, False)), []).append(j)
+                want.setdefault((r.cta, plain[j]), []).append(j)
             for i, r in enumerate(roles):
                 cands = want.get((pi[r.cta], sig(r, True)))
                 if not cands:
