@@ -131,6 +131,16 @@ def _dsmem(an):
             if barriers and not race.next_iteration
             else "no cluster barrier lies between them"
         )
+        if race.search is not None:
+            # r17-remote: found by the cluster race search (`happens_before._dsmem_by_search`)
+            how = (
+                "no release -> acquire edge orders them: running the cluster's CTAs, the search reaches a state where "
+                + (
+                    f"the {race.search['made']} has been made and not released since and the other can be made next"
+                    if race.search.get("made")
+                    else "both can be made next"
+                )
+            )
         relaxed_arrives = [
             o
             for o in an.model.ops

@@ -1095,6 +1095,119 @@ def _dsmem(an: Analysis, out: MemoryFacts) -> None:
                 if race is not None:
                     out.dsmem_races.append(race)
                     found = True
+    _dsmem_by_search(an, out)
+
+
+def _remote_arrivals(m: ir.KernelModel) -> bool:
+    return any(
+        o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.mbar is not None and (o.mbar.remote or o.mbar.cta is not None)
+        for o in m.ops
+    )
+
+
+def _dsmem_by_search(an: Analysis, out: MemoryFacts) -> None:
+    """r17-remote: the release -> acquire edge through another CTA's mbarrier. A DSMEM location
+    whose pairs are left undecided (an mbarrier op between their ends) in a kernel whose threads
+    arrive on peers' barriers is asked of the cluster race search (`protocol.races(...,
+    cluster=True)`): one copy of every role and barrier per CTA, every access of the buffer an
+    event on the copy it lands in, remote arrivals counted in the phase of the target's copy
+    they reach, the cluster barriers as syncs of every thread of the cluster. An arrive releases
+    the role's accesses before it (a `.relaxed` one nothing, `protocol._releases`), the wait
+    that passes a phase acquires what its arrivals released: phases are paired by running them.
+    A race reached (an access made and not released, or about to be made, while another CTA's
+    conflicting one can run next) is a race (TK401, the trace with it); every interleaving of
+    the launch's own sizes explored without one, every access of the buffer in the search and
+    no pair of one role's lanes left unasked (`Exploration.within`), proves the location's
+    pairs ordered. Anything else leaves them undecided."""
+    from .protocol import races
+
+    m = an.model
+    n = an.threads.n
+    if n is None or not _remote_arrivals(m):
+        return
+    names = sorted(
+        {
+            o.buffer.name
+            for a, b, _ in out.undecided
+            for o in (a, b)
+            if o.kind == ir.SMEM_ACCESS and o.buffer is not None and o.access is not None and o.access.cta is not None
+        }
+    )
+    for name in names:
+        ex = races(an, frozenset({name}), cluster=True)
+        mine = [u for u in out.undecided if any(o.buffer is not None and o.buffer.name == name for o in u[:2])]
+        if ex.race is not None:
+            r = ex.race
+            ca, ta = divmod(r.thread_a, n)
+            cb, tb = divmod(r.thread_b, n)
+            remote = any(e.op.access is not None and e.op.access.cta is not None for e in (r.ea, r.eb))
+            if ca == cb or not remote:
+                continue  # (a pair of one CTA's threads: the CTA-local engines' question)
+            out.dsmem_races.append(
+                Race(
+                    r.ea.op,
+                    r.eb.op,
+                    ta,
+                    tb,
+                    search={
+                        "element": r.element,
+                        "iterations": (dict(r.ea.env), dict(r.eb.env)),
+                        "roles": (ex.roles[r.a].name, ex.roles[r.b].name),
+                        "trace": [(ex.roles[i].name, e, what) for i, e, what in r.trace],
+                        "assumption": ex.assumption,
+                        "made": ("write" if r.ea.mem[1] else "read") if r.unreleased else None,
+                        "ctas": (ca, cb),
+                    },
+                )
+            )
+            out.undecided[:] = [u for u in out.undecided if u not in mine]
+        elif (
+            ex.status == "explored"
+            and not ex.stuck
+            and not ex.within
+            and ex.rounds is None
+            and _launch_instance(m, ex.roles)
+            and _cluster_scoped(m)
+        ):
+            out.undecided[:] = [u for u in out.undecided if u not in mine]
+
+
+def _cluster_scoped(m: ir.KernelModel) -> bool:
+    """The search takes every arrive as a release and every wait as an acquire of whatever
+    synchronised with it (a role's access is "released" by any later arrive of its). That is the
+    memory model only when each arrive on a peer's barrier is `.release.cluster` and each wait on a
+    barrier a peer arrives on is an acquire at cluster scope (PTX: a `.cta`-scoped one, the
+    default, is not morally strong with the other CTA's thread; a `.relaxed` one orders nothing):
+    no proof otherwise (a race the search reaches is still one)."""
+    remote = [
+        o
+        for o in m.ops
+        if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)
+        and o.mbar is not None
+        and (o.mbar.remote or o.mbar.cta is not None)
+    ]
+    names = {o.barrier.name for o in remote if o.barrier is not None}
+    if any(o.mbar is None or o.mbar.sem not in ("release", "acq_rel") or o.mbar.scope != "cluster" for o in remote):
+        return False
+    waits = [o for o in m.ops if o.kind == ir.MBAR_WAIT and o.barrier is not None and o.barrier.name in names]
+    if any(o.mbar is None or o.mbar.sem not in ("acquire", "acq_rel") or o.mbar.scope != "cluster" for o in waits):
+        return False
+    # any `.relaxed` arrive or cluster barrier: the search's "released" is not the model's
+    if any(o.mbar is not None and o.mbar.sem == "relaxed" for o in m.ops if o.kind in (ir.MBAR_ARRIVE, ir.MBAR_EXPECT)):
+        return False
+    return not any(o.kind == ir.SYNC and o.sync is not None and o.sync.relaxed for o in m.ops)
+
+
+def _launch_instance(m: ir.KernelModel, roles) -> bool:
+    """Every loop the search unrolled has a trip count the kernel fixes (no size chosen for the
+    instance): its interleavings are the launch's own."""
+    lids = {lid for r in roles for e in r.events for lid in e.op.loops}
+    for lid in lids:
+        lp = m.loops.get(lid)
+        t = lp.trip.eval({}) if lp is not None and lp.trip is not None else None
+        if not isinstance(t, int) or isinstance(t, bool):
+            return False
+    return True
 
 
 def _dsmem_peers(an: Analysis, out: MemoryFacts) -> None:

@@ -48,6 +48,10 @@ MAX_STATES = 50_000
 # events run over one exploration (every role's run from every state, the runs that cannot move
 # included): a deterministic bound on its work, in place of a wall-clock cap
 MAX_STEPS = 1_000_000
+# the cluster race search's bounds (r17-remote): it runs for every DSMEM location left undecided
+# in a kernel with remote arrivals, each access a step of its own; past them it decides nothing
+CLUSTER_RACE_STATES = 10_000
+CLUSTER_RACE_STEPS = 100_000
 MAX_EVENTS = 4000
 EVENT_KINDS = (
     ir.MBAR_INIT,
@@ -65,8 +69,12 @@ MMA_IDS = 1000  # the barrier of warpgroup g's wgmma is id MMA_IDS + g (past the
 # the cluster exploration (`_cluster_size`): the most CTAs run side by side, and the stride of the
 # barrier ids of one CTA's named barriers and warpgroup MMAs (CTA c's id i is i + CTA_IDS * c:
 # below 32 hardware ids and warpgroups, so a named barrier stays below MMA_IDS)
-CLUSTER_MAX = 2
+CLUSTER_MAX = 8
 CTA_IDS = 32
+# the cluster race search (r17-remote): the id of the cluster barrier (`barrier.cluster`), above
+# every CTA's ids, and the sync kinds it runs
+CLUSTER_SID = 900
+CLUSTER_SYNCS = ("cluster", "cluster_arrive", "cluster_wait")
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,8 @@ class Event:
     # arrive: an `mbarrier.arrive_drop` (its arrivals also leave the expected count of every
     # later phase of the element)
     drop: bool = False
+    # arrive / sync (the cluster race search, r17-remote): `.relaxed` -- it counts, releases nothing
+    relaxed: bool = False
 
 
 # the stand-in for a byte count the data decides, paired expect-to-load in one role: any positive
@@ -136,6 +146,13 @@ class Exploration:
     assumption: str = ""  # what the exploration assumed (stated in findings)
     cluster: int | None = None  # the CTAs of one cluster explored side by side (`_cluster_size`)
     race: MemRace | None = None  # the race search (`races`): two roles' conflicting accesses both enabled
+    # the race search reached a state where no role can move and some have not finished (a
+    # deadlock of its model: what lies past it is not explored)
+    stuck: bool = False
+    # the cluster race search (r17-remote): some role's lanes access one element with no release
+    # of that role between (`_within_roles`), which the search does not ask: a race it reports
+    # is still one, its "no race" proves nothing
+    within: bool = False
 
 
 @dataclass
@@ -166,7 +183,7 @@ def explore(an: Analysis) -> Exploration:
 RACE_BLIND = (ir.SPIN, ir.CALL)
 
 
-def races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Exploration:
+def races(an: Analysis, names: frozenset[str], reduce: bool = True, cluster: bool = False) -> Exploration:
     """The race search over the shared scalars / arrays of scalars `names`: the same roles and
     barrier semantics as `explore` (mbarrier phases, named-barrier generations counted per warp,
     `__syncwarp(mask)` as a barrier of the mask's lanes), with the accesses as local events and
@@ -175,11 +192,13 @@ def races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorati
     before they synchronise again -- a proof of a race in the small instance explored, with the
     trace to it. No race and `status == "explored"`: none in that instance (not a proof for
     every size); anything else: unknown."""
-    key = "protocol.races:" + ",".join(sorted(names)) + ("" if reduce else ":unreduced")
-    return an.fact(key, lambda an_: _races(an_, names, reduce))
+    key = (
+        "protocol.races:" + ",".join(sorted(names)) + ("" if reduce else ":unreduced") + (":cluster" if cluster else "")
+    )
+    return an.fact(key, lambda an_: _races(an_, names, reduce, cluster))
 
 
-def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Exploration:
+def _races(an: Analysis, names: frozenset[str], reduce: bool = True, cluster: bool = False) -> Exploration:
     t0 = time.perf_counter()
     ex = Exploration()
     m = an.model
@@ -192,7 +211,11 @@ def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorat
             and not _computes_only(m, o)
             and not polls_other_blocks(an, o)
         )
-        or (o.kind == ir.SYNC and o.sync_kind not in ("block", "named", "group", "warp", "grid"))
+        or (
+            o.kind == ir.SYNC
+            and o.sync_kind not in ("block", "named", "group", "warp", "grid")
+            and not (cluster and o.sync_kind in CLUSTER_SYNCS)
+        )
         # an mbarrier op on a barrier the model does not name would be left out of the roles
         or (o.kind in (ir.MBAR_WAIT, ir.MBAR_ARRIVE, ir.MBAR_EXPECT) and o.barrier is None)
         or o.barrier_unknown is not None
@@ -214,6 +237,7 @@ def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorat
         if _relevant(o)
         or (o.kind == ir.SYNC and o.sync_kind == "warp")
         or (o.kind == ir.SMEM_ACCESS and o.buffer is not None and o.buffer.name in names)
+        or (cluster and o.kind == ir.SYNC and o.sync_kind in CLUSTER_SYNCS)
     ]
     if not any(o.kind in (ir.MBAR_WAIT, ir.NAMED_ARRIVE, ir.MBAR_ARRIVE) for o in ops):
         # barriers alone: the happens-before engine's own question (r12-token: mbarrier arrivals
@@ -229,11 +253,11 @@ def _races(an: Analysis, names: frozenset[str], reduce: bool = True) -> Explorat
                 f"assuming every role's instruction loop runs the same {rounds} round"
                 f"{'s' if rounds > 1 else ''} and then stops at its break"
             )
-            _explore_with(an, ops, ex, rounds, memory=True, reduce=reduce)  # each round within the search's bound
+            _explore_with(an, ops, ex, rounds, memory=True, reduce=reduce, cluster=cluster)  # each round within bound
             if ex.race is not None or ex.status != "explored":
                 break
     else:
-        _explore_with(an, ops, ex, None, memory=True, reduce=reduce)
+        _explore_with(an, ops, ex, None, memory=True, reduce=reduce, cluster=cluster)
     ex.seconds = time.perf_counter() - t0
     return ex
 
@@ -366,6 +390,27 @@ def _conflict(ei: list[Event], ej: list[Event]):
     return None
 
 
+def _within_roles(roles: list[Role]) -> bool:
+    """Could two lanes of one role conflict on an element with no release of the role between
+    (at any position, reachable or not: an over-approximation)? The search asks pairs of roles
+    only (`_race_at`); the cluster race search (r17-remote) proves nothing where this holds."""
+    for r in roles:
+        for pc in range(len(r.events) + 1):
+            nxt = []
+            j = pc
+            while j < len(r.events) and r.events[j].kind == "mem":
+                nxt.append(r.events[j])
+                j += 1
+            if not nxt:
+                continue
+            if _conflict(nxt, nxt) is not None:
+                return True
+            past = _unreleased(r, pc, -1)
+            if past and _conflict(past, nxt) is not None:
+                return True
+    return False
+
+
 def _racy(roles: list[Role]) -> list[set[int]]:
     """Per role, the positions of its accesses that conflict with an access of another role:
     the pairs `_conflict([ea], [eb])` finds (one buffer and element, one of them a write, not both
@@ -408,6 +453,8 @@ def _releases(e: Event) -> bool:
     an `expect_tx` without an arrival, and not the complete_tx of a bulk copy the role issues:
     PTX's complete-tx is relaxed, and the copy carries the bytes it copies, not the issuing
     thread's own writes before it."""
+    if e.relaxed:
+        return False  # `.relaxed` (r17-remote): counted, no release (PTX: no memory ordering)
     if e.kind in ("arrive", "sync", "barrive"):
         return True
     return e.kind == "expect" and e.arrivals > 0
@@ -1364,6 +1411,10 @@ def _unroll(
             out.append(Event("exit", o, env=ctr))
             return True
         if memory and o.kind == ir.SMEM_ACCESS:
+            if cluster is not None:
+                return _emit_access(o, lanes, env, ctr, out, cluster, an.threads.n) or no(
+                    o, "its element or target CTA not known"
+                )
             return _emit_access(o, lanes, env, ctr, out)
         if (memory or lanes_split) and o.kind == ir.SYNC and o.sync_kind == "warp":
             return _emit_syncwarp(an, o, lanes, env, ctr, out, warp_apart) or no(o, "its lanes are not its mask's")
@@ -1371,6 +1422,20 @@ def _unroll(
         arrivals = _arrivals(an, o, lanes, env) if split else WARP * len({t // WARP for t in lanes})
         if arrivals is None:
             return no(o, "its arrivals not known")
+        if o.kind == ir.SYNC and o.sync_kind in CLUSTER_SYNCS:
+            # the cluster race search (r17-remote): `barrier.cluster` over every thread of the
+            # cluster; an arrive and the wait after it are joined into one sync (`_join_cluster`)
+            if cluster is None or an.threads.n is None:
+                return no(o, "a cluster barrier outside the cluster exploration")
+            csync = (CLUSTER_SID, an.threads.n * cluster[1])
+            if o.sync_kind == "cluster":
+                out.append(Event("sync", o, arrivals=arrivals, sync=csync, env=ctr))
+            elif o.sync_kind == "cluster_arrive":
+                relaxed = o.sync is not None and o.sync.relaxed
+                out.append(Event("barrive", o, arrivals=arrivals, sync=csync, env=ctr, relaxed=relaxed))
+            else:
+                out.append(Event("cwait", o, sync=csync, env=ctr))
+            return True
         # the cluster exploration: CTA c's barrier ids are its own (`CTA_IDS`)
         off = CTA_IDS * cluster[0] if cluster is not None else 0
         if o.kind == ir.MMA:
@@ -1444,7 +1509,9 @@ def _unroll(
             if not isinstance(c, int) or k == 0:
                 return k == 0
             drop = o.mbar is not None and o.mbar.drop
-            out.extend(Event("arrive", o, d, arrivals=k * c, env=ctr, drop=drop) for d in dests)
+            # (the cluster race search: a `.relaxed` arrive releases nothing, `_releases`)
+            rx = memory and cluster is not None and _relaxed_arrive(m, o)
+            out.extend(Event("arrive", o, d, arrivals=k * c, env=ctr, drop=drop, relaxed=rx) for d in dests)
         elif o.kind == ir.MBAR_EXPECT:
             b = o.bytes.eval(full) if o.bytes is not None else None
             sym = _data_bytes(o.bytes, full) if not isinstance(b, int) else None
@@ -1473,6 +1540,13 @@ def _unroll(
 
     if not walk(ops, 0, dict(params)):
         return None
+    if any(e.kind == "cwait" or (e.sync is not None and e.sync[0] == CLUSTER_SID) for e in out):
+        joined = _join_cluster(out)
+        if joined is None:
+            if why is not None and not why:
+                why.append("a cluster barrier's arrive and wait with other events between (not modelled)")
+            return None
+        out = joined
     if not symx:
         return out
     paired, bad = _paired_bytes(out, symx)
@@ -1480,6 +1554,41 @@ def _unroll(
         no(bad.op, "expected bytes not known" if bad.kind == "expect" else "loaded bytes not known")
         return None
     return paired
+
+
+def _join_cluster(evs: list[Event]) -> list[Event] | None:
+    """The cluster race search's cluster barriers (r17-remote): each `barrier.cluster.arrive`
+    directly followed in the role's program by its `barrier.cluster.wait` is one sync of every
+    thread of the cluster (released or not as the arrive says); a wait without the arrive just
+    before it, or an arrive not followed by its wait, is not modelled (None)."""
+    out: list[Event] = []
+    i = 0
+    while i < len(evs):
+        e = evs[i]
+        if e.kind == "barrive" and e.sync is not None and e.sync[0] == CLUSTER_SID:
+            if i + 1 >= len(evs) or evs[i + 1].kind != "cwait":
+                return None
+            out.append(Event("sync", e.op, arrivals=e.arrivals, sync=e.sync, env=e.env, relaxed=e.relaxed))
+            i += 2
+            continue
+        if e.kind == "cwait":
+            return None
+        out.append(e)
+        i += 1
+    return out
+
+
+def _relaxed_arrive(m: ir.KernelModel, o: ir.Op) -> bool:
+    """An mbarrier arrive spelled `.relaxed` (PTX: no memory ordering) in a kernel with no fence
+    of cluster scope or wider (`fence.acq_rel.cluster` before a relaxed arrive makes a release
+    pattern; the race search has no fence events, so any such fence keeps every arrive a
+    release: fewer races reported, none false)."""
+    if o.mbar is None or o.mbar.sem != "relaxed":
+        return False
+    return not any(
+        q.kind == ir.FENCE and q.fence_kind in ("membar_cluster", "membar_gl", "membar_sys", "membar_gpu")
+        for q in m.ops
+    )
 
 
 def _solve_for(e: E.Expr, x: str, env: dict, v: int) -> int | None:
@@ -1663,22 +1772,46 @@ def _emit_syncwarp(
     return True
 
 
-def _emit_access(o: ir.Op, lanes: set[int], env: dict, ctr: tuple, out: list) -> bool:
+def _emit_access(
+    o: ir.Op,
+    lanes: set[int],
+    env: dict,
+    ctr: tuple,
+    out: list,
+    cluster: tuple[int, int] | None = None,
+    n: int | None = None,
+) -> bool:
     """A generic access of a shared scalar / element: the element each lane names. An index that
     does not evaluate (data, an unmodelled value) leaves the access out of the race search: it
-    can be in no race this search reports."""
+    can be in no race this search reports.
+
+    `cluster` (the cluster race search, r17-remote: this CTA's rank, the cluster's size; `n` the
+    block's threads): the element is the copy of the CTA the access lands in (its own, or the
+    one `access.cta` names per lane: `mapa`, `map_shared_rank`), the lanes are numbered across
+    the cluster (rank * n + tid: the threads of two CTAs are two threads), and an access whose
+    element or CTA does not evaluate is refused (False: the search would prove nothing of it)."""
     if o.buffer is None or o.access is None or o.access_mode not in ("read", "write"):
         return True
+    if cluster is not None and (n is None or o.access.complete_tx):
+        return False  # (an st.async's bytes complete on the peer's barrier: not a generic access)
     by_key: dict[tuple, list[int]] = {}
     # each index compiled once for the lanes (model/fast_eval.py: the values `eval` gives), one
     # environment whose `tid` each lane sets (eval reads it, never writes it)
     fs = [evaluator(ix) for ix in o.buffer.index]
+    fc = evaluator(o.access.cta) if cluster is not None and o.access.cta is not None else None
     vals = dict(env, tid=0, tid_y=0, tid_z=0)
     for t in sorted(lanes):
         vals["tid"] = t
         key = tuple(f(vals) for f in fs)
         if any(not isinstance(x, int) or isinstance(x, bool) for x in key):
-            return True
+            return cluster is None
+        if cluster is not None:
+            assert n is not None
+            c = fc(vals) if fc is not None else cluster[0]
+            if not isinstance(c, int) or isinstance(c, bool) or not 0 <= c < cluster[1]:
+                return False
+            key = (c,) + key
+            t = cluster[0] * n + t
         by_key.setdefault(key, []).append(t)
     mem = (
         o.buffer.name,
@@ -1798,7 +1931,13 @@ def _explore_model(an: Analysis) -> Exploration:
 
 
 def _explore_with(
-    an: Analysis, ops: list[ir.Op], ex: Exploration, rounds: int | None, memory: bool = False, reduce: bool = True
+    an: Analysis,
+    ops: list[ir.Op],
+    ex: Exploration,
+    rounds: int | None,
+    memory: bool = False,
+    reduce: bool = True,
+    cluster: bool = False,
 ):
     m = an.model
     params = _choose_params(m, ops, rounds)
@@ -1810,7 +1949,10 @@ def _explore_with(
     if counts is None:
         ex.reason = "init counts unknown"
         return
-    size = None if memory else _cluster_size(an, ops)
+    size = None if memory and not cluster else _cluster_size(an, ops)
+    if cluster and size is None:
+        ex.reason = "no cluster exploration (its size is not known, or no op signals another CTA)"
+        return
     if size is not None:
         # every CTA of the cluster has its own copy of each barrier, initialised alike
         if any(completion.ranks_running(o, size) != list(range(size)) for o in m.ops_of(ir.MBAR_INIT)):
@@ -1824,7 +1966,11 @@ def _explore_with(
     for cta in range(size) if size is not None else (None,):
         # the roles of CTA `cta`: its rank put into the ops' thread guards, indices and ids
         split: list[int] = []
-        groups = _roles(an, ops if cta is None else _at_rank(ops, cta), per_thread=memory, split=split)
+        # (the cluster exploration: an init that makes no event -- one before the loops, whose
+        # count is the element's initial state -- tells no warp apart; a warp that differs from the
+        # others only in initialising the barriers runs their program, as one role with them)
+        role_ops = ops if cta is None else [o for o in _at_rank(ops, cta) if not _silent_init(m, o, rounds)]
+        groups = _roles(an, role_ops, per_thread=memory, split=split)
         if groups is None:
             ex.reason = "roles not computable"
             return
@@ -1902,7 +2048,9 @@ def _explore_with(
     if not memory:
         roles = _merge_whole_generations(roles, _whole_count_syncs(roles))
     ex.roles = roles
-    _search(ex, roles, counts, memory, reduce)
+    if memory and cluster:
+        ex.within = _within_roles(roles)
+    _search(ex, roles, counts, memory, reduce, lanes_per_cta=an.threads.n if memory and cluster else None)
     # (the cluster exploration's deadlocks are not established anyway, `_explore`; its prompt
     # search only tells a lagging warp's deadlock apart, where the cluster barrier left out is the
     # opening handshake alone, `_cluster_barrier_opens`)
@@ -1920,6 +2068,14 @@ def _explore_with(
             ex.states, ex.steps = max(full[0], ex.states), max(full[1], ex.steps)
         elif prompt_ok and ex.deadlock is not None and ex.deadlock.missed is not None:
             _prompt_search(ex, roles, counts)
+
+
+def _silent_init(m: ir.KernelModel, o: ir.Op, rounds: int | None) -> bool:
+    """An mbarrier init `_unroll` makes no event of: not re-armed inside an instruction loop or a
+    loop of run-time trip (the element's count is the search's initial state)."""
+    return o.kind == ir.MBAR_INIT and not any(
+        (rounds is not None and _data_exit(m, lid)) or _runtime_trip(m, lid) for lid in o.loops
+    )
 
 
 def _cluster_barrier_opens(an: Analysis, ops: list[ir.Op]) -> bool:
@@ -2124,6 +2280,7 @@ def _search(
     reduce: bool = True,
     stepwise: bool = False,
     prompt: bool = False,
+    lanes_per_cta: int | None = None,
 ):
     """The interleavings of the roles' programs from the initial state: the race search
     (`memory`) stops at the first reachable race, the deadlock search at the first state where no
@@ -2140,6 +2297,7 @@ def _search(
     elems = sorted(counts)
     eidx = {e: i for i, e in enumerate(elems)}
     sizes = [len(r.threads) for r in roles]
+    max_states, max_steps = (CLUSTER_RACE_STATES, CLUSTER_RACE_STEPS) if lanes_per_cta else (MAX_STATES, MAX_STEPS)
     # state: (pcs, sync-arrival marks, barrier states, sync states)
     # barrier state per element: (completed, pending arrivals, pending tx, arrivals dropped: the
     # expected count of the next phases is the init count less these, `_complete`)
@@ -2147,7 +2305,12 @@ def _search(
     start = (tuple(0 for _ in roles), tuple(-1 for _ in roles), init_b, ())
     visited = set()
     # (the prompt search's states carry the solo run: keyed whole, no symmetry)
-    key = _symmetry(roles) if not (memory or prompt) else (lambda st: st)
+    if prompt or (memory and not lanes_per_cta):
+        key = lambda st: st  # noqa: E731
+    else:
+        # (the race search of a cluster, r17-remote: renamings of the ranks only, event by
+        # event -- it stops after every event -- with the accesses' CTAs and lanes renamed too)
+        key = _symmetry(roles, elems, stepwise or memory, counts, lanes_per_cta if memory else None)
     por = _LocalSteps(roles) if (memory or stepwise) and reduce else None
     # a path is a chain (previous chain, steps): extending it costs nothing, a trace is spelled
     # out only for the deadlock or race found
@@ -2159,7 +2322,7 @@ def _search(
     steps_run = 0
     race_memo: dict = {}  # `_race_at`'s answers by positions, for this search's roles
     while stack:
-        if len(visited) > MAX_STATES or steps_run > MAX_STEPS:
+        if len(visited) > max_states or steps_run > max_steps:
             ex.status = "unknown"
             ex.reason = "exploration bound reached"
             ex.states = len(visited)
@@ -2245,6 +2408,8 @@ def _search(
             if len(keep) < len(succ):
                 succ = [s for s, ri in zip(succ, succ_roles) if ri in keep]
         if not moved:
+            if memory and not all(pcs[i] >= len(r.events) for i, r in enumerate(roles)):
+                ex.stuck = True
             if memory or all(pcs[i] >= len(r.events) for i, r in enumerate(roles)):
                 continue  # (the race search goes on past a deadlock: the deadlock rules report it)
             blocked = [(i, r.events[pcs[i]]) for i, r in enumerate(roles) if pcs[i] < len(r.events)]
@@ -2767,12 +2932,263 @@ def _footprint(e: Event):
     return None
 
 
-def _symmetry(roles: list[Role]):
+def _symmetry(
+    roles: list[Role],
+    elems: list | None = None,
+    stepwise: bool = True,
+    counts: dict | None = None,
+    lanes: int | None = None,
+):
     """The key a state is visited under: roles with the same program (the same events, the same
     number of threads: warps that differ only in what the search does not see) are interchangeable,
     so a state and the one with two such roles' (pc, generation mark) swapped have the same
     successors up to that swap and the same deadlocks. The key sorts those pairs within each
-    class of such roles (an exact reduction: what is reachable is kept, up to the swap)."""
+    class of such roles (an exact reduction: what is reachable is kept, up to the swap).
+
+    The cluster exploration (r17-remote): a renaming pi of the CTA ranks under which every CTA's
+    roles are another CTA's (`_rank_automorphisms`) maps the whole state -- positions, barrier
+    elements' copies, named-barrier ids -- to a state with the same successors up to that
+    renaming and the same deadlocks; the key is the least image over those renamings (each an
+    automorphism of the system, so two states of one key are images of each other: exact). In
+    the cluster race search (`lanes`: the threads of a CTA) an access's element copy and lanes
+    are renamed too, so a race maps to a race. When
+    every exchange of two neighbouring ranks is one, every renaming is (they generate them all):
+    the state is then one block per CTA and the key sorts the blocks (`_block_key`)."""
+    inner = _role_symmetry(roles)
+    if elems is None or counts is None:
+        return inner
+    ctas = sorted({r.cta for r in roles})
+    n = len(ctas)
+    if n < 2 or ctas != list(range(n)):
+        return inner
+    swaps = [tuple(c + 1 if c == a else a if c == a + 1 else c for c in range(n)) for a in range(n - 1)]
+    if len(_rank_automorphisms(roles, elems, stepwise, counts, swaps, aligned=True, lanes=lanes)) == len(swaps):
+        blocks = _block_key(roles, elems, n)
+        if blocks is not None:
+            return lambda st: blocks(inner(st))
+    autos = _rank_automorphisms(roles, elems, stepwise, counts, _rank_candidates(n), lanes=lanes)
+    if not autos:
+        return inner
+
+    def key(st):
+        best = inner(st)
+        pcs, marks, bars, syncs = st
+        for sigma, eperm, smap in autos:
+            p, mk = [0] * len(pcs), [0] * len(pcs)
+            for i, j in enumerate(sigma):
+                p[j], mk[j] = pcs[i], marks[i]
+            b = [bars[0]] * len(bars)
+            for i, j in enumerate(eperm):
+                b[j] = bars[i]
+            sy = tuple(sorted((smap(sid), v) for sid, v in syncs))
+            k = inner((tuple(p), tuple(mk), tuple(b), sy))
+            if k < best:
+                best = k
+        return best
+
+    return key
+
+
+def _block_key(roles: list[Role], elems: list, n: int):
+    """The key of a cluster exploration whose every renaming of ranks is an automorphism, with
+    CTA c's j-th role mapped to CTA pi(c)'s j-th role and element `x@cta c` to `x@cta pi(c)`: a
+    renaming moves CTA c's block (its roles' positions and marks, its elements' states, its
+    barrier ids' states) to position pi(c) and changes nothing else, so the sorted blocks are
+    the least image over all n! renamings."""
+    by_cta: list[list[int]] = [[] for _ in range(n)]
+    for i, r in enumerate(roles):
+        by_cta[r.cta].append(i)
+    el: list[list[tuple]] = [[] for _ in range(n)]
+    for j, e in enumerate(elems):
+        p = _cta_of_elem(e)
+        if p is None or not 0 <= p[1] < n:
+            return None
+        el[p[1]].append(((p[0],) + tuple(e[1:]), j))
+    if len({len(x) for x in by_cta}) != 1 or len({tuple(k for k, _ in sorted(x)) for x in el}) != 1:
+        return None
+    epos = [[j for _, j in sorted(x)] for x in el]
+
+    def key(st):
+        pcs, marks, bars, syncs = st
+        sy: list[list] = [[] for _ in range(n)]
+        whole = []  # the cluster barrier's state: one for every CTA
+        for sid, v in syncs:
+            base, c = _cta_of_sid(~sid if sid < 0 else sid)
+            if 0 <= c < n:
+                sy[c].append((sid < 0, base, v))
+            else:
+                whole.append((sid, v))
+        return tuple(whole), tuple(
+            sorted(
+                (
+                    tuple(pcs[i] for i in by_cta[c]),
+                    tuple(marks[i] for i in by_cta[c]),
+                    tuple(bars[j] for j in epos[c]),
+                    tuple(sorted(sy[c])),
+                )
+                for c in range(n)
+            )
+        )
+
+    return key
+
+
+def _rename_mem(mem: tuple, pi: tuple, lanes: int | None) -> tuple:
+    """An access event's (buffer, write, atomic, ((element, lanes), ...)) with the ranks renamed:
+    the element's CTA (its first index in the cluster race search, `_emit_access`) and each
+    lane (rank * lanes + tid)."""
+    if lanes is None:
+        return mem
+    items = tuple(
+        ((pi[k[0]],) + tuple(k[1:]), tuple(pi[t // lanes] * lanes + t % lanes for t in ls)) for k, ls in mem[3]
+    )
+    return (mem[0], mem[1], mem[2], items)
+
+
+def _cta_of_elem(elem: tuple) -> tuple[str, int] | None:
+    name, at, c = str(elem[0]).rpartition("@cta")
+    return (name, int(c)) if at and c.isdigit() else None
+
+
+def _cta_of_sid(sid: int) -> tuple[int, int]:
+    """A barrier id of the cluster exploration as (base, CTA): CTA c's named barrier i is
+    i + CTA_IDS * c, its warpgroup g's MMA MMA_IDS + g + CTA_IDS * c (`_unroll`)."""
+    if sid >= MMA_IDS:
+        return MMA_IDS + (sid - MMA_IDS) % CTA_IDS, (sid - MMA_IDS) // CTA_IDS
+    return sid % CTA_IDS, sid // CTA_IDS
+
+
+def _rank_candidates(n: int) -> list[tuple[int, ...]]:
+    """Renamings of the ranks 0..n-1 tried as automorphisms: every permutation for n <= 4; for
+    larger clusters the rotations (`(c + k) % n`, rings), the reflections (`(k - c) % n`) and,
+    n a power of two, the exchanges (`c ^ k`, pairs and butterflies). Each is kept only if
+    it is one (`_rank_automorphisms`); trying fewer only reduces less."""
+    if n <= 4:
+        out = set(itertools.permutations(range(n)))
+    else:
+        out = {tuple((c + k) % n for c in range(n)) for k in range(n)}
+        out |= {tuple((k - c) % n for c in range(n)) for k in range(n)}
+        if n & (n - 1) == 0:
+            out |= {tuple(c ^ k for c in range(n)) for k in range(n)}
+    out.discard(tuple(range(n)))
+    return sorted(out)
+
+
+def _rank_automorphisms(
+    roles: list[Role],
+    elems: list,
+    stepwise: bool,
+    counts: dict,
+    candidates: list,
+    aligned: bool = False,
+    lanes: int | None = None,
+) -> list:
+    """The renamings pi among `candidates` that map the search onto itself: every role of CTA c
+    has a role of CTA pi(c) with the same threads whose program is c's with every barrier
+    element's copy `@cta d` renamed `@cta pi(d)` and every barrier id of CTA d made CTA pi(d)'s,
+    and the elements' init counts agree. Programs are compared event by event -- or, in the
+    search that runs a role from one wait to the next in one step (not `stepwise`), the events
+    between two waits compared per barrier element and id in their order, since events on
+    different elements commute and no state of that search stops between them: a 4-CTA
+    all-gather whose CTAs arrive on the peers' barriers in the order 0, 1, 2, 3 is symmetric
+    there. `aligned`: CTA c's j-th role must be CTA pi(c)'s j-th (`_block_key`). Each as (role
+    map, element map over `elems`' positions, id map)."""
+    eidx = {e: i for i, e in enumerate(elems)}
+    if any(_cta_of_elem(e) is None for e in elems):
+        return []
+    if lanes is None and any(e.mem is not None for r in roles for e in r.events):
+        return []  # (accesses: only with their lanes renamed)
+    by_cta: dict[int, list[int]] = {}
+    for i, r in enumerate(roles):
+        by_cta.setdefault(r.cta, []).append(i)
+    out = []
+    plain: list = []  # each role's signature, not renamed
+    for pi in candidates:
+
+        def ren_elem(e, pi=pi):
+            if e is None:
+                return None
+            name, c = _cta_of_elem(e) or ("", -1)
+            return e if c < 0 else (f"{name}@cta{pi[c]}",) + tuple(e[1:])
+
+        def ren_sid(sid, pi=pi):
+            if sid < 0:
+                return ~ren_sid(~sid)  # (an open generation's count, `_open_generation`)
+            base, c = _cta_of_sid(sid)
+            return base + CTA_IDS * pi[c] if 0 <= c < len(pi) else sid  # (the cluster barrier: one)
+
+        eperm = []
+        ok = True
+        for e in elems:
+            f = ren_elem(e)
+            if f not in eidx or counts.get(f) != counts.get(e):
+                ok = False
+                break
+            eperm.append(eidx[f])
+        if not ok or sorted(eperm) != list(range(len(elems))):
+            continue
+
+        def sig(r: Role, rename: bool, pi=pi, ren_elem=ren_elem, ren_sid=ren_sid):
+            segs: list = []
+            run: dict = {}
+            for e in r.events:
+                elem = ren_elem(e.elem) if rename else e.elem
+                sync = (ren_sid(e.sync[0]), e.sync[1]) if rename and e.sync is not None else e.sync
+                mem = _rename_mem(e.mem, pi, lanes) if rename and e.mem is not None else e.mem
+                if mem is not None:
+                    mem = (mem[0], mem[1], mem[2], tuple(sorted(mem[3])))
+                t = (
+                    e.kind,
+                    e.op.order,
+                    elem,
+                    e.parity,
+                    e.arrivals,
+                    e.bytes,
+                    sync,
+                    e.block,
+                    e.sym,
+                    e.drop,
+                    e.relaxed,
+                    mem,
+                )
+                if stepwise or e.kind in ("wait", "sync", "exit") or e.mem is not None:
+                    if run:
+                        segs.append(tuple(sorted(((k, tuple(v)) for k, v in run.items()), key=repr)))
+                        run = {}
+                    segs.append(t)
+                else:
+                    run.setdefault(repr(elem if elem is not None else sync), []).append(t)
+            if run:
+                segs.append(tuple(sorted(((k, tuple(v)) for k, v in run.items()), key=repr)))
+            return (len(r.threads), tuple(segs))
+
+        if not plain:
+            plain.extend(sig(r, False) for r in roles)  # (the same for every pi)
+        sigma = [-1] * len(roles)
+        if aligned:
+            for c, ix in by_cta.items():
+                jx = by_cta.get(pi[c], [])
+                if len(jx) != len(ix) or any(sig(roles[i], True) != plain[j] for i, j in zip(ix, jx)):
+                    ok = False
+                    break
+                for i, j in zip(ix, jx):
+                    sigma[i] = j
+        else:
+            want: dict = {}
+            for j, r in enumerate(roles):
+                want.setdefault((r.cta, plain[j]), []).append(j)
+            for i, r in enumerate(roles):
+                cands = want.get((pi[r.cta], sig(r, True)))
+                if not cands:
+                    ok = False
+                    break
+                sigma[i] = cands.pop()
+        if ok:
+            out.append((tuple(sigma), tuple(eperm), ren_sid))
+    return out
+
+
+def _role_symmetry(roles: list[Role]):
     sig: dict = {}
     for i, r in enumerate(roles):
         ev = tuple(
