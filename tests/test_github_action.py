@@ -111,6 +111,27 @@ def test_the_action_is_a_composite_action_with_its_inputs():
         assert "run" not in step or not EXPR.search(step["run"]), step["name"]
 
 
+def _see_this_interpreters_packages(venv: Path) -> None:
+    """`--system-site-packages` shows the new environment the *base* interpreter's packages,
+    which hold libclang, z3 and click only where someone installed them there (a fresh CI
+    machine installs them into the venv that runs this test): a `.pth` file in the new
+    environment names the folders this interpreter imports them from, after its own
+    site-packages (so the tkcheck the action installs there is the one imported)."""
+    import click
+    import clang
+    import z3
+
+    purelib = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+    ).stdout.strip()
+    dirs = sorted({str(Path(m.__file__).resolve().parent.parent) for m in (click, clang, z3)})
+    (Path(purelib) / "tkcheck_test_parent_packages.pth").write_text("\n".join(dirs) + "\n")
+
+
 def test_the_action_installs_tkcheck_and_annotates_and_writes_sarif(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run(
@@ -124,6 +145,7 @@ def test_the_action_installs_tkcheck_and_annotates_and_writes_sarif(tmp_path):
         },
         timeout=LIMIT_S,
     )
+    _see_this_interpreters_packages(venv)
     work = tmp_path / "kernels"
     (work / "src").mkdir(parents=True)
     (work / "src" / "bad.cu").write_text(BAD)

@@ -1115,7 +1115,7 @@ def _dsmem_by_search(an: Analysis, out: MemoryFacts) -> None:
     the role's accesses before it (a `.relaxed` one nothing, `protocol._releases`), the wait
     that passes a phase acquires what its arrivals released: phases are paired by running them.
     A race reached (an access made and not released, or about to be made, while another CTA's
-    conflicting one can run next) is a race (TK401, the trace with it); every interleaving of
+    conflicting one can run next) is a race (the sync-scope rule reads it, the trace with it); every interleaving of
     the launch's own sizes explored without one, every access of the buffer in the search and
     no pair of one role's lanes left unasked (`Exploration.within`), proves the location's
     pairs ordered. Anything else leaves them undecided."""

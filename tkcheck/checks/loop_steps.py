@@ -221,13 +221,16 @@ def _divergence(o: ir.Op, env: dict, at: tuple, n: int) -> Divergence | None:
     """The block barrier o under a data test, at the step env: with every thread's unfollowed
     values equal (0, then 1: an input where every thread's test sees the same outcome), the
     threads whose test holds; a Divergence when they are some but not all threads."""
-    free = sorted({v.name for c in o.guard.opaque for v in c.free_vars() if v.kind == E.OPAQUE})
+    # at one step a value read anew every iteration (`E.per_iteration`: a key copied out of
+    # shared memory) is one value: its unknown
+    tests = [E.within_iteration(c) for c in o.guard.opaque]
+    free = sorted({v.name for c in tests for v in c.free_vars() if v.kind == E.OPAQUE})
     for value in (0, 1):
         reach = set()
         for t in range(n):
             vals = {**env, "tid": t, "tid_y": 0, "tid_z": 0, **{name: value for name in free}}
             ok = True
-            for c in o.guard.opaque:
+            for c in tests:
                 v = c.eval(vals)
                 if not isinstance(v, (bool, int)):
                     return None
@@ -252,7 +255,7 @@ def _data_guard(g: ir.Guard) -> bool:
     if g.blind or not g.opaque or g.exits:
         return False
     for c in g.opaque:
-        vs = [v for v in c.free_vars() if v.kind == E.OPAQUE]
+        vs = [v for v in E.within_iteration(c).free_vars() if v.kind == E.OPAQUE]
         if not vs or any(v.name.startswith("?shared:") or _LITERAL.match(v.name) for v in vs):
             return False
     return True

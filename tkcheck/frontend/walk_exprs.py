@@ -729,10 +729,13 @@ class ExprEvaluation:
                 kinds.add(E.OPAQUE)
         if E.THREAD in kinds or E.OPAQUE in kinds:
             unknown = E.opaque(cexpr.render(node))
-            if read and E.LOOP in kinds and not self._array_base:
-                # a thread's own element (`p[tid + 128 * t]`) or an element of memory the walk
-                # does not follow (a `gl`'s `raw_ptr[t]`) read at a loop-dependent index: still
-                # an unknown that may differ between threads, and one per iteration
+            if read and E.LOOP in kinds and E.OPAQUE in kinds and not self._array_base:
+                # an element of memory the walk does not follow (a `gl`'s `raw_ptr[t]`) read at a
+                # loop-dependent index: still an unknown that may differ between threads, and one
+                # per iteration. (A thread's own element of a pointer parameter, `p[tid + 128 *
+                # t]`, keeps one name for the loop: the input-data readers -- `checks/inputs.py`,
+                # the warp-collective leaders -- do not follow a per-iteration value yet; round 17
+                # lead, idioms8 warp_match_aggregate lost three races with it)
                 return E.per_iteration(unknown, _loop_counters(parts))
             return unknown
         if alike:
